@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+)
+
+func runCatalog(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("catalog", "[--json]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	gpus, systems := catalog.GPUs(), catalog.Systems()
+	if *asJSON {
+		return writeJSON(stdout, map[string]any{"gpus": gpus, "systems": systems})
+	}
+	t := table{head: []string{"gpu", "arch", "bf16 TFLOP/s", "fp8 TFLOP/s", "HBM GB", "HBM GB/s", "NVLink GB/s"}}
+	for _, g := range gpus {
+		fp8 := "-"
+		if v, ok := g.PeakTFLOPS["fp8"]; ok {
+			fp8 = fmt.Sprintf("%.0f", v)
+		}
+		t.add(g.Name, string(g.Arch), fmt.Sprintf("%.0f", g.PeakTFLOPS["bf16"]), fp8, fmt.Sprintf("%.0f", g.MemoryGB),
+			fmt.Sprintf("%.0f", g.MemoryBandwidthGBps), fmt.Sprintf("%.0f", g.NVLinkGBps))
+	}
+	t.write(stdout)
+	fmt.Fprintln(stdout)
+	s := table{head: []string{"system", "gpu", "gpus/node", "scale-up", "nics", "network"}}
+	for _, sp := range systems {
+		up := string(sp.Intra.Kind)
+		if sp.Intra.NVLS {
+			up += "+nvls"
+		}
+		if sp.Intra.DomainNodes > 1 {
+			up += fmt.Sprintf(" (%d-node domain)", sp.Intra.DomainNodes)
+		}
+		nics := "-"
+		if sp.NICs.PerNode > 0 {
+			nics = fmt.Sprintf("%d×%gG %s", sp.NICs.PerNode, sp.NICs.Gbps, sp.NICs.Kind)
+		}
+		net := "fat tree"
+		if sp.Network.RailOptimized {
+			net = "rail-optimised"
+		}
+		if o := sp.Network.Oversubscription; o > 1 {
+			net += fmt.Sprintf(", %g:1", o)
+		}
+		s.add(sp.Name, sp.GPU.Name, fmt.Sprint(sp.GPUsPerNode), up, nics, net)
+	}
+	s.write(stdout)
+	return nil
+}

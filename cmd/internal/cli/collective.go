@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// collectiveReport is the JSON output of `stepcost collective`.
+type collectiveReport struct {
+	Cluster     string          `json:"cluster"`
+	Nodes       int             `json:"nodes"`
+	GPUsPerNode int             `json:"gpus_per_node"`
+	Ranks       int             `json:"ranks"`
+	Concurrent  int             `json:"concurrent_groups"`
+	Op          string          `json:"op"`
+	SizeBytes   int64           `json:"size_bytes"`
+	Launch      string          `json:"launch"`
+	Chosen      estimateJSON    `json:"chosen"`
+	Considered  []estimateJSON  `json:"considered"`
+	Unsupported []unsupportJSON `json:"not_applicable"`
+}
+
+type estimateJSON struct {
+	Algorithm string  `json:"algorithm"`
+	Protocol  string  `json:"protocol"`
+	TimeUs    float64 `json:"time_us"`
+	LatencyUs float64 `json:"latency_us"`
+	AlgBWGBps float64 `json:"algbw_gbps"`
+	BusBWGBps float64 `json:"busbw_gbps"`
+	Steps     int     `json:"steps"`
+	Channels  int     `json:"channels"`
+	Chunks    int     `json:"chunks,omitempty"`
+}
+
+type unsupportJSON struct {
+	Algorithm string `json:"algorithm"`
+	Reason    string `json:"reason"`
+}
+
+func toJSON(e collective.Estimate) estimateJSON {
+	return estimateJSON{
+		Algorithm: e.Algo.String(), Protocol: e.Protocol.String(), TimeUs: e.TimeUs,
+		LatencyUs: e.LatencyUs, AlgBWGBps: e.AlgBWGBps, BusBWGBps: e.BusBWGBps,
+		Steps: e.Steps, Channels: e.Channels, Chunks: e.Chunks,
+	}
+}
+
+func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("collective", "--cluster NAME | --cluster-file FILE --op OP --size SIZE [flags]", stderr)
+	clusterName := fs.String("cluster", "", "catalog system (see 'stepcost catalog'), e.g. dgx-h100")
+	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML, see deploy/clusters)")
+	nodes := fs.Int("nodes", 1, "nodes the group spans")
+	perNode := fs.Int("gpus-per-node", 0, "GPUs of each node in the group (default: all); the first ones of each node")
+	concurrent := fs.Bool("concurrent", false, "the node's other GPUs run the same collective at the same time, in groups of the same shape (e.g. the DP groups of a TP job)")
+	opName := fs.String("op", "allreduce", "allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv")
+	sizeStr := fs.String("size", "", "message size, nccl-tests convention (total buffer for allgather/reducescatter); e.g. 1GiB, 64M, 4096")
+	algoName := fs.String("algo", "auto", "force an algorithm: ring, tree, dbtree, hierarchical, nvls, direct, pat, pairwise")
+	protoName := fs.String("protocol", "", "force a protocol for ring/tree: simple, ll128, ll")
+	launchName := fs.String("launch", "per-process", "how calls are issued: per-process, single-process, eager, graph")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+
+	spec, name, err := loadCluster(*clusterName, *clusterFile)
+	if err != nil {
+		return err
+	}
+	if *nodes < 1 || *nodes > topology.MaxNodes {
+		return fmt.Errorf("--nodes: must be between 1 and %d (got %d)", topology.MaxNodes, *nodes)
+	}
+	if spec.Nodes < *nodes {
+		spec.Nodes = *nodes
+	}
+	cl, err := spec.Build()
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", name, err)
+	}
+	op, err := collective.ParseOp(*opName)
+	if err != nil {
+		return fmt.Errorf("--op: %w", err)
+	}
+	if *sizeStr == "" {
+		return fmt.Errorf("--size: required (e.g. --size 1GiB)")
+	}
+	size, err := ParseSize(*sizeStr)
+	if err != nil {
+		return fmt.Errorf("--size: %w", err)
+	}
+	algo, err := collective.ParseAlgorithm(*algoName)
+	if err != nil {
+		return fmt.Errorf("--algo: %w", err)
+	}
+	opts := collective.Options{Algo: algo}
+	if opts.Launch, err = collective.ParseLaunch(*launchName); err != nil {
+		return fmt.Errorf("--launch: %w", err)
+	}
+	if *protoName != "" {
+		if opts.Protocol, err = collective.ParseProtocol(*protoName); err != nil {
+			return fmt.Errorf("--protocol: %w", err)
+		}
+		opts.ForceProtocol = true
+	}
+	k := *perNode
+	if k == 0 {
+		k = cl.Spec.GPUsPerNode
+	}
+	group, siblings, err := collective.NodeGroups(cl, *nodes, k, *concurrent)
+	if err != nil {
+		return fmt.Errorf("--nodes/--gpus-per-node: %w", err)
+	}
+	p, err := collective.Place(cl, group, siblings)
+	if err != nil {
+		return err
+	}
+	m := collective.NewModel(collective.Default())
+	chosen, err := m.Estimate(p, op, float64(size), opts)
+	if err != nil {
+		return fmt.Errorf("--algo %s: %w", algo, err)
+	}
+	all := m.Candidates(p, op, float64(size), collective.Options{Launch: opts.Launch, ForceProtocol: opts.ForceProtocol, Protocol: opts.Protocol}, nil)
+	slices.SortStableFunc(all, func(a, b collective.Estimate) int {
+		switch {
+		case a.TimeUs < b.TimeUs:
+			return -1
+		case a.TimeUs > b.TimeUs:
+			return 1
+		}
+		return 0
+	})
+	rep := collectiveReport{
+		Cluster: name, Nodes: *nodes, GPUsPerNode: k, Ranks: p.N(), Concurrent: len(p.Siblings),
+		Op: op.String(), SizeBytes: size, Launch: opts.Launch.String(), Chosen: toJSON(chosen),
+	}
+	for _, e := range all {
+		rep.Considered = append(rep.Considered, toJSON(e))
+	}
+	for _, a := range collective.Algorithms() {
+		if err := m.Supports(p, op, a); err != nil {
+			rep.Unsupported = append(rep.Unsupported, unsupportJSON{a.String(), strings.TrimPrefix(err.Error(), collective.ErrUnsupported.Error()+": ")})
+		}
+	}
+	if *asJSON {
+		return writeJSON(stdout, rep)
+	}
+	fmt.Fprintf(stdout, "%s of %s on %d GPUs (%d node(s) × %d) of %s", op, FormatSize(float64(size)), p.N(), *nodes, k, name)
+	if len(p.Siblings) > 1 {
+		fmt.Fprintf(stdout, ", %d groups at once", len(p.Siblings))
+	}
+	fmt.Fprintf(stdout, ", %s launch\n\n", opts.Launch)
+	if p.N() == 1 {
+		fmt.Fprintln(stdout, "A group of one GPU does not communicate: time 0.")
+		return nil
+	}
+	fmt.Fprintf(stdout, "chosen:  %s/%s  time %s  algbw %.1f GB/s  busbw %.1f GB/s\n\n",
+		chosen.Algo, chosen.Protocol, fmtUs(chosen.TimeUs), chosen.AlgBWGBps, chosen.BusBWGBps)
+	t := table{head: []string{"algorithm", "protocol", "time", "latency", "algbw GB/s", "busbw GB/s", "steps", "channels", "chunks"}}
+	for _, e := range all {
+		mark := e.Algo.String()
+		if e.Algo == chosen.Algo && e.Protocol == chosen.Protocol {
+			mark += " *"
+		}
+		chunks := "-"
+		if e.Chunks > 0 {
+			chunks = fmt.Sprint(e.Chunks)
+		}
+		t.add(mark, e.Protocol.String(), fmtUs(e.TimeUs), fmtUs(e.LatencyUs), fmt.Sprintf("%.1f", e.AlgBWGBps),
+			fmt.Sprintf("%.1f", e.BusBWGBps), fmt.Sprint(e.Steps), fmt.Sprint(e.Channels), chunks)
+	}
+	t.write(stdout)
+	if len(rep.Unsupported) > 0 {
+		fmt.Fprintln(stdout, "\nnot applicable:")
+		for _, u := range rep.Unsupported {
+			fmt.Fprintf(stdout, "  %-12s %s\n", u.Algorithm, u.Reason)
+		}
+	}
+	return nil
+}
+
+// loadCluster reads --cluster or --cluster-file (exactly one).
+func loadCluster(name, file string) (topology.Spec, string, error) {
+	switch {
+	case name != "" && file != "":
+		return topology.Spec{}, "", fmt.Errorf("--cluster and --cluster-file: give one, not both")
+	case file != "":
+		s, err := clusterfile.Load(file)
+		if err != nil {
+			return topology.Spec{}, "", fmt.Errorf("--cluster-file: %w", err)
+		}
+		return s, s.Name, nil
+	case name != "":
+		s, err := catalog.System(name)
+		if err != nil {
+			return topology.Spec{}, "", fmt.Errorf("--cluster: %w", err)
+		}
+		return s, s.Name, nil
+	}
+	return topology.Spec{}, "", fmt.Errorf("--cluster or --cluster-file: required (see 'stepcost catalog' for names)")
+}
+
+func fmtUs(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.3g s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.4g ms", us/1e3)
+	}
+	return fmt.Sprintf("%.4g µs", us)
+}

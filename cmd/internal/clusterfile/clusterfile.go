@@ -1,0 +1,93 @@
+// Package clusterfile reads cluster description files (docs/cluster-file.md) in JSON
+// or YAML. YAML is converted to JSON and both go through catalog.DecodeSpec, so the
+// same strict rules apply to either: unknown or repeated keys, wrong types and
+// invalid values are errors that name the field.
+package clusterfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	yamlv2 "go.yaml.in/yaml/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// MaxSize is the largest cluster file accepted, in bytes (1 MiB). Real files are a
+// few hundred bytes; the limit keeps a wrong path (a log, a checkpoint) from being
+// read into memory.
+const MaxSize = 1 << 20
+
+// ErrTooLarge is wrapped by the error for a file over MaxSize.
+var ErrTooLarge = errors.New("cluster file is larger than 1 MiB")
+
+// Load reads and decodes the cluster file at path.
+func Load(path string) (topology.Spec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return topology.Spec{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return topology.Spec{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes a cluster file's content. name (a path or "-") is used in error
+// messages and to choose the format: ".yaml" and ".yml" are YAML, ".json" is JSON,
+// and anything else is JSON if the content starts with '{' and YAML otherwise.
+func Parse(data []byte, name string) (topology.Spec, error) {
+	if len(data) > MaxSize {
+		return topology.Spec{}, fmt.Errorf("%s: %w", name, ErrTooLarge)
+	}
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	if isYAML(data, name) {
+		j, err := yamlToJSON(data)
+		if err != nil {
+			return topology.Spec{}, fmt.Errorf("%s: invalid YAML: %w", name, err)
+		}
+		data = j
+	}
+	spec, err := catalog.DecodeSpec(data)
+	if err != nil {
+		return topology.Spec{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return spec, nil
+}
+
+func isYAML(data []byte, name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml":
+		return true
+	case ".json":
+		return false
+	}
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	return len(trimmed) == 0 || trimmed[0] != '{'
+}
+
+// yamlToJSON converts a single YAML document to JSON, rejecting repeated keys and
+// further documents (the YAML counterpart of trailing data after a JSON object).
+func yamlToJSON(data []byte) ([]byte, error) {
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	var doc any
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
+		return nil, err
+	}
+	if err := dec.Decode(&doc); err != io.EOF {
+		if err != nil {
+			return nil, err
+		}
+		return nil, errors.New("the file holds more than one YAML document")
+	}
+	return yaml.YAMLToJSONStrict(data)
+}

@@ -1,0 +1,298 @@
+package catalog_test
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+func TestSystemsBuild(t *testing.T) {
+	systems := catalog.Systems()
+	if len(systems) < 15 {
+		t.Fatalf("catalog has %d systems, want at least 15", len(systems))
+	}
+	for _, s := range systems {
+		t.Run(s.Name, func(t *testing.T) {
+			if s.Nodes != 1 {
+				t.Errorf("template Nodes = %d, want 1", s.Nodes)
+			}
+			if s.Source == "" || s.Description == "" || s.GPU.Source == "" {
+				t.Errorf("missing source or description: %+v", s)
+			}
+			// Hardware only: calibrated link constants come from topology.Defaults.
+			if s.Intra.Efficiency != 0 || s.Intra.LatencyUs != 0 || s.NICs.Efficiency != 0 || s.NICs.LatencyUs != 0 {
+				t.Errorf("template sets fitted link constants: intra %+v nics %+v", s.Intra, s.NICs)
+			}
+			for _, nodes := range []int{1, 2, 16, 1024} {
+				s.Nodes = nodes
+				c, err := s.Build()
+				if err != nil {
+					t.Fatalf("nodes=%d: %v", nodes, err)
+				}
+				if got, want := c.GPUs(), nodes*s.GPUsPerNode; got != want {
+					t.Errorf("nodes=%d: %d GPUs, want %d", nodes, got, want)
+				}
+			}
+		})
+	}
+	if !slices.IsSortedFunc(systems, func(a, b topology.Spec) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Error("Systems() is not sorted by name")
+	}
+}
+
+func TestBriefSystemsPresent(t *testing.T) {
+	for _, name := range []string{
+		"dgx-a100", "dgx-a100-40gb", "dgx-h100", "hgx-h200", "hgx-b200", "aws-p4d", "aws-p5",
+		"aws-p6-b200", "azure-nd-h100-v5", "azure-nd-a100-v4", "oci-bm-gpu-a100", "oci-mi300x",
+		"gb200-nvl72", "mi355x",
+	} {
+		s, err := catalog.System(name)
+		if err != nil {
+			t.Errorf("System(%q): %v", name, err)
+			continue
+		}
+		if s.Name != name {
+			t.Errorf("System(%q).Name = %q", name, s.Name)
+		}
+	}
+}
+
+func TestGPUsValidate(t *testing.T) {
+	gpus := catalog.GPUs()
+	if len(gpus) != 10 {
+		t.Errorf("catalog has %d GPUs, want 10", len(gpus))
+	}
+	for _, g := range gpus {
+		t.Run(g.Name, func(t *testing.T) {
+			if err := g.Validate("gpu."); err != nil {
+				t.Fatal(err)
+			}
+			if g.Source == "" {
+				t.Error("no source")
+			}
+			for _, d := range []hardware.DType{hardware.FP32, hardware.BF16, hardware.FP16} {
+				if _, err := g.Peak(d); err != nil {
+					t.Error(err)
+				}
+			}
+			// Dense rates: bf16 is twice tf32 (where present) and half fp8 on every
+			// generation in the catalog.
+			if tf32, ok := g.PeakTFLOPS[hardware.TF32]; ok && math.Abs(g.PeakTFLOPS[hardware.BF16]/tf32-2) > 0.05 {
+				t.Errorf("bf16/tf32 = %v, want 2", g.PeakTFLOPS[hardware.BF16]/tf32)
+			}
+			if fp8, ok := g.PeakTFLOPS[hardware.FP8]; ok && math.Abs(fp8/g.PeakTFLOPS[hardware.BF16]-2) > 0.01 {
+				t.Errorf("fp8/bf16 = %v, want 2", fp8/g.PeakTFLOPS[hardware.BF16])
+			}
+		})
+	}
+	if !slices.IsSortedFunc(gpus, func(a, b hardware.GPU) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Error("GPUs() is not sorted by name")
+	}
+}
+
+// Spot checks against the vendors' datasheets.
+func TestDatasheetValues(t *testing.T) {
+	const gib = 1 << 30
+	tests := []struct {
+		gpu   string
+		field string
+		got   func(hardware.GPU) float64
+		want  float64
+	}{
+		{"H100-SXM", "bf16 TFLOP/s (dense)", peak(hardware.BF16), 989.4},
+		{"H100-SXM", "fp8 TFLOP/s (dense)", peak(hardware.FP8), 1978.9},
+		{"H100-SXM", "NVLink GB/s per direction", nvlink, 450},
+		{"H100-SXM", "HBM GB/s", hbm, 3350},
+		{"A100-80GB", "HBM GB/s", hbm, 2039},
+		{"A100-80GB", "HBM bytes", memBytes, 80 * gib},
+		{"A100-40GB", "HBM GB/s", hbm, 1555},
+		{"A100-80GB", "bf16 TFLOP/s", peak(hardware.BF16), 312},
+		{"A100-80GB", "NVLink GB/s per direction", nvlink, 300},
+		{"H200", "HBM GB/s", hbm, 4800},
+		{"H200", "HBM bytes", memBytes, 141 * gib},
+		{"H800", "NVLink GB/s per direction", nvlink, 200},
+		{"H20", "bf16 TFLOP/s", peak(hardware.BF16), 148},
+		{"H20", "NVLink GB/s per direction", nvlink, 450},
+		{"B200", "bf16 TFLOP/s (dense)", peak(hardware.BF16), 2250},
+		{"B200", "NVLink GB/s per direction", nvlink, 900},
+		{"GB200", "bf16 TFLOP/s (dense)", peak(hardware.BF16), 2500},
+		{"GB200", "NVLink GB/s per direction", nvlink, 900},
+		{"MI300X", "bf16 TFLOP/s (dense)", peak(hardware.BF16), 1307.4},
+		{"MI300X", "Infinity Fabric GB/s per direction", nvlink, 7 * 64},
+		{"MI300X", "HBM GB/s", hbm, 5300},
+		{"MI355X", "Infinity Fabric GB/s per direction", nvlink, 7 * 76.8},
+		{"MI355X", "HBM bytes", memBytes, 288 * gib},
+	}
+	for _, tt := range tests {
+		t.Run(tt.gpu+"/"+tt.field, func(t *testing.T) {
+			g, err := catalog.GPU(tt.gpu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.got(g); math.Abs(got-tt.want) > 1e-6*tt.want {
+				t.Errorf("%s = %v, want %v", tt.field, got, tt.want)
+			}
+		})
+	}
+	a100, _ := catalog.GPU("A100-80GB")
+	if _, err := a100.Peak(hardware.FP8); err == nil {
+		t.Error("A100 has an fp8 rate; Ampere has no FP8 tensor cores")
+	}
+}
+
+func peak(d hardware.DType) func(hardware.GPU) float64 {
+	return func(g hardware.GPU) float64 { return g.PeakTFLOPS[d] }
+}
+func nvlink(g hardware.GPU) float64   { return g.NVLinkGBps }
+func hbm(g hardware.GPU) float64      { return g.MemoryBandwidthGBps }
+func memBytes(g hardware.GPU) float64 { return g.MemoryGB * 1e9 }
+
+func TestLookupNames(t *testing.T) {
+	gpus := []struct{ query, want string }{
+		{"H100-SXM", "H100-SXM"},
+		{"h100", "H100-SXM"},
+		{"H100 SXM5", "H100-SXM"},
+		{"h100_sxm_80gb", "H100-SXM"},
+		{"  H100-80GB-HBM3 ", "H100-SXM"},
+		{"a100", "A100-80GB"},
+		{"A100-SXM4-80GB", "A100-80GB"},
+		{"a100-sxm4-40gb", "A100-40GB"},
+		{"h200-sxm-141gb", "H200"},
+		{"gb200", "GB200"},
+		{"b200", "B200"},
+		{"h800", "H800"},
+		{"H20", "H20"},
+		{"mi300x", "MI300X"},
+		{"Instinct MI355X", "MI355X"},
+	}
+	for _, tt := range gpus {
+		g, err := catalog.GPU(tt.query)
+		if err != nil || g.Name != tt.want {
+			t.Errorf("GPU(%q) = %q, %v; want %q", tt.query, g.Name, err, tt.want)
+		}
+	}
+	systems := []struct{ query, want string }{
+		{"DGX-H100", "dgx-h100"},
+		{"dgx_a100", "dgx-a100"},
+		{"p5.48xlarge", "aws-p5"},
+		{"Standard_ND96isr_H100_v5", "azure-nd-h100-v5"},
+		{"Standard_ND96asr_v4", "azure-nd-a100-v4"},
+		{"BM.GPU4.8", "oci-bm-gpu-a100"},
+		{"NVL72", "gb200-nvl72"},
+		{"DGX B200", "hgx-b200"},
+	}
+	for _, tt := range systems {
+		s, err := catalog.System(tt.query)
+		if err != nil || s.Name != tt.want {
+			t.Errorf("System(%q) = %q, %v; want %q", tt.query, s.Name, err, tt.want)
+		}
+	}
+}
+
+func TestUnknownNames(t *testing.T) {
+	_, err := catalog.GPU("h9000")
+	if !errors.Is(err, catalog.ErrNotFound) || !strings.Contains(err.Error(), "H100-SXM") {
+		t.Errorf("GPU(h9000) error = %v; want ErrNotFound listing the known GPUs", err)
+	}
+	_, err = catalog.System("dgx-h9000")
+	if !errors.Is(err, catalog.ErrNotFound) || !strings.Contains(err.Error(), "dgx-h100") {
+		t.Errorf("System(dgx-h9000) error = %v; want ErrNotFound listing the known systems", err)
+	}
+	if _, err := catalog.Cluster("nope", 2); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("Cluster(nope) error = %v; want ErrNotFound", err)
+	}
+	for _, empty := range []string{"", "   "} {
+		if _, err := catalog.GPU(empty); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("GPU(%q) error = %v; want ErrNotFound", empty, err)
+		}
+	}
+}
+
+func TestReturnsCopies(t *testing.T) {
+	g, _ := catalog.GPU("h100")
+	g.PeakTFLOPS[hardware.BF16] = 1
+	g.NVLinkGBps = 1
+	s, _ := catalog.System("dgx-h100")
+	s.GPU.PeakTFLOPS[hardware.FP8] = 1
+	s.NICs.GPUNIC = append(s.NICs.GPUNIC, 3)
+	s.NICs.Gbps = 1
+	for _, g := range catalog.GPUs() {
+		g.PeakTFLOPS[hardware.BF16] = 2
+	}
+	for _, s := range catalog.Systems() {
+		s.GPU.PeakTFLOPS[hardware.BF16] = 2
+	}
+	spec, err := catalog.DecodeSpec([]byte(`{"base": "dgx-h100", "nics": {"gpu_nic": [0,1,2,3,4,5,6,7]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.GPU.PeakTFLOPS[hardware.BF16] = 3
+	spec.NICs.GPUNIC[0] = 7
+
+	g2, _ := catalog.GPU("H100-SXM")
+	if g2.PeakTFLOPS[hardware.BF16] != 989.4 || g2.NVLinkGBps != 450 {
+		t.Errorf("catalog GPU changed through a returned copy: %+v", g2)
+	}
+	s2, _ := catalog.System("dgx-h100")
+	if s2.GPU.PeakTFLOPS[hardware.FP8] != 1978.9 || s2.GPU.PeakTFLOPS[hardware.BF16] != 989.4 ||
+		s2.NICs.Gbps != 400 || len(s2.NICs.GPUNIC) != 0 {
+		t.Errorf("catalog system changed through a returned copy: %+v", s2)
+	}
+	// Systems sharing a GPU share nothing mutable with each other.
+	p5, _ := catalog.System("aws-p5")
+	if p5.GPU.PeakTFLOPS[hardware.BF16] != 989.4 {
+		t.Errorf("aws-p5 GPU changed: %v", p5.GPU.PeakTFLOPS)
+	}
+}
+
+func TestCluster(t *testing.T) {
+	c, err := catalog.Cluster("dgx-h100", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GPUs() != 32 || !c.NVLS() || c.Spec.Nodes != 4 {
+		t.Errorf("dgx-h100 ×4: %d GPUs, NVLS %v, %d nodes", c.GPUs(), c.NVLS(), c.Spec.Nodes)
+	}
+	nvl, err := catalog.Cluster("gb200-nvl72", 36)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nvl.GPUs() != 144 || !nvl.SameDomain(0, 17) || nvl.SameDomain(17, 18) {
+		t.Errorf("gb200-nvl72 ×36: %d GPUs; want 144 in two 72-GPU NVLink domains", nvl.GPUs())
+	}
+	if _, err := catalog.Cluster("dgx-h100", 0); !invalid.Is(err) {
+		t.Errorf("Cluster(dgx-h100, 0) error = %v; want a field error", err)
+	}
+}
+
+// The cloud shapes whose GPUs have several ports are modelled as one NIC per GPU
+// carrying the ports' total, so the node's full network bandwidth is usable.
+func TestNodeNetworkBandwidth(t *testing.T) {
+	tests := map[string]float64{ // Gb/s per node
+		"dgx-a100":         1600,
+		"dgx-h100":         3200,
+		"aws-p4d":          400,
+		"aws-p5":           3200,
+		"aws-p6-b200":      3200,
+		"azure-nd-a100-v4": 1600,
+		"oci-bm-gpu-a100":  1600,
+		"oci-mi300x":       3200,
+		"gb200-nvl72":      1600,
+	}
+	for name, want := range tests {
+		s, err := catalog.System(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := float64(s.NICs.PerNode) * s.NICs.Gbps; got != want {
+			t.Errorf("%s: %v Gb/s per node, want %v", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package catalog
+
+import "github.com/stepcost/stepcost/estimator/hardware"
+
+// Dense peak rates per operand format, in TFLOP/s. Datasheets that quote only
+// structured-sparsity rates ("with sparsity") are halved. fp32 is the non-tensor
+// (vector) FP32 rate; tf32 is the tensor-core TF32 rate. A format the GPU does not
+// execute in hardware is left out, so hardware.GPU.Peak reports it as missing.
+//
+// NVLinkGBps is the scale-up bandwidth per direction: vendors quote the bidirectional
+// total (A100 600 GB/s, H100 900 GB/s, B200 1.8 TB/s), which is halved here.
+
+// Ampere: 108 SMs at 1410 MHz. NVLink 3: 12 links × 25 GB/s per direction.
+var a100Peak = map[hardware.DType]float64{
+	hardware.FP32: 19.5,
+	hardware.TF32: 156,
+	hardware.BF16: 312,
+	hardware.FP16: 312,
+}
+
+// GH100 in its SXM5 form (H100 SXM, H200, H800): 132 SMs. Dense tensor rates from
+// the H100 whitepaper (the datasheets quote the same values doubled for sparsity:
+// 989 / 1,979 / 3,958 TFLOP/s).
+var gh100SXMPeak = map[hardware.DType]float64{
+	hardware.FP32: 66.9,
+	hardware.TF32: 494.7,
+	hardware.BF16: 989.4,
+	hardware.FP16: 989.4,
+	hardware.FP8:  1978.9,
+}
+
+var gpuTable = []gpuEntry{
+	{
+		gpu: hardware.GPU{
+			Name: "A100-40GB", Arch: hardware.Ampere,
+			PeakTFLOPS:          a100Peak,
+			MemoryGB:            40 * gib,
+			MemoryBandwidthGBps: 1555,
+			NVLinkGBps:          300,
+			Source:              "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 40GB SXM: 40 GB HBM2, 1,555 GB/s, NVLink 600 GB/s bidirectional; NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020)",
+		},
+		aliases: []string{"a100-40g", "a100-sxm4-40gb", "a100-sxm-40gb", "a100-40gb-sxm4"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "A100-80GB", Arch: hardware.Ampere,
+			PeakTFLOPS:          a100Peak,
+			MemoryGB:            80 * gib,
+			MemoryBandwidthGBps: 2039,
+			NVLinkGBps:          300,
+			Source:              "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB SXM: 80 GB HBM2e, 2,039 GB/s, NVLink 600 GB/s bidirectional; NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020)",
+		},
+		// Plain "a100" means the 80 GB part: the DGX A100 640GB (Selene) and most
+		// published A100 runs use it; compute rates of both parts are identical.
+		aliases: []string{"a100", "a100-80g", "a100-sxm4", "a100-sxm4-80gb", "a100-sxm-80gb", "a100-80gb-sxm4"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "H100-SXM", Arch: hardware.Hopper,
+			PeakTFLOPS:          gh100SXMPeak,
+			MemoryGB:            80 * gib,
+			MemoryBandwidthGBps: 3350,
+			NVLinkGBps:          450,
+			Source:              "NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM: 80 GB HBM3, 3.35 TB/s, NVLink 900 GB/s bidirectional; dense rates from the NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022)",
+		},
+		aliases: []string{"h100", "h100-sxm5", "h100-80gb", "h100-sxm-80gb", "h100-sxm5-80gb", "h100-80gb-hbm3"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "H200", Arch: hardware.Hopper,
+			PeakTFLOPS:          gh100SXMPeak,
+			MemoryGB:            141 * gib,
+			MemoryBandwidthGBps: 4800,
+			NVLinkGBps:          450,
+			Source:              "NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM: 141 GB HBM3e, 4.8 TB/s, NVLink 900 GB/s bidirectional; compute as H100 SXM",
+		},
+		aliases: []string{"h200-sxm", "h200-141gb", "h200-sxm-141gb", "h200-sxm5"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "H800", Arch: hardware.Hopper,
+			PeakTFLOPS:          gh100SXMPeak,
+			MemoryGB:            80 * gib,
+			MemoryBandwidthGBps: 3350,
+			NVLinkGBps:          200,
+			Source:              "NVIDIA H800 Tensor Core GPU datasheet (2023), H800 SXM5: 80 GB HBM3, 3.35 TB/s, NVLink 400 GB/s bidirectional (8 links); tensor rates as H100 SXM",
+		},
+		aliases: []string{"h800-sxm", "h800-sxm5", "h800-80gb"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "H20", Arch: hardware.Hopper,
+			PeakTFLOPS: map[hardware.DType]float64{
+				hardware.FP32: 44,
+				hardware.TF32: 74,
+				hardware.BF16: 148,
+				hardware.FP16: 148,
+				hardware.FP8:  296,
+			},
+			MemoryGB:            96 * gib,
+			MemoryBandwidthGBps: 4000,
+			NVLinkGBps:          450,
+			Source:              "NVIDIA HGX H20 specifications (2024; no public NVIDIA datasheet, figures as published by NVIDIA partners): 96 GB HBM3, 4.0 TB/s, NVLink 900 GB/s bidirectional, FP8 296 / BF16 148 / TF32 74 / FP32 44 TFLOP/s dense",
+		},
+		aliases: []string{"h20-96gb"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "B200", Arch: hardware.Blackwell,
+			PeakTFLOPS: map[hardware.DType]float64{
+				hardware.FP32: 75,
+				hardware.TF32: 1100,
+				hardware.BF16: 2250,
+				hardware.FP16: 2250,
+				hardware.FP8:  4500,
+			},
+			MemoryGB:            180 * gib,
+			MemoryBandwidthGBps: 7700,
+			NVLinkGBps:          900,
+			Source:              "NVIDIA HGX B200 specifications (2025), per GPU: FP8 9 / FP16 4.5 / TF32 2.2 PFLOP/s with sparsity, FP32 75 TFLOP/s, 180 GB HBM3e, 7.7 TB/s, NVLink 5 1.8 TB/s bidirectional",
+		},
+		aliases: []string{"b200-sxm", "b200-180gb"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "GB200", Arch: hardware.Blackwell,
+			PeakTFLOPS: map[hardware.DType]float64{
+				hardware.FP32: 80,
+				hardware.TF32: 1250,
+				hardware.BF16: 2500,
+				hardware.FP16: 2500,
+				hardware.FP8:  5000,
+			},
+			MemoryGB:            186 * gib,
+			MemoryBandwidthGBps: 8000,
+			NVLinkGBps:          900,
+			Source:              "NVIDIA GB200 NVL72 specifications (2024–2025), per Blackwell GPU of the superchip: FP8 10 / FP16 5 / TF32 2.5 PFLOP/s with sparsity, FP32 80 TFLOP/s, 186 GB HBM3e, 8 TB/s, NVLink 5 1.8 TB/s bidirectional",
+		},
+		aliases: []string{"gb200-gpu"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "MI300X", Arch: hardware.CDNA3,
+			PeakTFLOPS: map[hardware.DType]float64{
+				hardware.FP32: 163.4,
+				hardware.TF32: 653.7,
+				hardware.BF16: 1307.4,
+				hardware.FP16: 1307.4,
+				hardware.FP8:  2614.9,
+			},
+			MemoryGB:            192 * gib,
+			MemoryBandwidthGBps: 5300,
+			NVLinkGBps:          448,
+			Source:              "AMD Instinct MI300X data sheet (2023): 192 GB HBM3, 5.3 TB/s, 7 Infinity Fabric links × 128 GB/s bidirectional (64 GB/s per direction to each of 7 peers), dense matrix rates",
+		},
+		aliases: []string{"instinct-mi300x", "amd-mi300x", "mi300x-192gb"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "MI355X", Arch: hardware.CDNA4,
+			// CDNA 4 has no TF32 (XF32) matrix instructions, so tf32 is absent.
+			PeakTFLOPS: map[hardware.DType]float64{
+				hardware.FP32: 157.3,
+				hardware.BF16: 2516.6,
+				hardware.FP16: 2516.6,
+				hardware.FP8:  5033.2,
+			},
+			MemoryGB:            288 * gib,
+			MemoryBandwidthGBps: 8000,
+			NVLinkGBps:          537.6,
+			Source:              "AMD Instinct MI355X data sheet (2025): 288 GB HBM3E, 8 TB/s, 7 Infinity Fabric links × 153.6 GB/s bidirectional (76.8 GB/s per direction to each of 7 peers), dense matrix rates (256 CUs at 2.4 GHz)",
+		},
+		aliases: []string{"instinct-mi355x", "amd-mi355x", "mi355x-288gb"},
+	},
+}

@@ -1,0 +1,423 @@
+// Package accuracy compares the collective model with published nccl-tests (and
+// rccl-tests, torch.distributed) measurements: it turns every measured row into the
+// cluster, group, operation and launch mode it describes, prices it, and reports the
+// error. The rows are embedded from testdata/nccl_measured.jsonl (see
+// testdata/README.md for their provenance).
+package accuracy
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+//go:embed testdata/nccl_measured.jsonl
+var measured []byte
+
+// Row is one measurement as published (the fields the comparison uses).
+type Row struct {
+	ID           string   `json:"id"`
+	SourceID     string   `json:"source_id"`
+	System       string   `json:"system"`
+	GPU          string   `json:"gpu"`
+	GPUsPerNode  int      `json:"gpus_per_node"`
+	Nodes        *int     `json:"n_nodes"`
+	NGPUs        *int     `json:"n_gpus"`
+	InterFabric  *string  `json:"inter_fabric"`
+	NICsPerNode  *int     `json:"nics_per_node"`
+	NICGbps      *float64 `json:"nic_gbps"`
+	Collective   string   `json:"collective"`
+	Algorithm    *string  `json:"algorithm"`
+	Protocol     *string  `json:"protocol"`
+	Benchmark    string   `json:"benchmark"`
+	SizeBytes    *float64 `json:"size_bytes"`
+	TimeUs       *float64 `json:"time_us"`
+	BusBW        *float64 `json:"busbw_GBps"`
+	Kind         string   `json:"kind"`
+	Derived      []string `json:"derived"`
+	QualityFlags []string `json:"quality_flags"`
+	Notes        *string  `json:"notes"`
+}
+
+// Rows parses the embedded data set.
+func Rows() ([]Row, error) {
+	var out []Row
+	sc := bufio.NewScanner(bytes.NewReader(measured))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var r Row
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("nccl_measured.jsonl line %d: %w", line, err)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+// Case is a row turned into a model query.
+type Case struct {
+	Row     Row
+	Spec    topology.Spec
+	Ranks   int
+	Op      collective.Op
+	Bytes   float64
+	Options collective.Options
+	// MeasuredUs is the measured time of one call (given, or derived from busbw).
+	MeasuredUs float64
+	// Scored says whether the row counts in the asserted statistics; Why says why not.
+	Scored bool
+	Why    string
+}
+
+// Cases maps every row; rows that cannot be modelled at all come back with Why set
+// and no spec.
+func Cases(rows []Row) []Case {
+	out := make([]Case, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toCase(r))
+	}
+	return out
+}
+
+func toCase(r Row) Case {
+	c := Case{Row: r}
+	op, err := collective.ParseOp(r.Collective)
+	if err != nil {
+		c.Why = err.Error()
+		return c
+	}
+	c.Op = op
+	if r.Nodes == nil || r.NGPUs == nil {
+		c.Why = "node count not stated"
+		return c
+	}
+	if r.SizeBytes == nil {
+		c.Why = "message size not stated (peak of a sweep)"
+		return c
+	}
+	c.Bytes = *r.SizeBytes
+	c.Ranks = *r.NGPUs
+	gpu, err := catalog.GPU(gpuName(r.GPU))
+	if err != nil {
+		c.Why = err.Error()
+		return c
+	}
+	nodes := *r.Nodes
+	perNode := r.GPUsPerNode
+	if c.Ranks < perNode*nodes {
+		perNode = c.Ranks / nodes // a partial node: the GPUs actually used
+	}
+	c.Spec = specFor(r, gpu, nodes, perNode)
+	c.Options = options(r)
+
+	switch {
+	case r.TimeUs != nil && *r.TimeUs > 0:
+		c.MeasuredUs = *r.TimeUs
+	case r.BusBW != nil && *r.BusBW > 0:
+		alg := *r.BusBW / op.BusFactor(c.Ranks)
+		c.MeasuredUs = c.Bytes / (alg * 1e3)
+	default:
+		c.Why = "no time or bandwidth"
+		return c
+	}
+	c.Scored, c.Why = scored(r)
+	return c
+}
+
+// scored excludes rows whose own source says the system was broken, whose time is
+// imprecise, or whose repository could not be identified.
+func scored(r Row) (bool, string) {
+	for _, f := range r.QualityFlags {
+		switch {
+		case strings.HasPrefix(f, "reported_as_underperforming"):
+			return false, "the reporter says the system underperformed"
+		case f == "busbw_2dp_rounding_makes_derived_time_imprecise":
+			return false, "time derived from a busbw rounded to 2 decimals"
+		case f == "repository_not_identified":
+			return false, "secondary evidence (source repository not identified)"
+		}
+	}
+	return true, ""
+}
+
+// gpuName maps the data's GPU labels to catalog names.
+func gpuName(s string) string {
+	switch s {
+	case "A100", "A100-SXM4", "A100-SXM-80GB", "A100-SXM4-80GB":
+		return "A100-80GB"
+	case "A100-SXM4-40GB":
+		return "A100-40GB"
+	case "H100", "H100-SXM-80GB":
+		return "H100-SXM"
+	case "H200-SXM-141GB":
+		return "H200"
+	}
+	return s
+}
+
+// specFor describes the measured system. Only what the row states (or the system's
+// public specification) is used; link efficiencies and latencies are the calibrated
+// defaults.
+func specFor(r Row, gpu hardware.GPU, nodes, perNode int) topology.Spec {
+	s := topology.Spec{
+		Name:        r.SourceID,
+		GPU:         gpu,
+		Nodes:       nodes,
+		GPUsPerNode: perNode,
+		Intra:       topology.Intra{Kind: topology.NVSwitch},
+	}
+	switch gpu.Arch {
+	case hardware.Hopper, hardware.Blackwell:
+		s.Intra.NVLS = true
+	case hardware.CDNA3, hardware.CDNA4:
+		s.Intra.Kind = topology.Mesh
+	}
+	sys := strings.ToLower(r.System + " " + deref(r.InterFabric))
+	if strings.Contains(sys, "mnnvl") {
+		s.Intra.DomainNodes = nodes // trays of one NVL72 rack
+	}
+	if nodes > 1 && s.Intra.DomainNodes < nodes {
+		s.NICs = topology.NICs{PerNode: perNode, Gbps: 400, Kind: topology.InfiniBand}
+		switch {
+		case strings.Contains(sys, "roce"):
+			s.NICs.Kind = topology.RoCE
+		case strings.Contains(sys, "efa"):
+			s.NICs.Kind = topology.EFA
+		}
+		if r.GPU == "A100-SXM4" || strings.Contains(sys, "hdr") {
+			s.NICs.Gbps = 200 // DGX A100: 8× HDR 200 Gb/s
+		}
+		if r.NICsPerNode != nil && r.NICGbps != nil && *r.NICsPerNode > 0 {
+			// Total node bandwidth as stated, spread over one NIC per GPU where the
+			// node has more ports than GPUs (OCI's 16×100 G = 2 ports per GPU).
+			total := float64(*r.NICsPerNode) * *r.NICGbps
+			k := min(*r.NICsPerNode, perNode)
+			s.NICs.PerNode, s.NICs.Gbps = k, total/float64(k)
+		} else if r.NICsPerNode != nil && *r.NICsPerNode > 0 {
+			// Speed not stated (OCI BM.GPU.MI300X.8): the shape's documented 400 Gb/s ports.
+			s.NICs.PerNode, s.NICs.Gbps = min(*r.NICsPerNode, perNode), 400
+		}
+		if strings.Contains(sys, "4x 400 gb/s roce") || strings.Contains(sys, "4x400") {
+			s.NICs.PerNode, s.NICs.Gbps, s.NICs.Kind = 4, 400, topology.RoCE
+		}
+		s.Network.RailOptimized = true
+	}
+	return s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// options reads the algorithm, protocol and launch mode the row was measured with.
+func options(r Row) collective.Options {
+	var o collective.Options
+	algo := strings.ToLower(deref(r.Algorithm))
+	switch {
+	case strings.Contains(algo, "nvls_enable=0"), strings.HasPrefix(algo, "ring (ncclalgo"),
+		strings.Contains(algo, "ncclalgo=ring"), strings.Contains(algo, "nccl_algo=ring"),
+		strings.Contains(algo, "ring/ll128 (forced)"):
+		o.Algo = collective.Ring
+	case strings.HasPrefix(algo, "tree"):
+		o.Algo = collective.DoubleTree // NCCL's tree is the double binary tree
+	case strings.HasPrefix(algo, "nvls (nccl_algo=nvls"):
+		if r.GPU != "A100-SXM4-80GB" { // the A100 script sets NVLS, which A100 lacks
+			o.Algo = collective.NVLS
+		}
+	}
+	if deref(r.Protocol) == "LL128" {
+		o.ForceProtocol, o.Protocol = true, collective.LL128
+	}
+	notes := deref(r.Notes)
+	switch {
+	case strings.Contains(r.Benchmark, "torch"):
+		o.Launch = collective.Eager
+	case strings.Contains(notes, "-G "):
+		o.Launch = collective.Graph
+	case strings.Contains(notes, "single process"), strings.Contains(notes, " -g "):
+		o.Launch = collective.SingleProcess
+	}
+	return o
+}
+
+// Result is one priced case.
+type Result struct {
+	Case
+	Predicted collective.Estimate
+	Err       error
+	// RelErr is (predicted − measured) / measured.
+	RelErr float64
+}
+
+// Prepared is a case with its placement built (placements do not depend on the
+// model's constants, so a fit builds them once).
+type Prepared struct {
+	Case
+	Placement *collective.Placement
+	Err       error
+}
+
+// Prepare builds the cluster and placement of every case.
+func Prepare(cases []Case) []Prepared { return PrepareWith(cases, Links{}) }
+
+// Links overrides the calibrated link latencies of every case's cluster (zero keeps
+// the default); the fit uses it to adjust them.
+type Links struct{ IntraLatencyUs, NetLatencyUs float64 }
+
+// PrepareWith is Prepare with link overrides.
+func PrepareWith(cases []Case, lk Links) []Prepared {
+	out := make([]Prepared, 0, len(cases))
+	clusters := map[string]*topology.Cluster{}
+	for _, c := range cases {
+		pc := Prepared{Case: c}
+		if c.Spec.Name == "" {
+			out = append(out, pc)
+			continue
+		}
+		spec := c.Spec
+		if lk.IntraLatencyUs > 0 {
+			spec.Intra.LatencyUs = lk.IntraLatencyUs
+		}
+		if lk.NetLatencyUs > 0 && spec.NICs.PerNode > 0 {
+			spec.NICs.LatencyUs = lk.NetLatencyUs
+		}
+		key := fmt.Sprintf("%s/%d/%d", c.Spec.Name, c.Spec.Nodes, c.Spec.GPUsPerNode)
+		cl, ok := clusters[key]
+		if !ok {
+			if cl, pc.Err = spec.Build(); pc.Err != nil {
+				out = append(out, pc)
+				continue
+			}
+			clusters[key] = cl
+		}
+		group, _, err := collective.NodeGroups(cl, c.Spec.Nodes, c.Spec.GPUsPerNode, false)
+		if err == nil {
+			pc.Placement, err = collective.Place(cl, group, nil)
+		}
+		pc.Err = err
+		out = append(out, pc)
+	}
+	return out
+}
+
+// Evaluate prices every case with the model.
+func Evaluate(m *collective.Model, cases []Case) []Result {
+	return Price(m, Prepare(cases))
+}
+
+// Price prices prepared cases.
+func Price(m *collective.Model, ps []Prepared) []Result {
+	out := make([]Result, 0, len(ps))
+	for _, pc := range ps {
+		res := Result{Case: pc.Case, Err: pc.Err}
+		if pc.Placement != nil && pc.Err == nil {
+			res.Predicted, res.Err = m.Estimate(pc.Placement, pc.Op, pc.Bytes, pc.Options)
+			if res.Err == nil && pc.MeasuredUs > 0 {
+				res.RelErr = (res.Predicted.TimeUs - pc.MeasuredUs) / pc.MeasuredUs
+			}
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// Size buckets of the accuracy targets.
+const (
+	MiB = 1 << 20
+)
+
+// Summary is the error statistics of a set of results.
+type Summary struct {
+	Label                string
+	N                    int
+	MedianAbs, MeanAbs   float64
+	P90Abs, MaxAbs, Bias float64
+}
+
+// Summarise computes |error| statistics over the scored results that keep(r) accepts.
+func Summarise(label string, rs []Result, keep func(Result) bool) Summary {
+	var errs []float64
+	bias := 0.0
+	for _, r := range rs {
+		if !r.Scored || r.Err != nil || !keep(r) {
+			continue
+		}
+		errs = append(errs, math.Abs(r.RelErr))
+		bias += r.RelErr
+	}
+	s := Summary{Label: label, N: len(errs)}
+	if len(errs) == 0 {
+		return s
+	}
+	slices.Sort(errs)
+	s.MedianAbs = median(errs)
+	for _, e := range errs {
+		s.MeanAbs += e
+	}
+	s.MeanAbs /= float64(len(errs))
+	s.P90Abs = errs[int(math.Ceil(0.9*float64(len(errs))))-1]
+	s.MaxAbs = errs[len(errs)-1]
+	s.Bias = bias / float64(len(errs))
+	return s
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// Buckets are the size classes the targets are stated for.
+func Buckets() []struct {
+	Label string
+	Keep  func(Result) bool
+} {
+	return []struct {
+		Label string
+		Keep  func(Result) bool
+	}{
+		{"< 1 MiB", func(r Result) bool { return r.Bytes < MiB }},
+		{"1–64 MiB", func(r Result) bool { return r.Bytes >= MiB && r.Bytes < 64*MiB }},
+		{"≥ 64 MiB", func(r Result) bool { return r.Bytes >= 64*MiB }},
+		{"all sizes", func(Result) bool { return true }},
+	}
+}
+
+// BySystem groups the scored results by source (one measured system each).
+func BySystem(rs []Result) []Summary {
+	keys := map[string]bool{}
+	for _, r := range rs {
+		if r.Scored && r.Err == nil {
+			keys[r.Row.SourceID] = true
+		}
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]Summary, 0, len(names))
+	for _, k := range names {
+		out = append(out, Summarise(k, rs, func(r Result) bool { return r.Row.SourceID == k }))
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package accuracy
+
+import (
+	"maps"
+	"math"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+)
+
+// Loss is the fit objective over scored rows: the mean absolute log error
+// |ln(predicted/measured)| (symmetric in over- and under-prediction), plus the
+// medians of the size classes the accuracy targets are stated for, so that no class
+// is sacrificed to another.
+func Loss(rs []Result) float64 {
+	var sum float64
+	n := 0
+	for _, r := range rs {
+		if !r.Scored || r.Err != nil || r.Predicted.TimeUs <= 0 || r.MeasuredUs <= 0 {
+			continue
+		}
+		sum += math.Abs(math.Log(r.Predicted.TimeUs / r.MeasuredUs))
+		n++
+	}
+	if n == 0 {
+		return math.Inf(1)
+	}
+	loss := sum / float64(n)
+	for _, b := range Buckets() {
+		loss += Summarise(b.Label, rs, b.Keep).MedianAbs
+	}
+	return loss
+}
+
+// Knobs are everything the fit adjusts: the collective constants and the scale-up
+// and network hop latencies (topology defaults, applied as overrides while fitting).
+type Knobs struct {
+	K     collective.Constants
+	Links Links
+}
+
+// Param is one fitted constant: a name and a pointer into a Knobs value.
+type Param struct {
+	Name     string
+	Get      func(*Knobs) *float64
+	Min, Max float64
+}
+
+// FitParams are the constants the fit adjusts; the protocol bandwidth factors stay
+// at NCCL's values and the link properties at topology's defaults.
+func FitParams() []Param {
+	var ps []Param
+	add := func(name string, min, max float64, get func(*collective.Constants) *float64) {
+		ps = append(ps, Param{name, func(k *Knobs) *float64 { return get(&k.K) }, min, max})
+	}
+	ps = append(ps,
+		Param{"IntraLatencyUs", func(k *Knobs) *float64 { return &k.Links.IntraLatencyUs }, 0.05, 5},
+		Param{"NetLatencyUs", func(k *Knobs) *float64 { return &k.Links.NetLatencyUs }, 0.5, 30})
+	for _, pr := range []collective.Protocol{collective.Simple, collective.LL128, collective.LL} {
+		add("StepUs."+pr.String(), 0, 20, func(k *collective.Constants) *float64 { return &k.StepUs[pr] })
+		add("BaseUs."+pr.String(), 0, 40, func(k *collective.Constants) *float64 { return &k.BaseUs[pr] })
+		add("NetStepUs."+pr.String(), 0, 40, func(k *collective.Constants) *float64 { return &k.NetStepUs[pr] })
+		add("RampBytes."+pr.String(), 1<<10, 1<<30, func(k *collective.Constants) *float64 { return &k.RampBytes[pr] })
+		add("RampFactor."+pr.String(), 0, 10, func(k *collective.Constants) *float64 { return &k.RampFactor[pr] })
+	}
+	add("ChunkBytes", 16<<10, 16<<20, func(k *collective.Constants) *float64 { return &k.ChunkBytes })
+	add("NVLSStepUs", 0, 40, func(k *collective.Constants) *float64 { return &k.NVLSStepUs })
+	add("NVLSBaseUs", 0, 60, func(k *collective.Constants) *float64 { return &k.NVLSBaseUs })
+	for _, l := range []collective.Launch{collective.PerProcess, collective.SingleProcess, collective.Eager, collective.Graph} {
+		add("LaunchUs."+l.String(), 0, 80, func(k *collective.Constants) *float64 { return &k.LaunchUs[l] })
+	}
+	return ps
+}
+
+// Fit adjusts the parameters by coordinate descent with shrinking multiplicative
+// steps, starting from start, and returns the constants and their loss.
+func Fit(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64) {
+	prepared := map[Links][]Prepared{}
+	eval := func(k Knobs) float64 {
+		ps, ok := prepared[k.Links]
+		if !ok {
+			ps = PrepareWith(cases, k.Links)
+			prepared[k.Links] = ps
+		}
+		return Loss(Price(collective.NewModel(k.K), ps))
+	}
+	best := clone(start)
+	bestLoss := eval(best)
+	for range rounds {
+		improved := false
+		for _, p := range params {
+			// Try several scales in both directions and keep the best move; the loss
+			// is piecewise (the chosen algorithm switches), so small steps alone stall.
+			cur := *p.Get(&best)
+			cand, candLoss := best, bestLoss
+			for _, f := range []float64{4, 2, 1.3, 1.1, 1.03, 1 / 1.03, 1 / 1.1, 1 / 1.3, 0.5, 0.25, 0} {
+				nv := cur * f
+				if cur == 0 {
+					nv = p.Max * 0.01 * f
+				}
+				nv = math.Max(p.Min, math.Min(p.Max, nv))
+				if nv == cur {
+					continue
+				}
+				k := clone(best)
+				*p.Get(&k) = nv
+				if l := eval(k); l < candLoss-1e-9 {
+					cand, candLoss = k, l
+				}
+			}
+			if candLoss < bestLoss {
+				best, bestLoss, improved = cand, candLoss, true
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return best, bestLoss
+}
+
+func clone(k Knobs) Knobs {
+	c := k
+	c.K.NVLSEfficiency = maps.Clone(k.K.NVLSEfficiency)
+	return c
+}

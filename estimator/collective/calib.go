@@ -1,0 +1,124 @@
+package collective
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/hardware"
+)
+
+// Launch is how the ranks' collectives are issued, which sets the fixed cost of a
+// call (nccl-model.md §5.2: the same 8×H100 all-reduce of 8 B takes ~13 µs with one
+// process per GPU and ~25 µs with one process driving all GPUs).
+type Launch uint8
+
+const (
+	// PerProcess: one process per GPU issuing NCCL calls (MPI-launched nccl-tests,
+	// torchrun-launched training). The default.
+	PerProcess Launch = iota
+	// SingleProcess: one thread launching the kernel on every GPU in turn
+	// (nccl-tests -g N); the launch cost grows with the GPUs per process.
+	SingleProcess
+	// Eager: one process per GPU through PyTorch eager mode (torch.distributed),
+	// which adds Python and dispatcher overhead per call.
+	Eager
+	// Graph: calls captured in a CUDA graph and replayed (nccl-tests -G, training
+	// loops under CUDA graphs): the host launch cost is paid once per graph.
+	Graph
+	numLaunch
+)
+
+var launchNames = [numLaunch]string{"per-process", "single-process", "eager", "graph"}
+
+func (l Launch) String() string {
+	if l < numLaunch {
+		return launchNames[l]
+	}
+	return fmt.Sprintf("launch(%d)", uint8(l))
+}
+
+// ParseLaunch accepts the names above.
+func ParseLaunch(s string) (Launch, error) {
+	k := normalise(s)
+	for i, n := range launchNames {
+		if k == normalise(n) {
+			return Launch(i), nil
+		}
+	}
+	switch k {
+	case "", "mpi", "process":
+		return PerProcess, nil
+	case "torch":
+		return Eager, nil
+	case "cudagraph":
+		return Graph, nil
+	}
+	return 0, fmt.Errorf("unknown launch mode %q (want one of %s)", s, strings.Join(launchNames[:], ", "))
+}
+
+// Constants are the fitted parameters of the collective model that are not link
+// properties (those live in topology.Defaults). Each is a property of the
+// communication library's protocols or of how calls are launched, fitted once to
+// the nccl-tests data in testdata/ (docs/calibration.md shows the fit and its
+// residuals), never per system.
+type Constants struct {
+	// StepUs is the software cost of one algorithm step per protocol (flag polling,
+	// fences, proxy hand-off), added to the hardware path latency of the step.
+	// NCCL's own per-hop figures (tuning.cc hwLat, NVLink ring) are 0.6 / 1.9 / 3.4 µs
+	// for LL / LL128 / Simple including the hardware.
+	StepUs [numProtos]float64
+	// BaseUs is the fixed cost of a collective per protocol (NCCL baseLat ring:
+	// 6.6 / 14 / 8.4 µs for LL / LL128 / Simple).
+	BaseUs [numProtos]float64
+	// NetStepUs is the extra software cost of a step whose transfers leave the node
+	// (the network proxy thread posting work requests; NCCL's netOverhead is 1–2 µs,
+	// ×3 for Simple).
+	NetStepUs [numProtos]float64
+	// BWFactor is the fraction of link bandwidth a protocol delivers: LL sends 8 bytes
+	// of data per 16-byte line (0.5), LL128 120 of 128 bytes (NCCL applies 0.92).
+	BWFactor [numProtos]float64
+	// RampBytes and RampFactor model the start-up of each message: the first
+	// RampBytes of a message move (1+RampFactor) times slower than the link rate,
+	// while the FIFO slots of the channel fill (NCCL lowers chunk and thread counts
+	// for mid-sized messages, which its own model omits — nccl-model.md §1.1, §5.2).
+	RampBytes  [numProtos]float64
+	RampFactor [numProtos]float64
+	// ChunkBytes is the pipelining unit of trees, chains and NVLS per channel.
+	ChunkBytes float64
+	// MaxChunks bounds the pipeline depth the model (and a schedule) uses.
+	MaxChunks int
+	// NVLSEfficiency is the fraction of port bandwidth the NVSwitch delivers for
+	// in-switch reduction and multicast (NCCL nvlsEfficiency: Hopper 0.85,
+	// Blackwell 0.74; fitted here to 8×H100/H200 and 8×B200 measurements).
+	NVLSEfficiency map[hardware.Arch]float64
+	// NVLSStepUs is the cost of one NVLS step (multimem synchronisation across the
+	// switch); NCCL models the whole call at 25 µs on NVLink.
+	NVLSStepUs float64
+	// NVLSBaseUs is the fixed cost of an NVLS call (multicast object barrier); NCCL
+	// charges NVLS 25 µs on NVLink and no ring base latency.
+	NVLSBaseUs float64
+	// LaunchUs is the fixed cost of issuing one collective, by launch mode; for
+	// SingleProcess it is per GPU driven by the process.
+	LaunchUs [numLaunch]float64
+}
+
+// Default returns the fitted constants. The returned value is a fresh copy.
+func Default() Constants {
+	return Constants{
+		StepUs:     [numProtos]float64{Simple: 2.0, LL128: 1.0, LL: 0.4},
+		BaseUs:     [numProtos]float64{Simple: 6.0, LL128: 8.0, LL: 4.0},
+		NetStepUs:  [numProtos]float64{Simple: 3.0, LL128: 1.5, LL: 1.0},
+		BWFactor:   [numProtos]float64{Simple: 1.0, LL128: 0.92, LL: 0.5},
+		RampBytes:  [numProtos]float64{Simple: 256 << 10, LL128: 64 << 10, LL: 16 << 10},
+		RampFactor: [numProtos]float64{Simple: 1.0, LL128: 1.0, LL: 1.0},
+		ChunkBytes: 512 << 10,
+		MaxChunks:  4096,
+		NVLSEfficiency: map[hardware.Arch]float64{
+			hardware.Hopper:    0.85,
+			hardware.Blackwell: 0.79,
+		},
+		NVLSStepUs: 4.0,
+		NVLSBaseUs: 10.0,
+		LaunchUs:   [numLaunch]float64{PerProcess: 6.0, SingleProcess: 3.0, Eager: 25.0, Graph: 1.0},
+	}
+}

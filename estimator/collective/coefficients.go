@@ -1,0 +1,443 @@
+package collective
+
+import (
+	"math"
+
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// A pattern coefficient says how long one step of a communication pattern takes per
+// byte, with contention: every flow of the step — in every channel and every
+// concurrent group — is placed on the links it crosses, and the step is as slow as
+// its most loaded link. m is in µs per byte of the unit the pattern states; lat is
+// the largest hardware path latency of the step in µs.
+type coef struct {
+	m   float64
+	lat float64
+	net float64 // 1 if a flow of the step leaves the scale-up domain (a sum for multi-step coefficients)
+}
+
+// pipe is a pipelined algorithm: D stages that every chunk passes in order, one
+// stage per step, with k chunks in flight (chunk j is in stage σ at step j+σ).
+// With c bytes per chunk-flow, the transfer time is c·Σ_s M(window(s)), where
+// window(s) are the stages active at step s; the sums over steps are precomputed so
+// that the total for any k is O(1).
+type pipe struct {
+	D int
+	// For k ≥ D: fill (steps 0…D−2), full window times (k−D+1), drain (last D−1 steps).
+	fill, full, drain winSum
+	// For k < D: the whole sums, indexed by k (index 0 unused).
+	small []winSum
+	ok    bool
+}
+
+// winSum is a sum over steps of: the step's µs per byte of chunk (m), its hardware
+// latency (lat) and whether it crosses the network (net, 0 or 1).
+type winSum struct{ m, lat, net float64 }
+
+func (a winSum) plus(b winSum) winSum { return winSum{a.m + b.m, a.lat + b.lat, a.net + b.net} }
+func (a winSum) times(k float64) winSum {
+	return winSum{a.m * k, a.lat * k, a.net * k}
+}
+
+// steps is the number of steps with k chunks.
+func (p *pipe) steps(k int) int { return k + p.D - 1 }
+
+// sums returns the sums over all steps for k chunks.
+func (p *pipe) sums(k int) winSum {
+	if k >= p.D {
+		return p.fill.plus(p.full.times(float64(k - p.D + 1))).plus(p.drain)
+	}
+	return p.small[k]
+}
+
+// coefficients are everything the closed form needs about one placement.
+type coefficients struct {
+	channels int // ring/tree channels
+	ring     coef
+	intra    coef // ring inside each domain (hierarchical phases 1 and 3)
+	rail     coef // ring across domains among ranks of equal local index (hierarchical phase 2)
+	allPairs coef // every rank to every other rank, one block each
+	toRoot   coef // every rank to rank 0 (direct reduce), unit: one whole buffer per flow
+	fromRoot coef // rank 0 to every rank (direct broadcast)
+	pairwise coef // Σ over the n−1 pairwise steps; lat is the sum too
+	pat      [maxPATSteps]coef // per PAT step; unit: one block per flow
+	neighbor coef              // rank i to rank i+1 of the group order (send/recv)
+	tree     pipe
+	dtree    pipe
+	nvlsAR   pipe // stage 0 switch-reduce, stage 1 multicast; unit: one block-chunk
+	nvlsRed  coef // switch-reduce alone (NVLS reduce-scatter), unit: one block-chunk
+	nvlsMC   coef // multicast alone (NVLS all-gather)
+	chain    pipe // chain from rank 0 along ring order (ring broadcast/reduce)
+}
+
+// loads accumulates flow bytes per link.
+type loads struct {
+	c       *topology.Cluster
+	load    []float64
+	touched []int32
+	lat     float64
+	net     bool
+	path    []int32
+	// For rings: the mean latency and network share over the step's flows.
+	latSum, netSum, flows float64
+}
+
+func newLoads(c *topology.Cluster) *loads {
+	return &loads{c: c, load: make([]float64, c.Resources())}
+}
+
+func (l *loads) add(r int32, w float64) {
+	if l.load[r] == 0 {
+		l.touched = append(l.touched, r)
+	}
+	l.load[r] += w
+}
+
+// flow places w bytes from GPU src to GPU dst.
+func (l *loads) flow(src, dst int, w float64) {
+	if src == dst || w == 0 {
+		return
+	}
+	var lat float64
+	l.path, lat = l.c.Path(src, dst, l.path[:0])
+	for _, r := range l.path {
+		l.add(r, w)
+	}
+	l.lat = max(l.lat, lat)
+	cross := l.c.CrossesNetwork(src, dst)
+	l.net = l.net || cross
+	l.latSum += lat
+	l.netSum += b2f(cross)
+	l.flows++
+}
+
+// switchReduce is an NVLS load-reduce of w bytes issued by dst over group.
+func (l *loads) switchReduce(group []int, dst int, w float64) {
+	for _, g := range group {
+		l.add(l.c.SwitchOut(g), w)
+	}
+	l.add(l.c.SwitchIn(dst), w)
+	l.lat = max(l.lat, l.c.IntraLatUs)
+}
+
+// multicast is an NVLS multicast store of w bytes issued by src to group.
+func (l *loads) multicast(group []int, src int, w float64) {
+	l.add(l.c.SwitchOut(src), w)
+	for _, g := range group {
+		l.add(l.c.SwitchIn(g), w)
+	}
+	l.lat = max(l.lat, l.c.IntraLatUs)
+}
+
+// take returns the coefficient of what was accumulated and resets. The latency is
+// the slowest flow's: every flow of the step must land before the next step.
+func (l *loads) take() coef {
+	out := coef{lat: l.lat, net: b2f(l.net)}
+	for _, r := range l.touched {
+		out.m = max(out.m, l.load[r]/l.c.Capacity(r))
+	}
+	l.reset()
+	return out
+}
+
+// takeRing is take for ring steps, whose latency is the mean over the step's flows:
+// a ring forwards each piece as soon as it arrives, so a piece's path around the
+// ring pays each hop's latency once — the intra-node hops and the few inter-node
+// ones — rather than the slowest hop at every step (NCCL's ring latency,
+// tuning.cc: nInterSteps inter-node hops, the rest intra-node).
+func (l *loads) takeRing() coef {
+	lat, net, flows := l.latSum, l.netSum, l.flows
+	out := l.take()
+	if flows > 0 {
+		out.lat, out.net = lat/flows, net/flows
+	}
+	return out
+}
+
+func (l *loads) reset() {
+	for _, r := range l.touched {
+		l.load[r] = 0
+	}
+	l.touched = l.touched[:0]
+	l.lat, l.net = 0, false
+	l.latSum, l.netSum, l.flows = 0, 0, 0
+}
+
+// stageLoads is the per-link load of one pipeline stage.
+type stageLoads struct {
+	res []int32
+	w   []float64
+	lat float64
+	net bool
+}
+
+func (l *loads) takeStage() stageLoads {
+	s := stageLoads{lat: l.lat, net: l.net}
+	for _, r := range l.touched {
+		s.res = append(s.res, r)
+		s.w = append(s.w, l.load[r]/l.c.Capacity(r))
+	}
+	l.reset()
+	return s
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// maxPATSteps bounds log2 of a PAT group (2^24 ranks).
+const maxPATSteps = 24
+
+// maxPipeDepth bounds the stages of a pipelined algorithm whose tables are built
+// (O(D²)); deeper chains are not offered.
+const maxPipeDepth = 512
+
+// buildPipe precomputes the window sums of a pipeline from its stages.
+func buildPipe(c *topology.Cluster, stages []stageLoads) pipe {
+	D := len(stages)
+	if D == 0 || D > maxPipeDepth {
+		return pipe{}
+	}
+	// W[lo][hi] for every window, built by extending hi: adding a stage can only
+	// raise the links it touches.
+	W := make([][]winSum, D)
+	acc := make([]float64, c.Resources())
+	for lo := range D {
+		W[lo] = make([]winSum, D)
+		var cur winSum
+		var touched []int32
+		for hi := lo; hi < D; hi++ {
+			st := stages[hi]
+			for i, r := range st.res {
+				if acc[r] == 0 {
+					touched = append(touched, r)
+				}
+				acc[r] += st.w[i]
+				cur.m = max(cur.m, acc[r])
+			}
+			cur.lat = max(cur.lat, st.lat)
+			cur.net = max(cur.net, b2f(st.net))
+			W[lo][hi] = cur
+		}
+		for _, r := range touched {
+			acc[r] = 0
+		}
+	}
+	p := pipe{D: D, ok: true, full: W[0][D-1]}
+	for s := 0; s <= D-2; s++ {
+		p.fill = p.fill.plus(W[0][s])
+	}
+	for lo := 1; lo <= D-1; lo++ {
+		p.drain = p.drain.plus(W[lo][D-1])
+	}
+	p.small = make([]winSum, D)
+	for k := 1; k < D; k++ {
+		for s := 0; s <= k+D-2; s++ {
+			p.small[k] = p.small[k].plus(W[max(0, s-k+1)][min(s, D-1)])
+		}
+	}
+	return p
+}
+
+// computeCoefficients places every pattern of every algorithm on the cluster.
+func computeCoefficients(p *Placement) coefficients {
+	c := p.Cluster
+	l := newLoads(c)
+	n := p.N()
+	co := coefficients{channels: ringChannels(p)}
+	nch := co.channels
+	perCh := 1 / float64(nch)
+	mesh := c.Spec.Intra.Kind == topology.Mesh
+
+	// Ring: every rank to its successor in each channel's ring; unit: the bytes one
+	// rank sends in one step, spread over the channels.
+	for ch := range nch {
+		order := channelRing(p.Shape, ch, mesh)
+		for _, g := range p.Siblings {
+			for i := range n {
+				l.flow(g[order[i]], g[order[(i+1)%n]], perCh)
+			}
+		}
+	}
+	co.ring = l.takeRing()
+
+	// Hierarchical: intra-domain rings and rail rings.
+	spans := domainSpans(p.Shape)
+	for ch := range nch {
+		order := channelRing(p.Shape, ch, mesh)
+		for _, g := range p.Siblings {
+			for _, sp := range spans {
+				k := sp[1] - sp[0]
+				for j := range k {
+					l.flow(g[order[sp[0]+j]], g[order[sp[0]+(j+1)%k]], perCh)
+				}
+			}
+		}
+	}
+	co.intra = l.takeRing()
+	if p.Uniform {
+		m := len(spans)
+		for _, g := range p.Siblings {
+			for loc := range p.PerDomain {
+				for d := range m {
+					l.flow(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
+				}
+			}
+		}
+		co.rail = l.takeRing()
+	}
+
+	for _, g := range p.Siblings {
+		for i := range n {
+			l.flow(g[i], g[(i+1)%n], 1)
+		}
+	}
+	co.neighbor = l.take()
+
+	// Direct: one block from every rank to every other rank.
+	for _, g := range p.Siblings {
+		for i := range n {
+			for j := range n {
+				l.flow(g[i], g[j], 1)
+			}
+		}
+	}
+	co.allPairs = l.take()
+	for _, g := range p.Siblings {
+		for i := 1; i < n; i++ {
+			l.flow(g[i], g[0], 1)
+		}
+	}
+	co.toRoot = l.take()
+	for _, g := range p.Siblings {
+		for i := 1; i < n; i++ {
+			l.flow(g[0], g[i], 1)
+		}
+	}
+	co.fromRoot = l.take()
+
+	// Pairwise all-to-all: step k pairs i with i+k.
+	for k := 1; k < n; k++ {
+		for _, g := range p.Siblings {
+			for i := range n {
+				l.flow(g[i], g[(i+k)%n], 1)
+			}
+		}
+		s := l.take()
+		co.pairwise.m += s.m
+		co.pairwise.lat += s.lat
+		co.pairwise.net += s.net
+	}
+
+	// PAT: step k sends patBlocks(n,k) blocks to rank i−2^k.
+	for k := range patSteps(n) {
+		b := float64(patBlocks(n, k))
+		if k >= maxPATSteps {
+			break
+		}
+		for _, g := range p.Siblings {
+			for i := range n {
+				l.flow(g[i], g[((i-(1<<k))%n+n)%n], b)
+			}
+		}
+		co.pat[k] = l.take()
+	}
+
+	// Trees: unit is one chunk of one channel of one tree.
+	co.tree = treePipe(p, l, nch, 1)
+	co.dtree = treePipe(p, l, nch, 2)
+
+	// NVLS inside one domain: rank k owns block k; unit is one block-chunk.
+	if p.Domains == 1 && c.NVLS() && n >= 2 {
+		var st [2]stageLoads
+		for _, g := range p.Siblings {
+			for k := range n {
+				l.switchReduce(g, g[k], 1)
+			}
+		}
+		st[0] = l.takeStage()
+		for _, g := range p.Siblings {
+			for k := range n {
+				l.multicast(g, g[k], 1)
+			}
+		}
+		st[1] = l.takeStage()
+		co.nvlsAR = buildPipe(c, st[:])
+		co.nvlsRed = stageCoef(st[0])
+		co.nvlsMC = stageCoef(st[1])
+	}
+
+	// Chain from rank 0 along the ring order (ring broadcast and reduce).
+	if n >= 2 && n-1 <= maxPipeDepth {
+		stages := make([]stageLoads, 0, n-1)
+		for e := 0; e < n-1; e++ {
+			for _, g := range p.Siblings {
+				l.flow(g[e], g[e+1], 1)
+			}
+			stages = append(stages, l.takeStage())
+		}
+		co.chain = buildPipe(c, stages)
+	}
+	return co
+}
+
+func stageCoef(s stageLoads) coef {
+	out := coef{lat: s.lat, net: b2f(s.net)}
+	for _, w := range s.w {
+		out.m = max(out.m, w)
+	}
+	return out
+}
+
+// treePipe builds the pipeline of a (double) tree all-reduce: up-stages by height,
+// then down-stages by depth, over every channel and concurrent group.
+func treePipe(p *Placement, l *loads, nch, trees int) pipe {
+	mesh := p.Cluster.Spec.Intra.Kind == topology.Mesh
+	n := p.N()
+	if n < 2 {
+		return pipe{}
+	}
+	// Flows by stage: tree t sends up from a rank of height h at stage h and down
+	// from a rank of depth d at stage H_t+d, H_t being its root's height.
+	type flowAt struct{ src, dst int32 }
+	var stageFlows [][]flowAt
+	at := func(s int, f flowAt) {
+		for len(stageFlows) <= s {
+			stageFlows = append(stageFlows, nil)
+		}
+		stageFlows[s] = append(stageFlows[s], f)
+	}
+	for ch := range nch {
+		for t := range trees {
+			parent := channelTree(p.Shape, t, ch, mesh)
+			height, depth, H, maxD := treeLevels(parent)
+			if H+maxD > maxPipeDepth {
+				return pipe{}
+			}
+			for r, pr := range parent {
+				if pr < 0 {
+					continue
+				}
+				at(height[r], flowAt{int32(r), pr})
+				at(H+depth[pr], flowAt{pr, int32(r)})
+			}
+		}
+	}
+	stages := make([]stageLoads, 0, len(stageFlows))
+	for _, fs := range stageFlows {
+		for _, g := range p.Siblings {
+			for _, f := range fs {
+				l.flow(g[f.src], g[f.dst], 1)
+			}
+		}
+		stages = append(stages, l.takeStage())
+	}
+	return buildPipe(p.Cluster, stages)
+}
+
+// finite guards the closed form against degenerate links.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,0 +1,407 @@
+package collective
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Model prices collectives with a set of constants. The zero Model is not usable;
+// use NewModel.
+type Model struct {
+	k Constants
+}
+
+// NewModel returns a model with the given constants (Default() for the fitted ones).
+func NewModel(k Constants) *Model { return &Model{k: k} }
+
+// Options of one estimate.
+type Options struct {
+	Algo   Algorithm // Auto chooses the cheapest
+	Launch Launch
+	// ForceProtocol restricts ring and tree to Protocol (NCCL_PROTO); algorithms
+	// that only run Simple ignore it.
+	ForceProtocol bool
+	Protocol      Protocol
+}
+
+// Estimate is the predicted cost of one collective call.
+type Estimate struct {
+	Op       Op
+	Algo     Algorithm
+	Protocol Protocol
+	Bytes    float64 // nccl-tests size convention
+	TimeUs   float64
+	// LatencyUs is the part of TimeUs that does not depend on size (launch, per-step
+	// software and hardware latency); the rest is data movement.
+	LatencyUs float64
+	AlgBWGBps float64 // Bytes / time
+	BusBWGBps float64 // AlgBW × nccl-tests bus factor
+	Steps     int
+	Channels  int
+	Chunks    int
+}
+
+// ErrUnsupported says an algorithm cannot run an operation on a placement.
+var ErrUnsupported = errors.New("algorithm not applicable")
+
+// maxBytes bounds a message: 2^50 bytes (1 PiB) keeps every product finite.
+const maxBytes = 1 << 50
+
+// Estimate prices op on the placement. A group of one rank costs nothing.
+func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimate, error) {
+	if op >= numOps {
+		return Estimate{}, invalid.Field("op", "unknown operation %d", op)
+	}
+	if !(bytes >= 0) || bytes > maxBytes {
+		return Estimate{}, invalid.Field("size", "must be between 0 and 2^50 bytes (got %v)", bytes)
+	}
+	if o.Launch >= numLaunch {
+		return Estimate{}, invalid.Field("launch", "unknown launch mode %d", o.Launch)
+	}
+	if o.ForceProtocol && o.Protocol >= numProtos {
+		return Estimate{}, invalid.Field("protocol", "unknown protocol %d", o.Protocol)
+	}
+	if p.N() == 1 || bytes == 0 {
+		return Estimate{Op: op, Algo: o.Algo, Bytes: bytes, Steps: 0}, nil
+	}
+	if o.Algo != Auto {
+		if err := m.Supports(p, op, o.Algo); err != nil {
+			return Estimate{}, err
+		}
+		return m.bestProtocol(p, op, o.Algo, bytes, o), nil
+	}
+	best := Estimate{TimeUs: math.Inf(1)}
+	for a := Ring; a < numAlgos; a++ {
+		if !AutoChoice(op, a) || m.Supports(p, op, a) != nil {
+			continue
+		}
+		if e := m.bestProtocol(p, op, a, bytes, o); e.TimeUs < best.TimeUs {
+			best = e
+		}
+	}
+	if math.IsInf(best.TimeUs, 1) {
+		return Estimate{}, fmt.Errorf("%w: no algorithm can run %s on this group", ErrUnsupported, op)
+	}
+	return best, nil
+}
+
+// AutoChoice says whether Auto considers algorithm a for op: the algorithms NCCL
+// chooses among by default — ring, the double binary tree, NVLS and PAT, and its
+// all-at-once send/recv for all-to-all and send/recv. Direct one-shot kernels need
+// symmetric registered buffers, and the single tree and the hierarchical scheme are
+// not NCCL algorithms; they are priced when forced.
+func AutoChoice(op Op, a Algorithm) bool {
+	switch a {
+	case Ring, DoubleTree, NVLS, PAT, Pairwise:
+		return true
+	case Direct:
+		return op == AllToAll || op == SendRecv
+	}
+	return false
+}
+
+// Candidates appends the best-protocol estimate of every applicable algorithm.
+func (m *Model) Candidates(p *Placement, op Op, bytes float64, o Options, out []Estimate) []Estimate {
+	if p.N() == 1 || !(bytes > 0) || bytes > maxBytes || op >= numOps || o.Launch >= numLaunch {
+		return out
+	}
+	for a := Ring; a < numAlgos; a++ {
+		if m.Supports(p, op, a) == nil {
+			out = append(out, m.bestProtocol(p, op, a, bytes, o))
+		}
+	}
+	return out
+}
+
+// Supports says whether algo can run op on the placement, and why not.
+func (m *Model) Supports(p *Placement, op Op, algo Algorithm) error {
+	why := ""
+	n := p.N()
+	co := &p.coef
+	c := p.Cluster
+	switch algo {
+	case Ring:
+		switch {
+		case op == AllToAll:
+			why = "ring does not do all-to-all (use pairwise or direct)"
+		case op == SendRecv:
+			why = "send/recv is a single direct transfer (use direct)"
+		case (op == Broadcast || op == Reduce) && !co.chain.ok:
+			why = fmt.Sprintf("a chain of %d ranks is longer than %d", n, maxPipeDepth+1)
+		}
+	case Tree, DoubleTree:
+		switch {
+		case op != AllReduce:
+			why = "trees are used for all-reduce only"
+		case algo == Tree && !co.tree.ok, algo == DoubleTree && !co.dtree.ok:
+			why = "the tree is deeper than the model's pipeline bound"
+		}
+	case Hierarchical:
+		switch {
+		case op != AllReduce:
+			why = "hierarchical is an all-reduce algorithm"
+		case p.Domains < 2:
+			why = "hierarchical needs the group to span at least 2 nodes"
+		case !p.Uniform:
+			why = "hierarchical needs the same number of ranks on every node"
+		case p.PerDomain < 2:
+			why = "hierarchical needs at least 2 ranks per node (use ring or tree)"
+		}
+	case NVLS:
+		switch {
+		case !c.NVLS():
+			why = "the cluster's switch has no in-switch reduction (NVLS)"
+		case p.Domains != 1:
+			why = "NVLS works inside one NVLink domain"
+		case op != AllReduce && op != AllGather && op != ReduceScatter:
+			why = "NVLS does all-reduce, all-gather and reduce-scatter"
+		case m.nvlsEfficiency(c.GPU().Arch) == 0:
+			why = "no NVLS efficiency is calibrated for this GPU generation"
+		}
+	case Direct:
+		switch {
+		case op == AllToAll || op == SendRecv:
+		case p.Domains != 1:
+			why = "direct (one-shot) needs a full-bandwidth switch: the group must sit in one NVLink domain"
+		case c.Spec.Intra.Kind == topology.PCIe:
+			why = "direct (one-shot) needs NVSwitch or a full mesh, not PCIe"
+		}
+	case PAT:
+		switch {
+		case op != AllGather && op != ReduceScatter:
+			why = "PAT does all-gather and reduce-scatter"
+		case p.PerDomain != 1:
+			why = "PAT needs exactly one rank per node"
+		case patSteps(n) > maxPATSteps:
+			why = "group too large for PAT"
+		}
+	case Pairwise:
+		if op != AllToAll {
+			why = "pairwise exchange is an all-to-all algorithm"
+		}
+	default:
+		return invalid.Field("algorithm", "unknown algorithm %d", algo)
+	}
+	if why != "" {
+		return fmt.Errorf("%w: %s %s: %s", ErrUnsupported, algo, op, why)
+	}
+	return nil
+}
+
+func (m *Model) nvlsEfficiency(a hardware.Arch) float64 { return m.k.NVLSEfficiency[a] }
+
+// protocols lists the protocols an algorithm runs with.
+func protocols(a Algorithm) []Protocol {
+	if a == Ring || a == Tree || a == DoubleTree {
+		return allProtocols[:]
+	}
+	return simpleOnly[:]
+}
+
+var (
+	allProtocols = [...]Protocol{Simple, LL128, LL}
+	simpleOnly   = [...]Protocol{Simple}
+)
+
+func (m *Model) bestProtocol(p *Placement, op Op, a Algorithm, bytes float64, o Options) Estimate {
+	best := Estimate{TimeUs: math.Inf(1)}
+	for _, pr := range protocols(a) {
+		if o.ForceProtocol && pr != o.Protocol && len(protocols(a)) > 1 {
+			continue
+		}
+		if e := m.price(p, op, a, pr, bytes, o.Launch); e.TimeUs < best.TimeUs {
+			best = e
+		}
+	}
+	return best
+}
+
+// ramp is the slowdown of the transfer part of a call that moves c bytes per
+// channel (the nccl-tests size divided by the channels).
+func (m *Model) ramp(pr Protocol, c float64) float64 {
+	if c <= 0 {
+		return 1
+	}
+	return 1 + m.k.RampFactor[pr]*min(c, m.k.RampBytes[pr])/c
+}
+
+// baseUs is the fixed software cost of a call of algorithm a with protocol pr.
+func (m *Model) baseUs(a Algorithm, pr Protocol) float64 {
+	if a == NVLS {
+		return m.k.NVLSBaseUs
+	}
+	return m.k.BaseUs[pr]
+}
+
+// launchUs is the fixed cost of issuing one call.
+func (m *Model) launchUs(p *Placement, l Launch) float64 {
+	if l == SingleProcess {
+		// one thread launches on every GPU of its node in turn
+		return m.k.LaunchUs[l] * float64(p.Cluster.Spec.GPUsPerNode)
+	}
+	return m.k.LaunchUs[l]
+}
+
+// chunks is the pipeline depth for perChannel bytes.
+func (m *Model) chunks(perChannel float64) int {
+	k := int(math.Ceil(perChannel / m.k.ChunkBytes))
+	return max(1, min(k, m.k.MaxChunks))
+}
+
+// term accumulates the latency and transfer parts of a price; ramp is the
+// message's start-up slowdown of the transfer part.
+type term struct{ lat, xfer, ramp float64 }
+
+// steps adds n identical steps moving `unit` bytes per flow unit of coefficient co.
+func (m *Model) steps(t *term, n float64, co coef, unit float64, pr Protocol, stepUs, bwf float64) {
+	t.lat += n * (stepUs + co.lat + co.net*m.k.NetStepUs[pr])
+	t.xfer += n * unit * co.m * t.ramp / bwf
+}
+
+// price is the closed form of algorithm a with protocol pr.
+func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, launch Launch) Estimate {
+	co := &p.coef
+	n := float64(p.N())
+	nch := float64(co.channels)
+	bwf := m.k.BWFactor[pr]
+	step := m.k.StepUs[pr]
+	e := Estimate{Op: op, Algo: a, Protocol: pr, Bytes: S, Channels: co.channels}
+	switch a {
+	case NVLS:
+		e.Channels = nvlsChannels(p.Cluster.GPU().Arch)
+	case Direct, PAT, Pairwise:
+		e.Channels = 1
+	}
+	t := term{lat: m.launchUs(p, launch) + m.baseUs(a, pr), ramp: m.ramp(pr, S/float64(e.Channels))}
+	switch a {
+	case Ring:
+		switch op {
+		case AllReduce:
+			e.Steps = 2 * (p.N() - 1)
+			m.steps(&t, float64(e.Steps), co.ring, S/n, pr, step, bwf)
+		case AllGather, ReduceScatter:
+			e.Steps = p.N() - 1
+			m.steps(&t, float64(e.Steps), co.ring, S/n, pr, step, bwf)
+		case Broadcast, Reduce:
+			k := m.chunks(S / nch)
+			e.Chunks = k
+			e.Steps = co.chain.steps(k)
+			m.pipe(&t, &co.chain, k, S/float64(k), pr, step, bwf)
+		}
+	case Tree, DoubleTree:
+		trees := 1.0
+		pp := &co.tree
+		if a == DoubleTree {
+			trees, pp = 2, &co.dtree
+		}
+		perCh := S / (nch * trees)
+		k := m.chunks(perCh)
+		e.Chunks, e.Steps = k, pp.steps(k)
+		m.pipe(&t, pp, k, perCh/float64(k), pr, step, bwf)
+	case Hierarchical:
+		pd := float64(p.PerDomain)
+		doms := float64(p.Domains)
+		e.Steps = 2*(p.PerDomain-1) + 2*(p.Domains-1)
+		m.steps(&t, 2*(pd-1), co.intra, S/pd, pr, step, bwf)
+		m.steps(&t, 2*(doms-1), co.rail, S/(pd*doms), pr, step, bwf)
+	case NVLS:
+		eff := m.nvlsEfficiency(p.Cluster.GPU().Arch)
+		nvch := float64(e.Channels)
+		k := m.chunks(S / (n * nvch))
+		e.Chunks = k
+		unit := S / (n * float64(k)) // one block-chunk, all channels
+		switch op {
+		case AllReduce:
+			e.Steps = co.nvlsAR.steps(k)
+			m.pipe(&t, &co.nvlsAR, k, unit, pr, m.k.NVLSStepUs, bwf*eff)
+		case ReduceScatter:
+			e.Steps = k
+			m.steps(&t, float64(k), co.nvlsRed, unit, pr, m.k.NVLSStepUs, bwf*eff)
+		case AllGather:
+			e.Steps = k
+			m.steps(&t, float64(k), co.nvlsMC, unit, pr, m.k.NVLSStepUs, bwf*eff)
+		}
+	case Direct:
+		switch op {
+		case AllReduce:
+			e.Steps = 2
+			m.steps(&t, 2, co.allPairs, S/n, pr, step, bwf)
+		case AllGather, ReduceScatter, AllToAll:
+			e.Steps = 1
+			m.steps(&t, 1, co.allPairs, S/n, pr, step, bwf)
+		case Broadcast:
+			e.Steps = 1
+			m.steps(&t, 1, co.fromRoot, S, pr, step, bwf)
+		case Reduce:
+			e.Steps = 1
+			m.steps(&t, 1, co.toRoot, S, pr, step, bwf)
+		case SendRecv:
+			e.Steps = 1
+			m.steps(&t, 1, co.neighbor, S, pr, step, bwf)
+		}
+	case PAT:
+		e.Steps = patSteps(p.N())
+		for k := range e.Steps {
+			m.steps(&t, 1, co.pat[k], S/n, pr, step, bwf)
+		}
+	case Pairwise:
+		e.Steps = p.N() - 1
+		// co.pairwise sums the steps' coefficients, so one "step" call adds them all;
+		// only the per-step software cost needs the count.
+		t.lat += float64(e.Steps-1) * step
+		m.steps(&t, 1, co.pairwise, S/n, pr, step, bwf)
+	}
+	e.TimeUs = t.lat + t.xfer
+	e.LatencyUs = t.lat
+	if e.TimeUs > 0 {
+		e.AlgBWGBps = S / e.TimeUs / 1e3
+		e.BusBWGBps = e.AlgBWGBps * op.BusFactor(p.N())
+	}
+	return e
+}
+
+// pipe adds a pipelined algorithm with k chunks moving unit bytes per flow unit.
+func (m *Model) pipe(t *term, pp *pipe, k int, unit float64, pr Protocol, stepUs, bwf float64) {
+	w := pp.sums(k)
+	t.lat += float64(pp.steps(k))*stepUs + w.lat + w.net*m.k.NetStepUs[pr]
+	t.xfer += unit * w.m * t.ramp / bwf
+}
+
+// ringChannels is how many rings (and trees) a placement uses: NCCL's channel count
+// for the GPU generation, rounded up to a multiple of the ranks per node so that
+// every GPU's NIC carries an equal share of the inter-node traffic.
+func ringChannels(p *Placement) int {
+	base := 12 // NCCL on A100/H100 NVSwitch: 6 rings × 2 after channel duplication (nccl-model.md §1.8)
+	switch p.Cluster.GPU().Arch {
+	case hardware.Blackwell:
+		base = 16 // 721.8 GB/s NVLink search lands at 8 × 90 GB/s, duplicated
+	case hardware.CDNA3, hardware.CDNA4:
+		base = 16
+	}
+	unit := 1
+	switch {
+	case p.Cluster.Spec.Intra.Kind == topology.Mesh && p.PerDomain > 2:
+		unit = len(meshCycles(p.PerDomain)) // every mesh ring equally used…
+		if p.Domains > 1 {
+			unit = lcm(unit, p.PerDomain) // …and every GPU an entry equally often
+		}
+	case p.Domains > 1:
+		unit = p.PerDomain // every GPU (and its NIC) enters the node equally often
+	}
+	return (base + unit - 1) / unit * unit
+}
+
+// nvlsChannels: NCCL's nvlsChannels, 16 on SM90 and 24 on SM100 (nccl-model.md §1.1).
+func nvlsChannels(a hardware.Arch) int {
+	if a == hardware.Blackwell {
+		return 24
+	}
+	return 16
+}
+
+func lcm(a, b int) int { return a / gcd(a, b) * b }

@@ -1,0 +1,149 @@
+// Package collective prices collective communication (all-reduce, all-gather, …) on a
+// placed group of GPUs of a cluster. Every algorithm exists at two levels that must
+// agree: an explicit schedule of per-step transfers, which an executor runs on real
+// vectors to prove it correct and which can be priced link by link with contention,
+// and a closed form used on the hot path.
+package collective
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Op is a collective operation.
+type Op uint8
+
+const (
+	AllReduce Op = iota
+	AllGather
+	ReduceScatter
+	AllToAll
+	Broadcast
+	Reduce
+	SendRecv
+	numOps
+)
+
+var opNames = [numOps]string{"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "sendrecv"}
+
+func (o Op) String() string {
+	if o < numOps {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", uint8(o))
+}
+
+// Ops lists every operation.
+func Ops() []Op { return []Op{AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv} }
+
+// ParseOp accepts the names above, with or without '-' or '_' ("all-reduce", "all_gather").
+func ParseOp(s string) (Op, error) {
+	k := normalise(s)
+	for i, n := range opNames {
+		if k == n {
+			return Op(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown collective %q (want one of %s)", s, strings.Join(opNames[:], ", "))
+}
+
+// BusFactor is nccl-tests' busbw ÷ algbw for n ranks (nccl-tests doc/PERFORMANCE.md).
+func (o Op) BusFactor(n int) float64 {
+	if n <= 1 {
+		return 1
+	}
+	f := float64(n-1) / float64(n)
+	switch o {
+	case AllReduce:
+		return 2 * f
+	case AllGather, ReduceScatter, AllToAll:
+		return f
+	}
+	return 1
+}
+
+// Algorithm is a way of carrying out a collective.
+type Algorithm uint8
+
+const (
+	Auto         Algorithm = iota // choose the cheapest, as NCCL does
+	Ring                          // ring, several channels
+	Tree                          // one pipelined tree: chains inside nodes, binary tree across nodes
+	DoubleTree                    // two complementary binary trees, half the data each (NCCL's tree)
+	Hierarchical                  // intra-node reduce-scatter → inter-node all-reduce of the shard on its rail → intra-node all-gather
+	NVLS                          // NVSwitch in-switch reduction and multicast (NVLink SHARP)
+	Direct                        // one-shot: every rank exchanges with every other in one step
+	PAT                           // Bruck-style log-step exchange, one GPU per node (NCCL PAT)
+	Pairwise                      // n−1 steps, step k pairs rank i with i+k (all-to-all)
+	numAlgos
+)
+
+var algoNames = [numAlgos]string{"auto", "ring", "tree", "dbtree", "hierarchical", "nvls", "direct", "pat", "pairwise"}
+
+func (a Algorithm) String() string {
+	if a < numAlgos {
+		return algoNames[a]
+	}
+	return fmt.Sprintf("algorithm(%d)", uint8(a))
+}
+
+// Algorithms lists every concrete algorithm (not Auto).
+func Algorithms() []Algorithm {
+	return []Algorithm{Ring, Tree, DoubleTree, Hierarchical, NVLS, Direct, PAT, Pairwise}
+}
+
+// ParseAlgorithm accepts the names above ("double-tree" and "double_binary_tree" for dbtree too).
+func ParseAlgorithm(s string) (Algorithm, error) {
+	k := normalise(s)
+	switch k {
+	case "doubletree", "doublebinarytree", "dbt":
+		return DoubleTree, nil
+	case "oneshot":
+		return Direct, nil
+	case "":
+		return Auto, nil
+	}
+	for i, n := range algoNames {
+		if k == n {
+			return Algorithm(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown algorithm %q (want one of %s)", s, strings.Join(algoNames[:], ", "))
+}
+
+// Protocol is NCCL's wire protocol: LL (8-byte flag+data stores, lowest latency, half
+// the bandwidth), LL128 (128-byte lines with one flag word) and Simple (bulk copies
+// with fences, highest bandwidth and latency).
+type Protocol uint8
+
+const (
+	Simple Protocol = iota
+	LL128
+	LL
+	numProtos
+)
+
+var protoNames = [numProtos]string{"simple", "ll128", "ll"}
+
+func (p Protocol) String() string {
+	if p < numProtos {
+		return protoNames[p]
+	}
+	return fmt.Sprintf("protocol(%d)", uint8(p))
+}
+
+func normalise(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return strings.NewReplacer("-", "", "_", "", " ", "").Replace(s)
+}
+
+// ParseProtocol accepts simple, ll128 and ll.
+func ParseProtocol(s string) (Protocol, error) {
+	k := normalise(s)
+	for i, n := range protoNames {
+		if k == n {
+			return Protocol(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown protocol %q (want one of %s)", s, strings.Join(protoNames[:], ", "))
+}

@@ -1,0 +1,183 @@
+package collective
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Placement is a group of GPUs on a cluster together with the groups that run the
+// same collective at the same time (the 8 data-parallel rings of a TP=8 job, say),
+// which share NICs and switch uplinks with it. It precomputes, per communication
+// pattern, the contention coefficients the closed form needs, so that pricing one
+// collective on it is a handful of arithmetic operations. A Placement is immutable
+// after Place returns and safe for concurrent use.
+type Placement struct {
+	Cluster *topology.Cluster
+	// Ranks are the group's global GPU ids in ring order (by node, then local index).
+	Ranks []int
+	// Siblings are every concurrent group, this one included, each in ring order and
+	// of the same size as Ranks.
+	Siblings [][]int
+	Shape    Shape
+
+	Domains   int  // scale-up domains (nodes) the group spans
+	PerDomain int  // ranks per domain (the largest)
+	Uniform   bool // every domain holds PerDomain ranks
+	// DomainGPUs is the number of GPUs each scale-up domain has (a single-domain group
+	// smaller than its domain cannot use the switch's multicast as a whole node does).
+	DomainGPUs int
+
+	coef coefficients
+}
+
+// Place validates a group (global GPU ids, any order, no duplicates) and the groups
+// running concurrently with it (which may be nil; they must be disjoint from each
+// other, of the same size, and include or exclude group — both work).
+func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, error) {
+	if c == nil {
+		return nil, invalid.Field("cluster", "is required")
+	}
+	if err := checkGroup(c, "group", group); err != nil {
+		return nil, err
+	}
+	p := &Placement{Cluster: c, Ranks: ringOrder(group)}
+	seen := make(map[int]int, len(group)*max(1, len(concurrent)))
+	for _, g := range p.Ranks {
+		seen[g] = -1
+	}
+	p.Siblings = [][]int{p.Ranks}
+	for i, g := range concurrent {
+		field := fmt.Sprintf("concurrent[%d]", i)
+		if err := checkGroup(c, field, g); err != nil {
+			return nil, err
+		}
+		if len(g) != len(group) {
+			return nil, invalid.Field(field, "must have as many ranks as the group (%d), got %d", len(group), len(g))
+		}
+		o := ringOrder(g)
+		if slices.Equal(o, p.Ranks) {
+			continue // the group itself
+		}
+		for _, r := range o {
+			if j, dup := seen[r]; dup {
+				if j < 0 {
+					return nil, invalid.Field(field, "shares GPU %d with the group", r)
+				}
+				return nil, invalid.Field(field, "shares GPU %d with concurrent[%d]", r, j)
+			}
+			seen[r] = i
+		}
+		p.Siblings = append(p.Siblings, o)
+	}
+	p.Shape = shapeOf(c, p.Ranks)
+	p.DomainGPUs = c.Spec.GPUsPerNode * max(1, min(c.Spec.Intra.DomainNodes, c.Spec.Nodes))
+	counts := map[int32]int{}
+	for _, d := range p.Shape.Node {
+		counts[d]++
+	}
+	p.Domains = len(counts)
+	p.Uniform = true
+	first := -1
+	for _, k := range counts {
+		p.PerDomain = max(p.PerDomain, k)
+		if first >= 0 && k != first {
+			p.Uniform = false
+		}
+		first = k
+	}
+	p.coef = computeCoefficients(p)
+	return p, nil
+}
+
+func checkGroup(c *topology.Cluster, field string, g []int) error {
+	if len(g) == 0 {
+		return invalid.Field(field, "must list at least one GPU")
+	}
+	seen := make(map[int]bool, len(g))
+	for i, r := range g {
+		if r < 0 || r >= c.GPUs() {
+			return invalid.Field(fmt.Sprintf("%s[%d]", field, i), "GPU %d is outside the cluster's %d GPUs", r, c.GPUs())
+		}
+		if seen[r] {
+			return invalid.Field(fmt.Sprintf("%s[%d]", field, i), "GPU %d is listed twice", r)
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
+// ringOrder sorts global ids: by node then local index, which is also the order in
+// which NCCL connects a ring (one entry and one exit per node).
+func ringOrder(g []int) []int {
+	o := slices.Clone(g)
+	slices.Sort(o)
+	return o
+}
+
+// shapeOf numbers the scale-up domains of ranks 0, 1, 2, … in order of appearance.
+func shapeOf(c *topology.Cluster, ranks []int) Shape {
+	sh := Shape{Node: make([]int32, len(ranks))}
+	dom := int32(-1)
+	prevNode := -1
+	for i, g := range ranks {
+		n := c.Node(g)
+		if prevNode < 0 || !c.SameDomain(prevNode, n) {
+			dom++
+		}
+		prevNode = n
+		sh.Node[i] = dom
+	}
+	return sh
+}
+
+// N is the group size.
+func (p *Placement) N() int { return len(p.Ranks) }
+
+// NodeGroups returns, for a cluster, the group made of the first perNode GPUs of each
+// of the first nodes nodes, and the concurrent groups that fill the rest of those
+// nodes' GPUs the same way (local GPU offsets shifted by perNode): the usual shape of
+// TP-then-DP layouts. perNode must divide the GPUs per node.
+func NodeGroups(c *topology.Cluster, nodes, perNode int, concurrent bool) (group []int, siblings [][]int, err error) {
+	g := c.Spec.GPUsPerNode
+	if nodes < 1 || nodes > c.Spec.Nodes {
+		return nil, nil, invalid.Field("nodes", "must be between 1 and the cluster's %d nodes (got %d)", c.Spec.Nodes, nodes)
+	}
+	if perNode < 1 || perNode > g || g%perNode != 0 {
+		return nil, nil, invalid.Field("gpus_per_node", "must divide the %d GPUs of a node (got %d)", g, perNode)
+	}
+	build := func(off int) []int {
+		out := make([]int, 0, nodes*perNode)
+		for n := range nodes {
+			for l := range perNode {
+				out = append(out, n*g+off+l)
+			}
+		}
+		return out
+	}
+	group = build(0)
+	if concurrent {
+		for off := perNode; off < g; off += perNode {
+			siblings = append(siblings, build(off))
+		}
+	}
+	return group, siblings, nil
+}
+
+// RailGroups returns groups of one GPU per node: group l holds local GPU l of every
+// node, the data-parallel groups of a job with TP = GPUs per node.
+func RailGroups(c *topology.Cluster, nodes int) ([][]int, error) {
+	if nodes < 1 || nodes > c.Spec.Nodes {
+		return nil, invalid.Field("nodes", "must be between 1 and the cluster's %d nodes (got %d)", c.Spec.Nodes, nodes)
+	}
+	g := c.Spec.GPUsPerNode
+	out := make([][]int, g)
+	for l := range g {
+		for n := range nodes {
+			out[l] = append(out[l], n*g+l)
+		}
+	}
+	return out, nil
+}

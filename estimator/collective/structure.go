@@ -1,0 +1,202 @@
+package collective
+
+import "slices"
+
+// The shapes every algorithm moves data along. Schedules (build_*.go) and the
+// coefficients of the closed form (coefficients.go) both derive from these functions,
+// so that the two levels describe the same communication.
+
+// domainSpans returns [start, end) of each scale-up domain's ranks.
+func domainSpans(sh Shape) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(sh.Node); {
+		j := i
+		for j < len(sh.Node) && sh.Node[j] == sh.Node[i] {
+			j++
+		}
+		out = append(out, [2]int{i, j})
+		i = j
+	}
+	return out
+}
+
+// channelRing is the order of channel ch's ring: every domain's ranks in a row, rotated
+// by ch inside the domain, so that successive channels enter and leave each node
+// through different GPUs — and hence different NICs — as NCCL's rings do.
+// order[i] is the rank at ring position i.
+//
+// On a mesh (every GPU pair directly linked), a ring that always steps to the next
+// index would use one link of each GPU; channel ch instead steps by the ch-th stride
+// coprime with the domain size, so that successive channels use different links.
+func channelRing(sh Shape, ch int, mesh bool) []int32 {
+	order := make([]int32, 0, len(sh.Node))
+	for _, sp := range domainSpans(sh) {
+		k := sp[1] - sp[0]
+		if mesh && k > 2 {
+			cyc := meshCycles(k)
+			c := cyc[ch%len(cyc)]
+			for j := range k { // rotated so that channels enter the node at different GPUs
+				order = append(order, int32(sp[0])+c[(ch+j)%k])
+			}
+			continue
+		}
+		for j := range k {
+			order = append(order, int32(sp[0]+(ch+j)%k))
+		}
+	}
+	return order
+}
+
+// meshCycles returns directed Hamiltonian cycles of the complete graph on k
+// vertices that share no directed edge: Walecki's zigzag cycles (a vertex ∞ plus
+// the zigzag j, j+1, j−1, j+2, … around a circle of the other k−1), each taken in
+// both directions, keeping those edge-disjoint from the ones already kept. For k = 8
+// that is 6 cycles covering 48 of the 56 links; the ring channels of a mesh cycle
+// through them.
+func meshCycles(k int) [][]int32 {
+	m := k - 1 // circle size; vertex m is ∞
+	used := map[[2]int32]bool{}
+	var out [][]int32
+	for j := range m {
+		cyc := []int32{int32(m)}
+		for i := 0; len(cyc) < k; i++ {
+			off := (i + 1) / 2
+			if i%2 == 1 {
+				off = -off
+			}
+			v := int32(((j+off)%m + m) % m)
+			if slices.Contains(cyc, v) {
+				break
+			}
+			cyc = append(cyc, v)
+		}
+		if len(cyc) != k {
+			continue
+		}
+		edges := make([][2]int32, 0, 2*k)
+		ok := true
+		for i := range k {
+			a, b := cyc[i], cyc[(i+1)%k]
+			if used[[2]int32{a, b}] || used[[2]int32{b, a}] {
+				ok = false
+				break
+			}
+			edges = append(edges, [2]int32{a, b}, [2]int32{b, a})
+		}
+		if !ok {
+			continue
+		}
+		for _, e := range edges {
+			used[e] = true
+		}
+		rev := make([]int32, k)
+		for i := range k {
+			rev[i] = cyc[(k-i)%k]
+		}
+		out = append(out, cyc, rev)
+	}
+	return out
+}
+
+// channelTree gives channel ch's tree number which (0 or 1; the double binary tree
+// uses both): each domain's ranks form a chain in channelRing(sh, ch) order whose
+// first rank is the domain's head, data flowing towards the head; heads form a
+// binary heap over the domains, in domain order for tree 0 and in domain order
+// rotated by one for tree 1, so that tree 1's root and inner nodes differ from
+// tree 0's. parent[r] is −1 for the root.
+func channelTree(sh Shape, which, ch int, mesh bool) []int32 {
+	n := len(sh.Node)
+	parent := make([]int32, n)
+	spans := domainSpans(sh)
+	m := len(spans)
+	heads := make([]int32, m)
+	order := channelRing(sh, ch, mesh)
+	for d, sp := range spans {
+		k := sp[1] - sp[0]
+		prev := int32(-1)
+		for j := range k {
+			r := order[sp[0]+j]
+			if prev < 0 {
+				heads[d] = r
+			} else {
+				parent[r] = prev
+			}
+			prev = r
+		}
+	}
+	// Heap position i holds domain pos[i].
+	for i := range m {
+		d := i
+		if which == 1 {
+			d = (i + 1) % m
+		}
+		if i == 0 {
+			parent[heads[d]] = -1
+			continue
+		}
+		pd := (i - 1) / 2
+		if which == 1 {
+			pd = ((i-1)/2 + 1) % m
+		}
+		parent[heads[d]] = heads[pd]
+	}
+	return parent
+}
+
+// treeLevels returns every rank's height (leaves 0, a parent one more than its
+// highest child) and depth (root 0), and the root's height H and the largest
+// depth. In a pipelined tree all-reduce chunk j leaves a rank of height h towards
+// its parent at step j+h, and leaves a rank of depth d towards its children at
+// step j+H+d: H up-stages followed by maxDepth down-stages.
+func treeLevels(parent []int32) (height, depth []int, rootHeight, maxDepth int) {
+	n := len(parent)
+	height = make([]int, n)
+	depth = make([]int, n)
+	// Depth by walking to the root (trees here are shallow: chains of a node plus a
+	// heap over nodes).
+	for r := range n {
+		d := 0
+		for p := parent[r]; p >= 0; p = parent[p] {
+			d++
+		}
+		depth[r] = d
+		maxDepth = max(maxDepth, d)
+	}
+	// Heights: process ranks from the deepest up.
+	order := make([][]int, maxDepth+1)
+	for r, d := range depth {
+		order[d] = append(order[d], r)
+	}
+	for d := maxDepth; d >= 0; d-- {
+		for _, r := range order[d] {
+			if p := parent[r]; p >= 0 {
+				height[p] = max(height[p], height[r]+1)
+			} else {
+				rootHeight = height[r]
+			}
+		}
+	}
+	return height, depth, rootHeight, maxDepth
+}
+
+// patBlocks is how many blocks a PAT all-gather rank sends in step k of n ranks: all
+// it holds after k steps (2^k), but no more than the n−2^k still missing elsewhere.
+func patBlocks(n, k int) int {
+	return min(1<<k, n-(1<<k))
+}
+
+// patSteps is ceil(log2 n).
+func patSteps(n int) int {
+	s := 0
+	for 1<<s < n {
+		s++
+	}
+	return s
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

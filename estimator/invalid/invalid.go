@@ -1,0 +1,64 @@
+// Package invalid is the error type every estimator package returns for bad input:
+// it names the offending field (by its JSON path) and the rule the value broke, so
+// the CLI can print it and the service can map it to a field violation.
+package invalid
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Error is one invalid input field.
+type Error struct {
+	Field string // JSON path of the field, e.g. "intra.gpu_bandwidth_gbps"
+	Rule  string // what the value must satisfy, with the value received
+}
+
+func (e *Error) Error() string { return e.Field + ": " + e.Rule }
+
+// Field builds an *Error with a formatted rule.
+func Field(field, format string, args ...any) *Error {
+	return &Error{Field: field, Rule: fmt.Sprintf(format, args...)}
+}
+
+// Is reports whether err holds at least one *Error.
+func Is(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}
+
+// Collector accumulates field errors under a path prefix.
+type Collector struct {
+	Prefix string
+	errs   []error
+}
+
+// Add records a violation of field (relative to the prefix).
+func (c *Collector) Add(field, format string, args ...any) {
+	c.errs = append(c.errs, Field(c.Prefix+field, format, args...))
+}
+
+// Join records an error produced elsewhere (already carrying its full path).
+func (c *Collector) Join(err error) {
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
+}
+
+// Positive checks that v is a finite number > 0.
+func (c *Collector) Positive(field string, v float64) {
+	if !(v > 0) || math.IsInf(v, 0) {
+		c.Add(field, "must be a positive finite number (got %v)", v)
+	}
+}
+
+// NonNegative checks that v is a finite number ≥ 0.
+func (c *Collector) NonNegative(field string, v float64) {
+	if !(v >= 0) || math.IsInf(v, 0) {
+		c.Add(field, "must be a finite number ≥ 0 (got %v)", v)
+	}
+}
+
+// Err returns the collected errors joined, or nil.
+func (c *Collector) Err() error { return errors.Join(c.errs...) }

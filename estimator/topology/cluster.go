@@ -1,0 +1,317 @@
+package topology
+
+import (
+	"fmt"
+
+	"github.com/stepcost/stepcost/estimator/hardware"
+)
+
+// Link kinds. Every resource of a cluster is one direction of one of these.
+type LinkKind uint8
+
+const (
+	GPUPortOut LinkKind = iota // a GPU's port into its NVSwitch (or PCIe) fabric, sending
+	GPUPortIn                  // the same port, receiving
+	PairLink                   // one direction of a direct GPU↔GPU link in a mesh
+	NICOut                     // a NIC sending
+	NICIn                      // a NIC receiving
+	LeafUp                     // a leaf switch's uplinks towards the spine
+	LeafDown                   // the spine's downlinks into a leaf
+)
+
+func (k LinkKind) String() string {
+	switch k {
+	case GPUPortOut:
+		return "gpu-out"
+	case GPUPortIn:
+		return "gpu-in"
+	case PairLink:
+		return "gpu-gpu"
+	case NICOut:
+		return "nic-out"
+	case NICIn:
+		return "nic-in"
+	case LeafUp:
+		return "leaf-up"
+	case LeafDown:
+		return "leaf-down"
+	}
+	return "unknown"
+}
+
+// Cluster is a validated Spec compiled into links. It is immutable and safe for
+// concurrent use.
+type Cluster struct {
+	Spec Spec
+
+	gpus        int     // total GPUs
+	domainNodes int     // nodes per NVLink domain (≥ 1)
+	nodesLeaf   int     // nodes per leaf switch (≥ 1)
+	leaves      int     // leaf switches (per rail when rail-optimised)
+	gpuNIC      []int   // local GPU → NIC index
+	railProxy   [][]int // [local GPU][rail] → local GPU attached to that rail (PXN)
+	nodeIsolate bool    // every node alone: no NIC traffic ever
+
+	// Achievable bandwidths in bytes per µs, and latencies in µs.
+	IntraBW    float64 // one GPU port (NVSwitch/PCIe) per direction
+	PairBW     float64 // one directed mesh link
+	NICBW      float64 // one NIC per direction
+	LeafBW     float64 // one leaf's uplink (or downlink) capacity
+	IntraLatUs float64 // one scale-up hop
+	NetLatUs   float64 // NIC → leaf → NIC
+	SpineLatUs float64 // extra for crossing the spine
+
+	// Resource index layout: [gpu ports out | gpu ports in | pair links | nic out | nic in | leaf up | leaf down]
+	offPortIn, offPair, offNICOut, offNICIn, offLeafUp, offLeafDown, nRes int
+}
+
+// Build validates the spec and compiles it.
+func (s Spec) Build() (*Cluster, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{Spec: s}
+	g := s.GPUsPerNode
+	c.gpus = s.Nodes * g
+	c.domainNodes = max(1, s.Intra.DomainNodes)
+	c.nodesLeaf = s.Network.NodesPerLeaf
+	if c.nodesLeaf == 0 {
+		c.nodesLeaf = DefaultNodesPerLeaf
+	}
+	nics := s.NICs.PerNode
+	groups := (s.Nodes + c.nodesLeaf - 1) / c.nodesLeaf
+	c.leaves = groups
+	if s.Network.RailOptimized && nics > 0 {
+		c.leaves = groups * nics
+	}
+
+	c.gpuNIC = make([]int, g)
+	for i := range g {
+		switch {
+		case len(s.NICs.GPUNIC) == g:
+			c.gpuNIC[i] = s.NICs.GPUNIC[i]
+		case nics > 0:
+			c.gpuNIC[i] = i * nics / g
+		}
+	}
+	c.railProxy = make([][]int, g)
+	for i := range g {
+		c.railProxy[i] = make([]int, nics)
+		for r := range nics {
+			c.railProxy[i][r] = -1
+			if c.gpuNIC[i] == r {
+				c.railProxy[i][r] = i
+				continue
+			}
+			for j := range g { // nearest GPU (by index distance) on rail r
+				if c.gpuNIC[j] == r && (c.railProxy[i][r] < 0 || abs(j-i) < abs(c.railProxy[i][r]-i)) {
+					c.railProxy[i][r] = j
+				}
+			}
+		}
+	}
+
+	d := Defaults(s.GPU.Arch, s.Intra.Kind, s.NICs.Kind)
+	intraBW := s.Intra.GPUBandwidthGBps
+	if intraBW == 0 {
+		intraBW = s.GPU.NVLinkGBps
+	}
+	eff := orDefault(s.Intra.Efficiency, d.IntraEfficiency)
+	c.IntraBW = intraBW * eff * 1e3 // GB/s → B/µs
+	if g > 1 {
+		c.PairBW = c.IntraBW / float64(g-1)
+	}
+	c.IntraLatUs = orDefault(s.Intra.LatencyUs, d.IntraLatencyUs)
+	c.NICBW = s.NICs.Gbps / 8 * orDefault(s.NICs.Efficiency, d.NICEfficiency) * 1e3
+	c.NetLatUs = orDefault(s.NICs.LatencyUs, d.NICLatencyUs)
+	c.SpineLatUs = orDefault(s.Network.SpineLatencyUs, d.SpineLatencyUs)
+	over := s.Network.Oversubscription
+	if over == 0 {
+		over = 1
+	}
+	nicsPerLeafPerNode := nics
+	if s.Network.RailOptimized {
+		nicsPerLeafPerNode = 1
+	}
+	c.LeafBW = float64(c.nodesLeaf*nicsPerLeafPerNode) * c.NICBW / over
+
+	c.offPortIn = c.gpus
+	c.offPair = 2 * c.gpus
+	pairs := 0
+	if s.Intra.Kind == Mesh {
+		pairs = s.Nodes * g * g
+	}
+	c.offNICOut = c.offPair + pairs
+	c.offNICIn = c.offNICOut + s.Nodes*nics
+	c.offLeafUp = c.offNICIn + s.Nodes*nics
+	c.offLeafDown = c.offLeafUp + c.leaves
+	c.nRes = c.offLeafDown + c.leaves
+	return c, nil
+}
+
+// DefaultNodesPerLeaf is the size of a DGX SuperPOD scalable unit (32 nodes per leaf
+// group), NVIDIA DGX SuperPOD reference architecture.
+const DefaultNodesPerLeaf = 32
+
+func orDefault(v, d float64) float64 {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// GPUs is the number of GPUs in the cluster.
+func (c *Cluster) GPUs() int { return c.gpus }
+
+// Resources is the number of link directions; resource ids are in [0, Resources()).
+func (c *Cluster) Resources() int { return c.nRes }
+
+// Node of global GPU rank g.
+func (c *Cluster) Node(g int) int { return g / c.Spec.GPUsPerNode }
+
+// SameDomain reports whether two nodes share an NVLink domain.
+func (c *Cluster) SameDomain(a, b int) bool { return a/c.domainNodes == b/c.domainNodes }
+
+// NVLS reports whether the scale-up fabric reduces in the switch.
+func (c *Cluster) NVLS() bool { return c.Spec.Intra.NVLS }
+
+// GPU is the accelerator model.
+func (c *Cluster) GPU() hardware.GPU { return c.Spec.GPU }
+
+// NIC returns the node-global NIC index used by GPU g, or -1 without NICs.
+func (c *Cluster) NIC(g int) int {
+	if c.Spec.NICs.PerNode == 0 {
+		return -1
+	}
+	return c.Node(g)*c.Spec.NICs.PerNode + c.gpuNIC[g%c.Spec.GPUsPerNode]
+}
+
+// Capacity of resource r in bytes per µs.
+func (c *Cluster) Capacity(r int32) float64 {
+	switch i := int(r); {
+	case i < c.offPair:
+		return c.IntraBW
+	case i < c.offNICOut:
+		return c.PairBW
+	case i < c.offLeafUp:
+		return c.NICBW
+	default:
+		return c.LeafBW
+	}
+}
+
+// Kind of resource r.
+func (c *Cluster) Kind(r int32) LinkKind {
+	switch i := int(r); {
+	case i < c.offPortIn:
+		return GPUPortOut
+	case i < c.offPair:
+		return GPUPortIn
+	case i < c.offNICOut:
+		return PairLink
+	case i < c.offNICIn:
+		return NICOut
+	case i < c.offLeafUp:
+		return NICIn
+	case i < c.offLeafDown:
+		return LeafUp
+	default:
+		return LeafDown
+	}
+}
+
+// Path appends to buf the resources a transfer from GPU src to GPU dst crosses and
+// returns them with the transfer's one-way hardware latency in µs. src == dst
+// crosses nothing.
+func (c *Cluster) Path(src, dst int, buf []int32) ([]int32, float64) {
+	if src == dst {
+		return buf, 0
+	}
+	g := c.Spec.GPUsPerNode
+	sn, dn := src/g, dst/g
+	if sn == dn || c.SameDomain(sn, dn) {
+		return c.intraHop(src, dst, buf), c.IntraLatUs
+	}
+	nics := c.Spec.NICs.PerNode
+	lat := c.NetLatUs
+	srcNIC, dstNIC := c.gpuNIC[src%g], c.gpuNIC[dst%g]
+	if c.Spec.Network.RailOptimized && srcNIC != dstNIC {
+		// PXN: move the data over NVLink to the GPU on the destination's rail first.
+		proxy := sn*g + c.railProxy[src%g][dstNIC]
+		buf = c.intraHop(src, proxy, buf)
+		lat += c.IntraLatUs
+		srcNIC = dstNIC
+	}
+	buf = append(buf, int32(c.offNICOut+sn*nics+srcNIC), int32(c.offNICIn+dn*nics+dstNIC))
+	sl, dl := c.leaf(sn, srcNIC), c.leaf(dn, dstNIC)
+	if sl != dl {
+		buf = append(buf, int32(c.offLeafUp+sl), int32(c.offLeafDown+dl))
+		lat += c.SpineLatUs
+	}
+	return buf, lat
+}
+
+// CrossesNetwork reports whether a transfer between the two GPUs leaves the NVLink domain.
+func (c *Cluster) CrossesNetwork(src, dst int) bool {
+	g := c.Spec.GPUsPerNode
+	return !c.SameDomain(src/g, dst/g)
+}
+
+func (c *Cluster) intraHop(src, dst int, buf []int32) []int32 {
+	if src == dst {
+		return buf
+	}
+	if c.Spec.Intra.Kind == Mesh && src/c.Spec.GPUsPerNode == dst/c.Spec.GPUsPerNode {
+		g := c.Spec.GPUsPerNode
+		node := src / g
+		return append(buf, int32(c.offPair+(node*g+src%g)*g+dst%g))
+	}
+	return append(buf, int32(src), int32(c.offPortIn+dst))
+}
+
+// SwitchOut and SwitchIn are the GPU port resources used to talk to the NVSwitch
+// itself (in-switch reduction and multicast).
+func (c *Cluster) SwitchOut(gpu int) int32 { return int32(gpu) }
+func (c *Cluster) SwitchIn(gpu int) int32  { return int32(c.offPortIn + gpu) }
+
+func (c *Cluster) leaf(node, nic int) int {
+	grp := node / c.nodesLeaf
+	if c.Spec.Network.RailOptimized {
+		return grp*c.Spec.NICs.PerNode + nic
+	}
+	return grp
+}
+
+// Describe names resource r for explanations ("node 3 nic 1 out").
+func (c *Cluster) Describe(r int32) string {
+	i := int(r)
+	g := c.Spec.GPUsPerNode
+	nics := max(1, c.Spec.NICs.PerNode)
+	switch c.Kind(r) {
+	case GPUPortOut:
+		return fmt.Sprintf("node %d gpu %d port out", i/g, i%g)
+	case GPUPortIn:
+		i -= c.offPortIn
+		return fmt.Sprintf("node %d gpu %d port in", i/g, i%g)
+	case PairLink:
+		i -= c.offPair
+		return fmt.Sprintf("node %d link gpu %d→%d", i/(g*g), (i/g)%g, i%g)
+	case NICOut:
+		i -= c.offNICOut
+		return fmt.Sprintf("node %d nic %d out", i/nics, i%nics)
+	case NICIn:
+		i -= c.offNICIn
+		return fmt.Sprintf("node %d nic %d in", i/nics, i%nics)
+	case LeafUp:
+		return fmt.Sprintf("leaf %d uplink", i-c.offLeafUp)
+	default:
+		return fmt.Sprintf("leaf %d downlink", i-c.offLeafDown)
+	}
+}

@@ -1,0 +1,176 @@
+// Package topology describes a GPU cluster — nodes, the scale-up fabric inside a node
+// (or NVLink domain), the NICs and the scale-out network — and turns it into links with
+// a latency and an achievable bandwidth, so that a transfer between two GPUs can be
+// placed on the links it crosses.
+package topology
+
+import (
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/invalid"
+)
+
+// IntraKind is the scale-up fabric between the GPUs of a node.
+type IntraKind string
+
+const (
+	// NVSwitch: every GPU has one fat port into a non-blocking switch (DGX/HGX).
+	NVSwitch IntraKind = "nvswitch"
+	// Mesh: every GPU pair has a direct link of GPUBandwidth/(GPUs−1) per direction
+	// (AMD Infinity Fabric on MI300X, NVLink bridges on older boards).
+	Mesh IntraKind = "mesh"
+	// PCIe: GPUs talk through PCIe switches and the host; GPUBandwidth is the GPU's PCIe rate.
+	PCIe IntraKind = "pcie"
+)
+
+// NetKind is the scale-out transport.
+type NetKind string
+
+const (
+	InfiniBand NetKind = "infiniband"
+	RoCE       NetKind = "roce"
+	EFA        NetKind = "efa"
+)
+
+// Intra is the scale-up fabric.
+type Intra struct {
+	Kind IntraKind `json:"kind"`
+	// GPUBandwidthGBps is one GPU's bandwidth into the fabric per direction, 10^9 B/s.
+	// Zero takes the GPU's NVLink bandwidth.
+	GPUBandwidthGBps float64 `json:"gpu_bandwidth_gbps,omitempty"`
+	// NVLS says the switch can reduce and multicast in the fabric (NVLink SHARP,
+	// third-generation NVSwitch and later).
+	NVLS bool `json:"nvls,omitempty"`
+	// DomainNodes is how many consecutive nodes share one NVLink domain (multi-node
+	// NVLink, e.g. 18 trays of a GB200 NVL72). 0 or 1: the domain is one node.
+	DomainNodes int `json:"domain_nodes,omitempty"`
+	// Efficiency is the achievable fraction of GPUBandwidth for bulk transfers.
+	// Zero takes the calibrated default for the fabric and GPU generation.
+	Efficiency float64 `json:"efficiency,omitempty"`
+	// LatencyUs is the one-hop latency of a transfer, µs. Zero takes the calibrated default.
+	LatencyUs float64 `json:"latency_us,omitempty"`
+}
+
+// NICs are a node's scale-out network adapters.
+type NICs struct {
+	PerNode int     `json:"per_node"`
+	Gbps    float64 `json:"gbps"` // line rate of one NIC, 10^9 bit/s
+	Kind    NetKind `json:"kind"`
+	// GPUNIC maps each local GPU to the NIC it uses (PCIe affinity). Empty: GPUs are
+	// split evenly, GPU i on NIC i·PerNode/GPUsPerNode.
+	GPUNIC []int `json:"gpu_nic,omitempty"`
+	// Efficiency is the achievable fraction of the line rate; zero takes the default for Kind.
+	Efficiency float64 `json:"efficiency,omitempty"`
+	// LatencyUs is the one-way latency NIC→switch→NIC, µs; zero takes the default for Kind.
+	LatencyUs float64 `json:"latency_us,omitempty"`
+}
+
+// Network is the switch fabric between nodes.
+type Network struct {
+	// RailOptimized: NIC k of every node plugs into rail switch k, so same-rail traffic
+	// stays on one switch layer and cross-rail traffic is first moved over the scale-up
+	// fabric to the GPU on the right rail (NCCL's PXN).
+	RailOptimized bool `json:"rail_optimized"`
+	// NodesPerLeaf is how many nodes hang under one leaf switch (per rail when rail
+	// optimised). Traffic between leaves crosses the spine. Zero: 32 (a DGX SuperPOD
+	// scalable unit).
+	NodesPerLeaf int `json:"nodes_per_leaf,omitempty"`
+	// Oversubscription is leaf downlink ÷ uplink capacity; 1 (or 0) is non-blocking.
+	Oversubscription float64 `json:"oversubscription,omitempty"`
+	// SpineLatencyUs is the extra one-way latency of crossing the spine, µs.
+	// Zero takes the default.
+	SpineLatencyUs float64 `json:"spine_latency_us,omitempty"`
+}
+
+// Spec is a cluster as a user or the catalog describes it.
+type Spec struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description,omitempty"`
+	Source      string       `json:"source,omitempty"`
+	GPU         hardware.GPU `json:"gpu"`
+	Nodes       int          `json:"nodes"`
+	GPUsPerNode int          `json:"gpus_per_node"`
+	Intra       Intra        `json:"intra"`
+	NICs        NICs         `json:"nics"`
+	Network     Network      `json:"network"`
+}
+
+// Limits on sizes a spec may declare; they keep every derived table small.
+const (
+	MaxNodes       = 1 << 16
+	MaxGPUsPerNode = 72
+	MaxNICsPerNode = 64
+)
+
+// Validate checks the spec and names every bad field.
+func (s Spec) Validate() error {
+	c := invalid.Collector{}
+	if s.Name == "" {
+		c.Add("name", "must not be empty")
+	}
+	c.Join(s.GPU.Validate("gpu."))
+	if s.Nodes < 1 || s.Nodes > MaxNodes {
+		c.Add("nodes", "must be between 1 and %d (got %d)", MaxNodes, s.Nodes)
+	}
+	if s.GPUsPerNode < 1 || s.GPUsPerNode > MaxGPUsPerNode {
+		c.Add("gpus_per_node", "must be between 1 and %d (got %d)", MaxGPUsPerNode, s.GPUsPerNode)
+	}
+	switch s.Intra.Kind {
+	case NVSwitch, Mesh, PCIe:
+	default:
+		c.Add("intra.kind", "must be nvswitch, mesh or pcie (got %q)", s.Intra.Kind)
+	}
+	if s.Intra.GPUBandwidthGBps != 0 {
+		c.Positive("intra.gpu_bandwidth_gbps", s.Intra.GPUBandwidthGBps)
+	}
+	if s.Intra.NVLS && s.Intra.Kind != NVSwitch {
+		c.Add("intra.nvls", "in-switch reduction needs intra.kind nvswitch (got %q)", s.Intra.Kind)
+	}
+	if s.Intra.DomainNodes < 0 || s.Intra.DomainNodes > MaxNodes {
+		c.Add("intra.domain_nodes", "must be between 0 and %d (got %d)", MaxNodes, s.Intra.DomainNodes)
+	}
+	if s.Intra.DomainNodes > 1 && s.Intra.Kind != NVSwitch {
+		c.Add("intra.domain_nodes", "a multi-node NVLink domain needs intra.kind nvswitch (got %q)", s.Intra.Kind)
+	}
+	fraction(&c, "intra.efficiency", s.Intra.Efficiency)
+	c.NonNegative("intra.latency_us", s.Intra.LatencyUs)
+
+	multiNode := s.Nodes > 1 && s.Intra.DomainNodes < s.Nodes
+	if s.NICs.PerNode < 0 || s.NICs.PerNode > MaxNICsPerNode {
+		c.Add("nics.per_node", "must be between 0 and %d (got %d)", MaxNICsPerNode, s.NICs.PerNode)
+	} else if multiNode && s.NICs.PerNode == 0 {
+		c.Add("nics.per_node", "a cluster of %d nodes needs at least one NIC per node", s.Nodes)
+	}
+	if s.NICs.PerNode > 0 {
+		c.Positive("nics.gbps", s.NICs.Gbps)
+		switch s.NICs.Kind {
+		case InfiniBand, RoCE, EFA:
+		default:
+			c.Add("nics.kind", "must be infiniband, roce or efa (got %q)", s.NICs.Kind)
+		}
+		if len(s.NICs.GPUNIC) != 0 && len(s.NICs.GPUNIC) != s.GPUsPerNode {
+			c.Add("nics.gpu_nic", "must list one NIC per GPU: %d entries for %d GPUs", len(s.NICs.GPUNIC), s.GPUsPerNode)
+		}
+		for i, k := range s.NICs.GPUNIC {
+			if k < 0 || k >= s.NICs.PerNode {
+				c.Add("nics.gpu_nic", "entry %d is NIC %d, must be in [0, %d)", i, k, s.NICs.PerNode)
+			}
+		}
+		fraction(&c, "nics.efficiency", s.NICs.Efficiency)
+		c.NonNegative("nics.latency_us", s.NICs.LatencyUs)
+	}
+	if s.Network.NodesPerLeaf < 0 {
+		c.Add("network.nodes_per_leaf", "must be ≥ 0 (got %d)", s.Network.NodesPerLeaf)
+	}
+	if o := s.Network.Oversubscription; o != 0 && (!(o >= 1) || o > 1e3) {
+		c.Add("network.oversubscription", "must be between 1 (non-blocking) and 1000 (got %v)", o)
+	}
+	c.NonNegative("network.spine_latency_us", s.Network.SpineLatencyUs)
+	return c.Err()
+}
+
+// fraction accepts 0 (use the default) or a value in (0, 1].
+func fraction(c *invalid.Collector, field string, v float64) {
+	if v != 0 && !(v > 0 && v <= 1) {
+		c.Add(field, "must be in (0, 1], or 0 for the calibrated default (got %v)", v)
+	}
+}
