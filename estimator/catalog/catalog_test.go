@@ -3,6 +3,8 @@ package catalog_test
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -293,6 +295,24 @@ func TestNodeNetworkBandwidth(t *testing.T) {
 		}
 		if got := float64(s.NICs.PerNode) * s.NICs.Gbps; got != want {
 			t.Errorf("%s: %v Gb/s per node, want %v", name, got, want)
+		}
+	}
+}
+
+// docs/cluster-file.md lists every catalog entry, so the table does not fall behind.
+func TestDocsListEveryEntry(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cluster-file.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range catalog.GPUs() {
+		if !strings.Contains(string(doc), "| "+g.Name+" |") {
+			t.Errorf("docs/cluster-file.md has no table row for GPU %s", g.Name)
+		}
+	}
+	for _, s := range catalog.Systems() {
+		if !strings.Contains(string(doc), "| `"+s.Name+"` |") {
+			t.Errorf("docs/cluster-file.md has no table row for system %s", s.Name)
 		}
 	}
 }

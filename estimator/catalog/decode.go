@@ -203,8 +203,7 @@ func scan(data []byte) (base string, hasBase bool, err error) {
 		return "", false, fmt.Errorf("%w: the document is empty", ErrSyntax)
 	}
 	if err != nil {
-		_, err = s.fail(err)
-		return "", false, err
+		return "", false, s.fail(err)
 	}
 	if tok != json.Delim('{') {
 		return "", false, fmt.Errorf("%w: the document must be an object of cluster fields (got %s)",
@@ -232,21 +231,22 @@ type scanner struct {
 
 func (s *scanner) token() (json.Token, error) {
 	tok, err := s.dec.Token()
-	if err == nil {
-		return tok, nil
+	if err != nil {
+		return nil, s.fail(err)
 	}
-	return s.fail(err)
+	return tok, nil
 }
 
-func (s *scanner) fail(err error) (json.Token, error) {
+// fail reports a tokenizer error with its position.
+func (s *scanner) fail(err error) error {
 	var synErr *json.SyntaxError
 	switch {
 	case errors.As(err, &synErr):
-		return nil, syntaxError(s.data, synErr.Offset, synErr.Error())
+		return syntaxError(s.data, synErr.Offset, synErr.Error())
 	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, syntaxError(s.data, int64(len(s.data)), "unexpected end of input")
+		return syntaxError(s.data, int64(len(s.data)), "unexpected end of input")
 	}
-	return nil, syntaxError(s.data, s.dec.InputOffset(), err.Error())
+	return syntaxError(s.data, s.dec.InputOffset(), err.Error())
 }
 
 // value checks the next value, expected to decode into t (nil: not checked).

@@ -281,13 +281,11 @@ func (b *builder) fail(format string, args ...any) {
 	}
 }
 
-// emitCh emits every channel's piece of a range that all channels move along the
-// same route in the same step (the pieces are merged again by compact).
+// emitCh emits a range that every channel moves, each its own Part of it, along the
+// same route in the same step. The channels' pieces are adjacent and would be merged
+// by compact, so the whole range is emitted at once.
 func (b *builder) emitCh(st int, k Kind, src, dst int32, srcOff, dstOff, l int64) {
-	for ch := range b.channels {
-		o, pl := Part(l, b.channels, ch)
-		b.emit(st, k, src, dst, srcOff+o, dstOff+o, pl)
-	}
+	b.emit(st, k, src, dst, srcOff, dstOff, l)
 }
 
 // compact orders a step's transfers (by source, destination, kind, source offset)

@@ -1,11 +1,12 @@
 package collective
 
-// Ring schedules. Channel ch runs on the ring channelRing(sh, ch, mesh) — every node's
-// ranks in a row, rotated by ch inside the node, the order the closed form prices —
-// and moves channel ch's piece of every block. Position i of a ring is rank
-// order[i] and sends to position i+1 (mod n); the block a position owns is its
-// rank's block, so that reduce-scatter and all-gather leave and find rank r's data
-// at block r whatever the ring.
+// Ring schedules. Channel ch runs on the ring channelRing(sh, ch, Params.Mesh) of
+// structure.go — the order the closed form prices: every node's ranks in a row, in
+// an order that differs per channel so that channels enter and leave nodes through
+// different GPUs (and, on a mesh, use different links) — and moves channel ch's
+// piece of every block. Position i of a ring is rank order[i] and sends to position
+// i+1 (mod n); the block a position owns is its rank's block, so that reduce-scatter
+// and all-gather leave and find rank r's data at block r whatever the ring.
 //
 //   - Reduce-scatter (n−1 steps): in step s, position i adds the block of position
 //     (i−s−1) mod n into position i+1. Afterwards position i holds the sum of its own

@@ -188,7 +188,7 @@ func TestRingAllReduceVolume(t *testing.T) {
 						// forwarded in all-gather).
 						want := 2 * d
 						for c := range ch {
-							order := channelRing(ns.sh, c, false)
+							order := channelRing(ns.sh, c, mesh)
 							pos := 0
 							for i, x := range order {
 								if int(x) == r {

@@ -2,10 +2,11 @@ package collective
 
 import "slices"
 
-// Tree schedules. Channel ch of tree t uses channelTree(sh, t, ch): every node's
-// ranks form a chain whose head is the node's first rank (rotated by ch inside the
-// node, like the channel's ring), data flowing towards the head, and the heads form a
-// binary heap over the nodes. Tree uses tree 0 for all the data; DoubleTree runs
+// Tree schedules. Channel ch of tree t uses channelTree(sh, t, ch, Params.Mesh) of
+// structure.go, the trees the closed form prices: every node's ranks form a chain,
+// in the order of the channel's ring, whose first rank is the node's head, data
+// flowing towards the head; the heads form a binary heap over the nodes (tree 1's
+// heap differs from tree 0's). Tree uses tree 0 for all the data; DoubleTree runs
 // trees 0 and 1 in the same steps, tree t carrying half t = Part(D, 2, t) of the
 // data. Each tree's data is split into channel pieces and each piece into Chunks
 // chunks; "chunk j" below is chunk j of every channel's piece.
@@ -24,10 +25,11 @@ import "slices"
 //   - Broadcast: the same re-rooted tree; rank r copies chunk j to each child at
 //     step j+d[r]. Steps: Chunks+H−1.
 
-// TreeParents returns the parent of every rank in tree which (0 or 1, the two trees
-// of the double binary tree; Tree uses tree 0) of channel 0 for a group of shape sh,
-// −1 for the root; channel ch's tree is channelTree(sh, which, ch). It returns nil if
-// which is not 0 or 1 or the shape is empty or its nodes decrease.
+// TreeParents returns the parent of every rank (−1 for the root) in tree which (0
+// or 1: the two trees of the double binary tree; Tree uses tree 0) of channel 0 on a
+// fabric that is not a mesh, for a group of shape sh. Channel ch's tree is
+// channelTree(sh, which, ch, mesh). It returns nil if which is not 0 or 1 or the
+// shape is empty or its nodes decrease.
 func TreeParents(sh Shape, which int) []int32 {
 	if (which != 0 && which != 1) || checkShape(sh) != nil {
 		return nil

@@ -242,14 +242,18 @@ func (m *Model) baseUs(a Algorithm, pr Protocol) float64 {
 func (m *Model) launchUs(p *Placement, l Launch) float64 {
 	if l == SingleProcess {
 		// one thread launches on every GPU of its node in turn
-		return m.k.LaunchUs[l] * float64(p.Cluster.Spec.GPUsPerNode)
+		us := m.k.LaunchUs[l] * float64(p.Cluster.Spec.GPUsPerNode)
+		if p.Cluster.GPU().Arch == hardware.Ampere {
+			us *= m.k.AmpereHostLaunch
+		}
+		return us
 	}
 	return m.k.LaunchUs[l]
 }
 
-// chunks is the pipeline depth for perChannel bytes.
-func (m *Model) chunks(perChannel float64) int {
-	k := int(math.Ceil(perChannel / m.k.ChunkBytes))
+// chunks is the pipeline depth for perChannel bytes in pieces of chunk bytes.
+func (m *Model) chunks(perChannel, chunk float64) int {
+	k := int(math.Ceil(perChannel / chunk))
 	return max(1, min(k, m.k.MaxChunks))
 }
 
@@ -288,7 +292,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 			e.Steps = p.N() - 1
 			m.steps(&t, float64(e.Steps), co.ring, S/n, pr, step, bwf)
 		case Broadcast, Reduce:
-			k := m.chunks(S / nch)
+			k := m.chunks(S/nch, m.k.ChunkBytes)
 			e.Chunks = k
 			e.Steps = co.chain.steps(k)
 			m.pipe(&t, &co.chain, k, S/float64(k), pr, step, bwf)
@@ -300,7 +304,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 			trees, pp = 2, &co.dtree
 		}
 		perCh := S / (nch * trees)
-		k := m.chunks(perCh)
+		k := m.chunks(perCh, m.k.ChunkBytes)
 		e.Chunks, e.Steps = k, pp.steps(k)
 		m.pipe(&t, pp, k, perCh/float64(k), pr, step, bwf)
 	case Hierarchical:
@@ -312,7 +316,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 	case NVLS:
 		eff := m.nvlsEfficiency(p.Cluster.GPU().Arch)
 		nvch := float64(e.Channels)
-		k := m.chunks(S / (n * nvch))
+		k := m.chunks(S/(n*nvch), m.k.NVLSChunkBytes)
 		e.Chunks = k
 		unit := S / (n * float64(k)) // one block-chunk, all channels
 		switch op {

@@ -111,7 +111,7 @@ func (s Spec) Build() (*Cluster, error) {
 		}
 	}
 
-	d := Defaults(s.GPU.Arch, s.Intra.Kind, s.NICs.Kind)
+	d := Defaults(s.GPU.Arch, s.Intra.Kind, s.NICs.Kind, s.Intra.DomainNodes > 1)
 	intraBW := s.Intra.GPUBandwidthGBps
 	if intraBW == 0 {
 		intraBW = s.GPU.NVLinkGBps

@@ -50,17 +50,21 @@ const (
 // NVLink 3.4 (ring) and network 14 including the proxy; ours are the fitted one-way
 // hardware parts, the software per-step cost lives with the collective protocols.
 const (
-	NVLinkHopLatencyUs = 0.7  // NVSwitch hop incl. the GPU's copy engine start
+	NVLinkHopLatencyUs = 0.29 // NVSwitch hop on an HGX/DGX baseboard
+	// NVLinkRackHopLatencyUs: rack-scale NVLink (GB200 NVL72) reaches the NVSwitch
+	// trays over the cable spine, even between GPUs of one compute tray.
+	NVLinkRackHopLatencyUs = 1.49
 	MeshHopLatencyUs   = 1.0  // xGMI hop
 	PCIeHopLatencyUs   = 1.5  // through the PCIe switch (nccl hwLat PCI vs NVLINK)
-	NetHopLatencyUs    = 3.0  // NIC → leaf → NIC (IB ~0.6 µs per switch + NIC/DMA)
-	EFAHopLatencyUs    = 12.0 // SRD over the AWS fabric: one-way small-message latency
+	NetHopLatencyUs    = 10.4 // NIC → leaf → NIC, with the proxy thread and RDMA completion
+	EFAHopLatencyUs    = 12.5 // SRD over the AWS fabric (no EFA sweep in the calibration data: IB + 20 %)
 	SpineLatencyUs     = 1.0  // leaf → spine → leaf: two more switch traversals
 )
 
 // Defaults returns the calibrated link defaults for a GPU generation, scale-up
 // fabric and NIC kind.
-func Defaults(arch hardware.Arch, intra IntraKind, net NetKind) LinkDefaults {
+// rackScale says the NVLink domain spans several nodes (switch trays outside the node).
+func Defaults(arch hardware.Arch, intra IntraKind, net NetKind, rackScale bool) LinkDefaults {
 	d := LinkDefaults{
 		IntraEfficiency: NVLink4Efficiency,
 		IntraLatencyUs:  NVLinkHopLatencyUs,
@@ -74,6 +78,9 @@ func Defaults(arch hardware.Arch, intra IntraKind, net NetKind) LinkDefaults {
 	case Mesh:
 		d.IntraEfficiency, d.IntraLatencyUs = InfinityFabricEfficiency, MeshHopLatencyUs
 	default:
+		if rackScale {
+			d.IntraLatencyUs = NVLinkRackHopLatencyUs
+		}
 		switch arch {
 		case hardware.Ampere:
 			d.IntraEfficiency = NVLink3Efficiency

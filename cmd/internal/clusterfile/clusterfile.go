@@ -9,14 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -52,6 +55,9 @@ func Parse(data []byte, name string) (topology.Spec, error) {
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
 	if isYAML(data, name) {
 		j, err := yamlToJSON(data)
+		if invalid.Is(err) {
+			return topology.Spec{}, fmt.Errorf("%s: %w", name, err)
+		}
 		if err != nil {
 			return topology.Spec{}, fmt.Errorf("%s: invalid YAML: %w", name, err)
 		}
@@ -81,13 +87,62 @@ func yamlToJSON(data []byte) ([]byte, error) {
 	dec := yamlv2.NewDecoder(bytes.NewReader(data))
 	var doc any
 	if err := dec.Decode(&doc); err != nil && err != io.EOF {
-		return nil, err
+		return nil, oneLine(err)
 	}
-	if err := dec.Decode(&doc); err != io.EOF {
+	if field, v, ok := nonFinite(doc, ""); ok {
+		return nil, invalid.Field(field, "must be a finite number (got %v)", v)
+	}
+	var next any
+	if err := dec.Decode(&next); err != io.EOF {
 		if err != nil {
-			return nil, err
+			return nil, oneLine(err)
 		}
 		return nil, errors.New("the file holds more than one YAML document")
 	}
-	return yaml.YAMLToJSONStrict(data)
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, oneLine(err)
+	}
+	return j, nil
+}
+
+// oneLine folds yaml.v2's multi-line error lists ("unmarshal errors:\n  line 3: …").
+func oneLine(err error) error {
+	return errors.New(strings.Join(strings.Fields(err.Error()), " "))
+}
+
+// nonFinite finds a .nan or .inf in a decoded YAML document (JSON cannot carry
+// them) and returns its field path.
+func nonFinite(v any, path string) (string, float64, bool) {
+	switch v := v.(type) {
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return path, v, true
+		}
+	case []any:
+		for _, e := range v {
+			if p, f, ok := nonFinite(e, path); ok {
+				return p, f, true
+			}
+		}
+	case map[any]any:
+		keys := make([]string, 0, len(v))
+		byKey := make(map[string]any, len(v))
+		for k, e := range v {
+			ks := fmt.Sprint(k)
+			keys = append(keys, ks)
+			byKey[ks] = e
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if p, f, ok := nonFinite(byKey[k], p); ok {
+				return p, f, true
+			}
+		}
+	}
+	return "", 0, false
 }

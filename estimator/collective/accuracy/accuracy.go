@@ -78,6 +78,8 @@ type Case struct {
 	Options collective.Options
 	// MeasuredUs is the measured time of one call (given, or derived from busbw).
 	MeasuredUs float64
+	// Chosen is the algorithm the source says NCCL picked by itself (Auto), if it says.
+	Chosen collective.Algorithm
 	// Scored says whether the row counts in the asserted statistics; Why says why not.
 	Scored bool
 	Why    string
@@ -134,8 +136,26 @@ func toCase(r Row) Case {
 		c.Why = "no time or bandwidth"
 		return c
 	}
+	c.Chosen = chosen(r, c.Bytes)
 	c.Scored, c.Why = scored(r)
 	return c
+}
+
+// chosen reads the algorithm NCCL picked by default, where the source states it.
+func chosen(r Row, size float64) collective.Algorithm {
+	a := deref(r.Algorithm)
+	switch {
+	case strings.Contains(a, "per author TUNING log"): // "Ring/LL up to 1MiB, NVLS/Simple from 2MiB"
+		if size >= 2*MiB {
+			return collective.NVLS
+		}
+		return collective.Ring
+	case a == "NVLS (NCCL default choice)", a == "NVLS (default)":
+		return collective.NVLS
+	case a == "Ring (NCCL default choice)", a == "Ring (default)":
+		return collective.Ring
+	}
+	return collective.Auto
 }
 
 // scored excludes rows whose own source says the system was broken, whose time is
@@ -187,8 +207,13 @@ func specFor(r Row, gpu hardware.GPU, nodes, perNode int) topology.Spec {
 		s.Intra.Kind = topology.Mesh
 	}
 	sys := strings.ToLower(r.System + " " + deref(r.InterFabric))
-	if strings.Contains(sys, "mnnvl") {
-		s.Intra.DomainNodes = nodes // trays of one NVL72 rack
+	if r.GPU == "GB200" {
+		// Every GB200 system here is (a partition of) an NVL72 rack: its NVLink goes
+		// through the rack's switch trays.
+		s.Intra.DomainNodes = 18
+		if !strings.Contains(sys, "mnnvl") && nodes > 1 {
+			s.Intra.DomainNodes = 0 // partitions on different racks talk over IB
+		}
 	}
 	if nodes > 1 && s.Intra.DomainNodes < nodes {
 		s.NICs = topology.NICs{PerNode: perNode, Gbps: 400, Kind: topology.InfiniBand}
@@ -279,7 +304,7 @@ func Prepare(cases []Case) []Prepared { return PrepareWith(cases, Links{}) }
 
 // Links overrides the calibrated link latencies of every case's cluster (zero keeps
 // the default); the fit uses it to adjust them.
-type Links struct{ IntraLatencyUs, NetLatencyUs float64 }
+type Links struct{ IntraLatencyUs, RackLatencyUs, NetLatencyUs float64 }
 
 // PrepareWith is Prepare with link overrides.
 func PrepareWith(cases []Case, lk Links) []Prepared {
@@ -292,8 +317,11 @@ func PrepareWith(cases []Case, lk Links) []Prepared {
 			continue
 		}
 		spec := c.Spec
-		if lk.IntraLatencyUs > 0 {
+		if lk.IntraLatencyUs > 0 && spec.Intra.DomainNodes <= 1 {
 			spec.Intra.LatencyUs = lk.IntraLatencyUs
+		}
+		if lk.RackLatencyUs > 0 && spec.Intra.DomainNodes > 1 {
+			spec.Intra.LatencyUs = lk.RackLatencyUs
 		}
 		if lk.NetLatencyUs > 0 && spec.NICs.PerNode > 0 {
 			spec.NICs.LatencyUs = lk.NetLatencyUs

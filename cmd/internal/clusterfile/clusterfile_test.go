@@ -1,0 +1,166 @@
+package clusterfile_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// The shipped examples load, describe the cluster they say they do, and agree with
+// each other (the YAML spells everything out, the JSON starts from "base").
+func TestExampleFiles(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "deploy", "clusters")
+	yamlSpec, err := clusterfile.Load(filepath.Join(dir, "example-cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonSpec, err := clusterfile.Load(filepath.Join(dir, "example-cluster.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(yamlSpec, jsonSpec) {
+		t.Errorf("examples differ:\nyaml %+v\njson %+v", yamlSpec, jsonSpec)
+	}
+	h100, _ := catalog.GPU("H100-SXM")
+	s := yamlSpec
+	if s.Nodes != 16 || s.GPUsPerNode != 8 || !reflect.DeepEqual(s.GPU, h100) ||
+		s.Intra.Kind != topology.NVSwitch || !s.Intra.NVLS ||
+		s.NICs.PerNode != 8 || s.NICs.Gbps != 400 || s.NICs.Kind != topology.InfiniBand ||
+		!s.Network.RailOptimized || s.Network.NodesPerLeaf != 8 || s.Network.Oversubscription != 2 {
+		t.Errorf("example is not the documented 16-node H100 cluster: %+v", s)
+	}
+	c, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GPUs() != 128 {
+		t.Errorf("example has %d GPUs, want 128", c.GPUs())
+	}
+}
+
+func TestParse(t *testing.T) {
+	dgx, _ := catalog.System("dgx-h100")
+	want16 := dgx
+	want16.Nodes = 16
+	tests := []struct {
+		name, file, content string
+		want                topology.Spec
+	}{
+		{"yaml by extension", "c.yaml", "base: dgx-h100\nnodes: 16\n", want16},
+		{"yml by extension", "c.yml", "# comment\nbase: DGX-H100\nnodes: 16\n", want16},
+		{"json by extension", "c.json", `{"base": "dgx-h100", "nodes": 16}`, want16},
+		{"json by content", "-", "\n  {\"base\": \"dgx-h100\", \"nodes\": 16}", want16},
+		{"yaml by content", "stdin", "base: dgx-h100\nnodes: 16", want16},
+		{"yaml flow mapping", "c.yaml", "{base: dgx-h100, nodes: 16}", want16},
+		{"byte order mark", "c.json", "\uFEFF" + `{"base": "dgx-h100", "nodes": 16}`, want16},
+		{"yaml document marker", "c.yaml", "---\nbase: dgx-h100\nnodes: 16\n", want16},
+		{
+			"yaml full spec", "c.yaml", `
+name: lab
+gpu: {name: X1, arch: hopper, peak_tflops: {bf16: 900}, memory_gb: 96, memory_bandwidth_gbps: 3000, nvlink_gbps: 400}
+gpus_per_node: 4
+intra: {kind: mesh}
+nics: {per_node: 2, gbps: 200, kind: roce, gpu_nic: [0, 0, 1, 1]}
+network: {rail_optimized: false, oversubscription: 1.5}
+`,
+			topology.Spec{
+				Name: "lab", Nodes: 1, GPUsPerNode: 4,
+				GPU: hardware.GPU{
+					Name: "X1", Arch: hardware.Hopper, PeakTFLOPS: map[hardware.DType]float64{hardware.BF16: 900},
+					MemoryGB: 96, MemoryBandwidthGBps: 3000, NVLinkGBps: 400,
+				},
+				Intra:   topology.Intra{Kind: topology.Mesh},
+				NICs:    topology.NICs{PerNode: 2, Gbps: 200, Kind: topology.RoCE, GPUNIC: []int{0, 0, 1, 1}},
+				Network: topology.Network{Oversubscription: 1.5},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := clusterfile.Parse([]byte(tt.content), tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, file, content string
+		field               string // the *invalid.Error expected, if any
+		phrase              string
+	}{
+		{"yaml unknown key", "c.yaml", "base: dgx-h100\nnics:\n  speed: 400\n", "nics.speed", "unknown field"},
+		{"yaml key case", "c.yaml", "base: dgx-h100\nNodes: 4\n", "Nodes", `did you mean "nodes"`},
+		{"yaml wrong type", "c.yaml", "base: dgx-h100\nnodes: many\n", "nodes", "must be an integer"},
+		{"yaml list for object", "c.yaml", "base: dgx-h100\nnetwork: [1, 2]\n", "network", "must be an object"},
+		{"yaml invalid value", "c.yaml", "base: dgx-h100\nnics: {gbps: 0}\n", "nics.gbps", "positive"},
+		{"yaml unknown gpu", "c.yaml", "base: dgx-h100\ngpu: h900\n", "gpu", "unknown GPU"},
+		{"yaml repeated key", "c.yaml", "base: dgx-h100\nnodes: 2\nnodes: 3\n", "", "already set"},
+		{"yaml nan", "c.yaml", "base: dgx-h100\nnics: {gbps: .nan}\n", "nics.gbps", "finite"},
+		{"yaml inf in a map", "c.yaml", "base: dgx-h100\ngpu: {peak_tflops: {bf16: .inf}}\n", "gpu.peak_tflops.bf16", "finite"},
+		{"yaml two documents", "c.yaml", "base: dgx-h100\n---\nnodes: 3\n", "", "more than one YAML document"},
+		{"yaml syntax", "c.yaml", "base: dgx-h100\n  nodes: [\n", "", "invalid YAML"},
+		{"yaml empty", "c.yaml", "", "", "must be an object"},
+		{"yaml scalar", "c.yaml", "dgx-h100\n", "", "must be an object"},
+		{"json unknown key", "c.json", `{"base": "dgx-h100", "network": {"rails": 8}}`, "network.rails", "unknown field"},
+		{"json trailing data", "c.json", `{"base": "dgx-h100"} {"nodes": 2}`, "", "after the cluster description"},
+		{"json syntax", "c.json", `{"base": "dgx-h100",}`, "", "line 1, column 21"},
+		{"yaml content in a json file", "c.json", "base: dgx-h100\n", "", "malformed cluster description"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := clusterfile.Parse([]byte(tt.content), tt.file)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.HasPrefix(err.Error(), tt.file+": ") || !strings.Contains(err.Error(), tt.phrase) {
+				t.Errorf("error %q: want it to start with %q and mention %q", err, tt.file, tt.phrase)
+			}
+			var fe *invalid.Error
+			if tt.field != "" && (!errors.As(err, &fe) || fe.Field != tt.field) {
+				t.Errorf("error %q: want a field error for %q", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestSizeLimit(t *testing.T) {
+	big := []byte("base: dgx-h100\n" + strings.Repeat("# padding\n", clusterfile.MaxSize/10+1))
+	if _, err := clusterfile.Parse(big, "big.yaml"); !errors.Is(err, clusterfile.ErrTooLarge) {
+		t.Errorf("Parse of %d bytes: %v; want ErrTooLarge", len(big), err)
+	}
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(path, big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clusterfile.Load(path); !errors.Is(err, clusterfile.ErrTooLarge) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Load of %d bytes: %v; want ErrTooLarge naming the file", len(big), err)
+	}
+	// Exactly at the limit is fine.
+	atLimit := big[:clusterfile.MaxSize]
+	if _, err := clusterfile.Parse(atLimit, "ok.yaml"); err != nil && errors.Is(err, clusterfile.ErrTooLarge) {
+		t.Errorf("Parse of exactly MaxSize bytes: %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := clusterfile.Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load of a missing file: %v; want fs.ErrNotExist", err)
+	}
+}
