@@ -55,12 +55,12 @@ func (p *pipe) sums(k int) winSum {
 type coefficients struct {
 	channels int // ring/tree channels
 	ring     coef
-	intra    coef // ring inside each domain (hierarchical phases 1 and 3)
-	rail     coef // ring across domains among ranks of equal local index (hierarchical phase 2)
-	allPairs coef // every rank to every other rank, one block each
-	toRoot   coef // every rank to rank 0 (direct reduce), unit: one whole buffer per flow
-	fromRoot coef // rank 0 to every rank (direct broadcast)
-	pairwise coef // Σ over the n−1 pairwise steps; lat is the sum too
+	intra    coef              // ring inside each domain (hierarchical phases 1 and 3)
+	rail     coef              // ring across domains among ranks of equal local index (hierarchical phase 2)
+	allPairs coef              // every rank to every other rank, one block each
+	toRoot   coef              // every rank to rank 0 (direct reduce), unit: one whole buffer per flow
+	fromRoot coef              // rank 0 to every rank (direct broadcast)
+	pairwise coef              // Σ over the n−1 pairwise steps; lat is the sum too
 	pat      [maxPATSteps]coef // per PAT step; unit: one block per flow
 	neighbor coef              // rank i to rank i+1 of the group order (send/recv)
 	tree     pipe

@@ -34,7 +34,9 @@ func (o Op) String() string {
 }
 
 // Ops lists every operation.
-func Ops() []Op { return []Op{AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv} }
+func Ops() []Op {
+	return []Op{AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv}
+}
 
 // ParseOp accepts the names above, with or without '-' or '_' ("all-reduce", "all_gather").
 func ParseOp(s string) (Op, error) {

@@ -54,11 +54,11 @@ const (
 	// NVLinkRackHopLatencyUs: rack-scale NVLink (GB200 NVL72) reaches the NVSwitch
 	// trays over the cable spine, even between GPUs of one compute tray.
 	NVLinkRackHopLatencyUs = 1.49
-	MeshHopLatencyUs   = 1.0  // xGMI hop
-	PCIeHopLatencyUs   = 1.5  // through the PCIe switch (nccl hwLat PCI vs NVLINK)
-	NetHopLatencyUs    = 10.4 // NIC → leaf → NIC, with the proxy thread and RDMA completion
-	EFAHopLatencyUs    = 12.5 // SRD over the AWS fabric (no EFA sweep in the calibration data: IB + 20 %)
-	SpineLatencyUs     = 1.0  // leaf → spine → leaf: two more switch traversals
+	MeshHopLatencyUs       = 1.0  // xGMI hop
+	PCIeHopLatencyUs       = 1.5  // through the PCIe switch (nccl hwLat PCI vs NVLINK)
+	NetHopLatencyUs        = 10.4 // NIC → leaf → NIC, with the proxy thread and RDMA completion
+	EFAHopLatencyUs        = 12.5 // SRD over the AWS fabric (no EFA sweep in the calibration data: IB + 20 %)
+	SpineLatencyUs         = 1.0  // leaf → spine → leaf: two more switch traversals
 )
 
 // Defaults returns the calibrated link defaults for a GPU generation, scale-up
