@@ -79,7 +79,8 @@ type loads struct {
 	lat     float64
 	net     bool
 	path    []int32
-	// For rings: the mean latency and network share over the step's flows.
+	// For rings: the byte-weighted mean latency and network share over the step's
+	// flows (weighted by bytes so that splitting or merging a flow changes nothing).
 	latSum, netSum, flows float64
 }
 
@@ -107,9 +108,9 @@ func (l *loads) flow(src, dst int, w float64) {
 	l.lat = max(l.lat, lat)
 	cross := l.c.CrossesNetwork(src, dst)
 	l.net = l.net || cross
-	l.latSum += lat
-	l.netSum += b2f(cross)
-	l.flows++
+	l.latSum += lat * w
+	l.netSum += b2f(cross) * w
+	l.flows += w
 }
 
 // switchReduce is an NVLS load-reduce of w bytes issued by dst over group.

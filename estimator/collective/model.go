@@ -323,12 +323,13 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		case AllReduce:
 			e.Steps = co.nvlsAR.steps(k)
 			m.pipe(&t, &co.nvlsAR, k, unit, pr, m.k.NVLSStepUs, bwf*eff)
+		// A single-stage NVLS operation has nothing to overlap: one step moves it all.
 		case ReduceScatter:
-			e.Steps = k
-			m.steps(&t, float64(k), co.nvlsRed, unit, pr, m.k.NVLSStepUs, bwf*eff)
+			e.Steps, e.Chunks = 1, 1
+			m.steps(&t, 1, co.nvlsRed, S/n, pr, m.k.NVLSStepUs, bwf*eff)
 		case AllGather:
-			e.Steps = k
-			m.steps(&t, float64(k), co.nvlsMC, unit, pr, m.k.NVLSStepUs, bwf*eff)
+			e.Steps, e.Chunks = 1, 1
+			m.steps(&t, 1, co.nvlsMC, S/n, pr, m.k.NVLSStepUs, bwf*eff)
 		}
 	case Direct:
 		switch op {
