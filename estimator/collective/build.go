@@ -179,7 +179,8 @@ func Build(op Op, algo Algorithm, sh Shape, elems int64, p Params) (*Schedule, e
 }
 
 // patternTransfers is an upper bound on the transfers Build emits (before dropping
-// empty ones and merging), computed in float64 so that it cannot overflow.
+// empty ones and merging), computed in float64 so that it cannot overflow. Patterns
+// whose channels all take the same route emit one transfer for all channels.
 func patternTransfers(op Op, algo Algorithm, sh Shape, p Params) float64 {
 	n := float64(sh.N())
 	ch, chunks := float64(p.Channels), float64(p.Chunks)
@@ -192,7 +193,7 @@ func patternTransfers(op Op, algo Algorithm, sh Shape, p Params) float64 {
 		case Broadcast, Reduce:
 			return (n - 1) * ch * chunks
 		case SendRecv:
-			return n * ch
+			return n
 		}
 		return pairs * ch
 	case Tree, DoubleTree:
@@ -202,21 +203,24 @@ func patternTransfers(op Op, algo Algorithm, sh Shape, p Params) float64 {
 		m, k := float64(len(spans)), float64(spans[0][1]-spans[0][0])
 		return 2 * (m*k*(k-1) + k*m*(m-1)) * ch
 	case NVLS:
-		return 2 * n * ch * chunks
+		if op == AllReduce {
+			return 2 * n * ch * chunks
+		}
+		return n
 	case Direct:
 		switch op {
 		case AllReduce:
-			return 2 * pairs * ch
+			return 2 * pairs
 		case AllToAll:
-			return n * n * ch
+			return n * n
 		case Broadcast, Reduce, SendRecv:
-			return n * ch
+			return n
 		}
-		return pairs * ch
+		return pairs
 	case PAT:
-		return pairs * ch
+		return pairs
 	case Pairwise:
-		return n * n * ch
+		return n * n
 	}
 	return 0
 }

@@ -18,10 +18,11 @@ import "slices"
 //     after its last child's chunk j arrived); rank r with children copies the fully
 //     reduced chunk j to each child at step j+H+d[r]. The root completes chunk j at
 //     the end of step j+H−1, so a chunk goes down while later chunks still go up.
-//     Steps: Chunks+2H−1 (over the taller tree for DoubleTree).
+//     Steps: Chunks+2H−1, with H the largest root height over the trees and
+//     channels used.
 //   - Reduce: the tree re-rooted at Root (the path from Root to the tree's root
 //     reversed, so the same links are used); rank r ≠ Root adds chunk j into its
-//     parent at step j+h[r]. Steps: Chunks+H−1.
+//     parent at step j+h[r]. Steps: Chunks+H−1 (H of the re-rooted trees).
 //   - Broadcast: the same re-rooted tree; rank r copies chunk j to each child at
 //     step j+d[r]. Steps: Chunks+H−1.
 
@@ -130,15 +131,16 @@ func (b *builder) tree(op Op, trees int) {
 		half := data.part(trees, t)
 		for ch := range b.channels {
 			parent := channelTree(b.sh, t, ch, b.mesh)
+			if len(parent) != b.n || TreeDepths(parent) == nil {
+				// channelTree returns a tree for every valid shape; checked so that a
+				// broken structure is an error rather than a hang in reroot.
+				b.fail("internal error: channel %d tree %d is not a tree: %v", ch, t, parent)
+				return
+			}
 			if op != AllReduce {
 				parent = reroot(parent, b.root)
 			}
 			height, depth := TreeHeights(parent), TreeDepths(parent)
-			if height == nil {
-				// channelTree always returns a tree for a valid shape.
-				b.fail("internal error: channel %d tree %d is not a tree", ch, t)
-				return
-			}
 			rootHeight := 0
 			for r, p := range parent {
 				if p < 0 {

@@ -77,7 +77,7 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 	}
 	best := Estimate{TimeUs: math.Inf(1)}
 	for a := Ring; a < numAlgos; a++ {
-		if !AutoChoice(op, a) || m.Supports(p, op, a) != nil {
+		if !AutoChoice(op, a) || m.why(p, op, a) != "" {
 			continue
 		}
 		if e := m.bestProtocol(p, op, a, bytes, o); e.TimeUs < best.TimeUs {
@@ -111,7 +111,7 @@ func (m *Model) Candidates(p *Placement, op Op, bytes float64, o Options, out []
 		return out
 	}
 	for a := Ring; a < numAlgos; a++ {
-		if m.Supports(p, op, a) == nil {
+		if m.why(p, op, a) == "" {
 			out = append(out, m.bestProtocol(p, op, a, bytes, o))
 		}
 	}
@@ -120,6 +120,17 @@ func (m *Model) Candidates(p *Placement, op Op, bytes float64, o Options, out []
 
 // Supports says whether algo can run op on the placement, and why not.
 func (m *Model) Supports(p *Placement, op Op, algo Algorithm) error {
+	if algo == Auto || algo >= numAlgos {
+		return invalid.Field("algorithm", "unknown algorithm %d", algo)
+	}
+	if why := m.why(p, op, algo); why != "" {
+		return fmt.Errorf("%w: %s %s: %s", ErrUnsupported, algo, op, why)
+	}
+	return nil
+}
+
+// why is Supports without allocating: the reason algo cannot run op, or "".
+func (m *Model) why(p *Placement, op Op, algo Algorithm) string {
 	why := ""
 	n := p.N()
 	co := &p.coef
@@ -132,7 +143,7 @@ func (m *Model) Supports(p *Placement, op Op, algo Algorithm) error {
 		case op == SendRecv:
 			why = "send/recv is a single direct transfer (use direct)"
 		case (op == Broadcast || op == Reduce) && !co.chain.ok:
-			why = fmt.Sprintf("a chain of %d ranks is longer than %d", n, maxPipeDepth+1)
+			why = "the group is too large for a broadcast/reduce chain (over 513 ranks)"
 		}
 	case Tree, DoubleTree:
 		switch {
@@ -184,13 +195,8 @@ func (m *Model) Supports(p *Placement, op Op, algo Algorithm) error {
 		if op != AllToAll {
 			why = "pairwise exchange is an all-to-all algorithm"
 		}
-	default:
-		return invalid.Field("algorithm", "unknown algorithm %d", algo)
 	}
-	if why != "" {
-		return fmt.Errorf("%w: %s %s: %s", ErrUnsupported, algo, op, why)
-	}
-	return nil
+	return why
 }
 
 func (m *Model) nvlsEfficiency(a hardware.Arch) float64 { return m.k.NVLSEfficiency[a] }

@@ -1,0 +1,173 @@
+package topology_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+func h100() hardware.GPU {
+	return hardware.GPU{Name: "H100-SXM", Arch: hardware.Hopper, PeakTFLOPS: map[hardware.DType]float64{hardware.BF16: 989}, MemoryGB: 80, MemoryBandwidthGBps: 3350, NVLinkGBps: 450}
+}
+
+func spec() topology.Spec {
+	return topology.Spec{
+		Name: "test", GPU: h100(), Nodes: 4, GPUsPerNode: 8,
+		Intra:   topology.Intra{Kind: topology.NVSwitch, NVLS: true},
+		NICs:    topology.NICs{PerNode: 8, Gbps: 400, Kind: topology.InfiniBand},
+		Network: topology.Network{RailOptimized: true, NodesPerLeaf: 2},
+	}
+}
+
+func build(t *testing.T, s topology.Spec) *topology.Cluster {
+	t.Helper()
+	c, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func kinds(c *topology.Cluster, rs []int32) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, c.Kind(r).String())
+	}
+	return strings.Join(out, ",")
+}
+
+func TestPaths(t *testing.T) {
+	c := build(t, spec())
+	tests := []struct {
+		name     string
+		src, dst int
+		want     string
+		lat      float64
+	}{
+		{"same node", 0, 5, "gpu-out,gpu-in", topology.NVLinkHopLatencyUs},
+		{"same rail, same leaf", 3, 8 + 3, "nic-out,nic-in", topology.NetHopLatencyUs},
+		{"cross rail: PXN over NVLink first", 3, 8 + 5, "gpu-out,gpu-in,nic-out,nic-in", topology.NetHopLatencyUs + topology.NVLinkHopLatencyUs},
+		{"other leaf: through the spine", 3, 16 + 3, "nic-out,nic-in,leaf-up,leaf-down", topology.NetHopLatencyUs + topology.SpineLatencyUs},
+		{"self", 4, 4, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, lat := c.Path(tc.src, tc.dst, nil)
+			if got := kinds(c, p); got != tc.want {
+				t.Errorf("path %s, want %s", got, tc.want)
+			}
+			if lat != tc.lat {
+				t.Errorf("latency %v, want %v", lat, tc.lat)
+			}
+		})
+	}
+}
+
+func TestMeshAndDomainPaths(t *testing.T) {
+	s := spec()
+	s.Intra = topology.Intra{Kind: topology.Mesh, GPUBandwidthGBps: 448}
+	c := build(t, s)
+	p, _ := c.Path(1, 6, nil)
+	if kinds(c, p) != "gpu-gpu" {
+		t.Errorf("mesh path %s, want one pair link", kinds(c, p))
+	}
+	if got, want := c.Capacity(p[0]), c.IntraBW/7; got != want {
+		t.Errorf("pair link %v B/µs, want a seventh of the GPU's %v", got, c.IntraBW)
+	}
+	s = spec()
+	s.Intra.DomainNodes = 2
+	c = build(t, s)
+	p, _ = c.Path(1, 8+6, nil)
+	if kinds(c, p) != "gpu-out,gpu-in" {
+		t.Errorf("within an NVLink domain: %s, want NVLink ports", kinds(c, p))
+	}
+	p, _ = c.Path(1, 16+6, nil)
+	if !strings.Contains(kinds(c, p), "nic-out") {
+		t.Errorf("across NVLink domains: %s, want the network", kinds(c, p))
+	}
+}
+
+// Capacities: achievable = line rate × efficiency, in bytes per µs.
+func TestCapacities(t *testing.T) {
+	c := build(t, spec())
+	if got, want := c.IntraBW, 450*topology.NVLink4Efficiency*1e3; got != want {
+		t.Errorf("NVLink port %v, want %v", got, want)
+	}
+	if got, want := c.NICBW, 50*topology.InfiniBandEfficiency*1e3; got != want {
+		t.Errorf("NIC %v, want %v", got, want)
+	}
+	s := spec()
+	s.Network.Oversubscription = 4
+	s.Network.RailOptimized = false
+	c = build(t, s)
+	// 2 nodes × 8 NICs per leaf, a quarter of it up to the spine.
+	if got, want := c.LeafBW, 2*8*c.NICBW/4; got != want {
+		t.Errorf("leaf uplink %v, want %v", got, want)
+	}
+	s = spec()
+	s.Intra.Efficiency, s.Intra.LatencyUs = 0.5, 2
+	c = build(t, s)
+	if c.IntraBW != 450*0.5*1e3 || c.IntraLatUs != 2 {
+		t.Errorf("overrides ignored: %v B/µs, %v µs", c.IntraBW, c.IntraLatUs)
+	}
+}
+
+func TestGPUNICMapping(t *testing.T) {
+	s := spec()
+	s.NICs.PerNode = 4
+	c := build(t, s)
+	for g, want := range []int{0, 0, 1, 1, 2, 2, 3, 3} {
+		if got := c.NIC(g); got != want {
+			t.Errorf("GPU %d on NIC %d, want %d (two GPUs per NIC)", g, got, want)
+		}
+	}
+	if got := c.NIC(8 + 7); got != 4+3 {
+		t.Errorf("node 1 GPU 7 on NIC %d, want node-global 7", got)
+	}
+}
+
+func TestValidateNamesFields(t *testing.T) {
+	tests := []struct {
+		field string
+		edit  func(*topology.Spec)
+	}{
+		{"name", func(s *topology.Spec) { s.Name = "" }},
+		{"nodes", func(s *topology.Spec) { s.Nodes = 0 }},
+		{"gpus_per_node", func(s *topology.Spec) { s.GPUsPerNode = 1000 }},
+		{"intra.kind", func(s *topology.Spec) { s.Intra.Kind = "infiniband" }},
+		{"intra.nvls", func(s *topology.Spec) { s.Intra.Kind = topology.PCIe }},
+		{"intra.efficiency", func(s *topology.Spec) { s.Intra.Efficiency = 1.5 }},
+		{"intra.gpu_bandwidth_gbps", func(s *topology.Spec) { s.Intra.GPUBandwidthGBps = -1 }},
+		{"nics.per_node", func(s *topology.Spec) { s.NICs.PerNode = 0 }},
+		{"nics.gbps", func(s *topology.Spec) { s.NICs.Gbps = 0 }},
+		{"nics.kind", func(s *topology.Spec) { s.NICs.Kind = "ethernet" }},
+		{"nics.gpu_nic", func(s *topology.Spec) { s.NICs.GPUNIC = []int{0, 1} }},
+		{"network.oversubscription", func(s *topology.Spec) { s.Network.Oversubscription = 0.5 }},
+		{"gpu.memory_gb", func(s *topology.Spec) { s.GPU.MemoryGB = 0 }},
+		{"gpu.arch", func(s *topology.Spec) { s.GPU.Arch = "volta" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.field, func(t *testing.T) {
+			s := spec()
+			tc.edit(&s)
+			err := s.Validate()
+			var fe *invalid.Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("got %v, want a field error", err)
+			}
+			if !strings.Contains(err.Error(), tc.field+":") {
+				t.Errorf("error %q does not name %s", err, tc.field)
+			}
+			if _, err := s.Build(); err == nil {
+				t.Error("Build accepted an invalid spec")
+			}
+		})
+	}
+	if err := spec().Validate(); err != nil {
+		t.Errorf("valid spec rejected: %v", err)
+	}
+}
