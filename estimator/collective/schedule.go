@@ -36,11 +36,8 @@ func (k Kind) String() string {
 // Transfer moves Len elements between two ranks of the group (indices into
 // Shape.Node, not global GPU ids).
 type Transfer struct {
-	Kind     Kind
-	Src, Dst int32
-	// Channel is the channel (0 … Params.Channels−1) the transfer belongs to; each
-	// channel's transfers between one pair of ranks in one step form one message.
-	Channel        int32
+	Kind           Kind
+	Src, Dst       int32
 	SrcOff, DstOff int64
 	Len            int64
 }
@@ -67,7 +64,8 @@ type Params struct {
 	// (NCCL channels); ≥ 1.
 	Channels int
 	// Chunks pipelines each channel's data in this many pieces for the pipelined
-	// algorithms (trees, broadcast/reduce chains, NVLS, hierarchical); ≥ 1.
+	// algorithms (trees, broadcast/reduce chains, NVLS all-reduce); the others
+	// ignore it. ≥ 1.
 	Chunks int
 	// Root is the root rank of Broadcast and Reduce.
 	Root int

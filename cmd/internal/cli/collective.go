@@ -31,6 +31,7 @@ type collectiveReport struct {
 type estimateJSON struct {
 	Algorithm string  `json:"algorithm"`
 	Protocol  string  `json:"protocol"`
+	Auto      bool    `json:"auto_candidate"`
 	TimeUs    float64 `json:"time_us"`
 	LatencyUs float64 `json:"latency_us"`
 	AlgBWGBps float64 `json:"algbw_gbps"`
@@ -47,7 +48,7 @@ type unsupportJSON struct {
 
 func toJSON(e collective.Estimate) estimateJSON {
 	return estimateJSON{
-		Algorithm: e.Algo.String(), Protocol: e.Protocol.String(), TimeUs: e.TimeUs,
+		Algorithm: e.Algo.String(), Protocol: e.Protocol.String(), Auto: collective.AutoChoice(e.Op, e.Algo), TimeUs: e.TimeUs,
 		LatencyUs: e.LatencyUs, AlgBWGBps: e.AlgBWGBps, BusBWGBps: e.BusBWGBps,
 		Steps: e.Steps, Channels: e.Channels, Chunks: e.Chunks,
 	}
@@ -145,7 +146,11 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	for _, a := range collective.Algorithms() {
 		if err := m.Supports(p, op, a); err != nil {
-			rep.Unsupported = append(rep.Unsupported, unsupportJSON{a.String(), strings.TrimPrefix(err.Error(), collective.ErrUnsupported.Error()+": ")})
+			msg := err.Error()
+			if i := strings.LastIndex(msg, ": "); i >= 0 {
+				msg = msg[i+2:]
+			}
+			rep.Unsupported = append(rep.Unsupported, unsupportJSON{a.String(), msg})
 		}
 	}
 	if *asJSON {
@@ -165,8 +170,11 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 	t := table{head: []string{"algorithm", "protocol", "time", "latency", "algbw GB/s", "busbw GB/s", "steps", "channels", "chunks"}}
 	for _, e := range all {
 		mark := e.Algo.String()
-		if e.Algo == chosen.Algo && e.Protocol == chosen.Protocol {
+		switch {
+		case e.Algo == chosen.Algo && e.Protocol == chosen.Protocol:
 			mark += " *"
+		case !collective.AutoChoice(op, e.Algo):
+			mark += " (forced only)"
 		}
 		chunks := "-"
 		if e.Chunks > 0 {
@@ -176,6 +184,7 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Sprintf("%.1f", e.BusBWGBps), fmt.Sprint(e.Steps), fmt.Sprint(e.Channels), chunks)
 	}
 	t.write(stdout)
+	fmt.Fprintln(stdout, "\n* chosen (the cheapest of the algorithms NCCL picks from by itself); \"forced only\" algorithms are priced for --algo")
 	if len(rep.Unsupported) > 0 {
 		fmt.Fprintln(stdout, "\nnot applicable:")
 		for _, u := range rep.Unsupported {

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = Run(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestCollectiveTable(t *testing.T) {
+	code, out, errOut := run("collective", "--cluster", "dgx-h100", "--nodes", "4", "--op", "allreduce", "--size", "1GiB")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"allreduce of 1 GiB on 32 GPUs", "chosen:", "busbw", "ring", "not applicable:", "nvls"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCollectiveJSON(t *testing.T) {
+	code, out, errOut := run("collective", "--cluster", "dgx-h100", "--nodes", "1", "--op", "all-gather", "--size", "256MiB", "--algo", "ring", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep collectiveReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if rep.Chosen.Algorithm != "ring" || rep.Ranks != 8 || rep.SizeBytes != 256<<20 || !(rep.Chosen.TimeUs > 0) || len(rep.Considered) < 2 {
+		t.Errorf("unexpected report %+v", rep)
+	}
+}
+
+func TestCollectiveClusterFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(f, []byte("base: dgx-a100\nname: mine\nnodes: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run("collective", "--cluster-file", f, "--nodes", "2", "--op", "reducescatter", "--size", "64M")
+	if code != 0 || !strings.Contains(out, "of mine") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+}
+
+func TestCollectiveErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown cluster", []string{"--cluster", "dgx-z9", "--size", "1G"}, 1, "--cluster"},
+		{"no cluster", []string{"--size", "1G"}, 1, "--cluster or --cluster-file"},
+		{"both clusters", []string{"--cluster", "dgx-h100", "--cluster-file", "x.yaml", "--size", "1G"}, 1, "not both"},
+		{"missing file", []string{"--cluster-file", "/nonexistent/c.yaml", "--size", "1G"}, 1, "--cluster-file"},
+		{"unknown op", []string{"--cluster", "dgx-h100", "--op", "allsum", "--size", "1G"}, 1, "--op"},
+		{"no size", []string{"--cluster", "dgx-h100"}, 1, "--size"},
+		{"bad size", []string{"--cluster", "dgx-h100", "--size", "12 parsecs"}, 1, "--size"},
+		{"negative size", []string{"--cluster", "dgx-h100", "--size", "-5"}, 1, "--size"},
+		{"fractional bytes", []string{"--cluster", "dgx-h100", "--size", "1.3"}, 1, "whole number"},
+		{"unknown algo", []string{"--cluster", "dgx-h100", "--size", "1G", "--algo", "butterfly"}, 1, "--algo"},
+		{"inapplicable algo", []string{"--cluster", "dgx-h100", "--nodes", "2", "--size", "1G", "--algo", "nvls"}, 1, "NVLink domain"},
+		{"bad nodes", []string{"--cluster", "dgx-h100", "--nodes", "0", "--size", "1G"}, 1, "--nodes"},
+		{"bad per node", []string{"--cluster", "dgx-h100", "--gpus-per-node", "3", "--size", "1G"}, 1, "gpus_per_node"},
+		{"bad launch", []string{"--cluster", "dgx-h100", "--size", "1G", "--launch", "warp"}, 1, "--launch"},
+		{"bad protocol", []string{"--cluster", "dgx-h100", "--size", "1G", "--protocol", "ll64"}, 1, "--protocol"},
+		{"unknown flag", []string{"--cluster", "dgx-h100", "--sise", "1G"}, 2, "sise"},
+		{"stray argument", []string{"--cluster", "dgx-h100", "--size", "1G", "extra"}, 2, "unexpected argument"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(append([]string{"collective"}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, out, errOut)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("stderr %q does not mention %q", errOut, tc.want)
+			}
+		})
+	}
+}
+
+func TestTopLevel(t *testing.T) {
+	if code, _, errOut := run(); code != 2 || !strings.Contains(errOut, "Usage") {
+		t.Errorf("no args: exit %d, %s", code, errOut)
+	}
+	if code, _, _ := run("help"); code != 0 {
+		t.Errorf("help: exit %d", code)
+	}
+	if code, _, errOut := run("frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Errorf("unknown command: exit %d, %s", code, errOut)
+	}
+	if code, _, _ := run("collective", "-h"); code != 0 {
+		t.Errorf("collective -h: exit %d", code)
+	}
+}
+
+func TestAccuracyAndCatalogCommands(t *testing.T) {
+	code, out, errOut := run("accuracy")
+	if code != 0 || !strings.Contains(out, "≥ 64 MiB") || !strings.Contains(out, "awsome-p5-1node-awsbatch-allreduce") {
+		t.Errorf("accuracy: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = run("accuracy", "--rows", "--json")
+	var v struct{ Rows []map[string]any }
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Rows) != 367 {
+		t.Errorf("accuracy --rows --json: exit %d, %d rows", code, len(v.Rows))
+	}
+	code, out, _ = run("catalog")
+	for _, want := range []string{"dgx-h100", "hgx-b200", "MI300X", "aws-p5"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("catalog lacks %s (exit %d)", want, code)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	good := map[string]int64{"8": 8, "1K": 1024, "1KiB": 1024, "1KB": 1000, "64M": 64 << 20, "1GiB": 1 << 30, "1.5KiB": 1536, "2G": 2 << 30, "1 GiB": 1 << 30}
+	for in, want := range good {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "-1", "abc", "1X", "1.3", "2PiB", "NaN", "1e400"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) accepted", in)
+		}
+	}
+}
