@@ -7,18 +7,23 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/collective/accuracy"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 func runAccuracy(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("accuracy", "[--rows] [--json]", stderr)
+	fs := newFlags("accuracy", "[--rows] [--json] [--fit]", stderr)
 	rows := fs.Bool("rows", false, "print every measurement with its prediction")
 	asJSON := fs.Bool("json", false, "print JSON")
+	fit := fs.Bool("fit", false, "refit the calibrated constants from their current values and print them")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	data, err := accuracy.Rows()
 	if err != nil {
 		return err
+	}
+	if *fit {
+		return runFit(stdout, data)
 	}
 	res := accuracy.Evaluate(collective.NewModel(collective.Default()), accuracy.Cases(data))
 	var buckets []accuracy.Summary
@@ -93,3 +98,22 @@ func summaryTable(first string, ss []accuracy.Summary) *table {
 }
 
 func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+
+// runFit refits the constants, starting from the current ones, and prints them.
+func runFit(w io.Writer, data []accuracy.Row) error {
+	cases := accuracy.Cases(data)
+	start := accuracy.Knobs{K: collective.Default(), Links: accuracy.Links{
+		IntraLatencyUs: topology.NVLinkHopLatencyUs,
+		RackLatencyUs:  topology.NVLinkRackHopLatencyUs,
+		NetLatencyUs:   topology.NetHopLatencyUs,
+	}}
+	before := accuracy.Loss(accuracy.Price(collective.NewModel(start.K), accuracy.PrepareWith(cases, start.Links)))
+	k, after := accuracy.Fit(cases, start, accuracy.FitParams(), 60)
+	fmt.Fprintf(w, "loss (mean |log error| + bucket medians): current %.4f, refitted %.4f\n\n", before, after)
+	t := table{head: []string{"constant", "current", "refitted"}}
+	for _, p := range accuracy.FitParams() {
+		t.add(p.Name, fmt.Sprintf("%.4g", *p.Get(&start)), fmt.Sprintf("%.4g", *p.Get(&k)))
+	}
+	t.write(w)
+	return nil
+}
