@@ -54,6 +54,10 @@ type GPU struct {
 	// NVLinkGBps is the GPU's scale-up bandwidth per direction in 10^9 B/s
 	// (NVLink or Infinity Fabric), summed over all its links.
 	NVLinkGBps float64 `json:"nvlink_gbps"`
+	// SMs is the number of streaming multiprocessors (compute units on AMD): matrix
+	// multiplications run in waves of one output tile per SM. Zero: unknown, no wave
+	// quantisation is modelled.
+	SMs int `json:"sms,omitempty"`
 	// Source says where the numbers come from.
 	Source string `json:"source,omitempty"`
 }
@@ -92,6 +96,9 @@ func (g GPU) Validate(path string) error {
 	c.Positive("memory_gb", g.MemoryGB)
 	c.Positive("memory_bandwidth_gbps", g.MemoryBandwidthGBps)
 	c.Positive("nvlink_gbps", g.NVLinkGBps)
+	if g.SMs < 0 || g.SMs > 4096 {
+		c.Add("sms", "must be between 0 (unknown) and 4096 (got %d)", g.SMs)
+	}
 	return c.Err()
 }
 

@@ -1,0 +1,198 @@
+// Package model describes transformer language models: their architecture, parameter
+// counts and the floating-point work of each operation, and a catalog of published
+// models.
+//
+// Conventions used throughout the package (see also params.go and flops.go):
+//
+//   - Zero means "the default" for three fields: KVHeads 0 is Heads (multi-head
+//     attention), MoE.ExpertFFN 0 is FFN and MoE.Frequency 0 is 1 (every layer is an
+//     MoE layer). Validate accepts those zeros; Normalise writes the defaults out.
+//     Catalog entries always carry explicit values.
+//   - Layers are numbered from 0. With MoE, layer i is an MoE layer when
+//     (i+1) % Frequency == 0: Frequency 1 makes every layer MoE (Mixtral), Frequency 2
+//     makes layers 1, 3, 5, … MoE and the model has ⌊Layers/Frequency⌋ MoE layers.
+//     (Megatron-Core's integer moe_layer_freq starts at layer 0 instead, which gives
+//     ⌈Layers/Frequency⌉; the two agree when Frequency divides Layers.)
+//   - No linear layer has a bias and every norm has one weight vector of size Hidden
+//     (RMSNorm, or LayerNorm without bias as in MPT). Models that do have biases and
+//     LayerNorm biases (GPT-3, Megatron GPT) have 13·Hidden more parameters per layer,
+//     under 0.05 % of any catalog model, so there is no field for them. Learned
+//     absolute position embeddings (GPT-3, Megatron GPT: seq·Hidden parameters,
+//     ≤ 0.3 %) are likewise not counted.
+package model
+
+import "github.com/stepcost/stepcost/estimator/invalid"
+
+// MoE describes mixture-of-experts MLP layers.
+type MoE struct {
+	Experts   int `json:"experts"`    // routed experts per MoE layer
+	TopK      int `json:"top_k"`      // experts each token is routed to
+	ExpertFFN int `json:"expert_ffn"` // FFN hidden size of one expert (0: the dense FFN size)
+	// Frequency: every Frequency-th layer is an MoE layer (1: all layers).
+	Frequency int `json:"frequency"`
+}
+
+// Arch is a decoder-only transformer.
+type Arch struct {
+	Name    string `json:"name"`
+	Layers  int    `json:"layers"`
+	Hidden  int    `json:"hidden"`
+	Heads   int    `json:"heads"`
+	KVHeads int    `json:"kv_heads"` // key/value heads (grouped-query attention); = Heads for MHA
+	FFN     int    `json:"ffn"`      // MLP hidden size
+	// GatedMLP: SwiGLU-style MLP with three matrices (gate, up, down) instead of two.
+	GatedMLP       bool   `json:"gated_mlp"`
+	Vocab          int    `json:"vocab"`
+	TiedEmbeddings bool   `json:"tied_embeddings"` // output projection shares the input embedding
+	MoE            *MoE   `json:"moe,omitempty"`
+	Source         string `json:"source,omitempty"`
+}
+
+// Upper bounds of Validate. They are far above any published model and keep every
+// count and FLOP figure of this package finite and exact enough in float64, and every
+// GEMM dimension well inside int.
+const (
+	MaxLayers  = 10_000
+	MaxHidden  = 1 << 20 // 1 048 576
+	MaxFFN     = 1 << 24 // 16 777 216
+	MaxVocab   = 10_000_000
+	MaxExperts = 1 << 16 // 65 536
+)
+
+// Normalise returns a copy of a with the defaults written out: KVHeads 0 becomes
+// Heads, MoE.ExpertFFN 0 becomes FFN, MoE.Frequency 0 becomes 1. The MoE block is
+// copied, so the result shares nothing with a. Every other field is unchanged;
+// Normalise does not validate.
+func (a Arch) Normalise() Arch {
+	if a.KVHeads == 0 {
+		a.KVHeads = a.Heads
+	}
+	if a.MoE != nil {
+		m := *a.MoE
+		if m.ExpertFFN == 0 {
+			m.ExpertFFN = a.FFN
+		}
+		if m.Frequency == 0 {
+			m.Frequency = 1
+		}
+		a.MoE = &m
+	}
+	return a
+}
+
+// Validate checks every field and returns all violations, each an *invalid.Error
+// naming the JSON field ("layers", "kv_heads", "moe.top_k", …) and the rule. The
+// defaulting zeros described in the package documentation are accepted.
+func (a Arch) Validate() error { return a.ValidateAt("") }
+
+// ValidateAt is Validate with every field name prefixed by path (for example
+// "model." gives "model.kv_heads").
+func (a Arch) ValidateAt(path string) error {
+	c := invalid.Collector{Prefix: path}
+	between(&c, "layers", a.Layers, 1, MaxLayers)
+	between(&c, "hidden", a.Hidden, 1, MaxHidden)
+	headsOK := between(&c, "heads", a.Heads, 1, MaxHidden)
+	if headsOK && a.Hidden >= 1 && a.Hidden%a.Heads != 0 {
+		c.Add("heads", "must divide hidden (%d) into whole heads (got %d)", a.Hidden, a.Heads)
+	}
+	switch {
+	case a.KVHeads == 0: // default: = heads
+	case a.KVHeads < 0 || (headsOK && a.KVHeads > a.Heads):
+		c.Add("kv_heads", "must be between 1 and heads (%d), or 0 for heads (got %d)", a.Heads, a.KVHeads)
+	case headsOK && a.Heads%a.KVHeads != 0:
+		c.Add("kv_heads", "must divide heads (%d) so that query heads share key/value heads evenly (got %d)", a.Heads, a.KVHeads)
+	}
+	between(&c, "ffn", a.FFN, 1, MaxFFN)
+	between(&c, "vocab", a.Vocab, 1, MaxVocab)
+	if m := a.MoE; m != nil {
+		expertsOK := between(&c, "moe.experts", m.Experts, 2, MaxExperts)
+		if expertsOK {
+			between(&c, "moe.top_k", m.TopK, 1, m.Experts)
+		} else {
+			between(&c, "moe.top_k", m.TopK, 1, MaxExperts)
+		}
+		if m.ExpertFFN != 0 {
+			between(&c, "moe.expert_ffn", m.ExpertFFN, 1, MaxFFN)
+		}
+		if m.Frequency != 0 {
+			maxFreq := MaxLayers
+			if a.Layers >= 1 && a.Layers <= MaxLayers {
+				maxFreq = a.Layers // at least one MoE layer
+			}
+			between(&c, "moe.frequency", m.Frequency, 1, maxFreq)
+		}
+	}
+	return c.Err()
+}
+
+// between records a violation unless lo ≤ v ≤ hi, and reports whether v is in range.
+func between(c *invalid.Collector, field string, v, lo, hi int) bool {
+	if v < lo || v > hi {
+		c.Add(field, "must be an integer between %d and %d (got %d)", lo, hi, v)
+		return false
+	}
+	return true
+}
+
+// HeadDim is the size of one attention head, Hidden / Heads.
+func (a Arch) HeadDim() int {
+	if a.Heads <= 0 {
+		return 0
+	}
+	return a.Hidden / a.Heads
+}
+
+// KVDim is the width of the key (and of the value) projection: KVHeads · HeadDim,
+// which is Hidden for multi-head attention.
+func (a Arch) KVDim() int { return a.kvHeads() * a.HeadDim() }
+
+// IsMoELayer reports whether layer i (0-based) has an MoE MLP: (i+1) % Frequency == 0.
+func (a Arch) IsMoELayer(i int) bool {
+	if a.MoE == nil || i < 0 || i >= a.Layers {
+		return false
+	}
+	return (i+1)%a.moeFrequency() == 0
+}
+
+// MoELayers is the number of MoE layers, ⌊Layers / Frequency⌋ (0 for a dense model).
+func (a Arch) MoELayers() int {
+	if a.MoE == nil || a.Layers <= 0 {
+		return 0
+	}
+	return a.Layers / a.moeFrequency()
+}
+
+// DenseLayers is the number of layers with a dense MLP.
+func (a Arch) DenseLayers() int { return max(a.Layers, 0) - a.MoELayers() }
+
+func (a Arch) kvHeads() int {
+	if a.KVHeads == 0 {
+		return a.Heads
+	}
+	return a.KVHeads
+}
+
+func (a Arch) expertFFN() int {
+	if a.MoE == nil {
+		return 0
+	}
+	if a.MoE.ExpertFFN == 0 {
+		return a.FFN
+	}
+	return a.MoE.ExpertFFN
+}
+
+func (a Arch) moeFrequency() int {
+	if a.MoE == nil || a.MoE.Frequency <= 0 {
+		return 1
+	}
+	return a.MoE.Frequency
+}
+
+// mlpMatrices is 3 for a gated (SwiGLU) MLP and 2 otherwise.
+func (a Arch) mlpMatrices() float64 {
+	if a.GatedMLP {
+		return 3
+	}
+	return 2
+}

@@ -1,0 +1,200 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// ErrNotFound is wrapped by the error Lookup returns for a name that is not in the
+// catalog.
+var ErrNotFound = errors.New("model: not found")
+
+// Lookup returns the catalog architecture called name: a canonical name (see Names)
+// or an alias ("gpt3", "llama-3-70b", "meta-llama/Meta-Llama-3.1-405B",
+// "mixtral-8x7b-v0.1", "gpt-530b", …). Matching ignores case, spaces, hyphens and
+// underscores, and a Hugging Face organisation prefix ("meta-llama/"). The result is
+// a copy. An unknown name gives an error that wraps ErrNotFound and lists the
+// canonical names.
+func Lookup(name string) (Arch, error) {
+	cat := catalog()
+	i, ok := cat.index[lookupKey(name)]
+	if !ok {
+		return Arch{}, &notFoundError{name: name, known: cat.names}
+	}
+	return cloneArch(cat.entries[i].arch), nil
+}
+
+// Names returns the canonical catalog names, sorted.
+func Names() []string { return slices.Clone(catalog().names) }
+
+// Catalog returns a copy of every catalog architecture, sorted by name.
+func Catalog() []Arch {
+	cat := catalog()
+	out := make([]Arch, len(cat.entries))
+	for i, e := range cat.entries {
+		out[i] = cloneArch(e.arch)
+	}
+	return out
+}
+
+type notFoundError struct {
+	name  string
+	known []string
+}
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("model: unknown model %q; known: %s", e.name, strings.Join(e.known, ", "))
+}
+
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+func cloneArch(a Arch) Arch {
+	if a.MoE != nil {
+		m := *a.MoE
+		a.MoE = &m
+	}
+	return a
+}
+
+// lookupKey normalises a name: the part after the last '/', lower case, without
+// spaces, hyphens and underscores ("Llama-3 70B" and "llama3_70b" → "llama370b").
+func lookupKey(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '-', '_', '\t':
+			return -1
+		}
+		return r
+	}, strings.ToLower(strings.TrimSpace(name)))
+}
+
+type entry struct {
+	arch    Arch
+	aliases []string
+}
+
+type table struct {
+	entries []entry        // sorted by name
+	names   []string       // canonical names, sorted
+	index   map[string]int // lookupKey of names and aliases → entries index
+}
+
+// catalog builds the table once; it is never modified afterwards.
+var catalog = sync.OnceValue(func() table {
+	es := entries()
+	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.arch.Name, b.arch.Name) })
+	t := table{entries: es, index: make(map[string]int)}
+	for i, e := range es {
+		t.names = append(t.names, e.arch.Name)
+		for _, n := range append([]string{e.arch.Name}, e.aliases...) {
+			if _, dup := t.index[lookupKey(n)]; !dup { // duplicates are caught by the tests
+				t.index[lookupKey(n)] = i
+			}
+		}
+	}
+	return t
+})
+
+// Sources of the catalog numbers.
+const (
+	srcGPT3 = "Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165) Table 2.1: " +
+		"96 layers, d_model 12288, 96 heads of 128, ffn 4·d_model, tied embeddings; the 50257-token " +
+		"GPT-2 vocabulary padded to 51200 as in Megatron-LM, 174.6B parameters (Narayanan et al. 2021 Table 2)"
+	srcMegatron = "Narayanan et al. SC'21, Efficient Large-Scale Language Model Training on GPU Clusters " +
+		"Using Megatron-LM (arXiv:2104.04473) Table 1: layers, hidden, heads; ffn 4h, vocab 51200, tied " +
+		"embeddings as in the paper's parameter formula (eq. 2)"
+	srcLlama2 = "Touvron et al. 2023, Llama 2 (arXiv:2307.09288) and the meta-llama/Llama-2-%s-hf " +
+		"config.json: vocab 32000, SwiGLU MLP, RMSNorm, untied output"
+	srcLlama3 = "Llama Team 2024, The Llama 3 Herd of Models (arXiv:2407.21783) Table 3 and the " +
+		"meta-llama/Meta-Llama-3.1-%s config.json: vocab 128256, 8 KV heads, SwiGLU MLP, untied " +
+		"output (Llama 3 and 3.1 share the architecture)"
+	srcMPTCard = "MosaicML model card mosaicml/mpt-%s (config.json): d_model, n_heads, n_layers, " +
+		"vocab 50432, expansion ratio 4 (GELU), no biases, tied embeddings"
+	srcMPTFoundry = "mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-%s.yaml (no released model): " +
+		"d_model, n_heads, n_layers, vocab 50368, expansion ratio 4, no biases, tied embeddings"
+	srcMixtral = "Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088) and the " +
+		"mistralai/Mixtral-%s-v0.1 config.json: 8 experts, top-2, every layer MoE, SwiGLU experts, " +
+		"8 KV heads, untied output"
+)
+
+func entries() []entry {
+	gpt := func(name string, layers, hidden, heads int, src string, aliases ...string) entry {
+		return entry{arch: Arch{
+			Name: name, Layers: layers, Hidden: hidden, Heads: heads, KVHeads: heads,
+			FFN: 4 * hidden, Vocab: 51200, TiedEmbeddings: true, Source: src,
+		}, aliases: aliases}
+	}
+	megatron := func(size string, layers, hidden, heads int, aliases ...string) entry {
+		return gpt("megatron-"+size, layers, hidden, heads, srcMegatron,
+			append([]string{"megatron-gpt-" + size, "gpt-" + size}, aliases...)...)
+	}
+	llama := func(name string, layers, hidden, heads, kv, ffn, vocab int, src string, aliases ...string) entry {
+		return entry{arch: Arch{
+			Name: name, Layers: layers, Hidden: hidden, Heads: heads, KVHeads: kv, FFN: ffn,
+			GatedMLP: true, Vocab: vocab, Source: src,
+		}, aliases: aliases}
+	}
+	llama2 := func(size string, layers, hidden, heads, kv, ffn int) entry {
+		return llama("llama2-"+size, layers, hidden, heads, kv, ffn, 32000,
+			fmt.Sprintf(srcLlama2, size), "llama2-"+size+"-hf", "meta-llama-2-"+size)
+	}
+	llama3 := func(size string, layers, hidden, heads, ffn int) entry {
+		return llama("llama3-"+size, layers, hidden, heads, 8, ffn, 128256,
+			fmt.Sprintf(srcLlama3, strings.ToUpper(size)),
+			"meta-llama-3-"+size, "llama3.1-"+size, "meta-llama-3.1-"+size)
+	}
+	mpt := func(size string, layers, hidden, heads, vocab int, src string) entry {
+		return entry{arch: Arch{
+			Name: "mpt-" + size, Layers: layers, Hidden: hidden, Heads: heads, KVHeads: heads,
+			FFN: 4 * hidden, Vocab: vocab, TiedEmbeddings: true, Source: fmt.Sprintf(src, size),
+		}, aliases: []string{"mosaicml-mpt-" + size}}
+	}
+	mixtral := func(size string, layers, hidden, heads, ffn, vocab int, note string) entry {
+		return entry{arch: Arch{
+			Name: "mixtral-" + size, Layers: layers, Hidden: hidden, Heads: heads, KVHeads: 8,
+			FFN: ffn, GatedMLP: true, Vocab: vocab,
+			MoE:    &MoE{Experts: 8, TopK: 2, ExpertFFN: ffn, Frequency: 1},
+			Source: fmt.Sprintf(srcMixtral, strings.TrimSuffix(size, "b")+"B") + note,
+		}, aliases: []string{"mixtral-" + size + "-v0.1"}}
+	}
+	return []entry{
+		gpt("gpt3-175b", 96, 12288, 96, srcGPT3, "gpt3", "gpt-175b", "gpt3-174.6b"),
+
+		megatron("1.7b", 24, 2304, 24),
+		megatron("3.6b", 30, 3072, 32),
+		megatron("7.5b", 36, 4096, 32),
+		megatron("18.4b", 40, 6144, 48),
+		megatron("39.1b", 48, 8192, 64),
+		megatron("76.1b", 60, 10240, 80),
+		megatron("145.6b", 80, 12288, 96),
+		megatron("310.1b", 96, 16384, 128),
+		// Same shape as Megatron-Turing NLG 530B (Smith et al. 2022).
+		megatron("529.6b", 105, 20480, 128, "gpt-530b", "megatron-530b", "mt-nlg-530b", "megatron-turing-nlg-530b"),
+		megatron("1t", 128, 25600, 160, "megatron-1008b", "megatron-1008.0b", "gpt-1008b"),
+
+		llama2("7b", 32, 4096, 32, 32, 11008),
+		llama2("13b", 40, 5120, 40, 40, 13824),
+		llama2("70b", 80, 8192, 64, 8, 28672),
+
+		llama3("8b", 32, 4096, 32, 14336),
+		llama3("70b", 80, 8192, 64, 28672),
+		llama3("405b", 126, 16384, 128, 53248),
+
+		mpt("7b", 32, 4096, 32, 50432, srcMPTCard),
+		mpt("13b", 40, 5120, 40, 50368, srcMPTFoundry),
+		// The model card has 64 heads; llm-foundry's pretraining yaml (used by its
+		// benchmark table) has 56. Heads change neither parameters nor FLOPs.
+		mpt("30b", 48, 7168, 64, 50432, srcMPTCard),
+		mpt("70b", 80, 8192, 64, 50368, srcMPTFoundry),
+
+		mixtral("8x7b", 32, 4096, 32, 14336, 32000, ""),
+		mixtral("8x22b", 56, 6144, 48, 16384, 32000,
+			" (vocab 32000 as in the base model's config; the v0.3 tokenizer of the instruct model has 32768)"),
+	}
+}

@@ -1,0 +1,106 @@
+package model
+
+// Params is the parameter count of an Arch, split the way memory and sharding need
+// it. Counts are float64 (they exceed 2^31 and feed float arithmetic anyway).
+//
+//	Total = Embedding + Output + FinalNorm
+//	      + DenseLayers·(PerLayerAttention + PerLayerNorm + PerLayerDenseMLP)
+//	      + MoELayers·(PerLayerAttention + PerLayerNorm + PerLayerMoE)
+type Params struct {
+	Total     float64 `json:"total"`
+	Embedding float64 `json:"embedding"` // Vocab·Hidden
+	Output    float64 `json:"output"`    // Vocab·Hidden, 0 when tied to the embedding
+	// PerLayerAttention: Q and O are Hidden×Hidden, K and V Hidden×KVDim each.
+	PerLayerAttention float64 `json:"per_layer_attention"`
+	// PerLayerDenseMLP: 2·Hidden·FFN, or 3·Hidden·FFN when gated; 0 when no layer
+	// is dense.
+	PerLayerDenseMLP float64 `json:"per_layer_dense_mlp"`
+	// PerLayerMoE: all experts of one MoE layer plus its router (Hidden×Experts);
+	// 0 for a dense model.
+	PerLayerMoE  float64 `json:"per_layer_moe"`
+	PerLayerNorm float64 `json:"per_layer_norm"` // two norms of Hidden weights each
+	FinalNorm    float64 `json:"final_norm"`     // Hidden
+	// Active: parameters a token passes through — Total minus the experts it is not
+	// routed to (Experts − TopK per MoE layer). Embedding and output are included,
+	// as in published "active parameter" figures. Equal to Total for dense models.
+	Active      float64 `json:"active"`
+	DenseLayers int     `json:"dense_layers"`
+	MoELayers   int     `json:"moe_layers"`
+}
+
+// Params counts the parameters of a (which should be valid).
+func (a Arch) Params() Params {
+	h := float64(a.Hidden)
+	p := Params{
+		Embedding:         float64(a.Vocab) * h,
+		PerLayerAttention: a.attentionParams(),
+		PerLayerNorm:      2 * h,
+		FinalNorm:         h,
+		DenseLayers:       a.DenseLayers(),
+		MoELayers:         a.MoELayers(),
+	}
+	if !a.TiedEmbeddings {
+		p.Output = p.Embedding
+	}
+	if p.DenseLayers > 0 {
+		p.PerLayerDenseMLP = a.denseMLPParams()
+	}
+	if p.MoELayers > 0 {
+		p.PerLayerMoE = a.ExpertParamsPerLayer() + a.routerParams()
+	}
+	base := p.PerLayerAttention + p.PerLayerNorm
+	p.Total = p.Embedding + p.Output + p.FinalNorm +
+		float64(p.DenseLayers)*(base+p.PerLayerDenseMLP) +
+		float64(p.MoELayers)*(base+p.PerLayerMoE)
+	p.Active = p.Total
+	if p.MoELayers > 0 {
+		unused := float64(a.MoE.Experts-a.MoE.TopK) * a.expertParams()
+		p.Active -= float64(p.MoELayers) * unused
+	}
+	return p
+}
+
+// LayerParams is the parameter count of layer i (0-based): attention, its two norms
+// and the MLP — the MoE block (all experts and the router) when IsMoELayer(i). It is
+// 0 for i outside [0, Layers).
+func (a Arch) LayerParams(i int) float64 {
+	if i < 0 || i >= a.Layers {
+		return 0
+	}
+	p := a.attentionParams() + 2*float64(a.Hidden)
+	if a.IsMoELayer(i) {
+		return p + a.ExpertParamsPerLayer() + a.routerParams()
+	}
+	return p + a.denseMLPParams()
+}
+
+// ExpertParamsPerLayer is the parameter count of all routed experts of one MoE layer
+// (Experts · one expert's MLP, router excluded): what expert parallelism shards.
+// It is 0 for a dense model.
+func (a Arch) ExpertParamsPerLayer() float64 {
+	if a.MoE == nil {
+		return 0
+	}
+	return float64(a.MoE.Experts) * a.expertParams()
+}
+
+func (a Arch) attentionParams() float64 {
+	h := float64(a.Hidden)
+	return 2*h*h + 2*h*float64(a.KVDim())
+}
+
+func (a Arch) denseMLPParams() float64 {
+	return a.mlpMatrices() * float64(a.Hidden) * float64(a.FFN)
+}
+
+// expertParams is one expert's MLP.
+func (a Arch) expertParams() float64 {
+	return a.mlpMatrices() * float64(a.Hidden) * float64(a.expertFFN())
+}
+
+func (a Arch) routerParams() float64 {
+	if a.MoE == nil {
+		return 0
+	}
+	return float64(a.Hidden) * float64(a.MoE.Experts)
+}

@@ -1,0 +1,499 @@
+// Package accuracy compares the step-cost model with published training runs: it
+// turns every run of testdata/published_runs.jsonl into an estimate request, converts
+// the primary measurement into a step time and reports the error, per run and per
+// ranking set. testdata/README.md gives the provenance.
+package accuracy
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+//go:embed testdata/published_runs.jsonl
+var published []byte
+
+// Measured is one published measurement of a run.
+type Measured struct {
+	Metric string  `json:"metric"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+}
+
+// Run is one published training run (the fields the comparison uses).
+type Run struct {
+	ID          string     `json:"id"`
+	Source      string     `json:"source"`
+	Model       string     `json:"model"`
+	Layers      int        `json:"num_layers"`
+	Hidden      int        `json:"hidden_size"`
+	Heads       int        `json:"num_heads"`
+	KVHeads     *int       `json:"num_kv_heads"`
+	FFN         *int       `json:"ffn_hidden_size"`
+	SeqLen      *int       `json:"seq_len"`
+	Vocab       *int       `json:"vocab_size"`
+	GPU         string     `json:"gpu"`
+	GPUMemGB    float64    `json:"gpu_mem_gb"`
+	GPUs        int        `json:"num_gpus"`
+	GPUsPerNode *int       `json:"gpus_per_node"`
+	InterNode   *string    `json:"inter_node_network"`
+	RawTP       *int       `json:"tp"`
+	RawPP       *int       `json:"pp"`
+	RawDP       *int       `json:"dp"`
+	RawCP       *int       `json:"cp"`
+	SP          *bool      `json:"sequence_parallel"`
+	VPP         *int       `json:"virtual_pipeline_stages"`
+	Schedule    *string    `json:"pipeline_schedule"`
+	MicroBatch  *int       `json:"micro_batch_size"`
+	GlobalBatch int        `json:"global_batch_size"`
+	Recompute   *string    `json:"recompute"`
+	ZeRO        any        `json:"zero_stage"`
+	Precision   string     `json:"precision"`
+	Framework   string     `json:"framework"`
+	Measured    []Measured `json:"measured"`
+	RankingSet  *string    `json:"ranking_set"`
+	Outcome     string     `json:"outcome"`
+	Notes       string     `json:"notes"`
+}
+
+// Runs parses the embedded data set.
+func Runs() ([]Run, error) {
+	var out []Run
+	sc := bufio.NewScanner(bytes.NewReader(published))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var r Run
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("published_runs.jsonl line %d: %w", line, err)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+// Case is a run turned into an estimate request.
+type Case struct {
+	Run     Run
+	Request step.Request
+	// MeasuredS is the measured step time in seconds.
+	MeasuredS float64
+	// Filled lists the settings the source does not state and how they were filled.
+	Filled []string
+	// Search marks settings left open for the estimator to choose (micro-batch size,
+	// interleaving depth), as the planner would.
+	SearchMicroBatch, SearchVirtual bool
+	Err                             error
+}
+
+// Cases maps every run.
+func Cases(runs []Run) []Case {
+	out := make([]Case, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, toCase(r))
+	}
+	return out
+}
+
+func deref[T any](p *T, d T) T {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+// catalogName maps the data's model names to catalog entries for what the row does not
+// state (FFN size and vocabulary of Llama 2, gating, tying).
+func catalogName(m string) string {
+	l := strings.ToLower(m)
+	switch {
+	case strings.Contains(l, "llama 2 13b"):
+		return "llama2-13b"
+	case strings.Contains(l, "llama 2 70b"):
+		return "llama2-70b"
+	case strings.Contains(l, "llama 3") && strings.Contains(l, "405b"):
+		return "llama3-405b"
+	case strings.Contains(l, "llama 3") && strings.Contains(l, "70b"):
+		return "llama3-70b"
+	case strings.Contains(l, "llama 3") && strings.Contains(l, "8b"):
+		return "llama3-8b"
+	case strings.Contains(l, "mpt-70b"):
+		return "mpt-70b"
+	case strings.Contains(l, "mpt-30b"):
+		return "mpt-30b"
+	case strings.Contains(l, "mpt-13b"), strings.Contains(l, "mpt-7b"):
+		return "mpt-7b" // the family's conventions (MHA, 4h, tied); sizes come from the row
+	}
+	return "gpt3-175b" // Megatron GPT: MHA, 4h, tied embeddings
+}
+
+func toCase(r Run) Case {
+	c := Case{Run: r}
+	fill := func(format string, args ...any) { c.Filled = append(c.Filled, fmt.Sprintf(format, args...)) }
+
+	base, err := model.Lookup(catalogName(r.Model))
+	if err != nil {
+		c.Err = err
+		return c
+	}
+	a := base
+	a.Name = r.Model
+	a.Layers, a.Hidden, a.Heads = r.Layers, r.Hidden, r.Heads
+	a.KVHeads = deref(r.KVHeads, r.Heads)
+	if r.FFN != nil {
+		a.FFN = *r.FFN
+	} else if !strings.HasPrefix(base.Name, "llama") {
+		a.FFN = 4 * r.Hidden
+	} else {
+		fill("ffn %d from the %s config", a.FFN, base.Name)
+	}
+	if r.Vocab != nil {
+		a.Vocab = *r.Vocab
+	} else {
+		fill("vocab %d from the %s config", a.Vocab, base.Name)
+	}
+	seq := deref(r.SeqLen, 0)
+	if seq == 0 {
+		seq = 8192
+		fill("seq_len 8192 (torchtitan's Llama 3 default)")
+	}
+
+	// Cluster.
+	sys := "dgx-a100"
+	inter := strings.ToLower(deref(r.InterNode, ""))
+	switch {
+	case strings.HasPrefix(r.GPU, "H100"):
+		sys = "dgx-h100"
+	case strings.Contains(inter, "roce"):
+		sys = "oci-bm-gpu-a100"
+	}
+	spec, err := catalog.System(sys)
+	if err != nil {
+		c.Err = err
+		return c
+	}
+	if strings.Contains(r.GPU, "40GB") {
+		g, _ := catalog.GPU("A100-40GB")
+		spec.GPU = g
+	} else if strings.HasPrefix(r.GPU, "A100") {
+		g, _ := catalog.GPU("A100-80GB")
+		spec.GPU = g
+	}
+	if strings.Contains(r.GPU, "HBM2e") {
+		spec.GPU.MemoryGB = r.GPUMemGB
+		fill("H100 HBM2e variant: H100 SXM rates with %v GB", r.GPUMemGB)
+	}
+	per := deref(r.GPUsPerNode, 8)
+	spec.Nodes = (r.GPUs + per - 1) / per
+	cl, err := spec.Build()
+	if err != nil {
+		c.Err = err
+		return c
+	}
+
+	// Layout.
+	l := step.Layout{
+		TP: deref(r.RawTP, 0), PP: deref(r.RawPP, 0), DP: deref(r.RawDP, 0), CP: deref(r.RawCP, 1),
+		SP: deref(r.SP, false),
+	}
+	if l.TP == 0 && l.PP == 0 {
+		// Narayanan Table 2 PTD-P 175B: (t, p) = (8, 12) per the paper's text.
+		l.TP, l.PP = 8, r.GPUs/(l.DP*8)
+		fill("tp 8, pp %d (the paper's PTD-P configuration for 175B)", l.PP)
+	}
+	if l.DP == 0 {
+		l.DP = r.GPUs / (l.TP * l.PP * l.CP)
+	}
+	if strings.Contains(strings.ToLower(r.Framework), "async tp") {
+		l.OverlapTP = true
+	}
+	if strings.Contains(strings.ToLower(r.Framework), "torchtitan") && l.TP > 1 {
+		l.SP = true
+		fill("sequence parallelism with TP (torchtitan's TP plan)")
+	}
+	switch z := r.ZeRO.(type) {
+	case float64:
+		l.ZeRO = int(z)
+	case string:
+		if strings.Contains(z, "FSDP") {
+			l.ZeRO = 3
+		}
+	}
+	rc := strings.ToLower(deref(r.Recompute, ""))
+	switch {
+	case strings.HasPrefix(rc, "full"), strings.Contains(rc, "assumed full"):
+		l.Recompute = step.RecomputeFull
+	case strings.HasPrefix(rc, "selective"):
+		l.Recompute = step.RecomputeSelective
+	default:
+		l.Recompute = step.RecomputeNone
+	}
+	sched := strings.ToLower(deref(r.Schedule, ""))
+	switch {
+	case strings.Contains(sched, "interleaved"):
+		l.Schedule = step.Interleaved
+		if r.VPP != nil {
+			l.VirtualStages = *r.VPP
+		} else {
+			c.SearchVirtual = true
+			fill("interleaving depth not stated: the fastest valid one")
+		}
+	case l.PP > 1:
+		l.Schedule = step.OneFOneB
+	}
+	if stages := l.PP * max(1, l.VirtualStages); l.PP > 1 && r.Layers%stages != 0 && !c.SearchVirtual {
+		l.LayerSplit = evenSplit(r.Layers, stages)
+		fill("layers split %v over the %d pipeline stages (not divisible; earlier stages one more)", l.LayerSplit, stages)
+	}
+	if r.MicroBatch != nil {
+		l.MicroBatch = *r.MicroBatch
+	} else {
+		c.SearchMicroBatch = true
+		fill("micro-batch size not stated: the fastest valid one")
+	}
+	t := step.Training{SeqLen: seq, GlobalBatch: r.GlobalBatch, Precision: step.BF16}
+	if strings.Contains(strings.ToLower(r.Precision), "float8") {
+		t.Precision = step.FP8
+	}
+	if strings.Contains(r.Framework, "Megatron-LM (2021)") || strings.Contains(r.Framework, "DeepSpeed ZeRO-3") {
+		t.UnfusedAttention = true
+	}
+	c.Request = step.Request{Model: a, Training: t, Cluster: cl, Layout: l}
+
+	// Measured step time.
+	if len(r.Measured) == 0 {
+		c.Err = fmt.Errorf("no measurement")
+		return c
+	}
+	m := r.Measured[0]
+	tokens := float64(r.GlobalBatch) * float64(seq)
+	switch m.Metric {
+	case "achieved_tflops_per_gpu":
+		// Narayanan eq. 3: F = 96·B·s·l·h²·(1 + s/6h + V/16lh), recompute included.
+		B, s, L, h, V := float64(r.GlobalBatch), float64(seq), float64(r.Layers), float64(r.Hidden), float64(a.Vocab)
+		F := 96 * B * s * L * h * h * (1 + s/(6*h) + V/(16*L*h))
+		c.MeasuredS = F / (m.Value * 1e12 * float64(r.GPUs))
+	case "tokens_per_sec":
+		c.MeasuredS = tokens / m.Value
+	case "tokens_per_sec_per_gpu":
+		c.MeasuredS = tokens / (m.Value * float64(r.GPUs))
+	default:
+		c.Err = fmt.Errorf("unknown metric %q", m.Metric)
+	}
+	return c
+}
+
+// Result is one priced run.
+type Result struct {
+	Case
+	Estimate step.Result
+	Layout   step.Layout // as estimated (with searched settings filled)
+	RelErr   float64     // (predicted − measured) / measured step time
+	Err      error
+}
+
+// Evaluate prices every case; open micro-batch sizes and interleaving depths are
+// chosen as the fastest that fits, as the planner would.
+func Evaluate(e *step.Estimator, cases []Case) []Result {
+	out := make([]Result, 0, len(cases))
+	for _, c := range cases {
+		res := Result{Case: c, Err: c.Err}
+		if c.Err == nil {
+			res.Estimate, res.Layout, res.Err = best(e, c)
+			if res.Err == nil {
+				res.RelErr = (res.Estimate.StepTime - c.MeasuredS) / c.MeasuredS
+			}
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+func best(e *step.Estimator, c Case) (step.Result, step.Layout, error) {
+	req := c.Request
+	mbs := []int{req.Layout.MicroBatch}
+	if c.SearchMicroBatch {
+		mbs = nil
+		per := req.Training.GlobalBatch / req.Layout.DP
+		for b := 1; b <= min(per, 16); b++ {
+			if per%b == 0 {
+				mbs = append(mbs, b)
+			}
+		}
+	}
+	vs := []int{req.Layout.VirtualStages}
+	if c.SearchVirtual {
+		vs = nil
+		for v := 1; v <= 8; v++ {
+			vs = append(vs, v)
+		}
+	}
+	var bestRes step.Result
+	var bestL step.Layout
+	var firstErr error
+	found := false
+	for _, b := range mbs {
+		for _, v := range vs {
+			r := req
+			r.Layout.MicroBatch = b
+			r.Layout.VirtualStages = v
+			if st := r.Layout.PP * max(1, v); r.Layout.PP > 1 && r.Model.Layers%st != 0 {
+				r.Layout.LayerSplit = evenSplit(r.Model.Layers, st)
+			}
+			if v > 1 {
+				r.Layout.Schedule = step.Interleaved
+			} else if r.Layout.Schedule == step.Interleaved {
+				r.Layout.Schedule = step.OneFOneB
+			}
+			res, err := e.Estimate(r)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			better := !found || (res.Memory.Fits && !bestRes.Memory.Fits) ||
+				(res.Memory.Fits == bestRes.Memory.Fits && res.StepTime < bestRes.StepTime)
+			if better {
+				bestRes, bestL, found = res, r.Layout, true
+			}
+		}
+	}
+	if !found {
+		if firstErr == nil {
+			firstErr = fmt.Errorf("no valid micro-batch size and interleaving depth")
+		}
+		return step.Result{}, step.Layout{}, firstErr
+	}
+	return bestRes, bestL, nil
+}
+
+// Summary of errors.
+type Summary struct {
+	N                       int
+	MeanAbs, MedianAbs, Max float64
+	Bias                    float64
+	Worst                   string
+}
+
+// Summarise computes |error| statistics over the results without errors.
+func Summarise(rs []Result) Summary {
+	var errs []float64
+	var s Summary
+	for _, r := range rs {
+		if r.Err != nil {
+			continue
+		}
+		e := math.Abs(r.RelErr)
+		errs = append(errs, e)
+		s.MeanAbs += e
+		s.Bias += r.RelErr
+		if e > s.Max {
+			s.Max, s.Worst = e, r.Run.ID
+		}
+	}
+	s.N = len(errs)
+	if s.N == 0 {
+		return s
+	}
+	s.MeanAbs /= float64(s.N)
+	s.Bias /= float64(s.N)
+	sort.Float64s(errs)
+	s.MedianAbs = errs[s.N/2]
+	if s.N%2 == 0 {
+		s.MedianAbs = (errs[s.N/2-1] + errs[s.N/2]) / 2
+	}
+	return s
+}
+
+// Ranking is the agreement of predicted and measured order inside one ranking set.
+type Ranking struct {
+	Set  string
+	N    int
+	Tau  float64 // Kendall τ-b of predicted vs measured throughput
+	IDs  []string
+	Pred []float64
+	Meas []float64
+}
+
+// Rankings computes Kendall τ for every ranking set with at least two runs.
+func Rankings(rs []Result) []Ranking {
+	sets := map[string]*Ranking{}
+	var names []string
+	for _, r := range rs {
+		if r.Err != nil || r.Run.RankingSet == nil {
+			continue
+		}
+		k := *r.Run.RankingSet
+		if sets[k] == nil {
+			sets[k] = &Ranking{Set: k}
+			names = append(names, k)
+		}
+		s := sets[k]
+		s.IDs = append(s.IDs, r.Run.ID)
+		// Throughput (tokens per second per GPU) orders the layouts.
+		tok := float64(r.Request.Training.GlobalBatch) * float64(r.Request.Training.SeqLen) / float64(r.Run.GPUs)
+		s.Pred = append(s.Pred, tok/r.Estimate.StepTime)
+		s.Meas = append(s.Meas, tok/r.MeasuredS)
+	}
+	sort.Strings(names)
+	var out []Ranking
+	for _, k := range names {
+		s := sets[k]
+		s.N = len(s.IDs)
+		if s.N >= 2 {
+			s.Tau = kendall(s.Pred, s.Meas)
+			out = append(out, *s)
+		}
+	}
+	return out
+}
+
+// kendall is Kendall's τ-b.
+func kendall(x, y []float64) float64 {
+	var conc, disc, tx, ty float64
+	for i := range x {
+		for j := i + 1; j < len(x); j++ {
+			dx, dy := x[i]-x[j], y[i]-y[j]
+			switch {
+			case dx == 0 && dy == 0:
+			case dx == 0:
+				tx++
+			case dy == 0:
+				ty++
+			case dx*dy > 0:
+				conc++
+			default:
+				disc++
+			}
+		}
+	}
+	den := math.Sqrt((conc + disc + tx) * (conc + disc + ty))
+	if den == 0 {
+		return 0
+	}
+	return (conc - disc) / den
+}
+
+// evenSplit spreads layers over stages as evenly as possible, earlier stages first.
+func evenSplit(layers, stages int) []int {
+	out := make([]int, stages)
+	for i := range out {
+		out[i] = layers / stages
+		if i < layers%stages {
+			out[i]++
+		}
+	}
+	return out
+}

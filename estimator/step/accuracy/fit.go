@@ -1,0 +1,106 @@
+package accuracy
+
+import (
+	"maps"
+	"math"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+// Loss is the fit objective: the mean absolute log error of the step time over the
+// runs, plus the largest one, so that no run is sacrificed.
+func Loss(rs []Result) float64 {
+	var sum, worst float64
+	n := 0
+	for _, r := range rs {
+		if r.Err != nil || !(r.Estimate.StepTime > 0) {
+			return math.Inf(1)
+		}
+		e := math.Abs(math.Log(r.Estimate.StepTime / r.MeasuredS))
+		sum += e
+		worst = max(worst, e)
+		n++
+	}
+	if n == 0 {
+		return math.Inf(1)
+	}
+	return sum/float64(n) + 0.25*worst
+}
+
+// Fit adjusts the constants by coordinate descent on Loss.
+func Fit(cases []Case, start step.Constants, set []Setter, rounds int) (step.Constants, float64) {
+	eval := func(k step.Constants) float64 {
+		return Loss(Evaluate(step.NewWith(k, collective.Default()), cases))
+	}
+	best := cloneK(start)
+	bestLoss := eval(best)
+	for range rounds {
+		improved := false
+		for _, s := range set {
+			cur := s.Get(&best)
+			cand, candLoss := best, bestLoss
+			for _, f := range []float64{1.3, 1.1, 1.03, 1 / 1.03, 1 / 1.1, 1 / 1.3} {
+				nv := math.Max(s.Min, math.Min(s.Max, cur*f))
+				if nv == cur {
+					continue
+				}
+				k := cloneK(best)
+				s.Set(&k, nv)
+				if l := eval(k); l < candLoss-1e-9 {
+					cand, candLoss = k, l
+				}
+			}
+			if candLoss < bestLoss {
+				best, bestLoss, improved = cand, candLoss, true
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return best, bestLoss
+}
+
+// Setter reads and writes one constant.
+type Setter struct {
+	Name     string
+	Get      func(*step.Constants) float64
+	Set      func(*step.Constants, float64)
+	Min, Max float64
+}
+
+// Setters lists the fitted compute constants.
+func Setters() []Setter {
+	var out []Setter
+	arch := func(name string, m func(*step.Constants) map[hardware.Arch]float64, a hardware.Arch, lo, hi float64) {
+		out = append(out, Setter{name + "." + string(a),
+			func(k *step.Constants) float64 { return m(k)[a] },
+			func(k *step.Constants, v float64) { m(k)[a] = v }, lo, hi})
+	}
+	gemm := func(k *step.Constants) map[hardware.Arch]float64 { return k.GEMMEfficiency }
+	fp8 := func(k *step.Constants) map[hardware.Arch]float64 { return k.FP8GEMMEfficiency }
+	attn := func(k *step.Constants) map[hardware.Arch]float64 { return k.AttentionEfficiency }
+	arch("GEMMEfficiency", gemm, hardware.Ampere, 0.3, 0.95)
+	arch("GEMMEfficiency", gemm, hardware.Hopper, 0.3, 0.95)
+	arch("FP8GEMMEfficiency", fp8, hardware.Hopper, 0.2, 0.95)
+	arch("AttentionEfficiency", attn, hardware.Ampere, 0.2, 0.9)
+	arch("AttentionEfficiency", attn, hardware.Hopper, 0.2, 0.9)
+	scalar := func(name string, p func(*step.Constants) *float64, lo, hi float64) {
+		out = append(out, Setter{name, func(k *step.Constants) float64 { return *p(k) },
+			func(k *step.Constants, v float64) { *p(k) = v }, lo, hi})
+	}
+	scalar("GEMMHalfFLOPs", func(k *step.Constants) *float64 { return &k.GEMMHalfFLOPs }, 1e7, 1e12)
+	scalar("HBMEfficiency", func(k *step.Constants) *float64 { return &k.HBMEfficiency }, 0.4, 0.95)
+	scalar("KernelLaunchUs", func(k *step.Constants) *float64 { return &k.KernelLaunchUs }, 1, 40)
+	return out
+}
+
+func cloneK(k step.Constants) step.Constants {
+	c := k
+	c.GEMMEfficiency = maps.Clone(k.GEMMEfficiency)
+	c.FP8GEMMEfficiency = maps.Clone(k.FP8GEMMEfficiency)
+	c.AttentionEfficiency = maps.Clone(k.AttentionEfficiency)
+	return c
+}

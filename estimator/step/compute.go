@@ -1,0 +1,141 @@
+package step
+
+import (
+	"math"
+
+	"github.com/stepcost/stepcost/estimator/hardware"
+)
+
+// Constants are the fitted parameters of the compute and memory model, per GPU
+// generation where the hardware differs. docs/step-model.md gives each one's source.
+type Constants struct {
+	// GEMMEfficiency is the fraction of dense peak a large, well-shaped bf16 matrix
+	// multiplication reaches (cuBLAS/hipBLASLt on big square-ish problems).
+	GEMMEfficiency map[hardware.Arch]float64
+	// FP8GEMMEfficiency is the same for fp8 matmuls against the fp8 peak (scaling and
+	// casting kernels around every fp8 GEMM eat into the 2× peak).
+	FP8GEMMEfficiency map[hardware.Arch]float64
+	// GEMMHalfFLOPs is the work at which a GEMM reaches half of its large-problem
+	// efficiency: kernel start, prologue and epilogue amortise over the work.
+	GEMMHalfFLOPs float64
+	// TileM × TileN is the output tile one SM computes; a GEMM runs in waves of one
+	// tile per SM, so a partial last wave wastes the idle SMs.
+	TileM, TileN int
+	// AttentionEfficiency is the fraction of peak of the attention core (QKᵀ, softmax,
+	// AV): flash attention when fused, separate batched GEMMs and softmax otherwise.
+	AttentionEfficiency map[hardware.Arch]float64
+	// HBMEfficiency is the fraction of HBM bandwidth elementwise kernels reach.
+	HBMEfficiency float64
+	// KernelLaunchUs is the host cost of launching one kernel; a layer cannot run
+	// faster than the host can launch its kernels.
+	KernelLaunchUs float64
+	// KernelsPerLayer is the number of kernels of one layer's forward pass (GEMMs,
+	// norms, rotary, attention, residuals); the backward launches twice as many.
+	KernelsPerLayer float64
+	// OptimizerBytes is the HBM traffic of one Adam update per parameter: read fp32
+	// master, m, v and the gradient, write master, m, v and the bf16 weight.
+	OptimizerBytes float64
+	// RuntimeReserveGB is memory the framework holds besides tensors: CUDA context,
+	// cuBLAS workspaces, NCCL buffers.
+	RuntimeReserveGB float64
+	// Fragmentation is the fraction of the GPU's memory the caching allocator loses
+	// to fragmentation at peak.
+	Fragmentation float64
+	// DPBucketBytes is the gradient bucket size of data-parallel reduction (PyTorch
+	// DDP's default 25 MB); the last bucket cannot overlap the backward pass.
+	DPBucketBytes float64
+}
+
+// DefaultConstants returns the fitted compute constants (a fresh copy).
+func DefaultConstants() Constants {
+	return Constants{
+		GEMMEfficiency: map[hardware.Arch]float64{
+			hardware.Ampere: 0.71, hardware.Hopper: 0.59, hardware.Blackwell: 0.59,
+			hardware.CDNA3: 0.50, hardware.CDNA4: 0.50,
+		},
+		FP8GEMMEfficiency: map[hardware.Arch]float64{
+			hardware.Hopper: 0.41, hardware.Blackwell: 0.41, hardware.CDNA3: 0.35, hardware.CDNA4: 0.35,
+		},
+		GEMMHalfFLOPs: 1e7,
+		TileM:         128,
+		TileN:         256,
+		AttentionEfficiency: map[hardware.Arch]float64{
+			hardware.Ampere: 0.27, hardware.Hopper: 0.20, hardware.Blackwell: 0.20,
+			hardware.CDNA3: 0.20, hardware.CDNA4: 0.20,
+		},
+		HBMEfficiency:    0.95,
+		KernelLaunchUs:   4,
+		KernelsPerLayer:  20,
+		OptimizerBytes:   30,
+		RuntimeReserveGB: 2.5,
+		Fragmentation:    0.05,
+		DPBucketBytes:    25e6,
+	}
+}
+
+// gemm is one matrix multiplication C[M×N] += A[M×K]·B[K×N], Count times.
+type gemm struct {
+	m, n, k float64
+	count   float64
+}
+
+func (g gemm) flops() float64 { return 2 * g.m * g.n * g.k * g.count }
+
+// gpuRates holds what compute timing needs of a GPU.
+type gpuRates struct {
+	peak     float64 // FLOP/s of the matmul format
+	peak16   float64 // bf16/fp16 FLOP/s (attention runs in 16 bits)
+	hbm      float64 // achievable B/s
+	sms      float64
+	gemmEff  float64
+	attnEff  float64
+	elemSize float64 // bytes per matmul operand element
+}
+
+func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {
+	var r gpuRates
+	bf, err := g.Peak(hardware.BF16)
+	if err != nil {
+		if bf, err = g.Peak(hardware.FP16); err != nil {
+			return r, false
+		}
+	}
+	r.peak16, r.peak = bf, bf
+	r.gemmEff = k.GEMMEfficiency[g.Arch]
+	r.elemSize = 2
+	if p == FP8 {
+		f8, err := g.Peak(hardware.FP8)
+		if err != nil || k.FP8GEMMEfficiency[g.Arch] == 0 {
+			return r, false
+		}
+		r.peak, r.gemmEff, r.elemSize = f8, k.FP8GEMMEfficiency[g.Arch], 1
+	}
+	r.attnEff = k.AttentionEfficiency[g.Arch]
+	r.hbm = g.MemoryBandwidthGBps * 1e9 * k.HBMEfficiency
+	r.sms = float64(g.SMs)
+	return r, r.gemmEff > 0 && r.attnEff > 0
+}
+
+// gemmTime is the time of a GEMM: the larger of its compute time — at the
+// large-problem efficiency, lowered by the partial last wave of output tiles and by
+// the start-up of small problems — and the time to move its operands through HBM.
+func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
+	if g.count == 0 || g.m <= 0 || g.n <= 0 || g.k <= 0 {
+		return 0
+	}
+	work := 2 * g.m * g.n * g.k
+	eff := r.gemmEff * work / (work + k.GEMMHalfFLOPs)
+	if r.sms > 0 {
+		tiles := math.Ceil(g.m/float64(k.TileM)) * math.Ceil(g.n/float64(k.TileN))
+		waves := math.Ceil(tiles / r.sms)
+		// Useful share of the tile-waves: partial tiles at the edges and the idle SMs
+		// of the last wave.
+		eff *= (g.m * g.n) / (waves * r.sms * float64(k.TileM*k.TileN))
+		if eff > r.gemmEff {
+			eff = r.gemmEff
+		}
+	}
+	compute := work / (r.peak * eff)
+	bytes := r.elemSize*(g.m*g.k+g.k*g.n) + 2*g.m*g.n
+	return g.count * math.Max(compute, bytes/r.hbm)
+}

@@ -1,0 +1,373 @@
+package step
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Estimator prices training steps. It caches the placements of communication
+// groups (their contention coefficients), so that estimating many layouts on one
+// cluster stays cheap. It is safe for concurrent use.
+type Estimator struct {
+	coll *collective.Model
+	k    Constants
+
+	mu     sync.RWMutex
+	places map[placeKey]*collective.Placement
+}
+
+// New returns an estimator with the fitted constants.
+func New() *Estimator { return NewWith(DefaultConstants(), collective.Default()) }
+
+// NewWith returns an estimator with the given constants.
+func NewWith(k Constants, ck collective.Constants) *Estimator {
+	return &Estimator{coll: collective.NewModel(ck), k: k, places: map[placeKey]*collective.Placement{}}
+}
+
+// placeKey identifies a communication group by the layout that produces it.
+type placeKey struct {
+	cl    *topology.Cluster
+	comm  Comm
+	sizes [numDims]int
+	order [numDims]Dim
+}
+
+// placement returns (and caches) the placement of rank 0's group of the given
+// communication, with the groups that run at the same time in its pipeline stage.
+func (e *Estimator) placement(cl *topology.Cluster, g grid, c Comm) (*collective.Placement, error) {
+	key := placeKey{cl: cl, comm: c, sizes: g.size, order: g.order}
+	e.mu.RLock()
+	p, ok := e.places[key]
+	e.mu.RUnlock()
+	if ok {
+		return p, nil
+	}
+	var group []int
+	var sib [][]int
+	switch c {
+	case CommTP:
+		sib = g.siblings(0, []Dim{DimTP}, DimPP)
+	case CommCP:
+		sib = g.siblings(0, []Dim{DimCP}, DimPP)
+	case CommEP:
+		sib = g.siblings(0, []Dim{DimEP}, DimPP)
+	case CommDP, CommZeRO3:
+		sib = g.siblings(0, []Dim{DimCP, DimEP, DimDP}, DimPP)
+	case CommPP:
+		// Stage 0 → stage 1: every rank of stage 0 sends to its peer at once.
+		step := g.stride[DimPP]
+		for r := 0; r < g.n; r++ {
+			if g.coord(r, DimPP) == 0 {
+				sib = append(sib, []int{r, r + step})
+			}
+		}
+	case CommEmbed:
+		last := (g.size[DimPP] - 1) * g.stride[DimPP]
+		for r := 0; r < g.n; r++ {
+			if g.coord(r, DimPP) == 0 {
+				sib = append(sib, []int{r, r + last})
+			}
+		}
+	}
+	group, sib = sib[0], sib[1:]
+	p, err := collective.Place(cl, group, sib)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.places[key] = p
+	e.mu.Unlock()
+	return p, nil
+}
+
+// Estimate prices one training step.
+func (e *Estimator) Estimate(req Request) (Result, error) {
+	req = normalise(req)
+	if err := validate(req); err != nil {
+		return Result{}, err
+	}
+	a, t, l, cl := req.Model, req.Training, req.Layout, req.Cluster
+	g, _ := newGrid(l)
+	gpu := cl.GPU()
+	rates, ok := e.k.rates(gpu, t.Precision)
+	if !ok {
+		return Result{}, fmt.Errorf("%w: no calibrated compute efficiency for %s (%s) in %s", ErrUnsupported, gpu.Name, gpu.Arch, t.Precision)
+	}
+	var res Result
+	res.GPUs = g.n
+	m := t.GlobalBatch / (l.DP * l.MicroBatch) // micro-batches per replica
+	res.MicroBatches = m
+	b := float64(l.MicroBatch)
+	s := float64(t.SeqLen)
+	sLocal := s / float64(l.CP)
+	tokens := b * sLocal // tokens of one micro-batch on one GPU
+	tp := l.TP
+	tf := float64(tp)
+	h := float64(a.Hidden)
+	kv := float64(max(1, a.KVHeads)) / float64(a.Heads)
+
+	// ---- compute of one layer for one micro-batch ----
+	moeEvery := 0
+	if a.MoE != nil {
+		moeEvery = max(1, a.MoE.Frequency)
+	}
+	lc := e.layerCompute(req, &rates, tokens, sLocal, s, false)
+	var lcMoE layerTimes
+	if moeEvery > 0 {
+		lcMoE = e.layerCompute(req, &rates, tokens, sLocal, s, true)
+	}
+
+	// Layers per pipeline rank (over its v chunks); the slowest stage sets the pace.
+	stageLayers := a.Layers / l.PP
+	if len(l.LayerSplit) > 0 {
+		stageLayers = 0
+		v := l.VirtualStages
+		for st := 0; st < l.PP; st++ {
+			n := 0
+			for c := 0; c < v; c++ {
+				n += l.LayerSplit[c*l.PP+st]
+			}
+			stageLayers = max(stageLayers, n)
+		}
+	}
+	res.StageLayers = stageLayers
+	nMoE := 0.0
+	if moeEvery > 0 {
+		nMoE = float64(stageLayers / moeEvery)
+	}
+	nDense := float64(stageLayers) - nMoE
+	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
+	bwd := nDense*lc.bwd + nMoE*lcMoE.bwd
+	rc := 0.0
+	switch l.Recompute {
+	case RecomputeFull:
+		rc = fwd
+	case RecomputeSelective:
+		rc = nDense*lc.attnFwd + nMoE*lcMoE.attnFwd
+	}
+	// The last stage also computes the logits and loss; the first the embedding.
+	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1}, &rates)
+	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1}, &rates) + e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1}, &rates)
+	if l.PP == 1 || stageLayers*l.PP == a.Layers { // evenly split: the last stage is the slowest
+		fwd += logits
+		bwd += logitsBwd
+	}
+
+	// ---- communication per micro-batch on the critical path ----
+	var bd Breakdown
+	addComm := func(c Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
+		p, err := e.placement(cl, g, c)
+		if err != nil {
+			return 0, err
+		}
+		est, err := e.coll.Estimate(p, op, bytes, collective.Options{})
+		if err != nil {
+			return 0, err
+		}
+		res.Comms = append(res.Comms, CommCall{
+			Kind: c, KindName: c.String(), Op: op.String(), Group: p.N(), Nodes: p.Domains, Concurrent: len(p.Siblings),
+			Bytes: bytes, Algorithm: est.Algo.String(), Protocol: est.Protocol.String(), TimeUs: est.TimeUs,
+			PerStep: perStep, When: when,
+		})
+		return est.TimeUs * 1e-6, nil
+	}
+	mf := float64(m)
+	layers := float64(stageLayers)
+	var tpPerMB, cpExposedPerMB, epPerMB float64
+	var hiddenPerMB float64 // overlapped communication per micro-batch (for contention)
+	if tp > 1 {
+		act := tokens * h * 2
+		nFwd := 2.0
+		if l.Recompute == RecomputeFull {
+			nFwd = 4
+		}
+		var per float64
+		if l.SP {
+			ag, err := addComm(CommTP, collective.AllGather, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward (+2 recomputed forward)")
+			if err != nil {
+				return Result{}, err
+			}
+			rs, err := addComm(CommTP, collective.ReduceScatter, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward (+2 recomputed forward)")
+			if err != nil {
+				return Result{}, err
+			}
+			per = (ag + rs) * (nFwd + 2) / 2
+		} else {
+			ar, err := addComm(CommTP, collective.AllReduce, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward (+2 recomputed forward)")
+			if err != nil {
+				return Result{}, err
+			}
+			per = ar * (nFwd + 2)
+		}
+		tpPerMB = per * layers
+		if l.OverlapTP {
+			// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM time.
+			hid := math.Min(tpPerMB, 0.9*(fwd+bwd))
+			bd.Hidden[CommTP] = hid * mf
+			hiddenPerMB += hid
+			tpPerMB -= hid
+		}
+	}
+	if l.CP > 1 {
+		// Ring attention: K and V blocks pass CP−1 times forward, twice as much backward.
+		blk := 2 * tokens * h * kv / tf * 2
+		p2p, err := addComm(CommCP, collective.SendRecv, blk, layers*3*float64(l.CP-1)*mf, "per layer: CP−1 K/V block passes forward, 2(CP−1) backward")
+		if err != nil {
+			return Result{}, err
+		}
+		cpTotal := p2p * 3 * float64(l.CP-1) * layers
+		attn := (nDense*(lc.attnFwd+lc.attnBwd) + nMoE*(lcMoE.attnFwd+lcMoE.attnBwd))
+		hid := math.Min(cpTotal, attn)
+		cpExposedPerMB = cpTotal - hid
+		hiddenPerMB += hid
+		bd.Hidden[CommCP] = hid * mf
+	}
+	if l.EP > 1 && nMoE > 0 {
+		x := tokens * float64(a.MoE.TopK) * h * 2
+		a2a, err := addComm(CommEP, collective.AllToAll, x, nMoE*4*mf, "per MoE layer: dispatch and combine, forward and backward")
+		if err != nil {
+			return Result{}, err
+		}
+		epPerMB = a2a * 4 * nMoE
+	}
+
+	// ---- pipeline ----
+	v := float64(l.VirtualStages)
+	pf := float64(l.PP)
+	perMB := fwd + bwd + rc + tpPerMB + cpExposedPerMB + epPerMB
+	var ppExposed float64
+	if l.PP > 1 {
+		act := tokens * h * 2
+		if l.SP {
+			act /= tf // scatter-gather: each TP rank sends its slice
+		}
+		x, err := addComm(CommPP, collective.SendRecv, act, 2*(v*mf+pf-1), "per micro-batch and stage boundary: activation forward, gradient backward")
+		if err != nil {
+			return Result{}, err
+		}
+		ppExposed = 2 * x * (v*mf + pf - 1)
+	}
+	bubble := (pf - 1) / v * perMB
+
+	// ---- data parallelism and ZeRO ----
+	stageParams, expertParams := e.stageParams(req, stageLayers)
+	denseShard := l.DP * l.CP
+	var dpExposed, z3Exposed float64
+	o := t.Optimizer
+	if denseShard > 1 {
+		switch {
+		case l.ZeRO == 3:
+			// Per layer and micro-batch: gather the weights forward and again backward,
+			// reduce-scatter the gradients; prefetching hides what fits under the
+			// layer's compute.
+			layerW := (stageParams / layers) * o.WeightBytes
+			ag, err := addComm(CommZeRO3, collective.AllGather, layerW, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the weights")
+			if err != nil {
+				return Result{}, err
+			}
+			rs, err := addComm(CommZeRO3, collective.ReduceScatter, (stageParams/layers)*o.GradBytes, layers*mf, "per layer and micro-batch: gradient reduce-scatter")
+			if err != nil {
+				return Result{}, err
+			}
+			perLayerF := (fwd + rc/2) / layers
+			perLayerB := (bwd + rc/2) / layers
+			expF := math.Max(0, ag-perLayerF)
+			expB := math.Max(0, ag+rs-perLayerB)
+			z3Exposed = (expF + expB) * layers * mf
+			// The first gather of the step and the last reduce-scatter cannot hide.
+			z3Exposed += ag + rs
+			bd.Hidden[CommZeRO3] = ((ag-expF)+(ag+rs-expB))*layers*mf - ag - rs
+			hiddenPerMB += ((ag - expF) + (ag + rs - expB)) * layers
+		default:
+			grad := stageParams * o.GradBytes
+			var tdp float64
+			if l.ZeRO == 0 {
+				x, err := addComm(CommDP, collective.AllReduce, grad, 1, "end of step: gradient all-reduce (bucketed, overlapped with the last backward)")
+				if err != nil {
+					return Result{}, err
+				}
+				tdp = x
+			} else {
+				rs, err := addComm(CommDP, collective.ReduceScatter, grad, 1, "end of step: gradient reduce-scatter (bucketed, overlapped with the last backward)")
+				if err != nil {
+					return Result{}, err
+				}
+				ag, err := addComm(CommDP, collective.AllGather, stageParams*o.WeightBytes, 1, "after the optimizer: parameter all-gather")
+				if err != nil {
+					return Result{}, err
+				}
+				tdp = rs
+				dpExposed += ag // the updated weights are needed before the next forward
+			}
+			// Gradient buckets reduce while the last micro-batch's backward runs; the
+			// last bucket waits for the end of it.
+			last := tdp * math.Min(1, e.k.DPBucketBytes/math.Max(grad, 1))
+			hid := math.Max(0, math.Min(tdp-last, bwd))
+			dpExposed += tdp - hid
+			bd.Hidden[CommDP] = hid
+			hiddenPerMB += hid / mf
+		}
+		_ = expertParams
+	}
+	if a.TiedEmbeddings && l.PP > 1 {
+		x, err := addComm(CommEmbed, collective.AllReduce, float64(a.Vocab)*h/tf*o.GradBytes, 1, "end of step: tied embedding gradient, first and last stage")
+		if err != nil {
+			return Result{}, err
+		}
+		bd.Exposed[CommEmbed] = x
+	}
+
+	// ---- optimizer ----
+	shard := 1.0
+	if l.ZeRO >= 1 {
+		shard = float64(denseShard)
+	}
+	bd.Optimizer = (stageParams + expertParams) / shard * e.k.OptimizerBytes / rates.hbm
+
+	// ---- contention: overlapped communication occupies SMs ----
+	commSMs := 16.0 / math.Max(1, rates.sms)
+	contPerMB := hiddenPerMB * commSMs
+
+	bd.Forward = mf * fwd
+	bd.Backward = mf * bwd
+	bd.Recompute = mf * rc
+	bd.Exposed[CommTP] = mf * tpPerMB
+	bd.Exposed[CommCP] = mf * cpExposedPerMB
+	bd.Exposed[CommEP] = mf * epPerMB
+	bd.Exposed[CommPP] = ppExposed
+	bd.Exposed[CommDP] = dpExposed
+	bd.Exposed[CommZeRO3] = z3Exposed
+	bd.Bubble = bubble
+	bd.Contention = mf * contPerMB
+	res.Breakdown = bd
+	res.StepTime = bd.Sum()
+
+	// ---- memory ----
+	res.Memory = e.memory(req, stageLayers, stageParams, expertParams, m)
+	if !res.Memory.Fits {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("does not fit: needs %.1f GB per GPU of %.1f GB", res.Memory.Total, res.Memory.Capacity))
+	}
+
+	// ---- throughput ----
+	stepTokens := float64(t.GlobalBatch) * s
+	res.Throughput.TokensPerSec = stepTokens / res.StepTime
+	res.Throughput.TokensPerSecPerGPU = res.Throughput.TokensPerSec / float64(g.n)
+	model := 3 * e.modelForwardFLOPs(req) * float64(t.GlobalBatch)
+	hw := model
+	if l.Recompute == RecomputeFull {
+		hw = model * 4 / 3
+	}
+	peak := rates.peak16 * float64(g.n)
+	res.Throughput.MFU = model / res.StepTime / peak
+	res.Throughput.HFU = hw / res.StepTime / peak
+	res.Assumptions = e.assumptions(req, &rates)
+	return res, nil
+}
+
+// ErrUnsupported says the estimator lacks calibration for a request.
+var ErrUnsupported = errors.New("not supported")

@@ -1,0 +1,203 @@
+package step
+
+import (
+	"fmt"
+	"math"
+)
+
+// layerTimes is one layer's compute for one micro-batch on one GPU, in seconds.
+type layerTimes struct {
+	fwd, bwd         float64
+	attnFwd, attnBwd float64 // the attention core (scores, softmax, AV) inside fwd/bwd
+}
+
+// layerCompute times one layer: its GEMMs at shape-dependent efficiency (forward;
+// backward as the data-gradient and weight-gradient GEMMs of each), the attention
+// core at the attention efficiency, the elementwise kernels at HBM bandwidth, never
+// faster than the host can launch the layer's kernels.
+func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s float64, moe bool) layerTimes {
+	a, l := req.Model, req.Layout
+	k := &e.k
+	t := float64(l.TP)
+	h, f := float64(a.Hidden), float64(a.FFN)
+	kv := float64(max(1, a.KVHeads)) / float64(a.Heads)
+	mlpMats := 2.0
+	if a.GatedMLP {
+		mlpMats = 3
+	}
+	var fwd, bwd float64
+	add := func(g gemm) {
+		fwd += k.gemmTime(g, r)
+		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count}, r) + k.gemmTime(gemm{g.k, g.n, g.m, g.count}, r)
+	}
+	add(gemm{tokens, h * (1 + 2*kv) / t, h, 1}) // QKV, column parallel
+	add(gemm{tokens, h, h / t, 1})              // output projection, row parallel
+	act := mlpMats * f / t                      // elementwise MLP width
+	if moe && a.MoE != nil {
+		ef := float64(a.MoE.ExpertFFN)
+		if ef == 0 {
+			ef = f
+		}
+		local := float64(a.MoE.Experts / max(1, l.EP))
+		perExpert := tokens * float64(a.MoE.TopK) / local // tokens each local expert sees on average
+		add(gemm{perExpert, (mlpMats - 1) * ef / t, h, local})
+		add(gemm{perExpert, h, ef / t, local})
+		add(gemm{tokens, float64(a.MoE.Experts), h, 1}) // router
+		act = mlpMats * ef / t * float64(a.MoE.TopK)
+	} else {
+		add(gemm{tokens, (mlpMats - 1) * f / t, h, 1})
+		add(gemm{tokens, h, f / t, 1})
+	}
+
+	// Attention core: QKᵀ and AV, 2·2·s_q·s_kv·h FLOPs per sequence over the heads of
+	// this rank; causal flash attention skips the masked half, and its backward
+	// recomputes the scores (2.5× the forward).
+	b := tokens / sLocal
+	attn := 4 * b * sLocal * s * h / t
+	bwdFactor := 2.0
+	if !req.Training.UnfusedAttention {
+		attn *= 0.5
+		bwdFactor = 2.5
+	}
+	at := attn / (r.peak16 * r.attnEff)
+	if req.Training.UnfusedAttention {
+		// Scores, softmax and dropout go through HBM: about 8 bytes per score written
+		// and read forward, twice that backward.
+		at += 8 * b * float64(a.Heads) / t * sLocal * s / r.hbm
+	}
+	lt := layerTimes{attnFwd: at, attnBwd: bwdFactor * at}
+	fwd += lt.attnFwd
+	bwd += lt.attnBwd
+
+	// Elementwise traffic: norms, residual adds, rotary, activation function, in 16 bits.
+	hPart := 14 * h
+	if l.SP {
+		hPart /= t
+	}
+	elem := 2 * tokens * (hPart + act) / r.hbm
+	fwd += elem
+	bwd += 2 * elem
+
+	launch := k.KernelLaunchUs * 1e-6 * k.KernelsPerLayer
+	lt.fwd = math.Max(fwd, launch)
+	lt.bwd = math.Max(bwd, 2*launch)
+	return lt
+}
+
+// stageParams returns the parameters one GPU of the largest pipeline stage holds:
+// dense (split by TP) and expert (split by EP and TP).
+func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert float64) {
+	a, l := req.Model, req.Layout
+	p := a.Params()
+	t := float64(l.TP)
+	moeEvery := 0
+	if a.MoE != nil {
+		moeEvery = max(1, a.MoE.Frequency)
+	}
+	nMoE := 0
+	if moeEvery > 0 {
+		nMoE = stageLayers / moeEvery
+	}
+	nDense := stageLayers - nMoE
+	dense = float64(nDense)*(p.PerLayerAttention+p.PerLayerDenseMLP)/t + float64(stageLayers)*p.PerLayerNorm
+	if nMoE > 0 {
+		dense += float64(nMoE) * p.PerLayerAttention / t
+		expert = float64(nMoE) * (p.PerLayerMoE) / (t * float64(max(1, l.EP)))
+	}
+	// The first stage holds the embedding, the last the output layer (vocab-parallel).
+	emb := p.Embedding / t
+	if l.PP == 1 {
+		emb += p.Output / t
+	}
+	dense += emb
+	return dense, expert
+}
+
+// memory computes the peak per-GPU memory.
+func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, m int) Memory {
+	a, t, l := req.Model, req.Training, req.Layout
+	o := t.Optimizer
+	const gb = 1e9
+	var mem Memory
+	shard := l.DP * l.CP
+	w, gr, st := ModelStateBytes(dense, o, l.ZeRO, shard)
+	we, ge, se := ModelStateBytes(expert, o, l.ZeRO, max(1, shard/max(1, l.EP)))
+	mem.Weights, mem.Gradients, mem.Optimizer = (w+we)/gb, (gr+ge)/gb, (st+se)/gb
+	layers := float64(stageLayers)
+	if l.ZeRO == 3 && shard > 1 {
+		// The layer being computed and the one being prefetched, unsharded.
+		mem.Gathered = 2 * (dense + expert) / layers * o.WeightBytes / gb
+	}
+	b := float64(l.MicroBatch)
+	s := float64(t.SeqLen) / float64(l.CP)
+	scores := t.UnfusedAttention
+	per := ActivationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, l.Recompute, scores)
+	if a.MoE != nil {
+		moe := ActivationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, l.Recompute, scores)
+		every := float64(max(1, a.MoE.Frequency))
+		per = per*(1-1/every) + moe/every
+	}
+	mem.ActivationBytesPerLayer = per
+	inflight := inFlight(l.Schedule, l.PP, l.VirtualStages, m)
+	mem.InFlight = inflight
+	act := per * layers * inflight
+	if l.Recompute == RecomputeFull {
+		// The layer being recomputed holds its full activations during its backward.
+		full := ActivationBytes(a, a.MoE != nil, s, float64(t.SeqLen), b, l.TP, l.SP, RecomputeNone, scores)
+		act += full
+	}
+	tokens := b * s
+	h, v := float64(a.Hidden), float64(a.Vocab)
+	firstEmb := 3 * tokens * h * inflight // embedding output and its dropout mask
+	// Logits in 16 bits plus the fp32 copy the loss is computed in, vocab-parallel.
+	lastLogits := 6 * tokens * v / float64(l.TP)
+	first := act + firstEmb
+	last := per*layers*math.Min(1, inflight) + lastLogits // the last stage holds one micro-batch
+	if l.PP == 1 {
+		first += lastLogits
+		last = first
+	}
+	mem.Stage = 0
+	peakAct, logits := act, firstEmb
+	if last > first {
+		mem.Stage = l.PP - 1
+		peakAct, logits = last-lastLogits, lastLogits
+	} else if l.PP == 1 {
+		logits += lastLogits
+	}
+	mem.Activations = peakAct / gb
+	mem.Logits = logits / gb
+	// NCCL channel buffers, plus two gradient buckets being reduced.
+	mem.Buffers = 0.5
+	if l.DP*l.CP > 1 && l.ZeRO < 3 {
+		mem.Buffers += 2 * e.k.DPBucketBytes / gb
+	}
+	mem.Capacity = req.Cluster.GPU().MemoryGB
+	mem.Reserve = e.k.RuntimeReserveGB + e.k.Fragmentation*mem.Capacity
+	mem.Total = mem.Weights + mem.Gradients + mem.Optimizer + mem.Gathered + mem.Activations + mem.Logits + mem.Buffers + mem.Reserve
+	mem.Headroom = mem.Capacity - mem.Total
+	mem.Fits = mem.Headroom >= 0
+	return mem
+}
+
+// modelForwardFLOPs is the forward FLOPs of one sequence: every GEMM (active
+// parameters), full attention 4·s²·h per layer (the convention of Narayanan et al.
+// and MFU reports) and the logits.
+func (e *Estimator) modelForwardFLOPs(req Request) float64 {
+	return req.Model.ForwardFLOPs(req.Training.SeqLen)
+}
+
+func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
+	attn := "causal flash attention (masked half skipped, backward 2.5× forward)"
+	if req.Training.UnfusedAttention {
+		attn = "unfused attention (full score matrix computed, stored and read back)"
+	}
+	return []string{
+		fmt.Sprintf("GEMMs at up to %.0f%% of the %.0f TFLOP/s %s peak, lowered for small and badly tiled shapes (%d SMs, %d×%d tiles)",
+			100*r.gemmEff, r.peak/1e12, req.Training.Precision, int(r.sms), e.k.TileM, e.k.TileN),
+		fmt.Sprintf("attention core at %.0f%% of the 16-bit peak; %s", 100*r.attnEff, attn),
+		fmt.Sprintf("elementwise kernels at %.0f%% of HBM bandwidth; at least %.0f kernel launches of %.0f µs per layer forward", 100*e.k.HBMEfficiency, e.k.KernelsPerLayer, e.k.KernelLaunchUs),
+		"data-parallel gradients reduce in 25 MB buckets under the last micro-batch's backward; ZeRO-3 prefetches the next layer",
+		"communication overlapped with compute slows it by the share of SMs its kernels take (16 channels)",
+	}
+}

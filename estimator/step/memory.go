@@ -1,0 +1,113 @@
+package step
+
+import "github.com/stepcost/stepcost/estimator/model"
+
+// Memory is the peak memory of one GPU, in 10⁹ bytes, on the pipeline stage that
+// needs the most.
+type Memory struct {
+	Weights     float64 `json:"weights_gb"`
+	Gradients   float64 `json:"gradients_gb"`
+	Optimizer   float64 `json:"optimizer_gb"`
+	Gathered    float64 `json:"gathered_weights_gb"` // ZeRO-3: full layers in flight
+	Activations float64 `json:"activations_gb"`
+	Logits      float64 `json:"embeddings_logits_gb"`
+	Buffers     float64 `json:"comm_buffers_gb"`
+	Reserve     float64 `json:"runtime_reserve_gb"` // CUDA context, workspaces, fragmentation
+	Total       float64 `json:"total_gb"`
+	Capacity    float64 `json:"capacity_gb"`
+	Headroom    float64 `json:"headroom_gb"` // capacity − total (negative: does not fit)
+	Fits        bool    `json:"fits"`
+	Stage       int     `json:"stage"` // the pipeline stage of the peak
+	// InFlight is how many micro-batches' activations the peak stage holds.
+	InFlight float64 `json:"in_flight_micro_batches"`
+	// ActivationBytesPerLayer is one layer's saved activations for one micro-batch.
+	ActivationBytesPerLayer float64 `json:"activation_bytes_per_layer"`
+}
+
+// ModelStateBytes returns the bytes per GPU of weights, gradients and optimizer
+// states for params parameters held by the GPU (after tensor and pipeline
+// splitting), sharded over shard data-parallel ranks by ZeRO stage zero
+// (Rajbhandari et al. 2020): stage 1 shards the optimizer states, stage 2 also the
+// gradients, stage 3 also the weights.
+func ModelStateBytes(params float64, o Optimizer, zero, shard int) (w, g, s float64) {
+	d := float64(max(1, shard))
+	w, g, s = params*o.WeightBytes, params*o.GradBytes, params*o.StateBytes
+	if zero >= 1 {
+		s /= d
+	}
+	if zero >= 2 {
+		g /= d
+	}
+	if zero >= 3 {
+		w /= d
+	}
+	return w, g, s
+}
+
+// ActivationBytes is what one transformer layer saves for the backward pass for one
+// micro-batch of b sequences of s tokens (s is this GPU's share with context
+// parallelism; skv the keys each query attends to), following Korthikanti et al.
+// 2022 generalised to grouped-query attention and to gated and non-4h MLPs:
+//
+//   - outside the tensor-parallel region (split by t only with sequence
+//     parallelism): the two layer-norm inputs (4sbh), the attention and MLP inputs
+//     (2sbh each) and two dropout masks (2sbh);
+//   - inside it (split by t): Q (2sbh), K and V (2sbh·g/a each), the output
+//     projection input (2sbh), the MLP's inner activations (4sbf for a two-matrix
+//     MLP, 6sbf gated; × top-k for an MoE layer), and, unless the attention core is
+//     recomputed or fused (flash attention keeps no score matrix), the scores,
+//     softmax and dropout mask 5·a·s·skv·b.
+//
+// For GPT (g = a, f = 4h, two matrices) this is sbh(34 + 5as/h) without TP,
+// sbh(10 + 24/t + 5as/(ht)) with TP and sbh(34 + 5as/h)/t with TP and SP. Full
+// recomputation keeps only the layer input, 2sbh (/t with SP).
+func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool) float64 {
+	h, f := float64(a.Hidden), float64(a.FFN)
+	tf := float64(t)
+	sbh := s * b * h
+	if rc == RecomputeFull {
+		if sp {
+			return 2 * sbh / tf
+		}
+		return 2 * sbh
+	}
+	kv := float64(max(1, a.KVHeads)) / float64(a.Heads)
+	outside := 10 * sbh
+	inner := 2.0
+	if a.GatedMLP {
+		inner = 3
+	}
+	mlp := 2 * inner * s * b * f
+	if moe && a.MoE != nil {
+		ef := float64(a.MoE.ExpertFFN)
+		if ef == 0 {
+			ef = f
+		}
+		mlp = 2 * inner * s * b * ef * float64(a.MoE.TopK)
+	}
+	inside := (2+4*kv+2)*sbh + mlp
+	if scores && rc != RecomputeSelective {
+		inside += 5 * float64(a.Heads) * s * skv * b
+	}
+	if sp {
+		return (outside + inside) / tf
+	}
+	return outside + inside/tf
+}
+
+// inFlight is how many micro-batches' activations the first pipeline stage holds at
+// its peak: all M with GPipe, min(P, M) with 1F1B (so about L layers' worth over its
+// L/P layers), times 1 + (P−1)/(P·v) when interleaved (Narayanan et al. 2021).
+func inFlight(sched Schedule, p, v, m int) float64 {
+	switch {
+	case p == 1:
+		return 1
+	case sched == GPipe:
+		return float64(m)
+	}
+	f := float64(min(p, m))
+	if sched == Interleaved {
+		f *= 1 + float64(p-1)/float64(p*v)
+	}
+	return f
+}

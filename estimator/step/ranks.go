@@ -1,0 +1,132 @@
+package step
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+)
+
+// Dim is a parallel dimension.
+type Dim uint8
+
+const (
+	DimTP Dim = iota
+	DimCP
+	DimEP
+	DimDP
+	DimPP
+	numDims
+)
+
+var dimNames = [numDims]string{"tp", "cp", "ep", "dp", "pp"}
+
+func (d Dim) String() string { return dimNames[d] }
+
+// DefaultRankOrder is Megatron-LM's: TP varies fastest (inside a node), PP slowest.
+const DefaultRankOrder = "tp-cp-ep-dp-pp"
+
+// grid maps a global rank (0 … N−1, GPU id on the nodes the job occupies) to its
+// coordinate in every dimension and back. EP is carved out of DP: the DP dimension of
+// size DP is split into EP (inner) × DP/EP (outer) when the order puts ep before dp,
+// as Megatron's expert-data-parallel groups do.
+type grid struct {
+	size   [numDims]int // extent of each dimension (EP counted separately from DP/EP)
+	order  [numDims]Dim // fastest first
+	stride [numDims]int
+	n      int
+}
+
+func newGrid(l Layout) (grid, error) {
+	var g grid
+	order := l.RankOrder
+	if order == "" {
+		order = DefaultRankOrder
+	}
+	parts := strings.Split(strings.ToLower(order), "-")
+	if len(parts) != int(numDims) {
+		return g, invalid.Field("layout.rank_order", "must name tp, cp, ep, dp and pp once each, separated by '-' (got %q)", l.RankOrder)
+	}
+	seen := map[string]bool{}
+	for i, p := range parts {
+		d := -1
+		for j, n := range dimNames {
+			if n == p {
+				d = j
+			}
+		}
+		if d < 0 || seen[p] {
+			return g, invalid.Field("layout.rank_order", "must name tp, cp, ep, dp and pp once each (got %q)", l.RankOrder)
+		}
+		seen[p] = true
+		g.order[i] = Dim(d)
+	}
+	ep := max(1, l.EP)
+	g.size = [numDims]int{DimTP: l.TP, DimCP: l.CP, DimEP: ep, DimDP: l.DP / ep, DimPP: l.PP}
+	s := 1
+	for _, d := range g.order {
+		g.stride[d] = s
+		s *= g.size[d]
+	}
+	g.n = s
+	return g, nil
+}
+
+// coord of rank r in dimension d.
+func (g grid) coord(r int, d Dim) int { return r / g.stride[d] % g.size[d] }
+
+// group returns the ranks that differ from rank r only in the given dimensions
+// (e.g. {DimTP} for r's TP group, {DimEP, DimDP} for its DP group), in order.
+func (g grid) group(r int, dims ...Dim) []int {
+	base := r
+	for _, d := range dims {
+		base -= g.coord(r, d) * g.stride[d]
+	}
+	out := []int{base}
+	for _, d := range dims {
+		cur := out
+		out = make([]int, 0, len(cur)*g.size[d])
+		for _, b := range cur {
+			for i := range g.size[d] {
+				out = append(out, b+i*g.stride[d])
+			}
+		}
+	}
+	return out
+}
+
+// siblings returns every group of the same dimensions whose ranks share r's
+// coordinate in `same` (e.g. the TP groups of r's pipeline stage), r's own included.
+func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
+	var out [][]int
+	seen := map[int]bool{}
+	for x := range g.n {
+		ok := true
+		for _, d := range same {
+			if g.coord(x, d) != g.coord(r, d) {
+				ok = false
+				break
+			}
+		}
+		if !ok || seen[x] {
+			continue
+		}
+		grp := g.group(x, dims...)
+		for _, y := range grp {
+			seen[y] = true
+		}
+		out = append(out, grp)
+	}
+	return out
+}
+
+func (g grid) String() string {
+	var b strings.Builder
+	for i, d := range g.order {
+		if i > 0 {
+			b.WriteByte('-')
+		}
+		fmt.Fprintf(&b, "%s%d", d, g.size[d])
+	}
+	return b.String()
+}

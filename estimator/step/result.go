@@ -1,0 +1,90 @@
+package step
+
+// Comm is the kind of a communication.
+type Comm uint8
+
+const (
+	CommTP    Comm = iota // tensor-parallel activations (all-reduce, or all-gather + reduce-scatter with SP)
+	CommCP                // context-parallel K/V exchange (ring attention)
+	CommEP                // expert-parallel dispatch and combine (all-to-all)
+	CommPP                // pipeline point-to-point
+	CommDP                // data-parallel gradients (and ZeRO-1/2 parameter all-gather)
+	CommZeRO3             // ZeRO-3 / FSDP per-layer parameter all-gathers and gradient reduce-scatters
+	CommEmbed             // tied-embedding gradient sync between first and last stage
+	numComms
+)
+
+var commNames = [numComms]string{"tp", "cp", "ep", "pp", "dp", "zero3", "embedding"}
+
+func (c Comm) String() string { return commNames[c] }
+
+// Breakdown is where the step time goes, in seconds; the fields add up to the step
+// time.
+type Breakdown struct {
+	Forward   float64 `json:"forward_s"`
+	Backward  float64 `json:"backward_s"`
+	Recompute float64 `json:"recompute_s"`
+	// Exposed is communication on the critical path, per kind.
+	Exposed [numComms]float64 `json:"-"`
+	// Bubble is the pipeline fill and drain.
+	Bubble    float64 `json:"bubble_s"`
+	Optimizer float64 `json:"optimizer_s"`
+	// Contention is the compute slowdown caused by communication that runs under it
+	// (its kernels occupy SMs and HBM bandwidth).
+	Contention float64 `json:"contention_s"`
+	// Hidden is communication overlapped with compute, per kind (not part of the sum).
+	Hidden [numComms]float64 `json:"-"`
+}
+
+// Sum adds the parts of the step time.
+func (b Breakdown) Sum() float64 {
+	s := b.Forward + b.Backward + b.Recompute + b.Bubble + b.Optimizer + b.Contention
+	for _, e := range b.Exposed {
+		s += e
+	}
+	return s
+}
+
+// CommCall is one communication of the step, priced by the collective simulator on
+// the group it actually runs on.
+type CommCall struct {
+	Kind       Comm    `json:"-"`
+	KindName   string  `json:"kind"`
+	Op         string  `json:"collective"`
+	Group      int     `json:"group_size"`
+	Nodes      int     `json:"group_nodes"`
+	Concurrent int     `json:"concurrent_groups"`
+	Bytes      float64 `json:"bytes"`
+	Algorithm  string  `json:"algorithm"`
+	Protocol   string  `json:"protocol"`
+	TimeUs     float64 `json:"time_us"` // one call
+	// PerStep is how many times the critical path runs it in one step.
+	PerStep float64 `json:"calls_per_step"`
+	// When says where it runs ("per layer forward", "end of step", …).
+	When string `json:"when"`
+}
+
+// Throughput of the step.
+type Throughput struct {
+	TokensPerSec       float64 `json:"tokens_per_s"`
+	TokensPerSecPerGPU float64 `json:"tokens_per_s_per_gpu"`
+	// MFU counts the model's FLOPs (3 × forward, attention included);
+	// HFU also counts recomputation.
+	MFU float64 `json:"mfu"`
+	HFU float64 `json:"hfu"`
+}
+
+// Result is a step estimate.
+type Result struct {
+	StepTime     float64    `json:"step_time_s"`
+	Breakdown    Breakdown  `json:"breakdown"`
+	Memory       Memory     `json:"memory"`
+	Throughput   Throughput `json:"throughput"`
+	GPUs         int        `json:"gpus"`
+	MicroBatches int        `json:"micro_batches"`
+	// Layers is the layer count of the slowest pipeline stage.
+	StageLayers int        `json:"stage_layers"`
+	Comms       []CommCall `json:"communication"`
+	Warnings    []string   `json:"warnings"`
+	Assumptions []string   `json:"assumptions"`
+}

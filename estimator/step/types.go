@@ -1,0 +1,81 @@
+// Package step estimates how long one training step of a transformer takes on a
+// cluster under a given parallel layout, and where the time and memory go.
+package step
+
+// Precision is the format of the matrix multiplications.
+type Precision string
+
+const (
+	BF16 Precision = "bf16"
+	FP16 Precision = "fp16"
+	FP8  Precision = "fp8" // fp8 matmuls, bf16 everything else
+)
+
+// Recompute is the activation recomputation policy.
+type Recompute string
+
+const (
+	RecomputeNone      Recompute = "none"
+	RecomputeSelective Recompute = "selective" // attention core recomputed (Korthikanti et al.)
+	RecomputeFull      Recompute = "full"      // every layer's forward recomputed from its input
+)
+
+// Schedule is the pipeline schedule.
+type Schedule string
+
+const (
+	GPipe       Schedule = "gpipe"
+	OneFOneB    Schedule = "1f1b"
+	Interleaved Schedule = "interleaved" // interleaved 1F1B with VirtualStages chunks per rank
+)
+
+// Optimizer says how many bytes per parameter each kind of model state takes.
+// Mixed-precision Adam with an fp32 master copy: 2 (bf16 weights) + 2 (bf16
+// gradients) + 12 (fp32 master, momentum, variance) = 16 B (Rajbhandari et al. 2020).
+type Optimizer struct {
+	Name        string  `json:"name"`
+	WeightBytes float64 `json:"weight_bytes"`
+	GradBytes   float64 `json:"grad_bytes"`
+	StateBytes  float64 `json:"state_bytes"`
+}
+
+// AdamMixed is the default optimizer: 2 + 2 + 12 bytes per parameter.
+func AdamMixed() Optimizer {
+	return Optimizer{Name: "adam-mixed", WeightBytes: 2, GradBytes: 2, StateBytes: 12}
+}
+
+// Training is the workload of one step.
+type Training struct {
+	SeqLen      int       `json:"seq_len"`
+	GlobalBatch int       `json:"global_batch"` // sequences per step
+	Precision   Precision `json:"precision"`
+	Optimizer   Optimizer `json:"optimizer"`
+	// UnfusedAttention: the attention scores are materialised (Megatron-LM before
+	// flash attention); otherwise causal flash attention is assumed.
+	UnfusedAttention bool `json:"unfused_attention,omitempty"`
+}
+
+// Layout is how the model is parallelised and placed.
+type Layout struct {
+	TP int `json:"tp"`
+	PP int `json:"pp"`
+	DP int `json:"dp"`
+	CP int `json:"cp"`
+	EP int `json:"ep"` // expert parallelism (MoE), taken out of DP×CP
+	// ZeRO is the sharding stage over DP: 0 none, 1 optimizer states, 2 + gradients,
+	// 3 + weights (FSDP full shard).
+	ZeRO       int       `json:"zero"`
+	MicroBatch int       `json:"micro_batch"`
+	Recompute  Recompute `json:"recompute"`
+	SP         bool      `json:"sp"` // sequence parallelism with TP
+	Schedule   Schedule  `json:"schedule"`
+	// VirtualStages is the interleaving depth v (model chunks per pipeline rank).
+	VirtualStages int `json:"virtual_stages"`
+	// LayerSplit optionally gives the layers of each pipeline stage (uneven split).
+	LayerSplit []int `json:"layer_split,omitempty"`
+	// RankOrder is the order of the parallel dimensions from fastest-varying rank to
+	// slowest, Megatron's "tp-cp-ep-dp-pp" by default.
+	RankOrder string `json:"rank_order,omitempty"`
+	// OverlapTP hides TP communication behind compute (async TP / comm-GEMM overlap).
+	OverlapTP bool `json:"overlap_tp,omitempty"`
+}

@@ -1,0 +1,205 @@
+package step
+
+import (
+	"fmt"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Request is one step estimate to make.
+type Request struct {
+	Model    model.Arch
+	Training Training
+	Cluster  *topology.Cluster
+	Layout   Layout
+}
+
+// Limits that keep the arithmetic finite and the tables small.
+const (
+	MaxParallel   = 1 << 16
+	MaxSeqLen     = 1 << 24
+	MaxBatch      = 1 << 26
+	MaxMicroBatch = 1 << 16
+)
+
+// normalise fills defaults: CP, EP, PP, TP 1; schedule 1F1B (GPipe irrelevant without
+// PP); virtual stages 1; precision bf16; optimizer mixed Adam; recompute none.
+func normalise(r Request) Request {
+	l := &r.Layout
+	for _, v := range []*int{&l.TP, &l.PP, &l.CP, &l.EP, &l.VirtualStages} {
+		if *v == 0 {
+			*v = 1
+		}
+	}
+	if l.Schedule == "" {
+		l.Schedule = OneFOneB
+		if l.VirtualStages > 1 {
+			l.Schedule = Interleaved
+		}
+	}
+	if l.Recompute == "" {
+		l.Recompute = RecomputeNone
+	}
+	t := &r.Training
+	if t.Precision == "" {
+		t.Precision = BF16
+	}
+	if t.Optimizer == (Optimizer{}) {
+		t.Optimizer = AdamMixed()
+	}
+	return r
+}
+
+// validate checks every rule and names the field and the rule it broke.
+func validate(r Request) error {
+	c := invalid.Collector{}
+	if err := r.Model.Validate(); err != nil {
+		c.Join(prefix("model.", err))
+	}
+	if r.Cluster == nil {
+		c.Add("cluster", "is required")
+	}
+	t, l, a := r.Training, r.Layout, r.Model
+	if t.SeqLen < 1 || t.SeqLen > MaxSeqLen {
+		c.Add("training.seq_len", "must be between 1 and %d (got %d)", MaxSeqLen, t.SeqLen)
+	}
+	if t.GlobalBatch < 1 || t.GlobalBatch > MaxBatch {
+		c.Add("training.global_batch", "must be between 1 and %d sequences (got %d)", MaxBatch, t.GlobalBatch)
+	}
+	switch t.Precision {
+	case BF16, FP16, FP8:
+	default:
+		c.Add("training.precision", "must be bf16, fp16 or fp8 (got %q)", t.Precision)
+	}
+	o := t.Optimizer
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"weight_bytes", o.WeightBytes}, {"grad_bytes", o.GradBytes}, {"state_bytes", o.StateBytes}} {
+		if !(f.v >= 0 && f.v <= 64) {
+			c.Add("training.optimizer."+f.name, "must be between 0 and 64 bytes per parameter (got %v)", f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"tp", l.TP}, {"pp", l.PP}, {"dp", l.DP}, {"cp", l.CP}, {"ep", l.EP}, {"virtual_stages", l.VirtualStages}} {
+		if f.v < 1 || f.v > MaxParallel {
+			c.Add("layout."+f.name, "must be between 1 and %d (got %d)", MaxParallel, f.v)
+		}
+	}
+	if err := c.Err(); err != nil {
+		return err // the rules below divide by these
+	}
+	if l.ZeRO < 0 || l.ZeRO > 3 {
+		c.Add("layout.zero", "must be 0, 1, 2 or 3 (got %d)", l.ZeRO)
+	}
+	switch l.Recompute {
+	case RecomputeNone, RecomputeSelective, RecomputeFull:
+	default:
+		c.Add("layout.recompute", "must be none, selective or full (got %q)", l.Recompute)
+	}
+	switch l.Schedule {
+	case GPipe, OneFOneB:
+		if l.VirtualStages != 1 {
+			c.Add("layout.virtual_stages", "interleaving (%d chunks) needs schedule interleaved (got %q)", l.VirtualStages, l.Schedule)
+		}
+	case Interleaved:
+		if l.PP < 2 {
+			c.Add("layout.schedule", "interleaved needs pp ≥ 2 (got pp %d)", l.PP)
+		}
+	default:
+		c.Add("layout.schedule", "must be gpipe, 1f1b or interleaved (got %q)", l.Schedule)
+	}
+	if a.Heads%l.TP != 0 {
+		c.Add("layout.tp", "must divide the %d attention heads (got %d)", a.Heads, l.TP)
+	} else if kv := max(1, a.KVHeads); kv%l.TP != 0 && l.TP%kv != 0 {
+		c.Add("layout.tp", "must divide the %d KV heads or be a multiple of them (got %d)", kv, l.TP)
+	}
+	if a.FFN%l.TP != 0 {
+		c.Add("layout.tp", "must divide the FFN size %d (got %d)", a.FFN, l.TP)
+	}
+	if l.SP && l.TP == 1 {
+		c.Add("layout.sp", "sequence parallelism needs tp > 1")
+	}
+	stages := l.PP * l.VirtualStages
+	if len(l.LayerSplit) > 0 {
+		if len(l.LayerSplit) != stages {
+			c.Add("layout.layer_split", "must give %d stages (pp × virtual stages), got %d", stages, len(l.LayerSplit))
+		} else {
+			sum := 0
+			for i, n := range l.LayerSplit {
+				if n < 1 {
+					c.Add(fmt.Sprintf("layout.layer_split[%d]", i), "every stage needs at least one layer (got %d)", n)
+				}
+				sum += n
+			}
+			if sum != a.Layers {
+				c.Add("layout.layer_split", "must sum to the %d layers (got %d)", a.Layers, sum)
+			}
+		}
+	} else if a.Layers%stages != 0 {
+		c.Add("layout.pp", "pp × virtual stages (%d) must divide the %d layers, or give layout.layer_split", stages, a.Layers)
+	}
+	if l.EP > 1 {
+		switch {
+		case a.MoE == nil:
+			c.Add("layout.ep", "expert parallelism needs an MoE model (got ep %d)", l.EP)
+		case a.MoE.Experts%l.EP != 0:
+			c.Add("layout.ep", "must divide the %d experts (got %d)", a.MoE.Experts, l.EP)
+		case l.DP%l.EP != 0:
+			c.Add("layout.ep", "must divide dp %d: experts are spread over data-parallel ranks (got %d)", l.DP, l.EP)
+		}
+	}
+	if t.SeqLen%l.CP != 0 {
+		c.Add("layout.cp", "must divide the sequence length %d (got %d)", t.SeqLen, l.CP)
+	} else if l.TP > 1 && l.SP && (t.SeqLen/l.CP)%l.TP != 0 {
+		c.Add("layout.tp", "with sequence parallelism must divide the %d tokens per CP rank (got %d)", t.SeqLen/l.CP, l.TP)
+	}
+	if l.MicroBatch < 1 || l.MicroBatch > MaxMicroBatch {
+		c.Add("layout.micro_batch", "must be between 1 and %d (got %d)", MaxMicroBatch, l.MicroBatch)
+	} else if t.GlobalBatch%(l.DP*l.MicroBatch) != 0 {
+		c.Add("training.global_batch", "must be a multiple of dp × micro_batch = %d×%d (got %d)", l.DP, l.MicroBatch, t.GlobalBatch)
+	} else if l.Schedule == Interleaved && (t.GlobalBatch/(l.DP*l.MicroBatch))%l.PP != 0 {
+		c.Add("layout.micro_batch", "interleaving needs the %d micro-batches per replica to be a multiple of pp %d", t.GlobalBatch/(l.DP*l.MicroBatch), l.PP)
+	}
+	if r.Cluster != nil {
+		n := l.TP * l.PP * l.DP * l.CP
+		if n > r.Cluster.GPUs() {
+			c.Add("layout", "tp×pp×dp×cp = %d GPUs, more than the cluster's %d", n, r.Cluster.GPUs())
+		}
+		if g := r.Cluster.Spec.GPUsPerNode; l.TP > g && l.TP%g != 0 {
+			c.Add("layout.tp", "a TP group larger than a node (%d GPUs) must span whole nodes (got %d)", g, l.TP)
+		}
+	}
+	if _, err := newGrid(l); err != nil {
+		c.Join(err)
+	}
+	return c.Err()
+}
+
+// prefix re-roots field errors under p.
+func prefix(p string, err error) error {
+	var out invalid.Collector
+	for _, e := range unwrap(err) {
+		if fe, ok := e.(*invalid.Error); ok {
+			out.Join(&invalid.Error{Field: p + fe.Field, Rule: fe.Rule})
+		} else {
+			out.Join(e)
+		}
+	}
+	return out.Err()
+}
+
+func unwrap(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unwrap(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
