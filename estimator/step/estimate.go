@@ -99,6 +99,7 @@ func (e *Estimator) Estimate(req Request) (Result, error) {
 		return Result{}, fmt.Errorf("%w: no calibrated compute efficiency for %s (%s) in %s", ErrUnsupported, gpu.Name, gpu.Arch, t.Precision)
 	}
 	var res Result
+	res.Layout, res.Training = l, t
 	res.GPUs = g.n
 	m := t.GlobalBatch / (l.DP * l.MicroBatch) // micro-batches per replica
 	res.MicroBatches = m

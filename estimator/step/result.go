@@ -1,5 +1,7 @@
 package step
 
+import "encoding/json"
+
 // Comm is the kind of a communication.
 type Comm uint8
 
@@ -76,6 +78,9 @@ type Throughput struct {
 
 // Result is a step estimate.
 type Result struct {
+	// Layout and Training as estimated, defaults filled in.
+	Layout       Layout     `json:"layout"`
+	Training     Training   `json:"training"`
 	StepTime     float64    `json:"step_time_s"`
 	Breakdown    Breakdown  `json:"breakdown"`
 	Memory       Memory     `json:"memory"`
@@ -87,4 +92,30 @@ type Result struct {
 	Comms       []CommCall `json:"communication"`
 	Warnings    []string   `json:"warnings"`
 	Assumptions []string   `json:"assumptions"`
+}
+
+// MarshalJSON names the per-kind communication times.
+func (b Breakdown) MarshalJSON() ([]byte, error) {
+	exposed := make(map[string]float64, numComms)
+	hidden := make(map[string]float64, numComms)
+	for c := range numComms {
+		exposed[c.String()] = b.Exposed[c]
+		hidden[c.String()] = b.Hidden[c]
+	}
+	type plain Breakdown
+	return json.Marshal(struct {
+		plain
+		Exposed map[string]float64 `json:"exposed_comm_s"`
+		Hidden  map[string]float64 `json:"hidden_comm_s"`
+		Total   float64            `json:"total_s"`
+	}{plain(b), exposed, hidden, b.Sum()})
+}
+
+// Comms lists the communication kinds in order.
+func Comms() []Comm {
+	out := make([]Comm, numComms)
+	for i := range out {
+		out[i] = Comm(i)
+	}
+	return out
 }

@@ -21,6 +21,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"estimate", "estimate one training step of a parallel layout: time, breakdown, memory", runEstimate},
 		{"collective", "price one collective (all-reduce, all-gather, …) on a cluster", runCollective},
 		{"accuracy", "compare the collective model with the published nccl-tests measurements", runAccuracy},
 		{"catalog", "list the GPUs and systems of the embedded catalog", runCatalog},

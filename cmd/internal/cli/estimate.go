@@ -1,0 +1,373 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// estimateFile is the JSON request of `stepcost estimate --in`: every field of the
+// flags, model and cluster by name or in full.
+type estimateFile struct {
+	Model    json.RawMessage `json:"model"`  // catalog name or an architecture object
+	Params   float64         `json:"params"` // or a bare parameter count
+	Cluster  json.RawMessage `json:"cluster"`
+	GPUs     int             `json:"gpus"`
+	Training step.Training   `json:"training"`
+	Layout   step.Layout     `json:"layout"`
+}
+
+func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("estimate", "--model NAME --cluster NAME --gpus N --tp T --pp P --mbs B --gbs G --seq S [flags]", stderr)
+	in := fs.String("in", "", "read the whole request from a JSON file (flags given too override it)")
+	modelName := fs.String("model", "", "catalog model (see 'stepcost catalog'), e.g. llama3-70b")
+	params := fs.Float64("params", 0, "a bare parameter count (e.g. 13e9): a standard shape is derived")
+	layers := fs.Int("layers", 0, "architecture: layers")
+	hidden := fs.Int("hidden", 0, "architecture: hidden size")
+	heads := fs.Int("heads", 0, "architecture: attention heads")
+	kvHeads := fs.Int("kv-heads", 0, "architecture: key/value heads (default: heads)")
+	ffn := fs.Int("ffn", 0, "architecture: FFN size (default 4×hidden)")
+	vocab := fs.Int("vocab", 0, "architecture: vocabulary (default 51200)")
+	gated := fs.Bool("gated", false, "architecture: gated (SwiGLU) MLP")
+	tied := fs.Bool("tied", false, "architecture: output layer tied to the embedding")
+	clusterName := fs.String("cluster", "", "catalog system, e.g. dgx-h100")
+	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
+	gpus := fs.Int("gpus", 0, "GPUs of the job (default tp×pp×dp×cp)")
+	tp := fs.Int("tp", 1, "tensor parallelism")
+	pp := fs.Int("pp", 1, "pipeline parallelism")
+	dp := fs.Int("dp", 0, "data parallelism (default gpus/(tp×pp×cp))")
+	cp := fs.Int("cp", 1, "context parallelism")
+	ep := fs.Int("ep", 1, "expert parallelism (MoE)")
+	zero := fs.Int("zero", 0, "ZeRO stage 0–3 (3 = FSDP full shard)")
+	mbs := fs.Int("mbs", 1, "micro-batch size (sequences)")
+	gbs := fs.Int("gbs", 0, "global batch (sequences)")
+	seq := fs.Int("seq", 0, "sequence length (tokens)")
+	recompute := fs.String("recompute", "none", "activation recomputation: none, selective, full")
+	sp := fs.Bool("sp", false, "sequence parallelism (with tp > 1)")
+	schedule := fs.String("schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved (default 1f1b, interleaved with --vpp > 1)")
+	vpp := fs.Int("vpp", 1, "interleaving depth: model chunks per pipeline rank")
+	precision := fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
+	order := fs.String("rank-order", "", "rank order, fastest first (default tp-cp-ep-dp-pp)")
+	overlapTP := fs.Bool("overlap-tp", false, "overlap TP communication with compute (async TP)")
+	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	var req step.Request
+	var ef estimateFile
+	var arch model.Arch
+	var derived string
+	var spec topology.Spec
+	clusterLabel := ""
+	if *in != "" {
+		data, err := os.ReadFile(*in)
+		if err != nil {
+			return fmt.Errorf("--in: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ef); err != nil {
+			return fmt.Errorf("--in %s: %w", *in, err)
+		}
+		req.Training, req.Layout = ef.Training, ef.Layout
+	}
+
+	// Model: a name, an architecture, or a parameter count — exactly one.
+	archFlags := set["layers"] || set["hidden"] || set["heads"]
+	kinds := 0
+	for _, b := range []bool{set["model"], archFlags, set["params"]} {
+		if b {
+			kinds++
+		}
+	}
+	if kinds > 1 {
+		return errors.New("--model, --params and --layers/--hidden/--heads: give one way of naming the model")
+	}
+	switch {
+	case set["model"]:
+		a, err := model.Lookup(*modelName)
+		if err != nil {
+			return fmt.Errorf("--model: %w", err)
+		}
+		arch = a
+	case archFlags:
+		arch = model.Arch{Name: "custom", Layers: *layers, Hidden: *hidden, Heads: *heads, KVHeads: *kvHeads, FFN: *ffn, Vocab: *vocab, GatedMLP: *gated, TiedEmbeddings: *tied}
+		if arch.FFN == 0 {
+			arch.FFN = 4 * arch.Hidden
+		}
+		if arch.Vocab == 0 {
+			arch.Vocab = 51200
+		}
+		if err := arch.Normalise().Validate(); err != nil {
+			return fmt.Errorf("--layers/--hidden/--heads/--kv-heads/--ffn/--vocab: %w", err)
+		}
+		arch = arch.Normalise()
+	case set["params"]:
+		a, why, err := model.FromParams(*params)
+		if err != nil {
+			return fmt.Errorf("--params: %w", err)
+		}
+		arch, derived = a, why
+	case len(ef.Model) > 0:
+		a, err := decodeModel(ef.Model)
+		if err != nil {
+			return fmt.Errorf("--in: model: %w", err)
+		}
+		arch = a
+	case ef.Params != 0:
+		a, why, err := model.FromParams(ef.Params)
+		if err != nil {
+			return fmt.Errorf("--in: params: %w", err)
+		}
+		arch, derived = a, why
+	default:
+		return errors.New("--model, --params or --layers/--hidden/--heads: required")
+	}
+
+	// Cluster.
+	switch {
+	case set["cluster"] || set["cluster-file"]:
+		s, name, err := loadCluster(*clusterName, *clusterFile)
+		if err != nil {
+			return err
+		}
+		spec, clusterLabel = s, name
+	case len(ef.Cluster) > 0:
+		var name string
+		if err := json.Unmarshal(ef.Cluster, &name); err == nil {
+			s, err := catalog.System(name)
+			if err != nil {
+				return fmt.Errorf("--in: cluster: %w", err)
+			}
+			spec, clusterLabel = s, name
+		} else {
+			s, err := catalog.DecodeSpec(ef.Cluster)
+			if err != nil {
+				return fmt.Errorf("--in: cluster: %w", err)
+			}
+			spec, clusterLabel = s, s.Name
+		}
+	default:
+		return errors.New("--cluster or --cluster-file: required (see 'stepcost catalog')")
+	}
+
+	// Training and layout: flags override the file.
+	t, l := &req.Training, &req.Layout
+	overrideInt := func(name string, dst *int, v int) {
+		if set[name] || *dst == 0 {
+			*dst = v
+		}
+	}
+	overrideInt("seq", &t.SeqLen, *seq)
+	overrideInt("gbs", &t.GlobalBatch, *gbs)
+	overrideInt("tp", &l.TP, *tp)
+	overrideInt("pp", &l.PP, *pp)
+	overrideInt("cp", &l.CP, *cp)
+	overrideInt("ep", &l.EP, *ep)
+	overrideInt("mbs", &l.MicroBatch, *mbs)
+	overrideInt("vpp", &l.VirtualStages, *vpp)
+	if set["dp"] || l.DP == 0 {
+		l.DP = *dp
+	}
+	if set["zero"] {
+		l.ZeRO = *zero
+	}
+	if set["recompute"] || l.Recompute == "" {
+		l.Recompute = step.Recompute(strings.ToLower(*recompute))
+	}
+	if set["sp"] {
+		l.SP = *sp
+	}
+	if set["schedule"] {
+		l.Schedule = step.Schedule(strings.ToLower(*schedule))
+	}
+	if set["precision"] || t.Precision == "" {
+		t.Precision = step.Precision(strings.ToLower(*precision))
+	}
+	if set["rank-order"] {
+		l.RankOrder = *order
+	}
+	if set["overlap-tp"] {
+		l.OverlapTP = *overlapTP
+	}
+	if set["unfused-attention"] {
+		t.UnfusedAttention = *unfused
+	}
+	if t.SeqLen == 0 {
+		return errors.New("--seq: required (tokens per sequence)")
+	}
+	if t.GlobalBatch == 0 {
+		return errors.New("--gbs: required (sequences per step)")
+	}
+	n := *gpus
+	if !set["gpus"] && ef.GPUs != 0 {
+		n = ef.GPUs
+	}
+	if l.TP < 1 || l.PP < 1 || l.CP < 1 {
+		return fmt.Errorf("--tp, --pp, --cp: must be ≥ 1 (got %d, %d, %d)", l.TP, l.PP, l.CP)
+	}
+	mp := l.TP * l.PP * l.CP
+	switch {
+	case n == 0 && l.DP == 0:
+		return errors.New("--gpus or --dp: give the job's size")
+	case l.DP == 0:
+		if n%mp != 0 {
+			return fmt.Errorf("--gpus %d: must be a multiple of tp×pp×cp = %d", n, mp)
+		}
+		l.DP = n / mp
+	case n == 0:
+		n = l.DP * mp
+	case n != l.DP*mp:
+		return fmt.Errorf("--gpus %d: tp×pp×dp×cp = %d×%d×%d×%d = %d", n, l.TP, l.PP, l.DP, l.CP, l.DP*mp)
+	}
+	if n < 1 || n > topology.MaxNodes*spec.GPUsPerNode {
+		return fmt.Errorf("--gpus: must be between 1 and %d (got %d)", topology.MaxNodes*spec.GPUsPerNode, n)
+	}
+	if g := spec.GPUsPerNode; g > 0 {
+		spec.Nodes = max(spec.Nodes, (n+g-1)/g)
+	}
+	cl, err := spec.Build()
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", clusterLabel, err)
+	}
+	req.Model, req.Cluster = arch, cl
+
+	res, err := step.New().Estimate(req)
+	if err != nil {
+		return err
+	}
+	if derived != "" {
+		res.Assumptions = append([]string{derived}, res.Assumptions...)
+	}
+	if *asJSON {
+		return writeJSON(stdout, struct {
+			Model   model.Arch `json:"model"`
+			Cluster string     `json:"cluster"`
+			step.Result
+		}{arch, clusterLabel, res})
+	}
+	printEstimate(stdout, arch, clusterLabel, req, res)
+	return nil
+}
+
+func decodeModel(raw json.RawMessage) (model.Arch, error) {
+	var name string
+	if err := json.Unmarshal(raw, &name); err == nil {
+		return model.Lookup(name)
+	}
+	var a model.Arch
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return a, err
+	}
+	a = a.Normalise()
+	return a, a.Validate()
+}
+
+func printEstimate(w io.Writer, a model.Arch, cluster string, req step.Request, r step.Result) {
+	l, t := r.Layout, r.Training
+	fmt.Fprintf(w, "%s on %d GPUs of %s: tp %d × pp %d × dp %d × cp %d", a.Name, r.GPUs, cluster, l.TP, l.PP, l.DP, l.CP)
+	if l.EP > 1 {
+		fmt.Fprintf(w, ", ep %d", l.EP)
+	}
+	fmt.Fprintf(w, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
+		l.ZeRO, l.MicroBatch, r.MicroBatches, t.SeqLen, t.GlobalBatch, l.Recompute)
+	if l.SP {
+		fmt.Fprint(w, ", SP")
+	}
+	if l.PP > 1 {
+		fmt.Fprintf(w, ", %s", l.Schedule)
+		if l.VirtualStages > 1 {
+			fmt.Fprintf(w, " v=%d", l.VirtualStages)
+		}
+	}
+	fmt.Fprintf(w, ", %s\n\n", t.Precision)
+	th := r.Throughput
+	fmt.Fprintf(w, "step time  %s   tokens/s %.0f   per GPU %.0f   MFU %.1f%%   HFU %.1f%%\n\n",
+		fmtSeconds(r.StepTime), th.TokensPerSec, th.TokensPerSecPerGPU, 100*th.MFU, 100*th.HFU)
+	b := r.Breakdown
+	bt := table{head: []string{"where the time goes", "time", "share", "hidden under compute"}}
+	row := func(name string, v, hidden float64) {
+		if v == 0 && hidden == 0 {
+			return
+		}
+		h := ""
+		if hidden > 0 {
+			h = fmtSeconds(hidden)
+		}
+		bt.add(name, fmtSeconds(v), fmt.Sprintf("%.1f%%", 100*v/r.StepTime), h)
+	}
+	row("forward", b.Forward, 0)
+	row("backward", b.Backward, 0)
+	row("recompute", b.Recompute, 0)
+	for _, c := range step.Comms() {
+		row("exposed "+c.String()+" comm", b.Exposed[c], b.Hidden[c])
+	}
+	row("pipeline bubble", b.Bubble, 0)
+	row("optimizer step", b.Optimizer, 0)
+	row("comm/compute contention", b.Contention, 0)
+	bt.add("total", fmtSeconds(b.Sum()), "100.0%", "")
+	bt.write(w)
+
+	m := r.Memory
+	verdict := fmt.Sprintf("fits, %.1f GB headroom", m.Headroom)
+	if !m.Fits {
+		verdict = fmt.Sprintf("DOES NOT FIT: %.1f GB over", -m.Headroom)
+	}
+	fmt.Fprintf(w, "\nmemory per GPU (stage %d): %.1f of %.1f GB — %s\n", m.Stage, m.Total, m.Capacity, verdict)
+	mt := table{head: []string{"", "GB"}}
+	for _, x := range []struct {
+		n string
+		v float64
+	}{{"weights", m.Weights}, {"gradients", m.Gradients}, {"optimizer states", m.Optimizer}, {"gathered weights (ZeRO-3)", m.Gathered},
+		{fmt.Sprintf("activations (%.3g micro-batches in flight)", m.InFlight), m.Activations}, {"embeddings / logits", m.Logits},
+		{"communication buffers", m.Buffers}, {"runtime reserve", m.Reserve}} {
+		if x.v > 0 {
+			mt.add(x.n, fmt.Sprintf("%.2f", x.v))
+		}
+	}
+	mt.write(w)
+
+	if len(r.Comms) > 0 {
+		fmt.Fprintln(w, "\ncommunication")
+		ct := table{head: []string{"kind", "collective", "group", "nodes", "bytes", "algorithm", "one call", "calls/step", "when"}}
+		for _, c := range r.Comms {
+			ct.add(c.KindName, c.Op, fmt.Sprint(c.Group), fmt.Sprint(c.Nodes), FormatSize(c.Bytes), c.Algorithm+"/"+c.Protocol,
+				fmtUs(c.TimeUs), fmt.Sprintf("%.0f", c.PerStep), c.When)
+		}
+		ct.write(w)
+	}
+	for _, x := range r.Warnings {
+		fmt.Fprintln(w, "\nwarning:", x)
+	}
+	fmt.Fprintln(w, "\nassumptions:")
+	for _, x := range r.Assumptions {
+		fmt.Fprintln(w, "  -", x)
+	}
+}
+
+func fmtSeconds(s float64) string {
+	switch {
+	case s >= 1:
+		return fmt.Sprintf("%.3f s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.2f ms", s*1e3)
+	}
+	return fmt.Sprintf("%.1f µs", s*1e6)
+}
