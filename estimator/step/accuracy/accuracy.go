@@ -215,7 +215,7 @@ func toCase(r Run) Case {
 	if l.DP == 0 {
 		l.DP = r.GPUs / (l.TP * l.PP * l.CP)
 	}
-	if strings.Contains(strings.ToLower(r.Framework), "async tp") {
+	if strings.Contains(strings.ToLower(r.Framework), "async tp") || strings.HasSuffix(r.ID, "_asynctp") {
 		l.OverlapTP = true
 	}
 	if strings.Contains(strings.ToLower(r.Framework), "torchtitan") && l.TP > 1 {
@@ -265,6 +265,12 @@ func toCase(r Run) Case {
 	t := step.Training{SeqLen: seq, GlobalBatch: r.GlobalBatch, Precision: step.BF16}
 	if strings.Contains(strings.ToLower(r.Precision), "float8") {
 		t.Precision = step.FP8
+	}
+	if strings.Contains(r.Precision, "mode DEFAULT") {
+		// Composer's FSDP mixed precision DEFAULT reduces gradients in fp32.
+		t.Optimizer = step.AdamMixed()
+		t.Optimizer.GradBytes = 4
+		fill("gradients reduced in fp32 (FSDP mixed precision DEFAULT)")
 	}
 	if strings.Contains(r.Framework, "Megatron-LM (2021)") || strings.Contains(r.Framework, "DeepSpeed ZeRO-3") {
 		t.UnfusedAttention = true

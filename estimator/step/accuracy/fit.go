@@ -26,7 +26,7 @@ func Loss(rs []Result) float64 {
 	if n == 0 {
 		return math.Inf(1)
 	}
-	return sum/float64(n) + 0.25*worst
+	return sum/float64(n) + worstWeight*worst
 }
 
 // Fit adjusts the constants by coordinate descent on Loss.
@@ -104,3 +104,6 @@ func cloneK(k step.Constants) step.Constants {
 	c.AttentionEfficiency = maps.Clone(k.AttentionEfficiency)
 	return c
 }
+
+// worstWeight weighs the largest error against the mean in the fit.
+const worstWeight = 0.25

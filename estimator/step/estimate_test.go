@@ -1,0 +1,212 @@
+package step_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+func cluster(t testing.TB, system string, nodes int) *topology.Cluster {
+	t.Helper()
+	c, err := catalog.Cluster(system, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func arch(t testing.TB, name string) model.Arch {
+	t.Helper()
+	a, err := model.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// gpt3Request is the benchmark layout: gpt3-175b on 1024 H100, TP 8 × PP 8 × DP 16.
+func gpt3Request(t testing.TB) step.Request {
+	return step.Request{
+		Model:    arch(t, "gpt3-175b"),
+		Cluster:  cluster(t, "dgx-h100", 128),
+		Training: step.Training{SeqLen: 2048, GlobalBatch: 1536},
+		Layout: step.Layout{TP: 8, PP: 8, DP: 16, MicroBatch: 1, SP: true, ZeRO: 1,
+			Recompute: step.RecomputeSelective, Schedule: step.Interleaved, VirtualStages: 4},
+	}
+}
+
+// The breakdown adds up to the step time, for many layouts.
+func TestBreakdownSumsToStepTime(t *testing.T) {
+	e := step.New()
+	base := gpt3Request(t)
+	variants := map[string]func(*step.Request){
+		"as is":             func(*step.Request) {},
+		"1f1b":              func(r *step.Request) { r.Layout.Schedule, r.Layout.VirtualStages = step.OneFOneB, 1 },
+		"gpipe":             func(r *step.Request) { r.Layout.Schedule, r.Layout.VirtualStages = step.GPipe, 1 },
+		"full recompute":    func(r *step.Request) { r.Layout.Recompute = step.RecomputeFull },
+		"no sp":             func(r *step.Request) { r.Layout.SP = false },
+		"zero 0":            func(r *step.Request) { r.Layout.ZeRO = 0 },
+		"zero 3":            func(r *step.Request) { r.Layout.ZeRO = 3 },
+		"overlap tp":        func(r *step.Request) { r.Layout.OverlapTP = true },
+		"fp8":               func(r *step.Request) { r.Training.Precision = step.FP8 },
+		"cp 2":              func(r *step.Request) { r.Layout.CP, r.Layout.DP = 2, 8 },
+		"unfused attention": func(r *step.Request) { r.Training.UnfusedAttention = true },
+	}
+	for name, edit := range variants {
+		r := base
+		edit(&r)
+		res, err := e.Estimate(r)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if sum := res.Breakdown.Sum(); math.Abs(sum-res.StepTime) > 1e-9*res.StepTime || !(res.StepTime > 0) {
+			t.Errorf("%s: breakdown %v s, step %v s", name, sum, res.StepTime)
+		}
+		if th := res.Throughput; !(th.MFU > 0 && th.MFU < 1 && th.HFU >= th.MFU) {
+			t.Errorf("%s: MFU %v HFU %v", name, th.MFU, th.HFU)
+		}
+		if len(res.Comms) == 0 || len(res.Assumptions) == 0 {
+			t.Errorf("%s: no communication table or assumptions", name)
+		}
+	}
+}
+
+// Schedules: 1F1B and interleaving shrink the bubble, GPipe holds every micro-batch.
+func TestPipelineSchedules(t *testing.T) {
+	e := step.New()
+	get := func(s step.Schedule, v int) step.Result {
+		r := gpt3Request(t)
+		r.Layout.Schedule, r.Layout.VirtualStages = s, v
+		res, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	gp, ofob, il := get(step.GPipe, 1), get(step.OneFOneB, 1), get(step.Interleaved, 4)
+	if !(il.Breakdown.Bubble < ofob.Breakdown.Bubble && math.Abs(gp.Breakdown.Bubble-ofob.Breakdown.Bubble) < 1e-9) {
+		t.Errorf("bubble: gpipe %v, 1f1b %v, interleaved %v", gp.Breakdown.Bubble, ofob.Breakdown.Bubble, il.Breakdown.Bubble)
+	}
+	// (P−1)/v of a micro-batch's stage time: the bubble fraction is (P−1)/(v·M+P−1).
+	m := float64(ofob.MicroBatches)
+	frac := ofob.Breakdown.Bubble / (ofob.Breakdown.Bubble + ofob.Breakdown.Forward + ofob.Breakdown.Backward + ofob.Breakdown.Recompute + ofob.Breakdown.Exposed[step.CommTP])
+	if want := 7 / (m + 7); math.Abs(frac-want) > 1e-9 {
+		t.Errorf("1f1b bubble fraction %v, want %v", frac, want)
+	}
+	if !(gp.Memory.InFlight == m && ofob.Memory.InFlight == 8 && il.Memory.InFlight > 8) {
+		t.Errorf("in flight: gpipe %v, 1f1b %v, interleaved %v", gp.Memory.InFlight, ofob.Memory.InFlight, il.Memory.InFlight)
+	}
+}
+
+// The seeds' FSDP example: 7B parameters, 32 layers, 8 GPUs: 1.75 GB of sharded bf16
+// weights plus one gathered layer of about 440 MB.
+func TestFSDPExample(t *testing.T) {
+	w, _, _ := step.ModelStateBytes(7e9, step.Optimizer{WeightBytes: 2}, 3, 8)
+	if w != 1.75e9 {
+		t.Errorf("sharded weights %v, want 1.75 GB", w)
+	}
+	r := step.Request{Model: arch(t, "llama2-7b"), Cluster: cluster(t, "dgx-h100", 1),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 8}, Layout: step.Layout{DP: 8, MicroBatch: 1, ZeRO: 3}}
+	res, err := step.New().Estimate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perLayer := res.Memory.Gathered / 2 // the layer computed and the one prefetched
+	if !(math.Abs(res.Memory.Weights-1.75)/1.75 < 0.05 && math.Abs(perLayer-0.44)/0.44 < 0.1) {
+		t.Errorf("llama2-7b FSDP on 8: %.3f GB sharded weights, %.3f GB per gathered layer; want ≈1.75 and ≈0.44", res.Memory.Weights, perLayer)
+	}
+}
+
+// A layout that cannot fit is reported infeasible with a warning.
+func TestDoesNotFit(t *testing.T) {
+	r := step.Request{Model: arch(t, "llama3-70b"), Cluster: cluster(t, "dgx-a100", 1),
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 8}, Layout: step.Layout{DP: 8, MicroBatch: 1}}
+	res, err := step.New().Estimate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Memory.Fits || res.Memory.Headroom >= 0 || len(res.Warnings) == 0 {
+		t.Errorf("70B with plain DP on 8×A100 fits? %+v", res.Memory)
+	}
+}
+
+func TestValidationNamesFieldAndRule(t *testing.T) {
+	ok := gpt3Request(t)
+	tests := []struct {
+		field string
+		edit  func(*step.Request)
+	}{
+		{"layout.tp", func(r *step.Request) { r.Layout.TP, r.Layout.DP = 7, 16 }},
+		{"layout.pp", func(r *step.Request) { r.Layout.PP, r.Layout.VirtualStages, r.Layout.Schedule = 5, 1, step.OneFOneB }},
+		{"layout.layer_split", func(r *step.Request) {
+			r.Layout.PP, r.Layout.VirtualStages, r.Layout.Schedule, r.Layout.LayerSplit = 2, 1, step.OneFOneB, []int{40, 40}
+		}},
+		{"layout.ep", func(r *step.Request) { r.Layout.EP = 2 }},
+		{"layout.cp", func(r *step.Request) { r.Layout.CP = 3 }},
+		{"layout.zero", func(r *step.Request) { r.Layout.ZeRO = 4 }},
+		{"layout.recompute", func(r *step.Request) { r.Layout.Recompute = "some" }},
+		{"layout.schedule", func(r *step.Request) { r.Layout.Schedule = "zigzag" }},
+		{"layout.virtual_stages", func(r *step.Request) { r.Layout.Schedule = step.OneFOneB }},
+		{"layout.sp", func(r *step.Request) { r.Layout.TP, r.Layout.DP, r.Layout.PP = 1, 128, 8 }},
+		{"layout.micro_batch", func(r *step.Request) { r.Layout.MicroBatch = -1 }},
+		{"layout.micro_batch", func(r *step.Request) { r.Training.GlobalBatch = 16 * 7 }},
+		{"training.global_batch", func(r *step.Request) { r.Training.GlobalBatch = 1000 }},
+		{"training.seq_len", func(r *step.Request) { r.Training.SeqLen = 0 }},
+		{"training.precision", func(r *step.Request) { r.Training.Precision = "int4" }},
+		{"training.optimizer.state_bytes", func(r *step.Request) { r.Training.Optimizer.StateBytes = -1; r.Training.Optimizer.WeightBytes = 2 }},
+		{"layout.rank_order", func(r *step.Request) { r.Layout.RankOrder = "tp-dp-pp" }},
+		{"layout.dp", func(r *step.Request) { r.Layout.DP = -3 }},
+		{"layout", func(r *step.Request) { r.Layout.DP = 1024 }},
+		{"model.heads", func(r *step.Request) { r.Model.Heads = 0 }},
+		{"model.kv_heads", func(r *step.Request) { r.Model.KVHeads = 5 }},
+		{"cluster", func(r *step.Request) { r.Cluster = nil }},
+	}
+	e := step.New()
+	for _, tc := range tests {
+		t.Run(tc.field, func(t *testing.T) {
+			r := ok
+			r.Model = ok.Model
+			tc.edit(&r)
+			_, err := e.Estimate(r)
+			var fe *invalid.Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("got %v, want a field error", err)
+			}
+			if !strings.Contains(err.Error(), tc.field+":") {
+				t.Errorf("error %q does not name %s", err, tc.field)
+			}
+		})
+	}
+	if _, err := e.Estimate(ok); err != nil {
+		t.Errorf("valid request rejected: %v", err)
+	}
+}
+
+// MoE: expert parallelism adds all-to-all communication and splits the experts.
+func TestMoE(t *testing.T) {
+	r := step.Request{Model: arch(t, "mixtral-8x7b"), Cluster: cluster(t, "dgx-h100", 4),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 256},
+		Layout:   step.Layout{TP: 2, DP: 16, EP: 8, MicroBatch: 1, ZeRO: 1, Recompute: step.RecomputeFull, SP: true}}
+	res, err := step.New().Estimate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(res.Breakdown.Exposed[step.CommEP] > 0) {
+		t.Errorf("no expert-parallel communication: %+v", res.Breakdown)
+	}
+	r.Layout.EP = 1
+	one, err := step.New().Estimate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(one.Memory.Weights > 2*res.Memory.Weights) {
+		t.Errorf("EP 8 holds %.1f GB of weights, EP 1 %.1f GB: experts not split", res.Memory.Weights, one.Memory.Weights)
+	}
+}
