@@ -19,6 +19,7 @@ type Estimator struct {
 
 	mu     sync.RWMutex
 	places map[placeKey]*collective.Placement
+	notes  map[assumptionKey][]string
 }
 
 // New returns an estimator with the fitted constants.
@@ -26,7 +27,7 @@ func New() *Estimator { return NewWith(DefaultConstants(), collective.Default())
 
 // NewWith returns an estimator with the given constants.
 func NewWith(k Constants, ck collective.Constants) *Estimator {
-	return &Estimator{coll: collective.NewModel(ck), k: k, places: map[placeKey]*collective.Placement{}}
+	return &Estimator{coll: collective.NewModel(ck), k: k, places: map[placeKey]*collective.Placement{}, notes: map[assumptionKey][]string{}}
 }
 
 // placeKey identifies a communication group by the layout that produces it.
@@ -100,6 +101,7 @@ func (e *Estimator) Estimate(req Request) (Result, error) {
 	}
 	var res Result
 	res.Layout, res.Training = l, t
+	res.Comms = make([]CommCall, 0, 8)
 	res.GPUs = g.n
 	m := t.GlobalBatch / (l.DP * l.MicroBatch) // micro-batches per replica
 	res.MicroBatches = m
@@ -368,6 +370,14 @@ func (e *Estimator) Estimate(req Request) (Result, error) {
 	res.Throughput.HFU = hw / res.StepTime / peak
 	res.Assumptions = e.assumptions(req, &rates)
 	return res, nil
+}
+
+// assumptionKey identifies a cached assumptions list.
+type assumptionKey struct {
+	arch      string
+	precision Precision
+	unfused   bool
+	peak, sms float64
 }
 
 // ErrUnsupported says the estimator lacks calibration for a request.

@@ -187,7 +187,24 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 	return req.Model.ForwardFLOPs(req.Training.SeqLen)
 }
 
+// assumptions returns the (cached, shared: do not modify) list of modelling
+// assumptions for a GPU, precision and attention kind.
 func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
+	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, r.peak, r.sms}
+	e.mu.RLock()
+	out, ok := e.notes[key]
+	e.mu.RUnlock()
+	if ok {
+		return out
+	}
+	out = e.describe(req, r)
+	e.mu.Lock()
+	e.notes[key] = out
+	e.mu.Unlock()
+	return out
+}
+
+func (e *Estimator) describe(req Request, r *gpuRates) []string {
 	attn := "causal flash attention (masked half skipped, backward 2.5× forward)"
 	if req.Training.UnfusedAttention {
 		attn = "unfused attention (full score matrix computed, stored and read back)"

@@ -43,22 +43,29 @@ func newGrid(l Layout) (grid, error) {
 	if order == "" {
 		order = DefaultRankOrder
 	}
-	parts := strings.Split(strings.ToLower(order), "-")
-	if len(parts) != int(numDims) {
-		return g, invalid.Field("layout.rank_order", "must name tp, cp, ep, dp and pp once each, separated by '-' (got %q)", l.RankOrder)
+	// Parse without allocating: five two-letter names separated by '-'.
+	bad := func() error {
+		return invalid.Field("layout.rank_order", "must name tp, cp, ep, dp and pp once each, separated by '-' (got %q)", l.RankOrder)
 	}
-	seen := map[string]bool{}
-	for i, p := range parts {
+	if len(order) != 3*int(numDims)-1 {
+		return g, bad()
+	}
+	var seen [numDims]bool
+	for i := range int(numDims) {
+		if i > 0 && order[3*i-1] != '-' {
+			return g, bad()
+		}
+		name := strings.ToLower(order[3*i : 3*i+2])
 		d := -1
 		for j, n := range dimNames {
-			if n == p {
+			if n == name {
 				d = j
 			}
 		}
-		if d < 0 || seen[p] {
-			return g, invalid.Field("layout.rank_order", "must name tp, cp, ep, dp and pp once each (got %q)", l.RankOrder)
+		if d < 0 || seen[d] {
+			return g, bad()
 		}
-		seen[p] = true
+		seen[d] = true
 		g.order[i] = Dim(d)
 	}
 	ep := max(1, l.EP)
