@@ -24,6 +24,7 @@ func commands() []command {
 		{"estimate", "estimate one training step of a parallel layout: time, breakdown, memory", runEstimate},
 		{"collective", "price one collective (all-reduce, all-gather, …) on a cluster", runCollective},
 		{"accuracy", "compare the collective model with the published nccl-tests measurements", runAccuracy},
+		{"runs", "compare the step-time model with the published training runs", runRuns},
 		{"catalog", "list the GPUs and systems of the embedded catalog", runCatalog},
 	}
 }

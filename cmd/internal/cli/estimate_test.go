@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEstimateTable(t *testing.T) {
+	code, out, errOut := run("estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "2", "--dp", "4",
+		"--mbs", "1", "--gbs", "512", "--seq", "8192", "--recompute", "selective", "--zero", "1", "--sp")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"step time", "MFU", "forward", "backward", "exposed tp comm", "pipeline bubble", "memory per GPU", "fits", "communication", "assumptions:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestEstimateJSONAndArchitecture(t *testing.T) {
+	code, out, errOut := run("estimate", "--layers", "96", "--hidden", "12288", "--heads", "96", "--cluster", "dgx-a100", "--gpus", "384",
+		"--tp", "8", "--pp", "12", "--mbs", "1", "--gbs", "1536", "--seq", "2048", "--recompute", "full", "--vpp", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var v struct {
+		StepTime  float64 `json:"step_time_s"`
+		GPUs      int     `json:"gpus"`
+		Breakdown struct {
+			Total float64 `json:"total_s"`
+		} `json:"breakdown"`
+		Memory struct {
+			Fits bool `json:"fits"`
+		} `json:"memory"`
+		Layout struct {
+			DP int `json:"dp"`
+		} `json:"layout"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if v.GPUs != 384 || v.Layout.DP != 4 || !(v.StepTime > 0) || v.Breakdown.Total != v.StepTime {
+		t.Errorf("unexpected %+v", v)
+	}
+}
+
+func TestEstimateFromFileAndParams(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "req.json")
+	body := `{"model": "llama2-7b", "cluster": "dgx-h100", "gpus": 8,
+	  "training": {"seq_len": 4096, "global_batch": 64},
+	  "layout": {"dp": 8, "micro_batch": 2, "zero": 3, "recompute": "full"}}`
+	if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run("estimate", "--in", f); code != 0 || !strings.Contains(out, "ZeRO-3") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	// A flag overrides the file.
+	if code, out, errOut := run("estimate", "--in", f, "--mbs", "4"); code != 0 || !strings.Contains(out, "micro-batch 4") {
+		t.Fatalf("override: exit %d: %s%s", code, out, errOut)
+	}
+	if code, out, errOut := run("estimate", "--params", "13e9", "--cluster", "dgx-h100", "--gpus", "16", "--mbs", "1", "--gbs", "64", "--seq", "2048", "--zero", "3"); code != 0 || !strings.Contains(out, "derived") {
+		t.Fatalf("--params: exit %d: %s%s", code, out, errOut)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"model": "llama2-7b", "gpu": 8}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run("estimate", "--in", bad); code != 1 || !strings.Contains(errOut, `unknown field "gpu"`) {
+		t.Errorf("unknown field: exit %d, %s", code, errOut)
+	}
+}
+
+func TestEstimateErrors(t *testing.T) {
+	base := []string{"--model", "gpt3-175b", "--cluster", "dgx-h100", "--seq", "2048", "--gbs", "1536"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no model", []string{"--cluster", "dgx-h100", "--gpus", "8", "--seq", "2048", "--gbs", "8"}, "--model"},
+		{"two models", append([]string{"--params", "7e9"}, base...), "one way"},
+		{"unknown model", []string{"--model", "gpt5", "--cluster", "dgx-h100", "--gpus", "8", "--seq", "2048", "--gbs", "8"}, "--model"},
+		{"no size", base, "--gpus or --dp"},
+		{"gpus not multiple", append([]string{"--gpus", "100", "--tp", "8"}, base...), "multiple"},
+		{"gpus mismatch", append([]string{"--gpus", "64", "--tp", "8", "--dp", "4"}, base...), "tp×pp×dp×cp"},
+		{"tp not dividing heads", append([]string{"--gpus", "56", "--tp", "7"}, base...), "layout.tp"},
+		{"batch not divisible", append([]string{"--gpus", "64", "--tp", "8", "--mbs", "7"}, base...), "training.global_batch"},
+		{"bad recompute", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "some"}, base...), "layout.recompute"},
+		{"bad precision", append([]string{"--gpus", "64", "--tp", "8", "--precision", "int3"}, base...), "training.precision"},
+		{"bad zero", append([]string{"--gpus", "64", "--tp", "8", "--zero", "5"}, base...), "layout.zero"},
+		{"ep without moe", append([]string{"--gpus", "64", "--tp", "8", "--ep", "2"}, base...), "layout.ep"},
+		{"bad arch", []string{"--layers", "2", "--hidden", "100", "--heads", "3", "--cluster", "dgx-h100", "--gpus", "8", "--seq", "128", "--gbs", "8"}, "hidden"},
+		{"missing seq", []string{"--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "8"}, "--seq"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(append([]string{"estimate"}, tc.args...)...)
+			if code == 0 {
+				t.Fatalf("accepted: %s", out)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("stderr %q does not mention %q", errOut, tc.want)
+			}
+		})
+	}
+}
+
+func TestRunsCommand(t *testing.T) {
+	code, out, errOut := run("runs")
+	if code != 0 || !strings.Contains(out, "narayanan21_t1_1.7b") || !strings.Contains(out, "Kendall") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}

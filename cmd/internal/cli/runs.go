@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/step/accuracy"
+)
+
+func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("runs", "[--json] [--filled]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	filled := fs.Bool("filled", false, "also list, per run, the settings the source does not state and how they were filled")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	runs, err := accuracy.Runs()
+	if err != nil {
+		return err
+	}
+	res := accuracy.Evaluate(step.New(), accuracy.Cases(runs))
+	sum := accuracy.Summarise(res)
+	ranks := accuracy.Rankings(res)
+	if *asJSON {
+		type row struct {
+			ID         string      `json:"id"`
+			GPUs       int         `json:"gpus"`
+			MeasuredS  float64     `json:"measured_step_s"`
+			Predicted  float64     `json:"predicted_step_s"`
+			RelErr     float64     `json:"rel_err"`
+			Layout     step.Layout `json:"layout"`
+			Filled     []string    `json:"filled,omitempty"`
+			Error      string      `json:"error,omitempty"`
+			RankingSet string      `json:"ranking_set,omitempty"`
+		}
+		var out struct {
+			Summary  accuracy.Summary   `json:"summary"`
+			Rankings []accuracy.Ranking `json:"rankings"`
+			Runs     []row              `json:"runs"`
+		}
+		out.Summary, out.Rankings = sum, ranks
+		for _, r := range res {
+			x := row{ID: r.Run.ID, GPUs: r.Run.GPUs, MeasuredS: r.MeasuredS, Predicted: r.Estimate.StepTime, RelErr: r.RelErr, Layout: r.Layout, Filled: r.Filled}
+			if r.Run.RankingSet != nil {
+				x.RankingSet = *r.Run.RankingSet
+			}
+			if r.Err != nil {
+				x.Error = r.Err.Error()
+			}
+			out.Runs = append(out.Runs, x)
+		}
+		return writeJSON(stdout, out)
+	}
+	fmt.Fprintln(stdout, "Step-time model vs published training runs (measured step time from the primary measurement)")
+	fmt.Fprintln(stdout)
+	t := table{head: []string{"run", "gpus", "layout", "measured", "predicted", "error", "MFU"}}
+	for _, r := range res {
+		if r.Err != nil {
+			t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), "-", fmtSeconds(r.MeasuredS), "-", "-", r.Err.Error())
+			continue
+		}
+		l := r.Layout
+		lay := fmt.Sprintf("tp%d pp%d dp%d cp%d z%d mbs%d %s", l.TP, l.PP, l.DP, max(1, l.CP), l.ZeRO, l.MicroBatch, l.Recompute)
+		if l.VirtualStages > 1 {
+			lay += fmt.Sprintf(" v%d", l.VirtualStages)
+		}
+		t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), lay, fmtSeconds(r.MeasuredS), fmtSeconds(r.Estimate.StepTime),
+			fmt.Sprintf("%+.1f%%", 100*r.RelErr), fmt.Sprintf("%.1f%%", 100*r.Estimate.Throughput.MFU))
+	}
+	t.write(stdout)
+	fmt.Fprintf(stdout, "\n%d runs: mean |error| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%\n",
+		sum.N, 100*sum.MeanAbs, 100*sum.MedianAbs, 100*sum.Max, sum.Worst, 100*sum.Bias)
+	fmt.Fprintln(stdout, "\nranking sets (Kendall τ of predicted vs measured throughput):")
+	for _, k := range ranks {
+		fmt.Fprintf(stdout, "  %-40s %d runs  τ %+.2f\n", k.Set, k.N, k.Tau)
+	}
+	if *filled {
+		fmt.Fprintln(stdout, "\nsettings the sources do not state:")
+		for _, r := range res {
+			if len(r.Filled) > 0 {
+				fmt.Fprintf(stdout, "  %s: %s\n", r.Run.ID, strings.Join(r.Filled, "; "))
+			}
+		}
+	}
+	return nil
+}
