@@ -216,7 +216,16 @@ func (e *Estimator) Estimate(req Request) (Result, error) {
 			tpPerMB -= hid
 		}
 	}
-	if l.CP > 1 {
+	if l.CP > 1 && l.CPAllToAll {
+		// Ulysses: before and after attention, all-to-alls re-split Q, K, V and the
+		// output from sequence to heads — 4 per layer forward, 4 backward, exposed.
+		x := tokens * h * (2 + 2*kv) / (4 * tf) * 2 // Q, K, V and the output in 16 bits: the mean per call
+		a2a, err := addComm(CommCP, collective.AllToAll, x, layers*8*mf, "per layer: 4 all-to-alls forward, 4 backward (Ulysses)")
+		if err != nil {
+			return Result{}, err
+		}
+		cpExposedPerMB = a2a * 8 * layers
+	} else if l.CP > 1 {
 		// Ring attention: K and V blocks pass CP−1 times forward, twice as much backward.
 		blk := 2 * tokens * h * kv / tf * 2
 		p2p, err := addComm(CommCP, collective.SendRecv, blk, layers*3*float64(l.CP-1)*mf, "per layer: CP−1 K/V block passes forward, 2(CP−1) backward")

@@ -210,3 +210,36 @@ func TestMoE(t *testing.T) {
 		t.Errorf("EP 8 holds %.1f GB of weights, EP 1 %.1f GB: experts not split", res.Memory.Weights, one.Memory.Weights)
 	}
 }
+
+func TestGlobalTokensAndUlysses(t *testing.T) {
+	e := step.New()
+	r := gpt3Request(t)
+	r.Training.GlobalBatch, r.Training.GlobalTokens = 0, 1536*2048
+	a, err := e.Estimate(r)
+	if err != nil || a.Training.GlobalBatch != 1536 {
+		t.Fatalf("global tokens: %v, batch %d", err, a.Training.GlobalBatch)
+	}
+	r.Training.GlobalTokens = 1536*2048 + 1
+	if _, err := e.Estimate(r); !invalid.Is(err) || !strings.Contains(err.Error(), "training.global_tokens") {
+		t.Errorf("tokens not a multiple of the sequence: %v", err)
+	}
+	u := step.Request{Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1),
+		Training: step.Training{SeqLen: 65536, GlobalBatch: 4}, Layout: step.Layout{DP: 4, CP: 2, MicroBatch: 1, ZeRO: 3, Recompute: step.RecomputeFull}}
+	ring, err := e.Estimate(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Layout.CPAllToAll = true
+	uly, err := e.Estimate(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ring.Comms[0].Op == uly.Comms[0].Op || !(uly.Breakdown.Exposed[step.CommCP] > 0) {
+		t.Errorf("ring %s vs Ulysses %s; exposed CP %v", ring.Comms[0].Op, uly.Comms[0].Op, uly.Breakdown.Exposed[step.CommCP])
+	}
+	u.Layout.CP, u.Layout.DP = 8, 1 // 32 heads and 8 KV heads split over 8 ranks
+	u.Training.GlobalBatch = 1
+	if _, err := e.Estimate(u); err != nil {
+		t.Errorf("Ulysses CP 8 on 32 heads: %v", err)
+	}
+}

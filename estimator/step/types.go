@@ -46,8 +46,10 @@ func AdamMixed() Optimizer {
 
 // Training is the workload of one step.
 type Training struct {
-	SeqLen      int       `json:"seq_len"`
-	GlobalBatch int       `json:"global_batch"` // sequences per step
+	SeqLen      int `json:"seq_len"`
+	GlobalBatch int `json:"global_batch"` // sequences per step
+	// GlobalTokens gives the batch in tokens instead (a multiple of SeqLen).
+	GlobalTokens int `json:"global_tokens,omitempty"`
 	Precision   Precision `json:"precision"`
 	Optimizer   Optimizer `json:"optimizer"`
 	// UnfusedAttention: the attention scores are materialised (Megatron-LM before
@@ -78,4 +80,7 @@ type Layout struct {
 	RankOrder string `json:"rank_order,omitempty"`
 	// OverlapTP hides TP communication behind compute (async TP / comm-GEMM overlap).
 	OverlapTP bool `json:"overlap_tp,omitempty"`
+	// CPAllToAll uses DeepSpeed-Ulysses context parallelism (all-to-alls that trade the
+	// sequence split for a head split, 4 per layer forward) instead of ring attention.
+	CPAllToAll bool `json:"cp_all_to_all,omitempty"`
 }

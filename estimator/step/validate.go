@@ -43,6 +43,9 @@ func normalise(r Request) Request {
 		l.Recompute = RecomputeNone
 	}
 	t := &r.Training
+	if t.GlobalBatch == 0 && t.GlobalTokens > 0 && t.SeqLen > 0 && t.GlobalTokens%t.SeqLen == 0 {
+		t.GlobalBatch = t.GlobalTokens / t.SeqLen
+	}
 	if t.Precision == "" {
 		t.Precision = BF16
 	}
@@ -64,6 +67,9 @@ func validate(r Request) error {
 	t, l, a := r.Training, r.Layout, r.Model
 	if t.SeqLen < 1 || t.SeqLen > MaxSeqLen {
 		c.Add("training.seq_len", "must be between 1 and %d (got %d)", MaxSeqLen, t.SeqLen)
+	}
+	if t.GlobalTokens != 0 && (t.SeqLen < 1 || t.GlobalTokens%t.SeqLen != 0 || t.GlobalBatch*t.SeqLen != t.GlobalTokens) {
+		c.Add("training.global_tokens", "must be a whole number of sequences of seq_len %d, and agree with global_batch if both are given (got %d)", t.SeqLen, t.GlobalTokens)
 	}
 	if t.GlobalBatch < 1 || t.GlobalBatch > MaxBatch {
 		c.Add("training.global_batch", "must be between 1 and %d sequences (got %d)", MaxBatch, t.GlobalBatch)
@@ -120,6 +126,9 @@ func validate(r Request) error {
 	}
 	if a.FFN%l.TP != 0 {
 		c.Add("layout.tp", "must divide the FFN size %d (got %d)", a.FFN, l.TP)
+	}
+	if l.CPAllToAll && l.CP > 1 && (a.Heads%(l.TP*l.CP) != 0 || max(1, a.KVHeads)%l.CP != 0 && l.CP%max(1, a.KVHeads) != 0) {
+		c.Add("layout.cp", "the all-to-all (Ulysses) variant needs tp × cp to divide the %d heads (got tp %d, cp %d)", a.Heads, l.TP, l.CP)
 	}
 	if l.SP && l.TP == 1 {
 		c.Add("layout.sp", "sequence parallelism needs tp > 1")

@@ -52,6 +52,9 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	zero := fs.Int("zero", 0, "ZeRO stage 0–3 (3 = FSDP full shard)")
 	mbs := fs.Int("mbs", 1, "micro-batch size (sequences)")
 	gbs := fs.Int("gbs", 0, "global batch (sequences)")
+	gbt := fs.Int("global-tokens", 0, "global batch in tokens instead of --gbs (a multiple of --seq)")
+	gradDType := fs.String("grad-dtype", "", "gradient format: bf16 (2 bytes, default) or fp32 (4 bytes, also how they are reduced)")
+	cpA2A := fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
 	seq := fs.Int("seq", 0, "sequence length (tokens)")
 	recompute := fs.String("recompute", "none", "activation recomputation: none, selective, full")
 	sp := fs.Bool("sp", false, "sequence parallelism (with tp > 1)")
@@ -208,11 +211,39 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if set["unfused-attention"] {
 		t.UnfusedAttention = *unfused
 	}
+	if set["cp-all-to-all"] {
+		l.CPAllToAll = *cpA2A
+	}
+	if set["global-tokens"] {
+		if set["gbs"] {
+			return errors.New("--gbs and --global-tokens: give the batch one way")
+		}
+		t.GlobalTokens, t.GlobalBatch = *gbt, 0
+		if *gbt > 0 && t.SeqLen > 0 {
+			if *gbt%t.SeqLen != 0 {
+				return fmt.Errorf("--global-tokens %d: must be a multiple of --seq %d", *gbt, t.SeqLen)
+			}
+			t.GlobalBatch = *gbt / t.SeqLen
+		}
+	}
+	if set["grad-dtype"] {
+		if t.Optimizer == (step.Optimizer{}) {
+			t.Optimizer = step.AdamMixed()
+		}
+		switch strings.ToLower(*gradDType) {
+		case "bf16", "fp16":
+			t.Optimizer.GradBytes = 2
+		case "fp32":
+			t.Optimizer.GradBytes = 4
+		default:
+			return fmt.Errorf("--grad-dtype: must be bf16, fp16 or fp32 (got %q)", *gradDType)
+		}
+	}
 	if t.SeqLen == 0 {
 		return errors.New("--seq: required (tokens per sequence)")
 	}
 	if t.GlobalBatch == 0 {
-		return errors.New("--gbs: required (sequences per step)")
+		return errors.New("--gbs or --global-tokens: required (the batch per step)")
 	}
 	n := *gpus
 	if !set["gpus"] && ef.GPUs != 0 {
