@@ -49,9 +49,9 @@ type Training struct {
 	SeqLen      int `json:"seq_len"`
 	GlobalBatch int `json:"global_batch"` // sequences per step
 	// GlobalTokens gives the batch in tokens instead (a multiple of SeqLen).
-	GlobalTokens int `json:"global_tokens,omitempty"`
-	Precision   Precision `json:"precision"`
-	Optimizer   Optimizer `json:"optimizer"`
+	GlobalTokens int       `json:"global_tokens,omitempty"`
+	Precision    Precision `json:"precision"`
+	Optimizer    Optimizer `json:"optimizer"`
 	// UnfusedAttention: the attention scores are materialised (Megatron-LM before
 	// flash attention); otherwise causal flash attention is assumed.
 	UnfusedAttention bool `json:"unfused_attention,omitempty"`
