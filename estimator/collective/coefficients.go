@@ -244,146 +244,162 @@ func buildPipe(c *topology.Cluster, stages []stageLoads) pipe {
 	return p
 }
 
-// computeCoefficients places every pattern of every algorithm on the cluster.
-func computeCoefficients(p *Placement) coefficients {
+// Families of coefficients, computed on first use (a placement that is only ever
+// asked for all-reduce never builds the O(n²) all-to-all patterns).
+type family uint8
+
+const (
+	famBase     family = iota // ring, intra-node rings, rails, neighbours
+	famDirect                 // all pairs, to and from rank 0
+	famPairwise               // pairwise all-to-all steps
+	famPAT                    // PAT steps
+	famTrees                  // tree and double tree pipelines
+	famNVLS                   // in-switch reduce and multicast
+	famChain                  // broadcast/reduce chain
+	numFamilies
+)
+
+// ensure computes a family's coefficients once.
+func (p *Placement) ensure(f family) {
+	p.once[f].Do(func() { computeFamily(p, f) })
+}
+
+// computeFamily places the patterns of one family on the cluster.
+func computeFamily(p *Placement, f family) {
 	c := p.Cluster
 	l := newLoads(c)
 	n := p.N()
-	co := coefficients{channels: ringChannels(p)}
+	co := &p.coef
 	nch := co.channels
 	perCh := 1 / float64(nch)
 	mesh := c.Spec.Intra.Kind == topology.Mesh
-
-	// Ring: every rank to its successor in each channel's ring; unit: the bytes one
-	// rank sends in one step, spread over the channels.
-	for ch := range nch {
-		order := channelRing(p.Shape, ch, mesh)
-		for _, g := range p.Siblings {
-			for i := range n {
-				l.flow(g[order[i]], g[order[(i+1)%n]], perCh)
-			}
-		}
-	}
-	co.ring = l.takeRing()
-
-	// Hierarchical: intra-domain rings and rail rings.
-	spans := domainSpans(p.Shape)
-	for ch := range nch {
-		order := channelRing(p.Shape, ch, mesh)
-		for _, g := range p.Siblings {
-			for _, sp := range spans {
-				k := sp[1] - sp[0]
-				for j := range k {
-					l.flow(g[order[sp[0]+j]], g[order[sp[0]+(j+1)%k]], perCh)
-				}
-			}
-		}
-	}
-	co.intra = l.takeRing()
-	if p.Uniform {
-		m := len(spans)
-		for _, g := range p.Siblings {
-			for loc := range p.PerDomain {
-				for d := range m {
-					l.flow(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
-				}
-			}
-		}
-		co.rail = l.takeRing()
-	}
-
-	for _, g := range p.Siblings {
-		for i := range n {
-			l.flow(g[i], g[(i+1)%n], 1)
-		}
-	}
-	co.neighbor = l.take()
-
-	// Direct: one block from every rank to every other rank.
-	for _, g := range p.Siblings {
-		for i := range n {
-			for j := range n {
-				l.flow(g[i], g[j], 1)
-			}
-		}
-	}
-	co.allPairs = l.take()
-	for _, g := range p.Siblings {
-		for i := 1; i < n; i++ {
-			l.flow(g[i], g[0], 1)
-		}
-	}
-	co.toRoot = l.take()
-	for _, g := range p.Siblings {
-		for i := 1; i < n; i++ {
-			l.flow(g[0], g[i], 1)
-		}
-	}
-	co.fromRoot = l.take()
-
-	// Pairwise all-to-all: step k pairs i with i+k.
-	for k := 1; k < n; k++ {
-		for _, g := range p.Siblings {
-			for i := range n {
-				l.flow(g[i], g[(i+k)%n], 1)
-			}
-		}
-		s := l.take()
-		co.pairwise.m += s.m
-		co.pairwise.lat += s.lat
-		co.pairwise.net += s.net
-	}
-
-	// PAT: step k sends patBlocks(n,k) blocks to rank i−2^k.
-	for k := range patSteps(n) {
-		b := float64(patBlocks(n, k))
-		if k >= maxPATSteps {
-			break
-		}
-		for _, g := range p.Siblings {
-			for i := range n {
-				l.flow(g[i], g[((i-(1<<k))%n+n)%n], b)
-			}
-		}
-		co.pat[k] = l.take()
-	}
-
-	// Trees: unit is one chunk of one channel of one tree.
-	co.tree = treePipe(p, l, nch, 1)
-	co.dtree = treePipe(p, l, nch, 2)
-
-	// NVLS inside one domain: rank k owns block k; unit is one block-chunk.
-	if p.Domains == 1 && c.NVLS() && n >= 2 {
-		var st [2]stageLoads
-		for _, g := range p.Siblings {
-			for k := range n {
-				l.switchReduce(g, g[k], 1)
-			}
-		}
-		st[0] = l.takeStage()
-		for _, g := range p.Siblings {
-			for k := range n {
-				l.multicast(g, g[k], 1)
-			}
-		}
-		st[1] = l.takeStage()
-		co.nvlsAR = buildPipe(c, st[:])
-		co.nvlsRed = stageCoef(st[0])
-		co.nvlsMC = stageCoef(st[1])
-	}
-
-	// Chain from rank 0 along the ring order (ring broadcast and reduce).
-	if n >= 2 && n-1 <= maxPipeDepth {
-		stages := make([]stageLoads, 0, n-1)
-		for e := 0; e < n-1; e++ {
+	switch f {
+	case famBase:
+		// Ring: every rank to its successor in each channel's ring; unit: the bytes
+		// one rank sends in one step, spread over the channels.
+		for ch := range nch {
+			order := channelRing(p.Shape, ch, mesh)
 			for _, g := range p.Siblings {
-				l.flow(g[e], g[e+1], 1)
+				for i := range n {
+					l.flow(g[order[i]], g[order[(i+1)%n]], perCh)
+				}
 			}
-			stages = append(stages, l.takeStage())
 		}
-		co.chain = buildPipe(c, stages)
+		co.ring = l.takeRing()
+		// Hierarchical: intra-domain rings and rail rings.
+		spans := domainSpans(p.Shape)
+		for ch := range nch {
+			order := channelRing(p.Shape, ch, mesh)
+			for _, g := range p.Siblings {
+				for _, sp := range spans {
+					k := sp[1] - sp[0]
+					for j := range k {
+						l.flow(g[order[sp[0]+j]], g[order[sp[0]+(j+1)%k]], perCh)
+					}
+				}
+			}
+		}
+		co.intra = l.takeRing()
+		if p.Uniform {
+			m := len(spans)
+			for _, g := range p.Siblings {
+				for loc := range p.PerDomain {
+					for d := range m {
+						l.flow(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
+					}
+				}
+			}
+			co.rail = l.takeRing()
+		}
+		for _, g := range p.Siblings {
+			for i := range n {
+				l.flow(g[i], g[(i+1)%n], 1)
+			}
+		}
+		co.neighbor = l.take()
+	case famDirect:
+		// One block from every rank to every other rank.
+		for _, g := range p.Siblings {
+			for i := range n {
+				for j := range n {
+					l.flow(g[i], g[j], 1)
+				}
+			}
+		}
+		co.allPairs = l.take()
+		for _, g := range p.Siblings {
+			for i := 1; i < n; i++ {
+				l.flow(g[i], g[0], 1)
+			}
+		}
+		co.toRoot = l.take()
+		for _, g := range p.Siblings {
+			for i := 1; i < n; i++ {
+				l.flow(g[0], g[i], 1)
+			}
+		}
+		co.fromRoot = l.take()
+	case famPairwise:
+		// Step k pairs i with i+k.
+		for k := 1; k < n; k++ {
+			for _, g := range p.Siblings {
+				for i := range n {
+					l.flow(g[i], g[(i+k)%n], 1)
+				}
+			}
+			s := l.take()
+			co.pairwise.m += s.m
+			co.pairwise.lat += s.lat
+			co.pairwise.net += s.net
+		}
+	case famPAT:
+		// Step k sends patBlocks(n,k) blocks to rank i−2^k.
+		for k := range min(patSteps(n), maxPATSteps) {
+			b := float64(patBlocks(n, k))
+			for _, g := range p.Siblings {
+				for i := range n {
+					l.flow(g[i], g[((i-(1<<k))%n+n)%n], b)
+				}
+			}
+			co.pat[k] = l.take()
+		}
+	case famTrees:
+		// Unit: one chunk of one channel of one tree.
+		co.tree = treePipe(p, l, nch, 1)
+		co.dtree = treePipe(p, l, nch, 2)
+	case famNVLS:
+		// Inside one domain: rank k owns block k; unit: one block-chunk.
+		if p.Domains == 1 && c.NVLS() && n >= 2 {
+			var st [2]stageLoads
+			for _, g := range p.Siblings {
+				for k := range n {
+					l.switchReduce(g, g[k], 1)
+				}
+			}
+			st[0] = l.takeStage()
+			for _, g := range p.Siblings {
+				for k := range n {
+					l.multicast(g, g[k], 1)
+				}
+			}
+			st[1] = l.takeStage()
+			co.nvlsAR = buildPipe(c, st[:])
+			co.nvlsRed = stageCoef(st[0])
+			co.nvlsMC = stageCoef(st[1])
+		}
+	case famChain:
+		// From rank 0 along the ring order (ring broadcast and reduce).
+		if n >= 2 && n-1 <= maxPipeDepth {
+			stages := make([]stageLoads, 0, n-1)
+			for e := 0; e < n-1; e++ {
+				for _, g := range p.Siblings {
+					l.flow(g[e], g[e+1], 1)
+				}
+				stages = append(stages, l.takeStage())
+			}
+			co.chain = buildPipe(c, stages)
+		}
 	}
-	return co
 }
 
 func stageCoef(s stageLoads) coef {

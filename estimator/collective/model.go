@@ -131,6 +131,16 @@ func (m *Model) Supports(p *Placement, op Op, algo Algorithm) error {
 
 // why is Supports without allocating: the reason algo cannot run op, or "".
 func (m *Model) why(p *Placement, op Op, algo Algorithm) string {
+	switch algo {
+	case Ring:
+		if op == Broadcast || op == Reduce {
+			p.ensure(famChain)
+		}
+	case Tree, DoubleTree:
+		if op == AllReduce {
+			p.ensure(famTrees)
+		}
+	}
 	why := ""
 	n := p.N()
 	co := &p.coef
@@ -275,6 +285,22 @@ func (m *Model) steps(t *term, n float64, co coef, unit float64, pr Protocol, st
 
 // price is the closed form of algorithm a with protocol pr.
 func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, launch Launch) Estimate {
+	switch a {
+	case Ring:
+		if op == Broadcast || op == Reduce {
+			p.ensure(famChain)
+		}
+	case Tree, DoubleTree:
+		p.ensure(famTrees)
+	case NVLS:
+		p.ensure(famNVLS)
+	case Direct:
+		p.ensure(famDirect)
+	case PAT:
+		p.ensure(famPAT)
+	case Pairwise:
+		p.ensure(famPairwise)
+	}
 	co := &p.coef
 	n := float64(p.N())
 	nch := float64(co.channels)

@@ -3,6 +3,7 @@ package collective
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
@@ -31,6 +32,7 @@ type Placement struct {
 	DomainGPUs int
 
 	coef coefficients
+	once [numFamilies]sync.Once
 }
 
 // Place validates a group (global GPU ids, any order, no duplicates) and the groups
@@ -88,7 +90,8 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 		}
 		first = k
 	}
-	p.coef = computeCoefficients(p)
+	p.coef.channels = ringChannels(p)
+	p.ensure(famBase)
 	return p, nil
 }
 

@@ -33,6 +33,7 @@ func NewWith(k Constants, ck collective.Constants) *Estimator {
 // placeKey identifies a communication group by the layout that produces it.
 type placeKey struct {
 	cl    *topology.Cluster
+	ranks *RankMap
 	comm  Comm
 	sizes [numDims]int
 	order [numDims]Dim
@@ -40,8 +41,8 @@ type placeKey struct {
 
 // placement returns (and caches) the placement of rank 0's group of the given
 // communication, with the groups that run at the same time in its pipeline stage.
-func (e *Estimator) placement(cl *topology.Cluster, g grid, c Comm) (*collective.Placement, error) {
-	key := placeKey{cl: cl, comm: c, sizes: g.size, order: g.order}
+func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm) (*collective.Placement, error) {
+	key := placeKey{cl: cl, ranks: rm, comm: c, sizes: g.size, order: g.order}
 	e.mu.RLock()
 	p, ok := e.places[key]
 	e.mu.RUnlock()
@@ -72,6 +73,13 @@ func (e *Estimator) placement(cl *topology.Cluster, g grid, c Comm) (*collective
 		for r := 0; r < g.n; r++ {
 			if g.coord(r, DimPP) == 0 {
 				sib = append(sib, []int{r, r + last})
+			}
+		}
+	}
+	if rm != nil {
+		for _, grp := range sib {
+			for i, r := range grp {
+				grp[i] = rm.GPU(r)
 			}
 		}
 	}
@@ -114,57 +122,15 @@ func (e *Estimator) Estimate(req Request) (Result, error) {
 	h := float64(a.Hidden)
 	kv := float64(max(1, a.KVHeads)) / float64(a.Heads)
 
-	// ---- compute of one layer for one micro-batch ----
-	moeEvery := 0
-	if a.MoE != nil {
-		moeEvery = max(1, a.MoE.Frequency)
-	}
-	lc := e.layerCompute(req, &rates, tokens, sLocal, s, false)
-	var lcMoE layerTimes
-	if moeEvery > 0 {
-		lcMoE = e.layerCompute(req, &rates, tokens, sLocal, s, true)
-	}
-
-	// Layers per pipeline rank (over its v chunks); the slowest stage sets the pace.
-	stageLayers := a.Layers / l.PP
-	if len(l.LayerSplit) > 0 {
-		stageLayers = 0
-		v := l.VirtualStages
-		for st := 0; st < l.PP; st++ {
-			n := 0
-			for c := 0; c < v; c++ {
-				n += l.LayerSplit[c*l.PP+st]
-			}
-			stageLayers = max(stageLayers, n)
-		}
-	}
+	cp := e.compute(req, &rates, tokens, sLocal, s)
+	lc, lcMoE, stageLayers, nDense, nMoE := cp.lc, cp.lcMoE, cp.stageLayers, cp.nDense, cp.nMoE
+	fwd, bwd, rc := cp.fwd, cp.bwd, cp.rc
 	res.StageLayers = stageLayers
-	nMoE := 0.0
-	if moeEvery > 0 {
-		nMoE = float64(stageLayers / moeEvery)
-	}
-	nDense := float64(stageLayers) - nMoE
-	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
-	bwd := nDense*lc.bwd + nMoE*lcMoE.bwd
-	rc := 0.0
-	switch l.Recompute {
-	case RecomputeFull:
-		rc = fwd
-	case RecomputeSelective:
-		rc = nDense*lc.attnFwd + nMoE*lcMoE.attnFwd
-	}
-	// The last stage also computes the logits and loss; the first the embedding.
-	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1}, &rates)
-	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1}, &rates) + e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1}, &rates)
-	if l.PP == 1 || stageLayers*l.PP == a.Layers { // evenly split: the last stage is the slowest
-		fwd += logits
-		bwd += logitsBwd
-	}
 
 	// ---- communication per micro-batch on the critical path ----
 	var bd Breakdown
 	addComm := func(c Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
-		p, err := e.placement(cl, g, c)
+		p, err := e.placement(cl, req.Ranks, g, c)
 		if err != nil {
 			return 0, err
 		}

@@ -243,3 +243,34 @@ func TestGlobalTokensAndUlysses(t *testing.T) {
 		t.Errorf("Ulysses CP 8 on 32 heads: %v", err)
 	}
 }
+
+// The lower bounds never exceed the estimate, across many layouts.
+func TestLowerBoundsHold(t *testing.T) {
+	e := step.New()
+	for _, name := range []string{"gpt3-175b", "llama3-8b", "mixtral-8x7b"} {
+		a := arch(t, name)
+		for _, tp := range []int{1, 2, 8} {
+			for _, pp := range []int{1, 2, 4} {
+				for _, z := range []int{0, 3} {
+					for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull} {
+						dp := 64 / (tp * pp)
+						r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
+							Training: step.Training{SeqLen: 4096, GlobalBatch: 256},
+							Layout:   step.Layout{TP: tp, PP: pp, DP: dp, MicroBatch: 1, ZeRO: z, Recompute: rc}}
+						if a.MoE != nil && dp%8 == 0 {
+							r.Layout.EP = 8
+						}
+						res, err := e.Estimate(r)
+						if err != nil {
+							continue // not a valid layout for this model
+						}
+						b, ok := e.LowerBounds(r)
+						if !ok || b.StepTime > res.StepTime || b.StatesGB > res.Memory.Total+1e-9 {
+							t.Errorf("%s tp%d pp%d z%d %s: bound %.3g s / %.3g GB, estimate %.3g s / %.3g GB", name, tp, pp, z, rc, b.StepTime, b.StatesGB, res.StepTime, res.Memory.Total)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -14,7 +14,42 @@ type Request struct {
 	Training Training
 	Cluster  *topology.Cluster
 	Layout   Layout
+	// Ranks places the job's ranks on the cluster's GPUs; nil puts rank r on GPU r
+	// (the first nodes, in order).
+	Ranks *RankMap
 }
+
+// RankMap is a validated, immutable assignment of ranks to GPUs of one cluster.
+// Estimates cache communication groups per RankMap, so reuse one for many layouts
+// of the same job size.
+type RankMap struct {
+	cluster *topology.Cluster
+	gpus    []int
+}
+
+// NewRankMap checks that gpus are distinct GPUs of c; rank r runs on gpus[r].
+func NewRankMap(c *topology.Cluster, gpus []int) (*RankMap, error) {
+	if c == nil {
+		return nil, invalid.Field("cluster", "is required")
+	}
+	seen := make(map[int]bool, len(gpus))
+	for i, g := range gpus {
+		if g < 0 || g >= c.GPUs() {
+			return nil, invalid.Field(fmt.Sprintf("ranks[%d]", i), "GPU %d is not in the cluster's %d GPUs", g, c.GPUs())
+		}
+		if seen[g] {
+			return nil, invalid.Field(fmt.Sprintf("ranks[%d]", i), "GPU %d is used twice", g)
+		}
+		seen[g] = true
+	}
+	return &RankMap{cluster: c, gpus: append([]int(nil), gpus...)}, nil
+}
+
+// Len is the number of ranks.
+func (m *RankMap) Len() int { return len(m.gpus) }
+
+// GPU of rank r.
+func (m *RankMap) GPU(r int) int { return m.gpus[r] }
 
 // Limits that keep the arithmetic finite and the tables small.
 const (
@@ -173,6 +208,14 @@ func validate(r Request) error {
 		c.Add("training.global_batch", "must be a multiple of dp × micro_batch = %d×%d (got %d)", l.DP, l.MicroBatch, t.GlobalBatch)
 	} else if l.Schedule == Interleaved && (t.GlobalBatch/(l.DP*l.MicroBatch))%l.PP != 0 {
 		c.Add("layout.micro_batch", "interleaving needs the %d micro-batches per replica to be a multiple of pp %d", t.GlobalBatch/(l.DP*l.MicroBatch), l.PP)
+	}
+	if r.Ranks != nil {
+		n := l.TP * l.PP * l.DP * l.CP
+		if r.Ranks.cluster != r.Cluster {
+			c.Add("ranks", "were placed on another cluster")
+		} else if r.Ranks.Len() != n {
+			c.Add("ranks", "place %d ranks, the layout has tp×pp×dp×cp = %d", r.Ranks.Len(), n)
+		}
 	}
 	if r.Cluster != nil {
 		n := l.TP * l.PP * l.DP * l.CP

@@ -1,0 +1,44 @@
+package step
+
+
+// Bounds are cheap lower bounds on a layout's step time and memory, for pruning a
+// search before the full estimate: a layout whose bound is already worse than the
+// plans in hand cannot beat them.
+type Bounds struct {
+	// StepTime ≤ the estimate's step time: the compute of the slowest pipeline
+	// stage for every micro-batch plus the pipeline's fill and drain, without any
+	// communication.
+	StepTime float64
+	// StatesGB ≤ the estimate's memory: the GPU's share of weights, gradients and
+	// optimizer states, plus the runtime reserve.
+	StatesGB float64
+}
+
+// LowerBounds computes Bounds without placing any communication. The request must be
+// valid (Estimate validates; LowerBounds only guards against division by zero).
+func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
+	req = normalise(req)
+	a, t, l, cl := req.Model, req.Training, req.Layout, req.Cluster
+	if cl == nil || l.TP < 1 || l.PP < 1 || l.DP < 1 || l.CP < 1 || l.MicroBatch < 1 || t.SeqLen < 1 {
+		return Bounds{}, false
+	}
+	r, ok := e.k.rates(cl.GPU(), t.Precision)
+	if !ok {
+		return Bounds{}, false
+	}
+	// The step's compute: every micro-batch through the slowest stage, the pipeline's
+	// fill and drain; the estimate adds communication and the optimizer on top.
+	m := float64(t.GlobalBatch / max(1, l.DP*l.MicroBatch))
+	sLocal := float64(t.SeqLen) / float64(l.CP)
+	cp := e.compute(req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen))
+	perMB := cp.fwd + cp.bwd + cp.rc
+	stepLB := (m + float64(l.PP-1)/float64(max(1, l.VirtualStages))) * perMB
+	p := a.Params()
+	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
+	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
+	w, g, s := ModelStateBytes(params, t.Optimizer, l.ZeRO, l.DP*l.CP)
+	return Bounds{
+		StepTime: stepLB,
+		StatesGB: (w+g+s)/1e9 + e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB,
+	}, true
+}

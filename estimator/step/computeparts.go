@@ -1,0 +1,66 @@
+package step
+
+// computeParts is the compute of the slowest pipeline stage for one micro-batch.
+type computeParts struct {
+	lc, lcMoE    layerTimes
+	stageLayers  int
+	nDense, nMoE float64
+	fwd, bwd, rc float64
+}
+
+// compute times the layers of the slowest pipeline stage for one micro-batch of
+// tokens tokens (sLocal per sequence on this GPU, s in the full sequence).
+func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s float64) computeParts {
+	a, l := req.Model, req.Layout
+	tf := float64(l.TP)
+	h := float64(a.Hidden)
+	var cp computeParts
+	moeEvery := 0
+	if a.MoE != nil {
+		moeEvery = max(1, a.MoE.Frequency)
+	}
+	cp.lc = e.layerCompute(req, rates, tokens, sLocal, s, false)
+	if moeEvery > 0 {
+		cp.lcMoE = e.layerCompute(req, rates, tokens, sLocal, s, true)
+	}
+	lc, lcMoE := cp.lc, cp.lcMoE
+
+	// Layers per pipeline rank (over its v chunks); the slowest stage sets the pace.
+	stageLayers := a.Layers / l.PP
+	if len(l.LayerSplit) > 0 {
+		stageLayers = 0
+		v := l.VirtualStages
+		for st := 0; st < l.PP; st++ {
+			n := 0
+			for c := 0; c < v; c++ {
+				n += l.LayerSplit[c*l.PP+st]
+			}
+			stageLayers = max(stageLayers, n)
+		}
+	}
+	nMoE := 0.0
+	if moeEvery > 0 {
+		nMoE = float64(stageLayers / moeEvery)
+	}
+	nDense := float64(stageLayers) - nMoE
+	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
+	bwd := nDense*lc.bwd + nMoE*lcMoE.bwd
+	rc := 0.0
+	switch l.Recompute {
+	case RecomputeFull:
+		rc = fwd
+	case RecomputeSelective:
+		rc = nDense*lc.attnFwd + nMoE*lcMoE.attnFwd
+	}
+	// The last stage also computes the logits and loss; the first the embedding.
+	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1}, rates)
+	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1}, rates) + e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1}, rates)
+	if l.PP == 1 || stageLayers*l.PP == a.Layers { // evenly split: the last stage is the slowest
+		fwd += logits
+		bwd += logitsBwd
+	}
+
+	cp.stageLayers, cp.nDense, cp.nMoE = stageLayers, nDense, nMoE
+	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
+	return cp
+}

@@ -1,0 +1,161 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// FreeMap says which GPUs of each node are free: node index → local GPU indices.
+// A nil map means the whole cluster is free.
+type FreeMap map[int][]int
+
+// validate checks node and GPU indices against the cluster.
+func (f FreeMap) validate(c *topology.Cluster) error {
+	for _, node := range sortedNodes(f) {
+		if node < 0 || node >= c.Spec.Nodes {
+			return invalid.Field(fmt.Sprintf("free_gpus[%d]", node), "node %d is not in the cluster's %d nodes", node, c.Spec.Nodes)
+		}
+		seen := map[int]bool{}
+		for _, g := range f[node] {
+			if g < 0 || g >= c.Spec.GPUsPerNode {
+				return invalid.Field(fmt.Sprintf("free_gpus[%d]", node), "GPU %d is not one of the node's %d", g, c.Spec.GPUsPerNode)
+			}
+			if seen[g] {
+				return invalid.Field(fmt.Sprintf("free_gpus[%d]", node), "GPU %d is listed twice", g)
+			}
+			seen[g] = true
+		}
+	}
+	return nil
+}
+
+func sortedNodes(f FreeMap) []int {
+	out := make([]int, 0, len(f))
+	for n := range f {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NodeUse is one node's part of a placement: the local GPUs the job takes.
+type NodeUse struct {
+	Node int   `json:"node"`
+	GPUs []int `json:"gpus"`
+}
+
+// Placement is where a plan's ranks run.
+type Placement struct {
+	// Nodes is the compact per-node summary a scheduler applies.
+	Nodes []NodeUse `json:"nodes"`
+	// Ranks[r] is the global GPU id (node × GPUs per node + local) of rank r.
+	Ranks []int `json:"-"`
+	// WholeNodes is how many nodes the job fills completely; PartialNodes how many it
+	// shares; FreeWholeNodes how many whole nodes it leaves free.
+	WholeNodes     int `json:"whole_nodes"`
+	PartialNodes   int `json:"partial_nodes"`
+	FreeWholeNodes int `json:"free_whole_nodes_left"`
+}
+
+// place picks n GPUs for a job whose TP groups (tp consecutive ranks) must each sit
+// inside one node. Without a free map it takes the first nodes in order. With one it
+// keeps fragmentation low: only whole TP groups of a node's free GPUs are usable;
+// partially free nodes are filled first (so whole nodes stay free for others), the
+// fullest first, then whole free nodes in index order; ranks fill each chosen node
+// in local-GPU order, so TP groups and pipeline neighbours stay close. It returns nil
+// if the free GPUs cannot host the job.
+func place(c *topology.Cluster, free FreeMap, n, tp int) *Placement {
+	g := c.Spec.GPUsPerNode
+	type cand struct {
+		node  int
+		gpus  []int
+		whole bool
+	}
+	var cands []cand
+	if free == nil {
+		for node := range c.Spec.Nodes {
+			all := make([]int, g)
+			for i := range all {
+				all[i] = i
+			}
+			cands = append(cands, cand{node, all, true})
+		}
+	} else {
+		for _, node := range sortedNodes(free) {
+			gs := slices.Clone(free[node])
+			slices.Sort(gs)
+			usable := len(gs)
+			if tp <= g {
+				usable = len(gs) / tp * tp
+			} else if len(gs) != g {
+				usable = 0 // a TP group over several nodes needs whole nodes
+			}
+			if usable == 0 {
+				continue
+			}
+			cands = append(cands, cand{node, gs[:usable], len(gs) == g})
+		}
+		slices.SortStableFunc(cands, func(a, b cand) int {
+			switch {
+			case a.whole != b.whole:
+				if !a.whole {
+					return -1
+				}
+				return 1
+			case len(a.gpus) != len(b.gpus):
+				return len(b.gpus) - len(a.gpus)
+			}
+			return a.node - b.node
+		})
+	}
+	p := &Placement{}
+	need := n
+	used := map[int]bool{}
+	for _, cd := range cands {
+		if need == 0 {
+			break
+		}
+		take := min(need, len(cd.gpus))
+		if tp <= g {
+			take = take / tp * tp
+		}
+		if take == 0 {
+			continue
+		}
+		p.Nodes = append(p.Nodes, NodeUse{Node: cd.node, GPUs: slices.Clone(cd.gpus[:take])})
+		used[cd.node] = true
+		need -= take
+	}
+	if need > 0 {
+		return nil
+	}
+	// Ranks in node order so that pipeline stages land on neighbouring nodes.
+	slices.SortFunc(p.Nodes, func(a, b NodeUse) int { return a.Node - b.Node })
+	for _, u := range p.Nodes {
+		for _, l := range u.GPUs {
+			p.Ranks = append(p.Ranks, u.Node*g+l)
+		}
+		freeHere := g
+		if free != nil {
+			freeHere = len(free[u.Node])
+		}
+		if len(u.GPUs) == g {
+			p.WholeNodes++
+		} else if len(u.GPUs) < freeHere || freeHere < g {
+			p.PartialNodes++
+		}
+	}
+	if free == nil {
+		p.FreeWholeNodes = c.Spec.Nodes - len(p.Nodes)
+	} else {
+		for node, gs := range free {
+			if len(gs) == g && !used[node] {
+				p.FreeWholeNodes++
+			}
+		}
+	}
+	return p
+}

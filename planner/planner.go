@@ -1,0 +1,182 @@
+// Package planner searches the ways to run a training job on a cluster — every
+// tensor, pipeline, context, expert and data-parallel split, ZeRO stage, micro-batch,
+// recomputation, sequence-parallel and schedule choice, and the GPU count — places
+// each on the cluster's free GPUs, prices it with the step-cost model and ranks the
+// plans by the requested objective.
+package planner
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Objective is what the ranking minimises.
+type Objective string
+
+const (
+	FastestStep Objective = "step_time"  // shortest step
+	Throughput  Objective = "throughput" // most tokens per second per GPU
+	Cost        Objective = "cost"       // cheapest to train TokenBudget tokens at PricePerGPUHour
+)
+
+// Constraints narrow the search. Empty lists allow every valid value.
+type Constraints struct {
+	TP            []int            `json:"tp,omitempty"`
+	PP            []int            `json:"pp,omitempty"`
+	CP            []int            `json:"cp,omitempty"`
+	EP            []int            `json:"ep,omitempty"`
+	ZeRO          []int            `json:"zero,omitempty"`
+	MicroBatch    []int            `json:"micro_batch,omitempty"`
+	VirtualStages []int            `json:"virtual_stages,omitempty"`
+	Recompute     []step.Recompute `json:"recompute,omitempty"`
+	SP            []bool           `json:"sp,omitempty"`
+	Schedules     []step.Schedule  `json:"schedules,omitempty"`
+	// TPAcrossNodes allows TP groups larger than a node.
+	TPAcrossNodes bool `json:"tp_across_nodes,omitempty"`
+	// UnevenPP allows pipeline splits that do not divide the layers evenly.
+	UnevenPP bool `json:"uneven_pp,omitempty"`
+	// MinHeadroomGB is the memory each GPU must keep free.
+	MinHeadroomGB float64 `json:"min_headroom_gb,omitempty"`
+	// MaxMicroBatch bounds micro-batch sizes when MicroBatch is empty (default 16).
+	MaxMicroBatch int `json:"max_micro_batch,omitempty"`
+}
+
+// Request is one search.
+type Request struct {
+	Model    model.Arch
+	Training step.Training
+	Cluster  *topology.Cluster
+	// GPUs is the job size; or give MinGPUs..MaxGPUs ("up to MaxGPUs" with MinGPUs 0)
+	// and the planner also chooses the size.
+	GPUs, MinGPUs, MaxGPUs int
+	// Free lists the free GPUs per node; nil: the whole cluster is free.
+	Free        FreeMap
+	Constraints Constraints
+	Objective   Objective
+	// PricePerGPUHour and TokenBudget define the Cost objective (and the cost
+	// reported with every plan when set).
+	PricePerGPUHour float64
+	TokenBudget     float64
+	// TopK is how many plans to return (default 10).
+	TopK int
+	// Workers evaluates candidates in parallel (default: all CPUs).
+	Workers int
+}
+
+// Plan is one way to run the job.
+type Plan struct {
+	Rank      int         `json:"rank"`
+	GPUs      int         `json:"gpus"`
+	Layout    step.Layout `json:"layout"`
+	Placement Placement   `json:"placement"`
+	Estimate  step.Result `json:"estimate"`
+	// Score is the objective's value: seconds per step, negative tokens/s per GPU, or
+	// dollars for the token budget.
+	Score float64 `json:"score"`
+	// CostUSD to train the token budget, when a price and budget are given.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+}
+
+// Stats count what the search did.
+type Stats struct {
+	Enumerated int            `json:"enumerated"`
+	Pruned     map[string]int `json:"pruned"`
+	Evaluated  int            `json:"evaluated"`
+	Feasible   int            `json:"feasible"`
+	GPUCounts  []int          `json:"gpu_counts"`
+	Elapsed    time.Duration  `json:"elapsed_ns"`
+}
+
+// Result of a search.
+type Result struct {
+	Top    []Plan `json:"top"`
+	Pareto []Plan `json:"pareto"` // GPUs × step time × memory headroom, among evaluated plans
+	Stats  Stats  `json:"stats"`
+}
+
+// Pruning reasons.
+const (
+	PrunedDivisibility = "divisibility"
+	PrunedPlacement    = "placement"
+	PrunedMemoryBound  = "memory_lower_bound"
+	PrunedTimeBound    = "time_lower_bound"
+	PrunedMemory       = "memory"
+	PrunedInvalid      = "invalid"
+)
+
+func (r *Request) validate() error {
+	c := invalid.Collector{}
+	if r.Cluster == nil {
+		c.Add("cluster", "is required")
+		return c.Err()
+	}
+	if err := r.Model.Validate(); err != nil {
+		c.Add("model", "%v", err)
+	}
+	total := r.Cluster.GPUs()
+	switch {
+	case r.GPUs < 0 || r.GPUs > total:
+		c.Add("gpus", "must be between 1 and the cluster's %d GPUs (got %d)", total, r.GPUs)
+	case r.GPUs == 0 && (r.MaxGPUs < 1 || r.MaxGPUs > total):
+		c.Add("max_gpus", "give gpus, or max_gpus between 1 and the cluster's %d GPUs (got %d)", total, r.MaxGPUs)
+	case r.GPUs == 0 && (r.MinGPUs < 0 || r.MinGPUs > r.MaxGPUs):
+		c.Add("min_gpus", "must be between 0 and max_gpus %d (got %d)", r.MaxGPUs, r.MinGPUs)
+	}
+	switch r.Objective {
+	case "", FastestStep, Throughput:
+	case Cost:
+		if !(r.PricePerGPUHour > 0) || !(r.TokenBudget > 0) {
+			c.Add("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0")
+		}
+	default:
+		c.Add("objective", "must be step_time, throughput or cost (got %q)", r.Objective)
+	}
+	if r.PricePerGPUHour < 0 || r.TokenBudget < 0 {
+		c.Add("price_per_gpu_hour", "price and token budget must not be negative")
+	}
+	if r.TopK < 0 || r.TopK > 1000 {
+		c.Add("top_k", "must be between 1 and 1000 (got %d)", r.TopK)
+	}
+	if r.Constraints.MinHeadroomGB < 0 {
+		c.Add("constraints.min_headroom_gb", "must be ≥ 0 (got %v)", r.Constraints.MinHeadroomGB)
+	}
+	if m := r.Constraints.MaxMicroBatch; m < 0 || m > step.MaxMicroBatch {
+		c.Add("constraints.max_micro_batch", "must be between 1 and %d (got %d)", step.MaxMicroBatch, m)
+	}
+	for name, vs := range map[string][]int{"tp": r.Constraints.TP, "pp": r.Constraints.PP, "cp": r.Constraints.CP, "ep": r.Constraints.EP,
+		"micro_batch": r.Constraints.MicroBatch, "virtual_stages": r.Constraints.VirtualStages} {
+		for i, v := range vs {
+			if v < 1 || v > step.MaxParallel {
+				c.Add(fmt.Sprintf("constraints.%s[%d]", name, i), "must be between 1 and %d (got %d)", step.MaxParallel, v)
+			}
+		}
+	}
+	for i, z := range r.Constraints.ZeRO {
+		if z < 0 || z > 3 {
+			c.Add(fmt.Sprintf("constraints.zero[%d]", i), "must be 0–3 (got %d)", z)
+		}
+	}
+	for i, rc := range r.Constraints.Recompute {
+		switch rc {
+		case step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull:
+		default:
+			c.Add(fmt.Sprintf("constraints.recompute[%d]", i), "must be none, selective or full (got %q)", rc)
+		}
+	}
+	for i, s := range r.Constraints.Schedules {
+		switch s {
+		case step.GPipe, step.OneFOneB, step.Interleaved:
+		default:
+			c.Add(fmt.Sprintf("constraints.schedules[%d]", i), "must be gpipe, 1f1b or interleaved (got %q)", s)
+		}
+	}
+	if r.Free != nil {
+		c.Join(r.Free.validate(r.Cluster))
+	}
+	return c.Err()
+}
