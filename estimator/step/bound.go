@@ -1,6 +1,5 @@
 package step
 
-
 // Bounds are cheap lower bounds on a layout's step time and memory, for pruning a
 // search before the full estimate: a layout whose bound is already worse than the
 // plans in hand cannot beat them.
