@@ -126,40 +126,47 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, st *Stats) 
 						if !allowed(cs.EP, ep) || dp%ep != 0 {
 							continue
 						}
-						for _, zero := range zeros {
-							if zero > 0 && dp*cp == 1 {
-								continue // nothing to shard
+						for _, mbs := range divisors(perReplica) {
+							if mbs > maxMBS && len(cs.MicroBatch) == 0 || !allowed(cs.MicroBatch, mbs) {
+								continue
 							}
-							for _, mbs := range divisors(perReplica) {
-								if mbs > maxMBS && len(cs.MicroBatch) == 0 || !allowed(cs.MicroBatch, mbs) {
-									continue
-								}
-								m := perReplica / mbs
-								for _, sc := range schedules(pp, m, a.Layers, split != nil, cs) {
-									for _, rc := range recomputes {
-										for _, sp := range []bool{false, true} {
-											if sp && tp == 1 || !allowedBool(cs.SP, sp) {
-												continue
-											}
-											if sp && (t.SeqLen/cp)%tp != 0 {
-												continue
-											}
+							m := perReplica / mbs
+							scheds := schedules(pp, m, a.Layers, split != nil, cs)
+							for _, rc := range recomputes {
+								for _, sp := range []bool{false, true} {
+									if sp && tp == 1 || !allowedBool(cs.SP, sp) {
+										continue
+									}
+									if sp && (t.SeqLen/cp)%tp != 0 {
+										continue
+									}
+									// One compute bound per shape; schedules and ZeRO stages
+									// only change the pipeline factor and the state sharding.
+									base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
+										Recompute: rc, SP: sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split}
+									b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base})
+									if !ok {
+										st.Pruned[PrunedInvalid] += len(scheds) * len(zeros)
+										continue
+									}
+									for _, zero := range zeros {
+										if zero > 0 && dp*cp == 1 {
+											continue // nothing to shard
+										}
+										w, gr, s := step.ModelStateBytes(b.Params, t.Optimizer, zero, dp*cp)
+										memLB := (w+gr+s)/1e9 + b.ReserveGB
+										for _, sc := range scheds {
 											ordinal++
 											st.Enumerated++
-											l := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, ZeRO: zero, MicroBatch: mbs,
-												Recompute: rc, SP: sp, Schedule: sc.s, VirtualStages: sc.v, LayerSplit: split}
-											r := step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: l}
-											b, ok := e.LowerBounds(r)
-											if !ok {
-												st.Pruned[PrunedInvalid]++
-												continue
-											}
-											if b.StatesGB > capGB {
+											if memLB > capGB {
 												st.Pruned[PrunedMemoryBound]++
 												continue
 											}
+											l := base
+											l.ZeRO, l.Schedule, l.VirtualStages = zero, sc.s, sc.v
+											stepLB := (float64(m) + float64(pp-1)/float64(sc.v)) * b.PerMicroBatch
 											out = append(out, candidate{n: n, layout: l, ranks: rm, place: pl,
-												bound: boundScore(req, n, b.StepTime), ordinal: ordinal})
+												bound: boundScore(req, n, stepLB), ordinal: ordinal})
 										}
 									}
 								}

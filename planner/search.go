@@ -35,6 +35,12 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	if req.TopK == 0 {
 		req.TopK = 10
 	}
+	if req.Training.Optimizer == (step.Optimizer{}) {
+		req.Training.Optimizer = step.AdamMixed()
+	}
+	if req.Training.Precision == "" {
+		req.Training.Precision = step.BF16
+	}
 	workers := req.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -44,14 +50,23 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	slices.SortFunc(cands, func(a, b candidate) int {
+	// Best bound first; sort small keys rather than the candidates themselves.
+	type key struct {
+		bound float64
+		idx   int32
+	}
+	keys := make([]key, len(cands))
+	for i := range cands {
+		keys[i] = key{cands[i].bound, int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
 		switch {
 		case a.bound < b.bound:
 			return -1
 		case a.bound > b.bound:
 			return 1
 		}
-		return a.ordinal - b.ordinal
+		return int(a.idx - b.idx) // enumeration order
 	})
 
 	type evaluated struct {
@@ -61,19 +76,32 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		ok    bool
 		err   error
 	}
-	var top, all []evaluated
+	better := func(a, b *evaluated) bool { // a ranks before b
+		if a.score != b.score {
+			return a.score < b.score
+		}
+		return a.c.ordinal < b.c.ordinal
+	}
+	// Every feasible plan, compactly, for the Pareto front.
+	type point struct {
+		n          int
+		step, head float64
+		c          *candidate
+	}
+	var top []*evaluated
+	var all []point
 	kth := math.Inf(1)
 	batch := 16 * workers
-	for i := 0; i < len(cands); i += batch {
+	out := make([]evaluated, batch)
+	for i := 0; i < len(keys); i += batch {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		if len(top) >= req.TopK && cands[i].bound >= kth {
-			stats.Pruned[PrunedTimeBound] += len(cands) - i
+		if len(top) >= req.TopK && keys[i].bound >= kth {
+			stats.Pruned[PrunedTimeBound] += len(keys) - i
 			break
 		}
-		end := min(len(cands), i+batch)
-		out := make([]evaluated, end-i)
+		end := min(len(keys), i+batch)
 		var wg sync.WaitGroup
 		per := (end - i + workers - 1) / workers
 		for w := 0; w < workers; w++ {
@@ -88,7 +116,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 					if ctx.Err() != nil {
 						return
 					}
-					c := &cands[j]
+					c := &cands[keys[j].idx]
 					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout, Ranks: c.ranks}
 					res, err := e.Estimate(r)
 					ev := evaluated{c: c, res: res, err: err}
@@ -104,30 +132,31 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		for _, ev := range out {
+		for k := range end - i {
 			stats.Evaluated++
 			switch {
-			case ev.err != nil:
+			case out[k].err != nil:
 				stats.Pruned[PrunedInvalid]++
 				continue
-			case !ev.ok:
+			case !out[k].ok:
 				stats.Pruned[PrunedMemory]++
 				continue
 			}
 			stats.Feasible++
-			all = append(all, ev)
-			top = append(top, ev)
-			slices.SortStableFunc(top, func(a, b evaluated) int {
-				switch {
-				case a.score < b.score:
-					return -1
-				case a.score > b.score:
-					return 1
+			ev := &out[k]
+			all = append(all, point{ev.c.n, ev.res.StepTime, ev.res.Memory.Headroom, ev.c})
+			// Insert into the sorted top K.
+			pos := len(top)
+			for pos > 0 && better(ev, top[pos-1]) {
+				pos--
+			}
+			if pos < req.TopK {
+				kept := new(evaluated)
+				*kept = *ev
+				top = slices.Insert(top, pos, kept)
+				if len(top) > req.TopK {
+					top = top[:req.TopK]
 				}
-				return a.c.ordinal - b.c.ordinal
-			})
-			if len(top) > req.TopK {
-				top = top[:req.TopK]
 			}
 			if len(top) == req.TopK {
 				kth = top[len(top)-1].score
@@ -136,7 +165,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	}
 
 	res := Result{}
-	toPlan := func(ev evaluated) Plan {
+	toPlan := func(ev *evaluated) Plan {
 		p := Plan{GPUs: ev.c.n, Layout: ev.res.Layout, Placement: *ev.c.place, Estimate: ev.res, Score: ev.score}
 		if req.PricePerGPUHour > 0 && req.TokenBudget > 0 {
 			p.CostUSD = cost(&req, ev.c.n, ev.res)
@@ -148,37 +177,50 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		p.Rank = i + 1
 		res.Top = append(res.Top, p)
 	}
-	// Pareto front over (GPUs, step time, headroom) among the evaluated plans: a plan
-	// stays unless another uses no more GPUs, is no slower and keeps no less
-	// headroom, and is strictly better in one.
-	slices.SortStableFunc(all, func(a, b evaluated) int {
-		if a.c.n != b.c.n {
-			return a.c.n - b.c.n
-		}
+	// Pareto front over (GPUs, step time, headroom) among the evaluated plans: in order
+	// of step time, a plan is dominated when an earlier one (no slower) uses no more
+	// GPUs and keeps at least as much headroom. Front members are estimated again for
+	// their full result (the search keeps only three numbers per plan).
+	slices.SortStableFunc(all, func(a, b point) int {
 		switch {
-		case a.res.StepTime < b.res.StepTime:
+		case a.step < b.step:
 			return -1
-		case a.res.StepTime > b.res.StepTime:
+		case a.step > b.step:
+			return 1
+		case a.n != b.n:
+			return a.n - b.n
+		case a.head > b.head:
+			return -1
+		case a.head < b.head:
 			return 1
 		}
 		return a.c.ordinal - b.c.ordinal
 	})
-	for i, a := range all {
+	sizes := slices.Clone(stats.GPUCounts)
+	slices.Sort(sizes)
+	best := make([]float64, len(sizes)) // best headroom so far per GPU count
+	for i := range best {
+		best[i] = math.Inf(-1)
+	}
+	for _, a := range all {
+		idx, _ := slices.BinarySearch(sizes, a.n)
 		dominated := false
-		for j, b := range all {
-			if i == j {
-				continue
-			}
-			if b.c.n <= a.c.n && b.res.StepTime <= a.res.StepTime && b.res.Memory.Headroom >= a.res.Memory.Headroom &&
-				(b.c.n < a.c.n || b.res.StepTime < a.res.StepTime || b.res.Memory.Headroom > a.res.Memory.Headroom ||
-					b.c.ordinal < a.c.ordinal) {
+		for j := 0; j <= idx; j++ {
+			if best[j] >= a.head {
 				dominated = true
 				break
 			}
 		}
-		if !dominated {
-			res.Pareto = append(res.Pareto, toPlan(a))
+		if dominated {
+			continue
 		}
+		best[idx] = a.head
+		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: a.c.layout, Ranks: a.c.ranks}
+		est, err := e.Estimate(r)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Pareto = append(res.Pareto, toPlan(&evaluated{c: a.c, res: est, score: score(&req, a.n, est), ok: true}))
 	}
 	stats.Elapsed = time.Since(start)
 	res.Stats = stats

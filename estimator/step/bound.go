@@ -11,6 +11,12 @@ type Bounds struct {
 	// StatesGB ≤ the estimate's memory: the GPU's share of weights, gradients and
 	// optimizer states, plus the runtime reserve.
 	StatesGB float64
+	// The parts, so that a search can vary the schedule and ZeRO stage without
+	// recomputing: StepTime = (M + (P−1)/v) × PerMicroBatch, StatesGB =
+	// states(Params, ZeRO) + ReserveGB.
+	PerMicroBatch float64
+	Params        float64 // parameters held per GPU before ZeRO sharding
+	ReserveGB     float64
 }
 
 // LowerBounds computes Bounds without placing any communication. The request must be
@@ -36,8 +42,12 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
 	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
 	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
 	w, g, s := ModelStateBytes(params, t.Optimizer, l.ZeRO, l.DP*l.CP)
+	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
 	return Bounds{
-		StepTime: stepLB,
-		StatesGB: (w+g+s)/1e9 + e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB,
+		StepTime:      stepLB,
+		StatesGB:      (w+g+s)/1e9 + reserve,
+		PerMicroBatch: perMB,
+		Params:        params,
+		ReserveGB:     reserve,
 	}, true
 }
