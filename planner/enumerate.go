@@ -109,7 +109,8 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, st *Stats) 
 						continue
 					}
 					var split []int
-					if a.Layers%pp != 0 {
+					uneven := a.Layers%pp != 0
+					if uneven {
 						if !cs.UnevenPP {
 							st.Pruned[PrunedDivisibility]++
 							continue
@@ -131,7 +132,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, st *Stats) 
 								continue
 							}
 							m := perReplica / mbs
-							scheds := schedules(pp, m, a.Layers, split != nil, cs)
+							scheds := schedules(pp, m, a.Layers, cs)
 							for _, rc := range recomputes {
 								for _, sp := range []bool{false, true} {
 									if sp && tp == 1 || !allowedBool(cs.SP, sp) {
@@ -164,6 +165,9 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, st *Stats) 
 											}
 											l := base
 											l.ZeRO, l.Schedule, l.VirtualStages = zero, sc.s, sc.v
+											if sc.v > 1 && a.Layers%(pp*sc.v) != 0 {
+												l.LayerSplit = evenSplit(a.Layers, pp*sc.v)
+											}
 											stepLB := (float64(m) + float64(pp-1)/float64(sc.v)) * b.PerMicroBatch
 											out = append(out, candidate{n: n, layout: l, ranks: rm, place: pl,
 												bound: boundScore(req, n, stepLB), ordinal: ordinal})
@@ -189,9 +193,10 @@ type sched struct {
 }
 
 // schedules lists the pipeline schedules to try: none without PP; else 1F1B,
-// GPipe, and interleaved with every depth v ≥ 2 that divides the stage's layers when
-// the micro-batches are a multiple of PP.
-func schedules(pp, m, layers int, uneven bool, cs *Constraints) []sched {
+// GPipe, and interleaved with every depth v ≥ 2 that divides the stage's layers (or,
+// when the layers do not divide evenly anyway, every v up to 8), when the
+// micro-batches are a multiple of PP.
+func schedules(pp, m, layers int, cs *Constraints) []sched {
 	if pp == 1 {
 		return []sched{{step.OneFOneB, 1}}
 	}
@@ -213,9 +218,10 @@ func schedules(pp, m, layers int, uneven bool, cs *Constraints) []sched {
 	if ok(step.GPipe) {
 		out = append(out, sched{step.GPipe, 1})
 	}
-	if ok(step.Interleaved) && !uneven && m%pp == 0 {
+	if ok(step.Interleaved) && m%pp == 0 {
 		for v := 2; v <= layers/pp; v++ {
-			if (layers/pp)%v == 0 && allowed(cs.VirtualStages, v) {
+			even := layers%pp == 0 && (layers/pp)%v == 0
+			if (even || layers%pp != 0 && cs.UnevenPP && v <= 8) && allowed(cs.VirtualStages, v) {
 				out = append(out, sched{step.Interleaved, v})
 			}
 		}

@@ -21,6 +21,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"plan", "search and rank the ways to run a training job on a cluster", runPlan},
 		{"estimate", "estimate one training step of a parallel layout: time, breakdown, memory", runEstimate},
 		{"collective", "price one collective (all-reduce, all-gather, …) on a cluster", runCollective},
 		{"accuracy", "compare the collective model with the published nccl-tests measurements", runAccuracy},

@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/planner"
+)
+
+func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("plan", "--model NAME --cluster NAME --gpus N | --max-gpus N --gbs G --seq S [flags]", stderr)
+	modelName := fs.String("model", "", "catalog model, e.g. gpt3-175b")
+	params := fs.Float64("params", 0, "or a bare parameter count (a standard shape is derived)")
+	clusterName := fs.String("cluster", "", "catalog system, e.g. dgx-h100")
+	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
+	gpus := fs.Int("gpus", 0, "job size (exact)")
+	minGPUs := fs.Int("min-gpus", 0, "with --max-gpus: the smallest job size to consider")
+	maxGPUs := fs.Int("max-gpus", 0, "instead of --gpus: consider every size up to this (whole nodes)")
+	gbs := fs.Int("gbs", 0, "global batch (sequences)")
+	seq := fs.Int("seq", 0, "sequence length")
+	precision := fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
+	freeMap := fs.String("free-map", "", "JSON file of free GPUs: {\"0\": [0,1,2,3], \"5\": [0,1,2,3,4,5,6,7]} (node → local GPUs)")
+	objective := fs.String("objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost")
+	price := fs.Float64("price", 0, "price per GPU-hour (for --objective cost)")
+	tokens := fs.Float64("tokens", 0, "token budget to train (for --objective cost)")
+	top := fs.Int("top", 10, "plans to list")
+	tpList := fs.String("tp", "", "allowed TP degrees, e.g. 4,8 (default all valid)")
+	ppList := fs.String("pp", "", "allowed PP degrees")
+	cpList := fs.String("cp", "", "allowed CP degrees")
+	zeroList := fs.String("zero", "", "allowed ZeRO stages, e.g. 1,3")
+	mbsList := fs.String("mbs", "", "allowed micro-batch sizes")
+	rcList := fs.String("recompute", "", "allowed recompute modes, e.g. selective,full")
+	headroom := fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var req planner.Request
+	switch {
+	case *modelName != "" && *params != 0:
+		return errors.New("--model and --params: give one")
+	case *modelName != "":
+		a, err := model.Lookup(*modelName)
+		if err != nil {
+			return fmt.Errorf("--model: %w", err)
+		}
+		req.Model = a
+	case *params != 0:
+		a, _, err := model.FromParams(*params)
+		if err != nil {
+			return fmt.Errorf("--params: %w", err)
+		}
+		req.Model = a
+	default:
+		return errors.New("--model or --params: required")
+	}
+	spec, name, err := loadCluster(*clusterName, *clusterFile)
+	if err != nil {
+		return err
+	}
+	size := max(*gpus, *maxGPUs)
+	if size < 1 {
+		return errors.New("--gpus or --max-gpus: required")
+	}
+	if *gpus > 0 && *maxGPUs > 0 {
+		return errors.New("--gpus and --max-gpus: give one")
+	}
+	if g := spec.GPUsPerNode; g > 0 && spec.Nodes*g < size {
+		spec.Nodes = (size + g - 1) / g
+	}
+	if *freeMap != "" {
+		data, err := os.ReadFile(*freeMap)
+		if err != nil {
+			return fmt.Errorf("--free-map: %w", err)
+		}
+		var raw map[string][]int
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("--free-map %s: want {\"node\": [local GPUs], …}: %w", *freeMap, err)
+		}
+		req.Free = planner.FreeMap{}
+		for k, v := range raw {
+			node, err := strconv.Atoi(k)
+			if err != nil {
+				return fmt.Errorf("--free-map: key %q is not a node index", k)
+			}
+			req.Free[node] = v
+			spec.Nodes = max(spec.Nodes, node+1)
+		}
+	}
+	cl, err := spec.Build()
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", name, err)
+	}
+	req.Cluster = cl
+	req.GPUs, req.MinGPUs, req.MaxGPUs = *gpus, *minGPUs, *maxGPUs
+	req.Training = step.Training{SeqLen: *seq, GlobalBatch: *gbs, Precision: step.Precision(strings.ToLower(*precision))}
+	if *seq < 1 || *gbs < 1 {
+		return errors.New("--seq and --gbs: required, ≥ 1")
+	}
+	req.Objective = planner.Objective(strings.ToLower(*objective))
+	req.PricePerGPUHour, req.TokenBudget, req.TopK = *price, *tokens, *top
+	c := &req.Constraints
+	c.MinHeadroomGB = *headroom
+	for flagName, dst := range map[string]*[]int{"tp": &c.TP, "pp": &c.PP, "cp": &c.CP, "zero": &c.ZeRO, "mbs": &c.MicroBatch} {
+		src := map[string]string{"tp": *tpList, "pp": *ppList, "cp": *cpList, "zero": *zeroList, "mbs": *mbsList}[flagName]
+		if src == "" {
+			continue
+		}
+		for _, f := range strings.Split(src, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("--%s: %q is not an integer", flagName, f)
+			}
+			*dst = append(*dst, v)
+		}
+	}
+	if *rcList != "" {
+		for _, f := range strings.Split(*rcList, ",") {
+			c.Recompute = append(c.Recompute, step.Recompute(strings.ToLower(strings.TrimSpace(f))))
+		}
+	}
+	res, err := planner.Search(ctx, step.New(), req)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, res)
+	}
+	fmt.Fprintf(stdout, "%s on %s: seq %d, global batch %d, %s; objective %s\n", req.Model.Name, name, *seq, *gbs, req.Training.Precision, req.Objective)
+	st := res.Stats
+	fmt.Fprintf(stdout, "searched %d layouts over %d job size(s) in %s: %d estimated, %d feasible; pruned: %s\n\n",
+		st.Enumerated, len(st.GPUCounts), st.Elapsed.Round(1e5), st.Evaluated, st.Feasible, prunedSummary(st.Pruned))
+	if len(res.Top) == 0 {
+		fmt.Fprintln(stdout, "no feasible plan: every layout was pruned (see the counts above)")
+		return nil
+	}
+	t := table{head: []string{"#", "gpus", "layout", "nodes", "step", "compute", "exposed comm", "bubble", "memory GB", "MFU"}}
+	for _, p := range res.Top {
+		b := p.Estimate.Breakdown
+		exposed := 0.0
+		for _, x := range b.Exposed {
+			exposed += x
+		}
+		t.add(fmt.Sprint(p.Rank), fmt.Sprint(p.GPUs), layoutString(p.Layout), nodesString(p.Placement),
+			fmtSeconds(p.Estimate.StepTime), fmtSeconds(b.Forward+b.Backward+b.Recompute), fmtSeconds(exposed), fmtSeconds(b.Bubble),
+			fmt.Sprintf("%.1f/%.0f", p.Estimate.Memory.Total, p.Estimate.Memory.Capacity), fmt.Sprintf("%.1f%%", 100*p.Estimate.Throughput.MFU))
+	}
+	t.write(stdout)
+	if len(res.Top) > 0 && res.Top[0].CostUSD > 0 {
+		fmt.Fprintf(stdout, "\nbest plan trains %.3g tokens for $%.0f\n", req.TokenBudget, res.Top[0].CostUSD)
+	}
+	fmt.Fprintf(stdout, "\nPareto front (GPUs × step time × memory headroom): %d plans\n", len(res.Pareto))
+	pt := table{head: []string{"gpus", "layout", "step", "headroom GB"}}
+	for _, p := range res.Pareto {
+		pt.add(fmt.Sprint(p.GPUs), layoutString(p.Layout), fmtSeconds(p.Estimate.StepTime), fmt.Sprintf("%.1f", p.Estimate.Memory.Headroom))
+	}
+	pt.write(stdout)
+	return nil
+}
+
+func layoutString(l step.Layout) string {
+	s := fmt.Sprintf("tp%d pp%d dp%d", l.TP, l.PP, l.DP)
+	if l.CP > 1 {
+		s += fmt.Sprintf(" cp%d", l.CP)
+	}
+	if l.EP > 1 {
+		s += fmt.Sprintf(" ep%d", l.EP)
+	}
+	s += fmt.Sprintf(" z%d mbs%d %s", l.ZeRO, l.MicroBatch, l.Recompute)
+	if l.SP {
+		s += " sp"
+	}
+	if l.PP > 1 {
+		s += " " + string(l.Schedule)
+		if l.VirtualStages > 1 {
+			s += fmt.Sprintf("×%d", l.VirtualStages)
+		}
+	}
+	return s
+}
+
+// nodesString summarises a placement: "nodes 0-15" or "n0:0-3 n5:0-7 …".
+func nodesString(p planner.Placement) string {
+	if len(p.Nodes) == 0 {
+		return "-"
+	}
+	whole := true
+	for i, u := range p.Nodes {
+		if u.Node != p.Nodes[0].Node+i || len(u.GPUs) != len(p.Nodes[0].GPUs) || u.GPUs[0] != 0 {
+			whole = false
+		}
+	}
+	if whole {
+		if len(p.Nodes) == 1 {
+			return fmt.Sprintf("node %d (%d GPUs)", p.Nodes[0].Node, len(p.Nodes[0].GPUs))
+		}
+		return fmt.Sprintf("nodes %d–%d", p.Nodes[0].Node, p.Nodes[len(p.Nodes)-1].Node)
+	}
+	var parts []string
+	for i, u := range p.Nodes {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("+%d nodes", len(p.Nodes)-4))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("n%d:%d-%d", u.Node, u.GPUs[0], u.GPUs[len(u.GPUs)-1]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func prunedSummary(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

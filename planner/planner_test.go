@@ -1,0 +1,243 @@
+package planner_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/planner"
+)
+
+func mustModel(t testing.TB, name string) model.Arch {
+	t.Helper()
+	a, err := model.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func mustCluster(t testing.TB, system string, nodes int) *topology.Cluster {
+	t.Helper()
+	c, err := catalog.Cluster(system, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func llama8bRequest(t testing.TB) planner.Request {
+	return planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32,
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 256}, TopK: 5}
+}
+
+// Same request → same ranked answer, byte for byte, whatever the parallelism.
+func TestDeterministic(t *testing.T) {
+	req := llama8bRequest(t)
+	var prev []byte
+	for i, workers := range []int{1, 2, 5} {
+		r := req
+		r.Workers = workers
+		res, err := planner.Search(context.Background(), step.New(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Stats.Elapsed = 0
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && string(b) != string(prev) {
+			t.Fatalf("workers=%d gave a different answer", workers)
+		}
+		prev = b
+	}
+}
+
+func TestRankingAndStats(t *testing.T) {
+	res, err := planner.Search(context.Background(), step.New(), llama8bRequest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Top) != 5 || len(res.Pareto) == 0 {
+		t.Fatalf("%d plans, %d on the Pareto front", len(res.Top), len(res.Pareto))
+	}
+	for i, p := range res.Top {
+		if p.Rank != i+1 || p.GPUs != 32 || p.Estimate.StepTime != p.Score || !p.Estimate.Memory.Fits {
+			t.Errorf("plan %d: rank %d, %d GPUs, score %v, step %v, fits %v", i, p.Rank, p.GPUs, p.Score, p.Estimate.StepTime, p.Estimate.Memory.Fits)
+		}
+		if i > 0 && p.Score < res.Top[i-1].Score {
+			t.Errorf("plan %d ranked after a slower one", i+1)
+		}
+		if n := p.Layout.TP * p.Layout.PP * p.Layout.DP * p.Layout.CP; n != 32 {
+			t.Errorf("plan %d uses %d GPUs", i+1, n)
+		}
+	}
+	s := res.Stats
+	pruned := 0
+	for _, v := range s.Pruned {
+		pruned += v
+	}
+	if s.Enumerated == 0 || s.Evaluated == 0 || s.Feasible == 0 || s.Evaluated > s.Enumerated || s.Elapsed <= 0 {
+		t.Errorf("stats %+v", s)
+	}
+	// The best plan is at least as fast as every plan a full evaluation would find
+	// (the time bound prunes only layouts that cannot beat the K-th best).
+	full := llama8bRequest(t)
+	full.TopK = 1000
+	all, err := planner.Search(context.Background(), step.New(), full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Top[0].Score != res.Top[0].Score {
+		t.Errorf("pruned search best %v, exhaustive best %v", res.Top[0].Score, all.Top[0].Score)
+	}
+}
+
+func TestConstraintsAndObjectives(t *testing.T) {
+	req := llama8bRequest(t)
+	req.Constraints = planner.Constraints{TP: []int{2}, ZeRO: []int{1}, Recompute: []step.Recompute{step.RecomputeFull}}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Top {
+		if p.Layout.TP != 2 || p.Layout.ZeRO != 1 || p.Layout.Recompute != step.RecomputeFull {
+			t.Errorf("constraint ignored: %+v", p.Layout)
+		}
+	}
+	req = llama8bRequest(t)
+	req.Objective, req.PricePerGPUHour, req.TokenBudget = planner.Cost, 2.5, 1e12
+	cost, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cost.Top[0]; !(p.CostUSD > 0) || p.Score != p.CostUSD {
+		t.Errorf("cost objective: %+v", p.CostUSD)
+	}
+	req = llama8bRequest(t)
+	req.GPUs, req.MaxGPUs = 0, 32
+	req.Objective = planner.Throughput
+	thr, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(thr.Stats.GPUCounts, []int{1, 2, 4, 8, 16, 24, 32}) {
+		t.Errorf("job sizes %v", thr.Stats.GPUCounts)
+	}
+	for i := 1; i < len(thr.Top); i++ {
+		if thr.Top[i].Estimate.Throughput.TokensPerSecPerGPU > thr.Top[i-1].Estimate.Throughput.TokensPerSecPerGPU {
+			t.Errorf("throughput ranking out of order at %d", i)
+		}
+	}
+}
+
+// With a free-GPU map, plans use only free GPUs, no TP group straddles nodes, and
+// partially free nodes are filled before whole nodes are broken into.
+func TestFreeMapPlacement(t *testing.T) {
+	req := llama8bRequest(t)
+	req.Cluster = mustCluster(t, "dgx-h100", 6)
+	req.GPUs = 16
+	req.Free = planner.FreeMap{0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}, 2: {0, 1, 2, 3, 4, 5, 6, 7}, 3: {0, 1, 2, 3, 4, 5, 6, 7}, 5: {2, 3}}
+	req.Training.GlobalBatch = 64
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Top {
+		used := 0
+		for _, u := range p.Placement.Nodes {
+			free := map[int]bool{}
+			for _, g := range req.Free[u.Node] {
+				free[g] = true
+			}
+			for _, g := range u.GPUs {
+				if !free[g] {
+					t.Fatalf("plan %d uses busy GPU %d of node %d", p.Rank, g, u.Node)
+				}
+			}
+			if len(u.GPUs)%p.Layout.TP != 0 {
+				t.Errorf("plan %d: node %d holds %d GPUs, not whole TP groups of %d", p.Rank, u.Node, len(u.GPUs), p.Layout.TP)
+			}
+			used += len(u.GPUs)
+		}
+		if used != 16 {
+			t.Errorf("plan %d places %d GPUs", p.Rank, used)
+		}
+		if p.Layout.TP <= 4 && p.Placement.FreeWholeNodes < 1 {
+			t.Errorf("plan %d (tp %d) broke into both whole free nodes: %+v", p.Rank, p.Layout.TP, p.Placement.Nodes)
+		}
+	}
+	// TP 8 fits only on the two whole nodes.
+	req.Constraints.TP = []int{8}
+	res8, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res8.Top) == 0 || res8.Top[0].Placement.Nodes[0].Node != 2 || res8.Top[0].Placement.Nodes[1].Node != 3 {
+		t.Errorf("TP 8: %d plans, nodes %+v", len(res8.Top), res8.Top[0].Placement.Nodes)
+	}
+	// 24 GPUs at TP 8 cannot be placed.
+	req.GPUs = 24
+	res24, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res24.Top) != 0 || res24.Stats.Pruned[planner.PrunedPlacement] == 0 {
+		t.Errorf("24 GPUs at TP 8 on two whole nodes: %d plans, pruned %v", len(res24.Top), res24.Stats.Pruned)
+	}
+}
+
+func TestValidationAndCancellation(t *testing.T) {
+	for field, edit := range map[string]func(*planner.Request){
+		"gpus":                        func(r *planner.Request) { r.GPUs = 1 << 20 },
+		"max_gpus":                    func(r *planner.Request) { r.GPUs, r.MaxGPUs = 0, 0 },
+		"objective":                   func(r *planner.Request) { r.Objective = "speed" },
+		"top_k":                       func(r *planner.Request) { r.TopK = -1 },
+		"constraints.tp[0]":           func(r *planner.Request) { r.Constraints.TP = []int{0} },
+		"constraints.zero[0]":         func(r *planner.Request) { r.Constraints.ZeRO = []int{4} },
+		"constraints.recompute[0]":    func(r *planner.Request) { r.Constraints.Recompute = []step.Recompute{"half"} },
+		"free_gpus[9]":                func(r *planner.Request) { r.Free = planner.FreeMap{9: {0}} },
+		"constraints.min_headroom_gb": func(r *planner.Request) { r.Constraints.MinHeadroomGB = -1 },
+		"constraints.max_micro_batch": func(r *planner.Request) { r.Constraints.MaxMicroBatch = -2 },
+	} {
+		req := llama8bRequest(t)
+		edit(&req)
+		_, err := planner.Search(context.Background(), step.New(), req)
+		if !invalid.Is(err) || !strings.Contains(err.Error(), field+":") {
+			t.Errorf("%s: got %v", field, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := planner.Search(ctx, step.New(), llama8bRequest(t)); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled search: %v", err)
+	}
+}
+
+// The torchtitan ranking set: interleaved 1F1B beats plain 1F1B for Llama 3.1 405B on
+// 512 H100 (TP 8, PP 8, DP 8).
+func TestPrefersInterleaving(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-405b"), Cluster: mustCluster(t, "dgx-h100", 64), GPUs: 512,
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 256, Precision: step.FP8},
+		Constraints: planner.Constraints{TP: []int{8}, PP: []int{8}, ZeRO: []int{3}, Recompute: []step.Recompute{step.RecomputeFull},
+			SP: []bool{true}, UnevenPP: true}, TopK: 50}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Top) == 0 || res.Top[0].Layout.Schedule != step.Interleaved {
+		for _, p := range res.Top[:min(3, len(res.Top))] {
+			t.Logf("%d: %+v %.2f s", p.Rank, p.Layout, p.Estimate.StepTime)
+		}
+		t.Fatal("interleaving not preferred")
+	}
+}
