@@ -1,0 +1,48 @@
+package planner_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/planner"
+)
+
+// BenchmarkSearch runs whole searches over a grid of models and job sizes on DGX
+// H100 nodes, every dimension open, with a warm estimator (the service keeps one per
+// process, so placements of communication groups are cached across requests).
+// Reported: ns per search, and per search the layouts enumerated and estimated.
+func BenchmarkSearch(b *testing.B) {
+	grid := []struct {
+		model    string
+		gpus     int
+		seq, gbs int
+	}{
+		{"llama3-8b", 8, 8192, 64},
+		{"llama3-8b", 64, 8192, 256},
+		{"llama3-70b", 256, 8192, 512},
+		{"gpt3-175b", 1024, 2048, 1536},
+		{"llama3-405b", 4096, 8192, 2048},
+		{"gpt3-175b", 16384, 2048, 16384},
+	}
+	for _, g := range grid {
+		req := planner.Request{Model: mustModel(b, g.model), Cluster: mustCluster(b, "dgx-h100", g.gpus/8), GPUs: g.gpus,
+			Training: step.Training{SeqLen: g.seq, GlobalBatch: g.gbs}}
+		b.Run(fmt.Sprintf("model=%s/gpus=%d", g.model, g.gpus), func(b *testing.B) {
+			e := step.New()
+			first, err := planner.Search(context.Background(), e, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := planner.Search(context.Background(), e, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(first.Stats.Enumerated), "layouts/op")
+			b.ReportMetric(float64(first.Stats.Evaluated), "estimated/op")
+		})
+	}
+}
