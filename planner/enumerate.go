@@ -163,14 +163,14 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, st *Stats) 
 												st.Pruned[PrunedMemoryBound]++
 												continue
 											}
-											l := base
-											l.ZeRO, l.Schedule, l.VirtualStages = zero, sc.s, sc.v
+											ls := split
 											if sc.v > 1 && a.Layers%(pp*sc.v) != 0 {
-												l.LayerSplit = evenSplit(a.Layers, pp*sc.v)
+												ls = evenSplit(a.Layers, pp*sc.v)
 											}
 											stepLB := (float64(m) + float64(pp-1)/float64(sc.v)) * b.PerMicroBatch
-											out = append(out, candidate{n: n, layout: l, ranks: rm, place: pl,
-												bound: boundScore(req, n, stepLB), ordinal: ordinal})
+											out = append(out, candidate{bound: boundScore(req, n, stepLB), ranks: rm, place: pl, split: ls,
+												n: int32(n), ordinal: int32(ordinal), tp: int32(tp), pp: int32(pp), dp: int32(dp), cp: int32(cp),
+												ep: int32(ep), mbs: int32(mbs), v: int16(sc.v), zero: int8(zero), rc: rcCode(rc), sched: schedCode(sc.s), sp: sp})
 										}
 									}
 								}
@@ -260,4 +260,22 @@ func identity(ranks []int) bool {
 		}
 	}
 	return true
+}
+
+func rcCode(r step.Recompute) uint8 {
+	for i, x := range recomputeCodes {
+		if x == r {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+func schedCode(s step.Schedule) uint8 {
+	for i, x := range scheduleCodes {
+		if x == s {
+			return uint8(i)
+		}
+	}
+	return 0
 }

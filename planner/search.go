@@ -11,14 +11,32 @@ import (
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
-// candidate is one layout of the search space with its lower-bound score.
+// candidate is one layout of the search space with its lower-bound score, kept
+// small: a search holds hundreds of thousands.
 type candidate struct {
-	n       int
-	layout  step.Layout
-	ranks   *step.RankMap
-	place   *Placement
-	bound   float64 // lower bound of the objective
-	ordinal int     // enumeration order: the deterministic tie-break
+	bound              float64 // lower bound of the objective
+	ranks              *step.RankMap
+	place              *Placement
+	split              []int
+	n                  int32
+	ordinal            int32 // enumeration order: the deterministic tie-break
+	tp, pp, dp, cp, ep int32
+	mbs                int32
+	v                  int16
+	zero               int8
+	rc, sched          uint8
+	sp                 bool
+}
+
+var (
+	recomputeCodes = [...]step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull}
+	scheduleCodes  = [...]step.Schedule{step.OneFOneB, step.GPipe, step.Interleaved}
+)
+
+func (c *candidate) layout() step.Layout {
+	return step.Layout{TP: int(c.tp), PP: int(c.pp), DP: int(c.dp), CP: int(c.cp), EP: int(c.ep), ZeRO: int(c.zero),
+		MicroBatch: int(c.mbs), Recompute: recomputeCodes[c.rc], SP: c.sp, Schedule: scheduleCodes[c.sched],
+		VirtualStages: int(c.v), LayerSplit: c.split}
 }
 
 // Search enumerates, prunes, evaluates and ranks. The same request always gives the
@@ -117,11 +135,11 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 						return
 					}
 					c := &cands[keys[j].idx]
-					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout, Ranks: c.ranks}
-					res, err := e.Estimate(r)
+					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks}
+					res, err := e.Quick(r)
 					ev := evaluated{c: c, res: res, err: err}
 					if err == nil {
-						ev.score = score(&req, c.n, res)
+						ev.score = score(&req, int(c.n), res)
 						ev.ok = res.Memory.Headroom >= req.Constraints.MinHeadroomGB
 					}
 					out[j-i] = ev
@@ -144,7 +162,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 			}
 			stats.Feasible++
 			ev := &out[k]
-			all = append(all, point{ev.c.n, ev.res.StepTime, ev.res.Memory.Headroom, ev.c})
+			all = append(all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c})
 			// Insert into the sorted top K.
 			pos := len(top)
 			for pos > 0 && better(ev, top[pos-1]) {
@@ -165,15 +183,24 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	}
 
 	res := Result{}
-	toPlan := func(ev *evaluated) Plan {
-		p := Plan{GPUs: ev.c.n, Layout: ev.res.Layout, Placement: *ev.c.place, Estimate: ev.res, Score: ev.score}
-		if req.PricePerGPUHour > 0 && req.TokenBudget > 0 {
-			p.CostUSD = cost(&req, ev.c.n, ev.res)
+	// Plans are estimated again in full (communication table, assumptions).
+	toPlan := func(c *candidate) (Plan, error) {
+		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks}
+		est, err := e.Estimate(r)
+		if err != nil {
+			return Plan{}, err
 		}
-		return p
+		p := Plan{GPUs: int(c.n), Layout: est.Layout, Placement: *c.place, Estimate: est, Score: score(&req, int(c.n), est)}
+		if req.PricePerGPUHour > 0 && req.TokenBudget > 0 {
+			p.CostUSD = cost(&req, int(c.n), est)
+		}
+		return p, nil
 	}
 	for i, ev := range top {
-		p := toPlan(ev)
+		p, err := toPlan(ev.c)
+		if err != nil {
+			return Result{}, err
+		}
 		p.Rank = i + 1
 		res.Top = append(res.Top, p)
 	}
@@ -194,7 +221,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		case a.head < b.head:
 			return 1
 		}
-		return a.c.ordinal - b.c.ordinal
+		return int(a.c.ordinal - b.c.ordinal)
 	})
 	sizes := slices.Clone(stats.GPUCounts)
 	slices.Sort(sizes)
@@ -215,12 +242,11 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 			continue
 		}
 		best[idx] = a.head
-		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: a.c.layout, Ranks: a.c.ranks}
-		est, err := e.Estimate(r)
+		p, err := toPlan(a.c)
 		if err != nil {
 			return Result{}, err
 		}
-		res.Pareto = append(res.Pareto, toPlan(&evaluated{c: a.c, res: est, score: score(&req, a.n, est), ok: true}))
+		res.Pareto = append(res.Pareto, p)
 	}
 	stats.Elapsed = time.Since(start)
 	res.Stats = stats

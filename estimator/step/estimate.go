@@ -95,7 +95,14 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 }
 
 // Estimate prices one training step.
-func (e *Estimator) Estimate(req Request) (Result, error) {
+func (e *Estimator) Estimate(req Request) (Result, error) { return e.estimate(req, true) }
+
+// Quick is Estimate without the communication table, warnings and assumptions: the
+// same step time, breakdown, memory and throughput, for searches that rank many
+// layouts and describe only a few.
+func (e *Estimator) Quick(req Request) (Result, error) { return e.estimate(req, false) }
+
+func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	req = normalise(req)
 	if err := validate(req); err != nil {
 		return Result{}, err
@@ -109,7 +116,9 @@ func (e *Estimator) Estimate(req Request) (Result, error) {
 	}
 	var res Result
 	res.Layout, res.Training = l, t
-	res.Comms = make([]CommCall, 0, 8)
+	if detail {
+		res.Comms = make([]CommCall, 0, 8)
+	}
 	res.GPUs = g.n
 	m := t.GlobalBatch / (l.DP * l.MicroBatch) // micro-batches per replica
 	res.MicroBatches = m
@@ -137,6 +146,9 @@ func (e *Estimator) Estimate(req Request) (Result, error) {
 		est, err := e.coll.Estimate(p, op, bytes, collective.Options{})
 		if err != nil {
 			return 0, err
+		}
+		if !detail {
+			return est.TimeUs * 1e-6, nil
 		}
 		res.Comms = append(res.Comms, CommCall{
 			Kind: c, KindName: c.String(), Op: op.String(), Group: p.N(), Nodes: p.Domains, Concurrent: len(p.Siblings),
@@ -327,7 +339,7 @@ func (e *Estimator) Estimate(req Request) (Result, error) {
 
 	// ---- memory ----
 	res.Memory = e.memory(req, stageLayers, stageParams, expertParams, m)
-	if !res.Memory.Fits {
+	if !res.Memory.Fits && detail {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("does not fit: needs %.1f GB per GPU of %.1f GB", res.Memory.Total, res.Memory.Capacity))
 	}
 
@@ -343,7 +355,9 @@ func (e *Estimator) Estimate(req Request) (Result, error) {
 	peak := rates.peak16 * float64(g.n)
 	res.Throughput.MFU = model / res.StepTime / peak
 	res.Throughput.HFU = hw / res.StepTime / peak
-	res.Assumptions = e.assumptions(req, &rates)
+	if detail {
+		res.Assumptions = e.assumptions(req, &rates)
+	}
 	return res, nil
 }
 
