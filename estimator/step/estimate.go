@@ -177,7 +177,8 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			if err != nil {
 				return Result{}, err
 			}
-			per = (ag + rs) * (nFwd + 2) / 2
+			// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
+			per = (ag + rs) * (nFwd + 2)
 		} else {
 			ar, err := addComm(CommTP, collective.AllReduce, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward (+2 recomputed forward)")
 			if err != nil {
