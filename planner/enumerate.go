@@ -145,7 +145,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, st *Stats) 
 									// only change the pipeline factor and the state sharding.
 									base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
 										Recompute: rc, SP: sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split}
-									b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base})
+									b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: rm})
 									if !ok {
 										st.Pruned[PrunedInvalid] += len(scheds) * len(zeros)
 										continue

@@ -109,7 +109,9 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	var top []*evaluated
 	var all []point
 	kth := math.Inf(1)
-	batch := 16 * workers
+	// A fixed batch (not a multiple of the workers) keeps the evaluated set, and so
+	// the Pareto front, the same whatever the parallelism.
+	const batch = 64
 	out := make([]evaluated, batch)
 	for i := 0; i < len(keys); i += batch {
 		if err := ctx.Err(); err != nil {

@@ -1,5 +1,7 @@
 package step
 
+import "github.com/stepcost/stepcost/estimator/collective"
+
 // Bounds are cheap lower bounds on a layout's step time and memory, for pruning a
 // search before the full estimate: a layout whose bound is already worse than the
 // plans in hand cannot beat them.
@@ -37,6 +39,16 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
 	sLocal := float64(t.SeqLen) / float64(l.CP)
 	cp := e.compute(req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen))
 	perMB := cp.fwd + cp.bwd + cp.rc
+	if l.TP > 1 && !l.OverlapTP {
+		// TP communication is on the critical path of every micro-batch; its
+		// groups are few and cached, so pricing it here is cheap and tightens the
+		// bound a lot for TP layouts.
+		tp, err := e.tpCommPerMB(req, float64(l.MicroBatch)*sLocal, float64(cp.stageLayers))
+		if err != nil {
+			return Bounds{}, false
+		}
+		perMB += tp
+	}
 	stepLB := (m + float64(l.PP-1)/float64(max(1, l.VirtualStages))) * perMB
 	p := a.Params()
 	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
@@ -50,4 +62,40 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
 		Params:        params,
 		ReserveGB:     reserve,
 	}, true
+}
+
+// tpCommPerMB is the TP communication of the slowest stage for one micro-batch, as
+// Estimate prices it: per layer 2 all-reduces forward and 2 backward (+2 with full
+// recomputation), each an all-gather and a reduce-scatter with sequence parallelism.
+func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64) (float64, error) {
+	l := req.Layout
+	g, err := newGrid(l)
+	if err != nil {
+		return 0, err
+	}
+	p, err := e.placement(req.Cluster, req.Ranks, g, CommTP)
+	if err != nil {
+		return 0, err
+	}
+	act := tokens * float64(req.Model.Hidden) * 2
+	n := 4.0
+	if l.Recompute == RecomputeFull {
+		n = 6
+	}
+	if l.SP {
+		ag, err := e.coll.Estimate(p, collective.AllGather, act, collective.Options{})
+		if err != nil {
+			return 0, err
+		}
+		rs, err := e.coll.Estimate(p, collective.ReduceScatter, act, collective.Options{})
+		if err != nil {
+			return 0, err
+		}
+		return (ag.TimeUs + rs.TimeUs) * 1e-6 * n * layers, nil
+	}
+	ar, err := e.coll.Estimate(p, collective.AllReduce, act, collective.Options{})
+	if err != nil {
+		return 0, err
+	}
+	return ar.TimeUs * 1e-6 * n * layers, nil
 }
