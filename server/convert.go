@@ -1,0 +1,478 @@
+package server
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/planner"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// ---- models ----
+
+// resolveModel turns a ModelSpec into an architecture; derived explains a shape
+// derived from a parameter count.
+func resolveModel(field string, m *pb.ModelSpec) (a model.Arch, derived string, err error) {
+	switch s := m.GetSource().(type) {
+	case *pb.ModelSpec_Name:
+		a, err = model.Lookup(s.Name)
+		if err != nil {
+			return a, "", notFound(field+".name", err)
+		}
+		return a, "", nil
+	case *pb.ModelSpec_Architecture:
+		a = archFromProto(s.Architecture).Normalise()
+		if err := a.ValidateAt(field + ".architecture."); err != nil {
+			return a, "", err
+		}
+		return a, "", nil
+	case *pb.ModelSpec_Params:
+		a, derived, err = model.FromParams(s.Params)
+		if err != nil {
+			return a, "", invalid.Field(field+".params", "%v", err)
+		}
+		return a, derived, nil
+	}
+	return a, "", invalid.Field(field, "is required: give name, architecture or params")
+}
+
+func archFromProto(p *pb.Architecture) model.Arch {
+	a := model.Arch{
+		Name: p.GetName(), Layers: int(p.GetLayers()), Hidden: int(p.GetHidden()), Heads: int(p.GetHeads()),
+		KVHeads: int(p.GetKvHeads()), FFN: int(p.GetFfn()), GatedMLP: p.GetGatedMlp(), Vocab: int(p.GetVocab()),
+		TiedEmbeddings: p.GetTiedEmbeddings(),
+	}
+	if a.Name == "" {
+		a.Name = "custom"
+	}
+	if m := p.GetMoe(); m != nil {
+		a.MoE = &model.MoE{Experts: int(m.GetExperts()), TopK: int(m.GetTopK()), ExpertFFN: int(m.GetExpertFfn()), Frequency: int(m.GetFrequency())}
+	}
+	return a
+}
+
+func archToProto(a model.Arch) *pb.Architecture {
+	p := &pb.Architecture{
+		Name: a.Name, Layers: int32(a.Layers), Hidden: int32(a.Hidden), Heads: int32(a.Heads), KvHeads: int32(a.KVHeads),
+		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings,
+	}
+	if a.MoE != nil {
+		p.Moe = &pb.MoE{Experts: int32(a.MoE.Experts), TopK: int32(a.MoE.TopK), ExpertFfn: int32(a.MoE.ExpertFFN), Frequency: int32(a.MoE.Frequency)}
+	}
+	return p
+}
+
+// ---- clusters ----
+
+// clusterSpec turns a ClusterSpec into a topology spec (not yet sized or built).
+func clusterSpec(field string, c *pb.ClusterSpec) (topology.Spec, error) {
+	switch s := c.GetSource().(type) {
+	case *pb.ClusterSpec_Name:
+		spec, err := catalog.System(s.Name)
+		if err != nil {
+			return spec, notFound(field+".name", err)
+		}
+		return spec, nil
+	case *pb.ClusterSpec_Definition:
+		return definitionToSpec(field+".definition", s.Definition)
+	}
+	return topology.Spec{}, invalid.Field(field, "is required: give name or definition")
+}
+
+// definitionToSpec applies a definition over its base (or an empty spec): every
+// non-zero field overrides.
+func definitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, error) {
+	var s topology.Spec
+	if d.GetBase() != "" {
+		b, err := catalog.System(d.GetBase())
+		if err != nil {
+			return s, notFound(field+".base", err)
+		}
+		s = b
+	}
+	if d.GetName() != "" {
+		s.Name = d.GetName()
+	}
+	if s.Name == "" {
+		s.Name = "custom"
+	}
+	if d.GetDescription() != "" {
+		s.Description = d.GetDescription()
+	}
+	switch {
+	case d.GetGpuName() != "" && d.GetGpu() != nil:
+		return s, invalid.Field(field+".gpu_name", "give gpu or gpu_name, not both")
+	case d.GetGpuName() != "":
+		g, err := catalog.GPU(d.GetGpuName())
+		if err != nil {
+			return s, notFound(field+".gpu_name", err)
+		}
+		s.GPU = g
+	case d.GetGpu() != nil:
+		s.GPU = gpuFromProto(d.GetGpu())
+	}
+	if v := d.GetGpusPerNode(); v != 0 {
+		s.GPUsPerNode = int(v)
+	}
+	if in := d.GetIntra(); in != nil {
+		if in.GetKind() != "" {
+			s.Intra.Kind = topology.IntraKind(in.GetKind())
+		}
+		setF(&s.Intra.GPUBandwidthGBps, in.GetGpuBandwidthGbps())
+		s.Intra.NVLS = s.Intra.NVLS || in.GetNvls()
+		if v := in.GetDomainNodes(); v != 0 {
+			s.Intra.DomainNodes = int(v)
+		}
+		setF(&s.Intra.Efficiency, in.GetEfficiency())
+		setF(&s.Intra.LatencyUs, in.GetLatencyUs())
+	}
+	if n := d.GetNics(); n != nil {
+		if v := n.GetPerNode(); v != 0 {
+			s.NICs.PerNode = int(v)
+		}
+		setF(&s.NICs.Gbps, n.GetGbps())
+		if n.GetKind() != "" {
+			s.NICs.Kind = topology.NetKind(n.GetKind())
+		}
+		if len(n.GetGpuNic()) > 0 {
+			s.NICs.GPUNIC = toInts(n.GetGpuNic())
+		}
+		setF(&s.NICs.Efficiency, n.GetEfficiency())
+		setF(&s.NICs.LatencyUs, n.GetLatencyUs())
+	}
+	if n := d.GetNetwork(); n != nil {
+		s.Network.RailOptimized = s.Network.RailOptimized || n.GetRailOptimized()
+		if v := n.GetNodesPerLeaf(); v != 0 {
+			s.Network.NodesPerLeaf = int(v)
+		}
+		setF(&s.Network.Oversubscription, n.GetOversubscription())
+		setF(&s.Network.SpineLatencyUs, n.GetSpineLatencyUs())
+	}
+	return s, nil
+}
+
+func setF(dst *float64, v float64) {
+	if v != 0 {
+		*dst = v
+	}
+}
+
+func toInts(v []int32) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+func toInt32s(v []int) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
+}
+
+func gpuFromProto(g *pb.GPU) hardware.GPU {
+	out := hardware.GPU{Name: g.GetName(), Arch: hardware.Arch(g.GetArch()), MemoryGB: g.GetMemoryGb(),
+		MemoryBandwidthGBps: g.GetMemoryBandwidthGbps(), NVLinkGBps: g.GetNvlinkGbps(), SMs: int(g.GetSms()), Source: g.GetSource()}
+	if len(g.GetPeakTflops()) > 0 {
+		out.PeakTFLOPS = map[hardware.DType]float64{}
+		for k, v := range g.GetPeakTflops() {
+			out.PeakTFLOPS[hardware.DType(strings.ToLower(k))] = v
+		}
+	}
+	return out
+}
+
+func gpuToProto(g hardware.GPU) *pb.GPU {
+	p := &pb.GPU{Name: g.Name, Arch: string(g.Arch), MemoryGb: g.MemoryGB, MemoryBandwidthGbps: g.MemoryBandwidthGBps,
+		NvlinkGbps: g.NVLinkGBps, Sms: int32(g.SMs), Source: g.Source, PeakTflops: map[string]float64{}}
+	for k, v := range g.PeakTFLOPS {
+		p.PeakTflops[string(k)] = v
+	}
+	return p
+}
+
+func specToDefinition(s topology.Spec) *pb.ClusterDefinition {
+	return &pb.ClusterDefinition{
+		Name: s.Name, Description: s.Description, Gpu: gpuToProto(s.GPU), GpusPerNode: int32(s.GPUsPerNode),
+		Intra: &pb.IntraNode{Kind: string(s.Intra.Kind), GpuBandwidthGbps: s.Intra.GPUBandwidthGBps, Nvls: s.Intra.NVLS,
+			DomainNodes: int32(s.Intra.DomainNodes), Efficiency: s.Intra.Efficiency, LatencyUs: s.Intra.LatencyUs},
+		Nics: &pb.NICs{PerNode: int32(s.NICs.PerNode), Gbps: s.NICs.Gbps, Kind: string(s.NICs.Kind), GpuNic: toInt32s(s.NICs.GPUNIC),
+			Efficiency: s.NICs.Efficiency, LatencyUs: s.NICs.LatencyUs},
+		Network: &pb.Network{RailOptimized: s.Network.RailOptimized, NodesPerLeaf: int32(s.Network.NodesPerLeaf),
+			Oversubscription: s.Network.Oversubscription, SpineLatencyUs: s.Network.SpineLatencyUs},
+	}
+}
+
+// freeMap converts the free-GPU list; it also returns the highest node named.
+func freeMap(field string, v []*pb.NodeFreeGPUs) (planner.FreeMap, int, error) {
+	if len(v) == 0 {
+		return nil, -1, nil
+	}
+	out := planner.FreeMap{}
+	top := -1
+	for i, n := range v {
+		node := int(n.GetNode())
+		if node < 0 || node >= topology.MaxNodes {
+			return nil, 0, invalid.Field(fmt.Sprintf("%s[%d].node", field, i), "must be between 0 and %d (got %d)", topology.MaxNodes-1, node)
+		}
+		if _, dup := out[node]; dup {
+			return nil, 0, invalid.Field(fmt.Sprintf("%s[%d].node", field, i), "node %d is listed twice", node)
+		}
+		out[node] = toInts(n.GetGpus())
+		top = max(top, node)
+	}
+	return out, top, nil
+}
+
+// ---- training and layout ----
+
+func precisionFromProto(p pb.Precision) (step.Precision, error) {
+	switch p {
+	case pb.Precision_PRECISION_UNSPECIFIED, pb.Precision_PRECISION_BF16:
+		return step.BF16, nil
+	case pb.Precision_PRECISION_FP16:
+		return step.FP16, nil
+	case pb.Precision_PRECISION_FP8:
+		return step.FP8, nil
+	}
+	return "", invalid.Field("training.precision", "unknown value %d", p)
+}
+
+func precisionToProto(p step.Precision) pb.Precision {
+	switch p {
+	case step.FP16:
+		return pb.Precision_PRECISION_FP16
+	case step.FP8:
+		return pb.Precision_PRECISION_FP8
+	}
+	return pb.Precision_PRECISION_BF16
+}
+
+func trainingFromProto(t *pb.Training) (step.Training, error) {
+	if t == nil {
+		return step.Training{}, invalid.Field("training", "is required (seq_len and global_batch)")
+	}
+	p, err := precisionFromProto(t.GetPrecision())
+	if err != nil {
+		return step.Training{}, err
+	}
+	if t.GetGlobalBatch() > step.MaxBatch || t.GetGlobalTokens() > step.MaxBatch*int64(step.MaxSeqLen) || t.GetGlobalBatch() < 0 || t.GetGlobalTokens() < 0 {
+		return step.Training{}, invalid.Field("training.global_batch", "must be between 1 and %d sequences", step.MaxBatch)
+	}
+	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
+		Precision: p, UnfusedAttention: t.GetUnfusedAttention()}
+	if o := t.GetOptimizer(); o != nil {
+		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
+	}
+	return out, nil
+}
+
+func trainingToProto(t step.Training) *pb.Training {
+	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
+		Precision: precisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention,
+		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
+}
+
+var recomputes = map[pb.Recompute]step.Recompute{
+	pb.Recompute_RECOMPUTE_NONE: step.RecomputeNone, pb.Recompute_RECOMPUTE_SELECTIVE: step.RecomputeSelective, pb.Recompute_RECOMPUTE_FULL: step.RecomputeFull,
+}
+
+var schedules = map[pb.Schedule]step.Schedule{
+	pb.Schedule_SCHEDULE_GPIPE: step.GPipe, pb.Schedule_SCHEDULE_1F1B: step.OneFOneB, pb.Schedule_SCHEDULE_INTERLEAVED: step.Interleaved,
+}
+
+func recomputeFromProto(field string, r pb.Recompute) (step.Recompute, error) {
+	if r == pb.Recompute_RECOMPUTE_UNSPECIFIED {
+		return "", nil
+	}
+	v, ok := recomputes[r]
+	if !ok {
+		return "", invalid.Field(field, "unknown value %d", r)
+	}
+	return v, nil
+}
+
+func scheduleFromProto(field string, s pb.Schedule) (step.Schedule, error) {
+	if s == pb.Schedule_SCHEDULE_UNSPECIFIED {
+		return "", nil
+	}
+	v, ok := schedules[s]
+	if !ok {
+		return "", invalid.Field(field, "unknown value %d", s)
+	}
+	return v, nil
+}
+
+func layoutFromProto(l *pb.Layout) (step.Layout, error) {
+	if l == nil {
+		return step.Layout{}, invalid.Field("layout", "is required")
+	}
+	rc, err := recomputeFromProto("layout.recompute", l.GetRecompute())
+	if err != nil {
+		return step.Layout{}, err
+	}
+	sc, err := scheduleFromProto("layout.schedule", l.GetSchedule())
+	if err != nil {
+		return step.Layout{}, err
+	}
+	return step.Layout{TP: int(l.GetTp()), PP: int(l.GetPp()), DP: int(l.GetDp()), CP: int(l.GetCp()), EP: int(l.GetEp()),
+		ZeRO: int(l.GetZero()), MicroBatch: int(l.GetMicroBatch()), Recompute: rc, SP: l.GetSp(), Schedule: sc,
+		VirtualStages: int(l.GetVirtualStages()), LayerSplit: toIntsOrNil(l.GetLayerSplit()), RankOrder: l.GetRankOrder(),
+		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll()}, nil
+}
+
+func toIntsOrNil(v []int32) []int {
+	if len(v) == 0 {
+		return nil
+	}
+	return toInts(v)
+}
+
+func layoutToProto(l step.Layout) *pb.Layout {
+	p := &pb.Layout{Tp: int32(l.TP), Pp: int32(l.PP), Dp: int32(l.DP), Cp: int32(l.CP), Ep: int32(l.EP), Zero: int32(l.ZeRO),
+		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: toInt32s(l.LayerSplit),
+		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll}
+	for k, v := range recomputes {
+		if v == l.Recompute {
+			p.Recompute = k
+		}
+	}
+	for k, v := range schedules {
+		if v == l.Schedule {
+			p.Schedule = k
+		}
+	}
+	return p
+}
+
+// ---- results ----
+
+func stepToProto(r step.Result) *pb.StepEstimate {
+	b := r.Breakdown
+	bd := &pb.Breakdown{ForwardS: b.Forward, BackwardS: b.Backward, RecomputeS: b.Recompute, BubbleS: b.Bubble,
+		OptimizerS: b.Optimizer, ContentionS: b.Contention, TotalS: b.Sum(),
+		ExposedCommS: map[string]float64{}, HiddenCommS: map[string]float64{}}
+	for _, c := range step.Comms() {
+		bd.ExposedCommS[c.String()] = b.Exposed[c]
+		bd.HiddenCommS[c.String()] = b.Hidden[c]
+	}
+	m := r.Memory
+	out := &pb.StepEstimate{
+		StepTimeS: r.StepTime, Breakdown: bd,
+		Memory: &pb.Memory{WeightsGb: m.Weights, GradientsGb: m.Gradients, OptimizerGb: m.Optimizer, GatheredWeightsGb: m.Gathered,
+			ActivationsGb: m.Activations, EmbeddingsLogitsGb: m.Logits, CommBuffersGb: m.Buffers, RuntimeReserveGb: m.Reserve,
+			TotalGb: m.Total, CapacityGb: m.Capacity, HeadroomGb: m.Headroom, Fits: m.Fits, Stage: int32(m.Stage), InFlightMicroBatches: m.InFlight},
+		Throughput: &pb.Throughput{TokensPerS: r.Throughput.TokensPerSec, TokensPerSPerGpu: r.Throughput.TokensPerSecPerGPU,
+			Mfu: r.Throughput.MFU, Hfu: r.Throughput.HFU},
+		Gpus: int32(r.GPUs), MicroBatches: int32(r.MicroBatches), StageLayers: int32(r.StageLayers),
+		Warnings: slices.Clone(r.Warnings), Assumptions: slices.Clone(r.Assumptions),
+		Layout: layoutToProto(r.Layout), Training: trainingToProto(r.Training),
+	}
+	for _, c := range r.Comms {
+		out.Communication = append(out.Communication, &pb.CommCall{Kind: c.KindName, Collective: c.Op, GroupSize: int32(c.Group),
+			GroupNodes: int32(c.Nodes), ConcurrentGroups: int32(c.Concurrent), Bytes: c.Bytes, Algorithm: c.Algorithm,
+			Protocol: c.Protocol, TimeUs: c.TimeUs, CallsPerStep: c.PerStep, When: c.When})
+	}
+	return out
+}
+
+func planToProto(p planner.Plan) *pb.Plan {
+	pl := &pb.Placement{WholeNodes: int32(p.Placement.WholeNodes), PartialNodes: int32(p.Placement.PartialNodes),
+		FreeWholeNodesLeft: int32(p.Placement.FreeWholeNodes)}
+	for _, u := range p.Placement.Nodes {
+		pl.Nodes = append(pl.Nodes, &pb.NodeUse{Node: int32(u.Node), Gpus: toInt32s(u.GPUs)})
+	}
+	return &pb.Plan{Rank: int32(p.Rank), Gpus: int32(p.GPUs), Layout: layoutToProto(p.Layout), Placement: pl,
+		Estimate: stepToProto(p.Estimate), Score: p.Score, CostUsd: p.CostUSD}
+}
+
+// ---- collectives ----
+
+var collectiveOps = map[pb.Collective]collective.Op{
+	pb.Collective_COLLECTIVE_ALL_REDUCE: collective.AllReduce, pb.Collective_COLLECTIVE_ALL_GATHER: collective.AllGather,
+	pb.Collective_COLLECTIVE_REDUCE_SCATTER: collective.ReduceScatter, pb.Collective_COLLECTIVE_ALL_TO_ALL: collective.AllToAll,
+	pb.Collective_COLLECTIVE_BROADCAST: collective.Broadcast, pb.Collective_COLLECTIVE_REDUCE: collective.Reduce,
+	pb.Collective_COLLECTIVE_SEND_RECV: collective.SendRecv,
+}
+
+var algorithms = map[pb.Algorithm]collective.Algorithm{
+	pb.Algorithm_ALGORITHM_UNSPECIFIED: collective.Auto, pb.Algorithm_ALGORITHM_RING: collective.Ring,
+	pb.Algorithm_ALGORITHM_TREE: collective.Tree, pb.Algorithm_ALGORITHM_DOUBLE_TREE: collective.DoubleTree,
+	pb.Algorithm_ALGORITHM_HIERARCHICAL: collective.Hierarchical, pb.Algorithm_ALGORITHM_NVLS: collective.NVLS,
+	pb.Algorithm_ALGORITHM_DIRECT: collective.Direct, pb.Algorithm_ALGORITHM_PAT: collective.PAT,
+	pb.Algorithm_ALGORITHM_PAIRWISE: collective.Pairwise,
+}
+
+var protocols = map[pb.Protocol]collective.Protocol{
+	pb.Protocol_PROTOCOL_SIMPLE: collective.Simple, pb.Protocol_PROTOCOL_LL128: collective.LL128, pb.Protocol_PROTOCOL_LL: collective.LL,
+}
+
+var launches = map[pb.Launch]collective.Launch{
+	pb.Launch_LAUNCH_UNSPECIFIED: collective.PerProcess, pb.Launch_LAUNCH_PER_PROCESS: collective.PerProcess,
+	pb.Launch_LAUNCH_SINGLE_PROCESS: collective.SingleProcess, pb.Launch_LAUNCH_EAGER: collective.Eager,
+	pb.Launch_LAUNCH_GRAPH: collective.Graph,
+}
+
+func algorithmToProto(a collective.Algorithm) pb.Algorithm {
+	for k, v := range algorithms {
+		if v == a && k != pb.Algorithm_ALGORITHM_UNSPECIFIED {
+			return k
+		}
+	}
+	return pb.Algorithm_ALGORITHM_UNSPECIFIED
+}
+
+func protocolToProto(p collective.Protocol) pb.Protocol {
+	for k, v := range protocols {
+		if v == p {
+			return k
+		}
+	}
+	return pb.Protocol_PROTOCOL_UNSPECIFIED
+}
+
+func collectiveEstimateToProto(e collective.Estimate) *pb.CollectiveEstimate {
+	return &pb.CollectiveEstimate{Algorithm: algorithmToProto(e.Algo), Protocol: protocolToProto(e.Protocol), TimeUs: e.TimeUs,
+		LatencyUs: e.LatencyUs, AlgbwGbps: e.AlgBWGBps, BusbwGbps: e.BusBWGBps, Steps: int32(e.Steps), Channels: int32(e.Channels),
+		Chunks: int32(e.Chunks), AutoCandidate: collective.AutoChoice(e.Op, e.Algo)}
+}
+
+// ---- planner ----
+
+var objectives = map[pb.Objective]planner.Objective{
+	pb.Objective_OBJECTIVE_UNSPECIFIED: planner.FastestStep, pb.Objective_OBJECTIVE_STEP_TIME: planner.FastestStep,
+	pb.Objective_OBJECTIVE_THROUGHPUT: planner.Throughput, pb.Objective_OBJECTIVE_COST: planner.Cost,
+}
+
+func constraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
+	out := planner.Constraints{TP: toInts(c.GetTp()), PP: toInts(c.GetPp()), CP: toInts(c.GetCp()), EP: toInts(c.GetEp()),
+		ZeRO: toInts(c.GetZero()), MicroBatch: toInts(c.GetMicroBatch()), VirtualStages: toInts(c.GetVirtualStages()),
+		SP: slices.Clone(c.GetSp()), TPAcrossNodes: c.GetTpAcrossNodes(), UnevenPP: c.GetUnevenPp(),
+		MinHeadroomGB: c.GetMinHeadroomGb(), MaxMicroBatch: int(c.GetMaxMicroBatch())}
+	for i, r := range c.GetRecompute() {
+		v, err := recomputeFromProto(fmt.Sprintf("constraints.recompute[%d]", i), r)
+		if err != nil || v == "" {
+			return out, invalid.Field(fmt.Sprintf("constraints.recompute[%d]", i), "must be RECOMPUTE_NONE, _SELECTIVE or _FULL")
+		}
+		out.Recompute = append(out.Recompute, v)
+	}
+	for i, s := range c.GetSchedules() {
+		v, err := scheduleFromProto(fmt.Sprintf("constraints.schedules[%d]", i), s)
+		if err != nil || v == "" {
+			return out, invalid.Field(fmt.Sprintf("constraints.schedules[%d]", i), "must be SCHEDULE_GPIPE, _1F1B or _INTERLEAVED")
+		}
+		out.Schedules = append(out.Schedules, v)
+	}
+	return out, nil
+}

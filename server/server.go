@@ -1,0 +1,241 @@
+// Package server is the stepcost daemon: the gRPC service, the REST gateway in front
+// of it, health, reflection, the OpenAPI spec, the response cache, telemetry and an
+// orderly shutdown.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stepcost/stepcost/cache"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/server/openapi"
+)
+
+// Config of the daemon.
+type Config struct {
+	GRPCAddr string // e.g. ":8081"
+	HTTPAddr string // e.g. ":8080"
+	Limits   Limits
+	// CacheMaxBytes bounds the response cache; 0 disables it.
+	CacheMaxBytes int64
+	// DefaultDeadline applies to requests that come without one.
+	DefaultDeadline time.Duration
+	// ShutdownGrace is how long in-flight requests may take to finish after SIGTERM.
+	ShutdownGrace time.Duration
+	// MaxRequestBytes bounds one request message.
+	MaxRequestBytes int
+	// Reflection serves the gRPC reflection service (for grpcurl).
+	Reflection bool
+	// Telemetry switches (off by default).
+	Telemetry TelemetryConfig
+	Logger    *slog.Logger
+}
+
+// DefaultConfig is what `stepcostd` runs with when given no flags.
+func DefaultConfig() Config {
+	return Config{GRPCAddr: ":8081", HTTPAddr: ":8080", Limits: DefaultLimits(), CacheMaxBytes: 256 << 20,
+		DefaultDeadline: 30 * time.Second, ShutdownGrace: 20 * time.Second, MaxRequestBytes: 4 << 20, Reflection: true}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	v := invalid.Collector{}
+	if c.GRPCAddr == "" {
+		v.Add("grpc_addr", "must not be empty")
+	}
+	if c.HTTPAddr == "" {
+		v.Add("http_addr", "must not be empty")
+	}
+	if c.CacheMaxBytes < 0 {
+		v.Add("cache_max_bytes", "must be ≥ 0 (got %d)", c.CacheMaxBytes)
+	}
+	if c.DefaultDeadline <= 0 {
+		v.Add("default_deadline", "must be positive (got %v)", c.DefaultDeadline)
+	}
+	if c.ShutdownGrace <= 0 {
+		v.Add("shutdown_grace", "must be positive (got %v)", c.ShutdownGrace)
+	}
+	if c.MaxRequestBytes < 1024 {
+		v.Add("max_request_bytes", "must be at least 1024 (got %d)", c.MaxRequestBytes)
+	}
+	if c.Limits.MaxGPUs < 1 || c.Limits.MaxRankConfigs < 1 || c.Limits.MaxCandidates < 0 {
+		v.Add("limits", "max GPUs and max rank configs must be ≥ 1, max candidates ≥ 0 (got %+v)", c.Limits)
+	}
+	v.Join(c.Telemetry.Validate())
+	return v.Err()
+}
+
+// Listening reports the addresses the daemon listens on once it is ready.
+type Listening func(grpcAddr, httpAddr net.Addr)
+
+// Run serves until ctx is cancelled, then shuts down in order: health turns
+// NOT_SERVING, the HTTP server stops taking requests and drains, the gRPC server
+// finishes in-flight calls (or is stopped when the grace period ends), telemetry is
+// flushed and the cache closed.
+func Run(ctx context.Context, cfg Config, ready Listening) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tel, err := newTelemetry(ctx, cfg.Telemetry)
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(context.Background())
+
+	var c *cache.Cache[proto.Message]
+	if cfg.CacheMaxBytes > 0 {
+		c, err = cache.New(cache.Config{MaxCost: cfg.CacheMaxBytes}, func(m proto.Message) int64 { return int64(proto.Size(m)) + 64 })
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		tel.observeCache(c)
+	}
+	svc := NewService(cfg.Limits, c)
+
+	glis, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("grpc listen %s: %w", cfg.GRPCAddr, err)
+	}
+	hlis, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		glis.Close()
+		return fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
+	}
+
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(pb.StepcostService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
+		grpc.ChainUnaryInterceptor(recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.unary()),
+	}
+	opts = append(opts, tel.serverOptions()...)
+	gs := grpc.NewServer(opts...)
+	pb.RegisterStepcostServiceServer(gs, svc)
+	healthpb.RegisterHealthServer(gs, hs)
+	if cfg.Reflection {
+		reflection.Register(gs)
+	}
+
+	// The gateway calls the daemon's own gRPC listener, so REST requests go through
+	// every interceptor, deadline and stats handler.
+	conn, err := grpc.NewClient(glis.Addr().String(), append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
+	}, tel.clientOptions()...)...)
+	if err != nil {
+		glis.Close()
+		hlis.Close()
+		return err
+	}
+	defer conn.Close()
+	mux := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+			MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: false, UseProtoNames: true},
+			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
+		}),
+		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
+	)
+	if err := pb.RegisterStepcostServiceHandler(ctx, mux, conn); err != nil {
+		return err
+	}
+	root := http.NewServeMux()
+	root.Handle("/", mux)
+	root.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openapi.Spec)
+	})
+	if h := tel.metricsHandler(); h != nil {
+		root.Handle("GET /metrics", h)
+	}
+	httpSrv := &http.Server{Handler: http.MaxBytesHandler(tel.wrapHTTP(root), int64(cfg.MaxRequestBytes)),
+		ReadHeaderTimeout: 10 * time.Second}
+
+	errc := make(chan error, 2)
+	go func() { errc <- gs.Serve(glis) }()
+	go func() {
+		if err := httpSrv.Serve(hlis); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+			return
+		}
+		errc <- nil
+	}()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(pb.StepcostService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	log.Info("serving", "grpc", glis.Addr().String(), "http", hlis.Addr().String())
+	if ready != nil {
+		ready(glis.Addr(), hlis.Addr())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	log.Info("shutting down")
+	hs.Shutdown() // every service NOT_SERVING, so load balancers stop sending work
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	if err := httpSrv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	done := make(chan struct{})
+	go func() { gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+		gs.Stop()
+		<-done
+	}
+	return runErr
+}
+
+// recoverUnary turns a panic in a handler into Internal, logging the stack.
+func recoverUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("panic", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
+				resp, err = nil, status.Errorf(codes.Internal, "internal error in %s", info.FullMethod)
+			}
+		}()
+		return h(ctx, req)
+	}
+}
+
+// deadlineUnary gives requests without a deadline the default one.
+func deadlineUnary(d time.Duration) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		return h(ctx, req)
+	}
+}

@@ -1,0 +1,424 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stepcost/stepcost/cache"
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/planner"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// EstimatorVersion identifies the models behind the answers; it changes whenever a
+// formula or a calibrated constant does, so that clients can tell answers apart.
+const EstimatorVersion = "stepcost-2026.11.1"
+
+// Limits bound what one request may ask for.
+type Limits struct {
+	MaxGPUs        int // GPUs of a job or cluster
+	MaxRankConfigs int // configs in one RankConfigs call
+	MaxCandidates  int // layouts one EstimatePlan may enumerate (0: no limit)
+}
+
+// DefaultLimits are safe for a shared service.
+func DefaultLimits() Limits {
+	return Limits{MaxGPUs: 65536, MaxRankConfigs: 1000, MaxCandidates: 2_000_000}
+}
+
+// Service implements the API on the estimator and the planner.
+type Service struct {
+	pb.UnimplementedStepcostServiceServer
+	limits   Limits
+	cache    *cache.Cache[proto.Message]
+	coll     *collective.Model
+	clusters clusterPool
+}
+
+// NewService builds a service; c may be nil for no cache.
+func NewService(limits Limits, c *cache.Cache[proto.Message]) *Service {
+	return &Service{limits: limits, cache: c, coll: collective.NewModel(collective.Default()),
+		clusters: clusterPool{entries: map[string]*clusterEntry{}, max: 64}}
+}
+
+// clusterEntry is a built cluster and the estimator whose placements are cached for it.
+type clusterEntry struct {
+	cluster *topology.Cluster
+	est     *step.Estimator
+}
+
+// clusterPool interns clusters by their canonical description, so that equal
+// requests reuse one cluster and its cached communication placements. It keeps at
+// most max entries, dropping the oldest.
+type clusterPool struct {
+	mu      sync.Mutex
+	entries map[string]*clusterEntry
+	order   []string
+	max     int
+}
+
+func (p *clusterPool) get(spec topology.Spec) (*clusterEntry, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	key := string(b)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.entries[key]; ok {
+		return e, nil
+	}
+	c, err := spec.Build()
+	if err != nil {
+		return nil, prefixed("cluster", err)
+	}
+	e := &clusterEntry{cluster: c, est: step.New()}
+	p.entries[key] = e
+	p.order = append(p.order, key)
+	if len(p.order) > p.max {
+		delete(p.entries, p.order[0])
+		p.order = p.order[1:]
+	}
+	return e, nil
+}
+
+// prefixed re-roots field errors under a prefix.
+func prefixed(p string, err error) error {
+	var c invalid.Collector
+	for _, v := range violations(err) {
+		c.Join(&invalid.Error{Field: p + "." + v.GetField(), Rule: v.GetDescription()})
+	}
+	if out := c.Err(); out != nil {
+		return out
+	}
+	return err
+}
+
+// sizedCluster resolves a cluster spec big enough for gpus GPUs (and every node a
+// free map names).
+func (s *Service) sizedCluster(c *pb.ClusterSpec, gpus, topNode int) (*clusterEntry, error) {
+	spec, err := clusterSpec("cluster", c)
+	if err != nil {
+		return nil, err
+	}
+	if spec.GPUsPerNode < 1 {
+		return nil, invalid.Field("cluster.definition.gpus_per_node", "must be ≥ 1 (got %d)", spec.GPUsPerNode)
+	}
+	if n := int(c.GetNodes()); n < 0 || n > topology.MaxNodes {
+		return nil, invalid.Field("cluster.nodes", "must be between 0 and %d (got %d)", topology.MaxNodes, n)
+	} else if n > 0 {
+		spec.Nodes = n
+	}
+	need := (gpus + spec.GPUsPerNode - 1) / spec.GPUsPerNode
+	spec.Nodes = max(spec.Nodes, need, topNode+1, 1)
+	if spec.Nodes*spec.GPUsPerNode > s.limits.MaxGPUs {
+		return nil, &limitError{"cluster.nodes", fmt.Sprintf("%d GPUs exceed the service's limit of %d (flag --max-gpus)", spec.Nodes*spec.GPUsPerNode, s.limits.MaxGPUs)}
+	}
+	return s.clusters.get(spec)
+}
+
+// cached answers from the cache when possible; the response is cloned before
+// cached is set, so cached values are never modified.
+func (s *Service) cached(ctx context.Context, method string, req proto.Message, compute func(context.Context) (proto.Message, error)) (proto.Message, bool, error) {
+	if s.cache == nil {
+		m, err := compute(ctx)
+		return m, false, err
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+	if err != nil {
+		return nil, false, err
+	}
+	m, hit, err := s.cache.Get(ctx, cache.Key([]byte(method), b), compute)
+	if err != nil {
+		return nil, false, err
+	}
+	return proto.Clone(m), hit, nil
+}
+
+// EstimateStep estimates one layout.
+func (s *Service) EstimateStep(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, error) {
+	m, hit, err := s.cached(ctx, "EstimateStep", req, func(ctx context.Context) (proto.Message, error) {
+		return s.estimateStep(ctx, req)
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := m.(*pb.EstimateStepResponse)
+	out.Cached = hit
+	return out, nil
+}
+
+func (s *Service) estimateStep(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a, derived, err := resolveModel("model", req.GetModel())
+	if err != nil {
+		return nil, err
+	}
+	t, err := trainingFromProto(req.GetTraining())
+	if err != nil {
+		return nil, err
+	}
+	l, err := layoutFromProto(req.GetLayout())
+	if err != nil {
+		return nil, err
+	}
+	gpus := max(1, l.TP) * max(1, l.PP) * max(1, l.DP) * max(1, l.CP)
+	if l.TP < 0 || l.PP < 0 || l.DP < 0 || l.CP < 0 || gpus > s.limits.MaxGPUs || gpus < 0 {
+		return nil, &limitError{"layout", fmt.Sprintf("tp×pp×dp×cp must be between 1 and the service's limit of %d GPUs", s.limits.MaxGPUs)}
+	}
+	ce, err := s.sizedCluster(req.GetCluster(), gpus, -1)
+	if err != nil {
+		return nil, err
+	}
+	res, err := ce.est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.cluster, Layout: l})
+	if err != nil {
+		return nil, err
+	}
+	est := stepToProto(res)
+	if derived != "" {
+		est.Assumptions = append([]string{derived}, est.Assumptions...)
+	}
+	return &pb.EstimateStepResponse{Estimate: est, Model: archToProto(a), EstimatorVersion: EstimatorVersion}, nil
+}
+
+// EstimatePlan searches and ranks the plans of a job.
+func (s *Service) EstimatePlan(ctx context.Context, req *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, error) {
+	m, hit, err := s.cached(ctx, "EstimatePlan", req, func(ctx context.Context) (proto.Message, error) {
+		return s.estimatePlan(ctx, req)
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := m.(*pb.EstimatePlanResponse)
+	out.Cached = hit
+	return out, nil
+}
+
+func (s *Service) estimatePlan(ctx context.Context, req *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, error) {
+	a, _, err := resolveModel("model", req.GetModel())
+	if err != nil {
+		return nil, err
+	}
+	t, err := trainingFromProto(req.GetTraining())
+	if err != nil {
+		return nil, err
+	}
+	free, top, err := freeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
+	if err != nil {
+		return nil, err
+	}
+	size := max(int(req.GetGpus()), int(req.GetMaxGpus()))
+	if size > s.limits.MaxGPUs {
+		return nil, &limitError{"gpus", fmt.Sprintf("%d GPUs exceed the service's limit of %d", size, s.limits.MaxGPUs)}
+	}
+	ce, err := s.sizedCluster(req.GetCluster(), size, top)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := constraintsFromProto(req.GetConstraints())
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := objectives[req.GetObjective()]
+	if !ok {
+		return nil, invalid.Field("objective", "unknown value %d", req.GetObjective())
+	}
+	pr := planner.Request{Model: a, Training: t, Cluster: ce.cluster, GPUs: int(req.GetGpus()), MinGPUs: int(req.GetMinGpus()),
+		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons, Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
+		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK())}
+	res, err := planner.Search(ctx, ce.est, pr)
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.EstimatePlanResponse{Model: archToProto(a), EstimatorVersion: EstimatorVersion,
+		Stats: &pb.SearchStats{Enumerated: int64(res.Stats.Enumerated), Evaluated: int64(res.Stats.Evaluated),
+			Feasible: int64(res.Stats.Feasible), GpuCounts: toInt32s(res.Stats.GPUCounts), Pruned: map[string]int64{},
+			ElapsedMs: float64(res.Stats.Elapsed.Microseconds()) / 1e3}}
+	for k, v := range res.Stats.Pruned {
+		out.Stats.Pruned[k] = int64(v)
+	}
+	for _, p := range res.Top {
+		out.Plans = append(out.Plans, planToProto(p))
+	}
+	for _, p := range res.Pareto {
+		out.Pareto = append(out.Pareto, planToProto(p))
+	}
+	return out, nil
+}
+
+// RankConfigs estimates and ranks a batch; each failing item carries its own error.
+func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (*pb.RankConfigsResponse, error) {
+	n := len(req.GetConfigs())
+	switch {
+	case n == 0:
+		return nil, toStatus(invalid.Field("configs", "must list at least one config"))
+	case n > s.limits.MaxRankConfigs:
+		return nil, toStatus(&limitError{"configs", fmt.Sprintf("%d configs exceed the limit of %d per call (flag --max-rank-configs)", n, s.limits.MaxRankConfigs)})
+	}
+	obj, ok := objectives[req.GetObjective()]
+	if !ok {
+		return nil, toStatus(invalid.Field("objective", "unknown value %d", req.GetObjective()))
+	}
+	if obj == planner.Cost && !(req.GetPricePerGpuHour() > 0 && req.GetTokenBudget() > 0) {
+		return nil, toStatus(invalid.Field("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0"))
+	}
+	out := &pb.RankConfigsResponse{EstimatorVersion: EstimatorVersion, Results: make([]*pb.RankedConfig, n)}
+	for i, c := range req.GetConfigs() {
+		if err := ctx.Err(); err != nil {
+			return nil, toStatus(err)
+		}
+		r := &pb.RankedConfig{Index: int32(i)}
+		resp, err := s.EstimateStep(ctx, c)
+		if err != nil {
+			r.Error = itemError(err)
+		} else {
+			r.Estimate = resp.GetEstimate()
+			r.Score = scoreOf(obj, req, resp.GetEstimate())
+		}
+		out.Results[i] = r
+	}
+	ok2 := make([]*pb.RankedConfig, 0, n)
+	for _, r := range out.Results {
+		if r.Error == nil {
+			ok2 = append(ok2, r)
+		}
+	}
+	sort.SliceStable(ok2, func(i, j int) bool { return ok2[i].Score < ok2[j].Score })
+	for i, r := range ok2 {
+		r.Rank = int32(i + 1)
+	}
+	return out, nil
+}
+
+func scoreOf(obj planner.Objective, req *pb.RankConfigsRequest, e *pb.StepEstimate) float64 {
+	switch obj {
+	case planner.Throughput:
+		return -e.GetThroughput().GetTokensPerSPerGpu()
+	case planner.Cost:
+		tokens := float64(e.GetTraining().GetGlobalBatch()) * float64(e.GetTraining().GetSeqLen())
+		return req.GetTokenBudget() / tokens * e.GetStepTimeS() * float64(e.GetGpus()) * req.GetPricePerGpuHour() / 3600
+	}
+	return e.GetStepTimeS()
+}
+
+// SimulateCollective prices one collective.
+func (s *Service) SimulateCollective(ctx context.Context, req *pb.SimulateCollectiveRequest) (*pb.SimulateCollectiveResponse, error) {
+	m, hit, err := s.cached(ctx, "SimulateCollective", req, func(ctx context.Context) (proto.Message, error) {
+		return s.simulateCollective(ctx, req)
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := m.(*pb.SimulateCollectiveResponse)
+	out.Cached = hit
+	return out, nil
+}
+
+func (s *Service) simulateCollective(ctx context.Context, req *pb.SimulateCollectiveRequest) (*pb.SimulateCollectiveResponse, error) {
+	op, ok := collectiveOps[req.GetCollective()]
+	if !ok {
+		return nil, invalid.Field("collective", "must be one of COLLECTIVE_ALL_REDUCE … COLLECTIVE_SEND_RECV (got %v)", req.GetCollective())
+	}
+	algo, ok := algorithms[req.GetAlgorithm()]
+	if !ok {
+		return nil, invalid.Field("algorithm", "unknown value %d", req.GetAlgorithm())
+	}
+	launch, ok := launches[req.GetLaunch()]
+	if !ok {
+		return nil, invalid.Field("launch", "unknown value %d", req.GetLaunch())
+	}
+	opts := collective.Options{Algo: algo, Launch: launch}
+	if p := req.GetProtocol(); p != pb.Protocol_PROTOCOL_UNSPECIFIED {
+		pr, ok := protocols[p]
+		if !ok {
+			return nil, invalid.Field("protocol", "unknown value %d", p)
+		}
+		opts.ForceProtocol, opts.Protocol = true, pr
+	}
+	if req.GetSizeBytes() <= 0 || req.GetSizeBytes() > 1<<50 {
+		return nil, invalid.Field("size_bytes", "must be between 1 and 2^50 (got %d)", req.GetSizeBytes())
+	}
+	nodes := int(req.GetNodes())
+	if nodes == 0 {
+		nodes = 1
+	}
+	spec, err := clusterSpec("cluster", req.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	if nodes < 1 || nodes*max(1, spec.GPUsPerNode) > s.limits.MaxGPUs {
+		return nil, &limitError{"nodes", fmt.Sprintf("must be between 1 and %d nodes", s.limits.MaxGPUs/max(1, spec.GPUsPerNode))}
+	}
+	ce, err := s.sizedCluster(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), -1)
+	if err != nil {
+		return nil, err
+	}
+	per := int(req.GetGpusPerNode())
+	if per == 0 {
+		per = ce.cluster.Spec.GPUsPerNode
+	}
+	group, sib, err := collective.NodeGroups(ce.cluster, nodes, per, req.GetConcurrent())
+	if err != nil {
+		return nil, err
+	}
+	p, err := collective.Place(ce.cluster, group, sib)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	chosen, err := s.coll.Estimate(p, op, float64(req.GetSizeBytes()), opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.SimulateCollectiveResponse{Chosen: collectiveEstimateToProto(chosen), Ranks: int32(p.N()),
+		ConcurrentGroups: int32(len(p.Siblings)), EstimatorVersion: EstimatorVersion}
+	all := s.coll.Candidates(p, op, float64(req.GetSizeBytes()), collective.Options{Launch: launch, ForceProtocol: opts.ForceProtocol, Protocol: opts.Protocol}, nil)
+	slices.SortStableFunc(all, func(a, b collective.Estimate) int {
+		switch {
+		case a.TimeUs < b.TimeUs:
+			return -1
+		case a.TimeUs > b.TimeUs:
+			return 1
+		}
+		return 0
+	})
+	for _, e := range all {
+		out.Considered = append(out.Considered, collectiveEstimateToProto(e))
+	}
+	for _, a := range collective.Algorithms() {
+		if err := s.coll.Supports(p, op, a); err != nil {
+			out.NotApplicable = append(out.NotApplicable, &pb.NotApplicable{Algorithm: algorithmToProto(a), Reason: err.Error()})
+		}
+	}
+	return out, nil
+}
+
+// ListCatalog lists the embedded catalog.
+func (s *Service) ListCatalog(ctx context.Context, _ *pb.ListCatalogRequest) (*pb.ListCatalogResponse, error) {
+	out := &pb.ListCatalogResponse{}
+	for _, g := range catalog.GPUs() {
+		out.Gpus = append(out.Gpus, gpuToProto(g))
+	}
+	for _, sp := range catalog.Systems() {
+		out.Systems = append(out.Systems, &pb.SystemEntry{Name: sp.Name, Description: sp.Description, Source: sp.Source, Definition: specToDefinition(sp)})
+	}
+	for _, a := range model.Catalog() {
+		out.Models = append(out.Models, archToProto(a))
+	}
+	return out, nil
+}
