@@ -53,4 +53,3 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	return cfg, cfg.Validate()
 }
-
