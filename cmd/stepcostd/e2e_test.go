@@ -1,0 +1,235 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// startDaemon builds the real binary, starts it on loopback ports chosen by the
+// kernel and returns the addresses it reports.
+func startDaemon(t *testing.T, extra ...string) (cmd *exec.Cmd, grpcAddr, httpAddr string, stderr *safeBuffer) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stepcostd")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	cmd = exec.Command(bin, append([]string{"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	stderr = &safeBuffer{}
+	addrs := make(chan [2]string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		re := regexp.MustCompile(`msg=serving grpc=(\S+) http=(\S+)`)
+		for sc.Scan() {
+			stderr.add(sc.Text())
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addrs <- [2]string{m[1], m[2]}
+			}
+		}
+	}()
+	select {
+	case a := <-addrs:
+		return cmd, a[0], a[1], stderr
+	case <-time.After(60 * time.Second):
+		t.Fatalf("daemon did not start: %s", stderr.String())
+	}
+	return
+}
+
+type safeBuffer struct {
+	all   []string
+}
+
+func (b *safeBuffer) add(s string) { b.all = append(b.all, s) }
+func (b *safeBuffer) String() string {
+	return strings.Join(b.all, "\n")
+}
+
+// readmeCommands extracts the curl and grpcurl lines of the README's quick start.
+func readmeCommands(t *testing.T) (curls, grpcurls []string) {
+	t.Helper()
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(l, "curl -s"):
+			curls = append(curls, l)
+		case strings.HasPrefix(l, "grpcurl -plaintext"):
+			grpcurls = append(grpcurls, l)
+		}
+	}
+	if len(curls) < 4 || len(grpcurls) < 2 {
+		t.Fatalf("README has %d curl and %d grpcurl examples", len(curls), len(grpcurls))
+	}
+	return curls, grpcurls
+}
+
+var bodyRE = regexp.MustCompile(`-d '([^']*)'`)
+
+// TestREADMEOverRESTAndGRPC runs the README's requests verbatim against the real
+// binary, checks the answers, and stops it with SIGTERM.
+func TestREADMEOverRESTAndGRPC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	cmd, grpcAddr, httpAddr, stderr := startDaemon(t)
+	curls, grpcurls := readmeCommands(t)
+
+	for _, c := range curls {
+		method := http.MethodGet
+		if strings.Contains(c, "-X POST") {
+			method = http.MethodPost
+		}
+		m := regexp.MustCompile(`localhost:8080(\S*)`).FindStringSubmatch(c)
+		if m == nil {
+			t.Fatalf("no URL in %q", c)
+		}
+		var body io.Reader
+		if b := bodyRE.FindStringSubmatch(c); b != nil {
+			body = strings.NewReader(b[1])
+		}
+		req, _ := http.NewRequest(method, "http://"+httpAddr+m[1], body)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: HTTP %d %s", m[1], resp.StatusCode, out)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("%s: not JSON: %s", m[1], out)
+		}
+		want := map[string]string{"/healthz": "status", "/v1/plans:estimate": "plans", "/v1/steps:estimate": "estimate",
+			"/v1/collectives:simulate": "chosen", "/v1/catalog": "systems"}[m[1]]
+		if _, ok := v[want]; !ok || want == "" {
+			t.Errorf("%s: answer lacks %q: %.300s", m[1], want, out)
+		}
+		t.Logf("REST %s %s: %d bytes", method, m[1], len(out))
+	}
+
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, c := range grpcurls {
+		fields := strings.Fields(c)
+		full := fields[len(fields)-1]
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if full == "grpc.health.v1.Health/Check" {
+			r, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+			cancel()
+			if err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Fatalf("health: %v %v", r, err)
+			}
+			continue
+		}
+		var req, resp proto.Message
+		switch full {
+		case "stepcost.v1.StepcostService/EstimatePlan":
+			req, resp = &pb.EstimatePlanRequest{}, &pb.EstimatePlanResponse{}
+		case "stepcost.v1.StepcostService/SimulateCollective":
+			req, resp = &pb.SimulateCollectiveRequest{}, &pb.SimulateCollectiveResponse{}
+		case "stepcost.v1.StepcostService/EstimateStep":
+			req, resp = &pb.EstimateStepRequest{}, &pb.EstimateStepResponse{}
+		default:
+			t.Fatalf("unexpected method %s", full)
+		}
+		if err := protojson.Unmarshal([]byte(bodyRE.FindStringSubmatch(c)[1]), req); err != nil {
+			t.Fatalf("%s body: %v", full, err)
+		}
+		err := conn.Invoke(ctx, "/"+full, req, resp)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", full, err)
+		}
+		switch r := resp.(type) {
+		case *pb.EstimatePlanResponse:
+			if len(r.GetPlans()) != 3 || !r.GetCached() { // the REST call before computed it
+				t.Errorf("EstimatePlan: %d plans, cached %v", len(r.GetPlans()), r.GetCached())
+			}
+		case *pb.SimulateCollectiveResponse:
+			if r.GetChosen().GetTimeUs() <= 0 || r.GetRanks() != 32 {
+				t.Errorf("SimulateCollective: %v", r.GetChosen())
+			}
+		}
+		t.Logf("gRPC %s ok", full)
+	}
+
+	// SIGTERM: the daemon shuts down cleanly and exits 0.
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon did not exit within 30 s of SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), "shutting down") {
+		t.Errorf("no shutdown log:\n%s", stderr.String())
+	}
+}
+
+// Unknown JSON fields are a 400 naming the field: strict decoding.
+func TestStrictJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	_, _, httpAddr, _ := startDaemon(t)
+	resp, err := http.Post("http://"+httpAddr+"/v1/steps:estimate", "application/json", strings.NewReader(`{"model": {"name": "llama3-8b"}, "gpu": 8}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), `unknown field \"gpu\"`) {
+		t.Errorf("HTTP %d %s", resp.StatusCode, out)
+	}
+	resp, err = http.Get("http://" + httpAddr + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), "/v1/plans:estimate") {
+		t.Errorf("openapi: HTTP %d", resp.StatusCode)
+	}
+}
