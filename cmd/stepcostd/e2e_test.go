@@ -65,7 +65,7 @@ func startDaemon(t *testing.T, extra ...string) (cmd *exec.Cmd, grpcAddr, httpAd
 }
 
 type safeBuffer struct {
-	all   []string
+	all []string
 }
 
 func (b *safeBuffer) add(s string) { b.all = append(b.all, s) }
