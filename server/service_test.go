@@ -1,0 +1,214 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stepcost/stepcost/cache"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// client starts the service in process over bufconn.
+func client(t *testing.T, limits Limits) pb.StepcostServiceClient {
+	t.Helper()
+	c, err := cache.New(cache.Config{MaxCost: 64 << 20}, func(m proto.Message) int64 { return int64(proto.Size(m)) + 64 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := bufconn.Listen(1 << 20)
+	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(recoverUnary(slog.New(slog.DiscardHandler)), deadlineUnary(30*time.Second)))
+	pb.RegisterStepcostServiceServer(gs, NewService(limits, c))
+	go gs.Serve(lis)
+	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(); gs.Stop(); c.Close() })
+	return pb.NewStepcostServiceClient(conn)
+}
+
+func stepRequest() *pb.EstimateStepRequest {
+	return &pb.EstimateStepRequest{
+		Model:    &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-70b"}},
+		Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}},
+		Training: &pb.Training{SeqLen: 8192, GlobalBatch: 512},
+		Layout:   &pb.Layout{Tp: 8, Pp: 2, Dp: 4, MicroBatch: 1, Zero: 1, Sp: true, Recompute: pb.Recompute_RECOMPUTE_SELECTIVE},
+	}
+}
+
+// violationOf asserts err has code and a field violation naming field.
+func violationOf(t *testing.T, err error, code codes.Code, field string) {
+	t.Helper()
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != code {
+		t.Fatalf("got %v, want %s", err, code)
+	}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				if v.GetField() == field {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("%v: no violation of %q in %v", code, field, st.Details())
+}
+
+func TestEstimateStep(t *testing.T) {
+	c := client(t, DefaultLimits())
+	ctx := context.Background()
+	r1, err := c.EstimateStep(ctx, stepRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := r1.GetEstimate()
+	if e.GetStepTimeS() <= 0 || e.GetBreakdown().GetTotalS() != e.GetStepTimeS() || len(e.GetCommunication()) == 0 ||
+		!e.GetMemory().GetFits() || r1.GetCached() || r1.GetEstimatorVersion() != EstimatorVersion || r1.GetModel().GetLayers() != 80 {
+		t.Fatalf("unexpected %v", r1)
+	}
+	r2, err := c.EstimateStep(ctx, stepRequest())
+	if err != nil || !r2.GetCached() || r2.GetEstimate().GetStepTimeS() != e.GetStepTimeS() {
+		t.Fatalf("second call not from the cache: %v %v", r2.GetCached(), err)
+	}
+	// An architecture and a parameter count work too.
+	req := stepRequest()
+	req.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Params{Params: 13e9}}
+	req.Layout = &pb.Layout{Dp: 64, MicroBatch: 1, Zero: 3}
+	r3, err := c.EstimateStep(ctx, req)
+	if err != nil || !strings.Contains(strings.Join(r3.GetEstimate().GetAssumptions(), " "), "derived") {
+		t.Fatalf("params: %v", err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	c := client(t, Limits{MaxGPUs: 4096, MaxRankConfigs: 3})
+	ctx := context.Background()
+	bad := func(edit func(*pb.EstimateStepRequest)) *pb.EstimateStepRequest {
+		r := stepRequest()
+		edit(r)
+		return r
+	}
+	tests := []struct {
+		name  string
+		req   *pb.EstimateStepRequest
+		code  codes.Code
+		field string
+	}{
+		{"tp not dividing heads", bad(func(r *pb.EstimateStepRequest) { r.Layout.Tp = 7 }), codes.InvalidArgument, "layout.tp"},
+		{"unknown model", bad(func(r *pb.EstimateStepRequest) { r.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "gpt-9"}} }), codes.NotFound, "model.name"},
+		{"unknown cluster", bad(func(r *pb.EstimateStepRequest) { r.Cluster = &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-z"}} }), codes.NotFound, "cluster.name"},
+		{"no model", bad(func(r *pb.EstimateStepRequest) { r.Model = nil }), codes.InvalidArgument, "model"},
+		{"no training", bad(func(r *pb.EstimateStepRequest) { r.Training = nil }), codes.InvalidArgument, "training"},
+		{"bad seq", bad(func(r *pb.EstimateStepRequest) { r.Training.SeqLen = -1 }), codes.InvalidArgument, "training.seq_len"},
+		{"bad batch", bad(func(r *pb.EstimateStepRequest) { r.Training.GlobalBatch = 99 }), codes.InvalidArgument, "training.global_batch"},
+		{"bad arch", bad(func(r *pb.EstimateStepRequest) {
+			r.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: &pb.Architecture{Layers: 2, Hidden: 100, Heads: 3}}}
+		}), codes.InvalidArgument, "model.architecture.heads"},
+		{"too many GPUs", bad(func(r *pb.EstimateStepRequest) { r.Layout.Dp = 4096 }), codes.ResourceExhausted, "layout"},
+		{"bad definition", bad(func(r *pb.EstimateStepRequest) {
+			r.Cluster = &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: &pb.ClusterDefinition{Base: "dgx-h100", Nics: &pb.NICs{Kind: "smoke"}}}}
+		}), codes.InvalidArgument, "cluster.nics.kind"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.EstimateStep(ctx, tc.req)
+			violationOf(t, err, tc.code, tc.field)
+		})
+	}
+	_, err := c.SimulateCollective(ctx, &pb.SimulateCollectiveRequest{Cluster: stepRequest().Cluster, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE})
+	violationOf(t, err, codes.InvalidArgument, "size_bytes")
+	_, err = c.EstimatePlan(ctx, &pb.EstimatePlanRequest{Model: stepRequest().Model, Cluster: stepRequest().Cluster,
+		Training: stepRequest().Training, Gpus: 64, Objective: pb.Objective_OBJECTIVE_COST})
+	violationOf(t, err, codes.InvalidArgument, "objective")
+	_, err = c.RankConfigs(ctx, &pb.RankConfigsRequest{Configs: []*pb.EstimateStepRequest{stepRequest(), stepRequest(), stepRequest(), stepRequest()}})
+	violationOf(t, err, codes.ResourceExhausted, "configs")
+}
+
+func TestRankConfigsPerItemErrors(t *testing.T) {
+	c := client(t, DefaultLimits())
+	fast := stepRequest()
+	slow := stepRequest()
+	slow.Layout.Recompute = pb.Recompute_RECOMPUTE_FULL
+	broken := stepRequest()
+	broken.Layout.Tp = 3
+	r, err := c.RankConfigs(context.Background(), &pb.RankConfigsRequest{Configs: []*pb.EstimateStepRequest{slow, broken, fast}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.GetResults()
+	if len(res) != 3 || res[1].GetError() == nil || res[1].GetError().GetCode() != "INVALID_ARGUMENT" || res[1].GetRank() != 0 {
+		t.Fatalf("broken item: %v", res[1])
+	}
+	if res[1].GetError().GetViolations()[0].GetField() != "layout.tp" {
+		t.Errorf("violation %v", res[1].GetError().GetViolations())
+	}
+	if res[2].GetRank() != 1 || res[0].GetRank() != 2 {
+		t.Errorf("ranks: slow %d, fast %d", res[0].GetRank(), res[2].GetRank())
+	}
+}
+
+func TestEstimatePlanAndCollectiveAndCatalog(t *testing.T) {
+	c := client(t, DefaultLimits())
+	ctx := context.Background()
+	p, err := c.EstimatePlan(ctx, &pb.EstimatePlanRequest{
+		Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}}, Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"},
+			FreeGpus: []*pb.NodeFreeGPUs{{Node: 0, Gpus: []int32{0, 1, 2, 3}}, {Node: 3, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}, {Node: 4, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}}},
+		Training: &pb.Training{SeqLen: 8192, GlobalBatch: 64}, Gpus: 16, TopK: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.GetPlans()) != 3 || len(p.GetPareto()) == 0 || p.GetStats().GetEnumerated() == 0 {
+		t.Fatalf("plans %d, pareto %d, stats %v", len(p.GetPlans()), len(p.GetPareto()), p.GetStats())
+	}
+	for _, pl := range p.GetPlans() {
+		for _, u := range pl.GetPlacement().GetNodes() {
+			if u.GetNode() != 0 && u.GetNode() != 3 && u.GetNode() != 4 {
+				t.Errorf("plan placed on busy node %d", u.GetNode())
+			}
+		}
+	}
+	sc, err := c.SimulateCollective(ctx, &pb.SimulateCollectiveRequest{Cluster: stepRequest().Cluster, Nodes: 2,
+		Collective: pb.Collective_COLLECTIVE_ALL_GATHER, SizeBytes: 1 << 28, Algorithm: pb.Algorithm_ALGORITHM_RING})
+	if err != nil || sc.GetChosen().GetAlgorithm() != pb.Algorithm_ALGORITHM_RING || sc.GetRanks() != 16 || len(sc.GetNotApplicable()) == 0 {
+		t.Fatalf("collective %v %v", sc, err)
+	}
+	_, err = c.SimulateCollective(ctx, &pb.SimulateCollectiveRequest{Cluster: stepRequest().Cluster, Nodes: 2,
+		Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 20, Algorithm: pb.Algorithm_ALGORITHM_NVLS})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("NVLS across nodes: %v", err)
+	}
+	cat, err := c.ListCatalog(ctx, &pb.ListCatalogRequest{})
+	if err != nil || len(cat.GetGpus()) < 6 || len(cat.GetSystems()) < 5 || len(cat.GetModels()) < 15 {
+		t.Fatalf("catalog %d GPUs %d systems %d models, %v", len(cat.GetGpus()), len(cat.GetSystems()), len(cat.GetModels()), err)
+	}
+}
+
+func TestDeadlineAndCancel(t *testing.T) {
+	c := client(t, DefaultLimits())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.EstimateStep(ctx, stepRequest()); status.Code(err) != codes.Canceled {
+		t.Errorf("cancelled: %v", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	if _, err := c.EstimatePlan(ctx, &pb.EstimatePlanRequest{Model: stepRequest().Model, Cluster: stepRequest().Cluster,
+		Training: stepRequest().Training, Gpus: 64}); status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("deadline: %v", err)
+	}
+}
