@@ -178,9 +178,11 @@ func New[V any](cfg Config, cost func(V) int64) (*Cache[V], error) {
 //
 // A value whose cost exceeds MaxCost is returned but not stored. Storing is asynchronous
 // and may be dropped under contention, so a Get right after a computation may compute
-// again. compute must not call runtime.Goexit (t.FailNow, for one): the callers would
-// then wait until their contexts are done. A disabled cache calls compute(ctx) in the caller's goroutine on every Get;
-// after Close, Get still merges concurrent calls but stores nothing.
+// again. compute must not call runtime.Goexit (t.FailNow, for one): its callers would
+// then wait until their contexts are done.
+//
+// A disabled cache calls compute(ctx) in the caller's goroutine on every Get. After
+// Close, Get still merges concurrent calls but stores nothing.
 func (c *Cache[V]) Get(ctx context.Context, key string, compute func(ctx context.Context) (V, error)) (v V, hit bool, err error) {
 	if c.rc == nil {
 		c.misses.Add(1)

@@ -22,6 +22,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"plan", "search and rank the ways to run a training job on a cluster", runPlan},
+		{"rank", "estimate and rank a file of explicit layouts (JSON lines), in process or on a server", runRank},
 		{"estimate", "estimate one training step of a parallel layout: time, breakdown, memory", runEstimate},
 		{"collective", "price one collective (all-reduce, all-gather, …) on a cluster", runCollective},
 		{"accuracy", "compare the collective model with the published nccl-tests measurements", runAccuracy},
@@ -153,3 +154,5 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

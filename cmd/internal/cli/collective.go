@@ -11,6 +11,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/topology"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // collectiveReport is the JSON output of `stepcost collective`.
@@ -67,6 +68,7 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 	protoName := fs.String("protocol", "", "force a protocol for ring/tree: simple, ll128, ll")
 	launchName := fs.String("launch", "per-process", "how calls are issued: per-process, single-process, eager, graph")
 	asJSON := fs.Bool("json", false, "print JSON")
+	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of pricing in process")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -113,6 +115,14 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 	k := *perNode
 	if k == 0 {
 		k = cl.Spec.GPUsPerNode
+	}
+	if *addr != "" {
+		req := &pb.SimulateCollectiveRequest{Cluster: clusterProto(*clusterName, spec), Nodes: int32(*nodes), GpusPerNode: int32(k),
+			Concurrent: *concurrent, Collective: pbCollective[op], SizeBytes: size, Algorithm: pbAlgorithm[algo], Launch: pbLaunch[opts.Launch]}
+		if opts.ForceProtocol {
+			req.Protocol = pbProtocol[opts.Protocol]
+		}
+		return remoteCollective(context.Background(), *addr, req, *asJSON, stdout)
 	}
 	group, siblings, err := collective.NodeGroups(cl, *nodes, k, *concurrent)
 	if err != nil {
@@ -224,3 +234,15 @@ func fmtUs(us float64) string {
 	}
 	return fmt.Sprintf("%.4g µs", us)
 }
+
+var (
+	pbCollective = map[collective.Op]pb.Collective{collective.AllReduce: pb.Collective_COLLECTIVE_ALL_REDUCE, collective.AllGather: pb.Collective_COLLECTIVE_ALL_GATHER,
+		collective.ReduceScatter: pb.Collective_COLLECTIVE_REDUCE_SCATTER, collective.AllToAll: pb.Collective_COLLECTIVE_ALL_TO_ALL,
+		collective.Broadcast: pb.Collective_COLLECTIVE_BROADCAST, collective.Reduce: pb.Collective_COLLECTIVE_REDUCE, collective.SendRecv: pb.Collective_COLLECTIVE_SEND_RECV}
+	pbAlgorithm = map[collective.Algorithm]pb.Algorithm{collective.Auto: pb.Algorithm_ALGORITHM_UNSPECIFIED, collective.Ring: pb.Algorithm_ALGORITHM_RING,
+		collective.Tree: pb.Algorithm_ALGORITHM_TREE, collective.DoubleTree: pb.Algorithm_ALGORITHM_DOUBLE_TREE, collective.Hierarchical: pb.Algorithm_ALGORITHM_HIERARCHICAL,
+		collective.NVLS: pb.Algorithm_ALGORITHM_NVLS, collective.Direct: pb.Algorithm_ALGORITHM_DIRECT, collective.PAT: pb.Algorithm_ALGORITHM_PAT, collective.Pairwise: pb.Algorithm_ALGORITHM_PAIRWISE}
+	pbProtocol = map[collective.Protocol]pb.Protocol{collective.Simple: pb.Protocol_PROTOCOL_SIMPLE, collective.LL128: pb.Protocol_PROTOCOL_LL128, collective.LL: pb.Protocol_PROTOCOL_LL}
+	pbLaunch   = map[collective.Launch]pb.Launch{collective.PerProcess: pb.Launch_LAUNCH_PER_PROCESS, collective.SingleProcess: pb.Launch_LAUNCH_SINGLE_PROCESS,
+		collective.Eager: pb.Launch_LAUNCH_EAGER, collective.Graph: pb.Launch_LAUNCH_GRAPH}
+)

@@ -15,6 +15,8 @@ import (
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/server"
 )
 
 // estimateFile is the JSON request of `stepcost estimate --in`: every field of the
@@ -65,6 +67,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	overlapTP := fs.Bool("overlap-tp", false, "overlap TP communication with compute (async TP)")
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of estimating in process")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -277,6 +280,22 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("cluster %s: %w", clusterLabel, err)
 	}
 	req.Model, req.Cluster = arch, cl
+	if *addr != "" {
+		name := *modelName
+		if !set["model"] {
+			name = ""
+		}
+		pr := 0.0
+		if set["params"] {
+			pr = *params
+		}
+		cname := ""
+		if set["cluster"] {
+			cname = *clusterName
+		}
+		return remoteEstimate(context.Background(), *addr, &pb.EstimateStepRequest{Model: modelProto(arch, name, pr),
+			Cluster: clusterProto(cname, spec), Training: server.TrainingToProto(req.Training), Layout: server.LayoutToProto(req.Layout)}, *asJSON, stdout)
+	}
 
 	res, err := step.New().Estimate(req)
 	if err != nil {

@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/planner"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/server"
 )
 
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -41,6 +44,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rcList := fs.String("recompute", "", "allowed recompute modes, e.g. selective,full")
 	headroom := fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
 	asJSON := fs.Bool("json", false, "print JSON")
+	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -129,6 +133,24 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		for _, f := range strings.Split(*rcList, ",") {
 			c.Recompute = append(c.Recompute, step.Recompute(strings.ToLower(strings.TrimSpace(f))))
 		}
+	}
+	if *addr != "" {
+		pr := &pb.EstimatePlanRequest{Model: modelProto(req.Model, *modelName, *params), Cluster: clusterProto(*clusterName, spec),
+			Training: server.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
+			Objective:       map[planner.Objective]pb.Objective{planner.FastestStep: pb.Objective_OBJECTIVE_STEP_TIME, planner.Throughput: pb.Objective_OBJECTIVE_THROUGHPUT, planner.Cost: pb.Objective_OBJECTIVE_COST}[req.Objective],
+			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK),
+			Constraints: &pb.Constraints{Tp: int32s(c.TP), Pp: int32s(c.PP), Cp: int32s(c.CP), Zero: int32s(c.ZeRO), MicroBatch: int32s(c.MicroBatch), MinHeadroomGb: c.MinHeadroomGB}}
+		if *clusterName == "" {
+			pr.Cluster.Nodes = int32(spec.Nodes)
+		}
+		for _, r := range c.Recompute {
+			pr.Constraints.Recompute = append(pr.Constraints.Recompute, server.LayoutToProto(step.Layout{Recompute: r}).GetRecompute())
+		}
+		for node, gs := range req.Free {
+			pr.Cluster.FreeGpus = append(pr.Cluster.FreeGpus, &pb.NodeFreeGPUs{Node: int32(node), Gpus: int32s(gs)})
+		}
+		sort.Slice(pr.Cluster.FreeGpus, func(i, j int) bool { return pr.Cluster.FreeGpus[i].Node < pr.Cluster.FreeGpus[j].Node })
+		return remotePlan(ctx, *addr, pr, *asJSON, stdout)
 	}
 	res, err := planner.Search(ctx, step.New(), req)
 	if err != nil {
@@ -227,4 +249,12 @@ func prunedSummary(m map[string]int) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+func int32s(v []int) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
 }

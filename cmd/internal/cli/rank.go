@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/server"
+)
+
+// rankBatch is how many configs go to the service per call; progress is reported
+// between batches.
+const rankBatch = 50
+
+// api is the service, in process or remote.
+type api interface {
+	RankConfigs(ctx context.Context, in *pb.RankConfigsRequest, opts ...grpc.CallOption) (*pb.RankConfigsResponse, error)
+	EstimatePlan(ctx context.Context, in *pb.EstimatePlanRequest, opts ...grpc.CallOption) (*pb.EstimatePlanResponse, error)
+	EstimateStep(ctx context.Context, in *pb.EstimateStepRequest, opts ...grpc.CallOption) (*pb.EstimateStepResponse, error)
+	SimulateCollective(ctx context.Context, in *pb.SimulateCollectiveRequest, opts ...grpc.CallOption) (*pb.SimulateCollectiveResponse, error)
+}
+
+// local adapts the in-process service to the client interface.
+type local struct{ s *server.Service }
+
+func (l local) RankConfigs(ctx context.Context, in *pb.RankConfigsRequest, _ ...grpc.CallOption) (*pb.RankConfigsResponse, error) {
+	return l.s.RankConfigs(ctx, in)
+}
+func (l local) EstimatePlan(ctx context.Context, in *pb.EstimatePlanRequest, _ ...grpc.CallOption) (*pb.EstimatePlanResponse, error) {
+	return l.s.EstimatePlan(ctx, in)
+}
+func (l local) EstimateStep(ctx context.Context, in *pb.EstimateStepRequest, _ ...grpc.CallOption) (*pb.EstimateStepResponse, error) {
+	return l.s.EstimateStep(ctx, in)
+}
+func (l local) SimulateCollective(ctx context.Context, in *pb.SimulateCollectiveRequest, _ ...grpc.CallOption) (*pb.SimulateCollectiveResponse, error) {
+	return l.s.SimulateCollective(ctx, in)
+}
+
+// connect returns the remote service at addr, or the in-process one when addr is empty.
+func connect(addr string) (api, func(), error) {
+	if addr == "" {
+		return local{server.NewService(server.DefaultLimits(), nil)}, func() {}, nil
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--server %s: %w", addr, err)
+	}
+	return pb.NewStepcostServiceClient(conn), func() { conn.Close() }, nil
+}
+
+func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("rank", "--in configs.jsonl [--server host:port] [--format table|json|csv]", stderr)
+	in := fs.String("in", "", "file of configs, one EstimateStep request (JSON) per line; - for standard input")
+	addr := fs.String("server", "", "rank on a running stepcostd (host:port) instead of in process")
+	format := fs.String("format", "table", "output: table, json or csv")
+	objective := fs.String("objective", "step_time", "step_time, throughput or cost")
+	price := fs.Float64("price", 0, "price per GPU-hour (objective cost)")
+	tokens := fs.Float64("tokens", 0, "token budget (objective cost)")
+	progress := fs.Bool("progress", true, "report progress on stderr for more than one batch")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *in == "" {
+		return errors.New("--in: required (a JSON-lines file of configs)")
+	}
+	switch *format {
+	case "table", "json", "csv":
+	default:
+		return fmt.Errorf("--format: must be table, json or csv (got %q)", *format)
+	}
+	obj, ok := map[string]pb.Objective{"step_time": pb.Objective_OBJECTIVE_STEP_TIME, "throughput": pb.Objective_OBJECTIVE_THROUGHPUT, "cost": pb.Objective_OBJECTIVE_COST}[*objective]
+	if !ok {
+		return fmt.Errorf("--objective: must be step_time, throughput or cost (got %q)", *objective)
+	}
+	var r io.Reader
+	if *in == "-" {
+		r = os.Stdin
+	} else {
+		f, err := os.Open(*in)
+		if err != nil {
+			return fmt.Errorf("--in: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	var configs []*pb.EstimateStepRequest
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 || b[0] == '#' {
+			continue
+		}
+		var c pb.EstimateStepRequest
+		if err := protojson.Unmarshal(b, &c); err != nil {
+			return fmt.Errorf("--in %s line %d: %w", *in, line, err)
+		}
+		configs = append(configs, &c)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("--in: %w", err)
+	}
+	if len(configs) == 0 {
+		return fmt.Errorf("--in %s: no configs", *in)
+	}
+	svc, closeFn, err := connect(*addr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	var results []*pb.RankedConfig
+	for i := 0; i < len(configs); i += rankBatch {
+		end := min(len(configs), i+rankBatch)
+		resp, err := svc.RankConfigs(ctx, &pb.RankConfigsRequest{Configs: configs[i:end], Objective: obj, PricePerGpuHour: *price, TokenBudget: *tokens})
+		if err != nil {
+			return err
+		}
+		for _, x := range resp.GetResults() {
+			x.Index += int32(i)
+			results = append(results, x)
+		}
+		if *progress && len(configs) > rankBatch {
+			bar := strings.Repeat("█", 30*end/len(configs)) + strings.Repeat("·", 30-30*end/len(configs))
+			fmt.Fprintf(stderr, "\rranking %s %d/%d", bar, end, len(configs))
+		}
+	}
+	if *progress && len(configs) > rankBatch {
+		fmt.Fprintln(stderr)
+	}
+	// Rank across batches.
+	var okRes []*pb.RankedConfig
+	for _, x := range results {
+		if x.GetError() == nil {
+			okRes = append(okRes, x)
+		}
+	}
+	sort.SliceStable(okRes, func(i, j int) bool { return okRes[i].GetScore() < okRes[j].GetScore() })
+	for i, x := range okRes {
+		x.Rank = int32(i + 1)
+	}
+	return printRanked(stdout, *format, configs, results)
+}
+
+func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, rs []*pb.RankedConfig) error {
+	sorted := append([]*pb.RankedConfig(nil), rs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i].GetRank(), sorted[j].GetRank()
+		if (a == 0) != (b == 0) {
+			return b == 0
+		}
+		return a < b
+	})
+	switch format {
+	case "json":
+		out := make([]map[string]any, 0, len(sorted))
+		for _, r := range sorted {
+			m := map[string]any{"index": r.GetIndex(), "rank": r.GetRank(), "score": r.GetScore()}
+			if r.GetError() != nil {
+				m["error"] = r.GetError().GetMessage()
+			} else {
+				e := r.GetEstimate()
+				m["step_time_s"], m["mfu"], m["memory_gb"], m["fits"] = e.GetStepTimeS(), e.GetThroughput().GetMfu(), e.GetMemory().GetTotalGb(), e.GetMemory().GetFits()
+				m["layout"] = layoutJSON(e.GetLayout())
+			}
+			out = append(out, m)
+		}
+		return writeJSON(w, out)
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"rank", "index", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "error"})
+		for _, r := range sorted {
+			c := configs[r.GetIndex()]
+			l, e := c.GetLayout(), r.GetEstimate()
+			errMsg := ""
+			if r.GetError() != nil {
+				errMsg = r.GetError().GetMessage()
+			}
+			cw.Write([]string{fmt.Sprint(r.GetRank()), fmt.Sprint(r.GetIndex()), modelLabel(c), fmt.Sprint(l.GetTp()), fmt.Sprint(l.GetPp()),
+				fmt.Sprint(l.GetDp()), fmt.Sprint(l.GetCp()), fmt.Sprint(l.GetZero()), fmt.Sprint(l.GetMicroBatch()),
+				fmt.Sprintf("%g", e.GetStepTimeS()), fmt.Sprintf("%g", e.GetThroughput().GetTokensPerSPerGpu()),
+				fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), errMsg})
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	t := table{head: []string{"rank", "#", "model", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"}}
+	for _, r := range sorted {
+		c := configs[r.GetIndex()]
+		l := c.GetLayout()
+		lay := fmt.Sprintf("tp%d pp%d dp%d cp%d z%d mbs%d", l.GetTp(), l.GetPp(), l.GetDp(), max(1, l.GetCp()), l.GetZero(), l.GetMicroBatch())
+		if r.GetError() != nil {
+			t.add("-", fmt.Sprint(r.GetIndex()), modelLabel(c), lay, "-", "-", "-", "-", r.GetError().GetMessage())
+			continue
+		}
+		e := r.GetEstimate()
+		note := ""
+		if !e.GetMemory().GetFits() {
+			note = "does not fit"
+		}
+		t.add(fmt.Sprint(r.GetRank()), fmt.Sprint(r.GetIndex()), modelLabel(c), lay, fmtSeconds(e.GetStepTimeS()),
+			fmt.Sprintf("%.0f", e.GetThroughput().GetTokensPerSPerGpu()), fmt.Sprintf("%.1f%%", 100*e.GetThroughput().GetMfu()),
+			fmt.Sprintf("%.1f", e.GetMemory().GetTotalGb()), note)
+	}
+	t.write(w)
+	return nil
+}
+
+func modelLabel(c *pb.EstimateStepRequest) string {
+	switch s := c.GetModel().GetSource().(type) {
+	case *pb.ModelSpec_Name:
+		return s.Name
+	case *pb.ModelSpec_Params:
+		return fmt.Sprintf("%.3gB params", s.Params/1e9)
+	case *pb.ModelSpec_Architecture:
+		return fmt.Sprintf("%d×%d", s.Architecture.GetLayers(), s.Architecture.GetHidden())
+	}
+	return "?"
+}
+
+func layoutJSON(l *pb.Layout) map[string]any {
+	b, _ := protojson.Marshal(l)
+	var m map[string]any
+	_ = jsonUnmarshal(b, &m)
+	return m
+}

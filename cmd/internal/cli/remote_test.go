@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepcost/stepcost/server"
+)
+
+// daemon runs the service on loopback ports for the duration of the test.
+func daemon(t *testing.T) string {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.GRPCAddr, cfg.HTTPAddr, cfg.ShutdownGrace = "127.0.0.1:0", "127.0.0.1:0", 5*time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- server.Run(ctx, cfg, func(g, _ net.Addr) { addr <- g.String() })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	})
+	select {
+	case a := <-addr:
+		return a
+	case err := <-done:
+		t.Fatalf("daemon: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon did not start")
+	}
+	return ""
+}
+
+const configs = `{"model": {"name": "llama3-70b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": 512}, "layout": {"tp": 8, "pp": 2, "dp": 4, "micro_batch": 1, "zero": 1, "sp": true, "recompute": "RECOMPUTE_FULL"}}
+# a broken one: TP 3 does not divide 64 heads
+{"model": {"name": "llama3-70b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": 512}, "layout": {"tp": 3, "pp": 2, "dp": 4, "micro_batch": 1}}
+{"model": {"name": "llama3-70b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": 512}, "layout": {"tp": 8, "pp": 2, "dp": 4, "micro_batch": 1, "zero": 1, "sp": true, "recompute": "RECOMPUTE_SELECTIVE"}}
+`
+
+func TestRankInProcessAndRemote(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "c.jsonl")
+	if err := os.WriteFile(f, []byte(configs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := daemon(t)
+	for _, remote := range []string{"", addr} {
+		args := []string{"rank", "--in", f, "--format", "csv"}
+		if remote != "" {
+			args = append(args, "--server", remote)
+		}
+		code, out, errOut := run(args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+		if err != nil || len(rows) != 4 {
+			t.Fatalf("csv %v: %q", err, out)
+		}
+		// selective (index 2) beats full recompute (index 0); the broken one is last, unranked.
+		if rows[1][0] != "1" || rows[1][1] != "2" || rows[2][1] != "0" || rows[3][0] != "0" || !strings.Contains(rows[3][14], "layout.tp") {
+			t.Errorf("remote=%q: %v", remote, rows)
+		}
+	}
+	code, out, _ := run("rank", "--in", f, "--format", "json", "--server", addr)
+	var v []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v) != 3 {
+		t.Errorf("json: %d %s", code, out)
+	}
+	if code, out, _ := run("rank", "--in", f); code != 0 || !strings.Contains(out, "llama3-70b") {
+		t.Errorf("table: %d %s", code, out)
+	}
+}
+
+func TestSubcommandsAgainstServer(t *testing.T) {
+	addr := daemon(t)
+	for _, args := range [][]string{
+		{"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "2", "--mbs", "1", "--gbs", "512", "--seq", "8192", "--zero", "1", "--sp"},
+		{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--gbs", "64", "--seq", "8192", "--top", "3"},
+		{"collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allgather", "--size", "256MiB"},
+	} {
+		code, local, errOut := run(append(args, "--json")...)
+		if code != 0 {
+			t.Fatalf("%v in process: %s", args, errOut)
+		}
+		code, remote, errOut := run(append(args, "--json", "--server", addr)...)
+		if code != 0 {
+			t.Fatalf("%v remote: %s", args, errOut)
+		}
+		if !json.Valid([]byte(local)) || !json.Valid([]byte(remote)) {
+			t.Fatalf("%v: not JSON", args)
+		}
+		if code, out, errOut := run(append(args, "--server", addr)...); code != 0 || len(out) == 0 {
+			t.Errorf("%v remote table: %d %s", args, code, errOut)
+		}
+	}
+	if code, _, errOut := run("estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "56", "--tp", "7", "--gbs", "512", "--seq", "8192", "--server", addr); code == 0 || !strings.Contains(errOut, "layout.tp") {
+		t.Errorf("remote error not shown: %d %s", code, errOut)
+	}
+}
