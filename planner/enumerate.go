@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/stepcost/stepcost/estimator/step"
 )
@@ -159,6 +160,9 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, st *Stats) 
 										for _, sc := range scheds {
 											ordinal++
 											st.Enumerated++
+											if req.MaxLayouts > 0 && st.Enumerated > req.MaxLayouts {
+												return nil, fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
+											}
 											if memLB > capGB {
 												st.Pruned[PrunedMemoryBound]++
 												continue

@@ -6,6 +6,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -66,7 +67,28 @@ type Request struct {
 	TopK int
 	// Workers evaluates candidates in parallel (default: all CPUs).
 	Workers int
+	// MaxLayouts stops a search that would enumerate more layouts than this with
+	// ErrTooManyLayouts (0: no limit). Enumeration memory grows with it (about 100
+	// bytes a layout), so a service bounds it per request.
+	MaxLayouts int
+	// Trace, when set, is told when each phase of the search starts; the returned
+	// function is called when it ends, with the number of items it produced. The
+	// phases are PhaseEnumerate (layouts kept), PhaseEvaluate (layouts estimated),
+	// PhaseRank (top plans) and PhasePareto (front plans).
+	Trace func(phase string) (end func(items int))
 }
+
+// The phases of a search, as given to Request.Trace.
+const (
+	PhaseEnumerate = "enumerate"
+	PhaseEvaluate  = "evaluate"
+	PhaseRank      = "rank"
+	PhasePareto    = "pareto"
+)
+
+// ErrTooManyLayouts is returned when a search would enumerate more than
+// Request.MaxLayouts layouts.
+var ErrTooManyLayouts = errors.New("the search spans too many layouts")
 
 // Plan is one way to run the job.
 type Plan struct {

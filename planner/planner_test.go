@@ -241,3 +241,45 @@ func TestPrefersInterleaving(t *testing.T) {
 		t.Fatal("interleaving not preferred")
 	}
 }
+
+// Trace hears each phase once, in order, with the counts the result reports; a
+// search over the layout limit fails with ErrTooManyLayouts and still ends its phase.
+func TestTraceAndLayoutLimit(t *testing.T) {
+	type phase struct {
+		name  string
+		items int
+	}
+	var got []phase
+	open := ""
+	req := llama8bRequest(t)
+	req.Trace = func(name string) func(int) {
+		if open != "" {
+			t.Errorf("phase %s began while %s was running", name, open)
+		}
+		open = name
+		return func(n int) { open = ""; got = append(got, phase{name, n}) }
+	}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := res.Stats.Enumerated - res.Stats.Pruned[planner.PrunedMemoryBound] - res.Stats.Pruned[planner.PrunedDivisibility] - res.Stats.Pruned[planner.PrunedPlacement]
+	want := []phase{{planner.PhaseEnumerate, kept}, {planner.PhaseEvaluate, res.Stats.Evaluated},
+		{planner.PhaseRank, len(res.Top)}, {planner.PhasePareto, len(res.Pareto)}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("phases %v, want %v (stats %+v)", got, want, res.Stats)
+	}
+
+	got, open = nil, ""
+	req.MaxLayouts = res.Stats.Enumerated / 2
+	if _, err := planner.Search(context.Background(), step.New(), req); !errors.Is(err, planner.ErrTooManyLayouts) {
+		t.Errorf("half the layouts allowed: %v", err)
+	}
+	if len(got) != 1 || got[0].name != planner.PhaseEnumerate || open != "" {
+		t.Errorf("failed search phases %v (open %q)", got, open)
+	}
+	req.MaxLayouts = res.Stats.Enumerated
+	if _, err := planner.Search(context.Background(), step.New(), req); err != nil {
+		t.Errorf("exactly the layouts allowed: %v", err)
+	}
+}

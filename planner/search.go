@@ -63,8 +63,25 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	// Phases are reported one at a time; the one running when the search fails is
+	// ended with the items it got to.
+	var inPhase func(int)
+	begin := func(phase string) {
+		if req.Trace != nil {
+			inPhase = req.Trace(phase)
+		}
+	}
+	end := func(items int) {
+		if inPhase != nil {
+			inPhase(items)
+			inPhase = nil
+		}
+	}
+	defer end(0)
 	stats := Stats{Pruned: map[string]int{}}
+	begin(PhaseEnumerate)
 	cands, err := enumerate(ctx, e, &req, &stats)
+	end(len(cands))
 	if err != nil {
 		return Result{}, err
 	}
@@ -113,6 +130,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	// the Pareto front, the same whatever the parallelism.
 	const batch = 64
 	out := make([]evaluated, batch)
+	begin(PhaseEvaluate)
 	for i := 0; i < len(keys); i += batch {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
@@ -184,6 +202,8 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		}
 	}
 
+	end(stats.Evaluated)
+
 	res := Result{}
 	// Plans are estimated again in full (communication table, assumptions).
 	toPlan := func(c *candidate) (Plan, error) {
@@ -198,6 +218,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		}
 		return p, nil
 	}
+	begin(PhaseRank)
 	for i, ev := range top {
 		p, err := toPlan(ev.c)
 		if err != nil {
@@ -206,6 +227,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		p.Rank = i + 1
 		res.Top = append(res.Top, p)
 	}
+	end(len(res.Top))
 	// Pareto front over (GPUs, step time, headroom) among the evaluated plans: in order
 	// of step time, a plan is dominated when an earlier one (no slower) uses no more
 	// GPUs and keeps at least as much headroom. Front members are estimated again for
@@ -225,6 +247,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		}
 		return int(a.c.ordinal - b.c.ordinal)
 	})
+	begin(PhasePareto)
 	sizes := slices.Clone(stats.GPUCounts)
 	slices.Sort(sizes)
 	best := make([]float64, len(sizes)) // best headroom so far per GPU count
@@ -250,6 +273,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		}
 		res.Pareto = append(res.Pareto, p)
 	}
+	end(len(res.Pareto))
 	stats.Elapsed = time.Since(start)
 	res.Stats = stats
 	return res, nil

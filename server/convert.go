@@ -362,11 +362,7 @@ func stepToProto(r step.Result) *pb.StepEstimate {
 	b := r.Breakdown
 	bd := &pb.Breakdown{ForwardS: b.Forward, BackwardS: b.Backward, RecomputeS: b.Recompute, BubbleS: b.Bubble,
 		OptimizerS: b.Optimizer, ContentionS: b.Contention, TotalS: b.Sum(),
-		ExposedCommS: map[string]float64{}, HiddenCommS: map[string]float64{}}
-	for _, c := range step.Comms() {
-		bd.ExposedCommS[c.String()] = b.Exposed[c]
-		bd.HiddenCommS[c.String()] = b.Hidden[c]
-	}
+		ExposedCommS: commTimesToProto(&b.Exposed), HiddenCommS: commTimesToProto(&b.Hidden)}
 	m := r.Memory
 	out := &pb.StepEstimate{
 		StepTimeS: r.StepTime, Breakdown: bd,
@@ -385,6 +381,14 @@ func stepToProto(r step.Result) *pb.StepEstimate {
 			Protocol: c.Protocol, TimeUs: c.TimeUs, CallsPerStep: c.PerStep, When: c.When})
 	}
 	return out
+}
+
+// commTimesToProto names each kind of communication. A message rather than a map:
+// fixed fields are smaller and several times cheaper to (un)marshal, and a client
+// sees every kind, zero or not.
+func commTimesToProto(t *[step.NumComms]float64) *pb.CommTimes {
+	return &pb.CommTimes{Tp: t[step.CommTP], Cp: t[step.CommCP], Ep: t[step.CommEP], Pp: t[step.CommPP],
+		Dp: t[step.CommDP], Zero3: t[step.CommZeRO3], Embedding: t[step.CommEmbed]}
 }
 
 func planToProto(p planner.Plan) *pb.Plan {

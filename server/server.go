@@ -115,6 +115,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		tel.observeCache(c)
 	}
 	svc := NewService(cfg.Limits, c)
+	svc.tracer = tel.tracer()
 
 	glis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {

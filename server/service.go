@@ -3,11 +3,14 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/cache"
@@ -44,6 +47,8 @@ type Service struct {
 	cache    *cache.Cache[proto.Message]
 	coll     *collective.Model
 	clusters clusterPool
+	// tracer, when set, gets a span per planner phase under the RPC's span.
+	tracer trace.Tracer
 }
 
 // NewService builds a service; c may be nil for no cache.
@@ -128,35 +133,56 @@ func (s *Service) sizedCluster(c *pb.ClusterSpec, gpus, topNode int) (*clusterEn
 	return s.clusters.get(spec)
 }
 
-// cached answers from the cache when possible; the response is cloned before
-// cached is set, so cached values are never modified.
-func (s *Service) cached(ctx context.Context, method string, req proto.Message, compute func(context.Context) (proto.Message, error)) (proto.Message, bool, error) {
+// cached answers from the cache when possible. The cache stores a copy marked
+// cached and hands it out as is (responses are only read after this point: gRPC and
+// the gateway marshal them); the caller that computed it gets its own copy marked
+// not cached.
+func (s *Service) cached(ctx context.Context, method string, req proto.Message, compute func(context.Context) (proto.Message, error)) (proto.Message, error) {
 	if s.cache == nil {
-		m, err := compute(ctx)
-		return m, false, err
+		return compute(ctx)
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	m, hit, err := s.cache.Get(ctx, cache.Key([]byte(method), b), compute)
+	m, hit, err := s.cache.Get(ctx, cache.Key([]byte(method), b), func(ctx context.Context) (proto.Message, error) {
+		m, err := compute(ctx)
+		if err != nil {
+			return nil, err
+		}
+		setCached(m, true)
+		return m, nil
+	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return proto.Clone(m), hit, nil
+	if !hit {
+		m = proto.Clone(m)
+		setCached(m, false)
+	}
+	return m, nil
+}
+
+func setCached(m proto.Message, v bool) {
+	switch r := m.(type) {
+	case *pb.EstimateStepResponse:
+		r.Cached = v
+	case *pb.EstimatePlanResponse:
+		r.Cached = v
+	case *pb.SimulateCollectiveResponse:
+		r.Cached = v
+	}
 }
 
 // EstimateStep estimates one layout.
 func (s *Service) EstimateStep(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, error) {
-	m, hit, err := s.cached(ctx, "EstimateStep", req, func(ctx context.Context) (proto.Message, error) {
+	m, err := s.cached(ctx, "EstimateStep", req, func(ctx context.Context) (proto.Message, error) {
 		return s.estimateStep(ctx, req)
 	})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := m.(*pb.EstimateStepResponse)
-	out.Cached = hit
-	return out, nil
+	return m.(*pb.EstimateStepResponse), nil
 }
 
 func (s *Service) estimateStep(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, error) {
@@ -196,15 +222,13 @@ func (s *Service) estimateStep(ctx context.Context, req *pb.EstimateStepRequest)
 
 // EstimatePlan searches and ranks the plans of a job.
 func (s *Service) EstimatePlan(ctx context.Context, req *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, error) {
-	m, hit, err := s.cached(ctx, "EstimatePlan", req, func(ctx context.Context) (proto.Message, error) {
+	m, err := s.cached(ctx, "EstimatePlan", req, func(ctx context.Context) (proto.Message, error) {
 		return s.estimatePlan(ctx, req)
 	})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := m.(*pb.EstimatePlanResponse)
-	out.Cached = hit
-	return out, nil
+	return m.(*pb.EstimatePlanResponse), nil
 }
 
 func (s *Service) estimatePlan(ctx context.Context, req *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, error) {
@@ -238,8 +262,11 @@ func (s *Service) estimatePlan(ctx context.Context, req *pb.EstimatePlanRequest)
 	}
 	pr := planner.Request{Model: a, Training: t, Cluster: ce.cluster, GPUs: int(req.GetGpus()), MinGPUs: int(req.GetMinGpus()),
 		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons, Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
-		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK())}
+		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: s.limits.MaxCandidates, Trace: s.plannerTrace(ctx)}
 	res, err := planner.Search(ctx, ce.est, pr)
+	if errors.Is(err, planner.ErrTooManyLayouts) {
+		return nil, &limitError{"gpus", fmt.Sprintf("%v layouts (flag --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err)}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -254,9 +281,28 @@ func (s *Service) estimatePlan(ctx context.Context, req *pb.EstimatePlanRequest)
 		out.Plans = append(out.Plans, planToProto(p))
 	}
 	for _, p := range res.Pareto {
-		out.Pareto = append(out.Pareto, planToProto(p))
+		// The front can hold dozens of plans; their full communication tables and
+		// assumptions would multiply the response size (and its encoding time) for
+		// detail a caller gets from EstimateStep on the plan it picks.
+		pp := planToProto(p)
+		pp.Estimate.Communication, pp.Estimate.Assumptions = nil, nil
+		out.Pareto = append(out.Pareto, pp)
 	}
 	return out, nil
+}
+
+// plannerTrace makes a span of each planner phase, with the items it produced.
+func (s *Service) plannerTrace(ctx context.Context) func(string) func(int) {
+	if s.tracer == nil {
+		return nil
+	}
+	return func(phase string) func(int) {
+		_, span := s.tracer.Start(ctx, "planner."+phase)
+		return func(items int) {
+			span.SetAttributes(attribute.Int("stepcost.planner.items", items))
+			span.End()
+		}
+	}
 }
 
 // RankConfigs estimates and ranks a batch; each failing item carries its own error.
@@ -316,15 +362,13 @@ func scoreOf(obj planner.Objective, req *pb.RankConfigsRequest, e *pb.StepEstima
 
 // SimulateCollective prices one collective.
 func (s *Service) SimulateCollective(ctx context.Context, req *pb.SimulateCollectiveRequest) (*pb.SimulateCollectiveResponse, error) {
-	m, hit, err := s.cached(ctx, "SimulateCollective", req, func(ctx context.Context) (proto.Message, error) {
+	m, err := s.cached(ctx, "SimulateCollective", req, func(ctx context.Context) (proto.Message, error) {
 		return s.simulateCollective(ctx, req)
 	})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := m.(*pb.SimulateCollectiveResponse)
-	out.Cached = hit
-	return out, nil
+	return m.(*pb.SimulateCollectiveResponse), nil
 }
 
 func (s *Service) simulateCollective(ctx context.Context, req *pb.SimulateCollectiveRequest) (*pb.SimulateCollectiveResponse, error) {

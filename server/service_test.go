@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -15,6 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/stepcost/stepcost/cache"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -110,7 +114,9 @@ func TestErrors(t *testing.T) {
 	}{
 		{"tp not dividing heads", bad(func(r *pb.EstimateStepRequest) { r.Layout.Tp = 7 }), codes.InvalidArgument, "layout.tp"},
 		{"unknown model", bad(func(r *pb.EstimateStepRequest) { r.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "gpt-9"}} }), codes.NotFound, "model.name"},
-		{"unknown cluster", bad(func(r *pb.EstimateStepRequest) { r.Cluster = &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-z"}} }), codes.NotFound, "cluster.name"},
+		{"unknown cluster", bad(func(r *pb.EstimateStepRequest) {
+			r.Cluster = &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-z"}}
+		}), codes.NotFound, "cluster.name"},
 		{"no model", bad(func(r *pb.EstimateStepRequest) { r.Model = nil }), codes.InvalidArgument, "model"},
 		{"no training", bad(func(r *pb.EstimateStepRequest) { r.Training = nil }), codes.InvalidArgument, "training"},
 		{"bad seq", bad(func(r *pb.EstimateStepRequest) { r.Training.SeqLen = -1 }), codes.InvalidArgument, "training.seq_len"},
@@ -210,5 +216,74 @@ func TestDeadlineAndCancel(t *testing.T) {
 	if _, err := c.EstimatePlan(ctx, &pb.EstimatePlanRequest{Model: stepRequest().Model, Cluster: stepRequest().Cluster,
 		Training: stepRequest().Training, Gpus: 64}); status.Code(err) != codes.DeadlineExceeded {
 		t.Errorf("deadline: %v", err)
+	}
+}
+
+func plannerRequest() *pb.EstimatePlanRequest {
+	return &pb.EstimatePlanRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}},
+		Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}, Nodes: 4},
+		Training: &pb.Training{SeqLen: 8192, GlobalBatch: 64}, Gpus: 32, TopK: 2}
+}
+
+// With tracing on, a search leaves one span per planner phase, each with its count;
+// the front's plans come without their communication tables, the top plans with.
+func TestPlannerSpansAndParetoTrim(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	svc := NewService(DefaultLimits(), nil)
+	svc.tracer = tp.Tracer("test")
+	resp, err := svc.EstimatePlan(context.Background(), plannerRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	items := map[string]int64{}
+	for _, s := range rec.Ended() {
+		names = append(names, s.Name())
+		for _, a := range s.Attributes() {
+			if a.Key == "stepcost.planner.items" {
+				items[s.Name()] = a.Value.AsInt64()
+			}
+		}
+	}
+	want := []string{"planner.enumerate", "planner.evaluate", "planner.rank", "planner.pareto"}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Fatalf("spans %v, want %v", names, want)
+	}
+	if items["planner.evaluate"] != resp.GetStats().GetEvaluated() || items["planner.rank"] != 2 || items["planner.pareto"] != int64(len(resp.GetPareto())) {
+		t.Errorf("span counts %v, stats %v, %d on the front", items, resp.GetStats(), len(resp.GetPareto()))
+	}
+	if len(resp.GetPlans()[0].GetEstimate().GetCommunication()) == 0 {
+		t.Error("top plan lost its communication table")
+	}
+	for _, p := range resp.GetPareto() {
+		if len(p.GetEstimate().GetCommunication()) != 0 || p.GetEstimate().GetStepTimeS() <= 0 {
+			t.Errorf("front plan: %d comm calls, step %v", len(p.GetEstimate().GetCommunication()), p.GetEstimate().GetStepTimeS())
+		}
+	}
+	// Every kind of the breakdown adds up to the communication table's calls.
+	top := resp.GetPlans()[0].GetEstimate()
+	sum := func(c *pb.CommTimes) float64 {
+		return c.GetTp() + c.GetCp() + c.GetEp() + c.GetPp() + c.GetDp() + c.GetZero3() + c.GetEmbedding()
+	}
+	calls := 0.0
+	for _, c := range top.GetCommunication() {
+		calls += c.GetTimeUs() * 1e-6 * c.GetCallsPerStep()
+	}
+	if b := top.GetBreakdown(); math.Abs(sum(b.GetExposedCommS())+sum(b.GetHiddenCommS())-calls) > 1e-6*calls || calls == 0 {
+		t.Errorf("exposed+hidden %v s, calls %v s: %v", sum(b.GetExposedCommS())+sum(b.GetHiddenCommS()), calls, b)
+	}
+}
+
+// A search wider than --max-candidates is refused, naming the limit, before it
+// allocates its candidates.
+func TestPlanLayoutLimit(t *testing.T) {
+	lim := DefaultLimits()
+	lim.MaxCandidates = 100
+	_, err := client(t, lim).EstimatePlan(context.Background(), plannerRequest())
+	violationOf(t, err, codes.ResourceExhausted, "gpus")
+	if !strings.Contains(status.Convert(err).Message(), "--max-candidates") {
+		t.Errorf("message %q does not name the flag", status.Convert(err).Message())
 	}
 }

@@ -168,6 +168,14 @@ func (t *telemetry) serverOptions() []grpc.ServerOption {
 		otelgrpc.WithFilter(func(i *stats.RPCTagInfo) bool { return i.FullMethodName != "/grpc.health.v1.Health/Check" })))}
 }
 
+// tracer is nil when tracing is off, so that the planner skips its phase hooks.
+func (t *telemetry) tracer() trace.Tracer {
+	if _, off := t.tp.(noop.TracerProvider); off {
+		return nil
+	}
+	return t.tp.Tracer("github.com/stepcost/stepcost/planner")
+}
+
 func (t *telemetry) clientOptions() []grpc.DialOption {
 	if _, off := t.tp.(noop.TracerProvider); off {
 		return nil

@@ -13,10 +13,10 @@ const (
 	CommDP                // data-parallel gradients (and ZeRO-1/2 parameter all-gather)
 	CommZeRO3             // ZeRO-3 / FSDP per-layer parameter all-gathers and gradient reduce-scatters
 	CommEmbed             // tied-embedding gradient sync between first and last stage
-	numComms
+	NumComms              // the number of kinds
 )
 
-var commNames = [numComms]string{"tp", "cp", "ep", "pp", "dp", "zero3", "embedding"}
+var commNames = [NumComms]string{"tp", "cp", "ep", "pp", "dp", "zero3", "embedding"}
 
 func (c Comm) String() string { return commNames[c] }
 
@@ -27,7 +27,7 @@ type Breakdown struct {
 	Backward  float64 `json:"backward_s"`
 	Recompute float64 `json:"recompute_s"`
 	// Exposed is communication on the critical path, per kind.
-	Exposed [numComms]float64 `json:"-"`
+	Exposed [NumComms]float64 `json:"-"`
 	// Bubble is the pipeline fill and drain.
 	Bubble    float64 `json:"bubble_s"`
 	Optimizer float64 `json:"optimizer_s"`
@@ -35,7 +35,7 @@ type Breakdown struct {
 	// (its kernels occupy SMs and HBM bandwidth).
 	Contention float64 `json:"contention_s"`
 	// Hidden is communication overlapped with compute, per kind (not part of the sum).
-	Hidden [numComms]float64 `json:"-"`
+	Hidden [NumComms]float64 `json:"-"`
 }
 
 // Sum adds the parts of the step time.
@@ -96,9 +96,9 @@ type Result struct {
 
 // MarshalJSON names the per-kind communication times.
 func (b Breakdown) MarshalJSON() ([]byte, error) {
-	exposed := make(map[string]float64, numComms)
-	hidden := make(map[string]float64, numComms)
-	for c := range numComms {
+	exposed := make(map[string]float64, NumComms)
+	hidden := make(map[string]float64, NumComms)
+	for c := range NumComms {
 		exposed[c.String()] = b.Exposed[c]
 		hidden[c.String()] = b.Hidden[c]
 	}
@@ -113,7 +113,7 @@ func (b Breakdown) MarshalJSON() ([]byte, error) {
 
 // Comms lists the communication kinds in order.
 func Comms() []Comm {
-	out := make([]Comm, numComms)
+	out := make([]Comm, NumComms)
 	for i := range out {
 		out[i] = Comm(i)
 	}

@@ -28,6 +28,7 @@ func commands() []command {
 		{"accuracy", "compare the collective model with the published nccl-tests measurements", runAccuracy},
 		{"runs", "compare the step-time model with the published training runs", runRuns},
 		{"catalog", "list the GPUs and systems of the embedded catalog", runCatalog},
+		{"load", "drive a running stepcostd with EstimatePlan at a fixed concurrency and report latency", runLoad},
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -71,14 +70,14 @@ func remoteEstimate(ctx context.Context, addr string, req *pb.EstimateStepReques
 			t.add(x.n, fmtSeconds(x.v))
 		}
 	}
-	kinds := make([]string, 0, len(b.GetExposedCommS()))
-	for k := range b.GetExposedCommS() {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	for _, k := range kinds {
-		if v := b.GetExposedCommS()[k]; v > 0 {
-			t.add("exposed "+k+" comm", fmtSeconds(v))
+	x := b.GetExposedCommS()
+	for _, c := range []struct {
+		kind string
+		v    float64
+	}{{"tp", x.GetTp()}, {"cp", x.GetCp()}, {"ep", x.GetEp()}, {"pp", x.GetPp()}, {"dp", x.GetDp()},
+		{"zero3", x.GetZero3()}, {"embedding", x.GetEmbedding()}} {
+		if c.v > 0 {
+			t.add("exposed "+c.kind+" comm", fmtSeconds(c.v))
 		}
 	}
 	t.add("total", fmtSeconds(b.GetTotalS()))

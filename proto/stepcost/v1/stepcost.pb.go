@@ -1670,6 +1670,99 @@ func (x *Layout) GetCpAllToAll() bool {
 	return false
 }
 
+// CommTimes is a time per kind of communication, in seconds.
+type CommTimes struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tp            float64                `protobuf:"fixed64,1,opt,name=tp,proto3" json:"tp,omitempty"`
+	Cp            float64                `protobuf:"fixed64,2,opt,name=cp,proto3" json:"cp,omitempty"`
+	Ep            float64                `protobuf:"fixed64,3,opt,name=ep,proto3" json:"ep,omitempty"`
+	Pp            float64                `protobuf:"fixed64,4,opt,name=pp,proto3" json:"pp,omitempty"`
+	Dp            float64                `protobuf:"fixed64,5,opt,name=dp,proto3" json:"dp,omitempty"`
+	Zero3         float64                `protobuf:"fixed64,6,opt,name=zero3,proto3" json:"zero3,omitempty"`
+	Embedding     float64                `protobuf:"fixed64,7,opt,name=embedding,proto3" json:"embedding,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommTimes) Reset() {
+	*x = CommTimes{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommTimes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommTimes) ProtoMessage() {}
+
+func (x *CommTimes) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommTimes.ProtoReflect.Descriptor instead.
+func (*CommTimes) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CommTimes) GetTp() float64 {
+	if x != nil {
+		return x.Tp
+	}
+	return 0
+}
+
+func (x *CommTimes) GetCp() float64 {
+	if x != nil {
+		return x.Cp
+	}
+	return 0
+}
+
+func (x *CommTimes) GetEp() float64 {
+	if x != nil {
+		return x.Ep
+	}
+	return 0
+}
+
+func (x *CommTimes) GetPp() float64 {
+	if x != nil {
+		return x.Pp
+	}
+	return 0
+}
+
+func (x *CommTimes) GetDp() float64 {
+	if x != nil {
+		return x.Dp
+	}
+	return 0
+}
+
+func (x *CommTimes) GetZero3() float64 {
+	if x != nil {
+		return x.Zero3
+	}
+	return 0
+}
+
+func (x *CommTimes) GetEmbedding() float64 {
+	if x != nil {
+		return x.Embedding
+	}
+	return 0
+}
+
 type Breakdown struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	ForwardS    float64                `protobuf:"fixed64,1,opt,name=forward_s,json=forwardS,proto3" json:"forward_s,omitempty"`
@@ -1678,18 +1771,17 @@ type Breakdown struct {
 	BubbleS     float64                `protobuf:"fixed64,4,opt,name=bubble_s,json=bubbleS,proto3" json:"bubble_s,omitempty"`
 	OptimizerS  float64                `protobuf:"fixed64,5,opt,name=optimizer_s,json=optimizerS,proto3" json:"optimizer_s,omitempty"`
 	ContentionS float64                `protobuf:"fixed64,6,opt,name=contention_s,json=contentionS,proto3" json:"contention_s,omitempty"`
-	// Communication on the critical path, and hidden under compute, per kind
-	// (tp, cp, ep, pp, dp, zero3, embedding).
-	ExposedCommS  map[string]float64 `protobuf:"bytes,7,rep,name=exposed_comm_s,json=exposedCommS,proto3" json:"exposed_comm_s,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
-	HiddenCommS   map[string]float64 `protobuf:"bytes,8,rep,name=hidden_comm_s,json=hiddenCommS,proto3" json:"hidden_comm_s,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
-	TotalS        float64            `protobuf:"fixed64,9,opt,name=total_s,json=totalS,proto3" json:"total_s,omitempty"`
+	// Communication on the critical path, and hidden under compute, per kind.
+	ExposedCommS  *CommTimes `protobuf:"bytes,7,opt,name=exposed_comm_s,json=exposedCommS,proto3" json:"exposed_comm_s,omitempty"`
+	HiddenCommS   *CommTimes `protobuf:"bytes,8,opt,name=hidden_comm_s,json=hiddenCommS,proto3" json:"hidden_comm_s,omitempty"`
+	TotalS        float64    `protobuf:"fixed64,9,opt,name=total_s,json=totalS,proto3" json:"total_s,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Breakdown) Reset() {
 	*x = Breakdown{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1793,7 @@ func (x *Breakdown) String() string {
 func (*Breakdown) ProtoMessage() {}
 
 func (x *Breakdown) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1806,7 @@ func (x *Breakdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breakdown.ProtoReflect.Descriptor instead.
 func (*Breakdown) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{13}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Breakdown) GetForwardS() float64 {
@@ -1759,14 +1851,14 @@ func (x *Breakdown) GetContentionS() float64 {
 	return 0
 }
 
-func (x *Breakdown) GetExposedCommS() map[string]float64 {
+func (x *Breakdown) GetExposedCommS() *CommTimes {
 	if x != nil {
 		return x.ExposedCommS
 	}
 	return nil
 }
 
-func (x *Breakdown) GetHiddenCommS() map[string]float64 {
+func (x *Breakdown) GetHiddenCommS() *CommTimes {
 	if x != nil {
 		return x.HiddenCommS
 	}
@@ -1802,7 +1894,7 @@ type Memory struct {
 
 func (x *Memory) Reset() {
 	*x = Memory{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +1906,7 @@ func (x *Memory) String() string {
 func (*Memory) ProtoMessage() {}
 
 func (x *Memory) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +1919,7 @@ func (x *Memory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Memory.ProtoReflect.Descriptor instead.
 func (*Memory) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{14}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Memory) GetWeightsGb() float64 {
@@ -1940,7 +2032,7 @@ type Throughput struct {
 
 func (x *Throughput) Reset() {
 	*x = Throughput{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2044,7 @@ func (x *Throughput) String() string {
 func (*Throughput) ProtoMessage() {}
 
 func (x *Throughput) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2057,7 @@ func (x *Throughput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Throughput.ProtoReflect.Descriptor instead.
 func (*Throughput) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{15}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Throughput) GetTokensPerS() float64 {
@@ -2015,7 +2107,7 @@ type CommCall struct {
 
 func (x *CommCall) Reset() {
 	*x = CommCall{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2119,7 @@ func (x *CommCall) String() string {
 func (*CommCall) ProtoMessage() {}
 
 func (x *CommCall) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2132,7 @@ func (x *CommCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommCall.ProtoReflect.Descriptor instead.
 func (*CommCall) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{16}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CommCall) GetKind() string {
@@ -2141,7 +2233,7 @@ type StepEstimate struct {
 
 func (x *StepEstimate) Reset() {
 	*x = StepEstimate{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2153,7 +2245,7 @@ func (x *StepEstimate) String() string {
 func (*StepEstimate) ProtoMessage() {}
 
 func (x *StepEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2166,7 +2258,7 @@ func (x *StepEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepEstimate.ProtoReflect.Descriptor instead.
 func (*StepEstimate) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{17}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StepEstimate) GetStepTimeS() float64 {
@@ -2265,7 +2357,7 @@ type EstimateStepRequest struct {
 
 func (x *EstimateStepRequest) Reset() {
 	*x = EstimateStepRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2277,7 +2369,7 @@ func (x *EstimateStepRequest) String() string {
 func (*EstimateStepRequest) ProtoMessage() {}
 
 func (x *EstimateStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2290,7 +2382,7 @@ func (x *EstimateStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateStepRequest.ProtoReflect.Descriptor instead.
 func (*EstimateStepRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{18}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EstimateStepRequest) GetModel() *ModelSpec {
@@ -2334,7 +2426,7 @@ type EstimateStepResponse struct {
 
 func (x *EstimateStepResponse) Reset() {
 	*x = EstimateStepResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2346,7 +2438,7 @@ func (x *EstimateStepResponse) String() string {
 func (*EstimateStepResponse) ProtoMessage() {}
 
 func (x *EstimateStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2359,7 +2451,7 @@ func (x *EstimateStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateStepResponse.ProtoReflect.Descriptor instead.
 func (*EstimateStepResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{19}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EstimateStepResponse) GetEstimate() *StepEstimate {
@@ -2400,7 +2492,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2504,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2517,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{20}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FieldViolation) GetField() string {
@@ -2455,7 +2547,7 @@ type ItemError struct {
 
 func (x *ItemError) Reset() {
 	*x = ItemError{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2559,7 @@ func (x *ItemError) String() string {
 func (*ItemError) ProtoMessage() {}
 
 func (x *ItemError) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2572,7 @@ func (x *ItemError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemError.ProtoReflect.Descriptor instead.
 func (*ItemError) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{21}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ItemError) GetCode() string {
@@ -2516,7 +2608,7 @@ type RankConfigsRequest struct {
 
 func (x *RankConfigsRequest) Reset() {
 	*x = RankConfigsRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2620,7 @@ func (x *RankConfigsRequest) String() string {
 func (*RankConfigsRequest) ProtoMessage() {}
 
 func (x *RankConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2633,7 @@ func (x *RankConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankConfigsRequest.ProtoReflect.Descriptor instead.
 func (*RankConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{22}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RankConfigsRequest) GetConfigs() []*EstimateStepRequest {
@@ -2587,7 +2679,7 @@ type RankedConfig struct {
 
 func (x *RankedConfig) Reset() {
 	*x = RankedConfig{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2599,7 +2691,7 @@ func (x *RankedConfig) String() string {
 func (*RankedConfig) ProtoMessage() {}
 
 func (x *RankedConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2612,7 +2704,7 @@ func (x *RankedConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankedConfig.ProtoReflect.Descriptor instead.
 func (*RankedConfig) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{23}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RankedConfig) GetIndex() int32 {
@@ -2661,7 +2753,7 @@ type RankConfigsResponse struct {
 
 func (x *RankConfigsResponse) Reset() {
 	*x = RankConfigsResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +2765,7 @@ func (x *RankConfigsResponse) String() string {
 func (*RankConfigsResponse) ProtoMessage() {}
 
 func (x *RankConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +2778,7 @@ func (x *RankConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankConfigsResponse.ProtoReflect.Descriptor instead.
 func (*RankConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{24}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RankConfigsResponse) GetResults() []*RankedConfig {
@@ -2725,7 +2817,7 @@ type Constraints struct {
 
 func (x *Constraints) Reset() {
 	*x = Constraints{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2737,7 +2829,7 @@ func (x *Constraints) String() string {
 func (*Constraints) ProtoMessage() {}
 
 func (x *Constraints) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2750,7 +2842,7 @@ func (x *Constraints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraints.ProtoReflect.Descriptor instead.
 func (*Constraints) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{25}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Constraints) GetTp() []int32 {
@@ -2872,7 +2964,7 @@ type EstimatePlanRequest struct {
 
 func (x *EstimatePlanRequest) Reset() {
 	*x = EstimatePlanRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2884,7 +2976,7 @@ func (x *EstimatePlanRequest) String() string {
 func (*EstimatePlanRequest) ProtoMessage() {}
 
 func (x *EstimatePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2897,7 +2989,7 @@ func (x *EstimatePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimatePlanRequest.ProtoReflect.Descriptor instead.
 func (*EstimatePlanRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{26}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *EstimatePlanRequest) GetModel() *ModelSpec {
@@ -2987,7 +3079,7 @@ type NodeUse struct {
 
 func (x *NodeUse) Reset() {
 	*x = NodeUse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2999,7 +3091,7 @@ func (x *NodeUse) String() string {
 func (*NodeUse) ProtoMessage() {}
 
 func (x *NodeUse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3012,7 +3104,7 @@ func (x *NodeUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUse.ProtoReflect.Descriptor instead.
 func (*NodeUse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{27}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *NodeUse) GetNode() int32 {
@@ -3041,7 +3133,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3053,7 +3145,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3066,7 +3158,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{28}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Placement) GetNodes() []*NodeUse {
@@ -3112,7 +3204,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3124,7 +3216,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3137,7 +3229,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{29}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Plan) GetRank() int32 {
@@ -3203,7 +3295,7 @@ type SearchStats struct {
 
 func (x *SearchStats) Reset() {
 	*x = SearchStats{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +3307,7 @@ func (x *SearchStats) String() string {
 func (*SearchStats) ProtoMessage() {}
 
 func (x *SearchStats) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +3320,7 @@ func (x *SearchStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchStats.ProtoReflect.Descriptor instead.
 func (*SearchStats) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{30}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SearchStats) GetEnumerated() int64 {
@@ -3276,7 +3368,8 @@ func (x *SearchStats) GetElapsedMs() float64 {
 type EstimatePlanResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Plans []*Plan                `protobuf:"bytes,1,rep,name=plans,proto3" json:"plans,omitempty"`
-	// Pareto front over GPUs × step time × memory headroom.
+	// Pareto front over GPUs × step time × memory headroom; these plans carry their
+	// estimate without the communication table and assumptions (ask EstimateStep).
 	Pareto           []*Plan       `protobuf:"bytes,2,rep,name=pareto,proto3" json:"pareto,omitempty"`
 	Stats            *SearchStats  `protobuf:"bytes,3,opt,name=stats,proto3" json:"stats,omitempty"`
 	Model            *Architecture `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
@@ -3288,7 +3381,7 @@ type EstimatePlanResponse struct {
 
 func (x *EstimatePlanResponse) Reset() {
 	*x = EstimatePlanResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3300,7 +3393,7 @@ func (x *EstimatePlanResponse) String() string {
 func (*EstimatePlanResponse) ProtoMessage() {}
 
 func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3313,7 +3406,7 @@ func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimatePlanResponse.ProtoReflect.Descriptor instead.
 func (*EstimatePlanResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EstimatePlanResponse) GetPlans() []*Plan {
@@ -3379,7 +3472,7 @@ type SimulateCollectiveRequest struct {
 
 func (x *SimulateCollectiveRequest) Reset() {
 	*x = SimulateCollectiveRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3391,7 +3484,7 @@ func (x *SimulateCollectiveRequest) String() string {
 func (*SimulateCollectiveRequest) ProtoMessage() {}
 
 func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3404,7 +3497,7 @@ func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveRequest.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SimulateCollectiveRequest) GetCluster() *ClusterSpec {
@@ -3489,7 +3582,7 @@ type CollectiveEstimate struct {
 
 func (x *CollectiveEstimate) Reset() {
 	*x = CollectiveEstimate{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +3594,7 @@ func (x *CollectiveEstimate) String() string {
 func (*CollectiveEstimate) ProtoMessage() {}
 
 func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +3607,7 @@ func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectiveEstimate.ProtoReflect.Descriptor instead.
 func (*CollectiveEstimate) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CollectiveEstimate) GetAlgorithm() Algorithm {
@@ -3597,7 +3690,7 @@ type NotApplicable struct {
 
 func (x *NotApplicable) Reset() {
 	*x = NotApplicable{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3609,7 +3702,7 @@ func (x *NotApplicable) String() string {
 func (*NotApplicable) ProtoMessage() {}
 
 func (x *NotApplicable) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3622,7 +3715,7 @@ func (x *NotApplicable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotApplicable.ProtoReflect.Descriptor instead.
 func (*NotApplicable) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *NotApplicable) GetAlgorithm() Algorithm {
@@ -3654,7 +3747,7 @@ type SimulateCollectiveResponse struct {
 
 func (x *SimulateCollectiveResponse) Reset() {
 	*x = SimulateCollectiveResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3666,7 +3759,7 @@ func (x *SimulateCollectiveResponse) String() string {
 func (*SimulateCollectiveResponse) ProtoMessage() {}
 
 func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3679,7 +3772,7 @@ func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveResponse.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SimulateCollectiveResponse) GetChosen() *CollectiveEstimate {
@@ -3739,7 +3832,7 @@ type ListCatalogRequest struct {
 
 func (x *ListCatalogRequest) Reset() {
 	*x = ListCatalogRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3751,7 +3844,7 @@ func (x *ListCatalogRequest) String() string {
 func (*ListCatalogRequest) ProtoMessage() {}
 
 func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3764,7 +3857,7 @@ func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ListCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
 }
 
 type SystemEntry struct {
@@ -3779,7 +3872,7 @@ type SystemEntry struct {
 
 func (x *SystemEntry) Reset() {
 	*x = SystemEntry{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3791,7 +3884,7 @@ func (x *SystemEntry) String() string {
 func (*SystemEntry) ProtoMessage() {}
 
 func (x *SystemEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3804,7 +3897,7 @@ func (x *SystemEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemEntry.ProtoReflect.Descriptor instead.
 func (*SystemEntry) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SystemEntry) GetName() string {
@@ -3846,7 +3939,7 @@ type ListCatalogResponse struct {
 
 func (x *ListCatalogResponse) Reset() {
 	*x = ListCatalogResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3858,7 +3951,7 @@ func (x *ListCatalogResponse) String() string {
 func (*ListCatalogResponse) ProtoMessage() {}
 
 func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3871,7 +3964,7 @@ func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ListCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListCatalogResponse) GetGpus() []*GPU {
@@ -4018,7 +4111,15 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"overlap_tp\x18\x0e \x01(\bR\toverlapTp\x12!\n" +
 	"\rcp_all_to_all\x18\x0f \x01(\bR\n" +
-	"cpAllToAll\"\xfe\x03\n" +
+	"cpAllToAll\"\x8f\x01\n" +
+	"\tCommTimes\x12\x0e\n" +
+	"\x02tp\x18\x01 \x01(\x01R\x02tp\x12\x0e\n" +
+	"\x02cp\x18\x02 \x01(\x01R\x02cp\x12\x0e\n" +
+	"\x02ep\x18\x03 \x01(\x01R\x02ep\x12\x0e\n" +
+	"\x02pp\x18\x04 \x01(\x01R\x02pp\x12\x0e\n" +
+	"\x02dp\x18\x05 \x01(\x01R\x02dp\x12\x14\n" +
+	"\x05zero3\x18\x06 \x01(\x01R\x05zero3\x12\x1c\n" +
+	"\tembedding\x18\a \x01(\x01R\tembedding\"\xda\x02\n" +
 	"\tBreakdown\x12\x1b\n" +
 	"\tforward_s\x18\x01 \x01(\x01R\bforwardS\x12\x1d\n" +
 	"\n" +
@@ -4028,16 +4129,10 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\bbubble_s\x18\x04 \x01(\x01R\abubbleS\x12\x1f\n" +
 	"\voptimizer_s\x18\x05 \x01(\x01R\n" +
 	"optimizerS\x12!\n" +
-	"\fcontention_s\x18\x06 \x01(\x01R\vcontentionS\x12N\n" +
-	"\x0eexposed_comm_s\x18\a \x03(\v2(.stepcost.v1.Breakdown.ExposedCommSEntryR\fexposedCommS\x12K\n" +
-	"\rhidden_comm_s\x18\b \x03(\v2'.stepcost.v1.Breakdown.HiddenCommSEntryR\vhiddenCommS\x12\x17\n" +
-	"\atotal_s\x18\t \x01(\x01R\x06totalS\x1a?\n" +
-	"\x11ExposedCommSEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a>\n" +
-	"\x10HiddenCommSEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x8a\x04\n" +
+	"\fcontention_s\x18\x06 \x01(\x01R\vcontentionS\x12<\n" +
+	"\x0eexposed_comm_s\x18\a \x01(\v2\x16.stepcost.v1.CommTimesR\fexposedCommS\x12:\n" +
+	"\rhidden_comm_s\x18\b \x01(\v2\x16.stepcost.v1.CommTimesR\vhiddenCommS\x12\x17\n" +
+	"\atotal_s\x18\t \x01(\x01R\x06totalS\"\x8a\x04\n" +
 	"\x06Memory\x12\x1d\n" +
 	"\n" +
 	"weights_gb\x18\x01 \x01(\x01R\tweightsGb\x12!\n" +
@@ -4324,7 +4419,7 @@ func file_stepcost_v1_stepcost_proto_rawDescGZIP() []byte {
 }
 
 var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Precision)(0),                     // 0: stepcost.v1.Precision
 	(Recompute)(0),                     // 1: stepcost.v1.Recompute
@@ -4347,41 +4442,40 @@ var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(*Optimizer)(nil),                  // 18: stepcost.v1.Optimizer
 	(*Training)(nil),                   // 19: stepcost.v1.Training
 	(*Layout)(nil),                     // 20: stepcost.v1.Layout
-	(*Breakdown)(nil),                  // 21: stepcost.v1.Breakdown
-	(*Memory)(nil),                     // 22: stepcost.v1.Memory
-	(*Throughput)(nil),                 // 23: stepcost.v1.Throughput
-	(*CommCall)(nil),                   // 24: stepcost.v1.CommCall
-	(*StepEstimate)(nil),               // 25: stepcost.v1.StepEstimate
-	(*EstimateStepRequest)(nil),        // 26: stepcost.v1.EstimateStepRequest
-	(*EstimateStepResponse)(nil),       // 27: stepcost.v1.EstimateStepResponse
-	(*FieldViolation)(nil),             // 28: stepcost.v1.FieldViolation
-	(*ItemError)(nil),                  // 29: stepcost.v1.ItemError
-	(*RankConfigsRequest)(nil),         // 30: stepcost.v1.RankConfigsRequest
-	(*RankedConfig)(nil),               // 31: stepcost.v1.RankedConfig
-	(*RankConfigsResponse)(nil),        // 32: stepcost.v1.RankConfigsResponse
-	(*Constraints)(nil),                // 33: stepcost.v1.Constraints
-	(*EstimatePlanRequest)(nil),        // 34: stepcost.v1.EstimatePlanRequest
-	(*NodeUse)(nil),                    // 35: stepcost.v1.NodeUse
-	(*Placement)(nil),                  // 36: stepcost.v1.Placement
-	(*Plan)(nil),                       // 37: stepcost.v1.Plan
-	(*SearchStats)(nil),                // 38: stepcost.v1.SearchStats
-	(*EstimatePlanResponse)(nil),       // 39: stepcost.v1.EstimatePlanResponse
-	(*SimulateCollectiveRequest)(nil),  // 40: stepcost.v1.SimulateCollectiveRequest
-	(*CollectiveEstimate)(nil),         // 41: stepcost.v1.CollectiveEstimate
-	(*NotApplicable)(nil),              // 42: stepcost.v1.NotApplicable
-	(*SimulateCollectiveResponse)(nil), // 43: stepcost.v1.SimulateCollectiveResponse
-	(*ListCatalogRequest)(nil),         // 44: stepcost.v1.ListCatalogRequest
-	(*SystemEntry)(nil),                // 45: stepcost.v1.SystemEntry
-	(*ListCatalogResponse)(nil),        // 46: stepcost.v1.ListCatalogResponse
-	nil,                                // 47: stepcost.v1.GPU.PeakTflopsEntry
-	nil,                                // 48: stepcost.v1.Breakdown.ExposedCommSEntry
-	nil,                                // 49: stepcost.v1.Breakdown.HiddenCommSEntry
-	nil,                                // 50: stepcost.v1.SearchStats.PrunedEntry
+	(*CommTimes)(nil),                  // 21: stepcost.v1.CommTimes
+	(*Breakdown)(nil),                  // 22: stepcost.v1.Breakdown
+	(*Memory)(nil),                     // 23: stepcost.v1.Memory
+	(*Throughput)(nil),                 // 24: stepcost.v1.Throughput
+	(*CommCall)(nil),                   // 25: stepcost.v1.CommCall
+	(*StepEstimate)(nil),               // 26: stepcost.v1.StepEstimate
+	(*EstimateStepRequest)(nil),        // 27: stepcost.v1.EstimateStepRequest
+	(*EstimateStepResponse)(nil),       // 28: stepcost.v1.EstimateStepResponse
+	(*FieldViolation)(nil),             // 29: stepcost.v1.FieldViolation
+	(*ItemError)(nil),                  // 30: stepcost.v1.ItemError
+	(*RankConfigsRequest)(nil),         // 31: stepcost.v1.RankConfigsRequest
+	(*RankedConfig)(nil),               // 32: stepcost.v1.RankedConfig
+	(*RankConfigsResponse)(nil),        // 33: stepcost.v1.RankConfigsResponse
+	(*Constraints)(nil),                // 34: stepcost.v1.Constraints
+	(*EstimatePlanRequest)(nil),        // 35: stepcost.v1.EstimatePlanRequest
+	(*NodeUse)(nil),                    // 36: stepcost.v1.NodeUse
+	(*Placement)(nil),                  // 37: stepcost.v1.Placement
+	(*Plan)(nil),                       // 38: stepcost.v1.Plan
+	(*SearchStats)(nil),                // 39: stepcost.v1.SearchStats
+	(*EstimatePlanResponse)(nil),       // 40: stepcost.v1.EstimatePlanResponse
+	(*SimulateCollectiveRequest)(nil),  // 41: stepcost.v1.SimulateCollectiveRequest
+	(*CollectiveEstimate)(nil),         // 42: stepcost.v1.CollectiveEstimate
+	(*NotApplicable)(nil),              // 43: stepcost.v1.NotApplicable
+	(*SimulateCollectiveResponse)(nil), // 44: stepcost.v1.SimulateCollectiveResponse
+	(*ListCatalogRequest)(nil),         // 45: stepcost.v1.ListCatalogRequest
+	(*SystemEntry)(nil),                // 46: stepcost.v1.SystemEntry
+	(*ListCatalogResponse)(nil),        // 47: stepcost.v1.ListCatalogResponse
+	nil,                                // 48: stepcost.v1.GPU.PeakTflopsEntry
+	nil,                                // 49: stepcost.v1.SearchStats.PrunedEntry
 }
 var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	8,  // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
 	9,  // 1: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
-	47, // 2: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
+	48, // 2: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
 	11, // 3: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
 	12, // 4: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
 	13, // 5: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
@@ -4392,41 +4486,41 @@ var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	18, // 10: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
 	1,  // 11: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
 	2,  // 12: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
-	48, // 13: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.Breakdown.ExposedCommSEntry
-	49, // 14: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.Breakdown.HiddenCommSEntry
-	21, // 15: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
-	22, // 16: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
-	23, // 17: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
-	24, // 18: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
+	21, // 13: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
+	21, // 14: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
+	22, // 15: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
+	23, // 16: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
+	24, // 17: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
+	25, // 18: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
 	20, // 19: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
 	19, // 20: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
 	10, // 21: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
 	17, // 22: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
 	19, // 23: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
 	20, // 24: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
-	25, // 25: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
+	26, // 25: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
 	9,  // 26: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
-	28, // 27: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
-	26, // 28: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
+	29, // 27: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
+	27, // 28: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
 	3,  // 29: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
-	25, // 30: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
-	29, // 31: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
-	31, // 32: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
+	26, // 30: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
+	30, // 31: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
+	32, // 32: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
 	1,  // 33: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
 	2,  // 34: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
 	10, // 35: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
 	17, // 36: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
 	19, // 37: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
-	33, // 38: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
+	34, // 38: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
 	3,  // 39: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
-	35, // 40: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
+	36, // 40: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
 	20, // 41: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
-	36, // 42: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
-	25, // 43: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
-	50, // 44: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
-	37, // 45: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
-	37, // 46: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
-	38, // 47: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
+	37, // 42: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
+	26, // 43: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
+	49, // 44: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
+	38, // 45: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
+	38, // 46: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
+	39, // 47: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
 	9,  // 48: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
 	17, // 49: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
 	4,  // 50: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
@@ -4436,23 +4530,23 @@ var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	5,  // 54: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
 	6,  // 55: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
 	5,  // 56: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
-	41, // 57: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
-	41, // 58: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
-	42, // 59: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
+	42, // 57: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
+	42, // 58: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
+	43, // 59: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
 	15, // 60: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
 	11, // 61: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
-	45, // 62: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
+	46, // 62: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
 	9,  // 63: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
-	34, // 64: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
-	26, // 65: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
-	30, // 66: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
-	40, // 67: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
-	44, // 68: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
-	39, // 69: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
-	27, // 70: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
-	32, // 71: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
-	43, // 72: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
-	46, // 73: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
+	35, // 64: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
+	27, // 65: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
+	31, // 66: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
+	41, // 67: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
+	45, // 68: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
+	40, // 69: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
+	28, // 70: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
+	33, // 71: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
+	44, // 72: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
+	47, // 73: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
 	69, // [69:74] is the sub-list for method output_type
 	64, // [64:69] is the sub-list for method input_type
 	64, // [64:64] is the sub-list for extension type_name
@@ -4480,7 +4574,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stepcost_v1_stepcost_proto_rawDesc), len(file_stepcost_v1_stepcost_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   43,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
