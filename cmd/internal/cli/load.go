@@ -47,8 +47,13 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer done()
+	// The duration stops new requests; those in flight finish under their own
+	// deadline (bound to the run's, the server would cut them short and they would
+	// count as errors, a few microseconds before the client notices the run is over).
+	reqCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, *dur)
 	defer cancel()
+	const perRequest = 30 * time.Second
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
@@ -77,15 +82,15 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 					req.Training.GlobalBatch = base.GetTraining().GetGlobalBatch() + int64(i)*int64(max(1, req.GetGpus()))
 				}
 				t0 := time.Now()
-				_, err := svc.EstimatePlan(ctx, req)
+				rctx, rcancel := context.WithTimeout(reqCtx, perRequest)
+				_, err := svc.EstimatePlan(rctx, req)
+				rcancel()
 				d := time.Since(t0)
 				mu.Lock()
 				if err != nil {
-					if ctx.Err() == nil {
-						errs++
-						if firstErr == nil {
-							firstErr = err
-						}
+					errs++
+					if firstErr == nil {
+						firstErr = err
 					}
 				} else {
 					latencies = append(latencies, d)

@@ -108,3 +108,34 @@ func TestSubcommandsAgainstServer(t *testing.T) {
 		t.Errorf("remote error not shown: %d %s", code, errOut)
 	}
 }
+
+func TestLoad(t *testing.T) {
+	addr := daemon(t)
+	f := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(f, []byte(`{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": 64}, "gpus": 16, "top_k": 2}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run("load", "--server", addr, "--in", f, "--concurrency", "3", "--requests", "30")
+	if code != 0 || !strings.Contains(out, "30 requests in") || !strings.Contains(out, "0 errors") || !strings.Contains(out, "p99") {
+		t.Fatalf("load: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = run("load", "--server", addr, "--in", f, "--concurrency", "2", "--requests", "4", "--uncached")
+	if code != 0 || !strings.Contains(out, "4 requests in") {
+		t.Fatalf("uncached load: %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"load", "--in", f},
+		{"load", "--server", addr, "--in", f, "--concurrency", "0"},
+		{"load", "--server", addr, "--in", filepath.Join(t.TempDir(), "missing.json")},
+	} {
+		if code, _, errOut := run(args...); code == 0 || errOut == "" {
+			t.Errorf("%v: exit %d, %q", args, code, errOut)
+		}
+	}
+	if err := os.WriteFile(f, []byte(`{"gpus": 16, "speed": 1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run("load", "--server", addr, "--in", f); code == 0 || !strings.Contains(errOut, "speed") {
+		t.Errorf("unknown field: exit %d, %q", code, errOut)
+	}
+}
