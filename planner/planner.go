@@ -8,6 +8,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
@@ -25,7 +26,8 @@ const (
 	Cost        Objective = "cost"       // cheapest to train TokenBudget tokens at PricePerGPUHour
 )
 
-// Constraints narrow the search. Empty lists allow every valid value.
+// Constraints narrow the search. Empty lists allow every valid value; a list is a
+// set (order and repeats do not matter: see Canonical).
 type Constraints struct {
 	TP            []int            `json:"tp,omitempty"`
 	PP            []int            `json:"pp,omitempty"`
@@ -45,6 +47,48 @@ type Constraints struct {
 	MinHeadroomGB float64 `json:"min_headroom_gb,omitempty"`
 	// MaxMicroBatch bounds micro-batch sizes when MicroBatch is empty (default 16).
 	MaxMicroBatch int `json:"max_micro_batch,omitempty"`
+}
+
+// Canonical returns the constraints with each list sorted (in the order the search
+// enumerates: ascending numbers, none < selective < full recomputation, gpipe < 1f1b
+// < interleaved, SP off < on) and without repeats, so that equal sets give the same
+// search, tie-breaks included, and the same cache key. The receiver is not changed.
+func (c Constraints) Canonical() Constraints {
+	c.TP, c.PP, c.CP, c.EP = sortedSet(c.TP), sortedSet(c.PP), sortedSet(c.CP), sortedSet(c.EP)
+	c.ZeRO, c.MicroBatch, c.VirtualStages = sortedSet(c.ZeRO), sortedSet(c.MicroBatch), sortedSet(c.VirtualStages)
+	c.Recompute = orderedSet(c.Recompute, []step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull})
+	c.Schedules = orderedSet(c.Schedules, []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved})
+	c.SP = orderedSet(c.SP, []bool{false, true})
+	return c
+}
+
+func sortedSet(v []int) []int {
+	if len(v) == 0 {
+		return nil
+	}
+	out := slices.Clone(v)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// orderedSet keeps the values of v that appear in order, in that order, then any
+// others (invalid ones, left for validation to report) as given.
+func orderedSet[T comparable](v, order []T) []T {
+	if len(v) == 0 {
+		return nil
+	}
+	out := make([]T, 0, len(v))
+	for _, o := range order {
+		if slices.Contains(v, o) {
+			out = append(out, o)
+		}
+	}
+	for _, x := range v {
+		if !slices.Contains(order, x) && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // Request is one search.
@@ -85,6 +129,9 @@ const (
 	PhaseRank      = "rank"
 	PhasePareto    = "pareto"
 )
+
+// DefaultTopK is how many plans a search returns when Request.TopK is 0.
+const DefaultTopK = 10
 
 // ErrTooManyLayouts is returned when a search would enumerate more than
 // Request.MaxLayouts layouts.

@@ -283,3 +283,36 @@ func TestTraceAndLayoutLimit(t *testing.T) {
 		t.Errorf("exactly the layouts allowed: %v", err)
 	}
 }
+
+// Constraint lists are sets: order and repeats change nothing, not even tie-breaks.
+func TestConstraintListsAreSets(t *testing.T) {
+	a := llama8bRequest(t)
+	a.Constraints = planner.Constraints{TP: []int{1, 2, 4}, ZeRO: []int{0, 1, 3}, Recompute: []step.Recompute{step.RecomputeNone, step.RecomputeFull}, SP: []bool{false, true}}
+	b := llama8bRequest(t)
+	b.Constraints = planner.Constraints{TP: []int{4, 1, 2, 4}, ZeRO: []int{3, 1, 0}, Recompute: []step.Recompute{step.RecomputeFull, step.RecomputeNone, step.RecomputeFull}, SP: []bool{true, false}}
+	if !reflect.DeepEqual(a.Constraints.Canonical(), b.Constraints.Canonical()) {
+		t.Fatalf("canonical forms differ: %+v vs %+v", a.Constraints.Canonical(), b.Constraints.Canonical())
+	}
+	if b.Constraints.TP[0] != 4 {
+		t.Error("Canonical changed its receiver")
+	}
+	ra, err := planner.Search(context.Background(), step.New(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := planner.Search(context.Background(), step.New(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra.Stats.Elapsed, rb.Stats.Elapsed = 0, 0
+	ja, _ := json.Marshal(ra)
+	jb, _ := json.Marshal(rb)
+	if string(ja) != string(jb) {
+		t.Error("the same sets in another order gave another answer")
+	}
+	// An invalid value is still reported at its index in the list as given.
+	b.Constraints.ZeRO = []int{3, 1, 7}
+	if _, err := planner.Search(context.Background(), step.New(), b); !invalid.Is(err) || !strings.Contains(err.Error(), "constraints.zero[2]:") {
+		t.Errorf("invalid ZeRO stage: %v", err)
+	}
+}

@@ -51,8 +51,9 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		req.Objective = FastestStep
 	}
 	if req.TopK == 0 {
-		req.TopK = 10
+		req.TopK = DefaultTopK
 	}
+	req.Constraints = req.Constraints.Canonical()
 	if req.Training.Optimizer == (step.Optimizer{}) {
 		req.Training.Optimizer = step.AdamMixed()
 	}

@@ -229,7 +229,11 @@ func freeMap(field string, v []*pb.NodeFreeGPUs) (planner.FreeMap, int, error) {
 		if _, dup := out[node]; dup {
 			return nil, 0, invalid.Field(fmt.Sprintf("%s[%d].node", field, i), "node %d is listed twice", node)
 		}
-		out[node] = toInts(n.GetGpus())
+		// In order, so that the placement (and the cache key) do not depend on how
+		// the scheduler listed them; repeats are kept for the planner to report.
+		gpus := toInts(n.GetGpus())
+		slices.Sort(gpus)
+		out[node] = gpus
 		top = max(top, node)
 	}
 	return out, top, nil

@@ -19,6 +19,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP listen address (REST gateway, /healthz, /openapi.json, /metrics)")
 	fs.Int64Var(&cfg.CacheMaxBytes, "cache-bytes", cfg.CacheMaxBytes, "response cache size in bytes (0 disables the cache)")
 	fs.DurationVar(&cfg.DefaultDeadline, "default-deadline", cfg.DefaultDeadline, "deadline of requests that come without one")
+	fs.DurationVar(&cfg.DrainDelay, "drain-delay", cfg.DrainDelay, "after SIGTERM, keep answering (health NOT_SERVING) this long before closing the listeners")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "time in-flight requests get to finish after SIGTERM")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest request accepted")
 	fs.IntVar(&cfg.Limits.MaxGPUs, "max-gpus", cfg.Limits.MaxGPUs, "largest job or cluster (GPUs) a request may describe")

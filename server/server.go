@@ -41,6 +41,10 @@ type Config struct {
 	DefaultDeadline time.Duration
 	// ShutdownGrace is how long in-flight requests may take to finish after SIGTERM.
 	ShutdownGrace time.Duration
+	// DrainDelay keeps the listeners open, answering but reporting NOT_SERVING, for
+	// this long after SIGTERM: load balancers and kube-proxy take a moment to stop
+	// sending new connections to a terminating replica.
+	DrainDelay time.Duration
 	// MaxRequestBytes bounds one request message.
 	MaxRequestBytes int
 	// Reflection serves the gRPC reflection service (for grpcurl).
@@ -71,6 +75,9 @@ func (c Config) Validate() error {
 	if c.DefaultDeadline <= 0 {
 		v.Add("default_deadline", "must be positive (got %v)", c.DefaultDeadline)
 	}
+	if c.DrainDelay < 0 || c.DrainDelay > time.Minute {
+		v.Add("drain_delay", "must be between 0 and 1m (got %v)", c.DrainDelay)
+	}
 	if c.ShutdownGrace <= 0 {
 		v.Add("shutdown_grace", "must be positive (got %v)", c.ShutdownGrace)
 	}
@@ -88,7 +95,8 @@ func (c Config) Validate() error {
 type Listening func(grpcAddr, httpAddr net.Addr)
 
 // Run serves until ctx is cancelled, then shuts down in order: health turns
-// NOT_SERVING, the HTTP server stops taking requests and drains, the gRPC server
+// NOT_SERVING, requests are still answered for DrainDelay, the HTTP server stops
+// taking requests and drains, the gRPC server
 // finishes in-flight calls (or is stopped when the grace period ends), telemetry is
 // flushed and the cache closed.
 func Run(ctx context.Context, cfg Config, ready Listening) error {
@@ -200,6 +208,13 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	}
 	log.Info("shutting down")
 	hs.Shutdown() // every service NOT_SERVING, so load balancers stop sending work
+	if runErr == nil && cfg.DrainDelay > 0 {
+		log.Info("draining", "for", cfg.DrainDelay)
+		select {
+		case <-time.After(cfg.DrainDelay):
+		case runErr = <-errc:
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	if err := httpSrv.Shutdown(sctx); err != nil {

@@ -133,20 +133,31 @@ func (s *Service) sizedCluster(c *pb.ClusterSpec, gpus, topNode int) (*clusterEn
 	return s.clusters.get(spec)
 }
 
-// cached answers from the cache when possible. The cache stores a copy marked
-// cached and hands it out as is (responses are only read after this point: gRPC and
-// the gateway marshal them); the caller that computed it gets its own copy marked
-// not cached.
-func (s *Service) cached(ctx context.Context, method string, req proto.Message, compute func(context.Context) (proto.Message, error)) (proto.Message, error) {
+// work is a validated request: what it resolves to (the cache key) and the
+// computation that answers it.
+type work struct {
+	key any
+	run func(context.Context) (proto.Message, error)
+}
+
+// cached answers from the cache when possible. The key is the request as resolved
+// (the model's architecture, the cluster's spec, the layout and training with their
+// defaults, constraint lists as sets, free GPUs in order), so that equivalent
+// requests — a model by name or by its architecture, lists in another order,
+// defaults spelled out or left out — share one entry. The cache stores a copy
+// marked cached and hands it out as is (responses are only read after this point:
+// gRPC and the gateway marshal them); the caller that computed it gets its own copy
+// marked not cached.
+func (s *Service) cached(ctx context.Context, method string, w work) (proto.Message, error) {
 	if s.cache == nil {
-		return compute(ctx)
+		return w.run(ctx)
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
-	if err != nil {
-		return nil, err
+	b, err := json.Marshal(w.key)
+	if err != nil { // a value JSON cannot spell (NaN): answer without the cache
+		return w.run(ctx)
 	}
-	m, hit, err := s.cache.Get(ctx, cache.Key([]byte(method), b), func(ctx context.Context) (proto.Message, error) {
-		m, err := compute(ctx)
+	m, hit, err := s.cache.Get(ctx, cache.Key([]byte(method), []byte(EstimatorVersion), b), func(ctx context.Context) (proto.Message, error) {
+		m, err := w.run(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -176,93 +187,128 @@ func setCached(m proto.Message, v bool) {
 
 // EstimateStep estimates one layout.
 func (s *Service) EstimateStep(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, error) {
-	m, err := s.cached(ctx, "EstimateStep", req, func(ctx context.Context) (proto.Message, error) {
-		return s.estimateStep(ctx, req)
-	})
+	w, err := s.estimateStep(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	m, err := s.cached(ctx, "EstimateStep", w)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return m.(*pb.EstimateStepResponse), nil
 }
 
-func (s *Service) estimateStep(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+func (s *Service) estimateStep(req *pb.EstimateStepRequest) (work, error) {
 	a, derived, err := resolveModel("model", req.GetModel())
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	t, err := trainingFromProto(req.GetTraining())
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	l, err := layoutFromProto(req.GetLayout())
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	gpus := max(1, l.TP) * max(1, l.PP) * max(1, l.DP) * max(1, l.CP)
 	if l.TP < 0 || l.PP < 0 || l.DP < 0 || l.CP < 0 || gpus > s.limits.MaxGPUs || gpus < 0 {
-		return nil, &limitError{"layout", fmt.Sprintf("tp×pp×dp×cp must be between 1 and the service's limit of %d GPUs", s.limits.MaxGPUs)}
+		return work{}, &limitError{"layout", fmt.Sprintf("tp×pp×dp×cp must be between 1 and the service's limit of %d GPUs", s.limits.MaxGPUs)}
 	}
 	ce, err := s.sizedCluster(req.GetCluster(), gpus, -1)
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
-	res, err := ce.est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.cluster, Layout: l})
-	if err != nil {
-		return nil, err
-	}
-	est := stepToProto(res)
-	if derived != "" {
-		est.Assumptions = append([]string{derived}, est.Assumptions...)
-	}
-	return &pb.EstimateStepResponse{Estimate: est, Model: archToProto(a), EstimatorVersion: EstimatorVersion}, nil
+	key := struct {
+		Model    model.Arch
+		Derived  string
+		Training step.Training
+		Layout   step.Layout
+		Cluster  topology.Spec
+	}{a, derived, t, l, ce.cluster.Spec}
+	return work{key, func(ctx context.Context) (proto.Message, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		res, err := ce.est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.cluster, Layout: l})
+		if err != nil {
+			return nil, err
+		}
+		est := stepToProto(res)
+		if derived != "" {
+			est.Assumptions = append([]string{derived}, est.Assumptions...)
+		}
+		return &pb.EstimateStepResponse{Estimate: est, Model: archToProto(a), EstimatorVersion: EstimatorVersion}, nil
+	}}, nil
 }
 
 // EstimatePlan searches and ranks the plans of a job.
 func (s *Service) EstimatePlan(ctx context.Context, req *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, error) {
-	m, err := s.cached(ctx, "EstimatePlan", req, func(ctx context.Context) (proto.Message, error) {
-		return s.estimatePlan(ctx, req)
-	})
+	w, err := s.estimatePlan(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	m, err := s.cached(ctx, "EstimatePlan", w)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return m.(*pb.EstimatePlanResponse), nil
 }
 
-func (s *Service) estimatePlan(ctx context.Context, req *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, error) {
+func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 	a, _, err := resolveModel("model", req.GetModel())
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	t, err := trainingFromProto(req.GetTraining())
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	free, top, err := freeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	size := max(int(req.GetGpus()), int(req.GetMaxGpus()))
 	if size > s.limits.MaxGPUs {
-		return nil, &limitError{"gpus", fmt.Sprintf("%d GPUs exceed the service's limit of %d", size, s.limits.MaxGPUs)}
+		return work{}, &limitError{"gpus", fmt.Sprintf("%d GPUs exceed the service's limit of %d", size, s.limits.MaxGPUs)}
 	}
 	ce, err := s.sizedCluster(req.GetCluster(), size, top)
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	cons, err := constraintsFromProto(req.GetConstraints())
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	obj, ok := objectives[req.GetObjective()]
 	if !ok {
-		return nil, invalid.Field("objective", "unknown value %d", req.GetObjective())
+		return work{}, invalid.Field("objective", "unknown value %d", req.GetObjective())
 	}
 	pr := planner.Request{Model: a, Training: t, Cluster: ce.cluster, GPUs: int(req.GetGpus()), MinGPUs: int(req.GetMinGpus()),
-		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons, Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
-		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: s.limits.MaxCandidates, Trace: s.plannerTrace(ctx)}
+		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons.Canonical(), Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
+		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: s.limits.MaxCandidates}
+	if pr.TopK == 0 {
+		pr.TopK = planner.DefaultTopK
+	}
+	key := struct {
+		Model                  model.Arch
+		Training               step.Training
+		Cluster                topology.Spec
+		GPUs, MinGPUs, MaxGPUs int
+		Free                   planner.FreeMap
+		Constraints            planner.Constraints
+		Objective              planner.Objective
+		Price, Tokens          float64
+		TopK                   int
+	}{a, t, ce.cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, free, pr.Constraints, obj, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK}
+	return work{key, func(ctx context.Context) (proto.Message, error) {
+		pr := pr
+		pr.Trace = s.plannerTrace(ctx)
+		return s.search(ctx, ce, pr)
+	}}, nil
+}
+
+func (s *Service) search(ctx context.Context, ce *clusterEntry, pr planner.Request) (*pb.EstimatePlanResponse, error) {
 	res, err := planner.Search(ctx, ce.est, pr)
 	if errors.Is(err, planner.ErrTooManyLayouts) {
 		return nil, &limitError{"gpus", fmt.Sprintf("%v layouts (flag --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err)}
@@ -270,7 +316,7 @@ func (s *Service) estimatePlan(ctx context.Context, req *pb.EstimatePlanRequest)
 	if err != nil {
 		return nil, err
 	}
-	out := &pb.EstimatePlanResponse{Model: archToProto(a), EstimatorVersion: EstimatorVersion,
+	out := &pb.EstimatePlanResponse{Model: archToProto(pr.Model), EstimatorVersion: EstimatorVersion,
 		Stats: &pb.SearchStats{Enumerated: int64(res.Stats.Enumerated), Evaluated: int64(res.Stats.Evaluated),
 			Feasible: int64(res.Stats.Feasible), GpuCounts: toInt32s(res.Stats.GPUCounts), Pruned: map[string]int64{},
 			ElapsedMs: float64(res.Stats.Elapsed.Microseconds()) / 1e3}}
@@ -362,38 +408,40 @@ func scoreOf(obj planner.Objective, req *pb.RankConfigsRequest, e *pb.StepEstima
 
 // SimulateCollective prices one collective.
 func (s *Service) SimulateCollective(ctx context.Context, req *pb.SimulateCollectiveRequest) (*pb.SimulateCollectiveResponse, error) {
-	m, err := s.cached(ctx, "SimulateCollective", req, func(ctx context.Context) (proto.Message, error) {
-		return s.simulateCollective(ctx, req)
-	})
+	w, err := s.simulateCollective(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	m, err := s.cached(ctx, "SimulateCollective", w)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return m.(*pb.SimulateCollectiveResponse), nil
 }
 
-func (s *Service) simulateCollective(ctx context.Context, req *pb.SimulateCollectiveRequest) (*pb.SimulateCollectiveResponse, error) {
+func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, error) {
 	op, ok := collectiveOps[req.GetCollective()]
 	if !ok {
-		return nil, invalid.Field("collective", "must be one of COLLECTIVE_ALL_REDUCE … COLLECTIVE_SEND_RECV (got %v)", req.GetCollective())
+		return work{}, invalid.Field("collective", "must be one of COLLECTIVE_ALL_REDUCE … COLLECTIVE_SEND_RECV (got %v)", req.GetCollective())
 	}
 	algo, ok := algorithms[req.GetAlgorithm()]
 	if !ok {
-		return nil, invalid.Field("algorithm", "unknown value %d", req.GetAlgorithm())
+		return work{}, invalid.Field("algorithm", "unknown value %d", req.GetAlgorithm())
 	}
 	launch, ok := launches[req.GetLaunch()]
 	if !ok {
-		return nil, invalid.Field("launch", "unknown value %d", req.GetLaunch())
+		return work{}, invalid.Field("launch", "unknown value %d", req.GetLaunch())
 	}
 	opts := collective.Options{Algo: algo, Launch: launch}
 	if p := req.GetProtocol(); p != pb.Protocol_PROTOCOL_UNSPECIFIED {
 		pr, ok := protocols[p]
 		if !ok {
-			return nil, invalid.Field("protocol", "unknown value %d", p)
+			return work{}, invalid.Field("protocol", "unknown value %d", p)
 		}
 		opts.ForceProtocol, opts.Protocol = true, pr
 	}
 	if req.GetSizeBytes() <= 0 || req.GetSizeBytes() > 1<<50 {
-		return nil, invalid.Field("size_bytes", "must be between 1 and 2^50 (got %d)", req.GetSizeBytes())
+		return work{}, invalid.Field("size_bytes", "must be between 1 and 2^50 (got %d)", req.GetSizeBytes())
 	}
 	nodes := int(req.GetNodes())
 	if nodes == 0 {
@@ -401,14 +449,14 @@ func (s *Service) simulateCollective(ctx context.Context, req *pb.SimulateCollec
 	}
 	spec, err := clusterSpec("cluster", req.GetCluster())
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	if nodes < 1 || nodes*max(1, spec.GPUsPerNode) > s.limits.MaxGPUs {
-		return nil, &limitError{"nodes", fmt.Sprintf("must be between 1 and %d nodes", s.limits.MaxGPUs/max(1, spec.GPUsPerNode))}
+		return work{}, &limitError{"nodes", fmt.Sprintf("must be between 1 and %d nodes", s.limits.MaxGPUs/max(1, spec.GPUsPerNode))}
 	}
 	ce, err := s.sizedCluster(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), -1)
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	per := int(req.GetGpusPerNode())
 	if per == 0 {
@@ -416,40 +464,51 @@ func (s *Service) simulateCollective(ctx context.Context, req *pb.SimulateCollec
 	}
 	group, sib, err := collective.NodeGroups(ce.cluster, nodes, per, req.GetConcurrent())
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
 	p, err := collective.Place(ce.cluster, group, sib)
 	if err != nil {
-		return nil, err
+		return work{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	chosen, err := s.coll.Estimate(p, op, float64(req.GetSizeBytes()), opts)
-	if err != nil {
-		return nil, err
-	}
-	out := &pb.SimulateCollectiveResponse{Chosen: collectiveEstimateToProto(chosen), Ranks: int32(p.N()),
-		ConcurrentGroups: int32(len(p.Siblings)), EstimatorVersion: EstimatorVersion}
-	all := s.coll.Candidates(p, op, float64(req.GetSizeBytes()), collective.Options{Launch: launch, ForceProtocol: opts.ForceProtocol, Protocol: opts.Protocol}, nil)
-	slices.SortStableFunc(all, func(a, b collective.Estimate) int {
-		switch {
-		case a.TimeUs < b.TimeUs:
-			return -1
-		case a.TimeUs > b.TimeUs:
-			return 1
+	size := float64(req.GetSizeBytes())
+	key := struct {
+		Op             collective.Op
+		Options        collective.Options
+		Size           float64
+		Nodes, PerNode int
+		Concurrent     bool
+		Cluster        topology.Spec
+	}{op, opts, size, nodes, per, req.GetConcurrent(), ce.cluster.Spec}
+	return work{key, func(ctx context.Context) (proto.Message, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		return 0
-	})
-	for _, e := range all {
-		out.Considered = append(out.Considered, collectiveEstimateToProto(e))
-	}
-	for _, a := range collective.Algorithms() {
-		if err := s.coll.Supports(p, op, a); err != nil {
-			out.NotApplicable = append(out.NotApplicable, &pb.NotApplicable{Algorithm: algorithmToProto(a), Reason: err.Error()})
+		chosen, err := s.coll.Estimate(p, op, size, opts)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return out, nil
+		out := &pb.SimulateCollectiveResponse{Chosen: collectiveEstimateToProto(chosen), Ranks: int32(p.N()),
+			ConcurrentGroups: int32(len(p.Siblings)), EstimatorVersion: EstimatorVersion}
+		all := s.coll.Candidates(p, op, size, collective.Options{Launch: launch, ForceProtocol: opts.ForceProtocol, Protocol: opts.Protocol}, nil)
+		slices.SortStableFunc(all, func(a, b collective.Estimate) int {
+			switch {
+			case a.TimeUs < b.TimeUs:
+				return -1
+			case a.TimeUs > b.TimeUs:
+				return 1
+			}
+			return 0
+		})
+		for _, e := range all {
+			out.Considered = append(out.Considered, collectiveEstimateToProto(e))
+		}
+		for _, a := range collective.Algorithms() {
+			if err := s.coll.Supports(p, op, a); err != nil {
+				out.NotApplicable = append(out.NotApplicable, &pb.NotApplicable{Algorithm: algorithmToProto(a), Reason: err.Error()})
+			}
+		}
+		return out, nil
+	}}, nil
 }
 
 // ListCatalog lists the embedded catalog.

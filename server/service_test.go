@@ -287,3 +287,64 @@ func TestPlanLayoutLimit(t *testing.T) {
 		t.Errorf("message %q does not name the flag", status.Convert(err).Message())
 	}
 }
+
+// Equivalent requests share a cache entry: constraint lists in another order or with
+// repeats, free GPUs listed in another order, the default top K spelled out.
+func TestCacheKeyIsTheResolvedRequest(t *testing.T) {
+	c := client(t, DefaultLimits())
+	ctx := context.Background()
+	base := func() *pb.EstimatePlanRequest {
+		r := plannerRequest()
+		r.TopK = 0
+		r.Cluster.FreeGpus = []*pb.NodeFreeGPUs{{Node: 1, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}, {Node: 2, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}}
+		r.Gpus = 16
+		r.Constraints = &pb.Constraints{Tp: []int32{1, 2, 4}, Zero: []int32{1, 3}, Recompute: []pb.Recompute{pb.Recompute_RECOMPUTE_NONE, pb.Recompute_RECOMPUTE_FULL}}
+		return r
+	}
+	first, err := c.EstimatePlan(ctx, base())
+	if err != nil || first.GetCached() {
+		t.Fatalf("first: cached %v, %v", first.GetCached(), err)
+	}
+	same := base()
+	same.TopK = 10
+	same.Cluster.FreeGpus = []*pb.NodeFreeGPUs{{Node: 2, Gpus: []int32{7, 6, 5, 4, 3, 2, 1, 0}}, {Node: 1, Gpus: []int32{3, 2, 1, 0, 4, 5, 6, 7}}}
+	same.Constraints = &pb.Constraints{Tp: []int32{4, 2, 1, 2}, Zero: []int32{3, 1}, Recompute: []pb.Recompute{pb.Recompute_RECOMPUTE_FULL, pb.Recompute_RECOMPUTE_NONE}}
+	second, err := c.EstimatePlan(ctx, same)
+	if err != nil || !second.GetCached() {
+		t.Fatalf("equivalent request: cached %v, %v", second.GetCached(), err)
+	}
+	second.Cached = false
+	if !proto.Equal(first, second) {
+		t.Error("equivalent request got a different answer")
+	}
+	other := base()
+	other.Constraints.Zero = []int32{1}
+	if r, err := c.EstimatePlan(ctx, other); err != nil || r.GetCached() {
+		t.Errorf("different constraints: cached %v, %v", r.GetCached(), err)
+	}
+	// Without the cache the same two requests give the same answer too (the planner
+	// itself treats the lists as sets).
+	svc := NewService(DefaultLimits(), nil)
+	a, errA := svc.EstimatePlan(ctx, base())
+	b, errB := svc.EstimatePlan(ctx, same)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	a.Stats.ElapsedMs, b.Stats.ElapsedMs = 0, 0
+	if !proto.Equal(a, b) {
+		t.Error("uncached: equivalent requests answered differently")
+	}
+	// A step estimate: the cluster's size left to the layout (64 GPUs: 8 nodes) or
+	// spelled out.
+	s2 := stepRequest()
+	s2.Cluster.Nodes = 8
+	r1, err1 := c.EstimateStep(ctx, stepRequest())
+	r2, err2 := c.EstimateStep(ctx, s2)
+	if err1 != nil || err2 != nil || r1.GetCached() || !r2.GetCached() {
+		t.Errorf("step: %v %v, cached %v then %v", err1, err2, r1.GetCached(), r2.GetCached())
+	}
+	s2.Cluster.Nodes = 9 // a bigger cluster is another question
+	if r, err := c.EstimateStep(ctx, s2); err != nil || r.GetCached() {
+		t.Errorf("step on 9 nodes: cached %v, %v", r.GetCached(), err)
+	}
+}
