@@ -60,32 +60,38 @@ func DefaultConfig() Config {
 		DefaultDeadline: 30 * time.Second, ShutdownGrace: 20 * time.Second, MaxRequestBytes: 4 << 20, Reflection: true}
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration. Problems are named by their flag.
 func (c Config) Validate() error {
 	v := invalid.Collector{}
 	if c.GRPCAddr == "" {
-		v.Add("grpc_addr", "must not be empty")
+		v.Add("--grpc-addr", "must not be empty")
 	}
 	if c.HTTPAddr == "" {
-		v.Add("http_addr", "must not be empty")
+		v.Add("--http-addr", "must not be empty")
 	}
 	if c.CacheMaxBytes < 0 {
-		v.Add("cache_max_bytes", "must be ≥ 0 (got %d)", c.CacheMaxBytes)
+		v.Add("--cache-bytes", "must be ≥ 0 (got %d)", c.CacheMaxBytes)
 	}
 	if c.DefaultDeadline <= 0 {
-		v.Add("default_deadline", "must be positive (got %v)", c.DefaultDeadline)
+		v.Add("--default-deadline", "must be positive (got %v)", c.DefaultDeadline)
 	}
 	if c.DrainDelay < 0 || c.DrainDelay > time.Minute {
-		v.Add("drain_delay", "must be between 0 and 1m (got %v)", c.DrainDelay)
+		v.Add("--drain-delay", "must be between 0 and 1m (got %v)", c.DrainDelay)
 	}
 	if c.ShutdownGrace <= 0 {
-		v.Add("shutdown_grace", "must be positive (got %v)", c.ShutdownGrace)
+		v.Add("--shutdown-grace", "must be positive (got %v)", c.ShutdownGrace)
 	}
 	if c.MaxRequestBytes < 1024 {
-		v.Add("max_request_bytes", "must be at least 1024 (got %d)", c.MaxRequestBytes)
+		v.Add("--max-request-bytes", "must be at least 1024 (got %d)", c.MaxRequestBytes)
 	}
-	if c.Limits.MaxGPUs < 1 || c.Limits.MaxRankConfigs < 1 || c.Limits.MaxCandidates < 0 {
-		v.Add("limits", "max GPUs and max rank configs must be ≥ 1, max candidates ≥ 0 (got %+v)", c.Limits)
+	if c.Limits.MaxGPUs < 1 {
+		v.Add("--max-gpus", "must be ≥ 1 (got %d)", c.Limits.MaxGPUs)
+	}
+	if c.Limits.MaxRankConfigs < 1 {
+		v.Add("--max-rank-configs", "must be ≥ 1 (got %d)", c.Limits.MaxRankConfigs)
+	}
+	if c.Limits.MaxCandidates < 0 {
+		v.Add("--max-candidates", "must be ≥ 0 (got %d)", c.Limits.MaxCandidates)
 	}
 	v.Join(c.Telemetry.Validate())
 	return v.Err()

@@ -79,13 +79,16 @@ func TestDrainDelay(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	for field, edit := range map[string]func(*Config){
-		"drain_delay":      func(c *Config) { c.DrainDelay = -time.Second },
-		"shutdown_grace":   func(c *Config) { c.ShutdownGrace = 0 },
-		"default_deadline": func(c *Config) { c.DefaultDeadline = 0 },
+		"--drain-delay":      func(c *Config) { c.DrainDelay = -time.Second },
+		"--shutdown-grace":   func(c *Config) { c.ShutdownGrace = 0 },
+		"--default-deadline": func(c *Config) { c.DefaultDeadline = 0 },
+		"--max-candidates":   func(c *Config) { c.Limits.MaxCandidates = -1 },
+		"--otlp-endpoint":    func(c *Config) { c.Telemetry.Traces = "otlp" },
+		"--traces":           func(c *Config) { c.Telemetry.Traces = "jaeger" },
 	} {
 		cfg := DefaultConfig()
 		edit(&cfg)
-		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), field) {
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), field+":") {
 			t.Errorf("%s: %v", field, err)
 		}
 	}

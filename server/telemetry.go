@@ -44,10 +44,10 @@ func (t TelemetryConfig) Validate() error {
 	case "", "stdout":
 	case "otlp":
 		if t.OTLPEndpoint == "" {
-			return invalid.Field("otlp_endpoint", "is required with traces=otlp")
+			return invalid.Field("--otlp-endpoint", "is required with --traces otlp")
 		}
 	default:
-		return invalid.Field("traces", "must be empty, stdout or otlp (got %q)", t.Traces)
+		return invalid.Field("--traces", "must be empty, stdout or otlp (got %q)", t.Traces)
 	}
 	return nil
 }
