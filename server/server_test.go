@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -9,8 +11,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -94,5 +98,73 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
+	}
+}
+
+// A panic in a handler becomes Internal naming the method; the process survives.
+func TestPanicRecovery(t *testing.T) {
+	var logged strings.Builder
+	h := recoverUnary(slog.New(slog.NewTextHandler(&logged, nil)))
+	_, err := h(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/stepcost.v1.StepcostService/EstimateStep"},
+		func(context.Context, any) (any, error) { panic("index out of range") })
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "EstimateStep") {
+		t.Errorf("got %v", err)
+	}
+	if !strings.Contains(logged.String(), "index out of range") || !strings.Contains(logged.String(), "stack") {
+		t.Errorf("log: %q", logged.String())
+	}
+}
+
+// With --metrics, /metrics exports RPC latency, the planner's layout counts and the
+// cache counters; without, there is no /metrics.
+func TestMetricsEndpoint(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		cfg := DefaultConfig()
+		cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+		cfg.Telemetry.Metrics = on
+		ctx, cancel := context.WithCancel(context.Background())
+		type addrs struct{ g, h string }
+		ready := make(chan addrs, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, cfg, func(g, h net.Addr) { ready <- addrs{g.String(), h.String()} })
+		}()
+		a := <-ready
+		conn, err := grpc.NewClient(a.g, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := pb.NewStepcostServiceClient(conn)
+		for range 2 { // a miss, then a hit
+			if _, err := svc.EstimatePlan(context.Background(), plannerRequest()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp, err := http.Get("http://" + a.h + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !on {
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("metrics off: /metrics answered %d", resp.StatusCode)
+			}
+		} else {
+			for _, want := range []string{
+				`stepcost_rpc_duration_seconds_count{code="OK",method="/stepcost.v1.StepcostService/EstimatePlan"`,
+				`stepcost_planner_layouts_total{`, `outcome="pruned_time_lower_bound"`,
+				`stepcost_cache_hits_total{`, `stepcost_cache_misses_total{`,
+			} {
+				if !strings.Contains(string(body), want) {
+					t.Errorf("/metrics lacks %s", want)
+				}
+			}
+		}
+		conn.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
