@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -22,14 +21,9 @@ func planRequest() *pb.EstimatePlanRequest {
 // loopback starts the daemon on loopback TCP and returns a client.
 func loopback(b *testing.B) pb.StepcostServiceClient {
 	b.Helper()
-	cfg := DefaultConfig()
-	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, func(g, _ net.Addr) { addr <- g.String() }) }()
-	b.Cleanup(func() { cancel(); <-done })
-	conn, err := grpc.NewClient(<-addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	d := startDaemon(b, nil)
+	b.Cleanup(func() { d.stop() })
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		b.Fatal(err)
 	}

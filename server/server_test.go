@@ -19,22 +19,43 @@ import (
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
+// daemon runs Run on loopback ports with cfg; stop cancels it and returns Run's
+// error. The test fails if the daemon does not come up.
+type daemon struct {
+	grpcAddr, httpAddr string
+	stop               func() error
+}
+
+func startDaemon(tb testing.TB, edit func(*Config)) daemon {
+	tb.Helper()
+	cfg := DefaultConfig()
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	if edit != nil {
+		edit(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan daemon, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, func(g, h net.Addr) { ready <- daemon{grpcAddr: g.String(), httpAddr: h.String()} })
+	}()
+	select {
+	case d := <-ready:
+		d.stop = func() error { cancel(); return <-done }
+		return d
+	case err := <-done:
+		cancel()
+		tb.Fatalf("daemon: %v", err)
+	}
+	return daemon{}
+}
+
 // After the stop signal the daemon reports NOT_SERVING (gRPC health and /healthz)
 // but keeps answering for the drain delay, then closes its listeners and returns.
 func TestDrainDelay(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.DrainDelay = 2 * time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type addrs struct{ g, h string }
-	ready := make(chan addrs, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, cfg, func(g, h net.Addr) { ready <- addrs{g.String(), h.String()} })
-	}()
-	a := <-ready
-	conn, err := grpc.NewClient(a.g, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	const drain = 2 * time.Second
+	d := startDaemon(t, func(c *Config) { c.DrainDelay = drain })
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +67,8 @@ func TestDrainDelay(t *testing.T) {
 	}
 
 	stopped := time.Now()
-	cancel()
+	result := make(chan error, 1)
+	go func() { result <- d.stop() }()
 	// Wait for NOT_SERVING, then check that requests are still answered.
 	for {
 		r, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{})
@@ -61,7 +83,7 @@ func TestDrainDelay(t *testing.T) {
 	if _, err := svc.ListCatalog(context.Background(), &pb.ListCatalogRequest{}); err != nil {
 		t.Errorf("gRPC while draining: %v", err)
 	}
-	resp, err := http.Get("http://" + a.h + "/healthz")
+	resp, err := http.Get("http://" + d.httpAddr + "/healthz")
 	if err != nil {
 		t.Errorf("/healthz while draining: %v", err)
 	} else {
@@ -70,13 +92,13 @@ func TestDrainDelay(t *testing.T) {
 			t.Errorf("/healthz while draining: %d, want 503", resp.StatusCode)
 		}
 	}
-	if err := <-done; err != nil {
+	if err := <-result; err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(stopped); d < cfg.DrainDelay {
-		t.Errorf("returned %v after the stop, before the drain delay", d)
+	if took := time.Since(stopped); took < drain {
+		t.Errorf("returned %v after the stop, before the drain delay", took)
 	}
-	if _, err := net.DialTimeout("tcp", a.g, time.Second); err == nil {
+	if _, err := net.DialTimeout("tcp", d.grpcAddr, time.Second); err == nil {
 		t.Error("gRPC port still open after Run returned")
 	}
 }
@@ -119,18 +141,8 @@ func TestPanicRecovery(t *testing.T) {
 // cache counters; without, there is no /metrics.
 func TestMetricsEndpoint(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		cfg := DefaultConfig()
-		cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
-		cfg.Telemetry.Metrics = on
-		ctx, cancel := context.WithCancel(context.Background())
-		type addrs struct{ g, h string }
-		ready := make(chan addrs, 1)
-		done := make(chan error, 1)
-		go func() {
-			done <- Run(ctx, cfg, func(g, h net.Addr) { ready <- addrs{g.String(), h.String()} })
-		}()
-		a := <-ready
-		conn, err := grpc.NewClient(a.g, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		d := startDaemon(t, func(c *Config) { c.Telemetry.Metrics = on })
+		conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +152,7 @@ func TestMetricsEndpoint(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		resp, err := http.Get("http://" + a.h + "/metrics")
+		resp, err := http.Get("http://" + d.httpAddr + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,8 +174,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			}
 		}
 		conn.Close()
-		cancel()
-		if err := <-done; err != nil {
+		if err := d.stop(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 
@@ -490,15 +489,7 @@ func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, e
 		out := &pb.SimulateCollectiveResponse{Chosen: collectiveEstimateToProto(chosen), Ranks: int32(p.N()),
 			ConcurrentGroups: int32(len(p.Siblings)), EstimatorVersion: EstimatorVersion}
 		all := s.coll.Candidates(p, op, size, collective.Options{Launch: launch, ForceProtocol: opts.ForceProtocol, Protocol: opts.Protocol}, nil)
-		slices.SortStableFunc(all, func(a, b collective.Estimate) int {
-			switch {
-			case a.TimeUs < b.TimeUs:
-				return -1
-			case a.TimeUs > b.TimeUs:
-				return 1
-			}
-			return 0
-		})
+		collective.ByTime(all)
 		for _, e := range all {
 			out.Considered = append(out.Considered, collectiveEstimateToProto(e))
 		}

@@ -1,9 +1,11 @@
 package collective
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
@@ -103,6 +105,11 @@ func AutoChoice(op Op, a Algorithm) bool {
 		return op == AllToAll || op == SendRecv
 	}
 	return false
+}
+
+// ByTime orders estimates fastest first, keeping the algorithm order of ties.
+func ByTime(es []Estimate) {
+	slices.SortStableFunc(es, func(a, b Estimate) int { return cmp.Compare(a.TimeUs, b.TimeUs) })
 }
 
 // Candidates appends the best-protocol estimate of every applicable algorithm.

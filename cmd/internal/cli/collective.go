@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
@@ -138,15 +137,7 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("--algo %s: %w", algo, err)
 	}
 	all := m.Candidates(p, op, float64(size), collective.Options{Launch: opts.Launch, ForceProtocol: opts.ForceProtocol, Protocol: opts.Protocol}, nil)
-	slices.SortStableFunc(all, func(a, b collective.Estimate) int {
-		switch {
-		case a.TimeUs < b.TimeUs:
-			return -1
-		case a.TimeUs > b.TimeUs:
-			return 1
-		}
-		return 0
-	})
+	collective.ByTime(all)
 	rep := collectiveReport{
 		Cluster: name, Nodes: *nodes, GPUsPerNode: k, Ranks: p.N(), Concurrent: len(p.Siblings),
 		Op: op.String(), SizeBytes: size, Launch: opts.Launch.String(), Chosen: toJSON(chosen),
