@@ -3,6 +3,8 @@ package planner
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/stepcost/stepcost/estimator/step"
 )
@@ -45,32 +47,117 @@ func divisors(n int) []int {
 	return out
 }
 
-// enumerate builds every candidate that passes the cheap checks — divisibility,
-// placement on the free GPUs, the memory lower bound — with its lower-bound score.
-func enumerate(ctx context.Context, e *step.Estimator, req *Request, st *Stats) ([]candidate, error) {
+// space is what the enumeration draws from, fixed for one search.
+type space struct {
+	recomputes []step.Recompute
+	zeros      []int
+	eps        []int
+	maxMBS     int
+	capGB      float64 // memory a layout may use per GPU
+}
+
+func newSpace(req *Request) *space {
+	cs := &req.Constraints
+	sp := &space{recomputes: cs.Recompute, zeros: cs.ZeRO, eps: []int{1}, maxMBS: cs.MaxMicroBatch,
+		capGB: req.Cluster.GPU().MemoryGB - cs.MinHeadroomGB}
+	if sp.maxMBS == 0 {
+		sp.maxMBS = 16
+	}
+	if len(sp.recomputes) == 0 {
+		sp.recomputes = []step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull}
+	}
+	if len(sp.zeros) == 0 {
+		sp.zeros = []int{0, 1, 2, 3}
+	}
+	if req.Model.MoE != nil {
+		sp.eps = divisors(req.Model.MoE.Experts)
+	}
+	return sp
+}
+
+// shape is one point of the search space before the pipeline schedule and the ZeRO
+// stage are chosen: the layouts that share one compute bound. A search keeps its
+// shapes (tens of thousands) rather than its layouts (hundreds of thousands, ten
+// times the memory and the sorting) and expands a shape into layouts only when its
+// best bound comes up (see queue).
+type shape struct {
+	best      float64 // the lowest bound among its layouts that fit
+	perMB     float64 // lower bound of one micro-batch through a stage
+	params    float64 // parameters per GPU before ZeRO sharding
+	reserveGB float64
+	ranks     *step.RankMap
+	place     *Placement
+	split     []int
+	scheds    []sched
+	n         int32
+	ordinal   int32 // enumeration order of its first layout
+	m         int32 // micro-batches per replica
+	tp, pp    int32
+	dp, cp    int32
+	ep, mbs   int32
+	rc        uint8
+	sp        bool
+}
+
+// layouts calls emit with each layout of the shape whose memory lower bound fits, in
+// enumeration order (ZeRO stage, then schedule), with its bound and ordinal.
+func (s *shape) layouts(req *Request, sp *space, emit func(candidate)) {
+	a := &req.Model
+	ordinal := s.ordinal
+	for _, zero := range sp.zeros {
+		if zero > 0 && s.dp*s.cp == 1 {
+			continue // nothing to shard
+		}
+		fits := s.statesFit(req, sp, zero)
+		for _, sc := range s.scheds {
+			ordinal++
+			if !fits {
+				continue
+			}
+			ls := s.split
+			if sc.v > 1 && a.Layers%(int(s.pp)*sc.v) != 0 {
+				ls = evenSplit(a.Layers, int(s.pp)*sc.v)
+			}
+			emit(candidate{bound: s.bound(req, sc.v), ranks: s.ranks, place: s.place, split: ls,
+				n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
+				v: int16(sc.v), zero: int8(zero), rc: s.rc, sched: schedCode(sc.s), sp: s.sp})
+		}
+	}
+}
+
+// statesFit tells whether the model states under a ZeRO stage, with the runtime
+// reserve, fit in the memory a layout may use: the memory lower bound.
+func (s *shape) statesFit(req *Request, sp *space, zero int) bool {
+	w, gr, st := step.ModelStateBytes(s.params, req.Training.Optimizer, zero, int(s.dp*s.cp))
+	return (w+gr+st)/1e9+s.reserveGB <= sp.capGB
+}
+
+// bound is the objective's lower bound for the shape run with v virtual stages.
+func (s *shape) bound(req *Request, v int) float64 {
+	stepLB := (float64(s.m) + float64(s.pp-1)/float64(v)) * s.perMB
+	return boundScore(req, int(s.n), stepLB)
+}
+
+// size is the number of layouts of the shape, fitting or not.
+func (s *shape) size(sp *space) int {
+	z := 0
+	for _, zero := range sp.zeros {
+		if zero == 0 || s.dp*s.cp > 1 {
+			z++
+		}
+	}
+	return z * len(s.scheds)
+}
+
+// enumerate builds every shape with a layout that passes the cheap checks —
+// divisibility, placement on the free GPUs, the memory lower bound — and returns
+// them with the number of such layouts. The work is split by (GPU count, TP, CP)
+// over the workers; the parts are joined in enumeration order, so the shapes, their
+// ordinals and the statistics are those of a sequential enumeration.
+func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, st *Stats, workers int) ([]shape, int, error) {
 	a, t, cs := req.Model, req.Training, &req.Constraints
-	a = a.Normalise()
-	req.Model = a
 	g := req.Cluster.Spec.GPUsPerNode
-	capGB := req.Cluster.GPU().MemoryGB - cs.MinHeadroomGB
-	maxMBS := cs.MaxMicroBatch
-	if maxMBS == 0 {
-		maxMBS = 16
-	}
-	recomputes := cs.Recompute
-	if len(recomputes) == 0 {
-		recomputes = []step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull}
-	}
-	zeros := cs.ZeRO
-	if len(zeros) == 0 {
-		zeros = []int{0, 1, 2, 3}
-	}
-	eps := []int{1}
-	if a.MoE != nil {
-		eps = divisors(a.MoE.Experts)
-	}
-	var out []candidate
-	ordinal := 0
+	var parts []part
 	for _, n := range gpuCounts(req) {
 		st.GPUCounts = append(st.GPUCounts, n)
 		for _, tp := range divisors(n) {
@@ -98,97 +185,169 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, st *Stats) 
 			if !identity(pl.Ranks) {
 				var err error
 				if rm, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 			}
 			for _, cp := range divisors(n / tp) {
-				if !allowed(cs.CP, cp) || t.SeqLen%cp != 0 {
-					continue
-				}
-				for _, pp := range divisors(n / (tp * cp)) {
-					if !allowed(cs.PP, pp) || pp > a.Layers {
-						continue
-					}
-					var split []int
-					uneven := a.Layers%pp != 0
-					if uneven {
-						if !cs.UnevenPP {
-							st.Pruned[PrunedDivisibility]++
-							continue
-						}
-						split = evenSplit(a.Layers, pp)
-					}
-					dp := n / (tp * cp * pp)
-					if t.GlobalBatch%dp != 0 {
-						st.Pruned[PrunedDivisibility]++
-						continue
-					}
-					perReplica := t.GlobalBatch / dp
-					for _, ep := range eps {
-						if !allowed(cs.EP, ep) || dp%ep != 0 {
-							continue
-						}
-						for _, mbs := range divisors(perReplica) {
-							if mbs > maxMBS && len(cs.MicroBatch) == 0 || !allowed(cs.MicroBatch, mbs) {
-								continue
-							}
-							m := perReplica / mbs
-							scheds := schedules(pp, m, a.Layers, cs)
-							for _, rc := range recomputes {
-								for _, sp := range []bool{false, true} {
-									if sp && tp == 1 || !allowedBool(cs.SP, sp) {
-										continue
-									}
-									if sp && (t.SeqLen/cp)%tp != 0 {
-										continue
-									}
-									// One compute bound per shape; schedules and ZeRO stages
-									// only change the pipeline factor and the state sharding.
-									base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
-										Recompute: rc, SP: sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split}
-									b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: rm})
-									if !ok {
-										st.Pruned[PrunedInvalid] += len(scheds) * len(zeros)
-										continue
-									}
-									for _, zero := range zeros {
-										if zero > 0 && dp*cp == 1 {
-											continue // nothing to shard
-										}
-										w, gr, s := step.ModelStateBytes(b.Params, t.Optimizer, zero, dp*cp)
-										memLB := (w+gr+s)/1e9 + b.ReserveGB
-										for _, sc := range scheds {
-											ordinal++
-											st.Enumerated++
-											if req.MaxLayouts > 0 && st.Enumerated > req.MaxLayouts {
-												return nil, fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
-											}
-											if memLB > capGB {
-												st.Pruned[PrunedMemoryBound]++
-												continue
-											}
-											ls := split
-											if sc.v > 1 && a.Layers%(pp*sc.v) != 0 {
-												ls = evenSplit(a.Layers, pp*sc.v)
-											}
-											stepLB := (float64(m) + float64(pp-1)/float64(sc.v)) * b.PerMicroBatch
-											out = append(out, candidate{bound: boundScore(req, n, stepLB), ranks: rm, place: pl, split: ls,
-												n: int32(n), ordinal: int32(ordinal), tp: int32(tp), pp: int32(pp), dp: int32(dp), cp: int32(cp),
-												ep: int32(ep), mbs: int32(mbs), v: int16(sc.v), zero: int8(zero), rc: rcCode(rc), sched: schedCode(sc.s), sp: sp})
-										}
-									}
-								}
-							}
-						}
-					}
+				if allowed(cs.CP, cp) && t.SeqLen%cp == 0 {
+					parts = append(parts, part{n: n, tp: tp, cp: cp, place: pl, ranks: rm})
 				}
 			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+	}
+
+	var next, total atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, len(parts)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(parts) || ctx.Err() != nil {
+					return
+				}
+				parts[i].enumerate(ctx, e, req, sp, &total)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	count := 0
+	for i := range parts {
+		count += len(parts[i].shapes)
+	}
+	out := make([]shape, 0, count)
+	kept, ordinal := 0, 0
+	for i := range parts {
+		p := &parts[i]
+		if p.err != nil {
+			return nil, 0, p.err
+		}
+		for _, s := range p.shapes {
+			s.ordinal += int32(ordinal)
+			out = append(out, s)
+		}
+		ordinal += p.enumerated
+		kept += p.kept
+		st.Enumerated += p.enumerated
+		for reason, k := range map[string]int{PrunedDivisibility: p.divisibility, PrunedInvalid: p.invalid, PrunedMemoryBound: p.memoryBound} {
+			if k > 0 {
+				st.Pruned[reason] += k
 			}
 		}
 	}
-	return out, nil
+	return out, kept, nil
+}
+
+// part is the enumeration of one GPU count, TP and CP degree: its shapes, with
+// ordinals counted from the part's start, and its statistics.
+type part struct {
+	n, tp, cp int
+	place     *Placement
+	ranks     *step.RankMap
+
+	shapes                             []shape
+	kept, enumerated                   int
+	divisibility, invalid, memoryBound int
+	err                                error
+}
+
+// enumerate fills the part. total counts the layouts of every part, to stop the
+// search as soon as it passes Request.MaxLayouts.
+func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, total *atomic.Int64) {
+	a, t, cs := req.Model, req.Training, &req.Constraints
+	n, tp, cp := p.n, p.tp, p.cp
+	ordinal := 0
+	for _, pp := range divisors(n / (tp * cp)) {
+		if !allowed(cs.PP, pp) || pp > a.Layers {
+			continue
+		}
+		if ctx.Err() != nil {
+			return // the caller reports it
+		}
+		var split []int
+		uneven := a.Layers%pp != 0
+		if uneven {
+			if !cs.UnevenPP {
+				p.divisibility++
+				continue
+			}
+			split = evenSplit(a.Layers, pp)
+		}
+		dp := n / (tp * cp * pp)
+		if t.GlobalBatch%dp != 0 {
+			p.divisibility++
+			continue
+		}
+		perReplica := t.GlobalBatch / dp
+		for _, ep := range sp.eps {
+			if !allowed(cs.EP, ep) || dp%ep != 0 {
+				continue
+			}
+			for _, mbs := range divisors(perReplica) {
+				if mbs > sp.maxMBS && len(cs.MicroBatch) == 0 || !allowed(cs.MicroBatch, mbs) {
+					continue
+				}
+				m := perReplica / mbs
+				scheds := schedules(pp, m, a.Layers, cs)
+				for _, rc := range sp.recomputes {
+					for _, seqPar := range []bool{false, true} {
+						if seqPar && tp == 1 || !allowedBool(cs.SP, seqPar) {
+							continue
+						}
+						if seqPar && (t.SeqLen/cp)%tp != 0 {
+							continue
+						}
+						// One compute bound per shape; schedules and ZeRO stages only
+						// change the pipeline factor and the state sharding.
+						base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
+							Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split}
+						b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.ranks})
+						if !ok {
+							p.invalid += len(scheds) * len(sp.zeros)
+							continue
+						}
+						s := shape{perMB: b.PerMicroBatch, params: b.Params, reserveGB: b.ReserveGB, ranks: p.ranks, place: p.place,
+							split: split, scheds: scheds, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
+							pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), rc: rcCode(rc), sp: seqPar}
+						size := s.size(sp)
+						ordinal += size
+						p.enumerated += size
+						if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
+							p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
+							return
+						}
+						// The layouts that fit are those of the ZeRO stages whose states
+						// fit, under every schedule; the deepest interleaving has the
+						// smallest bubble and so the best bound (bounds grow with the step
+						// time under every objective).
+						stages, maxV := 0, 1
+						for _, zero := range sp.zeros {
+							if (zero == 0 || dp*cp > 1) && s.statesFit(req, sp, zero) {
+								stages++
+							}
+						}
+						for _, sc := range scheds {
+							maxV = max(maxV, sc.v)
+						}
+						fits := stages * len(scheds)
+						p.memoryBound += size - fits
+						if fits > 0 {
+							s.best = s.bound(req, maxV)
+							p.kept += fits
+							p.shapes = append(p.shapes, s)
+						}
+					}
+				}
+			}
+		}
+	}
 }
 
 type sched struct {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"runtime"
@@ -11,8 +12,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
-// candidate is one layout of the search space with its lower-bound score, kept
-// small: a search holds hundreds of thousands.
+// candidate is one layout of the search space with its lower-bound score.
 type candidate struct {
 	bound              float64 // lower bound of the objective
 	ranks              *step.RankMap
@@ -37,6 +37,95 @@ func (c *candidate) layout() step.Layout {
 	return step.Layout{TP: int(c.tp), PP: int(c.pp), DP: int(c.dp), CP: int(c.cp), EP: int(c.ep), ZeRO: int(c.zero),
 		MicroBatch: int(c.mbs), Recompute: recomputeCodes[c.rc], SP: c.sp, Schedule: scheduleCodes[c.sched],
 		VirtualStages: int(c.v), LayerSplit: c.split}
+}
+
+// queue hands out the layouts of the sorted shapes best bound first, ties in
+// enumeration order — the order of sorting every layout, without holding them all.
+// A shape is expanded once no layout already in the heap is better than its best
+// bound; every layout still unexpanded then has a bound above the heap's top, and
+// all layouts tied with the top are in the heap.
+type queue struct {
+	req    *Request
+	sp     *space
+	shapes []shape
+	order  []shapeKey // the shapes by best bound, then ordinal
+	next   int        // the first in order not expanded
+	heap   []candidate
+}
+
+// newQueue orders the shapes: best bound first, ties in enumeration order (small
+// keys sort faster than shapes).
+func newQueue(req *Request, sp *space, shapes []shape) *queue {
+	order := make([]shapeKey, len(shapes))
+	for i := range shapes {
+		order[i] = shapeKey{shapes[i].best, shapes[i].ordinal, int32(i)}
+	}
+	slices.SortFunc(order, func(a, b shapeKey) int {
+		if c := cmp.Compare(a.best, b.best); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ordinal, b.ordinal)
+	})
+	return &queue{req: req, sp: sp, shapes: shapes, order: order}
+}
+
+type shapeKey struct {
+	best    float64
+	ordinal int32
+	idx     int32
+}
+
+func (q *queue) peek() *candidate {
+	for q.next < len(q.order) && (len(q.heap) == 0 || q.order[q.next].best <= q.heap[0].bound) {
+		q.shapes[q.order[q.next].idx].layouts(q.req, q.sp, q.push)
+		q.next++
+	}
+	if len(q.heap) == 0 {
+		return nil
+	}
+	return &q.heap[0]
+}
+
+func before(a, b *candidate) bool {
+	return a.bound < b.bound || a.bound == b.bound && a.ordinal < b.ordinal
+}
+
+func (q *queue) push(c candidate) {
+	h := append(q.heap, c)
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !before(&h[i], &h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	q.heap = h
+}
+
+// pop removes the best layout; call it after peek returned one.
+func (q *queue) pop() candidate {
+	h := q.heap
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, best := 2*i+1, 2*i+2, i
+		if l < len(h) && before(&h[l], &h[best]) {
+			best = l
+		}
+		if r < len(h) && before(&h[r], &h[best]) {
+			best = r
+		}
+		if best == i {
+			break
+		}
+		h[i], h[best] = h[best], h[i]
+		i = best
+	}
+	q.heap = h
+	return top
 }
 
 // Search enumerates, prunes, evaluates and ranks. The same request always gives the
@@ -79,31 +168,16 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		}
 	}
 	defer end(0)
+	req.Model = req.Model.Normalise()
+	sp := newSpace(&req)
 	stats := Stats{Pruned: map[string]int{}}
 	begin(PhaseEnumerate)
-	cands, err := enumerate(ctx, e, &req, &stats)
-	end(len(cands))
+	shapes, kept, err := enumerate(ctx, e, &req, sp, &stats, workers)
+	end(kept)
 	if err != nil {
 		return Result{}, err
 	}
-	// Best bound first; sort small keys rather than the candidates themselves.
-	type key struct {
-		bound float64
-		idx   int32
-	}
-	keys := make([]key, len(cands))
-	for i := range cands {
-		keys[i] = key{cands[i].bound, int32(i)}
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		switch {
-		case a.bound < b.bound:
-			return -1
-		case a.bound > b.bound:
-			return 1
-		}
-		return int(a.idx - b.idx) // enumeration order
-	})
+	q := newQueue(&req, sp, shapes)
 
 	type evaluated struct {
 		c     *candidate
@@ -132,19 +206,28 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	const batch = 64
 	out := make([]evaluated, batch)
 	begin(PhaseEvaluate)
-	for i := 0; i < len(keys); i += batch {
+	for {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		if len(top) >= req.TopK && keys[i].bound >= kth {
-			stats.Pruned[PrunedTimeBound] += len(keys) - i
+		next := q.peek()
+		if next == nil {
 			break
 		}
-		end := min(len(keys), i+batch)
+		if len(top) >= req.TopK && next.bound >= kth {
+			stats.Pruned[PrunedTimeBound] += kept - stats.Evaluated
+			break
+		}
+		// Each batch has its own array: the plans kept in the top K and the Pareto
+		// points point into it.
+		cands := make([]candidate, 0, batch)
+		for len(cands) < batch && q.peek() != nil {
+			cands = append(cands, q.pop())
+		}
 		var wg sync.WaitGroup
-		per := (end - i + workers - 1) / workers
+		per := (len(cands) + workers - 1) / workers
 		for w := 0; w < workers; w++ {
-			lo, hi := i+w*per, min(end, i+(w+1)*per)
+			lo, hi := w*per, min(len(cands), (w+1)*per)
 			if lo >= hi {
 				break
 			}
@@ -155,7 +238,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 					if ctx.Err() != nil {
 						return
 					}
-					c := &cands[keys[j].idx]
+					c := &cands[j]
 					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks}
 					res, err := e.Quick(r)
 					ev := evaluated{c: c, res: res, err: err}
@@ -163,7 +246,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 						ev.score = score(&req, int(c.n), res)
 						ev.ok = res.Memory.Headroom >= req.Constraints.MinHeadroomGB
 					}
-					out[j-i] = ev
+					out[j] = ev
 				}
 			}(lo, hi)
 		}
@@ -171,7 +254,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		for k := range end - i {
+		for k := range cands {
 			stats.Evaluated++
 			switch {
 			case out[k].err != nil:
@@ -190,9 +273,9 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 				pos--
 			}
 			if pos < req.TopK {
-				kept := new(evaluated)
-				*kept = *ev
-				top = slices.Insert(top, pos, kept)
+				keep := new(evaluated)
+				*keep = *ev
+				top = slices.Insert(top, pos, keep)
 				if len(top) > req.TopK {
 					top = top[:req.TopK]
 				}

@@ -1,0 +1,72 @@
+package planner
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+// The queue hands out every layout that fits, in the order of sorting them all by
+// bound then ordinal, and the shapes' best bounds are bounds of their layouts.
+func TestQueueOrderIsTheFullSort(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		gpus  int
+		obj   Objective
+	}{{"llama3-8b", 64, FastestStep}, {"llama3-70b", 128, Throughput}, {"mixtral-8x7b", 32, Cost}} {
+		a, err := model.Lookup(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := catalog.Cluster("dgx-h100", tc.gpus/8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := Request{Model: a.Normalise(), Cluster: cl, GPUs: tc.gpus, Objective: tc.obj, PricePerGPUHour: 2, TokenBudget: 1e12,
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 256, Optimizer: step.AdamMixed(), Precision: step.BF16}}
+		sp := newSpace(&req)
+		st := Stats{Pruned: map[string]int{}}
+		shapes, kept, err := enumerate(context.Background(), step.New(), &req, sp, &st, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []candidate
+		for i := range shapes {
+			n := len(all)
+			shapes[i].layouts(&req, sp, func(c candidate) { all = append(all, c) })
+			for _, c := range all[n:] {
+				if c.bound < shapes[i].best {
+					t.Fatalf("%s: layout bound %v below its shape's best %v", tc.model, c.bound, shapes[i].best)
+				}
+			}
+		}
+		if len(all) != kept || kept == 0 {
+			t.Fatalf("%s: %d layouts expanded, %d counted", tc.model, len(all), kept)
+		}
+		slices.SortFunc(all, func(a, b candidate) int {
+			if c := cmp.Compare(a.bound, b.bound); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.ordinal, b.ordinal)
+		})
+		q := newQueue(&req, sp, shapes)
+		popped := 0
+		for ; q.peek() != nil; popped++ {
+			got := q.pop()
+			if popped >= len(all) {
+				t.Fatalf("%s: queue has more than %d layouts", tc.model, len(all))
+			}
+			if want := all[popped]; got.ordinal != want.ordinal || got.bound != want.bound {
+				t.Fatalf("%s: layout %d out of order: ordinal %d bound %v, want %d %v", tc.model, popped, got.ordinal, got.bound, want.ordinal, want.bound)
+			}
+		}
+		if popped != len(all) {
+			t.Errorf("%s: queue gave %d of %d layouts", tc.model, popped, len(all))
+		}
+	}
+}
