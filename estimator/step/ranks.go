@@ -30,30 +30,24 @@ const DefaultRankOrder = "tp-cp-ep-dp-pp"
 // coordinate in every dimension and back. EP is carved out of DP: the DP dimension of
 // size DP is split into EP (inner) × DP/EP (outer) when the order puts ep before dp,
 // as Megatron's expert-data-parallel groups do.
-type grid struct {
-	size   [numDims]int // extent of each dimension (EP counted separately from DP/EP)
-	order  [numDims]Dim // fastest first
-	stride [numDims]int
-	n      int
-}
+var defaultOrder = func() [numDims]Dim {
+	o, err := parseRankOrder(DefaultRankOrder)
+	if err != nil {
+		panic(err)
+	}
+	return o
+}()
 
-func newGrid(l Layout) (grid, error) {
-	var g grid
-	order := l.RankOrder
-	if order == "" {
-		order = DefaultRankOrder
-	}
-	// Parse without allocating: five two-letter names separated by '-'.
-	bad := func() error {
-		return invalid.Field("layout.rank_order", "must name tp, cp, ep, dp and pp once each, separated by '-' (got %q)", l.RankOrder)
-	}
+// parseRankOrder reads five two-letter names separated by '-', without allocating.
+func parseRankOrder(order string) ([numDims]Dim, error) {
+	var out [numDims]Dim
 	if len(order) != 3*int(numDims)-1 {
-		return g, bad()
+		return out, badRankOrder(order)
 	}
 	var seen [numDims]bool
 	for i := range int(numDims) {
 		if i > 0 && order[3*i-1] != '-' {
-			return g, bad()
+			return out, badRankOrder(order)
 		}
 		name := strings.ToLower(order[3*i : 3*i+2])
 		d := -1
@@ -63,10 +57,34 @@ func newGrid(l Layout) (grid, error) {
 			}
 		}
 		if d < 0 || seen[d] {
-			return g, bad()
+			return out, badRankOrder(order)
 		}
 		seen[d] = true
-		g.order[i] = Dim(d)
+		out[i] = Dim(d)
+	}
+	return out, nil
+}
+
+func badRankOrder(order string) error {
+	return invalid.Field("layout.rank_order", "must name tp, cp, ep, dp and pp once each, separated by '-' (got %q)", order)
+}
+
+type grid struct {
+	size   [numDims]int // extent of each dimension (EP counted separately from DP/EP)
+	order  [numDims]Dim // fastest first
+	stride [numDims]int
+	n      int
+}
+
+func newGrid(l Layout) (grid, error) {
+	var g grid
+	if l.RankOrder == "" || l.RankOrder == DefaultRankOrder {
+		g.order = defaultOrder // every estimate asks; parse it once
+	} else {
+		var err error
+		if g.order, err = parseRankOrder(l.RankOrder); err != nil {
+			return g, err
+		}
 	}
 	ep := max(1, l.EP)
 	g.size = [numDims]int{DimTP: l.TP, DimCP: l.CP, DimEP: ep, DimDP: l.DP / ep, DimPP: l.PP}
