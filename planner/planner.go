@@ -133,6 +133,26 @@ const (
 // DefaultTopK is how many plans a search returns when Request.TopK is 0.
 const DefaultTopK = 10
 
+// Bounds of Request.PricePerGPUHour and TokenBudget: far beyond any real price or
+// training run, and small enough that every cost stays finite.
+const (
+	MaxPricePerGPUHour = 1e6
+	MaxTokenBudget     = 1e18
+)
+
+// CheckPrice checks a price per GPU-hour and a token budget (0 for none), naming the
+// field at fault.
+func CheckPrice(price, budget float64) error {
+	c := invalid.Collector{}
+	if !(price >= 0 && price <= MaxPricePerGPUHour) {
+		c.Add("price_per_gpu_hour", "must be between 0 and %g (got %v)", MaxPricePerGPUHour, price)
+	}
+	if !(budget >= 0 && budget <= MaxTokenBudget) {
+		c.Add("token_budget", "must be between 0 and %g tokens (got %v)", MaxTokenBudget, budget)
+	}
+	return c.Err()
+}
+
 // ErrTooManyLayouts is returned when a search would enumerate more than
 // Request.MaxLayouts layouts.
 var ErrTooManyLayouts = errors.New("the search spans too many layouts")
@@ -184,9 +204,14 @@ func (r *Request) validate() error {
 		c.Add("cluster", "is required")
 		return c.Err()
 	}
-	if err := r.Model.Validate(); err != nil {
-		c.Add("model", "%v", err)
+	if err := r.Model.ValidateAt("model."); err != nil {
+		c.Join(err)
 	}
+	// The search reads the training as the estimator would (global tokens as a
+	// batch, the default precision and optimizer), and every layout shares it: a
+	// bad value would otherwise only make every layout invalid, an empty answer.
+	r.Training = r.Training.Normalise()
+	c.Join(r.Training.Validate())
 	total := r.Cluster.GPUs()
 	switch {
 	case r.GPUs < 0 || r.GPUs > total:
@@ -205,17 +230,15 @@ func (r *Request) validate() error {
 	default:
 		c.Add("objective", "must be step_time, throughput or cost (got %q)", r.Objective)
 	}
-	if r.PricePerGPUHour < 0 || r.TokenBudget < 0 {
-		c.Add("price_per_gpu_hour", "price and token budget must not be negative")
-	}
+	c.Join(CheckPrice(r.PricePerGPUHour, r.TokenBudget))
 	if r.TopK < 0 || r.TopK > 1000 {
 		c.Add("top_k", "must be between 1 and 1000 (got %d)", r.TopK)
 	}
-	if r.Constraints.MinHeadroomGB < 0 {
-		c.Add("constraints.min_headroom_gb", "must be ≥ 0 (got %v)", r.Constraints.MinHeadroomGB)
+	if h, capGB := r.Constraints.MinHeadroomGB, r.Cluster.GPU().MemoryGB; !(h >= 0 && h < capGB) {
+		c.Add("constraints.min_headroom_gb", "must be at least 0 and less than the GPU's %v GB (got %v)", capGB, h)
 	}
 	if m := r.Constraints.MaxMicroBatch; m < 0 || m > step.MaxMicroBatch {
-		c.Add("constraints.max_micro_batch", "must be between 1 and %d (got %d)", step.MaxMicroBatch, m)
+		c.Add("constraints.max_micro_batch", "must be between 1 and %d, or 0 for 16 (got %d)", step.MaxMicroBatch, m)
 	}
 	for name, vs := range map[string][]int{"tp": r.Constraints.TP, "pp": r.Constraints.PP, "cp": r.Constraints.CP, "ep": r.Constraints.EP,
 		"micro_batch": r.Constraints.MicroBatch, "virtual_stages": r.Constraints.VirtualStages} {

@@ -250,7 +250,7 @@ func precisionFromProto(p pb.Precision) (step.Precision, error) {
 	case pb.Precision_PRECISION_FP8:
 		return step.FP8, nil
 	}
-	return "", invalid.Field("training.precision", "unknown value %d", p)
+	return "", invalid.Field("training.precision", "%s", enumRule(p))
 }
 
 func precisionToProto(p step.Precision) pb.Precision {
@@ -271,8 +271,12 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 	if err != nil {
 		return step.Training{}, err
 	}
-	if t.GetGlobalBatch() > step.MaxBatch || t.GetGlobalTokens() > step.MaxBatch*int64(step.MaxSeqLen) || t.GetGlobalBatch() < 0 || t.GetGlobalTokens() < 0 {
-		return step.Training{}, invalid.Field("training.global_batch", "must be between 1 and %d sequences", step.MaxBatch)
+	// Checked here, before they are narrowed to int.
+	if b := t.GetGlobalBatch(); b > step.MaxBatch || b < 0 {
+		return step.Training{}, invalid.Field("training.global_batch", "must be between 1 and %d sequences (got %d)", step.MaxBatch, b)
+	}
+	if n := t.GetGlobalTokens(); n > step.MaxBatch*int64(step.MaxSeqLen) || n < 0 {
+		return step.Training{}, invalid.Field("training.global_tokens", "must be between 0 and %d (got %d)", step.MaxBatch*int64(step.MaxSeqLen), n)
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
 		Precision: p, UnfusedAttention: t.GetUnfusedAttention()}
@@ -302,7 +306,7 @@ func recomputeFromProto(field string, r pb.Recompute) (step.Recompute, error) {
 	}
 	v, ok := recomputes[r]
 	if !ok {
-		return "", invalid.Field(field, "unknown value %d", r)
+		return "", invalid.Field(field, "%s", enumRule(r))
 	}
 	return v, nil
 }
@@ -313,7 +317,7 @@ func scheduleFromProto(field string, s pb.Schedule) (step.Schedule, error) {
 	}
 	v, ok := schedules[s]
 	if !ok {
-		return "", invalid.Field(field, "unknown value %d", s)
+		return "", invalid.Field(field, "%s", enumRule(s))
 	}
 	return v, nil
 }

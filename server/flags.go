@@ -25,13 +25,21 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Limits.MaxGPUs, "max-gpus", cfg.Limits.MaxGPUs, "largest job or cluster (GPUs) a request may describe")
 	fs.IntVar(&cfg.Limits.MaxRankConfigs, "max-rank-configs", cfg.Limits.MaxRankConfigs, "most configs in one RankConfigs call")
 	fs.IntVar(&cfg.Limits.MaxCandidates, "max-candidates", cfg.Limits.MaxCandidates, "most layouts one EstimatePlan may consider (0: no limit)")
-	fs.BoolVar(&cfg.Reflection, "reflection", cfg.Reflection, "serve gRPC reflection (for grpcurl)")
-	fs.BoolVar(&cfg.Telemetry.Metrics, "metrics", cfg.Telemetry.Metrics, "serve Prometheus metrics at /metrics")
+	fs.IntVar(&cfg.Limits.MaxSearchGPUs, "max-search-gpus", cfg.Limits.MaxSearchGPUs, "most GPUs one EstimatePlan may place, summed over the job sizes it tries (0: no limit)")
+	fs.IntVar(&cfg.Limits.MaxConcurrentSearches, "max-concurrent-searches", cfg.Limits.MaxConcurrentSearches, "uncached searches (and RankConfigs calls of more than 16 configs) running at once, large ones in at most half (0: no limit)")
+	fs.IntVar(&cfg.Limits.MaxQueuedSearches, "max-queued-searches", cfg.Limits.MaxQueuedSearches, "searches that may wait for a slot, each until its deadline; more are refused with UNAVAILABLE")
+	fs.BoolVar(&cfg.Reflection, "reflection", cfg.Reflection, "serve gRPC reflection (for grpcurl; it needs the token when authentication is on)")
+	fs.BoolVar(&cfg.Telemetry.Metrics, "metrics", cfg.Telemetry.Metrics, "serve Prometheus metrics at /metrics (it needs the token when authentication is on)")
 	fs.StringVar(&cfg.Telemetry.Traces, "traces", cfg.Telemetry.Traces, "export OpenTelemetry traces: stdout or otlp (off by default)")
 	fs.StringVar(&cfg.Telemetry.OTLPEndpoint, "otlp-endpoint", cfg.Telemetry.OTLPEndpoint, "OTLP gRPC endpoint (host:port) for --traces otlp")
+	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", cfg.TLS.CertFile, "server certificate (PEM, leaf then intermediates): serve gRPC and HTTP over TLS (1.2 or later); needs --tls-key")
+	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", cfg.TLS.KeyFile, "private key (PEM) of --tls-cert")
+	fs.StringVar(&cfg.TLS.ClientCAFile, "tls-client-ca", cfg.TLS.ClientCAFile, "CA certificates (PEM): require a client certificate signed by one of them on both listeners (mutual TLS)")
+	fs.StringVar(&cfg.Auth.TokenFile, "auth-token-file", cfg.Auth.TokenFile, "require 'authorization: Bearer <token>' on every RPC but health, and on /metrics: file of the accepted tokens, one a line, # comments")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: stepcostd [flags]\n\nServes the stepcost API over gRPC and REST. Flags (or STEPCOST_<FLAG> environment variables):")
 		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "\nBearer tokens can also be given, comma separated, in "+tokensEnv+" (never on the command line,\nwhich other users of the host can see); with it or --auth-token-file, authentication is on.")
 	}
 	// Environment first, so that flags override it.
 	var envErr error
@@ -45,6 +53,9 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	})
 	if envErr != nil {
 		return cfg, envErr
+	}
+	if v, ok := os.LookupEnv(tokensEnv); ok {
+		cfg.Auth.Tokens = strings.Split(v, ",") // set but empty still turns authentication on, and fails
 	}
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

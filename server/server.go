@@ -49,6 +49,10 @@ type Config struct {
 	MaxRequestBytes int
 	// Reflection serves the gRPC reflection service (for grpcurl).
 	Reflection bool
+	// TLS for both listeners, optionally mutual (off by default).
+	TLS TLSConfig
+	// Auth requires a bearer token on every RPC but health (off by default).
+	Auth AuthConfig
 	// Telemetry switches (off by default).
 	Telemetry TelemetryConfig
 	Logger    *slog.Logger
@@ -93,7 +97,9 @@ func (c Config) Validate() error {
 	if c.Limits.MaxCandidates < 0 {
 		v.Add("--max-candidates", "must be ≥ 0 (got %d)", c.Limits.MaxCandidates)
 	}
+	c.Limits.validateAdmission(&v)
 	v.Join(c.Telemetry.Validate())
+	v.Join(c.TLS.Validate())
 	return v.Err()
 }
 
@@ -113,6 +119,10 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	sec, err := newSecurity(cfg, log)
+	if err != nil {
+		return err
+	}
 	tel, err := newTelemetry(ctx, cfg.Telemetry)
 	if err != nil {
 		return err
@@ -121,7 +131,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 
 	var c *cache.Cache[proto.Message]
 	if cfg.CacheMaxBytes > 0 {
-		c, err = cache.New(cache.Config{MaxCost: cfg.CacheMaxBytes}, func(m proto.Message) int64 { return int64(proto.Size(m)) + 64 })
+		c, err = cache.New(cache.Config{MaxCost: cfg.CacheMaxBytes}, cacheCost)
 		if err != nil {
 			return err
 		}
@@ -130,6 +140,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	}
 	svc := NewService(cfg.Limits, c)
 	svc.tracer = tel.tracer()
+	tel.observeAdmission(svc.admit)
 
 	glis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
@@ -150,6 +161,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		grpc.ChainUnaryInterceptor(recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.unary()),
 	}
 	opts = append(opts, tel.serverOptions()...)
+	opts = append(opts, sec.serverOptions()...)
 	gs := grpc.NewServer(opts...)
 	pb.RegisterStepcostServiceServer(gs, svc)
 	healthpb.RegisterHealthServer(gs, hs)
@@ -157,9 +169,12 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		reflection.Register(gs)
 	}
 
-	// The gateway calls the daemon's own gRPC listener, so REST requests go through
-	// every interceptor, deadline and stats handler.
-	conn, err := grpc.NewClient(glis.Addr().String(), append([]grpc.DialOption{
+	// The gateway calls the daemon's own gRPC server, so REST requests go through
+	// every interceptor, deadline and stats handler; it connects in memory, without
+	// TLS (see inProcess).
+	gwlis := newInProcess()
+	conn, err := grpc.NewClient(gwlis.target(), append([]grpc.DialOption{
+		grpc.WithContextDialer(gwlis.dial),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
 	}, tel.clientOptions()...)...)
@@ -170,10 +185,11 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	}
 	defer conn.Close()
 	mux := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, withFieldErrors(&runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: false, UseProtoNames: true},
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-		}),
+		})),
+		runtime.WithErrorHandler(restErrors),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
 	)
 	if err := pb.RegisterStepcostServiceHandler(ctx, mux, conn); err != nil {
@@ -186,15 +202,16 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		w.Write(openapi.Spec)
 	})
 	if h := tel.metricsHandler(); h != nil {
-		root.Handle("GET /metrics", h)
+		root.Handle("GET /metrics", sec.requireToken(h))
 	}
 	httpSrv := &http.Server{Handler: http.MaxBytesHandler(tel.wrapHTTP(root), int64(cfg.MaxRequestBytes)),
-		ReadHeaderTimeout: 10 * time.Second}
+		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- gs.Serve(glis) }()
+	go func() { errc <- gs.Serve(gwlis) }()
 	go func() {
-		if err := httpSrv.Serve(hlis); !errors.Is(err, http.ErrServerClosed) {
+		if err := sec.serveHTTP(httpSrv, hlis); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 			return
 		}

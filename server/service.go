@@ -32,11 +32,18 @@ type Limits struct {
 	MaxGPUs        int // GPUs of a job or cluster
 	MaxRankConfigs int // configs in one RankConfigs call
 	MaxCandidates  int // layouts one EstimatePlan may enumerate (0: no limit)
+	// MaxSearchGPUs bounds the GPUs one EstimatePlan places, summed over the job
+	// sizes it tries (0: no limit; see searchGPUs).
+	MaxSearchGPUs int
+	// Service-wide, not per request (admission.go): searches (and large RankConfigs
+	// calls) running at once (0: no limit), and waiting for a slot.
+	MaxConcurrentSearches, MaxQueuedSearches int
 }
 
 // DefaultLimits are safe for a shared service.
 func DefaultLimits() Limits {
-	return Limits{MaxGPUs: 65536, MaxRankConfigs: 1000, MaxCandidates: 2_000_000}
+	return Limits{MaxGPUs: 65536, MaxRankConfigs: 1000, MaxCandidates: 1_000_000, MaxSearchGPUs: 1_000_000,
+		MaxConcurrentSearches: defaultConcurrentSearches, MaxQueuedSearches: 32}
 }
 
 // Service implements the API on the estimator and the planner.
@@ -48,12 +55,17 @@ type Service struct {
 	clusters clusterPool
 	// tracer, when set, gets a span per planner phase under the RPC's span.
 	tracer trace.Tracer
+	// admit bounds the searches running at once (admission.go).
+	admit *admission
+	// scratch serves searches whose free map moves ranks (estimators.go).
+	scratch scratchEstimator
 }
 
 // NewService builds a service; c may be nil for no cache.
 func NewService(limits Limits, c *cache.Cache[proto.Message]) *Service {
 	return &Service{limits: limits, cache: c, coll: collective.NewModel(collective.Default()),
-		clusters: clusterPool{entries: map[string]*clusterEntry{}, max: 64}}
+		clusters: clusterPool{entries: map[string]*clusterEntry{}, max: 64},
+		admit:    newAdmission(limits.MaxConcurrentSearches, limits.MaxQueuedSearches)}
 }
 
 // clusterEntry is a built cluster and the estimator whose placements are cached for it.
@@ -73,6 +85,9 @@ type clusterPool struct {
 }
 
 func (p *clusterPool) get(spec topology.Spec) (*clusterEntry, error) {
+	if err := spec.Validate(); err != nil { // before the key: JSON cannot spell NaN
+		return nil, err
+	}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -85,7 +100,7 @@ func (p *clusterPool) get(spec topology.Spec) (*clusterEntry, error) {
 	}
 	c, err := spec.Build()
 	if err != nil {
-		return nil, prefixed("cluster", err)
+		return nil, err
 	}
 	e := &clusterEntry{cluster: c, est: step.New()}
 	p.entries[key] = e
@@ -97,18 +112,6 @@ func (p *clusterPool) get(spec topology.Spec) (*clusterEntry, error) {
 	return e, nil
 }
 
-// prefixed re-roots field errors under a prefix.
-func prefixed(p string, err error) error {
-	var c invalid.Collector
-	for _, v := range violations(err) {
-		c.Join(&invalid.Error{Field: p + "." + v.GetField(), Rule: v.GetDescription()})
-	}
-	if out := c.Err(); out != nil {
-		return out
-	}
-	return err
-}
-
 // sizedCluster resolves a cluster spec big enough for gpus GPUs (and every node a
 // free map names).
 func (s *Service) sizedCluster(c *pb.ClusterSpec, gpus, topNode int) (*clusterEntry, error) {
@@ -116,8 +119,8 @@ func (s *Service) sizedCluster(c *pb.ClusterSpec, gpus, topNode int) (*clusterEn
 	if err != nil {
 		return nil, err
 	}
-	if spec.GPUsPerNode < 1 {
-		return nil, invalid.Field("cluster.definition.gpus_per_node", "must be ≥ 1 (got %d)", spec.GPUsPerNode)
+	if err := checkGPUsPerNode(spec); err != nil {
+		return nil, err
 	}
 	if n := int(c.GetNodes()); n < 0 || n > topology.MaxNodes {
 		return nil, invalid.Field("cluster.nodes", "must be between 0 and %d (got %d)", topology.MaxNodes, n)
@@ -129,7 +132,11 @@ func (s *Service) sizedCluster(c *pb.ClusterSpec, gpus, topNode int) (*clusterEn
 	if spec.Nodes*spec.GPUsPerNode > s.limits.MaxGPUs {
 		return nil, &limitError{"cluster.nodes", fmt.Sprintf("%d GPUs exceed the service's limit of %d (flag --max-gpus)", spec.Nodes*spec.GPUsPerNode, s.limits.MaxGPUs)}
 	}
-	return s.clusters.get(spec)
+	ce, err := s.clusters.get(spec)
+	if err != nil {
+		return nil, clusterFields(c, "", err)
+	}
+	return ce, nil
 }
 
 // work is a validated request: what it resolves to (the cache key) and the
@@ -210,12 +217,15 @@ func (s *Service) estimateStep(req *pb.EstimateStepRequest) (work, error) {
 	if err != nil {
 		return work{}, err
 	}
-	gpus := max(1, l.TP) * max(1, l.PP) * max(1, l.DP) * max(1, l.CP)
-	if l.TP < 0 || l.PP < 0 || l.DP < 0 || l.CP < 0 || gpus > s.limits.MaxGPUs || gpus < 0 {
-		return work{}, &limitError{"layout", fmt.Sprintf("tp×pp×dp×cp must be between 1 and the service's limit of %d GPUs", s.limits.MaxGPUs)}
+	gpus, err := layoutGPUs(l, s.limits.MaxGPUs)
+	if err != nil {
+		return work{}, err
 	}
 	ce, err := s.sizedCluster(req.GetCluster(), gpus, -1)
 	if err != nil {
+		return work{}, err
+	}
+	if err := supported(ce, req.GetCluster(), t); err != nil {
 		return work{}, err
 	}
 	key := struct {
@@ -275,19 +285,28 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 	if err != nil {
 		return work{}, err
 	}
+	if err := supported(ce, req.GetCluster(), t); err != nil {
+		return work{}, err
+	}
+	if err := checkFree("cluster.free_gpus", req.GetCluster().GetFreeGpus(), ce.cluster.Spec.GPUsPerNode); err != nil {
+		return work{}, err
+	}
 	cons, err := constraintsFromProto(req.GetConstraints())
 	if err != nil {
 		return work{}, err
 	}
 	obj, ok := objectives[req.GetObjective()]
 	if !ok {
-		return work{}, invalid.Field("objective", "unknown value %d", req.GetObjective())
+		return work{}, invalid.Field("objective", "%s", enumRule(req.GetObjective()))
 	}
 	pr := planner.Request{Model: a, Training: t, Cluster: ce.cluster, GPUs: int(req.GetGpus()), MinGPUs: int(req.GetMinGpus()),
-		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons.Canonical(), Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
+		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons, Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
 		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: s.limits.MaxCandidates}
 	if pr.TopK == 0 {
 		pr.TopK = planner.DefaultTopK
+	}
+	if err := s.checkSearchSize(pr); err != nil {
+		return work{}, err
 	}
 	key := struct {
 		Model                  model.Arch
@@ -299,7 +318,7 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 		Objective              planner.Objective
 		Price, Tokens          float64
 		TopK                   int
-	}{a, t, ce.cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, free, pr.Constraints, obj, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK}
+	}{a, t, ce.cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, free, cons.Canonical(), obj, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK}
 	return work{key, func(ctx context.Context) (proto.Message, error) {
 		pr := pr
 		pr.Trace = s.plannerTrace(ctx)
@@ -308,7 +327,12 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 }
 
 func (s *Service) search(ctx context.Context, ce *clusterEntry, pr planner.Request) (*pb.EstimatePlanResponse, error) {
-	res, err := planner.Search(ctx, ce.est, pr)
+	release, err := s.admit.acquire(ctx, largeSearch(pr))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res, err := planner.Search(ctx, s.estimatorFor(ce, pr), pr)
 	if errors.Is(err, planner.ErrTooManyLayouts) {
 		return nil, &limitError{"gpus", fmt.Sprintf("%v layouts (flag --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err)}
 	}
@@ -361,10 +385,20 @@ func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (
 	}
 	obj, ok := objectives[req.GetObjective()]
 	if !ok {
-		return nil, toStatus(invalid.Field("objective", "unknown value %d", req.GetObjective()))
+		return nil, toStatus(invalid.Field("objective", "%s", enumRule(req.GetObjective())))
+	}
+	if err := planner.CheckPrice(req.GetPricePerGpuHour(), req.GetTokenBudget()); err != nil {
+		return nil, toStatus(err)
 	}
 	if obj == planner.Cost && !(req.GetPricePerGpuHour() > 0 && req.GetTokenBudget() > 0) {
 		return nil, toStatus(invalid.Field("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0"))
+	}
+	if gatedBatch(n) {
+		release, err := s.admit.acquire(ctx, true)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		defer release()
 	}
 	out := &pb.RankConfigsResponse{EstimatorVersion: EstimatorVersion, Results: make([]*pb.RankedConfig, n)}
 	for i, c := range req.GetConfigs() {
@@ -421,21 +455,21 @@ func (s *Service) SimulateCollective(ctx context.Context, req *pb.SimulateCollec
 func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, error) {
 	op, ok := collectiveOps[req.GetCollective()]
 	if !ok {
-		return work{}, invalid.Field("collective", "must be one of COLLECTIVE_ALL_REDUCE … COLLECTIVE_SEND_RECV (got %v)", req.GetCollective())
+		return work{}, invalid.Field("collective", "%s", enumRule(req.GetCollective()))
 	}
 	algo, ok := algorithms[req.GetAlgorithm()]
 	if !ok {
-		return work{}, invalid.Field("algorithm", "unknown value %d", req.GetAlgorithm())
+		return work{}, invalid.Field("algorithm", "%s", enumRule(req.GetAlgorithm()))
 	}
 	launch, ok := launches[req.GetLaunch()]
 	if !ok {
-		return work{}, invalid.Field("launch", "unknown value %d", req.GetLaunch())
+		return work{}, invalid.Field("launch", "%s", enumRule(req.GetLaunch()))
 	}
 	opts := collective.Options{Algo: algo, Launch: launch}
 	if p := req.GetProtocol(); p != pb.Protocol_PROTOCOL_UNSPECIFIED {
 		pr, ok := protocols[p]
 		if !ok {
-			return work{}, invalid.Field("protocol", "unknown value %d", p)
+			return work{}, invalid.Field("protocol", "%s", enumRule(p))
 		}
 		opts.ForceProtocol, opts.Protocol = true, pr
 	}
@@ -450,8 +484,14 @@ func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, e
 	if err != nil {
 		return work{}, err
 	}
-	if nodes < 1 || nodes*max(1, spec.GPUsPerNode) > s.limits.MaxGPUs {
-		return work{}, &limitError{"nodes", fmt.Sprintf("must be between 1 and %d nodes", s.limits.MaxGPUs/max(1, spec.GPUsPerNode))}
+	if err := checkGPUsPerNode(spec); err != nil {
+		return work{}, err
+	}
+	if nodes < 1 {
+		return work{}, invalid.Field("nodes", "must be at least 1, or 0 for 1 (got %d)", nodes)
+	}
+	if nodes*spec.GPUsPerNode > s.limits.MaxGPUs {
+		return work{}, &limitError{"nodes", fmt.Sprintf("must be between 1 and %d nodes", s.limits.MaxGPUs/spec.GPUsPerNode)}
 	}
 	ce, err := s.sizedCluster(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), -1)
 	if err != nil {
@@ -467,6 +507,9 @@ func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, e
 	}
 	p, err := collective.Place(ce.cluster, group, sib)
 	if err != nil {
+		return work{}, err
+	}
+	if err := s.collectiveApplies(req, p, op, algo); err != nil {
 		return work{}, err
 	}
 	size := float64(req.GetSizeBytes())

@@ -127,7 +127,7 @@ func TestErrors(t *testing.T) {
 		{"too many GPUs", bad(func(r *pb.EstimateStepRequest) { r.Layout.Dp = 4096 }), codes.ResourceExhausted, "layout"},
 		{"bad definition", bad(func(r *pb.EstimateStepRequest) {
 			r.Cluster = &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: &pb.ClusterDefinition{Base: "dgx-h100", Nics: &pb.NICs{Kind: "smoke"}}}}
-		}), codes.InvalidArgument, "cluster.nics.kind"},
+		}), codes.InvalidArgument, "cluster.definition.nics.kind"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

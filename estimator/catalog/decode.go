@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
@@ -196,6 +197,19 @@ func joinPath(prefix, field string) string {
 // that is not an object, and data after it. It also finds "base", which has to be
 // applied before the rest of the file whatever the key order.
 func scan(data []byte) (base string, hasBase bool, err error) {
+	// encoding/json would replace the bad bytes with U+FFFD and carry on; YAML
+	// refuses them. A file must read the same either way.
+	if !utf8.Valid(data) {
+		off := 0
+		for off < len(data) {
+			r, n := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return "", false, syntaxError(data, int64(off), "the document is not valid UTF-8")
+	}
 	s := scanner{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	s.dec.UseNumber() // numbers stay text: range errors are the decoder's to report
 	tok, err := s.dec.Token()

@@ -51,8 +51,11 @@ type Estimate struct {
 // ErrUnsupported says an algorithm cannot run an operation on a placement.
 var ErrUnsupported = errors.New("algorithm not applicable")
 
-// maxBytes bounds a message: 2^50 bytes (1 PiB) keeps every product finite.
-const maxBytes = 1 << 50
+// MaxBytes bounds a message: 2^50 bytes (1 PiB) keeps every product finite.
+// Estimate refuses a larger one (field "size").
+const MaxBytes = 1 << 50
+
+const maxBytes = MaxBytes
 
 // Estimate prices op on the placement. A group of one rank costs nothing.
 func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimate, error) {

@@ -72,7 +72,16 @@ func (g GPU) Peak(d DType) (float64, error) {
 	return v * 1e12, nil
 }
 
-// Validate checks that every number is present, finite and positive. Field names in
+// MinRate and MaxRate bound every rate and size of a GPU (TFLOP/s, GB, GB/s): a
+// thousand times below and above anything built, so that no time or fraction
+// computed from them overflows or vanishes.
+const (
+	MinRate = 1e-3
+	MaxRate = 1e6
+)
+
+// Validate checks that every number is present, finite, positive and within
+// MinRate and MaxRate. Field names in
 // errors are the JSON names, prefixed by path.
 func (g GPU) Validate(path string) error {
 	c := invalid.Collector{Prefix: path}
@@ -88,14 +97,14 @@ func (g GPU) Validate(path string) error {
 	for _, d := range sortedDTypes(g.PeakTFLOPS) {
 		switch d {
 		case FP32, TF32, BF16, FP16, FP8:
-			c.Positive("peak_tflops."+string(d), g.PeakTFLOPS[d])
+			c.PositiveWithin("peak_tflops."+string(d), g.PeakTFLOPS[d], MinRate, MaxRate)
 		default:
 			c.Add("peak_tflops."+string(d), "unknown dtype (want fp32, tf32, bf16, fp16, fp8)")
 		}
 	}
-	c.Positive("memory_gb", g.MemoryGB)
-	c.Positive("memory_bandwidth_gbps", g.MemoryBandwidthGBps)
-	c.Positive("nvlink_gbps", g.NVLinkGBps)
+	c.PositiveWithin("memory_gb", g.MemoryGB, MinRate, MaxRate)
+	c.PositiveWithin("memory_bandwidth_gbps", g.MemoryBandwidthGBps, MinRate, MaxRate)
+	c.PositiveWithin("nvlink_gbps", g.NVLinkGBps, MinRate, MaxRate)
 	if g.SMs < 0 || g.SMs > 4096 {
 		c.Add("sms", "must be between 0 (unknown) and 4096 (got %d)", g.SMs)
 	}

@@ -60,5 +60,21 @@ func (c *Collector) NonNegative(field string, v float64) {
 	}
 }
 
+// PositiveWithin checks that v is a number from lo to hi, lo > 0: positive, and
+// within bounds that keep the arithmetic it feeds finite (a bandwidth of 1e-300
+// makes every transfer take forever).
+func (c *Collector) PositiveWithin(field string, v, lo, hi float64) {
+	if !(v >= lo && v <= hi) {
+		c.Add(field, "must be a positive finite number from %g to %g (got %v)", lo, hi, v)
+	}
+}
+
+// NonNegativeWithin checks that v is a number from 0 to hi.
+func (c *Collector) NonNegativeWithin(field string, v, hi float64) {
+	if !(v >= 0 && v <= hi) {
+		c.Add(field, "must be a finite number from 0 to %g (got %v)", hi, v)
+	}
+}
+
 // Err returns the collected errors joined, or nil.
 func (c *Collector) Err() error { return errors.Join(c.errs...) }

@@ -112,7 +112,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	gpu := cl.GPU()
 	rates, ok := e.k.rates(gpu, t.Precision)
 	if !ok {
-		return Result{}, fmt.Errorf("%w: no calibrated compute efficiency for %s (%s) in %s", ErrUnsupported, gpu.Name, gpu.Arch, t.Precision)
+		return Result{}, e.Supports(gpu, t.Precision)
 	}
 	var res Result
 	res.Layout, res.Training = l, t
@@ -139,6 +139,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	// ---- communication per micro-batch on the critical path ----
 	var bd Breakdown
 	addComm := func(c Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
+		if err := messageFits(c, op, bytes); err != nil {
+			return 0, err
+		}
 		p, err := e.placement(cl, req.Ranks, g, c)
 		if err != nil {
 			return 0, err
@@ -270,9 +273,12 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			expF := math.Max(0, ag-perLayerF)
 			expB := math.Max(0, ag+rs-perLayerB)
 			z3Exposed = (expF + expB) * layers * mf
-			// The first gather of the step and the last reduce-scatter cannot hide.
-			z3Exposed += ag + rs
-			bd.Hidden[CommZeRO3] = ((ag-expF)+(ag+rs-expB))*layers*mf - ag - rs
+			// The first gather of the step and the last reduce-scatter cannot hide:
+			// what of them the per-layer overlap counted as hidden is exposed too (no
+			// more, or a gather already exposed would be counted twice).
+			first, last := ag-expF, math.Min(rs, ag+rs-expB)
+			z3Exposed += first + last
+			bd.Hidden[CommZeRO3] = ((ag-expF)+(ag+rs-expB))*layers*mf - first - last
 			hiddenPerMB += ((ag - expF) + (ag + rs - expB)) * layers
 		default:
 			grad := stageParams * o.GradBytes

@@ -77,7 +77,14 @@ func normalise(r Request) Request {
 	if l.Recompute == "" {
 		l.Recompute = RecomputeNone
 	}
-	t := &r.Training
+	r.Training = r.Training.Normalise()
+	return r
+}
+
+// Normalise returns the training with its defaults written out: the global batch
+// from global tokens when only those are given, precision bf16, mixed-precision
+// Adam. It does not validate.
+func (t Training) Normalise() Training {
 	if t.GlobalBatch == 0 && t.GlobalTokens > 0 && t.SeqLen > 0 && t.GlobalTokens%t.SeqLen == 0 {
 		t.GlobalBatch = t.GlobalTokens / t.SeqLen
 	}
@@ -87,7 +94,43 @@ func normalise(r Request) Request {
 	if t.Optimizer == (Optimizer{}) {
 		t.Optimizer = AdamMixed()
 	}
-	return r
+	return t
+}
+
+// Validate checks a training setup with its defaults (see Normalise), naming every
+// bad field under "training.".
+func (t Training) Validate() error { return t.Normalise().validate() }
+
+func (t Training) validate() error {
+	c := invalid.Collector{}
+	if t.SeqLen < 1 || t.SeqLen > MaxSeqLen {
+		c.Add("training.seq_len", "must be between 1 and %d (got %d)", MaxSeqLen, t.SeqLen)
+	}
+	if t.GlobalTokens != 0 && (t.SeqLen < 1 || t.GlobalTokens%t.SeqLen != 0 || t.GlobalBatch*t.SeqLen != t.GlobalTokens) {
+		c.Add("training.global_tokens", "must be a whole number of sequences of seq_len %d, and agree with global_batch if both are given (got %d)", t.SeqLen, t.GlobalTokens)
+	}
+	if (t.GlobalBatch < 1 || t.GlobalBatch > MaxBatch) && !(t.GlobalBatch == 0 && t.GlobalTokens != 0) {
+		c.Add("training.global_batch", "must be between 1 and %d sequences (got %d)", MaxBatch, t.GlobalBatch)
+	}
+	switch t.Precision {
+	case BF16, FP16, FP8:
+	default:
+		c.Add("training.precision", "must be bf16, fp16 or fp8 (got %q)", t.Precision)
+	}
+	// Every parameter has a weight and a gradient; optimizer state may be absent (SGD).
+	o := t.Optimizer
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"weight_bytes", o.WeightBytes}, {"grad_bytes", o.GradBytes}} {
+		if !(f.v > 0 && f.v <= 64) {
+			c.Add("training.optimizer."+f.name, "must be more than 0 and at most 64 bytes per parameter (got %v)", f.v)
+		}
+	}
+	if !(o.StateBytes >= 0 && o.StateBytes <= 64) {
+		c.Add("training.optimizer.state_bytes", "must be between 0 and 64 bytes per parameter (got %v)", o.StateBytes)
+	}
+	return c.Err()
 }
 
 // validate checks every rule and names the field and the rule it broke.
@@ -100,29 +143,7 @@ func validate(r Request) error {
 		c.Add("cluster", "is required")
 	}
 	t, l, a := r.Training, r.Layout, r.Model
-	if t.SeqLen < 1 || t.SeqLen > MaxSeqLen {
-		c.Add("training.seq_len", "must be between 1 and %d (got %d)", MaxSeqLen, t.SeqLen)
-	}
-	if t.GlobalTokens != 0 && (t.SeqLen < 1 || t.GlobalTokens%t.SeqLen != 0 || t.GlobalBatch*t.SeqLen != t.GlobalTokens) {
-		c.Add("training.global_tokens", "must be a whole number of sequences of seq_len %d, and agree with global_batch if both are given (got %d)", t.SeqLen, t.GlobalTokens)
-	}
-	if t.GlobalBatch < 1 || t.GlobalBatch > MaxBatch {
-		c.Add("training.global_batch", "must be between 1 and %d sequences (got %d)", MaxBatch, t.GlobalBatch)
-	}
-	switch t.Precision {
-	case BF16, FP16, FP8:
-	default:
-		c.Add("training.precision", "must be bf16, fp16 or fp8 (got %q)", t.Precision)
-	}
-	o := t.Optimizer
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"weight_bytes", o.WeightBytes}, {"grad_bytes", o.GradBytes}, {"state_bytes", o.StateBytes}} {
-		if !(f.v >= 0 && f.v <= 64) {
-			c.Add("training.optimizer."+f.name, "must be between 0 and 64 bytes per parameter (got %v)", f.v)
-		}
-	}
+	c.Join(t.validate())
 	for _, f := range []struct {
 		name string
 		v    int

@@ -101,6 +101,14 @@ const (
 	MaxNICsPerNode = 64
 )
 
+// Bounds of a spec's latencies (µs) and efficiencies: far outside anything real, so
+// that every time computed from them stays finite and positive (rates are bounded
+// by hardware.MinRate and MaxRate).
+const (
+	MaxLatencyUs  = 1e6
+	MinEfficiency = 1e-3
+)
+
 // Validate checks the spec and names every bad field.
 func (s Spec) Validate() error {
 	c := invalid.Collector{}
@@ -120,7 +128,7 @@ func (s Spec) Validate() error {
 		c.Add("intra.kind", "must be nvswitch, mesh or pcie (got %q)", s.Intra.Kind)
 	}
 	if s.Intra.GPUBandwidthGBps != 0 {
-		c.Positive("intra.gpu_bandwidth_gbps", s.Intra.GPUBandwidthGBps)
+		c.PositiveWithin("intra.gpu_bandwidth_gbps", s.Intra.GPUBandwidthGBps, hardware.MinRate, hardware.MaxRate)
 	}
 	if s.Intra.NVLS && s.Intra.Kind != NVSwitch {
 		c.Add("intra.nvls", "in-switch reduction needs intra.kind nvswitch (got %q)", s.Intra.Kind)
@@ -132,7 +140,7 @@ func (s Spec) Validate() error {
 		c.Add("intra.domain_nodes", "a multi-node NVLink domain needs intra.kind nvswitch (got %q)", s.Intra.Kind)
 	}
 	fraction(&c, "intra.efficiency", s.Intra.Efficiency)
-	c.NonNegative("intra.latency_us", s.Intra.LatencyUs)
+	c.NonNegativeWithin("intra.latency_us", s.Intra.LatencyUs, MaxLatencyUs)
 
 	multiNode := s.Nodes > 1 && s.Intra.DomainNodes < s.Nodes
 	if s.NICs.PerNode < 0 || s.NICs.PerNode > MaxNICsPerNode {
@@ -141,7 +149,7 @@ func (s Spec) Validate() error {
 		c.Add("nics.per_node", "a cluster of %d nodes needs at least one NIC per node", s.Nodes)
 	}
 	if s.NICs.PerNode > 0 {
-		c.Positive("nics.gbps", s.NICs.Gbps)
+		c.PositiveWithin("nics.gbps", s.NICs.Gbps, hardware.MinRate, hardware.MaxRate)
 		switch s.NICs.Kind {
 		case InfiniBand, RoCE, EFA:
 		default:
@@ -156,7 +164,7 @@ func (s Spec) Validate() error {
 			}
 		}
 		fraction(&c, "nics.efficiency", s.NICs.Efficiency)
-		c.NonNegative("nics.latency_us", s.NICs.LatencyUs)
+		c.NonNegativeWithin("nics.latency_us", s.NICs.LatencyUs, MaxLatencyUs)
 	}
 	if s.Network.NodesPerLeaf < 0 {
 		c.Add("network.nodes_per_leaf", "must be ≥ 0 (got %d)", s.Network.NodesPerLeaf)
@@ -164,13 +172,13 @@ func (s Spec) Validate() error {
 	if o := s.Network.Oversubscription; o != 0 && (!(o >= 1) || o > 1e3) {
 		c.Add("network.oversubscription", "must be between 1 (non-blocking) and 1000 (got %v)", o)
 	}
-	c.NonNegative("network.spine_latency_us", s.Network.SpineLatencyUs)
+	c.NonNegativeWithin("network.spine_latency_us", s.Network.SpineLatencyUs, MaxLatencyUs)
 	return c.Err()
 }
 
-// fraction accepts 0 (use the default) or a value in (0, 1].
+// fraction accepts 0 (use the default) or a value in [MinEfficiency, 1].
 func fraction(c *invalid.Collector, field string, v float64) {
-	if v != 0 && !(v > 0 && v <= 1) {
-		c.Add(field, "must be in (0, 1], or 0 for the calibrated default (got %v)", v)
+	if v != 0 && !(v >= MinEfficiency && v <= 1) {
+		c.Add(field, "must be in (0, 1] (at least %g), or 0 for the calibrated default (got %v)", MinEfficiency, v)
 	}
 }

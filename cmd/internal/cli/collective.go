@@ -68,6 +68,7 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 	launchName := fs.String("launch", "per-process", "how calls are issued: per-process, single-process, eager, graph")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of pricing in process")
+	sec := remoteSecurityFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 		if opts.ForceProtocol {
 			req.Protocol = pbProtocol[opts.Protocol]
 		}
-		return remoteCollective(context.Background(), *addr, req, *asJSON, stdout)
+		return remoteCollective(context.Background(), *addr, sec, req, *asJSON, stdout)
 	}
 	group, siblings, err := collective.NodeGroups(cl, *nodes, k, *concurrent)
 	if err != nil {

@@ -68,6 +68,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of estimating in process")
+	sec := remoteSecurityFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		if set["cluster"] {
 			cname = *clusterName
 		}
-		return remoteEstimate(context.Background(), *addr, &pb.EstimateStepRequest{Model: modelProto(arch, name, pr),
+		return remoteEstimate(context.Background(), *addr, sec, &pb.EstimateStepRequest{Model: modelProto(arch, name, pr),
 			Cluster: clusterProto(cname, spec), Training: server.TrainingToProto(req.Training), Layout: server.LayoutToProto(req.Layout)}, *asJSON, stdout)
 	}
 

@@ -20,6 +20,7 @@ import (
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("load", "--server host:port --in plan.json [--concurrency N] [--duration D] [--requests N]", stderr)
 	addr := fs.String("server", "", "stepcostd gRPC address (loopback)")
+	sec := remoteSecurityFlags(fs)
 	in := fs.String("in", "", "an EstimatePlan request (JSON)")
 	conc := fs.Int("concurrency", 8, "requests in flight")
 	dur := fs.Duration("duration", 10*time.Second, "stop after this long")
@@ -42,7 +43,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := protojson.Unmarshal(data, &base); err != nil {
 		return fmt.Errorf("--in %s: %w", *in, err)
 	}
-	svc, done, err := connect(*addr)
+	svc, done, err := connect(*addr, sec)
 	if err != nil {
 		return err
 	}

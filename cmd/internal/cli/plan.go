@@ -45,6 +45,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	headroom := fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
+	sec := remoteSecurityFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			pr.Cluster.FreeGpus = append(pr.Cluster.FreeGpus, &pb.NodeFreeGPUs{Node: int32(node), Gpus: int32s(gs)})
 		}
 		sort.Slice(pr.Cluster.FreeGpus, func(i, j int) bool { return pr.Cluster.FreeGpus[i].Node < pr.Cluster.FreeGpus[j].Node })
-		return remotePlan(ctx, *addr, pr, *asJSON, stdout)
+		return remotePlan(ctx, *addr, sec, pr, *asJSON, stdout)
 	}
 	res, err := planner.Search(ctx, step.New(), req)
 	if err != nil {

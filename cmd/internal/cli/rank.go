@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -48,13 +47,17 @@ func (l local) SimulateCollective(ctx context.Context, in *pb.SimulateCollective
 	return l.s.SimulateCollective(ctx, in)
 }
 
-// connect returns the remote service at addr, or the in-process one when addr is empty.
-func connect(addr string) (api, func(), error) {
+// connect returns the remote service at addr, reached as sec says, or the
+// in-process one when addr is empty.
+func connect(addr string, sec *remoteSecurity) (api, func(), error) {
 	if addr == "" {
 		return local{server.NewService(server.DefaultLimits(), nil)}, func() {}, nil
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	opts, err := sec.dialOptions(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := grpc.NewClient(addr, append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--server %s: %w", addr, err)
 	}
@@ -65,6 +68,7 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("rank", "--in configs.jsonl [--server host:port] [--format table|json|csv]", stderr)
 	in := fs.String("in", "", "file of configs, one EstimateStep request (JSON) per line; - for standard input")
 	addr := fs.String("server", "", "rank on a running stepcostd (host:port) instead of in process")
+	sec := remoteSecurityFlags(fs)
 	format := fs.String("format", "table", "output: table, json or csv")
 	objective := fs.String("objective", "step_time", "step_time, throughput or cost")
 	price := fs.Float64("price", 0, "price per GPU-hour (objective cost)")
@@ -116,7 +120,7 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(configs) == 0 {
 		return fmt.Errorf("--in %s: no configs", *in)
 	}
-	svc, closeFn, err := connect(*addr)
+	svc, closeFn, err := connect(*addr, sec)
 	if err != nil {
 		return err
 	}

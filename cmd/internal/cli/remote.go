@@ -43,8 +43,8 @@ func printProtoJSON(w io.Writer, m proto.Message) error {
 	return err
 }
 
-func remoteEstimate(ctx context.Context, addr string, req *pb.EstimateStepRequest, asJSON bool, w io.Writer) error {
-	svc, done, err := connect(addr)
+func remoteEstimate(ctx context.Context, addr string, sec *remoteSecurity, req *pb.EstimateStepRequest, asJSON bool, w io.Writer) error {
+	svc, done, err := connect(addr, sec)
 	if err != nil {
 		return err
 	}
@@ -87,8 +87,8 @@ func remoteEstimate(ctx context.Context, addr string, req *pb.EstimateStepReques
 	return nil
 }
 
-func remotePlan(ctx context.Context, addr string, req *pb.EstimatePlanRequest, asJSON bool, w io.Writer) error {
-	svc, done, err := connect(addr)
+func remotePlan(ctx context.Context, addr string, sec *remoteSecurity, req *pb.EstimatePlanRequest, asJSON bool, w io.Writer) error {
+	svc, done, err := connect(addr, sec)
 	if err != nil {
 		return err
 	}
@@ -115,8 +115,8 @@ func remotePlan(ctx context.Context, addr string, req *pb.EstimatePlanRequest, a
 	return nil
 }
 
-func remoteCollective(ctx context.Context, addr string, req *pb.SimulateCollectiveRequest, asJSON bool, w io.Writer) error {
-	svc, done, err := connect(addr)
+func remoteCollective(ctx context.Context, addr string, sec *remoteSecurity, req *pb.SimulateCollectiveRequest, asJSON bool, w io.Writer) error {
+	svc, done, err := connect(addr, sec)
 	if err != nil {
 		return err
 	}

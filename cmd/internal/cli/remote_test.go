@@ -14,11 +14,15 @@ import (
 	"github.com/stepcost/stepcost/server"
 )
 
-// daemon runs the service on loopback ports for the duration of the test.
-func daemon(t *testing.T) string {
+// daemon runs the service on loopback ports for the duration of the test, with
+// the configuration changed by edit if any.
+func daemon(t *testing.T, edit ...func(*server.Config)) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.GRPCAddr, cfg.HTTPAddr, cfg.ShutdownGrace = "127.0.0.1:0", "127.0.0.1:0", 5*time.Second
+	for _, e := range edit {
+		e(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)

@@ -1,0 +1,398 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// The REST gateway decodes a request body itself and answers a bad one with
+// InvalidArgument and protojson's message, which gives a line and column and at
+// most the last part of a field's name ("invalid value for int32 field seqLen").
+// fieldJSON decodes the whole body strictly (trailing data is an error too) and, on
+// failure, finds the field at that position, so that a REST client gets the same
+// google.rpc.BadRequest violation ("training.seq_len": "must be an integer …") the
+// service gives for a value out of range. The generated gateway code turns a
+// decoding error into a status of its message only, so the violation travels to
+// restErrors, the gateway's error handler, beside the request.
+
+// fieldJSON is the gateway's JSON marshaler with field-naming decode errors.
+type fieldJSON struct {
+	*runtime.JSONPb
+}
+
+// withFieldErrors wraps the gateway's marshaler.
+func withFieldErrors(m *runtime.JSONPb) runtime.Marshaler { return fieldJSON{m} }
+
+// pendingViolations holds the violation of a body that failed to decode until the
+// error handler of its request picks it up, keyed by the body.
+var pendingViolations sync.Map // io.Reader → *decodeError
+
+// decodeError is a request body that is not a valid request.
+type decodeError struct {
+	code  codes.Code
+	field string // "" when no field is to blame (malformed JSON at the top level)
+	rule  string
+}
+
+func (e *decodeError) Error() string {
+	if e.field == "" {
+		return "request body: " + e.rule
+	}
+	return e.field + ": " + e.rule
+}
+
+func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
+	return runtime.DecoderFunc(func(v any) error {
+		msg, ok := v.(proto.Message)
+		if !ok {
+			return m.JSONPb.NewDecoder(r).Decode(v)
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				return keep(r, &decodeError{code: codes.ResourceExhausted,
+					rule: fmt.Sprintf("larger than the service's limit of %d bytes (flag --max-request-bytes)", tooLarge.Limit)})
+			}
+			return err
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			return io.EOF // no body: an empty request, as the gateway has it
+		}
+		if err := m.UnmarshalOptions.Unmarshal(data, msg); err != nil {
+			return keep(r, explain(data, msg.ProtoReflect().Descriptor(), err))
+		}
+		return nil
+	})
+}
+
+func keep(body io.Reader, e *decodeError) error {
+	if keyable(body) {
+		pendingViolations.Store(body, e)
+	}
+	return e
+}
+
+// keyable says whether a body can be a map key (a body is a pointer in practice).
+func keyable(body io.Reader) bool {
+	t := reflect.TypeOf(body)
+	return t != nil && t.Comparable()
+}
+
+// restErrors is the gateway's error handler: a body that failed to decode gets its
+// code and field violation back (see fieldJSON); every other error is answered as
+// the gateway does by default.
+func restErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	if !keyable(r.Body) {
+		runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+		return
+	}
+	if v, ok := pendingViolations.LoadAndDelete(r.Body); ok {
+		e := v.(*decodeError)
+		st := status.New(e.code, e.Error())
+		if e.field != "" {
+			if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.field, Description: e.rule}}}); derr == nil {
+				st = d
+			}
+		}
+		err = st.Err()
+		if e.code == codes.ResourceExhausted {
+			err = &runtime.HTTPStatusError{HTTPStatus: http.StatusRequestEntityTooLarge, Err: err}
+		}
+	}
+	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+}
+
+// protojsonError is protojson's "proto: [syntax error ](line L:C): what".
+var protojsonError = regexp.MustCompile(`^proto:\s+(syntax error\s+)?\(line (\d+):(\d+)\):\s+(.*)$`)
+
+// explain turns a protojson error into the field at fault and the rule it broke.
+func explain(data []byte, md protoreflect.MessageDescriptor, err error) *decodeError {
+	text := strings.ReplaceAll(err.Error(), "\u00a0", " ") // protojson randomises its spaces
+	m := protojsonError.FindStringSubmatch(text)
+	if m == nil {
+		return &decodeError{code: codes.InvalidArgument, rule: "not a valid request: " + strings.TrimPrefix(text, "proto: ")}
+	}
+	line, _ := strconv.Atoi(m[2])
+	col, _ := strconv.Atoi(m[3])
+	what := m[4]
+	at := locate(data, md, offsetOf(data, line, col))
+	e := &decodeError{code: codes.InvalidArgument, field: at.path}
+	got := ""
+	if i := strings.LastIndex(what, ": "); i >= 0 {
+		got = what[i+2:]
+	}
+	switch {
+	case strings.HasPrefix(what, "unknown field"):
+		e.rule = what // protojson's words, `unknown field "speed"`, which clients may match
+		if at.parent != nil {
+			e.rule += fmt.Sprintf(": %s has %s", at.parent.FullName(), fieldNames(at.parent))
+		}
+	case strings.HasPrefix(what, "duplicate field"):
+		e.rule = "is given twice"
+	case strings.Contains(what, "oneof") && strings.Contains(what, "is already set"):
+		e.rule = "only one of " + oneofNames(at.fd) + " may be given"
+	case strings.HasPrefix(what, "invalid value for"), m[1] != "" && at.fd != nil && at.value && at.exact:
+		e.rule = typeRule(at.fd, at.inList)
+		if got == "" {
+			got = at.token
+		}
+		got = shorten([]byte(got))
+		if got != "" {
+			e.rule += " (got " + got + ")"
+		}
+	default:
+		e.rule = fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, what)
+		if !at.exact || at.fd == nil {
+			e.field = "" // the JSON broke before a field was reached, or in a key that is none
+		}
+	}
+	if at.path == "" && !strings.HasPrefix(e.rule, "malformed") {
+		e.rule = fmt.Sprintf("%s at line %d, column %d", e.rule, line, col)
+	}
+	return e
+}
+
+// offsetOf converts protojson's line and column (counted in runes from 1) to a byte
+// offset.
+func offsetOf(data []byte, line, col int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			return len(data)
+		}
+		off += i + 1
+	}
+	for c := 1; c < col && off < len(data); c++ {
+		_, n := utf8.DecodeRune(data[off:])
+		off += n
+	}
+	return off
+}
+
+// position is what locate found at an offset of a body.
+type position struct {
+	path   string                         // the field's path ("" at the top level)
+	fd     protoreflect.FieldDescriptor   // the field, when known
+	parent protoreflect.MessageDescriptor // the message the field is (or would be) in
+	value  bool                           // the offset is at the field's value, not its key
+	inList bool                           // … at an element of a repeated field, or a map's value
+	token  string                         // the JSON token there, shortened
+	exact  bool                           // the token is at the offset (not the last before a syntax error)
+}
+
+// frame is an open JSON object or array while locating.
+type frame struct {
+	path  string
+	md    protoreflect.MessageDescriptor // an object that is a message
+	mapFD protoreflect.FieldDescriptor   // an object that is a map field
+	list  protoreflect.FieldDescriptor   // an array that is a repeated field
+	array bool
+	index int
+	key   string // in an object: the key whose value comes next, "" before a key
+	keyOK bool
+	keyFD protoreflect.FieldDescriptor
+}
+
+// slot is the path, field and message of the value about to be read in f.
+func (f *frame) slot() (path string, fd protoreflect.FieldDescriptor, inList bool) {
+	switch {
+	case f.array:
+		return fmt.Sprintf("%s[%d]", f.path, f.index), f.list, true
+	case f.mapFD != nil:
+		return join(f.path, f.key), f.mapFD.MapValue(), true
+	case f.keyFD != nil:
+		return join(f.path, string(f.keyFD.Name())), f.keyFD, false
+	}
+	return join(f.path, f.key), nil, false
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// locate walks the body's JSON tokens up to off and says which field is there.
+func locate(data []byte, md protoreflect.MessageDescriptor, off int) position {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []*frame
+	var last position
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return last
+		}
+		end := dec.InputOffset()
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		isKey := top != nil && !top.array && !top.keyOK
+		if _, ok := tok.(json.Delim); ok {
+			isKey = false
+		}
+		here := position{token: shorten(data[start:end])}
+		switch {
+		case top == nil:
+			here.parent = md
+		case isKey:
+			key, _ := tok.(string)
+			top.key, top.keyOK = key, true
+			top.keyFD = nil
+			if top.md != nil {
+				top.keyFD = fieldByName(top.md, key)
+			}
+			here.path, here.fd, _ = top.slot()
+			if top.keyFD == nil && top.mapFD == nil {
+				here.path = join(top.path, key)
+			}
+			here.parent = top.md
+		default:
+			here.path, here.fd, here.inList = top.slot()
+			here.parent, here.value = top.md, true
+		}
+		if end > int64(off) {
+			if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') && top != nil {
+				return position{path: top.path, parent: top.md, token: here.token, exact: true}
+			}
+			here.exact = true
+			return here
+		}
+		last = here
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			f := &frame{path: here.path, array: tok == json.Delim('[')}
+			switch fd := here.fd; {
+			case top == nil:
+				f.md = md
+			case fd == nil:
+			case f.array && fd.IsList():
+				f.list = fd
+			case !f.array && fd.IsMap() && !here.inList:
+				f.mapFD = fd
+			case !f.array && fd.Message() != nil && (!fd.IsList() || here.inList):
+				f.md = fd.Message()
+			}
+			stack = append(stack, f)
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				advance(stack[len(stack)-1])
+			}
+		default:
+			if !isKey && top != nil {
+				advance(top)
+			}
+		}
+	}
+}
+
+// advance moves f past the value just read.
+func advance(f *frame) {
+	if f.array {
+		f.index++
+	} else {
+		f.key, f.keyOK, f.keyFD = "", false, nil
+	}
+}
+
+func fieldByName(md protoreflect.MessageDescriptor, key string) protoreflect.FieldDescriptor {
+	if fd := md.Fields().ByJSONName(key); fd != nil {
+		return fd
+	}
+	return md.Fields().ByName(protoreflect.Name(key))
+}
+
+func shorten(b []byte) string {
+	s := strings.TrimLeft(string(b), " \t\r\n,:")
+	switch {
+	case strings.HasPrefix(s, "{"):
+		return "an object"
+	case strings.HasPrefix(s, "["):
+		return "an array"
+	}
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return s
+}
+
+func fieldNames(md protoreflect.MessageDescriptor) string {
+	if md == nil {
+		return ""
+	}
+	names := make([]string, md.Fields().Len())
+	for i := range names {
+		names[i] = string(md.Fields().Get(i).Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+func oneofNames(fd protoreflect.FieldDescriptor) string {
+	if fd == nil || fd.ContainingOneof() == nil {
+		return "the alternatives"
+	}
+	o := fd.ContainingOneof()
+	names := make([]string, o.Fields().Len())
+	for i := range names {
+		names[i] = string(o.Fields().Get(i).Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+// typeRule says what JSON a field takes.
+func typeRule(fd protoreflect.FieldDescriptor, element bool) string {
+	if !element && fd.IsList() {
+		return "must be an array"
+	}
+	if !element && fd.IsMap() {
+		return "must be an object"
+	}
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return "must be true or false"
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return "must be an integer between -2147483648 and 2147483647"
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return "must be a 64-bit integer (a number, or a string of digits)"
+	case protoreflect.DoubleKind, protoreflect.FloatKind:
+		return "must be a number"
+	case protoreflect.StringKind:
+		return "must be a string"
+	case protoreflect.EnumKind:
+		vs := fd.Enum().Values()
+		names := make([]string, 0, vs.Len())
+		for i := range vs.Len() {
+			if vs.Get(i).Number() != 0 {
+				names = append(names, string(vs.Get(i).Name()))
+			}
+		}
+		return "must be one of " + strings.Join(names, ", ")
+	case protoreflect.MessageKind:
+		return "must be an object"
+	}
+	return "has the wrong type"
+}

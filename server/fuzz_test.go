@@ -1,0 +1,461 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/stepcost/stepcost/estimator/step"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// The fuzz targets feed requests through the Service methods — JSON bodies decoded
+// as strictly as the REST gateway decodes them, or binary protobuf as gRPC clients
+// send it (see decodeInput) — and so through validation, the estimator or the
+// planner, and the conversion back. An input must end in a well-formed answer or
+// in an error that names the field at fault; never a panic, a hang, an Internal
+// error or a number that cannot be right (NaN, ±Inf, a negative time or size).
+//
+// Seeds are in testdata/fuzz/<target>/; run one target longer with e.g.
+//
+//	go test -run '^$' -fuzz '^FuzzEstimatePlan$' -fuzztime 5m ./server/
+
+// fuzzLimits keep one input fast: small enough clusters that a first placement of
+// their communication groups is quick, and searches a few hundred milliseconds long.
+var fuzzLimits = Limits{MaxGPUs: 4096, MaxRankConfigs: 8, MaxCandidates: 100_000}
+
+const (
+	// fuzzDeadline is each call's deadline: past it a search must stop.
+	fuzzDeadline = 2 * time.Second
+	// fuzzHang is how long a call may take before it counts as a hang: well past the
+	// deadline, for an estimate that does not look at its context, on a busy machine.
+	fuzzHang = 20 * time.Second
+)
+
+// fuzzService is shared by every input of a fuzzing process (as a daemon's is by its
+// requests), without a response cache so that every input is computed.
+var fuzzService = sync.OnceValue(func() *Service { return NewService(fuzzLimits, nil) })
+
+// fuzzRPC decodes data into a new request and calls the service with it.
+func fuzzRPC[Req proto.Message](t *testing.T, data []byte, newReq func() Req, call func(context.Context, *Service, Req) (proto.Message, error)) {
+	req, ok := decodeInput(data, newReq)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), fuzzDeadline)
+	defer cancel()
+	start := time.Now()
+	resp, err := call(ctx, fuzzService(), req)
+	if took := time.Since(start); took > fuzzHang {
+		t.Fatalf("took %v (deadline %v)", took, fuzzDeadline)
+	}
+	if err != nil {
+		checkStatus(t, req.ProtoReflect().Descriptor(), err)
+		return
+	}
+	checkAnswer(t, resp)
+}
+
+// decodeInput reads a fuzz input as a request: JSON as the REST gateway reads it,
+// or else binary protobuf as a gRPC client sends it. Mutated JSON is mostly not
+// JSON any more (the gateway answers that itself: see FuzzRESTDecode), while
+// mutated protobuf mostly still decodes, with other numbers in its fields — what
+// validation is there for — so the targets are seeded with both forms.
+func decodeInput[Req proto.Message](data []byte, newReq func() Req) (Req, bool) {
+	req := newReq()
+	if protojson.Unmarshal(data, req) == nil {
+		return req, true
+	}
+	req = newReq()
+	return req, proto.Unmarshal(data, req) == nil
+}
+
+// addBinarySeeds adds the binary protobuf form of every JSON seed in
+// testdata/fuzz/<target>/.
+func addBinarySeeds[Req proto.Message](f *testing.F, newReq func() Req) {
+	files, err := filepath.Glob(filepath.Join("testdata", "fuzz", f.Name(), "*"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		if len(lines) < 2 || !strings.HasPrefix(lines[1], "[]byte(") {
+			continue
+		}
+		text, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
+		req := newReq()
+		if err != nil || protojson.Unmarshal([]byte(text), req) != nil {
+			continue
+		}
+		if bin, err := (proto.MarshalOptions{Deterministic: true}).Marshal(req); err == nil && len(bin) > 0 {
+			f.Add(bin)
+		}
+	}
+}
+
+// fieldExists says whether path names a field of md the way errors do:
+// "training.seq_len", "cluster.free_gpus[2].gpus[0]", "cluster.definition.gpu.peak_tflops.bf16"
+// (a map's key is the rest of the path).
+func fieldExists(md protoreflect.MessageDescriptor, path string) bool {
+	parts := strings.Split(path, ".")
+	for i, p := range parts {
+		name, index, indexed := strings.Cut(p, "[")
+		fd := md.Fields().ByName(protoreflect.Name(name))
+		switch {
+		case fd == nil, indexed && (!fd.IsList() || !listIndex.MatchString("["+index)):
+			return false
+		case fd.IsMap():
+			return i < len(parts)-1 && fd.MapValue().Message() == nil || i == len(parts)-1
+		case i == len(parts)-1:
+			return true
+		case fd.Message() == nil || fd.IsList() && !indexed:
+			return false
+		}
+		md = fd.Message()
+	}
+	return false
+}
+
+var listIndex = regexp.MustCompile(`^\[\d+\]$`)
+
+// checkStatus asserts err is a status with an expected code and, unless it is a
+// deadline, names the fields of request md at fault.
+func checkStatus(t *testing.T, md protoreflect.MessageDescriptor, err error) {
+	t.Helper()
+	st, ok := status.FromError(err)
+	if !ok {
+		t.Fatalf("not a status: %T %v", err, err)
+	}
+	var vs []*errdetails.BadRequest_FieldViolation
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			vs = append(vs, br.GetFieldViolations()...)
+		}
+	}
+	checkCode(t, md, st.Code().String(), st.Message(), len(vs), func(i int) (string, string) {
+		return vs[i].GetField(), vs[i].GetDescription()
+	})
+}
+
+// checkCode is checkStatus on a code, a message and the violations.
+func checkCode(t *testing.T, md protoreflect.MessageDescriptor, code, msg string, n int, violation func(int) (field, rule string)) {
+	t.Helper()
+	switch code {
+	case codes.DeadlineExceeded.String(), "DEADLINE_EXCEEDED":
+		return
+	case codes.InvalidArgument.String(), codes.NotFound.String(), codes.ResourceExhausted.String(),
+		"INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED":
+	default:
+		t.Fatalf("unexpected code %s: %s", code, msg)
+	}
+	if n == 0 {
+		t.Fatalf("%s names no field: %s", code, msg)
+	}
+	for i := range n {
+		field, rule := violation(i)
+		if !fieldExists(md, field) || strings.TrimSpace(rule) == "" {
+			t.Fatalf("%s: violation %q %q does not name a field and a rule (message %s)", code, field, rule, msg)
+		}
+	}
+}
+
+// itemRequest is the message a batch item's (and a model's) field paths start from.
+var itemRequest = (&pb.EstimateStepRequest{}).ProtoReflect().Descriptor()
+
+// mayBeNegative lists the numbers of an answer that can rightly be below zero.
+var mayBeNegative = map[protoreflect.FullName]string{
+	// A score is minimised: the throughput objective scores minus tokens/s per GPU.
+	"stepcost.v1.Plan.score":         "score",
+	"stepcost.v1.RankedConfig.score": "score",
+	// A layout that does not fit has negative headroom (fits is false).
+	"stepcost.v1.Memory.headroom_gb": "headroom",
+}
+
+// checkAnswer walks every number of a response and checks what the estimates
+// promise of themselves.
+func checkAnswer(t *testing.T, m proto.Message) {
+	t.Helper()
+	if err := checkNumbers(m.ProtoReflect(), string(m.ProtoReflect().Descriptor().Name())); err != nil {
+		t.Fatal(err)
+	}
+	var estimates []*pb.StepEstimate
+	var collectives []*pb.CollectiveEstimate
+	switch r := m.(type) {
+	case *pb.EstimateStepResponse:
+		estimates = append(estimates, r.GetEstimate())
+	case *pb.EstimatePlanResponse:
+		for i, p := range r.GetPlans() {
+			if p.GetRank() != int32(i+1) || p.GetGpus() != p.GetEstimate().GetGpus() {
+				t.Fatalf("plan %d: rank %d, %d GPUs, estimate on %d", i, p.GetRank(), p.GetGpus(), p.GetEstimate().GetGpus())
+			}
+			estimates = append(estimates, p.GetEstimate())
+		}
+		for _, p := range r.GetPareto() {
+			estimates = append(estimates, p.GetEstimate())
+		}
+	case *pb.RankConfigsResponse:
+		for i, c := range r.GetResults() {
+			if c.GetIndex() != int32(i) {
+				t.Fatalf("result %d has index %d", i, c.GetIndex())
+			}
+			if e := c.GetError(); e != nil {
+				if c.GetEstimate() != nil || c.GetRank() != 0 {
+					t.Fatalf("result %d failed but has an estimate or a rank", i)
+				}
+				checkCode(t, itemRequest, e.GetCode(), e.GetMessage(), len(e.GetViolations()), func(j int) (string, string) {
+					return e.GetViolations()[j].GetField(), e.GetViolations()[j].GetDescription()
+				})
+				continue
+			}
+			if c.GetRank() < 1 {
+				t.Fatalf("result %d: estimated but rank %d", i, c.GetRank())
+			}
+			estimates = append(estimates, c.GetEstimate())
+		}
+	case *pb.SimulateCollectiveResponse:
+		collectives = append(collectives, r.GetChosen())
+		collectives = append(collectives, r.GetConsidered()...)
+		if r.GetRanks() < 1 {
+			t.Fatalf("collective over %d ranks", r.GetRanks())
+		}
+	}
+	for _, e := range estimates {
+		if err := checkEstimate(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range collectives {
+		if !(c.GetTimeUs() > 0) {
+			t.Fatalf("collective %v takes %v µs", c.GetAlgorithm(), c.GetTimeUs())
+		}
+	}
+}
+
+// checkEstimate checks that a step estimate is a step: it takes time, its parts add
+// up, it processes tokens and it needs memory.
+func checkEstimate(e *pb.StepEstimate) error {
+	switch {
+	case e == nil:
+		return fmt.Errorf("missing estimate")
+	case !(e.GetStepTimeS() > 0):
+		return fmt.Errorf("step time %v", e.GetStepTimeS())
+	case math.Abs(e.GetBreakdown().GetTotalS()-e.GetStepTimeS()) > 1e-9*e.GetStepTimeS():
+		return fmt.Errorf("breakdown total %v ≠ step time %v", e.GetBreakdown().GetTotalS(), e.GetStepTimeS())
+	case !(e.GetThroughput().GetTokensPerS() > 0) || !(e.GetThroughput().GetMfu() > 0):
+		return fmt.Errorf("throughput %v", e.GetThroughput())
+	case e.GetGpus() < 1 || e.GetMicroBatches() < 1 || e.GetStageLayers() < 1:
+		return fmt.Errorf("%d GPUs, %d micro-batches, %d layers per stage", e.GetGpus(), e.GetMicroBatches(), e.GetStageLayers())
+	case !(e.GetMemory().GetTotalGb() > 0) || !(e.GetMemory().GetCapacityGb() > 0):
+		return fmt.Errorf("memory %v", e.GetMemory())
+	}
+	return nil
+}
+
+// checkNumbers reports the first NaN, infinity or (outside mayBeNegative) negative
+// number in m.
+func checkNumbers(m protoreflect.Message, path string) error {
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p := path + "." + string(fd.Name())
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = checkValue(fd, l.Get(i), fmt.Sprintf("%s[%d]", p, i))
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+				err = checkValue(fd.MapValue(), v, fmt.Sprintf("%s[%v]", p, k))
+				return err == nil
+			})
+		default:
+			err = checkValue(fd, v, p)
+		}
+		return err == nil
+	})
+	return err
+}
+
+func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string) error {
+	neg := func() bool { _, ok := mayBeNegative[fd.FullName()]; return ok }
+	switch fd.Kind() {
+	case protoreflect.MessageKind:
+		return checkNumbers(v.Message(), path)
+	case protoreflect.DoubleKind, protoreflect.FloatKind:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 && !neg() {
+			return fmt.Errorf("%s = %v", path, f)
+		}
+	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind, protoreflect.Sint64Kind,
+		protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
+		if v.Int() < 0 && !neg() {
+			return fmt.Errorf("%s = %d", path, v.Int())
+		}
+	}
+	return nil
+}
+
+func FuzzEstimateStep(f *testing.F) {
+	newReq := func() *pb.EstimateStepRequest { return &pb.EstimateStepRequest{} }
+	addBinarySeeds(f, newReq)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRPC(t, data, newReq,
+			func(ctx context.Context, s *Service, r *pb.EstimateStepRequest) (proto.Message, error) {
+				return s.EstimateStep(ctx, r)
+			})
+	})
+}
+
+func FuzzEstimatePlan(f *testing.F) {
+	newReq := func() *pb.EstimatePlanRequest { return &pb.EstimatePlanRequest{} }
+	addBinarySeeds(f, newReq)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRPC(t, data, newReq,
+			func(ctx context.Context, s *Service, r *pb.EstimatePlanRequest) (proto.Message, error) {
+				resp, err := s.EstimatePlan(ctx, r)
+				if err == nil && int32(len(resp.GetPlans())) > max(r.GetTopK(), 0) && r.GetTopK() != 0 {
+					t.Fatalf("%d plans for top_k %d", len(resp.GetPlans()), r.GetTopK())
+				}
+				return resp, err
+			})
+	})
+}
+
+func FuzzRankConfigs(f *testing.F) {
+	newReq := func() *pb.RankConfigsRequest { return &pb.RankConfigsRequest{} }
+	addBinarySeeds(f, newReq)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRPC(t, data, newReq,
+			func(ctx context.Context, s *Service, r *pb.RankConfigsRequest) (proto.Message, error) {
+				resp, err := s.RankConfigs(ctx, r)
+				if err == nil && len(resp.GetResults()) != len(r.GetConfigs()) {
+					t.Fatalf("%d results for %d configs", len(resp.GetResults()), len(r.GetConfigs()))
+				}
+				return resp, err
+			})
+	})
+}
+
+func FuzzSimulateCollective(f *testing.F) {
+	newReq := func() *pb.SimulateCollectiveRequest { return &pb.SimulateCollectiveRequest{} }
+	addBinarySeeds(f, newReq)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRPC(t, data, newReq,
+			func(ctx context.Context, s *Service, r *pb.SimulateCollectiveRequest) (proto.Message, error) {
+				return s.SimulateCollective(ctx, r)
+			})
+	})
+}
+
+// FuzzResolveModel covers a model given by catalog name, by architecture or by
+// parameter count: the accepted ones must validate and have a finite, positive size
+// and amount of work; a parameter count must land near the count asked for.
+func FuzzResolveModel(f *testing.F) {
+	newSpec := func() *pb.ModelSpec { return &pb.ModelSpec{} }
+	addBinarySeeds(f, newSpec)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, ok := decodeInput(data, newSpec)
+		if !ok {
+			return
+		}
+		a, derived, err := resolveModel("model", m)
+		if err != nil {
+			checkStatus(t, itemRequest, toStatus(err))
+			if f := violations(err); len(f) > 0 && !strings.HasPrefix(f[0].GetField(), "model") {
+				t.Fatalf("violation of %q, not under model", f[0].GetField())
+			}
+			var nf *notFoundError
+			if errors.As(err, &nf) && nf.field != "model.name" {
+				t.Fatalf("not found: %v", err)
+			}
+			return
+		}
+		if err := a.Validate(); err != nil {
+			t.Fatalf("accepted %+v does not validate: %v", a, err)
+		}
+		p := a.Params()
+		for _, v := range []float64{p.Total, p.Active, a.ForwardFLOPs(1), a.ForwardFLOPs(step.MaxSeqLen)} {
+			if !(v > 0) || math.IsInf(v, 0) {
+				t.Fatalf("%+v: params %+v, forward FLOPs %v", a, p, v)
+			}
+		}
+		if want := m.GetParams(); m.GetSource() != nil && derived != "" && math.Abs(p.Total/want-1) > 0.1 {
+			t.Fatalf("derived %v parameters for %v: %s", p.Total, want, derived)
+		}
+		if back := archToProto(a); !proto.Equal(back, archToProto(archFromProto(back).Normalise())) {
+			t.Fatalf("architecture does not survive a round trip: %v", back)
+		}
+	})
+}
+
+// The fuzz targets' check of field paths knows the request's fields.
+func TestFieldExists(t *testing.T) {
+	plan := (&pb.EstimatePlanRequest{}).ProtoReflect().Descriptor()
+	for path, want := range map[string]bool{
+		"training.seq_len": true, "cluster.free_gpus[2].gpus[0]": true, "cluster.free_gpus[0].node": true,
+		"cluster.definition.gpu.peak_tflops.bf16": true, "cluster.definition.gpu.peak_tflops": true, "constraints.tp[1]": true,
+		"gpus": true, "model.architecture.moe.top_k": true,
+		"size": false, "cluster.nics.kind": false, "training.seq_len.x": false, "gpus[0]": false, "cluster.free_gpus.node": false,
+		"constraints.tp[x]": false, "": false, "model.architecture.moe.top_k.x": false,
+	} {
+		if got := fieldExists(plan, path); got != want {
+			t.Errorf("%q: %v, want %v", path, got, want)
+		}
+	}
+}
+
+// FuzzRESTDecode feeds arbitrary bodies to the REST gateway's decoder: a body is a
+// request or an error naming a field of it (or the body, for malformed JSON), and
+// the decoder never panics.
+func FuzzRESTDecode(f *testing.F) {
+	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	reqs := []func() proto.Message{
+		func() proto.Message { return &pb.EstimateStepRequest{} },
+		func() proto.Message { return &pb.EstimatePlanRequest{} },
+		func() proto.Message { return &pb.RankConfigsRequest{} },
+		func() proto.Message { return &pb.SimulateCollectiveRequest{} },
+	}
+	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
+		req := reqs[int(which)%len(reqs)]()
+		body := bytes.NewReader(data)
+		err := m.NewDecoder(body).Decode(req)
+		if err == nil || errors.Is(err, io.EOF) {
+			return
+		}
+		v, ok := pendingViolations.LoadAndDelete(body)
+		if !ok {
+			t.Fatalf("no violation kept for %v", err)
+		}
+		e := v.(*decodeError)
+		switch {
+		case e.code != codes.InvalidArgument || e.rule == "":
+			t.Fatalf("%v: code %v", e, e.code)
+		case e.field == "" || strings.HasPrefix(e.rule, "unknown field"):
+		case !fieldExists(req.ProtoReflect().Descriptor(), e.field):
+			t.Fatalf("%v: no field %q", e, e.field)
+		}
+	})
+}
