@@ -190,6 +190,8 @@ func TestSmallRequestsDoNotWaitForSearches(t *testing.T) {
 	if _, err := svc.EstimatePlan(dctx, uncached(128)); status.Code(err) != codes.DeadlineExceeded {
 		t.Errorf("uncached search with the slot taken: %v", err)
 	}
+	// Its computation leaves the queue on its own (the caller returns first).
+	waitFor(t, func() bool { return svc.admit.waiting.Load() == 0 })
 
 	waiter := make(chan error, 1)
 	go func() {
@@ -197,14 +199,17 @@ func TestSmallRequestsDoNotWaitForSearches(t *testing.T) {
 		waiter <- err
 	}()
 	waitFor(t, func() bool { return svc.admit.waiting.Load() == 1 })
-	if _, err := svc.EstimatePlan(ctx, uncached(512)); status.Code(err) != codes.Unavailable {
+	// Bounded, so that a wrong admission fails the test instead of hanging it.
+	fullCtx, cancelFull := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelFull()
+	if _, err := svc.EstimatePlan(fullCtx, uncached(512)); status.Code(err) != codes.Unavailable {
 		t.Errorf("search with the queue full: %v", err)
 	}
 	big := make([]*pb.EstimateStepRequest, rankBatchGated+1)
 	for i := range big {
 		big[i] = stepRequest()
 	}
-	if _, err := svc.RankConfigs(ctx, &pb.RankConfigsRequest{Configs: big}); status.Code(err) != codes.Unavailable {
+	if _, err := svc.RankConfigs(fullCtx, &pb.RankConfigsRequest{Configs: big}); status.Code(err) != codes.Unavailable {
 		t.Errorf("large RankConfigs with the queue full: %v", err)
 	}
 	release()
