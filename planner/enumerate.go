@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -25,16 +26,9 @@ func gpuCounts(req *Request) []int {
 	return out
 }
 
-func allowed(list []int, v int) bool {
-	if len(list) == 0 {
-		return true
-	}
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
+// allowed tells whether a constraint list admits v; an empty list admits anything.
+func allowed[T comparable](list []T, v T) bool {
+	return len(list) == 0 || slices.Contains(list, v)
 }
 
 func divisors(n int) []int {
@@ -116,7 +110,7 @@ func (s *shape) layouts(req *Request, sp *space, emit func(candidate)) {
 			}
 			ls := s.split
 			if sc.v > 1 && a.Layers%(int(s.pp)*sc.v) != 0 {
-				ls = evenSplit(a.Layers, int(s.pp)*sc.v)
+				ls = step.EvenSplit(a.Layers, int(s.pp)*sc.v)
 			}
 			emit(candidate{bound: s.bound(req, sc.v), ranks: s.ranks, place: s.place, split: ls,
 				n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
@@ -278,7 +272,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 				p.divisibility++
 				continue
 			}
-			split = evenSplit(a.Layers, pp)
+			split = step.EvenSplit(a.Layers, pp)
 		}
 		dp := n / (tp * cp * pp)
 		if t.GlobalBatch%dp != 0 {
@@ -298,7 +292,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 				scheds := schedules(pp, m, a.Layers, cs)
 				for _, rc := range sp.recomputes {
 					for _, seqPar := range []bool{false, true} {
-						if seqPar && tp == 1 || !allowedBool(cs.SP, seqPar) {
+						if seqPar && tp == 1 || !allowed(cs.SP, seqPar) {
 							continue
 						}
 						if seqPar && (t.SeqLen/cp)%tp != 0 {
@@ -364,53 +358,18 @@ func schedules(pp, m, layers int, cs *Constraints) []sched {
 		return []sched{{step.OneFOneB, 1}}
 	}
 	var out []sched
-	ok := func(s step.Schedule) bool {
-		if len(cs.Schedules) == 0 {
-			return true
-		}
-		for _, x := range cs.Schedules {
-			if x == s {
-				return true
-			}
-		}
-		return false
-	}
-	if ok(step.OneFOneB) {
+	if allowed(cs.Schedules, step.OneFOneB) {
 		out = append(out, sched{step.OneFOneB, 1})
 	}
-	if ok(step.GPipe) {
+	if allowed(cs.Schedules, step.GPipe) {
 		out = append(out, sched{step.GPipe, 1})
 	}
-	if ok(step.Interleaved) && m%pp == 0 {
+	if allowed(cs.Schedules, step.Interleaved) && m%pp == 0 {
 		for v := 2; v <= layers/pp; v++ {
 			even := layers%pp == 0 && (layers/pp)%v == 0
 			if (even || layers%pp != 0 && cs.UnevenPP && v <= 8) && allowed(cs.VirtualStages, v) {
 				out = append(out, sched{step.Interleaved, v})
 			}
-		}
-	}
-	return out
-}
-
-func allowedBool(list []bool, v bool) bool {
-	if len(list) == 0 {
-		return true
-	}
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-// evenSplit spreads layers over stages, earlier stages one more.
-func evenSplit(layers, stages int) []int {
-	out := make([]int, stages)
-	for i := range out {
-		out[i] = layers / stages
-		if i < layers%stages {
-			out[i]++
 		}
 	}
 	return out

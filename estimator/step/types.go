@@ -84,3 +84,16 @@ type Layout struct {
 	// sequence split for a head split, 4 per layer forward) instead of ring attention.
 	CPAllToAll bool `json:"cp_all_to_all,omitempty"`
 }
+
+// EvenSplit is a Layout.LayerSplit that spreads layers over stages as evenly as
+// possible, earlier stages one layer more.
+func EvenSplit(layers, stages int) []int {
+	out := make([]int, stages)
+	for i := range out {
+		out[i] = layers / stages
+		if i < layers%stages {
+			out[i]++
+		}
+	}
+	return out
+}

@@ -253,7 +253,7 @@ func toCase(r Run) Case {
 		l.Schedule = step.OneFOneB
 	}
 	if stages := l.PP * max(1, l.VirtualStages); l.PP > 1 && r.Layers%stages != 0 && !c.SearchVirtual {
-		l.LayerSplit = evenSplit(r.Layers, stages)
+		l.LayerSplit = step.EvenSplit(r.Layers, stages)
 		fill("layers split %v over the %d pipeline stages (not divisible; earlier stages one more)", l.LayerSplit, stages)
 	}
 	if r.MicroBatch != nil {
@@ -355,7 +355,7 @@ func best(e *step.Estimator, c Case) (step.Result, step.Layout, error) {
 			r.Layout.MicroBatch = b
 			r.Layout.VirtualStages = v
 			if st := r.Layout.PP * max(1, v); r.Layout.PP > 1 && r.Model.Layers%st != 0 {
-				r.Layout.LayerSplit = evenSplit(r.Model.Layers, st)
+				r.Layout.LayerSplit = step.EvenSplit(r.Model.Layers, st)
 			}
 			if v > 1 {
 				r.Layout.Schedule = step.Interleaved
@@ -490,16 +490,4 @@ func kendall(x, y []float64) float64 {
 		return 0
 	}
 	return (conc - disc) / den
-}
-
-// evenSplit spreads layers over stages as evenly as possible, earlier stages first.
-func evenSplit(layers, stages int) []int {
-	out := make([]int, stages)
-	for i := range out {
-		out[i] = layers / stages
-		if i < layers%stages {
-			out[i]++
-		}
-	}
-	return out
 }
