@@ -44,6 +44,14 @@ type Constants struct {
 	// DPBucketBytes is the gradient bucket size of data-parallel reduction (PyTorch
 	// DDP's default 25 MB); the last bucket cannot overlap the backward pass.
 	DPBucketBytes float64
+	// EagerOpHostUs is the host time of one eager PyTorch operator: Python, the
+	// dispatcher, autograd bookkeeping and the launch — published at 5–25 µs per op
+	// (see docs/step-model.md). On-demand ZeRO-3 gathers spend two per peer rank.
+	EagerOpHostUs float64
+	// ModulesPerLayer is how many modules of a transformer layer own weights and so
+	// gather them separately under on-demand ZeRO-3: two norms, the fused QKV and
+	// output projections, and the two MLP projections (Megatron-LM's layer).
+	ModulesPerLayer float64
 }
 
 // DefaultConstants returns the fitted compute constants (a fresh copy).
@@ -69,6 +77,8 @@ func DefaultConstants() Constants {
 		OptimizerBytes:   30,
 		RuntimeReserveGB: 2.5,
 		Fragmentation:    0.05,
+		EagerOpHostUs:    7,
+		ModulesPerLayer:  6,
 		DPBucketBytes:    25e6,
 	}
 }

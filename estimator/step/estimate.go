@@ -255,6 +255,30 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	o := t.Optimizer
 	if denseShard > 1 {
 		switch {
+		case l.ZeRO == 3 && t.OnDemandGathers:
+			// Each module gathers its weights when it runs and waits for them: forward,
+			// again for a fully recomputed forward, and backward; its gradients
+			// reduce-scatter as the backward leaves it. Nothing is prefetched, so none
+			// of it hides. Every call passes one output tensor per rank, which the
+			// framework slices (a Python narrow per rank) and the process group fills
+			// (one copy per rank, torch c10d ProcessGroupNCCL::allgather): host work
+			// that grows with the group and stalls the stream.
+			mods := e.k.ModulesPerLayer
+			modW := (stageParams / layers / mods) * o.WeightBytes
+			gathers := 2.0
+			if l.Recompute == RecomputeFull {
+				gathers = 3
+			}
+			ag, err := addComm(CommZeRO3, collective.AllGather, modW, layers*mods*gathers*mf, "per module and micro-batch, on demand: forward, recomputed forward, backward all-gathers of the weights")
+			if err != nil {
+				return Result{}, err
+			}
+			rs, err := addComm(CommZeRO3, collective.ReduceScatter, (stageParams/layers/mods)*o.GradBytes, layers*mods*mf, "per module and micro-batch, on demand: gradient reduce-scatter")
+			if err != nil {
+				return Result{}, err
+			}
+			host := 2 * e.k.EagerOpHostUs * 1e-6 * float64(denseShard)
+			z3Exposed = (gathers*(ag+host) + rs + host) * mods * layers * mf
 		case l.ZeRO == 3:
 			// Per layer and micro-batch: gather the weights forward and again backward,
 			// reduce-scatter the gradients; prefetching hides what fits under the
@@ -373,6 +397,7 @@ type assumptionKey struct {
 	arch      string
 	precision Precision
 	unfused   bool
+	onDemand  bool
 	peak, sms float64
 }
 

@@ -58,6 +58,7 @@ func TestBreakdownSumsToStepTime(t *testing.T) {
 		"fp8":               func(r *step.Request) { r.Training.Precision = step.FP8 },
 		"cp 2":              func(r *step.Request) { r.Layout.CP, r.Layout.DP = 2, 8 },
 		"unfused attention": func(r *step.Request) { r.Training.UnfusedAttention = true },
+		"zero 3 on demand":  func(r *step.Request) { r.Layout.ZeRO, r.Training.OnDemandGathers = 3, true },
 	}
 	for name, edit := range variants {
 		r := base
@@ -271,6 +272,49 @@ func TestLowerBoundsHold(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// On-demand ZeRO-3 gathers hide nothing: what the communication table lists for
+// ZeRO-3, plus two eager operators of host work per peer rank and call, is exactly
+// the exposed ZeRO-3 time; and it is never faster than prefetched flat gathers.
+func TestOnDemandGathers(t *testing.T) {
+	e := step.New()
+	k := step.DefaultConstants()
+	for _, n := range []int{16, 64} {
+		r := step.Request{Model: arch(t, "llama2-13b"), Cluster: cluster(t, "dgx-a100", n/8),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 2 * n, Precision: step.BF16},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: n, CP: 1, ZeRO: 3, MicroBatch: 1, Recompute: step.RecomputeFull}}
+		flat, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Training.OnDemandGathers = true
+		od, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var comm, calls float64
+		for _, c := range od.Comms {
+			if c.Kind == step.CommZeRO3 {
+				comm += c.TimeUs * 1e-6 * c.PerStep
+				calls += c.PerStep
+			}
+		}
+		// 40 layers × 6 modules × 2 micro-batches × (3 gathers + 1 reduce-scatter).
+		if want := 40.0 * k.ModulesPerLayer * 2 * 4; calls != want {
+			t.Errorf("%d GPUs: %v ZeRO-3 calls per step, want %v", n, calls, want)
+		}
+		want := comm + calls*2*k.EagerOpHostUs*1e-6*float64(n)
+		if got := od.Breakdown.Exposed[step.CommZeRO3]; math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%d GPUs: exposed ZeRO-3 %v s, want %v s", n, got, want)
+		}
+		if h := od.Breakdown.Hidden[step.CommZeRO3]; h != 0 {
+			t.Errorf("%d GPUs: %v s of on-demand gathers hidden", n, h)
+		}
+		if !(od.StepTime > flat.StepTime) {
+			t.Errorf("%d GPUs: on demand %v s, not slower than prefetched %v s", n, od.StepTime, flat.StepTime)
 		}
 	}
 }

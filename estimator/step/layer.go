@@ -190,7 +190,7 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 // assumptions returns the (cached, shared: do not modify) list of modelling
 // assumptions for a GPU, precision and attention kind.
 func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
-	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, r.peak, r.sms}
+	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, r.peak, r.sms}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
@@ -209,12 +209,16 @@ func (e *Estimator) describe(req Request, r *gpuRates) []string {
 	if req.Training.UnfusedAttention {
 		attn = "unfused attention (full score matrix computed, stored and read back)"
 	}
+	zero3 := "ZeRO-3 prefetches the next layer"
+	if req.Training.OnDemandGathers {
+		zero3 = fmt.Sprintf("ZeRO-3 gathers each of a layer's %.0f weighted modules on demand, waiting for it, with %.1f µs of host work per peer rank and call", e.k.ModulesPerLayer, 2*e.k.EagerOpHostUs)
+	}
 	return []string{
 		fmt.Sprintf("GEMMs at up to %.0f%% of the %.0f TFLOP/s %s peak, lowered for small and badly tiled shapes (%d SMs, %d×%d tiles)",
 			100*r.gemmEff, r.peak/1e12, req.Training.Precision, int(r.sms), e.k.TileM, e.k.TileN),
 		fmt.Sprintf("attention core at %.0f%% of the 16-bit peak; %s", 100*r.attnEff, attn),
 		fmt.Sprintf("elementwise kernels at %.0f%% of HBM bandwidth; at least %.0f kernel launches of %.0f µs per layer forward", 100*e.k.HBMEfficiency, e.k.KernelsPerLayer, e.k.KernelLaunchUs),
-		"data-parallel gradients reduce in 25 MB buckets under the last micro-batch's backward; ZeRO-3 prefetches the next layer",
+		"data-parallel gradients reduce in 25 MB buckets under the last micro-batch's backward; " + zero3,
 		"communication overlapped with compute slows it by the share of SMs its kernels take (16 channels)",
 	}
 }

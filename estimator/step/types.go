@@ -55,6 +55,11 @@ type Training struct {
 	// UnfusedAttention: the attention scores are materialised (Megatron-LM before
 	// flash attention); otherwise causal flash attention is assumed.
 	UnfusedAttention bool `json:"unfused_attention,omitempty"`
+	// OnDemandGathers: ZeRO-3 gathers each module's weights when the module runs,
+	// waiting for them, into one output tensor per rank (torch.distributed.all_gather
+	// with a list) — DeepSpeed ZeRO-3 of 2021. Otherwise flat shards are prefetched
+	// under the previous layer's compute (FSDP, FSDP2, later DeepSpeed).
+	OnDemandGathers bool `json:"zero3_on_demand_gathers,omitempty"`
 }
 
 // Layout is how the model is parallelised and placed.

@@ -66,6 +66,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	order := fs.String("rank-order", "", "rank order, fastest first (default tp-cp-ep-dp-pp)")
 	overlapTP := fs.Bool("overlap-tp", false, "overlap TP communication with compute (async TP)")
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
+	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of estimating in process")
 	sec := remoteSecurityFlags(fs)
@@ -214,6 +215,9 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if set["unfused-attention"] {
 		t.UnfusedAttention = *unfused
+	}
+	if set["zero3-on-demand"] {
+		t.OnDemandGathers = *onDemand
 	}
 	if set["cp-all-to-all"] {
 		l.CPAllToAll = *cpA2A

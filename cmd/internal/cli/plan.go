@@ -43,6 +43,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	mbsList := fs.String("mbs", "", "allowed micro-batch sizes")
 	rcList := fs.String("recompute", "", "allowed recompute modes, e.g. selective,full")
 	headroom := fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
+	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
+	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
 	sec := remoteSecurityFlags(fs)
@@ -109,7 +111,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	req.Cluster = cl
 	req.GPUs, req.MinGPUs, req.MaxGPUs = *gpus, *minGPUs, *maxGPUs
-	req.Training = step.Training{SeqLen: *seq, GlobalBatch: *gbs, Precision: step.Precision(strings.ToLower(*precision))}
+	req.Training = step.Training{SeqLen: *seq, GlobalBatch: *gbs, Precision: step.Precision(strings.ToLower(*precision)),
+		UnfusedAttention: *unfused, OnDemandGathers: *onDemand}
 	if *seq < 1 || *gbs < 1 {
 		return errors.New("--seq and --gbs: required, ≥ 1")
 	}

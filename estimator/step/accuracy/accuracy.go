@@ -275,6 +275,10 @@ func toCase(r Run) Case {
 	if strings.Contains(r.Framework, "Megatron-LM (2021)") || strings.Contains(r.Framework, "DeepSpeed ZeRO-3") {
 		t.UnfusedAttention = true
 	}
+	if strings.Contains(r.Framework, "DeepSpeed ZeRO-3") {
+		// DeepSpeed's ZeRO-3 of 2021 gathered module by module, on demand.
+		t.OnDemandGathers = true
+	}
 	c.Request = step.Request{Model: a, Training: t, Cluster: cl, Layout: l}
 
 	// Measured step time.

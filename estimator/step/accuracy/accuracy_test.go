@@ -1,20 +1,11 @@
 package accuracy_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/step/accuracy"
 )
-
-// deepSpeedZeRO3 marks the runs of Narayanan et al. Table 2 made with DeepSpeed's
-// 2021 ZeRO-3: their step time barely changes when the GPU count doubles at a fixed
-// global batch, an implementation overhead the model does not reproduce
-// (docs/step-model.md, "Known gaps").
-func deepSpeedZeRO3(r accuracy.Result) bool {
-	return strings.HasPrefix(r.Run.ID, "narayanan21_t2_zero3_")
-}
 
 func results(t *testing.T) []accuracy.Result {
 	t.Helper()
@@ -30,46 +21,35 @@ func results(t *testing.T) []accuracy.Result {
 
 func TestStepTimeAccuracy(t *testing.T) {
 	rs := results(t)
-	var modelled, gap []accuracy.Result
 	for _, r := range rs {
 		if r.Err != nil {
 			t.Errorf("%s: %v", r.Run.ID, r.Err)
-			continue
-		}
-		if deepSpeedZeRO3(r) {
-			gap = append(gap, r)
-		} else {
-			modelled = append(modelled, r)
 		}
 	}
-	all, m, g := accuracy.Summarise(rs), accuracy.Summarise(modelled), accuracy.Summarise(gap)
-	t.Logf("all %d runs: mean |err| %.1f%%, median %.1f%%, max %.1f%% (%s)", all.N, 100*all.MeanAbs, 100*all.MedianAbs, 100*all.Max, all.Worst)
-	t.Logf("%d runs without DeepSpeed ZeRO-3: mean %.1f%%, median %.1f%%, max %.1f%% (%s)", m.N, 100*m.MeanAbs, 100*m.MedianAbs, 100*m.Max, m.Worst)
-	t.Logf("%d DeepSpeed ZeRO-3 runs: mean %.1f%%, max %.1f%%", g.N, 100*g.MeanAbs, 100*g.Max)
-	if m.N != 71 {
-		t.Errorf("%d modelled runs, want 71", m.N)
+	all := accuracy.Summarise(rs)
+	t.Logf("all %d runs: mean |err| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%",
+		all.N, 100*all.MeanAbs, 100*all.MedianAbs, 100*all.Max, all.Worst, 100*all.Bias)
+	if all.N != 77 {
+		t.Errorf("%d runs estimated, want 77", all.N)
 	}
-	if !(m.MeanAbs <= 0.10) {
-		t.Errorf("mean |error| %.1f%% > 10%%", 100*m.MeanAbs)
+	if !(all.MeanAbs <= 0.10) {
+		t.Errorf("mean |error| %.1f%% > 10%%", 100*all.MeanAbs)
 	}
-	// The target is 25 %; the worst run today (MPT-70B on 64 A100-40GB) is at 25.4 %.
-	if !(m.Max <= 0.26) {
-		t.Errorf("max |error| %.1f%% > 26%% (%s)", 100*m.Max, m.Worst)
+	// The target is 25 %; the worst run today (MPT-70B on 64 A100-40GB) is at 25.4 %
+	// (docs/step-model.md, "Known gaps").
+	if !(all.Max <= 0.26) {
+		t.Errorf("max |error| %.1f%% > 26%% (%s)", 100*all.Max, all.Worst)
 	}
 }
 
 // Inside each ranking set the measured order of the layouts is kept, except the
-// sets whose layouts the model cannot tell apart or that contain DeepSpeed ZeRO-3
-// runs (docs/step-model.md lists them).
+// sets whose layouts the model cannot tell apart (docs/step-model.md lists them).
 func TestRankingSets(t *testing.T) {
 	known := map[string]string{
 		"torchtitan_a100_llama3_8b_recompute": "torchtitan's 'selective layer' and 'selective op' both map to selective recompute",
 	}
 	for _, k := range accuracy.Rankings(results(t)) {
 		t.Logf("%-40s n=%d τ=%+.2f", k.Set, k.N, k.Tau)
-		if strings.HasPrefix(k.Set, "narayanan21_t2_") {
-			continue // PTD-P vs DeepSpeed ZeRO-3
-		}
 		if why, ok := known[k.Set]; ok {
 			t.Logf("  not asserted: %s", why)
 			continue

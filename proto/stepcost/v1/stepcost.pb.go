@@ -1438,8 +1438,12 @@ type Training struct {
 	// Bytes per parameter; unset: mixed-precision Adam (2 + 2 + 12).
 	Optimizer        *Optimizer `protobuf:"bytes,5,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
 	UnfusedAttention bool       `protobuf:"varint,6,opt,name=unfused_attention,json=unfusedAttention,proto3" json:"unfused_attention,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// ZeRO-3 gathers each module's weights when it runs, into one output tensor
+	// per rank, without prefetching (DeepSpeed ZeRO-3 of 2021); unset: flat shards
+	// prefetched under compute (FSDP, FSDP2, later DeepSpeed).
+	Zero3OnDemandGathers bool `protobuf:"varint,7,opt,name=zero3_on_demand_gathers,json=zero3OnDemandGathers,proto3" json:"zero3_on_demand_gathers,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -1510,6 +1514,13 @@ func (x *Training) GetOptimizer() *Optimizer {
 func (x *Training) GetUnfusedAttention() bool {
 	if x != nil {
 		return x.UnfusedAttention
+	}
+	return false
+}
+
+func (x *Training) GetZero3OnDemandGathers() bool {
+	if x != nil {
+		return x.Zero3OnDemandGathers
 	}
 	return false
 }
@@ -4082,14 +4093,15 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\x84\x02\n" +
+	"stateBytes\"\xbb\x02\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
 	"\rglobal_tokens\x18\x03 \x01(\x03R\fglobalTokens\x124\n" +
 	"\tprecision\x18\x04 \x01(\x0e2\x16.stepcost.v1.PrecisionR\tprecision\x124\n" +
 	"\toptimizer\x18\x05 \x01(\v2\x16.stepcost.v1.OptimizerR\toptimizer\x12+\n" +
-	"\x11unfused_attention\x18\x06 \x01(\bR\x10unfusedAttention\"\xaf\x03\n" +
+	"\x11unfused_attention\x18\x06 \x01(\bR\x10unfusedAttention\x125\n" +
+	"\x17zero3_on_demand_gathers\x18\a \x01(\bR\x14zero3OnDemandGathers\"\xaf\x03\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
