@@ -83,17 +83,17 @@ func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64) (float64, e
 		n = 6
 	}
 	if l.SP {
-		ag, err := e.coll.Estimate(p, collective.AllGather, act, collective.Options{})
+		ag, err := e.collCost(p, collective.AllGather, act)
 		if err != nil {
 			return 0, err
 		}
-		rs, err := e.coll.Estimate(p, collective.ReduceScatter, act, collective.Options{})
+		rs, err := e.collCost(p, collective.ReduceScatter, act)
 		if err != nil {
 			return 0, err
 		}
 		return (ag.TimeUs + rs.TimeUs) * 1e-6 * n * layers, nil
 	}
-	ar, err := e.coll.Estimate(p, collective.AllReduce, act, collective.Options{})
+	ar, err := e.collCost(p, collective.AllReduce, act)
 	if err != nil {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/topology"
@@ -17,9 +18,55 @@ type Estimator struct {
 	coll *collective.Model
 	k    Constants
 
-	mu     sync.RWMutex
-	places map[placeKey]*collective.Placement
-	notes  map[assumptionKey][]string
+	// places maps a placeKey to its *collective.Placement; costs memoises collective
+	// estimates (see collCost). Both are read far more than written and are shared
+	// by a search's workers, so they are sync.Maps: reads take no lock.
+	places sync.Map
+	costs  atomic.Pointer[costMemo]
+
+	mu    sync.RWMutex
+	notes map[assumptionKey][]string
+}
+
+// costMemo is one generation of memoised collective estimates. A search prices
+// the same collective on the same group for many layouts (every micro-batch size
+// and schedule of one TP group shares its TP all-reduce); once a generation holds
+// maxMemoCosts entries a fresh one replaces it, so that a long-lived estimator
+// serving many models stays bounded.
+type costMemo struct {
+	m sync.Map // costKey → collective.Estimate
+	n atomic.Int64
+}
+
+// maxMemoCosts bounds a memo generation: about 200 bytes an entry, so ~13 MB.
+const maxMemoCosts = 1 << 16
+
+type costKey struct {
+	p     *collective.Placement
+	op    collective.Op
+	bytes float64
+}
+
+// collCost is e.coll.Estimate with the default options, memoised by (placement,
+// operation, bytes). A placement is a group shape on one cluster with the groups
+// that share its links, so the key is the operation, the size and the group shape.
+func (e *Estimator) collCost(p *collective.Placement, op collective.Op, bytes float64) (collective.Estimate, error) {
+	memo := e.costs.Load()
+	k := costKey{p, op, bytes}
+	if v, ok := memo.m.Load(k); ok {
+		return v.(collective.Estimate), nil
+	}
+	est, err := e.coll.Estimate(p, op, bytes, collective.Options{})
+	if err != nil {
+		return est, err
+	}
+	if memo.n.Add(1) > maxMemoCosts {
+		e.costs.CompareAndSwap(memo, &costMemo{})
+		memo = e.costs.Load()
+		memo.n.Add(1)
+	}
+	memo.m.Store(k, est)
+	return est, nil
 }
 
 // New returns an estimator with the fitted constants.
@@ -27,7 +74,9 @@ func New() *Estimator { return NewWith(DefaultConstants(), collective.Default())
 
 // NewWith returns an estimator with the given constants.
 func NewWith(k Constants, ck collective.Constants) *Estimator {
-	return &Estimator{coll: collective.NewModel(ck), k: k, places: map[placeKey]*collective.Placement{}, notes: map[assumptionKey][]string{}}
+	e := &Estimator{coll: collective.NewModel(ck), k: k, notes: map[assumptionKey][]string{}}
+	e.costs.Store(&costMemo{})
+	return e
 }
 
 // placeKey identifies a communication group by the layout that produces it.
@@ -43,11 +92,8 @@ type placeKey struct {
 // communication, with the groups that run at the same time in its pipeline stage.
 func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm) (*collective.Placement, error) {
 	key := placeKey{cl: cl, ranks: rm, comm: c, sizes: g.size, order: g.order}
-	e.mu.RLock()
-	p, ok := e.places[key]
-	e.mu.RUnlock()
-	if ok {
-		return p, nil
+	if p, ok := e.places.Load(key); ok {
+		return p.(*collective.Placement), nil
 	}
 	var group []int
 	var sib [][]int
@@ -88,10 +134,10 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	e.places[key] = p
-	e.mu.Unlock()
-	return p, nil
+	// Two workers may place the same group at once: keep the first, so that the
+	// cost memo, keyed by placement, sees one pointer per group.
+	actual, _ := e.places.LoadOrStore(key, p)
+	return actual.(*collective.Placement), nil
 }
 
 // Estimate prices one training step.
@@ -146,7 +192,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		if err != nil {
 			return 0, err
 		}
-		est, err := e.coll.Estimate(p, op, bytes, collective.Options{})
+		est, err := e.collCost(p, op, bytes)
 		if err != nil {
 			return 0, err
 		}
