@@ -17,6 +17,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP listen address (REST gateway, /healthz, /openapi.json, /metrics)")
+	fs.StringVar(&cfg.HealthAddr, "health-addr", cfg.HealthAddr, "listen address of a plain-HTTP port serving GET /healthz only, without TLS or token, for probes (empty: none)")
 	fs.Int64Var(&cfg.CacheMaxBytes, "cache-bytes", cfg.CacheMaxBytes, "response cache size in bytes (0 disables the cache)")
 	fs.DurationVar(&cfg.DefaultDeadline, "default-deadline", cfg.DefaultDeadline, "deadline of requests that come without one")
 	fs.DurationVar(&cfg.DrainDelay, "drain-delay", cfg.DrainDelay, "after SIGTERM, keep answering (health NOT_SERVING) this long before closing the listeners")
@@ -35,6 +36,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", cfg.TLS.CertFile, "server certificate (PEM, leaf then intermediates): serve gRPC and HTTP over TLS (1.2 or later); needs --tls-key")
 	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", cfg.TLS.KeyFile, "private key (PEM) of --tls-cert")
 	fs.StringVar(&cfg.TLS.ClientCAFile, "tls-client-ca", cfg.TLS.ClientCAFile, "CA certificates (PEM): require a client certificate signed by one of them on both listeners (mutual TLS)")
+	fs.TextVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug (also logs every API call: method, code, duration, caller), info, warn or error")
 	fs.StringVar(&cfg.Auth.TokenFile, "auth-token-file", cfg.Auth.TokenFile, "require 'authorization: Bearer <token>' on every RPC but health, and on /metrics: file of the accepted tokens, one a line, # comments")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: stepcostd [flags]\n\nServes the stepcost API over gRPC and REST. Flags (or STEPCOST_<FLAG> environment variables):")

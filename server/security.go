@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -116,26 +117,13 @@ func newSecurity(cfg Config, log *slog.Logger) (*security, error) {
 }
 
 func loadServerTLS(c TLSConfig, log *slog.Logger) (*tls.Config, error) {
-	// The files are read one by one so that a missing one is named by its flag.
-	certPEM, err := os.ReadFile(c.CertFile)
-	if err != nil {
-		return nil, invalid.Field("--tls-cert", "%v", err)
-	}
-	keyPEM, err := os.ReadFile(c.KeyFile)
-	if err != nil {
-		return nil, invalid.Field("--tls-key", "%v", err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, invalid.Field("--tls-cert/--tls-key", "%s and %s: %v", c.CertFile, c.KeyFile, err)
-	}
-	if cert.Leaf != nil && time.Now().After(cert.Leaf.NotAfter) {
-		// Not fatal: refusing to start would turn an expired certificate into an
-		// outage at the next restart; clients refuse it anyway.
-		log.Warn("the --tls-cert certificate has expired", "not_after", cert.Leaf.NotAfter)
+	files := &certFiles{certFile: c.CertFile, keyFile: c.KeyFile, log: log}
+	if err := files.load(); err != nil {
+		return nil, err
 	}
 	cfg := &tls.Config{
-		Certificates: []tls.Certificate{cert},
+		// Rather than Certificates: the pair is reloaded when its files change.
+		GetCertificate: files.get,
 		// TLS 1.0 and 1.1 are deprecated (RFC 8996): SHA-1 and CBC constructions with
 		// known attacks. 1.2 stays allowed because some clients still lack 1.3
 		// (older Java and gRPC runtimes, corporate proxies); with Go's cipher suite
@@ -155,6 +143,93 @@ func loadServerTLS(c TLSConfig, log *slog.Logger) (*tls.Config, error) {
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// certFiles serves the certificate of --tls-cert and --tls-key and reloads it
+// when either file changes (a renewed certificate, a Kubernetes Secret updated in
+// place), so that no restart is needed. The files' modification times and sizes
+// are looked at during a TLS handshake, at most once a second; a new pair that
+// fails to load is logged (once per change) and the previous one kept.
+type certFiles struct {
+	certFile, keyFile string
+	log               *slog.Logger
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	loaded  [2]fileStamp // of the files cert was read from
+	failed  [2]fileStamp // of the last pair that failed to load, to log it once
+	checked time.Time
+}
+
+// fileStamp tells whether a file has changed; zero if it cannot be read.
+type fileStamp struct{ mod, size int64 }
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path) // follows symbolic links, as Secret volumes use
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{fi.ModTime().UnixNano(), fi.Size()}
+}
+
+// load reads the pair; errors name the flag at fault.
+func (f *certFiles) load() error {
+	// Stamped before reading, so that a change during the read is seen next time.
+	stamp := [2]fileStamp{stampOf(f.certFile), stampOf(f.keyFile)}
+	// The files are read one by one so that a missing one is named by its flag.
+	certPEM, err := os.ReadFile(f.certFile)
+	if err != nil {
+		return invalid.Field("--tls-cert", "%v", err)
+	}
+	keyPEM, err := os.ReadFile(f.keyFile)
+	if err != nil {
+		return invalid.Field("--tls-key", "%v", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return invalid.Field("--tls-cert/--tls-key", "%s and %s: %v", f.certFile, f.keyFile, err)
+	}
+	if cert.Leaf != nil && time.Now().After(cert.Leaf.NotAfter) {
+		// Not fatal: refusing to start would turn an expired certificate into an
+		// outage at the next restart; clients refuse it anyway.
+		f.log.Warn("the --tls-cert certificate has expired", "not_after", cert.Leaf.NotAfter)
+	}
+	f.cert, f.loaded, f.checked = &cert, stamp, time.Now()
+	return nil
+}
+
+// get is the tls.Config's GetCertificate.
+func (f *certFiles) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now := time.Now(); now.Sub(f.checked) >= time.Second {
+		f.checked = now
+		f.reload()
+	}
+	return f.cert, nil
+}
+
+// reload loads the pair again if a file has changed since it was loaded. A pair
+// that fails (a key not yet written, a mismatch) is tried again at the next check,
+// until it loads or the files go back to the loaded pair.
+func (f *certFiles) reload() {
+	stamp := [2]fileStamp{stampOf(f.certFile), stampOf(f.keyFile)}
+	if stamp == f.loaded {
+		return
+	}
+	if err := f.load(); err != nil {
+		if stamp != f.failed {
+			f.failed = stamp
+			f.log.Warn("TLS certificate not reloaded: still serving the previous one", "err", err)
+		}
+		return
+	}
+	f.failed = [2]fileStamp{}
+	attrs := []any{"cert", f.certFile}
+	if leaf := f.cert.Leaf; leaf != nil {
+		attrs = append(attrs, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
+	}
+	f.log.Info("TLS certificate reloaded", attrs...)
 }
 
 // loadTokens reads the token file and the tokens from the environment. An empty

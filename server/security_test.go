@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"io"
@@ -468,5 +469,107 @@ func TestReflectionSwitch(t *testing.T) {
 		if err := d.stop(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A renewed certificate is served without a restart: once its files change, new
+// connections to both listeners get it within about a second. A pair that fails to
+// load is logged and the previous certificate kept until the files are fixed.
+func TestCertificateReload(t *testing.T) {
+	a, b := testpki.New(t), testpki.New(t) // two CAs, each with a server certificate
+	read := func(f string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	der := func(f string) []byte {
+		block, _ := pem.Decode(read(f))
+		return block.Bytes
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	installed := 0
+	install := func(cert, key string) {
+		t.Helper()
+		installed++
+		// Distinct modification times even on a file system that keeps whole seconds.
+		mod := time.Now().Add(time.Duration(installed) * time.Second)
+		for f, data := range map[string][]byte{certFile: read(cert), keyFile: read(key)} {
+			if err := os.WriteFile(f, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(f, mod, mod); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	install(a.ServerCert, a.ServerKey)
+	var logged lockedBuffer
+	d := secureDaemon(t, func(c *Config) {
+		c.TLS = TLSConfig{CertFile: certFile, KeyFile: keyFile}
+		c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	})
+	roots := a.Roots.Clone()
+	roots.AppendCertsFromPEM(read(b.CA))
+	// served is the certificate a new connection to addr gets.
+	served := func(addr string) []byte {
+		t.Helper()
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Raw
+	}
+	// await waits until both listeners serve want.
+	await := func(what string, want []byte) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if bytes.Equal(served(d.grpcAddr), want) && bytes.Equal(served(d.httpAddr), want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not served 5 s after the files changed:\n%s", what, logged.String())
+			}
+		}
+	}
+	if !bytes.Equal(served(d.grpcAddr), der(a.ServerCert)) || !bytes.Equal(served(d.httpAddr), der(a.ServerCert)) {
+		t.Fatal("not serving the first certificate")
+	}
+
+	install(b.ServerCert, b.ServerKey)
+	await("the renewed certificate", der(b.ServerCert))
+	// Clients that trust only the new CA get through, over gRPC and REST.
+	if err := listCatalog(t, d.grpcAddr, credentials.NewTLS(b.ClientTLS(nil)), ""); err != nil {
+		t.Errorf("gRPC after the renewal: %v", err)
+	}
+	if code, _, _, err := get(t, httpsClient(t, b.ClientTLS(nil)), "https://"+d.httpAddr+"/v1/catalog", ""); err != nil || code != http.StatusOK {
+		t.Errorf("REST after the renewal: %d %v", code, err)
+	}
+
+	// A key that does not match: logged, and the renewed certificate stays.
+	install(a.ServerCert, b.ServerKey)
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logged.String(), "TLS certificate not reloaded"); time.Sleep(50 * time.Millisecond) {
+		served(d.grpcAddr) // a handshake looks at the files
+		if time.Now().After(deadline) {
+			t.Fatalf("the failed reload was not logged:\n%s", logged.String())
+		}
+	}
+	if !bytes.Equal(served(d.grpcAddr), der(b.ServerCert)) || !bytes.Equal(served(d.httpAddr), der(b.ServerCert)) {
+		t.Error("a mismatched pair replaced the certificate")
+	}
+	// Fixed: loaded at the next check.
+	install(a.ServerCert, a.ServerKey)
+	await("the fixed pair", der(a.ServerCert))
+
+	log := logged.String()
+	if n := strings.Count(log, "TLS certificate reloaded"); n != 2 {
+		t.Errorf("%d reloads logged, want 2:\n%s", n, log)
+	}
+	if n := strings.Count(log, "TLS certificate not reloaded"); n != 1 || !strings.Contains(log, "private key does not match public key") {
+		t.Errorf("the failed reload logged %d times, or without its reason:\n%s", n, log)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -34,7 +36,11 @@ import (
 type Config struct {
 	GRPCAddr string // e.g. ":8081"
 	HTTPAddr string // e.g. ":8080"
-	Limits   Limits
+	// HealthAddr, when set, serves GET /healthz alone, in plain HTTP without
+	// authentication whatever TLS and tokens the other listeners use, for probes
+	// (kubelet) that cannot present a client certificate or trust the server's.
+	HealthAddr string
+	Limits     Limits
 	// CacheMaxBytes bounds the response cache; 0 disables it.
 	CacheMaxBytes int64
 	// DefaultDeadline applies to requests that come without one.
@@ -55,7 +61,11 @@ type Config struct {
 	Auth AuthConfig
 	// Telemetry switches (off by default).
 	Telemetry TelemetryConfig
-	Logger    *slog.Logger
+	// LogLevel is the level of the logger the daemon's main builds (Run logs to
+	// Logger, whatever its level). At debug, every unary RPC but health (every API
+	// call) is logged when it ends, with its method, code, duration and peer.
+	LogLevel slog.Level
+	Logger   *slog.Logger
 }
 
 // DefaultConfig is what `stepcostd` runs with when given no flags.
@@ -107,8 +117,8 @@ func (c Config) Validate() error {
 type Listening func(grpcAddr, httpAddr net.Addr)
 
 // Run serves until ctx is cancelled, then shuts down in order: health turns
-// NOT_SERVING, requests are still answered for DrainDelay, the HTTP server stops
-// taking requests and drains, the gRPC server
+// NOT_SERVING, requests are still answered for DrainDelay, the probe port closes,
+// the HTTP server stops taking requests and drains, the gRPC server
 // finishes in-flight calls (or is stopped when the grace period ends), telemetry is
 // flushed and the cache closed.
 func Run(ctx context.Context, cfg Config, ready Listening) error {
@@ -151,6 +161,21 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		glis.Close()
 		return fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
 	}
+	var plis net.Listener // the probes' port (--health-addr)
+	if cfg.HealthAddr != "" {
+		if plis, err = net.Listen("tcp", cfg.HealthAddr); err != nil {
+			glis.Close()
+			hlis.Close()
+			return fmt.Errorf("health listen %s: %w", cfg.HealthAddr, err)
+		}
+	}
+	closeListeners := func() {
+		glis.Close()
+		hlis.Close()
+		if plis != nil {
+			plis.Close()
+		}
+	}
 
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -158,7 +183,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
-		grpc.ChainUnaryInterceptor(recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.unary()),
+		grpc.ChainUnaryInterceptor(logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.unary()),
 	}
 	opts = append(opts, tel.serverOptions()...)
 	opts = append(opts, sec.serverOptions()...)
@@ -179,8 +204,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
 	}, tel.clientOptions()...)...)
 	if err != nil {
-		glis.Close()
-		hlis.Close()
+		closeListeners()
 		return err
 	}
 	defer conn.Close()
@@ -193,6 +217,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
 	)
 	if err := pb.RegisterStepcostServiceHandler(ctx, mux, conn); err != nil {
+		closeListeners()
 		return err
 	}
 	root := http.NewServeMux()
@@ -206,8 +231,18 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	}
 	httpSrv := &http.Server{Handler: http.MaxBytesHandler(tel.wrapHTTP(root), int64(cfg.MaxRequestBytes)),
 		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// The probes' port answers /healthz exactly as the HTTP port does (the same
+	// gateway handler, so it also proves the gateway reaches the gRPC server), and
+	// nothing else: no TLS, no token, no API.
+	var healthSrv *http.Server
+	if plis != nil {
+		probes := http.NewServeMux()
+		probes.Handle("GET /healthz", mux)
+		healthSrv = &http.Server{Handler: probes, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	}
 
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- gs.Serve(glis) }()
 	go func() { errc <- gs.Serve(gwlis) }()
 	go func() {
@@ -217,9 +252,22 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		}
 		errc <- nil
 	}()
+	if healthSrv != nil {
+		go func() {
+			if err := healthSrv.Serve(plis); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+				return
+			}
+			errc <- nil
+		}()
+	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(pb.StepcostService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	log.Info("serving", "grpc", glis.Addr().String(), "http", hlis.Addr().String())
+	addrs := []any{"grpc", glis.Addr().String(), "http", hlis.Addr().String()}
+	if plis != nil {
+		addrs = append(addrs, "health", plis.Addr().String())
+	}
+	log.Info("serving", addrs...)
 	if ready != nil {
 		ready(glis.Addr(), hlis.Addr())
 	}
@@ -240,6 +288,12 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
+	if healthSrv != nil {
+		// Probes get 503 until here, then find the port closed.
+		if err := healthSrv.Shutdown(sctx); err != nil {
+			log.Warn("health shutdown", "err", err)
+		}
+	}
 	if err := httpSrv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
@@ -248,10 +302,30 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	select {
 	case <-done:
 	case <-sctx.Done():
+		log.Warn("shutdown grace period over: cancelling the calls still running", "grace", cfg.ShutdownGrace)
 		gs.Stop()
 		<-done
 	}
 	return runErr
+}
+
+// logUnary logs every unary RPC but health (every API call; reflection is a
+// stream) at debug level when it ends: method, code, duration and peer (for REST
+// calls the peer is the in-process gateway).
+func logUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if !log.Enabled(ctx, slog.LevelDebug) || strings.HasPrefix(info.FullMethod, healthService) {
+			return h(ctx, req)
+		}
+		start := time.Now()
+		resp, err := h(ctx, req)
+		attrs := []any{"method", info.FullMethod, "code", status.Code(err).String(), "took", time.Since(start)}
+		if p, ok := peer.FromContext(ctx); ok {
+			attrs = append(attrs, "peer", p.Addr.String())
+		}
+		log.Debug("rpc", attrs...)
+		return resp, err
+	}
 }
 
 // recoverUnary turns a panic in a handler into Internal, logging the stack.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,12 +65,22 @@ func startDaemon(t *testing.T, extra ...string) (cmd *exec.Cmd, grpcAddr, httpAd
 	return
 }
 
+// safeBuffer holds the daemon's log lines: the goroutine reading its standard
+// error adds them while the test reads them.
 type safeBuffer struct {
+	mu  sync.Mutex
 	all []string
 }
 
-func (b *safeBuffer) add(s string) { b.all = append(b.all, s) }
+func (b *safeBuffer) add(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.all = append(b.all, s)
+}
+
 func (b *safeBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return strings.Join(b.all, "\n")
 }
 

@@ -23,7 +23,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "stepcostd:", err)
 		os.Exit(2)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := server.Run(ctx, cfg, nil); err != nil {
