@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/internal/descent"
 )
 
 // Loss is the fit objective over scored rows: the mean absolute log error
@@ -93,39 +94,15 @@ func Fit(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64)
 		}
 		return Loss(Price(collective.NewModel(k.K), ps))
 	}
-	best := clone(start)
-	bestLoss := eval(best)
-	for range rounds {
-		improved := false
-		for _, p := range params {
-			// Try several scales in both directions and keep the best move; the loss
-			// is piecewise (the chosen algorithm switches), so small steps alone stall.
-			cur := *p.Get(&best)
-			cand, candLoss := best, bestLoss
-			for _, f := range []float64{4, 2, 1.3, 1.1, 1.03, 1 / 1.03, 1 / 1.1, 1 / 1.3, 0.5, 0.25, 0} {
-				nv := cur * f
-				if cur == 0 {
-					nv = p.Max * 0.01 * f
-				}
-				nv = math.Max(p.Min, math.Min(p.Max, nv))
-				if nv == cur {
-					continue
-				}
-				k := clone(best)
-				*p.Get(&k) = nv
-				if l := eval(k); l < candLoss-1e-9 {
-					cand, candLoss = k, l
-				}
-			}
-			if candLoss < bestLoss {
-				best, bestLoss, improved = cand, candLoss, true
-			}
-		}
-		if !improved {
-			break
-		}
+	ps := make([]descent.Param[Knobs], len(params))
+	for i, p := range params {
+		ps[i] = descent.Param[Knobs]{Name: p.Name, Min: p.Min, Max: p.Max,
+			Get: func(k *Knobs) float64 { return *p.Get(k) },
+			Set: func(k *Knobs, v float64) { *p.Get(k) = v }}
 	}
-	return best, bestLoss
+	// Large steps too: the loss is piecewise (the chosen algorithm switches), so
+	// small steps alone stall.
+	return descent.Minimise(start, clone, ps, []float64{4, 2, 1.3, 1.1, 1.03, 1 / 1.03, 1 / 1.1, 1 / 1.3, 0.5, 0.25, 0}, rounds, eval)
 }
 
 func clone(k Knobs) Knobs {

@@ -7,6 +7,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/internal/descent"
 )
 
 // Loss is the fit objective: the mean absolute log error of the step time over the
@@ -34,33 +35,11 @@ func Fit(cases []Case, start step.Constants, set []Setter, rounds int) (step.Con
 	eval := func(k step.Constants) float64 {
 		return Loss(Evaluate(step.NewWith(k, collective.Default()), cases))
 	}
-	best := cloneK(start)
-	bestLoss := eval(best)
-	for range rounds {
-		improved := false
-		for _, s := range set {
-			cur := s.Get(&best)
-			cand, candLoss := best, bestLoss
-			for _, f := range []float64{1.3, 1.1, 1.03, 1 / 1.03, 1 / 1.1, 1 / 1.3} {
-				nv := math.Max(s.Min, math.Min(s.Max, cur*f))
-				if nv == cur {
-					continue
-				}
-				k := cloneK(best)
-				s.Set(&k, nv)
-				if l := eval(k); l < candLoss-1e-9 {
-					cand, candLoss = k, l
-				}
-			}
-			if candLoss < bestLoss {
-				best, bestLoss, improved = cand, candLoss, true
-			}
-		}
-		if !improved {
-			break
-		}
+	params := make([]descent.Param[step.Constants], len(set))
+	for i, p := range set {
+		params[i] = descent.Param[step.Constants](p)
 	}
-	return best, bestLoss
+	return descent.Minimise(start, cloneK, params, []float64{1.3, 1.1, 1.03, 1 / 1.03, 1 / 1.1, 1 / 1.3}, rounds, eval)
 }
 
 // Setter reads and writes one constant.
