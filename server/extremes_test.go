@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/model"
@@ -32,10 +34,11 @@ func TestExtremeButValidRequests(t *testing.T) {
 	pick := func(v []int32) int32 { return v[rng.IntN(len(v))] }
 	const n = 24
 	answered := 0
-	for i := range n {
+	for range n {
 		req := &pb.EstimateStepRequest{
-			Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: systems[rng.IntN(len(systems))].Name}},
-			Training: &pb.Training{SeqLen: pick([]int32{1, 2, 8, 4096, 1 << 16, 1 << 24}), Precision: pb.Precision(rng.IntN(4))},
+			Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: systems[rng.IntN(len(systems))].Name}},
+			Training: &pb.Training{SeqLen: pick([]int32{1, 2, 8, 4096, 1 << 16, 1 << 24}), Precision: pb.Precision(rng.IntN(4)),
+				Zero3OnDemandGathers: rng.IntN(2) == 0},
 			Layout: &pb.Layout{Tp: pick([]int32{1, 2, 4, 8}), Pp: pick([]int32{1, 2, 4}), Dp: pick([]int32{1, 2, 8, 64}),
 				Cp: pick([]int32{1, 1, 2}), Zero: int32(rng.IntN(4)), Recompute: pb.Recompute(rng.IntN(4)),
 				MicroBatch: pick([]int32{1, 2, 64, 65536}), Sp: rng.IntN(2) == 0, OverlapTp: rng.IntN(2) == 0, CpAllToAll: rng.IntN(2) == 0},
@@ -55,20 +58,10 @@ func TestExtremeButValidRequests(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), fuzzDeadline)
 		resp, err := svc.EstimateStep(ctx, req)
 		cancel()
-		if err != nil {
-			checkStatus(t, itemRequest, err) // many combinations are invalid; they must say why
-			continue
+		// Many combinations are invalid; they must say why.
+		if judgeCall(t, itemRequest, req, resp, err) {
+			answered++
 		}
-		answered++
-		t.Run("", func(t *testing.T) {
-			defer func() {
-				if t.Failed() {
-					b, _ := protojson.Marshal(req)
-					t.Logf("request %d: %s", i, b)
-				}
-			}()
-			checkAnswer(t, resp)
-		})
 	}
 	if answered < n/10 {
 		t.Errorf("only %d of %d requests answered: the test no longer reaches the estimator", answered, n)
@@ -98,20 +91,9 @@ func TestExtremeButValidCollectives(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), fuzzDeadline)
 		resp, err := svc.SimulateCollective(ctx, req)
 		cancel()
-		if err != nil {
-			checkStatus(t, req.ProtoReflect().Descriptor(), err)
-			continue
+		if judgeCall(t, req.ProtoReflect().Descriptor(), req, resp, err) {
+			answered++
 		}
-		answered++
-		t.Run("", func(t *testing.T) {
-			defer func() {
-				if t.Failed() {
-					b, _ := protojson.Marshal(req)
-					t.Logf("request: %s", b)
-				}
-			}()
-			checkAnswer(t, resp)
-		})
 	}
 	if answered < n/10 {
 		t.Errorf("only %d of %d requests answered", answered, n)
@@ -152,23 +134,33 @@ func TestExtremeButValidPlans(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), fuzzDeadline)
 		resp, err := svc.EstimatePlan(ctx, req)
 		cancel()
-		if err != nil {
-			checkStatus(t, req.ProtoReflect().Descriptor(), err)
-			continue
+		if judgeCall(t, req.ProtoReflect().Descriptor(), req, resp, err) {
+			answered++
 		}
-		answered++
-		t.Run("", func(t *testing.T) {
-			defer func() {
-				if t.Failed() {
-					b, _ := protojson.Marshal(req)
-					t.Logf("request: %s", b)
-				}
-			}()
-			checkAnswer(t, resp)
-		})
 	}
 	if answered < n/4 {
 		t.Errorf("only %d of %d requests answered", answered, n)
 	}
 	t.Logf("%d of %d answered", answered, n)
+}
+
+// judgeCall checks one call of these tests: an error must be a documented status
+// naming a field of desc, an answer must pass checkAnswer (the request is logged if
+// it does not). It reports whether the call was answered.
+func judgeCall(t *testing.T, desc protoreflect.MessageDescriptor, req, resp proto.Message, err error) bool {
+	t.Helper()
+	if err != nil {
+		checkStatus(t, desc, err)
+		return false
+	}
+	t.Run("", func(t *testing.T) {
+		defer func() {
+			if t.Failed() {
+				b, _ := protojson.Marshal(req)
+				t.Logf("request: %s", b)
+			}
+		}()
+		checkAnswer(t, resp)
+	})
+	return true
 }
