@@ -84,9 +84,9 @@ func TestEstimateStep(t *testing.T) {
 		!e.GetMemory().GetFits() || r1.GetCached() || r1.GetEstimatorVersion() != EstimatorVersion || r1.GetModel().GetLayers() != 80 {
 		t.Fatalf("unexpected %v", r1)
 	}
-	r2, err := c.EstimateStep(ctx, stepRequest())
-	if err != nil || !r2.GetCached() || r2.GetEstimate().GetStepTimeS() != e.GetStepTimeS() {
-		t.Fatalf("second call not from the cache: %v %v", r2.GetCached(), err)
+	r2 := fromCache(t, "second call", func() (*pb.EstimateStepResponse, error) { return c.EstimateStep(ctx, stepRequest()) })
+	if r2.GetEstimate().GetStepTimeS() != e.GetStepTimeS() {
+		t.Fatalf("second call from the cache: %v s, first %v s", r2.GetEstimate().GetStepTimeS(), e.GetStepTimeS())
 	}
 	// An architecture and a parameter count work too.
 	req := stepRequest()
@@ -309,20 +309,8 @@ func TestCacheKeyIsTheResolvedRequest(t *testing.T) {
 	same.TopK = 10
 	same.Cluster.FreeGpus = []*pb.NodeFreeGPUs{{Node: 2, Gpus: []int32{7, 6, 5, 4, 3, 2, 1, 0}}, {Node: 1, Gpus: []int32{3, 2, 1, 0, 4, 5, 6, 7}}}
 	same.Constraints = &pb.Constraints{Tp: []int32{4, 2, 1, 2}, Zero: []int32{3, 1}, Recompute: []pb.Recompute{pb.Recompute_RECOMPUTE_FULL, pb.Recompute_RECOMPUTE_NONE}}
-	// The cache admits entries asynchronously (a set may land a moment later), so
-	// ask until the answer comes from it; a different key never would.
-	var second *pb.EstimatePlanResponse
-	for try := 0; try < 100 && !second.GetCached(); try++ {
-		if second, err = c.EstimatePlan(ctx, same); err != nil {
-			t.Fatal(err)
-		}
-		if !second.GetCached() {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	if !second.GetCached() {
-		t.Fatal("equivalent request never answered from the cache")
-	}
+	// A different key would never be answered from the cache.
+	second := fromCache(t, "equivalent request", func() (*pb.EstimatePlanResponse, error) { return c.EstimatePlan(ctx, same) })
 	second.Cached = false
 	if !proto.Equal(first, second) {
 		t.Error("equivalent request got a different answer")
@@ -352,21 +340,29 @@ func TestCacheKeyIsTheResolvedRequest(t *testing.T) {
 	if err1 != nil || r1.GetCached() {
 		t.Fatalf("step: %v, cached %v", err1, r1.GetCached())
 	}
-	var r2 *pb.EstimateStepResponse
-	for try := 0; try < 100 && !r2.GetCached(); try++ {
-		var err error
-		if r2, err = c.EstimateStep(ctx, s2); err != nil {
-			t.Fatal(err)
-		}
-		if !r2.GetCached() {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	if !r2.GetCached() {
-		t.Error("step with the cluster size spelled out never answered from the cache")
-	}
+	fromCache(t, "step with the cluster size spelled out", func() (*pb.EstimateStepResponse, error) { return c.EstimateStep(ctx, s2) })
 	s2.Cluster.Nodes = 9 // a bigger cluster is another question
 	if r, err := c.EstimateStep(ctx, s2); err != nil || r.GetCached() {
 		t.Errorf("step on 9 nodes: cached %v, %v", r.GetCached(), err)
 	}
+}
+
+// fromCache calls until the answer comes from the response cache and returns it,
+// failing the test after about a second: the cache admits entries asynchronously,
+// so a set may land a moment after the answer that made it.
+func fromCache[R interface{ GetCached() bool }](t testing.TB, what string, call func() (R, error)) R {
+	t.Helper()
+	var r R
+	for range 100 {
+		var err error
+		if r, err = call(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if r.GetCached() {
+			return r
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s: never answered from the cache", what)
+	return r
 }
