@@ -50,13 +50,13 @@ type Constraints struct {
 }
 
 // Canonical returns the constraints with each list sorted (in the order the search
-// enumerates: ascending numbers, none < selective < full recomputation, gpipe < 1f1b
+// enumerates: ascending numbers, none < selective < ops < full recomputation, gpipe < 1f1b
 // < interleaved, SP off < on) and without repeats, so that equal sets give the same
 // search, tie-breaks included, and the same cache key. The receiver is not changed.
 func (c Constraints) Canonical() Constraints {
 	c.TP, c.PP, c.CP, c.EP = sortedSet(c.TP), sortedSet(c.PP), sortedSet(c.CP), sortedSet(c.EP)
 	c.ZeRO, c.MicroBatch, c.VirtualStages = sortedSet(c.ZeRO), sortedSet(c.MicroBatch), sortedSet(c.VirtualStages)
-	c.Recompute = orderedSet(c.Recompute, []step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull})
+	c.Recompute = orderedSet(c.Recompute, []step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeOps, step.RecomputeFull})
 	c.Schedules = orderedSet(c.Schedules, []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved})
 	c.SP = orderedSet(c.SP, []bool{false, true})
 	return c
@@ -255,9 +255,9 @@ func (r *Request) validate() error {
 	}
 	for i, rc := range r.Constraints.Recompute {
 		switch rc {
-		case step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull:
+		case step.RecomputeNone, step.RecomputeSelective, step.RecomputeOps, step.RecomputeFull:
 		default:
-			c.Add(fmt.Sprintf("constraints.recompute[%d]", i), "must be none, selective or full (got %q)", rc)
+			c.Add(fmt.Sprintf("constraints.recompute[%d]", i), "must be none, selective, ops or full (got %q)", rc)
 		}
 	}
 	for i, s := range r.Constraints.Schedules {

@@ -114,6 +114,19 @@ func TestConstraintsAndObjectives(t *testing.T) {
 			t.Errorf("constraint ignored: %+v", p.Layout)
 		}
 	}
+	// Op-level checkpointing is searched when asked for (not by default).
+	req.Constraints.Recompute = []step.Recompute{step.RecomputeOps, step.RecomputeNone}
+	ops, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[step.Recompute]bool{}
+	for _, p := range ops.Top {
+		seen[p.Layout.Recompute] = true
+	}
+	if len(ops.Top) == 0 || len(seen) > 2 || !(seen[step.RecomputeOps] || seen[step.RecomputeNone]) || seen[step.RecomputeFull] || seen[step.RecomputeSelective] {
+		t.Errorf("recompute {ops, none}: plans use %v", seen)
+	}
 	req = llama8bRequest(t)
 	req.Objective, req.PricePerGPUHour, req.TokenBudget = planner.Cost, 2.5, 1e12
 	cost, err := planner.Search(context.Background(), step.New(), req)

@@ -29,7 +29,7 @@ type candidate struct {
 }
 
 var (
-	recomputeCodes = [...]step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull}
+	recomputeCodes = [...]step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull, step.RecomputeOps}
 	scheduleCodes  = [...]step.Schedule{step.OneFOneB, step.GPipe, step.Interleaved}
 )
 

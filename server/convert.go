@@ -294,6 +294,7 @@ func trainingToProto(t step.Training) *pb.Training {
 
 var recomputes = map[pb.Recompute]step.Recompute{
 	pb.Recompute_RECOMPUTE_NONE: step.RecomputeNone, pb.Recompute_RECOMPUTE_SELECTIVE: step.RecomputeSelective, pb.Recompute_RECOMPUTE_FULL: step.RecomputeFull,
+	pb.Recompute_RECOMPUTE_OPS: step.RecomputeOps,
 }
 
 var schedules = map[pb.Schedule]step.Schedule{
@@ -337,7 +338,7 @@ func layoutFromProto(l *pb.Layout) (step.Layout, error) {
 	return step.Layout{TP: int(l.GetTp()), PP: int(l.GetPp()), DP: int(l.GetDp()), CP: int(l.GetCp()), EP: int(l.GetEp()),
 		ZeRO: int(l.GetZero()), MicroBatch: int(l.GetMicroBatch()), Recompute: rc, SP: l.GetSp(), Schedule: sc,
 		VirtualStages: int(l.GetVirtualStages()), LayerSplit: toIntsOrNil(l.GetLayerSplit()), RankOrder: l.GetRankOrder(),
-		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll()}, nil
+		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll(), RecomputeLayers: int(l.GetRecomputeLayers())}, nil
 }
 
 func toIntsOrNil(v []int32) []int {
@@ -350,7 +351,7 @@ func toIntsOrNil(v []int32) []int {
 func layoutToProto(l step.Layout) *pb.Layout {
 	p := &pb.Layout{Tp: int32(l.TP), Pp: int32(l.PP), Dp: int32(l.DP), Cp: int32(l.CP), Ep: int32(l.EP), Zero: int32(l.ZeRO),
 		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: toInt32s(l.LayerSplit),
-		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll}
+		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers)}
 	for k, v := range recomputes {
 		if v == l.Recompute {
 			p.Recompute = k

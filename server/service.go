@@ -25,7 +25,7 @@ import (
 
 // EstimatorVersion identifies the models behind the answers; it changes whenever a
 // formula or a calibrated constant does, so that clients can tell answers apart.
-const EstimatorVersion = "stepcost-2026.11.1"
+const EstimatorVersion = "stepcost-2026.11.2"
 
 // Limits bound what one request may ask for.
 type Limits struct {

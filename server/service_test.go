@@ -96,6 +96,22 @@ func TestEstimateStep(t *testing.T) {
 	if err != nil || !strings.Contains(strings.Join(r3.GetEstimate().GetAssumptions(), " "), "derived") {
 		t.Fatalf("params: %v", err)
 	}
+	// The recomputation policies travel both ways: op-level, and full over some layers.
+	for _, l := range []*pb.Layout{
+		{Tp: 8, Pp: 2, Dp: 4, MicroBatch: 1, Zero: 1, Sp: true, Recompute: pb.Recompute_RECOMPUTE_OPS},
+		{Tp: 8, Pp: 2, Dp: 4, MicroBatch: 1, Zero: 1, Sp: true, Recompute: pb.Recompute_RECOMPUTE_FULL, RecomputeLayers: 10},
+	} {
+		req := stepRequest()
+		req.Layout = l
+		r, err := c.EstimateStep(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := r.GetEstimate().GetLayout()
+		if got.GetRecompute() != l.GetRecompute() || got.GetRecomputeLayers() != l.GetRecomputeLayers() || !(r.GetEstimate().GetBreakdown().GetRecomputeS() > 0) {
+			t.Errorf("sent %v/%d, estimated %v/%d with %v s recomputing", l.GetRecompute(), l.GetRecomputeLayers(), got.GetRecompute(), got.GetRecomputeLayers(), r.GetEstimate().GetBreakdown().GetRecomputeS())
+		}
+	}
 }
 
 func TestErrors(t *testing.T) {
@@ -121,6 +137,7 @@ func TestErrors(t *testing.T) {
 		{"no training", bad(func(r *pb.EstimateStepRequest) { r.Training = nil }), codes.InvalidArgument, "training"},
 		{"bad seq", bad(func(r *pb.EstimateStepRequest) { r.Training.SeqLen = -1 }), codes.InvalidArgument, "training.seq_len"},
 		{"bad batch", bad(func(r *pb.EstimateStepRequest) { r.Training.GlobalBatch = 99 }), codes.InvalidArgument, "training.global_batch"},
+		{"recompute layers without full", bad(func(r *pb.EstimateStepRequest) { r.Layout.RecomputeLayers = 4 }), codes.InvalidArgument, "layout.recompute_layers"},
 		{"bad arch", bad(func(r *pb.EstimateStepRequest) {
 			r.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: &pb.Architecture{Layers: 2, Hidden: 100, Heads: 3}}}
 		}), codes.InvalidArgument, "model.architecture.heads"},

@@ -78,10 +78,7 @@ func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64) (float64, e
 		return 0, err
 	}
 	act := tokens * float64(req.Model.Hidden) * 2
-	n := 4.0
-	if l.Recompute == RecomputeFull {
-		n = 6
-	}
+	n := 4 + l.tpRepeats(int(layers))
 	if l.SP {
 		ag, err := e.collCost(p, collective.AllGather, act)
 		if err != nil {

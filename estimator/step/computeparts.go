@@ -6,6 +6,8 @@ type computeParts struct {
 	stageLayers  int
 	nDense, nMoE float64
 	fwd, bwd, rc float64
+	// rcShare is the recomputed share of the layers' forward FLOPs.
+	rcShare float64
 }
 
 // compute times the layers of the slowest pipeline stage for one micro-batch of
@@ -45,12 +47,19 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
 	bwd := nDense*lc.bwd + nMoE*lcMoE.bwd
-	rc := 0.0
+	rc, rcFLOPs := 0.0, 0.0
+	fwdFLOPs := nDense*lc.fwdFLOPs + nMoE*lcMoE.fwdFLOPs
 	switch l.Recompute {
 	case RecomputeFull:
-		rc = fwd
+		share := l.recomputeShare(stageLayers)
+		rc, rcFLOPs = share*fwd, share*fwdFLOPs
 	case RecomputeSelective:
-		rc = nDense*lc.attnFwd + nMoE*lcMoE.attnFwd
+		rc, rcFLOPs = nDense*lc.attnFwd+nMoE*lcMoE.attnFwd, nDense*lc.attnFLOPs+nMoE*lcMoE.attnFLOPs
+	case RecomputeOps:
+		rc, rcFLOPs = nDense*lc.opsFwd+nMoE*lcMoE.opsFwd, nDense*lc.opsFLOPs+nMoE*lcMoE.opsFLOPs
+	}
+	if fwdFLOPs > 0 {
+		cp.rcShare = rcFLOPs / fwdFLOPs
 	}
 	// The last stage also computes the logits and loss; the first the embedding.
 	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1}, rates)

@@ -212,24 +212,21 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	var hiddenPerMB float64 // overlapped communication per micro-batch (for contention)
 	if tp > 1 {
 		act := tokens * h * 2
-		nFwd := 2.0
-		if l.Recompute == RecomputeFull {
-			nFwd = 4
-		}
+		nFwd := 2 + l.tpRepeats(stageLayers)
 		var per float64
 		if l.SP {
-			ag, err := addComm(CommTP, collective.AllGather, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward (+2 recomputed forward)")
+			ag, err := addComm(CommTP, collective.AllGather, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
 			if err != nil {
 				return Result{}, err
 			}
-			rs, err := addComm(CommTP, collective.ReduceScatter, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward (+2 recomputed forward)")
+			rs, err := addComm(CommTP, collective.ReduceScatter, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
 			if err != nil {
 				return Result{}, err
 			}
 			// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
 			per = (ag + rs) * (nFwd + 2)
 		} else {
-			ar, err := addComm(CommTP, collective.AllReduce, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward (+2 recomputed forward)")
+			ar, err := addComm(CommTP, collective.AllReduce, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
 			if err != nil {
 				return Result{}, err
 			}
@@ -311,9 +308,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			// that grows with the group and stalls the stream.
 			mods := e.k.ModulesPerLayer
 			modW := (stageParams / layers / mods) * o.WeightBytes
-			gathers := 2.0
-			if l.Recompute == RecomputeFull {
-				gathers = 3
+			gathers := 2 + l.recomputeShare(stageLayers)
+			if l.Recompute == RecomputeOps {
+				gathers = 3 // every layer recomputes some of its modules
 			}
 			ag, err := addComm(CommZeRO3, collective.AllGather, modW, layers*mods*gathers*mf, "per module and micro-batch, on demand: forward, recomputed forward, backward all-gathers of the weights")
 			if err != nil {
@@ -425,10 +422,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	res.Throughput.TokensPerSec = stepTokens / res.StepTime
 	res.Throughput.TokensPerSecPerGPU = res.Throughput.TokensPerSec / float64(g.n)
 	model := 3 * e.modelForwardFLOPs(req) * float64(t.GlobalBatch)
-	hw := model
-	if l.Recompute == RecomputeFull {
-		hw = model * 4 / 3
-	}
+	hw := model * (1 + cp.rcShare/3) // the forward FLOPs run again
 	peak := rates.peak16 * float64(g.n)
 	res.Throughput.MFU = model / res.StepTime / peak
 	res.Throughput.HFU = hw / res.StepTime / peak

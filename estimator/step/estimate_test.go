@@ -51,6 +51,8 @@ func TestBreakdownSumsToStepTime(t *testing.T) {
 		"1f1b":              func(r *step.Request) { r.Layout.Schedule, r.Layout.VirtualStages = step.OneFOneB, 1 },
 		"gpipe":             func(r *step.Request) { r.Layout.Schedule, r.Layout.VirtualStages = step.GPipe, 1 },
 		"full recompute":    func(r *step.Request) { r.Layout.Recompute = step.RecomputeFull },
+		"half recomputed":   func(r *step.Request) { r.Layout.Recompute, r.Layout.RecomputeLayers = step.RecomputeFull, 6 },
+		"op-level":          func(r *step.Request) { r.Layout.Recompute = step.RecomputeOps },
 		"no sp":             func(r *step.Request) { r.Layout.SP = false },
 		"zero 0":            func(r *step.Request) { r.Layout.ZeRO = 0 },
 		"zero 3":            func(r *step.Request) { r.Layout.ZeRO = 3 },
@@ -153,6 +155,9 @@ func TestValidationNamesFieldAndRule(t *testing.T) {
 		{"layout.cp", func(r *step.Request) { r.Layout.CP = 3 }},
 		{"layout.zero", func(r *step.Request) { r.Layout.ZeRO = 4 }},
 		{"layout.recompute", func(r *step.Request) { r.Layout.Recompute = "some" }},
+		{"layout.recompute_layers", func(r *step.Request) { r.Layout.RecomputeLayers = -1 }},
+		{"layout.recompute_layers", func(r *step.Request) { r.Layout.RecomputeLayers = 4 }}, // with selective
+		{"layout.recompute_layers", func(r *step.Request) { r.Layout.Recompute, r.Layout.RecomputeLayers = step.RecomputeFull, 13 }},
 		{"layout.schedule", func(r *step.Request) { r.Layout.Schedule = "zigzag" }},
 		{"layout.virtual_stages", func(r *step.Request) { r.Layout.Schedule = step.OneFOneB }},
 		{"layout.sp", func(r *step.Request) { r.Layout.TP, r.Layout.DP, r.Layout.PP = 1, 128, 8 }},
@@ -253,7 +258,7 @@ func TestLowerBoundsHold(t *testing.T) {
 		for _, tp := range []int{1, 2, 8} {
 			for _, pp := range []int{1, 2, 4} {
 				for _, z := range []int{0, 3} {
-					for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull} {
+					for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull, step.RecomputeOps} {
 						dp := 64 / (tp * pp)
 						r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
 							Training: step.Training{SeqLen: 4096, GlobalBatch: 256},
@@ -315,6 +320,103 @@ func TestOnDemandGathers(t *testing.T) {
 		}
 		if !(od.StepTime > flat.StepTime) {
 			t.Errorf("%d GPUs: on demand %v s, not slower than prefetched %v s", n, od.StepTime, flat.StepTime)
+		}
+	}
+}
+
+// The recomputation policies on torchtitan's Llama 3 8B setup (64 A100, FSDP, one
+// sequence of 8192 per GPU): what each recomputes and keeps.
+func TestRecomputePolicies(t *testing.T) {
+	e := step.New()
+	base := step.Request{Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-a100", 8),
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 64},
+		Layout:   step.Layout{TP: 1, PP: 1, DP: 64, ZeRO: 3, MicroBatch: 1}}
+	run := func(rc step.Recompute, layers int) step.Result {
+		t.Helper()
+		r := base
+		r.Layout.Recompute, r.Layout.RecomputeLayers = rc, layers
+		res, err := e.Estimate(r)
+		if err != nil {
+			t.Fatalf("%s/%d: %v", rc, layers, err)
+		}
+		return res
+	}
+	none, sel, ops, full := run(step.RecomputeNone, 0), run(step.RecomputeSelective, 0), run(step.RecomputeOps, 0), run(step.RecomputeFull, 0)
+	half := run(step.RecomputeFull, 16)
+	rc := func(r step.Result) float64 { return r.Breakdown.Recompute }
+	// Selective recomputes the attention core, ops the memory-bound ops and every
+	// second matmul, full everything.
+	if !(rc(none) == 0 && rc(sel) > 0 && rc(ops) > rc(sel) && rc(full) > rc(ops)) {
+		t.Errorf("recompute time: none %v, selective %v, ops %v, full %v", rc(none), rc(sel), rc(ops), rc(full))
+	}
+	if got, want := rc(half), rc(full)/2; math.Abs(got-want) > 1e-12*want {
+		t.Errorf("16 of 32 layers recomputed: %v s, want half of full's %v s", got, want)
+	}
+	// Activations kept: the half-recomputed stage keeps the mean of both per layer.
+	act := func(r step.Result) float64 { return r.Memory.ActivationBytesPerLayer }
+	if got, want := act(half), (act(none)+act(full))/2; math.Abs(got-want) > 1e-12*want {
+		t.Errorf("half recomputed: %v B per layer, want %v", got, want)
+	}
+	if !(act(none) >= act(sel) && act(sel) > act(ops) && act(ops) > act(full)) {
+		t.Errorf("activations per layer: none %v, selective %v, ops %v, full %v", act(none), act(sel), act(ops), act(full))
+	}
+	// HFU counts what runs again: a third more with full recomputation.
+	hm := func(r step.Result) float64 { return r.Throughput.HFU / r.Throughput.MFU }
+	for _, c := range []struct {
+		name string
+		got  float64
+		want float64
+	}{{"none", hm(none), 1}, {"full", hm(full), 4.0 / 3}, {"half", hm(half), 1 + 0.5/3}} {
+		if math.Abs(c.got-c.want) > 1e-12 {
+			t.Errorf("%s: HFU/MFU %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if !(hm(sel) > 1 && hm(ops) > hm(sel) && hm(ops) < hm(full)) {
+		t.Errorf("HFU/MFU: selective %v, ops %v, full %v", hm(sel), hm(ops), hm(full))
+	}
+
+	// With TP, the recomputed output projection repeats the attention block's
+	// collective: 2 forward + 1 again + 2 backward per layer.
+	r := base
+	r.Cluster = cluster(t, "dgx-h100", 8)
+	r.Layout = step.Layout{TP: 8, PP: 1, DP: 8, ZeRO: 1, MicroBatch: 1, SP: true, Recompute: step.RecomputeOps}
+	res, err := e.Estimate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Comms {
+		if c.Kind == step.CommTP && c.PerStep != 32*5*8 {
+			t.Errorf("ops with tp 8: %s %v calls per step, want 32 layers × 5 × 8 micro-batches", c.Op, c.PerStep)
+		}
+	}
+}
+
+// torchtitan's docs/performance.md (Llama 2 on 64 A100 80GB with FSDP2, sequence
+// 4096): 70B ran with local batch 2 under full checkpointing and with local batch 1
+// under op-level checkpointing, and ran out of memory with local batch 2 under either
+// selective policy (every second layer, or op-level).
+func TestTorchtitanMemoryOutcomes(t *testing.T) {
+	e := step.New()
+	for _, c := range []struct {
+		mbs    int
+		rc     step.Recompute
+		layers int
+		fits   bool
+	}{
+		{2, step.RecomputeFull, 0, true},
+		{1, step.RecomputeOps, 0, true},
+		{2, step.RecomputeOps, 0, false},
+		{2, step.RecomputeFull, 40, false},
+	} {
+		r := step.Request{Model: arch(t, "llama2-70b"), Cluster: cluster(t, "dgx-a100", 8),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64 * c.mbs},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 64, ZeRO: 3, MicroBatch: c.mbs, Recompute: c.rc, RecomputeLayers: c.layers}}
+		res, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Memory.Fits != c.fits {
+			t.Errorf("local batch %d, %s (%d layers): fits %v (%.1f of %.1f GB), published %v", c.mbs, c.rc, c.layers, res.Memory.Fits, res.Memory.Total, res.Memory.Capacity, c.fits)
 		}
 	}
 }

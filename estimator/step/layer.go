@@ -9,6 +9,12 @@ import (
 type layerTimes struct {
 	fwd, bwd         float64
 	attnFwd, attnBwd float64 // the attention core (scores, softmax, AV) inside fwd/bwd
+	// opsFwd is what op-level selective checkpointing recomputes of fwd: every
+	// memory-bound op and every second matmul in execution order (RecomputeOps).
+	opsFwd float64
+	// FLOPs of the forward, and of what selective and op-level recomputation run
+	// again (attention counted in full, as model FLOPs count it).
+	fwdFLOPs, attnFLOPs, opsFLOPs float64
 }
 
 // layerCompute times one layer: its GEMMs at shape-dependent efficiency (forward;
@@ -26,13 +32,25 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		mlpMats = 3
 	}
 	var fwd, bwd float64
+	var lt layerTimes
 	add := func(g gemm) {
+		lt.fwdFLOPs += g.flops()
 		fwd += k.gemmTime(g, r)
 		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count}, r) + k.gemmTime(gemm{g.k, g.n, g.m, g.count}, r)
 	}
 	add(gemm{tokens, h * (1 + 2*kv) / t, h, 1}) // QKV, column parallel
 	add(gemm{tokens, h, h / t, 1})              // output projection, row parallel
-	act := mlpMats * f / t                      // elementwise MLP width
+	// Op-level checkpointing recomputes the 2nd, 4th and 6th matmul of the layer as it
+	// runs them one by one — Q, K, V, output, then the MLP's gate, up, down (or up,
+	// down): the K and output projections and the MLP's up (gated) or down matrix.
+	var ops float64
+	recompute := func(g gemm) {
+		lt.opsFLOPs += g.flops()
+		ops += k.gemmTime(g, r)
+	}
+	recompute(gemm{tokens, h * kv / t, h, 1})
+	recompute(gemm{tokens, h, h / t, 1})
+	act := mlpMats * f / t // elementwise MLP width
 	if moe && a.MoE != nil {
 		ef := float64(a.MoE.ExpertFFN)
 		if ef == 0 {
@@ -42,11 +60,17 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		perExpert := tokens * float64(a.MoE.TopK) / local // tokens each local expert sees on average
 		add(gemm{perExpert, (mlpMats - 1) * ef / t, h, local})
 		add(gemm{perExpert, h, ef / t, local})
+		recompute(gemm{perExpert, ef / t, h, local})    // up (gated) or down: the same work
 		add(gemm{tokens, float64(a.MoE.Experts), h, 1}) // router
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
 	} else {
 		add(gemm{tokens, (mlpMats - 1) * f / t, h, 1})
 		add(gemm{tokens, h, f / t, 1})
+		if a.GatedMLP {
+			recompute(gemm{tokens, f / t, h, 1})
+		} else {
+			recompute(gemm{tokens, h, f / t, 1})
+		}
 	}
 
 	// Attention core: QKᵀ and AV, 2·2·s_q·s_kv·h FLOPs per sequence over the heads of
@@ -54,6 +78,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// recomputes the scores (2.5× the forward).
 	b := tokens / sLocal
 	attn := 4 * b * sLocal * s * h / t
+	lt.attnFLOPs = attn
+	lt.fwdFLOPs += attn
 	bwdFactor := 2.0
 	if !req.Training.UnfusedAttention {
 		attn *= 0.5
@@ -65,7 +91,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// and read forward, twice that backward.
 		at += 8 * b * float64(a.Heads) / t * sLocal * s / r.hbm
 	}
-	lt := layerTimes{attnFwd: at, attnBwd: bwdFactor * at}
+	lt.attnFwd, lt.attnBwd = at, bwdFactor*at
 	fwd += lt.attnFwd
 	bwd += lt.attnBwd
 
@@ -77,6 +103,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	elem := 2 * tokens * (hPart + act) / r.hbm
 	fwd += elem
 	bwd += 2 * elem
+	lt.opsFwd = ops + elem
 
 	launch := k.KernelLaunchUs * 1e-6 * k.KernelsPerLayer
 	lt.fwd = math.Max(fwd, launch)
@@ -131,17 +158,25 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	scores := t.UnfusedAttention
-	per := ActivationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, l.Recompute, scores)
-	if a.MoE != nil {
-		moe := ActivationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, l.Recompute, scores)
-		every := float64(max(1, a.MoE.Frequency))
-		per = per*(1-1/every) + moe/every
+	perLayer := func(rc Recompute) float64 {
+		per := ActivationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, scores)
+		if a.MoE != nil {
+			moe := ActivationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, scores)
+			every := float64(max(1, a.MoE.Frequency))
+			per = per*(1-1/every) + moe/every
+		}
+		return per
+	}
+	per := perLayer(l.Recompute)
+	if share := l.recomputeShare(stageLayers); share > 0 && share < 1 {
+		// Layers not recomputed keep all their activations.
+		per = share*per + (1-share)*perLayer(RecomputeNone)
 	}
 	mem.ActivationBytesPerLayer = per
 	inflight := inFlight(l.Schedule, l.PP, l.VirtualStages, m)
 	mem.InFlight = inflight
 	act := per * layers * inflight
-	if l.Recompute == RecomputeFull {
+	if l.Recompute == RecomputeFull || l.Recompute == RecomputeOps {
 		// The layer being recomputed holds its full activations during its backward.
 		full := ActivationBytes(a, a.MoE != nil, s, float64(t.SeqLen), b, l.TP, l.SP, RecomputeNone, scores)
 		act += full

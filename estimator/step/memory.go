@@ -60,7 +60,11 @@ func ModelStateBytes(params float64, o Optimizer, zero, shard int) (w, g, s floa
 //
 // For GPT (g = a, f = 4h, two matrices) this is sbh(34 + 5as/h) without TP,
 // sbh(10 + 24/t + 5as/(ht)) with TP and sbh(34 + 5as/h)/t with TP and SP. Full
-// recomputation keeps only the layer input, 2sbh (/t with SP).
+// recomputation keeps only the layer input, 2sbh (/t with SP). Op-level
+// checkpointing keeps the input, the outputs of the matmuls it saves — Q, V and the
+// MLP's first matrix inside the TP region, the down projection's (before its
+// reduction, so whole on every rank) when the MLP is gated — and the attention
+// output.
 func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool) float64 {
 	h, f := float64(a.Hidden), float64(a.FFN)
 	tf := float64(t)
@@ -77,14 +81,26 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 	if a.GatedMLP {
 		inner = 3
 	}
-	mlp := 2 * inner * s * b * f
+	width := f // of one MLP matrix's output, over the experts a token visits
 	if moe && a.MoE != nil {
-		ef := float64(a.MoE.ExpertFFN)
-		if ef == 0 {
-			ef = f
+		width = float64(a.MoE.ExpertFFN)
+		if width == 0 {
+			width = f
 		}
-		mlp = 2 * inner * s * b * ef * float64(a.MoE.TopK)
+		width *= float64(a.MoE.TopK)
 	}
+	if rc == RecomputeOps {
+		inside := (2+2*kv+2)*sbh + 2*s*b*width
+		down := 0.0
+		if a.GatedMLP {
+			down = 2 * sbh
+		}
+		if sp {
+			return (2*sbh+inside)/tf + down
+		}
+		return 2*sbh + inside/tf + down
+	}
+	mlp := 2 * inner * s * b * width
 	inside := (2+4*kv+2)*sbh + mlp
 	if scores && rc != RecomputeSelective {
 		inside += 5 * float64(a.Heads) * s * skv * b

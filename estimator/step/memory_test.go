@@ -72,6 +72,41 @@ func TestActivationsKorthikanti(t *testing.T) {
 	}
 }
 
+// Op-level checkpointing keeps the layer input and the outputs of the matmuls it
+// saves — Q, V, the MLP's first matrix, the down projection when gated — and the
+// attention output.
+func TestActivationsOpLevelCheckpointing(t *testing.T) {
+	const s, b = 2048.0, 4.0
+	gpt := gptArch(12288, 96)
+	sbh := s * b * 12288
+	// GPT (MHA, 4h, two matrices): input 2, Q 2, V 2, attention output 2, up 8 (×sbh).
+	for _, tc := range []struct {
+		name string
+		tp   int
+		sp   bool
+		want float64
+	}{
+		{"no parallelism", 1, false, 16 * sbh},
+		{"tensor parallel", 8, false, 2*sbh + 14*sbh/8},
+		{"tensor + sequence parallel", 8, true, 16 * sbh / 8},
+	} {
+		if got := ActivationBytes(gpt, false, s, s, b, tc.tp, tc.sp, RecomputeOps, false); !near(got, tc.want, 1e-12) {
+			t.Errorf("gpt %s: %.4g B, want %.4g", tc.name, got, tc.want)
+		}
+	}
+	// Llama 3 70B (GQA 8 of 64 heads, gated 28672): + V at 1/8 and the down
+	// projection's output, whole on every TP rank (saved before its reduction).
+	l := model.Arch{Name: "llama", Layers: 1, Hidden: 8192, Heads: 64, KVHeads: 8, FFN: 28672, GatedMLP: true, Vocab: 128256}
+	sbh = s * b * 8192
+	inside := (2+2*8.0/64+2)*sbh + 2*s*b*28672
+	if got, want := ActivationBytes(l, false, s, s, b, 1, false, RecomputeOps, false), 2*sbh+inside+2*sbh; !near(got, want, 1e-12) {
+		t.Errorf("llama-70b: %.4g B, want %.4g", got, want)
+	}
+	if got, want := ActivationBytes(l, false, s, s, b, 8, true, RecomputeOps, false), (2*sbh+inside)/8+2*sbh; !near(got, want, 1e-12) {
+		t.Errorf("llama-70b tp 8 + sp: %.4g B, want %.4g", got, want)
+	}
+}
+
 func TestInFlightMicroBatches(t *testing.T) {
 	for _, tc := range []struct {
 		s       Schedule

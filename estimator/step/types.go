@@ -17,8 +17,41 @@ type Recompute string
 const (
 	RecomputeNone      Recompute = "none"
 	RecomputeSelective Recompute = "selective" // attention core recomputed (Korthikanti et al.)
-	RecomputeFull      Recompute = "full"      // every layer's forward recomputed from its input
+	// RecomputeFull recomputes every layer's forward from its input, or only
+	// Layout.RecomputeLayers of each stage's layers.
+	RecomputeFull Recompute = "full"
+	// RecomputeOps is op-level selective checkpointing (PyTorch's
+	// create_selective_checkpoint_contexts with torchtitan's policy): matmul and
+	// attention outputs are saved except every second matmul of a layer, and every
+	// memory-bound op (norms, rotary, activation function, residual adds) is
+	// recomputed.
+	RecomputeOps Recompute = "ops"
 )
+
+// recomputeShare is the share of a stage's layers whose whole forward runs again
+// in the backward pass: with full recomputation RecomputeLayers of the stageLayers
+// (all when 0), otherwise none.
+func (l Layout) recomputeShare(stageLayers int) float64 {
+	if l.Recompute != RecomputeFull || stageLayers <= 0 {
+		return 0
+	}
+	if l.RecomputeLayers <= 0 || l.RecomputeLayers >= stageLayers {
+		return 1
+	}
+	return float64(l.RecomputeLayers) / float64(stageLayers)
+}
+
+// tpRepeats is how many of a layer's two forward tensor-parallel collectives run
+// again in the backward pass, on average over the stage's layers: both when the
+// layer is fully recomputed; with op-level checkpointing the attention block's (the
+// recomputed output projection feeds the residual sum the MLP's norm needs back),
+// not the MLP's (its down projection output is saved).
+func (l Layout) tpRepeats(stageLayers int) float64 {
+	if l.Recompute == RecomputeOps {
+		return 1
+	}
+	return 2 * l.recomputeShare(stageLayers)
+}
 
 // Schedule is the pipeline schedule.
 type Schedule string
@@ -74,8 +107,14 @@ type Layout struct {
 	ZeRO       int       `json:"zero"`
 	MicroBatch int       `json:"micro_batch"`
 	Recompute  Recompute `json:"recompute"`
-	SP         bool      `json:"sp"` // sequence parallelism with TP
-	Schedule   Schedule  `json:"schedule"`
+	// RecomputeLayers, with full recomputation, recomputes only this many layers of
+	// each pipeline stage (all its chunks together) and keeps every activation of the
+	// others: Megatron-LM's --recompute-method block --recompute-num-layers, or
+	// torchtitan's layer-wise selective checkpointing of every k-th layer (L/k of L).
+	// 0 recomputes them all.
+	RecomputeLayers int      `json:"recompute_layers,omitempty"`
+	SP              bool     `json:"sp"` // sequence parallelism with TP
+	Schedule        Schedule `json:"schedule"`
 	// VirtualStages is the interleaving depth v (model chunks per pipeline rank).
 	VirtualStages int `json:"virtual_stages"`
 	// LayerSplit optionally gives the layers of each pipeline stage (uneven split).

@@ -159,9 +159,17 @@ func validate(r Request) error {
 		c.Add("layout.zero", "must be 0, 1, 2 or 3 (got %d)", l.ZeRO)
 	}
 	switch l.Recompute {
-	case RecomputeNone, RecomputeSelective, RecomputeFull:
+	case RecomputeNone, RecomputeSelective, RecomputeOps, RecomputeFull:
 	default:
-		c.Add("layout.recompute", "must be none, selective or full (got %q)", l.Recompute)
+		c.Add("layout.recompute", "must be none, selective, ops or full (got %q)", l.Recompute)
+	}
+	switch {
+	case l.RecomputeLayers < 0:
+		c.Add("layout.recompute_layers", "must be ≥ 0 (got %d)", l.RecomputeLayers)
+	case l.RecomputeLayers > 0 && l.Recompute != RecomputeFull:
+		c.Add("layout.recompute_layers", "recomputes whole layers, so needs recompute full (got %q)", l.Recompute)
+	case l.RecomputeLayers > a.Layers/l.PP:
+		c.Add("layout.recompute_layers", "must be at most the %d layers of a pipeline stage (got %d)", a.Layers/l.PP, l.RecomputeLayers)
 	}
 	switch l.Schedule {
 	case GPipe, OneFOneB:

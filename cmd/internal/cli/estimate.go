@@ -58,7 +58,8 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	gradDType := fs.String("grad-dtype", "", "gradient format: bf16 (2 bytes, default) or fp32 (4 bytes, also how they are reduced)")
 	cpA2A := fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
 	seq := fs.Int("seq", 0, "sequence length (tokens)")
-	recompute := fs.String("recompute", "none", "activation recomputation: none, selective, full")
+	recompute := fs.String("recompute", "none", "activation recomputation: none, selective (attention core), ops (op-level: every second matmul and the memory-bound ops), full")
+	recomputeLayers := fs.Int("recompute-layers", 0, "with --recompute full: recompute only this many layers per pipeline stage (0: all)")
 	sp := fs.Bool("sp", false, "sequence parallelism (with tp > 1)")
 	schedule := fs.String("schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved (default 1f1b, interleaved with --vpp > 1)")
 	vpp := fs.Int("vpp", 1, "interleaving depth: model chunks per pipeline rank")
@@ -197,6 +198,9 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if set["recompute"] || l.Recompute == "" {
 		l.Recompute = step.Recompute(strings.ToLower(*recompute))
+	}
+	if set["recompute-layers"] {
+		l.RecomputeLayers = *recomputeLayers
 	}
 	if set["sp"] {
 		l.SP = *sp
@@ -343,6 +347,9 @@ func printEstimate(w io.Writer, a model.Arch, cluster string, req step.Request, 
 	}
 	fmt.Fprintf(w, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
 		l.ZeRO, l.MicroBatch, r.MicroBatches, t.SeqLen, t.GlobalBatch, l.Recompute)
+	if l.RecomputeLayers > 0 {
+		fmt.Fprintf(w, " (%d layers per stage)", l.RecomputeLayers)
+	}
 	if l.SP {
 		fmt.Fprint(w, ", SP")
 	}

@@ -6,7 +6,31 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
 )
+
+// The recomputation policies reach the estimate and are printed back.
+func TestEstimateRecomputePolicies(t *testing.T) {
+	for _, args := range [][]string{{"--recompute", "ops"}, {"--recompute", "full", "--recompute-layers", "20"}} {
+		code, out, errOut := run(append([]string{"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--tp", "8",
+			"--dp", "8", "--mbs", "1", "--gbs", "512", "--seq", "8192", "--sp", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		var res step.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if len(args) > 2 {
+			want = 20
+		}
+		if string(res.Layout.Recompute) != args[1] || res.Layout.RecomputeLayers != want || !(res.Breakdown.Recompute > 0) {
+			t.Errorf("%v: estimated %s over %d layers, %v s recomputing", args, res.Layout.Recompute, res.Layout.RecomputeLayers, res.Breakdown.Recompute)
+		}
+	}
+}
 
 func TestEstimateTable(t *testing.T) {
 	code, out, errOut := run("estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "2", "--dp", "4",
@@ -92,6 +116,8 @@ func TestEstimateErrors(t *testing.T) {
 		{"tp not dividing heads", append([]string{"--gpus", "56", "--tp", "7"}, base...), "layout.tp"},
 		{"batch not divisible", append([]string{"--gpus", "64", "--tp", "8", "--mbs", "7"}, base...), "training.global_batch"},
 		{"bad recompute", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "some"}, base...), "layout.recompute"},
+		{"recompute layers without full", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "ops", "--recompute-layers", "4"}, base...), "layout.recompute_layers"},
+		{"too many recompute layers", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "full", "--recompute-layers", "97"}, base...), "layout.recompute_layers"},
 		{"bad precision", append([]string{"--gpus", "64", "--tp", "8", "--precision", "int3"}, base...), "training.precision"},
 		{"bad zero", append([]string{"--gpus", "64", "--tp", "8", "--zero", "5"}, base...), "layout.zero"},
 		{"ep without moe", append([]string{"--gpus", "64", "--tp", "8", "--ep", "2"}, base...), "layout.ep"},

@@ -41,7 +41,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cpList := fs.String("cp", "", "allowed CP degrees")
 	zeroList := fs.String("zero", "", "allowed ZeRO stages, e.g. 1,3")
 	mbsList := fs.String("mbs", "", "allowed micro-batch sizes")
-	rcList := fs.String("recompute", "", "allowed recompute modes, e.g. selective,full")
+	rcList := fs.String("recompute", "", "allowed recompute modes: none, selective, ops, full (default none,selective,full)")
 	headroom := fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
 	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")

@@ -64,6 +64,9 @@ func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		l := r.Layout
 		lay := fmt.Sprintf("tp%d pp%d dp%d cp%d z%d mbs%d %s", l.TP, l.PP, l.DP, max(1, l.CP), l.ZeRO, l.MicroBatch, l.Recompute)
+		if l.RecomputeLayers > 0 {
+			lay += fmt.Sprintf("×%d", l.RecomputeLayers)
+		}
 		if l.VirtualStages > 1 {
 			lay += fmt.Sprintf(" v%d", l.VirtualStages)
 		}
@@ -73,9 +76,13 @@ func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	t.write(stdout)
 	fmt.Fprintf(stdout, "\n%d runs: mean |error| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%\n",
 		sum.N, 100*sum.MeanAbs, 100*sum.MedianAbs, 100*sum.Max, sum.Worst, 100*sum.Bias)
-	fmt.Fprintln(stdout, "\nranking sets (Kendall τ of predicted vs measured throughput):")
+	fmt.Fprintf(stdout, "\nranking sets (Kendall τ of predicted vs measured throughput; τ' counts measured differences under %.0f%%, the sources' re-measurement spread, as ties):\n", 100*accuracy.RepeatabilityTolerance)
 	for _, k := range ranks {
-		fmt.Fprintf(stdout, "  %-40s %d runs  τ %+.2f\n", k.Set, k.N, k.Tau)
+		rep := fmt.Sprintf("%+.2f", k.TauRepeatable)
+		if !k.Ordered {
+			rep = "no order (all within the spread)"
+		}
+		fmt.Fprintf(stdout, "  %-40s %d runs  τ %+.2f  τ' %s\n", k.Set, k.N, k.Tau, rep)
 	}
 	if *filled {
 		fmt.Fprintln(stdout, "\nsettings the sources do not state:")

@@ -80,6 +80,9 @@ const (
 	Recompute_RECOMPUTE_NONE        Recompute = 1
 	Recompute_RECOMPUTE_SELECTIVE   Recompute = 2
 	Recompute_RECOMPUTE_FULL        Recompute = 3
+	// Op-level selective checkpointing (PyTorch, torchtitan's policy): every second
+	// matmul of a layer and every memory-bound op recomputed.
+	Recompute_RECOMPUTE_OPS Recompute = 4
 )
 
 // Enum value maps for Recompute.
@@ -89,12 +92,14 @@ var (
 		1: "RECOMPUTE_NONE",
 		2: "RECOMPUTE_SELECTIVE",
 		3: "RECOMPUTE_FULL",
+		4: "RECOMPUTE_OPS",
 	}
 	Recompute_value = map[string]int32{
 		"RECOMPUTE_UNSPECIFIED": 0,
 		"RECOMPUTE_NONE":        1,
 		"RECOMPUTE_SELECTIVE":   2,
 		"RECOMPUTE_FULL":        3,
+		"RECOMPUTE_OPS":         4,
 	}
 )
 
@@ -1542,8 +1547,11 @@ type Layout struct {
 	RankOrder     string                 `protobuf:"bytes,13,opt,name=rank_order,json=rankOrder,proto3" json:"rank_order,omitempty"`
 	OverlapTp     bool                   `protobuf:"varint,14,opt,name=overlap_tp,json=overlapTp,proto3" json:"overlap_tp,omitempty"`
 	CpAllToAll    bool                   `protobuf:"varint,15,opt,name=cp_all_to_all,json=cpAllToAll,proto3" json:"cp_all_to_all,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// With RECOMPUTE_FULL, recompute only this many layers of each pipeline stage
+	// (Megatron's block method, torchtitan's every-k-th-layer checkpointing); 0: all.
+	RecomputeLayers int32 `protobuf:"varint,16,opt,name=recompute_layers,json=recomputeLayers,proto3" json:"recompute_layers,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Layout) Reset() {
@@ -1679,6 +1687,13 @@ func (x *Layout) GetCpAllToAll() bool {
 		return x.CpAllToAll
 	}
 	return false
+}
+
+func (x *Layout) GetRecomputeLayers() int32 {
+	if x != nil {
+		return x.RecomputeLayers
+	}
+	return 0
 }
 
 // CommTimes is a time per kind of communication, in seconds.
@@ -4101,7 +4116,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tprecision\x18\x04 \x01(\x0e2\x16.stepcost.v1.PrecisionR\tprecision\x124\n" +
 	"\toptimizer\x18\x05 \x01(\v2\x16.stepcost.v1.OptimizerR\toptimizer\x12+\n" +
 	"\x11unfused_attention\x18\x06 \x01(\bR\x10unfusedAttention\x125\n" +
-	"\x17zero3_on_demand_gathers\x18\a \x01(\bR\x14zero3OnDemandGathers\"\xaf\x03\n" +
+	"\x17zero3_on_demand_gathers\x18\a \x01(\bR\x14zero3OnDemandGathers\"\xda\x03\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
@@ -4123,7 +4138,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"overlap_tp\x18\x0e \x01(\bR\toverlapTp\x12!\n" +
 	"\rcp_all_to_all\x18\x0f \x01(\bR\n" +
-	"cpAllToAll\"\x8f\x01\n" +
+	"cpAllToAll\x12)\n" +
+	"\x10recompute_layers\x18\x10 \x01(\x05R\x0frecomputeLayers\"\x8f\x01\n" +
 	"\tCommTimes\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x01R\x02tp\x12\x0e\n" +
 	"\x02cp\x18\x02 \x01(\x01R\x02cp\x12\x0e\n" +
@@ -4364,12 +4380,13 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x15PRECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0ePRECISION_BF16\x10\x01\x12\x12\n" +
 	"\x0ePRECISION_FP16\x10\x02\x12\x11\n" +
-	"\rPRECISION_FP8\x10\x03*g\n" +
+	"\rPRECISION_FP8\x10\x03*z\n" +
 	"\tRecompute\x12\x19\n" +
 	"\x15RECOMPUTE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eRECOMPUTE_NONE\x10\x01\x12\x17\n" +
 	"\x13RECOMPUTE_SELECTIVE\x10\x02\x12\x12\n" +
-	"\x0eRECOMPUTE_FULL\x10\x03*e\n" +
+	"\x0eRECOMPUTE_FULL\x10\x03\x12\x11\n" +
+	"\rRECOMPUTE_OPS\x10\x04*e\n" +
 	"\bSchedule\x12\x18\n" +
 	"\x14SCHEDULE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSCHEDULE_GPIPE\x10\x01\x12\x11\n" +
