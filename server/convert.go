@@ -253,6 +253,31 @@ func precisionFromProto(p pb.Precision) (step.Precision, error) {
 	return "", invalid.Field("training.precision", "%s", enumRule(p))
 }
 
+var prefetches = map[pb.BackwardPrefetch]step.BackwardPrefetch{
+	pb.BackwardPrefetch_BACKWARD_PREFETCH_PRE: step.PrefetchPre, pb.BackwardPrefetch_BACKWARD_PREFETCH_POST: step.PrefetchPost,
+	pb.BackwardPrefetch_BACKWARD_PREFETCH_NONE: step.PrefetchNone,
+}
+
+func prefetchFromProto(p pb.BackwardPrefetch) (step.BackwardPrefetch, error) {
+	if p == pb.BackwardPrefetch_BACKWARD_PREFETCH_UNSPECIFIED {
+		return "", nil
+	}
+	v, ok := prefetches[p]
+	if !ok {
+		return "", invalid.Field("training.zero3_backward_prefetch", "%s", enumRule(p))
+	}
+	return v, nil
+}
+
+func prefetchToProto(p step.BackwardPrefetch) pb.BackwardPrefetch {
+	for k, v := range prefetches {
+		if v == p {
+			return k
+		}
+	}
+	return pb.BackwardPrefetch_BACKWARD_PREFETCH_UNSPECIFIED
+}
+
 func precisionToProto(p step.Precision) pb.Precision {
 	switch p {
 	case step.FP16:
@@ -271,6 +296,10 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 	if err != nil {
 		return step.Training{}, err
 	}
+	bp, err := prefetchFromProto(t.GetZero3BackwardPrefetch())
+	if err != nil {
+		return step.Training{}, err
+	}
 	// Checked here, before they are narrowed to int.
 	if b := t.GetGlobalBatch(); b > step.MaxBatch || b < 0 {
 		return step.Training{}, invalid.Field("training.global_batch", "must be between 1 and %d sequences (got %d)", step.MaxBatch, b)
@@ -279,7 +308,7 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 		return step.Training{}, invalid.Field("training.global_tokens", "must be between 0 and %d (got %d)", step.MaxBatch*int64(step.MaxSeqLen), n)
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
-		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers()}
+		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -289,7 +318,8 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 func trainingToProto(t step.Training) *pb.Training {
 	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
 		Precision: precisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
-		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
+		Zero3BackwardPrefetch: prefetchToProto(t.BackwardPrefetch),
+		Optimizer:             &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 
 var recomputes = map[pb.Recompute]step.Recompute{

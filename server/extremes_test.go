@@ -38,7 +38,7 @@ func TestExtremeButValidRequests(t *testing.T) {
 		req := &pb.EstimateStepRequest{
 			Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: systems[rng.IntN(len(systems))].Name}},
 			Training: &pb.Training{SeqLen: pick([]int32{1, 2, 8, 4096, 1 << 16, 1 << 24}), Precision: pb.Precision(rng.IntN(4)),
-				Zero3OnDemandGathers: rng.IntN(2) == 0},
+				Zero3OnDemandGathers: rng.IntN(2) == 0, Zero3BackwardPrefetch: pb.BackwardPrefetch(rng.IntN(5))},
 			Layout: &pb.Layout{Tp: pick([]int32{1, 2, 4, 8}), Pp: pick([]int32{1, 2, 4}), Dp: pick([]int32{1, 2, 8, 64}),
 				Cp: pick([]int32{1, 1, 2}), Zero: int32(rng.IntN(4)), Recompute: pb.Recompute(rng.IntN(5)), RecomputeLayers: pick([]int32{0, 0, 1, 3}),
 				MicroBatch: pick([]int32{1, 2, 64, 65536}), Sp: rng.IntN(2) == 0, OverlapTp: rng.IntN(2) == 0, CpAllToAll: rng.IntN(2) == 0},

@@ -96,6 +96,24 @@ func TestEstimateStep(t *testing.T) {
 	if err != nil || !strings.Contains(strings.Join(r3.GetEstimate().GetAssumptions(), " "), "derived") {
 		t.Fatalf("params: %v", err)
 	}
+	// FSDP's backward prefetch travels both ways and costs time.
+	req = stepRequest()
+	req.Layout = &pb.Layout{Dp: 64, MicroBatch: 1, Zero: 3, Recompute: pb.Recompute_RECOMPUTE_FULL}
+	pre, err := c.EstimateStep(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Training.Zero3BackwardPrefetch = pb.BackwardPrefetch_BACKWARD_PREFETCH_POST
+	post, err := c.EstimateStep(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if post.GetEstimate().GetTraining().GetZero3BackwardPrefetch() != pb.BackwardPrefetch_BACKWARD_PREFETCH_POST ||
+		pre.GetEstimate().GetTraining().GetZero3BackwardPrefetch() != pb.BackwardPrefetch_BACKWARD_PREFETCH_PRE ||
+		!(post.GetEstimate().GetStepTimeS() > pre.GetEstimate().GetStepTimeS()) {
+		t.Errorf("backward prefetch: pre %v (%v s), post %v (%v s)", pre.GetEstimate().GetTraining().GetZero3BackwardPrefetch(), pre.GetEstimate().GetStepTimeS(),
+			post.GetEstimate().GetTraining().GetZero3BackwardPrefetch(), post.GetEstimate().GetStepTimeS())
+	}
 	// The recomputation policies travel both ways: op-level, and full over some layers.
 	for _, l := range []*pb.Layout{
 		{Tp: 8, Pp: 2, Dp: 4, MicroBatch: 1, Zero: 1, Sp: true, Recompute: pb.Recompute_RECOMPUTE_OPS},
@@ -138,6 +156,7 @@ func TestErrors(t *testing.T) {
 		{"bad seq", bad(func(r *pb.EstimateStepRequest) { r.Training.SeqLen = -1 }), codes.InvalidArgument, "training.seq_len"},
 		{"bad batch", bad(func(r *pb.EstimateStepRequest) { r.Training.GlobalBatch = 99 }), codes.InvalidArgument, "training.global_batch"},
 		{"recompute layers without full", bad(func(r *pb.EstimateStepRequest) { r.Layout.RecomputeLayers = 4 }), codes.InvalidArgument, "layout.recompute_layers"},
+		{"unknown backward prefetch", bad(func(r *pb.EstimateStepRequest) { r.Training.Zero3BackwardPrefetch = 9 }), codes.InvalidArgument, "training.zero3_backward_prefetch"},
 		{"bad arch", bad(func(r *pb.EstimateStepRequest) {
 			r.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: &pb.Architecture{Layers: 2, Hidden: 100, Heads: 3}}}
 		}), codes.InvalidArgument, "model.architecture.heads"},

@@ -339,6 +339,12 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			perLayerB := (bwd + rc/2) / layers
 			expF := math.Max(0, ag-perLayerF)
 			expB := math.Max(0, ag+rs-perLayerB)
+			if t.BackwardPrefetch != PrefetchPre {
+				// The next layer's gather starts only once this layer's gradients
+				// are computed, and that layer waits for it; the reduce-scatter
+				// behind it on the communicator runs under that layer's compute.
+				expB = ag + math.Max(0, rs-perLayerB)
+			}
 			z3Exposed = (expF + expB) * layers * mf
 			// The first gather of the step and the last reduce-scatter cannot hide:
 			// what of them the per-layer overlap counted as hidden is exposed too (no
@@ -438,6 +444,7 @@ type assumptionKey struct {
 	precision Precision
 	unfused   bool
 	onDemand  bool
+	prefetch  BackwardPrefetch
 	peak, sms float64
 }
 

@@ -61,6 +61,7 @@ func TestBreakdownSumsToStepTime(t *testing.T) {
 		"cp 2":              func(r *step.Request) { r.Layout.CP, r.Layout.DP = 2, 8 },
 		"unfused attention": func(r *step.Request) { r.Training.UnfusedAttention = true },
 		"zero 3 on demand":  func(r *step.Request) { r.Layout.ZeRO, r.Training.OnDemandGathers = 3, true },
+		"zero 3 post":       func(r *step.Request) { r.Layout.ZeRO, r.Training.BackwardPrefetch = 3, step.PrefetchPost },
 	}
 	for name, edit := range variants {
 		r := base
@@ -166,6 +167,7 @@ func TestValidationNamesFieldAndRule(t *testing.T) {
 		{"training.global_batch", func(r *step.Request) { r.Training.GlobalBatch = 1000 }},
 		{"training.seq_len", func(r *step.Request) { r.Training.SeqLen = 0 }},
 		{"training.precision", func(r *step.Request) { r.Training.Precision = "int4" }},
+		{"training.zero3_backward_prefetch", func(r *step.Request) { r.Training.BackwardPrefetch = "early" }},
 		{"training.optimizer.state_bytes", func(r *step.Request) { r.Training.Optimizer.StateBytes = -1; r.Training.Optimizer.WeightBytes = 2 }},
 		{"layout.rank_order", func(r *step.Request) { r.Layout.RankOrder = "tp-dp-pp" }},
 		{"layout.dp", func(r *step.Request) { r.Layout.DP = -3 }},
@@ -346,8 +348,31 @@ func TestRecomputePolicies(t *testing.T) {
 	rc := func(r step.Result) float64 { return r.Breakdown.Recompute }
 	// Selective recomputes the attention core, ops the memory-bound ops and every
 	// second matmul, full everything.
-	if !(rc(none) == 0 && rc(sel) > 0 && rc(ops) > rc(sel) && rc(full) > rc(ops)) {
+	if !(rc(none) == 0 && rc(sel) > 0 && rc(ops) > 0 && rc(full) > rc(ops) && rc(full) > rc(sel)) {
 		t.Errorf("recompute time: none %v, selective %v, ops %v, full %v", rc(none), rc(sel), rc(ops), rc(full))
+	}
+	// Which of the two selective policies costs more depends on the sequence: the
+	// attention core grows with it, the matmuls do not. At 1024 tokens op-level
+	// recomputation costs more, at 32768 the attention core.
+	for _, c := range []struct {
+		seq     int
+		opsMore bool
+	}{{1024, true}, {32768, false}} {
+		r := base
+		r.Training.SeqLen = c.seq
+		r.Layout.Recompute = step.RecomputeSelective
+		s, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Layout.Recompute = step.RecomputeOps
+		o, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (rc(o) > rc(s)) != c.opsMore {
+			t.Errorf("seq %d: recompute selective %v s, ops %v s", c.seq, rc(s), rc(o))
+		}
 	}
 	if got, want := rc(half), rc(full)/2; math.Abs(got-want) > 1e-12*want {
 		t.Errorf("16 of 32 layers recomputed: %v s, want half of full's %v s", got, want)
@@ -418,5 +443,43 @@ func TestTorchtitanMemoryOutcomes(t *testing.T) {
 		if res.Memory.Fits != c.fits {
 			t.Errorf("local batch %d, %s (%d layers): fits %v (%.1f of %.1f GB), published %v", c.mbs, c.rc, c.layers, res.Memory.Fits, res.Memory.Total, res.Memory.Capacity, c.fits)
 		}
+	}
+}
+
+// FSDP's backward prefetch: issued after a layer's gradients (post) or only when
+// needed (none), the next layer's gather overlaps no compute, so every backward
+// gather of every micro-batch is waited for; issued before (pre) it hides under the
+// layer's backward.
+func TestBackwardPrefetch(t *testing.T) {
+	e := step.New()
+	r := step.Request{Model: arch(t, "llama2-70b"), Cluster: cluster(t, "dgx-a100", 8),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 128},
+		Layout:   step.Layout{TP: 1, PP: 1, DP: 64, ZeRO: 3, MicroBatch: 1, Recompute: step.RecomputeFull}}
+	got := map[step.BackwardPrefetch]step.Result{}
+	for _, p := range []step.BackwardPrefetch{step.PrefetchPre, step.PrefetchPost, step.PrefetchNone} {
+		r.Training.BackwardPrefetch = p
+		res, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[p] = res
+	}
+	pre, post := got[step.PrefetchPre], got[step.PrefetchPost]
+	var ag float64
+	for _, c := range post.Comms {
+		if c.Kind == step.CommZeRO3 && c.Op == "allgather" {
+			ag = c.TimeUs * 1e-6
+		}
+	}
+	// 80 layers × 2 micro-batches of waited-for gathers, beyond what pre exposes.
+	waited := 80 * 2 * ag
+	if d := post.Breakdown.Exposed[step.CommZeRO3] - pre.Breakdown.Exposed[step.CommZeRO3]; !(ag > 0) || math.Abs(d-waited) > 1e-9*waited+1e-12 {
+		t.Errorf("post exposes %v s more ZeRO-3 than pre, want 160 gathers of %v s = %v s", d, ag, waited)
+	}
+	if got[step.PrefetchNone].StepTime != post.StepTime || !(post.StepTime > pre.StepTime) {
+		t.Errorf("step: pre %v s, post %v s, none %v s", pre.StepTime, post.StepTime, got[step.PrefetchNone].StepTime)
+	}
+	if post.Training.BackwardPrefetch != step.PrefetchPost {
+		t.Errorf("result reports backward prefetch %q", post.Training.BackwardPrefetch)
 	}
 }

@@ -225,7 +225,7 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 // assumptions returns the (cached, shared: do not modify) list of modelling
 // assumptions for a GPU, precision and attention kind.
 func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
-	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, r.peak, r.sms}
+	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, r.peak, r.sms}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
@@ -245,6 +245,9 @@ func (e *Estimator) describe(req Request, r *gpuRates) []string {
 		attn = "unfused attention (full score matrix computed, stored and read back)"
 	}
 	zero3 := "ZeRO-3 prefetches the next layer"
+	if req.Training.BackwardPrefetch != PrefetchPre {
+		zero3 = "ZeRO-3 prefetches the next layer forward; backward, each layer waits for its gather (backward prefetch " + string(req.Training.BackwardPrefetch) + ")"
+	}
 	if req.Training.OnDemandGathers {
 		zero3 = fmt.Sprintf("ZeRO-3 gathers each of a layer's %.0f weighted modules on demand, waiting for it, with %.1f µs of host work per peer rank and call", e.k.ModulesPerLayer, 2*e.k.EagerOpHostUs)
 	}

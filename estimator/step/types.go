@@ -62,6 +62,24 @@ const (
 	Interleaved Schedule = "interleaved" // interleaved 1F1B with VirtualStages chunks per rank
 )
 
+// BackwardPrefetch is when ZeRO-3 (FSDP) issues the next layer's weight all-gather in
+// the backward pass — PyTorch FSDP's BackwardPrefetch.
+type BackwardPrefetch string
+
+const (
+	// PrefetchPre issues it as the current layer's backward starts, so it runs under
+	// that layer's compute (FSDP's BACKWARD_PRE, its default; FSDP2 and DeepSpeed
+	// prefetch the same way).
+	PrefetchPre BackwardPrefetch = "pre"
+	// PrefetchPost issues it after the current layer's gradients are computed, ahead
+	// of their reduce-scatter (BACKWARD_POST, Composer's default): it overlaps no
+	// compute, and the next layer waits for it.
+	PrefetchPost BackwardPrefetch = "post"
+	// PrefetchNone gathers when the layer's backward needs the weights, after the
+	// reduce-scatter already queued on the same communicator: waited for as well.
+	PrefetchNone BackwardPrefetch = "none"
+)
+
 // Optimizer says how many bytes per parameter each kind of model state takes.
 // Mixed-precision Adam with an fp32 master copy: 2 (bf16 weights) + 2 (bf16
 // gradients) + 12 (fp32 master, momentum, variance) = 16 B (Rajbhandari et al. 2020).
@@ -93,6 +111,9 @@ type Training struct {
 	// with a list) — DeepSpeed ZeRO-3 of 2021. Otherwise flat shards are prefetched
 	// under the previous layer's compute (FSDP, FSDP2, later DeepSpeed).
 	OnDemandGathers bool `json:"zero3_on_demand_gathers,omitempty"`
+	// BackwardPrefetch is when ZeRO-3 gathers the next layer's weights in the backward
+	// pass (default pre); it matters only with ZeRO-3's flat, prefetched gathers.
+	BackwardPrefetch BackwardPrefetch `json:"zero3_backward_prefetch,omitempty"`
 }
 
 // Layout is how the model is parallelised and placed.

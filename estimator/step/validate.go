@@ -91,6 +91,9 @@ func (t Training) Normalise() Training {
 	if t.Precision == "" {
 		t.Precision = BF16
 	}
+	if t.BackwardPrefetch == "" {
+		t.BackwardPrefetch = PrefetchPre
+	}
 	if t.Optimizer == (Optimizer{}) {
 		t.Optimizer = AdamMixed()
 	}
@@ -116,6 +119,11 @@ func (t Training) validate() error {
 	case BF16, FP16, FP8:
 	default:
 		c.Add("training.precision", "must be bf16, fp16 or fp8 (got %q)", t.Precision)
+	}
+	switch t.BackwardPrefetch {
+	case PrefetchPre, PrefetchPost, PrefetchNone:
+	default:
+		c.Add("training.zero3_backward_prefetch", "must be pre, post or none (got %q)", t.BackwardPrefetch)
 	}
 	// Every parameter has a weight and a gradient; optimizer state may be absent (SGD).
 	o := t.Optimizer

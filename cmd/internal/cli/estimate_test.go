@@ -12,6 +12,11 @@ import (
 
 // The recomputation policies reach the estimate and are printed back.
 func TestEstimateRecomputePolicies(t *testing.T) {
+	code, out, errOut := run("estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--dp", "64", "--zero", "3",
+		"--mbs", "1", "--gbs", "512", "--seq", "8192", "--recompute", "full", "--zero3-backward-prefetch", "post", "--json")
+	if code != 0 || !strings.Contains(out, `"zero3_backward_prefetch": "post"`) {
+		t.Errorf("--zero3-backward-prefetch post: exit %d, %s\n%s", code, errOut, out)
+	}
 	for _, args := range [][]string{{"--recompute", "ops"}, {"--recompute", "full", "--recompute-layers", "20"}} {
 		code, out, errOut := run(append([]string{"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--tp", "8",
 			"--dp", "8", "--mbs", "1", "--gbs", "512", "--seq", "8192", "--sp", "--json"}, args...)...)
@@ -118,6 +123,7 @@ func TestEstimateErrors(t *testing.T) {
 		{"bad recompute", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "some"}, base...), "layout.recompute"},
 		{"recompute layers without full", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "ops", "--recompute-layers", "4"}, base...), "layout.recompute_layers"},
 		{"too many recompute layers", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "full", "--recompute-layers", "97"}, base...), "layout.recompute_layers"},
+		{"bad backward prefetch", append([]string{"--gpus", "64", "--tp", "8", "--zero3-backward-prefetch", "early"}, base...), "training.zero3_backward_prefetch"},
 		{"bad precision", append([]string{"--gpus", "64", "--tp", "8", "--precision", "int3"}, base...), "training.precision"},
 		{"bad zero", append([]string{"--gpus", "64", "--tp", "8", "--zero", "5"}, base...), "layout.zero"},
 		{"ep without moe", append([]string{"--gpus", "64", "--tp", "8", "--ep", "2"}, base...), "layout.ep"},

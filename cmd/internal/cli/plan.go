@@ -45,6 +45,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	headroom := fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
 	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
+	prefetch := fs.String("zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
 	sec := remoteSecurityFlags(fs)
@@ -112,7 +113,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	req.Cluster = cl
 	req.GPUs, req.MinGPUs, req.MaxGPUs = *gpus, *minGPUs, *maxGPUs
 	req.Training = step.Training{SeqLen: *seq, GlobalBatch: *gbs, Precision: step.Precision(strings.ToLower(*precision)),
-		UnfusedAttention: *unfused, OnDemandGathers: *onDemand}
+		UnfusedAttention: *unfused, OnDemandGathers: *onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*prefetch))}
 	if *seq < 1 || *gbs < 1 {
 		return errors.New("--seq and --gbs: required, ≥ 1")
 	}

@@ -26,15 +26,18 @@ func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	ranks := accuracy.Rankings(res)
 	if *asJSON {
 		type row struct {
-			ID         string      `json:"id"`
-			GPUs       int         `json:"gpus"`
-			MeasuredS  float64     `json:"measured_step_s"`
-			Predicted  float64     `json:"predicted_step_s"`
-			RelErr     float64     `json:"rel_err"`
-			Layout     step.Layout `json:"layout"`
-			Filled     []string    `json:"filled,omitempty"`
-			Error      string      `json:"error,omitempty"`
-			RankingSet string      `json:"ranking_set,omitempty"`
+			ID        string      `json:"id"`
+			GPUs      int         `json:"gpus"`
+			MeasuredS float64     `json:"measured_step_s"`
+			Predicted float64     `json:"predicted_step_s"`
+			RelErr    float64     `json:"rel_err"`
+			Layout    step.Layout `json:"layout"`
+			Filled    []string    `json:"filled,omitempty"`
+			Error     string      `json:"error,omitempty"`
+			// PublishedOOM rows have no step time; Fits says whether the estimate agrees.
+			PublishedOOM bool   `json:"published_oom,omitempty"`
+			Fits         bool   `json:"fits"`
+			RankingSet   string `json:"ranking_set,omitempty"`
 		}
 		var out struct {
 			Summary  accuracy.Summary   `json:"summary"`
@@ -43,7 +46,8 @@ func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		out.Summary, out.Rankings = sum, ranks
 		for _, r := range res {
-			x := row{ID: r.Run.ID, GPUs: r.Run.GPUs, MeasuredS: r.MeasuredS, Predicted: r.Estimate.StepTime, RelErr: r.RelErr, Layout: r.Layout, Filled: r.Filled}
+			x := row{ID: r.Run.ID, GPUs: r.Run.GPUs, MeasuredS: r.MeasuredS, Predicted: r.Estimate.StepTime, RelErr: r.RelErr, Layout: r.Layout, Filled: r.Filled,
+				PublishedOOM: r.PublishedOOM, Fits: r.Estimate.Memory.Fits}
 			if r.Run.RankingSet != nil {
 				x.RankingSet = *r.Run.RankingSet
 			}
@@ -70,12 +74,22 @@ func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		if l.VirtualStages > 1 {
 			lay += fmt.Sprintf(" v%d", l.VirtualStages)
 		}
+		if r.PublishedOOM {
+			verdict := "does not fit"
+			if r.Estimate.Memory.Fits {
+				verdict = "FITS"
+			}
+			t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), lay, "OOM", verdict, "-", "-")
+			continue
+		}
 		t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), lay, fmtSeconds(r.MeasuredS), fmtSeconds(r.Estimate.StepTime),
 			fmt.Sprintf("%+.1f%%", 100*r.RelErr), fmt.Sprintf("%.1f%%", 100*r.Estimate.Throughput.MFU))
 	}
 	t.write(stdout)
 	fmt.Fprintf(stdout, "\n%d runs: mean |error| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%\n",
 		sum.N, 100*sum.MeanAbs, 100*sum.MedianAbs, 100*sum.Max, sum.Worst, 100*sum.Bias)
+	missed, oom := accuracy.MissedOOM(res)
+	fmt.Fprintf(stdout, "%d runs published as out of memory: %d estimated infeasible\n", oom, oom-len(missed))
 	fmt.Fprintf(stdout, "\nranking sets (Kendall τ of predicted vs measured throughput; τ' counts measured differences under %.0f%%, the sources' re-measurement spread, as ties):\n", 100*accuracy.RepeatabilityTolerance)
 	for _, k := range ranks {
 		rep := fmt.Sprintf("%+.2f", k.TauRepeatable)

@@ -94,7 +94,10 @@ type Case struct {
 	// Search marks settings left open for the estimator to choose (micro-batch size,
 	// interleaving depth), as the planner would.
 	SearchMicroBatch, SearchVirtual bool
-	Err                             error
+	// PublishedOOM: the source reports the run ran out of memory; it has no step
+	// time, and the estimate must come out infeasible.
+	PublishedOOM bool
+	Err          error
 }
 
 // Cases maps every run.
@@ -289,9 +292,17 @@ func toCase(r Run) Case {
 		// DeepSpeed's ZeRO-3 of 2021 gathered module by module, on demand.
 		t.OnDemandGathers = true
 	}
+	if strings.Contains(r.Framework, "Composer") && l.ZeRO == 3 {
+		t.BackwardPrefetch = step.PrefetchPost
+		fill("FSDP backward prefetch BACKWARD_POST (Composer's FSDPConfig default)")
+	}
 	c.Request = step.Request{Model: a, Training: t, Cluster: cl, Layout: l}
 
 	// Measured step time.
+	if strings.EqualFold(r.Outcome, "OOM") {
+		c.PublishedOOM = true
+		return c
+	}
 	if len(r.Measured) == 0 {
 		c.Err = fmt.Errorf("no measurement")
 		return c
@@ -331,7 +342,7 @@ func Evaluate(e *step.Estimator, cases []Case) []Result {
 		res := Result{Case: c, Err: c.Err}
 		if c.Err == nil {
 			res.Estimate, res.Layout, res.Err = best(e, c)
-			if res.Err == nil {
+			if res.Err == nil && !c.PublishedOOM {
 				res.RelErr = (res.Estimate.StepTime - c.MeasuredS) / c.MeasuredS
 			}
 		}
@@ -412,7 +423,7 @@ func Summarise(rs []Result) Summary {
 	var errs []float64
 	var s Summary
 	for _, r := range rs {
-		if r.Err != nil {
+		if r.Err != nil || r.PublishedOOM {
 			continue
 		}
 		e := math.Abs(r.RelErr)
@@ -435,6 +446,22 @@ func Summarise(rs []Result) Summary {
 		s.MedianAbs = (errs[s.N/2-1] + errs[s.N/2]) / 2
 	}
 	return s
+}
+
+// MissedOOM lists the runs published as out of memory that the estimate says fit
+// (with any open micro-batch size or interleaving depth chosen to fit if one does),
+// and how many runs were published as out of memory.
+func MissedOOM(rs []Result) (missed []string, oom int) {
+	for _, r := range rs {
+		if !r.PublishedOOM {
+			continue
+		}
+		oom++
+		if r.Err == nil && r.Estimate.Memory.Fits {
+			missed = append(missed, r.Run.ID)
+		}
+	}
+	return missed, oom
 }
 
 // RepeatabilityTolerance is how far apart two published throughputs must be for
@@ -463,7 +490,7 @@ func Rankings(rs []Result) []Ranking {
 	sets := map[string]*Ranking{}
 	var names []string
 	for _, r := range rs {
-		if r.Err != nil || r.Run.RankingSet == nil {
+		if r.Err != nil || r.PublishedOOM || r.Run.RankingSet == nil {
 			continue
 		}
 		k := *r.Run.RankingSet

@@ -35,10 +35,8 @@ func TestStepTimeAccuracy(t *testing.T) {
 	if !(all.MeanAbs <= 0.10) {
 		t.Errorf("mean |error| %.1f%% > 10%%", 100*all.MeanAbs)
 	}
-	// The target is 25 %; the worst run today (MPT-70B on 64 A100-40GB) is at 25.4 %
-	// (docs/step-model.md, "Known gaps").
-	if !(all.Max <= 0.26) {
-		t.Errorf("max |error| %.1f%% > 26%% (%s)", 100*all.Max, all.Worst)
+	if !(all.Max <= 0.25) {
+		t.Errorf("max |error| %.1f%% > 25%% (%s)", 100*all.Max, all.Worst)
 	}
 }
 
@@ -58,5 +56,59 @@ func TestRankingSets(t *testing.T) {
 		if !(k.TauRepeatable >= 0.7) {
 			t.Errorf("%s: Kendall τ %.2f < 0.7 (predicted %v, measured %v)", k.Set, k.TauRepeatable, k.Pred, k.Meas)
 		}
+	}
+}
+
+// Runs published as out of memory come out infeasible. The shared data set has none;
+// torchtitan's docs/performance.md (Llama 2 on 64 A100-80GB with FSDP2, sequence 4096)
+// reports three, which go through the same mapping here, with the run that fitted at
+// local batch 1 as the control.
+func TestPublishedOutOfMemory(t *testing.T) {
+	missed, oom := accuracy.MissedOOM(results(t))
+	if len(missed) > 0 {
+		t.Errorf("published out of memory, estimated to fit: %v", missed)
+	}
+	t.Logf("%d runs of the data set published as out of memory", oom)
+
+	runs, err := accuracy.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base accuracy.Run
+	for _, r := range runs {
+		if r.ID == "torchtitan_a100_llama2_70b_lbs1_ac_selective_op" {
+			base = r
+		}
+	}
+	if base.ID == "" {
+		t.Fatal("Llama 2 70B run not in the data")
+	}
+	var torchtitan []accuracy.Run
+	for _, c := range []struct {
+		id, rc string
+		mbs    int
+		oom    bool
+	}{
+		{"70b_lbs2_selective_layer", "selective layer", 2, true},
+		{"70b_lbs2_selective_op", "selective op", 2, true},
+		{"70b_lbs1_selective_op", "selective op", 1, false},
+	} {
+		r := base
+		r.ID, r.Recompute, r.MicroBatch, r.GlobalBatch = c.id, &c.rc, &c.mbs, 64*c.mbs
+		if c.oom {
+			r.Outcome, r.Measured = "OOM", nil
+		}
+		torchtitan = append(torchtitan, r)
+	}
+	res := accuracy.Evaluate(step.New(), accuracy.Cases(torchtitan))
+	missed, oom = accuracy.MissedOOM(res)
+	if oom != 2 || len(missed) > 0 {
+		t.Errorf("torchtitan: %d published out of memory, estimated to fit: %v", oom, missed)
+	}
+	if r := res[2]; r.Err != nil || !r.Estimate.Memory.Fits || r.PublishedOOM {
+		t.Errorf("the local batch 1 run that ran: %v, fits %v", r.Err, r.Estimate.Memory.Fits)
+	}
+	if s := accuracy.Summarise(res); s.N != 1 {
+		t.Errorf("step-time statistics over %d runs, want only the one that ran", s.N)
 	}
 }

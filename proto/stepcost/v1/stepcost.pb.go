@@ -130,6 +130,61 @@ func (Recompute) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{1}
 }
 
+type BackwardPrefetch int32
+
+const (
+	BackwardPrefetch_BACKWARD_PREFETCH_UNSPECIFIED BackwardPrefetch = 0
+	// As the current layer's backward starts, under its compute (FSDP's default).
+	BackwardPrefetch_BACKWARD_PREFETCH_PRE BackwardPrefetch = 1
+	// After the current layer's gradients are computed (Composer's default).
+	BackwardPrefetch_BACKWARD_PREFETCH_POST BackwardPrefetch = 2
+	// When the layer needs its weights.
+	BackwardPrefetch_BACKWARD_PREFETCH_NONE BackwardPrefetch = 3
+)
+
+// Enum value maps for BackwardPrefetch.
+var (
+	BackwardPrefetch_name = map[int32]string{
+		0: "BACKWARD_PREFETCH_UNSPECIFIED",
+		1: "BACKWARD_PREFETCH_PRE",
+		2: "BACKWARD_PREFETCH_POST",
+		3: "BACKWARD_PREFETCH_NONE",
+	}
+	BackwardPrefetch_value = map[string]int32{
+		"BACKWARD_PREFETCH_UNSPECIFIED": 0,
+		"BACKWARD_PREFETCH_PRE":         1,
+		"BACKWARD_PREFETCH_POST":        2,
+		"BACKWARD_PREFETCH_NONE":        3,
+	}
+)
+
+func (x BackwardPrefetch) Enum() *BackwardPrefetch {
+	p := new(BackwardPrefetch)
+	*p = x
+	return p
+}
+
+func (x BackwardPrefetch) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BackwardPrefetch) Descriptor() protoreflect.EnumDescriptor {
+	return file_stepcost_v1_stepcost_proto_enumTypes[2].Descriptor()
+}
+
+func (BackwardPrefetch) Type() protoreflect.EnumType {
+	return &file_stepcost_v1_stepcost_proto_enumTypes[2]
+}
+
+func (x BackwardPrefetch) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BackwardPrefetch.Descriptor instead.
+func (BackwardPrefetch) EnumDescriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{2}
+}
+
 type Schedule int32
 
 const (
@@ -166,11 +221,11 @@ func (x Schedule) String() string {
 }
 
 func (Schedule) Descriptor() protoreflect.EnumDescriptor {
-	return file_stepcost_v1_stepcost_proto_enumTypes[2].Descriptor()
+	return file_stepcost_v1_stepcost_proto_enumTypes[3].Descriptor()
 }
 
 func (Schedule) Type() protoreflect.EnumType {
-	return &file_stepcost_v1_stepcost_proto_enumTypes[2]
+	return &file_stepcost_v1_stepcost_proto_enumTypes[3]
 }
 
 func (x Schedule) Number() protoreflect.EnumNumber {
@@ -179,7 +234,7 @@ func (x Schedule) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Schedule.Descriptor instead.
 func (Schedule) EnumDescriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{2}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{3}
 }
 
 type Objective int32
@@ -221,11 +276,11 @@ func (x Objective) String() string {
 }
 
 func (Objective) Descriptor() protoreflect.EnumDescriptor {
-	return file_stepcost_v1_stepcost_proto_enumTypes[3].Descriptor()
+	return file_stepcost_v1_stepcost_proto_enumTypes[4].Descriptor()
 }
 
 func (Objective) Type() protoreflect.EnumType {
-	return &file_stepcost_v1_stepcost_proto_enumTypes[3]
+	return &file_stepcost_v1_stepcost_proto_enumTypes[4]
 }
 
 func (x Objective) Number() protoreflect.EnumNumber {
@@ -234,7 +289,7 @@ func (x Objective) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Objective.Descriptor instead.
 func (Objective) EnumDescriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{3}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{4}
 }
 
 type Collective int32
@@ -285,11 +340,11 @@ func (x Collective) String() string {
 }
 
 func (Collective) Descriptor() protoreflect.EnumDescriptor {
-	return file_stepcost_v1_stepcost_proto_enumTypes[4].Descriptor()
+	return file_stepcost_v1_stepcost_proto_enumTypes[5].Descriptor()
 }
 
 func (Collective) Type() protoreflect.EnumType {
-	return &file_stepcost_v1_stepcost_proto_enumTypes[4]
+	return &file_stepcost_v1_stepcost_proto_enumTypes[5]
 }
 
 func (x Collective) Number() protoreflect.EnumNumber {
@@ -298,7 +353,7 @@ func (x Collective) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Collective.Descriptor instead.
 func (Collective) EnumDescriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{4}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{5}
 }
 
 type Algorithm int32
@@ -352,11 +407,11 @@ func (x Algorithm) String() string {
 }
 
 func (Algorithm) Descriptor() protoreflect.EnumDescriptor {
-	return file_stepcost_v1_stepcost_proto_enumTypes[5].Descriptor()
+	return file_stepcost_v1_stepcost_proto_enumTypes[6].Descriptor()
 }
 
 func (Algorithm) Type() protoreflect.EnumType {
-	return &file_stepcost_v1_stepcost_proto_enumTypes[5]
+	return &file_stepcost_v1_stepcost_proto_enumTypes[6]
 }
 
 func (x Algorithm) Number() protoreflect.EnumNumber {
@@ -365,7 +420,7 @@ func (x Algorithm) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Algorithm.Descriptor instead.
 func (Algorithm) EnumDescriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{5}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{6}
 }
 
 type Protocol int32
@@ -404,11 +459,11 @@ func (x Protocol) String() string {
 }
 
 func (Protocol) Descriptor() protoreflect.EnumDescriptor {
-	return file_stepcost_v1_stepcost_proto_enumTypes[6].Descriptor()
+	return file_stepcost_v1_stepcost_proto_enumTypes[7].Descriptor()
 }
 
 func (Protocol) Type() protoreflect.EnumType {
-	return &file_stepcost_v1_stepcost_proto_enumTypes[6]
+	return &file_stepcost_v1_stepcost_proto_enumTypes[7]
 }
 
 func (x Protocol) Number() protoreflect.EnumNumber {
@@ -417,7 +472,7 @@ func (x Protocol) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Protocol.Descriptor instead.
 func (Protocol) EnumDescriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{6}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{7}
 }
 
 type Launch int32
@@ -459,11 +514,11 @@ func (x Launch) String() string {
 }
 
 func (Launch) Descriptor() protoreflect.EnumDescriptor {
-	return file_stepcost_v1_stepcost_proto_enumTypes[7].Descriptor()
+	return file_stepcost_v1_stepcost_proto_enumTypes[8].Descriptor()
 }
 
 func (Launch) Type() protoreflect.EnumType {
-	return &file_stepcost_v1_stepcost_proto_enumTypes[7]
+	return &file_stepcost_v1_stepcost_proto_enumTypes[8]
 }
 
 func (x Launch) Number() protoreflect.EnumNumber {
@@ -472,7 +527,7 @@ func (x Launch) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Launch.Descriptor instead.
 func (Launch) EnumDescriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{7}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{8}
 }
 
 type MoE struct {
@@ -1447,8 +1502,11 @@ type Training struct {
 	// per rank, without prefetching (DeepSpeed ZeRO-3 of 2021); unset: flat shards
 	// prefetched under compute (FSDP, FSDP2, later DeepSpeed).
 	Zero3OnDemandGathers bool `protobuf:"varint,7,opt,name=zero3_on_demand_gathers,json=zero3OnDemandGathers,proto3" json:"zero3_on_demand_gathers,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// When ZeRO-3 gathers the next layer's weights in the backward pass (PyTorch
+	// FSDP's BackwardPrefetch); unset: PRE.
+	Zero3BackwardPrefetch BackwardPrefetch `protobuf:"varint,8,opt,name=zero3_backward_prefetch,json=zero3BackwardPrefetch,proto3,enum=stepcost.v1.BackwardPrefetch" json:"zero3_backward_prefetch,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -1528,6 +1586,13 @@ func (x *Training) GetZero3OnDemandGathers() bool {
 		return x.Zero3OnDemandGathers
 	}
 	return false
+}
+
+func (x *Training) GetZero3BackwardPrefetch() BackwardPrefetch {
+	if x != nil {
+		return x.Zero3BackwardPrefetch
+	}
+	return BackwardPrefetch_BACKWARD_PREFETCH_UNSPECIFIED
 }
 
 type Layout struct {
@@ -4108,7 +4173,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xbb\x02\n" +
+	"stateBytes\"\x92\x03\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -4116,7 +4181,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tprecision\x18\x04 \x01(\x0e2\x16.stepcost.v1.PrecisionR\tprecision\x124\n" +
 	"\toptimizer\x18\x05 \x01(\v2\x16.stepcost.v1.OptimizerR\toptimizer\x12+\n" +
 	"\x11unfused_attention\x18\x06 \x01(\bR\x10unfusedAttention\x125\n" +
-	"\x17zero3_on_demand_gathers\x18\a \x01(\bR\x14zero3OnDemandGathers\"\xda\x03\n" +
+	"\x17zero3_on_demand_gathers\x18\a \x01(\bR\x14zero3OnDemandGathers\x12U\n" +
+	"\x17zero3_backward_prefetch\x18\b \x01(\x0e2\x1d.stepcost.v1.BackwardPrefetchR\x15zero3BackwardPrefetch\"\xda\x03\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
@@ -4386,7 +4452,12 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0eRECOMPUTE_NONE\x10\x01\x12\x17\n" +
 	"\x13RECOMPUTE_SELECTIVE\x10\x02\x12\x12\n" +
 	"\x0eRECOMPUTE_FULL\x10\x03\x12\x11\n" +
-	"\rRECOMPUTE_OPS\x10\x04*e\n" +
+	"\rRECOMPUTE_OPS\x10\x04*\x88\x01\n" +
+	"\x10BackwardPrefetch\x12!\n" +
+	"\x1dBACKWARD_PREFETCH_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15BACKWARD_PREFETCH_PRE\x10\x01\x12\x1a\n" +
+	"\x16BACKWARD_PREFETCH_POST\x10\x02\x12\x1a\n" +
+	"\x16BACKWARD_PREFETCH_NONE\x10\x03*e\n" +
 	"\bSchedule\x12\x18\n" +
 	"\x14SCHEDULE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSCHEDULE_GPIPE\x10\x01\x12\x11\n" +
@@ -4447,140 +4518,142 @@ func file_stepcost_v1_stepcost_proto_rawDescGZIP() []byte {
 	return file_stepcost_v1_stepcost_proto_rawDescData
 }
 
-var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
 var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Precision)(0),                     // 0: stepcost.v1.Precision
 	(Recompute)(0),                     // 1: stepcost.v1.Recompute
-	(Schedule)(0),                      // 2: stepcost.v1.Schedule
-	(Objective)(0),                     // 3: stepcost.v1.Objective
-	(Collective)(0),                    // 4: stepcost.v1.Collective
-	(Algorithm)(0),                     // 5: stepcost.v1.Algorithm
-	(Protocol)(0),                      // 6: stepcost.v1.Protocol
-	(Launch)(0),                        // 7: stepcost.v1.Launch
-	(*MoE)(nil),                        // 8: stepcost.v1.MoE
-	(*Architecture)(nil),               // 9: stepcost.v1.Architecture
-	(*ModelSpec)(nil),                  // 10: stepcost.v1.ModelSpec
-	(*GPU)(nil),                        // 11: stepcost.v1.GPU
-	(*IntraNode)(nil),                  // 12: stepcost.v1.IntraNode
-	(*NICs)(nil),                       // 13: stepcost.v1.NICs
-	(*Network)(nil),                    // 14: stepcost.v1.Network
-	(*ClusterDefinition)(nil),          // 15: stepcost.v1.ClusterDefinition
-	(*NodeFreeGPUs)(nil),               // 16: stepcost.v1.NodeFreeGPUs
-	(*ClusterSpec)(nil),                // 17: stepcost.v1.ClusterSpec
-	(*Optimizer)(nil),                  // 18: stepcost.v1.Optimizer
-	(*Training)(nil),                   // 19: stepcost.v1.Training
-	(*Layout)(nil),                     // 20: stepcost.v1.Layout
-	(*CommTimes)(nil),                  // 21: stepcost.v1.CommTimes
-	(*Breakdown)(nil),                  // 22: stepcost.v1.Breakdown
-	(*Memory)(nil),                     // 23: stepcost.v1.Memory
-	(*Throughput)(nil),                 // 24: stepcost.v1.Throughput
-	(*CommCall)(nil),                   // 25: stepcost.v1.CommCall
-	(*StepEstimate)(nil),               // 26: stepcost.v1.StepEstimate
-	(*EstimateStepRequest)(nil),        // 27: stepcost.v1.EstimateStepRequest
-	(*EstimateStepResponse)(nil),       // 28: stepcost.v1.EstimateStepResponse
-	(*FieldViolation)(nil),             // 29: stepcost.v1.FieldViolation
-	(*ItemError)(nil),                  // 30: stepcost.v1.ItemError
-	(*RankConfigsRequest)(nil),         // 31: stepcost.v1.RankConfigsRequest
-	(*RankedConfig)(nil),               // 32: stepcost.v1.RankedConfig
-	(*RankConfigsResponse)(nil),        // 33: stepcost.v1.RankConfigsResponse
-	(*Constraints)(nil),                // 34: stepcost.v1.Constraints
-	(*EstimatePlanRequest)(nil),        // 35: stepcost.v1.EstimatePlanRequest
-	(*NodeUse)(nil),                    // 36: stepcost.v1.NodeUse
-	(*Placement)(nil),                  // 37: stepcost.v1.Placement
-	(*Plan)(nil),                       // 38: stepcost.v1.Plan
-	(*SearchStats)(nil),                // 39: stepcost.v1.SearchStats
-	(*EstimatePlanResponse)(nil),       // 40: stepcost.v1.EstimatePlanResponse
-	(*SimulateCollectiveRequest)(nil),  // 41: stepcost.v1.SimulateCollectiveRequest
-	(*CollectiveEstimate)(nil),         // 42: stepcost.v1.CollectiveEstimate
-	(*NotApplicable)(nil),              // 43: stepcost.v1.NotApplicable
-	(*SimulateCollectiveResponse)(nil), // 44: stepcost.v1.SimulateCollectiveResponse
-	(*ListCatalogRequest)(nil),         // 45: stepcost.v1.ListCatalogRequest
-	(*SystemEntry)(nil),                // 46: stepcost.v1.SystemEntry
-	(*ListCatalogResponse)(nil),        // 47: stepcost.v1.ListCatalogResponse
-	nil,                                // 48: stepcost.v1.GPU.PeakTflopsEntry
-	nil,                                // 49: stepcost.v1.SearchStats.PrunedEntry
+	(BackwardPrefetch)(0),              // 2: stepcost.v1.BackwardPrefetch
+	(Schedule)(0),                      // 3: stepcost.v1.Schedule
+	(Objective)(0),                     // 4: stepcost.v1.Objective
+	(Collective)(0),                    // 5: stepcost.v1.Collective
+	(Algorithm)(0),                     // 6: stepcost.v1.Algorithm
+	(Protocol)(0),                      // 7: stepcost.v1.Protocol
+	(Launch)(0),                        // 8: stepcost.v1.Launch
+	(*MoE)(nil),                        // 9: stepcost.v1.MoE
+	(*Architecture)(nil),               // 10: stepcost.v1.Architecture
+	(*ModelSpec)(nil),                  // 11: stepcost.v1.ModelSpec
+	(*GPU)(nil),                        // 12: stepcost.v1.GPU
+	(*IntraNode)(nil),                  // 13: stepcost.v1.IntraNode
+	(*NICs)(nil),                       // 14: stepcost.v1.NICs
+	(*Network)(nil),                    // 15: stepcost.v1.Network
+	(*ClusterDefinition)(nil),          // 16: stepcost.v1.ClusterDefinition
+	(*NodeFreeGPUs)(nil),               // 17: stepcost.v1.NodeFreeGPUs
+	(*ClusterSpec)(nil),                // 18: stepcost.v1.ClusterSpec
+	(*Optimizer)(nil),                  // 19: stepcost.v1.Optimizer
+	(*Training)(nil),                   // 20: stepcost.v1.Training
+	(*Layout)(nil),                     // 21: stepcost.v1.Layout
+	(*CommTimes)(nil),                  // 22: stepcost.v1.CommTimes
+	(*Breakdown)(nil),                  // 23: stepcost.v1.Breakdown
+	(*Memory)(nil),                     // 24: stepcost.v1.Memory
+	(*Throughput)(nil),                 // 25: stepcost.v1.Throughput
+	(*CommCall)(nil),                   // 26: stepcost.v1.CommCall
+	(*StepEstimate)(nil),               // 27: stepcost.v1.StepEstimate
+	(*EstimateStepRequest)(nil),        // 28: stepcost.v1.EstimateStepRequest
+	(*EstimateStepResponse)(nil),       // 29: stepcost.v1.EstimateStepResponse
+	(*FieldViolation)(nil),             // 30: stepcost.v1.FieldViolation
+	(*ItemError)(nil),                  // 31: stepcost.v1.ItemError
+	(*RankConfigsRequest)(nil),         // 32: stepcost.v1.RankConfigsRequest
+	(*RankedConfig)(nil),               // 33: stepcost.v1.RankedConfig
+	(*RankConfigsResponse)(nil),        // 34: stepcost.v1.RankConfigsResponse
+	(*Constraints)(nil),                // 35: stepcost.v1.Constraints
+	(*EstimatePlanRequest)(nil),        // 36: stepcost.v1.EstimatePlanRequest
+	(*NodeUse)(nil),                    // 37: stepcost.v1.NodeUse
+	(*Placement)(nil),                  // 38: stepcost.v1.Placement
+	(*Plan)(nil),                       // 39: stepcost.v1.Plan
+	(*SearchStats)(nil),                // 40: stepcost.v1.SearchStats
+	(*EstimatePlanResponse)(nil),       // 41: stepcost.v1.EstimatePlanResponse
+	(*SimulateCollectiveRequest)(nil),  // 42: stepcost.v1.SimulateCollectiveRequest
+	(*CollectiveEstimate)(nil),         // 43: stepcost.v1.CollectiveEstimate
+	(*NotApplicable)(nil),              // 44: stepcost.v1.NotApplicable
+	(*SimulateCollectiveResponse)(nil), // 45: stepcost.v1.SimulateCollectiveResponse
+	(*ListCatalogRequest)(nil),         // 46: stepcost.v1.ListCatalogRequest
+	(*SystemEntry)(nil),                // 47: stepcost.v1.SystemEntry
+	(*ListCatalogResponse)(nil),        // 48: stepcost.v1.ListCatalogResponse
+	nil,                                // 49: stepcost.v1.GPU.PeakTflopsEntry
+	nil,                                // 50: stepcost.v1.SearchStats.PrunedEntry
 }
 var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
-	8,  // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
-	9,  // 1: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
-	48, // 2: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
-	11, // 3: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
-	12, // 4: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
-	13, // 5: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
-	14, // 6: stepcost.v1.ClusterDefinition.network:type_name -> stepcost.v1.Network
-	15, // 7: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
-	16, // 8: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
+	9,  // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
+	10, // 1: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
+	49, // 2: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
+	12, // 3: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
+	13, // 4: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
+	14, // 5: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
+	15, // 6: stepcost.v1.ClusterDefinition.network:type_name -> stepcost.v1.Network
+	16, // 7: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
+	17, // 8: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
 	0,  // 9: stepcost.v1.Training.precision:type_name -> stepcost.v1.Precision
-	18, // 10: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
-	1,  // 11: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
-	2,  // 12: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
-	21, // 13: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
-	21, // 14: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
-	22, // 15: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
-	23, // 16: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
-	24, // 17: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
-	25, // 18: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
-	20, // 19: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
-	19, // 20: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
-	10, // 21: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
-	17, // 22: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	19, // 23: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
-	20, // 24: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
-	26, // 25: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
-	9,  // 26: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
-	29, // 27: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
-	27, // 28: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
-	3,  // 29: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
-	26, // 30: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
-	30, // 31: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
-	32, // 32: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
-	1,  // 33: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
-	2,  // 34: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
-	10, // 35: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
-	17, // 36: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	19, // 37: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
-	34, // 38: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
-	3,  // 39: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
-	36, // 40: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
-	20, // 41: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
-	37, // 42: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
-	26, // 43: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
-	49, // 44: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
-	38, // 45: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
-	38, // 46: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
-	39, // 47: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
-	9,  // 48: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
-	17, // 49: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	4,  // 50: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
-	5,  // 51: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
-	6,  // 52: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
-	7,  // 53: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
-	5,  // 54: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
-	6,  // 55: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
-	5,  // 56: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
-	42, // 57: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
-	42, // 58: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
-	43, // 59: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
-	15, // 60: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
-	11, // 61: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
-	46, // 62: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
-	9,  // 63: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
-	35, // 64: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
-	27, // 65: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
-	31, // 66: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
-	41, // 67: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
-	45, // 68: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
-	40, // 69: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
-	28, // 70: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
-	33, // 71: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
-	44, // 72: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
-	47, // 73: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
-	69, // [69:74] is the sub-list for method output_type
-	64, // [64:69] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	19, // 10: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
+	2,  // 11: stepcost.v1.Training.zero3_backward_prefetch:type_name -> stepcost.v1.BackwardPrefetch
+	1,  // 12: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
+	3,  // 13: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
+	22, // 14: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
+	22, // 15: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
+	23, // 16: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
+	24, // 17: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
+	25, // 18: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
+	26, // 19: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
+	21, // 20: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
+	20, // 21: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
+	11, // 22: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
+	18, // 23: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	20, // 24: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
+	21, // 25: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
+	27, // 26: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
+	10, // 27: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
+	30, // 28: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
+	28, // 29: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
+	4,  // 30: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
+	27, // 31: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
+	31, // 32: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
+	33, // 33: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
+	1,  // 34: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
+	3,  // 35: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
+	11, // 36: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
+	18, // 37: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	20, // 38: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
+	35, // 39: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
+	4,  // 40: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
+	37, // 41: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
+	21, // 42: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
+	38, // 43: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
+	27, // 44: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
+	50, // 45: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
+	39, // 46: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
+	39, // 47: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
+	40, // 48: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
+	10, // 49: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
+	18, // 50: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	5,  // 51: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
+	6,  // 52: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 53: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
+	8,  // 54: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
+	6,  // 55: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 56: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
+	6,  // 57: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
+	43, // 58: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
+	43, // 59: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
+	44, // 60: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
+	16, // 61: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
+	12, // 62: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
+	47, // 63: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
+	10, // 64: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
+	36, // 65: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
+	28, // 66: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
+	32, // 67: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
+	42, // 68: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
+	46, // 69: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
+	41, // 70: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
+	29, // 71: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
+	34, // 72: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
+	45, // 73: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
+	48, // 74: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
+	70, // [70:75] is the sub-list for method output_type
+	65, // [65:70] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_stepcost_v1_stepcost_proto_init() }
@@ -4602,7 +4675,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stepcost_v1_stepcost_proto_rawDesc), len(file_stepcost_v1_stepcost_proto_rawDesc)),
-			NumEnums:      8,
+			NumEnums:      9,
 			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
