@@ -40,7 +40,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 	add(gemm{tokens, h * (1 + 2*kv) / t, h, 1}) // QKV, column parallel
 	add(gemm{tokens, h, h / t, 1})              // output projection, row parallel
-	// Op-level checkpointing recomputes the 2nd, 4th and 6th matmul of the layer as it
+	// Op-level checkpointing (torchtitan's policy saves every matmul output but those
+	// of even count in the layer) recomputes the 2nd, 4th and 6th matmul as the layer
 	// runs them one by one — Q, K, V, output, then the MLP's gate, up, down (or up,
 	// down): the K and output projections and the MLP's up (gated) or down matrix.
 	var ops float64
