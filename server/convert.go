@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -258,24 +260,30 @@ var prefetches = map[pb.BackwardPrefetch]step.BackwardPrefetch{
 	pb.BackwardPrefetch_BACKWARD_PREFETCH_NONE: step.PrefetchNone,
 }
 
-func prefetchFromProto(p pb.BackwardPrefetch) (step.BackwardPrefetch, error) {
-	if p == pb.BackwardPrefetch_BACKWARD_PREFETCH_UNSPECIFIED {
-		return "", nil
-	}
-	v, ok := prefetches[p]
-	if !ok {
-		return "", invalid.Field("training.zero3_backward_prefetch", "%s", enumRule(p))
+// protoEnum is a generated enum: the unspecified value is 0.
+type protoEnum interface {
+	~int32
+	protoreflect.Enum
+}
+
+// fromProto maps an enum value through m; unspecified gives the zero value (the
+// domain default), a value m does not know a field error.
+func fromProto[P protoEnum, V any](field string, p P, m map[P]V) (V, error) {
+	v, ok := m[p]
+	if !ok && p != 0 {
+		return v, invalid.Field(field, "%s", enumRule(p))
 	}
 	return v, nil
 }
 
-func prefetchToProto(p step.BackwardPrefetch) pb.BackwardPrefetch {
-	for k, v := range prefetches {
-		if v == p {
+// toProto is the enum value m maps to v, or unspecified.
+func toProto[P protoEnum, V comparable](v V, m map[P]V) P {
+	for k, x := range m {
+		if x == v {
 			return k
 		}
 	}
-	return pb.BackwardPrefetch_BACKWARD_PREFETCH_UNSPECIFIED
+	return 0
 }
 
 func precisionToProto(p step.Precision) pb.Precision {
@@ -296,7 +304,7 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 	if err != nil {
 		return step.Training{}, err
 	}
-	bp, err := prefetchFromProto(t.GetZero3BackwardPrefetch())
+	bp, err := fromProto("training.zero3_backward_prefetch", t.GetZero3BackwardPrefetch(), prefetches)
 	if err != nil {
 		return step.Training{}, err
 	}
@@ -318,7 +326,7 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 func trainingToProto(t step.Training) *pb.Training {
 	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
 		Precision: precisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
-		Zero3BackwardPrefetch: prefetchToProto(t.BackwardPrefetch),
+		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches),
 		Optimizer:             &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 
@@ -331,37 +339,15 @@ var schedules = map[pb.Schedule]step.Schedule{
 	pb.Schedule_SCHEDULE_GPIPE: step.GPipe, pb.Schedule_SCHEDULE_1F1B: step.OneFOneB, pb.Schedule_SCHEDULE_INTERLEAVED: step.Interleaved,
 }
 
-func recomputeFromProto(field string, r pb.Recompute) (step.Recompute, error) {
-	if r == pb.Recompute_RECOMPUTE_UNSPECIFIED {
-		return "", nil
-	}
-	v, ok := recomputes[r]
-	if !ok {
-		return "", invalid.Field(field, "%s", enumRule(r))
-	}
-	return v, nil
-}
-
-func scheduleFromProto(field string, s pb.Schedule) (step.Schedule, error) {
-	if s == pb.Schedule_SCHEDULE_UNSPECIFIED {
-		return "", nil
-	}
-	v, ok := schedules[s]
-	if !ok {
-		return "", invalid.Field(field, "%s", enumRule(s))
-	}
-	return v, nil
-}
-
 func layoutFromProto(l *pb.Layout) (step.Layout, error) {
 	if l == nil {
 		return step.Layout{}, invalid.Field("layout", "is required")
 	}
-	rc, err := recomputeFromProto("layout.recompute", l.GetRecompute())
+	rc, err := fromProto("layout.recompute", l.GetRecompute(), recomputes)
 	if err != nil {
 		return step.Layout{}, err
 	}
-	sc, err := scheduleFromProto("layout.schedule", l.GetSchedule())
+	sc, err := fromProto("layout.schedule", l.GetSchedule(), schedules)
 	if err != nil {
 		return step.Layout{}, err
 	}
@@ -382,16 +368,7 @@ func layoutToProto(l step.Layout) *pb.Layout {
 	p := &pb.Layout{Tp: int32(l.TP), Pp: int32(l.PP), Dp: int32(l.DP), Cp: int32(l.CP), Ep: int32(l.EP), Zero: int32(l.ZeRO),
 		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: toInt32s(l.LayerSplit),
 		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers)}
-	for k, v := range recomputes {
-		if v == l.Recompute {
-			p.Recompute = k
-		}
-	}
-	for k, v := range schedules {
-		if v == l.Schedule {
-			p.Schedule = k
-		}
-	}
+	p.Recompute, p.Schedule = toProto(l.Recompute, recomputes), toProto(l.Schedule, schedules)
 	return p
 }
 
@@ -504,14 +481,14 @@ func constraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 		SP: slices.Clone(c.GetSp()), TPAcrossNodes: c.GetTpAcrossNodes(), UnevenPP: c.GetUnevenPp(),
 		MinHeadroomGB: c.GetMinHeadroomGb(), MaxMicroBatch: int(c.GetMaxMicroBatch())}
 	for i, r := range c.GetRecompute() {
-		v, err := recomputeFromProto(fmt.Sprintf("constraints.recompute[%d]", i), r)
+		v, err := fromProto(fmt.Sprintf("constraints.recompute[%d]", i), r, recomputes)
 		if err != nil || v == "" {
-			return out, invalid.Field(fmt.Sprintf("constraints.recompute[%d]", i), "must be RECOMPUTE_NONE, _SELECTIVE or _FULL")
+			return out, invalid.Field(fmt.Sprintf("constraints.recompute[%d]", i), "must be RECOMPUTE_NONE, _SELECTIVE, _OPS or _FULL")
 		}
 		out.Recompute = append(out.Recompute, v)
 	}
 	for i, s := range c.GetSchedules() {
-		v, err := scheduleFromProto(fmt.Sprintf("constraints.schedules[%d]", i), s)
+		v, err := fromProto(fmt.Sprintf("constraints.schedules[%d]", i), s, schedules)
 		if err != nil || v == "" {
 			return out, invalid.Field(fmt.Sprintf("constraints.schedules[%d]", i), "must be SCHEDULE_GPIPE, _1F1B or _INTERLEAVED")
 		}

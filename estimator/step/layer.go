@@ -46,6 +46,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// down): the K and output projections and the MLP's up (gated) or down matrix.
 	var ops float64
 	recompute := func(g gemm) {
+		if l.Recompute != RecomputeOps {
+			return // priced only when it is the policy: this is the planner's inner loop
+		}
 		lt.opsFLOPs += g.flops()
 		ops += k.gemmTime(g, r)
 	}
