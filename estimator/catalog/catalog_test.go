@@ -68,8 +68,8 @@ func TestBriefSystemsPresent(t *testing.T) {
 
 func TestGPUsValidate(t *testing.T) {
 	gpus := catalog.GPUs()
-	if len(gpus) != 10 {
-		t.Errorf("catalog has %d GPUs, want 10", len(gpus))
+	if len(gpus) != 11 {
+		t.Errorf("catalog has %d GPUs, want 11", len(gpus))
 	}
 	for _, g := range gpus {
 		t.Run(g.Name, func(t *testing.T) {

@@ -1,6 +1,10 @@
 package catalog
 
-import "github.com/stepcost/stepcost/estimator/hardware"
+import (
+	"math"
+
+	"github.com/stepcost/stepcost/estimator/hardware"
+)
 
 // Dense peak rates per operand format, in TFLOP/s. Datasheets that quote only
 // structured-sparsity rates ("with sparsity") are halved. fp32 is the non-tensor
@@ -27,6 +31,31 @@ var gh100SXMPeak = map[hardware.DType]float64{
 	hardware.BF16: 989.4,
 	hardware.FP16: 989.4,
 	hardware.FP8:  1978.9,
+}
+
+// The H100 SXM with 96 GB of HBM2e run at a 500 W power limit instead of the SXM5's
+// 700 W (the part torchtitan's published H100 runs used). NVIDIA publishes no rates
+// for it, so they are derived:
+//   - Tensor rates: a GEMM-bound H100 runs at its power limit, and dynamic CMOS power
+//     is P = α·C·V²·f with the supply voltage scaled with the clock along the DVFS
+//     curve (V ∝ f), so P ∝ f³ and the sustained clock scales as the cube root of the
+//     power limit: (500/700)^(1/3) = 0.894 of the 700 W part's rates.
+//   - HBM: six 16 GB HBM2e stacks (96 GB) on the GH100's 6 × 1024-bit interface at
+//     HBM2e's 3.2 Gb/s per pin (JEDEC JESD235C; the H100 PCIe's five HBM2e stacks give
+//     its published 2.0 TB/s the same way): 6144 × 3.2 / 8 = 2,458 GB/s.
+var h100HBM2e500WPeak = scalePeaks(gh100SXMPeak, math.Cbrt(h100PowerLimitW/h100SXMTDPW))
+
+const (
+	h100SXMTDPW     = 700.0 // H100 SXM5 maximum thermal design power (datasheet)
+	h100PowerLimitW = 500.0
+)
+
+func scalePeaks(m map[hardware.DType]float64, f float64) map[hardware.DType]float64 {
+	out := make(map[hardware.DType]float64, len(m))
+	for d, v := range m {
+		out[d] = math.Round(v*f*10) / 10
+	}
+	return out
 }
 
 var gpuTable = []gpuEntry{
@@ -67,6 +96,18 @@ var gpuTable = []gpuEntry{
 			Source:              "NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM: 80 GB HBM3, 3.35 TB/s, NVLink 900 GB/s bidirectional; dense rates from the NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022)",
 		},
 		aliases: []string{"h100", "h100-sxm5", "h100-80gb", "h100-sxm-80gb", "h100-sxm5-80gb", "h100-80gb-hbm3"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "H100-SXM-HBM2e-500W", Arch: hardware.Hopper,
+			PeakTFLOPS:          h100HBM2e500WPeak,
+			MemoryGB:            96 * gib,
+			MemoryBandwidthGBps: 2458,
+			NVLinkGBps:          450,
+			SMs:                 132,
+			Source:              "H100 SXM with 96 GB HBM2e at a 500 W power limit: tensor rates of the 700 W H100 SXM × (500/700)^(1/3) (clock at a power limit, P ∝ f³), HBM six HBM2e stacks at 3.2 Gb/s per pin (6144-bit bus: 2,458 GB/s); NVLink as H100 SXM",
+		},
+		aliases: []string{"h100-hbm2e-500w", "h100-96gb-hbm2e"},
 	},
 	{
 		gpu: hardware.GPU{

@@ -17,15 +17,22 @@ import (
 type Estimator struct {
 	coll *collective.Model
 	k    Constants
+	*groupCache
 
+	mu    sync.RWMutex
+	notes map[assumptionKey][]string
+}
+
+// groupCache holds what does not depend on the compute constants: the placements of
+// communication groups and the memoised collective costs on them. Estimators made
+// by WithConstants share it, so that a fit trying many constants places and prices
+// each group once.
+type groupCache struct {
 	// places maps a placeKey to its *collective.Placement; costs memoises collective
 	// estimates (see collCost). Both are read far more than written and are shared
 	// by a search's workers, so they are sync.Maps: reads take no lock.
 	places sync.Map
 	costs  atomic.Pointer[costMemo]
-
-	mu    sync.RWMutex
-	notes map[assumptionKey][]string
 }
 
 // costMemo is one generation of memoised collective estimates. A search prices
@@ -74,10 +81,21 @@ func New() *Estimator { return NewWith(DefaultConstants(), collective.Default())
 
 // NewWith returns an estimator with the given constants.
 func NewWith(k Constants, ck collective.Constants) *Estimator {
-	e := &Estimator{coll: collective.NewModel(ck), k: k, notes: map[assumptionKey][]string{}}
+	e := &Estimator{coll: collective.NewModel(ck), k: k, groupCache: &groupCache{}, notes: map[assumptionKey][]string{}}
 	e.costs.Store(&costMemo{})
 	return e
 }
+
+// WithConstants returns an estimator with other compute constants that shares this
+// one's collective model, group placements and collective costs (none of which
+// depend on the compute constants).
+func (e *Estimator) WithConstants(k Constants) *Estimator {
+	return &Estimator{coll: e.coll, k: k, groupCache: e.groupCache, notes: map[assumptionKey][]string{}}
+}
+
+// commExpertData is the placement key of the expert-data-parallel group (the ranks
+// that hold the same experts); its communication is reported as DP or ZeRO-3.
+const commExpertData = NumComms
 
 // placeKey identifies a communication group by the layout that produces it.
 type placeKey struct {
@@ -106,6 +124,9 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 		sib = g.siblings(0, []Dim{DimEP}, DimPP)
 	case CommDP, CommZeRO3:
 		sib = g.siblings(0, []Dim{DimCP, DimEP, DimDP}, DimPP)
+	case commExpertData:
+		// Ranks that hold the same experts: every DP and CP rank of rank 0's EP slot.
+		sib = g.siblings(0, []Dim{DimCP, DimDP}, DimPP)
 	case CommPP:
 		// Stage 0 → stage 1: every rank of stage 0 sends to its peer at once.
 		step := g.stride[DimPP]
@@ -184,11 +205,13 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 
 	// ---- communication per micro-batch on the critical path ----
 	var bd Breakdown
-	addComm := func(c Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
+	// addCommOn prices a communication of kind c on the group that place names (the
+	// kind's own group, or commExpertData for expert parameters).
+	addCommOn := func(c, place Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
 		if err := messageFits(c, op, bytes); err != nil {
 			return 0, err
 		}
-		p, err := e.placement(cl, req.Ranks, g, c)
+		p, err := e.placement(cl, req.Ranks, g, place)
 		if err != nil {
 			return 0, err
 		}
@@ -205,6 +228,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			PerStep: perStep, When: when,
 		})
 		return est.TimeUs * 1e-6, nil
+	}
+	addComm := func(c Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
+		return addCommOn(c, c, op, bytes, perStep, when)
 	}
 	mf := float64(m)
 	layers := float64(stageLayers)
@@ -294,6 +320,12 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	// ---- data parallelism and ZeRO ----
 	stageParams, expertParams := e.stageParams(req, stageLayers)
 	denseShard := l.DP * l.CP
+	// Expert parameters are sharded over EP, so each is held by DP·CP/EP ranks: their
+	// gradients reduce, and under ZeRO their states shard, over that group.
+	expertShard := denseShard / max(1, l.EP)
+	if expertParams == 0 {
+		expertShard = 1
+	}
 	var dpExposed, z3Exposed float64
 	o := t.Optimizer
 	if denseShard > 1 {
@@ -322,6 +354,18 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			}
 			host := 2 * e.k.EagerOpHostUs * 1e-6 * float64(denseShard)
 			z3Exposed = (gathers*(ag+host) + rs + host) * mods * layers * mf
+			if expertShard > 1 {
+				// The MoE layers' experts gather and reduce on their own group.
+				eag, err := addCommOn(CommZeRO3, commExpertData, collective.AllGather, expertParams/layers*o.WeightBytes, layers*gathers*mf, "per layer and micro-batch, on demand: expert weight all-gathers over the expert-data-parallel group")
+				if err != nil {
+					return Result{}, err
+				}
+				ers, err := addCommOn(CommZeRO3, commExpertData, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch, on demand: expert gradient reduce-scatter")
+				if err != nil {
+					return Result{}, err
+				}
+				z3Exposed += (gathers*eag + ers) * layers * mf
+			}
 		case l.ZeRO == 3:
 			// Per layer and micro-batch: gather the weights forward and again backward,
 			// reduce-scatter the gradients; prefetching hides what fits under the
@@ -334,6 +378,19 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			rs, err := addComm(CommZeRO3, collective.ReduceScatter, (stageParams/layers)*o.GradBytes, layers*mf, "per layer and micro-batch: gradient reduce-scatter")
 			if err != nil {
 				return Result{}, err
+			}
+			if expertShard > 1 {
+				// A MoE layer also gathers its experts' shards, and reduce-scatters their
+				// gradients, over the expert-data-parallel group, on the same stream.
+				eag, err := addCommOn(CommZeRO3, commExpertData, collective.AllGather, expertParams/layers*o.WeightBytes, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the expert weights (expert-data-parallel group)")
+				if err != nil {
+					return Result{}, err
+				}
+				ers, err := addCommOn(CommZeRO3, commExpertData, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch: expert gradient reduce-scatter (expert-data-parallel group)")
+				if err != nil {
+					return Result{}, err
+				}
+				ag, rs = ag+eag, rs+ers
 			}
 			perLayerF := (fwd + rc/2) / layers
 			perLayerB := (bwd + rc/2) / layers
@@ -374,6 +431,29 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 				tdp = rs
 				dpExposed += ag // the updated weights are needed before the next forward
 			}
+			if expertShard > 1 {
+				// Expert gradients reduce over the ranks that hold the same experts.
+				eg := expertParams * o.GradBytes
+				if l.ZeRO == 0 {
+					x, err := addCommOn(CommDP, commExpertData, collective.AllReduce, eg, 1, "end of step: expert gradient all-reduce over the expert-data-parallel group (bucketed, overlapped with the last backward)")
+					if err != nil {
+						return Result{}, err
+					}
+					tdp += x
+				} else {
+					rs, err := addCommOn(CommDP, commExpertData, collective.ReduceScatter, eg, 1, "end of step: expert gradient reduce-scatter over the expert-data-parallel group (bucketed, overlapped with the last backward)")
+					if err != nil {
+						return Result{}, err
+					}
+					ag, err := addCommOn(CommDP, commExpertData, collective.AllGather, expertParams*o.WeightBytes, 1, "after the optimizer: expert parameter all-gather")
+					if err != nil {
+						return Result{}, err
+					}
+					tdp += rs
+					dpExposed += ag
+				}
+				grad += eg
+			}
 			// Gradient buckets reduce while the last micro-batch's backward runs; the
 			// last bucket waits for the end of it.
 			last := tdp * math.Min(1, e.k.DPBucketBytes/math.Max(grad, 1))
@@ -382,7 +462,6 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			bd.Hidden[CommDP] = hid
 			hiddenPerMB += hid / mf
 		}
-		_ = expertParams
 	}
 	if a.TiedEmbeddings && l.PP > 1 {
 		x, err := addComm(CommEmbed, collective.AllReduce, float64(a.Vocab)*h/tf*o.GradBytes, 1, "end of step: tied embedding gradient, first and last stage")
@@ -393,11 +472,11 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	}
 
 	// ---- optimizer ----
-	shard := 1.0
+	shard, eshard := 1.0, 1.0
 	if l.ZeRO >= 1 {
-		shard = float64(denseShard)
+		shard, eshard = float64(denseShard), float64(max(1, expertShard))
 	}
-	bd.Optimizer = (stageParams + expertParams) / shard * e.k.OptimizerBytes / rates.hbm
+	bd.Optimizer = (stageParams/shard + expertParams/eshard) * e.k.OptimizerBytes / rates.hbm
 
 	// ---- contention: overlapped communication occupies SMs ----
 	commSMs := 16.0 / math.Max(1, rates.sms)

@@ -114,6 +114,9 @@ type Training struct {
 	// BackwardPrefetch is when ZeRO-3 gathers the next layer's weights in the backward
 	// pass (default pre); it matters only with ZeRO-3's flat, prefetched gathers.
 	BackwardPrefetch BackwardPrefetch `json:"zero3_backward_prefetch,omitempty"`
+	// Framework names the training framework (estimator/framework): its profile fills
+	// the settings above that the request leaves open. Empty: Megatron-Core.
+	Framework string `json:"framework,omitempty"`
 }
 
 // Layout is how the model is parallelised and placed.

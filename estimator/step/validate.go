@@ -3,6 +3,7 @@ package step
 import (
 	"fmt"
 
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
@@ -78,6 +79,11 @@ func normalise(r Request) Request {
 		l.Recompute = RecomputeNone
 	}
 	r.Training = r.Training.Normalise()
+	if l.TP > 1 && !l.SP && r.Training.Framework != framework.Default {
+		if fw, err := framework.Lookup(r.Training.Framework); err == nil && fw.SequenceParallelWithTP {
+			l.SP = true
+		}
+	}
 	return r
 }
 
@@ -91,11 +97,25 @@ func (t Training) Normalise() Training {
 	if t.Precision == "" {
 		t.Precision = BF16
 	}
+	// The framework's profile fills what the request leaves open; an unknown name is
+	// left for validate to report.
+	fw, known := framework.Lookup(t.Framework)
+	if known == nil {
+		t.Framework = fw.Name
+		t.UnfusedAttention = t.UnfusedAttention || fw.UnfusedAttention
+		t.OnDemandGathers = t.OnDemandGathers || fw.ZeRO3OnDemand
+		if t.BackwardPrefetch == "" && fw.BackwardPrefetch != "" {
+			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
+		}
+	}
 	if t.BackwardPrefetch == "" {
 		t.BackwardPrefetch = PrefetchPre
 	}
 	if t.Optimizer == (Optimizer{}) {
 		t.Optimizer = AdamMixed()
+		if known == nil && fw.GradReduceBytes > 0 {
+			t.Optimizer.GradBytes = fw.GradReduceBytes
+		}
 	}
 	return t
 }
@@ -119,6 +139,9 @@ func (t Training) validate() error {
 	case BF16, FP16, FP8:
 	default:
 		c.Add("training.precision", "must be bf16, fp16 or fp8 (got %q)", t.Precision)
+	}
+	if _, err := framework.Lookup(t.Framework); err != nil {
+		c.Add("training.framework", "%v", err)
 	}
 	switch t.BackwardPrefetch {
 	case PrefetchPre, PrefetchPost, PrefetchNone:

@@ -193,9 +193,12 @@ func toCase(r Run) Case {
 		g, _ := catalog.GPU("A100-80GB")
 		spec.GPU = g
 	}
-	if strings.Contains(r.GPU, "HBM2e") {
-		spec.GPU.MemoryGB = r.GPUMemGB
-		fill("H100 HBM2e variant: H100 SXM rates with %v GB", r.GPUMemGB)
+	if strings.HasPrefix(r.GPU, "H100") && strings.Contains(r.GPU, "HBM2e") {
+		// The row states a power-limited HBM2e H100 ("500W power limit", "lower TDP").
+		g, _ := catalog.GPU("H100-SXM-HBM2e-500W")
+		g.MemoryGB = r.GPUMemGB
+		spec.GPU = g
+		fill("H100 HBM2e at 500 W: H100-SXM-HBM2e-500W rates with %v GB", r.GPUMemGB)
 	}
 	per := deref(r.GPUsPerNode, 8)
 	spec.Nodes = (r.GPUs + per - 1) / per
@@ -221,9 +224,9 @@ func toCase(r Run) Case {
 	if strings.Contains(strings.ToLower(r.Framework), "async tp") || strings.HasSuffix(r.ID, "_asynctp") {
 		l.OverlapTP = true
 	}
-	if strings.Contains(strings.ToLower(r.Framework), "torchtitan") && l.TP > 1 {
-		l.SP = true
-		fill("sequence parallelism with TP (torchtitan's TP plan)")
+	fw := frameworkOf(r)
+	if fw == "torchtitan" && l.TP > 1 {
+		fill("sequence parallelism with TP (framework torchtitan: its TP plan)")
 	}
 	switch z := r.ZeRO.(type) {
 	case float64:
@@ -275,26 +278,19 @@ func toCase(r Run) Case {
 		c.SearchMicroBatch = true
 		fill("micro-batch size not stated: the fastest valid one")
 	}
-	t := step.Training{SeqLen: seq, GlobalBatch: r.GlobalBatch, Precision: step.BF16}
+	t := step.Training{SeqLen: seq, GlobalBatch: r.GlobalBatch, Precision: step.BF16, Framework: fw}
 	if strings.Contains(strings.ToLower(r.Precision), "float8") {
 		t.Precision = step.FP8
 	}
-	if strings.Contains(r.Precision, "mode DEFAULT") {
-		// Composer's FSDP mixed precision DEFAULT reduces gradients in fp32.
+	switch {
+	case fw == "composer" && strings.Contains(r.Precision, "mode DEFAULT"):
+		fill("gradients reduced in fp32 (framework composer: FSDP mixed precision DEFAULT)")
+	case fw == "composer":
+		// Mixed precision PURE keeps gradients in bf16.
 		t.Optimizer = step.AdamMixed()
-		t.Optimizer.GradBytes = 4
-		fill("gradients reduced in fp32 (FSDP mixed precision DEFAULT)")
 	}
-	if strings.Contains(r.Framework, "Megatron-LM (2021)") || strings.Contains(r.Framework, "DeepSpeed ZeRO-3") {
-		t.UnfusedAttention = true
-	}
-	if strings.Contains(r.Framework, "DeepSpeed ZeRO-3") {
-		// DeepSpeed's ZeRO-3 of 2021 gathered module by module, on demand.
-		t.OnDemandGathers = true
-	}
-	if strings.Contains(r.Framework, "Composer") && l.ZeRO == 3 {
-		t.BackwardPrefetch = step.PrefetchPost
-		fill("FSDP backward prefetch BACKWARD_POST (Composer's FSDPConfig default)")
+	if fw == "composer" && l.ZeRO == 3 {
+		fill("FSDP backward prefetch BACKWARD_POST (framework composer: its FSDPConfig default)")
 	}
 	c.Request = step.Request{Model: a, Training: t, Cluster: cl, Layout: l}
 
@@ -323,6 +319,31 @@ func toCase(r Run) Case {
 		c.Err = fmt.Errorf("unknown metric %q", m.Metric)
 	}
 	return c
+}
+
+// frameworkOf names the framework profile (estimator/framework) of a run from the
+// framework its source states.
+func frameworkOf(r Run) string {
+	f := strings.ToLower(r.Framework)
+	switch {
+	case strings.Contains(f, "deepspeed zero-3"):
+		return "deepspeed-2021"
+	case strings.Contains(f, "megatron-lm (2021)"):
+		return "megatron-lm-2021"
+	case strings.Contains(f, "composer"), strings.Contains(f, "llm-foundry"):
+		return "composer"
+	case strings.Contains(f, "torchtitan"):
+		return "torchtitan"
+	case strings.Contains(f, "nemo"):
+		return "nemo"
+	case strings.Contains(f, "megatron-deepspeed"):
+		return "megatron-deepspeed"
+	case strings.Contains(f, "deepspeed"):
+		return "deepspeed"
+	case strings.Contains(f, "fsdp"):
+		return "fsdp"
+	}
+	return "megatron-core"
 }
 
 // Result is one priced run.

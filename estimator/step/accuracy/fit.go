@@ -32,8 +32,11 @@ func Loss(rs []Result) float64 {
 
 // Fit adjusts the constants by coordinate descent on Loss.
 func Fit(cases []Case, start step.Constants, set []Setter, rounds int) (step.Constants, float64) {
+	// Group placements and collective costs do not depend on the compute
+	// constants: every trial shares them.
+	base := step.NewWith(start, collective.Default())
 	eval := func(k step.Constants) float64 {
-		return Loss(Evaluate(step.NewWith(k, collective.Default()), cases))
+		return Loss(Evaluate(base.WithConstants(k), cases))
 	}
 	params := make([]descent.Param[step.Constants], len(set))
 	for i, p := range set {
@@ -66,13 +69,10 @@ func Setters() []Setter {
 	arch("FP8GEMMEfficiency", fp8, hardware.Hopper, 0.2, 0.95)
 	arch("AttentionEfficiency", attn, hardware.Ampere, 0.2, 0.9)
 	arch("AttentionEfficiency", attn, hardware.Hopper, 0.2, 0.9)
-	scalar := func(name string, p func(*step.Constants) *float64, lo, hi float64) {
-		out = append(out, Setter{name, func(k *step.Constants) float64 { return *p(k) },
-			func(k *step.Constants, v float64) { *p(k) = v }, lo, hi})
-	}
-	scalar("GEMMHalfFLOPs", func(k *step.Constants) *float64 { return &k.GEMMHalfFLOPs }, 1e7, 1e12)
-	scalar("HBMEfficiency", func(k *step.Constants) *float64 { return &k.HBMEfficiency }, 0.4, 0.95)
-	scalar("KernelLaunchUs", func(k *step.Constants) *float64 { return &k.KernelLaunchUs }, 1, 40)
+	// HBM efficiency, the small-GEMM start-up work and the kernel launch cost are
+	// hardware measurements, not fitted: fitted, each became a sink for whatever one
+	// source's runs lacked (the fit without Narayanan et al. drove HBM efficiency to
+	// 0.45 and the GEMM start-up to 10¹¹ FLOPs).
 	return out
 }
 

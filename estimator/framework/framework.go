@@ -1,0 +1,169 @@
+// Package framework describes the training frameworks a step runs under: what each
+// overlaps, which kernels it uses and what it does by default when a setting is not
+// given. The step model reads a profile to fill the settings a request leaves open,
+// so that "Megatron-LM of 2021" or "Composer" means the same mechanisms everywhere
+// (the API, the command line, rank files and the accuracy harness).
+package framework
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Profile is what a framework does that changes the time or memory of a step.
+type Profile struct {
+	// Name is the canonical name; Aliases are other accepted spellings.
+	Name    string
+	Aliases []string
+	// Description says what the profile stands for, Source where its settings come
+	// from.
+	Description, Source string
+
+	// UnfusedAttention: the attention scores are materialised in HBM (no flash
+	// attention kernel).
+	UnfusedAttention bool
+	// ZeRO3OnDemand: ZeRO-3 gathers each module's weights when it runs, waiting for
+	// them, through one output tensor per rank (DeepSpeed ZeRO-3 of 2021).
+	ZeRO3OnDemand bool
+	// BackwardPrefetch is when ZeRO-3 / FSDP gathers the next layer's weights in the
+	// backward pass: "pre", "post" or "none" (PyTorch FSDP's BackwardPrefetch).
+	BackwardPrefetch string
+	// GradReduceBytes is the width of the gradients data parallelism reduces when the
+	// request gives no optimizer: 4 where the framework's default mixed precision
+	// reduces in fp32; 0 keeps the optimizer's gradient bytes.
+	GradReduceBytes float64
+	// SequenceParallelWithTP: tensor parallelism always shards the norms and dropout
+	// over the sequence (the framework's TP plan has no other form).
+	SequenceParallelWithTP bool
+}
+
+// Default is the profile of a request that names no framework.
+const Default = "megatron-core"
+
+var profiles = []Profile{
+	{
+		Name:    "megatron-core",
+		Aliases: []string{"megatron", "mcore", "megatron-lm"},
+		Description: "Megatron-LM with Megatron-Core (2023 on): flash attention (Transformer Engine), distributed optimizer, " +
+			"gradient reduce-scatter overlapped with the backward pass in buckets, zig-zag load-balanced context parallelism",
+		Source: "Megatron-Core docs (distributed optimizer, --overlap-grad-reduce, context parallelism); Transformer Engine docs",
+	},
+	{
+		Name:    "nemo",
+		Aliases: []string{"nemo-megatron", "nvidia-nemo"},
+		Description: "NVIDIA NeMo on Megatron-Core: the same kernels, overlaps and pipeline engine as megatron-core " +
+			"(NeMo's recipes turn the overlaps on)",
+		Source: "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
+	},
+	{
+		Name:    "megatron-lm-2021",
+		Aliases: []string{"megatron-2021"},
+		Description: "Megatron-LM as of Narayanan et al. (SC'21): attention as separate batched GEMMs and a fused softmax, " +
+			"scores materialised",
+		Source:           "Narayanan et al. 2021, §3–5; Megatron-LM v2 (2021) fused_softmax kernels",
+		UnfusedAttention: true,
+	},
+	{
+		Name:    "megatron-deepspeed",
+		Aliases: []string{"megatron-ds"},
+		Description: "Megatron-DeepSpeed: Megatron-LM's layers on DeepSpeed's engine (ZeRO-1 optimizer sharding, " +
+			"DeepSpeed pipeline engine); attention unfused unless flash attention is switched on",
+		Source:           "microsoft/Megatron-DeepSpeed README and examples (--use-flash-attn is opt-in)",
+		UnfusedAttention: true,
+	},
+	{
+		Name:    "deepspeed",
+		Aliases: []string{"deepspeed-zero"},
+		Description: "DeepSpeed ZeRO 1/2/3 with flat, prefetched ZeRO-3 parameter gathers " +
+			"(stage3_prefetch_bucket_size) and fused kernels",
+		Source:           "DeepSpeed ZeRO configuration docs (stage3_prefetch_bucket_size, overlap_comm)",
+		BackwardPrefetch: "pre",
+	},
+	{
+		Name:    "deepspeed-2021",
+		Aliases: []string{"deepspeed-zero3-2021"},
+		Description: "DeepSpeed ZeRO-3 as measured in 2021: each module gathers its weights on demand with " +
+			"torch.distributed.all_gather into one tensor per rank; attention unfused",
+		Source:           "Rajbhandari et al. 2021 (ZeRO-Infinity) and DeepSpeed 0.3–0.5 stage3.py; Narayanan et al. 2021 Table 2",
+		UnfusedAttention: true,
+		ZeRO3OnDemand:    true,
+	},
+	{
+		Name:    "fsdp",
+		Aliases: []string{"pytorch-fsdp", "fsdp1"},
+		Description: "PyTorch FSDP (FullyShardedDataParallel): flat parameters, backward prefetch BACKWARD_PRE " +
+			"(its default), flash attention through scaled_dot_product_attention",
+		Source:           "PyTorch FSDP documentation (BackwardPrefetch default BACKWARD_PRE)",
+		BackwardPrefetch: "pre",
+	},
+	{
+		Name:    "torchtitan",
+		Aliases: []string{"fsdp2", "pytorch-fsdp2"},
+		Description: "torchtitan on PyTorch FSDP2 (fully_shard): per-parameter sharding with prefetching, " +
+			"tensor parallelism always with sequence parallelism (its TP plan shards the norms)",
+		Source:                 "pytorch/torchtitan docs (parallelisms, FSDP2, TP plan of the Llama models)",
+		BackwardPrefetch:       "pre",
+		SequenceParallelWithTP: true,
+	},
+	{
+		Name:    "composer",
+		Aliases: []string{"llm-foundry", "mosaic", "mosaicml"},
+		Description: "MosaicML Composer / llm-foundry on PyTorch FSDP: backward prefetch BACKWARD_POST and mixed " +
+			"precision DEFAULT (gradients reduced in fp32), Composer's FSDPConfig defaults",
+		Source:           "mosaicml/composer FSDPConfig (backward_prefetch BACKWARD_POST, mixed_precision DEFAULT)",
+		BackwardPrefetch: "post",
+		GradReduceBytes:  4,
+	},
+}
+
+var byName = func() map[string]*Profile {
+	m := map[string]*Profile{}
+	for i := range profiles {
+		p := &profiles[i]
+		m[p.Name] = p
+		for _, a := range p.Aliases {
+			m[a] = p
+		}
+	}
+	return m
+}()
+
+// Lookup returns the profile of a framework name or alias (case-insensitive); the
+// empty name is Default.
+func Lookup(name string) (Profile, error) {
+	if name == "" {
+		name = Default
+	}
+	if p, ok := byName[name]; ok {
+		return *p, nil
+	}
+	if p, ok := byName[strings.ToLower(strings.TrimSpace(name))]; ok {
+		return *p, nil
+	}
+	return Profile{}, fmt.Errorf("unknown framework %q (one of %s)", name, strings.Join(Names(), ", "))
+}
+
+// Canonical returns the canonical name of a known framework name or alias, and
+// Default for the empty name.
+func Canonical(name string) (string, bool) {
+	p, err := Lookup(name)
+	return p.Name, err == nil
+}
+
+// Names lists the canonical names, sorted.
+func Names() []string {
+	out := make([]string, len(profiles))
+	for i, p := range profiles {
+		out[i] = p.Name
+	}
+	sort.Strings(out)
+	return out
+}
+
+// All returns every profile, in the order above (most used first).
+func All() []Profile {
+	out := make([]Profile, len(profiles))
+	copy(out, profiles)
+	return out
+}

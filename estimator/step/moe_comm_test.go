@@ -1,0 +1,73 @@
+package step_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+// A MoE step reduces the gradients of every parameter a rank holds: the dense ones
+// over DP·CP ranks, the experts (sharded over EP) over the DP·CP/EP ranks that hold
+// the same experts. The DP calls' bytes add up to all of them.
+func TestMoEGradientsCoverEveryParameter(t *testing.T) {
+	a := arch(t, "mixtral-8x7b")
+	p := a.Params()
+	const tp, dp, ep = 2, 32, 8
+	L := float64(a.Layers)
+	// Every Mixtral layer is a MoE layer; the embedding and the untied output layer are
+	// vocabulary-parallel over TP.
+	dense := L*p.PerLayerAttention/tp + L*p.PerLayerNorm + (p.Embedding+p.Output)/tp
+	expert := L * p.PerLayerMoE / (tp * ep)
+	for _, zero := range []int{0, 1} {
+		req := step.Request{
+			Model: a, Cluster: cluster(t, "dgx-h100", 8),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 256},
+			Layout:   step.Layout{TP: tp, PP: 1, DP: dp, EP: ep, ZeRO: zero, MicroBatch: 1, SP: true},
+		}
+		res, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var grads float64
+		groups := map[int]bool{}
+		for _, c := range res.Comms {
+			if c.KindName == "dp" && (c.Op == "allreduce" || c.Op == "reducescatter") {
+				grads += c.Bytes
+				groups[c.Group] = true
+			}
+		}
+		want := (dense + expert) * 2 // bf16 gradients
+		if math.Abs(grads-want) > 1e-9*want {
+			t.Errorf("zero %d: DP gradient bytes %.6g, want dense + expert %.6g (dense alone %.6g)", zero, grads, want, dense*2)
+		}
+		if !groups[dp] || !groups[dp/ep] {
+			t.Errorf("zero %d: gradient groups %v, want the dense group of %d and the expert group of %d", zero, groups, dp, dp/ep)
+		}
+	}
+}
+
+// Under ZeRO-3 the experts' shards are gathered per layer on the expert group too.
+func TestMoEZeRO3GathersExperts(t *testing.T) {
+	a := arch(t, "mixtral-8x7b")
+	req := step.Request{
+		Model: a, Cluster: cluster(t, "dgx-h100", 8),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 256},
+		Layout:   step.Layout{TP: 1, PP: 1, DP: 64, EP: 8, ZeRO: 3, MicroBatch: 1},
+	}
+	res, err := step.New().Estimate(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := a.Params()
+	var expertGather float64
+	for _, c := range res.Comms {
+		if c.KindName == "zero3" && c.Op == "allgather" && c.Group == 8 {
+			expertGather = c.Bytes
+		}
+	}
+	// One layer's experts on one EP rank, in bf16.
+	if want := p.PerLayerMoE / 8 * 2; math.Abs(expertGather-want) > 1e-9*want {
+		t.Errorf("expert all-gather per layer %.6g bytes, want %.6g", expertGather, want)
+	}
+}
