@@ -93,6 +93,11 @@ func (e *Estimator) WithConstants(k Constants) *Estimator {
 	return &Estimator{coll: e.coll, k: k, groupCache: e.groupCache, notes: map[assumptionKey][]string{}}
 }
 
+// cpMergeBytes is the HBM traffic per output element of one ring-attention step's
+// merge of its partial result into the running one: the fp32 accumulator read and
+// written (8 B) and the step's bf16 output read (2 B).
+const cpMergeBytes = 10
+
 // commExpertData is the placement key of the expert-data-parallel group (the ranks
 // that hold the same experts); its communication is reported as DP or ZeRO-3.
 const commExpertData = NumComms
@@ -277,18 +282,36 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		}
 		cpExposedPerMB = a2a * 8 * layers
 	} else if l.CP > 1 {
-		// Ring attention: K and V blocks pass CP−1 times forward, twice as much backward.
+		// Ring attention (Liu et al. 2023; Megatron-Core / Transformer Engine's P2P
+		// context parallelism): the sequence is split in 2·CP chunks, rank i holding
+		// chunks i and 2·CP−1−i, so that causal attention does the same work on every
+		// rank. A layer's forward runs CP steps: each computes the local queries
+		// against one K/V block while the next block arrives from the ring neighbour.
+		// The backward runs CP steps again, the K/V blocks circulating once more with
+		// their dK/dV partial sums behind them on the same link, and the last dK/dV
+		// block still has to reach its owner. A step whose transfer outlasts its
+		// attention exposes the difference; every step also merges its partial output
+		// into the running one (online softmax: the fp32 accumulator read and
+		// written, the step's bf16 output read; dQ accumulates in fp32 the same way
+		// backward), a memory-bound kernel of its own.
+		cpf := float64(l.CP)
 		blk := 2 * tokens * h * kv / tf * 2
-		p2p, err := addComm(CommCP, collective.SendRecv, blk, layers*3*float64(l.CP-1)*mf, "per layer: CP−1 K/V block passes forward, 2(CP−1) backward")
+		rcF := l.recomputeShare(stageLayers)
+		passes := (cpf-1)*(1+rcF) + 2*(cpf-1) + 1
+		p2p, err := addComm(CommCP, collective.SendRecv, blk, layers*passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home")
 		if err != nil {
 			return Result{}, err
 		}
-		cpTotal := p2p * 3 * float64(l.CP-1) * layers
-		attn := (nDense*(lc.attnFwd+lc.attnBwd) + nMoE*(lcMoE.attnFwd+lcMoE.attnBwd))
-		hid := math.Min(cpTotal, attn)
-		cpExposedPerMB = cpTotal - hid
-		hiddenPerMB += hid
-		bd.Hidden[CommCP] = hid * mf
+		attnF := (nDense*lc.attnFwd + nMoE*lcMoE.attnFwd) / layers
+		attnB := (nDense*lc.attnBwd + nMoE*lcMoE.attnBwd) / layers
+		stepF, stepB := attnF/cpf, attnB/cpf
+		expF := (cpf - 1) * math.Max(0, p2p-stepF) * (1 + rcF)
+		expB := (cpf-1)*math.Max(0, 2*p2p-stepB) + p2p
+		merge := cpf * (1 + rcF + 1) * tokens * h / tf * cpMergeBytes / rates.hbm
+		hid := passes*p2p - expF - expB
+		cpExposedPerMB = (expF + expB + merge) * layers
+		hiddenPerMB += hid * layers
+		bd.Hidden[CommCP] = hid * layers * mf
 	}
 	if l.EP > 1 && nMoE > 0 {
 		x := tokens * float64(a.MoE.TopK) * h * 2
