@@ -316,7 +316,8 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 		return step.Training{}, invalid.Field("training.global_tokens", "must be between 0 and %d (got %d)", step.MaxBatch*int64(step.MaxSeqLen), n)
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
-		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp}
+		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp,
+		Framework: t.GetFramework()}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -326,7 +327,7 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 func trainingToProto(t step.Training) *pb.Training {
 	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
 		Precision: precisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
-		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches),
+		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework,
 		Optimizer:             &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 

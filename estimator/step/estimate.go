@@ -547,6 +547,7 @@ type assumptionKey struct {
 	unfused   bool
 	onDemand  bool
 	prefetch  BackwardPrefetch
+	framework string
 	peak, sms float64
 }
 

@@ -2,6 +2,7 @@ package step
 
 import (
 	"fmt"
+	"github.com/stepcost/stepcost/estimator/framework"
 	"math"
 )
 
@@ -229,7 +230,7 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 // assumptions returns the (cached, shared: do not modify) list of modelling
 // assumptions for a GPU, precision and attention kind.
 func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
-	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, r.peak, r.sms}
+	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, r.peak, r.sms}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
@@ -244,6 +245,12 @@ func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
 }
 
 func (e *Estimator) describe(req Request, r *gpuRates) []string {
+	fw, _ := framework.Lookup(req.Training.Framework)
+	notes := []string{fmt.Sprintf("framework %s: %s", fw.Name, fw.Description)}
+	return append(notes, e.describeModel(req, r)...)
+}
+
+func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	attn := "causal flash attention (masked half skipped, backward 2.5× forward)"
 	if req.Training.UnfusedAttention {
 		attn = "unfused attention (full score matrix computed, stored and read back)"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/stepcost/stepcost/estimator/framework"
 	"io"
 	"os"
 	"strings"
@@ -68,6 +69,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	overlapTP := fs.Bool("overlap-tp", false, "overlap TP communication with compute (async TP)")
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
 	prefetch := fs.String("zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none")
+	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of estimating in process")
@@ -223,6 +225,9 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if set["zero3-on-demand"] {
 		t.OnDemandGathers = *onDemand
+	}
+	if set["framework"] {
+		t.Framework = *fw
 	}
 	if set["zero3-backward-prefetch"] {
 		t.BackwardPrefetch = step.BackwardPrefetch(strings.ToLower(*prefetch))

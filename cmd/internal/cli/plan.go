@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stepcost/stepcost/estimator/framework"
 	"io"
 	"os"
 	"sort"
@@ -45,7 +46,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	headroom := fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
 	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
-	prefetch := fs.String("zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none")
+	prefetch := fs.String("zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)")
+	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
 	sec := remoteSecurityFlags(fs)
@@ -113,7 +115,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	req.Cluster = cl
 	req.GPUs, req.MinGPUs, req.MaxGPUs = *gpus, *minGPUs, *maxGPUs
 	req.Training = step.Training{SeqLen: *seq, GlobalBatch: *gbs, Precision: step.Precision(strings.ToLower(*precision)),
-		UnfusedAttention: *unfused, OnDemandGathers: *onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*prefetch))}
+		UnfusedAttention: *unfused, OnDemandGathers: *onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*prefetch)),
+		Framework: *fw}
 	if *seq < 1 || *gbs < 1 {
 		return errors.New("--seq and --gbs: required, ≥ 1")
 	}

@@ -1505,8 +1505,14 @@ type Training struct {
 	// When ZeRO-3 gathers the next layer's weights in the backward pass (PyTorch
 	// FSDP's BackwardPrefetch); unset: PRE.
 	Zero3BackwardPrefetch BackwardPrefetch `protobuf:"varint,8,opt,name=zero3_backward_prefetch,json=zero3BackwardPrefetch,proto3,enum=stepcost.v1.BackwardPrefetch" json:"zero3_backward_prefetch,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// The training framework (megatron-core, nemo, megatron-lm-2021,
+	// megatron-deepspeed, deepspeed, deepspeed-2021, fsdp, torchtitan, composer, or
+	// an alias such as fsdp2 or llm-foundry): its profile fills what this message
+	// leaves open (attention kernel, ZeRO-3 gathers and prefetch, gradient reduction
+	// width, sequence parallelism with TP); unset: megatron-core.
+	Framework     string `protobuf:"bytes,9,opt,name=framework,proto3" json:"framework,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -1593,6 +1599,13 @@ func (x *Training) GetZero3BackwardPrefetch() BackwardPrefetch {
 		return x.Zero3BackwardPrefetch
 	}
 	return BackwardPrefetch_BACKWARD_PREFETCH_UNSPECIFIED
+}
+
+func (x *Training) GetFramework() string {
+	if x != nil {
+		return x.Framework
+	}
+	return ""
 }
 
 type Layout struct {
@@ -4173,7 +4186,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\x92\x03\n" +
+	"stateBytes\"\xb0\x03\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -4182,7 +4195,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\toptimizer\x18\x05 \x01(\v2\x16.stepcost.v1.OptimizerR\toptimizer\x12+\n" +
 	"\x11unfused_attention\x18\x06 \x01(\bR\x10unfusedAttention\x125\n" +
 	"\x17zero3_on_demand_gathers\x18\a \x01(\bR\x14zero3OnDemandGathers\x12U\n" +
-	"\x17zero3_backward_prefetch\x18\b \x01(\x0e2\x1d.stepcost.v1.BackwardPrefetchR\x15zero3BackwardPrefetch\"\xda\x03\n" +
+	"\x17zero3_backward_prefetch\x18\b \x01(\x0e2\x1d.stepcost.v1.BackwardPrefetchR\x15zero3BackwardPrefetch\x12\x1c\n" +
+	"\tframework\x18\t \x01(\tR\tframework\"\xda\x03\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +

@@ -1,0 +1,95 @@
+package step_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+// A framework's profile fills what the request leaves open, and nothing it sets.
+func TestFrameworkProfilesFillOpenSettings(t *testing.T) {
+	cases := []struct {
+		framework string
+		given     step.Training
+		check     func(step.Training) string
+	}{
+		{"composer", step.Training{}, func(t step.Training) string {
+			if t.BackwardPrefetch != step.PrefetchPost || t.Optimizer.GradBytes != 4 {
+				return "want backward prefetch post and fp32 gradient reduction"
+			}
+			return ""
+		}},
+		{"llm-foundry", step.Training{BackwardPrefetch: step.PrefetchPre, Optimizer: step.AdamMixed()}, func(t step.Training) string {
+			if t.Framework != "composer" || t.BackwardPrefetch != step.PrefetchPre || t.Optimizer.GradBytes != 2 {
+				return "an alias resolves, and given settings stay"
+			}
+			return ""
+		}},
+		{"megatron-lm-2021", step.Training{}, func(t step.Training) string {
+			if !t.UnfusedAttention || t.OnDemandGathers {
+				return "want unfused attention, flat ZeRO-3"
+			}
+			return ""
+		}},
+		{"deepspeed-2021", step.Training{}, func(t step.Training) string {
+			if !t.UnfusedAttention || !t.OnDemandGathers {
+				return "want unfused attention and on-demand gathers"
+			}
+			return ""
+		}},
+		{"", step.Training{}, func(t step.Training) string {
+			if t.Framework != "megatron-core" || t.UnfusedAttention || t.BackwardPrefetch != step.PrefetchPre || t.Optimizer.GradBytes != 2 {
+				return "the default is megatron-core with flash attention"
+			}
+			return ""
+		}},
+	}
+	for _, c := range cases {
+		tr := c.given
+		tr.SeqLen, tr.GlobalBatch, tr.Framework = 2048, 8, c.framework
+		if msg := c.check(tr.Normalise()); msg != "" {
+			t.Errorf("framework %q: %s (got %+v)", c.framework, msg, tr.Normalise())
+		}
+	}
+}
+
+// torchtitan's TP plan always shards the sequence: the framework turns SP on with TP
+// and the TP collectives become all-gathers and reduce-scatters.
+func TestTorchtitanTPImpliesSP(t *testing.T) {
+	req := step.Request{
+		Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1),
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 8, Framework: "torchtitan"},
+		Layout:   step.Layout{TP: 8, PP: 1, DP: 1, MicroBatch: 1},
+	}
+	res, err := step.New().Estimate(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Layout.SP {
+		t.Error("torchtitan with TP 8: SP off")
+	}
+	for _, c := range res.Comms {
+		if c.KindName == "tp" && c.Op == "allreduce" {
+			t.Error("torchtitan with TP 8: a TP all-reduce, want all-gather + reduce-scatter")
+		}
+	}
+	if !strings.HasPrefix(res.Assumptions[0], "framework torchtitan:") {
+		t.Errorf("first assumption %q does not name the framework", res.Assumptions[0])
+	}
+}
+
+func TestUnknownFrameworkNamesTheField(t *testing.T) {
+	req := step.Request{
+		Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1),
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 8, Framework: "jax"},
+		Layout:   step.Layout{TP: 1, PP: 1, DP: 8, MicroBatch: 1},
+	}
+	_, err := step.New().Estimate(req)
+	var fe *invalid.Error
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "training.framework") || !strings.Contains(err.Error(), "torchtitan") {
+		t.Errorf("error %v: want one naming training.framework and listing the known ones", err)
+	}
+}
