@@ -60,17 +60,17 @@ type Constants struct {
 func DefaultConstants() Constants {
 	return Constants{
 		GEMMEfficiency: map[hardware.Arch]float64{
-			hardware.Ampere: 0.73, hardware.Hopper: 0.57, hardware.Blackwell: 0.57,
+			hardware.Ampere: 0.73, hardware.Hopper: 0.61, hardware.Blackwell: 0.61,
 			hardware.CDNA3: 0.50, hardware.CDNA4: 0.50,
 		},
 		FP8GEMMEfficiency: map[hardware.Arch]float64{
-			hardware.Hopper: 0.435, hardware.Blackwell: 0.435, hardware.CDNA3: 0.35, hardware.CDNA4: 0.35,
+			hardware.Hopper: 0.50, hardware.Blackwell: 0.50, hardware.CDNA3: 0.35, hardware.CDNA4: 0.35,
 		},
 		GEMMHalfFLOPs: 1e7,
 		TileM:         128,
 		TileN:         256,
 		AttentionEfficiency: map[hardware.Arch]float64{
-			hardware.Ampere: 0.255, hardware.Hopper: 0.20, hardware.Blackwell: 0.20,
+			hardware.Ampere: 0.29, hardware.Hopper: 0.215, hardware.Blackwell: 0.215,
 			hardware.CDNA3: 0.20, hardware.CDNA4: 0.20,
 		},
 		HBMEfficiency:    0.90,

@@ -112,3 +112,49 @@ func TestPublishedOutOfMemory(t *testing.T) {
 		t.Errorf("step-time statistics over %d runs, want only the one that ran", s.N)
 	}
 }
+
+// Leave-one-source-out: the compute constants are fitted (from accuracy.Prior) on
+// every source but one and that source is scored with them. This is the figure a
+// user on a framework or cluster the fit has not seen should expect.
+func TestCrossValidatedAccuracy(t *testing.T) {
+	runs, err := accuracy.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := accuracy.Cases(runs)
+	folds := accuracy.CrossValidate(cases, accuracy.Prior(), accuracy.Setters(), accuracy.FitRounds)
+	if len(folds) != len(accuracy.Sources(cases)) || len(folds) < 3 {
+		t.Fatalf("%d folds for sources %v", len(folds), accuracy.Sources(cases))
+	}
+	for _, f := range folds {
+		s := accuracy.Summarise(f.Held)
+		t.Logf("left out %-12s n=%2d mean |err| %5.1f%%, max %5.1f%% (%s), bias %+5.1f%%; fitted %v", f.Source, s.N, 100*s.MeanAbs, 100*s.Max, s.Worst, 100*s.Bias, accuracy.FittedValues(f.Constants, accuracy.Setters()))
+		if s.N != len(f.Held) {
+			t.Errorf("%s: %d of %d runs scored", f.Source, s.N, len(f.Held))
+		}
+		if !(s.MeanAbs <= 0.20) {
+			t.Errorf("left out %s: mean |error| %.1f%% > 20%%", f.Source, 100*s.MeanAbs)
+		}
+	}
+	out := accuracy.OutOfSample(folds)
+	all := accuracy.Summarise(out)
+	t.Logf("all %d runs out of sample: mean |err| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%", all.N, 100*all.MeanAbs, 100*all.MedianAbs, 100*all.Max, all.Worst, 100*all.Bias)
+	// The target is 10 %; this bound holds the current model and catches a regression.
+	if !(all.MeanAbs <= 0.15) {
+		t.Errorf("out-of-sample mean |error| %.1f%% > 15%%", 100*all.MeanAbs)
+	}
+	// Out of sample, one pair still swaps: Narayanan Table 2's 175B on 384 GPUs, PTD-P
+	// measured 6 % faster than ZeRO-3 and predicted 0.6 % slower (docs/step-model.md,
+	// Known gaps). Any other swap fails.
+	var swapped []string
+	for _, k := range accuracy.Rankings(out) {
+		t.Logf("out of sample %-40s n=%d τ′=%+.2f", k.Set, k.N, k.TauRepeatable)
+		if k.Ordered && !(k.TauRepeatable >= 0.7) {
+			t.Logf("  Kendall τ′ %.2f < 0.7 (predicted %v, measured %v)", k.TauRepeatable, k.Pred, k.Meas)
+			swapped = append(swapped, k.Set)
+		}
+	}
+	if len(swapped) > 1 || (len(swapped) == 1 && swapped[0] != "narayanan21_t2_175b_384gpu") {
+		t.Errorf("out of sample, ranking sets with τ′ < 0.7: %v", swapped)
+	}
+}
