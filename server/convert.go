@@ -328,7 +328,7 @@ func trainingToProto(t step.Training) *pb.Training {
 	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
 		Precision: precisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
 		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework,
-		Optimizer:             &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
+		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 
 var recomputes = map[pb.Recompute]step.Recompute{
