@@ -329,3 +329,23 @@ func TestConstraintListsAreSets(t *testing.T) {
 		t.Errorf("invalid ZeRO stage: %v", err)
 	}
 }
+
+// Ring attention's per-step costs keep the planner from splitting an 8K sequence eight
+// ways for a 70B model (1K-token blocks leave too little attention per step to hide the
+// K/V exchange under): no plan of the top 5 uses CP 8.
+func TestNoEightWayContextParallelAt8K(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-70b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64,
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 512}, TopK: 5}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Top) == 0 {
+		t.Fatal("no plan")
+	}
+	for _, p := range res.Top {
+		if p.Layout.CP >= 8 {
+			t.Errorf("plan %d uses CP %d at 8K tokens: %+v, %.3f s", p.Rank, p.Layout.CP, p.Layout, p.Estimate.StepTime)
+		}
+	}
+}
