@@ -1,5 +1,7 @@
 package collective
 
+import "slices"
+
 // Ring schedules. Channel ch runs on the ring channelRing(sh, ch, Params.Mesh) of
 // structure.go — the order the closed form prices: every node's ranks in a row, in
 // an order that differs per channel so that channels enter and leave nodes through
@@ -16,10 +18,11 @@ package collective
 //   - All-reduce: reduce-scatter in steps 0…n−2, then all-gather in steps n−1…2n−3.
 //     A rank sends 2·D − |own block| − |successor's block| elements per channel
 //     piece, 2(n−1)/n·D when n divides D.
-//   - Broadcast: the chain root, root+1, …, root+n−1 (mod n, rank order); Reduce: the
-//     same chain reversed, ending at the root (so that with root 0 both use the
-//     links 0–1–…–(n−1)). Edge e of the chain moves chunk j of every channel in step
-//     j+e, with Copy (broadcast) or Add (reduce): Chunks+n−2 steps.
+//   - Broadcast: channel ch's ring rotated to start at the root (as NCCL does), so
+//     that the channels cross node boundaries through different GPUs and NICs;
+//     Reduce: the same chain reversed, ending at the root. Edge e of a channel's
+//     chain moves its chunk j in step j+e, with Copy (broadcast) or Add (reduce):
+//     Chunks+n−2 steps.
 //   - SendRecv: one step; rank r copies its send buffer to rank (r+1) mod n.
 
 // ringRS emits a ring reduce-scatter starting at step base over the ring order,
@@ -69,20 +72,22 @@ func (b *builder) ring(op Op) {
 			}
 		}
 	case Broadcast, Reduce:
-		chain := make([]int32, n)
-		for i := range chain {
-			if op == Broadcast {
-				chain[i] = int32((b.root + i) % n)
-			} else {
-				chain[i] = int32((b.root + n - 1 - i) % n)
-			}
-		}
 		kind := Copy
 		if op == Reduce {
 			kind = Add
 		}
-		for edge := 0; edge+1 < n; edge++ {
-			for ch := range b.channels {
+		chain := make([]int32, n)
+		for ch := range b.channels {
+			order := channelRing(b.sh, ch, b.mesh)
+			start := slices.Index(order, int32(b.root))
+			for i := range chain {
+				if op == Broadcast {
+					chain[i] = order[(start+i)%n]
+				} else {
+					chain[i] = order[(start+n-1-i)%n]
+				}
+			}
+			for edge := 0; edge+1 < n; edge++ {
 				for j := range b.chunks {
 					c := b.piece(all, ch, j)
 					b.emit(j+edge, kind, chain[edge], chain[edge+1], c.off, c.off, c.len)

@@ -2,6 +2,7 @@ package collective
 
 import (
 	"math"
+	"slices"
 
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -28,7 +29,11 @@ type pipe struct {
 	fill, full, drain winSum
 	// For k < D: the whole sums, indexed by k (index 0 unused).
 	small []winSum
-	ok    bool
+	// path is what the first chunk meets on its way down the slowest channel's
+	// chain: the sum of its hop latencies (lat) and network crossings (net). Only
+	// streamed chains set it.
+	path winSum
+	ok   bool
 }
 
 // winSum is a sum over steps of: the step's µs per byte of chunk (m), its hardware
@@ -68,7 +73,8 @@ type coefficients struct {
 	nvlsAR   pipe // stage 0 switch-reduce, stage 1 multicast; unit: one block-chunk
 	nvlsRed  coef // switch-reduce alone (NVLS reduce-scatter), unit: one block-chunk
 	nvlsMC   coef // multicast alone (NVLS all-gather)
-	chain    pipe // chain from rank 0 along ring order (ring broadcast/reduce)
+	chain    pipe // ring broadcast: every channel's ring from rank 0
+	rchain   pipe // ring reduce: the same chains reversed, ending at rank 0
 }
 
 // loads accumulates flow bytes per link.
@@ -388,18 +394,63 @@ func computeFamily(p *Placement, f family) {
 			co.nvlsMC = stageCoef(st[1])
 		}
 	case famChain:
-		// From rank 0 along the ring order (ring broadcast and reduce).
+		// From rank 0 along each channel's ring (ring broadcast and reduce): NCCL
+		// rotates every channel's ring to start at the root, so the channels leave
+		// and enter the nodes through different GPUs and NICs, each carrying its
+		// 1/channels of every chunk. (One chain for all channels would put the whole
+		// message through a single NIC per node boundary.)
 		if n >= 2 && n-1 <= maxPipeDepth {
-			stages := make([]stageLoads, 0, n-1)
-			for e := 0; e < n-1; e++ {
-				for _, g := range p.Siblings {
-					l.flow(g[e], g[e+1], 1)
-				}
-				stages = append(stages, l.takeStage())
-			}
-			co.chain = buildPipe(c, stages)
+			co.chain = chainPipe(p, l, nch, mesh, false)
+			co.rchain = chainPipe(p, l, nch, mesh, true)
 		}
 	}
+}
+
+// chainPipe builds the pipeline of a ring broadcast (or, reversed, reduce) rooted
+// at rank 0, every channel on its own ring, and the first chunk's path down the
+// slowest channel's chain.
+func chainPipe(p *Placement, l *loads, nch int, mesh, reverse bool) pipe {
+	n := p.N()
+	c := p.Cluster
+	perCh := 1 / float64(nch)
+	chains := make([][]int32, nch)
+	for ch := range nch {
+		order := channelRing(p.Shape, ch, mesh)
+		start := slices.Index(order, 0)
+		chain := make([]int32, n)
+		for i := range chain {
+			if reverse {
+				chain[i] = order[(start+n-1-i)%n]
+			} else {
+				chain[i] = order[(start+i)%n]
+			}
+		}
+		chains[ch] = chain
+	}
+	stages := make([]stageLoads, 0, n-1)
+	for e := 0; e+1 < n; e++ {
+		for _, chain := range chains {
+			for _, g := range p.Siblings {
+				l.flow(g[chain[e]], g[chain[e+1]], perCh)
+			}
+		}
+		stages = append(stages, l.takeStage())
+	}
+	pp := buildPipe(c, stages)
+	g := p.Siblings[0] // sibling groups are congruent: one walk is enough
+	for _, chain := range chains {
+		var path winSum
+		for e := 0; e+1 < n; e++ {
+			var lat float64
+			l.path, lat = c.Path(g[chain[e]], g[chain[e+1]], l.path[:0])
+			path.lat += lat
+			path.net += b2f(c.CrossesNetwork(g[chain[e]], g[chain[e+1]]))
+		}
+		if path.lat+path.net > pp.path.lat+pp.path.net {
+			pp.path = path
+		}
+	}
+	return pp
 }
 
 func stageCoef(s stageLoads) coef {

@@ -336,8 +336,12 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		case Broadcast, Reduce:
 			k := m.chunks(S/nch, m.k.ChunkBytes)
 			e.Chunks = k
-			e.Steps = co.chain.steps(k)
-			m.pipe(&t, &co.chain, k, S/float64(k), pr, step, bwf)
+			chain := &co.chain
+			if op == Reduce {
+				chain = &co.rchain
+			}
+			e.Steps = chain.steps(k)
+			m.stream(&t, chain, k, S/float64(k), pr, step, bwf)
 		}
 	case Tree, DoubleTree:
 		trees := 1.0
@@ -416,6 +420,19 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 func (m *Model) pipe(t *term, pp *pipe, k int, unit float64, pr Protocol, stepUs, bwf float64) {
 	w := pp.sums(k)
 	t.lat += float64(pp.steps(k))*stepUs + w.lat + w.net*m.k.NetStepUs[pr]
+	t.xfer += unit * w.m * t.ramp / bwf
+}
+
+// stream adds a chain that streams k chunks: unlike the step-synchronous pipe, a
+// chunk does not wait for the slowest hop of the whole chain before the next one
+// leaves, because NCCL keeps NCCL_STEPS (8) slots in flight per channel and
+// connection. The hop latencies and per-step costs are therefore paid once, by the
+// first chunk on its way down the chain (NCCL's own model charges a ring broadcast
+// nsteps × the hop latency, not per chunk); after it the chunks follow at the pace
+// of the most loaded link.
+func (m *Model) stream(t *term, pp *pipe, k int, unit float64, pr Protocol, stepUs, bwf float64) {
+	w := pp.sums(k)
+	t.lat += float64(pp.D)*stepUs + pp.path.lat + pp.path.net*m.k.NetStepUs[pr]
 	t.xfer += unit * w.m * t.ramp / bwf
 }
 
