@@ -149,6 +149,7 @@ func definitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 		}
 		setF(&s.NICs.Efficiency, n.GetEfficiency())
 		setF(&s.NICs.LatencyUs, n.GetLatencyUs())
+		s.NICs.SimpleProtocolOnly = s.NICs.SimpleProtocolOnly || n.GetSimpleProtocolOnly()
 	}
 	if n := d.GetNetwork(); n != nil {
 		s.Network.RailOptimized = s.Network.RailOptimized || n.GetRailOptimized()
@@ -210,7 +211,7 @@ func specToDefinition(s topology.Spec) *pb.ClusterDefinition {
 		Intra: &pb.IntraNode{Kind: string(s.Intra.Kind), GpuBandwidthGbps: s.Intra.GPUBandwidthGBps, Nvls: s.Intra.NVLS,
 			DomainNodes: int32(s.Intra.DomainNodes), Efficiency: s.Intra.Efficiency, LatencyUs: s.Intra.LatencyUs},
 		Nics: &pb.NICs{PerNode: int32(s.NICs.PerNode), Gbps: s.NICs.Gbps, Kind: string(s.NICs.Kind), GpuNic: toInt32s(s.NICs.GPUNIC),
-			Efficiency: s.NICs.Efficiency, LatencyUs: s.NICs.LatencyUs},
+			Efficiency: s.NICs.Efficiency, LatencyUs: s.NICs.LatencyUs, SimpleProtocolOnly: s.NICs.SimpleProtocolOnly},
 		Network: &pb.Network{RailOptimized: s.Network.RailOptimized, NodesPerLeaf: int32(s.Network.NodesPerLeaf),
 			Oversubscription: s.Network.Oversubscription, SpineLatencyUs: s.Network.SpineLatencyUs},
 	}

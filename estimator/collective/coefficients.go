@@ -29,9 +29,9 @@ type pipe struct {
 	fill, full, drain winSum
 	// For k < D: the whole sums, indexed by k (index 0 unused).
 	small []winSum
-	// path is what the first chunk meets on its way down the slowest channel's
-	// chain: the sum of its hop latencies (lat) and network crossings (net). Only
-	// streamed chains set it.
+	// path is what the first chunk meets on its way through the stages: the sum of
+	// the hop latencies (lat) and network crossings (net) of each stage's slowest
+	// hop (for chains, of the slowest channel's chain).
 	path winSum
 	ok   bool
 }
@@ -235,6 +235,9 @@ func buildPipe(c *topology.Cluster, stages []stageLoads) pipe {
 		}
 	}
 	p := pipe{D: D, ok: true, full: W[0][D-1]}
+	for s := range D {
+		p.path = p.path.plus(W[s][s]) // every stage's slowest hop; chains refine it per channel
+	}
 	for s := 0; s <= D-2; s++ {
 		p.fill = p.fill.plus(W[0][s])
 	}
@@ -437,6 +440,7 @@ func chainPipe(p *Placement, l *loads, nch int, mesh, reverse bool) pipe {
 		stages = append(stages, l.takeStage())
 	}
 	pp := buildPipe(c, stages)
+	pp.path = winSum{}
 	g := p.Siblings[0] // sibling groups are congruent: one walk is enough
 	for _, chain := range chains {
 		var path winSum

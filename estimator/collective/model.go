@@ -236,9 +236,13 @@ var (
 
 func (m *Model) bestProtocol(p *Placement, op Op, a Algorithm, bytes float64, o Options) Estimate {
 	best := Estimate{TimeUs: math.Inf(1)}
+	simpleOnly := p.Domains > 1 && p.Cluster.Spec.NICs.SimpleProtocolOnly
 	for _, pr := range protocols(a) {
-		if o.ForceProtocol && pr != o.Protocol && len(protocols(a)) > 1 {
+		if o.ForceProtocol && pr != o.Protocol && len(protocols(a)) > 1 && !simpleOnly {
 			continue
+		}
+		if simpleOnly && pr != Simple {
+			continue // the OFI plugin overrides NCCL_PROTO to simple on such a network
 		}
 		if e := m.price(p, op, a, pr, bytes, o.Launch); e.TimeUs < best.TimeUs {
 			best = e

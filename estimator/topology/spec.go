@@ -62,6 +62,13 @@ type NICs struct {
 	Efficiency float64 `json:"efficiency,omitempty"`
 	// LatencyUs is the one-way latency NIC→switch→NIC, µs; zero takes the default for Kind.
 	LatencyUs float64 `json:"latency_us,omitempty"`
+	// SimpleProtocolOnly says the network does not deliver a 128-byte store in
+	// order, so NCCL's LL and LL128 protocols (which read a flag inside the data) are
+	// unsafe across it and only Simple runs between nodes. AWS's OFI plugin sets
+	// NCCL_PROTO=simple on EFA without in-order 128-byte delivery (p4d and p4de;
+	// aws-ofi-nccl issue 76, PR 850); p5 and later deliver RDMA writes in order
+	// (aws-ofi-nccl PR 280).
+	SimpleProtocolOnly bool `json:"simple_protocol_only,omitempty"`
 }
 
 // Network is the switch fabric between nodes.

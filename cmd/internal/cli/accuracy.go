@@ -11,10 +11,11 @@ import (
 )
 
 func runAccuracy(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("accuracy", "[--rows] [--json] [--fit]", stderr)
+	fs := newFlags("accuracy", "[--rows] [--json] [--fit] [--cross-validate]", stderr)
 	rows := fs.Bool("rows", false, "print every measurement with its prediction")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fit := fs.Bool("fit", false, "refit the calibrated constants from their current values and print them")
+	loso := fs.Bool("cross-validate", false, "leave one source out: refit without each source (from NCCL's own constants) and score it; prints in-sample and out-of-sample tables (about two minutes)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -24,6 +25,9 @@ func runAccuracy(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *fit {
 		return runFit(stdout, data)
+	}
+	if *loso {
+		return runCrossValidate(stdout, data, *asJSON)
 	}
 	res := accuracy.Evaluate(collective.NewModel(collective.Default()), accuracy.Cases(data))
 	var buckets []accuracy.Summary
@@ -106,6 +110,7 @@ func runFit(w io.Writer, data []accuracy.Row) error {
 		IntraLatencyUs: topology.NVLinkHopLatencyUs,
 		RackLatencyUs:  topology.NVLinkRackHopLatencyUs,
 		NetLatencyUs:   topology.NetHopLatencyUs,
+		EFALatencyUs:   topology.EFAHopLatencyUs,
 	}}
 	before := accuracy.Loss(accuracy.Price(collective.NewModel(start.K), accuracy.PrepareWith(cases, start.Links)))
 	k, after := accuracy.Fit(cases, start, accuracy.FitParams(), 60)
@@ -115,5 +120,45 @@ func runFit(w io.Writer, data []accuracy.Row) error {
 		t.add(p.Name, fmt.Sprintf("%.4g", *p.Get(&start)), fmt.Sprintf("%.4g", *p.Get(&k)))
 	}
 	t.write(w)
+	return nil
+}
+
+// runCrossValidate prints the in-sample and leave-one-source-out statistics side by
+// side, by size class, for multi-node rows and by source.
+func runCrossValidate(w io.Writer, data []accuracy.Row, asJSON bool) error {
+	cases := accuracy.Cases(data)
+	in := accuracy.Evaluate(collective.NewModel(collective.Default()), cases)
+	out := accuracy.OutOfSample(accuracy.CrossValidate(cases, accuracy.Prior(), accuracy.FitParams(), accuracy.CrossValidateRounds))
+	type pair struct {
+		Label     string           `json:"label"`
+		InSample  accuracy.Summary `json:"in_sample"`
+		OutSample accuracy.Summary `json:"out_of_sample"`
+	}
+	var classes, sources []pair
+	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
+	for _, b := range accuracy.Buckets() {
+		classes = append(classes, pair{b.Label, accuracy.Summarise(b.Label, in, b.Keep), accuracy.Summarise(b.Label, out, b.Keep)})
+	}
+	classes = append(classes, pair{"multi-node ≥ 1 MiB", accuracy.Summarise("", in, multi), accuracy.Summarise("", out, multi)})
+	ins := accuracy.BySource(in)
+	for i, o := range accuracy.BySource(out) {
+		sources = append(sources, pair{o.Label, ins[i], o})
+	}
+	if asJSON {
+		return writeJSON(w, struct {
+			Classes []pair `json:"classes"`
+			Sources []pair `json:"sources"`
+		}{classes, sources})
+	}
+	fmt.Fprintln(w, "Collective model: in-sample (current constants) vs leave-one-source-out (refitted without the source); median / mean |error|")
+	fmt.Fprintln(w)
+	for _, group := range [][]pair{classes, sources} {
+		t := table{head: []string{"rows", "n", "in-sample median", "in-sample mean", "out-of-sample median", "out-of-sample mean", "out-of-sample bias"}}
+		for _, p := range group {
+			t.add(p.Label, fmt.Sprint(p.OutSample.N), pct(p.InSample.MedianAbs), pct(p.InSample.MeanAbs), pct(p.OutSample.MedianAbs), pct(p.OutSample.MeanAbs), fmt.Sprintf("%+.1f%%", 100*p.OutSample.Bias))
+		}
+		t.write(w)
+		fmt.Fprintln(w)
+	}
 	return nil
 }

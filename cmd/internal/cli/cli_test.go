@@ -114,7 +114,7 @@ func TestAccuracyAndCatalogCommands(t *testing.T) {
 	}
 	code, out, _ = run("accuracy", "--rows", "--json")
 	var v struct{ Rows []map[string]any }
-	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Rows) != 367 {
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Rows) != 385 {
 		t.Errorf("accuracy --rows --json: exit %d, %d rows", code, len(v.Rows))
 	}
 	code, out, _ = run("catalog")

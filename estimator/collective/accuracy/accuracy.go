@@ -1,8 +1,8 @@
 // Package accuracy compares the collective model with published nccl-tests (and
 // rccl-tests, torch.distributed) measurements: it turns every measured row into the
 // cluster, group, operation and launch mode it describes, prices it, and reports the
-// error. The rows are embedded from testdata/nccl_measured.jsonl (see
-// testdata/README.md for their provenance).
+// error. The rows are embedded from testdata/nccl_measured.jsonl and
+// testdata/nccl_added.jsonl (see testdata/README.md for their provenance).
 package accuracy
 
 import (
@@ -24,6 +24,9 @@ import (
 
 //go:embed testdata/nccl_measured.jsonl
 var measured []byte
+
+//go:embed testdata/nccl_added.jsonl
+var added []byte
 
 // Row is one measurement as published (the fields the comparison uses).
 type Row struct {
@@ -48,12 +51,27 @@ type Row struct {
 	Derived      []string `json:"derived"`
 	QualityFlags []string `json:"quality_flags"`
 	Notes        *string  `json:"notes"`
+	SourceURL    *string  `json:"source_url"`
 }
 
-// Rows parses the embedded data set.
+// Data set sizes: the original calibration set and the multi-node EFA rows added to
+// it (testdata/README.md).
+const (
+	MeasuredRows = 367
+	AddedRows    = 18
+)
+
+// Rows parses the embedded data sets: nccl_measured.jsonl, then nccl_added.jsonl.
 func Rows() ([]Row, error) {
-	var out []Row
-	sc := bufio.NewScanner(bytes.NewReader(measured))
+	out, err := parseRows("nccl_measured.jsonl", measured, nil)
+	if err != nil {
+		return nil, err
+	}
+	return parseRows("nccl_added.jsonl", added, out)
+}
+
+func parseRows(name string, data []byte, out []Row) ([]Row, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for line := 1; sc.Scan(); line++ {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
@@ -61,7 +79,7 @@ func Rows() ([]Row, error) {
 		}
 		var r Row
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("nccl_measured.jsonl line %d: %w", line, err)
+			return nil, fmt.Errorf("%s line %d: %w", name, line, err)
 		}
 		out = append(out, r)
 	}
@@ -222,6 +240,8 @@ func specFor(r Row, gpu hardware.GPU, nodes, perNode int) topology.Spec {
 			s.NICs.Kind = topology.RoCE
 		case strings.Contains(sys, "efa"):
 			s.NICs.Kind = topology.EFA
+			// EFA before p5 (p4d/p4de, A100) lacks in-order 128-byte delivery.
+			s.NICs.SimpleProtocolOnly = gpu.Arch == hardware.Ampere
 		}
 		if r.GPU == "A100-SXM4" || strings.Contains(sys, "hdr") {
 			s.NICs.Gbps = 200 // DGX A100: 8× HDR 200 Gb/s
@@ -304,7 +324,7 @@ func Prepare(cases []Case) []Prepared { return PrepareWith(cases, Links{}) }
 
 // Links overrides the calibrated link latencies of every case's cluster (zero keeps
 // the default); the fit uses it to adjust them.
-type Links struct{ IntraLatencyUs, RackLatencyUs, NetLatencyUs float64 }
+type Links struct{ IntraLatencyUs, RackLatencyUs, NetLatencyUs, EFALatencyUs float64 }
 
 // PrepareWith is Prepare with link overrides.
 func PrepareWith(cases []Case, lk Links) []Prepared {
@@ -323,8 +343,11 @@ func PrepareWith(cases []Case, lk Links) []Prepared {
 		if lk.RackLatencyUs > 0 && spec.Intra.DomainNodes > 1 {
 			spec.Intra.LatencyUs = lk.RackLatencyUs
 		}
-		if lk.NetLatencyUs > 0 && spec.NICs.PerNode > 0 {
+		if lk.NetLatencyUs > 0 && spec.NICs.PerNode > 0 && spec.NICs.Kind != topology.EFA {
 			spec.NICs.LatencyUs = lk.NetLatencyUs
+		}
+		if lk.EFALatencyUs > 0 && spec.NICs.Kind == topology.EFA {
+			spec.NICs.LatencyUs = lk.EFALatencyUs
 		}
 		key := fmt.Sprintf("%s/%d/%d", c.Spec.Name, c.Spec.Nodes, c.Spec.GPUsPerNode)
 		cl, ok := clusters[key]

@@ -63,7 +63,8 @@ func FitParams() []Param {
 	ps = append(ps,
 		Param{"IntraLatencyUs", func(k *Knobs) *float64 { return &k.Links.IntraLatencyUs }, 0.05, 5},
 		Param{"RackLatencyUs", func(k *Knobs) *float64 { return &k.Links.RackLatencyUs }, 0.05, 5},
-		Param{"NetLatencyUs", func(k *Knobs) *float64 { return &k.Links.NetLatencyUs }, 0.5, 30})
+		Param{"NetLatencyUs", func(k *Knobs) *float64 { return &k.Links.NetLatencyUs }, 0.5, 30},
+		Param{"EFALatencyUs", func(k *Knobs) *float64 { return &k.Links.EFALatencyUs }, 0.5, 60})
 	for _, pr := range []collective.Protocol{collective.Simple, collective.LL128, collective.LL} {
 		add("StepUs."+pr.String(), 0, 20, func(k *collective.Constants) *float64 { return &k.StepUs[pr] })
 		add("BaseUs."+pr.String(), 0, 80, func(k *collective.Constants) *float64 { return &k.BaseUs[pr] })
@@ -71,7 +72,8 @@ func FitParams() []Param {
 		add("RampBytes."+pr.String(), 1<<10, 1<<30, func(k *collective.Constants) *float64 { return &k.RampBytes[pr] })
 		add("RampFactor."+pr.String(), 0, 10, func(k *collective.Constants) *float64 { return &k.RampFactor[pr] })
 	}
-	add("ChunkBytes", 16<<10, 16<<20, func(k *collective.Constants) *float64 { return &k.ChunkBytes })
+	add("ChunkBytes", 16<<10, 4<<20, // at most NCCL_BUFFSIZE, a channel's whole buffer
+		func(k *collective.Constants) *float64 { return &k.ChunkBytes })
 	add("NVLSChunkBytes", 4<<10, 4<<20, func(k *collective.Constants) *float64 { return &k.NVLSChunkBytes })
 	add("NVLSStepUs", 0, 40, func(k *collective.Constants) *float64 { return &k.NVLSStepUs })
 	add("NVLSBaseUs", 0, 60, func(k *collective.Constants) *float64 { return &k.NVLSBaseUs })

@@ -1008,12 +1008,16 @@ type NICs struct {
 	PerNode int32                  `protobuf:"varint,1,opt,name=per_node,json=perNode,proto3" json:"per_node,omitempty"`
 	Gbps    float64                `protobuf:"fixed64,2,opt,name=gbps,proto3" json:"gbps,omitempty"`
 	// infiniband, roce or efa.
-	Kind          string  `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
-	GpuNic        []int32 `protobuf:"varint,4,rep,packed,name=gpu_nic,json=gpuNic,proto3" json:"gpu_nic,omitempty"`
-	Efficiency    float64 `protobuf:"fixed64,5,opt,name=efficiency,proto3" json:"efficiency,omitempty"`
-	LatencyUs     float64 `protobuf:"fixed64,6,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Kind       string  `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	GpuNic     []int32 `protobuf:"varint,4,rep,packed,name=gpu_nic,json=gpuNic,proto3" json:"gpu_nic,omitempty"`
+	Efficiency float64 `protobuf:"fixed64,5,opt,name=efficiency,proto3" json:"efficiency,omitempty"`
+	LatencyUs  float64 `protobuf:"fixed64,6,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
+	// The network does not deliver a 128-byte store in order, so NCCL runs only its
+	// Simple protocol between nodes (AWS EFA on p4d/p4de: the OFI plugin sets
+	// NCCL_PROTO=simple). Catalog systems set it where it applies.
+	SimpleProtocolOnly bool `protobuf:"varint,7,opt,name=simple_protocol_only,json=simpleProtocolOnly,proto3" json:"simple_protocol_only,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *NICs) Reset() {
@@ -1086,6 +1090,13 @@ func (x *NICs) GetLatencyUs() float64 {
 		return x.LatencyUs
 	}
 	return 0
+}
+
+func (x *NICs) GetSimpleProtocolOnly() bool {
+	if x != nil {
+		return x.SimpleProtocolOnly
+	}
+	return false
 }
 
 type Network struct {
@@ -4143,7 +4154,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"efficiency\x18\x05 \x01(\x01R\n" +
 	"efficiency\x12\x1d\n" +
 	"\n" +
-	"latency_us\x18\x06 \x01(\x01R\tlatencyUs\"\xa1\x01\n" +
+	"latency_us\x18\x06 \x01(\x01R\tlatencyUs\"\xd3\x01\n" +
 	"\x04NICs\x12\x19\n" +
 	"\bper_node\x18\x01 \x01(\x05R\aperNode\x12\x12\n" +
 	"\x04gbps\x18\x02 \x01(\x01R\x04gbps\x12\x12\n" +
@@ -4153,7 +4164,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"efficiency\x18\x05 \x01(\x01R\n" +
 	"efficiency\x12\x1d\n" +
 	"\n" +
-	"latency_us\x18\x06 \x01(\x01R\tlatencyUs\"\xac\x01\n" +
+	"latency_us\x18\x06 \x01(\x01R\tlatencyUs\x120\n" +
+	"\x14simple_protocol_only\x18\a \x01(\bR\x12simpleProtocolOnly\"\xac\x01\n" +
 	"\aNetwork\x12%\n" +
 	"\x0erail_optimized\x18\x01 \x01(\bR\rrailOptimized\x12$\n" +
 	"\x0enodes_per_leaf\x18\x02 \x01(\x05R\fnodesPerLeaf\x12*\n" +

@@ -1,0 +1,148 @@
+package accuracy
+
+import (
+	"regexp"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/hardware"
+)
+
+// Leave-one-source-out cross-validation: the constants are refitted without every
+// row of one source and that source is scored with them. A source is a publication —
+// one GitHub issue or pull-request thread, one repository's result files, one web
+// page — not a measured system: the four Azure sweeps of one benchmarking guide are
+// one source, so a fold cannot learn a publisher's harness from its other tables.
+
+var sourceURL = regexp.MustCompile(`^https://github\.com/([^/]+/[^/]+)(?:/(?:issues|pull)/(\d+))?`)
+
+// SourceOf names the publication a row comes from: owner/repo#N for an issue or
+// pull-request thread, owner/repo for files of a repository, otherwise the row's
+// source_id.
+func SourceOf(r Row) string {
+	if m := sourceURL.FindStringSubmatch(deref(r.SourceURL)); m != nil {
+		if m[2] != "" {
+			return m[1] + "#" + m[2]
+		}
+		return m[1]
+	}
+	return r.SourceID
+}
+
+// Sources lists the sources with at least one scored, priceable case, sorted.
+func Sources(cases []Case) []string {
+	var out []string
+	for _, c := range cases {
+		if c.Scored && c.Spec.Name != "" && !slices.Contains(out, SourceOf(c.Row)) {
+			out = append(out, SourceOf(c.Row))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Prior is where every fold's fit starts: NCCL's own tuning constants (tuning.cc,
+// nccl-model.md §1.5 of the data set) mapped onto the model's terms, so that no fold
+// starts from constants fitted to the source it scores.
+//
+//   - per-step cost: NCCL's ring hop latency over NVLink (LL 0.6, LL128 1.9, Simple
+//     3.4 µs); per-call base: its ring baseLat (6.6 / 14.0 / 8.4 µs);
+//   - network: the lowest NET hop (Tree/LL, 5.0 µs) as the hop latency, the rest of
+//     each protocol's NET figure (LL128 8.5, Simple 14 µs) as its per-step addition;
+//   - NVLS: NCCL charges a whole NVLS call 25 µs and pipelines 128 KiB chunks;
+//   - chunks of trees and chains: one Simple buffer slot, 4 MiB / 8 steps;
+//   - the protocol ramp: a factor of 1 up to 64 KiB per channel (NCCL lowers its
+//     thread and chunk counts for such messages);
+//   - launch: a CUDA kernel launch per process (5 µs), per GPU in single-process mode
+//     (2 µs), with a Python/torch call around it (10 µs), none under a CUDA graph.
+func Prior() Knobs {
+	k := collective.Default() // for what the fit does not adjust (bandwidth factors, NVLS efficiency)
+	k.StepUs = [3]float64{collective.Simple: 3.4, collective.LL128: 1.9, collective.LL: 0.6}
+	k.BaseUs = [3]float64{collective.Simple: 8.4, collective.LL128: 14.0, collective.LL: 6.6}
+	k.NetStepUs = [3]float64{collective.Simple: 9.0, collective.LL128: 3.5, collective.LL: 0}
+	k.RampBytes = [3]float64{64 << 10, 64 << 10, 64 << 10}
+	k.RampFactor = [3]float64{1, 1, 1}
+	k.ChunkBytes = 512 << 10
+	k.NVLSChunkBytes = 128 << 10
+	k.NVLSStepUs = 1
+	k.NVLSBaseUs = 25
+	k.LaunchUs[collective.PerProcess] = 5
+	k.LaunchUs[collective.SingleProcess] = 2
+	k.LaunchUs[collective.Eager] = 10
+	k.LaunchUs[collective.Graph] = 0
+	k.AmpereHostLaunch = 1
+	k.NVLSEfficiency = map[hardware.Arch]float64{hardware.Hopper: 0.85, hardware.Blackwell: 0.74} // NCCL's nvlsEfficiency
+	return Knobs{K: k, Links: Links{IntraLatencyUs: 0.6, RackLatencyUs: 0.6, NetLatencyUs: 5.0, EFALatencyUs: 5.0}}
+}
+
+// CrossValidateRounds bounds every fold's descent (each round tries every
+// parameter at every step factor).
+const CrossValidateRounds = 30
+
+// Fold is one left-out source: the constants fitted without it and its results.
+type Fold struct {
+	Source  string
+	Knobs   Knobs
+	Results []Result
+}
+
+// CrossValidate fits the constants once per source, on every other source's rows,
+// and prices the left-out source's rows with them. The folds are independent and
+// run in parallel; the result is in source order whatever the scheduling.
+func CrossValidate(cases []Case, start Knobs, params []Param, rounds int) []Fold {
+	srcs := Sources(cases)
+	folds := make([]Fold, len(srcs))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, src := range srcs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var train, test []Case
+			for _, c := range cases {
+				if SourceOf(c.Row) == src {
+					test = append(test, c)
+				} else {
+					train = append(train, c)
+				}
+			}
+			k, _ := Fit(train, clone(start), params, rounds)
+			folds[i] = Fold{Source: src, Knobs: k, Results: Price(collective.NewModel(k.K), PrepareWith(test, k.Links))}
+		}()
+	}
+	wg.Wait()
+	return folds
+}
+
+// OutOfSample joins every fold's results: each row priced by constants that never
+// saw its source.
+func OutOfSample(folds []Fold) []Result {
+	var out []Result
+	for _, f := range folds {
+		out = append(out, f.Results...)
+	}
+	return out
+}
+
+// BySource groups scored results by source.
+func BySource(rs []Result) []Summary {
+	var names []string
+	for _, r := range rs {
+		if r.Scored && r.Err == nil && !slices.Contains(names, SourceOf(r.Row)) {
+			names = append(names, SourceOf(r.Row))
+		}
+	}
+	slices.Sort(names)
+	out := make([]Summary, 0, len(names))
+	for _, k := range names {
+		out = append(out, Summarise(k, rs, func(r Result) bool { return SourceOf(r.Row) == k }))
+	}
+	return out
+}
+
+// MultiNode keeps results whose group spans more than one scale-up domain's
+// network: at least two nodes that talk over NICs.
+func MultiNode(r Result) bool { return r.Spec.Nodes > 1 && r.Spec.NICs.PerNode > 0 }

@@ -1,0 +1,86 @@
+package accuracy_test
+
+import (
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/collective/accuracy"
+)
+
+// A source is a publication: an issue or pull-request thread, or a repository.
+func TestSourceOf(t *testing.T) {
+	u := func(s string) *string { return &s }
+	for _, c := range []struct {
+		row  accuracy.Row
+		want string
+	}{
+		{accuracy.Row{SourceID: "x", SourceURL: u("https://github.com/NVIDIA/nccl/issues/527")}, "NVIDIA/nccl#527"},
+		{accuracy.Row{SourceID: "x", SourceURL: u("https://github.com/dstackai/dstack/pull/3961")}, "dstackai/dstack#3961"},
+		{accuracy.Row{SourceID: "x", SourceURL: u("https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure%20Results/ND_H100_v5_results.md")}, "Azure/AI-benchmarking-guide"},
+		{accuracy.Row{SourceID: "vultr-b200-poc-raw"}, "vultr-b200-poc-raw"},
+	} {
+		if got := accuracy.SourceOf(c.row); got != c.want {
+			t.Errorf("SourceOf(%v) = %q, want %q", deref(c.row.SourceURL), got, c.want)
+		}
+	}
+	// The four Azure systems are one source: a fold leaves all of them out.
+	rows, err := accuracy.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	azure := map[string]bool{}
+	for _, r := range rows {
+		if accuracy.SourceOf(r) == "Azure/AI-benchmarking-guide" {
+			azure[r.SourceID] = true
+		}
+	}
+	if len(azure) != 4 {
+		t.Errorf("Azure guide groups %d systems, want 4", len(azure))
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Leave-one-source-out: every source is priced by constants fitted, from NCCL's own
+// tuning constants (Prior), to the other sources only. The bounds are the figures
+// docs/calibration.md reports, with a small margin; the issue's target for
+// multi-node rows of 1 MiB and more (≤ 10 % median) is logged, not yet met.
+func TestCrossValidatedAccuracy(t *testing.T) {
+	if raceEnabled {
+		t.Skip("14 refits: run without -race (CI's cross-validation step)")
+	}
+	rows, err := accuracy.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := accuracy.Cases(rows)
+	if n := len(accuracy.Sources(cases)); n < 12 {
+		t.Fatalf("%d sources; leave-one-source-out needs many", n)
+	}
+	folds := accuracy.CrossValidate(cases, accuracy.Prior(), accuracy.FitParams(), accuracy.CrossValidateRounds)
+	oos := accuracy.OutOfSample(folds)
+	inSample := accuracy.Evaluate(collective.NewModel(collective.Default()), cases)
+	bounds := map[string]float64{"1–64 MiB": 0.20, "≥ 64 MiB": 0.05, "all sizes": 0.15}
+	for _, b := range accuracy.Buckets() {
+		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
+		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
+			b.Label, out.N, 100*in.MedianAbs, 100*out.MedianAbs, 100*in.MeanAbs, 100*out.MeanAbs)
+		if want, ok := bounds[b.Label]; ok && !(out.MedianAbs <= want) {
+			t.Errorf("%s: out-of-sample median |error| %.1f%% > %.0f%%", b.Label, 100*out.MedianAbs, 100*want)
+		}
+	}
+	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
+	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
+	t.Logf("multi-node ≥ 1 MiB n=%d: median |err| in-sample %.1f%%, out of sample %.1f%% (target 10 %%)", out.N, 100*in.MedianAbs, 100*out.MedianAbs)
+	if !(out.MedianAbs <= 0.22) {
+		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 22%%", 100*out.MedianAbs)
+	}
+	for _, s := range accuracy.BySource(oos) {
+		t.Logf("left out %-42s n=%3d median %6.1f%% mean %6.1f%% bias %+6.1f%%", s.Label, s.N, 100*s.MedianAbs, 100*s.MeanAbs, 100*s.Bias)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package accuracy_test
+
+const raceEnabled = false
