@@ -318,7 +318,7 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
 		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp,
-		Framework: t.GetFramework()}
+		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(t.GetFp8Recipe())}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -328,7 +328,7 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 func trainingToProto(t step.Training) *pb.Training {
 	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
 		Precision: precisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
-		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework,
+		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework, Fp8Recipe: string(t.FP8Recipe),
 		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 
@@ -385,7 +385,7 @@ func stepToProto(r step.Result) *pb.StepEstimate {
 	out := &pb.StepEstimate{
 		StepTimeS: r.StepTime, Breakdown: bd,
 		Memory: &pb.Memory{WeightsGb: m.Weights, GradientsGb: m.Gradients, OptimizerGb: m.Optimizer, GatheredWeightsGb: m.Gathered,
-			ActivationsGb: m.Activations, EmbeddingsLogitsGb: m.Logits, CommBuffersGb: m.Buffers, RuntimeReserveGb: m.Reserve,
+			Fp8WeightCopiesGb: m.FP8Weights, ActivationsGb: m.Activations, EmbeddingsLogitsGb: m.Logits, CommBuffersGb: m.Buffers, RuntimeReserveGb: m.Reserve,
 			TotalGb: m.Total, CapacityGb: m.Capacity, HeadroomGb: m.Headroom, Fits: m.Fits, Stage: int32(m.Stage), InFlightMicroBatches: m.InFlight},
 		Throughput: &pb.Throughput{TokensPerS: r.Throughput.TokensPerSec, TokensPerSPerGpu: r.Throughput.TokensPerSecPerGPU,
 			Mfu: r.Throughput.MFU, Hfu: r.Throughput.HFU},

@@ -36,6 +36,9 @@ type Profile struct {
 	// SequenceParallelWithTP: tensor parallelism always shards the norms and dropout
 	// over the sequence (the framework's TP plan has no other form).
 	SequenceParallelWithTP bool
+	// FP8Recipe is the framework's fp8 scaling recipe ("delayed" or "current");
+	// empty: delayed, Transformer Engine's default.
+	FP8Recipe string
 }
 
 // Default is the profile of a request that names no framework.
@@ -102,9 +105,10 @@ var profiles = []Profile{
 		Aliases: []string{"fsdp2", "pytorch-fsdp2"},
 		Description: "torchtitan on PyTorch FSDP2 (fully_shard): per-parameter sharding with prefetching, " +
 			"tensor parallelism always with sequence parallelism (its TP plan shards the norms)",
-		Source:                 "pytorch/torchtitan docs (parallelisms, FSDP2, TP plan of the Llama models)",
+		Source:                 "pytorch/torchtitan docs (parallelisms, FSDP2, TP plan of the Llama models, float8 with torchao)",
 		BackwardPrefetch:       "pre",
 		SequenceParallelWithTP: true,
+		FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
 	},
 	{
 		Name:    "composer",

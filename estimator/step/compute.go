@@ -12,8 +12,8 @@ type Constants struct {
 	// GEMMEfficiency is the fraction of dense peak a large, well-shaped bf16 matrix
 	// multiplication reaches (cuBLAS/hipBLASLt on big square-ish problems).
 	GEMMEfficiency map[hardware.Arch]float64
-	// FP8GEMMEfficiency is the same for fp8 matmuls against the fp8 peak (scaling and
-	// casting kernels around every fp8 GEMM eat into the 2× peak).
+	// FP8GEMMEfficiency is the same for fp8 matmuls against the fp8 peak; the casts
+	// around them are priced separately (fp8CastBytes).
 	FP8GEMMEfficiency map[hardware.Arch]float64
 	// GEMMHalfFLOPs is the work at which a GEMM reaches half of its large-problem
 	// efficiency: kernel start, prologue and epilogue amortise over the work.
@@ -64,7 +64,7 @@ func DefaultConstants() Constants {
 			hardware.CDNA3: 0.50, hardware.CDNA4: 0.50,
 		},
 		FP8GEMMEfficiency: map[hardware.Arch]float64{
-			hardware.Hopper: 0.50, hardware.Blackwell: 0.50, hardware.CDNA3: 0.35, hardware.CDNA4: 0.35,
+			hardware.Hopper: 0.55, hardware.Blackwell: 0.55, hardware.CDNA3: 0.35, hardware.CDNA4: 0.35,
 		},
 		GEMMHalfFLOPs: 1e7,
 		TileM:         128,
@@ -102,7 +102,30 @@ type gpuRates struct {
 	gemmEff  float64
 	attnEff  float64
 	elemSize float64 // bytes per matmul operand element
+	// fp8: the layers' matmuls run in fp8 (and pay for their casts); gemmEff16 is
+	// the 16-bit efficiency of the matmuls that stay in 16 bits.
+	fp8       bool
+	gemmEff16 float64
 }
+
+// bf16 returns the rates of a 16-bit matmul on the same GPU: the output layer's
+// under fp8 training.
+func (r *gpuRates) bf16() gpuRates {
+	c := *r
+	c.peak, c.gemmEff, c.elemSize, c.fp8 = c.peak16, c.gemmEff16, 2, false
+	return c
+}
+
+// Bytes of HBM traffic per element of an fp8 cast: read 16 bits, write the fp8 value
+// and its transpose (Hopper's fp8 tensor cores take only the TN layout, so every
+// tensor is needed both ways: Transformer Engine's fused cast-transpose); current
+// scaling reads the tensor once more for its amax first.
+const (
+	fp8CastBytes = 4
+	fp8AmaxBytes = 2
+	// fp8WeightCopyBytes: an fp8 weight and its transpose, per parameter.
+	fp8WeightCopyBytes = 2
+)
 
 func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {
 	var r gpuRates
@@ -114,13 +137,14 @@ func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {
 	}
 	r.peak16, r.peak = bf, bf
 	r.gemmEff = k.GEMMEfficiency[g.Arch]
+	r.gemmEff16 = r.gemmEff
 	r.elemSize = 2
 	if p == FP8 {
 		f8, err := g.Peak(hardware.FP8)
 		if err != nil || k.FP8GEMMEfficiency[g.Arch] == 0 {
 			return r, false
 		}
-		r.peak, r.gemmEff, r.elemSize = f8, k.FP8GEMMEfficiency[g.Arch], 1
+		r.peak, r.gemmEff, r.elemSize, r.fp8 = f8, k.FP8GEMMEfficiency[g.Arch], 1, true
 	}
 	r.attnEff = k.AttentionEfficiency[g.Arch]
 	r.hbm = g.MemoryBandwidthGBps * 1e9 * k.HBMEfficiency

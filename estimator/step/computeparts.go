@@ -8,6 +8,9 @@ type computeParts struct {
 	fwd, bwd, rc float64
 	// rcShare is the recomputed share of the layers' forward FLOPs.
 	rcShare float64
+	// weightCast is one fp8 cast of the stage's layer weights (per step under
+	// delayed scaling; current scaling's is inside every micro-batch's fwd).
+	weightCast float64
 }
 
 // compute times the layers of the slowest pipeline stage for one micro-batch of
@@ -61,9 +64,12 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 	if fwdFLOPs > 0 {
 		cp.rcShare = rcFLOPs / fwdFLOPs
 	}
-	// The last stage also computes the logits and loss; the first the embedding.
-	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1}, rates)
-	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1}, rates) + e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1}, rates)
+	// The last stage also computes the logits and loss; the first the embedding. The
+	// output layer stays in 16 bits under fp8 training.
+	r16 := rates.bf16()
+	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1}, &r16)
+	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1}, &r16) + e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1}, &r16)
+	cp.weightCast = nDense*lc.weightCast + nMoE*lcMoE.weightCast
 	if l.PP == 1 || stageLayers*l.PP == a.Layers { // evenly split: the last stage is the slowest
 		fwd += logits
 		bwd += logitsBwd

@@ -506,6 +506,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	contPerMB := hiddenPerMB * commSMs
 
 	bd.Forward = mf * fwd
+	if rates.fp8 && t.FP8Recipe == FP8Delayed {
+		bd.Forward += cp.weightCast // once per step, reused by every micro-batch
+	}
 	bd.Backward = mf * bwd
 	bd.Recompute = mf * rc
 	bd.Exposed[CommTP] = mf * tpPerMB
@@ -548,6 +551,7 @@ type assumptionKey struct {
 	onDemand  bool
 	prefetch  BackwardPrefetch
 	framework string
+	fp8       FP8Recipe
 	peak, sms float64
 }
 

@@ -13,6 +13,8 @@ type layerTimes struct {
 	// opsFwd is what op-level selective checkpointing recomputes of fwd: every
 	// memory-bound op and every second matmul in execution order (RecomputeOps).
 	opsFwd float64
+	// weightCast is one fp8 cast of the layer's matmul weights (fp8 only).
+	weightCast float64
 	// FLOPs of the forward, and of what selective and op-level recomputation run
 	// again (attention counted in full, as model FLOPs count it).
 	fwdFLOPs, attnFLOPs, opsFLOPs float64
@@ -110,10 +112,51 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	bwd += 2 * elem
 	lt.opsFwd = ops + elem
 
+	if r.fp8 {
+		fwd, bwd = e.fp8Casts(req, r, &lt, fwd, bwd, tokens, moe)
+	}
+
 	launch := k.KernelLaunchUs * 1e-6 * k.KernelsPerLayer
 	lt.fwd = math.Max(fwd, launch)
 	lt.bwd = math.Max(bwd, 2*launch)
 	return lt
+}
+
+// fp8Casts adds the casts of one layer's fp8 matmuls to its forward and backward
+// time: the inputs of the four matmul groups (QKV, output projection, MLP in, MLP
+// out) forward, their output gradients backward, and, under current scaling, the
+// weights in every forward (delayed scaling casts them once per step, priced by the
+// caller from lt.weightCast).
+func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd, tokens float64, moe bool) (float64, float64) {
+	a, l := req.Model, req.Layout
+	t := float64(l.TP)
+	h := float64(a.Hidden)
+	kv := float64(max(1, a.KVHeads)) / float64(a.Heads)
+	mats := 2.0
+	if a.GatedMLP {
+		mats = 3
+	}
+	width, routed, experts := float64(a.FFN), 1.0, 1.0
+	if moe && a.MoE != nil {
+		if a.MoE.ExpertFFN > 0 {
+			width = float64(a.MoE.ExpertFFN)
+		}
+		routed, experts = float64(a.MoE.TopK), float64(a.MoE.Experts/max(1, l.EP))
+	}
+	per := float64(fp8CastBytes)
+	if req.Training.FP8Recipe == FP8Current {
+		per += fp8AmaxBytes
+	}
+	inputs := tokens * (h + h/t + routed*(h+width/t))
+	grads := tokens * (h*(1+2*kv)/t + h + routed*((mats-1)*width/t+h))
+	weights := h*h*(1+2*kv)/t + h*h/t + experts*mats*h*width/t
+	fwd += per * inputs / r.hbm
+	bwd += per * grads / r.hbm
+	lt.weightCast = per * weights / r.hbm
+	if req.Training.FP8Recipe == FP8Current {
+		fwd += lt.weightCast
+	}
+	return fwd, bwd
 }
 
 // stageParams returns the parameters one GPU of the largest pipeline stage holds:
@@ -159,6 +202,22 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	if l.ZeRO == 3 && shard > 1 {
 		// The layer being computed and the one being prefetched, unsharded.
 		mem.Gathered = 2 * (dense + expert) / layers * o.WeightBytes / gb
+	}
+	if t.Precision == FP8 {
+		// Delayed scaling caches every layer's fp8 weights (and transposes) for the
+		// step; current scaling saves them for the backward pass. Under ZeRO-3 the
+		// gathered fp8 weights live as long as their layer's gather.
+		p := a.Params()
+		perLayer := (p.PerLayerAttention + p.PerLayerDenseMLP) / float64(l.TP)
+		if a.MoE != nil {
+			every := float64(max(1, a.MoE.Frequency))
+			perLayer = perLayer*(1-1/every) + (p.PerLayerAttention/float64(l.TP)+p.PerLayerMoE/float64(l.TP*max(1, l.EP)))/every
+		}
+		held := layers
+		if l.ZeRO == 3 && shard > 1 {
+			held = math.Min(2, layers)
+		}
+		mem.FP8Weights = fp8WeightCopyBytes * perLayer * held / gb
 	}
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
@@ -214,7 +273,7 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	}
 	mem.Capacity = req.Cluster.GPU().MemoryGB
 	mem.Reserve = e.k.RuntimeReserveGB + e.k.Fragmentation*mem.Capacity
-	mem.Total = mem.Weights + mem.Gradients + mem.Optimizer + mem.Gathered + mem.Activations + mem.Logits + mem.Buffers + mem.Reserve
+	mem.Total = mem.Weights + mem.Gradients + mem.Optimizer + mem.Gathered + mem.FP8Weights + mem.Activations + mem.Logits + mem.Buffers + mem.Reserve
 	mem.Headroom = mem.Capacity - mem.Total
 	mem.Fits = mem.Headroom >= 0
 	return mem
@@ -230,7 +289,7 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 // assumptions returns the (cached, shared: do not modify) list of modelling
 // assumptions for a GPU, precision and attention kind.
 func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
-	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, r.peak, r.sms}
+	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, r.peak, r.sms}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
@@ -262,7 +321,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if req.Training.OnDemandGathers {
 		zero3 = fmt.Sprintf("ZeRO-3 gathers each of a layer's %.0f weighted modules on demand, waiting for it, with %.1f µs of host work per peer rank and call", e.k.ModulesPerLayer, 2*e.k.EagerOpHostUs)
 	}
-	return []string{
+	notes := []string{
 		fmt.Sprintf("GEMMs at up to %.0f%% of the %.0f TFLOP/s %s peak, lowered for small and badly tiled shapes (%d SMs, %d×%d tiles)",
 			100*r.gemmEff, r.peak/1e12, req.Training.Precision, int(r.sms), e.k.TileM, e.k.TileN),
 		fmt.Sprintf("attention core at %.0f%% of the 16-bit peak; %s", 100*r.attnEff, attn),
@@ -270,4 +329,15 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		"data-parallel gradients reduce in 25 MB buckets under the last micro-batch's backward; " + zero3,
 		"communication overlapped with compute slows it by the share of SMs its kernels take (16 channels)",
 	}
+	if r.fp8 {
+		cast := fmt.Sprintf("%s scaling: casts read 16 bits and write fp8 and its transpose (%d B per element)", req.Training.FP8Recipe, fp8CastBytes)
+		weights := "weights cast once per step"
+		if req.Training.FP8Recipe == FP8Current {
+			cast = fmt.Sprintf("current scaling: an amax pass before every cast, %d B per element", fp8CastBytes+fp8AmaxBytes)
+			weights = "weights cast in every forward"
+		}
+		notes = append(notes, "fp8 matmuls in the transformer layers only (attention core, embedding and output layer in 16 bits); "+cast+"; "+weights+
+			"; fp8 weight copies (and transposes) of 2 B per parameter are kept")
+	}
+	return notes
 }

@@ -5,10 +5,13 @@ import "github.com/stepcost/stepcost/estimator/model"
 // Memory is the peak memory of one GPU, in 10⁹ bytes, on the pipeline stage that
 // needs the most.
 type Memory struct {
-	Weights     float64 `json:"weights_gb"`
-	Gradients   float64 `json:"gradients_gb"`
-	Optimizer   float64 `json:"optimizer_gb"`
-	Gathered    float64 `json:"gathered_weights_gb"` // ZeRO-3: full layers in flight
+	Weights   float64 `json:"weights_gb"`
+	Gradients float64 `json:"gradients_gb"`
+	Optimizer float64 `json:"optimizer_gb"`
+	Gathered  float64 `json:"gathered_weights_gb"` // ZeRO-3: full layers in flight
+	// FP8Weights are the fp8 copies of the layers' matmul weights and their
+	// transposes (fp8 training), 2 B per parameter.
+	FP8Weights  float64 `json:"fp8_weight_copies_gb"`
 	Activations float64 `json:"activations_gb"`
 	Logits      float64 `json:"embeddings_logits_gb"`
 	Buffers     float64 `json:"comm_buffers_gb"`

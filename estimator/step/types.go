@@ -117,7 +117,30 @@ type Training struct {
 	// Framework names the training framework (estimator/framework): its profile fills
 	// the settings above that the request leaves open. Empty: Megatron-Core.
 	Framework string `json:"framework,omitempty"`
+	// FP8Recipe is how fp8 scales are chosen, with precision fp8 (empty: the
+	// framework's, delayed unless it says otherwise).
+	FP8Recipe FP8Recipe `json:"fp8_recipe,omitempty"`
 }
+
+// FP8Recipe is the scaling recipe of fp8 matmuls. Either way the matmuls of the
+// transformer layers run in fp8 and everything else in 16 bits: the attention core,
+// the embedding and the output layer (Transformer Engine's te.Linear layers;
+// torchtitan's float8 conversion skips the output layer).
+type FP8Recipe string
+
+const (
+	// FP8Delayed is Transformer Engine's DelayedScaling (Megatron-Core and NeMo's
+	// default): each tensor's scale comes from the amax history of earlier steps, so
+	// the cast computes the new amax on the way (one read, one fp8 write plus its
+	// transpose), and the fp8 weights are cast once per step and reused by every
+	// micro-batch.
+	FP8Delayed FP8Recipe = "delayed"
+	// FP8Current is per-tensor current scaling (torchao float8 "tensorwise",
+	// torchtitan's default; Transformer Engine's Float8CurrentScaling): the amax of a
+	// tensor is taken right before its cast, one more read of it, and weights are cast
+	// in every forward pass.
+	FP8Current FP8Recipe = "current"
+)
 
 // Layout is how the model is parallelised and placed.
 type Layout struct {

@@ -107,6 +107,12 @@ func (t Training) Normalise() Training {
 		if t.BackwardPrefetch == "" && fw.BackwardPrefetch != "" {
 			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
 		}
+		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
+			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
+		}
+	}
+	if t.FP8Recipe == "" && t.Precision == FP8 {
+		t.FP8Recipe = FP8Delayed
 	}
 	if t.BackwardPrefetch == "" {
 		t.BackwardPrefetch = PrefetchPre
@@ -142,6 +148,13 @@ func (t Training) validate() error {
 	}
 	if _, err := framework.Lookup(t.Framework); err != nil {
 		c.Add("training.framework", "%v", err)
+	}
+	switch {
+	case t.FP8Recipe == "":
+	case t.Precision != FP8:
+		c.Add("training.fp8_recipe", "applies to precision fp8 only (precision is %s)", t.Precision)
+	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current:
+		c.Add("training.fp8_recipe", "must be delayed or current (got %q)", t.FP8Recipe)
 	}
 	switch t.BackwardPrefetch {
 	case PrefetchPre, PrefetchPost, PrefetchNone:

@@ -47,6 +47,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
 	prefetch := fs.String("zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)")
+	fp8Recipe := fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
 	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
@@ -116,7 +117,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	req.GPUs, req.MinGPUs, req.MaxGPUs = *gpus, *minGPUs, *maxGPUs
 	req.Training = step.Training{SeqLen: *seq, GlobalBatch: *gbs, Precision: step.Precision(strings.ToLower(*precision)),
 		UnfusedAttention: *unfused, OnDemandGathers: *onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*prefetch)),
-		Framework: *fw}
+		Framework: *fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*fp8Recipe))}
 	if *seq < 1 || *gbs < 1 {
 		return errors.New("--seq and --gbs: required, ≥ 1")
 	}

@@ -21,9 +21,11 @@ func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res := accuracy.Evaluate(step.New(), accuracy.Cases(runs))
+	cases := accuracy.Cases(runs)
+	res := accuracy.Evaluate(step.New(), cases)
 	sum := accuracy.Summarise(res)
 	ranks := accuracy.Rankings(res)
+	bySource := crossValidatedRuns(res, cases)
 	if *asJSON {
 		type row struct {
 			ID        string      `json:"id"`
@@ -41,10 +43,11 @@ func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		var out struct {
 			Summary  accuracy.Summary   `json:"summary"`
+			Sources  []sourceFigures    `json:"sources"`
 			Rankings []accuracy.Ranking `json:"rankings"`
 			Runs     []row              `json:"runs"`
 		}
-		out.Summary, out.Rankings = sum, ranks
+		out.Summary, out.Rankings, out.Sources = sum, ranks, bySource
 		for _, r := range res {
 			x := row{ID: r.Run.ID, GPUs: r.Run.GPUs, MeasuredS: r.MeasuredS, Predicted: r.Estimate.StepTime, RelErr: r.RelErr, Layout: r.Layout, Filled: r.Filled,
 				PublishedOOM: r.PublishedOOM, Fits: r.Estimate.Memory.Fits}
@@ -88,6 +91,12 @@ func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	t.write(stdout)
 	fmt.Fprintf(stdout, "\n%d runs: mean |error| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%\n",
 		sum.N, 100*sum.MeanAbs, 100*sum.MedianAbs, 100*sum.Max, sum.Worst, 100*sum.Bias)
+	fmt.Fprintln(stdout, "\nby source: in sample (shipped constants) and left out (refitted from accuracy.Prior without the source)")
+	st := table{head: []string{"source", "runs", "in-sample mean", "in-sample max", "left-out mean", "left-out max", "left-out bias"}}
+	for _, s := range bySource {
+		st.add(s.Source, fmt.Sprint(s.InSample.N), pct(s.InSample.MeanAbs), pct(s.InSample.Max), pct(s.LeftOut.MeanAbs), pct(s.LeftOut.Max), fmt.Sprintf("%+.1f%%", 100*s.LeftOut.Bias))
+	}
+	st.write(stdout)
 	missed, oom := accuracy.MissedOOM(res)
 	fmt.Fprintf(stdout, "%d runs published as out of memory: %d estimated infeasible\n", oom, oom-len(missed))
 	fmt.Fprintf(stdout, "\nranking sets (Kendall τ of predicted vs measured throughput; τ' counts measured differences under %.0f%%, the sources' re-measurement spread, as ties):\n", 100*accuracy.RepeatabilityTolerance)
@@ -107,4 +116,24 @@ func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// sourceFigures are one source's statistics in sample and left out.
+type sourceFigures struct {
+	Source   string           `json:"source"`
+	InSample accuracy.Summary `json:"in_sample"`
+	LeftOut  accuracy.Summary `json:"left_out"`
+}
+
+// crossValidatedRuns scores every source in sample and with the constants fitted
+// without it; the last row is all runs.
+func crossValidatedRuns(in []accuracy.Result, cases []accuracy.Case) []sourceFigures {
+	out := accuracy.OutOfSample(accuracy.CrossValidate(cases, accuracy.Prior(), accuracy.Setters(), accuracy.FitRounds))
+	names, held := accuracy.BySource(out)
+	_, inBy := accuracy.BySource(in)
+	var figs []sourceFigures
+	for _, n := range names {
+		figs = append(figs, sourceFigures{n, accuracy.Summarise(inBy[n]), accuracy.Summarise(held[n])})
+	}
+	return append(figs, sourceFigures{"all", accuracy.Summarise(in), accuracy.Summarise(out)})
 }

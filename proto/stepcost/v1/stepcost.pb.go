@@ -1520,8 +1520,14 @@ type Training struct {
 	// megatron-deepspeed, deepspeed, deepspeed-2021, fsdp, torchtitan, composer, or
 	// an alias such as fsdp2 or llm-foundry): its profile fills what this message
 	// leaves open (attention kernel, ZeRO-3 gathers and prefetch, gradient reduction
-	// width, sequence parallelism with TP); unset: megatron-core.
-	Framework     string `protobuf:"bytes,9,opt,name=framework,proto3" json:"framework,omitempty"`
+	// width, sequence parallelism with TP, fp8 recipe); unset: megatron-core.
+	Framework string `protobuf:"bytes,9,opt,name=framework,proto3" json:"framework,omitempty"`
+	// With precision FP8, how scales are chosen: "delayed" (Transformer Engine's
+	// DelayedScaling, Megatron-Core and NeMo's default: amax from history, weights
+	// cast once per step) or "current" (per-tensor current scaling, torchao float8
+	// tensorwise: an amax pass before every cast, weights cast every forward).
+	// Unset: the framework's (torchtitan: current), else delayed.
+	Fp8Recipe     string `protobuf:"bytes,10,opt,name=fp8_recipe,json=fp8Recipe,proto3" json:"fp8_recipe,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1615,6 +1621,13 @@ func (x *Training) GetZero3BackwardPrefetch() BackwardPrefetch {
 func (x *Training) GetFramework() string {
 	if x != nil {
 		return x.Framework
+	}
+	return ""
+}
+
+func (x *Training) GetFp8Recipe() string {
+	if x != nil {
+		return x.Fp8Recipe
 	}
 	return ""
 }
@@ -2003,8 +2016,11 @@ type Memory struct {
 	Fits                 bool                   `protobuf:"varint,12,opt,name=fits,proto3" json:"fits,omitempty"`
 	Stage                int32                  `protobuf:"varint,13,opt,name=stage,proto3" json:"stage,omitempty"`
 	InFlightMicroBatches float64                `protobuf:"fixed64,14,opt,name=in_flight_micro_batches,json=inFlightMicroBatches,proto3" json:"in_flight_micro_batches,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// fp8 training: the fp8 copies of the layers' matmul weights and their
+	// transposes, 2 B per parameter.
+	Fp8WeightCopiesGb float64 `protobuf:"fixed64,15,opt,name=fp8_weight_copies_gb,json=fp8WeightCopiesGb,proto3" json:"fp8_weight_copies_gb,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Memory) Reset() {
@@ -2131,6 +2147,13 @@ func (x *Memory) GetStage() int32 {
 func (x *Memory) GetInFlightMicroBatches() float64 {
 	if x != nil {
 		return x.InFlightMicroBatches
+	}
+	return 0
+}
+
+func (x *Memory) GetFp8WeightCopiesGb() float64 {
+	if x != nil {
+		return x.Fp8WeightCopiesGb
 	}
 	return 0
 }
@@ -4198,7 +4221,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xb0\x03\n" +
+	"stateBytes\"\xcf\x03\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -4208,7 +4231,10 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x11unfused_attention\x18\x06 \x01(\bR\x10unfusedAttention\x125\n" +
 	"\x17zero3_on_demand_gathers\x18\a \x01(\bR\x14zero3OnDemandGathers\x12U\n" +
 	"\x17zero3_backward_prefetch\x18\b \x01(\x0e2\x1d.stepcost.v1.BackwardPrefetchR\x15zero3BackwardPrefetch\x12\x1c\n" +
-	"\tframework\x18\t \x01(\tR\tframework\"\xda\x03\n" +
+	"\tframework\x18\t \x01(\tR\tframework\x12\x1d\n" +
+	"\n" +
+	"fp8_recipe\x18\n" +
+	" \x01(\tR\tfp8Recipe\"\xda\x03\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
@@ -4252,7 +4278,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\fcontention_s\x18\x06 \x01(\x01R\vcontentionS\x12<\n" +
 	"\x0eexposed_comm_s\x18\a \x01(\v2\x16.stepcost.v1.CommTimesR\fexposedCommS\x12:\n" +
 	"\rhidden_comm_s\x18\b \x01(\v2\x16.stepcost.v1.CommTimesR\vhiddenCommS\x12\x17\n" +
-	"\atotal_s\x18\t \x01(\x01R\x06totalS\"\x8a\x04\n" +
+	"\atotal_s\x18\t \x01(\x01R\x06totalS\"\xbb\x04\n" +
 	"\x06Memory\x12\x1d\n" +
 	"\n" +
 	"weights_gb\x18\x01 \x01(\x01R\tweightsGb\x12!\n" +
@@ -4271,7 +4297,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"headroomGb\x12\x12\n" +
 	"\x04fits\x18\f \x01(\bR\x04fits\x12\x14\n" +
 	"\x05stage\x18\r \x01(\x05R\x05stage\x125\n" +
-	"\x17in_flight_micro_batches\x18\x0e \x01(\x01R\x14inFlightMicroBatches\"\x82\x01\n" +
+	"\x17in_flight_micro_batches\x18\x0e \x01(\x01R\x14inFlightMicroBatches\x12/\n" +
+	"\x14fp8_weight_copies_gb\x18\x0f \x01(\x01R\x11fp8WeightCopiesGb\"\x82\x01\n" +
 	"\n" +
 	"Throughput\x12 \n" +
 	"\ftokens_per_s\x18\x01 \x01(\x01R\n" +

@@ -1,0 +1,113 @@
+package step_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+func fp8Request(t *testing.T, precision step.Precision, recipe step.FP8Recipe, gbs int) step.Request {
+	t.Helper()
+	return step.Request{
+		Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1),
+		Training: step.Training{SeqLen: 8192, GlobalBatch: gbs, Precision: precision, FP8Recipe: recipe},
+		Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeFull},
+	}
+}
+
+func mustEstimate(t *testing.T, req step.Request) step.Result {
+	t.Helper()
+	r, err := step.New().Estimate(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The output layer stays in 16 bits under fp8 training: growing the vocabulary adds
+// the same forward time whether the layers' matmuls run in fp8 or in bf16.
+func TestFP8OutputLayerIn16Bits(t *testing.T) {
+	grow := func(p step.Precision) float64 {
+		small, large := fp8Request(t, p, "", 64), fp8Request(t, p, "", 64)
+		small.Model.Vocab, large.Model.Vocab = 32000, 256000
+		return mustEstimate(t, large).Breakdown.Forward - mustEstimate(t, small).Breakdown.Forward
+	}
+	bf, f8 := grow(step.BF16), grow(step.FP8)
+	if bf <= 0 || math.Abs(f8/bf-1) > 1e-9 {
+		t.Errorf("forward time added by a 8× vocabulary: bf16 %.4g s, fp8 %.4g s; want equal", bf, f8)
+	}
+}
+
+// Casts: fp8 layers are faster than bf16 ones but by well under the 2× of the
+// tensor-core peak (casts, 16-bit attention); current scaling costs more than
+// delayed, and casts the weights in every micro-batch's forward where delayed
+// scaling casts them once per step.
+func TestFP8CastsAndRecipes(t *testing.T) {
+	fwd := func(p step.Precision, r step.FP8Recipe, gbs int) float64 {
+		return mustEstimate(t, fp8Request(t, p, r, gbs)).Breakdown.Forward
+	}
+	bf, delayed, current := fwd(step.BF16, "", 64), fwd(step.FP8, step.FP8Delayed, 64), fwd(step.FP8, step.FP8Current, 64)
+	t.Logf("forward per step: bf16 %.3f s, fp8 delayed %.3f s, fp8 current %.3f s", bf, delayed, current)
+	if !(delayed < bf && bf/delayed < 1.9) {
+		t.Errorf("fp8 (delayed) forward %.3f s vs bf16 %.3f s: want faster, by less than 1.9×", delayed, bf)
+	}
+	if !(current > delayed) {
+		t.Errorf("current scaling %.4f s not above delayed %.4f s", current, delayed)
+	}
+	// Doubling the micro-batches doubles the per-micro-batch work; only delayed
+	// scaling's once-per-step weight cast stays.
+	d2, c2 := fwd(step.FP8, step.FP8Delayed, 128), fwd(step.FP8, step.FP8Current, 128)
+	if math.Abs(c2/(2*current)-1) > 1e-9 {
+		t.Errorf("current scaling: forward %.4f s at 2× the micro-batches, want 2 × %.4f s", c2, current)
+	}
+	if !(d2 < 2*delayed) {
+		t.Errorf("delayed scaling: forward %.4f s at 2× the micro-batches, want under 2 × %.4f s (weights cast once per step)", d2, delayed)
+	}
+}
+
+// Memory: an fp8 copy and transpose of every layer weight, 2 B per parameter. For
+// Llama 3 8B (8.03 B parameters, of which 2 × 128256 × 4096 = 1.05 B are the
+// untied embedding and output layer, kept in 16 bits) that is 2 × 6.98 B = 14 GB
+// without ZeRO-3; under ZeRO-3 only the layers being gathered hold one.
+func TestFP8WeightCopies(t *testing.T) {
+	r := mustEstimate(t, fp8Request(t, step.FP8, "", 64))
+	if got, want := r.Memory.FP8Weights, 2*(8.03e9-2*128256*4096.0)/1e9; math.Abs(got/want-1) > 0.02 {
+		t.Errorf("fp8 weight copies %.2f GB, want %.2f GB", got, want)
+	}
+	z3 := fp8Request(t, step.FP8, "", 64)
+	z3.Layout.ZeRO = 3
+	if got := mustEstimate(t, z3).Memory.FP8Weights; !(got > 0 && got < 1.0) {
+		t.Errorf("ZeRO-3: fp8 weight copies %.2f GB, want under 1 GB (two layers' worth)", got)
+	}
+	if got := mustEstimate(t, fp8Request(t, step.BF16, "", 64)).Memory.FP8Weights; got != 0 {
+		t.Errorf("bf16: fp8 weight copies %.2f GB", got)
+	}
+}
+
+// The recipe comes from the framework when not given, and is checked.
+func TestFP8RecipeDefaultsAndValidation(t *testing.T) {
+	for fw, want := range map[string]step.FP8Recipe{"": step.FP8Delayed, "nemo": step.FP8Delayed, "torchtitan": step.FP8Current} {
+		tr := step.Training{SeqLen: 8192, GlobalBatch: 8, Precision: step.FP8, Framework: fw}
+		if got := tr.Normalise().FP8Recipe; got != want {
+			t.Errorf("framework %q: recipe %q, want %q", fw, got, want)
+		}
+	}
+	if got := (step.Training{SeqLen: 8192, GlobalBatch: 8, Framework: "torchtitan"}).Normalise().FP8Recipe; got != "" {
+		t.Errorf("bf16 under torchtitan: recipe %q, want none", got)
+	}
+	for _, c := range []struct {
+		tr   step.Training
+		want string
+	}{
+		{step.Training{SeqLen: 8192, GlobalBatch: 8, Precision: step.BF16, FP8Recipe: step.FP8Delayed}, "fp8 only"},
+		{step.Training{SeqLen: 8192, GlobalBatch: 8, Precision: step.FP8, FP8Recipe: "mxfp8"}, "delayed or current"},
+	} {
+		err := c.tr.Validate()
+		if err == nil || !invalid.Is(err) || !strings.Contains(err.Error(), "training.fp8_recipe") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v", c.tr, err)
+		}
+	}
+}
