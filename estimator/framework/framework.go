@@ -39,7 +39,23 @@ type Profile struct {
 	// FP8Recipe is the framework's fp8 scaling recipe ("delayed" or "current");
 	// empty: delayed, Transformer Engine's default.
 	FP8Recipe string
+	// LossBytesPerLogit is the peak memory of the loss per logit of a micro-batch.
+	// Zero: MegatronLossBytesPerLogit, Megatron's fused vocab-parallel cross entropy.
+	LossBytesPerLogit float64
 }
+
+// Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
+//   - Megatron's vocab-parallel cross entropy keeps the 16-bit logits and the fp32
+//     softmax it computes in place for the backward pass: 2 + 4.
+//   - PyTorch's cross_entropy on fp32 logits (torchtitan upcasts them; autocast runs
+//     log_softmax in fp32 for Composer and FSDP models) saves the fp32 log-softmax,
+//     and its backward holds that, the gradient of the loss w.r.t. it and the
+//     gradient of the logits at once: 3 × 4 (the 16-bit logits are freed before the
+//     backward pass, torchtitan's `del pred`).
+const (
+	MegatronLossBytesPerLogit = 6
+	TorchLossBytesPerLogit    = 12
+)
 
 // Default is the profile of a request that names no framework.
 const Default = "megatron-core"
@@ -97,8 +113,9 @@ var profiles = []Profile{
 		Aliases: []string{"pytorch-fsdp", "fsdp1"},
 		Description: "PyTorch FSDP (FullyShardedDataParallel): flat parameters, backward prefetch BACKWARD_PRE " +
 			"(its default), flash attention through scaled_dot_product_attention",
-		Source:           "PyTorch FSDP documentation (BackwardPrefetch default BACKWARD_PRE)",
-		BackwardPrefetch: "pre",
+		Source:            "PyTorch FSDP documentation (BackwardPrefetch default BACKWARD_PRE)",
+		BackwardPrefetch:  "pre",
+		LossBytesPerLogit: TorchLossBytesPerLogit,
 	},
 	{
 		Name:    "torchtitan",
@@ -109,15 +126,17 @@ var profiles = []Profile{
 		BackwardPrefetch:       "pre",
 		SequenceParallelWithTP: true,
 		FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
+		LossBytesPerLogit:      TorchLossBytesPerLogit,
 	},
 	{
 		Name:    "composer",
 		Aliases: []string{"llm-foundry", "mosaic", "mosaicml"},
 		Description: "MosaicML Composer / llm-foundry on PyTorch FSDP: backward prefetch BACKWARD_POST and mixed " +
 			"precision DEFAULT (gradients reduced in fp32), Composer's FSDPConfig defaults",
-		Source:           "mosaicml/composer FSDPConfig (backward_prefetch BACKWARD_POST, mixed_precision DEFAULT)",
-		BackwardPrefetch: "post",
-		GradReduceBytes:  4,
+		Source:            "mosaicml/composer FSDPConfig (backward_prefetch BACKWARD_POST, mixed_precision DEFAULT)",
+		BackwardPrefetch:  "post",
+		GradReduceBytes:   4,
+		LossBytesPerLogit: TorchLossBytesPerLogit,
 	},
 }
 

@@ -93,3 +93,29 @@ func TestUnknownFrameworkNamesTheField(t *testing.T) {
 		t.Errorf("error %v: want one naming training.framework and listing the known ones", err)
 	}
 }
+
+// The loss's peak memory follows how the framework computes cross entropy: PyTorch's
+// fp32 cross_entropy (torchtitan) holds 12 B per logit, Megatron's fused
+// vocab-parallel one 6 B.
+func TestLossMemoryByFramework(t *testing.T) {
+	logits := func(fw string) float64 {
+		req := step.Request{
+			Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1),
+			Training: step.Training{SeqLen: 8192, GlobalBatch: 16, Framework: fw},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 3, MicroBatch: 2, Recompute: step.RecomputeFull},
+		}
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Memory.Logits
+	}
+	mc, tt := logits("megatron-core"), logits("torchtitan")
+	// 2 × 8192 tokens × 128256 logits: 6 B each is 12.6 GB (plus the embedding output).
+	if want := 6 * 2 * 8192 * 128256.0 / 1e9; mc < want || mc > want*1.05 {
+		t.Errorf("megatron-core: loss and embedding memory %.2f GB, want about %.2f GB", mc, want)
+	}
+	if r := tt / mc; r < 1.9 || r > 2.05 {
+		t.Errorf("torchtitan / megatron-core loss memory = %.2f, want about 2", r)
+	}
+}

@@ -248,8 +248,13 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	tokens := b * s
 	h, v := float64(a.Hidden), float64(a.Vocab)
 	firstEmb := 3 * tokens * h * inflight // embedding output and its dropout mask
-	// Logits in 16 bits plus the fp32 copy the loss is computed in, vocab-parallel.
-	lastLogits := 6 * tokens * v / float64(l.TP)
+	// The loss's peak per logit (vocab-parallel over TP) depends on how the
+	// framework computes cross entropy (framework.LossBytesPerLogit).
+	lossBytes := float64(framework.MegatronLossBytesPerLogit)
+	if fw, err := framework.Lookup(t.Framework); err == nil && fw.LossBytesPerLogit > 0 {
+		lossBytes = fw.LossBytesPerLogit
+	}
+	lastLogits := lossBytes * tokens * v / float64(l.TP)
 	first := act + firstEmb
 	last := per*layers*math.Min(1, inflight) + lastLogits // the last stage holds one micro-batch
 	if l.PP == 1 {

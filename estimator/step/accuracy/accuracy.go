@@ -572,3 +572,32 @@ func kendall(x, y []float64, tol float64) (tau float64, ordered bool) {
 	}
 	return (conc - disc) / den, true
 }
+
+// MemoryReading is a published peak-memory reading beside the estimate's.
+type MemoryReading struct {
+	ID                      string
+	MeasuredGB, PredictedGB float64
+	// RelErr is (predicted − measured) / measured.
+	RelErr float64
+}
+
+// MemoryReadings pairs every published peak-memory reading (PyTorch's peak reserved
+// memory, in GiB) with the estimate's total, for the runs whose micro-batch size the
+// source states (the peak depends on it; where the harness chooses it, it is not the
+// run's).
+func MemoryReadings(rs []Result) []MemoryReading {
+	var out []MemoryReading
+	for _, r := range rs {
+		if r.Err != nil || r.Run.MicroBatch == nil {
+			continue
+		}
+		for _, m := range r.Run.Measured {
+			if m.Metric != "peak_memory" || !strings.HasPrefix(m.Unit, "GiB") {
+				continue
+			}
+			gb := m.Value * (1 << 30) / 1e9
+			out = append(out, MemoryReading{r.Run.ID, gb, r.Estimate.Memory.Total, r.Estimate.Memory.Total/gb - 1})
+		}
+	}
+	return out
+}
