@@ -109,6 +109,10 @@ type Request struct {
 	TokenBudget     float64
 	// TopK is how many plans to return (default 10).
 	TopK int
+	// IncludeDominated keeps dominated plans in the top K (flagged): plans another
+	// evaluated plan on as many GPUs beats on step time without less memory headroom,
+	// or on headroom without a longer step. By default they are left out.
+	IncludeDominated bool
 	// Workers evaluates candidates in parallel (default: all CPUs).
 	Workers int
 	// MaxLayouts stops a search that would enumerate more layouts than this with
@@ -169,6 +173,19 @@ type Plan struct {
 	Score float64 `json:"score"`
 	// CostUSD to train the token budget, when a price and budget are given.
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Dominated: another evaluated plan on as many GPUs is no slower and keeps at
+	// least as much memory headroom, and is better in one (only with
+	// Request.IncludeDominated).
+	Dominated bool `json:"dominated,omitempty"`
+}
+
+// Dominates says whether a plan of step time stepA and headroom headA dominates one
+// of stepB and headB on the same number of GPUs: no slower, no less headroom, and
+// strictly better in one. For a fixed GPU count every objective orders plans as the
+// step time does (tokens per GPU-second and cost are monotone in it), so a dominated
+// plan is never the better choice.
+func Dominates(stepA, headA, stepB, headB float64) bool {
+	return stepA <= stepB && headA >= headB && (stepA < stepB || headA > headB)
 }
 
 // Stats count what the search did.
@@ -177,8 +194,10 @@ type Stats struct {
 	Pruned     map[string]int `json:"pruned"`
 	Evaluated  int            `json:"evaluated"`
 	Feasible   int            `json:"feasible"`
-	GPUCounts  []int          `json:"gpu_counts"`
-	Elapsed    time.Duration  `json:"elapsed_ns"`
+	// Dominated counts feasible plans left out of the top K as dominated.
+	Dominated int           `json:"dominated"`
+	GPUCounts []int         `json:"gpu_counts"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
 }
 
 // Result of a search.

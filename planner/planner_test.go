@@ -349,3 +349,47 @@ func TestNoEightWayContextParallelAt8K(t *testing.T) {
 		}
 	}
 }
+
+// Dominated plans (as fast or slower on as many GPUs, with no more headroom) stay out
+// of the top K unless asked for; asked for, they are flagged. The best plan is the
+// same either way.
+func TestDominatedPlansLeftOut(t *testing.T) {
+	with := llama8bRequest(t)
+	with.TopK, with.IncludeDominated = 20, true
+	all, err := planner.Search(context.Background(), step.New(), with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagged := 0
+	for _, p := range all.Top {
+		if p.Dominated {
+			flagged++
+		}
+	}
+	if flagged == 0 {
+		t.Fatal("no dominated plan among the 20 best: the test needs one (e.g. a ZeRO stage that saves memory at no cost)")
+	}
+	without := llama8bRequest(t)
+	without.TopK = 20
+	res, err := planner.Search(context.Background(), step.New(), without)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.Dominated == 0 || len(res.Top) != 20 {
+		t.Errorf("%d plans, %d left out as dominated", len(res.Top), res.Stats.Dominated)
+	}
+	if res.Top[0].Score != all.Top[0].Score {
+		t.Errorf("best plan %v without dominated ones, %v with", res.Top[0].Score, all.Top[0].Score)
+	}
+	for i, a := range res.Top {
+		if a.Dominated {
+			t.Errorf("plan %d flagged dominated without IncludeDominated", i+1)
+		}
+		for j, b := range res.Top {
+			if i != j && a.GPUs == b.GPUs && planner.Dominates(b.Estimate.StepTime, b.Estimate.Memory.Headroom, a.Estimate.StepTime, a.Estimate.Memory.Headroom) {
+				t.Errorf("plan %d (%.4f s, %.1f GB free) dominated by plan %d (%.4f s, %.1f GB free)", i+1,
+					a.Estimate.StepTime, a.Estimate.Memory.Headroom, j+1, b.Estimate.StepTime, b.Estimate.Memory.Headroom)
+			}
+		}
+	}
+}

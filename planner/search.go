@@ -186,6 +186,9 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		ok    bool
 		err   error
 	}
+	dominates := func(a, b *evaluated) bool {
+		return a.c.n == b.c.n && Dominates(a.res.StepTime, a.res.Memory.Headroom, b.res.StepTime, b.res.Memory.Headroom)
+	}
 	better := func(a, b *evaluated) bool { // a ranks before b
 		if a.score != b.score {
 			return a.score < b.score
@@ -267,6 +270,16 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 			stats.Feasible++
 			ev := &out[k]
 			all = append(all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c})
+			if !req.IncludeDominated {
+				// A dominated plan stays out; one the new plan dominates leaves.
+				if slices.ContainsFunc(top, func(t *evaluated) bool { return dominates(t, ev) }) {
+					stats.Dominated++
+					continue
+				}
+				n := len(top)
+				top = slices.DeleteFunc(top, func(t *evaluated) bool { return dominates(ev, t) })
+				stats.Dominated += n - len(top)
+			}
 			// Insert into the sorted top K.
 			pos := len(top)
 			for pos > 0 && better(ev, top[pos-1]) {
@@ -309,6 +322,11 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 			return Result{}, err
 		}
 		p.Rank = i + 1
+		if req.IncludeDominated {
+			p.Dominated = slices.ContainsFunc(all, func(a point) bool {
+				return int(a.n) == p.GPUs && Dominates(a.step, a.head, ev.res.StepTime, ev.res.Memory.Headroom)
+			})
+		}
 		res.Top = append(res.Top, p)
 	}
 	end(len(res.Top))

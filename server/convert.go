@@ -416,7 +416,7 @@ func planToProto(p planner.Plan) *pb.Plan {
 		pl.Nodes = append(pl.Nodes, &pb.NodeUse{Node: int32(u.Node), Gpus: toInt32s(u.GPUs)})
 	}
 	return &pb.Plan{Rank: int32(p.Rank), Gpus: int32(p.GPUs), Layout: layoutToProto(p.Layout), Placement: pl,
-		Estimate: stepToProto(p.Estimate), Score: p.Score, CostUsd: p.CostUSD}
+		Estimate: stepToProto(p.Estimate), Score: p.Score, CostUsd: p.CostUSD, Dominated: p.Dominated}
 }
 
 // ---- collectives ----

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -301,7 +300,8 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 	}
 	pr := planner.Request{Model: a, Training: t, Cluster: ce.cluster, GPUs: int(req.GetGpus()), MinGPUs: int(req.GetMinGpus()),
 		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons, Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
-		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: s.limits.MaxCandidates}
+		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: s.limits.MaxCandidates,
+		IncludeDominated: req.GetIncludeDominated()}
 	if pr.TopK == 0 {
 		pr.TopK = planner.DefaultTopK
 	}
@@ -341,7 +341,7 @@ func (s *Service) search(ctx context.Context, ce *clusterEntry, pr planner.Reque
 	}
 	out := &pb.EstimatePlanResponse{Model: archToProto(pr.Model), EstimatorVersion: EstimatorVersion,
 		Stats: &pb.SearchStats{Enumerated: int64(res.Stats.Enumerated), Evaluated: int64(res.Stats.Evaluated),
-			Feasible: int64(res.Stats.Feasible), GpuCounts: toInt32s(res.Stats.GPUCounts), Pruned: map[string]int64{},
+			Feasible: int64(res.Stats.Feasible), Dominated: int64(res.Stats.Dominated), GpuCounts: toInt32s(res.Stats.GPUCounts), Pruned: map[string]int64{},
 			ElapsedMs: float64(res.Stats.Elapsed.Microseconds()) / 1e3}}
 	for k, v := range res.Stats.Pruned {
 		out.Stats.Pruned[k] = int64(v)
@@ -415,17 +415,27 @@ func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (
 		}
 		out.Results[i] = r
 	}
-	ok2 := make([]*pb.RankedConfig, 0, n)
-	for _, r := range out.Results {
-		if r.Error == nil {
-			ok2 = append(ok2, r)
-		}
-	}
-	sort.SliceStable(ok2, func(i, j int) bool { return ok2[i].Score < ok2[j].Score })
-	for i, r := range ok2 {
-		r.Rank = int32(i + 1)
-	}
+	rankResults(out.Results)
 	return out, nil
+}
+
+// rankResults ranks estimated configs in place (planner.RankConfigs): those that fit
+// first, by score; the others after them, flagged infeasible; dominated ones flagged.
+func rankResults(rs []*pb.RankedConfig) {
+	items := make([]planner.RankItem, len(rs))
+	for i, r := range rs {
+		if r.GetError() != nil || r.GetEstimate() == nil {
+			continue
+		}
+		e := r.GetEstimate()
+		items[i] = planner.RankItem{Valid: true, Fits: e.GetMemory().GetFits(), GPUs: int(e.GetGpus()), Score: r.GetScore(),
+			StepTime: e.GetStepTimeS(), Headroom: e.GetMemory().GetHeadroomGb()}
+	}
+	rank, dominated := planner.RankConfigs(items)
+	for i, r := range rs {
+		r.Rank, r.Dominated = int32(rank[i]), dominated[i]
+		r.Infeasible = items[i].Valid && !items[i].Fits
+	}
 }
 
 func scoreOf(obj planner.Objective, req *pb.RankConfigsRequest, e *pb.StepEstimate) float64 {

@@ -203,6 +203,41 @@ func TestRankConfigsPerItemErrors(t *testing.T) {
 	}
 }
 
+// A config that does not fit ranks after every one that fits, however fast, and is
+// flagged; one as slow as another on as many GPUs with less headroom is flagged
+// dominated.
+func TestRankConfigsInfeasibleLastAndDominated(t *testing.T) {
+	c := client(t, DefaultLimits())
+	fits := stepRequest()
+	oom := stepRequest() // no recomputation, micro-batch 8: far over 80 GB
+	oom.Layout.Recompute, oom.Layout.MicroBatch = pb.Recompute_RECOMPUTE_NONE, 8
+	oom.Layout.Dp, oom.Layout.Pp = 2, 4
+	more := stepRequest() // selective recomputation without sequence parallelism: slower, more memory
+	more.Layout.Sp = false
+	r, err := c.RankConfigs(context.Background(), &pb.RankConfigsRequest{Configs: []*pb.EstimateStepRequest{oom, fits, more}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.GetResults()
+	if res[0].GetEstimate().GetMemory().GetFits() {
+		t.Fatalf("the out-of-memory config fits (%.1f GB)", res[0].GetEstimate().GetMemory().GetTotalGb())
+	}
+	if !res[0].GetInfeasible() || res[0].GetRank() < 2 {
+		t.Errorf("out of memory: rank %d, infeasible %v; want after the config that fits, flagged", res[0].GetRank(), res[0].GetInfeasible())
+	}
+	if res[1].GetInfeasible() || res[1].GetRank() != 1 || res[1].GetDominated() {
+		t.Errorf("fits: rank %d, infeasible %v, dominated %v", res[1].GetRank(), res[1].GetInfeasible(), res[1].GetDominated())
+	}
+	e1, e2 := res[1].GetEstimate(), res[2].GetEstimate()
+	t.Logf("with SP %.4f s %.1f GB free; without %.4f s %.1f GB free", e1.GetStepTimeS(), e1.GetMemory().GetHeadroomGb(), e2.GetStepTimeS(), e2.GetMemory().GetHeadroomGb())
+	if !(e2.GetStepTimeS() >= e1.GetStepTimeS() && e2.GetMemory().GetHeadroomGb() < e1.GetMemory().GetHeadroomGb()) {
+		t.Fatal("the test needs the config without SP to be no faster and hold more memory")
+	}
+	if !res[2].GetDominated() || res[2].GetRank() < 2 {
+		t.Errorf("without SP: rank %d, dominated %v; want after the config with SP, flagged", res[2].GetRank(), res[2].GetDominated())
+	}
+}
+
 func TestEstimatePlanAndCollectiveAndCatalog(t *testing.T) {
 	c := client(t, DefaultLimits())
 	ctx := context.Background()

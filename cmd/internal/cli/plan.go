@@ -48,6 +48,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
 	prefetch := fs.String("zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)")
 	fp8Recipe := fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
+	includeDominated := fs.Bool("include-dominated", false, "keep dominated plans (no faster on as many GPUs with less memory headroom, or the reverse) in the top plans, flagged")
 	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
@@ -122,7 +123,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errors.New("--seq and --gbs: required, ≥ 1")
 	}
 	req.Objective = planner.Objective(strings.ToLower(*objective))
-	req.PricePerGPUHour, req.TokenBudget, req.TopK = *price, *tokens, *top
+	req.PricePerGPUHour, req.TokenBudget, req.TopK, req.IncludeDominated = *price, *tokens, *top, *includeDominated
 	c := &req.Constraints
 	c.MinHeadroomGB = *headroom
 	for flagName, dst := range map[string]*[]int{"tp": &c.TP, "pp": &c.PP, "cp": &c.CP, "zero": &c.ZeRO, "mbs": &c.MicroBatch} {
@@ -147,7 +148,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		pr := &pb.EstimatePlanRequest{Model: modelProto(req.Model, *modelName, *params), Cluster: clusterProto(*clusterName, spec),
 			Training: server.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
 			Objective:       map[planner.Objective]pb.Objective{planner.FastestStep: pb.Objective_OBJECTIVE_STEP_TIME, planner.Throughput: pb.Objective_OBJECTIVE_THROUGHPUT, planner.Cost: pb.Objective_OBJECTIVE_COST}[req.Objective],
-			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK),
+			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated,
 			Constraints: &pb.Constraints{Tp: int32s(c.TP), Pp: int32s(c.PP), Cp: int32s(c.CP), Zero: int32s(c.ZeRO), MicroBatch: int32s(c.MicroBatch), MinHeadroomGb: c.MinHeadroomGB}}
 		if *clusterName == "" {
 			pr.Cluster.Nodes = int32(spec.Nodes)
@@ -166,15 +167,20 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *asJSON {
-		return writeJSON(stdout, res)
+		if err := writeJSON(stdout, res); err != nil {
+			return err
+		}
+		if len(res.Top) == 0 {
+			return errNoPlan
+		}
+		return nil
 	}
 	fmt.Fprintf(stdout, "%s on %s: seq %d, global batch %d, %s; objective %s\n", req.Model.Name, name, *seq, *gbs, req.Training.Precision, req.Objective)
 	st := res.Stats
 	fmt.Fprintf(stdout, "searched %d layouts over %d job size(s) in %s: %d estimated, %d feasible; pruned: %s\n\n",
 		st.Enumerated, len(st.GPUCounts), st.Elapsed.Round(1e5), st.Evaluated, st.Feasible, prunedSummary(st.Pruned))
 	if len(res.Top) == 0 {
-		fmt.Fprintln(stdout, "no feasible plan: every layout was pruned (see the counts above)")
-		return nil
+		return errNoPlan
 	}
 	t := table{head: []string{"#", "gpus", "layout", "nodes", "step", "compute", "exposed comm", "bubble", "memory GB", "MFU"}}
 	for _, p := range res.Top {
@@ -183,7 +189,11 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		for _, x := range b.Exposed {
 			exposed += x
 		}
-		t.add(fmt.Sprint(p.Rank), fmt.Sprint(p.GPUs), layoutString(p.Layout), nodesString(p.Placement),
+		rank := fmt.Sprint(p.Rank)
+		if p.Dominated {
+			rank += " (dominated)"
+		}
+		t.add(rank, fmt.Sprint(p.GPUs), layoutString(p.Layout), nodesString(p.Placement),
 			fmtSeconds(p.Estimate.StepTime), fmtSeconds(b.Forward+b.Backward+b.Recompute), fmtSeconds(exposed), fmtSeconds(b.Bubble),
 			fmt.Sprintf("%.1f/%.0f", p.Estimate.Memory.Total, p.Estimate.Memory.Capacity), fmt.Sprintf("%.1f%%", 100*p.Estimate.Throughput.MFU))
 	}
@@ -267,3 +277,6 @@ func int32s(v []int) []int32 {
 	}
 	return out
 }
+
+// errNoPlan is the failure of a search that found no feasible plan (exit code 1).
+var errNoPlan = errors.New("no feasible plan: every layout was pruned (see the counts above)")

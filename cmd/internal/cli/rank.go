@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 	"github.com/stepcost/stepcost/server"
 )
@@ -144,16 +145,17 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *progress && len(configs) > rankBatch {
 		fmt.Fprintln(stderr)
 	}
-	// Rank across batches.
-	var okRes []*pb.RankedConfig
-	for _, x := range results {
-		if x.GetError() == nil {
-			okRes = append(okRes, x)
+	// Rank across batches, as the service ranks one batch: configs that fit first.
+	items := make([]planner.RankItem, len(results))
+	for i, x := range results {
+		if e := x.GetEstimate(); x.GetError() == nil && e != nil {
+			items[i] = planner.RankItem{Valid: true, Fits: e.GetMemory().GetFits(), GPUs: int(e.GetGpus()), Score: x.GetScore(),
+				StepTime: e.GetStepTimeS(), Headroom: e.GetMemory().GetHeadroomGb()}
 		}
 	}
-	sort.SliceStable(okRes, func(i, j int) bool { return okRes[i].GetScore() < okRes[j].GetScore() })
-	for i, x := range okRes {
-		x.Rank = int32(i + 1)
+	rank, dominated := planner.RankConfigs(items)
+	for i, x := range results {
+		x.Rank, x.Dominated, x.Infeasible = int32(rank[i]), dominated[i], items[i].Valid && !items[i].Fits
 	}
 	return printRanked(stdout, *format, configs, results)
 }
@@ -178,13 +180,14 @@ func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, 
 				e := r.GetEstimate()
 				m["step_time_s"], m["mfu"], m["memory_gb"], m["fits"] = e.GetStepTimeS(), e.GetThroughput().GetMfu(), e.GetMemory().GetTotalGb(), e.GetMemory().GetFits()
 				m["layout"] = layoutJSON(e.GetLayout())
+				m["dominated"] = r.GetDominated()
 			}
 			out = append(out, m)
 		}
 		return writeJSON(w, out)
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"rank", "index", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "error"})
+		cw.Write([]string{"rank", "index", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "dominated", "error"})
 		for _, r := range sorted {
 			c := configs[r.GetIndex()]
 			l, e := c.GetLayout(), r.GetEstimate()
@@ -195,7 +198,7 @@ func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, 
 			cw.Write([]string{fmt.Sprint(r.GetRank()), fmt.Sprint(r.GetIndex()), modelLabel(c), fmt.Sprint(l.GetTp()), fmt.Sprint(l.GetPp()),
 				fmt.Sprint(l.GetDp()), fmt.Sprint(l.GetCp()), fmt.Sprint(l.GetZero()), fmt.Sprint(l.GetMicroBatch()),
 				fmt.Sprintf("%g", e.GetStepTimeS()), fmt.Sprintf("%g", e.GetThroughput().GetTokensPerSPerGpu()),
-				fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), errMsg})
+				fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), fmt.Sprint(r.GetDominated()), errMsg})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -210,10 +213,14 @@ func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, 
 			continue
 		}
 		e := r.GetEstimate()
-		note := ""
-		if !e.GetMemory().GetFits() {
-			note = "does not fit"
+		var notes []string
+		if r.GetInfeasible() {
+			notes = append(notes, "does not fit")
 		}
+		if r.GetDominated() {
+			notes = append(notes, "dominated")
+		}
+		note := strings.Join(notes, ", ")
 		t.add(fmt.Sprint(r.GetRank()), fmt.Sprint(r.GetIndex()), modelLabel(c), lay, fmtSeconds(e.GetStepTimeS()),
 			fmt.Sprintf("%.0f", e.GetThroughput().GetTokensPerSPerGpu()), fmt.Sprintf("%.1f%%", 100*e.GetThroughput().GetMfu()),
 			fmt.Sprintf("%.1f", e.GetMemory().GetTotalGb()), note)

@@ -98,7 +98,13 @@ func remotePlan(ctx context.Context, addr string, sec *remoteSecurity, req *pb.E
 		return err
 	}
 	if asJSON {
-		return printProtoJSON(w, resp)
+		if err := printProtoJSON(w, resp); err != nil {
+			return err
+		}
+		if len(resp.GetPlans()) == 0 {
+			return errNoPlan
+		}
+		return nil
 	}
 	st := resp.GetStats()
 	fmt.Fprintf(w, "%s (server %s, %s%s): %d layouts, %d estimated, %.1f ms\n\n", resp.GetModel().GetName(), addr,
@@ -110,6 +116,9 @@ func remotePlan(ctx context.Context, addr string, sec *remoteSecurity, req *pb.E
 			fmt.Sprintf("tp%d pp%d dp%d cp%d z%d mbs%d v%d", l.GetTp(), l.GetPp(), l.GetDp(), l.GetCp(), l.GetZero(), l.GetMicroBatch(), l.GetVirtualStages()),
 			fmtSeconds(p.GetEstimate().GetStepTimeS()), fmt.Sprintf("%.1f%%", 100*p.GetEstimate().GetThroughput().GetMfu()),
 			fmt.Sprintf("%.1f", p.GetEstimate().GetMemory().GetTotalGb()))
+	}
+	if len(resp.GetPlans()) == 0 {
+		return errNoPlan
 	}
 	t.write(w)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func TestRankInProcessAndRemote(t *testing.T) {
 			t.Fatalf("csv %v: %q", err, out)
 		}
 		// selective (index 2) beats full recompute (index 0); the broken one is last, unranked.
-		if rows[1][0] != "1" || rows[1][1] != "2" || rows[2][1] != "0" || rows[3][0] != "0" || !strings.Contains(rows[3][14], "layout.tp") {
+		if rows[1][0] != "1" || rows[1][1] != "2" || rows[2][1] != "0" || rows[3][0] != "0" || !strings.Contains(rows[3][15], "layout.tp") {
 			t.Errorf("remote=%q: %v", remote, rows)
 		}
 	}
@@ -141,5 +142,19 @@ func TestLoad(t *testing.T) {
 	}
 	if code, _, errOut := run("load", "--server", addr, "--in", f); code == 0 || !strings.Contains(errOut, "speed") {
 		t.Errorf("unknown field: exit %d, %q", code, errOut)
+	}
+}
+
+// A search that finds no feasible plan fails (exit 1, the reason on stderr), in
+// process and against the daemon, as a table and as JSON; the search's counts still
+// reach stdout.
+func TestPlanWithoutFeasiblePlanFails(t *testing.T) {
+	addr := daemon(t)
+	base := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--gbs", "64", "--seq", "8192", "--min-headroom", "85"}
+	for _, extra := range [][]string{nil, {"--json"}, {"--server", addr}, {"--json", "--server", addr}} {
+		code, out, errOut := run(append(slices.Clone(base), extra...)...)
+		if code != 1 || !strings.Contains(errOut, "no feasible plan") || len(out) == 0 {
+			t.Errorf("%v: exit %d, stderr %q, %d bytes of output", extra, code, errOut, len(out))
+		}
 	}
 }

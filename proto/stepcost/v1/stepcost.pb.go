@@ -2806,11 +2806,17 @@ type RankedConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Position of the config in the request.
 	Index int32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
-	// 1 for the best; 0 for a config that failed.
-	Rank          int32         `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
-	Score         float64       `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
-	Estimate      *StepEstimate `protobuf:"bytes,4,opt,name=estimate,proto3" json:"estimate,omitempty"`
-	Error         *ItemError    `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// 1 for the best; 0 for a config that failed. Configs that do not fit in GPU
+	// memory rank after every config that fits.
+	Rank     int32         `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
+	Score    float64       `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
+	Estimate *StepEstimate `protobuf:"bytes,4,opt,name=estimate,proto3" json:"estimate,omitempty"`
+	Error    *ItemError    `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// The config does not fit in GPU memory (ranked after every one that fits).
+	Infeasible bool `protobuf:"varint,6,opt,name=infeasible,proto3" json:"infeasible,omitempty"`
+	// Another config of the request on as many GPUs is no slower, keeps at least as
+	// much memory headroom, and is better in one of the two.
+	Dominated     bool `protobuf:"varint,7,opt,name=dominated,proto3" json:"dominated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2878,6 +2884,20 @@ func (x *RankedConfig) GetError() *ItemError {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *RankedConfig) GetInfeasible() bool {
+	if x != nil {
+		return x.Infeasible
+	}
+	return false
+}
+
+func (x *RankedConfig) GetDominated() bool {
+	if x != nil {
+		return x.Dominated
+	}
+	return false
 }
 
 type RankConfigsResponse struct {
@@ -3095,9 +3115,13 @@ type EstimatePlanRequest struct {
 	PricePerGpuHour float64      `protobuf:"fixed64,9,opt,name=price_per_gpu_hour,json=pricePerGpuHour,proto3" json:"price_per_gpu_hour,omitempty"`
 	TokenBudget     float64      `protobuf:"fixed64,10,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	// Plans to return (default 10).
-	TopK          int32 `protobuf:"varint,11,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TopK int32 `protobuf:"varint,11,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Keep dominated plans in the top plans, flagged (a plan another evaluated plan
+	// on as many GPUs beats on step time without less memory headroom, or on headroom
+	// without a longer step); by default they are left out.
+	IncludeDominated bool `protobuf:"varint,12,opt,name=include_dominated,json=includeDominated,proto3" json:"include_dominated,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *EstimatePlanRequest) Reset() {
@@ -3205,6 +3229,13 @@ func (x *EstimatePlanRequest) GetTopK() int32 {
 		return x.TopK
 	}
 	return 0
+}
+
+func (x *EstimatePlanRequest) GetIncludeDominated() bool {
+	if x != nil {
+		return x.IncludeDominated
+	}
+	return false
 }
 
 type NodeUse struct {
@@ -3328,14 +3359,16 @@ func (x *Placement) GetFreeWholeNodesLeft() int32 {
 }
 
 type Plan struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rank          int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
-	Gpus          int32                  `protobuf:"varint,2,opt,name=gpus,proto3" json:"gpus,omitempty"`
-	Layout        *Layout                `protobuf:"bytes,3,opt,name=layout,proto3" json:"layout,omitempty"`
-	Placement     *Placement             `protobuf:"bytes,4,opt,name=placement,proto3" json:"placement,omitempty"`
-	Estimate      *StepEstimate          `protobuf:"bytes,5,opt,name=estimate,proto3" json:"estimate,omitempty"`
-	Score         float64                `protobuf:"fixed64,6,opt,name=score,proto3" json:"score,omitempty"`
-	CostUsd       float64                `protobuf:"fixed64,7,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Rank      int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
+	Gpus      int32                  `protobuf:"varint,2,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	Layout    *Layout                `protobuf:"bytes,3,opt,name=layout,proto3" json:"layout,omitempty"`
+	Placement *Placement             `protobuf:"bytes,4,opt,name=placement,proto3" json:"placement,omitempty"`
+	Estimate  *StepEstimate          `protobuf:"bytes,5,opt,name=estimate,proto3" json:"estimate,omitempty"`
+	Score     float64                `protobuf:"fixed64,6,opt,name=score,proto3" json:"score,omitempty"`
+	CostUsd   float64                `protobuf:"fixed64,7,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// Dominated by another evaluated plan (only with include_dominated).
+	Dominated     bool `protobuf:"varint,8,opt,name=dominated,proto3" json:"dominated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3419,14 +3452,23 @@ func (x *Plan) GetCostUsd() float64 {
 	return 0
 }
 
+func (x *Plan) GetDominated() bool {
+	if x != nil {
+		return x.Dominated
+	}
+	return false
+}
+
 type SearchStats struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Enumerated    int64                  `protobuf:"varint,1,opt,name=enumerated,proto3" json:"enumerated,omitempty"`
-	Pruned        map[string]int64       `protobuf:"bytes,2,rep,name=pruned,proto3" json:"pruned,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	Evaluated     int64                  `protobuf:"varint,3,opt,name=evaluated,proto3" json:"evaluated,omitempty"`
-	Feasible      int64                  `protobuf:"varint,4,opt,name=feasible,proto3" json:"feasible,omitempty"`
-	GpuCounts     []int32                `protobuf:"varint,5,rep,packed,name=gpu_counts,json=gpuCounts,proto3" json:"gpu_counts,omitempty"`
-	ElapsedMs     float64                `protobuf:"fixed64,6,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Enumerated int64                  `protobuf:"varint,1,opt,name=enumerated,proto3" json:"enumerated,omitempty"`
+	Pruned     map[string]int64       `protobuf:"bytes,2,rep,name=pruned,proto3" json:"pruned,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Evaluated  int64                  `protobuf:"varint,3,opt,name=evaluated,proto3" json:"evaluated,omitempty"`
+	Feasible   int64                  `protobuf:"varint,4,opt,name=feasible,proto3" json:"feasible,omitempty"`
+	GpuCounts  []int32                `protobuf:"varint,5,rep,packed,name=gpu_counts,json=gpuCounts,proto3" json:"gpu_counts,omitempty"`
+	ElapsedMs  float64                `protobuf:"fixed64,6,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
+	// Feasible plans left out of the top plans as dominated.
+	Dominated     int64 `protobuf:"varint,7,opt,name=dominated,proto3" json:"dominated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3499,6 +3541,13 @@ func (x *SearchStats) GetGpuCounts() []int32 {
 func (x *SearchStats) GetElapsedMs() float64 {
 	if x != nil {
 		return x.ElapsedMs
+	}
+	return 0
+}
+
+func (x *SearchStats) GetDominated() int64 {
+	if x != nil {
+		return x.Dominated
 	}
 	return 0
 }
@@ -4362,13 +4411,17 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\aconfigs\x18\x01 \x03(\v2 .stepcost.v1.EstimateStepRequestR\aconfigs\x124\n" +
 	"\tobjective\x18\x02 \x01(\x0e2\x16.stepcost.v1.ObjectiveR\tobjective\x12+\n" +
 	"\x12price_per_gpu_hour\x18\x03 \x01(\x01R\x0fpricePerGpuHour\x12!\n" +
-	"\ftoken_budget\x18\x04 \x01(\x01R\vtokenBudget\"\xb3\x01\n" +
+	"\ftoken_budget\x18\x04 \x01(\x01R\vtokenBudget\"\xf1\x01\n" +
 	"\fRankedConfig\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x14\n" +
 	"\x05score\x18\x03 \x01(\x01R\x05score\x125\n" +
 	"\bestimate\x18\x04 \x01(\v2\x19.stepcost.v1.StepEstimateR\bestimate\x12,\n" +
-	"\x05error\x18\x05 \x01(\v2\x16.stepcost.v1.ItemErrorR\x05error\"w\n" +
+	"\x05error\x18\x05 \x01(\v2\x16.stepcost.v1.ItemErrorR\x05error\x12\x1e\n" +
+	"\n" +
+	"infeasible\x18\x06 \x01(\bR\n" +
+	"infeasible\x12\x1c\n" +
+	"\tdominated\x18\a \x01(\bR\tdominated\"w\n" +
 	"\x13RankConfigsResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.stepcost.v1.RankedConfigR\aresults\x12+\n" +
 	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xb9\x03\n" +
@@ -4388,7 +4441,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0ftp_across_nodes\x18\v \x01(\bR\rtpAcrossNodes\x12\x1b\n" +
 	"\tuneven_pp\x18\f \x01(\bR\bunevenPp\x12&\n" +
 	"\x0fmin_headroom_gb\x18\r \x01(\x01R\rminHeadroomGb\x12&\n" +
-	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\"\xcb\x03\n" +
+	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\"\xf8\x03\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
@@ -4401,7 +4454,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x12price_per_gpu_hour\x18\t \x01(\x01R\x0fpricePerGpuHour\x12!\n" +
 	"\ftoken_budget\x18\n" +
 	" \x01(\x01R\vtokenBudget\x12\x13\n" +
-	"\x05top_k\x18\v \x01(\x05R\x04topK\"1\n" +
+	"\x05top_k\x18\v \x01(\x05R\x04topK\x12+\n" +
+	"\x11include_dominated\x18\f \x01(\bR\x10includeDominated\"1\n" +
 	"\aNodeUse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x12\n" +
 	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xb0\x01\n" +
@@ -4410,7 +4464,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\vwhole_nodes\x18\x02 \x01(\x05R\n" +
 	"wholeNodes\x12#\n" +
 	"\rpartial_nodes\x18\x03 \x01(\x05R\fpartialNodes\x121\n" +
-	"\x15free_whole_nodes_left\x18\x04 \x01(\x05R\x12freeWholeNodesLeft\"\xf9\x01\n" +
+	"\x15free_whole_nodes_left\x18\x04 \x01(\x05R\x12freeWholeNodesLeft\"\x97\x02\n" +
 	"\x04Plan\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04gpus\x18\x02 \x01(\x05R\x04gpus\x12+\n" +
@@ -4418,7 +4472,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tplacement\x18\x04 \x01(\v2\x16.stepcost.v1.PlacementR\tplacement\x125\n" +
 	"\bestimate\x18\x05 \x01(\v2\x19.stepcost.v1.StepEstimateR\bestimate\x12\x14\n" +
 	"\x05score\x18\x06 \x01(\x01R\x05score\x12\x19\n" +
-	"\bcost_usd\x18\a \x01(\x01R\acostUsd\"\x9e\x02\n" +
+	"\bcost_usd\x18\a \x01(\x01R\acostUsd\x12\x1c\n" +
+	"\tdominated\x18\b \x01(\bR\tdominated\"\xbc\x02\n" +
 	"\vSearchStats\x12\x1e\n" +
 	"\n" +
 	"enumerated\x18\x01 \x01(\x03R\n" +
@@ -4429,7 +4484,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"gpu_counts\x18\x05 \x03(\x05R\tgpuCounts\x12\x1d\n" +
 	"\n" +
-	"elapsed_ms\x18\x06 \x01(\x01R\telapsedMs\x1a9\n" +
+	"elapsed_ms\x18\x06 \x01(\x01R\telapsedMs\x12\x1c\n" +
+	"\tdominated\x18\a \x01(\x03R\tdominated\x1a9\n" +
 	"\vPrunedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x90\x02\n" +
