@@ -477,6 +477,20 @@ var objectives = map[pb.Objective]planner.Objective{
 	pb.Objective_OBJECTIVE_THROUGHPUT: planner.Throughput, pb.Objective_OBJECTIVE_COST: planner.Cost,
 }
 
+// constraintsToProto is constraintsFromProto's inverse.
+func constraintsToProto(c planner.Constraints) *pb.Constraints {
+	out := &pb.Constraints{Tp: toInt32s(c.TP), Pp: toInt32s(c.PP), Cp: toInt32s(c.CP), Ep: toInt32s(c.EP), Zero: toInt32s(c.ZeRO),
+		MicroBatch: toInt32s(c.MicroBatch), VirtualStages: toInt32s(c.VirtualStages), Sp: slices.Clone(c.SP),
+		TpAcrossNodes: c.TPAcrossNodes, UnevenPp: c.UnevenPP, MinHeadroomGb: c.MinHeadroomGB, MaxMicroBatch: int32(c.MaxMicroBatch)}
+	for _, r := range c.Recompute {
+		out.Recompute = append(out.Recompute, layoutToProto(step.Layout{Recompute: r}).GetRecompute())
+	}
+	for _, s := range c.Schedules {
+		out.Schedules = append(out.Schedules, layoutToProto(step.Layout{Schedule: s}).GetSchedule())
+	}
+	return out
+}
+
 func constraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 	out := planner.Constraints{TP: toInts(c.GetTp()), PP: toInts(c.GetPp()), CP: toInts(c.GetCp()), EP: toInts(c.GetEp()),
 		ZeRO: toInts(c.GetZero()), MicroBatch: toInts(c.GetMicroBatch()), VirtualStages: toInts(c.GetVirtualStages()),

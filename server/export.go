@@ -4,6 +4,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -20,3 +21,6 @@ func ArchToProto(a model.Arch) *pb.Architecture { return archToProto(a) }
 
 // SpecToDefinition converts a cluster description.
 func SpecToDefinition(s topology.Spec) *pb.ClusterDefinition { return specToDefinition(s) }
+
+// ConstraintsToProto converts planner constraints to the API's.
+func ConstraintsToProto(c planner.Constraints) *pb.Constraints { return constraintsToProto(c) }

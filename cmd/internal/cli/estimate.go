@@ -34,16 +34,7 @@ type estimateFile struct {
 func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("estimate", "--model NAME --cluster NAME --gpus N --tp T --pp P --mbs B --gbs G --seq S [flags]", stderr)
 	in := fs.String("in", "", "read the whole request from a JSON file (flags given too override it)")
-	modelName := fs.String("model", "", "catalog model (see 'stepcost catalog'), e.g. llama3-70b")
-	params := fs.Float64("params", 0, "a bare parameter count (e.g. 13e9): a standard shape is derived")
-	layers := fs.Int("layers", 0, "architecture: layers")
-	hidden := fs.Int("hidden", 0, "architecture: hidden size")
-	heads := fs.Int("heads", 0, "architecture: attention heads")
-	kvHeads := fs.Int("kv-heads", 0, "architecture: key/value heads (default: heads)")
-	ffn := fs.Int("ffn", 0, "architecture: FFN size (default 4×hidden)")
-	vocab := fs.Int("vocab", 0, "architecture: vocabulary (default 51200)")
-	gated := fs.Bool("gated", false, "architecture: gated (SwiGLU) MLP")
-	tied := fs.Bool("tied", false, "architecture: output layer tied to the embedding")
+	mf := addModelFlags(fs)
 	clusterName := fs.String("cluster", "", "catalog system, e.g. dgx-h100")
 	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
 	gpus := fs.Int("gpus", 0, "GPUs of the job (default tp×pp×dp×cp)")
@@ -100,42 +91,14 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		req.Training, req.Layout = ef.Training, ef.Layout
 	}
 
-	// Model: a name, an architecture, or a parameter count — exactly one.
-	archFlags := set["layers"] || set["hidden"] || set["heads"]
-	kinds := 0
-	for _, b := range []bool{set["model"], archFlags, set["params"]} {
-		if b {
-			kinds++
-		}
-	}
-	if kinds > 1 {
-		return errors.New("--model, --params and --layers/--hidden/--heads: give one way of naming the model")
-	}
+	// Model: a name, a file, an architecture, or a parameter count — exactly one; else
+	// the --in file's.
+	a, why, err := mf.resolve(set)
 	switch {
-	case set["model"]:
-		a, err := model.Lookup(*modelName)
-		if err != nil {
-			return fmt.Errorf("--model: %w", err)
-		}
-		arch = a
-	case archFlags:
-		arch = model.Arch{Name: "custom", Layers: *layers, Hidden: *hidden, Heads: *heads, KVHeads: *kvHeads, FFN: *ffn, Vocab: *vocab, GatedMLP: *gated, TiedEmbeddings: *tied}
-		if arch.FFN == 0 {
-			arch.FFN = 4 * arch.Hidden
-		}
-		if arch.Vocab == 0 {
-			arch.Vocab = 51200
-		}
-		if err := arch.Normalise().Validate(); err != nil {
-			return fmt.Errorf("--layers/--hidden/--heads/--kv-heads/--ffn/--vocab: %w", err)
-		}
-		arch = arch.Normalise()
-	case set["params"]:
-		a, why, err := model.FromParams(*params)
-		if err != nil {
-			return fmt.Errorf("--params: %w", err)
-		}
+	case err == nil:
 		arch, derived = a, why
+	case !errors.Is(err, errNoModel):
+		return err
 	case len(ef.Model) > 0:
 		a, err := decodeModel(ef.Model)
 		if err != nil {
@@ -149,7 +112,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		arch, derived = a, why
 	default:
-		return errors.New("--model, --params or --layers/--hidden/--heads: required")
+		return err
 	}
 
 	// Cluster.
@@ -303,13 +266,13 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	req.Model, req.Cluster = arch, cl
 	if *addr != "" {
-		name := *modelName
+		name := *mf.name
 		if !set["model"] {
 			name = ""
 		}
 		pr := 0.0
 		if set["params"] {
-			pr = *params
+			pr = *mf.params
 		}
 		cname := ""
 		if set["cluster"] {

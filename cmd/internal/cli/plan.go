@@ -5,15 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
-	"github.com/stepcost/stepcost/estimator/framework"
 	"io"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -21,9 +21,8 @@ import (
 )
 
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("plan", "--model NAME --cluster NAME --gpus N | --max-gpus N --gbs G --seq S [flags]", stderr)
-	modelName := fs.String("model", "", "catalog model, e.g. gpt3-175b")
-	params := fs.Float64("params", 0, "or a bare parameter count (a standard shape is derived)")
+	fs := newFlags("plan", "--model NAME | --model-file F | --params N | --layers L --hidden H --heads A … --cluster NAME --gpus N | --max-gpus N --gbs G --seq S [flags]", stderr)
+	mf := addModelFlags(fs)
 	clusterName := fs.String("cluster", "", "catalog system, e.g. dgx-h100")
 	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
 	gpus := fs.Int("gpus", 0, "job size (exact)")
@@ -42,6 +41,13 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cpList := fs.String("cp", "", "allowed CP degrees")
 	zeroList := fs.String("zero", "", "allowed ZeRO stages, e.g. 1,3")
 	mbsList := fs.String("mbs", "", "allowed micro-batch sizes")
+	epList := fs.String("ep", "", "allowed expert-parallel degrees (MoE)")
+	vppList := fs.String("vpp", "", "allowed interleaving depths (model chunks per pipeline rank)")
+	spList := fs.String("sp", "", "sequence parallelism with TP: on, off or on,off (default both)")
+	schedList := fs.String("schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved (default all)")
+	tpAcross := fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
+	unevenPP := fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
+	maxMBS := fs.Int("max-mbs", 0, "largest micro-batch size when --mbs is not given (default 16)")
 	rcList := fs.String("recompute", "", "allowed recompute modes: none, selective, ops, full (default none,selective,full)")
 	headroom := fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
 	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
@@ -56,25 +62,14 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var req planner.Request
-	switch {
-	case *modelName != "" && *params != 0:
-		return errors.New("--model and --params: give one")
-	case *modelName != "":
-		a, err := model.Lookup(*modelName)
-		if err != nil {
-			return fmt.Errorf("--model: %w", err)
-		}
-		req.Model = a
-	case *params != 0:
-		a, _, err := model.FromParams(*params)
-		if err != nil {
-			return fmt.Errorf("--params: %w", err)
-		}
-		req.Model = a
-	default:
-		return errors.New("--model or --params: required")
+	arch, _, err := mf.resolve(set)
+	if err != nil {
+		return err
 	}
+	req.Model = arch
 	spec, name, err := loadCluster(*clusterName, *clusterFile)
 	if err != nil {
 		return err
@@ -126,8 +121,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	req.PricePerGPUHour, req.TokenBudget, req.TopK, req.IncludeDominated = *price, *tokens, *top, *includeDominated
 	c := &req.Constraints
 	c.MinHeadroomGB = *headroom
-	for flagName, dst := range map[string]*[]int{"tp": &c.TP, "pp": &c.PP, "cp": &c.CP, "zero": &c.ZeRO, "mbs": &c.MicroBatch} {
-		src := map[string]string{"tp": *tpList, "pp": *ppList, "cp": *cpList, "zero": *zeroList, "mbs": *mbsList}[flagName]
+	c.TPAcrossNodes, c.UnevenPP, c.MaxMicroBatch = *tpAcross, *unevenPP, *maxMBS
+	for flagName, dst := range map[string]*[]int{"tp": &c.TP, "pp": &c.PP, "cp": &c.CP, "zero": &c.ZeRO, "mbs": &c.MicroBatch, "ep": &c.EP, "vpp": &c.VirtualStages} {
+		src := map[string]string{"tp": *tpList, "pp": *ppList, "cp": *cpList, "zero": *zeroList, "mbs": *mbsList, "ep": *epList, "vpp": *vppList}[flagName]
 		if src == "" {
 			continue
 		}
@@ -144,17 +140,38 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			c.Recompute = append(c.Recompute, step.Recompute(strings.ToLower(strings.TrimSpace(f))))
 		}
 	}
+	if *schedList != "" {
+		for _, f := range strings.Split(*schedList, ",") {
+			c.Schedules = append(c.Schedules, step.Schedule(strings.ToLower(strings.TrimSpace(f))))
+		}
+	}
+	if *spList != "" {
+		for _, f := range strings.Split(*spList, ",") {
+			switch strings.ToLower(strings.TrimSpace(f)) {
+			case "on", "true":
+				c.SP = append(c.SP, true)
+			case "off", "false":
+				c.SP = append(c.SP, false)
+			default:
+				return fmt.Errorf("--sp: %q is not on or off", f)
+			}
+		}
+	}
 	if *addr != "" {
-		pr := &pb.EstimatePlanRequest{Model: modelProto(req.Model, *modelName, *params), Cluster: clusterProto(*clusterName, spec),
+		name, params := "", 0.0
+		if set["model"] {
+			name = *mf.name
+		}
+		if set["params"] {
+			params = *mf.params
+		}
+		pr := &pb.EstimatePlanRequest{Model: modelProto(req.Model, name, params), Cluster: clusterProto(*clusterName, spec),
 			Training: server.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
 			Objective:       map[planner.Objective]pb.Objective{planner.FastestStep: pb.Objective_OBJECTIVE_STEP_TIME, planner.Throughput: pb.Objective_OBJECTIVE_THROUGHPUT, planner.Cost: pb.Objective_OBJECTIVE_COST}[req.Objective],
 			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated,
-			Constraints: &pb.Constraints{Tp: int32s(c.TP), Pp: int32s(c.PP), Cp: int32s(c.CP), Zero: int32s(c.ZeRO), MicroBatch: int32s(c.MicroBatch), MinHeadroomGb: c.MinHeadroomGB}}
+			Constraints: server.ConstraintsToProto(*c)}
 		if *clusterName == "" {
 			pr.Cluster.Nodes = int32(spec.Nodes)
-		}
-		for _, r := range c.Recompute {
-			pr.Constraints.Recompute = append(pr.Constraints.Recompute, server.LayoutToProto(step.Layout{Recompute: r}).GetRecompute())
 		}
 		for node, gs := range req.Free {
 			pr.Cluster.FreeGpus = append(pr.Cluster.FreeGpus, &pb.NodeFreeGPUs{Node: int32(node), Gpus: int32s(gs)})

@@ -158,3 +158,59 @@ func TestPlanWithoutFeasiblePlanFails(t *testing.T) {
 		}
 	}
 }
+
+// plan takes what estimate and the API take: the model as an architecture (flags or
+// a model file) and every constraint list; in process and against the daemon the
+// plans honour them and agree.
+func TestPlanArchitectureAndConstraintFlags(t *testing.T) {
+	addr := daemon(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "model.json")
+	if err := os.WriteFile(file, []byte(`{"name": "custom", "layers": 16, "hidden": 2048, "heads": 16, "kv_heads": 4, "ffn": 8192, "vocab": 32000, "gated_mlp": true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--cluster", "dgx-h100", "--gpus", "16", "--gbs", "64", "--seq", "4096", "--top", "3", "--json",
+		"--pp", "2", "--schedule", "interleaved", "--vpp", "2", "--sp", "off", "--tp", "1,2"}
+	arch := []string{"plan", "--layers", "16", "--hidden", "2048", "--heads", "16", "--kv-heads", "4", "--ffn", "8192", "--vocab", "32000", "--gated"}
+	for _, args := range [][]string{append(slices.Clone(arch), common...), append([]string{"plan", "--model-file", file}, common...)} {
+		code, out, errOut := run(args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args[:3], code, errOut)
+		}
+		var res struct {
+			Top []struct {
+				Layout struct {
+					PP            int    `json:"pp"`
+					VirtualStages int    `json:"virtual_stages"`
+					SP            bool   `json:"sp"`
+					Schedule      string `json:"schedule"`
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Top) == 0 {
+			t.Fatalf("%v: %v (%d plans)", args[:3], err, len(res.Top))
+		}
+		for _, p := range res.Top {
+			if l := p.Layout; l.PP != 2 || l.VirtualStages != 2 || l.SP || l.Schedule != "interleaved" {
+				t.Errorf("%v: constraint ignored: %+v", args[:3], l)
+			}
+		}
+	}
+	code, remote, errOut := run(append(append(slices.Clone(arch), common...), "--server", addr)...)
+	var rres struct {
+		Plans []struct {
+			Layout struct {
+				Schedule      string `json:"schedule"`
+				VirtualStages int    `json:"virtual_stages"`
+			} `json:"layout"`
+		} `json:"plans"`
+	}
+	if err := json.Unmarshal([]byte(remote), &rres); code != 0 || err != nil || len(rres.Plans) == 0 {
+		t.Fatalf("remote: exit %d %s %v", code, errOut, err)
+	}
+	for _, p := range rres.Plans {
+		if p.Layout.Schedule != "SCHEDULE_INTERLEAVED" || p.Layout.VirtualStages != 2 {
+			t.Errorf("remote: constraint ignored: %+v", p.Layout)
+		}
+	}
+}
