@@ -46,3 +46,30 @@ func BenchmarkSearch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchCold is the first search of a process: a fresh estimator, so every
+// communication group's placement and contention coefficients are built during the
+// search.
+func BenchmarkSearchCold(b *testing.B) {
+	grid := []struct {
+		model    string
+		gpus     int
+		seq, gbs int
+	}{
+		{"gpt3-175b", 1024, 2048, 1536},
+		{"llama3-70b", 4096, 8192, 4096},
+		{"llama3-70b", 16384, 8192, 16384},
+	}
+	for _, g := range grid {
+		req := planner.Request{Model: mustModel(b, g.model), Cluster: mustCluster(b, "dgx-h100", g.gpus/8), GPUs: g.gpus,
+			Training: step.Training{SeqLen: g.seq, GlobalBatch: g.gbs}}
+		b.Run(fmt.Sprintf("model=%s/gpus=%d", g.model, g.gpus), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := planner.Search(context.Background(), step.New(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

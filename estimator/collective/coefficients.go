@@ -3,6 +3,7 @@ package collective
 import (
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -92,6 +93,27 @@ type loads struct {
 
 func newLoads(c *topology.Cluster) *loads {
 	return &loads{c: c, load: make([]float64, c.Resources())}
+}
+
+// loadsPool recycles the per-link arrays: a cluster of 16 384 GPUs has about 100 000
+// link directions, and every family of every placement needs one array, all zeros.
+var loadsPool sync.Pool
+
+// getLoads returns a zeroed loads for c, recycled when one is big enough.
+func getLoads(c *topology.Cluster) *loads {
+	if l, ok := loadsPool.Get().(*loads); ok && cap(l.load) >= c.Resources() {
+		l.c, l.load = c, l.load[:c.Resources()]
+		return l
+	}
+	return newLoads(c)
+}
+
+// putLoads gives l back; every pattern ends with a take, which zeroes what it
+// touched, so l is all zeros again after reset.
+func putLoads(l *loads) {
+	l.reset()
+	l.c = nil
+	loadsPool.Put(l)
 }
 
 func (l *loads) add(r int32, w float64) {
@@ -276,7 +298,8 @@ func (p *Placement) ensure(f family) {
 // computeFamily places the patterns of one family on the cluster.
 func computeFamily(p *Placement, f family) {
 	c := p.Cluster
-	l := newLoads(c)
+	l := getLoads(c)
+	defer putLoads(l)
 	n := p.N()
 	co := &p.coef
 	nch := co.channels
@@ -286,24 +309,27 @@ func computeFamily(p *Placement, f family) {
 	case famBase:
 		// Ring: every rank to its successor in each channel's ring; unit: the bytes
 		// one rank sends in one step, spread over the channels.
-		for ch := range nch {
+		period := channelPeriod(p.Shape, mesh, nch)
+		for ch := range period {
 			order := channelRing(p.Shape, ch, mesh)
-			for _, g := range p.Siblings {
+			w := perCh * float64(channelsLike(ch, period, nch))
+			for _, g := range p.loaded {
 				for i := range n {
-					l.flow(g[order[i]], g[order[(i+1)%n]], perCh)
+					l.flow(g[order[i]], g[order[(i+1)%n]], w)
 				}
 			}
 		}
 		co.ring = l.takeRing()
 		// Hierarchical: intra-domain rings and rail rings.
 		spans := domainSpans(p.Shape)
-		for ch := range nch {
+		for ch := range period {
 			order := channelRing(p.Shape, ch, mesh)
-			for _, g := range p.Siblings {
+			w := perCh * float64(channelsLike(ch, period, nch))
+			for _, g := range p.loaded {
 				for _, sp := range spans {
 					k := sp[1] - sp[0]
 					for j := range k {
-						l.flow(g[order[sp[0]+j]], g[order[sp[0]+(j+1)%k]], perCh)
+						l.flow(g[order[sp[0]+j]], g[order[sp[0]+(j+1)%k]], w)
 					}
 				}
 			}
@@ -311,7 +337,7 @@ func computeFamily(p *Placement, f family) {
 		co.intra = l.takeRing()
 		if p.Uniform {
 			m := len(spans)
-			for _, g := range p.Siblings {
+			for _, g := range p.loaded {
 				for loc := range p.PerDomain {
 					for d := range m {
 						l.flow(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
@@ -320,7 +346,7 @@ func computeFamily(p *Placement, f family) {
 			}
 			co.rail = l.takeRing()
 		}
-		for _, g := range p.Siblings {
+		for _, g := range p.loaded {
 			for i := range n {
 				l.flow(g[i], g[(i+1)%n], 1)
 			}
@@ -328,7 +354,7 @@ func computeFamily(p *Placement, f family) {
 		co.neighbor = l.take()
 	case famDirect:
 		// One block from every rank to every other rank.
-		for _, g := range p.Siblings {
+		for _, g := range p.loaded {
 			for i := range n {
 				for j := range n {
 					l.flow(g[i], g[j], 1)
@@ -336,13 +362,13 @@ func computeFamily(p *Placement, f family) {
 			}
 		}
 		co.allPairs = l.take()
-		for _, g := range p.Siblings {
+		for _, g := range p.loaded {
 			for i := 1; i < n; i++ {
 				l.flow(g[i], g[0], 1)
 			}
 		}
 		co.toRoot = l.take()
-		for _, g := range p.Siblings {
+		for _, g := range p.loaded {
 			for i := 1; i < n; i++ {
 				l.flow(g[0], g[i], 1)
 			}
@@ -351,7 +377,7 @@ func computeFamily(p *Placement, f family) {
 	case famPairwise:
 		// Step k pairs i with i+k.
 		for k := 1; k < n; k++ {
-			for _, g := range p.Siblings {
+			for _, g := range p.loaded {
 				for i := range n {
 					l.flow(g[i], g[(i+k)%n], 1)
 				}
@@ -365,7 +391,7 @@ func computeFamily(p *Placement, f family) {
 		// Step k sends patBlocks(n,k) blocks to rank i−2^k.
 		for k := range min(patSteps(n), maxPATSteps) {
 			b := float64(patBlocks(n, k))
-			for _, g := range p.Siblings {
+			for _, g := range p.loaded {
 				for i := range n {
 					l.flow(g[i], g[((i-(1<<k))%n+n)%n], b)
 				}
@@ -380,13 +406,13 @@ func computeFamily(p *Placement, f family) {
 		// Inside one domain: rank k owns block k; unit: one block-chunk.
 		if p.Domains == 1 && c.NVLS() && n >= 2 {
 			var st [2]stageLoads
-			for _, g := range p.Siblings {
+			for _, g := range p.loaded {
 				for k := range n {
 					l.switchReduce(g, g[k], 1)
 				}
 			}
 			st[0] = l.takeStage()
-			for _, g := range p.Siblings {
+			for _, g := range p.loaded {
 				for k := range n {
 					l.multicast(g, g[k], 1)
 				}
@@ -416,8 +442,9 @@ func chainPipe(p *Placement, l *loads, nch int, mesh, reverse bool) pipe {
 	n := p.N()
 	c := p.Cluster
 	perCh := 1 / float64(nch)
-	chains := make([][]int32, nch)
-	for ch := range nch {
+	period := channelPeriod(p.Shape, mesh, nch)
+	chains := make([][]int32, period)
+	for ch := range period {
 		order := channelRing(p.Shape, ch, mesh)
 		start := slices.Index(order, 0)
 		chain := make([]int32, n)
@@ -432,9 +459,10 @@ func chainPipe(p *Placement, l *loads, nch int, mesh, reverse bool) pipe {
 	}
 	stages := make([]stageLoads, 0, n-1)
 	for e := 0; e+1 < n; e++ {
-		for _, chain := range chains {
-			for _, g := range p.Siblings {
-				l.flow(g[chain[e]], g[chain[e+1]], perCh)
+		for ch, chain := range chains {
+			w := perCh * float64(channelsLike(ch, period, nch))
+			for _, g := range p.loaded {
+				l.flow(g[chain[e]], g[chain[e+1]], w)
 			}
 		}
 		stages = append(stages, l.takeStage())
@@ -475,7 +503,10 @@ func treePipe(p *Placement, l *loads, nch, trees int) pipe {
 	}
 	// Flows by stage: tree t sends up from a rank of height h at stage h and down
 	// from a rank of depth d at stage H_t+d, H_t being its root's height.
-	type flowAt struct{ src, dst int32 }
+	type flowAt struct {
+		src, dst int32
+		w        float64 // channels that take this flow
+	}
 	var stageFlows [][]flowAt
 	at := func(s int, f flowAt) {
 		for len(stageFlows) <= s {
@@ -483,7 +514,9 @@ func treePipe(p *Placement, l *loads, nch, trees int) pipe {
 		}
 		stageFlows[s] = append(stageFlows[s], f)
 	}
-	for ch := range nch {
+	period := channelPeriod(p.Shape, mesh, nch)
+	for ch := range period {
+		w := float64(channelsLike(ch, period, nch))
 		for t := range trees {
 			parent := channelTree(p.Shape, t, ch, mesh)
 			height, depth, H, maxD := treeLevels(parent)
@@ -494,22 +527,47 @@ func treePipe(p *Placement, l *loads, nch, trees int) pipe {
 				if pr < 0 {
 					continue
 				}
-				at(height[r], flowAt{int32(r), pr})
-				at(H+depth[pr], flowAt{pr, int32(r)})
+				at(height[r], flowAt{int32(r), pr, w})
+				at(H+depth[pr], flowAt{pr, int32(r), w})
 			}
 		}
 	}
 	stages := make([]stageLoads, 0, len(stageFlows))
 	for _, fs := range stageFlows {
-		for _, g := range p.Siblings {
+		for _, g := range p.loaded {
 			for _, f := range fs {
-				l.flow(g[f.src], g[f.dst], 1)
+				l.flow(g[f.src], g[f.dst], f.w)
 			}
 		}
 		stages = append(stages, l.takeStage())
 	}
 	return buildPipe(p.Cluster, stages)
 }
+
+// channelPeriod is after how many channels the rings (and the trees built on them)
+// repeat: channelRing rotates each domain's ranks by the channel, so channel ch and
+// ch + k order a domain of k ranks alike (on a mesh the cycle chosen repeats too).
+// Channels that order every domain alike load the same links, so the coefficients
+// place one of each kind, weighted by how many there are: a group of one GPU per
+// node places one ring instead of one per channel. At most nch.
+func channelPeriod(sh Shape, mesh bool, nch int) int {
+	period := 1
+	for _, sp := range domainSpans(sh) {
+		k := sp[1] - sp[0]
+		if mesh && k > 2 {
+			k = lcm(k, len(meshCycles(k)))
+		}
+		period = lcm(period, k)
+		if period >= nch {
+			return nch
+		}
+	}
+	return period
+}
+
+// channelsLike counts the channels of nch that order the ranks as channel ch does
+// (ch, ch + period, …).
+func channelsLike(ch, period, nch int) int { return (nch - ch + period - 1) / period }
 
 // finite guards the closed form against degenerate links.
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -309,7 +309,9 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 	case NVLS:
 		p.ensure(famNVLS)
 	case Direct:
-		p.ensure(famDirect)
+		if op != SendRecv { // send/recv needs only the neighbour pattern (famBase)
+			p.ensure(famDirect)
+		}
 	case PAT:
 		p.ensure(famPAT)
 	case Pairwise:

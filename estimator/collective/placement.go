@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -30,6 +31,11 @@ type Placement struct {
 	// DomainGPUs is the number of GPUs each scale-up domain has (a single-domain group
 	// smaller than its domain cannot use the switch's multicast as a whole node does).
 	DomainGPUs int
+
+	// loaded are the sibling groups whose flows the coefficients place: all of them
+	// when the groups cross the network (they share NICs and switch uplinks), one per
+	// distinct arrangement inside its domain otherwise (see representatives).
+	loaded [][]int
 
 	coef coefficients
 	once [numFamilies]sync.Once
@@ -90,9 +96,41 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 		}
 		first = k
 	}
+	p.loaded = representatives(c, p.Siblings, p.Domains)
 	p.coef.channels = ringChannels(p)
 	p.ensure(famBase)
 	return p, nil
+}
+
+// representatives returns the sibling groups whose flows decide the contention
+// coefficients. Groups that each stay inside one scale-up domain use only their own
+// GPUs' switch ports (or mesh links), which no other group touches, so the most
+// loaded link of all of them is the most loaded link of one group of each
+// arrangement — the same local GPUs of a domain give the same loads: a TP group of
+// 8 on 2048 nodes is placed once, not 2048 times. Groups that cross the network
+// share NICs and leaf links, and are all placed.
+func representatives(c *topology.Cluster, siblings [][]int, domains int) [][]int {
+	if domains != 1 {
+		return siblings
+	}
+	dom := c.Spec.GPUsPerNode * max(1, c.Spec.Intra.DomainNodes)
+	seen := map[string]bool{}
+	var out [][]int
+	key := make([]byte, 0, 64)
+	for _, g := range siblings {
+		if !c.SameDomain(c.Node(g[0]), c.Node(g[len(g)-1])) {
+			return siblings // a sibling crosses domains: no shortcut
+		}
+		key = key[:0]
+		for _, r := range g {
+			key = binary.AppendUvarint(key, uint64(r%dom))
+		}
+		if !seen[string(key)] {
+			seen[string(key)] = true
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 func checkGroup(c *topology.Cluster, field string, g []int) error {
