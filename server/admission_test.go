@@ -270,12 +270,12 @@ func TestSearchSizeLimit(t *testing.T) {
 	r.Gpus, r.MaxGpus = 0, 256 // 8 + 16 + … + 256 = 4 224 (+ 1, 2, 4)
 	r.Cluster.Nodes = 0
 	_, err := svc.EstimatePlan(context.Background(), r)
-	violationOf(t, err, codes.ResourceExhausted, "max_gpus")
+	violationOf(t, err, codes.InvalidArgument, "max_gpus")
 	if !strings.Contains(err.Error(), "--max-search-gpus") || !strings.Contains(err.Error(), "4231") {
 		t.Errorf("message: %v", err)
 	}
 	r.MinGpus = 200 // 208 + … + 256 = 1 392
-	if _, err := svc.EstimatePlan(context.Background(), r); status.Code(err) != codes.ResourceExhausted {
+	if _, err := svc.EstimatePlan(context.Background(), r); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("1 392 GPUs: %v", err)
 	}
 	r.MinGpus = 240 // 240 + 248 + 256
@@ -356,7 +356,10 @@ func TestAdmissionFlagsAndMetrics(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"stepcost_searches_running{", `size="large"} 0`, "stepcost_searches_waiting{", `outcome="admitted"} 1`, `outcome="refused"} 0`} {
+	for _, want := range []string{"stepcost_searches_running{", `size="large"} 0`, "stepcost_searches_waiting{", `outcome="admitted"} 1`, `outcome="refused"} 0`,
+		// the Go runtime, the process, and which build serves
+		"go_goroutines ", "go_memstats_heap_alloc_bytes ", "process_resident_memory_bytes ", "process_cpu_seconds_total ",
+		`stepcost_build_info{commit=`, `estimator_version="` + EstimatorVersion + `"`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

@@ -121,6 +121,24 @@ func restErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler,
 	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
 }
 
+// restRoutingErrors answers a request the gateway routes nowhere. A known path with
+// the wrong method is 405 Method Not Allowed (the gateway's default is 501, which
+// says the server lacks the feature), with an Allow header naming the method the
+// path takes; the rest is answered as the gateway does by default.
+func restRoutingErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+	if httpStatus != http.StatusMethodNotAllowed {
+		runtime.DefaultRoutingErrorHandler(ctx, mux, m, w, r, httpStatus)
+		return
+	}
+	allow := http.MethodPost
+	if strings.HasPrefix(r.URL.Path, "/v1/catalog") {
+		allow = http.MethodGet
+	}
+	w.Header().Set("Allow", allow)
+	err := status.Errorf(codes.Unimplemented, "method %s not allowed on %s: use %s", r.Method, r.URL.Path, allow)
+	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, &runtime.HTTPStatusError{HTTPStatus: http.StatusMethodNotAllowed, Err: err})
+}
+
 // protojsonError is protojson's "proto: [syntax error ](line L:C): what".
 var protojsonError = regexp.MustCompile(`^proto:\s+(syntax error\s+)?\(line (\d+):(\d+)\):\s+(.*)$`)
 

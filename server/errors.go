@@ -34,7 +34,7 @@ func (e *limitError) Error() string { return e.field + ": " + e.msg }
 
 // toStatus maps a domain error to a gRPC status: field errors become
 // InvalidArgument with a BadRequest listing every violated field, unknown catalog
-// names NotFound, limits ResourceExhausted, context errors their own codes, and
+// names NotFound, limits InvalidArgument, context errors their own codes, and
 // anything else Internal.
 func toStatus(err error) error {
 	if err == nil {
@@ -53,9 +53,12 @@ func toStatus(err error) error {
 	if errors.As(err, &nf) {
 		return withViolations(codes.NotFound, err, []*errdetails.BadRequest_FieldViolation{{Field: nf.field, Description: nf.err.Error()}})
 	}
+	// A request over one of the service's limits is the caller's to change, not to
+	// retry: InvalidArgument (HTTP 400), naming the field and the limit. Being busy
+	// (admission) stays ResourceExhausted (HTTP 429).
 	var le *limitError
 	if errors.As(err, &le) {
-		return withViolations(codes.ResourceExhausted, err, []*errdetails.BadRequest_FieldViolation{{Field: le.field, Description: le.msg}})
+		return withViolations(codes.InvalidArgument, err, []*errdetails.BadRequest_FieldViolation{{Field: le.field, Description: le.msg}})
 	}
 	if vs := violations(err); len(vs) > 0 {
 		return withViolations(codes.InvalidArgument, err, vs)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,10 +12,14 @@ import (
 // ParseFlags reads the daemon's configuration from command-line flags; every flag
 // can also be set by an environment variable STEPCOST_<FLAG> (upper case, '-' → '_'),
 // which the flag overrides.
+// ErrVersion is ParseFlags' answer to --version: print Version and exit 0.
+var ErrVersion = errors.New("version requested")
+
 func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("stepcostd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	version := fs.Bool("version", false, "print the version (build, commit, estimator) and exit")
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP listen address (REST gateway, /healthz, /openapi.json, /metrics)")
 	fs.StringVar(&cfg.HealthAddr, "health-addr", cfg.HealthAddr, "listen address of a plain-HTTP port serving GET /healthz only, without TLS or token, for probes (empty: none)")
@@ -61,6 +66,9 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if *version {
+		return cfg, ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))

@@ -124,6 +124,8 @@ func malformedCases() []malformed {
 		}
 		return raw("[" + strings.Join(b, ",") + "]")
 	}
+	// Over a service limit: InvalidArgument (HTTP 400), the caller must change the
+	// request; only an oversize body keeps ResourceExhausted (HTTP 413).
 	ia, nf, re := codes.InvalidArgument, codes.NotFound, codes.ResourceExhausted
 	const step, plan, rank, coll = "EstimateStep", "EstimatePlan", "RankConfigs", "SimulateCollective"
 	return []malformed{
@@ -171,8 +173,8 @@ func malformedCases() []malformed {
 		{"pp negative", step, with(okStep, "layout.pp", -2), ia, "layout.pp", "must be between 1 and", false},
 		{"pp not dividing layers", step, with(okStep, "layout.pp", 3), ia, "layout.pp", "must divide the 80 layers", false},
 		{"dp 0", step, with(okStep, "layout.dp", 0), ia, "layout.dp", "must be between 1 and", false},
-		{"dp huge", step, with(okStep, "layout.dp", 1<<20), re, "layout", "--max-gpus", false},
-		{"dp at int32's limit", step, with(okStep, "layout.dp", 2147483647, "layout.cp", 2147483647), re, "layout", "--max-gpus", false},
+		{"dp huge", step, with(okStep, "layout.dp", 1<<20), ia, "layout", "--max-gpus", false},
+		{"dp at int32's limit", step, with(okStep, "layout.dp", 2147483647, "layout.cp", 2147483647), ia, "layout", "--max-gpus", false},
 		{"cp not dividing seq_len", step, with(okStep, "layout.cp", 3), ia, "layout.cp", "must divide the sequence length", false},
 		{"ep without experts", step, with(okStep, "layout.ep", 2), ia, "layout.ep", "needs an MoE model", false},
 		{"micro_batch 0", step, with(okStep, "layout.micro_batch", 0), ia, "layout.micro_batch", "must be between 1 and", false},
@@ -210,12 +212,12 @@ func malformedCases() []malformed {
 		{"NIC kind unknown", step, with(okStep, "cluster", raw(def(`"nics": {"kind": "smoke"}`))), ia, "cluster.definition.nics.kind", "must be infiniband, roce or efa", false},
 		{"gpu and gpu_name", step, with(okStep, "cluster", raw(def(`"gpu_name": "H200", "gpu": {"name": "x"}`))), ia, "cluster.definition.gpu_name", "not both", false},
 		{"nodes negative", step, with(okStep, "cluster.nodes", -1), ia, "cluster.nodes", "between 0 and 65536", false},
-		{"nodes over the limit", step, with(okStep, "cluster.nodes", 1000), re, "cluster.nodes", "--max-gpus", false},
+		{"nodes over the limit", step, with(okStep, "cluster.nodes", 1000), ia, "cluster.nodes", "--max-gpus", false},
 		{"unknown cluster field", step, with(okStep, "cluster.definition", raw(`{"base": "dgx-h100", "speed": "fast"}`)), ia, "cluster.definition.speed", `unknown field "speed": stepcost.v1.ClusterDefinition has name, base`, true},
 
 		// Plans.
 		{"gpus negative", plan, with(okPlan, "gpus", -32), ia, "gpus", "must be between 1 and", false},
-		{"gpus over the limit", plan, with(okPlan, "gpus", 100000), re, "gpus", "limit of 4096", false},
+		{"gpus over the limit", plan, with(okPlan, "gpus", 100000), ia, "gpus", "limit of 4096", false},
 		{"min_gpus over max_gpus", plan, with(okPlan, "gpus", del, "min_gpus", 64, "max_gpus", 32), ia, "min_gpus", "between 0 and max_gpus", false},
 		{"seq_len 0 in a plan", plan, with(okPlan, "training.seq_len", 0), ia, "training.seq_len", "must be between 1 and", false},
 		{"global_tokens only, not whole", plan, with(okPlan, "training.global_batch", del, "training.global_tokens", 100), ia, "training.global_tokens", "whole number of sequences", false},
@@ -237,7 +239,7 @@ func malformedCases() []malformed {
 		{"token_budget Infinity", plan, with(okPlan, "token_budget", "Infinity"), ia, "token_budget", "must be between 0 and", false},
 		{"objective out of range", plan, with(okPlan, "objective", 9), ia, "objective", "must be one of OBJECTIVE_STEP_TIME", false},
 		{"top_k negative", plan, with(okPlan, "top_k", -3), ia, "top_k", "must be between 1 and 1000", false},
-		{"search too wide", plan, okPlan, re, "gpus", "--max-candidates", false},
+		{"search too wide", plan, okPlan, ia, "gpus", "--max-candidates", false},
 		{"unknown plan field", plan, with(okPlan, "speed", "fast"), ia, "speed", `unknown field "speed": stepcost.v1.EstimatePlanRequest has model, cluster`, true},
 		{"constraints a list", plan, with(okPlan, "constraints", raw(`[1, 2]`)), ia, "constraints", "must be an object", true},
 		{"trailing data", plan, okPlan + ` {"gpus": 64}`, ia, "", "malformed JSON", true},
@@ -245,7 +247,7 @@ func malformedCases() []malformed {
 
 		// Batches.
 		{"no configs", rank, `{"configs": []}`, ia, "configs", "at least one config", false},
-		{"configs over the limit", rank, with(`{}`, "configs", items(5)), re, "configs", "--max-rank-configs", false},
+		{"configs over the limit", rank, with(`{}`, "configs", items(5)), ia, "configs", "--max-rank-configs", false},
 		{"rank cost with a NaN price", rank, with(`{}`, "configs", items(1), "objective", "OBJECTIVE_COST", "price_per_gpu_hour", "NaN", "token_budget", 1e12), ia, "price_per_gpu_hour", "must be between 0 and", false},
 		{"rank objective out of range", rank, with(`{}`, "configs", items(1), "objective", 12), ia, "objective", "must be one of", false},
 		{"config with an unknown field", rank, with(`{}`, "configs", raw(`[{"layout": {"tq": 8}}]`)), ia, "configs[0].layout.tq", `unknown field "tq": stepcost.v1.Layout has tp, pp`, true},
@@ -256,7 +258,7 @@ func malformedCases() []malformed {
 		{"size over 1 PiB", coll, with(okColl, "size_bytes", int64(1)<<51), ia, "size_bytes", "between 1 and 2^50", false},
 		{"size a fraction", coll, with(okColl, "size_bytes", 1.5), ia, "size_bytes", "64-bit integer", true},
 		{"nodes negative in a collective", coll, with(okColl, "nodes", -4), ia, "nodes", "at least 1", false},
-		{"nodes over the limit in a collective", coll, with(okColl, "nodes", 10000), re, "nodes", "must be between 1 and 512 nodes", false},
+		{"nodes over the limit in a collective", coll, with(okColl, "nodes", 10000), ia, "nodes", "must be between 1 and 512 nodes", false},
 		{"gpus_per_node not dividing", coll, with(okColl, "gpus_per_node", 3), ia, "gpus_per_node", "must divide the 8 GPUs", false},
 		{"gpus_per_node negative", coll, with(okColl, "gpus_per_node", -2), ia, "gpus_per_node", "must divide the 8 GPUs", false},
 		{"a group of one GPU", coll, with(okColl, "nodes", 1, "gpus_per_node", 1), ia, "gpus_per_node", "at least 2 GPUs", false},

@@ -214,6 +214,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 		})),
 		runtime.WithErrorHandler(restErrors),
+		runtime.WithRoutingErrorHandler(restRoutingErrors),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
 	)
 	if err := pb.RegisterStepcostServiceHandler(ctx, mux, conn); err != nil {

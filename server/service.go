@@ -18,13 +18,20 @@ import (
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/buildinfo"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // EstimatorVersion identifies the models behind the answers; it changes whenever a
 // formula or a calibrated constant does, so that clients can tell answers apart.
-const EstimatorVersion = "stepcost-2026.11.2"
+const EstimatorVersion = "stepcost-2026.11.3"
+
+// Version is the one-line answer to --version of the stepcost binaries: the build
+// (module version, commit, Go) and the estimator version.
+func Version(program string) string {
+	return fmt.Sprintf("%s %s, estimator %s", program, buildinfo.Read(), EstimatorVersion)
+}
 
 // Limits bound what one request may ask for.
 type Limits struct {

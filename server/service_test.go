@@ -160,7 +160,7 @@ func TestErrors(t *testing.T) {
 		{"bad arch", bad(func(r *pb.EstimateStepRequest) {
 			r.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: &pb.Architecture{Layers: 2, Hidden: 100, Heads: 3}}}
 		}), codes.InvalidArgument, "model.architecture.heads"},
-		{"too many GPUs", bad(func(r *pb.EstimateStepRequest) { r.Layout.Dp = 4096 }), codes.ResourceExhausted, "layout"},
+		{"too many GPUs", bad(func(r *pb.EstimateStepRequest) { r.Layout.Dp = 4096 }), codes.InvalidArgument, "layout"},
 		{"bad definition", bad(func(r *pb.EstimateStepRequest) {
 			r.Cluster = &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: &pb.ClusterDefinition{Base: "dgx-h100", Nics: &pb.NICs{Kind: "smoke"}}}}
 		}), codes.InvalidArgument, "cluster.definition.nics.kind"},
@@ -177,7 +177,7 @@ func TestErrors(t *testing.T) {
 		Training: stepRequest().Training, Gpus: 64, Objective: pb.Objective_OBJECTIVE_COST})
 	violationOf(t, err, codes.InvalidArgument, "objective")
 	_, err = c.RankConfigs(ctx, &pb.RankConfigsRequest{Configs: []*pb.EstimateStepRequest{stepRequest(), stepRequest(), stepRequest(), stepRequest()}})
-	violationOf(t, err, codes.ResourceExhausted, "configs")
+	violationOf(t, err, codes.InvalidArgument, "configs")
 }
 
 func TestRankConfigsPerItemErrors(t *testing.T) {
@@ -353,7 +353,7 @@ func TestPlanLayoutLimit(t *testing.T) {
 	lim := DefaultLimits()
 	lim.MaxCandidates = 100
 	_, err := client(t, lim).EstimatePlan(context.Background(), plannerRequest())
-	violationOf(t, err, codes.ResourceExhausted, "gpus")
+	violationOf(t, err, codes.InvalidArgument, "gpus")
 	if !strings.Contains(status.Convert(err).Message(), "--max-candidates") {
 		t.Errorf("message %q does not name the flag", status.Convert(err).Message())
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/attribute"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/stepcost/stepcost/cache"
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/internal/buildinfo"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -84,6 +86,14 @@ func newTelemetry(ctx context.Context, cfg TelemetryConfig) (*telemetry, error) 
 	}
 	if cfg.Metrics {
 		t.registry = prometheus.NewRegistry()
+		// The Go runtime and the process (go_*, process_*) and which build serves
+		// (stepcost_build_info, 1, labelled).
+		bi := buildinfo.Read()
+		t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stepcost_build_info",
+				Help:        "Build of the running stepcostd: module version, commit, Go toolchain and estimator version (always 1).",
+				ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "go_version": bi.Go, "estimator_version": EstimatorVersion}},
+				func() float64 { return 1 }))
 		exp, err := otelprom.New(otelprom.WithRegisterer(t.registry))
 		if err != nil {
 			return nil, err

@@ -19,6 +19,10 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
+	if errors.Is(err, server.ErrVersion) {
+		fmt.Println(server.Version("stepcostd"))
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stepcostd:", err)
 		os.Exit(2)

@@ -2,8 +2,9 @@ package step
 
 import (
 	"fmt"
-	"github.com/stepcost/stepcost/estimator/framework"
 	"math"
+
+	"github.com/stepcost/stepcost/estimator/framework"
 )
 
 // layerTimes is one layer's compute for one micro-batch on one GPU, in seconds.

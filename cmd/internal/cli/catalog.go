@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/model"
 )
 
 func runCatalog(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -14,9 +15,9 @@ func runCatalog(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	gpus, systems := catalog.GPUs(), catalog.Systems()
+	gpus, systems, models := catalog.GPUs(), catalog.Systems(), model.Catalog()
 	if *asJSON {
-		return writeJSON(stdout, map[string]any{"gpus": gpus, "systems": systems})
+		return writeJSON(stdout, map[string]any{"gpus": gpus, "systems": systems, "models": models})
 	}
 	t := table{head: []string{"gpu", "arch", "bf16 TFLOP/s", "fp8 TFLOP/s", "HBM GB", "HBM GB/s", "NVLink GB/s"}}
 	for _, g := range gpus {
@@ -52,5 +53,24 @@ func runCatalog(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		s.add(sp.Name, sp.GPU.Name, fmt.Sprint(sp.GPUsPerNode), up, nics, net)
 	}
 	s.write(stdout)
+	fmt.Fprintln(stdout)
+	m := table{head: []string{"model", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "moe"}}
+	for _, a := range models {
+		p := a.Params()
+		moe := "-"
+		if a.MoE != nil {
+			moe = fmt.Sprintf("%d experts, top-%d (%.3gB active)", a.MoE.Experts, a.MoE.TopK, p.Active/1e9)
+		}
+		kv := a.KVHeads
+		if kv == 0 {
+			kv = a.Heads
+		}
+		size := fmt.Sprintf("%.3gB", p.Total/1e9)
+		if p.Total >= 1e12 {
+			size = fmt.Sprintf("%.3gT", p.Total/1e12)
+		}
+		m.add(a.Name, size, fmt.Sprint(a.Layers), fmt.Sprint(a.Hidden), fmt.Sprint(a.Heads), fmt.Sprint(kv), fmt.Sprint(a.FFN), fmt.Sprint(a.Vocab), moe)
+	}
+	m.write(stdout)
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/stepcost/stepcost/server"
 )
 
 // command is one sub-command.
@@ -29,6 +31,7 @@ func commands() []command {
 		{"runs", "compare the step-time model with the published training runs", runRuns},
 		{"catalog", "list the GPUs and systems of the embedded catalog", runCatalog},
 		{"load", "drive a running stepcostd with EstimatePlan at a fixed concurrency and report latency", runLoad},
+		{"version", "print the version: build, commit and estimator (also --version)", runVersion},
 	}
 }
 
@@ -38,6 +41,9 @@ var errUsage = errors.New("usage")
 // Run executes the command line args (without the program name) and returns the
 // process exit code: 0 success, 1 failure, 2 bad usage.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = []string{"version"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -157,3 +163,12 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("version", "", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, server.Version("stepcost"))
+	return nil
+}

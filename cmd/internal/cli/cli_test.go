@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stepcost/stepcost/server"
 )
 
 func run(args ...string) (code int, stdout, stderr string) {
@@ -118,7 +120,7 @@ func TestAccuracyAndCatalogCommands(t *testing.T) {
 		t.Errorf("accuracy --rows --json: exit %d, %d rows", code, len(v.Rows))
 	}
 	code, out, _ = run("catalog")
-	for _, want := range []string{"dgx-h100", "hgx-b200", "MI300X", "aws-p5"} {
+	for _, want := range []string{"dgx-h100", "hgx-b200", "MI300X", "aws-p5", "llama3-70b", "mixtral-8x7b"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("catalog lacks %s (exit %d)", want, code)
 		}
@@ -135,6 +137,15 @@ func TestParseSize(t *testing.T) {
 	for _, in := range []string{"", "0", "-1", "abc", "1X", "1.3", "2PiB", "NaN", "1e400"} {
 		if _, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) accepted", in)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}} {
+		code, out, errOut := run(args...)
+		if code != 0 || !strings.HasPrefix(out, "stepcost ") || !strings.Contains(out, "estimator "+server.EstimatorVersion) {
+			t.Errorf("%v: exit %d, %q %q", args, code, out, errOut)
 		}
 	}
 }
