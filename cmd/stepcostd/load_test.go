@@ -352,7 +352,7 @@ func TestLoad(t *testing.T) {
 	// Checks.
 	allowed := map[string][]codes.Code{
 		"uncached plan": {codes.OK, codes.Unavailable, codes.DeadlineExceeded},
-		"maximal":       {codes.OK, codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted},
+		"maximal":       {codes.OK, codes.Unavailable, codes.DeadlineExceeded, codes.InvalidArgument},
 	}
 	for _, class := range classes {
 		ok := []codes.Code{codes.OK} // small requests never fail
@@ -374,7 +374,7 @@ func TestLoad(t *testing.T) {
 			if !strings.Contains(st.Message(), "--max-queued-searches") {
 				t.Errorf("%s: overload does not name its flag: %v", k, err)
 			}
-		case codes.ResourceExhausted:
+		case codes.InvalidArgument:
 			if !strings.Contains(st.Message(), "--max-search-gpus") && !strings.Contains(st.Message(), "--max-candidates") {
 				t.Errorf("%s: limit does not name its flag: %v", k, err)
 			}
