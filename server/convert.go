@@ -318,7 +318,7 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
 		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp,
-		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(t.GetFp8Recipe())}
+		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(t.GetFp8Recipe()), DPReduceAfterBackward: t.GetDpReduceAfterBackward()}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -328,7 +328,7 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 func trainingToProto(t step.Training) *pb.Training {
 	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
 		Precision: precisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
-		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework, Fp8Recipe: string(t.FP8Recipe),
+		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework, Fp8Recipe: string(t.FP8Recipe), DpReduceAfterBackward: t.DPReduceAfterBackward,
 		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 

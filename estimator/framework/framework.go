@@ -39,6 +39,10 @@ type Profile struct {
 	// FP8Recipe is the framework's fp8 scaling recipe ("delayed" or "current");
 	// empty: delayed, Transformer Engine's default.
 	FP8Recipe string
+	// DPReduceAfterBackward: gradients are reduced after the backward pass, not under
+	// it (DeepSpeed's engine: after the pipeline flush, and ZeRO-1/2 without
+	// overlap_comm, its default).
+	DPReduceAfterBackward bool
 	// LossBytesPerLogit is the peak memory of the loss per logit of a micro-batch.
 	// Zero: MegatronLossBytesPerLogit, Megatron's fused vocab-parallel cross entropy.
 	LossBytesPerLogit float64
@@ -88,25 +92,29 @@ var profiles = []Profile{
 		Aliases: []string{"megatron-ds"},
 		Description: "Megatron-DeepSpeed: Megatron-LM's layers on DeepSpeed's engine (ZeRO-1 optimizer sharding, " +
 			"DeepSpeed pipeline engine); attention unfused unless flash attention is switched on",
-		Source:           "microsoft/Megatron-DeepSpeed README and examples (--use-flash-attn is opt-in)",
-		UnfusedAttention: true,
+		Source:                "microsoft/Megatron-DeepSpeed README and examples (--use-flash-attn is opt-in); DeepSpeed PipelineEngine (ReduceGrads after the schedule's last backward), ZeRO config (overlap_comm default false)",
+		UnfusedAttention:      true,
+		DPReduceAfterBackward: true,
 	},
 	{
 		Name:    "deepspeed",
 		Aliases: []string{"deepspeed-zero"},
 		Description: "DeepSpeed ZeRO 1/2/3 with flat, prefetched ZeRO-3 parameter gathers " +
 			"(stage3_prefetch_bucket_size) and fused kernels",
-		Source:           "DeepSpeed ZeRO configuration docs (stage3_prefetch_bucket_size, overlap_comm)",
-		BackwardPrefetch: "pre",
+		Source:                "DeepSpeed ZeRO configuration docs (stage3_prefetch_bucket_size; overlap_comm, default false for stages 1 and 2)",
+		BackwardPrefetch:      "pre",
+		DPReduceAfterBackward: true,
+		LossBytesPerLogit:     TorchLossBytesPerLogit, // models trained with it compute their loss in PyTorch
 	},
 	{
 		Name:    "deepspeed-2021",
 		Aliases: []string{"deepspeed-zero3-2021"},
 		Description: "DeepSpeed ZeRO-3 as measured in 2021: each module gathers its weights on demand with " +
 			"torch.distributed.all_gather into one tensor per rank; attention unfused",
-		Source:           "Rajbhandari et al. 2021 (ZeRO-Infinity) and DeepSpeed 0.3–0.5 stage3.py; Narayanan et al. 2021 Table 2",
-		UnfusedAttention: true,
-		ZeRO3OnDemand:    true,
+		Source:                "Rajbhandari et al. 2021 (ZeRO-Infinity) and DeepSpeed 0.3–0.5 stage3.py; Narayanan et al. 2021 Table 2",
+		UnfusedAttention:      true,
+		ZeRO3OnDemand:         true,
+		DPReduceAfterBackward: true,
 	},
 	{
 		Name:    "fsdp",

@@ -481,6 +481,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			// last bucket waits for the end of it.
 			last := tdp * math.Min(1, e.k.DPBucketBytes/math.Max(grad, 1))
 			hid := math.Max(0, math.Min(tdp-last, bwd))
+			if t.DPReduceAfterBackward {
+				hid = 0 // reduced after the backward pass (the framework's engine)
+			}
 			dpExposed += tdp - hid
 			bd.Hidden[CommDP] = hid
 			hiddenPerMB += hid / mf
@@ -552,6 +555,7 @@ type assumptionKey struct {
 	prefetch  BackwardPrefetch
 	framework string
 	fp8       FP8Recipe
+	dpAfter   bool
 	peak, sms float64
 }
 

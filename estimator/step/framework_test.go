@@ -2,6 +2,7 @@ package step_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -117,5 +118,42 @@ func TestLossMemoryByFramework(t *testing.T) {
 	}
 	if r := tt / mc; r < 1.9 || r > 2.05 {
 		t.Errorf("torchtitan / megatron-core loss memory = %.2f, want about 2", r)
+	}
+}
+
+// DeepSpeed's engine reduces data-parallel gradients after the backward pass: the
+// whole reduction is exposed, where Megatron-Core hides all but the last bucket
+// under the last micro-batch's backward. The flag alone does the same on any
+// framework.
+func TestDPReduceAfterBackward(t *testing.T) {
+	run := func(fw string, after bool) step.Result {
+		req := step.Request{
+			Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 4),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64, Framework: fw, DPReduceAfterBackward: after},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 32, CP: 1, ZeRO: 0, MicroBatch: 1, Recompute: step.RecomputeFull},
+		}
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	mc, ds, flag := run("megatron-core", false), run("megatron-deepspeed", false), run("megatron-core", true)
+	var reduce float64
+	for _, c := range mc.Comms {
+		if c.KindName == "dp" && c.Op == "allreduce" {
+			reduce = c.TimeUs * 1e-6
+		}
+	}
+	if reduce == 0 {
+		t.Fatal("no DP all-reduce in the communication table")
+	}
+	if got := mc.Breakdown.Exposed[step.CommDP]; !(got < 0.5*reduce) {
+		t.Errorf("megatron-core: %.4f s of a %.4f s gradient all-reduce exposed; most should hide", got, reduce)
+	}
+	for name, r := range map[string]step.Result{"megatron-deepspeed": ds, "flag": flag} {
+		if got := r.Breakdown.Exposed[step.CommDP]; math.Abs(got-reduce) > 1e-9*reduce {
+			t.Errorf("%s: %.6f s exposed, want the whole all-reduce %.6f s", name, got, reduce)
+		}
 	}
 }

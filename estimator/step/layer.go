@@ -295,7 +295,7 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 // assumptions returns the (cached, shared: do not modify) list of modelling
 // assumptions for a GPU, precision and attention kind.
 func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
-	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, r.peak, r.sms}
+	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.DPReduceAfterBackward, r.peak, r.sms}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
@@ -320,6 +320,10 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if req.Training.UnfusedAttention {
 		attn = "unfused attention (full score matrix computed, stored and read back)"
 	}
+	dpNote := "data-parallel gradients reduce in 25 MB buckets under the last micro-batch's backward; "
+	if req.Training.DPReduceAfterBackward {
+		dpNote = "data-parallel gradients reduce after the backward pass, none of it hidden; "
+	}
 	zero3 := "ZeRO-3 prefetches the next layer"
 	if req.Training.BackwardPrefetch != PrefetchPre {
 		zero3 = "ZeRO-3 prefetches the next layer forward; backward, each layer waits for its gather (backward prefetch " + string(req.Training.BackwardPrefetch) + ")"
@@ -332,7 +336,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 			100*r.gemmEff, r.peak/1e12, req.Training.Precision, int(r.sms), e.k.TileM, e.k.TileN),
 		fmt.Sprintf("attention core at %.0f%% of the 16-bit peak; %s", 100*r.attnEff, attn),
 		fmt.Sprintf("elementwise kernels at %.0f%% of HBM bandwidth; at least %.0f kernel launches of %.0f µs per layer forward", 100*e.k.HBMEfficiency, e.k.KernelsPerLayer, e.k.KernelLaunchUs),
-		"data-parallel gradients reduce in 25 MB buckets under the last micro-batch's backward; " + zero3,
+		dpNote + zero3,
 		"communication overlapped with compute slows it by the share of SMs its kernels take (16 channels)",
 	}
 	if r.fp8 {

@@ -120,6 +120,11 @@ type Training struct {
 	// FP8Recipe is how fp8 scales are chosen, with precision fp8 (empty: the
 	// framework's, delayed unless it says otherwise).
 	FP8Recipe FP8Recipe `json:"fp8_recipe,omitempty"`
+	// DPReduceAfterBackward: data-parallel gradients (ZeRO 0–2) are reduced after the
+	// backward pass instead of bucket by bucket under it — DeepSpeed's pipeline engine
+	// reduces after the pipeline flush, and its ZeRO-1/2 reduce on the compute stream
+	// unless overlap_comm is set (off by default). None of the reduction hides.
+	DPReduceAfterBackward bool `json:"dp_reduce_after_backward,omitempty"`
 }
 
 // FP8Recipe is the scaling recipe of fp8 matmuls. Either way the matmuls of the

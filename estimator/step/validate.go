@@ -107,6 +107,7 @@ func (t Training) Normalise() Training {
 		if t.BackwardPrefetch == "" && fw.BackwardPrefetch != "" {
 			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
 		}
+		t.DPReduceAfterBackward = t.DPReduceAfterBackward || fw.DPReduceAfterBackward
 		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
 		}

@@ -61,6 +61,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
 	prefetch := fs.String("zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none")
 	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
+	dpAfter := fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	fp8Recipe := fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
 	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -192,6 +193,9 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if set["framework"] {
 		t.Framework = *fw
+	}
+	if set["dp-reduce-after-backward"] {
+		t.DPReduceAfterBackward = *dpAfter
 	}
 	if set["fp8-recipe"] {
 		t.FP8Recipe = step.FP8Recipe(strings.ToLower(*fp8Recipe))

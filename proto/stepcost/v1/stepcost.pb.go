@@ -1527,9 +1527,14 @@ type Training struct {
 	// cast once per step) or "current" (per-tensor current scaling, torchao float8
 	// tensorwise: an amax pass before every cast, weights cast every forward).
 	// Unset: the framework's (torchtitan: current), else delayed.
-	Fp8Recipe     string `protobuf:"bytes,10,opt,name=fp8_recipe,json=fp8Recipe,proto3" json:"fp8_recipe,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Fp8Recipe string `protobuf:"bytes,10,opt,name=fp8_recipe,json=fp8Recipe,proto3" json:"fp8_recipe,omitempty"`
+	// Data-parallel gradients (ZeRO 0-2) are reduced after the backward pass, none
+	// of it hidden: DeepSpeed's pipeline engine (after the flush) and its ZeRO-1/2
+	// without overlap_comm. Unset: the framework's (megatron-deepspeed, deepspeed,
+	// deepspeed-2021 set it), else bucket by bucket under the last backward.
+	DpReduceAfterBackward bool `protobuf:"varint,11,opt,name=dp_reduce_after_backward,json=dpReduceAfterBackward,proto3" json:"dp_reduce_after_backward,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -1630,6 +1635,13 @@ func (x *Training) GetFp8Recipe() string {
 		return x.Fp8Recipe
 	}
 	return ""
+}
+
+func (x *Training) GetDpReduceAfterBackward() bool {
+	if x != nil {
+		return x.DpReduceAfterBackward
+	}
+	return false
 }
 
 type Layout struct {
@@ -4270,7 +4282,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xcf\x03\n" +
+	"stateBytes\"\x88\x04\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -4283,7 +4295,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tframework\x18\t \x01(\tR\tframework\x12\x1d\n" +
 	"\n" +
 	"fp8_recipe\x18\n" +
-	" \x01(\tR\tfp8Recipe\"\xda\x03\n" +
+	" \x01(\tR\tfp8Recipe\x127\n" +
+	"\x18dp_reduce_after_backward\x18\v \x01(\bR\x15dpReduceAfterBackward\"\xda\x03\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
