@@ -226,7 +226,10 @@ const maxPATSteps = 24
 const maxPipeDepth = 512
 
 // buildPipe precomputes the window sums of a pipeline from its stages.
-func buildPipe(c *topology.Cluster, stages []stageLoads) pipe {
+//
+// acc is scratch space of one float per link, all zeros, and left all zeros (the
+// caller's loads array between patterns).
+func buildPipe(stages []stageLoads, acc []float64) pipe {
 	D := len(stages)
 	if D == 0 || D > maxPipeDepth {
 		return pipe{}
@@ -234,7 +237,6 @@ func buildPipe(c *topology.Cluster, stages []stageLoads) pipe {
 	// W[lo][hi] for every window, built by extending hi: adding a stage can only
 	// raise the links it touches.
 	W := make([][]winSum, D)
-	acc := make([]float64, c.Resources())
 	for lo := range D {
 		W[lo] = make([]winSum, D)
 		var cur winSum
@@ -280,7 +282,9 @@ func buildPipe(c *topology.Cluster, stages []stageLoads) pipe {
 type family uint8
 
 const (
-	famBase     family = iota // ring, intra-node rings, rails, neighbours
+	famBase     family = iota // the ring of every channel
+	famHier                   // intra-node rings and rails (hierarchical all-reduce)
+	famNeighbor               // rank i to rank i+1 (send/recv)
 	famDirect                 // all pairs, to and from rank 0
 	famPairwise               // pairwise all-to-all steps
 	famPAT                    // PAT steps
@@ -320,7 +324,9 @@ func computeFamily(p *Placement, f family) {
 			}
 		}
 		co.ring = l.takeRing()
+	case famHier:
 		// Hierarchical: intra-domain rings and rail rings.
+		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
 		for ch := range period {
 			order := channelRing(p.Shape, ch, mesh)
@@ -346,6 +352,7 @@ func computeFamily(p *Placement, f family) {
 			}
 			co.rail = l.takeRing()
 		}
+	case famNeighbor:
 		for _, g := range p.loaded {
 			for i := range n {
 				l.flow(g[i], g[(i+1)%n], 1)
@@ -418,7 +425,7 @@ func computeFamily(p *Placement, f family) {
 				}
 			}
 			st[1] = l.takeStage()
-			co.nvlsAR = buildPipe(c, st[:])
+			co.nvlsAR = buildPipe(st[:], l.load)
 			co.nvlsRed = stageCoef(st[0])
 			co.nvlsMC = stageCoef(st[1])
 		}
@@ -467,7 +474,7 @@ func chainPipe(p *Placement, l *loads, nch int, mesh, reverse bool) pipe {
 		}
 		stages = append(stages, l.takeStage())
 	}
-	pp := buildPipe(c, stages)
+	pp := buildPipe(stages, l.load)
 	pp.path = winSum{}
 	g := p.Siblings[0] // sibling groups are congruent: one walk is enough
 	for _, chain := range chains {
@@ -541,7 +548,7 @@ func treePipe(p *Placement, l *loads, nch, trees int) pipe {
 		}
 		stages = append(stages, l.takeStage())
 	}
-	return buildPipe(p.Cluster, stages)
+	return buildPipe(stages, l.load)
 }
 
 // channelPeriod is after how many channels the rings (and the trees built on them)

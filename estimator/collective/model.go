@@ -309,9 +309,13 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 	case NVLS:
 		p.ensure(famNVLS)
 	case Direct:
-		if op != SendRecv { // send/recv needs only the neighbour pattern (famBase)
+		if op == SendRecv {
+			p.ensure(famNeighbor)
+		} else {
 			p.ensure(famDirect)
 		}
+	case Hierarchical:
+		p.ensure(famHier)
 	case PAT:
 		p.ensure(famPAT)
 	case Pairwise:

@@ -52,9 +52,11 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 		return nil, err
 	}
 	p := &Placement{Cluster: c, Ranks: ringOrder(group)}
-	seen := make(map[int]int, len(group)*max(1, len(concurrent)))
+	// owner[g] is 0 for a free GPU, 1 for the group's, i+2 for concurrent[i]'s (a
+	// slice, not a map: a placement on 16 384 GPUs lists all of them).
+	owner := make([]int32, c.GPUs())
 	for _, g := range p.Ranks {
-		seen[g] = -1
+		owner[g] = 1
 	}
 	p.Siblings = [][]int{p.Ranks}
 	for i, g := range concurrent {
@@ -70,13 +72,13 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 			continue // the group itself
 		}
 		for _, r := range o {
-			if j, dup := seen[r]; dup {
-				if j < 0 {
-					return nil, invalid.Field(field, "shares GPU %d with the group", r)
-				}
-				return nil, invalid.Field(field, "shares GPU %d with concurrent[%d]", r, j)
+			switch j := owner[r]; {
+			case j == 1:
+				return nil, invalid.Field(field, "shares GPU %d with the group", r)
+			case j > 1:
+				return nil, invalid.Field(field, "shares GPU %d with concurrent[%d]", r, j-2)
 			}
-			seen[r] = i
+			owner[r] = int32(i + 2)
 		}
 		p.Siblings = append(p.Siblings, o)
 	}
@@ -137,15 +139,22 @@ func checkGroup(c *topology.Cluster, field string, g []int) error {
 	if len(g) == 0 {
 		return invalid.Field(field, "must list at least one GPU")
 	}
-	seen := make(map[int]bool, len(g))
 	for i, r := range g {
 		if r < 0 || r >= c.GPUs() {
 			return invalid.Field(fmt.Sprintf("%s[%d]", field, i), "GPU %d is outside the cluster's %d GPUs", r, c.GPUs())
 		}
-		if seen[r] {
-			return invalid.Field(fmt.Sprintf("%s[%d]", field, i), "GPU %d is listed twice", r)
+	}
+	// Repeats, found in ring order (sorted) rather than with a set per group: a
+	// placement on thousands of GPUs checks thousands of groups.
+	o := ringOrder(g)
+	for k := 1; k < len(o); k++ {
+		if o[k] == o[k-1] {
+			i := len(g) - 1
+			for g[i] != o[k] { // its last listing
+				i--
+			}
+			return invalid.Field(fmt.Sprintf("%s[%d]", field, i), "GPU %d is listed twice", o[k])
 		}
-		seen[r] = true
 	}
 	return nil
 }

@@ -124,7 +124,7 @@ func (g grid) group(r int, dims ...Dim) []int {
 // coordinate in `same` (e.g. the TP groups of r's pipeline stage), r's own included.
 func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
 	var out [][]int
-	seen := map[int]bool{}
+	seen := make([]bool, g.n)
 	for x := range g.n {
 		ok := true
 		for _, d := range same {
