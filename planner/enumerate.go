@@ -109,8 +109,10 @@ func (s *shape) layouts(req *Request, sp *space, emit func(candidate)) {
 				continue
 			}
 			ls := s.split
-			if sc.v > 1 && a.Layers%(int(s.pp)*sc.v) != 0 {
-				ls = step.EvenSplit(a.Layers, int(s.pp)*sc.v)
+			if st := int(s.pp) * sc.v; sc.v > 1 && a.Layers%st != 0 {
+				if ls = step.PipelineSplit(a.Layers, st); ls == nil {
+					ls = step.EvenSplit(a.Layers, st)
+				}
 			}
 			emit(candidate{bound: s.bound(req, sc.v), ranks: s.ranks, place: s.place, split: ls,
 				n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
@@ -266,13 +268,17 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			return // the caller reports it
 		}
 		var split []int
-		uneven := a.Layers%pp != 0
-		if uneven {
-			if !cs.UnevenPP {
+		if a.Layers%pp != 0 {
+			// Counting the loss (and embedding) as layers, as Megatron can, or with
+			// uneven_pp spreading them earlier-stages-first.
+			split = step.PipelineSplit(a.Layers, pp)
+			if split == nil && cs.UnevenPP {
+				split = step.EvenSplit(a.Layers, pp)
+			}
+			if split == nil {
 				p.divisibility++
 				continue
 			}
-			split = step.EvenSplit(a.Layers, pp)
 		}
 		dp := n / (tp * cp * pp)
 		if t.GlobalBatch%dp != 0 {
@@ -367,7 +373,8 @@ func schedules(pp, m, layers int, cs *Constraints) []sched {
 	if allowed(cs.Schedules, step.Interleaved) && m%pp == 0 {
 		for v := 2; v <= layers/pp; v++ {
 			even := layers%pp == 0 && (layers/pp)%v == 0
-			if (even || layers%pp != 0 && cs.UnevenPP && v <= 8) && allowed(cs.VirtualStages, v) {
+			counted := !even && step.PipelineSplit(layers, pp*v) != nil
+			if (even || counted || layers%pp != 0 && cs.UnevenPP && v <= 8) && allowed(cs.VirtualStages, v) {
 				out = append(out, sched{step.Interleaved, v})
 			}
 		}

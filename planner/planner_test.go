@@ -393,3 +393,25 @@ func TestDominatedPlansLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// The planner offers pipelines that divide the layers only when the embedding and
+// loss count as layers (126 layers of Llama 3 405B on 16 stages × 4 chunks) without
+// uneven_pp.
+func TestPlannerCountsEmbeddingAndLoss(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-405b"), Cluster: mustCluster(t, "dgx-h100", 128), GPUs: 1024,
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 512}, TopK: 3,
+		Constraints: planner.Constraints{TP: []int{8}, PP: []int{16}, VirtualStages: []int{4}, Schedules: []step.Schedule{step.Interleaved}}}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Top) == 0 {
+		t.Fatalf("no plan with pp 16 × 4 chunks for 126 layers (pruned: %v)", res.Stats.Pruned)
+	}
+	for _, p := range res.Top {
+		s := p.Layout.LayerSplit
+		if p.Layout.PP != 16 || p.Layout.VirtualStages != 4 || len(s) != 64 || s[0] != 1 || s[63] != 1 || s[1] != 2 {
+			t.Errorf("plan %d: pp %d × %d, split %v", p.Rank, p.Layout.PP, p.Layout.VirtualStages, s)
+		}
+	}
+}

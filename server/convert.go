@@ -356,7 +356,8 @@ func layoutFromProto(l *pb.Layout) (step.Layout, error) {
 	return step.Layout{TP: int(l.GetTp()), PP: int(l.GetPp()), DP: int(l.GetDp()), CP: int(l.GetCp()), EP: int(l.GetEp()),
 		ZeRO: int(l.GetZero()), MicroBatch: int(l.GetMicroBatch()), Recompute: rc, SP: l.GetSp(), Schedule: sc,
 		VirtualStages: int(l.GetVirtualStages()), LayerSplit: toIntsOrNil(l.GetLayerSplit()), RankOrder: l.GetRankOrder(),
-		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll(), RecomputeLayers: int(l.GetRecomputeLayers())}, nil
+		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll(), RecomputeLayers: int(l.GetRecomputeLayers()),
+		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss()}, nil
 }
 
 func toIntsOrNil(v []int32) []int {
@@ -369,7 +370,8 @@ func toIntsOrNil(v []int32) []int {
 func layoutToProto(l step.Layout) *pb.Layout {
 	p := &pb.Layout{Tp: int32(l.TP), Pp: int32(l.PP), Dp: int32(l.DP), Cp: int32(l.CP), Ep: int32(l.EP), Zero: int32(l.ZeRO),
 		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: toInt32s(l.LayerSplit),
-		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers)}
+		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers),
+		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss}
 	p.Recompute, p.Schedule = toProto(l.Recompute, recomputes), toProto(l.Schedule, schedules)
 	return p
 }

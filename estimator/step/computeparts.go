@@ -70,9 +70,23 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1}, &r16)
 	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1}, &r16) + e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1}, &r16)
 	cp.weightCast = nDense*lc.weightCast + nMoE*lcMoE.weightCast
-	if l.PP == 1 || stageLayers*l.PP == a.Layers { // evenly split: the last stage is the slowest
+	// The slowest stage: the one with the most layers, or the last, whose output
+	// layer and loss may outweigh a layer it holds fewer of (an uneven split that
+	// accounts for the loss, Megatron's --account-for-loss-in-pipeline-split).
+	lastLayers := stageLayers
+	if len(l.LayerSplit) > 0 {
+		lastLayers = 0
+		for c := 0; c < l.VirtualStages; c++ {
+			lastLayers += l.LayerSplit[c*l.PP+l.PP-1]
+		}
+	}
+	if l.PP == 1 || lastLayers == stageLayers {
 		fwd += logits
 		bwd += logitsBwd
+	} else if d := float64(stageLayers - lastLayers); logits+logitsBwd > d*(lc.fwd+lc.bwd) {
+		// The last stage is the slowest: its layers plus the output layer.
+		frac := float64(lastLayers) / float64(stageLayers)
+		fwd, bwd, rc = fwd*frac+logits, bwd*frac+logitsBwd, rc*frac
 	}
 
 	cp.stageLayers, cp.nDense, cp.nMoE = stageLayers, nDense, nMoE

@@ -169,8 +169,19 @@ type Layout struct {
 	Schedule        Schedule `json:"schedule"`
 	// VirtualStages is the interleaving depth v (model chunks per pipeline rank).
 	VirtualStages int `json:"virtual_stages"`
-	// LayerSplit optionally gives the layers of each pipeline stage (uneven split).
+	// LayerSplit optionally gives the layers of each pipeline stage (uneven split):
+	// model chunk c of pipeline rank s is entry c·pp + s.
 	LayerSplit []int `json:"layer_split,omitempty"`
+	// AccountForEmbedding and AccountForLoss split the layers as Megatron-LM's
+	// --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split
+	// do: the embedding counts as one layer of the first model chunk and the output
+	// layer with the loss as one layer of the last, the other chunks holding
+	// (layers + those) / (pp × virtual stages) layers each. Without a layer_split, a
+	// pp × virtual stages that does not divide the layers turns them on when that
+	// makes it divide (the loss first, then both): 126 layers on pp 16 × 4 chunks, 70
+	// on pp 12.
+	AccountForEmbedding bool `json:"account_for_embedding,omitempty"`
+	AccountForLoss      bool `json:"account_for_loss,omitempty"`
 	// RankOrder is the order of the parallel dimensions from fastest-varying rank to
 	// slowest, Megatron's "tp-cp-ep-dp-pp" by default.
 	RankOrder string `json:"rank_order,omitempty"`

@@ -78,6 +78,7 @@ func normalise(r Request) Request {
 	if l.Recompute == "" {
 		l.Recompute = RecomputeNone
 	}
+	accountSplit(l, r.Model.Layers)
 	r.Training = r.Training.Normalise()
 	if l.TP > 1 && !l.SP && r.Training.Framework != framework.Default {
 		if fw, err := framework.Lookup(r.Training.Framework); err == nil && fw.SequenceParallelWithTP {
@@ -85,6 +86,80 @@ func normalise(r Request) Request {
 		}
 	}
 	return r
+}
+
+// accountSplit writes out the layer split of a layout that accounts for the embedding
+// or the loss (Layout.AccountForEmbedding/AccountForLoss), turning them on when the
+// pipeline does not divide the layers otherwise. A split that cannot be made is left
+// for validate to report.
+func accountSplit(l *Layout, layers int) {
+	stages := l.PP * l.VirtualStages
+	if len(l.LayerSplit) > 0 || l.PP < 2 || layers < 1 || stages < 1 {
+		return
+	}
+	if !l.AccountForEmbedding && !l.AccountForLoss && layers%stages != 0 {
+		l.AccountForEmbedding, l.AccountForLoss = autoAccount(layers, stages)
+	}
+	if l.AccountForEmbedding || l.AccountForLoss {
+		l.LayerSplit = AccountedSplit(layers, stages, l.AccountForEmbedding, l.AccountForLoss)
+	}
+}
+
+// autoAccount says what a pipeline of stages that does not divide layers counts as
+// layers to divide them: the loss, or else the embedding and the loss.
+func autoAccount(layers, stages int) (embedding, loss bool) {
+	switch {
+	case AccountedSplit(layers, stages, false, true) != nil:
+		return false, true
+	case AccountedSplit(layers, stages, true, true) != nil:
+		return true, true
+	}
+	return false, false
+}
+
+// AccountedSplit is the layer split over stages (pp × virtual stages, model chunk c
+// of pipeline rank s at c·pp + s) that counts the embedding and/or the loss as one
+// layer of the first and last chunk (Megatron-LM's account-for-embedding/loss
+// options), or nil when stages do not divide the layers so counted or a chunk would
+// hold no layer.
+func AccountedSplit(layers, stages int, embedding, loss bool) []int {
+	e, o := b2i(embedding), b2i(loss)
+	total := layers + e + o
+	if stages < 2 || total%stages != 0 {
+		return nil
+	}
+	per := total / stages
+	if per-e < 1 || per-o < 1 {
+		return nil
+	}
+	split := make([]int, stages)
+	for i := range split {
+		split[i] = per
+	}
+	split[0] -= e
+	split[stages-1] -= o
+	return split
+}
+
+// PipelineSplit is the split a search uses for layers over stages that do not divide
+// them: Megatron's accounting for the loss (and embedding) when that divides them,
+// nil otherwise.
+func PipelineSplit(layers, stages int) []int {
+	if stages < 2 || layers%stages == 0 {
+		return nil
+	}
+	e, o := autoAccount(layers, stages)
+	if !e && !o {
+		return nil
+	}
+	return AccountedSplit(layers, stages, e, o)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Normalise returns the training with its defaults written out: the global batch
@@ -259,7 +334,7 @@ func validate(r Request) error {
 			}
 		}
 	} else if a.Layers%stages != 0 {
-		c.Add("layout.pp", "pp × virtual stages (%d) must divide the %d layers, or give layout.layer_split", stages, a.Layers)
+		c.Add("layout.pp", "pp × virtual stages (%d) must divide the %d layers (or the layers + 1 or + 2 with account_for_loss / account_for_embedding), or give layout.layer_split", stages, a.Layers)
 	}
 	if l.EP > 1 {
 		switch {

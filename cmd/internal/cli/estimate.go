@@ -48,6 +48,8 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	gbs := fs.Int("gbs", 0, "global batch (sequences)")
 	gbt := fs.Int("global-tokens", 0, "global batch in tokens instead of --gbs (a multiple of --seq)")
 	gradDType := fs.String("grad-dtype", "", "gradient format: bf16 (2 bytes, default) or fp32 (4 bytes, also how they are reduced)")
+	acctEmb := fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
+	acctLoss := fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
 	cpA2A := fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
 	seq := fs.Int("seq", 0, "sequence length (tokens)")
 	recompute := fs.String("recompute", "none", "activation recomputation: none, selective (attention core), ops (op-level: every second matmul and the memory-bound ops), full")
@@ -205,6 +207,12 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if set["cp-all-to-all"] {
 		l.CPAllToAll = *cpA2A
+	}
+	if set["account-embedding"] {
+		l.AccountForEmbedding = *acctEmb
+	}
+	if set["account-loss"] {
+		l.AccountForLoss = *acctLoss
 	}
 	if set["global-tokens"] {
 		if set["gbs"] {

@@ -1664,8 +1664,15 @@ type Layout struct {
 	// With RECOMPUTE_FULL, recompute only this many layers of each pipeline stage
 	// (Megatron's block method, torchtitan's every-k-th-layer checkpointing); 0: all.
 	RecomputeLayers int32 `protobuf:"varint,16,opt,name=recompute_layers,json=recomputeLayers,proto3" json:"recompute_layers,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Count the embedding (and the output layer with the loss) as one layer of the
+	// first (last) model chunk when splitting the layers over pipeline stages, as
+	// Megatron-LM's --account-for-embedding-in-pipeline-split and
+	// --account-for-loss-in-pipeline-split do. Without layer_split, pp × virtual
+	// stages that do not divide the layers turn them on when that makes them divide.
+	AccountForEmbedding bool `protobuf:"varint,17,opt,name=account_for_embedding,json=accountForEmbedding,proto3" json:"account_for_embedding,omitempty"`
+	AccountForLoss      bool `protobuf:"varint,18,opt,name=account_for_loss,json=accountForLoss,proto3" json:"account_for_loss,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Layout) Reset() {
@@ -1808,6 +1815,20 @@ func (x *Layout) GetRecomputeLayers() int32 {
 		return x.RecomputeLayers
 	}
 	return 0
+}
+
+func (x *Layout) GetAccountForEmbedding() bool {
+	if x != nil {
+		return x.AccountForEmbedding
+	}
+	return false
+}
+
+func (x *Layout) GetAccountForLoss() bool {
+	if x != nil {
+		return x.AccountForLoss
+	}
+	return false
 }
 
 // CommTimes is a time per kind of communication, in seconds.
@@ -4296,7 +4317,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"fp8_recipe\x18\n" +
 	" \x01(\tR\tfp8Recipe\x127\n" +
-	"\x18dp_reduce_after_backward\x18\v \x01(\bR\x15dpReduceAfterBackward\"\xda\x03\n" +
+	"\x18dp_reduce_after_backward\x18\v \x01(\bR\x15dpReduceAfterBackward\"\xb8\x04\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
@@ -4319,7 +4340,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"overlap_tp\x18\x0e \x01(\bR\toverlapTp\x12!\n" +
 	"\rcp_all_to_all\x18\x0f \x01(\bR\n" +
 	"cpAllToAll\x12)\n" +
-	"\x10recompute_layers\x18\x10 \x01(\x05R\x0frecomputeLayers\"\x8f\x01\n" +
+	"\x10recompute_layers\x18\x10 \x01(\x05R\x0frecomputeLayers\x122\n" +
+	"\x15account_for_embedding\x18\x11 \x01(\bR\x13accountForEmbedding\x12(\n" +
+	"\x10account_for_loss\x18\x12 \x01(\bR\x0eaccountForLoss\"\x8f\x01\n" +
 	"\tCommTimes\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x01R\x02tp\x12\x0e\n" +
 	"\x02cp\x18\x02 \x01(\x01R\x02cp\x12\x0e\n" +
