@@ -171,7 +171,7 @@ func malformedCases() []malformed {
 		{"tp negative", step, with(okStep, "layout.tp", -8), ia, "layout.tp", "must be between 1 and 65536", false},
 		{"tp not dividing heads", step, with(okStep, "layout.tp", 3), ia, "layout.tp", "must divide the 64 attention heads", false},
 		{"pp negative", step, with(okStep, "layout.pp", -2), ia, "layout.pp", "must be between 1 and", false},
-		{"pp not dividing layers", step, with(okStep, "layout.pp", 3), ia, "layout.pp", "must divide the 80 layers", false},
+		{"pp not dividing layers, even counting embedding and loss", step, with(okStep, "layout.pp", 7), ia, "layout.pp", "must divide the 80 layers", false},
 		{"dp 0", step, with(okStep, "layout.dp", 0), ia, "layout.dp", "must be between 1 and", false},
 		{"dp huge", step, with(okStep, "layout.dp", 1<<20), ia, "layout", "--max-gpus", false},
 		{"dp at int32's limit", step, with(okStep, "layout.dp", 2147483647, "layout.cp", 2147483647), ia, "layout", "--max-gpus", false},
