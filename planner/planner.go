@@ -113,6 +113,9 @@ type Request struct {
 	// evaluated plan on as many GPUs beats on step time without less memory headroom,
 	// or on headroom without a longer step. By default they are left out.
 	IncludeDominated bool
+	// SlowGPUSpeed is the what-if of step.Request.SlowGPUSpeed: one GPU of every job
+	// size computes at this fraction of its speed (0: none).
+	SlowGPUSpeed float64
 	// Workers evaluates candidates in parallel (default: all CPUs).
 	Workers int
 	// MaxLayouts stops a search that would enumerate more layouts than this with
@@ -225,6 +228,9 @@ func (r *Request) validate() error {
 	}
 	if err := r.Model.ValidateAt("model."); err != nil {
 		c.Join(err)
+	}
+	if s := r.SlowGPUSpeed; !(s == 0 || s > 0 && s <= 1) {
+		c.Add("slow_gpu_speed", "must be in (0, 1], the slow GPU's fraction of its speed, or 0 for none (got %v)", s)
 	}
 	// The search reads the training as the estimator would (global tokens as a
 	// batch, the default precision and optimizer), and every layout shares it: a

@@ -242,7 +242,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 						return
 					}
 					c := &cands[j]
-					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks}
+					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed}
 					res, err := e.Quick(r)
 					ev := evaluated{c: c, res: res, err: err}
 					if err == nil {
@@ -304,7 +304,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	res := Result{}
 	// Plans are estimated again in full (communication table, assumptions).
 	toPlan := func(c *candidate) (Plan, error) {
-		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks}
+		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed}
 		est, err := e.Estimate(r)
 		if err != nil {
 			return Plan{}, err

@@ -171,6 +171,8 @@ func malformedCases() []malformed {
 		{"tp negative", step, with(okStep, "layout.tp", -8), ia, "layout.tp", "must be between 1 and 65536", false},
 		{"tp not dividing heads", step, with(okStep, "layout.tp", 3), ia, "layout.tp", "must divide the 64 attention heads", false},
 		{"pp negative", step, with(okStep, "layout.pp", -2), ia, "layout.pp", "must be between 1 and", false},
+		{"slow GPU faster than itself", step, with(okStep, "slow_gpu_speed", 1.5), ia, "slow_gpu_speed", "must be in (0, 1]", false},
+		{"slow GPU speed negative", plan, with(okPlan, "slow_gpu_speed", -0.5), ia, "slow_gpu_speed", "must be in (0, 1]", false},
 		{"pp not dividing layers, even counting embedding and loss", step, with(okStep, "layout.pp", 7), ia, "layout.pp", "must divide the 80 layers", false},
 		{"dp 0", step, with(okStep, "layout.dp", 0), ia, "layout.dp", "must be between 1 and", false},
 		{"dp huge", step, with(okStep, "layout.dp", 1<<20), ia, "layout", "--max-gpus", false},

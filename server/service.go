@@ -245,7 +245,7 @@ func (s *Service) estimateStep(req *pb.EstimateStepRequest) (work, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err := ce.est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.cluster, Layout: l})
+		res, err := ce.est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.cluster, Layout: l, SlowGPUSpeed: req.GetSlowGpuSpeed()})
 		if err != nil {
 			return nil, err
 		}
@@ -308,7 +308,7 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 	pr := planner.Request{Model: a, Training: t, Cluster: ce.cluster, GPUs: int(req.GetGpus()), MinGPUs: int(req.GetMinGpus()),
 		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons, Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
 		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: s.limits.MaxCandidates,
-		IncludeDominated: req.GetIncludeDominated()}
+		IncludeDominated: req.GetIncludeDominated(), SlowGPUSpeed: req.GetSlowGpuSpeed()}
 	if pr.TopK == 0 {
 		pr.TopK = planner.DefaultTopK
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -339,6 +340,12 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		ppExposed = 2 * x * (v*mf + pf - 1)
 	}
 	bubble := (pf - 1) / v * perMB
+	if s := req.SlowGPUSpeed; s > 0 && s < 1 {
+		// One slow GPU: its stage paces every micro-batch (its TP group and the
+		// data-parallel replicas wait for it); the fill and drain above pass the
+		// other stages at their own speed.
+		fwd, bwd, rc = fwd/s, bwd/s, rc/s
+	}
 
 	// ---- data parallelism and ZeRO ----
 	stageParams, expertParams := e.stageParams(req, stageLayers)
@@ -542,6 +549,10 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	res.Throughput.HFU = hw / res.StepTime / peak
 	if detail {
 		res.Assumptions = e.assumptions(req, &rates)
+		if s := req.SlowGPUSpeed; s > 0 && s < 1 {
+			res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
+				"what-if: one GPU at %.0f%% of its speed; its pipeline stage paces every micro-batch and every data-parallel replica waits for it", 100*s))
+		}
 	}
 	return res, nil
 }

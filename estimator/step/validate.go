@@ -18,6 +18,12 @@ type Request struct {
 	// Ranks places the job's ranks on the cluster's GPUs; nil puts rank r on GPU r
 	// (the first nodes, in order).
 	Ranks *RankMap
+	// SlowGPUSpeed, a what-if: one GPU of the job computes at this fraction of its
+	// speed (throttled, degraded); 0 means none. Its TP group and pipeline stage
+	// wait for it and every data-parallel replica waits at the gradient reduction,
+	// so that stage paces the steady state; the pipeline's fill and drain pass the
+	// other stages at their own speed.
+	SlowGPUSpeed float64
 }
 
 // RankMap is a validated, immutable assignment of ranks to GPUs of one cluster.
@@ -261,6 +267,9 @@ func validate(r Request) error {
 	}
 	if r.Cluster == nil {
 		c.Add("cluster", "is required")
+	}
+	if s := r.SlowGPUSpeed; !(s == 0 || s > 0 && s <= 1) {
+		c.Add("slow_gpu_speed", "must be in (0, 1], the slow GPU's fraction of its speed, or 0 for none (got %v)", s)
 	}
 	t, l, a := r.Training, r.Layout, r.Model
 	c.Join(t.validate())

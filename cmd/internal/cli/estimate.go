@@ -48,6 +48,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	gbs := fs.Int("gbs", 0, "global batch (sequences)")
 	gbt := fs.Int("global-tokens", 0, "global batch in tokens instead of --gbs (a multiple of --seq)")
 	gradDType := fs.String("grad-dtype", "", "gradient format: bf16 (2 bytes, default) or fp32 (4 bytes, also how they are reduced)")
+	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
 	acctEmb := fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
 	acctLoss := fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
 	cpA2A := fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
@@ -276,7 +277,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", clusterLabel, err)
 	}
-	req.Model, req.Cluster = arch, cl
+	req.Model, req.Cluster, req.SlowGPUSpeed = arch, cl, *slowGPU
 	if *addr != "" {
 		name := *mf.name
 		if !set["model"] {
@@ -291,7 +292,8 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 			cname = *clusterName
 		}
 		return remoteEstimate(context.Background(), *addr, sec, &pb.EstimateStepRequest{Model: modelProto(arch, name, pr),
-			Cluster: clusterProto(cname, spec), Training: server.TrainingToProto(req.Training), Layout: server.LayoutToProto(req.Layout)}, *asJSON, stdout)
+			Cluster: clusterProto(cname, spec), Training: server.TrainingToProto(req.Training), Layout: server.LayoutToProto(req.Layout),
+			SlowGpuSpeed: req.SlowGPUSpeed}, *asJSON, stdout)
 	}
 
 	res, err := step.New().Estimate(req)

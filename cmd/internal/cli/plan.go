@@ -31,6 +31,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	gbs := fs.Int("gbs", 0, "global batch (sequences)")
 	seq := fs.Int("seq", 0, "sequence length")
 	precision := fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
+	exclude := fs.String("exclude-nodes", "", "what-if: these nodes (e.g. 3,7) are unavailable — failed or drained; the job uses the others")
 	freeMap := fs.String("free-map", "", "JSON file of free GPUs: {\"0\": [0,1,2,3], \"5\": [0,1,2,3,4,5,6,7]} (node → local GPUs)")
 	objective := fs.String("objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost")
 	price := fs.Float64("price", 0, "price per GPU-hour (for --objective cost)")
@@ -55,6 +56,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	prefetch := fs.String("zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)")
 	dpAfter := fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	fp8Recipe := fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
+	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
 	includeDominated := fs.Bool("include-dominated", false, "keep dominated plans (no faster on as many GPUs with less memory headroom, or the reverse) in the top plans, flagged")
 	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -106,6 +108,33 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			spec.Nodes = max(spec.Nodes, node+1)
 		}
 	}
+	if *exclude != "" {
+		// What-if: these nodes are gone (failed, drained); the job keeps the others.
+		if req.Free == nil {
+			req.Free = planner.FreeMap{}
+			for n := range spec.Nodes {
+				req.Free[n] = nil // every GPU of the node (filled below)
+			}
+		}
+		for _, f := range strings.Split(*exclude, ",") {
+			node, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || node < 0 || node >= spec.Nodes {
+				return fmt.Errorf("--exclude-nodes: %q is not a node of the %d-node cluster", f, spec.Nodes)
+			}
+			delete(req.Free, node)
+		}
+		for n, gs := range req.Free {
+			if gs == nil {
+				for g := range spec.GPUsPerNode {
+					gs = append(gs, g)
+				}
+				req.Free[n] = gs
+			}
+		}
+		if len(req.Free) == 0 {
+			return errors.New("--exclude-nodes: no node left")
+		}
+	}
 	cl, err := spec.Build()
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", name, err)
@@ -120,6 +149,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	req.Objective = planner.Objective(strings.ToLower(*objective))
 	req.PricePerGPUHour, req.TokenBudget, req.TopK, req.IncludeDominated = *price, *tokens, *top, *includeDominated
+	req.SlowGPUSpeed = *slowGPU
 	c := &req.Constraints
 	c.MinHeadroomGB = *headroom
 	c.TPAcrossNodes, c.UnevenPP, c.MaxMicroBatch = *tpAcross, *unevenPP, *maxMBS
@@ -169,7 +199,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		pr := &pb.EstimatePlanRequest{Model: modelProto(req.Model, name, params), Cluster: clusterProto(*clusterName, spec),
 			Training: server.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
 			Objective:       map[planner.Objective]pb.Objective{planner.FastestStep: pb.Objective_OBJECTIVE_STEP_TIME, planner.Throughput: pb.Objective_OBJECTIVE_THROUGHPUT, planner.Cost: pb.Objective_OBJECTIVE_COST}[req.Objective],
-			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated,
+			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated, SlowGpuSpeed: req.SlowGPUSpeed,
 			Constraints: server.ConstraintsToProto(*c)}
 		if *clusterName == "" {
 			pr.Cluster.Nodes = int32(spec.Nodes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -212,5 +213,42 @@ func TestPlanArchitectureAndConstraintFlags(t *testing.T) {
 		if p.Layout.Schedule != "SCHEDULE_INTERLEAVED" || p.Layout.VirtualStages != 2 {
 			t.Errorf("remote: constraint ignored: %+v", p.Layout)
 		}
+	}
+}
+
+// What-ifs from the command line: a slow GPU lengthens the step, in process and
+// against the daemon alike; excluded nodes are not used.
+func TestWhatIfFlags(t *testing.T) {
+	addr := daemon(t)
+	base := []string{"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "2", "--mbs", "1", "--gbs", "512", "--seq", "8192", "--zero", "1", "--sp", "--json"}
+	step := func(args ...string) float64 {
+		code, out, errOut := run(args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", args[len(base):], code, errOut)
+		}
+		var r map[string]any
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := r["estimate"].(map[string]any); ok { // the API's answer
+			r = e
+		}
+		for _, k := range []string{"step_time_s", "StepTime", "step_time"} {
+			if v, ok := r[k].(float64); ok {
+				return v
+			}
+		}
+		t.Fatalf("no step time in %.200s", out)
+		return 0
+	}
+	normal := step(base...)
+	slow := step(append(slices.Clone(base), "--slow-gpu", "0.8")...)
+	remote := step(append(slices.Clone(base), "--slow-gpu", "0.8", "--server", addr)...)
+	if !(slow > normal) || math.Abs(remote/slow-1) > 1e-9 {
+		t.Errorf("step %.3f s, with a GPU at 80 %%: %.3f s in process, %.3f s remote", normal, slow, remote)
+	}
+	code, out, _ := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--max-gpus", "32", "--gbs", "96", "--seq", "8192", "--top", "3", "--exclude-nodes", "2")
+	if code != 0 || strings.Contains(out, "n2:") || !strings.Contains(out, "n3:") {
+		t.Errorf("exclude node 2: exit %d\n%s", code, out)
 	}
 }

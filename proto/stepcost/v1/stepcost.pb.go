@@ -2517,11 +2517,15 @@ func (x *StepEstimate) GetTraining() *Training {
 }
 
 type EstimateStepRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Model         *ModelSpec             `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	Cluster       *ClusterSpec           `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Training      *Training              `protobuf:"bytes,3,opt,name=training,proto3" json:"training,omitempty"`
-	Layout        *Layout                `protobuf:"bytes,4,opt,name=layout,proto3" json:"layout,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Model    *ModelSpec             `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	Cluster  *ClusterSpec           `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Training *Training              `protobuf:"bytes,3,opt,name=training,proto3" json:"training,omitempty"`
+	Layout   *Layout                `protobuf:"bytes,4,opt,name=layout,proto3" json:"layout,omitempty"`
+	// What-if: one GPU of the job computes at this fraction of its speed (0, 1];
+	// unset or 0: none. Its pipeline stage paces every micro-batch and every
+	// data-parallel replica waits for it.
+	SlowGpuSpeed  float64 `protobuf:"fixed64,5,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2582,6 +2586,13 @@ func (x *EstimateStepRequest) GetLayout() *Layout {
 		return x.Layout
 	}
 	return nil
+}
+
+func (x *EstimateStepRequest) GetSlowGpuSpeed() float64 {
+	if x != nil {
+		return x.SlowGpuSpeed
+	}
+	return 0
 }
 
 type EstimateStepResponse struct {
@@ -3153,8 +3164,11 @@ type EstimatePlanRequest struct {
 	// on as many GPUs beats on step time without less memory headroom, or on headroom
 	// without a longer step); by default they are left out.
 	IncludeDominated bool `protobuf:"varint,12,opt,name=include_dominated,json=includeDominated,proto3" json:"include_dominated,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// What-if: one GPU of the job computes at this fraction of its speed (0, 1], as
+	// in EstimateStepRequest; the plans are ranked with it.
+	SlowGpuSpeed  float64 `protobuf:"fixed64,13,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EstimatePlanRequest) Reset() {
@@ -3269,6 +3283,13 @@ func (x *EstimatePlanRequest) GetIncludeDominated() bool {
 		return x.IncludeDominated
 	}
 	return false
+}
+
+func (x *EstimatePlanRequest) GetSlowGpuSpeed() float64 {
+	if x != nil {
+		return x.SlowGpuSpeed
+	}
+	return 0
 }
 
 type NodeUse struct {
@@ -4423,12 +4444,13 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\vassumptions\x18\n" +
 	" \x03(\tR\vassumptions\x12+\n" +
 	"\x06layout\x18\v \x01(\v2\x13.stepcost.v1.LayoutR\x06layout\x121\n" +
-	"\btraining\x18\f \x01(\v2\x15.stepcost.v1.TrainingR\btraining\"\xd7\x01\n" +
+	"\btraining\x18\f \x01(\v2\x15.stepcost.v1.TrainingR\btraining\"\xfd\x01\n" +
 	"\x13EstimateStepRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
 	"\btraining\x18\x03 \x01(\v2\x15.stepcost.v1.TrainingR\btraining\x12+\n" +
-	"\x06layout\x18\x04 \x01(\v2\x13.stepcost.v1.LayoutR\x06layout\"\xc3\x01\n" +
+	"\x06layout\x18\x04 \x01(\v2\x13.stepcost.v1.LayoutR\x06layout\x12$\n" +
+	"\x0eslow_gpu_speed\x18\x05 \x01(\x01R\fslowGpuSpeed\"\xc3\x01\n" +
 	"\x14EstimateStepResponse\x125\n" +
 	"\bestimate\x18\x01 \x01(\v2\x19.stepcost.v1.StepEstimateR\bestimate\x12/\n" +
 	"\x05model\x18\x02 \x01(\v2\x19.stepcost.v1.ArchitectureR\x05model\x12+\n" +
@@ -4477,7 +4499,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0ftp_across_nodes\x18\v \x01(\bR\rtpAcrossNodes\x12\x1b\n" +
 	"\tuneven_pp\x18\f \x01(\bR\bunevenPp\x12&\n" +
 	"\x0fmin_headroom_gb\x18\r \x01(\x01R\rminHeadroomGb\x12&\n" +
-	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\"\xf8\x03\n" +
+	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\"\x9e\x04\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
@@ -4491,7 +4513,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\ftoken_budget\x18\n" +
 	" \x01(\x01R\vtokenBudget\x12\x13\n" +
 	"\x05top_k\x18\v \x01(\x05R\x04topK\x12+\n" +
-	"\x11include_dominated\x18\f \x01(\bR\x10includeDominated\"1\n" +
+	"\x11include_dominated\x18\f \x01(\bR\x10includeDominated\x12$\n" +
+	"\x0eslow_gpu_speed\x18\r \x01(\x01R\fslowGpuSpeed\"1\n" +
 	"\aNodeUse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x12\n" +
 	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xb0\x01\n" +
