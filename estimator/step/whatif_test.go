@@ -17,8 +17,8 @@ func TestSlowGPU(t *testing.T) {
 	run := func(pp, gbs int, slow float64) step.Result {
 		req := step.Request{
 			Model: arch(t, "llama3-70b"), Cluster: cluster(t, "dgx-h100", 8),
-			Training: step.Training{SeqLen: 4096, GlobalBatch: gbs},
-			Layout:   step.Layout{TP: 8, PP: pp, DP: 8 / pp, MicroBatch: 1, ZeRO: 1, SP: true, Recompute: step.RecomputeFull},
+			Training:     step.Training{SeqLen: 4096, GlobalBatch: gbs},
+			Layout:       step.Layout{TP: 8, PP: pp, DP: 8 / pp, MicroBatch: 1, ZeRO: 1, SP: true, Recompute: step.RecomputeFull},
 			SlowGPUSpeed: slow,
 		}
 		r, err := step.New().Estimate(req)
