@@ -56,7 +56,8 @@ func archFromProto(p *pb.Architecture) model.Arch {
 		a.Name = "custom"
 	}
 	if m := p.GetMoe(); m != nil {
-		a.MoE = &model.MoE{Experts: int(m.GetExperts()), TopK: int(m.GetTopK()), ExpertFFN: int(m.GetExpertFfn()), Frequency: int(m.GetFrequency())}
+		a.MoE = &model.MoE{Experts: int(m.GetExperts()), TopK: int(m.GetTopK()), ExpertFFN: int(m.GetExpertFfn()), Frequency: int(m.GetFrequency()),
+			SharedExperts: int(m.GetSharedExperts()), FirstDense: int(m.GetFirstDense())}
 	}
 	return a
 }
@@ -67,7 +68,8 @@ func archToProto(a model.Arch) *pb.Architecture {
 		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings,
 	}
 	if a.MoE != nil {
-		p.Moe = &pb.MoE{Experts: int32(a.MoE.Experts), TopK: int32(a.MoE.TopK), ExpertFfn: int32(a.MoE.ExpertFFN), Frequency: int32(a.MoE.Frequency)}
+		p.Moe = &pb.MoE{Experts: int32(a.MoE.Experts), TopK: int32(a.MoE.TopK), ExpertFfn: int32(a.MoE.ExpertFFN), Frequency: int32(a.MoE.Frequency),
+			SharedExperts: int32(a.MoE.SharedExperts), FirstDense: int32(a.MoE.FirstDense)}
 	}
 	return p
 }
@@ -318,7 +320,8 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
 		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp,
-		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(t.GetFp8Recipe()), DPReduceAfterBackward: t.GetDpReduceAfterBackward()}
+		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(t.GetFp8Recipe()), DPReduceAfterBackward: t.GetDpReduceAfterBackward(),
+		MoEImbalance: t.GetMoeImbalance(), MoECapacityFactor: t.GetMoeCapacityFactor()}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -329,6 +332,7 @@ func trainingToProto(t step.Training) *pb.Training {
 	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
 		Precision: precisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
 		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework, Fp8Recipe: string(t.FP8Recipe), DpReduceAfterBackward: t.DPReduceAfterBackward,
+		MoeImbalance: t.MoEImbalance, MoeCapacityFactor: t.MoECapacityFactor,
 		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 

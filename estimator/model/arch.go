@@ -30,6 +30,13 @@ type MoE struct {
 	ExpertFFN int `json:"expert_ffn"` // FFN hidden size of one expert (0: the dense FFN size)
 	// Frequency: every Frequency-th layer is an MoE layer (1: all layers).
 	Frequency int `json:"frequency"`
+	// SharedExperts are experts every token passes through besides its routed ones,
+	// each of ExpertFFN (DeepSeek-V2/V3, Llama 4): replicated like a dense MLP, not
+	// sharded by expert parallelism.
+	SharedExperts int `json:"shared_experts,omitempty"`
+	// FirstDense: the first FirstDense layers have a dense MLP (DeepSeek-V3's
+	// first_k_dense_replace, 3); the Frequency rule applies from there on.
+	FirstDense int `json:"first_dense,omitempty"`
 }
 
 // Arch is a decoder-only transformer.
@@ -114,10 +121,20 @@ func (a Arch) ValidateAt(path string) error {
 		if m.ExpertFFN != 0 {
 			between(&c, "moe.expert_ffn", m.ExpertFFN, 1, MaxFFN)
 		}
+		if m.SharedExperts != 0 {
+			between(&c, "moe.shared_experts", m.SharedExperts, 0, MaxExperts)
+		}
+		maxDense := MaxLayers - 1
+		if a.Layers >= 1 && a.Layers <= MaxLayers {
+			maxDense = a.Layers - 1 // at least one MoE layer
+		}
+		if m.FirstDense != 0 {
+			between(&c, "moe.first_dense", m.FirstDense, 0, maxDense)
+		}
 		if m.Frequency != 0 {
 			maxFreq := MaxLayers
 			if a.Layers >= 1 && a.Layers <= MaxLayers {
-				maxFreq = a.Layers // at least one MoE layer
+				maxFreq = max(1, a.Layers-max(0, min(m.FirstDense, maxDense))) // at least one MoE layer
 			}
 			between(&c, "moe.frequency", m.Frequency, 1, maxFreq)
 		}
@@ -146,20 +163,30 @@ func (a Arch) HeadDim() int {
 // which is Hidden for multi-head attention.
 func (a Arch) KVDim() int { return a.kvHeads() * a.HeadDim() }
 
-// IsMoELayer reports whether layer i (0-based) has an MoE MLP: (i+1) % Frequency == 0.
+// IsMoELayer reports whether layer i (0-based) has an MoE MLP: i ≥ FirstDense and
+// (i − FirstDense + 1) % Frequency == 0.
 func (a Arch) IsMoELayer(i int) bool {
 	if a.MoE == nil || i < 0 || i >= a.Layers {
 		return false
 	}
-	return (i+1)%a.moeFrequency() == 0
+	j := i - a.firstDense()
+	return j >= 0 && (j+1)%a.moeFrequency() == 0
 }
 
-// MoELayers is the number of MoE layers, ⌊Layers / Frequency⌋ (0 for a dense model).
+// MoELayers is the number of MoE layers, ⌊(Layers − FirstDense) / Frequency⌋ (0 for a
+// dense model).
 func (a Arch) MoELayers() int {
-	if a.MoE == nil || a.Layers <= 0 {
+	if a.MoE == nil || a.Layers <= a.firstDense() {
 		return 0
 	}
-	return a.Layers / a.moeFrequency()
+	return (a.Layers - a.firstDense()) / a.moeFrequency()
+}
+
+func (a Arch) firstDense() int {
+	if a.MoE == nil {
+		return 0
+	}
+	return max(0, a.MoE.FirstDense)
 }
 
 // DenseLayers is the number of layers with a dense MLP.

@@ -121,6 +121,10 @@ const (
 	srcMixtral = "Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088) and the " +
 		"mistralai/Mixtral-%s-v0.1 config.json: 8 experts, top-2, every layer MoE, SwiGLU experts, " +
 		"8 KV heads, untied output"
+	srcLlama4 = "Meta Llama 4 model card and the meta-llama/Llama-4-%s config.json (text_config): " +
+		"hidden_size 5120, 40 heads, 8 KV heads, 48 layers, vocab_size 202048, intermediate_size 8192 per expert, " +
+		"intermediate_size_mlp 16384 for dense layers, one shared expert per MoE layer, %s; " +
+		"published as %s total / 17B active parameters"
 )
 
 func entries() []entry {
@@ -163,6 +167,13 @@ func entries() []entry {
 			Source: fmt.Sprintf(srcMixtral, strings.TrimSuffix(size, "b")+"B") + note,
 		}, aliases: []string{"mixtral-" + size + "-v0.1"}}
 	}
+	llama4 := func(name, repo string, experts, every int, moeNote, total string) entry {
+		return entry{arch: Arch{
+			Name: name, Layers: 48, Hidden: 5120, Heads: 40, KVHeads: 8, FFN: 16384, GatedMLP: true, Vocab: 202048,
+			MoE:    &MoE{Experts: experts, TopK: 1, ExpertFFN: 8192, Frequency: every, SharedExperts: 1},
+			Source: fmt.Sprintf(srcLlama4, repo, moeNote, total),
+		}, aliases: []string{name + "-" + strings.ToLower(strings.TrimPrefix(repo, strings.SplitN(repo, "-", 2)[0]+"-"))}}
+	}
 	return []entry{
 		gpt("gpt3-175b", 96, 12288, 96, srcGPT3, "gpt3", "gpt-175b", "gpt3-174.6b"),
 
@@ -194,6 +205,9 @@ func entries() []entry {
 		mpt("70b", 80, 8192, 64, 50368, srcMPTFoundry),
 
 		mixtral("8x7b", 32, 4096, 32, 14336, 32000, ""),
+		llama4("llama4-scout", "Scout-17B-16E", 16, 1, "16 routed experts top-1 in every layer", "109B"),
+		llama4("llama4-maverick", "Maverick-17B-128E", 128, 2,
+			"128 routed experts top-1 in every second layer (interleave_moe_layer_step 2), dense MLPs between", "400B"),
 		mixtral("8x22b", 56, 6144, 48, 16384, 32000,
 			" (vocab 32000 as in the base model's config; the v0.3 tokenizer of the instruct model has 32768)"),
 	}

@@ -32,7 +32,7 @@ type LayerFLOPs struct {
 	Out     float64 `json:"out"`     // output projection, 2·s·h²
 	MLP     float64 `json:"mlp"`     // dense MLP, 2·s·h·FFN·(2 or 3); 0 in an MoE layer
 	Router  float64 `json:"router"`  // MoE router, 2·s·h·Experts
-	Experts float64 `json:"experts"` // routed experts, 2·s·TopK·h·ExpertFFN·(2 or 3)
+	Experts float64 `json:"experts"` // routed and shared experts, 2·s·(TopK+Shared)·h·ExpertFFN·(2 or 3)
 	// ElementwiseBytes is the HBM traffic (read + written, bf16) of the memory-bound
 	// operations: the two norms (read and write h per token each), the two residual
 	// adds (read 2h, write h), the MLP activation (read f, write f; gated: read 2f,
@@ -93,7 +93,7 @@ func (a Arch) layerFLOPs(moe bool, seq int) LayerFLOPs {
 		act = 3
 	}
 	if moe {
-		k := float64(a.MoE.TopK)
+		k := float64(a.MoE.TopK + max(0, a.MoE.SharedExperts)) // a token's experts, routed and shared
 		fe := float64(a.expertFFN())
 		f.Router = 2 * s * h * float64(a.MoE.Experts)
 		f.Experts = 2 * s * k * a.mlpMatrices() * h * fe

@@ -24,6 +24,9 @@ const (
 	GEMMMLPGateUp     = "mlp_gate_up"     // gated MLP gate and up, fused (column-parallel)
 	GEMMMLPDown       = "mlp_down"        // MLP second matrix (row-parallel)
 	GEMMRouter        = "router"          // MoE router (replicated)
+	GEMMSharedUp      = "shared_up"       // MoE shared experts, every token (two-matrix MLP)
+	GEMMSharedGateUp  = "shared_gate_up"  // MoE shared experts, gated
+	GEMMSharedDown    = "shared_down"     // MoE shared experts' down projection
 	GEMMExpertsUp     = "experts_up"      // per local expert, non-gated
 	GEMMExpertsGateUp = "experts_gate_up" // per local expert, gated, fused
 	GEMMExpertsDown   = "experts_down"    // per local expert
@@ -114,11 +117,21 @@ func (a Arch) GEMMs(i int, p Partition) []GEMM {
 	if a.GatedMLP {
 		up = GEMM{Name: GEMMExpertsGateUp, M: perExpert, N: 2 * f, K: h, Count: local}
 	}
-	return append(out,
+	out = append(out,
 		GEMM{Name: GEMMRouter, M: tokens, N: e, K: h, Count: 1},
 		up,
 		GEMM{Name: GEMMExpertsDown, M: perExpert, N: h, K: f, Count: local},
 	)
+	if sh := a.MoE.SharedExperts; sh > 0 {
+		// Shared experts see every token, like a dense MLP of sh·ExpertFFN.
+		sf := sh * f
+		sup := GEMM{Name: GEMMSharedUp, M: tokens, N: sf, K: h, Count: 1}
+		if a.GatedMLP {
+			sup = GEMM{Name: GEMMSharedGateUp, M: tokens, N: 2 * sf, K: h, Count: 1}
+		}
+		out = append(out, sup, GEMM{Name: GEMMSharedDown, M: tokens, N: h, K: sf, Count: 1})
+	}
+	return out
 }
 
 // LogitsGEMM is the output projection on one GPU's share of a micro-batch:

@@ -15,11 +15,14 @@ type Params struct {
 	// PerLayerDenseMLP: 2·Hidden·FFN, or 3·Hidden·FFN when gated; 0 when no layer
 	// is dense.
 	PerLayerDenseMLP float64 `json:"per_layer_dense_mlp"`
-	// PerLayerMoE: all experts of one MoE layer plus its router (Hidden×Experts);
-	// 0 for a dense model.
-	PerLayerMoE  float64 `json:"per_layer_moe"`
-	PerLayerNorm float64 `json:"per_layer_norm"` // two norms of Hidden weights each
-	FinalNorm    float64 `json:"final_norm"`     // Hidden
+	// PerLayerMoE: all experts of one MoE layer — routed and shared — plus its
+	// router (Hidden×Experts); 0 for a dense model.
+	PerLayerMoE float64 `json:"per_layer_moe"`
+	// PerLayerShared: the shared experts of one MoE layer (inside PerLayerMoE):
+	// replicated over expert parallelism like a dense MLP.
+	PerLayerShared float64 `json:"per_layer_shared,omitempty"`
+	PerLayerNorm   float64 `json:"per_layer_norm"` // two norms of Hidden weights each
+	FinalNorm      float64 `json:"final_norm"`     // Hidden
 	// Active: parameters a token passes through — Total minus the experts it is not
 	// routed to (Experts − TopK per MoE layer). Embedding and output are included,
 	// as in published "active parameter" figures. Equal to Total for dense models.
@@ -46,7 +49,8 @@ func (a Arch) Params() Params {
 		p.PerLayerDenseMLP = a.denseMLPParams()
 	}
 	if p.MoELayers > 0 {
-		p.PerLayerMoE = a.ExpertParamsPerLayer() + a.routerParams()
+		p.PerLayerShared = a.SharedParamsPerLayer()
+		p.PerLayerMoE = a.ExpertParamsPerLayer() + p.PerLayerShared + a.routerParams()
 	}
 	base := p.PerLayerAttention + p.PerLayerNorm
 	p.Total = p.Embedding + p.Output + p.FinalNorm +
@@ -69,7 +73,7 @@ func (a Arch) LayerParams(i int) float64 {
 	}
 	p := a.attentionParams() + 2*float64(a.Hidden)
 	if a.IsMoELayer(i) {
-		return p + a.ExpertParamsPerLayer() + a.routerParams()
+		return p + a.ExpertParamsPerLayer() + a.SharedParamsPerLayer() + a.routerParams()
 	}
 	return p + a.denseMLPParams()
 }
@@ -82,6 +86,15 @@ func (a Arch) ExpertParamsPerLayer() float64 {
 		return 0
 	}
 	return float64(a.MoE.Experts) * a.expertParams()
+}
+
+// SharedParamsPerLayer is the parameter count of one MoE layer's shared experts
+// (0 without them).
+func (a Arch) SharedParamsPerLayer() float64 {
+	if a.MoE == nil {
+		return 0
+	}
+	return float64(max(0, a.MoE.SharedExperts)) * a.expertParams()
 }
 
 func (a Arch) attentionParams() float64 {

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/model"
@@ -144,8 +145,8 @@ func TestParamsDecomposition(t *testing.T) {
 		if want := p.Total - float64(p.MoELayers*(m.Experts-m.TopK))*one; relErr(p.Active, want) > 1e-12 {
 			t.Errorf("%s: active %.6g, want %.6g", a.Name, p.Active, want)
 		}
-		if want := a.ExpertParamsPerLayer() + float64(a.Hidden*m.Experts); p.PerLayerMoE != want {
-			t.Errorf("%s: PerLayerMoE %g, want experts + router %g", a.Name, p.PerLayerMoE, want)
+		if want := a.ExpertParamsPerLayer() + a.SharedParamsPerLayer() + float64(a.Hidden*m.Experts); p.PerLayerMoE != want {
+			t.Errorf("%s: PerLayerMoE %g, want routed and shared experts + router %g", a.Name, p.PerLayerMoE, want)
 		}
 	}
 	if p := moe2.Params(); p.MoELayers != 3 || p.DenseLayers != 4 || p.PerLayerDenseMLP != 3*4096*14336 ||
@@ -164,5 +165,38 @@ func TestGQAReducesAttentionParams(t *testing.T) {
 	}
 	if got, want := mha.Params().PerLayerAttention, 4*h*h; got != want {
 		t.Errorf("MHA attention = %g, want %g", got, want)
+	}
+}
+
+// Shared experts and dense first layers, checked against published totals: Llama 4
+// Scout 109B total / 17B active, Maverick 400B / 17B (Meta's model card); and a
+// model whose first layers are dense has that many fewer MoE layers.
+func TestSharedExpertsAndFirstDense(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		total, active float64
+	}{{"llama4-scout", 109e9, 17e9}, {"llama4-maverick", 400e9, 17e9}} {
+		p := mustLookup(t, c.name).Params()
+		if relErr(p.Total, c.total) > 0.02 || relErr(p.Active, c.active) > 0.03 {
+			t.Errorf("%s: %.4g total, %.4g active; published %.3g / %.3g", c.name, p.Total, p.Active, c.total, c.active)
+		}
+		if p.PerLayerShared <= 0 || p.PerLayerShared >= p.PerLayerMoE {
+			t.Errorf("%s: shared %.4g of MoE %.4g per layer", c.name, p.PerLayerShared, p.PerLayerMoE)
+		}
+	}
+	a := mustLookup(t, "mixtral-8x7b")
+	moe := *a.MoE
+	moe.FirstDense = 3
+	a.MoE = &moe
+	if a.MoELayers() != 29 || a.IsMoELayer(2) || !a.IsMoELayer(3) || a.DenseLayers() != 3 {
+		t.Errorf("first 3 dense of 32: %d MoE layers, layer 2 MoE %v, layer 3 %v", a.MoELayers(), a.IsMoELayer(2), a.IsMoELayer(3))
+	}
+	moe.FirstDense, moe.Frequency = 1, 2 // layers 2, 4, 6, … are MoE
+	if a.MoELayers() != 15 || a.IsMoELayer(1) || !a.IsMoELayer(2) {
+		t.Errorf("first dense 1, every 2nd: %d MoE layers", a.MoELayers())
+	}
+	moe.FirstDense = 32
+	if err := a.Validate(); err == nil || !strings.Contains(err.Error(), "moe.first_dense") {
+		t.Errorf("all layers dense: %v", err)
 	}
 }

@@ -1,5 +1,7 @@
 package step
 
+import "slices"
+
 // computeParts is the compute of the slowest pipeline stage for one micro-batch.
 type computeParts struct {
 	lc, lcMoE    layerTimes
@@ -43,10 +45,7 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 			stageLayers = max(stageLayers, n)
 		}
 	}
-	nMoE := 0.0
-	if moeEvery > 0 {
-		nMoE = float64(stageLayers / moeEvery)
-	}
+	nMoE := float64(min(stageLayers, stageMoELayers(req)))
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
 	bwd := nDense*lc.bwd + nMoE*lcMoE.bwd
@@ -92,4 +91,30 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 	cp.stageLayers, cp.nDense, cp.nMoE = stageLayers, nDense, nMoE
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
 	return cp
+}
+
+// stageMoELayers is the most MoE layers one pipeline rank holds over its model
+// chunks (chunk c of rank s is split entry c·pp + s, in model order), counting the
+// dense first layers and the MoE frequency of the model.
+func stageMoELayers(req Request) int {
+	a, l := req.Model, req.Layout
+	if a.MoE == nil {
+		return 0
+	}
+	stages := l.PP * max(1, l.VirtualStages)
+	split := l.LayerSplit
+	if len(split) != stages {
+		split = EvenSplit(a.Layers, stages)
+	}
+	counts := make([]int, l.PP)
+	layer := 0
+	for i, n := range split {
+		for range n {
+			if a.IsMoELayer(layer) {
+				counts[i%l.PP]++
+			}
+			layer++
+		}
+	}
+	return slices.Max(counts)
 }

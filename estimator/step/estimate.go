@@ -315,7 +315,8 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		bd.Hidden[CommCP] = hid * layers * mf
 	}
 	if l.EP > 1 && nMoE > 0 {
-		x := tokens * float64(a.MoE.TopK) * h * 2
+		// The busiest rank receives (and returns) moeLoad × the mean routed tokens.
+		x := tokens * float64(a.MoE.TopK) * h * 2 * t.moeLoad()
 		a2a, err := addComm(CommEP, collective.AllToAll, x, nMoE*4*mf, "per MoE layer: dispatch and combine, forward and backward")
 		if err != nil {
 			return Result{}, err

@@ -65,12 +65,21 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			ef = f
 		}
 		local := float64(a.MoE.Experts / max(1, l.EP))
-		perExpert := tokens * float64(a.MoE.TopK) / local // tokens each local expert sees on average
+		// Tokens each local expert of the busiest rank sees: the mean, times the
+		// router's imbalance (capped where tokens are dropped).
+		perExpert := tokens * float64(a.MoE.TopK) / local * req.Training.moeLoad()
 		add(gemm{perExpert, (mlpMats - 1) * ef / t, h, local})
 		add(gemm{perExpert, h, ef / t, local})
 		recompute(gemm{perExpert, ef / t, h, local})    // up (gated) or down: the same work
 		add(gemm{tokens, float64(a.MoE.Experts), h, 1}) // router
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
+		if sh := float64(a.MoE.SharedExperts); sh > 0 {
+			// Shared experts: every token, one dense MLP of sh·ExpertFFN.
+			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1})
+			add(gemm{tokens, h, sh * ef / t, 1})
+			recompute(gemm{tokens, sh * ef / t, h, 1})
+			act += mlpMats * sh * ef / t
+		}
 	} else {
 		add(gemm{tokens, (mlpMats - 1) * f / t, h, 1})
 		add(gemm{tokens, h, f / t, 1})
@@ -142,7 +151,7 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		if a.MoE.ExpertFFN > 0 {
 			width = float64(a.MoE.ExpertFFN)
 		}
-		routed, experts = float64(a.MoE.TopK), float64(a.MoE.Experts/max(1, l.EP))
+		routed, experts = float64(a.MoE.TopK+a.MoE.SharedExperts), float64(a.MoE.Experts/max(1, l.EP)+a.MoE.SharedExperts)
 	}
 	per := float64(fp8CastBytes)
 	if req.Training.FP8Recipe == FP8Current {
@@ -166,19 +175,13 @@ func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert flo
 	a, l := req.Model, req.Layout
 	p := a.Params()
 	t := float64(l.TP)
-	moeEvery := 0
-	if a.MoE != nil {
-		moeEvery = max(1, a.MoE.Frequency)
-	}
-	nMoE := 0
-	if moeEvery > 0 {
-		nMoE = stageLayers / moeEvery
-	}
+	nMoE := min(stageLayers, stageMoELayers(req))
 	nDense := stageLayers - nMoE
 	dense = float64(nDense)*(p.PerLayerAttention+p.PerLayerDenseMLP)/t + float64(stageLayers)*p.PerLayerNorm
 	if nMoE > 0 {
-		dense += float64(nMoE) * p.PerLayerAttention / t
-		expert = float64(nMoE) * (p.PerLayerMoE) / (t * float64(max(1, l.EP)))
+		// Shared experts are replicated over expert parallelism, like a dense MLP.
+		dense += float64(nMoE) * (p.PerLayerAttention + p.PerLayerShared) / t
+		expert = float64(nMoE) * (p.PerLayerMoE - p.PerLayerShared) / (t * float64(max(1, l.EP)))
 	}
 	// The first stage holds the embedding, the last the output layer (vocab-parallel).
 	emb := p.Embedding / t

@@ -90,7 +90,7 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 		if width == 0 {
 			width = f
 		}
-		width *= float64(a.MoE.TopK)
+		width *= float64(a.MoE.TopK + a.MoE.SharedExperts)
 	}
 	if rc == RecomputeOps {
 		inside := (2+2*kv+2)*sbh + 2*s*b*width

@@ -125,6 +125,24 @@ type Training struct {
 	// reduces after the pipeline flush, and its ZeRO-1/2 reduce on the compute stream
 	// unless overlap_comm is set (off by default). None of the reduction hides.
 	DPReduceAfterBackward bool `json:"dp_reduce_after_backward,omitempty"`
+	// MoEImbalance is the router's load imbalance: the busiest expert-parallel rank
+	// receives this many times the mean number of tokens (0 or 1: balanced). That
+	// rank paces the experts' GEMMs and the all-to-all of every MoE layer.
+	MoEImbalance float64 `json:"moe_imbalance,omitempty"`
+	// MoECapacityFactor caps the tokens an expert takes at this multiple of the mean
+	// and drops the rest (GShard/Switch token dropping); 0: dropless (Megatron-Core's
+	// and DeepSeek's default), the busiest rank takes all its tokens.
+	MoECapacityFactor float64 `json:"moe_capacity_factor,omitempty"`
+}
+
+// moeLoad is how many times the mean tokens the busiest expert-parallel rank
+// processes: the imbalance, capped by the capacity factor when tokens are dropped.
+func (t Training) moeLoad() float64 {
+	f := max(1, t.MoEImbalance)
+	if c := t.MoECapacityFactor; c > 0 {
+		f = min(f, c)
+	}
+	return f
 }
 
 // FP8Recipe is the scaling recipe of fp8 matmuls. Either way the matmuls of the

@@ -231,6 +231,12 @@ func (t Training) validate() error {
 	if _, err := framework.Lookup(t.Framework); err != nil {
 		c.Add("training.framework", "%v", err)
 	}
+	if v := t.MoEImbalance; !(v == 0 || v >= 1 && v <= 1e4) {
+		c.Add("training.moe_imbalance", "must be at least 1 (the busiest rank's tokens over the mean) and at most 10000, or 0 for balanced (got %v)", v)
+	}
+	if v := t.MoECapacityFactor; !(v == 0 || v > 0 && v <= 1e4) {
+		c.Add("training.moe_capacity_factor", "must be in (0, 10000], or 0 for dropless (got %v)", v)
+	}
 	switch {
 	case t.FP8Recipe == "":
 	case t.Precision != FP8:

@@ -48,6 +48,8 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	gbs := fs.Int("gbs", 0, "global batch (sequences)")
 	gbt := fs.Int("global-tokens", 0, "global batch in tokens instead of --gbs (a multiple of --seq)")
 	gradDType := fs.String("grad-dtype", "", "gradient format: bf16 (2 bytes, default) or fp32 (4 bytes, also how they are reduced)")
+	moeImb := fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
+	moeCap := fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
 	acctEmb := fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
 	acctLoss := fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
@@ -196,6 +198,12 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if set["framework"] {
 		t.Framework = *fw
+	}
+	if set["moe-imbalance"] {
+		t.MoEImbalance = *moeImb
+	}
+	if set["moe-capacity"] {
+		t.MoECapacityFactor = *moeCap
 	}
 	if set["dp-reduce-after-backward"] {
 		t.DPReduceAfterBackward = *dpAfter

@@ -56,6 +56,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	prefetch := fs.String("zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)")
 	dpAfter := fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	fp8Recipe := fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
+	moeImb := fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
+	moeCap := fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
 	includeDominated := fs.Bool("include-dominated", false, "keep dominated plans (no faster on as many GPUs with less memory headroom, or the reverse) in the top plans, flagged")
 	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
@@ -143,7 +145,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	req.GPUs, req.MinGPUs, req.MaxGPUs = *gpus, *minGPUs, *maxGPUs
 	req.Training = step.Training{SeqLen: *seq, GlobalBatch: *gbs, Precision: step.Precision(strings.ToLower(*precision)),
 		UnfusedAttention: *unfused, OnDemandGathers: *onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*prefetch)),
-		Framework: *fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*fp8Recipe)), DPReduceAfterBackward: *dpAfter}
+		Framework: *fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*fp8Recipe)), DPReduceAfterBackward: *dpAfter,
+		MoEImbalance: *moeImb, MoECapacityFactor: *moeCap}
 	if *seq < 1 || *gbs < 1 {
 		return errors.New("--seq and --gbs: required, ≥ 1")
 	}

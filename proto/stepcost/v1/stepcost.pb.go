@@ -537,7 +537,13 @@ type MoE struct {
 	// FFN size of one expert; 0 takes the dense FFN size.
 	ExpertFfn int32 `protobuf:"varint,3,opt,name=expert_ffn,json=expertFfn,proto3" json:"expert_ffn,omitempty"`
 	// Every frequency-th layer is an MoE layer; 0 or 1: all.
-	Frequency     int32 `protobuf:"varint,4,opt,name=frequency,proto3" json:"frequency,omitempty"`
+	Frequency int32 `protobuf:"varint,4,opt,name=frequency,proto3" json:"frequency,omitempty"`
+	// Experts every token passes through besides its routed ones, each of
+	// expert_ffn (DeepSeek, Llama 4); replicated over expert parallelism.
+	SharedExperts int32 `protobuf:"varint,5,opt,name=shared_experts,json=sharedExperts,proto3" json:"shared_experts,omitempty"`
+	// The first first_dense layers have a dense MLP (DeepSeek-V3: 3); the frequency
+	// rule applies from there on.
+	FirstDense    int32 `protobuf:"varint,6,opt,name=first_dense,json=firstDense,proto3" json:"first_dense,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -596,6 +602,20 @@ func (x *MoE) GetExpertFfn() int32 {
 func (x *MoE) GetFrequency() int32 {
 	if x != nil {
 		return x.Frequency
+	}
+	return 0
+}
+
+func (x *MoE) GetSharedExperts() int32 {
+	if x != nil {
+		return x.SharedExperts
+	}
+	return 0
+}
+
+func (x *MoE) GetFirstDense() int32 {
+	if x != nil {
+		return x.FirstDense
 	}
 	return 0
 }
@@ -1533,8 +1553,15 @@ type Training struct {
 	// without overlap_comm. Unset: the framework's (megatron-deepspeed, deepspeed,
 	// deepspeed-2021 set it), else bucket by bucket under the last backward.
 	DpReduceAfterBackward bool `protobuf:"varint,11,opt,name=dp_reduce_after_backward,json=dpReduceAfterBackward,proto3" json:"dp_reduce_after_backward,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// MoE router load imbalance: the busiest expert-parallel rank receives this many
+	// times the mean tokens (unset or 0: balanced, else at least 1); it paces the
+	// experts' GEMMs and the all-to-alls.
+	MoeImbalance float64 `protobuf:"fixed64,12,opt,name=moe_imbalance,json=moeImbalance,proto3" json:"moe_imbalance,omitempty"`
+	// Tokens an expert takes, as a multiple of the mean, the rest dropped (token
+	// dropping); unset or 0: dropless.
+	MoeCapacityFactor float64 `protobuf:"fixed64,13,opt,name=moe_capacity_factor,json=moeCapacityFactor,proto3" json:"moe_capacity_factor,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -1642,6 +1669,20 @@ func (x *Training) GetDpReduceAfterBackward() bool {
 		return x.DpReduceAfterBackward
 	}
 	return false
+}
+
+func (x *Training) GetMoeImbalance() float64 {
+	if x != nil {
+		return x.MoeImbalance
+	}
+	return 0
+}
+
+func (x *Training) GetMoeCapacityFactor() float64 {
+	if x != nil {
+		return x.MoeCapacityFactor
+	}
+	return 0
 }
 
 type Layout struct {
@@ -4233,13 +4274,16 @@ var File_stepcost_v1_stepcost_proto protoreflect.FileDescriptor
 
 const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
-	"\x1astepcost/v1/stepcost.proto\x12\vstepcost.v1\"q\n" +
+	"\x1astepcost/v1/stepcost.proto\x12\vstepcost.v1\"\xb9\x01\n" +
 	"\x03MoE\x12\x18\n" +
 	"\aexperts\x18\x01 \x01(\x05R\aexperts\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x1d\n" +
 	"\n" +
 	"expert_ffn\x18\x03 \x01(\x05R\texpertFfn\x12\x1c\n" +
-	"\tfrequency\x18\x04 \x01(\x05R\tfrequency\"\x95\x02\n" +
+	"\tfrequency\x18\x04 \x01(\x05R\tfrequency\x12%\n" +
+	"\x0eshared_experts\x18\x05 \x01(\x05R\rsharedExperts\x12\x1f\n" +
+	"\vfirst_dense\x18\x06 \x01(\x05R\n" +
+	"firstDense\"\x95\x02\n" +
 	"\fArchitecture\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x16\n" +
@@ -4324,7 +4368,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\x88\x04\n" +
+	"stateBytes\"\xdd\x04\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -4338,7 +4382,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"fp8_recipe\x18\n" +
 	" \x01(\tR\tfp8Recipe\x127\n" +
-	"\x18dp_reduce_after_backward\x18\v \x01(\bR\x15dpReduceAfterBackward\"\xb8\x04\n" +
+	"\x18dp_reduce_after_backward\x18\v \x01(\bR\x15dpReduceAfterBackward\x12#\n" +
+	"\rmoe_imbalance\x18\f \x01(\x01R\fmoeImbalance\x12.\n" +
+	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\"\xb8\x04\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +

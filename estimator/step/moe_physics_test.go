@@ -1,0 +1,84 @@
+package step_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+func moeRequest(t *testing.T, name string, ep int) step.Request {
+	t.Helper()
+	return step.Request{Model: arch(t, name), Cluster: cluster(t, "dgx-h100", 2),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 64},
+		Layout:   step.Layout{TP: 1, PP: 1, DP: 16, EP: ep, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeFull}}
+}
+
+func epBytes(r step.Result) float64 {
+	for _, c := range r.Comms {
+		if c.KindName == "ep" {
+			return c.Bytes
+		}
+	}
+	return 0
+}
+
+// Router imbalance: the busiest expert-parallel rank receives imbalance × the mean
+// tokens, so the all-to-all it takes part in carries that many times the bytes and
+// its expert GEMMs that much more work; a capacity factor caps it (tokens beyond it
+// are dropped); top-2 routes twice the tokens of top-1.
+func TestMoEImbalanceCapacityTopK(t *testing.T) {
+	run := func(edit func(*step.Request)) step.Result {
+		req := moeRequest(t, "mixtral-8x7b", 8)
+		edit(&req)
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	base := run(func(*step.Request) {})
+	skew := run(func(r *step.Request) { r.Training.MoEImbalance = 1.5 })
+	capped := run(func(r *step.Request) { r.Training.MoEImbalance, r.Training.MoECapacityFactor = 1.5, 1.25 })
+	top1 := run(func(r *step.Request) { m := *r.Model.MoE; m.TopK = 1; r.Model.MoE = &m })
+	if b := epBytes(base); b == 0 || math.Abs(epBytes(skew)/b-1.5) > 1e-9 || math.Abs(epBytes(capped)/b-1.25) > 1e-9 || math.Abs(b/epBytes(top1)-2) > 1e-9 {
+		t.Errorf("all-to-all bytes: balanced %g, imbalance 1.5 %g, capped at 1.25 %g, top-1 %g", b, epBytes(skew), epBytes(capped), epBytes(top1))
+	}
+	if !(skew.Breakdown.Forward > capped.Breakdown.Forward && capped.Breakdown.Forward > base.Breakdown.Forward) {
+		t.Errorf("forward: balanced %.4f, capped %.4f, imbalanced %.4f s", base.Breakdown.Forward, capped.Breakdown.Forward, skew.Breakdown.Forward)
+	}
+	req := moeRequest(t, "mixtral-8x7b", 8)
+	req.Training.MoEImbalance = 0.5
+	if _, err := step.New().Estimate(req); err == nil || !strings.Contains(err.Error(), "training.moe_imbalance") {
+		t.Errorf("imbalance 0.5: %v", err)
+	}
+}
+
+// Shared experts see every token and are replicated over expert parallelism: with
+// EP 16, a GPU of Llama 4 Scout holds one routed expert per layer but the whole
+// shared expert, and the step does the shared expert's work for every token.
+func TestSharedExperts(t *testing.T) {
+	with := moeRequest(t, "llama4-scout", 16)
+	without := moeRequest(t, "llama4-scout", 16)
+	m := *without.Model.MoE
+	m.SharedExperts = 0
+	without.Model.MoE = &m
+	rw, err := step.New().Estimate(with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := step.New().Estimate(without)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One shared expert (3 × 5120 × 8192 parameters) per layer, 48 layers, bf16
+	// weights, unsharded by EP: 12.1 GB more weights per GPU.
+	shared := 48 * 3 * 5120 * 8192.0
+	if d := rw.Memory.Weights - ro.Memory.Weights; math.Abs(d-2*shared/1e9) > 0.01 {
+		t.Errorf("weights per GPU grow by %.2f GB with the shared expert, want %.2f GB", d, 2*shared/1e9)
+	}
+	if !(rw.Breakdown.Forward > 1.2*ro.Breakdown.Forward) {
+		t.Errorf("forward %.3f s with the shared expert, %.3f s without: every token passes it (top-1 routing: about twice the MLP work)", rw.Breakdown.Forward, ro.Breakdown.Forward)
+	}
+}
