@@ -50,7 +50,7 @@ func archFromProto(p *pb.Architecture) model.Arch {
 	a := model.Arch{
 		Name: p.GetName(), Layers: int(p.GetLayers()), Hidden: int(p.GetHidden()), Heads: int(p.GetHeads()),
 		KVHeads: int(p.GetKvHeads()), FFN: int(p.GetFfn()), GatedMLP: p.GetGatedMlp(), Vocab: int(p.GetVocab()),
-		TiedEmbeddings: p.GetTiedEmbeddings(),
+		TiedEmbeddings: p.GetTiedEmbeddings(), HeadSize: int(p.GetHeadDim()),
 	}
 	if a.Name == "" {
 		a.Name = "custom"
@@ -65,7 +65,7 @@ func archFromProto(p *pb.Architecture) model.Arch {
 func archToProto(a model.Arch) *pb.Architecture {
 	p := &pb.Architecture{
 		Name: a.Name, Layers: int32(a.Layers), Hidden: int32(a.Hidden), Heads: int32(a.Heads), KvHeads: int32(a.KVHeads),
-		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings,
+		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings, HeadDim: int32(a.HeadSize),
 	}
 	if a.MoE != nil {
 		p.Moe = &pb.MoE{Experts: int32(a.MoE.Experts), TopK: int32(a.MoE.TopK), ExpertFfn: int32(a.MoE.ExpertFFN), Frequency: int32(a.MoE.Frequency),

@@ -46,7 +46,10 @@ type Arch struct {
 	Hidden  int    `json:"hidden"`
 	Heads   int    `json:"heads"`
 	KVHeads int    `json:"kv_heads"` // key/value heads (grouped-query attention); = Heads for MHA
-	FFN     int    `json:"ffn"`      // MLP hidden size
+	// HeadSize is the size of one attention head when it is not Hidden/Heads (Qwen3:
+	// 128 with 32 heads of a 2048 hidden); 0: Hidden/Heads.
+	HeadSize int `json:"head_dim,omitempty"`
+	FFN      int `json:"ffn"` // MLP hidden size
 	// GatedMLP: SwiGLU-style MLP with three matrices (gate, up, down) instead of two.
 	GatedMLP       bool   `json:"gated_mlp"`
 	Vocab          int    `json:"vocab"`
@@ -99,8 +102,12 @@ func (a Arch) ValidateAt(path string) error {
 	between(&c, "layers", a.Layers, 1, MaxLayers)
 	between(&c, "hidden", a.Hidden, 1, MaxHidden)
 	headsOK := between(&c, "heads", a.Heads, 1, MaxHidden)
-	if headsOK && a.Hidden >= 1 && a.Hidden%a.Heads != 0 {
-		c.Add("heads", "must divide hidden (%d) into whole heads (got %d)", a.Hidden, a.Heads)
+	if a.HeadSize != 0 {
+		if between(&c, "head_dim", a.HeadSize, 1, MaxHidden) && headsOK && a.Heads*a.HeadSize > MaxFFN {
+			c.Add("head_dim", "heads × head_dim must be at most %d (got %d × %d)", MaxFFN, a.Heads, a.HeadSize)
+		}
+	} else if headsOK && a.Hidden >= 1 && a.Hidden%a.Heads != 0 {
+		c.Add("heads", "must divide hidden (%d) into whole heads, or give head_dim (got %d)", a.Hidden, a.Heads)
 	}
 	switch {
 	case a.KVHeads == 0: // default: = heads
@@ -151,13 +158,20 @@ func between(c *invalid.Collector, field string, v, lo, hi int) bool {
 	return true
 }
 
-// HeadDim is the size of one attention head, Hidden / Heads.
+// HeadDim is the size of one attention head: HeadSize, or Hidden / Heads.
 func (a Arch) HeadDim() int {
+	if a.HeadSize > 0 {
+		return a.HeadSize
+	}
 	if a.Heads <= 0 {
 		return 0
 	}
 	return a.Hidden / a.Heads
 }
+
+// QDim is the width of the query projection and of the attention output, Heads ·
+// HeadDim: Hidden unless head_dim says otherwise.
+func (a Arch) QDim() int { return a.Heads * a.HeadDim() }
 
 // KVDim is the width of the key (and of the value) projection: KVHeads · HeadDim,
 // which is Hidden for multi-head attention.

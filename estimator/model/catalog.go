@@ -121,6 +121,9 @@ const (
 	srcMixtral = "Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088) and the " +
 		"mistralai/Mixtral-%s-v0.1 config.json: 8 experts, top-2, every layer MoE, SwiGLU experts, " +
 		"8 KV heads, untied output"
+	srcQwen3 = "Qwen3 technical report (Yang et al. 2025, arXiv:2505.09388) and the Qwen/Qwen3-%s config.json: " +
+		"hidden_size %d, %d layers, %d heads of head_dim 128, %d KV heads, vocab_size 151936, untied; %s; " +
+		"published as %s parameters"
 	srcLlama4 = "Meta Llama 4 model card and the meta-llama/Llama-4-%s config.json (text_config): " +
 		"hidden_size 5120, 40 heads, 8 KV heads, 48 layers, vocab_size 202048, intermediate_size 8192 per expert, " +
 		"intermediate_size_mlp 16384 for dense layers, one shared expert per MoE layer, %s; " +
@@ -174,6 +177,13 @@ func entries() []entry {
 			Source: fmt.Sprintf(srcLlama4, repo, moeNote, total),
 		}, aliases: []string{name + "-" + strings.ToLower(strings.TrimPrefix(repo, strings.SplitN(repo, "-", 2)[0]+"-"))}}
 	}
+	qwen3 := func(size string, layers, hidden, heads, kv, ffn int, moe *MoE, mlp, total string) entry {
+		return entry{arch: Arch{
+			Name: "qwen3-" + strings.ToLower(size), Layers: layers, Hidden: hidden, Heads: heads, KVHeads: kv, HeadSize: 128,
+			FFN: ffn, GatedMLP: true, Vocab: 151936, MoE: moe,
+			Source: fmt.Sprintf(srcQwen3, size, hidden, layers, heads, kv, mlp, total),
+		}}
+	}
 	return []entry{
 		gpt("gpt3-175b", 96, 12288, 96, srcGPT3, "gpt3", "gpt-175b", "gpt3-174.6b"),
 
@@ -205,6 +215,11 @@ func entries() []entry {
 		mpt("70b", 80, 8192, 64, 50368, srcMPTFoundry),
 
 		mixtral("8x7b", 32, 4096, 32, 14336, 32000, ""),
+		qwen3("32B", 64, 5120, 64, 8, 25600, nil, "intermediate_size 25600", "32.8B"),
+		qwen3("30B-A3B", 48, 2048, 32, 4, 6144, &MoE{Experts: 128, TopK: 8, ExpertFFN: 768, Frequency: 1},
+			"128 experts (moe_intermediate_size 768), top-8 in every layer, no shared expert", "30.5B total / 3.3B active"),
+		qwen3("235B-A22B", 94, 4096, 64, 4, 12288, &MoE{Experts: 128, TopK: 8, ExpertFFN: 1536, Frequency: 1},
+			"128 experts (moe_intermediate_size 1536), top-8 in every layer, no shared expert", "235B total / 22B active"),
 		llama4("llama4-scout", "Scout-17B-16E", 16, 1, "16 routed experts top-1 in every layer", "109B"),
 		llama4("llama4-maverick", "Maverick-17B-128E", 128, 2,
 			"128 routed experts top-1 in every second layer (interleave_moe_layer_step 2), dense MLPs between", "400B"),

@@ -79,11 +79,12 @@ func (a Arch) LayerFLOPs(i, seq int) LayerFLOPs {
 func (a Arch) layerFLOPs(moe bool, seq int) LayerFLOPs {
 	s := float64(seq)
 	h := float64(a.Hidden)
+	q := float64(a.QDim()) // = h unless head_dim says otherwise
 	f := LayerFLOPs{
-		QKV:          2 * s * h * (h + 2*float64(a.KVDim())),
-		Scores:       2 * s * s * h,
-		Context:      2 * s * s * h,
-		Out:          2 * s * h * h,
+		QKV:          2 * s * h * (q + 2*float64(a.KVDim())),
+		Scores:       2 * s * s * q,
+		Context:      2 * s * s * q,
+		Out:          2 * s * q * h,
 		SoftmaxBytes: 2 * activationBytes * float64(a.Heads) * s * s,
 	}
 	// Norms (2h each) and residual adds (3h each), per token.

@@ -10,7 +10,8 @@ type Params struct {
 	Total     float64 `json:"total"`
 	Embedding float64 `json:"embedding"` // Vocab·Hidden
 	Output    float64 `json:"output"`    // Vocab·Hidden, 0 when tied to the embedding
-	// PerLayerAttention: Q and O are Hidden×Hidden, K and V Hidden×KVDim each.
+	// PerLayerAttention: Q and O are Hidden×QDim (Hidden×Hidden unless head_dim says
+	// otherwise), K and V Hidden×KVDim each.
 	PerLayerAttention float64 `json:"per_layer_attention"`
 	// PerLayerDenseMLP: 2·Hidden·FFN, or 3·Hidden·FFN when gated; 0 when no layer
 	// is dense.
@@ -99,7 +100,7 @@ func (a Arch) SharedParamsPerLayer() float64 {
 
 func (a Arch) attentionParams() float64 {
 	h := float64(a.Hidden)
-	return 2*h*h + 2*h*float64(a.KVDim())
+	return 2*h*float64(a.QDim()) + 2*h*float64(a.KVDim()) // Q and O, K and V
 }
 
 func (a Arch) denseMLPParams() float64 {

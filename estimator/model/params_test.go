@@ -200,3 +200,27 @@ func TestSharedExpertsAndFirstDense(t *testing.T) {
 		t.Errorf("all layers dense: %v", err)
 	}
 }
+
+// head_dim apart from hidden/heads (Qwen3): attention parameters follow heads ×
+// head_dim, and the totals match Qwen's published 32.8B, 30.5B / 3.3B active and
+// 235B / 22B active.
+func TestHeadDim(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		total, active float64
+	}{{"qwen3-32b", 32.8e9, 32.8e9}, {"qwen3-30b-a3b", 30.5e9, 3.3e9}, {"qwen3-235b-a22b", 235e9, 22e9}} {
+		a := mustLookup(t, c.name)
+		p := a.Params()
+		if relErr(p.Total, c.total) > 0.01 || relErr(p.Active, c.active) > 0.03 {
+			t.Errorf("%s: %.4g total, %.4g active; published %.3g / %.3g", c.name, p.Total, p.Active, c.total, c.active)
+		}
+		if a.QDim() == a.Hidden {
+			t.Errorf("%s: query width %d equals hidden; head_dim not applied", c.name, a.QDim())
+		}
+	}
+	a := mustLookup(t, "qwen3-30b-a3b")
+	a.HeadSize = 0 // 2048 / 32 = 64: half the attention width
+	if q := a.Params().PerLayerAttention; q >= mustLookup(t, "qwen3-30b-a3b").Params().PerLayerAttention {
+		t.Errorf("head_dim 64 attention %g not below head_dim 128", q)
+	}
+}

@@ -202,7 +202,8 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	tp := l.TP
 	tf := float64(tp)
 	h := float64(a.Hidden)
-	kv := float64(max(1, a.KVHeads)) / float64(a.Heads)
+	kv := float64(a.KVDim()) / h // key/value width relative to the hidden size
+	qw := float64(a.QDim()) / h  // query (and attention output) width, likewise
 
 	cp := e.compute(req, &rates, tokens, sLocal, s)
 	lc, lcMoE, stageLayers, nDense, nMoE := cp.lc, cp.lcMoE, cp.stageLayers, cp.nDense, cp.nMoE
@@ -276,7 +277,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	if l.CP > 1 && l.CPAllToAll {
 		// Ulysses: before and after attention, all-to-alls re-split Q, K, V and the
 		// output from sequence to heads — 4 per layer forward, 4 backward, exposed.
-		x := tokens * h * (2 + 2*kv) / (4 * tf) * 2 // Q, K, V and the output in 16 bits: the mean per call
+		x := tokens * h * (2*qw + 2*kv) / (4 * tf) * 2 // Q, K, V and the output in 16 bits: the mean per call
 		a2a, err := addComm(CommCP, collective.AllToAll, x, layers*8*mf, "per layer: 4 all-to-alls forward, 4 backward (Ulysses)")
 		if err != nil {
 			return Result{}, err

@@ -30,7 +30,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	k := &e.k
 	t := float64(l.TP)
 	h, f := float64(a.Hidden), float64(a.FFN)
-	kv := float64(max(1, a.KVHeads)) / float64(a.Heads)
+	// Query and key/value widths relative to the hidden size (1 and g/a unless the
+	// model sets head_dim).
+	qw, kv := float64(a.QDim())/h, float64(a.KVDim())/h
 	mlpMats := 2.0
 	if a.GatedMLP {
 		mlpMats = 3
@@ -42,8 +44,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		fwd += k.gemmTime(g, r)
 		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count}, r) + k.gemmTime(gemm{g.k, g.n, g.m, g.count}, r)
 	}
-	add(gemm{tokens, h * (1 + 2*kv) / t, h, 1}) // QKV, column parallel
-	add(gemm{tokens, h, h / t, 1})              // output projection, row parallel
+	add(gemm{tokens, h * (qw + 2*kv) / t, h, 1}) // QKV, column parallel
+	add(gemm{tokens, h, h * qw / t, 1})          // output projection, row parallel
 	// Op-level checkpointing (torchtitan's policy saves every matmul output but those
 	// of even count in the layer) recomputes the 2nd, 4th and 6th matmul as the layer
 	// runs them one by one — Q, K, V, output, then the MLP's gate, up, down (or up,
@@ -57,7 +59,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		ops += k.gemmTime(g, r)
 	}
 	recompute(gemm{tokens, h * kv / t, h, 1})
-	recompute(gemm{tokens, h, h / t, 1})
+	recompute(gemm{tokens, h, h * qw / t, 1})
 	act := mlpMats * f / t // elementwise MLP width
 	if moe && a.MoE != nil {
 		ef := float64(a.MoE.ExpertFFN)
@@ -94,7 +96,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// this rank; causal flash attention skips the masked half, and its backward
 	// recomputes the scores (2.5× the forward).
 	b := tokens / sLocal
-	attn := 4 * b * sLocal * s * h / t
+	attn := 4 * b * sLocal * s * h * qw / t
 	lt.attnFLOPs = attn
 	lt.fwdFLOPs += attn
 	bwdFactor := 2.0
@@ -141,7 +143,9 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	a, l := req.Model, req.Layout
 	t := float64(l.TP)
 	h := float64(a.Hidden)
-	kv := float64(max(1, a.KVHeads)) / float64(a.Heads)
+	// Query and key/value widths relative to the hidden size (1 and g/a unless the
+	// model sets head_dim).
+	qw, kv := float64(a.QDim())/h, float64(a.KVDim())/h
 	mats := 2.0
 	if a.GatedMLP {
 		mats = 3
@@ -157,9 +161,9 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	if req.Training.FP8Recipe == FP8Current {
 		per += fp8AmaxBytes
 	}
-	inputs := tokens * (h + h/t + routed*(h+width/t))
-	grads := tokens * (h*(1+2*kv)/t + h + routed*((mats-1)*width/t+h))
-	weights := h*h*(1+2*kv)/t + h*h/t + experts*mats*h*width/t
+	inputs := tokens * (h + h*qw/t + routed*(h+width/t))
+	grads := tokens * (h*(qw+2*kv)/t + h + routed*((mats-1)*width/t+h))
+	weights := h*h*(qw+2*kv)/t + h*h*qw/t + experts*mats*h*width/t
 	fwd += per * inputs / r.hbm
 	bwd += per * grads / r.hbm
 	lt.weightCast = per * weights / r.hbm

@@ -78,7 +78,9 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 		}
 		return 2 * sbh
 	}
-	kv := float64(max(1, a.KVHeads)) / float64(a.Heads)
+	// Query and key/value widths relative to the hidden size (1 and g/a unless the
+	// model sets head_dim).
+	qw, kv := float64(a.QDim())/h, float64(a.KVDim())/h
 	outside := 10 * sbh
 	inner := 2.0
 	if a.GatedMLP {
@@ -93,7 +95,7 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 		width *= float64(a.MoE.TopK + a.MoE.SharedExperts)
 	}
 	if rc == RecomputeOps {
-		inside := (2+2*kv+2)*sbh + 2*s*b*width
+		inside := (2*qw+2*kv+2*qw)*sbh + 2*s*b*width
 		down := 0.0
 		if a.GatedMLP {
 			down = 2 * sbh
@@ -104,7 +106,7 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 		return 2*sbh + inside/tf + down
 	}
 	mlp := 2 * inner * s * b * width
-	inside := (2+4*kv+2)*sbh + mlp
+	inside := (2*qw+4*kv+2*qw)*sbh + mlp
 	if scores && rc != RecomputeSelective {
 		inside += 5 * float64(a.Heads) * s * skv * b
 	}

@@ -13,12 +13,12 @@ import (
 // parameter count, an architecture given flag by flag, or a model file (a catalog
 // name or an architecture object in JSON, the "model" of the API).
 type modelFlags struct {
-	name, file                          *string
-	params                              *float64
-	layers, hidden, heads, kvHeads, ffn *int
-	vocab, experts, topK, expertFFN     *int
-	moeEvery, shared, firstDense        *int
-	gated, tied                         *bool
+	name, file                            *string
+	params                                *float64
+	layers, hidden, heads, kvHeads, ffn   *int
+	vocab, experts, topK, expertFFN       *int
+	moeEvery, shared, firstDense, headDim *int
+	gated, tied                           *bool
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -30,6 +30,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 		hidden:     fs.Int("hidden", 0, "architecture: hidden size"),
 		heads:      fs.Int("heads", 0, "architecture: attention heads"),
 		kvHeads:    fs.Int("kv-heads", 0, "architecture: key/value heads (default: heads)"),
+		headDim:    fs.Int("head-dim", 0, "architecture: size of one attention head (default hidden/heads)"),
 		ffn:        fs.Int("ffn", 0, "architecture: FFN size (default 4×hidden)"),
 		vocab:      fs.Int("vocab", 0, "architecture: vocabulary (default 51200)"),
 		gated:      fs.Bool("gated", false, "architecture: gated (SwiGLU) MLP"),
@@ -50,7 +51,7 @@ var errNoModel = errors.New("--model, --model-file, --params or --layers/--hidde
 // line), what was derived for a bare parameter count, and errNoModel when none was
 // given. Giving two ways is an error naming them.
 func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string, err error) {
-	arch := set["layers"] || set["hidden"] || set["heads"] || set["kv-heads"] || set["ffn"] || set["vocab"] ||
+	arch := set["layers"] || set["hidden"] || set["heads"] || set["kv-heads"] || set["head-dim"] || set["ffn"] || set["vocab"] ||
 		set["gated"] || set["tied"] || set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] ||
 		set["shared-experts"] || set["first-dense"]
 	kinds := 0
@@ -79,7 +80,7 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		return a, "", nil
 	case arch:
 		a = model.Arch{Name: "custom", Layers: *m.layers, Hidden: *m.hidden, Heads: *m.heads, KVHeads: *m.kvHeads, FFN: *m.ffn,
-			Vocab: *m.vocab, GatedMLP: *m.gated, TiedEmbeddings: *m.tied}
+			Vocab: *m.vocab, GatedMLP: *m.gated, TiedEmbeddings: *m.tied, HeadSize: *m.headDim}
 		if a.FFN == 0 {
 			a.FFN = 4 * a.Hidden
 		}

@@ -633,8 +633,11 @@ type Architecture struct {
 	Vocab          int32 `protobuf:"varint,8,opt,name=vocab,proto3" json:"vocab,omitempty"`
 	TiedEmbeddings bool  `protobuf:"varint,9,opt,name=tied_embeddings,json=tiedEmbeddings,proto3" json:"tied_embeddings,omitempty"`
 	Moe            *MoE  `protobuf:"bytes,10,opt,name=moe,proto3" json:"moe,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Size of one attention head when it is not hidden / heads (Qwen3: 128 with 32
+	// heads of a 2048 hidden); 0: hidden / heads.
+	HeadDim       int32 `protobuf:"varint,11,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Architecture) Reset() {
@@ -735,6 +738,13 @@ func (x *Architecture) GetMoe() *MoE {
 		return x.Moe
 	}
 	return nil
+}
+
+func (x *Architecture) GetHeadDim() int32 {
+	if x != nil {
+		return x.HeadDim
+	}
+	return 0
 }
 
 // ModelSpec names a model: a catalog name, an architecture, or a bare parameter count
@@ -4283,7 +4293,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tfrequency\x18\x04 \x01(\x05R\tfrequency\x12%\n" +
 	"\x0eshared_experts\x18\x05 \x01(\x05R\rsharedExperts\x12\x1f\n" +
 	"\vfirst_dense\x18\x06 \x01(\x05R\n" +
-	"firstDense\"\x95\x02\n" +
+	"firstDense\"\xb0\x02\n" +
 	"\fArchitecture\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x16\n" +
@@ -4295,7 +4305,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x05vocab\x18\b \x01(\x05R\x05vocab\x12'\n" +
 	"\x0ftied_embeddings\x18\t \x01(\bR\x0etiedEmbeddings\x12\"\n" +
 	"\x03moe\x18\n" +
-	" \x01(\v2\x10.stepcost.v1.MoER\x03moe\"\x86\x01\n" +
+	" \x01(\v2\x10.stepcost.v1.MoER\x03moe\x12\x19\n" +
+	"\bhead_dim\x18\v \x01(\x05R\aheadDim\"\x86\x01\n" +
 	"\tModelSpec\x12\x14\n" +
 	"\x04name\x18\x01 \x01(\tH\x00R\x04name\x12?\n" +
 	"\farchitecture\x18\x02 \x01(\v2\x19.stepcost.v1.ArchitectureH\x00R\farchitecture\x12\x18\n" +
