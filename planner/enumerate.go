@@ -114,7 +114,7 @@ func (s *shape) layouts(req *Request, sp *space, emit func(candidate)) {
 					ls = step.EvenSplit(a.Layers, st)
 				}
 			}
-			emit(candidate{bound: s.bound(req, sc.v), ranks: s.ranks, place: s.place, split: ls,
+			emit(candidate{bound: s.schedBound(req, sc), ranks: s.ranks, place: s.place, split: ls,
 				n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
 				v: int16(sc.v), zero: int8(zero), rc: s.rc, sched: schedCode(sc.s), sp: s.sp})
 		}
@@ -132,6 +132,16 @@ func (s *shape) statesFit(req *Request, sp *space, zero int) bool {
 func (s *shape) bound(req *Request, v int) float64 {
 	stepLB := (float64(s.m) + float64(s.pp-1)/float64(v)) * s.perMB
 	return boundScore(req, int(s.n), stepLB)
+}
+
+// schedBound is the bound of one schedule of the shape: the zero-bubble schedules
+// shrink the bubble by an amount the shape's bound does not know (it has no
+// weight-gradient split), so theirs counts no bubble at all.
+func (s *shape) schedBound(req *Request, sc sched) float64 {
+	if sc.s == step.ZeroBubble || sc.s == step.DualPipe {
+		return boundScore(req, int(s.n), float64(s.m)*s.perMB)
+	}
+	return s.bound(req, sc.v)
 }
 
 // size is the number of layouts of the shape, fitting or not.
@@ -340,6 +350,9 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 						p.memoryBound += size - fits
 						if fits > 0 {
 							s.best = s.bound(req, maxV)
+							for _, sc := range scheds {
+								s.best = min(s.best, s.schedBound(req, sc))
+							}
 							p.kept += fits
 							p.shapes = append(p.shapes, s)
 						}
@@ -369,6 +382,12 @@ func schedules(pp, m, layers int, cs *Constraints) []sched {
 	}
 	if allowed(cs.Schedules, step.GPipe) {
 		out = append(out, sched{step.GPipe, 1})
+	}
+	if allowed(cs.Schedules, step.ZeroBubble) {
+		out = append(out, sched{step.ZeroBubble, 1})
+	}
+	if allowed(cs.Schedules, step.DualPipe) && pp%2 == 0 {
+		out = append(out, sched{step.DualPipe, 1})
 	}
 	if allowed(cs.Schedules, step.Interleaved) && m%pp == 0 {
 		for v := 2; v <= layers/pp; v++ {

@@ -30,7 +30,7 @@ type candidate struct {
 
 var (
 	recomputeCodes = [...]step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull, step.RecomputeOps}
-	scheduleCodes  = [...]step.Schedule{step.OneFOneB, step.GPipe, step.Interleaved}
+	scheduleCodes  = [...]step.Schedule{step.OneFOneB, step.GPipe, step.Interleaved, step.ZeroBubble, step.DualPipe}
 )
 
 func (c *candidate) layout() step.Layout {

@@ -52,6 +52,10 @@ func archFromProto(p *pb.Architecture) model.Arch {
 		KVHeads: int(p.GetKvHeads()), FFN: int(p.GetFfn()), GatedMLP: p.GetGatedMlp(), Vocab: int(p.GetVocab()),
 		TiedEmbeddings: p.GetTiedEmbeddings(), HeadSize: int(p.GetHeadDim()),
 	}
+	if m := p.GetMla(); m != nil {
+		a.MLA = &model.MLA{QLoRARank: int(m.GetQLoraRank()), KVLoRARank: int(m.GetKvLoraRank()), QKNopeDim: int(m.GetQkNopeHeadDim()),
+			QKRopeDim: int(m.GetQkRopeHeadDim()), VDim: int(m.GetVHeadDim())}
+	}
 	if a.Name == "" {
 		a.Name = "custom"
 	}
@@ -66,6 +70,10 @@ func archToProto(a model.Arch) *pb.Architecture {
 	p := &pb.Architecture{
 		Name: a.Name, Layers: int32(a.Layers), Hidden: int32(a.Hidden), Heads: int32(a.Heads), KvHeads: int32(a.KVHeads),
 		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings, HeadDim: int32(a.HeadSize),
+	}
+	if m := a.MLA; m != nil {
+		p.Mla = &pb.MLA{QLoraRank: int32(m.QLoRARank), KvLoraRank: int32(m.KVLoRARank), QkNopeHeadDim: int32(m.QKNopeDim),
+			QkRopeHeadDim: int32(m.QKRopeDim), VHeadDim: int32(m.VDim)}
 	}
 	if a.MoE != nil {
 		p.Moe = &pb.MoE{Experts: int32(a.MoE.Experts), TopK: int32(a.MoE.TopK), ExpertFfn: int32(a.MoE.ExpertFFN), Frequency: int32(a.MoE.Frequency),
@@ -343,6 +351,7 @@ var recomputes = map[pb.Recompute]step.Recompute{
 
 var schedules = map[pb.Schedule]step.Schedule{
 	pb.Schedule_SCHEDULE_GPIPE: step.GPipe, pb.Schedule_SCHEDULE_1F1B: step.OneFOneB, pb.Schedule_SCHEDULE_INTERLEAVED: step.Interleaved,
+	pb.Schedule_SCHEDULE_ZERO_BUBBLE: step.ZeroBubble, pb.Schedule_SCHEDULE_DUALPIPE: step.DualPipe,
 }
 
 func layoutFromProto(l *pb.Layout) (step.Layout, error) {
@@ -361,7 +370,7 @@ func layoutFromProto(l *pb.Layout) (step.Layout, error) {
 		ZeRO: int(l.GetZero()), MicroBatch: int(l.GetMicroBatch()), Recompute: rc, SP: l.GetSp(), Schedule: sc,
 		VirtualStages: int(l.GetVirtualStages()), LayerSplit: toIntsOrNil(l.GetLayerSplit()), RankOrder: l.GetRankOrder(),
 		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll(), RecomputeLayers: int(l.GetRecomputeLayers()),
-		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss()}, nil
+		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss(), OverlapEP: l.GetOverlapEp()}, nil
 }
 
 func toIntsOrNil(v []int32) []int {
@@ -375,7 +384,7 @@ func layoutToProto(l step.Layout) *pb.Layout {
 	p := &pb.Layout{Tp: int32(l.TP), Pp: int32(l.PP), Dp: int32(l.DP), Cp: int32(l.CP), Ep: int32(l.EP), Zero: int32(l.ZeRO),
 		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: toInt32s(l.LayerSplit),
 		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers),
-		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss}
+		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss, OverlapEp: l.OverlapEP}
 	p.Recompute, p.Schedule = toProto(l.Recompute, recomputes), toProto(l.Schedule, schedules)
 	return p
 }

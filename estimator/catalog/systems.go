@@ -69,6 +69,20 @@ var systemTable = []systemEntry{
 	},
 	{
 		spec: topology.Spec{
+			Name:        "hgx-h800",
+			Description: "8× H800 SXM 80GB on NVSwitch (NVLink 400 GB/s, NVLS), 8× 400 Gb/s InfiniBand: the export variant of HGX H100 that DeepSeek-V3 was trained on",
+			Source:      "NVIDIA H800 datasheet (2023): NVLink 400 GB/s; DeepSeek-V3 Technical Report §3.1 (arXiv:2412.19437): 8 GPUs per node on NVLink and NVSwitch, InfiniBand across nodes (50 GB/s per GPU, 400 Gb/s)",
+			GPU:         gpuNamed("H800"),
+			Nodes:       1,
+			GPUsPerNode: 8,
+			Intra:       topology.Intra{Kind: topology.NVSwitch, NVLS: true},
+			NICs:        topology.NICs{PerNode: 8, Gbps: 400, Kind: topology.InfiniBand},
+			Network:     topology.Network{RailOptimized: true, NodesPerLeaf: superPODNodesPerLeaf, Oversubscription: 1},
+		},
+		aliases: []string{"h800", "deepseek-h800"},
+	},
+	{
+		spec: topology.Spec{
 			Name:        "hgx-h200",
 			Description: "NVIDIA HGX/DGX H200: 8× H200 141GB on NVSwitch (NVLink 4, NVLS), 8× NDR 400 Gb/s InfiniBand, DGX SuperPOD rail-optimised fabric",
 			Source:      "NVIDIA DGX H200 datasheet (2024) and HGX H200 specifications (2024): 8× H200 SXM, NVSwitch 900 GB/s per GPU, 8 ConnectX-7 400 Gb/s compute ports; NVIDIA DGX SuperPOD reference architecture (2023–2024): rail-optimised NDR fat tree, 32-node scalable units",

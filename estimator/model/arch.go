@@ -39,6 +39,21 @@ type MoE struct {
 	FirstDense int `json:"first_dense,omitempty"`
 }
 
+// MLA is multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass
+// through low-rank latent projections, and each head's query and key have a part
+// without position (nope) and a rotary part (rope) shared by all heads' keys.
+//
+//	q  = W_qb · norm(W_qa · x)          (or W_q · x without QLoRARank)
+//	kv = W_kvb · norm(c),  [c, k_rope] = W_kva · x
+//	out = W_o · attention(q, k, v)
+type MLA struct {
+	QLoRARank  int `json:"q_lora_rank"` // 0: queries projected directly
+	KVLoRARank int `json:"kv_lora_rank"`
+	QKNopeDim  int `json:"qk_nope_head_dim"`
+	QKRopeDim  int `json:"qk_rope_head_dim"`
+	VDim       int `json:"v_head_dim"`
+}
+
 // Arch is a decoder-only transformer.
 type Arch struct {
 	Name    string `json:"name"`
@@ -51,11 +66,14 @@ type Arch struct {
 	HeadSize int `json:"head_dim,omitempty"`
 	FFN      int `json:"ffn"` // MLP hidden size
 	// GatedMLP: SwiGLU-style MLP with three matrices (gate, up, down) instead of two.
-	GatedMLP       bool   `json:"gated_mlp"`
-	Vocab          int    `json:"vocab"`
-	TiedEmbeddings bool   `json:"tied_embeddings"` // output projection shares the input embedding
-	MoE            *MoE   `json:"moe,omitempty"`
-	Source         string `json:"source,omitempty"`
+	GatedMLP       bool `json:"gated_mlp"`
+	Vocab          int  `json:"vocab"`
+	TiedEmbeddings bool `json:"tied_embeddings"` // output projection shares the input embedding
+	MoE            *MoE `json:"moe,omitempty"`
+	// MLA replaces grouped-query attention's projections (KVHeads and head_dim are
+	// then unused).
+	MLA    *MLA   `json:"mla,omitempty"`
+	Source string `json:"source,omitempty"`
 }
 
 // Upper bounds of Validate. They are far above any published model and keep every
@@ -87,6 +105,10 @@ func (a Arch) Normalise() Arch {
 		}
 		a.MoE = &m
 	}
+	if a.MLA != nil {
+		m := *a.MLA
+		a.MLA = &m
+	}
 	return a
 }
 
@@ -115,6 +137,17 @@ func (a Arch) ValidateAt(path string) error {
 		c.Add("kv_heads", "must be between 1 and heads (%d), or 0 for heads (got %d)", a.Heads, a.KVHeads)
 	case headsOK && a.Heads%a.KVHeads != 0:
 		c.Add("kv_heads", "must divide heads (%d) so that query heads share key/value heads evenly (got %d)", a.Heads, a.KVHeads)
+	}
+	if m := a.MLA; m != nil {
+		if m.QLoRARank != 0 {
+			between(&c, "mla.q_lora_rank", m.QLoRARank, 1, MaxHidden)
+		}
+		between(&c, "mla.kv_lora_rank", m.KVLoRARank, 1, MaxHidden)
+		between(&c, "mla.qk_nope_head_dim", m.QKNopeDim, 1, MaxHidden)
+		if m.QKRopeDim != 0 {
+			between(&c, "mla.qk_rope_head_dim", m.QKRopeDim, 1, MaxHidden)
+		}
+		between(&c, "mla.v_head_dim", m.VDim, 1, MaxHidden)
 	}
 	between(&c, "ffn", a.FFN, 1, MaxFFN)
 	between(&c, "vocab", a.Vocab, 1, MaxVocab)
@@ -170,8 +203,33 @@ func (a Arch) HeadDim() int {
 }
 
 // QDim is the width of the query projection and of the attention output, Heads ·
-// HeadDim: Hidden unless head_dim says otherwise.
-func (a Arch) QDim() int { return a.Heads * a.HeadDim() }
+// HeadDim: Hidden unless head_dim says otherwise. With MLA it is the query (and key)
+// width, Heads · (nope + rope).
+func (a Arch) QDim() int {
+	if m := a.MLA; m != nil {
+		return a.Heads * (m.QKNopeDim + m.QKRopeDim)
+	}
+	return a.Heads * a.HeadDim()
+}
+
+// VOutDim is the width of the attention output (the output projection's input):
+// QDim, or Heads · v_head_dim with MLA.
+func (a Arch) VOutDim() int {
+	if m := a.MLA; m != nil {
+		return a.Heads * m.VDim
+	}
+	return a.QDim()
+}
+
+// KVSavedDim is the width of the keys and values together, per token, as attention
+// reads them (and context parallelism passes them on): 2 · KVDim, or with MLA the
+// per-head keys and values after the latent up-projection, Heads · (nope + rope + v).
+func (a Arch) KVSavedDim() int {
+	if m := a.MLA; m != nil {
+		return a.Heads * (m.QKNopeDim + m.QKRopeDim + m.VDim)
+	}
+	return 2 * a.KVDim()
+}
 
 // KVDim is the width of the key (and of the value) projection: KVHeads · HeadDim,
 // which is Hidden for multi-head attention.

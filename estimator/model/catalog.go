@@ -56,6 +56,10 @@ func cloneArch(a Arch) Arch {
 		m := *a.MoE
 		a.MoE = &m
 	}
+	if a.MLA != nil {
+		m := *a.MLA
+		a.MLA = &m
+	}
 	return a
 }
 
@@ -124,6 +128,11 @@ const (
 	srcQwen3 = "Qwen3 technical report (Yang et al. 2025, arXiv:2505.09388) and the Qwen/Qwen3-%s config.json: " +
 		"hidden_size %d, %d layers, %d heads of head_dim 128, %d KV heads, vocab_size 151936, untied; %s; " +
 		"published as %s parameters"
+	srcDeepSeekV3 = "DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv:2412.19437) §4.2 and the " +
+		"deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden 7168, 128 heads, MLA (q_lora_rank 1536, " +
+		"kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128), first 3 layers dense " +
+		"(intermediate 18432), then 256 routed experts (2048) top-8 and 1 shared expert, vocab 129280, untied; " +
+		"671B total / 37B active (the multi-token-prediction module is not included)"
 	srcLlama4 = "Meta Llama 4 model card and the meta-llama/Llama-4-%s config.json (text_config): " +
 		"hidden_size 5120, 40 heads, 8 KV heads, 48 layers, vocab_size 202048, intermediate_size 8192 per expert, " +
 		"intermediate_size_mlp 16384 for dense layers, one shared expert per MoE layer, %s; " +
@@ -215,6 +224,12 @@ func entries() []entry {
 		mpt("70b", 80, 8192, 64, 50368, srcMPTFoundry),
 
 		mixtral("8x7b", 32, 4096, 32, 14336, 32000, ""),
+		{arch: Arch{
+			Name: "deepseek-v3", Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, FFN: 18432, GatedMLP: true, Vocab: 129280,
+			MLA:    &MLA{QLoRARank: 1536, KVLoRARank: 512, QKNopeDim: 128, QKRopeDim: 64, VDim: 128},
+			MoE:    &MoE{Experts: 256, TopK: 8, ExpertFFN: 2048, Frequency: 1, SharedExperts: 1, FirstDense: 3},
+			Source: srcDeepSeekV3,
+		}, aliases: []string{"deepseek-v3-671b", "deepseek-ai/deepseek-v3-base"}},
 		qwen3("32B", 64, 5120, 64, 8, 25600, nil, "intermediate_size 25600", "32.8B"),
 		qwen3("30B-A3B", 48, 2048, 32, 4, 6144, &MoE{Experts: 128, TopK: 8, ExpertFFN: 768, Frequency: 1},
 			"128 experts (moe_intermediate_size 768), top-8 in every layer, no shared expert", "30.5B total / 3.3B active"),

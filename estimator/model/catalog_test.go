@@ -62,7 +62,7 @@ func TestLookupUnknown(t *testing.T) {
 
 func TestCatalogEntries(t *testing.T) {
 	names := model.Names()
-	want := []string{"gpt3-175b",
+	want := []string{"deepseek-v3", "gpt3-175b",
 		"llama2-13b", "llama2-70b", "llama2-7b", "llama3-405b", "llama3-70b", "llama3-8b", "llama4-maverick", "llama4-scout",
 		"megatron-1.7b", "megatron-145.6b", "megatron-18.4b", "megatron-1t", "megatron-3.6b",
 		"megatron-310.1b", "megatron-39.1b", "megatron-529.6b", "megatron-7.5b", "megatron-76.1b",
@@ -105,9 +105,12 @@ func TestCatalogReturnsCopies(t *testing.T) {
 		}
 	}
 	names := model.Names()
+	first := names[0]
 	names[0] = "changed"
+	ds := mustLookup(t, "deepseek-v3")
+	ds.MLA.VDim = 1
 	b := mustLookup(t, "mixtral-8x7b")
-	if b.MoE.Experts != 8 || b.MoE.TopK != 2 || b.Layers != 32 || model.Names()[0] != "gpt3-175b" {
+	if b.MoE.Experts != 8 || b.MoE.TopK != 2 || b.Layers != 32 || model.Names()[0] != first || mustLookup(t, "deepseek-v3").MLA.VDim != 128 {
 		t.Fatalf("catalog was modified through a returned value: %+v %+v", b, *b.MoE)
 	}
 }

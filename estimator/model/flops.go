@@ -83,9 +83,13 @@ func (a Arch) layerFLOPs(moe bool, seq int) LayerFLOPs {
 	f := LayerFLOPs{
 		QKV:          2 * s * h * (q + 2*float64(a.KVDim())),
 		Scores:       2 * s * s * q,
-		Context:      2 * s * s * q,
-		Out:          2 * s * q * h,
+		Context:      2 * s * s * float64(a.VOutDim()),
+		Out:          2 * s * float64(a.VOutDim()) * h,
 		SoftmaxBytes: 2 * activationBytes * float64(a.Heads) * s * s,
+	}
+	if a.MLA != nil {
+		// All projections but the output one count as "QKV".
+		f.QKV = 2*s*a.mlaProjections() - f.Out
 	}
 	// Norms (2h each) and residual adds (3h each), per token.
 	elems := 2*2*h + 2*3*h

@@ -60,19 +60,24 @@ func TestForwardFLOPsMatchMosaic(t *testing.T) {
 // Every model: forward = 2·s·(matrix parameters a token passes through) + 4·L·s²·q,
 // where the matrix parameters are Active without the embedding and norms but with
 // the output projection (once, tied or not), and q is the query width (heads ×
-// head_dim: the hidden size unless the model sets head_dim, as Qwen3 does).
+// head_dim: the hidden size unless the model sets head_dim, as Qwen3 does). With MLA
+// the context term runs over the value heads: 2·L·s²·(q + v).
 func TestForwardFLOPsIsTwoActiveParamsPerToken(t *testing.T) {
 	for _, a := range model.Catalog() {
 		for _, s := range []int{1, 2048, 8192} {
 			p := a.Params()
 			matrix := p.Active - p.Embedding - float64(a.Layers)*p.PerLayerNorm - p.FinalNorm +
 				float64(a.Vocab*a.Hidden) - p.Output
+			if a.MLA != nil {
+				matrix -= float64(a.Layers * (a.MLA.QLoRARank + a.MLA.KVLoRARank)) // the latents' norms
+			}
 			sf := float64(s)
-			want := 2*sf*matrix + 4*float64(a.Layers)*sf*sf*float64(a.QDim())
+			core := float64(a.QDim() + a.VOutDim()) // scores over queries/keys, context over values
+			want := 2*sf*matrix + 2*float64(a.Layers)*sf*sf*core
 			if got := a.ForwardFLOPs(s); relErr(got, want) > 1e-12 {
 				t.Errorf("%s s=%d: forward %.6g, want %.6g", a.Name, s, got, want)
 			}
-			causal := want - 2*float64(a.Layers)*sf*sf*float64(a.QDim())
+			causal := want - float64(a.Layers)*sf*sf*core
 			if got := a.CausalForwardFLOPs(s); relErr(got, causal) > 1e-12 {
 				t.Errorf("%s s=%d: causal forward %.6g, want %.6g", a.Name, s, got, causal)
 			}

@@ -31,6 +31,10 @@ const (
 	GEMMExpertsGateUp = "experts_gate_up" // per local expert, gated, fused
 	GEMMExpertsDown   = "experts_down"    // per local expert
 	GEMMLogits        = "logits"          // output projection (vocab-parallel)
+	GEMMMLAQLatent    = "mla_q_latent"    // MLA: x → query latent (replicated over TP)
+	GEMMMLAQUp        = "mla_q_up"        // MLA: query latent → per-head queries (column-parallel)
+	GEMMMLAKVLatent   = "mla_kv_latent"   // MLA: x → key/value latent and rotary key (replicated)
+	GEMMMLAKVUp       = "mla_kv_up"       // MLA: latent → per-head keys and values (column-parallel)
 )
 
 // FLOPs is 2·M·N·K·Count.
@@ -100,6 +104,22 @@ func (a Arch) GEMMs(i int, p Partition) []GEMM {
 		{Name: GEMMScores, M: seqLocal, N: keys, K: d, Count: heads},
 		{Name: GEMMContext, M: seqLocal, N: d, K: keys, Count: heads},
 		{Name: GEMMOut, M: tokens, N: h, K: qLocal * d, Count: 1},
+	}
+	if m := a.MLA; m != nil {
+		qk := m.QKNopeDim + m.QKRopeDim
+		out = out[:0]
+		if m.QLoRARank > 0 {
+			out = append(out, GEMM{Name: GEMMMLAQLatent, M: tokens, N: m.QLoRARank, K: h, Count: 1},
+				GEMM{Name: GEMMMLAQUp, M: tokens, N: qLocal * qk, K: m.QLoRARank, Count: 1})
+		} else {
+			out = append(out, GEMM{Name: GEMMMLAQUp, M: tokens, N: qLocal * qk, K: h, Count: 1})
+		}
+		out = append(out,
+			GEMM{Name: GEMMMLAKVLatent, M: tokens, N: m.KVLoRARank + m.QKRopeDim, K: h, Count: 1},
+			GEMM{Name: GEMMMLAKVUp, M: tokens, N: qLocal * (m.QKNopeDim + m.VDim), K: m.KVLoRARank, Count: 1},
+			GEMM{Name: GEMMScores, M: seqLocal, N: keys, K: qk, Count: heads},
+			GEMM{Name: GEMMContext, M: seqLocal, N: m.VDim, K: keys, Count: heads},
+			GEMM{Name: GEMMOut, M: tokens, N: h, K: qLocal * m.VDim, Count: 1})
 	}
 	if !a.IsMoELayer(i) {
 		f := ceilDiv(a.FFN, tp)

@@ -100,7 +100,26 @@ func (a Arch) SharedParamsPerLayer() float64 {
 
 func (a Arch) attentionParams() float64 {
 	h := float64(a.Hidden)
+	if m := a.MLA; m != nil {
+		return a.mlaProjections() + float64(m.QLoRARank+m.KVLoRARank) // plus the two latent norms
+	}
 	return 2*h*float64(a.QDim()) + 2*h*float64(a.KVDim()) // Q and O, K and V
+}
+
+// mlaProjections is the matrix parameters of MLA's projections: queries (through
+// the query latent, or directly), the key/value latent with the shared rotary key,
+// its up-projection to per-head keys and values, and the output.
+func (a Arch) mlaProjections() float64 {
+	m, h, H := a.MLA, float64(a.Hidden), float64(a.Heads)
+	qk := float64(m.QKNopeDim + m.QKRopeDim)
+	q := h * H * qk
+	if m.QLoRARank > 0 {
+		q = h*float64(m.QLoRARank) + float64(m.QLoRARank)*H*qk
+	}
+	kva := h * float64(m.KVLoRARank+m.QKRopeDim)
+	kvb := float64(m.KVLoRARank) * H * float64(m.QKNopeDim+m.VDim)
+	o := H * float64(m.VDim) * h
+	return q + kva + kvb + o
 }
 
 func (a Arch) denseMLPParams() float64 {

@@ -224,3 +224,23 @@ func TestHeadDim(t *testing.T) {
 		t.Errorf("head_dim 64 attention %g not below head_dim 128", q)
 	}
 }
+
+// Multi-head latent attention: DeepSeek-V3 comes to the published 671B total and 37B
+// active parameters (its multi-token-prediction module aside), with 187M attention
+// parameters per layer where grouped-query attention of the same heads would have
+// 470M.
+func TestMLA(t *testing.T) {
+	a := mustLookup(t, "deepseek-v3")
+	p := a.Params()
+	if relErr(p.Total, 671e9) > 0.005 || relErr(p.Active, 37e9) > 0.03 || p.DenseLayers != 3 || p.MoELayers != 58 {
+		t.Errorf("deepseek-v3: %.4g total, %.4g active, %d dense + %d MoE layers", p.Total, p.Active, p.DenseLayers, p.MoELayers)
+	}
+	// q: 7168·1536 + 1536·128·192; kv: 7168·576 + 512·128·256; o: 128·128·7168; norms 1536 + 512.
+	want := 7168*1536 + 1536*128*192 + 7168*576 + 512*128*256 + 128*128*7168 + 1536 + 512.0
+	if p.PerLayerAttention != want {
+		t.Errorf("MLA attention parameters %g per layer, want %g", p.PerLayerAttention, want)
+	}
+	if a.QDim() != 128*192 || a.VOutDim() != 128*128 || a.KVSavedDim() != 128*(192+128) {
+		t.Errorf("widths: q %d, v %d, kv %d", a.QDim(), a.VOutDim(), a.KVSavedDim())
+	}
+}

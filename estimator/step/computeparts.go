@@ -8,6 +8,7 @@ type computeParts struct {
 	stageLayers  int
 	nDense, nMoE float64
 	fwd, bwd, rc float64
+	bwdW         float64 // the weight-gradient GEMMs inside bwd (zero-bubble schedules defer them)
 	// rcShare is the recomputed share of the layers' forward FLOPs.
 	rcShare float64
 	// weightCast is one fp8 cast of the stage's layer weights (per step under
@@ -67,7 +68,8 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 	// output layer stays in 16 bits under fp8 training.
 	r16 := rates.bf16()
 	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1}, &r16)
-	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1}, &r16) + e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1}, &r16)
+	logitsW := e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1}, &r16)
+	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1}, &r16) + logitsW
 	cp.weightCast = nDense*lc.weightCast + nMoE*lcMoE.weightCast
 	// The slowest stage: the one with the most layers, or the last, whose output
 	// layer and loss may outweigh a layer it holds fewer of (an uneven split that
@@ -79,16 +81,19 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 			lastLayers += l.LayerSplit[c*l.PP+l.PP-1]
 		}
 	}
+	bwdW := nDense*lc.bwdW + nMoE*lcMoE.bwdW
 	if l.PP == 1 || lastLayers == stageLayers {
 		fwd += logits
 		bwd += logitsBwd
+		bwdW += logitsW
 	} else if d := float64(stageLayers - lastLayers); logits+logitsBwd > d*(lc.fwd+lc.bwd) {
 		// The last stage is the slowest: its layers plus the output layer.
 		frac := float64(lastLayers) / float64(stageLayers)
-		fwd, bwd, rc = fwd*frac+logits, bwd*frac+logitsBwd, rc*frac
+		fwd, bwd, rc, bwdW = fwd*frac+logits, bwd*frac+logitsBwd, rc*frac, bwdW*frac+logitsW
 	}
 
 	cp.stageLayers, cp.nDense, cp.nMoE = stageLayers, nDense, nMoE
+	cp.bwdW = bwdW
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
 	return cp
 }

@@ -202,8 +202,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	tp := l.TP
 	tf := float64(tp)
 	h := float64(a.Hidden)
-	kv := float64(a.KVDim()) / h // key/value width relative to the hidden size
-	qw := float64(a.QDim()) / h  // query (and attention output) width, likewise
+	// Attention widths relative to the hidden size: queries, keys and values
+	// together, the attention output.
+	qw, kvw, vw := float64(a.QDim())/h, float64(a.KVSavedDim())/h, float64(a.VOutDim())/h
 
 	cp := e.compute(req, &rates, tokens, sLocal, s)
 	lc, lcMoE, stageLayers, nDense, nMoE := cp.lc, cp.lcMoE, cp.stageLayers, cp.nDense, cp.nMoE
@@ -277,7 +278,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	if l.CP > 1 && l.CPAllToAll {
 		// Ulysses: before and after attention, all-to-alls re-split Q, K, V and the
 		// output from sequence to heads — 4 per layer forward, 4 backward, exposed.
-		x := tokens * h * (2*qw + 2*kv) / (4 * tf) * 2 // Q, K, V and the output in 16 bits: the mean per call
+		x := tokens * h * (qw + kvw + vw) / (4 * tf) * 2 // Q, K, V and the output in 16 bits: the mean per call
 		a2a, err := addComm(CommCP, collective.AllToAll, x, layers*8*mf, "per layer: 4 all-to-alls forward, 4 backward (Ulysses)")
 		if err != nil {
 			return Result{}, err
@@ -297,7 +298,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		// written, the step's bf16 output read; dQ accumulates in fp32 the same way
 		// backward), a memory-bound kernel of its own.
 		cpf := float64(l.CP)
-		blk := 2 * tokens * h * kv / tf * 2
+		blk := tokens * h * kvw / tf * 2 // keys and values in 16 bits
 		rcF := l.recomputeShare(stageLayers)
 		passes := (cpf-1)*(1+rcF) + 2*(cpf-1) + 1
 		p2p, err := addComm(CommCP, collective.SendRecv, blk, layers*passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home")
@@ -323,6 +324,13 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			return Result{}, err
 		}
 		epPerMB = a2a * 4 * nMoE
+		if l.OverlapEP || l.Schedule == DualPipe {
+			// Under another micro-batch's compute; what outlasts it stays exposed.
+			hid := math.Min(epPerMB, fwd+bwd)
+			epPerMB -= hid
+			hiddenPerMB += hid
+			bd.Hidden[CommEP] = hid * mf
+		}
 	}
 
 	// ---- pipeline ----
@@ -342,6 +350,17 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		ppExposed = 2 * x * (v*mf + pf - 1)
 	}
 	bubble := (pf - 1) / v * perMB
+	switch l.Schedule {
+	case ZeroBubble, DualPipe:
+		// Qi et al. 2024 and the DeepSeek-V3 report (Table 2), with B the whole
+		// backward and W its weight-gradient GEMMs: ZB-H1 (P−1)·(F + B − 2W), DualPipe
+		// (P/2 − 1)·(F&B + B − 3W), F&B a forward and a backward run together.
+		w := cp.bwdW
+		bubble = (pf - 1) * math.Max(0, perMB-2*w)
+		if l.Schedule == DualPipe {
+			bubble = (pf/2 - 1) * math.Max(0, perMB+bwd-3*w)
+		}
+	}
 	if s := req.SlowGPUSpeed; s > 0 && s < 1 {
 		// One slow GPU: its stage paces every micro-batch (its TP group and the
 		// data-parallel replicas wait for it); the fill and drain above pass the

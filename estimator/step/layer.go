@@ -10,6 +10,7 @@ import (
 // layerTimes is one layer's compute for one micro-batch on one GPU, in seconds.
 type layerTimes struct {
 	fwd, bwd         float64
+	bwdW             float64 // the weight-gradient GEMMs inside bwd
 	attnFwd, attnBwd float64 // the attention core (scores, softmax, AV) inside fwd/bwd
 	// opsFwd is what op-level selective checkpointing recomputes of fwd: every
 	// memory-bound op and every second matmul in execution order (RecomputeOps).
@@ -30,9 +31,10 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	k := &e.k
 	t := float64(l.TP)
 	h, f := float64(a.Hidden), float64(a.FFN)
-	// Query and key/value widths relative to the hidden size (1 and g/a unless the
-	// model sets head_dim).
-	qw, kv := float64(a.QDim())/h, float64(a.KVDim())/h
+	// Attention widths relative to the hidden size: queries (and keys), the keys and
+	// values together, the attention output (1, 2g/a and 1 for grouped-query
+	// attention without head_dim; MLA's per-head keys and values otherwise).
+	qw, kvw, vw := float64(a.QDim())/h, float64(a.KVSavedDim())/h, float64(a.VOutDim())/h
 	mlpMats := 2.0
 	if a.GatedMLP {
 		mlpMats = 3
@@ -42,10 +44,26 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	add := func(g gemm) {
 		lt.fwdFLOPs += g.flops()
 		fwd += k.gemmTime(g, r)
-		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count}, r) + k.gemmTime(gemm{g.k, g.n, g.m, g.count}, r)
+		wgrad := k.gemmTime(gemm{g.k, g.n, g.m, g.count}, r) // dB = Aᵀ·dC
+		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count}, r) + wgrad
+		lt.bwdW += wgrad
 	}
-	add(gemm{tokens, h * (qw + 2*kv) / t, h, 1}) // QKV, column parallel
-	add(gemm{tokens, h, h * qw / t, 1})          // output projection, row parallel
+	if m := a.MLA; m != nil {
+		// Multi-head latent attention: the latent projections are replicated over TP,
+		// the up-projections split by heads.
+		qr, kvr, rope := float64(m.QLoRARank), float64(m.KVLoRARank), float64(m.QKRopeDim)
+		if qr > 0 {
+			add(gemm{tokens, qr, h, 1})
+			add(gemm{tokens, h * qw / t, qr, 1})
+		} else {
+			add(gemm{tokens, h * qw / t, h, 1})
+		}
+		add(gemm{tokens, kvr + rope, h, 1})
+		add(gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1}) // keys without their shared rotary part, values
+	} else {
+		add(gemm{tokens, h * (qw + kvw) / t, h, 1}) // QKV, column parallel
+	}
+	add(gemm{tokens, h, h * vw / t, 1}) // output projection, row parallel
 	// Op-level checkpointing (torchtitan's policy saves every matmul output but those
 	// of even count in the layer) recomputes the 2nd, 4th and 6th matmul as the layer
 	// runs them one by one — Q, K, V, output, then the MLP's gate, up, down (or up,
@@ -58,8 +76,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		lt.opsFLOPs += g.flops()
 		ops += k.gemmTime(g, r)
 	}
-	recompute(gemm{tokens, h * kv / t, h, 1})
-	recompute(gemm{tokens, h, h * qw / t, 1})
+	recompute(gemm{tokens, h * kvw / 2 / t, h, 1})
+	recompute(gemm{tokens, h, h * vw / t, 1})
 	act := mlpMats * f / t // elementwise MLP width
 	if moe && a.MoE != nil {
 		ef := float64(a.MoE.ExpertFFN)
@@ -96,7 +114,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// this rank; causal flash attention skips the masked half, and its backward
 	// recomputes the scores (2.5× the forward).
 	b := tokens / sLocal
-	attn := 4 * b * sLocal * s * h * qw / t
+	attn := 2 * b * sLocal * s * h * (qw + vw) / t
 	lt.attnFLOPs = attn
 	lt.fwdFLOPs += attn
 	bwdFactor := 2.0
@@ -143,9 +161,10 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	a, l := req.Model, req.Layout
 	t := float64(l.TP)
 	h := float64(a.Hidden)
-	// Query and key/value widths relative to the hidden size (1 and g/a unless the
-	// model sets head_dim).
-	qw, kv := float64(a.QDim())/h, float64(a.KVDim())/h
+	// Attention widths relative to the hidden size: queries (and keys), the keys and
+	// values together, the attention output (1, 2g/a and 1 for grouped-query
+	// attention without head_dim; MLA's per-head keys and values otherwise).
+	qw, kvw, vw := float64(a.QDim())/h, float64(a.KVSavedDim())/h, float64(a.VOutDim())/h
 	mats := 2.0
 	if a.GatedMLP {
 		mats = 3
@@ -161,9 +180,9 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	if req.Training.FP8Recipe == FP8Current {
 		per += fp8AmaxBytes
 	}
-	inputs := tokens * (h + h*qw/t + routed*(h+width/t))
-	grads := tokens * (h*(qw+2*kv)/t + h + routed*((mats-1)*width/t+h))
-	weights := h*h*(qw+2*kv)/t + h*h*qw/t + experts*mats*h*width/t
+	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
+	grads := tokens * (h*(qw+kvw)/t + h + routed*((mats-1)*width/t+h))
+	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/t
 	fwd += per * inputs / r.hbm
 	bwd += per * grads / r.hbm
 	lt.weightCast = per * weights / r.hbm
@@ -206,6 +225,10 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	w, gr, st := ModelStateBytes(dense, o, l.ZeRO, shard)
 	we, ge, se := ModelStateBytes(expert, o, l.ZeRO, max(1, shard/max(1, l.EP)))
 	mem.Weights, mem.Gradients, mem.Optimizer = (w+we)/gb, (gr+ge)/gb, (st+se)/gb
+	if l.Schedule == DualPipe {
+		// Each rank holds stages s and P−1−s: two copies of the parameters.
+		mem.Weights, mem.Gradients, mem.Optimizer = 2*mem.Weights, 2*mem.Gradients, 2*mem.Optimizer
+	}
 	layers := float64(stageLayers)
 	if l.ZeRO == 3 && shard > 1 {
 		// The layer being computed and the one being prefetched, unsharded.

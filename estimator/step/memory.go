@@ -78,9 +78,9 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 		}
 		return 2 * sbh
 	}
-	// Query and key/value widths relative to the hidden size (1 and g/a unless the
-	// model sets head_dim).
-	qw, kv := float64(a.QDim())/h, float64(a.KVDim())/h
+	// Attention widths relative to the hidden size: queries, keys and values
+	// together, the attention output (1, 2g/a, 1 without head_dim or MLA).
+	qw, kvw, vw := float64(a.QDim())/h, float64(a.KVSavedDim())/h, float64(a.VOutDim())/h
 	outside := 10 * sbh
 	inner := 2.0
 	if a.GatedMLP {
@@ -95,7 +95,7 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 		width *= float64(a.MoE.TopK + a.MoE.SharedExperts)
 	}
 	if rc == RecomputeOps {
-		inside := (2*qw+2*kv+2*qw)*sbh + 2*s*b*width
+		inside := (2*qw+kvw+2*vw)*sbh + 2*s*b*width
 		down := 0.0
 		if a.GatedMLP {
 			down = 2 * sbh
@@ -106,7 +106,7 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 		return 2*sbh + inside/tf + down
 	}
 	mlp := 2 * inner * s * b * width
-	inside := (2*qw+4*kv+2*qw)*sbh + mlp
+	inside := (2*qw+2*kvw+2*vw)*sbh + mlp
 	if scores && rc != RecomputeSelective {
 		inside += 5 * float64(a.Heads) * s * skv * b
 	}
@@ -127,8 +127,11 @@ func inFlight(sched Schedule, p, v, m int) float64 {
 		return float64(m)
 	}
 	f := float64(min(p, m))
-	if sched == Interleaved {
+	switch sched {
+	case Interleaved:
 		f *= 1 + float64(p-1)/float64(p*v)
+	case DualPipe:
+		f = float64(min(p+1, m)) // DeepSeek-V3 report, Table 2
 	}
 	return f
 }

@@ -60,6 +60,15 @@ const (
 	GPipe       Schedule = "gpipe"
 	OneFOneB    Schedule = "1f1b"
 	Interleaved Schedule = "interleaved" // interleaved 1F1B with VirtualStages chunks per rank
+	// ZeroBubble is ZB-H1 (Qi et al. 2024): the weight-gradient half of the backward
+	// is deferred into the bubbles, which shrink to (P−1)·(F + B − 2W).
+	ZeroBubble Schedule = "zb-h1"
+	// DualPipe (DeepSeek-V3 report §3.2.1) feeds micro-batches from both ends of the
+	// pipeline and overlaps one micro-batch's forward with another's backward, so
+	// the expert-parallel all-to-alls hide under compute: bubble (P/2−1)·(F&B + B −
+	// 3W), P+1 micro-batches of activations, and two copies of the parameters (each
+	// rank holds stages s and P−1−s). P must be even.
+	DualPipe Schedule = "dualpipe"
 )
 
 // BackwardPrefetch is when ZeRO-3 (FSDP) issues the next layer's weight all-gather in
@@ -208,6 +217,11 @@ type Layout struct {
 	// CPAllToAll uses DeepSpeed-Ulysses context parallelism (all-to-alls that trade the
 	// sequence split for a head split, 4 per layer forward) instead of ring attention.
 	CPAllToAll bool `json:"cp_all_to_all,omitempty"`
+	// OverlapEP hides the expert-parallel all-to-alls under the compute of another
+	// micro-batch (Megatron-Core's overlapped MoE all-to-all, DeepEP with two
+	// micro-batches; DualPipe always does): only what outlasts that compute is
+	// exposed.
+	OverlapEP bool `json:"overlap_ep,omitempty"`
 }
 
 // EvenSplit is a Layout.LayerSplit that spreads layers over stages as evenly as

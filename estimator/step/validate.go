@@ -315,8 +315,15 @@ func validate(r Request) error {
 		if l.PP < 2 {
 			c.Add("layout.schedule", "interleaved needs pp ≥ 2 (got pp %d)", l.PP)
 		}
+	case ZeroBubble, DualPipe:
+		if l.VirtualStages != 1 {
+			c.Add("layout.virtual_stages", "%s runs one chunk per pipeline rank (got %d)", l.Schedule, l.VirtualStages)
+		}
+		if l.Schedule == DualPipe && (l.PP < 2 || l.PP%2 != 0) {
+			c.Add("layout.schedule", "dualpipe needs an even pp ≥ 2 (got pp %d)", l.PP)
+		}
 	default:
-		c.Add("layout.schedule", "must be gpipe, 1f1b or interleaved (got %q)", l.Schedule)
+		c.Add("layout.schedule", "must be gpipe, 1f1b, interleaved, zb-h1 or dualpipe (got %q)", l.Schedule)
 	}
 	if a.Heads%l.TP != 0 {
 		c.Add("layout.tp", "must divide the %d attention heads (got %d)", a.Heads, l.TP)

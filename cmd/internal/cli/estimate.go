@@ -10,6 +10,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/framework"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
@@ -51,6 +52,8 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	moeImb := fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
 	moeCap := fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
+	split := fs.String("layer-split", "", "layers of each model chunk (chunk c of pipeline rank s is entry c·pp+s), e.g. 3,4,4,…,3 (default: even, or counting the embedding/loss when that divides)")
+	overlapEP := fs.Bool("overlap-ep", false, "hide the expert-parallel all-to-alls under another micro-batch's compute (dualpipe always does)")
 	acctEmb := fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
 	acctLoss := fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
 	cpA2A := fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
@@ -216,6 +219,19 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if set["cp-all-to-all"] {
 		l.CPAllToAll = *cpA2A
+	}
+	if set["layer-split"] {
+		l.LayerSplit = nil
+		for _, f := range strings.Split(*split, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("--layer-split: %q is not an integer", f)
+			}
+			l.LayerSplit = append(l.LayerSplit, v)
+		}
+	}
+	if set["overlap-ep"] {
+		l.OverlapEP = *overlapEP
 	}
 	if set["account-embedding"] {
 		l.AccountForEmbedding = *acctEmb

@@ -192,6 +192,11 @@ const (
 	Schedule_SCHEDULE_GPIPE       Schedule = 1
 	Schedule_SCHEDULE_1F1B        Schedule = 2
 	Schedule_SCHEDULE_INTERLEAVED Schedule = 3
+	// Zero bubble ZB-H1: weight gradients deferred into the bubbles.
+	Schedule_SCHEDULE_ZERO_BUBBLE Schedule = 4
+	// DualPipe (DeepSeek-V3): micro-batches from both ends, forward and backward of
+	// two micro-batches overlapped, two copies of the parameters; pp even.
+	Schedule_SCHEDULE_DUALPIPE Schedule = 5
 )
 
 // Enum value maps for Schedule.
@@ -201,12 +206,16 @@ var (
 		1: "SCHEDULE_GPIPE",
 		2: "SCHEDULE_1F1B",
 		3: "SCHEDULE_INTERLEAVED",
+		4: "SCHEDULE_ZERO_BUBBLE",
+		5: "SCHEDULE_DUALPIPE",
 	}
 	Schedule_value = map[string]int32{
 		"SCHEDULE_UNSPECIFIED": 0,
 		"SCHEDULE_GPIPE":       1,
 		"SCHEDULE_1F1B":        2,
 		"SCHEDULE_INTERLEAVED": 3,
+		"SCHEDULE_ZERO_BUBBLE": 4,
+		"SCHEDULE_DUALPIPE":    5,
 	}
 )
 
@@ -635,7 +644,10 @@ type Architecture struct {
 	Moe            *MoE  `protobuf:"bytes,10,opt,name=moe,proto3" json:"moe,omitempty"`
 	// Size of one attention head when it is not hidden / heads (Qwen3: 128 with 32
 	// heads of a 2048 hidden); 0: hidden / heads.
-	HeadDim       int32 `protobuf:"varint,11,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
+	HeadDim int32 `protobuf:"varint,11,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
+	// Multi-head latent attention (DeepSeek-V2/V3) instead of grouped-query
+	// attention.
+	Mla           *MLA `protobuf:"bytes,12,opt,name=mla,proto3" json:"mla,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -747,6 +759,92 @@ func (x *Architecture) GetHeadDim() int32 {
 	return 0
 }
 
+func (x *Architecture) GetMla() *MLA {
+	if x != nil {
+		return x.Mla
+	}
+	return nil
+}
+
+// Multi-head latent attention: low-rank query and key/value latents, per-head
+// query/key parts without position (nope) and rotary (rope), and value heads.
+type MLA struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0: queries projected directly, without a latent.
+	QLoraRank     int32 `protobuf:"varint,1,opt,name=q_lora_rank,json=qLoraRank,proto3" json:"q_lora_rank,omitempty"`
+	KvLoraRank    int32 `protobuf:"varint,2,opt,name=kv_lora_rank,json=kvLoraRank,proto3" json:"kv_lora_rank,omitempty"`
+	QkNopeHeadDim int32 `protobuf:"varint,3,opt,name=qk_nope_head_dim,json=qkNopeHeadDim,proto3" json:"qk_nope_head_dim,omitempty"`
+	QkRopeHeadDim int32 `protobuf:"varint,4,opt,name=qk_rope_head_dim,json=qkRopeHeadDim,proto3" json:"qk_rope_head_dim,omitempty"`
+	VHeadDim      int32 `protobuf:"varint,5,opt,name=v_head_dim,json=vHeadDim,proto3" json:"v_head_dim,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MLA) Reset() {
+	*x = MLA{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MLA) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MLA) ProtoMessage() {}
+
+func (x *MLA) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MLA.ProtoReflect.Descriptor instead.
+func (*MLA) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *MLA) GetQLoraRank() int32 {
+	if x != nil {
+		return x.QLoraRank
+	}
+	return 0
+}
+
+func (x *MLA) GetKvLoraRank() int32 {
+	if x != nil {
+		return x.KvLoraRank
+	}
+	return 0
+}
+
+func (x *MLA) GetQkNopeHeadDim() int32 {
+	if x != nil {
+		return x.QkNopeHeadDim
+	}
+	return 0
+}
+
+func (x *MLA) GetQkRopeHeadDim() int32 {
+	if x != nil {
+		return x.QkRopeHeadDim
+	}
+	return 0
+}
+
+func (x *MLA) GetVHeadDim() int32 {
+	if x != nil {
+		return x.VHeadDim
+	}
+	return 0
+}
+
 // ModelSpec names a model: a catalog name, an architecture, or a bare parameter count
 // (a standard shape is derived and reported).
 type ModelSpec struct {
@@ -763,7 +861,7 @@ type ModelSpec struct {
 
 func (x *ModelSpec) Reset() {
 	*x = ModelSpec{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[2]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +873,7 @@ func (x *ModelSpec) String() string {
 func (*ModelSpec) ProtoMessage() {}
 
 func (x *ModelSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[2]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +886,7 @@ func (x *ModelSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelSpec.ProtoReflect.Descriptor instead.
 func (*ModelSpec) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{2}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ModelSpec) GetSource() isModelSpec_Source {
@@ -864,7 +962,7 @@ type GPU struct {
 
 func (x *GPU) Reset() {
 	*x = GPU{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[3]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +974,7 @@ func (x *GPU) String() string {
 func (*GPU) ProtoMessage() {}
 
 func (x *GPU) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[3]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +987,7 @@ func (x *GPU) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPU.ProtoReflect.Descriptor instead.
 func (*GPU) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{3}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GPU) GetName() string {
@@ -963,7 +1061,7 @@ type IntraNode struct {
 
 func (x *IntraNode) Reset() {
 	*x = IntraNode{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[4]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1073,7 @@ func (x *IntraNode) String() string {
 func (*IntraNode) ProtoMessage() {}
 
 func (x *IntraNode) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[4]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1086,7 @@ func (x *IntraNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntraNode.ProtoReflect.Descriptor instead.
 func (*IntraNode) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{4}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *IntraNode) GetKind() string {
@@ -1052,7 +1150,7 @@ type NICs struct {
 
 func (x *NICs) Reset() {
 	*x = NICs{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[5]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1064,7 +1162,7 @@ func (x *NICs) String() string {
 func (*NICs) ProtoMessage() {}
 
 func (x *NICs) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[5]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1077,7 +1175,7 @@ func (x *NICs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NICs.ProtoReflect.Descriptor instead.
 func (*NICs) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{5}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NICs) GetPerNode() int32 {
@@ -1141,7 +1239,7 @@ type Network struct {
 
 func (x *Network) Reset() {
 	*x = Network{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[6]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1251,7 @@ func (x *Network) String() string {
 func (*Network) ProtoMessage() {}
 
 func (x *Network) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[6]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1264,7 @@ func (x *Network) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Network.ProtoReflect.Descriptor instead.
 func (*Network) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{6}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Network) GetRailOptimized() bool {
@@ -1217,7 +1315,7 @@ type ClusterDefinition struct {
 
 func (x *ClusterDefinition) Reset() {
 	*x = ClusterDefinition{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[7]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1327,7 @@ func (x *ClusterDefinition) String() string {
 func (*ClusterDefinition) ProtoMessage() {}
 
 func (x *ClusterDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[7]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1340,7 @@ func (x *ClusterDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterDefinition.ProtoReflect.Descriptor instead.
 func (*ClusterDefinition) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{7}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ClusterDefinition) GetName() string {
@@ -1318,7 +1416,7 @@ type NodeFreeGPUs struct {
 
 func (x *NodeFreeGPUs) Reset() {
 	*x = NodeFreeGPUs{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[8]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1428,7 @@ func (x *NodeFreeGPUs) String() string {
 func (*NodeFreeGPUs) ProtoMessage() {}
 
 func (x *NodeFreeGPUs) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[8]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1441,7 @@ func (x *NodeFreeGPUs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeFreeGPUs.ProtoReflect.Descriptor instead.
 func (*NodeFreeGPUs) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{8}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeFreeGPUs) GetNode() int32 {
@@ -1377,7 +1475,7 @@ type ClusterSpec struct {
 
 func (x *ClusterSpec) Reset() {
 	*x = ClusterSpec{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[9]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1487,7 @@ func (x *ClusterSpec) String() string {
 func (*ClusterSpec) ProtoMessage() {}
 
 func (x *ClusterSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[9]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1500,7 @@ func (x *ClusterSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSpec.ProtoReflect.Descriptor instead.
 func (*ClusterSpec) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{9}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ClusterSpec) GetSource() isClusterSpec_Source {
@@ -1473,7 +1571,7 @@ type Optimizer struct {
 
 func (x *Optimizer) Reset() {
 	*x = Optimizer{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +1583,7 @@ func (x *Optimizer) String() string {
 func (*Optimizer) ProtoMessage() {}
 
 func (x *Optimizer) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +1596,7 @@ func (x *Optimizer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Optimizer.ProtoReflect.Descriptor instead.
 func (*Optimizer) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{10}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Optimizer) GetName() string {
@@ -1576,7 +1674,7 @@ type Training struct {
 
 func (x *Training) Reset() {
 	*x = Training{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1686,7 @@ func (x *Training) String() string {
 func (*Training) ProtoMessage() {}
 
 func (x *Training) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1699,7 @@ func (x *Training) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Training.ProtoReflect.Descriptor instead.
 func (*Training) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{11}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Training) GetSeqLen() int32 {
@@ -1722,13 +1820,16 @@ type Layout struct {
 	// stages that do not divide the layers turn them on when that makes them divide.
 	AccountForEmbedding bool `protobuf:"varint,17,opt,name=account_for_embedding,json=accountForEmbedding,proto3" json:"account_for_embedding,omitempty"`
 	AccountForLoss      bool `protobuf:"varint,18,opt,name=account_for_loss,json=accountForLoss,proto3" json:"account_for_loss,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Hide the expert-parallel all-to-alls under another micro-batch's compute
+	// (Megatron-Core's overlapped MoE all-to-all; DualPipe always does).
+	OverlapEp     bool `protobuf:"varint,19,opt,name=overlap_ep,json=overlapEp,proto3" json:"overlap_ep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1841,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1854,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{12}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Layout) GetTp() int32 {
@@ -1882,6 +1983,13 @@ func (x *Layout) GetAccountForLoss() bool {
 	return false
 }
 
+func (x *Layout) GetOverlapEp() bool {
+	if x != nil {
+		return x.OverlapEp
+	}
+	return false
+}
+
 // CommTimes is a time per kind of communication, in seconds.
 type CommTimes struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1898,7 +2006,7 @@ type CommTimes struct {
 
 func (x *CommTimes) Reset() {
 	*x = CommTimes{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2018,7 @@ func (x *CommTimes) String() string {
 func (*CommTimes) ProtoMessage() {}
 
 func (x *CommTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2031,7 @@ func (x *CommTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommTimes.ProtoReflect.Descriptor instead.
 func (*CommTimes) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{13}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CommTimes) GetTp() float64 {
@@ -1993,7 +2101,7 @@ type Breakdown struct {
 
 func (x *Breakdown) Reset() {
 	*x = Breakdown{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +2113,7 @@ func (x *Breakdown) String() string {
 func (*Breakdown) ProtoMessage() {}
 
 func (x *Breakdown) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2018,7 +2126,7 @@ func (x *Breakdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breakdown.ProtoReflect.Descriptor instead.
 func (*Breakdown) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{14}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Breakdown) GetForwardS() float64 {
@@ -2109,7 +2217,7 @@ type Memory struct {
 
 func (x *Memory) Reset() {
 	*x = Memory{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2121,7 +2229,7 @@ func (x *Memory) String() string {
 func (*Memory) ProtoMessage() {}
 
 func (x *Memory) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2134,7 +2242,7 @@ func (x *Memory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Memory.ProtoReflect.Descriptor instead.
 func (*Memory) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{15}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Memory) GetWeightsGb() float64 {
@@ -2254,7 +2362,7 @@ type Throughput struct {
 
 func (x *Throughput) Reset() {
 	*x = Throughput{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2374,7 @@ func (x *Throughput) String() string {
 func (*Throughput) ProtoMessage() {}
 
 func (x *Throughput) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2387,7 @@ func (x *Throughput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Throughput.ProtoReflect.Descriptor instead.
 func (*Throughput) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{16}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Throughput) GetTokensPerS() float64 {
@@ -2329,7 +2437,7 @@ type CommCall struct {
 
 func (x *CommCall) Reset() {
 	*x = CommCall{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2341,7 +2449,7 @@ func (x *CommCall) String() string {
 func (*CommCall) ProtoMessage() {}
 
 func (x *CommCall) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2354,7 +2462,7 @@ func (x *CommCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommCall.ProtoReflect.Descriptor instead.
 func (*CommCall) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{17}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CommCall) GetKind() string {
@@ -2455,7 +2563,7 @@ type StepEstimate struct {
 
 func (x *StepEstimate) Reset() {
 	*x = StepEstimate{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2575,7 @@ func (x *StepEstimate) String() string {
 func (*StepEstimate) ProtoMessage() {}
 
 func (x *StepEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2588,7 @@ func (x *StepEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepEstimate.ProtoReflect.Descriptor instead.
 func (*StepEstimate) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{18}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StepEstimate) GetStepTimeS() float64 {
@@ -2583,7 +2691,7 @@ type EstimateStepRequest struct {
 
 func (x *EstimateStepRequest) Reset() {
 	*x = EstimateStepRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2703,7 @@ func (x *EstimateStepRequest) String() string {
 func (*EstimateStepRequest) ProtoMessage() {}
 
 func (x *EstimateStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2716,7 @@ func (x *EstimateStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateStepRequest.ProtoReflect.Descriptor instead.
 func (*EstimateStepRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{19}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EstimateStepRequest) GetModel() *ModelSpec {
@@ -2659,7 +2767,7 @@ type EstimateStepResponse struct {
 
 func (x *EstimateStepResponse) Reset() {
 	*x = EstimateStepResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2671,7 +2779,7 @@ func (x *EstimateStepResponse) String() string {
 func (*EstimateStepResponse) ProtoMessage() {}
 
 func (x *EstimateStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2684,7 +2792,7 @@ func (x *EstimateStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateStepResponse.ProtoReflect.Descriptor instead.
 func (*EstimateStepResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{20}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EstimateStepResponse) GetEstimate() *StepEstimate {
@@ -2725,7 +2833,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2737,7 +2845,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2750,7 +2858,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{21}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FieldViolation) GetField() string {
@@ -2780,7 +2888,7 @@ type ItemError struct {
 
 func (x *ItemError) Reset() {
 	*x = ItemError{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2792,7 +2900,7 @@ func (x *ItemError) String() string {
 func (*ItemError) ProtoMessage() {}
 
 func (x *ItemError) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2805,7 +2913,7 @@ func (x *ItemError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemError.ProtoReflect.Descriptor instead.
 func (*ItemError) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{22}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ItemError) GetCode() string {
@@ -2841,7 +2949,7 @@ type RankConfigsRequest struct {
 
 func (x *RankConfigsRequest) Reset() {
 	*x = RankConfigsRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2853,7 +2961,7 @@ func (x *RankConfigsRequest) String() string {
 func (*RankConfigsRequest) ProtoMessage() {}
 
 func (x *RankConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2866,7 +2974,7 @@ func (x *RankConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankConfigsRequest.ProtoReflect.Descriptor instead.
 func (*RankConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{23}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RankConfigsRequest) GetConfigs() []*EstimateStepRequest {
@@ -2918,7 +3026,7 @@ type RankedConfig struct {
 
 func (x *RankedConfig) Reset() {
 	*x = RankedConfig{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2930,7 +3038,7 @@ func (x *RankedConfig) String() string {
 func (*RankedConfig) ProtoMessage() {}
 
 func (x *RankedConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2943,7 +3051,7 @@ func (x *RankedConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankedConfig.ProtoReflect.Descriptor instead.
 func (*RankedConfig) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{24}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RankedConfig) GetIndex() int32 {
@@ -3006,7 +3114,7 @@ type RankConfigsResponse struct {
 
 func (x *RankConfigsResponse) Reset() {
 	*x = RankConfigsResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3126,7 @@ func (x *RankConfigsResponse) String() string {
 func (*RankConfigsResponse) ProtoMessage() {}
 
 func (x *RankConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3139,7 @@ func (x *RankConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankConfigsResponse.ProtoReflect.Descriptor instead.
 func (*RankConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{25}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RankConfigsResponse) GetResults() []*RankedConfig {
@@ -3070,7 +3178,7 @@ type Constraints struct {
 
 func (x *Constraints) Reset() {
 	*x = Constraints{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3190,7 @@ func (x *Constraints) String() string {
 func (*Constraints) ProtoMessage() {}
 
 func (x *Constraints) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3203,7 @@ func (x *Constraints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraints.ProtoReflect.Descriptor instead.
 func (*Constraints) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{26}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Constraints) GetTp() []int32 {
@@ -3224,7 +3332,7 @@ type EstimatePlanRequest struct {
 
 func (x *EstimatePlanRequest) Reset() {
 	*x = EstimatePlanRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3236,7 +3344,7 @@ func (x *EstimatePlanRequest) String() string {
 func (*EstimatePlanRequest) ProtoMessage() {}
 
 func (x *EstimatePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3249,7 +3357,7 @@ func (x *EstimatePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimatePlanRequest.ProtoReflect.Descriptor instead.
 func (*EstimatePlanRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{27}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EstimatePlanRequest) GetModel() *ModelSpec {
@@ -3353,7 +3461,7 @@ type NodeUse struct {
 
 func (x *NodeUse) Reset() {
 	*x = NodeUse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3365,7 +3473,7 @@ func (x *NodeUse) String() string {
 func (*NodeUse) ProtoMessage() {}
 
 func (x *NodeUse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3378,7 +3486,7 @@ func (x *NodeUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUse.ProtoReflect.Descriptor instead.
 func (*NodeUse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{28}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NodeUse) GetNode() int32 {
@@ -3407,7 +3515,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3527,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3540,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{29}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Placement) GetNodes() []*NodeUse {
@@ -3480,7 +3588,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3492,7 +3600,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3505,7 +3613,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{30}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Plan) GetRank() int32 {
@@ -3580,7 +3688,7 @@ type SearchStats struct {
 
 func (x *SearchStats) Reset() {
 	*x = SearchStats{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3592,7 +3700,7 @@ func (x *SearchStats) String() string {
 func (*SearchStats) ProtoMessage() {}
 
 func (x *SearchStats) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3605,7 +3713,7 @@ func (x *SearchStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchStats.ProtoReflect.Descriptor instead.
 func (*SearchStats) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SearchStats) GetEnumerated() int64 {
@@ -3673,7 +3781,7 @@ type EstimatePlanResponse struct {
 
 func (x *EstimatePlanResponse) Reset() {
 	*x = EstimatePlanResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3685,7 +3793,7 @@ func (x *EstimatePlanResponse) String() string {
 func (*EstimatePlanResponse) ProtoMessage() {}
 
 func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3698,7 +3806,7 @@ func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimatePlanResponse.ProtoReflect.Descriptor instead.
 func (*EstimatePlanResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *EstimatePlanResponse) GetPlans() []*Plan {
@@ -3764,7 +3872,7 @@ type SimulateCollectiveRequest struct {
 
 func (x *SimulateCollectiveRequest) Reset() {
 	*x = SimulateCollectiveRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3776,7 +3884,7 @@ func (x *SimulateCollectiveRequest) String() string {
 func (*SimulateCollectiveRequest) ProtoMessage() {}
 
 func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3789,7 +3897,7 @@ func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveRequest.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SimulateCollectiveRequest) GetCluster() *ClusterSpec {
@@ -3874,7 +3982,7 @@ type CollectiveEstimate struct {
 
 func (x *CollectiveEstimate) Reset() {
 	*x = CollectiveEstimate{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3886,7 +3994,7 @@ func (x *CollectiveEstimate) String() string {
 func (*CollectiveEstimate) ProtoMessage() {}
 
 func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3899,7 +4007,7 @@ func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectiveEstimate.ProtoReflect.Descriptor instead.
 func (*CollectiveEstimate) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CollectiveEstimate) GetAlgorithm() Algorithm {
@@ -3982,7 +4090,7 @@ type NotApplicable struct {
 
 func (x *NotApplicable) Reset() {
 	*x = NotApplicable{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4102,7 @@ func (x *NotApplicable) String() string {
 func (*NotApplicable) ProtoMessage() {}
 
 func (x *NotApplicable) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4115,7 @@ func (x *NotApplicable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotApplicable.ProtoReflect.Descriptor instead.
 func (*NotApplicable) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *NotApplicable) GetAlgorithm() Algorithm {
@@ -4039,7 +4147,7 @@ type SimulateCollectiveResponse struct {
 
 func (x *SimulateCollectiveResponse) Reset() {
 	*x = SimulateCollectiveResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4051,7 +4159,7 @@ func (x *SimulateCollectiveResponse) String() string {
 func (*SimulateCollectiveResponse) ProtoMessage() {}
 
 func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4064,7 +4172,7 @@ func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveResponse.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SimulateCollectiveResponse) GetChosen() *CollectiveEstimate {
@@ -4124,7 +4232,7 @@ type ListCatalogRequest struct {
 
 func (x *ListCatalogRequest) Reset() {
 	*x = ListCatalogRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4136,7 +4244,7 @@ func (x *ListCatalogRequest) String() string {
 func (*ListCatalogRequest) ProtoMessage() {}
 
 func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4149,7 +4257,7 @@ func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ListCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
 }
 
 type SystemEntry struct {
@@ -4164,7 +4272,7 @@ type SystemEntry struct {
 
 func (x *SystemEntry) Reset() {
 	*x = SystemEntry{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4176,7 +4284,7 @@ func (x *SystemEntry) String() string {
 func (*SystemEntry) ProtoMessage() {}
 
 func (x *SystemEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4189,7 +4297,7 @@ func (x *SystemEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemEntry.ProtoReflect.Descriptor instead.
 func (*SystemEntry) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SystemEntry) GetName() string {
@@ -4231,7 +4339,7 @@ type ListCatalogResponse struct {
 
 func (x *ListCatalogResponse) Reset() {
 	*x = ListCatalogResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4243,7 +4351,7 @@ func (x *ListCatalogResponse) String() string {
 func (*ListCatalogResponse) ProtoMessage() {}
 
 func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4256,7 +4364,7 @@ func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ListCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListCatalogResponse) GetGpus() []*GPU {
@@ -4293,7 +4401,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tfrequency\x18\x04 \x01(\x05R\tfrequency\x12%\n" +
 	"\x0eshared_experts\x18\x05 \x01(\x05R\rsharedExperts\x12\x1f\n" +
 	"\vfirst_dense\x18\x06 \x01(\x05R\n" +
-	"firstDense\"\xb0\x02\n" +
+	"firstDense\"\xd4\x02\n" +
 	"\fArchitecture\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x16\n" +
@@ -4306,7 +4414,16 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0ftied_embeddings\x18\t \x01(\bR\x0etiedEmbeddings\x12\"\n" +
 	"\x03moe\x18\n" +
 	" \x01(\v2\x10.stepcost.v1.MoER\x03moe\x12\x19\n" +
-	"\bhead_dim\x18\v \x01(\x05R\aheadDim\"\x86\x01\n" +
+	"\bhead_dim\x18\v \x01(\x05R\aheadDim\x12\"\n" +
+	"\x03mla\x18\f \x01(\v2\x10.stepcost.v1.MLAR\x03mla\"\xb7\x01\n" +
+	"\x03MLA\x12\x1e\n" +
+	"\vq_lora_rank\x18\x01 \x01(\x05R\tqLoraRank\x12 \n" +
+	"\fkv_lora_rank\x18\x02 \x01(\x05R\n" +
+	"kvLoraRank\x12'\n" +
+	"\x10qk_nope_head_dim\x18\x03 \x01(\x05R\rqkNopeHeadDim\x12'\n" +
+	"\x10qk_rope_head_dim\x18\x04 \x01(\x05R\rqkRopeHeadDim\x12\x1c\n" +
+	"\n" +
+	"v_head_dim\x18\x05 \x01(\x05R\bvHeadDim\"\x86\x01\n" +
 	"\tModelSpec\x12\x14\n" +
 	"\x04name\x18\x01 \x01(\tH\x00R\x04name\x12?\n" +
 	"\farchitecture\x18\x02 \x01(\v2\x19.stepcost.v1.ArchitectureH\x00R\farchitecture\x12\x18\n" +
@@ -4395,7 +4512,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\tR\tfp8Recipe\x127\n" +
 	"\x18dp_reduce_after_backward\x18\v \x01(\bR\x15dpReduceAfterBackward\x12#\n" +
 	"\rmoe_imbalance\x18\f \x01(\x01R\fmoeImbalance\x12.\n" +
-	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\"\xb8\x04\n" +
+	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\"\xd7\x04\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
@@ -4420,7 +4537,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"cpAllToAll\x12)\n" +
 	"\x10recompute_layers\x18\x10 \x01(\x05R\x0frecomputeLayers\x122\n" +
 	"\x15account_for_embedding\x18\x11 \x01(\bR\x13accountForEmbedding\x12(\n" +
-	"\x10account_for_loss\x18\x12 \x01(\bR\x0eaccountForLoss\"\x8f\x01\n" +
+	"\x10account_for_loss\x18\x12 \x01(\bR\x0eaccountForLoss\x12\x1d\n" +
+	"\n" +
+	"overlap_ep\x18\x13 \x01(\bR\toverlapEp\"\x8f\x01\n" +
 	"\tCommTimes\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x01R\x02tp\x12\x0e\n" +
 	"\x02cp\x18\x02 \x01(\x01R\x02cp\x12\x0e\n" +
@@ -4682,12 +4801,14 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x1dBACKWARD_PREFETCH_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15BACKWARD_PREFETCH_PRE\x10\x01\x12\x1a\n" +
 	"\x16BACKWARD_PREFETCH_POST\x10\x02\x12\x1a\n" +
-	"\x16BACKWARD_PREFETCH_NONE\x10\x03*e\n" +
+	"\x16BACKWARD_PREFETCH_NONE\x10\x03*\x96\x01\n" +
 	"\bSchedule\x12\x18\n" +
 	"\x14SCHEDULE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSCHEDULE_GPIPE\x10\x01\x12\x11\n" +
 	"\rSCHEDULE_1F1B\x10\x02\x12\x18\n" +
-	"\x14SCHEDULE_INTERLEAVED\x10\x03*m\n" +
+	"\x14SCHEDULE_INTERLEAVED\x10\x03\x12\x18\n" +
+	"\x14SCHEDULE_ZERO_BUBBLE\x10\x04\x12\x15\n" +
+	"\x11SCHEDULE_DUALPIPE\x10\x05*m\n" +
 	"\tObjective\x12\x19\n" +
 	"\x15OBJECTIVE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13OBJECTIVE_STEP_TIME\x10\x01\x12\x18\n" +
@@ -4744,7 +4865,7 @@ func file_stepcost_v1_stepcost_proto_rawDescGZIP() []byte {
 }
 
 var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Precision)(0),                     // 0: stepcost.v1.Precision
 	(Recompute)(0),                     // 1: stepcost.v1.Recompute
@@ -4757,128 +4878,130 @@ var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Launch)(0),                        // 8: stepcost.v1.Launch
 	(*MoE)(nil),                        // 9: stepcost.v1.MoE
 	(*Architecture)(nil),               // 10: stepcost.v1.Architecture
-	(*ModelSpec)(nil),                  // 11: stepcost.v1.ModelSpec
-	(*GPU)(nil),                        // 12: stepcost.v1.GPU
-	(*IntraNode)(nil),                  // 13: stepcost.v1.IntraNode
-	(*NICs)(nil),                       // 14: stepcost.v1.NICs
-	(*Network)(nil),                    // 15: stepcost.v1.Network
-	(*ClusterDefinition)(nil),          // 16: stepcost.v1.ClusterDefinition
-	(*NodeFreeGPUs)(nil),               // 17: stepcost.v1.NodeFreeGPUs
-	(*ClusterSpec)(nil),                // 18: stepcost.v1.ClusterSpec
-	(*Optimizer)(nil),                  // 19: stepcost.v1.Optimizer
-	(*Training)(nil),                   // 20: stepcost.v1.Training
-	(*Layout)(nil),                     // 21: stepcost.v1.Layout
-	(*CommTimes)(nil),                  // 22: stepcost.v1.CommTimes
-	(*Breakdown)(nil),                  // 23: stepcost.v1.Breakdown
-	(*Memory)(nil),                     // 24: stepcost.v1.Memory
-	(*Throughput)(nil),                 // 25: stepcost.v1.Throughput
-	(*CommCall)(nil),                   // 26: stepcost.v1.CommCall
-	(*StepEstimate)(nil),               // 27: stepcost.v1.StepEstimate
-	(*EstimateStepRequest)(nil),        // 28: stepcost.v1.EstimateStepRequest
-	(*EstimateStepResponse)(nil),       // 29: stepcost.v1.EstimateStepResponse
-	(*FieldViolation)(nil),             // 30: stepcost.v1.FieldViolation
-	(*ItemError)(nil),                  // 31: stepcost.v1.ItemError
-	(*RankConfigsRequest)(nil),         // 32: stepcost.v1.RankConfigsRequest
-	(*RankedConfig)(nil),               // 33: stepcost.v1.RankedConfig
-	(*RankConfigsResponse)(nil),        // 34: stepcost.v1.RankConfigsResponse
-	(*Constraints)(nil),                // 35: stepcost.v1.Constraints
-	(*EstimatePlanRequest)(nil),        // 36: stepcost.v1.EstimatePlanRequest
-	(*NodeUse)(nil),                    // 37: stepcost.v1.NodeUse
-	(*Placement)(nil),                  // 38: stepcost.v1.Placement
-	(*Plan)(nil),                       // 39: stepcost.v1.Plan
-	(*SearchStats)(nil),                // 40: stepcost.v1.SearchStats
-	(*EstimatePlanResponse)(nil),       // 41: stepcost.v1.EstimatePlanResponse
-	(*SimulateCollectiveRequest)(nil),  // 42: stepcost.v1.SimulateCollectiveRequest
-	(*CollectiveEstimate)(nil),         // 43: stepcost.v1.CollectiveEstimate
-	(*NotApplicable)(nil),              // 44: stepcost.v1.NotApplicable
-	(*SimulateCollectiveResponse)(nil), // 45: stepcost.v1.SimulateCollectiveResponse
-	(*ListCatalogRequest)(nil),         // 46: stepcost.v1.ListCatalogRequest
-	(*SystemEntry)(nil),                // 47: stepcost.v1.SystemEntry
-	(*ListCatalogResponse)(nil),        // 48: stepcost.v1.ListCatalogResponse
-	nil,                                // 49: stepcost.v1.GPU.PeakTflopsEntry
-	nil,                                // 50: stepcost.v1.SearchStats.PrunedEntry
+	(*MLA)(nil),                        // 11: stepcost.v1.MLA
+	(*ModelSpec)(nil),                  // 12: stepcost.v1.ModelSpec
+	(*GPU)(nil),                        // 13: stepcost.v1.GPU
+	(*IntraNode)(nil),                  // 14: stepcost.v1.IntraNode
+	(*NICs)(nil),                       // 15: stepcost.v1.NICs
+	(*Network)(nil),                    // 16: stepcost.v1.Network
+	(*ClusterDefinition)(nil),          // 17: stepcost.v1.ClusterDefinition
+	(*NodeFreeGPUs)(nil),               // 18: stepcost.v1.NodeFreeGPUs
+	(*ClusterSpec)(nil),                // 19: stepcost.v1.ClusterSpec
+	(*Optimizer)(nil),                  // 20: stepcost.v1.Optimizer
+	(*Training)(nil),                   // 21: stepcost.v1.Training
+	(*Layout)(nil),                     // 22: stepcost.v1.Layout
+	(*CommTimes)(nil),                  // 23: stepcost.v1.CommTimes
+	(*Breakdown)(nil),                  // 24: stepcost.v1.Breakdown
+	(*Memory)(nil),                     // 25: stepcost.v1.Memory
+	(*Throughput)(nil),                 // 26: stepcost.v1.Throughput
+	(*CommCall)(nil),                   // 27: stepcost.v1.CommCall
+	(*StepEstimate)(nil),               // 28: stepcost.v1.StepEstimate
+	(*EstimateStepRequest)(nil),        // 29: stepcost.v1.EstimateStepRequest
+	(*EstimateStepResponse)(nil),       // 30: stepcost.v1.EstimateStepResponse
+	(*FieldViolation)(nil),             // 31: stepcost.v1.FieldViolation
+	(*ItemError)(nil),                  // 32: stepcost.v1.ItemError
+	(*RankConfigsRequest)(nil),         // 33: stepcost.v1.RankConfigsRequest
+	(*RankedConfig)(nil),               // 34: stepcost.v1.RankedConfig
+	(*RankConfigsResponse)(nil),        // 35: stepcost.v1.RankConfigsResponse
+	(*Constraints)(nil),                // 36: stepcost.v1.Constraints
+	(*EstimatePlanRequest)(nil),        // 37: stepcost.v1.EstimatePlanRequest
+	(*NodeUse)(nil),                    // 38: stepcost.v1.NodeUse
+	(*Placement)(nil),                  // 39: stepcost.v1.Placement
+	(*Plan)(nil),                       // 40: stepcost.v1.Plan
+	(*SearchStats)(nil),                // 41: stepcost.v1.SearchStats
+	(*EstimatePlanResponse)(nil),       // 42: stepcost.v1.EstimatePlanResponse
+	(*SimulateCollectiveRequest)(nil),  // 43: stepcost.v1.SimulateCollectiveRequest
+	(*CollectiveEstimate)(nil),         // 44: stepcost.v1.CollectiveEstimate
+	(*NotApplicable)(nil),              // 45: stepcost.v1.NotApplicable
+	(*SimulateCollectiveResponse)(nil), // 46: stepcost.v1.SimulateCollectiveResponse
+	(*ListCatalogRequest)(nil),         // 47: stepcost.v1.ListCatalogRequest
+	(*SystemEntry)(nil),                // 48: stepcost.v1.SystemEntry
+	(*ListCatalogResponse)(nil),        // 49: stepcost.v1.ListCatalogResponse
+	nil,                                // 50: stepcost.v1.GPU.PeakTflopsEntry
+	nil,                                // 51: stepcost.v1.SearchStats.PrunedEntry
 }
 var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	9,  // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
-	10, // 1: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
-	49, // 2: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
-	12, // 3: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
-	13, // 4: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
-	14, // 5: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
-	15, // 6: stepcost.v1.ClusterDefinition.network:type_name -> stepcost.v1.Network
-	16, // 7: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
-	17, // 8: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
-	0,  // 9: stepcost.v1.Training.precision:type_name -> stepcost.v1.Precision
-	19, // 10: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
-	2,  // 11: stepcost.v1.Training.zero3_backward_prefetch:type_name -> stepcost.v1.BackwardPrefetch
-	1,  // 12: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
-	3,  // 13: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
-	22, // 14: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
-	22, // 15: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
-	23, // 16: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
-	24, // 17: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
-	25, // 18: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
-	26, // 19: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
-	21, // 20: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
-	20, // 21: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
-	11, // 22: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
-	18, // 23: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	20, // 24: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
-	21, // 25: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
-	27, // 26: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
-	10, // 27: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
-	30, // 28: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
-	28, // 29: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
-	4,  // 30: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
-	27, // 31: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
-	31, // 32: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
-	33, // 33: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
-	1,  // 34: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
-	3,  // 35: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
-	11, // 36: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
-	18, // 37: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	20, // 38: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
-	35, // 39: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
-	4,  // 40: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
-	37, // 41: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
-	21, // 42: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
-	38, // 43: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
-	27, // 44: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
-	50, // 45: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
-	39, // 46: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
-	39, // 47: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
-	40, // 48: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
-	10, // 49: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
-	18, // 50: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	5,  // 51: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
-	6,  // 52: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 53: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
-	8,  // 54: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
-	6,  // 55: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 56: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
-	6,  // 57: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
-	43, // 58: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
-	43, // 59: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
-	44, // 60: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
-	16, // 61: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
-	12, // 62: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
-	47, // 63: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
-	10, // 64: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
-	36, // 65: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
-	28, // 66: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
-	32, // 67: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
-	42, // 68: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
-	46, // 69: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
-	41, // 70: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
-	29, // 71: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
-	34, // 72: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
-	45, // 73: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
-	48, // 74: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
-	70, // [70:75] is the sub-list for method output_type
-	65, // [65:70] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	11, // 1: stepcost.v1.Architecture.mla:type_name -> stepcost.v1.MLA
+	10, // 2: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
+	50, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
+	13, // 4: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
+	14, // 5: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
+	15, // 6: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
+	16, // 7: stepcost.v1.ClusterDefinition.network:type_name -> stepcost.v1.Network
+	17, // 8: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
+	18, // 9: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
+	0,  // 10: stepcost.v1.Training.precision:type_name -> stepcost.v1.Precision
+	20, // 11: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
+	2,  // 12: stepcost.v1.Training.zero3_backward_prefetch:type_name -> stepcost.v1.BackwardPrefetch
+	1,  // 13: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
+	3,  // 14: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
+	23, // 15: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
+	23, // 16: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
+	24, // 17: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
+	25, // 18: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
+	26, // 19: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
+	27, // 20: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
+	22, // 21: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
+	21, // 22: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
+	12, // 23: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
+	19, // 24: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	21, // 25: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
+	22, // 26: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
+	28, // 27: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
+	10, // 28: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
+	31, // 29: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
+	29, // 30: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
+	4,  // 31: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
+	28, // 32: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
+	32, // 33: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
+	34, // 34: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
+	1,  // 35: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
+	3,  // 36: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
+	12, // 37: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
+	19, // 38: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	21, // 39: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
+	36, // 40: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
+	4,  // 41: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
+	38, // 42: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
+	22, // 43: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
+	39, // 44: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
+	28, // 45: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
+	51, // 46: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
+	40, // 47: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
+	40, // 48: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
+	41, // 49: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
+	10, // 50: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
+	19, // 51: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	5,  // 52: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
+	6,  // 53: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 54: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
+	8,  // 55: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
+	6,  // 56: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 57: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
+	6,  // 58: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
+	44, // 59: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
+	44, // 60: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
+	45, // 61: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
+	17, // 62: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
+	13, // 63: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
+	48, // 64: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
+	10, // 65: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
+	37, // 66: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
+	29, // 67: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
+	33, // 68: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
+	43, // 69: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
+	47, // 70: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
+	42, // 71: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
+	30, // 72: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
+	35, // 73: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
+	46, // 74: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
+	49, // 75: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
+	71, // [71:76] is the sub-list for method output_type
+	66, // [66:71] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_stepcost_v1_stepcost_proto_init() }
@@ -4886,12 +5009,12 @@ func file_stepcost_v1_stepcost_proto_init() {
 	if File_stepcost_v1_stepcost_proto != nil {
 		return
 	}
-	file_stepcost_v1_stepcost_proto_msgTypes[2].OneofWrappers = []any{
+	file_stepcost_v1_stepcost_proto_msgTypes[3].OneofWrappers = []any{
 		(*ModelSpec_Name)(nil),
 		(*ModelSpec_Architecture)(nil),
 		(*ModelSpec_Params)(nil),
 	}
-	file_stepcost_v1_stepcost_proto_msgTypes[9].OneofWrappers = []any{
+	file_stepcost_v1_stepcost_proto_msgTypes[10].OneofWrappers = []any{
 		(*ClusterSpec_Name)(nil),
 		(*ClusterSpec_Definition)(nil),
 	}
@@ -4901,7 +5024,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stepcost_v1_stepcost_proto_rawDesc), len(file_stepcost_v1_stepcost_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   42,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

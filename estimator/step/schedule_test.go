@@ -1,0 +1,45 @@
+package step_test
+
+import (
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+// Zero-bubble ZB-H1 defers the weight-gradient half of the backward into the
+// bubbles and removes most of the 1F1B bubble; DualPipe halves the stages the
+// bubble spans, hides the expert-parallel all-to-alls under compute, and holds two
+// copies of the parameters.
+func TestZeroBubbleAndDualPipe(t *testing.T) {
+	run := func(name string, sched step.Schedule, ep int) step.Result {
+		req := step.Request{Model: arch(t, name), Cluster: cluster(t, "dgx-h100", 8),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64},
+			Layout:   step.Layout{TP: 1, PP: 8, DP: 8, EP: ep, MicroBatch: 1, ZeRO: 1, Recompute: step.RecomputeNone, Schedule: sched}}
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", name, sched, err)
+		}
+		return r
+	}
+	f1, zb := run("llama3-8b", step.OneFOneB, 1), run("llama3-8b", step.ZeroBubble, 1)
+	t.Logf("llama3-8b pp 8, 8 micro-batches: bubble 1F1B %.3f s, ZB-H1 %.3f s", f1.Breakdown.Bubble, zb.Breakdown.Bubble)
+	if !(zb.Breakdown.Bubble < 0.5*f1.Breakdown.Bubble) || zb.StepTime >= f1.StepTime {
+		t.Errorf("ZB-H1 bubble %.3f s vs 1F1B %.3f s; step %.3f vs %.3f s", zb.Breakdown.Bubble, f1.Breakdown.Bubble, zb.StepTime, f1.StepTime)
+	}
+	m1, dpipe := run("mixtral-8x7b", step.OneFOneB, 8), run("mixtral-8x7b", step.DualPipe, 8)
+	if m1.Breakdown.Exposed[step.CommEP] <= 0 || dpipe.Breakdown.Exposed[step.CommEP] >= 0.5*m1.Breakdown.Exposed[step.CommEP] {
+		t.Errorf("exposed all-to-all: 1F1B %.3f s, DualPipe %.3f s", m1.Breakdown.Exposed[step.CommEP], dpipe.Breakdown.Exposed[step.CommEP])
+	}
+	if w := dpipe.Memory.Weights / m1.Memory.Weights; w < 1.99 || w > 2.01 {
+		t.Errorf("DualPipe weights %.2f× 1F1B's, want 2×", w)
+	}
+	if dpipe.Breakdown.Bubble >= m1.Breakdown.Bubble {
+		t.Errorf("DualPipe bubble %.3f s not below 1F1B's %.3f s", dpipe.Breakdown.Bubble, m1.Breakdown.Bubble)
+	}
+	req := step.Request{Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 6),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 48},
+		Layout:   step.Layout{TP: 8, PP: 3, DP: 2, MicroBatch: 1, Schedule: step.DualPipe, LayerSplit: []int{11, 11, 10}}}
+	if _, err := step.New().Estimate(req); err == nil {
+		t.Error("DualPipe on pp 3 accepted")
+	}
+}
