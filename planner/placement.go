@@ -159,3 +159,26 @@ func place(c *topology.Cluster, free FreeMap, n, tp int) *Placement {
 	}
 	return p
 }
+
+// without returns the free map (the whole cluster when f is nil) minus the given
+// nodes; f is not modified.
+func (f FreeMap) without(c *topology.Cluster, nodes []int) FreeMap {
+	out := FreeMap{}
+	if f == nil {
+		all := make([]int, c.Spec.GPUsPerNode)
+		for g := range all {
+			all[g] = g
+		}
+		for n := range c.Spec.Nodes {
+			out[n] = all
+		}
+	} else {
+		for n, gs := range f {
+			out[n] = gs
+		}
+	}
+	for _, n := range nodes {
+		delete(out, n)
+	}
+	return out
+}

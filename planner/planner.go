@@ -116,6 +116,13 @@ type Request struct {
 	// SlowGPUSpeed is the what-if of step.Request.SlowGPUSpeed: one GPU of every job
 	// size computes at this fraction of its speed (0: none).
 	SlowGPUSpeed float64
+	// DegradedNICSpeed and DegradedLinkSpeed are the what-ifs of step.Request: one
+	// node's NICs, or one GPU's scale-up link, at this fraction of their bandwidth
+	// (0: none).
+	DegradedNICSpeed, DegradedLinkSpeed float64
+	// ExcludeNodes, a what-if: these nodes are gone (failed, drained) and the job
+	// runs on the others' free GPUs — the N−1 question after a node fails.
+	ExcludeNodes []int
 	// Workers evaluates candidates in parallel (default: all CPUs).
 	Workers int
 	// MaxLayouts stops a search that would enumerate more layouts than this with
@@ -231,6 +238,22 @@ func (r *Request) validate() error {
 	}
 	if s := r.SlowGPUSpeed; !(s == 0 || s > 0 && s <= 1) {
 		c.Add("slow_gpu_speed", "must be in (0, 1], the slow GPU's fraction of its speed, or 0 for none (got %v)", s)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"degraded_nic_speed", r.DegradedNICSpeed}, {"degraded_link_speed", r.DegradedLinkSpeed}} {
+		if !(f.v == 0 || f.v > 0 && f.v <= 1) {
+			c.Add(f.name, "must be in (0, 1], the degraded link's fraction of its bandwidth, or 0 for none (got %v)", f.v)
+		}
+	}
+	if r.DegradedNICSpeed > 0 && r.Cluster.Spec.NICs.PerNode == 0 {
+		c.Add("degraded_nic_speed", "the cluster %q has no NICs", r.Cluster.Spec.Name)
+	}
+	for i, n := range r.ExcludeNodes {
+		if n < 0 || n >= r.Cluster.Spec.Nodes {
+			c.Add(fmt.Sprintf("exclude_nodes[%d]", i), "node %d is not in the cluster's %d nodes", n, r.Cluster.Spec.Nodes)
+		}
 	}
 	// The search reads the training as the estimator would (global tokens as a
 	// batch, the default precision and optimizer), and every layout shares it: a

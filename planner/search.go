@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"context"
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"math"
 	"runtime"
 	"slices"
@@ -136,6 +137,12 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	if err := req.validate(); err != nil {
 		return Result{}, err
 	}
+	if len(req.ExcludeNodes) > 0 {
+		req.Free = req.Free.without(req.Cluster, req.ExcludeNodes)
+		if len(req.Free) == 0 {
+			return Result{}, invalid.Field("exclude_nodes", "no node of the cluster is left")
+		}
+	}
 	if req.Objective == "" {
 		req.Objective = FastestStep
 	}
@@ -242,7 +249,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 						return
 					}
 					c := &cands[j]
-					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed}
+					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
 					res, err := e.Quick(r)
 					ev := evaluated{c: c, res: res, err: err}
 					if err == nil {
@@ -304,7 +311,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	res := Result{}
 	// Plans are estimated again in full (communication table, assumptions).
 	toPlan := func(c *candidate) (Plan, error) {
-		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed}
+		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
 		est, err := e.Estimate(r)
 		if err != nil {
 			return Plan{}, err

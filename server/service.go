@@ -240,12 +240,15 @@ func (s *Service) estimateStep(req *pb.EstimateStepRequest) (work, error) {
 		Training step.Training
 		Layout   step.Layout
 		Cluster  topology.Spec
-	}{a, derived, t, l, ce.cluster.Spec}
+		// The what-ifs change the answer as much as the layout does.
+		SlowGPU, DegradedNIC, DegradedLink float64
+	}{a, derived, t, l, ce.cluster.Spec, req.GetSlowGpuSpeed(), req.GetDegradedNicSpeed(), req.GetDegradedLinkSpeed()}
 	return work{key, func(ctx context.Context) (proto.Message, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err := ce.est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.cluster, Layout: l, SlowGPUSpeed: req.GetSlowGpuSpeed()})
+		res, err := ce.est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.cluster, Layout: l, SlowGPUSpeed: req.GetSlowGpuSpeed(),
+			DegradedNICSpeed: req.GetDegradedNicSpeed(), DegradedLinkSpeed: req.GetDegradedLinkSpeed()})
 		if err != nil {
 			return nil, err
 		}
@@ -308,7 +311,11 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 	pr := planner.Request{Model: a, Training: t, Cluster: ce.cluster, GPUs: int(req.GetGpus()), MinGPUs: int(req.GetMinGpus()),
 		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons, Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
 		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: s.limits.MaxCandidates,
-		IncludeDominated: req.GetIncludeDominated(), SlowGPUSpeed: req.GetSlowGpuSpeed()}
+		IncludeDominated: req.GetIncludeDominated(), SlowGPUSpeed: req.GetSlowGpuSpeed(),
+		DegradedNICSpeed: req.GetDegradedNicSpeed(), DegradedLinkSpeed: req.GetDegradedLinkSpeed()}
+	for _, n := range req.GetExcludeNodes() {
+		pr.ExcludeNodes = append(pr.ExcludeNodes, int(n))
+	}
 	if pr.TopK == 0 {
 		pr.TopK = planner.DefaultTopK
 	}
@@ -325,7 +332,12 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 		Objective              planner.Objective
 		Price, Tokens          float64
 		TopK                   int
-	}{a, t, ce.cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, free, cons.Canonical(), obj, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK}
+		IncludeDominated       bool
+		// The what-ifs change the answer as much as the constraints do.
+		SlowGPU, DegradedNIC, DegradedLink float64
+		ExcludeNodes                       []int
+	}{a, t, ce.cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, free, cons.Canonical(), obj, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK,
+		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, pr.ExcludeNodes}
 	return work{key, func(ctx context.Context) (proto.Message, error) {
 		pr := pr
 		pr.Trace = s.plannerTrace(ctx)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -34,6 +35,50 @@ type groupCache struct {
 	// by a search's workers, so they are sync.Maps: reads take no lock.
 	places sync.Map
 	costs  atomic.Pointer[costMemo]
+	// degraded maps a degradeKey to the *topology.Cluster of a link what-if, so that
+	// repeated what-ifs reuse one cluster (and its placements and costs); at most
+	// maxDegraded are kept.
+	degraded  sync.Map
+	nDegraded atomic.Int64
+}
+
+// maxDegraded bounds the cached what-if clusters; beyond it they are built per call.
+const maxDegraded = 256
+
+type degradeKey struct {
+	cl        *topology.Cluster
+	gpu       int
+	nic, link float64
+}
+
+// degradedCluster applies the request's link what-ifs to its cluster at rank 0's
+// GPU and node, which lie in every group the estimate prices.
+func (e *Estimator) degradedCluster(req Request) (*topology.Cluster, error) {
+	gpu := 0
+	if req.Ranks != nil {
+		gpu = req.Ranks.GPU(0)
+	}
+	k := degradeKey{req.Cluster, gpu, req.DegradedNICSpeed, req.DegradedLinkSpeed}
+	if v, ok := e.degraded.Load(k); ok {
+		return v.(*topology.Cluster), nil
+	}
+	cl := req.Cluster
+	var err error
+	if s := req.DegradedNICSpeed; s > 0 && s < 1 {
+		if cl, err = cl.WithDegradedNICs(cl.Node(gpu), s); err != nil {
+			return nil, invalid.Field("degraded_nic_speed", "%v", err)
+		}
+	}
+	if s := req.DegradedLinkSpeed; s > 0 && s < 1 {
+		if cl, err = cl.WithDegradedGPULink(gpu, s); err != nil {
+			return nil, invalid.Field("degraded_link_speed", "%v", err)
+		}
+	}
+	if e.nDegraded.Add(1) <= maxDegraded {
+		v, _ := e.degraded.LoadOrStore(k, cl)
+		cl = v.(*topology.Cluster)
+	}
+	return cl, nil
 }
 
 // costMemo is one generation of memoised collective estimates. A search prices
@@ -179,6 +224,13 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	req = normalise(req)
 	if err := validate(req); err != nil {
 		return Result{}, err
+	}
+	if (req.DegradedNICSpeed > 0 && req.DegradedNICSpeed < 1 || req.DegradedLinkSpeed > 0 && req.DegradedLinkSpeed < 1) && req.Cluster.Degraded == "" {
+		dc, err := e.degradedCluster(req)
+		if err != nil {
+			return Result{}, err
+		}
+		req.Cluster = dc
 	}
 	a, t, l, cl := req.Model, req.Training, req.Layout, req.Cluster
 	g, _ := newGrid(l)
@@ -573,6 +625,10 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		if s := req.SlowGPUSpeed; s > 0 && s < 1 {
 			res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
 				"what-if: one GPU at %.0f%% of its speed; its pipeline stage paces every micro-batch and every data-parallel replica waits for it", 100*s))
+		}
+		if d := req.Cluster.Degraded; d != "" {
+			res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
+				"what-if: %s (rank 0's); every collective through it runs at its pace and the step waits for the slowest group", d))
 		}
 	}
 	return res, nil

@@ -24,6 +24,14 @@ type Request struct {
 	// so that stage paces the steady state; the pipeline's fill and drain pass the
 	// other stages at their own speed.
 	SlowGPUSpeed float64
+	// DegradedNICSpeed, a what-if: the NICs of one node of the job (rank 0's, which
+	// is in every group the estimate prices) run at this fraction of their bandwidth;
+	// 0 means none. Every collective through that node runs at its pace, and the
+	// step waits for the slowest group.
+	DegradedNICSpeed float64
+	// DegradedLinkSpeed, a what-if: one GPU's (rank 0's) scale-up link (NVLink,
+	// PCIe) runs at this fraction of its bandwidth; 0 means none.
+	DegradedLinkSpeed float64
 }
 
 // RankMap is a validated, immutable assignment of ranks to GPUs of one cluster.
@@ -277,6 +285,17 @@ func validate(r Request) error {
 	if s := r.SlowGPUSpeed; !(s == 0 || s > 0 && s <= 1) {
 		c.Add("slow_gpu_speed", "must be in (0, 1], the slow GPU's fraction of its speed, or 0 for none (got %v)", s)
 	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"degraded_nic_speed", r.DegradedNICSpeed}, {"degraded_link_speed", r.DegradedLinkSpeed}} {
+		if !(f.v == 0 || f.v > 0 && f.v <= 1) {
+			c.Add(f.name, "must be in (0, 1], the degraded link's fraction of its bandwidth, or 0 for none (got %v)", f.v)
+		}
+	}
+	if r.DegradedNICSpeed > 0 && r.Cluster != nil && r.Cluster.Spec.NICs.PerNode == 0 {
+		c.Add("degraded_nic_speed", "the cluster %q has no NICs", r.Cluster.Spec.Name)
+	}
 	t, l, a := r.Training, r.Layout, r.Model
 	c.Join(t.validate())
 	for _, f := range []struct {
@@ -382,7 +401,7 @@ func validate(r Request) error {
 	}
 	if r.Ranks != nil {
 		n := l.TP * l.PP * l.DP * l.CP
-		if r.Ranks.cluster != r.Cluster {
+		if r.Ranks.cluster != r.Cluster.Base() {
 			c.Add("ranks", "were placed on another cluster")
 		} else if r.Ranks.Len() != n {
 			c.Add("ranks", "place %d ranks, the layout has tp×pp×dp×cp = %d", r.Ranks.Len(), n)

@@ -51,3 +51,60 @@ func TestSlowGPU(t *testing.T) {
 		t.Errorf("speed 1.5: %v", err)
 	}
 }
+
+// A NIC at half its bandwidth halves the pace of every collective through its node:
+// the data-parallel reduction across two nodes takes about twice as long (the
+// per-step latency does not grow), while a job inside one node does not notice it.
+// A GPU's NVLink at half speed does the same to its tensor-parallel group.
+func TestDegradedLinks(t *testing.T) {
+	run := func(nodes, tp int, nic, link float64) step.Result {
+		req := step.Request{
+			Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", nodes),
+			Training:          step.Training{SeqLen: 4096, GlobalBatch: 64},
+			Layout:            step.Layout{TP: tp, PP: 1, DP: nodes * 8 / tp, MicroBatch: 1, ZeRO: 1, SP: tp > 1, Recompute: step.RecomputeNone},
+			DegradedNICSpeed:  nic,
+			DegradedLinkSpeed: link,
+		}
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	call := func(r step.Result, kind, op string) step.CommCall {
+		for _, c := range r.Comms {
+			if c.KindName == kind && c.Op == op {
+				return c
+			}
+		}
+		t.Fatalf("no %s %s in %+v", kind, op, r.Comms)
+		return step.CommCall{}
+	}
+	healthy, slow := run(2, 1, 0, 0), run(2, 1, 0.5, 0)
+	h, s := call(healthy, "dp", "reducescatter"), call(slow, "dp", "reducescatter")
+	if got := s.TimeUs / h.TimeUs; !(got > 1.7 && got <= 2.0001) {
+		t.Errorf("DP reduce-scatter of %.0f MB over 2 nodes with one NIC at 50%%: ×%.2f (%.0f → %.0f µs), want about ×2", h.Bytes/1e6, got, h.TimeUs, s.TimeUs)
+	}
+	t.Logf("DP reduce-scatter ×%.3f, step %.3f → %.3f s", s.TimeUs/h.TimeUs, healthy.StepTime, slow.StepTime)
+	if !(slow.StepTime > healthy.StepTime) {
+		t.Errorf("step %.3f s with a degraded NIC, %.3f s healthy", slow.StepTime, healthy.StepTime)
+	}
+	if n := slow.Assumptions[len(slow.Assumptions)-1]; !strings.Contains(n, "NICs at 50%") {
+		t.Errorf("last assumption %q does not state the what-if", n)
+	}
+	if a, b := run(1, 8, 0, 0), run(1, 8, 0.5, 0); a.StepTime != b.StepTime {
+		t.Errorf("one node: step %.4f s with a degraded NIC, %.4f s without", b.StepTime, a.StepTime)
+	}
+	a, b := run(1, 8, 0, 0), run(1, 8, 0, 0.5)
+	ha, hb := call(a, "tp", "allgather"), call(b, "tp", "allgather")
+	t.Logf("TP all-gather ×%.3f, step %.3f → %.3f s", hb.TimeUs/ha.TimeUs, a.StepTime, b.StepTime)
+	if got := hb.TimeUs / ha.TimeUs; !(got > 1.3 && got <= 2.0001) {
+		t.Errorf("TP 8 all-gather of %.0f MB with one GPU's NVLink at 50%%: ×%.2f, want up to ×2", ha.Bytes/1e6, got)
+	}
+	req := step.Request{Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1), Training: step.Training{SeqLen: 4096, GlobalBatch: 8},
+		Layout: step.Layout{TP: 1, PP: 1, DP: 8, MicroBatch: 1}, DegradedNICSpeed: -1, DegradedLinkSpeed: 2}
+	_, err := step.New().Estimate(req)
+	if err == nil || !strings.Contains(err.Error(), "degraded_nic_speed") || !strings.Contains(err.Error(), "degraded_link_speed") {
+		t.Errorf("speeds -1 and 2: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stepcost/stepcost/estimator/hardware"
 )
@@ -63,6 +64,27 @@ type Cluster struct {
 
 	// Resource index layout: [gpu ports out | gpu ports in | pair links | nic out | nic in | leaf up | leaf down]
 	offPortIn, offPair, offNICOut, offNICIn, offLeafUp, offLeafDown, nRes int
+
+	// scaled lowers the capacity of some resources (the degraded-link what-ifs);
+	// empty for a healthy cluster.
+	scaled []scaledRange
+	// Degraded describes the what-ifs applied, empty for a healthy cluster.
+	Degraded string
+	base     *Cluster // the healthy cluster a degraded copy was made from
+}
+
+// Base is the healthy cluster this one was degraded from (itself if healthy).
+func (c *Cluster) Base() *Cluster {
+	if c.base != nil {
+		return c.base
+	}
+	return c
+}
+
+// scaledRange multiplies the capacity of resources [lo, hi) by f.
+type scaledRange struct {
+	lo, hi int32
+	f      float64
 }
 
 // Build validates the spec and compiles it.
@@ -195,16 +217,84 @@ func (c *Cluster) NIC(g int) int {
 
 // Capacity of resource r in bytes per µs.
 func (c *Cluster) Capacity(r int32) float64 {
+	var v float64
 	switch i := int(r); {
 	case i < c.offPair:
-		return c.IntraBW
+		v = c.IntraBW
 	case i < c.offNICOut:
-		return c.PairBW
+		v = c.PairBW
 	case i < c.offLeafUp:
-		return c.NICBW
+		v = c.NICBW
 	default:
-		return c.LeafBW
+		v = c.LeafBW
 	}
+	for _, s := range c.scaled {
+		if r >= s.lo && r < s.hi {
+			v *= s.f
+		}
+	}
+	return v
+}
+
+// WithDegradedNICs returns a copy of the cluster whose node runs its NICs at speed
+// (a fraction in (0, 1]) of their bandwidth in both directions: a NIC that trained
+// down to a lower rate, a flapping link, a congested port. Rings, trees and
+// all-to-alls through that node run at its pace.
+func (c *Cluster) WithDegradedNICs(node int, speed float64) (*Cluster, error) {
+	nics := c.Spec.NICs.PerNode
+	switch {
+	case nics == 0:
+		return nil, fmt.Errorf("the cluster has no NICs to degrade")
+	case node < 0 || node >= c.Spec.Nodes:
+		return nil, fmt.Errorf("node %d is not in the cluster's %d nodes", node, c.Spec.Nodes)
+	case !(speed > 0 && speed <= 1):
+		return nil, fmt.Errorf("speed must be in (0, 1] (got %v)", speed)
+	}
+	d := c.degrade(fmt.Sprintf("node %d's NICs at %.0f%%", node, 100*speed))
+	lo := int32(node * nics)
+	d.scaled = append(d.scaled,
+		scaledRange{int32(c.offNICOut) + lo, int32(c.offNICOut) + lo + int32(nics), speed},
+		scaledRange{int32(c.offNICIn) + lo, int32(c.offNICIn) + lo + int32(nics), speed})
+	return d, nil
+}
+
+// WithDegradedGPULink returns a copy of the cluster whose GPU gpu reaches the
+// scale-up fabric at speed (a fraction in (0, 1]) of its bandwidth in both
+// directions: NVLink lanes down, a PCIe link trained to a lower width.
+func (c *Cluster) WithDegradedGPULink(gpu int, speed float64) (*Cluster, error) {
+	switch {
+	case gpu < 0 || gpu >= c.gpus:
+		return nil, fmt.Errorf("GPU %d is not in the cluster's %d GPUs", gpu, c.gpus)
+	case !(speed > 0 && speed <= 1):
+		return nil, fmt.Errorf("speed must be in (0, 1] (got %v)", speed)
+	}
+	d := c.degrade(fmt.Sprintf("GPU %d scale-up link at %.0f%%", gpu, 100*speed))
+	g := int32(gpu)
+	d.scaled = append(d.scaled, scaledRange{g, g + 1, speed}, scaledRange{int32(c.offPortIn) + g, int32(c.offPortIn) + g + 1, speed})
+	if c.Spec.Intra.Kind == Mesh {
+		// The GPU's own mesh links: out of it and into it.
+		n := int32(c.Spec.GPUsPerNode)
+		base := int32(c.offPair) + int32(c.Node(gpu))*n*n
+		local := g % n
+		d.scaled = append(d.scaled, scaledRange{base + local*n, base + local*n + n, speed})
+		for j := range n {
+			r := base + j*n + local
+			d.scaled = append(d.scaled, scaledRange{r, r + 1, speed})
+		}
+	}
+	return d, nil
+}
+
+// degrade copies the cluster and records the what-if.
+func (c *Cluster) degrade(what string) *Cluster {
+	d := *c
+	d.base = c.Base()
+	d.scaled = slices.Clip(c.scaled)
+	if d.Degraded != "" {
+		what = d.Degraded + "; " + what
+	}
+	d.Degraded = what
+	return &d
 }
 
 // Kind of resource r.

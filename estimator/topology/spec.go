@@ -99,7 +99,29 @@ type Spec struct {
 	Intra       Intra        `json:"intra"`
 	NICs        NICs         `json:"nics"`
 	Network     Network      `json:"network"`
+	// Host is the CPU side of a node, used when optimizer states or parameters are
+	// offloaded to host memory. Optional: offloading needs it.
+	Host Host `json:"host,omitempty"`
 }
+
+// Host is a node's CPU memory and the links from its GPUs to it.
+type Host struct {
+	// MemoryGB is the node's CPU memory, 10^9 B.
+	MemoryGB float64 `json:"memory_gb,omitempty"`
+	// MemoryBandwidthGBps is the node's peak CPU memory bandwidth over all sockets,
+	// 10^9 B/s (channels × transfer rate × 8 B).
+	MemoryBandwidthGBps float64 `json:"memory_bandwidth_gbps,omitempty"`
+	// LinkGBps is one GPU's link to host memory per direction, 10^9 B/s: PCIe x16
+	// (Gen4 31.5, Gen5 63) or NVLink-C2C (450).
+	LinkGBps float64 `json:"link_gbps,omitempty"`
+	// GPUsPerLink is how many GPUs share one such link to the CPU (two GPUs behind
+	// one PCIe switch uplink on DGX baseboards, two Blackwell GPUs on one Grace's
+	// C2C in GB200); 0 or 1: each GPU has its own.
+	GPUsPerLink int `json:"gpus_per_link,omitempty"`
+}
+
+// Described says whether the host is given (offloading needs it).
+func (h Host) Described() bool { return h.MemoryGB > 0 && h.MemoryBandwidthGBps > 0 && h.LinkGBps > 0 }
 
 // Limits on sizes a spec may declare; they keep every derived table small.
 const (
@@ -180,6 +202,14 @@ func (s Spec) Validate() error {
 		c.Add("network.oversubscription", "must be between 1 (non-blocking) and 1000 (got %v)", o)
 	}
 	c.NonNegativeWithin("network.spine_latency_us", s.Network.SpineLatencyUs, MaxLatencyUs)
+	if h := s.Host; h != (Host{}) {
+		c.PositiveWithin("host.memory_gb", h.MemoryGB, hardware.MinRate, hardware.MaxRate)
+		c.PositiveWithin("host.memory_bandwidth_gbps", h.MemoryBandwidthGBps, hardware.MinRate, hardware.MaxRate)
+		c.PositiveWithin("host.link_gbps", h.LinkGBps, hardware.MinRate, hardware.MaxRate)
+		if h.GPUsPerLink < 0 || h.GPUsPerLink > s.GPUsPerNode {
+			c.Add("host.gpus_per_link", "must be between 0 and the GPUs per node, %d (got %d)", s.GPUsPerNode, h.GPUsPerLink)
+		}
+	}
 	return c.Err()
 }
 

@@ -52,6 +52,8 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	moeImb := fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
 	moeCap := fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
+	degradedNIC := fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
+	degradedLink := fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
 	split := fs.String("layer-split", "", "layers of each model chunk (chunk c of pipeline rank s is entry c·pp+s), e.g. 3,4,4,…,3 (default: even, or counting the embedding/loss when that divides)")
 	overlapEP := fs.Bool("overlap-ep", false, "hide the expert-parallel all-to-alls under another micro-batch's compute (dualpipe always does)")
 	acctEmb := fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
@@ -302,6 +304,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("cluster %s: %w", clusterLabel, err)
 	}
 	req.Model, req.Cluster, req.SlowGPUSpeed = arch, cl, *slowGPU
+	req.DegradedNICSpeed, req.DegradedLinkSpeed = *degradedNIC, *degradedLink
 	if *addr != "" {
 		name := *mf.name
 		if !set["model"] {
@@ -317,7 +320,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return remoteEstimate(context.Background(), *addr, sec, &pb.EstimateStepRequest{Model: modelProto(arch, name, pr),
 			Cluster: clusterProto(cname, spec), Training: server.TrainingToProto(req.Training), Layout: server.LayoutToProto(req.Layout),
-			SlowGpuSpeed: req.SlowGPUSpeed}, *asJSON, stdout)
+			SlowGpuSpeed: req.SlowGPUSpeed, DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}, *asJSON, stdout)
 	}
 
 	res, err := step.New().Estimate(req)

@@ -59,6 +59,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	moeImb := fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
 	moeCap := fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
+	degradedNIC := fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
+	degradedLink := fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
 	includeDominated := fs.Bool("include-dominated", false, "keep dominated plans (no faster on as many GPUs with less memory headroom, or the reverse) in the top plans, flagged")
 	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -111,30 +113,13 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	if *exclude != "" {
-		// What-if: these nodes are gone (failed, drained); the job keeps the others.
-		if req.Free == nil {
-			req.Free = planner.FreeMap{}
-			for n := range spec.Nodes {
-				req.Free[n] = nil // every GPU of the node (filled below)
-			}
-		}
+		// What-if: these nodes are gone (failed, drained); the planner keeps the others.
 		for _, f := range strings.Split(*exclude, ",") {
 			node, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || node < 0 || node >= spec.Nodes {
 				return fmt.Errorf("--exclude-nodes: %q is not a node of the %d-node cluster", f, spec.Nodes)
 			}
-			delete(req.Free, node)
-		}
-		for n, gs := range req.Free {
-			if gs == nil {
-				for g := range spec.GPUsPerNode {
-					gs = append(gs, g)
-				}
-				req.Free[n] = gs
-			}
-		}
-		if len(req.Free) == 0 {
-			return errors.New("--exclude-nodes: no node left")
+			req.ExcludeNodes = append(req.ExcludeNodes, node)
 		}
 	}
 	cl, err := spec.Build()
@@ -152,7 +137,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	req.Objective = planner.Objective(strings.ToLower(*objective))
 	req.PricePerGPUHour, req.TokenBudget, req.TopK, req.IncludeDominated = *price, *tokens, *top, *includeDominated
-	req.SlowGPUSpeed = *slowGPU
+	req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed = *slowGPU, *degradedNIC, *degradedLink
 	c := &req.Constraints
 	c.MinHeadroomGB = *headroom
 	c.TPAcrossNodes, c.UnevenPP, c.MaxMicroBatch = *tpAcross, *unevenPP, *maxMBS
@@ -203,7 +188,11 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			Training: server.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
 			Objective:       map[planner.Objective]pb.Objective{planner.FastestStep: pb.Objective_OBJECTIVE_STEP_TIME, planner.Throughput: pb.Objective_OBJECTIVE_THROUGHPUT, planner.Cost: pb.Objective_OBJECTIVE_COST}[req.Objective],
 			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated, SlowGpuSpeed: req.SlowGPUSpeed,
+			DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed,
 			Constraints: server.ConstraintsToProto(*c)}
+		for _, n := range req.ExcludeNodes {
+			pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))
+		}
 		if *clusterName == "" {
 			pr.Cluster.Nodes = int32(spec.Nodes)
 		}

@@ -2684,9 +2684,16 @@ type EstimateStepRequest struct {
 	// What-if: one GPU of the job computes at this fraction of its speed (0, 1];
 	// unset or 0: none. Its pipeline stage paces every micro-batch and every
 	// data-parallel replica waits for it.
-	SlowGpuSpeed  float64 `protobuf:"fixed64,5,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SlowGpuSpeed float64 `protobuf:"fixed64,5,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
+	// What-if: the NICs of one node of the job (rank 0's) run at this fraction of
+	// their bandwidth (0, 1]; unset or 0: none. Every collective through that node
+	// runs at its pace and the step waits for the slowest group.
+	DegradedNicSpeed float64 `protobuf:"fixed64,6,opt,name=degraded_nic_speed,json=degradedNicSpeed,proto3" json:"degraded_nic_speed,omitempty"`
+	// What-if: one GPU's (rank 0's) scale-up link (NVLink, PCIe) runs at this
+	// fraction of its bandwidth (0, 1]; unset or 0: none.
+	DegradedLinkSpeed float64 `protobuf:"fixed64,7,opt,name=degraded_link_speed,json=degradedLinkSpeed,proto3" json:"degraded_link_speed,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *EstimateStepRequest) Reset() {
@@ -2750,6 +2757,20 @@ func (x *EstimateStepRequest) GetLayout() *Layout {
 func (x *EstimateStepRequest) GetSlowGpuSpeed() float64 {
 	if x != nil {
 		return x.SlowGpuSpeed
+	}
+	return 0
+}
+
+func (x *EstimateStepRequest) GetDegradedNicSpeed() float64 {
+	if x != nil {
+		return x.DegradedNicSpeed
+	}
+	return 0
+}
+
+func (x *EstimateStepRequest) GetDegradedLinkSpeed() float64 {
+	if x != nil {
+		return x.DegradedLinkSpeed
 	}
 	return 0
 }
@@ -3325,7 +3346,14 @@ type EstimatePlanRequest struct {
 	IncludeDominated bool `protobuf:"varint,12,opt,name=include_dominated,json=includeDominated,proto3" json:"include_dominated,omitempty"`
 	// What-if: one GPU of the job computes at this fraction of its speed (0, 1], as
 	// in EstimateStepRequest; the plans are ranked with it.
-	SlowGpuSpeed  float64 `protobuf:"fixed64,13,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
+	SlowGpuSpeed float64 `protobuf:"fixed64,13,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
+	// What-ifs as in EstimateStepRequest: one node's NICs, or one GPU's scale-up
+	// link, at this fraction of their bandwidth (0, 1]; the plans are ranked with it.
+	DegradedNicSpeed  float64 `protobuf:"fixed64,14,opt,name=degraded_nic_speed,json=degradedNicSpeed,proto3" json:"degraded_nic_speed,omitempty"`
+	DegradedLinkSpeed float64 `protobuf:"fixed64,15,opt,name=degraded_link_speed,json=degradedLinkSpeed,proto3" json:"degraded_link_speed,omitempty"`
+	// What-if: these nodes are gone (failed, drained) and the job runs on the free
+	// GPUs of the others — which layout is best after a node fails.
+	ExcludeNodes  []int32 `protobuf:"varint,16,rep,packed,name=exclude_nodes,json=excludeNodes,proto3" json:"exclude_nodes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3449,6 +3477,27 @@ func (x *EstimatePlanRequest) GetSlowGpuSpeed() float64 {
 		return x.SlowGpuSpeed
 	}
 	return 0
+}
+
+func (x *EstimatePlanRequest) GetDegradedNicSpeed() float64 {
+	if x != nil {
+		return x.DegradedNicSpeed
+	}
+	return 0
+}
+
+func (x *EstimatePlanRequest) GetDegradedLinkSpeed() float64 {
+	if x != nil {
+		return x.DegradedLinkSpeed
+	}
+	return 0
+}
+
+func (x *EstimatePlanRequest) GetExcludeNodes() []int32 {
+	if x != nil {
+		return x.ExcludeNodes
+	}
+	return nil
 }
 
 type NodeUse struct {
@@ -4620,13 +4669,15 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\vassumptions\x18\n" +
 	" \x03(\tR\vassumptions\x12+\n" +
 	"\x06layout\x18\v \x01(\v2\x13.stepcost.v1.LayoutR\x06layout\x121\n" +
-	"\btraining\x18\f \x01(\v2\x15.stepcost.v1.TrainingR\btraining\"\xfd\x01\n" +
+	"\btraining\x18\f \x01(\v2\x15.stepcost.v1.TrainingR\btraining\"\xdb\x02\n" +
 	"\x13EstimateStepRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
 	"\btraining\x18\x03 \x01(\v2\x15.stepcost.v1.TrainingR\btraining\x12+\n" +
 	"\x06layout\x18\x04 \x01(\v2\x13.stepcost.v1.LayoutR\x06layout\x12$\n" +
-	"\x0eslow_gpu_speed\x18\x05 \x01(\x01R\fslowGpuSpeed\"\xc3\x01\n" +
+	"\x0eslow_gpu_speed\x18\x05 \x01(\x01R\fslowGpuSpeed\x12,\n" +
+	"\x12degraded_nic_speed\x18\x06 \x01(\x01R\x10degradedNicSpeed\x12.\n" +
+	"\x13degraded_link_speed\x18\a \x01(\x01R\x11degradedLinkSpeed\"\xc3\x01\n" +
 	"\x14EstimateStepResponse\x125\n" +
 	"\bestimate\x18\x01 \x01(\v2\x19.stepcost.v1.StepEstimateR\bestimate\x12/\n" +
 	"\x05model\x18\x02 \x01(\v2\x19.stepcost.v1.ArchitectureR\x05model\x12+\n" +
@@ -4675,7 +4726,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0ftp_across_nodes\x18\v \x01(\bR\rtpAcrossNodes\x12\x1b\n" +
 	"\tuneven_pp\x18\f \x01(\bR\bunevenPp\x12&\n" +
 	"\x0fmin_headroom_gb\x18\r \x01(\x01R\rminHeadroomGb\x12&\n" +
-	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\"\x9e\x04\n" +
+	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\"\xa1\x05\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
@@ -4690,7 +4741,10 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\x01R\vtokenBudget\x12\x13\n" +
 	"\x05top_k\x18\v \x01(\x05R\x04topK\x12+\n" +
 	"\x11include_dominated\x18\f \x01(\bR\x10includeDominated\x12$\n" +
-	"\x0eslow_gpu_speed\x18\r \x01(\x01R\fslowGpuSpeed\"1\n" +
+	"\x0eslow_gpu_speed\x18\r \x01(\x01R\fslowGpuSpeed\x12,\n" +
+	"\x12degraded_nic_speed\x18\x0e \x01(\x01R\x10degradedNicSpeed\x12.\n" +
+	"\x13degraded_link_speed\x18\x0f \x01(\x01R\x11degradedLinkSpeed\x12#\n" +
+	"\rexclude_nodes\x18\x10 \x03(\x05R\fexcludeNodes\"1\n" +
 	"\aNodeUse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x12\n" +
 	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xb0\x01\n" +

@@ -1,0 +1,89 @@
+package planner_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/planner"
+)
+
+// After a node fails the job runs on the others: no plan uses the excluded node,
+// the largest job shrinks to what is left, and the caller's free map is untouched.
+func TestExcludeNodes(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), MaxGPUs: 32,
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 256}, TopK: 5}
+	all, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ExcludeNodes = []int{2}
+	left, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left.Top) == 0 || len(all.Top) == 0 {
+		t.Fatal("no plan")
+	}
+	maxGPUs := 0
+	for _, p := range left.Top {
+		maxGPUs = max(maxGPUs, p.GPUs)
+		for _, u := range p.Placement.Nodes {
+			if u.Node == 2 {
+				t.Errorf("plan %d (%d GPUs) uses the excluded node 2", p.Rank, p.GPUs)
+			}
+		}
+	}
+	if maxGPUs > 24 {
+		t.Errorf("a plan uses %d GPUs of the 24 left", maxGPUs)
+	}
+	t.Logf("4 nodes: best %d GPUs %.3f s; node 2 gone: best %d GPUs %.3f s (%s)", all.Top[0].GPUs, all.Top[0].Estimate.StepTime,
+		left.Top[0].GPUs, left.Top[0].Estimate.StepTime, left.Top[0].Layout.RankOrder)
+	if !(left.Top[0].Estimate.StepTime > all.Top[0].Estimate.StepTime) {
+		t.Errorf("3 nodes step %.3f s not longer than 4 nodes' %.3f s", left.Top[0].Estimate.StepTime, all.Top[0].Estimate.StepTime)
+	}
+	req.ExcludeNodes = []int{0, 1, 2, 3}
+	if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), "exclude_nodes") {
+		t.Errorf("every node excluded: %v", err)
+	}
+	req.ExcludeNodes = []int{7}
+	if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), "exclude_nodes[0]") {
+		t.Errorf("node 7 of 4: %v", err)
+	}
+}
+
+// With one node's NICs at a quarter of their bandwidth every plan is slower, and
+// re-planning for it finds a layout at least as good under the degradation as the
+// healthy cluster's best layout would be.
+func TestDegradedNICPlan(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-70b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 256}, TopK: 3}
+	e := step.New()
+	healthy, err := planner.Search(context.Background(), e, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.DegradedNICSpeed = 0.25
+	degraded, err := planner.Search(context.Background(), e, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, db := healthy.Top[0], degraded.Top[0]
+	old, err := e.Estimate(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: hb.Layout, DegradedNICSpeed: 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("healthy best %+v: %.3f s; with the degraded NIC it takes %.3f s; re-planned best %+v: %.3f s",
+		hb.Layout, hb.Estimate.StepTime, old.StepTime, db.Layout, db.Estimate.StepTime)
+	if !(db.Estimate.StepTime > hb.Estimate.StepTime) {
+		t.Errorf("degraded best %.3f s not slower than healthy best %.3f s", db.Estimate.StepTime, hb.Estimate.StepTime)
+	}
+	if db.Estimate.StepTime > old.StepTime*(1+1e-9) {
+		t.Errorf("re-planned best %.3f s slower than the healthy best layout under the same degradation, %.3f s", db.Estimate.StepTime, old.StepTime)
+	}
+	req.DegradedNICSpeed = 1.5
+	if _, err := planner.Search(context.Background(), e, req); err == nil || !strings.Contains(err.Error(), "degraded_nic_speed") {
+		t.Errorf("speed 1.5: %v", err)
+	}
+}
