@@ -63,6 +63,13 @@ func newSpace(req *Request) *space {
 	if len(sp.zeros) == 0 {
 		sp.zeros = []int{0, 1, 2, 3}
 	}
+	switch cs.Offload {
+	case step.OffloadOptimizer:
+		// The host updates each rank's shard: ZeRO ≥ 1.
+		sp.zeros = slices.DeleteFunc(slices.Clone(sp.zeros), func(z int) bool { return z < 1 })
+	case step.OffloadParams:
+		sp.zeros = slices.DeleteFunc(slices.Clone(sp.zeros), func(z int) bool { return z != 3 })
+	}
 	if req.Model.MoE != nil {
 		sp.eps = divisors(req.Model.MoE.Experts)
 	}
@@ -125,6 +132,12 @@ func (s *shape) layouts(req *Request, sp *space, emit func(candidate)) {
 // reserve, fit in the memory a layout may use: the memory lower bound.
 func (s *shape) statesFit(req *Request, sp *space, zero int) bool {
 	w, gr, st := step.ModelStateBytes(s.params, req.Training.Optimizer, zero, int(s.dp*s.cp))
+	switch req.Constraints.Offload {
+	case step.OffloadOptimizer:
+		st = 0 // in host memory
+	case step.OffloadParams:
+		w, gr, st = 0, 0, 0
+	}
 	return (w+gr+st)/1e9+s.reserveGB <= sp.capGB
 }
 

@@ -47,6 +47,10 @@ type Constraints struct {
 	MinHeadroomGB float64 `json:"min_headroom_gb,omitempty"`
 	// MaxMicroBatch bounds micro-batch sizes when MicroBatch is empty (default 16).
 	MaxMicroBatch int `json:"max_micro_batch,omitempty"`
+	// Offload searches layouts that keep this state in host memory (step.Layout's
+	// Offload): optimizer (ZeRO 1–3 only) or params (ZeRO-3 only); empty or none:
+	// no offload.
+	Offload step.Offload `json:"offload,omitempty"`
 }
 
 // Canonical returns the constraints with each list sorted (in the order the search
@@ -314,6 +318,15 @@ func (r *Request) validate() error {
 		default:
 			c.Add(fmt.Sprintf("constraints.schedules[%d]", i), "must be gpipe, 1f1b, interleaved, zb-h1 or dualpipe (got %q)", s)
 		}
+	}
+	switch r.Constraints.Offload {
+	case "", step.OffloadNone:
+	case step.OffloadOptimizer, step.OffloadParams:
+		if !r.Cluster.Spec.Host.Described() {
+			c.Add("cluster.host", "offloading needs the node's host memory_gb, memory_bandwidth_gbps and link_gbps; %q does not give them", r.Cluster.Spec.Name)
+		}
+	default:
+		c.Add("constraints.offload", "must be none, optimizer or params (got %q)", r.Constraints.Offload)
 	}
 	if r.Free != nil {
 		c.Join(r.Free.validate(r.Cluster))

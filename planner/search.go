@@ -40,6 +40,15 @@ func (c *candidate) layout() step.Layout {
 		VirtualStages: int(c.v), LayerSplit: c.split}
 }
 
+// layoutWith is the candidate's layout with the search-wide settings of req.
+func (c *candidate) layoutWith(req *Request) step.Layout {
+	l := c.layout()
+	if o := req.Constraints.Offload; o != step.OffloadNone {
+		l.Offload = o
+	}
+	return l
+}
+
 // queue hands out the layouts of the sorted shapes best bound first, ties in
 // enumeration order — the order of sorting every layout, without holding them all.
 // A shape is expanded once no layout already in the heap is better than its best
@@ -249,7 +258,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 						return
 					}
 					c := &cands[j]
-					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
 					res, err := e.Quick(r)
 					ev := evaluated{c: c, res: res, err: err}
 					if err == nil {
@@ -311,7 +320,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	res := Result{}
 	// Plans are estimated again in full (communication table, assumptions).
 	toPlan := func(c *candidate) (Plan, error) {
-		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layout(), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
 		est, err := e.Estimate(r)
 		if err != nil {
 			return Plan{}, err

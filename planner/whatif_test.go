@@ -87,3 +87,43 @@ func TestDegradedNICPlan(t *testing.T) {
 		t.Errorf("speed 1.5: %v", err)
 	}
 }
+
+// 70B on one node fits no layout (16 bytes of state a parameter are 140 GB a
+// GPU however they are split); with the parameters and optimizer offloaded to
+// the host it does, every plan at ZeRO-3.
+func TestOffloadPlan(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-70b"), Cluster: mustCluster(t, "dgx-h100", 1), GPUs: 8,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 16}, TopK: 3}
+	none, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range none.Top {
+		if p.Estimate.Memory.Fits {
+			t.Errorf("without offload plan %d fits: %+v", p.Rank, p.Layout)
+		}
+	}
+	req.Constraints.Offload = step.OffloadParams
+	off, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(off.Top) == 0 {
+		t.Fatal("no plan with parameter offload")
+	}
+	if !off.Top[0].Estimate.Memory.Fits {
+		t.Error("the best plan with parameter offload does not fit")
+	}
+	for _, p := range off.Top {
+		if p.Layout.Offload != step.OffloadParams || p.Layout.ZeRO != 3 {
+			t.Errorf("plan %d: fits %v, offload %q, zero %d", p.Rank, p.Estimate.Memory.Fits, p.Layout.Offload, p.Layout.ZeRO)
+		}
+	}
+	b := off.Top[0]
+	t.Logf("best with parameter offload: tp %d pp %d dp %d mbs %d %s, %.2f s, GPU %.1f GB, host %.0f of %.0f GB",
+		b.Layout.TP, b.Layout.PP, b.Layout.DP, b.Layout.MicroBatch, b.Layout.Recompute, b.Estimate.StepTime, b.Estimate.Memory.Total, b.Estimate.Memory.Host, b.Estimate.Memory.HostCapacity)
+	req.Cluster = mustCluster(t, "aws-p5", 1)
+	if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), "cluster.host") {
+		t.Errorf("offload on a cluster without a host description: %v", err)
+	}
+}

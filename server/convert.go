@@ -169,6 +169,14 @@ func definitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 		setF(&s.Network.Oversubscription, n.GetOversubscription())
 		setF(&s.Network.SpineLatencyUs, n.GetSpineLatencyUs())
 	}
+	if h := d.GetHost(); h != nil {
+		setF(&s.Host.MemoryGB, h.GetMemoryGb())
+		setF(&s.Host.MemoryBandwidthGBps, h.GetMemoryBandwidthGbps())
+		setF(&s.Host.LinkGBps, h.GetLinkGbps())
+		if v := h.GetGpusPerLink(); v != 0 {
+			s.Host.GPUsPerLink = int(v)
+		}
+	}
 	return s, nil
 }
 
@@ -370,7 +378,7 @@ func layoutFromProto(l *pb.Layout) (step.Layout, error) {
 		ZeRO: int(l.GetZero()), MicroBatch: int(l.GetMicroBatch()), Recompute: rc, SP: l.GetSp(), Schedule: sc,
 		VirtualStages: int(l.GetVirtualStages()), LayerSplit: toIntsOrNil(l.GetLayerSplit()), RankOrder: l.GetRankOrder(),
 		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll(), RecomputeLayers: int(l.GetRecomputeLayers()),
-		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss(), OverlapEP: l.GetOverlapEp()}, nil
+		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss(), OverlapEP: l.GetOverlapEp(), Offload: step.Offload(l.GetOffload())}, nil
 }
 
 func toIntsOrNil(v []int32) []int {
@@ -384,7 +392,7 @@ func layoutToProto(l step.Layout) *pb.Layout {
 	p := &pb.Layout{Tp: int32(l.TP), Pp: int32(l.PP), Dp: int32(l.DP), Cp: int32(l.CP), Ep: int32(l.EP), Zero: int32(l.ZeRO),
 		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: toInt32s(l.LayerSplit),
 		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers),
-		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss, OverlapEp: l.OverlapEP}
+		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss, OverlapEp: l.OverlapEP, Offload: string(l.Offload)}
 	p.Recompute, p.Schedule = toProto(l.Recompute, recomputes), toProto(l.Schedule, schedules)
 	return p
 }
@@ -401,7 +409,8 @@ func stepToProto(r step.Result) *pb.StepEstimate {
 		StepTimeS: r.StepTime, Breakdown: bd,
 		Memory: &pb.Memory{WeightsGb: m.Weights, GradientsGb: m.Gradients, OptimizerGb: m.Optimizer, GatheredWeightsGb: m.Gathered,
 			Fp8WeightCopiesGb: m.FP8Weights, ActivationsGb: m.Activations, EmbeddingsLogitsGb: m.Logits, CommBuffersGb: m.Buffers, RuntimeReserveGb: m.Reserve,
-			TotalGb: m.Total, CapacityGb: m.Capacity, HeadroomGb: m.Headroom, Fits: m.Fits, Stage: int32(m.Stage), InFlightMicroBatches: m.InFlight},
+			TotalGb: m.Total, CapacityGb: m.Capacity, HeadroomGb: m.Headroom, Fits: m.Fits, Stage: int32(m.Stage), InFlightMicroBatches: m.InFlight,
+			HostGb: m.Host, HostCapacityGb: m.HostCapacity},
 		Throughput: &pb.Throughput{TokensPerS: r.Throughput.TokensPerSec, TokensPerSPerGpu: r.Throughput.TokensPerSecPerGPU,
 			Mfu: r.Throughput.MFU, Hfu: r.Throughput.HFU},
 		Gpus: int32(r.GPUs), MicroBatches: int32(r.MicroBatches), StageLayers: int32(r.StageLayers),
@@ -496,7 +505,8 @@ var objectives = map[pb.Objective]planner.Objective{
 func constraintsToProto(c planner.Constraints) *pb.Constraints {
 	out := &pb.Constraints{Tp: toInt32s(c.TP), Pp: toInt32s(c.PP), Cp: toInt32s(c.CP), Ep: toInt32s(c.EP), Zero: toInt32s(c.ZeRO),
 		MicroBatch: toInt32s(c.MicroBatch), VirtualStages: toInt32s(c.VirtualStages), Sp: slices.Clone(c.SP),
-		TpAcrossNodes: c.TPAcrossNodes, UnevenPp: c.UnevenPP, MinHeadroomGb: c.MinHeadroomGB, MaxMicroBatch: int32(c.MaxMicroBatch)}
+		TpAcrossNodes: c.TPAcrossNodes, UnevenPp: c.UnevenPP, MinHeadroomGb: c.MinHeadroomGB, MaxMicroBatch: int32(c.MaxMicroBatch),
+		Offload: string(c.Offload)}
 	for _, r := range c.Recompute {
 		out.Recompute = append(out.Recompute, layoutToProto(step.Layout{Recompute: r}).GetRecompute())
 	}
@@ -510,7 +520,7 @@ func constraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 	out := planner.Constraints{TP: toInts(c.GetTp()), PP: toInts(c.GetPp()), CP: toInts(c.GetCp()), EP: toInts(c.GetEp()),
 		ZeRO: toInts(c.GetZero()), MicroBatch: toInts(c.GetMicroBatch()), VirtualStages: toInts(c.GetVirtualStages()),
 		SP: slices.Clone(c.GetSp()), TPAcrossNodes: c.GetTpAcrossNodes(), UnevenPP: c.GetUnevenPp(),
-		MinHeadroomGB: c.GetMinHeadroomGb(), MaxMicroBatch: int(c.GetMaxMicroBatch())}
+		MinHeadroomGB: c.GetMinHeadroomGb(), MaxMicroBatch: int(c.GetMaxMicroBatch()), Offload: step.Offload(c.GetOffload())}
 	for i, r := range c.GetRecompute() {
 		v, err := fromProto(fmt.Sprintf("constraints.recompute[%d]", i), r, recomputes)
 		if err != nil || v == "" {

@@ -24,6 +24,27 @@ const (
 	superPODNodesPerLeaf     = 32
 )
 
+// Hosts of the NVIDIA reference systems, for offloading. Memory bandwidth is the
+// sockets' DDR channels × transfer rate × 8 B; the GPU link is PCIe x16 (Gen4
+// 31.5 GB/s, Gen5 63 GB/s per direction) or NVLink-C2C (450 GB/s per direction).
+// On DGX/HGX baseboards two GPUs sit behind each PCIe switch's x16 uplink to a CPU;
+// on GB200 two Blackwell GPUs share one Grace's C2C.
+var (
+	// DGX A100 (System Architecture whitepaper): 2× AMD EPYC 7742, 8 channels of
+	// DDR4-3200 each, 1 TB (2 TB option), PCIe Gen4 switches.
+	hostDGXA100 = topology.Host{MemoryGB: 1024, MemoryBandwidthGBps: 2 * 8 * 25.6, LinkGBps: 31.5, GPUsPerLink: 2}
+	// DGX H100/H200 (datasheets): 2× Xeon Platinum 8480C, 8 channels of DDR5-4800
+	// each, 2 TB, PCIe Gen5 switches.
+	hostDGXH100 = topology.Host{MemoryGB: 2048, MemoryBandwidthGBps: 2 * 8 * 38.4, LinkGBps: 63, GPUsPerLink: 2}
+	// DGX B200 (datasheet): 2× Xeon Platinum 8570, 8 channels of DDR5-5600 each,
+	// 2 TB (4 TB option), PCIe Gen5 switches.
+	hostDGXB200 = topology.Host{MemoryGB: 2048, MemoryBandwidthGBps: 2 * 8 * 44.8, LinkGBps: 63, GPUsPerLink: 2}
+	// GB200 NVL72 compute tray (GB200 datasheet): 2 Grace CPUs, each up to 480 GB
+	// LPDDR5X at up to 512 GB/s and NVLink-C2C of 900 GB/s (both directions) to
+	// its two Blackwell GPUs.
+	hostGB200Tray = topology.Host{MemoryGB: 2 * 480, MemoryBandwidthGBps: 2 * 512, LinkGBps: 450, GPUsPerLink: 2}
+)
+
 var systemTable = []systemEntry{
 	{
 		spec: topology.Spec{
@@ -36,6 +57,7 @@ var systemTable = []systemEntry{
 			Intra:       topology.Intra{Kind: topology.NVSwitch},
 			NICs:        topology.NICs{PerNode: 8, Gbps: 200, Kind: topology.InfiniBand},
 			Network:     topology.Network{RailOptimized: true, NodesPerLeaf: superPODA100NodesPerLeaf, Oversubscription: 1},
+			Host:        hostDGXA100,
 		},
 		aliases: []string{"dgx-a100-80gb", "dgx-a100-640gb", "hgx-a100", "hgx-a100-80gb"},
 	},
@@ -50,6 +72,7 @@ var systemTable = []systemEntry{
 			Intra:       topology.Intra{Kind: topology.NVSwitch},
 			NICs:        topology.NICs{PerNode: 8, Gbps: 200, Kind: topology.InfiniBand},
 			Network:     topology.Network{RailOptimized: true, NodesPerLeaf: superPODA100NodesPerLeaf, Oversubscription: 1},
+			Host:        hostDGXA100,
 		},
 		aliases: []string{"dgx-a100-320gb", "hgx-a100-40gb"},
 	},
@@ -64,6 +87,7 @@ var systemTable = []systemEntry{
 			Intra:       topology.Intra{Kind: topology.NVSwitch, NVLS: true},
 			NICs:        topology.NICs{PerNode: 8, Gbps: 400, Kind: topology.InfiniBand},
 			Network:     topology.Network{RailOptimized: true, NodesPerLeaf: superPODNodesPerLeaf, Oversubscription: 1},
+			Host:        hostDGXH100,
 		},
 		aliases: []string{"hgx-h100", "dgx-h100-80gb"},
 	},
@@ -78,6 +102,7 @@ var systemTable = []systemEntry{
 			Intra:       topology.Intra{Kind: topology.NVSwitch, NVLS: true},
 			NICs:        topology.NICs{PerNode: 8, Gbps: 400, Kind: topology.InfiniBand},
 			Network:     topology.Network{RailOptimized: true, NodesPerLeaf: superPODNodesPerLeaf, Oversubscription: 1},
+			Host:        hostDGXH100,
 		},
 		aliases: []string{"h800", "deepseek-h800"},
 	},
@@ -92,6 +117,7 @@ var systemTable = []systemEntry{
 			Intra:       topology.Intra{Kind: topology.NVSwitch, NVLS: true},
 			NICs:        topology.NICs{PerNode: 8, Gbps: 400, Kind: topology.InfiniBand},
 			Network:     topology.Network{RailOptimized: true, NodesPerLeaf: superPODNodesPerLeaf, Oversubscription: 1},
+			Host:        hostDGXH100,
 		},
 		aliases: []string{"dgx-h200"},
 	},
@@ -106,6 +132,7 @@ var systemTable = []systemEntry{
 			Intra:       topology.Intra{Kind: topology.NVSwitch, NVLS: true},
 			NICs:        topology.NICs{PerNode: 8, Gbps: 400, Kind: topology.InfiniBand},
 			Network:     topology.Network{RailOptimized: true, NodesPerLeaf: superPODNodesPerLeaf, Oversubscription: 1},
+			Host:        hostDGXB200,
 		},
 		aliases: []string{"dgx-b200"},
 	},
@@ -120,6 +147,7 @@ var systemTable = []systemEntry{
 			Intra:       topology.Intra{Kind: topology.NVSwitch, NVLS: true, DomainNodes: 18},
 			NICs:        topology.NICs{PerNode: 4, Gbps: 400, Kind: topology.InfiniBand},
 			Network:     topology.Network{RailOptimized: true, Oversubscription: 1},
+			Host:        hostGB200Tray,
 		},
 		aliases: []string{"nvl72", "dgx-gb200"},
 	},

@@ -456,6 +456,14 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 				return Result{}, err
 			}
 			host := 2 * e.k.EagerOpHostUs * 1e-6 * float64(denseShard)
+			if l.Offload == OffloadParams {
+				// Each module's shard is copied from host memory before its gather and
+				// its gradient back after its reduce-scatter, waited for.
+				_, link := hostRates(cl)
+				modShard := stageParams / layers / mods / float64(denseShard)
+				ag += modShard * o.WeightBytes / link
+				rs += modShard * o.GradBytes / link
+			}
 			z3Exposed = (gathers*(ag+host) + rs + host) * mods * layers * mf
 			if expertShard > 1 {
 				// The MoE layers' experts gather and reduce on their own group.
@@ -494,6 +502,14 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 					return Result{}, err
 				}
 				ag, rs = ag+eag, rs+ers
+			}
+			if l.Offload == OffloadParams {
+				// The shard comes from host memory before each gather and its
+				// gradient goes back after each reduce-scatter, in line with them.
+				_, link := hostRates(cl)
+				shardLayer := (stageParams/float64(denseShard) + expertParams/float64(max(1, expertShard))) / layers
+				ag += shardLayer * o.WeightBytes / link
+				rs += shardLayer * o.GradBytes / link
 			}
 			perLayerF := (fwd + rc/2) / layers
 			perLayerB := (bwd + rc/2) / layers
@@ -583,6 +599,24 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		shard, eshard = float64(denseShard), float64(max(1, expertShard))
 	}
 	bd.Optimizer = (stageParams/shard + expertParams/eshard) * e.k.OptimizerBytes / rates.hbm
+	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
+		// The CPU updates this rank's shard, bound by host memory bandwidth.
+		hostMem, link := hostRates(cl)
+		owned := stageParams/shard + expertParams/eshard
+		bd.Optimizer = owned * HostAdamBytesPerParam / hostMem
+		if l.Offload == OffloadOptimizer {
+			// The reduced gradient shard goes to the host as its buckets finish under
+			// the last backward (none of it hides when the framework reduces after the
+			// backward); the updated 16-bit weights come back before the parameter
+			// all-gather.
+			d2h := owned * o.GradBytes / link
+			hid := math.Min(d2h, bwd)
+			if t.DPReduceAfterBackward {
+				hid = 0
+			}
+			bd.Optimizer += d2h - hid + owned*o.WeightBytes/link
+		}
+	}
 
 	// ---- contention: overlapped communication occupies SMs ----
 	commSMs := 16.0 / math.Max(1, rates.sms)
@@ -608,7 +642,12 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	// ---- memory ----
 	res.Memory = e.memory(req, stageLayers, stageParams, expertParams, m)
 	if !res.Memory.Fits && detail {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("does not fit: needs %.1f GB per GPU of %.1f GB", res.Memory.Total, res.Memory.Capacity))
+		if mm := res.Memory; mm.Host > mm.HostCapacity {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("does not fit in host memory: offload needs %.1f GB per GPU of its %.1f GB share", mm.Host, mm.HostCapacity))
+		}
+		if res.Memory.Headroom < 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("does not fit: needs %.1f GB per GPU of %.1f GB", res.Memory.Total, res.Memory.Capacity))
+		}
 	}
 
 	// ---- throughput ----
@@ -625,6 +664,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		if s := req.SlowGPUSpeed; s > 0 && s < 1 {
 			res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
 				"what-if: one GPU at %.0f%% of its speed; its pipeline stage paces every micro-batch and every data-parallel replica waits for it", 100*s))
+		}
+		if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
+			res.Assumptions = append(slices.Clip(res.Assumptions), offloadNote(l, cl))
 		}
 		if d := req.Cluster.Degraded; d != "" {
 			res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(

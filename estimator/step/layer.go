@@ -225,9 +225,31 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	w, gr, st := ModelStateBytes(dense, o, l.ZeRO, shard)
 	we, ge, se := ModelStateBytes(expert, o, l.ZeRO, max(1, shard/max(1, l.EP)))
 	mem.Weights, mem.Gradients, mem.Optimizer = (w+we)/gb, (gr+ge)/gb, (st+se)/gb
+	// The parameters whose optimizer states this rank owns (all of its own without
+	// ZeRO).
+	owned := dense + expert
+	if l.ZeRO >= 1 {
+		owned = dense/float64(max(1, shard)) + expert/float64(max(1, shard/max(1, l.EP)))
+	}
+	switch l.Offload {
+	case OffloadOptimizer:
+		mem.Optimizer = 0
+	case OffloadParams:
+		// Only the gathered layers (below) are on the GPU; gradients leave with
+		// each reduce-scatter.
+		mem.Weights, mem.Gradients, mem.Optimizer = 0, 0, 0
+	default:
+		owned = 0
+	}
 	if l.Schedule == DualPipe {
 		// Each rank holds stages s and P−1−s: two copies of the parameters.
 		mem.Weights, mem.Gradients, mem.Optimizer = 2*mem.Weights, 2*mem.Gradients, 2*mem.Optimizer
+		owned *= 2
+	}
+	if owned > 0 {
+		h := req.Cluster.Spec.Host
+		mem.Host = owned * HostBytesPerParam / gb
+		mem.HostCapacity = h.MemoryGB * HostMemoryUsable / float64(req.Cluster.Spec.GPUsPerNode)
 	}
 	layers := float64(stageLayers)
 	if l.ZeRO == 3 && shard > 1 {
@@ -311,7 +333,7 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	mem.Reserve = e.k.RuntimeReserveGB + e.k.Fragmentation*mem.Capacity
 	mem.Total = mem.Weights + mem.Gradients + mem.Optimizer + mem.Gathered + mem.FP8Weights + mem.Activations + mem.Logits + mem.Buffers + mem.Reserve
 	mem.Headroom = mem.Capacity - mem.Total
-	mem.Fits = mem.Headroom >= 0
+	mem.Fits = mem.Headroom >= 0 && mem.Host <= mem.HostCapacity
 	return mem
 }
 

@@ -25,6 +25,11 @@ type Memory struct {
 	InFlight float64 `json:"in_flight_micro_batches"`
 	// ActivationBytesPerLayer is one layer's saved activations for one micro-batch.
 	ActivationBytesPerLayer float64 `json:"activation_bytes_per_layer"`
+	// Host is what an offloading GPU keeps in host memory, and HostCapacity its
+	// share of the node's usable host memory (both 0 without offload). Fits needs
+	// both the GPU and the host to hold their parts.
+	Host         float64 `json:"host_gb,omitempty"`
+	HostCapacity float64 `json:"host_capacity_gb,omitempty"`
 }
 
 // ModelStateBytes returns the bytes per GPU of weights, gradients and optimizer

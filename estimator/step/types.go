@@ -222,6 +222,9 @@ type Layout struct {
 	// micro-batches; DualPipe always does): only what outlasts that compute is
 	// exposed.
 	OverlapEP bool `json:"overlap_ep,omitempty"`
+	// Offload keeps the optimizer states (and the weight shards) in host memory and
+	// runs the optimizer on the CPU; empty or none: everything on the GPU.
+	Offload Offload `json:"offload,omitempty"`
 }
 
 // EvenSplit is a Layout.LayerSplit that spreads layers over stages as evenly as

@@ -298,6 +298,7 @@ func validate(r Request) error {
 	}
 	t, l, a := r.Training, r.Layout, r.Model
 	c.Join(t.validate())
+	validateOffload(&c, l, r.Cluster)
 	for _, f := range []struct {
 		name string
 		v    int

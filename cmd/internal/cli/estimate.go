@@ -56,6 +56,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	degradedLink := fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
 	split := fs.String("layer-split", "", "layers of each model chunk (chunk c of pipeline rank s is entry c·pp+s), e.g. 3,4,4,…,3 (default: even, or counting the embedding/loss when that divides)")
 	overlapEP := fs.Bool("overlap-ep", false, "hide the expert-parallel all-to-alls under another micro-batch's compute (dualpipe always does)")
+	offload := fs.String("offload", "", "keep state in host memory, optimizer on the CPU: none, optimizer (zero ≥ 1) or params (zero 3)")
 	acctEmb := fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
 	acctLoss := fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
 	cpA2A := fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
@@ -234,6 +235,9 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if set["overlap-ep"] {
 		l.OverlapEP = *overlapEP
+	}
+	if set["offload"] {
+		l.Offload = step.Offload(strings.ToLower(*offload))
 	}
 	if set["account-embedding"] {
 		l.AccountForEmbedding = *acctEmb
@@ -416,12 +420,19 @@ func printEstimate(w io.Writer, a model.Arch, cluster string, req step.Request, 
 		v float64
 	}{{"weights", m.Weights}, {"gradients", m.Gradients}, {"optimizer states", m.Optimizer}, {"gathered weights (ZeRO-3)", m.Gathered},
 		{fmt.Sprintf("activations (%.3g micro-batches in flight)", m.InFlight), m.Activations}, {"embeddings / logits", m.Logits},
-		{"communication buffers", m.Buffers}, {"runtime reserve", m.Reserve}} {
+		{"fp8 weight copies", m.FP8Weights}, {"communication buffers", m.Buffers}, {"runtime reserve", m.Reserve}} {
 		if x.v > 0 {
 			mt.add(x.n, fmt.Sprintf("%.2f", x.v))
 		}
 	}
 	mt.write(w)
+	if m.Host > 0 {
+		verdict := "fits"
+		if m.Host > m.HostCapacity {
+			verdict = "DOES NOT FIT"
+		}
+		fmt.Fprintf(w, "host memory per GPU (offload): %.1f of its %.1f GB share — %s\n", m.Host, m.HostCapacity, verdict)
+	}
 
 	if len(r.Comms) > 0 {
 		fmt.Fprintln(w, "\ncommunication")

@@ -59,6 +59,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	moeImb := fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
 	moeCap := fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
+	offload := fs.String("offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)")
 	degradedNIC := fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
 	degradedLink := fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
 	includeDominated := fs.Bool("include-dominated", false, "keep dominated plans (no faster on as many GPUs with less memory headroom, or the reverse) in the top plans, flagged")
@@ -140,6 +141,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed = *slowGPU, *degradedNIC, *degradedLink
 	c := &req.Constraints
 	c.MinHeadroomGB = *headroom
+	c.Offload = step.Offload(strings.ToLower(*offload))
 	c.TPAcrossNodes, c.UnevenPP, c.MaxMicroBatch = *tpAcross, *unevenPP, *maxMBS
 	for flagName, dst := range map[string]*[]int{"tp": &c.TP, "pp": &c.PP, "cp": &c.CP, "zero": &c.ZeRO, "mbs": &c.MicroBatch, "ep": &c.EP, "vpp": &c.VirtualStages} {
 		src := map[string]string{"tp": *tpList, "pp": *ppList, "cp": *cpList, "zero": *zeroList, "mbs": *mbsList, "ep": *epList, "vpp": *vppList}[flagName]
@@ -267,6 +269,9 @@ func layoutString(l step.Layout) string {
 		if l.VirtualStages > 1 {
 			s += fmt.Sprintf("×%d", l.VirtualStages)
 		}
+	}
+	if l.Offload != "" && l.Offload != step.OffloadNone {
+		s += " offload-" + string(l.Offload)
 	}
 	return s
 }

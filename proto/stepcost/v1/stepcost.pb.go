@@ -1295,6 +1295,81 @@ func (x *Network) GetSpineLatencyUs() float64 {
 	return 0
 }
 
+// Host is a node's CPU memory and its GPUs' links to it, for offloading.
+type Host struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node's CPU memory, GB (10^9 B).
+	MemoryGb float64 `protobuf:"fixed64,1,opt,name=memory_gb,json=memoryGb,proto3" json:"memory_gb,omitempty"`
+	// The node's peak CPU memory bandwidth over all sockets, GB/s (10^9 B/s).
+	MemoryBandwidthGbps float64 `protobuf:"fixed64,2,opt,name=memory_bandwidth_gbps,json=memoryBandwidthGbps,proto3" json:"memory_bandwidth_gbps,omitempty"`
+	// One GPU's link to host memory per direction, GB/s (10^9 B/s): PCIe x16 Gen4
+	// 31.5, Gen5 63; NVLink-C2C 450.
+	LinkGbps float64 `protobuf:"fixed64,3,opt,name=link_gbps,json=linkGbps,proto3" json:"link_gbps,omitempty"`
+	// GPUs sharing one such link (2 behind each PCIe switch uplink on DGX
+	// baseboards); 0 or 1: each its own.
+	GpusPerLink   int32 `protobuf:"varint,4,opt,name=gpus_per_link,json=gpusPerLink,proto3" json:"gpus_per_link,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Host) Reset() {
+	*x = Host{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Host) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Host) ProtoMessage() {}
+
+func (x *Host) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Host.ProtoReflect.Descriptor instead.
+func (*Host) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Host) GetMemoryGb() float64 {
+	if x != nil {
+		return x.MemoryGb
+	}
+	return 0
+}
+
+func (x *Host) GetMemoryBandwidthGbps() float64 {
+	if x != nil {
+		return x.MemoryBandwidthGbps
+	}
+	return 0
+}
+
+func (x *Host) GetLinkGbps() float64 {
+	if x != nil {
+		return x.LinkGbps
+	}
+	return 0
+}
+
+func (x *Host) GetGpusPerLink() int32 {
+	if x != nil {
+		return x.GpusPerLink
+	}
+	return 0
+}
+
 // ClusterDefinition is a cluster described in full (the cluster file format).
 type ClusterDefinition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1303,19 +1378,21 @@ type ClusterDefinition struct {
 	Base string `protobuf:"bytes,2,opt,name=base,proto3" json:"base,omitempty"`
 	Gpu  *GPU   `protobuf:"bytes,3,opt,name=gpu,proto3" json:"gpu,omitempty"`
 	// A catalog GPU instead of gpu.
-	GpuName       string     `protobuf:"bytes,4,opt,name=gpu_name,json=gpuName,proto3" json:"gpu_name,omitempty"`
-	GpusPerNode   int32      `protobuf:"varint,5,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
-	Intra         *IntraNode `protobuf:"bytes,6,opt,name=intra,proto3" json:"intra,omitempty"`
-	Nics          *NICs      `protobuf:"bytes,7,opt,name=nics,proto3" json:"nics,omitempty"`
-	Network       *Network   `protobuf:"bytes,8,opt,name=network,proto3" json:"network,omitempty"`
-	Description   string     `protobuf:"bytes,9,opt,name=description,proto3" json:"description,omitempty"`
+	GpuName     string     `protobuf:"bytes,4,opt,name=gpu_name,json=gpuName,proto3" json:"gpu_name,omitempty"`
+	GpusPerNode int32      `protobuf:"varint,5,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	Intra       *IntraNode `protobuf:"bytes,6,opt,name=intra,proto3" json:"intra,omitempty"`
+	Nics        *NICs      `protobuf:"bytes,7,opt,name=nics,proto3" json:"nics,omitempty"`
+	Network     *Network   `protobuf:"bytes,8,opt,name=network,proto3" json:"network,omitempty"`
+	Description string     `protobuf:"bytes,9,opt,name=description,proto3" json:"description,omitempty"`
+	// The node's host side, needed to price offloading.
+	Host          *Host `protobuf:"bytes,10,opt,name=host,proto3" json:"host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterDefinition) Reset() {
 	*x = ClusterDefinition{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[8]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1404,7 @@ func (x *ClusterDefinition) String() string {
 func (*ClusterDefinition) ProtoMessage() {}
 
 func (x *ClusterDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[8]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1417,7 @@ func (x *ClusterDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterDefinition.ProtoReflect.Descriptor instead.
 func (*ClusterDefinition) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{8}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ClusterDefinition) GetName() string {
@@ -1406,6 +1483,13 @@ func (x *ClusterDefinition) GetDescription() string {
 	return ""
 }
 
+func (x *ClusterDefinition) GetHost() *Host {
+	if x != nil {
+		return x.Host
+	}
+	return nil
+}
+
 type NodeFreeGPUs struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          int32                  `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -1416,7 +1500,7 @@ type NodeFreeGPUs struct {
 
 func (x *NodeFreeGPUs) Reset() {
 	*x = NodeFreeGPUs{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[9]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1428,7 +1512,7 @@ func (x *NodeFreeGPUs) String() string {
 func (*NodeFreeGPUs) ProtoMessage() {}
 
 func (x *NodeFreeGPUs) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[9]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1441,7 +1525,7 @@ func (x *NodeFreeGPUs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeFreeGPUs.ProtoReflect.Descriptor instead.
 func (*NodeFreeGPUs) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{9}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeFreeGPUs) GetNode() int32 {
@@ -1475,7 +1559,7 @@ type ClusterSpec struct {
 
 func (x *ClusterSpec) Reset() {
 	*x = ClusterSpec{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1487,7 +1571,7 @@ func (x *ClusterSpec) String() string {
 func (*ClusterSpec) ProtoMessage() {}
 
 func (x *ClusterSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1500,7 +1584,7 @@ func (x *ClusterSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSpec.ProtoReflect.Descriptor instead.
 func (*ClusterSpec) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{10}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ClusterSpec) GetSource() isClusterSpec_Source {
@@ -1571,7 +1655,7 @@ type Optimizer struct {
 
 func (x *Optimizer) Reset() {
 	*x = Optimizer{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1667,7 @@ func (x *Optimizer) String() string {
 func (*Optimizer) ProtoMessage() {}
 
 func (x *Optimizer) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1680,7 @@ func (x *Optimizer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Optimizer.ProtoReflect.Descriptor instead.
 func (*Optimizer) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{11}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Optimizer) GetName() string {
@@ -1674,7 +1758,7 @@ type Training struct {
 
 func (x *Training) Reset() {
 	*x = Training{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1770,7 @@ func (x *Training) String() string {
 func (*Training) ProtoMessage() {}
 
 func (x *Training) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1783,7 @@ func (x *Training) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Training.ProtoReflect.Descriptor instead.
 func (*Training) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{12}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Training) GetSeqLen() int32 {
@@ -1822,14 +1906,19 @@ type Layout struct {
 	AccountForLoss      bool `protobuf:"varint,18,opt,name=account_for_loss,json=accountForLoss,proto3" json:"account_for_loss,omitempty"`
 	// Hide the expert-parallel all-to-alls under another micro-batch's compute
 	// (Megatron-Core's overlapped MoE all-to-all; DualPipe always does).
-	OverlapEp     bool `protobuf:"varint,19,opt,name=overlap_ep,json=overlapEp,proto3" json:"overlap_ep,omitempty"`
+	OverlapEp bool `protobuf:"varint,19,opt,name=overlap_ep,json=overlapEp,proto3" json:"overlap_ep,omitempty"`
+	// Keep state in host memory and run the optimizer on the CPU: "optimizer"
+	// (ZeRO-Offload: optimizer states, needs zero >= 1) or "params" (also the weight
+	// shards, ZeRO-Infinity / FSDP CPU offload, needs zero 3); unset or "none": all
+	// on the GPU. The cluster must describe its host.
+	Offload       string `protobuf:"bytes,20,opt,name=offload,proto3" json:"offload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +1930,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +1943,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{13}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Layout) GetTp() int32 {
@@ -1990,6 +2079,13 @@ func (x *Layout) GetOverlapEp() bool {
 	return false
 }
 
+func (x *Layout) GetOffload() string {
+	if x != nil {
+		return x.Offload
+	}
+	return ""
+}
+
 // CommTimes is a time per kind of communication, in seconds.
 type CommTimes struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2006,7 +2102,7 @@ type CommTimes struct {
 
 func (x *CommTimes) Reset() {
 	*x = CommTimes{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +2114,7 @@ func (x *CommTimes) String() string {
 func (*CommTimes) ProtoMessage() {}
 
 func (x *CommTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +2127,7 @@ func (x *CommTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommTimes.ProtoReflect.Descriptor instead.
 func (*CommTimes) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{14}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CommTimes) GetTp() float64 {
@@ -2101,7 +2197,7 @@ type Breakdown struct {
 
 func (x *Breakdown) Reset() {
 	*x = Breakdown{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2209,7 @@ func (x *Breakdown) String() string {
 func (*Breakdown) ProtoMessage() {}
 
 func (x *Breakdown) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2222,7 @@ func (x *Breakdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breakdown.ProtoReflect.Descriptor instead.
 func (*Breakdown) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{15}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Breakdown) GetForwardS() float64 {
@@ -2211,13 +2307,18 @@ type Memory struct {
 	// fp8 training: the fp8 copies of the layers' matmul weights and their
 	// transposes, 2 B per parameter.
 	Fp8WeightCopiesGb float64 `protobuf:"fixed64,15,opt,name=fp8_weight_copies_gb,json=fp8WeightCopiesGb,proto3" json:"fp8_weight_copies_gb,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// With offload: what one GPU keeps in host memory (fp32 master weights, Adam
+	// moments and gradients, the 16-bit weights exchanged), GB, and its share of the
+	// node's usable host memory. fits needs both to hold.
+	HostGb         float64 `protobuf:"fixed64,16,opt,name=host_gb,json=hostGb,proto3" json:"host_gb,omitempty"`
+	HostCapacityGb float64 `protobuf:"fixed64,17,opt,name=host_capacity_gb,json=hostCapacityGb,proto3" json:"host_capacity_gb,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Memory) Reset() {
 	*x = Memory{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2330,7 @@ func (x *Memory) String() string {
 func (*Memory) ProtoMessage() {}
 
 func (x *Memory) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2343,7 @@ func (x *Memory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Memory.ProtoReflect.Descriptor instead.
 func (*Memory) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{16}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Memory) GetWeightsGb() float64 {
@@ -2350,6 +2451,20 @@ func (x *Memory) GetFp8WeightCopiesGb() float64 {
 	return 0
 }
 
+func (x *Memory) GetHostGb() float64 {
+	if x != nil {
+		return x.HostGb
+	}
+	return 0
+}
+
+func (x *Memory) GetHostCapacityGb() float64 {
+	if x != nil {
+		return x.HostCapacityGb
+	}
+	return 0
+}
+
 type Throughput struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	TokensPerS       float64                `protobuf:"fixed64,1,opt,name=tokens_per_s,json=tokensPerS,proto3" json:"tokens_per_s,omitempty"`
@@ -2362,7 +2477,7 @@ type Throughput struct {
 
 func (x *Throughput) Reset() {
 	*x = Throughput{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2489,7 @@ func (x *Throughput) String() string {
 func (*Throughput) ProtoMessage() {}
 
 func (x *Throughput) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2387,7 +2502,7 @@ func (x *Throughput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Throughput.ProtoReflect.Descriptor instead.
 func (*Throughput) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{17}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Throughput) GetTokensPerS() float64 {
@@ -2437,7 +2552,7 @@ type CommCall struct {
 
 func (x *CommCall) Reset() {
 	*x = CommCall{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2564,7 @@ func (x *CommCall) String() string {
 func (*CommCall) ProtoMessage() {}
 
 func (x *CommCall) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2577,7 @@ func (x *CommCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommCall.ProtoReflect.Descriptor instead.
 func (*CommCall) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{18}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CommCall) GetKind() string {
@@ -2563,7 +2678,7 @@ type StepEstimate struct {
 
 func (x *StepEstimate) Reset() {
 	*x = StepEstimate{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2690,7 @@ func (x *StepEstimate) String() string {
 func (*StepEstimate) ProtoMessage() {}
 
 func (x *StepEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2703,7 @@ func (x *StepEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepEstimate.ProtoReflect.Descriptor instead.
 func (*StepEstimate) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{19}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StepEstimate) GetStepTimeS() float64 {
@@ -2698,7 +2813,7 @@ type EstimateStepRequest struct {
 
 func (x *EstimateStepRequest) Reset() {
 	*x = EstimateStepRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +2825,7 @@ func (x *EstimateStepRequest) String() string {
 func (*EstimateStepRequest) ProtoMessage() {}
 
 func (x *EstimateStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +2838,7 @@ func (x *EstimateStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateStepRequest.ProtoReflect.Descriptor instead.
 func (*EstimateStepRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{20}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EstimateStepRequest) GetModel() *ModelSpec {
@@ -2788,7 +2903,7 @@ type EstimateStepResponse struct {
 
 func (x *EstimateStepResponse) Reset() {
 	*x = EstimateStepResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +2915,7 @@ func (x *EstimateStepResponse) String() string {
 func (*EstimateStepResponse) ProtoMessage() {}
 
 func (x *EstimateStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +2928,7 @@ func (x *EstimateStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateStepResponse.ProtoReflect.Descriptor instead.
 func (*EstimateStepResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{21}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EstimateStepResponse) GetEstimate() *StepEstimate {
@@ -2854,7 +2969,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2866,7 +2981,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2879,7 +2994,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{22}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FieldViolation) GetField() string {
@@ -2909,7 +3024,7 @@ type ItemError struct {
 
 func (x *ItemError) Reset() {
 	*x = ItemError{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3036,7 @@ func (x *ItemError) String() string {
 func (*ItemError) ProtoMessage() {}
 
 func (x *ItemError) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3049,7 @@ func (x *ItemError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemError.ProtoReflect.Descriptor instead.
 func (*ItemError) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{23}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ItemError) GetCode() string {
@@ -2970,7 +3085,7 @@ type RankConfigsRequest struct {
 
 func (x *RankConfigsRequest) Reset() {
 	*x = RankConfigsRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2982,7 +3097,7 @@ func (x *RankConfigsRequest) String() string {
 func (*RankConfigsRequest) ProtoMessage() {}
 
 func (x *RankConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2995,7 +3110,7 @@ func (x *RankConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankConfigsRequest.ProtoReflect.Descriptor instead.
 func (*RankConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{24}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RankConfigsRequest) GetConfigs() []*EstimateStepRequest {
@@ -3047,7 +3162,7 @@ type RankedConfig struct {
 
 func (x *RankedConfig) Reset() {
 	*x = RankedConfig{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3059,7 +3174,7 @@ func (x *RankedConfig) String() string {
 func (*RankedConfig) ProtoMessage() {}
 
 func (x *RankedConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3072,7 +3187,7 @@ func (x *RankedConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankedConfig.ProtoReflect.Descriptor instead.
 func (*RankedConfig) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{25}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RankedConfig) GetIndex() int32 {
@@ -3135,7 +3250,7 @@ type RankConfigsResponse struct {
 
 func (x *RankConfigsResponse) Reset() {
 	*x = RankConfigsResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3147,7 +3262,7 @@ func (x *RankConfigsResponse) String() string {
 func (*RankConfigsResponse) ProtoMessage() {}
 
 func (x *RankConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3160,7 +3275,7 @@ func (x *RankConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankConfigsResponse.ProtoReflect.Descriptor instead.
 func (*RankConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{26}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RankConfigsResponse) GetResults() []*RankedConfig {
@@ -3193,13 +3308,16 @@ type Constraints struct {
 	UnevenPp      bool                   `protobuf:"varint,12,opt,name=uneven_pp,json=unevenPp,proto3" json:"uneven_pp,omitempty"`
 	MinHeadroomGb float64                `protobuf:"fixed64,13,opt,name=min_headroom_gb,json=minHeadroomGb,proto3" json:"min_headroom_gb,omitempty"`
 	MaxMicroBatch int32                  `protobuf:"varint,14,opt,name=max_micro_batch,json=maxMicroBatch,proto3" json:"max_micro_batch,omitempty"`
+	// Search layouts that offload: "optimizer" (ZeRO 1-3) or "params" (ZeRO-3), as
+	// Layout.offload; unset or "none": no offload.
+	Offload       string `protobuf:"bytes,15,opt,name=offload,proto3" json:"offload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Constraints) Reset() {
 	*x = Constraints{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3211,7 +3329,7 @@ func (x *Constraints) String() string {
 func (*Constraints) ProtoMessage() {}
 
 func (x *Constraints) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3224,7 +3342,7 @@ func (x *Constraints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraints.ProtoReflect.Descriptor instead.
 func (*Constraints) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{27}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Constraints) GetTp() []int32 {
@@ -3325,6 +3443,13 @@ func (x *Constraints) GetMaxMicroBatch() int32 {
 	return 0
 }
 
+func (x *Constraints) GetOffload() string {
+	if x != nil {
+		return x.Offload
+	}
+	return ""
+}
+
 type EstimatePlanRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Model    *ModelSpec             `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
@@ -3360,7 +3485,7 @@ type EstimatePlanRequest struct {
 
 func (x *EstimatePlanRequest) Reset() {
 	*x = EstimatePlanRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3497,7 @@ func (x *EstimatePlanRequest) String() string {
 func (*EstimatePlanRequest) ProtoMessage() {}
 
 func (x *EstimatePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3510,7 @@ func (x *EstimatePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimatePlanRequest.ProtoReflect.Descriptor instead.
 func (*EstimatePlanRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{28}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EstimatePlanRequest) GetModel() *ModelSpec {
@@ -3510,7 +3635,7 @@ type NodeUse struct {
 
 func (x *NodeUse) Reset() {
 	*x = NodeUse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3522,7 +3647,7 @@ func (x *NodeUse) String() string {
 func (*NodeUse) ProtoMessage() {}
 
 func (x *NodeUse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3535,7 +3660,7 @@ func (x *NodeUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUse.ProtoReflect.Descriptor instead.
 func (*NodeUse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{29}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *NodeUse) GetNode() int32 {
@@ -3564,7 +3689,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3576,7 +3701,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3589,7 +3714,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{30}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Placement) GetNodes() []*NodeUse {
@@ -3637,7 +3762,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3649,7 +3774,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3662,7 +3787,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Plan) GetRank() int32 {
@@ -3737,7 +3862,7 @@ type SearchStats struct {
 
 func (x *SearchStats) Reset() {
 	*x = SearchStats{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3749,7 +3874,7 @@ func (x *SearchStats) String() string {
 func (*SearchStats) ProtoMessage() {}
 
 func (x *SearchStats) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3762,7 +3887,7 @@ func (x *SearchStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchStats.ProtoReflect.Descriptor instead.
 func (*SearchStats) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SearchStats) GetEnumerated() int64 {
@@ -3830,7 +3955,7 @@ type EstimatePlanResponse struct {
 
 func (x *EstimatePlanResponse) Reset() {
 	*x = EstimatePlanResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3842,7 +3967,7 @@ func (x *EstimatePlanResponse) String() string {
 func (*EstimatePlanResponse) ProtoMessage() {}
 
 func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3855,7 +3980,7 @@ func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimatePlanResponse.ProtoReflect.Descriptor instead.
 func (*EstimatePlanResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *EstimatePlanResponse) GetPlans() []*Plan {
@@ -3921,7 +4046,7 @@ type SimulateCollectiveRequest struct {
 
 func (x *SimulateCollectiveRequest) Reset() {
 	*x = SimulateCollectiveRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3933,7 +4058,7 @@ func (x *SimulateCollectiveRequest) String() string {
 func (*SimulateCollectiveRequest) ProtoMessage() {}
 
 func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3946,7 +4071,7 @@ func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveRequest.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SimulateCollectiveRequest) GetCluster() *ClusterSpec {
@@ -4031,7 +4156,7 @@ type CollectiveEstimate struct {
 
 func (x *CollectiveEstimate) Reset() {
 	*x = CollectiveEstimate{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4043,7 +4168,7 @@ func (x *CollectiveEstimate) String() string {
 func (*CollectiveEstimate) ProtoMessage() {}
 
 func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4056,7 +4181,7 @@ func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectiveEstimate.ProtoReflect.Descriptor instead.
 func (*CollectiveEstimate) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CollectiveEstimate) GetAlgorithm() Algorithm {
@@ -4139,7 +4264,7 @@ type NotApplicable struct {
 
 func (x *NotApplicable) Reset() {
 	*x = NotApplicable{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4151,7 +4276,7 @@ func (x *NotApplicable) String() string {
 func (*NotApplicable) ProtoMessage() {}
 
 func (x *NotApplicable) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4164,7 +4289,7 @@ func (x *NotApplicable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotApplicable.ProtoReflect.Descriptor instead.
 func (*NotApplicable) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NotApplicable) GetAlgorithm() Algorithm {
@@ -4196,7 +4321,7 @@ type SimulateCollectiveResponse struct {
 
 func (x *SimulateCollectiveResponse) Reset() {
 	*x = SimulateCollectiveResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4208,7 +4333,7 @@ func (x *SimulateCollectiveResponse) String() string {
 func (*SimulateCollectiveResponse) ProtoMessage() {}
 
 func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4221,7 +4346,7 @@ func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveResponse.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SimulateCollectiveResponse) GetChosen() *CollectiveEstimate {
@@ -4281,7 +4406,7 @@ type ListCatalogRequest struct {
 
 func (x *ListCatalogRequest) Reset() {
 	*x = ListCatalogRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4293,7 +4418,7 @@ func (x *ListCatalogRequest) String() string {
 func (*ListCatalogRequest) ProtoMessage() {}
 
 func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4306,7 +4431,7 @@ func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ListCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
 }
 
 type SystemEntry struct {
@@ -4321,7 +4446,7 @@ type SystemEntry struct {
 
 func (x *SystemEntry) Reset() {
 	*x = SystemEntry{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4333,7 +4458,7 @@ func (x *SystemEntry) String() string {
 func (*SystemEntry) ProtoMessage() {}
 
 func (x *SystemEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4346,7 +4471,7 @@ func (x *SystemEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemEntry.ProtoReflect.Descriptor instead.
 func (*SystemEntry) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SystemEntry) GetName() string {
@@ -4388,7 +4513,7 @@ type ListCatalogResponse struct {
 
 func (x *ListCatalogResponse) Reset() {
 	*x = ListCatalogResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4400,7 +4525,7 @@ func (x *ListCatalogResponse) String() string {
 func (*ListCatalogResponse) ProtoMessage() {}
 
 func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4413,7 +4538,7 @@ func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ListCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{40}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListCatalogResponse) GetGpus() []*GPU {
@@ -4517,7 +4642,12 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0erail_optimized\x18\x01 \x01(\bR\rrailOptimized\x12$\n" +
 	"\x0enodes_per_leaf\x18\x02 \x01(\x05R\fnodesPerLeaf\x12*\n" +
 	"\x10oversubscription\x18\x03 \x01(\x01R\x10oversubscription\x12(\n" +
-	"\x10spine_latency_us\x18\x04 \x01(\x01R\x0espineLatencyUs\"\xc5\x02\n" +
+	"\x10spine_latency_us\x18\x04 \x01(\x01R\x0espineLatencyUs\"\x98\x01\n" +
+	"\x04Host\x12\x1b\n" +
+	"\tmemory_gb\x18\x01 \x01(\x01R\bmemoryGb\x122\n" +
+	"\x15memory_bandwidth_gbps\x18\x02 \x01(\x01R\x13memoryBandwidthGbps\x12\x1b\n" +
+	"\tlink_gbps\x18\x03 \x01(\x01R\blinkGbps\x12\"\n" +
+	"\rgpus_per_link\x18\x04 \x01(\x05R\vgpusPerLink\"\xec\x02\n" +
 	"\x11ClusterDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04base\x18\x02 \x01(\tR\x04base\x12\"\n" +
@@ -4527,7 +4657,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x05intra\x18\x06 \x01(\v2\x16.stepcost.v1.IntraNodeR\x05intra\x12%\n" +
 	"\x04nics\x18\a \x01(\v2\x11.stepcost.v1.NICsR\x04nics\x12.\n" +
 	"\anetwork\x18\b \x01(\v2\x14.stepcost.v1.NetworkR\anetwork\x12 \n" +
-	"\vdescription\x18\t \x01(\tR\vdescription\"6\n" +
+	"\vdescription\x18\t \x01(\tR\vdescription\x12%\n" +
+	"\x04host\x18\n" +
+	" \x01(\v2\x11.stepcost.v1.HostR\x04host\"6\n" +
 	"\fNodeFreeGPUs\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x12\n" +
 	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xbd\x01\n" +
@@ -4561,7 +4693,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\tR\tfp8Recipe\x127\n" +
 	"\x18dp_reduce_after_backward\x18\v \x01(\bR\x15dpReduceAfterBackward\x12#\n" +
 	"\rmoe_imbalance\x18\f \x01(\x01R\fmoeImbalance\x12.\n" +
-	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\"\xd7\x04\n" +
+	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\"\xf1\x04\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
@@ -4588,7 +4720,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x15account_for_embedding\x18\x11 \x01(\bR\x13accountForEmbedding\x12(\n" +
 	"\x10account_for_loss\x18\x12 \x01(\bR\x0eaccountForLoss\x12\x1d\n" +
 	"\n" +
-	"overlap_ep\x18\x13 \x01(\bR\toverlapEp\"\x8f\x01\n" +
+	"overlap_ep\x18\x13 \x01(\bR\toverlapEp\x12\x18\n" +
+	"\aoffload\x18\x14 \x01(\tR\aoffload\"\x8f\x01\n" +
 	"\tCommTimes\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x01R\x02tp\x12\x0e\n" +
 	"\x02cp\x18\x02 \x01(\x01R\x02cp\x12\x0e\n" +
@@ -4609,7 +4742,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\fcontention_s\x18\x06 \x01(\x01R\vcontentionS\x12<\n" +
 	"\x0eexposed_comm_s\x18\a \x01(\v2\x16.stepcost.v1.CommTimesR\fexposedCommS\x12:\n" +
 	"\rhidden_comm_s\x18\b \x01(\v2\x16.stepcost.v1.CommTimesR\vhiddenCommS\x12\x17\n" +
-	"\atotal_s\x18\t \x01(\x01R\x06totalS\"\xbb\x04\n" +
+	"\atotal_s\x18\t \x01(\x01R\x06totalS\"\xfe\x04\n" +
 	"\x06Memory\x12\x1d\n" +
 	"\n" +
 	"weights_gb\x18\x01 \x01(\x01R\tweightsGb\x12!\n" +
@@ -4629,7 +4762,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x04fits\x18\f \x01(\bR\x04fits\x12\x14\n" +
 	"\x05stage\x18\r \x01(\x05R\x05stage\x125\n" +
 	"\x17in_flight_micro_batches\x18\x0e \x01(\x01R\x14inFlightMicroBatches\x12/\n" +
-	"\x14fp8_weight_copies_gb\x18\x0f \x01(\x01R\x11fp8WeightCopiesGb\"\x82\x01\n" +
+	"\x14fp8_weight_copies_gb\x18\x0f \x01(\x01R\x11fp8WeightCopiesGb\x12\x17\n" +
+	"\ahost_gb\x18\x10 \x01(\x01R\x06hostGb\x12(\n" +
+	"\x10host_capacity_gb\x18\x11 \x01(\x01R\x0ehostCapacityGb\"\x82\x01\n" +
 	"\n" +
 	"Throughput\x12 \n" +
 	"\ftokens_per_s\x18\x01 \x01(\x01R\n" +
@@ -4709,7 +4844,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tdominated\x18\a \x01(\bR\tdominated\"w\n" +
 	"\x13RankConfigsResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.stepcost.v1.RankedConfigR\aresults\x12+\n" +
-	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xb9\x03\n" +
+	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xd3\x03\n" +
 	"\vConstraints\x12\x0e\n" +
 	"\x02tp\x18\x01 \x03(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x03(\x05R\x02pp\x12\x0e\n" +
@@ -4726,7 +4861,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0ftp_across_nodes\x18\v \x01(\bR\rtpAcrossNodes\x12\x1b\n" +
 	"\tuneven_pp\x18\f \x01(\bR\bunevenPp\x12&\n" +
 	"\x0fmin_headroom_gb\x18\r \x01(\x01R\rminHeadroomGb\x12&\n" +
-	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\"\xa1\x05\n" +
+	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\x12\x18\n" +
+	"\aoffload\x18\x0f \x01(\tR\aoffload\"\xa1\x05\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
@@ -4919,7 +5055,7 @@ func file_stepcost_v1_stepcost_proto_rawDescGZIP() []byte {
 }
 
 var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Precision)(0),                     // 0: stepcost.v1.Precision
 	(Recompute)(0),                     // 1: stepcost.v1.Recompute
@@ -4938,124 +5074,126 @@ var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(*IntraNode)(nil),                  // 14: stepcost.v1.IntraNode
 	(*NICs)(nil),                       // 15: stepcost.v1.NICs
 	(*Network)(nil),                    // 16: stepcost.v1.Network
-	(*ClusterDefinition)(nil),          // 17: stepcost.v1.ClusterDefinition
-	(*NodeFreeGPUs)(nil),               // 18: stepcost.v1.NodeFreeGPUs
-	(*ClusterSpec)(nil),                // 19: stepcost.v1.ClusterSpec
-	(*Optimizer)(nil),                  // 20: stepcost.v1.Optimizer
-	(*Training)(nil),                   // 21: stepcost.v1.Training
-	(*Layout)(nil),                     // 22: stepcost.v1.Layout
-	(*CommTimes)(nil),                  // 23: stepcost.v1.CommTimes
-	(*Breakdown)(nil),                  // 24: stepcost.v1.Breakdown
-	(*Memory)(nil),                     // 25: stepcost.v1.Memory
-	(*Throughput)(nil),                 // 26: stepcost.v1.Throughput
-	(*CommCall)(nil),                   // 27: stepcost.v1.CommCall
-	(*StepEstimate)(nil),               // 28: stepcost.v1.StepEstimate
-	(*EstimateStepRequest)(nil),        // 29: stepcost.v1.EstimateStepRequest
-	(*EstimateStepResponse)(nil),       // 30: stepcost.v1.EstimateStepResponse
-	(*FieldViolation)(nil),             // 31: stepcost.v1.FieldViolation
-	(*ItemError)(nil),                  // 32: stepcost.v1.ItemError
-	(*RankConfigsRequest)(nil),         // 33: stepcost.v1.RankConfigsRequest
-	(*RankedConfig)(nil),               // 34: stepcost.v1.RankedConfig
-	(*RankConfigsResponse)(nil),        // 35: stepcost.v1.RankConfigsResponse
-	(*Constraints)(nil),                // 36: stepcost.v1.Constraints
-	(*EstimatePlanRequest)(nil),        // 37: stepcost.v1.EstimatePlanRequest
-	(*NodeUse)(nil),                    // 38: stepcost.v1.NodeUse
-	(*Placement)(nil),                  // 39: stepcost.v1.Placement
-	(*Plan)(nil),                       // 40: stepcost.v1.Plan
-	(*SearchStats)(nil),                // 41: stepcost.v1.SearchStats
-	(*EstimatePlanResponse)(nil),       // 42: stepcost.v1.EstimatePlanResponse
-	(*SimulateCollectiveRequest)(nil),  // 43: stepcost.v1.SimulateCollectiveRequest
-	(*CollectiveEstimate)(nil),         // 44: stepcost.v1.CollectiveEstimate
-	(*NotApplicable)(nil),              // 45: stepcost.v1.NotApplicable
-	(*SimulateCollectiveResponse)(nil), // 46: stepcost.v1.SimulateCollectiveResponse
-	(*ListCatalogRequest)(nil),         // 47: stepcost.v1.ListCatalogRequest
-	(*SystemEntry)(nil),                // 48: stepcost.v1.SystemEntry
-	(*ListCatalogResponse)(nil),        // 49: stepcost.v1.ListCatalogResponse
-	nil,                                // 50: stepcost.v1.GPU.PeakTflopsEntry
-	nil,                                // 51: stepcost.v1.SearchStats.PrunedEntry
+	(*Host)(nil),                       // 17: stepcost.v1.Host
+	(*ClusterDefinition)(nil),          // 18: stepcost.v1.ClusterDefinition
+	(*NodeFreeGPUs)(nil),               // 19: stepcost.v1.NodeFreeGPUs
+	(*ClusterSpec)(nil),                // 20: stepcost.v1.ClusterSpec
+	(*Optimizer)(nil),                  // 21: stepcost.v1.Optimizer
+	(*Training)(nil),                   // 22: stepcost.v1.Training
+	(*Layout)(nil),                     // 23: stepcost.v1.Layout
+	(*CommTimes)(nil),                  // 24: stepcost.v1.CommTimes
+	(*Breakdown)(nil),                  // 25: stepcost.v1.Breakdown
+	(*Memory)(nil),                     // 26: stepcost.v1.Memory
+	(*Throughput)(nil),                 // 27: stepcost.v1.Throughput
+	(*CommCall)(nil),                   // 28: stepcost.v1.CommCall
+	(*StepEstimate)(nil),               // 29: stepcost.v1.StepEstimate
+	(*EstimateStepRequest)(nil),        // 30: stepcost.v1.EstimateStepRequest
+	(*EstimateStepResponse)(nil),       // 31: stepcost.v1.EstimateStepResponse
+	(*FieldViolation)(nil),             // 32: stepcost.v1.FieldViolation
+	(*ItemError)(nil),                  // 33: stepcost.v1.ItemError
+	(*RankConfigsRequest)(nil),         // 34: stepcost.v1.RankConfigsRequest
+	(*RankedConfig)(nil),               // 35: stepcost.v1.RankedConfig
+	(*RankConfigsResponse)(nil),        // 36: stepcost.v1.RankConfigsResponse
+	(*Constraints)(nil),                // 37: stepcost.v1.Constraints
+	(*EstimatePlanRequest)(nil),        // 38: stepcost.v1.EstimatePlanRequest
+	(*NodeUse)(nil),                    // 39: stepcost.v1.NodeUse
+	(*Placement)(nil),                  // 40: stepcost.v1.Placement
+	(*Plan)(nil),                       // 41: stepcost.v1.Plan
+	(*SearchStats)(nil),                // 42: stepcost.v1.SearchStats
+	(*EstimatePlanResponse)(nil),       // 43: stepcost.v1.EstimatePlanResponse
+	(*SimulateCollectiveRequest)(nil),  // 44: stepcost.v1.SimulateCollectiveRequest
+	(*CollectiveEstimate)(nil),         // 45: stepcost.v1.CollectiveEstimate
+	(*NotApplicable)(nil),              // 46: stepcost.v1.NotApplicable
+	(*SimulateCollectiveResponse)(nil), // 47: stepcost.v1.SimulateCollectiveResponse
+	(*ListCatalogRequest)(nil),         // 48: stepcost.v1.ListCatalogRequest
+	(*SystemEntry)(nil),                // 49: stepcost.v1.SystemEntry
+	(*ListCatalogResponse)(nil),        // 50: stepcost.v1.ListCatalogResponse
+	nil,                                // 51: stepcost.v1.GPU.PeakTflopsEntry
+	nil,                                // 52: stepcost.v1.SearchStats.PrunedEntry
 }
 var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	9,  // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
 	11, // 1: stepcost.v1.Architecture.mla:type_name -> stepcost.v1.MLA
 	10, // 2: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
-	50, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
+	51, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
 	13, // 4: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
 	14, // 5: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
 	15, // 6: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
 	16, // 7: stepcost.v1.ClusterDefinition.network:type_name -> stepcost.v1.Network
-	17, // 8: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
-	18, // 9: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
-	0,  // 10: stepcost.v1.Training.precision:type_name -> stepcost.v1.Precision
-	20, // 11: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
-	2,  // 12: stepcost.v1.Training.zero3_backward_prefetch:type_name -> stepcost.v1.BackwardPrefetch
-	1,  // 13: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
-	3,  // 14: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
-	23, // 15: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
-	23, // 16: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
-	24, // 17: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
-	25, // 18: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
-	26, // 19: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
-	27, // 20: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
-	22, // 21: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
-	21, // 22: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
-	12, // 23: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
-	19, // 24: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	21, // 25: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
-	22, // 26: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
-	28, // 27: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
-	10, // 28: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
-	31, // 29: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
-	29, // 30: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
-	4,  // 31: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
-	28, // 32: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
-	32, // 33: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
-	34, // 34: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
-	1,  // 35: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
-	3,  // 36: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
-	12, // 37: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
-	19, // 38: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	21, // 39: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
-	36, // 40: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
-	4,  // 41: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
-	38, // 42: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
-	22, // 43: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
-	39, // 44: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
-	28, // 45: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
-	51, // 46: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
-	40, // 47: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
-	40, // 48: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
-	41, // 49: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
-	10, // 50: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
-	19, // 51: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	5,  // 52: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
-	6,  // 53: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 54: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
-	8,  // 55: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
-	6,  // 56: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 57: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
-	6,  // 58: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
-	44, // 59: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
-	44, // 60: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
-	45, // 61: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
-	17, // 62: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
-	13, // 63: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
-	48, // 64: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
-	10, // 65: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
-	37, // 66: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
-	29, // 67: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
-	33, // 68: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
-	43, // 69: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
-	47, // 70: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
-	42, // 71: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
-	30, // 72: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
-	35, // 73: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
-	46, // 74: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
-	49, // 75: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
-	71, // [71:76] is the sub-list for method output_type
-	66, // [66:71] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	17, // 8: stepcost.v1.ClusterDefinition.host:type_name -> stepcost.v1.Host
+	18, // 9: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
+	19, // 10: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
+	0,  // 11: stepcost.v1.Training.precision:type_name -> stepcost.v1.Precision
+	21, // 12: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
+	2,  // 13: stepcost.v1.Training.zero3_backward_prefetch:type_name -> stepcost.v1.BackwardPrefetch
+	1,  // 14: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
+	3,  // 15: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
+	24, // 16: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
+	24, // 17: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
+	25, // 18: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
+	26, // 19: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
+	27, // 20: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
+	28, // 21: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
+	23, // 22: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
+	22, // 23: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
+	12, // 24: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
+	20, // 25: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	22, // 26: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
+	23, // 27: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
+	29, // 28: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
+	10, // 29: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
+	32, // 30: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
+	30, // 31: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
+	4,  // 32: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
+	29, // 33: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
+	33, // 34: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
+	35, // 35: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
+	1,  // 36: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
+	3,  // 37: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
+	12, // 38: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
+	20, // 39: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	22, // 40: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
+	37, // 41: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
+	4,  // 42: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
+	39, // 43: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
+	23, // 44: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
+	40, // 45: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
+	29, // 46: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
+	52, // 47: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
+	41, // 48: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
+	41, // 49: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
+	42, // 50: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
+	10, // 51: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
+	20, // 52: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	5,  // 53: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
+	6,  // 54: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 55: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
+	8,  // 56: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
+	6,  // 57: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 58: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
+	6,  // 59: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
+	45, // 60: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
+	45, // 61: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
+	46, // 62: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
+	18, // 63: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
+	13, // 64: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
+	49, // 65: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
+	10, // 66: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
+	38, // 67: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
+	30, // 68: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
+	34, // 69: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
+	44, // 70: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
+	48, // 71: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
+	43, // 72: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
+	31, // 73: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
+	36, // 74: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
+	47, // 75: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
+	50, // 76: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
+	72, // [72:77] is the sub-list for method output_type
+	67, // [67:72] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_stepcost_v1_stepcost_proto_init() }
@@ -5068,7 +5206,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 		(*ModelSpec_Architecture)(nil),
 		(*ModelSpec_Params)(nil),
 	}
-	file_stepcost_v1_stepcost_proto_msgTypes[10].OneofWrappers = []any{
+	file_stepcost_v1_stepcost_proto_msgTypes[11].OneofWrappers = []any{
 		(*ClusterSpec_Name)(nil),
 		(*ClusterSpec_Definition)(nil),
 	}
@@ -5078,7 +5216,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stepcost_v1_stepcost_proto_rawDesc), len(file_stepcost_v1_stepcost_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
