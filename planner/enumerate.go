@@ -151,7 +151,7 @@ func (s *shape) bound(req *Request, v int) float64 {
 // shrink the bubble by an amount the shape's bound does not know (it has no
 // weight-gradient split), so theirs counts no bubble at all.
 func (s *shape) schedBound(req *Request, sc sched) float64 {
-	if sc.s == step.ZeroBubble || sc.s == step.DualPipe {
+	if sc.s == step.ZeroBubble || sc.s == step.DualPipe || sc.s == step.ZeroBubbleV {
 		return boundScore(req, int(s.n), float64(s.m)*s.perMB)
 	}
 	return s.bound(req, sc.v)
@@ -401,6 +401,9 @@ func schedules(pp, m, layers int, cs *Constraints) []sched {
 	}
 	if allowed(cs.Schedules, step.DualPipe) && pp%2 == 0 {
 		out = append(out, sched{step.DualPipe, 1})
+	}
+	if allowed(cs.Schedules, step.ZeroBubbleV) && layers%(2*pp) == 0 {
+		out = append(out, sched{step.ZeroBubbleV, 2})
 	}
 	if allowed(cs.Schedules, step.Interleaved) && m%pp == 0 {
 		for v := 2; v <= layers/pp; v++ {

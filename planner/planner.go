@@ -61,7 +61,7 @@ func (c Constraints) Canonical() Constraints {
 	c.TP, c.PP, c.CP, c.EP = sortedSet(c.TP), sortedSet(c.PP), sortedSet(c.CP), sortedSet(c.EP)
 	c.ZeRO, c.MicroBatch, c.VirtualStages = sortedSet(c.ZeRO), sortedSet(c.MicroBatch), sortedSet(c.VirtualStages)
 	c.Recompute = orderedSet(c.Recompute, []step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeOps, step.RecomputeFull})
-	c.Schedules = orderedSet(c.Schedules, []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.DualPipe})
+	c.Schedules = orderedSet(c.Schedules, []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.ZeroBubbleV, step.DualPipe})
 	c.SP = orderedSet(c.SP, []bool{false, true})
 	return c
 }
@@ -314,9 +314,9 @@ func (r *Request) validate() error {
 	}
 	for i, s := range r.Constraints.Schedules {
 		switch s {
-		case step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.DualPipe:
+		case step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.ZeroBubbleV, step.DualPipe:
 		default:
-			c.Add(fmt.Sprintf("constraints.schedules[%d]", i), "must be gpipe, 1f1b, interleaved, zb-h1 or dualpipe (got %q)", s)
+			c.Add(fmt.Sprintf("constraints.schedules[%d]", i), "must be gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (got %q)", s)
 		}
 	}
 	switch r.Constraints.Offload {

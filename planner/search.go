@@ -31,7 +31,7 @@ type candidate struct {
 
 var (
 	recomputeCodes = [...]step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull, step.RecomputeOps}
-	scheduleCodes  = [...]step.Schedule{step.OneFOneB, step.GPipe, step.Interleaved, step.ZeroBubble, step.DualPipe}
+	scheduleCodes  = [...]step.Schedule{step.OneFOneB, step.GPipe, step.Interleaved, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV}
 )
 
 func (c *candidate) layout() step.Layout {

@@ -360,6 +360,7 @@ var recomputes = map[pb.Recompute]step.Recompute{
 var schedules = map[pb.Schedule]step.Schedule{
 	pb.Schedule_SCHEDULE_GPIPE: step.GPipe, pb.Schedule_SCHEDULE_1F1B: step.OneFOneB, pb.Schedule_SCHEDULE_INTERLEAVED: step.Interleaved,
 	pb.Schedule_SCHEDULE_ZERO_BUBBLE: step.ZeroBubble, pb.Schedule_SCHEDULE_DUALPIPE: step.DualPipe,
+	pb.Schedule_SCHEDULE_ZB_V: step.ZeroBubbleV,
 }
 
 func layoutFromProto(l *pb.Layout) (step.Layout, error) {

@@ -116,7 +116,11 @@ func stageMoELayers(req Request) int {
 	for i, n := range split {
 		for range n {
 			if a.IsMoELayer(layer) {
-				counts[i%l.PP]++
+				rank := i % l.PP
+				if l.Schedule == ZeroBubbleV && i >= l.PP {
+					rank = 2*l.PP - 1 - i // the V: stage i on rank 2P−1−i
+				}
+				counts[rank]++
 			}
 			layer++
 		}

@@ -412,6 +412,8 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		if l.Schedule == DualPipe {
 			bubble = (pf/2 - 1) * math.Max(0, perMB+bwd-3*w)
 		}
+	case ZeroBubbleV:
+		bubble = (pf - 1) * math.Max(0, perMB-3*cp.bwdW) / 2
 	}
 	if s := req.SlowGPUSpeed; s > 0 && s < 1 {
 		// One slow GPU: its stage paces every micro-batch (its TP group and the

@@ -43,3 +43,39 @@ func TestZeroBubbleAndDualPipe(t *testing.T) {
 		t.Error("DualPipe on pp 3 accepted")
 	}
 }
+
+// ZB-V: two chunks per rank in a V, the weight-gradient passes in the bubbles. Its
+// bubble is below ZB-H1's (which is below 1F1B's), its activations are 1F1B's, and
+// the pipeline sends twice as often.
+func TestZeroBubbleV(t *testing.T) {
+	run := func(sched step.Schedule, layers int) (step.Result, error) {
+		a := arch(t, "llama3-8b")
+		a.Layers = layers
+		return step.New().Estimate(step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64},
+			Layout:   step.Layout{TP: 1, PP: 8, DP: 8, MicroBatch: 1, ZeRO: 1, Recompute: step.RecomputeNone, Schedule: sched}})
+	}
+	must := func(r step.Result, err error) step.Result {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	f1, h1, v := must(run(step.OneFOneB, 32)), must(run(step.ZeroBubble, 32)), must(run(step.ZeroBubbleV, 32))
+	t.Logf("bubble 1F1B %.3f s, ZB-H1 %.3f s, ZB-V %.3f s; exposed p2p %.3f, %.3f s; activations %.2f, %.2f GB",
+		f1.Breakdown.Bubble, h1.Breakdown.Bubble, v.Breakdown.Bubble, f1.Breakdown.Exposed[step.CommPP], v.Breakdown.Exposed[step.CommPP],
+		f1.Memory.Activations, v.Memory.Activations)
+	if !(v.Breakdown.Bubble < h1.Breakdown.Bubble && h1.Breakdown.Bubble < f1.Breakdown.Bubble) {
+		t.Errorf("bubbles 1F1B %.3f, ZB-H1 %.3f, ZB-V %.3f s: want decreasing", f1.Breakdown.Bubble, h1.Breakdown.Bubble, v.Breakdown.Bubble)
+	}
+	if v.Layout.VirtualStages != 2 || v.Memory.Activations != f1.Memory.Activations {
+		t.Errorf("ZB-V: %d chunks, activations %.3f GB (1F1B %.3f)", v.Layout.VirtualStages, v.Memory.Activations, f1.Memory.Activations)
+	}
+	// Sends per step: 2·(v·m + p − 1) per boundary direction pair, v = 2 against 1.
+	if got, want := v.Breakdown.Exposed[step.CommPP]/f1.Breakdown.Exposed[step.CommPP], float64(2*8+7)/float64(8+7); got < want*0.999 || got > want*1.001 {
+		t.Errorf("pipeline sends ×%.3f of 1F1B's, want ×%.3f", got, want)
+	}
+	if _, err := run(step.ZeroBubbleV, 36); err == nil {
+		t.Error("ZB-V with 36 layers on 2 × 8 chunks accepted")
+	}
+}

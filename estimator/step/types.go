@@ -69,6 +69,13 @@ const (
 	// 3W), P+1 micro-batches of activations, and two copies of the parameters (each
 	// rank holds stages s and P−1−s). P must be even.
 	DualPipe Schedule = "dualpipe"
+	// ZeroBubbleV is ZB-V (Qi et al. 2024, §6): two model chunks per rank placed in
+	// a V (rank s holds stages s and 2P−1−s, so the first rank also ends the model),
+	// with the weight-gradient passes filling the bubbles. It reaches ZB-H2's bubble
+	// with 1F1B's activation memory; with the stage split into two chunks every term
+	// is halved: (P−1)·(F + B − 3W)/2, zero when F, B and W take as long as each
+	// other. The pipeline sends twice as often (two chunk boundaries per rank).
+	ZeroBubbleV Schedule = "zb-v"
 )
 
 // BackwardPrefetch is when ZeRO-3 (FSDP) issues the next layer's weight all-gather in

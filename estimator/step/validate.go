@@ -83,6 +83,9 @@ func normalise(r Request) Request {
 			*v = 1
 		}
 	}
+	if l.Schedule == ZeroBubbleV && l.VirtualStages == 1 {
+		l.VirtualStages = 2 // the V's two chunks
+	}
 	if l.Schedule == "" {
 		l.Schedule = OneFOneB
 		if l.VirtualStages > 1 {
@@ -108,7 +111,7 @@ func normalise(r Request) Request {
 // for validate to report.
 func accountSplit(l *Layout, layers int) {
 	stages := l.PP * l.VirtualStages
-	if len(l.LayerSplit) > 0 || l.PP < 2 || layers < 1 || stages < 1 {
+	if len(l.LayerSplit) > 0 || l.PP < 2 || layers < 1 || stages < 1 || l.Schedule == ZeroBubbleV {
 		return
 	}
 	if !l.AccountForEmbedding && !l.AccountForLoss && layers%stages != 0 {
@@ -342,8 +345,19 @@ func validate(r Request) error {
 		if l.Schedule == DualPipe && (l.PP < 2 || l.PP%2 != 0) {
 			c.Add("layout.schedule", "dualpipe needs an even pp ≥ 2 (got pp %d)", l.PP)
 		}
+	case ZeroBubbleV:
+		switch {
+		case l.PP < 2:
+			c.Add("layout.schedule", "zb-v needs pp ≥ 2 (got pp %d)", l.PP)
+		case l.VirtualStages != 2:
+			c.Add("layout.virtual_stages", "zb-v runs two chunks per pipeline rank (got %d)", l.VirtualStages)
+		case len(l.LayerSplit) > 0 || l.AccountForEmbedding || l.AccountForLoss:
+			c.Add("layout.layer_split", "zb-v splits the layers evenly over its 2 × pp chunks (the first rank holds the embedding and the loss)")
+		case a.Layers%(2*l.PP) != 0:
+			c.Add("layout.schedule", "zb-v splits the %d layers evenly over 2 × pp = %d chunks, which must divide them", a.Layers, 2*l.PP)
+		}
 	default:
-		c.Add("layout.schedule", "must be gpipe, 1f1b, interleaved, zb-h1 or dualpipe (got %q)", l.Schedule)
+		c.Add("layout.schedule", "must be gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (got %q)", l.Schedule)
 	}
 	if a.Heads%l.TP != 0 {
 		c.Add("layout.tp", "must divide the %d attention heads (got %d)", a.Heads, l.TP)

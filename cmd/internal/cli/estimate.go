@@ -64,7 +64,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	recompute := fs.String("recompute", "none", "activation recomputation: none, selective (attention core), ops (op-level: every second matmul and the memory-bound ops), full")
 	recomputeLayers := fs.Int("recompute-layers", 0, "with --recompute full: recompute only this many layers per pipeline stage (0: all)")
 	sp := fs.Bool("sp", false, "sequence parallelism (with tp > 1)")
-	schedule := fs.String("schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved (default 1f1b, interleaved with --vpp > 1)")
+	schedule := fs.String("schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (default 1f1b, interleaved with --vpp > 1)")
 	vpp := fs.Int("vpp", 1, "interleaving depth: model chunks per pipeline rank")
 	precision := fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
 	order := fs.String("rank-order", "", "rank order, fastest first (default tp-cp-ep-dp-pp)")

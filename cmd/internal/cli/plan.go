@@ -45,7 +45,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	epList := fs.String("ep", "", "allowed expert-parallel degrees (MoE)")
 	vppList := fs.String("vpp", "", "allowed interleaving depths (model chunks per pipeline rank)")
 	spList := fs.String("sp", "", "sequence parallelism with TP: on, off or on,off (default both)")
-	schedList := fs.String("schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved (default all)")
+	schedList := fs.String("schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)")
 	tpAcross := fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
 	unevenPP := fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
 	maxMBS := fs.Int("max-mbs", 0, "largest micro-batch size when --mbs is not given (default 16)")

@@ -197,6 +197,10 @@ const (
 	// DualPipe (DeepSeek-V3): micro-batches from both ends, forward and backward of
 	// two micro-batches overlapped, two copies of the parameters; pp even.
 	Schedule_SCHEDULE_DUALPIPE Schedule = 5
+	// ZB-V (Qi et al. 2024): two chunks per rank in a V, weight-gradient passes in
+	// the bubbles; 1F1B's activation memory, bubble (P-1)(F + B - 3W)/2, twice the
+	// pipeline sends. virtual_stages is 2 (unset: 2); layers divisible by 2 x pp.
+	Schedule_SCHEDULE_ZB_V Schedule = 6
 )
 
 // Enum value maps for Schedule.
@@ -208,6 +212,7 @@ var (
 		3: "SCHEDULE_INTERLEAVED",
 		4: "SCHEDULE_ZERO_BUBBLE",
 		5: "SCHEDULE_DUALPIPE",
+		6: "SCHEDULE_ZB_V",
 	}
 	Schedule_value = map[string]int32{
 		"SCHEDULE_UNSPECIFIED": 0,
@@ -216,6 +221,7 @@ var (
 		"SCHEDULE_INTERLEAVED": 3,
 		"SCHEDULE_ZERO_BUBBLE": 4,
 		"SCHEDULE_DUALPIPE":    5,
+		"SCHEDULE_ZB_V":        6,
 	}
 )
 
@@ -4991,14 +4997,15 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x1dBACKWARD_PREFETCH_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15BACKWARD_PREFETCH_PRE\x10\x01\x12\x1a\n" +
 	"\x16BACKWARD_PREFETCH_POST\x10\x02\x12\x1a\n" +
-	"\x16BACKWARD_PREFETCH_NONE\x10\x03*\x96\x01\n" +
+	"\x16BACKWARD_PREFETCH_NONE\x10\x03*\xa9\x01\n" +
 	"\bSchedule\x12\x18\n" +
 	"\x14SCHEDULE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSCHEDULE_GPIPE\x10\x01\x12\x11\n" +
 	"\rSCHEDULE_1F1B\x10\x02\x12\x18\n" +
 	"\x14SCHEDULE_INTERLEAVED\x10\x03\x12\x18\n" +
 	"\x14SCHEDULE_ZERO_BUBBLE\x10\x04\x12\x15\n" +
-	"\x11SCHEDULE_DUALPIPE\x10\x05*m\n" +
+	"\x11SCHEDULE_DUALPIPE\x10\x05\x12\x11\n" +
+	"\rSCHEDULE_ZB_V\x10\x06*m\n" +
 	"\tObjective\x12\x19\n" +
 	"\x15OBJECTIVE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13OBJECTIVE_STEP_TIME\x10\x01\x12\x18\n" +
