@@ -51,6 +51,7 @@ func archFromProto(p *pb.Architecture) model.Arch {
 		Name: p.GetName(), Layers: int(p.GetLayers()), Hidden: int(p.GetHidden()), Heads: int(p.GetHeads()),
 		KVHeads: int(p.GetKvHeads()), FFN: int(p.GetFfn()), GatedMLP: p.GetGatedMlp(), Vocab: int(p.GetVocab()),
 		TiedEmbeddings: p.GetTiedEmbeddings(), HeadSize: int(p.GetHeadDim()),
+		SlidingWindow: int(p.GetSlidingWindow()), GlobalEvery: int(p.GetGlobalEvery()),
 	}
 	if m := p.GetMla(); m != nil {
 		a.MLA = &model.MLA{QLoRARank: int(m.GetQLoraRank()), KVLoRARank: int(m.GetKvLoraRank()), QKNopeDim: int(m.GetQkNopeHeadDim()),
@@ -70,6 +71,7 @@ func archToProto(a model.Arch) *pb.Architecture {
 	p := &pb.Architecture{
 		Name: a.Name, Layers: int32(a.Layers), Hidden: int32(a.Hidden), Heads: int32(a.Heads), KvHeads: int32(a.KVHeads),
 		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings, HeadDim: int32(a.HeadSize),
+		SlidingWindow: int32(a.SlidingWindow), GlobalEvery: int32(a.GlobalEvery),
 	}
 	if m := a.MLA; m != nil {
 		p.Mla = &pb.MLA{QLoraRank: int32(m.QLoRARank), KvLoraRank: int32(m.KVLoRARank), QkNopeHeadDim: int32(m.QKNopeDim),

@@ -72,8 +72,58 @@ type Arch struct {
 	MoE            *MoE `json:"moe,omitempty"`
 	// MLA replaces grouped-query attention's projections (KVHeads and head_dim are
 	// then unused).
-	MLA    *MLA   `json:"mla,omitempty"`
-	Source string `json:"source,omitempty"`
+	MLA *MLA `json:"mla,omitempty"`
+	// SlidingWindow is how many tokens a query attends to, itself included, in the
+	// layers with local attention (Mistral 7B: 4096 in every layer; Gemma 2: 4096
+	// in every other layer; Gemma 3: 1024 in five layers of six); 0: every layer
+	// attends to the whole (causal) sequence.
+	SlidingWindow int `json:"sliding_window,omitempty"`
+	// GlobalEvery makes every n-th layer (the n-th, 2n-th, …) attend to the whole
+	// sequence and the others to the window (Gemma 2: 2, Gemma 3: 6); 0: every layer
+	// has the window.
+	GlobalEvery int    `json:"global_every,omitempty"`
+	Source      string `json:"source,omitempty"`
+}
+
+// AttentionSpan is the attention-core work of the model's layers at sequence length
+// seq, as a fraction of causal attention over the whole sequence in every layer:
+// a query at position i attends to min(i, W) keys in a windowed layer against i in
+// a global one, so a windowed layer does (W(W+1)/2 + (s−W)·W) / (s(s+1)/2) of the
+// work when s > W.
+func (a Arch) AttentionSpan(seq int) float64 {
+	if a.SlidingWindow <= 0 || seq <= a.SlidingWindow || a.Layers < 1 {
+		return 1
+	}
+	local := a.Layers
+	if a.GlobalEvery > 0 {
+		local -= a.Layers / a.GlobalEvery
+	}
+	return (float64(local)*a.windowShare(seq) + float64(a.Layers-local)) / float64(a.Layers)
+}
+
+// Windowed says whether layer i attends through the sliding window (every layer
+// but the GlobalEvery-th ones).
+func (a Arch) Windowed(i int) bool {
+	return a.SlidingWindow > 0 && (a.GlobalEvery == 0 || (i+1)%a.GlobalEvery != 0)
+}
+
+// windowShare is a windowed layer's attention work relative to causal attention
+// over the whole sequence.
+func (a Arch) windowShare(seq int) float64 {
+	w, s := float64(a.SlidingWindow), float64(seq)
+	if a.SlidingWindow <= 0 || seq <= a.SlidingWindow {
+		return 1
+	}
+	return (w*(w+1)/2 + (s-w)*w) / (s * (s + 1) / 2)
+}
+
+// layerSpan is layer i's attention work relative to causal attention over the
+// whole sequence.
+func (a Arch) layerSpan(i, seq int) float64 {
+	if a.Windowed(i) {
+		return a.windowShare(seq)
+	}
+	return 1
 }
 
 // Upper bounds of Validate. They are far above any published model and keep every
@@ -85,6 +135,8 @@ const (
 	MaxFFN     = 1 << 24 // 16 777 216
 	MaxVocab   = 10_000_000
 	MaxExperts = 1 << 16 // 65 536
+	// MaxSlidingWindow is the step estimator's longest sequence (2^24 tokens).
+	MaxSlidingWindow = 1 << 24
 )
 
 // Normalise returns a copy of a with the defaults written out: KVHeads 0 becomes
@@ -124,6 +176,15 @@ func (a Arch) ValidateAt(path string) error {
 	between(&c, "layers", a.Layers, 1, MaxLayers)
 	between(&c, "hidden", a.Hidden, 1, MaxHidden)
 	headsOK := between(&c, "heads", a.Heads, 1, MaxHidden)
+	if a.SlidingWindow != 0 {
+		between(&c, "sliding_window", a.SlidingWindow, 1, MaxSlidingWindow)
+	}
+	if a.GlobalEvery != 0 {
+		between(&c, "global_every", a.GlobalEvery, 1, MaxLayers)
+		if a.SlidingWindow == 0 {
+			c.Add("global_every", "makes every n-th layer global among windowed ones: needs sliding_window")
+		}
+	}
 	if a.HeadSize != 0 {
 		if between(&c, "head_dim", a.HeadSize, 1, MaxHidden) && headsOK && a.Heads*a.HeadSize > MaxFFN {
 			c.Add("head_dim", "heads × head_dim must be at most %d (got %d × %d)", MaxFFN, a.Heads, a.HeadSize)

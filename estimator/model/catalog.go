@@ -133,6 +133,16 @@ const (
 		"kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128), first 3 layers dense " +
 		"(intermediate 18432), then 256 routed experts (2048) top-8 and 1 shared expert, vocab 129280, untied; " +
 		"671B total / 37B active (the multi-token-prediction module is not included)"
+	srcGemma2 = "Gemma Team 2024, Gemma 2: Improving Open Language Models at a Practical Size (arXiv:2408.00118) " +
+		"Tables 1–2 and the google/gemma-2-%s config.json: hidden_size %d, %d layers, %d heads of head_dim %d, %d KV heads, " +
+		"intermediate_size %d (GeGLU), vocab_size 256000, tied embeddings, local sliding-window attention (4096 tokens) " +
+		"in every other layer; published as %s embedding + %s non-embedding parameters"
+	srcGemma3 = "Gemma Team 2025, Gemma 3 Technical Report (arXiv:2503.19786) Table 1 and the google/gemma-3-27b-pt " +
+		"config.json (text_config): hidden_size 5376, 62 layers, 32 heads of head_dim 128, 16 KV heads, intermediate_size " +
+		"21504 (GeGLU), vocab_size 262208, tied embeddings, five local layers (sliding window 1024) for every global one; " +
+		"published as 1,416M embedding + 25,600M non-embedding parameters (the 417M vision encoder not modelled)"
+	srcMistral = "Jiang et al. 2023, Mistral 7B (arXiv:2310.06825) Table 1: dim 4096, 32 layers, 32 heads of head_dim 128, " +
+		"8 KV heads, hidden_dim 14336, vocab_size 32000, sliding window 4096 in every layer; published as 7.3B parameters"
 	srcLlama4 = "Meta Llama 4 model card and the meta-llama/Llama-4-%s config.json (text_config): " +
 		"hidden_size 5120, 40 heads, 8 KV heads, 48 layers, vocab_size 202048, intermediate_size 8192 per expert, " +
 		"intermediate_size_mlp 16384 for dense layers, one shared expert per MoE layer, %s; " +
@@ -238,6 +248,24 @@ func entries() []entry {
 		llama4("llama4-scout", "Scout-17B-16E", 16, 1, "16 routed experts top-1 in every layer", "109B"),
 		llama4("llama4-maverick", "Maverick-17B-128E", 128, 2,
 			"128 routed experts top-1 in every second layer (interleave_moe_layer_step 2), dense MLPs between", "400B"),
+		{arch: Arch{
+			Name: "gemma2-9b", Layers: 42, Hidden: 3584, Heads: 16, KVHeads: 8, HeadSize: 256, FFN: 14336, GatedMLP: true,
+			Vocab: 256000, TiedEmbeddings: true, SlidingWindow: 4096, GlobalEvery: 2,
+			Source: fmt.Sprintf(srcGemma2, "9b", 3584, 42, 16, 256, 8, 14336, "917.5M", "8,324.2M"),
+		}, aliases: []string{"google-gemma-2-9b"}},
+		{arch: Arch{
+			Name: "gemma2-27b", Layers: 46, Hidden: 4608, Heads: 32, KVHeads: 16, HeadSize: 128, FFN: 36864, GatedMLP: true,
+			Vocab: 256000, TiedEmbeddings: true, SlidingWindow: 4096, GlobalEvery: 2,
+			Source: fmt.Sprintf(srcGemma2, "27b", 4608, 46, 32, 128, 16, 36864, "1,179.6M", "26,047.5M"),
+		}, aliases: []string{"google-gemma-2-27b"}},
+		{arch: Arch{
+			Name: "gemma3-27b", Layers: 62, Hidden: 5376, Heads: 32, KVHeads: 16, HeadSize: 128, FFN: 21504, GatedMLP: true,
+			Vocab: 262208, TiedEmbeddings: true, SlidingWindow: 1024, GlobalEvery: 6, Source: srcGemma3,
+		}, aliases: []string{"google-gemma-3-27b"}},
+		{arch: Arch{
+			Name: "mistral-7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, FFN: 14336, GatedMLP: true,
+			Vocab: 32000, SlidingWindow: 4096, Source: srcMistral,
+		}, aliases: []string{"mistral-7b-v0.1"}},
 		mixtral("8x22b", 56, 6144, 48, 16384, 32000,
 			" (vocab 32000 as in the base model's config; the v0.3 tokenizer of the instruct model has 32768)"),
 	}

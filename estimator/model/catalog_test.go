@@ -62,11 +62,11 @@ func TestLookupUnknown(t *testing.T) {
 
 func TestCatalogEntries(t *testing.T) {
 	names := model.Names()
-	want := []string{"deepseek-v3", "gpt3-175b",
+	want := []string{"deepseek-v3", "gemma2-27b", "gemma2-9b", "gemma3-27b", "gpt3-175b",
 		"llama2-13b", "llama2-70b", "llama2-7b", "llama3-405b", "llama3-70b", "llama3-8b", "llama4-maverick", "llama4-scout",
 		"megatron-1.7b", "megatron-145.6b", "megatron-18.4b", "megatron-1t", "megatron-3.6b",
 		"megatron-310.1b", "megatron-39.1b", "megatron-529.6b", "megatron-7.5b", "megatron-76.1b",
-		"mixtral-8x22b", "mixtral-8x7b", "mpt-13b", "mpt-30b", "mpt-70b", "mpt-7b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b"}
+		"mistral-7b", "mixtral-8x22b", "mixtral-8x7b", "mpt-13b", "mpt-30b", "mpt-70b", "mpt-7b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("Names() = %v\nwant %v", names, want)
 	}

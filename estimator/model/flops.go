@@ -73,17 +73,19 @@ func (a Arch) LayerFLOPs(i, seq int) LayerFLOPs {
 	if i < 0 || i >= a.Layers || seq < 1 {
 		return LayerFLOPs{}
 	}
-	return a.layerFLOPs(a.IsMoELayer(i), seq)
+	return a.layerFLOPs(a.IsMoELayer(i), seq, a.layerSpan(i, seq))
 }
 
-func (a Arch) layerFLOPs(moe bool, seq int) LayerFLOPs {
+// layerFLOPs is a layer's work with span, its attention work relative to causal
+// attention over the whole sequence (a windowed layer's, or the layers' mean).
+func (a Arch) layerFLOPs(moe bool, seq int, span float64) LayerFLOPs {
 	s := float64(seq)
 	h := float64(a.Hidden)
 	q := float64(a.QDim()) // = h unless head_dim says otherwise
 	f := LayerFLOPs{
 		QKV:          2 * s * h * (q + 2*float64(a.KVDim())),
-		Scores:       2 * s * s * q,
-		Context:      2 * s * s * float64(a.VOutDim()),
+		Scores:       2 * s * s * q * span,
+		Context:      2 * s * s * float64(a.VOutDim()) * span,
 		Out:          2 * s * float64(a.VOutDim()) * h,
 		SoftmaxBytes: 2 * activationBytes * float64(a.Heads) * s * s,
 	}
@@ -149,9 +151,9 @@ func (a Arch) CausalForwardFLOPs(seq int) float64 {
 	if seq < 1 {
 		return 0
 	}
-	dense, moe := a.layerFLOPs(false, seq), LayerFLOPs{}
+	dense, moe := a.layerFLOPs(false, seq, a.AttentionSpan(seq)), LayerFLOPs{}
 	if a.MoELayers() > 0 {
-		moe = a.layerFLOPs(true, seq)
+		moe = a.layerFLOPs(true, seq, a.AttentionSpan(seq))
 	}
 	return float64(a.DenseLayers())*dense.Causal().Total() +
 		float64(a.MoELayers())*moe.Causal().Total() + a.LogitsFLOPs(seq)
@@ -163,9 +165,9 @@ func (a Arch) LayersForwardFLOPs(seq int) float64 {
 	if seq < 1 || a.Layers < 1 {
 		return 0
 	}
-	total := float64(a.DenseLayers()) * a.layerFLOPs(false, seq).Total()
+	total := float64(a.DenseLayers()) * a.layerFLOPs(false, seq, a.AttentionSpan(seq)).Total()
 	if n := a.MoELayers(); n > 0 {
-		total += float64(n) * a.layerFLOPs(true, seq).Total()
+		total += float64(n) * a.layerFLOPs(true, seq, a.AttentionSpan(seq)).Total()
 	}
 	return total
 }

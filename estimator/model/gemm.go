@@ -97,6 +97,10 @@ func (a Arch) GEMMs(i int, p Partition) []GEMM {
 	if p.Causal {
 		keys = max(1, (p.Seq+1)/2)
 	}
+	if span := a.layerSpan(i, p.Seq); span < 1 {
+		// A windowed layer: its mean keys per query, rounded.
+		keys = max(1, int(math.Round(float64(keys)*span)))
+	}
 	heads := p.MicroBatch * qLocal
 
 	out := []GEMM{

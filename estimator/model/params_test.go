@@ -244,3 +244,55 @@ func TestMLA(t *testing.T) {
 		t.Errorf("widths: q %d, v %d, kv %d", a.QDim(), a.VOutDim(), a.KVSavedDim())
 	}
 }
+
+// Gemma and Mistral: the parameter counts their reports publish (embedding and
+// non-embedding apart for Gemma), and the attention work of their sliding windows.
+func TestSlidingWindowModels(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		embed, nonEmbd float64 // 0: only the total is published
+		total          float64
+	}{
+		{"gemma2-9b", 917.504e6, 8324.2e6, 0},
+		{"gemma2-27b", 1179.648e6, 26047.5e6, 0},
+		{"gemma3-27b", 1416e6, 25600e6, 0},
+		{"mistral-7b", 0, 0, 7.24e9},
+	} {
+		p := mustLookup(t, c.name).Params()
+		if c.total > 0 {
+			if relErr(p.Total, c.total) > 0.01 {
+				t.Errorf("%s: %.4g parameters, published %.3g", c.name, p.Total, c.total)
+			}
+			continue
+		}
+		if relErr(p.Embedding, c.embed) > 0.005 || relErr(p.Total-p.Embedding, c.nonEmbd) > 0.01 {
+			t.Errorf("%s: %.4g embedding + %.4g other, published %.4g + %.4g", c.name, p.Embedding, p.Total-p.Embedding, c.embed, c.nonEmbd)
+		}
+	}
+	// Mistral at 8192 tokens, window 4096 in every layer: a query attends to
+	// min(i, 4096) keys, (4096·4097/2 + 4096·4096) / (8192·8193/2) = 0.75 of causal.
+	m := mustLookup(t, "mistral-7b")
+	if got := m.AttentionSpan(8192); math.Abs(got-(4096.0*4097/2+4096*4096)/(8192.0*8193/2)) > 1e-12 {
+		t.Errorf("mistral-7b span at 8192: %v", got)
+	}
+	if m.AttentionSpan(4096) != 1 {
+		t.Errorf("within the window the span is %v, want 1", m.AttentionSpan(4096))
+	}
+	// Gemma 3 at 32K: 52 of 62 layers (every sixth global) see 1024 keys.
+	g := mustLookup(t, "gemma3-27b")
+	w, s := 1024.0, 32768.0
+	want := (52*(w*(w+1)/2+(s-w)*w)/(s*(s+1)/2) + 10) / 62
+	if got := g.AttentionSpan(32768); math.Abs(got-want) > 1e-12 {
+		t.Errorf("gemma3-27b span at 32K: %v, want %v", got, want)
+	}
+	full := g
+	full.SlidingWindow, full.GlobalEvery = 0, 0
+	if r := g.ForwardFLOPs(32768) / full.ForwardFLOPs(32768); !(r < 0.75) {
+		t.Errorf("gemma3-27b at 32K does %.2f of the full-attention FLOPs", r)
+	}
+	bad := m
+	bad.SlidingWindow, bad.GlobalEvery = 0, 2
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "global_every") {
+		t.Errorf("global_every without a window: %v", err)
+	}
+}

@@ -114,7 +114,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// this rank; causal flash attention skips the masked half, and its backward
 	// recomputes the scores (2.5× the forward).
 	b := tokens / sLocal
-	attn := 2 * b * sLocal * s * h * (qw + vw) / t
+	// Sliding-window layers attend to fewer keys (model.Arch.AttentionSpan, the
+	// mean over the layers).
+	attn := 2 * b * sLocal * s * h * (qw + vw) / t * a.AttentionSpan(int(s))
 	lt.attnFLOPs = attn
 	lt.fwdFLOPs += attn
 	bwdFactor := 2.0

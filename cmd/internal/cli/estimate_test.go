@@ -149,3 +149,37 @@ func TestRunsCommand(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// Every architecture input has a flag: sliding windows and multi-head latent
+// attention too; a bad one is reported by the flag the user typed.
+func TestArchitectureFlags(t *testing.T) {
+	base := []string{"estimate", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "1", "--dp", "8", "--gbs", "8", "--seq", "16384",
+		"--layers", "32", "--hidden", "4096", "--heads", "32", "--kv-heads", "8", "--ffn", "14336", "--gated", "--vocab", "32000", "--json"}
+	stepOf := func(args ...string) float64 {
+		code, out, errs := run(append(append([]string{}, base...), args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		var r struct {
+			StepTime float64 `json:"step_time_s"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.StepTime <= 0 {
+			t.Fatalf("%v: %v in %.200s", args, err, out)
+		}
+		return r.StepTime
+	}
+	full, windowed := stepOf(), stepOf("--sliding-window", "4096")
+	if !(windowed < full) {
+		t.Errorf("a 4096-token window at 16K tokens: %.3f s, full attention %.3f s", windowed, full)
+	}
+	if half := stepOf("--sliding-window", "4096", "--global-every", "2"); !(half > windowed && half < full) {
+		t.Errorf("every other layer global: %.3f s, all windowed %.3f s, none %.3f s", half, windowed, full)
+	}
+	if mla := stepOf("--q-lora-rank", "1536", "--kv-lora-rank", "512", "--qk-nope-dim", "128", "--qk-rope-dim", "64", "--v-head-dim", "128"); mla == full {
+		t.Error("the MLA flags changed nothing")
+	}
+	code, _, errs := run(append(append([]string{}, base...), "--kv-heads", "7", "--global-every", "2")...)
+	if code == 0 || !strings.Contains(errs, "--kv-heads: must divide") || !strings.Contains(errs, "--global-every:") {
+		t.Errorf("bad architecture flags: exit %d, %q", code, errs)
+	}
+}

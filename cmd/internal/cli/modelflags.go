@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 )
 
@@ -18,29 +20,38 @@ type modelFlags struct {
 	layers, hidden, heads, kvHeads, ffn   *int
 	vocab, experts, topK, expertFFN       *int
 	moeEvery, shared, firstDense, headDim *int
+	window, globalEvery                   *int
+	qLoRA, kvLoRA, qkNope, qkRope, vHead  *int
 	gated, tied                           *bool
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	return &modelFlags{
-		name:       fs.String("model", "", "catalog model (see 'stepcost catalog'), e.g. llama3-70b"),
-		file:       fs.String("model-file", "", "JSON file with the model: a catalog name or an architecture object (the API's model)"),
-		params:     fs.Float64("params", 0, "a bare parameter count (e.g. 13e9): a standard shape is derived"),
-		layers:     fs.Int("layers", 0, "architecture: layers"),
-		hidden:     fs.Int("hidden", 0, "architecture: hidden size"),
-		heads:      fs.Int("heads", 0, "architecture: attention heads"),
-		kvHeads:    fs.Int("kv-heads", 0, "architecture: key/value heads (default: heads)"),
-		headDim:    fs.Int("head-dim", 0, "architecture: size of one attention head (default hidden/heads)"),
-		ffn:        fs.Int("ffn", 0, "architecture: FFN size (default 4×hidden)"),
-		vocab:      fs.Int("vocab", 0, "architecture: vocabulary (default 51200)"),
-		gated:      fs.Bool("gated", false, "architecture: gated (SwiGLU) MLP"),
-		tied:       fs.Bool("tied", false, "architecture: output layer tied to the embedding"),
-		experts:    fs.Int("experts", 0, "architecture, MoE: experts per MoE layer"),
-		topK:       fs.Int("top-k", 0, "architecture, MoE: experts each token visits"),
-		expertFFN:  fs.Int("expert-ffn", 0, "architecture, MoE: FFN size of one expert (default --ffn)"),
-		moeEvery:   fs.Int("moe-every", 0, "architecture, MoE: every k-th layer is an MoE layer (default 1)"),
-		shared:     fs.Int("shared-experts", 0, "architecture, MoE: shared experts every token passes through (each of --expert-ffn)"),
-		firstDense: fs.Int("first-dense", 0, "architecture, MoE: the first k layers have a dense MLP"),
+		name:        fs.String("model", "", "catalog model (see 'stepcost catalog'), e.g. llama3-70b"),
+		file:        fs.String("model-file", "", "JSON file with the model: a catalog name or an architecture object (the API's model)"),
+		params:      fs.Float64("params", 0, "a bare parameter count (e.g. 13e9): a standard shape is derived"),
+		layers:      fs.Int("layers", 0, "architecture: layers"),
+		hidden:      fs.Int("hidden", 0, "architecture: hidden size"),
+		heads:       fs.Int("heads", 0, "architecture: attention heads"),
+		kvHeads:     fs.Int("kv-heads", 0, "architecture: key/value heads (default: heads)"),
+		headDim:     fs.Int("head-dim", 0, "architecture: size of one attention head (default hidden/heads)"),
+		ffn:         fs.Int("ffn", 0, "architecture: FFN size (default 4×hidden)"),
+		vocab:       fs.Int("vocab", 0, "architecture: vocabulary (default 51200)"),
+		gated:       fs.Bool("gated", false, "architecture: gated (SwiGLU) MLP"),
+		tied:        fs.Bool("tied", false, "architecture: output layer tied to the embedding"),
+		experts:     fs.Int("experts", 0, "architecture, MoE: experts per MoE layer"),
+		topK:        fs.Int("top-k", 0, "architecture, MoE: experts each token visits"),
+		expertFFN:   fs.Int("expert-ffn", 0, "architecture, MoE: FFN size of one expert (default --ffn)"),
+		moeEvery:    fs.Int("moe-every", 0, "architecture, MoE: every k-th layer is an MoE layer (default 1)"),
+		shared:      fs.Int("shared-experts", 0, "architecture, MoE: shared experts every token passes through (each of --expert-ffn)"),
+		firstDense:  fs.Int("first-dense", 0, "architecture, MoE: the first k layers have a dense MLP"),
+		window:      fs.Int("sliding-window", 0, "architecture: tokens a query attends to in local-attention layers (0: whole sequence)"),
+		globalEvery: fs.Int("global-every", 0, "architecture: every n-th layer attends globally, the others through --sliding-window"),
+		qLoRA:       fs.Int("q-lora-rank", 0, "architecture, MLA: query latent rank (0: queries projected directly)"),
+		kvLoRA:      fs.Int("kv-lora-rank", 0, "architecture, MLA: key/value latent rank (turns multi-head latent attention on)"),
+		qkNope:      fs.Int("qk-nope-dim", 0, "architecture, MLA: per-head query/key size without rotary position"),
+		qkRope:      fs.Int("qk-rope-dim", 0, "architecture, MLA: per-head rotary query/key size"),
+		vHead:       fs.Int("v-head-dim", 0, "architecture, MLA: per-head value size"),
 	}
 }
 
@@ -53,7 +64,8 @@ var errNoModel = errors.New("--model, --model-file, --params or --layers/--hidde
 func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string, err error) {
 	arch := set["layers"] || set["hidden"] || set["heads"] || set["kv-heads"] || set["head-dim"] || set["ffn"] || set["vocab"] ||
 		set["gated"] || set["tied"] || set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] ||
-		set["shared-experts"] || set["first-dense"]
+		set["shared-experts"] || set["first-dense"] || set["sliding-window"] || set["global-every"] || set["q-lora-rank"] ||
+		set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"]
 	kinds := 0
 	for _, b := range []bool{set["model"], set["model-file"], arch, set["params"]} {
 		if b {
@@ -80,7 +92,11 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		return a, "", nil
 	case arch:
 		a = model.Arch{Name: "custom", Layers: *m.layers, Hidden: *m.hidden, Heads: *m.heads, KVHeads: *m.kvHeads, FFN: *m.ffn,
-			Vocab: *m.vocab, GatedMLP: *m.gated, TiedEmbeddings: *m.tied, HeadSize: *m.headDim}
+			Vocab: *m.vocab, GatedMLP: *m.gated, TiedEmbeddings: *m.tied, HeadSize: *m.headDim,
+			SlidingWindow: *m.window, GlobalEvery: *m.globalEvery}
+		if set["q-lora-rank"] || set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"] {
+			a.MLA = &model.MLA{QLoRARank: *m.qLoRA, KVLoRARank: *m.kvLoRA, QKNopeDim: *m.qkNope, QKRopeDim: *m.qkRope, VDim: *m.vHead}
+		}
 		if a.FFN == 0 {
 			a.FFN = 4 * a.Hidden
 		}
@@ -92,7 +108,7 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 				SharedExperts: *m.shared, FirstDense: *m.firstDense}
 		}
 		if err := a.Normalise().Validate(); err != nil {
-			return a, "", fmt.Errorf("--layers/--hidden/--heads/--kv-heads/--ffn/--vocab/--experts/--top-k/--expert-ffn/--moe-every/--shared-experts/--first-dense: %w", err)
+			return a, "", fmt.Errorf("architecture flags: %w", flagNames(err))
 		}
 		return a.Normalise(), "", nil
 	case set["params"]:
@@ -102,4 +118,40 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		return a, derived, nil
 	}
 	return a, "", errNoModel
+}
+
+// archFlags maps the architecture's field names, as model validation reports
+// them, to the flags that set them.
+var archFlags = map[string]string{
+	"mla.qk_nope_head_dim": "--qk-nope-dim", "mla.qk_rope_head_dim": "--qk-rope-dim", "mla.v_head_dim": "--v-head-dim",
+	"mla.q_lora_rank": "--q-lora-rank", "mla.kv_lora_rank": "--kv-lora-rank",
+	"moe.shared_experts": "--shared-experts", "moe.first_dense": "--first-dense", "moe.expert_ffn": "--expert-ffn",
+	"moe.frequency": "--moe-every", "moe.experts": "--experts", "moe.top_k": "--top-k",
+	"sliding_window": "--sliding-window", "global_every": "--global-every", "kv_heads": "--kv-heads", "head_dim": "--head-dim",
+	"layers": "--layers", "hidden": "--hidden", "heads": "--heads", "ffn": "--ffn", "vocab": "--vocab",
+}
+
+// flagNames is err with each violation's field named by its flag.
+func flagNames(err error) error {
+	var parts []string
+	var walk func(error)
+	walk = func(e error) {
+		var f *invalid.Error
+		switch j, ok := e.(interface{ Unwrap() []error }); {
+		case ok:
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+		case errors.As(e, &f):
+			name := f.Field
+			if fl, ok := archFlags[f.Field]; ok {
+				name = fl
+			}
+			parts = append(parts, name+": "+f.Rule)
+		default:
+			parts = append(parts, e.Error())
+		}
+	}
+	walk(err)
+	return errors.New(strings.Join(parts, "\n"))
 }

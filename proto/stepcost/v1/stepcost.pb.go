@@ -653,7 +653,14 @@ type Architecture struct {
 	HeadDim int32 `protobuf:"varint,11,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
 	// Multi-head latent attention (DeepSeek-V2/V3) instead of grouped-query
 	// attention.
-	Mla           *MLA `protobuf:"bytes,12,opt,name=mla,proto3" json:"mla,omitempty"`
+	Mla *MLA `protobuf:"bytes,12,opt,name=mla,proto3" json:"mla,omitempty"`
+	// Tokens a query attends to, itself included, in the layers with local
+	// attention (Mistral 7B 4096 in every layer, Gemma 2 4096 every other layer,
+	// Gemma 3 1024 in five of six); 0: causal attention over the whole sequence.
+	SlidingWindow int32 `protobuf:"varint,13,opt,name=sliding_window,json=slidingWindow,proto3" json:"sliding_window,omitempty"`
+	// Every n-th layer attends to the whole sequence, the others to the window
+	// (Gemma 2: 2, Gemma 3: 6); 0: every layer has the window.
+	GlobalEvery   int32 `protobuf:"varint,14,opt,name=global_every,json=globalEvery,proto3" json:"global_every,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -770,6 +777,20 @@ func (x *Architecture) GetMla() *MLA {
 		return x.Mla
 	}
 	return nil
+}
+
+func (x *Architecture) GetSlidingWindow() int32 {
+	if x != nil {
+		return x.SlidingWindow
+	}
+	return 0
+}
+
+func (x *Architecture) GetGlobalEvery() int32 {
+	if x != nil {
+		return x.GlobalEvery
+	}
+	return 0
 }
 
 // Multi-head latent attention: low-rank query and key/value latents, per-head
@@ -4581,7 +4602,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tfrequency\x18\x04 \x01(\x05R\tfrequency\x12%\n" +
 	"\x0eshared_experts\x18\x05 \x01(\x05R\rsharedExperts\x12\x1f\n" +
 	"\vfirst_dense\x18\x06 \x01(\x05R\n" +
-	"firstDense\"\xd4\x02\n" +
+	"firstDense\"\x9e\x03\n" +
 	"\fArchitecture\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x16\n" +
@@ -4595,7 +4616,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x03moe\x18\n" +
 	" \x01(\v2\x10.stepcost.v1.MoER\x03moe\x12\x19\n" +
 	"\bhead_dim\x18\v \x01(\x05R\aheadDim\x12\"\n" +
-	"\x03mla\x18\f \x01(\v2\x10.stepcost.v1.MLAR\x03mla\"\xb7\x01\n" +
+	"\x03mla\x18\f \x01(\v2\x10.stepcost.v1.MLAR\x03mla\x12%\n" +
+	"\x0esliding_window\x18\r \x01(\x05R\rslidingWindow\x12!\n" +
+	"\fglobal_every\x18\x0e \x01(\x05R\vglobalEvery\"\xb7\x01\n" +
 	"\x03MLA\x12\x1e\n" +
 	"\vq_lora_rank\x18\x01 \x01(\x05R\tqLoraRank\x12 \n" +
 	"\fkv_lora_rank\x18\x02 \x01(\x05R\n" +
