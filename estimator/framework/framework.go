@@ -46,6 +46,10 @@ type Profile struct {
 	// LossBytesPerLogit is the peak memory of the loss per logit of a micro-batch.
 	// Zero: MegatronLossBytesPerLogit, Megatron's fused vocab-parallel cross entropy.
 	LossBytesPerLogit float64
+	// SequentialExpertGEMMs: the local experts of an MoE layer run one GEMM after
+	// another (DeepSpeed-MoE's loop over its experts) instead of one grouped GEMM
+	// (Megatron-Core's --moe-grouped-gemm, DeepSeek's DeepGEMM, torch._grouped_mm).
+	SequentialExpertGEMMs bool
 }
 
 // Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
@@ -95,6 +99,7 @@ var profiles = []Profile{
 		Source:                "microsoft/Megatron-DeepSpeed README and examples (--use-flash-attn is opt-in); DeepSpeed PipelineEngine (ReduceGrads after the schedule's last backward), ZeRO config (overlap_comm default false)",
 		UnfusedAttention:      true,
 		DPReduceAfterBackward: true,
+		SequentialExpertGEMMs: true, // DeepSpeed-MoE loops over its local experts
 	},
 	{
 		Name:    "deepspeed",
@@ -104,6 +109,7 @@ var profiles = []Profile{
 		Source:                "DeepSpeed ZeRO configuration docs (stage3_prefetch_bucket_size; overlap_comm, default false for stages 1 and 2)",
 		BackwardPrefetch:      "pre",
 		DPReduceAfterBackward: true,
+		SequentialExpertGEMMs: true,                   // DeepSpeed-MoE loops over its local experts
 		LossBytesPerLogit:     TorchLossBytesPerLogit, // models trained with it compute their loss in PyTorch
 	},
 	{
@@ -115,6 +121,7 @@ var profiles = []Profile{
 		UnfusedAttention:      true,
 		ZeRO3OnDemand:         true,
 		DPReduceAfterBackward: true,
+		SequentialExpertGEMMs: true, // DeepSpeed-MoE loops over its local experts
 	},
 	{
 		Name:    "fsdp",

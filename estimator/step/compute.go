@@ -89,6 +89,9 @@ func DefaultConstants() Constants {
 type gemm struct {
 	m, n, k float64
 	count   float64
+	// grouped: the count problems run as one grouped GEMM (one launch whose tiles
+	// share the SMs' waves) rather than count GEMMs one after another.
+	grouped bool
 }
 
 func (g gemm) flops() float64 { return 2 * g.m * g.n * g.k * g.count }
@@ -158,6 +161,22 @@ func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {
 func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
 	if g.count == 0 || g.m <= 0 || g.n <= 0 || g.k <= 0 {
 		return 0
+	}
+	if g.grouped && g.count > 1 {
+		// One launch: the problems' work adds up against the launch and ramp
+		// overhead, and their tiles (each problem tiled on its own) fill the waves
+		// together.
+		n := g.count
+		work := 2 * g.m * g.n * g.k * n
+		eff := r.gemmEff * work / (work + k.GEMMHalfFLOPs)
+		if r.sms > 0 {
+			tiles := n * math.Ceil(g.m/float64(k.TileM)) * math.Ceil(g.n/float64(k.TileN))
+			waves := math.Ceil(tiles / r.sms)
+			eff *= n * (g.m * g.n) / (waves * r.sms * float64(k.TileM*k.TileN))
+			eff = math.Min(eff, r.gemmEff)
+		}
+		bytes := n * (r.elemSize*(g.m*g.k+g.k*g.n) + 2*g.m*g.n)
+		return math.Max(work/(r.peak*eff), bytes/r.hbm)
 	}
 	work := 2 * g.m * g.n * g.k
 	eff := r.gemmEff * work / (work + k.GEMMHalfFLOPs)

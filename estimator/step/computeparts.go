@@ -67,9 +67,9 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 	// The last stage also computes the logits and loss; the first the embedding. The
 	// output layer stays in 16 bits under fp8 training.
 	r16 := rates.bf16()
-	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1}, &r16)
-	logitsW := e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1}, &r16)
-	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1}, &r16) + logitsW
+	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1, false}, &r16)
+	logitsW := e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1, false}, &r16)
+	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1, false}, &r16) + logitsW
 	cp.weightCast = nDense*lc.weightCast + nMoE*lcMoE.weightCast
 	// The slowest stage: the one with the most layers, or the last, whose output
 	// layer and loss may outweigh a layer it holds fewer of (an uneven split that

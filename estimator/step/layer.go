@@ -44,8 +44,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	add := func(g gemm) {
 		lt.fwdFLOPs += g.flops()
 		fwd += k.gemmTime(g, r)
-		wgrad := k.gemmTime(gemm{g.k, g.n, g.m, g.count}, r) // dB = Aᵀ·dC
-		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count}, r) + wgrad
+		wgrad := k.gemmTime(gemm{g.k, g.n, g.m, g.count, g.grouped}, r) // dB = Aᵀ·dC
+		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count, g.grouped}, r) + wgrad
 		lt.bwdW += wgrad
 	}
 	if m := a.MLA; m != nil {
@@ -53,17 +53,17 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// the up-projections split by heads.
 		qr, kvr, rope := float64(m.QLoRARank), float64(m.KVLoRARank), float64(m.QKRopeDim)
 		if qr > 0 {
-			add(gemm{tokens, qr, h, 1})
-			add(gemm{tokens, h * qw / t, qr, 1})
+			add(gemm{tokens, qr, h, 1, false})
+			add(gemm{tokens, h * qw / t, qr, 1, false})
 		} else {
-			add(gemm{tokens, h * qw / t, h, 1})
+			add(gemm{tokens, h * qw / t, h, 1, false})
 		}
-		add(gemm{tokens, kvr + rope, h, 1})
-		add(gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1}) // keys without their shared rotary part, values
+		add(gemm{tokens, kvr + rope, h, 1, false})
+		add(gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false}) // keys without their shared rotary part, values
 	} else {
-		add(gemm{tokens, h * (qw + kvw) / t, h, 1}) // QKV, column parallel
+		add(gemm{tokens, h * (qw + kvw) / t, h, 1, false}) // QKV, column parallel
 	}
-	add(gemm{tokens, h, h * vw / t, 1}) // output projection, row parallel
+	add(gemm{tokens, h, h * vw / t, 1, false}) // output projection, row parallel
 	// Op-level checkpointing (torchtitan's policy saves every matmul output but those
 	// of even count in the layer) recomputes the 2nd, 4th and 6th matmul as the layer
 	// runs them one by one — Q, K, V, output, then the MLP's gate, up, down (or up,
@@ -76,8 +76,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		lt.opsFLOPs += g.flops()
 		ops += k.gemmTime(g, r)
 	}
-	recompute(gemm{tokens, h * kvw / 2 / t, h, 1})
-	recompute(gemm{tokens, h, h * vw / t, 1})
+	recompute(gemm{tokens, h * kvw / 2 / t, h, 1, false})
+	recompute(gemm{tokens, h, h * vw / t, 1, false})
 	act := mlpMats * f / t // elementwise MLP width
 	if moe && a.MoE != nil {
 		ef := float64(a.MoE.ExpertFFN)
@@ -88,25 +88,31 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// Tokens each local expert of the busiest rank sees: the mean, times the
 		// router's imbalance (capped where tokens are dropped).
 		perExpert := tokens * float64(a.MoE.TopK) / local * req.Training.moeLoad()
-		add(gemm{perExpert, (mlpMats - 1) * ef / t, h, local})
-		add(gemm{perExpert, h, ef / t, local})
-		recompute(gemm{perExpert, ef / t, h, local})    // up (gated) or down: the same work
-		add(gemm{tokens, float64(a.MoE.Experts), h, 1}) // router
+		// The local experts' GEMMs run as one grouped GEMM unless the framework
+		// loops over them.
+		grouped := true
+		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.SequentialExpertGEMMs {
+			grouped = false
+		}
+		add(gemm{perExpert, (mlpMats - 1) * ef / t, h, local, grouped})
+		add(gemm{perExpert, h, ef / t, local, grouped})
+		recompute(gemm{perExpert, ef / t, h, local, grouped}) // up (gated) or down: the same work
+		add(gemm{tokens, float64(a.MoE.Experts), h, 1, false}) // router
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
 		if sh := float64(a.MoE.SharedExperts); sh > 0 {
 			// Shared experts: every token, one dense MLP of sh·ExpertFFN.
-			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1})
-			add(gemm{tokens, h, sh * ef / t, 1})
-			recompute(gemm{tokens, sh * ef / t, h, 1})
+			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
+			add(gemm{tokens, h, sh * ef / t, 1, false})
+			recompute(gemm{tokens, sh * ef / t, h, 1, false})
 			act += mlpMats * sh * ef / t
 		}
 	} else {
-		add(gemm{tokens, (mlpMats - 1) * f / t, h, 1})
-		add(gemm{tokens, h, f / t, 1})
+		add(gemm{tokens, (mlpMats - 1) * f / t, h, 1, false})
+		add(gemm{tokens, h, f / t, 1, false})
 		if a.GatedMLP {
-			recompute(gemm{tokens, f / t, h, 1})
+			recompute(gemm{tokens, f / t, h, 1, false})
 		} else {
-			recompute(gemm{tokens, h, f / t, 1})
+			recompute(gemm{tokens, h, f / t, 1, false})
 		}
 	}
 
