@@ -96,7 +96,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		}
 		add(gemm{perExpert, (mlpMats - 1) * ef / t, h, local, grouped})
 		add(gemm{perExpert, h, ef / t, local, grouped})
-		recompute(gemm{perExpert, ef / t, h, local, grouped}) // up (gated) or down: the same work
+		recompute(gemm{perExpert, ef / t, h, local, grouped})  // up (gated) or down: the same work
 		add(gemm{tokens, float64(a.MoE.Experts), h, 1, false}) // router
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
 		if sh := float64(a.MoE.SharedExperts); sh > 0 {
