@@ -381,7 +381,7 @@ func layoutFromProto(l *pb.Layout) (step.Layout, error) {
 		ZeRO: int(l.GetZero()), MicroBatch: int(l.GetMicroBatch()), Recompute: rc, SP: l.GetSp(), Schedule: sc,
 		VirtualStages: int(l.GetVirtualStages()), LayerSplit: toIntsOrNil(l.GetLayerSplit()), RankOrder: l.GetRankOrder(),
 		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll(), RecomputeLayers: int(l.GetRecomputeLayers()),
-		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss(), OverlapEP: l.GetOverlapEp(), Offload: step.Offload(l.GetOffload())}, nil
+		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss(), OverlapEP: l.GetOverlapEp(), Offload: step.Offload(l.GetOffload()), ETP: int(l.GetEtp())}, nil
 }
 
 func toIntsOrNil(v []int32) []int {
@@ -395,7 +395,7 @@ func layoutToProto(l step.Layout) *pb.Layout {
 	p := &pb.Layout{Tp: int32(l.TP), Pp: int32(l.PP), Dp: int32(l.DP), Cp: int32(l.CP), Ep: int32(l.EP), Zero: int32(l.ZeRO),
 		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: toInt32s(l.LayerSplit),
 		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers),
-		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss, OverlapEp: l.OverlapEP, Offload: string(l.Offload)}
+		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss, OverlapEp: l.OverlapEP, Offload: string(l.Offload), Etp: int32(l.ETP)}
 	p.Recompute, p.Schedule = toProto(l.Recompute, recomputes), toProto(l.Schedule, schedules)
 	return p
 }

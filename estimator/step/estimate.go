@@ -148,6 +148,10 @@ const cpMergeBytes = 10
 // that hold the same experts); its communication is reported as DP or ZeRO-3.
 const commExpertData = NumComms
 
+// commExpertDataTP is commExpertData with expert tensor parallelism 1: the TP ranks
+// hold the same (whole) experts too.
+const commExpertDataTP = NumComms + 1
+
 // placeKey identifies a communication group by the layout that produces it.
 type placeKey struct {
 	cl    *topology.Cluster
@@ -178,6 +182,8 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	case commExpertData:
 		// Ranks that hold the same experts: every DP and CP rank of rank 0's EP slot.
 		sib = g.siblings(0, []Dim{DimCP, DimDP}, DimPP)
+	case commExpertDataTP:
+		sib = g.siblings(0, []Dim{DimTP, DimCP, DimDP}, DimPP)
 	case CommPP:
 		// Stage 0 → stage 1: every rank of stage 0 sends to its peer at once.
 		step := g.stride[DimPP]
@@ -319,6 +325,11 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			per = ar * (nFwd + 2)
 		}
 		tpPerMB = per * layers
+		if l.etp() == 1 && nMoE > 0 {
+			// The MoE layers' MLP half needs no TP collectives: each rank routes its
+			// own tokens to whole experts.
+			tpPerMB *= (nDense + nMoE/2) / (nDense + nMoE)
+		}
 		if l.OverlapTP {
 			// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM time.
 			hid := math.Min(tpPerMB, 0.9*(fwd+bwd))
@@ -371,6 +382,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	if l.EP > 1 && nMoE > 0 {
 		// The busiest rank receives (and returns) moeLoad × the mean routed tokens.
 		x := tokens * float64(a.MoE.TopK) * h * 2 * t.moeLoad()
+		if l.etp() == 1 {
+			x /= tf // each TP rank routes its sequence-parallel share
+		}
 		a2a, err := addComm(CommEP, collective.AllToAll, x, nMoE*4*mf, "per MoE layer: dispatch and combine, forward and backward")
 		if err != nil {
 			return Result{}, err
@@ -427,7 +441,11 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	denseShard := l.DP * l.CP
 	// Expert parameters are sharded over EP, so each is held by DP·CP/EP ranks: their
 	// gradients reduce, and under ZeRO their states shard, over that group.
-	expertShard := denseShard / max(1, l.EP)
+	expertShard := l.expertShard()
+	expertGroup := Comm(commExpertData)
+	if l.etp() == 1 && l.TP > 1 {
+		expertGroup = commExpertDataTP
+	}
 	if expertParams == 0 {
 		expertShard = 1
 	}
@@ -469,11 +487,11 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			z3Exposed = (gathers*(ag+host) + rs + host) * mods * layers * mf
 			if expertShard > 1 {
 				// The MoE layers' experts gather and reduce on their own group.
-				eag, err := addCommOn(CommZeRO3, commExpertData, collective.AllGather, expertParams/layers*o.WeightBytes, layers*gathers*mf, "per layer and micro-batch, on demand: expert weight all-gathers over the expert-data-parallel group")
+				eag, err := addCommOn(CommZeRO3, expertGroup, collective.AllGather, expertParams/layers*o.WeightBytes, layers*gathers*mf, "per layer and micro-batch, on demand: expert weight all-gathers over the expert-data-parallel group")
 				if err != nil {
 					return Result{}, err
 				}
-				ers, err := addCommOn(CommZeRO3, commExpertData, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch, on demand: expert gradient reduce-scatter")
+				ers, err := addCommOn(CommZeRO3, expertGroup, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch, on demand: expert gradient reduce-scatter")
 				if err != nil {
 					return Result{}, err
 				}
@@ -495,11 +513,11 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			if expertShard > 1 {
 				// A MoE layer also gathers its experts' shards, and reduce-scatters their
 				// gradients, over the expert-data-parallel group, on the same stream.
-				eag, err := addCommOn(CommZeRO3, commExpertData, collective.AllGather, expertParams/layers*o.WeightBytes, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the expert weights (expert-data-parallel group)")
+				eag, err := addCommOn(CommZeRO3, expertGroup, collective.AllGather, expertParams/layers*o.WeightBytes, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the expert weights (expert-data-parallel group)")
 				if err != nil {
 					return Result{}, err
 				}
-				ers, err := addCommOn(CommZeRO3, commExpertData, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch: expert gradient reduce-scatter (expert-data-parallel group)")
+				ers, err := addCommOn(CommZeRO3, expertGroup, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch: expert gradient reduce-scatter (expert-data-parallel group)")
 				if err != nil {
 					return Result{}, err
 				}
@@ -556,17 +574,17 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 				// Expert gradients reduce over the ranks that hold the same experts.
 				eg := expertParams * o.GradBytes
 				if l.ZeRO == 0 {
-					x, err := addCommOn(CommDP, commExpertData, collective.AllReduce, eg, 1, "end of step: expert gradient all-reduce over the expert-data-parallel group (bucketed, overlapped with the last backward)")
+					x, err := addCommOn(CommDP, expertGroup, collective.AllReduce, eg, 1, "end of step: expert gradient all-reduce over the expert-data-parallel group (bucketed, overlapped with the last backward)")
 					if err != nil {
 						return Result{}, err
 					}
 					tdp += x
 				} else {
-					rs, err := addCommOn(CommDP, commExpertData, collective.ReduceScatter, eg, 1, "end of step: expert gradient reduce-scatter over the expert-data-parallel group (bucketed, overlapped with the last backward)")
+					rs, err := addCommOn(CommDP, expertGroup, collective.ReduceScatter, eg, 1, "end of step: expert gradient reduce-scatter over the expert-data-parallel group (bucketed, overlapped with the last backward)")
 					if err != nil {
 						return Result{}, err
 					}
-					ag, err := addCommOn(CommDP, commExpertData, collective.AllGather, expertParams*o.WeightBytes, 1, "after the optimizer: expert parameter all-gather")
+					ag, err := addCommOn(CommDP, expertGroup, collective.AllGather, expertParams*o.WeightBytes, 1, "after the optimizer: expert parameter all-gather")
 					if err != nil {
 						return Result{}, err
 					}

@@ -94,9 +94,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.SequentialExpertGEMMs {
 			grouped = false
 		}
-		add(gemm{perExpert, (mlpMats - 1) * ef / t, h, local, grouped})
-		add(gemm{perExpert, h, ef / t, local, grouped})
-		recompute(gemm{perExpert, ef / t, h, local, grouped})  // up (gated) or down: the same work
+		// With expert tensor parallelism et < t, each rank takes et/t of the tokens
+		// through experts split et ways: the same work in other shapes.
+		et := float64(l.etp())
+		mE := perExpert * et / t
+		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
+		add(gemm{mE, h, ef / et, local, grouped})
+		recompute(gemm{mE, ef / et, h, local, grouped})        // up (gated) or down: the same work
 		add(gemm{tokens, float64(a.MoE.Experts), h, 1, false}) // router
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
 		if sh := float64(a.MoE.SharedExperts); sh > 0 {
@@ -190,7 +194,7 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	}
 	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
 	grads := tokens * (h*(qw+kvw)/t + h + routed*((mats-1)*width/t+h))
-	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/t
+	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/float64(l.etp())
 	fwd += per * inputs / r.hbm
 	bwd += per * grads / r.hbm
 	lt.weightCast = per * weights / r.hbm
@@ -212,7 +216,7 @@ func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert flo
 	if nMoE > 0 {
 		// Shared experts are replicated over expert parallelism, like a dense MLP.
 		dense += float64(nMoE) * (p.PerLayerAttention + p.PerLayerShared) / t
-		expert = float64(nMoE) * (p.PerLayerMoE - p.PerLayerShared) / (t * float64(max(1, l.EP)))
+		expert = float64(nMoE) * (p.PerLayerMoE - p.PerLayerShared) / (float64(l.etp()) * float64(max(1, l.EP)))
 	}
 	// The first stage holds the embedding, the last the output layer (vocab-parallel).
 	emb := p.Embedding / t
@@ -231,13 +235,13 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	var mem Memory
 	shard := l.DP * l.CP
 	w, gr, st := ModelStateBytes(dense, o, l.ZeRO, shard)
-	we, ge, se := ModelStateBytes(expert, o, l.ZeRO, max(1, shard/max(1, l.EP)))
+	we, ge, se := ModelStateBytes(expert, o, l.ZeRO, max(1, l.expertShard()))
 	mem.Weights, mem.Gradients, mem.Optimizer = (w+we)/gb, (gr+ge)/gb, (st+se)/gb
 	// The parameters whose optimizer states this rank owns (all of its own without
 	// ZeRO).
 	owned := dense + expert
 	if l.ZeRO >= 1 {
-		owned = dense/float64(max(1, shard)) + expert/float64(max(1, shard/max(1, l.EP)))
+		owned = dense/float64(max(1, shard)) + expert/float64(max(1, l.expertShard()))
 	}
 	switch l.Offload {
 	case OffloadOptimizer:
@@ -272,7 +276,7 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 		perLayer := (p.PerLayerAttention + p.PerLayerDenseMLP) / float64(l.TP)
 		if a.MoE != nil {
 			every := float64(max(1, a.MoE.Frequency))
-			perLayer = perLayer*(1-1/every) + (p.PerLayerAttention/float64(l.TP)+p.PerLayerMoE/float64(l.TP*max(1, l.EP)))/every
+			perLayer = perLayer*(1-1/every) + (p.PerLayerAttention/float64(l.TP)+p.PerLayerMoE/float64(l.etp()*max(1, l.EP)))/every
 		}
 		held := layers
 		if l.ZeRO == 3 && shard > 1 {

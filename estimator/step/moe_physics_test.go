@@ -82,3 +82,58 @@ func TestSharedExperts(t *testing.T) {
 		t.Errorf("forward %.3f s with the shared expert, %.3f s without: every token passes it (top-1 routing: about twice the MLP work)", rw.Breakdown.Forward, ro.Breakdown.Forward)
 	}
 }
+
+// Expert tensor parallelism 1 against the experts split over TP 2 (Mixtral 8x7B,
+// TP 2, EP 8, DP 8): each TP rank holds its experts whole (twice the expert
+// weights), routes half the tokens (half the all-to-all bytes), skips the TP
+// collectives around the MoE MLP, and reduces expert gradients over a group twice
+// as large.
+func TestExpertTensorParallelism(t *testing.T) {
+	run := func(etp int, sp bool) (step.Result, error) {
+		return step.New().Estimate(step.Request{Model: arch(t, "mixtral-8x7b"), Cluster: cluster(t, "dgx-h100", 2),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64},
+			Layout:   step.Layout{TP: 2, PP: 1, DP: 8, EP: 8, ETP: etp, SP: sp, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeFull}})
+	}
+	split, err := run(0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := run(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := func(r step.Result, when string) (int, float64) {
+		for _, c := range r.Comms {
+			if c.KindName == "dp" && c.Op == "reducescatter" && strings.Contains(c.When, when) {
+				return c.Group, c.Bytes
+			}
+		}
+		return 0, 0
+	}
+	p := arch(t, "mixtral-8x7b").Params()
+	expertPerGPU := func(etp int) float64 { return 32 * (p.PerLayerMoE - p.PerLayerShared) / float64(etp*8) }
+	if d := whole.Memory.Weights - split.Memory.Weights; math.Abs(d*1e9-2*(expertPerGPU(1)-expertPerGPU(2))) > 1e-3*d*1e9 {
+		t.Errorf("weights %.2f → %.2f GB, want + %.2f GB of whole experts", split.Memory.Weights, whole.Memory.Weights, 2*(expertPerGPU(1)-expertPerGPU(2))/1e9)
+	}
+	if r := epBytes(whole) / epBytes(split); math.Abs(r-0.5) > 1e-9 {
+		t.Errorf("all-to-all bytes ×%.3f with etp 1, want ×0.5", r)
+	}
+	if !(whole.Breakdown.Exposed[step.CommTP] < split.Breakdown.Exposed[step.CommTP]) {
+		t.Errorf("TP exposed %.4f s with etp 1, %.4f s split", whole.Breakdown.Exposed[step.CommTP], split.Breakdown.Exposed[step.CommTP])
+	}
+	gs, _ := group(split, "expert")
+	gw, _ := group(whole, "expert")
+	// EP 8 of DP 8: split over TP each expert has one holder; whole, the two TP
+	// ranks hold it and reduce its gradients.
+	if gs != 0 || gw != 2 {
+		t.Errorf("expert-data reduce-scatter over %d ranks with etp 1, %d split (0: none)", gw, gs)
+	}
+	t.Logf("etp 2: %.3f s, a2a %.0f MB, TP %.3f s; etp 1: %.3f s, a2a %.0f MB, TP %.3f s; expert group %d → %d",
+		split.StepTime, epBytes(split)/1e6, split.Breakdown.Exposed[step.CommTP], whole.StepTime, epBytes(whole)/1e6, whole.Breakdown.Exposed[step.CommTP], gs, gw)
+	if _, err := run(1, false); err == nil || !strings.Contains(err.Error(), "layout.etp") {
+		t.Errorf("etp 1 without sp: %v", err)
+	}
+	if _, err := run(3, true); err == nil || !strings.Contains(err.Error(), "layout.etp") {
+		t.Errorf("etp 3 of tp 2: %v", err)
+	}
+}

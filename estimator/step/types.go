@@ -229,9 +229,31 @@ type Layout struct {
 	// micro-batches; DualPipe always does): only what outlasts that compute is
 	// exposed.
 	OverlapEP bool `json:"overlap_ep,omitempty"`
+	// ETP is expert tensor parallelism (Megatron-Core's
+	// --expert-tensor-parallel-size): how many of the TP ranks split each expert's
+	// matrices. 0 or tp: the experts are split like the dense MLP. 1: every TP rank
+	// holds its experts whole and routes its own sequence-parallel share of the
+	// tokens — t× the expert weights, 1/t of the all-to-all bytes, no TP
+	// collectives around the MoE MLP, and the TP ranks join the expert-data-parallel
+	// group (DeepSeek's and Qwen's MoE recipes).
+	ETP int `json:"etp,omitempty"`
 	// Offload keeps the optimizer states (and the weight shards) in host memory and
 	// runs the optimizer on the CPU; empty or none: everything on the GPU.
 	Offload Offload `json:"offload,omitempty"`
+}
+
+// etp is the expert tensor-parallel size in effect.
+func (l Layout) etp() int {
+	if l.ETP == 1 {
+		return 1
+	}
+	return l.TP
+}
+
+// expertShard is how many ranks hold the same experts: the data- and
+// context-parallel ranks of one expert-parallel slot, and with ETP 1 the TP ranks.
+func (l Layout) expertShard() int {
+	return l.DP * l.CP / max(1, l.EP) * (l.TP / l.etp())
 }
 
 // EvenSplit is a Layout.LayerSplit that spreads layers over stages as evenly as

@@ -392,6 +392,16 @@ func validate(r Request) error {
 	} else if a.Layers%stages != 0 {
 		c.Add("layout.pp", "pp × virtual stages (%d) must divide the %d layers (or the layers + 1 or + 2 with account_for_loss / account_for_embedding), or give layout.layer_split", stages, a.Layers)
 	}
+	if e := l.ETP; e != 0 && e != l.TP {
+		switch {
+		case e != 1:
+			c.Add("layout.etp", "expert tensor parallelism is 1 (each TP rank holds its experts whole) or tp %d (got %d)", l.TP, e)
+		case a.MoE == nil:
+			c.Add("layout.etp", "expert tensor parallelism needs an MoE model")
+		case !l.SP:
+			c.Add("layout.etp", "with etp 1 each TP rank routes its sequence-parallel share of the tokens: needs sp")
+		}
+	}
 	if l.EP > 1 {
 		switch {
 		case a.MoE == nil:

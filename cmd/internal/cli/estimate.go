@@ -56,6 +56,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	degradedLink := fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
 	split := fs.String("layer-split", "", "layers of each model chunk (chunk c of pipeline rank s is entry c·pp+s), e.g. 3,4,4,…,3 (default: even, or counting the embedding/loss when that divides)")
 	overlapEP := fs.Bool("overlap-ep", false, "hide the expert-parallel all-to-alls under another micro-batch's compute (dualpipe always does)")
+	etp := fs.Int("etp", 0, "expert tensor parallelism: 1 keeps experts whole on every TP rank (needs --sp), 0 or --tp splits them like the MLP")
 	offload := fs.String("offload", "", "keep state in host memory, optimizer on the CPU: none, optimizer (zero ≥ 1) or params (zero 3)")
 	acctEmb := fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
 	acctLoss := fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
@@ -236,6 +237,9 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if set["overlap-ep"] {
 		l.OverlapEP = *overlapEP
 	}
+	if set["etp"] {
+		l.ETP = *etp
+	}
 	if set["offload"] {
 		l.Offload = step.Offload(strings.ToLower(*offload))
 	}
@@ -366,6 +370,9 @@ func printEstimate(w io.Writer, a model.Arch, cluster string, req step.Request, 
 	if l.EP > 1 {
 		fmt.Fprintf(w, ", ep %d", l.EP)
 	}
+	if l.ETP == 1 && l.TP > 1 {
+		fmt.Fprint(w, ", etp 1 (experts whole on each TP rank)")
+	}
 	fmt.Fprintf(w, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
 		l.ZeRO, l.MicroBatch, r.MicroBatches, t.SeqLen, t.GlobalBatch, l.Recompute)
 	if l.RecomputeLayers > 0 {
@@ -379,6 +386,9 @@ func printEstimate(w io.Writer, a model.Arch, cluster string, req step.Request, 
 		if l.VirtualStages > 1 {
 			fmt.Fprintf(w, " v=%d", l.VirtualStages)
 		}
+	}
+	if l.Offload != "" && l.Offload != step.OffloadNone {
+		fmt.Fprintf(w, ", %s offloaded to the host", l.Offload)
 	}
 	fmt.Fprintf(w, ", %s\n\n", t.Precision)
 	th := r.Throughput

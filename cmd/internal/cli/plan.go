@@ -270,6 +270,9 @@ func layoutString(l step.Layout) string {
 			s += fmt.Sprintf("×%d", l.VirtualStages)
 		}
 	}
+	if l.ETP == 1 && l.TP > 1 {
+		s += " etp1"
+	}
 	if l.Offload != "" && l.Offload != step.OffloadNone {
 		s += " offload-" + string(l.Offload)
 	}

@@ -1938,7 +1938,12 @@ type Layout struct {
 	// (ZeRO-Offload: optimizer states, needs zero >= 1) or "params" (also the weight
 	// shards, ZeRO-Infinity / FSDP CPU offload, needs zero 3); unset or "none": all
 	// on the GPU. The cluster must describe its host.
-	Offload       string `protobuf:"bytes,20,opt,name=offload,proto3" json:"offload,omitempty"`
+	Offload string `protobuf:"bytes,20,opt,name=offload,proto3" json:"offload,omitempty"`
+	// Expert tensor parallelism: how many TP ranks split each expert. Unset, 0 or
+	// tp: like the dense MLP. 1: every TP rank holds its experts whole and routes its
+	// sequence-parallel share of the tokens (needs sp): more expert weight memory,
+	// 1/tp of the all-to-all bytes, no TP collectives around the MoE MLP.
+	Etp           int32 `protobuf:"varint,21,opt,name=etp,proto3" json:"etp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2111,6 +2116,13 @@ func (x *Layout) GetOffload() string {
 		return x.Offload
 	}
 	return ""
+}
+
+func (x *Layout) GetEtp() int32 {
+	if x != nil {
+		return x.Etp
+	}
+	return 0
 }
 
 // CommTimes is a time per kind of communication, in seconds.
@@ -4722,7 +4734,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\tR\tfp8Recipe\x127\n" +
 	"\x18dp_reduce_after_backward\x18\v \x01(\bR\x15dpReduceAfterBackward\x12#\n" +
 	"\rmoe_imbalance\x18\f \x01(\x01R\fmoeImbalance\x12.\n" +
-	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\"\xf1\x04\n" +
+	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\"\x83\x05\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
@@ -4750,7 +4762,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x10account_for_loss\x18\x12 \x01(\bR\x0eaccountForLoss\x12\x1d\n" +
 	"\n" +
 	"overlap_ep\x18\x13 \x01(\bR\toverlapEp\x12\x18\n" +
-	"\aoffload\x18\x14 \x01(\tR\aoffload\"\x8f\x01\n" +
+	"\aoffload\x18\x14 \x01(\tR\aoffload\x12\x10\n" +
+	"\x03etp\x18\x15 \x01(\x05R\x03etp\"\x8f\x01\n" +
 	"\tCommTimes\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x01R\x02tp\x12\x0e\n" +
 	"\x02cp\x18\x02 \x01(\x01R\x02cp\x12\x0e\n" +
