@@ -98,6 +98,7 @@ type shape struct {
 	ep, mbs   int32
 	rc        uint8
 	sp        bool
+	etp1      bool // experts whole on each TP rank (step.Layout.ETP 1)
 }
 
 // layouts calls emit with each layout of the shape whose memory lower bound fits, in
@@ -123,7 +124,7 @@ func (s *shape) layouts(req *Request, sp *space, emit func(candidate)) {
 			}
 			emit(candidate{bound: s.schedBound(req, sc), ranks: s.ranks, place: s.place, split: ls,
 				n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
-				v: int16(sc.v), zero: int8(zero), rc: s.rc, sched: schedCode(sc.s), sp: s.sp})
+				v: int16(sc.v), zero: int8(zero), rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1})
 		}
 	}
 }
@@ -327,47 +328,55 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 						if seqPar && (t.SeqLen/cp)%tp != 0 {
 							continue
 						}
-						// One compute bound per shape; schedules and ZeRO stages only
-						// change the pipeline factor and the state sharding.
-						base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
-							Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split}
-						b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.ranks})
-						if !ok {
-							p.invalid += len(scheds) * len(sp.zeros)
-							continue
+						// MoE layers with TP and SP also try each TP rank holding its experts
+						// whole (expert tensor parallelism 1).
+						etps := []int{0}
+						if a.MoE != nil && tp > 1 && seqPar {
+							etps = append(etps, 1)
 						}
-						s := shape{perMB: b.PerMicroBatch, params: b.Params, reserveGB: b.ReserveGB, ranks: p.ranks, place: p.place,
-							split: split, scheds: scheds, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
-							pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), rc: rcCode(rc), sp: seqPar}
-						size := s.size(sp)
-						ordinal += size
-						p.enumerated += size
-						if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
-							p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
-							return
-						}
-						// The layouts that fit are those of the ZeRO stages whose states
-						// fit, under every schedule; the deepest interleaving has the
-						// smallest bubble and so the best bound (bounds grow with the step
-						// time under every objective).
-						stages, maxV := 0, 1
-						for _, zero := range sp.zeros {
-							if (zero == 0 || dp*cp > 1) && s.statesFit(req, sp, zero) {
-								stages++
+						for _, etp := range etps {
+							// One compute bound per shape; schedules and ZeRO stages only
+							// change the pipeline factor and the state sharding.
+							base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
+								Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp}
+							b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.ranks})
+							if !ok {
+								p.invalid += len(scheds) * len(sp.zeros)
+								continue
 							}
-						}
-						for _, sc := range scheds {
-							maxV = max(maxV, sc.v)
-						}
-						fits := stages * len(scheds)
-						p.memoryBound += size - fits
-						if fits > 0 {
-							s.best = s.bound(req, maxV)
+							s := shape{perMB: b.PerMicroBatch, params: b.Params, reserveGB: b.ReserveGB, ranks: p.ranks, place: p.place,
+								split: split, scheds: scheds, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
+								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
+							size := s.size(sp)
+							ordinal += size
+							p.enumerated += size
+							if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
+								p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
+								return
+							}
+							// The layouts that fit are those of the ZeRO stages whose states
+							// fit, under every schedule; the deepest interleaving has the
+							// smallest bubble and so the best bound (bounds grow with the step
+							// time under every objective).
+							stages, maxV := 0, 1
+							for _, zero := range sp.zeros {
+								if (zero == 0 || dp*cp > 1) && s.statesFit(req, sp, zero) {
+									stages++
+								}
+							}
 							for _, sc := range scheds {
-								s.best = min(s.best, s.schedBound(req, sc))
+								maxV = max(maxV, sc.v)
 							}
-							p.kept += fits
-							p.shapes = append(p.shapes, s)
+							fits := stages * len(scheds)
+							p.memoryBound += size - fits
+							if fits > 0 {
+								s.best = s.bound(req, maxV)
+								for _, sc := range scheds {
+									s.best = min(s.best, s.schedBound(req, sc))
+								}
+								p.kept += fits
+								p.shapes = append(p.shapes, s)
+							}
 						}
 					}
 				}

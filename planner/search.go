@@ -27,6 +27,7 @@ type candidate struct {
 	zero               int8
 	rc, sched          uint8
 	sp                 bool
+	etp1               bool
 }
 
 var (
@@ -37,7 +38,16 @@ var (
 func (c *candidate) layout() step.Layout {
 	return step.Layout{TP: int(c.tp), PP: int(c.pp), DP: int(c.dp), CP: int(c.cp), EP: int(c.ep), ZeRO: int(c.zero),
 		MicroBatch: int(c.mbs), Recompute: recomputeCodes[c.rc], SP: c.sp, Schedule: scheduleCodes[c.sched],
-		VirtualStages: int(c.v), LayerSplit: c.split}
+		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1)}
+}
+
+// etpOf is the step.Layout.ETP of a candidate: 1 for whole experts, else the TP
+// default.
+func etpOf(whole bool) int {
+	if whole {
+		return 1
+	}
+	return 0
 }
 
 // layoutWith is the candidate's layout with the search-wide settings of req.

@@ -266,7 +266,7 @@ func layoutString(l step.Layout) string {
 	}
 	if l.PP > 1 {
 		s += " " + string(l.Schedule)
-		if l.VirtualStages > 1 {
+		if l.VirtualStages > 1 && l.Schedule != step.ZeroBubbleV {
 			s += fmt.Sprintf("×%d", l.VirtualStages)
 		}
 	}
