@@ -25,7 +25,7 @@ import (
 
 // EstimatorVersion identifies the models behind the answers; it changes whenever a
 // formula or a calibrated constant does, so that clients can tell answers apart.
-const EstimatorVersion = "stepcost-2026.11.3"
+const EstimatorVersion = "stepcost-2026.11.4"
 
 // Version is the one-line answer to --version of the stepcost binaries: the build
 // (module version, commit, Go) and the estimator version.
