@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -242,5 +243,66 @@ func TestStrictJSON(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), "/v1/plans:estimate") {
 		t.Errorf("openapi: HTTP %d", resp.StatusCode)
+	}
+}
+
+// The workloads and what-ifs over REST: ZB-V, expert tensor parallelism, parameter
+// offload, a degraded NIC, and a failed node in a plan.
+func TestWorkloadsOverREST(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	_, _, httpAddr, _ := startDaemon(t)
+	post := func(path, body string) map[string]any {
+		t.Helper()
+		resp, err := http.Post("http://"+httpAddr+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: HTTP %d %s", path, resp.StatusCode, out)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	est := func(m map[string]any) map[string]any { return m["estimate"].(map[string]any) }
+	zbv := post("/v1/steps:estimate", `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100", "nodes": 8},
+		"training": {"seq_len": 4096, "global_batch": 64},
+		"layout": {"tp": 1, "pp": 8, "dp": 8, "micro_batch": 1, "schedule": "SCHEDULE_ZB_V"}, "degraded_nic_speed": 0.5}`)
+	if l := est(zbv)["layout"].(map[string]any); l["virtual_stages"] != float64(2) {
+		t.Errorf("zb-v layout %v", l)
+	}
+	if !strings.Contains(fmt.Sprint(est(zbv)["assumptions"]), "NICs at 50%") {
+		t.Error("the degraded NIC is not in the assumptions")
+	}
+	off := post("/v1/steps:estimate", `{"model": {"name": "llama3-70b"}, "cluster": {"name": "dgx-h100", "nodes": 1},
+		"training": {"seq_len": 4096, "global_batch": 16},
+		"layout": {"tp": 1, "dp": 8, "zero": 3, "micro_batch": 1, "recompute": "RECOMPUTE_FULL", "offload": "params"}}`)
+	if m := est(off)["memory"].(map[string]any); m["fits"] != true || !(m["host_gb"].(float64) > 0) {
+		t.Errorf("offloaded memory %v", m)
+	}
+	etp := post("/v1/steps:estimate", `{"model": {"name": "mixtral-8x7b"}, "cluster": {"name": "dgx-h100", "nodes": 2},
+		"training": {"seq_len": 4096, "global_batch": 64},
+		"layout": {"tp": 2, "dp": 8, "ep": 8, "sp": true, "etp": 1, "micro_batch": 1, "zero": 1}}`)
+	if l := est(etp)["layout"].(map[string]any); l["etp"] != float64(1) {
+		t.Errorf("etp layout %v", l)
+	}
+	plan := post("/v1/plans:estimate", `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100", "nodes": 4},
+		"training": {"seq_len": 8192, "global_batch": 48}, "gpus": 24, "top_k": 3, "exclude_nodes": [2]}`)
+	plans, _ := plan["plans"].([]any)
+	if len(plans) == 0 {
+		t.Fatalf("no plan on the 3 nodes left: %v", plan)
+	}
+	for _, p := range plans {
+		for _, u := range p.(map[string]any)["placement"].(map[string]any)["nodes"].([]any) {
+			if n, _ := u.(map[string]any)["node"].(float64); n == 2 {
+				t.Errorf("a plan uses the excluded node 2: %v", p)
+			}
+		}
 	}
 }
