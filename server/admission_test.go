@@ -330,6 +330,7 @@ func TestAdmissionFlagsAndMetrics(t *testing.T) {
 		"--max-search-gpus":         func(c *Config) { c.Limits.MaxSearchGPUs = -1 },
 	} {
 		cfg := DefaultConfig()
+		cfg.WarmUp = nil // tests start at once
 		edit(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), flag+":") {
 			t.Errorf("%s: %v", flag, err)

@@ -34,6 +34,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Limits.MaxSearchGPUs, "max-search-gpus", cfg.Limits.MaxSearchGPUs, "most GPUs one EstimatePlan may place, summed over the job sizes it tries (0: no limit)")
 	fs.IntVar(&cfg.Limits.MaxConcurrentSearches, "max-concurrent-searches", cfg.Limits.MaxConcurrentSearches, "uncached searches (and RankConfigs calls of more than 16 configs) running at once, large ones in at most half (0: no limit)")
 	fs.IntVar(&cfg.Limits.MaxQueuedSearches, "max-queued-searches", cfg.Limits.MaxQueuedSearches, "searches that may wait for a slot, each until its deadline; more are refused with UNAVAILABLE")
+	warm := fs.String("warm-up", "default", "clusters to search at start-up before reporting SERVING, as system:gpus,… (default: the NVIDIA reference systems at 1024 GPUs; none: skip)")
 	fs.BoolVar(&cfg.Reflection, "reflection", cfg.Reflection, "serve gRPC reflection (for grpcurl; it needs the token when authentication is on)")
 	fs.BoolVar(&cfg.Telemetry.Metrics, "metrics", cfg.Telemetry.Metrics, "serve Prometheus metrics at /metrics (it needs the token when authentication is on)")
 	fs.StringVar(&cfg.Telemetry.Traces, "traces", cfg.Telemetry.Traces, "export OpenTelemetry traces: stdout or otlp (off by default)")
@@ -73,5 +74,10 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	targets, err := ParseWarmUp(*warm)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.WarmUp = targets
 	return cfg, cfg.Validate()
 }

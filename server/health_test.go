@@ -231,6 +231,7 @@ func TestHealthAndLogFlags(t *testing.T) {
 	}
 	defer taken.Close()
 	cfg = DefaultConfig()
+	cfg.WarmUp = nil // tests start at once
 	cfg.GRPCAddr, cfg.HTTPAddr, cfg.HealthAddr = "127.0.0.1:0", "127.0.0.1:0", taken.Addr().String()
 	if err := Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "health listen "+cfg.HealthAddr) {
 		t.Errorf("taken health port: %v", err)

@@ -245,6 +245,7 @@ func TestTLSStartupErrors(t *testing.T) {
 		{TLSConfig{ClientCAFile: p.CA}, "--tls-client-ca: needs --tls-cert and --tls-key"},
 	} {
 		cfg := DefaultConfig()
+		cfg.WarmUp = nil // tests start at once
 		cfg.GRPCAddr, cfg.HTTPAddr, cfg.TLS = "127.0.0.1:0", "127.0.0.1:0", tc.tls
 		// Cancelled: should the configuration pass, Run returns at once with nil.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -396,6 +397,7 @@ func TestTokenSources(t *testing.T) {
 		{AuthConfig{Tokens: []string{tokenA, "bravo\x00-" + tokenB}}, tokensEnv + ": entry 2: a token must be printable ASCII"},
 	} {
 		cfg := DefaultConfig()
+		cfg.WarmUp = nil // tests start at once
 		cfg.GRPCAddr, cfg.HTTPAddr, cfg.Auth = "127.0.0.1:0", "127.0.0.1:0", tc.auth
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()

@@ -66,12 +66,21 @@ type Config struct {
 	// call) is logged when it ends, with its method, code, duration and peer.
 	LogLevel slog.Level
 	Logger   *slog.Logger
+	// WarmUp are the clusters searched at start-up, before health reports SERVING,
+	// so that the first requests on them find their communication groups placed
+	// (DefaultWarmUp: the NVIDIA reference systems at 1024 GPUs; empty: none).
+	WarmUp []WarmTarget
 }
+
+// warmUpTimeout bounds the start-up warm-up; what it has not done by then is left
+// to the first requests.
+const warmUpTimeout = 2 * time.Minute
 
 // DefaultConfig is what `stepcostd` runs with when given no flags.
 func DefaultConfig() Config {
 	return Config{GRPCAddr: ":8081", HTTPAddr: ":8080", Limits: DefaultLimits(), CacheMaxBytes: 256 << 20,
-		DefaultDeadline: 30 * time.Second, ShutdownGrace: 20 * time.Second, MaxRequestBytes: 4 << 20, Reflection: true}
+		DefaultDeadline: 30 * time.Second, ShutdownGrace: 20 * time.Second, MaxRequestBytes: 4 << 20, Reflection: true,
+		WarmUp: DefaultWarmUp()}
 }
 
 // Validate checks the configuration. Problems are named by their flag.
@@ -100,6 +109,11 @@ func (c Config) Validate() error {
 	}
 	if c.Limits.MaxGPUs < 1 {
 		v.Add("--max-gpus", "must be ≥ 1 (got %d)", c.Limits.MaxGPUs)
+	}
+	for _, w := range c.WarmUp {
+		if w.GPUs > c.Limits.MaxGPUs {
+			v.Add("--warm-up", "%s: more GPUs than --max-gpus %d", w, c.Limits.MaxGPUs)
+		}
 	}
 	if c.Limits.MaxRankConfigs < 1 {
 		v.Add("--max-rank-configs", "must be ≥ 1 (got %d)", c.Limits.MaxRankConfigs)
@@ -261,6 +275,17 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 			}
 			errc <- nil
 		}()
+	}
+	if len(cfg.WarmUp) > 0 {
+		// Requests are answered meanwhile; health says NOT_SERVING until it is done.
+		wctx, cancel := context.WithTimeout(ctx, warmUpTimeout)
+		took, err := svc.WarmUp(wctx, cfg.WarmUp)
+		cancel()
+		if err != nil {
+			log.Warn("warm-up incomplete", "targets", len(cfg.WarmUp), "took", took, "err", err)
+		} else {
+			log.Info("warmed up", "targets", len(cfg.WarmUp), "took", took)
+		}
 	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(pb.StepcostService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

@@ -29,6 +29,7 @@ type daemon struct {
 func startDaemon(tb testing.TB, edit func(*Config)) daemon {
 	tb.Helper()
 	cfg := DefaultConfig()
+	cfg.WarmUp = nil // tests start at once
 	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	if edit != nil {
 		edit(&cfg)
@@ -113,6 +114,7 @@ func TestConfigValidation(t *testing.T) {
 		"--traces":           func(c *Config) { c.Telemetry.Traces = "jaeger" },
 	} {
 		cfg := DefaultConfig()
+		cfg.WarmUp = nil // tests start at once
 		edit(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), field+":") {
 			t.Errorf("%s: %v", field, err)

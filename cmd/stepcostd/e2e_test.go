@@ -36,7 +36,7 @@ func startDaemon(t *testing.T, extra ...string) (cmd *exec.Cmd, grpcAddr, httpAd
 	if err := build.Run(); err != nil {
 		t.Fatalf("build: %v", err)
 	}
-	cmd = exec.Command(bin, append([]string{"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)...)
+	cmd = exec.Command(bin, append([]string{"--warm-up=none", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -304,5 +304,18 @@ func TestWorkloadsOverREST(t *testing.T) {
 				t.Errorf("a plan uses the excluded node 2: %v", p)
 			}
 		}
+	}
+}
+
+// The daemon searches its warm-up clusters before it reports SERVING and says so.
+func TestWarmUpBeforeServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	_, _, _, stderr := startDaemon(t, "--warm-up", "dgx-h100:64")
+	log := stderr.String()
+	w, s := strings.Index(log, "msg=\"warmed up\""), strings.Index(log, "msg=serving")
+	if w < 0 || s < 0 || w > s || !strings.Contains(log, "targets=1") {
+		t.Errorf("want the warm-up logged before serving:\n%s", log)
 	}
 }

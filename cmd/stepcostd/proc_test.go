@@ -70,7 +70,7 @@ type proc struct {
 func launch(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{exited: make(chan struct{})}
-	p.cmd = exec.Command(stepcostd(t), append([]string{"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, args...)...)
+	p.cmd = exec.Command(stepcostd(t), append([]string{"--warm-up=none", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 func daemon(t *testing.T, edit ...func(*server.Config)) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
+	cfg.WarmUp = nil // tests start at once
 	cfg.GRPCAddr, cfg.HTTPAddr, cfg.ShutdownGrace = "127.0.0.1:0", "127.0.0.1:0", 5*time.Second
 	for _, e := range edit {
 		e(&cfg)
