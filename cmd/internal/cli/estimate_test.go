@@ -183,3 +183,48 @@ func TestArchitectureFlags(t *testing.T) {
 		t.Errorf("bad architecture flags: exit %d, %q", code, errs)
 	}
 }
+
+// The workload and what-if flags reach the estimate and the planner: offload, ZB-V,
+// expert tensor parallelism, a degraded NIC and link, a failed node; a bad value is
+// reported by its field.
+func TestWorkloadFlags(t *testing.T) {
+	code, out, errs := run("estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "1", "--dp", "8",
+		"--zero", "3", "--gbs", "16", "--seq", "4096", "--recompute", "full", "--offload", "params")
+	if code != 0 || !strings.Contains(out, "params offloaded to the host") || !strings.Contains(out, "host memory per GPU (offload)") {
+		t.Errorf("offload: exit %d %s %s", code, out, errs)
+	}
+	code, out, errs = run("estimate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "16", "--tp", "2", "--dp", "8",
+		"--ep", "8", "--sp", "--etp", "1", "--gbs", "64", "--seq", "4096", "--degraded-nic", "0.5", "--degraded-link", "0.5")
+	if code != 0 || !strings.Contains(out, "etp 1") || !strings.Contains(out, "NICs at 50%") || !strings.Contains(out, "scale-up link at 50%") {
+		t.Errorf("etp and degraded links: exit %d %s %s", code, out, errs)
+	}
+	code, out, errs = run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--max-gpus", "32", "--gbs", "48", "--seq", "4096",
+		"--exclude-nodes", "1", "--schedule", "zb-v,1f1b", "--top", "3", "--json")
+	var plan struct {
+		Top []struct {
+			Placement struct {
+				Nodes []struct {
+					Node int `json:"node"`
+				} `json:"nodes"`
+			} `json:"placement"`
+		} `json:"top"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); code != 0 || err != nil || len(plan.Top) == 0 {
+		t.Fatalf("plan without node 1: exit %d, %v: %s %s", code, err, out, errs)
+	}
+	for _, p := range plan.Top {
+		for _, u := range p.Placement.Nodes {
+			if u.Node == 1 {
+				t.Errorf("a plan uses the excluded node 1")
+			}
+		}
+	}
+	code, _, errs = run("plan", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096", "--offload", "params", "--top", "1")
+	if code != 0 {
+		t.Errorf("plan with parameter offload: exit %d %s", code, errs)
+	}
+	code, _, errs = run("estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "1", "--dp", "8", "--gbs", "8", "--seq", "4096", "--offload", "optimizer")
+	if code == 0 || !strings.Contains(errs, "offload") {
+		t.Errorf("optimizer offload at ZeRO 0: exit %d %s", code, errs)
+	}
+}
