@@ -194,23 +194,25 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 				st.Pruned[PrunedDivisibility]++
 				continue // TP groups would straddle nodes
 			}
-			pl := place(req.Cluster, req.Free, n, tp)
-			if pl == nil {
+			pls := placements(req.Cluster, req.Free, n, tp)
+			if len(pls) == 0 {
 				st.Pruned[PrunedPlacement]++
 				continue
 			}
-			// Ranks on the first GPUs in order need no map: their communication groups
-			// are cached by layout alone, across searches.
-			var rm *step.RankMap
-			if !identity(pl.Ranks) {
-				var err error
-				if rm, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
-					return nil, 0, err
+			for _, pl := range pls {
+				// Ranks on the first GPUs in order need no map: their communication
+				// groups are cached by layout alone, across searches.
+				var rm *step.RankMap
+				if !identity(pl.Ranks) {
+					var err error
+					if rm, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
+						return nil, 0, err
+					}
 				}
-			}
-			for _, cp := range divisors(n / tp) {
-				if allowed(cs.CP, cp) && t.SeqLen%cp == 0 {
-					parts = append(parts, part{n: n, tp: tp, cp: cp, place: pl, ranks: rm})
+				for _, cp := range divisors(n / tp) {
+					if allowed(cs.CP, cp) && t.SeqLen%cp == 0 {
+						parts = append(parts, part{n: n, tp: tp, cp: cp, place: pl, ranks: rm})
+					}
 				}
 			}
 		}

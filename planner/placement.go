@@ -58,6 +58,9 @@ type Placement struct {
 	WholeNodes     int `json:"whole_nodes"`
 	PartialNodes   int `json:"partial_nodes"`
 	FreeWholeNodes int `json:"free_whole_nodes_left"`
+	// Leaves is how many leaf-switch groups the job spans: its traffic between them
+	// crosses the spine.
+	Leaves int `json:"leaves"`
 }
 
 // place picks n GPUs for a job whose TP groups (tp consecutive ranks) must each sit
@@ -68,6 +71,38 @@ type Placement struct {
 // in local-GPU order, so TP groups and pipeline neighbours stay close. It returns nil
 // if the free GPUs cannot host the job.
 func place(c *topology.Cluster, free FreeMap, n, tp int) *Placement {
+	return placeBy(c, free, n, tp, false)
+}
+
+// placements are the placements the search tries for a job of n GPUs: without a
+// free map the first nodes; with one, the packing placement of place (partially
+// free nodes first, whole nodes kept free) and a compact one that spans the fewest
+// leaf switches (the best-fitting leaf group when the job fits in one, whole nodes
+// first, so every rail carries the same share), when they differ. Either may win:
+// packing keeps the cluster whole for other jobs, compact keeps the job's traffic
+// off the spine and its TP groups on whole nodes.
+func placements(c *topology.Cluster, free FreeMap, n, tp int) []*Placement {
+	pack := placeBy(c, free, n, tp, false)
+	if free == nil {
+		if pack == nil {
+			return nil
+		}
+		return []*Placement{pack}
+	}
+	compact := placeBy(c, free, n, tp, true)
+	switch {
+	case pack == nil && compact == nil:
+		return nil
+	case pack == nil:
+		return []*Placement{compact}
+	case compact == nil || slices.Equal(pack.Ranks, compact.Ranks):
+		return []*Placement{pack}
+	}
+	return []*Placement{pack, compact}
+}
+
+// placeBy is place with the packing order, or with compact the fewest-leaves order.
+func placeBy(c *topology.Cluster, free FreeMap, n, tp int, compact bool) *Placement {
 	g := c.Spec.GPUsPerNode
 	type cand struct {
 		node  int
@@ -110,6 +145,44 @@ func place(c *topology.Cluster, free FreeMap, n, tp int) *Placement {
 			}
 			return a.node - b.node
 		})
+		if compact {
+			// Leaf groups by usable GPUs: the smallest that hosts the whole job, or
+			// else the largest first; whole nodes first inside each.
+			usable := map[int]int{}
+			for _, cd := range cands {
+				usable[c.Leaf(cd.node)] += len(cd.gpus)
+			}
+			fit := -1
+			for leaf, u := range usable {
+				if u >= n && (fit < 0 || u < usable[fit] || u == usable[fit] && leaf < fit) {
+					fit = leaf
+				}
+			}
+			slices.SortStableFunc(cands, func(a, b cand) int {
+				la, lb := c.Leaf(a.node), c.Leaf(b.node)
+				switch {
+				case la == lb:
+				case la == fit:
+					return -1
+				case lb == fit:
+					return 1
+				case usable[la] != usable[lb]:
+					return usable[lb] - usable[la]
+				default:
+					return la - lb
+				}
+				switch {
+				case a.whole != b.whole:
+					if a.whole {
+						return -1
+					}
+					return 1
+				case len(a.gpus) != len(b.gpus):
+					return len(b.gpus) - len(a.gpus)
+				}
+				return a.node - b.node
+			})
+		}
 	}
 	p := &Placement{}
 	need := n
@@ -148,6 +221,11 @@ func place(c *topology.Cluster, free FreeMap, n, tp int) *Placement {
 			p.PartialNodes++
 		}
 	}
+	leaves := map[int]bool{}
+	for _, u := range p.Nodes {
+		leaves[c.Leaf(u.Node)] = true
+	}
+	p.Leaves = len(leaves)
 	if free == nil {
 		p.FreeWholeNodes = c.Spec.Nodes - len(p.Nodes)
 	} else {

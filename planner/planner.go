@@ -124,6 +124,10 @@ type Request struct {
 	// node's NICs, or one GPU's scale-up link, at this fraction of their bandwidth
 	// (0: none).
 	DegradedNICSpeed, DegradedLinkSpeed float64
+	// PlacementTolerance is how much better (a share of the objective) a layout must
+	// do on a placement that leaves fewer whole nodes free to be preferred to one
+	// that keeps them free (0: DefaultPlacementTolerance).
+	PlacementTolerance float64
 	// ExcludeNodes, a what-if: these nodes are gone (failed, drained) and the job
 	// runs on the others' free GPUs — the N−1 question after a node fails.
 	ExcludeNodes []int
@@ -253,6 +257,9 @@ func (r *Request) validate() error {
 	}
 	if r.DegradedNICSpeed > 0 && r.Cluster.Spec.NICs.PerNode == 0 {
 		c.Add("degraded_nic_speed", "the cluster %q has no NICs", r.Cluster.Spec.Name)
+	}
+	if v := r.PlacementTolerance; !(v >= 0 && v <= 1) {
+		c.Add("placement_tolerance", "must be between 0 (the default, %g) and 1 (got %v)", DefaultPlacementTolerance, v)
 	}
 	for i, n := range r.ExcludeNodes {
 		if n < 0 || n >= r.Cluster.Spec.Nodes {

@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"math"
 	"runtime"
@@ -39,6 +40,30 @@ func (c *candidate) layout() step.Layout {
 	return step.Layout{TP: int(c.tp), PP: int(c.pp), DP: int(c.dp), CP: int(c.cp), EP: int(c.ep), ZeRO: int(c.zero),
 		MicroBatch: int(c.mbs), Recompute: recomputeCodes[c.rc], SP: c.sp, Schedule: scheduleCodes[c.sched],
 		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1)}
+}
+
+// DefaultPlacementTolerance is Request.PlacementTolerance when it is 0: a scheduler
+// keeps the cluster unfragmented for the next job unless that costs this job more
+// than 2 %.
+const DefaultPlacementTolerance = 0.02
+
+// layoutKey identifies a candidate's layout on its number of GPUs, whatever its
+// placement.
+type layoutKey struct {
+	n, tp, pp, dp, cp, ep, mbs int32
+	v                          int16
+	zero                       int8
+	rc, sched                  uint8
+	sp, etp1                   bool
+	split                      string
+}
+
+func (c *candidate) layoutKey() layoutKey {
+	k := layoutKey{c.n, c.tp, c.pp, c.dp, c.cp, c.ep, c.mbs, c.v, c.zero, c.rc, c.sched, c.sp, c.etp1, ""}
+	if len(c.split) > 0 {
+		k.split = fmt.Sprint(c.split)
+	}
+	return k
 }
 
 // etpOf is the step.Layout.ETP of a candidate: 1 for whole experts, else the TP
@@ -212,14 +237,34 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		ok    bool
 		err   error
 	}
+	// A plan that leaves more whole nodes free is not dominated by one that leaves
+	// fewer (the placement is part of what a scheduler weighs).
 	dominates := func(a, b *evaluated) bool {
-		return a.c.n == b.c.n && Dominates(a.res.StepTime, a.res.Memory.Headroom, b.res.StepTime, b.res.Memory.Headroom)
+		return a.c.n == b.c.n && a.c.place.FreeWholeNodes >= b.c.place.FreeWholeNodes &&
+			Dominates(a.res.StepTime, a.res.Memory.Headroom, b.res.StepTime, b.res.Memory.Headroom)
 	}
 	better := func(a, b *evaluated) bool { // a ranks before b
 		if a.score != b.score {
 			return a.score < b.score
 		}
 		return a.c.ordinal < b.c.ordinal
+	}
+	// Of one layout on two placements, the top keeps one: the faster by more than
+	// the placement tolerance, or else the one that leaves more whole nodes free.
+	tol := req.PlacementTolerance
+	if tol == 0 {
+		tol = DefaultPlacementTolerance
+	}
+	preferred := func(a, b *evaluated) bool { // a over b
+		if d := (b.score - a.score) / math.Max(math.Abs(b.score), 1e-300); d > tol {
+			return true
+		} else if d < -tol {
+			return false
+		}
+		if fa, fb := a.c.place.FreeWholeNodes, b.c.place.FreeWholeNodes; fa != fb {
+			return fa > fb
+		}
+		return better(a, b)
 	}
 	// Every feasible plan, compactly, for the Pareto front.
 	type point struct {
@@ -228,6 +273,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		c          *candidate
 	}
 	var top []*evaluated
+	seen := map[layoutKey]*evaluated{}
 	var all []point
 	kth := math.Inf(1)
 	// A fixed batch (not a multiple of the workers) keeps the evaluated set, and so
@@ -296,6 +342,17 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 			stats.Feasible++
 			ev := &out[k]
 			all = append(all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c})
+			// One placement per layout: the preferred of those seen so far, whether or
+			// not it is still in the top.
+			key := ev.c.layoutKey()
+			if prev, ok := seen[key]; ok {
+				if preferred(prev, ev) {
+					continue
+				}
+				top = slices.DeleteFunc(top, func(t *evaluated) bool { return t.c == prev.c })
+			}
+			seenEv := *ev
+			seen[key] = &seenEv
 			if !req.IncludeDominated {
 				// A dominated plan stays out; one the new plan dominates leaves.
 				if slices.ContainsFunc(top, func(t *evaluated) bool { return dominates(t, ev) }) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/planner"
 )
@@ -125,5 +126,62 @@ func TestOffloadPlan(t *testing.T) {
 	req.Cluster = mustCluster(t, "aws-p5", 1)
 	if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), "cluster.host") {
 		t.Errorf("offload on a cluster without a host description: %v", err)
+	}
+}
+
+// Placement is searched: on a fragmented two-leaf cluster with an oversubscribed
+// spine the planner weighs packing (partial nodes first, whole nodes kept free, the
+// job across both leaves) against a compact placement (the one leaf that holds the
+// job, whole nodes); it takes the compact one when that is more than the placement
+// tolerance faster, and the packing one when asked to keep whole nodes at any cost.
+func TestLeafAwarePlacement(t *testing.T) {
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Nodes, spec.Network.Oversubscription = 64, 4
+	cl, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: cl, GPUs: 32, TopK: 3,
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 64},
+		Free:     planner.FreeMap{0: {0, 1, 2, 3}, 1: {0, 1, 2, 3}, 2: {4, 5, 6, 7}, 3: {4, 5, 6, 7}, 4: all, 32: all, 33: all, 34: all, 35: all}}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := res.Top[0]
+	t.Logf("best: %s on %d leaves, %d whole nodes left free, %.3f s", best.Layout.Schedule, best.Placement.Leaves, best.Placement.FreeWholeNodes, best.Estimate.StepTime)
+	if best.Placement.Leaves != 1 || best.Placement.Nodes[0].Node != 32 {
+		t.Errorf("best plan spans %d leaves: %+v", best.Placement.Leaves, best.Placement.Nodes)
+	}
+	req.PlacementTolerance = 1
+	keep, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb := keep.Top[0]
+	t.Logf("keeping whole nodes: %d leaves, %d whole nodes left free, %.3f s", kb.Placement.Leaves, kb.Placement.FreeWholeNodes, kb.Estimate.StepTime)
+	if kb.Placement.FreeWholeNodes <= best.Placement.FreeWholeNodes || kb.Placement.Leaves != 2 {
+		t.Errorf("with tolerance 1 the best plan leaves %d whole nodes free on %d leaves", kb.Placement.FreeWholeNodes, kb.Placement.Leaves)
+	}
+	// The default took the compact placement for the best layout, so that layout
+	// packed is more than 2 % slower.
+	keep1 := req
+	keep1.Constraints = planner.Constraints{TP: []int{best.Layout.TP}, PP: []int{best.Layout.PP}, CP: []int{best.Layout.CP},
+		ZeRO: []int{best.Layout.ZeRO}, MicroBatch: []int{best.Layout.MicroBatch}, Recompute: []step.Recompute{best.Layout.Recompute},
+		SP: []bool{best.Layout.SP}, Schedules: []step.Schedule{best.Layout.Schedule}}
+	same, err := planner.Search(context.Background(), step.New(), keep1)
+	if err != nil || len(same.Top) == 0 {
+		t.Fatal(err)
+	}
+	if p := same.Top[0]; p.Placement.Leaves != 2 || !(p.Estimate.StepTime > best.Estimate.StepTime*1.02) {
+		t.Errorf("the best layout packed: %d leaves, %.3f s against %.3f s compact", p.Placement.Leaves, p.Estimate.StepTime, best.Estimate.StepTime)
+	}
+	req.PlacementTolerance = -1
+	if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), "placement_tolerance") {
+		t.Errorf("tolerance -1: %v", err)
 	}
 }

@@ -438,7 +438,7 @@ func commTimesToProto(t *[step.NumComms]float64) *pb.CommTimes {
 
 func planToProto(p planner.Plan) *pb.Plan {
 	pl := &pb.Placement{WholeNodes: int32(p.Placement.WholeNodes), PartialNodes: int32(p.Placement.PartialNodes),
-		FreeWholeNodesLeft: int32(p.Placement.FreeWholeNodes)}
+		FreeWholeNodesLeft: int32(p.Placement.FreeWholeNodes), Leaves: int32(p.Placement.Leaves)}
 	for _, u := range p.Placement.Nodes {
 		pl.Nodes = append(pl.Nodes, &pb.NodeUse{Node: int32(u.Node), Gpus: toInt32s(u.GPUs)})
 	}

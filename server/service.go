@@ -312,7 +312,8 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons, Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
 		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: s.limits.MaxCandidates,
 		IncludeDominated: req.GetIncludeDominated(), SlowGPUSpeed: req.GetSlowGpuSpeed(),
-		DegradedNICSpeed: req.GetDegradedNicSpeed(), DegradedLinkSpeed: req.GetDegradedLinkSpeed()}
+		DegradedNICSpeed: req.GetDegradedNicSpeed(), DegradedLinkSpeed: req.GetDegradedLinkSpeed(),
+		PlacementTolerance: req.GetPlacementTolerance()}
 	for _, n := range req.GetExcludeNodes() {
 		pr.ExcludeNodes = append(pr.ExcludeNodes, int(n))
 	}
@@ -336,8 +337,9 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 		// The what-ifs change the answer as much as the constraints do.
 		SlowGPU, DegradedNIC, DegradedLink float64
 		ExcludeNodes                       []int
+		PlacementTolerance                 float64
 	}{a, t, ce.cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, free, cons.Canonical(), obj, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK,
-		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, pr.ExcludeNodes}
+		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, pr.ExcludeNodes, pr.PlacementTolerance}
 	return work{key, func(ctx context.Context) (proto.Message, error) {
 		pr := pr
 		pr.Trace = s.plannerTrace(ctx)

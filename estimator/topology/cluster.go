@@ -189,6 +189,10 @@ func abs(x int) int {
 	return x
 }
 
+// Leaf is the leaf-switch group (scalable unit) of node: nodes of one group reach
+// each other without crossing the spine (on every rail, when rail-optimised).
+func (c *Cluster) Leaf(node int) int { return node / c.nodesLeaf }
+
 // GPUs is the number of GPUs in the cluster.
 func (c *Cluster) GPUs() int { return c.gpus }
 

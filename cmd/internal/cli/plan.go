@@ -59,6 +59,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	moeImb := fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
 	moeCap := fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
+	placeTol := fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (0: 0.02)")
 	offload := fs.String("offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)")
 	degradedNIC := fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
 	degradedLink := fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
@@ -139,6 +140,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	req.Objective = planner.Objective(strings.ToLower(*objective))
 	req.PricePerGPUHour, req.TokenBudget, req.TopK, req.IncludeDominated = *price, *tokens, *top, *includeDominated
 	req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed = *slowGPU, *degradedNIC, *degradedLink
+	req.PlacementTolerance = *placeTol
 	c := &req.Constraints
 	c.MinHeadroomGB = *headroom
 	c.Offload = step.Offload(strings.ToLower(*offload))
@@ -190,7 +192,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			Training: server.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
 			Objective:       map[planner.Objective]pb.Objective{planner.FastestStep: pb.Objective_OBJECTIVE_STEP_TIME, planner.Throughput: pb.Objective_OBJECTIVE_THROUGHPUT, planner.Cost: pb.Objective_OBJECTIVE_COST}[req.Objective],
 			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated, SlowGpuSpeed: req.SlowGPUSpeed,
-			DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed,
+			DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed, PlacementTolerance: req.PlacementTolerance,
 			Constraints: server.ConstraintsToProto(*c)}
 		for _, n := range req.ExcludeNodes {
 			pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))

@@ -3517,9 +3517,15 @@ type EstimatePlanRequest struct {
 	DegradedLinkSpeed float64 `protobuf:"fixed64,15,opt,name=degraded_link_speed,json=degradedLinkSpeed,proto3" json:"degraded_link_speed,omitempty"`
 	// What-if: these nodes are gone (failed, drained) and the job runs on the free
 	// GPUs of the others — which layout is best after a node fails.
-	ExcludeNodes  []int32 `protobuf:"varint,16,rep,packed,name=exclude_nodes,json=excludeNodes,proto3" json:"exclude_nodes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ExcludeNodes []int32 `protobuf:"varint,16,rep,packed,name=exclude_nodes,json=excludeNodes,proto3" json:"exclude_nodes,omitempty"`
+	// With a free-GPU map the planner tries each layout on a packing placement
+	// (partially free nodes first, whole nodes kept free) and a compact one (fewest
+	// leaf switches, whole nodes). It keeps the one that leaves more whole nodes free
+	// unless the other is better by more than this share of the objective (0: 0.02;
+	// at most 1).
+	PlacementTolerance float64 `protobuf:"fixed64,17,opt,name=placement_tolerance,json=placementTolerance,proto3" json:"placement_tolerance,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *EstimatePlanRequest) Reset() {
@@ -3664,6 +3670,13 @@ func (x *EstimatePlanRequest) GetExcludeNodes() []int32 {
 	return nil
 }
 
+func (x *EstimatePlanRequest) GetPlacementTolerance() float64 {
+	if x != nil {
+		return x.PlacementTolerance
+	}
+	return 0
+}
+
 type NodeUse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          int32                  `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -3722,8 +3735,10 @@ type Placement struct {
 	WholeNodes         int32                  `protobuf:"varint,2,opt,name=whole_nodes,json=wholeNodes,proto3" json:"whole_nodes,omitempty"`
 	PartialNodes       int32                  `protobuf:"varint,3,opt,name=partial_nodes,json=partialNodes,proto3" json:"partial_nodes,omitempty"`
 	FreeWholeNodesLeft int32                  `protobuf:"varint,4,opt,name=free_whole_nodes_left,json=freeWholeNodesLeft,proto3" json:"free_whole_nodes_left,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Leaf-switch groups the job spans (its traffic between them crosses the spine).
+	Leaves        int32 `protobuf:"varint,5,opt,name=leaves,proto3" json:"leaves,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Placement) Reset() {
@@ -3780,6 +3795,13 @@ func (x *Placement) GetPartialNodes() int32 {
 func (x *Placement) GetFreeWholeNodesLeft() int32 {
 	if x != nil {
 		return x.FreeWholeNodesLeft
+	}
+	return 0
+}
+
+func (x *Placement) GetLeaves() int32 {
+	if x != nil {
+		return x.Leaves
 	}
 	return 0
 }
@@ -4904,7 +4926,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tuneven_pp\x18\f \x01(\bR\bunevenPp\x12&\n" +
 	"\x0fmin_headroom_gb\x18\r \x01(\x01R\rminHeadroomGb\x12&\n" +
 	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\x12\x18\n" +
-	"\aoffload\x18\x0f \x01(\tR\aoffload\"\xa1\x05\n" +
+	"\aoffload\x18\x0f \x01(\tR\aoffload\"\xd2\x05\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
@@ -4922,16 +4944,18 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0eslow_gpu_speed\x18\r \x01(\x01R\fslowGpuSpeed\x12,\n" +
 	"\x12degraded_nic_speed\x18\x0e \x01(\x01R\x10degradedNicSpeed\x12.\n" +
 	"\x13degraded_link_speed\x18\x0f \x01(\x01R\x11degradedLinkSpeed\x12#\n" +
-	"\rexclude_nodes\x18\x10 \x03(\x05R\fexcludeNodes\"1\n" +
+	"\rexclude_nodes\x18\x10 \x03(\x05R\fexcludeNodes\x12/\n" +
+	"\x13placement_tolerance\x18\x11 \x01(\x01R\x12placementTolerance\"1\n" +
 	"\aNodeUse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x12\n" +
-	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xb0\x01\n" +
+	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xc8\x01\n" +
 	"\tPlacement\x12*\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x14.stepcost.v1.NodeUseR\x05nodes\x12\x1f\n" +
 	"\vwhole_nodes\x18\x02 \x01(\x05R\n" +
 	"wholeNodes\x12#\n" +
 	"\rpartial_nodes\x18\x03 \x01(\x05R\fpartialNodes\x121\n" +
-	"\x15free_whole_nodes_left\x18\x04 \x01(\x05R\x12freeWholeNodesLeft\"\x97\x02\n" +
+	"\x15free_whole_nodes_left\x18\x04 \x01(\x05R\x12freeWholeNodesLeft\x12\x16\n" +
+	"\x06leaves\x18\x05 \x01(\x05R\x06leaves\"\x97\x02\n" +
 	"\x04Plan\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04gpus\x18\x02 \x01(\x05R\x04gpus\x12+\n" +
