@@ -292,6 +292,22 @@ func TestWorkloadsOverREST(t *testing.T) {
 	if l := est(etp)["layout"].(map[string]any); l["etp"] != float64(1) {
 		t.Errorf("etp layout %v", l)
 	}
+	// A fine-grained MoE architecture with shared experts, a dense first layer, MLA
+	// and a busy router rank capped by a capacity factor, on DualPipe.
+	moe := post("/v1/steps:estimate", `{"model": {"architecture": {"name": "moe-rest", "layers": 16, "hidden": 2048, "heads": 16,
+			"ffn": 8192, "gated_mlp": true, "vocab": 32000,
+			"moe": {"experts": 64, "top_k": 6, "expert_ffn": 1024, "shared_experts": 2, "first_dense": 1},
+			"mla": {"q_lora_rank": 768, "kv_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64}}},
+		"cluster": {"name": "dgx-h100", "nodes": 2},
+		"training": {"seq_len": 4096, "global_batch": 64, "moe_imbalance": 1.5, "moe_capacity_factor": 1.25},
+		"layout": {"pp": 2, "dp": 8, "ep": 8, "micro_batch": 1, "zero": 1, "schedule": "SCHEDULE_DUALPIPE"}}`)
+	if m := moe["model"].(map[string]any); fmt.Sprint(m["moe"]) != "map[expert_ffn:1024 experts:64 first_dense:1 frequency:1 shared_experts:2 top_k:6]" ||
+		m["mla"].(map[string]any)["kv_lora_rank"] != float64(256) {
+		t.Errorf("the MoE architecture came back as %v", m)
+	}
+	if tr := est(moe)["training"].(map[string]any); tr["moe_capacity_factor"] != 1.25 || tr["moe_imbalance"] != 1.5 {
+		t.Errorf("the MoE training settings came back as %v", tr)
+	}
 	plan := post("/v1/plans:estimate", `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100", "nodes": 4},
 		"training": {"seq_len": 8192, "global_batch": 48}, "gpus": 24, "top_k": 3, "exclude_nodes": [2]}`)
 	plans, _ := plan["plans"].([]any)
