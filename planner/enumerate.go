@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,10 +85,11 @@ func newSpace(req *Request) *space {
 type shape struct {
 	best      float64 // the lowest bound among its layouts that fit
 	perMB     float64 // lower bound of one micro-batch through a stage
+	bwd, w    float64 // its backward pass and weight-gradient GEMMs (step.Bounds)
+	zero3     float64 // lower bound of what ZeRO-3 exposes (step.Bounds)
 	params    float64 // parameters per GPU before ZeRO sharding
 	reserveGB float64
-	ranks     *step.RankMap
-	place     *Placement
+	alts      []alt
 	split     []int
 	scheds    []sched
 	n         int32
@@ -122,7 +124,7 @@ func (s *shape) layouts(req *Request, sp *space, emit func(candidate)) {
 					ls = step.EvenSplit(a.Layers, st)
 				}
 			}
-			emit(candidate{bound: s.schedBound(req, sc), ranks: s.ranks, place: s.place, split: ls,
+			emit(candidate{bound: s.schedBound(req, sc, s.zeroBound(zero)), alts: s.alts, split: ls,
 				n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
 				v: int16(sc.v), zero: int8(zero), rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1})
 		}
@@ -142,20 +144,33 @@ func (s *shape) statesFit(req *Request, sp *space, zero int) bool {
 	return (w+gr+st)/1e9+s.reserveGB <= sp.capGB
 }
 
-// bound is the objective's lower bound for the shape run with v virtual stages.
-func (s *shape) bound(req *Request, v int) float64 {
-	stepLB := (float64(s.m) + float64(s.pp-1)/float64(v)) * s.perMB
+// bound is the objective's lower bound for the shape run with v virtual stages,
+// plus extra seconds.
+func (s *shape) bound(req *Request, v int, extra float64) float64 {
+	stepLB := (float64(s.m)+float64(s.pp-1)/float64(v))*s.perMB + extra
 	return boundScore(req, int(s.n), stepLB)
 }
 
-// schedBound is the bound of one schedule of the shape: the zero-bubble schedules
-// shrink the bubble by an amount the shape's bound does not know (it has no
-// weight-gradient split), so theirs counts no bubble at all.
-func (s *shape) schedBound(req *Request, sc sched) float64 {
-	if sc.s == step.ZeroBubble || sc.s == step.DualPipe || sc.s == step.ZeroBubbleV {
+// zeroBound is the lower bound of the step time that a ZeRO stage adds.
+func (s *shape) zeroBound(zero int) float64 {
+	if zero == 3 {
+		return s.zero3
+	}
+	return 0
+}
+
+// schedBound is the bound of one schedule of the shape. The zero-bubble schedules'
+// bubbles grow with the micro-batch's time, so the shape's lower bound of that time
+// bounds them too — except ZB-V for a MoE model, whose V puts other MoE layers on
+// the slowest rank than the shape's compute counted: that counts no bubble.
+func (s *shape) schedBound(req *Request, sc sched, extra float64) float64 {
+	if sc.s == step.ZeroBubbleV && req.Model.MoE != nil {
 		return boundScore(req, int(s.n), float64(s.m)*s.perMB)
 	}
-	return s.bound(req, sc.v)
+	if bubble, ok := step.ZeroBubbleBubble(sc.s, int(s.pp), s.perMB, s.bwd, s.w); ok {
+		return boundScore(req, int(s.n), float64(s.m)*s.perMB+bubble+extra)
+	}
+	return s.bound(req, sc.v, extra)
 }
 
 // size is the number of layouts of the shape, fitting or not.
@@ -199,20 +214,21 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 				st.Pruned[PrunedPlacement]++
 				continue
 			}
-			for _, pl := range pls {
+			alts := make([]alt, len(pls))
+			for i, pl := range pls {
 				// Ranks on the first GPUs in order need no map: their communication
 				// groups are cached by layout alone, across searches.
-				var rm *step.RankMap
+				alts[i].place = pl
 				if !identity(pl.Ranks) {
 					var err error
-					if rm, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
+					if alts[i].ranks, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
 						return nil, 0, err
 					}
 				}
-				for _, cp := range divisors(n / tp) {
-					if allowed(cs.CP, cp) && t.SeqLen%cp == 0 {
-						parts = append(parts, part{n: n, tp: tp, cp: cp, place: pl, ranks: rm})
-					}
+			}
+			for _, cp := range divisors(n / tp) {
+				if allowed(cs.CP, cp) && t.SeqLen%cp == 0 {
+					parts = append(parts, part{n: n, tp: tp, cp: cp, alts: alts})
 				}
 			}
 		}
@@ -271,8 +287,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 // ordinals counted from the part's start, and its statistics.
 type part struct {
 	n, tp, cp int
-	place     *Placement
-	ranks     *step.RankMap
+	alts      []alt
 
 	shapes                             []shape
 	kept, enumerated                   int
@@ -341,12 +356,22 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							// change the pipeline factor and the state sharding.
 							base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
 								Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp}
-							b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.ranks})
+							// On several placements, the lowest of their bounds bounds them all.
+							b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.alts[0].ranks})
+							for _, al := range p.alts[1:] {
+								if !ok {
+									break
+								}
+								var b2 step.Bounds
+								if b2, ok = e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}); ok {
+									b.PerMicroBatch, b.ZeRO3 = min(b.PerMicroBatch, b2.PerMicroBatch), min(b.ZeRO3, b2.ZeRO3)
+								}
+							}
 							if !ok {
 								p.invalid += len(scheds) * len(sp.zeros)
 								continue
 							}
-							s := shape{perMB: b.PerMicroBatch, params: b.Params, reserveGB: b.ReserveGB, ranks: p.ranks, place: p.place,
+							s := shape{perMB: b.PerMicroBatch, bwd: b.Backward, w: b.WeightGrad, zero3: b.ZeRO3, params: b.Params, reserveGB: b.ReserveGB, alts: p.alts,
 								split: split, scheds: scheds, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
 								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
 							size := s.size(sp)
@@ -360,22 +385,20 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							// fit, under every schedule; the deepest interleaving has the
 							// smallest bubble and so the best bound (bounds grow with the step
 							// time under every objective).
-							stages, maxV := 0, 1
+							// The shape's best bound is its fitting layouts' lowest.
+							stages := 0
+							s.best = math.Inf(1)
 							for _, zero := range sp.zeros {
 								if (zero == 0 || dp*cp > 1) && s.statesFit(req, sp, zero) {
 									stages++
+									for _, sc := range scheds {
+										s.best = min(s.best, s.schedBound(req, sc, s.zeroBound(zero)))
+									}
 								}
-							}
-							for _, sc := range scheds {
-								maxV = max(maxV, sc.v)
 							}
 							fits := stages * len(scheds)
 							p.memoryBound += size - fits
 							if fits > 0 {
-								s.best = s.bound(req, maxV)
-								for _, sc := range scheds {
-									s.best = min(s.best, s.schedBound(req, sc))
-								}
 								p.kept += fits
 								p.shapes = append(p.shapes, s)
 							}

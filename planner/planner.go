@@ -232,7 +232,10 @@ const (
 	PrunedMemoryBound  = "memory_lower_bound"
 	PrunedTimeBound    = "time_lower_bound"
 	PrunedMemory       = "memory"
-	PrunedInvalid      = "invalid"
+	// PrunedDominatedBound: an evaluated plan on as many GPUs has a better score than
+	// the layout's lower bound and at least its memory headroom.
+	PrunedDominatedBound = "dominated_bound"
+	PrunedInvalid        = "invalid"
 )
 
 func (r *Request) validate() error {

@@ -3,7 +3,6 @@ package planner
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"math"
 	"runtime"
@@ -14,11 +13,11 @@ import (
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
-// candidate is one layout of the search space with its lower-bound score.
+// candidate is one layout of the search space with its lower-bound score and the
+// placements it may take.
 type candidate struct {
 	bound              float64 // lower bound of the objective
-	ranks              *step.RankMap
-	place              *Placement
+	alts               []alt
 	split              []int
 	n                  int32
 	ordinal            int32 // enumeration order: the deterministic tie-break
@@ -47,23 +46,21 @@ func (c *candidate) layout() step.Layout {
 // than 2 %.
 const DefaultPlacementTolerance = 0.02
 
-// layoutKey identifies a candidate's layout on its number of GPUs, whatever its
-// placement.
-type layoutKey struct {
-	n, tp, pp, dp, cp, ep, mbs int32
-	v                          int16
-	zero                       int8
-	rc, sched                  uint8
-	sp, etp1                   bool
-	split                      string
+// alt is a placement a layout may take: the GPUs, and the rank map (nil for the
+// first GPUs in order).
+type alt struct {
+	place *Placement
+	ranks *step.RankMap
 }
 
-func (c *candidate) layoutKey() layoutKey {
-	k := layoutKey{c.n, c.tp, c.pp, c.dp, c.cp, c.ep, c.mbs, c.v, c.zero, c.rc, c.sched, c.sp, c.etp1, ""}
-	if len(c.split) > 0 {
-		k.split = fmt.Sprint(c.split)
+// mostWholeNodesFree is the most whole nodes any of the candidate's placements
+// leaves free.
+func (c *candidate) mostWholeNodesFree() int {
+	most := 0
+	for _, a := range c.alts {
+		most = max(most, a.place.FreeWholeNodes)
 	}
-	return k
+	return most
 }
 
 // etpOf is the step.Layout.ETP of a candidate: 1 for whole experts, else the TP
@@ -232,6 +229,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 
 	type evaluated struct {
 		c     *candidate
+		alt   int // the placement taken
 		res   step.Result
 		score float64
 		ok    bool
@@ -240,7 +238,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	// A plan that leaves more whole nodes free is not dominated by one that leaves
 	// fewer (the placement is part of what a scheduler weighs).
 	dominates := func(a, b *evaluated) bool {
-		return a.c.n == b.c.n && a.c.place.FreeWholeNodes >= b.c.place.FreeWholeNodes &&
+		return a.c.n == b.c.n && a.c.alts[a.alt].place.FreeWholeNodes >= b.c.alts[b.alt].place.FreeWholeNodes &&
 			Dominates(a.res.StepTime, a.res.Memory.Headroom, b.res.StepTime, b.res.Memory.Headroom)
 	}
 	better := func(a, b *evaluated) bool { // a ranks before b
@@ -249,39 +247,60 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		}
 		return a.c.ordinal < b.c.ordinal
 	}
-	// Of one layout on two placements, the top keeps one: the faster by more than
-	// the placement tolerance, or else the one that leaves more whole nodes free.
+	// Of one layout's placements the search keeps one: the one that leaves the most
+	// whole nodes free, unless another is better by more than the placement
+	// tolerance (placements in order, each against the one kept so far).
 	tol := req.PlacementTolerance
 	if tol == 0 {
 		tol = DefaultPlacementTolerance
 	}
-	preferred := func(a, b *evaluated) bool { // a over b
-		if d := (b.score - a.score) / math.Max(math.Abs(b.score), 1e-300); d > tol {
+	prefer := func(a, b *evaluated) bool { // b over a
+		switch {
+		case !b.ok:
+			return false
+		case !a.ok:
+			return true
+		}
+		if d := (a.score - b.score) / math.Max(math.Abs(a.score), 1e-300); d > tol {
 			return true
 		} else if d < -tol {
 			return false
 		}
-		if fa, fb := a.c.place.FreeWholeNodes, b.c.place.FreeWholeNodes; fa != fb {
-			return fa > fb
+		if fa, fb := a.c.alts[a.alt].place.FreeWholeNodes, b.c.alts[b.alt].place.FreeWholeNodes; fa != fb {
+			return fb > fa
 		}
-		return better(a, b)
+		return b.score < a.score
 	}
 	// Every feasible plan, compactly, for the Pareto front.
 	type point struct {
 		n          int
 		step, head float64
 		c          *candidate
+		alt        int
 	}
 	var top []*evaluated
-	seen := map[layoutKey]*evaluated{}
+	fronts := fronts{}
+	taken := 0 // layouts taken from the queue
 	var all []point
 	kth := math.Inf(1)
-	// A fixed batch (not a multiple of the workers) keeps the evaluated set, and so
-	// the Pareto front, the same whatever the parallelism.
-	const batch = 64
-	out := make([]evaluated, batch)
+	// The queue is taken in groups of a fixed size (not a multiple of the workers),
+	// and the stop test is made between groups: that keeps the evaluated set, and so
+	// the Pareto front, the same whatever the parallelism. A layout that does not fit
+	// in memory, or that a plan in hand beats on a lower bound of its time and on its
+	// exact memory, is set aside before it is priced; the survivors of a few groups
+	// are priced together, and the groups are then taken in turn as if one at a time
+	// (a group past the stop is dropped unpriced by the answer).
+	const (
+		group     = 64  // layouts between stop tests
+		maxGroups = 8   // groups priced together, at most
+		chunk     = 128 // survivors priced together, at least (unless maxGroups)
+	)
+	type taken1 struct {
+		reason string // why it was set aside, or "" for the survivor at slot
+		slot   int
+	}
 	begin(PhaseEvaluate)
-	for {
+	for stopped := false; !stopped; {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
@@ -290,15 +309,40 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 			break
 		}
 		if len(top) >= req.TopK && next.bound >= kth {
-			stats.Pruned[PrunedTimeBound] += kept - stats.Evaluated
+			stats.Pruned[PrunedTimeBound] += kept - taken
 			break
 		}
-		// Each batch has its own array: the plans kept in the top K and the Pareto
+		// Each chunk has its own array: the plans kept in the top K and the Pareto
 		// points point into it.
-		cands := make([]candidate, 0, batch)
-		for len(cands) < batch && q.peek() != nil {
-			cands = append(cands, q.pop())
+		var cands []candidate
+		var groups [][]taken1
+		var firstBound []float64
+		for len(groups) < maxGroups && len(cands) < chunk && q.peek() != nil {
+			firstBound = append(firstBound, q.peek().bound)
+			g := make([]taken1, 0, group)
+			for range group {
+				if q.peek() == nil {
+					break
+				}
+				c := q.pop()
+				// The memory does not depend on the placement.
+				r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: c.alts[0].ranks}
+				mem, err := e.Memory(r)
+				switch {
+				case err != nil:
+					g = append(g, taken1{reason: PrunedInvalid})
+				case !mem.Fits || mem.Headroom < req.Constraints.MinHeadroomGB:
+					g = append(g, taken1{reason: PrunedMemory})
+				case !req.IncludeDominated && fronts.beaten(&c, mem.Headroom):
+					g = append(g, taken1{reason: PrunedDominatedBound})
+				default:
+					g = append(g, taken1{slot: len(cands)})
+					cands = append(cands, c)
+				}
+			}
+			groups = append(groups, g)
 		}
+		out := make([]evaluated, len(cands))
 		var wg sync.WaitGroup
 		per := (len(cands) + workers - 1) / workers
 		for w := 0; w < workers; w++ {
@@ -314,14 +358,18 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 						return
 					}
 					c := &cands[j]
-					r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
-					res, err := e.Quick(r)
-					ev := evaluated{c: c, res: res, err: err}
-					if err == nil {
-						ev.score = score(&req, int(c.n), res)
-						ev.ok = res.Memory.Headroom >= req.Constraints.MinHeadroomGB
+					for i, al := range c.alts {
+						r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+						res, err := e.Quick(r)
+						ev := evaluated{c: c, alt: i, res: res, err: err}
+						if err == nil {
+							ev.score = score(&req, int(c.n), res)
+							ev.ok = res.Memory.Fits && res.Memory.Headroom >= req.Constraints.MinHeadroomGB
+						}
+						if i == 0 || prefer(&out[j], &ev) {
+							out[j] = ev
+						}
 					}
-					out[j] = ev
 				}
 			}(lo, hi)
 		}
@@ -329,55 +377,57 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		for k := range cands {
-			stats.Evaluated++
-			switch {
-			case out[k].err != nil:
-				stats.Pruned[PrunedInvalid]++
-				continue
-			case !out[k].ok:
-				stats.Pruned[PrunedMemory]++
-				continue
+		for gi, g := range groups {
+			if gi > 0 && len(top) >= req.TopK && firstBound[gi] >= kth {
+				stats.Pruned[PrunedTimeBound] += kept - taken
+				stopped = true
+				break
 			}
-			stats.Feasible++
-			ev := &out[k]
-			all = append(all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c})
-			// One placement per layout: the preferred of those seen so far, whether or
-			// not it is still in the top.
-			key := ev.c.layoutKey()
-			if prev, ok := seen[key]; ok {
-				if preferred(prev, ev) {
+			for _, t1 := range g {
+				taken++
+				if t1.reason != "" {
+					stats.Pruned[t1.reason]++
 					continue
 				}
-				top = slices.DeleteFunc(top, func(t *evaluated) bool { return t.c == prev.c })
-			}
-			seenEv := *ev
-			seen[key] = &seenEv
-			if !req.IncludeDominated {
-				// A dominated plan stays out; one the new plan dominates leaves.
-				if slices.ContainsFunc(top, func(t *evaluated) bool { return dominates(t, ev) }) {
-					stats.Dominated++
+				stats.Evaluated++
+				ev := &out[t1.slot]
+				switch {
+				case ev.err != nil:
+					stats.Pruned[PrunedInvalid]++
+					continue
+				case !ev.ok:
+					stats.Pruned[PrunedMemory]++
 					continue
 				}
-				n := len(top)
-				top = slices.DeleteFunc(top, func(t *evaluated) bool { return dominates(ev, t) })
-				stats.Dominated += n - len(top)
-			}
-			// Insert into the sorted top K.
-			pos := len(top)
-			for pos > 0 && better(ev, top[pos-1]) {
-				pos--
-			}
-			if pos < req.TopK {
-				keep := new(evaluated)
-				*keep = *ev
-				top = slices.Insert(top, pos, keep)
-				if len(top) > req.TopK {
-					top = top[:req.TopK]
+				stats.Feasible++
+				all = append(all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c, ev.alt})
+				fronts.add(int(ev.c.n), ev.c.alts[ev.alt].place.FreeWholeNodes, ev.score, ev.res.Memory.Headroom)
+				if !req.IncludeDominated {
+					// A dominated plan stays out; one the new plan dominates leaves.
+					if slices.ContainsFunc(top, func(t *evaluated) bool { return dominates(t, ev) }) {
+						stats.Dominated++
+						continue
+					}
+					n := len(top)
+					top = slices.DeleteFunc(top, func(t *evaluated) bool { return dominates(ev, t) })
+					stats.Dominated += n - len(top)
 				}
-			}
-			if len(top) == req.TopK {
-				kth = top[len(top)-1].score
+				// Insert into the sorted top K.
+				pos := len(top)
+				for pos > 0 && better(ev, top[pos-1]) {
+					pos--
+				}
+				if pos < req.TopK {
+					keep := new(evaluated)
+					*keep = *ev
+					top = slices.Insert(top, pos, keep)
+					if len(top) > req.TopK {
+						top = top[:req.TopK]
+					}
+				}
+				if len(top) == req.TopK {
+					kth = top[len(top)-1].score
+				}
 			}
 		}
 	}
@@ -386,13 +436,14 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 
 	res := Result{}
 	// Plans are estimated again in full (communication table, assumptions).
-	toPlan := func(c *candidate) (Plan, error) {
-		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: c.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+	toPlan := func(c *candidate, alt int) (Plan, error) {
+		al := c.alts[alt]
+		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
 		est, err := e.Estimate(r)
 		if err != nil {
 			return Plan{}, err
 		}
-		p := Plan{GPUs: int(c.n), Layout: est.Layout, Placement: *c.place, Estimate: est, Score: score(&req, int(c.n), est)}
+		p := Plan{GPUs: int(c.n), Layout: est.Layout, Placement: *al.place, Estimate: est, Score: score(&req, int(c.n), est)}
 		if req.PricePerGPUHour > 0 && req.TokenBudget > 0 {
 			p.CostUSD = cost(&req, int(c.n), est)
 		}
@@ -400,7 +451,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	}
 	begin(PhaseRank)
 	for i, ev := range top {
-		p, err := toPlan(ev.c)
+		p, err := toPlan(ev.c, ev.alt)
 		if err != nil {
 			return Result{}, err
 		}
@@ -452,7 +503,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 			continue
 		}
 		best[idx] = a.head
-		p, err := toPlan(a.c)
+		p, err := toPlan(a.c, a.alt)
 		if err != nil {
 			return Result{}, err
 		}
@@ -492,4 +543,50 @@ func boundScore(req *Request, n int, stepLB float64) float64 {
 		return req.TokenBudget / tokens * stepLB * float64(n) * req.PricePerGPUHour / 3600
 	}
 	return stepLB
+}
+
+// fronts hold, per GPU count and whole nodes left free, the staircase of the
+// evaluated plans that no other beats on both score and memory headroom: scores
+// ascending, headrooms strictly ascending.
+type fronts map[frontKey][]stair
+
+type frontKey struct{ n, freeWhole int }
+
+type stair struct{ score, head float64 }
+
+// add records a feasible evaluated plan on n GPUs that leaves freeWhole whole nodes
+// free.
+func (f fronts) add(n, freeWhole int, score, head float64) {
+	k := frontKey{n, freeWhole}
+	s := f[k]
+	i, _ := slices.BinarySearchFunc(s, score, func(a stair, x float64) int { return cmp.Compare(a.score, x) })
+	// The plans of no greater score hold as much headroom at best at i−1 (and at i
+	// when it ties the score).
+	if i > 0 && s[i-1].head >= head || i < len(s) && s[i].score == score && s[i].head >= head {
+		return
+	}
+	j := i
+	for j < len(s) && s[j].head <= head {
+		j++
+	}
+	f[k] = slices.Insert(slices.Delete(s, i, j), i, stair{score, head})
+}
+
+// beaten tells whether an evaluated plan on as many GPUs, leaving as many whole
+// nodes free as any placement of c, has a score below c's lower bound and at least
+// headroom head: it then dominates c whatever c's time and placement (scores grow
+// with the step time on a fixed number of GPUs), so c can be neither in the top K
+// nor on the Pareto front.
+func (f fronts) beaten(c *candidate, head float64) bool {
+	free := c.mostWholeNodesFree()
+	for k, s := range f {
+		if k.n != int(c.n) || k.freeWhole < free {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(s, c.bound, func(a stair, x float64) int { return cmp.Compare(a.score, x) })
+		if i > 0 && s[i-1].head >= head {
+			return true
+		}
+	}
+	return false
 }

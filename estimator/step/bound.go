@@ -1,6 +1,10 @@
 package step
 
-import "github.com/stepcost/stepcost/estimator/collective"
+import (
+	"math"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+)
 
 // Bounds are cheap lower bounds on a layout's step time and memory, for pruning a
 // search before the full estimate: a layout whose bound is already worse than the
@@ -19,6 +23,34 @@ type Bounds struct {
 	PerMicroBatch float64
 	Params        float64 // parameters held per GPU before ZeRO sharding
 	ReserveGB     float64
+	// ZeRO3 ≤ what flat ZeRO-3 exposes over the step (its gathers and
+	// reduce-scatters beyond what the layers' compute hides), for the layout run with
+	// ZeRO stage 3 (0 without data or context parallelism, or with on-demand
+	// gathers): a ZeRO-3 layout's StepTime may add it.
+	ZeRO3 float64
+	// Backward and WeightGrad are the slowest stage's backward pass for one
+	// micro-batch and the weight-gradient GEMMs inside it, as the estimate computes
+	// them: the zero-bubble schedules' bubbles are functions of PerMicroBatch,
+	// Backward and WeightGrad that grow with PerMicroBatch (ZeroBubbleBubble).
+	Backward, WeightGrad float64
+}
+
+// ZeroBubbleBubble is the pipeline bubble of the zero-bubble schedules (ZB-H1,
+// DualPipe, ZB-V) over pp stages, for a stage whose micro-batch takes perMB in
+// all (forward, backward, recompute and exposed communication), bwd of it in the
+// backward pass and w in its weight-gradient GEMMs (Qi et al. 2024; DeepSeek-V3
+// report, Table 2). It returns false for any other schedule.
+func ZeroBubbleBubble(s Schedule, pp int, perMB, bwd, w float64) (float64, bool) {
+	pf := float64(pp)
+	switch s {
+	case ZeroBubble:
+		return (pf - 1) * math.Max(0, perMB-2*w), true
+	case DualPipe:
+		return (pf/2 - 1) * math.Max(0, perMB+bwd-3*w), true
+	case ZeroBubbleV:
+		return (pf - 1) * math.Max(0, perMB-3*w) / 2, true
+	}
+	return 0, false
 }
 
 // LowerBounds computes Bounds without placing any communication. The request must be
@@ -47,7 +79,15 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
 		if err != nil {
 			return Bounds{}, false
 		}
+		if l.etp() == 1 && cp.nMoE > 0 {
+			// As the estimate: no TP collectives around whole experts.
+			tp *= (cp.nDense + cp.nMoE/2) / (cp.nDense + cp.nMoE)
+		}
 		perMB += tp
+	}
+	// Context parallelism's exposed communication is on every micro-batch's path too.
+	if l.CP > 1 {
+		perMB += e.cpExposedBound(req, &cp, &r, float64(l.MicroBatch)*sLocal)
 	}
 	stepLB := (m + float64(l.PP-1)/float64(max(1, l.VirtualStages))) * perMB
 	p := a.Params()
@@ -55,12 +95,19 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
 	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
 	w, g, s := ModelStateBytes(params, t.Optimizer, l.ZeRO, l.DP*l.CP)
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
+	var z3 float64
+	if l.DP*l.CP > 1 && !t.OnDemandGathers {
+		z3 = e.zero3ExposedBound(req, &cp, m)
+	}
 	return Bounds{
+		ZeRO3:         z3,
 		StepTime:      stepLB,
 		StatesGB:      (w+g+s)/1e9 + reserve,
 		PerMicroBatch: perMB,
 		Params:        params,
 		ReserveGB:     reserve,
+		Backward:      cp.bwd,
+		WeightGrad:    cp.bwdW,
 	}, true
 }
 
@@ -95,4 +142,64 @@ func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64) (float64, e
 		return 0, err
 	}
 	return ar.TimeUs * 1e-6 * n * layers, nil
+}
+
+// cpExposedBound is the context-parallel communication a micro-batch of tokens tokens
+// exposes on the slowest stage, as Estimate prices it (0 if it cannot be priced:
+// the bound stays a bound).
+func (e *Estimator) cpExposedBound(req Request, cp *computeParts, r *gpuRates, tokens float64) float64 {
+	a, l := req.Model, req.Layout
+	g, err := newGrid(l)
+	if err != nil {
+		return 0
+	}
+	p, err := e.placement(req.Cluster, req.Ranks, g, CommCP)
+	if err != nil {
+		return 0
+	}
+	h, tf, layers := float64(a.Hidden), float64(l.TP), float64(cp.stageLayers)
+	kvw := float64(a.KVSavedDim()) / h
+	if l.CPAllToAll {
+		qw, vw := float64(a.QDim())/h, float64(a.VOutDim())/h
+		x := tokens * h * (qw + kvw + vw) / (4 * tf) * 2
+		a2a, err := e.collCost(p, collective.AllToAll, x)
+		if err != nil {
+			return 0
+		}
+		return a2a.TimeUs * 1e-6 * 8 * layers
+	}
+	ring := ringAttention(l, cp, tokens, h, kvw, tf, r.hbm)
+	p2p, err := e.collCost(p, collective.SendRecv, ring.block)
+	if err != nil {
+		return 0
+	}
+	exposed, _ := ring.perMB(p2p.TimeUs * 1e-6)
+	return exposed
+}
+
+// zero3ExposedBound is what flat ZeRO-3 exposes over a step of m micro-batches
+// counting the dense weights alone (expert shards and offload copies only add to
+// it; 0 if it cannot be priced).
+func (e *Estimator) zero3ExposedBound(req Request, cp *computeParts, m float64) float64 {
+	t, l := req.Training, req.Layout
+	g, err := newGrid(l)
+	if err != nil {
+		return 0
+	}
+	p, err := e.placement(req.Cluster, req.Ranks, g, CommZeRO3)
+	if err != nil {
+		return 0
+	}
+	layers := float64(cp.stageLayers)
+	dense, _ := e.stageParams(req, cp.stageLayers)
+	ag, err := e.collCost(p, collective.AllGather, dense/layers*t.Optimizer.WeightBytes)
+	if err != nil {
+		return 0
+	}
+	rs, err := e.collCost(p, collective.ReduceScatter, dense/layers*t.Optimizer.GradBytes)
+	if err != nil {
+		return 0
+	}
+	exposed, _, _ := zero3Overlap(ag.TimeUs*1e-6, rs.TimeUs*1e-6, cp.fwd, cp.bwd, cp.rc, layers, m, t.BackwardPrefetch == PrefetchPre)
+	return exposed
 }

@@ -33,19 +33,7 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 	}
 	lc, lcMoE := cp.lc, cp.lcMoE
 
-	// Layers per pipeline rank (over its v chunks); the slowest stage sets the pace.
-	stageLayers := a.Layers / l.PP
-	if len(l.LayerSplit) > 0 {
-		stageLayers = 0
-		v := l.VirtualStages
-		for st := 0; st < l.PP; st++ {
-			n := 0
-			for c := 0; c < v; c++ {
-				n += l.LayerSplit[c*l.PP+st]
-			}
-			stageLayers = max(stageLayers, n)
-		}
-	}
+	stageLayers := stageLayerCount(a.Layers, l)
 	nMoE := float64(min(stageLayers, stageMoELayers(req)))
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
@@ -96,6 +84,23 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 	cp.bwdW = bwdW
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
 	return cp
+}
+
+// stageLayerCount is the most layers one pipeline rank holds over its v chunks:
+// the slowest stage sets the pace.
+func stageLayerCount(layers int, l Layout) int {
+	if len(l.LayerSplit) == 0 {
+		return layers / l.PP
+	}
+	most := 0
+	for st := 0; st < l.PP; st++ {
+		n := 0
+		for c := 0; c < l.VirtualStages; c++ {
+			n += l.LayerSplit[c*l.PP+st]
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 // stageMoELayers is the most MoE layers one pipeline rank holds over its model

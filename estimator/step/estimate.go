@@ -152,38 +152,83 @@ const commExpertData = NumComms
 // hold the same (whole) experts too.
 const commExpertDataTP = NumComms + 1
 
-// placeKey identifies a communication group by the layout that produces it.
+// placeKey identifies a communication group by what decides it: the dimensions the
+// group spans (size and stride, in the order the group lists them) and the other
+// dimensions of its pipeline stage, whose translates of the group are the groups
+// running at the same time — dimensions of size 1 left out — and, for the pipeline's
+// pairs, the peer's rank offset. Layouts that differ only in the pipeline depth, in
+// dimensions of size 1, or in which communication uses the group (ZeRO-3 and DP
+// gradients; a TP group and a CP group of the same ranks) share one placement.
 type placeKey struct {
 	cl    *topology.Cluster
 	ranks *RankMap
-	comm  Comm
-	sizes [numDims]int
-	order [numDims]Dim
+	group [numDims]extent
+	other [numDims]extent
+	peer  int // CommPP, CommEmbed: stage 0's peer is rank r + peer
+}
+
+// extent is one dimension of a rank grid.
+type extent struct{ size, stride int32 }
+
+// groupDims are the grid dimensions of rank 0's group of communication c (none for
+// the pipeline's pairs).
+func groupDims(c Comm) []Dim {
+	switch c {
+	case CommTP:
+		return []Dim{DimTP}
+	case CommCP:
+		return []Dim{DimCP}
+	case CommEP:
+		return []Dim{DimEP}
+	case CommDP, CommZeRO3:
+		return []Dim{DimCP, DimEP, DimDP}
+	case commExpertData:
+		// Ranks that hold the same experts: every DP and CP rank of rank 0's EP slot.
+		return []Dim{DimCP, DimDP}
+	case commExpertDataTP:
+		return []Dim{DimTP, DimCP, DimDP}
+	}
+	return nil
+}
+
+func (g grid) placeKey(cl *topology.Cluster, rm *RankMap, c Comm) placeKey {
+	k := placeKey{cl: cl, ranks: rm}
+	dims := groupDims(c)
+	i := 0
+	for _, d := range dims {
+		if g.size[d] > 1 {
+			k.group[i] = extent{int32(g.size[d]), int32(g.stride[d])}
+			i++
+		}
+	}
+	j := 0
+	for _, d := range g.order { // fastest first: a canonical order
+		if d != DimPP && g.size[d] > 1 && !slices.Contains(dims, d) {
+			k.other[j] = extent{int32(g.size[d]), int32(g.stride[d])}
+			j++
+		}
+	}
+	switch c {
+	case CommPP:
+		k.peer = g.stride[DimPP]
+	case CommEmbed:
+		k.peer = (g.size[DimPP] - 1) * g.stride[DimPP]
+	}
+	return k
 }
 
 // placement returns (and caches) the placement of rank 0's group of the given
 // communication, with the groups that run at the same time in its pipeline stage.
 func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm) (*collective.Placement, error) {
-	key := placeKey{cl: cl, ranks: rm, comm: c, sizes: g.size, order: g.order}
+	key := g.placeKey(cl, rm, c)
 	if p, ok := e.places.Load(key); ok {
 		return p.(*collective.Placement), nil
 	}
 	var group []int
 	var sib [][]int
 	switch c {
-	case CommTP:
-		sib = g.siblings(0, []Dim{DimTP}, DimPP)
-	case CommCP:
-		sib = g.siblings(0, []Dim{DimCP}, DimPP)
-	case CommEP:
-		sib = g.siblings(0, []Dim{DimEP}, DimPP)
-	case CommDP, CommZeRO3:
-		sib = g.siblings(0, []Dim{DimCP, DimEP, DimDP}, DimPP)
-	case commExpertData:
-		// Ranks that hold the same experts: every DP and CP rank of rank 0's EP slot.
-		sib = g.siblings(0, []Dim{DimCP, DimDP}, DimPP)
-	case commExpertDataTP:
-		sib = g.siblings(0, []Dim{DimTP, DimCP, DimDP}, DimPP)
+	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertDataTP:
+		sib = g.siblings(0, groupDims(c), DimPP)
 	case CommPP:
 		// Stage 0 → stage 1: every rank of stage 0 sends to its peer at once.
 		step := g.stride[DimPP]
@@ -226,6 +271,20 @@ func (e *Estimator) Estimate(req Request) (Result, error) { return e.estimate(re
 // layouts and describe only a few.
 func (e *Estimator) Quick(req Request) (Result, error) { return e.estimate(req, false) }
 
+// Memory is the peak per-GPU memory of a layout, as Estimate reports it, without
+// timing the step: a search can set aside the layouts that do not fit, or that a
+// plan in hand beats on both time and memory, before pricing them.
+func (e *Estimator) Memory(req Request) (Memory, error) {
+	req = normalise(req)
+	if err := validate(req); err != nil {
+		return Memory{}, err
+	}
+	l := req.Layout
+	stageLayers := stageLayerCount(req.Model.Layers, l)
+	dense, expert := e.stageParams(req, stageLayers)
+	return e.memory(req, stageLayers, dense, expert, req.Training.GlobalBatch/(l.DP*l.MicroBatch)), nil
+}
+
 func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	req = normalise(req)
 	if err := validate(req); err != nil {
@@ -265,7 +324,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	qw, kvw, vw := float64(a.QDim())/h, float64(a.KVSavedDim())/h, float64(a.VOutDim())/h
 
 	cp := e.compute(req, &rates, tokens, sLocal, s)
-	lc, lcMoE, stageLayers, nDense, nMoE := cp.lc, cp.lcMoE, cp.stageLayers, cp.nDense, cp.nMoE
+	stageLayers, nDense, nMoE := cp.stageLayers, cp.nDense, cp.nMoE
 	fwd, bwd, rc := cp.fwd, cp.bwd, cp.rc
 	res.StageLayers = stageLayers
 
@@ -348,36 +407,15 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		}
 		cpExposedPerMB = a2a * 8 * layers
 	} else if l.CP > 1 {
-		// Ring attention (Liu et al. 2023; Megatron-Core / Transformer Engine's P2P
-		// context parallelism): the sequence is split in 2·CP chunks, rank i holding
-		// chunks i and 2·CP−1−i, so that causal attention does the same work on every
-		// rank. A layer's forward runs CP steps: each computes the local queries
-		// against one K/V block while the next block arrives from the ring neighbour.
-		// The backward runs CP steps again, the K/V blocks circulating once more with
-		// their dK/dV partial sums behind them on the same link, and the last dK/dV
-		// block still has to reach its owner. A step whose transfer outlasts its
-		// attention exposes the difference; every step also merges its partial output
-		// into the running one (online softmax: the fp32 accumulator read and
-		// written, the step's bf16 output read; dQ accumulates in fp32 the same way
-		// backward), a memory-bound kernel of its own.
-		cpf := float64(l.CP)
-		blk := tokens * h * kvw / tf * 2 // keys and values in 16 bits
-		rcF := l.recomputeShare(stageLayers)
-		passes := (cpf-1)*(1+rcF) + 2*(cpf-1) + 1
-		p2p, err := addComm(CommCP, collective.SendRecv, blk, layers*passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home")
+		ring := ringAttention(l, &cp, tokens, h, kvw, tf, rates.hbm)
+		p2p, err := addComm(CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home")
 		if err != nil {
 			return Result{}, err
 		}
-		attnF := (nDense*lc.attnFwd + nMoE*lcMoE.attnFwd) / layers
-		attnB := (nDense*lc.attnBwd + nMoE*lcMoE.attnBwd) / layers
-		stepF, stepB := attnF/cpf, attnB/cpf
-		expF := (cpf - 1) * math.Max(0, p2p-stepF) * (1 + rcF)
-		expB := (cpf-1)*math.Max(0, 2*p2p-stepB) + p2p
-		merge := cpf * (1 + rcF + 1) * tokens * h / tf * cpMergeBytes / rates.hbm
-		hid := passes*p2p - expF - expB
-		cpExposedPerMB = (expF + expB + merge) * layers
-		hiddenPerMB += hid * layers
-		bd.Hidden[CommCP] = hid * layers * mf
+		exp, hid := ring.perMB(p2p)
+		cpExposedPerMB = exp
+		hiddenPerMB += hid
+		bd.Hidden[CommCP] = hid * mf
 	}
 	if l.EP > 1 && nMoE > 0 {
 		// The busiest rank receives (and returns) moeLoad × the mean routed tokens.
@@ -416,18 +454,12 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		ppExposed = 2 * x * (v*mf + pf - 1)
 	}
 	bubble := (pf - 1) / v * perMB
-	switch l.Schedule {
-	case ZeroBubble, DualPipe:
-		// Qi et al. 2024 and the DeepSeek-V3 report (Table 2), with B the whole
-		// backward and W its weight-gradient GEMMs: ZB-H1 (P−1)·(F + B − 2W), DualPipe
-		// (P/2 − 1)·(F&B + B − 3W), F&B a forward and a backward run together.
-		w := cp.bwdW
-		bubble = (pf - 1) * math.Max(0, perMB-2*w)
-		if l.Schedule == DualPipe {
-			bubble = (pf/2 - 1) * math.Max(0, perMB+bwd-3*w)
-		}
-	case ZeroBubbleV:
-		bubble = (pf - 1) * math.Max(0, perMB-3*cp.bwdW) / 2
+	// Qi et al. 2024 and the DeepSeek-V3 report (Table 2), with B the whole backward
+	// and W its weight-gradient GEMMs: ZB-H1 (P−1)·(F + B − 2W), DualPipe
+	// (P/2 − 1)·(F&B + B − 3W), F&B a forward and a backward run together, ZB-V
+	// (P−1)·(F + B − 3W)/2.
+	if zb, ok := ZeroBubbleBubble(l.Schedule, l.PP, perMB, bwd, cp.bwdW); ok {
+		bubble = zb
 	}
 	if s := req.SlowGPUSpeed; s > 0 && s < 1 {
 		// One slow GPU: its stage paces every micro-batch (its TP group and the
@@ -531,24 +563,10 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 				ag += shardLayer * o.WeightBytes / link
 				rs += shardLayer * o.GradBytes / link
 			}
-			perLayerF := (fwd + rc/2) / layers
-			perLayerB := (bwd + rc/2) / layers
-			expF := math.Max(0, ag-perLayerF)
-			expB := math.Max(0, ag+rs-perLayerB)
-			if t.BackwardPrefetch != PrefetchPre {
-				// The next layer's gather starts only once this layer's gradients
-				// are computed, and that layer waits for it; the reduce-scatter
-				// behind it on the communicator runs under that layer's compute.
-				expB = ag + math.Max(0, rs-perLayerB)
-			}
-			z3Exposed = (expF + expB) * layers * mf
-			// The first gather of the step and the last reduce-scatter cannot hide:
-			// what of them the per-layer overlap counted as hidden is exposed too (no
-			// more, or a gather already exposed would be counted twice).
-			first, last := ag-expF, math.Min(rs, ag+rs-expB)
-			z3Exposed += first + last
-			bd.Hidden[CommZeRO3] = ((ag-expF)+(ag+rs-expB))*layers*mf - first - last
-			hiddenPerMB += ((ag - expF) + (ag + rs - expB)) * layers
+			exposed, hidden, hiddenMB := zero3Overlap(ag, rs, fwd, bwd, rc, layers, mf, t.BackwardPrefetch == PrefetchPre)
+			z3Exposed = exposed
+			bd.Hidden[CommZeRO3] = hidden
+			hiddenPerMB += hiddenMB
 		default:
 			grad := stageParams * o.GradBytes
 			var tdp float64
@@ -694,6 +712,82 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// ring is ring attention's communication for one micro-batch through a stage (Liu et
+// al. 2023; Megatron-Core / Transformer Engine's P2P context parallelism): the
+// sequence is split in 2·CP chunks, rank i holding chunks i and 2·CP−1−i, so that
+// causal attention does the same work on every rank. A layer's forward runs CP
+// steps: each computes the local queries against one K/V block while the next block
+// arrives from the ring neighbour. The backward runs CP steps again, the K/V blocks
+// circulating once more with their dK/dV partial sums behind them on the same link,
+// and the last dK/dV block still has to reach its owner. A step whose transfer
+// outlasts its attention exposes the difference; every step also merges its partial
+// output into the running one (online softmax: the fp32 accumulator read and
+// written, the step's bf16 output read; dQ accumulates in fp32 the same way
+// backward), a memory-bound kernel of its own.
+type ring struct {
+	block  float64 // bytes of one K/V block
+	passes float64 // block transfers per layer
+	cp, rc float64 // CP degree, recomputed share of the layers
+	layers float64
+	// stepF, stepB: one ring step's attention forward and backward; merge: the
+	// stage's partial-output merges.
+	stepF, stepB, merge float64
+}
+
+// ringAttention describes the ring of layout l for a micro-batch of tokens tokens
+// per GPU of hidden size h, keys and values kvw × h wide, TP tf, on a GPU of HBM
+// bandwidth hbm.
+func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, tf, hbm float64) ring {
+	cpf := float64(l.CP)
+	layers := float64(cp.stageLayers)
+	rcF := l.recomputeShare(cp.stageLayers)
+	attnF := (cp.nDense*cp.lc.attnFwd + cp.nMoE*cp.lcMoE.attnFwd) / layers
+	attnB := (cp.nDense*cp.lc.attnBwd + cp.nMoE*cp.lcMoE.attnBwd) / layers
+	return ring{
+		block:  tokens * h * kvw / tf * 2, // keys and values in 16 bits
+		passes: (cpf-1)*(1+rcF) + 2*(cpf-1) + 1,
+		cp:     cpf, rc: rcF, layers: layers,
+		stepF: attnF / cpf, stepB: attnB / cpf,
+		merge: cpf * (1 + rcF + 1) * tokens * h / tf * cpMergeBytes / hbm,
+	}
+}
+
+// perMB is the ring's exposed and hidden time per micro-batch when one block
+// transfer takes p2p seconds.
+func (r ring) perMB(p2p float64) (exposed, hidden float64) {
+	expF := (r.cp - 1) * math.Max(0, p2p-r.stepF) * (1 + r.rc)
+	expB := (r.cp-1)*math.Max(0, 2*p2p-r.stepB) + p2p
+	hid := r.passes*p2p - expF - expB
+	return (expF + expB + r.merge) * r.layers, hid * r.layers
+}
+
+// zero3Overlap is what flat ZeRO-3 exposes and hides over a step: per layer and
+// micro-batch the weights are gathered forward and again backward and the gradients
+// reduce-scattered (ag and rs seconds per layer), prefetching hiding what fits under
+// the layer's compute (fwd, bwd and rc seconds per micro-batch over the stage's
+// layers, m micro-batches). With backward prefetch other than pre the next layer's
+// gather starts only once this layer's gradients are computed, and that layer waits
+// for it; the reduce-scatter behind it on the communicator runs under that layer's
+// compute. The exposed time never decreases as the compute grows; hiddenMB is the
+// hidden time of one micro-batch.
+func zero3Overlap(ag, rs, fwd, bwd, rc, layers, m float64, prefetchPre bool) (exposed, hidden, hiddenMB float64) {
+	perLayerF := (fwd + rc/2) / layers
+	perLayerB := (bwd + rc/2) / layers
+	expF := math.Max(0, ag-perLayerF)
+	expB := math.Max(0, ag+rs-perLayerB)
+	if !prefetchPre {
+		expB = ag + math.Max(0, rs-perLayerB)
+	}
+	exposed = (expF + expB) * layers * m
+	// The first gather of the step and the last reduce-scatter cannot hide: what of
+	// them the per-layer overlap counted as hidden is exposed too (no more, or a
+	// gather already exposed would be counted twice).
+	first, last := ag-expF, math.Min(rs, ag+rs-expB)
+	exposed += first + last
+	hidden = ((ag-expF)+(ag+rs-expB))*layers*m - first - last
+	return exposed, hidden, ((ag - expF) + (ag + rs - expB)) * layers
 }
 
 // assumptionKey identifies a cached assumptions list.

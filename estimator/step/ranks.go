@@ -124,8 +124,13 @@ func (g grid) group(r int, dims ...Dim) []int {
 // coordinate in `same` (e.g. the TP groups of r's pipeline stage), r's own included.
 func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
 	var out [][]int
-	seen := make([]bool, g.n)
-	for x := range g.n {
+	n := g.n
+	if len(same) == 1 && g.order[numDims-1] == same[0] && g.coord(r, same[0]) == 0 {
+		// The slowest dimension held at 0: the first stride of ranks, no more.
+		n = g.stride[same[0]]
+	}
+	seen := make([]bool, n)
+	for x := range n {
 		ok := true
 		for _, d := range same {
 			if g.coord(x, d) != g.coord(r, d) {
