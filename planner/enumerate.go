@@ -86,7 +86,9 @@ type shape struct {
 	best      float64 // the lowest bound among its layouts that fit
 	perMB     float64 // lower bound of one micro-batch through a stage
 	bwd, w    float64 // its backward pass and weight-gradient GEMMs (step.Bounds)
-	zero3     float64 // lower bound of what ZeRO-3 exposes (step.Bounds)
+	zero3     float64 // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
+	exposed   bool    // perMB and zero3 count step.Exposure
+	bounds    step.Bounds
 	params    float64 // parameters per GPU before ZeRO sharding
 	reserveGB float64
 	alts      []alt
@@ -101,6 +103,44 @@ type shape struct {
 	rc        uint8
 	sp        bool
 	etp1      bool // experts whole on each TP rank (step.Layout.ETP 1)
+}
+
+// expose adds to the shape's bounds the communication that step.Exposure bounds
+// (the lowest over its placements): priced only for the shapes a search comes to,
+// it only raises them.
+func (s *shape) expose(e *step.Estimator, req *Request) {
+	s.exposed = true
+	base := s.baseLayout()
+	var low step.Exposure
+	for i, al := range s.alts {
+		x := e.ExposedBounds(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}, s.bounds)
+		if i == 0 {
+			low = x
+		}
+		low.PerMicroBatch, low.ZeRO3 = min(low.PerMicroBatch, x.PerMicroBatch), min(low.ZeRO3, x.ZeRO3)
+	}
+	s.perMB += low.PerMicroBatch
+	s.zero3 = low.ZeRO3
+}
+
+// baseLayout is the layout the shape's bounds are computed for: 1F1B, no ZeRO.
+func (s *shape) baseLayout() step.Layout {
+	return step.Layout{TP: int(s.tp), PP: int(s.pp), DP: int(s.dp), CP: int(s.cp), EP: int(s.ep), MicroBatch: int(s.mbs),
+		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: s.split, ETP: etpOf(s.etp1)}
+}
+
+// bestBound is the lowest bound of the shape's layouts whose memory lower bound
+// fits (+Inf if none does).
+func (s *shape) bestBound(req *Request, sp *space) float64 {
+	best := math.Inf(1)
+	for _, zero := range sp.zeros {
+		if (zero == 0 || s.dp*s.cp > 1) && s.statesFit(req, sp, zero) {
+			for _, sc := range s.scheds {
+				best = min(best, s.schedBound(req, sc, s.zeroBound(zero)))
+			}
+		}
+	}
+	return best
 }
 
 // layouts calls emit with each layout of the shape whose memory lower bound fits, in
@@ -364,14 +404,14 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 								}
 								var b2 step.Bounds
 								if b2, ok = e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}); ok {
-									b.PerMicroBatch, b.ZeRO3 = min(b.PerMicroBatch, b2.PerMicroBatch), min(b.ZeRO3, b2.ZeRO3)
+									b.PerMicroBatch = min(b.PerMicroBatch, b2.PerMicroBatch)
 								}
 							}
 							if !ok {
 								p.invalid += len(scheds) * len(sp.zeros)
 								continue
 							}
-							s := shape{perMB: b.PerMicroBatch, bwd: b.Backward, w: b.WeightGrad, zero3: b.ZeRO3, params: b.Params, reserveGB: b.ReserveGB, alts: p.alts,
+							s := shape{perMB: b.PerMicroBatch, bwd: b.Backward, w: b.WeightGrad, bounds: b, params: b.Params, reserveGB: b.ReserveGB, alts: p.alts,
 								split: split, scheds: scheds, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
 								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
 							size := s.size(sp)
@@ -385,17 +425,13 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							// fit, under every schedule; the deepest interleaving has the
 							// smallest bubble and so the best bound (bounds grow with the step
 							// time under every objective).
-							// The shape's best bound is its fitting layouts' lowest.
 							stages := 0
-							s.best = math.Inf(1)
 							for _, zero := range sp.zeros {
 								if (zero == 0 || dp*cp > 1) && s.statesFit(req, sp, zero) {
 									stages++
-									for _, sc := range scheds {
-										s.best = min(s.best, s.schedBound(req, sc, s.zeroBound(zero)))
-									}
 								}
 							}
+							s.best = s.bestBound(req, sp)
 							fits := stages * len(scheds)
 							p.memoryBound += size - fits
 							if fits > 0 {

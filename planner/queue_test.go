@@ -31,13 +31,17 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			Training: step.Training{SeqLen: 4096, GlobalBatch: 256, Optimizer: step.AdamMixed(), Precision: step.BF16}}
 		sp := newSpace(&req)
 		st := Stats{Pruned: map[string]int{}}
-		shapes, kept, err := enumerate(context.Background(), step.New(), &req, sp, &st, 3)
+		e := step.New()
+		shapes, kept, err := enumerate(context.Background(), e, &req, sp, &st, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The queue gets the shapes as enumerated: it adds their exposure itself.
+		fresh := slices.Clone(shapes)
 		var all []candidate
 		for i := range shapes {
 			n := len(all)
+			shapes[i].expose(e, &req)
 			shapes[i].layouts(&req, sp, func(c candidate) { all = append(all, c) })
 			for _, c := range all[n:] {
 				if c.bound < shapes[i].best {
@@ -54,7 +58,7 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			}
 			return cmp.Compare(a.ordinal, b.ordinal)
 		})
-		q := newQueue(&req, sp, shapes)
+		q := newQueue(e, &req, sp, fresh)
 		popped := 0
 		for ; q.peek() != nil; popped++ {
 			got := q.pop()

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"math"
@@ -81,24 +82,26 @@ func (c *candidate) layoutWith(req *Request) step.Layout {
 	return l
 }
 
-// queue hands out the layouts of the sorted shapes best bound first, ties in
-// enumeration order — the order of sorting every layout, without holding them all.
-// A shape is expanded once no layout already in the heap is better than its best
-// bound; every layout still unexpanded then has a bound above the heap's top, and
-// all layouts tied with the top are in the heap.
+// queue hands out the layouts of the shapes best bound first, ties in enumeration
+// order — the order of sorting every layout, without holding them all. A shape is
+// expanded once no layout already in the heap is better than its best bound; every
+// layout still unexpanded then has a bound above the heap's top, and all layouts
+// tied with the top are in the heap. A shape that comes up for the first time adds
+// its communication bounds (step.Exposure); if that raises its best bound it goes
+// back among the shapes instead.
 type queue struct {
+	e      *step.Estimator
 	req    *Request
 	sp     *space
 	shapes []shape
-	order  []shapeKey // the shapes by best bound, then ordinal
-	next   int        // the first in order not expanded
+	order  shapeHeap // the shapes not expanded, by best bound, then ordinal
 	heap   []candidate
 }
 
 // newQueue orders the shapes: best bound first, ties in enumeration order (small
-// keys sort faster than shapes).
-func newQueue(req *Request, sp *space, shapes []shape) *queue {
-	order := make([]shapeKey, len(shapes))
+// keys sort faster than shapes; a sorted slice is a heap).
+func newQueue(e *step.Estimator, req *Request, sp *space, shapes []shape) *queue {
+	order := make(shapeHeap, len(shapes))
 	for i := range shapes {
 		order[i] = shapeKey{shapes[i].best, shapes[i].ordinal, int32(i)}
 	}
@@ -108,7 +111,7 @@ func newQueue(req *Request, sp *space, shapes []shape) *queue {
 		}
 		return cmp.Compare(a.ordinal, b.ordinal)
 	})
-	return &queue{req: req, sp: sp, shapes: shapes, order: order}
+	return &queue{e: e, req: req, sp: sp, shapes: shapes, order: order}
 }
 
 type shapeKey struct {
@@ -117,10 +120,34 @@ type shapeKey struct {
 	idx     int32
 }
 
+// shapeHeap is a container/heap of shape keys.
+type shapeHeap []shapeKey
+
+func (h shapeHeap) Len() int { return len(h) }
+func (h shapeHeap) Less(i, j int) bool {
+	return h[i].best < h[j].best || h[i].best == h[j].best && h[i].ordinal < h[j].ordinal
+}
+func (h shapeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *shapeHeap) Push(x any)   { *h = append(*h, x.(shapeKey)) }
+func (h *shapeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 func (q *queue) peek() *candidate {
-	for q.next < len(q.order) && (len(q.heap) == 0 || q.order[q.next].best <= q.heap[0].bound) {
-		q.shapes[q.order[q.next].idx].layouts(q.req, q.sp, q.push)
-		q.next++
+	for len(q.order) > 0 && (len(q.heap) == 0 || q.order[0].best <= q.heap[0].bound) {
+		k := heap.Pop(&q.order).(shapeKey)
+		s := &q.shapes[k.idx]
+		if !s.exposed {
+			s.expose(q.e, q.req)
+			if b := s.bestBound(q.req, q.sp); b > k.best {
+				heap.Push(&q.order, shapeKey{b, k.ordinal, k.idx})
+				continue
+			}
+		}
+		s.layouts(q.req, q.sp, q.push)
 	}
 	if len(q.heap) == 0 {
 		return nil
@@ -225,7 +252,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	q := newQueue(&req, sp, shapes)
+	q := newQueue(e, &req, sp, shapes)
 
 	type evaluated struct {
 		c     *candidate

@@ -48,10 +48,11 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 	if c == nil {
 		return nil, invalid.Field("cluster", "is required")
 	}
-	if err := checkGroup(c, "group", group); err != nil {
+	ranks := ringOrder(group)
+	if err := checkGroup(c, func() string { return "group" }, group, ranks); err != nil {
 		return nil, err
 	}
-	p := &Placement{Cluster: c, Ranks: ringOrder(group)}
+	p := &Placement{Cluster: c, Ranks: ranks}
 	// owner[g] is 0 for a free GPU, 1 for the group's, i+2 for concurrent[i]'s (a
 	// slice, not a map: a placement on 16 384 GPUs lists all of them).
 	owner := make([]int32, c.GPUs())
@@ -60,23 +61,25 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 	}
 	p.Siblings = [][]int{p.Ranks}
 	for i, g := range concurrent {
-		field := fmt.Sprintf("concurrent[%d]", i)
-		if err := checkGroup(c, field, g); err != nil {
+		// The field's name only when it is at fault: a placement on thousands of GPUs
+		// checks thousands of groups.
+		field := func() string { return fmt.Sprintf("concurrent[%d]", i) }
+		o := ringOrder(g)
+		if err := checkGroup(c, field, g, o); err != nil {
 			return nil, err
 		}
 		if len(g) != len(group) {
-			return nil, invalid.Field(field, "must have as many ranks as the group (%d), got %d", len(group), len(g))
+			return nil, invalid.Field(field(), "must have as many ranks as the group (%d), got %d", len(group), len(g))
 		}
-		o := ringOrder(g)
 		if slices.Equal(o, p.Ranks) {
 			continue // the group itself
 		}
 		for _, r := range o {
 			switch j := owner[r]; {
 			case j == 1:
-				return nil, invalid.Field(field, "shares GPU %d with the group", r)
+				return nil, invalid.Field(field(), "shares GPU %d with the group", r)
 			case j > 1:
-				return nil, invalid.Field(field, "shares GPU %d with concurrent[%d]", r, j-2)
+				return nil, invalid.Field(field(), "shares GPU %d with concurrent[%d]", r, j-2)
 			}
 			owner[r] = int32(i + 2)
 		}
@@ -135,25 +138,26 @@ func representatives(c *topology.Cluster, siblings [][]int, domains int) [][]int
 	return out
 }
 
-func checkGroup(c *topology.Cluster, field string, g []int) error {
+// checkGroup checks group g, whose ids in ring order are o, naming field() at fault.
+func checkGroup(c *topology.Cluster, field func() string, g, o []int) error {
 	if len(g) == 0 {
-		return invalid.Field(field, "must list at least one GPU")
+		return invalid.Field(field(), "must list at least one GPU")
 	}
-	for i, r := range g {
-		if r < 0 || r >= c.GPUs() {
-			return invalid.Field(fmt.Sprintf("%s[%d]", field, i), "GPU %d is outside the cluster's %d GPUs", r, c.GPUs())
+	if o[0] < 0 || o[len(o)-1] >= c.GPUs() {
+		for i, r := range g {
+			if r < 0 || r >= c.GPUs() {
+				return invalid.Field(fmt.Sprintf("%s[%d]", field(), i), "GPU %d is outside the cluster's %d GPUs", r, c.GPUs())
+			}
 		}
 	}
-	// Repeats, found in ring order (sorted) rather than with a set per group: a
-	// placement on thousands of GPUs checks thousands of groups.
-	o := ringOrder(g)
+	// Repeats, found in ring order (sorted) rather than with a set per group.
 	for k := 1; k < len(o); k++ {
 		if o[k] == o[k-1] {
 			i := len(g) - 1
 			for g[i] != o[k] { // its last listing
 				i--
 			}
-			return invalid.Field(fmt.Sprintf("%s[%d]", field, i), "GPU %d is listed twice", o[k])
+			return invalid.Field(fmt.Sprintf("%s[%d]", field(), i), "GPU %d is listed twice", o[k])
 		}
 	}
 	return nil
@@ -163,7 +167,9 @@ func checkGroup(c *topology.Cluster, field string, g []int) error {
 // which NCCL connects a ring (one entry and one exit per node).
 func ringOrder(g []int) []int {
 	o := slices.Clone(g)
-	slices.Sort(o)
+	if !slices.IsSorted(o) {
+		slices.Sort(o)
+	}
 	return o
 }
 

@@ -23,11 +23,8 @@ type Bounds struct {
 	PerMicroBatch float64
 	Params        float64 // parameters held per GPU before ZeRO sharding
 	ReserveGB     float64
-	// ZeRO3 ≤ what flat ZeRO-3 exposes over the step (its gathers and
-	// reduce-scatters beyond what the layers' compute hides), for the layout run with
-	// ZeRO stage 3 (0 without data or context parallelism, or with on-demand
-	// gathers): a ZeRO-3 layout's StepTime may add it.
-	ZeRO3 float64
+	// exposure is what ExposedBounds needs besides the communication's price.
+	exposure exposureInputs
 	// Backward and WeightGrad are the slowest stage's backward pass for one
 	// micro-batch and the weight-gradient GEMMs inside it, as the estimate computes
 	// them: the zero-bubble schedules' bubbles are functions of PerMicroBatch,
@@ -85,22 +82,29 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
 		}
 		perMB += tp
 	}
-	// Context parallelism's exposed communication is on every micro-batch's path too.
-	if l.CP > 1 {
-		perMB += e.cpExposedBound(req, &cp, &r, float64(l.MicroBatch)*sLocal)
-	}
 	stepLB := (m + float64(l.PP-1)/float64(max(1, l.VirtualStages))) * perMB
 	p := a.Params()
 	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
 	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
 	w, g, s := ModelStateBytes(params, t.Optimizer, l.ZeRO, l.DP*l.CP)
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
-	var z3 float64
+	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, layers: float64(cp.stageLayers), m: m,
+		prefetchPre: t.BackwardPrefetch == PrefetchPre}
+	if l.CP > 1 {
+		h, tf := float64(a.Hidden), float64(l.TP)
+		kvw := float64(a.KVSavedDim()) / h
+		if l.CPAllToAll {
+			x.ulysses = float64(l.MicroBatch) * sLocal * h * (float64(a.QDim())/h + kvw + float64(a.VOutDim())/h) / (4 * tf) * 2
+		} else {
+			x.ring = ringAttention(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, tf, r.hbm)
+		}
+	}
 	if l.DP*l.CP > 1 && !t.OnDemandGathers {
-		z3 = e.zero3ExposedBound(req, &cp, m)
+		dense, _ := e.stageParams(req, cp.stageLayers)
+		x.gather, x.scatter = dense/x.layers*t.Optimizer.WeightBytes, dense/x.layers*t.Optimizer.GradBytes
 	}
 	return Bounds{
-		ZeRO3:         z3,
+		exposure:      x,
 		StepTime:      stepLB,
 		StatesGB:      (w+g+s)/1e9 + reserve,
 		PerMicroBatch: perMB,
@@ -144,62 +148,66 @@ func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64) (float64, e
 	return ar.TimeUs * 1e-6 * n * layers, nil
 }
 
-// cpExposedBound is the context-parallel communication a micro-batch of tokens tokens
-// exposes on the slowest stage, as Estimate prices it (0 if it cannot be priced:
-// the bound stays a bound).
-func (e *Estimator) cpExposedBound(req Request, cp *computeParts, r *gpuRates, tokens float64) float64 {
-	a, l := req.Model, req.Layout
-	g, err := newGrid(l)
-	if err != nil {
-		return 0
-	}
-	p, err := e.placement(req.Cluster, req.Ranks, g, CommCP)
-	if err != nil {
-		return 0
-	}
-	h, tf, layers := float64(a.Hidden), float64(l.TP), float64(cp.stageLayers)
-	kvw := float64(a.KVSavedDim()) / h
-	if l.CPAllToAll {
-		qw, vw := float64(a.QDim())/h, float64(a.VOutDim())/h
-		x := tokens * h * (qw + kvw + vw) / (4 * tf) * 2
-		a2a, err := e.collCost(p, collective.AllToAll, x)
-		if err != nil {
-			return 0
-		}
-		return a2a.TimeUs * 1e-6 * 8 * layers
-	}
-	ring := ringAttention(l, cp, tokens, h, kvw, tf, r.hbm)
-	p2p, err := e.collCost(p, collective.SendRecv, ring.block)
-	if err != nil {
-		return 0
-	}
-	exposed, _ := ring.perMB(p2p.TimeUs * 1e-6)
-	return exposed
+// Exposure are lower bounds of communication that Bounds leave out, dearer to
+// price: a search prices them only for the layouts it comes to.
+type Exposure struct {
+	// PerMicroBatch ≤ the context-parallel communication a micro-batch exposes on
+	// the slowest stage: it adds to Bounds.PerMicroBatch (and so to the bubble).
+	PerMicroBatch float64
+	// ZeRO3 ≤ what flat ZeRO-3 exposes over the step (its gathers and
+	// reduce-scatters beyond what the layers' compute hides), for the layout run
+	// with ZeRO stage 3 (0 without data or context parallelism, or with on-demand
+	// gathers): a ZeRO-3 layout's step time is at least its bound plus this.
+	ZeRO3 float64
 }
 
-// zero3ExposedBound is what flat ZeRO-3 exposes over a step of m micro-batches
-// counting the dense weights alone (expert shards and offload copies only add to
-// it; 0 if it cannot be priced).
-func (e *Estimator) zero3ExposedBound(req Request, cp *computeParts, m float64) float64 {
-	t, l := req.Training, req.Layout
+// exposureInputs are the arithmetic of Exposure, known from the compute: the ring
+// (or the Ulysses all-to-all's bytes), and the stage's compute with the bytes of one
+// layer's dense weight gather and gradient reduce-scatter (expert shards and
+// offload copies only add to them).
+type exposureInputs struct {
+	ring                 ring
+	ulysses              float64
+	gather, scatter      float64
+	fwd, bwd, rc, layers float64
+	m                    float64
+	prefetchPre          bool
+}
+
+// ExposedBounds prices Exposure for the request b was computed for (LowerBounds),
+// its groups on its rank map. What cannot be priced counts 0: the bounds stay
+// bounds.
+func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
+	l, x := req.Layout, &b.exposure
+	var out Exposure
 	g, err := newGrid(l)
 	if err != nil {
-		return 0
+		return out
 	}
-	p, err := e.placement(req.Cluster, req.Ranks, g, CommZeRO3)
-	if err != nil {
-		return 0
+	price := func(c Comm, op collective.Op, bytes float64) (float64, bool) {
+		p, err := e.placement(req.Cluster, req.Ranks, g, c)
+		if err != nil {
+			return 0, false
+		}
+		est, err := e.collCost(p, op, bytes)
+		return est.TimeUs * 1e-6, err == nil
 	}
-	layers := float64(cp.stageLayers)
-	dense, _ := e.stageParams(req, cp.stageLayers)
-	ag, err := e.collCost(p, collective.AllGather, dense/layers*t.Optimizer.WeightBytes)
-	if err != nil {
-		return 0
+	switch {
+	case x.ulysses > 0:
+		if a2a, ok := price(CommCP, collective.AllToAll, x.ulysses); ok {
+			out.PerMicroBatch = a2a * 8 * x.layers
+		}
+	case x.ring.cp > 1:
+		if p2p, ok := price(CommCP, collective.SendRecv, x.ring.block); ok {
+			out.PerMicroBatch, _ = x.ring.perMB(p2p)
+		}
 	}
-	rs, err := e.collCost(p, collective.ReduceScatter, dense/layers*t.Optimizer.GradBytes)
-	if err != nil {
-		return 0
+	if x.gather > 0 {
+		ag, ok1 := price(CommZeRO3, collective.AllGather, x.gather)
+		rs, ok2 := price(CommZeRO3, collective.ReduceScatter, x.scatter)
+		if ok1 && ok2 {
+			out.ZeRO3, _, _ = zero3Overlap(ag, rs, x.fwd, x.bwd, x.rc, x.layers, x.m, x.prefetchPre)
+		}
 	}
-	exposed, _, _ := zero3Overlap(ag.TimeUs*1e-6, rs.TimeUs*1e-6, cp.fwd, cp.bwd, cp.rc, layers, m, t.BackwardPrefetch == PrefetchPre)
-	return exposed
+	return out
 }

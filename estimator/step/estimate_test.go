@@ -285,6 +285,9 @@ func TestLowerBoundsHold(t *testing.T) {
 									if !ok {
 										t.Fatalf("%+v: no bound", res.Layout)
 									}
+									x := e.ExposedBounds(base, b)
+									b.PerMicroBatch += x.PerMicroBatch
+									b.StepTime += (float64(res.MicroBatches) + float64(pp-1)) * x.PerMicroBatch
 									lb := b.StepTime
 									if bubble, zb := step.ZeroBubbleBubble(sched, pp, b.PerMicroBatch, b.Backward, b.WeightGrad); zb && !(sched == step.ZeroBubbleV && a.MoE != nil) {
 										lb = float64(res.MicroBatches)*b.PerMicroBatch + bubble
@@ -292,7 +295,7 @@ func TestLowerBoundsHold(t *testing.T) {
 										lb = float64(res.MicroBatches) * b.PerMicroBatch
 									}
 									if z == 3 {
-										lb += b.ZeRO3
+										lb += x.ZeRO3
 									}
 									checked++
 									if lb > res.StepTime*(1+1e-12) || b.StatesGB > res.Memory.Total+1e-9 {
