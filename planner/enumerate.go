@@ -90,7 +90,7 @@ type shape struct {
 	exposed   bool    // perMB and zero3 count step.Exposure
 	bounds    step.Bounds
 	params    float64 // parameters per GPU before ZeRO sharding
-	reserveGB float64
+	reserveGB float64 // runtime reserve and the activations lower bound (step.Bounds)
 	alts      []alt
 	split     []int
 	scheds    []sched
@@ -411,7 +411,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 								p.invalid += len(scheds) * len(sp.zeros)
 								continue
 							}
-							s := shape{perMB: b.PerMicroBatch, bwd: b.Backward, w: b.WeightGrad, bounds: b, params: b.Params, reserveGB: b.ReserveGB, alts: p.alts,
+							s := shape{perMB: b.PerMicroBatch, bwd: b.Backward, w: b.WeightGrad, bounds: b, params: b.Params, reserveGB: b.ReserveGB + b.ActivationsGB, alts: p.alts,
 								split: split, scheds: scheds, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
 								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
 							size := s.size(sp)

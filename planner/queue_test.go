@@ -58,7 +58,7 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			}
 			return cmp.Compare(a.ordinal, b.ordinal)
 		})
-		q := newQueue(e, &req, sp, fresh)
+		q := newQueue(e, 2, &req, sp, fresh)
 		popped := 0
 		for ; q.peek() != nil; popped++ {
 			got := q.pop()

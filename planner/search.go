@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -90,17 +91,18 @@ func (c *candidate) layoutWith(req *Request) step.Layout {
 // its communication bounds (step.Exposure); if that raises its best bound it goes
 // back among the shapes instead.
 type queue struct {
-	e      *step.Estimator
-	req    *Request
-	sp     *space
-	shapes []shape
-	order  shapeHeap // the shapes not expanded, by best bound, then ordinal
-	heap   []candidate
+	e       *step.Estimator
+	workers int
+	req     *Request
+	sp      *space
+	shapes  []shape
+	order   shapeHeap // the shapes not expanded, by best bound, then ordinal
+	heap    []candidate
 }
 
 // newQueue orders the shapes: best bound first, ties in enumeration order (small
 // keys sort faster than shapes; a sorted slice is a heap).
-func newQueue(e *step.Estimator, req *Request, sp *space, shapes []shape) *queue {
+func newQueue(e *step.Estimator, workers int, req *Request, sp *space, shapes []shape) *queue {
 	order := make(shapeHeap, len(shapes))
 	for i := range shapes {
 		order[i] = shapeKey{shapes[i].best, shapes[i].ordinal, int32(i)}
@@ -111,7 +113,7 @@ func newQueue(e *step.Estimator, req *Request, sp *space, shapes []shape) *queue
 		}
 		return cmp.Compare(a.ordinal, b.ordinal)
 	})
-	return &queue{e: e, req: req, sp: sp, shapes: shapes, order: order}
+	return &queue{e: e, workers: max(1, workers), req: req, sp: sp, shapes: shapes, order: order}
 }
 
 type shapeKey struct {
@@ -138,21 +140,48 @@ func (h *shapeHeap) Pop() any {
 
 func (q *queue) peek() *candidate {
 	for len(q.order) > 0 && (len(q.heap) == 0 || q.order[0].best <= q.heap[0].bound) {
-		k := heap.Pop(&q.order).(shapeKey)
-		s := &q.shapes[k.idx]
-		if !s.exposed {
-			s.expose(q.e, q.req)
-			if b := s.bestBound(q.req, q.sp); b > k.best {
-				heap.Push(&q.order, shapeKey{b, k.ordinal, k.idx})
-				continue
-			}
+		if s := &q.shapes[q.order[0].idx]; !s.exposed {
+			q.expose()
+			continue
 		}
-		s.layouts(q.req, q.sp, q.push)
+		k := heap.Pop(&q.order).(shapeKey)
+		q.shapes[k.idx].layouts(q.req, q.sp, q.push)
 	}
 	if len(q.heap) == 0 {
 		return nil
 	}
 	return &q.heap[0]
+}
+
+// exposeBatch is how many shapes the queue exposes at once, over the workers: the
+// shape that comes up and the next ones in line not yet exposed, which are likely
+// to come up soon (exposing one early changes nothing but when it is priced).
+const exposeBatch = 64
+
+// expose adds their exposure to the first shapes in line not yet exposed, and puts
+// them back in line by their new best bounds.
+func (q *queue) expose() {
+	batch := make([]shapeKey, 0, exposeBatch)
+	for len(batch) < exposeBatch && len(q.order) > 0 && !q.shapes[q.order[0].idx].exposed {
+		batch = append(batch, heap.Pop(&q.order).(shapeKey))
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(q.workers, len(batch)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(batch); i = int(next.Add(1)) - 1 {
+				s := &q.shapes[batch[i].idx]
+				s.expose(q.e, q.req)
+				batch[i].best = max(batch[i].best, s.bestBound(q.req, q.sp))
+			}
+		}()
+	}
+	wg.Wait()
+	for _, k := range batch {
+		heap.Push(&q.order, k)
+	}
 }
 
 func before(a, b *candidate) bool {
@@ -252,15 +281,16 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	q := newQueue(e, &req, sp, shapes)
+	q := newQueue(e, workers, &req, sp, shapes)
 
 	type evaluated struct {
-		c     *candidate
-		alt   int // the placement taken
-		res   step.Result
-		score float64
-		ok    bool
-		err   error
+		c        *candidate
+		setAside string // why it was not priced (a Pruned reason), if it was not
+		alt      int    // the placement taken
+		res      step.Result
+		score    float64
+		ok       bool
+		err      error
 	}
 	// A plan that leaves more whole nodes free is not dominated by one that leaves
 	// fewer (the placement is part of what a scheduler weighs).
@@ -310,21 +340,47 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	taken := 0 // layouts taken from the queue
 	var all []point
 	kth := math.Inf(1)
-	// The queue is taken in groups of a fixed size (not a multiple of the workers),
-	// and the stop test is made between groups: that keeps the evaluated set, and so
-	// the Pareto front, the same whatever the parallelism. A layout that does not fit
-	// in memory, or that a plan in hand beats on a lower bound of its time and on its
-	// exact memory, is set aside before it is priced; the survivors of a few groups
-	// are priced together, and the groups are then taken in turn as if one at a time
-	// (a group past the stop is dropped unpriced by the answer).
-	const (
-		group     = 64  // layouts between stop tests
-		maxGroups = 8   // groups priced together, at most
-		chunk     = 128 // survivors priced together, at least (unless maxGroups)
-	)
-	type taken1 struct {
-		reason string // why it was set aside, or "" for the survivor at slot
-		slot   int
+	// Layouts are taken from the queue best bound first until the next one's bound
+	// cannot beat the K-th plan: the evaluated set, and so the Pareto front, depend
+	// on the bounds alone, not on the parallelism or on how the work is batched. A
+	// chunk of layouts is checked and priced at once over the workers — the memory
+	// of each first: a layout that does not fit, or that a plan from an earlier chunk
+	// beats on a lower bound of its time and on its exact memory, is not priced —
+	// and the chunk is then taken in order, one layout at a time, the stop test
+	// before each (what lies past the stop is dropped by the answer). The chunk sizes
+	// are fixed, so the layouts set aside (counted in the statistics) do not depend
+	// on the parallelism either.
+	// Chunks grow from 8 layouts to 256: the first plans priced are the best
+	// placed to set the later ones aside.
+	chunk := 8
+	// evaluate checks and prices one layout on each of its placements, keeping the
+	// preferred; it only reads the search's state.
+	evaluate := func(c *candidate) evaluated {
+		// The memory does not depend on the placement.
+		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: c.alts[0].ranks}
+		mem, err := e.Memory(r)
+		switch {
+		case err != nil:
+			return evaluated{c: c, setAside: PrunedInvalid}
+		case !mem.Fits || mem.Headroom < req.Constraints.MinHeadroomGB:
+			return evaluated{c: c, setAside: PrunedMemory}
+		case !req.IncludeDominated && fronts.beaten(c, mem.Headroom):
+			return evaluated{c: c, setAside: PrunedDominatedBound}
+		}
+		var best evaluated
+		for i, al := range c.alts {
+			r.Ranks, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
+			res, err := e.Quick(r)
+			ev := evaluated{c: c, alt: i, res: res, err: err}
+			if err == nil {
+				ev.score = score(&req, int(c.n), res)
+				ev.ok = res.Memory.Fits && res.Memory.Headroom >= req.Constraints.MinHeadroomGB
+			}
+			if i == 0 || prefer(&best, &ev) {
+				best = ev
+			}
+		}
+		return best
 	}
 	begin(PhaseEvaluate)
 	for stopped := false; !stopped; {
@@ -339,122 +395,78 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 			stats.Pruned[PrunedTimeBound] += kept - taken
 			break
 		}
-		// Each chunk has its own array: the plans kept in the top K and the Pareto
-		// points point into it.
-		var cands []candidate
-		var groups [][]taken1
-		var firstBound []float64
-		for len(groups) < maxGroups && len(cands) < chunk && q.peek() != nil {
-			firstBound = append(firstBound, q.peek().bound)
-			g := make([]taken1, 0, group)
-			for range group {
-				if q.peek() == nil {
-					break
-				}
-				c := q.pop()
-				// The memory does not depend on the placement.
-				r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: c.alts[0].ranks}
-				mem, err := e.Memory(r)
-				switch {
-				case err != nil:
-					g = append(g, taken1{reason: PrunedInvalid})
-				case !mem.Fits || mem.Headroom < req.Constraints.MinHeadroomGB:
-					g = append(g, taken1{reason: PrunedMemory})
-				case !req.IncludeDominated && fronts.beaten(&c, mem.Headroom):
-					g = append(g, taken1{reason: PrunedDominatedBound})
-				default:
-					g = append(g, taken1{slot: len(cands)})
-					cands = append(cands, c)
-				}
-			}
-			groups = append(groups, g)
+		// Each chunk has its own arrays: the plans kept in the top K and the Pareto
+		// points point into them.
+		cands := make([]candidate, 0, chunk)
+		for len(cands) < chunk && q.peek() != nil {
+			cands = append(cands, q.pop())
 		}
+		chunk = min(2*chunk, 256)
 		out := make([]evaluated, len(cands))
+		var nextC atomic.Int64
 		var wg sync.WaitGroup
-		per := (len(cands) + workers - 1) / workers
-		for w := 0; w < workers; w++ {
-			lo, hi := w*per, min(len(cands), (w+1)*per)
-			if lo >= hi {
-				break
-			}
+		for range min(workers, len(cands)) {
 			wg.Add(1)
-			go func(lo, hi int) {
+			go func() {
 				defer wg.Done()
-				for j := lo; j < hi; j++ {
-					if ctx.Err() != nil {
-						return
-					}
-					c := &cands[j]
-					for i, al := range c.alts {
-						r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
-						res, err := e.Quick(r)
-						ev := evaluated{c: c, alt: i, res: res, err: err}
-						if err == nil {
-							ev.score = score(&req, int(c.n), res)
-							ev.ok = res.Memory.Fits && res.Memory.Headroom >= req.Constraints.MinHeadroomGB
-						}
-						if i == 0 || prefer(&out[j], &ev) {
-							out[j] = ev
-						}
-					}
+				for j := int(nextC.Add(1)) - 1; j < len(cands) && ctx.Err() == nil; j = int(nextC.Add(1)) - 1 {
+					out[j] = evaluate(&cands[j])
 				}
-			}(lo, hi)
+			}()
 		}
 		wg.Wait()
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		for gi, g := range groups {
-			if gi > 0 && len(top) >= req.TopK && firstBound[gi] >= kth {
+		for j := range cands {
+			if len(top) >= req.TopK && cands[j].bound >= kth {
 				stats.Pruned[PrunedTimeBound] += kept - taken
 				stopped = true
 				break
 			}
-			for _, t1 := range g {
-				taken++
-				if t1.reason != "" {
-					stats.Pruned[t1.reason]++
+			taken++
+			ev := &out[j]
+			if ev.setAside != "" {
+				stats.Pruned[ev.setAside]++
+				continue
+			}
+			stats.Evaluated++
+			switch {
+			case ev.err != nil:
+				stats.Pruned[PrunedInvalid]++
+				continue
+			case !ev.ok:
+				stats.Pruned[PrunedMemory]++
+				continue
+			}
+			stats.Feasible++
+			all = append(all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c, ev.alt})
+			fronts.add(int(ev.c.n), ev.c.alts[ev.alt].place.FreeWholeNodes, ev.score, ev.res.Memory.Headroom)
+			if !req.IncludeDominated {
+				// A dominated plan stays out; one the new plan dominates leaves.
+				if slices.ContainsFunc(top, func(t *evaluated) bool { return dominates(t, ev) }) {
+					stats.Dominated++
 					continue
 				}
-				stats.Evaluated++
-				ev := &out[t1.slot]
-				switch {
-				case ev.err != nil:
-					stats.Pruned[PrunedInvalid]++
-					continue
-				case !ev.ok:
-					stats.Pruned[PrunedMemory]++
-					continue
+				n := len(top)
+				top = slices.DeleteFunc(top, func(t *evaluated) bool { return dominates(ev, t) })
+				stats.Dominated += n - len(top)
+			}
+			// Insert into the sorted top K.
+			pos := len(top)
+			for pos > 0 && better(ev, top[pos-1]) {
+				pos--
+			}
+			if pos < req.TopK {
+				keep := new(evaluated)
+				*keep = *ev
+				top = slices.Insert(top, pos, keep)
+				if len(top) > req.TopK {
+					top = top[:req.TopK]
 				}
-				stats.Feasible++
-				all = append(all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c, ev.alt})
-				fronts.add(int(ev.c.n), ev.c.alts[ev.alt].place.FreeWholeNodes, ev.score, ev.res.Memory.Headroom)
-				if !req.IncludeDominated {
-					// A dominated plan stays out; one the new plan dominates leaves.
-					if slices.ContainsFunc(top, func(t *evaluated) bool { return dominates(t, ev) }) {
-						stats.Dominated++
-						continue
-					}
-					n := len(top)
-					top = slices.DeleteFunc(top, func(t *evaluated) bool { return dominates(ev, t) })
-					stats.Dominated += n - len(top)
-				}
-				// Insert into the sorted top K.
-				pos := len(top)
-				for pos > 0 && better(ev, top[pos-1]) {
-					pos--
-				}
-				if pos < req.TopK {
-					keep := new(evaluated)
-					*keep = *ev
-					top = slices.Insert(top, pos, keep)
-					if len(top) > req.TopK {
-						top = top[:req.TopK]
-					}
-				}
-				if len(top) == req.TopK {
-					kth = top[len(top)-1].score
-				}
+			}
+			if len(top) == req.TopK {
+				kth = top[len(top)-1].score
 			}
 		}
 	}

@@ -15,11 +15,15 @@ type Bounds struct {
 	// communication.
 	StepTime float64
 	// StatesGB ≤ the estimate's memory: the GPU's share of weights, gradients and
-	// optimizer states, plus the runtime reserve.
+	// optimizer states, plus the runtime reserve, plus ActivationsGB.
 	StatesGB float64
+	// ActivationsGB ≤ the activations the first stage holds under any schedule: the
+	// micro-batches 1F1B keeps in flight (min(PP, M)), which GPipe, interleaving,
+	// the zero-bubble schedules and DualPipe all keep at least.
+	ActivationsGB float64
 	// The parts, so that a search can vary the schedule and ZeRO stage without
 	// recomputing: StepTime = (M + (P−1)/v) × PerMicroBatch, StatesGB =
-	// states(Params, ZeRO) + ReserveGB.
+	// states(Params, ZeRO) + ReserveGB + ActivationsGB.
 	PerMicroBatch float64
 	Params        float64 // parameters held per GPU before ZeRO sharding
 	ReserveGB     float64
@@ -87,6 +91,7 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
 	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
 	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
 	w, g, s := ModelStateBytes(params, t.Optimizer, l.ZeRO, l.DP*l.CP)
+	act := activationsPerLayer(req, cp.stageLayers) * float64(cp.stageLayers) * math.Min(float64(l.PP), m) / 1e9
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
 	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, layers: float64(cp.stageLayers), m: m,
 		prefetchPre: t.BackwardPrefetch == PrefetchPre}
@@ -106,7 +111,8 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
 	return Bounds{
 		exposure:      x,
 		StepTime:      stepLB,
-		StatesGB:      (w+g+s)/1e9 + reserve,
+		StatesGB:      (w+g+s)/1e9 + reserve + act,
+		ActivationsGB: act,
 		PerMicroBatch: perMB,
 		Params:        params,
 		ReserveGB:     reserve,

@@ -227,6 +227,30 @@ func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert flo
 	return dense, expert
 }
 
+// activationsPerLayer is the activation bytes one micro-batch keeps per layer of a
+// stage of stageLayers layers (MoE layers in their share, layers not recomputed
+// with all of theirs).
+func activationsPerLayer(req Request, stageLayers int) float64 {
+	a, t, l := req.Model, req.Training, req.Layout
+	b := float64(l.MicroBatch)
+	s := float64(t.SeqLen) / float64(l.CP)
+	perLayer := func(rc Recompute) float64 {
+		per := ActivationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention)
+		if a.MoE != nil {
+			moe := ActivationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention)
+			every := float64(max(1, a.MoE.Frequency))
+			per = per*(1-1/every) + moe/every
+		}
+		return per
+	}
+	per := perLayer(l.Recompute)
+	if share := l.recomputeShare(stageLayers); share > 0 && share < 1 {
+		// Layers not recomputed keep all their activations.
+		per = share*per + (1-share)*perLayer(RecomputeNone)
+	}
+	return per
+}
+
 // memory computes the peak per-GPU memory.
 func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, m int) Memory {
 	a, t, l := req.Model, req.Training, req.Layout
@@ -287,20 +311,7 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	scores := t.UnfusedAttention
-	perLayer := func(rc Recompute) float64 {
-		per := ActivationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, scores)
-		if a.MoE != nil {
-			moe := ActivationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, scores)
-			every := float64(max(1, a.MoE.Frequency))
-			per = per*(1-1/every) + moe/every
-		}
-		return per
-	}
-	per := perLayer(l.Recompute)
-	if share := l.recomputeShare(stageLayers); share > 0 && share < 1 {
-		// Layers not recomputed keep all their activations.
-		per = share*per + (1-share)*perLayer(RecomputeNone)
-	}
+	per := activationsPerLayer(req, stageLayers)
 	mem.ActivationBytesPerLayer = per
 	inflight := inFlight(l.Schedule, l.PP, l.VirtualStages, m)
 	mem.InFlight = inflight
