@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	collacc "github.com/stepcost/stepcost/estimator/collective/accuracy"
 	"github.com/stepcost/stepcost/server"
 )
 
@@ -116,7 +117,7 @@ func TestAccuracyAndCatalogCommands(t *testing.T) {
 	}
 	code, out, _ = run("accuracy", "--rows", "--json")
 	var v struct{ Rows []map[string]any }
-	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Rows) != 385 {
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Rows) != collacc.MeasuredRows+collacc.AddedRows {
 		t.Errorf("accuracy --rows --json: exit %d, %d rows", code, len(v.Rows))
 	}
 	code, out, _ = run("catalog")
