@@ -58,7 +58,7 @@ type Row struct {
 // it (testdata/README.md).
 const (
 	MeasuredRows = 367
-	AddedRows    = 18
+	AddedRows    = 164
 )
 
 // Rows parses the embedded data sets: nccl_measured.jsonl, then nccl_added.jsonl.
@@ -176,9 +176,15 @@ func chosen(r Row, size float64) collective.Algorithm {
 	return collective.Auto
 }
 
-// scored excludes rows whose own source says the system was broken, whose time is
-// imprecise, or whose repository could not be identified.
+// scored excludes rows on a transport the model does not describe, rows whose own
+// source says the system was broken, whose time is imprecise, or whose repository
+// could not be identified.
 func scored(r Row) (bool, string) {
+	if r.InterFabric != nil && strings.Contains(strings.ToUpper(*r.InterFabric), "TCPX") {
+		// Google's GPUDirect-TCPX/TCPXO carries NCCL over TCP through its own plugin:
+		// a transport the cluster model has no description of.
+		return false, "a fabric the model does not describe (GPUDirect-TCPX/TCPXO)"
+	}
 	for _, f := range r.QualityFlags {
 		switch {
 		case strings.HasPrefix(f, "reported_as_underperforming"):
