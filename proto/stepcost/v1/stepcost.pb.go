@@ -3910,11 +3910,15 @@ func (x *Plan) GetDominated() bool {
 type SearchStats struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Enumerated int64                  `protobuf:"varint,1,opt,name=enumerated,proto3" json:"enumerated,omitempty"`
-	Pruned     map[string]int64       `protobuf:"bytes,2,rep,name=pruned,proto3" json:"pruned,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	Evaluated  int64                  `protobuf:"varint,3,opt,name=evaluated,proto3" json:"evaluated,omitempty"`
-	Feasible   int64                  `protobuf:"varint,4,opt,name=feasible,proto3" json:"feasible,omitempty"`
-	GpuCounts  []int32                `protobuf:"varint,5,rep,packed,name=gpu_counts,json=gpuCounts,proto3" json:"gpu_counts,omitempty"`
-	ElapsedMs  float64                `protobuf:"fixed64,6,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
+	// Layouts left out, by reason: divisibility, placement (the free GPUs cannot host
+	// them), memory_lower_bound, time_lower_bound (their bound cannot beat the K-th
+	// plan), memory (priced or checked, they do not fit), invalid, dominated_bound (a
+	// plan in hand beats their time bound and has as much memory headroom).
+	Pruned    map[string]int64 `protobuf:"bytes,2,rep,name=pruned,proto3" json:"pruned,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Evaluated int64            `protobuf:"varint,3,opt,name=evaluated,proto3" json:"evaluated,omitempty"`
+	Feasible  int64            `protobuf:"varint,4,opt,name=feasible,proto3" json:"feasible,omitempty"`
+	GpuCounts []int32          `protobuf:"varint,5,rep,packed,name=gpu_counts,json=gpuCounts,proto3" json:"gpu_counts,omitempty"`
+	ElapsedMs float64          `protobuf:"fixed64,6,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
 	// Feasible plans left out of the top plans as dominated.
 	Dominated     int64 `protobuf:"varint,7,opt,name=dominated,proto3" json:"dominated,omitempty"`
 	unknownFields protoimpl.UnknownFields
