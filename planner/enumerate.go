@@ -83,14 +83,13 @@ func newSpace(req *Request) *space {
 // times the memory and the sorting) and expands a shape into layouts only when its
 // best bound comes up (see queue).
 type shape struct {
-	best      float64 // the lowest bound among its layouts that fit
-	perMB     float64 // lower bound of one micro-batch through a stage
-	bwd, w    float64 // its backward pass and weight-gradient GEMMs (step.Bounds)
-	zero3     float64 // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
-	exposed   bool    // perMB and zero3 count step.Exposure
-	bounds    step.Bounds
-	params    float64 // parameters per GPU before ZeRO sharding
-	reserveGB float64 // runtime reserve and the activations lower bound (step.Bounds)
+	best      float64     // the lowest bound among its layouts that fit
+	perMB     float64     // lower bound of one micro-batch through a stage
+	zero3     float64     // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
+	exposed   bool        // perMB and zero3 count step.Exposure
+	bounds    step.Bounds // as enumerated (its Backward and WeightGrad give the zero-bubble bubbles)
+	params    float64     // parameters per GPU before ZeRO sharding
+	reserveGB float64     // runtime reserve and the activations lower bound (step.Bounds)
 	alts      []alt
 	split     []int
 	scheds    []sched
@@ -202,12 +201,13 @@ func (s *shape) zeroBound(zero int) float64 {
 // schedBound is the bound of one schedule of the shape. The zero-bubble schedules'
 // bubbles grow with the micro-batch's time, so the shape's lower bound of that time
 // bounds them too — except ZB-V for a MoE model, whose V puts other MoE layers on
-// the slowest rank than the shape's compute counted: that counts no bubble.
+// the slowest rank than the shape's compute counted: that counts only the compute
+// (no bubble, no ZeRO-3 exposure, which is priced on the shape's compute).
 func (s *shape) schedBound(req *Request, sc sched, extra float64) float64 {
 	if sc.s == step.ZeroBubbleV && req.Model.MoE != nil {
 		return boundScore(req, int(s.n), float64(s.m)*s.perMB)
 	}
-	if bubble, ok := step.ZeroBubbleBubble(sc.s, int(s.pp), s.perMB, s.bwd, s.w); ok {
+	if bubble, ok := step.ZeroBubbleBubble(sc.s, int(s.pp), s.perMB, s.bounds.Backward, s.bounds.WeightGrad); ok {
 		return boundScore(req, int(s.n), float64(s.m)*s.perMB+bubble+extra)
 	}
 	return s.bound(req, sc.v, extra)
@@ -411,7 +411,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 								p.invalid += len(scheds) * len(sp.zeros)
 								continue
 							}
-							s := shape{perMB: b.PerMicroBatch, bwd: b.Backward, w: b.WeightGrad, bounds: b, params: b.Params, reserveGB: b.ReserveGB + b.ActivationsGB, alts: p.alts,
+							s := shape{perMB: b.PerMicroBatch, bounds: b, params: b.Params, reserveGB: b.ReserveGB + b.ActivationsGB, alts: p.alts,
 								split: split, scheds: scheds, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
 								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
 							size := s.size(sp)
