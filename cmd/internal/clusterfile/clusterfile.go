@@ -6,6 +6,7 @@ package clusterfile
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,13 +48,16 @@ func Load(path string) (topology.Spec, error) {
 
 // Parse decodes a cluster file's content. name (a path or "-") is used in error
 // messages and to choose the format: ".yaml" and ".yml" are YAML, ".json" is JSON,
-// and anything else is JSON if the content starts with '{' and YAML otherwise.
+// and anything else is JSON if the content starts with '{' and YAML otherwise. A YAML
+// file whose content is valid JSON is read as JSON: YAML 1.2 means to be a superset of
+// JSON, but YAML parsers refuse characters JSON allows in strings (DEL, the C1
+// controls), and such a file should read the same whatever its name says.
 func Parse(data []byte, name string) (topology.Spec, error) {
 	if len(data) > MaxSize {
 		return topology.Spec{}, fmt.Errorf("%s: %w", name, ErrTooLarge)
 	}
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
-	if isYAML(data, name) {
+	if isYAML(data, name) && !json.Valid(data) {
 		j, err := yamlToJSON(data)
 		if invalid.Is(err) {
 			return topology.Spec{}, fmt.Errorf("%s: %w", name, err)

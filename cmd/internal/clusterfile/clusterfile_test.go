@@ -52,6 +52,8 @@ func TestParse(t *testing.T) {
 	dgx, _ := catalog.System("dgx-h100")
 	want16 := dgx
 	want16.Nodes = 16
+	withDEL := want16
+	withDEL.Description = "rack\x7f2"
 	tests := []struct {
 		name, file, content string
 		want                topology.Spec
@@ -63,6 +65,8 @@ func TestParse(t *testing.T) {
 		{"yaml by content", "stdin", "base: dgx-h100\nnodes: 16", want16},
 		{"yaml flow mapping", "c.yaml", "{base: dgx-h100, nodes: 16}", want16},
 		{"byte order mark", "c.json", "\uFEFF" + `{"base": "dgx-h100", "nodes": 16}`, want16},
+		// YAML parsers refuse DEL, which JSON allows in a string.
+		{"json named yaml", "c.yaml", "{\"base\": \"dgx-h100\", \"nodes\": 16, \"description\": \"rack\x7f2\"}", withDEL},
 		{"yaml document marker", "c.yaml", "---\nbase: dgx-h100\nnodes: 16\n", want16},
 		{
 			"yaml full spec", "c.yaml", `
