@@ -32,6 +32,7 @@ var algoOps = [numAlgos][]Op{
 	Direct:       {AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv},
 	PAT:          {AllGather, ReduceScatter},
 	Pairwise:     {AllToAll},
+	NVLSTree:     nil, // closed form only: its switch and network sides overlap, which a step-synchronous schedule cannot express
 }
 
 // Supports returns nil if algo can carry out op on a group of shape sh, and otherwise
@@ -49,6 +50,9 @@ func Supports(op Op, algo Algorithm, sh Shape, nvls bool) error {
 	}
 	if err := checkShape(sh); err != nil {
 		return err
+	}
+	if len(algoOps[algo]) == 0 {
+		return fmt.Errorf("%v has no explicit schedule (it is priced in closed form only)", algo)
 	}
 	if !slices.Contains(algoOps[algo], op) {
 		names := make([]string, len(algoOps[algo]))

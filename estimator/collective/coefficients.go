@@ -74,8 +74,14 @@ type coefficients struct {
 	nvlsAR   pipe // stage 0 switch-reduce, stage 1 multicast; unit: one block-chunk
 	nvlsRed  coef // switch-reduce alone (NVLS reduce-scatter), unit: one block-chunk
 	nvlsMC   coef // multicast alone (NVLS all-gather)
-	chain    pipe // ring broadcast: every channel's ring from rank 0
-	rchain   pipe // ring reduce: the same chains reversed, ending at rank 0
+	// NVLS tree (several domains of equal size): switch-reduce and multicast inside
+	// every domain at once (unit: one block-chunk of a domain's S/PerDomain blocks),
+	// and the exchange of each reduced block across the domains on its rail (unit:
+	// one whole block per flow).
+	nvlsTreeIntra pipe
+	nvlsTreeNet   coef
+	chain         pipe // ring broadcast: every channel's ring from rank 0
+	rchain        pipe // ring reduce: the same chains reversed, ending at rank 0
 }
 
 // loads accumulates flow bytes per link.
@@ -428,6 +434,53 @@ func computeFamily(p *Placement, f family) {
 			co.nvlsAR = buildPipe(st[:], l.load)
 			co.nvlsRed = stageCoef(st[0])
 			co.nvlsMC = stageCoef(st[1])
+		}
+		if p.Domains >= 2 && p.Uniform && p.PerDomain >= 2 && c.NVLS() {
+			// NCCL's NVLS_TREE: each domain reduces its local rank k's block in the
+			// switch, the reduced blocks of equal local index meet across the domains
+			// in a tree on their rail, and the switch multicasts the result back.
+			spans := domainSpans(p.Shape)
+			var st [2]stageLoads
+			for _, g := range p.loaded {
+				for _, sp := range spans {
+					dom := g[sp[0]:sp[1]]
+					for _, dst := range dom {
+						l.switchReduce(dom, dst, 1)
+					}
+				}
+			}
+			st[0] = l.takeStage()
+			for _, g := range p.loaded {
+				for _, sp := range spans {
+					dom := g[sp[0]:sp[1]]
+					for _, src := range dom {
+						l.multicast(dom, src, 1)
+					}
+				}
+			}
+			st[1] = l.takeStage()
+			co.nvlsTreeIntra = buildPipe(st[:], l.load)
+			// Across the domains every block goes up a tree and comes back down. In
+			// NCCL's two complementary binary trees each node is inner in one tree
+			// and a leaf in the other, so each rail's NIC sends and receives the block
+			// twice in all (half the data per tree: 3 halves as an inner node, 1 as
+			// a leaf); with two domains the tree is one exchange, once each way
+			// (NCCL's tuning doubles NVLS_TREE's network bandwidth on ≤ 2 nodes for
+			// this reason, nccl-model.md §1.4). A ring of the domains on each rail
+			// with that weight puts the same bytes on every NIC.
+			w := 1.0
+			if len(spans) > 2 {
+				w = 2
+			}
+			m := len(spans)
+			for _, g := range p.loaded {
+				for loc := range p.PerDomain {
+					for d := range m {
+						l.flow(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], w)
+					}
+				}
+			}
+			co.nvlsTreeNet = l.take()
 		}
 	case famChain:
 		// From rank 0 along each channel's ring (ring broadcast and reduce): NCCL

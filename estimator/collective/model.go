@@ -96,13 +96,13 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 }
 
 // AutoChoice says whether Auto considers algorithm a for op: the algorithms NCCL
-// chooses among by default — ring, the double binary tree, NVLS and PAT, and its
+// chooses among by default — ring, the double binary tree, NVLS, the NVLS tree and PAT, and its
 // all-at-once send/recv for all-to-all and send/recv. Direct one-shot kernels need
 // symmetric registered buffers, and the single tree and the hierarchical scheme are
 // not NCCL algorithms; they are priced when forced.
 func AutoChoice(op Op, a Algorithm) bool {
 	switch a {
-	case Ring, DoubleTree, NVLS, PAT, Pairwise:
+	case Ring, DoubleTree, NVLS, NVLSTree, PAT, Pairwise:
 		return true
 	case Direct:
 		return op == AllToAll || op == SendRecv
@@ -215,6 +215,21 @@ func (m *Model) why(p *Placement, op Op, algo Algorithm) string {
 		if op != AllToAll {
 			why = "pairwise exchange is an all-to-all algorithm"
 		}
+	case NVLSTree:
+		switch {
+		case op != AllReduce:
+			why = "the NVLS tree is an all-reduce algorithm"
+		case !c.NVLS():
+			why = "the cluster's switch has no in-switch reduction (NVLS)"
+		case p.Domains < 2:
+			why = "the NVLS tree needs the group to span at least 2 nodes (use nvls)"
+		case !p.Uniform:
+			why = "the NVLS tree needs the same number of ranks on every node"
+		case p.PerDomain < 2:
+			why = "the NVLS tree needs at least 2 ranks per node (use ring or tree)"
+		case m.nvlsEfficiency(c.GPU().Arch) == 0:
+			why = "no NVLS efficiency is calibrated for this GPU generation"
+		}
 	}
 	return why
 }
@@ -262,7 +277,7 @@ func (m *Model) ramp(pr Protocol, c float64) float64 {
 
 // baseUs is the fixed software cost of a call of algorithm a with protocol pr.
 func (m *Model) baseUs(a Algorithm, pr Protocol) float64 {
-	if a == NVLS {
+	if a == NVLS || a == NVLSTree {
 		return m.k.NVLSBaseUs
 	}
 	return m.k.BaseUs[pr]
@@ -306,7 +321,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		}
 	case Tree, DoubleTree:
 		p.ensure(famTrees)
-	case NVLS:
+	case NVLS, NVLSTree:
 		p.ensure(famNVLS)
 	case Direct:
 		if op == SendRecv {
@@ -328,7 +343,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 	step := m.k.StepUs[pr]
 	e := Estimate{Op: op, Algo: a, Protocol: pr, Bytes: S, Channels: co.channels}
 	switch a {
-	case NVLS:
+	case NVLS, NVLSTree:
 		e.Channels = nvlsChannels(p.Cluster.GPU().Arch)
 	case Direct, PAT, Pairwise:
 		e.Channels = 1
@@ -387,6 +402,23 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 			e.Steps, e.Chunks = 1, 1
 			m.steps(&t, 1, co.nvlsMC, S/n, pr, m.k.NVLSStepUs, bwf*eff)
 		}
+	case NVLSTree:
+		// The switch stages run on NVLink, the tree on the NICs: pipelined over the
+		// same chunks, the slower side sets the pace, and the fill is the first chunk
+		// of the other side and of every further tree hop. A chunk climbs the tree and
+		// comes back down, one network step per level each way (NCCL's NVLS_TREE
+		// latency: 2·log2(nodes) network hops, tuning.cc).
+		eff := m.nvlsEfficiency(p.Cluster.GPU().Arch)
+		pd := float64(p.PerDomain)
+		k := m.chunks(S/(pd*float64(e.Channels)), m.k.NVLSChunkBytes)
+		e.Chunks = k
+		intra := term{ramp: t.ramp}
+		m.pipe(&intra, &co.nvlsTreeIntra, k, S/(pd*float64(k)), pr, m.k.NVLSStepUs, bwf*eff)
+		net := S / pd * co.nvlsTreeNet.m * t.ramp / bwf
+		hops := 2 * math.Ceil(math.Log2(float64(p.Domains)))
+		e.Steps = co.nvlsTreeIntra.steps(k) + int(hops)
+		t.lat += intra.lat + hops*(step+co.nvlsTreeNet.lat+co.nvlsTreeNet.net*m.k.NetStepUs[pr])
+		t.xfer += max(intra.xfer, net) + (min(intra.xfer, net)+(hops-1)*net)/float64(k)
 	case Direct:
 		switch op {
 		case AllReduce:

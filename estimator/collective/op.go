@@ -77,10 +77,11 @@ const (
 	Direct                        // one-shot: every rank exchanges with every other in one step
 	PAT                           // Bruck-style log-step exchange, one GPU per node (NCCL PAT)
 	Pairwise                      // n−1 steps, step k pairs rank i with i+k (all-to-all)
+	NVLSTree                      // NVLS reduce inside each node, a tree across nodes on each rail, NVLS multicast back (NCCL NVLS_TREE)
 	numAlgos
 )
 
-var algoNames = [numAlgos]string{"auto", "ring", "tree", "dbtree", "hierarchical", "nvls", "direct", "pat", "pairwise"}
+var algoNames = [numAlgos]string{"auto", "ring", "tree", "dbtree", "hierarchical", "nvls", "direct", "pat", "pairwise", "nvlstree"}
 
 func (a Algorithm) String() string {
 	if a < numAlgos {
@@ -91,7 +92,7 @@ func (a Algorithm) String() string {
 
 // Algorithms lists every concrete algorithm (not Auto).
 func Algorithms() []Algorithm {
-	return []Algorithm{Ring, Tree, DoubleTree, Hierarchical, NVLS, Direct, PAT, Pairwise}
+	return []Algorithm{Ring, Tree, DoubleTree, Hierarchical, NVLS, Direct, PAT, Pairwise, NVLSTree}
 }
 
 // ParseAlgorithm accepts the names above ("double-tree" and "double_binary_tree" for dbtree too).

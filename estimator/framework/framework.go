@@ -60,9 +60,14 @@ type Profile struct {
 //     and its backward holds that, the gradient of the loss w.r.t. it and the
 //     gradient of the logits at once: 3 × 4 (the 16-bit logits are freed before the
 //     backward pass, torchtitan's `del pred`).
+//   - flash-attn's fused cross entropy (llm-foundry's default loss_fn
+//     "fused_crossentropy") takes the 16-bit logits and computes the softmax in
+//     registers, keeping only each token's log-sum-exp; its backward writes a
+//     16-bit gradient of the logits: 2 + 2.
 const (
 	MegatronLossBytesPerLogit = 6
 	TorchLossBytesPerLogit    = 12
+	FusedLossBytesPerLogit    = 4
 )
 
 // Default is the profile of a request that names no framework.
@@ -147,11 +152,12 @@ var profiles = []Profile{
 		Name:    "composer",
 		Aliases: []string{"llm-foundry", "mosaic", "mosaicml"},
 		Description: "MosaicML Composer / llm-foundry on PyTorch FSDP: backward prefetch BACKWARD_POST and mixed " +
-			"precision DEFAULT (gradients reduced in fp32), Composer's FSDPConfig defaults",
-		Source:            "mosaicml/composer FSDPConfig (backward_prefetch BACKWARD_POST, mixed_precision DEFAULT)",
+			"precision DEFAULT (gradients reduced in fp32), Composer's FSDPConfig defaults, flash-attn's fused cross entropy",
+		Source: "mosaicml/composer FSDPConfig (backward_prefetch BACKWARD_POST, mixed_precision DEFAULT); " +
+			"mosaicml/llm-foundry ComposerMPTCausalLM (loss_fn default fused_crossentropy: flash_attn.losses.cross_entropy)",
 		BackwardPrefetch:  "post",
 		GradReduceBytes:   4,
-		LossBytesPerLogit: TorchLossBytesPerLogit,
+		LossBytesPerLogit: FusedLossBytesPerLogit,
 	},
 }
 

@@ -157,3 +157,51 @@ func TestDPReduceAfterBackward(t *testing.T) {
 		}
 	}
 }
+
+// Memory the framework decides: Composer's fused cross entropy keeps 4 bytes per
+// logit where torchtitan's fp32 PyTorch loss keeps 12, and DeepSpeed's ZeRO-3 holds
+// its live-parameter limit, its prefetch bucket and the running module gathered,
+// not two whole layers.
+func TestFrameworkMemory(t *testing.T) {
+	e := step.New()
+	r := step.Request{Model: arch(t, "llama2-13b"), Cluster: cluster(t, "dgx-a100", 2),
+		Training: step.Training{SeqLen: 2048, GlobalBatch: 64, Precision: step.BF16},
+		Layout:   step.Layout{TP: 1, PP: 1, DP: 16, CP: 1, ZeRO: 3, MicroBatch: 4, Recompute: step.RecomputeFull}}
+	logits := map[string]float64{}
+	for _, fw := range []string{"composer", "torchtitan"} {
+		r.Training.Framework = fw
+		res, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits[fw] = res.Memory.Logits
+	}
+	perByte := 4 * 2048 * float64(r.Model.Vocab) / 1e9 // GB per byte per logit
+	if d := logits["torchtitan"] - logits["composer"]; math.Abs(d-8*perByte) > 1e-9 {
+		t.Errorf("torchtitan − composer logits = %.3f GB, want (12 − 4) B × %.0f logits = %.3f GB", d, perByte*1e9, 8*perByte)
+	}
+
+	big := r
+	big.Model = arch(t, "gpt3-175b")
+	big.Cluster = cluster(t, "dgx-a100", 48)
+	big.Layout.DP, big.Training.GlobalBatch = 384, 1536
+	big.Training.Framework = "megatron-lm-2021"
+	flat, err := e.Estimate(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Training.Framework = "deepspeed-2021"
+	od, err := e.Estimate(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := float64(big.Model.Hidden)
+	layer := 12 * h * h * 2 / 1e9 // bf16 weights of one 175B layer
+	want := (h*float64(big.Model.FFN) + step.ZeRO3MaxLiveParams + step.ZeRO3PrefetchBucketParams) * 2 / 1e9
+	if math.Abs(flat.Memory.Gathered-2*layer)/(2*layer) > 0.01 {
+		t.Errorf("flat ZeRO-3 gathers %.2f GB, want two layers, %.2f GB", flat.Memory.Gathered, 2*layer)
+	}
+	if math.Abs(od.Memory.Gathered-want) > 1e-6 {
+		t.Errorf("DeepSpeed ZeRO-3 gathers %.2f GB, want the MLP input, the live limit and the bucket, %.2f GB", od.Memory.Gathered, want)
+	}
+}

@@ -291,6 +291,14 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	if l.ZeRO == 3 && shard > 1 {
 		// The layer being computed and the one being prefetched, unsharded.
 		mem.Gathered = 2 * (dense + expert) / layers * o.WeightBytes / gb
+		if t.OnDemandGathers {
+			// DeepSpeed gathers module by module and releases what it no longer
+			// needs once more than stage3_max_live_parameters are resident, with
+			// stage3_prefetch_bucket_size more on the way: the running module, the
+			// live limit and the bucket, when that is less than two whole layers.
+			live := largestMatmulParams(a, l.TP) + ZeRO3MaxLiveParams + ZeRO3PrefetchBucketParams
+			mem.Gathered = min(mem.Gathered, live*o.WeightBytes/gb)
+		}
 	}
 	if t.Precision == FP8 {
 		// Delayed scaling caches every layer's fp8 weights (and transposes) for the

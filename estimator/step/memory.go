@@ -140,3 +140,28 @@ func inFlight(sched Schedule, p, v, m int) float64 {
 	}
 	return f
 }
+
+// DeepSpeed ZeRO-3's defaults for what it keeps gathered (deepspeed.readthedocs.io,
+// ZeRO configuration: stage3_max_live_parameters 1e9, stage3_prefetch_bucket_size
+// 5e8 parameters), unchanged since ZeRO-3's release in 2021.
+const (
+	ZeRO3MaxLiveParams        = 1e9
+	ZeRO3PrefetchBucketParams = 5e8
+)
+
+// largestMatmulParams is the parameter count of a layer's largest weight matrix on
+// one tensor-parallel rank: the fused QKV projection, the (fused gate and up) MLP
+// input or the MLP output. DeepSpeed gathers a module's weights as a whole.
+func largestMatmulParams(a model.Arch, tp int) float64 {
+	h := float64(a.Hidden)
+	hd := float64(a.Hidden) / float64(max(1, a.Heads))
+	if a.HeadSize > 0 {
+		hd = float64(a.HeadSize)
+	}
+	qkv := h * hd * float64(a.Heads+2*max(1, a.KVHeads))
+	up := h * float64(a.FFN)
+	if a.GatedMLP {
+		up *= 2
+	}
+	return max(qkv, up) / float64(max(1, tp))
+}

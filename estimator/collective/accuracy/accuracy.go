@@ -286,6 +286,8 @@ func options(r Row) collective.Options {
 		strings.Contains(algo, "ncclalgo=ring"), strings.Contains(algo, "nccl_algo=ring"),
 		strings.Contains(algo, "ring/ll128 (forced)"):
 		o.Algo = collective.Ring
+	case strings.HasPrefix(algo, "nvlstree"):
+		o.Algo = collective.NVLSTree
 	case strings.HasPrefix(algo, "tree"):
 		o.Algo = collective.DoubleTree // NCCL's tree is the double binary tree
 	case strings.HasPrefix(algo, "nvls (nccl_algo=nvls"):

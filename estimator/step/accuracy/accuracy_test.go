@@ -68,9 +68,19 @@ func TestRankingSets(t *testing.T) {
 // reports three, which go through the same mapping here, with the run that fitted at
 // local batch 1 as the control.
 func TestPublishedOutOfMemory(t *testing.T) {
-	missed, oom := accuracy.MissedOOM(results(t))
+	all := results(t)
+	missed, oom := accuracy.MissedOOM(all)
 	if len(missed) > 0 {
 		t.Errorf("published out of memory, estimated to fit: %v", missed)
+	}
+	// And every run that ran fits (with the micro-batch size it states, or one the
+	// harness chooses where it does not).
+	for _, r := range all {
+		if r.Err == nil && !r.PublishedOOM && !r.Estimate.Memory.Fits {
+			m := r.Estimate.Memory
+			t.Errorf("%s ran, estimated not to fit: %.1f of %.1f GB (gathered %.1f, activations %.1f, logits %.1f)",
+				r.Run.ID, m.Total, m.Capacity, m.Gathered, m.Activations, m.Logits)
+		}
 	}
 	t.Logf("%d runs of the data set published as out of memory", oom)
 
