@@ -1,11 +1,13 @@
-// Package openapi holds the OpenAPI (Swagger 2.0) description of the REST gateway,
-// generated from proto/stepcost/v1 by protoc-gen-openapiv2 (scripts/buf generate).
+// Package openapi holds the OpenAPI 3 description of the REST gateway, generated
+// from proto/stepcost/v1 by internal/openapigen (scripts/buf generate): proto field
+// names and protojson types, as the gateway sends and accepts them, and the
+// descriptions of the .proto comments.
 package openapi
 
 import _ "embed"
 
-// Spec is the JSON of the OpenAPI v2 spec, to be served as application/json.
+// Spec is the JSON of the OpenAPI 3 document, to be served as application/json.
 // Callers must not modify it.
 //
-//go:embed stepcost.swagger.json
+//go:embed stepcost.openapi.json
 var Spec []byte
