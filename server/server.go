@@ -244,6 +244,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	if h := tel.metricsHandler(); h != nil {
 		root.Handle("GET /metrics", sec.requireToken(h))
 	}
+	pictureHandlers(root, svc, cfg.DefaultDeadline, sec.requireToken, log)
 	httpSrv := &http.Server{Handler: http.MaxBytesHandler(tel.wrapHTTP(root), int64(cfg.MaxRequestBytes)),
 		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	// The probes' port answers /healthz exactly as the HTTP port does (the same

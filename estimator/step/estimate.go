@@ -441,7 +441,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	v := float64(l.VirtualStages)
 	pf := float64(l.PP)
 	perMB := fwd + bwd + rc + tpPerMB + cpExposedPerMB + epPerMB
-	var ppExposed float64
+	var ppExposed, send float64
 	if l.PP > 1 {
 		act := tokens * h * 2
 		if l.SP {
@@ -451,7 +451,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		ppExposed = 2 * x * (v*mf + pf - 1)
+		ppExposed, send = 2*x*(v*mf+pf-1), x
 	}
 	bubble := (pf - 1) / v * perMB
 	// Qi et al. 2024 and the DeepSeek-V3 report (Table 2), with B the whole backward
@@ -461,7 +461,10 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	if zb, ok := ZeroBubbleBubble(l.Schedule, l.PP, perMB, bwd, cp.bwdW); ok {
 		bubble = zb
 	}
+	res.PerMicroBatch = MicroBatch{Forward: fwd, Backward: bwd, WeightGrad: cp.bwdW, Recompute: rc,
+		ExposedComm: tpPerMB + cpExposedPerMB + epPerMB, Send: send}
 	if s := req.SlowGPUSpeed; s > 0 && s < 1 {
+		res.PerMicroBatch.SlowGPUSpeed = s
 		// One slow GPU: its stage paces every micro-batch (its TP group and the
 		// data-parallel replicas wait for it); the fill and drain above pass the
 		// other stages at their own speed.
@@ -675,6 +678,7 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	bd.Bubble = bubble
 	bd.Contention = mf * contPerMB
 	res.Breakdown = bd
+	res.Pipeline = mf*(fwd+bwd+rc+tpPerMB+cpExposedPerMB+epPerMB) + bubble + ppExposed
 	res.StepTime = bd.Sum()
 
 	// ---- memory ----

@@ -76,6 +76,28 @@ type Throughput struct {
 	HFU float64 `json:"hfu"`
 }
 
+// MicroBatch is one micro-batch's pass through the slowest pipeline stage (all its
+// model chunks), in seconds, as the step time prices it: the blocks a pipeline
+// schedule is made of. Every stage runs at the slowest one's pace.
+type MicroBatch struct {
+	Forward float64 `json:"forward_s"`
+	// Backward is the whole backward pass; WeightGrad is the part of it spent in the
+	// weight-gradient GEMMs, which the zero-bubble schedules run separately.
+	Backward   float64 `json:"backward_s"`
+	WeightGrad float64 `json:"weight_grad_s"`
+	// Recompute runs before the backward pass.
+	Recompute float64 `json:"recompute_s"`
+	// ExposedComm is the tensor-, context- and expert-parallel communication of the
+	// micro-batch that no compute hides.
+	ExposedComm float64 `json:"exposed_comm_s"`
+	// Send is one pipeline send/recv (an activation forward or a gradient backward);
+	// 0 without pipeline parallelism.
+	Send float64 `json:"pipeline_send_s"`
+	// SlowGPUSpeed is the what-if's speed of the one slow GPU (in the first stage),
+	// whose compute is 1/SlowGPUSpeed times longer; 0 when every GPU is as fast.
+	SlowGPUSpeed float64 `json:"slow_gpu_speed,omitempty"`
+}
+
 // Result is a step estimate.
 type Result struct {
 	// Layout and Training as estimated, defaults filled in.
@@ -92,6 +114,14 @@ type Result struct {
 	Comms       []CommCall `json:"communication"`
 	Warnings    []string   `json:"warnings"`
 	Assumptions []string   `json:"assumptions"`
+
+	// PerMicroBatch are the pipeline's blocks; Pipeline is the time from the first
+	// forward to the last backward as the step time prices it (every micro-batch
+	// through the slowest stage, the bubble and the exposed pipeline sends). The rest
+	// of the step (data-parallel and ZeRO communication, the optimizer, contention,
+	// fp8 weight casts) comes before or after it.
+	PerMicroBatch MicroBatch `json:"per_micro_batch"`
+	Pipeline      float64    `json:"pipeline_s"`
 }
 
 // MarshalJSON names the per-kind communication times.

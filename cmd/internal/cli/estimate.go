@@ -17,6 +17,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/picture"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 	"github.com/stepcost/stepcost/server"
 )
@@ -77,6 +78,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fp8Recipe := fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
 	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	svgOut := fs.String("svg", "", svgFlagHelp+": the pipeline schedule above the step's breakdown")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of estimating in process")
 	sec := remoteSecurityFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -313,6 +315,12 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	req.Model, req.Cluster, req.SlowGPUSpeed = arch, cl, *slowGPU
 	req.DegradedNICSpeed, req.DegradedLinkSpeed = *degradedNIC, *degradedLink
+	if *addr != "" && *svgOut != "" {
+		return errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:schedule)")
+	}
+	if *svgOut == "-" && *asJSON {
+		return errors.New("--svg - and --json: both write to standard output; give --svg a file")
+	}
 	if *addr != "" {
 		name := *mf.name
 		if !set["model"] {
@@ -337,6 +345,19 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if derived != "" {
 		res.Assumptions = append([]string{derived}, res.Assumptions...)
+	}
+	if *svgOut != "" {
+		title := arch.Name + " on " + clusterLabel
+		sched, err := picture.Schedule(res, title)
+		if err != nil {
+			return fmt.Errorf("--svg: %w", err)
+		}
+		if err := writeSVG(*svgOut, picture.Stack(sched, picture.Breakdown(res, title)), stdout); err != nil {
+			return err
+		}
+		if *svgOut == "-" {
+			return nil
+		}
 	}
 	if *asJSON {
 		return writeJSON(stdout, struct {

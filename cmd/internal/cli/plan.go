@@ -15,6 +15,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/picture"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 	"github.com/stepcost/stepcost/server"
@@ -66,6 +67,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	includeDominated := fs.Bool("include-dominated", false, "keep dominated plans (no faster on as many GPUs with less memory headroom, or the reverse) in the top plans, flagged")
 	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	svgOut := fs.String("svg", "", svgFlagHelp+": the Pareto front, then the best plan's pipeline schedule and breakdown")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
 	sec := remoteSecurityFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -180,6 +182,12 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}
+	if *addr != "" && *svgOut != "" {
+		return errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:pareto)")
+	}
+	if *svgOut == "-" && *asJSON {
+		return errors.New("--svg - and --json: both write to standard output; give --svg a file")
+	}
 	if *addr != "" {
 		name, params := "", 0.0
 		if set["model"] {
@@ -209,6 +217,14 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	res, err := planner.Search(ctx, step.New(), req)
 	if err != nil {
 		return err
+	}
+	if *svgOut != "" && len(res.Top) > 0 {
+		if err := writeSVG(*svgOut, planPicture(res, req.Model.Name+" on "+name), stdout); err != nil {
+			return err
+		}
+		if *svgOut == "-" {
+			return nil
+		}
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, res); err != nil {
@@ -326,6 +342,21 @@ func int32s(v []int) []int32 {
 		out[i] = int32(x)
 	}
 	return out
+}
+
+// planPicture is the Pareto front of a search above its best plan's schedule and
+// breakdown.
+func planPicture(res planner.Result, title string) picture.Figure {
+	figs := []picture.Figure{}
+	if f, err := picture.Pareto(picture.FrontOf(res, title)); err == nil {
+		figs = append(figs, f)
+	}
+	best := res.Top[0].Estimate
+	label := fmt.Sprintf("%s — best plan, %d GPUs", title, res.Top[0].GPUs)
+	if s, err := picture.Schedule(best, label); err == nil {
+		figs = append(figs, s)
+	}
+	return picture.Stack(append(figs, picture.Breakdown(best, label))...)
 }
 
 // errNoPlan is the failure of a search that found no feasible plan (exit code 1).

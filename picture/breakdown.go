@@ -1,0 +1,120 @@
+package picture
+
+import (
+	"fmt"
+
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+// part is one line of the breakdown.
+type part struct {
+	name, fill    string
+	value, hidden float64 // seconds; hidden: communication overlapped with compute
+}
+
+// breakdownParts lists an estimate's breakdown in the order the CLI prints it,
+// each communication kind on its own line.
+func breakdownParts(b step.Breakdown) []part {
+	ps := []part{
+		{name: "forward", fill: passFill[0][Forward], value: b.Forward},
+		{name: "backward", fill: passFill[0][Backward], value: b.Backward},
+		{name: "recompute", fill: "#a9d3a0", value: b.Recompute},
+	}
+	commFill := [step.NumComms]string{"#e4572e", "#f3a712", "#a8c256", "#29335c", "#db2b39", "#8f2d56", "#55828b"}
+	for _, k := range step.Comms() {
+		ps = append(ps, part{name: "exposed " + k.String() + " comm", fill: commFill[k], value: b.Exposed[k], hidden: b.Hidden[k]})
+	}
+	return append(ps,
+		part{name: "pipeline bubble", fill: idleFill, value: b.Bubble},
+		part{name: "optimizer step", fill: restFill, value: b.Optimizer},
+		part{name: "comm/compute contention", fill: "#c9c9c9", value: b.Contention})
+}
+
+// Layout of the breakdown figure, pixels.
+const (
+	bdWidth    = 1100.0
+	bdLeft     = 200.0
+	bdRight    = 190.0
+	bdRowH     = 20.0
+	bdStackTop = 50.0
+	bdStackH   = 26.0
+)
+
+// Breakdown draws where the time of one step goes: a stacked bar of the whole step,
+// then one bar per part (forward, backward, recompute, exposed communication of
+// each kind, pipeline bubble, optimizer, contention) with its time and share, and
+// beside each communication kind the time compute hid (not part of the step).
+// Parts that are zero are listed without a bar, so every kind the estimate knows
+// appears. title is escaped.
+func Breakdown(r step.Result, title string) Figure {
+	ps := breakdownParts(r.Breakdown)
+	total := 0.0
+	for i := range ps {
+		ps[i].value, ps[i].hidden = max(0, finite(ps[i].value)), max(0, finite(ps[i].hidden))
+		total += ps[i].value
+	}
+	largest := 0.0
+	for _, p := range ps {
+		largest = max(largest, p.value, p.hidden)
+	}
+	plotW := bdWidth - bdLeft - bdRight
+	barsTop := bdStackTop + bdStackH + 40
+	height := barsTop + bdRowH*float64(len(ps)) + 50
+
+	var c canvas
+	c.rect(0, 0, bdWidth, height, ` fill="#ffffff"`)
+	c.text(bdLeft, 20, "start", ` font-size="15" font-weight="bold"`, title)
+	c.text(bdLeft, 38, "start", "", fmt.Sprintf("%s — step %s, %d GPUs, %.0f tokens/s, MFU %.1f %%, memory %.1f of %.1f GB per GPU",
+		LayoutLabel(r.Layout), seconds(r.StepTime), r.GPUs, finite(r.Throughput.TokensPerSec), 100*finite(r.Throughput.MFU),
+		finite(r.Memory.Total), finite(r.Memory.Capacity)))
+
+	// The whole step as one stacked bar.
+	c.text(bdLeft-8, bdStackTop+bdStackH/2+4, "end", "", "step")
+	x := bdLeft
+	for _, p := range ps {
+		if p.value <= 0 || total <= 0 {
+			continue
+		}
+		w := p.value / total * plotW
+		c.printf(`<g class="stack-part" data-part="%s"><title>%s</title>`, esc(p.name), esc(fmt.Sprintf("%s: %s (%.1f %%)", p.name, seconds(p.value), 100*p.value/total)))
+		c.rect(x, bdStackTop, w, bdStackH, fmt.Sprintf(` fill="%s" stroke="#ffffff" stroke-width="0.5"`, p.fill))
+		c.printf("</g>\n")
+		x += w
+	}
+	c.text(bdLeft+plotW+8, bdStackTop+bdStackH/2+4, "start", "", seconds(total))
+
+	// One bar per part, on a common time axis.
+	unit, unitScale := timeUnit(largest)
+	scale := 0.0
+	if largest > 0 {
+		scale = plotW / largest
+	}
+	for i, p := range ps {
+		y := barsTop + float64(i)*bdRowH
+		c.printf(`<g class="part" data-part="%s">`, esc(p.name))
+		c.text(bdLeft-8, y+bdRowH/2+4, "end", "", p.name)
+		if p.hidden > 0 {
+			c.rect(bdLeft, y+bdRowH-6, p.hidden*scale, 3, fmt.Sprintf(` fill="%s" fill-opacity="0.45"`, p.fill))
+		}
+		c.rect(bdLeft, y+3, p.value*scale, bdRowH-10, fmt.Sprintf(` fill="%s" stroke="#888888" stroke-width="0.5"`, p.fill))
+		label := seconds(p.value)
+		if total > 0 {
+			label += fmt.Sprintf(" (%.1f %%)", 100*p.value/total)
+		}
+		if p.hidden > 0 {
+			label += ", " + seconds(p.hidden) + " hidden"
+		}
+		c.text(bdLeft+p.value*scale+6, y+bdRowH/2+3, "start", ` font-size="11"`, label)
+		c.printf("</g>\n")
+	}
+	axisY := barsTop + bdRowH*float64(len(ps)) + 4
+	c.line(bdLeft, axisY, bdLeft+plotW, axisY, ` stroke="#333333"`)
+	tv, tickStep := ticks(0, largest*unitScale, 6)
+	for _, v := range tv {
+		xx := bdLeft + v/unitScale*scale
+		c.line(xx, axisY, xx, axisY+5, ` stroke="#333333"`)
+		c.text(xx, axisY+17, "middle", ` font-size="11"`, tickLabel(v, tickStep))
+	}
+	c.text(bdLeft+plotW, axisY+32, "end", ` font-size="11"`, "time per step ("+unit+"); thin bars: communication hidden under compute")
+	return c.figure(bdWidth, height)
+}
