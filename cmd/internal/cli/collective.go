@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -26,6 +27,7 @@ type collectiveReport struct {
 	Chosen      estimateJSON    `json:"chosen"`
 	Considered  []estimateJSON  `json:"considered"`
 	Unsupported []unsupportJSON `json:"not_applicable"`
+	Schedule    *scheduleJSON   `json:"schedule,omitempty"`
 }
 
 type estimateJSON struct {
@@ -66,6 +68,8 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 	algoName := fs.String("algo", "auto", "force an algorithm: ring, tree, dbtree, hierarchical, nvls, direct, pat, pairwise")
 	protoName := fs.String("protocol", "", "force a protocol for ring/tree: simple, ll128, ll")
 	launchName := fs.String("launch", "per-process", "how calls are issued: per-process, single-process, eager, graph")
+	steps := fs.Bool("steps", false, "also show the chosen algorithm's per-step schedule, verified by executing it and priced link by link next to the closed form")
+	stepRows := fs.Int("step-rows", 0, fmt.Sprintf("with --steps, rows of the schedule to print at most (0: %d, at most %d); the time and the verification cover every step", collective.DefaultReplayRows, collective.MaxReplayRows))
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of pricing in process")
 	sec := remoteSecurityFlags(fs)
@@ -112,17 +116,24 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		opts.ForceProtocol = true
 	}
+	switch {
+	case *stepRows != 0 && !*steps:
+		return fmt.Errorf("--step-rows: applies only with --steps")
+	case *stepRows < 0 || *stepRows > collective.MaxReplayRows:
+		return fmt.Errorf("--step-rows: must be between 0 (for %d) and %d (got %d)", collective.DefaultReplayRows, collective.MaxReplayRows, *stepRows)
+	}
 	k := *perNode
 	if k == 0 {
 		k = cl.Spec.GPUsPerNode
 	}
 	if *addr != "" {
 		req := &pb.SimulateCollectiveRequest{Cluster: clusterProto(*clusterName, spec), Nodes: int32(*nodes), GpusPerNode: int32(k),
-			Concurrent: *concurrent, Collective: pbCollective[op], SizeBytes: size, Algorithm: pbAlgorithm[algo], Launch: pbLaunch[opts.Launch]}
+			Concurrent: *concurrent, Collective: pbCollective[op], SizeBytes: size, Algorithm: pbAlgorithm[algo], Launch: pbLaunch[opts.Launch],
+			Steps: *steps, MaxStepRows: int32(*stepRows)}
 		if opts.ForceProtocol {
 			req.Protocol = pbProtocol[opts.Protocol]
 		}
-		return remoteCollective(context.Background(), *addr, sec, req, *asJSON, stdout)
+		return remoteCollective(context.Background(), *addr, sec, req, k, *asJSON, stdout)
 	}
 	group, siblings, err := collective.NodeGroups(cl, *nodes, k, *concurrent)
 	if err != nil {
@@ -155,8 +166,21 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 			rep.Unsupported = append(rep.Unsupported, unsupportJSON{a.String(), msg})
 		}
 	}
+	if *steps && p.N() > 1 {
+		r, err := m.Replay(p, chosen, collective.ReplayOptions{Launch: opts.Launch, MaxRows: *stepRows})
+		if errors.Is(err, collective.ErrNoSchedule) {
+			return fmt.Errorf("--steps: %w; force another algorithm with --algo", err)
+		}
+		if err != nil {
+			return fmt.Errorf("--steps: %w", err)
+		}
+		rep.Schedule = replayJSON(r)
+	}
 	if *asJSON {
-		return writeJSON(stdout, rep)
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+		return rep.Schedule.failed()
 	}
 	fmt.Fprintf(stdout, "%s of %s on %d GPUs (%d node(s) × %d) of %s", op, FormatSize(float64(size)), p.N(), *nodes, k, name)
 	if len(p.Siblings) > 1 {
@@ -192,6 +216,11 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 		for _, u := range rep.Unsupported {
 			fmt.Fprintf(stdout, "  %-12s %s\n", u.Algorithm, u.Reason)
 		}
+	}
+	if rep.Schedule != nil {
+		fmt.Fprintln(stdout)
+		rep.Schedule.write(stdout, k)
+		return rep.Schedule.failed()
 	}
 	return nil
 }
@@ -233,7 +262,8 @@ var (
 		collective.Broadcast: pb.Collective_COLLECTIVE_BROADCAST, collective.Reduce: pb.Collective_COLLECTIVE_REDUCE, collective.SendRecv: pb.Collective_COLLECTIVE_SEND_RECV}
 	pbAlgorithm = map[collective.Algorithm]pb.Algorithm{collective.Auto: pb.Algorithm_ALGORITHM_UNSPECIFIED, collective.Ring: pb.Algorithm_ALGORITHM_RING,
 		collective.Tree: pb.Algorithm_ALGORITHM_TREE, collective.DoubleTree: pb.Algorithm_ALGORITHM_DOUBLE_TREE, collective.Hierarchical: pb.Algorithm_ALGORITHM_HIERARCHICAL,
-		collective.NVLS: pb.Algorithm_ALGORITHM_NVLS, collective.Direct: pb.Algorithm_ALGORITHM_DIRECT, collective.PAT: pb.Algorithm_ALGORITHM_PAT, collective.Pairwise: pb.Algorithm_ALGORITHM_PAIRWISE}
+		collective.NVLS: pb.Algorithm_ALGORITHM_NVLS, collective.Direct: pb.Algorithm_ALGORITHM_DIRECT, collective.PAT: pb.Algorithm_ALGORITHM_PAT, collective.Pairwise: pb.Algorithm_ALGORITHM_PAIRWISE,
+		collective.NVLSTree: pb.Algorithm_ALGORITHM_NVLS_TREE}
 	pbProtocol = map[collective.Protocol]pb.Protocol{collective.Simple: pb.Protocol_PROTOCOL_SIMPLE, collective.LL128: pb.Protocol_PROTOCOL_LL128, collective.LL: pb.Protocol_PROTOCOL_LL}
 	pbLaunch   = map[collective.Launch]pb.Launch{collective.PerProcess: pb.Launch_LAUNCH_PER_PROCESS, collective.SingleProcess: pb.Launch_LAUNCH_SINGLE_PROCESS,
 		collective.Eager: pb.Launch_LAUNCH_EAGER, collective.Graph: pb.Launch_LAUNCH_GRAPH}

@@ -124,7 +124,9 @@ func remotePlan(ctx context.Context, addr string, sec *remoteSecurity, req *pb.E
 	return nil
 }
 
-func remoteCollective(ctx context.Context, addr string, sec *remoteSecurity, req *pb.SimulateCollectiveRequest, asJSON bool, w io.Writer) error {
+// remoteCollective asks a daemon; perNode is the group's GPUs per node, to say
+// which GPU a rank of the schedule is.
+func remoteCollective(ctx context.Context, addr string, sec *remoteSecurity, req *pb.SimulateCollectiveRequest, perNode int, asJSON bool, w io.Writer) error {
 	svc, done, err := connect(addr, sec)
 	if err != nil {
 		return err
@@ -134,12 +136,21 @@ func remoteCollective(ctx context.Context, addr string, sec *remoteSecurity, req
 	if err != nil {
 		return err
 	}
+	sched := scheduleFromProto(resp.GetSchedule())
 	if asJSON {
-		return printProtoJSON(w, resp)
+		if err := printProtoJSON(w, resp); err != nil {
+			return err
+		}
+		return sched.failed()
 	}
 	c := resp.GetChosen()
 	fmt.Fprintf(w, "%d ranks (server %s%s)\nchosen: %s/%s  time %s  algbw %.1f GB/s  busbw %.1f GB/s\n", resp.GetRanks(), addr, cachedNote(resp.GetCached()),
 		c.GetAlgorithm(), c.GetProtocol(), fmtUs(c.GetTimeUs()), c.GetAlgbwGbps(), c.GetBusbwGbps())
+	if sched != nil {
+		fmt.Fprintln(w)
+		sched.write(w, perNode)
+		return sched.failed()
+	}
 	return nil
 }
 
