@@ -460,7 +460,7 @@ var algorithms = map[pb.Algorithm]collective.Algorithm{
 	pb.Algorithm_ALGORITHM_TREE: collective.Tree, pb.Algorithm_ALGORITHM_DOUBLE_TREE: collective.DoubleTree,
 	pb.Algorithm_ALGORITHM_HIERARCHICAL: collective.Hierarchical, pb.Algorithm_ALGORITHM_NVLS: collective.NVLS,
 	pb.Algorithm_ALGORITHM_DIRECT: collective.Direct, pb.Algorithm_ALGORITHM_PAT: collective.PAT,
-	pb.Algorithm_ALGORITHM_PAIRWISE: collective.Pairwise,
+	pb.Algorithm_ALGORITHM_PAIRWISE: collective.Pairwise, pb.Algorithm_ALGORITHM_NVLS_TREE: collective.NVLSTree,
 }
 
 var protocols = map[pb.Protocol]collective.Protocol{
@@ -495,6 +495,36 @@ func collectiveEstimateToProto(e collective.Estimate) *pb.CollectiveEstimate {
 	return &pb.CollectiveEstimate{Algorithm: algorithmToProto(e.Algo), Protocol: protocolToProto(e.Protocol), TimeUs: e.TimeUs,
 		LatencyUs: e.LatencyUs, AlgbwGbps: e.AlgBWGBps, BusbwGbps: e.BusBWGBps, Steps: int32(e.Steps), Channels: int32(e.Channels),
 		Chunks: int32(e.Chunks), AutoCandidate: collective.AutoChoice(e.Op, e.Algo)}
+}
+
+var transferKinds = map[collective.Kind]pb.TransferKind{
+	collective.Copy: pb.TransferKind_TRANSFER_KIND_COPY, collective.Add: pb.TransferKind_TRANSFER_KIND_ADD,
+	collective.SwitchReduce: pb.TransferKind_TRANSFER_KIND_SWITCH_REDUCE, collective.Multicast: pb.TransferKind_TRANSFER_KIND_MULTICAST,
+}
+
+// replayToProto converts a verified, priced schedule.
+func replayToProto(r *collective.Replay) *pb.CollectiveSchedule {
+	v := r.Verification
+	out := &pb.CollectiveSchedule{Algorithm: algorithmToProto(r.Algo), Protocol: protocolToProto(r.Protocol),
+		Channels: int32(r.Channels), Chunks: int32(r.Chunks), Steps: int32(r.Steps), Transfers: int64(r.Transfers),
+		TimeUs: r.TimeUs, LatencyUs: r.LatencyUs, AnalyticalTimeUs: r.Analytical.TimeUs, DifferencePct: r.DifferencePct,
+		Difference: r.Difference, OmittedRows: int32(r.OmittedRows),
+		Verification: &pb.ScheduleVerification{Verified: v.Verified, Result: v.Result, Error: v.Error, Elements: v.Elems, Scaled: v.Scaled}}
+	for _, row := range r.Rows {
+		pr := &pb.ScheduleRow{FirstStep: int32(row.First), StepCount: int32(row.Count), Phase: row.Phase, TimeUs: row.TimeUs,
+			LatencyUs: row.LatencyUs, MaxStepTimeUs: row.MaxStepUs, Bottleneck: row.Bottleneck,
+			BottleneckBytes: row.BottleneckBytes, BottleneckGbps: row.BottleneckGBps}
+		for _, f := range row.Flows {
+			pf := &pb.ScheduleFlow{Kind: transferKinds[f.Kind], Route: f.Route, Pairs: int32(f.Pairs),
+				MinBytes: f.MinBytes, MaxBytes: f.MaxBytes, Bytes: f.Bytes}
+			for _, e := range f.Examples {
+				pf.Examples = append(pf.Examples, &pb.RankPair{Src: e[0], Dst: e[1]})
+			}
+			pr.Flows = append(pr.Flows, pf)
+		}
+		out.Rows = append(out.Rows, pr)
+	}
+	return out
 }
 
 // ---- planner ----

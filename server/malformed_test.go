@@ -220,6 +220,7 @@ func malformedCases() []malformed {
 		// Plans.
 		{"gpus negative", plan, with(okPlan, "gpus", -32), ia, "gpus", "must be between 1 and", false},
 		{"gpus over the limit", plan, with(okPlan, "gpus", 100000), ia, "gpus", "limit of 4096", false},
+		{"max_gpus over the limit", plan, with(okPlan, "gpus", del, "max_gpus", 100000), ia, "max_gpus", "limit of 4096", false},
 		{"min_gpus over max_gpus", plan, with(okPlan, "gpus", del, "min_gpus", 64, "max_gpus", 32), ia, "min_gpus", "between 0 and max_gpus", false},
 		{"seq_len 0 in a plan", plan, with(okPlan, "training.seq_len", 0), ia, "training.seq_len", "must be between 1 and", false},
 		{"global_tokens only, not whole", plan, with(okPlan, "training.global_batch", del, "training.global_tokens", 100), ia, "training.global_tokens", "whole number of sequences", false},

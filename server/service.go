@@ -25,7 +25,7 @@ import (
 
 // EstimatorVersion identifies the models behind the answers; it changes whenever a
 // formula or a calibrated constant does, so that clients can tell answers apart.
-const EstimatorVersion = "stepcost-2026.11.4"
+const EstimatorVersion = "stepcost-2026.11.5"
 
 // Version is the one-line answer to --version of the stepcost binaries: the build
 // (module version, commit, Go) and the estimator version.
@@ -288,7 +288,11 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 	}
 	size := max(int(req.GetGpus()), int(req.GetMaxGpus()))
 	if size > s.limits.MaxGPUs {
-		return work{}, &limitError{"gpus", fmt.Sprintf("%d GPUs exceed the service's limit of %d", size, s.limits.MaxGPUs)}
+		field := "gpus" // the field that asked for the most
+		if req.GetMaxGpus() > req.GetGpus() {
+			field = "max_gpus"
+		}
+		return work{}, &limitError{field, fmt.Sprintf("%d GPUs exceed the service's limit of %d", size, s.limits.MaxGPUs)}
 	}
 	ce, err := s.sizedCluster(req.GetCluster(), size, top)
 	if err != nil {
@@ -543,6 +547,13 @@ func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, e
 	if err := s.collectiveApplies(req, p, op, algo); err != nil {
 		return work{}, err
 	}
+	rows := int(req.GetMaxStepRows())
+	switch {
+	case rows != 0 && !req.GetSteps():
+		return work{}, invalid.Field("max_step_rows", "applies only with steps: true (got %d)", rows)
+	case rows < 0 || rows > collective.MaxReplayRows:
+		return work{}, invalid.Field("max_step_rows", "must be between 0 (for %d) and %d (got %d)", collective.DefaultReplayRows, collective.MaxReplayRows, rows)
+	}
 	size := float64(req.GetSizeBytes())
 	key := struct {
 		Op             collective.Op
@@ -551,7 +562,9 @@ func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, e
 		Nodes, PerNode int
 		Concurrent     bool
 		Cluster        topology.Spec
-	}{op, opts, size, nodes, per, req.GetConcurrent(), ce.cluster.Spec}
+		Steps          bool
+		StepRows       int
+	}{op, opts, size, nodes, per, req.GetConcurrent(), ce.cluster.Spec, req.GetSteps(), rows}
 	return work{key, func(ctx context.Context) (proto.Message, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -560,8 +573,21 @@ func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, e
 		if err != nil {
 			return nil, err
 		}
+		var sched *pb.CollectiveSchedule
+		if req.GetSteps() {
+			r, err := s.coll.Replay(p, chosen, collective.ReplayOptions{Launch: launch, MaxRows: rows})
+			switch {
+			case errors.Is(err, collective.ErrReplayTooLarge):
+				return nil, invalid.Field("steps", "%v", err)
+			case errors.Is(err, collective.ErrNoSchedule):
+				return nil, invalid.Field("steps", "%v; force another algorithm with algorithm", err)
+			case err != nil:
+				return nil, err
+			}
+			sched = replayToProto(r)
+		}
 		out := &pb.SimulateCollectiveResponse{Chosen: collectiveEstimateToProto(chosen), Ranks: int32(p.N()),
-			ConcurrentGroups: int32(len(p.Siblings)), EstimatorVersion: EstimatorVersion}
+			ConcurrentGroups: int32(len(p.Siblings)), EstimatorVersion: EstimatorVersion, Schedule: sched}
 		all := s.coll.Candidates(p, op, size, collective.Options{Launch: launch, ForceProtocol: opts.ForceProtocol, Protocol: opts.Protocol}, nil)
 		collective.ByTime(all)
 		for _, e := range all {

@@ -21,13 +21,17 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Precision is the format of the matrix multiplications.
 type Precision int32
 
 const (
 	Precision_PRECISION_UNSPECIFIED Precision = 0
-	Precision_PRECISION_BF16        Precision = 1
-	Precision_PRECISION_FP16        Precision = 2
-	Precision_PRECISION_FP8         Precision = 3
+	// bf16 (the default).
+	Precision_PRECISION_BF16 Precision = 1
+	// fp16.
+	Precision_PRECISION_FP16 Precision = 2
+	// fp8 matmuls (Transformer Engine, torchao float8); see Training.fp8_recipe.
+	Precision_PRECISION_FP8 Precision = 3
 )
 
 // Enum value maps for Precision.
@@ -73,13 +77,17 @@ func (Precision) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{0}
 }
 
+// Recompute is what the backward pass recomputes instead of keeping.
 type Recompute int32
 
 const (
 	Recompute_RECOMPUTE_UNSPECIFIED Recompute = 0
-	Recompute_RECOMPUTE_NONE        Recompute = 1
-	Recompute_RECOMPUTE_SELECTIVE   Recompute = 2
-	Recompute_RECOMPUTE_FULL        Recompute = 3
+	// Nothing: every activation is kept (the default).
+	Recompute_RECOMPUTE_NONE Recompute = 1
+	// The attention core (Korthikanti et al. 2022).
+	Recompute_RECOMPUTE_SELECTIVE Recompute = 2
+	// Whole layers: only each layer's input is kept.
+	Recompute_RECOMPUTE_FULL Recompute = 3
 	// Op-level selective checkpointing (PyTorch, torchtitan's policy): every second
 	// matmul of a layer and every memory-bound op recomputed.
 	Recompute_RECOMPUTE_OPS Recompute = 4
@@ -130,6 +138,8 @@ func (Recompute) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{1}
 }
 
+// BackwardPrefetch is when ZeRO-3 gathers the next layer's weights in the backward
+// pass.
 type BackwardPrefetch int32
 
 const (
@@ -185,12 +195,18 @@ func (BackwardPrefetch) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{2}
 }
 
+// Schedule is the pipeline schedule.
 type Schedule int32
 
 const (
 	Schedule_SCHEDULE_UNSPECIFIED Schedule = 0
-	Schedule_SCHEDULE_GPIPE       Schedule = 1
-	Schedule_SCHEDULE_1F1B        Schedule = 2
+	// All forward passes, then all backward passes (GPipe).
+	Schedule_SCHEDULE_GPIPE Schedule = 1
+	// One forward, one backward (PipeDream-Flush, Megatron); the default without
+	// virtual stages.
+	Schedule_SCHEDULE_1F1B Schedule = 2
+	// 1F1B over virtual_stages model chunks per rank (Megatron's interleaved schedule);
+	// the default with virtual stages.
 	Schedule_SCHEDULE_INTERLEAVED Schedule = 3
 	// Zero bubble ZB-H1: weight gradients deferred into the bubbles.
 	Schedule_SCHEDULE_ZERO_BUBBLE Schedule = 4
@@ -252,6 +268,7 @@ func (Schedule) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{3}
 }
 
+// Objective is what plans are ranked by.
 type Objective int32
 
 const (
@@ -307,6 +324,7 @@ func (Objective) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{4}
 }
 
+// Collective is a collective operation.
 type Collective int32
 
 const (
@@ -371,6 +389,7 @@ func (Collective) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{5}
 }
 
+// Algorithm is a collective algorithm, as NCCL's.
 type Algorithm int32
 
 const (
@@ -383,6 +402,10 @@ const (
 	Algorithm_ALGORITHM_DIRECT       Algorithm = 6
 	Algorithm_ALGORITHM_PAT          Algorithm = 7
 	Algorithm_ALGORITHM_PAIRWISE     Algorithm = 8
+	// NVLS reduce inside each node, a tree across the nodes on each NIC's rail, NVLS
+	// multicast back (NCCL's NVLS_TREE; all-reduce across nodes on NVSwitch systems
+	// with NVLink SHARP).
+	Algorithm_ALGORITHM_NVLS_TREE Algorithm = 9
 )
 
 // Enum value maps for Algorithm.
@@ -397,6 +420,7 @@ var (
 		6: "ALGORITHM_DIRECT",
 		7: "ALGORITHM_PAT",
 		8: "ALGORITHM_PAIRWISE",
+		9: "ALGORITHM_NVLS_TREE",
 	}
 	Algorithm_value = map[string]int32{
 		"ALGORITHM_UNSPECIFIED":  0,
@@ -408,6 +432,7 @@ var (
 		"ALGORITHM_DIRECT":       6,
 		"ALGORITHM_PAT":          7,
 		"ALGORITHM_PAIRWISE":     8,
+		"ALGORITHM_NVLS_TREE":    9,
 	}
 )
 
@@ -438,6 +463,7 @@ func (Algorithm) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{6}
 }
 
+// Protocol is NCCL's protocol for moving data.
 type Protocol int32
 
 const (
@@ -490,14 +516,19 @@ func (Protocol) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{7}
 }
 
+// Launch is how a collective is launched, which sets its fixed cost.
 type Launch int32
 
 const (
-	Launch_LAUNCH_UNSPECIFIED    Launch = 0
-	Launch_LAUNCH_PER_PROCESS    Launch = 1
+	Launch_LAUNCH_UNSPECIFIED Launch = 0
+	// One process per GPU (torchrun, MPI): the default.
+	Launch_LAUNCH_PER_PROCESS Launch = 1
+	// One process drives every GPU (nccl-tests -g N).
 	Launch_LAUNCH_SINGLE_PROCESS Launch = 2
-	Launch_LAUNCH_EAGER          Launch = 3
-	Launch_LAUNCH_GRAPH          Launch = 4
+	// torch.distributed calls in eager mode.
+	Launch_LAUNCH_EAGER Launch = 3
+	// Captured in a CUDA graph.
+	Launch_LAUNCH_GRAPH Launch = 4
 )
 
 // Enum value maps for Launch.
@@ -545,10 +576,73 @@ func (Launch) EnumDescriptor() ([]byte, []int) {
 	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{8}
 }
 
+// TransferKind is what a transfer does at its destination.
+type TransferKind int32
+
+const (
+	TransferKind_TRANSFER_KIND_UNSPECIFIED TransferKind = 0
+	// Overwrites the destination's range with the source's.
+	TransferKind_TRANSFER_KIND_COPY TransferKind = 1
+	// Adds the source's range into the destination's (a reduction step).
+	TransferKind_TRANSFER_KIND_ADD TransferKind = 2
+	// NVLS: the switch sums the range over every rank and returns it to dst.
+	TransferKind_TRANSFER_KIND_SWITCH_REDUCE TransferKind = 3
+	// NVLS: the switch writes src's range into every rank.
+	TransferKind_TRANSFER_KIND_MULTICAST TransferKind = 4
+)
+
+// Enum value maps for TransferKind.
+var (
+	TransferKind_name = map[int32]string{
+		0: "TRANSFER_KIND_UNSPECIFIED",
+		1: "TRANSFER_KIND_COPY",
+		2: "TRANSFER_KIND_ADD",
+		3: "TRANSFER_KIND_SWITCH_REDUCE",
+		4: "TRANSFER_KIND_MULTICAST",
+	}
+	TransferKind_value = map[string]int32{
+		"TRANSFER_KIND_UNSPECIFIED":   0,
+		"TRANSFER_KIND_COPY":          1,
+		"TRANSFER_KIND_ADD":           2,
+		"TRANSFER_KIND_SWITCH_REDUCE": 3,
+		"TRANSFER_KIND_MULTICAST":     4,
+	}
+)
+
+func (x TransferKind) Enum() *TransferKind {
+	p := new(TransferKind)
+	*p = x
+	return p
+}
+
+func (x TransferKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TransferKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_stepcost_v1_stepcost_proto_enumTypes[9].Descriptor()
+}
+
+func (TransferKind) Type() protoreflect.EnumType {
+	return &file_stepcost_v1_stepcost_proto_enumTypes[9]
+}
+
+func (x TransferKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TransferKind.Descriptor instead.
+func (TransferKind) EnumDescriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{9}
+}
+
+// MoE is a mixture-of-experts MLP.
 type MoE struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Experts int32                  `protobuf:"varint,1,opt,name=experts,proto3" json:"experts,omitempty"`
-	TopK    int32                  `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Routed experts per MoE layer.
+	Experts int32 `protobuf:"varint,1,opt,name=experts,proto3" json:"experts,omitempty"`
+	// Routed experts each token is sent to.
+	TopK int32 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
 	// FFN size of one expert; 0 takes the dense FFN size.
 	ExpertFfn int32 `protobuf:"varint,3,opt,name=expert_ffn,json=expertFfn,proto3" json:"expert_ffn,omitempty"`
 	// Every frequency-th layer is an MoE layer; 0 or 1: all.
@@ -635,19 +729,29 @@ func (x *MoE) GetFirstDense() int32 {
 	return 0
 }
 
+// Architecture is a transformer's shape.
 type Architecture struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Layers int32                  `protobuf:"varint,2,opt,name=layers,proto3" json:"layers,omitempty"`
-	Hidden int32                  `protobuf:"varint,3,opt,name=hidden,proto3" json:"hidden,omitempty"`
-	Heads  int32                  `protobuf:"varint,4,opt,name=heads,proto3" json:"heads,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Model name, shown in explanations (the catalog name for a catalog model).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Transformer layers.
+	Layers int32 `protobuf:"varint,2,opt,name=layers,proto3" json:"layers,omitempty"`
+	// Hidden size (model dimension).
+	Hidden int32 `protobuf:"varint,3,opt,name=hidden,proto3" json:"hidden,omitempty"`
+	// Attention (query) heads.
+	Heads int32 `protobuf:"varint,4,opt,name=heads,proto3" json:"heads,omitempty"`
 	// Key/value heads (grouped-query attention); 0 means heads.
-	KvHeads        int32 `protobuf:"varint,5,opt,name=kv_heads,json=kvHeads,proto3" json:"kv_heads,omitempty"`
-	Ffn            int32 `protobuf:"varint,6,opt,name=ffn,proto3" json:"ffn,omitempty"`
-	GatedMlp       bool  `protobuf:"varint,7,opt,name=gated_mlp,json=gatedMlp,proto3" json:"gated_mlp,omitempty"`
-	Vocab          int32 `protobuf:"varint,8,opt,name=vocab,proto3" json:"vocab,omitempty"`
-	TiedEmbeddings bool  `protobuf:"varint,9,opt,name=tied_embeddings,json=tiedEmbeddings,proto3" json:"tied_embeddings,omitempty"`
-	Moe            *MoE  `protobuf:"bytes,10,opt,name=moe,proto3" json:"moe,omitempty"`
+	KvHeads int32 `protobuf:"varint,5,opt,name=kv_heads,json=kvHeads,proto3" json:"kv_heads,omitempty"`
+	// Hidden size of the MLP (feed-forward) block.
+	Ffn int32 `protobuf:"varint,6,opt,name=ffn,proto3" json:"ffn,omitempty"`
+	// The MLP is gated (SwiGLU: three matrices instead of two).
+	GatedMlp bool `protobuf:"varint,7,opt,name=gated_mlp,json=gatedMlp,proto3" json:"gated_mlp,omitempty"`
+	// Vocabulary size, tokens.
+	Vocab int32 `protobuf:"varint,8,opt,name=vocab,proto3" json:"vocab,omitempty"`
+	// The output layer shares the input embedding's weights.
+	TiedEmbeddings bool `protobuf:"varint,9,opt,name=tied_embeddings,json=tiedEmbeddings,proto3" json:"tied_embeddings,omitempty"`
+	// Mixture of experts; unset: every MLP is dense.
+	Moe *MoE `protobuf:"bytes,10,opt,name=moe,proto3" json:"moe,omitempty"`
 	// Size of one attention head when it is not hidden / heads (Qwen3: 128 with 32
 	// heads of a 2048 hidden); 0: hidden / heads.
 	HeadDim int32 `protobuf:"varint,11,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
@@ -797,11 +901,17 @@ func (x *Architecture) GetGlobalEvery() int32 {
 // query/key parts without position (nope) and rotary (rope), and value heads.
 type MLA struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 0: queries projected directly, without a latent.
-	QLoraRank     int32 `protobuf:"varint,1,opt,name=q_lora_rank,json=qLoraRank,proto3" json:"q_lora_rank,omitempty"`
-	KvLoraRank    int32 `protobuf:"varint,2,opt,name=kv_lora_rank,json=kvLoraRank,proto3" json:"kv_lora_rank,omitempty"`
+	// Rank of the query latent (DeepSeek-V3: 1536); 0: queries projected directly,
+	// without a latent.
+	QLoraRank int32 `protobuf:"varint,1,opt,name=q_lora_rank,json=qLoraRank,proto3" json:"q_lora_rank,omitempty"`
+	// Rank of the compressed key/value latent (DeepSeek-V3: 512).
+	KvLoraRank int32 `protobuf:"varint,2,opt,name=kv_lora_rank,json=kvLoraRank,proto3" json:"kv_lora_rank,omitempty"`
+	// Per-head query/key dimension without rotary position embedding (DeepSeek-V3:
+	// 128).
 	QkNopeHeadDim int32 `protobuf:"varint,3,opt,name=qk_nope_head_dim,json=qkNopeHeadDim,proto3" json:"qk_nope_head_dim,omitempty"`
+	// Per-head query/key dimension with rotary position embedding (DeepSeek-V3: 64).
 	QkRopeHeadDim int32 `protobuf:"varint,4,opt,name=qk_rope_head_dim,json=qkRopeHeadDim,proto3" json:"qk_rope_head_dim,omitempty"`
+	// Per-head value dimension (DeepSeek-V3: 128).
 	VHeadDim      int32 `protobuf:"varint,5,opt,name=v_head_dim,json=vHeadDim,proto3" json:"v_head_dim,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -955,14 +1065,18 @@ type isModelSpec_Source interface {
 }
 
 type ModelSpec_Name struct {
+	// A catalog model, e.g. llama3-70b (ListCatalog lists them).
 	Name string `protobuf:"bytes,1,opt,name=name,proto3,oneof"`
 }
 
 type ModelSpec_Architecture struct {
+	// The model's architecture, spelled out.
 	Architecture *Architecture `protobuf:"bytes,2,opt,name=architecture,proto3,oneof"`
 }
 
 type ModelSpec_Params struct {
+	// Only a parameter count, e.g. 7e9: a standard shape is derived and reported in
+	// the assumptions.
 	Params float64 `protobuf:"fixed64,3,opt,name=params,proto3,oneof"`
 }
 
@@ -972,19 +1086,31 @@ func (*ModelSpec_Architecture) isModelSpec_Source() {}
 
 func (*ModelSpec_Params) isModelSpec_Source() {}
 
+// GPU is one accelerator model. Rates are dense (no structured sparsity).
 type GPU struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Arch  string                 `protobuf:"bytes,2,opt,name=arch,proto3" json:"arch,omitempty"`
-	// Dense peak TFLOP/s per dtype (fp32, tf32, bf16, fp16, fp8).
-	PeakTflops          map[string]float64 `protobuf:"bytes,3,rep,name=peak_tflops,json=peakTflops,proto3" json:"peak_tflops,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
-	MemoryGb            float64            `protobuf:"fixed64,4,opt,name=memory_gb,json=memoryGb,proto3" json:"memory_gb,omitempty"`
-	MemoryBandwidthGbps float64            `protobuf:"fixed64,5,opt,name=memory_bandwidth_gbps,json=memoryBandwidthGbps,proto3" json:"memory_bandwidth_gbps,omitempty"`
-	NvlinkGbps          float64            `protobuf:"fixed64,6,opt,name=nvlink_gbps,json=nvlinkGbps,proto3" json:"nvlink_gbps,omitempty"`
-	Sms                 int32              `protobuf:"varint,7,opt,name=sms,proto3" json:"sms,omitempty"`
-	Source              string             `protobuf:"bytes,8,opt,name=source,proto3" json:"source,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// GPU model name, e.g. H100-SXM.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Generation, which selects the calibrated constants: ampere, hopper, blackwell,
+	// cdna3 or cdna4.
+	Arch string `protobuf:"bytes,2,opt,name=arch,proto3" json:"arch,omitempty"`
+	// Dense peak per operand type, TFLOP/s (10^12 FLOP/s), keyed fp32, tf32, bf16,
+	// fp16, fp8; a type left out is unsupported.
+	PeakTflops map[string]float64 `protobuf:"bytes,3,rep,name=peak_tflops,json=peakTflops,proto3" json:"peak_tflops,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	// HBM capacity, GB (10^9 bytes: an 80 GiB part has 85.9).
+	MemoryGb float64 `protobuf:"fixed64,4,opt,name=memory_gb,json=memoryGb,proto3" json:"memory_gb,omitempty"`
+	// HBM bandwidth, GB/s (10^9 bytes per second, not bits).
+	MemoryBandwidthGbps float64 `protobuf:"fixed64,5,opt,name=memory_bandwidth_gbps,json=memoryBandwidthGbps,proto3" json:"memory_bandwidth_gbps,omitempty"`
+	// Scale-up bandwidth of one GPU (NVLink or Infinity Fabric), all its links
+	// together, per direction, GB/s (10^9 bytes per second, not bits).
+	NvlinkGbps float64 `protobuf:"fixed64,6,opt,name=nvlink_gbps,json=nvlinkGbps,proto3" json:"nvlink_gbps,omitempty"`
+	// Streaming multiprocessors (compute units on AMD): matrix multiplications run in
+	// waves of one output tile per SM; 0: unknown, no wave quantisation is modelled.
+	Sms int32 `protobuf:"varint,7,opt,name=sms,proto3" json:"sms,omitempty"`
+	// Where the numbers come from (datasheets).
+	Source        string `protobuf:"bytes,8,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GPU) Reset() {
@@ -1073,17 +1199,29 @@ func (x *GPU) GetSource() string {
 	return ""
 }
 
+// IntraNode is the scale-up fabric between the GPUs of a node (or NVLink domain).
 type IntraNode struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// nvswitch, mesh or pcie.
-	Kind             string  `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The fabric: nvswitch (each GPU has one port into a non-blocking switch), mesh (a
+	// direct link between every GPU pair, as AMD Infinity Fabric) or pcie (through PCIe
+	// switches).
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// One GPU's bandwidth into the fabric per direction, GB/s (10^9 bytes per second,
+	// not bits); 0: gpu.nvlink_gbps.
 	GpuBandwidthGbps float64 `protobuf:"fixed64,2,opt,name=gpu_bandwidth_gbps,json=gpuBandwidthGbps,proto3" json:"gpu_bandwidth_gbps,omitempty"`
-	Nvls             bool    `protobuf:"varint,3,opt,name=nvls,proto3" json:"nvls,omitempty"`
-	DomainNodes      int32   `protobuf:"varint,4,opt,name=domain_nodes,json=domainNodes,proto3" json:"domain_nodes,omitempty"`
-	Efficiency       float64 `protobuf:"fixed64,5,opt,name=efficiency,proto3" json:"efficiency,omitempty"`
-	LatencyUs        float64 `protobuf:"fixed64,6,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The switch reduces and multicasts in the fabric (NVLink SHARP: third-generation
+	// NVSwitch and later); only with nvswitch.
+	Nvls bool `protobuf:"varint,3,opt,name=nvls,proto3" json:"nvls,omitempty"`
+	// Consecutive nodes that share one NVLink domain (18 for a GB200 NVL72 rack); 0 or
+	// 1: each node is its own domain.
+	DomainNodes int32 `protobuf:"varint,4,opt,name=domain_nodes,json=domainNodes,proto3" json:"domain_nodes,omitempty"`
+	// Fraction of gpu_bandwidth_gbps that bulk transfers reach, 0.001 to 1; 0: the
+	// calibrated default for the fabric and GPU generation.
+	Efficiency float64 `protobuf:"fixed64,5,opt,name=efficiency,proto3" json:"efficiency,omitempty"`
+	// One-hop latency of a transfer, µs; 0: the calibrated default.
+	LatencyUs     float64 `protobuf:"fixed64,6,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *IntraNode) Reset() {
@@ -1158,15 +1296,25 @@ func (x *IntraNode) GetLatencyUs() float64 {
 	return 0
 }
 
+// NICs are a node's scale-out network adapters.
 type NICs struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	PerNode int32                  `protobuf:"varint,1,opt,name=per_node,json=perNode,proto3" json:"per_node,omitempty"`
-	Gbps    float64                `protobuf:"fixed64,2,opt,name=gbps,proto3" json:"gbps,omitempty"`
-	// infiniband, roce or efa.
-	Kind       string  `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
-	GpuNic     []int32 `protobuf:"varint,4,rep,packed,name=gpu_nic,json=gpuNic,proto3" json:"gpu_nic,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Scale-out NICs per node; at least 1 when the job spans nodes that are not all in
+	// one NVLink domain.
+	PerNode int32 `protobuf:"varint,1,opt,name=per_node,json=perNode,proto3" json:"per_node,omitempty"`
+	// Line rate of one NIC, Gb/s (10^9 bits per second, not bytes: 400 for NDR
+	// InfiniBand).
+	Gbps float64 `protobuf:"fixed64,2,opt,name=gbps,proto3" json:"gbps,omitempty"`
+	// The transport: infiniband, roce or efa.
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The NIC each local GPU uses (PCIe affinity): entry i is GPU i's NIC; empty: GPU i
+	// uses NIC i × per_node / gpus_per_node (rounded down).
+	GpuNic []int32 `protobuf:"varint,4,rep,packed,name=gpu_nic,json=gpuNic,proto3" json:"gpu_nic,omitempty"`
+	// Fraction of the line rate reached, 0.001 to 1; 0: the calibrated default for
+	// kind.
 	Efficiency float64 `protobuf:"fixed64,5,opt,name=efficiency,proto3" json:"efficiency,omitempty"`
-	LatencyUs  float64 `protobuf:"fixed64,6,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
+	// One-way latency NIC → switch → NIC, µs; 0: the calibrated default for kind.
+	LatencyUs float64 `protobuf:"fixed64,6,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
 	// The network does not deliver a 128-byte store in order, so NCCL runs only its
 	// Simple protocol between nodes (AWS EFA on p4d/p4de: the OFI plugin sets
 	// NCCL_PROTO=simple). Catalog systems set it where it applies.
@@ -1254,14 +1402,22 @@ func (x *NICs) GetSimpleProtocolOnly() bool {
 	return false
 }
 
+// Network is the switch fabric between nodes.
 type Network struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	RailOptimized    bool                   `protobuf:"varint,1,opt,name=rail_optimized,json=railOptimized,proto3" json:"rail_optimized,omitempty"`
-	NodesPerLeaf     int32                  `protobuf:"varint,2,opt,name=nodes_per_leaf,json=nodesPerLeaf,proto3" json:"nodes_per_leaf,omitempty"`
-	Oversubscription float64                `protobuf:"fixed64,3,opt,name=oversubscription,proto3" json:"oversubscription,omitempty"`
-	SpineLatencyUs   float64                `protobuf:"fixed64,4,opt,name=spine_latency_us,json=spineLatencyUs,proto3" json:"spine_latency_us,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// NIC k of every node connects to rail switch k; traffic across rails first moves
+	// over the scale-up fabric to the GPU on the right rail (NCCL PXN).
+	RailOptimized bool `protobuf:"varint,1,opt,name=rail_optimized,json=railOptimized,proto3" json:"rail_optimized,omitempty"`
+	// Nodes under one leaf switch (per rail when rail-optimised); traffic between
+	// leaves crosses the spine. 0: 32 (a DGX SuperPOD scalable unit).
+	NodesPerLeaf int32 `protobuf:"varint,2,opt,name=nodes_per_leaf,json=nodesPerLeaf,proto3" json:"nodes_per_leaf,omitempty"`
+	// Leaf downlink capacity ÷ uplink capacity, a ratio from 1 to 1000; 0 or 1:
+	// non-blocking.
+	Oversubscription float64 `protobuf:"fixed64,3,opt,name=oversubscription,proto3" json:"oversubscription,omitempty"`
+	// Extra one-way latency of crossing the spine, µs; 0: the calibrated default.
+	SpineLatencyUs float64 `protobuf:"fixed64,4,opt,name=spine_latency_us,json=spineLatencyUs,proto3" json:"spine_latency_us,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Network) Reset() {
@@ -1400,17 +1556,24 @@ func (x *Host) GetGpusPerLink() int32 {
 // ClusterDefinition is a cluster described in full (the cluster file format).
 type ClusterDefinition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Cluster name, shown in explanations.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Start from this catalog system; the fields given here override it.
 	Base string `protobuf:"bytes,2,opt,name=base,proto3" json:"base,omitempty"`
-	Gpu  *GPU   `protobuf:"bytes,3,opt,name=gpu,proto3" json:"gpu,omitempty"`
+	// The accelerator, described in full.
+	Gpu *GPU `protobuf:"bytes,3,opt,name=gpu,proto3" json:"gpu,omitempty"`
 	// A catalog GPU instead of gpu.
-	GpuName     string     `protobuf:"bytes,4,opt,name=gpu_name,json=gpuName,proto3" json:"gpu_name,omitempty"`
-	GpusPerNode int32      `protobuf:"varint,5,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
-	Intra       *IntraNode `protobuf:"bytes,6,opt,name=intra,proto3" json:"intra,omitempty"`
-	Nics        *NICs      `protobuf:"bytes,7,opt,name=nics,proto3" json:"nics,omitempty"`
-	Network     *Network   `protobuf:"bytes,8,opt,name=network,proto3" json:"network,omitempty"`
-	Description string     `protobuf:"bytes,9,opt,name=description,proto3" json:"description,omitempty"`
+	GpuName string `protobuf:"bytes,4,opt,name=gpu_name,json=gpuName,proto3" json:"gpu_name,omitempty"`
+	// GPUs per node (per compute tray for GB200), 1 to 72.
+	GpusPerNode int32 `protobuf:"varint,5,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	// The scale-up fabric inside a node.
+	Intra *IntraNode `protobuf:"bytes,6,opt,name=intra,proto3" json:"intra,omitempty"`
+	// The node's scale-out NICs.
+	Nics *NICs `protobuf:"bytes,7,opt,name=nics,proto3" json:"nics,omitempty"`
+	// The network between the nodes.
+	Network *Network `protobuf:"bytes,8,opt,name=network,proto3" json:"network,omitempty"`
+	// Free text.
+	Description string `protobuf:"bytes,9,opt,name=description,proto3" json:"description,omitempty"`
 	// The node's host side, needed to price offloading.
 	Host          *Host `protobuf:"bytes,10,opt,name=host,proto3" json:"host,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1517,10 +1680,13 @@ func (x *ClusterDefinition) GetHost() *Host {
 	return nil
 }
 
+// NodeFreeGPUs lists the free GPUs of one node.
 type NodeFreeGPUs struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          int32                  `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
-	Gpus          []int32                `protobuf:"varint,2,rep,packed,name=gpus,proto3" json:"gpus,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Node index, from 0.
+	Node int32 `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Local indices of the node's free GPUs, from 0.
+	Gpus          []int32 `protobuf:"varint,2,rep,packed,name=gpus,proto3" json:"gpus,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1569,6 +1735,8 @@ func (x *NodeFreeGPUs) GetGpus() []int32 {
 	return nil
 }
 
+// ClusterSpec names the cluster: a catalog system or a definition, its size and its
+// free GPUs.
 type ClusterSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Source:
@@ -1663,6 +1831,7 @@ type ClusterSpec_Name struct {
 }
 
 type ClusterSpec_Definition struct {
+	// A cluster described in full (the cluster file format).
 	Definition *ClusterDefinition `protobuf:"bytes,2,opt,name=definition,proto3,oneof"`
 }
 
@@ -1670,12 +1839,18 @@ func (*ClusterSpec_Name) isClusterSpec_Source() {}
 
 func (*ClusterSpec_Definition) isClusterSpec_Source() {}
 
+// Optimizer is the bytes per parameter the training keeps.
 type Optimizer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	WeightBytes   float64                `protobuf:"fixed64,2,opt,name=weight_bytes,json=weightBytes,proto3" json:"weight_bytes,omitempty"`
-	GradBytes     float64                `protobuf:"fixed64,3,opt,name=grad_bytes,json=gradBytes,proto3" json:"grad_bytes,omitempty"`
-	StateBytes    float64                `protobuf:"fixed64,4,opt,name=state_bytes,json=stateBytes,proto3" json:"state_bytes,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name, shown in explanations (e.g. adam).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Bytes per parameter of the weights the GPUs compute with (2 for bf16).
+	WeightBytes float64 `protobuf:"fixed64,2,opt,name=weight_bytes,json=weightBytes,proto3" json:"weight_bytes,omitempty"`
+	// Bytes per parameter of the gradients.
+	GradBytes float64 `protobuf:"fixed64,3,opt,name=grad_bytes,json=gradBytes,proto3" json:"grad_bytes,omitempty"`
+	// Bytes per parameter of the optimizer states, master weights included (12 for
+	// mixed-precision Adam: fp32 master weights, m and v).
+	StateBytes    float64 `protobuf:"fixed64,4,opt,name=state_bytes,json=stateBytes,proto3" json:"state_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1738,16 +1913,23 @@ func (x *Optimizer) GetStateBytes() float64 {
 	return 0
 }
 
+// Training is the training setup.
 type Training struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	SeqLen int32                  `protobuf:"varint,1,opt,name=seq_len,json=seqLen,proto3" json:"seq_len,omitempty"`
-	// Global batch in sequences, or global_tokens.
-	GlobalBatch  int64     `protobuf:"varint,2,opt,name=global_batch,json=globalBatch,proto3" json:"global_batch,omitempty"`
-	GlobalTokens int64     `protobuf:"varint,3,opt,name=global_tokens,json=globalTokens,proto3" json:"global_tokens,omitempty"`
-	Precision    Precision `protobuf:"varint,4,opt,name=precision,proto3,enum=stepcost.v1.Precision" json:"precision,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sequence length, tokens.
+	SeqLen int32 `protobuf:"varint,1,opt,name=seq_len,json=seqLen,proto3" json:"seq_len,omitempty"`
+	// Global batch, sequences per step; or global_tokens.
+	GlobalBatch int64 `protobuf:"varint,2,opt,name=global_batch,json=globalBatch,proto3" json:"global_batch,omitempty"`
+	// Global batch in tokens per step instead of global_batch: a whole number of
+	// sequences of seq_len.
+	GlobalTokens int64 `protobuf:"varint,3,opt,name=global_tokens,json=globalTokens,proto3" json:"global_tokens,omitempty"`
+	// Format of the matrix multiplications; unset: bf16.
+	Precision Precision `protobuf:"varint,4,opt,name=precision,proto3,enum=stepcost.v1.Precision" json:"precision,omitempty"`
 	// Bytes per parameter; unset: mixed-precision Adam (2 + 2 + 12).
-	Optimizer        *Optimizer `protobuf:"bytes,5,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
-	UnfusedAttention bool       `protobuf:"varint,6,opt,name=unfused_attention,json=unfusedAttention,proto3" json:"unfused_attention,omitempty"`
+	Optimizer *Optimizer `protobuf:"bytes,5,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
+	// The attention scores are materialised (Megatron-LM before flash attention);
+	// unset: causal flash attention.
+	UnfusedAttention bool `protobuf:"varint,6,opt,name=unfused_attention,json=unfusedAttention,proto3" json:"unfused_attention,omitempty"`
 	// ZeRO-3 gathers each module's weights when it runs, into one output tensor
 	// per rank, without prefetching (DeepSpeed ZeRO-3 of 2021); unset: flat shards
 	// prefetched under compute (FSDP, FSDP2, later DeepSpeed).
@@ -1904,23 +2086,45 @@ func (x *Training) GetMoeCapacityFactor() float64 {
 	return 0
 }
 
+// Layout is one way to parallelise and place the job.
 type Layout struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tp            int32                  `protobuf:"varint,1,opt,name=tp,proto3" json:"tp,omitempty"`
-	Pp            int32                  `protobuf:"varint,2,opt,name=pp,proto3" json:"pp,omitempty"`
-	Dp            int32                  `protobuf:"varint,3,opt,name=dp,proto3" json:"dp,omitempty"`
-	Cp            int32                  `protobuf:"varint,4,opt,name=cp,proto3" json:"cp,omitempty"`
-	Ep            int32                  `protobuf:"varint,5,opt,name=ep,proto3" json:"ep,omitempty"`
-	Zero          int32                  `protobuf:"varint,6,opt,name=zero,proto3" json:"zero,omitempty"`
-	MicroBatch    int32                  `protobuf:"varint,7,opt,name=micro_batch,json=microBatch,proto3" json:"micro_batch,omitempty"`
-	Recompute     Recompute              `protobuf:"varint,8,opt,name=recompute,proto3,enum=stepcost.v1.Recompute" json:"recompute,omitempty"`
-	Sp            bool                   `protobuf:"varint,9,opt,name=sp,proto3" json:"sp,omitempty"`
-	Schedule      Schedule               `protobuf:"varint,10,opt,name=schedule,proto3,enum=stepcost.v1.Schedule" json:"schedule,omitempty"`
-	VirtualStages int32                  `protobuf:"varint,11,opt,name=virtual_stages,json=virtualStages,proto3" json:"virtual_stages,omitempty"`
-	LayerSplit    []int32                `protobuf:"varint,12,rep,packed,name=layer_split,json=layerSplit,proto3" json:"layer_split,omitempty"`
-	RankOrder     string                 `protobuf:"bytes,13,opt,name=rank_order,json=rankOrder,proto3" json:"rank_order,omitempty"`
-	OverlapTp     bool                   `protobuf:"varint,14,opt,name=overlap_tp,json=overlapTp,proto3" json:"overlap_tp,omitempty"`
-	CpAllToAll    bool                   `protobuf:"varint,15,opt,name=cp_all_to_all,json=cpAllToAll,proto3" json:"cp_all_to_all,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tensor-parallel degree (Megatron); divides the heads. 0: 1.
+	Tp int32 `protobuf:"varint,1,opt,name=tp,proto3" json:"tp,omitempty"`
+	// Pipeline-parallel stages. 0: 1.
+	Pp int32 `protobuf:"varint,2,opt,name=pp,proto3" json:"pp,omitempty"`
+	// Data-parallel degree (replicas of the model, or ZeRO shards).
+	Dp int32 `protobuf:"varint,3,opt,name=dp,proto3" json:"dp,omitempty"`
+	// Context-parallel degree: the sequence split over this many GPUs. 0: 1.
+	Cp int32 `protobuf:"varint,4,opt,name=cp,proto3" json:"cp,omitempty"`
+	// Expert-parallel degree (MoE): the experts spread over this many data-parallel
+	// ranks; divides dp. 0: 1.
+	Ep int32 `protobuf:"varint,5,opt,name=ep,proto3" json:"ep,omitempty"`
+	// ZeRO stage over data parallelism, 0 to 3: 1 shards the optimizer states, 2 also
+	// the gradients, 3 also the weights (FSDP full shard).
+	Zero int32 `protobuf:"varint,6,opt,name=zero,proto3" json:"zero,omitempty"`
+	// Micro-batch size, sequences.
+	MicroBatch int32 `protobuf:"varint,7,opt,name=micro_batch,json=microBatch,proto3" json:"micro_batch,omitempty"`
+	// Activation recomputation; unset: none.
+	Recompute Recompute `protobuf:"varint,8,opt,name=recompute,proto3,enum=stepcost.v1.Recompute" json:"recompute,omitempty"`
+	// Sequence parallelism with tensor parallelism (norms and dropouts split over the
+	// TP ranks).
+	Sp bool `protobuf:"varint,9,opt,name=sp,proto3" json:"sp,omitempty"`
+	// Pipeline schedule; unset: 1F1B, or interleaved with virtual_stages above 1.
+	Schedule Schedule `protobuf:"varint,10,opt,name=schedule,proto3,enum=stepcost.v1.Schedule" json:"schedule,omitempty"`
+	// Interleaving depth v: model chunks per pipeline rank. 0: 1.
+	VirtualStages int32 `protobuf:"varint,11,opt,name=virtual_stages,json=virtualStages,proto3" json:"virtual_stages,omitempty"`
+	// Layers of each pipeline stage (an uneven split): model chunk c of pipeline rank s
+	// is entry c × pp + s; empty: even.
+	LayerSplit []int32 `protobuf:"varint,12,rep,packed,name=layer_split,json=layerSplit,proto3" json:"layer_split,omitempty"`
+	// Order of the parallel dimensions from the fastest-varying rank to the slowest;
+	// unset: tp-cp-ep-dp-pp (Megatron's).
+	RankOrder string `protobuf:"bytes,13,opt,name=rank_order,json=rankOrder,proto3" json:"rank_order,omitempty"`
+	// Hide tensor-parallel communication behind compute (async TP, comm-GEMM overlap).
+	OverlapTp bool `protobuf:"varint,14,opt,name=overlap_tp,json=overlapTp,proto3" json:"overlap_tp,omitempty"`
+	// Context parallelism by all-to-alls (DeepSpeed-Ulysses: 4 per layer forward)
+	// instead of ring attention.
+	CpAllToAll bool `protobuf:"varint,15,opt,name=cp_all_to_all,json=cpAllToAll,proto3" json:"cp_all_to_all,omitempty"`
 	// With RECOMPUTE_FULL, recompute only this many layers of each pipeline stage
 	// (Megatron's block method, torchtitan's every-k-th-layer checkpointing); 0: all.
 	RecomputeLayers int32 `protobuf:"varint,16,opt,name=recompute_layers,json=recomputeLayers,proto3" json:"recompute_layers,omitempty"`
@@ -1930,7 +2134,9 @@ type Layout struct {
 	// --account-for-loss-in-pipeline-split do. Without layer_split, pp × virtual
 	// stages that do not divide the layers turn them on when that makes them divide.
 	AccountForEmbedding bool `protobuf:"varint,17,opt,name=account_for_embedding,json=accountForEmbedding,proto3" json:"account_for_embedding,omitempty"`
-	AccountForLoss      bool `protobuf:"varint,18,opt,name=account_for_loss,json=accountForLoss,proto3" json:"account_for_loss,omitempty"`
+	// Count the output layer with the loss as one layer of the last model chunk, as
+	// account_for_embedding does the embedding.
+	AccountForLoss bool `protobuf:"varint,18,opt,name=account_for_loss,json=accountForLoss,proto3" json:"account_for_loss,omitempty"`
 	// Hide the expert-parallel all-to-alls under another micro-batch's compute
 	// (Megatron-Core's overlapped MoE all-to-all; DualPipe always does).
 	OverlapEp bool `protobuf:"varint,19,opt,name=overlap_ep,json=overlapEp,proto3" json:"overlap_ep,omitempty"`
@@ -2127,14 +2333,24 @@ func (x *Layout) GetEtp() int32 {
 
 // CommTimes is a time per kind of communication, in seconds.
 type CommTimes struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tp            float64                `protobuf:"fixed64,1,opt,name=tp,proto3" json:"tp,omitempty"`
-	Cp            float64                `protobuf:"fixed64,2,opt,name=cp,proto3" json:"cp,omitempty"`
-	Ep            float64                `protobuf:"fixed64,3,opt,name=ep,proto3" json:"ep,omitempty"`
-	Pp            float64                `protobuf:"fixed64,4,opt,name=pp,proto3" json:"pp,omitempty"`
-	Dp            float64                `protobuf:"fixed64,5,opt,name=dp,proto3" json:"dp,omitempty"`
-	Zero3         float64                `protobuf:"fixed64,6,opt,name=zero3,proto3" json:"zero3,omitempty"`
-	Embedding     float64                `protobuf:"fixed64,7,opt,name=embedding,proto3" json:"embedding,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tensor-parallel activations (all-reduce, or all-gather and reduce-scatter with
+	// SP), seconds.
+	Tp float64 `protobuf:"fixed64,1,opt,name=tp,proto3" json:"tp,omitempty"`
+	// Context-parallel key/value exchange (ring attention, or all-to-alls), seconds.
+	Cp float64 `protobuf:"fixed64,2,opt,name=cp,proto3" json:"cp,omitempty"`
+	// Expert-parallel dispatch and combine all-to-alls, seconds.
+	Ep float64 `protobuf:"fixed64,3,opt,name=ep,proto3" json:"ep,omitempty"`
+	// Pipeline point-to-point sends, seconds.
+	Pp float64 `protobuf:"fixed64,4,opt,name=pp,proto3" json:"pp,omitempty"`
+	// Data-parallel gradient reduction (and the ZeRO-1/2 parameter all-gather),
+	// seconds.
+	Dp float64 `protobuf:"fixed64,5,opt,name=dp,proto3" json:"dp,omitempty"`
+	// ZeRO-3 / FSDP per-layer parameter all-gathers and gradient reduce-scatters,
+	// seconds.
+	Zero3 float64 `protobuf:"fixed64,6,opt,name=zero3,proto3" json:"zero3,omitempty"`
+	// Tied-embedding gradient all-reduce between the first and last stage, seconds.
+	Embedding     float64 `protobuf:"fixed64,7,opt,name=embedding,proto3" json:"embedding,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2218,18 +2434,29 @@ func (x *CommTimes) GetEmbedding() float64 {
 	return 0
 }
 
+// Breakdown is where the step time goes, in seconds: the parts, exposed communication
+// included, add up to total_s; hidden communication is not part of the sum.
 type Breakdown struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	ForwardS    float64                `protobuf:"fixed64,1,opt,name=forward_s,json=forwardS,proto3" json:"forward_s,omitempty"`
-	BackwardS   float64                `protobuf:"fixed64,2,opt,name=backward_s,json=backwardS,proto3" json:"backward_s,omitempty"`
-	RecomputeS  float64                `protobuf:"fixed64,3,opt,name=recompute_s,json=recomputeS,proto3" json:"recompute_s,omitempty"`
-	BubbleS     float64                `protobuf:"fixed64,4,opt,name=bubble_s,json=bubbleS,proto3" json:"bubble_s,omitempty"`
-	OptimizerS  float64                `protobuf:"fixed64,5,opt,name=optimizer_s,json=optimizerS,proto3" json:"optimizer_s,omitempty"`
-	ContentionS float64                `protobuf:"fixed64,6,opt,name=contention_s,json=contentionS,proto3" json:"contention_s,omitempty"`
-	// Communication on the critical path, and hidden under compute, per kind.
-	ExposedCommS  *CommTimes `protobuf:"bytes,7,opt,name=exposed_comm_s,json=exposedCommS,proto3" json:"exposed_comm_s,omitempty"`
-	HiddenCommS   *CommTimes `protobuf:"bytes,8,opt,name=hidden_comm_s,json=hiddenCommS,proto3" json:"hidden_comm_s,omitempty"`
-	TotalS        float64    `protobuf:"fixed64,9,opt,name=total_s,json=totalS,proto3" json:"total_s,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Forward compute, seconds.
+	ForwardS float64 `protobuf:"fixed64,1,opt,name=forward_s,json=forwardS,proto3" json:"forward_s,omitempty"`
+	// Backward compute, seconds.
+	BackwardS float64 `protobuf:"fixed64,2,opt,name=backward_s,json=backwardS,proto3" json:"backward_s,omitempty"`
+	// Recomputation of activations in the backward pass, seconds.
+	RecomputeS float64 `protobuf:"fixed64,3,opt,name=recompute_s,json=recomputeS,proto3" json:"recompute_s,omitempty"`
+	// Pipeline fill and drain, seconds.
+	BubbleS float64 `protobuf:"fixed64,4,opt,name=bubble_s,json=bubbleS,proto3" json:"bubble_s,omitempty"`
+	// Optimizer step, seconds.
+	OptimizerS float64 `protobuf:"fixed64,5,opt,name=optimizer_s,json=optimizerS,proto3" json:"optimizer_s,omitempty"`
+	// Compute slowdown from the communication that runs under it (its kernels occupy
+	// SMs and HBM bandwidth), seconds.
+	ContentionS float64 `protobuf:"fixed64,6,opt,name=contention_s,json=contentionS,proto3" json:"contention_s,omitempty"`
+	// Communication on the critical path, per kind, seconds.
+	ExposedCommS *CommTimes `protobuf:"bytes,7,opt,name=exposed_comm_s,json=exposedCommS,proto3" json:"exposed_comm_s,omitempty"`
+	// Communication hidden under compute, per kind, seconds (not part of total_s).
+	HiddenCommS *CommTimes `protobuf:"bytes,8,opt,name=hidden_comm_s,json=hiddenCommS,proto3" json:"hidden_comm_s,omitempty"`
+	// The sum of the parts: the step time, seconds.
+	TotalS        float64 `protobuf:"fixed64,9,opt,name=total_s,json=totalS,proto3" json:"total_s,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2327,29 +2554,48 @@ func (x *Breakdown) GetTotalS() float64 {
 	return 0
 }
 
+// Memory is the peak memory of one GPU, on the pipeline stage where it peaks, in GB
+// (10^9 bytes).
 type Memory struct {
-	state                protoimpl.MessageState `protogen:"open.v1"`
-	WeightsGb            float64                `protobuf:"fixed64,1,opt,name=weights_gb,json=weightsGb,proto3" json:"weights_gb,omitempty"`
-	GradientsGb          float64                `protobuf:"fixed64,2,opt,name=gradients_gb,json=gradientsGb,proto3" json:"gradients_gb,omitempty"`
-	OptimizerGb          float64                `protobuf:"fixed64,3,opt,name=optimizer_gb,json=optimizerGb,proto3" json:"optimizer_gb,omitempty"`
-	GatheredWeightsGb    float64                `protobuf:"fixed64,4,opt,name=gathered_weights_gb,json=gatheredWeightsGb,proto3" json:"gathered_weights_gb,omitempty"`
-	ActivationsGb        float64                `protobuf:"fixed64,5,opt,name=activations_gb,json=activationsGb,proto3" json:"activations_gb,omitempty"`
-	EmbeddingsLogitsGb   float64                `protobuf:"fixed64,6,opt,name=embeddings_logits_gb,json=embeddingsLogitsGb,proto3" json:"embeddings_logits_gb,omitempty"`
-	CommBuffersGb        float64                `protobuf:"fixed64,7,opt,name=comm_buffers_gb,json=commBuffersGb,proto3" json:"comm_buffers_gb,omitempty"`
-	RuntimeReserveGb     float64                `protobuf:"fixed64,8,opt,name=runtime_reserve_gb,json=runtimeReserveGb,proto3" json:"runtime_reserve_gb,omitempty"`
-	TotalGb              float64                `protobuf:"fixed64,9,opt,name=total_gb,json=totalGb,proto3" json:"total_gb,omitempty"`
-	CapacityGb           float64                `protobuf:"fixed64,10,opt,name=capacity_gb,json=capacityGb,proto3" json:"capacity_gb,omitempty"`
-	HeadroomGb           float64                `protobuf:"fixed64,11,opt,name=headroom_gb,json=headroomGb,proto3" json:"headroom_gb,omitempty"`
-	Fits                 bool                   `protobuf:"varint,12,opt,name=fits,proto3" json:"fits,omitempty"`
-	Stage                int32                  `protobuf:"varint,13,opt,name=stage,proto3" json:"stage,omitempty"`
-	InFlightMicroBatches float64                `protobuf:"fixed64,14,opt,name=in_flight_micro_batches,json=inFlightMicroBatches,proto3" json:"in_flight_micro_batches,omitempty"`
-	// fp8 training: the fp8 copies of the layers' matmul weights and their
-	// transposes, 2 B per parameter.
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Weights the GPU holds (its share after TP, PP, EP and ZeRO-3), GB (10^9 bytes).
+	WeightsGb float64 `protobuf:"fixed64,1,opt,name=weights_gb,json=weightsGb,proto3" json:"weights_gb,omitempty"`
+	// Gradients, GB (10^9 bytes).
+	GradientsGb float64 `protobuf:"fixed64,2,opt,name=gradients_gb,json=gradientsGb,proto3" json:"gradients_gb,omitempty"`
+	// Optimizer states (master weights and moments), GB (10^9 bytes).
+	OptimizerGb float64 `protobuf:"fixed64,3,opt,name=optimizer_gb,json=optimizerGb,proto3" json:"optimizer_gb,omitempty"`
+	// ZeRO-3: the gathered full layers in flight, GB (10^9 bytes).
+	GatheredWeightsGb float64 `protobuf:"fixed64,4,opt,name=gathered_weights_gb,json=gatheredWeightsGb,proto3" json:"gathered_weights_gb,omitempty"`
+	// Activations saved for the backward pass, every micro-batch in flight, GB (10^9
+	// bytes).
+	ActivationsGb float64 `protobuf:"fixed64,5,opt,name=activations_gb,json=activationsGb,proto3" json:"activations_gb,omitempty"`
+	// Embedding and output-layer (logits) activations, GB (10^9 bytes).
+	EmbeddingsLogitsGb float64 `protobuf:"fixed64,6,opt,name=embeddings_logits_gb,json=embeddingsLogitsGb,proto3" json:"embeddings_logits_gb,omitempty"`
+	// Communication buffers, GB (10^9 bytes).
+	CommBuffersGb float64 `protobuf:"fixed64,7,opt,name=comm_buffers_gb,json=commBuffersGb,proto3" json:"comm_buffers_gb,omitempty"`
+	// CUDA context, workspaces and allocator fragmentation, GB (10^9 bytes).
+	RuntimeReserveGb float64 `protobuf:"fixed64,8,opt,name=runtime_reserve_gb,json=runtimeReserveGb,proto3" json:"runtime_reserve_gb,omitempty"`
+	// The peak, all of the above, GB (10^9 bytes).
+	TotalGb float64 `protobuf:"fixed64,9,opt,name=total_gb,json=totalGb,proto3" json:"total_gb,omitempty"`
+	// The GPU's memory, GB (10^9 bytes).
+	CapacityGb float64 `protobuf:"fixed64,10,opt,name=capacity_gb,json=capacityGb,proto3" json:"capacity_gb,omitempty"`
+	// capacity_gb − total_gb, GB (10^9 bytes); negative: it does not fit.
+	HeadroomGb float64 `protobuf:"fixed64,11,opt,name=headroom_gb,json=headroomGb,proto3" json:"headroom_gb,omitempty"`
+	// The peak fits in the GPU's memory (and, with offload, the host part in the host's
+	// share).
+	Fits bool `protobuf:"varint,12,opt,name=fits,proto3" json:"fits,omitempty"`
+	// Pipeline stage of the peak, from 0.
+	Stage int32 `protobuf:"varint,13,opt,name=stage,proto3" json:"stage,omitempty"`
+	// Micro-batches whose activations the peak stage holds at once.
+	InFlightMicroBatches float64 `protobuf:"fixed64,14,opt,name=in_flight_micro_batches,json=inFlightMicroBatches,proto3" json:"in_flight_micro_batches,omitempty"`
+	// fp8 training: the fp8 copies of the layers' matmul weights and their transposes
+	// (2 bytes per parameter), GB (10^9 bytes).
 	Fp8WeightCopiesGb float64 `protobuf:"fixed64,15,opt,name=fp8_weight_copies_gb,json=fp8WeightCopiesGb,proto3" json:"fp8_weight_copies_gb,omitempty"`
 	// With offload: what one GPU keeps in host memory (fp32 master weights, Adam
-	// moments and gradients, the 16-bit weights exchanged), GB, and its share of the
-	// node's usable host memory. fits needs both to hold.
-	HostGb         float64 `protobuf:"fixed64,16,opt,name=host_gb,json=hostGb,proto3" json:"host_gb,omitempty"`
+	// moments and gradients, the 16-bit weights exchanged), GB (10^9 bytes).
+	HostGb float64 `protobuf:"fixed64,16,opt,name=host_gb,json=hostGb,proto3" json:"host_gb,omitempty"`
+	// With offload: one GPU's share of the node's usable host memory, GB (10^9 bytes);
+	// fits needs host_gb to fit in it.
 	HostCapacityGb float64 `protobuf:"fixed64,17,opt,name=host_capacity_gb,json=hostCapacityGb,proto3" json:"host_capacity_gb,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -2504,14 +2750,20 @@ func (x *Memory) GetHostCapacityGb() float64 {
 	return 0
 }
 
+// Throughput of the step.
 type Throughput struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	TokensPerS       float64                `protobuf:"fixed64,1,opt,name=tokens_per_s,json=tokensPerS,proto3" json:"tokens_per_s,omitempty"`
-	TokensPerSPerGpu float64                `protobuf:"fixed64,2,opt,name=tokens_per_s_per_gpu,json=tokensPerSPerGpu,proto3" json:"tokens_per_s_per_gpu,omitempty"`
-	Mfu              float64                `protobuf:"fixed64,3,opt,name=mfu,proto3" json:"mfu,omitempty"`
-	Hfu              float64                `protobuf:"fixed64,4,opt,name=hfu,proto3" json:"hfu,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tokens trained per second by the whole job.
+	TokensPerS float64 `protobuf:"fixed64,1,opt,name=tokens_per_s,json=tokensPerS,proto3" json:"tokens_per_s,omitempty"`
+	// Tokens trained per second per GPU.
+	TokensPerSPerGpu float64 `protobuf:"fixed64,2,opt,name=tokens_per_s_per_gpu,json=tokensPerSPerGpu,proto3" json:"tokens_per_s_per_gpu,omitempty"`
+	// Model FLOP utilisation, a fraction (0.4 is 40 %): the model's FLOPs (3 × forward,
+	// attention included) per second ÷ the GPUs' dense peak.
+	Mfu float64 `protobuf:"fixed64,3,opt,name=mfu,proto3" json:"mfu,omitempty"`
+	// Hardware FLOP utilisation, a fraction: as mfu, with the recomputed FLOPs counted.
+	Hfu           float64 `protobuf:"fixed64,4,opt,name=hfu,proto3" json:"hfu,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Throughput) Reset() {
@@ -2572,21 +2824,36 @@ func (x *Throughput) GetHfu() float64 {
 	return 0
 }
 
+// CommCall is one communication of the step, priced by the collective simulator on
+// the group it runs on.
 type CommCall struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Kind             string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Collective       string                 `protobuf:"bytes,2,opt,name=collective,proto3" json:"collective,omitempty"`
-	GroupSize        int32                  `protobuf:"varint,3,opt,name=group_size,json=groupSize,proto3" json:"group_size,omitempty"`
-	GroupNodes       int32                  `protobuf:"varint,4,opt,name=group_nodes,json=groupNodes,proto3" json:"group_nodes,omitempty"`
-	ConcurrentGroups int32                  `protobuf:"varint,5,opt,name=concurrent_groups,json=concurrentGroups,proto3" json:"concurrent_groups,omitempty"`
-	Bytes            float64                `protobuf:"fixed64,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	Algorithm        string                 `protobuf:"bytes,7,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
-	Protocol         string                 `protobuf:"bytes,8,opt,name=protocol,proto3" json:"protocol,omitempty"`
-	TimeUs           float64                `protobuf:"fixed64,9,opt,name=time_us,json=timeUs,proto3" json:"time_us,omitempty"`
-	CallsPerStep     float64                `protobuf:"fixed64,10,opt,name=calls_per_step,json=callsPerStep,proto3" json:"calls_per_step,omitempty"`
-	When             string                 `protobuf:"bytes,11,opt,name=when,proto3" json:"when,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kind of communication: tp, cp, ep, pp, dp, zero3 or embedding.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The operation: allreduce, allgather, reducescatter, alltoall, broadcast, reduce
+	// or sendrecv.
+	Collective string `protobuf:"bytes,2,opt,name=collective,proto3" json:"collective,omitempty"`
+	// Ranks in the group.
+	GroupSize int32 `protobuf:"varint,3,opt,name=group_size,json=groupSize,proto3" json:"group_size,omitempty"`
+	// Nodes the group spans.
+	GroupNodes int32 `protobuf:"varint,4,opt,name=group_nodes,json=groupNodes,proto3" json:"group_nodes,omitempty"`
+	// Groups running the same collective at the same time, sharing links with it.
+	ConcurrentGroups int32 `protobuf:"varint,5,opt,name=concurrent_groups,json=concurrentGroups,proto3" json:"concurrent_groups,omitempty"`
+	// Size of one call, bytes (nccl-tests convention: the total buffer for all-gather
+	// and reduce-scatter).
+	Bytes float64 `protobuf:"fixed64,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// Algorithm chosen, e.g. ring, tree, nvls.
+	Algorithm string `protobuf:"bytes,7,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	// Protocol chosen: simple, ll128 or ll.
+	Protocol string `protobuf:"bytes,8,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// Time of one call, µs.
+	TimeUs float64 `protobuf:"fixed64,9,opt,name=time_us,json=timeUs,proto3" json:"time_us,omitempty"`
+	// Times the critical path runs it in one step.
+	CallsPerStep float64 `protobuf:"fixed64,10,opt,name=calls_per_step,json=callsPerStep,proto3" json:"calls_per_step,omitempty"`
+	// Where in the step it runs, e.g. "per layer forward", "end of step".
+	When          string `protobuf:"bytes,11,opt,name=when,proto3" json:"when,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommCall) Reset() {
@@ -2696,20 +2963,34 @@ func (x *CommCall) GetWhen() string {
 	return ""
 }
 
+// StepEstimate is the estimate of one training step of one layout.
 type StepEstimate struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StepTimeS     float64                `protobuf:"fixed64,1,opt,name=step_time_s,json=stepTimeS,proto3" json:"step_time_s,omitempty"`
-	Breakdown     *Breakdown             `protobuf:"bytes,2,opt,name=breakdown,proto3" json:"breakdown,omitempty"`
-	Memory        *Memory                `protobuf:"bytes,3,opt,name=memory,proto3" json:"memory,omitempty"`
-	Throughput    *Throughput            `protobuf:"bytes,4,opt,name=throughput,proto3" json:"throughput,omitempty"`
-	Gpus          int32                  `protobuf:"varint,5,opt,name=gpus,proto3" json:"gpus,omitempty"`
-	MicroBatches  int32                  `protobuf:"varint,6,opt,name=micro_batches,json=microBatches,proto3" json:"micro_batches,omitempty"`
-	StageLayers   int32                  `protobuf:"varint,7,opt,name=stage_layers,json=stageLayers,proto3" json:"stage_layers,omitempty"`
-	Communication []*CommCall            `protobuf:"bytes,8,rep,name=communication,proto3" json:"communication,omitempty"`
-	Warnings      []string               `protobuf:"bytes,9,rep,name=warnings,proto3" json:"warnings,omitempty"`
-	Assumptions   []string               `protobuf:"bytes,10,rep,name=assumptions,proto3" json:"assumptions,omitempty"`
-	// The layout and training as estimated, defaults filled in.
-	Layout        *Layout   `protobuf:"bytes,11,opt,name=layout,proto3" json:"layout,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Time of one training step (one global batch), seconds.
+	StepTimeS float64 `protobuf:"fixed64,1,opt,name=step_time_s,json=stepTimeS,proto3" json:"step_time_s,omitempty"`
+	// Where the step time goes.
+	Breakdown *Breakdown `protobuf:"bytes,2,opt,name=breakdown,proto3" json:"breakdown,omitempty"`
+	// Peak memory per GPU.
+	Memory *Memory `protobuf:"bytes,3,opt,name=memory,proto3" json:"memory,omitempty"`
+	// Tokens per second and FLOP utilisation.
+	Throughput *Throughput `protobuf:"bytes,4,opt,name=throughput,proto3" json:"throughput,omitempty"`
+	// GPUs of the job (tp × pp × dp × cp).
+	Gpus int32 `protobuf:"varint,5,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// Micro-batches per step of each data-parallel replica: global batch ÷ (dp ×
+	// micro_batch).
+	MicroBatches int32 `protobuf:"varint,6,opt,name=micro_batches,json=microBatches,proto3" json:"micro_batches,omitempty"`
+	// Layers of the slowest pipeline stage.
+	StageLayers int32 `protobuf:"varint,7,opt,name=stage_layers,json=stageLayers,proto3" json:"stage_layers,omitempty"`
+	// Every communication of the step: collective, group, bytes, algorithm, protocol
+	// and time.
+	Communication []*CommCall `protobuf:"bytes,8,rep,name=communication,proto3" json:"communication,omitempty"`
+	// What the caller should know about this layout or its inputs.
+	Warnings []string `protobuf:"bytes,9,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// The assumptions and defaults the estimate used.
+	Assumptions []string `protobuf:"bytes,10,rep,name=assumptions,proto3" json:"assumptions,omitempty"`
+	// The layout as estimated, defaults filled in.
+	Layout *Layout `protobuf:"bytes,11,opt,name=layout,proto3" json:"layout,omitempty"`
+	// The training setup as estimated, defaults filled in.
 	Training      *Training `protobuf:"bytes,12,opt,name=training,proto3" json:"training,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2829,12 +3110,17 @@ func (x *StepEstimate) GetTraining() *Training {
 	return nil
 }
 
+// EstimateStepRequest is one layout of a job to estimate.
 type EstimateStepRequest struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Model    *ModelSpec             `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	Cluster  *ClusterSpec           `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Training *Training              `protobuf:"bytes,3,opt,name=training,proto3" json:"training,omitempty"`
-	Layout   *Layout                `protobuf:"bytes,4,opt,name=layout,proto3" json:"layout,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model.
+	Model *ModelSpec `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// The cluster.
+	Cluster *ClusterSpec `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// The training setup.
+	Training *Training `protobuf:"bytes,3,opt,name=training,proto3" json:"training,omitempty"`
+	// The layout to estimate.
+	Layout *Layout `protobuf:"bytes,4,opt,name=layout,proto3" json:"layout,omitempty"`
 	// What-if: one GPU of the job computes at this fraction of its speed (0, 1];
 	// unset or 0: none. Its pipeline stage paces every micro-batch and every
 	// data-parallel replica waits for it.
@@ -2929,15 +3215,20 @@ func (x *EstimateStepRequest) GetDegradedLinkSpeed() float64 {
 	return 0
 }
 
+// EstimateStepResponse is the estimate of one layout.
 type EstimateStepResponse struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Estimate *StepEstimate          `protobuf:"bytes,1,opt,name=estimate,proto3" json:"estimate,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The step estimate.
+	Estimate *StepEstimate `protobuf:"bytes,1,opt,name=estimate,proto3" json:"estimate,omitempty"`
 	// The model as estimated (resolved from a name or a parameter count).
-	Model            *Architecture `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	EstimatorVersion string        `protobuf:"bytes,3,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
-	Cached           bool          `protobuf:"varint,4,opt,name=cached,proto3" json:"cached,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	Model *Architecture `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// Version of the estimator: it changes whenever a formula or a fitted constant
+	// does.
+	EstimatorVersion string `protobuf:"bytes,3,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
+	// The answer came from the response cache.
+	Cached        bool `protobuf:"varint,4,opt,name=cached,proto3" json:"cached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EstimateStepResponse) Reset() {
@@ -2998,10 +3289,13 @@ func (x *EstimateStepResponse) GetCached() bool {
 	return false
 }
 
+// FieldViolation is a request field at fault.
 type FieldViolation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path of the field in the request, e.g. layout.tp.
+	Field string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	// What is wrong with it.
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3054,8 +3348,10 @@ func (x *FieldViolation) GetDescription() string {
 type ItemError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The gRPC code name (INVALID_ARGUMENT, NOT_FOUND, …).
-	Code          string            `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
-	Message       string            `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// What went wrong.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// Every field at fault.
 	Violations    []*FieldViolation `protobuf:"bytes,3,rep,name=violations,proto3" json:"violations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3112,14 +3408,20 @@ func (x *ItemError) GetViolations() []*FieldViolation {
 	return nil
 }
 
+// RankConfigsRequest is a batch of layouts to estimate and rank.
 type RankConfigsRequest struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Configs         []*EstimateStepRequest `protobuf:"bytes,1,rep,name=configs,proto3" json:"configs,omitempty"`
-	Objective       Objective              `protobuf:"varint,2,opt,name=objective,proto3,enum=stepcost.v1.Objective" json:"objective,omitempty"`
-	PricePerGpuHour float64                `protobuf:"fixed64,3,opt,name=price_per_gpu_hour,json=pricePerGpuHour,proto3" json:"price_per_gpu_hour,omitempty"`
-	TokenBudget     float64                `protobuf:"fixed64,4,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configs, each a whole EstimateStepRequest; at most the service's
+	// --max-rank-configs.
+	Configs []*EstimateStepRequest `protobuf:"bytes,1,rep,name=configs,proto3" json:"configs,omitempty"`
+	// What to rank by; unset: step time.
+	Objective Objective `protobuf:"varint,2,opt,name=objective,proto3,enum=stepcost.v1.Objective" json:"objective,omitempty"`
+	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST).
+	PricePerGpuHour float64 `protobuf:"fixed64,3,opt,name=price_per_gpu_hour,json=pricePerGpuHour,proto3" json:"price_per_gpu_hour,omitempty"`
+	// Tokens to train, for OBJECTIVE_COST.
+	TokenBudget   float64 `protobuf:"fixed64,4,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RankConfigsRequest) Reset() {
@@ -3180,16 +3482,21 @@ func (x *RankConfigsRequest) GetTokenBudget() float64 {
 	return 0
 }
 
+// RankedConfig is the outcome of one config of the batch.
 type RankedConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Position of the config in the request.
 	Index int32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
 	// 1 for the best; 0 for a config that failed. Configs that do not fit in GPU
 	// memory rank after every config that fits.
-	Rank     int32         `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
-	Score    float64       `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
+	Rank int32 `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
+	// The objective's value, lower is better: seconds per step, negative tokens per
+	// second per GPU, or US dollars to train token_budget.
+	Score float64 `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
+	// The estimate; unset when the config failed.
 	Estimate *StepEstimate `protobuf:"bytes,4,opt,name=estimate,proto3" json:"estimate,omitempty"`
-	Error    *ItemError    `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// Why the config failed; unset when it was estimated.
+	Error *ItemError `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
 	// The config does not fit in GPU memory (ranked after every one that fits).
 	Infeasible bool `protobuf:"varint,6,opt,name=infeasible,proto3" json:"infeasible,omitempty"`
 	// Another config of the request on as many GPUs is no slower, keeps at least as
@@ -3278,11 +3585,14 @@ func (x *RankedConfig) GetDominated() bool {
 	return false
 }
 
+// RankConfigsResponse is the outcome of every config.
 type RankConfigsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// In request order.
-	Results          []*RankedConfig `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
-	EstimatorVersion string          `protobuf:"bytes,2,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
+	Results []*RankedConfig `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// Version of the estimator: it changes whenever a formula or a fitted constant
+	// does.
+	EstimatorVersion string `protobuf:"bytes,2,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -3331,22 +3641,38 @@ func (x *RankConfigsResponse) GetEstimatorVersion() string {
 	return ""
 }
 
+// Constraints narrow the search: a list that is not empty is the set of values to
+// try; an empty one leaves the dimension to the planner.
 type Constraints struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tp            []int32                `protobuf:"varint,1,rep,packed,name=tp,proto3" json:"tp,omitempty"`
-	Pp            []int32                `protobuf:"varint,2,rep,packed,name=pp,proto3" json:"pp,omitempty"`
-	Cp            []int32                `protobuf:"varint,3,rep,packed,name=cp,proto3" json:"cp,omitempty"`
-	Ep            []int32                `protobuf:"varint,4,rep,packed,name=ep,proto3" json:"ep,omitempty"`
-	Zero          []int32                `protobuf:"varint,5,rep,packed,name=zero,proto3" json:"zero,omitempty"`
-	MicroBatch    []int32                `protobuf:"varint,6,rep,packed,name=micro_batch,json=microBatch,proto3" json:"micro_batch,omitempty"`
-	VirtualStages []int32                `protobuf:"varint,7,rep,packed,name=virtual_stages,json=virtualStages,proto3" json:"virtual_stages,omitempty"`
-	Recompute     []Recompute            `protobuf:"varint,8,rep,packed,name=recompute,proto3,enum=stepcost.v1.Recompute" json:"recompute,omitempty"`
-	Sp            []bool                 `protobuf:"varint,9,rep,packed,name=sp,proto3" json:"sp,omitempty"`
-	Schedules     []Schedule             `protobuf:"varint,10,rep,packed,name=schedules,proto3,enum=stepcost.v1.Schedule" json:"schedules,omitempty"`
-	TpAcrossNodes bool                   `protobuf:"varint,11,opt,name=tp_across_nodes,json=tpAcrossNodes,proto3" json:"tp_across_nodes,omitempty"`
-	UnevenPp      bool                   `protobuf:"varint,12,opt,name=uneven_pp,json=unevenPp,proto3" json:"uneven_pp,omitempty"`
-	MinHeadroomGb float64                `protobuf:"fixed64,13,opt,name=min_headroom_gb,json=minHeadroomGb,proto3" json:"min_headroom_gb,omitempty"`
-	MaxMicroBatch int32                  `protobuf:"varint,14,opt,name=max_micro_batch,json=maxMicroBatch,proto3" json:"max_micro_batch,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tensor-parallel degrees to try.
+	Tp []int32 `protobuf:"varint,1,rep,packed,name=tp,proto3" json:"tp,omitempty"`
+	// Pipeline-parallel degrees to try.
+	Pp []int32 `protobuf:"varint,2,rep,packed,name=pp,proto3" json:"pp,omitempty"`
+	// Context-parallel degrees to try.
+	Cp []int32 `protobuf:"varint,3,rep,packed,name=cp,proto3" json:"cp,omitempty"`
+	// Expert-parallel degrees to try.
+	Ep []int32 `protobuf:"varint,4,rep,packed,name=ep,proto3" json:"ep,omitempty"`
+	// ZeRO stages to try (0 to 3).
+	Zero []int32 `protobuf:"varint,5,rep,packed,name=zero,proto3" json:"zero,omitempty"`
+	// Micro-batch sizes to try, sequences.
+	MicroBatch []int32 `protobuf:"varint,6,rep,packed,name=micro_batch,json=microBatch,proto3" json:"micro_batch,omitempty"`
+	// Interleaving depths (model chunks per pipeline rank) to try.
+	VirtualStages []int32 `protobuf:"varint,7,rep,packed,name=virtual_stages,json=virtualStages,proto3" json:"virtual_stages,omitempty"`
+	// Recomputation modes to try.
+	Recompute []Recompute `protobuf:"varint,8,rep,packed,name=recompute,proto3,enum=stepcost.v1.Recompute" json:"recompute,omitempty"`
+	// Sequence-parallelism settings to try (true, false).
+	Sp []bool `protobuf:"varint,9,rep,packed,name=sp,proto3" json:"sp,omitempty"`
+	// Pipeline schedules to try.
+	Schedules []Schedule `protobuf:"varint,10,rep,packed,name=schedules,proto3,enum=stepcost.v1.Schedule" json:"schedules,omitempty"`
+	// Allow tensor-parallel groups larger than a node.
+	TpAcrossNodes bool `protobuf:"varint,11,opt,name=tp_across_nodes,json=tpAcrossNodes,proto3" json:"tp_across_nodes,omitempty"`
+	// Allow pipeline splits that do not divide the layers evenly.
+	UnevenPp bool `protobuf:"varint,12,opt,name=uneven_pp,json=unevenPp,proto3" json:"uneven_pp,omitempty"`
+	// Memory every GPU must keep free, GB (10^9 bytes).
+	MinHeadroomGb float64 `protobuf:"fixed64,13,opt,name=min_headroom_gb,json=minHeadroomGb,proto3" json:"min_headroom_gb,omitempty"`
+	// Largest micro-batch size to try when micro_batch is empty, sequences; 0: 16.
+	MaxMicroBatch int32 `protobuf:"varint,14,opt,name=max_micro_batch,json=maxMicroBatch,proto3" json:"max_micro_batch,omitempty"`
 	// Search layouts that offload: "optimizer" (ZeRO 1-3) or "params" (ZeRO-3), as
 	// Layout.offload; unset or "none": no offload.
 	Offload       string `protobuf:"bytes,15,opt,name=offload,proto3" json:"offload,omitempty"`
@@ -3489,19 +3815,30 @@ func (x *Constraints) GetOffload() string {
 	return ""
 }
 
+// EstimatePlanRequest is a job to plan: every layout (and job size) is searched on
+// the cluster's free GPUs.
 type EstimatePlanRequest struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Model    *ModelSpec             `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	Cluster  *ClusterSpec           `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Training *Training              `protobuf:"bytes,3,opt,name=training,proto3" json:"training,omitempty"`
-	// The job size; or max_gpus (and min_gpus) to let the planner choose.
-	Gpus            int32        `protobuf:"varint,4,opt,name=gpus,proto3" json:"gpus,omitempty"`
-	MinGpus         int32        `protobuf:"varint,5,opt,name=min_gpus,json=minGpus,proto3" json:"min_gpus,omitempty"`
-	MaxGpus         int32        `protobuf:"varint,6,opt,name=max_gpus,json=maxGpus,proto3" json:"max_gpus,omitempty"`
-	Constraints     *Constraints `protobuf:"bytes,7,opt,name=constraints,proto3" json:"constraints,omitempty"`
-	Objective       Objective    `protobuf:"varint,8,opt,name=objective,proto3,enum=stepcost.v1.Objective" json:"objective,omitempty"`
-	PricePerGpuHour float64      `protobuf:"fixed64,9,opt,name=price_per_gpu_hour,json=pricePerGpuHour,proto3" json:"price_per_gpu_hour,omitempty"`
-	TokenBudget     float64      `protobuf:"fixed64,10,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model.
+	Model *ModelSpec `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// The cluster, with its free GPUs.
+	Cluster *ClusterSpec `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// The training setup.
+	Training *Training `protobuf:"bytes,3,opt,name=training,proto3" json:"training,omitempty"`
+	// The job size, GPUs; or max_gpus (and min_gpus) to let the planner choose.
+	Gpus int32 `protobuf:"varint,4,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// Smallest job size to try with max_gpus, GPUs.
+	MinGpus int32 `protobuf:"varint,5,opt,name=min_gpus,json=minGpus,proto3" json:"min_gpus,omitempty"`
+	// Largest job size to try, GPUs, instead of gpus.
+	MaxGpus int32 `protobuf:"varint,6,opt,name=max_gpus,json=maxGpus,proto3" json:"max_gpus,omitempty"`
+	// Limits on the layouts searched.
+	Constraints *Constraints `protobuf:"bytes,7,opt,name=constraints,proto3" json:"constraints,omitempty"`
+	// What to rank by; unset: step time.
+	Objective Objective `protobuf:"varint,8,opt,name=objective,proto3,enum=stepcost.v1.Objective" json:"objective,omitempty"`
+	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST, and cost_usd).
+	PricePerGpuHour float64 `protobuf:"fixed64,9,opt,name=price_per_gpu_hour,json=pricePerGpuHour,proto3" json:"price_per_gpu_hour,omitempty"`
+	// Tokens to train, for OBJECTIVE_COST and cost_usd.
+	TokenBudget float64 `protobuf:"fixed64,10,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	// Plans to return (default 10).
 	TopK int32 `protobuf:"varint,11,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
 	// Keep dominated plans in the top plans, flagged (a plan another evaluated plan
@@ -3511,9 +3848,11 @@ type EstimatePlanRequest struct {
 	// What-if: one GPU of the job computes at this fraction of its speed (0, 1], as
 	// in EstimateStepRequest; the plans are ranked with it.
 	SlowGpuSpeed float64 `protobuf:"fixed64,13,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
-	// What-ifs as in EstimateStepRequest: one node's NICs, or one GPU's scale-up
-	// link, at this fraction of their bandwidth (0, 1]; the plans are ranked with it.
-	DegradedNicSpeed  float64 `protobuf:"fixed64,14,opt,name=degraded_nic_speed,json=degradedNicSpeed,proto3" json:"degraded_nic_speed,omitempty"`
+	// What-if as in EstimateStepRequest: one node's NICs at this fraction of their
+	// bandwidth (0, 1]; the plans are ranked with it.
+	DegradedNicSpeed float64 `protobuf:"fixed64,14,opt,name=degraded_nic_speed,json=degradedNicSpeed,proto3" json:"degraded_nic_speed,omitempty"`
+	// What-if as in EstimateStepRequest: one GPU's scale-up link at this fraction of
+	// its bandwidth (0, 1]; the plans are ranked with it.
 	DegradedLinkSpeed float64 `protobuf:"fixed64,15,opt,name=degraded_link_speed,json=degradedLinkSpeed,proto3" json:"degraded_link_speed,omitempty"`
 	// What-if: these nodes are gone (failed, drained) and the job runs on the free
 	// GPUs of the others — which layout is best after a node fails.
@@ -3677,10 +4016,13 @@ func (x *EstimatePlanRequest) GetPlacementTolerance() float64 {
 	return 0
 }
 
+// NodeUse is the GPUs a plan takes on one node.
 type NodeUse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          int32                  `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
-	Gpus          []int32                `protobuf:"varint,2,rep,packed,name=gpus,proto3" json:"gpus,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Node index, from 0.
+	Node int32 `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Local indices of the GPUs the plan takes, from 0.
+	Gpus          []int32 `protobuf:"varint,2,rep,packed,name=gpus,proto3" json:"gpus,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3729,12 +4071,17 @@ func (x *NodeUse) GetGpus() []int32 {
 	return nil
 }
 
+// Placement is where a plan's ranks run.
 type Placement struct {
-	state              protoimpl.MessageState `protogen:"open.v1"`
-	Nodes              []*NodeUse             `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	WholeNodes         int32                  `protobuf:"varint,2,opt,name=whole_nodes,json=wholeNodes,proto3" json:"whole_nodes,omitempty"`
-	PartialNodes       int32                  `protobuf:"varint,3,opt,name=partial_nodes,json=partialNodes,proto3" json:"partial_nodes,omitempty"`
-	FreeWholeNodesLeft int32                  `protobuf:"varint,4,opt,name=free_whole_nodes_left,json=freeWholeNodesLeft,proto3" json:"free_whole_nodes_left,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The nodes used and their GPUs.
+	Nodes []*NodeUse `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// Nodes the plan uses entirely.
+	WholeNodes int32 `protobuf:"varint,2,opt,name=whole_nodes,json=wholeNodes,proto3" json:"whole_nodes,omitempty"`
+	// Nodes the plan uses in part.
+	PartialNodes int32 `protobuf:"varint,3,opt,name=partial_nodes,json=partialNodes,proto3" json:"partial_nodes,omitempty"`
+	// Nodes still wholly free once the plan is placed.
+	FreeWholeNodesLeft int32 `protobuf:"varint,4,opt,name=free_whole_nodes_left,json=freeWholeNodesLeft,proto3" json:"free_whole_nodes_left,omitempty"`
 	// Leaf-switch groups the job spans (its traffic between them crosses the spine).
 	Leaves        int32 `protobuf:"varint,5,opt,name=leaves,proto3" json:"leaves,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -3806,15 +4153,26 @@ func (x *Placement) GetLeaves() int32 {
 	return 0
 }
 
+// Plan is one way to run the job.
 type Plan struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Rank      int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
-	Gpus      int32                  `protobuf:"varint,2,opt,name=gpus,proto3" json:"gpus,omitempty"`
-	Layout    *Layout                `protobuf:"bytes,3,opt,name=layout,proto3" json:"layout,omitempty"`
-	Placement *Placement             `protobuf:"bytes,4,opt,name=placement,proto3" json:"placement,omitempty"`
-	Estimate  *StepEstimate          `protobuf:"bytes,5,opt,name=estimate,proto3" json:"estimate,omitempty"`
-	Score     float64                `protobuf:"fixed64,6,opt,name=score,proto3" json:"score,omitempty"`
-	CostUsd   float64                `protobuf:"fixed64,7,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Position in the ranking, 1 for the best.
+	Rank int32 `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
+	// GPUs the plan uses.
+	Gpus int32 `protobuf:"varint,2,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// The layout, defaults filled in.
+	Layout *Layout `protobuf:"bytes,3,opt,name=layout,proto3" json:"layout,omitempty"`
+	// Where its ranks run.
+	Placement *Placement `protobuf:"bytes,4,opt,name=placement,proto3" json:"placement,omitempty"`
+	// Its step estimate.
+	Estimate *StepEstimate `protobuf:"bytes,5,opt,name=estimate,proto3" json:"estimate,omitempty"`
+	// The objective's value, lower is better: seconds per step (OBJECTIVE_STEP_TIME),
+	// negative tokens per second per GPU (OBJECTIVE_THROUGHPUT), or US dollars to train
+	// token_budget (OBJECTIVE_COST).
+	Score float64 `protobuf:"fixed64,6,opt,name=score,proto3" json:"score,omitempty"`
+	// Cost of training token_budget tokens at price_per_gpu_hour, US dollars; unset
+	// without a price and a budget.
+	CostUsd float64 `protobuf:"fixed64,7,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
 	// Dominated by another evaluated plan (only with include_dominated).
 	Dominated     bool `protobuf:"varint,8,opt,name=dominated,proto3" json:"dominated,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -3907,18 +4265,24 @@ func (x *Plan) GetDominated() bool {
 	return false
 }
 
+// SearchStats count what the search did.
 type SearchStats struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	Enumerated int64                  `protobuf:"varint,1,opt,name=enumerated,proto3" json:"enumerated,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Layouts enumerated.
+	Enumerated int64 `protobuf:"varint,1,opt,name=enumerated,proto3" json:"enumerated,omitempty"`
 	// Layouts left out, by reason: divisibility, placement (the free GPUs cannot host
 	// them), memory_lower_bound, time_lower_bound (their bound cannot beat the K-th
 	// plan), memory (priced or checked, they do not fit), invalid, dominated_bound (a
 	// plan in hand beats their time bound and has as much memory headroom).
-	Pruned    map[string]int64 `protobuf:"bytes,2,rep,name=pruned,proto3" json:"pruned,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	Evaluated int64            `protobuf:"varint,3,opt,name=evaluated,proto3" json:"evaluated,omitempty"`
-	Feasible  int64            `protobuf:"varint,4,opt,name=feasible,proto3" json:"feasible,omitempty"`
-	GpuCounts []int32          `protobuf:"varint,5,rep,packed,name=gpu_counts,json=gpuCounts,proto3" json:"gpu_counts,omitempty"`
-	ElapsedMs float64          `protobuf:"fixed64,6,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
+	Pruned map[string]int64 `protobuf:"bytes,2,rep,name=pruned,proto3" json:"pruned,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Layouts estimated in full.
+	Evaluated int64 `protobuf:"varint,3,opt,name=evaluated,proto3" json:"evaluated,omitempty"`
+	// Estimated layouts that fit in memory.
+	Feasible int64 `protobuf:"varint,4,opt,name=feasible,proto3" json:"feasible,omitempty"`
+	// Job sizes tried, GPUs.
+	GpuCounts []int32 `protobuf:"varint,5,rep,packed,name=gpu_counts,json=gpuCounts,proto3" json:"gpu_counts,omitempty"`
+	// Time the search took, ms.
+	ElapsedMs float64 `protobuf:"fixed64,6,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
 	// Feasible plans left out of the top plans as dominated.
 	Dominated     int64 `protobuf:"varint,7,opt,name=dominated,proto3" json:"dominated,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -4004,18 +4368,25 @@ func (x *SearchStats) GetDominated() int64 {
 	return 0
 }
 
+// EstimatePlanResponse is the ranked plans of a job.
 type EstimatePlanResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Plans []*Plan                `protobuf:"bytes,1,rep,name=plans,proto3" json:"plans,omitempty"`
+	// The top plans, best first (at most top_k).
+	Plans []*Plan `protobuf:"bytes,1,rep,name=plans,proto3" json:"plans,omitempty"`
 	// Pareto front over GPUs × step time × memory headroom; these plans carry their
 	// estimate without the communication table and assumptions (ask EstimateStep).
-	Pareto           []*Plan       `protobuf:"bytes,2,rep,name=pareto,proto3" json:"pareto,omitempty"`
-	Stats            *SearchStats  `protobuf:"bytes,3,opt,name=stats,proto3" json:"stats,omitempty"`
-	Model            *Architecture `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
-	EstimatorVersion string        `protobuf:"bytes,5,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
-	Cached           bool          `protobuf:"varint,6,opt,name=cached,proto3" json:"cached,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	Pareto []*Plan `protobuf:"bytes,2,rep,name=pareto,proto3" json:"pareto,omitempty"`
+	// What the search did.
+	Stats *SearchStats `protobuf:"bytes,3,opt,name=stats,proto3" json:"stats,omitempty"`
+	// The model as estimated (resolved from a name or a parameter count).
+	Model *Architecture `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// Version of the estimator: it changes whenever a formula or a fitted constant
+	// does.
+	EstimatorVersion string `protobuf:"bytes,5,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
+	// The answer came from the response cache.
+	Cached        bool `protobuf:"varint,6,opt,name=cached,proto3" json:"cached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EstimatePlanResponse) Reset() {
@@ -4090,21 +4461,40 @@ func (x *EstimatePlanResponse) GetCached() bool {
 	return false
 }
 
+// SimulateCollectiveRequest is one collective on a group of a cluster.
 type SimulateCollectiveRequest struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Cluster *ClusterSpec           `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	// Nodes the group spans, and GPUs of each (0: all).
-	Nodes       int32 `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cluster.
+	Cluster *ClusterSpec `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// Nodes the group spans.
+	Nodes int32 `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// GPUs of each node in the group; 0: all.
 	GpusPerNode int32 `protobuf:"varint,3,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
 	// The nodes' other GPUs run the same collective at the same time.
-	Concurrent bool       `protobuf:"varint,4,opt,name=concurrent,proto3" json:"concurrent,omitempty"`
+	Concurrent bool `protobuf:"varint,4,opt,name=concurrent,proto3" json:"concurrent,omitempty"`
+	// The operation.
 	Collective Collective `protobuf:"varint,5,opt,name=collective,proto3,enum=stepcost.v1.Collective" json:"collective,omitempty"`
-	// nccl-tests convention: the total buffer for all-gather and reduce-scatter.
+	// Message size, bytes (nccl-tests convention: the total buffer for all-gather and
+	// reduce-scatter).
 	SizeBytes int64 `protobuf:"varint,6,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	// Unspecified: the cheapest, as NCCL chooses.
-	Algorithm     Algorithm `protobuf:"varint,7,opt,name=algorithm,proto3,enum=stepcost.v1.Algorithm" json:"algorithm,omitempty"`
-	Protocol      Protocol  `protobuf:"varint,8,opt,name=protocol,proto3,enum=stepcost.v1.Protocol" json:"protocol,omitempty"`
-	Launch        Launch    `protobuf:"varint,9,opt,name=launch,proto3,enum=stepcost.v1.Launch" json:"launch,omitempty"`
+	// Force this algorithm; unset: the cheapest, as NCCL chooses.
+	Algorithm Algorithm `protobuf:"varint,7,opt,name=algorithm,proto3,enum=stepcost.v1.Algorithm" json:"algorithm,omitempty"`
+	// Force this protocol (ring and tree); unset: the cheapest.
+	Protocol Protocol `protobuf:"varint,8,opt,name=protocol,proto3,enum=stepcost.v1.Protocol" json:"protocol,omitempty"`
+	// How the collective is launched; unset: per process.
+	Launch Launch `protobuf:"varint,9,opt,name=launch,proto3,enum=stepcost.v1.Launch" json:"launch,omitempty"`
+	// Also return the explicit per-step schedule of the chosen algorithm (with its
+	// channels and chunks), executed on test vectors to verify what every rank ends
+	// with and priced link by link next to the closed form: the response's schedule.
+	// Refused (field steps) when the schedule is too large to build and price in a
+	// request: over 262144 transfers counted over the concurrent groups, or over
+	// 2097152 ranks × buffer elements in the executed copy. Such schedules have many
+	// ranks, or many pipeline chunks (trees and chains at large sizes).
+	Steps bool `protobuf:"varint,10,opt,name=steps,proto3" json:"steps,omitempty"`
+	// Rows of schedule.rows to return at most, with steps: 0 for 64, at most 1024.
+	// Rows past it are left out and counted in schedule.omitted_rows; the time and
+	// the verification still cover every step.
+	MaxStepRows   int32 `protobuf:"varint,11,opt,name=max_step_rows,json=maxStepRows,proto3" json:"max_step_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4202,17 +4592,44 @@ func (x *SimulateCollectiveRequest) GetLaunch() Launch {
 	return Launch_LAUNCH_UNSPECIFIED
 }
 
+func (x *SimulateCollectiveRequest) GetSteps() bool {
+	if x != nil {
+		return x.Steps
+	}
+	return false
+}
+
+func (x *SimulateCollectiveRequest) GetMaxStepRows() int32 {
+	if x != nil {
+		return x.MaxStepRows
+	}
+	return 0
+}
+
+// CollectiveEstimate is one algorithm priced.
 type CollectiveEstimate struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Algorithm Algorithm              `protobuf:"varint,1,opt,name=algorithm,proto3,enum=stepcost.v1.Algorithm" json:"algorithm,omitempty"`
-	Protocol  Protocol               `protobuf:"varint,2,opt,name=protocol,proto3,enum=stepcost.v1.Protocol" json:"protocol,omitempty"`
-	TimeUs    float64                `protobuf:"fixed64,3,opt,name=time_us,json=timeUs,proto3" json:"time_us,omitempty"`
-	LatencyUs float64                `protobuf:"fixed64,4,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
-	AlgbwGbps float64                `protobuf:"fixed64,5,opt,name=algbw_gbps,json=algbwGbps,proto3" json:"algbw_gbps,omitempty"`
-	BusbwGbps float64                `protobuf:"fixed64,6,opt,name=busbw_gbps,json=busbwGbps,proto3" json:"busbw_gbps,omitempty"`
-	Steps     int32                  `protobuf:"varint,7,opt,name=steps,proto3" json:"steps,omitempty"`
-	Channels  int32                  `protobuf:"varint,8,opt,name=channels,proto3" json:"channels,omitempty"`
-	Chunks    int32                  `protobuf:"varint,9,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The algorithm.
+	Algorithm Algorithm `protobuf:"varint,1,opt,name=algorithm,proto3,enum=stepcost.v1.Algorithm" json:"algorithm,omitempty"`
+	// The protocol.
+	Protocol Protocol `protobuf:"varint,2,opt,name=protocol,proto3,enum=stepcost.v1.Protocol" json:"protocol,omitempty"`
+	// Time of the collective, µs.
+	TimeUs float64 `protobuf:"fixed64,3,opt,name=time_us,json=timeUs,proto3" json:"time_us,omitempty"`
+	// The part of time_us that does not depend on the size (launch, per-step software
+	// and hardware latency), µs.
+	LatencyUs float64 `protobuf:"fixed64,4,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
+	// Algorithm bandwidth, size ÷ time, GB/s (10^9 bytes per second, not bits; as
+	// nccl-tests reports it).
+	AlgbwGbps float64 `protobuf:"fixed64,5,opt,name=algbw_gbps,json=algbwGbps,proto3" json:"algbw_gbps,omitempty"`
+	// Bus bandwidth, algbw_gbps × the operation's nccl-tests bus factor (2(n−1)/n for
+	// all-reduce), GB/s (10^9 bytes per second, not bits).
+	BusbwGbps float64 `protobuf:"fixed64,6,opt,name=busbw_gbps,json=busbwGbps,proto3" json:"busbw_gbps,omitempty"`
+	// Communication steps of the algorithm.
+	Steps int32 `protobuf:"varint,7,opt,name=steps,proto3" json:"steps,omitempty"`
+	// Channels: parallel copies of the pattern, each on its own piece of the data.
+	Channels int32 `protobuf:"varint,8,opt,name=channels,proto3" json:"channels,omitempty"`
+	// Pipeline chunks per channel piece.
+	Chunks int32 `protobuf:"varint,9,opt,name=chunks,proto3" json:"chunks,omitempty"`
 	// Whether NCCL would consider it by itself (the others are priced when forced).
 	AutoCandidate bool `protobuf:"varint,10,opt,name=auto_candidate,json=autoCandidate,proto3" json:"auto_candidate,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -4319,10 +4736,13 @@ func (x *CollectiveEstimate) GetAutoCandidate() bool {
 	return false
 }
 
+// NotApplicable is an algorithm that cannot run the collective on this group.
 type NotApplicable struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Algorithm     Algorithm              `protobuf:"varint,1,opt,name=algorithm,proto3,enum=stepcost.v1.Algorithm" json:"algorithm,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The algorithm.
+	Algorithm Algorithm `protobuf:"varint,1,opt,name=algorithm,proto3,enum=stepcost.v1.Algorithm" json:"algorithm,omitempty"`
+	// Why it does not apply.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4371,17 +4791,29 @@ func (x *NotApplicable) GetReason() string {
 	return ""
 }
 
+// SimulateCollectiveResponse is the priced collective.
 type SimulateCollectiveResponse struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Chosen           *CollectiveEstimate    `protobuf:"bytes,1,opt,name=chosen,proto3" json:"chosen,omitempty"`
-	Considered       []*CollectiveEstimate  `protobuf:"bytes,2,rep,name=considered,proto3" json:"considered,omitempty"`
-	NotApplicable    []*NotApplicable       `protobuf:"bytes,3,rep,name=not_applicable,json=notApplicable,proto3" json:"not_applicable,omitempty"`
-	Ranks            int32                  `protobuf:"varint,4,opt,name=ranks,proto3" json:"ranks,omitempty"`
-	ConcurrentGroups int32                  `protobuf:"varint,5,opt,name=concurrent_groups,json=concurrentGroups,proto3" json:"concurrent_groups,omitempty"`
-	EstimatorVersion string                 `protobuf:"bytes,6,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
-	Cached           bool                   `protobuf:"varint,7,opt,name=cached,proto3" json:"cached,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The algorithm chosen: the one forced, or the cheapest NCCL would consider.
+	Chosen *CollectiveEstimate `protobuf:"bytes,1,opt,name=chosen,proto3" json:"chosen,omitempty"`
+	// Every algorithm priced, the chosen one included.
+	Considered []*CollectiveEstimate `protobuf:"bytes,2,rep,name=considered,proto3" json:"considered,omitempty"`
+	// The algorithms that do not apply, each with the reason.
+	NotApplicable []*NotApplicable `protobuf:"bytes,3,rep,name=not_applicable,json=notApplicable,proto3" json:"not_applicable,omitempty"`
+	// Ranks in the group.
+	Ranks int32 `protobuf:"varint,4,opt,name=ranks,proto3" json:"ranks,omitempty"`
+	// Groups running the same collective at the same time (with concurrent), sharing
+	// links.
+	ConcurrentGroups int32 `protobuf:"varint,5,opt,name=concurrent_groups,json=concurrentGroups,proto3" json:"concurrent_groups,omitempty"`
+	// Version of the estimator: it changes whenever a formula or a fitted constant
+	// does.
+	EstimatorVersion string `protobuf:"bytes,6,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
+	// The answer came from the response cache.
+	Cached bool `protobuf:"varint,7,opt,name=cached,proto3" json:"cached,omitempty"`
+	// The chosen algorithm's explicit schedule, when the request asks for steps.
+	Schedule      *CollectiveSchedule `protobuf:"bytes,8,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SimulateCollectiveResponse) Reset() {
@@ -4463,6 +4895,563 @@ func (x *SimulateCollectiveResponse) GetCached() bool {
 	return false
 }
 
+func (x *SimulateCollectiveResponse) GetSchedule() *CollectiveSchedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+// CollectiveSchedule is the explicit schedule behind the chosen estimate: every
+// step's transfers (which piece of data, from which rank, to which rank), executed
+// on test vectors and priced link by link with the contention of the concurrent
+// groups. The schedule moves the message in one-byte elements, so lengths are
+// bytes. Ranks are the group's, numbered by node then by GPU: rank r of a group of
+// k GPUs per node is GPU r mod k of the group's ⌊r/k⌋-th node.
+type CollectiveSchedule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The algorithm of the schedule (the chosen one).
+	Algorithm Algorithm `protobuf:"varint,1,opt,name=algorithm,proto3,enum=stepcost.v1.Algorithm" json:"algorithm,omitempty"`
+	// The protocol of the schedule (the chosen one).
+	Protocol Protocol `protobuf:"varint,2,opt,name=protocol,proto3,enum=stepcost.v1.Protocol" json:"protocol,omitempty"`
+	// Copies of the pattern, each on its own piece of the data.
+	Channels int32 `protobuf:"varint,3,opt,name=channels,proto3" json:"channels,omitempty"`
+	// Pipeline chunks per channel piece (1 for the algorithms that do not pipeline).
+	Chunks int32 `protobuf:"varint,4,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	// Steps of the schedule; a step's transfers run at the same time.
+	Steps int32 `protobuf:"varint,5,opt,name=steps,proto3" json:"steps,omitempty"`
+	// Transfers of the schedule, all steps, for one group (pieces that continue each
+	// other on the same route count once).
+	Transfers int64 `protobuf:"varint,6,opt,name=transfers,proto3" json:"transfers,omitempty"`
+	// The schedule priced step by step, µs: the launch and fixed cost plus, per step,
+	// its latency and its most loaded link's bytes ÷ bandwidth (slowed by the
+	// protocol's start-up ramp and bandwidth factor).
+	TimeUs float64 `protobuf:"fixed64,7,opt,name=time_us,json=timeUs,proto3" json:"time_us,omitempty"`
+	// The part of time_us that does not move data (launch, fixed cost, per-step
+	// latencies), µs.
+	LatencyUs float64 `protobuf:"fixed64,8,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
+	// The closed form's time for the same algorithm and protocol (chosen.time_us), µs.
+	AnalyticalTimeUs float64 `protobuf:"fixed64,9,opt,name=analytical_time_us,json=analyticalTimeUs,proto3" json:"analytical_time_us,omitempty"`
+	// 100 × (time_us ÷ analytical_time_us − 1), percent.
+	DifferencePct float64 `protobuf:"fixed64,10,opt,name=difference_pct,json=differencePct,proto3" json:"difference_pct,omitempty"`
+	// Where the difference comes from, with the latency and data-movement parts of
+	// both times.
+	Difference string `protobuf:"bytes,11,opt,name=difference,proto3" json:"difference,omitempty"`
+	// What executing the schedule on test vectors found.
+	Verification *ScheduleVerification `protobuf:"bytes,12,opt,name=verification,proto3" json:"verification,omitempty"`
+	// The steps in order; consecutive steps with the same phase and the same pattern
+	// (kinds, routes and pair counts of their flows) share a row.
+	Rows []*ScheduleRow `protobuf:"bytes,13,rep,name=rows,proto3" json:"rows,omitempty"`
+	// Rows left out after max_step_rows.
+	OmittedRows   int32 `protobuf:"varint,14,opt,name=omitted_rows,json=omittedRows,proto3" json:"omitted_rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CollectiveSchedule) Reset() {
+	*x = CollectiveSchedule{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CollectiveSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CollectiveSchedule) ProtoMessage() {}
+
+func (x *CollectiveSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CollectiveSchedule.ProtoReflect.Descriptor instead.
+func (*CollectiveSchedule) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *CollectiveSchedule) GetAlgorithm() Algorithm {
+	if x != nil {
+		return x.Algorithm
+	}
+	return Algorithm_ALGORITHM_UNSPECIFIED
+}
+
+func (x *CollectiveSchedule) GetProtocol() Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return Protocol_PROTOCOL_UNSPECIFIED
+}
+
+func (x *CollectiveSchedule) GetChannels() int32 {
+	if x != nil {
+		return x.Channels
+	}
+	return 0
+}
+
+func (x *CollectiveSchedule) GetChunks() int32 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *CollectiveSchedule) GetSteps() int32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *CollectiveSchedule) GetTransfers() int64 {
+	if x != nil {
+		return x.Transfers
+	}
+	return 0
+}
+
+func (x *CollectiveSchedule) GetTimeUs() float64 {
+	if x != nil {
+		return x.TimeUs
+	}
+	return 0
+}
+
+func (x *CollectiveSchedule) GetLatencyUs() float64 {
+	if x != nil {
+		return x.LatencyUs
+	}
+	return 0
+}
+
+func (x *CollectiveSchedule) GetAnalyticalTimeUs() float64 {
+	if x != nil {
+		return x.AnalyticalTimeUs
+	}
+	return 0
+}
+
+func (x *CollectiveSchedule) GetDifferencePct() float64 {
+	if x != nil {
+		return x.DifferencePct
+	}
+	return 0
+}
+
+func (x *CollectiveSchedule) GetDifference() string {
+	if x != nil {
+		return x.Difference
+	}
+	return ""
+}
+
+func (x *CollectiveSchedule) GetVerification() *ScheduleVerification {
+	if x != nil {
+		return x.Verification
+	}
+	return nil
+}
+
+func (x *CollectiveSchedule) GetRows() []*ScheduleRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *CollectiveSchedule) GetOmittedRows() int32 {
+	if x != nil {
+		return x.OmittedRows
+	}
+	return 0
+}
+
+// ScheduleVerification is the result of executing the schedule on test vectors
+// (integers from a fixed seed, so sums are exact) and checking every rank.
+type ScheduleVerification struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every rank holds what the collective must leave it with.
+	Verified bool `protobuf:"varint,1,opt,name=verified,proto3" json:"verified,omitempty"`
+	// What was checked, e.g. "every rank ends with the element-wise sum of all 32
+	// ranks' inputs".
+	Result string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// When not verified: the first wrong rank and element, or why execution failed.
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// Elements of every rank's buffer in the executed copy.
+	Elements int64 `protobuf:"varint,4,opt,name=elements,proto3" json:"elements,omitempty"`
+	// The executed copy has fewer elements than the priced schedule: the same steps,
+	// with the same transfer kinds, sources and destinations (checked transfer by
+	// transfer), every piece of data one or two elements long.
+	Scaled        bool `protobuf:"varint,5,opt,name=scaled,proto3" json:"scaled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleVerification) Reset() {
+	*x = ScheduleVerification{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleVerification) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleVerification) ProtoMessage() {}
+
+func (x *ScheduleVerification) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleVerification.ProtoReflect.Descriptor instead.
+func (*ScheduleVerification) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ScheduleVerification) GetVerified() bool {
+	if x != nil {
+		return x.Verified
+	}
+	return false
+}
+
+func (x *ScheduleVerification) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *ScheduleVerification) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ScheduleVerification) GetElements() int64 {
+	if x != nil {
+		return x.Elements
+	}
+	return 0
+}
+
+func (x *ScheduleVerification) GetScaled() bool {
+	if x != nil {
+		return x.Scaled
+	}
+	return false
+}
+
+// ScheduleRow is one step of the schedule, or a run of consecutive alike steps.
+type ScheduleRow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Index of the row's first step, from 0.
+	FirstStep int32 `protobuf:"varint,1,opt,name=first_step,json=firstStep,proto3" json:"first_step,omitempty"`
+	// Steps the row stands for.
+	StepCount int32 `protobuf:"varint,2,opt,name=step_count,json=stepCount,proto3" json:"step_count,omitempty"`
+	// What the steps do, e.g. "reduce-scatter", "reduce up + broadcast down",
+	// "inter-node (rail) all-gather", "switch reduce + multicast".
+	Phase string `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
+	// Time of all the row's steps, µs.
+	TimeUs float64 `protobuf:"fixed64,4,opt,name=time_us,json=timeUs,proto3" json:"time_us,omitempty"`
+	// Part of time_us that is per-step latency (software and hardware), µs.
+	LatencyUs float64 `protobuf:"fixed64,5,opt,name=latency_us,json=latencyUs,proto3" json:"latency_us,omitempty"`
+	// Time of the row's slowest step, µs.
+	MaxStepTimeUs float64 `protobuf:"fixed64,6,opt,name=max_step_time_us,json=maxStepTimeUs,proto3" json:"max_step_time_us,omitempty"`
+	// The most loaded link in the row's slowest step, e.g. "node 1 nic 3 out"; empty
+	// when no data crosses a link.
+	Bottleneck string `protobuf:"bytes,7,opt,name=bottleneck,proto3" json:"bottleneck,omitempty"`
+	// Bytes that link carries in that step, every concurrent group's flows included.
+	BottleneckBytes float64 `protobuf:"fixed64,8,opt,name=bottleneck_bytes,json=bottleneckBytes,proto3" json:"bottleneck_bytes,omitempty"`
+	// That link's achievable bandwidth, GB/s (10^9 bytes per second).
+	BottleneckGbps float64 `protobuf:"fixed64,9,opt,name=bottleneck_gbps,json=bottleneckGbps,proto3" json:"bottleneck_gbps,omitempty"`
+	// The row's flows, one per kind of transfer and route.
+	Flows         []*ScheduleFlow `protobuf:"bytes,10,rep,name=flows,proto3" json:"flows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleRow) Reset() {
+	*x = ScheduleRow{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleRow) ProtoMessage() {}
+
+func (x *ScheduleRow) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleRow.ProtoReflect.Descriptor instead.
+func (*ScheduleRow) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ScheduleRow) GetFirstStep() int32 {
+	if x != nil {
+		return x.FirstStep
+	}
+	return 0
+}
+
+func (x *ScheduleRow) GetStepCount() int32 {
+	if x != nil {
+		return x.StepCount
+	}
+	return 0
+}
+
+func (x *ScheduleRow) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *ScheduleRow) GetTimeUs() float64 {
+	if x != nil {
+		return x.TimeUs
+	}
+	return 0
+}
+
+func (x *ScheduleRow) GetLatencyUs() float64 {
+	if x != nil {
+		return x.LatencyUs
+	}
+	return 0
+}
+
+func (x *ScheduleRow) GetMaxStepTimeUs() float64 {
+	if x != nil {
+		return x.MaxStepTimeUs
+	}
+	return 0
+}
+
+func (x *ScheduleRow) GetBottleneck() string {
+	if x != nil {
+		return x.Bottleneck
+	}
+	return ""
+}
+
+func (x *ScheduleRow) GetBottleneckBytes() float64 {
+	if x != nil {
+		return x.BottleneckBytes
+	}
+	return 0
+}
+
+func (x *ScheduleRow) GetBottleneckGbps() float64 {
+	if x != nil {
+		return x.BottleneckGbps
+	}
+	return 0
+}
+
+func (x *ScheduleRow) GetFlows() []*ScheduleFlow {
+	if x != nil {
+		return x.Flows
+	}
+	return nil
+}
+
+// ScheduleFlow groups the (source, destination) pairs of a step that move data the
+// same way: same kind of transfer over the same kinds of links.
+type ScheduleFlow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the transfers do at their destination.
+	Kind TransferKind `protobuf:"varint,1,opt,name=kind,proto3,enum=stepcost.v1.TransferKind" json:"kind,omitempty"`
+	// The links a pair's data crosses, in order: the scale-up fabric ("nvlink",
+	// "pcie", "mesh link"), "nic→nic" across the network, "spine" between leaf
+	// groups; "nvls switch (reduce)" or "nvls switch (multicast)" for in-switch
+	// operations; "local" for a copy inside one GPU.
+	Route string `protobuf:"bytes,2,opt,name=route,proto3" json:"route,omitempty"`
+	// Pairs of this class in each step of the row.
+	Pairs int32 `protobuf:"varint,3,opt,name=pairs,proto3" json:"pairs,omitempty"`
+	// The least one pair moves in one step (all channels), bytes.
+	MinBytes int64 `protobuf:"varint,4,opt,name=min_bytes,json=minBytes,proto3" json:"min_bytes,omitempty"`
+	// The most one pair moves in one step (all channels), bytes.
+	MaxBytes int64 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// What all pairs of the class move over all steps of the row, bytes.
+	Bytes int64 `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// Up to 4 pairs of the row's first step.
+	Examples      []*RankPair `protobuf:"bytes,7,rep,name=examples,proto3" json:"examples,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleFlow) Reset() {
+	*x = ScheduleFlow{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleFlow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleFlow) ProtoMessage() {}
+
+func (x *ScheduleFlow) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleFlow.ProtoReflect.Descriptor instead.
+func (*ScheduleFlow) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ScheduleFlow) GetKind() TransferKind {
+	if x != nil {
+		return x.Kind
+	}
+	return TransferKind_TRANSFER_KIND_UNSPECIFIED
+}
+
+func (x *ScheduleFlow) GetRoute() string {
+	if x != nil {
+		return x.Route
+	}
+	return ""
+}
+
+func (x *ScheduleFlow) GetPairs() int32 {
+	if x != nil {
+		return x.Pairs
+	}
+	return 0
+}
+
+func (x *ScheduleFlow) GetMinBytes() int64 {
+	if x != nil {
+		return x.MinBytes
+	}
+	return 0
+}
+
+func (x *ScheduleFlow) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *ScheduleFlow) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *ScheduleFlow) GetExamples() []*RankPair {
+	if x != nil {
+		return x.Examples
+	}
+	return nil
+}
+
+// RankPair is a transfer's source and destination rank in the group; -1 stands for
+// every rank of the group (the switch side of an in-switch reduction or multicast).
+type RankPair struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Source rank in the group, from 0; -1: every rank (the switch side).
+	Src int32 `protobuf:"varint,1,opt,name=src,proto3" json:"src,omitempty"`
+	// Destination rank in the group, from 0; -1: every rank (the switch side).
+	Dst           int32 `protobuf:"varint,2,opt,name=dst,proto3" json:"dst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankPair) Reset() {
+	*x = RankPair{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankPair) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankPair) ProtoMessage() {}
+
+func (x *RankPair) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankPair.ProtoReflect.Descriptor instead.
+func (*RankPair) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *RankPair) GetSrc() int32 {
+	if x != nil {
+		return x.Src
+	}
+	return 0
+}
+
+func (x *RankPair) GetDst() int32 {
+	if x != nil {
+		return x.Dst
+	}
+	return 0
+}
+
+// ListCatalogRequest has no parameters.
 type ListCatalogRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4471,7 +5460,7 @@ type ListCatalogRequest struct {
 
 func (x *ListCatalogRequest) Reset() {
 	*x = ListCatalogRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4483,7 +5472,7 @@ func (x *ListCatalogRequest) String() string {
 func (*ListCatalogRequest) ProtoMessage() {}
 
 func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4496,22 +5485,27 @@ func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ListCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{44}
 }
 
+// SystemEntry is one system of the catalog.
 type SystemEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	Source        string                 `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
-	Definition    *ClusterDefinition     `protobuf:"bytes,4,opt,name=definition,proto3" json:"definition,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Catalog name, e.g. dgx-h100.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the system is.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// Where its numbers come from.
+	Source string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	// The system in full.
+	Definition    *ClusterDefinition `protobuf:"bytes,4,opt,name=definition,proto3" json:"definition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SystemEntry) Reset() {
 	*x = SystemEntry{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4523,7 +5517,7 @@ func (x *SystemEntry) String() string {
 func (*SystemEntry) ProtoMessage() {}
 
 func (x *SystemEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4536,7 +5530,7 @@ func (x *SystemEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemEntry.ProtoReflect.Descriptor instead.
 func (*SystemEntry) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{40}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SystemEntry) GetName() string {
@@ -4567,18 +5561,22 @@ func (x *SystemEntry) GetDefinition() *ClusterDefinition {
 	return nil
 }
 
+// ListCatalogResponse is the embedded catalog.
 type ListCatalogResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Gpus          []*GPU                 `protobuf:"bytes,1,rep,name=gpus,proto3" json:"gpus,omitempty"`
-	Systems       []*SystemEntry         `protobuf:"bytes,2,rep,name=systems,proto3" json:"systems,omitempty"`
-	Models        []*Architecture        `protobuf:"bytes,3,rep,name=models,proto3" json:"models,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The GPUs.
+	Gpus []*GPU `protobuf:"bytes,1,rep,name=gpus,proto3" json:"gpus,omitempty"`
+	// The systems.
+	Systems []*SystemEntry `protobuf:"bytes,2,rep,name=systems,proto3" json:"systems,omitempty"`
+	// The models.
+	Models        []*Architecture `protobuf:"bytes,3,rep,name=models,proto3" json:"models,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListCatalogResponse) Reset() {
 	*x = ListCatalogResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4590,7 +5588,7 @@ func (x *ListCatalogResponse) String() string {
 func (*ListCatalogResponse) ProtoMessage() {}
 
 func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4603,7 +5601,7 @@ func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ListCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{41}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListCatalogResponse) GetGpus() []*GPU {
@@ -4990,7 +5988,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x05stats\x18\x03 \x01(\v2\x18.stepcost.v1.SearchStatsR\x05stats\x12/\n" +
 	"\x05model\x18\x04 \x01(\v2\x19.stepcost.v1.ArchitectureR\x05model\x12+\n" +
 	"\x11estimator_version\x18\x05 \x01(\tR\x10estimatorVersion\x12\x16\n" +
-	"\x06cached\x18\x06 \x01(\bR\x06cached\"\x97\x03\n" +
+	"\x06cached\x18\x06 \x01(\bR\x06cached\"\xd1\x03\n" +
 	"\x19SimulateCollectiveRequest\x122\n" +
 	"\acluster\x18\x01 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\"\n" +
@@ -5005,7 +6003,10 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"size_bytes\x18\x06 \x01(\x03R\tsizeBytes\x124\n" +
 	"\talgorithm\x18\a \x01(\x0e2\x16.stepcost.v1.AlgorithmR\talgorithm\x121\n" +
 	"\bprotocol\x18\b \x01(\x0e2\x15.stepcost.v1.ProtocolR\bprotocol\x12+\n" +
-	"\x06launch\x18\t \x01(\x0e2\x13.stepcost.v1.LaunchR\x06launch\"\xe4\x02\n" +
+	"\x06launch\x18\t \x01(\x0e2\x13.stepcost.v1.LaunchR\x06launch\x12\x14\n" +
+	"\x05steps\x18\n" +
+	" \x01(\bR\x05steps\x12\"\n" +
+	"\rmax_step_rows\x18\v \x01(\x05R\vmaxStepRows\"\xe4\x02\n" +
 	"\x12CollectiveEstimate\x124\n" +
 	"\talgorithm\x18\x01 \x01(\x0e2\x16.stepcost.v1.AlgorithmR\talgorithm\x121\n" +
 	"\bprotocol\x18\x02 \x01(\x0e2\x15.stepcost.v1.ProtocolR\bprotocol\x12\x17\n" +
@@ -5023,7 +6024,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\bR\rautoCandidate\"]\n" +
 	"\rNotApplicable\x124\n" +
 	"\talgorithm\x18\x01 \x01(\x0e2\x16.stepcost.v1.AlgorithmR\talgorithm\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xe1\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x9e\x03\n" +
 	"\x1aSimulateCollectiveResponse\x127\n" +
 	"\x06chosen\x18\x01 \x01(\v2\x1f.stepcost.v1.CollectiveEstimateR\x06chosen\x12?\n" +
 	"\n" +
@@ -5033,7 +6034,61 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x05ranks\x18\x04 \x01(\x05R\x05ranks\x12+\n" +
 	"\x11concurrent_groups\x18\x05 \x01(\x05R\x10concurrentGroups\x12+\n" +
 	"\x11estimator_version\x18\x06 \x01(\tR\x10estimatorVersion\x12\x16\n" +
-	"\x06cached\x18\a \x01(\bR\x06cached\"\x14\n" +
+	"\x06cached\x18\a \x01(\bR\x06cached\x12;\n" +
+	"\bschedule\x18\b \x01(\v2\x1f.stepcost.v1.CollectiveScheduleR\bschedule\"\xaa\x04\n" +
+	"\x12CollectiveSchedule\x124\n" +
+	"\talgorithm\x18\x01 \x01(\x0e2\x16.stepcost.v1.AlgorithmR\talgorithm\x121\n" +
+	"\bprotocol\x18\x02 \x01(\x0e2\x15.stepcost.v1.ProtocolR\bprotocol\x12\x1a\n" +
+	"\bchannels\x18\x03 \x01(\x05R\bchannels\x12\x16\n" +
+	"\x06chunks\x18\x04 \x01(\x05R\x06chunks\x12\x14\n" +
+	"\x05steps\x18\x05 \x01(\x05R\x05steps\x12\x1c\n" +
+	"\ttransfers\x18\x06 \x01(\x03R\ttransfers\x12\x17\n" +
+	"\atime_us\x18\a \x01(\x01R\x06timeUs\x12\x1d\n" +
+	"\n" +
+	"latency_us\x18\b \x01(\x01R\tlatencyUs\x12,\n" +
+	"\x12analytical_time_us\x18\t \x01(\x01R\x10analyticalTimeUs\x12%\n" +
+	"\x0edifference_pct\x18\n" +
+	" \x01(\x01R\rdifferencePct\x12\x1e\n" +
+	"\n" +
+	"difference\x18\v \x01(\tR\n" +
+	"difference\x12E\n" +
+	"\fverification\x18\f \x01(\v2!.stepcost.v1.ScheduleVerificationR\fverification\x12,\n" +
+	"\x04rows\x18\r \x03(\v2\x18.stepcost.v1.ScheduleRowR\x04rows\x12!\n" +
+	"\fomitted_rows\x18\x0e \x01(\x05R\vomittedRows\"\x94\x01\n" +
+	"\x14ScheduleVerification\x12\x1a\n" +
+	"\bverified\x18\x01 \x01(\bR\bverified\x12\x16\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1a\n" +
+	"\belements\x18\x04 \x01(\x03R\belements\x12\x16\n" +
+	"\x06scaled\x18\x05 \x01(\bR\x06scaled\"\xe7\x02\n" +
+	"\vScheduleRow\x12\x1d\n" +
+	"\n" +
+	"first_step\x18\x01 \x01(\x05R\tfirstStep\x12\x1d\n" +
+	"\n" +
+	"step_count\x18\x02 \x01(\x05R\tstepCount\x12\x14\n" +
+	"\x05phase\x18\x03 \x01(\tR\x05phase\x12\x17\n" +
+	"\atime_us\x18\x04 \x01(\x01R\x06timeUs\x12\x1d\n" +
+	"\n" +
+	"latency_us\x18\x05 \x01(\x01R\tlatencyUs\x12'\n" +
+	"\x10max_step_time_us\x18\x06 \x01(\x01R\rmaxStepTimeUs\x12\x1e\n" +
+	"\n" +
+	"bottleneck\x18\a \x01(\tR\n" +
+	"bottleneck\x12)\n" +
+	"\x10bottleneck_bytes\x18\b \x01(\x01R\x0fbottleneckBytes\x12'\n" +
+	"\x0fbottleneck_gbps\x18\t \x01(\x01R\x0ebottleneckGbps\x12/\n" +
+	"\x05flows\x18\n" +
+	" \x03(\v2\x19.stepcost.v1.ScheduleFlowR\x05flows\"\xec\x01\n" +
+	"\fScheduleFlow\x12-\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x19.stepcost.v1.TransferKindR\x04kind\x12\x14\n" +
+	"\x05route\x18\x02 \x01(\tR\x05route\x12\x14\n" +
+	"\x05pairs\x18\x03 \x01(\x05R\x05pairs\x12\x1b\n" +
+	"\tmin_bytes\x18\x04 \x01(\x03R\bminBytes\x12\x1b\n" +
+	"\tmax_bytes\x18\x05 \x01(\x03R\bmaxBytes\x12\x14\n" +
+	"\x05bytes\x18\x06 \x01(\x03R\x05bytes\x121\n" +
+	"\bexamples\x18\a \x03(\v2\x15.stepcost.v1.RankPairR\bexamples\".\n" +
+	"\bRankPair\x12\x10\n" +
+	"\x03src\x18\x01 \x01(\x05R\x03src\x12\x10\n" +
+	"\x03dst\x18\x02 \x01(\x05R\x03dst\"\x14\n" +
 	"\x12ListCatalogRequest\"\x9b\x01\n" +
 	"\vSystemEntry\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
@@ -5084,7 +6139,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x15COLLECTIVE_ALL_TO_ALL\x10\x04\x12\x18\n" +
 	"\x14COLLECTIVE_BROADCAST\x10\x05\x12\x15\n" +
 	"\x11COLLECTIVE_REDUCE\x10\x06\x12\x18\n" +
-	"\x14COLLECTIVE_SEND_RECV\x10\a*\xda\x01\n" +
+	"\x14COLLECTIVE_SEND_RECV\x10\a*\xf3\x01\n" +
 	"\tAlgorithm\x12\x19\n" +
 	"\x15ALGORITHM_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eALGORITHM_RING\x10\x01\x12\x12\n" +
@@ -5094,7 +6149,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0eALGORITHM_NVLS\x10\x05\x12\x14\n" +
 	"\x10ALGORITHM_DIRECT\x10\x06\x12\x11\n" +
 	"\rALGORITHM_PAT\x10\a\x12\x16\n" +
-	"\x12ALGORITHM_PAIRWISE\x10\b*^\n" +
+	"\x12ALGORITHM_PAIRWISE\x10\b\x12\x17\n" +
+	"\x13ALGORITHM_NVLS_TREE\x10\t*^\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPROTOCOL_SIMPLE\x10\x01\x12\x12\n" +
@@ -5105,7 +6161,13 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x12LAUNCH_PER_PROCESS\x10\x01\x12\x19\n" +
 	"\x15LAUNCH_SINGLE_PROCESS\x10\x02\x12\x10\n" +
 	"\fLAUNCH_EAGER\x10\x03\x12\x10\n" +
-	"\fLAUNCH_GRAPH\x10\x042\xc6\x03\n" +
+	"\fLAUNCH_GRAPH\x10\x04*\x9a\x01\n" +
+	"\fTransferKind\x12\x1d\n" +
+	"\x19TRANSFER_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12TRANSFER_KIND_COPY\x10\x01\x12\x15\n" +
+	"\x11TRANSFER_KIND_ADD\x10\x02\x12\x1f\n" +
+	"\x1bTRANSFER_KIND_SWITCH_REDUCE\x10\x03\x12\x1b\n" +
+	"\x17TRANSFER_KIND_MULTICAST\x10\x042\xc6\x03\n" +
 	"\x0fStepcostService\x12S\n" +
 	"\fEstimatePlan\x12 .stepcost.v1.EstimatePlanRequest\x1a!.stepcost.v1.EstimatePlanResponse\x12S\n" +
 	"\fEstimateStep\x12 .stepcost.v1.EstimateStepRequest\x1a!.stepcost.v1.EstimateStepResponse\x12P\n" +
@@ -5125,8 +6187,8 @@ func file_stepcost_v1_stepcost_proto_rawDescGZIP() []byte {
 	return file_stepcost_v1_stepcost_proto_rawDescData
 }
 
-var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
+var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Precision)(0),                     // 0: stepcost.v1.Precision
 	(Recompute)(0),                     // 1: stepcost.v1.Recompute
@@ -5137,105 +6199,111 @@ var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Algorithm)(0),                     // 6: stepcost.v1.Algorithm
 	(Protocol)(0),                      // 7: stepcost.v1.Protocol
 	(Launch)(0),                        // 8: stepcost.v1.Launch
-	(*MoE)(nil),                        // 9: stepcost.v1.MoE
-	(*Architecture)(nil),               // 10: stepcost.v1.Architecture
-	(*MLA)(nil),                        // 11: stepcost.v1.MLA
-	(*ModelSpec)(nil),                  // 12: stepcost.v1.ModelSpec
-	(*GPU)(nil),                        // 13: stepcost.v1.GPU
-	(*IntraNode)(nil),                  // 14: stepcost.v1.IntraNode
-	(*NICs)(nil),                       // 15: stepcost.v1.NICs
-	(*Network)(nil),                    // 16: stepcost.v1.Network
-	(*Host)(nil),                       // 17: stepcost.v1.Host
-	(*ClusterDefinition)(nil),          // 18: stepcost.v1.ClusterDefinition
-	(*NodeFreeGPUs)(nil),               // 19: stepcost.v1.NodeFreeGPUs
-	(*ClusterSpec)(nil),                // 20: stepcost.v1.ClusterSpec
-	(*Optimizer)(nil),                  // 21: stepcost.v1.Optimizer
-	(*Training)(nil),                   // 22: stepcost.v1.Training
-	(*Layout)(nil),                     // 23: stepcost.v1.Layout
-	(*CommTimes)(nil),                  // 24: stepcost.v1.CommTimes
-	(*Breakdown)(nil),                  // 25: stepcost.v1.Breakdown
-	(*Memory)(nil),                     // 26: stepcost.v1.Memory
-	(*Throughput)(nil),                 // 27: stepcost.v1.Throughput
-	(*CommCall)(nil),                   // 28: stepcost.v1.CommCall
-	(*StepEstimate)(nil),               // 29: stepcost.v1.StepEstimate
-	(*EstimateStepRequest)(nil),        // 30: stepcost.v1.EstimateStepRequest
-	(*EstimateStepResponse)(nil),       // 31: stepcost.v1.EstimateStepResponse
-	(*FieldViolation)(nil),             // 32: stepcost.v1.FieldViolation
-	(*ItemError)(nil),                  // 33: stepcost.v1.ItemError
-	(*RankConfigsRequest)(nil),         // 34: stepcost.v1.RankConfigsRequest
-	(*RankedConfig)(nil),               // 35: stepcost.v1.RankedConfig
-	(*RankConfigsResponse)(nil),        // 36: stepcost.v1.RankConfigsResponse
-	(*Constraints)(nil),                // 37: stepcost.v1.Constraints
-	(*EstimatePlanRequest)(nil),        // 38: stepcost.v1.EstimatePlanRequest
-	(*NodeUse)(nil),                    // 39: stepcost.v1.NodeUse
-	(*Placement)(nil),                  // 40: stepcost.v1.Placement
-	(*Plan)(nil),                       // 41: stepcost.v1.Plan
-	(*SearchStats)(nil),                // 42: stepcost.v1.SearchStats
-	(*EstimatePlanResponse)(nil),       // 43: stepcost.v1.EstimatePlanResponse
-	(*SimulateCollectiveRequest)(nil),  // 44: stepcost.v1.SimulateCollectiveRequest
-	(*CollectiveEstimate)(nil),         // 45: stepcost.v1.CollectiveEstimate
-	(*NotApplicable)(nil),              // 46: stepcost.v1.NotApplicable
-	(*SimulateCollectiveResponse)(nil), // 47: stepcost.v1.SimulateCollectiveResponse
-	(*ListCatalogRequest)(nil),         // 48: stepcost.v1.ListCatalogRequest
-	(*SystemEntry)(nil),                // 49: stepcost.v1.SystemEntry
-	(*ListCatalogResponse)(nil),        // 50: stepcost.v1.ListCatalogResponse
-	nil,                                // 51: stepcost.v1.GPU.PeakTflopsEntry
-	nil,                                // 52: stepcost.v1.SearchStats.PrunedEntry
+	(TransferKind)(0),                  // 9: stepcost.v1.TransferKind
+	(*MoE)(nil),                        // 10: stepcost.v1.MoE
+	(*Architecture)(nil),               // 11: stepcost.v1.Architecture
+	(*MLA)(nil),                        // 12: stepcost.v1.MLA
+	(*ModelSpec)(nil),                  // 13: stepcost.v1.ModelSpec
+	(*GPU)(nil),                        // 14: stepcost.v1.GPU
+	(*IntraNode)(nil),                  // 15: stepcost.v1.IntraNode
+	(*NICs)(nil),                       // 16: stepcost.v1.NICs
+	(*Network)(nil),                    // 17: stepcost.v1.Network
+	(*Host)(nil),                       // 18: stepcost.v1.Host
+	(*ClusterDefinition)(nil),          // 19: stepcost.v1.ClusterDefinition
+	(*NodeFreeGPUs)(nil),               // 20: stepcost.v1.NodeFreeGPUs
+	(*ClusterSpec)(nil),                // 21: stepcost.v1.ClusterSpec
+	(*Optimizer)(nil),                  // 22: stepcost.v1.Optimizer
+	(*Training)(nil),                   // 23: stepcost.v1.Training
+	(*Layout)(nil),                     // 24: stepcost.v1.Layout
+	(*CommTimes)(nil),                  // 25: stepcost.v1.CommTimes
+	(*Breakdown)(nil),                  // 26: stepcost.v1.Breakdown
+	(*Memory)(nil),                     // 27: stepcost.v1.Memory
+	(*Throughput)(nil),                 // 28: stepcost.v1.Throughput
+	(*CommCall)(nil),                   // 29: stepcost.v1.CommCall
+	(*StepEstimate)(nil),               // 30: stepcost.v1.StepEstimate
+	(*EstimateStepRequest)(nil),        // 31: stepcost.v1.EstimateStepRequest
+	(*EstimateStepResponse)(nil),       // 32: stepcost.v1.EstimateStepResponse
+	(*FieldViolation)(nil),             // 33: stepcost.v1.FieldViolation
+	(*ItemError)(nil),                  // 34: stepcost.v1.ItemError
+	(*RankConfigsRequest)(nil),         // 35: stepcost.v1.RankConfigsRequest
+	(*RankedConfig)(nil),               // 36: stepcost.v1.RankedConfig
+	(*RankConfigsResponse)(nil),        // 37: stepcost.v1.RankConfigsResponse
+	(*Constraints)(nil),                // 38: stepcost.v1.Constraints
+	(*EstimatePlanRequest)(nil),        // 39: stepcost.v1.EstimatePlanRequest
+	(*NodeUse)(nil),                    // 40: stepcost.v1.NodeUse
+	(*Placement)(nil),                  // 41: stepcost.v1.Placement
+	(*Plan)(nil),                       // 42: stepcost.v1.Plan
+	(*SearchStats)(nil),                // 43: stepcost.v1.SearchStats
+	(*EstimatePlanResponse)(nil),       // 44: stepcost.v1.EstimatePlanResponse
+	(*SimulateCollectiveRequest)(nil),  // 45: stepcost.v1.SimulateCollectiveRequest
+	(*CollectiveEstimate)(nil),         // 46: stepcost.v1.CollectiveEstimate
+	(*NotApplicable)(nil),              // 47: stepcost.v1.NotApplicable
+	(*SimulateCollectiveResponse)(nil), // 48: stepcost.v1.SimulateCollectiveResponse
+	(*CollectiveSchedule)(nil),         // 49: stepcost.v1.CollectiveSchedule
+	(*ScheduleVerification)(nil),       // 50: stepcost.v1.ScheduleVerification
+	(*ScheduleRow)(nil),                // 51: stepcost.v1.ScheduleRow
+	(*ScheduleFlow)(nil),               // 52: stepcost.v1.ScheduleFlow
+	(*RankPair)(nil),                   // 53: stepcost.v1.RankPair
+	(*ListCatalogRequest)(nil),         // 54: stepcost.v1.ListCatalogRequest
+	(*SystemEntry)(nil),                // 55: stepcost.v1.SystemEntry
+	(*ListCatalogResponse)(nil),        // 56: stepcost.v1.ListCatalogResponse
+	nil,                                // 57: stepcost.v1.GPU.PeakTflopsEntry
+	nil,                                // 58: stepcost.v1.SearchStats.PrunedEntry
 }
 var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
-	9,  // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
-	11, // 1: stepcost.v1.Architecture.mla:type_name -> stepcost.v1.MLA
-	10, // 2: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
-	51, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
-	13, // 4: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
-	14, // 5: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
-	15, // 6: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
-	16, // 7: stepcost.v1.ClusterDefinition.network:type_name -> stepcost.v1.Network
-	17, // 8: stepcost.v1.ClusterDefinition.host:type_name -> stepcost.v1.Host
-	18, // 9: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
-	19, // 10: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
+	10, // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
+	12, // 1: stepcost.v1.Architecture.mla:type_name -> stepcost.v1.MLA
+	11, // 2: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
+	57, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
+	14, // 4: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
+	15, // 5: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
+	16, // 6: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
+	17, // 7: stepcost.v1.ClusterDefinition.network:type_name -> stepcost.v1.Network
+	18, // 8: stepcost.v1.ClusterDefinition.host:type_name -> stepcost.v1.Host
+	19, // 9: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
+	20, // 10: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
 	0,  // 11: stepcost.v1.Training.precision:type_name -> stepcost.v1.Precision
-	21, // 12: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
+	22, // 12: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
 	2,  // 13: stepcost.v1.Training.zero3_backward_prefetch:type_name -> stepcost.v1.BackwardPrefetch
 	1,  // 14: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
 	3,  // 15: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
-	24, // 16: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
-	24, // 17: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
-	25, // 18: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
-	26, // 19: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
-	27, // 20: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
-	28, // 21: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
-	23, // 22: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
-	22, // 23: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
-	12, // 24: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
-	20, // 25: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	22, // 26: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
-	23, // 27: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
-	29, // 28: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
-	10, // 29: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
-	32, // 30: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
-	30, // 31: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
+	25, // 16: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
+	25, // 17: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
+	26, // 18: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
+	27, // 19: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
+	28, // 20: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
+	29, // 21: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
+	24, // 22: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
+	23, // 23: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
+	13, // 24: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
+	21, // 25: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	23, // 26: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
+	24, // 27: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
+	30, // 28: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
+	11, // 29: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
+	33, // 30: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
+	31, // 31: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
 	4,  // 32: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
-	29, // 33: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
-	33, // 34: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
-	35, // 35: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
+	30, // 33: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
+	34, // 34: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
+	36, // 35: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
 	1,  // 36: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
 	3,  // 37: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
-	12, // 38: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
-	20, // 39: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	22, // 40: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
-	37, // 41: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
+	13, // 38: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
+	21, // 39: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	23, // 40: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
+	38, // 41: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
 	4,  // 42: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
-	39, // 43: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
-	23, // 44: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
-	40, // 45: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
-	29, // 46: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
-	52, // 47: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
-	41, // 48: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
-	41, // 49: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
-	42, // 50: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
-	10, // 51: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
-	20, // 52: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	40, // 43: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
+	24, // 44: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
+	41, // 45: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
+	30, // 46: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
+	58, // 47: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
+	42, // 48: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
+	42, // 49: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
+	43, // 50: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
+	11, // 51: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
+	21, // 52: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
 	5,  // 53: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
 	6,  // 54: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
 	7,  // 55: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
@@ -5243,28 +6311,36 @@ var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	6,  // 57: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
 	7,  // 58: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
 	6,  // 59: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
-	45, // 60: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
-	45, // 61: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
-	46, // 62: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
-	18, // 63: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
-	13, // 64: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
-	49, // 65: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
-	10, // 66: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
-	38, // 67: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
-	30, // 68: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
-	34, // 69: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
-	44, // 70: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
-	48, // 71: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
-	43, // 72: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
-	31, // 73: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
-	36, // 74: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
-	47, // 75: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
-	50, // 76: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
-	72, // [72:77] is the sub-list for method output_type
-	67, // [67:72] is the sub-list for method input_type
-	67, // [67:67] is the sub-list for extension type_name
-	67, // [67:67] is the sub-list for extension extendee
-	0,  // [0:67] is the sub-list for field type_name
+	46, // 60: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
+	46, // 61: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
+	47, // 62: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
+	49, // 63: stepcost.v1.SimulateCollectiveResponse.schedule:type_name -> stepcost.v1.CollectiveSchedule
+	6,  // 64: stepcost.v1.CollectiveSchedule.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 65: stepcost.v1.CollectiveSchedule.protocol:type_name -> stepcost.v1.Protocol
+	50, // 66: stepcost.v1.CollectiveSchedule.verification:type_name -> stepcost.v1.ScheduleVerification
+	51, // 67: stepcost.v1.CollectiveSchedule.rows:type_name -> stepcost.v1.ScheduleRow
+	52, // 68: stepcost.v1.ScheduleRow.flows:type_name -> stepcost.v1.ScheduleFlow
+	9,  // 69: stepcost.v1.ScheduleFlow.kind:type_name -> stepcost.v1.TransferKind
+	53, // 70: stepcost.v1.ScheduleFlow.examples:type_name -> stepcost.v1.RankPair
+	19, // 71: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
+	14, // 72: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
+	55, // 73: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
+	11, // 74: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
+	39, // 75: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
+	31, // 76: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
+	35, // 77: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
+	45, // 78: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
+	54, // 79: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
+	44, // 80: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
+	32, // 81: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
+	37, // 82: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
+	48, // 83: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
+	56, // 84: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
+	80, // [80:85] is the sub-list for method output_type
+	75, // [75:80] is the sub-list for method input_type
+	75, // [75:75] is the sub-list for extension type_name
+	75, // [75:75] is the sub-list for extension extendee
+	0,  // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_stepcost_v1_stepcost_proto_init() }
@@ -5286,8 +6362,8 @@ func file_stepcost_v1_stepcost_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stepcost_v1_stepcost_proto_rawDesc), len(file_stepcost_v1_stepcost_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   44,
+			NumEnums:      10,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
