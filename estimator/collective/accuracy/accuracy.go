@@ -404,10 +404,13 @@ const (
 
 // Summary is the error statistics of a set of results.
 type Summary struct {
-	Label                string
-	N                    int
-	MedianAbs, MeanAbs   float64
-	P90Abs, MaxAbs, Bias float64
+	Label     string  `json:"label"`
+	N         int     `json:"rows"`
+	MedianAbs float64 `json:"median_abs_err"`
+	MeanAbs   float64 `json:"mean_abs_err"`
+	P90Abs    float64 `json:"p90_abs_err"`
+	MaxAbs    float64 `json:"max_abs_err"`
+	Bias      float64 `json:"bias"`
 }
 
 // Summarise computes |error| statistics over the scored results that keep(r) accepts.

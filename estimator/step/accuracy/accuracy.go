@@ -433,10 +433,12 @@ func best(e *step.Estimator, c Case) (step.Result, step.Layout, error) {
 
 // Summary of errors.
 type Summary struct {
-	N                       int
-	MeanAbs, MedianAbs, Max float64
-	Bias                    float64
-	Worst                   string
+	N         int     `json:"runs"`
+	MeanAbs   float64 `json:"mean_abs_err"`
+	MedianAbs float64 `json:"median_abs_err"`
+	Max       float64 `json:"max_abs_err"`
+	Bias      float64 `json:"bias"`
+	Worst     string  `json:"worst"`
 }
 
 // Summarise computes |error| statistics over the results without errors.
@@ -494,16 +496,17 @@ const RepeatabilityTolerance = 0.01
 
 // Ranking is the agreement of predicted and measured order inside one ranking set.
 type Ranking struct {
-	Set string
-	N   int
+	Set string `json:"set"`
+	N   int    `json:"runs"`
 	// Tau is Kendall's τ-b of predicted vs measured throughput; TauRepeatable
 	// counts measured pairs within RepeatabilityTolerance as ties. Ordered is false
 	// when every pair ties: the set then has no measured order to keep.
-	Tau, TauRepeatable float64
-	Ordered            bool
-	IDs                []string
-	Pred               []float64
-	Meas               []float64
+	Tau           float64   `json:"tau"`
+	TauRepeatable float64   `json:"tau_repeatable"`
+	Ordered       bool      `json:"ordered"`
+	IDs           []string  `json:"ids"`
+	Pred          []float64 `json:"predicted"`
+	Meas          []float64 `json:"measured"`
 }
 
 // Rankings computes Kendall τ for every ranking set with at least two runs.
