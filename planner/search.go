@@ -484,7 +484,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		}
 		p := Plan{GPUs: int(c.n), Layout: est.Layout, Placement: *al.place, Estimate: est, Score: score(&req, int(c.n), est)}
 		if req.PricePerGPUHour > 0 && req.TokenBudget > 0 {
-			p.CostUSD = cost(&req, int(c.n), est)
+			p.CostUSD = trainingCost(est.StepTime, int(c.n), float64(est.Training.GlobalBatch)*float64(est.Training.SeqLen), req.PricePerGPUHour, req.TokenBudget)
 		}
 		return p, nil
 	}
@@ -556,19 +556,26 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 
 // score is the objective's value of an estimate (lower is better).
 func score(req *Request, n int, r step.Result) float64 {
-	switch req.Objective {
-	case Throughput:
-		return -r.Throughput.TokensPerSecPerGPU
-	case Cost:
-		return cost(req, n, r)
-	}
-	return r.StepTime
+	tokens := float64(r.Training.GlobalBatch) * float64(r.Training.SeqLen)
+	return Score(req.Objective, r.StepTime, r.Throughput.TokensPerSecPerGPU, n, tokens, req.PricePerGPUHour, req.TokenBudget)
 }
 
-// cost of training the token budget: steps × step time × GPUs × price.
-func cost(req *Request, n int, r step.Result) float64 {
-	tokens := float64(r.Training.GlobalBatch) * float64(r.Training.SeqLen)
-	return req.TokenBudget / tokens * r.StepTime * float64(n) * req.PricePerGPUHour / 3600
+// Score is an objective's value of an estimate, lower is better: the step time,
+// minus the tokens per second per GPU, or the cost of training budget tokens on
+// gpus GPUs at price per GPU-hour, tokensPerStep tokens a step.
+func Score(obj Objective, stepTime, tokensPerSPerGPU float64, gpus int, tokensPerStep, price, budget float64) float64 {
+	switch obj {
+	case Throughput:
+		return -tokensPerSPerGPU
+	case Cost:
+		return trainingCost(stepTime, gpus, tokensPerStep, price, budget)
+	}
+	return stepTime
+}
+
+// trainingCost is the cost of training the token budget: steps × step time × GPUs × price.
+func trainingCost(stepTime float64, gpus int, tokensPerStep, price, budget float64) float64 {
+	return budget / tokensPerStep * stepTime * float64(gpus) * price / 3600
 }
 
 // boundScore turns a step-time lower bound into a lower bound of the objective.
@@ -579,7 +586,7 @@ func boundScore(req *Request, n int, stepLB float64) float64 {
 		return -tokens / (stepLB * float64(n))
 	case Cost:
 		tokens := float64(req.Training.GlobalBatch) * float64(req.Training.SeqLen)
-		return req.TokenBudget / tokens * stepLB * float64(n) * req.PricePerGPUHour / 3600
+		return trainingCost(stepLB, n, tokens, req.PricePerGPUHour, req.TokenBudget)
 	}
 	return stepLB
 }

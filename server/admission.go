@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
 )
 
@@ -228,7 +229,7 @@ func (s *Service) checkSearchSize(pr planner.Request) error {
 		return nil
 	}
 	if n := searchGPUs(pr); n > s.limits.MaxSearchGPUs {
-		return &limitError{"max_gpus", fmt.Sprintf("the search would place %d GPUs summed over its job sizes, over the limit of %d (flag --max-search-gpus); narrow min_gpus/max_gpus", n, s.limits.MaxSearchGPUs)}
+		return wire.Limit("max_gpus", fmt.Sprintf("the search would place %d GPUs summed over its job sizes, over the limit of %d (flag --max-search-gpus); narrow min_gpus/max_gpus", n, s.limits.MaxSearchGPUs))
 	}
 	return nil
 }

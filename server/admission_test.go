@@ -256,7 +256,7 @@ func searchRequestOf(t *testing.T, svc *Service, r *pb.EstimatePlanRequest) (pr 
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr.Cluster, pr.GPUs, pr.MinGPUs, pr.MaxGPUs = ce.cluster, int(r.GetGpus()), int(r.GetMinGpus()), int(r.GetMaxGpus())
+	pr.Cluster, pr.GPUs, pr.MinGPUs, pr.MaxGPUs = ce.Cluster, int(r.GetGpus()), int(r.GetMinGpus()), int(r.GetMaxGpus())
 	return pr
 }
 
@@ -442,15 +442,15 @@ func TestEstimatorFor(t *testing.T) {
 	}
 	full := []int{0, 1, 2, 3, 4, 5, 6, 7}
 	for _, free := range []planner.FreeMap{nil, {0: full}, {0: full, 1: full, 2: full}} {
-		if svc.estimatorFor(ce, planner.Request{Cluster: ce.cluster, GPUs: 16, Free: free}) != ce.est {
+		if svc.estimatorFor(ce, planner.Request{Cluster: ce.Cluster, GPUs: 16, Free: free}) != ce.Est {
 			t.Errorf("%v: not the cluster's estimator", free)
 		}
 	}
 	var got []*step.Estimator
 	for _, free := range []planner.FreeMap{{1: full}, {0: full[:4]}, {0: full, 2: full}, {0: full[:7]}} {
-		got = append(got, svc.estimatorFor(ce, planner.Request{Cluster: ce.cluster, GPUs: 16, Free: free}))
+		got = append(got, svc.estimatorFor(ce, planner.Request{Cluster: ce.Cluster, GPUs: 16, Free: free}))
 	}
-	if got[0] == ce.est || got[0] != got[1] || got[1] != got[2] || got[3] == got[2] {
-		t.Errorf("scratch estimators: %p %p %p %p (cluster's %p)", got[0], got[1], got[2], got[3], ce.est)
+	if got[0] == ce.Est || got[0] != got[1] || got[1] != got[2] || got[3] == got[2] {
+		t.Errorf("scratch estimators: %p %p %p %p (cluster's %p)", got[0], got[1], got[2], got[3], ce.Est)
 	}
 }

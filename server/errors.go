@@ -1,36 +1,13 @@
 package server
 
 import (
-	"context"
-	"errors"
-
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stepcost/stepcost/estimator/collective"
-	"github.com/stepcost/stepcost/estimator/invalid"
-	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
-
-// notFoundError is an unknown catalog name in a request field.
-type notFoundError struct {
-	field string
-	err   error
-}
-
-func (e *notFoundError) Error() string { return e.field + ": " + e.err.Error() }
-func (e *notFoundError) Unwrap() error { return e.err }
-
-func notFound(field string, err error) error { return &notFoundError{field, err} }
-
-// limitError is a request over one of the service's limits.
-type limitError struct {
-	field, msg string
-}
-
-func (e *limitError) Error() string { return e.field + ": " + e.msg }
 
 // toStatus maps a domain error to a gRPC status: field errors become
 // InvalidArgument with a BadRequest listing every violated field, unknown catalog
@@ -43,60 +20,39 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok && !isDomain(err) {
 		return err
 	}
-	switch {
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
+	code, vs := wire.Code(err)
+	c := codes.Internal
+	switch code {
+	case "CANCELLED":
+		c = codes.Canceled
+	case "DEADLINE_EXCEEDED":
+		c = codes.DeadlineExceeded
+	case "NOT_FOUND":
+		c = codes.NotFound
+	case "INVALID_ARGUMENT":
+		// A request over one of the service's limits is the caller's to change, not
+		// to retry: InvalidArgument (HTTP 400), naming the field and the limit. Being
+		// busy (admission) stays ResourceExhausted (HTTP 429).
+		c = codes.InvalidArgument
 	}
-	var nf *notFoundError
-	if errors.As(err, &nf) {
-		return withViolations(codes.NotFound, err, []*errdetails.BadRequest_FieldViolation{{Field: nf.field, Description: nf.err.Error()}})
+	if len(vs) == 0 {
+		return status.Error(c, err.Error())
 	}
-	// A request over one of the service's limits is the caller's to change, not to
-	// retry: InvalidArgument (HTTP 400), naming the field and the limit. Being busy
-	// (admission) stays ResourceExhausted (HTTP 429).
-	var le *limitError
-	if errors.As(err, &le) {
-		return withViolations(codes.InvalidArgument, err, []*errdetails.BadRequest_FieldViolation{{Field: le.field, Description: le.msg}})
+	fv := make([]*errdetails.BadRequest_FieldViolation, len(vs))
+	for i, v := range vs {
+		fv[i] = &errdetails.BadRequest_FieldViolation{Field: v.GetField(), Description: v.GetDescription()}
 	}
-	if vs := violations(err); len(vs) > 0 {
-		return withViolations(codes.InvalidArgument, err, vs)
-	}
-	if errors.Is(err, collective.ErrUnsupported) || errors.Is(err, step.ErrUnsupported) {
-		return status.Error(codes.InvalidArgument, err.Error())
-	}
-	return status.Error(codes.Internal, err.Error())
+	return withViolations(c, err, fv)
 }
 
-func isDomain(err error) bool {
-	var nf *notFoundError
-	var le *limitError
-	return invalid.Is(err) || errors.As(err, &nf) || errors.As(err, &le)
-}
+func isDomain(err error) bool { return wire.IsDomain(err) }
 
 // violations collects every field error inside err (joined errors included).
 func violations(err error) []*errdetails.BadRequest_FieldViolation {
 	var out []*errdetails.BadRequest_FieldViolation
-	var walk func(error)
-	walk = func(e error) {
-		if e == nil {
-			return
-		}
-		if fe, ok := e.(*invalid.Error); ok {
-			out = append(out, &errdetails.BadRequest_FieldViolation{Field: fe.Field, Description: fe.Rule})
-			return
-		}
-		switch u := e.(type) {
-		case interface{ Unwrap() []error }:
-			for _, x := range u.Unwrap() {
-				walk(x)
-			}
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		}
+	for _, fe := range wire.FieldErrors(err) {
+		out = append(out, &errdetails.BadRequest_FieldViolation{Field: fe.Field, Description: fe.Rule})
 	}
-	walk(err)
 	return out
 }
 

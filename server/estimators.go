@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
 )
 
@@ -43,9 +44,9 @@ func (s *scratchEstimator) get(gpus int) *step.Estimator {
 
 // estimatorFor picks the estimator of a search: the cluster's own, unless a free map
 // puts ranks elsewhere than on the first GPUs in order.
-func (s *Service) estimatorFor(ce *clusterEntry, pr planner.Request) *step.Estimator {
-	if firstGPUs(pr.Free, ce.cluster.Spec.GPUsPerNode) {
-		return ce.est
+func (s *Service) estimatorFor(ce *wire.ClusterEntry, pr planner.Request) *step.Estimator {
+	if firstGPUs(pr.Free, ce.Cluster.Spec.GPUsPerNode) {
+		return ce.Est
 	}
 	return s.scratch.get(searchGPUs(pr))
 }

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -381,14 +382,14 @@ func FuzzResolveModel(f *testing.F) {
 		if !ok {
 			return
 		}
-		a, derived, err := resolveModel("model", m)
+		a, derived, err := wire.ResolveModel("model", m)
 		if err != nil {
 			checkStatus(t, itemRequest, toStatus(err))
 			if f := violations(err); len(f) > 0 && !strings.HasPrefix(f[0].GetField(), "model") {
 				t.Fatalf("violation of %q, not under model", f[0].GetField())
 			}
-			var nf *notFoundError
-			if errors.As(err, &nf) && nf.field != "model.name" {
+			var nf *wire.NotFoundError
+			if errors.As(err, &nf) && nf.Field != "model.name" {
 				t.Fatalf("not found: %v", err)
 			}
 			return
@@ -405,7 +406,7 @@ func FuzzResolveModel(f *testing.F) {
 		if want := m.GetParams(); m.GetSource() != nil && derived != "" && math.Abs(p.Total/want-1) > 0.1 {
 			t.Fatalf("derived %v parameters for %v: %s", p.Total, want, derived)
 		}
-		if back := archToProto(a); !proto.Equal(back, archToProto(archFromProto(back).Normalise())) {
+		if back := wire.ArchToProto(a); !proto.Equal(back, wire.ArchToProto(wire.ArchFromProto(back).Normalise())) {
 			t.Fatalf("architecture does not survive a round trip: %v", back)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -152,19 +153,19 @@ func writeStatusHTTP(w http.ResponseWriter, code int, st *status.Status) {
 // schedulePicture estimates one layout as EstimateStep does and draws its pipeline
 // schedule above its breakdown.
 func (s *Service) schedulePicture(ctx context.Context, req *pb.EstimateStepRequest) (picture.Figure, error) {
-	a, _, err := resolveModel("model", req.GetModel())
+	a, _, err := wire.ResolveModel("model", req.GetModel())
 	if err != nil {
 		return picture.Figure{}, err
 	}
-	t, err := trainingFromProto(req.GetTraining())
+	t, err := wire.TrainingFromProto(req.GetTraining())
 	if err != nil {
 		return picture.Figure{}, err
 	}
-	l, err := layoutFromProto(req.GetLayout())
+	l, err := wire.LayoutFromProto(req.GetLayout())
 	if err != nil {
 		return picture.Figure{}, err
 	}
-	gpus, err := layoutGPUs(l, s.limits.MaxGPUs)
+	gpus, err := wire.LayoutGPUs(l, s.limits.MaxGPUs)
 	if err != nil {
 		return picture.Figure{}, err
 	}
@@ -172,18 +173,18 @@ func (s *Service) schedulePicture(ctx context.Context, req *pb.EstimateStepReque
 	if err != nil {
 		return picture.Figure{}, err
 	}
-	if err := supported(ce, req.GetCluster(), t); err != nil {
+	if err := ce.Supported(req.GetCluster(), t); err != nil {
 		return picture.Figure{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return picture.Figure{}, err
 	}
-	res, err := ce.est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.cluster, Layout: l, SlowGPUSpeed: req.GetSlowGpuSpeed(),
+	res, err := ce.Est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.Cluster, Layout: l, SlowGPUSpeed: req.GetSlowGpuSpeed(),
 		DegradedNICSpeed: req.GetDegradedNicSpeed(), DegradedLinkSpeed: req.GetDegradedLinkSpeed()})
 	if err != nil {
 		return picture.Figure{}, err
 	}
-	title := fmt.Sprintf("%s on %s", a.Name, ce.cluster.Spec.Name)
+	title := fmt.Sprintf("%s on %s", a.Name, ce.Cluster.Spec.Name)
 	sched, err := picture.Schedule(res, title)
 	if err != nil {
 		return picture.Figure{}, status.Error(codes.InvalidArgument, err.Error())
@@ -204,7 +205,7 @@ func (s *Service) paretoPicture(ctx context.Context, req *pb.EstimatePlanRequest
 	f := picture.Front{Title: fmt.Sprintf("%s on %s", resp.GetModel().GetName(), clusterName(req.GetCluster())),
 		Evaluated: int(resp.GetStats().GetEvaluated())}
 	add := func(p *pb.Plan, onFront bool) {
-		l, err := layoutFromProto(p.GetLayout())
+		l, err := wire.LayoutFromProto(p.GetLayout())
 		label := "?"
 		if err == nil {
 			label = picture.LayoutLabel(l)

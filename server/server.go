@@ -29,6 +29,7 @@ import (
 	"github.com/stepcost/stepcost/cache"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	gw "github.com/stepcost/stepcost/proto/stepcost/v1/stepcostv1gw"
 	"github.com/stepcost/stepcost/server/openapi"
 )
 
@@ -231,7 +232,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		runtime.WithRoutingErrorHandler(restRoutingErrors),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
 	)
-	if err := pb.RegisterStepcostServiceHandler(ctx, mux, conn); err != nil {
+	if err := gw.RegisterStepcostServiceHandler(ctx, mux, conn); err != nil {
 		closeListeners()
 		return err
 	}

@@ -61,3 +61,13 @@ func (i Info) String() string {
 	}
 	return s
 }
+
+// EstimatorVersion identifies the models behind the answers; it changes whenever a
+// formula or a calibrated constant does, so that clients can tell answers apart.
+const EstimatorVersion = "stepcost-2026.11.5"
+
+// Version is the one-line answer to --version of the stepcost binaries: the build
+// (module version, commit, Go) and the estimator version.
+func Version(program string) string {
+	return program + " " + Read().String() + ", estimator " + EstimatorVersion
+}

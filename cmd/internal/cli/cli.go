@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/stepcost/stepcost/server"
+	"github.com/stepcost/stepcost/internal/buildinfo"
 )
 
 // command is one sub-command.
@@ -169,6 +169,6 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, server.Version("stepcost"))
+	fmt.Fprintln(stdout, buildinfo.Version("stepcost"))
 	return nil
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
-	"github.com/stepcost/stepcost/server"
 )
 
 // estimateFile is the JSON request of `stepcost estimate --in`: every field of the
@@ -335,7 +335,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 			cname = *clusterName
 		}
 		return remoteEstimate(context.Background(), *addr, sec, &pb.EstimateStepRequest{Model: modelProto(arch, name, pr),
-			Cluster: clusterProto(cname, spec), Training: server.TrainingToProto(req.Training), Layout: server.LayoutToProto(req.Layout),
+			Cluster: clusterProto(cname, spec), Training: wire.TrainingToProto(req.Training), Layout: wire.LayoutToProto(req.Layout),
 			SlowGpuSpeed: req.SlowGPUSpeed, DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}, *asJSON, stdout)
 	}
 

@@ -15,10 +15,10 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
-	"github.com/stepcost/stepcost/server"
 )
 
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -197,11 +197,11 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			params = *mf.params
 		}
 		pr := &pb.EstimatePlanRequest{Model: modelProto(req.Model, name, params), Cluster: clusterProto(*clusterName, spec),
-			Training: server.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
+			Training: wire.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
 			Objective:       map[planner.Objective]pb.Objective{planner.FastestStep: pb.Objective_OBJECTIVE_STEP_TIME, planner.Throughput: pb.Objective_OBJECTIVE_THROUGHPUT, planner.Cost: pb.Objective_OBJECTIVE_COST}[req.Objective],
 			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated, SlowGpuSpeed: req.SlowGPUSpeed,
 			DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed, PlacementTolerance: req.PlacementTolerance,
-			Constraints: server.ConstraintsToProto(*c)}
+			Constraints: wire.ConstraintsToProto(*c)}
 		for _, n := range req.ExcludeNodes {
 			pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))
 		}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
-	"github.com/stepcost/stepcost/server"
 )
 
 // rankBatch is how many configs go to the service per call; progress is reported
@@ -32,27 +31,11 @@ type api interface {
 	SimulateCollective(ctx context.Context, in *pb.SimulateCollectiveRequest, opts ...grpc.CallOption) (*pb.SimulateCollectiveResponse, error)
 }
 
-// local adapts the in-process service to the client interface.
-type local struct{ s *server.Service }
-
-func (l local) RankConfigs(ctx context.Context, in *pb.RankConfigsRequest, _ ...grpc.CallOption) (*pb.RankConfigsResponse, error) {
-	return l.s.RankConfigs(ctx, in)
-}
-func (l local) EstimatePlan(ctx context.Context, in *pb.EstimatePlanRequest, _ ...grpc.CallOption) (*pb.EstimatePlanResponse, error) {
-	return l.s.EstimatePlan(ctx, in)
-}
-func (l local) EstimateStep(ctx context.Context, in *pb.EstimateStepRequest, _ ...grpc.CallOption) (*pb.EstimateStepResponse, error) {
-	return l.s.EstimateStep(ctx, in)
-}
-func (l local) SimulateCollective(ctx context.Context, in *pb.SimulateCollectiveRequest, _ ...grpc.CallOption) (*pb.SimulateCollectiveResponse, error) {
-	return l.s.SimulateCollective(ctx, in)
-}
-
 // connect returns the remote service at addr, reached as sec says, or the
 // in-process one when addr is empty.
 func connect(addr string, sec *remoteSecurity) (api, func(), error) {
 	if addr == "" {
-		return local{server.NewService(server.DefaultLimits(), nil)}, func() {}, nil
+		return newLocal(), func() {}, nil
 	}
 	opts, err := sec.dialOptions(addr)
 	if err != nil {

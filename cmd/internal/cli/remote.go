@@ -10,8 +10,8 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
-	"github.com/stepcost/stepcost/server"
 )
 
 // Sub-commands run against a daemon with --server: the request built from the flags
@@ -21,7 +21,7 @@ func clusterProto(name string, spec topology.Spec) *pb.ClusterSpec {
 	if name != "" {
 		return &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: name}}
 	}
-	return &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: server.SpecToDefinition(spec)}, Nodes: int32(spec.Nodes)}
+	return &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: wire.SpecToDefinition(spec)}, Nodes: int32(spec.Nodes)}
 }
 
 func modelProto(a model.Arch, catalogName string, params float64) *pb.ModelSpec {
@@ -31,7 +31,7 @@ func modelProto(a model.Arch, catalogName string, params float64) *pb.ModelSpec 
 	case params != 0:
 		return &pb.ModelSpec{Source: &pb.ModelSpec_Params{Params: params}}
 	}
-	return &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: server.ArchToProto(a)}}
+	return &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: wire.ArchToProto(a)}}
 }
 
 func printProtoJSON(w io.Writer, m proto.Message) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extStepcostv1 "github.com/stepcost/stepcost/proto/stepcost/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_StepcostService_EstimatePlan_0(ctx context.Context, marshaler runtime.Marshaler, client StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_StepcostService_EstimatePlan_0(ctx context.Context, marshaler runtime.Marshaler, client extStepcostv1.StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq EstimatePlanRequest
+		protoReq extStepcostv1.EstimatePlanRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -50,9 +51,9 @@ func request_StepcostService_EstimatePlan_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func local_request_StepcostService_EstimatePlan_0(ctx context.Context, marshaler runtime.Marshaler, server StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_StepcostService_EstimatePlan_0(ctx context.Context, marshaler runtime.Marshaler, server extStepcostv1.StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq EstimatePlanRequest
+		protoReq extStepcostv1.EstimatePlanRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -62,9 +63,9 @@ func local_request_StepcostService_EstimatePlan_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
-func request_StepcostService_EstimateStep_0(ctx context.Context, marshaler runtime.Marshaler, client StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_StepcostService_EstimateStep_0(ctx context.Context, marshaler runtime.Marshaler, client extStepcostv1.StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq EstimateStepRequest
+		protoReq extStepcostv1.EstimateStepRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -77,9 +78,9 @@ func request_StepcostService_EstimateStep_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func local_request_StepcostService_EstimateStep_0(ctx context.Context, marshaler runtime.Marshaler, server StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_StepcostService_EstimateStep_0(ctx context.Context, marshaler runtime.Marshaler, server extStepcostv1.StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq EstimateStepRequest
+		protoReq extStepcostv1.EstimateStepRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -89,9 +90,9 @@ func local_request_StepcostService_EstimateStep_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
-func request_StepcostService_RankConfigs_0(ctx context.Context, marshaler runtime.Marshaler, client StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_StepcostService_RankConfigs_0(ctx context.Context, marshaler runtime.Marshaler, client extStepcostv1.StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq RankConfigsRequest
+		protoReq extStepcostv1.RankConfigsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -104,9 +105,9 @@ func request_StepcostService_RankConfigs_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func local_request_StepcostService_RankConfigs_0(ctx context.Context, marshaler runtime.Marshaler, server StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_StepcostService_RankConfigs_0(ctx context.Context, marshaler runtime.Marshaler, server extStepcostv1.StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq RankConfigsRequest
+		protoReq extStepcostv1.RankConfigsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -116,9 +117,9 @@ func local_request_StepcostService_RankConfigs_0(ctx context.Context, marshaler 
 	return msg, metadata, err
 }
 
-func request_StepcostService_SimulateCollective_0(ctx context.Context, marshaler runtime.Marshaler, client StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_StepcostService_SimulateCollective_0(ctx context.Context, marshaler runtime.Marshaler, client extStepcostv1.StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq SimulateCollectiveRequest
+		protoReq extStepcostv1.SimulateCollectiveRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -131,9 +132,9 @@ func request_StepcostService_SimulateCollective_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
-func local_request_StepcostService_SimulateCollective_0(ctx context.Context, marshaler runtime.Marshaler, server StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_StepcostService_SimulateCollective_0(ctx context.Context, marshaler runtime.Marshaler, server extStepcostv1.StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq SimulateCollectiveRequest
+		protoReq extStepcostv1.SimulateCollectiveRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -143,9 +144,9 @@ func local_request_StepcostService_SimulateCollective_0(ctx context.Context, mar
 	return msg, metadata, err
 }
 
-func request_StepcostService_ListCatalog_0(ctx context.Context, marshaler runtime.Marshaler, client StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_StepcostService_ListCatalog_0(ctx context.Context, marshaler runtime.Marshaler, client extStepcostv1.StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListCatalogRequest
+		protoReq extStepcostv1.ListCatalogRequest
 		metadata runtime.ServerMetadata
 	)
 	if req.Body != nil {
@@ -155,9 +156,9 @@ func request_StepcostService_ListCatalog_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func local_request_StepcostService_ListCatalog_0(ctx context.Context, marshaler runtime.Marshaler, server StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_StepcostService_ListCatalog_0(ctx context.Context, marshaler runtime.Marshaler, server extStepcostv1.StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListCatalogRequest
+		protoReq extStepcostv1.ListCatalogRequest
 		metadata runtime.ServerMetadata
 	)
 	msg, err := server.ListCatalog(ctx, &protoReq)
@@ -169,7 +170,7 @@ func local_request_StepcostService_ListCatalog_0(ctx context.Context, marshaler 
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterStepcostServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterStepcostServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server StepcostServiceServer) error {
+func RegisterStepcostServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extStepcostv1.StepcostServiceServer) error {
 	mux.Handle(http.MethodPost, pattern_StepcostService_EstimatePlan_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -301,15 +302,15 @@ func RegisterStepcostServiceHandlerFromEndpoint(ctx context.Context, mux *runtim
 // RegisterStepcostServiceHandler registers the http handlers for service StepcostService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterStepcostServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterStepcostServiceHandlerClient(ctx, mux, NewStepcostServiceClient(conn))
+	return RegisterStepcostServiceHandlerClient(ctx, mux, extStepcostv1.NewStepcostServiceClient(conn))
 }
 
 // RegisterStepcostServiceHandlerClient registers the http handlers for service StepcostService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "StepcostServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "StepcostServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extStepcostv1.StepcostServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extStepcostv1.StepcostServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "StepcostServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterStepcostServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client StepcostServiceClient) error {
+// "extStepcostv1.StepcostServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterStepcostServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extStepcostv1.StepcostServiceClient) error {
 	mux.Handle(http.MethodPost, pattern_StepcostService_EstimatePlan_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

@@ -1,4 +1,4 @@
-package server
+package wire
 
 import (
 	"fmt"
@@ -20,18 +20,18 @@ import (
 
 // ---- models ----
 
-// resolveModel turns a ModelSpec into an architecture; derived explains a shape
+// ResolveModel turns a ModelSpec into an architecture; derived explains a shape
 // derived from a parameter count.
-func resolveModel(field string, m *pb.ModelSpec) (a model.Arch, derived string, err error) {
+func ResolveModel(field string, m *pb.ModelSpec) (a model.Arch, derived string, err error) {
 	switch s := m.GetSource().(type) {
 	case *pb.ModelSpec_Name:
 		a, err = model.Lookup(s.Name)
 		if err != nil {
-			return a, "", notFound(field+".name", err)
+			return a, "", NotFound(field+".name", err)
 		}
 		return a, "", nil
 	case *pb.ModelSpec_Architecture:
-		a = archFromProto(s.Architecture).Normalise()
+		a = ArchFromProto(s.Architecture).Normalise()
 		if err := a.ValidateAt(field + ".architecture."); err != nil {
 			return a, "", err
 		}
@@ -46,7 +46,7 @@ func resolveModel(field string, m *pb.ModelSpec) (a model.Arch, derived string, 
 	return a, "", invalid.Field(field, "is required: give name, architecture or params")
 }
 
-func archFromProto(p *pb.Architecture) model.Arch {
+func ArchFromProto(p *pb.Architecture) model.Arch {
 	a := model.Arch{
 		Name: p.GetName(), Layers: int(p.GetLayers()), Hidden: int(p.GetHidden()), Heads: int(p.GetHeads()),
 		KVHeads: int(p.GetKvHeads()), FFN: int(p.GetFfn()), GatedMLP: p.GetGatedMlp(), Vocab: int(p.GetVocab()),
@@ -67,7 +67,7 @@ func archFromProto(p *pb.Architecture) model.Arch {
 	return a
 }
 
-func archToProto(a model.Arch) *pb.Architecture {
+func ArchToProto(a model.Arch) *pb.Architecture {
 	p := &pb.Architecture{
 		Name: a.Name, Layers: int32(a.Layers), Hidden: int32(a.Hidden), Heads: int32(a.Heads), KvHeads: int32(a.KVHeads),
 		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings, HeadDim: int32(a.HeadSize),
@@ -86,29 +86,29 @@ func archToProto(a model.Arch) *pb.Architecture {
 
 // ---- clusters ----
 
-// clusterSpec turns a ClusterSpec into a topology spec (not yet sized or built).
-func clusterSpec(field string, c *pb.ClusterSpec) (topology.Spec, error) {
+// ClusterSpec turns a ClusterSpec into a topology spec (not yet sized or built).
+func ClusterSpec(field string, c *pb.ClusterSpec) (topology.Spec, error) {
 	switch s := c.GetSource().(type) {
 	case *pb.ClusterSpec_Name:
 		spec, err := catalog.System(s.Name)
 		if err != nil {
-			return spec, notFound(field+".name", err)
+			return spec, NotFound(field+".name", err)
 		}
 		return spec, nil
 	case *pb.ClusterSpec_Definition:
-		return definitionToSpec(field+".definition", s.Definition)
+		return DefinitionToSpec(field+".definition", s.Definition)
 	}
 	return topology.Spec{}, invalid.Field(field, "is required: give name or definition")
 }
 
-// definitionToSpec applies a definition over its base (or an empty spec): every
+// DefinitionToSpec applies a definition over its base (or an empty spec): every
 // non-zero field overrides.
-func definitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, error) {
+func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, error) {
 	var s topology.Spec
 	if d.GetBase() != "" {
 		b, err := catalog.System(d.GetBase())
 		if err != nil {
-			return s, notFound(field+".base", err)
+			return s, NotFound(field+".base", err)
 		}
 		s = b
 	}
@@ -127,11 +127,11 @@ func definitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 	case d.GetGpuName() != "":
 		g, err := catalog.GPU(d.GetGpuName())
 		if err != nil {
-			return s, notFound(field+".gpu_name", err)
+			return s, NotFound(field+".gpu_name", err)
 		}
 		s.GPU = g
 	case d.GetGpu() != nil:
-		s.GPU = gpuFromProto(d.GetGpu())
+		s.GPU = GPUFromProto(d.GetGpu())
 	}
 	if v := d.GetGpusPerNode(); v != 0 {
 		s.GPUsPerNode = int(v)
@@ -196,7 +196,7 @@ func toInts(v []int32) []int {
 	return out
 }
 
-func toInt32s(v []int) []int32 {
+func ToInt32s(v []int) []int32 {
 	out := make([]int32, len(v))
 	for i, x := range v {
 		out[i] = int32(x)
@@ -204,7 +204,7 @@ func toInt32s(v []int) []int32 {
 	return out
 }
 
-func gpuFromProto(g *pb.GPU) hardware.GPU {
+func GPUFromProto(g *pb.GPU) hardware.GPU {
 	out := hardware.GPU{Name: g.GetName(), Arch: hardware.Arch(g.GetArch()), MemoryGB: g.GetMemoryGb(),
 		MemoryBandwidthGBps: g.GetMemoryBandwidthGbps(), NVLinkGBps: g.GetNvlinkGbps(), SMs: int(g.GetSms()), Source: g.GetSource()}
 	if len(g.GetPeakTflops()) > 0 {
@@ -216,7 +216,7 @@ func gpuFromProto(g *pb.GPU) hardware.GPU {
 	return out
 }
 
-func gpuToProto(g hardware.GPU) *pb.GPU {
+func GPUToProto(g hardware.GPU) *pb.GPU {
 	p := &pb.GPU{Name: g.Name, Arch: string(g.Arch), MemoryGb: g.MemoryGB, MemoryBandwidthGbps: g.MemoryBandwidthGBps,
 		NvlinkGbps: g.NVLinkGBps, Sms: int32(g.SMs), Source: g.Source, PeakTflops: map[string]float64{}}
 	for k, v := range g.PeakTFLOPS {
@@ -225,20 +225,20 @@ func gpuToProto(g hardware.GPU) *pb.GPU {
 	return p
 }
 
-func specToDefinition(s topology.Spec) *pb.ClusterDefinition {
+func SpecToDefinition(s topology.Spec) *pb.ClusterDefinition {
 	return &pb.ClusterDefinition{
-		Name: s.Name, Description: s.Description, Gpu: gpuToProto(s.GPU), GpusPerNode: int32(s.GPUsPerNode),
+		Name: s.Name, Description: s.Description, Gpu: GPUToProto(s.GPU), GpusPerNode: int32(s.GPUsPerNode),
 		Intra: &pb.IntraNode{Kind: string(s.Intra.Kind), GpuBandwidthGbps: s.Intra.GPUBandwidthGBps, Nvls: s.Intra.NVLS,
 			DomainNodes: int32(s.Intra.DomainNodes), Efficiency: s.Intra.Efficiency, LatencyUs: s.Intra.LatencyUs},
-		Nics: &pb.NICs{PerNode: int32(s.NICs.PerNode), Gbps: s.NICs.Gbps, Kind: string(s.NICs.Kind), GpuNic: toInt32s(s.NICs.GPUNIC),
+		Nics: &pb.NICs{PerNode: int32(s.NICs.PerNode), Gbps: s.NICs.Gbps, Kind: string(s.NICs.Kind), GpuNic: ToInt32s(s.NICs.GPUNIC),
 			Efficiency: s.NICs.Efficiency, LatencyUs: s.NICs.LatencyUs, SimpleProtocolOnly: s.NICs.SimpleProtocolOnly},
 		Network: &pb.Network{RailOptimized: s.Network.RailOptimized, NodesPerLeaf: int32(s.Network.NodesPerLeaf),
 			Oversubscription: s.Network.Oversubscription, SpineLatencyUs: s.Network.SpineLatencyUs},
 	}
 }
 
-// freeMap converts the free-GPU list; it also returns the highest node named.
-func freeMap(field string, v []*pb.NodeFreeGPUs) (planner.FreeMap, int, error) {
+// FreeMap converts the free-GPU list; it also returns the highest node named.
+func FreeMap(field string, v []*pb.NodeFreeGPUs) (planner.FreeMap, int, error) {
 	if len(v) == 0 {
 		return nil, -1, nil
 	}
@@ -264,7 +264,7 @@ func freeMap(field string, v []*pb.NodeFreeGPUs) (planner.FreeMap, int, error) {
 
 // ---- training and layout ----
 
-func precisionFromProto(p pb.Precision) (step.Precision, error) {
+func PrecisionFromProto(p pb.Precision) (step.Precision, error) {
 	switch p {
 	case pb.Precision_PRECISION_UNSPECIFIED, pb.Precision_PRECISION_BF16:
 		return step.BF16, nil
@@ -273,7 +273,7 @@ func precisionFromProto(p pb.Precision) (step.Precision, error) {
 	case pb.Precision_PRECISION_FP8:
 		return step.FP8, nil
 	}
-	return "", invalid.Field("training.precision", "%s", enumRule(p))
+	return "", invalid.Field("training.precision", "%s", EnumRule(p))
 }
 
 var prefetches = map[pb.BackwardPrefetch]step.BackwardPrefetch{
@@ -292,7 +292,7 @@ type protoEnum interface {
 func fromProto[P protoEnum, V any](field string, p P, m map[P]V) (V, error) {
 	v, ok := m[p]
 	if !ok && p != 0 {
-		return v, invalid.Field(field, "%s", enumRule(p))
+		return v, invalid.Field(field, "%s", EnumRule(p))
 	}
 	return v, nil
 }
@@ -307,7 +307,7 @@ func toProto[P protoEnum, V comparable](v V, m map[P]V) P {
 	return 0
 }
 
-func precisionToProto(p step.Precision) pb.Precision {
+func PrecisionToProto(p step.Precision) pb.Precision {
 	switch p {
 	case step.FP16:
 		return pb.Precision_PRECISION_FP16
@@ -317,11 +317,11 @@ func precisionToProto(p step.Precision) pb.Precision {
 	return pb.Precision_PRECISION_BF16
 }
 
-func trainingFromProto(t *pb.Training) (step.Training, error) {
+func TrainingFromProto(t *pb.Training) (step.Training, error) {
 	if t == nil {
 		return step.Training{}, invalid.Field("training", "is required (seq_len and global_batch)")
 	}
-	p, err := precisionFromProto(t.GetPrecision())
+	p, err := PrecisionFromProto(t.GetPrecision())
 	if err != nil {
 		return step.Training{}, err
 	}
@@ -346,9 +346,9 @@ func trainingFromProto(t *pb.Training) (step.Training, error) {
 	return out, nil
 }
 
-func trainingToProto(t step.Training) *pb.Training {
+func TrainingToProto(t step.Training) *pb.Training {
 	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
-		Precision: precisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
+		Precision: PrecisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
 		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework, Fp8Recipe: string(t.FP8Recipe), DpReduceAfterBackward: t.DPReduceAfterBackward,
 		MoeImbalance: t.MoEImbalance, MoeCapacityFactor: t.MoECapacityFactor,
 		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
@@ -365,7 +365,7 @@ var schedules = map[pb.Schedule]step.Schedule{
 	pb.Schedule_SCHEDULE_ZB_V: step.ZeroBubbleV,
 }
 
-func layoutFromProto(l *pb.Layout) (step.Layout, error) {
+func LayoutFromProto(l *pb.Layout) (step.Layout, error) {
 	if l == nil {
 		return step.Layout{}, invalid.Field("layout", "is required")
 	}
@@ -391,9 +391,9 @@ func toIntsOrNil(v []int32) []int {
 	return toInts(v)
 }
 
-func layoutToProto(l step.Layout) *pb.Layout {
+func LayoutToProto(l step.Layout) *pb.Layout {
 	p := &pb.Layout{Tp: int32(l.TP), Pp: int32(l.PP), Dp: int32(l.DP), Cp: int32(l.CP), Ep: int32(l.EP), Zero: int32(l.ZeRO),
-		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: toInt32s(l.LayerSplit),
+		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: ToInt32s(l.LayerSplit),
 		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers),
 		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss, OverlapEp: l.OverlapEP, Offload: string(l.Offload), Etp: int32(l.ETP)}
 	p.Recompute, p.Schedule = toProto(l.Recompute, recomputes), toProto(l.Schedule, schedules)
@@ -402,7 +402,7 @@ func layoutToProto(l step.Layout) *pb.Layout {
 
 // ---- results ----
 
-func stepToProto(r step.Result) *pb.StepEstimate {
+func StepToProto(r step.Result) *pb.StepEstimate {
 	b := r.Breakdown
 	bd := &pb.Breakdown{ForwardS: b.Forward, BackwardS: b.Backward, RecomputeS: b.Recompute, BubbleS: b.Bubble,
 		OptimizerS: b.Optimizer, ContentionS: b.Contention, TotalS: b.Sum(),
@@ -418,7 +418,7 @@ func stepToProto(r step.Result) *pb.StepEstimate {
 			Mfu: r.Throughput.MFU, Hfu: r.Throughput.HFU},
 		Gpus: int32(r.GPUs), MicroBatches: int32(r.MicroBatches), StageLayers: int32(r.StageLayers),
 		Warnings: slices.Clone(r.Warnings), Assumptions: slices.Clone(r.Assumptions),
-		Layout: layoutToProto(r.Layout), Training: trainingToProto(r.Training),
+		Layout: LayoutToProto(r.Layout), Training: TrainingToProto(r.Training),
 	}
 	for _, c := range r.Comms {
 		out.Communication = append(out.Communication, &pb.CommCall{Kind: c.KindName, Collective: c.Op, GroupSize: int32(c.Group),
@@ -436,26 +436,26 @@ func commTimesToProto(t *[step.NumComms]float64) *pb.CommTimes {
 		Dp: t[step.CommDP], Zero3: t[step.CommZeRO3], Embedding: t[step.CommEmbed]}
 }
 
-func planToProto(p planner.Plan) *pb.Plan {
+func PlanToProto(p planner.Plan) *pb.Plan {
 	pl := &pb.Placement{WholeNodes: int32(p.Placement.WholeNodes), PartialNodes: int32(p.Placement.PartialNodes),
 		FreeWholeNodesLeft: int32(p.Placement.FreeWholeNodes), Leaves: int32(p.Placement.Leaves)}
 	for _, u := range p.Placement.Nodes {
-		pl.Nodes = append(pl.Nodes, &pb.NodeUse{Node: int32(u.Node), Gpus: toInt32s(u.GPUs)})
+		pl.Nodes = append(pl.Nodes, &pb.NodeUse{Node: int32(u.Node), Gpus: ToInt32s(u.GPUs)})
 	}
-	return &pb.Plan{Rank: int32(p.Rank), Gpus: int32(p.GPUs), Layout: layoutToProto(p.Layout), Placement: pl,
-		Estimate: stepToProto(p.Estimate), Score: p.Score, CostUsd: p.CostUSD, Dominated: p.Dominated}
+	return &pb.Plan{Rank: int32(p.Rank), Gpus: int32(p.GPUs), Layout: LayoutToProto(p.Layout), Placement: pl,
+		Estimate: StepToProto(p.Estimate), Score: p.Score, CostUsd: p.CostUSD, Dominated: p.Dominated}
 }
 
 // ---- collectives ----
 
-var collectiveOps = map[pb.Collective]collective.Op{
+var CollectiveOps = map[pb.Collective]collective.Op{
 	pb.Collective_COLLECTIVE_ALL_REDUCE: collective.AllReduce, pb.Collective_COLLECTIVE_ALL_GATHER: collective.AllGather,
 	pb.Collective_COLLECTIVE_REDUCE_SCATTER: collective.ReduceScatter, pb.Collective_COLLECTIVE_ALL_TO_ALL: collective.AllToAll,
 	pb.Collective_COLLECTIVE_BROADCAST: collective.Broadcast, pb.Collective_COLLECTIVE_REDUCE: collective.Reduce,
 	pb.Collective_COLLECTIVE_SEND_RECV: collective.SendRecv,
 }
 
-var algorithms = map[pb.Algorithm]collective.Algorithm{
+var Algorithms = map[pb.Algorithm]collective.Algorithm{
 	pb.Algorithm_ALGORITHM_UNSPECIFIED: collective.Auto, pb.Algorithm_ALGORITHM_RING: collective.Ring,
 	pb.Algorithm_ALGORITHM_TREE: collective.Tree, pb.Algorithm_ALGORITHM_DOUBLE_TREE: collective.DoubleTree,
 	pb.Algorithm_ALGORITHM_HIERARCHICAL: collective.Hierarchical, pb.Algorithm_ALGORITHM_NVLS: collective.NVLS,
@@ -463,18 +463,18 @@ var algorithms = map[pb.Algorithm]collective.Algorithm{
 	pb.Algorithm_ALGORITHM_PAIRWISE: collective.Pairwise, pb.Algorithm_ALGORITHM_NVLS_TREE: collective.NVLSTree,
 }
 
-var protocols = map[pb.Protocol]collective.Protocol{
+var Protocols = map[pb.Protocol]collective.Protocol{
 	pb.Protocol_PROTOCOL_SIMPLE: collective.Simple, pb.Protocol_PROTOCOL_LL128: collective.LL128, pb.Protocol_PROTOCOL_LL: collective.LL,
 }
 
-var launches = map[pb.Launch]collective.Launch{
+var Launches = map[pb.Launch]collective.Launch{
 	pb.Launch_LAUNCH_UNSPECIFIED: collective.PerProcess, pb.Launch_LAUNCH_PER_PROCESS: collective.PerProcess,
 	pb.Launch_LAUNCH_SINGLE_PROCESS: collective.SingleProcess, pb.Launch_LAUNCH_EAGER: collective.Eager,
 	pb.Launch_LAUNCH_GRAPH: collective.Graph,
 }
 
-func algorithmToProto(a collective.Algorithm) pb.Algorithm {
-	for k, v := range algorithms {
+func AlgorithmToProto(a collective.Algorithm) pb.Algorithm {
+	for k, v := range Algorithms {
 		if v == a && k != pb.Algorithm_ALGORITHM_UNSPECIFIED {
 			return k
 		}
@@ -482,8 +482,8 @@ func algorithmToProto(a collective.Algorithm) pb.Algorithm {
 	return pb.Algorithm_ALGORITHM_UNSPECIFIED
 }
 
-func protocolToProto(p collective.Protocol) pb.Protocol {
-	for k, v := range protocols {
+func ProtocolToProto(p collective.Protocol) pb.Protocol {
+	for k, v := range Protocols {
 		if v == p {
 			return k
 		}
@@ -491,8 +491,8 @@ func protocolToProto(p collective.Protocol) pb.Protocol {
 	return pb.Protocol_PROTOCOL_UNSPECIFIED
 }
 
-func collectiveEstimateToProto(e collective.Estimate) *pb.CollectiveEstimate {
-	return &pb.CollectiveEstimate{Algorithm: algorithmToProto(e.Algo), Protocol: protocolToProto(e.Protocol), TimeUs: e.TimeUs,
+func CollectiveEstimateToProto(e collective.Estimate) *pb.CollectiveEstimate {
+	return &pb.CollectiveEstimate{Algorithm: AlgorithmToProto(e.Algo), Protocol: ProtocolToProto(e.Protocol), TimeUs: e.TimeUs,
 		LatencyUs: e.LatencyUs, AlgbwGbps: e.AlgBWGBps, BusbwGbps: e.BusBWGBps, Steps: int32(e.Steps), Channels: int32(e.Channels),
 		Chunks: int32(e.Chunks), AutoCandidate: collective.AutoChoice(e.Op, e.Algo)}
 }
@@ -502,10 +502,10 @@ var transferKinds = map[collective.Kind]pb.TransferKind{
 	collective.SwitchReduce: pb.TransferKind_TRANSFER_KIND_SWITCH_REDUCE, collective.Multicast: pb.TransferKind_TRANSFER_KIND_MULTICAST,
 }
 
-// replayToProto converts a verified, priced schedule.
-func replayToProto(r *collective.Replay) *pb.CollectiveSchedule {
+// ReplayToProto converts a verified, priced schedule.
+func ReplayToProto(r *collective.Replay) *pb.CollectiveSchedule {
 	v := r.Verification
-	out := &pb.CollectiveSchedule{Algorithm: algorithmToProto(r.Algo), Protocol: protocolToProto(r.Protocol),
+	out := &pb.CollectiveSchedule{Algorithm: AlgorithmToProto(r.Algo), Protocol: ProtocolToProto(r.Protocol),
 		Channels: int32(r.Channels), Chunks: int32(r.Chunks), Steps: int32(r.Steps), Transfers: int64(r.Transfers),
 		TimeUs: r.TimeUs, LatencyUs: r.LatencyUs, AnalyticalTimeUs: r.Analytical.TimeUs, DifferencePct: r.DifferencePct,
 		Difference: r.Difference, OmittedRows: int32(r.OmittedRows),
@@ -529,27 +529,27 @@ func replayToProto(r *collective.Replay) *pb.CollectiveSchedule {
 
 // ---- planner ----
 
-var objectives = map[pb.Objective]planner.Objective{
+var Objectives = map[pb.Objective]planner.Objective{
 	pb.Objective_OBJECTIVE_UNSPECIFIED: planner.FastestStep, pb.Objective_OBJECTIVE_STEP_TIME: planner.FastestStep,
 	pb.Objective_OBJECTIVE_THROUGHPUT: planner.Throughput, pb.Objective_OBJECTIVE_COST: planner.Cost,
 }
 
-// constraintsToProto is constraintsFromProto's inverse.
-func constraintsToProto(c planner.Constraints) *pb.Constraints {
-	out := &pb.Constraints{Tp: toInt32s(c.TP), Pp: toInt32s(c.PP), Cp: toInt32s(c.CP), Ep: toInt32s(c.EP), Zero: toInt32s(c.ZeRO),
-		MicroBatch: toInt32s(c.MicroBatch), VirtualStages: toInt32s(c.VirtualStages), Sp: slices.Clone(c.SP),
+// ConstraintsToProto is ConstraintsFromProto's inverse.
+func ConstraintsToProto(c planner.Constraints) *pb.Constraints {
+	out := &pb.Constraints{Tp: ToInt32s(c.TP), Pp: ToInt32s(c.PP), Cp: ToInt32s(c.CP), Ep: ToInt32s(c.EP), Zero: ToInt32s(c.ZeRO),
+		MicroBatch: ToInt32s(c.MicroBatch), VirtualStages: ToInt32s(c.VirtualStages), Sp: slices.Clone(c.SP),
 		TpAcrossNodes: c.TPAcrossNodes, UnevenPp: c.UnevenPP, MinHeadroomGb: c.MinHeadroomGB, MaxMicroBatch: int32(c.MaxMicroBatch),
 		Offload: string(c.Offload)}
 	for _, r := range c.Recompute {
-		out.Recompute = append(out.Recompute, layoutToProto(step.Layout{Recompute: r}).GetRecompute())
+		out.Recompute = append(out.Recompute, LayoutToProto(step.Layout{Recompute: r}).GetRecompute())
 	}
 	for _, s := range c.Schedules {
-		out.Schedules = append(out.Schedules, layoutToProto(step.Layout{Schedule: s}).GetSchedule())
+		out.Schedules = append(out.Schedules, LayoutToProto(step.Layout{Schedule: s}).GetSchedule())
 	}
 	return out
 }
 
-func constraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
+func ConstraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 	out := planner.Constraints{TP: toInts(c.GetTp()), PP: toInts(c.GetPp()), CP: toInts(c.GetCp()), EP: toInts(c.GetEp()),
 		ZeRO: toInts(c.GetZero()), MicroBatch: toInts(c.GetMicroBatch()), VirtualStages: toInts(c.GetVirtualStages()),
 		SP: slices.Clone(c.GetSp()), TPAcrossNodes: c.GetTpAcrossNodes(), UnevenPP: c.GetUnevenPp(),

@@ -1,0 +1,482 @@
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/buildinfo"
+	"github.com/stepcost/stepcost/planner"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// ClusterEntry is a built cluster and the estimator whose placements are cached for it.
+type ClusterEntry struct {
+	Cluster *topology.Cluster
+	Est     *step.Estimator
+}
+
+// Clusters interns clusters by their canonical description, so that equal
+// requests reuse one cluster and its cached communication placements. It keeps at
+// most max entries, dropping the oldest.
+type Clusters struct {
+	mu      sync.Mutex
+	entries map[string]*ClusterEntry
+	order   []string
+	max     int
+}
+
+// NewClusters is a pool of at most max clusters.
+func NewClusters(max int) *Clusters {
+	return &Clusters{entries: map[string]*ClusterEntry{}, max: max}
+}
+
+// Get is the pooled cluster of spec, built on first use.
+func (p *Clusters) Get(spec topology.Spec) (*ClusterEntry, error) {
+	if err := spec.Validate(); err != nil { // before the key: JSON cannot spell NaN
+		return nil, err
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	key := string(b)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.entries[key]; ok {
+		return e, nil
+	}
+	c, err := spec.Build()
+	if err != nil {
+		return nil, err
+	}
+	e := &ClusterEntry{Cluster: c, Est: step.New()}
+	p.entries[key] = e
+	p.order = append(p.order, key)
+	if len(p.order) > p.max {
+		delete(p.entries, p.order[0])
+		p.order = p.order[1:]
+	}
+	return e, nil
+}
+
+// Sized resolves a cluster spec big enough for gpus GPUs (and every node a free
+// map names, topNode; -1 for none), refusing more than maxGPUs GPUs.
+func (p *Clusters) Sized(c *pb.ClusterSpec, gpus, topNode, maxGPUs int) (*ClusterEntry, error) {
+	spec, err := ClusterSpec("cluster", c)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckGPUsPerNode(spec); err != nil {
+		return nil, err
+	}
+	if n := int(c.GetNodes()); n < 0 || n > topology.MaxNodes {
+		return nil, invalid.Field("cluster.nodes", "must be between 0 and %d (got %d)", topology.MaxNodes, n)
+	} else if n > 0 {
+		spec.Nodes = n
+	}
+	need := (gpus + spec.GPUsPerNode - 1) / spec.GPUsPerNode
+	spec.Nodes = max(spec.Nodes, need, topNode+1, 1)
+	if spec.Nodes*spec.GPUsPerNode > maxGPUs {
+		return nil, &LimitError{"cluster.nodes", fmt.Sprintf("%d GPUs exceed the service's limit of %d (flag --max-gpus)", spec.Nodes*spec.GPUsPerNode, maxGPUs)}
+	}
+	ce, err := p.Get(spec)
+	if err != nil {
+		return nil, ClusterFields(c, "", err)
+	}
+	return ce, nil
+}
+
+// Supported refuses a precision the estimator has no calibration for on the
+// cluster's GPU, or a GPU it cannot price at all, naming the field to change.
+func (ce *ClusterEntry) Supported(c *pb.ClusterSpec, t step.Training) error {
+	if err := ce.Est.Supports(ce.Cluster.GPU(), t.Normalise().Precision); err != nil {
+		return ClusterFields(c, "cluster.", err)
+	}
+	return nil
+}
+
+// Step is an EstimateStep request resolved: what it estimates (its Key) and on
+// which cluster.
+type Step struct {
+	Model    model.Arch
+	Derived  string // how a shape was derived from a parameter count
+	Training step.Training
+	Layout   step.Layout
+	Cluster  *ClusterEntry
+	// The what-ifs.
+	SlowGPU, DegradedNIC, DegradedLink float64
+}
+
+// ResolveStep resolves and checks an EstimateStep request, its cluster from pool
+// and at most maxGPUs GPUs.
+func ResolveStep(pool *Clusters, req *pb.EstimateStepRequest, maxGPUs int) (*Step, error) {
+	a, derived, err := ResolveModel("model", req.GetModel())
+	if err != nil {
+		return nil, err
+	}
+	t, err := TrainingFromProto(req.GetTraining())
+	if err != nil {
+		return nil, err
+	}
+	l, err := LayoutFromProto(req.GetLayout())
+	if err != nil {
+		return nil, err
+	}
+	gpus, err := LayoutGPUs(l, maxGPUs)
+	if err != nil {
+		return nil, err
+	}
+	ce, err := pool.Sized(req.GetCluster(), gpus, -1, maxGPUs)
+	if err != nil {
+		return nil, err
+	}
+	if err := ce.Supported(req.GetCluster(), t); err != nil {
+		return nil, err
+	}
+	return &Step{Model: a, Derived: derived, Training: t, Layout: l, Cluster: ce,
+		SlowGPU: req.GetSlowGpuSpeed(), DegradedNIC: req.GetDegradedNicSpeed(), DegradedLink: req.GetDegradedLinkSpeed()}, nil
+}
+
+// Key is what the request resolves to: equivalent requests have equal keys.
+func (s *Step) Key() any {
+	return struct {
+		Model    model.Arch
+		Derived  string
+		Training step.Training
+		Layout   step.Layout
+		Cluster  topology.Spec
+		// The what-ifs change the answer as much as the layout does.
+		SlowGPU, DegradedNIC, DegradedLink float64
+	}{s.Model, s.Derived, s.Training, s.Layout, s.Cluster.Cluster.Spec, s.SlowGPU, s.DegradedNIC, s.DegradedLink}
+}
+
+// Estimate answers the request.
+func (s *Step) Estimate(ctx context.Context) (*pb.EstimateStepResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res, err := s.Cluster.Est.Estimate(step.Request{Model: s.Model, Training: s.Training, Cluster: s.Cluster.Cluster, Layout: s.Layout,
+		SlowGPUSpeed: s.SlowGPU, DegradedNICSpeed: s.DegradedNIC, DegradedLinkSpeed: s.DegradedLink})
+	if err != nil {
+		return nil, err
+	}
+	est := StepToProto(res)
+	if s.Derived != "" {
+		est.Assumptions = append([]string{s.Derived}, est.Assumptions...)
+	}
+	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion}, nil
+}
+
+// PlanResponse is the answer to an EstimatePlan request pr found res.
+func PlanResponse(pr planner.Request, res planner.Result) *pb.EstimatePlanResponse {
+	out := &pb.EstimatePlanResponse{Model: ArchToProto(pr.Model), EstimatorVersion: buildinfo.EstimatorVersion,
+		Stats: &pb.SearchStats{Enumerated: int64(res.Stats.Enumerated), Evaluated: int64(res.Stats.Evaluated),
+			Feasible: int64(res.Stats.Feasible), Dominated: int64(res.Stats.Dominated), GpuCounts: ToInt32s(res.Stats.GPUCounts), Pruned: map[string]int64{},
+			ElapsedMs: float64(res.Stats.Elapsed.Microseconds()) / 1e3}}
+	for k, v := range res.Stats.Pruned {
+		out.Stats.Pruned[k] = int64(v)
+	}
+	for _, p := range res.Top {
+		out.Plans = append(out.Plans, PlanToProto(p))
+	}
+	for _, p := range res.Pareto {
+		// The front can hold dozens of plans; their full communication tables and
+		// assumptions would multiply the response size (and its encoding time) for
+		// detail a caller gets from EstimateStep on the plan it picks.
+		pp := PlanToProto(p)
+		pp.Estimate.Communication, pp.Estimate.Assumptions = nil, nil
+		out.Pareto = append(out.Pareto, pp)
+	}
+	return out
+}
+
+// RankObjective checks a RankConfigs request's own fields (its configs are
+// checked one by one) for at most maxConfigs configs, and returns its objective.
+func RankObjective(req *pb.RankConfigsRequest, maxConfigs int) (planner.Objective, error) {
+	n := len(req.GetConfigs())
+	switch {
+	case n == 0:
+		return "", invalid.Field("configs", "must list at least one config")
+	case n > maxConfigs:
+		return "", &LimitError{"configs", fmt.Sprintf("%d configs exceed the limit of %d per call (flag --max-rank-configs)", n, maxConfigs)}
+	}
+	obj, ok := Objectives[req.GetObjective()]
+	if !ok {
+		return "", invalid.Field("objective", "%s", EnumRule(req.GetObjective()))
+	}
+	if err := planner.CheckPrice(req.GetPricePerGpuHour(), req.GetTokenBudget()); err != nil {
+		return "", err
+	}
+	if obj == planner.Cost && !(req.GetPricePerGpuHour() > 0 && req.GetTokenBudget() > 0) {
+		return "", invalid.Field("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0")
+	}
+	return obj, nil
+}
+
+// Score is the objective's score of an estimate (lower is better), as the planner
+// scores its plans.
+func Score(obj planner.Objective, req *pb.RankConfigsRequest, e *pb.StepEstimate) float64 {
+	tokens := float64(e.GetTraining().GetGlobalBatch()) * float64(e.GetTraining().GetSeqLen())
+	return planner.Score(obj, e.GetStepTimeS(), e.GetThroughput().GetTokensPerSPerGpu(), int(e.GetGpus()), tokens,
+		req.GetPricePerGpuHour(), req.GetTokenBudget())
+}
+
+// RankResults ranks estimated configs in place (planner.RankConfigs): those that fit
+// first, by score; the others after them, flagged infeasible; dominated ones flagged.
+func RankResults(rs []*pb.RankedConfig) {
+	items := make([]planner.RankItem, len(rs))
+	for i, r := range rs {
+		if r.GetError() != nil || r.GetEstimate() == nil {
+			continue
+		}
+		e := r.GetEstimate()
+		items[i] = planner.RankItem{Valid: true, Fits: e.GetMemory().GetFits(), GPUs: int(e.GetGpus()), Score: r.GetScore(),
+			StepTime: e.GetStepTimeS(), Headroom: e.GetMemory().GetHeadroomGb()}
+	}
+	rank, dominated := planner.RankConfigs(items)
+	for i, r := range rs {
+		r.Rank, r.Dominated = int32(rank[i]), dominated[i]
+		r.Infeasible = items[i].Valid && !items[i].Fits
+	}
+}
+
+// Plan is an EstimatePlan request resolved: the planner's request and the cluster
+// it searches.
+type Plan struct {
+	Request planner.Request
+	Cluster *ClusterEntry
+}
+
+// ResolvePlan resolves and checks an EstimatePlan request, its cluster from pool,
+// at most maxGPUs GPUs and maxCandidates layouts.
+func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandidates int) (*Plan, error) {
+	a, _, err := ResolveModel("model", req.GetModel())
+	if err != nil {
+		return nil, err
+	}
+	t, err := TrainingFromProto(req.GetTraining())
+	if err != nil {
+		return nil, err
+	}
+	free, top, err := FreeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
+	if err != nil {
+		return nil, err
+	}
+	size := max(int(req.GetGpus()), int(req.GetMaxGpus()))
+	if size > maxGPUs {
+		field := "gpus" // the field that asked for the most
+		if req.GetMaxGpus() > req.GetGpus() {
+			field = "max_gpus"
+		}
+		return nil, Limit(field, fmt.Sprintf("%d GPUs exceed the service's limit of %d", size, maxGPUs))
+	}
+	ce, err := pool.Sized(req.GetCluster(), size, top, maxGPUs)
+	if err != nil {
+		return nil, err
+	}
+	if err := ce.Supported(req.GetCluster(), t); err != nil {
+		return nil, err
+	}
+	if err := CheckFree("cluster.free_gpus", req.GetCluster().GetFreeGpus(), ce.Cluster.Spec.GPUsPerNode); err != nil {
+		return nil, err
+	}
+	cons, err := ConstraintsFromProto(req.GetConstraints())
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := Objectives[req.GetObjective()]
+	if !ok {
+		return nil, invalid.Field("objective", "%s", EnumRule(req.GetObjective()))
+	}
+	pr := planner.Request{Model: a, Training: t, Cluster: ce.Cluster, GPUs: int(req.GetGpus()), MinGPUs: int(req.GetMinGpus()),
+		MaxGPUs: int(req.GetMaxGpus()), Free: free, Constraints: cons, Objective: obj, PricePerGPUHour: req.GetPricePerGpuHour(),
+		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: maxCandidates,
+		IncludeDominated: req.GetIncludeDominated(), SlowGPUSpeed: req.GetSlowGpuSpeed(),
+		DegradedNICSpeed: req.GetDegradedNicSpeed(), DegradedLinkSpeed: req.GetDegradedLinkSpeed(),
+		PlacementTolerance: req.GetPlacementTolerance()}
+	for _, n := range req.GetExcludeNodes() {
+		pr.ExcludeNodes = append(pr.ExcludeNodes, int(n))
+	}
+	if pr.TopK == 0 {
+		pr.TopK = planner.DefaultTopK
+	}
+	return &Plan{Request: pr, Cluster: ce}, nil
+}
+
+// Key is what the request resolves to: equivalent requests have equal keys.
+func (p *Plan) Key() any {
+	pr := p.Request
+	return struct {
+		Model                  model.Arch
+		Training               step.Training
+		Cluster                topology.Spec
+		GPUs, MinGPUs, MaxGPUs int
+		Free                   planner.FreeMap
+		Constraints            planner.Constraints
+		Objective              planner.Objective
+		Price, Tokens          float64
+		TopK                   int
+		IncludeDominated       bool
+		// The what-ifs change the answer as much as the constraints do.
+		SlowGPU, DegradedNIC, DegradedLink float64
+		ExcludeNodes                       []int
+		PlacementTolerance                 float64
+	}{pr.Model, pr.Training, pr.Cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, pr.Free, pr.Constraints.Canonical(), pr.Objective, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK,
+		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, pr.ExcludeNodes, pr.PlacementTolerance}
+}
+
+// Search answers the planner's request pr with est.
+func Search(ctx context.Context, est *step.Estimator, pr planner.Request) (*pb.EstimatePlanResponse, error) {
+	res, err := planner.Search(ctx, est, pr)
+	if errors.Is(err, planner.ErrTooManyLayouts) {
+		return nil, Limit("gpus", fmt.Sprintf("%v layouts (flag --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return PlanResponse(pr, res), nil
+}
+
+// Collective is a SimulateCollective request resolved.
+type Collective struct {
+	req        *pb.SimulateCollectiveRequest
+	coll       *collective.Model
+	ce         *ClusterEntry
+	p          *collective.Placement
+	op         collective.Op
+	opts       collective.Options
+	size       float64
+	nodes, per int
+	rows       int
+}
+
+// ResolveCollective resolves and checks a SimulateCollective request, its cluster
+// from pool and at most maxGPUs GPUs, to be priced by coll.
+func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateCollectiveRequest, maxGPUs int) (*Collective, error) {
+	op, ok := CollectiveOps[req.GetCollective()]
+	if !ok {
+		return nil, invalid.Field("collective", "%s", EnumRule(req.GetCollective()))
+	}
+	algo, ok := Algorithms[req.GetAlgorithm()]
+	if !ok {
+		return nil, invalid.Field("algorithm", "%s", EnumRule(req.GetAlgorithm()))
+	}
+	launch, ok := Launches[req.GetLaunch()]
+	if !ok {
+		return nil, invalid.Field("launch", "%s", EnumRule(req.GetLaunch()))
+	}
+	opts := collective.Options{Algo: algo, Launch: launch}
+	if p := req.GetProtocol(); p != pb.Protocol_PROTOCOL_UNSPECIFIED {
+		pr, ok := Protocols[p]
+		if !ok {
+			return nil, invalid.Field("protocol", "%s", EnumRule(p))
+		}
+		opts.ForceProtocol, opts.Protocol = true, pr
+	}
+	if req.GetSizeBytes() <= 0 || req.GetSizeBytes() > 1<<50 {
+		return nil, invalid.Field("size_bytes", "must be between 1 and 2^50 (got %d)", req.GetSizeBytes())
+	}
+	nodes := int(req.GetNodes())
+	if nodes == 0 {
+		nodes = 1
+	}
+	spec, err := ClusterSpec("cluster", req.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckGPUsPerNode(spec); err != nil {
+		return nil, err
+	}
+	if nodes < 1 {
+		return nil, invalid.Field("nodes", "must be at least 1, or 0 for 1 (got %d)", nodes)
+	}
+	if nodes*spec.GPUsPerNode > maxGPUs {
+		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes", maxGPUs/spec.GPUsPerNode))
+	}
+	ce, err := pool.Sized(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), -1, maxGPUs)
+	if err != nil {
+		return nil, err
+	}
+	per := int(req.GetGpusPerNode())
+	if per == 0 {
+		per = ce.Cluster.Spec.GPUsPerNode
+	}
+	group, sib, err := collective.NodeGroups(ce.Cluster, nodes, per, req.GetConcurrent())
+	if err != nil {
+		return nil, err
+	}
+	p, err := collective.Place(ce.Cluster, group, sib)
+	if err != nil {
+		return nil, err
+	}
+	if err := collectiveApplies(coll, req, p, op, algo); err != nil {
+		return nil, err
+	}
+	rows := int(req.GetMaxStepRows())
+	switch {
+	case rows != 0 && !req.GetSteps():
+		return nil, invalid.Field("max_step_rows", "applies only with steps: true (got %d)", rows)
+	case rows < 0 || rows > collective.MaxReplayRows:
+		return nil, invalid.Field("max_step_rows", "must be between 0 (for %d) and %d (got %d)", collective.DefaultReplayRows, collective.MaxReplayRows, rows)
+	}
+	return &Collective{req: req, coll: coll, ce: ce, p: p, op: op, opts: opts, size: float64(req.GetSizeBytes()), nodes: nodes, per: per, rows: rows}, nil
+}
+
+// Key is what the request resolves to: equivalent requests have equal keys.
+func (c *Collective) Key() any {
+	return struct {
+		Op             collective.Op
+		Options        collective.Options
+		Size           float64
+		Nodes, PerNode int
+		Concurrent     bool
+		Cluster        topology.Spec
+		Steps          bool
+		StepRows       int
+	}{c.op, c.opts, c.size, c.nodes, c.per, c.req.GetConcurrent(), c.ce.Cluster.Spec, c.req.GetSteps(), c.rows}
+}
+
+// Simulate answers the request.
+func (c *Collective) Simulate(ctx context.Context) (*pb.SimulateCollectiveResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	chosen, err := c.coll.Estimate(c.p, c.op, c.size, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	var sched *pb.CollectiveSchedule
+	if c.req.GetSteps() {
+		r, err := c.coll.Replay(c.p, chosen, collective.ReplayOptions{Launch: c.opts.Launch, MaxRows: c.rows})
+		switch {
+		case errors.Is(err, collective.ErrReplayTooLarge):
+			return nil, invalid.Field("steps", "%v", err)
+		case errors.Is(err, collective.ErrNoSchedule):
+			return nil, invalid.Field("steps", "%v; force another algorithm with algorithm", err)
+		case err != nil:
+			return nil, err
+		}
+		sched = ReplayToProto(r)
+	}
+	out := &pb.SimulateCollectiveResponse{Chosen: CollectiveEstimateToProto(chosen), Ranks: int32(c.p.N()),
+		ConcurrentGroups: int32(len(c.p.Siblings)), EstimatorVersion: buildinfo.EstimatorVersion, Schedule: sched}
+	all := c.coll.Candidates(c.p, c.op, c.size, collective.Options{Launch: c.opts.Launch, ForceProtocol: c.opts.ForceProtocol, Protocol: c.opts.Protocol}, nil)
+	collective.ByTime(all)
+	for _, e := range all {
+		out.Considered = append(out.Considered, CollectiveEstimateToProto(e))
+	}
+	for _, a := range collective.Algorithms() {
+		if err := c.coll.Supports(c.p, c.op, a); err != nil {
+			out.NotApplicable = append(out.NotApplicable, &pb.NotApplicable{Algorithm: AlgorithmToProto(a), Reason: err.Error()})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,125 @@
+package wire
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// ClusterFields re-roots the field errors of a cluster spec, named relative to the
+// spec after prefix ("" for topology.Spec's own errors, "cluster." for the
+// estimator's), at the request's path: the spec's nodes is cluster.nodes and every
+// other field belongs to the definition (cluster.definition.nics.kind). An error
+// without field errors is returned as it is.
+func ClusterFields(c *pb.ClusterSpec, prefix string, err error) error {
+	vs := FieldErrors(err)
+	if len(vs) == 0 {
+		return err
+	}
+	var out invalid.Collector
+	for _, v := range vs {
+		f := v.Field
+		if rel, ok := strings.CutPrefix(f, prefix); ok {
+			switch {
+			case rel == "nodes":
+				f = "cluster.nodes"
+			case c.GetDefinition() != nil:
+				f = "cluster.definition." + rel
+			default:
+				f = "cluster." + rel
+			}
+		}
+		out.Join(&invalid.Error{Field: f, Rule: v.Rule})
+	}
+	return out.Err()
+}
+
+// EnumRule states the values an enum field takes, and the one it got.
+func EnumRule(e protoreflect.Enum) string {
+	vs := e.Descriptor().Values()
+	names := make([]string, 0, vs.Len())
+	for i := range vs.Len() {
+		if vs.Get(i).Number() != 0 {
+			names = append(names, string(vs.Get(i).Name()))
+		}
+	}
+	return fmt.Sprintf("must be one of %s (got %d)", strings.Join(names, ", "), e.Number())
+}
+
+// LayoutGPUs is a layout's tp×pp×dp×cp (an unset size counts as 1), refused over
+// the service's limit before it can overflow. A negative size counts as 1 here, for
+// the estimator to name.
+func LayoutGPUs(l step.Layout, limit int) (int, error) {
+	n := 1
+	for _, v := range []int{l.TP, l.PP, l.DP, l.CP} {
+		if v > limit || n*max(1, v) > limit {
+			return 0, &LimitError{"layout", fmt.Sprintf("tp×pp×dp×cp must be at most the service's limit of %d GPUs (flag --max-gpus; got tp %d, pp %d, dp %d, cp %d)",
+				limit, l.TP, l.PP, l.DP, l.CP)}
+		}
+		n *= max(1, v)
+	}
+	return n, nil
+}
+
+// CheckGPUsPerNode refuses a definition's node size before the cluster is sized by it.
+func CheckGPUsPerNode(spec topology.Spec) error {
+	if g := spec.GPUsPerNode; g < 1 || g > topology.MaxGPUsPerNode {
+		return invalid.Field("cluster.definition.gpus_per_node", "must be between 1 and %d (got %d)", topology.MaxGPUsPerNode, g)
+	}
+	return nil
+}
+
+// CheckFree refuses free GPUs that are not GPUs of a node, or are listed twice,
+// naming the entry by its place in the request.
+func CheckFree(field string, v []*pb.NodeFreeGPUs, gpusPerNode int) error {
+	for i, n := range v {
+		seen := make(map[int32]bool, len(n.GetGpus()))
+		for j, g := range n.GetGpus() {
+			f := fmt.Sprintf("%s[%d].gpus[%d]", field, i, j)
+			if g < 0 || int(g) >= gpusPerNode {
+				return invalid.Field(f, "must be a GPU of the node, 0 to %d (got %d)", gpusPerNode-1, g)
+			}
+			if seen[g] {
+				return invalid.Field(f, "GPU %d is listed twice", g)
+			}
+			seen[g] = true
+		}
+	}
+	return nil
+}
+
+// collectiveApplies refuses, naming the field, a collective that cannot run on the
+// group: a group of one GPU (nodes or gpus_per_node), a forced algorithm that does
+// not apply (algorithm), or an operation no algorithm NCCL would choose can run on a
+// group this size (nodes).
+func collectiveApplies(coll *collective.Model, req *pb.SimulateCollectiveRequest, p *collective.Placement, op collective.Op, algo collective.Algorithm) error {
+	if p.N() < 2 {
+		// The estimator prices a group of one at zero, which is right inside a step
+		// but is no answer to "how long does this collective take".
+		field := "nodes"
+		if req.GetGpusPerNode() != 0 {
+			field = "gpus_per_node"
+		}
+		return invalid.Field(field, "the group must have at least 2 GPUs to run a collective (got nodes %d × gpus_per_node %d)", max(1, req.GetNodes()), p.N()/max(1, p.Domains))
+	}
+	if algo != collective.Auto {
+		if err := coll.Supports(p, op, algo); err != nil {
+			why := strings.TrimPrefix(err.Error(), collective.ErrUnsupported.Error()+": ")
+			return invalid.Field("algorithm", "must be able to run the collective on this group of %d GPUs (%s)", p.N(), why)
+		}
+		return nil
+	}
+	for _, a := range collective.Algorithms() {
+		if collective.AutoChoice(op, a) && coll.Supports(p, op, a) == nil {
+			return nil
+		}
+	}
+	return invalid.Field("nodes", "no algorithm can run %s on a group of %d GPUs over %d nodes; force one with algorithm, or use a smaller group", op, p.N(), p.Domains)
+}
