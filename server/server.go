@@ -28,6 +28,7 @@ import (
 
 	"github.com/stepcost/stepcost/cache"
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 	gw "github.com/stepcost/stepcost/proto/stepcost/v1/stepcostv1gw"
 	"github.com/stepcost/stepcost/server/openapi"
@@ -225,7 +226,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	defer conn.Close()
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, withFieldErrors(&runtime.JSONPb{
-			MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: false, UseProtoNames: true},
+			MarshalOptions:   wire.JSONOptions(),
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 		})),
 		runtime.WithErrorHandler(restErrors),

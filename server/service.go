@@ -9,9 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/cache"
-	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
-	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/internal/buildinfo"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
@@ -251,15 +249,5 @@ func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, e
 
 // ListCatalog lists the embedded catalog.
 func (s *Service) ListCatalog(ctx context.Context, _ *pb.ListCatalogRequest) (*pb.ListCatalogResponse, error) {
-	out := &pb.ListCatalogResponse{}
-	for _, g := range catalog.GPUs() {
-		out.Gpus = append(out.Gpus, wire.GPUToProto(g))
-	}
-	for _, sp := range catalog.Systems() {
-		out.Systems = append(out.Systems, &pb.SystemEntry{Name: sp.Name, Description: sp.Description, Source: sp.Source, Definition: wire.SpecToDefinition(sp)})
-	}
-	for _, a := range model.Catalog() {
-		out.Models = append(out.Models, wire.ArchToProto(a))
-	}
-	return out, nil
+	return wire.Catalog(), nil
 }

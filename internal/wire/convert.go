@@ -157,7 +157,7 @@ func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 			s.NICs.Kind = topology.NetKind(n.GetKind())
 		}
 		if len(n.GetGpuNic()) > 0 {
-			s.NICs.GPUNIC = toInts(n.GetGpuNic())
+			s.NICs.GPUNIC = ToInts(n.GetGpuNic())
 		}
 		setF(&s.NICs.Efficiency, n.GetEfficiency())
 		setF(&s.NICs.LatencyUs, n.GetLatencyUs())
@@ -188,7 +188,7 @@ func setF(dst *float64, v float64) {
 	}
 }
 
-func toInts(v []int32) []int {
+func ToInts(v []int32) []int {
 	out := make([]int, len(v))
 	for i, x := range v {
 		out[i] = int(x)
@@ -254,7 +254,7 @@ func FreeMap(field string, v []*pb.NodeFreeGPUs) (planner.FreeMap, int, error) {
 		}
 		// In order, so that the placement (and the cache key) do not depend on how
 		// the scheduler listed them; repeats are kept for the planner to report.
-		gpus := toInts(n.GetGpus())
+		gpus := ToInts(n.GetGpus())
 		slices.Sort(gpus)
 		out[node] = gpus
 		top = max(top, node)
@@ -388,7 +388,7 @@ func toIntsOrNil(v []int32) []int {
 	if len(v) == 0 {
 		return nil
 	}
-	return toInts(v)
+	return ToInts(v)
 }
 
 func LayoutToProto(l step.Layout) *pb.Layout {
@@ -550,8 +550,8 @@ func ConstraintsToProto(c planner.Constraints) *pb.Constraints {
 }
 
 func ConstraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
-	out := planner.Constraints{TP: toInts(c.GetTp()), PP: toInts(c.GetPp()), CP: toInts(c.GetCp()), EP: toInts(c.GetEp()),
-		ZeRO: toInts(c.GetZero()), MicroBatch: toInts(c.GetMicroBatch()), VirtualStages: toInts(c.GetVirtualStages()),
+	out := planner.Constraints{TP: ToInts(c.GetTp()), PP: ToInts(c.GetPp()), CP: ToInts(c.GetCp()), EP: ToInts(c.GetEp()),
+		ZeRO: ToInts(c.GetZero()), MicroBatch: ToInts(c.GetMicroBatch()), VirtualStages: ToInts(c.GetVirtualStages()),
 		SP: slices.Clone(c.GetSp()), TPAcrossNodes: c.GetTpAcrossNodes(), UnevenPP: c.GetUnevenPp(),
 		MinHeadroomGB: c.GetMinHeadroomGb(), MaxMicroBatch: int(c.GetMaxMicroBatch()), Offload: step.Offload(c.GetOffload())}
 	for i, r := range c.GetRecompute() {
@@ -569,4 +569,21 @@ func ConstraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 		out.Schedules = append(out.Schedules, v)
 	}
 	return out, nil
+}
+
+// ---- catalog ----
+
+// Catalog is the embedded catalog: GPUs, systems and models.
+func Catalog() *pb.ListCatalogResponse {
+	out := &pb.ListCatalogResponse{}
+	for _, g := range catalog.GPUs() {
+		out.Gpus = append(out.Gpus, GPUToProto(g))
+	}
+	for _, sp := range catalog.Systems() {
+		out.Systems = append(out.Systems, &pb.SystemEntry{Name: sp.Name, Description: sp.Description, Source: sp.Source, Definition: SpecToDefinition(sp)})
+	}
+	for _, a := range model.Catalog() {
+		out.Models = append(out.Models, ArchToProto(a))
+	}
+	return out
 }

@@ -160,19 +160,29 @@ func (s *Step) Key() any {
 
 // Estimate answers the request.
 func (s *Step) Estimate(ctx context.Context) (*pb.EstimateStepResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	res, err := s.Cluster.Est.Estimate(step.Request{Model: s.Model, Training: s.Training, Cluster: s.Cluster.Cluster, Layout: s.Layout,
-		SlowGPUSpeed: s.SlowGPU, DegradedNICSpeed: s.DegradedNIC, DegradedLinkSpeed: s.DegradedLink})
+	res, err := s.Result(ctx)
 	if err != nil {
 		return nil, err
 	}
+	return s.Response(res), nil
+}
+
+// Result is the estimator's answer to the request.
+func (s *Step) Result(ctx context.Context) (step.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return step.Result{}, err
+	}
+	return s.Cluster.Est.Estimate(step.Request{Model: s.Model, Training: s.Training, Cluster: s.Cluster.Cluster, Layout: s.Layout,
+		SlowGPUSpeed: s.SlowGPU, DegradedNICSpeed: s.DegradedNIC, DegradedLinkSpeed: s.DegradedLink})
+}
+
+// Response is the API's answer for the estimator's res.
+func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 	est := StepToProto(res)
 	if s.Derived != "" {
 		est.Assumptions = append([]string{s.Derived}, est.Assumptions...)
 	}
-	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion}, nil
+	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion}
 }
 
 // PlanResponse is the answer to an EstimatePlan request pr found res.
@@ -335,14 +345,21 @@ func (p *Plan) Key() any {
 
 // Search answers the planner's request pr with est.
 func Search(ctx context.Context, est *step.Estimator, pr planner.Request) (*pb.EstimatePlanResponse, error) {
-	res, err := planner.Search(ctx, est, pr)
-	if errors.Is(err, planner.ErrTooManyLayouts) {
-		return nil, Limit("gpus", fmt.Sprintf("%v layouts (flag --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err))
-	}
+	res, err := SearchResult(ctx, est, pr)
 	if err != nil {
 		return nil, err
 	}
 	return PlanResponse(pr, res), nil
+}
+
+// SearchResult is the planner's answer to pr with est, a search over the limit of
+// layouts named as the request's field.
+func SearchResult(ctx context.Context, est *step.Estimator, pr planner.Request) (planner.Result, error) {
+	res, err := planner.Search(ctx, est, pr)
+	if errors.Is(err, planner.ErrTooManyLayouts) {
+		return res, Limit("gpus", fmt.Sprintf("%v layouts (flag --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err))
+	}
+	return res, err
 }
 
 // Collective is a SimulateCollective request resolved.

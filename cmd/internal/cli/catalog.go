@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/internal/wire"
 )
 
 func runCatalog(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -17,7 +18,7 @@ func runCatalog(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	gpus, systems, models := catalog.GPUs(), catalog.Systems(), model.Catalog()
 	if *asJSON {
-		return writeJSON(stdout, map[string]any{"gpus": gpus, "systems": systems, "models": models})
+		return printProtoJSON(stdout, wire.Catalog())
 	}
 	t := table{head: []string{"gpu", "arch", "bf16 TFLOP/s", "fp8 TFLOP/s", "HBM GB", "HBM GB/s", "NVLink GB/s"}}
 	for _, g := range gpus {

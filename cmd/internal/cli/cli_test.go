@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+
 	collacc "github.com/stepcost/stepcost/estimator/collective/accuracy"
 	"github.com/stepcost/stepcost/server"
 )
@@ -36,12 +40,18 @@ func TestCollectiveJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep collectiveReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out)
+	var rep pb.SimulateCollectiveResponse
+	if err := protojson.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not the API's JSON: %v\n%s", err, out)
 	}
-	if rep.Chosen.Algorithm != "ring" || rep.Ranks != 8 || rep.SizeBytes != 256<<20 || !(rep.Chosen.TimeUs > 0) || len(rep.Considered) < 2 {
-		t.Errorf("unexpected report %+v", rep)
+	if rep.GetChosen().GetAlgorithm() != pb.Algorithm_ALGORITHM_RING || rep.GetRanks() != 8 || !(rep.GetChosen().GetTimeUs() > 0) || len(rep.GetConsidered()) < 2 {
+		t.Errorf("unexpected report %v", &rep)
+	}
+	// Proto field names and enums by name, as the REST gateway writes them.
+	for _, want := range []string{`"algorithm":"ALGORITHM_RING"`, `"time_us":`, `"estimator_version":`} {
+		if !strings.Contains(strings.ReplaceAll(out, " ", ""), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, out)
+		}
 	}
 }
 
@@ -76,7 +86,7 @@ func TestCollectiveErrors(t *testing.T) {
 		{"unknown algo", []string{"--cluster", "dgx-h100", "--size", "1G", "--algo", "butterfly"}, 1, "--algo"},
 		{"inapplicable algo", []string{"--cluster", "dgx-h100", "--nodes", "2", "--size", "1G", "--algo", "nvls"}, 1, "NVLink domain"},
 		{"bad nodes", []string{"--cluster", "dgx-h100", "--nodes", "0", "--size", "1G"}, 1, "--nodes"},
-		{"bad per node", []string{"--cluster", "dgx-h100", "--gpus-per-node", "3", "--size", "1G"}, 1, "gpus_per_node"},
+		{"bad per node", []string{"--cluster", "dgx-h100", "--gpus-per-node", "3", "--size", "1G"}, 1, "--gpus-per-node"},
 		{"bad launch", []string{"--cluster", "dgx-h100", "--size", "1G", "--launch", "warp"}, 1, "--launch"},
 		{"bad protocol", []string{"--cluster", "dgx-h100", "--size", "1G", "--protocol", "ll64"}, 1, "--protocol"},
 		{"unknown flag", []string{"--cluster", "dgx-h100", "--sise", "1G"}, 2, "sise"},

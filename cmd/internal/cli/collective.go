@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -14,49 +13,7 @@ import (
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
-// collectiveReport is the JSON output of `stepcost collective`.
-type collectiveReport struct {
-	Cluster     string          `json:"cluster"`
-	Nodes       int             `json:"nodes"`
-	GPUsPerNode int             `json:"gpus_per_node"`
-	Ranks       int             `json:"ranks"`
-	Concurrent  int             `json:"concurrent_groups"`
-	Op          string          `json:"op"`
-	SizeBytes   int64           `json:"size_bytes"`
-	Launch      string          `json:"launch"`
-	Chosen      estimateJSON    `json:"chosen"`
-	Considered  []estimateJSON  `json:"considered"`
-	Unsupported []unsupportJSON `json:"not_applicable"`
-	Schedule    *scheduleJSON   `json:"schedule,omitempty"`
-}
-
-type estimateJSON struct {
-	Algorithm string  `json:"algorithm"`
-	Protocol  string  `json:"protocol"`
-	Auto      bool    `json:"auto_candidate"`
-	TimeUs    float64 `json:"time_us"`
-	LatencyUs float64 `json:"latency_us"`
-	AlgBWGBps float64 `json:"algbw_gbps"`
-	BusBWGBps float64 `json:"busbw_gbps"`
-	Steps     int     `json:"steps"`
-	Channels  int     `json:"channels"`
-	Chunks    int     `json:"chunks,omitempty"`
-}
-
-type unsupportJSON struct {
-	Algorithm string `json:"algorithm"`
-	Reason    string `json:"reason"`
-}
-
-func toJSON(e collective.Estimate) estimateJSON {
-	return estimateJSON{
-		Algorithm: e.Algo.String(), Protocol: e.Protocol.String(), Auto: collective.AutoChoice(e.Op, e.Algo), TimeUs: e.TimeUs,
-		LatencyUs: e.LatencyUs, AlgBWGBps: e.AlgBWGBps, BusBWGBps: e.BusBWGBps,
-		Steps: e.Steps, Channels: e.Channels, Chunks: e.Chunks,
-	}
-}
-
-func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runCollective(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("collective", "--cluster NAME | --cluster-file FILE --op OP --size SIZE [flags]", stderr)
 	clusterName := fs.String("cluster", "", "catalog system (see 'stepcost catalog'), e.g. dgx-h100")
 	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML, see deploy/clusters)")
@@ -65,7 +22,7 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 	concurrent := fs.Bool("concurrent", false, "the node's other GPUs run the same collective at the same time, in groups of the same shape (e.g. the DP groups of a TP job)")
 	opName := fs.String("op", "allreduce", "allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv")
 	sizeStr := fs.String("size", "", "message size, nccl-tests convention (total buffer for allgather/reducescatter); e.g. 1GiB, 64M, 4096")
-	algoName := fs.String("algo", "auto", "force an algorithm: ring, tree, dbtree, hierarchical, nvls, direct, pat, pairwise")
+	algoFlag := fs.String("algo", "auto", "force an algorithm: ring, tree, dbtree, hierarchical, nvls, direct, pat, pairwise")
 	protoName := fs.String("protocol", "", "force a protocol for ring/tree: simple, ll128, ll")
 	launchName := fs.String("launch", "per-process", "how calls are issued: per-process, single-process, eager, graph")
 	steps := fs.Bool("steps", false, "also show the chosen algorithm's per-step schedule, verified by executing it and priced link by link next to the closed form")
@@ -102,7 +59,7 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("--size: %w", err)
 	}
-	algo, err := collective.ParseAlgorithm(*algoName)
+	algo, err := collective.ParseAlgorithm(*algoFlag)
 	if err != nil {
 		return fmt.Errorf("--algo: %w", err)
 	}
@@ -126,104 +83,80 @@ func runCollective(_ context.Context, args []string, stdout, stderr io.Writer) e
 	if k == 0 {
 		k = cl.Spec.GPUsPerNode
 	}
-	if *addr != "" {
-		req := &pb.SimulateCollectiveRequest{Cluster: clusterProto(*clusterName, spec), Nodes: int32(*nodes), GpusPerNode: int32(k),
-			Concurrent: *concurrent, Collective: pbCollective[op], SizeBytes: size, Algorithm: pbAlgorithm[algo], Launch: pbLaunch[opts.Launch],
-			Steps: *steps, MaxStepRows: int32(*stepRows)}
-		if opts.ForceProtocol {
-			req.Protocol = pbProtocol[opts.Protocol]
-		}
-		return remoteCollective(context.Background(), *addr, sec, req, k, *asJSON, stdout)
+	req := &pb.SimulateCollectiveRequest{Cluster: clusterProto(*clusterName, spec), Nodes: int32(*nodes), GpusPerNode: int32(k),
+		Concurrent: *concurrent, Collective: pbCollective[op], SizeBytes: size, Algorithm: pbAlgorithm[algo], Launch: pbLaunch[opts.Launch],
+		Steps: *steps, MaxStepRows: int32(*stepRows)}
+	if opts.ForceProtocol {
+		req.Protocol = pbProtocol[opts.Protocol]
 	}
-	group, siblings, err := collective.NodeGroups(cl, *nodes, k, *concurrent)
-	if err != nil {
-		return fmt.Errorf("--nodes/--gpus-per-node: %w", err)
-	}
-	p, err := collective.Place(cl, group, siblings)
-	if err != nil {
-		return err
-	}
-	m := collective.NewModel(collective.Default())
-	chosen, err := m.Estimate(p, op, float64(size), opts)
-	if err != nil {
-		return fmt.Errorf("--algo %s: %w", algo, err)
-	}
-	all := m.Candidates(p, op, float64(size), collective.Options{Launch: opts.Launch, ForceProtocol: opts.ForceProtocol, Protocol: opts.Protocol}, nil)
-	collective.ByTime(all)
-	rep := collectiveReport{
-		Cluster: name, Nodes: *nodes, GPUsPerNode: k, Ranks: p.N(), Concurrent: len(p.Siblings),
-		Op: op.String(), SizeBytes: size, Launch: opts.Launch.String(), Chosen: toJSON(chosen),
-	}
-	for _, e := range all {
-		rep.Considered = append(rep.Considered, toJSON(e))
-	}
-	for _, a := range collective.Algorithms() {
-		if err := m.Supports(p, op, a); err != nil {
-			msg := err.Error()
-			if i := strings.LastIndex(msg, ": "); i >= 0 {
-				msg = msg[i+2:]
-			}
-			rep.Unsupported = append(rep.Unsupported, unsupportJSON{a.String(), msg})
-		}
-	}
-	if *steps && p.N() > 1 {
-		r, err := m.Replay(p, chosen, collective.ReplayOptions{Launch: opts.Launch, MaxRows: *stepRows})
-		if errors.Is(err, collective.ErrNoSchedule) {
-			return fmt.Errorf("--steps: %w; force another algorithm with --algo", err)
-		}
-		if err != nil {
-			return fmt.Errorf("--steps: %w", err)
-		}
-		rep.Schedule = replayJSON(r)
-	}
-	if *asJSON {
-		if err := writeJSON(stdout, rep); err != nil {
-			return err
-		}
-		return rep.Schedule.failed()
-	}
-	fmt.Fprintf(stdout, "%s of %s on %d GPUs (%d node(s) × %d) of %s", op, FormatSize(float64(size)), p.N(), *nodes, k, name)
-	if len(p.Siblings) > 1 {
-		fmt.Fprintf(stdout, ", %d groups at once", len(p.Siblings))
-	}
-	fmt.Fprintf(stdout, ", %s launch\n\n", opts.Launch)
-	if p.N() == 1 {
+	if *nodes*k == 1 && !*asJSON {
+		fmt.Fprintf(stdout, "%s of %s on 1 GPUs (1 node(s) × 1) of %s, %s launch\n\n", op, FormatSize(float64(size)), name, opts.Launch)
 		fmt.Fprintln(stdout, "A group of one GPU does not communicate: time 0.")
 		return nil
 	}
+	svc, done, err := connect(*addr, sec)
+	if err != nil {
+		return err
+	}
+	defer done()
+	resp, err := svc.SimulateCollective(ctx, req)
+	if err != nil {
+		return flagged(err, collectiveFlags)
+	}
+	sched := scheduleFromProto(resp.GetSchedule())
+	if *asJSON {
+		if err := printProtoJSON(stdout, resp); err != nil {
+			return err
+		}
+		return sched.failed()
+	}
+	fmt.Fprintf(stdout, "%s of %s on %d GPUs (%d node(s) × %d) of %s", op, FormatSize(float64(size)), resp.GetRanks(), *nodes, k, name)
+	if g := resp.GetConcurrentGroups(); g > 1 {
+		fmt.Fprintf(stdout, ", %d groups at once", g)
+	}
+	fmt.Fprintf(stdout, ", %s launch\n\n", opts.Launch)
+	chosen := resp.GetChosen()
 	fmt.Fprintf(stdout, "chosen:  %s/%s  time %s  algbw %.1f GB/s  busbw %.1f GB/s\n\n",
-		chosen.Algo, chosen.Protocol, fmtUs(chosen.TimeUs), chosen.AlgBWGBps, chosen.BusBWGBps)
+		algoName(chosen.GetAlgorithm()), protocolName(chosen.GetProtocol()), fmtUs(chosen.GetTimeUs()), chosen.GetAlgbwGbps(), chosen.GetBusbwGbps())
 	t := table{head: []string{"algorithm", "protocol", "time", "latency", "algbw GB/s", "busbw GB/s", "steps", "channels", "chunks"}}
-	for _, e := range all {
-		mark := e.Algo.String()
+	for _, e := range resp.GetConsidered() {
+		mark := algoName(e.GetAlgorithm())
 		switch {
-		case e.Algo == chosen.Algo && e.Protocol == chosen.Protocol:
+		case e.GetAlgorithm() == chosen.GetAlgorithm() && e.GetProtocol() == chosen.GetProtocol():
 			mark += " *"
-		case !collective.AutoChoice(op, e.Algo):
+		case !e.GetAutoCandidate():
 			mark += " (forced only)"
 		}
 		chunks := "-"
-		if e.Chunks > 0 {
-			chunks = fmt.Sprint(e.Chunks)
+		if e.GetChunks() > 0 {
+			chunks = fmt.Sprint(e.GetChunks())
 		}
-		t.add(mark, e.Protocol.String(), fmtUs(e.TimeUs), fmtUs(e.LatencyUs), fmt.Sprintf("%.1f", e.AlgBWGBps),
-			fmt.Sprintf("%.1f", e.BusBWGBps), fmt.Sprint(e.Steps), fmt.Sprint(e.Channels), chunks)
+		t.add(mark, protocolName(e.GetProtocol()), fmtUs(e.GetTimeUs()), fmtUs(e.GetLatencyUs()), fmt.Sprintf("%.1f", e.GetAlgbwGbps()),
+			fmt.Sprintf("%.1f", e.GetBusbwGbps()), fmt.Sprint(e.GetSteps()), fmt.Sprint(e.GetChannels()), chunks)
 	}
 	t.write(stdout)
 	fmt.Fprintln(stdout, "\n* chosen (the cheapest of the algorithms NCCL picks from by itself); \"forced only\" algorithms are priced for --algo")
-	if len(rep.Unsupported) > 0 {
+	if na := resp.GetNotApplicable(); len(na) > 0 {
 		fmt.Fprintln(stdout, "\nnot applicable:")
-		for _, u := range rep.Unsupported {
-			fmt.Fprintf(stdout, "  %-12s %s\n", u.Algorithm, u.Reason)
+		for _, u := range na {
+			msg := u.GetReason()
+			if i := strings.LastIndex(msg, ": "); i >= 0 {
+				msg = msg[i+2:]
+			}
+			fmt.Fprintf(stdout, "  %-12s %s\n", algoName(u.GetAlgorithm()), msg)
 		}
 	}
-	if rep.Schedule != nil {
+	if sched != nil {
 		fmt.Fprintln(stdout)
-		rep.Schedule.write(stdout, k)
-		return rep.Schedule.failed()
+		sched.write(stdout, k)
+		return sched.failed()
 	}
 	return nil
 }
+
+// collectiveFlags names the flag of each request field of collective.
+var collectiveFlags = map[string]string{"collective": "--op", "size_bytes": "--size", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node",
+	"algorithm": "--algo", "protocol": "--protocol", "launch": "--launch", "steps": "--steps", "max_step_rows": "--step-rows"}
 
 // loadCluster reads --cluster or --cluster-file (exactly one).
 func loadCluster(name, file string) (topology.Spec, string, error) {

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,29 +11,19 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
+	"google.golang.org/protobuf/encoding/protojson"
+
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
-// estimateFile is the JSON request of `stepcost estimate --in`: every field of the
-// flags, model and cluster by name or in full.
-type estimateFile struct {
-	Model    json.RawMessage `json:"model"`  // catalog name or an architecture object
-	Params   float64         `json:"params"` // or a bare parameter count
-	Cluster  json.RawMessage `json:"cluster"`
-	GPUs     int             `json:"gpus"`
-	Training step.Training   `json:"training"`
-	Layout   step.Layout     `json:"layout"`
-}
-
-func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runEstimate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("estimate", "--model NAME --cluster NAME --gpus N --tp T --pp P --mbs B --gbs G --seq S [flags]", stderr)
-	in := fs.String("in", "", "read the whole request from a JSON file (flags given too override it)")
+	in := fs.String("in", "", "read the whole request from a JSON file, an EstimateStepRequest as the REST API takes it (flags given too override it)")
 	mf := addModelFlags(fs)
 	clusterName := fs.String("cluster", "", "catalog system, e.g. dgx-h100")
 	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
@@ -88,7 +76,7 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	var req step.Request
-	var ef estimateFile
+	var file pb.EstimateStepRequest
 	var arch model.Arch
 	var derived string
 	var spec topology.Spec
@@ -98,39 +86,50 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return fmt.Errorf("--in: %w", err)
 		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ef); err != nil {
-			return fmt.Errorf("--in %s: %w", *in, err)
+		if err := protojson.Unmarshal(data, &file); err != nil {
+			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *in, err)
 		}
-		req.Training, req.Layout = ef.Training, ef.Layout
+		if file.GetTraining() != nil {
+			if req.Training, err = wire.TrainingFromProto(file.GetTraining()); err != nil {
+				return fmt.Errorf("--in: %w", err)
+			}
+		}
+		if file.GetLayout() != nil {
+			if req.Layout, err = wire.LayoutFromProto(file.GetLayout()); err != nil {
+				return fmt.Errorf("--in: %w", err)
+			}
+		}
+		req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed = file.GetSlowGpuSpeed(), file.GetDegradedNicSpeed(), file.GetDegradedLinkSpeed()
 	}
 
 	// Model: a name, a file, an architecture, or a parameter count — exactly one; else
 	// the --in file's.
+	modelName, modelParams := "", 0.0
+	if set["model"] {
+		modelName = *mf.name
+	}
+	if set["params"] {
+		modelParams = *mf.params
+	}
 	a, why, err := mf.resolve(set)
 	switch {
 	case err == nil:
 		arch, derived = a, why
 	case !errors.Is(err, errNoModel):
 		return err
-	case len(ef.Model) > 0:
-		a, err := decodeModel(ef.Model)
+	case file.GetModel() != nil:
+		a, why, err := wire.ResolveModel("model", file.GetModel())
 		if err != nil {
-			return fmt.Errorf("--in: model: %w", err)
-		}
-		arch = a
-	case ef.Params != 0:
-		a, why, err := model.FromParams(ef.Params)
-		if err != nil {
-			return fmt.Errorf("--in: params: %w", err)
+			return fmt.Errorf("--in: %w", err)
 		}
 		arch, derived = a, why
+		modelName, modelParams = file.GetModel().GetName(), file.GetModel().GetParams()
 	default:
 		return err
 	}
 
 	// Cluster.
+	cname := ""
 	switch {
 	case set["cluster"] || set["cluster-file"]:
 		s, name, err := loadCluster(*clusterName, *clusterFile)
@@ -138,21 +137,18 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		spec, clusterLabel = s, name
-	case len(ef.Cluster) > 0:
-		var name string
-		if err := json.Unmarshal(ef.Cluster, &name); err == nil {
-			s, err := catalog.System(name)
-			if err != nil {
-				return fmt.Errorf("--in: cluster: %w", err)
-			}
-			spec, clusterLabel = s, name
-		} else {
-			s, err := catalog.DecodeSpec(ef.Cluster)
-			if err != nil {
-				return fmt.Errorf("--in: cluster: %w", err)
-			}
-			spec, clusterLabel = s, s.Name
+		if set["cluster"] {
+			cname = *clusterName
 		}
+	case file.GetCluster() != nil:
+		s, err := wire.ClusterSpec("cluster", file.GetCluster())
+		if err != nil {
+			return fmt.Errorf("--in: %w", err)
+		}
+		if n := int(file.GetCluster().GetNodes()); n > 0 {
+			s.Nodes = n
+		}
+		spec, clusterLabel, cname = s, s.Name, file.GetCluster().GetName()
 	default:
 		return errors.New("--cluster or --cluster-file: required (see 'stepcost catalog')")
 	}
@@ -283,9 +279,6 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("--gbs or --global-tokens: required (the batch per step)")
 	}
 	n := *gpus
-	if !set["gpus"] && ef.GPUs != 0 {
-		n = ef.GPUs
-	}
 	if l.TP < 1 || l.PP < 1 || l.CP < 1 {
 		return fmt.Errorf("--tp, --pp, --cp: must be ≥ 1 (got %d, %d, %d)", l.TP, l.PP, l.CP)
 	}
@@ -313,81 +306,82 @@ func runEstimate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", clusterLabel, err)
 	}
-	req.Model, req.Cluster, req.SlowGPUSpeed = arch, cl, *slowGPU
-	req.DegradedNICSpeed, req.DegradedLinkSpeed = *degradedNIC, *degradedLink
+	req.Model, req.Cluster = arch, cl
+	for name, v := range map[string]struct {
+		dst *float64
+		v   float64
+	}{"slow-gpu": {&req.SlowGPUSpeed, *slowGPU}, "degraded-nic": {&req.DegradedNICSpeed, *degradedNIC}, "degraded-link": {&req.DegradedLinkSpeed, *degradedLink}} {
+		if set[name] {
+			*v.dst = v.v
+		}
+	}
 	if *addr != "" && *svgOut != "" {
 		return errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:schedule)")
 	}
 	if *svgOut == "-" && *asJSON {
 		return errors.New("--svg - and --json: both write to standard output; give --svg a file")
 	}
-	if *addr != "" {
-		name := *mf.name
-		if !set["model"] {
-			name = ""
-		}
-		pr := 0.0
-		if set["params"] {
-			pr = *mf.params
-		}
-		cname := ""
-		if set["cluster"] {
-			cname = *clusterName
-		}
-		return remoteEstimate(context.Background(), *addr, sec, &pb.EstimateStepRequest{Model: modelProto(arch, name, pr),
-			Cluster: clusterProto(cname, spec), Training: wire.TrainingToProto(req.Training), Layout: wire.LayoutToProto(req.Layout),
-			SlowGpuSpeed: req.SlowGPUSpeed, DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}, *asJSON, stdout)
-	}
-
-	res, err := step.New().Estimate(req)
-	if err != nil {
+	if err := checkNames(req.Training, req.Layout, estimateFlags); err != nil {
 		return err
 	}
-	if derived != "" {
-		res.Assumptions = append([]string{derived}, res.Assumptions...)
-	}
-	if *svgOut != "" {
-		title := arch.Name + " on " + clusterLabel
-		sched, err := picture.Schedule(res, title)
+	pr := &pb.EstimateStepRequest{Model: modelProto(arch, modelName, modelParams), Cluster: clusterProto(cname, spec),
+		Training: wire.TrainingToProto(req.Training), Layout: wire.LayoutToProto(req.Layout),
+		SlowGpuSpeed: req.SlowGPUSpeed, DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+	var resp *pb.EstimateStepResponse
+	if *addr != "" {
+		svc, done, err := connect(*addr, sec)
 		if err != nil {
-			return fmt.Errorf("--svg: %w", err)
-		}
-		if err := writeSVG(*svgOut, picture.Stack(sched, picture.Breakdown(res, title)), stdout); err != nil {
 			return err
 		}
-		if *svgOut == "-" {
-			return nil
+		defer done()
+		if resp, err = svc.EstimateStep(ctx, pr); err != nil {
+			return err
+		}
+	} else {
+		var res step.Result
+		if resp, res, err = newLocal().step(ctx, pr); err != nil {
+			return flagged(err, estimateFlags)
+		}
+		if *svgOut != "" {
+			if derived != "" {
+				res.Assumptions = append([]string{derived}, res.Assumptions...)
+			}
+			title := arch.Name + " on " + clusterLabel
+			sched, err := picture.Schedule(res, title)
+			if err != nil {
+				return fmt.Errorf("--svg: %w", err)
+			}
+			if err := writeSVG(*svgOut, picture.Stack(sched, picture.Breakdown(res, title)), stdout); err != nil {
+				return err
+			}
+			if *svgOut == "-" {
+				return nil
+			}
 		}
 	}
 	if *asJSON {
-		return writeJSON(stdout, struct {
-			Model   model.Arch `json:"model"`
-			Cluster string     `json:"cluster"`
-			step.Result
-		}{arch, clusterLabel, res})
+		return printProtoJSON(stdout, resp)
 	}
-	printEstimate(stdout, arch, clusterLabel, req, res)
+	printEstimate(stdout, resp, clusterLabel)
 	return nil
 }
 
-func decodeModel(raw json.RawMessage) (model.Arch, error) {
-	var name string
-	if err := json.Unmarshal(raw, &name); err == nil {
-		return model.Lookup(name)
-	}
-	var a model.Arch
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return a, err
-	}
-	a = a.Normalise()
-	return a, a.Validate()
-}
+// estimateFlags names the flag of each request field of estimate.
+var estimateFlags = map[string]string{"layout.tp": "--tp", "layout.pp": "--pp", "layout.dp": "--dp", "layout.cp": "--cp", "layout.ep": "--ep",
+	"layout.etp": "--etp", "layout.zero": "--zero", "layout.micro_batch": "--mbs", "layout.recompute": "--recompute",
+	"layout.recompute_layers": "--recompute-layers", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
+	"layout.rank_order": "--rank-order", "layout.layer_split": "--layer-split", "layout.offload": "--offload",
+	"training.seq_len": "--seq", "training.global_batch": "--gbs", "training.global_tokens": "--global-tokens", "training.precision": "--precision",
+	"training.framework": "--framework", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.moe_imbalance": "--moe-imbalance",
+	"training.moe_capacity_factor": "--moe-capacity",
+	"slow_gpu_speed":               "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link"}
 
-func printEstimate(w io.Writer, a model.Arch, cluster string, req step.Request, r step.Result) {
-	l, t := r.Layout, r.Training
-	fmt.Fprintf(w, "%s on %d GPUs of %s: tp %d × pp %d × dp %d × cp %d", a.Name, r.GPUs, cluster, l.TP, l.PP, l.DP, l.CP)
+// printEstimate prints an estimate for people.
+func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
+	e := resp.GetEstimate()
+	l, _ := wire.LayoutFromProto(e.GetLayout())
+	t, _ := wire.TrainingFromProto(e.GetTraining())
+	fmt.Fprintf(w, "%s on %d GPUs of %s: tp %d × pp %d × dp %d × cp %d", resp.GetModel().GetName(), e.GetGpus(), cluster, l.TP, l.PP, l.DP, l.CP)
 	if l.EP > 1 {
 		fmt.Fprintf(w, ", ep %d", l.EP)
 	}
@@ -395,7 +389,7 @@ func printEstimate(w io.Writer, a model.Arch, cluster string, req step.Request, 
 		fmt.Fprint(w, ", etp 1 (experts whole on each TP rank)")
 	}
 	fmt.Fprintf(w, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
-		l.ZeRO, l.MicroBatch, r.MicroBatches, t.SeqLen, t.GlobalBatch, l.Recompute)
+		l.ZeRO, l.MicroBatch, e.GetMicroBatches(), t.SeqLen, t.GlobalBatch, l.Recompute)
 	if l.RecomputeLayers > 0 {
 		fmt.Fprintf(w, " (%d layers per stage)", l.RecomputeLayers)
 	}
@@ -412,10 +406,10 @@ func printEstimate(w io.Writer, a model.Arch, cluster string, req step.Request, 
 		fmt.Fprintf(w, ", %s offloaded to the host", l.Offload)
 	}
 	fmt.Fprintf(w, ", %s\n\n", t.Precision)
-	th := r.Throughput
+	th := e.GetThroughput()
 	fmt.Fprintf(w, "step time  %s   tokens/s %.0f   per GPU %.0f   MFU %.1f%%   HFU %.1f%%\n\n",
-		fmtSeconds(r.StepTime), th.TokensPerSec, th.TokensPerSecPerGPU, 100*th.MFU, 100*th.HFU)
-	b := r.Breakdown
+		fmtSeconds(e.GetStepTimeS()), th.GetTokensPerS(), th.GetTokensPerSPerGpu(), 100*th.GetMfu(), 100*th.GetHfu())
+	b := e.GetBreakdown()
 	bt := table{head: []string{"where the time goes", "time", "share", "hidden under compute"}}
 	row := func(name string, v, hidden float64) {
 		if v == 0 && hidden == 0 {
@@ -425,62 +419,83 @@ func printEstimate(w io.Writer, a model.Arch, cluster string, req step.Request, 
 		if hidden > 0 {
 			h = fmtSeconds(hidden)
 		}
-		bt.add(name, fmtSeconds(v), fmt.Sprintf("%.1f%%", 100*v/r.StepTime), h)
+		bt.add(name, fmtSeconds(v), fmt.Sprintf("%.1f%%", 100*v/e.GetStepTimeS()), h)
 	}
-	row("forward", b.Forward, 0)
-	row("backward", b.Backward, 0)
-	row("recompute", b.Recompute, 0)
+	row("forward", b.GetForwardS(), 0)
+	row("backward", b.GetBackwardS(), 0)
+	row("recompute", b.GetRecomputeS(), 0)
 	for _, c := range step.Comms() {
-		row("exposed "+c.String()+" comm", b.Exposed[c], b.Hidden[c])
+		row("exposed "+c.String()+" comm", commTime(b.GetExposedCommS(), c), commTime(b.GetHiddenCommS(), c))
 	}
-	row("pipeline bubble", b.Bubble, 0)
-	row("optimizer step", b.Optimizer, 0)
-	row("comm/compute contention", b.Contention, 0)
-	bt.add("total", fmtSeconds(b.Sum()), "100.0%", "")
+	row("pipeline bubble", b.GetBubbleS(), 0)
+	row("optimizer step", b.GetOptimizerS(), 0)
+	row("comm/compute contention", b.GetContentionS(), 0)
+	bt.add("total", fmtSeconds(b.GetTotalS()), "100.0%", "")
 	bt.write(w)
 
-	m := r.Memory
-	verdict := fmt.Sprintf("fits, %.1f GB headroom", m.Headroom)
-	if !m.Fits {
-		verdict = fmt.Sprintf("DOES NOT FIT: %.1f GB over", -m.Headroom)
+	m := e.GetMemory()
+	verdict := fmt.Sprintf("fits, %.1f GB headroom", m.GetHeadroomGb())
+	if !m.GetFits() {
+		verdict = fmt.Sprintf("DOES NOT FIT: %.1f GB over", -m.GetHeadroomGb())
 	}
-	fmt.Fprintf(w, "\nmemory per GPU (stage %d): %.1f of %.1f GB — %s\n", m.Stage, m.Total, m.Capacity, verdict)
+	fmt.Fprintf(w, "\nmemory per GPU (stage %d): %.1f of %.1f GB — %s\n", m.GetStage(), m.GetTotalGb(), m.GetCapacityGb(), verdict)
 	mt := table{head: []string{"", "GB"}}
 	for _, x := range []struct {
 		n string
 		v float64
-	}{{"weights", m.Weights}, {"gradients", m.Gradients}, {"optimizer states", m.Optimizer}, {"gathered weights (ZeRO-3)", m.Gathered},
-		{fmt.Sprintf("activations (%.3g micro-batches in flight)", m.InFlight), m.Activations}, {"embeddings / logits", m.Logits},
-		{"fp8 weight copies", m.FP8Weights}, {"communication buffers", m.Buffers}, {"runtime reserve", m.Reserve}} {
+	}{{"weights", m.GetWeightsGb()}, {"gradients", m.GetGradientsGb()}, {"optimizer states", m.GetOptimizerGb()}, {"gathered weights (ZeRO-3)", m.GetGatheredWeightsGb()},
+		{fmt.Sprintf("activations (%.3g micro-batches in flight)", m.GetInFlightMicroBatches()), m.GetActivationsGb()}, {"embeddings / logits", m.GetEmbeddingsLogitsGb()},
+		{"fp8 weight copies", m.GetFp8WeightCopiesGb()}, {"communication buffers", m.GetCommBuffersGb()}, {"runtime reserve", m.GetRuntimeReserveGb()}} {
 		if x.v > 0 {
 			mt.add(x.n, fmt.Sprintf("%.2f", x.v))
 		}
 	}
 	mt.write(w)
-	if m.Host > 0 {
+	if m.GetHostGb() > 0 {
 		verdict := "fits"
-		if m.Host > m.HostCapacity {
+		if m.GetHostGb() > m.GetHostCapacityGb() {
 			verdict = "DOES NOT FIT"
 		}
-		fmt.Fprintf(w, "host memory per GPU (offload): %.1f of its %.1f GB share — %s\n", m.Host, m.HostCapacity, verdict)
+		fmt.Fprintf(w, "host memory per GPU (offload): %.1f of its %.1f GB share — %s\n", m.GetHostGb(), m.GetHostCapacityGb(), verdict)
 	}
 
-	if len(r.Comms) > 0 {
+	if len(e.GetCommunication()) > 0 {
 		fmt.Fprintln(w, "\ncommunication")
 		ct := table{head: []string{"kind", "collective", "group", "nodes", "bytes", "algorithm", "one call", "calls/step", "when"}}
-		for _, c := range r.Comms {
-			ct.add(c.KindName, c.Op, fmt.Sprint(c.Group), fmt.Sprint(c.Nodes), FormatSize(c.Bytes), c.Algorithm+"/"+c.Protocol,
-				fmtUs(c.TimeUs), fmt.Sprintf("%.0f", c.PerStep), c.When)
+		for _, c := range e.GetCommunication() {
+			ct.add(c.GetKind(), c.GetCollective(), fmt.Sprint(c.GetGroupSize()), fmt.Sprint(c.GetGroupNodes()), FormatSize(c.GetBytes()), c.GetAlgorithm()+"/"+c.GetProtocol(),
+				fmtUs(c.GetTimeUs()), fmt.Sprintf("%.0f", c.GetCallsPerStep()), c.GetWhen())
 		}
 		ct.write(w)
 	}
-	for _, x := range r.Warnings {
+	for _, x := range e.GetWarnings() {
 		fmt.Fprintln(w, "\nwarning:", x)
 	}
 	fmt.Fprintln(w, "\nassumptions:")
-	for _, x := range r.Assumptions {
+	for _, x := range e.GetAssumptions() {
 		fmt.Fprintln(w, "  -", x)
 	}
+}
+
+// commTime is the time of one kind of communication.
+func commTime(t *pb.CommTimes, c step.Comm) float64 {
+	switch c {
+	case step.CommTP:
+		return t.GetTp()
+	case step.CommCP:
+		return t.GetCp()
+	case step.CommEP:
+		return t.GetEp()
+	case step.CommPP:
+		return t.GetPp()
+	case step.CommDP:
+		return t.GetDp()
+	case step.CommZeRO3:
+		return t.GetZero3()
+	case step.CommEmbed:
+		return t.GetEmbedding()
+	}
+	return 0
 }
 
 func fmtSeconds(s float64) string {

@@ -1,20 +1,22 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/stepcost/stepcost/estimator/step"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/stepcost/stepcost/internal/wire"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // The recomputation policies reach the estimate and are printed back.
 func TestEstimateRecomputePolicies(t *testing.T) {
 	code, out, errOut := run("estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--dp", "64", "--zero", "3",
 		"--mbs", "1", "--gbs", "512", "--seq", "8192", "--recompute", "full", "--zero3-backward-prefetch", "post", "--json")
-	if code != 0 || !strings.Contains(out, `"zero3_backward_prefetch": "post"`) {
+	if code != 0 || decodeEstimate(t, out).GetTraining().GetZero3BackwardPrefetch() != pb.BackwardPrefetch_BACKWARD_PREFETCH_POST {
 		t.Errorf("--zero3-backward-prefetch post: exit %d, %s\n%s", code, errOut, out)
 	}
 	for _, args := range [][]string{{"--recompute", "ops"}, {"--recompute", "full", "--recompute-layers", "20"}} {
@@ -23,16 +25,17 @@ func TestEstimateRecomputePolicies(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)
 		}
-		var res step.Result
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
+		res := decodeEstimate(t, out)
+		l, err := wire.LayoutFromProto(res.GetLayout())
+		if err != nil {
 			t.Fatal(err)
 		}
 		want := 0
 		if len(args) > 2 {
 			want = 20
 		}
-		if string(res.Layout.Recompute) != args[1] || res.Layout.RecomputeLayers != want || !(res.Breakdown.Recompute > 0) {
-			t.Errorf("%v: estimated %s over %d layers, %v s recomputing", args, res.Layout.Recompute, res.Layout.RecomputeLayers, res.Breakdown.Recompute)
+		if string(l.Recompute) != args[1] || l.RecomputeLayers != want || !(res.GetBreakdown().GetRecomputeS() > 0) {
+			t.Errorf("%v: estimated %s over %d layers, %v s recomputing", args, l.Recompute, l.RecomputeLayers, res.GetBreakdown().GetRecomputeS())
 		}
 	}
 }
@@ -56,33 +59,30 @@ func TestEstimateJSONAndArchitecture(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var v struct {
-		StepTime  float64 `json:"step_time_s"`
-		GPUs      int     `json:"gpus"`
-		Breakdown struct {
-			Total float64 `json:"total_s"`
-		} `json:"breakdown"`
-		Memory struct {
-			Fits bool `json:"fits"`
-		} `json:"memory"`
-		Layout struct {
-			DP int `json:"dp"`
-		} `json:"layout"`
+	v := decodeEstimate(t, out)
+	if v.GetGpus() != 384 || v.GetLayout().GetDp() != 4 || !(v.GetStepTimeS() > 0) || v.GetBreakdown().GetTotalS() != v.GetStepTimeS() {
+		t.Errorf("unexpected %v", v)
 	}
-	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		t.Fatalf("not JSON: %v", err)
+}
+
+// decodeEstimate is the estimate of estimate --json, which prints the API's
+// EstimateStepResponse as the REST gateway does.
+func decodeEstimate(t *testing.T, out string) *pb.StepEstimate {
+	t.Helper()
+	var resp pb.EstimateStepResponse
+	if err := protojson.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatalf("not the API's JSON: %v\n%.300s", err, out)
 	}
-	if v.GPUs != 384 || v.Layout.DP != 4 || !(v.StepTime > 0) || v.Breakdown.Total != v.StepTime {
-		t.Errorf("unexpected %+v", v)
-	}
+	return resp.GetEstimate()
 }
 
 func TestEstimateFromFileAndParams(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "req.json")
-	body := `{"model": "llama2-7b", "cluster": "dgx-h100", "gpus": 8,
+	// The API's EstimateStepRequest, as POST /v1/estimate:step takes it.
+	body := `{"model": {"name": "llama2-7b"}, "cluster": {"name": "dgx-h100"},
 	  "training": {"seq_len": 4096, "global_batch": 64},
-	  "layout": {"dp": 8, "micro_batch": 2, "zero": 3, "recompute": "full"}}`
+	  "layout": {"dp": 8, "micro_batch": 2, "zero": 3, "recompute": "RECOMPUTE_FULL"}}`
 	if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestEstimateFromFileAndParams(t *testing.T) {
 		t.Fatalf("--params: exit %d: %s%s", code, out, errOut)
 	}
 	bad := filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(bad, []byte(`{"model": "llama2-7b", "gpu": 8}`), 0o600); err != nil {
+	if err := os.WriteFile(bad, []byte(`{"model": {"name": "llama2-7b"}, "gpu": 8}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errOut := run("estimate", "--in", bad); code != 1 || !strings.Contains(errOut, `unknown field "gpu"`) {
@@ -118,15 +118,15 @@ func TestEstimateErrors(t *testing.T) {
 		{"no size", base, "--gpus or --dp"},
 		{"gpus not multiple", append([]string{"--gpus", "100", "--tp", "8"}, base...), "multiple"},
 		{"gpus mismatch", append([]string{"--gpus", "64", "--tp", "8", "--dp", "4"}, base...), "tp×pp×dp×cp"},
-		{"tp not dividing heads", append([]string{"--gpus", "56", "--tp", "7"}, base...), "layout.tp"},
-		{"batch not divisible", append([]string{"--gpus", "64", "--tp", "8", "--mbs", "7"}, base...), "training.global_batch"},
-		{"bad recompute", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "some"}, base...), "layout.recompute"},
-		{"recompute layers without full", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "ops", "--recompute-layers", "4"}, base...), "layout.recompute_layers"},
-		{"too many recompute layers", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "full", "--recompute-layers", "97"}, base...), "layout.recompute_layers"},
-		{"bad backward prefetch", append([]string{"--gpus", "64", "--tp", "8", "--zero3-backward-prefetch", "early"}, base...), "training.zero3_backward_prefetch"},
-		{"bad precision", append([]string{"--gpus", "64", "--tp", "8", "--precision", "int3"}, base...), "training.precision"},
-		{"bad zero", append([]string{"--gpus", "64", "--tp", "8", "--zero", "5"}, base...), "layout.zero"},
-		{"ep without moe", append([]string{"--gpus", "64", "--tp", "8", "--ep", "2"}, base...), "layout.ep"},
+		{"tp not dividing heads", append([]string{"--gpus", "56", "--tp", "7"}, base...), "--tp"},
+		{"batch not divisible", append([]string{"--gpus", "64", "--tp", "8", "--mbs", "7"}, base...), "--gbs"},
+		{"bad recompute", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "some"}, base...), "--recompute"},
+		{"recompute layers without full", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "ops", "--recompute-layers", "4"}, base...), "--recompute-layers"},
+		{"too many recompute layers", append([]string{"--gpus", "64", "--tp", "8", "--recompute", "full", "--recompute-layers", "97"}, base...), "--recompute-layers"},
+		{"bad backward prefetch", append([]string{"--gpus", "64", "--tp", "8", "--zero3-backward-prefetch", "early"}, base...), "--zero3-backward-prefetch"},
+		{"bad precision", append([]string{"--gpus", "64", "--tp", "8", "--precision", "int3"}, base...), "--precision"},
+		{"bad zero", append([]string{"--gpus", "64", "--tp", "8", "--zero", "5"}, base...), "--zero"},
+		{"ep without moe", append([]string{"--gpus", "64", "--tp", "8", "--ep", "2"}, base...), "--ep"},
 		{"bad arch", []string{"--layers", "2", "--hidden", "100", "--heads", "3", "--cluster", "dgx-h100", "--gpus", "8", "--seq", "128", "--gbs", "8"}, "hidden"},
 		{"missing seq", []string{"--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "8"}, "--seq"},
 	}
@@ -160,13 +160,11 @@ func TestArchitectureFlags(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
 		}
-		var r struct {
-			StepTime float64 `json:"step_time_s"`
+		r := decodeEstimate(t, out)
+		if r.GetStepTimeS() <= 0 {
+			t.Fatalf("%v: no step time in %.200s", args, out)
 		}
-		if err := json.Unmarshal([]byte(out), &r); err != nil || r.StepTime <= 0 {
-			t.Fatalf("%v: %v in %.200s", args, err, out)
-		}
-		return r.StepTime
+		return r.GetStepTimeS()
 	}
 	full, windowed := stepOf(), stepOf("--sliding-window", "4096")
 	if !(windowed < full) {
@@ -200,21 +198,13 @@ func TestWorkloadFlags(t *testing.T) {
 	}
 	code, out, errs = run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--max-gpus", "32", "--gbs", "48", "--seq", "4096",
 		"--exclude-nodes", "1", "--schedule", "zb-v,1f1b", "--top", "3", "--json")
-	var plan struct {
-		Top []struct {
-			Placement struct {
-				Nodes []struct {
-					Node int `json:"node"`
-				} `json:"nodes"`
-			} `json:"placement"`
-		} `json:"top"`
+	var plan pb.EstimatePlanResponse
+	if err := protojson.Unmarshal([]byte(out), &plan); code != 0 || err != nil || len(plan.GetPlans()) == 0 {
+		t.Fatalf("plan without node 1: exit %d, %v: %.300s %s", code, err, out, errs)
 	}
-	if err := json.Unmarshal([]byte(out), &plan); code != 0 || err != nil || len(plan.Top) == 0 {
-		t.Fatalf("plan without node 1: exit %d, %v: %s %s", code, err, out, errs)
-	}
-	for _, p := range plan.Top {
-		for _, u := range p.Placement.Nodes {
-			if u.Node == 1 {
+	for _, p := range plan.GetPlans() {
+		for _, u := range p.GetPlacement().GetNodes() {
+			if u.GetNode() == 1 {
 				t.Errorf("a plan uses the excluded node 1")
 			}
 		}

@@ -6,8 +6,10 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/internal/buildinfo"
 	"github.com/stepcost/stepcost/internal/wire"
+	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -40,11 +42,34 @@ func (l local) EstimateStep(ctx context.Context, in *pb.EstimateStepRequest, _ .
 }
 
 func (l local) EstimatePlan(ctx context.Context, in *pb.EstimatePlanRequest, _ ...grpc.CallOption) (*pb.EstimatePlanResponse, error) {
+	resp, _, err := l.plan(ctx, in)
+	return resp, err
+}
+
+// plan answers an EstimatePlan request, with the planner's result for pictures.
+func (l local) plan(ctx context.Context, in *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, planner.Result, error) {
 	p, err := wire.ResolvePlan(l.clusters, in, localMaxGPUs, localMaxCandidates)
 	if err != nil {
-		return nil, err
+		return nil, planner.Result{}, err
 	}
-	return wire.Search(ctx, p.Cluster.Est, p.Request)
+	res, err := wire.SearchResult(ctx, p.Cluster.Est, p.Request)
+	if err != nil {
+		return nil, res, err
+	}
+	return wire.PlanResponse(p.Request, res), res, nil
+}
+
+// step answers an EstimateStep request, with the estimator's result for pictures.
+func (l local) step(ctx context.Context, in *pb.EstimateStepRequest) (*pb.EstimateStepResponse, step.Result, error) {
+	s, err := wire.ResolveStep(l.clusters, in, localMaxGPUs)
+	if err != nil {
+		return nil, step.Result{}, err
+	}
+	res, err := s.Result(ctx)
+	if err != nil {
+		return nil, res, err
+	}
+	return s.Response(res), res, nil
 }
 
 func (l local) SimulateCollective(ctx context.Context, in *pb.SimulateCollectiveRequest, _ ...grpc.CallOption) (*pb.SimulateCollectiveResponse, error) {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -154,4 +156,20 @@ func flagNames(err error) error {
 	}
 	walk(err)
 	return errors.New(strings.Join(parts, "\n"))
+}
+
+// decodeModel reads a model file: a catalog name (a JSON string) or an architecture.
+func decodeModel(raw json.RawMessage) (model.Arch, error) {
+	var name string
+	if err := json.Unmarshal(raw, &name); err == nil {
+		return model.Lookup(name)
+	}
+	var a model.Arch
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return a, err
+	}
+	a = a.Normalise()
+	return a, a.Validate()
 }

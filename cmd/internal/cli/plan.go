@@ -81,7 +81,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	req.Model = arch
-	spec, name, err := loadCluster(*clusterName, *clusterFile)
+	spec, clusterLabel, err := loadCluster(*clusterName, *clusterFile)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cl, err := spec.Build()
 	if err != nil {
-		return fmt.Errorf("cluster %s: %w", name, err)
+		return fmt.Errorf("cluster %s: %w", clusterLabel, err)
 	}
 	req.Cluster = cl
 	req.GPUs, req.MinGPUs, req.MaxGPUs = *gpus, *minGPUs, *maxGPUs
@@ -188,86 +188,145 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *svgOut == "-" && *asJSON {
 		return errors.New("--svg - and --json: both write to standard output; give --svg a file")
 	}
-	if *addr != "" {
-		name, params := "", 0.0
-		if set["model"] {
-			name = *mf.name
-		}
-		if set["params"] {
-			params = *mf.params
-		}
-		pr := &pb.EstimatePlanRequest{Model: modelProto(req.Model, name, params), Cluster: clusterProto(*clusterName, spec),
-			Training: wire.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
-			Objective:       map[planner.Objective]pb.Objective{planner.FastestStep: pb.Objective_OBJECTIVE_STEP_TIME, planner.Throughput: pb.Objective_OBJECTIVE_THROUGHPUT, planner.Cost: pb.Objective_OBJECTIVE_COST}[req.Objective],
-			PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated, SlowGpuSpeed: req.SlowGPUSpeed,
-			DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed, PlacementTolerance: req.PlacementTolerance,
-			Constraints: wire.ConstraintsToProto(*c)}
-		for _, n := range req.ExcludeNodes {
-			pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))
-		}
-		if *clusterName == "" {
-			pr.Cluster.Nodes = int32(spec.Nodes)
-		}
-		for node, gs := range req.Free {
-			pr.Cluster.FreeGpus = append(pr.Cluster.FreeGpus, &pb.NodeFreeGPUs{Node: int32(node), Gpus: int32s(gs)})
-		}
-		sort.Slice(pr.Cluster.FreeGpus, func(i, j int) bool { return pr.Cluster.FreeGpus[i].Node < pr.Cluster.FreeGpus[j].Node })
-		return remotePlan(ctx, *addr, sec, pr, *asJSON, stdout)
-	}
-	res, err := planner.Search(ctx, step.New(), req)
-	if err != nil {
+	if err := checkNames(req.Training, step.Layout{}, planFlags); err != nil {
 		return err
 	}
-	if *svgOut != "" && len(res.Top) > 0 {
-		if err := writeSVG(*svgOut, planPicture(res, req.Model.Name+" on "+name), stdout); err != nil {
+	obj, ok := pbObjectives[req.Objective]
+	if !ok {
+		return fmt.Errorf("--objective: must be step_time, throughput or cost (got %q)", *objective)
+	}
+	name, params := "", 0.0
+	if set["model"] {
+		name = *mf.name
+	}
+	if set["params"] {
+		params = *mf.params
+	}
+	pr := &pb.EstimatePlanRequest{Model: modelProto(req.Model, name, params), Cluster: clusterProto(*clusterName, spec),
+		Training: wire.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
+		Objective: obj, PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated,
+		SlowGpuSpeed: req.SlowGPUSpeed, DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed,
+		PlacementTolerance: req.PlacementTolerance, Constraints: wire.ConstraintsToProto(*c)}
+	for _, n := range req.ExcludeNodes {
+		pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))
+	}
+	if *clusterName == "" {
+		pr.Cluster.Nodes = int32(spec.Nodes)
+	}
+	for node, gs := range req.Free {
+		pr.Cluster.FreeGpus = append(pr.Cluster.FreeGpus, &pb.NodeFreeGPUs{Node: int32(node), Gpus: int32s(gs)})
+	}
+	sort.Slice(pr.Cluster.FreeGpus, func(i, j int) bool { return pr.Cluster.FreeGpus[i].Node < pr.Cluster.FreeGpus[j].Node })
+
+	var resp *pb.EstimatePlanResponse
+	if *addr != "" {
+		svc, done, err := connect(*addr, sec)
+		if err != nil {
 			return err
 		}
-		if *svgOut == "-" {
-			return nil
+		defer done()
+		if resp, err = svc.EstimatePlan(ctx, pr); err != nil {
+			return err
+		}
+	} else {
+		var res planner.Result
+		if resp, res, err = newLocal().plan(ctx, pr); err != nil {
+			return flagged(err, planFlags)
+		}
+		if *svgOut != "" && len(res.Top) > 0 {
+			if err := writeSVG(*svgOut, planPicture(res, req.Model.Name+" on "+clusterLabel), stdout); err != nil {
+				return err
+			}
+			if *svgOut == "-" {
+				return nil
+			}
 		}
 	}
 	if *asJSON {
-		if err := writeJSON(stdout, res); err != nil {
+		if err := printProtoJSON(stdout, resp); err != nil {
 			return err
 		}
-		if len(res.Top) == 0 {
+		if len(resp.GetPlans()) == 0 {
 			return errNoPlan
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "%s on %s: seq %d, global batch %d, %s; objective %s\n", req.Model.Name, name, *seq, *gbs, req.Training.Precision, req.Objective)
-	st := res.Stats
-	fmt.Fprintf(stdout, "searched %d layouts over %d job size(s) in %s: %d estimated, %d feasible; pruned: %s\n\n",
-		st.Enumerated, len(st.GPUCounts), st.Elapsed.Round(1e5), st.Evaluated, st.Feasible, prunedSummary(st.Pruned))
-	if len(res.Top) == 0 {
+	printPlans(stdout, resp, fmt.Sprintf("%s on %s: seq %d, global batch %d, %s; objective %s",
+		req.Model.Name, clusterLabel, *seq, *gbs, req.Training.Precision, req.Objective), req.TokenBudget)
+	if len(resp.GetPlans()) == 0 {
 		return errNoPlan
 	}
+	return nil
+}
+
+var pbObjectives = map[planner.Objective]pb.Objective{planner.FastestStep: pb.Objective_OBJECTIVE_STEP_TIME,
+	planner.Throughput: pb.Objective_OBJECTIVE_THROUGHPUT, planner.Cost: pb.Objective_OBJECTIVE_COST}
+
+// planFlags names the flag of each request field of plan.
+var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "max_gpus": "--max-gpus", "objective": "--objective",
+	"price_per_gpu_hour": "--price", "token_budget": "--tokens", "top_k": "--top", "training.seq_len": "--seq", "training.global_batch": "--gbs",
+	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
+	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",
+	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map",
+	"slow_gpu_speed": "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link", "placement_tolerance": "--placement-tolerance"}
+
+// printPlans prints a search's answer for people: the top plans and the Pareto front.
+func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens float64) {
+	fmt.Fprintln(w, title)
+	st := resp.GetStats()
+	pruned := map[string]int{}
+	for k, v := range st.GetPruned() {
+		pruned[k] = int(v)
+	}
+	fmt.Fprintf(w, "searched %d layouts over %d job size(s): %d estimated, %d feasible; pruned: %s\n\n",
+		st.GetEnumerated(), len(st.GetGpuCounts()), st.GetEvaluated(), st.GetFeasible(), prunedSummary(pruned))
+	if len(resp.GetPlans()) == 0 {
+		return
+	}
 	t := table{head: []string{"#", "gpus", "layout", "nodes", "step", "compute", "exposed comm", "bubble", "memory GB", "MFU"}}
-	for _, p := range res.Top {
-		b := p.Estimate.Breakdown
+	for _, p := range resp.GetPlans() {
+		e := p.GetEstimate()
+		b := e.GetBreakdown()
+		x := b.GetExposedCommS()
 		exposed := 0.0
-		for _, x := range b.Exposed {
-			exposed += x
+		for _, v := range []float64{x.GetTp(), x.GetCp(), x.GetEp(), x.GetPp(), x.GetDp(), x.GetZero3(), x.GetEmbedding()} {
+			exposed += v
 		}
-		rank := fmt.Sprint(p.Rank)
-		if p.Dominated {
+		rank := fmt.Sprint(p.GetRank())
+		if p.GetDominated() {
 			rank += " (dominated)"
 		}
-		t.add(rank, fmt.Sprint(p.GPUs), layoutString(p.Layout), nodesString(p.Placement),
-			fmtSeconds(p.Estimate.StepTime), fmtSeconds(b.Forward+b.Backward+b.Recompute), fmtSeconds(exposed), fmtSeconds(b.Bubble),
-			fmt.Sprintf("%.1f/%.0f", p.Estimate.Memory.Total, p.Estimate.Memory.Capacity), fmt.Sprintf("%.1f%%", 100*p.Estimate.Throughput.MFU))
+		t.add(rank, fmt.Sprint(p.GetGpus()), layoutOf(p.GetLayout()), nodesString(placementOf(p.GetPlacement())),
+			fmtSeconds(e.GetStepTimeS()), fmtSeconds(b.GetForwardS()+b.GetBackwardS()+b.GetRecomputeS()), fmtSeconds(exposed), fmtSeconds(b.GetBubbleS()),
+			fmt.Sprintf("%.1f/%.0f", e.GetMemory().GetTotalGb(), e.GetMemory().GetCapacityGb()), fmt.Sprintf("%.1f%%", 100*e.GetThroughput().GetMfu()))
 	}
-	t.write(stdout)
-	if len(res.Top) > 0 && res.Top[0].CostUSD > 0 {
-		fmt.Fprintf(stdout, "\nbest plan trains %.3g tokens for $%.0f\n", req.TokenBudget, res.Top[0].CostUSD)
+	t.write(w)
+	if c := resp.GetPlans()[0].GetCostUsd(); c > 0 {
+		fmt.Fprintf(w, "\nbest plan trains %.3g tokens for $%.0f\n", tokens, c)
 	}
-	fmt.Fprintf(stdout, "\nPareto front (GPUs × step time × memory headroom): %d plans\n", len(res.Pareto))
+	fmt.Fprintf(w, "\nPareto front (GPUs × step time × memory headroom): %d plans\n", len(resp.GetPareto()))
 	pt := table{head: []string{"gpus", "layout", "step", "headroom GB"}}
-	for _, p := range res.Pareto {
-		pt.add(fmt.Sprint(p.GPUs), layoutString(p.Layout), fmtSeconds(p.Estimate.StepTime), fmt.Sprintf("%.1f", p.Estimate.Memory.Headroom))
+	for _, p := range resp.GetPareto() {
+		pt.add(fmt.Sprint(p.GetGpus()), layoutOf(p.GetLayout()), fmtSeconds(p.GetEstimate().GetStepTimeS()), fmt.Sprintf("%.1f", p.GetEstimate().GetMemory().GetHeadroomGb()))
 	}
-	pt.write(stdout)
-	return nil
+	pt.write(w)
+}
+
+// layoutOf is layoutString of the API's layout.
+func layoutOf(l *pb.Layout) string {
+	d, err := wire.LayoutFromProto(l)
+	if err != nil {
+		return "?"
+	}
+	return layoutString(d)
+}
+
+func placementOf(p *pb.Placement) planner.Placement {
+	var out planner.Placement
+	for _, u := range p.GetNodes() {
+		out.Nodes = append(out.Nodes, planner.NodeUse{Node: int(u.GetNode()), GPUs: wire.ToInts(u.GetGpus())})
+	}
+	return out
 }
 
 func layoutString(l step.Layout) string {

@@ -110,12 +110,14 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer closeFn()
 	var results []*pb.RankedConfig
+	version := ""
 	for i := 0; i < len(configs); i += rankBatch {
 		end := min(len(configs), i+rankBatch)
 		resp, err := svc.RankConfigs(ctx, &pb.RankConfigsRequest{Configs: configs[i:end], Objective: obj, PricePerGpuHour: *price, TokenBudget: *tokens})
 		if err != nil {
-			return err
+			return flagged(err, rankFlags)
 		}
+		version = resp.GetEstimatorVersion()
 		for _, x := range resp.GetResults() {
 			x.Index += int32(i)
 			results = append(results, x)
@@ -140,11 +142,16 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for i, x := range results {
 		x.Rank, x.Dominated, x.Infeasible = int32(rank[i]), dominated[i], items[i].Valid && !items[i].Fits
 	}
-	return printRanked(stdout, *format, configs, results)
+	return printRanked(stdout, *format, configs, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version})
 }
 
-func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, rs []*pb.RankedConfig) error {
-	sorted := append([]*pb.RankedConfig(nil), rs...)
+// rankFlags names the flag of each request field of rank.
+var rankFlags = map[string]string{"objective": "--objective", "price_per_gpu_hour": "--price", "token_budget": "--tokens"}
+
+// printRanked prints the ranked configs, best first: as the API's
+// RankConfigsResponse (json), CSV or a table.
+func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, resp *pb.RankConfigsResponse) error {
+	sorted := append([]*pb.RankedConfig(nil), resp.GetResults()...)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		a, b := sorted[i].GetRank(), sorted[j].GetRank()
 		if (a == 0) != (b == 0) {
@@ -154,20 +161,7 @@ func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, 
 	})
 	switch format {
 	case "json":
-		out := make([]map[string]any, 0, len(sorted))
-		for _, r := range sorted {
-			m := map[string]any{"index": r.GetIndex(), "rank": r.GetRank(), "score": r.GetScore()}
-			if r.GetError() != nil {
-				m["error"] = r.GetError().GetMessage()
-			} else {
-				e := r.GetEstimate()
-				m["step_time_s"], m["mfu"], m["memory_gb"], m["fits"] = e.GetStepTimeS(), e.GetThroughput().GetMfu(), e.GetMemory().GetTotalGb(), e.GetMemory().GetFits()
-				m["layout"] = layoutJSON(e.GetLayout())
-				m["dominated"] = r.GetDominated()
-			}
-			out = append(out, m)
-		}
-		return writeJSON(w, out)
+		return printProtoJSON(w, &pb.RankConfigsResponse{Results: sorted, EstimatorVersion: resp.GetEstimatorVersion()})
 	case "csv":
 		cw := csv.NewWriter(w)
 		cw.Write([]string{"rank", "index", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "dominated", "error"})
@@ -222,11 +216,4 @@ func modelLabel(c *pb.EstimateStepRequest) string {
 		return fmt.Sprintf("%d×%d", s.Architecture.GetLayers(), s.Architecture.GetHidden())
 	}
 	return "?"
-}
-
-func layoutJSON(l *pb.Layout) map[string]any {
-	b, _ := protojson.Marshal(l)
-	var m map[string]any
-	_ = jsonUnmarshal(b, &m)
-	return m
 }

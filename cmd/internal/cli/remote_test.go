@@ -13,6 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 	"github.com/stepcost/stepcost/server"
 )
 
@@ -80,13 +85,83 @@ func TestRankInProcessAndRemote(t *testing.T) {
 		}
 	}
 	code, out, _ := run("rank", "--in", f, "--format", "json", "--server", addr)
-	var v []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v) != 3 {
+	var v pb.RankConfigsResponse
+	if code != 0 || protojson.Unmarshal([]byte(out), &v) != nil || len(v.GetResults()) != 3 || v.GetResults()[0].GetRank() != 1 {
 		t.Errorf("json: %d %s", code, out)
 	}
 	if code, out, _ := run("rank", "--in", f); code != 0 || !strings.Contains(out, "llama3-70b") {
 		t.Errorf("table: %d %s", code, out)
 	}
+}
+
+// The same command gives the same answer in process and from a daemon: the
+// tables are printed from the API's response, and the JSON is that response.
+func TestSameOutputInProcessAndRemote(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "c.jsonl")
+	if err := os.WriteFile(f, []byte(configs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := daemon(t)
+	for _, args := range [][]string{
+		{"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "2", "--mbs", "1", "--gbs", "512", "--seq", "8192", "--zero", "1", "--sp"},
+		{"estimate", "--params", "13e9", "--cluster", "dgx-a100", "--gpus", "32", "--tp", "4", "--pp", "2", "--vpp", "2", "--gbs", "256", "--seq", "4096", "--recompute", "full"},
+		{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--gbs", "64", "--seq", "8192", "--top", "3"},
+		{"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--max-gpus", "32", "--min-gpus", "16", "--gbs", "128", "--seq", "4096", "--objective", "cost", "--price", "2", "--tokens", "1e12"},
+		{"collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allgather", "--size", "256MiB"},
+		{"collective", "--cluster", "dgx-h100", "--nodes", "4", "--gpus-per-node", "1", "--op", "reducescatter", "--size", "64MiB", "--algo", "pat", "--steps"},
+		{"rank", "--in", f},
+		{"rank", "--in", f, "--format", "csv"},
+	} {
+		for _, format := range [][]string{nil, {"--json"}} {
+			a := append(append([]string(nil), args...), format...)
+			if args[0] == "rank" && format != nil {
+				a = append(append([]string(nil), args...), "--format", "json")
+			}
+			code, local, errOut := run(a...)
+			if code != 0 {
+				t.Fatalf("%v in process: exit %d: %s", a, code, errOut)
+			}
+			code, remote, errOut := run(append(a, "--server", addr)...)
+			if code != 0 {
+				t.Fatalf("%v remote: exit %d: %s", a, code, errOut)
+			}
+			if format != nil {
+				local, remote = withoutVolatile(t, args[0], local), withoutVolatile(t, args[0], remote)
+			}
+			if local != remote {
+				t.Errorf("%v: in process and remote differ:\n%s\n---\n%s", a, local, remote)
+			}
+		}
+	}
+}
+
+// withoutVolatile is a JSON answer, re-encoded, without what differs from call to
+// call: the search's elapsed time and whether the answer came from the cache.
+func withoutVolatile(t *testing.T, cmd, out string) string {
+	t.Helper()
+	var m proto.Message
+	switch cmd {
+	case "estimate":
+		m = &pb.EstimateStepResponse{}
+	case "plan":
+		m = &pb.EstimatePlanResponse{}
+	case "collective":
+		m = &pb.SimulateCollectiveResponse{}
+	case "rank":
+		m = &pb.RankConfigsResponse{}
+	}
+	if err := protojson.Unmarshal([]byte(out), m); err != nil {
+		t.Fatalf("%s: not the API's JSON: %v\n%s", cmd, err, out)
+	}
+	switch r := m.(type) {
+	case *pb.EstimatePlanResponse:
+		r.Stats.ElapsedMs, r.Cached = 0, false
+	case *pb.EstimateStepResponse:
+		r.Cached = false
+	case *pb.SimulateCollectiveResponse:
+		r.Cached = false
+	}
+	return prototext.Format(m)
 }
 
 func TestSubcommandsAgainstServer(t *testing.T) {
@@ -179,22 +254,13 @@ func TestPlanArchitectureAndConstraintFlags(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args[:3], code, errOut)
 		}
-		var res struct {
-			Top []struct {
-				Layout struct {
-					PP            int    `json:"pp"`
-					VirtualStages int    `json:"virtual_stages"`
-					SP            bool   `json:"sp"`
-					Schedule      string `json:"schedule"`
-				}
-			}
+		var res pb.EstimatePlanResponse
+		if err := protojson.Unmarshal([]byte(out), &res); err != nil || len(res.GetPlans()) == 0 {
+			t.Fatalf("%v: %v (%d plans)", args[:3], err, len(res.GetPlans()))
 		}
-		if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Top) == 0 {
-			t.Fatalf("%v: %v (%d plans)", args[:3], err, len(res.Top))
-		}
-		for _, p := range res.Top {
-			if l := p.Layout; l.PP != 2 || l.VirtualStages != 2 || l.SP || l.Schedule != "interleaved" {
-				t.Errorf("%v: constraint ignored: %+v", args[:3], l)
+		for _, p := range res.GetPlans() {
+			if l := p.GetLayout(); l.GetPp() != 2 || l.GetVirtualStages() != 2 || l.GetSp() || l.GetSchedule() != pb.Schedule_SCHEDULE_INTERLEAVED {
+				t.Errorf("%v: constraint ignored: %v", args[:3], l)
 			}
 		}
 	}

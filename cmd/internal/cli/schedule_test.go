@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 func TestCollectiveStepsTable(t *testing.T) {
@@ -29,17 +33,17 @@ func TestCollectiveStepsJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep collectiveReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out)
+	var rep pb.SimulateCollectiveResponse
+	if err := protojson.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not the API's JSON: %v\n%s", err, out)
 	}
-	s := rep.Schedule
+	s := scheduleFromProto(rep.GetSchedule())
 	if s == nil {
 		t.Fatalf("no schedule: %s", out)
 	}
 	if s.Algorithm != "pat" || s.Steps != 2 || len(s.Rows) != 2 || !s.Verification.Verified ||
 		!strings.Contains(s.Verification.Result, "block r of the element-wise sum of all 4 ranks") ||
-		s.AnalyticalTimeUs != rep.Chosen.TimeUs || s.DifferencePct < -1 || s.DifferencePct > 1 {
+		s.AnalyticalTimeUs != rep.GetChosen().GetTimeUs() || s.DifferencePct < -1 || s.DifferencePct > 1 {
 		t.Fatalf("schedule %+v", s)
 	}
 	for _, r := range s.Rows {

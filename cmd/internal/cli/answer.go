@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/internal/wire"
+)
+
+// printProtoJSON prints an answer as the REST gateway does, on one line.
+func printProtoJSON(w io.Writer, m proto.Message) error {
+	b, err := wire.MarshalJSON(m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+// flagged renames, in an in-process answer's error, the request fields the user
+// gave as flags: flags maps a field to its flag, and cluster fields are the
+// cluster's flags. Errors without fields are returned as they are.
+func flagged(err error, flags map[string]string) error {
+	name := func(field string) string {
+		if f, ok := flags[field]; ok {
+			return f
+		}
+		if i := strings.IndexByte(field, '['); i > 0 { // a list's entry: the list's flag
+			if f, ok := flags[field[:i]]; ok {
+				return f
+			}
+		}
+		if rest, ok := strings.CutPrefix(field, "cluster."); ok {
+			return "--cluster/--cluster-file: " + rest
+		}
+		return field
+	}
+	var nf *wire.NotFoundError
+	var le *wire.LimitError
+	switch {
+	case errors.As(err, &nf):
+		return fmt.Errorf("%s: %w", name(nf.Field), nf.Err)
+	case errors.As(err, &le):
+		return fmt.Errorf("%s: %s", name(le.Field), le.Msg)
+	}
+	fes := wire.FieldErrors(err)
+	if len(fes) == 0 {
+		return err
+	}
+	parts := make([]string, len(fes))
+	for i, fe := range fes {
+		parts[i] = name(fe.Field) + ": " + fe.Rule
+	}
+	return errors.New(strings.Join(parts, "; "))
+}
+
+// checkNames refuses, by its flag, a name the API has no value for (a precision,
+// a recompute mode, a pipeline schedule, …): a request cannot carry it, so the
+// estimator would never see it.
+func checkNames(t step.Training, l step.Layout, flags map[string]string) error {
+	if err := t.Validate(); err != nil {
+		var only []error
+		for _, fe := range wire.FieldErrors(err) {
+			switch fe.Field {
+			case "training.precision", "training.zero3_backward_prefetch", "training.fp8_recipe":
+				only = append(only, fe)
+			}
+		}
+		if len(only) > 0 {
+			return flagged(errors.Join(only...), flags)
+		}
+	}
+	back, err := wire.LayoutFromProto(wire.LayoutToProto(l))
+	if err != nil {
+		return flagged(err, flags)
+	}
+	switch {
+	case l.Recompute != "" && back.Recompute != l.Recompute:
+		return fmt.Errorf("--recompute: must be none, selective, ops or full (got %q)", l.Recompute)
+	case l.Schedule != "" && back.Schedule != l.Schedule:
+		return fmt.Errorf("--schedule: must be gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (got %q)", l.Schedule)
+	case l.Offload != "" && back.Offload != l.Offload:
+		return fmt.Errorf("--offload: must be none, optimizer or params (got %q)", l.Offload)
+	}
+	return nil
+}
