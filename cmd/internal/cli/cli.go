@@ -32,6 +32,7 @@ func commands() []command {
 		{"catalog", "list the GPUs and systems of the embedded catalog", runCatalog},
 		{"load", "drive a running stepcostd with EstimatePlan at a fixed concurrency and report latency", runLoad},
 		{"version", "print the version: build, commit and estimator (also --version)", runVersion},
+		{"completion", "print a shell completion script: bash, zsh or fish", runCompletion},
 	}
 }
 
@@ -85,6 +86,9 @@ func usage(w io.Writer) {
 func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("stepcost "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if fc, ok := stderr.(*flagCollector); ok {
+		fc.fs = fs
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: stepcost %s %s\n\nFlags:\n", name, synopsis)
 		fs.PrintDefaults()
