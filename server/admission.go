@@ -250,17 +250,17 @@ func (l Limits) validateAdmission(v *invalid.Collector) {
 // observeAdmission exports the searches running (by size) and waiting, and how
 // admissions ended, as stepcost_searches_{running,waiting} and
 // stepcost_searches_total{outcome}.
-func (t *telemetry) observeAdmission(a *admission) {
-	if t.meter == nil || a == nil {
+func observeAdmission(m metric.Meter, a *admission) {
+	if m == nil || a == nil {
 		return
 	}
-	running, _ := t.meter.Int64ObservableGauge("stepcost.searches.running",
+	running, _ := m.Int64ObservableGauge("stepcost.searches.running",
 		metric.WithDescription("searches (and large RankConfigs calls) holding a slot, by size"))
-	waiting, _ := t.meter.Int64ObservableGauge("stepcost.searches.waiting",
+	waiting, _ := m.Int64ObservableGauge("stepcost.searches.waiting",
 		metric.WithDescription("searches waiting for a slot"))
-	outcomes, _ := t.meter.Int64ObservableCounter("stepcost.searches",
+	outcomes, _ := m.Int64ObservableCounter("stepcost.searches",
 		metric.WithDescription("admissions by outcome: admitted (at once or after waiting), queued (admitted after waiting), refused (queue full), expired (deadline or cancellation while waiting)"))
-	_, _ = t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	_, _ = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		l := a.runningLarge.Load()
 		o.ObserveInt64(running, a.running.Load()-l, metric.WithAttributes(attribute.String("size", "small")))
 		o.ObserveInt64(running, l, metric.WithAttributes(attribute.String("size", "large")))

@@ -13,16 +13,15 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/server/gateway"
 )
 
 // The pictures endpoints draw what the API answers (package picture renders; this
@@ -57,14 +56,14 @@ const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 func pictureHandlers(mux *http.ServeMux, svc *Service, deadline time.Duration, protect func(http.Handler) http.Handler, log *slog.Logger) {
 	mux.Handle("POST /v1/pictures:schedule", protect(pictureEndpoint(deadline, log, func(ctx context.Context, body []byte) (picture.Figure, error) {
 		req := &pb.EstimateStepRequest{}
-		if err := decodeStrict(body, req); err != nil {
+		if err := gateway.DecodeStrict(body, req); err != nil {
 			return picture.Figure{}, err
 		}
 		return svc.schedulePicture(ctx, req)
 	})))
 	mux.Handle("POST /v1/pictures:pareto", protect(pictureEndpoint(deadline, log, func(ctx context.Context, body []byte) (picture.Figure, error) {
 		req := &pb.EstimatePlanRequest{}
-		if err := decodeStrict(body, req); err != nil {
+		if err := gateway.DecodeStrict(body, req); err != nil {
 			return picture.Figure{}, err
 		}
 		return svc.paretoPicture(ctx, req)
@@ -115,23 +114,6 @@ func pictureEndpoint(deadline time.Duration, log *slog.Logger, draw func(context
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(fig.SVG())
 	})
-}
-
-// decodeStrict decodes a JSON request as the gateway does: unknown fields and
-// trailing data are errors naming what is wrong.
-func decodeStrict(body []byte, m proto.Message) error {
-	err := (protojson.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(body, m)
-	if err == nil {
-		return nil
-	}
-	e := explain(body, m.ProtoReflect().Descriptor(), err)
-	st := status.New(e.code, e.Error())
-	if e.field != "" {
-		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.field, Description: e.rule}}}); derr == nil {
-			st = d
-		}
-	}
-	return st.Err()
 }
 
 // writeStatus writes an error as the REST gateway's JSON (code, message, details).

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/server/gateway"
 )
 
 // TLSConfig serves both listeners (gRPC and HTTP) over TLS with one certificate.
@@ -362,7 +363,7 @@ func (s *security) authorize(ctx context.Context, method string) error {
 		attrs = append(attrs, "peer", p.Addr.String())
 		// Through the REST gateway, the caller's address is in x-forwarded-for; from
 		// anyone else that header is only a claim.
-		if _, gw := p.Addr.(inProcessAddr); gw {
+		if gateway.IsInProcess(p.Addr) {
 			attrs = append(attrs, "forwarded_for", strings.Join(md.Get("x-forwarded-for"), ", "))
 		}
 	}
@@ -376,7 +377,7 @@ func (s *security) authorize(ctx context.Context, method string) error {
 func (s *security) serverOptions() []grpc.ServerOption {
 	var opts []grpc.ServerOption
 	if s.tls != nil {
-		opts = append(opts, grpc.Creds(exceptInProcess{credentials.NewTLS(s.tls)}))
+		opts = append(opts, grpc.Creds(gateway.ExceptInProcess(credentials.NewTLS(s.tls))))
 	}
 	if s.digests != nil {
 		opts = append(opts,

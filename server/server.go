@@ -12,26 +12,25 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/cache"
 	"github.com/stepcost/stepcost/estimator/invalid"
-	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
-	gw "github.com/stepcost/stepcost/proto/stepcost/v1/stepcostv1gw"
+	"github.com/stepcost/stepcost/server/gateway"
 	"github.com/stepcost/stepcost/server/openapi"
+	"github.com/stepcost/stepcost/server/telemetry"
 )
 
 // Config of the daemon.
@@ -62,7 +61,7 @@ type Config struct {
 	// Auth requires a bearer token on every RPC but health (off by default).
 	Auth AuthConfig
 	// Telemetry switches (off by default).
-	Telemetry TelemetryConfig
+	Telemetry telemetry.Config
 	// LogLevel is the level of the logger the daemon's main builds (Run logs to
 	// Logger, whatever its level). At debug, every unary RPC but health (every API
 	// call) is logged when it ends, with its method, code, duration and peer.
@@ -149,59 +148,145 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	if err != nil {
 		return err
 	}
-	tel, err := newTelemetry(ctx, cfg.Telemetry)
+	tel, err := telemetry.New(ctx, cfg.Telemetry)
 	if err != nil {
 		return err
 	}
-	defer tel.shutdown(context.Background())
+	defer tel.Shutdown(context.Background())
+	svc, closeCache, err := newDaemonService(cfg, tel)
+	if err != nil {
+		return err
+	}
+	defer closeCache()
+	lis, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	hs := health.NewServer()
+	setServing(hs, healthpb.HealthCheckResponse_NOT_SERVING)
+	gs := newGRPCServer(cfg, svc, hs, tel, sec, log)
+	gwlis := gateway.NewInProcess()
+	conn, rest, err := gateway.New(ctx, gwlis, tel.ClientOptions()...)
+	if err != nil {
+		lis.close()
+		return err
+	}
+	defer conn.Close()
+	httpSrv := &http.Server{Handler: http.MaxBytesHandler(tel.WrapHTTP(restRoutes(cfg, svc, rest, tel, sec, log)), int64(cfg.MaxRequestBytes)),
+		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// The probes' port answers /healthz exactly as the HTTP port does (the same
+	// gateway handler, so it also proves the gateway reaches the gRPC server), and
+	// nothing else: no TLS, no token, no API.
+	var healthSrv *http.Server
+	if lis.probes != nil {
+		probes := http.NewServeMux()
+		probes.Handle("GET /healthz", rest)
+		healthSrv = &http.Server{Handler: probes, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	}
 
+	// Every server runs in the group; the first to fail ends the others (below).
+	g := new(errgroup.Group)
+	failed := make(chan struct{})
+	var failOnce sync.Once
+	serve := func(f func() error) {
+		g.Go(func() error {
+			err := f()
+			if err != nil {
+				failOnce.Do(func() { close(failed) })
+			}
+			return err
+		})
+	}
+	serve(func() error { return gs.Serve(lis.grpc) })
+	serve(func() error { return gs.Serve(gwlis) })
+	serve(func() error { return httpClosed(sec.serveHTTP(httpSrv, lis.http)) })
+	if healthSrv != nil {
+		serve(func() error { return httpClosed(healthSrv.Serve(lis.probes)) })
+	}
+	warmUp(ctx, cfg, svc, log)
+	setServing(hs, healthpb.HealthCheckResponse_SERVING)
+	addrs := []any{"grpc", lis.grpc.Addr().String(), "http", lis.http.Addr().String()}
+	if lis.probes != nil {
+		addrs = append(addrs, "health", lis.probes.Addr().String())
+	}
+	log.Info("serving", addrs...)
+	if ready != nil {
+		ready(lis.grpc.Addr(), lis.http.Addr())
+	}
+
+	select {
+	case <-ctx.Done():
+	case <-failed:
+	}
+	shutdown(cfg, log, hs, failed, healthSrv, httpSrv, gs)
+	return g.Wait()
+}
+
+// newDaemonService is the service with its cache (closed by the function
+// returned) and telemetry.
+func newDaemonService(cfg Config, tel *telemetry.Telemetry) (*Service, func(), error) {
 	var c *cache.Cache[proto.Message]
+	closeCache := func() {}
 	if cfg.CacheMaxBytes > 0 {
+		var err error
 		c, err = cache.New(cache.Config{MaxCost: cfg.CacheMaxBytes}, cacheCost)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer c.Close()
-		tel.observeCache(c)
+		closeCache = c.Close
+		tel.ObserveCache(c)
 	}
 	svc := NewService(cfg.Limits, c)
-	svc.tracer = tel.tracer()
-	tel.observeAdmission(svc.admit)
+	svc.tracer = tel.Tracer()
+	observeAdmission(tel.Meter(), svc.admit)
+	return svc, closeCache, nil
+}
 
-	glis, err := net.Listen("tcp", cfg.GRPCAddr)
-	if err != nil {
-		return fmt.Errorf("grpc listen %s: %w", cfg.GRPCAddr, err)
+// listeners are the daemon's ports; probes is nil without --health-addr.
+type listeners struct{ grpc, http, probes net.Listener }
+
+func (l listeners) close() {
+	l.grpc.Close()
+	l.http.Close()
+	if l.probes != nil {
+		l.probes.Close()
 	}
-	hlis, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		glis.Close()
-		return fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
+}
+
+func listen(cfg Config) (listeners, error) {
+	var l listeners
+	var err error
+	if l.grpc, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
+		return l, fmt.Errorf("grpc listen %s: %w", cfg.GRPCAddr, err)
 	}
-	var plis net.Listener // the probes' port (--health-addr)
+	if l.http, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		l.grpc.Close()
+		return l, fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
+	}
 	if cfg.HealthAddr != "" {
-		if plis, err = net.Listen("tcp", cfg.HealthAddr); err != nil {
-			glis.Close()
-			hlis.Close()
-			return fmt.Errorf("health listen %s: %w", cfg.HealthAddr, err)
+		if l.probes, err = net.Listen("tcp", cfg.HealthAddr); err != nil {
+			l.grpc.Close()
+			l.http.Close()
+			return l, fmt.Errorf("health listen %s: %w", cfg.HealthAddr, err)
 		}
 	}
-	closeListeners := func() {
-		glis.Close()
-		hlis.Close()
-		if plis != nil {
-			plis.Close()
-		}
-	}
+	return l, nil
+}
 
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus(pb.StepcostService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+func setServing(hs *health.Server, st healthpb.HealthCheckResponse_ServingStatus) {
+	hs.SetServingStatus("", st)
+	hs.SetServingStatus(pb.StepcostService_ServiceDesc.ServiceName, st)
+}
 
+// newGRPCServer is the gRPC server: the service, health and reflection behind
+// logging, panic recovery, the default deadline, telemetry and security.
+func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.Telemetry, sec *security, log *slog.Logger) *grpc.Server {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
-		grpc.ChainUnaryInterceptor(logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.unary()),
+		grpc.ChainUnaryInterceptor(logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.Unary()),
 	}
-	opts = append(opts, tel.serverOptions()...)
+	opts = append(opts, tel.ServerOptions()...)
 	opts = append(opts, sec.serverOptions()...)
 	gs := grpc.NewServer(opts...)
 	pb.RegisterStepcostServiceServer(gs, svc)
@@ -209,116 +294,68 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	if cfg.Reflection {
 		reflection.Register(gs)
 	}
+	return gs
+}
 
-	// The gateway calls the daemon's own gRPC server, so REST requests go through
-	// every interceptor, deadline and stats handler; it connects in memory, without
-	// TLS (see inProcess).
-	gwlis := newInProcess()
-	conn, err := grpc.NewClient(gwlis.target(), append([]grpc.DialOption{
-		grpc.WithContextDialer(gwlis.dial),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
-	}, tel.clientOptions()...)...)
-	if err != nil {
-		closeListeners()
-		return err
-	}
-	defer conn.Close()
-	mux := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, withFieldErrors(&runtime.JSONPb{
-			MarshalOptions:   wire.JSONOptions(),
-			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-		})),
-		runtime.WithErrorHandler(restErrors),
-		runtime.WithRoutingErrorHandler(restRoutingErrors),
-		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
-	)
-	if err := gw.RegisterStepcostServiceHandler(ctx, mux, conn); err != nil {
-		closeListeners()
-		return err
-	}
+// restRoutes is the HTTP port: the gateway, the OpenAPI document, /metrics and the
+// pictures.
+func restRoutes(cfg Config, svc *Service, rest http.Handler, tel *telemetry.Telemetry, sec *security, log *slog.Logger) http.Handler {
 	root := http.NewServeMux()
-	root.Handle("/", mux)
+	root.Handle("/", rest)
 	root.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openapi.Spec)
 	})
-	if h := tel.metricsHandler(); h != nil {
+	if h := tel.MetricsHandler(); h != nil {
 		root.Handle("GET /metrics", sec.requireToken(h))
 	}
 	pictureHandlers(root, svc, cfg.DefaultDeadline, sec.requireToken, log)
-	httpSrv := &http.Server{Handler: http.MaxBytesHandler(tel.wrapHTTP(root), int64(cfg.MaxRequestBytes)),
-		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	// The probes' port answers /healthz exactly as the HTTP port does (the same
-	// gateway handler, so it also proves the gateway reaches the gRPC server), and
-	// nothing else: no TLS, no token, no API.
-	var healthSrv *http.Server
-	if plis != nil {
-		probes := http.NewServeMux()
-		probes.Handle("GET /healthz", mux)
-		healthSrv = &http.Server{Handler: probes, ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	}
+	return root
+}
 
-	errc := make(chan error, 4)
-	go func() { errc <- gs.Serve(glis) }()
-	go func() { errc <- gs.Serve(gwlis) }()
-	go func() {
-		if err := sec.serveHTTP(httpSrv, hlis); !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-			return
-		}
-		errc <- nil
-	}()
-	if healthSrv != nil {
-		go func() {
-			if err := healthSrv.Serve(plis); !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-				return
-			}
-			errc <- nil
-		}()
+// warmUp searches the warm-up targets before the daemon reports SERVING.
+func warmUp(ctx context.Context, cfg Config, svc *Service, log *slog.Logger) {
+	if len(cfg.WarmUp) == 0 {
+		return
 	}
-	if len(cfg.WarmUp) > 0 {
-		// Requests are answered meanwhile; health says NOT_SERVING until it is done.
-		wctx, cancel := context.WithTimeout(ctx, warmUpTimeout)
-		took, err := svc.WarmUp(wctx, cfg.WarmUp)
-		cancel()
-		if err != nil {
-			log.Warn("warm-up incomplete", "targets", len(cfg.WarmUp), "took", took, "err", err)
-		} else {
-			log.Info("warmed up", "targets", len(cfg.WarmUp), "took", took)
-		}
+	wctx, cancel := context.WithTimeout(ctx, warmUpTimeout)
+	took, err := svc.WarmUp(wctx, cfg.WarmUp)
+	cancel()
+	if err != nil {
+		log.Warn("warm-up incomplete", "targets", len(cfg.WarmUp), "took", took, "err", err)
+	} else {
+		log.Info("warmed up", "targets", len(cfg.WarmUp), "took", took)
 	}
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus(pb.StepcostService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	addrs := []any{"grpc", glis.Addr().String(), "http", hlis.Addr().String()}
-	if plis != nil {
-		addrs = append(addrs, "health", plis.Addr().String())
-	}
-	log.Info("serving", addrs...)
-	if ready != nil {
-		ready(glis.Addr(), hlis.Addr())
-	}
+}
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
+// httpClosed is an HTTP server's Serve error, nil once it was shut down.
+func httpClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
 	}
+	return err
+}
+
+// shutdown stops the servers in order: health NOT_SERVING, the drain delay (unless
+// a server failed), the probes, HTTP, then gRPC raced against the grace period.
+func shutdown(cfg Config, log *slog.Logger, hs *health.Server, failed <-chan struct{}, healthSrv, httpSrv *http.Server, gs *grpc.Server) {
 	log.Info("shutting down")
 	hs.Shutdown() // every service NOT_SERVING, so load balancers stop sending work
-	if runErr == nil && cfg.DrainDelay > 0 {
-		log.Info("draining", "for", cfg.DrainDelay)
-		select {
-		case <-time.After(cfg.DrainDelay):
-		case runErr = <-errc:
+	select {
+	case <-failed:
+	default:
+		if cfg.DrainDelay > 0 {
+			log.Info("draining", "for", cfg.DrainDelay)
+			select {
+			case <-time.After(cfg.DrainDelay):
+			case <-failed:
+			}
 		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	if healthSrv != nil {
-		// Probes get 503 until here, then find the port closed.
+		// The probe port closes first: it has no API traffic to drain.
 		if err := healthSrv.Shutdown(sctx); err != nil {
 			log.Warn("health shutdown", "err", err)
 		}
@@ -335,7 +372,6 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		gs.Stop()
 		<-done
 	}
-	return runErr
 }
 
 // logUnary logs every unary RPC but health (every API call; reflection is a
@@ -381,3 +417,6 @@ func deadlineUnary(d time.Duration) grpc.UnaryServerInterceptor {
 		return h(ctx, req)
 	}
 }
+
+// TelemetryConfig switches on traces and metrics (package telemetry).
+type TelemetryConfig = telemetry.Config

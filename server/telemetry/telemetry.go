@@ -1,4 +1,7 @@
-package server
+// Package Telemetry is the daemon's OpenTelemetry traces and metrics: off by
+// default (no-op providers), switched on by configuration, exported on a private
+// Prometheus registry.
+package telemetry
 
 import (
 	"context"
@@ -31,8 +34,8 @@ import (
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
-// TelemetryConfig switches OpenTelemetry on. Everything is off by default.
-type TelemetryConfig struct {
+// Config switches OpenTelemetry on. Everything is off by default.
+type Config struct {
 	// Metrics serves Prometheus metrics at /metrics (a private registry).
 	Metrics bool
 	// Traces exports spans: "" (off), "stdout" or "otlp" (gRPC to OTLPEndpoint).
@@ -41,7 +44,7 @@ type TelemetryConfig struct {
 }
 
 // Validate checks the switches.
-func (t TelemetryConfig) Validate() error {
+func (t Config) Validate() error {
 	switch t.Traces {
 	case "", "stdout":
 	case "otlp":
@@ -54,8 +57,8 @@ func (t TelemetryConfig) Validate() error {
 	return nil
 }
 
-// telemetry holds the providers; with everything off they are no-ops.
-type telemetry struct {
+// Telemetry holds the providers; with everything off they are no-ops.
+type Telemetry struct {
 	tp       trace.TracerProvider
 	shutdown func(context.Context) error
 	registry *prometheus.Registry
@@ -65,8 +68,9 @@ type telemetry struct {
 	cacheReg metric.Registration
 }
 
-func newTelemetry(ctx context.Context, cfg TelemetryConfig) (*telemetry, error) {
-	t := &telemetry{tp: noop.NewTracerProvider(), shutdown: func(context.Context) error { return nil }}
+// New builds the providers cfg asks for.
+func New(ctx context.Context, cfg Config) (*Telemetry, error) {
+	t := &Telemetry{tp: noop.NewTracerProvider(), shutdown: func(context.Context) error { return nil }}
 	var shutdowns []func(context.Context) error
 	switch cfg.Traces {
 	case "stdout":
@@ -92,7 +96,7 @@ func newTelemetry(ctx context.Context, cfg TelemetryConfig) (*telemetry, error) 
 		t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stepcost_build_info",
 				Help:        "Build of the running stepcostd: module version, commit, Go toolchain and estimator version (always 1).",
-				ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "go_version": bi.Go, "estimator_version": EstimatorVersion}},
+				ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "go_version": bi.Go, "estimator_version": buildinfo.EstimatorVersion}},
 				func() float64 { return 1 }))
 		exp, err := otelprom.New(otelprom.WithRegisterer(t.registry))
 		if err != nil {
@@ -124,8 +128,8 @@ func newTelemetry(ctx context.Context, cfg TelemetryConfig) (*telemetry, error) 
 	return t, nil
 }
 
-// observeCache exports the cache's counters.
-func (t *telemetry) observeCache(c *cache.Cache[proto.Message]) {
+// ObserveCache exports the cache's counters.
+func (t *Telemetry) ObserveCache(c *cache.Cache[proto.Message]) {
 	if t.meter == nil {
 		return
 	}
@@ -146,8 +150,8 @@ func (t *telemetry) observeCache(c *cache.Cache[proto.Message]) {
 	}
 }
 
-// unary records latency per method and code, and the planner's search counts.
-func (t *telemetry) unary() grpc.UnaryServerInterceptor {
+// Unary records latency per method and code, and the planner's search counts.
+func (t *Telemetry) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if t.latency == nil {
 			return h(ctx, req)
@@ -168,9 +172,9 @@ func (t *telemetry) unary() grpc.UnaryServerInterceptor {
 	}
 }
 
-// serverOptions adds the OpenTelemetry stats handler when tracing is on; health
+// ServerOptions adds the OpenTelemetry stats handler when tracing is on; health
 // checks are not traced.
-func (t *telemetry) serverOptions() []grpc.ServerOption {
+func (t *Telemetry) ServerOptions() []grpc.ServerOption {
 	if _, off := t.tp.(noop.TracerProvider); off {
 		return nil
 	}
@@ -178,26 +182,35 @@ func (t *telemetry) serverOptions() []grpc.ServerOption {
 		otelgrpc.WithFilter(func(i *stats.RPCTagInfo) bool { return i.FullMethodName != "/grpc.health.v1.Health/Check" })))}
 }
 
-// tracer is nil when tracing is off, so that the planner skips its phase hooks.
-func (t *telemetry) tracer() trace.Tracer {
+// Tracer is nil when tracing is off, so that the planner skips its phase hooks.
+func (t *Telemetry) Tracer() trace.Tracer {
 	if _, off := t.tp.(noop.TracerProvider); off {
 		return nil
 	}
 	return t.tp.Tracer("github.com/stepcost/stepcost/planner")
 }
 
-func (t *telemetry) clientOptions() []grpc.DialOption {
+// ClientOptions traces the gateway's calls when tracing is on.
+func (t *Telemetry) ClientOptions() []grpc.DialOption {
 	if _, off := t.tp.(noop.TracerProvider); off {
 		return nil
 	}
 	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(otelgrpc.WithTracerProvider(t.tp)))}
 }
 
-func (t *telemetry) wrapHTTP(h http.Handler) http.Handler { return h }
+// WrapHTTP is the HTTP handler as telemetry sees it.
+func (t *Telemetry) WrapHTTP(h http.Handler) http.Handler { return h }
 
-func (t *telemetry) metricsHandler() http.Handler {
+// MetricsHandler serves /metrics, or is nil with metrics off.
+func (t *Telemetry) MetricsHandler() http.Handler {
 	if t.registry == nil {
 		return nil
 	}
 	return promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{})
 }
+
+// Shutdown flushes and stops the providers.
+func (t *Telemetry) Shutdown(ctx context.Context) error { return t.shutdown(ctx) }
+
+// Meter is the meter of the daemon's own metrics, nil with metrics off.
+func (t *Telemetry) Meter() metric.Meter { return t.meter }

@@ -1,4 +1,4 @@
-package server
+package gateway
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/credentials"
 )
 
-// inProcess is an in-memory listener through which the REST gateway reaches the
+// InProcess is an in-memory listener through which the REST gateway reaches the
 // daemon's own gRPC server. The gateway is a real gRPC client, so every
 // interceptor (authentication included: it forwards the caller's Authorization
 // header) and stats handler applies to REST as to gRPC. Going through memory
@@ -16,20 +16,21 @@ import (
 // port under TLS would need a certificate valid for the listen address (":8081"
 // names no host) and, under mutual TLS, a client certificate for the daemon itself.
 // The bytes never leave the process, and the loopback TCP stack is skipped.
-type inProcess struct {
+type InProcess struct {
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
 }
 
-func newInProcess() *inProcess {
-	return &inProcess{conns: make(chan net.Conn), done: make(chan struct{})}
+// NewInProcess is an in-memory listener for the gateway's connections.
+func NewInProcess() *InProcess {
+	return &InProcess{conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
-// target is what the gateway's client dials (with dial as its dialer).
-func (*inProcess) target() string { return "passthrough:///stepcostd-in-process" }
+// Target is what the gateway's client dials (with Dial as its dialer).
+func (*InProcess) Target() string { return "passthrough:///stepcostd-in-process" }
 
-// inProcessConn marks the server end of an in-process connection; only dial makes
+// inProcessConn marks the server end of an in-process connection; only Dial makes
 // them, so no network peer can pass for one.
 type inProcessConn struct{ net.Conn }
 
@@ -37,7 +38,8 @@ type inProcessConn struct{ net.Conn }
 func (*inProcessConn) RemoteAddr() net.Addr { return inProcessAddr{} }
 func (*inProcessConn) LocalAddr() net.Addr  { return inProcessAddr{} }
 
-func (l *inProcess) dial(ctx context.Context, _ string) (net.Conn, error) {
+// Dial connects to the listener.
+func (l *InProcess) Dial(ctx context.Context, _ string) (net.Conn, error) {
 	client, server := net.Pipe()
 	select {
 	case l.conns <- &inProcessConn{server}:
@@ -53,7 +55,7 @@ func (l *inProcess) dial(ctx context.Context, _ string) (net.Conn, error) {
 	}
 }
 
-func (l *inProcess) Accept() (net.Conn, error) {
+func (l *InProcess) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
@@ -62,20 +64,24 @@ func (l *inProcess) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *inProcess) Close() error {
+func (l *InProcess) Close() error {
 	l.once.Do(func() { close(l.done) })
 	return nil
 }
 
-func (*inProcess) Addr() net.Addr { return inProcessAddr{} }
+func (*InProcess) Addr() net.Addr { return inProcessAddr{} }
 
 type inProcessAddr struct{}
 
 func (inProcessAddr) Network() string { return "memory" }
 func (inProcessAddr) String() string  { return "in-process" }
 
-// exceptInProcess is the gRPC server's TLS, except on in-process connections,
+// ExceptInProcess is the gRPC server's TLS, except on in-process connections,
 // which are handed over as they are.
+func ExceptInProcess(c credentials.TransportCredentials) credentials.TransportCredentials {
+	return exceptInProcess{c}
+}
+
 type exceptInProcess struct {
 	credentials.TransportCredentials
 }
@@ -95,3 +101,9 @@ func (c exceptInProcess) Clone() credentials.TransportCredentials {
 type inProcessAuth struct{ credentials.CommonAuthInfo }
 
 func (inProcessAuth) AuthType() string { return "in-process" }
+
+// IsInProcess says whether a peer's address is the gateway's in-process connection.
+func IsInProcess(a net.Addr) bool {
+	_, ok := a.(inProcessAddr)
+	return ok
+}

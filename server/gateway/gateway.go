@@ -1,0 +1,67 @@
+// Package gateway is the daemon's REST gateway: the generated handlers
+// (stepcostv1gw) over a gRPC connection to the daemon's own server through an
+// in-process listener, strict JSON decoding whose errors name the field at fault,
+// and the HTTP answers to errors and unrouted requests.
+package gateway
+
+import (
+	"context"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stepcost/stepcost/internal/wire"
+	gw "github.com/stepcost/stepcost/proto/stepcost/v1/stepcostv1gw"
+)
+
+// New is the REST gateway, a gRPC client of the daemon through lis (so that every
+// interceptor applies to REST calls, and no TLS of its own is needed: see
+// InProcess), with opts added to its connection; the connection is the caller's to
+// close. /healthz answers from the health service.
+func New(ctx context.Context, lis *InProcess, opts ...grpc.DialOption) (*grpc.ClientConn, *runtime.ServeMux, error) {
+	conn, err := grpc.NewClient(lis.Target(), append([]grpc.DialOption{
+		grpc.WithContextDialer(lis.Dial),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
+	}, opts...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, withFieldErrors(&runtime.JSONPb{
+			MarshalOptions:   wire.JSONOptions(),
+			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
+		})),
+		runtime.WithErrorHandler(restErrors),
+		runtime.WithRoutingErrorHandler(restRoutingErrors),
+		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
+	)
+	if err := gw.RegisterStepcostServiceHandler(ctx, mux, conn); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, mux, nil
+}
+
+// DecodeStrict decodes a JSON request as the gateway does: unknown fields and
+// trailing data are errors, a status naming what is wrong and where.
+func DecodeStrict(body []byte, m proto.Message) error {
+	err := (protojson.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(body, m)
+	if err == nil {
+		return nil
+	}
+	e := explain(body, m.ProtoReflect().Descriptor(), err)
+	st := status.New(e.code, e.Error())
+	if e.field != "" {
+		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.field, Description: e.rule}}}); derr == nil {
+			st = d
+		}
+	}
+	return st.Err()
+}
