@@ -1,27 +1,14 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-	"golang.org/x/sync/semaphore"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
 )
 
-// Admission control.
+// Admission control (package admission; the policy is here).
 //
 // An uncached EstimatePlan search is the one expensive thing the service does: from a
 // few milliseconds to tens of seconds of every core, and up to ~130 MB of live heap
@@ -63,139 +50,6 @@ func largeSearch(pr planner.Request) bool {
 // uncached config costs 0.1 ms (a node) to 30 ms (65 536 GPUs, placing its groups),
 // so a call of up to 16 stays under half a second, like a small search.
 const rankBatchGated = 16
-
-// overloadRetry is the retry delay suggested to refused callers (RetryInfo).
-const overloadRetry = time.Second
-
-// admission bounds the searches running and waiting at once. A nil *admission
-// admits everything.
-type admission struct {
-	all   *semaphore.Weighted // every search takes one of these slots
-	large *semaphore.Weighted // and a large one first one of these
-	slots int64               // --max-concurrent-searches
-	queue int64               // --max-queued-searches
-
-	running, runningLarge, waiting atomic.Int64
-	// Outcomes since start: admitted at once or after waiting, queued (admitted
-	// after waiting), refused because the queue was full, or given up while waiting
-	// (deadline or cancellation).
-	admitted, queued, refused, expired atomic.Int64
-}
-
-// newAdmission returns nil (no control) when slots is 0.
-func newAdmission(slots, queue int) *admission {
-	if slots <= 0 {
-		return nil
-	}
-	return &admission{all: semaphore.NewWeighted(int64(slots)), large: semaphore.NewWeighted(int64(max(1, slots/2))),
-		slots: int64(slots), queue: int64(max(queue, 0))}
-}
-
-// acquire takes a slot (a large search one of the large slots too), waiting if they
-// are busy and the queue has room, until ctx is done. The returned function gives
-// them back.
-func (a *admission) acquire(ctx context.Context, large bool) (release func(), err error) {
-	if a == nil {
-		return func() {}, nil
-	}
-	sems := []*semaphore.Weighted{a.all}
-	if large {
-		sems = []*semaphore.Weighted{a.large, a.all}
-	}
-	held := 0
-	giveBack := func() {
-		for i := held - 1; i >= 0; i-- {
-			sems[i].Release(1)
-		}
-	}
-	// TryAcquire fails while others wait, so a newcomer never overtakes the queue.
-	for held < len(sems) && sems[held].TryAcquire(1) {
-		held++
-	}
-	if held < len(sems) {
-		if a.waiting.Add(1) > a.queue {
-			a.waiting.Add(-1)
-			giveBack()
-			a.refused.Add(1)
-			return nil, &overloadError{slots: a.slots, queue: a.queue}
-		}
-		start := time.Now()
-		for ; held < len(sems); held++ {
-			if err := sems[held].Acquire(ctx, 1); err != nil {
-				a.waiting.Add(-1)
-				giveBack()
-				a.expired.Add(1)
-				return nil, &waitError{waited: time.Since(start), slots: a.slots, err: err}
-			}
-		}
-		a.waiting.Add(-1)
-		a.queued.Add(1)
-	}
-	a.admitted.Add(1)
-	a.running.Add(1)
-	if large {
-		a.runningLarge.Add(1)
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			if large {
-				a.runningLarge.Add(-1)
-			}
-			a.running.Add(-1)
-			giveBack()
-		})
-	}, nil
-}
-
-// overloadError refuses work because every slot is busy and the queue is full. It is
-// UNAVAILABLE rather than RESOURCE_EXHAUSTED: the request itself is fine and will
-// succeed if retried a little later or on another replica (the standard retry
-// policies of gRPC clients and proxies retry UNAVAILABLE), whereas the service's
-// RESOURCE_EXHAUSTED means a request over a limit, which fails again unchanged.
-type overloadError struct {
-	slots, queue int64
-}
-
-func (e *overloadError) Error() string {
-	return fmt.Sprintf("overloaded: all %d search slots are taken (flag --max-concurrent-searches) and all %d places in their queue (flag --max-queued-searches); retry later or on another replica",
-		e.slots, e.queue)
-}
-
-// GRPCStatus carries a RetryInfo (when to retry) and an ErrorInfo naming the limits.
-func (e *overloadError) GRPCStatus() *status.Status {
-	st := status.New(codes.Unavailable, e.Error())
-	if d, err := st.WithDetails(
-		&errdetails.RetryInfo{RetryDelay: durationpb.New(overloadRetry)},
-		&errdetails.ErrorInfo{Reason: "SEARCHES_AT_CAPACITY", Domain: "stepcost", Metadata: map[string]string{
-			"max_concurrent_searches": fmt.Sprint(e.slots), "max_queued_searches": fmt.Sprint(e.queue)}},
-	); err == nil {
-		st = d
-	}
-	return st
-}
-
-// waitError is a request whose deadline passed (or that was cancelled) while it
-// waited for a slot: DEADLINE_EXCEEDED or CANCELLED, saying what it waited for.
-type waitError struct {
-	waited time.Duration
-	slots  int64
-	err    error
-}
-
-func (e *waitError) Error() string {
-	return fmt.Sprintf("waited %v for one of the %d search slots (flag --max-concurrent-searches): %v", e.waited.Round(time.Millisecond), e.slots, e.err)
-}
-
-func (e *waitError) Unwrap() error { return e.err }
-
-func (e *waitError) GRPCStatus() *status.Status {
-	code := codes.DeadlineExceeded
-	if errors.Is(e.err, context.Canceled) {
-		code = codes.Canceled
-	}
-	return status.New(code, e.Error())
-}
 
 // gatedBatch is whether a RankConfigs call of n configs takes a search slot.
 func gatedBatch(n int) bool { return n > rankBatchGated }
@@ -245,29 +99,4 @@ func (l Limits) validateAdmission(v *invalid.Collector) {
 	if l.MaxSearchGPUs < 0 {
 		v.Add("--max-search-gpus", "must be ≥ 0 (got %d)", l.MaxSearchGPUs)
 	}
-}
-
-// observeAdmission exports the searches running (by size) and waiting, and how
-// admissions ended, as stepcost_searches_{running,waiting} and
-// stepcost_searches_total{outcome}.
-func observeAdmission(m metric.Meter, a *admission) {
-	if m == nil || a == nil {
-		return
-	}
-	running, _ := m.Int64ObservableGauge("stepcost.searches.running",
-		metric.WithDescription("searches (and large RankConfigs calls) holding a slot, by size"))
-	waiting, _ := m.Int64ObservableGauge("stepcost.searches.waiting",
-		metric.WithDescription("searches waiting for a slot"))
-	outcomes, _ := m.Int64ObservableCounter("stepcost.searches",
-		metric.WithDescription("admissions by outcome: admitted (at once or after waiting), queued (admitted after waiting), refused (queue full), expired (deadline or cancellation while waiting)"))
-	_, _ = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		l := a.runningLarge.Load()
-		o.ObserveInt64(running, a.running.Load()-l, metric.WithAttributes(attribute.String("size", "small")))
-		o.ObserveInt64(running, l, metric.WithAttributes(attribute.String("size", "large")))
-		o.ObserveInt64(waiting, a.waiting.Load())
-		for name, v := range map[string]int64{"admitted": a.admitted.Load(), "queued": a.queued.Load(), "refused": a.refused.Load(), "expired": a.expired.Load()} {
-			o.ObserveInt64(outcomes, v, metric.WithAttributes(attribute.String("outcome", name)))
-		}
-		return nil
-	}, running, waiting, outcomes)
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -25,99 +24,8 @@ import (
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
-// One slot, one place in the queue: the second search waits (FIFO, until its
-// deadline), the third is refused at once with UNAVAILABLE naming both flags and
-// saying when to retry; a waiter is admitted as soon as the slot is given back.
-func TestAdmissionQueue(t *testing.T) {
-	a := newAdmission(1, 1)
-	ctx := context.Background()
-	release, err := a.acquire(ctx, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admitted := make(chan error, 1)
-	go func() {
-		r, err := a.acquire(ctx, false)
-		if err == nil {
-			r()
-		}
-		admitted <- err
-	}()
-	waitFor(t, func() bool { return a.waiting.Load() == 1 })
-
-	start := time.Now()
-	_, err = a.acquire(ctx, false)
-	st := status.Convert(err)
-	if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "--max-concurrent-searches") ||
-		!strings.Contains(st.Message(), "--max-queued-searches") || time.Since(start) > time.Second {
-		t.Fatalf("queue full: %v after %v", err, time.Since(start))
-	}
-	var retry *errdetails.RetryInfo
-	var info *errdetails.ErrorInfo
-	for _, d := range st.Details() {
-		switch d := d.(type) {
-		case *errdetails.RetryInfo:
-			retry = d
-		case *errdetails.ErrorInfo:
-			info = d
-		}
-	}
-	if retry.GetRetryDelay().AsDuration() != overloadRetry || info.GetReason() != "SEARCHES_AT_CAPACITY" || info.GetMetadata()["max_queued_searches"] != "1" {
-		t.Errorf("details: %v %v", retry, info)
-	}
-
-	release()
-	release() // twice is harmless
-	if err := <-admitted; err != nil {
-		t.Fatalf("waiter: %v", err)
-	}
-
-	// A waiter whose deadline passes gets DEADLINE_EXCEEDED saying what it waited for.
-	release, _ = a.acquire(ctx, false)
-	defer release()
-	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	_, err = a.acquire(dctx, false)
-	if st := status.Convert(err); st.Code() != codes.DeadlineExceeded || !strings.Contains(st.Message(), "search slots") {
-		t.Errorf("deadline: %v", err)
-	}
-	if a.refused.Load() != 1 || a.expired.Load() != 1 || a.queued.Load() != 1 || a.running.Load() != 1 || a.waiting.Load() != 0 {
-		t.Errorf("counters: refused %d expired %d queued %d running %d waiting %d", a.refused.Load(), a.expired.Load(), a.queued.Load(), a.running.Load(), a.waiting.Load())
-	}
-	if newAdmission(0, 10) != nil {
-		t.Error("0 slots should mean no admission control")
-	}
-}
-
-// Large searches take at most half the slots: with two, a second large search waits
-// while an ordinary one runs at once.
-func TestLargeSearchesLeaveSlots(t *testing.T) {
-	a := newAdmission(2, 4)
-	ctx := context.Background()
-	release, err := a.acquire(ctx, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := make(chan func(), 1)
-	go func() {
-		r, err := a.acquire(ctx, true)
-		if err != nil {
-			t.Error(err)
-			r = func() {}
-		}
-		second <- r
-	}()
-	waitFor(t, func() bool { return a.waiting.Load() == 1 })
-	small, err := a.acquire(ctx, false)
-	if err != nil || a.running.Load() != 2 || a.runningLarge.Load() != 1 {
-		t.Fatalf("small search beside a large one: %v, %d running", err, a.running.Load())
-	}
-	small()
-	release()
-	(<-second)()
-	if a.running.Load() != 0 || a.waiting.Load() != 0 || a.queued.Load() != 1 {
-		t.Errorf("running %d waiting %d queued %d", a.running.Load(), a.waiting.Load(), a.queued.Load())
-	}
+// Wide ranges and the constraints that widen the space make a search large.
+func TestLargeSearch(t *testing.T) {
 	if !largeSearch(planner.Request{MaxGPUs: 1024}) || largeSearch(planner.Request{GPUs: 1024}) ||
 		!largeSearch(planner.Request{GPUs: 8, Constraints: planner.Constraints{UnevenPP: true}}) {
 		t.Error("largeSearch")
@@ -155,7 +63,7 @@ func TestSmallRequestsDoNotWaitForSearches(t *testing.T) {
 		return err == nil && r.GetCached()
 	})
 
-	release, err := svc.admit.acquire(ctx, false) // the only slot
+	release, err := svc.admit.Acquire(ctx, false) // the only slot
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,14 +99,14 @@ func TestSmallRequestsDoNotWaitForSearches(t *testing.T) {
 		t.Errorf("uncached search with the slot taken: %v", err)
 	}
 	// Its computation leaves the queue on its own (the caller returns first).
-	waitFor(t, func() bool { return svc.admit.waiting.Load() == 0 })
+	waitFor(t, func() bool { return svc.admit.Waiting() == 0 })
 
 	waiter := make(chan error, 1)
 	go func() {
 		_, err := svc.EstimatePlan(ctx, uncached(256))
 		waiter <- err
 	}()
-	waitFor(t, func() bool { return svc.admit.waiting.Load() == 1 })
+	waitFor(t, func() bool { return svc.admit.Waiting() == 1 })
 	// Bounded, so that a wrong admission fails the test instead of hanging it.
 	fullCtx, cancelFull := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelFull()
@@ -216,7 +124,7 @@ func TestSmallRequestsDoNotWaitForSearches(t *testing.T) {
 	if err := <-waiter; err != nil {
 		t.Errorf("queued search: %v", err)
 	}
-	if n := svc.admit.running.Load(); n != 0 {
+	if n := svc.admit.Running(); n != 0 {
 		t.Errorf("%d slots still taken", n)
 	}
 }

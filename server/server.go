@@ -28,6 +28,7 @@ import (
 	"github.com/stepcost/stepcost/cache"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/server/admission"
 	"github.com/stepcost/stepcost/server/gateway"
 	"github.com/stepcost/stepcost/server/openapi"
 	"github.com/stepcost/stepcost/server/telemetry"
@@ -239,7 +240,7 @@ func newDaemonService(cfg Config, tel *telemetry.Telemetry) (*Service, func(), e
 	}
 	svc := NewService(cfg.Limits, c)
 	svc.tracer = tel.Tracer()
-	observeAdmission(tel.Meter(), svc.admit)
+	admission.Observe(tel.Meter(), svc.admit)
 	return svc, closeCache, nil
 }
 

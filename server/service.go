@@ -14,6 +14,7 @@ import (
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/server/admission"
 )
 
 // EstimatorVersion identifies the models behind the answers (buildinfo.EstimatorVersion).
@@ -51,7 +52,7 @@ type Service struct {
 	// tracer, when set, gets a span per planner phase under the RPC's span.
 	tracer trace.Tracer
 	// admit bounds the searches running at once (admission.go).
-	admit *admission
+	admit *admission.Control
 	// scratch serves searches whose free map moves ranks (estimators.go).
 	scratch scratchEstimator
 }
@@ -60,7 +61,7 @@ type Service struct {
 func NewService(limits Limits, c *cache.Cache[proto.Message]) *Service {
 	return &Service{limits: limits, cache: c, coll: collective.NewModel(collective.Default()),
 		clusters: wire.NewClusters(64),
-		admit:    newAdmission(limits.MaxConcurrentSearches, limits.MaxQueuedSearches)}
+		admit:    admission.New(limits.MaxConcurrentSearches, limits.MaxQueuedSearches)}
 }
 
 // sizedCluster resolves a cluster spec big enough for gpus GPUs (and every node a
@@ -171,7 +172,7 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 }
 
 func (s *Service) search(ctx context.Context, ce *wire.ClusterEntry, pr planner.Request) (*pb.EstimatePlanResponse, error) {
-	release, err := s.admit.acquire(ctx, largeSearch(pr))
+	release, err := s.admit.Acquire(ctx, largeSearch(pr))
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +202,7 @@ func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (
 	}
 	n := len(req.GetConfigs())
 	if gatedBatch(n) {
-		release, err := s.admit.acquire(ctx, true)
+		release, err := s.admit.Acquire(ctx, true)
 		if err != nil {
 			return nil, toStatus(err)
 		}

@@ -1,0 +1,195 @@
+// Package admission bounds the expensive requests running and waiting at once:
+// slots, large ones in at most half of them, a queue in arrival order until each
+// waiter's deadline, and refusals (UNAVAILABLE, with when to retry) beyond it.
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"golang.org/x/sync/semaphore"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// RetryDelay is the retry delay suggested to refused callers (RetryInfo).
+const RetryDelay = time.Second
+
+// Control bounds the searches running and waiting at once. A nil *Control
+// admits everything.
+type Control struct {
+	all   *semaphore.Weighted // every search takes one of these slots
+	large *semaphore.Weighted // and a large one first one of these
+	slots int64               // --max-concurrent-searches
+	queue int64               // --max-queued-searches
+
+	running, runningLarge, waiting atomic.Int64
+	// Outcomes since start: admitted at once or after waiting, queued (admitted
+	// after waiting), refused because the queue was full, or given up while waiting
+	// (deadline or cancellation).
+	admitted, queued, refused, expired atomic.Int64
+}
+
+// New returns nil (no control) when slots is 0.
+func New(slots, queue int) *Control {
+	if slots <= 0 {
+		return nil
+	}
+	return &Control{all: semaphore.NewWeighted(int64(slots)), large: semaphore.NewWeighted(int64(max(1, slots/2))),
+		slots: int64(slots), queue: int64(max(queue, 0))}
+}
+
+// Acquire takes a slot (a large search one of the large slots too), waiting if they
+// are busy and the queue has room, until ctx is done. The returned function gives
+// them back.
+func (a *Control) Acquire(ctx context.Context, large bool) (release func(), err error) {
+	if a == nil {
+		return func() {}, nil
+	}
+	sems := []*semaphore.Weighted{a.all}
+	if large {
+		sems = []*semaphore.Weighted{a.large, a.all}
+	}
+	held := 0
+	giveBack := func() {
+		for i := held - 1; i >= 0; i-- {
+			sems[i].Release(1)
+		}
+	}
+	// TryAcquire fails while others wait, so a newcomer never overtakes the queue.
+	for held < len(sems) && sems[held].TryAcquire(1) {
+		held++
+	}
+	if held < len(sems) {
+		if a.waiting.Add(1) > a.queue {
+			a.waiting.Add(-1)
+			giveBack()
+			a.refused.Add(1)
+			return nil, &overloadError{slots: a.slots, queue: a.queue}
+		}
+		start := time.Now()
+		for ; held < len(sems); held++ {
+			if err := sems[held].Acquire(ctx, 1); err != nil {
+				a.waiting.Add(-1)
+				giveBack()
+				a.expired.Add(1)
+				return nil, &waitError{waited: time.Since(start), slots: a.slots, err: err}
+			}
+		}
+		a.waiting.Add(-1)
+		a.queued.Add(1)
+	}
+	a.admitted.Add(1)
+	a.running.Add(1)
+	if large {
+		a.runningLarge.Add(1)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if large {
+				a.runningLarge.Add(-1)
+			}
+			a.running.Add(-1)
+			giveBack()
+		})
+	}, nil
+}
+
+// overloadError refuses work because every slot is busy and the queue is full. It is
+// UNAVAILABLE rather than RESOURCE_EXHAUSTED: the request itself is fine and will
+// succeed if retried a little later or on another replica (the standard retry
+// policies of gRPC clients and proxies retry UNAVAILABLE), whereas the service's
+// RESOURCE_EXHAUSTED means a request over a limit, which fails again unchanged.
+type overloadError struct {
+	slots, queue int64
+}
+
+func (e *overloadError) Error() string {
+	return fmt.Sprintf("overloaded: all %d search slots are taken (flag --max-concurrent-searches) and all %d places in their queue (flag --max-queued-searches); retry later or on another replica",
+		e.slots, e.queue)
+}
+
+// GRPCStatus carries a RetryInfo (when to retry) and an ErrorInfo naming the limits.
+func (e *overloadError) GRPCStatus() *status.Status {
+	st := status.New(codes.Unavailable, e.Error())
+	if d, err := st.WithDetails(
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(RetryDelay)},
+		&errdetails.ErrorInfo{Reason: "SEARCHES_AT_CAPACITY", Domain: "stepcost", Metadata: map[string]string{
+			"max_concurrent_searches": fmt.Sprint(e.slots), "max_queued_searches": fmt.Sprint(e.queue)}},
+	); err == nil {
+		st = d
+	}
+	return st
+}
+
+// waitError is a request whose deadline passed (or that was cancelled) while it
+// waited for a slot: DEADLINE_EXCEEDED or CANCELLED, saying what it waited for.
+type waitError struct {
+	waited time.Duration
+	slots  int64
+	err    error
+}
+
+func (e *waitError) Error() string {
+	return fmt.Sprintf("waited %v for one of the %d search slots (flag --max-concurrent-searches): %v", e.waited.Round(time.Millisecond), e.slots, e.err)
+}
+
+func (e *waitError) Unwrap() error { return e.err }
+
+func (e *waitError) GRPCStatus() *status.Status {
+	code := codes.DeadlineExceeded
+	if errors.Is(e.err, context.Canceled) {
+		code = codes.Canceled
+	}
+	return status.New(code, e.Error())
+}
+
+// Waiting is how many requests wait for a slot.
+func (a *Control) Waiting() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.waiting.Load()
+}
+
+// Running is how many requests hold a slot.
+func (a *Control) Running() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.running.Load()
+}
+
+// Observe exports the searches running (by size) and waiting, and how
+// admissions ended, as stepcost_searches_{running,waiting} and
+// stepcost_searches_total{outcome}.
+func Observe(m metric.Meter, a *Control) {
+	if m == nil || a == nil {
+		return
+	}
+	running, _ := m.Int64ObservableGauge("stepcost.searches.running",
+		metric.WithDescription("searches (and large RankConfigs calls) holding a slot, by size"))
+	waiting, _ := m.Int64ObservableGauge("stepcost.searches.waiting",
+		metric.WithDescription("searches waiting for a slot"))
+	outcomes, _ := m.Int64ObservableCounter("stepcost.searches",
+		metric.WithDescription("admissions by outcome: admitted (at once or after waiting), queued (admitted after waiting), refused (queue full), expired (deadline or cancellation while waiting)"))
+	_, _ = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		l := a.runningLarge.Load()
+		o.ObserveInt64(running, a.running.Load()-l, metric.WithAttributes(attribute.String("size", "small")))
+		o.ObserveInt64(running, l, metric.WithAttributes(attribute.String("size", "large")))
+		o.ObserveInt64(waiting, a.waiting.Load())
+		for name, v := range map[string]int64{"admitted": a.admitted.Load(), "queued": a.queued.Load(), "refused": a.refused.Load(), "expired": a.expired.Load()} {
+			o.ObserveInt64(outcomes, v, metric.WithAttributes(attribute.String("outcome", name)))
+		}
+		return nil
+	}, running, waiting, outcomes)
+}
