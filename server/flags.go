@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/stepcost/stepcost/server/security"
 )
 
 // ParseFlags reads the daemon's configuration from command-line flags; every flag
@@ -47,7 +49,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: stepcostd [flags]\n\nServes the stepcost API over gRPC and REST. Flags (or STEPCOST_<FLAG> environment variables):")
 		fs.PrintDefaults()
-		fmt.Fprintln(stderr, "\nBearer tokens can also be given, comma separated, in "+tokensEnv+" (never on the command line,\nwhich other users of the host can see); with it or --auth-token-file, authentication is on.")
+		fmt.Fprintln(stderr, "\nBearer tokens can also be given, comma separated, in "+security.TokensEnv+" (never on the command line,\nwhich other users of the host can see); with it or --auth-token-file, authentication is on.")
 	}
 	// Environment first, so that flags override it.
 	var envErr error
@@ -62,7 +64,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if envErr != nil {
 		return cfg, envErr
 	}
-	if v, ok := os.LookupEnv(tokensEnv); ok {
+	if v, ok := os.LookupEnv(security.TokensEnv); ok {
 		cfg.Auth.Tokens = strings.Split(v, ",") // set but empty still turns authentication on, and fails
 	}
 	if err := fs.Parse(args); err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/stepcost/stepcost/server/admission"
 	"github.com/stepcost/stepcost/server/gateway"
 	"github.com/stepcost/stepcost/server/openapi"
+	"github.com/stepcost/stepcost/server/security"
 	"github.com/stepcost/stepcost/server/telemetry"
 )
 
@@ -145,7 +146,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	sec, err := newSecurity(cfg, log)
+	sec, err := security.New(cfg.TLS, cfg.Auth, log)
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	}
 	serve(func() error { return gs.Serve(lis.grpc) })
 	serve(func() error { return gs.Serve(gwlis) })
-	serve(func() error { return httpClosed(sec.serveHTTP(httpSrv, lis.http)) })
+	serve(func() error { return httpClosed(sec.ServeHTTP(httpSrv, lis.http)) })
 	if healthSrv != nil {
 		serve(func() error { return httpClosed(healthSrv.Serve(lis.probes)) })
 	}
@@ -282,13 +283,13 @@ func setServing(hs *health.Server, st healthpb.HealthCheckResponse_ServingStatus
 
 // newGRPCServer is the gRPC server: the service, health and reflection behind
 // logging, panic recovery, the default deadline, telemetry and security.
-func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.Telemetry, sec *security, log *slog.Logger) *grpc.Server {
+func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.Telemetry, sec *security.Guard, log *slog.Logger) *grpc.Server {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
 		grpc.ChainUnaryInterceptor(logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.Unary()),
 	}
 	opts = append(opts, tel.ServerOptions()...)
-	opts = append(opts, sec.serverOptions()...)
+	opts = append(opts, sec.ServerOptions()...)
 	gs := grpc.NewServer(opts...)
 	pb.RegisterStepcostServiceServer(gs, svc)
 	healthpb.RegisterHealthServer(gs, hs)
@@ -300,7 +301,7 @@ func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.T
 
 // restRoutes is the HTTP port: the gateway, the OpenAPI document, /metrics and the
 // pictures.
-func restRoutes(cfg Config, svc *Service, rest http.Handler, tel *telemetry.Telemetry, sec *security, log *slog.Logger) http.Handler {
+func restRoutes(cfg Config, svc *Service, rest http.Handler, tel *telemetry.Telemetry, sec *security.Guard, log *slog.Logger) http.Handler {
 	root := http.NewServeMux()
 	root.Handle("/", rest)
 	root.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
@@ -308,9 +309,9 @@ func restRoutes(cfg Config, svc *Service, rest http.Handler, tel *telemetry.Tele
 		w.Write(openapi.Spec)
 	})
 	if h := tel.MetricsHandler(); h != nil {
-		root.Handle("GET /metrics", sec.requireToken(h))
+		root.Handle("GET /metrics", sec.RequireToken(h))
 	}
-	pictureHandlers(root, svc, cfg.DefaultDeadline, sec.requireToken, log)
+	pictureHandlers(root, svc, cfg.DefaultDeadline, sec.RequireToken, log)
 	return root
 }
 
@@ -380,7 +381,7 @@ func shutdown(cfg Config, log *slog.Logger, hs *health.Server, failed <-chan str
 // calls the peer is the in-process gateway).
 func logUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if !log.Enabled(ctx, slog.LevelDebug) || strings.HasPrefix(info.FullMethod, healthService) {
+		if !log.Enabled(ctx, slog.LevelDebug) || strings.HasPrefix(info.FullMethod, security.HealthService) {
 			return h(ctx, req)
 		}
 		start := time.Now()
@@ -421,3 +422,9 @@ func deadlineUnary(d time.Duration) grpc.UnaryServerInterceptor {
 
 // TelemetryConfig switches on traces and metrics (package telemetry).
 type TelemetryConfig = telemetry.Config
+
+// TLSConfig is the daemon's TLS (package security).
+type TLSConfig = security.TLS
+
+// AuthConfig is the daemon's bearer-token authentication (package security).
+type AuthConfig = security.Auth

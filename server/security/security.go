@@ -1,4 +1,7 @@
-package server
+// Package security is the daemon's TLS (certificates reloaded when their files
+// change, optional client certificates) and bearer-token authentication, for
+// the gRPC server and the HTTP port.
+package security
 
 import (
 	"bufio"
@@ -28,8 +31,8 @@ import (
 	"github.com/stepcost/stepcost/server/gateway"
 )
 
-// TLSConfig serves both listeners (gRPC and HTTP) over TLS with one certificate.
-type TLSConfig struct {
+// TLS serves both listeners (gRPC and HTTP) over TLS with one certificate.
+type TLS struct {
 	// CertFile and KeyFile are the server's certificate (PEM, intermediates after
 	// the leaf) and its private key (--tls-cert, --tls-key). Both or neither.
 	CertFile, KeyFile string
@@ -39,10 +42,11 @@ type TLSConfig struct {
 	ClientCAFile string
 }
 
-func (t TLSConfig) enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
+// Enabled says whether TLS is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
 
 // Validate checks that the flags go together; the files are read by Run.
-func (t TLSConfig) Validate() error {
+func (t TLS) Validate() error {
 	v := invalid.Collector{}
 	if t.CertFile != "" && t.KeyFile == "" {
 		v.Add("--tls-key", "is required with --tls-cert")
@@ -50,22 +54,22 @@ func (t TLSConfig) Validate() error {
 	if t.KeyFile != "" && t.CertFile == "" {
 		v.Add("--tls-cert", "is required with --tls-key")
 	}
-	if t.ClientCAFile != "" && !t.enabled() {
+	if t.ClientCAFile != "" && !t.Enabled() {
 		v.Add("--tls-client-ca", "needs --tls-cert and --tls-key (client certificates are asked for in the TLS handshake)")
 	}
 	return v.Err()
 }
 
-// tokensEnv carries bearer tokens in the environment. There is deliberately no flag
+// TokensEnv carries bearer tokens in the environment. There is deliberately no flag
 // for them: a command line is visible to every user of the host (ps,
 // /proc/<pid>/cmdline), the environment only to the process's owner.
-const tokensEnv = "STEPCOST_AUTH_TOKENS"
+const TokensEnv = "STEPCOST_AUTH_TOKENS"
 
-// AuthConfig requires a bearer token on every RPC except the health service.
+// Auth requires a bearer token on every RPC except the health service.
 // Authentication is on when TokenFile is set or Tokens is non-nil; it is then an
 // error for them to hold no token at all, so that a secret that failed to mount
 // does not leave the daemon open.
-type AuthConfig struct {
+type Auth struct {
 	// TokenFile (--auth-token-file) holds the accepted tokens, one a line; blank
 	// lines and lines starting with # are ignored.
 	TokenFile string
@@ -74,28 +78,29 @@ type AuthConfig struct {
 	Tokens []string
 }
 
-func (a AuthConfig) enabled() bool { return a.TokenFile != "" || a.Tokens != nil }
+// Enabled says whether authentication is on.
+func (a Auth) Enabled() bool { return a.TokenFile != "" || a.Tokens != nil }
 
-// security is the daemon's TLS and token check, loaded once at start-up.
-type security struct {
+// Guard is the daemon's TLS and token check, loaded once at start-up.
+type Guard struct {
 	tls *tls.Config // nil: plain text
 	// digests are the SHA-256 of the accepted tokens; nil: no authentication.
 	digests [][sha256.Size]byte
 	log     *slog.Logger
 }
 
-// newSecurity reads the certificates and tokens named by cfg. Every error names
+// New reads the certificates and tokens named by tlsCfg and auth. Every error names
 // the flag (or variable) at fault and none quotes a token.
-func newSecurity(cfg Config, log *slog.Logger) (*security, error) {
-	s := &security{log: log}
-	if cfg.TLS.enabled() {
+func New(tlsCfg TLS, auth Auth, log *slog.Logger) (*Guard, error) {
+	s := &Guard{log: log}
+	if tlsCfg.Enabled() {
 		var err error
-		if s.tls, err = loadServerTLS(cfg.TLS, log); err != nil {
+		if s.tls, err = loadServerTLS(tlsCfg, log); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.Auth.enabled() {
-		tokens, err := loadTokens(cfg.Auth)
+	if auth.Enabled() {
+		tokens, err := loadTokens(auth)
 		if err != nil {
 			return nil, err
 		}
@@ -110,14 +115,14 @@ func newSecurity(cfg Config, log *slog.Logger) (*security, error) {
 			log.Warn("some bearer tokens are shorter than 16 characters and may be guessed; `openssl rand -hex 32` makes a good one", "count", short)
 		}
 	}
-	log.Info("security", "tls", s.tls != nil, "client_certificates", cfg.TLS.ClientCAFile != "", "auth_tokens", len(s.digests))
+	log.Info("security", "tls", s.tls != nil, "client_certificates", tlsCfg.ClientCAFile != "", "auth_tokens", len(s.digests))
 	if s.digests != nil && s.tls == nil {
 		log.Warn("bearer tokens travel in clear text: use --tls-cert and --tls-key unless TLS ends in front of the daemon")
 	}
 	return s, nil
 }
 
-func loadServerTLS(c TLSConfig, log *slog.Logger) (*tls.Config, error) {
+func loadServerTLS(c TLS, log *slog.Logger) (*tls.Config, error) {
 	files := &certFiles{certFile: c.CertFile, keyFile: c.KeyFile, log: log}
 	if err := files.load(); err != nil {
 		return nil, err
@@ -235,7 +240,7 @@ func (f *certFiles) reload() {
 
 // loadTokens reads the token file and the tokens from the environment. An empty
 // source is an error even if the other has tokens: it is a mistake either way.
-func loadTokens(a AuthConfig) ([]string, error) {
+func loadTokens(a Auth) ([]string, error) {
 	var tokens []string
 	if a.TokenFile != "" {
 		f, err := os.Open(a.TokenFile)
@@ -260,12 +265,12 @@ func loadTokens(a AuthConfig) ([]string, error) {
 				continue
 			}
 			if err := checkToken(t); err != nil {
-				return nil, invalid.Field(tokensEnv, "entry %d: %v", i+1, err)
+				return nil, invalid.Field(TokensEnv, "entry %d: %v", i+1, err)
 			}
 			tokens, n = append(tokens, t), n+1
 		}
 		if n == 0 {
-			return nil, invalid.Field(tokensEnv, "is set but holds no token")
+			return nil, invalid.Field(TokensEnv, "is set but holds no token")
 		}
 	}
 	return tokens, nil
@@ -312,7 +317,7 @@ const (
 )
 
 // check returns why the Authorization values do not authenticate, or "".
-func (s *security) check(values []string) string {
+func (s *Guard) check(values []string) string {
 	if len(values) == 0 {
 		return errNoToken
 	}
@@ -334,7 +339,7 @@ func (s *security) check(values []string) string {
 // makes all comparisons the same length, so neither the position of the first
 // differing byte nor the accepted tokens' lengths show in the timing; the loop
 // never stops early, so neither does which token matched.
-func (s *security) valid(token string) bool {
+func (s *Guard) valid(token string) bool {
 	h := sha256.Sum256([]byte(token))
 	ok := 0
 	for _, d := range s.digests {
@@ -343,14 +348,14 @@ func (s *security) valid(token string) bool {
 	return ok == 1
 }
 
-// healthService is exempt from authentication: load balancers and kubelet probes
+// HealthService is exempt from authentication: load balancers and kubelet probes
 // have no token, and it reveals only SERVING or NOT_SERVING. Reflection is not
 // exempt: grpcurl sends -H headers with its reflection calls too, and an
 // unauthenticated caller then learns nothing but health.
-const healthService = "/grpc.health.v1.Health/"
+const HealthService = "/grpc.health.v1.Health/"
 
-func (s *security) authorize(ctx context.Context, method string) error {
-	if strings.HasPrefix(method, healthService) {
+func (s *Guard) authorize(ctx context.Context, method string) error {
+	if strings.HasPrefix(method, HealthService) {
 		return nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -371,10 +376,10 @@ func (s *security) authorize(ctx context.Context, method string) error {
 	return status.Error(codes.Unauthenticated, reason)
 }
 
-// serverOptions are the gRPC server's TLS and authentication. The authentication
+// ServerOptions are the gRPC server's TLS and authentication. The authentication
 // interceptors come after those installed before them (recovery, deadline,
 // metrics), so refused calls are counted in the metrics by their code.
-func (s *security) serverOptions() []grpc.ServerOption {
+func (s *Guard) ServerOptions() []grpc.ServerOption {
 	var opts []grpc.ServerOption
 	if s.tls != nil {
 		opts = append(opts, grpc.Creds(gateway.ExceptInProcess(credentials.NewTLS(s.tls))))
@@ -398,9 +403,9 @@ func (s *security) serverOptions() []grpc.ServerOption {
 	return opts
 }
 
-// requireToken guards an HTTP handler that does not go through gRPC (/metrics)
+// RequireToken guards an HTTP handler that does not go through gRPC (/metrics)
 // with the same tokens.
-func (s *security) requireToken(h http.Handler) http.Handler {
+func (s *Guard) RequireToken(h http.Handler) http.Handler {
 	if s.digests == nil {
 		return h
 	}
@@ -415,8 +420,8 @@ func (s *security) requireToken(h http.Handler) http.Handler {
 	})
 }
 
-// serveHTTP serves srv on lis, over TLS when it is configured.
-func (s *security) serveHTTP(srv *http.Server, lis net.Listener) error {
+// ServeHTTP serves srv on lis, over TLS when it is configured.
+func (s *Guard) ServeHTTP(srv *http.Server, lis net.Listener) error {
 	if s.tls == nil {
 		return srv.Serve(lis)
 	}
