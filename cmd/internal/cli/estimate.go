@@ -21,210 +21,299 @@ import (
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
-func runEstimate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// estimateArgs are estimate's flags.
+type estimateArgs struct {
+	in              *string
+	mf              *modelFlags
+	clusterName     *string
+	clusterFile     *string
+	gpus            *int
+	tp              *int
+	pp              *int
+	dp              *int
+	cp              *int
+	ep              *int
+	zero            *int
+	mbs             *int
+	gbs             *int
+	gbt             *int
+	gradDType       *string
+	moeImb          *float64
+	moeCap          *float64
+	slowGPU         *float64
+	degradedNIC     *float64
+	degradedLink    *float64
+	split           *string
+	overlapEP       *bool
+	etp             *int
+	offload         *string
+	acctEmb         *bool
+	acctLoss        *bool
+	cpA2A           *bool
+	seq             *int
+	recompute       *string
+	recomputeLayers *int
+	sp              *bool
+	schedule        *string
+	vpp             *int
+	precision       *string
+	order           *string
+	overlapTP       *bool
+	unfused         *bool
+	prefetch        *string
+	fw              *string
+	dpAfter         *bool
+	fp8Recipe       *string
+	onDemand        *bool
+	asJSON          *bool
+	svgOut          *string
+	addr            *string
+	sec             *remoteSecurity
+}
+
+// estimateQuery is what estimate asks, as the flags and the --in file give it.
+type estimateQuery struct {
+	req                 step.Request
+	file                pb.EstimateStepRequest // the --in file
+	arch                model.Arch
+	derived             string  // how a shape was derived from a parameter count
+	modelName           string  // the model by catalog name, if so
+	modelParams         float64 // or by parameter count
+	spec                topology.Spec
+	clusterLabel, cname string // the cluster's name, and its catalog name if so
+}
+
+func newEstimateFlags(stderr io.Writer) (*flag.FlagSet, *estimateArgs) {
 	fs := newFlags("estimate", "--model NAME --cluster NAME --gpus N --tp T --pp P --mbs B --gbs G --seq S [flags]", stderr)
-	in := fs.String("in", "", "read the whole request from a JSON file, an EstimateStepRequest as the REST API takes it (flags given too override it)")
-	mf := addModelFlags(fs)
-	clusterName := fs.String("cluster", "", "catalog system, e.g. dgx-h100")
-	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
-	gpus := fs.Int("gpus", 0, "GPUs of the job (default tp×pp×dp×cp)")
-	tp := fs.Int("tp", 1, "tensor parallelism")
-	pp := fs.Int("pp", 1, "pipeline parallelism")
-	dp := fs.Int("dp", 0, "data parallelism (default gpus/(tp×pp×cp))")
-	cp := fs.Int("cp", 1, "context parallelism")
-	ep := fs.Int("ep", 1, "expert parallelism (MoE)")
-	zero := fs.Int("zero", 0, "ZeRO stage 0–3 (3 = FSDP full shard)")
-	mbs := fs.Int("mbs", 1, "micro-batch size (sequences)")
-	gbs := fs.Int("gbs", 0, "global batch (sequences)")
-	gbt := fs.Int("global-tokens", 0, "global batch in tokens instead of --gbs (a multiple of --seq)")
-	gradDType := fs.String("grad-dtype", "", "gradient format: bf16 (2 bytes, default) or fp32 (4 bytes, also how they are reduced)")
-	moeImb := fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
-	moeCap := fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
-	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
-	degradedNIC := fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
-	degradedLink := fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
-	split := fs.String("layer-split", "", "layers of each model chunk (chunk c of pipeline rank s is entry c·pp+s), e.g. 3,4,4,…,3 (default: even, or counting the embedding/loss when that divides)")
-	overlapEP := fs.Bool("overlap-ep", false, "hide the expert-parallel all-to-alls under another micro-batch's compute (dualpipe always does)")
-	etp := fs.Int("etp", 0, "expert tensor parallelism: 1 keeps experts whole on every TP rank (needs --sp), 0 or --tp splits them like the MLP")
-	offload := fs.String("offload", "", "keep state in host memory, optimizer on the CPU: none, optimizer (zero ≥ 1) or params (zero 3)")
-	acctEmb := fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
-	acctLoss := fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
-	cpA2A := fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
-	seq := fs.Int("seq", 0, "sequence length (tokens)")
-	recompute := fs.String("recompute", "none", "activation recomputation: none, selective (attention core), ops (op-level: every second matmul and the memory-bound ops), full")
-	recomputeLayers := fs.Int("recompute-layers", 0, "with --recompute full: recompute only this many layers per pipeline stage (0: all)")
-	sp := fs.Bool("sp", false, "sequence parallelism (with tp > 1)")
-	schedule := fs.String("schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (default 1f1b, interleaved with --vpp > 1)")
-	vpp := fs.Int("vpp", 1, "interleaving depth: model chunks per pipeline rank")
-	precision := fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
-	order := fs.String("rank-order", "", "rank order, fastest first (default tp-cp-ep-dp-pp)")
-	overlapTP := fs.Bool("overlap-tp", false, "overlap TP communication with compute (async TP)")
-	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
-	prefetch := fs.String("zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none")
-	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
-	dpAfter := fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
-	fp8Recipe := fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
-	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	svgOut := fs.String("svg", "", svgFlagHelp+": the pipeline schedule above the step's breakdown")
-	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of estimating in process")
-	sec := remoteSecurityFlags(fs)
+	opt := &estimateArgs{}
+	opt.in = fs.String("in", "", "read the whole request from a JSON file, an EstimateStepRequest as the REST API takes it (flags given too override it)")
+	opt.mf = addModelFlags(fs)
+	opt.clusterName = fs.String("cluster", "", "catalog system, e.g. dgx-h100")
+	opt.clusterFile = fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
+	opt.gpus = fs.Int("gpus", 0, "GPUs of the job (default tp×pp×dp×cp)")
+	opt.tp = fs.Int("tp", 1, "tensor parallelism")
+	opt.pp = fs.Int("pp", 1, "pipeline parallelism")
+	opt.dp = fs.Int("dp", 0, "data parallelism (default gpus/(tp×pp×cp))")
+	opt.cp = fs.Int("cp", 1, "context parallelism")
+	opt.ep = fs.Int("ep", 1, "expert parallelism (MoE)")
+	opt.zero = fs.Int("zero", 0, "ZeRO stage 0–3 (3 = FSDP full shard)")
+	opt.mbs = fs.Int("mbs", 1, "micro-batch size (sequences)")
+	opt.gbs = fs.Int("gbs", 0, "global batch (sequences)")
+	opt.gbt = fs.Int("global-tokens", 0, "global batch in tokens instead of --gbs (a multiple of --seq)")
+	opt.gradDType = fs.String("grad-dtype", "", "gradient format: bf16 (2 bytes, default) or fp32 (4 bytes, also how they are reduced)")
+	opt.moeImb = fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
+	opt.moeCap = fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
+	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
+	opt.degradedNIC = fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
+	opt.degradedLink = fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
+	opt.split = fs.String("layer-split", "", "layers of each model chunk (chunk c of pipeline rank s is entry c·pp+s), e.g. 3,4,4,…,3 (default: even, or counting the embedding/loss when that divides)")
+	opt.overlapEP = fs.Bool("overlap-ep", false, "hide the expert-parallel all-to-alls under another micro-batch's compute (dualpipe always does)")
+	opt.etp = fs.Int("etp", 0, "expert tensor parallelism: 1 keeps experts whole on every TP rank (needs --sp), 0 or --tp splits them like the MLP")
+	opt.offload = fs.String("offload", "", "keep state in host memory, optimizer on the CPU: none, optimizer (zero ≥ 1) or params (zero 3)")
+	opt.acctEmb = fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
+	opt.acctLoss = fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
+	opt.cpA2A = fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
+	opt.seq = fs.Int("seq", 0, "sequence length (tokens)")
+	opt.recompute = fs.String("recompute", "none", "activation recomputation: none, selective (attention core), ops (op-level: every second matmul and the memory-bound ops), full")
+	opt.recomputeLayers = fs.Int("recompute-layers", 0, "with --recompute full: recompute only this many layers per pipeline stage (0: all)")
+	opt.sp = fs.Bool("sp", false, "sequence parallelism (with tp > 1)")
+	opt.schedule = fs.String("schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (default 1f1b, interleaved with --vpp > 1)")
+	opt.vpp = fs.Int("vpp", 1, "interleaving depth: model chunks per pipeline rank")
+	opt.precision = fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
+	opt.order = fs.String("rank-order", "", "rank order, fastest first (default tp-cp-ep-dp-pp)")
+	opt.overlapTP = fs.Bool("overlap-tp", false, "overlap TP communication with compute (async TP)")
+	opt.unfused = fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
+	opt.prefetch = fs.String("zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none")
+	opt.fw = fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
+	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
+	opt.fp8Recipe = fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
+	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
+	opt.asJSON = fs.Bool("json", false, "print JSON")
+	opt.svgOut = fs.String("svg", "", svgFlagHelp+": the pipeline schedule above the step's breakdown")
+	opt.addr = fs.String("server", "", "ask a running stepcostd (host:port) instead of estimating in process")
+	opt.sec = remoteSecurityFlags(fs)
+	return fs, opt
+}
+
+func runEstimate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, opt := newEstimateFlags(stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	q := &estimateQuery{}
+	for _, fill := range []func(map[string]bool, *estimateQuery) error{opt.readFile, opt.model, opt.cluster, opt.override, opt.size} {
+		if err := fill(set, q); err != nil {
+			return err
+		}
+	}
+	pr, err := opt.request(set, q)
+	if err != nil {
+		return err
+	}
+	return opt.answer(ctx, pr, q, stdout)
+}
 
-	var req step.Request
-	var file pb.EstimateStepRequest
-	var arch model.Arch
-	var derived string
-	var spec topology.Spec
-	clusterLabel := ""
-	if *in != "" {
-		data, err := os.ReadFile(*in)
+// readFile reads the --in file, the API's EstimateStepRequest.
+func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
+	if *opt.in != "" {
+		data, err := os.ReadFile(*opt.in)
 		if err != nil {
 			return fmt.Errorf("--in: %w", err)
 		}
-		if err := protojson.Unmarshal(data, &file); err != nil {
-			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *in, err)
+		if err := protojson.Unmarshal(data, &q.file); err != nil {
+			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, err)
 		}
-		if file.GetTraining() != nil {
-			if req.Training, err = wire.TrainingFromProto(file.GetTraining()); err != nil {
+		if q.file.GetTraining() != nil {
+			if q.req.Training, err = wire.TrainingFromProto(q.file.GetTraining()); err != nil {
 				return fmt.Errorf("--in: %w", err)
 			}
 		}
-		if file.GetLayout() != nil {
-			if req.Layout, err = wire.LayoutFromProto(file.GetLayout()); err != nil {
+		if q.file.GetLayout() != nil {
+			if q.req.Layout, err = wire.LayoutFromProto(q.file.GetLayout()); err != nil {
 				return fmt.Errorf("--in: %w", err)
 			}
 		}
-		req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed = file.GetSlowGpuSpeed(), file.GetDegradedNicSpeed(), file.GetDegradedLinkSpeed()
+		q.req.SlowGPUSpeed, q.req.DegradedNICSpeed, q.req.DegradedLinkSpeed = q.file.GetSlowGpuSpeed(), q.file.GetDegradedNicSpeed(), q.file.GetDegradedLinkSpeed()
 	}
 
-	// Model: a name, a file, an architecture, or a parameter count — exactly one; else
-	// the --in file's.
-	modelName, modelParams := "", 0.0
+	return nil
+}
+
+// model is the model: a name, a file, an architecture or a parameter count,
+// exactly one; else the --in file's.
+func (opt *estimateArgs) model(set map[string]bool, q *estimateQuery) error {
+	q.modelName, q.modelParams = "", 0.0
 	if set["model"] {
-		modelName = *mf.name
+		q.modelName = *opt.mf.name
 	}
 	if set["params"] {
-		modelParams = *mf.params
+		q.modelParams = *opt.mf.params
 	}
-	a, why, err := mf.resolve(set)
+	a, why, err := opt.mf.resolve(set)
 	switch {
 	case err == nil:
-		arch, derived = a, why
+		q.arch, q.derived = a, why
 	case !errors.Is(err, errNoModel):
 		return err
-	case file.GetModel() != nil:
-		a, why, err := wire.ResolveModel("model", file.GetModel())
+	case q.file.GetModel() != nil:
+		a, why, err := wire.ResolveModel("model", q.file.GetModel())
 		if err != nil {
 			return fmt.Errorf("--in: %w", err)
 		}
-		arch, derived = a, why
-		modelName, modelParams = file.GetModel().GetName(), file.GetModel().GetParams()
+		q.arch, q.derived = a, why
+		q.modelName, q.modelParams = q.file.GetModel().GetName(), q.file.GetModel().GetParams()
 	default:
 		return err
 	}
 
-	// Cluster.
-	cname := ""
+	return nil
+}
+
+// cluster is the cluster: --cluster or --cluster-file, else the --in file's.
+func (opt *estimateArgs) cluster(set map[string]bool, q *estimateQuery) error {
 	switch {
 	case set["cluster"] || set["cluster-file"]:
-		s, name, err := loadCluster(*clusterName, *clusterFile)
+		s, name, err := loadCluster(*opt.clusterName, *opt.clusterFile)
 		if err != nil {
 			return err
 		}
-		spec, clusterLabel = s, name
+		q.spec, q.clusterLabel = s, name
 		if set["cluster"] {
-			cname = *clusterName
+			q.cname = *opt.clusterName
 		}
-	case file.GetCluster() != nil:
-		s, err := wire.ClusterSpec("cluster", file.GetCluster())
+	case q.file.GetCluster() != nil:
+		s, err := wire.ClusterSpec("cluster", q.file.GetCluster())
 		if err != nil {
 			return fmt.Errorf("--in: %w", err)
 		}
-		if n := int(file.GetCluster().GetNodes()); n > 0 {
+		if n := int(q.file.GetCluster().GetNodes()); n > 0 {
 			s.Nodes = n
 		}
-		spec, clusterLabel, cname = s, s.Name, file.GetCluster().GetName()
+		q.spec, q.clusterLabel, q.cname = s, s.Name, q.file.GetCluster().GetName()
 	default:
 		return errors.New("--cluster or --cluster-file: required (see 'stepcost catalog')")
 	}
 
-	// Training and layout: flags override the file.
-	t, l := &req.Training, &req.Layout
+	return nil
+}
+
+// override sets the training and the layout from the flags given, over the
+// --in file's.
+func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
+	// Training and layout: flags override the q.file.
+	t, l := &q.req.Training, &q.req.Layout
 	overrideInt := func(name string, dst *int, v int) {
 		if set[name] || *dst == 0 {
 			*dst = v
 		}
 	}
-	overrideInt("seq", &t.SeqLen, *seq)
-	overrideInt("gbs", &t.GlobalBatch, *gbs)
-	overrideInt("tp", &l.TP, *tp)
-	overrideInt("pp", &l.PP, *pp)
-	overrideInt("cp", &l.CP, *cp)
-	overrideInt("ep", &l.EP, *ep)
-	overrideInt("mbs", &l.MicroBatch, *mbs)
-	overrideInt("vpp", &l.VirtualStages, *vpp)
+	overrideInt("seq", &t.SeqLen, *opt.seq)
+	overrideInt("gbs", &t.GlobalBatch, *opt.gbs)
+	overrideInt("tp", &l.TP, *opt.tp)
+	overrideInt("pp", &l.PP, *opt.pp)
+	overrideInt("cp", &l.CP, *opt.cp)
+	overrideInt("ep", &l.EP, *opt.ep)
+	overrideInt("mbs", &l.MicroBatch, *opt.mbs)
+	overrideInt("vpp", &l.VirtualStages, *opt.vpp)
 	if set["dp"] || l.DP == 0 {
-		l.DP = *dp
+		l.DP = *opt.dp
 	}
 	if set["zero"] {
-		l.ZeRO = *zero
+		l.ZeRO = *opt.zero
 	}
 	if set["recompute"] || l.Recompute == "" {
-		l.Recompute = step.Recompute(strings.ToLower(*recompute))
+		l.Recompute = step.Recompute(strings.ToLower(*opt.recompute))
 	}
 	if set["recompute-layers"] {
-		l.RecomputeLayers = *recomputeLayers
+		l.RecomputeLayers = *opt.recomputeLayers
 	}
 	if set["sp"] {
-		l.SP = *sp
+		l.SP = *opt.sp
 	}
 	if set["schedule"] {
-		l.Schedule = step.Schedule(strings.ToLower(*schedule))
+		l.Schedule = step.Schedule(strings.ToLower(*opt.schedule))
 	}
 	if set["precision"] || t.Precision == "" {
-		t.Precision = step.Precision(strings.ToLower(*precision))
+		t.Precision = step.Precision(strings.ToLower(*opt.precision))
 	}
 	if set["rank-order"] {
-		l.RankOrder = *order
+		l.RankOrder = *opt.order
 	}
 	if set["overlap-tp"] {
-		l.OverlapTP = *overlapTP
+		l.OverlapTP = *opt.overlapTP
 	}
 	if set["unfused-attention"] {
-		t.UnfusedAttention = *unfused
+		t.UnfusedAttention = *opt.unfused
 	}
 	if set["zero3-on-demand"] {
-		t.OnDemandGathers = *onDemand
+		t.OnDemandGathers = *opt.onDemand
 	}
 	if set["framework"] {
-		t.Framework = *fw
+		t.Framework = *opt.fw
 	}
 	if set["moe-imbalance"] {
-		t.MoEImbalance = *moeImb
+		t.MoEImbalance = *opt.moeImb
 	}
 	if set["moe-capacity"] {
-		t.MoECapacityFactor = *moeCap
+		t.MoECapacityFactor = *opt.moeCap
 	}
 	if set["dp-reduce-after-backward"] {
-		t.DPReduceAfterBackward = *dpAfter
+		t.DPReduceAfterBackward = *opt.dpAfter
 	}
 	if set["fp8-recipe"] {
-		t.FP8Recipe = step.FP8Recipe(strings.ToLower(*fp8Recipe))
+		t.FP8Recipe = step.FP8Recipe(strings.ToLower(*opt.fp8Recipe))
 	}
 	if set["zero3-backward-prefetch"] {
-		t.BackwardPrefetch = step.BackwardPrefetch(strings.ToLower(*prefetch))
+		t.BackwardPrefetch = step.BackwardPrefetch(strings.ToLower(*opt.prefetch))
 	}
 	if set["cp-all-to-all"] {
-		l.CPAllToAll = *cpA2A
+		l.CPAllToAll = *opt.cpA2A
 	}
 	if set["layer-split"] {
 		l.LayerSplit = nil
-		for _, f := range strings.Split(*split, ",") {
+		for _, f := range strings.Split(*opt.split, ",") {
 			v, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {
 				return fmt.Errorf("--layer-split: %q is not an integer", f)
@@ -233,52 +322,58 @@ func runEstimate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	if set["overlap-ep"] {
-		l.OverlapEP = *overlapEP
+		l.OverlapEP = *opt.overlapEP
 	}
 	if set["etp"] {
-		l.ETP = *etp
+		l.ETP = *opt.etp
 	}
 	if set["offload"] {
-		l.Offload = step.Offload(strings.ToLower(*offload))
+		l.Offload = step.Offload(strings.ToLower(*opt.offload))
 	}
 	if set["account-embedding"] {
-		l.AccountForEmbedding = *acctEmb
+		l.AccountForEmbedding = *opt.acctEmb
 	}
 	if set["account-loss"] {
-		l.AccountForLoss = *acctLoss
+		l.AccountForLoss = *opt.acctLoss
 	}
 	if set["global-tokens"] {
 		if set["gbs"] {
 			return errors.New("--gbs and --global-tokens: give the batch one way")
 		}
-		t.GlobalTokens, t.GlobalBatch = *gbt, 0
-		if *gbt > 0 && t.SeqLen > 0 {
-			if *gbt%t.SeqLen != 0 {
-				return fmt.Errorf("--global-tokens %d: must be a multiple of --seq %d", *gbt, t.SeqLen)
+		t.GlobalTokens, t.GlobalBatch = *opt.gbt, 0
+		if *opt.gbt > 0 && t.SeqLen > 0 {
+			if *opt.gbt%t.SeqLen != 0 {
+				return fmt.Errorf("--global-tokens %d: must be a multiple of --seq %d", *opt.gbt, t.SeqLen)
 			}
-			t.GlobalBatch = *gbt / t.SeqLen
+			t.GlobalBatch = *opt.gbt / t.SeqLen
 		}
 	}
 	if set["grad-dtype"] {
 		if t.Optimizer == (step.Optimizer{}) {
 			t.Optimizer = step.AdamMixed()
 		}
-		switch strings.ToLower(*gradDType) {
+		switch strings.ToLower(*opt.gradDType) {
 		case "bf16", "fp16":
 			t.Optimizer.GradBytes = 2
 		case "fp32":
 			t.Optimizer.GradBytes = 4
 		default:
-			return fmt.Errorf("--grad-dtype: must be bf16, fp16 or fp32 (got %q)", *gradDType)
+			return fmt.Errorf("--grad-dtype: must be bf16, fp16 or fp32 (got %q)", *opt.gradDType)
 		}
 	}
+	return nil
+}
+
+// size checks the batch and sizes the job: --gpus, or tp×pp×dp×cp.
+func (opt *estimateArgs) size(_ map[string]bool, q *estimateQuery) error {
+	t, l := &q.req.Training, &q.req.Layout
 	if t.SeqLen == 0 {
 		return errors.New("--seq: required (tokens per sequence)")
 	}
 	if t.GlobalBatch == 0 {
 		return errors.New("--gbs or --global-tokens: required (the batch per step)")
 	}
-	n := *gpus
+	n := *opt.gpus
 	if l.TP < 1 || l.PP < 1 || l.CP < 1 {
 		return fmt.Errorf("--tp, --pp, --cp: must be ≥ 1 (got %d, %d, %d)", l.TP, l.PP, l.CP)
 	}
@@ -296,40 +391,50 @@ func runEstimate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case n != l.DP*mp:
 		return fmt.Errorf("--gpus %d: tp×pp×dp×cp = %d×%d×%d×%d = %d", n, l.TP, l.PP, l.DP, l.CP, l.DP*mp)
 	}
-	if n < 1 || n > topology.MaxNodes*spec.GPUsPerNode {
-		return fmt.Errorf("--gpus: must be between 1 and %d (got %d)", topology.MaxNodes*spec.GPUsPerNode, n)
+	if n < 1 || n > topology.MaxNodes*q.spec.GPUsPerNode {
+		return fmt.Errorf("--gpus: must be between 1 and %d (got %d)", topology.MaxNodes*q.spec.GPUsPerNode, n)
 	}
-	if g := spec.GPUsPerNode; g > 0 {
-		spec.Nodes = max(spec.Nodes, (n+g-1)/g)
+	if g := q.spec.GPUsPerNode; g > 0 {
+		q.spec.Nodes = max(q.spec.Nodes, (n+g-1)/g)
 	}
-	cl, err := spec.Build()
+	return nil
+}
+
+// request is the API's request for q, checked.
+func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.EstimateStepRequest, error) {
+	cl, err := q.spec.Build()
 	if err != nil {
-		return fmt.Errorf("cluster %s: %w", clusterLabel, err)
+		return nil, fmt.Errorf("cluster %s: %w", q.clusterLabel, err)
 	}
-	req.Model, req.Cluster = arch, cl
+	q.req.Model, q.req.Cluster = q.arch, cl
 	for name, v := range map[string]struct {
 		dst *float64
 		v   float64
-	}{"slow-gpu": {&req.SlowGPUSpeed, *slowGPU}, "degraded-nic": {&req.DegradedNICSpeed, *degradedNIC}, "degraded-link": {&req.DegradedLinkSpeed, *degradedLink}} {
+	}{"slow-gpu": {&q.req.SlowGPUSpeed, *opt.slowGPU}, "degraded-nic": {&q.req.DegradedNICSpeed, *opt.degradedNIC}, "degraded-link": {&q.req.DegradedLinkSpeed, *opt.degradedLink}} {
 		if set[name] {
 			*v.dst = v.v
 		}
 	}
-	if *addr != "" && *svgOut != "" {
-		return errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:schedule)")
+	if *opt.addr != "" && *opt.svgOut != "" {
+		return nil, errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:schedule)")
 	}
-	if *svgOut == "-" && *asJSON {
-		return errors.New("--svg - and --json: both write to standard output; give --svg a file")
+	if *opt.svgOut == "-" && *opt.asJSON {
+		return nil, errors.New("--svg - and --json: both write to standard output; give --svg a file")
 	}
-	if err := checkNames(req.Training, req.Layout, estimateFlags); err != nil {
-		return err
+	if err := checkNames(q.req.Training, q.req.Layout, estimateFlags); err != nil {
+		return nil, err
 	}
-	pr := &pb.EstimateStepRequest{Model: modelProto(arch, modelName, modelParams), Cluster: clusterProto(cname, spec),
-		Training: wire.TrainingToProto(req.Training), Layout: wire.LayoutToProto(req.Layout),
-		SlowGpuSpeed: req.SlowGPUSpeed, DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+	pr := &pb.EstimateStepRequest{Model: modelProto(q.arch, q.modelName, q.modelParams), Cluster: clusterProto(q.cname, q.spec),
+		Training: wire.TrainingToProto(q.req.Training), Layout: wire.LayoutToProto(q.req.Layout),
+		SlowGpuSpeed: q.req.SlowGPUSpeed, DegradedNicSpeed: q.req.DegradedNICSpeed, DegradedLinkSpeed: q.req.DegradedLinkSpeed}
+	return pr, nil
+}
+
+// answer asks in process or the --server daemon, and prints the answer.
+func (opt *estimateArgs) answer(ctx context.Context, pr *pb.EstimateStepRequest, q *estimateQuery, stdout io.Writer) error {
 	var resp *pb.EstimateStepResponse
-	if *addr != "" {
-		svc, done, err := connect(*addr, sec)
+	if *opt.addr != "" {
+		svc, done, err := connect(*opt.addr, opt.sec)
 		if err != nil {
 			return err
 		}
@@ -339,30 +444,31 @@ func runEstimate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	} else {
 		var res step.Result
+		var err error
 		if resp, res, err = newLocal().step(ctx, pr); err != nil {
 			return flagged(err, estimateFlags)
 		}
-		if *svgOut != "" {
-			if derived != "" {
-				res.Assumptions = append([]string{derived}, res.Assumptions...)
+		if *opt.svgOut != "" {
+			if q.derived != "" {
+				res.Assumptions = append([]string{q.derived}, res.Assumptions...)
 			}
-			title := arch.Name + " on " + clusterLabel
+			title := q.arch.Name + " on " + q.clusterLabel
 			sched, err := picture.Schedule(res, title)
 			if err != nil {
 				return fmt.Errorf("--svg: %w", err)
 			}
-			if err := writeSVG(*svgOut, picture.Stack(sched, picture.Breakdown(res, title)), stdout); err != nil {
+			if err := writeSVG(*opt.svgOut, picture.Stack(sched, picture.Breakdown(res, title)), stdout); err != nil {
 				return err
 			}
-			if *svgOut == "-" {
+			if *opt.svgOut == "-" {
 				return nil
 			}
 		}
 	}
-	if *asJSON {
+	if *opt.asJSON {
 		return printProtoJSON(stdout, resp)
 	}
-	printEstimate(stdout, resp, clusterLabel)
+	printEstimate(stdout, resp, q.clusterLabel)
 	return nil
 }
 

@@ -15,88 +15,169 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
-func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// planArgs are plan's flags.
+type planArgs struct {
+	mf               *modelFlags
+	clusterName      *string
+	clusterFile      *string
+	gpus             *int
+	minGPUs          *int
+	maxGPUs          *int
+	gbs              *int
+	seq              *int
+	precision        *string
+	exclude          *string
+	freeMap          *string
+	objective        *string
+	price            *float64
+	tokens           *float64
+	top              *int
+	tpList           *string
+	ppList           *string
+	cpList           *string
+	zeroList         *string
+	mbsList          *string
+	epList           *string
+	vppList          *string
+	spList           *string
+	schedList        *string
+	tpAcross         *bool
+	unevenPP         *bool
+	maxMBS           *int
+	rcList           *string
+	headroom         *float64
+	onDemand         *bool
+	unfused          *bool
+	prefetch         *string
+	dpAfter          *bool
+	fp8Recipe        *string
+	moeImb           *float64
+	moeCap           *float64
+	slowGPU          *float64
+	placeTol         *float64
+	offload          *string
+	degradedNIC      *float64
+	degradedLink     *float64
+	includeDominated *bool
+	fw               *string
+	asJSON           *bool
+	svgOut           *string
+	addr             *string
+	sec              *remoteSecurity
+}
+
+// planQuery is what plan asks, as the flags give it.
+type planQuery struct {
+	req          planner.Request
+	spec         topology.Spec
+	clusterLabel string
+}
+
+func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
 	fs := newFlags("plan", "--model NAME | --model-file F | --params N | --layers L --hidden H --heads A … --cluster NAME --gpus N | --max-gpus N --gbs G --seq S [flags]", stderr)
-	mf := addModelFlags(fs)
-	clusterName := fs.String("cluster", "", "catalog system, e.g. dgx-h100")
-	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
-	gpus := fs.Int("gpus", 0, "job size (exact)")
-	minGPUs := fs.Int("min-gpus", 0, "with --max-gpus: the smallest job size to consider")
-	maxGPUs := fs.Int("max-gpus", 0, "instead of --gpus: consider every size up to this (whole nodes)")
-	gbs := fs.Int("gbs", 0, "global batch (sequences)")
-	seq := fs.Int("seq", 0, "sequence length")
-	precision := fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
-	exclude := fs.String("exclude-nodes", "", "what-if: these nodes (e.g. 3,7) are unavailable — failed or drained; the job uses the others")
-	freeMap := fs.String("free-map", "", "JSON file of free GPUs: {\"0\": [0,1,2,3], \"5\": [0,1,2,3,4,5,6,7]} (node → local GPUs)")
-	objective := fs.String("objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost")
-	price := fs.Float64("price", 0, "price per GPU-hour (for --objective cost)")
-	tokens := fs.Float64("tokens", 0, "token budget to train (for --objective cost)")
-	top := fs.Int("top", 10, "plans to list")
-	tpList := fs.String("tp", "", "allowed TP degrees, e.g. 4,8 (default all valid)")
-	ppList := fs.String("pp", "", "allowed PP degrees")
-	cpList := fs.String("cp", "", "allowed CP degrees")
-	zeroList := fs.String("zero", "", "allowed ZeRO stages, e.g. 1,3")
-	mbsList := fs.String("mbs", "", "allowed micro-batch sizes")
-	epList := fs.String("ep", "", "allowed expert-parallel degrees (MoE)")
-	vppList := fs.String("vpp", "", "allowed interleaving depths (model chunks per pipeline rank)")
-	spList := fs.String("sp", "", "sequence parallelism with TP: on, off or on,off (default both)")
-	schedList := fs.String("schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)")
-	tpAcross := fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
-	unevenPP := fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
-	maxMBS := fs.Int("max-mbs", 0, "largest micro-batch size when --mbs is not given (default 16)")
-	rcList := fs.String("recompute", "", "allowed recompute modes: none, selective, ops, full (default none,selective,full)")
-	headroom := fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
-	onDemand := fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
-	unfused := fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
-	prefetch := fs.String("zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)")
-	dpAfter := fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
-	fp8Recipe := fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
-	moeImb := fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
-	moeCap := fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
-	slowGPU := fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
-	placeTol := fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (0: 0.02)")
-	offload := fs.String("offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)")
-	degradedNIC := fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
-	degradedLink := fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
-	includeDominated := fs.Bool("include-dominated", false, "keep dominated plans (no faster on as many GPUs with less memory headroom, or the reverse) in the top plans, flagged")
-	fw := fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	svgOut := fs.String("svg", "", svgFlagHelp+": the Pareto front, then the best plan's pipeline schedule and breakdown")
-	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
-	sec := remoteSecurityFlags(fs)
+	opt := &planArgs{}
+	opt.mf = addModelFlags(fs)
+	opt.clusterName = fs.String("cluster", "", "catalog system, e.g. dgx-h100")
+	opt.clusterFile = fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
+	opt.gpus = fs.Int("gpus", 0, "job size (exact)")
+	opt.minGPUs = fs.Int("min-gpus", 0, "with --max-gpus: the smallest job size to consider")
+	opt.maxGPUs = fs.Int("max-gpus", 0, "instead of --gpus: consider every size up to this (whole nodes)")
+	opt.gbs = fs.Int("gbs", 0, "global batch (sequences)")
+	opt.seq = fs.Int("seq", 0, "sequence length")
+	opt.precision = fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
+	opt.exclude = fs.String("exclude-nodes", "", "what-if: these nodes (e.g. 3,7) are unavailable — failed or drained; the job uses the others")
+	opt.freeMap = fs.String("free-map", "", "JSON file of free GPUs: {\"0\": [0,1,2,3], \"5\": [0,1,2,3,4,5,6,7]} (node → local GPUs)")
+	opt.objective = fs.String("objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost")
+	opt.price = fs.Float64("price", 0, "price per GPU-hour (for --objective cost)")
+	opt.tokens = fs.Float64("tokens", 0, "token budget to train (for --objective cost)")
+	opt.top = fs.Int("top", 10, "plans to list")
+	opt.tpList = fs.String("tp", "", "allowed TP degrees, e.g. 4,8 (default all valid)")
+	opt.ppList = fs.String("pp", "", "allowed PP degrees")
+	opt.cpList = fs.String("cp", "", "allowed CP degrees")
+	opt.zeroList = fs.String("zero", "", "allowed ZeRO stages, e.g. 1,3")
+	opt.mbsList = fs.String("mbs", "", "allowed micro-batch sizes")
+	opt.epList = fs.String("ep", "", "allowed expert-parallel degrees (MoE)")
+	opt.vppList = fs.String("vpp", "", "allowed interleaving depths (model chunks per pipeline rank)")
+	opt.spList = fs.String("sp", "", "sequence parallelism with TP: on, off or on,off (default both)")
+	opt.schedList = fs.String("schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)")
+	opt.tpAcross = fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
+	opt.unevenPP = fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
+	opt.maxMBS = fs.Int("max-mbs", 0, "largest micro-batch size when --mbs is not given (default 16)")
+	opt.rcList = fs.String("recompute", "", "allowed recompute modes: none, selective, ops, full (default none,selective,full)")
+	opt.headroom = fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
+	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
+	opt.unfused = fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
+	opt.prefetch = fs.String("zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)")
+	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
+	opt.fp8Recipe = fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
+	opt.moeImb = fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
+	opt.moeCap = fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
+	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
+	opt.placeTol = fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (0: 0.02)")
+	opt.offload = fs.String("offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)")
+	opt.degradedNIC = fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
+	opt.degradedLink = fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
+	opt.includeDominated = fs.Bool("include-dominated", false, "keep dominated plans (no faster on as many GPUs with less memory headroom, or the reverse) in the top plans, flagged")
+	opt.fw = fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
+	opt.asJSON = fs.Bool("json", false, "print JSON")
+	opt.svgOut = fs.String("svg", "", svgFlagHelp+": the Pareto front, then the best plan's pipeline schedule and breakdown")
+	opt.addr = fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
+	opt.sec = remoteSecurityFlags(fs)
+	return fs, opt
+}
+
+func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, opt := newPlanFlags(stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var req planner.Request
-	arch, _, err := mf.resolve(set)
+	q := &planQuery{}
+	if err := opt.cluster(set, q); err != nil {
+		return err
+	}
+	if err := opt.workload(q); err != nil {
+		return err
+	}
+	pr, err := opt.request(set, q)
 	if err != nil {
 		return err
 	}
-	req.Model = arch
-	spec, clusterLabel, err := loadCluster(*clusterName, *clusterFile)
+	return opt.answer(ctx, pr, q, stdout)
+}
+
+// cluster is the model, the cluster sized for the job, its free GPUs and the
+// nodes left out.
+func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
+	arch, _, err := opt.mf.resolve(set)
 	if err != nil {
 		return err
 	}
-	size := max(*gpus, *maxGPUs)
+	q.req.Model = arch
+	q.spec, q.clusterLabel, err = loadCluster(*opt.clusterName, *opt.clusterFile)
+	if err != nil {
+		return err
+	}
+	size := max(*opt.gpus, *opt.maxGPUs)
 	if size < 1 {
 		return errors.New("--gpus or --max-gpus: required")
 	}
-	if *gpus > 0 && *maxGPUs > 0 {
+	if *opt.gpus > 0 && *opt.maxGPUs > 0 {
 		return errors.New("--gpus and --max-gpus: give one")
 	}
-	if g := spec.GPUsPerNode; g > 0 && spec.Nodes*g < size {
-		spec.Nodes = (size + g - 1) / g
+	if g := q.spec.GPUsPerNode; g > 0 && q.spec.Nodes*g < size {
+		q.spec.Nodes = (size + g - 1) / g
 	}
-	if *freeMap != "" {
-		data, err := os.ReadFile(*freeMap)
+	if *opt.freeMap != "" {
+		data, err := os.ReadFile(*opt.freeMap)
 		if err != nil {
 			return fmt.Errorf("--free-map: %w", err)
 		}
@@ -104,51 +185,56 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("--free-map %s: want {\"node\": [local GPUs], …}: %w", *freeMap, err)
+			return fmt.Errorf("--free-map %s: want {\"node\": [local GPUs], …}: %w", *opt.freeMap, err)
 		}
-		req.Free = planner.FreeMap{}
+		q.req.Free = planner.FreeMap{}
 		for k, v := range raw {
 			node, err := strconv.Atoi(k)
 			if err != nil {
 				return fmt.Errorf("--free-map: key %q is not a node index", k)
 			}
-			req.Free[node] = v
-			spec.Nodes = max(spec.Nodes, node+1)
+			q.req.Free[node] = v
+			q.spec.Nodes = max(q.spec.Nodes, node+1)
 		}
 	}
-	if *exclude != "" {
+	if *opt.exclude != "" {
 		// What-if: these nodes are gone (failed, drained); the planner keeps the others.
-		for _, f := range strings.Split(*exclude, ",") {
+		for _, f := range strings.Split(*opt.exclude, ",") {
 			node, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || node < 0 || node >= spec.Nodes {
-				return fmt.Errorf("--exclude-nodes: %q is not a node of the %d-node cluster", f, spec.Nodes)
+			if err != nil || node < 0 || node >= q.spec.Nodes {
+				return fmt.Errorf("--exclude-nodes: %q is not a node of the %d-node cluster", f, q.spec.Nodes)
 			}
-			req.ExcludeNodes = append(req.ExcludeNodes, node)
+			q.req.ExcludeNodes = append(q.req.ExcludeNodes, node)
 		}
 	}
-	cl, err := spec.Build()
+	cl, err := q.spec.Build()
 	if err != nil {
-		return fmt.Errorf("cluster %s: %w", clusterLabel, err)
+		return fmt.Errorf("cluster %s: %w", q.clusterLabel, err)
 	}
-	req.Cluster = cl
-	req.GPUs, req.MinGPUs, req.MaxGPUs = *gpus, *minGPUs, *maxGPUs
-	req.Training = step.Training{SeqLen: *seq, GlobalBatch: *gbs, Precision: step.Precision(strings.ToLower(*precision)),
-		UnfusedAttention: *unfused, OnDemandGathers: *onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*prefetch)),
-		Framework: *fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*fp8Recipe)), DPReduceAfterBackward: *dpAfter,
-		MoEImbalance: *moeImb, MoECapacityFactor: *moeCap}
-	if *seq < 1 || *gbs < 1 {
+	q.req.Cluster = cl
+	return nil
+}
+
+// workload is the job's sizes, training, objective, what-ifs and constraints.
+func (opt *planArgs) workload(q *planQuery) error {
+	q.req.GPUs, q.req.MinGPUs, q.req.MaxGPUs = *opt.gpus, *opt.minGPUs, *opt.maxGPUs
+	q.req.Training = step.Training{SeqLen: *opt.seq, GlobalBatch: *opt.gbs, Precision: step.Precision(strings.ToLower(*opt.precision)),
+		UnfusedAttention: *opt.unfused, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)),
+		Framework: *opt.fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*opt.fp8Recipe)), DPReduceAfterBackward: *opt.dpAfter,
+		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap}
+	if *opt.seq < 1 || *opt.gbs < 1 {
 		return errors.New("--seq and --gbs: required, ≥ 1")
 	}
-	req.Objective = planner.Objective(strings.ToLower(*objective))
-	req.PricePerGPUHour, req.TokenBudget, req.TopK, req.IncludeDominated = *price, *tokens, *top, *includeDominated
-	req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed = *slowGPU, *degradedNIC, *degradedLink
-	req.PlacementTolerance = *placeTol
-	c := &req.Constraints
-	c.MinHeadroomGB = *headroom
-	c.Offload = step.Offload(strings.ToLower(*offload))
-	c.TPAcrossNodes, c.UnevenPP, c.MaxMicroBatch = *tpAcross, *unevenPP, *maxMBS
+	q.req.Objective = planner.Objective(strings.ToLower(*opt.objective))
+	q.req.PricePerGPUHour, q.req.TokenBudget, q.req.TopK, q.req.IncludeDominated = *opt.price, *opt.tokens, *opt.top, *opt.includeDominated
+	q.req.SlowGPUSpeed, q.req.DegradedNICSpeed, q.req.DegradedLinkSpeed = *opt.slowGPU, *opt.degradedNIC, *opt.degradedLink
+	q.req.PlacementTolerance = *opt.placeTol
+	c := &q.req.Constraints
+	c.MinHeadroomGB = *opt.headroom
+	c.Offload = step.Offload(strings.ToLower(*opt.offload))
+	c.TPAcrossNodes, c.UnevenPP, c.MaxMicroBatch = *opt.tpAcross, *opt.unevenPP, *opt.maxMBS
 	for flagName, dst := range map[string]*[]int{"tp": &c.TP, "pp": &c.PP, "cp": &c.CP, "zero": &c.ZeRO, "mbs": &c.MicroBatch, "ep": &c.EP, "vpp": &c.VirtualStages} {
-		src := map[string]string{"tp": *tpList, "pp": *ppList, "cp": *cpList, "zero": *zeroList, "mbs": *mbsList, "ep": *epList, "vpp": *vppList}[flagName]
+		src := map[string]string{"tp": *opt.tpList, "pp": *opt.ppList, "cp": *opt.cpList, "zero": *opt.zeroList, "mbs": *opt.mbsList, "ep": *opt.epList, "vpp": *opt.vppList}[flagName]
 		if src == "" {
 			continue
 		}
@@ -160,18 +246,18 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			*dst = append(*dst, v)
 		}
 	}
-	if *rcList != "" {
-		for _, f := range strings.Split(*rcList, ",") {
+	if *opt.rcList != "" {
+		for _, f := range strings.Split(*opt.rcList, ",") {
 			c.Recompute = append(c.Recompute, step.Recompute(strings.ToLower(strings.TrimSpace(f))))
 		}
 	}
-	if *schedList != "" {
-		for _, f := range strings.Split(*schedList, ",") {
+	if *opt.schedList != "" {
+		for _, f := range strings.Split(*opt.schedList, ",") {
 			c.Schedules = append(c.Schedules, step.Schedule(strings.ToLower(strings.TrimSpace(f))))
 		}
 	}
-	if *spList != "" {
-		for _, f := range strings.Split(*spList, ",") {
+	if *opt.spList != "" {
+		for _, f := range strings.Split(*opt.spList, ",") {
 			switch strings.ToLower(strings.TrimSpace(f)) {
 			case "on", "true":
 				c.SP = append(c.SP, true)
@@ -182,45 +268,55 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	if *addr != "" && *svgOut != "" {
-		return errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:pareto)")
+	return nil
+}
+
+// request is the API's request for q, checked.
+func (opt *planArgs) request(set map[string]bool, q *planQuery) (*pb.EstimatePlanRequest, error) {
+	if *opt.addr != "" && *opt.svgOut != "" {
+		return nil, errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:pareto)")
 	}
-	if *svgOut == "-" && *asJSON {
-		return errors.New("--svg - and --json: both write to standard output; give --svg a file")
+	if *opt.svgOut == "-" && *opt.asJSON {
+		return nil, errors.New("--svg - and --json: both write to standard output; give --svg a file")
 	}
-	if err := checkNames(req.Training, step.Layout{}, planFlags); err != nil {
-		return err
+	if err := checkNames(q.req.Training, step.Layout{}, planFlags); err != nil {
+		return nil, err
 	}
-	obj, ok := pbObjectives[req.Objective]
+	obj, ok := pbObjectives[q.req.Objective]
 	if !ok {
-		return fmt.Errorf("--objective: must be step_time, throughput or cost (got %q)", *objective)
+		return nil, fmt.Errorf("--objective: must be step_time, throughput or cost (got %q)", *opt.objective)
 	}
 	name, params := "", 0.0
 	if set["model"] {
-		name = *mf.name
+		name = *opt.mf.name
 	}
 	if set["params"] {
-		params = *mf.params
+		params = *opt.mf.params
 	}
-	pr := &pb.EstimatePlanRequest{Model: modelProto(req.Model, name, params), Cluster: clusterProto(*clusterName, spec),
-		Training: wire.TrainingToProto(req.Training), Gpus: int32(req.GPUs), MinGpus: int32(req.MinGPUs), MaxGpus: int32(req.MaxGPUs),
-		Objective: obj, PricePerGpuHour: req.PricePerGPUHour, TokenBudget: req.TokenBudget, TopK: int32(req.TopK), IncludeDominated: req.IncludeDominated,
-		SlowGpuSpeed: req.SlowGPUSpeed, DegradedNicSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed,
-		PlacementTolerance: req.PlacementTolerance, Constraints: wire.ConstraintsToProto(*c)}
-	for _, n := range req.ExcludeNodes {
+	pr := &pb.EstimatePlanRequest{Model: modelProto(q.req.Model, name, params), Cluster: clusterProto(*opt.clusterName, q.spec),
+		Training: wire.TrainingToProto(q.req.Training), Gpus: int32(q.req.GPUs), MinGpus: int32(q.req.MinGPUs), MaxGpus: int32(q.req.MaxGPUs),
+		Objective: obj, PricePerGpuHour: q.req.PricePerGPUHour, TokenBudget: q.req.TokenBudget, TopK: int32(q.req.TopK), IncludeDominated: q.req.IncludeDominated,
+		SlowGpuSpeed: q.req.SlowGPUSpeed, DegradedNicSpeed: q.req.DegradedNICSpeed, DegradedLinkSpeed: q.req.DegradedLinkSpeed,
+		PlacementTolerance: q.req.PlacementTolerance, Constraints: wire.ConstraintsToProto(q.req.Constraints)}
+	for _, n := range q.req.ExcludeNodes {
 		pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))
 	}
-	if *clusterName == "" {
-		pr.Cluster.Nodes = int32(spec.Nodes)
+	if *opt.clusterName == "" {
+		pr.Cluster.Nodes = int32(q.spec.Nodes)
 	}
-	for node, gs := range req.Free {
+	for node, gs := range q.req.Free {
 		pr.Cluster.FreeGpus = append(pr.Cluster.FreeGpus, &pb.NodeFreeGPUs{Node: int32(node), Gpus: int32s(gs)})
 	}
 	sort.Slice(pr.Cluster.FreeGpus, func(i, j int) bool { return pr.Cluster.FreeGpus[i].Node < pr.Cluster.FreeGpus[j].Node })
 
+	return pr, nil
+}
+
+// answer asks in process or the --server daemon, and prints the answer.
+func (opt *planArgs) answer(ctx context.Context, pr *pb.EstimatePlanRequest, q *planQuery, stdout io.Writer) error {
 	var resp *pb.EstimatePlanResponse
-	if *addr != "" {
-		svc, done, err := connect(*addr, sec)
+	if *opt.addr != "" {
+		svc, done, err := connect(*opt.addr, opt.sec)
 		if err != nil {
 			return err
 		}
@@ -230,19 +326,20 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	} else {
 		var res planner.Result
+		var err error
 		if resp, res, err = newLocal().plan(ctx, pr); err != nil {
 			return flagged(err, planFlags)
 		}
-		if *svgOut != "" && len(res.Top) > 0 {
-			if err := writeSVG(*svgOut, planPicture(res, req.Model.Name+" on "+clusterLabel), stdout); err != nil {
+		if *opt.svgOut != "" && len(res.Top) > 0 {
+			if err := writeSVG(*opt.svgOut, planPicture(res, q.req.Model.Name+" on "+q.clusterLabel), stdout); err != nil {
 				return err
 			}
-			if *svgOut == "-" {
+			if *opt.svgOut == "-" {
 				return nil
 			}
 		}
 	}
-	if *asJSON {
+	if *opt.asJSON {
 		if err := printProtoJSON(stdout, resp); err != nil {
 			return err
 		}
@@ -252,7 +349,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	printPlans(stdout, resp, fmt.Sprintf("%s on %s: seq %d, global batch %d, %s; objective %s",
-		req.Model.Name, clusterLabel, *seq, *gbs, req.Training.Precision, req.Objective), req.TokenBudget)
+		q.req.Model.Name, q.clusterLabel, *opt.seq, *opt.gbs, q.req.Training.Precision, q.req.Objective), q.req.TokenBudget)
 	if len(resp.GetPlans()) == 0 {
 		return errNoPlan
 	}
