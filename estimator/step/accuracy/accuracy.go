@@ -41,6 +41,7 @@ type Run struct {
 	FFN         *int       `json:"ffn_hidden_size"`
 	SeqLen      *int       `json:"seq_len"`
 	Vocab       *int       `json:"vocab_size"`
+	Tied        *bool      `json:"tie_word_embeddings"`
 	GPU         string     `json:"gpu"`
 	GPUMemGB    float64    `json:"gpu_mem_gb"`
 	GPUs        int        `json:"num_gpus"`
@@ -137,6 +138,12 @@ func catalogName(m string) string {
 		return "mpt-30b"
 	case strings.Contains(l, "mpt-13b"), strings.Contains(l, "mpt-7b"):
 		return "mpt-7b" // the family's conventions (MHA, 4h, tied); sizes come from the row
+	case strings.Contains(l, "tinyllama"):
+		return "llama2-7b" // TinyLlama: the Llama 2 architecture (gated MLP, untied); sizes from the row
+	case strings.Contains(l, "nanotron llama"):
+		// nanotron's Llama benchmark shapes: gated (SiLU) MLP; sizes, heads, vocabulary
+		// and tying come from the row.
+		return "llama3-8b"
 	}
 	return "gpt3-175b" // Megatron GPT: MHA, 4h, tied embeddings
 }
@@ -165,6 +172,11 @@ func toCase(r Run) Case {
 		a.Vocab = *r.Vocab
 	} else {
 		fill("vocab %d from the %s config", a.Vocab, base.Name)
+	}
+	if r.Tied != nil {
+		// The row states whether the output projection shares the input embedding
+		// (nanotron's benchmark ties it below 4B parameters, NeMo's GPT-3 shares it).
+		a.TiedEmbeddings = *r.Tied
 	}
 	seq := deref(r.SeqLen, 0)
 	if seq == 0 {
@@ -221,7 +233,10 @@ func toCase(r Run) Case {
 	if l.DP == 0 {
 		l.DP = r.GPUs / (l.TP * l.PP * l.CP)
 	}
-	if strings.Contains(strings.ToLower(r.Framework), "async tp") || strings.HasSuffix(r.ID, "_asynctp") {
+	if fwl := strings.ToLower(r.Framework); strings.Contains(fwl, "async tp") || strings.HasSuffix(r.ID, "_asynctp") ||
+		strings.Contains(fwl, "tp comm overlap") {
+		// torchtitan's async TP and NeMo's userbuffer TP communication overlap
+		// (ub_tp_comm_overlap) both hide TP communication behind the GEMMs.
 		l.OverlapTP = true
 	}
 	fw := frameworkOf(r)
@@ -279,10 +294,12 @@ func toCase(r Run) Case {
 		fill("micro-batch size not stated: the fastest valid one")
 	}
 	t := step.Training{SeqLen: seq, GlobalBatch: r.GlobalBatch, Precision: step.BF16, Framework: fw}
-	if strings.Contains(strings.ToLower(r.Precision), "float8") {
+	if p := strings.ToLower(r.Precision); strings.Contains(p, "float8") || strings.HasPrefix(p, "fp8") {
 		t.Precision = step.FP8
 	}
 	switch {
+	case fw == "composer" && strings.Contains(strings.ToLower(r.Framework), "lightning"):
+		fill("gradients reduced in fp32 (Lightning bf16 autocast: fp32 weights and gradients)")
 	case fw == "composer" && strings.Contains(r.Precision, "mode DEFAULT"):
 		fill("gradients reduced in fp32 (framework composer: FSDP mixed precision DEFAULT)")
 	case fw == "composer":
@@ -342,6 +359,16 @@ func frameworkOf(r Run) string {
 		return "deepspeed"
 	case strings.Contains(f, "fsdp"):
 		return "fsdp"
+	case strings.Contains(f, "flash-attention training"):
+		// The flash-attention repository's training scripts: PyTorch Lightning's bf16
+		// autocast keeps fp32 weights, so DDP reduces fp32 gradients, and the loss is
+		// Apex's fused 16-bit cross entropy — the two traits of the composer profile
+		// that apply without FSDP.
+		return "composer"
+	case strings.Contains(f, "nanotron"):
+		// nanotron: flash attention, Megatron-style TP with reduce-scatter sequence
+		// parallelism and a vocab-parallel loss, ZeRO-1 — the default profile's mechanisms.
+		return "megatron-core"
 	}
 	return "megatron-core"
 }
