@@ -155,8 +155,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	t.Logf("all %d runs out of sample: mean |err| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%", all.N, 100*all.MeanAbs, 100*all.MedianAbs, 100*all.Max, all.Worst, 100*all.Bias)
 	// The target is 10 %; this bound holds the current model (11.9 %) and catches a
 	// regression.
-	if !(all.MeanAbs <= 0.13) {
-		t.Errorf("out-of-sample mean |error| %.1f%% > 13%%", 100*all.MeanAbs)
+	if !(all.MeanAbs <= 0.125) {
+		t.Errorf("out-of-sample mean |error| %.1f%% > 12.5%%", 100*all.MeanAbs)
 	}
 	// Out of sample, one pair still swaps: Narayanan Table 2's 175B on 384 GPUs, PTD-P
 	// measured 6 % faster than ZeRO-3 and predicted 0.6 % slower (docs/step-model.md,
