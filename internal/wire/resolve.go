@@ -477,7 +477,7 @@ func (c *Collective) Simulate(ctx context.Context) (*pb.SimulateCollectiveRespon
 		case errors.Is(err, collective.ErrReplayTooLarge):
 			return nil, invalid.Field("steps", "%v", err)
 		case errors.Is(err, collective.ErrNoSchedule):
-			return nil, invalid.Field("steps", "%v; force another algorithm with algorithm", err)
+			return nil, invalid.Field("steps", "%v; force another algorithm (field algorithm; --algo on the command line)", err)
 		case err != nil:
 			return nil, err
 		}
