@@ -285,364 +285,562 @@ func (e *Estimator) Memory(req Request) (Memory, error) {
 	return e.memory(req, stageLayers, dense, expert, req.Training.GlobalBatch/(l.DP*l.MicroBatch)), nil
 }
 
+// estimate runs the step model's phases in order. Each phase reads what the earlier
+// ones settled, and the order matters: the slow-GPU what-if stretches the compute
+// only once the pipeline's fill and drain are priced, and the contention adds up
+// the communication that every earlier phase hid under compute.
 func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
+	p := pricing{e: e, detail: detail}
+	if err := p.resolve(req); err != nil {
+		return Result{}, err
+	}
+	p.computeMicroBatch()
+	if err := p.microBatchComm(); err != nil {
+		return Result{}, err
+	}
+	if err := p.pipeline(); err != nil {
+		return Result{}, err
+	}
+	p.slowStage()
+	p.holdParams()
+	if err := p.dataParallel(); err != nil {
+		return Result{}, err
+	}
+	if err := p.tiedEmbedding(); err != nil {
+		return Result{}, err
+	}
+	p.optimizer()
+	p.assemble()
+	p.memory()
+	p.throughput()
+	if detail {
+		p.explain()
+	}
+	return p.res, nil
+}
+
+// pricing is one estimate in progress: what its phases share, and the result they
+// fill in. It lives on estimate's stack, so that a search's many estimates
+// allocate nothing beyond a detailed answer's communication table.
+type pricing struct {
+	e      *Estimator
+	req    Request // normalised, validated, link what-ifs applied
+	rates  gpuRates
+	detail bool // list the communications, warnings and assumptions
+	g      grid
+	res    Result
+
+	// One micro-batch on one GPU: the compute of the slowest stage, micro-batches
+	// per replica (mf), the stage's layers, the sequence length, the tokens of the
+	// micro-batch on this GPU, the hidden size and the TP degree.
+	parts                        computeParts
+	mf, layers, s, tokens, h, tf float64
+	// fwd, bwd and rc are the micro-batch's forward, backward and recomputation
+	// through the slowest stage; slowStage stretches them.
+	fwd, bwd, rc float64
+
+	// Communication of one micro-batch that no compute hides (TP, CP, EP), and the
+	// communication that runs under compute, whose kernels slow it (contention).
+	tpPerMB, cpPerMB, epPerMB float64
+	hiddenPerMB               float64
+
+	// The pipeline's exposed sends and its bubble, per step.
+	ppExposed, bubble float64
+
+	// The slowest stage's dense and expert parameters, the ranks that hold a copy
+	// of each, and the group the expert copies reduce over.
+	stageParams, expertParams float64
+	denseShard, expertShard   int
+	expertGroup               Comm
+
+	// Exposed data-parallel and ZeRO-3 communication, per step.
+	dpExposed, z3Exposed float64
+}
+
+// resolve fills the request's defaults, checks it, applies its link what-ifs to the
+// cluster and finds the GPU's compute rates, so that every later phase can trust
+// the request and price on the cluster as the what-if has it.
+func (p *pricing) resolve(req Request) error {
+	e := p.e
 	req = normalise(req)
 	if err := validate(req); err != nil {
-		return Result{}, err
+		return err
 	}
 	if (req.DegradedNICSpeed > 0 && req.DegradedNICSpeed < 1 || req.DegradedLinkSpeed > 0 && req.DegradedLinkSpeed < 1) && req.Cluster.Degraded == "" {
 		dc, err := e.degradedCluster(req)
 		if err != nil {
-			return Result{}, err
+			return err
 		}
 		req.Cluster = dc
 	}
-	a, t, l, cl := req.Model, req.Training, req.Layout, req.Cluster
-	g, _ := newGrid(l)
-	gpu := cl.GPU()
-	rates, ok := e.k.rates(gpu, t.Precision)
+	gpu := req.Cluster.GPU()
+	rates, ok := e.k.rates(gpu, req.Training.Precision)
 	if !ok {
-		return Result{}, e.Supports(gpu, t.Precision)
+		return e.Supports(gpu, req.Training.Precision)
 	}
-	var res Result
-	res.Layout, res.Training = l, t
-	if detail {
-		res.Comms = make([]CommCall, 0, 8)
+	p.req, p.rates = req, rates
+	return nil
+}
+
+// computeMicroBatch sets the shape of one micro-batch on one GPU and times the
+// slowest pipeline stage's compute for it: the communication phases price their
+// messages from that shape and hide what they can under that compute.
+func (p *pricing) computeMicroBatch() {
+	a, t, l := &p.req.Model, &p.req.Training, &p.req.Layout
+	p.g, _ = newGrid(*l)
+	p.res.Layout, p.res.Training = *l, *t
+	if p.detail {
+		p.res.Comms = make([]CommCall, 0, 8)
 	}
-	res.GPUs = g.n
+	p.res.GPUs = p.g.n
 	m := t.GlobalBatch / (l.DP * l.MicroBatch) // micro-batches per replica
-	res.MicroBatches = m
+	p.res.MicroBatches = m
+	p.mf = float64(m)
 	b := float64(l.MicroBatch)
-	s := float64(t.SeqLen)
-	sLocal := s / float64(l.CP)
-	tokens := b * sLocal // tokens of one micro-batch on one GPU
-	tp := l.TP
-	tf := float64(tp)
-	h := float64(a.Hidden)
+	p.s = float64(t.SeqLen)
+	sLocal := p.s / float64(l.CP)
+	p.tokens = b * sLocal // tokens of one micro-batch on one GPU
+	p.tf = float64(l.TP)
+	p.h = float64(a.Hidden)
+
+	p.parts = p.e.compute(p.req, &p.rates, p.tokens, sLocal, p.s)
+	p.fwd, p.bwd, p.rc = p.parts.fwd, p.parts.bwd, p.parts.rc
+	p.layers = float64(p.parts.stageLayers)
+	p.res.StageLayers = p.parts.stageLayers
+}
+
+// comm prices a communication of kind c on its own group; see commOn.
+func (p *pricing) comm(c Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
+	return p.commOn(c, c, op, bytes, perStep, when)
+}
+
+// commOn prices a communication of kind c on the group that place names (the
+// kind's own group, or commExpertData for expert parameters): the seconds of one
+// call, which the detailed answer also lists with how often the step runs it.
+func (p *pricing) commOn(c, place Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
+	if err := messageFits(c, op, bytes); err != nil {
+		return 0, err
+	}
+	pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, p.g, place)
+	if err != nil {
+		return 0, err
+	}
+	est, err := p.e.collCost(pl, op, bytes)
+	if err != nil {
+		return 0, err
+	}
+	if !p.detail {
+		return est.TimeUs * 1e-6, nil
+	}
+	p.res.Comms = append(p.res.Comms, CommCall{
+		Kind: c, KindName: c.String(), Op: op.String(), Group: pl.N(), Nodes: pl.Domains, Concurrent: len(pl.Siblings),
+		Bytes: bytes, Algorithm: est.Algo.String(), Protocol: est.Protocol.String(), TimeUs: est.TimeUs,
+		PerStep: perStep, When: when,
+	})
+	return est.TimeUs * 1e-6, nil
+}
+
+// microBatchComm prices the tensor-, context- and expert-parallel communication of
+// one micro-batch: it runs inside every micro-batch's pass through a stage, so what
+// compute does not hide lengthens each of them, and the bubble with them.
+func (p *pricing) microBatchComm() error {
+	var err error
+	if p.tpPerMB, err = p.tensorParallel(); err != nil {
+		return err
+	}
+	if p.cpPerMB, err = p.contextParallel(); err != nil {
+		return err
+	}
+	p.epPerMB, err = p.expertParallel()
+	return err
+}
+
+// tensorParallel is the exposed time of one micro-batch's TP collectives: two per
+// layer forward and two backward, around the attention and the MLP, and the forward
+// ones again where the layer is recomputed.
+func (p *pricing) tensorParallel() (float64, error) {
+	l := &p.req.Layout
+	if l.TP <= 1 {
+		return 0, nil
+	}
+	layers, mf := p.layers, p.mf
+	act := p.tokens * p.h * 2
+	nFwd := 2 + l.tpRepeats(p.parts.stageLayers)
+	var per float64
+	if l.SP {
+		ag, err := p.comm(CommTP, collective.AllGather, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
+		if err != nil {
+			return 0, err
+		}
+		rs, err := p.comm(CommTP, collective.ReduceScatter, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
+		if err != nil {
+			return 0, err
+		}
+		// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
+		per = (ag + rs) * (nFwd + 2)
+	} else {
+		ar, err := p.comm(CommTP, collective.AllReduce, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
+		if err != nil {
+			return 0, err
+		}
+		per = ar * (nFwd + 2)
+	}
+	tpPerMB := per * layers
+	if nDense, nMoE := p.parts.nDense, p.parts.nMoE; l.etp() == 1 && nMoE > 0 {
+		// The MoE layers' MLP half needs no TP collectives: each rank routes its
+		// own tokens to whole experts.
+		tpPerMB *= (nDense + nMoE/2) / (nDense + nMoE)
+	}
+	if l.OverlapTP {
+		// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM time.
+		hid := math.Min(tpPerMB, 0.9*(p.fwd+p.bwd))
+		p.res.Breakdown.Hidden[CommTP] = hid * mf
+		p.hiddenPerMB += hid
+		tpPerMB -= hid
+	}
+	return tpPerMB, nil
+}
+
+// contextParallel is the exposed time of one micro-batch's CP communication: the
+// all-to-alls of Ulysses wait on the critical path, while ring attention passes
+// K/V blocks under the attention steps they feed.
+func (p *pricing) contextParallel() (float64, error) {
+	a, l := &p.req.Model, &p.req.Layout
+	if l.CP <= 1 {
+		return 0, nil
+	}
+	h, tf, layers, mf := p.h, p.tf, p.layers, p.mf
 	// Attention widths relative to the hidden size: queries, keys and values
 	// together, the attention output.
 	qw, kvw, vw := float64(a.QDim())/h, float64(a.KVSavedDim())/h, float64(a.VOutDim())/h
-
-	cp := e.compute(req, &rates, tokens, sLocal, s)
-	stageLayers, nDense, nMoE := cp.stageLayers, cp.nDense, cp.nMoE
-	fwd, bwd, rc := cp.fwd, cp.bwd, cp.rc
-	res.StageLayers = stageLayers
-
-	// ---- communication per micro-batch on the critical path ----
-	var bd Breakdown
-	// addCommOn prices a communication of kind c on the group that place names (the
-	// kind's own group, or commExpertData for expert parameters).
-	addCommOn := func(c, place Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
-		if err := messageFits(c, op, bytes); err != nil {
-			return 0, err
-		}
-		p, err := e.placement(cl, req.Ranks, g, place)
-		if err != nil {
-			return 0, err
-		}
-		est, err := e.collCost(p, op, bytes)
-		if err != nil {
-			return 0, err
-		}
-		if !detail {
-			return est.TimeUs * 1e-6, nil
-		}
-		res.Comms = append(res.Comms, CommCall{
-			Kind: c, KindName: c.String(), Op: op.String(), Group: p.N(), Nodes: p.Domains, Concurrent: len(p.Siblings),
-			Bytes: bytes, Algorithm: est.Algo.String(), Protocol: est.Protocol.String(), TimeUs: est.TimeUs,
-			PerStep: perStep, When: when,
-		})
-		return est.TimeUs * 1e-6, nil
-	}
-	addComm := func(c Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
-		return addCommOn(c, c, op, bytes, perStep, when)
-	}
-	mf := float64(m)
-	layers := float64(stageLayers)
-	var tpPerMB, cpExposedPerMB, epPerMB float64
-	var hiddenPerMB float64 // overlapped communication per micro-batch (for contention)
-	if tp > 1 {
-		act := tokens * h * 2
-		nFwd := 2 + l.tpRepeats(stageLayers)
-		var per float64
-		if l.SP {
-			ag, err := addComm(CommTP, collective.AllGather, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
-			if err != nil {
-				return Result{}, err
-			}
-			rs, err := addComm(CommTP, collective.ReduceScatter, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
-			if err != nil {
-				return Result{}, err
-			}
-			// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
-			per = (ag + rs) * (nFwd + 2)
-		} else {
-			ar, err := addComm(CommTP, collective.AllReduce, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
-			if err != nil {
-				return Result{}, err
-			}
-			per = ar * (nFwd + 2)
-		}
-		tpPerMB = per * layers
-		if l.etp() == 1 && nMoE > 0 {
-			// The MoE layers' MLP half needs no TP collectives: each rank routes its
-			// own tokens to whole experts.
-			tpPerMB *= (nDense + nMoE/2) / (nDense + nMoE)
-		}
-		if l.OverlapTP {
-			// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM time.
-			hid := math.Min(tpPerMB, 0.9*(fwd+bwd))
-			bd.Hidden[CommTP] = hid * mf
-			hiddenPerMB += hid
-			tpPerMB -= hid
-		}
-	}
-	if l.CP > 1 && l.CPAllToAll {
+	if l.CPAllToAll {
 		// Ulysses: before and after attention, all-to-alls re-split Q, K, V and the
 		// output from sequence to heads — 4 per layer forward, 4 backward, exposed.
-		x := tokens * h * (qw + kvw + vw) / (4 * tf) * 2 // Q, K, V and the output in 16 bits: the mean per call
-		a2a, err := addComm(CommCP, collective.AllToAll, x, layers*8*mf, "per layer: 4 all-to-alls forward, 4 backward (Ulysses)")
+		x := p.tokens * h * (qw + kvw + vw) / (4 * tf) * 2 // Q, K, V and the output in 16 bits: the mean per call
+		a2a, err := p.comm(CommCP, collective.AllToAll, x, layers*8*mf, "per layer: 4 all-to-alls forward, 4 backward (Ulysses)")
 		if err != nil {
-			return Result{}, err
+			return 0, err
 		}
-		cpExposedPerMB = a2a * 8 * layers
-	} else if l.CP > 1 {
-		ring := ringAttention(l, &cp, tokens, h, kvw, tf, rates.hbm)
-		p2p, err := addComm(CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home")
-		if err != nil {
-			return Result{}, err
-		}
-		exp, hid := ring.perMB(p2p)
-		cpExposedPerMB = exp
-		hiddenPerMB += hid
-		bd.Hidden[CommCP] = hid * mf
+		return a2a * 8 * layers, nil
 	}
-	if l.EP > 1 && nMoE > 0 {
-		// The busiest rank receives (and returns) moeLoad × the mean routed tokens.
-		x := tokens * float64(a.MoE.TopK) * h * 2 * t.moeLoad()
-		if l.etp() == 1 {
-			x /= tf // each TP rank routes its sequence-parallel share
-		}
-		a2a, err := addComm(CommEP, collective.AllToAll, x, nMoE*4*mf, "per MoE layer: dispatch and combine, forward and backward")
-		if err != nil {
-			return Result{}, err
-		}
-		epPerMB = a2a * 4 * nMoE
-		if l.OverlapEP || l.Schedule == DualPipe {
-			// Under another micro-batch's compute; what outlasts it stays exposed.
-			hid := math.Min(epPerMB, fwd+bwd)
-			epPerMB -= hid
-			hiddenPerMB += hid
-			bd.Hidden[CommEP] = hid * mf
-		}
+	ring := ringAttention(*l, &p.parts, p.tokens, h, kvw, tf, p.rates.hbm)
+	p2p, err := p.comm(CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home")
+	if err != nil {
+		return 0, err
 	}
+	exp, hid := ring.perMB(p2p)
+	p.hiddenPerMB += hid
+	p.res.Breakdown.Hidden[CommCP] = hid * mf
+	return exp, nil
+}
 
-	// ---- pipeline ----
+// expertParallel is the exposed time of one micro-batch's MoE dispatch and combine
+// all-to-alls, which the busiest expert-parallel rank paces.
+func (p *pricing) expertParallel() (float64, error) {
+	a, t, l := &p.req.Model, &p.req.Training, &p.req.Layout
+	nMoE := p.parts.nMoE
+	if l.EP <= 1 || nMoE <= 0 {
+		return 0, nil
+	}
+	// The busiest rank receives (and returns) moeLoad × the mean routed tokens.
+	x := p.tokens * float64(a.MoE.TopK) * p.h * 2 * t.moeLoad()
+	if l.etp() == 1 {
+		x /= p.tf // each TP rank routes its sequence-parallel share
+	}
+	a2a, err := p.comm(CommEP, collective.AllToAll, x, nMoE*4*p.mf, "per MoE layer: dispatch and combine, forward and backward")
+	if err != nil {
+		return 0, err
+	}
+	epPerMB := a2a * 4 * nMoE
+	if l.OverlapEP || l.Schedule == DualPipe {
+		// Under another micro-batch's compute; what outlasts it stays exposed.
+		hid := math.Min(epPerMB, p.fwd+p.bwd)
+		epPerMB -= hid
+		p.hiddenPerMB += hid
+		p.res.Breakdown.Hidden[CommEP] = hid * p.mf
+	}
+	return epPerMB, nil
+}
+
+// pipeline prices the pipeline's sends between stages and its bubble, the fill and
+// drain, at the pace of one micro-batch (compute and exposed communication)
+// through the slowest stage, and records that micro-batch's blocks.
+func (p *pricing) pipeline() error {
+	l := &p.req.Layout
 	v := float64(l.VirtualStages)
 	pf := float64(l.PP)
-	perMB := fwd + bwd + rc + tpPerMB + cpExposedPerMB + epPerMB
-	var ppExposed, send float64
+	mf := p.mf
+	perMB := p.fwd + p.bwd + p.rc + p.tpPerMB + p.cpPerMB + p.epPerMB
+	var send float64
 	if l.PP > 1 {
-		act := tokens * h * 2
+		act := p.tokens * p.h * 2
 		if l.SP {
-			act /= tf // scatter-gather: each TP rank sends its slice
+			act /= p.tf // scatter-gather: each TP rank sends its slice
 		}
-		x, err := addComm(CommPP, collective.SendRecv, act, 2*(v*mf+pf-1), "per micro-batch and stage boundary: activation forward, gradient backward")
+		x, err := p.comm(CommPP, collective.SendRecv, act, 2*(v*mf+pf-1), "per micro-batch and stage boundary: activation forward, gradient backward")
 		if err != nil {
-			return Result{}, err
+			return err
 		}
-		ppExposed, send = 2*x*(v*mf+pf-1), x
+		p.ppExposed, send = 2*x*(v*mf+pf-1), x
 	}
-	bubble := (pf - 1) / v * perMB
+	p.bubble = (pf - 1) / v * perMB
 	// Qi et al. 2024 and the DeepSeek-V3 report (Table 2), with B the whole backward
 	// and W its weight-gradient GEMMs: ZB-H1 (P−1)·(F + B − 2W), DualPipe
 	// (P/2 − 1)·(F&B + B − 3W), F&B a forward and a backward run together, ZB-V
 	// (P−1)·(F + B − 3W)/2.
-	if zb, ok := ZeroBubbleBubble(l.Schedule, l.PP, perMB, bwd, cp.bwdW); ok {
-		bubble = zb
+	if zb, ok := ZeroBubbleBubble(l.Schedule, l.PP, perMB, p.bwd, p.parts.bwdW); ok {
+		p.bubble = zb
 	}
-	res.PerMicroBatch = MicroBatch{Forward: fwd, Backward: bwd, WeightGrad: cp.bwdW, Recompute: rc,
-		ExposedComm: tpPerMB + cpExposedPerMB + epPerMB, Send: send}
-	if s := req.SlowGPUSpeed; s > 0 && s < 1 {
-		res.PerMicroBatch.SlowGPUSpeed = s
+	p.res.PerMicroBatch = MicroBatch{Forward: p.fwd, Backward: p.bwd, WeightGrad: p.parts.bwdW, Recompute: p.rc,
+		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send}
+	return nil
+}
+
+// slowStage applies the slow-GPU what-if to the compute of every phase after the
+// pipeline's: the bubble is priced at the other stages' speed, everything else at
+// the slow GPU's.
+func (p *pricing) slowStage() {
+	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
+		p.res.PerMicroBatch.SlowGPUSpeed = s
 		// One slow GPU: its stage paces every micro-batch (its TP group and the
 		// data-parallel replicas wait for it); the fill and drain above pass the
 		// other stages at their own speed.
-		fwd, bwd, rc = fwd/s, bwd/s, rc/s
+		p.fwd, p.bwd, p.rc = p.fwd/s, p.bwd/s, p.rc/s
 	}
+}
 
-	// ---- data parallelism and ZeRO ----
-	stageParams, expertParams := e.stageParams(req, stageLayers)
-	denseShard := l.DP * l.CP
+// holdParams counts the slowest stage's parameters and the ranks that hold a copy
+// of each: gradients reduce over those ranks, and under ZeRO the states shard over
+// them, which both the data-parallel communication and the optimizer price.
+func (p *pricing) holdParams() {
+	l := &p.req.Layout
+	p.stageParams, p.expertParams = p.e.stageParams(p.req, p.parts.stageLayers)
+	p.denseShard = l.DP * l.CP
 	// Expert parameters are sharded over EP, so each is held by DP·CP/EP ranks: their
 	// gradients reduce, and under ZeRO their states shard, over that group.
-	expertShard := l.expertShard()
-	expertGroup := Comm(commExpertData)
+	p.expertShard = l.expertShard()
+	p.expertGroup = Comm(commExpertData)
 	if l.etp() == 1 && l.TP > 1 {
-		expertGroup = commExpertDataTP
+		p.expertGroup = commExpertDataTP
 	}
-	if expertParams == 0 {
-		expertShard = 1
+	if p.expertParams == 0 {
+		p.expertShard = 1
 	}
-	var dpExposed, z3Exposed float64
-	o := t.Optimizer
-	if denseShard > 1 {
-		switch {
-		case l.ZeRO == 3 && t.OnDemandGathers:
-			// Each module gathers its weights when it runs and waits for them: forward,
-			// again for a fully recomputed forward, and backward; its gradients
-			// reduce-scatter as the backward leaves it. Nothing is prefetched, so none
-			// of it hides. Every call passes one output tensor per rank, which the
-			// framework slices (a Python narrow per rank) and the process group fills
-			// (one copy per rank, torch c10d ProcessGroupNCCL::allgather): host work
-			// that grows with the group and stalls the stream.
-			mods := e.k.ModulesPerLayer
-			modW := (stageParams / layers / mods) * o.WeightBytes
-			gathers := 2 + l.recomputeShare(stageLayers)
-			if l.Recompute == RecomputeOps {
-				gathers = 3 // every layer recomputes some of its modules
-			}
-			ag, err := addComm(CommZeRO3, collective.AllGather, modW, layers*mods*gathers*mf, "per module and micro-batch, on demand: forward, recomputed forward, backward all-gathers of the weights")
-			if err != nil {
-				return Result{}, err
-			}
-			rs, err := addComm(CommZeRO3, collective.ReduceScatter, (stageParams/layers/mods)*o.GradBytes, layers*mods*mf, "per module and micro-batch, on demand: gradient reduce-scatter")
-			if err != nil {
-				return Result{}, err
-			}
-			host := 2 * e.k.EagerOpHostUs * 1e-6 * float64(denseShard)
-			if l.Offload == OffloadParams {
-				// Each module's shard is copied from host memory before its gather and
-				// its gradient back after its reduce-scatter, waited for.
-				_, link := hostRates(cl)
-				modShard := stageParams / layers / mods / float64(denseShard)
-				ag += modShard * o.WeightBytes / link
-				rs += modShard * o.GradBytes / link
-			}
-			z3Exposed = (gathers*(ag+host) + rs + host) * mods * layers * mf
-			if expertShard > 1 {
-				// The MoE layers' experts gather and reduce on their own group.
-				eag, err := addCommOn(CommZeRO3, expertGroup, collective.AllGather, expertParams/layers*o.WeightBytes, layers*gathers*mf, "per layer and micro-batch, on demand: expert weight all-gathers over the expert-data-parallel group")
-				if err != nil {
-					return Result{}, err
-				}
-				ers, err := addCommOn(CommZeRO3, expertGroup, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch, on demand: expert gradient reduce-scatter")
-				if err != nil {
-					return Result{}, err
-				}
-				z3Exposed += (gathers*eag + ers) * layers * mf
-			}
-		case l.ZeRO == 3:
-			// Per layer and micro-batch: gather the weights forward and again backward,
-			// reduce-scatter the gradients; prefetching hides what fits under the
-			// layer's compute.
-			layerW := (stageParams / layers) * o.WeightBytes
-			ag, err := addComm(CommZeRO3, collective.AllGather, layerW, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the weights")
-			if err != nil {
-				return Result{}, err
-			}
-			rs, err := addComm(CommZeRO3, collective.ReduceScatter, (stageParams/layers)*o.GradBytes, layers*mf, "per layer and micro-batch: gradient reduce-scatter")
-			if err != nil {
-				return Result{}, err
-			}
-			if expertShard > 1 {
-				// A MoE layer also gathers its experts' shards, and reduce-scatters their
-				// gradients, over the expert-data-parallel group, on the same stream.
-				eag, err := addCommOn(CommZeRO3, expertGroup, collective.AllGather, expertParams/layers*o.WeightBytes, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the expert weights (expert-data-parallel group)")
-				if err != nil {
-					return Result{}, err
-				}
-				ers, err := addCommOn(CommZeRO3, expertGroup, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch: expert gradient reduce-scatter (expert-data-parallel group)")
-				if err != nil {
-					return Result{}, err
-				}
-				ag, rs = ag+eag, rs+ers
-			}
-			if l.Offload == OffloadParams {
-				// The shard comes from host memory before each gather and its
-				// gradient goes back after each reduce-scatter, in line with them.
-				_, link := hostRates(cl)
-				shardLayer := (stageParams/float64(denseShard) + expertParams/float64(max(1, expertShard))) / layers
-				ag += shardLayer * o.WeightBytes / link
-				rs += shardLayer * o.GradBytes / link
-			}
-			exposed, hidden, hiddenMB := zero3Overlap(ag, rs, fwd, bwd, rc, layers, mf, t.BackwardPrefetch == PrefetchPre)
-			z3Exposed = exposed
-			bd.Hidden[CommZeRO3] = hidden
-			hiddenPerMB += hiddenMB
-		default:
-			grad := stageParams * o.GradBytes
-			var tdp float64
-			if l.ZeRO == 0 {
-				x, err := addComm(CommDP, collective.AllReduce, grad, 1, "end of step: gradient all-reduce (bucketed, overlapped with the last backward)")
-				if err != nil {
-					return Result{}, err
-				}
-				tdp = x
-			} else {
-				rs, err := addComm(CommDP, collective.ReduceScatter, grad, 1, "end of step: gradient reduce-scatter (bucketed, overlapped with the last backward)")
-				if err != nil {
-					return Result{}, err
-				}
-				ag, err := addComm(CommDP, collective.AllGather, stageParams*o.WeightBytes, 1, "after the optimizer: parameter all-gather")
-				if err != nil {
-					return Result{}, err
-				}
-				tdp = rs
-				dpExposed += ag // the updated weights are needed before the next forward
-			}
-			if expertShard > 1 {
-				// Expert gradients reduce over the ranks that hold the same experts.
-				eg := expertParams * o.GradBytes
-				if l.ZeRO == 0 {
-					x, err := addCommOn(CommDP, expertGroup, collective.AllReduce, eg, 1, "end of step: expert gradient all-reduce over the expert-data-parallel group (bucketed, overlapped with the last backward)")
-					if err != nil {
-						return Result{}, err
-					}
-					tdp += x
-				} else {
-					rs, err := addCommOn(CommDP, expertGroup, collective.ReduceScatter, eg, 1, "end of step: expert gradient reduce-scatter over the expert-data-parallel group (bucketed, overlapped with the last backward)")
-					if err != nil {
-						return Result{}, err
-					}
-					ag, err := addCommOn(CommDP, expertGroup, collective.AllGather, expertParams*o.WeightBytes, 1, "after the optimizer: expert parameter all-gather")
-					if err != nil {
-						return Result{}, err
-					}
-					tdp += rs
-					dpExposed += ag
-				}
-				grad += eg
-			}
-			// Gradient buckets reduce while the last micro-batch's backward runs; the
-			// last bucket waits for the end of it.
-			last := tdp * math.Min(1, e.k.DPBucketBytes/math.Max(grad, 1))
-			hid := math.Max(0, math.Min(tdp-last, bwd))
-			if t.DPReduceAfterBackward {
-				hid = 0 // reduced after the backward pass (the framework's engine)
-			}
-			dpExposed += tdp - hid
-			bd.Hidden[CommDP] = hid
-			hiddenPerMB += hid / mf
-		}
-	}
-	if a.TiedEmbeddings && l.PP > 1 {
-		x, err := addComm(CommEmbed, collective.AllReduce, float64(a.Vocab)*h/tf*o.GradBytes, 1, "end of step: tied embedding gradient, first and last stage")
-		if err != nil {
-			return Result{}, err
-		}
-		bd.Exposed[CommEmbed] = x
-	}
+}
 
-	// ---- optimizer ----
+// dataParallel prices the communication among the replicas of the stage's
+// parameters: ZeRO-3's per-layer gathers and reduce-scatters, on demand or
+// prefetched, or the end-of-step gradient reduction (and ZeRO-1/2's parameter
+// all-gather). Each overlaps the compute differently, so each has its own phase.
+func (p *pricing) dataParallel() error {
+	l := &p.req.Layout
+	if p.denseShard <= 1 {
+		return nil
+	}
+	var err error
+	switch {
+	case l.ZeRO == 3 && p.req.Training.OnDemandGathers:
+		p.z3Exposed, err = p.zero3OnDemand()
+	case l.ZeRO == 3:
+		p.z3Exposed, err = p.zero3Prefetched()
+	default:
+		p.dpExposed, err = p.gradientSync()
+	}
+	return err
+}
+
+// zero3OnDemand is the exposed time of ZeRO-3 gathering each module's weights when
+// it runs (DeepSpeed's ZeRO-3 of 2021).
+func (p *pricing) zero3OnDemand() (float64, error) {
+	l, o := &p.req.Layout, &p.req.Training.Optimizer
+	k := &p.e.k
+	layers, mf := p.layers, p.mf
+	stageParams, expertParams := p.stageParams, p.expertParams
+	// Each module gathers its weights when it runs and waits for them: forward,
+	// again for a fully recomputed forward, and backward; its gradients
+	// reduce-scatter as the backward leaves it. Nothing is prefetched, so none
+	// of it hides. Every call passes one output tensor per rank, which the
+	// framework slices (a Python narrow per rank) and the process group fills
+	// (one copy per rank, torch c10d ProcessGroupNCCL::allgather): host work
+	// that grows with the group and stalls the stream.
+	mods := k.ModulesPerLayer
+	modW := (stageParams / layers / mods) * o.WeightBytes
+	gathers := 2 + l.recomputeShare(p.parts.stageLayers)
+	if l.Recompute == RecomputeOps {
+		gathers = 3 // every layer recomputes some of its modules
+	}
+	ag, err := p.comm(CommZeRO3, collective.AllGather, modW, layers*mods*gathers*mf, "per module and micro-batch, on demand: forward, recomputed forward, backward all-gathers of the weights")
+	if err != nil {
+		return 0, err
+	}
+	rs, err := p.comm(CommZeRO3, collective.ReduceScatter, (stageParams/layers/mods)*o.GradBytes, layers*mods*mf, "per module and micro-batch, on demand: gradient reduce-scatter")
+	if err != nil {
+		return 0, err
+	}
+	host := 2 * k.EagerOpHostUs * 1e-6 * float64(p.denseShard)
+	if l.Offload == OffloadParams {
+		// Each module's shard is copied from host memory before its gather and
+		// its gradient back after its reduce-scatter, waited for.
+		_, link := hostRates(p.req.Cluster)
+		modShard := stageParams / layers / mods / float64(p.denseShard)
+		ag += modShard * o.WeightBytes / link
+		rs += modShard * o.GradBytes / link
+	}
+	exposed := (gathers*(ag+host) + rs + host) * mods * layers * mf
+	if p.expertShard > 1 {
+		// The MoE layers' experts gather and reduce on their own group.
+		eag, err := p.commOn(CommZeRO3, p.expertGroup, collective.AllGather, expertParams/layers*o.WeightBytes, layers*gathers*mf, "per layer and micro-batch, on demand: expert weight all-gathers over the expert-data-parallel group")
+		if err != nil {
+			return 0, err
+		}
+		ers, err := p.commOn(CommZeRO3, p.expertGroup, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch, on demand: expert gradient reduce-scatter")
+		if err != nil {
+			return 0, err
+		}
+		exposed += (gathers*eag + ers) * layers * mf
+	}
+	return exposed, nil
+}
+
+// zero3Prefetched is the exposed time of flat ZeRO-3 (FSDP), whose per-layer
+// gathers are prefetched under the compute of the layer before.
+func (p *pricing) zero3Prefetched() (float64, error) {
+	l, t, o := &p.req.Layout, &p.req.Training, &p.req.Training.Optimizer
+	layers, mf := p.layers, p.mf
+	stageParams, expertParams := p.stageParams, p.expertParams
+	// Per layer and micro-batch: gather the weights forward and again backward,
+	// reduce-scatter the gradients; prefetching hides what fits under the
+	// layer's compute.
+	layerW := (stageParams / layers) * o.WeightBytes
+	ag, err := p.comm(CommZeRO3, collective.AllGather, layerW, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the weights")
+	if err != nil {
+		return 0, err
+	}
+	rs, err := p.comm(CommZeRO3, collective.ReduceScatter, (stageParams/layers)*o.GradBytes, layers*mf, "per layer and micro-batch: gradient reduce-scatter")
+	if err != nil {
+		return 0, err
+	}
+	if p.expertShard > 1 {
+		// A MoE layer also gathers its experts' shards, and reduce-scatters their
+		// gradients, over the expert-data-parallel group, on the same stream.
+		eag, err := p.commOn(CommZeRO3, p.expertGroup, collective.AllGather, expertParams/layers*o.WeightBytes, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the expert weights (expert-data-parallel group)")
+		if err != nil {
+			return 0, err
+		}
+		ers, err := p.commOn(CommZeRO3, p.expertGroup, collective.ReduceScatter, expertParams/layers*o.GradBytes, layers*mf, "per layer and micro-batch: expert gradient reduce-scatter (expert-data-parallel group)")
+		if err != nil {
+			return 0, err
+		}
+		ag, rs = ag+eag, rs+ers
+	}
+	if l.Offload == OffloadParams {
+		// The shard comes from host memory before each gather and its
+		// gradient goes back after each reduce-scatter, in line with them.
+		_, link := hostRates(p.req.Cluster)
+		shardLayer := (stageParams/float64(p.denseShard) + expertParams/float64(max(1, p.expertShard))) / layers
+		ag += shardLayer * o.WeightBytes / link
+		rs += shardLayer * o.GradBytes / link
+	}
+	exposed, hidden, hiddenMB := zero3Overlap(ag, rs, p.fwd, p.bwd, p.rc, layers, mf, t.BackwardPrefetch == PrefetchPre)
+	p.res.Breakdown.Hidden[CommZeRO3] = hidden
+	p.hiddenPerMB += hiddenMB
+	return exposed, nil
+}
+
+// gradientSync is the exposed time of the end-of-step gradient reduction over the
+// data-parallel replicas (all-reduce, or under ZeRO-1/2 reduce-scatter and then the
+// updated parameters' all-gather), which only the last backward can hide.
+func (p *pricing) gradientSync() (float64, error) {
+	l, t, o := &p.req.Layout, &p.req.Training, &p.req.Training.Optimizer
+	stageParams, expertParams := p.stageParams, p.expertParams
+	var exposed float64
+	grad := stageParams * o.GradBytes
+	var tdp float64
+	if l.ZeRO == 0 {
+		x, err := p.comm(CommDP, collective.AllReduce, grad, 1, "end of step: gradient all-reduce (bucketed, overlapped with the last backward)")
+		if err != nil {
+			return 0, err
+		}
+		tdp = x
+	} else {
+		rs, err := p.comm(CommDP, collective.ReduceScatter, grad, 1, "end of step: gradient reduce-scatter (bucketed, overlapped with the last backward)")
+		if err != nil {
+			return 0, err
+		}
+		ag, err := p.comm(CommDP, collective.AllGather, stageParams*o.WeightBytes, 1, "after the optimizer: parameter all-gather")
+		if err != nil {
+			return 0, err
+		}
+		tdp = rs
+		exposed += ag // the updated weights are needed before the next forward
+	}
+	if p.expertShard > 1 {
+		// Expert gradients reduce over the ranks that hold the same experts.
+		eg := expertParams * o.GradBytes
+		if l.ZeRO == 0 {
+			x, err := p.commOn(CommDP, p.expertGroup, collective.AllReduce, eg, 1, "end of step: expert gradient all-reduce over the expert-data-parallel group (bucketed, overlapped with the last backward)")
+			if err != nil {
+				return 0, err
+			}
+			tdp += x
+		} else {
+			rs, err := p.commOn(CommDP, p.expertGroup, collective.ReduceScatter, eg, 1, "end of step: expert gradient reduce-scatter over the expert-data-parallel group (bucketed, overlapped with the last backward)")
+			if err != nil {
+				return 0, err
+			}
+			ag, err := p.commOn(CommDP, p.expertGroup, collective.AllGather, expertParams*o.WeightBytes, 1, "after the optimizer: expert parameter all-gather")
+			if err != nil {
+				return 0, err
+			}
+			tdp += rs
+			exposed += ag
+		}
+		grad += eg
+	}
+	// Gradient buckets reduce while the last micro-batch's backward runs; the
+	// last bucket waits for the end of it.
+	last := tdp * math.Min(1, p.e.k.DPBucketBytes/math.Max(grad, 1))
+	hid := math.Max(0, math.Min(tdp-last, p.bwd))
+	if t.DPReduceAfterBackward {
+		hid = 0 // reduced after the backward pass (the framework's engine)
+	}
+	exposed += tdp - hid
+	p.res.Breakdown.Hidden[CommDP] = hid
+	p.hiddenPerMB += hid / p.mf
+	return exposed, nil
+}
+
+// tiedEmbedding prices the sum of a tied embedding's gradients at the end of the
+// step: with pipeline parallelism the first stage (embedding) and the last (output
+// layer) each hold a copy of the one matrix.
+func (p *pricing) tiedEmbedding() error {
+	a, l := &p.req.Model, &p.req.Layout
+	if !a.TiedEmbeddings || l.PP <= 1 {
+		return nil
+	}
+	x, err := p.comm(CommEmbed, collective.AllReduce, float64(a.Vocab)*p.h/p.tf*p.req.Training.Optimizer.GradBytes, 1, "end of step: tied embedding gradient, first and last stage")
+	if err != nil {
+		return err
+	}
+	p.res.Breakdown.Exposed[CommEmbed] = x
+	return nil
+}
+
+// optimizer times the update of the parameters this rank owns (its ZeRO shard),
+// bound by HBM bandwidth on the GPU, or by host memory on the CPU with offload,
+// where the gradients and the updated weights also cross the host link.
+func (p *pricing) optimizer() {
+	l, t, o := &p.req.Layout, &p.req.Training, &p.req.Training.Optimizer
+	stageParams, expertParams := p.stageParams, p.expertParams
+	bd := &p.res.Breakdown
 	shard, eshard := 1.0, 1.0
 	if l.ZeRO >= 1 {
-		shard, eshard = float64(denseShard), float64(max(1, expertShard))
+		shard, eshard = float64(p.denseShard), float64(max(1, p.expertShard))
 	}
-	bd.Optimizer = (stageParams/shard + expertParams/eshard) * e.k.OptimizerBytes / rates.hbm
+	bd.Optimizer = (stageParams/shard + expertParams/eshard) * p.e.k.OptimizerBytes / p.rates.hbm
 	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
 		// The CPU updates this rank's shard, bound by host memory bandwidth.
-		hostMem, link := hostRates(cl)
+		hostMem, link := hostRates(p.req.Cluster)
 		owned := stageParams/shard + expertParams/eshard
 		bd.Optimizer = owned * HostAdamBytesPerParam / hostMem
 		if l.Offload == OffloadOptimizer {
@@ -651,39 +849,49 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			// backward); the updated 16-bit weights come back before the parameter
 			// all-gather.
 			d2h := owned * o.GradBytes / link
-			hid := math.Min(d2h, bwd)
+			hid := math.Min(d2h, p.bwd)
 			if t.DPReduceAfterBackward {
 				hid = 0
 			}
 			bd.Optimizer += d2h - hid + owned*o.WeightBytes/link
 		}
 	}
+}
 
-	// ---- contention: overlapped communication occupies SMs ----
-	commSMs := 16.0 / math.Max(1, rates.sms)
-	contPerMB := hiddenPerMB * commSMs
+// assemble completes the breakdown, whose parts add up to the step time: every
+// micro-batch through the slowest stage, the bubble, the exposed communication,
+// the optimizer, and the contention of the communication that ran under compute.
+func (p *pricing) assemble() {
+	bd := &p.res.Breakdown
+	mf := p.mf
+	// Contention: overlapped communication occupies SMs.
+	commSMs := 16.0 / math.Max(1, p.rates.sms)
+	contPerMB := p.hiddenPerMB * commSMs
 
-	bd.Forward = mf * fwd
-	if rates.fp8 && t.FP8Recipe == FP8Delayed {
-		bd.Forward += cp.weightCast // once per step, reused by every micro-batch
+	bd.Forward = mf * p.fwd
+	if p.rates.fp8 && p.req.Training.FP8Recipe == FP8Delayed {
+		bd.Forward += p.parts.weightCast // once per step, reused by every micro-batch
 	}
-	bd.Backward = mf * bwd
-	bd.Recompute = mf * rc
-	bd.Exposed[CommTP] = mf * tpPerMB
-	bd.Exposed[CommCP] = mf * cpExposedPerMB
-	bd.Exposed[CommEP] = mf * epPerMB
-	bd.Exposed[CommPP] = ppExposed
-	bd.Exposed[CommDP] = dpExposed
-	bd.Exposed[CommZeRO3] = z3Exposed
-	bd.Bubble = bubble
+	bd.Backward = mf * p.bwd
+	bd.Recompute = mf * p.rc
+	bd.Exposed[CommTP] = mf * p.tpPerMB
+	bd.Exposed[CommCP] = mf * p.cpPerMB
+	bd.Exposed[CommEP] = mf * p.epPerMB
+	bd.Exposed[CommPP] = p.ppExposed
+	bd.Exposed[CommDP] = p.dpExposed
+	bd.Exposed[CommZeRO3] = p.z3Exposed
+	bd.Bubble = p.bubble
 	bd.Contention = mf * contPerMB
-	res.Breakdown = bd
-	res.Pipeline = mf*(fwd+bwd+rc+tpPerMB+cpExposedPerMB+epPerMB) + bubble + ppExposed
-	res.StepTime = bd.Sum()
+	p.res.Pipeline = mf*(p.fwd+p.bwd+p.rc+p.tpPerMB+p.cpPerMB+p.epPerMB) + p.bubble + p.ppExposed
+	p.res.StepTime = bd.Sum()
+}
 
-	// ---- memory ----
-	res.Memory = e.memory(req, stageLayers, stageParams, expertParams, m)
-	if !res.Memory.Fits && detail {
+// memory prices the peak per-GPU memory of the slowest stage and, in the detailed
+// answer, says what a layout that does not fit runs out of.
+func (p *pricing) memory() {
+	res := &p.res
+	res.Memory = p.e.memory(p.req, p.parts.stageLayers, p.stageParams, p.expertParams, res.MicroBatches)
+	if !res.Memory.Fits && p.detail {
 		if mm := res.Memory; mm.Host > mm.HostCapacity {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("does not fit in host memory: offload needs %.1f GB per GPU of its %.1f GB share", mm.Host, mm.HostCapacity))
 		}
@@ -691,31 +899,38 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("does not fit: needs %.1f GB per GPU of %.1f GB", res.Memory.Total, res.Memory.Capacity))
 		}
 	}
+}
 
-	// ---- throughput ----
-	stepTokens := float64(t.GlobalBatch) * s
+// throughput turns the step time into tokens per second and FLOP utilisation, the
+// figures published runs report.
+func (p *pricing) throughput() {
+	t, res := &p.req.Training, &p.res
+	stepTokens := float64(t.GlobalBatch) * p.s
 	res.Throughput.TokensPerSec = stepTokens / res.StepTime
-	res.Throughput.TokensPerSecPerGPU = res.Throughput.TokensPerSec / float64(g.n)
-	model := 3 * e.modelForwardFLOPs(req) * float64(t.GlobalBatch)
-	hw := model * (1 + cp.rcShare/3) // the forward FLOPs run again
-	peak := rates.peak16 * float64(g.n)
+	res.Throughput.TokensPerSecPerGPU = res.Throughput.TokensPerSec / float64(p.g.n)
+	model := 3 * p.e.modelForwardFLOPs(p.req) * float64(t.GlobalBatch)
+	hw := model * (1 + p.parts.rcShare/3) // the forward FLOPs run again
+	peak := p.rates.peak16 * float64(p.g.n)
 	res.Throughput.MFU = model / res.StepTime / peak
 	res.Throughput.HFU = hw / res.StepTime / peak
-	if detail {
-		res.Assumptions = e.assumptions(req, &rates)
-		if s := req.SlowGPUSpeed; s > 0 && s < 1 {
-			res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
-				"what-if: one GPU at %.0f%% of its speed; its pipeline stage paces every micro-batch and every data-parallel replica waits for it", 100*s))
-		}
-		if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
-			res.Assumptions = append(slices.Clip(res.Assumptions), offloadNote(l, cl))
-		}
-		if d := req.Cluster.Degraded; d != "" {
-			res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
-				"what-if: %s (rank 0's); every collective through it runs at its pace and the step waits for the slowest group", d))
-		}
+}
+
+// explain lists, for the detailed answer, the assumptions behind the estimate and
+// the what-ifs and offload it priced, so that a reader can tell what it rests on.
+func (p *pricing) explain() {
+	l, cl, res := &p.req.Layout, p.req.Cluster, &p.res
+	res.Assumptions = p.e.assumptions(p.req, &p.rates)
+	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
+		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
+			"what-if: one GPU at %.0f%% of its speed; its pipeline stage paces every micro-batch and every data-parallel replica waits for it", 100*s))
 	}
-	return res, nil
+	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
+		res.Assumptions = append(slices.Clip(res.Assumptions), offloadNote(*l, cl))
+	}
+	if d := cl.Degraded; d != "" {
+		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
+			"what-if: %s (rank 0's); every collective through it runs at its pace and the step waits for the slowest group", d))
+	}
 }
 
 // ring is ring attention's communication for one micro-batch through a stage (Liu et
