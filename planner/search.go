@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	"github.com/stepcost/stepcost/estimator/invalid"
 	"math"
 	"runtime"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
@@ -231,283 +231,395 @@ func (q *queue) pop() candidate {
 // are broken by enumeration order.
 func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error) {
 	start := time.Now()
-	if err := req.validate(); err != nil {
+	if err := req.normalise(); err != nil {
 		return Result{}, err
 	}
-	if len(req.ExcludeNodes) > 0 {
-		req.Free = req.Free.without(req.Cluster, req.ExcludeNodes)
-		if len(req.Free) == 0 {
-			return Result{}, invalid.Field("exclude_nodes", "no node of the cluster is left")
-		}
-	}
-	if req.Objective == "" {
-		req.Objective = FastestStep
-	}
-	if req.TopK == 0 {
-		req.TopK = DefaultTopK
-	}
-	req.Constraints = req.Constraints.Canonical()
-	if req.Training.Optimizer == (step.Optimizer{}) {
-		req.Training.Optimizer = step.AdamMixed()
-	}
-	if req.Training.Precision == "" {
-		req.Training.Precision = step.BF16
-	}
-	workers := req.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	// Phases are reported one at a time; the one running when the search fails is
-	// ended with the items it got to.
-	var inPhase func(int)
-	begin := func(phase string) {
-		if req.Trace != nil {
-			inPhase = req.Trace(phase)
-		}
-	}
-	end := func(items int) {
-		if inPhase != nil {
-			inPhase(items)
-			inPhase = nil
-		}
-	}
-	defer end(0)
-	req.Model = req.Model.Normalise()
+	workers := req.parallelism()
+	tr := tracer{trace: req.Trace}
+	defer tr.end(0)
 	sp := newSpace(&req)
 	stats := Stats{Pruned: map[string]int{}}
-	begin(PhaseEnumerate)
+	tr.begin(PhaseEnumerate)
 	shapes, kept, err := enumerate(ctx, e, &req, sp, &stats, workers)
-	end(kept)
+	tr.end(kept)
 	if err != nil {
 		return Result{}, err
 	}
 	q := newQueue(e, workers, &req, sp, shapes)
+	ev := newEvaluation(e, &req, workers, &stats, kept)
+	tr.begin(PhaseEvaluate)
+	if err := ev.run(ctx, q); err != nil {
+		return Result{}, err
+	}
+	tr.end(stats.Evaluated)
 
-	type evaluated struct {
-		c        *candidate
-		setAside string // why it was not priced (a Pruned reason), if it was not
-		alt      int    // the placement taken
-		res      step.Result
-		score    float64
-		ok       bool
-		err      error
+	res := Result{}
+	tr.begin(PhaseRank)
+	if res.Top, err = ev.rank(); err != nil {
+		return Result{}, err
 	}
-	// A plan that leaves more whole nodes free is not dominated by one that leaves
-	// fewer (the placement is part of what a scheduler weighs).
-	dominates := func(a, b *evaluated) bool {
-		return a.c.n == b.c.n && a.c.alts[a.alt].place.FreeWholeNodes >= b.c.alts[b.alt].place.FreeWholeNodes &&
-			Dominates(a.res.StepTime, a.res.Memory.Headroom, b.res.StepTime, b.res.Memory.Headroom)
+	tr.end(len(res.Top))
+	ev.sortFeasible()
+	tr.begin(PhasePareto)
+	if res.Pareto, err = ev.pareto(); err != nil {
+		return Result{}, err
 	}
-	better := func(a, b *evaluated) bool { // a ranks before b
-		if a.score != b.score {
-			return a.score < b.score
+	tr.end(len(res.Pareto))
+	stats.Elapsed = time.Since(start)
+	res.Stats = stats
+	return res, nil
+}
+
+// normalise checks the request and fills in its defaults, so that every phase after
+// it reads one canonical request (and equal requests search alike).
+func (r *Request) normalise() error {
+	if err := r.validate(); err != nil {
+		return err
+	}
+	if len(r.ExcludeNodes) > 0 {
+		r.Free = r.Free.without(r.Cluster, r.ExcludeNodes)
+		if len(r.Free) == 0 {
+			return invalid.Field("exclude_nodes", "no node of the cluster is left")
 		}
-		return a.c.ordinal < b.c.ordinal
 	}
-	// Of one layout's placements the search keeps one: the one that leaves the most
-	// whole nodes free, unless another is better by more than the placement
-	// tolerance (placements in order, each against the one kept so far).
+	if r.Objective == "" {
+		r.Objective = FastestStep
+	}
+	if r.TopK == 0 {
+		r.TopK = DefaultTopK
+	}
+	r.Constraints = r.Constraints.Canonical()
+	if r.Training.Optimizer == (step.Optimizer{}) {
+		r.Training.Optimizer = step.AdamMixed()
+	}
+	if r.Training.Precision == "" {
+		r.Training.Precision = step.BF16
+	}
+	r.Model = r.Model.Normalise()
+	return nil
+}
+
+// parallelism is how many goroutines enumerate and price layouts: Request.Workers,
+// or every CPU the process may use.
+func (r *Request) parallelism() int {
+	if r.Workers > 0 {
+		return r.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// tracer reports the phases of a search to Request.Trace one at a time. Search
+// defers end(0), so the phase running when the search fails is still ended and a
+// caller's span or timer never stays open.
+type tracer struct {
+	trace   func(phase string) (end func(items int))
+	inPhase func(items int) // the end of the running phase, if any
+}
+
+func (t *tracer) begin(phase string) {
+	if t.trace != nil {
+		t.inPhase = t.trace(phase)
+	}
+}
+
+func (t *tracer) end(items int) {
+	if t.inPhase != nil {
+		t.inPhase(items)
+		t.inPhase = nil
+	}
+}
+
+// evaluated is a layout checked and priced on its placements.
+type evaluated struct {
+	c        *candidate
+	setAside string // why it was not priced (a Pruned reason), if it was not
+	alt      int    // the placement taken
+	res      step.Result
+	score    float64
+	ok       bool
+	err      error
+}
+
+// point is a feasible plan, compactly: the search keeps every one for the Pareto
+// front, and only these numbers of each.
+type point struct {
+	n          int
+	step, head float64
+	c          *candidate
+	alt        int
+}
+
+// dominates tells whether plan a dominates plan b. A plan that leaves more whole
+// nodes free is not dominated by one that leaves fewer (the placement is part of what
+// a scheduler weighs).
+func dominates(a, b *evaluated) bool {
+	return a.c.n == b.c.n && a.c.alts[a.alt].place.FreeWholeNodes >= b.c.alts[b.alt].place.FreeWholeNodes &&
+		Dominates(a.res.StepTime, a.res.Memory.Headroom, b.res.StepTime, b.res.Memory.Headroom)
+}
+
+// better tells whether a ranks before b: by score, ties in enumeration order so that
+// the ranking does not depend on the order plans were priced in.
+func better(a, b *evaluated) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.c.ordinal < b.c.ordinal
+}
+
+// evaluation is the evaluate phase: it takes layouts from the queue, prices them and
+// keeps the top K, every feasible plan (for the Pareto front) and the fronts that set
+// later layouts aside. The workers only read it (evaluate); the search's goroutine
+// alone changes it, between chunks.
+type evaluation struct {
+	e       *step.Estimator
+	req     *Request
+	workers int
+	stats   *Stats
+	tol     float64 // the placement tolerance
+	kept    int     // layouts the enumeration kept
+	taken   int     // layouts taken from the queue
+	chunk   int     // layouts in the next chunk
+	top     []*evaluated
+	fronts  fronts
+	all     []point // every feasible plan
+	kth     float64 // the K-th plan's score once the top K is full
+}
+
+func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, kept int) *evaluation {
 	tol := req.PlacementTolerance
 	if tol == 0 {
 		tol = DefaultPlacementTolerance
 	}
-	prefer := func(a, b *evaluated) bool { // b over a
-		switch {
-		case !b.ok:
-			return false
-		case !a.ok:
-			return true
-		}
-		if d := (a.score - b.score) / math.Max(math.Abs(a.score), 1e-300); d > tol {
-			return true
-		} else if d < -tol {
-			return false
-		}
-		if fa, fb := a.c.alts[a.alt].place.FreeWholeNodes, b.c.alts[b.alt].place.FreeWholeNodes; fa != fb {
-			return fb > fa
-		}
-		return b.score < a.score
-	}
-	// Every feasible plan, compactly, for the Pareto front.
-	type point struct {
-		n          int
-		step, head float64
-		c          *candidate
-		alt        int
-	}
-	var top []*evaluated
-	fronts := fronts{}
-	taken := 0 // layouts taken from the queue
-	var all []point
-	kth := math.Inf(1)
-	// Layouts are taken from the queue best bound first until the next one's bound
-	// cannot beat the K-th plan: the evaluated set, and so the Pareto front, depend
-	// on the bounds alone, not on the parallelism or on how the work is batched. A
-	// chunk of layouts is checked and priced at once over the workers — the memory
-	// of each first: a layout that does not fit, or that a plan from an earlier chunk
-	// beats on a lower bound of its time and on its exact memory, is not priced —
-	// and the chunk is then taken in order, one layout at a time, the stop test
-	// before each (what lies past the stop is dropped by the answer). The chunk sizes
-	// are fixed, so the layouts set aside (counted in the statistics) do not depend
-	// on the parallelism either.
-	// Chunks grow from 8 layouts to 256: the first plans priced are the best
-	// placed to set the later ones aside.
-	chunk := 8
-	// evaluate checks and prices one layout on each of its placements, keeping the
-	// preferred; it only reads the search's state.
-	evaluate := func(c *candidate) evaluated {
-		// The memory does not depend on the placement.
-		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: c.alts[0].ranks}
-		mem, err := e.Memory(r)
-		switch {
-		case err != nil:
-			return evaluated{c: c, setAside: PrunedInvalid}
-		case !mem.Fits || mem.Headroom < req.Constraints.MinHeadroomGB:
-			return evaluated{c: c, setAside: PrunedMemory}
-		case !req.IncludeDominated && fronts.beaten(c, mem.Headroom):
-			return evaluated{c: c, setAside: PrunedDominatedBound}
-		}
-		var best evaluated
-		for i, al := range c.alts {
-			r.Ranks, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
-			res, err := e.Quick(r)
-			ev := evaluated{c: c, alt: i, res: res, err: err}
-			if err == nil {
-				ev.score = score(&req, int(c.n), res)
-				ev.ok = res.Memory.Fits && res.Memory.Headroom >= req.Constraints.MinHeadroomGB
-			}
-			if i == 0 || prefer(&best, &ev) {
-				best = ev
-			}
-		}
-		return best
-	}
-	begin(PhaseEvaluate)
-	for stopped := false; !stopped; {
+	// Chunks grow from 8 layouts to 256: the first plans priced are the best placed
+	// to set the later ones aside.
+	return &evaluation{e: e, req: req, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
+		fronts: fronts{}, kth: math.Inf(1)}
+}
+
+// run takes layouts from the queue best bound first until the next one's bound cannot
+// beat the K-th plan: the evaluated set, and so the Pareto front, depend on the
+// bounds alone, not on the parallelism or on how the work is batched. A chunk of
+// layouts is checked and priced at once over the workers — the memory of each first:
+// a layout that does not fit, or that a plan from an earlier chunk beats on a lower
+// bound of its time and on its exact memory, is not priced — and the chunk is then
+// taken in order, one layout at a time, the stop test before each (what lies past the
+// stop is dropped by the answer). The chunk sizes are fixed, so the layouts set aside
+// (counted in the statistics) do not depend on the parallelism either.
+func (s *evaluation) run(ctx context.Context, q *queue) error {
+	for {
 		if err := ctx.Err(); err != nil {
-			return Result{}, err
+			return err
 		}
 		next := q.peek()
-		if next == nil {
-			break
+		if next == nil || s.stopBefore(next) {
+			return nil
 		}
-		if len(top) >= req.TopK && next.bound >= kth {
-			stats.Pruned[PrunedTimeBound] += kept - taken
-			break
-		}
-		// Each chunk has its own arrays: the plans kept in the top K and the Pareto
-		// points point into them.
-		cands := make([]candidate, 0, chunk)
-		for len(cands) < chunk && q.peek() != nil {
-			cands = append(cands, q.pop())
-		}
-		chunk = min(2*chunk, 256)
-		out := make([]evaluated, len(cands))
-		var nextC atomic.Int64
-		var wg sync.WaitGroup
-		for range min(workers, len(cands)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := int(nextC.Add(1)) - 1; j < len(cands) && ctx.Err() == nil; j = int(nextC.Add(1)) - 1 {
-					out[j] = evaluate(&cands[j])
-				}
-			}()
-		}
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return Result{}, err
+		cands := s.nextChunk(q)
+		out, err := s.price(ctx, cands)
+		if err != nil {
+			return err
 		}
 		for j := range cands {
-			if len(top) >= req.TopK && cands[j].bound >= kth {
-				stats.Pruned[PrunedTimeBound] += kept - taken
-				stopped = true
-				break
+			if s.stopBefore(&cands[j]) {
+				return nil
 			}
-			taken++
-			ev := &out[j]
-			if ev.setAside != "" {
-				stats.Pruned[ev.setAside]++
-				continue
-			}
-			stats.Evaluated++
-			switch {
-			case ev.err != nil:
-				stats.Pruned[PrunedInvalid]++
-				continue
-			case !ev.ok:
-				stats.Pruned[PrunedMemory]++
-				continue
-			}
-			stats.Feasible++
-			all = append(all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c, ev.alt})
-			fronts.add(int(ev.c.n), ev.c.alts[ev.alt].place.FreeWholeNodes, ev.score, ev.res.Memory.Headroom)
-			if !req.IncludeDominated {
-				// A dominated plan stays out; one the new plan dominates leaves.
-				if slices.ContainsFunc(top, func(t *evaluated) bool { return dominates(t, ev) }) {
-					stats.Dominated++
-					continue
-				}
-				n := len(top)
-				top = slices.DeleteFunc(top, func(t *evaluated) bool { return dominates(ev, t) })
-				stats.Dominated += n - len(top)
-			}
-			// Insert into the sorted top K.
-			pos := len(top)
-			for pos > 0 && better(ev, top[pos-1]) {
-				pos--
-			}
-			if pos < req.TopK {
-				keep := new(evaluated)
-				*keep = *ev
-				top = slices.Insert(top, pos, keep)
-				if len(top) > req.TopK {
-					top = top[:req.TopK]
-				}
-			}
-			if len(top) == req.TopK {
-				kth = top[len(top)-1].score
-			}
+			s.taken++
+			s.take(&out[j])
 		}
 	}
+}
 
-	end(stats.Evaluated)
-
-	res := Result{}
-	// Plans are estimated again in full (communication table, assumptions).
-	toPlan := func(c *candidate, alt int) (Plan, error) {
-		al := c.alts[alt]
-		r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(&req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
-		est, err := e.Estimate(r)
-		if err != nil {
-			return Plan{}, err
-		}
-		p := Plan{GPUs: int(c.n), Layout: est.Layout, Placement: *al.place, Estimate: est, Score: score(&req, int(c.n), est)}
-		if req.PricePerGPUHour > 0 && req.TokenBudget > 0 {
-			p.CostUSD = trainingCost(est.StepTime, int(c.n), float64(est.Training.GlobalBatch)*float64(est.Training.SeqLen), req.PricePerGPUHour, req.TokenBudget)
-		}
-		return p, nil
+// stopBefore tells whether the search stops before layout c — the top K is full and
+// c's bound cannot beat the K-th plan — and then counts the layouts never taken as
+// pruned by the time bound.
+func (s *evaluation) stopBefore(c *candidate) bool {
+	if len(s.top) >= s.req.TopK && c.bound >= s.kth {
+		s.stats.Pruned[PrunedTimeBound] += s.kept - s.taken
+		return true
 	}
-	begin(PhaseRank)
-	for i, ev := range top {
-		p, err := toPlan(ev.c, ev.alt)
+	return false
+}
+
+// nextChunk takes the next chunk of layouts from the queue. Each chunk has its own
+// array: the plans kept in the top K and the Pareto points point into it.
+func (s *evaluation) nextChunk(q *queue) []candidate {
+	cands := make([]candidate, 0, s.chunk)
+	for len(cands) < s.chunk && q.peek() != nil {
+		cands = append(cands, q.pop())
+	}
+	s.chunk = min(2*s.chunk, 256)
+	return cands
+}
+
+// price evaluates a chunk over the workers, each taking the next layout left.
+func (s *evaluation) price(ctx context.Context, cands []candidate) ([]evaluated, error) {
+	out := make([]evaluated, len(cands))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(s.workers, len(cands)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := int(next.Add(1)) - 1; j < len(cands) && ctx.Err() == nil; j = int(next.Add(1)) - 1 {
+				out[j] = s.evaluate(&cands[j])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// evaluate checks and prices one layout on each of its placements, keeping the
+// preferred; it only reads the search's state, so the workers run it concurrently.
+func (s *evaluation) evaluate(c *candidate) evaluated {
+	req := s.req
+	// The memory does not depend on the placement.
+	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks}
+	mem, err := s.e.Memory(r)
+	switch {
+	case err != nil:
+		return evaluated{c: c, setAside: PrunedInvalid}
+	case !mem.Fits || mem.Headroom < req.Constraints.MinHeadroomGB:
+		return evaluated{c: c, setAside: PrunedMemory}
+	case !req.IncludeDominated && s.fronts.beaten(c, mem.Headroom):
+		return evaluated{c: c, setAside: PrunedDominatedBound}
+	}
+	var best evaluated
+	for i, al := range c.alts {
+		r.Ranks, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
+		res, err := s.e.Quick(r)
+		ev := evaluated{c: c, alt: i, res: res, err: err}
+		if err == nil {
+			ev.score = score(req, int(c.n), res)
+			ev.ok = res.Memory.Fits && res.Memory.Headroom >= req.Constraints.MinHeadroomGB
+		}
+		if i == 0 || s.prefer(&best, &ev) {
+			best = ev
+		}
+	}
+	return best
+}
+
+// prefer tells whether placement b of a layout is kept over a. Of one layout's
+// placements the search keeps one: the one that leaves the most whole nodes free,
+// unless another is better by more than the placement tolerance (placements in
+// order, each against the one kept so far).
+func (s *evaluation) prefer(a, b *evaluated) bool {
+	switch {
+	case !b.ok:
+		return false
+	case !a.ok:
+		return true
+	}
+	if d := (a.score - b.score) / math.Max(math.Abs(a.score), 1e-300); d > s.tol {
+		return true
+	} else if d < -s.tol {
+		return false
+	}
+	if fa, fb := a.c.alts[a.alt].place.FreeWholeNodes, b.c.alts[b.alt].place.FreeWholeNodes; fa != fb {
+		return fb > fa
+	}
+	return b.score < a.score
+}
+
+// take counts one evaluated layout in the statistics and, if it gave a feasible plan,
+// records it for the Pareto front and for setting later layouts aside, and offers it
+// to the top K.
+func (s *evaluation) take(ev *evaluated) {
+	if ev.setAside != "" {
+		s.stats.Pruned[ev.setAside]++
+		return
+	}
+	s.stats.Evaluated++
+	switch {
+	case ev.err != nil:
+		s.stats.Pruned[PrunedInvalid]++
+		return
+	case !ev.ok:
+		s.stats.Pruned[PrunedMemory]++
+		return
+	}
+	s.stats.Feasible++
+	s.all = append(s.all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c, ev.alt})
+	s.fronts.add(int(ev.c.n), ev.c.alts[ev.alt].place.FreeWholeNodes, ev.score, ev.res.Memory.Headroom)
+	s.offer(ev)
+}
+
+// offer inserts a feasible plan into the sorted top K, and sets the stop score once
+// the top K is full.
+func (s *evaluation) offer(ev *evaluated) {
+	if !s.req.IncludeDominated {
+		// A dominated plan stays out; one the new plan dominates leaves.
+		if slices.ContainsFunc(s.top, func(t *evaluated) bool { return dominates(t, ev) }) {
+			s.stats.Dominated++
+			return
+		}
+		n := len(s.top)
+		s.top = slices.DeleteFunc(s.top, func(t *evaluated) bool { return dominates(ev, t) })
+		s.stats.Dominated += n - len(s.top)
+	}
+	k := s.req.TopK
+	pos := len(s.top)
+	for pos > 0 && better(ev, s.top[pos-1]) {
+		pos--
+	}
+	if pos < k {
+		keep := new(evaluated)
+		*keep = *ev
+		s.top = slices.Insert(s.top, pos, keep)
+		if len(s.top) > k {
+			s.top = s.top[:k]
+		}
+	}
+	if len(s.top) == k {
+		s.kth = s.top[len(s.top)-1].score
+	}
+}
+
+// plan estimates a layout again in full on one of its placements (communication
+// table, assumptions): the search priced it with the quick estimate only.
+func (s *evaluation) plan(c *candidate, alt int) (Plan, error) {
+	req := s.req
+	al := c.alts[alt]
+	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+	est, err := s.e.Estimate(r)
+	if err != nil {
+		return Plan{}, err
+	}
+	p := Plan{GPUs: int(c.n), Layout: est.Layout, Placement: *al.place, Estimate: est, Score: score(req, int(c.n), est)}
+	if req.PricePerGPUHour > 0 && req.TokenBudget > 0 {
+		p.CostUSD = trainingCost(est.StepTime, int(c.n), float64(est.Training.GlobalBatch)*float64(est.Training.SeqLen), req.PricePerGPUHour, req.TokenBudget)
+	}
+	return p, nil
+}
+
+// rank makes the top K into plans, numbered from 1; with dominated plans included,
+// each is flagged when a feasible plan dominates it.
+func (s *evaluation) rank() ([]Plan, error) {
+	var plans []Plan
+	for i, ev := range s.top {
+		p, err := s.plan(ev.c, ev.alt)
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
 		p.Rank = i + 1
-		if req.IncludeDominated {
-			p.Dominated = slices.ContainsFunc(all, func(a point) bool {
-				return int(a.n) == p.GPUs && Dominates(a.step, a.head, ev.res.StepTime, ev.res.Memory.Headroom)
+		if s.req.IncludeDominated {
+			p.Dominated = slices.ContainsFunc(s.all, func(a point) bool {
+				return a.n == p.GPUs && Dominates(a.step, a.head, ev.res.StepTime, ev.res.Memory.Headroom)
 			})
 		}
-		res.Top = append(res.Top, p)
+		plans = append(plans, p)
 	}
-	end(len(res.Top))
-	// Pareto front over (GPUs, step time, headroom) among the evaluated plans: in order
-	// of step time, a plan is dominated when an earlier one (no slower) uses no more
-	// GPUs and keeps at least as much headroom. Front members are estimated again for
-	// their full result (the search keeps only three numbers per plan).
-	slices.SortStableFunc(all, func(a, b point) int {
+	return plans, nil
+}
+
+// sortFeasible puts the feasible plans in the order pareto reads them: by step time,
+// then fewer GPUs, then more headroom, ties in enumeration order.
+func (s *evaluation) sortFeasible() {
+	slices.SortStableFunc(s.all, func(a, b point) int {
 		switch {
 		case a.step < b.step:
 			return -1
@@ -522,36 +634,34 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 		}
 		return int(a.c.ordinal - b.c.ordinal)
 	})
-	begin(PhasePareto)
-	sizes := slices.Clone(stats.GPUCounts)
+}
+
+// pareto is the Pareto front over (GPUs, step time, headroom) among the feasible
+// plans, sorted by sortFeasible: in order of step time, a plan is dominated when an
+// earlier one (no slower) uses no more GPUs and keeps at least as much headroom.
+// Front members are estimated again for their full result (the search keeps only
+// three numbers per plan).
+func (s *evaluation) pareto() ([]Plan, error) {
+	sizes := slices.Clone(s.stats.GPUCounts)
 	slices.Sort(sizes)
 	best := make([]float64, len(sizes)) // best headroom so far per GPU count
 	for i := range best {
 		best[i] = math.Inf(-1)
 	}
-	for _, a := range all {
+	var front []Plan
+	for _, a := range s.all {
 		idx, _ := slices.BinarySearch(sizes, a.n)
-		dominated := false
-		for j := 0; j <= idx; j++ {
-			if best[j] >= a.head {
-				dominated = true
-				break
-			}
-		}
-		if dominated {
+		if slices.ContainsFunc(best[:idx+1], func(h float64) bool { return h >= a.head }) {
 			continue
 		}
 		best[idx] = a.head
-		p, err := toPlan(a.c, a.alt)
+		p, err := s.plan(a.c, a.alt)
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
-		res.Pareto = append(res.Pareto, p)
+		front = append(front, p)
 	}
-	end(len(res.Pareto))
-	stats.Elapsed = time.Since(start)
-	res.Stats = stats
-	return res, nil
+	return front, nil
 }
 
 // score is the objective's value of an estimate (lower is better).
