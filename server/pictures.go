@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -135,38 +134,15 @@ func writeStatusHTTP(w http.ResponseWriter, code int, st *status.Status) {
 // schedulePicture estimates one layout as EstimateStep does and draws its pipeline
 // schedule above its breakdown.
 func (s *Service) schedulePicture(ctx context.Context, req *pb.EstimateStepRequest) (picture.Figure, error) {
-	a, _, err := wire.ResolveModel("model", req.GetModel())
+	st, err := wire.ResolveStep(s.clusters, req, s.limits.MaxGPUs)
 	if err != nil {
 		return picture.Figure{}, err
 	}
-	t, err := wire.TrainingFromProto(req.GetTraining())
+	res, err := st.Result(ctx)
 	if err != nil {
 		return picture.Figure{}, err
 	}
-	l, err := wire.LayoutFromProto(req.GetLayout())
-	if err != nil {
-		return picture.Figure{}, err
-	}
-	gpus, err := wire.LayoutGPUs(l, s.limits.MaxGPUs)
-	if err != nil {
-		return picture.Figure{}, err
-	}
-	ce, err := s.sizedCluster(req.GetCluster(), gpus, -1)
-	if err != nil {
-		return picture.Figure{}, err
-	}
-	if err := ce.Supported(req.GetCluster(), t); err != nil {
-		return picture.Figure{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return picture.Figure{}, err
-	}
-	res, err := ce.Est.Estimate(step.Request{Model: a, Training: t, Cluster: ce.Cluster, Layout: l, SlowGPUSpeed: req.GetSlowGpuSpeed(),
-		DegradedNICSpeed: req.GetDegradedNicSpeed(), DegradedLinkSpeed: req.GetDegradedLinkSpeed()})
-	if err != nil {
-		return picture.Figure{}, err
-	}
-	title := fmt.Sprintf("%s on %s", a.Name, ce.Cluster.Spec.Name)
+	title := fmt.Sprintf("%s on %s", st.Model.Name, st.Cluster.Cluster.Spec.Name)
 	sched, err := picture.Schedule(res, title)
 	if err != nil {
 		return picture.Figure{}, status.Error(codes.InvalidArgument, err.Error())
