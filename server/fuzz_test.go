@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/internal/fieldpath"
 	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -114,31 +114,6 @@ func addBinarySeeds[Req proto.Message](f *testing.F, newReq func() Req) {
 	}
 }
 
-// fieldExists says whether path names a field of md the way errors do:
-// "training.seq_len", "cluster.free_gpus[2].gpus[0]", "cluster.definition.gpu.peak_tflops.bf16"
-// (a map's key is the rest of the path).
-func fieldExists(md protoreflect.MessageDescriptor, path string) bool {
-	parts := strings.Split(path, ".")
-	for i, p := range parts {
-		name, index, indexed := strings.Cut(p, "[")
-		fd := md.Fields().ByName(protoreflect.Name(name))
-		switch {
-		case fd == nil, indexed && (!fd.IsList() || !listIndex.MatchString("["+index)):
-			return false
-		case fd.IsMap():
-			return i < len(parts)-1 && fd.MapValue().Message() == nil || i == len(parts)-1
-		case i == len(parts)-1:
-			return true
-		case fd.Message() == nil || fd.IsList() && !indexed:
-			return false
-		}
-		md = fd.Message()
-	}
-	return false
-}
-
-var listIndex = regexp.MustCompile(`^\[\d+\]$`)
-
 // checkStatus asserts err is a status with an expected code and, unless it is a
 // deadline, names the fields of request md at fault.
 func checkStatus(t *testing.T, md protoreflect.MessageDescriptor, err error) {
@@ -174,7 +149,7 @@ func checkCode(t *testing.T, md protoreflect.MessageDescriptor, code, msg string
 	}
 	for i := range n {
 		field, rule := violation(i)
-		if !fieldExists(md, field) || strings.TrimSpace(rule) == "" {
+		if !fieldpath.Exists(md, field) || strings.TrimSpace(rule) == "" {
 			t.Fatalf("%s: violation %q %q does not name a field and a rule (message %s)", code, field, rule, msg)
 		}
 	}
@@ -419,7 +394,7 @@ func TestFieldExists(t *testing.T) {
 		"size": false, "cluster.nics.kind": false, "training.seq_len.x": false, "gpus[0]": false, "cluster.free_gpus.node": false,
 		"constraints.tp[x]": false, "": false, "model.architecture.moe.top_k.x": false,
 	} {
-		if got := fieldExists(plan, path); got != want {
+		if got := fieldpath.Exists(plan, path); got != want {
 			t.Errorf("%q: %v, want %v", path, got, want)
 		}
 	}

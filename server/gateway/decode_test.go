@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -12,8 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/stepcost/stepcost/internal/fieldpath"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -44,33 +43,8 @@ func FuzzRESTDecode(f *testing.F) {
 		case e.code != codes.InvalidArgument || e.rule == "":
 			t.Fatalf("%v: code %v", e, e.code)
 		case e.field == "" || strings.HasPrefix(e.rule, "unknown field"):
-		case !fieldExists(req.ProtoReflect().Descriptor(), e.field):
+		case !fieldpath.Exists(req.ProtoReflect().Descriptor(), e.field):
 			t.Fatalf("%v: no field %q", e, e.field)
 		}
 	})
 }
-
-// fieldExists says whether path names a field of md the way errors do:
-// "training.seq_len", "cluster.free_gpus[2].gpus[0]", "cluster.definition.gpu.peak_tflops.bf16"
-// (a map's key is the rest of the path).
-func fieldExists(md protoreflect.MessageDescriptor, path string) bool {
-	parts := strings.Split(path, ".")
-	for i, p := range parts {
-		name, index, indexed := strings.Cut(p, "[")
-		fd := md.Fields().ByName(protoreflect.Name(name))
-		switch {
-		case fd == nil, indexed && (!fd.IsList() || !listIndex.MatchString("["+index)):
-			return false
-		case fd.IsMap():
-			return i < len(parts)-1 && fd.MapValue().Message() == nil || i == len(parts)-1
-		case i == len(parts)-1:
-			return true
-		case fd.Message() == nil || fd.IsList() && !indexed:
-			return false
-		}
-		md = fd.Message()
-	}
-	return false
-}
-
-var listIndex = regexp.MustCompile(`^\[\d+\]$`)
