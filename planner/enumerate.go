@@ -367,6 +367,19 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			continue
 		}
 		perReplica := t.GlobalBatch / dp
+		// The schedules depend on the depth and on whether the micro-batches are a
+		// multiple of it: listed once per depth, shared by its shapes (read only).
+		var schedsByMultiple [2][]sched
+		schedsFor := func(m int) []sched {
+			i := 0
+			if m%pp == 0 {
+				i = 1
+			}
+			if schedsByMultiple[i] == nil {
+				schedsByMultiple[i] = schedules(pp, m, a.Layers, cs)
+			}
+			return schedsByMultiple[i]
+		}
 		for _, ep := range sp.eps {
 			if !allowed(cs.EP, ep) || dp%ep != 0 {
 				continue
@@ -376,7 +389,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 					continue
 				}
 				m := perReplica / mbs
-				scheds := schedules(pp, m, a.Layers, cs)
+				scheds := schedsFor(m)
 				for _, rc := range sp.recomputes {
 					for _, seqPar := range []bool{false, true} {
 						if seqPar && tp == 1 || !allowed(cs.SP, seqPar) {

@@ -334,8 +334,10 @@ type evaluated struct {
 	c        *candidate
 	setAside string // why it was not priced (a Pruned reason), if it was not
 	alt      int    // the placement taken
-	res      step.Result
-	score    float64
+	// The quick estimate's step time and memory headroom (what ranking, dominance
+	// and the Pareto front read; the returned plans are estimated again in full).
+	stepTime, headroom float64
+	score              float64
 	ok       bool
 	err      error
 }
@@ -354,7 +356,7 @@ type point struct {
 // a scheduler weighs).
 func dominates(a, b *evaluated) bool {
 	return a.c.n == b.c.n && a.c.alts[a.alt].place.FreeWholeNodes >= b.c.alts[b.alt].place.FreeWholeNodes &&
-		Dominates(a.res.StepTime, a.res.Memory.Headroom, b.res.StepTime, b.res.Memory.Headroom)
+		Dominates(a.stepTime, a.headroom, b.stepTime, b.headroom)
 }
 
 // better tells whether a ranks before b: by score, ties in enumeration order so that
@@ -491,7 +493,7 @@ func (s *evaluation) evaluate(c *candidate) evaluated {
 	for i, al := range c.alts {
 		r.Ranks, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
 		res, err := s.e.Quick(r)
-		ev := evaluated{c: c, alt: i, res: res, err: err}
+		ev := evaluated{c: c, alt: i, stepTime: res.StepTime, headroom: res.Memory.Headroom, err: err}
 		if err == nil {
 			ev.score = score(req, int(c.n), res)
 			ev.ok = res.Memory.Fits && res.Memory.Headroom >= req.Constraints.MinHeadroomGB
@@ -543,8 +545,8 @@ func (s *evaluation) take(ev *evaluated) {
 		return
 	}
 	s.stats.Feasible++
-	s.all = append(s.all, point{int(ev.c.n), ev.res.StepTime, ev.res.Memory.Headroom, ev.c, ev.alt})
-	s.fronts.add(int(ev.c.n), ev.c.alts[ev.alt].place.FreeWholeNodes, ev.score, ev.res.Memory.Headroom)
+	s.all = append(s.all, point{int(ev.c.n), ev.stepTime, ev.headroom, ev.c, ev.alt})
+	s.fronts.add(int(ev.c.n), ev.c.alts[ev.alt].place.FreeWholeNodes, ev.score, ev.headroom)
 	s.offer(ev)
 }
 
@@ -608,7 +610,7 @@ func (s *evaluation) rank() ([]Plan, error) {
 		p.Rank = i + 1
 		if s.req.IncludeDominated {
 			p.Dominated = slices.ContainsFunc(s.all, func(a point) bool {
-				return a.n == p.GPUs && Dominates(a.step, a.head, ev.res.StepTime, ev.res.Memory.Headroom)
+				return a.n == p.GPUs && Dominates(a.step, a.head, ev.stepTime, ev.headroom)
 			})
 		}
 		plans = append(plans, p)
