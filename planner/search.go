@@ -338,8 +338,8 @@ type evaluated struct {
 	// and the Pareto front read; the returned plans are estimated again in full).
 	stepTime, headroom float64
 	score              float64
-	ok       bool
-	err      error
+	ok                 bool
+	err                error
 }
 
 // point is a feasible plan, compactly: the search keeps every one for the Pareto
