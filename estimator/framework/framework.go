@@ -50,6 +50,11 @@ type Profile struct {
 	// another (DeepSpeed-MoE's loop over its experts) instead of one grouped GEMM
 	// (Megatron-Core's --moe-grouped-gemm, DeepSeek's DeepGEMM, torch._grouped_mm).
 	SequentialExpertGEMMs bool
+	// HopperFusedAttention: on Hopper the framework's attention runs a Hopper-native
+	// fused kernel (Transformer Engine's cuDNN fused attention, of FlashAttention-3's
+	// class) rather than one of FlashAttention-2's generation (flash-attn 2, PyTorch's
+	// scaled_dot_product_attention flash backend).
+	HopperFusedAttention bool
 }
 
 // Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
@@ -79,14 +84,16 @@ var profiles = []Profile{
 		Aliases: []string{"megatron", "mcore", "megatron-lm"},
 		Description: "Megatron-LM with Megatron-Core (2023 on): flash attention (Transformer Engine), distributed optimizer, " +
 			"gradient reduce-scatter overlapped with the backward pass in buckets, zig-zag load-balanced context parallelism",
-		Source: "Megatron-Core docs (distributed optimizer, --overlap-grad-reduce, context parallelism); Transformer Engine docs",
+		Source:               "Megatron-Core docs (distributed optimizer, --overlap-grad-reduce, context parallelism); Transformer Engine docs (DotProductAttention backends: cuDNN FusedAttention on Hopper)",
+		HopperFusedAttention: true,
 	},
 	{
 		Name:    "nemo",
 		Aliases: []string{"nemo-megatron", "nvidia-nemo"},
 		Description: "NVIDIA NeMo on Megatron-Core: the same kernels, overlaps and pipeline engine as megatron-core " +
 			"(NeMo's recipes turn the overlaps on)",
-		Source: "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
+		Source:               "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
+		HopperFusedAttention: true,
 	},
 	{
 		Name:    "megatron-lm-2021",

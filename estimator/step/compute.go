@@ -104,6 +104,7 @@ type gpuRates struct {
 	sms      float64
 	gemmEff  float64
 	attnEff  float64
+	arch     hardware.Arch
 	elemSize float64 // bytes per matmul operand element
 	// fp8: the layers' matmuls run in fp8 (and pay for their casts); gemmEff16 is
 	// the 16-bit efficiency of the matmuls that stay in 16 bits.
@@ -150,6 +151,7 @@ func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {
 		r.peak, r.gemmEff, r.elemSize, r.fp8 = f8, k.FP8GEMMEfficiency[g.Arch], 1, true
 	}
 	r.attnEff = k.AttentionEfficiency[g.Arch]
+	r.arch = g.Arch
 	r.hbm = g.MemoryBandwidthGBps * 1e9 * k.HBMEfficiency
 	r.sms = float64(g.SMs)
 	return r, r.gemmEff > 0 && r.attnEff > 0

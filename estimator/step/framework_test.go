@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 )
@@ -203,5 +204,46 @@ func TestFrameworkMemory(t *testing.T) {
 	}
 	if math.Abs(od.Memory.Gathered-want) > 1e-6 {
 		t.Errorf("DeepSpeed ZeRO-3 gathers %.2f GB, want the MLP input, the live limit and the bucket, %.2f GB", od.Memory.Gathered, want)
+	}
+}
+
+// On Hopper, Megatron-Core runs Transformer Engine's cuDNN fused attention, which
+// Shah et al. 2024 (FlashAttention-3, Fig. 5 and 6) measured at 529 TFLOP/s forward
+// and 518 backward at 8k keys against FlashAttention-2's 333 and 318; torchtitan's
+// SDPA runs the FlashAttention-2 kernel. The two frameworks' steps differ by the
+// attention core alone, by that ratio; on Ampere, where both run FlashAttention-2,
+// not at all.
+func TestHopperFusedAttention(t *testing.T) {
+	const s = 8192
+	run := func(clusterName, fw string) step.Result {
+		req := step.Request{
+			Model: arch(t, "llama3-8b"), Cluster: cluster(t, clusterName, 1),
+			Training: step.Training{SeqLen: s, GlobalBatch: 8, Framework: fw},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeNone},
+		}
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	tt, mc := run("dgx-h100", "torchtitan"), run("dgx-h100", "megatron-core")
+	m := arch(t, "llama3-8b")
+	// Causal forward FLOPs of the attention core of one layer: half of 2·2·s²·(q + v widths).
+	flops := 0.5 * 2 * s * s * float64(m.QDim()+m.VOutDim())
+	g := cluster(t, "dgx-h100", 1).GPU()
+	peak := g.PeakTFLOPS[hardware.BF16] * 1e12
+	fa2 := flops / (peak * step.DefaultConstants().AttentionEfficiency[hardware.Hopper]) * float64(m.Layers)
+	wantF := fa2 * (1 - 333.0/529)
+	wantB := 2.5 * fa2 * (1 - 318.0/518)
+	if d := tt.Breakdown.Forward - mc.Breakdown.Forward; math.Abs(d-wantF) > 0.01*wantF {
+		t.Errorf("forward: torchtitan − megatron-core = %.4f s, want %.4f s", d, wantF)
+	}
+	if d := tt.Breakdown.Backward - mc.Breakdown.Backward; math.Abs(d-wantB) > 0.01*wantB {
+		t.Errorf("backward: torchtitan − megatron-core = %.4f s, want %.4f s", d, wantB)
+	}
+	at, am := run("dgx-a100", "torchtitan"), run("dgx-a100", "megatron-core")
+	if at.Breakdown.Forward != am.Breakdown.Forward || at.Breakdown.Backward != am.Breakdown.Backward {
+		t.Errorf("A100: torchtitan %.4f+%.4f s, megatron-core %.4f+%.4f s; want the same kernels", at.Breakdown.Forward, at.Breakdown.Backward, am.Breakdown.Forward, am.Breakdown.Backward)
 	}
 }

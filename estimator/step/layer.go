@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/hardware"
 )
 
 // layerTimes is one layer's compute for one micro-batch on one GPU, in seconds.
@@ -122,25 +123,32 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 
 	// Attention core: QKᵀ and AV, 2·2·s_q·s_kv·h FLOPs per sequence over the heads of
 	// this rank; causal flash attention skips the masked half, and its backward
-	// recomputes the scores (2.5× the forward).
+	// recomputes the scores (2.5× the forward's FLOPs, at the kernel's backward speed).
 	b := tokens / sLocal
 	// Sliding-window layers attend to fewer keys (model.Arch.AttentionSpan, the
 	// mean over the layers).
 	attn := 2 * b * sLocal * s * h * (qw + vw) / t * a.AttentionSpan(int(s))
 	lt.attnFLOPs = attn
 	lt.fwdFLOPs += attn
-	bwdFactor := 2.0
-	if !req.Training.UnfusedAttention {
-		attn *= 0.5
-		bwdFactor = 2.5
-	}
-	at := attn / (r.peak16 * r.attnEff)
 	if req.Training.UnfusedAttention {
+		at := attn / (r.peak16 * r.attnEff)
 		// Scores, softmax and dropout go through HBM: about 8 bytes per score written
 		// and read forward, twice that backward.
 		at += 8 * b * float64(a.Heads) / t * sLocal * s / r.hbm
+		lt.attnFwd, lt.attnBwd = at, 2*at
+	} else {
+		// The fused kernel's speed depends on the kernel and on the key length of
+		// one call: a ring step's local block under ring context parallelism, the
+		// whole sequence otherwise (Ulysses attends over it on fewer heads).
+		skv := s
+		if l.CP > 1 && !l.CPAllToAll {
+			skv = sLocal
+		}
+		vf, vb := attentionSpeed(r.arch, req.Training.Framework, skv)
+		attn *= 0.5
+		lt.attnFwd = attn / (r.peak16 * r.attnEff * vf)
+		lt.attnBwd = 2.5 * attn / (r.peak16 * r.attnEff * vb)
 	}
-	lt.attnFwd, lt.attnBwd = at, bwdFactor*at
 	fwd += lt.attnFwd
 	bwd += lt.attnBwd
 
@@ -399,7 +407,11 @@ func (e *Estimator) describe(req Request, r *gpuRates) []string {
 }
 
 func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
-	attn := "causal flash attention (masked half skipped, backward 2.5× forward)"
+	attn := "causal flash attention (masked half skipped, backward 2.5× the forward's FLOPs)"
+	kernel := ""
+	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.HopperFusedAttention && req.Cluster.GPU().Arch == hardware.Hopper {
+		kernel = ", Transformer Engine's cuDNN fused attention on Hopper"
+	}
 	if req.Training.UnfusedAttention {
 		attn = "unfused attention (full score matrix computed, stored and read back)"
 	}
@@ -417,7 +429,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	notes := []string{
 		fmt.Sprintf("GEMMs at up to %.0f%% of the %.0f TFLOP/s %s peak, lowered for small and badly tiled shapes (%d SMs, %d×%d tiles)",
 			100*r.gemmEff, r.peak/1e12, req.Training.Precision, int(r.sms), e.k.TileM, e.k.TileN),
-		fmt.Sprintf("attention core at %.0f%% of the 16-bit peak; %s", 100*r.attnEff, attn),
+		fmt.Sprintf("attention core at %.0f%% of the 16-bit peak for FlashAttention-2-class kernels at 16k keys, scaled by the kernel's published speed at the call's key length (Shah et al. 2024)%s; %s", 100*r.attnEff, kernel, attn),
 		fmt.Sprintf("elementwise kernels at %.0f%% of HBM bandwidth; at least %.0f kernel launches of %.0f µs per layer forward", 100*e.k.HBMEfficiency, e.k.KernelsPerLayer, e.k.KernelLaunchUs),
 		dpNote + zero3,
 		"communication overlapped with compute slows it by the share of SMs its kernels take (16 channels)",

@@ -1,0 +1,66 @@
+package step
+
+import (
+	"math"
+
+	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/hardware"
+)
+
+// Measured speed of fused causal attention on an H100 SXM5 (bf16, head dimension
+// 128, batch × sequence = 16k tokens), in TFLOP/s at the sequence lengths
+// attnSeqLens: Shah et al. 2024, "FlashAttention-3" (arXiv 2407.08608), Fig. 5
+// (forward, causal mask) and Fig. 6 (backward, head dimension 128). FlashAttention-2
+// stands for the kernels of its generation (flash-attn 2, PyTorch's SDPA flash
+// backend); cuDNN is the fused attention Transformer Engine runs on Hopper.
+var (
+	attnSeqLens    = [...]float64{512, 1024, 2048, 4096, 8192, 16384}
+	fa2FwdTFLOPS   = [...]float64{191, 260, 298, 319, 333, 335}
+	fa2BwdTFLOPS   = [...]float64{214, 260, 291, 310, 318, 322}
+	cuDNNFwdTFLOPS = [...]float64{315, 410, 484, 518, 529, 539}
+	cuDNNBwdTFLOPS = [...]float64{305, 408, 465, 499, 518, 516}
+)
+
+// attentionSpeed returns the forward and backward speed of a framework's fused
+// attention kernel on a GPU of architecture arch, for key sequences of length skv per
+// kernel call, relative to a FlashAttention-2-class kernel on the same GPU — the
+// kernel Constants.AttentionEfficiency is fitted to (every calibration run on Hopper
+// used one). On Hopper, Transformer Engine's cuDNN fused attention runs at the
+// published ratio of the two kernels' speeds at that length (1.6× forward at 16k,
+// 1.65× at 2k); elsewhere the kernels are of one class (Transformer Engine runs
+// FlashAttention-2 on Ampere) and the ratio is 1. The curves are interpolated in log₂
+// of the length and held flat beyond their ends.
+//
+// The absolute shape of the curves (FlashAttention-2 at 2k keys runs at 0.89 of its
+// 16k speed) is not applied: the calibration runs at 2k keys (llm-foundry, the
+// flash-attention repository) reach a higher attention efficiency than those at 8k
+// and more (torchtitan), so the shape would only move the fitted efficiency.
+func attentionSpeed(arch hardware.Arch, fw string, skv float64) (fwd, bwd float64) {
+	if arch != hardware.Hopper {
+		return 1, 1
+	}
+	if p, err := framework.Lookup(fw); err != nil || !p.HopperFusedAttention {
+		return 1, 1
+	}
+	xs := attnSeqLens[:]
+	fwd = interpLog2(xs, cuDNNFwdTFLOPS[:], skv) / interpLog2(xs, fa2FwdTFLOPS[:], skv)
+	bwd = interpLog2(xs, cuDNNBwdTFLOPS[:], skv) / interpLog2(xs, fa2BwdTFLOPS[:], skv)
+	return fwd, bwd
+}
+
+// interpLog2 interpolates ys over xs (increasing) linearly in log₂ x, flat outside.
+func interpLog2(xs, ys []float64, x float64) float64 {
+	n := len(xs)
+	if !(x > xs[0]) {
+		return ys[0]
+	}
+	if x >= xs[n-1] {
+		return ys[n-1]
+	}
+	i := 1
+	for xs[i] < x {
+		i++
+	}
+	w := math.Log2(x/xs[i-1]) / math.Log2(xs[i]/xs[i-1])
+	return ys[i-1] + w*(ys[i]-ys[i-1])
+}
