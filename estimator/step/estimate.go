@@ -152,13 +152,14 @@ const commExpertData = NumComms
 // hold the same (whole) experts too.
 const commExpertDataTP = NumComms + 1
 
-// placeKey identifies a communication group by what decides it: the dimensions the
-// group spans (size and stride, in the order the group lists them) and the other
-// dimensions of its pipeline stage, whose translates of the group are the groups
-// running at the same time — dimensions of size 1 left out — and, for the pipeline's
-// pairs, the peer's rank offset. Layouts that differ only in the pipeline depth, in
-// dimensions of size 1, or in which communication uses the group (ZeRO-3 and DP
-// gradients; a TP group and a CP group of the same ranks) share one placement.
+// placeKey identifies a communication group by what decides it: the ranks the group
+// spans and the other ranks of its pipeline stage, whose translates of the group are
+// the groups running at the same time — each set as its extents (size and stride),
+// canonical (see canonicalExtents) — and, for the pipeline's pairs, the peer's rank
+// offset. Layouts that differ only in the pipeline depth, in dimensions of size 1, in
+// how a set of ranks is split into dimensions (CP 2 × DP 4096 and DP 8192 with the
+// same stride are one group), or in which communication uses the group (ZeRO-3 and
+// DP gradients; a TP group and a CP group of the same ranks) share one placement.
 type placeKey struct {
 	cl    *topology.Cluster
 	ranks *RankMap
@@ -208,6 +209,8 @@ func (g grid) placeKey(cl *topology.Cluster, rm *RankMap, c Comm) placeKey {
 			j++
 		}
 	}
+	canonicalExtents(k.group[:i])
+	canonicalExtents(k.other[:j])
 	switch c {
 	case CommPP:
 		k.peer = g.stride[DimPP]
@@ -215,6 +218,25 @@ func (g grid) placeKey(cl *topology.Cluster, rm *RankMap, c Comm) placeKey {
 		k.peer = (g.size[DimPP] - 1) * g.stride[DimPP]
 	}
 	return k
+}
+
+// canonicalExtents rewrites a list of extents — the ranks Σ cᵢ·strideᵢ, 0 ≤ cᵢ <
+// sizeᵢ — in one canonical form of the same set: by stride, each extent that continues
+// the one before it (its stride is that one's size × stride) merged into it, the rest
+// zeroed. Grid dimensions are nested (a stride is the product of the sizes before it),
+// so two lists of one set have the same form.
+func canonicalExtents(es []extent) {
+	slices.SortFunc(es, func(a, b extent) int { return int(a.stride) - int(b.stride) })
+	n := 0
+	for _, e := range es {
+		if n > 0 && es[n-1].size*es[n-1].stride == e.stride {
+			es[n-1].size *= e.size
+			continue
+		}
+		es[n] = e
+		n++
+	}
+	clear(es[n:])
 }
 
 // placement returns (and caches) the placement of rank 0's group of the given

@@ -1,6 +1,7 @@
 package step
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
@@ -44,5 +45,65 @@ func TestCollectiveCostMemo(t *testing.T) {
 	}
 	if n := cur.n.Load(); n < 1 || n > 64 {
 		t.Errorf("new generation holds %d entries, want the few stored since the swap", n)
+	}
+}
+
+// Layouts that split the same ranks into different dimensions share one placement:
+// ZeRO-3's group of TP 2 × CP 2 × DP 8 and of TP 2 × DP 16 is every even rank, with
+// the odd ranks' group beside it; a different set (TP 4 × DP 8) is placed anew, and
+// the shared placement is the one the set's own siblings give.
+func TestPlacementSharedAcrossSplits(t *testing.T) {
+	cl, err := catalog.Cluster("dgx-h100", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New()
+	place := func(l Layout) *collective.Placement {
+		t.Helper()
+		g, err := newGrid(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.placement(cl, nil, g, CommZeRO3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := place(Layout{TP: 2, CP: 2, DP: 8, PP: 1})
+	b := place(Layout{TP: 2, CP: 1, DP: 16, PP: 1})
+	if a != b {
+		t.Errorf("TP 2 × CP 2 × DP 8 and TP 2 × DP 16 placed twice")
+	}
+	if len(a.Ranks) != 16 || a.Ranks[1] != 2 || len(a.Siblings) != 2 || a.Siblings[1][0] != 1 {
+		t.Errorf("placement: ranks %v, %d siblings", a.Ranks, len(a.Siblings))
+	}
+	if c := place(Layout{TP: 4, CP: 1, DP: 8, PP: 1}); c == a {
+		t.Errorf("TP 4 × DP 8 (every fourth rank) shares TP 2's placement")
+	}
+	// The pipeline's pairs: stage 0 is ranks 0–15 of 32 however it is split.
+	g1, _ := newGrid(Layout{TP: 2, CP: 2, DP: 4, PP: 2})
+	g2, _ := newGrid(Layout{TP: 8, CP: 1, DP: 2, PP: 2})
+	p1, err1 := e.placement(cl, nil, g1, CommPP)
+	p2, err2 := e.placement(cl, nil, g2, CommPP)
+	if err1 != nil || err2 != nil || p1 != p2 {
+		t.Errorf("pipeline pairs placed twice (%v, %v)", err1, err2)
+	}
+}
+
+func TestCanonicalExtents(t *testing.T) {
+	for _, c := range []struct{ in, want []extent }{
+		{[]extent{{2, 2}, {8, 4}}, []extent{{16, 2}, {}}},
+		{[]extent{{8, 4}, {2, 2}}, []extent{{16, 2}, {}}},
+		{[]extent{{2, 1}, {4, 4}}, []extent{{2, 1}, {4, 4}}}, // a gap: not contiguous
+		{[]extent{{2, 1}, {2, 2}, {4, 4}}, []extent{{16, 1}, {}, {}}},
+		{[]extent{{2, 1}, {2, 2}, {4, 8}}, []extent{{4, 1}, {4, 8}, {}}},
+		{nil, nil},
+	} {
+		got := append([]extent(nil), c.in...)
+		canonicalExtents(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("canonicalExtents(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }
