@@ -135,12 +135,12 @@ func (l *loads) flow(src, dst int, w float64) {
 		return
 	}
 	var lat float64
-	l.path, lat = l.c.Path(src, dst, l.path[:0])
+	var cross bool
+	l.path, lat, cross = l.c.Path(src, dst, l.path[:0])
 	for _, r := range l.path {
 		l.add(r, w)
 	}
 	l.lat = max(l.lat, lat)
-	cross := l.c.CrossesNetwork(src, dst)
 	l.net = l.net || cross
 	l.latSum += lat * w
 	l.netSum += b2f(cross) * w
@@ -534,9 +534,10 @@ func chainPipe(p *Placement, l *loads, nch int, mesh, reverse bool) pipe {
 		var path winSum
 		for e := 0; e+1 < n; e++ {
 			var lat float64
-			l.path, lat = c.Path(g[chain[e]], g[chain[e+1]], l.path[:0])
+			var cross bool
+			l.path, lat, cross = c.Path(g[chain[e]], g[chain[e+1]], l.path[:0])
 			path.lat += lat
-			path.net += b2f(c.CrossesNetwork(g[chain[e]], g[chain[e+1]]))
+			path.net += b2f(cross)
 		}
 		if path.lat+path.net > pp.path.lat+pp.path.net {
 			pp.path = path

@@ -491,7 +491,7 @@ func route(p *Placement, k pairKey, memo map[pairKey]string) string {
 		return r
 	}
 	c := p.Cluster
-	path, _ := c.Path(p.Ranks[k.src], p.Ranks[k.dst], nil)
+	path, _, _ := c.Path(p.Ranks[k.src], p.Ranks[k.dst], nil)
 	var segs []string
 	last := ""
 	for _, res := range path {

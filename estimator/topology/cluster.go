@@ -322,16 +322,16 @@ func (c *Cluster) Kind(r int32) LinkKind {
 }
 
 // Path appends to buf the resources a transfer from GPU src to GPU dst crosses and
-// returns them with the transfer's one-way hardware latency in µs. src == dst
-// crosses nothing.
-func (c *Cluster) Path(src, dst int, buf []int32) ([]int32, float64) {
+// returns them with the transfer's one-way hardware latency in µs and whether it
+// leaves the NVLink domain (CrossesNetwork). src == dst crosses nothing.
+func (c *Cluster) Path(src, dst int, buf []int32) ([]int32, float64, bool) {
 	if src == dst {
-		return buf, 0
+		return buf, 0, false
 	}
 	g := c.Spec.GPUsPerNode
 	sn, dn := src/g, dst/g
 	if sn == dn || c.SameDomain(sn, dn) {
-		return c.intraHop(src, dst, buf), c.IntraLatUs
+		return c.intraHop(src, dst, buf), c.IntraLatUs, false
 	}
 	nics := c.Spec.NICs.PerNode
 	lat := c.NetLatUs
@@ -349,7 +349,7 @@ func (c *Cluster) Path(src, dst int, buf []int32) ([]int32, float64) {
 		buf = append(buf, int32(c.offLeafUp+sl), int32(c.offLeafDown+dl))
 		lat += c.SpineLatUs
 	}
-	return buf, lat
+	return buf, lat, true
 }
 
 // CrossesNetwork reports whether a transfer between the two GPUs leaves the NVLink domain.

@@ -56,12 +56,15 @@ func TestPaths(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, lat := c.Path(tc.src, tc.dst, nil)
+			p, lat, cross := c.Path(tc.src, tc.dst, nil)
 			if got := kinds(c, p); got != tc.want {
 				t.Errorf("path %s, want %s", got, tc.want)
 			}
 			if lat != tc.lat {
 				t.Errorf("latency %v, want %v", lat, tc.lat)
+			}
+			if want := c.CrossesNetwork(tc.src, tc.dst); cross != want {
+				t.Errorf("crosses the network %v, want %v", cross, want)
 			}
 		})
 	}
@@ -71,7 +74,7 @@ func TestMeshAndDomainPaths(t *testing.T) {
 	s := spec()
 	s.Intra = topology.Intra{Kind: topology.Mesh, GPUBandwidthGBps: 448}
 	c := build(t, s)
-	p, _ := c.Path(1, 6, nil)
+	p, _, _ := c.Path(1, 6, nil)
 	if kinds(c, p) != "gpu-gpu" {
 		t.Errorf("mesh path %s, want one pair link", kinds(c, p))
 	}
@@ -81,11 +84,11 @@ func TestMeshAndDomainPaths(t *testing.T) {
 	s = spec()
 	s.Intra.DomainNodes = 2
 	c = build(t, s)
-	p, _ = c.Path(1, 8+6, nil)
+	p, _, _ = c.Path(1, 8+6, nil)
 	if kinds(c, p) != "gpu-out,gpu-in" {
 		t.Errorf("within an NVLink domain: %s, want NVLink ports", kinds(c, p))
 	}
-	p, _ = c.Path(1, 16+6, nil)
+	p, _, _ = c.Path(1, 16+6, nil)
 	if !strings.Contains(kinds(c, p), "nic-out") {
 		t.Errorf("across NVLink domains: %s, want the network", kinds(c, p))
 	}
