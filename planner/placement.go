@@ -111,12 +111,13 @@ func placeBy(c *topology.Cluster, free FreeMap, n, tp int, compact bool) *Placem
 	}
 	var cands []cand
 	if free == nil {
-		for node := range c.Spec.Nodes {
-			all := make([]int, g)
-			for i := range all {
-				all[i] = i
-			}
-			cands = append(cands, cand{node, all, true})
+		all := make([]int, g) // every node's GPUs, shared: read only
+		for i := range all {
+			all[i] = i
+		}
+		cands = make([]cand, c.Spec.Nodes)
+		for node := range cands {
+			cands[node] = cand{node, all, true}
 		}
 	} else {
 		for _, node := range sortedNodes(free) {
@@ -186,7 +187,7 @@ func placeBy(c *topology.Cluster, free FreeMap, n, tp int, compact bool) *Placem
 	}
 	p := &Placement{}
 	need := n
-	used := map[int]bool{}
+	gpus := make([]int, 0, n) // every node's list, one array: n entries in all
 	for _, cd := range cands {
 		if need == 0 {
 			break
@@ -198,8 +199,9 @@ func placeBy(c *topology.Cluster, free FreeMap, n, tp int, compact bool) *Placem
 		if take == 0 {
 			continue
 		}
-		p.Nodes = append(p.Nodes, NodeUse{Node: cd.node, GPUs: slices.Clone(cd.gpus[:take])})
-		used[cd.node] = true
+		start := len(gpus)
+		gpus = append(gpus, cd.gpus[:take]...)
+		p.Nodes = append(p.Nodes, NodeUse{Node: cd.node, GPUs: gpus[start:len(gpus):len(gpus)]})
 		need -= take
 	}
 	if need > 0 {
@@ -207,6 +209,7 @@ func placeBy(c *topology.Cluster, free FreeMap, n, tp int, compact bool) *Placem
 	}
 	// Ranks in node order so that pipeline stages land on neighbouring nodes.
 	slices.SortFunc(p.Nodes, func(a, b NodeUse) int { return a.Node - b.Node })
+	p.Ranks = make([]int, 0, n)
 	for _, u := range p.Nodes {
 		for _, l := range u.GPUs {
 			p.Ranks = append(p.Ranks, u.Node*g+l)
@@ -229,6 +232,10 @@ func placeBy(c *topology.Cluster, free FreeMap, n, tp int, compact bool) *Placem
 	if free == nil {
 		p.FreeWholeNodes = c.Spec.Nodes - len(p.Nodes)
 	} else {
+		used := make(map[int]bool, len(p.Nodes))
+		for _, u := range p.Nodes {
+			used[u.Node] = true
+		}
 		for node, gs := range free {
 			if len(gs) == g && !used[node] {
 				p.FreeWholeNodes++

@@ -132,3 +132,19 @@ func TestEstimateRejectsBadInput(t *testing.T) {
 		t.Errorf("one rank: %+v, %v; want no communication", e, err)
 	}
 }
+
+// Place recycles its per-GPU bookkeeping: a placement refused halfway through a
+// concurrent group leaves nothing behind that refuses the next one on the cluster.
+func TestPlaceAfterARefusal(t *testing.T) {
+	c := mustCluster(t, "dgx-h100", 2, nil)
+	for range 3 {
+		_, err := collective.Place(c, []int{0, 1, 2, 15}, [][]int{{4, 5, 6, 7}, {8, 9, 10, 15}})
+		if !invalid.Is(err) {
+			t.Fatalf("overlapping groups: %v", err)
+		}
+		// Every GPU the refused call touched, in new groups.
+		if _, err := collective.Place(c, []int{0, 1, 2, 3}, [][]int{{8, 9, 10, 11}, {4, 5, 6, 7}}); err != nil {
+			t.Fatalf("after a refusal: %v", err)
+		}
+	}
+}

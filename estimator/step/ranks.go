@@ -130,6 +130,11 @@ func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
 		n = g.stride[same[0]]
 	}
 	seen := make([]bool, n)
+	size := 1
+	for _, d := range dims {
+		size *= g.size[d]
+	}
+	out = make([][]int, 0, n/max(1, size))
 	for x := range n {
 		ok := true
 		for _, d := range same {
