@@ -21,9 +21,12 @@ type Placement struct {
 	// Ranks are the group's global GPU ids in ring order (by node, then local index).
 	Ranks []int
 	// Siblings are every concurrent group, this one included, each in ring order and
-	// of the same size as Ranks.
+	// of the same size as Ranks — or, placed by PlaceDomainImages, those of one
+	// scale-up domain, whose images in the other domains load those domains alike.
 	Siblings [][]int
-	Shape    Shape
+	// Concurrent is how many groups run at once, this one included.
+	Concurrent int
+	Shape      Shape
 
 	Domains   int  // scale-up domains (nodes) the group spans
 	PerDomain int  // ranks per domain (the largest)
@@ -106,9 +109,37 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 		}
 		first = k
 	}
+	p.Concurrent = len(p.Siblings)
 	p.loaded = representatives(c, p.Siblings, p.Domains)
 	p.coef.channels = ringChannels(p)
 	p.ensure(famBase)
+	return p, nil
+}
+
+// PlaceDomainImages is Place for groups that each stay inside one scale-up domain
+// and repeat from domain to domain: concurrent lists the groups of the group's own
+// domain, and every other group running at once — total in all, the group
+// included — is the image of one of them in another domain (the same local GPUs).
+// A group inside a domain loads only its own GPUs' ports (or mesh links), so the
+// images load their domains exactly as the listed groups load theirs, and the
+// contention coefficients — the most loaded link — are those of the listed groups:
+// a TP group of a 100 000-GPU job is placed with the 8 GPUs of its node, not all
+// of them. The caller vouches for the images; the listed groups must each stay in
+// one domain.
+func PlaceDomainImages(c *topology.Cluster, group []int, concurrent [][]int, total int) (*Placement, error) {
+	p, err := Place(c, group, concurrent)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range p.Siblings {
+		if !c.SameDomain(c.Node(g[0]), c.Node(g[len(g)-1])) {
+			return nil, invalid.Field("concurrent", "a group spans scale-up domains: its images would not load their domains alike")
+		}
+	}
+	if total < len(p.Siblings) {
+		return nil, invalid.Field("total", "must count at least the %d groups listed (got %d)", len(p.Siblings), total)
+	}
+	p.Concurrent = total
 	return p, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // Bounds are cheap lower bounds on a layout's step time and memory, for pruning a
@@ -191,6 +192,9 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 		return out
 	}
 	price := func(c Comm, op collective.Op, bytes float64) (float64, bool) {
+		if req.Ranks == nil && g.n/g.size[DimPP] > exactExposureGPUs {
+			return e.cutBound(req.Cluster, g, c, op, bytes), true
+		}
 		p, err := e.placement(req.Cluster, req.Ranks, g, c)
 		if err != nil {
 			return 0, false
@@ -216,4 +220,49 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 		}
 	}
 	return out
+}
+
+// exactExposureGPUs is the largest pipeline stage (in GPUs) whose exposure bounds
+// are priced on the groups' placements. A search asks for thousands of shapes'
+// exposure and prices few of them; placing a stage's groups costs time in
+// proportion to its GPUs (every concurrent group's flows on the links), so beyond
+// this size the bounds come from the fabric's cuts instead (cutBound), which cost
+// the GPUs of one scale-up domain. Smaller stages keep the tighter placed bound.
+const exactExposureGPUs = 4096
+
+// cutBound is collective.Model.CutBound for rank 0's group of communication c and
+// the groups that run with it (pipeline stage 0), ranks in grid order on the first
+// GPUs, in seconds: the groups with ranks in rank 0's scale-up domain, and how many,
+// read off the grid for that domain's GPUs alone.
+func (e *Estimator) cutBound(cl *topology.Cluster, g grid, c Comm, op collective.Op, bytes float64) float64 {
+	dims := groupDims(c)
+	cut := collective.GroupCut{N: 1, OnePerDomain: true}
+	domGPUs := cl.Spec.GPUsPerNode * max(1, min(cl.Spec.Intra.DomainNodes, cl.Spec.Nodes))
+	for _, d := range dims {
+		cut.N *= g.size[d]
+		if g.size[d] > 1 && g.stride[d] < domGPUs {
+			cut.OnePerDomain = false // ranks 0 and stride share the domain
+		}
+	}
+	if cut.N < 2 {
+		return 0
+	}
+	index := map[int]int{} // a group's first rank → its entry in InDomain
+	for r := range min(domGPUs, g.n) {
+		if g.coord(r, DimPP) != 0 {
+			continue
+		}
+		first := r
+		for _, d := range dims {
+			first -= g.coord(r, d) * g.stride[d]
+		}
+		i, ok := index[first]
+		if !ok {
+			i = len(cut.InDomain)
+			index[first] = i
+			cut.InDomain = append(cut.InDomain, 0)
+		}
+		cut.InDomain[i]++
+	}
+	return e.coll.CutBound(cl, op, bytes, cut) * 1e-6
 }

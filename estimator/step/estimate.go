@@ -239,6 +239,33 @@ func canonicalExtents(es []extent) {
 	clear(es[n:])
 }
 
+// domainImages tells whether the groups of key — ranks in grid order on the first
+// GPUs — each stay inside one scale-up domain of dom GPUs and repeat from domain to
+// domain (collective.PlaceDomainImages): the group's extents lie inside a domain,
+// and each other extent of its stage moves a group inside its domain, by whole
+// domains, or both (a stride dividing the domain, whole domains in all). Grid
+// extents are nested, so those inside a domain together span at most one.
+func (k placeKey) domainImages(dom int) bool {
+	if k.ranks != nil || k.peer != 0 {
+		return false
+	}
+	for _, x := range k.group {
+		if x.size > 1 && int(x.size)*int(x.stride) > dom {
+			return false
+		}
+	}
+	for _, x := range k.other {
+		d, s := int(x.stride), int(x.size)
+		switch {
+		case s <= 1, d*s <= dom, d%dom == 0:
+		case dom%d == 0 && d*s%dom == 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // placement returns (and caches) the placement of rank 0's group of the given
 // communication, with the groups that run at the same time in its pipeline stage.
 func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm) (*collective.Placement, error) {
@@ -250,6 +277,17 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	var sib [][]int
 	switch c {
 	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertDataTP:
+		dom := cl.Spec.GPUsPerNode * max(1, min(cl.Spec.Intra.DomainNodes, cl.Spec.Nodes))
+		if stage := g.n / g.size[DimPP]; stage > dom && key.domainImages(dom) {
+			// Only the groups of the first domain: the others are their images.
+			sib = g.siblingsBelow(dom, groupDims(c))
+			p, err := collective.PlaceDomainImages(cl, sib[0], sib[1:], stage/len(sib[0]))
+			if err != nil {
+				return nil, err
+			}
+			actual, _ := e.places.LoadOrStore(key, p)
+			return actual.(*collective.Placement), nil
+		}
 		sib = g.siblings(0, groupDims(c), DimPP)
 	case CommPP:
 		// Stage 0 → stage 1: every rank of stage 0 sends to its peer at once.
@@ -455,7 +493,7 @@ func (p *pricing) commOn(c, place Comm, op collective.Op, bytes float64, perStep
 		return est.TimeUs * 1e-6, nil
 	}
 	p.res.Comms = append(p.res.Comms, CommCall{
-		Kind: c, KindName: c.String(), Op: op.String(), Group: pl.N(), Nodes: pl.Domains, Concurrent: len(pl.Siblings),
+		Kind: c, KindName: c.String(), Op: op.String(), Group: pl.N(), Nodes: pl.Domains, Concurrent: pl.Concurrent,
 		Bytes: bytes, Algorithm: est.Algo.String(), Protocol: est.Protocol.String(), TimeUs: est.TimeUs,
 		PerStep: perStep, When: when,
 	})

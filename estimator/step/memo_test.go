@@ -1,6 +1,7 @@
 package step
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -105,5 +106,64 @@ func TestCanonicalExtents(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("canonicalExtents(%v) = %v, want %v", c.in, got, c.want)
 		}
+	}
+}
+
+// Groups inside a node that repeat from node to node are placed with the first
+// node's groups only, and price exactly as with every group listed; the placement
+// still counts every group that runs at once.
+func TestPlacementByDomainImages(t *testing.T) {
+	images := 0
+	for _, system := range []string{"dgx-h100", "aws-p4d", "gb200-nvl72", "oci-mi300x"} {
+		cl, err := catalog.Cluster(system, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := cl.Spec.GPUsPerNode
+		for _, l := range []Layout{
+			{TP: per, CP: 1, DP: 32, PP: 2},
+			{TP: 2, CP: 2, DP: 16 * per / 4, PP: 2},
+			{TP: 1, CP: per, DP: 8, PP: 4},
+			{TP: 2, CP: 1, DP: 32 * per / 2, PP: 1, EP: 4},
+		} {
+			g, err := newGrid(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []Comm{CommTP, CommCP, CommEP, CommZeRO3, commExpertData} {
+				e := New()
+				got, err := e.placement(cl, nil, g, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sib := g.siblings(0, groupDims(c), DimPP)
+				want, err := collective.Place(cl, sib[0], sib[1:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("%s/%s/%v", system, g, c)
+				if got.Concurrent != len(sib) {
+					t.Errorf("%s: %d groups at once, want %d", name, got.Concurrent, len(sib))
+				}
+				if len(got.Siblings) < len(sib) {
+					images++
+				}
+				if got.N() < 2 {
+					continue
+				}
+				for _, op := range []collective.Op{collective.AllReduce, collective.AllGather, collective.ReduceScatter, collective.AllToAll} {
+					for _, bytes := range []float64{1 << 12, 1 << 24, 1 << 30} {
+						a, errA := e.coll.Estimate(got, op, bytes, collective.Options{})
+						b, errB := e.coll.Estimate(want, op, bytes, collective.Options{})
+						if (errA == nil) != (errB == nil) || a != b {
+							t.Errorf("%s %v %g: %+v (%v), want %+v (%v)", name, op, bytes, a, errA, b, errB)
+						}
+					}
+				}
+			}
+		}
+	}
+	if images < 20 {
+		t.Errorf("%d placements listed only their first domain's groups", images)
 	}
 }

@@ -155,6 +155,27 @@ func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
 	return out
 }
 
+// siblingsBelow returns the groups spanning dims whose ranks are all below limit,
+// among pipeline stage 0's, ordered by their first rank.
+func (g grid) siblingsBelow(limit int, dims []Dim) [][]int {
+	var out [][]int
+	seen := make([]bool, min(limit, g.n))
+	for x := range seen {
+		if seen[x] || g.coord(x, DimPP) != 0 {
+			continue
+		}
+		grp := g.group(x, dims...)
+		if grp[len(grp)-1] >= limit {
+			continue
+		}
+		for _, y := range grp {
+			seen[y] = true
+		}
+		out = append(out, grp)
+	}
+	return out
+}
+
 func (g grid) String() string {
 	var b strings.Builder
 	for i, d := range g.order {

@@ -484,7 +484,7 @@ func (c *Collective) Simulate(ctx context.Context) (*pb.SimulateCollectiveRespon
 		sched = ReplayToProto(r)
 	}
 	out := &pb.SimulateCollectiveResponse{Chosen: CollectiveEstimateToProto(chosen), Ranks: int32(c.p.N()),
-		ConcurrentGroups: int32(len(c.p.Siblings)), EstimatorVersion: buildinfo.EstimatorVersion, Schedule: sched}
+		ConcurrentGroups: int32(c.p.Concurrent), EstimatorVersion: buildinfo.EstimatorVersion, Schedule: sched}
 	all := c.coll.Candidates(c.p, c.op, c.size, collective.Options{Launch: c.opts.Launch, ForceProtocol: c.opts.ForceProtocol, Protocol: c.opts.Protocol}, nil)
 	collective.ByTime(all)
 	for _, e := range all {
