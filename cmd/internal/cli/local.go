@@ -16,7 +16,7 @@ import (
 // Limits of the in-process answers: the daemon's defaults, so that a request the
 // daemon takes is taken here too.
 const (
-	localMaxGPUs       = 65536
+	localMaxGPUs       = 131072
 	localMaxCandidates = 1_000_000
 	localMaxConfigs    = rankBatch
 )
