@@ -318,6 +318,8 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 	case Ring:
 		if op == Broadcast || op == Reduce {
 			p.ensure(famChain)
+		} else {
+			p.ensure(famBase)
 		}
 	case Tree, DoubleTree:
 		p.ensure(famTrees)

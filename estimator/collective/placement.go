@@ -12,10 +12,12 @@ import (
 
 // Placement is a group of GPUs on a cluster together with the groups that run the
 // same collective at the same time (the 8 data-parallel rings of a TP=8 job, say),
-// which share NICs and switch uplinks with it. It precomputes, per communication
-// pattern, the contention coefficients the closed form needs, so that pricing one
-// collective on it is a handful of arithmetic operations. A Placement is immutable
-// after Place returns and safe for concurrent use.
+// which share NICs and switch uplinks with it. It computes, per communication
+// pattern, the contention coefficients the closed form needs the first time a
+// pattern is priced (a pipeline's send/recv pairs never need the ring's), so that
+// pricing one collective on it is then a handful of arithmetic operations. A
+// Placement is immutable after Place returns, but for those coefficients filled in
+// once each, and safe for concurrent use.
 type Placement struct {
 	Cluster *topology.Cluster
 	// Ranks are the group's global GPU ids in ring order (by node, then local index).
@@ -112,7 +114,6 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 	p.Concurrent = len(p.Siblings)
 	p.loaded = representatives(c, p.Siblings, p.Domains)
 	p.coef.channels = ringChannels(p)
-	p.ensure(famBase)
 	return p, nil
 }
 

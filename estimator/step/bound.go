@@ -192,7 +192,7 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 		return out
 	}
 	price := func(c Comm, op collective.Op, bytes float64) (float64, bool) {
-		if req.Ranks == nil && g.n/g.size[DimPP] > exactExposureGPUs {
+		if req.Ranks == nil && g.n > exactExposureGPUs {
 			return e.cutBound(req.Cluster, g, c, op, bytes), true
 		}
 		p, err := e.placement(req.Cluster, req.Ranks, g, c)
@@ -222,12 +222,13 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 	return out
 }
 
-// exactExposureGPUs is the largest pipeline stage (in GPUs) whose exposure bounds
-// are priced on the groups' placements. A search asks for thousands of shapes'
-// exposure and prices few of them; placing a stage's groups costs time in
-// proportion to its GPUs (every concurrent group's flows on the links), so beyond
-// this size the bounds come from the fabric's cuts instead (cutBound), which cost
-// the GPUs of one scale-up domain. Smaller stages keep the tighter placed bound.
+// exactExposureGPUs is the largest job (in GPUs) whose exposure bounds are priced
+// on the groups' placements. A search asks for thousands of shapes' exposure and
+// prices few of them; placing a stage's groups costs time in proportion to its
+// GPUs (every concurrent group's flows on the links), so beyond this size the
+// bounds come from the fabric's cuts instead (cutBound), which cost the GPUs of one
+// scale-up domain. Smaller jobs keep the tighter placed bound, and their searches
+// the answers they had.
 const exactExposureGPUs = 4096
 
 // cutBound is collective.Model.CutBound for rank 0's group of communication c and
