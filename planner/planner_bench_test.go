@@ -25,6 +25,8 @@ func BenchmarkSearch(b *testing.B) {
 		{"gpt3-175b", 1024, 2048, 1536},
 		{"llama3-405b", 4096, 8192, 2048},
 		{"gpt3-175b", 16384, 2048, 16384},
+		{"llama3-70b", 16384, 8192, 16384},
+		{"llama3-70b", 100000, 8192, 100000},
 	}
 	for _, g := range grid {
 		req := planner.Request{Model: mustModel(b, g.model), Cluster: mustCluster(b, "dgx-h100", g.gpus/8), GPUs: g.gpus,

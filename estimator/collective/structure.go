@@ -8,7 +8,10 @@ import "slices"
 
 // domainSpans returns [start, end) of each scale-up domain's ranks.
 func domainSpans(sh Shape) [][2]int {
-	var out [][2]int
+	if len(sh.Node) == 0 {
+		return nil
+	}
+	out := make([][2]int, 0, sh.Node[len(sh.Node)-1]+1) // domains are numbered in order
 	for i := 0; i < len(sh.Node); {
 		j := i
 		for j < len(sh.Node) && sh.Node[j] == sh.Node[i] {
