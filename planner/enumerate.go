@@ -341,6 +341,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 	a, t, cs := req.Model, req.Training, &req.Constraints
 	n, tp, cp := p.n, p.tp, p.cp
 	ordinal := 0
+	var layers step.BoundsCache // this part's layouts share the request
 	for _, pp := range divisors(n / (tp * cp)) {
 		if !allowed(cs.PP, pp) || pp > a.Layers {
 			continue
@@ -410,13 +411,13 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
 								Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp}
 							// On several placements, the lowest of their bounds bounds them all.
-							b, ok := e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.alts[0].ranks})
+							b, ok := e.LowerBoundsCached(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.alts[0].ranks}, &layers)
 							for _, al := range p.alts[1:] {
 								if !ok {
 									break
 								}
 								var b2 step.Bounds
-								if b2, ok = e.LowerBounds(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}); ok {
+								if b2, ok = e.LowerBoundsCached(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}, &layers); ok {
 									b.PerMicroBatch = min(b.PerMicroBatch, b2.PerMicroBatch)
 								}
 							}

@@ -57,7 +57,11 @@ func ZeroBubbleBubble(s Schedule, pp int, perMB, bwd, w float64) (float64, bool)
 
 // LowerBounds computes Bounds without placing any communication. The request must be
 // valid (Estimate validates; LowerBounds only guards against division by zero).
-func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
+func (e *Estimator) LowerBounds(req Request) (Bounds, bool) { return e.LowerBoundsCached(req, nil) }
+
+// LowerBoundsCached is LowerBounds with the layers' compute times kept in c (which
+// may be nil) across calls for the same model, training and cluster.
+func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool) {
 	req = normalise(req)
 	a, t, l, cl := req.Model, req.Training, req.Layout, req.Cluster
 	if cl == nil || l.TP < 1 || l.PP < 1 || l.DP < 1 || l.CP < 1 || l.MicroBatch < 1 || t.SeqLen < 1 {
@@ -71,7 +75,7 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) {
 	// fill and drain; the estimate adds communication and the optimizer on top.
 	m := float64(t.GlobalBatch / max(1, l.DP*l.MicroBatch))
 	sLocal := float64(t.SeqLen) / float64(l.CP)
-	cp := e.compute(req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen))
+	cp := e.computeCached(req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen), c)
 	perMB := cp.fwd + cp.bwd + cp.rc
 	if l.TP > 1 && !l.OverlapTP {
 		// TP communication is on the critical path of every micro-batch; its

@@ -19,6 +19,12 @@ type computeParts struct {
 // compute times the layers of the slowest pipeline stage for one micro-batch of
 // tokens tokens (sLocal per sequence on this GPU, s in the full sequence).
 func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s float64) computeParts {
+	return e.computeCached(req, rates, tokens, sLocal, s, nil)
+}
+
+// computeCached is compute with the layers' times taken from c when it has them (c
+// may be nil).
+func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) computeParts {
 	a, l := req.Model, req.Layout
 	tf := float64(l.TP)
 	h := float64(a.Hidden)
@@ -27,9 +33,9 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 	if a.MoE != nil {
 		moeEvery = max(1, a.MoE.Frequency)
 	}
-	cp.lc = e.layerCompute(req, rates, tokens, sLocal, s, false)
+	cp.lc = c.layer(e, req, rates, tokens, sLocal, s, false)
 	if moeEvery > 0 {
-		cp.lcMoE = e.layerCompute(req, rates, tokens, sLocal, s, true)
+		cp.lcMoE = c.layer(e, req, rates, tokens, sLocal, s, true)
 	}
 	lc, lcMoE := cp.lc, cp.lcMoE
 
@@ -131,4 +137,40 @@ func stageMoELayers(req Request) int {
 		}
 	}
 	return slices.Max(counts)
+}
+
+// BoundsCache keeps the per-layer compute times of the layouts one search bounds
+// for the same model, training and cluster: layouts that differ in pipeline depth,
+// data parallelism or ZeRO stage run their layers alike, so a search part that
+// bounds a hundred such layouts times each kind of layer once. Not safe for
+// concurrent use: one per goroutine.
+type BoundsCache struct {
+	layers map[layerKey]layerTimes
+}
+
+// layerKey is what a layer's times depend on besides the request's model, training
+// and GPU.
+type layerKey struct {
+	tokens, sLocal, s   float64
+	tp, ep, etp, cp     int
+	cpAllToAll, sp, ops bool
+	moe                 bool
+}
+
+// layer is e.layerCompute, remembered in c (when c is not nil).
+func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLocal, s float64, moe bool) layerTimes {
+	if c == nil {
+		return e.layerCompute(req, r, tokens, sLocal, s, moe)
+	}
+	l := req.Layout
+	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe}
+	if lt, ok := c.layers[k]; ok {
+		return lt
+	}
+	if c.layers == nil {
+		c.layers = map[layerKey]layerTimes{}
+	}
+	lt := e.layerCompute(req, r, tokens, sLocal, s, moe)
+	c.layers[k] = lt
+	return lt
 }

@@ -258,6 +258,7 @@ func TestLowerBoundsHold(t *testing.T) {
 	checked := 0
 	for _, name := range []string{"gpt3-175b", "llama3-8b", "mixtral-8x7b"} {
 		a := arch(t, name)
+		var cache step.BoundsCache // shared by the model's layouts, as a search shares it
 		for _, tp := range []int{1, 2, 8} {
 			for _, pp := range []int{1, 2, 4} {
 				for _, cp := range []int{1, 2} {
@@ -284,6 +285,9 @@ func TestLowerBoundsHold(t *testing.T) {
 									b, ok := e.LowerBounds(base)
 									if !ok {
 										t.Fatalf("%+v: no bound", res.Layout)
+									}
+									if bc, _ := e.LowerBoundsCached(base, &cache); bc != b {
+										t.Errorf("%+v: bounds with the layer cache %+v, without %+v", res.Layout, bc, b)
 									}
 									x := e.ExposedBounds(base, b)
 									b.PerMicroBatch += x.PerMicroBatch
