@@ -298,7 +298,9 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 	}
 	count := 0
 	for i := range parts {
-		count += len(parts[i].shapes)
+		for _, c := range parts[i].shapes {
+			count += len(c)
+		}
 	}
 	out := make([]shape, 0, count)
 	kept, ordinal := 0, 0
@@ -307,9 +309,11 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 		if p.err != nil {
 			return nil, 0, p.err
 		}
-		for _, s := range p.shapes {
-			s.ordinal += int32(ordinal)
-			out = append(out, s)
+		for _, c := range p.shapes {
+			for _, s := range c {
+				s.ordinal += int32(ordinal)
+				out = append(out, s)
+			}
 		}
 		ordinal += p.enumerated
 		kept += p.kept
@@ -329,10 +333,28 @@ type part struct {
 	n, tp, cp int
 	alts      []alt
 
-	shapes                             []shape
+	shapes                             [][]shape // in arrays of up to shapeChunk
 	kept, enumerated                   int
 	divisibility, invalid, memoryBound int
 	err                                error
+}
+
+// shapeChunk is the most shapes a part keeps in one array: the part grows by whole
+// arrays, 16 shapes, then twice as many each time up to this, never copying the
+// shapes it has (a shape is a few hundred bytes, and a search has thousands).
+const shapeChunk = 256
+
+// add keeps a shape.
+func (p *part) add(s shape) {
+	if k := len(p.shapes); k == 0 || len(p.shapes[k-1]) == cap(p.shapes[k-1]) {
+		size := 16
+		if k > 0 {
+			size = min(shapeChunk, 2*cap(p.shapes[k-1]))
+		}
+		p.shapes = append(p.shapes, make([]shape, 0, size))
+	}
+	last := &p.shapes[len(p.shapes)-1]
+	*last = append(*last, s)
 }
 
 // enumerate fills the part. total counts the layouts of every part, to stop the
@@ -450,7 +472,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							p.memoryBound += size - fits
 							if fits > 0 {
 								p.kept += fits
-								p.shapes = append(p.shapes, s)
+								p.add(s)
 							}
 						}
 					}
