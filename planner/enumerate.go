@@ -341,8 +341,9 @@ type part struct {
 
 // shapeChunk is the most shapes a part keeps in one array: the part grows by whole
 // arrays, 16 shapes, then twice as many each time up to this, never copying the
-// shapes it has (a shape is a few hundred bytes, and a search has thousands).
-const shapeChunk = 256
+// shapes it has (a shape is a few hundred bytes, and a search has thousands); 64
+// keep an array under the allocator's 32 KB small-object size.
+const shapeChunk = 64
 
 // add keeps a shape.
 func (p *part) add(s shape) {

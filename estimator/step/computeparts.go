@@ -146,6 +146,25 @@ func stageMoELayers(req Request) int {
 // concurrent use: one per goroutine.
 type BoundsCache struct {
 	layers map[layerKey]layerTimes
+	// The last training normalised, and what it normalised to.
+	trained           bool
+	trainIn, trainOut Training
+	spWithTP          bool
+}
+
+// normalise is normalise(req), the training's part remembered in c (when c is not
+// nil).
+func (c *BoundsCache) normalise(req Request) Request {
+	if c == nil {
+		return normalise(req)
+	}
+	if !c.trained || c.trainIn != req.Training {
+		c.trained, c.trainIn = true, req.Training
+		c.trainOut = req.Training.Normalise()
+		c.spWithTP = sequenceParallelWithTP(c.trainOut)
+	}
+	req.Training = c.trainOut
+	return normaliseLayout(req, c.spWithTP)
 }
 
 // layerKey is what a layer's times depend on besides the request's model, training

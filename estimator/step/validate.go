@@ -77,6 +77,13 @@ const (
 // normalise fills defaults: CP, EP, PP, TP 1; schedule 1F1B (GPipe irrelevant without
 // PP); virtual stages 1; precision bf16; optimizer mixed Adam; recompute none.
 func normalise(r Request) Request {
+	r.Training = r.Training.Normalise()
+	return normaliseLayout(r, sequenceParallelWithTP(r.Training))
+}
+
+// normaliseLayout fills the layout's defaults for a request whose training is
+// normalised; spWithTP says the framework turns sequence parallelism on with TP.
+func normaliseLayout(r Request, spWithTP bool) Request {
 	l := &r.Layout
 	for _, v := range []*int{&l.TP, &l.PP, &l.CP, &l.EP, &l.VirtualStages} {
 		if *v == 0 {
@@ -96,13 +103,19 @@ func normalise(r Request) Request {
 		l.Recompute = RecomputeNone
 	}
 	accountSplit(l, r.Model.Layers)
-	r.Training = r.Training.Normalise()
-	if l.TP > 1 && !l.SP && r.Training.Framework != framework.Default {
-		if fw, err := framework.Lookup(r.Training.Framework); err == nil && fw.SequenceParallelWithTP {
-			l.SP = true
-		}
+	if l.TP > 1 && !l.SP && spWithTP {
+		l.SP = true
 	}
 	return r
+}
+
+// sequenceParallelWithTP says t's framework turns sequence parallelism on with TP.
+func sequenceParallelWithTP(t Training) bool {
+	if t.Framework == framework.Default {
+		return false
+	}
+	fw, err := framework.Lookup(t.Framework)
+	return err == nil && fw.SequenceParallelWithTP
 }
 
 // accountSplit writes out the layer split of a layout that accounts for the embedding
