@@ -518,3 +518,53 @@ func TestBackwardPrefetch(t *testing.T) {
 		t.Errorf("result reports backward prefetch %q", post.Training.BackwardPrefetch)
 	}
 }
+
+// On a job over 4096 GPUs the exposure bounds come from the fabric's cuts, not from
+// placed groups: the bound the planner takes for a ZeRO-3 or context-parallel layout
+// still never exceeds the estimate.
+func TestExposedBoundsHoldAtScale(t *testing.T) {
+	e := step.New()
+	checked := 0
+	for _, name := range []string{"llama3-70b", "llama3-8b"} {
+		a := arch(t, name)
+		for _, l := range []step.Layout{
+			{TP: 8, PP: 1, DP: 1024, CP: 1},
+			{TP: 1, PP: 1, DP: 8192, CP: 1},
+			{TP: 2, PP: 2, DP: 512, CP: 4},
+			{TP: 4, PP: 4, DP: 256, CP: 2},
+			{TP: 8, PP: 2, DP: 64, CP: 8},
+			{TP: 1, PP: 1, DP: 1024, CP: 8, CPAllToAll: true},
+		} {
+			for _, z := range []int{1, 3} {
+				r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 1024),
+					Training: step.Training{SeqLen: 32768, GlobalBatch: 8192}}
+				r.Layout = l
+				r.Layout.MicroBatch, r.Layout.ZeRO, r.Layout.SP = 1, z, l.TP > 1
+				res, err := e.Estimate(r)
+				if err != nil {
+					continue
+				}
+				b, ok := e.LowerBounds(r)
+				if !ok {
+					t.Fatalf("%+v: no bound", res.Layout)
+				}
+				x := e.ExposedBounds(r, b)
+				if x.PerMicroBatch == 0 && x.ZeRO3 == 0 {
+					t.Errorf("%+v: no exposure bounded", res.Layout)
+				}
+				lb := b.StepTime + (float64(res.MicroBatches)+float64(l.PP-1))*x.PerMicroBatch
+				if z == 3 {
+					lb += x.ZeRO3
+				}
+				checked++
+				if !(lb <= res.StepTime*(1+1e-9)) {
+					t.Errorf("%+v: bound %.4g s > estimate %.4g s", res.Layout, lb, res.StepTime)
+				}
+				t.Logf("%s tp%d pp%d cp%d dp%d ZeRO %d: bound %.3g s (exposure %.3g s per micro-batch, ZeRO-3 %.3g s), estimate %.3g s", name, l.TP, l.PP, l.CP, l.DP, z, lb, x.PerMicroBatch, x.ZeRO3, res.StepTime)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d layouts checked", checked)
+	}
+}
