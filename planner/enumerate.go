@@ -229,7 +229,7 @@ func (s *shape) size(sp *space) int {
 // them with the number of such layouts. The work is split by (GPU count, TP, CP)
 // over the workers; the parts are joined in enumeration order, so the shapes, their
 // ordinals and the statistics are those of a sequential enumeration.
-func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, st *Stats, workers int) ([]shape, int, error) {
+func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, st *Stats, workers int) ([]*shape, int, error) {
 	a, t, cs := req.Model, req.Training, &req.Constraints
 	g := req.Cluster.Spec.GPUsPerNode
 	var parts []part
@@ -302,7 +302,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			count += len(c)
 		}
 	}
-	out := make([]shape, 0, count)
+	out := make([]*shape, 0, count) // the parts' shapes stay where they are
 	kept, ordinal := 0, 0
 	for i := range parts {
 		p := &parts[i]
@@ -310,9 +310,9 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			return nil, 0, p.err
 		}
 		for _, c := range p.shapes {
-			for _, s := range c {
-				s.ordinal += int32(ordinal)
-				out = append(out, s)
+			for j := range c {
+				c[j].ordinal += int32(ordinal)
+				out = append(out, &c[j])
 			}
 		}
 		ordinal += p.enumerated

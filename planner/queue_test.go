@@ -37,7 +37,11 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The queue gets the shapes as enumerated: it adds their exposure itself.
-		fresh := slices.Clone(shapes)
+		fresh := make([]*shape, len(shapes)) // copies: the loop below exposes the originals
+		for i, s := range shapes {
+			c := *s
+			fresh[i] = &c
+		}
 		var all []candidate
 		for i := range shapes {
 			n := len(all)

@@ -95,14 +95,14 @@ type queue struct {
 	workers int
 	req     *Request
 	sp      *space
-	shapes  []shape
+	shapes  []*shape
 	order   shapeHeap // the shapes not expanded, by best bound, then ordinal
 	heap    []candidate
 }
 
 // newQueue orders the shapes: best bound first, ties in enumeration order (small
 // keys sort faster than shapes; a sorted slice is a heap).
-func newQueue(e *step.Estimator, workers int, req *Request, sp *space, shapes []shape) *queue {
+func newQueue(e *step.Estimator, workers int, req *Request, sp *space, shapes []*shape) *queue {
 	order := make(shapeHeap, len(shapes))
 	for i := range shapes {
 		order[i] = shapeKey{shapes[i].best, shapes[i].ordinal, int32(i)}
@@ -140,7 +140,7 @@ func (h *shapeHeap) Pop() any {
 
 func (q *queue) peek() *candidate {
 	for len(q.order) > 0 && (len(q.heap) == 0 || q.order[0].best <= q.heap[0].bound) {
-		if s := &q.shapes[q.order[0].idx]; !s.exposed {
+		if s := q.shapes[q.order[0].idx]; !s.exposed {
 			q.expose()
 			continue
 		}
@@ -172,7 +172,7 @@ func (q *queue) expose() {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < len(batch); i = int(next.Add(1)) - 1 {
-				s := &q.shapes[batch[i].idx]
+				s := q.shapes[batch[i].idx]
 				s.expose(q.e, q.req)
 				batch[i].best = max(batch[i].best, s.bestBound(q.req, q.sp))
 			}
