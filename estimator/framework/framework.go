@@ -55,6 +55,13 @@ type Profile struct {
 	// class) rather than one of FlashAttention-2's generation (flash-attn 2, PyTorch's
 	// scaled_dot_product_attention flash backend).
 	HopperFusedAttention bool
+	// PipelineScatterGather: without sequence parallelism, each TP rank sends its
+	// 1/TP slice of the activations between pipeline stages and the receiving stage
+	// all-gathers them over NVLink, instead of every rank sending the whole tensor
+	// (Narayanan et al. 2021 §4.1, Megatron-LM's scatter_gather_tensors_in_pipeline,
+	// on unless --no-scatter-gather-tensors-in-pipeline). With sequence parallelism
+	// the activations are sharded anyway.
+	PipelineScatterGather bool
 }
 
 // Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
@@ -100,8 +107,9 @@ var profiles = []Profile{
 		Aliases: []string{"megatron-2021"},
 		Description: "Megatron-LM as of Narayanan et al. (SC'21): attention as separate batched GEMMs and a fused softmax, " +
 			"scores materialised",
-		Source:           "Narayanan et al. 2021, §3–5; Megatron-LM v2 (2021) fused_softmax kernels",
-		UnfusedAttention: true,
+		Source:                "Narayanan et al. 2021, §3–5 (§4.1 scatter/gather); Megatron-LM v2 (2021) fused_softmax kernels, p2p_communication.py scatter_gather_tensors_in_pipeline",
+		UnfusedAttention:      true,
+		PipelineScatterGather: true,
 	},
 	{
 		Name:    "megatron-deepspeed",

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -634,8 +635,8 @@ func (p *pricing) pipeline() error {
 	var send float64
 	if l.PP > 1 {
 		act := p.tokens * p.h * 2
-		if l.SP {
-			act /= p.tf // scatter-gather: each TP rank sends its slice
+		if l.SP || pipelineScatterGather(p.req.Training.Framework) {
+			act /= p.tf // each TP rank sends its slice
 		}
 		x, err := p.comm(CommPP, collective.SendRecv, act, 2*(v*mf+pf-1), "per micro-batch and stage boundary: activation forward, gradient backward")
 		if err != nil {
@@ -654,6 +655,13 @@ func (p *pricing) pipeline() error {
 	p.res.PerMicroBatch = MicroBatch{Forward: p.fwd, Backward: p.bwd, WeightGrad: p.parts.bwdW, Recompute: p.rc,
 		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send}
 	return nil
+}
+
+// pipelineScatterGather says the framework sends each TP rank's slice of the
+// activations between pipeline stages, with or without sequence parallelism.
+func pipelineScatterGather(name string) bool {
+	fw, err := framework.Lookup(name)
+	return err == nil && fw.PipelineScatterGather
 }
 
 // slowStage applies the slow-GPU what-if to the compute of every phase after the

@@ -247,3 +247,41 @@ func TestHopperFusedAttention(t *testing.T) {
 		t.Errorf("A100: torchtitan %.4f+%.4f s, megatron-core %.4f+%.4f s; want the same kernels", at.Breakdown.Forward, at.Breakdown.Backward, am.Breakdown.Forward, am.Breakdown.Backward)
 	}
 }
+
+// Megatron-LM 2021 sends each TP rank's slice of the activations between pipeline
+// stages without sequence parallelism (scatter/gather, Narayanan et al. 2021 §4.1);
+// Megatron-Core without SP sends the whole tensor, and with SP the slice.
+func TestPipelineScatterGather(t *testing.T) {
+	send := func(fw string, sp bool) float64 {
+		req := step.Request{
+			Model: arch(t, "gpt3-175b"), Cluster: cluster(t, "dgx-a100", 8),
+			Training: step.Training{SeqLen: 2048, GlobalBatch: 64, Framework: fw},
+			Layout:   step.Layout{TP: 8, PP: 8, DP: 1, CP: 1, MicroBatch: 1, SP: sp, Recompute: step.RecomputeFull},
+		}
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Comms {
+			if c.KindName == "pp" {
+				return c.Bytes
+			}
+		}
+		t.Fatalf("%s: no pipeline send/recv in the communication table", fw)
+		return 0
+	}
+	whole := 2048.0 * 12288 * 2 // one micro-batch's activations in 16 bits
+	for _, c := range []struct {
+		fw   string
+		sp   bool
+		want float64
+	}{
+		{"megatron-lm-2021", false, whole / 8},
+		{"megatron-core", false, whole},
+		{"megatron-core", true, whole / 8},
+	} {
+		if got := send(c.fw, c.sp); got != c.want {
+			t.Errorf("%s, SP %v: %.0f bytes per transfer, want %.0f", c.fw, c.sp, got, c.want)
+		}
+	}
+}
