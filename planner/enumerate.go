@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -277,22 +276,8 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 		}
 	}
 
-	var next, total atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, len(parts)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(parts) || ctx.Err() != nil {
-					return
-				}
-				parts[i].enumerate(ctx, e, req, sp, &total)
-			}
-		}()
-	}
-	wg.Wait()
+	var total atomic.Int64
+	parallel(ctx, workers, len(parts), func(i int) { parts[i].enumerate(ctx, e, req, sp, &total) })
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}

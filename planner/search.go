@@ -165,20 +165,11 @@ func (q *queue) expose() {
 	for len(batch) < exposeBatch && len(q.order) > 0 && !q.shapes[q.order[0].idx].exposed {
 		batch = append(batch, heap.Pop(&q.order).(shapeKey))
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(q.workers, len(batch)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < len(batch); i = int(next.Add(1)) - 1 {
-				s := q.shapes[batch[i].idx]
-				s.expose(q.e, q.req)
-				batch[i].best = max(batch[i].best, s.bestBound(q.req, q.sp))
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(context.Background(), q.workers, len(batch), func(i int) {
+		s := q.shapes[batch[i].idx]
+		s.expose(q.e, q.req)
+		batch[i].best = max(batch[i].best, s.bestBound(q.req, q.sp))
+	})
 	for _, k := range batch {
 		heap.Push(&q.order, k)
 	}
@@ -456,18 +447,7 @@ func (s *evaluation) nextChunk(q *queue) []candidate {
 // price evaluates a chunk over the workers, each taking the next layout left.
 func (s *evaluation) price(ctx context.Context, cands []candidate) ([]evaluated, error) {
 	out := make([]evaluated, len(cands))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(s.workers, len(cands)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := int(next.Add(1)) - 1; j < len(cands) && ctx.Err() == nil; j = int(next.Add(1)) - 1 {
-				out[j] = s.evaluate(&cands[j])
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(ctx, s.workers, len(cands), func(j int) { out[j] = s.evaluate(&cands[j]) })
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -747,4 +727,22 @@ func (f fronts) beaten(c *candidate, head float64) bool {
 		}
 	}
 	return false
+}
+
+// parallel runs do(0) … do(n−1) on at most workers goroutines, each taking the next
+// index left, and returns once they are all done; a worker stops taking indices when
+// ctx is done.
+func parallel(ctx context.Context, workers, n int, do func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(max(1, workers), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
+				do(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
