@@ -88,8 +88,8 @@ func (m *Model) CutBound(c *topology.Cluster, op Op, bytes float64, g GroupCut) 
 	if op == SendRecv {
 		return fixed + netStep + bytes/c.NICBW/maxBWF
 	}
-	domNodes := max(1, min(spec.Intra.DomainNodes, spec.Nodes))
-	nics := float64(spec.NICs.PerNode * domNodes)
+	domGPUs := c.DomainGPUs()
+	nics := float64(spec.NICs.PerNode * domGPUs / spec.GPUsPerNode)
 	if nics == 0 {
 		return fixed
 	}
@@ -107,7 +107,7 @@ func (m *Model) CutBound(c *topology.Cluster, op Op, bytes float64, g GroupCut) 
 	lat := fixed + netStep // all-to-all: direct's one step, pairwise's first
 	if op != AllToAll {
 		// Ring: every channel's ring leaves each domain it spans once.
-		doms := max(2, (n+spec.GPUsPerNode*domNodes-1)/(spec.GPUsPerNode*domNodes))
+		doms := max(2, (n+domGPUs-1)/domGPUs)
 		d := float64(doms)
 		// More domains mean more network hops: fewer if those are the cheaper ones.
 		hop := min((d*c.NetLatUs+(nf-d)*c.IntraLatUs)/nf, c.NetLatUs)

@@ -96,7 +96,7 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 		p.Siblings = append(p.Siblings, o)
 	}
 	p.Shape = shapeOf(c, p.Ranks)
-	p.DomainGPUs = c.Spec.GPUsPerNode * max(1, min(c.Spec.Intra.DomainNodes, c.Spec.Nodes))
+	p.DomainGPUs = c.DomainGPUs()
 	counts := map[int32]int{}
 	for _, d := range p.Shape.Node {
 		counts[d]++
@@ -181,7 +181,7 @@ func representatives(c *topology.Cluster, siblings [][]int, domains int) [][]int
 	if domains != 1 {
 		return siblings
 	}
-	dom := c.Spec.GPUsPerNode * max(1, c.Spec.Intra.DomainNodes)
+	dom := c.DomainGPUs()
 	seen := map[string]bool{}
 	var out [][]int
 	key := make([]byte, 0, 64)

@@ -242,7 +242,7 @@ const exactExposureGPUs = 4096
 func (e *Estimator) cutBound(cl *topology.Cluster, g grid, c Comm, op collective.Op, bytes float64) float64 {
 	dims := groupDims(c)
 	cut := collective.GroupCut{N: 1, OnePerDomain: true}
-	domGPUs := cl.Spec.GPUsPerNode * max(1, min(cl.Spec.Intra.DomainNodes, cl.Spec.Nodes))
+	domGPUs := cl.DomainGPUs()
 	for _, d := range dims {
 		cut.N *= g.size[d]
 		if g.size[d] > 1 && g.stride[d] < domGPUs {

@@ -278,7 +278,7 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	var sib [][]int
 	switch c {
 	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertDataTP:
-		dom := cl.Spec.GPUsPerNode * max(1, min(cl.Spec.Intra.DomainNodes, cl.Spec.Nodes))
+		dom := cl.DomainGPUs()
 		if stage := g.n / g.size[DimPP]; stage > dom && key.domainImages(dom) {
 			// Only the groups of the first domain: the others are their images.
 			sib = g.siblingsBelow(dom, groupDims(c))

@@ -202,6 +202,10 @@ func (c *Cluster) Resources() int { return c.nRes }
 // Node of global GPU rank g.
 func (c *Cluster) Node(g int) int { return g / c.Spec.GPUsPerNode }
 
+// DomainGPUs is how many GPUs one scale-up (NVLink) domain holds: a node's, or a
+// multi-node domain's, at most the cluster's.
+func (c *Cluster) DomainGPUs() int { return c.Spec.GPUsPerNode * min(c.domainNodes, c.Spec.Nodes) }
+
 // SameDomain reports whether two nodes share an NVLink domain.
 func (c *Cluster) SameDomain(a, b int) bool { return a/c.domainNodes == b/c.domainNodes }
 

@@ -174,3 +174,15 @@ func TestValidateNamesFields(t *testing.T) {
 		t.Errorf("valid spec rejected: %v", err)
 	}
 }
+
+// A scale-up domain holds one node's GPUs, or a multi-node domain's, but never more
+// than the cluster has.
+func TestDomainGPUs(t *testing.T) {
+	for _, c := range []struct{ domainNodes, nodes, want int }{{0, 4, 8}, {1, 4, 8}, {2, 4, 16}, {18, 4, 32}} {
+		s := spec()
+		s.Nodes, s.Intra.DomainNodes = c.nodes, c.domainNodes
+		if got := build(t, s).DomainGPUs(); got != c.want {
+			t.Errorf("%d-node domains on %d nodes: %d GPUs, want %d", c.domainNodes, c.nodes, got, c.want)
+		}
+	}
+}
