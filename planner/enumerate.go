@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -80,37 +81,38 @@ func newSpace(req *Request) *space {
 // stage are chosen: the layouts that share one compute bound. A search keeps its
 // shapes (tens of thousands) rather than its layouts (hundreds of thousands, ten
 // times the memory and the sorting) and expands a shape into layouts only when its
-// best bound comes up (see queue).
+// best bound comes up (see queue). A shape holds no pointers (its placements,
+// layer split and schedules are its part's, by index): the arrays of shapes are
+// recycled from search to search and the garbage collector need not scan them.
 type shape struct {
-	best      float64     // the lowest bound among its layouts that fit
-	perMB     float64     // lower bound of one micro-batch through a stage
-	zero3     float64     // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
-	exposed   bool        // perMB and zero3 count step.Exposure
-	bounds    step.Bounds // as enumerated (its Backward and WeightGrad give the zero-bubble bubbles)
-	params    float64     // parameters per GPU before ZeRO sharding
-	reserveGB float64     // runtime reserve and the activations lower bound (step.Bounds)
-	alts      []alt
-	split     []int
-	scheds    []sched
-	n         int32
-	ordinal   int32 // enumeration order of its first layout
-	m         int32 // micro-batches per replica
-	tp, pp    int32
-	dp, cp    int32
-	ep, mbs   int32
-	rc        uint8
-	sp        bool
-	etp1      bool // experts whole on each TP rank (step.Layout.ETP 1)
+	best    float64     // the lowest bound among its layouts that fit
+	perMB   float64     // lower bound of one micro-batch through a stage
+	zero3   float64     // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
+	bounds  step.Bounds // as enumerated (its Backward and WeightGrad give the zero-bubble bubbles)
+	n       int32
+	ordinal int32 // enumeration order of its first layout
+	m       int32 // micro-batches per replica
+	tp, pp  int32
+	dp, cp  int32
+	ep, mbs int32
+	part    int32  // its part (the placements) among the search's
+	split   uint16 // its layer split among the part's
+	scheds  uint16 // its schedules among the part's lists
+	fits    uint8  // bit z: the layouts with ZeRO stage z are searched and their states fit
+	rc      uint8
+	sp      bool
+	etp1    bool // experts whole on each TP rank (step.Layout.ETP 1)
+	exposed bool // perMB and zero3 count step.Exposure
 }
 
 // expose adds to the shape's bounds the communication that step.Exposure bounds
 // (the lowest over its placements): priced only for the shapes a search comes to,
-// it only raises them.
-func (s *shape) expose(e *step.Estimator, req *Request) {
+// it only raises them. p is the shape's part.
+func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
 	s.exposed = true
-	base := s.baseLayout()
+	base := s.baseLayout(p)
 	var low step.Exposure
-	for i, al := range s.alts {
+	for i, al := range p.alts {
 		x := e.ExposedBounds(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}, s.bounds)
 		if i == 0 {
 			low = x
@@ -122,64 +124,81 @@ func (s *shape) expose(e *step.Estimator, req *Request) {
 }
 
 // baseLayout is the layout the shape's bounds are computed for: 1F1B, no ZeRO.
-func (s *shape) baseLayout() step.Layout {
+func (s *shape) baseLayout(p *part) step.Layout {
 	return step.Layout{TP: int(s.tp), PP: int(s.pp), DP: int(s.dp), CP: int(s.cp), EP: int(s.ep), MicroBatch: int(s.mbs),
-		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: s.split, ETP: etpOf(s.etp1)}
+		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: p.splits[s.split], ETP: etpOf(s.etp1)}
 }
 
 // bestBound is the lowest bound of the shape's layouts whose memory lower bound
-// fits (+Inf if none does).
-func (s *shape) bestBound(req *Request, sp *space) float64 {
+// fits (+Inf if none does). Stages 0–2 add nothing to a schedule's bound, so their
+// schedules are bounded once.
+func (s *shape) bestBound(req *Request, p *part) float64 {
 	best := math.Inf(1)
-	for _, zero := range sp.zeros {
-		if (zero == 0 || s.dp*s.cp > 1) && s.statesFit(req, sp, zero) {
-			for _, sc := range s.scheds {
-				best = min(best, s.schedBound(req, sc, s.zeroBound(zero)))
-			}
+	scheds := p.scheds[s.scheds]
+	if s.fits&^(1<<3) != 0 {
+		for _, sc := range scheds {
+			best = min(best, s.schedBound(req, sc, 0))
+		}
+	}
+	if s.fits&(1<<3) != 0 && (s.zero3 != 0 || s.fits == 1<<3) {
+		for _, sc := range scheds {
+			best = min(best, s.schedBound(req, sc, s.zero3))
 		}
 	}
 	return best
 }
 
+// searched tells whether the search tries the shape's layouts with ZeRO stage zero:
+// sharding needs data or context parallelism.
+func (s *shape) searched(zero int) bool { return zero == 0 || s.dp*s.cp > 1 }
+
 // layouts calls emit with each layout of the shape whose memory lower bound fits, in
-// enumeration order (ZeRO stage, then schedule), with its bound and ordinal.
-func (s *shape) layouts(req *Request, sp *space, emit func(candidate)) {
-	a := &req.Model
+// enumeration order (ZeRO stage, then schedule), with its bound, ordinal, ZeRO stage
+// and schedule (its index among the shape's).
+func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float64, ordinal int32, zero int8, sched uint16)) {
 	ordinal := s.ordinal
+	scheds := p.scheds[s.scheds]
 	for _, zero := range sp.zeros {
-		if zero > 0 && s.dp*s.cp == 1 {
+		if !s.searched(zero) {
 			continue // nothing to shard
 		}
-		fits := s.statesFit(req, sp, zero)
-		for _, sc := range s.scheds {
+		if s.fits&(1<<zero) == 0 {
+			ordinal += int32(len(scheds))
+			continue
+		}
+		for i, sc := range scheds {
 			ordinal++
-			if !fits {
-				continue
-			}
-			ls := s.split
-			if st := int(s.pp) * sc.v; sc.v > 1 && a.Layers%st != 0 {
-				if ls = step.PipelineSplit(a.Layers, st); ls == nil {
-					ls = step.EvenSplit(a.Layers, st)
-				}
-			}
-			emit(candidate{bound: s.schedBound(req, sc, s.zeroBound(zero)), alts: s.alts, split: ls,
-				n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
-				v: int16(sc.v), zero: int8(zero), rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1})
+			emit(s.schedBound(req, sc, s.zeroBound(zero)), ordinal, int8(zero), uint16(i))
 		}
 	}
 }
 
-// statesFit tells whether the model states under a ZeRO stage, with the runtime
-// reserve, fit in the memory a layout may use: the memory lower bound.
-func (s *shape) statesFit(req *Request, sp *space, zero int) bool {
-	w, gr, st := step.ModelStateBytes(s.params, req.Training.Optimizer, zero, int(s.dp*s.cp))
+// candidate is the shape's layout with ZeRO stage zero and its schedule i.
+func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, zero int8, i uint16) candidate {
+	sc := p.scheds[s.scheds][i]
+	ls := p.splits[s.split]
+	if st := int(s.pp) * sc.v; sc.v > 1 && req.Model.Layers%st != 0 {
+		if ls = step.PipelineSplit(req.Model.Layers, st); ls == nil {
+			ls = step.EvenSplit(req.Model.Layers, st)
+		}
+	}
+	return candidate{bound: bound, alts: p.alts, split: ls,
+		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
+		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1}
+}
+
+// statesFit tells whether the model states of params parameters per GPU under a
+// ZeRO stage, with reserveGB (the runtime reserve and the activations), fit in the
+// memory a layout may use: the memory lower bound.
+func (s *shape) statesFit(req *Request, sp *space, params, reserveGB float64, zero int) bool {
+	w, gr, st := step.ModelStateBytes(params, req.Training.Optimizer, zero, int(s.dp*s.cp))
 	switch req.Constraints.Offload {
 	case step.OffloadOptimizer:
 		st = 0 // in host memory
 	case step.OffloadParams:
 		w, gr, st = 0, 0, 0
 	}
-	return (w+gr+st)/1e9+s.reserveGB <= sp.capGB
+	return (w+gr+st)/1e9+reserveGB <= sp.capGB
 }
 
 // bound is the objective's lower bound for the shape run with v virtual stages,
@@ -212,23 +231,12 @@ func (s *shape) schedBound(req *Request, sc sched, extra float64) float64 {
 	return s.bound(req, sc.v, extra)
 }
 
-// size is the number of layouts of the shape, fitting or not.
-func (s *shape) size(sp *space) int {
-	z := 0
-	for _, zero := range sp.zeros {
-		if zero == 0 || s.dp*s.cp > 1 {
-			z++
-		}
-	}
-	return z * len(s.scheds)
-}
-
 // enumerate builds every shape with a layout that passes the cheap checks —
 // divisibility, placement on the free GPUs, the memory lower bound — and returns
 // them with the number of such layouts. The work is split by (GPU count, TP, CP)
 // over the workers; the parts are joined in enumeration order, so the shapes, their
 // ordinals and the statistics are those of a sequential enumeration.
-func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, st *Stats, workers int) ([]*shape, int, error) {
+func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, st *Stats, workers int, buf *buffers) (*enumeration, error) {
 	a, t, cs := req.Model, req.Training, &req.Constraints
 	g := req.Cluster.Spec.GPUsPerNode
 	var parts []part
@@ -261,44 +269,48 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 				if !identity(pl.Ranks) {
 					var err error
 					if alts[i].ranks, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
-						return nil, 0, err
+						return nil, err
 					}
 				}
 			}
 			for _, cp := range divisors(n / tp) {
 				if allowed(cs.CP, cp) && t.SeqLen%cp == 0 {
-					parts = append(parts, part{n: n, tp: tp, cp: cp, alts: alts})
+					parts = append(parts, part{idx: int32(len(parts)), n: n, tp: tp, cp: cp, alts: alts})
 				}
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
 
 	var total atomic.Int64
+	en := &enumeration{parts: parts}
+	defer func() {
+		if en.shapes == nil {
+			en.release() // failed: nothing will read the shapes
+		}
+	}()
 	parallel(ctx, workers, len(parts), func(i int) { parts[i].enumerate(ctx, e, req, sp, &total) })
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	count := 0
 	for i := range parts {
-		for _, c := range parts[i].shapes {
-			count += len(c)
-		}
+		count += parts[i].count
 	}
-	out := make([]*shape, 0, count) // the parts' shapes stay where they are
+	out := buf.shapes[:0] // the parts' shapes stay where they are
+	out = slices.Grow(out, count)
 	kept, ordinal := 0, 0
 	for i := range parts {
 		p := &parts[i]
 		if p.err != nil {
-			return nil, 0, p.err
+			return nil, p.err
 		}
-		for _, c := range p.shapes {
-			for j := range c {
-				c[j].ordinal += int32(ordinal)
-				out = append(out, &c[j])
-			}
+		for j := range p.count {
+			sh := &p.chunks[j/shapeChunk][j%shapeChunk]
+			sh.ordinal += int32(ordinal)
+			out = append(out, sh)
 		}
 		ordinal += p.enumerated
 		kept += p.kept
@@ -309,38 +321,64 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			}
 		}
 	}
-	return out, kept, nil
+	en.shapes, en.kept = out, kept
+	return en, nil
+}
+
+// enumeration is what enumerate found: the parts, their shapes in enumeration
+// order, and the number of layouts that passed the cheap checks.
+type enumeration struct {
+	parts  []part
+	shapes []*shape
+	kept   int
+}
+
+// release gives the parts' arrays of shapes back for the next search; the shapes
+// must not be read after.
+func (en *enumeration) release() {
+	for i := range en.parts {
+		p := &en.parts[i]
+		for _, c := range p.chunks {
+			chunkPool.Put(c)
+		}
+		p.chunks, p.count = nil, 0
+	}
+	clear(en.shapes)
 }
 
 // part is the enumeration of one GPU count, TP and CP degree: its shapes, with
 // ordinals counted from the part's start, and its statistics.
 type part struct {
+	idx       int32 // among the search's parts
 	n, tp, cp int
 	alts      []alt
+	splits    [][]int   // the layer splits of its shapes (shape.split)
+	scheds    [][]sched // the schedule lists of its shapes (shape.scheds)
 
-	shapes                             [][]shape // in arrays of up to shapeChunk
+	chunks                             []*[shapeChunk]shape // its count shapes, in recycled arrays
+	count                              int
 	kept, enumerated                   int
 	divisibility, invalid, memoryBound int
 	err                                error
 }
 
-// shapeChunk is the most shapes a part keeps in one array: the part grows by whole
-// arrays, 16 shapes, then twice as many each time up to this, never copying the
-// shapes it has (a shape is a few hundred bytes, and a search has thousands); 64
-// keep an array under the allocator's 32 KB small-object size.
+// shapeChunk is how many shapes one array of a part holds: a part grows by whole
+// arrays, never copying the shapes it has (a shape is a few hundred bytes, and a
+// search has thousands), and the arrays go back to chunkPool when the search ends;
+// 64 keep an array under the allocator's 32 KB small-object size.
 const shapeChunk = 64
 
+// chunkPool recycles the arrays of shapes from search to search: a search's
+// shapes are most of what it allocates.
+var chunkPool = sync.Pool{New: func() any { return new([shapeChunk]shape) }}
+
 // add keeps a shape.
-func (p *part) add(s shape) {
-	if k := len(p.shapes); k == 0 || len(p.shapes[k-1]) == cap(p.shapes[k-1]) {
-		size := 16
-		if k > 0 {
-			size = min(shapeChunk, 2*cap(p.shapes[k-1]))
-		}
-		p.shapes = append(p.shapes, make([]shape, 0, size))
+func (p *part) add(s *shape) {
+	if p.count == len(p.chunks)*shapeChunk {
+		p.chunks = append(p.chunks, chunkPool.Get().(*[shapeChunk]shape))
 	}
-	last := &p.shapes[len(p.shapes)-1]
-	*last = append(*last, s)
+	p.chunks[p.count/shapeChunk][p.count%shapeChunk] = *s
+	p.count++
 }
 
 // enumerate fills the part. total counts the layouts of every part, to stop the
@@ -376,18 +414,21 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			continue
 		}
 		perReplica := t.GlobalBatch / dp
+		splitIdx := uint16(len(p.splits))
+		p.splits = append(p.splits, split)
 		// The schedules depend on the depth and on whether the micro-batches are a
 		// multiple of it: listed once per depth, shared by its shapes (read only).
-		var schedsByMultiple [2][]sched
-		schedsFor := func(m int) []sched {
+		schedsByMultiple := [2]int{-1, -1} // indices in p.scheds
+		schedsFor := func(m int) ([]sched, uint16) {
 			i := 0
 			if m%pp == 0 {
 				i = 1
 			}
-			if schedsByMultiple[i] == nil {
-				schedsByMultiple[i] = schedules(pp, m, a.Layers, cs)
+			if schedsByMultiple[i] < 0 {
+				schedsByMultiple[i] = len(p.scheds)
+				p.scheds = append(p.scheds, schedules(pp, m, a.Layers, cs))
 			}
-			return schedsByMultiple[i]
+			return p.scheds[schedsByMultiple[i]], uint16(schedsByMultiple[i])
 		}
 		for _, ep := range sp.eps {
 			if !allowed(cs.EP, ep) || dp%ep != 0 {
@@ -398,7 +439,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 					continue
 				}
 				m := perReplica / mbs
-				scheds := schedsFor(m)
+				scheds, schedsIdx := schedsFor(m)
 				for _, rc := range sp.recomputes {
 					for _, seqPar := range []bool{false, true} {
 						if seqPar && tp == 1 || !allowed(cs.SP, seqPar) {
@@ -433,32 +474,36 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 								p.invalid += len(scheds) * len(sp.zeros)
 								continue
 							}
-							s := shape{perMB: b.PerMicroBatch, bounds: b, params: b.Params, reserveGB: b.ReserveGB + b.ActivationsGB, alts: p.alts,
-								split: split, scheds: scheds, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
-								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
-							size := s.size(sp)
+							s := shape{perMB: b.PerMicroBatch, bounds: b, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
+								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
+								scheds: schedsIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
+							// The layouts that fit are those of the ZeRO stages whose states
+							// fit, under every schedule; the deepest interleaving has the
+							// smallest bubble and so the best bound (bounds grow with the step
+							// time under every objective).
+							stages, fits := 0, 0
+							for _, zero := range sp.zeros {
+								if s.searched(zero) {
+									stages++
+									if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
+										s.fits |= 1 << zero
+										fits++
+									}
+								}
+							}
+							size := stages * len(scheds)
 							ordinal += size
 							p.enumerated += size
 							if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
 								p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
 								return
 							}
-							// The layouts that fit are those of the ZeRO stages whose states
-							// fit, under every schedule; the deepest interleaving has the
-							// smallest bubble and so the best bound (bounds grow with the step
-							// time under every objective).
-							stages := 0
-							for _, zero := range sp.zeros {
-								if (zero == 0 || dp*cp > 1) && s.statesFit(req, sp, zero) {
-									stages++
-								}
-							}
-							s.best = s.bestBound(req, sp)
-							fits := stages * len(scheds)
+							fits *= len(scheds)
 							p.memoryBound += size - fits
 							if fits > 0 {
+								s.best = s.bestBound(req, p)
 								p.kept += fits
-								p.add(s)
+								p.add(&s)
 							}
 						}
 					}

@@ -32,10 +32,11 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 		sp := newSpace(&req)
 		st := Stats{Pruned: map[string]int{}}
 		e := step.New()
-		shapes, kept, err := enumerate(context.Background(), e, &req, sp, &st, 3)
+		en, err := enumerate(context.Background(), e, &req, sp, &st, 3, new(buffers))
 		if err != nil {
 			t.Fatal(err)
 		}
+		shapes, kept := en.shapes, en.kept
 		// The queue gets the shapes as enumerated: it adds their exposure itself.
 		fresh := make([]*shape, len(shapes)) // copies: the loop below exposes the originals
 		for i, s := range shapes {
@@ -43,10 +44,13 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			fresh[i] = &c
 		}
 		var all []candidate
-		for i := range shapes {
+		for i, s := range shapes {
 			n := len(all)
-			shapes[i].expose(e, &req)
-			shapes[i].layouts(&req, sp, func(c candidate) { all = append(all, c) })
+			p := &en.parts[s.part]
+			s.expose(e, &req, p)
+			s.layouts(&req, sp, p, func(bound float64, ordinal int32, zero int8, sched uint16) {
+				all = append(all, s.candidate(&req, p, bound, ordinal, zero, sched))
+			})
 			for _, c := range all[n:] {
 				if c.bound < shapes[i].best {
 					t.Fatalf("%s: layout bound %v below its shape's best %v", tc.model, c.bound, shapes[i].best)
@@ -62,7 +66,7 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			}
 			return cmp.Compare(a.ordinal, b.ordinal)
 		})
-		q := newQueue(e, 2, &req, sp, fresh)
+		q := newQueue(e, 2, &req, sp, &enumeration{parts: en.parts, shapes: fresh, kept: kept}, new(buffers))
 		popped := 0
 		for ; q.peek() != nil; popped++ {
 			got := q.pop()

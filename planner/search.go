@@ -2,7 +2,6 @@ package planner
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"math"
 	"runtime"
@@ -89,31 +88,40 @@ func (c *candidate) layoutWith(req *Request) step.Layout {
 // layout still unexpanded then has a bound above the heap's top, and all layouts
 // tied with the top are in the heap. A shape that comes up for the first time adds
 // its communication bounds (step.Exposure); if that raises its best bound it goes
-// back among the shapes instead.
+// back among the shapes instead. The heap holds small entries, and a layout
+// becomes a candidate only when it is taken.
 type queue struct {
 	e       *step.Estimator
 	workers int
 	req     *Request
 	sp      *space
+	parts   []part
 	shapes  []*shape
-	order   shapeHeap // the shapes not expanded, by best bound, then ordinal
-	heap    []candidate
+	order   shapeHeap    // the shapes not expanded, by best bound, then ordinal
+	heap    []layoutItem // the layouts of the expanded shapes
+	batch   []shapeKey   // the shapes being exposed
 }
 
-// newQueue orders the shapes: best bound first, ties in enumeration order (small
-// keys sort faster than shapes; a sorted slice is a heap).
-func newQueue(e *step.Estimator, workers int, req *Request, sp *space, shapes []*shape) *queue {
-	order := make(shapeHeap, len(shapes))
-	for i := range shapes {
-		order[i] = shapeKey{shapes[i].best, shapes[i].ordinal, int32(i)}
+// layoutItem is a layout in the queue's heap: its bound and ordinal, its shape, ZeRO
+// stage and schedule (among the shape's).
+type layoutItem struct {
+	bound   float64
+	ordinal int32
+	shape   int32
+	sched   uint16
+	zero    int8
+}
+
+// newQueue orders the shapes: best bound first, ties in enumeration order.
+func newQueue(e *step.Estimator, workers int, req *Request, sp *space, en *enumeration, buf *buffers) *queue {
+	order := slices.Grow(buf.order[:0], len(en.shapes))
+	for i, s := range en.shapes {
+		order = append(order, shapeKey{s.best, s.ordinal, int32(i)})
 	}
-	slices.SortFunc(order, func(a, b shapeKey) int {
-		if c := cmp.Compare(a.best, b.best); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ordinal, b.ordinal)
-	})
-	return &queue{e: e, workers: max(1, workers), req: req, sp: sp, shapes: shapes, order: order}
+	q := &queue{e: e, workers: max(1, workers), req: req, sp: sp, parts: en.parts, shapes: en.shapes, order: order,
+		heap: buf.heap[:0], batch: buf.batch[:0]}
+	q.order.init()
+	return q
 }
 
 type shapeKey struct {
@@ -122,30 +130,74 @@ type shapeKey struct {
 	idx     int32
 }
 
-// shapeHeap is a container/heap of shape keys.
+func (a *shapeKey) less(b *shapeKey) bool {
+	return a.best < b.best || a.best == b.best && a.ordinal < b.ordinal
+}
+
+// shapeHeap is a binary min-heap of shape keys.
 type shapeHeap []shapeKey
 
-func (h shapeHeap) Len() int { return len(h) }
-func (h shapeHeap) Less(i, j int) bool {
-	return h[i].best < h[j].best || h[i].best == h[j].best && h[i].ordinal < h[j].ordinal
-}
-func (h shapeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *shapeHeap) Push(x any)   { *h = append(*h, x.(shapeKey)) }
-func (h *shapeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func (h shapeHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
-func (q *queue) peek() *candidate {
+func (h shapeHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h[r].less(&h[l]) {
+			j = r
+		}
+		if !h[j].less(&h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+func (h *shapeHeap) push(k shapeKey) {
+	*h = append(*h, k)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !s[i].less(&s[parent]) {
+			break
+		}
+		s[i], s[parent] = s[parent], s[i]
+		i = parent
+	}
+}
+
+func (h *shapeHeap) pop() shapeKey {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	s.down(0)
+	*h = s
+	return top
+}
+
+// peek returns the best layout left, without taking it (nil if none is left).
+func (q *queue) peek() *layoutItem {
 	for len(q.order) > 0 && (len(q.heap) == 0 || q.order[0].best <= q.heap[0].bound) {
 		if s := q.shapes[q.order[0].idx]; !s.exposed {
 			q.expose()
 			continue
 		}
-		k := heap.Pop(&q.order).(shapeKey)
-		q.shapes[k.idx].layouts(q.req, q.sp, q.push)
+		k := q.order.pop()
+		s := q.shapes[k.idx]
+		s.layouts(q.req, q.sp, &q.parts[s.part], func(bound float64, ordinal int32, zero int8, sched uint16) {
+			q.push(layoutItem{bound: bound, ordinal: ordinal, shape: k.idx, sched: sched, zero: zero})
+		})
 	}
 	if len(q.heap) == 0 {
 		return nil
@@ -161,25 +213,27 @@ const exposeBatch = 64
 // expose adds their exposure to the first shapes in line not yet exposed, and puts
 // them back in line by their new best bounds.
 func (q *queue) expose() {
-	batch := make([]shapeKey, 0, exposeBatch)
+	batch := q.batch[:0]
 	for len(batch) < exposeBatch && len(q.order) > 0 && !q.shapes[q.order[0].idx].exposed {
-		batch = append(batch, heap.Pop(&q.order).(shapeKey))
+		batch = append(batch, q.order.pop())
 	}
 	parallel(context.Background(), q.workers, len(batch), func(i int) {
 		s := q.shapes[batch[i].idx]
-		s.expose(q.e, q.req)
-		batch[i].best = max(batch[i].best, s.bestBound(q.req, q.sp))
+		p := &q.parts[s.part]
+		s.expose(q.e, q.req, p)
+		batch[i].best = max(batch[i].best, s.bestBound(q.req, p))
 	})
 	for _, k := range batch {
-		heap.Push(&q.order, k)
+		q.order.push(k)
 	}
+	q.batch = batch
 }
 
-func before(a, b *candidate) bool {
+func before(a, b *layoutItem) bool {
 	return a.bound < b.bound || a.bound == b.bound && a.ordinal < b.ordinal
 }
 
-func (q *queue) push(c candidate) {
+func (q *queue) push(c layoutItem) {
 	h := append(q.heap, c)
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
@@ -192,7 +246,8 @@ func (q *queue) push(c candidate) {
 	q.heap = h
 }
 
-// pop removes the best layout; call it after peek returned one.
+// pop removes the best layout and makes it a candidate; call it after peek
+// returned one.
 func (q *queue) pop() candidate {
 	h := q.heap
 	top := h[0]
@@ -214,8 +269,21 @@ func (q *queue) pop() candidate {
 		i = best
 	}
 	q.heap = h
-	return top
+	s := q.shapes[top.shape]
+	return s.candidate(q.req, &q.parts[s.part], top.bound, top.ordinal, top.zero, top.sched)
 }
+
+// buffers are the arrays a search needs until it returns, recycled from search to
+// search (bufferPool) with the arrays of shapes (chunkPool): a warm search then
+// allocates little, and the garbage collector runs less often.
+type buffers struct {
+	shapes []*shape
+	order  []shapeKey
+	heap   []layoutItem
+	batch  []shapeKey
+}
+
+var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
 
 // Search enumerates, prunes, evaluates and ranks. The same request always gives the
 // same answer: candidates are evaluated best-bound first in fixed batches, and ties
@@ -231,15 +299,23 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	sp := newSpace(&req)
 	stats := Stats{Pruned: map[string]int{}}
 	tr.begin(PhaseEnumerate)
-	shapes, kept, err := enumerate(ctx, e, &req, sp, &stats, workers)
-	tr.end(kept)
+	buf := bufferPool.Get().(*buffers)
+	en, err := enumerate(ctx, e, &req, sp, &stats, workers, buf)
 	if err != nil {
+		bufferPool.Put(buf)
 		return Result{}, err
 	}
-	q := newQueue(e, workers, &req, sp, shapes)
-	ev := newEvaluation(e, &req, workers, &stats, kept)
+	tr.end(en.kept)
+	q := newQueue(e, workers, &req, sp, en, buf)
+	ev := newEvaluation(e, &req, workers, &stats, en.kept)
 	tr.begin(PhaseEvaluate)
-	if err := ev.run(ctx, q); err != nil {
+	err = ev.run(ctx, q)
+	// The candidates taken hold no shape: the shapes and the queue's arrays go back
+	// for the next search.
+	en.release()
+	*buf = buffers{shapes: en.shapes[:0], order: q.order[:0], heap: q.heap[:0], batch: q.batch[:0]}
+	bufferPool.Put(buf)
+	if err != nil {
 		return Result{}, err
 	}
 	tr.end(stats.Evaluated)
@@ -404,7 +480,7 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 			return err
 		}
 		next := q.peek()
-		if next == nil || s.stopBefore(next) {
+		if next == nil || s.stopBefore(next.bound) {
 			return nil
 		}
 		cands := s.nextChunk(q)
@@ -413,7 +489,7 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 			return err
 		}
 		for j := range cands {
-			if s.stopBefore(&cands[j]) {
+			if s.stopBefore(cands[j].bound) {
 				return nil
 			}
 			s.taken++
@@ -422,11 +498,11 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 	}
 }
 
-// stopBefore tells whether the search stops before layout c — the top K is full and
-// c's bound cannot beat the K-th plan — and then counts the layouts never taken as
+// stopBefore tells whether the search stops before a layout of this bound — the top
+// K is full and the bound cannot beat the K-th plan — and then counts the layouts never taken as
 // pruned by the time bound.
-func (s *evaluation) stopBefore(c *candidate) bool {
-	if len(s.top) >= s.req.TopK && c.bound >= s.kth {
+func (s *evaluation) stopBefore(bound float64) bool {
+	if len(s.top) >= s.req.TopK && bound >= s.kth {
 		s.stats.Pruned[PrunedTimeBound] += s.kept - s.taken
 		return true
 	}
@@ -729,20 +805,20 @@ func (f fronts) beaten(c *candidate, head float64) bool {
 	return false
 }
 
-// parallel runs do(0) … do(n−1) on at most workers goroutines, each taking the next
-// index left, and returns once they are all done; a worker stops taking indices when
-// ctx is done.
+// parallel runs do(0) … do(n−1) on at most workers goroutines, the caller's among
+// them, each taking the next index left, and returns once they are all done; a
+// worker stops taking indices when ctx is done.
 func parallel(ctx context.Context, workers, n int, do func(i int)) {
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(max(1, workers), n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
-				do(i)
-			}
-		}()
+	work := func() {
+		for i := int(next.Add(1)) - 1; i < n && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
+			do(i)
+		}
 	}
+	var wg sync.WaitGroup
+	for range min(max(1, workers), n) - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 }
