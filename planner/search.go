@@ -87,19 +87,19 @@ func (c *candidate) layoutWith(req *Request) step.Layout {
 // expanded once no layout already in the heap is better than its best bound; every
 // layout still unexpanded then has a bound above the heap's top, and all layouts
 // tied with the top are in the heap. A shape that comes up for the first time adds
-// its communication bounds (step.Exposure); if that raises its best bound it goes
-// back among the shapes instead. The heap holds small entries, and a layout
-// becomes a candidate only when it is taken.
+// its communication bounds (step.Exposure) and goes back in line by its new best
+// bound. The heap holds small entries, and a layout becomes a candidate only when it
+// is taken.
 type queue struct {
-	e       *step.Estimator
-	workers int
-	req     *Request
-	sp      *space
-	parts   []part
-	shapes  []*shape
-	order   shapeHeap    // the shapes not expanded, by best bound, then ordinal
-	heap    []layoutItem // the layouts of the expanded shapes
-	batch   []shapeKey   // the shapes being exposed
+	e         *step.Estimator
+	workers   int
+	req       *Request
+	sp        *space
+	parts     []part
+	shapes    []*shape
+	unexposed shapeHeap    // the shapes not exposed yet, by best bound, then ordinal
+	order     shapeHeap    // the shapes exposed and not expanded, likewise
+	heap      []layoutItem // the layouts of the expanded shapes
 }
 
 // layoutItem is a layout in the queue's heap: its bound and ordinal, its shape, ZeRO
@@ -114,13 +114,13 @@ type layoutItem struct {
 
 // newQueue orders the shapes: best bound first, ties in enumeration order.
 func newQueue(e *step.Estimator, workers int, req *Request, sp *space, en *enumeration, buf *buffers) *queue {
-	order := slices.Grow(buf.order[:0], len(en.shapes))
+	unexposed := slices.Grow(buf.unexposed[:0], len(en.shapes))
 	for i, s := range en.shapes {
-		order = append(order, shapeKey{s.best, s.ordinal, int32(i)})
+		unexposed = append(unexposed, shapeKey{s.best, s.ordinal, int32(i)})
 	}
-	q := &queue{e: e, workers: max(1, workers), req: req, sp: sp, parts: en.parts, shapes: en.shapes, order: order,
-		heap: buf.heap[:0], batch: buf.batch[:0]}
-	q.order.init()
+	q := &queue{e: e, workers: max(1, workers), req: req, sp: sp, parts: en.parts, shapes: en.shapes, unexposed: unexposed,
+		order: buf.order[:0], heap: buf.heap[:0]}
+	q.unexposed.init()
 	return q
 }
 
@@ -175,11 +175,13 @@ func (h *shapeHeap) push(k shapeKey) {
 	}
 }
 
+// pop removes the first key and returns it; it stays in the array, just past the
+// heap's end.
 func (h *shapeHeap) pop() shapeKey {
 	s := *h
 	top := s[0]
 	last := len(s) - 1
-	s[0] = s[last]
+	s[0], s[last] = s[last], top
 	s = s[:last]
 	s.down(0)
 	*h = s
@@ -188,15 +190,26 @@ func (h *shapeHeap) pop() shapeKey {
 
 // peek returns the best layout left, without taking it (nil if none is left).
 func (q *queue) peek() *layoutItem {
-	for len(q.order) > 0 && (len(q.heap) == 0 || q.order[0].best <= q.heap[0].bound) {
-		if s := q.shapes[q.order[0].idx]; !s.exposed {
+	for {
+		// The first shape in line, exposed or not (keys are unique: ordinals are).
+		var k *shapeKey
+		exposed := len(q.order) > 0
+		if len(q.unexposed) > 0 && (!exposed || q.unexposed[0].less(&q.order[0])) {
+			k, exposed = &q.unexposed[0], false
+		} else if exposed {
+			k = &q.order[0]
+		}
+		if k == nil || len(q.heap) > 0 && k.best > q.heap[0].bound {
+			break
+		}
+		if !exposed {
 			q.expose()
 			continue
 		}
-		k := q.order.pop()
-		s := q.shapes[k.idx]
+		k2 := q.order.pop()
+		s := q.shapes[k2.idx]
 		s.layouts(q.req, q.sp, &q.parts[s.part], func(bound float64, ordinal int32, zero int8, sched uint16) {
-			q.push(layoutItem{bound: bound, ordinal: ordinal, shape: k.idx, sched: sched, zero: zero})
+			q.push(layoutItem{bound: bound, ordinal: ordinal, shape: k2.idx, sched: sched, zero: zero})
 		})
 	}
 	if len(q.heap) == 0 {
@@ -206,18 +219,21 @@ func (q *queue) peek() *layoutItem {
 }
 
 // exposeBatch is how many shapes the queue exposes at once, over the workers: the
-// shape that comes up and the next ones in line not yet exposed, which are likely
-// to come up soon (exposing one early changes nothing but when it is priced).
+// shape that comes up and the next ones in line among those not exposed yet, which
+// come up before any layout beyond their (lower) bounds is taken. Exposing one early
+// changes nothing but when it is priced, and a search exposes at most a batch more
+// than it needs.
 const exposeBatch = 64
 
-// expose adds their exposure to the first shapes in line not yet exposed, and puts
+// expose adds their exposure to the first shapes in line not exposed yet, and puts
 // them back in line by their new best bounds.
 func (q *queue) expose() {
-	batch := q.batch[:0]
-	for len(batch) < exposeBatch && len(q.order) > 0 && !q.shapes[q.order[0].idx].exposed {
-		batch = append(batch, q.order.pop())
+	n := min(exposeBatch, len(q.unexposed))
+	for range n {
+		q.unexposed.pop() // to the end of the array, in order
 	}
-	parallel(context.Background(), q.workers, len(batch), func(i int) {
+	batch := q.unexposed[len(q.unexposed) : len(q.unexposed)+n]
+	parallel(context.Background(), q.workers, n, func(i int) {
 		s := q.shapes[batch[i].idx]
 		p := &q.parts[s.part]
 		s.expose(q.e, q.req, p)
@@ -226,7 +242,6 @@ func (q *queue) expose() {
 	for _, k := range batch {
 		q.order.push(k)
 	}
-	q.batch = batch
 }
 
 func before(a, b *layoutItem) bool {
@@ -277,10 +292,9 @@ func (q *queue) pop() candidate {
 // search (bufferPool) with the arrays of shapes (chunkPool): a warm search then
 // allocates little, and the garbage collector runs less often.
 type buffers struct {
-	shapes []*shape
-	order  []shapeKey
-	heap   []layoutItem
-	batch  []shapeKey
+	shapes           []*shape
+	unexposed, order []shapeKey
+	heap             []layoutItem
 }
 
 var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
@@ -313,7 +327,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	// The candidates taken hold no shape: the shapes and the queue's arrays go back
 	// for the next search.
 	en.release()
-	*buf = buffers{shapes: en.shapes[:0], order: q.order[:0], heap: q.heap[:0], batch: q.batch[:0]}
+	*buf = buffers{shapes: en.shapes[:0], unexposed: q.unexposed[:0], order: q.order[:0], heap: q.heap[:0]}
 	bufferPool.Put(buf)
 	if err != nil {
 		return Result{}, err
