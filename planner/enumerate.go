@@ -291,7 +291,10 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			en.release() // failed: nothing will read the shapes
 		}
 	}()
-	parallel(ctx, workers, len(parts), func(i int) { parts[i].enumerate(ctx, e, req, sp, &total) })
+	// Each goroutine keeps the layers' compute times of the parts it enumerates: the
+	// search's layouts share the model, training and cluster.
+	caches := make([]step.BoundsCache, max(1, workers))
+	parallel(ctx, workers, len(parts), func(w, i int) { parts[i].enumerate(ctx, e, req, sp, &total, &caches[w]) })
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -382,12 +385,12 @@ func (p *part) add(s *shape) {
 }
 
 // enumerate fills the part. total counts the layouts of every part, to stop the
-// search as soon as it passes Request.MaxLayouts.
-func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, total *atomic.Int64) {
+// search as soon as it passes Request.MaxLayouts; layers is the calling goroutine's
+// cache of the layers' compute times.
+func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, total *atomic.Int64, layers *step.BoundsCache) {
 	a, t, cs := req.Model, req.Training, &req.Constraints
 	n, tp, cp := p.n, p.tp, p.cp
 	ordinal := 0
-	var layers step.BoundsCache // this part's layouts share the request
 	for _, pp := range divisors(n / (tp * cp)) {
 		if !allowed(cs.PP, pp) || pp > a.Layers {
 			continue
@@ -460,13 +463,13 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
 								Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp}
 							// On several placements, the lowest of their bounds bounds them all.
-							b, ok := e.LowerBoundsCached(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.alts[0].ranks}, &layers)
+							b, ok := e.LowerBoundsCached(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.alts[0].ranks}, layers)
 							for _, al := range p.alts[1:] {
 								if !ok {
 									break
 								}
 								var b2 step.Bounds
-								if b2, ok = e.LowerBoundsCached(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}, &layers); ok {
+								if b2, ok = e.LowerBoundsCached(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}, layers); ok {
 									b.PerMicroBatch = min(b.PerMicroBatch, b2.PerMicroBatch)
 								}
 							}

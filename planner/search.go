@@ -233,7 +233,7 @@ func (q *queue) expose() {
 		q.unexposed.pop() // to the end of the array, in order
 	}
 	batch := q.unexposed[len(q.unexposed) : len(q.unexposed)+n]
-	parallel(context.Background(), q.workers, n, func(i int) {
+	parallel(context.Background(), q.workers, n, func(_, i int) {
 		s := q.shapes[batch[i].idx]
 		p := &q.parts[s.part]
 		s.expose(q.e, q.req, p)
@@ -295,6 +295,8 @@ type buffers struct {
 	shapes           []*shape
 	unexposed, order []shapeKey
 	heap             []layoutItem
+	arrays           []*chunkArray
+	evaluated        []evaluated
 }
 
 var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
@@ -321,14 +323,20 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	}
 	tr.end(en.kept)
 	q := newQueue(e, workers, &req, sp, en, buf)
-	ev := newEvaluation(e, &req, workers, &stats, en.kept)
+	ev := newEvaluation(e, &req, workers, &stats, en.kept, buf)
+	defer func() {
+		// The plans returned hold no candidate.
+		ev.release()
+		clear(ev.out)
+		buf.arrays, buf.evaluated = ev.arrays[:0], ev.out[:0]
+		bufferPool.Put(buf)
+	}()
 	tr.begin(PhaseEvaluate)
 	err = ev.run(ctx, q)
 	// The candidates taken hold no shape: the shapes and the queue's arrays go back
 	// for the next search.
 	en.release()
-	*buf = buffers{shapes: en.shapes[:0], unexposed: q.unexposed[:0], order: q.order[:0], heap: q.heap[:0]}
-	bufferPool.Put(buf)
+	buf.shapes, buf.unexposed, buf.order, buf.heap = en.shapes[:0], q.unexposed[:0], q.order[:0], q.heap[:0]
 	if err != nil {
 		return Result{}, err
 	}
@@ -463,12 +471,14 @@ type evaluation struct {
 	taken   int     // layouts taken from the queue
 	chunk   int     // layouts in the next chunk
 	top     []*evaluated
+	arrays  []*chunkArray // the chunks' candidates
+	out     []evaluated   // the last chunk's evaluations
 	fronts  fronts
 	all     []point // every feasible plan
 	kth     float64 // the K-th plan's score once the top K is full
 }
 
-func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, kept int) *evaluation {
+func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, kept int, buf *buffers) *evaluation {
 	tol := req.PlacementTolerance
 	if tol == 0 {
 		tol = DefaultPlacementTolerance
@@ -476,7 +486,7 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 	// Chunks grow from 8 layouts to 256: the first plans priced are the best placed
 	// to set the later ones aside.
 	return &evaluation{e: e, req: req, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
-		fronts: fronts{}, kth: math.Inf(1)}
+		arrays: buf.arrays[:0], out: buf.evaluated[:0], fronts: fronts{}, kth: math.Inf(1)}
 }
 
 // run takes layouts from the queue best bound first until the next one's bound cannot
@@ -523,21 +533,46 @@ func (s *evaluation) stopBefore(bound float64) bool {
 	return false
 }
 
+// maxChunk is the most layouts a chunk holds.
+const maxChunk = 256
+
+// chunkArray holds the candidates of one chunk.
+type chunkArray [maxChunk]candidate
+
+// candidatePool recycles the chunks' arrays from search to search.
+var candidatePool = sync.Pool{New: func() any { return new(chunkArray) }}
+
 // nextChunk takes the next chunk of layouts from the queue. Each chunk has its own
-// array: the plans kept in the top K and the Pareto points point into it.
+// array, kept until the search returns: the plans kept in the top K and the Pareto
+// points point into it.
 func (s *evaluation) nextChunk(q *queue) []candidate {
-	cands := make([]candidate, 0, s.chunk)
+	a := candidatePool.Get().(*chunkArray)
+	s.arrays = append(s.arrays, a)
+	cands := a[:0:s.chunk]
 	for len(cands) < s.chunk && q.peek() != nil {
 		cands = append(cands, q.pop())
 	}
-	s.chunk = min(2*s.chunk, 256)
+	s.chunk = min(2*s.chunk, maxChunk)
 	return cands
 }
 
-// price evaluates a chunk over the workers, each taking the next layout left.
+// release gives the chunks' arrays back for the next search; nothing may read the
+// candidates after.
+func (s *evaluation) release() {
+	for _, a := range s.arrays {
+		clear(a[:]) // drop the placements and splits they point to
+		candidatePool.Put(a)
+	}
+	clear(s.arrays)
+	s.arrays = s.arrays[:0]
+}
+
+// price evaluates a chunk over the workers, each taking the next layout left. The
+// result is valid until the next call.
 func (s *evaluation) price(ctx context.Context, cands []candidate) ([]evaluated, error) {
-	out := make([]evaluated, len(cands))
-	parallel(ctx, s.workers, len(cands), func(j int) { out[j] = s.evaluate(&cands[j]) })
+	out := slices.Grow(s.out[:0], len(cands))[:len(cands)]
+	s.out = out
+	parallel(ctx, s.workers, len(cands), func(_, j int) { out[j] = s.evaluate(&cands[j]) })
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -819,20 +854,21 @@ func (f fronts) beaten(c *candidate, head float64) bool {
 	return false
 }
 
-// parallel runs do(0) … do(n−1) on at most workers goroutines, the caller's among
-// them, each taking the next index left, and returns once they are all done; a
-// worker stops taking indices when ctx is done.
-func parallel(ctx context.Context, workers, n int, do func(i int)) {
+// parallel runs do(w, 0) … do(w, n−1) on at most workers goroutines, the caller's
+// among them, each taking the next index left, and returns once they are all done;
+// w is the goroutine's number, from 0 (the caller) to workers − 1. A goroutine stops
+// taking indices when ctx is done.
+func parallel(ctx context.Context, workers, n int, do func(w, i int)) {
 	var next atomic.Int64
-	work := func() {
+	work := func(w int) {
 		for i := int(next.Add(1)) - 1; i < n && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
-			do(i)
+			do(w, i)
 		}
 	}
 	var wg sync.WaitGroup
-	for range min(max(1, workers), n) - 1 {
-		wg.Go(work)
+	for w := 1; w < min(max(1, workers), n); w++ {
+		wg.Go(func() { work(w) })
 	}
-	work()
+	work(0)
 	wg.Wait()
 }
