@@ -95,7 +95,12 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	p := a.Params()
 	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
 	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
-	w, g, s := ModelStateBytes(params, t.Optimizer, l.ZeRO, l.DP*l.CP)
+	o := t.Optimizer
+	if t.FP8Params {
+		// fp8 weights: at least 1 B per parameter held and gathered.
+		o.WeightBytes = fp8ElementBytes
+	}
+	w, g, s := ModelStateBytes(params, o, l.ZeRO, l.DP*l.CP)
 	act := activationsPerLayer(req, cp.stageLayers) * float64(cp.stageLayers) * math.Min(float64(l.PP), m) / 1e9
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
 	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, layers: float64(cp.stageLayers), m: m,
@@ -111,7 +116,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	}
 	if l.DP*l.CP > 1 && !t.OnDemandGathers {
 		dense, _ := e.stageParams(req, cp.stageLayers)
-		x.gather, x.scatter = dense/x.layers*t.Optimizer.WeightBytes, dense/x.layers*t.Optimizer.GradBytes
+		x.gather, x.scatter = dense/x.layers*o.WeightBytes, dense/x.layers*o.GradBytes
 	}
 	return Bounds{
 		exposure:      x,

@@ -129,6 +129,14 @@ const (
 	fp8AmaxBytes = 2
 	// fp8WeightCopyBytes: an fp8 weight and its transpose, per parameter.
 	fp8WeightCopyBytes = 2
+	// fp8ElementBytes is one fp8 value (E4M3 or E5M2).
+	fp8ElementBytes = 1
+	// fp8TransposeBytes: with fp8 weights (Training.FP8Params) only the transpose is
+	// kept besides the weight itself.
+	fp8TransposeBytes = 1
+	// fp8ParamCastBytes: with fp8 weights a weight's cast is its transpose: read the
+	// fp8 weight, write the fp8 transpose.
+	fp8ParamCastBytes = 2
 )
 
 func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {

@@ -412,6 +412,9 @@ type pricing struct {
 	// of each, and the group the expert copies reduce over.
 	stageParams, expertParams float64
 	denseShard, expertShard   int
+	// matmulDense and matmulExpert are stageParams' and expertParams' matmul
+	// weights, set with fp8 weights only (weightBytes).
+	matmulDense, matmulExpert float64
 	expertGroup               Comm
 
 	// Exposed data-parallel and ZeRO-3 communication, per step.
@@ -683,6 +686,9 @@ func (p *pricing) slowStage() {
 func (p *pricing) holdParams() {
 	l := &p.req.Layout
 	p.stageParams, p.expertParams = p.e.stageParams(p.req, p.parts.stageLayers)
+	if p.req.Training.FP8Params {
+		p.matmulDense, p.matmulExpert = matmulParams(p.req, p.parts.stageLayers)
+	}
 	p.denseShard = l.DP * l.CP
 	// Expert parameters are sharded over EP, so each is held by DP·CP/EP ranks: their
 	// gradients reduce, and under ZeRO their states shard, over that group.
@@ -717,6 +723,18 @@ func (p *pricing) dataParallel() error {
 	return err
 }
 
+// weightBytes is the size of params weights of which matmul are the transformer
+// layers' matmul weights: 16 bits each (the optimizer's weight bytes), except that
+// with fp8 weights (Training.FP8Params) the matmul weights are stored, gathered and
+// sent in fp8.
+func (p *pricing) weightBytes(params, matmul float64) float64 {
+	o := &p.req.Training.Optimizer
+	if !p.req.Training.FP8Params {
+		return params * o.WeightBytes
+	}
+	return params*o.WeightBytes - matmul*(o.WeightBytes-fp8ElementBytes)
+}
+
 // zero3OnDemand is the exposed time of ZeRO-3 gathering each module's weights when
 // it runs (DeepSpeed's ZeRO-3 of 2021).
 func (p *pricing) zero3OnDemand() (float64, error) {
@@ -732,7 +750,7 @@ func (p *pricing) zero3OnDemand() (float64, error) {
 	// (one copy per rank, torch c10d ProcessGroupNCCL::allgather): host work
 	// that grows with the group and stalls the stream.
 	mods := k.ModulesPerLayer
-	modW := (stageParams / layers / mods) * o.WeightBytes
+	modW := p.weightBytes(stageParams, p.matmulDense) / layers / mods
 	gathers := 2 + l.recomputeShare(p.parts.stageLayers)
 	if l.Recompute == RecomputeOps {
 		gathers = 3 // every layer recomputes some of its modules
@@ -751,13 +769,13 @@ func (p *pricing) zero3OnDemand() (float64, error) {
 		// its gradient back after its reduce-scatter, waited for.
 		_, link := hostRates(p.req.Cluster)
 		modShard := stageParams / layers / mods / float64(p.denseShard)
-		ag += modShard * o.WeightBytes / link
+		ag += modW / float64(p.denseShard) / link
 		rs += modShard * o.GradBytes / link
 	}
 	exposed := (gathers*(ag+host) + rs + host) * mods * layers * mf
 	if p.expertShard > 1 {
 		// The MoE layers' experts gather and reduce on their own group.
-		eag, err := p.commOn(CommZeRO3, p.expertGroup, collective.AllGather, expertParams/layers*o.WeightBytes, layers*gathers*mf, "per layer and micro-batch, on demand: expert weight all-gathers over the expert-data-parallel group")
+		eag, err := p.commOn(CommZeRO3, p.expertGroup, collective.AllGather, p.weightBytes(expertParams, p.matmulExpert)/layers, layers*gathers*mf, "per layer and micro-batch, on demand: expert weight all-gathers over the expert-data-parallel group")
 		if err != nil {
 			return 0, err
 		}
@@ -779,7 +797,7 @@ func (p *pricing) zero3Prefetched() (float64, error) {
 	// Per layer and micro-batch: gather the weights forward and again backward,
 	// reduce-scatter the gradients; prefetching hides what fits under the
 	// layer's compute.
-	layerW := (stageParams / layers) * o.WeightBytes
+	layerW := p.weightBytes(stageParams, p.matmulDense) / layers
 	ag, err := p.comm(CommZeRO3, collective.AllGather, layerW, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the weights")
 	if err != nil {
 		return 0, err
@@ -791,7 +809,7 @@ func (p *pricing) zero3Prefetched() (float64, error) {
 	if p.expertShard > 1 {
 		// A MoE layer also gathers its experts' shards, and reduce-scatters their
 		// gradients, over the expert-data-parallel group, on the same stream.
-		eag, err := p.commOn(CommZeRO3, p.expertGroup, collective.AllGather, expertParams/layers*o.WeightBytes, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the expert weights (expert-data-parallel group)")
+		eag, err := p.commOn(CommZeRO3, p.expertGroup, collective.AllGather, p.weightBytes(expertParams, p.matmulExpert)/layers, layers*2*mf, "per layer and micro-batch: forward and backward all-gather of the expert weights (expert-data-parallel group)")
 		if err != nil {
 			return 0, err
 		}
@@ -806,7 +824,7 @@ func (p *pricing) zero3Prefetched() (float64, error) {
 		// gradient goes back after each reduce-scatter, in line with them.
 		_, link := hostRates(p.req.Cluster)
 		shardLayer := (stageParams/float64(p.denseShard) + expertParams/float64(max(1, p.expertShard))) / layers
-		ag += shardLayer * o.WeightBytes / link
+		ag += (p.weightBytes(stageParams, p.matmulDense)/float64(p.denseShard) + p.weightBytes(expertParams, p.matmulExpert)/float64(max(1, p.expertShard))) / layers / link
 		rs += shardLayer * o.GradBytes / link
 	}
 	exposed, hidden, hiddenMB := zero3Overlap(ag, rs, p.fwd, p.bwd, p.rc, layers, mf, t.BackwardPrefetch == PrefetchPre)
@@ -835,7 +853,7 @@ func (p *pricing) gradientSync() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		ag, err := p.comm(CommDP, collective.AllGather, stageParams*o.WeightBytes, 1, "after the optimizer: parameter all-gather")
+		ag, err := p.comm(CommDP, collective.AllGather, p.weightBytes(stageParams, p.matmulDense), 1, "after the optimizer: parameter all-gather")
 		if err != nil {
 			return 0, err
 		}
@@ -856,7 +874,7 @@ func (p *pricing) gradientSync() (float64, error) {
 			if err != nil {
 				return 0, err
 			}
-			ag, err := p.commOn(CommDP, p.expertGroup, collective.AllGather, expertParams*o.WeightBytes, 1, "after the optimizer: expert parameter all-gather")
+			ag, err := p.commOn(CommDP, p.expertGroup, collective.AllGather, p.weightBytes(expertParams, p.matmulExpert), 1, "after the optimizer: expert parameter all-gather")
 			if err != nil {
 				return 0, err
 			}
@@ -1086,6 +1104,7 @@ type assumptionKey struct {
 	prefetch  BackwardPrefetch
 	framework string
 	fp8       FP8Recipe
+	fp8Params bool
 	dpAfter   bool
 	peak, sms float64
 }

@@ -252,58 +252,61 @@ func TestGlobalTokensAndUlysses(t *testing.T) {
 	}
 }
 
-// The lower bounds never exceed the estimate, across many layouts.
+// The lower bounds never exceed the estimate, across many layouts, in bf16 and in
+// fp8 with fp8 weights (which hold and gather 1 B per matmul weight).
 func TestLowerBoundsHold(t *testing.T) {
 	e := step.New()
 	checked := 0
 	for _, name := range []string{"gpt3-175b", "llama3-8b", "mixtral-8x7b"} {
-		a := arch(t, name)
-		var cache step.BoundsCache // shared by the model's layouts, as a search shares it
-		for _, tp := range []int{1, 2, 8} {
-			for _, pp := range []int{1, 2, 4} {
-				for _, cp := range []int{1, 2} {
-					for _, z := range []int{0, 3} {
-						for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull, step.RecomputeOps} {
-							for _, sched := range []step.Schedule{step.OneFOneB, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV} {
-								for _, etp := range []int{0, 1} {
-									dp := 64 / (tp * pp * cp)
-									r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
-										Training: step.Training{SeqLen: 4096, GlobalBatch: 256},
-										Layout: step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, MicroBatch: 1, ZeRO: z, Recompute: rc,
-											Schedule: sched, SP: tp > 1, ETP: etp}}
-									if a.MoE != nil && dp%8 == 0 {
-										r.Layout.EP = 8
-									}
-									res, err := e.Estimate(r)
-									if err != nil {
-										continue // not a valid layout for this model
-									}
-									// The bound the planner takes: the shape's compute with 1F1B, the
-									// schedule's bubble, and ZeRO-3's exposure for a ZeRO-3 layout.
-									base := r
-									base.Layout.Schedule, base.Layout.VirtualStages = step.OneFOneB, 1
-									b, ok := e.LowerBounds(base)
-									if !ok {
-										t.Fatalf("%+v: no bound", res.Layout)
-									}
-									if bc, _ := e.LowerBoundsCached(base, &cache); bc != b {
-										t.Errorf("%+v: bounds with the layer cache %+v, without %+v", res.Layout, bc, b)
-									}
-									x := e.ExposedBounds(base, b)
-									b.PerMicroBatch += x.PerMicroBatch
-									b.StepTime += (float64(res.MicroBatches) + float64(pp-1)) * x.PerMicroBatch
-									lb := b.StepTime
-									if bubble, zb := step.ZeroBubbleBubble(sched, pp, b.PerMicroBatch, b.Backward, b.WeightGrad); zb && !(sched == step.ZeroBubbleV && a.MoE != nil) {
-										lb = float64(res.MicroBatches)*b.PerMicroBatch + bubble
-									} else if zb {
-										lb = float64(res.MicroBatches) * b.PerMicroBatch
-									}
-									if z == 3 {
-										lb += x.ZeRO3
-									}
-									checked++
-									if lb > res.StepTime*(1+1e-12) || b.StatesGB > res.Memory.Total+1e-9 {
-										t.Errorf("%s %+v: bound %.4g s / %.3g GB, estimate %.4g s / %.3g GB", name, r.Layout, lb, b.StatesGB, res.StepTime, res.Memory.Total)
+		for _, training := range []step.Training{{SeqLen: 4096, GlobalBatch: 256}, {SeqLen: 4096, GlobalBatch: 256, Precision: step.FP8, FP8Params: true}} {
+			a := arch(t, name)
+			var cache step.BoundsCache // shared by the model's layouts, as a search shares it
+			for _, tp := range []int{1, 2, 8} {
+				for _, pp := range []int{1, 2, 4} {
+					for _, cp := range []int{1, 2} {
+						for _, z := range []int{0, 3} {
+							for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull, step.RecomputeOps} {
+								for _, sched := range []step.Schedule{step.OneFOneB, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV} {
+									for _, etp := range []int{0, 1} {
+										dp := 64 / (tp * pp * cp)
+										r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
+											Training: training,
+											Layout: step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, MicroBatch: 1, ZeRO: z, Recompute: rc,
+												Schedule: sched, SP: tp > 1, ETP: etp}}
+										if a.MoE != nil && dp%8 == 0 {
+											r.Layout.EP = 8
+										}
+										res, err := e.Estimate(r)
+										if err != nil {
+											continue // not a valid layout for this model
+										}
+										// The bound the planner takes: the shape's compute with 1F1B, the
+										// schedule's bubble, and ZeRO-3's exposure for a ZeRO-3 layout.
+										base := r
+										base.Layout.Schedule, base.Layout.VirtualStages = step.OneFOneB, 1
+										b, ok := e.LowerBounds(base)
+										if !ok {
+											t.Fatalf("%+v: no bound", res.Layout)
+										}
+										if bc, _ := e.LowerBoundsCached(base, &cache); bc != b {
+											t.Errorf("%+v: bounds with the layer cache %+v, without %+v", res.Layout, bc, b)
+										}
+										x := e.ExposedBounds(base, b)
+										b.PerMicroBatch += x.PerMicroBatch
+										b.StepTime += (float64(res.MicroBatches) + float64(pp-1)) * x.PerMicroBatch
+										lb := b.StepTime
+										if bubble, zb := step.ZeroBubbleBubble(sched, pp, b.PerMicroBatch, b.Backward, b.WeightGrad); zb && !(sched == step.ZeroBubbleV && a.MoE != nil) {
+											lb = float64(res.MicroBatches)*b.PerMicroBatch + bubble
+										} else if zb {
+											lb = float64(res.MicroBatches) * b.PerMicroBatch
+										}
+										if z == 3 {
+											lb += x.ZeRO3
+										}
+										checked++
+										if lb > res.StepTime*(1+1e-12) || b.StatesGB > res.Memory.Total+1e-9 {
+											t.Errorf("%s %+v: bound %.4g s / %.3g GB, estimate %.4g s / %.3g GB", name, r.Layout, lb, b.StatesGB, res.StepTime, res.Memory.Total)
+										}
 									}
 								}
 							}
@@ -313,7 +316,7 @@ func TestLowerBoundsHold(t *testing.T) {
 			}
 		}
 	}
-	if checked < 500 {
+	if checked < 1000 {
 		t.Errorf("only %d layouts checked", checked)
 	}
 }

@@ -111,3 +111,42 @@ func TestFP8RecipeDefaultsAndValidation(t *testing.T) {
 		}
 	}
 }
+
+// fp8 weights (training.fp8_params): the layers' matmul weights are held in 1 B
+// instead of 2, and only their fp8 transposes are kept besides, so a Llama 3 8B
+// replica holds 2 × 6.98 GB less (1 B less per weight, and a 1 B transpose instead
+// of a 2 B copy and transpose). The distributed optimizer's parameter all-gather
+// sends them in fp8, so it moves less than half as much and takes less time; ZeRO-3
+// gathers and holds fp8 layers. In bf16 the setting is refused, naming the field.
+func TestFP8Params(t *testing.T) {
+	const matmul = 8.03e9 - 2*128256*4096.0 // Llama 3 8B without embedding and output layer
+	plain := mustEstimate(t, fp8Request(t, step.FP8, "", 64))
+	req := fp8Request(t, step.FP8, "", 64)
+	req.Training.FP8Params = true
+	params := mustEstimate(t, req)
+	if got, want := plain.Memory.Total-params.Memory.Total, 2*matmul/1e9; math.Abs(got/want-1) > 0.02 {
+		t.Errorf("fp8 weights save %.2f GB, want %.2f GB", got, want)
+	}
+	if got, want := params.Memory.FP8Weights, matmul/1e9; math.Abs(got/want-1) > 0.02 {
+		t.Errorf("fp8 transposes %.2f GB, want %.2f GB", got, want)
+	}
+	if !(params.Breakdown.Exposed[step.CommDP] < plain.Breakdown.Exposed[step.CommDP]) {
+		t.Errorf("parameter all-gather in fp8: exposed DP %.4g s, not below %.4g s in 16 bits", params.Breakdown.Exposed[step.CommDP], plain.Breakdown.Exposed[step.CommDP])
+	}
+	z3 := fp8Request(t, step.FP8, "", 64)
+	z3.Layout.ZeRO = 3
+	z3p := z3
+	z3p.Training.FP8Params = true
+	a, b := mustEstimate(t, z3), mustEstimate(t, z3p)
+	if got, want := a.Memory.Weights-b.Memory.Weights, matmul/8/1e9; math.Abs(got/want-1) > 0.02 {
+		t.Errorf("ZeRO-3 over 8: shards %.3f GB smaller, want %.3f GB", got, want)
+	}
+	if !(b.Memory.Gathered < a.Memory.Gathered && b.StepTime <= a.StepTime) {
+		t.Errorf("ZeRO-3: gathered %.2f → %.2f GB, step %.4g → %.4g s; want fewer bytes, no slower", a.Memory.Gathered, b.Memory.Gathered, a.StepTime, b.StepTime)
+	}
+	bf := fp8Request(t, step.BF16, "", 64)
+	bf.Training.FP8Params = true
+	if _, err := step.New().Estimate(bf); err == nil || !invalid.Is(err) || !strings.Contains(err.Error(), "training.fp8_params") {
+		t.Errorf("fp8 weights in bf16: %v, want an error naming training.fp8_params", err)
+	}
+}

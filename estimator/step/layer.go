@@ -205,7 +205,12 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/float64(l.etp())
 	fwd += per * inputs / r.hbm
 	bwd += per * grads / r.hbm
-	lt.weightCast = per * weights / r.hbm
+	if req.Training.FP8Params {
+		// The optimizer writes the fp8 weights; what is left is their transpose.
+		lt.weightCast = fp8ParamCastBytes * weights / r.hbm
+	} else {
+		lt.weightCast = per * weights / r.hbm
+	}
 	if req.Training.FP8Recipe == FP8Current {
 		fwd += lt.weightCast
 	}
@@ -215,23 +220,36 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 // stageParams returns the parameters one GPU of the largest pipeline stage holds:
 // dense (split by TP) and expert (split by EP and TP).
 func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert float64) {
+	p := req.Model.Params()
+	t := float64(req.Layout.TP)
+	dense, expert = matmulParams(req, stageLayers)
+	dense += float64(stageLayers) * p.PerLayerNorm
+	// The first stage holds the embedding, the last the output layer (vocab-parallel).
+	emb := p.Embedding / t
+	if req.Layout.PP == 1 {
+		emb += p.Output / t
+	}
+	dense += emb
+	return dense, expert
+}
+
+// matmulParams returns the weights of the transformer layers' matmuls one GPU of a
+// stage of stageLayers layers holds — the ones fp8 training runs in fp8: dense
+// (attention and dense or shared-expert MLPs, split by TP) and expert (split by EP
+// and expert TP), before any ZeRO sharding. Norms, the embedding and the output
+// layer stay in 16 bits.
+func matmulParams(req Request, stageLayers int) (dense, expert float64) {
 	a, l := req.Model, req.Layout
 	p := a.Params()
 	t := float64(l.TP)
 	nMoE := min(stageLayers, stageMoELayers(req))
 	nDense := stageLayers - nMoE
-	dense = float64(nDense)*(p.PerLayerAttention+p.PerLayerDenseMLP)/t + float64(stageLayers)*p.PerLayerNorm
+	dense = float64(nDense) * (p.PerLayerAttention + p.PerLayerDenseMLP) / t
 	if nMoE > 0 {
 		// Shared experts are replicated over expert parallelism, like a dense MLP.
 		dense += float64(nMoE) * (p.PerLayerAttention + p.PerLayerShared) / t
 		expert = float64(nMoE) * (p.PerLayerMoE - p.PerLayerShared) / (float64(l.etp()) * float64(max(1, l.EP)))
 	}
-	// The first stage holds the embedding, the last the output layer (vocab-parallel).
-	emb := p.Embedding / t
-	if l.PP == 1 {
-		emb += p.Output / t
-	}
-	dense += emb
 	return dense, expert
 }
 
@@ -312,17 +330,28 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 		// Delayed scaling caches every layer's fp8 weights (and transposes) for the
 		// step; current scaling saves them for the backward pass. Under ZeRO-3 the
 		// gathered fp8 weights live as long as their layer's gather.
-		p := a.Params()
-		perLayer := (p.PerLayerAttention + p.PerLayerDenseMLP) / float64(l.TP)
-		if a.MoE != nil {
-			every := float64(max(1, a.MoE.Frequency))
-			perLayer = perLayer*(1-1/every) + (p.PerLayerAttention/float64(l.TP)+p.PerLayerMoE/float64(l.etp()*max(1, l.EP)))/every
-		}
-		held := layers
+		md, me := matmulParams(req, stageLayers)
+		held := 1.0
 		if l.ZeRO == 3 && shard > 1 {
-			held = math.Min(2, layers)
+			held = math.Min(2, layers) / layers
 		}
-		mem.FP8Weights = fp8WeightCopyBytes * perLayer * held / gb
+		copies := float64(fp8WeightCopyBytes)
+		if t.FP8Params {
+			// The matmul weights are stored in fp8 (1 B instead of 16 bits, in
+			// Weights and in ZeRO-3's gathered layers); only their transposes are
+			// kept besides.
+			saved := o.WeightBytes - fp8ElementBytes
+			if l.ZeRO == 3 {
+				mem.Weights -= saved * (md/float64(max(1, shard)) + me/float64(max(1, l.expertShard()))) / gb
+			} else {
+				mem.Weights -= saved * (md + me) / gb
+			}
+			if mem.Gathered > 0 {
+				mem.Gathered = math.Max(0, mem.Gathered-saved*2*(md+me)/layers/gb)
+			}
+			copies = fp8TransposeBytes
+		}
+		mem.FP8Weights = copies * (md + me) * held / gb
 	}
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
@@ -386,7 +415,7 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 // assumptions returns the (cached, shared: do not modify) list of modelling
 // assumptions for a GPU, precision and attention kind.
 func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
-	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.DPReduceAfterBackward, r.peak, r.sms}
+	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.FP8Params, req.Training.DPReduceAfterBackward, r.peak, r.sms}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
@@ -441,8 +470,11 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 			cast = fmt.Sprintf("current scaling: an amax pass before every cast, %d B per element", fp8CastBytes+fp8AmaxBytes)
 			weights = "weights cast in every forward"
 		}
-		notes = append(notes, "fp8 matmuls in the transformer layers only (attention core, embedding and output layer in 16 bits); "+cast+"; "+weights+
-			"; fp8 weight copies (and transposes) of 2 B per parameter are kept")
+		copies := "; fp8 weight copies (and transposes) of 2 B per parameter are kept"
+		if req.Training.FP8Params {
+			copies = "; the matmul weights are stored, gathered and sent in fp8 (1 B per parameter) and their fp8 transposes kept; each step transposes them (2 B per parameter)"
+		}
+		notes = append(notes, "fp8 matmuls in the transformer layers only (attention core, embedding and output layer in 16 bits); "+cast+"; "+weights+copies)
 	}
 	return notes
 }

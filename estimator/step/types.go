@@ -136,6 +136,12 @@ type Training struct {
 	// FP8Recipe is how fp8 scales are chosen, with precision fp8 (empty: the
 	// framework's, delayed unless it says otherwise).
 	FP8Recipe FP8Recipe `json:"fp8_recipe,omitempty"`
+	// FP8Params: with precision fp8, the transformer layers' matmul weights are
+	// stored in fp8 rather than 16 bits — held, gathered by ZeRO-3 and all-gathered
+	// after the optimizer in 1 B per parameter, the fp32 master copy staying with the
+	// optimizer states — so only an fp8 transpose is kept besides them (Transformer
+	// Engine's fp8_model_init; NeMo's and Megatron-LM's fp8_params / --fp8-param-gather).
+	FP8Params bool `json:"fp8_params,omitempty"`
 	// DPReduceAfterBackward: data-parallel gradients (ZeRO 0–2) are reduced after the
 	// backward pass instead of bucket by bucket under it — DeepSpeed's pipeline engine
 	// reduces after the pipeline flush, and its ZeRO-1/2 reduce on the compute stream

@@ -268,6 +268,9 @@ func (t Training) validate() error {
 	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current:
 		c.Add("training.fp8_recipe", "must be delayed or current (got %q)", t.FP8Recipe)
 	}
+	if t.FP8Params && t.Precision != FP8 {
+		c.Add("training.fp8_params", "applies to precision fp8 only (precision is %s)", t.Precision)
+	}
 	switch t.BackwardPrefetch {
 	case PrefetchPre, PrefetchPost, PrefetchNone:
 	default:

@@ -338,7 +338,7 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
 		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp,
-		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(t.GetFp8Recipe()), DPReduceAfterBackward: t.GetDpReduceAfterBackward(),
+		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(t.GetFp8Recipe()), FP8Params: t.GetFp8Params(), DPReduceAfterBackward: t.GetDpReduceAfterBackward(),
 		MoEImbalance: t.GetMoeImbalance(), MoECapacityFactor: t.GetMoeCapacityFactor()}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
@@ -349,7 +349,7 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 func TrainingToProto(t step.Training) *pb.Training {
 	return &pb.Training{SeqLen: int32(t.SeqLen), GlobalBatch: int64(t.GlobalBatch), GlobalTokens: int64(t.GlobalTokens),
 		Precision: PrecisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
-		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework, Fp8Recipe: string(t.FP8Recipe), DpReduceAfterBackward: t.DPReduceAfterBackward,
+		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework, Fp8Recipe: string(t.FP8Recipe), Fp8Params: t.FP8Params, DpReduceAfterBackward: t.DPReduceAfterBackward,
 		MoeImbalance: t.MoEImbalance, MoeCapacityFactor: t.MoECapacityFactor,
 		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }

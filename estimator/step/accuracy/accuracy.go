@@ -42,6 +42,7 @@ type Run struct {
 	SeqLen      *int       `json:"seq_len"`
 	Vocab       *int       `json:"vocab_size"`
 	Tied        *bool      `json:"tie_word_embeddings"`
+	FP8Params   *bool      `json:"fp8_params"`
 	GPU         string     `json:"gpu"`
 	GPUMemGB    float64    `json:"gpu_mem_gb"`
 	GPUs        int        `json:"num_gpus"`
@@ -296,6 +297,7 @@ func toCase(r Run) Case {
 	t := step.Training{SeqLen: seq, GlobalBatch: r.GlobalBatch, Precision: step.BF16, Framework: fw}
 	if p := strings.ToLower(r.Precision); strings.Contains(p, "float8") || strings.HasPrefix(p, "fp8") {
 		t.Precision = step.FP8
+		t.FP8Params = r.FP8Params != nil && *r.FP8Params
 	}
 	switch {
 	case fw == "composer" && strings.Contains(strings.ToLower(r.Framework), "lightning"):

@@ -1961,8 +1961,15 @@ type Training struct {
 	// Tokens an expert takes, as a multiple of the mean, the rest dropped (token
 	// dropping); unset or 0: dropless.
 	MoeCapacityFactor float64 `protobuf:"fixed64,13,opt,name=moe_capacity_factor,json=moeCapacityFactor,proto3" json:"moe_capacity_factor,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// With precision FP8, the transformer layers' matmul weights are stored in fp8
+	// instead of 16 bits: held, gathered by ZeRO-3 and all-gathered after the
+	// optimizer at 1 B per parameter (the fp32 master copy stays with the optimizer
+	// states), with only their fp8 transposes kept besides (Transformer Engine's
+	// fp8_model_init; NeMo's fp8_params, Megatron-LM's --fp8-param-gather). Unset:
+	// 16-bit weights with fp8 copies.
+	Fp8Params     bool `protobuf:"varint,14,opt,name=fp8_params,json=fp8Params,proto3" json:"fp8_params,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -2084,6 +2091,13 @@ func (x *Training) GetMoeCapacityFactor() float64 {
 		return x.MoeCapacityFactor
 	}
 	return 0
+}
+
+func (x *Training) GetFp8Params() bool {
+	if x != nil {
+		return x.Fp8Params
+	}
+	return false
 }
 
 // Layout is one way to parallelise and place the job.
@@ -5742,7 +5756,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xdd\x04\n" +
+	"stateBytes\"\xfc\x04\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -5758,7 +5772,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\tR\tfp8Recipe\x127\n" +
 	"\x18dp_reduce_after_backward\x18\v \x01(\bR\x15dpReduceAfterBackward\x12#\n" +
 	"\rmoe_imbalance\x18\f \x01(\x01R\fmoeImbalance\x12.\n" +
-	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\"\x83\x05\n" +
+	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\x12\x1d\n" +
+	"\n" +
+	"fp8_params\x18\x0e \x01(\bR\tfp8Params\"\x83\x05\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
