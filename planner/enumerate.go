@@ -131,10 +131,14 @@ func (s *shape) baseLayout(p *part) step.Layout {
 
 // bestBound is the lowest bound of the shape's layouts whose memory lower bound
 // fits (+Inf if none does). Stages 0–2 add nothing to a schedule's bound, so their
-// schedules are bounded once.
+// schedules are bounded once; of the schedules whose bubble is the fill and drain,
+// the one with the most virtual stages has the lowest bound (bestSchedules).
 func (s *shape) bestBound(req *Request, p *part) float64 {
 	best := math.Inf(1)
 	scheds := p.scheds[s.scheds]
+	if s.perMB >= 0 {
+		scheds = p.bestScheds[s.scheds]
+	}
 	if s.fits&^(1<<3) != 0 {
 		for _, sc := range scheds {
 			best = min(best, s.schedBound(req, sc, 0))
@@ -352,11 +356,12 @@ func (en *enumeration) release() {
 // part is the enumeration of one GPU count, TP and CP degree: its shapes, with
 // ordinals counted from the part's start, and its statistics.
 type part struct {
-	idx       int32 // among the search's parts
-	n, tp, cp int
-	alts      []alt
-	splits    [][]int   // the layer splits of its shapes (shape.split)
-	scheds    [][]sched // the schedule lists of its shapes (shape.scheds)
+	idx        int32 // among the search's parts
+	n, tp, cp  int
+	alts       []alt
+	splits     [][]int   // the layer splits of its shapes (shape.split)
+	scheds     [][]sched // the schedule lists of its shapes (shape.scheds)
+	bestScheds [][]sched // of each list, those that can give its best bound
 
 	chunks                             []*[shapeChunk]shape // its count shapes, in recycled arrays
 	count                              int
@@ -429,7 +434,9 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			}
 			if schedsByMultiple[i] < 0 {
 				schedsByMultiple[i] = len(p.scheds)
-				p.scheds = append(p.scheds, schedules(pp, m, a.Layers, cs))
+				list := schedules(pp, m, a.Layers, cs)
+				p.scheds = append(p.scheds, list)
+				p.bestScheds = append(p.bestScheds, bestSchedules(list))
 			}
 			return p.scheds[schedsByMultiple[i]], uint16(schedsByMultiple[i])
 		}
@@ -553,6 +560,26 @@ func schedules(pp, m, layers int, cs *Constraints) []sched {
 				out = append(out, sched{step.Interleaved, v})
 			}
 		}
+	}
+	return out
+}
+
+// bestSchedules are the schedules of a list that can give a shape's best bound:
+// the zero-bubble ones, and of the others — whose bound (M + (P−1)/v) × the
+// micro-batch's time falls as v grows, for any time ≥ 0 — the first with the most
+// virtual stages.
+func bestSchedules(list []sched) []sched {
+	var out []sched
+	plain := -1
+	for i, sc := range list {
+		if _, zb := step.ZeroBubbleBubble(sc.s, 2, 1, 0, 0); zb || sc.s == step.ZeroBubbleV {
+			out = append(out, sc) // as schedBound tells them apart
+		} else if plain < 0 || sc.v > list[plain].v {
+			plain = i
+		}
+	}
+	if plain >= 0 {
+		out = append(out, list[plain])
 	}
 	return out
 }

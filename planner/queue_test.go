@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"testing"
 
@@ -51,10 +52,16 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			s.layouts(&req, sp, p, func(bound float64, ordinal int32, zero int8, sched uint16) {
 				all = append(all, s.candidate(&req, p, bound, ordinal, zero, sched))
 			})
+			low := math.Inf(1)
 			for _, c := range all[n:] {
 				if c.bound < shapes[i].best {
 					t.Fatalf("%s: layout bound %v below its shape's best %v", tc.model, c.bound, shapes[i].best)
 				}
+				low = min(low, c.bound)
+			}
+			// The best bound is its layouts' lowest, exactly.
+			if best := s.bestBound(&req, p); best != low {
+				t.Fatalf("%s: shape's best bound %v, its layouts' lowest %v", tc.model, best, low)
 			}
 		}
 		if len(all) != kept || kept == 0 {

@@ -497,18 +497,31 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 // bound of its time and on its exact memory, is not priced — and the chunk is then
 // taken in order, one layout at a time, the stop test before each (what lies past the
 // stop is dropped by the answer). The chunk sizes are fixed, so the layouts set aside
-// (counted in the statistics) do not depend on the parallelism either.
+// (counted in the statistics) do not depend on the parallelism either. The queue
+// does not depend on the prices: while a chunk is priced, the next is taken from the
+// queue (its shapes exposed), and dropped if the search stops before it.
 func (s *evaluation) run(ctx context.Context, q *queue) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	next := q.peek()
+	if next == nil || s.stopBefore(next.bound) {
+		return nil
+	}
+	cands := s.nextChunk(q)
 	for {
-		if err := ctx.Err(); err != nil {
-			return err
+		var out []evaluated
+		var err error
+		priced := make(chan struct{})
+		go func() {
+			defer close(priced)
+			out, err = s.price(ctx, cands)
+		}()
+		var following []candidate
+		if q.peek() != nil {
+			following = s.nextChunk(q)
 		}
-		next := q.peek()
-		if next == nil || s.stopBefore(next.bound) {
-			return nil
-		}
-		cands := s.nextChunk(q)
-		out, err := s.price(ctx, cands)
+		<-priced
 		if err != nil {
 			return err
 		}
@@ -519,6 +532,13 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 			s.taken++
 			s.take(&out[j])
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(following) == 0 || s.stopBefore(following[0].bound) {
+			return nil
+		}
+		cands = following
 	}
 }
 
