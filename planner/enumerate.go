@@ -85,10 +85,16 @@ func newSpace(req *Request) *space {
 // layer split and schedules are its part's, by index): the arrays of shapes are
 // recycled from search to search and the garbage collector need not scan them.
 type shape struct {
-	best    float64     // the lowest bound among its layouts that fit
-	perMB   float64     // lower bound of one micro-batch through a stage
-	zero3   float64     // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
-	bounds  step.Bounds // as enumerated (its Backward and WeightGrad give the zero-bubble bubbles)
+	shapeInfo
+	bounds step.Bounds // as enumerated (its Backward and WeightGrad give the zero-bubble bubbles)
+}
+
+// shapeInfo is a shape but for its bounds (which the enumeration writes in place
+// first).
+type shapeInfo struct {
+	best    float64 // the lowest bound among its layouts that fit
+	perMB   float64 // lower bound of one micro-batch through a stage
+	zero3   float64 // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
 	n       int32
 	ordinal int32 // enumeration order of its first layout
 	m       int32 // micro-batches per replica
@@ -380,14 +386,16 @@ const shapeChunk = 64
 // shapes are most of what it allocates.
 var chunkPool = sync.Pool{New: func() any { return new([shapeChunk]shape) }}
 
-// add keeps a shape.
-func (p *part) add(s *shape) {
+// slot is where the next shape goes: filled in place, and kept by add.
+func (p *part) slot() *shape {
 	if p.count == len(p.chunks)*shapeChunk {
 		p.chunks = append(p.chunks, chunkPool.Get().(*[shapeChunk]shape))
 	}
-	p.chunks[p.count/shapeChunk][p.count%shapeChunk] = *s
-	p.count++
+	return &p.chunks[p.count/shapeChunk][p.count%shapeChunk]
 }
+
+// add keeps the shape filled in at slot.
+func (p *part) add() { p.count++ }
 
 // enumerate fills the part. total counts the layouts of every part, to stop the
 // search as soon as it passes Request.MaxLayouts; layers is the calling goroutine's
@@ -396,6 +404,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 	a, t, cs := req.Model, req.Training, &req.Constraints
 	n, tp, cp := p.n, p.tp, p.cp
 	ordinal := 0
+	r := step.Request{Model: a, Training: t, Cluster: req.Cluster} // its layout and ranks set per shape
 	for _, pp := range divisors(n / (tp * cp)) {
 		if !allowed(cs.PP, pp) || pp > a.Layers {
 			continue
@@ -467,24 +476,29 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 						for _, etp := range etps {
 							// One compute bound per shape; schedules and ZeRO stages only
 							// change the pipeline factor and the state sharding.
-							base := step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
+							r.Layout = step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
 								Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp}
 							// On several placements, the lowest of their bounds bounds them all.
-							b, ok := e.LowerBoundsCached(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: p.alts[0].ranks}, layers)
+							s := p.slot()
+							var ok bool
+							r.Ranks = p.alts[0].ranks
+							s.bounds, ok = e.LowerBoundsCached(r, layers)
 							for _, al := range p.alts[1:] {
 								if !ok {
 									break
 								}
 								var b2 step.Bounds
-								if b2, ok = e.LowerBoundsCached(step.Request{Model: a, Training: t, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}, layers); ok {
-									b.PerMicroBatch = min(b.PerMicroBatch, b2.PerMicroBatch)
+								r.Ranks = al.ranks
+								if b2, ok = e.LowerBoundsCached(r, layers); ok {
+									s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
 								}
 							}
 							if !ok {
 								p.invalid += len(scheds) * len(sp.zeros)
 								continue
 							}
-							s := shape{perMB: b.PerMicroBatch, bounds: b, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
+							b := &s.bounds
+							s.shapeInfo = shapeInfo{perMB: b.PerMicroBatch, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
 								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
 								scheds: schedsIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
 							// The layouts that fit are those of the ZeRO stages whose states
@@ -513,7 +527,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							if fits > 0 {
 								s.best = s.bestBound(req, p)
 								p.kept += fits
-								p.add(&s)
+								p.add()
 							}
 						}
 					}

@@ -97,9 +97,14 @@ type queue struct {
 	sp        *space
 	parts     []part
 	shapes    []*shape
-	unexposed shapeHeap    // the shapes not exposed yet, by best bound, then ordinal
-	order     shapeHeap    // the shapes exposed and not expanded, likewise
-	heap      []layoutItem // the layouts of the expanded shapes
+	unexposed shapeHeap  // the shapes not exposed yet, by best bound, then ordinal
+	exposing  []shapeKey // the next of them, being exposed (the first in line last)
+	// exposingFirst is the first in line of those being exposed, as it was: the
+	// workers raise the keys in exposing.
+	exposingFirst shapeKey
+	exposed       sync.WaitGroup
+	order         shapeHeap    // the shapes exposed and not expanded, by best bound, then ordinal
+	heap          []layoutItem // the layouts of the expanded shapes
 }
 
 // layoutItem is a layout in the queue's heap: its bound and ordinal, its shape, ZeRO
@@ -194,8 +199,8 @@ func (q *queue) peek() *layoutItem {
 		// The first shape in line, exposed or not (keys are unique: ordinals are).
 		var k *shapeKey
 		exposed := len(q.order) > 0
-		if len(q.unexposed) > 0 && (!exposed || q.unexposed[0].less(&q.order[0])) {
-			k, exposed = &q.unexposed[0], false
+		if u := q.firstUnexposed(); u != nil && (!exposed || u.less(&q.order[0])) {
+			k, exposed = u, false
 		} else if exposed {
 			k = &q.order[0]
 		}
@@ -221,28 +226,69 @@ func (q *queue) peek() *layoutItem {
 // exposeBatch is how many shapes the queue exposes at once, over the workers: the
 // shape that comes up and the next ones in line among those not exposed yet, which
 // come up before any layout beyond their (lower) bounds is taken. Exposing one early
-// changes nothing but when it is priced, and a search exposes at most a batch more
-// than it needs.
+// changes nothing but when it is priced.
 const exposeBatch = 64
 
-// expose adds their exposure to the first shapes in line not exposed yet, and puts
-// them back in line by their new best bounds.
+// firstUnexposed is the first in line of the shapes not back in line exposed yet
+// (nil if none is left): those being exposed come before those waiting.
+func (q *queue) firstUnexposed() *shapeKey {
+	if len(q.exposing) > 0 {
+		return &q.exposingFirst
+	}
+	if len(q.unexposed) > 0 {
+		return &q.unexposed[0]
+	}
+	return nil
+}
+
+// expose puts the first shapes in line not exposed yet back in line by their best
+// bounds with their exposure, and starts exposing the next batch in the background
+// (the queue's goroutine goes on taking layouts meanwhile): a search exposes at most
+// two batches more than it needs.
 func (q *queue) expose() {
+	if len(q.exposing) > 0 {
+		q.exposed.Wait()
+	} else {
+		q.exposing = q.nextBatch()
+		q.exposeAll(q.exposing)
+	}
+	for _, k := range q.exposing {
+		q.order.push(k)
+	}
+	q.exposing = q.nextBatch()
+	if batch := q.exposing; len(batch) > 0 {
+		q.exposingFirst = batch[len(batch)-1] // its key until exposed: below the others'
+		q.exposed.Add(1)
+		go func() {
+			defer q.exposed.Done()
+			q.exposeAll(batch)
+		}()
+	}
+}
+
+// nextBatch takes the next shapes in line from those not exposed yet; they stay in
+// the heap's array, past its end, the first in line last.
+func (q *queue) nextBatch() []shapeKey {
 	n := min(exposeBatch, len(q.unexposed))
 	for range n {
-		q.unexposed.pop() // to the end of the array, in order
+		q.unexposed.pop()
 	}
-	batch := q.unexposed[len(q.unexposed) : len(q.unexposed)+n]
-	parallel(context.Background(), q.workers, n, func(_, i int) {
+	return q.unexposed[len(q.unexposed) : len(q.unexposed)+n]
+}
+
+// exposeAll adds their exposure to the shapes of a batch, over the workers, and
+// raises their keys to their new best bounds.
+func (q *queue) exposeAll(batch []shapeKey) {
+	parallel(context.Background(), q.workers, len(batch), func(_, i int) {
 		s := q.shapes[batch[i].idx]
 		p := &q.parts[s.part]
 		s.expose(q.e, q.req, p)
 		batch[i].best = max(batch[i].best, s.bestBound(q.req, p))
 	})
-	for _, k := range batch {
-		q.order.push(k)
-	}
 }
+
+// wait returns once no shape is being exposed: the shapes may then be released.
+func (q *queue) wait() { q.exposed.Wait() }
 
 func before(a, b *layoutItem) bool {
 	return a.bound < b.bound || a.bound == b.bound && a.ordinal < b.ordinal
@@ -335,6 +381,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	err = ev.run(ctx, q)
 	// The candidates taken hold no shape: the shapes and the queue's arrays go back
 	// for the next search.
+	q.wait()
 	en.release()
 	buf.shapes, buf.unexposed, buf.order, buf.heap = en.shapes[:0], q.unexposed[:0], q.order[:0], q.heap[:0]
 	if err != nil {
