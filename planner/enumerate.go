@@ -33,11 +33,19 @@ func allowed[T comparable](list []T, v T) bool {
 }
 
 func divisors(n int) []int {
-	var out []int
-	for d := 1; d <= n; d++ {
+	out := make([]int, 0, 16)
+	var d int
+	for d = 1; d*d < n; d++ {
 		if n%d == 0 {
 			out = append(out, d)
 		}
+	}
+	small := len(out)
+	if d*d == n {
+		out = append(out, d)
+	}
+	for i := small - 1; i >= 0; i-- {
+		out = append(out, n/out[i])
 	}
 	return out
 }

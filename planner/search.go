@@ -519,10 +519,11 @@ type evaluation struct {
 	chunk   int     // layouts in the next chunk
 	top     []*evaluated
 	arrays  []*chunkArray // the chunks' candidates
-	out     []evaluated   // the last chunk's evaluations
+	out     []evaluated   // the current chunk's evaluations
 	fronts  fronts
-	all     []point // every feasible plan
-	kth     float64 // the K-th plan's score once the top K is full
+	added   []frontPlan // the current chunk's plans, for the fronts once it is taken
+	all     []point     // every feasible plan
+	kth     float64     // the K-th plan's score once the top K is full
 }
 
 func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, kept int, buf *buffers) *evaluation {
@@ -544,9 +545,14 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 // bound of its time and on its exact memory, is not priced — and the chunk is then
 // taken in order, one layout at a time, the stop test before each (what lies past the
 // stop is dropped by the answer). The chunk sizes are fixed, so the layouts set aside
-// (counted in the statistics) do not depend on the parallelism either. The queue
-// does not depend on the prices: while a chunk is priced, the next is taken from the
-// queue (its shapes exposed), and dropped if the search stops before it.
+// (counted in the statistics) do not depend on the parallelism either.
+//
+// The queue does not depend on the prices: while a chunk is priced, the next is
+// taken from the queue (its shapes exposed), unless the search is expected to stop
+// in this one. Expected: with the top K full, the layouts from the first whose bound
+// cannot beat the K-th plan on are priced only if the search comes to them (a plan
+// that dominates others can take them out of the top K), on the fronts as they were
+// when the chunk began (take records the chunk's plans in the fronts at its end).
 func (s *evaluation) run(ctx context.Context, q *queue) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -557,18 +563,23 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 	}
 	cands := s.nextChunk(q)
 	for {
-		var out []evaluated
+		priced := len(cands)
+		if len(s.top) >= s.req.TopK {
+			priced, _ = slices.BinarySearchFunc(cands, s.kth, func(c candidate, kth float64) int { return cmp.Compare(c.bound, kth) })
+		}
+		out := slices.Grow(s.out[:0], len(cands))[:len(cands)]
+		s.out = out
 		var err error
-		priced := make(chan struct{})
+		done := make(chan struct{})
 		go func() {
-			defer close(priced)
-			out, err = s.price(ctx, cands)
+			defer close(done)
+			err = s.price(ctx, cands[:priced], out)
 		}()
 		var following []candidate
-		if q.peek() != nil {
+		if priced == len(cands) && q.peek() != nil {
 			following = s.nextChunk(q)
 		}
-		<-priced
+		<-done
 		if err != nil {
 			return err
 		}
@@ -576,11 +587,23 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 			if s.stopBefore(cands[j].bound) {
 				return nil
 			}
+			if j == priced {
+				if err := s.price(ctx, cands[j:], out[j:]); err != nil {
+					return err
+				}
+			}
 			s.taken++
 			s.take(&out[j])
 		}
+		for _, a := range s.added {
+			s.fronts.add(a.n, a.freeWhole, a.score, a.head)
+		}
+		s.added = s.added[:0]
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if following == nil && q.peek() != nil {
+			following = s.nextChunk(q)
 		}
 		if len(following) == 0 || s.stopBefore(following[0].bound) {
 			return nil
@@ -634,16 +657,11 @@ func (s *evaluation) release() {
 	s.arrays = s.arrays[:0]
 }
 
-// price evaluates a chunk over the workers, each taking the next layout left. The
-// result is valid until the next call.
-func (s *evaluation) price(ctx context.Context, cands []candidate) ([]evaluated, error) {
-	out := slices.Grow(s.out[:0], len(cands))[:len(cands)]
-	s.out = out
+// price evaluates layouts into out over the workers, each taking the next layout
+// left.
+func (s *evaluation) price(ctx context.Context, cands []candidate, out []evaluated) error {
 	parallel(ctx, s.workers, len(cands), func(_, j int) { out[j] = s.evaluate(&cands[j]) })
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return ctx.Err()
 }
 
 // evaluate checks and prices one layout on each of its placements, keeping the
@@ -700,8 +718,8 @@ func (s *evaluation) prefer(a, b *evaluated) bool {
 }
 
 // take counts one evaluated layout in the statistics and, if it gave a feasible plan,
-// records it for the Pareto front and for setting later layouts aside, and offers it
-// to the top K.
+// records it for the Pareto front and for setting later chunks' layouts aside (run
+// adds it to the fronts once the chunk is taken), and offers it to the top K.
 func (s *evaluation) take(ev *evaluated) {
 	if ev.setAside != "" {
 		s.stats.Pruned[ev.setAside]++
@@ -718,7 +736,7 @@ func (s *evaluation) take(ev *evaluated) {
 	}
 	s.stats.Feasible++
 	s.all = append(s.all, point{int(ev.c.n), ev.stepTime, ev.headroom, ev.c, ev.alt})
-	s.fronts.add(int(ev.c.n), ev.c.alts[ev.alt].place.FreeWholeNodes, ev.score, ev.headroom)
+	s.added = append(s.added, frontPlan{int(ev.c.n), ev.c.alts[ev.alt].place.FreeWholeNodes, ev.score, ev.headroom})
 	s.offer(ev)
 }
 
@@ -881,6 +899,12 @@ func boundScore(req *Request, n int, stepLB float64) float64 {
 type fronts map[frontKey][]stair
 
 type frontKey struct{ n, freeWhole int }
+
+// frontPlan is a plan to add to the fronts.
+type frontPlan struct {
+	n, freeWhole int
+	score, head  float64
+}
 
 type stair struct{ score, head float64 }
 
