@@ -103,6 +103,8 @@ type queue struct {
 	// workers raise the keys in exposing.
 	exposingFirst shapeKey
 	exposed       sync.WaitGroup
+	done          atomic.Bool  // the batch being exposed is
+	batch         int          // shapes in the next batch
 	order         shapeHeap    // the shapes exposed and not expanded, by best bound, then ordinal
 	heap          []layoutItem // the layouts of the expanded shapes
 }
@@ -124,7 +126,7 @@ func newQueue(e *step.Estimator, workers int, req *Request, sp *space, en *enume
 		unexposed = append(unexposed, shapeKey{s.best, s.ordinal, int32(i)})
 	}
 	q := &queue{e: e, workers: max(1, workers), req: req, sp: sp, parts: en.parts, shapes: en.shapes, unexposed: unexposed,
-		order: buf.order[:0], heap: buf.heap[:0]}
+		order: buf.order[:0], heap: buf.heap[:0], batch: maxExposeBatch / 2}
 	q.unexposed.init()
 	return q
 }
@@ -223,11 +225,16 @@ func (q *queue) peek() *layoutItem {
 	return &q.heap[0]
 }
 
-// exposeBatch is how many shapes the queue exposes at once, over the workers: the
-// shape that comes up and the next ones in line among those not exposed yet, which
-// come up before any layout beyond their (lower) bounds is taken. Exposing one early
-// changes nothing but when it is priced.
-const exposeBatch = 64
+// Batches of exposure: the queue exposes the shape that comes up and the next ones
+// in line among those not exposed yet, which come up before any layout beyond their
+// (lower) bounds is taken; exposing one early changes nothing but when it is
+// priced. A batch is minExposeBatch shapes to maxExposeBatch: the first are
+// largest, as the first layouts taken need many shapes exposed, and a batch doubles
+// when the queue has to wait for the one before and halves when it did not.
+const (
+	minExposeBatch = 64
+	maxExposeBatch = 512
+)
 
 // firstUnexposed is the first in line of the shapes not back in line exposed yet
 // (nil if none is left): those being exposed come before those waiting.
@@ -244,9 +251,14 @@ func (q *queue) firstUnexposed() *shapeKey {
 // expose puts the first shapes in line not exposed yet back in line by their best
 // bounds with their exposure, and starts exposing the next batch in the background
 // (the queue's goroutine goes on taking layouts meanwhile): a search exposes at most
-// two batches more than it needs.
+// maxExposeBatch shapes more than it needs.
 func (q *queue) expose() {
 	if len(q.exposing) > 0 {
+		if q.done.Load() {
+			q.batch = max(minExposeBatch, q.batch/2)
+		} else {
+			q.batch = min(maxExposeBatch, 2*q.batch)
+		}
 		q.exposed.Wait()
 	} else {
 		q.exposing = q.nextBatch()
@@ -258,10 +270,12 @@ func (q *queue) expose() {
 	q.exposing = q.nextBatch()
 	if batch := q.exposing; len(batch) > 0 {
 		q.exposingFirst = batch[len(batch)-1] // its key until exposed: below the others'
+		q.done.Store(false)
 		q.exposed.Add(1)
 		go func() {
 			defer q.exposed.Done()
 			q.exposeAll(batch)
+			q.done.Store(true)
 		}()
 	}
 }
@@ -269,7 +283,7 @@ func (q *queue) expose() {
 // nextBatch takes the next shapes in line from those not exposed yet; they stay in
 // the heap's array, past its end, the first in line last.
 func (q *queue) nextBatch() []shapeKey {
-	n := min(exposeBatch, len(q.unexposed))
+	n := min(q.batch, len(q.unexposed))
 	for range n {
 		q.unexposed.pop()
 	}
