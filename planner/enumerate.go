@@ -260,6 +260,9 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 	var parts []part
 	for _, n := range gpuCounts(req) {
 		st.GPUCounts = append(st.GPUCounts, n)
+		// On a free cluster the placement does not depend on TP (a node's GPUs are
+		// a multiple of it, and so is n): placed once per size.
+		var wholeAlts []alt
 		for _, tp := range divisors(n) {
 			if !allowed(cs.TP, tp) || a.Heads%tp != 0 || a.FFN%tp != 0 {
 				continue
@@ -274,21 +277,27 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 				st.Pruned[PrunedDivisibility]++
 				continue // TP groups would straddle nodes
 			}
-			pls := placements(req.Cluster, req.Free, n, tp)
-			if len(pls) == 0 {
-				st.Pruned[PrunedPlacement]++
-				continue
-			}
-			alts := make([]alt, len(pls))
-			for i, pl := range pls {
-				// Ranks on the first GPUs in order need no map: their communication
-				// groups are cached by layout alone, across searches.
-				alts[i].place = pl
-				if !identity(pl.Ranks) {
-					var err error
-					if alts[i].ranks, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
-						return nil, err
+			alts := wholeAlts
+			if alts == nil {
+				pls := placements(req.Cluster, req.Free, n, tp)
+				if len(pls) == 0 {
+					st.Pruned[PrunedPlacement]++
+					continue
+				}
+				alts = make([]alt, len(pls))
+				for i, pl := range pls {
+					// Ranks on the first GPUs in order need no map: their communication
+					// groups are cached by layout alone, across searches.
+					alts[i].place = pl
+					if !identity(pl.Ranks) {
+						var err error
+						if alts[i].ranks, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
+							return nil, err
+						}
 					}
+				}
+				if req.Free == nil {
+					wholeAlts = alts
 				}
 			}
 			for _, cp := range divisors(n / tp) {
@@ -309,9 +318,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			en.release() // failed: nothing will read the shapes
 		}
 	}()
-	// Each goroutine keeps the layers' compute times of the parts it enumerates: the
-	// search's layouts share the model, training and cluster.
-	caches := make([]step.BoundsCache, max(1, workers))
+	caches := make([]workerCache, max(1, workers))
 	parallel(ctx, workers, len(parts), func(w, i int) { parts[i].enumerate(ctx, e, req, sp, &total, &caches[w]) })
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -405,10 +412,42 @@ func (p *part) slot() *shape {
 // add keeps the shape filled in at slot.
 func (p *part) add() { p.count++ }
 
+// workerCache is what an enumerating goroutine keeps across the parts it
+// enumerates: the search's layouts share the model, training and cluster, and so
+// the layers' compute times, and the schedule lists of a pipeline depth.
+type workerCache struct {
+	layers step.BoundsCache
+	scheds map[schedKey]schedLists
+}
+
+type schedKey struct {
+	pp       int
+	multiple bool // the micro-batches are a multiple of pp
+}
+
+// schedLists are schedules' list and its bestSchedules.
+type schedLists struct{ all, best []sched }
+
+// schedules is the package's schedules(pp, m, …) and its bestSchedules, listed once
+// (read only).
+func (w *workerCache) schedules(pp, m, layers int, cs *Constraints) schedLists {
+	k := schedKey{pp, m%pp == 0}
+	l, ok := w.scheds[k]
+	if !ok {
+		all := schedules(pp, m, layers, cs)
+		l = schedLists{all, bestSchedules(all)}
+		if w.scheds == nil {
+			w.scheds = map[schedKey]schedLists{}
+		}
+		w.scheds[k] = l
+	}
+	return l
+}
+
 // enumerate fills the part. total counts the layouts of every part, to stop the
-// search as soon as it passes Request.MaxLayouts; layers is the calling goroutine's
-// cache of the layers' compute times.
-func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, total *atomic.Int64, layers *step.BoundsCache) {
+// search as soon as it passes Request.MaxLayouts; wc is the calling goroutine's.
+func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, total *atomic.Int64, wc *workerCache) {
+	layers := &wc.layers
 	a, t, cs := req.Model, req.Training, &req.Constraints
 	n, tp, cp := p.n, p.tp, p.cp
 	ordinal := 0
@@ -451,9 +490,9 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			}
 			if schedsByMultiple[i] < 0 {
 				schedsByMultiple[i] = len(p.scheds)
-				list := schedules(pp, m, a.Layers, cs)
-				p.scheds = append(p.scheds, list)
-				p.bestScheds = append(p.bestScheds, bestSchedules(list))
+				l := wc.schedules(pp, m, a.Layers, cs)
+				p.scheds = append(p.scheds, l.all)
+				p.bestScheds = append(p.bestScheds, l.best)
 			}
 			return p.scheds[schedsByMultiple[i]], uint16(schedsByMultiple[i])
 		}
