@@ -393,6 +393,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	}()
 	tr.begin(PhaseEvaluate)
 	err = ev.run(ctx, q)
+	ev.checks.Wait() // a chunk past the stop may still be checked
 	// The candidates taken hold no shape: the shapes and the queue's arrays go back
 	// for the next search.
 	q.wait()
@@ -534,10 +535,15 @@ type evaluation struct {
 	top     []*evaluated
 	arrays  []*chunkArray // the chunks' candidates
 	out     []evaluated   // the current chunk's evaluations
-	fronts  fronts
-	added   []frontPlan // the current chunk's plans, for the fronts once it is taken
-	all     []point     // every feasible plan
-	kth     float64     // the K-th plan's score once the top K is full
+	// mems are the arrays of the last two chunks' memory checks (nextMems is the
+	// next to fill), and checks counts those running.
+	mems     [2][]memoryResult
+	nextMems int
+	checks   sync.WaitGroup
+	fronts   fronts
+	added    []frontPlan // the current chunk's plans, for the fronts once it is taken
+	all      []point     // every feasible plan
+	kth      float64     // the K-th plan's score once the top K is full
 }
 
 func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, kept int, buf *buffers) *evaluation {
@@ -561,9 +567,10 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 // stop is dropped by the answer). The chunk sizes are fixed, so the layouts set aside
 // (counted in the statistics) do not depend on the parallelism either.
 //
-// The queue does not depend on the prices: while a chunk is priced, the next is
-// taken from the queue (its shapes exposed), unless the search is expected to stop
-// in this one. Expected: with the top K full, the layouts from the first whose bound
+// The queue does not depend on the prices, nor a layout's memory on the plans
+// taken: while a chunk is priced, the next is taken from the queue (its shapes
+// exposed) and the memory of its layouts checked in the background, unless the
+// search is expected to stop in this one. Expected: with the top K full, the layouts from the first whose bound
 // cannot beat the K-th plan on are priced only if the search comes to them (a plan
 // that dominates others can take them out of the top K), on the fronts as they were
 // when the chunk began (take records the chunk's plans in the fronts at its end).
@@ -576,25 +583,25 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 		return nil
 	}
 	cands := s.nextChunk(q)
+	checked := s.checkMemory(ctx, cands)
 	for {
 		priced := len(cands)
 		if len(s.top) >= s.req.TopK {
 			priced, _ = slices.BinarySearchFunc(cands, s.kth, func(c candidate, kth float64) int { return cmp.Compare(c.bound, kth) })
 		}
-		out := slices.Grow(s.out[:0], len(cands))[:len(cands)]
-		s.out = out
-		var err error
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			err = s.price(ctx, cands[:priced], out)
-		}()
 		var following []candidate
+		var followingChecked *memoryCheck
 		if priced == len(cands) && q.peek() != nil {
 			following = s.nextChunk(q)
+			followingChecked = s.checkMemory(ctx, following)
 		}
-		<-done
-		if err != nil {
+		<-checked.done
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		out := slices.Grow(s.out[:0], len(cands))[:len(cands)]
+		s.out = out
+		if err := s.price(ctx, cands[:priced], checked.mems, out); err != nil {
 			return err
 		}
 		for j := range cands {
@@ -602,7 +609,7 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 				return nil
 			}
 			if j == priced {
-				if err := s.price(ctx, cands[j:], out[j:]); err != nil {
+				if err := s.price(ctx, cands[j:], checked.mems[j:], out[j:]); err != nil {
 					return err
 				}
 			}
@@ -618,12 +625,43 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 		}
 		if following == nil && q.peek() != nil {
 			following = s.nextChunk(q)
+			followingChecked = s.checkMemory(ctx, following)
 		}
 		if len(following) == 0 || s.stopBefore(following[0].bound) {
 			return nil
 		}
-		cands = following
+		cands, checked = following, followingChecked
 	}
+}
+
+// memoryCheck is the memory of a chunk's layouts, checked in the background.
+type memoryCheck struct {
+	mems []memoryResult
+	done chan struct{} // closed once mems are filled in
+}
+
+// memoryResult is what the search reads of a layout's memory.
+type memoryResult struct {
+	headroom float64
+	fits     bool
+	invalid  bool
+}
+
+// checkMemory starts checking the memory of a chunk's layouts over the workers: it
+// does not depend on the plans taken so far, and is most of their pricing. The
+// evaluation keeps the arrays of the two last chunks' results.
+func (s *evaluation) checkMemory(ctx context.Context, cands []candidate) *memoryCheck {
+	buf := &s.mems[s.nextMems]
+	s.nextMems = 1 - s.nextMems
+	*buf = slices.Grow((*buf)[:0], len(cands))[:len(cands)]
+	mc := &memoryCheck{mems: *buf, done: make(chan struct{})}
+	s.checks.Add(1)
+	go func() {
+		defer s.checks.Done()
+		defer close(mc.done)
+		parallel(ctx, s.workers, len(cands), func(_, j int) { mc.mems[j] = s.memory(&cands[j]) })
+	}()
+	return mc
 }
 
 // stopBefore tells whether the search stops before a layout of this bound — the top
@@ -672,27 +710,36 @@ func (s *evaluation) release() {
 }
 
 // price evaluates layouts into out over the workers, each taking the next layout
-// left.
-func (s *evaluation) price(ctx context.Context, cands []candidate, out []evaluated) error {
-	parallel(ctx, s.workers, len(cands), func(_, j int) { out[j] = s.evaluate(&cands[j]) })
+// left, given their memory.
+func (s *evaluation) price(ctx context.Context, cands []candidate, mems []memoryResult, out []evaluated) error {
+	parallel(ctx, s.workers, len(cands), func(_, j int) { out[j] = s.evaluate(&cands[j], &mems[j]) })
 	return ctx.Err()
 }
 
-// evaluate checks and prices one layout on each of its placements, keeping the
-// preferred; it only reads the search's state, so the workers run it concurrently.
-func (s *evaluation) evaluate(c *candidate) evaluated {
+// memory is a layout's memory. It does not depend on the placement.
+func (s *evaluation) memory(c *candidate) memoryResult {
 	req := s.req
-	// The memory does not depend on the placement.
-	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks}
-	mem, err := s.e.Memory(r)
+	mem, err := s.e.Memory(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks})
+	if err != nil {
+		return memoryResult{invalid: true}
+	}
+	return memoryResult{headroom: mem.Headroom, fits: mem.Fits}
+}
+
+// evaluate checks and prices one layout, of memory mem, on each of its placements,
+// keeping the preferred; it only reads the search's state, so the workers run it
+// concurrently.
+func (s *evaluation) evaluate(c *candidate, mem *memoryResult) evaluated {
+	req := s.req
 	switch {
-	case err != nil:
+	case mem.invalid:
 		return evaluated{c: c, setAside: PrunedInvalid}
-	case !mem.Fits || mem.Headroom < req.Constraints.MinHeadroomGB:
+	case !mem.fits || mem.headroom < req.Constraints.MinHeadroomGB:
 		return evaluated{c: c, setAside: PrunedMemory}
-	case !req.IncludeDominated && s.fronts.beaten(c, mem.Headroom):
+	case !req.IncludeDominated && s.fronts.beaten(c, mem.headroom):
 		return evaluated{c: c, setAside: PrunedDominatedBound}
 	}
+	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req)}
 	var best evaluated
 	for i, al := range c.alts {
 		r.Ranks, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
