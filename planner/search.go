@@ -540,6 +540,7 @@ type evaluation struct {
 	mems     [2][]memoryResult
 	nextMems int
 	checks   sync.WaitGroup
+	todo     []int // the layouts of a chunk to estimate
 	fronts   fronts
 	added    []frontPlan // the current chunk's plans, for the fronts once it is taken
 	all      []point     // every feasible plan
@@ -709,10 +710,18 @@ func (s *evaluation) release() {
 	s.arrays = s.arrays[:0]
 }
 
-// price evaluates layouts into out over the workers, each taking the next layout
-// left, given their memory.
+// price evaluates layouts into out, given their memory: it sets aside those that do
+// not fit or that a plan in hand beats, and estimates the others over the workers,
+// each taking the next layout left.
 func (s *evaluation) price(ctx context.Context, cands []candidate, mems []memoryResult, out []evaluated) error {
-	parallel(ctx, s.workers, len(cands), func(_, j int) { out[j] = s.evaluate(&cands[j], &mems[j]) })
+	todo := s.todo[:0]
+	for j := range cands {
+		if out[j] = s.setAside(&cands[j], &mems[j]); out[j].setAside == "" {
+			todo = append(todo, j)
+		}
+	}
+	s.todo = todo
+	parallel(ctx, s.workers, len(todo), func(_, i int) { j := todo[i]; out[j] = s.evaluate(&cands[j]) })
 	return ctx.Err()
 }
 
@@ -726,10 +735,10 @@ func (s *evaluation) memory(c *candidate) memoryResult {
 	return memoryResult{headroom: mem.Headroom, fits: mem.Fits}
 }
 
-// evaluate checks and prices one layout, of memory mem, on each of its placements,
-// keeping the preferred; it only reads the search's state, so the workers run it
-// concurrently.
-func (s *evaluation) evaluate(c *candidate, mem *memoryResult) evaluated {
+// setAside is a layout, of memory mem, set aside before it is priced — it does not
+// fit, or a plan in hand beats it (the reason is then set) — or else the layout
+// alone.
+func (s *evaluation) setAside(c *candidate, mem *memoryResult) evaluated {
 	req := s.req
 	switch {
 	case mem.invalid:
@@ -739,6 +748,13 @@ func (s *evaluation) evaluate(c *candidate, mem *memoryResult) evaluated {
 	case !req.IncludeDominated && s.fronts.beaten(c, mem.headroom):
 		return evaluated{c: c, setAside: PrunedDominatedBound}
 	}
+	return evaluated{c: c}
+}
+
+// evaluate prices one layout on each of its placements, keeping the preferred; it
+// only reads the search's state, so the workers run it concurrently.
+func (s *evaluation) evaluate(c *candidate) evaluated {
+	req := s.req
 	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req)}
 	var best evaluated
 	for i, al := range c.alts {
