@@ -103,10 +103,13 @@ type queue struct {
 	// workers raise the keys in exposing.
 	exposingFirst shapeKey
 	exposed       sync.WaitGroup
-	done          atomic.Bool  // the batch being exposed is
-	batch         int          // shapes in the next batch
-	order         shapeHeap    // the shapes exposed and not expanded, by best bound, then ordinal
-	heap          []layoutItem // the layouts of the expanded shapes
+	done          atomic.Bool // the batch being exposed is
+	batch         int         // shapes in the next batch
+	// beyond is a bound no layout the search takes reaches, as far as it knows
+	// (the K-th plan's score): a batch takes no shape beyond it but the first.
+	beyond float64
+	order  shapeHeap    // the shapes exposed and not expanded, by best bound, then ordinal
+	heap   []layoutItem // the layouts of the expanded shapes
 }
 
 // layoutItem is a layout in the queue's heap: its bound and ordinal, its shape, ZeRO
@@ -126,7 +129,7 @@ func newQueue(e *step.Estimator, workers int, req *Request, sp *space, en *enume
 		unexposed = append(unexposed, shapeKey{s.best, s.ordinal, int32(i)})
 	}
 	q := &queue{e: e, workers: max(1, workers), req: req, sp: sp, parts: en.parts, shapes: en.shapes, unexposed: unexposed,
-		order: buf.order[:0], heap: buf.heap[:0], batch: maxExposeBatch / 2}
+		order: buf.order[:0], heap: buf.heap[:0], batch: maxExposeBatch / 2, beyond: math.Inf(1)}
 	q.unexposed.init()
 	return q
 }
@@ -228,12 +231,14 @@ func (q *queue) peek() *layoutItem {
 // Batches of exposure: the queue exposes the shape that comes up and the next ones
 // in line among those not exposed yet, which come up before any layout beyond their
 // (lower) bounds is taken; exposing one early changes nothing but when it is
-// priced. A batch is minExposeBatch shapes to maxExposeBatch: the first are
+// priced. A batch is minExposeBatch shapes to maxExposeBatch: the first is half the
 // largest, as the first layouts taken need many shapes exposed, and a batch doubles
-// when the queue has to wait for the one before and halves when it did not.
+// when the queue has to wait for the one before and halves when it did not; once
+// the top K is full, a batch takes no shape whose bound is past the K-th plan's
+// score but the one that came up (the rest would likely be exposed in vain).
 const (
 	minExposeBatch = 64
-	maxExposeBatch = 512
+	maxExposeBatch = 256
 )
 
 // firstUnexposed is the first in line of the shapes not back in line exposed yet
@@ -283,9 +288,10 @@ func (q *queue) expose() {
 // nextBatch takes the next shapes in line from those not exposed yet; they stay in
 // the heap's array, past its end, the first in line last.
 func (q *queue) nextBatch() []shapeKey {
-	n := min(q.batch, len(q.unexposed))
-	for range n {
+	n := 0
+	for n < q.batch && len(q.unexposed) > 0 && (n == 0 || q.unexposed[0].best < q.beyond) {
 		q.unexposed.pop()
+		n++
 	}
 	return q.unexposed[len(q.unexposed) : len(q.unexposed)+n]
 }
@@ -621,6 +627,9 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 			s.fronts.add(a.n, a.freeWhole, a.score, a.head)
 		}
 		s.added = s.added[:0]
+		if len(s.top) >= s.req.TopK {
+			q.beyond = s.kth // exposing shapes past it is likely wasted
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
