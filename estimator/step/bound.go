@@ -92,7 +92,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		perMB += tp
 	}
 	stepLB := (m + float64(l.PP-1)/float64(max(1, l.VirtualStages))) * perMB
-	p := a.Params()
+	p := c.modelParams(a)
 	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
 	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
 	o := t.Optimizer
@@ -115,7 +115,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		}
 	}
 	if l.DP*l.CP > 1 && !t.OnDemandGathers {
-		dense, _ := e.stageParams(req, cp.stageLayers)
+		dense, _ := stageParamsOf(req, p, cp.stageLayers)
 		x.gather, x.scatter = dense/x.layers*o.WeightBytes, dense/x.layers*o.GradBytes
 	}
 	return Bounds{

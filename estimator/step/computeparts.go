@@ -1,6 +1,10 @@
 package step
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/stepcost/stepcost/estimator/model"
+)
 
 // computeParts is the compute of the slowest pipeline stage for one micro-batch.
 type computeParts struct {
@@ -150,6 +154,20 @@ type BoundsCache struct {
 	trained           bool
 	trainIn, trainOut Training
 	spWithTP          bool
+	// The model's parameter counts (the cache is for one model).
+	params    model.Params
+	hasParams bool
+}
+
+// modelParams is a.Params(), computed once per cache (c may be nil).
+func (c *BoundsCache) modelParams(a model.Arch) model.Params {
+	if c == nil {
+		return a.Params()
+	}
+	if !c.hasParams {
+		c.params, c.hasParams = a.Params(), true
+	}
+	return c.params
 }
 
 // normalise is normalise(req), the training's part remembered in c (when c is not

@@ -687,7 +687,7 @@ func (p *pricing) holdParams() {
 	l := &p.req.Layout
 	p.stageParams, p.expertParams = p.e.stageParams(p.req, p.parts.stageLayers)
 	if p.req.Training.FP8Params {
-		p.matmulDense, p.matmulExpert = matmulParams(p.req, p.parts.stageLayers)
+		p.matmulDense, p.matmulExpert = matmulParams(p.req, p.req.Model.Params(), p.parts.stageLayers)
 	}
 	p.denseShard = l.DP * l.CP
 	// Expert parameters are sharded over EP, so each is held by DP·CP/EP ranks: their

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/model"
 )
 
 // layerTimes is one layer's compute for one micro-batch on one GPU, in seconds.
@@ -220,9 +221,14 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 // stageParams returns the parameters one GPU of the largest pipeline stage holds:
 // dense (split by TP) and expert (split by EP and TP).
 func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert float64) {
-	p := req.Model.Params()
+	return stageParamsOf(req, req.Model.Params(), stageLayers)
+}
+
+// stageParamsOf is stageParams with the model's parameter counts p given (they
+// take a walk over the layers to compute).
+func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert float64) {
 	t := float64(req.Layout.TP)
-	dense, expert = matmulParams(req, stageLayers)
+	dense, expert = matmulParams(req, p, stageLayers)
 	dense += float64(stageLayers) * p.PerLayerNorm
 	// The first stage holds the embedding, the last the output layer (vocab-parallel).
 	emb := p.Embedding / t
@@ -238,9 +244,8 @@ func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert flo
 // (attention and dense or shared-expert MLPs, split by TP) and expert (split by EP
 // and expert TP), before any ZeRO sharding. Norms, the embedding and the output
 // layer stay in 16 bits.
-func matmulParams(req Request, stageLayers int) (dense, expert float64) {
-	a, l := req.Model, req.Layout
-	p := a.Params()
+func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert float64) {
+	l := req.Layout
 	t := float64(l.TP)
 	nMoE := min(stageLayers, stageMoELayers(req))
 	nDense := stageLayers - nMoE
@@ -330,7 +335,7 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 		// Delayed scaling caches every layer's fp8 weights (and transposes) for the
 		// step; current scaling saves them for the backward pass. Under ZeRO-3 the
 		// gathered fp8 weights live as long as their layer's gather.
-		md, me := matmulParams(req, stageLayers)
+		md, me := matmulParams(req, a.Params(), stageLayers)
 		held := 1.0
 		if l.ZeRO == 3 && shard > 1 {
 			held = math.Min(2, layers) / layers
