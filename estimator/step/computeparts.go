@@ -64,10 +64,7 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	}
 	// The last stage also computes the logits and loss; the first the embedding. The
 	// output layer stays in 16 bits under fp8 training.
-	r16 := rates.bf16()
-	logits := e.k.gemmTime(gemm{tokens, float64(a.Vocab) / tf, h, 1, false}, &r16)
-	logitsW := e.k.gemmTime(gemm{h, float64(a.Vocab) / tf, tokens, 1, false}, &r16)
-	logitsBwd := e.k.gemmTime(gemm{tokens, h, float64(a.Vocab) / tf, 1, false}, &r16) + logitsW
+	logits, logitsBwd, logitsW := c.outputLayer(e, rates, tokens, float64(a.Vocab)/tf, h)
 	cp.weightCast = nDense*lc.weightCast + nMoE*lcMoE.weightCast
 	// The slowest stage: the one with the most layers, or the last, whose output
 	// layer and loss may outweigh a layer it holds fewer of (an uneven split that
@@ -154,6 +151,8 @@ type BoundsCache struct {
 	trained           bool
 	trainIn, trainOut Training
 	spWithTP          bool
+	// The output layer's GEMM times by tokens and vocabulary slice.
+	logits map[[2]float64][3]float64
 	// The model's parameter counts (the cache is for one model).
 	params    model.Params
 	hasParams bool
@@ -183,6 +182,29 @@ func (c *BoundsCache) normalise(req Request) Request {
 	}
 	req.Training = c.trainOut
 	return normaliseLayout(req, c.spWithTP)
+}
+
+// outputLayer is the output layer's forward, backward and weight-gradient GEMM
+// times for tokens tokens and a vocabulary slice of vocab (16 bits under fp8 too),
+// kept in c by (tokens, vocab) when c is not nil.
+func (c *BoundsCache) outputLayer(e *Estimator, rates *gpuRates, tokens, vocab, h float64) (fwd, bwd, w float64) {
+	k := [2]float64{tokens, vocab}
+	if c != nil {
+		if t, ok := c.logits[k]; ok {
+			return t[0], t[1], t[2]
+		}
+	}
+	r16 := rates.bf16()
+	fwd = e.k.gemmTime(gemm{tokens, vocab, h, 1, false}, &r16)
+	w = e.k.gemmTime(gemm{h, vocab, tokens, 1, false}, &r16)
+	bwd = e.k.gemmTime(gemm{tokens, h, vocab, 1, false}, &r16) + w
+	if c != nil {
+		if c.logits == nil {
+			c.logits = map[[2]float64][3]float64{}
+		}
+		c.logits[k] = [3]float64{fwd, bwd, w}
+	}
+	return fwd, bwd, w
 }
 
 // layerKey is what a layer's times depend on besides the request's model, training
