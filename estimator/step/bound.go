@@ -81,7 +81,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		// TP communication is on the critical path of every micro-batch; its
 		// groups are few and cached, so pricing it here is cheap and tightens the
 		// bound a lot for TP layouts.
-		tp, err := e.tpCommPerMB(req, float64(l.MicroBatch)*sLocal, float64(cp.stageLayers))
+		tp, err := e.tpCommPerMB(req, float64(l.MicroBatch)*sLocal, float64(cp.stageLayers), c)
 		if err != nil {
 			return Bounds{}, false
 		}
@@ -134,18 +134,41 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 // tpCommPerMB is the TP communication of the slowest stage for one micro-batch, as
 // Estimate prices it: per layer 2 all-reduces forward and 2 backward (+2 with full
 // recomputation), each an all-gather and a reduce-scatter with sequence parallelism.
-func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64) (float64, error) {
+func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64, c *BoundsCache) (float64, error) {
+	l := req.Layout
+	n := 4 + l.tpRepeats(int(layers))
+	us, err := c.tpCall(e, req, tokens)
+	if err != nil {
+		return 0, err
+	}
+	return us * 1e-6 * n * layers, nil
+}
+
+// tpCall is the time in µs of one TP all-reduce of a micro-batch's activations
+// (an all-gather and a reduce-scatter with SP), kept in c (which may be nil).
+// Under the default rank order TP is the innermost dimension, so the TP groups are
+// consecutive blocks of the ranks: they and their price depend only on the ranks,
+// the job's size, TP, SP and the tokens.
+func (c *BoundsCache) tpCall(e *Estimator, req Request, tokens float64) (float64, error) {
 	l := req.Layout
 	g, err := newGrid(l)
 	if err != nil {
 		return 0, err
+	}
+	var k tpKey
+	keep := c != nil && (l.RankOrder == "" || l.RankOrder == DefaultRankOrder)
+	if keep {
+		k = tpKey{ranks: req.Ranks, n: g.n, tp: l.TP, sp: l.SP, tokens: tokens}
+		if us, ok := c.tp[k]; ok {
+			return us, nil
+		}
 	}
 	p, err := e.placement(req.Cluster, req.Ranks, g, CommTP)
 	if err != nil {
 		return 0, err
 	}
 	act := tokens * float64(req.Model.Hidden) * 2
-	n := 4 + l.tpRepeats(int(layers))
+	var us float64
 	if l.SP {
 		ag, err := e.collCost(p, collective.AllGather, act)
 		if err != nil {
@@ -155,13 +178,29 @@ func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64) (float64, e
 		if err != nil {
 			return 0, err
 		}
-		return (ag.TimeUs + rs.TimeUs) * 1e-6 * n * layers, nil
+		us = ag.TimeUs + rs.TimeUs
+	} else {
+		ar, err := e.collCost(p, collective.AllReduce, act)
+		if err != nil {
+			return 0, err
+		}
+		us = ar.TimeUs
 	}
-	ar, err := e.collCost(p, collective.AllReduce, act)
-	if err != nil {
-		return 0, err
+	if keep {
+		if c.tp == nil {
+			c.tp = map[tpKey]float64{}
+		}
+		c.tp[k] = us
 	}
-	return ar.TimeUs * 1e-6 * n * layers, nil
+	return us, nil
+}
+
+// tpKey is what tpCall's price depends on under the default rank order.
+type tpKey struct {
+	ranks  *RankMap // the same map of ranks (nil: ranks 0 … n−1)
+	n, tp  int
+	sp     bool
+	tokens float64
 }
 
 // Exposure are lower bounds of communication that Bounds leave out, dearer to

@@ -153,6 +153,8 @@ type BoundsCache struct {
 	spWithTP          bool
 	// The output layer's GEMM times by tokens and vocabulary slice.
 	logits map[[2]float64][3]float64
+	// One TP collective's price (tpCall).
+	tp map[tpKey]float64
 	// The model's parameter counts (the cache is for one model).
 	params    model.Params
 	hasParams bool
