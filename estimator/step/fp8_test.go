@@ -144,6 +144,12 @@ func TestFP8Params(t *testing.T) {
 	if !(b.Memory.Gathered < a.Memory.Gathered && b.StepTime <= a.StepTime) {
 		t.Errorf("ZeRO-3: gathered %.2f → %.2f GB, step %.4g → %.4g s; want fewer bytes, no slower", a.Memory.Gathered, b.Memory.Gathered, a.StepTime, b.StepTime)
 	}
+	// Weights offloaded to the host leave none on the GPU, fp8 or not.
+	off := z3p
+	off.Layout.Offload = step.OffloadParams
+	if w := mustEstimate(t, off).Memory.Weights; w != 0 {
+		t.Errorf("ZeRO-3 with offloaded fp8 weights: %.3f GB of weights on the GPU, want 0", w)
+	}
 	bf := fp8Request(t, step.BF16, "", 64)
 	bf.Training.FP8Params = true
 	if _, err := step.New().Estimate(bf); err == nil || !invalid.Is(err) || !strings.Contains(err.Error(), "training.fp8_params") {

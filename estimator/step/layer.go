@@ -289,8 +289,24 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	const gb = 1e9
 	var mem Memory
 	shard := l.DP * l.CP
+	// The layers' matmul weights: fp8 training keeps fp8 copies of them, or, with
+	// fp8 weights, stores them in fp8 in place of their 16 bits.
+	var md, me float64
+	if t.Precision == FP8 {
+		md, me = matmulParams(req, a.Params(), stageLayers)
+	}
 	w, gr, st := ModelStateBytes(dense, o, l.ZeRO, shard)
 	we, ge, se := ModelStateBytes(expert, o, l.ZeRO, max(1, l.expertShard()))
+	if t.FP8Params {
+		// The same sharding, with the matmul weights at 1 B.
+		o8 := o
+		o8.WeightBytes = fp8ElementBytes
+		w8, _, _ := ModelStateBytes(md, o8, l.ZeRO, shard)
+		w16, _, _ := ModelStateBytes(md, o, l.ZeRO, shard)
+		we8, _, _ := ModelStateBytes(me, o8, l.ZeRO, max(1, l.expertShard()))
+		we16, _, _ := ModelStateBytes(me, o, l.ZeRO, max(1, l.expertShard()))
+		w, we = w-w16+w8, we-we16+we8
+	}
 	mem.Weights, mem.Gradients, mem.Optimizer = (w+we)/gb, (gr+ge)/gb, (st+se)/gb
 	// The parameters whose optimizer states this rank owns (all of its own without
 	// ZeRO).
@@ -322,6 +338,9 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	if l.ZeRO == 3 && shard > 1 {
 		// The layer being computed and the one being prefetched, unsharded.
 		mem.Gathered = 2 * (dense + expert) / layers * o.WeightBytes / gb
+		if t.FP8Params {
+			mem.Gathered -= 2 * (md + me) / layers * (o.WeightBytes - fp8ElementBytes) / gb
+		}
 		if t.OnDemandGathers {
 			// DeepSpeed gathers module by module and releases what it no longer
 			// needs once more than stage3_max_live_parameters are resident, with
@@ -334,26 +353,14 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	if t.Precision == FP8 {
 		// Delayed scaling caches every layer's fp8 weights (and transposes) for the
 		// step; current scaling saves them for the backward pass. Under ZeRO-3 the
-		// gathered fp8 weights live as long as their layer's gather.
-		md, me := matmulParams(req, a.Params(), stageLayers)
+		// gathered fp8 weights live as long as their layer's gather. With fp8
+		// weights only the transposes are kept besides the weights themselves.
 		held := 1.0
 		if l.ZeRO == 3 && shard > 1 {
 			held = math.Min(2, layers) / layers
 		}
 		copies := float64(fp8WeightCopyBytes)
 		if t.FP8Params {
-			// The matmul weights are stored in fp8 (1 B instead of 16 bits, in
-			// Weights and in ZeRO-3's gathered layers); only their transposes are
-			// kept besides.
-			saved := o.WeightBytes - fp8ElementBytes
-			if l.ZeRO == 3 {
-				mem.Weights -= saved * (md/float64(max(1, shard)) + me/float64(max(1, l.expertShard()))) / gb
-			} else {
-				mem.Weights -= saved * (md + me) / gb
-			}
-			if mem.Gathered > 0 {
-				mem.Gathered = math.Max(0, mem.Gathered-saved*2*(md+me)/layers/gb)
-			}
 			copies = fp8TransposeBytes
 		}
 		mem.FP8Weights = copies * (md + me) * held / gb
