@@ -63,19 +63,8 @@ type Placement struct {
 	Leaves int `json:"leaves"`
 }
 
-// place picks n GPUs for a job whose TP groups (tp consecutive ranks) must each sit
-// inside one node. Without a free map it takes the first nodes in order. With one it
-// keeps fragmentation low: only whole TP groups of a node's free GPUs are usable;
-// partially free nodes are filled first (so whole nodes stay free for others), the
-// fullest first, then whole free nodes in index order; ranks fill each chosen node
-// in local-GPU order, so TP groups and pipeline neighbours stay close. It returns nil
-// if the free GPUs cannot host the job.
-func place(c *topology.Cluster, free FreeMap, n, tp int) *Placement {
-	return placeBy(c, free, n, tp, false)
-}
-
 // placements are the placements the search tries for a job of n GPUs: without a
-// free map the first nodes; with one, the packing placement of place (partially
+// free map the first nodes; with one, the packing placement of placeBy (partially
 // free nodes first, whole nodes kept free) and a compact one that spans the fewest
 // leaf switches (the best-fitting leaf group when the job fits in one, whole nodes
 // first, so every rail carries the same share), when they differ. Either may win:
@@ -101,7 +90,13 @@ func placements(c *topology.Cluster, free FreeMap, n, tp int) []*Placement {
 	return []*Placement{pack, compact}
 }
 
-// placeBy is place with the packing order, or with compact the fewest-leaves order.
+// placeBy picks n GPUs for a job whose TP groups (tp consecutive ranks) must each sit
+// inside one node. Without a free map it takes the first nodes in order. With one,
+// only whole TP groups of a node's free GPUs are usable, and the order is either the
+// packing one, which keeps fragmentation low (partially free nodes first, the fullest
+// first, then whole free nodes in index order), or with compact the fewest-leaves
+// one; ranks fill each chosen node in local-GPU order, so TP groups and pipeline
+// neighbours stay close. It returns nil if the free GPUs cannot host the job.
 func placeBy(c *topology.Cluster, free FreeMap, n, tp int, compact bool) *Placement {
 	g := c.Spec.GPUsPerNode
 	type cand struct {

@@ -1,7 +1,6 @@
 package collective
 
 import (
-	"math"
 	"slices"
 	"sync"
 
@@ -629,6 +628,3 @@ func channelPeriod(sh Shape, mesh bool, nch int) int {
 // channelsLike counts the channels of nch that order the ranks as channel ch does
 // (ch, ch + period, …).
 func channelsLike(ch, period, nch int) int { return (nch - ch + period - 1) / period }
-
-// finite guards the closed form against degenerate links.
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

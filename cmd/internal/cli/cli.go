@@ -166,8 +166,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("version", "", stderr)
 	if err := parse(fs, args); err != nil {

@@ -26,10 +26,3 @@ func modelProto(a model.Arch, catalogName string, params float64) *pb.ModelSpec 
 	}
 	return &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: wire.ArchToProto(a)}}
 }
-
-func cachedNote(c bool) string {
-	if c {
-		return ", cached"
-	}
-	return ""
-}

@@ -73,27 +73,6 @@ type pairJSON struct {
 // printing it.
 var errNotVerified = errors.New("the schedule does not produce the collective's result (see verification)")
 
-func replayJSON(r *collective.Replay) *scheduleJSON {
-	v := r.Verification
-	out := &scheduleJSON{Algorithm: r.Algo.String(), Protocol: r.Protocol.String(), Channels: r.Channels, Chunks: r.Chunks,
-		Steps: r.Steps, Transfers: int64(r.Transfers), TimeUs: r.TimeUs, LatencyUs: r.LatencyUs, AnalyticalTimeUs: r.Analytical.TimeUs,
-		DifferencePct: r.DifferencePct, Difference: r.Difference, OmittedRows: r.OmittedRows,
-		Verification: verificationJSON{Verified: v.Verified, Result: v.Result, Error: v.Error, Elements: v.Elems, Scaled: v.Scaled}}
-	for _, row := range r.Rows {
-		rj := rowJSON{FirstStep: row.First, StepCount: row.Count, Phase: row.Phase, TimeUs: row.TimeUs, LatencyUs: row.LatencyUs,
-			MaxStepTimeUs: row.MaxStepUs, Bottleneck: row.Bottleneck, BottleneckBytes: row.BottleneckBytes, BottleneckGBps: row.BottleneckGBps}
-		for _, f := range row.Flows {
-			fj := flowJSON{Kind: f.Kind.String(), Route: f.Route, Pairs: f.Pairs, MinBytes: f.MinBytes, MaxBytes: f.MaxBytes, Bytes: f.Bytes}
-			for _, e := range f.Examples {
-				fj.Examples = append(fj.Examples, pairJSON{e[0], e[1]})
-			}
-			rj.Flows = append(rj.Flows, fj)
-		}
-		out.Rows = append(out.Rows, rj)
-	}
-	return out
-}
-
 var transferKindNames = map[pb.TransferKind]string{
 	pb.TransferKind_TRANSFER_KIND_COPY: collective.Copy.String(), pb.TransferKind_TRANSFER_KIND_ADD: collective.Add.String(),
 	pb.TransferKind_TRANSFER_KIND_SWITCH_REDUCE: collective.SwitchReduce.String(), pb.TransferKind_TRANSFER_KIND_MULTICAST: collective.Multicast.String(),
