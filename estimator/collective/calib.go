@@ -113,22 +113,22 @@ type Constants struct {
 // Default returns the fitted constants. The returned value is a fresh copy.
 func Default() Constants {
 	return Constants{
-		StepUs:         [numProtos]float64{Simple: 6.3, LL128: 1.0, LL: 0.21},
-		BaseUs:         [numProtos]float64{Simple: 65.6, LL128: 8.0, LL: 3.9},
-		NetStepUs:      [numProtos]float64{Simple: 0, LL128: 1.74, LL: 6.2},
+		StepUs:         [numProtos]float64{Simple: 1.63, LL128: 4.84, LL: 0.238},
+		BaseUs:         [numProtos]float64{Simple: 80, LL128: 0.274, LL: 2.89},
+		NetStepUs:      [numProtos]float64{Simple: 0, LL128: 0, LL: 6.62},
 		BWFactor:       [numProtos]float64{Simple: 1.0, LL128: 0.92, LL: 0.5},
-		RampBytes:      [numProtos]float64{Simple: 2.6 * 1024, LL128: 70 * 1024, LL: 24.4 * 1024},
-		RampFactor:     [numProtos]float64{Simple: 0.45, LL128: 1.03, LL: 1.06},
-		ChunkBytes:     156 * 1024,
-		NVLSChunkBytes: 245 * 1024,
+		RampBytes:      [numProtos]float64{Simple: 2.78 * 1024, LL128: 13.4 * 1024, LL: 12.0 * 1024},
+		RampFactor:     [numProtos]float64{Simple: 2.48, LL128: 0.283, LL: 0.327},
+		ChunkBytes:     127 * 1024,
+		NVLSChunkBytes: 252 * 1024,
 		MaxChunks:      4096,
 		NVLSEfficiency: map[hardware.Arch]float64{
 			hardware.Hopper:    0.85,
 			hardware.Blackwell: 0.79,
 		},
-		NVLSStepUs:       2.0,
-		NVLSBaseUs:       15.5,
-		LaunchUs:         [numLaunch]float64{PerProcess: 5.46, SingleProcess: 1.65, Eager: 23.6, Graph: 0},
-		AmpereHostLaunch: 2.38,
+		NVLSStepUs:       1.49,
+		NVLSBaseUs:       15.0,
+		LaunchUs:         [numLaunch]float64{PerProcess: 5.46, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
+		AmpereHostLaunch: 2.70,
 	}
 }

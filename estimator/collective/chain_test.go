@@ -44,7 +44,8 @@ func TestBroadcastAcrossNodesUsesEveryNIC(t *testing.T) {
 // A streamed chain pays its hop latencies once (the first chunk's way down the
 // chain), not once per chunk: the size-independent part of a 1 GiB broadcast is
 // that of a small one, and a small broadcast costs about what a small ring
-// all-gather does (both walk n−1 hops).
+// all-gather does (both walk n−1 hops). The same holds for a double tree's
+// all-reduce across nodes.
 func TestStreamedChainLatency(t *testing.T) {
 	m := collective.NewModel(collective.Default())
 	for _, nodes := range []int{1, 4, 16} {
@@ -76,6 +77,27 @@ func TestStreamedChainLatency(t *testing.T) {
 		}
 		if r := small.TimeUs / ag.TimeUs; r < 0.7 || r > 1.4 {
 			t.Errorf("%d nodes: 4 KiB broadcast %.1f µs vs ring all-gather %.1f µs (%.2f×)", nodes, small.TimeUs, ag.TimeUs, r)
+		}
+		if nodes == 1 {
+			continue
+		}
+		// The double tree streams too: its 1 GiB all-reduce pays the trees' hop
+		// latencies once, as a 4 KiB one does.
+		dbtree := collective.Options{Algo: collective.DoubleTree, ForceProtocol: true, Protocol: collective.Simple}
+		tSmall, err := m.Estimate(p, collective.AllReduce, 4096, dbtree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tLarge, err := m.Estimate(p, collective.AllReduce, 1<<30, dbtree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tLarge.Chunks < 100 {
+			t.Fatalf("%d nodes: 1 GiB double-tree all-reduce in %d chunks; the test needs a long pipeline", nodes, tLarge.Chunks)
+		}
+		if tLarge.LatencyUs > 1.05*tSmall.LatencyUs {
+			t.Errorf("%d nodes: double tree's latency part %.0f µs at 1 GiB (%d chunks) vs %.0f µs at 4 KiB: hop latencies paid per chunk",
+				nodes, tLarge.LatencyUs, tLarge.Chunks, tSmall.LatencyUs)
 		}
 	}
 }

@@ -96,9 +96,9 @@ func placements(t testing.TB) []placed {
 // The closed form the hot path uses must agree with pricing the explicit schedule
 // transfer by transfer, within 1 %, for every applicable algorithm, operation and
 // protocol on every placement. The schedule pricer is step-synchronous; ring
-// broadcast and reduce stream their chunks (hop latencies paid once, see
-// Model.stream), so for them the data-movement parts are compared and their latency
-// is checked by TestStreamedChainLatency.
+// broadcast and reduce and the trees stream their chunks (hop latencies paid once,
+// see Model.stream), so for them the data-movement parts are compared and their
+// latency is checked by TestStreamedChainLatency.
 func TestClosedFormMatchesSchedule(t *testing.T) {
 	const elem = 4 // bytes per element (fp32)
 	m := collective.NewModel(collective.Default())
@@ -137,7 +137,7 @@ func TestClosedFormMatchesSchedule(t *testing.T) {
 							t.Fatalf("%s: price: %v", name, err)
 						}
 						got, want := e.TimeUs, sc.TimeUs
-						if algo == collective.Ring && (op == collective.Broadcast || op == collective.Reduce) {
+						if algo == collective.Tree || algo == collective.DoubleTree || algo == collective.Ring && (op == collective.Broadcast || op == collective.Reduce) {
 							got, want = e.TimeUs-e.LatencyUs, 0
 							for _, st := range sc.Steps {
 								want += st.TimeUs - st.LatencyUs

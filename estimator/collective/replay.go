@@ -372,7 +372,7 @@ func sameStructure(a, b *Schedule) error {
 
 // explain says why the schedule's price differs from the closed form's. Both
 // place the same transfers on the same links (TestClosedFormMatchesSchedule holds
-// them within 1 %); the known differences are the streamed chains, whose latency
+// them within 1 %); the known differences are the streamed chains and trees, whose latency
 // the step-synchronous schedule pays at every step, and sizes that do not split
 // evenly into the schedule's pieces (or do not fill them).
 func explain(s *Schedule, r *Replay, e Estimate) string {
@@ -385,10 +385,10 @@ func explain(s *Schedule, r *Replay, e Estimate) string {
 		head = fmt.Sprintf("agree within %.2f %%: the closed form places the same per-step patterns on the same links, with the same contention", math.Abs(d))
 	}
 	var why []string
-	if s.Algo == Ring && (s.Op == Broadcast || s.Op == Reduce) {
+	if streams(s.Op, s.Algo) {
 		why = append(why, fmt.Sprintf("the schedule is priced step by step, so each of its %d steps pays the per-step cost and its slowest hop's latency, "+
-			"while NCCL streams the chunks down the chain with 8 slots in flight per connection and the closed form pays the chain's hop latencies once (Model.stream); "+
-			"the data movement differs by %s %%", len(s.Steps), signed(pct(schedX, anaX))))
+			"while NCCL streams the chunks through the %s with 8 slots in flight per connection and the closed form pays its hop latencies once (Model.stream); "+
+			"the data movement differs by %s %%", len(s.Steps), streamShape(s.Algo), signed(pct(schedX, anaX))))
 	}
 	// Uneven pieces move data only: compare the data-movement parts.
 	if xd := pct(schedX, anaX); math.Abs(xd) >= 0.01 {

@@ -129,12 +129,12 @@ func checkReplay(t *testing.T, name string, r *collective.Replay, e collective.E
 	if fixed := r.LatencyUs - rowsLat; fixed < 0 || math.Abs(fixed+rowsUs-r.TimeUs) > 1e-6*r.TimeUs {
 		t.Errorf("%s: fixed %.4f µs + rows %.4f µs, the schedule is %.4f µs", name, fixed, rowsUs, r.TimeUs)
 	}
-	streamed := e.Algo == collective.Ring && (e.Op == collective.Broadcast || e.Op == collective.Reduce)
+	streamed := e.Algo == collective.Tree || e.Algo == collective.DoubleTree || e.Algo == collective.Ring && (e.Op == collective.Broadcast || e.Op == collective.Reduce)
 	got, want := r.TimeUs, e.TimeUs
 	if streamed {
 		got, want = r.TimeUs-r.LatencyUs, e.TimeUs-e.LatencyUs
 		if !strings.Contains(r.Difference, "streams the chunks") {
-			t.Errorf("%s: the difference does not explain the streamed chain: %s", name, r.Difference)
+			t.Errorf("%s: the difference does not explain the streamed chain or tree: %s", name, r.Difference)
 		}
 	}
 	// Sizes that do not fill the pieces (4093 bytes over 16 channels of 24 ranks) make
@@ -193,8 +193,11 @@ func TestReplayRingRows(t *testing.T) {
 	if total != 23*size {
 		t.Errorf("reduce-scatter moves %d bytes, want %d", total, int64(23*size))
 	}
-	if !routes["nvlink"] || len(routes) != 2 {
-		t.Errorf("routes %v, want nvlink and one across the network", routes)
+	// Three nodes: the rings alternate direction node by node, so the crossings from
+	// node 0 to 1 and 1 to 2 join GPUs of one rail (NIC to NIC); the wrap from node 2
+	// back to node 0 cannot, and goes over NVLink to the GPU of the right rail first.
+	if !routes["nvlink"] || !routes["nic→nic"] || !routes["nvlink + nic→nic"] || len(routes) != 3 {
+		t.Errorf("routes %v, want nvlink, nic→nic and nvlink + nic→nic", routes)
 	}
 	if r.Rows[0].Bottleneck == "" || !(r.Rows[0].BottleneckBytes > 0) || !(r.Rows[0].BottleneckGBps > 0) {
 		t.Errorf("no bottleneck: %+v", r.Rows[0])

@@ -23,15 +23,37 @@ func domainSpans(sh Shape) [][2]int {
 	return out
 }
 
-// channelRing is the order of channel ch's ring: every domain's ranks in a row, rotated
-// by ch inside the domain, so that successive channels enter and leave each node
-// through different GPUs — and hence different NICs — as NCCL's rings do.
-// order[i] is the rank at ring position i.
+// channelRing is the order of channel ch's ring: every domain's ranks in a row
+// (domainOrder), every other domain's row reversed. A row enters its domain at one
+// GPU and leaves it at another; reversed, the next domain enters at the GPU whose
+// local index the previous one left from and leaves at the one it entered by, so
+// that every crossing between domains joins two GPUs of the same local index —
+// two NICs of the same rail — and each GPU sends to the network over its own NIC,
+// its data not crossing the scale-up fabric first. That is NCCL's ring since it
+// searches rings with crossNic 2: channels come in pairs, the second entering on
+// the NIC the first leaves by, and ncclTopoPostset swaps the pair on every
+// odd-numbered node ("Alternate rings to avoid crossing rails", graph/connect.cc).
+// With an odd number of domains the ring's wrap from the last domain to the first
+// still crosses rails, as NCCL's does. order[i] is the rank at ring position i.
+func channelRing(sh Shape, ch int, mesh bool) []int32 {
+	order := domainOrder(sh, ch, mesh)
+	for d, sp := range domainSpans(sh) {
+		if d%2 == 1 {
+			slices.Reverse(order[sp[0]:sp[1]])
+		}
+	}
+	return order
+}
+
+// domainOrder is every domain's ranks in a row, rotated by ch inside the domain, so
+// that successive channels enter and leave each node through different GPUs — and
+// hence different NICs — as NCCL's rings do. Trees use it as is: NCCL's trees are
+// symmetric (every node's chain starts at the same local GPU and NIC).
 //
 // On a mesh (every GPU pair directly linked), a ring that always steps to the next
 // index would use one link of each GPU; channel ch instead steps by the ch-th stride
 // coprime with the domain size, so that successive channels use different links.
-func channelRing(sh Shape, ch int, mesh bool) []int32 {
+func domainOrder(sh Shape, ch int, mesh bool) []int32 {
 	order := make([]int32, 0, len(sh.Node))
 	for _, sp := range domainSpans(sh) {
 		k := sp[1] - sp[0]
@@ -102,7 +124,7 @@ func meshCycles(k int) [][]int32 {
 }
 
 // channelTree gives channel ch's tree number which (0 or 1; the double binary tree
-// uses both): each domain's ranks form a chain in channelRing(sh, ch) order whose
+// uses both): each domain's ranks form a chain in domainOrder(sh, ch) order whose
 // first rank is the domain's head, data flowing towards the head; heads form a
 // binary heap over the domains, in domain order for tree 0 and in domain order
 // rotated by one for tree 1, so that tree 1's root and inner nodes differ from
@@ -113,7 +135,7 @@ func channelTree(sh Shape, which, ch int, mesh bool) []int32 {
 	spans := domainSpans(sh)
 	m := len(spans)
 	heads := make([]int32, m)
-	order := channelRing(sh, ch, mesh)
+	order := domainOrder(sh, ch, mesh)
 	for d, sp := range spans {
 		k := sp[1] - sp[0]
 		prev := int32(-1)

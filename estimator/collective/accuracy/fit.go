@@ -72,7 +72,10 @@ func FitParams() []Param {
 		add("RampBytes."+pr.String(), 1<<10, 1<<30, func(k *collective.Constants) *float64 { return &k.RampBytes[pr] })
 		add("RampFactor."+pr.String(), 0, 10, func(k *collective.Constants) *float64 { return &k.RampFactor[pr] })
 	}
-	add("ChunkBytes", 16<<10, 4<<20, // at most NCCL_BUFFSIZE, a channel's whole buffer
+	// A tree's or chain's chunk is at most one of a connection's NCCL_STEPS (8) slots
+	// of NCCL_BUFFSIZE (4 MiB): NCCL's calcCollChunking (enqueue.cc) takes stepSize ×
+	// 1 for them and only ever lowers it.
+	add("ChunkBytes", 16<<10, 512<<10,
 		func(k *collective.Constants) *float64 { return &k.ChunkBytes })
 	add("NVLSChunkBytes", 4<<10, 4<<20, func(k *collective.Constants) *float64 { return &k.NVLSChunkBytes })
 	add("NVLSStepUs", 0, 40, func(k *collective.Constants) *float64 { return &k.NVLSStepUs })
