@@ -15,7 +15,7 @@ func runAccuracy(_ context.Context, args []string, stdout, stderr io.Writer) err
 	rows := fs.Bool("rows", false, "print every measurement with its prediction")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fit := fs.Bool("fit", false, "refit the calibrated constants from their current values and print them")
-	loso := fs.Bool("cross-validate", false, "leave one source out: refit without each source (from NCCL's own constants) and score it; prints in-sample and out-of-sample tables (about two minutes)")
+	loso := fs.Bool("cross-validate", false, "leave one source out: refit without each source (from NCCL's own constants) and score it; prints in-sample and out-of-sample tables (about six minutes on two cores)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
