@@ -55,49 +55,37 @@ func TestStreamedChainLatency(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := mustPlace(t, c, group, nil)
-		simple := collective.Options{Algo: collective.Ring, ForceProtocol: true, Protocol: collective.Simple}
-		small, err := m.Estimate(p, collective.Broadcast, 4096, simple)
-		if err != nil {
-			t.Fatal(err)
+		estimate := func(op collective.Op, size float64, algo collective.Algorithm) collective.Estimate {
+			t.Helper()
+			e, err := m.Estimate(p, op, size, collective.Options{Algo: algo, ForceProtocol: true, Protocol: collective.Simple})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
 		}
-		large, err := m.Estimate(p, collective.Broadcast, 1<<30, simple)
-		if err != nil {
-			t.Fatal(err)
+		// streamed checks that op's latency part at 1 GiB, in a long pipeline, is that
+		// of 4 KiB, and returns the 4 KiB estimate.
+		streamed := func(op collective.Op, algo collective.Algorithm) collective.Estimate {
+			t.Helper()
+			small, large := estimate(op, 4096, algo), estimate(op, 1<<30, algo)
+			if large.Chunks < 100 {
+				t.Fatalf("%d nodes: 1 GiB %s/%s in %d chunks; the test needs a long pipeline", nodes, op, algo, large.Chunks)
+			}
+			if large.LatencyUs > 1.05*small.LatencyUs {
+				t.Errorf("%d nodes: %s/%s latency part %.0f µs at 1 GiB (%d chunks) vs %.0f µs at 4 KiB: hop latencies paid per chunk",
+					nodes, op, algo, large.LatencyUs, large.Chunks, small.LatencyUs)
+			}
+			return small
 		}
-		if large.Chunks < 100 {
-			t.Fatalf("%d nodes: 1 GiB broadcast in %d chunks; the test needs a long pipeline", nodes, large.Chunks)
-		}
-		if large.LatencyUs > 1.05*small.LatencyUs {
-			t.Errorf("%d nodes: latency part %.0f µs at 1 GiB (%d chunks) vs %.0f µs at 4 KiB: hop latencies paid per chunk",
-				nodes, large.LatencyUs, large.Chunks, small.LatencyUs)
-		}
-		ag, err := m.Estimate(p, collective.AllGather, 4096, simple)
-		if err != nil {
-			t.Fatal(err)
-		}
+		small := streamed(collective.Broadcast, collective.Ring)
+		ag := estimate(collective.AllGather, 4096, collective.Ring)
 		if r := small.TimeUs / ag.TimeUs; r < 0.7 || r > 1.4 {
 			t.Errorf("%d nodes: 4 KiB broadcast %.1f µs vs ring all-gather %.1f µs (%.2f×)", nodes, small.TimeUs, ag.TimeUs, r)
 		}
-		if nodes == 1 {
-			continue
-		}
-		// The double tree streams too: its 1 GiB all-reduce pays the trees' hop
-		// latencies once, as a 4 KiB one does.
-		dbtree := collective.Options{Algo: collective.DoubleTree, ForceProtocol: true, Protocol: collective.Simple}
-		tSmall, err := m.Estimate(p, collective.AllReduce, 4096, dbtree)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tLarge, err := m.Estimate(p, collective.AllReduce, 1<<30, dbtree)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tLarge.Chunks < 100 {
-			t.Fatalf("%d nodes: 1 GiB double-tree all-reduce in %d chunks; the test needs a long pipeline", nodes, tLarge.Chunks)
-		}
-		if tLarge.LatencyUs > 1.05*tSmall.LatencyUs {
-			t.Errorf("%d nodes: double tree's latency part %.0f µs at 1 GiB (%d chunks) vs %.0f µs at 4 KiB: hop latencies paid per chunk",
-				nodes, tLarge.LatencyUs, tLarge.Chunks, tSmall.LatencyUs)
+		if nodes > 1 {
+			// The double tree streams too: its 1 GiB all-reduce pays the trees' hop
+			// latencies once, as a 4 KiB one does.
+			streamed(collective.AllReduce, collective.DoubleTree)
 		}
 	}
 }
