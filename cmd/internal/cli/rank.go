@@ -57,7 +57,7 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	objective := fs.String("objective", "step_time", "step_time, throughput or cost")
 	price := fs.Float64("price", 0, "price per GPU-hour (objective cost)")
 	tokens := fs.Float64("tokens", 0, "token budget (objective cost)")
-	progress := fs.Bool("progress", true, "report progress on stderr for more than one batch")
+	progress := fs.Bool("progress", true, "report progress on stderr for more than one batch (only when stderr is a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -84,26 +84,14 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer f.Close()
 		r = f
 	}
-	var configs []*pb.EstimateStepRequest
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 || b[0] == '#' {
-			continue
-		}
-		var c pb.EstimateStepRequest
-		if err := protojson.Unmarshal(b, &c); err != nil {
-			return fmt.Errorf("--in %s line %d: %w", *in, line, err)
-		}
-		configs = append(configs, &c)
+	file, err := readConfigs(r)
+	if err != nil {
+		return fmt.Errorf("--in %s: %w", *in, err)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("--in: %w", err)
-	}
-	if len(configs) == 0 {
+	if len(file.configs) == 0 && len(file.bad) == 0 {
 		return fmt.Errorf("--in %s: no configs", *in)
 	}
+	configs := file.configs
 	svc, closeFn, err := connect(*addr, sec)
 	if err != nil {
 		return err
@@ -111,6 +99,7 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer closeFn()
 	var results []*pb.RankedConfig
 	version := ""
+	showProgress := *progress && len(configs) > rankBatch && isTerminal(stderr)
 	for i := 0; i < len(configs); i += rankBatch {
 		end := min(len(configs), i+rankBatch)
 		resp, err := svc.RankConfigs(ctx, &pb.RankConfigsRequest{Configs: configs[i:end], Objective: obj, PricePerGpuHour: *price, TokenBudget: *tokens})
@@ -122,12 +111,12 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			x.Index += int32(i)
 			results = append(results, x)
 		}
-		if *progress && len(configs) > rankBatch {
+		if showProgress {
 			bar := strings.Repeat("█", 30*end/len(configs)) + strings.Repeat("·", 30-30*end/len(configs))
 			fmt.Fprintf(stderr, "\rranking %s %d/%d", bar, end, len(configs))
 		}
 	}
-	if *progress && len(configs) > rankBatch {
+	if showProgress {
 		fmt.Fprintln(stderr)
 	}
 	// Rank across batches, as the service ranks one batch: configs that fit first.
@@ -142,7 +131,119 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for i, x := range results {
 		x.Rank, x.Dominated, x.Infeasible = int32(rank[i]), dominated[i], items[i].Valid && !items[i].Fits
 	}
-	return printRanked(stdout, *format, configs, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version})
+	// The results are indexed by config line (what the file holds, bad lines
+	// included), not by the position among the configs sent.
+	for _, x := range results {
+		x.Index = int32(file.index[x.GetIndex()])
+	}
+	for _, b := range file.bad {
+		results = append(results, &pb.RankedConfig{Index: int32(b.index), Error: &pb.ItemError{Code: "INVALID_ARGUMENT", Message: b.err}})
+	}
+	sort.SliceStable(results, func(i, j int) bool { return results[i].GetIndex() < results[j].GetIndex() })
+	if err := printRanked(stdout, *format, file, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version}); err != nil {
+		return err
+	}
+	var failed []string
+	for _, x := range results {
+		if x.GetError() != nil {
+			failed = append(failed, fmt.Sprint(file.lines[x.GetIndex()]))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("--in %s: %d of %d configs failed (line %s); the others are ranked above", *in, len(failed), len(results), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// maxConfigLine bounds one line of a configs file: a request larger than this
+// would be refused by the service anyway.
+const maxConfigLine = 1 << 20
+
+// configFile is a JSON-lines file of configs as read: the configs that parsed,
+// the lines that did not, and where each config line stands in the file.
+type configFile struct {
+	configs []*pb.EstimateStepRequest
+	index   []int // index[i]: the config line of configs[i] (0-based over the config lines)
+	lines   []int // lines[k]: the file line (1-based) of config line k
+	bad     []badLine
+	parsed  map[int]*pb.EstimateStepRequest // by config line
+}
+
+// badLine is a config line that is not an EstimateStepRequest.
+type badLine struct {
+	index int // config line (0-based over the config lines)
+	err   string
+}
+
+// readConfigs reads a JSON-lines file of EstimateStepRequests. Blank lines and
+// lines starting with # are skipped; a line that does not parse, or is longer
+// than maxConfigLine, is kept as a bad line with its line number, and the rest of
+// the file is still read.
+func readConfigs(r io.Reader) (*configFile, error) {
+	f := &configFile{parsed: map[int]*pb.EstimateStepRequest{}}
+	br := bufio.NewReaderSize(r, 64<<10)
+	for line := 1; ; line++ {
+		b, tooLong, err := readLine(br, maxConfigLine)
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if t := bytes.TrimSpace(b); tooLong || (len(t) > 0 && t[0] != '#') {
+			k := len(f.lines)
+			f.lines = append(f.lines, line)
+			var c pb.EstimateStepRequest
+			switch {
+			case tooLong:
+				f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: longer than %d bytes", line, maxConfigLine)})
+			default:
+				if perr := protojson.Unmarshal(t, &c); perr != nil {
+					f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: not an EstimateStepRequest: %v", line, perr)})
+				} else {
+					f.configs = append(f.configs, &c)
+					f.index = append(f.index, k)
+					f.parsed[k] = &c
+				}
+			}
+		}
+		if err == io.EOF {
+			return f, nil
+		}
+	}
+}
+
+// readLine returns the next line without its newline, reading at most limit
+// bytes of it; past that it skips to the end of the line and says so.
+func readLine(br *bufio.Reader, limit int) ([]byte, bool, error) {
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > limit+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch err {
+		case bufio.ErrBufferFull:
+			continue
+		case nil:
+			return bytes.TrimSuffix(line, []byte("\n")), tooLong, nil
+		default:
+			return line, tooLong, err
+		}
+	}
+}
+
+// isTerminal reports whether w is a terminal, where a progress bar redrawn with
+// carriage returns belongs (not in a redirected file).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // rankFlags names the flag of each request field of rank.
@@ -150,7 +251,7 @@ var rankFlags = map[string]string{"objective": "--objective", "price_per_gpu_hou
 
 // printRanked prints the ranked configs, best first: as the API's
 // RankConfigsResponse (json), CSV or a table.
-func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, resp *pb.RankConfigsResponse) error {
+func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConfigsResponse) error {
 	sorted := append([]*pb.RankedConfig(nil), resp.GetResults()...)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		a, b := sorted[i].GetRank(), sorted[j].GetRank()
@@ -164,15 +265,15 @@ func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, 
 		return printProtoJSON(w, &pb.RankConfigsResponse{Results: sorted, EstimatorVersion: resp.GetEstimatorVersion()})
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"rank", "index", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "dominated", "error"})
+		cw.Write([]string{"rank", "line", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "dominated", "error"})
 		for _, r := range sorted {
-			c := configs[r.GetIndex()]
+			c := file.parsed[int(r.GetIndex())]
 			l, e := c.GetLayout(), r.GetEstimate()
 			errMsg := ""
 			if r.GetError() != nil {
 				errMsg = r.GetError().GetMessage()
 			}
-			cw.Write([]string{fmt.Sprint(r.GetRank()), fmt.Sprint(r.GetIndex()), modelLabel(c), fmt.Sprint(l.GetTp()), fmt.Sprint(l.GetPp()),
+			cw.Write([]string{fmt.Sprint(r.GetRank()), fmt.Sprint(file.lines[r.GetIndex()]), modelLabel(c), fmt.Sprint(l.GetTp()), fmt.Sprint(l.GetPp()),
 				fmt.Sprint(l.GetDp()), fmt.Sprint(l.GetCp()), fmt.Sprint(l.GetZero()), fmt.Sprint(l.GetMicroBatch()),
 				fmt.Sprintf("%g", e.GetStepTimeS()), fmt.Sprintf("%g", e.GetThroughput().GetTokensPerSPerGpu()),
 				fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), fmt.Sprint(r.GetDominated()), errMsg})
@@ -180,13 +281,17 @@ func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, 
 		cw.Flush()
 		return cw.Error()
 	}
-	t := table{head: []string{"rank", "#", "model", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"}}
+	t := table{head: []string{"rank", "line", "model", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"}}
 	for _, r := range sorted {
-		c := configs[r.GetIndex()]
+		c := file.parsed[int(r.GetIndex())]
+		line := fmt.Sprint(file.lines[r.GetIndex()])
 		l := c.GetLayout()
 		lay := fmt.Sprintf("tp%d pp%d dp%d cp%d z%d mbs%d", l.GetTp(), l.GetPp(), l.GetDp(), max(1, l.GetCp()), l.GetZero(), l.GetMicroBatch())
+		if c == nil {
+			lay = "-"
+		}
 		if r.GetError() != nil {
-			t.add("-", fmt.Sprint(r.GetIndex()), modelLabel(c), lay, "-", "-", "-", "-", r.GetError().GetMessage())
+			t.add("-", line, modelLabel(c), lay, "-", "-", "-", "-", r.GetError().GetMessage())
 			continue
 		}
 		e := r.GetEstimate()
@@ -207,6 +312,9 @@ func printRanked(w io.Writer, format string, configs []*pb.EstimateStepRequest, 
 }
 
 func modelLabel(c *pb.EstimateStepRequest) string {
+	if c == nil {
+		return "-"
+	}
 	switch s := c.GetModel().GetSource().(type) {
 	case *pb.ModelSpec_Name:
 		return s.Name

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -71,26 +72,95 @@ func TestRankInProcessAndRemote(t *testing.T) {
 		if remote != "" {
 			args = append(args, "--server", remote)
 		}
+		// The broken config fails: the others are ranked and printed, and the
+		// exit code says not every line was.
 		code, out, errOut := run(args...)
-		if code != 0 {
+		if code != 1 || !strings.Contains(errOut, "1 of 3 configs failed (line 3)") {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 		if err != nil || len(rows) != 4 {
 			t.Fatalf("csv %v: %q", err, out)
 		}
-		// selective (index 2) beats full recompute (index 0); the broken one is last, unranked.
-		if rows[1][0] != "1" || rows[1][1] != "2" || rows[2][1] != "0" || rows[3][0] != "0" || !strings.Contains(rows[3][15], "layout.tp") {
+		// selective (line 4) beats full recompute (line 1); the broken one (line 3) is last, unranked.
+		if rows[0][1] != "line" || rows[1][0] != "1" || rows[1][1] != "4" || rows[2][1] != "1" || rows[3][0] != "0" || rows[3][1] != "3" || !strings.Contains(rows[3][15], "layout.tp") {
 			t.Errorf("remote=%q: %v", remote, rows)
 		}
 	}
 	code, out, _ := run("rank", "--in", f, "--format", "json", "--server", addr)
 	var v pb.RankConfigsResponse
-	if code != 0 || protojson.Unmarshal([]byte(out), &v) != nil || len(v.GetResults()) != 3 || v.GetResults()[0].GetRank() != 1 {
+	if code != 1 || protojson.Unmarshal([]byte(out), &v) != nil || len(v.GetResults()) != 3 || v.GetResults()[0].GetRank() != 1 {
 		t.Errorf("json: %d %s", code, out)
 	}
-	if code, out, _ := run("rank", "--in", f); code != 0 || !strings.Contains(out, "llama3-70b") {
+	if code, out, _ := run("rank", "--in", f); code != 1 || !strings.Contains(out, "llama3-70b") {
 		t.Errorf("table: %d %s", code, out)
+	}
+}
+
+// A line that is not a config — not JSON, a typo in a field, longer than a
+// request may be — is reported by its line number, and the rest of the file is
+// still ranked; the exit code is 1.
+func TestRankReportsBadLinesAndRanksTheRest(t *testing.T) {
+	good := strings.SplitN(configs, "\n", 2)[0]
+	file := strings.Join([]string{
+		"# layouts",
+		good,        // line 2
+		"{not json", // line 3
+		`{"model": {"name": "llama3-70b"}, "gpu": 8}`, // line 4: unknown field
+		"",
+		`{"pad": "` + strings.Repeat("x", maxConfigLine) + `"}`, // line 6: too long
+		good, // line 7
+	}, "\n")
+	f := filepath.Join(t.TempDir(), "c.jsonl")
+	if err := os.WriteFile(f, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run("rank", "--in", f, "--format", "csv")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "3 of 5 configs failed (line 3, 4, 6)") {
+		t.Errorf("stderr does not name the bad lines: %s", errOut)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 6 {
+		t.Fatalf("csv %v: %q", err, out)
+	}
+	ranked := map[string]string{}
+	for _, r := range rows[1:] {
+		ranked[r[1]] = r[0] + " " + r[15]
+	}
+	if a, b := ranked["2"], ranked["7"]; !(a == "1 " && b == "2 " || a == "2 " && b == "1 ") {
+		t.Errorf("the two good lines are not ranked 1 and 2: %q %q", a, b)
+	}
+	for line, want := range map[string]string{"3": "0 line 3: not an EstimateStepRequest", "4": "0 line 4: not an EstimateStepRequest", "6": "0 line 6: longer than"} {
+		if got := ranked[line]; !strings.HasPrefix(got, want) {
+			t.Errorf("line %s: got %q, want prefix %q", line, got, want)
+		}
+	}
+	// Only bad lines: nothing to rank, each still reported, exit 1.
+	if err := os.WriteFile(f, []byte("{\n[1]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run("rank", "--in", f); code != 1 || !strings.Contains(errOut, "2 of 2 configs failed (line 1, 2)") {
+		t.Errorf("only bad lines: exit %d: %s", code, errOut)
+	}
+}
+
+// Progress frames are drawn with carriage returns: they belong on a terminal,
+// never in a redirected stderr.
+func TestRankProgressOnlyOnATerminal(t *testing.T) {
+	good := strings.SplitN(configs, "\n", 2)[0]
+	f := filepath.Join(t.TempDir(), "c.jsonl")
+	if err := os.WriteFile(f, []byte(strings.Repeat(good+"\n", rankBatch+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run("rank", "--in", f, "--format", "csv")
+	if code != 0 || strings.Contains(errOut, "\r") || strings.Contains(errOut, "ranking") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if isTerminal(&bytes.Buffer{}) {
+		t.Error("a buffer is not a terminal")
 	}
 }
 
@@ -117,12 +187,16 @@ func TestSameOutputInProcessAndRemote(t *testing.T) {
 			if args[0] == "rank" && format != nil {
 				a = append(append([]string(nil), args...), "--format", "json")
 			}
+			wantCode := 0
+			if args[0] == "rank" {
+				wantCode = 1 // the file has a broken config
+			}
 			code, local, errOut := run(a...)
-			if code != 0 {
+			if code != wantCode {
 				t.Fatalf("%v in process: exit %d: %s", a, code, errOut)
 			}
 			code, remote, errOut := run(append(a, "--server", addr)...)
-			if code != 0 {
+			if code != wantCode {
 				t.Fatalf("%v remote: exit %d: %s", a, code, errOut)
 			}
 			if format != nil {
