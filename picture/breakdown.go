@@ -53,42 +53,51 @@ func Breakdown(r step.Result, title string) Figure {
 		ps[i].value, ps[i].hidden = max(0, finite(ps[i].value)), max(0, finite(ps[i].hidden))
 		total += ps[i].value
 	}
-	largest := 0.0
+	// One time axis for the stacked step and every part's bar: the axis reaches
+	// the step (or a hidden time longer than it).
+	axisMax := total
 	for _, p := range ps {
-		largest = max(largest, p.value, p.hidden)
+		axisMax = max(axisMax, p.value, p.hidden)
 	}
 	plotW := bdWidth - bdLeft - bdRight
 	barsTop := bdStackTop + bdStackH + 40
 	height := barsTop + bdRowH*float64(len(ps)) + 50
 
-	var c canvas
-	c.rect(0, 0, bdWidth, height, ` fill="#ffffff"`)
-	c.text(bdLeft, 20, "start", ` font-size="15" font-weight="bold"`, title)
-	c.text(bdLeft, 38, "start", "", fmt.Sprintf("%s — step %s, %d GPUs, %.0f tokens/s, MFU %.1f %%, memory %.1f of %.1f GB per GPU",
-		LayoutLabel(r.Layout), seconds(r.StepTime), r.GPUs, finite(r.Throughput.TokensPerSec), 100*finite(r.Throughput.MFU),
-		finite(r.Memory.Total), finite(r.Memory.Capacity)))
+	scale := 0.0
+	if axisMax > 0 {
+		scale = plotW / axisMax
+	}
+	// The figure widens to its longest label rather than clip it.
+	width := bdWidth
+	right := func(x float64, s string, px float64) { width = max(width, x+textWidth(s, px)+8) }
 
-	// The whole step as one stacked bar.
+	var c canvas
+	c.text(bdLeft, 20, "start", ` font-size="15" font-weight="bold"`, title)
+	right(bdLeft, title, 15)
+	sub := fmt.Sprintf("%s — step %s, %d GPUs, %.0f tokens/s, MFU %.1f %%, memory %.1f of %.1f GB per GPU",
+		LayoutLabel(r.Layout), seconds(r.StepTime), r.GPUs, finite(r.Throughput.TokensPerSec), 100*finite(r.Throughput.MFU),
+		finite(r.Memory.Total), finite(r.Memory.Capacity))
+	c.text(bdLeft, 38, "start", "", sub)
+	right(bdLeft, sub, 12)
+
+	// The whole step as one stacked bar, on the parts' time axis.
 	c.text(bdLeft-8, bdStackTop+bdStackH/2+4, "end", "", "step")
 	x := bdLeft
 	for _, p := range ps {
 		if p.value <= 0 || total <= 0 {
 			continue
 		}
-		w := p.value / total * plotW
+		w := p.value * scale
 		c.printf(`<g class="stack-part" data-part="%s"><title>%s</title>`, esc(p.name), esc(fmt.Sprintf("%s: %s (%.1f %%)", p.name, seconds(p.value), 100*p.value/total)))
 		c.rect(x, bdStackTop, w, bdStackH, fmt.Sprintf(` fill="%s" stroke="#ffffff" stroke-width="0.5"`, p.fill))
 		c.printf("</g>\n")
 		x += w
 	}
-	c.text(bdLeft+plotW+8, bdStackTop+bdStackH/2+4, "start", "", seconds(total))
+	c.text(x+8, bdStackTop+bdStackH/2+4, "start", "", seconds(total))
+	right(x+8, seconds(total), 12)
 
-	// One bar per part, on a common time axis.
-	unit, unitScale := timeUnit(largest)
-	scale := 0.0
-	if largest > 0 {
-		scale = plotW / largest
-	}
+	// One bar per part, on the same time axis.
+	unit, unitScale := timeUnit(axisMax)
 	for i, p := range ps {
 		y := barsTop + float64(i)*bdRowH
 		c.printf(`<g class="part" data-part="%s">`, esc(p.name))
@@ -105,16 +114,17 @@ func Breakdown(r step.Result, title string) Figure {
 			label += ", " + seconds(p.hidden) + " hidden"
 		}
 		c.text(bdLeft+p.value*scale+6, y+bdRowH/2+3, "start", ` font-size="11"`, label)
+		right(bdLeft+p.value*scale+6, label, 11)
 		c.printf("</g>\n")
 	}
 	axisY := barsTop + bdRowH*float64(len(ps)) + 4
 	c.line(bdLeft, axisY, bdLeft+plotW, axisY, ` stroke="#333333"`)
-	tv, tickStep := ticks(0, largest*unitScale, 6)
+	tv, tickStep := ticks(0, axisMax*unitScale, 6)
 	for _, v := range tv {
 		xx := bdLeft + v/unitScale*scale
 		c.line(xx, axisY, xx, axisY+5, ` stroke="#333333"`)
 		c.text(xx, axisY+17, "middle", ` font-size="11"`, tickLabel(v, tickStep))
 	}
 	c.text(bdLeft+plotW, axisY+32, "end", ` font-size="11"`, "time per step ("+unit+"); thin bars: communication hidden under compute")
-	return c.figure(bdWidth, height)
+	return c.onWhite(width, height)
 }

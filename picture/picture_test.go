@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -315,4 +316,122 @@ func FuzzSchedule(f *testing.F) {
 			t.Fatalf("%d blocks", got)
 		}
 	})
+}
+
+// svgText is one text element of a picture: where it is anchored and what it says.
+type svgText struct {
+	x, size float64
+	anchor  string
+	s       string
+}
+
+// svgLayout reads a picture's text elements and the widths of its rects by the
+// class and data-part of the group around them.
+func svgLayout(t *testing.T, doc []byte) (texts []svgText, rects map[string][]float64) {
+	t.Helper()
+	rects = map[string][]float64{}
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	var group string
+	var cur *svgText
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return texts, rects
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			attr := map[string]string{}
+			for _, a := range e.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			num := func(k string, def float64) float64 {
+				v, err := strconv.ParseFloat(attr[k], 64)
+				if err != nil {
+					return def
+				}
+				return v
+			}
+			switch e.Name.Local {
+			case "g":
+				group = attr["class"] + "/" + attr["data-part"]
+			case "rect":
+				rects[group] = append(rects[group], num("width", 0))
+			case "text":
+				cur = &svgText{x: num("x", 0), size: num("font-size", 12), anchor: attr["text-anchor"]}
+			}
+		case xml.CharData:
+			if cur != nil {
+				cur.s += string(e)
+			}
+		case xml.EndElement:
+			switch e.Name.Local {
+			case "g":
+				group = ""
+			case "text":
+				texts = append(texts, *cur)
+				cur = nil
+			}
+		}
+	}
+}
+
+// The stacked bar of the whole step is drawn on the time axis of the parts' bars:
+// its length over the forward bar's is the step over the forward time.
+func TestBreakdownStepBarOnTheAxis(t *testing.T) {
+	r := estimate(t, "llama3-70b", 8, step.Training{SeqLen: 8192, GlobalBatch: 32},
+		step.Layout{TP: 8, PP: 4, DP: 2, MicroBatch: 1, ZeRO: 1, SP: true, Recompute: step.RecomputeSelective, Schedule: step.ZeroBubble}, 0)
+	_, rects := svgLayout(t, picture.Breakdown(r, "x").SVG())
+	stack := 0.0
+	for g, ws := range rects {
+		if strings.HasPrefix(g, "stack-part/") {
+			for _, w := range ws {
+				stack += w
+			}
+		}
+	}
+	fwd := rects["part/forward"]
+	if len(fwd) != 1 || fwd[0] <= 0 || stack <= 0 {
+		t.Fatalf("forward bar %v, stacked bar %.1f px", fwd, stack)
+	}
+	if got, want := stack/fwd[0], r.StepTime/r.Breakdown.Forward; math.Abs(got/want-1) > 0.01 {
+		t.Errorf("stacked bar / forward bar = %.3f, step / forward = %.3f: the step bar is off the axis", got, want)
+	}
+}
+
+// No label runs past the edge of its picture (with widths estimated on the wide
+// side): legends wrap, and a label longer than a line widens the figure.
+func TestLabelsInsideTheFigure(t *testing.T) {
+	cases := map[string]step.Result{
+		"dp32 zero-2": estimate(t, "llama3-8b", 4, step.Training{SeqLen: 8192, GlobalBatch: 256},
+			step.Layout{TP: 1, PP: 1, DP: 32, MicroBatch: 1, ZeRO: 2}, 0),
+		"zb-h1": estimate(t, "llama3-70b", 8, step.Training{SeqLen: 8192, GlobalBatch: 32},
+			step.Layout{TP: 8, PP: 4, DP: 2, MicroBatch: 1, ZeRO: 1, SP: true, Recompute: step.RecomputeSelective, Schedule: step.ZeroBubble}, 0),
+		"dualpipe": estimate(t, "llama3-8b", 8, step.Training{SeqLen: 4096, GlobalBatch: 64},
+			step.Layout{TP: 1, PP: 8, DP: 8, MicroBatch: 1, Schedule: step.DualPipe}, 0),
+	}
+	for name, r := range cases {
+		s, err := picture.Schedule(r, "llama3-8b on dgx-h100 — best plan, 32 GPUs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for kind, fig := range map[string]picture.Figure{"schedule": s, "breakdown": picture.Breakdown(r, "title")} {
+			texts, _ := svgLayout(t, fig.SVG())
+			for _, x := range texts {
+				w := picture.TextWidth(x.s, x.size)
+				lo, hi := x.x, x.x+w
+				switch x.anchor {
+				case "end":
+					lo, hi = x.x-w, x.x
+				case "middle":
+					lo, hi = x.x-w/2, x.x+w/2
+				}
+				if lo < 0 || hi > fig.Width {
+					t.Errorf("%s %s: %q spans %.0f–%.0f px of a %.0f px figure", name, kind, x.s, lo, hi, fig.Width)
+				}
+			}
+		}
+	}
 }

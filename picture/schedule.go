@@ -62,19 +62,26 @@ func Schedule(r step.Result, title string) (Figure, error) {
 	var c canvas
 	c.printf(`<defs><pattern id="sched-comm" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">` +
 		`<rect width="6" height="6" fill="#ffffff" fill-opacity="0.35"/><line x1="0" y1="0" x2="0" y2="6" stroke="#333333" stroke-width="2"/></pattern></defs>` + "\n")
-	c.rect(0, 0, schedWidth, height, ` fill="#ffffff"`)
+	type titleLine struct {
+		s  string
+		px float64
+	}
+	titles := []titleLine{{title, 15}}
 	c.text(schedLeft, 20, "start", ` font-size="15" font-weight="bold"`, title)
 	sched := string(tl.Schedule)
 	if l.PP > 1 && l.VirtualStages > 1 && tl.Schedule == step.Interleaved {
 		sched += fmt.Sprintf(" (v = %d)", l.VirtualStages)
 	}
-	c.text(schedLeft, 38, "start", "", fmt.Sprintf("%s — pipeline schedule %s, %d stage(s), %d micro-batches; pipeline %s drawn (estimate %s), step %s",
-		LayoutLabel(l), sched, tl.Stages, tl.MicroBatches, seconds(tl.Makespan), seconds(r.Pipeline), seconds(r.StepTime)))
+	sub := fmt.Sprintf("%s — pipeline schedule %s, %d stage(s), %d micro-batches; pipeline %s drawn (estimate %s), step %s",
+		LayoutLabel(l), sched, tl.Stages, tl.MicroBatches, seconds(tl.Makespan), seconds(r.Pipeline), seconds(r.StepTime))
+	c.text(schedLeft, 38, "start", "", sub)
+	titles = append(titles, titleLine{sub, 12})
 	if tl.Simulated < tl.MicroBatches {
-		c.text(schedLeft, 52, "start", ` fill="#a33"`, fmt.Sprintf(
-			"first %d of %d micro-batches drawn; the other %d run in the steady state, %s each (%s more)",
+		note := fmt.Sprintf("first %d of %d micro-batches drawn; the other %d run in the steady state, %s each (%s more)",
 			tl.Simulated, tl.MicroBatches, tl.MicroBatches-tl.Simulated, seconds(tl.SteadyPerMicroBatch),
-			seconds(tl.Makespan-tl.SimulatedSpan)))
+			seconds(tl.Makespan-tl.SimulatedSpan))
+		c.text(schedLeft, 52, "start", ` fill="#a33"`, note)
+		titles = append(titles, titleLine{note, 12})
 	}
 
 	// Rows: idle background, stage labels.
@@ -143,16 +150,23 @@ func Schedule(r step.Result, title string) (Figure, error) {
 	if rest > 0 {
 		items = append(items, struct{ fill, label string }{restFill, "rest of step: " + restLabel(r.Breakdown)})
 	}
-	x := schedLeft
+	// Items wrap to a new line rather than run past the right edge; one too long
+	// for any line widens the figure.
+	x, width := schedLeft, schedWidth
 	for i, it := range items {
-		if i > 0 && x+220 > schedWidth {
+		w := 19 + textWidth(it.label, 11)
+		if i > 0 && x+w > schedWidth-8 {
 			x, ly = schedLeft, ly+18
 		}
 		c.rect(x, ly-10, 14, 12, fmt.Sprintf(` fill="%s" stroke="#999999" stroke-width="0.5"`, it.fill))
 		c.text(x+19, ly, "start", ` font-size="11"`, it.label)
-		x += 19 + 6.2*float64(len([]rune(it.label))) + 16
+		width = max(width, x+w+8)
+		x += w + 16
 	}
-	return c.figure(schedWidth, max(height, ly+14)), nil
+	for _, t := range titles {
+		width = max(width, schedLeft+textWidth(t.s, t.px)+8)
+	}
+	return c.onWhite(width, max(height, ly+14)), nil
 }
 
 func passCode(p Pass) string { return [...]string{"F", "B", "W"}[p] }

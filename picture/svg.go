@@ -79,6 +79,24 @@ func (c *canvas) figure(w, h float64) Figure {
 	return Figure{Width: w, Height: h, body: bytes.Clone(c.b.Bytes())}
 }
 
+// textWidth is an upper estimate of the width of s drawn at font size px in the
+// sans-serif fonts SVG viewers pick (DejaVu Sans, Helvetica, Arial): their digits
+// are 0.636 em (DejaVu) or 0.556 em (Helvetica) wide and lower-case letters
+// average less, so 0.64 em a character errs on the wide side. Labels are laid out
+// with it so that none runs past the edge of its picture.
+func textWidth(s string, px float64) float64 {
+	return 0.64 * px * float64(len([]rune(s)))
+}
+
+// onWhite is the figure of what c holds, w × h, on a white background of that
+// size (drawn first, so it is laid out once the size is known).
+func (c *canvas) onWhite(w, h float64) Figure {
+	var bg canvas
+	bg.rect(0, 0, w, h, ` fill="#ffffff"`)
+	bg.b.Write(c.b.Bytes())
+	return bg.figure(w, h)
+}
+
 // esc escapes text for an XML text node or attribute value, and drops what XML 1.0
 // cannot carry at all (control characters, invalid UTF-8), so that a caller's label
 // never breaks the document.
