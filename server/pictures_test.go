@@ -3,13 +3,16 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,9 +102,10 @@ func TestPicturesNeedToken(t *testing.T) {
 }
 
 // TestPageInBrowser loads the page in headless Chromium: its script reads the
-// catalog, submits the default job (?auto=1), fills the ranked-plan table and puts
-// the schedule and Pareto pictures in as inline SVG. It is skipped only when
-// Chromium is not installed and STEPCOST_REQUIRE_BROWSER is unset; CI sets it.
+// catalog, ranks the job in the form (the defaults, or the fields given in the
+// address) without being asked, fills the ranked-plan table and puts the schedule
+// and Pareto pictures in as inline SVG. It is skipped only when Chromium is not
+// installed and STEPCOST_REQUIRE_BROWSER is unset; CI sets it.
 func TestPageInBrowser(t *testing.T) {
 	browser := os.Getenv("STEPCOST_CHROMIUM")
 	if browser == "" {
@@ -115,31 +119,86 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	d := startDaemon(t, nil)
 	defer d.stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=30000", "--dump-dom", "http://"+d.httpAddr+"/ui/?auto=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	dom, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", browser, err, stderr.String())
+	load := func(t *testing.T, query string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=30000", "--dump-dom", "http://"+d.httpAddr+"/ui/"+query)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		dom, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", browser, err, stderr.String())
+		}
+		return string(dom)
 	}
-	page := string(dom)
-	rows := len(regexp.MustCompile(`<tr class="plan[^"]*"`).FindAllString(page, -1))
-	svgs := strings.Count(page, "<svg")
-	status := regexp.MustCompile(`<p id="status"[^>]*>([^<]*)</p>`).FindStringSubmatch(page)
-	t.Logf("%d plan rows, %d inline <svg> elements; status %q", rows, svgs, status)
-	if rows < 1 || rows > 5 {
-		t.Errorf("%d ranked-plan rows, want 1–5 (top_k 5)", rows)
+	status := func(page string) string {
+		m := regexp.MustCompile(`<p id="status"[^>]*>([^<]*)</p>`).FindStringSubmatch(page)
+		if m == nil {
+			return ""
+		}
+		return m[1]
 	}
-	// The schedule picture (two figures stacked) and the Pareto front: at least the
-	// two root <svg> elements.
-	if svgs < 2 || !strings.Contains(page, `class="block"`) || !strings.Contains(page, `class="front"`) {
-		t.Errorf("the pictures are not in the page (%d <svg>):\n%.3000s", svgs, page)
+	planRows := regexp.MustCompile(`<tr class="plan[^"]*"`)
+
+	t.Run("defaults, ranked on load", func(t *testing.T) {
+		page := load(t, "")
+		rows := len(planRows.FindAllString(page, -1))
+		svgs := strings.Count(page, "<svg")
+		t.Logf("%d plan rows, %d inline <svg> elements; status %q", rows, svgs, status(page))
+		if rows < 1 || rows > 5 {
+			t.Errorf("%d ranked-plan rows, want 1–5 (top_k 5)", rows)
+		}
+		// The schedule picture (two figures stacked) and the Pareto front: at least the
+		// two root <svg> elements.
+		if svgs < 2 || !strings.Contains(page, `class="block"`) || !strings.Contains(page, `class="front"`) {
+			t.Errorf("the pictures are not in the page (%d <svg>):\n%.3000s", svgs, page)
+		}
+		if strings.Contains(page, `class="error"`) {
+			t.Errorf("the page shows an error: %q", status(page))
+		}
+	})
+	t.Run("objective, precision and a what-if from the address", func(t *testing.T) {
+		page := load(t, "?model=llama3-8b&cluster=dgx-h100&gpus=16&seq=4096&gbs=64&precision=fp8&top=3&objective=cost&price=2.5&tokens=1e11&slow_gpu=0.8")
+		rows := len(planRows.FindAllString(page, -1))
+		if rows < 1 || rows > 3 || strings.Contains(page, `class="error"`) {
+			t.Fatalf("%d rows, status %q", rows, status(page))
+		}
+		for _, want := range []string{"<th>duration</th>", "<th>cost</th>", "<td>$"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("the page lacks %q", want)
+			}
+		}
+		// The same job through the API: the page's first plan is its first plan,
+		// at the cost it states, so the precision, objective, price, budget and
+		// what-if the address gave reached the request.
+		body := `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64, "precision": "PRECISION_FP8"},
+			"gpus": 16, "top_k": 3, "objective": "OBJECTIVE_COST", "price_per_gpu_hour": 2.5, "token_budget": 1e11, "slow_gpu_speed": 0.8}`
+		resp, answer := post(t, "http://"+d.httpAddr+"/v1/plans:estimate", body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("API: %d %s", resp.StatusCode, answer)
+		}
+		var v struct {
+			Plans []struct {
+				CostUSD float64 `json:"cost_usd"`
+			} `json:"plans"`
+		}
+		if err := json.Unmarshal(answer, &v); err != nil || len(v.Plans) == 0 {
+			t.Fatalf("API answer %v: %s", err, answer)
+		}
+		want := "<td>$" + commaThousands(int64(math.Round(v.Plans[0].CostUSD))) + "</td>"
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not show the first plan's cost %s", want)
+		}
+	})
+}
+
+// commaThousands prints n as the page's en-US locale does (12,345).
+func commaThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	if strings.Contains(page, `class="error"`) {
-		t.Errorf("the page shows an error: %q", status)
-	}
+	return s
 }

@@ -1,7 +1,9 @@
 // The stepcost page: lists from GET /v1/catalog, the ranked plans from
 // POST /v1/plans:estimate, pictures from POST /v1/pictures:schedule and
-// POST /v1/pictures:pareto. Plain JavaScript, no build step. With ?auto=1 in the
-// address the form is submitted with its defaults once the catalog is loaded.
+// POST /v1/pictures:pareto. Plain JavaScript, no build step. The form's fields
+// can be given in the address (?model=llama3-70b&gpus=64&precision=fp8…); the job
+// in the form is ranked as soon as the catalog is loaded (not with ?auto=0), and
+// every ranked job is written back into the address so that a link reproduces it.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -77,14 +79,73 @@ async function showSVG(container, resp) {
 
 let lastRequest = null;
 
+// The form's fields that travel in the page's address, by input id.
+const fields = ["model", "cluster", "gpus", "seq", "gbs", "precision", "top", "objective", "price", "tokens",
+  "slow_gpu", "degraded_nic", "degraded_link", "exclude"];
+
+// numberOr0 is the number in an optional input, 0 when it is empty (the API's
+// "not set").
+function numberOr0(id) {
+  const v = $(id).value.trim();
+  return v === "" ? 0 : Number(v);
+}
+
+// jobRequest is the EstimatePlan request of the form. A field the service
+// refuses comes back as its error, named; nothing is dropped here.
 function jobRequest() {
-  return {
+  const req = {
     model: { name: $("model").value },
     cluster: { name: $("cluster").value },
-    training: { seq_len: Number($("seq").value), global_batch: Number($("gbs").value) },
+    training: { seq_len: Number($("seq").value), global_batch: Number($("gbs").value), precision: $("precision").value },
     gpus: Number($("gpus").value),
     top_k: Number($("top").value),
+    objective: $("objective").value,
   };
+  const optional = { price_per_gpu_hour: "price", token_budget: "tokens", slow_gpu_speed: "slow_gpu",
+    degraded_nic_speed: "degraded_nic", degraded_link_speed: "degraded_link" };
+  for (const [key, id] of Object.entries(optional)) {
+    const v = numberOr0(id);
+    if (v !== 0) req[key] = v;
+  }
+  const ex = $("exclude").value.split(/[\s,]+/).filter(Boolean);
+  if (ex.length > 0) req.exclude_nodes = ex.map(Number);
+  return req;
+}
+
+// Short names for the selects' values in the address (precision=fp8).
+const short = { precision: "PRECISION_", objective: "OBJECTIVE_" };
+
+function fromAddress(params) {
+  for (const id of fields) {
+    const v = params.get(id);
+    if (v === null) continue;
+    const el = $(id);
+    if (el.tagName === "SELECT") {
+      const want = short[id] ? short[id] + v.toUpperCase() : v;
+      if ([...el.options].some((o) => o.value === want)) el.value = want;
+    } else {
+      el.value = v;
+    }
+  }
+}
+
+function toAddress() {
+  const params = new URLSearchParams();
+  for (const id of fields) {
+    let v = $(id).value.trim();
+    if (v === "") continue;
+    if (short[id]) v = v.replace(short[id], "").toLowerCase();
+    params.set(id, v);
+  }
+  history.replaceState(null, "", "?" + params.toString());
+}
+
+// duration is the time to train the token budget at a plan's throughput.
+function duration(s) {
+  if (!(s > 0) || !isFinite(s)) return "–";
+  if (s >= 86400) return (s / 86400).toFixed(1) + " days";
+  if (s >= 3600) return (s / 3600).toFixed(1) + " h";
+  return (s / 60).toFixed(1) + " min";
 }
 
 async function showPlan(plan, row) {
@@ -107,25 +168,45 @@ async function rank(event) {
   setStatus("searching…");
   try {
     const answer = await (await call("/v1/plans:estimate", req)).json();
+    toAddress();
     const plans = answer.plans || [];
+    const tokens = req.token_budget || 0;
+    const price = req.price_per_gpu_hour || 0;
+    const head = ["#", "GPUs", "layout", "step time", "tokens/s/GPU", "exposed comm", "bubble", "memory / GPU", "MFU"];
+    if (tokens > 0) head.push("duration");
+    if (tokens > 0 && price > 0) head.push("cost");
+    const headRow = $("plans").tHead.rows[0];
+    headRow.replaceChildren();
+    for (const h of head) {
+      const th = document.createElement("th");
+      th.textContent = h;
+      headRow.appendChild(th);
+    }
     const body = $("plans").tBodies[0];
     body.replaceChildren();
     for (const p of plans) {
       const e = p.estimate || {};
       const b = e.breakdown || {};
+      const t = e.throughput || {};
       const exposed = Object.values(b.exposed_comm_s || {}).reduce((a, x) => a + x, 0);
       const m = e.memory || {};
       const row = body.insertRow();
       row.className = "plan";
-      for (const cell of [p.rank, p.gpus, layoutText(p.layout || {}), seconds(e.step_time_s), seconds(exposed), seconds(b.bubble_s),
-        `${(m.total_gb || 0).toFixed(1)} / ${(m.capacity_gb || 0).toFixed(0)} GB`, `${(100 * ((e.throughput || {}).mfu || 0)).toFixed(1)} %`]) {
-        row.insertCell().textContent = String(cell);
-      }
+      const cells = [p.rank, p.gpus, layoutText(p.layout || {}), seconds(e.step_time_s), (t.tokens_per_s_per_gpu || 0).toFixed(0),
+        seconds(exposed), seconds(b.bubble_s), `${(m.total_gb || 0).toFixed(1)} / ${(m.capacity_gb || 0).toFixed(0)} GB`,
+        `${(100 * (t.mfu || 0)).toFixed(1)} %`];
+      // Time and cost to train the token budget at this plan's throughput: GPUs ×
+      // hours × price, as the service's cost objective counts it.
+      const secs = t.tokens_per_s > 0 ? tokens / t.tokens_per_s : 0;
+      if (tokens > 0) cells.push(duration(secs));
+      if (tokens > 0 && price > 0) cells.push("$" + Math.round(p.cost_usd || (p.gpus * price * secs) / 3600).toLocaleString("en-US"));
+      for (const cell of cells) row.insertCell().textContent = String(cell);
       row.addEventListener("click", () => showPlan(p, row));
     }
     $("results").hidden = false;
     if (plans.length === 0) {
-      setStatus("no feasible plan: every layout was pruned", true);
+      const pruned = Object.entries((answer.stats || {}).pruned || {}).map(([k, v]) => `${k} ${v}`).join(", ");
+      setStatus("no feasible plan" + (pruned ? ": pruned " + pruned : ""), true);
       return;
     }
     const stats = answer.stats || {};
@@ -147,13 +228,20 @@ async function start() {
     const cat = await (await call("/v1/catalog")).json();
     fillSelect($("model"), (cat.models || []).map((m) => m.name).filter(Boolean), "llama3-8b");
     fillSelect($("cluster"), (cat.systems || []).map((s) => s.name).filter(Boolean), "dgx-h100");
+    $("objective").addEventListener("change", () => {
+      const cost = $("objective").value === "OBJECTIVE_COST";
+      $("price").required = cost;
+      $("tokens").required = cost;
+    });
     $("submit").disabled = false;
     setStatus("choose a job and rank its plans");
   } catch (e) {
     setStatus(e.message, true);
     return;
   }
-  if (new URLSearchParams(location.search).get("auto") === "1") await rank();
+  const params = new URLSearchParams(location.search);
+  fromAddress(params);
+  if (params.get("auto") !== "0") await rank();
 }
 
 start();
