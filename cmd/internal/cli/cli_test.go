@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -158,5 +161,45 @@ func TestVersion(t *testing.T) {
 		if code != 0 || !strings.HasPrefix(out, "stepcost ") || !strings.Contains(out, "estimator "+server.EstimatorVersion) {
 			t.Errorf("%v: exit %d, %q %q", args, code, out, errOut)
 		}
+	}
+}
+
+// With a token budget the plan table gives each plan's training duration, and
+// with a price its cost: tokens ÷ (batch tokens per step time), and GPUs × hours
+// × price, checked here from the table's own step time.
+func TestPlanDurationAndCostColumns(t *testing.T) {
+	code, out, errOut := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "32", "--gbs", "256", "--seq", "8192",
+		"--top", "3", "--objective", "cost", "--price", "2.5", "--tokens", "1e12")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	head := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "#  gpus") {
+			head = i
+			break
+		}
+	}
+	if head < 0 || !strings.HasSuffix(lines[head], "duration    cost") {
+		t.Fatalf("no duration and cost columns:\n%s", out)
+	}
+	row := regexp.MustCompile(`^1\s+32\s.*?\s([0-9.]+) s\s.*\s([0-9.]+) days\s+\$([0-9]+)$`).FindStringSubmatch(lines[head+1])
+	if row == nil {
+		t.Fatalf("first plan row not understood: %q", lines[head+1])
+	}
+	stepS, _ := strconv.ParseFloat(row[1], 64)
+	days, _ := strconv.ParseFloat(row[2], 64)
+	cost, _ := strconv.ParseFloat(row[3], 64)
+	wantS := 1e12 / (256 * 8192 / stepS)
+	if math.Abs(days*86400/wantS-1) > 0.01 {
+		t.Errorf("duration %.1f days, want %.1f", days, wantS/86400)
+	}
+	if want := 32 * wantS / 3600 * 2.5; math.Abs(cost/want-1) > 0.01 {
+		t.Errorf("cost $%.0f, want $%.0f", cost, want)
+	}
+	// Without a budget, neither column.
+	if _, out, _ := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "32", "--gbs", "256", "--seq", "8192", "--top", "1"); strings.Contains(out, "duration") || strings.Contains(out, "cost") {
+		t.Errorf("duration or cost without a budget:\n%s", out)
 	}
 }

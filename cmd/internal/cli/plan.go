@@ -383,6 +383,18 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 		return
 	}
 	t := table{head: []string{"#", "gpus", "layout", "nodes", "step", "compute", "exposed comm", "bubble", "memory GB", "MFU"}}
+	// With a token budget: how long each plan takes to train it, and with a price
+	// what it costs (the service's cost_usd: GPUs × hours × price).
+	withCost := false
+	for _, p := range resp.GetPlans() {
+		withCost = withCost || p.GetCostUsd() > 0
+	}
+	if tokens > 0 {
+		t.head = append(t.head, "duration")
+	}
+	if withCost {
+		t.head = append(t.head, "cost")
+	}
 	for _, p := range resp.GetPlans() {
 		e := p.GetEstimate()
 		b := e.GetBreakdown()
@@ -398,6 +410,17 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 		t.add(rank, fmt.Sprint(p.GetGpus()), layoutOf(p.GetLayout()), nodesString(placementOf(p.GetPlacement())),
 			fmtSeconds(e.GetStepTimeS()), fmtSeconds(b.GetForwardS()+b.GetBackwardS()+b.GetRecomputeS()), fmtSeconds(exposed), fmtSeconds(b.GetBubbleS()),
 			fmt.Sprintf("%.1f/%.0f", e.GetMemory().GetTotalGb(), e.GetMemory().GetCapacityGb()), fmt.Sprintf("%.1f%%", 100*e.GetThroughput().GetMfu()))
+		row := &t.rows[len(t.rows)-1]
+		if tokens > 0 {
+			d := "-"
+			if tps := e.GetThroughput().GetTokensPerS(); tps > 0 {
+				d = fmtDuration(tokens / tps)
+			}
+			*row = append(*row, d)
+		}
+		if withCost {
+			*row = append(*row, fmt.Sprintf("$%.0f", p.GetCostUsd()))
+		}
 	}
 	t.write(w)
 	if c := resp.GetPlans()[0].GetCostUsd(); c > 0 {
@@ -409,6 +432,17 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 		pt.add(fmt.Sprint(p.GetGpus()), layoutOf(p.GetLayout()), fmtSeconds(p.GetEstimate().GetStepTimeS()), fmt.Sprintf("%.1f", p.GetEstimate().GetMemory().GetHeadroomGb()))
 	}
 	pt.write(w)
+}
+
+// fmtDuration prints a training run's length: minutes, hours or days.
+func fmtDuration(s float64) string {
+	switch {
+	case s >= 86400:
+		return fmt.Sprintf("%.1f days", s/86400)
+	case s >= 3600:
+		return fmt.Sprintf("%.1f h", s/3600)
+	}
+	return fmt.Sprintf("%.1f min", s/60)
 }
 
 // layoutOf is layoutString of the API's layout.
