@@ -27,6 +27,9 @@ import (
 // the fields its schema names, so a field under another name (camelCase), an
 // unknown field, an enum as a number or a 64-bit integer as a JSON number fails.
 func TestOpenAPIMatchesREST(t *testing.T) {
+	// The pictures' SVG answers are validated as the plain strings the document
+	// declares.
+	openapi3filter.RegisterBodyDecoder("image/svg+xml", openapi3filter.PlainBodyDecoder)
 	d := startDaemon(t, nil)
 	defer d.stop()
 	c := &restChecker{t: t, client: &http.Client{Timeout: time.Minute}, base: "http://" + d.httpAddr}
@@ -127,7 +130,6 @@ func TestOpenAPIMatchesREST(t *testing.T) {
 		}{
 			{"camelCase names", camel},
 			{"enum numbers", enumNumbers},
-			{"int64 as a number", regexp.MustCompile(`"global_batch":\s*"(\d+)"`).ReplaceAll(stepBody, []byte(`"global_batch": $1`))},
 			{"unknown top-level field", withField(t, stepBody, nil, "speed")},
 			{"unknown nested field", withField(t, stepBody, []string{"estimate", "breakdown"}, "idle_s")},
 		} {
@@ -141,7 +143,72 @@ func TestOpenAPIMatchesREST(t *testing.T) {
 		if err := c.validateRequest(http.MethodPost, "/v1/steps:estimate", strings.Replace(step, "seq_len", "seqLen", 1)); err == nil {
 			t.Error("a request with a camelCase field passes the document")
 		}
+		if err := c.validateRequest(http.MethodPost, "/v1/steps:estimate", strings.Replace(step, `"global_batch": "512"`, `"global_batch": "5x12"`, 1)); err == nil {
+			t.Error("a 64-bit integer that is not a number passes the document")
+		}
 	})
+
+	// A 64-bit integer may be sent as a JSON number, as the README's examples do:
+	// the document says so (a client generated from it accepts 512) and the
+	// gateway takes it.
+	numeric := strings.Replace(step, `"global_batch": "512"`, `"global_batch": 512`, 1)
+	var numericResp pb.EstimateStepResponse
+	c.call("EstimateStep, int64 as a number", http.MethodPost, "/v1/steps:estimate", numeric, http.StatusOK, &numericResp)
+	if numericResp.GetEstimate().GetStepTimeS() != stepResp.GetEstimate().GetStepTimeS() {
+		t.Errorf("global_batch 512 and \"512\" give different answers")
+	}
+	// Zero values are written: a placement's first node is node 0.
+	if !regexp.MustCompile(`"node":\s*0\b`).Match(c.send("EstimatePlan, zero values", http.MethodPost, "/v1/plans:estimate", plan, http.StatusOK, true)) {
+		t.Error("the first node of a placement is not written as \"node\": 0")
+	}
+
+	// The pictures, served beside the gateway, are in the document too.
+	for _, pic := range []struct{ path, body string }{{"/v1/pictures:schedule", step}, {"/v1/pictures:pareto", plan}} {
+		if err := c.validateRequest(http.MethodPost, pic.path, pic.body); err != nil {
+			t.Errorf("%s: the request does not match the document: %v", pic.path, err)
+		}
+		resp, err := c.client.Post(c.base+pic.path, "application/json", strings.NewReader(pic.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		svg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		in := &openapi3filter.ResponseValidationInput{RequestValidationInput: c.input(http.MethodPost, pic.path, ""),
+			Status: resp.StatusCode, Header: resp.Header, Options: validation}
+		if err := openapi3filter.ValidateResponse(context.Background(), in.SetBodyBytes(svg)); err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: HTTP %d, the answer does not match the document: %v", pic.path, resp.StatusCode, err)
+		}
+	}
+}
+
+// The document says where the API is and how a bearer token is sent, so that a
+// generator takes it whole.
+func TestOpenAPIServersAndSecurity(t *testing.T) {
+	d := startDaemon(t, nil)
+	defer d.stop()
+	client := &http.Client{Timeout: time.Minute}
+	defer client.CloseIdleConnections()
+	doc := servedDocument(t, client, "http://"+d.httpAddr)
+	if len(doc.Servers) == 0 || !strings.HasPrefix(doc.Servers[0].URL, "http://") {
+		t.Errorf("servers: %v", doc.Servers)
+	}
+	bearer := doc.Components.SecuritySchemes["bearerAuth"]
+	if bearer == nil || bearer.Value.Type != "http" || bearer.Value.Scheme != "bearer" {
+		t.Fatalf("no HTTP bearer security scheme: %v", doc.Components.SecuritySchemes)
+	}
+	// Optional: a call may go with no token (an empty requirement) or with one.
+	var anonymous, withToken bool
+	for _, r := range doc.Security {
+		if len(r) == 0 {
+			anonymous = true
+		}
+		if _, ok := r["bearerAuth"]; ok {
+			withToken = true
+		}
+	}
+	if !anonymous || !withToken {
+		t.Errorf("security %v: want the token optional", doc.Security)
+	}
 }
 
 // Every property of every schema, and every schema, says what it is; a property
@@ -232,7 +299,10 @@ type restChecker struct {
 	doc    *openapi3.T
 }
 
-var validation = &openapi3filter.Options{MultiError: true, IncludeResponseStatus: true}
+// validation checks bodies and parameters; the bearer token is optional in the
+// document and checked by the daemon itself (security_test.go), so any token, or
+// none, passes here.
+var validation = &openapi3filter.Options{MultiError: true, IncludeResponseStatus: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
 
 // call validates the request, sends it, checks the HTTP status, validates the
 // answer, and decodes it into out (when not nil) with the gateway's unmarshaler

@@ -135,6 +135,11 @@ func TestPythonClient(t *testing.T) {
 		if !proto.Equal(got, want) {
 			t.Errorf("Python's plan differs from Go's:\npython: %v\ngo:     %v", got, want)
 		}
+		// One casing everywhere: proto field names, as the gateway and the CLI
+		// write them, and zero values written (the first node of a placement).
+		if !strings.Contains(stdout, `"micro_batch"`) || strings.Contains(stdout, `"microBatch"`) || !strings.Contains(stdout, `"node": 0`) {
+			t.Errorf("not the API's JSON casing, or zero values left out:\n%s", stdout)
+		}
 	})
 
 	t.Run("text", func(t *testing.T) {

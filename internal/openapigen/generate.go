@@ -73,6 +73,18 @@ func generate(p *protogen.Plugin, cfg config) ([]byte, error) {
 			return nil, fmt.Errorf("HTTP rule for %s: no such method in the files generated", r.Selector)
 		}
 	}
+	for _, x := range cfg.extra {
+		if err := g.extraPath(p, &doc, x); err != nil {
+			return nil, fmt.Errorf("extra path %s: %w", x.Path, err)
+		}
+	}
+	doc.Servers = cfg.servers
+	if b := cfg.bearer; b != nil {
+		// The token is optional (the daemon asks for one only when started with a
+		// token file): the empty requirement says a call may go without it.
+		doc.Security = []map[string][]string{{}, {bearerScheme: {}}}
+		doc.Components.SecuritySchemes = map[string]securityScheme{bearerScheme: {Type: "http", Scheme: "bearer", Description: b.Description}}
+	}
 	if len(doc.Paths) == 0 {
 		return nil, fmt.Errorf("no method has an HTTP rule")
 	}
@@ -147,17 +159,51 @@ func (g *generator) operation(s *protogen.Service, m *protogen.Method, rule http
 	}
 	op.Responses = []entry[*response]{
 		{"200", &response{Description: fmt.Sprintf("The %s.", m.Output.Desc.Name()), Content: content(g.ref(m.Output))}},
-		{"default", &response{
-			Description: "The call failed: a google.rpc.Status whose gRPC code sets the HTTP status " +
-				"(INVALID_ARGUMENT 400, UNAUTHENTICATED 401, NOT_FOUND 404, RESOURCE_EXHAUSTED 429 or 413 for a body over the size limit, " +
-				"UNIMPLEMENTED 405 for a known path with the wrong method, CANCELED 499, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, INTERNAL 500).",
-			Content: content(&schema{Ref: componentRef(statusSchema)}),
-		}},
+		{"default", errorResponse()},
 	}
 	return path, pathItem{{verb, op}}, nil
 }
 
 func content(s *schema) map[string]mediaType { return map[string]mediaType{jsonType: {Schema: s}} }
+
+// extraPath describes an endpoint the daemon serves beside the gateway: a POST
+// whose body is one of the API's requests and whose answer is another media type
+// (the pictures' SVG).
+func (g *generator) extraPath(p *protogen.Plugin, doc *document, x extraPath) error {
+	if x.Path == "" || x.Request == "" || x.ResponseType == "" || x.Summary == "" || x.Description == "" {
+		return fmt.Errorf("path, request, response_type, summary and description are all required")
+	}
+	if slices.ContainsFunc(doc.Paths, func(e entry[pathItem]) bool { return e.key == x.Path }) {
+		return fmt.Errorf("the path is bound twice")
+	}
+	var in *protogen.Message
+	for _, f := range p.Files {
+		for _, m := range f.Messages {
+			if string(m.Desc.FullName()) == x.Request {
+				in = m
+			}
+		}
+	}
+	if in == nil {
+		return fmt.Errorf("no message %s in the files generated", x.Request)
+	}
+	op := &operation{
+		OperationID: x.OperationID,
+		Summary:     x.Summary,
+		Description: x.Description,
+		Tags:        x.Tags,
+		RequestBody: &requestBody{
+			Description: fmt.Sprintf("The %s, as JSON with proto field names. An unknown field is refused (400).", in.Desc.Name()),
+			Content:     content(g.ref(in)),
+		},
+		Responses: []entry[*response]{
+			{"200", &response{Description: x.ResponseDescription, Content: map[string]mediaType{x.ResponseType: {Schema: &schema{Type: "string"}}}}},
+			{"default", errorResponse()},
+		},
+	}
+	doc.Paths = append(doc.Paths, entry[pathItem]{x.Path, pathItem{{"post", op}}})
+	return nil
+}
 
 func componentRef(name string) string { return "#/components/schemas/" + name }
 
@@ -257,9 +303,19 @@ func int64Note(k protoreflect.Kind) string {
 	switch k {
 	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
 		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return "A 64-bit integer, sent as a decimal string (requests may also give a JSON number)."
+		return "A 64-bit integer: answers write it as a decimal string (JSON numbers lose precision past 2^53); requests may give a string or a number."
 	}
 	return ""
+}
+
+// int64Schema is a 64-bit integer as protojson reads it: a decimal string or a
+// JSON number (it writes the string). Both forms are in the document so that a
+// client generated from it may send 1024 as well as "1024".
+func int64Schema(signed bool) *schema {
+	if signed {
+		return &schema{OneOf: []*schema{{Type: "string", Format: "int64", Pattern: `^-?[0-9]+$`}, {Type: "integer", Format: "int64"}}}
+	}
+	return &schema{OneOf: []*schema{{Type: "string", Format: "uint64", Pattern: `^[0-9]+$`}, {Type: "integer", Format: "int64", Minimum: ptr(0.0)}}}
 }
 
 // single is the schema of one value of f (an element of a list, the value of a map).
@@ -272,9 +328,9 @@ func (g *generator) single(f *protogen.Field) *schema {
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
 		return &schema{Type: "integer", Format: "int64", Minimum: ptr(0.0), Maximum: ptr(float64(1<<32 - 1))}
 	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-		return &schema{Type: "string", Format: "int64", Pattern: `^-?[0-9]+$`}
+		return int64Schema(true)
 	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return &schema{Type: "string", Format: "uint64", Pattern: `^[0-9]+$`}
+		return int64Schema(false)
 	case protoreflect.FloatKind:
 		return &schema{Type: "number", Format: "float"}
 	case protoreflect.DoubleKind:
@@ -320,9 +376,9 @@ func wellKnown(name protoreflect.FullName) *schema {
 	case "google.protobuf.FloatValue":
 		return &schema{Type: "number", Format: "float"}
 	case "google.protobuf.Int64Value":
-		return &schema{Type: "string", Format: "int64", Pattern: `^-?[0-9]+$`}
+		return int64Schema(true)
 	case "google.protobuf.UInt64Value":
-		return &schema{Type: "string", Format: "uint64", Pattern: `^[0-9]+$`}
+		return int64Schema(false)
 	case "google.protobuf.Int32Value":
 		return &schema{Type: "integer", Format: "int32"}
 	case "google.protobuf.UInt32Value":
@@ -428,14 +484,34 @@ func ptr[T any](v T) *T { return &v }
 // ---- the document ----
 
 type document struct {
-	OpenAPI    string            `json:"openapi"`
-	Info       info              `json:"info"`
-	Tags       []tag             `json:"tags,omitempty"`
-	Paths      ordered[pathItem] `json:"paths"`
+	OpenAPI    string                `json:"openapi"`
+	Info       info                  `json:"info"`
+	Servers    []server              `json:"servers,omitempty"`
+	Security   []map[string][]string `json:"security,omitempty"`
+	Tags       []tag                 `json:"tags,omitempty"`
+	Paths      ordered[pathItem]     `json:"paths"`
 	Components struct {
-		Schemas ordered[*schema] `json:"schemas"`
+		Schemas         ordered[*schema]          `json:"schemas"`
+		SecuritySchemes map[string]securityScheme `json:"securitySchemes,omitempty"`
 	} `json:"components"`
 }
+
+// server is an OpenAPI server object: where the API is reached.
+type server struct {
+	URL         string `json:"url"`
+	Description string `json:"description,omitempty"`
+}
+
+// securityScheme is an OpenAPI security scheme; the daemon's is HTTP bearer.
+type securityScheme struct {
+	Type         string `json:"type"`
+	Scheme       string `json:"scheme,omitempty"`
+	BearerFormat string `json:"bearerFormat,omitempty"`
+	Description  string `json:"description,omitempty"`
+}
+
+// bearerScheme is the name of the bearer security scheme in the document.
+const bearerScheme = "bearerAuth"
 
 type tag struct {
 	Name        string `json:"name"`
@@ -463,6 +539,16 @@ type response struct {
 	Content     map[string]mediaType `json:"content,omitempty"`
 }
 
+// errorResponse is the default answer of every path: the gateway's google.rpc.Status.
+func errorResponse() *response {
+	return &response{
+		Description: "The call failed: a google.rpc.Status whose gRPC code sets the HTTP status " +
+			"(INVALID_ARGUMENT 400, UNAUTHENTICATED 401, NOT_FOUND 404, RESOURCE_EXHAUSTED 429 or 413 for a body over the size limit, " +
+			"UNIMPLEMENTED 405 for a known path with the wrong method, CANCELED 499, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, INTERNAL 500).",
+		Content: content(&schema{Ref: componentRef(statusSchema)}),
+	}
+}
+
 type mediaType struct {
 	Schema *schema `json:"schema"`
 }
@@ -470,6 +556,7 @@ type mediaType struct {
 type schema struct {
 	Ref                  string           `json:"$ref,omitempty"`
 	AllOf                []*schema        `json:"allOf,omitempty"`
+	OneOf                []*schema        `json:"oneOf,omitempty"`
 	Type                 string           `json:"type,omitempty"`
 	Format               string           `json:"format,omitempty"`
 	Pattern              string           `json:"pattern,omitempty"`

@@ -5,8 +5,8 @@
 // with proto field names (the gateway's marshaler sets UseProtoNames):
 //
 //   - every field under its proto name (seq_len, not seqLen);
-//   - enums as their value names, 64-bit integers as decimal strings, bytes as
-//     base64, well-known types (Timestamp, Duration, wrappers, Struct, Any, …) in
+//   - enums as their value names, 64-bit integers as decimal strings (read as
+//     strings or numbers), bytes as base64, well-known types (Timestamp, Duration, wrappers, Struct, Any, …) in
 //     their protojson forms;
 //   - one path per rule of the google.api.Service HTTP rules file, with the whole
 //     request as the body (body "*") or, for a request without fields, no body;
@@ -16,7 +16,9 @@
 // Options (buf.gen.yaml opt, comma separated):
 //
 //	http_rules=FILE  the google.api.Service YAML with the HTTP rules (required)
-//	info=FILE        YAML with the document's info: title, version, description
+//	info=FILE        YAML with the document's info (title, version, description),
+//	                 servers, bearer_auth (an optional bearer token) and
+//	                 extra_paths (endpoints served beside the gateway)
 //	out=NAME         the file to write (default openapi.json)
 //
 // HTTP rules this plugin cannot describe faithfully (path or query parameters,
@@ -49,12 +51,15 @@ func main() {
 		}
 		if *infoFile != "" {
 			var i struct {
-				Info info `json:"info"`
+				Info       info        `json:"info"`
+				Servers    []server    `json:"servers"`
+				BearerAuth *bearerAuth `json:"bearer_auth"`
+				ExtraPaths []extraPath `json:"extra_paths"`
 			}
 			if err := readYAML(*infoFile, &i); err != nil {
 				return err
 			}
-			cfg.info = i.Info
+			cfg.info, cfg.servers, cfg.bearer, cfg.extra = i.Info, i.Servers, i.BearerAuth, i.ExtraPaths
 		}
 		doc, err := generate(p, cfg)
 		if err != nil {
@@ -83,6 +88,27 @@ func readYAML(name string, v any) error {
 type config struct {
 	service apiService
 	info    info
+	servers []server
+	bearer  *bearerAuth
+	extra   []extraPath
+}
+
+// bearerAuth says the API takes an optional bearer token.
+type bearerAuth struct {
+	Description string `json:"description"`
+}
+
+// extraPath is an endpoint served beside the gateway (not a gRPC method): a POST
+// of one of the API's requests, answered in another media type.
+type extraPath struct {
+	Path                string   `json:"path"`
+	OperationID         string   `json:"operation_id"`
+	Summary             string   `json:"summary"`
+	Description         string   `json:"description"`
+	Tags                []string `json:"tags"`
+	Request             string   `json:"request"` // the proto's full name
+	ResponseType        string   `json:"response_type"`
+	ResponseDescription string   `json:"response_description"`
 }
 
 // apiService is the part of a google.api.Service file that holds HTTP rules.

@@ -81,6 +81,17 @@ def describe(args, resp):
     return "\n".join(lines)
 
 
+def api_json(message):
+    """The API's JSON as the REST gateway and the CLI write it: proto field names
+    (micro_batch, not microBatch) and zero values included (node 0 is a node)."""
+    try:  # protobuf >= 5.26
+        return json_format.MessageToJson(message, preserving_proto_field_name=True,
+                                         always_print_fields_with_no_presence=True)
+    except TypeError:  # older protobuf (Debian's 3.21) names the option differently
+        return json_format.MessageToJson(message, preserving_proto_field_name=True,
+                                         including_default_value_fields=True)
+
+
 def main(argv=None):
     args = parse_args(argv)
     request = {
@@ -104,7 +115,7 @@ def main(argv=None):
         print(f"best_plan: no plan of {args.model} fits on {args.gpus} GPUs of {args.cluster}", file=sys.stderr)
         return 1
     if args.json:
-        print(json_format.MessageToJson(resp.plans[0]))
+        print(api_json(resp.plans[0]))
     else:
         print(describe(args, resp))
     return 0

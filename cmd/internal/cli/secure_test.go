@@ -30,7 +30,7 @@ func TestAgainstSecuredDaemon(t *testing.T) {
 		c.Auth = server.AuthConfig{TokenFile: tokens}
 	})
 	plan := write("plan.json", `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": 64}, "gpus": 16, "top_k": 2}`)
-	rankIn := write("configs.jsonl", configs)
+	rankIn := write("configs.jsonl", strings.SplitN(configs, "\n", 2)[0]+"\n") // one good config: rank exits 0
 	mtls := []string{"--server", addr, "--tls-ca", p.CA, "--tls-cert", p.ClientCert, "--tls-key", p.ClientKey}
 	collective := []string{"collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allgather", "--size", "256MiB", "--json"}
 
