@@ -127,8 +127,9 @@ func (r *Report) finish() {
 		if a > b*far || b > a*far {
 			r.Moved = append(r.Moved, fmt.Sprintf("%s (%s) %.3g, %s the base's %.3g", kn.Name, kn.Field, a, ratio(a, b), b))
 		}
-		if a <= kn.Min*1.0001 || a >= kn.Max*0.9999 {
-			r.AtBound = append(r.AtBound, fmt.Sprintf("%s (%s) stopped at its bound %.3g: the measurements want a value physics does not allow, so something else differs from the model (a degraded link, a launcher, a library setting)", kn.Name, kn.Field, a))
+		// Within 5 % of a bound counts as at it: the fit pressed against physics.
+		if a <= kn.Min*1.05 || a >= kn.Max/1.05 {
+			r.AtBound = append(r.AtBound, fmt.Sprintf("%s (%s) %.3g is at its physical bound [%.3g, %.3g]: the measurements want a value physics does not allow, so something else differs from the model (the algorithm NCCL chose, a degraded link, a launcher, a library setting)", kn.Name, kn.Field, a, kn.Min, kn.Max))
 		}
 	}
 }
