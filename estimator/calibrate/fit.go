@@ -3,6 +3,7 @@ package calibrate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -107,6 +108,7 @@ func Apply(spec topology.Spec, k Knobs) topology.Spec {
 // Measured is one priced measurement: a point of a sweep or a training run.
 type Measured struct {
 	File  string
+	Line  int    // the row's line (0 for a training run)
 	Op    string // the collective, or "step" for a training run
 	Bytes float64
 	Nodes int
@@ -119,44 +121,141 @@ type Measured struct {
 // RelErr is (predicted − measured) / measured.
 func (m Measured) RelErr() float64 { return (m.PredictedUs - m.MeasuredUs) / m.MeasuredUs }
 
-// priceSweeps prices every point of the sweeps on spec with knobs k.
-func priceSweeps(spec topology.Spec, k Knobs, sweeps []Sweep) ([]Measured, error) {
+// pointID names one row of an input file.
+type pointID struct {
+	file string
+	line int
+}
+
+// priceSweeps prices every point of the sweeps on spec with knobs k, with the
+// model's own choice of algorithm and protocol, or with the one given in forced
+// for the rows it names.
+func priceSweeps(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]collective.Options) ([]Measured, error) {
 	m := collective.NewModel(collective.Default())
 	var out []Measured
 	built := map[[2]int]*topology.Cluster{}
 	for _, s := range sweeps {
-		sp := Apply(spec, k)
-		key := [2]int{s.Nodes, s.GPUsPerNode}
-		cl, ok := built[key]
-		if !ok {
-			sp.Nodes = s.Nodes
-			if s.GPUsPerNode > sp.GPUsPerNode {
-				return nil, fileErr(s.File, 0, "%d GPUs per node, but the base cluster %s has %d", s.GPUsPerNode, spec.Name, spec.GPUsPerNode)
-			}
-			var err error
-			if cl, err = sp.Build(); err != nil {
-				return nil, fmt.Errorf("%s: the base cluster with %d nodes: %w", s.File, s.Nodes, err)
-			}
-			built[key] = cl
-		}
-		group, _, err := collective.NodeGroups(cl, s.Nodes, s.GPUsPerNode, false)
+		pl, err := placeSweep(spec, k, s, built)
 		if err != nil {
-			return nil, fileErr(s.File, 0, "%d node(s) × %d GPUs on %s: %v", s.Nodes, s.GPUsPerNode, spec.Name, err)
-		}
-		pl, err := collective.Place(cl, group, nil)
-		if err != nil {
-			return nil, fileErr(s.File, 0, "%v", err)
+			return nil, err
 		}
 		for _, p := range s.Points {
-			e, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
+			opt, ok := forced[pointID{s.File, p.Line}]
+			if !ok {
+				opt = collective.Options{Launch: s.Launch}
+			}
+			e, err := m.Estimate(pl, s.Op, p.Bytes, opt)
 			if err != nil {
 				return nil, fileErr(s.File, p.Line, "%v", err)
 			}
-			out = append(out, Measured{File: s.File, Op: s.Op.String(), Bytes: p.Bytes, Nodes: s.Nodes, Ranks: s.Ranks,
+			out = append(out, Measured{File: s.File, Line: p.Line, Op: s.Op.String(), Bytes: p.Bytes, Nodes: s.Nodes, Ranks: s.Ranks,
 				MeasuredUs: p.TimeUs, PredictedUs: e.TimeUs, Algo: e.Algo.String() + "/" + e.Protocol.String()})
 		}
 	}
 	return out, nil
+}
+
+// placeSweep places a sweep's ranks on the base cluster with knobs k, building the
+// cluster once per shape.
+func placeSweep(spec topology.Spec, k Knobs, s Sweep, built map[[2]int]*topology.Cluster) (*collective.Placement, error) {
+	sp := Apply(spec, k)
+	key := [2]int{s.Nodes, s.GPUsPerNode}
+	cl, ok := built[key]
+	if !ok {
+		sp.Nodes = s.Nodes
+		if s.GPUsPerNode > sp.GPUsPerNode {
+			return nil, fileErr(s.File, 0, "%d GPUs per node, but the base cluster %s has %d", s.GPUsPerNode, spec.Name, spec.GPUsPerNode)
+		}
+		var err error
+		if cl, err = sp.Build(); err != nil {
+			return nil, fmt.Errorf("%s: the base cluster with %d nodes: %w", s.File, s.Nodes, err)
+		}
+		built[key] = cl
+	}
+	group, _, err := collective.NodeGroups(cl, s.Nodes, s.GPUsPerNode, false)
+	if err != nil {
+		return nil, fileErr(s.File, 0, "%d node(s) × %d GPUs on %s: %v", s.Nodes, s.GPUsPerNode, spec.Name, err)
+	}
+	pl, err := collective.Place(cl, group, nil)
+	if err != nil {
+		return nil, fileErr(s.File, 0, "%v", err)
+	}
+	return pl, nil
+}
+
+// Mismatch is a measured row that NCCL evidently ran with another algorithm or
+// protocol than the model picks: the model's choice misses it by more than
+// mismatchErr, and another of the model's algorithms prices it within half that
+// error. Link constants fitted on such a row would absorb the choice into the
+// link (a 2-node all-reduce that NCCL runs as a ring, priced as the double tree,
+// pulls the NIC efficiency down to half the line rate and then misprices every
+// other size), so the fit prices these rows with the algorithm they show, and the
+// report names them: they are what calibration cannot fix.
+type Mismatch struct {
+	File     string  `json:"file"`
+	Line     int     `json:"line"`
+	Bytes    float64 `json:"bytes"`
+	Model    string  `json:"model"`    // the model's choice, "dbtree/simple"
+	Measured string  `json:"measured"` // the choice the row shows, "ring/simple"
+	// ModelErr and MatchErr are the relative errors of the two choices with the
+	// base cluster's constants.
+	ModelErr float64 `json:"model_err"`
+	MatchErr float64 `json:"match_err"`
+}
+
+// mismatchErr is the error beyond which a row's algorithm choice is questioned:
+// 15 %, one and a half times the collective model's own out-of-sample median on
+// multi-node rows of 1 MiB and more (9.7 %, docs/calibration.md), so rows the model
+// prices as well as it prices anything are never questioned.
+const mismatchErr = 0.15
+
+// matchChoices finds the mismatched rows of the sweeps with knobs k (the base's):
+// each row on its own, so a file's rows are judged by nothing but themselves.
+func matchChoices(spec topology.Spec, k Knobs, sweeps []Sweep) (map[pointID]collective.Options, []Mismatch, error) {
+	m := collective.NewModel(collective.Default())
+	forced := map[pointID]collective.Options{}
+	var out []Mismatch
+	built := map[[2]int]*topology.Cluster{}
+	for _, s := range sweeps {
+		pl, err := placeSweep(spec, k, s, built)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, p := range s.Points {
+			auto, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
+			if err != nil {
+				return nil, nil, fileErr(s.File, p.Line, "%v", err)
+			}
+			autoErr := math.Abs(math.Log(auto.TimeUs / p.TimeUs))
+			if autoErr <= math.Log1p(mismatchErr) {
+				continue
+			}
+			best, bestErr := collective.Options{}, math.Inf(1)
+			var bestEst collective.Estimate
+			for _, a := range collective.Algorithms() {
+				if !collective.AutoChoice(s.Op, a) {
+					continue // not an algorithm NCCL runs by itself
+				}
+				for _, pr := range []collective.Protocol{collective.Simple, collective.LL128, collective.LL} {
+					o := collective.Options{Algo: a, Launch: s.Launch, ForceProtocol: true, Protocol: pr}
+					e, err := m.Estimate(pl, s.Op, p.Bytes, o)
+					if err != nil || !(e.TimeUs > 0) {
+						continue // not applicable to this operation or placement
+					}
+					if d := math.Abs(math.Log(e.TimeUs / p.TimeUs)); d < bestErr {
+						best, bestErr, bestEst = collective.Options{Algo: e.Algo, Launch: s.Launch, ForceProtocol: true, Protocol: e.Protocol}, d, e
+					}
+				}
+			}
+			if bestErr < autoErr/2 && (bestEst.Algo != auto.Algo || bestEst.Protocol != auto.Protocol) {
+				forced[pointID{s.File, p.Line}] = best
+				out = append(out, Mismatch{File: s.File, Line: p.Line, Bytes: p.Bytes,
+					Model: auto.Algo.String() + "/" + auto.Protocol.String(), Measured: bestEst.Algo.String() + "/" + bestEst.Protocol.String(),
+					ModelErr: auto.TimeUs/p.TimeUs - 1, MatchErr: bestEst.TimeUs/p.TimeUs - 1})
+			}
+		}
+	}
+	return forced, out, nil
 }
 
 // logLoss is the mean |ln(predicted/measured)|: symmetric in over- and
@@ -267,6 +366,9 @@ const (
 	BandLarge  = "≥ 64 MiB"
 )
 
+// Band names the size band of a message of b bytes.
+func Band(b float64) string { return bandOf(b) }
+
 func bandOf(b float64) string {
 	switch {
 	case b < 1<<20:
@@ -280,39 +382,193 @@ func bandOf(b float64) string {
 // fitRounds bounds the coordinate descent (each round tries every knob at every step).
 const fitRounds = 25
 
-// fit fits the knobs the inputs determine, starting from start: first the link
-// constants on the sweeps, then the compute scale on the runs with those links.
-func fit(spec topology.Spec, start Knobs, in Inputs) (Knobs, []Knob, error) {
-	det := determined(spec, in)
-	var link, comp []descent.Param[Knobs]
-	for _, kn := range det {
-		p := descent.Param[Knobs]{Name: kn.Name, Min: kn.Min, Max: kn.Max,
-			Get: func(k *Knobs) float64 { return *kn.get(k) },
-			Set: func(k *Knobs, v float64) { *kn.get(k) = v }}
-		if kn.class == "compute" {
-			comp = append(comp, p)
-		} else {
-			link = append(link, p)
+// bandLoss is the mean over the groups of rows (collective × size band) of each
+// group's mean |ln(predicted/measured)|: every group counts the same whatever its
+// number of rows, so the many small sizes of a full sweep, or a few GiB spot checks
+// repeated over files, do not decide the constants for the mid sizes alone.
+func bandLoss(ms []Measured) float64 {
+	sum := map[string]float64{}
+	n := map[string]int{}
+	for _, m := range ms {
+		if !(m.PredictedUs > 0) {
+			return math.Inf(1)
+		}
+		g := m.Op + " " + bandOf(m.Bytes)
+		sum[g] += math.Abs(math.Log(m.PredictedUs / m.MeasuredUs))
+		n[g]++
+	}
+	if len(n) == 0 {
+		return 0
+	}
+	var s float64
+	for g, v := range sum {
+		s += v / float64(n[g])
+	}
+	return s / float64(len(n))
+}
+
+// minBandRows is the fewest rows a group (collective × size band) needs for the
+// guard to judge it: five rows are five sizes of a ×2 sweep (a band spans 6 to 20
+// doublings) or spot sizes repeated over files, enough that one row's noise — the
+// one-off stalls nccl-tests rows show, up to 3× (nccltests.go) — cannot decide the
+// group's mean alone. Smaller groups are reported but not guarded.
+const minBandRows = 5
+
+// guardTol is how much a group's mean |ln error| may grow before the guard calls it
+// worse: 0.005, half the descent's finest step (1 %), which moves a group's error by
+// about that much without any change in what the constants mean.
+const guardTol = 0.005
+
+// Declined is a constant the inputs determine but the fit left at the base's value,
+// because moving it priced a group of rows worse than the base does.
+type Declined struct {
+	Knob, Field string
+	// Base is the base's value, Wanted the value the fit over all constants chose.
+	Base, Wanted float64
+	// Group is the collective and size band that got worse, with its mean
+	// |error| with the base's constants and with the wanted ones.
+	Group         string
+	Before, After float64
+}
+
+func (d Declined) String() string {
+	return fmt.Sprintf("%s (%s) left at the base's %.3g: the fit wanted %.3g, which prices %s worse (mean |err| %.1f %% → %.1f %%); the rows disagree on it, most often because NCCL ran another algorithm or protocol than the model picks",
+		d.Knob, d.Field, d.Base, d.Wanted, d.Group, 100*d.Before, 100*d.After)
+}
+
+// worseGroup returns the first group (collective × size band, in order) with at
+// least minBandRows rows whose mean |ln error| grows by more than guardTol from
+// before to after (both priced on the same rows in the same order).
+func worseGroup(before, after []Measured) (group string, b, a float64, worse bool) {
+	type acc struct {
+		b, a float64
+		n    int
+	}
+	sums := map[string]*acc{}
+	var order []string
+	for i := range before {
+		g := before[i].Op + " " + bandOf(before[i].Bytes)
+		s, ok := sums[g]
+		if !ok {
+			s = &acc{}
+			sums[g] = s
+			order = append(order, g)
+		}
+		s.b += math.Abs(math.Log(before[i].PredictedUs / before[i].MeasuredUs))
+		s.a += math.Abs(math.Log(after[i].PredictedUs / after[i].MeasuredUs))
+		s.n++
+	}
+	for _, g := range order {
+		s := sums[g]
+		if s.n < minBandRows {
+			continue
+		}
+		mb, ma := s.b/float64(s.n), s.a/float64(s.n)
+		if ma > mb+guardTol {
+			return g, math.Expm1(mb), math.Expm1(ma), true
 		}
 	}
-	steps := []float64{2, 1.3, 1.1, 1.03, 1.01, 1 / 1.01, 1 / 1.03, 1 / 1.1, 1 / 1.3, 0.5}
-	k := start
-	var ferr error
-	if len(link) > 0 {
-		k, _ = descent.Minimise(k, func(k Knobs) Knobs { return k }, link, steps, fitRounds, func(k Knobs) float64 {
-			ms, err := priceSweeps(spec, k, in.Sweeps)
-			if err != nil {
-				ferr = err
-				return math.Inf(1)
-			}
-			return logLoss(ms)
-		})
+	return "", 0, 0, false
+}
+
+// fitted is the outcome of one fit.
+type fitted struct {
+	k        Knobs
+	det      []Knob // the knobs fitted (determined and not declined)
+	declined []Declined
+}
+
+// fit fits the knobs the inputs determine, starting from start: first the link
+// constants on the sweeps (the rows in forced priced with the algorithm they
+// show), then the compute scale on the runs with those links. A link constant
+// whose fitted value prices a group of rows worse than the base (the model's own
+// choices, as plan and estimate will use them) is declined: the fit is redone
+// over the largest set of constants that worsens no group, and the declined
+// ones keep the base's value.
+func fit(spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
+	det := determined(spec, in)
+	var link, comp []Knob
+	for _, kn := range det {
+		if frozen[kn.Name] {
+			continue
+		}
+		if kn.class == "compute" {
+			comp = append(comp, kn)
+		} else {
+			link = append(link, kn)
+		}
 	}
-	if ferr != nil {
-		return start, nil, ferr
+	out := fitted{k: start}
+	if len(link) > 0 {
+		base, err := priceSweeps(spec, start, in.Sweeps, nil)
+		if err != nil {
+			return fitted{}, err
+		}
+		try := func(ks []Knob) (Knobs, float64, error) {
+			var ferr error
+			k, loss := descent.Minimise(start, func(k Knobs) Knobs { return k }, params(ks), fitSteps, fitRounds, func(k Knobs) float64 {
+				ms, err := priceSweeps(spec, k, in.Sweeps, forced)
+				if err != nil {
+					ferr = err
+					return math.Inf(1)
+				}
+				return bandLoss(ms)
+			})
+			return k, loss, ferr
+		}
+		guard := func(k Knobs) (string, float64, float64, bool, error) {
+			ms, err := priceSweeps(spec, k, in.Sweeps, nil)
+			if err != nil {
+				return "", 0, 0, false, err
+			}
+			g, b, a, worse := worseGroup(base, ms)
+			return g, b, a, worse, nil
+		}
+		full, _, err := try(link)
+		if err != nil {
+			return fitted{}, err
+		}
+		g, b, a, worse, err := guard(full)
+		if err != nil {
+			return fitted{}, err
+		}
+		if !worse {
+			out.k, out.det = full, link
+		} else {
+			// The largest subsets first; among equals the lowest loss.
+			bestLoss, bestN := math.Inf(1), -1
+			for mask := 1; mask < 1<<len(link); mask++ {
+				var ks []Knob
+				for i, kn := range link {
+					if mask&(1<<i) != 0 {
+						ks = append(ks, kn)
+					}
+				}
+				k, loss, err := try(ks)
+				if err != nil {
+					return fitted{}, err
+				}
+				_, _, _, w, err := guard(k)
+				if err != nil {
+					return fitted{}, err
+				}
+				if w || len(ks) < bestN || (len(ks) == bestN && loss >= bestLoss) {
+					continue
+				}
+				out.k, out.det, bestLoss, bestN = k, ks, loss, len(ks)
+			}
+			for _, kn := range link {
+				if slices.ContainsFunc(out.det, func(o Knob) bool { return o.Name == kn.Name }) {
+					continue
+				}
+				out.declined = append(out.declined, Declined{Knob: kn.Name, Field: kn.Field, Base: kn.Of(start), Wanted: kn.Of(full),
+					Group: g, Before: b, After: a})
+			}
+		}
 	}
 	if len(comp) > 0 {
-		k, _ = descent.Minimise(k, func(k Knobs) Knobs { return k }, comp, steps, fitRounds, func(k Knobs) float64 {
+		var ferr error
+		out.k, _ = descent.Minimise(out.k, func(k Knobs) Knobs { return k }, params(comp), fitSteps, fitRounds, func(k Knobs) float64 {
 			ms, err := priceRuns(spec, k, in.Runs)
 			if err != nil {
 				ferr = err
@@ -320,16 +576,30 @@ func fit(spec topology.Spec, start Knobs, in Inputs) (Knobs, []Knob, error) {
 			}
 			return logLoss(ms)
 		})
+		if ferr != nil {
+			return fitted{}, ferr
+		}
+		out.det = append(out.det, comp...)
 	}
-	if ferr != nil {
-		return start, nil, ferr
+	return out, nil
+}
+
+// fitSteps are the descent's multiplicative steps, coarse to fine.
+var fitSteps = []float64{2, 1.3, 1.1, 1.03, 1.01, 1 / 1.01, 1 / 1.03, 1 / 1.1, 1 / 1.3, 0.5}
+
+func params(ks []Knob) []descent.Param[Knobs] {
+	out := make([]descent.Param[Knobs], len(ks))
+	for i, kn := range ks {
+		out[i] = descent.Param[Knobs]{Name: kn.Name, Min: kn.Min, Max: kn.Max,
+			Get: func(k *Knobs) float64 { return *kn.get(k) },
+			Set: func(k *Knobs, v float64) { *kn.get(k) = v }}
 	}
-	return k, det, nil
+	return out
 }
 
 // price prices every input with the knobs.
 func price(spec topology.Spec, k Knobs, in Inputs) ([]Measured, error) {
-	ms, err := priceSweeps(spec, k, in.Sweeps)
+	ms, err := priceSweeps(spec, k, in.Sweeps, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -361,40 +631,83 @@ func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
 	if r.Before, err = price(spec, start, in); err != nil {
 		return nil, err
 	}
+	forced, mism, err := matchChoices(spec, start, in.Sweeps)
+	if err != nil {
+		return nil, err
+	}
+	r.Mismatches = mism
 
-	// Leave each file out: fit on the others, score it.
-	solo := map[string]Knobs{}
-	soloDet := map[string][]Knob{}
-	others := map[string]Knobs{}
-	othersDet := map[string][]Knob{}
+	// Leave each file out: fit on the others, score it. A constant whose fit on
+	// the other files prices a group of held-out rows worse than the base does is
+	// frozen at the base's value (the one that helps that group most first), until
+	// no group with minBandRows rows or more is priced worse out of sample.
+	frozen := map[string]bool{}
+	others := map[string]fitted{}
+	for {
+		var oos []Measured
+		if oos, err = leaveOneOut(spec, start, in, files, forced, frozen, others); err != nil {
+			return nil, err
+		}
+		g, b, a, worse := worseGroup(r.Before, oos)
+		if !worse {
+			r.OutOfSample = oos
+			break
+		}
+		var cands []Knob
+		for _, kn := range knobs() {
+			if frozen[kn.Name] {
+				continue
+			}
+			for _, f := range files {
+				if kn.Of(others[f].k) != kn.Of(start) {
+					cands = append(cands, kn)
+					break
+				}
+			}
+		}
+		if len(cands) == 0 { // cannot happen: with every constant at the base's, out of sample is before
+			r.OutOfSample = oos
+			break
+		}
+		best, bestErr := cands[0], math.Inf(1)
+		for _, kn := range cands {
+			try := maps.Clone(frozen)
+			try[kn.Name] = true
+			o, err := leaveOneOut(spec, start, in, files, forced, try, map[string]fitted{})
+			if err != nil {
+				return nil, err
+			}
+			if e := groupErr(o, g); e < bestErr {
+				best, bestErr = kn, e
+			}
+		}
+		frozen[best.Name] = true
+		wanted := 0.0
+		for _, f := range files {
+			if v := best.Of(others[f].k); v != best.Of(start) {
+				wanted = v
+				break
+			}
+		}
+		r.Declined = append(r.Declined, Declined{Knob: best.Name, Field: best.Field, Base: best.Of(start), Wanted: wanted,
+			Group: g + " (held out)", Before: b, After: a})
+	}
+	solo := map[string]fitted{}
 	for _, f := range files {
-		rest := in.without(f)
-		k, det, err := fit(spec, start, rest)
-		if err != nil {
+		if solo[f], err = fit(spec, start, in.only(f), forced, frozen); err != nil {
 			return nil, err
 		}
-		others[f], othersDet[f] = k, det
-		ms, err := price(spec, k, in.only(f))
-		if err != nil {
-			return nil, err
-		}
-		r.OutOfSample = append(r.OutOfSample, ms...)
-		sk, sdet, err := fit(spec, start, in.only(f))
-		if err != nil {
-			return nil, err
-		}
-		solo[f], soloDet[f] = sk, sdet
 	}
 
 	// Contradictions: a file that, fitted alone, wants a constant far from what the
 	// other files want.
 	excluded := map[string]bool{}
 	for _, f := range files {
-		for _, kn := range soloDet[f] {
-			if !slices.ContainsFunc(othersDet[f], func(o Knob) bool { return o.Name == kn.Name }) {
+		for _, kn := range solo[f].det {
+			if !slices.ContainsFunc(others[f].det, func(o Knob) bool { return o.Name == kn.Name }) {
 				continue
 			}
-			a, b := kn.Of(solo[f]), kn.Of(others[f])
+			a, b := kn.Of(solo[f].k), kn.Of(others[f].k)
 			tol := 1.2 // efficiencies and the compute scale: 20 %
 			if kn.latency {
 				tol = 2 // latencies: a factor of 2
@@ -419,10 +732,12 @@ func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
 	} else if n > 0 {
 		r.Compromise = true
 	}
-	r.Fitted, r.Determined, err = fit(spec, start, kept)
+	all, err := fit(spec, start, kept, forced, frozen)
 	if err != nil {
 		return nil, err
 	}
+	r.Fitted, r.Determined = all.k, all.det
+	r.Declined = append(r.Declined, all.declined...)
 	if r.After, err = price(spec, r.Fitted, in); err != nil {
 		return nil, err
 	}
@@ -430,6 +745,41 @@ func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
 	r.Files = files
 	r.finish()
 	return r, nil
+}
+
+// leaveOneOut prices every file with constants fitted on the other files (the
+// frozen ones kept at the base's), recording each fit in others.
+func leaveOneOut(spec topology.Spec, start Knobs, in Inputs, files []string, forced map[pointID]collective.Options, frozen map[string]bool, others map[string]fitted) ([]Measured, error) {
+	var out []Measured
+	for _, f := range files {
+		o, err := fit(spec, start, in.without(f), forced, frozen)
+		if err != nil {
+			return nil, err
+		}
+		others[f] = o
+		ms, err := price(spec, o.k, in.only(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	return out, nil
+}
+
+// groupErr is the mean |ln error| of one group (collective × size band) of rows.
+func groupErr(ms []Measured, group string) float64 {
+	var s float64
+	n := 0
+	for _, m := range ms {
+		if m.Op+" "+bandOf(m.Bytes) == group {
+			s += math.Abs(math.Log(m.PredictedUs / m.MeasuredUs))
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return s / float64(n)
 }
 
 func duplicate(files []string) string {

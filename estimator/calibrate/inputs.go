@@ -109,11 +109,16 @@ func (in Inputs) Notes() []string {
 // Fit fits the constants the inputs determine, starting from the base cluster's,
 // and returns them with the calibrated spec.
 func Fit(spec topology.Spec, in Inputs) (Knobs, topology.Spec, error) {
-	k, _, err := fit(spec, Start(spec), in)
+	start := Start(spec)
+	forced, _, err := matchChoices(spec, start, in.Sweeps)
 	if err != nil {
 		return Knobs{}, topology.Spec{}, err
 	}
-	return k, Apply(spec, k), nil
+	f, err := fit(spec, start, in, forced, nil)
+	if err != nil {
+		return Knobs{}, topology.Spec{}, err
+	}
+	return f.k, Apply(spec, f.k), nil
 }
 
 // Score prices the inputs on spec and returns the median and mean |error|.

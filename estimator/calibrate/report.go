@@ -35,6 +35,12 @@ type Report struct {
 	// them is a compromise.
 	Excluded   []string
 	Compromise bool
+	// Mismatches are the rows NCCL evidently ran with another algorithm or protocol
+	// than the model picks (fitted with the one they show; scored with the model's).
+	Mismatches []Mismatch
+	// Declined are the constants the inputs determine that the fit left at the
+	// base's value, because moving them priced a group of rows worse.
+	Declined []Declined
 }
 
 // Contradiction is an input file that, fitted alone, wants a constant far from the
@@ -127,8 +133,9 @@ func (r *Report) finish() {
 		if a > b*far || b > a*far {
 			r.Moved = append(r.Moved, fmt.Sprintf("%s (%s) %.3g, %s the base's %.3g", kn.Name, kn.Field, a, ratio(a, b), b))
 		}
-		// Within 5 % of a bound counts as at it: the fit pressed against physics.
-		if a <= kn.Min*1.05 || a >= kn.Max/1.05 {
+		// Moved to within 2 % of a bound counts as at it: the fit pressed against
+		// physics (a base value near a bound, as a 0.95 NIC efficiency, is not).
+		if a != b && (a <= kn.Min*1.02 || a >= kn.Max/1.02) {
 			r.AtBound = append(r.AtBound, fmt.Sprintf("%s (%s) %.3g is at its physical bound [%.3g, %.3g]: the measurements want a value physics does not allow, so something else differs from the model (the algorithm NCCL chose, a degraded link, a launcher, a library setting)", kn.Name, kn.Field, a, kn.Min, kn.Max))
 		}
 	}

@@ -180,9 +180,13 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 	for _, m := range r.AtBound {
 		fmt.Fprintf(w, "  at a bound: %s\n", m)
 	}
+	for _, d := range r.Declined {
+		fmt.Fprintf(w, "  declined: %s\n", d)
+	}
 	for _, c := range r.Contradictions {
 		fmt.Fprintf(w, "  contradiction: %s\n", c)
 	}
+	printMismatches(w, r.Mismatches)
 	if len(r.Excluded) > 0 {
 		fmt.Fprintf(w, "  left out of the written fit (they contradict the majority): %s\n", strings.Join(r.Excluded, ", "))
 	}
@@ -198,6 +202,25 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 	e.write(w)
 	if out != "" {
 		fmt.Fprintf(w, "\nwrote %s: use it with --cluster-file (plan, estimate, collective, stepcostd)\n", out)
+	}
+}
+
+// printMismatches lists the rows NCCL ran with another algorithm or protocol than
+// the model picks, one line per file and pair of choices with the sizes it covers.
+func printMismatches(w io.Writer, ms []calibrate.Mismatch) {
+	if len(ms) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  rows NCCL ran with another algorithm or protocol than the model picks (fitted with the one they show; plan and estimate still use the model's choice, so calibration cannot fix their error):")
+	for i := 0; i < len(ms); {
+		j := i
+		for j+1 < len(ms) && ms[j+1].File == ms[i].File && ms[j+1].Model == ms[i].Model && ms[j+1].Measured == ms[i].Measured {
+			j++
+		}
+		fmt.Fprintf(w, "    %s: %d row(s) %s–%s measured as %s (%+.0f %% … %+.0f %%), the model picks %s (%+.0f %% … %+.0f %%)\n",
+			ms[i].File, j-i+1, calibrate.FormatBytes(ms[i].Bytes), calibrate.FormatBytes(ms[j].Bytes),
+			ms[i].Measured, 100*ms[i].MatchErr, 100*ms[j].MatchErr, ms[i].Model, 100*ms[i].ModelErr, 100*ms[j].ModelErr)
+		i = j + 1
 	}
 }
 
