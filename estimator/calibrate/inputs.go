@@ -18,6 +18,9 @@ type FileLayout struct {
 	Nodes  int    `json:"nodes,omitempty"`
 	Op     string `json:"op,omitempty"`
 	Launch string `json:"launch,omitempty"`
+	// Algo is NCCL_ALGO as the run set it (ring, tree, nvls, nvlstree, pat, collnet
+	// is not modelled); empty when NCCL chose.
+	Algo string `json:"algo,omitempty"`
 	RunLayout
 }
 
@@ -73,7 +76,7 @@ func (ls Layouts) For(file string, def FileLayout) FileLayout {
 func (in *Inputs) Read(name string, data []byte, fl FileLayout) error {
 	switch {
 	case IsNCCLTests(data):
-		s, err := ParseNCCLTests(name, data, Layout{Nodes: fl.Nodes, GPUsPerNode: fl.GPUsPerNode, Op: fl.Op, Launch: fl.Launch})
+		s, err := ParseNCCLTests(name, data, Layout{Nodes: fl.Nodes, GPUsPerNode: fl.GPUsPerNode, Op: fl.Op, Launch: fl.Launch, Algo: fl.Algo})
 		if err != nil {
 			return err
 		}

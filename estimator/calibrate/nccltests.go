@@ -49,6 +49,9 @@ type Sweep struct {
 	// Launch: one process per GPU (MPI), several GPUs per process (-g N, -t N), or
 	// under a CUDA graph (-G).
 	Launch collective.Launch
+	// Algo is the algorithm the run forced with NCCL_ALGO (from the layout);
+	// Auto when NCCL chose.
+	Algo collective.Algorithm
 	// FromHeader says Nodes and GPUsPerNode were read from the header's device lines.
 	FromHeader bool
 	Points     []Point
@@ -63,6 +66,9 @@ type Layout struct {
 	GPUsPerNode int    `json:"gpus_per_node,omitempty"`
 	Op          string `json:"op,omitempty"`     // for a file that does not name its test
 	Launch      string `json:"launch,omitempty"` // per-process, single-process, eager, graph
+	// Algo is the algorithm the run forced (NCCL_ALGO=Ring, Tree, NVLS, …): the
+	// sweep is then priced with it, in the fit and in the scores.
+	Algo string `json:"algo,omitempty"`
 }
 
 // FileError is an input the reader did not understand: the file, the line (0 for
@@ -85,8 +91,9 @@ func fileErr(file string, line int, format string, args ...any) error {
 }
 
 var (
-	// MPI launchers prefix every line ("[1,0]<stdout>:", "[0] ").
-	mpiPrefix = regexp.MustCompile(`^\s*(\[\d+,\d+\]<std(out|err)>:|\[\d+\]\s)`)
+	// MPI launchers prefix every line ("[1,0]<stdout>:", "[0] "), and so does
+	// Slurm's srun --label (" 0: "): a number then a colon, which no data row has.
+	mpiPrefix = regexp.MustCompile(`^\s*(\[\d+,\d+\]<std(out|err)>:|\[\d+\]\s|\d+:\s)`)
 	// "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
 	nThreadRe = regexp.MustCompile(`nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
 	graphRe   = regexp.MustCompile(`graph:\s*(\d+)`)
@@ -284,6 +291,17 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			return s, fileErr(name, 0, "layout launch: %v", err)
 		}
 		s.Launch = l
+	}
+	if layout.Algo != "" {
+		a, err := collective.ParseAlgorithm(layout.Algo)
+		if err != nil {
+			return s, fileErr(name, 0, "layout algo: %v", err)
+		}
+		// NCCL_ALGO=Tree runs NCCL's double binary tree.
+		if a == collective.Tree {
+			a = collective.DoubleTree
+		}
+		s.Algo = a
 	}
 
 	// The operation.

@@ -119,3 +119,28 @@ func FuzzParseNCCLTests(f *testing.F) {
 		}
 	})
 }
+
+// srun --label prefixes (" 0: ") are stripped like MPI's; the old table of
+// nccl-tests 2.8–2.9 (no root column, a float error column, no Group in the device
+// lines) under Open MPI's tags reads too; a layout's algo is NCCL_ALGO, "tree"
+// being NCCL's double binary tree, and an unknown one is refused naming the file.
+func TestParseSrunLabelOldTableAndAlgo(t *testing.T) {
+	s, err := calibrate.ParseNCCLTests("ring.txt", read(t, "testdata/h100-ib-ndr/ncclt290-ring.txt"), calibrate.Layout{Op: "allreduce", Algo: "ring"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes != 2 || s.GPUsPerNode != 8 || len(s.Points) != 11 || s.Points[10].TimeUs != 179148 || s.Algo != collective.Ring {
+		t.Errorf("srun-labelled: %d × %d, %d points, last %+v, algo %s", s.Nodes, s.GPUsPerNode, len(s.Points), s.Points[len(s.Points)-1], s.Algo)
+	}
+	s, err = calibrate.ParseNCCLTests("p4d.txt", read(t, "testdata/p4d-efa/awsefaeks-867b482-nccl2.9.9.txt"), calibrate.Layout{Op: "allreduce", Algo: "tree"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes != 2 || s.GPUsPerNode != 8 || len(s.Points) != 30 || s.Points[29].TimeUs != 183834 || s.Algo != collective.DoubleTree {
+		t.Errorf("old table: %d × %d, %d points, last %+v, algo %s", s.Nodes, s.GPUsPerNode, len(s.Points), s.Points[len(s.Points)-1], s.Algo)
+	}
+	_, err = calibrate.ParseNCCLTests("p4d.txt", read(t, "testdata/p4d-efa/awsefaeks-867b482-nccl2.9.9.txt"), calibrate.Layout{Op: "allreduce", Algo: "collnet-fast"})
+	if err == nil || !strings.Contains(err.Error(), "p4d.txt") || !strings.Contains(err.Error(), "algo") {
+		t.Errorf("unknown algo: %v", err)
+	}
+}

@@ -35,8 +35,8 @@ type Report struct {
 	// them is a compromise.
 	Excluded   []string
 	Compromise bool
-	// Mismatches are the rows NCCL evidently ran with another algorithm or protocol
-	// than the model picks (fitted with the one they show; scored with the model's).
+	// Mismatches are the rows NCCL evidently ran with another algorithm than the
+	// model picks (fitted with the one they show; scored with the model's).
 	Mismatches []Mismatch
 	// Declined are the constants the inputs determine that the fit left at the
 	// base's value, because moving them priced a group of rows worse.

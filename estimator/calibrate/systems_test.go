@@ -43,6 +43,19 @@ func systems() []system {
 				"dstack-gcp-a4-allreduce.txt": allreduce2x8,
 				"ctk-a4high-allgather.txt":    {Nodes: 2, Op: "allgather", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}},
 			}},
+		// AWS p4d.24xlarge (8 × A100-SXM4-40GB, 4 × 100 Gb/s EFA), 2 nodes, NCCL 2.8.3
+		// and 2.9.9 with the aws-ofi-nccl plugin of 2021–2022: EFA's latency and
+		// bandwidth of that plugin generation are far from the catalog's.
+		{dir: "p4d-efa", base: "aws-p4d", catalogOff: true, layout: calibrate.Layouts{
+			"awsefaeks-7809f1f-nccl2.8.3.txt": {Op: "allreduce"},
+			"awsefaeks-867b482-nccl2.9.9.txt": {Op: "allreduce"},
+		}},
+		// An HGX H100 pair on NDR InfiniBand whose network delivers a quarter of its
+		// line rate (nccl-tests#290): one run as NCCL chose, one with NCCL_ALGO=RING.
+		{dir: "h100-ib-ndr", base: "dgx-h100", catalogOff: true, layout: calibrate.Layouts{
+			"ncclt290-auto.txt": {Op: "allreduce"},
+			"ncclt290-ring.txt": {Op: "allreduce", Algo: "ring"},
+		}},
 	}
 }
 

@@ -205,13 +205,13 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 	}
 }
 
-// printMismatches lists the rows NCCL ran with another algorithm or protocol than
+// printMismatches lists the rows NCCL ran with another algorithm than
 // the model picks, one line per file and pair of choices with the sizes it covers.
 func printMismatches(w io.Writer, ms []calibrate.Mismatch) {
 	if len(ms) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "  rows NCCL ran with another algorithm or protocol than the model picks (fitted with the one they show; plan and estimate still use the model's choice, so calibration cannot fix their error):")
+	fmt.Fprintln(w, "  rows NCCL ran with another algorithm than the model picks (fitted with the one they show; plan and estimate still use the model's choice, so calibration cannot fix their error; first … last row of each group):")
 	for i := 0; i < len(ms); {
 		j := i
 		for j+1 < len(ms) && ms[j+1].File == ms[i].File && ms[j+1].Model == ms[i].Model && ms[j+1].Measured == ms[i].Measured {
