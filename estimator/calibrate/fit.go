@@ -203,6 +203,11 @@ type Mismatch struct {
 	MatchErr float64 `json:"match_err"`
 }
 
+func (m Mismatch) String() string {
+	return fmt.Sprintf("%s:%d (%s): measured as %s (%+.0f %%), the model picks %s (%+.0f %%)",
+		m.File, m.Line, FormatBytes(m.Bytes), m.Measured, 100*m.MatchErr, m.Model, 100*m.ModelErr)
+}
+
 // mismatchErr is the error beyond which a row's algorithm choice is questioned:
 // 15 %, one and a half times the collective model's own out-of-sample median on
 // multi-node rows of 1 MiB and more (9.7 %, docs/calibration.md), so rows the model

@@ -5639,6 +5639,712 @@ func (x *ListCatalogResponse) GetModels() []*Architecture {
 	return nil
 }
 
+// CalibrationRun is the layout of the training run a log comes from (the logs
+// state the step time, rarely the layout).
+type CalibrationRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Catalog model name, e.g. llama3-8b.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// GPUs of the run.
+	Gpus int32 `protobuf:"varint,2,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// GPUs per node; 0: the base cluster's.
+	GpusPerNode int32 `protobuf:"varint,3,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	// Tensor-parallel degree; 0 or 1: none.
+	Tp int32 `protobuf:"varint,4,opt,name=tp,proto3" json:"tp,omitempty"`
+	// Pipeline stages; 0 or 1: none.
+	Pp int32 `protobuf:"varint,5,opt,name=pp,proto3" json:"pp,omitempty"`
+	// Context-parallel degree; 0 or 1: none.
+	Cp int32 `protobuf:"varint,6,opt,name=cp,proto3" json:"cp,omitempty"`
+	// Expert-parallel degree; 0 or 1: none.
+	Ep int32 `protobuf:"varint,7,opt,name=ep,proto3" json:"ep,omitempty"`
+	// Data-parallel degree; 0: gpus / (tp·pp·cp).
+	Dp int32 `protobuf:"varint,8,opt,name=dp,proto3" json:"dp,omitempty"`
+	// ZeRO stage 0–3.
+	Zero int32 `protobuf:"varint,9,opt,name=zero,proto3" json:"zero,omitempty"`
+	// Sequences per micro-batch.
+	MicroBatch int32 `protobuf:"varint,10,opt,name=micro_batch,json=microBatch,proto3" json:"micro_batch,omitempty"`
+	// Sequences per step.
+	GlobalBatch int32 `protobuf:"varint,11,opt,name=global_batch,json=globalBatch,proto3" json:"global_batch,omitempty"`
+	// Tokens per sequence.
+	SeqLen int32 `protobuf:"varint,12,opt,name=seq_len,json=seqLen,proto3" json:"seq_len,omitempty"`
+	// bf16 (default), fp16 or fp8.
+	Precision string `protobuf:"bytes,13,opt,name=precision,proto3" json:"precision,omitempty"`
+	// none (default), selective, ops or full.
+	Recompute string `protobuf:"bytes,14,opt,name=recompute,proto3" json:"recompute,omitempty"`
+	// Sequence parallelism.
+	Sp bool `protobuf:"varint,15,opt,name=sp,proto3" json:"sp,omitempty"`
+	// Pipeline schedule: 1f1b, interleaved, gpipe, …
+	Schedule string `protobuf:"bytes,16,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// Virtual pipeline stages per rank of an interleaved schedule.
+	Vpp int32 `protobuf:"varint,17,opt,name=vpp,proto3" json:"vpp,omitempty"`
+	// Framework; empty: the one whose log lines were read.
+	Framework     string `protobuf:"bytes,18,opt,name=framework,proto3" json:"framework,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrationRun) Reset() {
+	*x = CalibrationRun{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrationRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrationRun) ProtoMessage() {}
+
+func (x *CalibrationRun) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrationRun.ProtoReflect.Descriptor instead.
+func (*CalibrationRun) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *CalibrationRun) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *CalibrationRun) GetGpus() int32 {
+	if x != nil {
+		return x.Gpus
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetGpusPerNode() int32 {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetTp() int32 {
+	if x != nil {
+		return x.Tp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetPp() int32 {
+	if x != nil {
+		return x.Pp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetCp() int32 {
+	if x != nil {
+		return x.Cp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetEp() int32 {
+	if x != nil {
+		return x.Ep
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetDp() int32 {
+	if x != nil {
+		return x.Dp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetZero() int32 {
+	if x != nil {
+		return x.Zero
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetMicroBatch() int32 {
+	if x != nil {
+		return x.MicroBatch
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetGlobalBatch() int32 {
+	if x != nil {
+		return x.GlobalBatch
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetSeqLen() int32 {
+	if x != nil {
+		return x.SeqLen
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetPrecision() string {
+	if x != nil {
+		return x.Precision
+	}
+	return ""
+}
+
+func (x *CalibrationRun) GetRecompute() string {
+	if x != nil {
+		return x.Recompute
+	}
+	return ""
+}
+
+func (x *CalibrationRun) GetSp() bool {
+	if x != nil {
+		return x.Sp
+	}
+	return false
+}
+
+func (x *CalibrationRun) GetSchedule() string {
+	if x != nil {
+		return x.Schedule
+	}
+	return ""
+}
+
+func (x *CalibrationRun) GetVpp() int32 {
+	if x != nil {
+		return x.Vpp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetFramework() string {
+	if x != nil {
+		return x.Framework
+	}
+	return ""
+}
+
+// CalibrationInput is one measurement file as the tool wrote it, with what it does
+// not state itself.
+type CalibrationInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The file's name: used in errors and the report, unique within the request.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The file's content: nccl-tests output (header included) or a training log.
+	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// Nodes of an nccl-tests output without device lines.
+	Nodes int32 `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// GPUs per node of an nccl-tests output without device lines.
+	GpusPerNode int32 `protobuf:"varint,4,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	// The test of an output that does not name it: allreduce, allgather, …
+	Op string `protobuf:"bytes,5,opt,name=op,proto3" json:"op,omitempty"`
+	// per-process, single-process, eager or graph, when the header does not say.
+	Launch string `protobuf:"bytes,6,opt,name=launch,proto3" json:"launch,omitempty"`
+	// NCCL_ALGO as the run set it (ring, tree, nvls, …); empty: NCCL chose.
+	Algo string `protobuf:"bytes,7,opt,name=algo,proto3" json:"algo,omitempty"`
+	// For a training log: the run's layout.
+	Run           *CalibrationRun `protobuf:"bytes,8,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrationInput) Reset() {
+	*x = CalibrationInput{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrationInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrationInput) ProtoMessage() {}
+
+func (x *CalibrationInput) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrationInput.ProtoReflect.Descriptor instead.
+func (*CalibrationInput) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *CalibrationInput) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *CalibrationInput) GetGpusPerNode() int32 {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return 0
+}
+
+func (x *CalibrationInput) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetLaunch() string {
+	if x != nil {
+		return x.Launch
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetAlgo() string {
+	if x != nil {
+		return x.Algo
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetRun() *CalibrationRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// CalibrateClusterRequest is a base cluster and the measurements to fit it to.
+type CalibrateClusterRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The base cluster: a catalog name or a definition (nodes and free_gpus are not
+	// used: every input states its own).
+	Cluster *ClusterSpec `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// The measurement files: at most 16, each at most 1 MiB, and the whole request
+	// within the server's request size.
+	Inputs []*CalibrationInput `protobuf:"bytes,2,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	// Name of the calibrated cluster; empty: the base's with "-calibrated".
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrateClusterRequest) Reset() {
+	*x = CalibrateClusterRequest{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrateClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrateClusterRequest) ProtoMessage() {}
+
+func (x *CalibrateClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrateClusterRequest.ProtoReflect.Descriptor instead.
+func (*CalibrateClusterRequest) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *CalibrateClusterRequest) GetCluster() *ClusterSpec {
+	if x != nil {
+		return x.Cluster
+	}
+	return nil
+}
+
+func (x *CalibrateClusterRequest) GetInputs() []*CalibrationInput {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *CalibrateClusterRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// CalibratedConstant is one constant the inputs determine.
+type CalibratedConstant struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What it is, e.g. "NIC efficiency".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its cluster file field, e.g. "nics.efficiency".
+	Field string `protobuf:"bytes,2,opt,name=field,proto3" json:"field,omitempty"`
+	// The base cluster's value.
+	Base float64 `protobuf:"fixed64,3,opt,name=base,proto3" json:"base,omitempty"`
+	// The fitted value.
+	Fitted float64 `protobuf:"fixed64,4,opt,name=fitted,proto3" json:"fitted,omitempty"`
+	// The lower physical bound of the fit.
+	Min float64 `protobuf:"fixed64,5,opt,name=min,proto3" json:"min,omitempty"`
+	// The upper physical bound of the fit.
+	Max           float64 `protobuf:"fixed64,6,opt,name=max,proto3" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibratedConstant) Reset() {
+	*x = CalibratedConstant{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibratedConstant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibratedConstant) ProtoMessage() {}
+
+func (x *CalibratedConstant) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibratedConstant.ProtoReflect.Descriptor instead.
+func (*CalibratedConstant) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *CalibratedConstant) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CalibratedConstant) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *CalibratedConstant) GetBase() float64 {
+	if x != nil {
+		return x.Base
+	}
+	return 0
+}
+
+func (x *CalibratedConstant) GetFitted() float64 {
+	if x != nil {
+		return x.Fitted
+	}
+	return 0
+}
+
+func (x *CalibratedConstant) GetMin() float64 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *CalibratedConstant) GetMax() float64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+// CalibrationErrorRow is the |relative error| of a group of measurements: before
+// (the base cluster) and after (each input priced with constants fitted without
+// its own file).
+type CalibrationErrorRow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "file", "collective" (a collective and size band, or the training steps) or "all".
+	Group string `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// The file, collective and size band, or "all inputs".
+	Label string `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	// Measurements in the group.
+	Rows int32 `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
+	// Median |relative error| with the base cluster.
+	BeforeMedian float64 `protobuf:"fixed64,4,opt,name=before_median,json=beforeMedian,proto3" json:"before_median,omitempty"`
+	// Median |relative error| with each file left out of the fit.
+	AfterMedian float64 `protobuf:"fixed64,5,opt,name=after_median,json=afterMedian,proto3" json:"after_median,omitempty"`
+	// Mean |relative error| with the base cluster.
+	BeforeMean float64 `protobuf:"fixed64,6,opt,name=before_mean,json=beforeMean,proto3" json:"before_mean,omitempty"`
+	// Mean |relative error| with each file left out of the fit.
+	AfterMean     float64 `protobuf:"fixed64,7,opt,name=after_mean,json=afterMean,proto3" json:"after_mean,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrationErrorRow) Reset() {
+	*x = CalibrationErrorRow{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrationErrorRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrationErrorRow) ProtoMessage() {}
+
+func (x *CalibrationErrorRow) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrationErrorRow.ProtoReflect.Descriptor instead.
+func (*CalibrationErrorRow) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *CalibrationErrorRow) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *CalibrationErrorRow) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *CalibrationErrorRow) GetRows() int32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *CalibrationErrorRow) GetBeforeMedian() float64 {
+	if x != nil {
+		return x.BeforeMedian
+	}
+	return 0
+}
+
+func (x *CalibrationErrorRow) GetAfterMedian() float64 {
+	if x != nil {
+		return x.AfterMedian
+	}
+	return 0
+}
+
+func (x *CalibrationErrorRow) GetBeforeMean() float64 {
+	if x != nil {
+		return x.BeforeMean
+	}
+	return 0
+}
+
+func (x *CalibrationErrorRow) GetAfterMean() float64 {
+	if x != nil {
+		return x.AfterMean
+	}
+	return 0
+}
+
+// CalibrateClusterResponse is the calibrated cluster and the report.
+type CalibrateClusterResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The calibrated cluster: pass it as ClusterSpec.definition to the other calls.
+	Cluster *ClusterDefinition `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// The constants the inputs determine, fitted.
+	Constants []*CalibratedConstant `protobuf:"bytes,2,rep,name=constants,proto3" json:"constants,omitempty"`
+	// Error before and after, per file, collective and size band, and over all.
+	Errors []*CalibrationErrorRow `protobuf:"bytes,3,rep,name=errors,proto3" json:"errors,omitempty"`
+	// Constants that moved far from the base's.
+	Moved []string `protobuf:"bytes,4,rep,name=moved,proto3" json:"moved,omitempty"`
+	// Constants whose fit stopped at a physical bound: something the model lacks.
+	AtBound []string `protobuf:"bytes,5,rep,name=at_bound,json=atBound,proto3" json:"at_bound,omitempty"`
+	// Constants the inputs determine but the fit kept at the base's value, because
+	// moving them priced a group of rows worse (in sample or held out).
+	Declined []string `protobuf:"bytes,6,rep,name=declined,proto3" json:"declined,omitempty"`
+	// Files that, fitted alone, want a constant far from what the others want.
+	Contradictions []string `protobuf:"bytes,7,rep,name=contradictions,proto3" json:"contradictions,omitempty"`
+	// Contradicting files left out of the fit.
+	Excluded []string `protobuf:"bytes,8,rep,name=excluded,proto3" json:"excluded,omitempty"`
+	// The files contradict each other with no majority: the fit is a compromise.
+	Compromise bool `protobuf:"varint,9,opt,name=compromise,proto3" json:"compromise,omitempty"`
+	// Rows NCCL ran with another algorithm than the model picks.
+	Mismatches []string `protobuf:"bytes,10,rep,name=mismatches,proto3" json:"mismatches,omitempty"`
+	// What the readers set aside or noticed, file by file.
+	Notes         []string `protobuf:"bytes,11,rep,name=notes,proto3" json:"notes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrateClusterResponse) Reset() {
+	*x = CalibrateClusterResponse{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrateClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrateClusterResponse) ProtoMessage() {}
+
+func (x *CalibrateClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrateClusterResponse.ProtoReflect.Descriptor instead.
+func (*CalibrateClusterResponse) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *CalibrateClusterResponse) GetCluster() *ClusterDefinition {
+	if x != nil {
+		return x.Cluster
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetConstants() []*CalibratedConstant {
+	if x != nil {
+		return x.Constants
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetErrors() []*CalibrationErrorRow {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetMoved() []string {
+	if x != nil {
+		return x.Moved
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetAtBound() []string {
+	if x != nil {
+		return x.AtBound
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetDeclined() []string {
+	if x != nil {
+		return x.Declined
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetContradictions() []string {
+	if x != nil {
+		return x.Contradictions
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetExcluded() []string {
+	if x != nil {
+		return x.Excluded
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetCompromise() bool {
+	if x != nil {
+		return x.Compromise
+	}
+	return false
+}
+
+func (x *CalibrateClusterResponse) GetMismatches() []string {
+	if x != nil {
+		return x.Mismatches
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
 var File_stepcost_v1_stepcost_proto protoreflect.FileDescriptor
 
 const file_stepcost_v1_stepcost_proto_rawDesc = "" +
@@ -6116,7 +6822,75 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x13ListCatalogResponse\x12$\n" +
 	"\x04gpus\x18\x01 \x03(\v2\x10.stepcost.v1.GPUR\x04gpus\x122\n" +
 	"\asystems\x18\x02 \x03(\v2\x18.stepcost.v1.SystemEntryR\asystems\x121\n" +
-	"\x06models\x18\x03 \x03(\v2\x19.stepcost.v1.ArchitectureR\x06models*a\n" +
+	"\x06models\x18\x03 \x03(\v2\x19.stepcost.v1.ArchitectureR\x06models\"\xb7\x03\n" +
+	"\x0eCalibrationRun\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x12\n" +
+	"\x04gpus\x18\x02 \x01(\x05R\x04gpus\x12\"\n" +
+	"\rgpus_per_node\x18\x03 \x01(\x05R\vgpusPerNode\x12\x0e\n" +
+	"\x02tp\x18\x04 \x01(\x05R\x02tp\x12\x0e\n" +
+	"\x02pp\x18\x05 \x01(\x05R\x02pp\x12\x0e\n" +
+	"\x02cp\x18\x06 \x01(\x05R\x02cp\x12\x0e\n" +
+	"\x02ep\x18\a \x01(\x05R\x02ep\x12\x0e\n" +
+	"\x02dp\x18\b \x01(\x05R\x02dp\x12\x12\n" +
+	"\x04zero\x18\t \x01(\x05R\x04zero\x12\x1f\n" +
+	"\vmicro_batch\x18\n" +
+	" \x01(\x05R\n" +
+	"microBatch\x12!\n" +
+	"\fglobal_batch\x18\v \x01(\x05R\vglobalBatch\x12\x17\n" +
+	"\aseq_len\x18\f \x01(\x05R\x06seqLen\x12\x1c\n" +
+	"\tprecision\x18\r \x01(\tR\tprecision\x12\x1c\n" +
+	"\trecompute\x18\x0e \x01(\tR\trecompute\x12\x0e\n" +
+	"\x02sp\x18\x0f \x01(\bR\x02sp\x12\x1a\n" +
+	"\bschedule\x18\x10 \x01(\tR\bschedule\x12\x10\n" +
+	"\x03vpp\x18\x11 \x01(\x05R\x03vpp\x12\x1c\n" +
+	"\tframework\x18\x12 \x01(\tR\tframework\"\xe5\x01\n" +
+	"\x10CalibrationInput\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x12\x14\n" +
+	"\x05nodes\x18\x03 \x01(\x05R\x05nodes\x12\"\n" +
+	"\rgpus_per_node\x18\x04 \x01(\x05R\vgpusPerNode\x12\x0e\n" +
+	"\x02op\x18\x05 \x01(\tR\x02op\x12\x16\n" +
+	"\x06launch\x18\x06 \x01(\tR\x06launch\x12\x12\n" +
+	"\x04algo\x18\a \x01(\tR\x04algo\x12-\n" +
+	"\x03run\x18\b \x01(\v2\x1b.stepcost.v1.CalibrationRunR\x03run\"\x98\x01\n" +
+	"\x17CalibrateClusterRequest\x122\n" +
+	"\acluster\x18\x01 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x125\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x1d.stepcost.v1.CalibrationInputR\x06inputs\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\x8e\x01\n" +
+	"\x12CalibratedConstant\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05field\x18\x02 \x01(\tR\x05field\x12\x12\n" +
+	"\x04base\x18\x03 \x01(\x01R\x04base\x12\x16\n" +
+	"\x06fitted\x18\x04 \x01(\x01R\x06fitted\x12\x10\n" +
+	"\x03min\x18\x05 \x01(\x01R\x03min\x12\x10\n" +
+	"\x03max\x18\x06 \x01(\x01R\x03max\"\xdd\x01\n" +
+	"\x13CalibrationErrorRow\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
+	"\x04rows\x18\x03 \x01(\x05R\x04rows\x12#\n" +
+	"\rbefore_median\x18\x04 \x01(\x01R\fbeforeMedian\x12!\n" +
+	"\fafter_median\x18\x05 \x01(\x01R\vafterMedian\x12\x1f\n" +
+	"\vbefore_mean\x18\x06 \x01(\x01R\n" +
+	"beforeMean\x12\x1d\n" +
+	"\n" +
+	"after_mean\x18\a \x01(\x01R\tafterMean\"\xb4\x03\n" +
+	"\x18CalibrateClusterResponse\x128\n" +
+	"\acluster\x18\x01 \x01(\v2\x1e.stepcost.v1.ClusterDefinitionR\acluster\x12=\n" +
+	"\tconstants\x18\x02 \x03(\v2\x1f.stepcost.v1.CalibratedConstantR\tconstants\x128\n" +
+	"\x06errors\x18\x03 \x03(\v2 .stepcost.v1.CalibrationErrorRowR\x06errors\x12\x14\n" +
+	"\x05moved\x18\x04 \x03(\tR\x05moved\x12\x19\n" +
+	"\bat_bound\x18\x05 \x03(\tR\aatBound\x12\x1a\n" +
+	"\bdeclined\x18\x06 \x03(\tR\bdeclined\x12&\n" +
+	"\x0econtradictions\x18\a \x03(\tR\x0econtradictions\x12\x1a\n" +
+	"\bexcluded\x18\b \x03(\tR\bexcluded\x12\x1e\n" +
+	"\n" +
+	"compromise\x18\t \x01(\bR\n" +
+	"compromise\x12\x1e\n" +
+	"\n" +
+	"mismatches\x18\n" +
+	" \x03(\tR\n" +
+	"mismatches\x12\x14\n" +
+	"\x05notes\x18\v \x03(\tR\x05notes*a\n" +
 	"\tPrecision\x12\x19\n" +
 	"\x15PRECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0ePRECISION_BF16\x10\x01\x12\x12\n" +
@@ -6183,13 +6957,14 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x12TRANSFER_KIND_COPY\x10\x01\x12\x15\n" +
 	"\x11TRANSFER_KIND_ADD\x10\x02\x12\x1f\n" +
 	"\x1bTRANSFER_KIND_SWITCH_REDUCE\x10\x03\x12\x1b\n" +
-	"\x17TRANSFER_KIND_MULTICAST\x10\x042\xc6\x03\n" +
+	"\x17TRANSFER_KIND_MULTICAST\x10\x042\xa7\x04\n" +
 	"\x0fStepcostService\x12S\n" +
 	"\fEstimatePlan\x12 .stepcost.v1.EstimatePlanRequest\x1a!.stepcost.v1.EstimatePlanResponse\x12S\n" +
 	"\fEstimateStep\x12 .stepcost.v1.EstimateStepRequest\x1a!.stepcost.v1.EstimateStepResponse\x12P\n" +
 	"\vRankConfigs\x12\x1f.stepcost.v1.RankConfigsRequest\x1a .stepcost.v1.RankConfigsResponse\x12e\n" +
 	"\x12SimulateCollective\x12&.stepcost.v1.SimulateCollectiveRequest\x1a'.stepcost.v1.SimulateCollectiveResponse\x12P\n" +
-	"\vListCatalog\x12\x1f.stepcost.v1.ListCatalogRequest\x1a .stepcost.v1.ListCatalogResponseB;Z9github.com/stepcost/stepcost/proto/stepcost/v1;stepcostv1b\x06proto3"
+	"\vListCatalog\x12\x1f.stepcost.v1.ListCatalogRequest\x1a .stepcost.v1.ListCatalogResponse\x12_\n" +
+	"\x10CalibrateCluster\x12$.stepcost.v1.CalibrateClusterRequest\x1a%.stepcost.v1.CalibrateClusterResponseB;Z9github.com/stepcost/stepcost/proto/stepcost/v1;stepcostv1b\x06proto3"
 
 var (
 	file_stepcost_v1_stepcost_proto_rawDescOnce sync.Once
@@ -6204,7 +6979,7 @@ func file_stepcost_v1_stepcost_proto_rawDescGZIP() []byte {
 }
 
 var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Precision)(0),                     // 0: stepcost.v1.Precision
 	(Recompute)(0),                     // 1: stepcost.v1.Recompute
@@ -6263,14 +7038,20 @@ var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(*ListCatalogRequest)(nil),         // 54: stepcost.v1.ListCatalogRequest
 	(*SystemEntry)(nil),                // 55: stepcost.v1.SystemEntry
 	(*ListCatalogResponse)(nil),        // 56: stepcost.v1.ListCatalogResponse
-	nil,                                // 57: stepcost.v1.GPU.PeakTflopsEntry
-	nil,                                // 58: stepcost.v1.SearchStats.PrunedEntry
+	(*CalibrationRun)(nil),             // 57: stepcost.v1.CalibrationRun
+	(*CalibrationInput)(nil),           // 58: stepcost.v1.CalibrationInput
+	(*CalibrateClusterRequest)(nil),    // 59: stepcost.v1.CalibrateClusterRequest
+	(*CalibratedConstant)(nil),         // 60: stepcost.v1.CalibratedConstant
+	(*CalibrationErrorRow)(nil),        // 61: stepcost.v1.CalibrationErrorRow
+	(*CalibrateClusterResponse)(nil),   // 62: stepcost.v1.CalibrateClusterResponse
+	nil,                                // 63: stepcost.v1.GPU.PeakTflopsEntry
+	nil,                                // 64: stepcost.v1.SearchStats.PrunedEntry
 }
 var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	10, // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
 	12, // 1: stepcost.v1.Architecture.mla:type_name -> stepcost.v1.MLA
 	11, // 2: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
-	57, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
+	63, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
 	14, // 4: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
 	15, // 5: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
 	16, // 6: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
@@ -6314,7 +7095,7 @@ var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	24, // 44: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
 	41, // 45: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
 	30, // 46: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
-	58, // 47: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
+	64, // 47: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
 	42, // 48: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
 	42, // 49: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
 	43, // 50: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
@@ -6342,21 +7123,29 @@ var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	14, // 72: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
 	55, // 73: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
 	11, // 74: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
-	39, // 75: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
-	31, // 76: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
-	35, // 77: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
-	45, // 78: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
-	54, // 79: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
-	44, // 80: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
-	32, // 81: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
-	37, // 82: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
-	48, // 83: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
-	56, // 84: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
-	80, // [80:85] is the sub-list for method output_type
-	75, // [75:80] is the sub-list for method input_type
-	75, // [75:75] is the sub-list for extension type_name
-	75, // [75:75] is the sub-list for extension extendee
-	0,  // [0:75] is the sub-list for field type_name
+	57, // 75: stepcost.v1.CalibrationInput.run:type_name -> stepcost.v1.CalibrationRun
+	21, // 76: stepcost.v1.CalibrateClusterRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	58, // 77: stepcost.v1.CalibrateClusterRequest.inputs:type_name -> stepcost.v1.CalibrationInput
+	19, // 78: stepcost.v1.CalibrateClusterResponse.cluster:type_name -> stepcost.v1.ClusterDefinition
+	60, // 79: stepcost.v1.CalibrateClusterResponse.constants:type_name -> stepcost.v1.CalibratedConstant
+	61, // 80: stepcost.v1.CalibrateClusterResponse.errors:type_name -> stepcost.v1.CalibrationErrorRow
+	39, // 81: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
+	31, // 82: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
+	35, // 83: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
+	45, // 84: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
+	54, // 85: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
+	59, // 86: stepcost.v1.StepcostService.CalibrateCluster:input_type -> stepcost.v1.CalibrateClusterRequest
+	44, // 87: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
+	32, // 88: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
+	37, // 89: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
+	48, // 90: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
+	56, // 91: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
+	62, // 92: stepcost.v1.StepcostService.CalibrateCluster:output_type -> stepcost.v1.CalibrateClusterResponse
+	87, // [87:93] is the sub-list for method output_type
+	81, // [81:87] is the sub-list for method input_type
+	81, // [81:81] is the sub-list for extension type_name
+	81, // [81:81] is the sub-list for extension extendee
+	0,  // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_stepcost_v1_stepcost_proto_init() }
@@ -6379,7 +7168,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stepcost_v1_stepcost_proto_rawDesc), len(file_stepcost_v1_stepcost_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   49,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

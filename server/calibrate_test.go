@@ -1,0 +1,112 @@
+package server
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stepcost/stepcost/internal/wire"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+func calibrationInput(t *testing.T, name string) *pb.CalibrationInput {
+	t.Helper()
+	b, err := os.ReadFile("../estimator/calibrate/testdata/p4d-efa/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pb.CalibrationInput{Name: name, Content: string(b), Op: "allreduce"}
+}
+
+// The RPC answers what stepcost calibrate prints: the p4d EFA outputs move the NIC
+// constants, the report names them, and the calibrated cluster is a definition
+// the other calls accept.
+func TestCalibrateCluster(t *testing.T) {
+	c := client(t, DefaultLimits())
+	ctx := context.Background()
+	req := &pb.CalibrateClusterRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "aws-p4d"}},
+		Inputs: []*pb.CalibrationInput{calibrationInput(t, "awsefaeks-7809f1f-nccl2.8.3.txt"), calibrationInput(t, "awsefaeks-867b482-nccl2.9.9.txt")},
+		Name:   "my-p4d"}
+	resp, err := c.CalibrateCluster(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetCluster().GetName() != "my-p4d" || resp.GetCluster().GetNics().GetKind() != "efa" {
+		t.Errorf("cluster %q, NICs %q", resp.GetCluster().GetName(), resp.GetCluster().GetNics().GetKind())
+	}
+	fields := map[string]*pb.CalibratedConstant{}
+	for _, k := range resp.GetConstants() {
+		fields[k.GetField()] = k
+	}
+	eff := fields["nics.efficiency"]
+	if eff == nil || eff.GetFitted() == eff.GetBase() || eff.GetFitted() != resp.GetCluster().GetNics().GetEfficiency() {
+		t.Errorf("NIC efficiency: %v, cluster %v", eff, resp.GetCluster().GetNics().GetEfficiency())
+	}
+	var all *pb.CalibrationErrorRow
+	for _, row := range resp.GetErrors() {
+		if row.GetGroup() == "all" {
+			all = row
+		}
+	}
+	if all == nil || all.GetRows() != 58 || !(all.GetAfterMedian() < all.GetBeforeMedian()) {
+		t.Errorf("all inputs: %v", all)
+	}
+	if len(resp.GetMismatches()) == 0 || !strings.Contains(resp.GetMismatches()[0], "ring") {
+		t.Errorf("mismatches: %v", resp.GetMismatches())
+	}
+	// The calibrated cluster prices a collective.
+	_, err = c.SimulateCollective(ctx, &pb.SimulateCollectiveRequest{
+		Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: resp.GetCluster()}},
+		Nodes:   2, GpusPerNode: 8, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30})
+	if err != nil {
+		t.Errorf("SimulateCollective on the calibrated cluster: %v", err)
+	}
+}
+
+// Bad input is InvalidArgument naming the field: the file and line of a row cut
+// short, a duplicate name, too many files, a file too large, no base.
+func TestCalibrateClusterRefuses(t *testing.T) {
+	c := client(t, DefaultLimits())
+	ctx := context.Background()
+	base := &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "aws-p4d"}}
+	good := calibrationInput(t, "awsefaeks-867b482-nccl2.9.9.txt")
+
+	cut := calibrationInput(t, "awsefaeks-7809f1f-nccl2.8.3.txt")
+	i := strings.Index(cut.Content, "   16777216 ")
+	cut.Content = cut.Content[:i+40]
+	_, err := c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base, Inputs: []*pb.CalibrationInput{good, cut}})
+	violationOf(t, err, codes.InvalidArgument, "inputs[1].content")
+	if !strings.Contains(status.Convert(err).Message(), "awsefaeks-7809f1f-nccl2.8.3.txt:") {
+		t.Errorf("the error does not name the file and line: %v", err)
+	}
+
+	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base, Inputs: []*pb.CalibrationInput{good, good}})
+	violationOf(t, err, codes.InvalidArgument, "inputs[1].name")
+
+	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base})
+	violationOf(t, err, codes.InvalidArgument, "inputs")
+
+	many := make([]*pb.CalibrationInput, wire.MaxCalibrationInputs+1)
+	for i := range many {
+		many[i] = &pb.CalibrationInput{Name: strings.Repeat("x", i+1), Content: "x"}
+	}
+	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base, Inputs: many})
+	violationOf(t, err, codes.InvalidArgument, "inputs")
+
+	big := &pb.CalibrationInput{Name: "big.txt", Content: strings.Repeat("#\n", wire.MaxCalibrationInputBytes/2+1)}
+	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base, Inputs: []*pb.CalibrationInput{big}})
+	if status.Code(err) != codes.InvalidArgument && status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a file over the limit: %v", err)
+	}
+
+	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Inputs: []*pb.CalibrationInput{good}})
+	violationOf(t, err, codes.InvalidArgument, "cluster")
+
+	foreign := &pb.CalibrationInput{Name: "notes.txt", Content: "hello\nworld\n"}
+	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base, Inputs: []*pb.CalibrationInput{foreign}})
+	violationOf(t, err, codes.InvalidArgument, "inputs[0].content")
+}
