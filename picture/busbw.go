@@ -3,7 +3,10 @@ package picture
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
+
+	"github.com/stepcost/stepcost/estimator/calibrate"
 )
 
 // BusBWSeries is one collective's bus bandwidth over message size: measured, and
@@ -118,4 +121,35 @@ func sizeLabel(b float64) string {
 		i++
 	}
 	return fmt.Sprintf("%s %s", strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.1f", b), "0"), "."), units[i])
+}
+
+// Calibration draws one bus-bandwidth picture per nccl-tests sweep of a
+// calibration, stacked: measured, the base cluster's prediction and the calibrated
+// one, as `stepcost calibrate --svg` and the page show them.
+func Calibration(r *calibrate.Report, sweeps []calibrate.Sweep) (Figure, error) {
+	var figs []Figure
+	for _, s := range sweeps {
+		series := BusBWSeries{Title: fmt.Sprintf("%s — %s", filepath.Base(s.File), s.Describe()),
+			BeforeLabel: "base " + r.Base, AfterLabel: "calibrated"}
+		f := s.Op.BusFactor(s.Ranks)
+		bus := func(m calibrate.Measured) float64 { return m.Bytes / m.PredictedUs / 1e3 * f }
+		for i, m := range r.Before {
+			if m.File != s.File || i >= len(r.After) {
+				continue
+			}
+			series.Bytes = append(series.Bytes, m.Bytes)
+			series.Measured = append(series.Measured, m.Bytes/m.MeasuredUs/1e3*f)
+			series.Before = append(series.Before, bus(m))
+			series.After = append(series.After, bus(r.After[i]))
+		}
+		fig, err := BusBW(series)
+		if err != nil {
+			return Figure{}, fmt.Errorf("%s: %w", s.File, err)
+		}
+		figs = append(figs, fig)
+	}
+	if len(figs) == 0 {
+		return Figure{}, fmt.Errorf("no nccl-tests file to draw")
+	}
+	return Stack(figs...), nil
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -109,4 +111,42 @@ func TestCalibrateClusterRefuses(t *testing.T) {
 	foreign := &pb.CalibrationInput{Name: "notes.txt", Content: "hello\nworld\n"}
 	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base, Inputs: []*pb.CalibrationInput{foreign}})
 	violationOf(t, err, codes.InvalidArgument, "inputs[0].content")
+}
+
+// The daemon answers CalibrateCluster over REST, and draws the calibration: one
+// bus-bandwidth picture per nccl-tests file; bad input is the gateway's JSON error
+// naming the field, and a request of training logs only has nothing to draw.
+func TestCalibrateClusterREST(t *testing.T) {
+	d := startDaemon(t, nil)
+	defer d.stop()
+	base := "http://" + d.httpAddr
+	in := calibrationInput(t, "awsefaeks-867b482-nccl2.9.9.txt")
+	body, err := json.Marshal(map[string]any{"cluster": map[string]string{"name": "aws-p4d"},
+		"inputs": []map[string]string{{"name": in.Name, "content": in.Content, "op": "allreduce"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, answer := post(t, base+"/v1/clusters:calibrate", string(body))
+	if resp.StatusCode != 200 || !bytes.Contains(answer, []byte(`"nics.latency_us"`)) {
+		t.Fatalf("/v1/clusters:calibrate: %d %s", resp.StatusCode, answer)
+	}
+	resp, svg := post(t, base+"/v1/pictures:calibration", string(body))
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" || !bytes.Contains(svg, []byte("awsefaeks-867b482-nccl2.9.9.txt")) {
+		t.Fatalf("/v1/pictures:calibration: %d %v\n%.300s", resp.StatusCode, resp.Header, svg)
+	}
+	decodesAsXML(t, svg)
+	for _, c := range []struct {
+		name, path, body string
+		code             int
+		want             string
+	}{
+		{"unknown field", "/v1/clusters:calibrate", `{"cluster": {"name": "aws-p4d"}, "input": []}`, 400, "input"},
+		{"foreign file", "/v1/pictures:calibration", `{"cluster": {"name": "aws-p4d"}, "inputs": [{"name": "a.txt", "content": "hello"}]}`, 400, "inputs[0].content"},
+		{"unknown base", "/v1/clusters:calibrate", strings.Replace(string(body), "aws-p4d", "nope", 1), 404, "cluster.name"},
+	} {
+		resp, b := post(t, base+c.path, c.body)
+		if resp.StatusCode != c.code || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s: %d %s, want %d naming %q", c.name, resp.StatusCode, b, c.code, c.want)
+		}
+	}
 }

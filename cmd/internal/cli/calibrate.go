@@ -226,30 +226,9 @@ func printMismatches(w io.Writer, ms []calibrate.Mismatch) {
 
 // writeCalibrationSVG draws one bus-bandwidth picture per nccl-tests file, stacked.
 func writeCalibrationSVG(path string, r *calibrate.Report, in calibrate.Inputs, stdout io.Writer) error {
-	var figs []picture.Figure
-	for _, s := range in.Sweeps {
-		series := picture.BusBWSeries{Title: fmt.Sprintf("%s — %s", filepath.Base(s.File), s.Describe()),
-			BeforeLabel: "base " + r.Base, AfterLabel: "calibrated"}
-		bus := func(ms []calibrate.Measured, i int) float64 {
-			return ms[i].Bytes / ms[i].PredictedUs / 1e3 * s.Op.BusFactor(s.Ranks)
-		}
-		for i, m := range r.Before {
-			if m.File != s.File {
-				continue
-			}
-			series.Bytes = append(series.Bytes, m.Bytes)
-			series.Measured = append(series.Measured, m.Bytes/m.MeasuredUs/1e3*s.Op.BusFactor(s.Ranks))
-			series.Before = append(series.Before, bus(r.Before, i))
-			series.After = append(series.After, bus(r.After, i))
-		}
-		fig, err := picture.BusBW(series)
-		if err != nil {
-			return fmt.Errorf("--svg: %w", err)
-		}
-		figs = append(figs, fig)
+	fig, err := picture.Calibration(r, in.Sweeps)
+	if err != nil {
+		return fmt.Errorf("--svg: %w", err)
 	}
-	if len(figs) == 0 {
-		return fmt.Errorf("--svg: no nccl-tests file to draw")
-	}
-	return writeSVG(path, picture.Stack(figs...), stdout)
+	return writeSVG(path, fig, stdout)
 }
