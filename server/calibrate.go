@@ -24,9 +24,9 @@ func (s *Service) CalibrateCluster(ctx context.Context, req *pb.CalibrateCluster
 	return wire.CalibrationResponse(rep, cal.Inputs), nil
 }
 
-// calibrate resolves and runs one calibration. It is admitted as a large search:
-// leaving each file out in turn costs up to a second of CPU on the largest
-// request the limits allow (wire.MaxCalibrationInputs).
+// calibrate resolves and runs one calibration. It is admitted as a large search
+// (up to seconds of CPU on the largest request the limits allow, see
+// wire.MaxCalibrationInputs) and stops at the call's deadline.
 func (s *Service) calibrate(ctx context.Context, req *pb.CalibrateClusterRequest) (*wire.Calibration, *calibrate.Report, error) {
 	cal, err := wire.ResolveCalibration(req)
 	if err != nil {
@@ -40,7 +40,7 @@ func (s *Service) calibrate(ctx context.Context, req *pb.CalibrateClusterRequest
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	rep, err := calibrate.Calibrate(cal.Base, cal.Spec, cal.Inputs)
+	rep, err := calibrate.CalibrateContext(ctx, cal.Base, cal.Spec, cal.Inputs)
 	if err != nil {
 		return nil, nil, cal.FileError(err)
 	}

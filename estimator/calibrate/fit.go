@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -494,7 +495,7 @@ type fitted struct {
 // choices, as plan and estimate will use them) is declined: the fit is redone
 // over the largest set of constants that worsens no group, and the declined
 // ones keep the base's value.
-func fit(spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
+func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
 	det := determined(spec, in)
 	var link, comp []Knob
 	for _, kn := range det {
@@ -516,6 +517,10 @@ func fit(spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collecti
 		try := func(ks []Knob) (Knobs, float64, error) {
 			var ferr error
 			k, loss := descent.Minimise(start, func(k Knobs) Knobs { return k }, params(ks), fitSteps, fitRounds, func(k Knobs) float64 {
+				if err := ctx.Err(); err != nil {
+					ferr = err
+					return math.Inf(1)
+				}
 				ms, err := priceSweeps(spec, k, in.Sweeps, forced)
 				if err != nil {
 					ferr = err
@@ -578,6 +583,10 @@ func fit(spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collecti
 	if len(comp) > 0 {
 		var ferr error
 		out.k, _ = descent.Minimise(out.k, func(k Knobs) Knobs { return k }, params(comp), fitSteps, fitRounds, func(k Knobs) float64 {
+			if err := ctx.Err(); err != nil {
+				ferr = err
+				return math.Inf(1)
+			}
 			ms, err := priceRuns(spec, k, in.Runs)
 			if err != nil {
 				ferr = err
@@ -626,6 +635,12 @@ var ErrNoInputs = errors.New("no measurements: give nccl-tests output files or t
 // input file out in turn. base names the base (a catalog system or a file) for the
 // report.
 func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
+	return CalibrateContext(context.Background(), base, spec, in)
+}
+
+// CalibrateContext is Calibrate that stops with ctx's error when ctx is done:
+// leaving each file out costs fits that grow with the square of the file count.
+func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in Inputs) (*Report, error) {
 	files := in.files()
 	if len(files) == 0 {
 		return nil, ErrNoInputs
@@ -654,7 +669,7 @@ func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
 	others := map[string]fitted{}
 	for {
 		var oos []Measured
-		if oos, err = leaveOneOut(spec, start, in, files, forced, frozen, others); err != nil {
+		if oos, err = leaveOneOut(ctx, spec, start, in, files, forced, frozen, others); err != nil {
 			return nil, err
 		}
 		g, b, a, worse := worseGroup(r.Before, oos)
@@ -682,7 +697,7 @@ func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
 		for _, kn := range cands {
 			try := maps.Clone(frozen)
 			try[kn.Name] = true
-			o, err := leaveOneOut(spec, start, in, files, forced, try, map[string]fitted{})
+			o, err := leaveOneOut(ctx, spec, start, in, files, forced, try, map[string]fitted{})
 			if err != nil {
 				return nil, err
 			}
@@ -703,7 +718,7 @@ func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
 	}
 	solo := map[string]fitted{}
 	for _, f := range files {
-		if solo[f], err = fit(spec, start, in.only(f), forced, frozen); err != nil {
+		if solo[f], err = fit(ctx, spec, start, in.only(f), forced, frozen); err != nil {
 			return nil, err
 		}
 	}
@@ -741,7 +756,7 @@ func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
 	} else if n > 0 {
 		r.Compromise = true
 	}
-	all, err := fit(spec, start, kept, forced, frozen)
+	all, err := fit(ctx, spec, start, kept, forced, frozen)
 	if err != nil {
 		return nil, err
 	}
@@ -758,10 +773,10 @@ func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
 
 // leaveOneOut prices every file with constants fitted on the other files (the
 // frozen ones kept at the base's), recording each fit in others.
-func leaveOneOut(spec topology.Spec, start Knobs, in Inputs, files []string, forced map[pointID]collective.Options, frozen map[string]bool, others map[string]fitted) ([]Measured, error) {
+func leaveOneOut(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, files []string, forced map[pointID]collective.Options, frozen map[string]bool, others map[string]fitted) ([]Measured, error) {
 	var out []Measured
 	for _, f := range files {
-		o, err := fit(spec, start, in.without(f), forced, frozen)
+		o, err := fit(ctx, spec, start, in.without(f), forced, frozen)
 		if err != nil {
 			return nil, err
 		}

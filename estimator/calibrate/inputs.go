@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -117,7 +118,7 @@ func Fit(spec topology.Spec, in Inputs) (Knobs, topology.Spec, error) {
 	if err != nil {
 		return Knobs{}, topology.Spec{}, err
 	}
-	f, err := fit(spec, start, in, forced, nil)
+	f, err := fit(context.Background(), spec, start, in, forced, nil)
 	if err != nil {
 		return Knobs{}, topology.Spec{}, err
 	}

@@ -1,6 +1,8 @@
 package calibrate_test
 
 import (
+	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -187,4 +189,15 @@ func names(in calibrate.Inputs) []string {
 		out = append(out, r.File)
 	}
 	return out
+}
+
+// A calibration stops with the context's error when the context is done.
+func TestCalibrateContextCancelled(t *testing.T) {
+	sys := systems()[0]
+	spec, _, in := sys.load(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := calibrate.CalibrateContext(ctx, sys.base, spec, in); !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
 }
