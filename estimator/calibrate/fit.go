@@ -191,7 +191,8 @@ func placeSweep(spec topology.Spec, k Knobs, s Sweep, built map[[2]int]*topology
 // link (a 2-node all-reduce that NCCL runs as a ring, priced as the double tree,
 // pulls the NIC efficiency down to half the line rate and then misprices every
 // other size), so the fit prices these rows with the algorithm they show, and the
-// report names them: they are what calibration cannot fix.
+// report names them; runs of them become the calibrated cluster's measured algorithm
+// ranges (choices.go).
 type Mismatch struct {
 	File     string  `json:"file"`
 	Line     int     `json:"line"`
@@ -484,7 +485,8 @@ func worseGroup(before, after []Measured) (group string, b, a float64, worse boo
 // fitted is the outcome of one fit.
 type fitted struct {
 	k        Knobs
-	det      []Knob // the knobs fitted (determined and not declined)
+	choices  []topology.AlgoRange // the measured algorithm ranges (choices.go)
+	det      []Knob               // the knobs fitted (determined and not declined)
 	declined []Declined
 }
 
@@ -508,7 +510,12 @@ func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced
 			link = append(link, kn)
 		}
 	}
-	out := fitted{k: start}
+	choices, err := fitChoices(spec, start, in.Sweeps, forced)
+	if err != nil {
+		return fitted{}, err
+	}
+	spec = withChoices(spec, choices)
+	out := fitted{k: start, choices: choices}
 	if len(link) > 0 {
 		base, err := priceSweeps(spec, start, in.Sweeps, nil)
 		if err != nil {
@@ -760,12 +767,12 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	if err != nil {
 		return nil, err
 	}
-	r.Fitted, r.Determined = all.k, all.det
+	r.Fitted, r.Determined, r.Choices = all.k, all.det, all.choices
 	r.Declined = append(r.Declined, all.declined...)
-	if r.After, err = price(spec, r.Fitted, in); err != nil {
+	if r.After, err = price(withChoices(spec, all.choices), r.Fitted, in); err != nil {
 		return nil, err
 	}
-	r.Spec = Apply(spec, r.Fitted)
+	r.Spec = Apply(withChoices(spec, all.choices), r.Fitted)
 	r.Files = files
 	r.finish()
 	return r, nil
@@ -781,7 +788,7 @@ func leaveOneOut(ctx context.Context, spec topology.Spec, start Knobs, in Inputs
 			return nil, err
 		}
 		others[f] = o
-		ms, err := price(spec, o.k, in.only(f))
+		ms, err := price(withChoices(spec, o.choices), o.k, in.only(f))
 		if err != nil {
 			return nil, err
 		}

@@ -122,7 +122,7 @@ func Fit(spec topology.Spec, in Inputs) (Knobs, topology.Spec, error) {
 	if err != nil {
 		return Knobs{}, topology.Spec{}, err
 	}
-	return f.k, Apply(spec, f.k), nil
+	return f.k, Apply(withChoices(spec, f.choices), f.k), nil
 }
 
 // Score prices the inputs on spec and returns the median and mean |error|.

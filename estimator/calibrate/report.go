@@ -38,6 +38,10 @@ type Report struct {
 	// Mismatches are the rows NCCL evidently ran with another algorithm than the
 	// model picks (fitted with the one they show; scored with the model's).
 	Mismatches []Mismatch
+	// Choices are the size ranges in which the rows show NCCL running another
+	// algorithm than the model picks, written into the calibrated cluster
+	// (topology.AlgoRange), whose automatic choice then honours them.
+	Choices []topology.AlgoRange
 	// Declined are the constants the inputs determine that the fit left at the
 	// base's value, because moving them priced a group of rows worse.
 	Declined []Declined

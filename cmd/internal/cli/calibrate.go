@@ -187,6 +187,12 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 		fmt.Fprintf(w, "  contradiction: %s\n", c)
 	}
 	printMismatches(w, r.Mismatches)
+	if len(r.Choices) > 0 {
+		fmt.Fprintln(w, "  algorithms NCCL runs here, written into the cluster file (algorithms; the model's automatic choice honours them):")
+		for _, c := range r.Choices {
+			fmt.Fprintf(w, "    %s\n", calibrate.FormatRange(c))
+		}
+	}
 	if len(r.Excluded) > 0 {
 		fmt.Fprintf(w, "  left out of the written fit (they contradict the majority): %s\n", strings.Join(r.Excluded, ", "))
 	}
@@ -211,7 +217,7 @@ func printMismatches(w io.Writer, ms []calibrate.Mismatch) {
 	if len(ms) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "  rows NCCL ran with another algorithm than the model picks (fitted with the one they show; plan and estimate still use the model's choice, so calibration cannot fix their error; first … last row of each group):")
+	fmt.Fprintln(w, "  rows NCCL ran with another algorithm than the model picks (fitted with the one they show; first … last row of each group):")
 	for i := 0; i < len(ms); {
 		j := i
 		for j+1 < len(ms) && ms[j+1].File == ms[i].File && ms[j+1].Model == ms[i].Model && ms[j+1].Measured == ms[i].Measured {

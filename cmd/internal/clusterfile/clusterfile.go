@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -68,10 +69,37 @@ func Parse(data []byte, name string) (topology.Spec, error) {
 		data = j
 	}
 	spec, err := catalog.DecodeSpec(data)
+	if err == nil {
+		err = checkAlgorithms(spec)
+	}
 	if err != nil {
 		return topology.Spec{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return spec, nil
+}
+
+// checkAlgorithms checks the names of the measured algorithm ranges
+// (topology.AlgoRange; their numbers are checked by the spec): a collective the
+// model prices and an algorithm that can run it.
+func checkAlgorithms(spec topology.Spec) error {
+	c := invalid.Collector{}
+	for i, r := range spec.Algorithms {
+		op, err := collective.ParseOp(r.Op)
+		if err != nil {
+			c.Add(fmt.Sprintf("algorithms[%d].op", i), "%v", err)
+			continue
+		}
+		a, err := collective.ParseAlgorithm(r.Algo)
+		switch {
+		case err != nil:
+			c.Add(fmt.Sprintf("algorithms[%d].algo", i), "%v", err)
+		case a == collective.Auto:
+			c.Add(fmt.Sprintf("algorithms[%d].algo", i), "must name an algorithm, not auto")
+		case !collective.RunsOp(a, op):
+			c.Add(fmt.Sprintf("algorithms[%d].algo", i), "%s cannot run %s", a, op)
+		}
+	}
+	return c.Err()
 }
 
 func isYAML(data []byte, name string) bool {

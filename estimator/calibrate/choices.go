@@ -1,0 +1,239 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Measured algorithm choices. Where the rows of a collective on one group shape
+// show NCCL running another algorithm than the model picks (Mismatch) over a run
+// of consecutive sizes, the calibrated cluster carries that choice as a size range
+// (topology.AlgoRange), which the collective model's automatic choice honours:
+// plan and estimate on the calibrated cluster then price what the cluster's NCCL
+// runs. A range is fitted, not copied: at every measured size the algorithm that
+// prices the rows of that size best (the model's own, or one the rows show) is
+// chosen, so files that disagree at a size are weighed by their errors.
+
+// minChoiceRows is the fewest rows a range needs: a single row may be a one-off
+// stall (nccltests.go sets aside only those over 3×), two rows are a repetition.
+const minChoiceRows = 2
+
+// treeTableTop is the largest size NCCL's tree correction factor covers (tuning.cc
+// treeCorrectionFactor: powers of two from 64 B, 23–24 entries, up to 256–512 MiB),
+// rounded up to a power of two: above it NCCL's cost model prices every Simple
+// algorithm as latency + size / bandwidth with size-independent factors, so the
+// algorithm it picks at 1 GiB it picks at every larger size.
+const treeTableTop = 1 << 30
+
+// shapeKey is a collective on one group shape.
+type shapeKey struct {
+	op           collective.Op
+	nodes, perNd int
+}
+
+// fitChoices fits the measured algorithm ranges from the sweeps with knobs k
+// (the base's), the rows in forced being those NCCL ran with another algorithm.
+// Sweeps that forced their algorithm (NCCL_ALGO) say nothing of NCCL's choice and
+// are not used.
+func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]collective.Options) ([]topology.AlgoRange, error) {
+	if len(forced) == 0 {
+		return nil, nil
+	}
+	m := collective.NewModel(collective.Default())
+	built := map[[2]int]*topology.Cluster{}
+	type cand struct {
+		loss float64
+		n    int
+	}
+	// per shape: per size, per algorithm, the rows' summed |ln error|.
+	losses := map[shapeKey]map[float64]map[collective.Algorithm]*cand{}
+	model := map[shapeKey]map[float64]collective.Algorithm{}
+	places := map[shapeKey]*collective.Placement{}
+	// flagged: per shape and size, the algorithms the mismatched rows of that size show.
+	flagged := map[shapeKey]map[float64][]collective.Algorithm{}
+	var keys []shapeKey
+	// The algorithms the rows of each shape show, priced on every row of it.
+	shownBy := map[shapeKey][]collective.Algorithm{}
+	for _, s := range sweeps {
+		key := shapeKey{s.Op, s.Nodes, s.GPUsPerNode}
+		for _, p := range s.Points {
+			if o, ok := forced[pointID{s.File, p.Line}]; ok && s.Algo == collective.Auto && !slices.Contains(shownBy[key], o.Algo) {
+				shownBy[key] = append(shownBy[key], o.Algo)
+			}
+		}
+	}
+	for _, s := range sweeps {
+		if s.Algo != collective.Auto {
+			continue
+		}
+		key := shapeKey{s.Op, s.Nodes, s.GPUsPerNode}
+		shown := shownBy[key]
+		if len(shown) == 0 {
+			continue
+		}
+		pl, err := placeSweep(spec, k, s, built)
+		if err != nil {
+			return nil, err
+		}
+		if losses[key] == nil {
+			losses[key], model[key] = map[float64]map[collective.Algorithm]*cand{}, map[float64]collective.Algorithm{}
+			places[key] = pl
+			keys = append(keys, key)
+		}
+		for _, p := range s.Points {
+			auto, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
+			if err != nil {
+				return nil, fileErr(s.File, p.Line, "%v", err)
+			}
+			model[key][p.Bytes] = auto.Algo
+			if losses[key][p.Bytes] == nil {
+				losses[key][p.Bytes] = map[collective.Algorithm]*cand{}
+			}
+			add := func(a collective.Algorithm, us float64) {
+				c := losses[key][p.Bytes][a]
+				if c == nil {
+					c = &cand{}
+					losses[key][p.Bytes][a] = c
+				}
+				c.loss += math.Abs(math.Log(us / p.TimeUs))
+				c.n++
+			}
+			add(auto.Algo, auto.TimeUs)
+			if o, ok := forced[pointID{s.File, p.Line}]; ok {
+				if flagged[key] == nil {
+					flagged[key] = map[float64][]collective.Algorithm{}
+				}
+				flagged[key][p.Bytes] = append(flagged[key][p.Bytes], o.Algo)
+			}
+			for _, a := range shown {
+				if a == auto.Algo {
+					continue
+				}
+				e, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Algo: a, Launch: s.Launch})
+				if err != nil || !(e.TimeUs > 0) {
+					continue
+				}
+				add(a, e.TimeUs)
+			}
+		}
+	}
+	var out []topology.AlgoRange
+	for _, key := range keys {
+		sizes := make([]float64, 0, len(losses[key]))
+		for b := range losses[key] {
+			sizes = append(sizes, b)
+		}
+		slices.Sort(sizes)
+		// The chosen algorithm at each size: where a row of that size is a
+		// mismatch, the algorithm with the lowest summed error over all the rows of
+		// that size (files that disagree there are weighed by their errors), among
+		// the model's own and those the mismatched rows show; elsewhere the model's.
+		chosen := make([]collective.Algorithm, len(sizes))
+		rows := make([]int, len(sizes))
+		for i, b := range sizes {
+			own := model[key][b]
+			best, bestLoss := own, math.Inf(1)
+			if c := losses[key][b][own]; c != nil {
+				bestLoss, rows[i] = c.loss, c.n
+			}
+			for _, a := range flagged[key][b] {
+				if c := losses[key][b][a]; a != own && c != nil && c.n == rows[i] && c.loss < bestLoss {
+					best, bestLoss = a, c.loss
+				}
+			}
+			chosen[i] = best
+		}
+		// Ranges: runs of consecutive sizes with the same choice, not the model's.
+		for i := 0; i < len(sizes); {
+			a := chosen[i]
+			if a == model[key][sizes[i]] {
+				i++
+				continue
+			}
+			j, n := i, 0
+			for j < len(sizes) && chosen[j] == a && a != model[key][sizes[j]] {
+				n += rows[j]
+				j++
+			}
+			if n < minChoiceRows {
+				i = j
+				continue
+			}
+			lo, hi := sizes[i], sizes[j-1]
+			below := 0.0 // the largest measured size below with another choice
+			if i > 0 {
+				below = sizes[i-1]
+			}
+			lo = extendDown(m, places[key], key.op, a, lo, below)
+			r := topology.AlgoRange{Op: key.op.String(), Nodes: key.nodes, GPUsPerNode: key.perNd, MinBytes: lo, Algo: a.String()}
+			switch {
+			case j < len(sizes):
+				r.MaxBytes = sizes[j]
+			case hi < treeTableTop:
+				r.MaxBytes = 2 * hi
+			}
+			out = append(out, r)
+			i = j
+		}
+	}
+	return out, nil
+}
+
+// latencyShare bounds the part of a call's time that does not depend on its size
+// for extendDown: below a tenth, the algorithms' different latencies move their
+// comparison by less than NCCL's own tree correction steps (0.1, tuning.cc).
+const latencyShare = 0.1
+
+// extendDown lowers a range's bottom lo (a size whose rows NCCL ran with
+// algorithm a) by halving, above the largest measured size below with another
+// choice, while both the model's own choice and a run Simple and their
+// size-independent part stays under latencyShare of their time: between Simple
+// algorithms whose latency does not matter NCCL's cost model compares bandwidths,
+// and its tree correction factor for Simple (tuning.cc treeCorrectionFactor,
+// 0.5–0.9 from 4 KiB to 512 MiB, 1 above) never favours the tree more at a
+// smaller size than at a larger one, so a ring NCCL picks over the tree at lo it
+// picks below lo too.
+func extendDown(m *collective.Model, pl *collective.Placement, op collective.Op, a collective.Algorithm, lo, below float64) float64 {
+	bandwidthBound := func(e collective.Estimate, err error) bool {
+		return err == nil && e.Protocol == collective.Simple && e.LatencyUs < latencyShare*e.TimeUs
+	}
+	for lo/2 > below && lo/2 >= 1 {
+		if !bandwidthBound(m.Estimate(pl, op, lo/2, collective.Options{})) || !bandwidthBound(m.Estimate(pl, op, lo/2, collective.Options{Algo: a})) {
+			break
+		}
+		lo /= 2
+	}
+	return lo
+}
+
+// withChoices returns spec with the measured ranges first (the first range that
+// covers a call wins, so they take precedence over ranges the base carried).
+func withChoices(spec topology.Spec, rs []topology.AlgoRange) topology.Spec {
+	if len(rs) == 0 {
+		return spec
+	}
+	s := spec
+	s.Algorithms = append(slices.Clone(rs), spec.Algorithms...)
+	return s
+}
+
+// FormatRange describes a measured range for reports: "allreduce on 2 nodes × 8
+// GPUs, 64 MiB and up: ring".
+func FormatRange(r topology.AlgoRange) string {
+	shape := "any group"
+	if r.Nodes > 0 {
+		shape = fmt.Sprintf("%d node(s)", r.Nodes)
+		if r.GPUsPerNode > 0 {
+			shape += fmt.Sprintf(" × %d GPUs", r.GPUsPerNode)
+		}
+	}
+	size := FormatBytes(r.MinBytes) + " and up"
+	if r.MaxBytes > 0 {
+		size = FormatBytes(r.MinBytes) + " to below " + FormatBytes(r.MaxBytes)
+	}
+	return fmt.Sprintf("%s on %s, %s: %s", r.Op, shape, size, r.Algo)
+}
