@@ -2,10 +2,16 @@ package calibrate_test
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // Each framework's step-time line, in the form its logger prints it, gives the step
@@ -52,4 +58,91 @@ func TestTrainingLogRefuses(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
 		}
 	}
+}
+
+// The torchtitan runs of pytorch/ao's float8 pre-training tutorial (testdata/trainlogs,
+// provenance in its README) are read as torchtitan logs: the step time is the
+// global batch's tokens over tps × GPUs, tps the median of the lines after the
+// first (warm-up) one — the values below are read off the files by hand.
+func TestTorchaoTutorialLogs(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		tps  float64 // median tps after step 1
+		n    int
+	}{
+		{"torchao-pretraining-bf16.log", (6321 + 6300) / 2.0, 4},           // 6,344 6,321 6,300 6,291
+		{"torchao-pretraining-fp8-rowwise.log", 7022, 3},                   // 7,034 7,022 7,014
+		{"torchao-pretraining-fp8-tensorwise.log", (7637 + 7643) / 2.0, 4}, // 7,503 7,663 7,643 7,637
+	} {
+		_, in := torchaoRuns(t)
+		var r calibrate.Run
+		for _, x := range in.Runs {
+			if x.File == tt.file {
+				r = x
+			}
+		}
+		want := 8 * 8192 / (tt.tps * 8) // global batch 8 × 8192 tokens over tps × 8 GPUs
+		if r.Framework != "torchtitan" || r.Steps != tt.n || math.Abs(r.StepS-want) > 1e-9*want {
+			t.Errorf("%s: %s, %v s over %d steps; want torchtitan, %v s over %d", tt.file, r.Framework, r.StepS, r.Steps, want, tt.n)
+		}
+	}
+}
+
+// Calibrating the compute scale on those runs moves the predicted step time toward
+// the measured one: in sample, and for each run with the scale fitted on the other
+// two (the leave-one-out rows of the report), with the scale inside its bounds.
+func TestTorchaoTutorialCalibrates(t *testing.T) {
+	spec, in := torchaoRuns(t)
+	rep, err := calibrate.Calibrate("dgx-h100", spec, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Fitted.ComputeScale; !(s > 0.5 && s < 1.15) {
+		t.Errorf("compute scale %.3f at or beyond its bounds (0.5, 1.15)", s)
+	}
+	for i, b := range rep.Before {
+		a, o := rep.After[i], rep.OutOfSample[i]
+		t.Logf("%s: measured %.3f s, catalog %.3f s (%+.1f %%), calibrated %.3f s (%+.1f %%), without this run %.3f s (%+.1f %%)",
+			b.File, b.MeasuredUs/1e6, b.PredictedUs/1e6, 100*b.RelErr(), a.PredictedUs/1e6, 100*a.RelErr(), o.PredictedUs/1e6, 100*o.RelErr())
+		if !(math.Abs(a.RelErr()) < math.Abs(b.RelErr())) || !(math.Abs(o.RelErr()) < math.Abs(b.RelErr())) {
+			t.Errorf("%s: |err| %.1f %% with the catalog, %.1f %% calibrated, %.1f %% held out: not closer", b.File, 100*math.Abs(b.RelErr()), 100*math.Abs(a.RelErr()), 100*math.Abs(o.RelErr()))
+		}
+	}
+}
+
+func torchaoRuns(t *testing.T) (topology.Spec, calibrate.Inputs) {
+	t.Helper()
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Nodes = 1
+	dir := filepath.Join("testdata", "trainlogs")
+	data, err := os.ReadFile(filepath.Join(dir, "layout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lays, err := calibrate.DecodeLayouts(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if len(files) != 3 {
+		t.Fatalf("%d logs in %s, want 3", len(files), dir)
+	}
+	var in calibrate.Inputs
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Read(filepath.Base(f), b, lays.For(f, calibrate.FileLayout{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return spec, in
 }
