@@ -60,12 +60,46 @@ func TestCalibrateCluster(t *testing.T) {
 	if len(resp.GetMismatches()) == 0 || !strings.Contains(resp.GetMismatches()[0], "ring") {
 		t.Errorf("mismatches: %v", resp.GetMismatches())
 	}
-	// The calibrated cluster prices a collective.
-	_, err = c.SimulateCollective(ctx, &pb.SimulateCollectiveRequest{
-		Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: resp.GetCluster()}},
-		Nodes:   2, GpusPerNode: 8, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30})
-	if err != nil {
-		t.Errorf("SimulateCollective on the calibrated cluster: %v", err)
+	// The calibrated cluster carries the algorithm NCCL ran (the ring, where the
+	// model's own cheapest on aws-p4d is the double tree) and prices a collective
+	// with it.
+	if len(resp.GetCluster().GetAlgorithms()) == 0 {
+		t.Fatalf("the calibrated cluster carries no measured algorithms")
+	}
+	sim := func(cl *pb.ClusterSpec) pb.Algorithm {
+		r, err := c.SimulateCollective(ctx, &pb.SimulateCollectiveRequest{Cluster: cl,
+			Nodes: 2, GpusPerNode: 8, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30})
+		if err != nil {
+			t.Fatalf("SimulateCollective: %v", err)
+		}
+		return r.GetChosen().GetAlgorithm()
+	}
+	base := sim(&pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "aws-p4d"}})
+	got := sim(&pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: resp.GetCluster()}})
+	if base == got || got != pb.Algorithm_ALGORITHM_RING {
+		t.Errorf("1 GiB all-reduce on 2 × 8: %s on aws-p4d, %s on the calibrated cluster; want the ring there", base, got)
+	}
+}
+
+// A definition's measured algorithms are checked by name, each error naming the
+// range's field in the request.
+func TestDefinitionAlgorithmsRefused(t *testing.T) {
+	c := client(t, DefaultLimits())
+	for _, tc := range []struct {
+		r     *pb.AlgoRange
+		field string
+	}{
+		{&pb.AlgoRange{Op: "allsum", Algo: "ring"}, "cluster.definition.algorithms[0].op"},
+		{&pb.AlgoRange{Op: "allgather", Algo: "dbtree"}, "cluster.definition.algorithms[0].algo"},
+		{&pb.AlgoRange{Op: "allreduce", Algo: "ring", MinBytes: 1 << 20, MaxBytes: 1024}, "cluster.definition.algorithms[0].max_bytes"},
+	} {
+		def := &pb.ClusterDefinition{Base: "aws-p4d", Algorithms: []*pb.AlgoRange{tc.r}}
+		_, err := c.SimulateCollective(context.Background(), &pb.SimulateCollectiveRequest{
+			Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: def}},
+			Nodes:   2, GpusPerNode: 8, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%v: got %v, want InvalidArgument naming %s", tc.r, err, tc.field)
+		}
 	}
 }
 

@@ -1,6 +1,12 @@
 package collective
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
 
 // measuredChoice is the algorithm the cluster file says the cluster's NCCL runs
 // for op at this size on a group of this shape (topology.AlgoRange, written by a
@@ -37,4 +43,28 @@ func RunsOp(a Algorithm, op Op) bool {
 		return false
 	}
 	return slices.Contains(algoOps[a], op)
+}
+
+// CheckRanges checks the names of measured algorithm ranges (their numbers are
+// checked by topology.Spec.Validate): a collective the model prices and an
+// algorithm that runs it, each error naming algorithms[i].op or .algo.
+func CheckRanges(rs []topology.AlgoRange) error {
+	c := invalid.Collector{}
+	for i, r := range rs {
+		op, err := ParseOp(r.Op)
+		if err != nil {
+			c.Add(fmt.Sprintf("algorithms[%d].op", i), "%v", err)
+			continue
+		}
+		a, err := ParseAlgorithm(r.Algo)
+		switch {
+		case err != nil:
+			c.Add(fmt.Sprintf("algorithms[%d].algo", i), "%v", err)
+		case a == Auto:
+			c.Add(fmt.Sprintf("algorithms[%d].algo", i), "must name an algorithm, not auto")
+		case !RunsOp(a, op):
+			c.Add(fmt.Sprintf("algorithms[%d].algo", i), "%s cannot run %s", a, op)
+		}
+	}
+	return c.Err()
 }

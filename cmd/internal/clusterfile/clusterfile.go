@@ -79,28 +79,8 @@ func Parse(data []byte, name string) (topology.Spec, error) {
 }
 
 // checkAlgorithms checks the names of the measured algorithm ranges
-// (topology.AlgoRange; their numbers are checked by the spec): a collective the
-// model prices and an algorithm that can run it.
-func checkAlgorithms(spec topology.Spec) error {
-	c := invalid.Collector{}
-	for i, r := range spec.Algorithms {
-		op, err := collective.ParseOp(r.Op)
-		if err != nil {
-			c.Add(fmt.Sprintf("algorithms[%d].op", i), "%v", err)
-			continue
-		}
-		a, err := collective.ParseAlgorithm(r.Algo)
-		switch {
-		case err != nil:
-			c.Add(fmt.Sprintf("algorithms[%d].algo", i), "%v", err)
-		case a == collective.Auto:
-			c.Add(fmt.Sprintf("algorithms[%d].algo", i), "must name an algorithm, not auto")
-		case !collective.RunsOp(a, op):
-			c.Add(fmt.Sprintf("algorithms[%d].algo", i), "%s cannot run %s", a, op)
-		}
-	}
-	return c.Err()
-}
+// (topology.AlgoRange; their numbers are checked by the spec).
+func checkAlgorithms(spec topology.Spec) error { return collective.CheckRanges(spec.Algorithms) }
 
 func isYAML(data []byte, name string) bool {
 	switch strings.ToLower(filepath.Ext(name)) {

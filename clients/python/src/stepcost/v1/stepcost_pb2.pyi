@@ -62,6 +62,22 @@ TRANSFER_KIND_MULTICAST: TransferKind
 TRANSFER_KIND_SWITCH_REDUCE: TransferKind
 TRANSFER_KIND_UNSPECIFIED: TransferKind
 
+class AlgoRange(_message.Message):
+    __slots__ = ["algo", "gpus_per_node", "max_bytes", "min_bytes", "nodes", "op"]
+    ALGO_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MIN_BYTES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    algo: str
+    gpus_per_node: int
+    max_bytes: float
+    min_bytes: float
+    nodes: int
+    op: str
+    def __init__(self, op: _Optional[str] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., min_bytes: _Optional[float] = ..., max_bytes: _Optional[float] = ..., algo: _Optional[str] = ...) -> None: ...
+
 class Architecture(_message.Message):
     __slots__ = ["ffn", "gated_mlp", "global_every", "head_dim", "heads", "hidden", "kv_heads", "layers", "mla", "moe", "name", "sliding_window", "tied_embeddings", "vocab"]
     FFN_FIELD_NUMBER: _ClassVar[int]
@@ -247,7 +263,8 @@ class CalibrationRun(_message.Message):
     def __init__(self, model: _Optional[str] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., tp: _Optional[int] = ..., pp: _Optional[int] = ..., cp: _Optional[int] = ..., ep: _Optional[int] = ..., dp: _Optional[int] = ..., zero: _Optional[int] = ..., micro_batch: _Optional[int] = ..., global_batch: _Optional[int] = ..., seq_len: _Optional[int] = ..., precision: _Optional[str] = ..., recompute: _Optional[str] = ..., sp: bool = ..., schedule: _Optional[str] = ..., vpp: _Optional[int] = ..., framework: _Optional[str] = ...) -> None: ...
 
 class ClusterDefinition(_message.Message):
-    __slots__ = ["base", "description", "gpu", "gpu_name", "gpus_per_node", "host", "intra", "name", "network", "nics"]
+    __slots__ = ["algorithms", "base", "description", "gpu", "gpu_name", "gpus_per_node", "host", "intra", "name", "network", "nics"]
+    ALGORITHMS_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
@@ -258,6 +275,7 @@ class ClusterDefinition(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     NICS_FIELD_NUMBER: _ClassVar[int]
+    algorithms: _containers.RepeatedCompositeFieldContainer[AlgoRange]
     base: str
     description: str
     gpu: GPU
@@ -268,7 +286,7 @@ class ClusterDefinition(_message.Message):
     name: str
     network: Network
     nics: NICs
-    def __init__(self, name: _Optional[str] = ..., base: _Optional[str] = ..., gpu: _Optional[_Union[GPU, _Mapping]] = ..., gpu_name: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., intra: _Optional[_Union[IntraNode, _Mapping]] = ..., nics: _Optional[_Union[NICs, _Mapping]] = ..., network: _Optional[_Union[Network, _Mapping]] = ..., description: _Optional[str] = ..., host: _Optional[_Union[Host, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., base: _Optional[str] = ..., gpu: _Optional[_Union[GPU, _Mapping]] = ..., gpu_name: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., intra: _Optional[_Union[IntraNode, _Mapping]] = ..., nics: _Optional[_Union[NICs, _Mapping]] = ..., network: _Optional[_Union[Network, _Mapping]] = ..., description: _Optional[str] = ..., host: _Optional[_Union[Host, _Mapping]] = ..., algorithms: _Optional[_Iterable[_Union[AlgoRange, _Mapping]]] = ...) -> None: ...
 
 class ClusterSpec(_message.Message):
     __slots__ = ["definition", "free_gpus", "name", "nodes"]
