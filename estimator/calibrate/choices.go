@@ -67,7 +67,7 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 		}
 	}
 	for _, s := range sweeps {
-		if s.Algo != collective.Auto {
+		if s.Algo != collective.Auto || s.ForceProtocol {
 			continue
 		}
 		key := shapeKey{s.Op, s.Nodes, s.GPUsPerNode}

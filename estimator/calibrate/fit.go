@@ -143,7 +143,7 @@ func priceSweeps(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID
 		for _, p := range s.Points {
 			opt, ok := forced[pointID{s.File, p.Line}]
 			if !ok {
-				opt = collective.Options{Launch: s.Launch, Algo: s.Algo}
+				opt = collective.Options{Launch: s.Launch, Algo: s.Algo, ForceProtocol: s.ForceProtocol, Protocol: s.Protocol}
 			}
 			e, err := m.Estimate(pl, s.Op, p.Bytes, opt)
 			if err != nil {
@@ -224,8 +224,8 @@ func matchChoices(spec topology.Spec, k Knobs, sweeps []Sweep) (map[pointID]coll
 	var out []Mismatch
 	built := map[[2]int]*topology.Cluster{}
 	for _, s := range sweeps {
-		if s.Algo != collective.Auto {
-			continue // the run forced its algorithm: nothing to question
+		if s.Algo != collective.Auto || s.ForceProtocol {
+			continue // the run forced its algorithm or protocol: nothing to question
 		}
 		pl, err := placeSweep(spec, k, s, built)
 		if err != nil {

@@ -72,10 +72,17 @@ func (ls Layouts) For(file string, def FileLayout) FileLayout {
 	return fl
 }
 
-// Read reads one input file, nccl-tests output or a training log, by its content,
+// Read reads one input file, nccl-tests output, measurement rows (JSON lines in
+// the nccl-measurement schema, MeasurementRow) or a training log, by its content,
 // and adds it to the inputs. Content that is neither is an error naming the file.
 func (in *Inputs) Read(name string, data []byte, fl FileLayout) error {
 	switch {
+	case IsMeasurementRows(data):
+		s, err := ParseMeasurementRows(name, data, Layout{Nodes: fl.Nodes, GPUsPerNode: fl.GPUsPerNode, Op: fl.Op, Launch: fl.Launch, Algo: fl.Algo})
+		if err != nil {
+			return err
+		}
+		in.Sweeps = append(in.Sweeps, s)
 	case IsNCCLTests(data):
 		s, err := ParseNCCLTests(name, data, Layout{Nodes: fl.Nodes, GPUsPerNode: fl.GPUsPerNode, Op: fl.Op, Launch: fl.Launch, Algo: fl.Algo})
 		if err != nil {
@@ -89,7 +96,7 @@ func (in *Inputs) Read(name string, data []byte, fl FileLayout) error {
 		}
 		in.Runs = append(in.Runs, r)
 	default:
-		return fileErr(name, 0, "neither nccl-tests output (no nThread header, no algbw/busbw table) nor a training log stepcost reads (no Megatron-LM, NeMo, torchtitan, Composer or DeepSpeed step-time line)")
+		return fileErr(name, 0, "neither nccl-tests output (no nThread header, no algbw/busbw table), nor measurement rows (JSON lines), nor a training log stepcost reads (no Megatron-LM, NeMo, torchtitan, Composer or DeepSpeed step-time line)")
 	}
 	return nil
 }

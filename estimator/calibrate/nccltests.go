@@ -52,6 +52,10 @@ type Sweep struct {
 	// Algo is the algorithm the run forced with NCCL_ALGO (from the layout);
 	// Auto when NCCL chose.
 	Algo collective.Algorithm
+	// Protocol is the protocol the run forced with NCCL_PROTO, when ForceProtocol
+	// (a measurement table's protocol field).
+	Protocol      collective.Protocol
+	ForceProtocol bool
 	// FromHeader says Nodes and GPUsPerNode were read from the header's device lines.
 	FromHeader bool
 	Points     []Point
