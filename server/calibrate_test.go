@@ -184,3 +184,42 @@ func TestCalibrateClusterREST(t *testing.T) {
 		}
 	}
 }
+
+// Measurement rows (JSON lines) are an input like nccl-tests output: the p5 EFA
+// rows move the NIC latency above the catalog's, and a row whose busbw contradicts
+// its size and time is InvalidArgument naming the file, line and field.
+func TestCalibrateClusterRows(t *testing.T) {
+	c := client(t, DefaultLimits())
+	ctx := context.Background()
+	b, err := os.ReadFile("../estimator/calibrate/testdata/rows/p5-efa/awsk8s585-p5-2n-allreduce.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "aws-p5"}}
+	resp, err := c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base,
+		Inputs: []*pb.CalibrationInput{{Name: "p5.jsonl", Content: string(b)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	for _, k := range resp.GetConstants() {
+		if k.GetField() == "nics.latency_us" && k.GetFitted() > k.GetBase() {
+			moved = true
+		}
+	}
+	if !moved {
+		t.Errorf("the p5 rows (69 µs at 16–128 B, the catalog 57 µs) do not raise the NIC latency: %v", resp.GetConstants())
+	}
+	lines := strings.Split(string(b), "\n")
+	edited := strings.Replace(lines[2], `"busbw_GBps": 0.0017`, `"busbw_GBps": 0.5`, 1)
+	if edited == lines[2] {
+		t.Fatal("line 3 of the p5 rows has no busbw 0.0017")
+	}
+	lines[2] = edited
+	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base,
+		Inputs: []*pb.CalibrationInput{{Name: "p5.jsonl", Content: strings.Join(lines, "\n")}}})
+	violationOf(t, err, codes.InvalidArgument, "inputs[0].content")
+	if !strings.Contains(status.Convert(err).Message(), "p5.jsonl:3: busbw_GBps") {
+		t.Errorf("the error does not name the file, line and field: %v", err)
+	}
+}

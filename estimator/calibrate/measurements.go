@@ -268,7 +268,7 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 	s.Op, _ = collective.ParseOp(first.op)
 	s.Nodes, s.GPUsPerNode = first.nodes, first.gpn
 	s.Ranks = s.Nodes * s.GPUsPerNode
-	s.FromHeader = true
+	s.FromRows = true
 	for b, op := range benchOps {
 		if op == s.Op {
 			s.Bench = b

@@ -58,7 +58,10 @@ type Sweep struct {
 	ForceProtocol bool
 	// FromHeader says Nodes and GPUsPerNode were read from the header's device lines.
 	FromHeader bool
-	Points     []Point
+	// FromRows says the sweep was read from measurement rows (JSON lines), whose
+	// fields state the nodes and GPUs per node.
+	FromRows bool
+	Points   []Point
 	// Notes are things the reader noticed and set aside (outlier rows, a missing
 	// closing summary).
 	Notes []string

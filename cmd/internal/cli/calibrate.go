@@ -151,7 +151,10 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 	fmt.Fprintf(w, "Calibration of %s on %d file(s)\n\n", r.Base, len(r.Files))
 	for _, s := range in.Sweeps {
 		src := "from the header"
-		if !s.FromHeader {
+		switch {
+		case s.FromRows:
+			src = "from the rows"
+		case !s.FromHeader:
 			src = "as given"
 		}
 		fmt.Fprintf(w, "  %s: %s (nodes %s)\n", s.File, s.Describe(), src)

@@ -61,3 +61,27 @@ func TestCalibrateWritesLoadableClusterFile(t *testing.T) {
 		t.Errorf("truncated input: exit %d, %q", code, stderr.String())
 	}
 }
+
+// calibrate reads measurement rows (JSON lines) with nothing more to say about
+// them: the run is in the rows.
+func TestCalibrateMeasurementRows(t *testing.T) {
+	dir := t.TempDir()
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) != 3 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	out := filepath.Join(dir, "calibrated.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), append([]string{"calibrate", "--cluster", "dgx-h100", "--out", out}, files...), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"ncclt309-gjaion-8n.jsonl", "ncclt309-gjaion-2n-ring.jsonl", "all inputs", "wrote " + out} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if _, err := clusterfile.Load(out); err != nil {
+		t.Fatal(err)
+	}
+}
