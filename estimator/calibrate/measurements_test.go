@@ -116,3 +116,22 @@ func TestMeasurementRowsRefuse(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseMeasurementRows(f *testing.F) {
+	for _, p := range []string{"testdata/rows/p5-efa/awsk8s585-p5-2n-allreduce.jsonl", "testdata/rows/h100-ib-8n/ncclt309-gjaion-2n-ring.jsonl"} {
+		f.Add(read(f, p))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := calibrate.ParseMeasurementRows("fuzz", data, calibrate.Layout{})
+		if err == nil {
+			if s.Nodes < 1 || s.GPUsPerNode < 1 || len(s.Points) == 0 {
+				t.Fatalf("accepted a run without nodes, GPUs or rows: %+v", s)
+			}
+			for _, p := range s.Points {
+				if !(p.Bytes > 0 && p.TimeUs > 0) || math.IsInf(p.TimeUs, 0) {
+					t.Fatalf("accepted a point without size or time: %+v", p)
+				}
+			}
+		}
+	})
+}

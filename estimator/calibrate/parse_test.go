@@ -10,7 +10,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/collective"
 )
 
-func read(t *testing.T, path string) []byte {
+func read(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
