@@ -42,7 +42,7 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	files := fs.Args()
 	if len(files) == 0 {
-		fmt.Fprintln(stderr, "give the nccl-tests output files and training logs to calibrate on")
+		fmt.Fprintln(stderr, "give the nccl-tests output files, measurement rows (JSON lines) and training logs to calibrate on")
 		fs.Usage()
 		return errUsage
 	}
