@@ -5951,7 +5951,9 @@ type CalibrationInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The file's name: used in errors and the report, unique within the request.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// The file's content: nccl-tests output (header included) or a training log.
+	// The file's content: nccl-tests output (header included), measurement rows
+	// (JSON lines in the nccl-measurement schema, one run per file; docs/calibrate.md)
+	// or a training log.
 	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
 	// Nodes of an nccl-tests output without device lines.
 	Nodes int32 `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
