@@ -92,6 +92,8 @@ func TestDefinitionAlgorithmsRefused(t *testing.T) {
 		{&pb.AlgoRange{Op: "allsum", Algo: "ring"}, "cluster.definition.algorithms[0].op"},
 		{&pb.AlgoRange{Op: "allgather", Algo: "dbtree"}, "cluster.definition.algorithms[0].algo"},
 		{&pb.AlgoRange{Op: "allreduce", Algo: "ring", MinBytes: 1 << 20, MaxBytes: 1024}, "cluster.definition.algorithms[0].max_bytes"},
+		{&pb.AlgoRange{Op: "allreduce", Algo: "ring", MinNodes: 8, MaxNodes: 4}, "cluster.definition.algorithms[0].max_nodes"},
+		{&pb.AlgoRange{Op: "allreduce", Algo: "ring", Nodes: 4, MinNodes: 3}, "cluster.definition.algorithms[0].nodes"},
 	} {
 		def := &pb.ClusterDefinition{Base: "aws-p4d", Algorithms: []*pb.AlgoRange{tc.r}}
 		_, err := c.SimulateCollective(context.Background(), &pb.SimulateCollectiveRequest{

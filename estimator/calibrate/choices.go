@@ -29,6 +29,31 @@ const minChoiceRows = 2
 // algorithm it picks at 1 GiB it picks at every larger size.
 const treeTableTop = 1 << 30
 
+// sameBandwidthFrom is the fewest nodes from which NCCL's cost model prices
+// every algorithm's bandwidth alike whatever the node count (tuning.cc: ring and
+// tree take bwIntra on up to two nodes and bwInter beyond; the NVLS tree bwInter,
+// halved beyond two nodes). Above treeTableTop, where no size-dependent
+// correction is left and latency is a small part of the time, NCCL's choice
+// among Simple algorithms is then a comparison of bandwidths that do not depend
+// on the node count, so the choice the rows show on one node count of three or
+// more is the one NCCL makes on every other: a range fitted there covers all
+// node counts from sameBandwidthFrom up (topology.AlgoRange.MinNodes).
+const sameBandwidthFrom = 3
+
+// tailKey is a collective on groups of perNd ranks per node on sameBandwidthFrom
+// nodes or more, at sizes of treeTableTop and up: the rows of every node count
+// decide the one choice there together.
+type tailKey struct {
+	op    collective.Op
+	perNd int
+}
+
+// inTail says whether a row of bytes on nodes nodes is decided with the others of
+// its tailKey.
+func inTail(nodes int, bytes float64) bool {
+	return nodes >= sameBandwidthFrom && bytes >= treeTableTop
+}
+
 // shapeKey is a collective on one group shape.
 type shapeKey struct {
 	op           collective.Op
@@ -56,38 +81,88 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 	// flagged: per shape and size, the algorithms the mismatched rows of that size show.
 	flagged := map[shapeKey]map[float64][]collective.Algorithm{}
 	var keys []shapeKey
-	// The algorithms the rows of each shape show, priced on every row of it.
+	// The algorithms the rows of each shape show, priced on every row of it; and
+	// those the rows of each tail show, priced on every row of the tail.
 	shownBy := map[shapeKey][]collective.Algorithm{}
+	tailShown := map[tailKey][]collective.Algorithm{}
 	for _, s := range sweeps {
 		key := shapeKey{s.Op, s.Nodes, s.GPUsPerNode}
 		for _, p := range s.Points {
-			if o, ok := forced[pointID{s.File, p.Line}]; ok && s.Algo == collective.Auto && !slices.Contains(shownBy[key], o.Algo) {
+			o, ok := forced[pointID{s.File, p.Line}]
+			if !ok || s.Algo != collective.Auto {
+				continue
+			}
+			if !slices.Contains(shownBy[key], o.Algo) {
 				shownBy[key] = append(shownBy[key], o.Algo)
+			}
+			if tk := (tailKey{s.Op, s.GPUsPerNode}); inTail(s.Nodes, p.Bytes) && !slices.Contains(tailShown[tk], o.Algo) {
+				tailShown[tk] = append(tailShown[tk], o.Algo)
 			}
 		}
 	}
+	// per tail: per algorithm (collective.Auto: the model's own choice on each
+	// row), the summed |ln error| of its rows.
+	tailLoss := map[tailKey]map[collective.Algorithm]*cand{}
+	tailRows := map[tailKey]int{}
+	var tails []tailKey
 	for _, s := range sweeps {
 		if s.Algo != collective.Auto || s.ForceProtocol {
 			continue
 		}
 		key := shapeKey{s.Op, s.Nodes, s.GPUsPerNode}
+		tk := tailKey{s.Op, s.GPUsPerNode}
 		shown := shownBy[key]
-		if len(shown) == 0 {
+		if len(shown) == 0 && len(tailShown[tk]) == 0 {
 			continue
 		}
 		pl, err := placeSweep(spec, k, s, built)
 		if err != nil {
 			return nil, err
 		}
-		if losses[key] == nil {
-			losses[key], model[key] = map[float64]map[collective.Algorithm]*cand{}, map[float64]collective.Algorithm{}
-			places[key] = pl
-			keys = append(keys, key)
-		}
 		for _, p := range s.Points {
 			auto, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
 			if err != nil {
 				return nil, fileErr(s.File, p.Line, "%v", err)
+			}
+			if inTail(s.Nodes, p.Bytes) {
+				if len(tailShown[tk]) == 0 {
+					continue
+				}
+				if tailLoss[tk] == nil {
+					tailLoss[tk] = map[collective.Algorithm]*cand{}
+					tails = append(tails, tk)
+				}
+				add := func(a collective.Algorithm, us float64) {
+					c := tailLoss[tk][a]
+					if c == nil {
+						c = &cand{}
+						tailLoss[tk][a] = c
+					}
+					c.loss += math.Abs(math.Log(us / p.TimeUs))
+					c.n++
+				}
+				tailRows[tk]++
+				add(collective.Auto, auto.TimeUs)
+				for _, a := range tailShown[tk] {
+					if a == auto.Algo {
+						add(a, auto.TimeUs)
+						continue
+					}
+					e, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Algo: a, Launch: s.Launch})
+					if err != nil || !(e.TimeUs > 0) {
+						continue
+					}
+					add(a, e.TimeUs)
+				}
+				continue
+			}
+			if len(shown) == 0 {
+				continue
+			}
+			if losses[key] == nil {
+				losses[key], model[key] = map[float64]map[collective.Algorithm]*cand{}, map[float64]collective.Algorithm{}
+				places[key] = pl
+				keys = append(keys, key)
 			}
 			model[key][p.Bytes] = auto.Algo
 			if losses[key][p.Bytes] == nil {
@@ -173,12 +248,29 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 			switch {
 			case j < len(sizes):
 				r.MaxBytes = sizes[j]
+			case key.nodes >= sameBandwidthFrom:
+				r.MaxBytes = min(2*hi, treeTableTop) // the tail decides from there
 			case hi < treeTableTop:
 				r.MaxBytes = 2 * hi
 			}
 			out = append(out, r)
 			i = j
 		}
+	}
+	// The tails: the algorithm the rows show that prices all of the tail's rows,
+	// every node count together, better than the model's own choices.
+	for _, tk := range tails {
+		n := tailRows[tk]
+		best, bestLoss := collective.Auto, tailLoss[tk][collective.Auto].loss
+		for _, a := range tailShown[tk] {
+			if c := tailLoss[tk][a]; c != nil && c.n == n && c.loss < bestLoss {
+				best, bestLoss = a, c.loss
+			}
+		}
+		if best == collective.Auto || n < minChoiceRows {
+			continue
+		}
+		out = append(out, topology.AlgoRange{Op: tk.op.String(), MinNodes: sameBandwidthFrom, GPUsPerNode: tk.perNd, MinBytes: treeTableTop, Algo: best.String()})
 	}
 	return out, nil
 }
@@ -225,11 +317,21 @@ func withChoices(spec topology.Spec, rs []topology.AlgoRange) topology.Spec {
 // GPUs, 64 MiB and up: ring".
 func FormatRange(r topology.AlgoRange) string {
 	shape := "any group"
-	if r.Nodes > 0 {
+	switch {
+	case r.Nodes > 0:
 		shape = fmt.Sprintf("%d node(s)", r.Nodes)
-		if r.GPUsPerNode > 0 {
-			shape += fmt.Sprintf(" × %d GPUs", r.GPUsPerNode)
+	case r.MinNodes > 0 && r.MaxNodes > 0:
+		shape = fmt.Sprintf("%d–%d nodes", r.MinNodes, r.MaxNodes)
+	case r.MinNodes > 0:
+		shape = fmt.Sprintf("%d nodes or more", r.MinNodes)
+	case r.MaxNodes > 0:
+		shape = fmt.Sprintf("up to %d nodes", r.MaxNodes)
+	}
+	if r.GPUsPerNode > 0 {
+		if shape == "any group" {
+			shape = "any nodes"
 		}
+		shape += fmt.Sprintf(" × %d GPUs", r.GPUsPerNode)
 	}
 	size := FormatBytes(r.MinBytes) + " and up"
 	if r.MaxBytes > 0 {

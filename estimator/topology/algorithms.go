@@ -24,6 +24,15 @@ type AlgoRange struct {
 	// GPUsPerNode its ranks in each; 0 matches any.
 	Nodes       int `json:"nodes,omitempty"`
 	GPUsPerNode int `json:"gpus_per_node,omitempty"`
+	// MinNodes and MaxNodes (both inclusive; MaxNodes 0 is no upper bound) give
+	// a range of node counts instead of one (Nodes must then be 0): NCCL's cost
+	// model prices every algorithm's bandwidth alike on any number of nodes
+	// above two (tuning.cc: bwIntra for nNodes <= 2, bwInter beyond, the NVLS
+	// tree's bwInter halved beyond two), so where the size-dependent parts of
+	// its comparison no longer matter the choice it makes on 8 nodes it makes
+	// on 3 or 64 as well.
+	MinNodes int `json:"min_nodes,omitempty"`
+	MaxNodes int `json:"max_nodes,omitempty"`
 	// MinBytes (inclusive) and MaxBytes (exclusive) bound the message size in
 	// nccl-tests' convention; MaxBytes 0 is no upper bound.
 	MinBytes float64 `json:"min_bytes,omitempty"`
@@ -34,7 +43,8 @@ type AlgoRange struct {
 // Covers says whether the range applies to a message of bytes on a group
 // spanning nodes nodes with perNode ranks on each.
 func (r AlgoRange) Covers(nodes, perNode int, bytes float64) bool {
-	return (r.Nodes == 0 || r.Nodes == nodes) && (r.GPUsPerNode == 0 || r.GPUsPerNode == perNode) &&
+	return (r.Nodes == 0 || r.Nodes == nodes) && nodes >= r.MinNodes && (r.MaxNodes == 0 || nodes <= r.MaxNodes) &&
+		(r.GPUsPerNode == 0 || r.GPUsPerNode == perNode) &&
 		bytes >= r.MinBytes && (r.MaxBytes == 0 || bytes < r.MaxBytes)
 }
 
@@ -62,6 +72,14 @@ func validateAlgorithms(c *invalid.Collector, s Spec) {
 		}
 		if r.Nodes < 0 || r.Nodes > MaxNodes {
 			c.Add(f("nodes"), "must be between 0 (any) and %d (got %d)", MaxNodes, r.Nodes)
+		}
+		if r.MinNodes < 0 || r.MinNodes > MaxNodes {
+			c.Add(f("min_nodes"), "must be between 0 (no lower bound) and %d (got %d)", MaxNodes, r.MinNodes)
+		} else if r.MaxNodes != 0 && (r.MaxNodes < max(1, r.MinNodes) || r.MaxNodes > MaxNodes) {
+			c.Add(f("max_nodes"), "must be 0 (no upper bound) or between min_nodes (%d) and %d (got %d)", r.MinNodes, MaxNodes, r.MaxNodes)
+		}
+		if r.Nodes != 0 && (r.MinNodes != 0 || r.MaxNodes != 0) {
+			c.Add(f("nodes"), "names one node count; min_nodes and max_nodes a range: give one or the other (got nodes %d, min_nodes %d, max_nodes %d)", r.Nodes, r.MinNodes, r.MaxNodes)
 		}
 		if r.GPUsPerNode < 0 || r.GPUsPerNode > s.GPUsPerNode*max(1, s.Intra.DomainNodes) {
 			c.Add(f("gpus_per_node"), "must be between 0 (any) and the GPUs of a node or NVLink domain (got %d)", r.GPUsPerNode)

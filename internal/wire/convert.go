@@ -175,6 +175,7 @@ func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 		s.Algorithms = make([]topology.AlgoRange, len(rs))
 		for i, r := range rs {
 			s.Algorithms[i] = topology.AlgoRange{Op: r.GetOp(), Nodes: int(r.GetNodes()), GPUsPerNode: int(r.GetGpusPerNode()),
+				MinNodes: int(r.GetMinNodes()), MaxNodes: int(r.GetMaxNodes()),
 				MinBytes: r.GetMinBytes(), MaxBytes: r.GetMaxBytes(), Algo: r.GetAlgo()}
 		}
 		if err := collective.CheckRanges(s.Algorithms); err != nil {
@@ -258,7 +259,8 @@ func algoRangesToProto(rs []topology.AlgoRange) []*pb.AlgoRange {
 	}
 	out := make([]*pb.AlgoRange, len(rs))
 	for i, r := range rs {
-		out[i] = &pb.AlgoRange{Op: r.Op, Nodes: int32(r.Nodes), GpusPerNode: int32(r.GPUsPerNode), MinBytes: r.MinBytes, MaxBytes: r.MaxBytes, Algo: r.Algo}
+		out[i] = &pb.AlgoRange{Op: r.Op, Nodes: int32(r.Nodes), GpusPerNode: int32(r.GPUsPerNode), MinNodes: int32(r.MinNodes), MaxNodes: int32(r.MaxNodes),
+			MinBytes: r.MinBytes, MaxBytes: r.MaxBytes, Algo: r.Algo}
 	}
 	return out
 }

@@ -132,6 +132,9 @@ func TestParseErrors(t *testing.T) {
 		{"algorithms missing algo", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce}]\n", "algorithms[0].algo", "must name an algorithm"},
 		{"algorithms empty range", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_bytes: 1048576, max_bytes: 1024}]\n", "algorithms[0].max_bytes", "above min_bytes"},
 		{"algorithms negative size", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_bytes: -1}]\n", "algorithms[0].min_bytes", "between 0"},
+		{"algorithms negative min_nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_nodes: -3}]\n", "algorithms[0].min_nodes", "between 0"},
+		{"algorithms max_nodes below min_nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_nodes: 8, max_nodes: 4}]\n", "algorithms[0].max_nodes", "between min_nodes"},
+		{"algorithms nodes and a node range", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, nodes: 4, min_nodes: 3}]\n", "algorithms[0].nodes", "one or the other"},
 		{"algorithms negative nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, nodes: -2}]\n", "algorithms[0].nodes", "between 0"},
 		{"algorithms too many GPUs", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, gpus_per_node: 9}]\n", "algorithms[0].gpus_per_node", "GPUs of a node"},
 	}

@@ -1707,7 +1707,11 @@ type AlgoRange struct {
 	// End of the range (exclusive), bytes; 0: no upper bound.
 	MaxBytes float64 `protobuf:"fixed64,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	// The algorithm NCCL runs there: ring, dbtree, nvls, nvlstree, pat, ...
-	Algo          string `protobuf:"bytes,6,opt,name=algo,proto3" json:"algo,omitempty"`
+	Algo string `protobuf:"bytes,6,opt,name=algo,proto3" json:"algo,omitempty"`
+	// A range of node counts instead of one (nodes must then be 0): fewest nodes
+	// (inclusive; 0: no lower bound) and most (inclusive; 0: no upper bound).
+	MinNodes      int32 `protobuf:"varint,7,opt,name=min_nodes,json=minNodes,proto3" json:"min_nodes,omitempty"`
+	MaxNodes      int32 `protobuf:"varint,8,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1782,6 +1786,20 @@ func (x *AlgoRange) GetAlgo() string {
 		return x.Algo
 	}
 	return ""
+}
+
+func (x *AlgoRange) GetMinNodes() int32 {
+	if x != nil {
+		return x.MinNodes
+	}
+	return 0
+}
+
+func (x *AlgoRange) GetMaxNodes() int32 {
+	if x != nil {
+		return x.MaxNodes
+	}
+	return 0
 }
 
 // NodeFreeGPUs lists the free GPUs of one node.
@@ -6555,14 +6573,16 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\v2\x11.stepcost.v1.HostR\x04host\x126\n" +
 	"\n" +
 	"algorithms\x18\v \x03(\v2\x16.stepcost.v1.AlgoRangeR\n" +
-	"algorithms\"\xa3\x01\n" +
+	"algorithms\"\xdd\x01\n" +
 	"\tAlgoRange\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\"\n" +
 	"\rgpus_per_node\x18\x03 \x01(\x05R\vgpusPerNode\x12\x1b\n" +
 	"\tmin_bytes\x18\x04 \x01(\x01R\bminBytes\x12\x1b\n" +
 	"\tmax_bytes\x18\x05 \x01(\x01R\bmaxBytes\x12\x12\n" +
-	"\x04algo\x18\x06 \x01(\tR\x04algo\"6\n" +
+	"\x04algo\x18\x06 \x01(\tR\x04algo\x12\x1b\n" +
+	"\tmin_nodes\x18\a \x01(\x05R\bminNodes\x12\x1b\n" +
+	"\tmax_nodes\x18\b \x01(\x05R\bmaxNodes\"6\n" +
 	"\fNodeFreeGPUs\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x12\n" +
 	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xbd\x01\n" +

@@ -63,20 +63,24 @@ TRANSFER_KIND_SWITCH_REDUCE: TransferKind
 TRANSFER_KIND_UNSPECIFIED: TransferKind
 
 class AlgoRange(_message.Message):
-    __slots__ = ["algo", "gpus_per_node", "max_bytes", "min_bytes", "nodes", "op"]
+    __slots__ = ["algo", "gpus_per_node", "max_bytes", "max_nodes", "min_bytes", "min_nodes", "nodes", "op"]
     ALGO_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_NODES_FIELD_NUMBER: _ClassVar[int]
     MIN_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MIN_NODES_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     OP_FIELD_NUMBER: _ClassVar[int]
     algo: str
     gpus_per_node: int
     max_bytes: float
+    max_nodes: int
     min_bytes: float
+    min_nodes: int
     nodes: int
     op: str
-    def __init__(self, op: _Optional[str] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., min_bytes: _Optional[float] = ..., max_bytes: _Optional[float] = ..., algo: _Optional[str] = ...) -> None: ...
+    def __init__(self, op: _Optional[str] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., min_bytes: _Optional[float] = ..., max_bytes: _Optional[float] = ..., algo: _Optional[str] = ..., min_nodes: _Optional[int] = ..., max_nodes: _Optional[int] = ...) -> None: ...
 
 class Architecture(_message.Message):
     __slots__ = ["ffn", "gated_mlp", "global_every", "head_dim", "heads", "hidden", "kv_heads", "layers", "mla", "moe", "name", "sliding_window", "tied_embeddings", "vocab"]
