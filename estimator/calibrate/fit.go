@@ -336,22 +336,39 @@ func (in Inputs) only(file string) Inputs {
 }
 
 // determined lists the knobs the inputs constrain: scale-up constants need sweeps
-// of several GPUs inside one node, network constants sweeps across nodes; efficiencies
+// of several GPUs inside one node (or, the efficiency, at least minBoundRows large
+// multi-node rows whose priced time it sets, boundBy), network constants sweeps
+// across nodes; efficiencies
 // need messages of 64 MiB or more (where bandwidth, not latency, sets the time),
 // latencies messages under 1 MiB; the compute scale needs training runs.
-func determined(spec topology.Spec, in Inputs) []Knob {
+func determined(spec topology.Spec, in Inputs, forced map[pointID]collective.Options) []Knob {
 	has := map[string]bool{}
+	bound := map[string]int{}
 	for _, s := range in.Sweeps {
 		for _, p := range s.Points {
-			// Scale-up constants only from single-node sweeps: across nodes the NICs
-			// set the time, and a fit of NVLink constants there would absorb whatever
-			// the network model lacks.
+			// Scale-up constants from single-node sweeps; across nodes the NICs
+			// set the time of most rows, and a fit of NVLink constants on those
+			// would absorb whatever the network model lacks.
 			if s.GPUsPerNode > 1 && s.Nodes == 1 {
 				has["intra/"+bandOf(p.Bytes)] = true
+			}
+			// Across nodes, the scale-up efficiency from the large rows it sets
+			// (NVLink SHARP's NVLS tree on two nodes).
+			if s.GPUsPerNode > 1 && s.Nodes > 1 && bandOf(p.Bytes) == BandLarge {
+				if intra, _ := boundBy(spec, Start(spec), s, p, forced); intra {
+					bound["intra"]++
+				}
 			}
 			if s.Nodes > 1 && spec.NICs.PerNode > 0 && spec.Intra.DomainNodes < s.Nodes {
 				has["net/"+bandOf(p.Bytes)] = true
 			}
+		}
+	}
+	// A multi-node efficiency from the large rows whose priced time it sets: two
+	// rows or more (one may be a stall).
+	for class, n := range bound {
+		if n >= minBoundRows {
+			has[class+"/"+BandLarge] = true
 		}
 	}
 	var out []Knob
@@ -368,6 +385,48 @@ func determined(spec topology.Spec, in Inputs) []Knob {
 		}
 	}
 	return out
+}
+
+// boundShare: a row whose priced time moves by at least this share of a change
+// of an efficiency is set by that efficiency.
+const boundShare = 0.5
+
+// minBoundRows is the fewest large multi-node rows an efficiency must set for
+// them to determine it.
+const minBoundRows = 2
+
+// boundBy says which efficiencies set the priced time of row p of multi-node
+// sweep s, with knobs k and the algorithm it is fitted with (the
+// model's own, the sweep's NCCL_ALGO, or the one a mismatched row shows): the scale-up efficiency, the NIC efficiency, either or both. A
+// 2-node all-reduce that NCCL runs as a ring or tree is set by its NICs; as
+// NVLink SHARP's NVLS tree it is set by the in-switch reduction, and the NICs
+// barely matter. An efficiency is fitted only from rows it sets: a row it does
+// not set cannot tell its value, and a fit would absorb into it whatever else
+// the model lacks at those sizes (a protocol's constants at 8–32 MiB).
+func boundBy(spec topology.Spec, k Knobs, s Sweep, p Point, forced map[pointID]collective.Options) (intra, nic bool) {
+	m := collective.NewModel(collective.Default())
+	opt, ok := forced[pointID{s.File, p.Line}]
+	if !ok {
+		opt = collective.Options{Launch: s.Launch, Algo: s.Algo, ForceProtocol: s.ForceProtocol, Protocol: s.Protocol}
+	}
+	price := func(k Knobs) float64 {
+		pl, err := placeSweep(spec, k, s, map[[2]int]*topology.Cluster{})
+		if err != nil {
+			return math.NaN()
+		}
+		e, err := m.Estimate(pl, s.Op, p.Bytes, opt)
+		if err != nil {
+			return math.NaN()
+		}
+		return e.TimeUs
+	}
+	const step = 0.9
+	base := price(k)
+	ki, kn := k, k
+	ki.IntraEfficiency *= step
+	kn.NICEfficiency *= step
+	full := 1/step - 1
+	return price(ki)/base-1 >= boundShare*full, price(kn)/base-1 >= boundShare*full
 }
 
 // Size bands of the report.
@@ -498,7 +557,86 @@ type fitted struct {
 // over the largest set of constants that worsens no group, and the declined
 // ones keep the base's value.
 func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
-	det := determined(spec, in)
+	// An efficiency fitted from multi-node rows must set them at its fitted
+	// value: where it sets fewer than minBoundRows large rows there, the rows did
+	// not determine it (the fit moved it for the sizes it barely touches, to a
+	// bound as often as not), and it is kept at the base's value and the rest
+	// refitted. The scale-up efficiency is judged first, and is also not taken
+	// from multi-node rows when it runs to a bound there: NVLink is the same part
+	// in every H100 system, and rows that would need it at half its line rate are
+	// a network's (nccl-tests#290's degraded pair).
+	fz := maps.Clone(frozen)
+	if fz == nil {
+		fz = map[string]bool{}
+	}
+	for {
+		f, err := fitOnce(ctx, spec, start, in, forced, fz)
+		if err != nil {
+			return f, err
+		}
+		name := unsetEfficiency(spec, in, forced, f)
+		if name == "" {
+			return f, nil
+		}
+		fz[name] = true
+	}
+}
+
+// unsetEfficiency names the efficiency of fit f that the multi-node rows did not
+// determine (fit), the scale-up one first; "" if none.
+func unsetEfficiency(spec topology.Spec, in Inputs, forced map[pointID]collective.Options, f fitted) string {
+	sp := withChoices(spec, f.choices)
+	var unset []Knob
+	for _, kn := range f.det {
+		if kn.latency || kn.class == "compute" || kn.class == "intra" && hasSingleNode(in) {
+			continue
+		}
+		if v := kn.Of(f.k); kn.class == "intra" && (v <= kn.Min || v >= kn.Max) {
+			return kn.Name
+		}
+		n := 0
+		for _, s := range in.Sweeps {
+			if s.Nodes < 2 {
+				continue
+			}
+			for _, p := range s.Points {
+				if bandOf(p.Bytes) != BandLarge {
+					continue
+				}
+				intra, nic := boundBy(sp, f.k, s, p, forced)
+				if kn.class == "intra" && intra || kn.class == "net" && nic {
+					n++
+				}
+			}
+		}
+		if n < minBoundRows {
+			unset = append(unset, kn)
+		}
+	}
+	for _, kn := range unset {
+		if kn.class == "intra" {
+			return kn.Name
+		}
+	}
+	if len(unset) > 0 {
+		return unset[0].Name
+	}
+	return ""
+}
+
+// hasSingleNode says whether the inputs have a single-node sweep of several GPUs.
+func hasSingleNode(in Inputs) bool {
+	for _, s := range in.Sweeps {
+		if s.Nodes == 1 && s.GPUsPerNode > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// fitOnce is one fit of the determined knobs not frozen (fit).
+func fitOnce(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
+	det := determined(spec, in, forced)
 	var link, comp []Knob
 	for _, kn := range det {
 		if frozen[kn.Name] {

@@ -28,6 +28,8 @@ type system struct {
 	// splitSizes: the system has one run of one collective, so the halves are its
 	// sizes taken alternately (the 1st, 3rd, … against the 2nd, 4th, …).
 	splitSizes bool
+	// noBound: no constant fitted on either half may stop at a bound of physics.
+	noBound bool
 }
 
 func systems() []system {
@@ -81,7 +83,11 @@ func systems() []system {
 		// by size; the catalog's EFA latency is 17 % fast.
 		{dir: "rows/p5-efa", base: "aws-p5", catalogOff: true, splitSizes: true},
 		// Dell XE9680 pair on NDR InfiniBand (nccl-tests#309): one run, split by size.
-		{dir: "rows/h100-ib-xe9680", base: "dgx-h100", splitSizes: true},
+		// NCCL runs the NVLS tree from 128 MiB up, 1–8 % slower than the catalog
+		// prices it: set by the in-switch reduction, the rows determine the
+		// scale-up efficiency (0.77–0.78), not the NICs'.
+		{dir: "rows/h100-ib-xe9680", base: "dgx-h100", splitSizes: true, catalogOff: true, noBound: true},
+		{dir: "rows/h100-ib-nebius", base: "dgx-h100", splitSizes: true, catalogOff: true, noBound: true},
 		// AWS p6-b200 EFA (dstack#3961): one run, 8–256 B, split by size.
 		{dir: "rows/p6-b200-efa", base: "aws-p6-b200", catalogOff: true, splitSizes: true},
 		// Lambda B200 on InfiniBand (dstack's cluster docs): one run, 1 MiB–2 GiB,
@@ -148,8 +154,11 @@ func TestHalfCalibratedBeatsCatalog(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("train %v → test %v: median |err| %.1f%% → %.1f%%, mean %.1f%% → %.1f%%",
-					names(train), names(test), 100*beforeMed, 100*afterMed, 100*beforeMean, 100*afterMean)
+				t.Logf("train %v → test %v: median |err| %.1f%% → %.1f%%, mean %.1f%% → %.1f%%; fitted %+v, at a bound %v",
+					names(train), names(test), 100*beforeMed, 100*afterMed, 100*beforeMean, 100*afterMean, rep.Fitted, rep.AtBound)
+				if sys.noBound && len(rep.AtBound) > 0 {
+					t.Errorf("calibrated on %v: %v at a bound", names(train), rep.AtBound)
+				}
 				// The median, as the collective model's own accuracy targets are stated
 				// (docs/calibration.md): the mean is carried by the few small messages
 				// whose algorithm NCCL and the model choose differently.

@@ -32,7 +32,7 @@ func TestCalibrateWritesLoadableClusterFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	for _, want := range []string{"nics.efficiency", "declined: NIC efficiency", "rows NCCL ran with another algorithm", "allgather ≥ 64 MiB", "all inputs", "wrote " + out} {
+	for _, want := range []string{"nics.efficiency", "intra.efficiency", "declined: NIC latency", "rows NCCL ran with another algorithm", "allgather ≥ 64 MiB", "all inputs", "wrote " + out} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
