@@ -562,9 +562,10 @@ func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced
 	// not determine it (the fit moved it for the sizes it barely touches, to a
 	// bound as often as not), and it is kept at the base's value and the rest
 	// refitted. The scale-up efficiency is judged first, and is also not taken
-	// from multi-node rows when it runs to a bound there: NVLink is the same part
-	// in every H100 system, and rows that would need it at half its line rate are
-	// a network's (nccl-tests#290's degraded pair).
+	// from multi-node rows when the fit leaves it or the NIC efficiency at a
+	// bound (unsetEfficiency): NVLink is the same part in every H100 system, and
+	// rows that would need it at half its line rate are a network's
+	// (nccl-tests#290's degraded pair).
 	fz := maps.Clone(frozen)
 	if fz == nil {
 		fz = map[string]bool{}
@@ -586,13 +587,17 @@ func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced
 // determine (fit), the scale-up one first; "" if none.
 func unsetEfficiency(spec topology.Spec, in Inputs, forced map[pointID]collective.Options, f fitted) string {
 	sp := withChoices(spec, f.choices)
+	if !hasSingleNode(in) {
+		for _, kn := range f.det {
+			if v := kn.Of(f.k); kn.class == "intra" && !kn.latency && (v <= kn.Min || v >= kn.Max) {
+				return kn.Name
+			}
+		}
+	}
 	var unset []Knob
 	for _, kn := range f.det {
 		if kn.latency || kn.class == "compute" || kn.class == "intra" && hasSingleNode(in) {
 			continue
-		}
-		if v := kn.Of(f.k); kn.class == "intra" && (v <= kn.Min || v >= kn.Max) {
-			return kn.Name
 		}
 		n := 0
 		for _, s := range in.Sweeps {
@@ -620,6 +625,26 @@ func unsetEfficiency(spec topology.Spec, in Inputs, forced map[pointID]collectiv
 	}
 	if len(unset) > 0 {
 		return unset[0].Name
+	}
+	// A scale-up efficiency from multi-node rows is the weaker reading of them:
+	// when the fit leaves any efficiency at a bound, the rows are not explained
+	// by the two together, and the scale-up one goes first.
+	if !hasSingleNode(in) {
+		atBound, intra := false, ""
+		for _, kn := range f.det {
+			if kn.latency || kn.class == "compute" {
+				continue
+			}
+			if v := kn.Of(f.k); v <= kn.Min || v >= kn.Max {
+				atBound = true
+			}
+			if kn.class == "intra" {
+				intra = kn.Name
+			}
+		}
+		if atBound && intra != "" {
+			return intra
+		}
 	}
 	return ""
 }

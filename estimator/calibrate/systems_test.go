@@ -87,16 +87,14 @@ func systems() []system {
 		// prices it: set by the in-switch reduction, the rows determine the
 		// scale-up efficiency (0.77–0.78), not the NICs'.
 		{dir: "rows/h100-ib-xe9680", base: "dgx-h100", splitSizes: true, catalogOff: true, noBound: true},
+		// Nebius H100 on InfiniBand (dstack's cluster docs): one run, split by size;
+		// the same NVLS tree from 128 MiB up, the same scale-up efficiency.
 		{dir: "rows/h100-ib-nebius", base: "dgx-h100", splitSizes: true, catalogOff: true, noBound: true},
 		// AWS p6-b200 EFA (dstack#3961): one run, 8–256 B, split by size.
 		{dir: "rows/p6-b200-efa", base: "aws-p6-b200", catalogOff: true, splitSizes: true},
 		// Lambda B200 on InfiniBand (dstack's cluster docs): one run, 1 MiB–2 GiB,
 		// split by size.
 		{dir: "rows/b200-ib-lambda", base: "hgx-b200", catalogOff: true, splitSizes: true},
-		// Not here: the Nebius H100 rows (testdata/rows/h100-ib-nebius), one run of
-		// 14 sizes. Split by size, the odd half (7 rows, no group of the five the
-		// guard needs, no file to leave out) moves the NIC efficiency to 0.78 and
-		// prices the even half worse, 4.6 -> 6.4 % (docs/calibrate.md).
 	}
 }
 
