@@ -173,7 +173,7 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 		t.add(kn.Name, kn.Field, fmt.Sprintf("%.4g", b), fmt.Sprintf("%.4g", a), fmt.Sprintf("%.2f×", a/b))
 	}
 	if len(r.Determined) == 0 {
-		fmt.Fprintln(w, "  none: the inputs determine no constant (efficiencies need messages of 64 MiB or more, latencies under 1 MiB, scale-up constants single-node sweeps, network constants sweeps across nodes)")
+		fmt.Fprintln(w, "  none: the inputs determine no constant (efficiencies need messages of 64 MiB or more, latencies under 1 MiB, scale-up constants single-node sweeps or multi-node rows they set, network constants sweeps across nodes; an efficiency must set two large rows at its fitted value)")
 	} else {
 		t.write(w)
 	}
