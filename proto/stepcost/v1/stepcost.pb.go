@@ -1708,9 +1708,10 @@ type AlgoRange struct {
 	MaxBytes float64 `protobuf:"fixed64,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	// The algorithm NCCL runs there: ring, dbtree, nvls, nvlstree, pat, ...
 	Algo string `protobuf:"bytes,6,opt,name=algo,proto3" json:"algo,omitempty"`
-	// A range of node counts instead of one (nodes must then be 0): fewest nodes
-	// (inclusive; 0: no lower bound) and most (inclusive; 0: no upper bound).
-	MinNodes      int32 `protobuf:"varint,7,opt,name=min_nodes,json=minNodes,proto3" json:"min_nodes,omitempty"`
+	// With max_nodes, a range of node counts instead of one (nodes must then be
+	// 0): the fewest nodes the group spans (inclusive); 0: no lower bound.
+	MinNodes int32 `protobuf:"varint,7,opt,name=min_nodes,json=minNodes,proto3" json:"min_nodes,omitempty"`
+	// The most nodes the group spans (inclusive); 0: no upper bound.
 	MaxNodes      int32 `protobuf:"varint,8,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
