@@ -358,3 +358,28 @@ func covering(rs []topology.AlgoRange, nodes, perNode int, bytes float64) string
 	}
 	return ""
 }
+
+// On the healthy 2 × 8 InfiniBand pairs, calibrated on their whole run, no
+// constant stops at a bound: the NVLS tree rows of 128 MiB and up, set by the
+// in-switch reduction, move the scale-up efficiency if anything, not the NICs'
+// (docs/calibrate.md, "An efficiency is fitted from the rows it sets").
+func TestHealthyPairsNoBound(t *testing.T) {
+	for _, sys := range systems() {
+		switch sys.dir {
+		case "rows/h100-ib-xe9680", "rows/h100-ib-nebius", "rows/b200-ib-lambda":
+		default:
+			continue
+		}
+		t.Run(sys.dir, func(t *testing.T) {
+			spec, _, in := sys.load(t)
+			rep, err := calibrate.Calibrate(sys.base, spec, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("fitted %+v", rep.Fitted)
+			if len(rep.AtBound) > 0 {
+				t.Errorf("at a bound: %v", rep.AtBound)
+			}
+		})
+	}
+}
