@@ -345,19 +345,22 @@ func determined(spec topology.Spec, in Inputs, forced map[pointID]collective.Opt
 	has := map[string]bool{}
 	bound := map[string]int{}
 	for _, s := range in.Sweeps {
+		// Across nodes, the scale-up efficiency from the large rows it sets
+		// (NVLink SHARP's NVLS tree on two nodes).
+		if s.GPUsPerNode > 1 && s.Nodes > 1 {
+			intra, _ := boundBy(spec, Start(spec), s, forced)
+			for _, set := range intra {
+				if set {
+					bound["intra"]++
+				}
+			}
+		}
 		for _, p := range s.Points {
 			// Scale-up constants from single-node sweeps; across nodes the NICs
 			// set the time of most rows, and a fit of NVLink constants on those
 			// would absorb whatever the network model lacks.
 			if s.GPUsPerNode > 1 && s.Nodes == 1 {
 				has["intra/"+bandOf(p.Bytes)] = true
-			}
-			// Across nodes, the scale-up efficiency from the large rows it sets
-			// (NVLink SHARP's NVLS tree on two nodes).
-			if s.GPUsPerNode > 1 && s.Nodes > 1 && bandOf(p.Bytes) == BandLarge {
-				if intra, _ := boundBy(spec, Start(spec), s, p, forced); intra {
-					bound["intra"]++
-				}
 			}
 			if s.Nodes > 1 && spec.NICs.PerNode > 0 && spec.Intra.DomainNodes < s.Nodes {
 				has["net/"+bandOf(p.Bytes)] = true
@@ -395,38 +398,51 @@ const boundShare = 0.5
 // them to determine it.
 const minBoundRows = 2
 
-// boundBy says which efficiencies set the priced time of row p of multi-node
-// sweep s, with knobs k and the algorithm it is fitted with (the
+// boundBy says which efficiencies set the priced time of each large row (by
+// line) of multi-node sweep s, with knobs k and the algorithm it is fitted with (the
 // model's own, the sweep's NCCL_ALGO, or the one a mismatched row shows): the scale-up efficiency, the NIC efficiency, either or both. A
 // 2-node all-reduce that NCCL runs as a ring or tree is set by its NICs; as
 // NVLink SHARP's NVLS tree it is set by the in-switch reduction, and the NICs
 // barely matter. An efficiency is fitted only from rows it sets: a row it does
 // not set cannot tell its value, and a fit would absorb into it whatever else
 // the model lacks at those sizes (a protocol's constants at 8–32 MiB).
-func boundBy(spec topology.Spec, k Knobs, s Sweep, p Point, forced map[pointID]collective.Options) (intra, nic bool) {
+func boundBy(spec topology.Spec, k Knobs, s Sweep, forced map[pointID]collective.Options) (intra, nic map[int]bool) {
 	m := collective.NewModel(collective.Default())
-	opt, ok := forced[pointID{s.File, p.Line}]
-	if !ok {
-		opt = collective.Options{Launch: s.Launch, Algo: s.Algo, ForceProtocol: s.ForceProtocol, Protocol: s.Protocol}
-	}
-	price := func(k Knobs) float64 {
-		pl, err := placeSweep(spec, k, s, map[[2]int]*topology.Cluster{})
-		if err != nil {
-			return math.NaN()
-		}
-		e, err := m.Estimate(pl, s.Op, p.Bytes, opt)
-		if err != nil {
-			return math.NaN()
-		}
-		return e.TimeUs
-	}
 	const step = 0.9
-	base := price(k)
 	ki, kn := k, k
 	ki.IntraEfficiency *= step
 	kn.NICEfficiency *= step
+	var pls [3]*collective.Placement
+	for i, kk := range []Knobs{k, ki, kn} {
+		pl, err := placeSweep(spec, kk, s, map[[2]int]*topology.Cluster{})
+		if err != nil {
+			return nil, nil
+		}
+		pls[i] = pl
+	}
 	full := 1/step - 1
-	return price(ki)/base-1 >= boundShare*full, price(kn)/base-1 >= boundShare*full
+	intra, nic = map[int]bool{}, map[int]bool{}
+	for _, p := range s.Points {
+		if bandOf(p.Bytes) != BandLarge {
+			continue
+		}
+		opt, ok := forced[pointID{s.File, p.Line}]
+		if !ok {
+			opt = collective.Options{Launch: s.Launch, Algo: s.Algo, ForceProtocol: s.ForceProtocol, Protocol: s.Protocol}
+		}
+		var t [3]float64
+		for i, pl := range pls {
+			e, err := m.Estimate(pl, s.Op, p.Bytes, opt)
+			if err != nil || !(e.TimeUs > 0) {
+				t[0] = math.NaN()
+				break
+			}
+			t[i] = e.TimeUs
+		}
+		intra[p.Line] = t[1]/t[0]-1 >= boundShare*full
+		nic[p.Line] = t[2]/t[0]-1 >= boundShare*full
+	}
+	return intra, nic
 }
 
 // Size bands of the report.
@@ -604,12 +620,13 @@ func unsetEfficiency(spec topology.Spec, in Inputs, forced map[pointID]collectiv
 			if s.Nodes < 2 {
 				continue
 			}
-			for _, p := range s.Points {
-				if bandOf(p.Bytes) != BandLarge {
-					continue
-				}
-				intra, nic := boundBy(sp, f.k, s, p, forced)
-				if kn.class == "intra" && intra || kn.class == "net" && nic {
+			intra, nic := boundBy(sp, f.k, s, forced)
+			set := nic
+			if kn.class == "intra" {
+				set = intra
+			}
+			for _, b := range set {
+				if b {
 					n++
 				}
 			}
