@@ -435,3 +435,22 @@ func TestLabelsInsideTheFigure(t *testing.T) {
 		}
 	}
 }
+
+func TestBusBW(t *testing.T) {
+	fig, err := picture.BusBW(picture.BusBWSeries{Title: "allreduce <a&b>", Bytes: []float64{8, 1 << 20, 1 << 30},
+		Measured: []float64{0.01, 20, 190}, Before: []float64{0.01, 25, 240}, After: []float64{0.01, 21, 189}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := fig.SVG()
+	counts := wellFormed(t, doc)
+	if counts["circle"] != 4 || counts["path"] != 2 {
+		t.Errorf("want 3 measured dots plus the legend's and two lines, got %v", counts)
+	}
+	if !bytes.Contains(doc, []byte("&lt;a&amp;b&gt;")) || !bytes.Contains(doc, []byte("1 GiB")) {
+		t.Errorf("title not escaped or size axis missing:\n%s", doc)
+	}
+	if _, err := picture.BusBW(picture.BusBWSeries{Bytes: []float64{8}, Measured: []float64{1}}); err == nil {
+		t.Error("a series with missing predictions was drawn")
+	}
+}

@@ -67,6 +67,7 @@ func pictureHandlers(mux *http.ServeMux, svc *Service, deadline time.Duration, p
 		}
 		return svc.paretoPicture(ctx, req)
 	})))
+	mux.Handle("POST /v1/pictures:calibration", protect(calibrationPicture(svc, deadline, log)))
 	static, _ := fs.Sub(uiFiles, "ui") // the directory is embedded: cannot fail
 	files := http.StripPrefix("/ui/", http.FileServerFS(static))
 	mux.Handle("GET /ui/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -103,6 +103,7 @@ func cloneGPU(g hardware.GPU) hardware.GPU {
 func cloneSpec(s topology.Spec) topology.Spec {
 	s.GPU = cloneGPU(s.GPU)
 	s.NICs.GPUNIC = slices.Clone(s.NICs.GPUNIC)
+	s.Algorithms = slices.Clone(s.Algorithms)
 	return s
 }
 

@@ -80,6 +80,11 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 		}
 		return m.bestProtocol(p, op, o.Algo, bytes, o), nil
 	}
+	if len(p.Cluster.Spec.Algorithms) > 0 { // measured choices of a calibrated cluster (measured.go)
+		if a, ok := m.measuredChoice(p, op, bytes); ok {
+			return m.bestProtocol(p, op, a, bytes, o), nil
+		}
+	}
 	best := Estimate{TimeUs: math.Inf(1)}
 	for a := Ring; a < numAlgos; a++ {
 		if !AutoChoice(op, a) || m.why(p, op, a) != "" {

@@ -102,6 +102,10 @@ type Spec struct {
 	// Host is the CPU side of a node, used when optimizer states or parameters are
 	// offloaded to host memory. Optional: offloading needs it.
 	Host Host `json:"host,omitempty"`
+	// Algorithms are the algorithms the cluster's NCCL is measured to run where
+	// they differ from the collective model's own choice (a calibrated cluster
+	// file writes them; see AlgoRange). The first range that covers a call wins.
+	Algorithms []AlgoRange `json:"algorithms,omitempty"`
 }
 
 // Host is a node's CPU memory and the links from its GPUs to it.
@@ -210,6 +214,7 @@ func (s Spec) Validate() error {
 			c.Add("host.gpus_per_link", "must be between 0 and the GPUs per node, %d (got %d)", s.GPUsPerNode, h.GPUsPerLink)
 		}
 	}
+	validateAlgorithms(&c, s)
 	return c.Err()
 }
 

@@ -171,6 +171,21 @@ func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 		setF(&s.Network.Oversubscription, n.GetOversubscription())
 		setF(&s.Network.SpineLatencyUs, n.GetSpineLatencyUs())
 	}
+	if rs := d.GetAlgorithms(); len(rs) > 0 {
+		s.Algorithms = make([]topology.AlgoRange, len(rs))
+		for i, r := range rs {
+			s.Algorithms[i] = topology.AlgoRange{Op: r.GetOp(), Nodes: int(r.GetNodes()), GPUsPerNode: int(r.GetGpusPerNode()),
+				MinNodes: int(r.GetMinNodes()), MaxNodes: int(r.GetMaxNodes()),
+				MinBytes: r.GetMinBytes(), MaxBytes: r.GetMaxBytes(), Algo: r.GetAlgo()}
+		}
+		if err := collective.CheckRanges(s.Algorithms); err != nil {
+			var c invalid.Collector
+			for _, v := range FieldErrors(err) {
+				c.Add(field+"."+v.Field, "%s", v.Rule)
+			}
+			return s, c.Err()
+		}
+	}
 	if h := d.GetHost(); h != nil {
 		setF(&s.Host.MemoryGB, h.GetMemoryGb())
 		setF(&s.Host.MemoryBandwidthGBps, h.GetMemoryBandwidthGbps())
@@ -234,7 +249,20 @@ func SpecToDefinition(s topology.Spec) *pb.ClusterDefinition {
 			Efficiency: s.NICs.Efficiency, LatencyUs: s.NICs.LatencyUs, SimpleProtocolOnly: s.NICs.SimpleProtocolOnly},
 		Network: &pb.Network{RailOptimized: s.Network.RailOptimized, NodesPerLeaf: int32(s.Network.NodesPerLeaf),
 			Oversubscription: s.Network.Oversubscription, SpineLatencyUs: s.Network.SpineLatencyUs},
+		Algorithms: algoRangesToProto(s.Algorithms),
 	}
+}
+
+func algoRangesToProto(rs []topology.AlgoRange) []*pb.AlgoRange {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]*pb.AlgoRange, len(rs))
+	for i, r := range rs {
+		out[i] = &pb.AlgoRange{Op: r.Op, Nodes: int32(r.Nodes), GpusPerNode: int32(r.GPUsPerNode), MinNodes: int32(r.MinNodes), MaxNodes: int32(r.MaxNodes),
+			MinBytes: r.MinBytes, MaxBytes: r.MaxBytes, Algo: r.Algo}
+	}
+	return out
 }
 
 // FreeMap converts the free-GPU list; it also returns the highest node named.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
+	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -61,5 +64,25 @@ func TestRankObjective(t *testing.T) {
 	}
 	if obj, err := wire.RankObjective(&pb.RankConfigsRequest{Configs: cfg}, 1); err != nil || obj != planner.FastestStep {
 		t.Fatalf("got %v, %v", obj, err)
+	}
+}
+
+// A measured range over node counts (min_nodes, max_nodes) survives the round
+// trip through a ClusterDefinition, as CalibrateCluster returns it.
+func TestAlgoRangeNodeRangeRoundTrip(t *testing.T) {
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Algorithms = []topology.AlgoRange{
+		{Op: "allreduce", MinNodes: 3, GPUsPerNode: 8, MinBytes: 1 << 30, Algo: "nvlstree"},
+		{Op: "allreduce", MinNodes: 2, MaxNodes: 4, MinBytes: 1 << 20, MaxBytes: 8 << 20, Algo: "ring"},
+	}
+	back, err := wire.DefinitionToSpec("cluster.definition", wire.SpecToDefinition(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Algorithms, spec.Algorithms) {
+		t.Errorf("round trip: %+v, want %+v", back.Algorithms, spec.Algorithms)
 	}
 }

@@ -1,6 +1,7 @@
 // The stepcost page: lists from GET /v1/catalog, the ranked plans from
 // POST /v1/plans:estimate, pictures from POST /v1/pictures:schedule and
-// POST /v1/pictures:pareto. Plain JavaScript, no build step. The form's fields
+// POST /v1/pictures:pareto; calibration from POST /v1/clusters:calibrate and
+// POST /v1/pictures:calibration. Plain JavaScript, no build step. The form's fields
 // can be given in the address (?model=llama3-70b&gpus=64&precision=fp8…); the job
 // in the form is ranked as soon as the catalog is loaded (not with ?auto=0), and
 // every ranked job is written back into the address so that a link reproduces it.
@@ -222,18 +223,84 @@ async function rank(event) {
   }
 }
 
+function percent(x) {
+  return (100 * (x || 0)).toFixed(1) + " %";
+}
+
+// calibrateRequest reads the chosen files as text into a CalibrateCluster request.
+async function calibrateRequest() {
+  const op = $("calib-op").value;
+  const nodes = Number($("calib-nodes").value) || 0;
+  const gpn = Number($("calib-gpn").value) || 0;
+  const inputs = [];
+  for (const f of $("calib-files").files) {
+    const input = { name: f.name, content: await f.text() };
+    if (op) input.op = op;
+    if (nodes > 0) input.nodes = nodes;
+    if (gpn > 0) input.gpus_per_node = gpn;
+    inputs.push(input);
+  }
+  return { cluster: { name: $("calib-cluster").value }, inputs };
+}
+
+async function calibrateCluster(event) {
+  if (event) event.preventDefault();
+  $("calib-submit").disabled = true;
+  setStatus("calibrating…");
+  try {
+    const req = await calibrateRequest();
+    const answer = await (await call("/v1/clusters:calibrate", req)).json();
+    const consts = $("calib-constants").tBodies[0];
+    consts.replaceChildren();
+    for (const k of answer.constants || []) {
+      const row = consts.insertRow();
+      for (const cell of [k.name, k.field, Number(k.base || 0).toPrecision(4), Number(k.fitted || 0).toPrecision(4), `${k.min}–${k.max}`]) {
+        row.insertCell().textContent = String(cell);
+      }
+    }
+    const findings = $("calib-findings");
+    findings.replaceChildren();
+    for (const [what, list] of [["moved far", answer.moved], ["at a bound", answer.at_bound], ["declined", answer.declined],
+      ["contradiction", answer.contradictions], ["another algorithm", answer.mismatches], ["note", answer.notes]]) {
+      for (const text of list || []) {
+        const li = document.createElement("li");
+        li.textContent = `${what}: ${text}`;
+        findings.appendChild(li);
+      }
+    }
+    const errs = $("calib-errors").tBodies[0];
+    errs.replaceChildren();
+    for (const e of answer.errors || []) {
+      const row = errs.insertRow();
+      for (const cell of [e.label, e.rows || 0, percent(e.before_median), percent(e.after_median), percent(e.before_mean), percent(e.after_mean)]) {
+        row.insertCell().textContent = String(cell);
+      }
+    }
+    $("calib-results").hidden = false;
+    setStatus(`calibrated ${answer.cluster ? answer.cluster.name : ""} on ${req.inputs.length} file(s)`);
+    await showSVG($("calib-picture"), await call("/v1/pictures:calibration", req));
+  } catch (e) {
+    setStatus(e.message, true);
+  } finally {
+    $("calib-submit").disabled = false;
+  }
+}
+
 async function start() {
   $("job").addEventListener("submit", rank);
+  $("calib").addEventListener("submit", calibrateCluster);
   try {
     const cat = await (await call("/v1/catalog")).json();
     fillSelect($("model"), (cat.models || []).map((m) => m.name).filter(Boolean), "llama3-8b");
     fillSelect($("cluster"), (cat.systems || []).map((s) => s.name).filter(Boolean), "dgx-h100");
+    fillSelect($("calib-cluster"), (cat.systems || []).map((s) => s.name).filter(Boolean), "dgx-h100");
     $("objective").addEventListener("change", () => {
       const cost = $("objective").value === "OBJECTIVE_COST";
       $("price").required = cost;
       $("tokens").required = cost;
     });
     $("submit").disabled = false;
+    $("calib-submit").disabled = false;
     setStatus("choose a job and rank its plans");
   } catch (e) {
     setStatus(e.message, true);

@@ -27,6 +27,7 @@ func commands() []command {
 		{"rank", "estimate and rank a file of explicit layouts (JSON lines), in process or on a server", runRank},
 		{"estimate", "estimate one training step of a parallel layout: time, breakdown, memory", runEstimate},
 		{"collective", "price one collective (all-reduce, all-gather, …) on a cluster", runCollective},
+		{"calibrate", "fit a cluster to your own nccl-tests outputs, measurement rows and training logs, and write its cluster file", runCalibrate},
 		{"accuracy", "compare the collective model with the published nccl-tests measurements", runAccuracy},
 		{"runs", "compare the step-time model with the published training runs", runRuns},
 		{"catalog", "list the GPUs and systems of the embedded catalog", runCatalog},

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -68,11 +69,18 @@ func Parse(data []byte, name string) (topology.Spec, error) {
 		data = j
 	}
 	spec, err := catalog.DecodeSpec(data)
+	if err == nil {
+		err = checkAlgorithms(spec)
+	}
 	if err != nil {
 		return topology.Spec{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return spec, nil
 }
+
+// checkAlgorithms checks the names of the measured algorithm ranges
+// (topology.AlgoRange; their numbers are checked by the spec).
+func checkAlgorithms(spec topology.Spec) error { return collective.CheckRanges(spec.Algorithms) }
 
 func isYAML(data []byte, name string) bool {
 	switch strings.ToLower(filepath.Ext(name)) {

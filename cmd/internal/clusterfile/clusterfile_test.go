@@ -125,6 +125,18 @@ func TestParseErrors(t *testing.T) {
 		{"json trailing data", "c.json", `{"base": "dgx-h100"} {"nodes": 2}`, "", "after the cluster description"},
 		{"json syntax", "c.json", `{"base": "dgx-h100",}`, "", "line 1, column 21"},
 		{"yaml content in a json file", "c.json", "base: dgx-h100\n", "", "malformed cluster description"},
+		{"algorithms unknown op", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allsum, algo: ring}]\n", "algorithms[0].op", "unknown collective"},
+		{"algorithms unknown algo", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring}, {op: allreduce, algo: butterfly}]\n", "algorithms[1].algo", "unknown algorithm"},
+		{"algorithms auto", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: auto}]\n", "algorithms[0].algo", "not auto"},
+		{"algorithms algo cannot run op", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allgather, algo: dbtree}]\n", "algorithms[0].algo", "dbtree cannot run allgather"},
+		{"algorithms missing algo", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce}]\n", "algorithms[0].algo", "must name an algorithm"},
+		{"algorithms empty range", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_bytes: 1048576, max_bytes: 1024}]\n", "algorithms[0].max_bytes", "above min_bytes"},
+		{"algorithms negative size", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_bytes: -1}]\n", "algorithms[0].min_bytes", "between 0"},
+		{"algorithms negative min_nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_nodes: -3}]\n", "algorithms[0].min_nodes", "between 0"},
+		{"algorithms max_nodes below min_nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_nodes: 8, max_nodes: 4}]\n", "algorithms[0].max_nodes", "between min_nodes"},
+		{"algorithms nodes and a node range", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, nodes: 4, min_nodes: 3}]\n", "algorithms[0].nodes", "one or the other"},
+		{"algorithms negative nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, nodes: -2}]\n", "algorithms[0].nodes", "between 0"},
+		{"algorithms too many GPUs", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, gpus_per_node: 9}]\n", "algorithms[0].gpus_per_node", "GPUs of a node"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,5 +178,31 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := clusterfile.Load(filepath.Join(t.TempDir(), "nope.yaml"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Load of a missing file: %v; want fs.ErrNotExist", err)
+	}
+}
+
+// The measured algorithm ranges a calibration writes read back as written, and
+// Format's read-back check passes with them.
+func TestAlgorithmsRoundTrip(t *testing.T) {
+	spec, err := clusterfile.Parse([]byte("base: oci-bm-gpu-a100\nnodes: 2\nalgorithms:\n"+
+		"  - {op: all-reduce, nodes: 2, gpus_per_node: 8, min_bytes: 67108864, algo: ring}\n"+
+		"  - {op: allgather, min_bytes: 1024, max_bytes: 1048576, algo: pat}\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []topology.AlgoRange{
+		{Op: "all-reduce", Nodes: 2, GPUsPerNode: 8, MinBytes: 64 << 20, Algo: "ring"},
+		{Op: "allgather", MinBytes: 1024, MaxBytes: 1 << 20, Algo: "pat"},
+	}
+	if !reflect.DeepEqual(spec.Algorithms, want) {
+		t.Errorf("algorithms %+v, want %+v", spec.Algorithms, want)
+	}
+	out, err := clusterfile.Format(spec, []string{"calibrated"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := clusterfile.Parse(out, "back.yaml")
+	if err != nil || !reflect.DeepEqual(back.Algorithms, want) {
+		t.Errorf("read back %+v (%v), want %+v", back.Algorithms, err, want)
 	}
 }

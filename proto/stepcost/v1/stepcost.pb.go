@@ -1575,7 +1575,11 @@ type ClusterDefinition struct {
 	// Free text.
 	Description string `protobuf:"bytes,9,opt,name=description,proto3" json:"description,omitempty"`
 	// The node's host side, needed to price offloading.
-	Host          *Host `protobuf:"bytes,10,opt,name=host,proto3" json:"host,omitempty"`
+	Host *Host `protobuf:"bytes,10,opt,name=host,proto3" json:"host,omitempty"`
+	// The algorithms the cluster's NCCL is measured to run where they differ from
+	// the model's own choice (a calibrated cluster carries them; the first range
+	// that covers a call wins). Empty: the model's cheapest everywhere.
+	Algorithms    []*AlgoRange `protobuf:"bytes,11,rep,name=algorithms,proto3" json:"algorithms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1680,6 +1684,125 @@ func (x *ClusterDefinition) GetHost() *Host {
 	return nil
 }
 
+func (x *ClusterDefinition) GetAlgorithms() []*AlgoRange {
+	if x != nil {
+		return x.Algorithms
+	}
+	return nil
+}
+
+// AlgoRange is a size range in which the cluster's NCCL is measured to run one
+// algorithm for one collective, on groups of a given shape.
+type AlgoRange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The collective: allreduce, allgather, reducescatter, alltoall, broadcast,
+	// reduce, sendrecv.
+	Op string `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	// Nodes (NVLink domains) the group spans; 0: any.
+	Nodes int32 `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// Ranks of the group in each node; 0: any.
+	GpusPerNode int32 `protobuf:"varint,3,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	// Smallest message of the range (inclusive), bytes in nccl-tests' convention.
+	MinBytes float64 `protobuf:"fixed64,4,opt,name=min_bytes,json=minBytes,proto3" json:"min_bytes,omitempty"`
+	// End of the range (exclusive), bytes; 0: no upper bound.
+	MaxBytes float64 `protobuf:"fixed64,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// The algorithm NCCL runs there: ring, dbtree, nvls, nvlstree, pat, ...
+	Algo string `protobuf:"bytes,6,opt,name=algo,proto3" json:"algo,omitempty"`
+	// With max_nodes, a range of node counts instead of one (nodes must then be
+	// 0): the fewest nodes the group spans (inclusive); 0: no lower bound.
+	MinNodes int32 `protobuf:"varint,7,opt,name=min_nodes,json=minNodes,proto3" json:"min_nodes,omitempty"`
+	// The most nodes the group spans (inclusive); 0: no upper bound.
+	MaxNodes      int32 `protobuf:"varint,8,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlgoRange) Reset() {
+	*x = AlgoRange{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlgoRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlgoRange) ProtoMessage() {}
+
+func (x *AlgoRange) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlgoRange.ProtoReflect.Descriptor instead.
+func (*AlgoRange) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AlgoRange) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *AlgoRange) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *AlgoRange) GetGpusPerNode() int32 {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return 0
+}
+
+func (x *AlgoRange) GetMinBytes() float64 {
+	if x != nil {
+		return x.MinBytes
+	}
+	return 0
+}
+
+func (x *AlgoRange) GetMaxBytes() float64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *AlgoRange) GetAlgo() string {
+	if x != nil {
+		return x.Algo
+	}
+	return ""
+}
+
+func (x *AlgoRange) GetMinNodes() int32 {
+	if x != nil {
+		return x.MinNodes
+	}
+	return 0
+}
+
+func (x *AlgoRange) GetMaxNodes() int32 {
+	if x != nil {
+		return x.MaxNodes
+	}
+	return 0
+}
+
 // NodeFreeGPUs lists the free GPUs of one node.
 type NodeFreeGPUs struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1693,7 +1816,7 @@ type NodeFreeGPUs struct {
 
 func (x *NodeFreeGPUs) Reset() {
 	*x = NodeFreeGPUs{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +1828,7 @@ func (x *NodeFreeGPUs) String() string {
 func (*NodeFreeGPUs) ProtoMessage() {}
 
 func (x *NodeFreeGPUs) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[10]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +1841,7 @@ func (x *NodeFreeGPUs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeFreeGPUs.ProtoReflect.Descriptor instead.
 func (*NodeFreeGPUs) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{10}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NodeFreeGPUs) GetNode() int32 {
@@ -1754,7 +1877,7 @@ type ClusterSpec struct {
 
 func (x *ClusterSpec) Reset() {
 	*x = ClusterSpec{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1889,7 @@ func (x *ClusterSpec) String() string {
 func (*ClusterSpec) ProtoMessage() {}
 
 func (x *ClusterSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[11]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1902,7 @@ func (x *ClusterSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSpec.ProtoReflect.Descriptor instead.
 func (*ClusterSpec) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{11}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ClusterSpec) GetSource() isClusterSpec_Source {
@@ -1857,7 +1980,7 @@ type Optimizer struct {
 
 func (x *Optimizer) Reset() {
 	*x = Optimizer{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +1992,7 @@ func (x *Optimizer) String() string {
 func (*Optimizer) ProtoMessage() {}
 
 func (x *Optimizer) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[12]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +2005,7 @@ func (x *Optimizer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Optimizer.ProtoReflect.Descriptor instead.
 func (*Optimizer) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{12}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Optimizer) GetName() string {
@@ -1974,7 +2097,7 @@ type Training struct {
 
 func (x *Training) Reset() {
 	*x = Training{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2109,7 @@ func (x *Training) String() string {
 func (*Training) ProtoMessage() {}
 
 func (x *Training) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[13]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2122,7 @@ func (x *Training) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Training.ProtoReflect.Descriptor instead.
 func (*Training) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{13}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Training) GetSeqLen() int32 {
@@ -2170,7 +2293,7 @@ type Layout struct {
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2305,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[14]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2318,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{14}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Layout) GetTp() int32 {
@@ -2371,7 +2494,7 @@ type CommTimes struct {
 
 func (x *CommTimes) Reset() {
 	*x = CommTimes{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2506,7 @@ func (x *CommTimes) String() string {
 func (*CommTimes) ProtoMessage() {}
 
 func (x *CommTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[15]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2519,7 @@ func (x *CommTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommTimes.ProtoReflect.Descriptor instead.
 func (*CommTimes) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{15}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CommTimes) GetTp() float64 {
@@ -2477,7 +2600,7 @@ type Breakdown struct {
 
 func (x *Breakdown) Reset() {
 	*x = Breakdown{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2612,7 @@ func (x *Breakdown) String() string {
 func (*Breakdown) ProtoMessage() {}
 
 func (x *Breakdown) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[16]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2625,7 @@ func (x *Breakdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breakdown.ProtoReflect.Descriptor instead.
 func (*Breakdown) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{16}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Breakdown) GetForwardS() float64 {
@@ -2617,7 +2740,7 @@ type Memory struct {
 
 func (x *Memory) Reset() {
 	*x = Memory{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2629,7 +2752,7 @@ func (x *Memory) String() string {
 func (*Memory) ProtoMessage() {}
 
 func (x *Memory) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[17]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2642,7 +2765,7 @@ func (x *Memory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Memory.ProtoReflect.Descriptor instead.
 func (*Memory) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{17}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Memory) GetWeightsGb() float64 {
@@ -2782,7 +2905,7 @@ type Throughput struct {
 
 func (x *Throughput) Reset() {
 	*x = Throughput{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2794,7 +2917,7 @@ func (x *Throughput) String() string {
 func (*Throughput) ProtoMessage() {}
 
 func (x *Throughput) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[18]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2807,7 +2930,7 @@ func (x *Throughput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Throughput.ProtoReflect.Descriptor instead.
 func (*Throughput) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{18}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Throughput) GetTokensPerS() float64 {
@@ -2872,7 +2995,7 @@ type CommCall struct {
 
 func (x *CommCall) Reset() {
 	*x = CommCall{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2884,7 +3007,7 @@ func (x *CommCall) String() string {
 func (*CommCall) ProtoMessage() {}
 
 func (x *CommCall) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[19]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2897,7 +3020,7 @@ func (x *CommCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommCall.ProtoReflect.Descriptor instead.
 func (*CommCall) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{19}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CommCall) GetKind() string {
@@ -3012,7 +3135,7 @@ type StepEstimate struct {
 
 func (x *StepEstimate) Reset() {
 	*x = StepEstimate{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3024,7 +3147,7 @@ func (x *StepEstimate) String() string {
 func (*StepEstimate) ProtoMessage() {}
 
 func (x *StepEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[20]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3037,7 +3160,7 @@ func (x *StepEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepEstimate.ProtoReflect.Descriptor instead.
 func (*StepEstimate) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{20}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StepEstimate) GetStepTimeS() float64 {
@@ -3152,7 +3275,7 @@ type EstimateStepRequest struct {
 
 func (x *EstimateStepRequest) Reset() {
 	*x = EstimateStepRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3164,7 +3287,7 @@ func (x *EstimateStepRequest) String() string {
 func (*EstimateStepRequest) ProtoMessage() {}
 
 func (x *EstimateStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[21]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3177,7 +3300,7 @@ func (x *EstimateStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateStepRequest.ProtoReflect.Descriptor instead.
 func (*EstimateStepRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{21}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EstimateStepRequest) GetModel() *ModelSpec {
@@ -3247,7 +3370,7 @@ type EstimateStepResponse struct {
 
 func (x *EstimateStepResponse) Reset() {
 	*x = EstimateStepResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3382,7 @@ func (x *EstimateStepResponse) String() string {
 func (*EstimateStepResponse) ProtoMessage() {}
 
 func (x *EstimateStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[22]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3395,7 @@ func (x *EstimateStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateStepResponse.ProtoReflect.Descriptor instead.
 func (*EstimateStepResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{22}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EstimateStepResponse) GetEstimate() *StepEstimate {
@@ -3316,7 +3439,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3328,7 +3451,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[23]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3341,7 +3464,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{23}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FieldViolation) GetField() string {
@@ -3373,7 +3496,7 @@ type ItemError struct {
 
 func (x *ItemError) Reset() {
 	*x = ItemError{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3385,7 +3508,7 @@ func (x *ItemError) String() string {
 func (*ItemError) ProtoMessage() {}
 
 func (x *ItemError) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[24]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3398,7 +3521,7 @@ func (x *ItemError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemError.ProtoReflect.Descriptor instead.
 func (*ItemError) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{24}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ItemError) GetCode() string {
@@ -3440,7 +3563,7 @@ type RankConfigsRequest struct {
 
 func (x *RankConfigsRequest) Reset() {
 	*x = RankConfigsRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3452,7 +3575,7 @@ func (x *RankConfigsRequest) String() string {
 func (*RankConfigsRequest) ProtoMessage() {}
 
 func (x *RankConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[25]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3465,7 +3588,7 @@ func (x *RankConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankConfigsRequest.ProtoReflect.Descriptor instead.
 func (*RankConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{25}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RankConfigsRequest) GetConfigs() []*EstimateStepRequest {
@@ -3522,7 +3645,7 @@ type RankedConfig struct {
 
 func (x *RankedConfig) Reset() {
 	*x = RankedConfig{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3534,7 +3657,7 @@ func (x *RankedConfig) String() string {
 func (*RankedConfig) ProtoMessage() {}
 
 func (x *RankedConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[26]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3547,7 +3670,7 @@ func (x *RankedConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankedConfig.ProtoReflect.Descriptor instead.
 func (*RankedConfig) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{26}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RankedConfig) GetIndex() int32 {
@@ -3613,7 +3736,7 @@ type RankConfigsResponse struct {
 
 func (x *RankConfigsResponse) Reset() {
 	*x = RankConfigsResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3625,7 +3748,7 @@ func (x *RankConfigsResponse) String() string {
 func (*RankConfigsResponse) ProtoMessage() {}
 
 func (x *RankConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[27]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3638,7 +3761,7 @@ func (x *RankConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankConfigsResponse.ProtoReflect.Descriptor instead.
 func (*RankConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{27}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RankConfigsResponse) GetResults() []*RankedConfig {
@@ -3696,7 +3819,7 @@ type Constraints struct {
 
 func (x *Constraints) Reset() {
 	*x = Constraints{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3708,7 +3831,7 @@ func (x *Constraints) String() string {
 func (*Constraints) ProtoMessage() {}
 
 func (x *Constraints) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[28]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3721,7 +3844,7 @@ func (x *Constraints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraints.ProtoReflect.Descriptor instead.
 func (*Constraints) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{28}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Constraints) GetTp() []int32 {
@@ -3883,7 +4006,7 @@ type EstimatePlanRequest struct {
 
 func (x *EstimatePlanRequest) Reset() {
 	*x = EstimatePlanRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3895,7 +4018,7 @@ func (x *EstimatePlanRequest) String() string {
 func (*EstimatePlanRequest) ProtoMessage() {}
 
 func (x *EstimatePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[29]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3908,7 +4031,7 @@ func (x *EstimatePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimatePlanRequest.ProtoReflect.Descriptor instead.
 func (*EstimatePlanRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{29}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EstimatePlanRequest) GetModel() *ModelSpec {
@@ -4043,7 +4166,7 @@ type NodeUse struct {
 
 func (x *NodeUse) Reset() {
 	*x = NodeUse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4055,7 +4178,7 @@ func (x *NodeUse) String() string {
 func (*NodeUse) ProtoMessage() {}
 
 func (x *NodeUse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[30]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4068,7 +4191,7 @@ func (x *NodeUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUse.ProtoReflect.Descriptor instead.
 func (*NodeUse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{30}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NodeUse) GetNode() int32 {
@@ -4104,7 +4227,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4116,7 +4239,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4129,7 +4252,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Placement) GetNodes() []*NodeUse {
@@ -4195,7 +4318,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +4330,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +4343,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Plan) GetRank() int32 {
@@ -4305,7 +4428,7 @@ type SearchStats struct {
 
 func (x *SearchStats) Reset() {
 	*x = SearchStats{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4317,7 +4440,7 @@ func (x *SearchStats) String() string {
 func (*SearchStats) ProtoMessage() {}
 
 func (x *SearchStats) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4330,7 +4453,7 @@ func (x *SearchStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchStats.ProtoReflect.Descriptor instead.
 func (*SearchStats) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SearchStats) GetEnumerated() int64 {
@@ -4405,7 +4528,7 @@ type EstimatePlanResponse struct {
 
 func (x *EstimatePlanResponse) Reset() {
 	*x = EstimatePlanResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4417,7 +4540,7 @@ func (x *EstimatePlanResponse) String() string {
 func (*EstimatePlanResponse) ProtoMessage() {}
 
 func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4430,7 +4553,7 @@ func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimatePlanResponse.ProtoReflect.Descriptor instead.
 func (*EstimatePlanResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *EstimatePlanResponse) GetPlans() []*Plan {
@@ -4491,7 +4614,8 @@ type SimulateCollectiveRequest struct {
 	// Message size, bytes (nccl-tests convention: the total buffer for all-gather and
 	// reduce-scatter).
 	SizeBytes int64 `protobuf:"varint,6,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	// Force this algorithm; unset: the cheapest, as NCCL chooses.
+	// Force this algorithm; unset: the one the cluster's measured algorithms name
+	// for this call, else the cheapest, as NCCL chooses.
 	Algorithm Algorithm `protobuf:"varint,7,opt,name=algorithm,proto3,enum=stepcost.v1.Algorithm" json:"algorithm,omitempty"`
 	// Force this protocol (ring and tree); unset: the cheapest.
 	Protocol Protocol `protobuf:"varint,8,opt,name=protocol,proto3,enum=stepcost.v1.Protocol" json:"protocol,omitempty"`
@@ -4515,7 +4639,7 @@ type SimulateCollectiveRequest struct {
 
 func (x *SimulateCollectiveRequest) Reset() {
 	*x = SimulateCollectiveRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4527,7 +4651,7 @@ func (x *SimulateCollectiveRequest) String() string {
 func (*SimulateCollectiveRequest) ProtoMessage() {}
 
 func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4540,7 +4664,7 @@ func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveRequest.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SimulateCollectiveRequest) GetCluster() *ClusterSpec {
@@ -4652,7 +4776,7 @@ type CollectiveEstimate struct {
 
 func (x *CollectiveEstimate) Reset() {
 	*x = CollectiveEstimate{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4664,7 +4788,7 @@ func (x *CollectiveEstimate) String() string {
 func (*CollectiveEstimate) ProtoMessage() {}
 
 func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4677,7 +4801,7 @@ func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectiveEstimate.ProtoReflect.Descriptor instead.
 func (*CollectiveEstimate) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CollectiveEstimate) GetAlgorithm() Algorithm {
@@ -4763,7 +4887,7 @@ type NotApplicable struct {
 
 func (x *NotApplicable) Reset() {
 	*x = NotApplicable{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4775,7 +4899,7 @@ func (x *NotApplicable) String() string {
 func (*NotApplicable) ProtoMessage() {}
 
 func (x *NotApplicable) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4788,7 +4912,7 @@ func (x *NotApplicable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotApplicable.ProtoReflect.Descriptor instead.
 func (*NotApplicable) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *NotApplicable) GetAlgorithm() Algorithm {
@@ -4808,7 +4932,8 @@ func (x *NotApplicable) GetReason() string {
 // SimulateCollectiveResponse is the priced collective.
 type SimulateCollectiveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The algorithm chosen: the one forced, or the cheapest NCCL would consider.
+	// The algorithm chosen: the one forced, the one the cluster's measured
+	// algorithms name for this call, or the cheapest NCCL would consider.
 	Chosen *CollectiveEstimate `protobuf:"bytes,1,opt,name=chosen,proto3" json:"chosen,omitempty"`
 	// Every algorithm priced, the chosen one included.
 	Considered []*CollectiveEstimate `protobuf:"bytes,2,rep,name=considered,proto3" json:"considered,omitempty"`
@@ -4832,7 +4957,7 @@ type SimulateCollectiveResponse struct {
 
 func (x *SimulateCollectiveResponse) Reset() {
 	*x = SimulateCollectiveResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4844,7 +4969,7 @@ func (x *SimulateCollectiveResponse) String() string {
 func (*SimulateCollectiveResponse) ProtoMessage() {}
 
 func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4857,7 +4982,7 @@ func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveResponse.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SimulateCollectiveResponse) GetChosen() *CollectiveEstimate {
@@ -4964,7 +5089,7 @@ type CollectiveSchedule struct {
 
 func (x *CollectiveSchedule) Reset() {
 	*x = CollectiveSchedule{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4976,7 +5101,7 @@ func (x *CollectiveSchedule) String() string {
 func (*CollectiveSchedule) ProtoMessage() {}
 
 func (x *CollectiveSchedule) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4989,7 +5114,7 @@ func (x *CollectiveSchedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectiveSchedule.ProtoReflect.Descriptor instead.
 func (*CollectiveSchedule) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CollectiveSchedule) GetAlgorithm() Algorithm {
@@ -5113,7 +5238,7 @@ type ScheduleVerification struct {
 
 func (x *ScheduleVerification) Reset() {
 	*x = ScheduleVerification{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5125,7 +5250,7 @@ func (x *ScheduleVerification) String() string {
 func (*ScheduleVerification) ProtoMessage() {}
 
 func (x *ScheduleVerification) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5138,7 +5263,7 @@ func (x *ScheduleVerification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleVerification.ProtoReflect.Descriptor instead.
 func (*ScheduleVerification) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{40}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ScheduleVerification) GetVerified() bool {
@@ -5207,7 +5332,7 @@ type ScheduleRow struct {
 
 func (x *ScheduleRow) Reset() {
 	*x = ScheduleRow{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5219,7 +5344,7 @@ func (x *ScheduleRow) String() string {
 func (*ScheduleRow) ProtoMessage() {}
 
 func (x *ScheduleRow) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5232,7 +5357,7 @@ func (x *ScheduleRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRow.ProtoReflect.Descriptor instead.
 func (*ScheduleRow) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{41}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ScheduleRow) GetFirstStep() int32 {
@@ -5332,7 +5457,7 @@ type ScheduleFlow struct {
 
 func (x *ScheduleFlow) Reset() {
 	*x = ScheduleFlow{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5344,7 +5469,7 @@ func (x *ScheduleFlow) String() string {
 func (*ScheduleFlow) ProtoMessage() {}
 
 func (x *ScheduleFlow) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5357,7 +5482,7 @@ func (x *ScheduleFlow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleFlow.ProtoReflect.Descriptor instead.
 func (*ScheduleFlow) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{42}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ScheduleFlow) GetKind() TransferKind {
@@ -5423,7 +5548,7 @@ type RankPair struct {
 
 func (x *RankPair) Reset() {
 	*x = RankPair{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5435,7 +5560,7 @@ func (x *RankPair) String() string {
 func (*RankPair) ProtoMessage() {}
 
 func (x *RankPair) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5448,7 +5573,7 @@ func (x *RankPair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankPair.ProtoReflect.Descriptor instead.
 func (*RankPair) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{43}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RankPair) GetSrc() int32 {
@@ -5474,7 +5599,7 @@ type ListCatalogRequest struct {
 
 func (x *ListCatalogRequest) Reset() {
 	*x = ListCatalogRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5486,7 +5611,7 @@ func (x *ListCatalogRequest) String() string {
 func (*ListCatalogRequest) ProtoMessage() {}
 
 func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5499,7 +5624,7 @@ func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ListCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{44}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{45}
 }
 
 // SystemEntry is one system of the catalog.
@@ -5519,7 +5644,7 @@ type SystemEntry struct {
 
 func (x *SystemEntry) Reset() {
 	*x = SystemEntry{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5531,7 +5656,7 @@ func (x *SystemEntry) String() string {
 func (*SystemEntry) ProtoMessage() {}
 
 func (x *SystemEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5544,7 +5669,7 @@ func (x *SystemEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemEntry.ProtoReflect.Descriptor instead.
 func (*SystemEntry) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{45}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SystemEntry) GetName() string {
@@ -5590,7 +5715,7 @@ type ListCatalogResponse struct {
 
 func (x *ListCatalogResponse) Reset() {
 	*x = ListCatalogResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5602,7 +5727,7 @@ func (x *ListCatalogResponse) String() string {
 func (*ListCatalogResponse) ProtoMessage() {}
 
 func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5615,7 +5740,7 @@ func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ListCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{46}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListCatalogResponse) GetGpus() []*GPU {
@@ -5635,6 +5760,714 @@ func (x *ListCatalogResponse) GetSystems() []*SystemEntry {
 func (x *ListCatalogResponse) GetModels() []*Architecture {
 	if x != nil {
 		return x.Models
+	}
+	return nil
+}
+
+// CalibrationRun is the layout of the training run a log comes from (the logs
+// state the step time, rarely the layout).
+type CalibrationRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Catalog model name, e.g. llama3-8b.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// GPUs of the run.
+	Gpus int32 `protobuf:"varint,2,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// GPUs per node; 0: the base cluster's.
+	GpusPerNode int32 `protobuf:"varint,3,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	// Tensor-parallel degree; 0 or 1: none.
+	Tp int32 `protobuf:"varint,4,opt,name=tp,proto3" json:"tp,omitempty"`
+	// Pipeline stages; 0 or 1: none.
+	Pp int32 `protobuf:"varint,5,opt,name=pp,proto3" json:"pp,omitempty"`
+	// Context-parallel degree; 0 or 1: none.
+	Cp int32 `protobuf:"varint,6,opt,name=cp,proto3" json:"cp,omitempty"`
+	// Expert-parallel degree; 0 or 1: none.
+	Ep int32 `protobuf:"varint,7,opt,name=ep,proto3" json:"ep,omitempty"`
+	// Data-parallel degree; 0: gpus / (tp·pp·cp).
+	Dp int32 `protobuf:"varint,8,opt,name=dp,proto3" json:"dp,omitempty"`
+	// ZeRO stage 0–3.
+	Zero int32 `protobuf:"varint,9,opt,name=zero,proto3" json:"zero,omitempty"`
+	// Sequences per micro-batch.
+	MicroBatch int32 `protobuf:"varint,10,opt,name=micro_batch,json=microBatch,proto3" json:"micro_batch,omitempty"`
+	// Sequences per step.
+	GlobalBatch int32 `protobuf:"varint,11,opt,name=global_batch,json=globalBatch,proto3" json:"global_batch,omitempty"`
+	// Tokens per sequence.
+	SeqLen int32 `protobuf:"varint,12,opt,name=seq_len,json=seqLen,proto3" json:"seq_len,omitempty"`
+	// bf16 (default), fp16 or fp8.
+	Precision string `protobuf:"bytes,13,opt,name=precision,proto3" json:"precision,omitempty"`
+	// none (default), selective, ops or full.
+	Recompute string `protobuf:"bytes,14,opt,name=recompute,proto3" json:"recompute,omitempty"`
+	// Sequence parallelism.
+	Sp bool `protobuf:"varint,15,opt,name=sp,proto3" json:"sp,omitempty"`
+	// Pipeline schedule: 1f1b, interleaved, gpipe, …
+	Schedule string `protobuf:"bytes,16,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// Virtual pipeline stages per rank of an interleaved schedule.
+	Vpp int32 `protobuf:"varint,17,opt,name=vpp,proto3" json:"vpp,omitempty"`
+	// Framework; empty: the one whose log lines were read.
+	Framework     string `protobuf:"bytes,18,opt,name=framework,proto3" json:"framework,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrationRun) Reset() {
+	*x = CalibrationRun{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrationRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrationRun) ProtoMessage() {}
+
+func (x *CalibrationRun) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrationRun.ProtoReflect.Descriptor instead.
+func (*CalibrationRun) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *CalibrationRun) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *CalibrationRun) GetGpus() int32 {
+	if x != nil {
+		return x.Gpus
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetGpusPerNode() int32 {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetTp() int32 {
+	if x != nil {
+		return x.Tp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetPp() int32 {
+	if x != nil {
+		return x.Pp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetCp() int32 {
+	if x != nil {
+		return x.Cp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetEp() int32 {
+	if x != nil {
+		return x.Ep
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetDp() int32 {
+	if x != nil {
+		return x.Dp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetZero() int32 {
+	if x != nil {
+		return x.Zero
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetMicroBatch() int32 {
+	if x != nil {
+		return x.MicroBatch
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetGlobalBatch() int32 {
+	if x != nil {
+		return x.GlobalBatch
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetSeqLen() int32 {
+	if x != nil {
+		return x.SeqLen
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetPrecision() string {
+	if x != nil {
+		return x.Precision
+	}
+	return ""
+}
+
+func (x *CalibrationRun) GetRecompute() string {
+	if x != nil {
+		return x.Recompute
+	}
+	return ""
+}
+
+func (x *CalibrationRun) GetSp() bool {
+	if x != nil {
+		return x.Sp
+	}
+	return false
+}
+
+func (x *CalibrationRun) GetSchedule() string {
+	if x != nil {
+		return x.Schedule
+	}
+	return ""
+}
+
+func (x *CalibrationRun) GetVpp() int32 {
+	if x != nil {
+		return x.Vpp
+	}
+	return 0
+}
+
+func (x *CalibrationRun) GetFramework() string {
+	if x != nil {
+		return x.Framework
+	}
+	return ""
+}
+
+// CalibrationInput is one measurement file as the tool wrote it, with what it does
+// not state itself.
+type CalibrationInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The file's name: used in errors and the report, unique within the request.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The file's content: nccl-tests output (header included), measurement rows
+	// (JSON lines in the nccl-measurement schema, one run per file; docs/calibrate.md)
+	// or a training log.
+	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// Nodes of an nccl-tests output without device lines.
+	Nodes int32 `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// GPUs per node of an nccl-tests output without device lines.
+	GpusPerNode int32 `protobuf:"varint,4,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	// The test of an output that does not name it: allreduce, allgather, …
+	Op string `protobuf:"bytes,5,opt,name=op,proto3" json:"op,omitempty"`
+	// per-process, single-process, eager or graph, when the header does not say.
+	Launch string `protobuf:"bytes,6,opt,name=launch,proto3" json:"launch,omitempty"`
+	// NCCL_ALGO as the run set it (ring, tree, nvls, …); empty: NCCL chose.
+	Algo string `protobuf:"bytes,7,opt,name=algo,proto3" json:"algo,omitempty"`
+	// For a training log: the run's layout.
+	Run           *CalibrationRun `protobuf:"bytes,8,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrationInput) Reset() {
+	*x = CalibrationInput{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrationInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrationInput) ProtoMessage() {}
+
+func (x *CalibrationInput) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrationInput.ProtoReflect.Descriptor instead.
+func (*CalibrationInput) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *CalibrationInput) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *CalibrationInput) GetGpusPerNode() int32 {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return 0
+}
+
+func (x *CalibrationInput) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetLaunch() string {
+	if x != nil {
+		return x.Launch
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetAlgo() string {
+	if x != nil {
+		return x.Algo
+	}
+	return ""
+}
+
+func (x *CalibrationInput) GetRun() *CalibrationRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// CalibrateClusterRequest is a base cluster and the measurements to fit it to.
+type CalibrateClusterRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The base cluster: a catalog name or a definition (nodes and free_gpus are not
+	// used: every input states its own).
+	Cluster *ClusterSpec `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// The measurement files: at most 16, each at most 1 MiB, and the whole request
+	// within the server's request size.
+	Inputs []*CalibrationInput `protobuf:"bytes,2,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	// Name of the calibrated cluster; empty: the base's with "-calibrated".
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrateClusterRequest) Reset() {
+	*x = CalibrateClusterRequest{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrateClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrateClusterRequest) ProtoMessage() {}
+
+func (x *CalibrateClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrateClusterRequest.ProtoReflect.Descriptor instead.
+func (*CalibrateClusterRequest) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *CalibrateClusterRequest) GetCluster() *ClusterSpec {
+	if x != nil {
+		return x.Cluster
+	}
+	return nil
+}
+
+func (x *CalibrateClusterRequest) GetInputs() []*CalibrationInput {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *CalibrateClusterRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// CalibratedConstant is one constant the inputs determine.
+type CalibratedConstant struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What it is, e.g. "NIC efficiency".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its cluster file field, e.g. "nics.efficiency".
+	Field string `protobuf:"bytes,2,opt,name=field,proto3" json:"field,omitempty"`
+	// The base cluster's value.
+	Base float64 `protobuf:"fixed64,3,opt,name=base,proto3" json:"base,omitempty"`
+	// The fitted value.
+	Fitted float64 `protobuf:"fixed64,4,opt,name=fitted,proto3" json:"fitted,omitempty"`
+	// The lower physical bound of the fit.
+	Min float64 `protobuf:"fixed64,5,opt,name=min,proto3" json:"min,omitempty"`
+	// The upper physical bound of the fit.
+	Max           float64 `protobuf:"fixed64,6,opt,name=max,proto3" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibratedConstant) Reset() {
+	*x = CalibratedConstant{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibratedConstant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibratedConstant) ProtoMessage() {}
+
+func (x *CalibratedConstant) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibratedConstant.ProtoReflect.Descriptor instead.
+func (*CalibratedConstant) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *CalibratedConstant) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CalibratedConstant) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *CalibratedConstant) GetBase() float64 {
+	if x != nil {
+		return x.Base
+	}
+	return 0
+}
+
+func (x *CalibratedConstant) GetFitted() float64 {
+	if x != nil {
+		return x.Fitted
+	}
+	return 0
+}
+
+func (x *CalibratedConstant) GetMin() float64 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *CalibratedConstant) GetMax() float64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+// CalibrationErrorRow is the |relative error| of a group of measurements: before
+// (the base cluster) and after (each input priced with constants fitted without
+// its own file).
+type CalibrationErrorRow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "file", "collective" (a collective and size band, or the training steps) or "all".
+	Group string `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// The file, collective and size band, or "all inputs".
+	Label string `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	// Measurements in the group.
+	Rows int32 `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
+	// Median |relative error| with the base cluster.
+	BeforeMedian float64 `protobuf:"fixed64,4,opt,name=before_median,json=beforeMedian,proto3" json:"before_median,omitempty"`
+	// Median |relative error| with each file left out of the fit.
+	AfterMedian float64 `protobuf:"fixed64,5,opt,name=after_median,json=afterMedian,proto3" json:"after_median,omitempty"`
+	// Mean |relative error| with the base cluster.
+	BeforeMean float64 `protobuf:"fixed64,6,opt,name=before_mean,json=beforeMean,proto3" json:"before_mean,omitempty"`
+	// Mean |relative error| with each file left out of the fit.
+	AfterMean     float64 `protobuf:"fixed64,7,opt,name=after_mean,json=afterMean,proto3" json:"after_mean,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrationErrorRow) Reset() {
+	*x = CalibrationErrorRow{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrationErrorRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrationErrorRow) ProtoMessage() {}
+
+func (x *CalibrationErrorRow) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrationErrorRow.ProtoReflect.Descriptor instead.
+func (*CalibrationErrorRow) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *CalibrationErrorRow) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *CalibrationErrorRow) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *CalibrationErrorRow) GetRows() int32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *CalibrationErrorRow) GetBeforeMedian() float64 {
+	if x != nil {
+		return x.BeforeMedian
+	}
+	return 0
+}
+
+func (x *CalibrationErrorRow) GetAfterMedian() float64 {
+	if x != nil {
+		return x.AfterMedian
+	}
+	return 0
+}
+
+func (x *CalibrationErrorRow) GetBeforeMean() float64 {
+	if x != nil {
+		return x.BeforeMean
+	}
+	return 0
+}
+
+func (x *CalibrationErrorRow) GetAfterMean() float64 {
+	if x != nil {
+		return x.AfterMean
+	}
+	return 0
+}
+
+// CalibrateClusterResponse is the calibrated cluster and the report.
+type CalibrateClusterResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The calibrated cluster: pass it as ClusterSpec.definition to the other calls.
+	Cluster *ClusterDefinition `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// The constants the inputs determine, fitted.
+	Constants []*CalibratedConstant `protobuf:"bytes,2,rep,name=constants,proto3" json:"constants,omitempty"`
+	// Error before and after, per file, collective and size band, and over all.
+	Errors []*CalibrationErrorRow `protobuf:"bytes,3,rep,name=errors,proto3" json:"errors,omitempty"`
+	// Constants that moved far from the base's.
+	Moved []string `protobuf:"bytes,4,rep,name=moved,proto3" json:"moved,omitempty"`
+	// Constants whose fit stopped at a physical bound: something the model lacks.
+	AtBound []string `protobuf:"bytes,5,rep,name=at_bound,json=atBound,proto3" json:"at_bound,omitempty"`
+	// Constants the inputs determine but the fit kept at the base's value, because
+	// moving them priced a group of rows worse (in sample or held out).
+	Declined []string `protobuf:"bytes,6,rep,name=declined,proto3" json:"declined,omitempty"`
+	// Files that, fitted alone, want a constant far from what the others want.
+	Contradictions []string `protobuf:"bytes,7,rep,name=contradictions,proto3" json:"contradictions,omitempty"`
+	// Contradicting files left out of the fit.
+	Excluded []string `protobuf:"bytes,8,rep,name=excluded,proto3" json:"excluded,omitempty"`
+	// The files contradict each other with no majority: the fit is a compromise.
+	Compromise bool `protobuf:"varint,9,opt,name=compromise,proto3" json:"compromise,omitempty"`
+	// Rows NCCL ran with another algorithm than the model picks.
+	Mismatches []string `protobuf:"bytes,10,rep,name=mismatches,proto3" json:"mismatches,omitempty"`
+	// What the readers set aside or noticed, file by file.
+	Notes         []string `protobuf:"bytes,11,rep,name=notes,proto3" json:"notes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrateClusterResponse) Reset() {
+	*x = CalibrateClusterResponse{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrateClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrateClusterResponse) ProtoMessage() {}
+
+func (x *CalibrateClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrateClusterResponse.ProtoReflect.Descriptor instead.
+func (*CalibrateClusterResponse) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CalibrateClusterResponse) GetCluster() *ClusterDefinition {
+	if x != nil {
+		return x.Cluster
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetConstants() []*CalibratedConstant {
+	if x != nil {
+		return x.Constants
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetErrors() []*CalibrationErrorRow {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetMoved() []string {
+	if x != nil {
+		return x.Moved
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetAtBound() []string {
+	if x != nil {
+		return x.AtBound
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetDeclined() []string {
+	if x != nil {
+		return x.Declined
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetContradictions() []string {
+	if x != nil {
+		return x.Contradictions
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetExcluded() []string {
+	if x != nil {
+		return x.Excluded
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetCompromise() bool {
+	if x != nil {
+		return x.Compromise
+	}
+	return false
+}
+
+func (x *CalibrateClusterResponse) GetMismatches() []string {
+	if x != nil {
+		return x.Mismatches
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetNotes() []string {
+	if x != nil {
+		return x.Notes
 	}
 	return nil
 }
@@ -5726,7 +6559,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tmemory_gb\x18\x01 \x01(\x01R\bmemoryGb\x122\n" +
 	"\x15memory_bandwidth_gbps\x18\x02 \x01(\x01R\x13memoryBandwidthGbps\x12\x1b\n" +
 	"\tlink_gbps\x18\x03 \x01(\x01R\blinkGbps\x12\"\n" +
-	"\rgpus_per_link\x18\x04 \x01(\x05R\vgpusPerLink\"\xec\x02\n" +
+	"\rgpus_per_link\x18\x04 \x01(\x05R\vgpusPerLink\"\xa4\x03\n" +
 	"\x11ClusterDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04base\x18\x02 \x01(\tR\x04base\x12\"\n" +
@@ -5738,7 +6571,19 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\anetwork\x18\b \x01(\v2\x14.stepcost.v1.NetworkR\anetwork\x12 \n" +
 	"\vdescription\x18\t \x01(\tR\vdescription\x12%\n" +
 	"\x04host\x18\n" +
-	" \x01(\v2\x11.stepcost.v1.HostR\x04host\"6\n" +
+	" \x01(\v2\x11.stepcost.v1.HostR\x04host\x126\n" +
+	"\n" +
+	"algorithms\x18\v \x03(\v2\x16.stepcost.v1.AlgoRangeR\n" +
+	"algorithms\"\xdd\x01\n" +
+	"\tAlgoRange\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x14\n" +
+	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\"\n" +
+	"\rgpus_per_node\x18\x03 \x01(\x05R\vgpusPerNode\x12\x1b\n" +
+	"\tmin_bytes\x18\x04 \x01(\x01R\bminBytes\x12\x1b\n" +
+	"\tmax_bytes\x18\x05 \x01(\x01R\bmaxBytes\x12\x12\n" +
+	"\x04algo\x18\x06 \x01(\tR\x04algo\x12\x1b\n" +
+	"\tmin_nodes\x18\a \x01(\x05R\bminNodes\x12\x1b\n" +
+	"\tmax_nodes\x18\b \x01(\x05R\bmaxNodes\"6\n" +
 	"\fNodeFreeGPUs\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x12\n" +
 	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xbd\x01\n" +
@@ -6116,7 +6961,75 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x13ListCatalogResponse\x12$\n" +
 	"\x04gpus\x18\x01 \x03(\v2\x10.stepcost.v1.GPUR\x04gpus\x122\n" +
 	"\asystems\x18\x02 \x03(\v2\x18.stepcost.v1.SystemEntryR\asystems\x121\n" +
-	"\x06models\x18\x03 \x03(\v2\x19.stepcost.v1.ArchitectureR\x06models*a\n" +
+	"\x06models\x18\x03 \x03(\v2\x19.stepcost.v1.ArchitectureR\x06models\"\xb7\x03\n" +
+	"\x0eCalibrationRun\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x12\n" +
+	"\x04gpus\x18\x02 \x01(\x05R\x04gpus\x12\"\n" +
+	"\rgpus_per_node\x18\x03 \x01(\x05R\vgpusPerNode\x12\x0e\n" +
+	"\x02tp\x18\x04 \x01(\x05R\x02tp\x12\x0e\n" +
+	"\x02pp\x18\x05 \x01(\x05R\x02pp\x12\x0e\n" +
+	"\x02cp\x18\x06 \x01(\x05R\x02cp\x12\x0e\n" +
+	"\x02ep\x18\a \x01(\x05R\x02ep\x12\x0e\n" +
+	"\x02dp\x18\b \x01(\x05R\x02dp\x12\x12\n" +
+	"\x04zero\x18\t \x01(\x05R\x04zero\x12\x1f\n" +
+	"\vmicro_batch\x18\n" +
+	" \x01(\x05R\n" +
+	"microBatch\x12!\n" +
+	"\fglobal_batch\x18\v \x01(\x05R\vglobalBatch\x12\x17\n" +
+	"\aseq_len\x18\f \x01(\x05R\x06seqLen\x12\x1c\n" +
+	"\tprecision\x18\r \x01(\tR\tprecision\x12\x1c\n" +
+	"\trecompute\x18\x0e \x01(\tR\trecompute\x12\x0e\n" +
+	"\x02sp\x18\x0f \x01(\bR\x02sp\x12\x1a\n" +
+	"\bschedule\x18\x10 \x01(\tR\bschedule\x12\x10\n" +
+	"\x03vpp\x18\x11 \x01(\x05R\x03vpp\x12\x1c\n" +
+	"\tframework\x18\x12 \x01(\tR\tframework\"\xe5\x01\n" +
+	"\x10CalibrationInput\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x12\x14\n" +
+	"\x05nodes\x18\x03 \x01(\x05R\x05nodes\x12\"\n" +
+	"\rgpus_per_node\x18\x04 \x01(\x05R\vgpusPerNode\x12\x0e\n" +
+	"\x02op\x18\x05 \x01(\tR\x02op\x12\x16\n" +
+	"\x06launch\x18\x06 \x01(\tR\x06launch\x12\x12\n" +
+	"\x04algo\x18\a \x01(\tR\x04algo\x12-\n" +
+	"\x03run\x18\b \x01(\v2\x1b.stepcost.v1.CalibrationRunR\x03run\"\x98\x01\n" +
+	"\x17CalibrateClusterRequest\x122\n" +
+	"\acluster\x18\x01 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x125\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x1d.stepcost.v1.CalibrationInputR\x06inputs\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\x8e\x01\n" +
+	"\x12CalibratedConstant\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05field\x18\x02 \x01(\tR\x05field\x12\x12\n" +
+	"\x04base\x18\x03 \x01(\x01R\x04base\x12\x16\n" +
+	"\x06fitted\x18\x04 \x01(\x01R\x06fitted\x12\x10\n" +
+	"\x03min\x18\x05 \x01(\x01R\x03min\x12\x10\n" +
+	"\x03max\x18\x06 \x01(\x01R\x03max\"\xdd\x01\n" +
+	"\x13CalibrationErrorRow\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
+	"\x04rows\x18\x03 \x01(\x05R\x04rows\x12#\n" +
+	"\rbefore_median\x18\x04 \x01(\x01R\fbeforeMedian\x12!\n" +
+	"\fafter_median\x18\x05 \x01(\x01R\vafterMedian\x12\x1f\n" +
+	"\vbefore_mean\x18\x06 \x01(\x01R\n" +
+	"beforeMean\x12\x1d\n" +
+	"\n" +
+	"after_mean\x18\a \x01(\x01R\tafterMean\"\xb4\x03\n" +
+	"\x18CalibrateClusterResponse\x128\n" +
+	"\acluster\x18\x01 \x01(\v2\x1e.stepcost.v1.ClusterDefinitionR\acluster\x12=\n" +
+	"\tconstants\x18\x02 \x03(\v2\x1f.stepcost.v1.CalibratedConstantR\tconstants\x128\n" +
+	"\x06errors\x18\x03 \x03(\v2 .stepcost.v1.CalibrationErrorRowR\x06errors\x12\x14\n" +
+	"\x05moved\x18\x04 \x03(\tR\x05moved\x12\x19\n" +
+	"\bat_bound\x18\x05 \x03(\tR\aatBound\x12\x1a\n" +
+	"\bdeclined\x18\x06 \x03(\tR\bdeclined\x12&\n" +
+	"\x0econtradictions\x18\a \x03(\tR\x0econtradictions\x12\x1a\n" +
+	"\bexcluded\x18\b \x03(\tR\bexcluded\x12\x1e\n" +
+	"\n" +
+	"compromise\x18\t \x01(\bR\n" +
+	"compromise\x12\x1e\n" +
+	"\n" +
+	"mismatches\x18\n" +
+	" \x03(\tR\n" +
+	"mismatches\x12\x14\n" +
+	"\x05notes\x18\v \x03(\tR\x05notes*a\n" +
 	"\tPrecision\x12\x19\n" +
 	"\x15PRECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0ePRECISION_BF16\x10\x01\x12\x12\n" +
@@ -6183,13 +7096,14 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x12TRANSFER_KIND_COPY\x10\x01\x12\x15\n" +
 	"\x11TRANSFER_KIND_ADD\x10\x02\x12\x1f\n" +
 	"\x1bTRANSFER_KIND_SWITCH_REDUCE\x10\x03\x12\x1b\n" +
-	"\x17TRANSFER_KIND_MULTICAST\x10\x042\xc6\x03\n" +
+	"\x17TRANSFER_KIND_MULTICAST\x10\x042\xa7\x04\n" +
 	"\x0fStepcostService\x12S\n" +
 	"\fEstimatePlan\x12 .stepcost.v1.EstimatePlanRequest\x1a!.stepcost.v1.EstimatePlanResponse\x12S\n" +
 	"\fEstimateStep\x12 .stepcost.v1.EstimateStepRequest\x1a!.stepcost.v1.EstimateStepResponse\x12P\n" +
 	"\vRankConfigs\x12\x1f.stepcost.v1.RankConfigsRequest\x1a .stepcost.v1.RankConfigsResponse\x12e\n" +
 	"\x12SimulateCollective\x12&.stepcost.v1.SimulateCollectiveRequest\x1a'.stepcost.v1.SimulateCollectiveResponse\x12P\n" +
-	"\vListCatalog\x12\x1f.stepcost.v1.ListCatalogRequest\x1a .stepcost.v1.ListCatalogResponseB;Z9github.com/stepcost/stepcost/proto/stepcost/v1;stepcostv1b\x06proto3"
+	"\vListCatalog\x12\x1f.stepcost.v1.ListCatalogRequest\x1a .stepcost.v1.ListCatalogResponse\x12_\n" +
+	"\x10CalibrateCluster\x12$.stepcost.v1.CalibrateClusterRequest\x1a%.stepcost.v1.CalibrateClusterResponseB;Z9github.com/stepcost/stepcost/proto/stepcost/v1;stepcostv1b\x06proto3"
 
 var (
 	file_stepcost_v1_stepcost_proto_rawDescOnce sync.Once
@@ -6204,7 +7118,7 @@ func file_stepcost_v1_stepcost_proto_rawDescGZIP() []byte {
 }
 
 var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Precision)(0),                     // 0: stepcost.v1.Precision
 	(Recompute)(0),                     // 1: stepcost.v1.Recompute
@@ -6226,137 +7140,153 @@ var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(*Network)(nil),                    // 17: stepcost.v1.Network
 	(*Host)(nil),                       // 18: stepcost.v1.Host
 	(*ClusterDefinition)(nil),          // 19: stepcost.v1.ClusterDefinition
-	(*NodeFreeGPUs)(nil),               // 20: stepcost.v1.NodeFreeGPUs
-	(*ClusterSpec)(nil),                // 21: stepcost.v1.ClusterSpec
-	(*Optimizer)(nil),                  // 22: stepcost.v1.Optimizer
-	(*Training)(nil),                   // 23: stepcost.v1.Training
-	(*Layout)(nil),                     // 24: stepcost.v1.Layout
-	(*CommTimes)(nil),                  // 25: stepcost.v1.CommTimes
-	(*Breakdown)(nil),                  // 26: stepcost.v1.Breakdown
-	(*Memory)(nil),                     // 27: stepcost.v1.Memory
-	(*Throughput)(nil),                 // 28: stepcost.v1.Throughput
-	(*CommCall)(nil),                   // 29: stepcost.v1.CommCall
-	(*StepEstimate)(nil),               // 30: stepcost.v1.StepEstimate
-	(*EstimateStepRequest)(nil),        // 31: stepcost.v1.EstimateStepRequest
-	(*EstimateStepResponse)(nil),       // 32: stepcost.v1.EstimateStepResponse
-	(*FieldViolation)(nil),             // 33: stepcost.v1.FieldViolation
-	(*ItemError)(nil),                  // 34: stepcost.v1.ItemError
-	(*RankConfigsRequest)(nil),         // 35: stepcost.v1.RankConfigsRequest
-	(*RankedConfig)(nil),               // 36: stepcost.v1.RankedConfig
-	(*RankConfigsResponse)(nil),        // 37: stepcost.v1.RankConfigsResponse
-	(*Constraints)(nil),                // 38: stepcost.v1.Constraints
-	(*EstimatePlanRequest)(nil),        // 39: stepcost.v1.EstimatePlanRequest
-	(*NodeUse)(nil),                    // 40: stepcost.v1.NodeUse
-	(*Placement)(nil),                  // 41: stepcost.v1.Placement
-	(*Plan)(nil),                       // 42: stepcost.v1.Plan
-	(*SearchStats)(nil),                // 43: stepcost.v1.SearchStats
-	(*EstimatePlanResponse)(nil),       // 44: stepcost.v1.EstimatePlanResponse
-	(*SimulateCollectiveRequest)(nil),  // 45: stepcost.v1.SimulateCollectiveRequest
-	(*CollectiveEstimate)(nil),         // 46: stepcost.v1.CollectiveEstimate
-	(*NotApplicable)(nil),              // 47: stepcost.v1.NotApplicable
-	(*SimulateCollectiveResponse)(nil), // 48: stepcost.v1.SimulateCollectiveResponse
-	(*CollectiveSchedule)(nil),         // 49: stepcost.v1.CollectiveSchedule
-	(*ScheduleVerification)(nil),       // 50: stepcost.v1.ScheduleVerification
-	(*ScheduleRow)(nil),                // 51: stepcost.v1.ScheduleRow
-	(*ScheduleFlow)(nil),               // 52: stepcost.v1.ScheduleFlow
-	(*RankPair)(nil),                   // 53: stepcost.v1.RankPair
-	(*ListCatalogRequest)(nil),         // 54: stepcost.v1.ListCatalogRequest
-	(*SystemEntry)(nil),                // 55: stepcost.v1.SystemEntry
-	(*ListCatalogResponse)(nil),        // 56: stepcost.v1.ListCatalogResponse
-	nil,                                // 57: stepcost.v1.GPU.PeakTflopsEntry
-	nil,                                // 58: stepcost.v1.SearchStats.PrunedEntry
+	(*AlgoRange)(nil),                  // 20: stepcost.v1.AlgoRange
+	(*NodeFreeGPUs)(nil),               // 21: stepcost.v1.NodeFreeGPUs
+	(*ClusterSpec)(nil),                // 22: stepcost.v1.ClusterSpec
+	(*Optimizer)(nil),                  // 23: stepcost.v1.Optimizer
+	(*Training)(nil),                   // 24: stepcost.v1.Training
+	(*Layout)(nil),                     // 25: stepcost.v1.Layout
+	(*CommTimes)(nil),                  // 26: stepcost.v1.CommTimes
+	(*Breakdown)(nil),                  // 27: stepcost.v1.Breakdown
+	(*Memory)(nil),                     // 28: stepcost.v1.Memory
+	(*Throughput)(nil),                 // 29: stepcost.v1.Throughput
+	(*CommCall)(nil),                   // 30: stepcost.v1.CommCall
+	(*StepEstimate)(nil),               // 31: stepcost.v1.StepEstimate
+	(*EstimateStepRequest)(nil),        // 32: stepcost.v1.EstimateStepRequest
+	(*EstimateStepResponse)(nil),       // 33: stepcost.v1.EstimateStepResponse
+	(*FieldViolation)(nil),             // 34: stepcost.v1.FieldViolation
+	(*ItemError)(nil),                  // 35: stepcost.v1.ItemError
+	(*RankConfigsRequest)(nil),         // 36: stepcost.v1.RankConfigsRequest
+	(*RankedConfig)(nil),               // 37: stepcost.v1.RankedConfig
+	(*RankConfigsResponse)(nil),        // 38: stepcost.v1.RankConfigsResponse
+	(*Constraints)(nil),                // 39: stepcost.v1.Constraints
+	(*EstimatePlanRequest)(nil),        // 40: stepcost.v1.EstimatePlanRequest
+	(*NodeUse)(nil),                    // 41: stepcost.v1.NodeUse
+	(*Placement)(nil),                  // 42: stepcost.v1.Placement
+	(*Plan)(nil),                       // 43: stepcost.v1.Plan
+	(*SearchStats)(nil),                // 44: stepcost.v1.SearchStats
+	(*EstimatePlanResponse)(nil),       // 45: stepcost.v1.EstimatePlanResponse
+	(*SimulateCollectiveRequest)(nil),  // 46: stepcost.v1.SimulateCollectiveRequest
+	(*CollectiveEstimate)(nil),         // 47: stepcost.v1.CollectiveEstimate
+	(*NotApplicable)(nil),              // 48: stepcost.v1.NotApplicable
+	(*SimulateCollectiveResponse)(nil), // 49: stepcost.v1.SimulateCollectiveResponse
+	(*CollectiveSchedule)(nil),         // 50: stepcost.v1.CollectiveSchedule
+	(*ScheduleVerification)(nil),       // 51: stepcost.v1.ScheduleVerification
+	(*ScheduleRow)(nil),                // 52: stepcost.v1.ScheduleRow
+	(*ScheduleFlow)(nil),               // 53: stepcost.v1.ScheduleFlow
+	(*RankPair)(nil),                   // 54: stepcost.v1.RankPair
+	(*ListCatalogRequest)(nil),         // 55: stepcost.v1.ListCatalogRequest
+	(*SystemEntry)(nil),                // 56: stepcost.v1.SystemEntry
+	(*ListCatalogResponse)(nil),        // 57: stepcost.v1.ListCatalogResponse
+	(*CalibrationRun)(nil),             // 58: stepcost.v1.CalibrationRun
+	(*CalibrationInput)(nil),           // 59: stepcost.v1.CalibrationInput
+	(*CalibrateClusterRequest)(nil),    // 60: stepcost.v1.CalibrateClusterRequest
+	(*CalibratedConstant)(nil),         // 61: stepcost.v1.CalibratedConstant
+	(*CalibrationErrorRow)(nil),        // 62: stepcost.v1.CalibrationErrorRow
+	(*CalibrateClusterResponse)(nil),   // 63: stepcost.v1.CalibrateClusterResponse
+	nil,                                // 64: stepcost.v1.GPU.PeakTflopsEntry
+	nil,                                // 65: stepcost.v1.SearchStats.PrunedEntry
 }
 var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	10, // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
 	12, // 1: stepcost.v1.Architecture.mla:type_name -> stepcost.v1.MLA
 	11, // 2: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
-	57, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
+	64, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
 	14, // 4: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
 	15, // 5: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
 	16, // 6: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
 	17, // 7: stepcost.v1.ClusterDefinition.network:type_name -> stepcost.v1.Network
 	18, // 8: stepcost.v1.ClusterDefinition.host:type_name -> stepcost.v1.Host
-	19, // 9: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
-	20, // 10: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
-	0,  // 11: stepcost.v1.Training.precision:type_name -> stepcost.v1.Precision
-	22, // 12: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
-	2,  // 13: stepcost.v1.Training.zero3_backward_prefetch:type_name -> stepcost.v1.BackwardPrefetch
-	1,  // 14: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
-	3,  // 15: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
-	25, // 16: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
-	25, // 17: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
-	26, // 18: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
-	27, // 19: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
-	28, // 20: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
-	29, // 21: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
-	24, // 22: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
-	23, // 23: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
-	13, // 24: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
-	21, // 25: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	23, // 26: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
-	24, // 27: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
-	30, // 28: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
-	11, // 29: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
-	33, // 30: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
-	31, // 31: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
-	4,  // 32: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
-	30, // 33: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
-	34, // 34: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
-	36, // 35: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
-	1,  // 36: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
-	3,  // 37: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
-	13, // 38: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
-	21, // 39: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	23, // 40: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
-	38, // 41: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
-	4,  // 42: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
-	40, // 43: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
-	24, // 44: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
-	41, // 45: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
-	30, // 46: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
-	58, // 47: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
-	42, // 48: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
-	42, // 49: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
-	43, // 50: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
-	11, // 51: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
-	21, // 52: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	5,  // 53: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
-	6,  // 54: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 55: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
-	8,  // 56: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
-	6,  // 57: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 58: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
-	6,  // 59: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
-	46, // 60: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
-	46, // 61: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
-	47, // 62: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
-	49, // 63: stepcost.v1.SimulateCollectiveResponse.schedule:type_name -> stepcost.v1.CollectiveSchedule
-	6,  // 64: stepcost.v1.CollectiveSchedule.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 65: stepcost.v1.CollectiveSchedule.protocol:type_name -> stepcost.v1.Protocol
-	50, // 66: stepcost.v1.CollectiveSchedule.verification:type_name -> stepcost.v1.ScheduleVerification
-	51, // 67: stepcost.v1.CollectiveSchedule.rows:type_name -> stepcost.v1.ScheduleRow
-	52, // 68: stepcost.v1.ScheduleRow.flows:type_name -> stepcost.v1.ScheduleFlow
-	9,  // 69: stepcost.v1.ScheduleFlow.kind:type_name -> stepcost.v1.TransferKind
-	53, // 70: stepcost.v1.ScheduleFlow.examples:type_name -> stepcost.v1.RankPair
-	19, // 71: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
-	14, // 72: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
-	55, // 73: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
-	11, // 74: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
-	39, // 75: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
-	31, // 76: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
-	35, // 77: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
-	45, // 78: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
-	54, // 79: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
-	44, // 80: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
-	32, // 81: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
-	37, // 82: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
-	48, // 83: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
-	56, // 84: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
-	80, // [80:85] is the sub-list for method output_type
-	75, // [75:80] is the sub-list for method input_type
-	75, // [75:75] is the sub-list for extension type_name
-	75, // [75:75] is the sub-list for extension extendee
-	0,  // [0:75] is the sub-list for field type_name
+	20, // 9: stepcost.v1.ClusterDefinition.algorithms:type_name -> stepcost.v1.AlgoRange
+	19, // 10: stepcost.v1.ClusterSpec.definition:type_name -> stepcost.v1.ClusterDefinition
+	21, // 11: stepcost.v1.ClusterSpec.free_gpus:type_name -> stepcost.v1.NodeFreeGPUs
+	0,  // 12: stepcost.v1.Training.precision:type_name -> stepcost.v1.Precision
+	23, // 13: stepcost.v1.Training.optimizer:type_name -> stepcost.v1.Optimizer
+	2,  // 14: stepcost.v1.Training.zero3_backward_prefetch:type_name -> stepcost.v1.BackwardPrefetch
+	1,  // 15: stepcost.v1.Layout.recompute:type_name -> stepcost.v1.Recompute
+	3,  // 16: stepcost.v1.Layout.schedule:type_name -> stepcost.v1.Schedule
+	26, // 17: stepcost.v1.Breakdown.exposed_comm_s:type_name -> stepcost.v1.CommTimes
+	26, // 18: stepcost.v1.Breakdown.hidden_comm_s:type_name -> stepcost.v1.CommTimes
+	27, // 19: stepcost.v1.StepEstimate.breakdown:type_name -> stepcost.v1.Breakdown
+	28, // 20: stepcost.v1.StepEstimate.memory:type_name -> stepcost.v1.Memory
+	29, // 21: stepcost.v1.StepEstimate.throughput:type_name -> stepcost.v1.Throughput
+	30, // 22: stepcost.v1.StepEstimate.communication:type_name -> stepcost.v1.CommCall
+	25, // 23: stepcost.v1.StepEstimate.layout:type_name -> stepcost.v1.Layout
+	24, // 24: stepcost.v1.StepEstimate.training:type_name -> stepcost.v1.Training
+	13, // 25: stepcost.v1.EstimateStepRequest.model:type_name -> stepcost.v1.ModelSpec
+	22, // 26: stepcost.v1.EstimateStepRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	24, // 27: stepcost.v1.EstimateStepRequest.training:type_name -> stepcost.v1.Training
+	25, // 28: stepcost.v1.EstimateStepRequest.layout:type_name -> stepcost.v1.Layout
+	31, // 29: stepcost.v1.EstimateStepResponse.estimate:type_name -> stepcost.v1.StepEstimate
+	11, // 30: stepcost.v1.EstimateStepResponse.model:type_name -> stepcost.v1.Architecture
+	34, // 31: stepcost.v1.ItemError.violations:type_name -> stepcost.v1.FieldViolation
+	32, // 32: stepcost.v1.RankConfigsRequest.configs:type_name -> stepcost.v1.EstimateStepRequest
+	4,  // 33: stepcost.v1.RankConfigsRequest.objective:type_name -> stepcost.v1.Objective
+	31, // 34: stepcost.v1.RankedConfig.estimate:type_name -> stepcost.v1.StepEstimate
+	35, // 35: stepcost.v1.RankedConfig.error:type_name -> stepcost.v1.ItemError
+	37, // 36: stepcost.v1.RankConfigsResponse.results:type_name -> stepcost.v1.RankedConfig
+	1,  // 37: stepcost.v1.Constraints.recompute:type_name -> stepcost.v1.Recompute
+	3,  // 38: stepcost.v1.Constraints.schedules:type_name -> stepcost.v1.Schedule
+	13, // 39: stepcost.v1.EstimatePlanRequest.model:type_name -> stepcost.v1.ModelSpec
+	22, // 40: stepcost.v1.EstimatePlanRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	24, // 41: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
+	39, // 42: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
+	4,  // 43: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
+	41, // 44: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
+	25, // 45: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
+	42, // 46: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
+	31, // 47: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
+	65, // 48: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
+	43, // 49: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
+	43, // 50: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
+	44, // 51: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
+	11, // 52: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
+	22, // 53: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	5,  // 54: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
+	6,  // 55: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 56: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
+	8,  // 57: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
+	6,  // 58: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 59: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
+	6,  // 60: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
+	47, // 61: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
+	47, // 62: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
+	48, // 63: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
+	50, // 64: stepcost.v1.SimulateCollectiveResponse.schedule:type_name -> stepcost.v1.CollectiveSchedule
+	6,  // 65: stepcost.v1.CollectiveSchedule.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 66: stepcost.v1.CollectiveSchedule.protocol:type_name -> stepcost.v1.Protocol
+	51, // 67: stepcost.v1.CollectiveSchedule.verification:type_name -> stepcost.v1.ScheduleVerification
+	52, // 68: stepcost.v1.CollectiveSchedule.rows:type_name -> stepcost.v1.ScheduleRow
+	53, // 69: stepcost.v1.ScheduleRow.flows:type_name -> stepcost.v1.ScheduleFlow
+	9,  // 70: stepcost.v1.ScheduleFlow.kind:type_name -> stepcost.v1.TransferKind
+	54, // 71: stepcost.v1.ScheduleFlow.examples:type_name -> stepcost.v1.RankPair
+	19, // 72: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
+	14, // 73: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
+	56, // 74: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
+	11, // 75: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
+	58, // 76: stepcost.v1.CalibrationInput.run:type_name -> stepcost.v1.CalibrationRun
+	22, // 77: stepcost.v1.CalibrateClusterRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	59, // 78: stepcost.v1.CalibrateClusterRequest.inputs:type_name -> stepcost.v1.CalibrationInput
+	19, // 79: stepcost.v1.CalibrateClusterResponse.cluster:type_name -> stepcost.v1.ClusterDefinition
+	61, // 80: stepcost.v1.CalibrateClusterResponse.constants:type_name -> stepcost.v1.CalibratedConstant
+	62, // 81: stepcost.v1.CalibrateClusterResponse.errors:type_name -> stepcost.v1.CalibrationErrorRow
+	40, // 82: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
+	32, // 83: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
+	36, // 84: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
+	46, // 85: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
+	55, // 86: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
+	60, // 87: stepcost.v1.StepcostService.CalibrateCluster:input_type -> stepcost.v1.CalibrateClusterRequest
+	45, // 88: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
+	33, // 89: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
+	38, // 90: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
+	49, // 91: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
+	57, // 92: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
+	63, // 93: stepcost.v1.StepcostService.CalibrateCluster:output_type -> stepcost.v1.CalibrateClusterResponse
+	88, // [88:94] is the sub-list for method output_type
+	82, // [82:88] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_stepcost_v1_stepcost_proto_init() }
@@ -6369,7 +7299,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 		(*ModelSpec_Architecture)(nil),
 		(*ModelSpec_Params)(nil),
 	}
-	file_stepcost_v1_stepcost_proto_msgTypes[11].OneofWrappers = []any{
+	file_stepcost_v1_stepcost_proto_msgTypes[12].OneofWrappers = []any{
 		(*ClusterSpec_Name)(nil),
 		(*ClusterSpec_Definition)(nil),
 	}
@@ -6379,7 +7309,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stepcost_v1_stepcost_proto_rawDesc), len(file_stepcost_v1_stepcost_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   49,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

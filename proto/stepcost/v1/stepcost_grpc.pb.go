@@ -24,6 +24,7 @@ const (
 	StepcostService_RankConfigs_FullMethodName        = "/stepcost.v1.StepcostService/RankConfigs"
 	StepcostService_SimulateCollective_FullMethodName = "/stepcost.v1.StepcostService/SimulateCollective"
 	StepcostService_ListCatalog_FullMethodName        = "/stepcost.v1.StepcostService/ListCatalog"
+	StepcostService_CalibrateCluster_FullMethodName   = "/stepcost.v1.StepcostService/CalibrateCluster"
 )
 
 // StepcostServiceClient is the client API for StepcostService service.
@@ -45,6 +46,11 @@ type StepcostServiceClient interface {
 	SimulateCollective(ctx context.Context, in *SimulateCollectiveRequest, opts ...grpc.CallOption) (*SimulateCollectiveResponse, error)
 	// ListCatalog lists the embedded GPUs, systems and models.
 	ListCatalog(ctx context.Context, in *ListCatalogRequest, opts ...grpc.CallOption) (*ListCatalogResponse, error)
+	// CalibrateCluster fits a base cluster's link and compute constants to the
+	// operator's own measurements (nccl-tests outputs, training logs) and returns the
+	// calibrated cluster with the report: every constant beside the base's, and the
+	// error of every input before and with its own file left out of the fit.
+	CalibrateCluster(ctx context.Context, in *CalibrateClusterRequest, opts ...grpc.CallOption) (*CalibrateClusterResponse, error)
 }
 
 type stepcostServiceClient struct {
@@ -105,6 +111,16 @@ func (c *stepcostServiceClient) ListCatalog(ctx context.Context, in *ListCatalog
 	return out, nil
 }
 
+func (c *stepcostServiceClient) CalibrateCluster(ctx context.Context, in *CalibrateClusterRequest, opts ...grpc.CallOption) (*CalibrateClusterResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CalibrateClusterResponse)
+	err := c.cc.Invoke(ctx, StepcostService_CalibrateCluster_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StepcostServiceServer is the server API for StepcostService service.
 // All implementations must embed UnimplementedStepcostServiceServer
 // for forward compatibility.
@@ -124,6 +140,11 @@ type StepcostServiceServer interface {
 	SimulateCollective(context.Context, *SimulateCollectiveRequest) (*SimulateCollectiveResponse, error)
 	// ListCatalog lists the embedded GPUs, systems and models.
 	ListCatalog(context.Context, *ListCatalogRequest) (*ListCatalogResponse, error)
+	// CalibrateCluster fits a base cluster's link and compute constants to the
+	// operator's own measurements (nccl-tests outputs, training logs) and returns the
+	// calibrated cluster with the report: every constant beside the base's, and the
+	// error of every input before and with its own file left out of the fit.
+	CalibrateCluster(context.Context, *CalibrateClusterRequest) (*CalibrateClusterResponse, error)
 	mustEmbedUnimplementedStepcostServiceServer()
 }
 
@@ -148,6 +169,9 @@ func (UnimplementedStepcostServiceServer) SimulateCollective(context.Context, *S
 }
 func (UnimplementedStepcostServiceServer) ListCatalog(context.Context, *ListCatalogRequest) (*ListCatalogResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListCatalog not implemented")
+}
+func (UnimplementedStepcostServiceServer) CalibrateCluster(context.Context, *CalibrateClusterRequest) (*CalibrateClusterResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CalibrateCluster not implemented")
 }
 func (UnimplementedStepcostServiceServer) mustEmbedUnimplementedStepcostServiceServer() {}
 func (UnimplementedStepcostServiceServer) testEmbeddedByValue()                         {}
@@ -260,6 +284,24 @@ func _StepcostService_ListCatalog_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _StepcostService_CalibrateCluster_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CalibrateClusterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StepcostServiceServer).CalibrateCluster(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StepcostService_CalibrateCluster_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StepcostServiceServer).CalibrateCluster(ctx, req.(*CalibrateClusterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // StepcostService_ServiceDesc is the grpc.ServiceDesc for StepcostService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -286,6 +328,10 @@ var StepcostService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListCatalog",
 			Handler:    _StepcostService_ListCatalog_Handler,
+		},
+		{
+			MethodName: "CalibrateCluster",
+			Handler:    _StepcostService_CalibrateCluster_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

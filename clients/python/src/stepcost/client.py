@@ -116,6 +116,10 @@ class Client:
         """Prices one collective on a group of a cluster."""
         return self._call(self.stub.SimulateCollective, pb.SimulateCollectiveRequest, request, timeout)
 
+    def calibrate_cluster(self, request: Request, *, timeout: Optional[float] = None) -> pb.CalibrateClusterResponse:
+        """Fits a base cluster to nccl-tests outputs and training logs; returns the calibrated cluster and the report."""
+        return self._call(self.stub.CalibrateCluster, pb.CalibrateClusterRequest, request, timeout)
+
     def list_catalog(self, *, timeout: Optional[float] = None) -> pb.ListCatalogResponse:
         """Lists the GPUs, systems and models the daemon knows by name."""
         return self._call(self.stub.ListCatalog, pb.ListCatalogRequest, pb.ListCatalogRequest(), timeout)

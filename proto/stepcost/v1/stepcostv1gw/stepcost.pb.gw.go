@@ -165,6 +165,33 @@ func local_request_StepcostService_ListCatalog_0(ctx context.Context, marshaler 
 	return msg, metadata, err
 }
 
+func request_StepcostService_CalibrateCluster_0(ctx context.Context, marshaler runtime.Marshaler, client extStepcostv1.StepcostServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extStepcostv1.CalibrateClusterRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.CalibrateCluster(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_StepcostService_CalibrateCluster_0(ctx context.Context, marshaler runtime.Marshaler, server extStepcostv1.StepcostServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extStepcostv1.CalibrateClusterRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.CalibrateCluster(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterStepcostServiceHandlerServer registers the http handlers for service StepcostService to "mux".
 // UnaryRPC     :call StepcostServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -270,6 +297,26 @@ func RegisterStepcostServiceHandlerServer(ctx context.Context, mux *runtime.Serv
 			return
 		}
 		forward_StepcostService_ListCatalog_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_StepcostService_CalibrateCluster_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/stepcost.v1.StepcostService/CalibrateCluster", runtime.WithHTTPPathPattern("/v1/clusters:calibrate"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_StepcostService_CalibrateCluster_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_StepcostService_CalibrateCluster_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -396,6 +443,23 @@ func RegisterStepcostServiceHandlerClient(ctx context.Context, mux *runtime.Serv
 		}
 		forward_StepcostService_ListCatalog_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_StepcostService_CalibrateCluster_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/stepcost.v1.StepcostService/CalibrateCluster", runtime.WithHTTPPathPattern("/v1/clusters:calibrate"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_StepcostService_CalibrateCluster_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_StepcostService_CalibrateCluster_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
@@ -405,6 +469,7 @@ var (
 	pattern_StepcostService_RankConfigs_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "configs"}, "rank"))
 	pattern_StepcostService_SimulateCollective_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "collectives"}, "simulate"))
 	pattern_StepcostService_ListCatalog_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "catalog"}, ""))
+	pattern_StepcostService_CalibrateCluster_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "clusters"}, "calibrate"))
 )
 
 var (
@@ -413,4 +478,5 @@ var (
 	forward_StepcostService_RankConfigs_0        = runtime.ForwardResponseMessage
 	forward_StepcostService_SimulateCollective_0 = runtime.ForwardResponseMessage
 	forward_StepcostService_ListCatalog_0        = runtime.ForwardResponseMessage
+	forward_StepcostService_CalibrateCluster_0   = runtime.ForwardResponseMessage
 )

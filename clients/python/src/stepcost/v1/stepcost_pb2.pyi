@@ -62,6 +62,26 @@ TRANSFER_KIND_MULTICAST: TransferKind
 TRANSFER_KIND_SWITCH_REDUCE: TransferKind
 TRANSFER_KIND_UNSPECIFIED: TransferKind
 
+class AlgoRange(_message.Message):
+    __slots__ = ["algo", "gpus_per_node", "max_bytes", "max_nodes", "min_bytes", "min_nodes", "nodes", "op"]
+    ALGO_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_NODES_FIELD_NUMBER: _ClassVar[int]
+    MIN_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MIN_NODES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    algo: str
+    gpus_per_node: int
+    max_bytes: float
+    max_nodes: int
+    min_bytes: float
+    min_nodes: int
+    nodes: int
+    op: str
+    def __init__(self, op: _Optional[str] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., min_bytes: _Optional[float] = ..., max_bytes: _Optional[float] = ..., algo: _Optional[str] = ..., min_nodes: _Optional[int] = ..., max_nodes: _Optional[int] = ...) -> None: ...
+
 class Architecture(_message.Message):
     __slots__ = ["ffn", "gated_mlp", "global_every", "head_dim", "heads", "hidden", "kv_heads", "layers", "mla", "moe", "name", "sliding_window", "tied_embeddings", "vocab"]
     FFN_FIELD_NUMBER: _ClassVar[int]
@@ -116,8 +136,139 @@ class Breakdown(_message.Message):
     total_s: float
     def __init__(self, forward_s: _Optional[float] = ..., backward_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., bubble_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., contention_s: _Optional[float] = ..., exposed_comm_s: _Optional[_Union[CommTimes, _Mapping]] = ..., hidden_comm_s: _Optional[_Union[CommTimes, _Mapping]] = ..., total_s: _Optional[float] = ...) -> None: ...
 
+class CalibrateClusterRequest(_message.Message):
+    __slots__ = ["cluster", "inputs", "name"]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    cluster: ClusterSpec
+    inputs: _containers.RepeatedCompositeFieldContainer[CalibrationInput]
+    name: str
+    def __init__(self, cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., inputs: _Optional[_Iterable[_Union[CalibrationInput, _Mapping]]] = ..., name: _Optional[str] = ...) -> None: ...
+
+class CalibrateClusterResponse(_message.Message):
+    __slots__ = ["at_bound", "cluster", "compromise", "constants", "contradictions", "declined", "errors", "excluded", "mismatches", "moved", "notes"]
+    AT_BOUND_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    COMPROMISE_FIELD_NUMBER: _ClassVar[int]
+    CONSTANTS_FIELD_NUMBER: _ClassVar[int]
+    CONTRADICTIONS_FIELD_NUMBER: _ClassVar[int]
+    DECLINED_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    MISMATCHES_FIELD_NUMBER: _ClassVar[int]
+    MOVED_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    at_bound: _containers.RepeatedScalarFieldContainer[str]
+    cluster: ClusterDefinition
+    compromise: bool
+    constants: _containers.RepeatedCompositeFieldContainer[CalibratedConstant]
+    contradictions: _containers.RepeatedScalarFieldContainer[str]
+    declined: _containers.RepeatedScalarFieldContainer[str]
+    errors: _containers.RepeatedCompositeFieldContainer[CalibrationErrorRow]
+    excluded: _containers.RepeatedScalarFieldContainer[str]
+    mismatches: _containers.RepeatedScalarFieldContainer[str]
+    moved: _containers.RepeatedScalarFieldContainer[str]
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cluster: _Optional[_Union[ClusterDefinition, _Mapping]] = ..., constants: _Optional[_Iterable[_Union[CalibratedConstant, _Mapping]]] = ..., errors: _Optional[_Iterable[_Union[CalibrationErrorRow, _Mapping]]] = ..., moved: _Optional[_Iterable[str]] = ..., at_bound: _Optional[_Iterable[str]] = ..., declined: _Optional[_Iterable[str]] = ..., contradictions: _Optional[_Iterable[str]] = ..., excluded: _Optional[_Iterable[str]] = ..., compromise: bool = ..., mismatches: _Optional[_Iterable[str]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CalibratedConstant(_message.Message):
+    __slots__ = ["base", "field", "fitted", "max", "min", "name"]
+    BASE_FIELD_NUMBER: _ClassVar[int]
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    FITTED_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    base: float
+    field: str
+    fitted: float
+    max: float
+    min: float
+    name: str
+    def __init__(self, name: _Optional[str] = ..., field: _Optional[str] = ..., base: _Optional[float] = ..., fitted: _Optional[float] = ..., min: _Optional[float] = ..., max: _Optional[float] = ...) -> None: ...
+
+class CalibrationErrorRow(_message.Message):
+    __slots__ = ["after_mean", "after_median", "before_mean", "before_median", "group", "label", "rows"]
+    AFTER_MEAN_FIELD_NUMBER: _ClassVar[int]
+    AFTER_MEDIAN_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_MEAN_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_MEDIAN_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    after_mean: float
+    after_median: float
+    before_mean: float
+    before_median: float
+    group: str
+    label: str
+    rows: int
+    def __init__(self, group: _Optional[str] = ..., label: _Optional[str] = ..., rows: _Optional[int] = ..., before_median: _Optional[float] = ..., after_median: _Optional[float] = ..., before_mean: _Optional[float] = ..., after_mean: _Optional[float] = ...) -> None: ...
+
+class CalibrationInput(_message.Message):
+    __slots__ = ["algo", "content", "gpus_per_node", "launch", "name", "nodes", "op", "run"]
+    ALGO_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    algo: str
+    content: str
+    gpus_per_node: int
+    launch: str
+    name: str
+    nodes: int
+    op: str
+    run: CalibrationRun
+    def __init__(self, name: _Optional[str] = ..., content: _Optional[str] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., op: _Optional[str] = ..., launch: _Optional[str] = ..., algo: _Optional[str] = ..., run: _Optional[_Union[CalibrationRun, _Mapping]] = ...) -> None: ...
+
+class CalibrationRun(_message.Message):
+    __slots__ = ["cp", "dp", "ep", "framework", "global_batch", "gpus", "gpus_per_node", "micro_batch", "model", "pp", "precision", "recompute", "schedule", "seq_len", "sp", "tp", "vpp", "zero"]
+    CP_FIELD_NUMBER: _ClassVar[int]
+    DP_FIELD_NUMBER: _ClassVar[int]
+    EP_FIELD_NUMBER: _ClassVar[int]
+    FRAMEWORK_FIELD_NUMBER: _ClassVar[int]
+    GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PP_FIELD_NUMBER: _ClassVar[int]
+    PRECISION_FIELD_NUMBER: _ClassVar[int]
+    RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    SEQ_LEN_FIELD_NUMBER: _ClassVar[int]
+    SP_FIELD_NUMBER: _ClassVar[int]
+    TP_FIELD_NUMBER: _ClassVar[int]
+    VPP_FIELD_NUMBER: _ClassVar[int]
+    ZERO_FIELD_NUMBER: _ClassVar[int]
+    cp: int
+    dp: int
+    ep: int
+    framework: str
+    global_batch: int
+    gpus: int
+    gpus_per_node: int
+    micro_batch: int
+    model: str
+    pp: int
+    precision: str
+    recompute: str
+    schedule: str
+    seq_len: int
+    sp: bool
+    tp: int
+    vpp: int
+    zero: int
+    def __init__(self, model: _Optional[str] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., tp: _Optional[int] = ..., pp: _Optional[int] = ..., cp: _Optional[int] = ..., ep: _Optional[int] = ..., dp: _Optional[int] = ..., zero: _Optional[int] = ..., micro_batch: _Optional[int] = ..., global_batch: _Optional[int] = ..., seq_len: _Optional[int] = ..., precision: _Optional[str] = ..., recompute: _Optional[str] = ..., sp: bool = ..., schedule: _Optional[str] = ..., vpp: _Optional[int] = ..., framework: _Optional[str] = ...) -> None: ...
+
 class ClusterDefinition(_message.Message):
-    __slots__ = ["base", "description", "gpu", "gpu_name", "gpus_per_node", "host", "intra", "name", "network", "nics"]
+    __slots__ = ["algorithms", "base", "description", "gpu", "gpu_name", "gpus_per_node", "host", "intra", "name", "network", "nics"]
+    ALGORITHMS_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
@@ -128,6 +279,7 @@ class ClusterDefinition(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     NICS_FIELD_NUMBER: _ClassVar[int]
+    algorithms: _containers.RepeatedCompositeFieldContainer[AlgoRange]
     base: str
     description: str
     gpu: GPU
@@ -138,7 +290,7 @@ class ClusterDefinition(_message.Message):
     name: str
     network: Network
     nics: NICs
-    def __init__(self, name: _Optional[str] = ..., base: _Optional[str] = ..., gpu: _Optional[_Union[GPU, _Mapping]] = ..., gpu_name: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., intra: _Optional[_Union[IntraNode, _Mapping]] = ..., nics: _Optional[_Union[NICs, _Mapping]] = ..., network: _Optional[_Union[Network, _Mapping]] = ..., description: _Optional[str] = ..., host: _Optional[_Union[Host, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., base: _Optional[str] = ..., gpu: _Optional[_Union[GPU, _Mapping]] = ..., gpu_name: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., intra: _Optional[_Union[IntraNode, _Mapping]] = ..., nics: _Optional[_Union[NICs, _Mapping]] = ..., network: _Optional[_Union[Network, _Mapping]] = ..., description: _Optional[str] = ..., host: _Optional[_Union[Host, _Mapping]] = ..., algorithms: _Optional[_Iterable[_Union[AlgoRange, _Mapping]]] = ...) -> None: ...
 
 class ClusterSpec(_message.Message):
     __slots__ = ["definition", "free_gpus", "name", "nodes"]

@@ -41,6 +41,11 @@ class StepcostServiceStub(object):
                 request_serializer=stepcost_dot_v1_dot_stepcost__pb2.ListCatalogRequest.SerializeToString,
                 response_deserializer=stepcost_dot_v1_dot_stepcost__pb2.ListCatalogResponse.FromString,
                 )
+        self.CalibrateCluster = channel.unary_unary(
+                '/stepcost.v1.StepcostService/CalibrateCluster',
+                request_serializer=stepcost_dot_v1_dot_stepcost__pb2.CalibrateClusterRequest.SerializeToString,
+                response_deserializer=stepcost_dot_v1_dot_stepcost__pb2.CalibrateClusterResponse.FromString,
+                )
 
 
 class StepcostServiceServicer(object):
@@ -85,6 +90,16 @@ class StepcostServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CalibrateCluster(self, request, context):
+        """CalibrateCluster fits a base cluster's link and compute constants to the
+        operator's own measurements (nccl-tests outputs, training logs) and returns the
+        calibrated cluster with the report: every constant beside the base's, and the
+        error of every input before and with its own file left out of the fit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StepcostServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -112,6 +127,11 @@ def add_StepcostServiceServicer_to_server(servicer, server):
                     servicer.ListCatalog,
                     request_deserializer=stepcost_dot_v1_dot_stepcost__pb2.ListCatalogRequest.FromString,
                     response_serializer=stepcost_dot_v1_dot_stepcost__pb2.ListCatalogResponse.SerializeToString,
+            ),
+            'CalibrateCluster': grpc.unary_unary_rpc_method_handler(
+                    servicer.CalibrateCluster,
+                    request_deserializer=stepcost_dot_v1_dot_stepcost__pb2.CalibrateClusterRequest.FromString,
+                    response_serializer=stepcost_dot_v1_dot_stepcost__pb2.CalibrateClusterResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -207,5 +227,22 @@ class StepcostService(object):
         return grpc.experimental.unary_unary(request, target, '/stepcost.v1.StepcostService/ListCatalog',
             stepcost_dot_v1_dot_stepcost__pb2.ListCatalogRequest.SerializeToString,
             stepcost_dot_v1_dot_stepcost__pb2.ListCatalogResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CalibrateCluster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/stepcost.v1.StepcostService/CalibrateCluster',
+            stepcost_dot_v1_dot_stepcost__pb2.CalibrateClusterRequest.SerializeToString,
+            stepcost_dot_v1_dot_stepcost__pb2.CalibrateClusterResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

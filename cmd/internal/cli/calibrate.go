@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
+	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/picture"
+)
+
+// maxInputSize bounds one input file (nccl-tests outputs are kilobytes, training
+// logs megabytes).
+const maxInputSize = 64 << 20
+
+// runCalibrate is a thin adapter: read the files, hand them to estimator/calibrate,
+// print its report and write the cluster file.
+func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("calibrate", "--cluster NAME | --cluster-file FILE [flags] FILE...", stderr)
+	clusterName := fs.String("cluster", "", "base catalog system (see 'stepcost catalog'), e.g. dgx-h100")
+	clusterFile := fs.String("cluster-file", "", "base cluster description file (JSON or YAML)")
+	nodes := fs.Int("nodes", 0, "nodes of the nccl-tests outputs whose header has no device lines")
+	perNode := fs.Int("gpus-per-node", 0, "GPUs per node of those outputs")
+	layoutFile := fs.String("layout", "", "YAML or JSON: per input file (by name) what it does not state — nodes, gpus_per_node, op, launch for nccl-tests; model, gpus, tp, pp, dp, micro_batch, global_batch, seq_len, … for training logs")
+	out := fs.String("out", "", "write the calibrated cluster file here (YAML; load it with --cluster-file)")
+	name := fs.String("name", "", "name of the calibrated cluster (default: the base's with -calibrated)")
+	svg := fs.String("svg", "", "draw measured vs predicted bus bandwidth over size, before and after, per input file (SVG; - for standard output)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	files := fs.Args()
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "give the nccl-tests output files, measurement rows (JSON lines) and training logs to calibrate on")
+		fs.Usage()
+		return errUsage
+	}
+	spec, base, err := loadCluster(*clusterName, *clusterFile)
+	if err != nil {
+		return err
+	}
+	layouts := calibrate.Layouts{}
+	if *layoutFile != "" {
+		data, err := readLimited(*layoutFile)
+		if err != nil {
+			return fmt.Errorf("--layout: %w", err)
+		}
+		j, err := yaml.YAMLToJSONStrict(data)
+		if err != nil {
+			return fmt.Errorf("--layout %s: %w", *layoutFile, err)
+		}
+		if layouts, err = calibrate.DecodeLayouts(j); err != nil {
+			return fmt.Errorf("--layout %s: %w", *layoutFile, err)
+		}
+	}
+	def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}
+	var in calibrate.Inputs
+	for _, f := range files {
+		data, err := readLimited(f)
+		if err != nil {
+			return err
+		}
+		if err := in.Read(f, data, layouts.For(f, def)); err != nil {
+			return err
+		}
+	}
+	rep, err := calibrate.Calibrate(base, spec, in)
+	if err != nil {
+		return err
+	}
+	rep.Spec.Name = *name
+	if rep.Spec.Name == "" {
+		rep.Spec.Name = spec.Name + "-calibrated"
+	}
+	rep.Spec.Source = strings.TrimSpace(spec.Source + "; calibrated by stepcost calibrate on " + strings.Join(baseNames(files), ", "))
+	if *out != "" {
+		doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
+		if err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		if err := os.WriteFile(*out, doc, 0o644); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	if *svg != "" {
+		if err := writeCalibrationSVG(*svg, rep, in, stdout); err != nil {
+			return err
+		}
+		if *svg == "-" {
+			return nil
+		}
+	}
+	if *asJSON {
+		return writeJSON(stdout, rep)
+	}
+	printReport(stdout, rep, in, *out)
+	return nil
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxInputSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxInputSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxInputSize>>20)
+	}
+	return data, nil
+}
+
+func baseNames(files []string) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = filepath.Base(f)
+	}
+	return out
+}
+
+// fileComments are the comment lines on top of the written cluster file: what was
+// fitted, from what, and how far it moved.
+func fileComments(r *calibrate.Report) []string {
+	c := []string{fmt.Sprintf("Calibrated by stepcost calibrate from %s on %d input file(s).", r.Base, len(r.Files))}
+	for _, kn := range r.Determined {
+		c = append(c, fmt.Sprintf("  %s: %.4g (base %.4g)", kn.Field, kn.Of(r.Fitted), kn.Of(r.Catalog)))
+	}
+	if r.Fitted.ComputeScale != 1 {
+		c = append(c, fmt.Sprintf("  gpu.peak_tflops are the datasheet's × %.3f (compute scale)", r.Fitted.ComputeScale))
+	}
+	s := r.Summary()
+	c = append(c, fmt.Sprintf("Median |error| over the inputs, each file left out of the fit in turn: %.1f %% -> %.1f %%.", 100*s.BeforeMedian, 100*s.AfterMedian))
+	return c
+}
+
+func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out string) {
+	fmt.Fprintf(w, "Calibration of %s on %d file(s)\n\n", r.Base, len(r.Files))
+	for _, s := range in.Sweeps {
+		src := "from the header"
+		switch {
+		case s.FromRows:
+			src = "from the rows"
+		case !s.FromHeader:
+			src = "as given"
+		}
+		fmt.Fprintf(w, "  %s: %s (nodes %s)\n", s.File, s.Describe(), src)
+	}
+	for _, ru := range in.Runs {
+		fmt.Fprintf(w, "  %s: %s log, step %.4g s (median of %d), %s on %d GPUs\n", ru.File, ru.Framework, ru.StepS, ru.Steps, ru.Layout.Model, ru.Layout.GPUs)
+	}
+	for _, n := range in.Notes() {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+
+	fmt.Fprintln(w, "\nConstants")
+	t := table{head: []string{"constant", "cluster file field", "base", "fitted", "ratio"}}
+	for _, kn := range r.Determined {
+		a, b := kn.Of(r.Fitted), kn.Of(r.Catalog)
+		t.add(kn.Name, kn.Field, fmt.Sprintf("%.4g", b), fmt.Sprintf("%.4g", a), fmt.Sprintf("%.2f×", a/b))
+	}
+	if len(r.Determined) == 0 {
+		fmt.Fprintln(w, "  none: the inputs determine no constant (efficiencies need messages of 64 MiB or more, latencies under 1 MiB, scale-up constants single-node sweeps or multi-node rows they set, network constants sweeps across nodes; an efficiency must set two large rows at its fitted value)")
+	} else {
+		t.write(w)
+	}
+	for _, m := range r.Moved {
+		fmt.Fprintf(w, "  moved far: %s\n", m)
+	}
+	for _, m := range r.AtBound {
+		fmt.Fprintf(w, "  at a bound: %s\n", m)
+	}
+	for _, d := range r.Declined {
+		fmt.Fprintf(w, "  declined: %s\n", d)
+	}
+	for _, c := range r.Contradictions {
+		fmt.Fprintf(w, "  contradiction: %s\n", c)
+	}
+	printMismatches(w, r.Mismatches)
+	if len(r.Choices) > 0 {
+		fmt.Fprintln(w, "  algorithms NCCL runs here, written into the cluster file (algorithms; the model's automatic choice honours them):")
+		for _, c := range r.Choices {
+			fmt.Fprintf(w, "    %s\n", calibrate.FormatRange(c))
+		}
+	}
+	if len(r.Excluded) > 0 {
+		fmt.Fprintf(w, "  left out of the written fit (they contradict the majority): %s\n", strings.Join(r.Excluded, ", "))
+	}
+	if r.Compromise {
+		fmt.Fprintln(w, "  the inputs contradict each other with no majority: the written fit is a compromise between them; calibrate them separately to see each")
+	}
+
+	fmt.Fprintln(w, "\nError |predicted − measured| / measured: base cluster vs calibrated with the row's own file left out")
+	e := table{head: []string{"group", "rows", "median before", "median after", "mean before", "mean after"}}
+	for _, row := range r.Rows {
+		e.add(row.Label, fmt.Sprint(row.N), pct(row.BeforeMedian), pct(row.AfterMedian), pct(row.BeforeMean), pct(row.AfterMean))
+	}
+	e.write(w)
+	if out != "" {
+		fmt.Fprintf(w, "\nwrote %s: use it with --cluster-file (plan, estimate, collective, stepcostd)\n", out)
+	}
+}
+
+// printMismatches lists the rows NCCL ran with another algorithm than
+// the model picks, one line per file and pair of choices with the sizes it covers.
+func printMismatches(w io.Writer, ms []calibrate.Mismatch) {
+	if len(ms) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  rows NCCL ran with another algorithm than the model picks (fitted with the one they show; first … last row of each group):")
+	for i := 0; i < len(ms); {
+		j := i
+		for j+1 < len(ms) && ms[j+1].File == ms[i].File && ms[j+1].Model == ms[i].Model && ms[j+1].Measured == ms[i].Measured {
+			j++
+		}
+		fmt.Fprintf(w, "    %s: %d row(s) %s–%s measured as %s (%+.0f %% … %+.0f %%), the model picks %s (%+.0f %% … %+.0f %%)\n",
+			ms[i].File, j-i+1, calibrate.FormatBytes(ms[i].Bytes), calibrate.FormatBytes(ms[j].Bytes),
+			ms[i].Measured, 100*ms[i].MatchErr, 100*ms[j].MatchErr, ms[i].Model, 100*ms[i].ModelErr, 100*ms[j].ModelErr)
+		i = j + 1
+	}
+}
+
+// writeCalibrationSVG draws one bus-bandwidth picture per nccl-tests file, stacked.
+func writeCalibrationSVG(path string, r *calibrate.Report, in calibrate.Inputs, stdout io.Writer) error {
+	fig, err := picture.Calibration(r, in.Sweeps)
+	if err != nil {
+		return fmt.Errorf("--svg: %w", err)
+	}
+	return writeSVG(path, fig, stdout)
+}

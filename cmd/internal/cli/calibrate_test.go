@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
+)
+
+// calibrate writes a cluster file that collective loads, and refuses a file it does
+// not understand with its name and line.
+func TestCalibrateWritesLoadableClusterFile(t *testing.T) {
+	dir := t.TempDir()
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata")
+	layout := filepath.Join(dir, "layout.yaml")
+	if err := os.WriteFile(layout, []byte("dstack-gcp-a4-allreduce.txt: {nodes: 2, gpus_per_node: 8, op: allreduce}\nctk-a4high-allgather.txt: {nodes: 2, gpus_per_node: 8, op: allgather}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "a4.yaml")
+	if err := os.WriteFile(base, []byte("base: hgx-b200\nname: gcp-a4\nnics: {kind: roce}\nnetwork: {rail_optimized: false}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "calibrated.yaml")
+	svg := filepath.Join(dir, "busbw.svg")
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), []string{"calibrate", "--cluster-file", base, "--layout", layout, "--out", out, "--svg", svg,
+		filepath.Join(td, "b200-roce", "dstack-gcp-a4-allreduce.txt"), filepath.Join(td, "b200-roce", "ctk-a4high-allgather.txt")}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"nics.efficiency", "intra.efficiency", "declined: NIC latency", "rows NCCL ran with another algorithm", "allgather ≥ 64 MiB", "all inputs", "wrote " + out} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	spec, err := clusterfile.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Name != "gcp-a4-calibrated" || !(spec.NICs.Efficiency > 0) || spec.NICs.Kind != "roce" {
+		t.Errorf("calibrated spec: %s %+v", spec.Name, spec.NICs)
+	}
+	if doc, err := os.ReadFile(svg); err != nil || !bytes.Contains(doc, []byte("<svg")) {
+		t.Errorf("svg: %v", err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := Run(context.Background(), []string{"collective", "--cluster-file", out, "--nodes", "2", "--op", "allreduce", "--size", "1GiB"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("collective on the calibrated file: exit %d: %s", code, stderr.String())
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	bad := filepath.Join(td, "bad", "truncated.txt")
+	code = Run(context.Background(), []string{"calibrate", "--cluster", "dgx-h100", "--nodes", "2", "--gpus-per-node", "8", bad}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), bad+":31: cut short") {
+		t.Errorf("truncated input: exit %d, %q", code, stderr.String())
+	}
+}
+
+// calibrate reads measurement rows (JSON lines) with nothing more to say about
+// them: the run is in the rows.
+func TestCalibrateMeasurementRows(t *testing.T) {
+	dir := t.TempDir()
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) != 3 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	out := filepath.Join(dir, "calibrated.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), append([]string{"calibrate", "--cluster", "dgx-h100", "--out", out}, files...), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"ncclt309-gjaion-8n.jsonl", "ncclt309-gjaion-2n-ring.jsonl", "all inputs", "wrote " + out} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if _, err := clusterfile.Load(out); err != nil {
+		t.Fatal(err)
+	}
+}

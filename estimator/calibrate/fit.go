@@ -1,0 +1,1005 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/descent"
+)
+
+// Knobs are the constants calibration fits. Each is a field of the cluster file
+// (docs/cluster-file.md), so the fitted cluster loads in every command:
+// intra.efficiency, intra.latency_us, nics.efficiency, nics.latency_us, and the
+// compute scale, written as gpu.peak_tflops × scale.
+type Knobs struct {
+	IntraEfficiency float64 `json:"intra_efficiency"`
+	IntraLatencyUs  float64 `json:"intra_latency_us"`
+	NICEfficiency   float64 `json:"nic_efficiency"`
+	NICLatencyUs    float64 `json:"nic_latency_us"`
+	// ComputeScale multiplies every dense peak of the GPU: the sustained clock under
+	// the cluster's power and cooling relative to the datasheet's boost clock (a
+	// power-capped H100 at 500 W sustains (500/700)^(1/3) = 0.89 of it, as the
+	// catalog's H100-SXM-HBM2e-500W entry assumes), together with the library
+	// build's GEMM efficiency relative to the calibrated one.
+	ComputeScale float64 `json:"compute_scale"`
+}
+
+// Knob names one constant, with its bounds from physics.
+type Knob struct {
+	Name, Field string // the report's name and the cluster file field
+	Min, Max    float64
+	get         func(*Knobs) *float64
+	// latency says the knob is fitted from small messages, efficiency from large ones.
+	latency bool
+	// intra/net/compute: the data that determine it.
+	class string
+}
+
+// Bounds from physics:
+//   - scale-up efficiency 0.5–0.95: NVLink carries data in packets with headers and
+//     flow control (NCCL reaches ~80 % of NVLink's line rate, "protocol overhead
+//     ~20 %", nccl-tests#212); below half the line rate a link is broken, which
+//     calibration must not learn as normal;
+//   - NIC efficiency 0.5–0.98: RDMA writes of a 4 KiB MTU carry ~60–70 B of
+//     transport headers each (InfiniBand LRH+BTH+RETH+ICRC, RoCE's Ethernet/IP/UDP),
+//     so at most ~98 % of the line rate is payload;
+//   - hop latencies: 0.1–5 µs through an NVSwitch (NCCL's own NVLink hop figure,
+//     tuning.cc, is 0.6–3.4 µs by protocol), 0.5–60 µs NIC to NIC (RDMA write
+//     completion is ~1–2 µs on InfiniBand; EFA's SRD with the OFI plugin's
+//     progress thread is the slowest at tens of µs), the bounds of the collective
+//     model's own fit (estimator/collective/accuracy FitParams);
+//   - compute scale 0.5–1.15: clocks sustained between half and the boost clock,
+//     with up to 15 % from a library build faster than the calibration's.
+func knobs() []Knob {
+	return []Knob{
+		{"scale-up efficiency", "intra.efficiency", 0.5, 0.95, func(k *Knobs) *float64 { return &k.IntraEfficiency }, false, "intra"},
+		{"scale-up hop latency", "intra.latency_us", 0.1, 5, func(k *Knobs) *float64 { return &k.IntraLatencyUs }, true, "intra"},
+		{"NIC efficiency", "nics.efficiency", 0.5, 0.98, func(k *Knobs) *float64 { return &k.NICEfficiency }, false, "net"},
+		{"NIC latency", "nics.latency_us", 0.5, 60, func(k *Knobs) *float64 { return &k.NICLatencyUs }, true, "net"},
+		{"compute scale", "gpu.peak_tflops", 0.5, 1.15, func(k *Knobs) *float64 { return &k.ComputeScale }, false, "compute"},
+	}
+}
+
+// Of returns a knob's value.
+func (kn Knob) Of(k Knobs) float64 { return *kn.get(&k) }
+
+// Start returns the knobs the base cluster uses: its own overrides, or the
+// calibrated defaults of its fabric generation (topology.Defaults).
+func Start(spec topology.Spec) Knobs {
+	d := topology.Defaults(spec.GPU.Arch, spec.Intra.Kind, spec.NICs.Kind, spec.Intra.DomainNodes > 1)
+	k := Knobs{d.IntraEfficiency, d.IntraLatencyUs, d.NICEfficiency, d.NICLatencyUs, 1}
+	if spec.Intra.Efficiency > 0 {
+		k.IntraEfficiency = spec.Intra.Efficiency
+	}
+	if spec.Intra.LatencyUs > 0 {
+		k.IntraLatencyUs = spec.Intra.LatencyUs
+	}
+	if spec.NICs.Efficiency > 0 {
+		k.NICEfficiency = spec.NICs.Efficiency
+	}
+	if spec.NICs.LatencyUs > 0 {
+		k.NICLatencyUs = spec.NICs.LatencyUs
+	}
+	return k
+}
+
+// Apply writes the knobs into a copy of spec.
+func Apply(spec topology.Spec, k Knobs) topology.Spec {
+	s := spec
+	s.Intra.Efficiency, s.Intra.LatencyUs = k.IntraEfficiency, k.IntraLatencyUs
+	if s.NICs.PerNode > 0 {
+		s.NICs.Efficiency, s.NICs.LatencyUs = k.NICEfficiency, k.NICLatencyUs
+	}
+	if k.ComputeScale != 1 {
+		s.GPU.PeakTFLOPS = make(map[hardware.DType]float64, len(spec.GPU.PeakTFLOPS))
+		for d, v := range spec.GPU.PeakTFLOPS {
+			s.GPU.PeakTFLOPS[d] = v * k.ComputeScale
+		}
+	}
+	return s
+}
+
+// Measured is one priced measurement: a point of a sweep or a training run.
+type Measured struct {
+	File  string
+	Line  int    // the row's line (0 for a training run)
+	Op    string // the collective, or "step" for a training run
+	Bytes float64
+	Nodes int
+	// MeasuredUs and PredictedUs are the time of one call (or step), µs.
+	MeasuredUs, PredictedUs float64
+	Ranks                   int
+	Algo                    string
+}
+
+// RelErr is (predicted − measured) / measured.
+func (m Measured) RelErr() float64 { return (m.PredictedUs - m.MeasuredUs) / m.MeasuredUs }
+
+// pointID names one row of an input file.
+type pointID struct {
+	file string
+	line int
+}
+
+// priceSweeps prices every point of the sweeps on spec with knobs k, with the
+// model's own choice of algorithm and protocol, or with the one given in forced
+// for the rows it names.
+func priceSweeps(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]collective.Options) ([]Measured, error) {
+	m := collective.NewModel(collective.Default())
+	var out []Measured
+	built := map[[2]int]*topology.Cluster{}
+	for _, s := range sweeps {
+		pl, err := placeSweep(spec, k, s, built)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range s.Points {
+			opt, ok := forced[pointID{s.File, p.Line}]
+			if !ok {
+				opt = collective.Options{Launch: s.Launch, Algo: s.Algo, ForceProtocol: s.ForceProtocol, Protocol: s.Protocol}
+			}
+			e, err := m.Estimate(pl, s.Op, p.Bytes, opt)
+			if err != nil {
+				return nil, fileErr(s.File, p.Line, "%v", err)
+			}
+			out = append(out, Measured{File: s.File, Line: p.Line, Op: s.Op.String(), Bytes: p.Bytes, Nodes: s.Nodes, Ranks: s.Ranks,
+				MeasuredUs: p.TimeUs, PredictedUs: e.TimeUs, Algo: e.Algo.String() + "/" + e.Protocol.String()})
+		}
+	}
+	return out, nil
+}
+
+// placeSweep places a sweep's ranks on the base cluster with knobs k, building the
+// cluster once per shape.
+func placeSweep(spec topology.Spec, k Knobs, s Sweep, built map[[2]int]*topology.Cluster) (*collective.Placement, error) {
+	sp := Apply(spec, k)
+	key := [2]int{s.Nodes, s.GPUsPerNode}
+	cl, ok := built[key]
+	if !ok {
+		sp.Nodes = s.Nodes
+		if s.GPUsPerNode > sp.GPUsPerNode {
+			return nil, fileErr(s.File, 0, "%d GPUs per node, but the base cluster %s has %d", s.GPUsPerNode, spec.Name, spec.GPUsPerNode)
+		}
+		var err error
+		if cl, err = sp.Build(); err != nil {
+			return nil, fmt.Errorf("%s: the base cluster with %d nodes: %w", s.File, s.Nodes, err)
+		}
+		built[key] = cl
+	}
+	group, _, err := collective.NodeGroups(cl, s.Nodes, s.GPUsPerNode, false)
+	if err != nil {
+		return nil, fileErr(s.File, 0, "%d node(s) × %d GPUs on %s: %v", s.Nodes, s.GPUsPerNode, spec.Name, err)
+	}
+	pl, err := collective.Place(cl, group, nil)
+	if err != nil {
+		return nil, fileErr(s.File, 0, "%v", err)
+	}
+	return pl, nil
+}
+
+// Mismatch is a measured row that NCCL evidently ran with another algorithm than
+// the model picks: the model's choice misses it by more than
+// mismatchErr, and another of the model's algorithms prices it within half that
+// error. Link constants fitted on such a row would absorb the choice into the
+// link (a 2-node all-reduce that NCCL runs as a ring, priced as the double tree,
+// pulls the NIC efficiency down to half the line rate and then misprices every
+// other size), so the fit prices these rows with the algorithm they show, and the
+// report names them; runs of them become the calibrated cluster's measured algorithm
+// ranges (choices.go).
+type Mismatch struct {
+	File     string  `json:"file"`
+	Line     int     `json:"line"`
+	Bytes    float64 `json:"bytes"`
+	Model    string  `json:"model"`    // the model's choice, "dbtree/simple"
+	Measured string  `json:"measured"` // the choice the row shows, "ring/simple"
+	// ModelErr and MatchErr are the relative errors of the two choices with the
+	// base cluster's constants.
+	ModelErr float64 `json:"model_err"`
+	MatchErr float64 `json:"match_err"`
+}
+
+func (m Mismatch) String() string {
+	return fmt.Sprintf("%s:%d (%s): measured as %s (%+.0f %%), the model picks %s (%+.0f %%)",
+		m.File, m.Line, FormatBytes(m.Bytes), m.Measured, 100*m.MatchErr, m.Model, 100*m.ModelErr)
+}
+
+// mismatchErr is the error beyond which a row's algorithm choice is questioned:
+// 15 %, one and a half times the collective model's own out-of-sample median on
+// multi-node rows of 1 MiB and more (9.7 %, docs/calibration.md), so rows the model
+// prices as well as it prices anything are never questioned.
+const mismatchErr = 0.15
+
+// matchChoices finds the mismatched rows of the sweeps with knobs k (the base's):
+// each row on its own, so a file's rows are judged by nothing but themselves.
+func matchChoices(spec topology.Spec, k Knobs, sweeps []Sweep) (map[pointID]collective.Options, []Mismatch, error) {
+	m := collective.NewModel(collective.Default())
+	forced := map[pointID]collective.Options{}
+	var out []Mismatch
+	built := map[[2]int]*topology.Cluster{}
+	for _, s := range sweeps {
+		if s.Algo != collective.Auto || s.ForceProtocol {
+			continue // the run forced its algorithm or protocol: nothing to question
+		}
+		pl, err := placeSweep(spec, k, s, built)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, p := range s.Points {
+			auto, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
+			if err != nil {
+				return nil, nil, fileErr(s.File, p.Line, "%v", err)
+			}
+			autoErr := math.Abs(math.Log(auto.TimeUs / p.TimeUs))
+			if autoErr <= math.Log1p(mismatchErr) {
+				continue
+			}
+			best, bestErr := collective.Options{}, math.Inf(1)
+			var bestEst collective.Estimate
+			for _, a := range collective.Algorithms() {
+				if !collective.AutoChoice(s.Op, a) || a == auto.Algo {
+					continue // not an algorithm NCCL runs by itself, or the model's own
+				}
+				// Each algorithm with the protocol the model picks for it at this
+				// size: a protocol is not questioned on its own, since with a slow
+				// network the slowest protocol would match any large message.
+				o := collective.Options{Algo: a, Launch: s.Launch}
+				e, err := m.Estimate(pl, s.Op, p.Bytes, o)
+				if err != nil || !(e.TimeUs > 0) {
+					continue // not applicable to this operation or placement
+				}
+				if d := math.Abs(math.Log(e.TimeUs / p.TimeUs)); d < bestErr {
+					best, bestErr, bestEst = o, d, e
+				}
+			}
+			if bestErr < autoErr/2 {
+				forced[pointID{s.File, p.Line}] = best
+				out = append(out, Mismatch{File: s.File, Line: p.Line, Bytes: p.Bytes,
+					Model: auto.Algo.String() + "/" + auto.Protocol.String(), Measured: bestEst.Algo.String() + "/" + bestEst.Protocol.String(),
+					ModelErr: auto.TimeUs/p.TimeUs - 1, MatchErr: bestEst.TimeUs/p.TimeUs - 1})
+			}
+		}
+	}
+	return forced, out, nil
+}
+
+// logLoss is the mean |ln(predicted/measured)|: symmetric in over- and
+// under-prediction, so no size or file dominates by its magnitude.
+func logLoss(ms []Measured) float64 {
+	if len(ms) == 0 {
+		return 0
+	}
+	var s float64
+	for _, m := range ms {
+		if !(m.PredictedUs > 0) {
+			return math.Inf(1)
+		}
+		s += math.Abs(math.Log(m.PredictedUs / m.MeasuredUs))
+	}
+	return s / float64(len(ms))
+}
+
+// Inputs are the parsed measurements of one cluster.
+type Inputs struct {
+	Sweeps []Sweep
+	Runs   []Run
+}
+
+// files lists the inputs' file names in order.
+func (in Inputs) files() []string {
+	var out []string
+	for _, s := range in.Sweeps {
+		out = append(out, s.File)
+	}
+	for _, r := range in.Runs {
+		out = append(out, r.File)
+	}
+	return out
+}
+
+// without returns the inputs less one file.
+func (in Inputs) without(file string) Inputs {
+	var o Inputs
+	for _, s := range in.Sweeps {
+		if s.File != file {
+			o.Sweeps = append(o.Sweeps, s)
+		}
+	}
+	for _, r := range in.Runs {
+		if r.File != file {
+			o.Runs = append(o.Runs, r)
+		}
+	}
+	return o
+}
+
+// only returns the inputs of one file.
+func (in Inputs) only(file string) Inputs {
+	var o Inputs
+	for _, s := range in.Sweeps {
+		if s.File == file {
+			o.Sweeps = append(o.Sweeps, s)
+		}
+	}
+	for _, r := range in.Runs {
+		if r.File == file {
+			o.Runs = append(o.Runs, r)
+		}
+	}
+	return o
+}
+
+// determined lists the knobs the inputs constrain: scale-up constants need sweeps
+// of several GPUs inside one node (or, the efficiency, at least minBoundRows large
+// multi-node rows whose priced time it sets, boundBy), network constants sweeps
+// across nodes; efficiencies
+// need messages of 64 MiB or more (where bandwidth, not latency, sets the time),
+// latencies messages under 1 MiB; the compute scale needs training runs.
+func determined(spec topology.Spec, in Inputs, forced map[pointID]collective.Options) []Knob {
+	has := map[string]bool{}
+	bound := map[string]int{}
+	for _, s := range in.Sweeps {
+		// Across nodes, the scale-up efficiency from the large rows it sets
+		// (NVLink SHARP's NVLS tree on two nodes).
+		if s.GPUsPerNode > 1 && s.Nodes > 1 {
+			intra, _ := boundBy(spec, Start(spec), s, forced)
+			for _, set := range intra {
+				if set {
+					bound["intra"]++
+				}
+			}
+		}
+		for _, p := range s.Points {
+			// Scale-up constants from single-node sweeps; across nodes the NICs
+			// set the time of most rows, and a fit of NVLink constants on those
+			// would absorb whatever the network model lacks.
+			if s.GPUsPerNode > 1 && s.Nodes == 1 {
+				has["intra/"+bandOf(p.Bytes)] = true
+			}
+			if s.Nodes > 1 && spec.NICs.PerNode > 0 && spec.Intra.DomainNodes < s.Nodes {
+				has["net/"+bandOf(p.Bytes)] = true
+			}
+		}
+	}
+	// A multi-node efficiency from the large rows whose priced time it sets: two
+	// rows or more (one may be a stall).
+	for class, n := range bound {
+		if n >= minBoundRows {
+			has[class+"/"+BandLarge] = true
+		}
+	}
+	var out []Knob
+	for _, kn := range knobs() {
+		switch {
+		case kn.class == "compute":
+			if len(in.Runs) > 0 {
+				out = append(out, kn)
+			}
+		case kn.latency && has[kn.class+"/"+BandSmall]:
+			out = append(out, kn)
+		case !kn.latency && has[kn.class+"/"+BandLarge]:
+			out = append(out, kn)
+		}
+	}
+	return out
+}
+
+// boundShare: a row whose priced time moves by at least this share of a change
+// of an efficiency is set by that efficiency.
+const boundShare = 0.5
+
+// minBoundRows is the fewest large multi-node rows an efficiency must set for
+// them to determine it.
+const minBoundRows = 2
+
+// boundBy says which efficiencies set the priced time of each large row (by
+// line) of multi-node sweep s, with knobs k and the algorithm it is fitted with (the
+// model's own, the sweep's NCCL_ALGO, or the one a mismatched row shows): the scale-up efficiency, the NIC efficiency, either or both. A
+// 2-node all-reduce that NCCL runs as a ring or tree is set by its NICs; as
+// NVLink SHARP's NVLS tree it is set by the in-switch reduction, and the NICs
+// barely matter. An efficiency is fitted only from rows it sets: a row it does
+// not set cannot tell its value, and a fit would absorb into it whatever else
+// the model lacks at those sizes (a protocol's constants at 8–32 MiB).
+func boundBy(spec topology.Spec, k Knobs, s Sweep, forced map[pointID]collective.Options) (intra, nic map[int]bool) {
+	m := collective.NewModel(collective.Default())
+	const step = 0.9
+	ki, kn := k, k
+	ki.IntraEfficiency *= step
+	kn.NICEfficiency *= step
+	var pls [3]*collective.Placement
+	for i, kk := range []Knobs{k, ki, kn} {
+		pl, err := placeSweep(spec, kk, s, map[[2]int]*topology.Cluster{})
+		if err != nil {
+			return nil, nil
+		}
+		pls[i] = pl
+	}
+	full := 1/step - 1
+	intra, nic = map[int]bool{}, map[int]bool{}
+	for _, p := range s.Points {
+		if bandOf(p.Bytes) != BandLarge {
+			continue
+		}
+		opt, ok := forced[pointID{s.File, p.Line}]
+		if !ok {
+			opt = collective.Options{Launch: s.Launch, Algo: s.Algo, ForceProtocol: s.ForceProtocol, Protocol: s.Protocol}
+		}
+		var t [3]float64
+		for i, pl := range pls {
+			e, err := m.Estimate(pl, s.Op, p.Bytes, opt)
+			if err != nil || !(e.TimeUs > 0) {
+				t[0] = math.NaN()
+				break
+			}
+			t[i] = e.TimeUs
+		}
+		intra[p.Line] = t[1]/t[0]-1 >= boundShare*full
+		nic[p.Line] = t[2]/t[0]-1 >= boundShare*full
+	}
+	return intra, nic
+}
+
+// Size bands of the report.
+const (
+	BandSmall  = "< 1 MiB"
+	BandMedium = "1–64 MiB"
+	BandLarge  = "≥ 64 MiB"
+)
+
+// Band names the size band of a message of b bytes.
+func Band(b float64) string { return bandOf(b) }
+
+func bandOf(b float64) string {
+	switch {
+	case b < 1<<20:
+		return BandSmall
+	case b < 64<<20:
+		return BandMedium
+	}
+	return BandLarge
+}
+
+// fitRounds bounds the coordinate descent (each round tries every knob at every step).
+const fitRounds = 25
+
+// bandLoss is the mean over the groups of rows (collective × size band) of each
+// group's mean |ln(predicted/measured)|: every group counts the same whatever its
+// number of rows, so the many small sizes of a full sweep, or a few GiB spot checks
+// repeated over files, do not decide the constants for the mid sizes alone.
+func bandLoss(ms []Measured) float64 {
+	sum := map[string]float64{}
+	n := map[string]int{}
+	for _, m := range ms {
+		if !(m.PredictedUs > 0) {
+			return math.Inf(1)
+		}
+		g := m.Op + " " + bandOf(m.Bytes)
+		sum[g] += math.Abs(math.Log(m.PredictedUs / m.MeasuredUs))
+		n[g]++
+	}
+	if len(n) == 0 {
+		return 0
+	}
+	var s float64
+	for g, v := range sum {
+		s += v / float64(n[g])
+	}
+	return s / float64(len(n))
+}
+
+// minBandRows is the fewest rows a group (collective × size band) needs for the
+// guard to judge it: five rows are five sizes of a ×2 sweep (a band spans 6 to 20
+// doublings) or spot sizes repeated over files, enough that one row's noise — the
+// one-off stalls nccl-tests rows show, up to 3× (nccltests.go) — cannot decide the
+// group's mean alone. Smaller groups are reported but not guarded.
+const minBandRows = 5
+
+// guardTol is how much a group's mean |ln error| may grow before the guard calls it
+// worse: 0.005, half the descent's finest step (1 %), which moves a group's error by
+// about that much without any change in what the constants mean.
+const guardTol = 0.005
+
+// Declined is a constant the inputs determine but the fit left at the base's value,
+// because moving it priced a group of rows worse than the base does.
+type Declined struct {
+	Knob, Field string
+	// Base is the base's value, Wanted the value the fit over all constants chose.
+	Base, Wanted float64
+	// Group is the collective and size band that got worse, with its mean
+	// |error| with the base's constants and with the wanted ones.
+	Group         string
+	Before, After float64
+}
+
+func (d Declined) String() string {
+	return fmt.Sprintf("%s (%s) left at the base's %.3g: the fit wanted %.3g, which prices %s worse (mean |err| %.1f %% → %.1f %%); the rows disagree on it (most often NCCL runs another algorithm or protocol than the model picks for some of them)",
+		d.Knob, d.Field, d.Base, d.Wanted, d.Group, 100*d.Before, 100*d.After)
+}
+
+// worseGroup returns the first group (collective × size band, in order) with at
+// least minBandRows rows whose mean |ln error| grows by more than guardTol from
+// before to after (both priced on the same rows in the same order).
+func worseGroup(before, after []Measured) (group string, b, a float64, worse bool) {
+	type acc struct {
+		b, a float64
+		n    int
+	}
+	sums := map[string]*acc{}
+	var order []string
+	for i := range before {
+		g := before[i].Op + " " + bandOf(before[i].Bytes)
+		s, ok := sums[g]
+		if !ok {
+			s = &acc{}
+			sums[g] = s
+			order = append(order, g)
+		}
+		s.b += math.Abs(math.Log(before[i].PredictedUs / before[i].MeasuredUs))
+		s.a += math.Abs(math.Log(after[i].PredictedUs / after[i].MeasuredUs))
+		s.n++
+	}
+	for _, g := range order {
+		s := sums[g]
+		if s.n < minBandRows {
+			continue
+		}
+		mb, ma := s.b/float64(s.n), s.a/float64(s.n)
+		if ma > mb+guardTol {
+			return g, math.Expm1(mb), math.Expm1(ma), true
+		}
+	}
+	return "", 0, 0, false
+}
+
+// fitted is the outcome of one fit.
+type fitted struct {
+	k        Knobs
+	choices  []topology.AlgoRange // the measured algorithm ranges (choices.go)
+	det      []Knob               // the knobs fitted (determined and not declined)
+	declined []Declined
+}
+
+// fit fits the knobs the inputs determine, starting from start: first the link
+// constants on the sweeps (the rows in forced priced with the algorithm they
+// show), then the compute scale on the runs with those links. A link constant
+// whose fitted value prices a group of rows worse than the base (the model's own
+// choices, as plan and estimate will use them) is declined: the fit is redone
+// over the largest set of constants that worsens no group, and the declined
+// ones keep the base's value.
+func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
+	// An efficiency fitted from multi-node rows must set them at its fitted
+	// value: where it sets fewer than minBoundRows large rows there, the rows did
+	// not determine it (the fit moved it for the sizes it barely touches, to a
+	// bound as often as not), and it is kept at the base's value and the rest
+	// refitted. The scale-up efficiency is judged first, and is also not taken
+	// from multi-node rows when the fit leaves it or the NIC efficiency at a
+	// bound (unsetEfficiency): NVLink is the same part in every H100 system, and
+	// rows that would need it at half its line rate are a network's
+	// (nccl-tests#290's degraded pair).
+	fz := maps.Clone(frozen)
+	if fz == nil {
+		fz = map[string]bool{}
+	}
+	for {
+		f, err := fitOnce(ctx, spec, start, in, forced, fz)
+		if err != nil {
+			return f, err
+		}
+		name := unsetEfficiency(spec, in, forced, f)
+		if name == "" {
+			return f, nil
+		}
+		fz[name] = true
+	}
+}
+
+// unsetEfficiency names the efficiency of fit f that the multi-node rows did not
+// determine (fit), the scale-up one first; "" if none.
+func unsetEfficiency(spec topology.Spec, in Inputs, forced map[pointID]collective.Options, f fitted) string {
+	sp := withChoices(spec, f.choices)
+	if !hasSingleNode(in) {
+		for _, kn := range f.det {
+			if v := kn.Of(f.k); kn.class == "intra" && !kn.latency && (v <= kn.Min || v >= kn.Max) {
+				return kn.Name
+			}
+		}
+	}
+	var unset []Knob
+	for _, kn := range f.det {
+		if kn.latency || kn.class == "compute" || kn.class == "intra" && hasSingleNode(in) {
+			continue
+		}
+		n := 0
+		for _, s := range in.Sweeps {
+			if s.Nodes < 2 {
+				continue
+			}
+			intra, nic := boundBy(sp, f.k, s, forced)
+			set := nic
+			if kn.class == "intra" {
+				set = intra
+			}
+			for _, b := range set {
+				if b {
+					n++
+				}
+			}
+		}
+		if n < minBoundRows {
+			unset = append(unset, kn)
+		}
+	}
+	for _, kn := range unset {
+		if kn.class == "intra" {
+			return kn.Name
+		}
+	}
+	if len(unset) > 0 {
+		return unset[0].Name
+	}
+	// A scale-up efficiency from multi-node rows is the weaker reading of them:
+	// when the fit leaves any efficiency at a bound, the rows are not explained
+	// by the two together, and the scale-up one goes first.
+	if !hasSingleNode(in) {
+		atBound, intra := false, ""
+		for _, kn := range f.det {
+			if kn.latency || kn.class == "compute" {
+				continue
+			}
+			if v := kn.Of(f.k); v <= kn.Min || v >= kn.Max {
+				atBound = true
+			}
+			if kn.class == "intra" {
+				intra = kn.Name
+			}
+		}
+		if atBound && intra != "" {
+			return intra
+		}
+	}
+	return ""
+}
+
+// hasSingleNode says whether the inputs have a single-node sweep of several GPUs.
+func hasSingleNode(in Inputs) bool {
+	for _, s := range in.Sweeps {
+		if s.Nodes == 1 && s.GPUsPerNode > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// fitOnce is one fit of the determined knobs not frozen (fit).
+func fitOnce(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
+	det := determined(spec, in, forced)
+	var link, comp []Knob
+	for _, kn := range det {
+		if frozen[kn.Name] {
+			continue
+		}
+		if kn.class == "compute" {
+			comp = append(comp, kn)
+		} else {
+			link = append(link, kn)
+		}
+	}
+	choices, err := fitChoices(spec, start, in.Sweeps, forced)
+	if err != nil {
+		return fitted{}, err
+	}
+	spec = withChoices(spec, choices)
+	out := fitted{k: start, choices: choices}
+	if len(link) > 0 {
+		base, err := priceSweeps(spec, start, in.Sweeps, nil)
+		if err != nil {
+			return fitted{}, err
+		}
+		try := func(ks []Knob) (Knobs, float64, error) {
+			var ferr error
+			k, loss := descent.Minimise(start, func(k Knobs) Knobs { return k }, params(ks), fitSteps, fitRounds, func(k Knobs) float64 {
+				if err := ctx.Err(); err != nil {
+					ferr = err
+					return math.Inf(1)
+				}
+				ms, err := priceSweeps(spec, k, in.Sweeps, forced)
+				if err != nil {
+					ferr = err
+					return math.Inf(1)
+				}
+				return bandLoss(ms)
+			})
+			return k, loss, ferr
+		}
+		guard := func(k Knobs) (string, float64, float64, bool, error) {
+			ms, err := priceSweeps(spec, k, in.Sweeps, nil)
+			if err != nil {
+				return "", 0, 0, false, err
+			}
+			g, b, a, worse := worseGroup(base, ms)
+			return g, b, a, worse, nil
+		}
+		full, _, err := try(link)
+		if err != nil {
+			return fitted{}, err
+		}
+		g, b, a, worse, err := guard(full)
+		if err != nil {
+			return fitted{}, err
+		}
+		if !worse {
+			out.k, out.det = full, link
+		} else {
+			// The largest subsets first; among equals the lowest loss.
+			bestLoss, bestN := math.Inf(1), -1
+			for mask := 1; mask < 1<<len(link); mask++ {
+				var ks []Knob
+				for i, kn := range link {
+					if mask&(1<<i) != 0 {
+						ks = append(ks, kn)
+					}
+				}
+				k, loss, err := try(ks)
+				if err != nil {
+					return fitted{}, err
+				}
+				_, _, _, w, err := guard(k)
+				if err != nil {
+					return fitted{}, err
+				}
+				if w || len(ks) < bestN || (len(ks) == bestN && loss >= bestLoss) {
+					continue
+				}
+				out.k, out.det, bestLoss, bestN = k, ks, loss, len(ks)
+			}
+			for _, kn := range link {
+				if slices.ContainsFunc(out.det, func(o Knob) bool { return o.Name == kn.Name }) {
+					continue
+				}
+				out.declined = append(out.declined, Declined{Knob: kn.Name, Field: kn.Field, Base: kn.Of(start), Wanted: kn.Of(full),
+					Group: g, Before: b, After: a})
+			}
+		}
+	}
+	if len(comp) > 0 {
+		var ferr error
+		out.k, _ = descent.Minimise(out.k, func(k Knobs) Knobs { return k }, params(comp), fitSteps, fitRounds, func(k Knobs) float64 {
+			if err := ctx.Err(); err != nil {
+				ferr = err
+				return math.Inf(1)
+			}
+			ms, err := priceRuns(spec, k, in.Runs)
+			if err != nil {
+				ferr = err
+				return math.Inf(1)
+			}
+			return logLoss(ms)
+		})
+		if ferr != nil {
+			return fitted{}, ferr
+		}
+		out.det = append(out.det, comp...)
+	}
+	return out, nil
+}
+
+// fitSteps are the descent's multiplicative steps, coarse to fine.
+var fitSteps = []float64{2, 1.3, 1.1, 1.03, 1.01, 1 / 1.01, 1 / 1.03, 1 / 1.1, 1 / 1.3, 0.5}
+
+func params(ks []Knob) []descent.Param[Knobs] {
+	out := make([]descent.Param[Knobs], len(ks))
+	for i, kn := range ks {
+		out[i] = descent.Param[Knobs]{Name: kn.Name, Min: kn.Min, Max: kn.Max,
+			Get: func(k *Knobs) float64 { return *kn.get(k) },
+			Set: func(k *Knobs, v float64) { *kn.get(k) = v }}
+	}
+	return out
+}
+
+// price prices every input with the knobs.
+func price(spec topology.Spec, k Knobs, in Inputs) ([]Measured, error) {
+	ms, err := priceSweeps(spec, k, in.Sweeps, nil)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := priceRuns(spec, k, in.Runs)
+	if err != nil {
+		return nil, err
+	}
+	return append(ms, rs...), nil
+}
+
+// ErrNoInputs is returned when there is nothing to calibrate on.
+var ErrNoInputs = errors.New("no measurements: give nccl-tests output files or training logs")
+
+// Calibrate fits the base cluster to the inputs and scores the fit by leaving each
+// input file out in turn. base names the base (a catalog system or a file) for the
+// report.
+func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
+	return CalibrateContext(context.Background(), base, spec, in)
+}
+
+// CalibrateContext is Calibrate that stops with ctx's error when ctx is done:
+// leaving each file out costs fits that grow with the square of the file count.
+func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in Inputs) (*Report, error) {
+	files := in.files()
+	if len(files) == 0 {
+		return nil, ErrNoInputs
+	}
+	if dup := duplicate(files); dup != "" {
+		return nil, fmt.Errorf("%s: given twice", dup)
+	}
+	start := Start(spec)
+	r := &Report{Base: base, Catalog: start}
+
+	var err error
+	if r.Before, err = price(spec, start, in); err != nil {
+		return nil, err
+	}
+	forced, mism, err := matchChoices(spec, start, in.Sweeps)
+	if err != nil {
+		return nil, err
+	}
+	r.Mismatches = mism
+
+	// Leave each file out: fit on the others, score it. A constant whose fit on
+	// the other files prices a group of held-out rows worse than the base does is
+	// frozen at the base's value (the one that helps that group most first), until
+	// no group with minBandRows rows or more is priced worse out of sample.
+	frozen := map[string]bool{}
+	others := map[string]fitted{}
+	for {
+		var oos []Measured
+		if oos, err = leaveOneOut(ctx, spec, start, in, files, forced, frozen, others); err != nil {
+			return nil, err
+		}
+		g, b, a, worse := worseGroup(r.Before, oos)
+		if !worse {
+			r.OutOfSample = oos
+			break
+		}
+		var cands []Knob
+		for _, kn := range knobs() {
+			if frozen[kn.Name] {
+				continue
+			}
+			for _, f := range files {
+				if kn.Of(others[f].k) != kn.Of(start) {
+					cands = append(cands, kn)
+					break
+				}
+			}
+		}
+		if len(cands) == 0 { // cannot happen: with every constant at the base's, out of sample is before
+			r.OutOfSample = oos
+			break
+		}
+		best, bestErr := cands[0], math.Inf(1)
+		for _, kn := range cands {
+			try := maps.Clone(frozen)
+			try[kn.Name] = true
+			o, err := leaveOneOut(ctx, spec, start, in, files, forced, try, map[string]fitted{})
+			if err != nil {
+				return nil, err
+			}
+			if e := groupErr(o, g); e < bestErr {
+				best, bestErr = kn, e
+			}
+		}
+		frozen[best.Name] = true
+		wanted := 0.0
+		for _, f := range files {
+			if v := best.Of(others[f].k); v != best.Of(start) {
+				wanted = v
+				break
+			}
+		}
+		r.Declined = append(r.Declined, Declined{Knob: best.Name, Field: best.Field, Base: best.Of(start), Wanted: wanted,
+			Group: g + " (held out)", Before: b, After: a})
+	}
+	solo := map[string]fitted{}
+	for _, f := range files {
+		if solo[f], err = fit(ctx, spec, start, in.only(f), forced, frozen); err != nil {
+			return nil, err
+		}
+	}
+
+	// Contradictions: a file that, fitted alone, wants a constant far from what the
+	// other files want.
+	excluded := map[string]bool{}
+	for _, f := range files {
+		for _, kn := range solo[f].det {
+			if !slices.ContainsFunc(others[f].det, func(o Knob) bool { return o.Name == kn.Name }) {
+				continue
+			}
+			a, b := kn.Of(solo[f].k), kn.Of(others[f].k)
+			tol := 1.2 // efficiencies and the compute scale: 20 %
+			if kn.latency {
+				tol = 2 // latencies: a factor of 2
+			}
+			if a > b*tol || b > a*tol {
+				c := Contradiction{File: f, Knob: kn.Name, Field: kn.Field, Alone: a, Others: b}
+				r.Contradictions = append(r.Contradictions, c)
+				excluded[f] = true
+			}
+		}
+	}
+	// Fit on everything not contradicting the rest, as long as that leaves a
+	// majority; otherwise the files disagree among themselves and the fit over all
+	// of them is a compromise the report says it is.
+	kept := in
+	if n := len(excluded); n > 0 && 2*n < len(files) {
+		for f := range excluded {
+			kept = kept.without(f)
+			r.Excluded = append(r.Excluded, f)
+		}
+		slices.Sort(r.Excluded)
+	} else if n > 0 {
+		r.Compromise = true
+	}
+	all, err := fit(ctx, spec, start, kept, forced, frozen)
+	if err != nil {
+		return nil, err
+	}
+	r.Fitted, r.Determined, r.Choices = all.k, all.det, all.choices
+	r.Declined = append(r.Declined, all.declined...)
+	if r.After, err = price(withChoices(spec, all.choices), r.Fitted, in); err != nil {
+		return nil, err
+	}
+	r.Spec = Apply(withChoices(spec, all.choices), r.Fitted)
+	r.Files = files
+	r.finish()
+	return r, nil
+}
+
+// leaveOneOut prices every file with constants fitted on the other files (the
+// frozen ones kept at the base's), recording each fit in others.
+func leaveOneOut(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, files []string, forced map[pointID]collective.Options, frozen map[string]bool, others map[string]fitted) ([]Measured, error) {
+	var out []Measured
+	for _, f := range files {
+		o, err := fit(ctx, spec, start, in.without(f), forced, frozen)
+		if err != nil {
+			return nil, err
+		}
+		others[f] = o
+		ms, err := price(withChoices(spec, o.choices), o.k, in.only(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	return out, nil
+}
+
+// groupErr is the mean |ln error| of one group (collective × size band) of rows.
+func groupErr(ms []Measured, group string) float64 {
+	var s float64
+	n := 0
+	for _, m := range ms {
+		if m.Op+" "+bandOf(m.Bytes) == group {
+			s += math.Abs(math.Log(m.PredictedUs / m.MeasuredUs))
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return s / float64(n)
+}
+
+func duplicate(files []string) string {
+	seen := map[string]bool{}
+	for _, f := range files {
+		if seen[f] {
+			return f
+		}
+		seen[f] = true
+	}
+	return ""
+}

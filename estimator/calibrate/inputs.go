@@ -1,0 +1,154 @@
+package calibrate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// FileLayout is what the caller states about one input file: for nccl-tests output
+// without device lines its nodes and GPUs per node (and the test, if the output does
+// not name it); for a training log the run's layout.
+type FileLayout struct {
+	Nodes  int    `json:"nodes,omitempty"`
+	Op     string `json:"op,omitempty"`
+	Launch string `json:"launch,omitempty"`
+	// Algo is NCCL_ALGO as the run set it (ring, tree, nvls, nvlstree, pat, collnet
+	// is not modelled); empty when NCCL chose.
+	Algo string `json:"algo,omitempty"`
+	RunLayout
+}
+
+// Layouts maps input files, by base name, to their layouts.
+type Layouts map[string]FileLayout
+
+// DecodeLayouts reads a layouts file in its JSON form (the command line converts
+// YAML to it): an object keyed by input file name. Unknown keys are errors.
+func DecodeLayouts(data []byte) (Layouts, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("layouts: %w", err)
+	}
+	out := Layouts{}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		dec := json.NewDecoder(bytes.NewReader(raw[k]))
+		dec.DisallowUnknownFields()
+		var fl FileLayout
+		if err := dec.Decode(&fl); err != nil {
+			return nil, fmt.Errorf("layouts %s: %w", k, err)
+		}
+		if fl.Nodes < 0 || fl.GPUs < 0 || fl.GPUsPerNode < 0 {
+			return nil, fmt.Errorf("layouts %s: nodes, gpus and gpus_per_node must not be negative", k)
+		}
+		out[k] = fl
+	}
+	return out, nil
+}
+
+// For returns the layout given for a file (matched by its base name), and the
+// defaults for what it leaves out.
+func (ls Layouts) For(file string, def FileLayout) FileLayout {
+	fl, ok := ls[filepath.Base(file)]
+	if !ok {
+		return def
+	}
+	if fl.Nodes == 0 {
+		fl.Nodes = def.Nodes
+	}
+	if fl.GPUsPerNode == 0 {
+		fl.GPUsPerNode = def.GPUsPerNode
+	}
+	return fl
+}
+
+// Read reads one input file, nccl-tests output, measurement rows (JSON lines in
+// the nccl-measurement schema, MeasurementRow) or a training log, by its content,
+// and adds it to the inputs. Content that is neither is an error naming the file.
+func (in *Inputs) Read(name string, data []byte, fl FileLayout) error {
+	switch {
+	case IsMeasurementRows(data):
+		s, err := ParseMeasurementRows(name, data, Layout{Nodes: fl.Nodes, GPUsPerNode: fl.GPUsPerNode, Op: fl.Op, Launch: fl.Launch, Algo: fl.Algo})
+		if err != nil {
+			return err
+		}
+		in.Sweeps = append(in.Sweeps, s)
+	case IsNCCLTests(data):
+		s, err := ParseNCCLTests(name, data, Layout{Nodes: fl.Nodes, GPUsPerNode: fl.GPUsPerNode, Op: fl.Op, Launch: fl.Launch, Algo: fl.Algo})
+		if err != nil {
+			return err
+		}
+		in.Sweeps = append(in.Sweeps, s)
+	case IsTrainingLog(data):
+		r, err := ParseTrainingLog(name, data, fl.RunLayout)
+		if err != nil {
+			return err
+		}
+		in.Runs = append(in.Runs, r)
+	default:
+		return fileErr(name, 0, "neither nccl-tests output (no nThread header, no algbw/busbw table), nor measurement rows (JSON lines), nor a training log stepcost reads (no Megatron-LM, NeMo, torchtitan, Composer or DeepSpeed step-time line)")
+	}
+	return nil
+}
+
+// Notes lists what the readers set aside or noticed, file by file.
+func (in Inputs) Notes() []string {
+	var out []string
+	for _, s := range in.Sweeps {
+		for _, n := range s.Notes {
+			out = append(out, s.File+": "+n)
+		}
+	}
+	for _, r := range in.Runs {
+		for _, n := range r.Notes {
+			out = append(out, r.File+": "+n)
+		}
+	}
+	return out
+}
+
+// Fit fits the constants the inputs determine, starting from the base cluster's,
+// and returns them with the calibrated spec.
+func Fit(spec topology.Spec, in Inputs) (Knobs, topology.Spec, error) {
+	start := Start(spec)
+	forced, _, err := matchChoices(spec, start, in.Sweeps)
+	if err != nil {
+		return Knobs{}, topology.Spec{}, err
+	}
+	f, err := fit(context.Background(), spec, start, in, forced, nil)
+	if err != nil {
+		return Knobs{}, topology.Spec{}, err
+	}
+	return f.k, Apply(withChoices(spec, f.choices), f.k), nil
+}
+
+// Score prices the inputs on spec and returns the median and mean |error|.
+func Score(spec topology.Spec, in Inputs) (median, mean float64, err error) {
+	ms, err := price(spec, Start(spec), in)
+	if err != nil {
+		return 0, 0, err
+	}
+	median, mean = Stats(ms)
+	return median, mean, nil
+}
+
+// Describe names a sweep for reports: "allreduce, 2 nodes × 8 GPUs, 30 sizes".
+func (s Sweep) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, %d node(s) × %d GPUs", s.Op, s.Nodes, s.GPUsPerNode)
+	if s.Device != "" {
+		fmt.Fprintf(&b, " (%s)", s.Device)
+	}
+	fmt.Fprintf(&b, ", %d sizes %s–%s, %s launch", len(s.Points), FormatBytes(s.Points[0].Bytes), FormatBytes(s.Points[len(s.Points)-1].Bytes), s.Launch)
+	return b.String()
+}

@@ -1,0 +1,327 @@
+package calibrate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+)
+
+// MeasurementRow is one row of a measurement table in stepcost's nccl-measurement
+// schema, the one its published collective measurements are kept in
+// (estimator/collective/accuracy/testdata): one message size of one run, with the
+// numbers as the benchmark printed them and where they came from. Sizes follow
+// nccl-tests (the total buffer for all-gather and reduce-scatter), times are µs
+// per call, bandwidths GB/s (10⁹ B/s); busbw = algbw × nccl-tests' bus factor.
+//
+// A row states its run (collective, n_nodes, gpus_per_node) and its size, and
+// time_us or busbw_GBps (or both, and algbw_GBps, which must then agree). The
+// descriptive fields are read and not priced; a field not in the schema is an
+// error, so a misspelt one is not silently dropped.
+type MeasurementRow struct {
+	ID          string   `json:"id"`
+	SourceID    string   `json:"source_id"`
+	System      string   `json:"system"`
+	Vendor      string   `json:"vendor"`
+	GPU         string   `json:"gpu"`
+	GPUsPerNode *int     `json:"gpus_per_node"`
+	Nodes       *int     `json:"n_nodes"`
+	NGPUs       *int     `json:"n_gpus"`
+	IntraFabric *string  `json:"intra_fabric"`
+	InterFabric *string  `json:"inter_fabric"`
+	NICsPerNode *int     `json:"nics_per_node"`
+	NICGbps     *float64 `json:"nic_gbps"`
+	Collective  string   `json:"collective"`
+	// Algorithm and Protocol are what the run forced (NCCL_ALGO, NCCL_PROTO): an
+	// algorithm or protocol name, optionally followed by a remark in parentheses
+	// ("Ring (NCCL_ALGO=Ring)"); null when NCCL chose.
+	Algorithm      *string  `json:"algorithm"`
+	Protocol       *string  `json:"protocol"`
+	Library        string   `json:"library"`
+	LibraryVersion *string  `json:"library_version"`
+	Benchmark      string   `json:"benchmark"`
+	DType          string   `json:"dtype"`
+	RedOp          *string  `json:"redop"`
+	SizeBytes      *float64 `json:"size_bytes"`
+	SizeLabel      *string  `json:"size_label"`
+	// Placement says which of nccl-tests' columns time_us is: "out-of-place"
+	// (the default) or "in-place".
+	Placement     string   `json:"placement"`
+	TimeUs        *float64 `json:"time_us"`
+	AlgBW         *float64 `json:"algbw_GBps"`
+	BusBW         *float64 `json:"busbw_GBps"`
+	InPlaceTimeUs *float64 `json:"inplace_time_us"`
+	InPlaceAlgBW  *float64 `json:"inplace_algbw_GBps"`
+	InPlaceBusBW  *float64 `json:"inplace_busbw_GBps"`
+	Kind          string   `json:"kind"`
+	Derived       []string `json:"derived"`
+	QualityFlags  []string `json:"quality_flags"`
+	SourceURL     *string  `json:"source_url"`
+	SourcePath    *string  `json:"source_path"`
+	SourceCommit  *string  `json:"source_commit"`
+	Notes         *string  `json:"notes"`
+}
+
+// IsMeasurementRows says whether data is a measurement table as JSON lines: its
+// first line that is not blank is a JSON object.
+func IsMeasurementRows(data []byte) bool {
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if t := bytes.TrimSpace(l); len(t) > 0 {
+			return t[0] == '{'
+		}
+	}
+	return false
+}
+
+// forcedName reads a forced algorithm or protocol: a name, optionally followed by
+// a parenthesised remark ("Ring (NCCL_ALGO=Ring)").
+var forcedName = regexp.MustCompile(`^\s*([A-Za-z0-9_-]+)\s*(\(.*\))?\s*$`)
+
+// ParseMeasurementRows reads one run's measurement rows, JSON lines in the
+// nccl-measurement schema (MeasurementRow). One file is one run: every row states
+// the same collective, nodes, GPUs per node, forced algorithm and protocol,
+// system and NCCL version. Each row's numbers are checked against each other —
+// algbw against size ÷ time, busbw against algbw × the bus factor of the
+// collective on n_nodes × gpus_per_node ranks — and a row that contradicts itself
+// is refused with the file, line and field. layout may state the nodes, GPUs per
+// node, collective, algorithm and launch; what it states must agree with the rows.
+func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error) {
+	s := Sweep{File: name, Launch: collective.PerProcess}
+	type runKey struct {
+		op, algo, proto, system, version string
+		nodes, gpn                       int
+	}
+	var first runKey
+	firstLine := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		raw := bytes.TrimSpace(sc.Bytes())
+		if len(raw) == 0 {
+			continue
+		}
+		var r MeasurementRow
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			return s, fileErr(name, line, "not a measurement row: %v", jsonFieldErr(err))
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return s, fileErr(name, line, "text after the row's JSON object: one row per line")
+		}
+		fe := func(field, format string, args ...any) error {
+			return fileErr(name, line, "%s: %s", field, fmt.Sprintf(format, args...))
+		}
+		// The run.
+		if r.Collective == "" {
+			return s, fe("collective", "missing (allreduce, allgather, reducescatter, alltoall, sendrecv, broadcast, reduce)")
+		}
+		op, err := collective.ParseOp(r.Collective)
+		if err != nil {
+			return s, fe("collective", "%v", err)
+		}
+		if r.Nodes == nil || *r.Nodes < 1 {
+			return s, fe("n_nodes", "missing or below 1: the row must say how many nodes ran it")
+		}
+		if r.GPUsPerNode == nil || *r.GPUsPerNode < 1 {
+			return s, fe("gpus_per_node", "missing or below 1")
+		}
+		ranks := *r.Nodes * *r.GPUsPerNode
+		if r.NGPUs != nil && *r.NGPUs != ranks {
+			return s, fe("n_gpus", "%d, but n_nodes × gpus_per_node is %d × %d = %d", *r.NGPUs, *r.Nodes, *r.GPUsPerNode, ranks)
+		}
+		algo, proto := "", ""
+		if r.Algorithm != nil {
+			m := forcedName.FindStringSubmatch(*r.Algorithm)
+			if m == nil {
+				return s, fe("algorithm", "%q: want the algorithm the run forced with NCCL_ALGO (ring, tree, nvls, nvlstree, pat), or null when NCCL chose", *r.Algorithm)
+			}
+			a, err := collective.ParseAlgorithm(m[1])
+			if err != nil {
+				return s, fe("algorithm", "%v (null when NCCL chose)", err)
+			}
+			if a == collective.Tree {
+				a = collective.DoubleTree // NCCL_ALGO=Tree runs NCCL's double binary tree
+			}
+			algo = a.String()
+			s.Algo = a
+		}
+		if r.Protocol != nil {
+			m := forcedName.FindStringSubmatch(*r.Protocol)
+			if m == nil {
+				return s, fe("protocol", "%q: want the protocol the run forced with NCCL_PROTO (ll, ll128, simple), or null when NCCL chose", *r.Protocol)
+			}
+			p, err := collective.ParseProtocol(m[1])
+			if err != nil {
+				return s, fe("protocol", "%v (null when NCCL chose)", err)
+			}
+			proto = p.String()
+			s.Protocol, s.ForceProtocol = p, true
+		}
+		version := ""
+		if r.LibraryVersion != nil {
+			version = *r.LibraryVersion
+		}
+		k := runKey{op.String(), algo, proto, r.System, version, *r.Nodes, *r.GPUsPerNode}
+		if firstLine == 0 {
+			first, firstLine = k, line
+		} else if k != first {
+			field := ""
+			switch {
+			case k.op != first.op:
+				field = "collective"
+			case k.nodes != first.nodes:
+				field = "n_nodes"
+			case k.gpn != first.gpn:
+				field = "gpus_per_node"
+			case k.algo != first.algo:
+				field = "algorithm"
+			case k.proto != first.proto:
+				field = "protocol"
+			case k.system != first.system:
+				field = "system"
+			default:
+				field = "library_version"
+			}
+			return s, fe(field, "differs from line %d's: one file is one run (one collective on one set of nodes, one NCCL); put each run in its own file", firstLine)
+		}
+		if s.Device == "" {
+			s.Device = r.GPU
+		}
+
+		// The numbers.
+		if r.SizeBytes == nil || !(*r.SizeBytes > 0) || math.IsInf(*r.SizeBytes, 0) {
+			return s, fe("size_bytes", "missing or not positive")
+		}
+		size := *r.SizeBytes
+		if size > collective.MaxBytes {
+			return s, fe("size_bytes", "%g is above the model's largest message (%g)", size, float64(collective.MaxBytes))
+		}
+		for _, v := range []struct {
+			field string
+			p     *float64
+			zero  bool // a bandwidth of a small message is printed rounded to 0.00
+		}{{"time_us", r.TimeUs, false}, {"algbw_GBps", r.AlgBW, true}, {"busbw_GBps", r.BusBW, true}, {"inplace_time_us", r.InPlaceTimeUs, false}} {
+			if v.p != nil && (!(*v.p > 0 || v.zero && *v.p == 0) || math.IsInf(*v.p, 0)) {
+				return s, fe(v.field, "%g: must be positive (null when not measured)", *v.p)
+			}
+		}
+		f := op.BusFactor(ranks)
+		p := Point{Line: line, Bytes: size}
+		switch {
+		case r.TimeUs != nil:
+			p.TimeUs = *r.TimeUs
+		case r.AlgBW != nil && *r.AlgBW > 0:
+			p.TimeUs = size / *r.AlgBW / 1e3
+		case r.BusBW != nil && *r.BusBW > 0:
+			if f == 0 {
+				return s, fe("busbw_GBps", "%s on %d rank(s) moves nothing over a bus (factor 0): give time_us", op, ranks)
+			}
+			p.TimeUs = size / (*r.BusBW / f) / 1e3
+		default:
+			return s, fe("time_us", "missing, and no algbw_GBps or busbw_GBps above zero to derive it from")
+		}
+		alg := size / p.TimeUs / 1e3 // GB/s
+		p.AlgBW, p.BusBW = alg, alg*f
+		// Published bandwidths are rounded to two decimals (nccl-tests prints them so),
+		// those computed from a time to a few more: a difference beyond the rounding
+		// and 2 % is a contradiction, not a rounding.
+		if r.AlgBW != nil && r.TimeUs != nil {
+			if math.Abs(*r.AlgBW-alg) > 0.011+0.02*alg {
+				return s, fe("algbw_GBps", "%g GB/s is not size_bytes / time_us = %.4g GB/s", *r.AlgBW, alg)
+			}
+			p.AlgBW = *r.AlgBW
+		}
+		if r.BusBW != nil && (r.TimeUs != nil || r.AlgBW != nil && *r.AlgBW > 0) {
+			if math.Abs(*r.BusBW-alg*f) > 0.011+0.02*alg*f {
+				return s, fe("busbw_GBps", "%g GB/s is not algbw × the bus factor of %s on %d × %d ranks (%.4g × %.3f = %.4g GB/s): the row's size, time, nodes or GPUs per node are not what was measured", *r.BusBW, op, *r.Nodes, *r.GPUsPerNode, alg, f, alg*f)
+			}
+			p.BusBW = *r.BusBW
+		}
+		switch r.Placement {
+		case "", "out-of-place", "unspecified":
+			if r.InPlaceTimeUs != nil {
+				p.InPlaceUs = *r.InPlaceTimeUs
+			}
+		case "in-place":
+			// The time is the in-place column; the reader's stall check compares the
+			// two columns whichever is priced.
+		default:
+			return s, fe("placement", "%q: want out-of-place, in-place or unspecified (the source does not say which column)", r.Placement)
+		}
+		s.Points = append(s.Points, p)
+	}
+	if err := sc.Err(); err != nil {
+		return s, fileErr(name, 0, "%v", err)
+	}
+	if len(s.Points) == 0 {
+		return s, fileErr(name, 0, "no measurement rows")
+	}
+	s.Op, _ = collective.ParseOp(first.op)
+	s.Nodes, s.GPUsPerNode = first.nodes, first.gpn
+	s.Ranks = s.Nodes * s.GPUsPerNode
+	s.FromRows = true
+	for b, op := range benchOps {
+		if op == s.Op {
+			s.Bench = b
+		}
+	}
+
+	// What the caller states must agree with the rows.
+	if layout.Nodes > 0 && layout.Nodes != s.Nodes || layout.GPUsPerNode > 0 && layout.GPUsPerNode != s.GPUsPerNode {
+		return s, fileErr(name, firstLine, "the layout says %d node(s) × %d GPUs, the rows' n_nodes and gpus_per_node %d × %d", layout.Nodes, layout.GPUsPerNode, s.Nodes, s.GPUsPerNode)
+	}
+	if layout.Op != "" {
+		op, err := collective.ParseOp(layout.Op)
+		if err != nil {
+			return s, fileErr(name, 0, "layout op: %v", err)
+		}
+		if op != s.Op {
+			return s, fileErr(name, firstLine, "the layout says %s, the rows' collective %s", op, s.Op)
+		}
+	}
+	if layout.Algo != "" {
+		a, err := collective.ParseAlgorithm(layout.Algo)
+		if err != nil {
+			return s, fileErr(name, 0, "layout algo: %v", err)
+		}
+		if a == collective.Tree {
+			a = collective.DoubleTree
+		}
+		if first.algo != "" && a != s.Algo {
+			return s, fileErr(name, firstLine, "the layout says NCCL_ALGO %s, the rows' algorithm %s", a, s.Algo)
+		}
+		s.Algo = a
+	}
+	if layout.Launch != "" {
+		l, err := collective.ParseLaunch(layout.Launch)
+		if err != nil {
+			return s, fileErr(name, 0, "layout launch: %v", err)
+		}
+		s.Launch = l
+	}
+	// A table need not be ordered; the sweep's checks expect sizes upwards.
+	sort.SliceStable(s.Points, func(i, j int) bool { return s.Points[i].Bytes < s.Points[j].Bytes })
+	return s, checkSweep(&s)
+}
+
+// jsonFieldErr words encoding/json's errors by field.
+func jsonFieldErr(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("%s: a JSON %s where the schema has a %s", te.Field, te.Value, te.Type)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return fmt.Sprintf("%s: not a field of the nccl-measurement schema (a misspelling?)", strings.Trim(f, `"`))
+	}
+	return msg
+}

@@ -1,0 +1,137 @@
+package calibrate_test
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/collective"
+)
+
+// The measurement rows of a run read as one sweep: the run from the rows' fields,
+// NCCL_ALGO from the algorithm field, each point's time as published.
+func TestMeasurementRowsRead(t *testing.T) {
+	var in calibrate.Inputs
+	name := "ncclt309-gjaion-2n-ring.jsonl"
+	if err := in.Read(name, read(t, "testdata/rows/h100-ib-8n/"+name), calibrate.FileLayout{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Sweeps) != 1 {
+		t.Fatalf("%d sweeps, want 1", len(in.Sweeps))
+	}
+	s := in.Sweeps[0]
+	if s.Op != collective.AllReduce || s.Nodes != 2 || s.GPUsPerNode != 8 || s.Ranks != 16 || s.Algo != collective.Ring || len(s.Points) != 14 {
+		t.Errorf("got %s on %d × %d (%d ranks), algo %s, %d rows; want allreduce on 2 × 8, ring (\"Ring (NCCL_ALGO=Ring)\"), 14 rows", s.Op, s.Nodes, s.GPUsPerNode, s.Ranks, s.Algo, len(s.Points))
+	}
+	// The 1 MiB row, line 1 of the file: 156.9 µs out-of-place as the issue prints it.
+	if p := s.Points[0]; p.Bytes != 1<<20 || p.TimeUs != 156.9 || p.Line != 1 {
+		t.Errorf("first point %+v, want 1 MiB at 156.9 µs on line 1", p)
+	}
+
+	// A row that gives busbw only: the time is size ÷ (busbw ÷ bus factor), here
+	// the 2-node ring's 8 GiB row, 392.9 GB/s busbw (41015 µs as published).
+	lines := strings.Split(strings.TrimSpace(string(read(t, "testdata/rows/h100-ib-8n/"+name))), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "time_us")
+	delete(m, "algbw_GBps")
+	row, _ := json.Marshal(m)
+	in = calibrate.Inputs{}
+	if err := in.Read("busbw-only.jsonl", row, calibrate.FileLayout{}); err != nil {
+		t.Fatal(err)
+	}
+	want := float64(8<<30) / (m["busbw_GBps"].(float64) / (2 * 15.0 / 16)) / 1e3
+	if got := in.Sweeps[0].Points[0].TimeUs; math.Abs(got-want) > 1e-9*want || math.Abs(got-41015)/41015 > 0.001 {
+		t.Errorf("busbw-only row: time %.6g µs, want %.6g (41015 published)", got, want)
+	}
+}
+
+// A row that contradicts itself or its run is refused, naming the file, line and
+// field; nothing is kept from the file.
+func TestMeasurementRowsRefuse(t *testing.T) {
+	base := read(t, "testdata/rows/p5-efa/awsk8s585-p5-2n-allreduce.jsonl")
+	lines := strings.Split(strings.TrimSpace(string(base)), "\n")
+	// edit rewrites one field of one line (0-based) of the p5 run.
+	edit := func(line int, field string, v any, more ...any) string {
+		out := append([]string(nil), lines...)
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out[line]), &m); err != nil {
+			t.Fatal(err)
+		}
+		more = append([]any{field, v}, more...)
+		for i := 0; i+1 < len(more); i += 2 {
+			if more[i+1] == nil {
+				delete(m, more[i].(string))
+			} else {
+				m[more[i].(string)] = more[i+1]
+			}
+		}
+		b, _ := json.Marshal(m)
+		out[line] = string(b)
+		return strings.Join(out, "\n")
+	}
+	for _, tt := range []struct {
+		name, data string
+		layout     calibrate.FileLayout
+		want       string
+	}{
+		// busbw twice what size, time and the bus factor of 16 ranks give.
+		{"busbw", edit(2, "busbw_GBps", 0.5), calibrate.FileLayout{}, "rows.jsonl:3: busbw_GBps: 0.5 GB/s is not algbw × the bus factor"},
+		{"algbw", edit(0, "algbw_GBps", 0.4), calibrate.FileLayout{}, "rows.jsonl:1: algbw_GBps: 0.4 GB/s is not size_bytes / time_us"},
+		{"n_gpus", edit(1, "n_gpus", 32), calibrate.FileLayout{}, "rows.jsonl:2: n_gpus: 32, but n_nodes × gpus_per_node is 2 × 8 = 16"},
+		{"unknown", edit(0, "time_ms", 0.069), calibrate.FileLayout{}, "rows.jsonl:1: not a measurement row: time_ms: not a field"},
+		{"type", edit(0, "size_bytes", "16 B"), calibrate.FileLayout{}, "rows.jsonl:1: not a measurement row: size_bytes: a JSON string"},
+		{"no size", edit(3, "size_bytes", nil), calibrate.FileLayout{}, "rows.jsonl:4: size_bytes: missing"},
+		{"no time", edit(0, "time_us", nil) + "\n", calibrate.FileLayout{}, ""}, // busbw remains: read
+		{"nothing measured", edit(0, "busbw_GBps", nil, "time_us", nil, "algbw_GBps", nil), calibrate.FileLayout{}, "rows.jsonl:1: time_us: missing, and no algbw_GBps or busbw_GBps"},
+		{"no nodes", edit(0, "n_nodes", nil), calibrate.FileLayout{}, "rows.jsonl:1: n_nodes: missing"},
+		{"two runs", edit(2, "n_nodes", 4, "n_gpus", 32), calibrate.FileLayout{}, "rows.jsonl:3: n_nodes: differs from line 1's: one file is one run"},
+		{"two collectives", edit(1, "collective", "allgather"), calibrate.FileLayout{}, "rows.jsonl:2: collective: differs from line 1's"},
+		{"algorithm", edit(0, "algorithm", "the fastest"), calibrate.FileLayout{}, "rows.jsonl:1: algorithm: \"the fastest\""},
+		{"collnet", edit(0, "algorithm", "CollNet"), calibrate.FileLayout{}, "rows.jsonl:1: algorithm: unknown algorithm"},
+		{"negative", edit(0, "time_us", -69.29), calibrate.FileLayout{}, "rows.jsonl:1: time_us: -69.29: must be positive"},
+		{"layout", string(base), calibrate.FileLayout{Nodes: 4, RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "the layout says 4 node(s) × 8 GPUs, the rows' n_nodes and gpus_per_node 2 × 8"},
+		{"cut", string(base[:len(base)*5/8]), calibrate.FileLayout{}, "rows.jsonl:3: not a measurement row: unexpected EOF"},
+	} {
+		var in calibrate.Inputs
+		err := in.Read("rows.jsonl", []byte(tt.data), tt.layout)
+		switch {
+		case tt.name == "no time":
+			if err != nil {
+				t.Errorf("%s: %v (busbw alone gives the time)", tt.name, err)
+			}
+			continue
+		}
+		var fe *calibrate.FileError
+		if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error with %q", tt.name, err, tt.want)
+		}
+		if len(in.Sweeps) != 0 {
+			t.Errorf("%s: kept a sweep from a file that was not understood", tt.name)
+		}
+	}
+}
+
+func FuzzParseMeasurementRows(f *testing.F) {
+	for _, p := range []string{"testdata/rows/p5-efa/awsk8s585-p5-2n-allreduce.jsonl", "testdata/rows/h100-ib-8n/ncclt309-gjaion-2n-ring.jsonl"} {
+		f.Add(read(f, p))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := calibrate.ParseMeasurementRows("fuzz", data, calibrate.Layout{})
+		if err == nil {
+			if s.Nodes < 1 || s.GPUsPerNode < 1 || len(s.Points) == 0 {
+				t.Fatalf("accepted a run without nodes, GPUs or rows: %+v", s)
+			}
+			for _, p := range s.Points {
+				if !(p.Bytes > 0 && p.TimeUs > 0) || math.IsInf(p.TimeUs, 0) {
+					t.Fatalf("accepted a point without size or time: %+v", p)
+				}
+			}
+		}
+	})
+}

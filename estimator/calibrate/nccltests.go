@@ -1,0 +1,426 @@
+// Package calibrate fits a cluster's physical constants to an operator's own
+// measurements: nccl-tests output files as the tools print them and training logs
+// of the common frameworks. It parses the files (refusing, with the file and line,
+// anything it does not understand), fits the link efficiencies and latencies of the
+// cluster description and the GPU's sustained compute scale within physical bounds,
+// scores the fit by leaving each input file out in turn, and flags inputs that
+// contradict the others.
+//
+// The package is pure: it reads bytes handed to it and returns values; the command
+// line reads the files and writes the calibrated cluster file.
+package calibrate
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+)
+
+// Point is one message size of an nccl-tests sweep.
+type Point struct {
+	Line  int     // line of the file the row is on (1-based)
+	Bytes float64 // nccl-tests size convention (total buffer for all-gather and reduce-scatter)
+	// TimeUs is the out-of-place time of one call, µs; InPlaceUs the in-place one
+	// (0 when the tool printed none, as alltoall_perf and sendrecv_perf may).
+	TimeUs, InPlaceUs float64
+	AlgBW, BusBW      float64 // out-of-place, GB/s, as printed
+}
+
+// Sweep is one nccl-tests output file.
+type Sweep struct {
+	File string
+	Op   collective.Op
+	// Bench is the test binary (all_reduce_perf, …), from the file or the layout.
+	Bench string
+	// Nodes, GPUsPerNode and Ranks are read from the device lines of the header
+	// ("#  Rank  0 Group  0 Pid 123 on host device 0 [0x..] NVIDIA H100 …"), or
+	// taken from the layout the caller gives when the file has none.
+	Nodes, GPUsPerNode, Ranks int
+	Hosts                     []string
+	// Device is the GPU name the header prints ("NVIDIA H100 80GB HBM3").
+	Device string
+	// Launch: one process per GPU (MPI), several GPUs per process (-g N, -t N), or
+	// under a CUDA graph (-G).
+	Launch collective.Launch
+	// Algo is the algorithm the run forced with NCCL_ALGO (from the layout);
+	// Auto when NCCL chose.
+	Algo collective.Algorithm
+	// Protocol is the protocol the run forced with NCCL_PROTO, when ForceProtocol
+	// (a measurement table's protocol field).
+	Protocol      collective.Protocol
+	ForceProtocol bool
+	// FromHeader says Nodes and GPUsPerNode were read from the header's device lines.
+	FromHeader bool
+	// FromRows says the sweep was read from measurement rows (JSON lines), whose
+	// fields state the nodes and GPUs per node.
+	FromRows bool
+	Points   []Point
+	// Notes are things the reader noticed and set aside (outlier rows, a missing
+	// closing summary).
+	Notes []string
+}
+
+// Layout is what the caller states about an input file the file itself does not say.
+type Layout struct {
+	Nodes       int    `json:"nodes,omitempty"`
+	GPUsPerNode int    `json:"gpus_per_node,omitempty"`
+	Op          string `json:"op,omitempty"`     // for a file that does not name its test
+	Launch      string `json:"launch,omitempty"` // per-process, single-process, eager, graph
+	// Algo is the algorithm the run forced (NCCL_ALGO=Ring, Tree, NVLS, …): the
+	// sweep is then priced with it, in the fit and in the scores.
+	Algo string `json:"algo,omitempty"`
+}
+
+// FileError is an input the reader did not understand: the file, the line (0 for
+// the file as a whole) and why.
+type FileError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *FileError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+func fileErr(file string, line int, format string, args ...any) error {
+	return &FileError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+var (
+	// MPI launchers prefix every line ("[1,0]<stdout>:", "[0] "), and so does
+	// Slurm's srun --label (" 0: "): a number then a colon, which no data row has.
+	mpiPrefix = regexp.MustCompile(`^\s*(\[\d+,\d+\]<std(out|err)>:|\[\d+\]\s|\d+:\s)`)
+	// "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
+	nThreadRe = regexp.MustCompile(`nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
+	graphRe   = regexp.MustCompile(`graph:\s*(\d+)`)
+	// "#  Rank  0 Group  0 Pid   6899 on ztan-mig-235z device  0 [0000:04:00] NVIDIA H100 80GB HBM3"
+	// (older tools print no Group).
+	deviceRe = regexp.MustCompile(`^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$`)
+	benchRe  = regexp.MustCompile(`\b(all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|hypercube|gather|scatter)_perf\b`)
+	numRe    = `[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?`
+	// A data row: size count type redop [root] then out-of-place time algbw busbw
+	// #wrong and in-place time algbw busbw #wrong ("N/A" where not checked).
+	rowRe = regexp.MustCompile(`^(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(?:(-?\d+)\s+)?(` + numRe + `)\s+(` + numRe + `)\s+(` + numRe + `)\s+(\S+)(?:\s+(` + numRe + `)\s+(` + numRe + `)\s+(` + numRe + `)\s+(\S+))?\s*$`)
+	// A line that starts like a data row (a number, then a number) but may be cut short.
+	rowStartRe = regexp.MustCompile(`^\d+\s+\d+\b`)
+)
+
+// benchOps maps nccl-tests binaries to the operation they time.
+var benchOps = map[string]collective.Op{
+	"all_reduce_perf":     collective.AllReduce,
+	"all_gather_perf":     collective.AllGather,
+	"reduce_scatter_perf": collective.ReduceScatter,
+	"alltoall_perf":       collective.AllToAll,
+	"sendrecv_perf":       collective.SendRecv,
+	"broadcast_perf":      collective.Broadcast,
+	"reduce_perf":         collective.Reduce,
+}
+
+// IsNCCLTests says whether data looks like nccl-tests output: its column header, its
+// nThread line or its closing summary.
+func IsNCCLTests(data []byte) bool {
+	return bytes.Contains(data, []byte("nThread")) && bytes.Contains(data, []byte("nGpus")) ||
+		bytes.Contains(data, []byte("algbw")) && bytes.Contains(data, []byte("busbw")) ||
+		bytes.Contains(data, []byte("Avg bus bandwidth"))
+}
+
+// ParseNCCLTests reads one nccl-tests output file. name is used in errors; layout
+// fills what the file does not state (the node and GPU counts of an output whose
+// device lines were not kept, the test of an output that does not name it) and is
+// checked against what it does state.
+func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
+	s := Sweep{File: name}
+	type device struct {
+		rank, pid int
+		host      string
+	}
+	var devs []device
+	var nGpus, nThread int
+	sawHeader, sawColumns, sawSummary := false, false, false
+	lastRow := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		raw := sc.Text()
+		if !strings.ContainsFunc(raw, func(r rune) bool { return r != ' ' && r != '\t' }) {
+			continue
+		}
+		if strings.ContainsRune(raw, 0) || !validText(raw) {
+			return s, fileErr(name, line, "not text: nccl-tests prints plain text")
+		}
+		t := mpiPrefix.ReplaceAllString(raw, "")
+		t = strings.TrimSpace(t)
+		if m := benchRe.FindStringSubmatch(t); m != nil && s.Bench == "" {
+			s.Bench = m[0]
+		}
+		switch {
+		case nThreadRe.MatchString(t):
+			m := nThreadRe.FindStringSubmatch(t)
+			nThread, _ = strconv.Atoi(m[1])
+			nGpus, _ = strconv.Atoi(m[2])
+			if g := graphRe.FindStringSubmatch(t); g != nil && g[1] != "0" {
+				s.Launch = collective.Graph
+			}
+			sawHeader = true
+			continue
+		case deviceRe.MatchString(t):
+			m := deviceRe.FindStringSubmatch(t)
+			rank, _ := strconv.Atoi(m[1])
+			pid, _ := strconv.Atoi(m[2])
+			devs = append(devs, device{rank, pid, m[3]})
+			if s.Device == "" {
+				s.Device = m[5]
+			}
+			continue
+		case strings.HasPrefix(t, "#") || strings.Contains(t, "out-of-place") || strings.Contains(t, "(elements)"):
+			if strings.Contains(t, "algbw") && strings.Contains(t, "busbw") {
+				sawColumns = true
+			}
+			if strings.Contains(t, "Avg bus bandwidth") {
+				sawSummary = true
+			}
+			continue
+		case strings.Contains(t, "algbw") && strings.Contains(t, "busbw"):
+			sawColumns = true
+			continue
+		case strings.Contains(t, "Avg bus bandwidth"):
+			sawSummary = true
+			continue
+		case strings.HasPrefix(t, "Out of bounds values"), strings.HasPrefix(t, "Collective test"),
+			strings.HasPrefix(t, "nccl-tests version"), strings.HasPrefix(t, "Using devices"):
+			continue
+		case strings.Contains(t, " NCCL INFO ") || strings.Contains(t, " NCCL WARN "):
+			continue // the library's own log, interleaved with the table
+		}
+		if rowStartRe.MatchString(t) {
+			if !sawColumns && !sawHeader {
+				return s, fileErr(name, line, "a table row before any nccl-tests header (no nThread line, no size/time/algbw/busbw columns)")
+			}
+			p, err := parseRow(t)
+			if err != nil {
+				return s, fileErr(name, line, "%v", err)
+			}
+			p.Line = line
+			s.Points = append(s.Points, p)
+			lastRow = line
+			continue
+		}
+		if len(s.Points) > 0 || sawColumns {
+			// Text inside or after the table that is not nccl-tests': a log of
+			// something else, or the tool's output spliced with another.
+			return s, fileErr(name, line, "not an nccl-tests line: %q", clip(t))
+		}
+		// Text before the header: a command line, a prompt, a launcher's banner.
+	}
+	if err := sc.Err(); err != nil {
+		return s, fileErr(name, 0, "%v", err)
+	}
+	if len(s.Points) == 0 {
+		if !sawHeader && !sawColumns {
+			return s, fileErr(name, 0, "not nccl-tests output: no nThread header, no size/time/algbw/busbw table")
+		}
+		return s, fileErr(name, 0, "truncated: the header is there but no measured row follows")
+	}
+	if !sawSummary {
+		s.Notes = append(s.Notes, fmt.Sprintf("no closing \"Avg bus bandwidth\" line after line %d: the output may be cut short (every row read was whole)", lastRow))
+	}
+
+	// Nodes, GPUs per node and ranks.
+	if len(devs) > 0 {
+		// Newer nccl-tests abridge the list to the first and last rank of each host
+		// ("Rank 0 … Rank 7 … Rank 8 … Rank 15"), so a host holds the ranks from its
+		// lowest to its highest.
+		lo, hi := map[string]int{}, map[string]int{}
+		pids := map[string]int{}
+		seen := map[int]bool{}
+		maxRank := 0
+		for _, d := range devs {
+			if seen[d.rank] {
+				continue // MPI launchers can repeat the header once per process
+			}
+			seen[d.rank] = true
+			if _, ok := lo[d.host]; !ok {
+				s.Hosts = append(s.Hosts, d.host)
+				lo[d.host], hi[d.host] = d.rank, d.rank
+			}
+			lo[d.host], hi[d.host] = min(lo[d.host], d.rank), max(hi[d.host], d.rank)
+			pids[fmt.Sprintf("%s/%d", d.host, d.pid)]++
+			maxRank = max(maxRank, d.rank)
+		}
+		s.Nodes = len(s.Hosts)
+		s.Ranks = maxRank + 1
+		per := hi[s.Hosts[0]] - lo[s.Hosts[0]] + 1
+		total := 0
+		for _, h := range s.Hosts {
+			n := hi[h] - lo[h] + 1
+			total += n
+			if n != per {
+				return s, fileErr(name, 0, "the header's device lines put %d ranks on %s and %d on %s: calibration needs the same number of GPUs on every node", per, s.Hosts[0], n, h)
+			}
+		}
+		if total != s.Ranks {
+			return s, fileErr(name, 0, "the header's device lines interleave the hosts' ranks (%d ranks on %d hosts, not in blocks): calibration needs each node's GPUs to hold consecutive ranks", s.Ranks, s.Nodes)
+		}
+		s.GPUsPerNode = per
+		s.FromHeader = true
+		for _, n := range pids {
+			if n > 1 && s.Launch != collective.Graph {
+				s.Launch = collective.SingleProcess // -g N or -t N: several GPUs per process
+			}
+		}
+		if layout.Nodes > 0 && layout.Nodes != s.Nodes || layout.GPUsPerNode > 0 && layout.GPUsPerNode != s.GPUsPerNode {
+			return s, fileErr(name, 0, "the layout says %d node(s) × %d GPUs, the header's device lines %d × %d", layout.Nodes, layout.GPUsPerNode, s.Nodes, s.GPUsPerNode)
+		}
+	} else {
+		if layout.Nodes < 1 || layout.GPUsPerNode < 1 {
+			return s, fileErr(name, 0, "the output has no device lines (\"#  Rank  0 Group  0 Pid … on HOST device 0 …\"), so the nodes and GPUs per node must be given (--nodes and --gpus-per-node, or the layout file)")
+		}
+		s.Nodes, s.GPUsPerNode = layout.Nodes, layout.GPUsPerNode
+		s.Ranks = s.Nodes * s.GPUsPerNode
+		if nThread*nGpus > 1 && s.Launch != collective.Graph {
+			s.Launch = collective.SingleProcess
+		}
+	}
+	if layout.Launch != "" {
+		l, err := collective.ParseLaunch(layout.Launch)
+		if err != nil {
+			return s, fileErr(name, 0, "layout launch: %v", err)
+		}
+		s.Launch = l
+	}
+	if layout.Algo != "" {
+		a, err := collective.ParseAlgorithm(layout.Algo)
+		if err != nil {
+			return s, fileErr(name, 0, "layout algo: %v", err)
+		}
+		// NCCL_ALGO=Tree runs NCCL's double binary tree.
+		if a == collective.Tree {
+			a = collective.DoubleTree
+		}
+		s.Algo = a
+	}
+
+	// The operation.
+	if layout.Op != "" {
+		op, err := collective.ParseOp(layout.Op)
+		if err != nil {
+			return s, fileErr(name, 0, "layout op: %v", err)
+		}
+		if s.Bench != "" && benchOps[s.Bench] != op {
+			return s, fileErr(name, 0, "the layout says %s, the file names %s", op, s.Bench)
+		}
+		s.Op = op
+	} else if op, ok := benchOps[s.Bench]; ok {
+		s.Op = op
+	} else if s.Bench != "" {
+		return s, fileErr(name, 0, "%s: a test stepcost does not model (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast and reduce are)", s.Bench)
+	} else {
+		return s, fileErr(name, 0, "the output does not name its test (all_reduce_perf, …): give it with the layout's op")
+	}
+	if s.Bench == "" {
+		for b, op := range benchOps {
+			if op == s.Op {
+				s.Bench = b
+			}
+		}
+	}
+	return s, checkSweep(&s)
+}
+
+// parseRow reads one data row; its columns must agree with each other.
+func parseRow(t string) (Point, error) {
+	m := rowRe.FindStringSubmatch(t)
+	if m == nil {
+		f := strings.Fields(t)
+		return Point{}, fmt.Errorf("cut short or not an nccl-tests row (%d columns; a row has size, count, type, redop, [root,] then time, algbw, busbw, #wrong out-of-place and in-place): %q", len(f), clip(t))
+	}
+	num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	p := Point{Bytes: num(m[1]), TimeUs: num(m[6]), AlgBW: num(m[7]), BusBW: num(m[8])}
+	if m[10] != "" {
+		p.InPlaceUs = num(m[10])
+	}
+	if !(p.Bytes > 0) || !(p.TimeUs > 0) {
+		return p, fmt.Errorf("size %s and time %s must be positive", m[1], m[6])
+	}
+	// algbw is size / time (GB/s = B/µs / 1e3), printed with two decimals.
+	want := p.Bytes / p.TimeUs / 1e3
+	if math.Abs(p.AlgBW-want) > 0.011+0.02*want {
+		return p, fmt.Errorf("algbw %s GB/s is not size / time = %.3g GB/s: the columns are not nccl-tests'", m[7], want)
+	}
+	return p, nil
+}
+
+// checkSweep checks the rows against each other and the operation: sizes grow, and
+// busbw ÷ algbw is nccl-tests' bus factor for the operation and rank count (a
+// mismatch means the header or the layout misstates the ranks or the test).
+func checkSweep(s *Sweep) error {
+	f := s.Op.BusFactor(s.Ranks)
+	for i, p := range s.Points {
+		if i > 0 && p.Bytes < s.Points[i-1].Bytes && s.Points[0].Bytes != p.Bytes {
+			// A second sweep in the same file (OCI's runs print two) is fine; a
+			// shuffled one is not nccl-tests'.
+			if !slices.ContainsFunc(s.Points[:i], func(q Point) bool { return q.Bytes == p.Bytes }) {
+				return fileErr(s.File, p.Line, "size %v after %v: nccl-tests sweeps sizes upwards", p.Bytes, s.Points[i-1].Bytes)
+			}
+		}
+		if p.AlgBW >= 1 && p.BusBW > 0 {
+			got := p.BusBW / p.AlgBW
+			if math.Abs(got-f) > 0.02*f+0.02/p.AlgBW*f+0.01 {
+				return fileErr(s.File, p.Line, "busbw/algbw is %.3f, but %s on %d ranks has a bus factor of %.3f: the ranks (%d node(s) × %d) or the test are not what the file ran", got, s.Op, s.Ranks, f, s.Nodes, s.GPUsPerNode)
+			}
+		}
+	}
+	// Rows where out-of-place took over three times in-place (or the reverse) are
+	// one-off stalls, not the fabric: set aside, and said.
+	kept := s.Points[:0]
+	for _, p := range s.Points {
+		if p.InPlaceUs > 0 && (p.TimeUs > 3*p.InPlaceUs || p.InPlaceUs > 3*p.TimeUs) {
+			s.Notes = append(s.Notes, fmt.Sprintf("line %d (%s): out-of-place %.4g µs and in-place %.4g µs differ more than 3×, a one-off stall; set aside", p.Line, FormatBytes(p.Bytes), p.TimeUs, p.InPlaceUs))
+			continue
+		}
+		kept = append(kept, p)
+	}
+	s.Points = kept
+	return nil
+}
+
+func validText(s string) bool {
+	for _, r := range s {
+		if r == '\uFFFD' || r < 0x20 && r != '\t' && r != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+// FormatBytes prints a size in binary units (8 B, 64 KiB, 1 GiB).
+func FormatBytes(b float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for b >= 1024 && i < len(units)-1 {
+		b /= 1024
+		i++
+	}
+	if b == math.Trunc(b) {
+		return fmt.Sprintf("%d %s", int64(b), units[i])
+	}
+	return fmt.Sprintf("%.3g %s", b, units[i])
+}

@@ -1,0 +1,146 @@
+package calibrate_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/collective"
+)
+
+func read(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The header of an output with device lines gives the nodes, GPUs per node and
+// ranks; newer nccl-tests print only each host's first and last rank.
+func TestParseHeader(t *testing.T) {
+	s, err := calibrate.ParseNCCLTests("full", read(t, "testdata/a100-roce/oci-14340fb-readme.txt"), calibrate.Layout{Op: "allreduce"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes != 2 || s.GPUsPerNode != 8 || s.Ranks != 16 || !s.FromHeader || s.Device != "NVIDIA A100-SXM4-40GB" || s.Launch != collective.PerProcess {
+		t.Errorf("got %d × %d, %d ranks, header %v, %q, %s", s.Nodes, s.GPUsPerNode, s.Ranks, s.FromHeader, s.Device, s.Launch)
+	}
+	if len(s.Points) != 31 || s.Points[0].Bytes != 8 || s.Points[30].Bytes != 8<<30 || s.Points[30].TimeUs != 67689 || s.Points[30].InPlaceUs != 67811 {
+		t.Errorf("points: %d, first %+v, last %+v", len(s.Points), s.Points[0], s.Points[len(s.Points)-1])
+	}
+	s, err = calibrate.ParseNCCLTests("abridged", read(t, "testdata/a100-roce/oci-d091927-slurmop.txt"), calibrate.Layout{Op: "allreduce"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes != 2 || s.GPUsPerNode != 8 || s.Ranks != 16 {
+		t.Errorf("abridged device lines: %d × %d, %d ranks", s.Nodes, s.GPUsPerNode, s.Ranks)
+	}
+	// The test is named by the tool's own "Collective test starting" line.
+	s, err = calibrate.ParseNCCLTests("lambda", read(t, "testdata/b200-ib/dstack-lambda-allreduce.txt"), calibrate.Layout{Nodes: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Op != collective.AllReduce || s.Bench != "all_reduce_perf" || len(s.Points) != 29 {
+		t.Errorf("lambda: %s %s, %d points", s.Op, s.Bench, len(s.Points))
+	}
+}
+
+// MPI launchers prefix every line; -g N puts several GPUs in one process.
+func TestParseMPIPrefixAndSingleProcess(t *testing.T) {
+	out := `[1,0]<stdout>:# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+[1,0]<stdout>:#
+[1,0]<stdout>:# Using devices
+[1,0]<stdout>:#  Rank  0 Group  0 Pid   1000 on nodeA device  0 [0x18] NVIDIA H100 80GB HBM3
+[1,0]<stdout>:#  Rank  1 Group  0 Pid   1000 on nodeA device  1 [0x2a] NVIDIA H100 80GB HBM3
+[1,0]<stdout>:#  Rank  2 Group  0 Pid   2000 on nodeB device  0 [0x18] NVIDIA H100 80GB HBM3
+[1,0]<stdout>:#  Rank  3 Group  0 Pid   2000 on nodeB device  1 [0x2a] NVIDIA H100 80GB HBM3
+[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+[1,0]<stdout>:           8             2     float     sum      -1    40.00    0.00    0.00      0    40.00    0.00    0.00      0
+[1,0]<stdout>:    16777216       4194304     float     sum      -1    400.0   41.94   62.91      0    400.0   41.94   62.91      0
+[1,0]<stdout>:# Avg bus bandwidth    : 31.46
+`
+	s, err := calibrate.ParseNCCLTests("mpi.txt", []byte(out), calibrate.Layout{Op: "allreduce"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes != 2 || s.GPUsPerNode != 2 || s.Launch != collective.SingleProcess || len(s.Points) != 2 {
+		t.Errorf("got %d × %d, %s, %d points", s.Nodes, s.GPUsPerNode, s.Launch, len(s.Points))
+	}
+}
+
+// Bad input is refused with the file and the line; nothing of it is read.
+func TestParseRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		file   string
+		layout calibrate.FileLayout
+		want   string
+	}{
+		{"testdata/bad/truncated.txt", calibrate.FileLayout{Nodes: 2, Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "truncated.txt:31: cut short"},
+		{"testdata/bad/garbled.txt", calibrate.FileLayout{Nodes: 2, Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "garbled.txt:21: algbw 42.05 GB/s is not size / time"},
+		{"testdata/bad/foreign.txt", calibrate.FileLayout{}, "foreign.txt: neither nccl-tests output"},
+		// The layout misstates the ranks: busbw/algbw gives it away.
+		{"testdata/h100-ib/dstack-nebius-allreduce.txt", calibrate.FileLayout{Nodes: 4, RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "bus factor of 1.938"},
+		// No device lines and no layout.
+		{"testdata/h100-ib/dstack-nebius-allreduce.txt", calibrate.FileLayout{}, "the nodes and GPUs per node must be given"},
+		// The layout contradicts the header.
+		{"testdata/a100-roce/oci-14340fb-readme.txt", calibrate.FileLayout{Nodes: 4, Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "the layout says 4 node(s) × 8 GPUs, the header's device lines 2 × 8"},
+		// No test named and none given.
+		{"testdata/a100-roce/oci-2d359a9-readme.txt", calibrate.FileLayout{}, "does not name its test"},
+	} {
+		var in calibrate.Inputs
+		err := in.Read(tt.file[strings.LastIndex(tt.file, "/")+1:], read(t, tt.file), tt.layout)
+		var fe *calibrate.FileError
+		if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error with %q", tt.file, err, tt.want)
+		}
+		if len(in.Sweeps)+len(in.Runs) != 0 {
+			t.Errorf("%s: kept an input from a file that was not understood", tt.file)
+		}
+	}
+}
+
+func FuzzParseNCCLTests(f *testing.F) {
+	for _, p := range []string{"testdata/a100-roce/oci-14340fb-readme.txt", "testdata/bad/truncated.txt", "testdata/b200-ib/dstack-lambda-allreduce.txt"} {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := calibrate.ParseNCCLTests("fuzz", data, calibrate.Layout{Nodes: 2, GPUsPerNode: 8, Op: "allreduce"})
+		if err == nil {
+			for _, p := range s.Points {
+				if !(p.Bytes > 0 && p.TimeUs > 0) {
+					t.Fatalf("accepted a point without size or time: %+v", p)
+				}
+			}
+		}
+	})
+}
+
+// srun --label prefixes (" 0: ") are stripped like MPI's; the old table of
+// nccl-tests 2.8–2.9 (no root column, a float error column, no Group in the device
+// lines) under Open MPI's tags reads too; a layout's algo is NCCL_ALGO, "tree"
+// being NCCL's double binary tree, and an unknown one is refused naming the file.
+func TestParseSrunLabelOldTableAndAlgo(t *testing.T) {
+	s, err := calibrate.ParseNCCLTests("ring.txt", read(t, "testdata/h100-ib-ndr/ncclt290-ring.txt"), calibrate.Layout{Op: "allreduce", Algo: "ring"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes != 2 || s.GPUsPerNode != 8 || len(s.Points) != 11 || s.Points[10].TimeUs != 179148 || s.Algo != collective.Ring {
+		t.Errorf("srun-labelled: %d × %d, %d points, last %+v, algo %s", s.Nodes, s.GPUsPerNode, len(s.Points), s.Points[len(s.Points)-1], s.Algo)
+	}
+	s, err = calibrate.ParseNCCLTests("p4d.txt", read(t, "testdata/p4d-efa/awsefaeks-867b482-nccl2.9.9.txt"), calibrate.Layout{Op: "allreduce", Algo: "tree"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes != 2 || s.GPUsPerNode != 8 || len(s.Points) != 30 || s.Points[29].TimeUs != 183834 || s.Algo != collective.DoubleTree {
+		t.Errorf("old table: %d × %d, %d points, last %+v, algo %s", s.Nodes, s.GPUsPerNode, len(s.Points), s.Points[len(s.Points)-1], s.Algo)
+	}
+	_, err = calibrate.ParseNCCLTests("p4d.txt", read(t, "testdata/p4d-efa/awsefaeks-867b482-nccl2.9.9.txt"), calibrate.Layout{Op: "allreduce", Algo: "collnet-fast"})
+	if err == nil || !strings.Contains(err.Error(), "p4d.txt") || !strings.Contains(err.Error(), "algo") {
+		t.Errorf("unknown algo: %v", err)
+	}
+}

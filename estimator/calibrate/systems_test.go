@@ -1,0 +1,385 @@
+package calibrate_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// system is one measured cluster of testdata/ (provenance in testdata/README.md):
+// the catalog system it is calibrated from, how its network differs from that
+// template where the source says so, and what each file does not state itself.
+type system struct {
+	dir    string
+	base   string
+	adjust func(*topology.Spec)
+	layout calibrate.Layouts
+	// catalogOff says the catalog misprices the system in a way the cluster file
+	// can fix — its constants, or the algorithms NCCL runs there (algorithms) — so
+	// calibration must price held-out files strictly better.
+	catalogOff bool
+	// splitSizes: the system has one run of one collective, so the halves are its
+	// sizes taken alternately (the 1st, 3rd, … against the 2nd, 4th, …).
+	splitSizes bool
+	// noBound: no constant fitted on either half may stop at a bound of physics.
+	noBound bool
+}
+
+func systems() []system {
+	allreduce2x8 := calibrate.FileLayout{Nodes: 2, Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}
+	return []system{
+		// OCI A100 RoCE: NCCL 2.14–2.29 runs 2-node all-reduces of 64 MiB and more as
+		// a ring where the model's cheapest is the double tree (24 % fast there).
+		{dir: "a100-roce", base: "oci-bm-gpu-a100", catalogOff: true, layout: calibrate.Layouts{
+			// The OCI outputs start at the nThread line; the command above each in the
+			// source document runs all_reduce_perf.
+			"oci-14340fb-readme.txt":  {Op: "allreduce"},
+			"oci-2d359a9-readme.txt":  {Op: "allreduce"},
+			"oci-3e5d61b-a100doc.txt": {Op: "allreduce"},
+			"oci-00b698c-slurmop.txt": {Op: "allreduce"},
+			"oci-d091927-slurmop.txt": {Op: "allreduce"},
+		}},
+		{dir: "b200-roce", base: "hgx-b200",
+			// GCP A4 / A4 High: B200 with 8 × 400 Gb/s RoCE (CX-7) per node.
+			adjust: func(s *topology.Spec) { s.NICs.Kind = topology.RoCE; s.Network.RailOptimized = false },
+			layout: calibrate.Layouts{
+				"dstack-gcp-a4-allreduce.txt": allreduce2x8,
+				"ctk-a4high-allgather.txt":    {Nodes: 2, Op: "allgather", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}},
+			}},
+		// AWS p4d.24xlarge (8 × A100-SXM4-40GB, 4 × 100 Gb/s EFA), 2 nodes, NCCL 2.8.3
+		// and 2.9.9 with the aws-ofi-nccl plugin of 2021–2022: EFA's latency and
+		// bandwidth of that plugin generation are far from the catalog's.
+		{dir: "p4d-efa", base: "aws-p4d", catalogOff: true, layout: calibrate.Layouts{
+			"awsefaeks-7809f1f-nccl2.8.3.txt": {Op: "allreduce"},
+			"awsefaeks-867b482-nccl2.9.9.txt": {Op: "allreduce"},
+		}},
+		// An HGX H100 pair on NDR InfiniBand whose network delivers a quarter of its
+		// line rate (nccl-tests#290): one run as NCCL chose, one with NCCL_ALGO=RING.
+		{dir: "h100-ib-ndr", base: "dgx-h100", catalogOff: true, layout: calibrate.Layouts{
+			"ncclt290-auto.txt": {Op: "allreduce"},
+			"ncclt290-ring.txt": {Op: "allreduce", Algo: "ring"},
+		}},
+		// Measurement rows (JSON lines), transcribed from published tables with
+		// their provenance in every row (testdata/README.md).
+		//
+		// An 8-node H100 cluster on 400 Gb/s InfiniBand (nccl-tests#309): 8 and 4
+		// nodes as NCCL chose, 2 nodes with NCCL_ALGO=Ring. What the catalog misses
+		// there is NCCL's choice at 4 and 8 nodes (12–19 % slower than the ring the
+		// model picks from 1 GiB up, as the NVLS tree): from 1 GiB on three nodes or
+		// more NCCL's comparison does not depend on the node count (choices.go), so
+		// the choice fitted on 8 nodes carries to 4 and the reverse.
+		{dir: "rows/h100-ib-8n", base: "dgx-h100", catalogOff: true},
+		// AWS p4d EFA, two more runs: 8–128 B (dstack#3865) and 1 MiB–2 GiB
+		// (SkyPilot's HyperPod table, busbw only); the sizes do not overlap.
+		{dir: "rows/p4d-efa", base: "aws-p4d"},
+		// AWS p5 EFA (aws-k8s-tester#585): one run of one collective, 16–128 B, split
+		// by size; the catalog's EFA latency is 17 % fast.
+		{dir: "rows/p5-efa", base: "aws-p5", catalogOff: true, splitSizes: true},
+		// Dell XE9680 pair on NDR InfiniBand (nccl-tests#309): one run, split by size.
+		// NCCL runs the NVLS tree from 128 MiB up, 1–8 % slower than the catalog
+		// prices it: set by the in-switch reduction, the rows determine the
+		// scale-up efficiency (0.77–0.78), not the NICs'.
+		{dir: "rows/h100-ib-xe9680", base: "dgx-h100", splitSizes: true, catalogOff: true, noBound: true},
+		// Nebius H100 on InfiniBand (dstack's cluster docs): one run, split by size;
+		// the same NVLS tree from 128 MiB up, the same scale-up efficiency.
+		{dir: "rows/h100-ib-nebius", base: "dgx-h100", splitSizes: true, catalogOff: true, noBound: true},
+		// AWS p6-b200 EFA (dstack#3961): one run, 8–256 B, split by size.
+		{dir: "rows/p6-b200-efa", base: "aws-p6-b200", catalogOff: true, splitSizes: true},
+		// Lambda B200 on InfiniBand (dstack's cluster docs): one run, 1 MiB–2 GiB,
+		// split by size.
+		{dir: "rows/b200-ib-lambda", base: "hgx-b200", catalogOff: true, splitSizes: true},
+	}
+}
+
+func (s system) load(t testing.TB) (topology.Spec, []string, calibrate.Inputs) {
+	t.Helper()
+	spec, err := catalog.System(s.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.adjust != nil {
+		s.adjust(&spec)
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", s.dir, "*.txt"))
+	if err == nil {
+		var rows []string
+		rows, err = filepath.Glob(filepath.Join("testdata", s.dir, "*.jsonl"))
+		files = append(files, rows...)
+	}
+	if err != nil || len(files) < 2 && !s.splitSizes || len(files) < 1 {
+		t.Fatalf("%s: %d files (%v)", s.dir, len(files), err)
+	}
+	var in calibrate.Inputs
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Read(filepath.Base(f), data, s.layout.For(f, calibrate.FileLayout{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return spec, files, in
+}
+
+// TestHalfCalibratedBeatsCatalog is the acceptance test of calibration: on every
+// measured system, the cluster calibrated on half of its files (as the command
+// writes it) prices the other half no worse than the uncalibrated catalog does,
+// both ways round, and better where the system's entry says the catalog is off.
+func TestHalfCalibratedBeatsCatalog(t *testing.T) {
+	for _, sys := range systems() {
+		t.Run(sys.dir, func(t *testing.T) {
+			spec, _, in := sys.load(t)
+			a, b := halves(sys, in)
+			for _, split := range [][2]calibrate.Inputs{{a, b}, {b, a}} {
+				train, test := split[0], split[1]
+				rep, err := calibrate.Calibrate(sys.base, spec, train)
+				if err != nil {
+					t.Fatal(err)
+				}
+				beforeMed, beforeMean, err := calibrate.Score(spec, test)
+				if err != nil {
+					t.Fatal(err)
+				}
+				afterMed, afterMean, err := calibrate.Score(rep.Spec, test)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("train %v → test %v: median |err| %.1f%% → %.1f%%, mean %.1f%% → %.1f%%; fitted %+v, at a bound %v",
+					names(train), names(test), 100*beforeMed, 100*afterMed, 100*beforeMean, 100*afterMean, rep.Fitted, rep.AtBound)
+				if sys.noBound && len(rep.AtBound) > 0 {
+					t.Errorf("calibrated on %v: %v at a bound", names(train), rep.AtBound)
+				}
+				// The median, as the collective model's own accuracy targets are stated
+				// (docs/calibration.md): the mean is carried by the few small messages
+				// whose algorithm NCCL and the model choose differently.
+				if afterMed > beforeMed+0.001 {
+					t.Errorf("calibrated on %v, %v is priced worse than by the catalog: median |err| %.1f%% → %.1f%%", names(train), names(test), 100*beforeMed, 100*afterMed)
+				}
+				if sys.catalogOff && !(afterMed < beforeMed) {
+					t.Errorf("calibrated on %v, %v is priced no better than by the catalog: median |err| %.1f%% → %.1f%%", names(train), names(test), 100*beforeMed, 100*afterMed)
+				}
+			}
+		})
+	}
+}
+
+// TestHeldOutNoBandWorse: leaving each file out in turn, no group of rows
+// (collective × size band) with at least five rows is priced worse by the
+// constants fitted on the other files than by the catalog — the guard's promise,
+// checked on every measured system.
+func TestHeldOutNoBandWorse(t *testing.T) {
+	for _, sys := range systems() {
+		t.Run(sys.dir, func(t *testing.T) {
+			spec, _, in := sys.load(t)
+			rep, err := calibrate.Calibrate(sys.base, spec, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type acc struct {
+				b, a float64
+				n    int
+			}
+			groups := map[string]*acc{}
+			for i, m := range rep.Before {
+				o := rep.OutOfSample[i]
+				if o.File != m.File || o.Line != m.Line {
+					t.Fatalf("row %d: before %s:%d, out of sample %s:%d", i, m.File, m.Line, o.File, o.Line)
+				}
+				g := m.Op + " " + calibrate.Band(m.Bytes)
+				if groups[g] == nil {
+					groups[g] = &acc{}
+				}
+				groups[g].b += math.Abs(math.Log(m.PredictedUs / m.MeasuredUs))
+				groups[g].a += math.Abs(math.Log(o.PredictedUs / o.MeasuredUs))
+				groups[g].n++
+			}
+			for g, s := range groups {
+				if s.n < 5 {
+					continue
+				}
+				b, a := s.b/float64(s.n), s.a/float64(s.n)
+				t.Logf("%s: %d rows, mean |ln err| %.3f → %.3f", g, s.n, b, a)
+				if a > b+0.005 {
+					t.Errorf("%s: %d rows held out priced worse than by the catalog: mean |ln err| %.3f → %.3f", g, s.n, b, a)
+				}
+			}
+			for _, d := range rep.Declined {
+				t.Logf("declined: %s", d)
+			}
+		})
+	}
+}
+
+// halves splits a system's inputs in two: its files alternately, or, for a
+// system of one run of one collective (splitSizes), that run's sizes alternately.
+func halves(sys system, in calibrate.Inputs) (a, b calibrate.Inputs) {
+	if sys.splitSizes {
+		for _, s := range in.Sweeps {
+			sa, sb := s, s
+			sa.Points, sb.Points = nil, nil
+			sa.File, sb.File = s.File+" (odd sizes)", s.File+" (even sizes)"
+			for i, p := range s.Points {
+				if i%2 == 0 {
+					sa.Points = append(sa.Points, p)
+				} else {
+					sb.Points = append(sb.Points, p)
+				}
+			}
+			a.Sweeps, b.Sweeps = append(a.Sweeps, sa), append(b.Sweeps, sb)
+		}
+		return a, b
+	}
+	for i, s := range in.Sweeps {
+		if i%2 == 0 {
+			a.Sweeps = append(a.Sweeps, s)
+		} else {
+			b.Sweeps = append(b.Sweeps, s)
+		}
+	}
+	return a, b
+}
+
+func names(in calibrate.Inputs) []string {
+	var out []string
+	for _, s := range in.Sweeps {
+		out = append(out, s.File)
+	}
+	for _, r := range in.Runs {
+		out = append(out, r.File)
+	}
+	return out
+}
+
+// A calibration stops with the context's error when the context is done.
+func TestCalibrateContextCancelled(t *testing.T) {
+	sys := systems()[0]
+	spec, _, in := sys.load(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := calibrate.CalibrateContext(ctx, sys.base, spec, in); !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+}
+
+// On OCI A100 RoCE the calibrated cluster carries what NCCL runs there: the
+// 2-node all-reduces of 64 MiB and more that the measured rows show as a ring
+// (the model's own cheapest is the double tree), and the model priced on the
+// written cluster picks the ring at 1 GiB.
+func TestMeasuredChoicesOCI(t *testing.T) {
+	sys := systems()[0]
+	spec, _, in := sys.load(t)
+	rep, err := calibrate.Calibrate(sys.base, spec, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := false
+	for _, r := range rep.Choices {
+		t.Logf("%s", calibrate.FormatRange(r))
+		if r.Op == "allreduce" && r.Algo == "ring" && r.Covers(2, 8, 1<<30) {
+			covered = true
+		}
+	}
+	if !covered {
+		t.Fatalf("no ring range covers a 1 GiB all-reduce on 2 × 8: %+v", rep.Choices)
+	}
+	if len(rep.Spec.Algorithms) != len(rep.Choices) {
+		t.Errorf("the calibrated cluster carries %d ranges, the report %d", len(rep.Spec.Algorithms), len(rep.Choices))
+	}
+	// The in-sample error of the 1 GiB rows of the NCCL 2.14–2.29 files: within
+	// 10 % on the calibrated cluster, where the catalog is 24–30 % fast.
+	for i, m := range rep.After {
+		if m.Bytes == 1<<30 && m.File != "oci-14340fb-readme.txt" {
+			if e := math.Abs(m.RelErr()); e > 0.10 {
+				t.Errorf("%s:%d 1 GiB: %+.1f %% on the calibrated cluster (catalog %+.1f %%)", m.File, m.Line, 100*m.RelErr(), 100*rep.Before[i].RelErr())
+			}
+		}
+	}
+}
+
+// On the 8-node H100 IB cluster the choice the rows of one node count show from
+// 1 GiB up is carried to the other: calibrated on the 8-node run alone, the
+// cluster's 1–8 GiB all-reduces on 4 × 8 are the NVLS tree, and calibrated on
+// the 4-node run alone, those on 8 × 8; neither touches 2 nodes, where NCCL's
+// cost model prices bandwidth differently.
+func TestMeasuredChoiceCarriesAcrossNodes(t *testing.T) {
+	var sys system
+	for _, s := range systems() {
+		if s.dir == "rows/h100-ib-8n" {
+			sys = s
+		}
+	}
+	spec, _, in := sys.load(t)
+	for _, c := range []struct {
+		train string
+		other int
+	}{{"ncclt309-gjaion-8n.jsonl", 4}, {"ncclt309-gjaion-4n.jsonl", 8}} {
+		var one calibrate.Inputs
+		for _, s := range in.Sweeps {
+			if s.File == c.train {
+				one.Sweeps = append(one.Sweeps, s)
+			}
+		}
+		if len(one.Sweeps) != 1 {
+			t.Fatalf("%s: %d sweeps", c.train, len(one.Sweeps))
+		}
+		rep, err := calibrate.Calibrate(sys.base, spec, one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Choices {
+			t.Logf("%s: %s", c.train, calibrate.FormatRange(r))
+		}
+		for _, bytes := range []float64{1 << 30, 8 << 30} {
+			if a := covering(rep.Spec.Algorithms, c.other, 8, bytes); a != "nvlstree" {
+				t.Errorf("calibrated on %s: %s all-reduce on %d × 8 is %q, want nvlstree", c.train, calibrate.FormatBytes(bytes), c.other, a)
+			}
+			if a := covering(rep.Spec.Algorithms, 2, 8, bytes); a != "" {
+				t.Errorf("calibrated on %s: %s all-reduce on 2 × 8 is %q, want the model's own", c.train, calibrate.FormatBytes(bytes), a)
+			}
+		}
+	}
+}
+
+// covering is the algorithm of the first all-reduce range that covers the call,
+// "" if none does.
+func covering(rs []topology.AlgoRange, nodes, perNode int, bytes float64) string {
+	for _, r := range rs {
+		if r.Op == "allreduce" && r.Covers(nodes, perNode, bytes) {
+			return r.Algo
+		}
+	}
+	return ""
+}
+
+// On the healthy 2 × 8 InfiniBand pairs, calibrated on their whole run, no
+// constant stops at a bound: the NVLS tree rows of 128 MiB and up, set by the
+// in-switch reduction, move the scale-up efficiency if anything, not the NICs'
+// (docs/calibrate.md, "An efficiency is fitted from the rows it sets").
+func TestHealthyPairsNoBound(t *testing.T) {
+	for _, sys := range systems() {
+		switch sys.dir {
+		case "rows/h100-ib-xe9680", "rows/h100-ib-nebius", "rows/b200-ib-lambda":
+		default:
+			continue
+		}
+		t.Run(sys.dir, func(t *testing.T) {
+			spec, _, in := sys.load(t)
+			rep, err := calibrate.Calibrate(sys.base, spec, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("fitted %+v", rep.Fitted)
+			if len(rep.AtBound) > 0 {
+				t.Errorf("at a bound: %v", rep.AtBound)
+			}
+		})
+	}
+}

@@ -1,0 +1,257 @@
+package calibrate
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// RunLayout is how a training run was laid out, given beside its log (the logs
+// state the step time, rarely the layout). Field names follow the EstimateStep
+// request's.
+type RunLayout struct {
+	Model       string `json:"model"`
+	GPUs        int    `json:"gpus"`
+	GPUsPerNode int    `json:"gpus_per_node,omitempty"` // default: the base cluster's
+	TP          int    `json:"tp,omitempty"`
+	PP          int    `json:"pp,omitempty"`
+	CP          int    `json:"cp,omitempty"`
+	EP          int    `json:"ep,omitempty"`
+	DP          int    `json:"dp,omitempty"` // default: GPUs / (TP·PP·CP)
+	ZeRO        int    `json:"zero,omitempty"`
+	MicroBatch  int    `json:"micro_batch"`
+	GlobalBatch int    `json:"global_batch"`
+	SeqLen      int    `json:"seq_len"`
+	Precision   string `json:"precision,omitempty"` // bf16 (default), fp16, fp8
+	Recompute   string `json:"recompute,omitempty"` // none (default), selective, ops, full
+	SP          bool   `json:"sp,omitempty"`
+	Schedule    string `json:"schedule,omitempty"`
+	VPP         int    `json:"vpp,omitempty"`
+	Framework   string `json:"framework,omitempty"` // default: the log's
+}
+
+// Run is one training log: the framework that wrote it, the step time it reports,
+// and the layout given beside it.
+type Run struct {
+	File      string
+	Framework string // the framework whose log lines were read
+	// StepS is the median step time, in seconds, over the logged steps after the
+	// warm-up ones; Steps is how many logged values that median is over.
+	StepS  float64
+	Steps  int
+	Layout RunLayout
+	Notes  []string
+}
+
+// A log format: the line that carries the metric, and how to turn the metric into
+// a step time (s) for a layout.
+type logFormat struct {
+	framework string
+	re        *regexp.Regexp
+	key       string // a literal every matching line contains, to detect a broken one
+	stepS     func(v float64, l RunLayout) float64
+}
+
+var logFormats = []logFormat{
+	// Megatron-LM training_log: "... | elapsed time per iteration (ms): 1234.5 | ..."
+	{"megatron-core", regexp.MustCompile(`elapsed time per iteration \(ms\):\s*([0-9.]+)`), "elapsed time per iteration (ms)",
+		func(v float64, _ RunLayout) float64 { return v / 1e3 }},
+	// NeMo / Megatron-Bridge (Lightning): "train_step_timing in s=1.23", "train_step_timing: 1.23".
+	{"nemo", regexp.MustCompile(`train_step_timing(?: in s)?\s*[=:]\s*([0-9.]+)`), "train_step_timing",
+		func(v float64, _ RunLayout) float64 { return v }},
+	// torchtitan metrics line: "step: 10  loss: 7.9  memory: 30.1GiB(38%)  tps: 6,123  tflops: 355  mfu: 35.9%".
+	// tps is tokens per second per GPU (ntokens since the last log over the time and
+	// the non-data-parallel degree), so a step of the global batch takes
+	// global tokens / (tps · GPUs).
+	{"torchtitan", regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), "tps:",
+		func(v float64, l RunLayout) float64 {
+			return float64(l.GlobalBatch) * float64(l.SeqLen) / (v * float64(l.GPUs))
+		}},
+	// Composer / llm-foundry: "Train throughput/batches_per_sec: 0.52".
+	{"composer", regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), "throughput/batches_per_sec",
+		func(v float64, _ RunLayout) float64 { return 1 / v }},
+	// Composer's samples rate, when batches_per_sec is not logged.
+	{"composer", regexp.MustCompile(`throughput/samples_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), "throughput/samples_per_sec",
+		func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
+	// DeepSpeed's throughput timer: "... CurrSamplesPerSec=12.3, ..." or "samples/sec=12.3".
+	{"deepspeed", regexp.MustCompile(`(?:CurrSamplesPerSec|samples/sec)\s*[=:]\s*([0-9.]+)`), "SamplesPerSec",
+		func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
+}
+
+// IsTrainingLog says whether data carries one of the step-time metrics read here.
+func IsTrainingLog(data []byte) bool {
+	for _, f := range logFormats {
+		if f.re.Match(data) {
+			return true
+		}
+	}
+	return bytes.Contains(data, []byte("samples/sec"))
+}
+
+// ParseTrainingLog reads the step times of one training log. The layout must be
+// given (the logs do not state it); a log whose metric lines are cut short, or that
+// carries none of the metrics, is an error naming the file and line.
+func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
+	r := Run{File: name, Layout: l}
+	var vals []float64
+	var format *logFormat
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		t := sc.Text()
+		if strings.ContainsRune(t, 0) {
+			return r, fileErr(name, line, "not text")
+		}
+		for i := range logFormats {
+			f := &logFormats[i]
+			m := f.re.FindStringSubmatch(t)
+			if m == nil {
+				if format == f && strings.Contains(t, f.key) && !strings.Contains(t, "samples/sec") {
+					return r, fileErr(name, line, "a %s metric line without its value (cut short?): %q", f.framework, clip(t))
+				}
+				continue
+			}
+			if format != nil && format != f {
+				continue // the first metric found is the one read (Megatron-DeepSpeed logs carry two)
+			}
+			format = f
+			v, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
+			if err != nil || !(v > 0) || math.IsInf(v, 0) {
+				return r, fileErr(name, line, "%s: %q is not a positive number", f.key, m[1])
+			}
+			vals = append(vals, v)
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return r, fileErr(name, 0, "%v", err)
+	}
+	if format == nil {
+		return r, fileErr(name, 0, "not a training log stepcost reads: none of Megatron-LM's \"elapsed time per iteration (ms)\", NeMo's \"train_step_timing\", torchtitan's \"tps:\", Composer's \"throughput/batches_per_sec\" or DeepSpeed's \"samples/sec\"")
+	}
+	r.Framework = format.framework
+	if err := checkRunLayout(name, &r.Layout, format.framework); err != nil {
+		return r, err
+	}
+	// The first logged steps carry compilation, allocation and NCCL set-up: drop the
+	// first fifth (at least one when three or more were logged).
+	skip := len(vals) / 5
+	if skip == 0 && len(vals) >= 3 {
+		skip = 1
+	}
+	kept := slices.Clone(vals[skip:])
+	slices.Sort(kept)
+	med := kept[len(kept)/2]
+	if len(kept)%2 == 0 {
+		med = (kept[len(kept)/2-1] + kept[len(kept)/2]) / 2
+	}
+	r.StepS = format.stepS(med, r.Layout)
+	r.Steps = len(kept)
+	if skip > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("median of %d logged steps after %d warm-up one(s)", len(kept), skip))
+	}
+	return r, nil
+}
+
+func checkRunLayout(name string, l *RunLayout, fw string) error {
+	bad := func(field, format string, args ...any) error {
+		return fileErr(name, 0, "layout %s: %s", field, fmt.Sprintf(format, args...))
+	}
+	if l.Model == "" {
+		return bad("model", "required (a catalog model, e.g. llama3-8b): the log does not state the architecture")
+	}
+	if _, err := model.Lookup(l.Model); err != nil {
+		return bad("model", "%v", err)
+	}
+	if l.GPUs < 1 {
+		return bad("gpus", "required: how many GPUs the run used")
+	}
+	if l.GlobalBatch < 1 || l.SeqLen < 1 || l.MicroBatch < 1 {
+		return bad("global_batch, seq_len, micro_batch", "required (the log's step time is for this batch)")
+	}
+	if l.Framework == "" {
+		l.Framework = fw
+	}
+	if _, err := framework.Lookup(l.Framework); err != nil {
+		return bad("framework", "%v", err)
+	}
+	return nil
+}
+
+// request builds the step estimate of a run on spec.
+func (r Run) request(spec topology.Spec) (step.Request, error) {
+	l := r.Layout
+	a, err := model.Lookup(l.Model)
+	if err != nil {
+		return step.Request{}, fileErr(r.File, 0, "layout model: %v", err)
+	}
+	per := spec.GPUsPerNode
+	if l.GPUsPerNode > 0 {
+		per = l.GPUsPerNode
+	}
+	if per > spec.GPUsPerNode {
+		return step.Request{}, fileErr(r.File, 0, "layout gpus_per_node %d: the base cluster has %d", per, spec.GPUsPerNode)
+	}
+	spec.Nodes = (l.GPUs + spec.GPUsPerNode - 1) / spec.GPUsPerNode
+	cl, err := spec.Build()
+	if err != nil {
+		return step.Request{}, fmt.Errorf("%s: the base cluster with %d nodes: %w", r.File, spec.Nodes, err)
+	}
+	lay := step.Layout{TP: max(1, l.TP), PP: max(1, l.PP), CP: max(1, l.CP), EP: l.EP, DP: l.DP, ZeRO: l.ZeRO,
+		MicroBatch: l.MicroBatch, SP: l.SP, Recompute: step.RecomputeNone, VirtualStages: l.VPP}
+	if lay.DP == 0 {
+		lay.DP = l.GPUs / (lay.TP * lay.PP * lay.CP)
+	}
+	if l.Recompute != "" {
+		lay.Recompute = step.Recompute(strings.ToLower(l.Recompute))
+	}
+	switch {
+	case l.Schedule != "":
+		lay.Schedule = step.Schedule(strings.ToLower(l.Schedule))
+	case l.VPP > 1:
+		lay.Schedule = step.Interleaved
+	case lay.PP > 1:
+		lay.Schedule = step.OneFOneB
+	}
+	t := step.Training{SeqLen: l.SeqLen, GlobalBatch: l.GlobalBatch, Precision: step.BF16, Framework: l.Framework}
+	if l.Precision != "" {
+		t.Precision = step.Precision(strings.ToLower(l.Precision))
+	}
+	return step.Request{Model: a, Training: t, Cluster: cl, Layout: lay}, nil
+}
+
+// priceRuns estimates every run's step on spec with knobs k.
+func priceRuns(spec topology.Spec, k Knobs, runs []Run) ([]Measured, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	sp := Apply(spec, k)
+	est := step.New()
+	out := make([]Measured, 0, len(runs))
+	for _, r := range runs {
+		req, err := r.request(sp)
+		if err != nil {
+			return nil, err
+		}
+		res, err := est.Estimate(req)
+		if err != nil {
+			return nil, fileErr(r.File, 0, "the layout does not estimate: %v", err)
+		}
+		if !(res.StepTime > 0) {
+			return nil, fileErr(r.File, 0, "the layout gives no step time")
+		}
+		out = append(out, Measured{File: r.File, Op: "step", Nodes: req.Cluster.Spec.Nodes, Ranks: r.Layout.GPUs,
+			MeasuredUs: r.StepS * 1e6, PredictedUs: res.StepTime * 1e6})
+	}
+	return out, nil
+}

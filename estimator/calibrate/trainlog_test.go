@@ -1,0 +1,148 @@
+package calibrate_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Each framework's step-time line, in the form its logger prints it, gives the step
+// time; the first logged steps (warm-up) are dropped and the median kept.
+func TestParseTrainingLogs(t *testing.T) {
+	lay := calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, TP: 1, MicroBatch: 2, GlobalBatch: 64, SeqLen: 8192}
+	for _, tt := range []struct {
+		name, log, fw string
+		want          float64
+	}{
+		{"megatron", " [2026-01-01 10:00:00] iteration       10/    1000 | consumed samples:          640 | elapsed time per iteration (ms): 9000.0 | learning rate: 3.0E-04 | global batch size:    64 |\n" +
+			" [2026-01-01 10:00:20] iteration       20/    1000 | consumed samples:         1280 | elapsed time per iteration (ms): 2010.5 | global batch size:    64 |\n" +
+			" [2026-01-01 10:00:40] iteration       30/    1000 | consumed samples:         1920 | elapsed time per iteration (ms): 2000.5 | global batch size:    64 |\n", "megatron-core", 2.0055},
+		{"nemo", "Epoch 0: :   1%| 10/1000 [00:30<50:00, reduced_train_loss=7.10, train_step_timing in s=5.00]\nEpoch 0: :   2%| 20/1000 [00:50<40:00, reduced_train_loss=6.90, train_step_timing in s=2.10]\nEpoch 0: :   3%| 30/1000 [01:10<40:00, reduced_train_loss=6.70, train_step_timing in s=2.20]\n", "nemo", 2.15},
+		{"torchtitan", "[rank0]:[titan] 2026-01-01 10:00:00,000 - root - INFO - step:  1  loss: 12.0  memory: 40.00GiB(50.0%)  tps: 1,000  tflops: 50.0  mfu: 5.0%\n[rank0]:[titan] 2026-01-01 10:00:10,000 - root - INFO - step: 10  loss:  8.0  memory: 40.00GiB(50.0%)  tps: 8,192  tflops: 400.0  mfu: 40.0%\n[rank0]:[titan] 2026-01-01 10:00:20,000 - root - INFO - step: 20  loss:  7.0  memory: 40.00GiB(50.0%)  tps: 8,192  tflops: 400.0  mfu: 40.0%\n", "torchtitan", 64 * 8192 / (8192.0 * 16)},
+		{"composer", "[batch=10/100]:\n\t Train throughput/batches_per_sec: 0.2000\n[batch=20/100]:\n\t Train throughput/batches_per_sec: 0.5000\n[batch=30/100]:\n\t Train throughput/batches_per_sec: 0.5000\n", "composer", 2},
+		{"deepspeed", "[2026-01-01 10:00:00,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=20.0, CurrSamplesPerSec=10.0, MemAllocated=10GB\n[2026-01-01 10:00:10,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=20/global_step=20, RunningAvgSamplesPerSec=30.0, CurrSamplesPerSec=32.0, MemAllocated=10GB\n[2026-01-01 10:00:20,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=30/global_step=30, RunningAvgSamplesPerSec=31.0, CurrSamplesPerSec=32.0, MemAllocated=10GB\n", "deepspeed", 2},
+	} {
+		r, err := calibrate.ParseTrainingLog(tt.name+".log", []byte(tt.log), lay)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if r.Framework != tt.fw || math.Abs(r.StepS-tt.want) > 1e-9*tt.want || r.Steps != 2 {
+			t.Errorf("%s: %s, step %v s over %d steps, want %s %v s over 2", tt.name, r.Framework, r.StepS, r.Steps, tt.fw, tt.want)
+		}
+	}
+}
+
+func TestTrainingLogRefuses(t *testing.T) {
+	lay := calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, MicroBatch: 2, GlobalBatch: 64, SeqLen: 8192}
+	for _, tt := range []struct {
+		name, log string
+		lay       calibrate.RunLayout
+		want      string
+	}{
+		{"cut", " iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n iteration 20/ 1000 | elapsed time per iteration (ms): \n", lay, "cut.log:2: a megatron-core metric line without its value"},
+		{"foreign", "hello\nworld\n", lay, "not a training log stepcost reads"},
+		{"nolayout", " iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n", calibrate.RunLayout{}, "layout model: required"},
+		{"badmodel", " iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n", calibrate.RunLayout{Model: "nope", GPUs: 8, MicroBatch: 1, GlobalBatch: 8, SeqLen: 2048}, "layout model"},
+	} {
+		_, err := calibrate.ParseTrainingLog(tt.name+".log", []byte(tt.log), tt.lay)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// The torchtitan runs of pytorch/ao's float8 pre-training tutorial (testdata/trainlogs,
+// provenance in its README) are read as torchtitan logs: the step time is the
+// global batch's tokens over tps × GPUs, tps the median of the lines after the
+// first (warm-up) one — the values below are read off the files by hand.
+func TestTorchaoTutorialLogs(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		tps  float64 // median tps after step 1
+		n    int
+	}{
+		{"torchao-pretraining-bf16.log", (6321 + 6300) / 2.0, 4},           // 6,344 6,321 6,300 6,291
+		{"torchao-pretraining-fp8-rowwise.log", 7022, 3},                   // 7,034 7,022 7,014
+		{"torchao-pretraining-fp8-tensorwise.log", (7637 + 7643) / 2.0, 4}, // 7,503 7,663 7,643 7,637
+	} {
+		_, in := torchaoRuns(t)
+		var r calibrate.Run
+		for _, x := range in.Runs {
+			if x.File == tt.file {
+				r = x
+			}
+		}
+		want := 8 * 8192 / (tt.tps * 8) // global batch 8 × 8192 tokens over tps × 8 GPUs
+		if r.Framework != "torchtitan" || r.Steps != tt.n || math.Abs(r.StepS-want) > 1e-9*want {
+			t.Errorf("%s: %s, %v s over %d steps; want torchtitan, %v s over %d", tt.file, r.Framework, r.StepS, r.Steps, want, tt.n)
+		}
+	}
+}
+
+// Calibrating the compute scale on those runs moves the predicted step time toward
+// the measured one: in sample, and for each run with the scale fitted on the other
+// two (the leave-one-out rows of the report), with the scale inside its bounds.
+func TestTorchaoTutorialCalibrates(t *testing.T) {
+	spec, in := torchaoRuns(t)
+	rep, err := calibrate.Calibrate("dgx-h100", spec, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Fitted.ComputeScale; !(s > 0.5 && s < 1.15) {
+		t.Errorf("compute scale %.3f at or beyond its bounds (0.5, 1.15)", s)
+	}
+	for i, b := range rep.Before {
+		a, o := rep.After[i], rep.OutOfSample[i]
+		t.Logf("%s: measured %.3f s, catalog %.3f s (%+.1f %%), calibrated %.3f s (%+.1f %%), without this run %.3f s (%+.1f %%)",
+			b.File, b.MeasuredUs/1e6, b.PredictedUs/1e6, 100*b.RelErr(), a.PredictedUs/1e6, 100*a.RelErr(), o.PredictedUs/1e6, 100*o.RelErr())
+		if !(math.Abs(a.RelErr()) < math.Abs(b.RelErr())) || !(math.Abs(o.RelErr()) < math.Abs(b.RelErr())) {
+			t.Errorf("%s: |err| %.1f %% with the catalog, %.1f %% calibrated, %.1f %% held out: not closer", b.File, 100*math.Abs(b.RelErr()), 100*math.Abs(a.RelErr()), 100*math.Abs(o.RelErr()))
+		}
+	}
+}
+
+func torchaoRuns(t *testing.T) (topology.Spec, calibrate.Inputs) {
+	t.Helper()
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Nodes = 1
+	dir := filepath.Join("testdata", "trainlogs")
+	data, err := os.ReadFile(filepath.Join(dir, "layout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lays, err := calibrate.DecodeLayouts(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if len(files) != 3 {
+		t.Fatalf("%d logs in %s, want 3", len(files), dir)
+	}
+	var in calibrate.Inputs
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Read(filepath.Base(f), b, lays.For(f, calibrate.FileLayout{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return spec, in
+}

@@ -1,0 +1,138 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/topology"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// Limits of one CalibrateCluster request. Calibration fits every input file left
+// out in turn, so its work grows with the square of the file count: the five OCI
+// A100 sweeps take 0.15 s of CPU, 16 full sweeps (8 B–8 GiB, 30 rows each) that
+// contradict each other — the worst case, every constant declined and refitted —
+// about 8 s, within the server's default 30 s deadline, which stops it beyond. An
+// nccl-tests output is a few KiB and a training log's step lines a few hundred
+// KiB; 1 MiB per file leaves room for a long log, and the server's request size
+// bounds the whole.
+const (
+	MaxCalibrationInputs     = 16
+	MaxCalibrationInputBytes = 1 << 20
+	MaxCalibrationNameBytes  = 256
+)
+
+// Calibration is a resolved CalibrateCluster request.
+type Calibration struct {
+	Base   string // the base's name, for the report
+	Spec   topology.Spec
+	Inputs calibrate.Inputs
+	// files maps each input's name to its index, to name the field of an error.
+	files map[string]int
+}
+
+// ResolveCalibration validates a CalibrateCluster request and reads its inputs:
+// a file that is neither nccl-tests output nor a training log, or that the
+// readers refuse, is an error on inputs[i].content naming the file and line.
+func ResolveCalibration(req *pb.CalibrateClusterRequest) (*Calibration, error) {
+	c := invalid.Collector{}
+	ins := req.GetInputs()
+	switch {
+	case len(ins) == 0:
+		c.Add("inputs", "give at least one nccl-tests output or training log")
+	case len(ins) > MaxCalibrationInputs:
+		return nil, Limit("inputs", fmt.Sprintf("at most %d files per request (got %d)", MaxCalibrationInputs, len(ins)))
+	}
+	if n := req.GetName(); len(n) > MaxCalibrationNameBytes {
+		c.Add("name", "at most %d bytes (got %d)", MaxCalibrationNameBytes, len(n))
+	}
+	seen := map[string]int{}
+	for i, in := range ins {
+		f := fmt.Sprintf("inputs[%d]", i)
+		switch n := in.GetName(); {
+		case n == "":
+			c.Add(f+".name", "must not be empty")
+		case len(n) > MaxCalibrationNameBytes || !utf8.ValidString(n):
+			c.Add(f+".name", "must be valid UTF-8 of at most %d bytes", MaxCalibrationNameBytes)
+		default:
+			if j, dup := seen[n]; dup {
+				c.Add(f+".name", "%q is also inputs[%d]'s name", n, j)
+			}
+			seen[n] = i
+		}
+		if len(in.GetContent()) > MaxCalibrationInputBytes {
+			return nil, Limit(f+".content", fmt.Sprintf("at most %d bytes per file (got %d)", MaxCalibrationInputBytes, len(in.GetContent())))
+		}
+		if in.GetNodes() < 0 || in.GetGpusPerNode() < 0 {
+			c.Add(f, "nodes and gpus_per_node must not be negative")
+		}
+	}
+	spec, err := ClusterSpec("cluster", req.GetCluster())
+	c.Join(err)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	base := req.GetCluster().GetName()
+	if base == "" {
+		base = spec.Name
+	}
+	cal := &Calibration{Base: base, Spec: spec, files: seen}
+	for _, in := range ins {
+		r := in.GetRun()
+		fl := calibrate.FileLayout{Nodes: int(in.GetNodes()), Op: in.GetOp(), Launch: in.GetLaunch(), Algo: in.GetAlgo(),
+			RunLayout: calibrate.RunLayout{Model: r.GetModel(), GPUs: int(r.GetGpus()), GPUsPerNode: int(in.GetGpusPerNode()),
+				TP: int(r.GetTp()), PP: int(r.GetPp()), CP: int(r.GetCp()), EP: int(r.GetEp()), DP: int(r.GetDp()), ZeRO: int(r.GetZero()),
+				MicroBatch: int(r.GetMicroBatch()), GlobalBatch: int(r.GetGlobalBatch()), SeqLen: int(r.GetSeqLen()),
+				Precision: r.GetPrecision(), Recompute: r.GetRecompute(), SP: r.GetSp(), Schedule: r.GetSchedule(), VPP: int(r.GetVpp()),
+				Framework: r.GetFramework()}}
+		if r.GetGpusPerNode() > 0 {
+			fl.GPUsPerNode = int(r.GetGpusPerNode())
+		}
+		if err := cal.Inputs.Read(in.GetName(), []byte(in.GetContent()), fl); err != nil {
+			return nil, cal.FileError(err)
+		}
+	}
+	return cal, nil
+}
+
+// FileError turns an error of the calibration that names an input file into a
+// field error on that input's content; others pass through.
+func (c *Calibration) FileError(err error) error {
+	var fe *calibrate.FileError
+	if errors.As(err, &fe) {
+		if i, ok := c.files[fe.File]; ok {
+			return invalid.Field(fmt.Sprintf("inputs[%d].content", i), "%s", fe.Error())
+		}
+	}
+	if errors.Is(err, calibrate.ErrNoInputs) {
+		return invalid.Field("inputs", "%v", err)
+	}
+	return err
+}
+
+// CalibrationResponse is the report in proto form.
+func CalibrationResponse(r *calibrate.Report, in calibrate.Inputs) *pb.CalibrateClusterResponse {
+	out := &pb.CalibrateClusterResponse{Cluster: SpecToDefinition(r.Spec), Moved: r.Moved, AtBound: r.AtBound,
+		Excluded: r.Excluded, Compromise: r.Compromise, Notes: in.Notes()}
+	for _, kn := range r.Determined {
+		out.Constants = append(out.Constants, &pb.CalibratedConstant{Name: kn.Name, Field: kn.Field,
+			Base: kn.Of(r.Catalog), Fitted: kn.Of(r.Fitted), Min: kn.Min, Max: kn.Max})
+	}
+	for _, row := range r.Rows {
+		out.Errors = append(out.Errors, &pb.CalibrationErrorRow{Group: row.Group, Label: row.Label, Rows: int32(row.N),
+			BeforeMedian: row.BeforeMedian, AfterMedian: row.AfterMedian, BeforeMean: row.BeforeMean, AfterMean: row.AfterMean})
+	}
+	for _, d := range r.Declined {
+		out.Declined = append(out.Declined, d.String())
+	}
+	for _, c := range r.Contradictions {
+		out.Contradictions = append(out.Contradictions, c.String())
+	}
+	for _, m := range r.Mismatches {
+		out.Mismatches = append(out.Mismatches, m.String())
+	}
+	return out
+}
