@@ -34,13 +34,32 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 	name := fs.String("name", "", "name of the calibrated cluster (default: the base's with -calibrated)")
 	svg := fs.String("svg", "", "draw measured vs predicted bus bandwidth over size, before and after, per input file (SVG; - for standard output)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	// Flags may come after the files too (calibrate --cluster x *.txt --out y):
+	// the flag package stops at the first file, so parse again from each flag
+	// that follows files; "--" ends the flags.
+	var files []string
+	for in := args; ; {
+		if err := fs.Parse(in); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return errUsage
 		}
-		return errUsage
+		rest := fs.Args()
+		if used := len(in) - len(rest); used > 0 && in[used-1] == "--" {
+			files = append(files, rest...) // after "--" everything is a file
+			break
+		}
+		i := 0
+		for i < len(rest) && (!strings.HasPrefix(rest[i], "-") || rest[i] == "-") {
+			i++
+		}
+		files = append(files, rest[:i]...)
+		if i == len(rest) {
+			break
+		}
+		in = rest[i:]
 	}
-	files := fs.Args()
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "give the nccl-tests output files, measurement rows (JSON lines) and training logs to calibrate on")
 		fs.Usage()

@@ -85,3 +85,31 @@ func TestCalibrateMeasurementRows(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Flags may follow the files (a shell glob first, then --out), and "--" ends the
+// flags so that a file whose name starts with a dash is still a file.
+func TestCalibrateFlagsAfterFiles(t *testing.T) {
+	dir := t.TempDir()
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) != 3 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	out := filepath.Join(dir, "calibrated.yaml")
+	args := append(append([]string{"calibrate", "--cluster", "dgx-h100"}, files[:2]...), "--out", out, files[2])
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "on 3 file(s)") {
+		t.Errorf("not every file was read:\n%s", stdout.String())
+	}
+	if _, err := clusterfile.Load(out); err != nil {
+		t.Fatalf("--out after the files was not honoured: %v", err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := Run(context.Background(), []string{"calibrate", "--cluster", "dgx-h100", "--", "-no-such-file"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "-no-such-file") {
+		t.Errorf("a file after --: exit %d, %q", code, stderr.String())
+	}
+}
