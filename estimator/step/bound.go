@@ -85,8 +85,9 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if err != nil {
 			return Bounds{}, false
 		}
-		if l.etp() == 1 && cp.nMoE > 0 {
-			// As the estimate: no TP collectives around whole experts.
+		if l.moeDispatcher() && cp.nMoE > 0 {
+			// As the estimate: no TP collectives of the dense kind around the
+			// experts (the expert-TP gathers are priced by the estimate only).
 			tp *= (cp.nDense + cp.nMoE/2) / (cp.nDense + cp.nMoE)
 		}
 		perMB += tp

@@ -146,12 +146,17 @@ func (e *Estimator) WithConstants(k Constants) *Estimator {
 const cpMergeBytes = 10
 
 // commExpertData is the placement key of the expert-data-parallel group (the ranks
-// that hold the same experts); its communication is reported as DP or ZeRO-3.
+// that hold the same experts, on the expert grid); its communication is reported as
+// DP or ZeRO-3.
 const commExpertData = NumComms
 
-// commExpertDataTP is commExpertData with expert tensor parallelism 1: the TP ranks
-// hold the same (whole) experts too.
-const commExpertDataTP = NumComms + 1
+// commExpertTP is the placement key of the expert-tensor-parallel group (the ranks
+// that split the same experts, on the expert grid); its communication is reported
+// as TP.
+const commExpertTP = NumComms + 1
+
+// onExpertGrid says the group of placement key c is cut from the expert grid.
+func onExpertGrid(c Comm) bool { return c == CommEP || c == commExpertData || c == commExpertTP }
 
 // placeKey identifies a communication group by what decides it: the ranks the group
 // spans and the other ranks of its pipeline stage, whose translates of the group are
@@ -181,14 +186,14 @@ func groupDims(c Comm) []Dim {
 	case CommCP:
 		return []Dim{DimCP}
 	case CommEP:
-		return []Dim{DimEP}
+		return []Dim{DimEP} // on the expert grid
 	case CommDP, CommZeRO3:
 		return []Dim{DimCP, DimEP, DimDP}
 	case commExpertData:
-		// Ranks that hold the same experts: every DP and CP rank of rank 0's EP slot.
-		return []Dim{DimCP, DimDP}
-	case commExpertDataTP:
-		return []Dim{DimTP, DimCP, DimDP}
+		// On the expert grid: the expert-data-parallel ranks of rank 0's expert slot.
+		return []Dim{DimDP}
+	case commExpertTP:
+		return []Dim{DimTP} // on the expert grid
 	}
 	return nil
 }
@@ -277,7 +282,7 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	var group []int
 	var sib [][]int
 	switch c {
-	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertDataTP:
+	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP:
 		dom := cl.DomainGPUs()
 		if stage := g.n / g.size[DimPP]; stage > dom && key.domainImages(dom) {
 			// Only the groups of the first domain: the others are their images.
@@ -388,7 +393,8 @@ type pricing struct {
 	req    Request // normalised, validated, link what-ifs applied
 	rates  gpuRates
 	detail bool // list the communications, warnings and assumptions
-	g      grid
+	g      grid // the dense rank grid
+	eg     grid // the expert rank grid (MoE parallel folding)
 	res    Result
 
 	// One micro-batch on one GPU: the compute of the slowest stage, micro-batches
@@ -452,6 +458,7 @@ func (p *pricing) resolve(req Request) error {
 func (p *pricing) computeMicroBatch() {
 	a, t, l := &p.req.Model, &p.req.Training, &p.req.Layout
 	p.g, _ = newGrid(*l)
+	p.eg, _ = newExpertGrid(*l)
 	p.res.Layout, p.res.Training = *l, *t
 	if p.detail {
 		p.res.Comms = make([]CommCall, 0, 8)
@@ -485,7 +492,11 @@ func (p *pricing) commOn(c, place Comm, op collective.Op, bytes float64, perStep
 	if err := messageFits(c, op, bytes); err != nil {
 		return 0, err
 	}
-	pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, p.g, place)
+	g := p.g
+	if onExpertGrid(place) {
+		g = p.eg
+	}
+	pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, g, place)
 	if err != nil {
 		return 0, err
 	}
@@ -550,10 +561,29 @@ func (p *pricing) tensorParallel() (float64, error) {
 		per = ar * (nFwd + 2)
 	}
 	tpPerMB := per * layers
-	if nDense, nMoE := p.parts.nDense, p.parts.nMoE; l.etp() == 1 && nMoE > 0 {
-		// The MoE layers' MLP half needs no TP collectives: each rank routes its
-		// own tokens to whole experts.
+	if nDense, nMoE := p.parts.nDense, p.parts.nMoE; l.moeDispatcher() && nMoE > 0 {
+		// The MoE layers' MLP half has no TP collectives of its own: each rank
+		// routes its own sequence-parallel share of the tokens (Megatron-Core's
+		// all-to-all dispatcher); the expert-TP group gathers them below.
 		tpPerMB *= (nDense + nMoE/2) / (nDense + nMoE)
+		if et := l.etp(); et > 1 {
+			// megatron/core/transformer/moe/token_dispatcher.py (MoEAlltoAllTokenDispatcher):
+			// after the all-to-all the expert-TP group all-gathers the dispatched
+			// tokens and reduce-scatters the experts' output before the combine;
+			// backward the reverse. The gathered tensor is ETP × this rank's routed
+			// tokens (its share, k copies, the busiest rank's load).
+			t := &p.req.Training
+			x := p.tokens / p.tf * float64(p.req.Model.MoE.TopK) * p.h * 2 * t.moeLoad() * float64(et)
+			ag, err := p.commOn(CommTP, commExpertTP, collective.AllGather, x, nMoE*2*mf, "per MoE layer: expert-TP all-gather of the dispatched tokens forward, and of the output gradient backward")
+			if err != nil {
+				return 0, err
+			}
+			rs, err := p.commOn(CommTP, commExpertTP, collective.ReduceScatter, x, nMoE*2*mf, "per MoE layer: expert-TP reduce-scatter of the experts' output forward, and of the input gradient backward")
+			if err != nil {
+				return 0, err
+			}
+			tpPerMB += 2 * (ag + rs) * nMoE
+		}
 	}
 	if l.OverlapTP {
 		// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM time.
@@ -608,7 +638,7 @@ func (p *pricing) expertParallel() (float64, error) {
 	}
 	// The busiest rank receives (and returns) moeLoad × the mean routed tokens.
 	x := p.tokens * float64(a.MoE.TopK) * p.h * 2 * t.moeLoad()
-	if l.etp() == 1 {
+	if l.moeDispatcher() {
 		x /= p.tf // each TP rank routes its sequence-parallel share
 	}
 	a2a, err := p.comm(CommEP, collective.AllToAll, x, nMoE*4*p.mf, "per MoE layer: dispatch and combine, forward and backward")
@@ -690,13 +720,11 @@ func (p *pricing) holdParams() {
 		p.matmulDense, p.matmulExpert = matmulParams(p.req, p.req.Model.Params(), p.parts.stageLayers)
 	}
 	p.denseShard = l.DP * l.CP
-	// Expert parameters are sharded over EP, so each is held by DP·CP/EP ranks: their
-	// gradients reduce, and under ZeRO their states shard, over that group.
+	// Expert parameters are split over ETP × EP, so each is held by the
+	// TP·CP·DP/(ETP·EP) expert-data-parallel ranks: their gradients reduce, and
+	// under ZeRO their states shard, over that group.
 	p.expertShard = l.expertShard()
 	p.expertGroup = Comm(commExpertData)
-	if l.etp() == 1 && l.TP > 1 {
-		p.expertGroup = commExpertDataTP
-	}
 	if p.expertParams == 0 {
 		p.expertShard = 1
 	}

@@ -193,7 +193,12 @@ type Layout struct {
 	PP int `json:"pp"`
 	DP int `json:"dp"`
 	CP int `json:"cp"`
-	EP int `json:"ep"` // expert parallelism (MoE), taken out of DP×CP
+	// EP is expert parallelism (MoE). Megatron-Core forms the expert groups over the
+	// TP × CP × DP ranks of a pipeline stage independently of attention's ("MoE
+	// parallel folding", parallel_state.py's expert RankGenerator: tp=ETP, ep=EP,
+	// dp=TP·CP·DP/(ETP·EP), cp=1, the same rank order), so EP may exceed DP: ETP × EP
+	// must divide TP × CP × DP.
+	EP int `json:"ep"`
 	// ZeRO is the sharding stage over DP: 0 none, 1 optimizer states, 2 + gradients,
 	// 3 + weights (FSDP full shard).
 	ZeRO       int       `json:"zero"`
@@ -236,12 +241,14 @@ type Layout struct {
 	// exposed.
 	OverlapEP bool `json:"overlap_ep,omitempty"`
 	// ETP is expert tensor parallelism (Megatron-Core's
-	// --expert-tensor-parallel-size): how many of the TP ranks split each expert's
-	// matrices. 0 or tp: the experts are split like the dense MLP. 1: every TP rank
-	// holds its experts whole and routes its own sequence-parallel share of the
-	// tokens — t× the expert weights, 1/t of the all-to-all bytes, no TP
-	// collectives around the MoE MLP, and the TP ranks join the expert-data-parallel
-	// group (DeepSeek's and Qwen's MoE recipes).
+	// --expert-tensor-parallel-size): how many ranks split each expert's matrices.
+	// 0 means tp: the experts are split like the dense MLP. With sequence
+	// parallelism every rank routes its own share of the tokens and the expert-TP
+	// group all-gathers the dispatched tokens (and reduce-scatters the experts'
+	// output), as Megatron-Core's all-to-all token dispatcher does. 1: every rank
+	// holds its experts whole (no expert-TP collectives; DeepSeek's and Qwen's MoE
+	// recipes). The ranks of a stage that hold the same experts, TP·CP·DP/(ETP·EP)
+	// of them, reduce their gradients.
 	ETP int `json:"etp,omitempty"`
 	// Offload keeps the optimizer states (and the weight shards) in host memory and
 	// runs the optimizer on the CPU; empty or none: everything on the GPU.
@@ -250,17 +257,26 @@ type Layout struct {
 
 // etp is the expert tensor-parallel size in effect.
 func (l Layout) etp() int {
-	if l.ETP == 1 {
-		return 1
+	if l.ETP >= 1 {
+		return l.ETP
 	}
-	return l.TP
+	return max(1, l.TP)
 }
 
-// expertShard is how many ranks hold the same experts: the data- and
-// context-parallel ranks of one expert-parallel slot, and with ETP 1 the TP ranks.
+// expertShard is how many ranks hold the same experts: the expert-data-parallel
+// size, TP·CP·DP/(ETP·EP) — the ranks of a pipeline stage over which the expert
+// groups fold, divided by those an expert's copy spans.
 func (l Layout) expertShard() int {
-	return l.DP * l.CP / max(1, l.EP) * (l.TP / l.etp())
+	return max(1, l.TP*l.CP*l.DP/(l.etp()*max(1, l.EP)))
 }
+
+// moeDispatcher says each rank routes its own sequence-parallel share of the tokens
+// (Megatron-Core's all-to-all token dispatcher, which needs sequence parallelism
+// with TP): the MoE MLP has no TP collectives of its own, the expert-TP group
+// gathers the dispatched tokens instead. Without TP there is nothing to split;
+// with TP but without SP every TP rank holds all tokens and the MoE MLP is reduced
+// like a dense one.
+func (l Layout) moeDispatcher() bool { return l.TP <= 1 || l.SP }
 
 // EvenSplit is a Layout.LayerSplit that spreads layers over stages as evenly as
 // possible, earlier stages one layer more.
