@@ -55,7 +55,7 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 		share := l.recomputeShare(stageLayers)
 		rc, rcFLOPs = share*fwd, share*fwdFLOPs
 	case RecomputeSelective:
-		rc, rcFLOPs = nDense*lc.attnFwd+nMoE*lcMoE.attnFwd, nDense*lc.attnFLOPs+nMoE*lcMoE.attnFLOPs
+		rc, rcFLOPs = nDense*lc.modsFwd+nMoE*lcMoE.modsFwd, nDense*lc.modsFLOPs+nMoE*lcMoE.modsFLOPs
 	case RecomputeOps:
 		rc, rcFLOPs = nDense*lc.opsFwd+nMoE*lcMoE.opsFwd, nDense*lc.opsFLOPs+nMoE*lcMoE.opsFLOPs
 	}
@@ -216,6 +216,7 @@ type layerKey struct {
 	tp, ep, etp, cp     int
 	cpAllToAll, sp, ops bool
 	moe                 bool
+	mods                uint8
 }
 
 // layer is e.layerCompute, remembered in c (when c is not nil).
@@ -224,7 +225,7 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 		return e.layerCompute(req, r, tokens, sLocal, s, moe)
 	}
 	l := req.Layout
-	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe}
+	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask()}
 	if lt, ok := c.layers[k]; ok {
 		return lt
 	}
@@ -234,4 +235,38 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 	lt := e.layerCompute(req, r, tokens, sLocal, s, moe)
 	c.layers[k] = lt
 	return lt
+}
+
+// stageKinds returns the dense and MoE layers of each pipeline stage (one chunk
+// per rank: the schedules that pair stages, DualPipe, run one).
+func stageKinds(req Request) (dense, moe []int) {
+	a, l := req.Model, req.Layout
+	split := l.LayerSplit
+	if len(split) != l.PP {
+		split = EvenSplit(a.Layers, l.PP)
+	}
+	dense, moe = make([]int, l.PP), make([]int, l.PP)
+	layer := 0
+	for st, n := range split {
+		for range n {
+			if a.IsMoELayer(layer) {
+				moe[st]++
+			} else {
+				dense[st]++
+			}
+			layer++
+		}
+	}
+	return dense, moe
+}
+
+// dualPipePair is, under DualPipe, the layers a pipeline rank r holds — stage r
+// and stage P−1−r (DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe: each rank
+// builds the modules of both, so rank 0 (and P−1) holds the embedding and the
+// output layer): dense and MoE layers of the two stages together, and whether the
+// pair is the outermost one.
+func dualPipePair(dense, moe []int, r int) (nDense, nMoE int, ends bool) {
+	p := len(dense)
+	o := p - 1 - r
+	return dense[r] + dense[o], moe[r] + moe[o], r == 0 || o == 0
 }

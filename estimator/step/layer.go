@@ -19,6 +19,9 @@ type layerTimes struct {
 	opsFwd float64
 	// weightCast is one fp8 cast of the layer's matmul weights (fp8 only).
 	weightCast float64
+	// modsFwd is what selective recomputation runs again of fwd: the modules of
+	// Layout.RecomputeModules (the attention core by default); modsFLOPs its FLOPs.
+	modsFwd, modsFLOPs float64
 	// FLOPs of the forward, and of what selective and op-level recomputation run
 	// again (attention counted in full, as model FLOPs count it).
 	fwdFLOPs, attnFLOPs, opsFLOPs float64
@@ -43,6 +46,14 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 	var fwd, bwd float64
 	var lt layerTimes
+	mods := l.recomputeMask()
+	// again prices a GEMM of a recomputed module once more.
+	again := func(bit uint8, g gemm) {
+		if mods&bit != 0 {
+			lt.modsFwd += k.gemmTime(g, r)
+			lt.modsFLOPs += g.flops()
+		}
+	}
 	add := func(g gemm) {
 		lt.fwdFLOPs += g.flops()
 		fwd += k.gemmTime(g, r)
@@ -57,11 +68,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if qr > 0 {
 			add(gemm{tokens, qr, h, 1, false})
 			add(gemm{tokens, h * qw / t, qr, 1, false})
+			again(rmMLAUp, gemm{tokens, h * qw / t, qr, 1, false})
 		} else {
 			add(gemm{tokens, h * qw / t, h, 1, false})
 		}
 		add(gemm{tokens, kvr + rope, h, 1, false})
 		add(gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false}) // keys without their shared rotary part, values
+		again(rmMLAUp, gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false})
 	} else {
 		add(gemm{tokens, h * (qw + kvw) / t, h, 1, false}) // QKV, column parallel
 	}
@@ -102,19 +115,38 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		mE := perExpert * et / t
 		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		add(gemm{mE, h, ef / et, local, grouped})
-		recompute(gemm{mE, ef / et, h, local, grouped})        // up (gated) or down: the same work
-		add(gemm{tokens, float64(a.MoE.Experts), h, 1, false}) // router
+		again(rmMoE, gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
+		again(rmMoE, gemm{mE, h, ef / et, local, grouped})
+		recompute(gemm{mE, ef / et, h, local, grouped}) // up (gated) or down: the same work
+		// The router: each rank scores its own tokens (its sequence-parallel share
+		// under Megatron-Core's dispatcher).
+		routerTokens := tokens
+		if l.moeDispatcher() {
+			routerTokens = tokens / t
+		}
+		add(gemm{routerTokens, float64(a.MoE.Experts), h, 1, false})
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
+		if mods&(rmMoEAct|rmMoE) != 0 {
+			// The activation function again: read its inputs, write its output.
+			lt.modsFwd += 2 * tokens * act / r.hbm
+		}
 		if sh := float64(a.MoE.SharedExperts); sh > 0 {
 			// Shared experts: every token, one dense MLP of sh·ExpertFFN.
 			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
 			add(gemm{tokens, h, sh * ef / t, 1, false})
+			again(rmShared|rmMoE, gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
+			again(rmShared|rmMoE, gemm{tokens, h, sh * ef / t, 1, false})
 			recompute(gemm{tokens, sh * ef / t, h, 1, false})
 			act += mlpMats * sh * ef / t
 		}
 	} else {
 		add(gemm{tokens, (mlpMats - 1) * f / t, h, 1, false})
 		add(gemm{tokens, h, f / t, 1, false})
+		again(rmMLP, gemm{tokens, (mlpMats - 1) * f / t, h, 1, false})
+		again(rmMLP, gemm{tokens, h, f / t, 1, false})
+		if mods&rmMLP != 0 {
+			lt.modsFwd += 2 * tokens * act / r.hbm
+		}
 		if a.GatedMLP {
 			recompute(gemm{tokens, f / t, h, 1, false})
 		} else {
@@ -162,6 +194,18 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	fwd += elem
 	bwd += 2 * elem
 	lt.opsFwd = ops + elem
+	if mods&rmCoreAttn != 0 {
+		lt.modsFwd += lt.attnFwd
+		lt.modsFLOPs += lt.attnFLOPs
+	}
+	if mods&rmLayerNorm != 0 {
+		// Both norms again: read the input, write the output, 2 B each.
+		n := 2 * 2 * 2 * tokens * h
+		if l.SP {
+			n /= t
+		}
+		lt.modsFwd += n / r.hbm
+	}
 
 	if r.fp8 {
 		fwd, bwd = e.fp8Casts(req, r, &lt, fwd, bwd, tokens, moe)
@@ -228,6 +272,18 @@ func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert flo
 // take a walk over the layers to compute).
 func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert float64) {
 	t := float64(req.Layout.TP)
+	if req.Layout.Schedule == DualPipe {
+		// The two stages of the rank that holds the most.
+		r := dualPipeHeaviest(req, p)
+		dl, ml := stageKinds(req)
+		nd, nm, ends := dualPipePair(dl, ml, r)
+		dense, expert = pairMatmulParams(req, p, nd, nm)
+		dense += float64(nd+nm) * p.PerLayerNorm
+		if ends {
+			dense += (p.Embedding + p.Output) / t
+		}
+		return dense, expert
+	}
 	dense, expert = matmulParams(req, p, stageLayers)
 	dense += float64(stageLayers) * p.PerLayerNorm
 	// The first stage holds the embedding, the last the output layer (vocab-parallel).
@@ -245,10 +301,44 @@ func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert 
 // and expert TP), before any ZeRO sharding. Norms, the embedding and the output
 // layer stay in 16 bits.
 func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert float64) {
+	if req.Layout.Schedule == DualPipe {
+		dl, ml := stageKinds(req)
+		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(req, p))
+		return pairMatmulParams(req, p, nd, nm)
+	}
+	nMoE := min(stageLayers, stageMoELayers(req))
+	return pairMatmulParams(req, p, stageLayers-nMoE, nMoE)
+}
+
+// dualPipeHeaviest is the pipeline rank whose two DualPipe stages hold the most
+// model-state bytes per GPU (weights, gradients, optimizer states, with ZeRO's
+// sharding over the dense and the expert-data-parallel ranks): the outermost pair
+// holds the embedding and the output layer, a middle pair the most MoE layers.
+func dualPipeHeaviest(req Request, p model.Params) int {
+	l, o := req.Layout, req.Training.Optimizer
+	t := float64(l.TP)
+	dl, ml := stageKinds(req)
+	best, most := 0, -1.0
+	for r := 0; r < l.PP/2; r++ {
+		nd, nm, ends := dualPipePair(dl, ml, r)
+		d, e := pairMatmulParams(req, p, nd, nm)
+		d += float64(nd+nm) * p.PerLayerNorm
+		if ends {
+			d += (p.Embedding + p.Output) / t
+		}
+		w, g, s := ModelStateBytes(d, o, l.ZeRO, l.DP*l.CP)
+		we, ge, se := ModelStateBytes(e, o, l.ZeRO, l.expertShard())
+		if b := w + g + s + we + ge + se; b > most {
+			best, most = r, b
+		}
+	}
+	return best
+}
+
+// pairMatmulParams is matmulParams for nDense dense and nMoE MoE layers.
+func pairMatmulParams(req Request, p model.Params, nDense, nMoE int) (dense, expert float64) {
 	l := req.Layout
 	t := float64(l.TP)
-	nMoE := min(stageLayers, stageMoELayers(req))
-	nDense := stageLayers - nMoE
 	dense = float64(nDense) * (p.PerLayerAttention + p.PerLayerDenseMLP) / t
 	if nMoE > 0 {
 		// Shared experts are replicated over expert parallelism, like a dense MLP.
@@ -265,10 +355,11 @@ func activationsPerLayer(req Request, stageLayers int) float64 {
 	a, t, l := req.Model, req.Training, req.Layout
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
+	mods := l.recomputeMask()
 	perLayer := func(rc Recompute) float64 {
-		per := ActivationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention)
+		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations)
 		if a.MoE != nil {
-			moe := ActivationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention)
+			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations)
 			every := float64(max(1, a.MoE.Frequency))
 			per = per*(1-1/every) + moe/every
 		}
@@ -284,17 +375,55 @@ func activationsPerLayer(req Request, stageLayers int) float64 {
 
 // memory computes the peak per-GPU memory.
 func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, m int) Memory {
+	if req.Layout.Schedule == DualPipe {
+		return e.dualPipeMemory(req, stageLayers, m)
+	}
+	var md, me float64
+	if req.Training.Precision == FP8 {
+		md, me = matmulParams(req, req.Model.Params(), stageLayers)
+	}
+	return e.memoryOf(req, stageLayers, float64(stageLayers), dense, expert, md, me, false, m)
+}
+
+// dualPipeMemory is the peak memory of the DualPipe rank that needs the most: rank
+// r holds stages r and P−1−r — their parameters, and P+1 micro-batches' activations
+// of one stage of its (DeepSeek-V3 report Table 2; the mean of its two stages'
+// layers) —, and rank 0 also the embedding and the output layer with its logits.
+func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
+	l, p := req.Layout, req.Model.Params()
+	t := float64(l.TP)
+	dl, ml := stageKinds(req)
+	var peak Memory
+	for r := 0; r < l.PP/2; r++ {
+		nd, nm, ends := dualPipePair(dl, ml, r)
+		md, me := pairMatmulParams(req, p, nd, nm)
+		dense := md + float64(nd+nm)*p.PerLayerNorm
+		if ends {
+			dense += (p.Embedding + p.Output) / t
+		}
+		expert := me
+		if req.Training.Precision != FP8 {
+			md, me = 0, 0
+		}
+		mem := e.memoryOf(req, stageLayers, float64(nd+nm)/2, dense, expert, md, me, ends, m)
+		if r == 0 || mem.Total > peak.Total {
+			peak = mem
+			peak.Stage = r
+		}
+	}
+	return peak
+}
+
+// memoryOf is the memory of a GPU that holds dense and expert parameters (md and me
+// of them the layers' matmul weights, fp8 training only) and the activations of
+// actLayers layers per micro-batch in flight; ends: a DualPipe rank that holds both
+// the first and the last stage.
+func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, dense, expert, md, me float64, ends bool, m int) Memory {
 	a, t, l := req.Model, req.Training, req.Layout
 	o := t.Optimizer
 	const gb = 1e9
 	var mem Memory
 	shard := l.DP * l.CP
-	// The layers' matmul weights: fp8 training keeps fp8 copies of them, or, with
-	// fp8 weights, stores them in fp8 in place of their 16 bits.
-	var md, me float64
-	if t.Precision == FP8 {
-		md, me = matmulParams(req, a.Params(), stageLayers)
-	}
 	w, gr, st := ModelStateBytes(dense, o, l.ZeRO, shard)
 	we, ge, se := ModelStateBytes(expert, o, l.ZeRO, max(1, l.expertShard()))
 	if t.FP8Params {
@@ -324,17 +453,14 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	default:
 		owned = 0
 	}
-	if l.Schedule == DualPipe {
-		// Each rank holds stages s and P−1−s: two copies of the parameters.
-		mem.Weights, mem.Gradients, mem.Optimizer = 2*mem.Weights, 2*mem.Gradients, 2*mem.Optimizer
-		owned *= 2
-	}
+	// Under DualPipe dense and expert hold the two stages of a rank (stageParams):
+	// two copies of the parameters.
 	if owned > 0 {
 		h := req.Cluster.Spec.Host
 		mem.Host = owned * HostBytesPerParam / gb
 		mem.HostCapacity = h.MemoryGB * HostMemoryUsable / float64(req.Cluster.Spec.GPUsPerNode)
 	}
-	layers := float64(stageLayers)
+	layers := actLayers
 	if l.ZeRO == 3 && shard > 1 {
 		// The layer being computed and the one being prefetched, unsharded.
 		mem.Gathered = 2 * (dense + expert) / layers * o.WeightBytes / gb
@@ -390,9 +516,12 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	lastLogits := lossBytes * tokens * v / float64(l.TP)
 	first := act + firstEmb
 	last := per*layers*math.Min(1, inflight) + lastLogits // the last stage holds one micro-batch
-	if l.PP == 1 {
+	if l.PP == 1 || ends {
 		first += lastLogits
 		last = first
+	} else if l.Schedule == DualPipe {
+		last, firstEmb = 0, 0 // a middle pair: neither end of the model
+		first = act
 	}
 	mem.Stage = 0
 	peakAct, logits := act, firstEmb

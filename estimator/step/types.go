@@ -53,6 +53,44 @@ func (l Layout) tpRepeats(stageLayers int) float64 {
 	return 2 * l.recomputeShare(stageLayers)
 }
 
+// Recompute modules (Layout.RecomputeModules) as bits.
+const (
+	rmCoreAttn uint8 = 1 << iota
+	rmLayerNorm
+	rmMLAUp
+	rmMoEAct
+	rmMLP
+	rmShared
+	rmMoE
+)
+
+// recomputeModuleNames are Megatron-Core's names of the recompute modules.
+var recomputeModuleNames = []struct {
+	name string
+	bit  uint8
+}{{"core_attn", rmCoreAttn}, {"layernorm", rmLayerNorm}, {"mla_up_proj", rmMLAUp}, {"moe_act", rmMoEAct},
+	{"mlp", rmMLP}, {"shared_experts", rmShared}, {"moe", rmMoE}}
+
+// recomputeMask is the set of modules recomputed: with recompute selective the
+// listed modules, or the attention core when none is listed; nothing otherwise.
+func (l Layout) recomputeMask() uint8 {
+	if l.Recompute != RecomputeSelective {
+		return 0
+	}
+	if len(l.RecomputeModules) == 0 {
+		return rmCoreAttn
+	}
+	var m uint8
+	for _, n := range l.RecomputeModules {
+		for _, r := range recomputeModuleNames {
+			if r.name == n {
+				m |= r.bit
+			}
+		}
+	}
+	return m
+}
+
 // Schedule is the pipeline schedule.
 type Schedule string
 
@@ -142,6 +180,13 @@ type Training struct {
 	// optimizer states — so only an fp8 transpose is kept besides them (Transformer
 	// Engine's fp8_model_init; NeMo's and Megatron-LM's fp8_params / --fp8-param-gather).
 	FP8Params bool `json:"fp8_params,omitempty"`
+	// FP8Activations: with precision fp8, the activations saved for the backward pass
+	// as matmul inputs (norm outputs, MLA latents, the dispatched tokens, the
+	// experts' second-GEMM inputs) and the activation function's inputs are kept in
+	// fp8, the attention output in 12 bits (DeepSeek-V3 report §3.3.3: "we cache the
+	// activations in FP8 format for the backward pass of the Linear operator", the
+	// SwiGLU inputs in FP8, the attention output in E5M6).
+	FP8Activations bool `json:"fp8_activations,omitempty"`
 	// DPReduceAfterBackward: data-parallel gradients (ZeRO 0–2) are reduced after the
 	// backward pass instead of bucket by bucket under it — DeepSpeed's pipeline engine
 	// reduces after the pipeline flush, and its ZeRO-1/2 reduce on the compute stream
@@ -209,9 +254,18 @@ type Layout struct {
 	// others: Megatron-LM's --recompute-method block --recompute-num-layers, or
 	// torchtitan's layer-wise selective checkpointing of every k-th layer (L/k of L).
 	// 0 recomputes them all.
-	RecomputeLayers int      `json:"recompute_layers,omitempty"`
-	SP              bool     `json:"sp"` // sequence parallelism with TP
-	Schedule        Schedule `json:"schedule"`
+	RecomputeLayers int `json:"recompute_layers,omitempty"`
+	// RecomputeModules, with recompute selective, names the parts of each layer
+	// whose outputs are discarded and recomputed in the backward pass, as
+	// Megatron-Core's --recompute-modules (TransformerConfig.recompute_modules):
+	// core_attn (the default, what selective means without this list), layernorm
+	// (both norms' outputs), mla_up_proj (MLA's up-projections and rotary: the
+	// per-head queries, keys and values; the latents stay), moe_act (the experts'
+	// activation function output), mlp (a dense MLP), shared_experts, moe (the whole
+	// MoE MLP, dispatch included).
+	RecomputeModules []string `json:"recompute_modules,omitempty"`
+	SP               bool     `json:"sp"` // sequence parallelism with TP
+	Schedule         Schedule `json:"schedule"`
 	// VirtualStages is the interleaving depth v (model chunks per pipeline rank).
 	VirtualStages int `json:"virtual_stages"`
 	// LayerSplit optionally gives the layers of each pipeline stage (uneven split):

@@ -268,6 +268,9 @@ func (t Training) validate() error {
 	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current:
 		c.Add("training.fp8_recipe", "must be delayed or current (got %q)", t.FP8Recipe)
 	}
+	if t.FP8Activations && t.Precision != FP8 {
+		c.Add("training.fp8_activations", "applies to precision fp8 only (precision is %s)", t.Precision)
+	}
 	if t.FP8Params && t.Precision != FP8 {
 		c.Add("training.fp8_params", "applies to precision fp8 only (precision is %s)", t.Precision)
 	}
@@ -344,6 +347,25 @@ func validate(r Request) error {
 		c.Add("layout.recompute_layers", "recomputes whole layers, so needs recompute full (got %q)", l.Recompute)
 	case l.RecomputeLayers > a.Layers/l.PP:
 		c.Add("layout.recompute_layers", "must be at most the %d layers of a pipeline stage (got %d)", a.Layers/l.PP, l.RecomputeLayers)
+	}
+	if len(l.RecomputeModules) > 0 {
+		if l.Recompute != RecomputeSelective {
+			c.Add("layout.recompute_modules", "names the modules of selective recomputation: needs recompute selective (got %q)", l.Recompute)
+		}
+		for i, n := range l.RecomputeModules {
+			ok := false
+			for _, r := range recomputeModuleNames {
+				ok = ok || r.name == n
+			}
+			switch {
+			case !ok:
+				c.Add(fmt.Sprintf("layout.recompute_modules[%d]", i), "must be core_attn, layernorm, mla_up_proj, moe_act, mlp, shared_experts or moe (got %q)", n)
+			case (n == "moe" || n == "moe_act" || n == "shared_experts") && a.MoE == nil:
+				c.Add(fmt.Sprintf("layout.recompute_modules[%d]", i), "%s needs an MoE model", n)
+			case n == "mla_up_proj" && a.MLA == nil:
+				c.Add(fmt.Sprintf("layout.recompute_modules[%d]", i), "mla_up_proj needs multi-head latent attention")
+			}
+		}
 	}
 	switch l.Schedule {
 	case GPipe, OneFOneB:
