@@ -90,7 +90,48 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	cp.stageLayers, cp.nDense, cp.nMoE = stageLayers, nDense, nMoE
 	cp.bwdW = bwdW
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
+	if l.Schedule == DualPipe && l.PP > 1 {
+		cp.dualPipe(req, logits, logitsBwd, logitsW)
+	}
 	return cp
+}
+
+// dualPipe re-times cp for DualPipe: rank r runs half the micro-batches through
+// stage r and half through stage P−1−r, so one micro-batch costs it the mean of
+// the two, and the rank with the largest mean paces the pipeline — the outermost
+// pair also computes the output layer (and the embedding) for its half. nDense and
+// nMoE become that rank's mean layer counts, which the per-layer communication
+// follows; the weights' fp8 cast covers both stages.
+func (cp *computeParts) dualPipe(req Request, logits, logitsBwd, logitsW float64) {
+	l := req.Layout
+	lc, lm := &cp.lc, &cp.lcMoE
+	var rcD, rcM float64 // recomputation per layer
+	switch l.Recompute {
+	case RecomputeFull:
+		share := l.recomputeShare(cp.stageLayers)
+		rcD, rcM = share*lc.fwd, share*lm.fwd
+	case RecomputeSelective:
+		rcD, rcM = lc.modsFwd, lm.modsFwd
+	case RecomputeOps:
+		rcD, rcM = lc.opsFwd, lm.opsFwd
+	}
+	dl, ml := stageKinds(req)
+	best := -1.0
+	for r := 0; r < l.PP/2; r++ {
+		nd, nm, ends := dualPipePair(dl, ml, r)
+		d, m := float64(nd)/2, float64(nm)/2
+		fwd, bwd := d*lc.fwd+m*lm.fwd, d*lc.bwd+m*lm.bwd
+		rc, w := d*rcD+m*rcM, d*lc.bwdW+m*lm.bwdW
+		if ends {
+			fwd, bwd, w = fwd+logits/2, bwd+logitsBwd/2, w+logitsW/2
+		}
+		if t := fwd + bwd + rc; t > best {
+			best = t
+			cp.fwd, cp.bwd, cp.rc, cp.bwdW = fwd, bwd, rc, w
+			cp.nDense, cp.nMoE = d, m
+			cp.weightCast = float64(nd)*lc.weightCast + float64(nm)*lm.weightCast
+		}
+	}
 }
 
 // stageLayerCount is the most layers one pipeline rank holds over its v chunks:
