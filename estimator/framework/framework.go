@@ -62,6 +62,25 @@ type Profile struct {
 	// on unless --no-scatter-gather-tensors-in-pipeline). With sequence parallelism
 	// the activations are sharded anyway.
 	PipelineScatterGather bool
+	// DedupDispatch: the MoE all-to-all sends each token across the network once per
+	// node it is routed to and forwards it to that node's experts over NVLink
+	// (DeepEP's normal kernels; DeepSeek-V3 report §3.2.2), and under fp8 training
+	// dispatches in fp8 (the forward dispatch and the backward one of the output
+	// gradients; combines stay in 16 bits, §3.3.3) — instead of one copy per routed
+	// expert in 16 bits (Megatron-Core's all-to-all token dispatcher).
+	DedupDispatch bool
+	// FusedPermute: the MoE token permutation and un-permutation run as fused
+	// gather/scatter kernels (or inside the dispatch kernels) rather than PyTorch's
+	// index_select and sort-by-expert chunks (Megatron-Core's --moe-permute-fusion,
+	// off by default).
+	FusedPermute bool
+	// CommSMs is how many SMs the kernels of communication that overlaps compute
+	// occupy (0: 16, NCCL's channels of one collective); DeepSeek-V3's all-to-all
+	// kernels take 20 (§3.2.2).
+	CommSMs float64
+	// FP8Activations: under fp8 training the activations saved for the backward pass
+	// as matmul inputs are kept in fp8 (DeepSeek-V3 §3.3.3).
+	FP8Activations bool
 }
 
 // Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
@@ -162,6 +181,17 @@ var profiles = []Profile{
 		SequenceParallelWithTP: true,
 		FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
 		LossBytesPerLogit:      TorchLossBytesPerLogit,
+	},
+	{
+		Name:    "hai-llm",
+		Aliases: []string{"deepseek", "deepseek-v3"},
+		Description: "DeepSeek's HAI-LLM as the DeepSeek-V3 report describes it: DualPipe, node-limited all-to-all " +
+			"over IB then NVLink on 20 SMs with fp8 dispatch, fused permutation, fp8 activation caching",
+		Source:         "DeepSeek-V3 technical report, arXiv:2412.19437, §3.2.1–3.2.2 (DualPipe, cross-node all-to-all, 20 SMs), §3.3 (fp8 training, low-precision storage and communication); deepseek-ai/DeepEP README",
+		DedupDispatch:  true,
+		FusedPermute:   true,
+		CommSMs:        20,
+		FP8Activations: true,
 	},
 	{
 		Name:    "composer",

@@ -65,6 +65,20 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	// The last stage also computes the logits and loss; the first the embedding. The
 	// output layer stays in 16 bits under fp8 training.
 	logits, logitsBwd, logitsW := c.outputLayer(e, rates, tokens, float64(a.Vocab)/tf, h)
+	// Multi-token prediction (DeepSeek-V3 §2.2): each module on the last stage adds a
+	// 2h → h projection, one more transformer layer and one more pass through the
+	// shared output layer and loss.
+	mtp := float64(a.MTPLayers)
+	mtpLayer := lc
+	if moeEvery > 0 {
+		mtpLayer = lcMoE
+	}
+	if mtp > 0 {
+		pf := e.k.gemmTime(gemm{tokens, h / tf, 2 * h, 1, false}, rates)
+		pw := e.k.gemmTime(gemm{2 * h, h / tf, tokens, 1, false}, rates)
+		pb := e.k.gemmTime(gemm{tokens, 2 * h, h / tf, 1, false}, rates) + pw
+		logits, logitsBwd, logitsW = (1+mtp)*logits+mtp*pf, (1+mtp)*logitsBwd+mtp*pb, (1+mtp)*logitsW+mtp*pw
+	}
 	cp.weightCast = nDense*lc.weightCast + nMoE*lcMoE.weightCast
 	// The slowest stage: the one with the most layers, or the last, whose output
 	// layer and loss may outweigh a layer it holds fewer of (an uneven split that
@@ -77,14 +91,17 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 		}
 	}
 	bwdW := nDense*lc.bwdW + nMoE*lcMoE.bwdW
-	if l.PP == 1 || lastLayers == stageLayers {
-		fwd += logits
-		bwd += logitsBwd
-		bwdW += logitsW
-	} else if d := float64(stageLayers - lastLayers); logits+logitsBwd > d*(lc.fwd+lc.bwd) {
-		// The last stage is the slowest: its layers plus the output layer.
+	if l.Schedule == DualPipe && l.PP > 1 {
+		// dualPipe below counts the prediction modules' layers with the last stage's.
+	} else if l.PP == 1 || lastLayers == stageLayers {
+		fwd += logits + mtp*mtpLayer.fwd
+		bwd += logitsBwd + mtp*mtpLayer.bwd
+		bwdW += logitsW + mtp*mtpLayer.bwdW
+	} else if d := float64(stageLayers-lastLayers) - mtp; logits+logitsBwd > d*(lc.fwd+lc.bwd) {
+		// The last stage is the slowest: its layers plus the output layer (and the
+		// prediction modules).
 		frac := float64(lastLayers) / float64(stageLayers)
-		fwd, bwd, rc, bwdW = fwd*frac+logits, bwd*frac+logitsBwd, rc*frac, bwdW*frac+logitsW
+		fwd, bwd, rc, bwdW = fwd*frac+logits+mtp*mtpLayer.fwd, bwd*frac+logitsBwd+mtp*mtpLayer.bwd, rc*frac, bwdW*frac+logitsW+mtp*mtpLayer.bwdW
 	}
 
 	cp.stageLayers, cp.nDense, cp.nMoE = stageLayers, nDense, nMoE
@@ -297,6 +314,12 @@ func stageKinds(req Request) (dense, moe []int) {
 			}
 			layer++
 		}
+	}
+	// The multi-token-prediction modules' layers run on the last stage.
+	if a.MoE != nil {
+		moe[l.PP-1] += a.MTPLayers
+	} else {
+		dense[l.PP-1] += a.MTPLayers
 	}
 	return dense, moe
 }

@@ -637,15 +637,40 @@ func (p *pricing) expertParallel() (float64, error) {
 		return 0, nil
 	}
 	// The busiest rank receives (and returns) moeLoad × the mean routed tokens.
-	x := p.tokens * float64(a.MoE.TopK) * p.h * 2 * t.moeLoad()
+	k := float64(a.MoE.TopK)
+	x := p.tokens * k * p.h * 2 * t.moeLoad()
 	if l.moeDispatcher() {
 		x /= p.tf // each TP rank routes its sequence-parallel share
 	}
-	a2a, err := p.comm(CommEP, collective.AllToAll, x, nMoE*4*p.mf, "per MoE layer: dispatch and combine, forward and backward")
+	dispatch, combine := x, x
+	fw, _ := framework.Lookup(t.Framework)
+	if fw.DedupDispatch {
+		pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, p.eg, CommEP)
+		if err != nil {
+			return 0, err
+		}
+		// One copy per node a token reaches crosses the network, and the node
+		// forwards it to its experts over NVLink: the network carries
+		// reach/k of the per-expert copies.
+		if nodes := pl.Domains; nodes > 1 {
+			f := moeNodeReach(a.MoE.TopK, nodes, a.MoE.Groups, a.MoE.TopKGroups) / k
+			dispatch, combine = x*f, x*f
+		}
+		if p.rates.fp8 {
+			dispatch *= fp8DispatchBytes / 2
+		}
+	}
+	d, err := p.comm(CommEP, collective.AllToAll, dispatch, nMoE*2*p.mf, "per MoE layer: dispatch forward, and the output gradient's backward")
 	if err != nil {
 		return 0, err
 	}
-	epPerMB := a2a * 4 * nMoE
+	c := d
+	if combine != dispatch {
+		if c, err = p.comm(CommEP, collective.AllToAll, combine, nMoE*2*p.mf, "per MoE layer: combine forward, and the input gradient's backward"); err != nil {
+			return 0, err
+		}
+	}
+	epPerMB := 2 * (d + c) * nMoE
 	if l.OverlapEP || l.Schedule == DualPipe {
 		// Under another micro-batch's compute; what outlasts it stays exposed.
 		hid := math.Min(epPerMB, p.fwd+p.bwd)
@@ -654,6 +679,27 @@ func (p *pricing) expertParallel() (float64, error) {
 		p.res.Breakdown.Hidden[CommEP] = hid * p.mf
 	}
 	return epPerMB, nil
+}
+
+// fp8DispatchBytes is the width of a token element dispatched in fp8: one byte and
+// a 4-byte fp32 scale per 128 elements (DeepSeek-V3 §3.3.2's 1×128 activation tiles;
+// DeepEP's fp8 dispatch).
+const fp8DispatchBytes = 1 + 4.0/128
+
+// moeNodeReach is how many distinct nodes a token's top-k experts lie on, on
+// average, when the expert-parallel group spans nodes nodes and routing limits a
+// token to topKGroups of groups groups laid out on them (DeepSeek-V3's node-limited
+// routing): k experts spread uniformly over the R nodes a token may reach reach
+// R·(1 − (1 − 1/R)^k) of them.
+func moeNodeReach(k, nodes, groups, topKGroups int) float64 {
+	r := float64(nodes)
+	if groups > 0 && topKGroups > 0 && groups >= nodes {
+		r = math.Min(r, float64(topKGroups))
+	}
+	if r <= 1 {
+		return 1
+	}
+	return r * (1 - math.Pow(1-1/r, float64(k)))
 }
 
 // pipeline prices the pipeline's sends between stages and its bubble, the fill and
@@ -676,6 +722,16 @@ func (p *pricing) pipeline() error {
 			return err
 		}
 		p.ppExposed, send = 2*x*(v*mf+pf-1), x
+		if l.Schedule == DualPipe {
+			// DualPipe sends a chunk's activations while the paired forward and
+			// backward chunks compute (DeepSeek-V3 report §3.2.1: "both all-to-all
+			// and PP communication can be fully hidden"); only the pipeline's fill
+			// and drain wait for them.
+			hid := 2 * x * v * mf
+			p.ppExposed -= hid
+			p.hiddenPerMB += hid / mf
+			p.res.Breakdown.Hidden[CommPP] = hid
+		}
 	}
 	p.bubble = (pf - 1) / v * perMB
 	// Qi et al. 2024 and the DeepSeek-V3 report (Table 2), with B the whole backward
@@ -978,8 +1034,13 @@ func (p *pricing) optimizer() {
 func (p *pricing) assemble() {
 	bd := &p.res.Breakdown
 	mf := p.mf
-	// Contention: overlapped communication occupies SMs.
-	commSMs := 16.0 / math.Max(1, p.rates.sms)
+	// Contention: overlapped communication occupies SMs, the framework's share
+	// (16 by default: NCCL's channels of one collective).
+	sms := 16.0
+	if fw, err := framework.Lookup(p.req.Training.Framework); err == nil && fw.CommSMs > 0 {
+		sms = fw.CommSMs
+	}
+	commSMs := sms / math.Max(1, p.rates.sms)
 	contPerMB := p.hiddenPerMB * commSMs
 
 	bd.Forward = mf * p.fwd

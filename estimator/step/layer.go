@@ -46,6 +46,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 	var fwd, bwd float64
 	var lt layerTimes
+	var moeBytes float64 // the MoE layer's memory-bound traffic, forward
 	mods := l.recomputeMask()
 	// again prices a GEMM of a recomputed module once more.
 	again := func(bit uint8, g gemm) {
@@ -126,6 +127,20 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		}
 		add(gemm{routerTokens, float64(a.MoE.Experts), h, 1, false})
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
+		// Memory-bound MoE kernels, per token this rank routes: the router's
+		// softmax (or sigmoid), top-k and auxiliary loss over fp32 scores (write the
+		// logits, read and write the probabilities, read them for top-k and the
+		// loss: 20 B per expert); the permutation gathering k copies of each token
+		// into expert order (read and write k·h) and the un-permutation summing
+		// them back (read k·h, write h), in 16 bits; without fused permutation
+		// Megatron-Core also sorts the received chunks by local expert after the
+		// dispatch and back before the combine (read and write k·h each).
+		kf := float64(a.MoE.TopK) * req.Training.moeLoad()
+		perm := 3*kf + 1
+		if fw, err := framework.Lookup(req.Training.Framework); err == nil && !fw.FusedPermute && local > 1 {
+			perm += 4 * kf
+		}
+		moeBytes = routerTokens * (moeRouterBytesPerExpert*float64(a.MoE.Experts) + 2*perm*h)
 		if mods&(rmMoEAct|rmMoE) != 0 {
 			// The activation function again: read its inputs, write its output.
 			lt.modsFwd += 2 * tokens * act / r.hbm
@@ -191,8 +206,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		hPart /= t
 	}
 	elem := 2 * tokens * (hPart + act) / r.hbm
-	fwd += elem
-	bwd += 2 * elem
+	fwd += elem + moeBytes/r.hbm
+	bwd += 2*elem + moeBytes/r.hbm // the gradients permuted back the same way
 	lt.opsFwd = ops + elem
 	if mods&rmCoreAttn != 0 {
 		lt.modsFwd += lt.attnFwd
@@ -216,6 +231,11 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	lt.bwd = math.Max(bwd, 2*launch)
 	return lt
 }
+
+// moeRouterBytesPerExpert is the router's memory traffic per token and expert:
+// the fp32 logits written, the probabilities read and written, read again for the
+// top-k and the auxiliary loss.
+const moeRouterBytesPerExpert = 20
 
 // fp8Casts adds the casts of one layer's fp8 matmuls to its forward and backward
 // time: the inputs of the four matmul groups (QKV, output projection, MLP in, MLP
@@ -352,15 +372,27 @@ func pairMatmulParams(req Request, p model.Params, nDense, nMoE int) (dense, exp
 // stage of stageLayers layers (MoE layers in their share, layers not recomputed
 // with all of theirs).
 func activationsPerLayer(req Request, stageLayers int) float64 {
+	return activationsPerLayerOf(req, stageLayers, -1)
+}
+
+// activationsPerLayerOf is activationsPerLayer for layers of which moeShare are MoE
+// layers (negative: the model's share, 1/Frequency).
+func activationsPerLayerOf(req Request, stageLayers int, moeShare float64) float64 {
 	a, t, l := req.Model, req.Training, req.Layout
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	mods := l.recomputeMask()
+	if t.NoDropout {
+		mods |= actNoDropout
+	}
 	perLayer := func(rc Recompute) float64 {
 		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations)
 		if a.MoE != nil {
 			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations)
 			every := float64(max(1, a.MoE.Frequency))
+			if moeShare >= 0 {
+				return per*(1-moeShare) + moe*moeShare
+			}
 			per = per*(1-1/every) + moe/every
 		}
 		return per
@@ -382,7 +414,7 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	if req.Training.Precision == FP8 {
 		md, me = matmulParams(req, req.Model.Params(), stageLayers)
 	}
-	return e.memoryOf(req, stageLayers, float64(stageLayers), dense, expert, md, me, false, m)
+	return e.memoryOf(req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
 }
 
 // dualPipeMemory is the peak memory of the DualPipe rank that needs the most: rank
@@ -405,7 +437,11 @@ func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
 		if req.Training.Precision != FP8 {
 			md, me = 0, 0
 		}
-		mem := e.memoryOf(req, stageLayers, float64(nd+nm)/2, dense, expert, md, me, ends, m)
+		share := -1.0
+		if nd+nm > 0 {
+			share = float64(nm) / float64(nd+nm)
+		}
+		mem := e.memoryOf(req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
 		if r == 0 || mem.Total > peak.Total {
 			peak = mem
 			peak.Stage = r
@@ -418,7 +454,7 @@ func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
 // of them the layers' matmul weights, fp8 training only) and the activations of
 // actLayers layers per micro-batch in flight; ends: a DualPipe rank that holds both
 // the first and the last stage.
-func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, dense, expert, md, me float64, ends bool, m int) Memory {
+func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, dense, expert, md, me float64, ends bool, m int) Memory {
 	a, t, l := req.Model, req.Training, req.Layout
 	o := t.Optimizer
 	const gb = 1e9
@@ -494,7 +530,7 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, dense, exp
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	scores := t.UnfusedAttention
-	per := activationsPerLayer(req, stageLayers)
+	per := activationsPerLayerOf(req, stageLayers, moeShare)
 	mem.ActivationBytesPerLayer = per
 	inflight := inFlight(l.Schedule, l.PP, l.VirtualStages, m)
 	mem.InFlight = inflight
@@ -507,13 +543,17 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, dense, exp
 	tokens := b * s
 	h, v := float64(a.Hidden), float64(a.Vocab)
 	firstEmb := 3 * tokens * h * inflight // embedding output and its dropout mask
+	if t.NoDropout {
+		firstEmb = 2 * tokens * h * inflight
+	}
 	// The loss's peak per logit (vocab-parallel over TP) depends on how the
 	// framework computes cross entropy (framework.LossBytesPerLogit).
 	lossBytes := float64(framework.MegatronLossBytesPerLogit)
 	if fw, err := framework.Lookup(t.Framework); err == nil && fw.LossBytesPerLogit > 0 {
 		lossBytes = fw.LossBytesPerLogit
 	}
-	lastLogits := lossBytes * tokens * v / float64(l.TP)
+	// The multi-token-prediction modules compute their own logits and loss.
+	lastLogits := lossBytes * tokens * v / float64(l.TP) * float64(1+a.MTPLayers)
 	first := act + firstEmb
 	last := per*layers*math.Min(1, inflight) + lastLogits // the last stage holds one micro-batch
 	if l.PP == 1 || ends {

@@ -151,8 +151,11 @@ func activationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 		lin = fp8ActivationBytes
 	}
 	// Outside the TP region: the norm inputs (4sbh), the norm outputs (the attention
-	// and MLP inputs), two dropout masks (2sbh).
+	// and MLP inputs), two dropout masks (2sbh; none without dropout).
 	outside := 6 * sbh
+	if mods&actNoDropout != 0 {
+		outside = 4 * sbh
+	}
 	if mods&rmLayerNorm == 0 {
 		outside += 2 * lin * sbh
 	}

@@ -62,6 +62,9 @@ const (
 	rmMLP
 	rmShared
 	rmMoE
+	// actNoDropout is not a module: it tells activationBytes that no dropout mask
+	// is saved (Training.NoDropout).
+	actNoDropout uint8 = 1 << 7
 )
 
 // recomputeModuleNames are Megatron-Core's names of the recompute modules.
@@ -187,6 +190,11 @@ type Training struct {
 	// activations in FP8 format for the backward pass of the Linear operator", the
 	// SwiGLU inputs in FP8, the attention output in E5M6).
 	FP8Activations bool `json:"fp8_activations,omitempty"`
+	// NoDropout: the model trains without dropout, so no dropout masks are saved
+	// (Korthikanti et al. count two per layer and one after the embedding, 1 B per
+	// element). Llama 3, Qwen3 and DeepSeek-V3 pre-train without dropout
+	// (DeepSeek-V3 config.json: attention_dropout 0.0, no hidden dropout).
+	NoDropout bool `json:"no_dropout,omitempty"`
 	// DPReduceAfterBackward: data-parallel gradients (ZeRO 0–2) are reduced after the
 	// backward pass instead of bucket by bucket under it — DeepSpeed's pipeline engine
 	// reduces after the pipeline flush, and its ZeRO-1/2 reduce on the compute stream

@@ -213,6 +213,7 @@ func (t Training) Normalise() Training {
 			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
 		}
 		t.DPReduceAfterBackward = t.DPReduceAfterBackward || fw.DPReduceAfterBackward
+		t.FP8Activations = t.FP8Activations || fw.FP8Activations && t.Precision == FP8
 		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
 		}
