@@ -64,9 +64,10 @@ func TestDeepSeekV3Cost(t *testing.T) {
 	if !m.Fits {
 		t.Errorf("the published layout ran, but needs %.1f GB of %.1f", m.Total, m.Capacity)
 	}
-	// DualPipe hides the all-to-alls and the pipeline sends: at most the fill and
-	// drain stay exposed, and the SMs they take cost little.
-	if x := bd.Exposed[step.CommEP] + bd.Exposed[step.CommPP]; x > 0.01*r.StepTime {
+	// DualPipe hides the all-to-alls and the pipeline sends but those of the
+	// unpaired warm-up and cool-down chunks ((P − 2)/M of them) and of the fill and
+	// drain, and the SMs they take cost little.
+	if x := bd.Exposed[step.CommEP] + bd.Exposed[step.CommPP]; x > 0.03*r.StepTime || x > (16-2)/120.0*bd.Hidden[step.CommEP]+0.1 {
 		t.Errorf("exposed EP + PP %.2f s of %.2f s", x, r.StepTime)
 	}
 	if bd.Hidden[step.CommEP] <= 0 || bd.Contention > 0.05*r.StepTime {

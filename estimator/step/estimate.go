@@ -672,8 +672,19 @@ func (p *pricing) expertParallel() (float64, error) {
 	}
 	epPerMB := 2 * (d + c) * nMoE
 	if l.OverlapEP || l.Schedule == DualPipe {
-		// Under another micro-batch's compute; what outlasts it stays exposed.
-		hid := math.Min(epPerMB, p.fwd+p.bwd)
+		// A micro-batch's all-to-alls run under the compute of the chunk paired with
+		// it — one micro-batch's forward with another's backward (Megatron-Core's
+		// overlapped MoE all-to-all merges them; DualPipe's F&B chunks, DeepSeek-V3
+		// Fig. 4) —; what outlasts that compute stays exposed. The forward chunks of
+		// the warm-up and the backward chunks of the cool-down have no partner: on
+		// the first stage P − 1 of each under 1F1B (one with PP 1), P − 2 under
+		// DualPipe (its step 1, deepseek-ai/DualPipe), out of the M micro-batches.
+		unpaired := math.Max(1, float64(l.PP-1))
+		if l.Schedule == DualPipe {
+			unpaired = math.Max(1, float64(l.PP-2))
+		}
+		u := math.Min(1, unpaired/p.mf)
+		hid := (1 - u) * math.Min(epPerMB, p.fwd+p.bwd)
 		epPerMB -= hid
 		p.hiddenPerMB += hid
 		p.res.Breakdown.Hidden[CommEP] = hid * p.mf

@@ -48,7 +48,20 @@ func TestMoEImbalanceCapacityTopK(t *testing.T) {
 	if !(skew.Breakdown.Forward > capped.Breakdown.Forward && capped.Breakdown.Forward > base.Breakdown.Forward) {
 		t.Errorf("forward: balanced %.4f, capped %.4f, imbalanced %.4f s", base.Breakdown.Forward, capped.Breakdown.Forward, skew.Breakdown.Forward)
 	}
+	// Padded to capacity (Megatron-Core's --moe-pad-expert-input-to-capacity): a
+	// balanced router still computes and sends capacity × the mean tokens.
+	padded := run(func(r *step.Request) {
+		r.Training.MoECapacityFactor, r.Training.MoEPadToCapacity = 1.25, true
+	})
+	if b := epBytes(base); math.Abs(epBytes(padded)/b-1.25) > 1e-9 || !(padded.Breakdown.Forward > base.Breakdown.Forward) {
+		t.Errorf("padded to capacity 1.25 with a balanced router: all-to-all ×%.3f, forward %.4f vs %.4f s", epBytes(padded)/b, padded.Breakdown.Forward, base.Breakdown.Forward)
+	}
 	req := moeRequest(t, "mixtral-8x7b", 8)
+	req.Training.MoEPadToCapacity = true
+	if _, err := step.New().Estimate(req); err == nil || !strings.Contains(err.Error(), "training.moe_pad_to_capacity") {
+		t.Errorf("padding without a capacity factor: %v", err)
+	}
+	req = moeRequest(t, "mixtral-8x7b", 8)
 	req.Training.MoEImbalance = 0.5
 	if _, err := step.New().Estimate(req); err == nil || !strings.Contains(err.Error(), "training.moe_imbalance") {
 		t.Errorf("imbalance 0.5: %v", err)

@@ -208,14 +208,23 @@ type Training struct {
 	// and drops the rest (GShard/Switch token dropping); 0: dropless (Megatron-Core's
 	// and DeepSeek's default), the busiest rank takes all its tokens.
 	MoECapacityFactor float64 `json:"moe_capacity_factor,omitempty"`
+	// MoEPadToCapacity, with a capacity factor, pads every expert's tokens up to its
+	// capacity (Megatron-Core's --moe-pad-expert-input-to-capacity, GShard's fixed
+	// expert buffers): every expert computes, and the all-to-all carries, capacity
+	// factor × the mean tokens whatever the router's balance.
+	MoEPadToCapacity bool `json:"moe_pad_to_capacity,omitempty"`
 }
 
 // moeLoad is how many times the mean tokens the busiest expert-parallel rank
-// processes: the imbalance, capped by the capacity factor when tokens are dropped.
+// processes: the imbalance, capped by the capacity factor when tokens are dropped,
+// or the capacity factor itself when the experts' inputs are padded to capacity.
 func (t Training) moeLoad() float64 {
 	f := max(1, t.MoEImbalance)
 	if c := t.MoECapacityFactor; c > 0 {
 		f = min(f, c)
+		if t.MoEPadToCapacity {
+			f = c
+		}
 	}
 	return f
 }

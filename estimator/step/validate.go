@@ -262,6 +262,9 @@ func (t Training) validate() error {
 	if v := t.MoECapacityFactor; !(v == 0 || v > 0 && v <= 1e4) {
 		c.Add("training.moe_capacity_factor", "must be in (0, 10000], or 0 for dropless (got %v)", v)
 	}
+	if t.MoEPadToCapacity && t.MoECapacityFactor == 0 {
+		c.Add("training.moe_pad_to_capacity", "pads to the capacity of moe_capacity_factor, which is 0 (dropless)")
+	}
 	switch {
 	case t.FP8Recipe == "":
 	case t.Precision != FP8:
