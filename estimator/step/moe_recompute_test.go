@@ -43,7 +43,10 @@ func TestRecomputeModules(t *testing.T) {
 			r.Cluster = cluster(t, "dgx-h100", 1)
 			r.Training.GlobalBatch = 64
 		}, "layout.recompute_modules[0]"},
-		{"fp8 activations in bf16", func(r *step.Request) { r.Training.Precision, r.Training.Framework = step.BF16, "megatron-core"; r.Training.FP8Activations = true }, "training.fp8_activations"},
+		{"fp8 activations in bf16", func(r *step.Request) {
+			r.Training.Precision, r.Training.Framework = step.BF16, "megatron-core"
+			r.Training.FP8Activations = true
+		}, "training.fp8_activations"},
 	} {
 		r := req
 		c.edit(&r)
