@@ -978,6 +978,22 @@ func (p *pricing) gradientSync() (float64, error) {
 		}
 		grad += eg
 	}
+	if l.Schedule == DualPipe && l.PP > 1 {
+		// DualPipe: ranks r and P−1−r each hold a copy of stages r and P−1−r
+		// (deepseek-ai/DualPipe), trained by the micro-batches of opposite
+		// directions, so after the data-parallel reduction each rank sums its
+		// shard of both stages' gradients with its mirror's (rank 0's mirror is
+		// the last pipeline rank).
+		mirror := (stageParams + expertParams) * o.GradBytes
+		if l.ZeRO >= 1 {
+			mirror = (stageParams/float64(p.denseShard) + expertParams/float64(max(1, p.expertShard))) * o.GradBytes
+		}
+		x, err := p.commOn(CommDP, CommEmbed, collective.AllReduce, mirror, 1, "end of step: DualPipe's two copies of each stage sum their gradient shards (rank r with rank P−1−r)")
+		if err != nil {
+			return 0, err
+		}
+		tdp += x
+	}
 	// Gradient buckets reduce while the last micro-batch's backward runs; the
 	// last bucket waits for the end of it.
 	last := tdp * math.Min(1, p.e.k.DPBucketBytes/math.Max(grad, 1))
