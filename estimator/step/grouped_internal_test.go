@@ -56,7 +56,7 @@ func TestGroupedFP8ExpertGEMMsH800(t *testing.T) {
 		t.Fatal("no H800 fp8 rates")
 	}
 	for _, c := range []struct {
-		groups, m, n, k float64
+		groups, m, n, k   float64
 		deepGEMM, speedup float64 // TFLOPS, × over the CUTLASS 3.6 implementation
 	}{
 		{4, 8192, 4096, 7168, 1346, 1.3},
