@@ -64,11 +64,13 @@ type Profile struct {
 	PipelineScatterGather bool
 	// DedupDispatch: the MoE all-to-all sends each token across the network once per
 	// node it is routed to and forwards it to that node's experts over NVLink
-	// (DeepEP's normal kernels; DeepSeek-V3 report §3.2.2), and under fp8 training
-	// dispatches in fp8 (the forward dispatch and the backward one of the output
-	// gradients; combines stay in 16 bits, §3.3.3) — instead of one copy per routed
-	// expert in 16 bits (Megatron-Core's all-to-all token dispatcher).
+	// (DeepEP's normal kernels; DeepSeek-V3 report §3.2.2) — instead of one copy per
+	// routed expert (Megatron-Core's all-to-all token dispatcher).
 	DedupDispatch bool
+	// FP8Dispatch: under fp8 training the dispatch all-to-alls (the forward one and
+	// the backward one of the output gradients) carry fp8 with 1×128 scales; the
+	// combines stay in 16 bits (DeepSeek-V3 §3.3.3).
+	FP8Dispatch bool
 	// FusedPermute: the MoE token permutation and un-permutation run as fused
 	// gather/scatter kernels (or inside the dispatch kernels) rather than PyTorch's
 	// index_select and sort-by-expert chunks (Megatron-Core's --moe-permute-fusion,
@@ -189,6 +191,7 @@ var profiles = []Profile{
 			"over IB then NVLink on 20 SMs with fp8 dispatch, fused permutation, fp8 activation caching",
 		Source:         "DeepSeek-V3 technical report, arXiv:2412.19437, §3.2.1–3.2.2 (DualPipe, cross-node all-to-all, 20 SMs), §3.3 (fp8 training, low-precision storage and communication); deepseek-ai/DeepEP README",
 		DedupDispatch:  true,
+		FP8Dispatch:    true,
 		FusedPermute:   true,
 		CommSMs:        20,
 		FP8Activations: true,

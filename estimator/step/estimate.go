@@ -644,7 +644,7 @@ func (p *pricing) expertParallel() (float64, error) {
 	}
 	dispatch, combine := x, x
 	fw, _ := framework.Lookup(t.Framework)
-	if fw.DedupDispatch {
+	if t.MoEDispatcher == DispatchDeepEP {
 		pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, p.eg, CommEP)
 		if err != nil {
 			return 0, err
@@ -656,7 +656,7 @@ func (p *pricing) expertParallel() (float64, error) {
 			f := moeNodeReach(a.MoE.TopK, nodes, a.MoE.Groups, a.MoE.TopKGroups) / k
 			dispatch, combine = x*f, x*f
 		}
-		if p.rates.fp8 {
+		if p.rates.fp8 && fw.FP8Dispatch {
 			dispatch *= fp8DispatchBytes / 2
 		}
 	}

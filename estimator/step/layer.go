@@ -137,7 +137,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// dispatch and back before the combine (read and write k·h each).
 		kf := float64(a.MoE.TopK) * req.Training.moeLoad()
 		perm := 3*kf + 1
-		if fw, err := framework.Lookup(req.Training.Framework); err == nil && !fw.FusedPermute && local > 1 {
+		if !req.Training.MoEPermuteFusion && local > 1 {
 			perm += 4 * kf
 		}
 		moeBytes = routerTokens * (moeRouterBytesPerExpert*float64(a.MoE.Experts) + 2*perm*h)

@@ -123,4 +123,20 @@ func TestDedupDispatch(t *testing.T) {
 	if !(dis.TimeUs < com.TimeUs && com.TimeUs < full.TimeUs) {
 		t.Errorf("all-to-all times: dispatch %.0f µs, combine %.0f µs, per-expert copies %.0f µs", dis.TimeUs, com.TimeUs, full.TimeUs)
 	}
+	// Megatron-Core with DeepEP (--moe-enable-deepep): the same per-node copies,
+	// dispatched in 16 bits.
+	deepep := mc
+	deepep.Training.MoEDispatcher = step.DispatchDeepEP
+	r3, err := step.New().Estimate(deepep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := commOf(r3, "ep", "alltoall", ""); math.Abs(c.Bytes/full.Bytes-reach/8) > 1e-9 {
+		t.Errorf("megatron-core with deepep: all-to-all bytes ×%.4f, want %.4f", c.Bytes/full.Bytes, reach/8)
+	}
+	bad := mc
+	bad.Training.MoEDispatcher = "allgather"
+	if _, err := step.New().Estimate(bad); err == nil || !strings.Contains(err.Error(), "training.moe_dispatcher") {
+		t.Errorf("dispatcher allgather: %v", err)
+	}
 }

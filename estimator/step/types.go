@@ -213,7 +213,21 @@ type Training struct {
 	// expert buffers): every expert computes, and the all-to-all carries, capacity
 	// factor × the mean tokens whatever the router's balance.
 	MoEPadToCapacity bool `json:"moe_pad_to_capacity,omitempty"`
+	// MoEDispatcher is the MoE token dispatcher: "alltoall" (Megatron-Core's
+	// MoEAlltoAllTokenDispatcher: one copy of a token per routed expert) or "deepep"
+	// (Megatron-Core's flex dispatcher with DeepEP, --moe-enable-deepep: one copy per
+	// node a token reaches, forwarded over NVLink); empty: the framework's.
+	MoEDispatcher string `json:"moe_dispatcher,omitempty"`
+	// MoEPermuteFusion: the token permutation runs as fused kernels
+	// (Megatron-Core's --moe-permute-fusion); false leaves it to the framework.
+	MoEPermuteFusion bool `json:"moe_permute_fusion,omitempty"`
 }
+
+// MoE token dispatchers (Training.MoEDispatcher).
+const (
+	DispatchAllToAll = "alltoall"
+	DispatchDeepEP   = "deepep"
+)
 
 // moeLoad is how many times the mean tokens the busiest expert-parallel rank
 // processes: the imbalance, capped by the capacity factor when tokens are dropped,

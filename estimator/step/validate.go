@@ -214,6 +214,13 @@ func (t Training) Normalise() Training {
 		}
 		t.DPReduceAfterBackward = t.DPReduceAfterBackward || fw.DPReduceAfterBackward
 		t.FP8Activations = t.FP8Activations || fw.FP8Activations && t.Precision == FP8
+		t.MoEPermuteFusion = t.MoEPermuteFusion || fw.FusedPermute
+		if t.MoEDispatcher == "" {
+			t.MoEDispatcher = DispatchAllToAll
+			if fw.DedupDispatch {
+				t.MoEDispatcher = DispatchDeepEP
+			}
+		}
 		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
 		}
@@ -261,6 +268,11 @@ func (t Training) validate() error {
 	}
 	if v := t.MoECapacityFactor; !(v == 0 || v > 0 && v <= 1e4) {
 		c.Add("training.moe_capacity_factor", "must be in (0, 10000], or 0 for dropless (got %v)", v)
+	}
+	switch t.MoEDispatcher {
+	case "", DispatchAllToAll, DispatchDeepEP:
+	default:
+		c.Add("training.moe_dispatcher", "must be alltoall or deepep (got %q)", t.MoEDispatcher)
 	}
 	if t.MoEPadToCapacity && t.MoECapacityFactor == 0 {
 		c.Add("training.moe_pad_to_capacity", "pads to the capacity of moe_capacity_factor, which is 0 (dropless)")
