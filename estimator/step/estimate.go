@@ -692,6 +692,42 @@ func (p *pricing) expertParallel() (float64, error) {
 	return epPerMB, nil
 }
 
+// commSMs is how many SMs the framework's overlapped communication occupies: 16
+// by default, NCCL's channels of one collective.
+func commSMs(name string) float64 {
+	if fw, err := framework.Lookup(name); err == nil && fw.CommSMs > 0 {
+		return fw.CommSMs
+	}
+	return 16
+}
+
+// moeNote says how the MoE layers were priced: the expert groups, the dispatcher,
+// the load of the busiest rank and what of the all-to-all hides.
+func (p *pricing) moeNote() string {
+	t, l := &p.req.Training, &p.req.Layout
+	perm := "unfused permutation"
+	if t.MoEPermuteFusion {
+		perm = "fused permutation"
+	}
+	load := "dropless, balanced"
+	switch {
+	case t.MoECapacityFactor > 0 && t.MoEPadToCapacity:
+		load = fmt.Sprintf("padded to capacity %.2g× the mean tokens", t.MoECapacityFactor)
+	case t.MoECapacityFactor > 0 || t.MoEImbalance > 1:
+		load = fmt.Sprintf("busiest rank at %.2g× the mean tokens", t.moeLoad())
+	}
+	hide := "exposed"
+	if l.OverlapEP || l.Schedule == DualPipe {
+		hide = "hidden under the paired micro-batch's compute but for the unpaired warm-up and cool-down chunks"
+	}
+	holders := "each expert copy held by one rank"
+	if n := l.expertShard(); n > 1 {
+		holders = fmt.Sprintf("expert gradients reduced over %d ranks", n)
+	}
+	return fmt.Sprintf("MoE: expert groups folded over the stage's ranks (expert TP %d × EP %d, %s); %s dispatcher, %s; %s; all-to-all %s",
+		l.etp(), max(1, l.EP), holders, t.MoEDispatcher, perm, load, hide)
+}
+
 // fp8DispatchBytes is the width of a token element dispatched in fp8: one byte and
 // a 4-byte fp32 scale per 128 elements (DeepSeek-V3 §3.3.2's 1×128 activation tiles;
 // DeepEP's fp8 dispatch).
@@ -1061,14 +1097,9 @@ func (p *pricing) optimizer() {
 func (p *pricing) assemble() {
 	bd := &p.res.Breakdown
 	mf := p.mf
-	// Contention: overlapped communication occupies SMs, the framework's share
-	// (16 by default: NCCL's channels of one collective).
-	sms := 16.0
-	if fw, err := framework.Lookup(p.req.Training.Framework); err == nil && fw.CommSMs > 0 {
-		sms = fw.CommSMs
-	}
-	commSMs := sms / math.Max(1, p.rates.sms)
-	contPerMB := p.hiddenPerMB * commSMs
+	// Contention: overlapped communication occupies SMs, the framework's share.
+	smShare := commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms)
+	contPerMB := p.hiddenPerMB * smShare
 
 	bd.Forward = mf * p.fwd
 	if p.rates.fp8 && p.req.Training.FP8Recipe == FP8Delayed {
@@ -1128,6 +1159,9 @@ func (p *pricing) explain() {
 	}
 	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
 		res.Assumptions = append(slices.Clip(res.Assumptions), offloadNote(*l, cl))
+	}
+	if m := p.req.Model.MoE; m != nil {
+		res.Assumptions = append(slices.Clip(res.Assumptions), p.moeNote())
 	}
 	if d := cl.Degraded; d != "" {
 		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(

@@ -642,7 +642,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		fmt.Sprintf("attention core at %.0f%% of the 16-bit peak for FlashAttention-2-class kernels at 16k keys, scaled by the kernel's published speed at the call's key length (Shah et al. 2024)%s; %s", 100*r.attnEff, kernel, attn),
 		fmt.Sprintf("elementwise kernels at %.0f%% of HBM bandwidth; at least %.0f kernel launches of %.0f µs per layer forward", 100*e.k.HBMEfficiency, e.k.KernelsPerLayer, e.k.KernelLaunchUs),
 		dpNote + zero3,
-		"communication overlapped with compute slows it by the share of SMs its kernels take (16 channels)",
+		fmt.Sprintf("communication overlapped with compute slows it by the share of SMs its kernels take (%.0f)", commSMs(req.Training.Framework)),
 	}
 	if r.fp8 {
 		cast := fmt.Sprintf("%s scaling: casts read 16 bits and write fp8 and its transpose (%d B per element)", req.Training.FP8Recipe, fp8CastBytes)
