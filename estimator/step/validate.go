@@ -213,14 +213,7 @@ func (t Training) Normalise() Training {
 			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
 		}
 		t.DPReduceAfterBackward = t.DPReduceAfterBackward || fw.DPReduceAfterBackward
-		t.FP8Activations = t.FP8Activations || fw.FP8Activations && t.Precision == FP8
-		t.MoEPermuteFusion = t.MoEPermuteFusion || fw.FusedPermute
-		if t.MoEDispatcher == "" {
-			t.MoEDispatcher = DispatchAllToAll
-			if fw.DedupDispatch {
-				t.MoEDispatcher = DispatchDeepEP
-			}
-		}
+		t = t.withMoEProfile(fw)
 		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
 		}
@@ -269,23 +262,13 @@ func (t Training) validate() error {
 	if v := t.MoECapacityFactor; !(v == 0 || v > 0 && v <= 1e4) {
 		c.Add("training.moe_capacity_factor", "must be in (0, 10000], or 0 for dropless (got %v)", v)
 	}
-	switch t.MoEDispatcher {
-	case "", DispatchAllToAll, DispatchDeepEP:
-	default:
-		c.Add("training.moe_dispatcher", "must be alltoall or deepep (got %q)", t.MoEDispatcher)
-	}
-	if t.MoEPadToCapacity && t.MoECapacityFactor == 0 {
-		c.Add("training.moe_pad_to_capacity", "pads to the capacity of moe_capacity_factor, which is 0 (dropless)")
-	}
+	t.validateMoE(&c)
 	switch {
 	case t.FP8Recipe == "":
 	case t.Precision != FP8:
 		c.Add("training.fp8_recipe", "applies to precision fp8 only (precision is %s)", t.Precision)
 	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current:
 		c.Add("training.fp8_recipe", "must be delayed or current (got %q)", t.FP8Recipe)
-	}
-	if t.FP8Activations && t.Precision != FP8 {
-		c.Add("training.fp8_activations", "applies to precision fp8 only (precision is %s)", t.Precision)
 	}
 	if t.FP8Params && t.Precision != FP8 {
 		c.Add("training.fp8_params", "applies to precision fp8 only (precision is %s)", t.Precision)
@@ -364,25 +347,7 @@ func validate(r Request) error {
 	case l.RecomputeLayers > a.Layers/l.PP:
 		c.Add("layout.recompute_layers", "must be at most the %d layers of a pipeline stage (got %d)", a.Layers/l.PP, l.RecomputeLayers)
 	}
-	if len(l.RecomputeModules) > 0 {
-		if l.Recompute != RecomputeSelective {
-			c.Add("layout.recompute_modules", "names the modules of selective recomputation: needs recompute selective (got %q)", l.Recompute)
-		}
-		for i, n := range l.RecomputeModules {
-			ok := false
-			for _, r := range recomputeModuleNames {
-				ok = ok || r.name == n
-			}
-			switch {
-			case !ok:
-				c.Add(fmt.Sprintf("layout.recompute_modules[%d]", i), "must be core_attn, layernorm, mla_up_proj, moe_act, mlp, shared_experts or moe (got %q)", n)
-			case (n == "moe" || n == "moe_act" || n == "shared_experts") && a.MoE == nil:
-				c.Add(fmt.Sprintf("layout.recompute_modules[%d]", i), "%s needs an MoE model", n)
-			case n == "mla_up_proj" && a.MLA == nil:
-				c.Add(fmt.Sprintf("layout.recompute_modules[%d]", i), "mla_up_proj needs multi-head latent attention")
-			}
-		}
-	}
+	validateRecomputeModules(&c, l, a)
 	switch l.Schedule {
 	case GPipe, OneFOneB:
 		if l.VirtualStages != 1 {
