@@ -561,6 +561,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 		per = ar * (nFwd + 2)
 	}
 	tpPerMB := per * layers
+	var expertTP float64 // the dispatcher's expert-TP collectives, which async TP does not overlap
 	if nDense, nMoE := p.parts.nDense, p.parts.nMoE; l.moeDispatcher() && nMoE > 0 {
 		// The MoE layers' MLP half has no TP collectives of its own: each rank
 		// routes its own sequence-parallel share of the tokens (Megatron-Core's
@@ -582,17 +583,20 @@ func (p *pricing) tensorParallel() (float64, error) {
 			if err != nil {
 				return 0, err
 			}
-			tpPerMB += 2 * (ag + rs) * nMoE
+			expertTP = 2 * (ag + rs) * nMoE
 		}
 	}
 	if l.OverlapTP {
-		// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM time.
+		// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM
+		// time. The token dispatcher's expert-TP gathers feed the permutation, not
+		// a GEMM that could overlap them (Transformer Engine's userbuffers overlap
+		// the linear layers' collectives): they stay exposed.
 		hid := math.Min(tpPerMB, 0.9*(p.fwd+p.bwd))
 		p.res.Breakdown.Hidden[CommTP] = hid * mf
 		p.hiddenPerMB += hid
 		tpPerMB -= hid
 	}
-	return tpPerMB, nil
+	return tpPerMB + expertTP, nil
 }
 
 // contextParallel is the exposed time of one micro-batch's CP communication: the

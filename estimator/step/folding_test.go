@@ -78,6 +78,24 @@ func TestMoEParallelFolding(t *testing.T) {
 		t.Errorf("expert-TP all-gather of the dispatched tokens: %v over %d ranks", ok, c.Group)
 	}
 
+	// Async TP overlaps the linear layers' collectives, not the dispatcher's
+	// expert-TP gathers of the routed tokens: those stay exposed.
+	ov := req(2, 16, 8, 0, "")
+	ov.Layout.OverlapTP = true
+	ro, err := step.New().Estimate(ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expertTP float64
+	for _, c := range ro.Comms {
+		if c.KindName == "tp" && (strings.Contains(c.When, "dispatched tokens") || strings.Contains(c.When, "experts' output")) {
+			expertTP += c.TimeUs * 1e-6 * c.PerStep
+		}
+	}
+	if expertTP <= 0 || ro.Breakdown.Exposed[step.CommTP] < expertTP*(1-1e-9) {
+		t.Errorf("with async TP: TP exposed %.3f s, the expert-TP gathers take %.3f s", ro.Breakdown.Exposed[step.CommTP], expertTP)
+	}
+
 	// Bad layouts name the field.
 	for _, c := range []struct {
 		name  string
