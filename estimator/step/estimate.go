@@ -575,15 +575,16 @@ func (p *pricing) tensorParallel() (float64, error) {
 			// tokens (its share, k copies, the busiest rank's load).
 			t := &p.req.Training
 			x := p.tokens / p.tf * float64(p.req.Model.MoE.TopK) * p.h * 2 * t.moeLoad() * float64(et)
-			ag, err := p.commOn(CommTP, commExpertTP, collective.AllGather, x, nMoE*2*mf, "per MoE layer: expert-TP all-gather of the dispatched tokens forward, and of the output gradient backward")
+			n := 2 + p.moeRepeats()
+			ag, err := p.commOn(CommTP, commExpertTP, collective.AllGather, x, nMoE*n*mf, "per MoE layer: expert-TP all-gather of the dispatched tokens forward (again where recomputed), and of the output gradient backward")
 			if err != nil {
 				return 0, err
 			}
-			rs, err := p.commOn(CommTP, commExpertTP, collective.ReduceScatter, x, nMoE*2*mf, "per MoE layer: expert-TP reduce-scatter of the experts' output forward, and of the input gradient backward")
+			rs, err := p.commOn(CommTP, commExpertTP, collective.ReduceScatter, x, nMoE*n*mf, "per MoE layer: expert-TP reduce-scatter of the experts' output forward (again where recomputed), and of the input gradient backward")
 			if err != nil {
 				return 0, err
 			}
-			expertTP = 2 * (ag + rs) * nMoE
+			expertTP = n * (ag + rs) * nMoE
 		}
 	}
 	if l.OverlapTP {
@@ -664,17 +665,23 @@ func (p *pricing) expertParallel() (float64, error) {
 			dispatch *= fp8DispatchBytes / 2
 		}
 	}
-	d, err := p.comm(CommEP, collective.AllToAll, dispatch, nMoE*2*p.mf, "per MoE layer: dispatch forward, and the output gradient's backward")
-	if err != nil {
-		return 0, err
-	}
-	c := d
-	if combine != dispatch {
-		if c, err = p.comm(CommEP, collective.AllToAll, combine, nMoE*2*p.mf, "per MoE layer: combine forward, and the input gradient's backward"); err != nil {
+	n := 2 + p.moeRepeats()
+	var d, c float64
+	var err error
+	if combine == dispatch {
+		if d, err = p.comm(CommEP, collective.AllToAll, dispatch, 2*nMoE*n*p.mf, "per MoE layer: dispatch and combine forward (again where recomputed) and backward"); err != nil {
+			return 0, err
+		}
+		c = d
+	} else {
+		if d, err = p.comm(CommEP, collective.AllToAll, dispatch, nMoE*n*p.mf, "per MoE layer: dispatch forward (again where recomputed), and the output gradient's backward"); err != nil {
+			return 0, err
+		}
+		if c, err = p.comm(CommEP, collective.AllToAll, combine, nMoE*n*p.mf, "per MoE layer: combine forward (again where recomputed), and the input gradient's backward"); err != nil {
 			return 0, err
 		}
 	}
-	epPerMB := 2 * (d + c) * nMoE
+	epPerMB := n * (d + c) * nMoE
 	if l.OverlapEP || l.Schedule == DualPipe {
 		// A micro-batch's all-to-alls run under the compute of the chunk paired with
 		// it — one micro-batch's forward with another's backward (Megatron-Core's
@@ -694,6 +701,17 @@ func (p *pricing) expertParallel() (float64, error) {
 		p.res.Breakdown.Hidden[CommEP] = hid * p.mf
 	}
 	return epPerMB, nil
+}
+
+// moeRepeats is how many times, on average over the stage's MoE layers, the
+// forward dispatch and combine run again in the backward pass: where the layer is
+// fully recomputed, or its MoE module is (recompute module moe).
+func (p *pricing) moeRepeats() float64 {
+	l := &p.req.Layout
+	if l.recomputeMask()&rmMoE != 0 {
+		return 1
+	}
+	return l.recomputeShare(p.parts.stageLayers)
 }
 
 // commSMs is how many SMs the framework's overlapped communication occupies: 16

@@ -71,3 +71,41 @@ func TestMoEZeRO3GathersExperts(t *testing.T) {
 		t.Errorf("expert all-gather per layer %.6g bytes, want %.6g", expertGather, want)
 	}
 }
+
+// Where a MoE layer's forward runs again in the backward pass (full recomputation,
+// or the recompute module moe), so do its dispatch and combine: 3 of each per layer
+// and micro-batch instead of 2.
+func TestMoEAllToAllRecomputed(t *testing.T) {
+	calls := func(rc step.Recompute, mods ...string) float64 {
+		req := step.Request{
+			Model: arch(t, "mixtral-8x7b"), Cluster: cluster(t, "dgx-h100", 8),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 256},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 64, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: rc, RecomputeModules: mods},
+		}
+		res, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0.0
+		for _, c := range res.Comms {
+			if c.KindName == "ep" {
+				n += c.PerStep
+			}
+		}
+		return n
+	}
+	// 32 MoE layers × 4 micro-batches: dispatch and combine, forward and backward.
+	base := calls(step.RecomputeNone)
+	if want := 32.0 * 4 * 4; base != want {
+		t.Errorf("without recomputation %v all-to-all calls listed, want %v", base, want)
+	}
+	for _, c := range []struct {
+		name string
+		rc   step.Recompute
+		mods []string
+	}{{"full", step.RecomputeFull, nil}, {"moe module", step.RecomputeSelective, []string{"moe"}}} {
+		if got := calls(c.rc, c.mods...); got != 1.5*base {
+			t.Errorf("%s: %v all-to-all calls, want %v", c.name, got, 1.5*base)
+		}
+	}
+}
