@@ -700,6 +700,14 @@ func (p *pricing) expertParallel() (float64, error) {
 		p.hiddenPerMB += hid
 		p.res.Breakdown.Hidden[CommEP] = hid * p.mf
 	}
+	if l.OverlapSharedExpert && epPerMB > 0 {
+		// The shared experts' GEMMs of the same micro-batch run under its
+		// all-to-alls (forward and backward alike).
+		hid := math.Min(epPerMB, nMoE*p.parts.lcMoE.shared)
+		epPerMB -= hid
+		p.hiddenPerMB += hid
+		p.res.Breakdown.Hidden[CommEP] += hid * p.mf
+	}
 	return epPerMB, nil
 }
 

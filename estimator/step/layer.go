@@ -22,6 +22,8 @@ type layerTimes struct {
 	// modsFwd is what selective recomputation runs again of fwd: the modules of
 	// Layout.RecomputeModules (the attention core by default); modsFLOPs its FLOPs.
 	modsFwd, modsFLOPs float64
+	// shared is the shared experts' GEMMs inside fwd and bwd (MoE layers).
+	shared float64
 	// FLOPs of the forward, and of what selective and op-level recomputation run
 	// again (attention counted in full, as model FLOPs count it).
 	fwdFLOPs, attnFLOPs, opsFLOPs float64
@@ -147,8 +149,10 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		}
 		if sh := float64(a.MoE.SharedExperts); sh > 0 {
 			// Shared experts: every token, one dense MLP of sh·ExpertFFN.
+			before := fwd + bwd
 			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
 			add(gemm{tokens, h, sh * ef / t, 1, false})
+			lt.shared = fwd + bwd - before
 			again(rmShared|rmMoE, gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
 			again(rmShared|rmMoE, gemm{tokens, h, sh * ef / t, 1, false})
 			recompute(gemm{tokens, sh * ef / t, h, 1, false})

@@ -325,6 +325,11 @@ type Layout struct {
 	// micro-batches; DualPipe always does): only what outlasts that compute is
 	// exposed.
 	OverlapEP bool `json:"overlap_ep,omitempty"`
+	// OverlapSharedExpert runs the shared experts while the dispatch and combine
+	// all-to-alls of the same micro-batch are in flight (Megatron-Core's
+	// --moe-shared-expert-overlap): those hide under the shared experts' GEMMs,
+	// what outlasts them stays exposed.
+	OverlapSharedExpert bool `json:"overlap_shared_expert,omitempty"`
 	// ETP is expert tensor parallelism (Megatron-Core's
 	// --expert-tensor-parallel-size): how many ranks split each expert's matrices.
 	// 0 means tp: the experts are split like the dense MLP. With sequence

@@ -348,6 +348,7 @@ func validate(r Request) error {
 		c.Add("layout.recompute_layers", "must be at most the %d layers of a pipeline stage (got %d)", a.Layers/l.PP, l.RecomputeLayers)
 	}
 	validateRecomputeModules(&c, l, a)
+	validateMoELayout(&c, l, a)
 	switch l.Schedule {
 	case GPipe, OneFOneB:
 		if l.VirtualStages != 1 {
