@@ -390,9 +390,9 @@ func activationsPerLayerOf(req Request, stageLayers int, moeShare float64) float
 		mods |= actNoDropout
 	}
 	perLayer := func(rc Recompute) float64 {
-		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations)
+		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
 		if a.MoE != nil {
-			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations)
+			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
 			every := float64(max(1, a.MoE.Frequency))
 			if moeShare >= 0 {
 				return per*(1-moeShare) + moe*moeShare

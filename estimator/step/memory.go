@@ -78,7 +78,7 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 	if rc == RecomputeSelective {
 		mods = rmCoreAttn
 	}
-	return activationBytes(a, moe, s, skv, b, t, sp, rc, scores, mods, false)
+	return activationBytes(a, moe, s, skv, b, t, sp, rc, scores, mods, false, 1)
 }
 
 // fp8ActivationBytes is the width of an activation saved in fp8 (one byte; the
@@ -95,7 +95,9 @@ const (
 // Besides Korthikanti et al.'s terms it counts, for an MoE layer, the dispatched
 // (permuted) tokens the experts' first GEMM saves for its weight gradient — top-k
 // copies of each token —, and for multi-head latent attention the latents the
-// up-projections save (q_lora_rank + kv_lora_rank + the shared rotary key).
+// up-projections save (q_lora_rank + kv_lora_rank + the shared rotary key). The
+// routed experts' tensors are load × the mean's: the busiest rank's share
+// (Training.moeLoad: imbalance, capacity, padding).
 //
 //   - layernorm discards both norms' outputs (the attention and MLP inputs, 4sbh);
 //   - mla_up_proj discards the up-projected queries, keys and values (the latents
@@ -108,7 +110,7 @@ const (
 // With fp8 activations the inputs of the fp8 matmuls (norm outputs, latents,
 // dispatched tokens, the experts' second-GEMM inputs) and the activation
 // function's inputs are kept in one byte, the attention output in 12 bits.
-func activationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool, mods uint8, fp8 bool) float64 {
+func activationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool, mods uint8, fp8 bool, load float64) float64 {
 	h, f := float64(a.Hidden), float64(a.FFN)
 	tf := float64(t)
 	sbh := s * b * h
@@ -190,7 +192,7 @@ func activationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 	if moe && a.MoE != nil {
 		ef := width / (routed + shared)
 		if mods&rmMoE == 0 {
-			inside += mlp(routed*ef, mods&rmMoEAct != 0) + lin*routed*sbh
+			inside += (mlp(routed*ef, mods&rmMoEAct != 0) + lin*routed*sbh) * max(1, load)
 			if mods&rmShared == 0 {
 				inside += mlp(shared*ef, false)
 			}
