@@ -195,7 +195,7 @@ func statedValue(s string) (float64, error) {
 }
 
 // StepFromMeasure converts the primary measurement into seconds per step: the step
-// time as stated, seq × GBS / (tokens/s/GPU × GPUs), or GPU-hours per trillion
+// time as stated (or the median of a run log's step times), seq × GBS / (tokens/s/GPU × GPUs), or GPU-hours per trillion
 // tokens × 3600 / GPUs × tokens per step. It also returns the step-time band the
 // figure's rounding allows.
 func (r MoERun) StepFromMeasure() (s, lo, hi float64, err error) {
@@ -210,7 +210,7 @@ func (r MoERun) StepFromMeasure() (s, lo, hi float64, err error) {
 	tokens := float64(r.SeqLen) * float64(r.GlobalBatch)
 	n := float64(r.GPUs)
 	switch m.Metric {
-	case "step_time":
+	case "step_time", "step_time_median":
 		return m.Value, m.Value - half, m.Value + half, nil
 	case "tokens_per_sec_per_gpu":
 		f := func(v float64) float64 { return tokens / (v * n) }

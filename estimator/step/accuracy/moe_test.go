@@ -42,8 +42,8 @@ func TestMoERunsLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs: %d MoE (from %d sources), %d fp8, %d Blackwell; %d sources", len(runs), count["moe"], len(moeSources), count["fp8"], count["blackwell"], len(sources))
-	if len(runs) != 75 || count["moe"] != 42 || count["fp8"] != 41 || count["blackwell"] != 40 {
-		t.Errorf("want the data's 75 runs, 42 MoE, 41 fp8, 40 Blackwell")
+	if len(runs) != 92 || count["moe"] != 42 || count["fp8"] != 58 || count["blackwell"] != 48 {
+		t.Errorf("want the data's 92 runs, 42 MoE, 58 fp8, 48 Blackwell")
 	}
 	if len(moeSources) < 3 {
 		t.Errorf("MoE runs from %d sources, want 3 or more", len(moeSources))
@@ -74,7 +74,7 @@ func TestMoERunsLoad(t *testing.T) {
 		}
 		res, err := e.Estimate(req)
 		if err != nil {
-			inexpressible = append(inexpressible, fmt.Sprintf("%s: %v", r.ID, err))
+			t.Errorf("%s: %v", r.ID, err)
 			continue
 		}
 		note := ""
