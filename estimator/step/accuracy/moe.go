@@ -225,7 +225,8 @@ func (r MoERun) StepFromMeasure() (s, lo, hi float64, err error) {
 // Check verifies a row is internally consistent: every stated figure parses to its
 // value, GPUs = TP × PP × DP × CP, GBS = MBS × DP × gradient accumulation, the
 // expert layout divides the experts and the TP × CP × DP ranks it folds over, the
-// derived step time is the arithmetic its derivation shows, and a stated tokens/s
+// derived step time is the arithmetic its derivation shows, a log's median step time
+// lies between its minimum and maximum, and a stated tokens/s
 // agrees with seq × GBS / step time within the printed figures' rounding.
 func (r MoERun) Check() error {
 	var errs []error
@@ -277,6 +278,13 @@ func (r MoERun) Check() error {
 	}
 	if math.Abs(r.DerivedStepS-s) > 1e-5*s {
 		bad("derived_step_time_s %.6f, but the measurement gives %.6f (%s)", r.DerivedStepS, s, r.Derivation)
+	}
+	if med, ok := r.measure("step_time_median"); ok {
+		lo, okLo := r.measure("step_time_min")
+		hi, okHi := r.measure("step_time_max")
+		if !okLo || !okHi || lo.Value > med.Value || med.Value > hi.Value {
+			bad("step_time_median %v needs step_time_min ≤ it ≤ step_time_max", med.Value)
+		}
 	}
 	if tps, ok := r.measure("tokens_per_sec"); ok && r.Measured[0].Metric == "step_time" {
 		b := r.GlobalBatch
