@@ -451,6 +451,9 @@ func layoutString(l step.Layout) string {
 		s += fmt.Sprintf(" ep%d", l.EP)
 	}
 	s += fmt.Sprintf(" z%d mbs%d %s", l.ZeRO, l.MicroBatch, l.Recompute)
+	if len(l.RecomputeModules) > 0 {
+		s += "[" + strings.Join(l.RecomputeModules, ",") + "]"
+	}
 	if l.SP {
 		s += " sp"
 	}
@@ -460,8 +463,8 @@ func layoutString(l step.Layout) string {
 			s += fmt.Sprintf("×%d", l.VirtualStages)
 		}
 	}
-	if l.ETP == 1 && l.TP > 1 {
-		s += " etp1"
+	if l.ETP >= 1 && l.ETP < l.TP {
+		s += fmt.Sprintf(" etp%d", l.ETP)
 	}
 	if l.Offload != "" && l.Offload != step.OffloadNone {
 		s += " offload-" + string(l.Offload)
