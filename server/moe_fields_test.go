@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -290,5 +291,36 @@ func TestMoEFieldErrorsREST(t *testing.T) {
 	var st struct{ Message string }
 	if err := json.Unmarshal(raw, &st); err != nil || !strings.Contains(st.Message, "core_attn") {
 		t.Errorf("message %q (%v): should list the modules", st.Message, err)
+	}
+}
+
+// docs/service.md's MoE request runs as written.
+func TestServiceDocMoEExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/service.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start = "curl -s -X POST localhost:8080/v1/steps:estimate -d '{\"model\": {\"name\": \"qwen3-235b-a22b\"}"
+	i := strings.Index(string(doc), start)
+	if i < 0 {
+		t.Fatal("docs/service.md lacks the Qwen3-235B-A22B example")
+	}
+	body, _, ok := strings.Cut(string(doc[i+len("curl -s -X POST localhost:8080/v1/steps:estimate -d '"):]), "'")
+	if !ok {
+		t.Fatal("the example's body does not end")
+	}
+	d := startDaemon(t, nil)
+	defer func() {
+		if err := d.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	resp, raw := post(t, "http://"+d.httpAddr+"/v1/steps:estimate", body)
+	var r pb.EstimateStepResponse
+	if resp.StatusCode != http.StatusOK || protojson.Unmarshal(raw, &r) != nil {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	if l := r.GetEstimate().GetLayout(); l.GetEp() != 32 || l.GetDp() != 16 || len(l.GetRecomputeModules()) != 2 || !r.GetEstimate().GetMemory().GetFits() {
+		t.Errorf("layout %v, memory %v", l, r.GetEstimate().GetMemory())
 	}
 }

@@ -107,3 +107,38 @@ func TestMoEFlagErrors(t *testing.T) {
 		t.Errorf("plan --moe-dispatcher flex: exit %d, %q", code, errOut)
 	}
 }
+
+// The README's MoE examples run as written (continuation lines joined).
+func TestREADMEMoEExamples(t *testing.T) {
+	data, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	cur := ""
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		if cur == "" && !strings.HasPrefix(l, "go run ./cmd/stepcost estimate --model qwen3-235b-a22b") &&
+			!strings.HasPrefix(l, "go run ./cmd/stepcost estimate --model deepseek-v3") {
+			continue
+		}
+		cur += " " + strings.TrimSuffix(l, "\\")
+		if !strings.HasSuffix(l, "\\") {
+			cmds, cur = append(cmds, cur), ""
+		}
+	}
+	if len(cmds) != 2 {
+		t.Fatalf("README has %d MoE estimate examples, want Qwen3-235B-A22B's and DeepSeek-V3's", len(cmds))
+	}
+	for _, c := range cmds {
+		args := strings.Fields(c)[3:] // after "go run ./cmd/stepcost"
+		code, out, errOut := run(append(args, "--json")...)
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", c, code, errOut)
+			continue
+		}
+		if e := decodeEstimate(t, out); !e.GetMemory().GetFits() || e.GetLayout().GetEp() <= e.GetLayout().GetDp() && e.GetLayout().GetEp() != 64 {
+			t.Errorf("%s: memory %v, layout %v", c, e.GetMemory(), e.GetLayout())
+		}
+	}
+}
