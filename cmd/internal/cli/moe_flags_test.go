@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // Qwen3-235B-A22B's published layout, EP 32 over DP 16 (MoE parallel folding),
@@ -141,4 +145,30 @@ func TestREADMEMoEExamples(t *testing.T) {
 			t.Errorf("%s: memory %v, layout %v", c, e.GetMemory(), e.GetLayout())
 		}
 	}
+}
+
+// Every field of the request's training and layout, and of an architecture, has
+// the flag that sets it named in the error maps, so an error about it names the
+// flag — a field added to the API without its flag fails here.
+func TestEveryRequestFieldHasAFlag(t *testing.T) {
+	// Set otherwise: the optimizer's bytes by --grad-dtype or an --in file; plan
+	// takes the batch in sequences only.
+	skip := map[string]bool{"training.optimizer": true, "plan training.global_tokens": true}
+	check := func(cmd string, flags map[string]string, prefix string, md protoreflect.MessageDescriptor) {
+		for i := range md.Fields().Len() {
+			f := prefix + string(md.Fields().Get(i).Name())
+			if _, ok := flags[f]; !ok && !skip[f] && !skip[cmd+" "+f] {
+				t.Errorf("%s: no flag for %s", cmd, f)
+			}
+		}
+	}
+	check("estimate", estimateFlags, "layout.", (&pb.Layout{}).ProtoReflect().Descriptor())
+	check("estimate", estimateFlags, "training.", (&pb.Training{}).ProtoReflect().Descriptor())
+	check("plan", planFlags, "training.", (&pb.Training{}).ProtoReflect().Descriptor())
+	// An architecture's flags: the booleans cannot be wrong, the name is free and
+	// the sub-messages are checked field by field.
+	skip = map[string]bool{"name": true, "gated_mlp": true, "tied_embeddings": true, "moe": true, "mla": true}
+	check("architecture", archFlags, "", (&pb.Architecture{}).ProtoReflect().Descriptor())
+	check("architecture", archFlags, "moe.", (&pb.MoE{}).ProtoReflect().Descriptor())
+	check("architecture", archFlags, "mla.", (&pb.MLA{}).ProtoReflect().Descriptor())
 }
