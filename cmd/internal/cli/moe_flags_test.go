@@ -172,3 +172,27 @@ func TestEveryRequestFieldHasAFlag(t *testing.T) {
 	check("architecture", archFlags, "moe.", (&pb.MoE{}).ProtoReflect().Descriptor())
 	check("architecture", archFlags, "mla.", (&pb.MLA{}).ProtoReflect().Descriptor())
 }
+
+// The shells complete the dispatcher, the recompute modules and the frameworks,
+// hai-llm among them, for estimate and plan.
+func TestMoECompletion(t *testing.T) {
+	code, out, errOut := run("completion", "bash")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{`--moe-dispatcher) COMPREPLY=( $(compgen -W "alltoall deepep"`,
+		`--recompute-modules) COMPREPLY=( $(compgen -W "core_attn layernorm mla_up_proj moe_act mlp shared_experts moe"`,
+		`--framework) COMPREPLY=( $(compgen -W "`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bash completion lacks %s", want)
+		}
+	}
+	for _, cmd := range []string{"estimate", "plan"} {
+		if opts := bashOpts(t, out, cmd); !strings.Contains(opts, "--moe-dispatcher") || !strings.Contains(opts, "--no-dropout") {
+			t.Errorf("%s's flags lack --moe-dispatcher or --no-dropout", cmd)
+		}
+	}
+	if !strings.Contains(out, "hai-llm") {
+		t.Error("no hai-llm among the frameworks")
+	}
+}
