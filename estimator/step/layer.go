@@ -265,22 +265,34 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		}
 		routed, experts = float64(a.MoE.TopK+a.MoE.SharedExperts), float64(a.MoE.Experts/max(1, l.EP)+a.MoE.SharedExperts)
 	}
+	rec := req.Training.FP8Recipe
 	per := float64(fp8CastBytes)
-	if req.Training.FP8Recipe == FP8Current {
+	switch rec {
+	case FP8Current:
 		per += fp8AmaxBytes
+	case FP8Rowwise:
+		per = fp8RowwiseCastBytes
+	case FP8MXFP8:
+		per = fp8MXCastBytes
 	}
 	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
 	grads := tokens * (h*(qw+kvw)/t + h + routed*((mats-1)*width/t+h))
 	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/float64(l.etp())
 	fwd += per * inputs / r.hbm
 	bwd += per * grads / r.hbm
+	if rec == FP8Rowwise {
+		// The backward GEMMs' outputs rescaled from fp32: the input gradients (the
+		// size of the matmul inputs) and the weight gradients.
+		bwd += fp8RescaleBytes * (inputs + weights) / r.hbm
+	}
 	if req.Training.FP8Params {
 		// The optimizer writes the fp8 weights; what is left is their transpose.
 		lt.weightCast = fp8ParamCastBytes * weights / r.hbm
 	} else {
 		lt.weightCast = per * weights / r.hbm
 	}
-	if req.Training.FP8Recipe == FP8Current {
+	if rec != FP8Delayed {
+		// Only delayed scaling reuses a weight's cast over the micro-batches.
 		fwd += lt.weightCast
 	}
 	return fwd, bwd
@@ -651,8 +663,15 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if r.fp8 {
 		cast := fmt.Sprintf("%s scaling: casts read 16 bits and write fp8 and its transpose (%d B per element)", req.Training.FP8Recipe, fp8CastBytes)
 		weights := "weights cast once per step"
-		if req.Training.FP8Recipe == FP8Current {
+		switch req.Training.FP8Recipe {
+		case FP8Current:
 			cast = fmt.Sprintf("current scaling: an amax pass before every cast, %d B per element", fp8CastBytes+fp8AmaxBytes)
+			weights = "weights cast in every forward"
+		case FP8Rowwise:
+			cast = fmt.Sprintf("rowwise scaling: every operand quantised along both axes, an amax pass and a cast each (%d B per element), the backward GEMMs' fp32 outputs rescaled (%d B per element)", fp8RowwiseCastBytes, fp8RescaleBytes)
+			weights = "weights cast in every forward"
+		case FP8MXFP8:
+			cast = fmt.Sprintf("MXFP8 block scaling: every operand quantised along both axes with 32-element block scales found in the cast (%d B per element)", fp8MXCastBytes)
 			weights = "weights cast in every forward"
 		}
 		copies := "; fp8 weight copies (and transposes) of 2 B per parameter are kept"

@@ -492,11 +492,15 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 			t.FP8Recipe = step.FP8Delayed
 		case rec == "current":
 			t.FP8Recipe = step.FP8Current
+		case rec == "rowwise":
+			t.FP8Recipe = step.FP8Rowwise
+		case rec == "mxfp8":
+			t.FP8Recipe = step.FP8MXFP8
 		case rec == "":
 			fill("fp8 recipe not stated: the %s profile's", t.Framework)
 		default:
 			t.FP8Recipe = step.FP8Current
-			fill("fp8 recipe %q priced as per-tensor current scaling (the model has no block or row scaling)", rec)
+			fill("fp8 recipe %q priced as per-tensor current scaling (the model has no 1×128 / 128×128 block scaling)", rec)
 		}
 	}
 	if m := r.MoE; m != nil && m.CapacityFactor != nil {
@@ -558,9 +562,11 @@ func endsLighter(layers, stages int) []int {
 // Publication names the publication a row comes from, the unit the
 // cross-validation leaves out: each release of NVIDIA's DGX Cloud benchmarking
 // recipes (v25.02, v25.05; v24.11.1's runs are in published_runs.jsonl as "dgxc"),
-// each MLPerf Training round, torchtitan's 2025 fp8 benchmarks (its async-TP
-// benchmark file and its mxfp8 Llama 4 table: one repository, one harness), the
-// torchao README and the DeepSeek-V3 report.
+// each MLPerf Training round, the torchao README and the DeepSeek-V3 report.
+// torchtitan's fp8 benchmarks (its async-TP file and its mxfp8 Llama 4 table) join
+// torchtitan's docs/performance.md runs of published_runs.jsonl: one framework, the
+// same Grand Teton H100 clusters and the same throughput metric (SourceOf's rule),
+// so they are left out together.
 func (r MoERun) Publication() string {
 	p := r.ID
 	if i := strings.IndexByte(p, '_'); i > 0 {
@@ -570,7 +576,7 @@ func (r MoERun) Publication() string {
 	case "dgxc":
 		return "dgxc2505"
 	case "torchtitan":
-		return "torchtitan2025"
+		return "torchtitan"
 	case "deepseekv3":
 		return "deepseekv3"
 	}
