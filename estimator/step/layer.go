@@ -49,6 +49,11 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	var fwd, bwd float64
 	var lt layerTimes
 	var moeBytes float64 // the MoE layer's memory-bound traffic, forward
+	// moePost is the GPU time of the MoE block's forward after the dispatcher's
+	// device-to-host sync (permutation, experts, shared experts, un-permutation);
+	// moeLocal and moeGrouped its local experts and whether they run grouped.
+	var moePost, moeLocal float64
+	var moeGrouped bool
 	mods := l.recomputeMask()
 	// again prices a GEMM of a recomputed module once more.
 	again := func(bit uint8, g gemm) {
@@ -116,8 +121,11 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// through experts split et ways: the same work in other shapes.
 		et := float64(l.etp())
 		mE := perExpert * et / t
+		beforeExperts := fwd
 		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		add(gemm{mE, h, ef / et, local, grouped})
+		moePost = fwd - beforeExperts
+		moeLocal, moeGrouped = local, grouped
 		again(rmMoE, gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		again(rmMoE, gemm{mE, h, ef / et, local, grouped})
 		recompute(gemm{mE, ef / et, h, local, grouped}) // up (gated) or down: the same work
@@ -143,6 +151,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			perm += 4 * kf
 		}
 		moeBytes = routerTokens * (moeRouterBytesPerExpert*float64(a.MoE.Experts) + 2*perm*h)
+		moePost += routerTokens * 2 * perm * h / r.hbm
 		if mods&(rmMoEAct|rmMoE) != 0 {
 			// The activation function again: read its inputs, write its output.
 			lt.modsFwd += 2 * tokens * act / r.hbm
@@ -153,6 +162,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
 			add(gemm{tokens, h, sh * ef / t, 1, false})
 			lt.shared = fwd + bwd - before
+			moePost += lt.shared / 3 // the forward's share: backward is twice its GEMMs
 			again(rmShared|rmMoE, gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
 			again(rmShared|rmMoE, gemm{tokens, h, sh * ef / t, 1, false})
 			recompute(gemm{tokens, sh * ef / t, h, 1, false})
@@ -233,7 +243,77 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	launch := k.KernelLaunchUs * 1e-6 * k.KernelsPerLayer
 	lt.fwd = math.Max(fwd, launch)
 	lt.bwd = math.Max(bwd, 2*launch)
+	if moe && a.MoE != nil {
+		h := moeHost(req.Training, l, moeLocal, moeGrouped, k.EagerOpHostUs*1e-6)
+		lt.fwd = math.Max(fwd, launch+h.pre+h.post)
+		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post))
+		if h.sync {
+			// The sync drains the GPU's queue: the GPU idles while the host
+			// finishes the copy and issues the next operator, and then runs no
+			// faster than the host issues the rest of the block.
+			lt.fwd += h.stall + math.Max(0, h.post-moePost)
+		}
+	}
 	return lt
+}
+
+// moeHostTimes is the host side of an MoE block's forward in eager PyTorch.
+type moeHostTimes struct {
+	// pre and post are the host time of the operators before and after the
+	// dispatcher's device-to-host sync; stall the GPU's idle time at it.
+	pre, post, stall float64
+	sync             bool
+}
+
+// Host operators of an MoE block's forward, each one eager PyTorch dispatch
+// (Constants.EagerOpHostUs), counted from Megatron-Core's router (TopKRouter:
+// gating GEMM, score function, top-k, probability normalisation, the routing map,
+// the auxiliary loss's sum, mean and scale), MoEAlltoAllTokenDispatcher (token
+// counts per expert and per rank, their all-gather over EP, the two all-to-alls,
+// the sort of the received chunks by local expert and back) and moe_utils'
+// permute / unpermute (the index and sort operators, or one fused kernel each).
+const (
+	moeRouterOps = 10 // before the sync: router and the dispatcher's token counts
+	// moeSyncStallOps: at the sync the GPU idles for the blocking copy of the token
+	// counts and the first operator the host issues after it.
+	moeSyncStallOps       = 2
+	moeDispatchOps        = 4 // the two all-to-alls and their split-size bookkeeping
+	moePermuteOpsUnfused  = 6 // permute: the routing map's indices, sort, gather; unpermute: zeros, weight, scatter-add
+	moePermuteOpsFused    = 2 // one kernel each way
+	moeChunkSortOpsLocal  = 2 // split and concatenate by local expert, each way
+	moeExpertOpsGrouped   = 3 // grouped up (and gate) GEMM, activation, grouped down GEMM
+	moeExpertOpsPerExpert = 3 // the same per local expert when they run one by one
+)
+
+// moeHost prices the host side of one MoE block's forward. Megatron-Core's
+// dropless all-to-all dispatcher (and a capacity factor without padding) copies
+// the token counts to the host before the expert-parallel all-to-all
+// (token_dispatcher.py: cuda_sync_point "before_ep_alltoall", or
+// "before_permutation_1" with dropping): the host can no longer run ahead of the
+// GPU there. Padding every expert to its capacity (training.moe_pad_to_capacity)
+// fixes the split sizes and needs no sync.
+func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) moeHostTimes {
+	var h moeHostTimes
+	post := float64(moeDispatchOps)
+	if t.MoEPermuteFusion {
+		post += moePermuteOpsFused
+	} else {
+		post += moePermuteOpsUnfused
+		if local > 1 {
+			post += 2 * moeChunkSortOpsLocal
+		}
+	}
+	if grouped {
+		post += moeExpertOpsGrouped
+	} else {
+		post += moeExpertOpsPerExpert * local
+	}
+	h.pre, h.post = moeRouterOps*perOp, post*perOp
+	h.sync = !t.MoEPadToCapacity && (l.EP > 1 || local > 1)
+	if h.sync {
+		h.stall = moeSyncStallOps * perOp
+	}
+	return h
 }
 
 // moeRouterBytesPerExpert is the router's memory traffic per token and expert:
