@@ -760,8 +760,12 @@ func (p *pricing) moeNote() string {
 	if n := l.expertShard(); n > 1 {
 		holders = fmt.Sprintf("expert gradients reduced over %d ranks", n)
 	}
-	return fmt.Sprintf("MoE: expert groups folded over the stage's ranks (expert TP %d × EP %d, %s); %s dispatcher, %s; %s; all-to-all %s",
-		l.etp(), max(1, l.EP), holders, t.MoEDispatcher, perm, load, hide)
+	host := "split sizes fixed by the padding, no host sync"
+	if !t.MoEPadToCapacity {
+		host = "the token counts copied to the host before the all-to-all (the GPU's queue drains there)"
+	}
+	return fmt.Sprintf("MoE: expert groups folded over the stage's ranks (expert TP %d × EP %d, %s); %s dispatcher, %s; %s; %s; all-to-all %s",
+		l.etp(), max(1, l.EP), holders, t.MoEDispatcher, perm, load, host, hide)
 }
 
 // fp8DispatchBytes is the width of a token element dispatched in fp8: one byte and
