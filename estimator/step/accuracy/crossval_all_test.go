@@ -119,32 +119,15 @@ func fmtFitted(m map[string]float64) string {
 
 // The bounds the tests hold the model to, mean |error| per kind of run. The
 // targets are 12 % for MoE, 10 % for Blackwell and 8 % for every run, left out with
-// its source; these bounds are the figures reached (all 11.8 %, the original 127
-// runs 7.3 %, MoE 18.2 %, fp8 18.2 %, Blackwell 21.5 % out of sample), rounded up:
+// its source; these bounds are the figures reached (all 11.6 %, the original 127
+// runs 7.3 %, MoE 17.4 %, fp8 16.2 %, Blackwell 20.6 % out of sample), rounded up:
 // docs/step-model.md gives the gap and the runs that make it. The original 127
 // runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.10, "original": 0.065, "moe": 0.175, "fp8": 0.16, "blackwell": 0.175,
+		"all": 0.095, "original": 0.065, "moe": 0.145, "fp8": 0.135, "blackwell": 0.15,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.12, "original": 0.075, "moe": 0.19, "fp8": 0.19, "blackwell": 0.22,
+		"all": 0.12, "original": 0.075, "moe": 0.18, "fp8": 0.17, "blackwell": 0.21,
 	}
 )
-
-// No shipped constant sits at (or within accuracy.BoundMargin of) a bound of its
-// fit, and AtBound finds one that does.
-func TestShippedConstantsInsideFitBounds(t *testing.T) {
-	if at := accuracy.AtBound(step.DefaultConstants(), accuracy.Setters()); len(at) > 0 {
-		t.Errorf("shipped constants at a bound of their fit: %v", at)
-	}
-	for _, p := range accuracy.Setters() {
-		for _, v := range []float64{p.Min, p.Max} {
-			k := step.DefaultConstants()
-			p.Set(&k, v)
-			if at := accuracy.AtBound(k, []accuracy.Setter{p}); len(at) != 1 {
-				t.Errorf("%s = %v (a bound): AtBound reports %v", p.Name, v, at)
-			}
-		}
-	}
-}

@@ -323,6 +323,13 @@ const ThroughputTolerance = 0.001
 // 0.5 %).
 const ExplainedTolerance = 0.01
 
+// NVL72Trays is the compute trays of one GB200 NVL72 rack (one NVLink domain), and
+// NVL72SegmentTrays the trays of the segments jobs are allocated in on such racks.
+const (
+	NVL72Trays        = 18
+	NVL72SegmentTrays = 16
+)
+
 // ErrInexpressible marks a published layout the step model cannot state.
 var ErrInexpressible = errors.New("not expressible in the step model")
 
@@ -390,6 +397,14 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		return req, nil, fmt.Errorf("gpus_per_node %d but system %s has %d", r.GPUsPerNode, r.System, spec.GPUsPerNode)
 	}
 	spec.Nodes = (r.GPUs + spec.GPUsPerNode - 1) / spec.GPUsPerNode
+	if spec.Intra.DomainNodes == NVL72Trays && r.GPUs%(NVL72SegmentTrays*spec.GPUsPerNode) == 0 {
+		// GB200 NVL72 jobs run in segments of 16 of a rack's 18 trays: every
+		// published GB200 run uses a multiple of 64 GPUs (128–512, 1024, 1536, 2048,
+		// 2496 = 39 × 64, not a multiple of 72), as Slurm's block topology with
+		// --segment=16 allocates them, so no 64-GPU block straddles two racks.
+		spec.Intra.DomainNodes = NVL72SegmentTrays
+		fill("NVLink domains of %d trays (%d GPUs): the job's segments of an NVL72 rack", NVL72SegmentTrays, NVL72SegmentTrays*spec.GPUsPerNode)
+	}
 	cl, err := spec.Build()
 	if err != nil {
 		return req, nil, err

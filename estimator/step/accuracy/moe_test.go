@@ -36,6 +36,11 @@ func TestMoERunsLoad(t *testing.T) {
 		for _, k := range r.Kind {
 			count[k]++
 		}
+		// GB200 NVL72 runs are priced in 16-tray (64-GPU) NVLink segments
+		// (accuracy.NVL72SegmentTrays): every one uses a multiple of 64 GPUs.
+		if r.System == "gb200-nvl72" && r.GPUs%(accuracy.NVL72SegmentTrays*r.GPUsPerNode) != 0 {
+			t.Errorf("%s: %d GB200 GPUs, not whole 16-tray segments", r.ID, r.GPUs)
+		}
 		sources[r.Repository] = true
 		if r.Has("moe") {
 			moeSources[r.Repository] = true
