@@ -400,8 +400,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	if spec.Intra.DomainNodes == NVL72Trays && r.GPUs%(NVL72SegmentTrays*spec.GPUsPerNode) == 0 {
 		// GB200 NVL72 jobs run in segments of 16 of a rack's 18 trays: every
 		// published GB200 run uses a multiple of 64 GPUs (128–512, 1024, 1536, 2048,
-		// 2496 = 39 × 64, not a multiple of 72), as Slurm's block topology with
-		// --segment=16 allocates them, so no 64-GPU block straddles two racks.
+		// 2496 = 39 × 64, not a multiple of 72), consistent with Slurm segments of 16
+		// trays (--segment=16 under the block topology plugin), and their weak-scaling
+		// series are flat where a 64-GPU expert group straddling two racks would not be.
 		spec.Intra.DomainNodes = NVL72SegmentTrays
 		fill("NVLink domains of %d trays (%d GPUs): the job's segments of an NVL72 rack", NVL72SegmentTrays, NVL72SegmentTrays*spec.GPUsPerNode)
 	}
