@@ -194,3 +194,24 @@ func TestFP8RowwiseAndMXFP8(t *testing.T) {
 		t.Errorf("mxfp8 on H100: %v, want refused naming training.fp8_recipe", err)
 	}
 }
+
+// Under delayed scaling Transformer Engine's LayerNormLinear writes the norm's output
+// in fp8 (framework megatron-core: NormEmitsFP8), so the QKV and MLP inputs have no
+// cast of their own; current scaling needs their amax first and casts them. For
+// Llama 3 8B on 8 H100 (micro-batch 1 × 8192 tokens, 8 micro-batches, 32 layers),
+// current scaling's forward over delayed's is, per layer and micro-batch, the amax
+// pass over every matmul input (2 B × 8192 × 26624), the two fused casts (4 B × 8192
+// × 2 × 4096) and the weights' cast (6 B per weight, where delayed casts them with
+// 4 B once per step).
+func TestFP8NormEmitsFP8(t *testing.T) {
+	const layers, mbs, tokens = 32, 8, 8192.0
+	hbm := 3.35e12 * 0.90
+	inputs := 4096.0 + 4096 + 4096 + 14336
+	weights := 4096.0*6144 + 4096*4096 + 3*4096*14336
+	want := layers * (mbs*(2*tokens*inputs+4*tokens*2*4096+6*weights) - 4*weights) / hbm
+	d := mustEstimate(t, fp8Request(t, step.FP8, step.FP8Delayed, 64)).Breakdown.Forward
+	c := mustEstimate(t, fp8Request(t, step.FP8, step.FP8Current, 64)).Breakdown.Forward
+	if got := c - d; math.Abs(got/want-1) > 0.01 {
+		t.Errorf("current − delayed forward %.4f s, want %.4f s", got, want)
+	}
+}

@@ -356,6 +356,18 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		per = fp8MXCastBytes
 	}
 	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
+	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
+		// The norms emit the QKV input, and a dense MLP's, in fp8 themselves; the
+		// experts' inputs are cast after the permutation.
+		fused := h
+		if !moe || a.MoE == nil {
+			fused += h
+		}
+		if a.MLA != nil {
+			fused -= h // MLA's latent projections read the norm output; the cast is its up-projections' input
+		}
+		inputs -= tokens * fused
+	}
 	grads := tokens * (h*(qw+kvw)/t + h + routed*((mats-1)*width/t+h))
 	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/float64(l.etp())
 	fwd += per * inputs / r.hbm
@@ -743,6 +755,9 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if r.fp8 {
 		cast := fmt.Sprintf("%s scaling: casts read 16 bits and write fp8 and its transpose (%d B per element)", req.Training.FP8Recipe, fp8CastBytes)
 		weights := "weights cast once per step"
+		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && req.Training.FP8Recipe == FP8Delayed {
+			cast += "; the norms write the QKV and dense MLP inputs in fp8 themselves (Transformer Engine's LayerNormLinear)"
+		}
 		switch req.Training.FP8Recipe {
 		case FP8Current:
 			cast = fmt.Sprintf("current scaling: an amax pass before every cast, %d B per element", fp8CastBytes+fp8AmaxBytes)
