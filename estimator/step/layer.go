@@ -241,6 +241,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 
 	launch := k.KernelLaunchUs * 1e-6 * k.KernelsPerLayer
+	if req.Training.CUDAGraphs {
+		launch = k.KernelLaunchUs * 1e-6 // one graph launch
+	}
 	lt.fwd = math.Max(fwd, launch)
 	lt.bwd = math.Max(bwd, 2*launch)
 	if moe && a.MoE != nil {
@@ -312,6 +315,14 @@ func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) m
 	h.sync = !t.MoEPadToCapacity && (l.EP > 1 || local > 1)
 	if h.sync {
 		h.stall = moeSyncStallOps * perOp
+	}
+	if t.CUDAGraphs {
+		// The graph holds what precedes the sync (Megatron-Core's moe_router and
+		// moe_preprocess capture scopes); without a sync the whole block.
+		h.pre = 0
+		if !h.sync {
+			h.post = 0
+		}
 	}
 	return h
 }

@@ -221,6 +221,12 @@ type Training struct {
 	// MoEPermuteFusion: the token permutation runs as fused kernels
 	// (Megatron-Core's --moe-permute-fusion); false leaves it to the framework.
 	MoEPermuteFusion bool `json:"moe_permute_fusion,omitempty"`
+	// CUDAGraphs: each layer's forward and backward kernels are replayed from CUDA
+	// graphs (Megatron-Core's --enable-cuda-graph / --external-cuda-graph, NeMo's
+	// enable_cuda_graph), one launch per layer instead of one per kernel. An MoE block
+	// is captured only up to the dispatcher's host sync (the router and token counts)
+	// unless its experts are padded to capacity; the rest stays eager.
+	CUDAGraphs bool `json:"cuda_graphs,omitempty"`
 }
 
 // MoE token dispatchers (Training.MoEDispatcher).

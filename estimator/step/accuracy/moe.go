@@ -534,9 +534,7 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 			return req, filled, fmt.Errorf("moe.token_dispatcher: unknown %q", *m.Dispatcher)
 		}
 	}
-	if r.CUDAGraphs != nil && *r.CUDAGraphs {
-		fill("CUDA graphs on: the model has no host-overhead term for them")
-	}
+	t.CUDAGraphs = r.CUDAGraphs != nil && *r.CUDAGraphs
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: l}, filled, nil
 }
 
