@@ -55,6 +55,13 @@ type Profile struct {
 	// class) rather than one of FlashAttention-2's generation (flash-attn 2, PyTorch's
 	// scaled_dot_product_attention flash backend).
 	HopperFusedAttention bool
+	// NormEmitsFP8: under fp8 with delayed scaling the layer norm ahead of a linear
+	// layer writes its output in fp8 (and its transpose) in the same kernel, so the
+	// QKV and dense MLP inputs need no cast of their own (Transformer Engine's
+	// LayerNormLinear, which Megatron-Core's TE layer spec uses for both:
+	// TELayerNormColumnParallelLinear). Current scaling needs the output's amax
+	// before the cast and keeps a cast kernel.
+	NormEmitsFP8 bool
 	// PipelineScatterGather: without sequence parallelism, each TP rank sends its
 	// 1/TP slice of the activations between pipeline stages and the receiving stage
 	// all-gathers them over NVLink, instead of every rank sending the whole tensor
@@ -114,6 +121,7 @@ var profiles = []Profile{
 			"gradient reduce-scatter overlapped with the backward pass in buckets, zig-zag load-balanced context parallelism",
 		Source:               "Megatron-Core docs (distributed optimizer, --overlap-grad-reduce, context parallelism); Transformer Engine docs (DotProductAttention backends: cuDNN FusedAttention on Hopper)",
 		HopperFusedAttention: true,
+		NormEmitsFP8:         true,
 	},
 	{
 		Name:    "nemo",
@@ -122,6 +130,7 @@ var profiles = []Profile{
 			"(NeMo's recipes turn the overlaps on)",
 		Source:               "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
 		HopperFusedAttention: true,
+		NormEmitsFP8:         true,
 	},
 	{
 		Name:    "megatron-lm-2021",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -448,6 +449,11 @@ func (p *pricing) resolve(req Request) error {
 	if !ok {
 		return e.Supports(gpu, req.Training.Precision)
 	}
+	if rates.fp8 && req.Training.FP8Recipe == FP8MXFP8 && gpu.Arch != hardware.Blackwell {
+		// MXFP8's block scales are applied by Blackwell's tensor cores (tcgen05
+		// block-scaled MMA); Hopper has no such GEMM.
+		return invalid.Field("training.fp8_recipe", "mxfp8 needs Blackwell's block-scaled tensor cores (the cluster's GPU is %s, %s)", gpu.Name, gpu.Arch)
+	}
 	p.req, p.rates = req, rates
 	return nil
 }
@@ -754,8 +760,12 @@ func (p *pricing) moeNote() string {
 	if n := l.expertShard(); n > 1 {
 		holders = fmt.Sprintf("expert gradients reduced over %d ranks", n)
 	}
-	return fmt.Sprintf("MoE: expert groups folded over the stage's ranks (expert TP %d × EP %d, %s); %s dispatcher, %s; %s; all-to-all %s",
-		l.etp(), max(1, l.EP), holders, t.MoEDispatcher, perm, load, hide)
+	host := "split sizes fixed by the padding, no host sync"
+	if !t.MoEPadToCapacity {
+		host = "the token counts copied to the host before the all-to-all (the GPU's queue drains there)"
+	}
+	return fmt.Sprintf("MoE: expert groups folded over the stage's ranks (expert TP %d × EP %d, %s); %s dispatcher, %s; %s; %s; all-to-all %s",
+		l.etp(), max(1, l.EP), holders, t.MoEDispatcher, perm, load, host, hide)
 }
 
 // fp8DispatchBytes is the width of a token element dispatched in fp8: one byte and

@@ -49,6 +49,11 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	var fwd, bwd float64
 	var lt layerTimes
 	var moeBytes float64 // the MoE layer's memory-bound traffic, forward
+	// moePost is the GPU time of the MoE block's forward after the dispatcher's
+	// device-to-host sync (permutation, experts, shared experts, un-permutation);
+	// moeLocal and moeGrouped its local experts and whether they run grouped.
+	var moePost, moeLocal float64
+	var moeGrouped bool
 	mods := l.recomputeMask()
 	// again prices a GEMM of a recomputed module once more.
 	again := func(bit uint8, g gemm) {
@@ -116,8 +121,11 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// through experts split et ways: the same work in other shapes.
 		et := float64(l.etp())
 		mE := perExpert * et / t
+		beforeExperts := fwd
 		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		add(gemm{mE, h, ef / et, local, grouped})
+		moePost = fwd - beforeExperts
+		moeLocal, moeGrouped = local, grouped
 		again(rmMoE, gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		again(rmMoE, gemm{mE, h, ef / et, local, grouped})
 		recompute(gemm{mE, ef / et, h, local, grouped}) // up (gated) or down: the same work
@@ -143,6 +151,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			perm += 4 * kf
 		}
 		moeBytes = routerTokens * (moeRouterBytesPerExpert*float64(a.MoE.Experts) + 2*perm*h)
+		moePost += routerTokens * 2 * perm * h / r.hbm
 		if mods&(rmMoEAct|rmMoE) != 0 {
 			// The activation function again: read its inputs, write its output.
 			lt.modsFwd += 2 * tokens * act / r.hbm
@@ -153,6 +162,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
 			add(gemm{tokens, h, sh * ef / t, 1, false})
 			lt.shared = fwd + bwd - before
+			moePost += lt.shared / 3 // the forward's share: backward is twice its GEMMs
 			again(rmShared|rmMoE, gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
 			again(rmShared|rmMoE, gemm{tokens, h, sh * ef / t, 1, false})
 			recompute(gemm{tokens, sh * ef / t, h, 1, false})
@@ -231,9 +241,90 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 
 	launch := k.KernelLaunchUs * 1e-6 * k.KernelsPerLayer
+	if req.Training.CUDAGraphs {
+		launch = k.KernelLaunchUs * 1e-6 // one graph launch
+	}
 	lt.fwd = math.Max(fwd, launch)
 	lt.bwd = math.Max(bwd, 2*launch)
+	if moe && a.MoE != nil {
+		h := moeHost(req.Training, l, moeLocal, moeGrouped, k.EagerOpHostUs*1e-6)
+		lt.fwd = math.Max(fwd, launch+h.pre+h.post)
+		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post))
+		if h.sync {
+			// The sync drains the GPU's queue: the GPU idles while the host
+			// finishes the copy and issues the next operator, and then runs no
+			// faster than the host issues the rest of the block.
+			lt.fwd += h.stall + math.Max(0, h.post-moePost)
+		}
+	}
 	return lt
+}
+
+// moeHostTimes is the host side of an MoE block's forward in eager PyTorch.
+type moeHostTimes struct {
+	// pre and post are the host time of the operators before and after the
+	// dispatcher's device-to-host sync; stall the GPU's idle time at it.
+	pre, post, stall float64
+	sync             bool
+}
+
+// Host operators of an MoE block's forward, each one eager PyTorch dispatch
+// (Constants.EagerOpHostUs), counted from Megatron-Core's router (TopKRouter:
+// gating GEMM, score function, top-k, probability normalisation, the routing map,
+// the auxiliary loss's sum, mean and scale), MoEAlltoAllTokenDispatcher (token
+// counts per expert and per rank, their all-gather over EP, the two all-to-alls,
+// the sort of the received chunks by local expert and back) and moe_utils'
+// permute / unpermute (the index and sort operators, or one fused kernel each).
+const (
+	moeRouterOps = 10 // before the sync: router and the dispatcher's token counts
+	// moeSyncStallOps: at the sync the GPU idles for the blocking copy of the token
+	// counts and the first operator the host issues after it.
+	moeSyncStallOps       = 2
+	moeDispatchOps        = 4 // the two all-to-alls and their split-size bookkeeping
+	moePermuteOpsUnfused  = 6 // permute: the routing map's indices, sort, gather; unpermute: zeros, weight, scatter-add
+	moePermuteOpsFused    = 2 // one kernel each way
+	moeChunkSortOpsLocal  = 2 // split and concatenate by local expert, each way
+	moeExpertOpsGrouped   = 3 // grouped up (and gate) GEMM, activation, grouped down GEMM
+	moeExpertOpsPerExpert = 3 // the same per local expert when they run one by one
+)
+
+// moeHost prices the host side of one MoE block's forward. Megatron-Core's
+// dropless all-to-all dispatcher (and a capacity factor without padding) copies
+// the token counts to the host before the expert-parallel all-to-all
+// (token_dispatcher.py: cuda_sync_point "before_ep_alltoall", or
+// "before_permutation_1" with dropping): the host can no longer run ahead of the
+// GPU there. Padding every expert to its capacity (training.moe_pad_to_capacity)
+// fixes the split sizes and needs no sync.
+func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) moeHostTimes {
+	var h moeHostTimes
+	post := float64(moeDispatchOps)
+	if t.MoEPermuteFusion {
+		post += moePermuteOpsFused
+	} else {
+		post += moePermuteOpsUnfused
+		if local > 1 {
+			post += 2 * moeChunkSortOpsLocal
+		}
+	}
+	if grouped {
+		post += moeExpertOpsGrouped
+	} else {
+		post += moeExpertOpsPerExpert * local
+	}
+	h.pre, h.post = moeRouterOps*perOp, post*perOp
+	h.sync = !t.MoEPadToCapacity && (l.EP > 1 || local > 1)
+	if h.sync {
+		h.stall = moeSyncStallOps * perOp
+	}
+	if t.CUDAGraphs {
+		// The graph holds what precedes the sync (Megatron-Core's moe_router and
+		// moe_preprocess capture scopes); without a sync the whole block.
+		h.pre = 0
+		if !h.sync {
+			h.post = 0
+		}
+	}
+	return h
 }
 
 // moeRouterBytesPerExpert is the router's memory traffic per token and expert:
@@ -265,22 +356,46 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		}
 		routed, experts = float64(a.MoE.TopK+a.MoE.SharedExperts), float64(a.MoE.Experts/max(1, l.EP)+a.MoE.SharedExperts)
 	}
+	rec := req.Training.FP8Recipe
 	per := float64(fp8CastBytes)
-	if req.Training.FP8Recipe == FP8Current {
+	switch rec {
+	case FP8Current:
 		per += fp8AmaxBytes
+	case FP8Rowwise:
+		per = fp8RowwiseCastBytes
+	case FP8MXFP8:
+		per = fp8MXCastBytes
 	}
 	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
+	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
+		// The norms emit the QKV input, and a dense MLP's, in fp8 themselves; the
+		// experts' inputs are cast after the permutation.
+		fused := h
+		if !moe || a.MoE == nil {
+			fused += h
+		}
+		if a.MLA != nil {
+			fused -= h // MLA's latent projections read the norm output; the cast is its up-projections' input
+		}
+		inputs -= tokens * fused
+	}
 	grads := tokens * (h*(qw+kvw)/t + h + routed*((mats-1)*width/t+h))
 	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/float64(l.etp())
 	fwd += per * inputs / r.hbm
 	bwd += per * grads / r.hbm
+	if rec == FP8Rowwise {
+		// The backward GEMMs' outputs rescaled from fp32: the input gradients (the
+		// size of the matmul inputs) and the weight gradients.
+		bwd += fp8RescaleBytes * (inputs + weights) / r.hbm
+	}
 	if req.Training.FP8Params {
 		// The optimizer writes the fp8 weights; what is left is their transpose.
 		lt.weightCast = fp8ParamCastBytes * weights / r.hbm
 	} else {
 		lt.weightCast = per * weights / r.hbm
 	}
-	if req.Training.FP8Recipe == FP8Current {
+	if rec != FP8Delayed {
+		// Only delayed scaling reuses a weight's cast over the micro-batches.
 		fwd += lt.weightCast
 	}
 	return fwd, bwd
@@ -651,8 +766,18 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if r.fp8 {
 		cast := fmt.Sprintf("%s scaling: casts read 16 bits and write fp8 and its transpose (%d B per element)", req.Training.FP8Recipe, fp8CastBytes)
 		weights := "weights cast once per step"
-		if req.Training.FP8Recipe == FP8Current {
+		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && req.Training.FP8Recipe == FP8Delayed {
+			cast += "; the norms write the QKV and dense MLP inputs in fp8 themselves (Transformer Engine's LayerNormLinear)"
+		}
+		switch req.Training.FP8Recipe {
+		case FP8Current:
 			cast = fmt.Sprintf("current scaling: an amax pass before every cast, %d B per element", fp8CastBytes+fp8AmaxBytes)
+			weights = "weights cast in every forward"
+		case FP8Rowwise:
+			cast = fmt.Sprintf("rowwise scaling: every operand quantised along both axes, an amax pass and a cast each (%d B per element), the backward GEMMs' fp32 outputs rescaled (%d B per element)", fp8RowwiseCastBytes, fp8RescaleBytes)
+			weights = "weights cast in every forward"
+		case FP8MXFP8:
+			cast = fmt.Sprintf("MXFP8 block scaling: every operand quantised along both axes with 32-element block scales found in the cast (%d B per element)", fp8MXCastBytes)
 			weights = "weights cast in every forward"
 		}
 		copies := "; fp8 weight copies (and transposes) of 2 B per parameter are kept"

@@ -221,6 +221,12 @@ type Training struct {
 	// MoEPermuteFusion: the token permutation runs as fused kernels
 	// (Megatron-Core's --moe-permute-fusion); false leaves it to the framework.
 	MoEPermuteFusion bool `json:"moe_permute_fusion,omitempty"`
+	// CUDAGraphs: each layer's forward and backward kernels are replayed from CUDA
+	// graphs (Megatron-Core's --enable-cuda-graph / --external-cuda-graph, NeMo's
+	// enable_cuda_graph), one launch per layer instead of one per kernel. An MoE block
+	// is captured only up to the dispatcher's host sync (the router and token counts)
+	// unless its experts are padded to capacity; the rest stays eager.
+	CUDAGraphs bool `json:"cuda_graphs,omitempty"`
 }
 
 // MoE token dispatchers (Training.MoEDispatcher).
@@ -261,6 +267,21 @@ const (
 	// tensor is taken right before its cast, one more read of it, and weights are cast
 	// in every forward pass.
 	FP8Current FP8Recipe = "current"
+	// FP8Rowwise is per-row current scaling (torchao float8 "rowwise"): every
+	// operand is quantised twice, with scales along each of its axes — rows for the
+	// forward GEMM, columns for the transposed operand of a backward GEMM — each an
+	// amax pass and a cast (fp8RowwiseCastBytes), weights in every forward; the
+	// backward GEMMs, which need full-precision accumulation, run as tensorwise
+	// cuBLAS GEMMs with an fp32 output rescaled by the row and column scales in an
+	// extra pass (torchao PR #1325: the rowwise CUTLASS kernel is too slow without
+	// fast accumulation), fp8RescaleBytes per output element.
+	FP8Rowwise FP8Recipe = "rowwise"
+	// FP8MXFP8 is OCP microscaling fp8 (torchao "mxfp8"; Transformer Engine's
+	// MXFP8BlockScaling): a shared E8M0 scale per 32 consecutive elements, computed
+	// by the cast kernel itself, so no amax pass; each operand is still quantised
+	// along both axes (fp8MXCastBytes). Blackwell's tensor cores apply the block
+	// scales inside the GEMM, so it needs Blackwell.
+	FP8MXFP8 FP8Recipe = "mxfp8"
 )
 
 // Layout is how the model is parallelised and placed.

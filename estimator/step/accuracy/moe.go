@@ -19,7 +19,8 @@ import (
 // testdata/published_runs_moe.jsonl holds published runs of mixture-of-experts
 // models, fp8 dense training and Blackwell GPUs, with the layout and the figures
 // each source states (testdata/README.md gives the provenance). They are not part
-// of Runs: the cross-validation does not see them yet.
+// of Runs (the original 127 runs' tests keep their own figures); AllCases joins
+// them for the cross-validation of every run.
 //
 //go:embed testdata/published_runs_moe.jsonl
 var publishedMoE []byte
@@ -322,6 +323,13 @@ const ThroughputTolerance = 0.001
 // 0.5 %).
 const ExplainedTolerance = 0.01
 
+// NVL72Trays is the compute trays of one GB200 NVL72 rack (one NVLink domain), and
+// NVL72SegmentTrays the trays of the segments jobs are allocated in on such racks.
+const (
+	NVL72Trays        = 18
+	NVL72SegmentTrays = 16
+)
+
 // ErrInexpressible marks a published layout the step model cannot state.
 var ErrInexpressible = errors.New("not expressible in the step model")
 
@@ -346,12 +354,23 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	if r.HeadDim != nil {
 		a.HeadSize = *r.HeadDim
 	}
+	catalogMoE := a.MoE
 	a.MoE, a.MLA = nil, nil
 	if m := r.MoE; m != nil {
-		a.MoE = &model.MoE{Experts: m.Experts, TopK: m.TopK, ExpertFFN: m.ExpertFFN, Frequency: m.LayerFreq,
+		moe := &model.MoE{Experts: m.Experts, TopK: m.TopK, ExpertFFN: m.ExpertFFN, Frequency: m.LayerFreq,
 			SharedExperts: m.Shared, FirstDense: m.FirstDense}
-		if m.MTPLayers != nil && *m.MTPLayers > 0 {
-			fill("multi-token prediction (%d layer) left out: the model has no MTP module", *m.MTPLayers)
+		if c := catalogMoE; c != nil && c.Experts == m.Experts && c.TopK == m.TopK {
+			// Group-limited routing is the model's (DeepSeek-V3's n_group 8 /
+			// topk_group 4 in its config.json), not the run's: kept from the catalog.
+			moe.Groups, moe.TopKGroups = c.Groups, c.TopKGroups
+		}
+		a.MoE = moe
+		switch {
+		case m.MTPLayers != nil:
+			a.MTPLayers = *m.MTPLayers
+		case a.MTPLayers > 0:
+			fill("multi-token prediction not stated: none (the recipe does not set it)")
+			a.MTPLayers = 0
 		}
 	}
 	if m := r.MLA; m != nil {
@@ -378,6 +397,15 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		return req, nil, fmt.Errorf("gpus_per_node %d but system %s has %d", r.GPUsPerNode, r.System, spec.GPUsPerNode)
 	}
 	spec.Nodes = (r.GPUs + spec.GPUsPerNode - 1) / spec.GPUsPerNode
+	if spec.Intra.DomainNodes == NVL72Trays && r.GPUs%(NVL72SegmentTrays*spec.GPUsPerNode) == 0 {
+		// GB200 NVL72 jobs run in segments of 16 of a rack's 18 trays: every
+		// published GB200 run uses a multiple of 64 GPUs (128–512, 1024, 1536, 2048,
+		// 2496 = 39 × 64, not a multiple of 72), consistent with Slurm segments of 16
+		// trays (--segment=16 under the block topology plugin), and their weak-scaling
+		// series are flat where a 64-GPU expert group straddling two racks would not be.
+		spec.Intra.DomainNodes = NVL72SegmentTrays
+		fill("NVLink domains of %d trays (%d GPUs): the job's segments of an NVL72 rack", NVL72SegmentTrays, NVL72SegmentTrays*spec.GPUsPerNode)
+	}
 	cl, err := spec.Build()
 	if err != nil {
 		return req, nil, err
@@ -392,9 +420,8 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	if r.ETP != nil && *r.ETP == 1 && r.TP > 1 {
 		l.ETP = 1
 	}
-	if l.EP > 1 && l.DP%l.EP != 0 {
-		return req, filled, fmt.Errorf("%w: ep %d with dp %d — Megatron-Core folds the expert groups over the tp × cp × dp = %d ranks (MoE parallel folding), the model takes EP out of DP",
-			ErrInexpressible, l.EP, l.DP, r.TP*r.CP*r.DP)
+	if r.ETP != nil && *r.ETP > 1 {
+		l.ETP = *r.ETP
 	}
 	switch {
 	case r.SP != nil:
@@ -423,7 +450,11 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		l.Recompute = step.RecomputeOps
 	case rc == "selective modules":
 		l.Recompute = step.RecomputeSelective
-		fill("recompute modules %q priced as selective (the attention core)", deref(r.RecomputeMod, ""))
+		mods, err := recomputeModules(deref(r.RecomputeMod, ""))
+		if err != nil {
+			return req, filled, err
+		}
+		l.RecomputeModules = mods
 	default:
 		return req, filled, fmt.Errorf("recompute: unknown %q", rc)
 	}
@@ -441,8 +472,10 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	// A split the model cannot infer (it adds the embedding and the loss as a
 	// layer each, as Megatron-LM's account-for flags do, where that makes the stages
 	// even) is spread evenly, earlier stages one layer more.
-	if st := r.PP * max(1, l.VirtualStages); r.PP > 1 && r.Layers%st != 0 &&
-		(sched == "dualpipe" || ((r.Layers+1)%st != 0 && (r.Layers+2)%st != 0)) {
+	if st := r.PP * max(1, l.VirtualStages); r.PP > 1 && r.Layers%st != 0 && sched == "dualpipe" {
+		l.LayerSplit = endsLighter(r.Layers, st)
+		fill("layers split %v over the %d stages: the first and last stages, which also hold the embedding and the output layer (DeepSeek-V3 §3.2.3), one layer fewer", l.LayerSplit, st)
+	} else if r.PP > 1 && r.Layers%st != 0 && (r.Layers+1)%st != 0 && (r.Layers+2)%st != 0 {
 		l.LayerSplit = step.EvenSplit(r.Layers, st)
 		fill("layers split %v over the %d stages (not stated)", l.LayerSplit, st)
 	}
@@ -454,6 +487,15 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		t.Framework = "torchtitan"
 	case strings.Contains(fwl, "nemo"):
 		t.Framework = "nemo"
+	case strings.Contains(fwl, "hai-llm"):
+		// DeepSeek's HAI-LLM (DeepSeek-V3 report §3.2–3.3): its profile carries the
+		// node-limited fp8 dispatch, fused permutation and fp8 activation caching;
+		// the report's AdamW keeps BF16 moments with FP32 master weights and FP32
+		// gradients for the batch accumulation (§3.3.3): 2 + 4 + 8 B per parameter;
+		// it trains without dropout (config.json attention_dropout 0.0).
+		t.Framework = "hai-llm"
+		t.Optimizer = step.Optimizer{Name: "adamw-bf16-moments", WeightBytes: 2, GradBytes: 4, StateBytes: 8}
+		t.NoDropout = true
 	default:
 		t.Framework = "megatron-core"
 		fill("framework %q priced with the megatron-core profile", r.Framework)
@@ -466,19 +508,136 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 			t.FP8Recipe = step.FP8Delayed
 		case rec == "current":
 			t.FP8Recipe = step.FP8Current
+		case rec == "rowwise":
+			t.FP8Recipe = step.FP8Rowwise
+		case rec == "mxfp8":
+			t.FP8Recipe = step.FP8MXFP8
 		case rec == "":
 			fill("fp8 recipe not stated: the %s profile's", t.Framework)
 		default:
 			t.FP8Recipe = step.FP8Current
-			fill("fp8 recipe %q priced as per-tensor current scaling (the model has no block or row scaling)", rec)
+			fill("fp8 recipe %q priced as per-tensor current scaling (the model has no 1×128 / 128×128 block scaling)", rec)
 		}
 	}
 	if m := r.MoE; m != nil && m.CapacityFactor != nil {
 		t.MoECapacityFactor = *m.CapacityFactor
-		fill("capacity factor %v: the model caps imbalance, it does not pad to capacity", *m.CapacityFactor)
 	}
-	if r.CUDAGraphs != nil && *r.CUDAGraphs {
-		fill("CUDA graphs on: the model has no host-overhead term for them")
+	if m := r.MoE; m != nil && m.Dispatcher != nil {
+		switch d := strings.ToLower(*m.Dispatcher); {
+		case d == "alltoall":
+			t.MoEDispatcher = step.DispatchAllToAll
+		case strings.Contains(d, "flex"), strings.Contains(d, "deepep"):
+			t.MoEDispatcher = step.DispatchDeepEP
+		case t.Framework == "hai-llm":
+			// The report's own node-limited all-to-all: the hai-llm profile's.
+		default:
+			return req, filled, fmt.Errorf("moe.token_dispatcher: unknown %q", *m.Dispatcher)
+		}
 	}
+	t.CUDAGraphs = r.CUDAGraphs != nil && *r.CUDAGraphs
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: l}, filled, nil
+}
+
+// recomputeModules maps a row's recompute_modules to Megatron-Core's module names
+// (Layout.RecomputeModules). The DeepSeek-V3 report names them in prose: RMSNorm
+// and the MLA up-projections (§3.2.3) and the SwiGLU output of the MoE (§3.3.3,
+// "we cache the inputs of the SwiGLU operator and recompute its output").
+func recomputeModules(s string) ([]string, error) {
+	if strings.Contains(s, "RMSNorm and MLA up-projections") {
+		return []string{"layernorm", "mla_up_proj", "moe_act"}, nil
+	}
+	out := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+	if len(out) == 0 {
+		return nil, errors.New("recompute_modules: recompute selective modules names none")
+	}
+	return out, nil
+}
+
+// endsLighter splits layers over stages as DualPipe runs do: the stages that also
+// hold the embedding (first) and the output layer (last) take one layer fewer, then
+// the stages before the last, so that the per-rank pairs (r, P−1−r) stay balanced.
+func endsLighter(layers, stages int) []int {
+	per := (layers + stages - 1) / stages
+	out := make([]int, stages)
+	for i := range out {
+		out[i] = per
+	}
+	short := per*stages - layers
+	order := []int{stages - 1, 0}
+	for j := stages - 2; j > 0; j-- {
+		order = append(order, j)
+	}
+	for _, j := range order[:min(short, len(order))] {
+		out[j]--
+	}
+	return out
+}
+
+// Publication names the publication a row comes from, the unit the
+// cross-validation leaves out: each release of NVIDIA's DGX Cloud benchmarking
+// recipes (v25.02, v25.05; v24.11.1's runs are in published_runs.jsonl as "dgxc"),
+// each MLPerf Training round, the torchao README and the DeepSeek-V3 report.
+// torchtitan's fp8 benchmarks (its async-TP file and its mxfp8 Llama 4 table) join
+// torchtitan's docs/performance.md runs of published_runs.jsonl: one framework, the
+// same Grand Teton H100 clusters and the same throughput metric (SourceOf's rule),
+// so they are left out together.
+func (r MoERun) Publication() string {
+	p := r.ID
+	if i := strings.IndexByte(p, '_'); i > 0 {
+		p = p[:i]
+	}
+	switch p {
+	case "dgxc":
+		return "dgxc2505"
+	case "torchtitan":
+		return "torchtitan"
+	case "deepseekv3":
+		return "deepseekv3"
+	}
+	return p
+}
+
+// MoECases turns every row into a Case of the cross-validation (Run carries the
+// id, the publication, the kinds and the batch; Request is MoECase's). A row the
+// model cannot express, or whose measurement does not convert, keeps the error.
+func MoECases(runs []MoERun) []Case {
+	out := make([]Case, 0, len(runs))
+	for _, r := range runs {
+		mbs := r.MicroBatch
+		c := Case{Run: Run{ID: r.ID, Source: r.Source, Model: r.Model, Layers: r.Layers, Hidden: r.Hidden, Heads: r.Heads,
+			GPU: r.GPU, GPUMemGB: r.GPUMemGB, GPUs: r.GPUs, MicroBatch: mbs, GlobalBatch: r.GlobalBatch,
+			Precision: r.Precision, Framework: r.Framework, Notes: r.Notes,
+			Publication: r.Publication(), Kind: r.Kind}}
+		c.Request, c.Filled, c.Err = MoECase(r)
+		c.ScoreOnly = strings.Contains(strings.ToLower(r.GPU), "power limited") && !strings.Contains(r.GPU, "W")
+		if c.Err == nil {
+			c.MeasuredS, _, _, c.Err = r.StepFromMeasure()
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// AllCases is every published run: published_runs.jsonl's and
+// published_runs_moe.jsonl's.
+func AllCases() ([]Case, error) {
+	runs, err := Runs()
+	if err != nil {
+		return nil, err
+	}
+	moe, err := MoERuns()
+	if err != nil {
+		return nil, err
+	}
+	return append(Cases(runs), MoECases(moe)...), nil
+}
+
+// HasKind reports whether a run is of the kind ("moe", "fp8", "blackwell").
+func (r Run) HasKind(kind string) bool {
+	for _, k := range r.Kind {
+		if k == kind {
+			return true
+		}
+	}
+	return false
 }
