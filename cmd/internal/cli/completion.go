@@ -82,7 +82,8 @@ func flagsOf(c command) []compFlag {
 	values := map[string][]string{"cluster": systemNames(), "model": modelNames(), "format": {"table", "json", "csv"},
 		"objective": {"step_time", "throughput", "cost"}, "precision": {"bf16", "fp16", "fp8"},
 		"moe-dispatcher": {step.DispatchAllToAll, step.DispatchDeepEP}, "recompute-modules": step.RecomputeModuleNames(),
-		"framework": framework.Names()}
+		"framework":  framework.Names(),
+		"fp8-recipe": {string(step.FP8Delayed), string(step.FP8Current), string(step.FP8Rowwise), string(step.FP8MXFP8)}}
 	var out []compFlag
 	fc.fs.VisitAll(func(f *flag.Flag) {
 		cf := compFlag{name: f.Name, usage: f.Usage, values: values[f.Name]}

@@ -1982,8 +1982,12 @@ type Training struct {
 	Framework string `protobuf:"bytes,9,opt,name=framework,proto3" json:"framework,omitempty"`
 	// With precision FP8, how scales are chosen: "delayed" (Transformer Engine's
 	// DelayedScaling, Megatron-Core and NeMo's default: amax from history, weights
-	// cast once per step) or "current" (per-tensor current scaling, torchao float8
-	// tensorwise: an amax pass before every cast, weights cast every forward).
+	// cast once per step), "current" (per-tensor current scaling, torchao float8
+	// tensorwise: an amax pass before every cast, weights cast every forward),
+	// "rowwise" (torchao float8 rowwise: every operand scaled per row along each
+	// axis, weights cast every forward, the backward GEMMs' fp32 outputs rescaled)
+	// or "mxfp8" (OCP microscaling: 32-element blocks with E8M0 scales found by the
+	// cast kernel; Blackwell only, refused on other GPUs).
 	// Unset: the framework's (torchtitan: current), else delayed.
 	Fp8Recipe string `protobuf:"bytes,10,opt,name=fp8_recipe,json=fp8Recipe,proto3" json:"fp8_recipe,omitempty"`
 	// Data-parallel gradients (ZeRO 0-2) are reduced after the backward pass, none
@@ -2030,8 +2034,16 @@ type Training struct {
 	// --moe-permute-fusion). Unset: the framework's (hai-llm fuses it), else
 	// PyTorch's gathers and sorts.
 	MoePermuteFusion bool `protobuf:"varint,19,opt,name=moe_permute_fusion,json=moePermuteFusion,proto3" json:"moe_permute_fusion,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Each layer's forward and backward kernels are replayed from CUDA graphs
+	// (Megatron-Core's --enable-cuda-graph / --external-cuda-graph, NeMo's
+	// enable_cuda_graph): one launch per layer instead of one per kernel. An MoE
+	// block is captured up to the dropless dispatcher's host sync (the router and
+	// the token counts, Megatron-Core's moe_router and moe_preprocess scopes), or
+	// whole when its experts are padded to capacity (moe_pad_to_capacity); the
+	// rest stays eager. Unset: eager launches.
+	CudaGraphs    bool `protobuf:"varint,20,opt,name=cuda_graphs,json=cudaGraphs,proto3" json:"cuda_graphs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -2193,6 +2205,13 @@ func (x *Training) GetMoeDispatcher() string {
 func (x *Training) GetMoePermuteFusion() bool {
 	if x != nil {
 		return x.MoePermuteFusion
+	}
+	return false
+}
+
+func (x *Training) GetCudaGraphs() bool {
+	if x != nil {
+		return x.CudaGraphs
 	}
 	return false
 }
@@ -5890,7 +5909,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xc8\x06\n" +
+	"stateBytes\"\xe9\x06\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -5914,7 +5933,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"no_dropout\x18\x10 \x01(\bR\tnoDropout\x12-\n" +
 	"\x13moe_pad_to_capacity\x18\x11 \x01(\bR\x10moePadToCapacity\x12%\n" +
 	"\x0emoe_dispatcher\x18\x12 \x01(\tR\rmoeDispatcher\x12,\n" +
-	"\x12moe_permute_fusion\x18\x13 \x01(\bR\x10moePermuteFusion\"\xe4\x05\n" +
+	"\x12moe_permute_fusion\x18\x13 \x01(\bR\x10moePermuteFusion\x12\x1f\n" +
+	"\vcuda_graphs\x18\x14 \x01(\bR\n" +
+	"cudaGraphs\"\xe4\x05\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
