@@ -338,7 +338,7 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
 		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp,
-		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(t.GetFp8Recipe()), FP8Params: t.GetFp8Params(), DPReduceAfterBackward: t.GetDpReduceAfterBackward(),
+		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(strings.ToLower(t.GetFp8Recipe())), FP8Params: t.GetFp8Params(), DPReduceAfterBackward: t.GetDpReduceAfterBackward(),
 		MoEImbalance: t.GetMoeImbalance(), MoECapacityFactor: t.GetMoeCapacityFactor(),
 		FP8Activations: t.GetFp8Activations(), NoDropout: t.GetNoDropout(), MoEPadToCapacity: t.GetMoePadToCapacity(),
 		MoEDispatcher: strings.ToLower(t.GetMoeDispatcher()), MoEPermuteFusion: t.GetMoePermuteFusion(), CUDAGraphs: t.GetCudaGraphs()}

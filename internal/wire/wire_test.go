@@ -67,8 +67,8 @@ func TestRankObjective(t *testing.T) {
 	}
 }
 
-// The step model's MoE, activation-storage and recompute inputs cross the wire
-// both ways unchanged.
+// The step model's MoE, activation-storage, recompute, CUDA-graph and fp8-recipe
+// inputs cross the wire both ways unchanged.
 func TestMoEFieldsRoundTrip(t *testing.T) {
 	l := &pb.Layout{Tp: 2, Pp: 8, Dp: 16, Ep: 32, Etp: 1, Sp: true, Recompute: pb.Recompute_RECOMPUTE_SELECTIVE,
 		RecomputeModules: []string{"layernorm", "mla_up_proj", "moe_act"}, OverlapSharedExpert: true}
@@ -84,12 +84,13 @@ func TestMoEFieldsRoundTrip(t *testing.T) {
 	}
 	tr := &pb.Training{SeqLen: 4096, GlobalBatch: 64, Precision: pb.Precision_PRECISION_FP8, Framework: "hai-llm", Fp8Activations: true,
 		NoDropout: true, MoeCapacityFactor: 1.25, MoePadToCapacity: true, MoeDispatcher: "deepep", MoePermuteFusion: true,
-		Optimizer: &pb.Optimizer{}}
+		CudaGraphs: true, Fp8Recipe: "rowwise", Optimizer: &pb.Optimizer{}}
 	dt, err := wire.TrainingFromProto(tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !dt.FP8Activations || !dt.NoDropout || !dt.MoEPadToCapacity || dt.MoEDispatcher != step.DispatchDeepEP || !dt.MoEPermuteFusion {
+	if !dt.FP8Activations || !dt.NoDropout || !dt.MoEPadToCapacity || dt.MoEDispatcher != step.DispatchDeepEP || !dt.MoEPermuteFusion ||
+		!dt.CUDAGraphs || dt.FP8Recipe != step.FP8Rowwise {
 		t.Errorf("training to the domain: %+v", dt)
 	}
 	if back := wire.TrainingToProto(dt); !proto.Equal(back, tr) {
@@ -109,9 +110,13 @@ func TestMoEFieldsRoundTrip(t *testing.T) {
 	if err != nil || dl.RecomputeModules[0] != "moe_act" {
 		t.Errorf("%q, %v", dl.RecomputeModules, err)
 	}
-	dt, err = wire.TrainingFromProto(&pb.Training{MoeDispatcher: "DeepEP"})
-	if err != nil || dt.MoEDispatcher != step.DispatchDeepEP {
-		t.Errorf("%q, %v", dt.MoEDispatcher, err)
+	dt, err = wire.TrainingFromProto(&pb.Training{MoeDispatcher: "DeepEP", Fp8Recipe: "MXFP8"})
+	if err != nil || dt.MoEDispatcher != step.DispatchDeepEP || dt.FP8Recipe != step.FP8MXFP8 {
+		t.Errorf("%q, %q, %v", dt.MoEDispatcher, dt.FP8Recipe, err)
+	}
+	// Unset, the kernels launch eagerly, and the answer says so by leaving it unset.
+	if dt.CUDAGraphs || wire.TrainingToProto(dt).GetCudaGraphs() {
+		t.Error("cuda_graphs unset came back set")
 	}
 }
 
