@@ -55,6 +55,13 @@ type Profile struct {
 	// class) rather than one of FlashAttention-2's generation (flash-attn 2, PyTorch's
 	// scaled_dot_product_attention flash backend).
 	HopperFusedAttention bool
+	// NormEmitsFP8: under fp8 with delayed scaling the layer norm ahead of a linear
+	// layer writes its output in fp8 (and its transpose) in the same kernel, so the
+	// QKV and dense MLP inputs need no cast of their own (Transformer Engine's
+	// LayerNormLinear, which Megatron-Core's TE layer spec uses for both:
+	// TELayerNormColumnParallelLinear). Current scaling needs the output's amax
+	// before the cast and keeps a cast kernel.
+	NormEmitsFP8 bool
 	// PipelineScatterGather: without sequence parallelism, each TP rank sends its
 	// 1/TP slice of the activations between pipeline stages and the receiving stage
 	// all-gathers them over NVLink, instead of every rank sending the whole tensor
@@ -62,6 +69,27 @@ type Profile struct {
 	// on unless --no-scatter-gather-tensors-in-pipeline). With sequence parallelism
 	// the activations are sharded anyway.
 	PipelineScatterGather bool
+	// DedupDispatch: the MoE all-to-all sends each token across the network once per
+	// node it is routed to and forwards it to that node's experts over NVLink
+	// (DeepEP's normal kernels; DeepSeek-V3 report §3.2.2) — instead of one copy per
+	// routed expert (Megatron-Core's all-to-all token dispatcher).
+	DedupDispatch bool
+	// FP8Dispatch: under fp8 training the dispatch all-to-alls (the forward one and
+	// the backward one of the output gradients) carry fp8 with 1×128 scales; the
+	// combines stay in 16 bits (DeepSeek-V3 §3.3.3).
+	FP8Dispatch bool
+	// FusedPermute: the MoE token permutation and un-permutation run as fused
+	// gather/scatter kernels (or inside the dispatch kernels) rather than PyTorch's
+	// index_select and sort-by-expert chunks (Megatron-Core's --moe-permute-fusion,
+	// off by default).
+	FusedPermute bool
+	// CommSMs is how many SMs the kernels of communication that overlaps compute
+	// occupy (0: 16, NCCL's channels of one collective); DeepSeek-V3's all-to-all
+	// kernels take 20 (§3.2.2).
+	CommSMs float64
+	// FP8Activations: under fp8 training the activations saved for the backward pass
+	// as matmul inputs are kept in fp8 (DeepSeek-V3 §3.3.3).
+	FP8Activations bool
 }
 
 // Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
@@ -93,6 +121,7 @@ var profiles = []Profile{
 			"gradient reduce-scatter overlapped with the backward pass in buckets, zig-zag load-balanced context parallelism",
 		Source:               "Megatron-Core docs (distributed optimizer, --overlap-grad-reduce, context parallelism); Transformer Engine docs (DotProductAttention backends: cuDNN FusedAttention on Hopper)",
 		HopperFusedAttention: true,
+		NormEmitsFP8:         true,
 	},
 	{
 		Name:    "nemo",
@@ -101,6 +130,7 @@ var profiles = []Profile{
 			"(NeMo's recipes turn the overlaps on)",
 		Source:               "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
 		HopperFusedAttention: true,
+		NormEmitsFP8:         true,
 	},
 	{
 		Name:    "megatron-lm-2021",
@@ -162,6 +192,18 @@ var profiles = []Profile{
 		SequenceParallelWithTP: true,
 		FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
 		LossBytesPerLogit:      TorchLossBytesPerLogit,
+	},
+	{
+		Name:    "hai-llm",
+		Aliases: []string{"deepseek", "deepseek-v3"},
+		Description: "DeepSeek's HAI-LLM as the DeepSeek-V3 report describes it: DualPipe, node-limited all-to-all " +
+			"over IB then NVLink on 20 SMs with fp8 dispatch, fused permutation, fp8 activation caching",
+		Source:         "DeepSeek-V3 technical report, arXiv:2412.19437, §3.2.1–3.2.2 (DualPipe, cross-node all-to-all, 20 SMs), §3.3 (fp8 training, low-precision storage and communication); deepseek-ai/DeepEP README",
+		DedupDispatch:  true,
+		FP8Dispatch:    true,
+		FusedPermute:   true,
+		CommSMs:        20,
+		FP8Activations: true,
 	},
 	{
 		Name:    "composer",

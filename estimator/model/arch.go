@@ -37,6 +37,13 @@ type MoE struct {
 	// FirstDense: the first FirstDense layers have a dense MLP (DeepSeek-V3's
 	// first_k_dense_replace, 3); the Frequency rule applies from there on.
 	FirstDense int `json:"first_dense,omitempty"`
+	// Groups and TopKGroups are group-limited routing (DeepSeek-V3's n_group 8 and
+	// topk_group 4): the experts form Groups groups and a token's top-k experts come
+	// from its TopKGroups best groups. With the groups laid out on nodes, a token
+	// reaches at most TopKGroups nodes (the report's node-limited routing, §2.1.2,
+	// M = 4). 0: no limit.
+	Groups     int `json:"groups,omitempty"`
+	TopKGroups int `json:"topk_groups,omitempty"`
 }
 
 // MLA is multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass
@@ -69,7 +76,14 @@ type Arch struct {
 	GatedMLP       bool `json:"gated_mlp"`
 	Vocab          int  `json:"vocab"`
 	TiedEmbeddings bool `json:"tied_embeddings"` // output projection shares the input embedding
-	MoE            *MoE `json:"moe,omitempty"`
+	// MTPLayers is the depth of multi-token prediction (DeepSeek-V3 §2.2, config.json
+	// num_nextn_predict_layers 1): each module predicts one more token ahead with one
+	// more transformer layer (an MoE layer in an MoE model), a 2h → h projection of
+	// the previous depth's output and the next token's embedding, two norms, and the
+	// embedding and output layer shared with the model. Its parameters are not
+	// counted in the model's total (DeepSeek-V3's 671 B excludes its 14 B).
+	MTPLayers int  `json:"mtp_layers,omitempty"`
+	MoE       *MoE `json:"moe,omitempty"`
 	// MLA replaces grouped-query attention's projections (KVHeads and head_dim are
 	// then unused).
 	MLA *MLA `json:"mla,omitempty"`
@@ -176,6 +190,9 @@ func (a Arch) ValidateAt(path string) error {
 	between(&c, "layers", a.Layers, 1, MaxLayers)
 	between(&c, "hidden", a.Hidden, 1, MaxHidden)
 	headsOK := between(&c, "heads", a.Heads, 1, MaxHidden)
+	if a.MTPLayers != 0 {
+		between(&c, "mtp_layers", a.MTPLayers, 0, MaxMTPLayers)
+	}
 	if a.SlidingWindow != 0 {
 		between(&c, "sliding_window", a.SlidingWindow, 1, MaxSlidingWindow)
 	}
@@ -232,6 +249,12 @@ func (a Arch) ValidateAt(path string) error {
 		if m.FirstDense != 0 {
 			between(&c, "moe.first_dense", m.FirstDense, 0, maxDense)
 		}
+		if m.Groups != 0 || m.TopKGroups != 0 {
+			if between(&c, "moe.groups", m.Groups, 1, MaxExperts) && m.Experts > 0 && m.Experts%m.Groups != 0 {
+				c.Add("moe.groups", "must divide the %d experts (got %d)", m.Experts, m.Groups)
+			}
+			between(&c, "moe.topk_groups", m.TopKGroups, 1, max(1, m.Groups))
+		}
 		if m.Frequency != 0 {
 			maxFreq := MaxLayers
 			if a.Layers >= 1 && a.Layers <= MaxLayers {
@@ -242,6 +265,10 @@ func (a Arch) ValidateAt(path string) error {
 	}
 	return c.Err()
 }
+
+// MaxMTPLayers bounds the multi-token-prediction depth (DeepSeek-V3 trains with 1;
+// its report studies up to predicting the next 2 tokens).
+const MaxMTPLayers = 8
 
 // between records a violation unless lo ≤ v ≤ hi, and reports whether v is in range.
 func between(c *invalid.Collector, field string, v, lo, hi int) bool {

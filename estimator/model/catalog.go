@@ -131,8 +131,9 @@ const (
 	srcDeepSeekV3 = "DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv:2412.19437) §4.2 and the " +
 		"deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden 7168, 128 heads, MLA (q_lora_rank 1536, " +
 		"kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128), first 3 layers dense " +
-		"(intermediate 18432), then 256 routed experts (2048) top-8 and 1 shared expert, vocab 129280, untied; " +
-		"671B total / 37B active (the multi-token-prediction module is not included)"
+		"(intermediate 18432), then 256 routed experts (2048) top-8 from 4 of 8 groups (n_group 8, topk_group 4) " +
+		"and 1 shared expert, vocab 129280, untied; " +
+		"671B total / 37B active; one multi-token-prediction module (num_nextn_predict_layers 1, 14B, not in the total)"
 	srcGemma2 = "Gemma Team 2024, Gemma 2: Improving Open Language Models at a Practical Size (arXiv:2408.00118) " +
 		"Tables 1–2 and the google/gemma-2-%s config.json: hidden_size %d, %d layers, %d heads of head_dim %d, %d KV heads, " +
 		"intermediate_size %d (GeGLU), vocab_size 256000, tied embeddings, local sliding-window attention (4096 tokens) " +
@@ -235,9 +236,9 @@ func entries() []entry {
 
 		mixtral("8x7b", 32, 4096, 32, 14336, 32000, ""),
 		{arch: Arch{
-			Name: "deepseek-v3", Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, FFN: 18432, GatedMLP: true, Vocab: 129280,
+			Name: "deepseek-v3", Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, FFN: 18432, GatedMLP: true, Vocab: 129280, MTPLayers: 1,
 			MLA:    &MLA{QLoRARank: 1536, KVLoRARank: 512, QKNopeDim: 128, QKRopeDim: 64, VDim: 128},
-			MoE:    &MoE{Experts: 256, TopK: 8, ExpertFFN: 2048, Frequency: 1, SharedExperts: 1, FirstDense: 3},
+			MoE:    &MoE{Experts: 256, TopK: 8, ExpertFFN: 2048, Frequency: 1, SharedExperts: 1, FirstDense: 3, Groups: 8, TopKGroups: 4},
 			Source: srcDeepSeekV3,
 		}, aliases: []string{"deepseek-v3-671b", "deepseek-ai/deepseek-v3-base"}},
 		qwen3("32B", 64, 5120, 64, 8, 25600, nil, "intermediate_size 25600", "32.8B"),

@@ -33,6 +33,22 @@ type Params struct {
 }
 
 // Params counts the parameters of a (which should be valid).
+// MTPParamsPerModule is the parameters of one multi-token-prediction module
+// (Arch.MTPLayers) besides the embedding and output layer it shares: a transformer
+// layer (attention and norms; an MoE MLP in an MoE model, otherwise a dense one),
+// the 2h → h projection and its two input norms.
+func (a Arch) MTPParamsPerModule() float64 {
+	p := a.Params()
+	h := float64(a.Hidden)
+	mlp := p.PerLayerDenseMLP
+	if p.MoELayers > 0 {
+		mlp = p.PerLayerMoE
+	} else if mlp == 0 {
+		mlp = a.denseMLPParams()
+	}
+	return p.PerLayerAttention + p.PerLayerNorm + mlp + 2*h*h + 2*h
+}
+
 func (a Arch) Params() Params {
 	h := float64(a.Hidden)
 	p := Params{

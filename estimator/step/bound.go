@@ -76,6 +76,29 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	m := float64(t.GlobalBatch / max(1, l.DP*l.MicroBatch))
 	sLocal := float64(t.SeqLen) / float64(l.CP)
 	cp := e.computeCached(req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen), c)
+	bwdLB, wUB := cp.bwd, cp.bwdW
+	actLayers := float64(cp.stageLayers) * math.Min(float64(l.PP), m)
+	if l.PP > 1 && l.PP%2 == 0 && l.VirtualStages <= 1 && (len(l.LayerSplit) == 0 || len(l.LayerSplit) == l.PP) {
+		// DualPipe paces a micro-batch by the mean of a rank's two stages, which can
+		// be less than the slowest stage: the bound takes the smaller of the two
+		// (and the larger weight-gradient share, which shrinks the bubble).
+		dreq := req
+		dreq.Layout.Schedule = DualPipe
+		dc := cp
+		lf, lb, lw := c.outputLayer(e, &r, float64(l.MicroBatch)*sLocal, float64(a.Vocab)/float64(l.TP), float64(a.Hidden))
+		dc.dualPipe(dreq, lf, lb, lw)
+		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
+			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
+		}
+		bwdLB, wUB = math.Min(bwdLB, dc.bwd), math.Max(wUB, dc.bwdW)
+		dl, ml := stageKinds(dreq)
+		least := math.Inf(1)
+		for r := 0; r < l.PP/2; r++ {
+			nd, nm, _ := dualPipePair(dl, ml, r)
+			least = math.Min(least, float64(nd+nm)/2)
+		}
+		actLayers = math.Min(actLayers, least*math.Min(float64(l.PP+1), m))
+	}
 	perMB := cp.fwd + cp.bwd + cp.rc
 	if l.TP > 1 && !l.OverlapTP {
 		// TP communication is on the critical path of every micro-batch; its
@@ -85,8 +108,9 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if err != nil {
 			return Bounds{}, false
 		}
-		if l.etp() == 1 && cp.nMoE > 0 {
-			// As the estimate: no TP collectives around whole experts.
+		if l.moeDispatcher() && cp.nMoE > 0 {
+			// As the estimate: no TP collectives of the dense kind around the
+			// experts (the expert-TP gathers are priced by the estimate only).
 			tp *= (cp.nDense + cp.nMoE/2) / (cp.nDense + cp.nMoE)
 		}
 		perMB += tp
@@ -101,7 +125,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		o.WeightBytes = fp8ElementBytes
 	}
 	w, g, s := ModelStateBytes(params, o, l.ZeRO, l.DP*l.CP)
-	act := activationsPerLayer(req, cp.stageLayers) * float64(cp.stageLayers) * math.Min(float64(l.PP), m) / 1e9
+	act := activationsPerLayer(req, cp.stageLayers) * actLayers / 1e9
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
 	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, layers: float64(cp.stageLayers), m: m,
 		prefetchPre: t.BackwardPrefetch == PrefetchPre}
@@ -126,8 +150,8 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		PerMicroBatch: perMB,
 		Params:        params,
 		ReserveGB:     reserve,
-		Backward:      cp.bwd,
-		WeightGrad:    cp.bwdW,
+		Backward:      bwdLB,
+		WeightGrad:    wUB,
 	}, true
 }
 

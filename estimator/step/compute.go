@@ -137,6 +137,19 @@ const (
 	// fp8ParamCastBytes: with fp8 weights a weight's cast is its transpose: read the
 	// fp8 weight, write the fp8 transpose.
 	fp8ParamCastBytes = 2
+	// fp8RowwiseCastBytes: rowwise scaling quantises a tensor along each axis
+	// separately (the scales of the transposed operand run along the other axis), each
+	// an amax reduction (read 16 bits) and a cast (read 16 bits, write fp8):
+	// 2 × (2 + 2 + 1) per element.
+	fp8RowwiseCastBytes = 10
+	// fp8MXCastBytes: MXFP8 quantises along each axis too, its 32-element block
+	// scales found in the cast kernel's registers: 2 × (2 + 1) per element (the
+	// scales, 1 B per 32 elements, are left out).
+	fp8MXCastBytes = 6
+	// fp8RescaleBytes: a backward GEMM of rowwise scaling writes fp32 instead of 16
+	// bits (+2) and a rescaling pass reads it and writes the 16-bit result (4 + 2),
+	// per output element.
+	fp8RescaleBytes = 8
 )
 
 func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {

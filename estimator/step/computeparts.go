@@ -55,7 +55,7 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 		share := l.recomputeShare(stageLayers)
 		rc, rcFLOPs = share*fwd, share*fwdFLOPs
 	case RecomputeSelective:
-		rc, rcFLOPs = nDense*lc.attnFwd+nMoE*lcMoE.attnFwd, nDense*lc.attnFLOPs+nMoE*lcMoE.attnFLOPs
+		rc, rcFLOPs = nDense*lc.modsFwd+nMoE*lcMoE.modsFwd, nDense*lc.modsFLOPs+nMoE*lcMoE.modsFLOPs
 	case RecomputeOps:
 		rc, rcFLOPs = nDense*lc.opsFwd+nMoE*lcMoE.opsFwd, nDense*lc.opsFLOPs+nMoE*lcMoE.opsFLOPs
 	}
@@ -65,6 +65,20 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	// The last stage also computes the logits and loss; the first the embedding. The
 	// output layer stays in 16 bits under fp8 training.
 	logits, logitsBwd, logitsW := c.outputLayer(e, rates, tokens, float64(a.Vocab)/tf, h)
+	// Multi-token prediction (DeepSeek-V3 §2.2): each module on the last stage adds a
+	// 2h → h projection, one more transformer layer and one more pass through the
+	// shared output layer and loss.
+	mtp := float64(a.MTPLayers)
+	mtpLayer := lc
+	if moeEvery > 0 {
+		mtpLayer = lcMoE
+	}
+	if mtp > 0 {
+		pf := e.k.gemmTime(gemm{tokens, h / tf, 2 * h, 1, false}, rates)
+		pw := e.k.gemmTime(gemm{2 * h, h / tf, tokens, 1, false}, rates)
+		pb := e.k.gemmTime(gemm{tokens, 2 * h, h / tf, 1, false}, rates) + pw
+		logits, logitsBwd, logitsW = (1+mtp)*logits+mtp*pf, (1+mtp)*logitsBwd+mtp*pb, (1+mtp)*logitsW+mtp*pw
+	}
 	cp.weightCast = nDense*lc.weightCast + nMoE*lcMoE.weightCast
 	// The slowest stage: the one with the most layers, or the last, whose output
 	// layer and loss may outweigh a layer it holds fewer of (an uneven split that
@@ -77,20 +91,64 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 		}
 	}
 	bwdW := nDense*lc.bwdW + nMoE*lcMoE.bwdW
-	if l.PP == 1 || lastLayers == stageLayers {
-		fwd += logits
-		bwd += logitsBwd
-		bwdW += logitsW
-	} else if d := float64(stageLayers - lastLayers); logits+logitsBwd > d*(lc.fwd+lc.bwd) {
-		// The last stage is the slowest: its layers plus the output layer.
+	if l.Schedule == DualPipe && l.PP > 1 {
+		// dualPipe below counts the prediction modules' layers with the last stage's.
+	} else if l.PP == 1 || lastLayers == stageLayers {
+		fwd += logits + mtp*mtpLayer.fwd
+		bwd += logitsBwd + mtp*mtpLayer.bwd
+		bwdW += logitsW + mtp*mtpLayer.bwdW
+	} else if d := float64(stageLayers-lastLayers) - mtp; logits+logitsBwd > d*(lc.fwd+lc.bwd) {
+		// The last stage is the slowest: its layers plus the output layer (and the
+		// prediction modules).
 		frac := float64(lastLayers) / float64(stageLayers)
-		fwd, bwd, rc, bwdW = fwd*frac+logits, bwd*frac+logitsBwd, rc*frac, bwdW*frac+logitsW
+		fwd, bwd, rc, bwdW = fwd*frac+logits+mtp*mtpLayer.fwd, bwd*frac+logitsBwd+mtp*mtpLayer.bwd, rc*frac, bwdW*frac+logitsW+mtp*mtpLayer.bwdW
 	}
 
 	cp.stageLayers, cp.nDense, cp.nMoE = stageLayers, nDense, nMoE
 	cp.bwdW = bwdW
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
+	if l.Schedule == DualPipe && l.PP > 1 {
+		cp.dualPipe(req, logits, logitsBwd, logitsW)
+	}
 	return cp
+}
+
+// dualPipe re-times cp for DualPipe: rank r runs half the micro-batches through
+// stage r and half through stage P−1−r, so one micro-batch costs it the mean of
+// the two, and the rank with the largest mean paces the pipeline — the outermost
+// pair also computes the output layer (and the embedding) for its half. nDense and
+// nMoE become that rank's mean layer counts, which the per-layer communication
+// follows; the weights' fp8 cast covers both stages.
+func (cp *computeParts) dualPipe(req Request, logits, logitsBwd, logitsW float64) {
+	l := req.Layout
+	lc, lm := &cp.lc, &cp.lcMoE
+	var rcD, rcM float64 // recomputation per layer
+	switch l.Recompute {
+	case RecomputeFull:
+		share := l.recomputeShare(cp.stageLayers)
+		rcD, rcM = share*lc.fwd, share*lm.fwd
+	case RecomputeSelective:
+		rcD, rcM = lc.modsFwd, lm.modsFwd
+	case RecomputeOps:
+		rcD, rcM = lc.opsFwd, lm.opsFwd
+	}
+	dl, ml := stageKinds(req)
+	best := -1.0
+	for r := 0; r < l.PP/2; r++ {
+		nd, nm, ends := dualPipePair(dl, ml, r)
+		d, m := float64(nd)/2, float64(nm)/2
+		fwd, bwd := d*lc.fwd+m*lm.fwd, d*lc.bwd+m*lm.bwd
+		rc, w := d*rcD+m*rcM, d*lc.bwdW+m*lm.bwdW
+		if ends {
+			fwd, bwd, w = fwd+logits/2, bwd+logitsBwd/2, w+logitsW/2
+		}
+		if t := fwd + bwd + rc; t > best {
+			best = t
+			cp.fwd, cp.bwd, cp.rc, cp.bwdW = fwd, bwd, rc, w
+			cp.nDense, cp.nMoE = d, m
+			cp.weightCast = float64(nd)*lc.weightCast + float64(nm)*lm.weightCast
+		}
+	}
 }
 
 // stageLayerCount is the most layers one pipeline rank holds over its v chunks:
@@ -216,6 +274,7 @@ type layerKey struct {
 	tp, ep, etp, cp     int
 	cpAllToAll, sp, ops bool
 	moe                 bool
+	mods                uint8
 }
 
 // layer is e.layerCompute, remembered in c (when c is not nil).
@@ -224,7 +283,7 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 		return e.layerCompute(req, r, tokens, sLocal, s, moe)
 	}
 	l := req.Layout
-	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe}
+	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask()}
 	if lt, ok := c.layers[k]; ok {
 		return lt
 	}
@@ -234,4 +293,44 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 	lt := e.layerCompute(req, r, tokens, sLocal, s, moe)
 	c.layers[k] = lt
 	return lt
+}
+
+// stageKinds returns the dense and MoE layers of each pipeline stage (one chunk
+// per rank: the schedules that pair stages, DualPipe, run one).
+func stageKinds(req Request) (dense, moe []int) {
+	a, l := req.Model, req.Layout
+	split := l.LayerSplit
+	if len(split) != l.PP {
+		split = EvenSplit(a.Layers, l.PP)
+	}
+	dense, moe = make([]int, l.PP), make([]int, l.PP)
+	layer := 0
+	for st, n := range split {
+		for range n {
+			if a.IsMoELayer(layer) {
+				moe[st]++
+			} else {
+				dense[st]++
+			}
+			layer++
+		}
+	}
+	// The multi-token-prediction modules' layers run on the last stage.
+	if a.MoE != nil {
+		moe[l.PP-1] += a.MTPLayers
+	} else {
+		dense[l.PP-1] += a.MTPLayers
+	}
+	return dense, moe
+}
+
+// dualPipePair is, under DualPipe, the layers a pipeline rank r holds — stage r
+// and stage P−1−r (DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe: each rank
+// builds the modules of both, so rank 0 (and P−1) holds the embedding and the
+// output layer): dense and MoE layers of the two stages together, and whether the
+// pair is the outermost one.
+func dualPipePair(dense, moe []int, r int) (nDense, nMoE int, ends bool) {
+	p := len(dense)
+	o := p - 1 - r
+	return dense[r] + dense[o], moe[r] + moe[o], r == 0 || o == 0
 }

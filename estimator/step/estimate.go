@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -146,12 +147,17 @@ func (e *Estimator) WithConstants(k Constants) *Estimator {
 const cpMergeBytes = 10
 
 // commExpertData is the placement key of the expert-data-parallel group (the ranks
-// that hold the same experts); its communication is reported as DP or ZeRO-3.
+// that hold the same experts, on the expert grid); its communication is reported as
+// DP or ZeRO-3.
 const commExpertData = NumComms
 
-// commExpertDataTP is commExpertData with expert tensor parallelism 1: the TP ranks
-// hold the same (whole) experts too.
-const commExpertDataTP = NumComms + 1
+// commExpertTP is the placement key of the expert-tensor-parallel group (the ranks
+// that split the same experts, on the expert grid); its communication is reported
+// as TP.
+const commExpertTP = NumComms + 1
+
+// onExpertGrid says the group of placement key c is cut from the expert grid.
+func onExpertGrid(c Comm) bool { return c == CommEP || c == commExpertData || c == commExpertTP }
 
 // placeKey identifies a communication group by what decides it: the ranks the group
 // spans and the other ranks of its pipeline stage, whose translates of the group are
@@ -181,14 +187,14 @@ func groupDims(c Comm) []Dim {
 	case CommCP:
 		return []Dim{DimCP}
 	case CommEP:
-		return []Dim{DimEP}
+		return []Dim{DimEP} // on the expert grid
 	case CommDP, CommZeRO3:
 		return []Dim{DimCP, DimEP, DimDP}
 	case commExpertData:
-		// Ranks that hold the same experts: every DP and CP rank of rank 0's EP slot.
-		return []Dim{DimCP, DimDP}
-	case commExpertDataTP:
-		return []Dim{DimTP, DimCP, DimDP}
+		// On the expert grid: the expert-data-parallel ranks of rank 0's expert slot.
+		return []Dim{DimDP}
+	case commExpertTP:
+		return []Dim{DimTP} // on the expert grid
 	}
 	return nil
 }
@@ -277,7 +283,7 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	var group []int
 	var sib [][]int
 	switch c {
-	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertDataTP:
+	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP:
 		dom := cl.DomainGPUs()
 		if stage := g.n / g.size[DimPP]; stage > dom && key.domainImages(dom) {
 			// Only the groups of the first domain: the others are their images.
@@ -388,7 +394,8 @@ type pricing struct {
 	req    Request // normalised, validated, link what-ifs applied
 	rates  gpuRates
 	detail bool // list the communications, warnings and assumptions
-	g      grid
+	g      grid // the dense rank grid
+	eg     grid // the expert rank grid (MoE parallel folding)
 	res    Result
 
 	// One micro-batch on one GPU: the compute of the slowest stage, micro-batches
@@ -442,6 +449,11 @@ func (p *pricing) resolve(req Request) error {
 	if !ok {
 		return e.Supports(gpu, req.Training.Precision)
 	}
+	if rates.fp8 && req.Training.FP8Recipe == FP8MXFP8 && gpu.Arch != hardware.Blackwell {
+		// MXFP8's block scales are applied by Blackwell's tensor cores (tcgen05
+		// block-scaled MMA); Hopper has no such GEMM.
+		return invalid.Field("training.fp8_recipe", "mxfp8 needs Blackwell's block-scaled tensor cores (the cluster's GPU is %s, %s)", gpu.Name, gpu.Arch)
+	}
 	p.req, p.rates = req, rates
 	return nil
 }
@@ -452,6 +464,7 @@ func (p *pricing) resolve(req Request) error {
 func (p *pricing) computeMicroBatch() {
 	a, t, l := &p.req.Model, &p.req.Training, &p.req.Layout
 	p.g, _ = newGrid(*l)
+	p.eg, _ = newExpertGrid(*l)
 	p.res.Layout, p.res.Training = *l, *t
 	if p.detail {
 		p.res.Comms = make([]CommCall, 0, 8)
@@ -485,7 +498,11 @@ func (p *pricing) commOn(c, place Comm, op collective.Op, bytes float64, perStep
 	if err := messageFits(c, op, bytes); err != nil {
 		return 0, err
 	}
-	pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, p.g, place)
+	g := p.g
+	if onExpertGrid(place) {
+		g = p.eg
+	}
+	pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, g, place)
 	if err != nil {
 		return 0, err
 	}
@@ -550,19 +567,43 @@ func (p *pricing) tensorParallel() (float64, error) {
 		per = ar * (nFwd + 2)
 	}
 	tpPerMB := per * layers
-	if nDense, nMoE := p.parts.nDense, p.parts.nMoE; l.etp() == 1 && nMoE > 0 {
-		// The MoE layers' MLP half needs no TP collectives: each rank routes its
-		// own tokens to whole experts.
+	var expertTP float64 // the dispatcher's expert-TP collectives, which async TP does not overlap
+	if nDense, nMoE := p.parts.nDense, p.parts.nMoE; l.moeDispatcher() && nMoE > 0 {
+		// The MoE layers' MLP half has no TP collectives of its own: each rank
+		// routes its own sequence-parallel share of the tokens (Megatron-Core's
+		// all-to-all dispatcher); the expert-TP group gathers them below.
 		tpPerMB *= (nDense + nMoE/2) / (nDense + nMoE)
+		if et := l.etp(); et > 1 {
+			// megatron/core/transformer/moe/token_dispatcher.py (MoEAlltoAllTokenDispatcher):
+			// after the all-to-all the expert-TP group all-gathers the dispatched
+			// tokens and reduce-scatters the experts' output before the combine;
+			// backward the reverse. The gathered tensor is ETP × this rank's routed
+			// tokens (its share, k copies, the busiest rank's load).
+			t := &p.req.Training
+			x := p.tokens / p.tf * float64(p.req.Model.MoE.TopK) * p.h * 2 * t.moeLoad() * float64(et)
+			n := 2 + p.moeRepeats()
+			ag, err := p.commOn(CommTP, commExpertTP, collective.AllGather, x, nMoE*n*mf, "per MoE layer: expert-TP all-gather of the dispatched tokens forward (again where recomputed), and of the output gradient backward")
+			if err != nil {
+				return 0, err
+			}
+			rs, err := p.commOn(CommTP, commExpertTP, collective.ReduceScatter, x, nMoE*n*mf, "per MoE layer: expert-TP reduce-scatter of the experts' output forward (again where recomputed), and of the input gradient backward")
+			if err != nil {
+				return 0, err
+			}
+			expertTP = n * (ag + rs) * nMoE
+		}
 	}
 	if l.OverlapTP {
-		// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM time.
+		// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM
+		// time. The token dispatcher's expert-TP gathers feed the permutation, not
+		// a GEMM that could overlap them (Transformer Engine's userbuffers overlap
+		// the linear layers' collectives): they stay exposed.
 		hid := math.Min(tpPerMB, 0.9*(p.fwd+p.bwd))
 		p.res.Breakdown.Hidden[CommTP] = hid * mf
 		p.hiddenPerMB += hid
 		tpPerMB -= hid
 	}
-	return tpPerMB, nil
+	return tpPerMB + expertTP, nil
 }
 
 // contextParallel is the exposed time of one micro-batch's CP communication: the
@@ -607,23 +648,145 @@ func (p *pricing) expertParallel() (float64, error) {
 		return 0, nil
 	}
 	// The busiest rank receives (and returns) moeLoad × the mean routed tokens.
-	x := p.tokens * float64(a.MoE.TopK) * p.h * 2 * t.moeLoad()
-	if l.etp() == 1 {
+	k := float64(a.MoE.TopK)
+	x := p.tokens * k * p.h * 2 * t.moeLoad()
+	if l.moeDispatcher() {
 		x /= p.tf // each TP rank routes its sequence-parallel share
 	}
-	a2a, err := p.comm(CommEP, collective.AllToAll, x, nMoE*4*p.mf, "per MoE layer: dispatch and combine, forward and backward")
-	if err != nil {
-		return 0, err
+	dispatch, combine := x, x
+	fw, _ := framework.Lookup(t.Framework)
+	if t.MoEDispatcher == DispatchDeepEP {
+		pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, p.eg, CommEP)
+		if err != nil {
+			return 0, err
+		}
+		// One copy per node a token reaches crosses the network, and the node
+		// forwards it to its experts over NVLink: the network carries
+		// reach/k of the per-expert copies.
+		if nodes := pl.Domains; nodes > 1 {
+			f := moeNodeReach(a.MoE.TopK, nodes, a.MoE.Groups, a.MoE.TopKGroups) / k
+			dispatch, combine = x*f, x*f
+		}
+		if p.rates.fp8 && fw.FP8Dispatch {
+			dispatch *= fp8DispatchBytes / 2
+		}
 	}
-	epPerMB := a2a * 4 * nMoE
+	n := 2 + p.moeRepeats()
+	var d, c float64
+	var err error
+	if combine == dispatch {
+		if d, err = p.comm(CommEP, collective.AllToAll, dispatch, 2*nMoE*n*p.mf, "per MoE layer: dispatch and combine forward (again where recomputed) and backward"); err != nil {
+			return 0, err
+		}
+		c = d
+	} else {
+		if d, err = p.comm(CommEP, collective.AllToAll, dispatch, nMoE*n*p.mf, "per MoE layer: dispatch forward (again where recomputed), and the output gradient's backward"); err != nil {
+			return 0, err
+		}
+		if c, err = p.comm(CommEP, collective.AllToAll, combine, nMoE*n*p.mf, "per MoE layer: combine forward (again where recomputed), and the input gradient's backward"); err != nil {
+			return 0, err
+		}
+	}
+	epPerMB := n * (d + c) * nMoE
 	if l.OverlapEP || l.Schedule == DualPipe {
-		// Under another micro-batch's compute; what outlasts it stays exposed.
-		hid := math.Min(epPerMB, p.fwd+p.bwd)
+		// A micro-batch's all-to-alls run under the compute of the chunk paired with
+		// it — one micro-batch's forward with another's backward (Megatron-Core's
+		// overlapped MoE all-to-all merges them; DualPipe's F&B chunks, DeepSeek-V3
+		// Fig. 4) —; what outlasts that compute stays exposed. The forward chunks of
+		// the warm-up and the backward chunks of the cool-down have no partner: on
+		// the first stage P − 1 of each under 1F1B (one with PP 1), P − 2 under
+		// DualPipe (its step 1, deepseek-ai/DualPipe), out of the M micro-batches.
+		unpaired := math.Max(1, float64(l.PP-1))
+		if l.Schedule == DualPipe {
+			unpaired = math.Max(1, float64(l.PP-2))
+		}
+		u := math.Min(1, unpaired/p.mf)
+		hid := (1 - u) * math.Min(epPerMB, p.fwd+p.bwd)
 		epPerMB -= hid
 		p.hiddenPerMB += hid
 		p.res.Breakdown.Hidden[CommEP] = hid * p.mf
 	}
+	if l.OverlapSharedExpert && epPerMB > 0 {
+		// The shared experts' GEMMs of the same micro-batch run under its
+		// all-to-alls (forward and backward alike).
+		hid := math.Min(epPerMB, nMoE*p.parts.lcMoE.shared)
+		epPerMB -= hid
+		p.hiddenPerMB += hid
+		p.res.Breakdown.Hidden[CommEP] += hid * p.mf
+	}
 	return epPerMB, nil
+}
+
+// moeRepeats is how many times, on average over the stage's MoE layers, the
+// forward dispatch and combine run again in the backward pass: where the layer is
+// fully recomputed, or its MoE module is (recompute module moe).
+func (p *pricing) moeRepeats() float64 {
+	l := &p.req.Layout
+	if l.recomputeMask()&rmMoE != 0 {
+		return 1
+	}
+	return l.recomputeShare(p.parts.stageLayers)
+}
+
+// commSMs is how many SMs the framework's overlapped communication occupies: 16
+// by default, NCCL's channels of one collective.
+func commSMs(name string) float64 {
+	if fw, err := framework.Lookup(name); err == nil && fw.CommSMs > 0 {
+		return fw.CommSMs
+	}
+	return 16
+}
+
+// moeNote says how the MoE layers were priced: the expert groups, the dispatcher,
+// the load of the busiest rank and what of the all-to-all hides.
+func (p *pricing) moeNote() string {
+	t, l := &p.req.Training, &p.req.Layout
+	perm := "unfused permutation"
+	if t.MoEPermuteFusion {
+		perm = "fused permutation"
+	}
+	load := "dropless, balanced"
+	switch {
+	case t.MoECapacityFactor > 0 && t.MoEPadToCapacity:
+		load = fmt.Sprintf("padded to capacity %.2g× the mean tokens", t.MoECapacityFactor)
+	case t.MoECapacityFactor > 0 || t.MoEImbalance > 1:
+		load = fmt.Sprintf("busiest rank at %.2g× the mean tokens", t.moeLoad())
+	}
+	hide := "exposed"
+	if l.OverlapEP || l.Schedule == DualPipe {
+		hide = "hidden under the paired micro-batch's compute but for the unpaired warm-up and cool-down chunks"
+	}
+	holders := "each expert copy held by one rank"
+	if n := l.expertShard(); n > 1 {
+		holders = fmt.Sprintf("expert gradients reduced over %d ranks", n)
+	}
+	host := "split sizes fixed by the padding, no host sync"
+	if !t.MoEPadToCapacity {
+		host = "the token counts copied to the host before the all-to-all (the GPU's queue drains there)"
+	}
+	return fmt.Sprintf("MoE: expert groups folded over the stage's ranks (expert TP %d × EP %d, %s); %s dispatcher, %s; %s; %s; all-to-all %s",
+		l.etp(), max(1, l.EP), holders, t.MoEDispatcher, perm, load, host, hide)
+}
+
+// fp8DispatchBytes is the width of a token element dispatched in fp8: one byte and
+// a 4-byte fp32 scale per 128 elements (DeepSeek-V3 §3.3.2's 1×128 activation tiles;
+// DeepEP's fp8 dispatch).
+const fp8DispatchBytes = 1 + 4.0/128
+
+// moeNodeReach is how many distinct nodes a token's top-k experts lie on, on
+// average, when the expert-parallel group spans nodes nodes and routing limits a
+// token to topKGroups of groups groups laid out on them (DeepSeek-V3's node-limited
+// routing): k experts spread uniformly over the R nodes a token may reach reach
+// R·(1 − (1 − 1/R)^k) of them.
+func moeNodeReach(k, nodes, groups, topKGroups int) float64 {
+	r := float64(nodes)
+	if groups > 0 && topKGroups > 0 && groups >= nodes {
+		r = math.Min(r, float64(topKGroups))
+	}
+	if r <= 1 {
+		return 1
+	}
+	return r * (1 - math.Pow(1-1/r, float64(k)))
 }
 
 // pipeline prices the pipeline's sends between stages and its bubble, the fill and
@@ -646,6 +809,16 @@ func (p *pricing) pipeline() error {
 			return err
 		}
 		p.ppExposed, send = 2*x*(v*mf+pf-1), x
+		if l.Schedule == DualPipe {
+			// DualPipe sends a chunk's activations while the paired forward and
+			// backward chunks compute (DeepSeek-V3 report §3.2.1: "both all-to-all
+			// and PP communication can be fully hidden"); only the pipeline's fill
+			// and drain wait for them.
+			hid := 2 * x * v * mf
+			p.ppExposed -= hid
+			p.hiddenPerMB += hid / mf
+			p.res.Breakdown.Hidden[CommPP] = hid
+		}
 	}
 	p.bubble = (pf - 1) / v * perMB
 	// Qi et al. 2024 and the DeepSeek-V3 report (Table 2), with B the whole backward
@@ -690,13 +863,11 @@ func (p *pricing) holdParams() {
 		p.matmulDense, p.matmulExpert = matmulParams(p.req, p.req.Model.Params(), p.parts.stageLayers)
 	}
 	p.denseShard = l.DP * l.CP
-	// Expert parameters are sharded over EP, so each is held by DP·CP/EP ranks: their
-	// gradients reduce, and under ZeRO their states shard, over that group.
+	// Expert parameters are split over ETP × EP, so each is held by the
+	// TP·CP·DP/(ETP·EP) expert-data-parallel ranks: their gradients reduce, and
+	// under ZeRO their states shard, over that group.
 	p.expertShard = l.expertShard()
 	p.expertGroup = Comm(commExpertData)
-	if l.etp() == 1 && l.TP > 1 {
-		p.expertGroup = commExpertDataTP
-	}
 	if p.expertParams == 0 {
 		p.expertShard = 1
 	}
@@ -883,6 +1054,22 @@ func (p *pricing) gradientSync() (float64, error) {
 		}
 		grad += eg
 	}
+	if l.Schedule == DualPipe && l.PP > 1 {
+		// DualPipe: ranks r and P−1−r each hold a copy of stages r and P−1−r
+		// (deepseek-ai/DualPipe), trained by the micro-batches of opposite
+		// directions, so after the data-parallel reduction each rank sums its
+		// shard of both stages' gradients with its mirror's (rank 0's mirror is
+		// the last pipeline rank).
+		mirror := (stageParams + expertParams) * o.GradBytes
+		if l.ZeRO >= 1 {
+			mirror = (stageParams/float64(p.denseShard) + expertParams/float64(max(1, p.expertShard))) * o.GradBytes
+		}
+		x, err := p.commOn(CommDP, CommEmbed, collective.AllReduce, mirror, 1, "end of step: DualPipe's two copies of each stage sum their gradient shards (rank r with rank P−1−r)")
+		if err != nil {
+			return 0, err
+		}
+		tdp += x
+	}
 	// Gradient buckets reduce while the last micro-batch's backward runs; the
 	// last bucket waits for the end of it.
 	last := tdp * math.Min(1, p.e.k.DPBucketBytes/math.Max(grad, 1))
@@ -950,9 +1137,9 @@ func (p *pricing) optimizer() {
 func (p *pricing) assemble() {
 	bd := &p.res.Breakdown
 	mf := p.mf
-	// Contention: overlapped communication occupies SMs.
-	commSMs := 16.0 / math.Max(1, p.rates.sms)
-	contPerMB := p.hiddenPerMB * commSMs
+	// Contention: overlapped communication occupies SMs, the framework's share.
+	smShare := commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms)
+	contPerMB := p.hiddenPerMB * smShare
 
 	bd.Forward = mf * p.fwd
 	if p.rates.fp8 && p.req.Training.FP8Recipe == FP8Delayed {
@@ -1012,6 +1199,9 @@ func (p *pricing) explain() {
 	}
 	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
 		res.Assumptions = append(slices.Clip(res.Assumptions), offloadNote(*l, cl))
+	}
+	if m := p.req.Model.MoE; m != nil {
+		res.Assumptions = append(slices.Clip(res.Assumptions), p.moeNote())
 	}
 	if d := cl.Degraded; d != "" {
 		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(

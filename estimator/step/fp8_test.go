@@ -103,7 +103,7 @@ func TestFP8RecipeDefaultsAndValidation(t *testing.T) {
 		want string
 	}{
 		{step.Training{SeqLen: 8192, GlobalBatch: 8, Precision: step.BF16, FP8Recipe: step.FP8Delayed}, "fp8 only"},
-		{step.Training{SeqLen: 8192, GlobalBatch: 8, Precision: step.FP8, FP8Recipe: "mxfp8"}, "delayed or current"},
+		{step.Training{SeqLen: 8192, GlobalBatch: 8, Precision: step.FP8, FP8Recipe: "nvfp4"}, "delayed, current, rowwise or mxfp8"},
 	} {
 		err := c.tr.Validate()
 		if err == nil || !invalid.Is(err) || !strings.Contains(err.Error(), "training.fp8_recipe") || !strings.Contains(err.Error(), c.want) {
@@ -154,5 +154,64 @@ func TestFP8Params(t *testing.T) {
 	bf.Training.FP8Params = true
 	if _, err := step.New().Estimate(bf); err == nil || !invalid.Is(err) || !strings.Contains(err.Error(), "training.fp8_params") {
 		t.Errorf("fp8 weights in bf16: %v, want an error naming training.fp8_params", err)
+	}
+}
+
+// Rowwise scaling quantises every operand along both axes with an amax pass each
+// (10 B per element where per-tensor current scaling takes 6) and rescales the
+// backward GEMMs' fp32 outputs (8 B per element): for Llama 3 8B on 8 H100 with
+// micro-batch 1 × 8192 tokens, one layer's matmul inputs are 8192 × (4096 + 4096 +
+// 4096 + 14336) = 218 M elements, so its forward casts take 4 B × 218 M / 3.02 TB/s
+// = 0.29 ms more than current scaling's; the backward, the rescale of the 218 M
+// input-gradient and 218 M weight-gradient elements besides. MXFP8 needs no amax
+// pass: its casts cost what current scaling's do, and Hopper is refused.
+func TestFP8RowwiseAndMXFP8(t *testing.T) {
+	est := func(r step.FP8Recipe) step.Result { return mustEstimate(t, fp8Request(t, step.FP8, r, 64)) }
+	cur, row := est(step.FP8Current), est(step.FP8Rowwise)
+	const layers, mbs = 32, 8 // 64 sequences over DP 8
+	perLayerFwd := (row.Breakdown.Forward - cur.Breakdown.Forward) / (layers * mbs)
+	// H100 SXM: 3.35 TB/s at 90 %; inputs 8192 × 26624, weights of one layer
+	// (4096 × 6144 + 4096 × 4096 + 3 × 4096 × 14336) cast every forward as well.
+	hbm := 3.35e12 * 0.90
+	inputs := 8192.0 * (4096 + 4096 + 4096 + 14336)
+	weights := 4096.0*6144 + 4096*4096 + 3*4096*14336
+	if want := 4 * (inputs + weights) / hbm; math.Abs(perLayerFwd/want-1) > 0.02 {
+		t.Errorf("rowwise forward per layer +%.3f ms over current, want +%.3f ms", 1e3*perLayerFwd, 1e3*want)
+	}
+	if !(row.Breakdown.Backward > cur.Breakdown.Backward) {
+		t.Errorf("rowwise backward %.3f s not above current scaling's %.3f s", row.Breakdown.Backward, cur.Breakdown.Backward)
+	}
+	b200 := func(r step.FP8Recipe) step.Result {
+		req := fp8Request(t, step.FP8, r, 64)
+		req.Cluster = cluster(t, "hgx-b200", 1)
+		return mustEstimate(t, req)
+	}
+	if mx, c := b200(step.FP8MXFP8), b200(step.FP8Current); math.Abs(mx.StepTime/c.StepTime-1) > 1e-9 {
+		t.Errorf("B200: mxfp8 %.4f s, current scaling %.4f s; want equal (6 B per element each)", mx.StepTime, c.StepTime)
+	}
+	_, err := step.New().Estimate(fp8Request(t, step.FP8, step.FP8MXFP8, 64))
+	if err == nil || !invalid.Is(err) || !strings.Contains(err.Error(), "training.fp8_recipe") || !strings.Contains(err.Error(), "Blackwell") {
+		t.Errorf("mxfp8 on H100: %v, want refused naming training.fp8_recipe", err)
+	}
+}
+
+// Under delayed scaling Transformer Engine's LayerNormLinear writes the norm's output
+// in fp8 (framework megatron-core: NormEmitsFP8), so the QKV and MLP inputs have no
+// cast of their own; current scaling needs their amax first and casts them. For
+// Llama 3 8B on 8 H100 (micro-batch 1 × 8192 tokens, 8 micro-batches, 32 layers),
+// current scaling's forward over delayed's is, per layer and micro-batch, the amax
+// pass over every matmul input (2 B × 8192 × 26624), the two fused casts (4 B × 8192
+// × 2 × 4096) and the weights' cast (6 B per weight, where delayed casts them with
+// 4 B once per step).
+func TestFP8NormEmitsFP8(t *testing.T) {
+	const layers, mbs, tokens = 32, 8, 8192.0
+	hbm := 3.35e12 * 0.90
+	inputs := 4096.0 + 4096 + 4096 + 14336
+	weights := 4096.0*6144 + 4096*4096 + 3*4096*14336
+	want := layers * (mbs*(2*tokens*inputs+4*tokens*2*4096+6*weights) - 4*weights) / hbm
+	d := mustEstimate(t, fp8Request(t, step.FP8, step.FP8Delayed, 64)).Breakdown.Forward
+	c := mustEstimate(t, fp8Request(t, step.FP8, step.FP8Current, 64)).Breakdown.Forward
+	if got := c - d; math.Abs(got/want-1) > 0.01 {
+		t.Errorf("current − delayed forward %.4f s, want %.4f s", got, want)
 	}
 }

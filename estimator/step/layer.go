@@ -19,6 +19,11 @@ type layerTimes struct {
 	opsFwd float64
 	// weightCast is one fp8 cast of the layer's matmul weights (fp8 only).
 	weightCast float64
+	// modsFwd is what selective recomputation runs again of fwd: the modules of
+	// Layout.RecomputeModules (the attention core by default); modsFLOPs its FLOPs.
+	modsFwd, modsFLOPs float64
+	// shared is the shared experts' GEMMs inside fwd and bwd (MoE layers).
+	shared float64
 	// FLOPs of the forward, and of what selective and op-level recomputation run
 	// again (attention counted in full, as model FLOPs count it).
 	fwdFLOPs, attnFLOPs, opsFLOPs float64
@@ -43,6 +48,20 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 	var fwd, bwd float64
 	var lt layerTimes
+	var moeBytes float64 // the MoE layer's memory-bound traffic, forward
+	// moePost is the GPU time of the MoE block's forward after the dispatcher's
+	// device-to-host sync (permutation, experts, shared experts, un-permutation);
+	// moeLocal and moeGrouped its local experts and whether they run grouped.
+	var moePost, moeLocal float64
+	var moeGrouped bool
+	mods := l.recomputeMask()
+	// again prices a GEMM of a recomputed module once more.
+	again := func(bit uint8, g gemm) {
+		if mods&bit != 0 {
+			lt.modsFwd += k.gemmTime(g, r)
+			lt.modsFLOPs += g.flops()
+		}
+	}
 	add := func(g gemm) {
 		lt.fwdFLOPs += g.flops()
 		fwd += k.gemmTime(g, r)
@@ -57,11 +76,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if qr > 0 {
 			add(gemm{tokens, qr, h, 1, false})
 			add(gemm{tokens, h * qw / t, qr, 1, false})
+			again(rmMLAUp, gemm{tokens, h * qw / t, qr, 1, false})
 		} else {
 			add(gemm{tokens, h * qw / t, h, 1, false})
 		}
 		add(gemm{tokens, kvr + rope, h, 1, false})
 		add(gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false}) // keys without their shared rotary part, values
+		again(rmMLAUp, gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false})
 	} else {
 		add(gemm{tokens, h * (qw + kvw) / t, h, 1, false}) // QKV, column parallel
 	}
@@ -100,21 +121,61 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// through experts split et ways: the same work in other shapes.
 		et := float64(l.etp())
 		mE := perExpert * et / t
+		beforeExperts := fwd
 		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		add(gemm{mE, h, ef / et, local, grouped})
-		recompute(gemm{mE, ef / et, h, local, grouped})        // up (gated) or down: the same work
-		add(gemm{tokens, float64(a.MoE.Experts), h, 1, false}) // router
+		moePost = fwd - beforeExperts
+		moeLocal, moeGrouped = local, grouped
+		again(rmMoE, gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
+		again(rmMoE, gemm{mE, h, ef / et, local, grouped})
+		recompute(gemm{mE, ef / et, h, local, grouped}) // up (gated) or down: the same work
+		// The router: each rank scores its own tokens (its sequence-parallel share
+		// under Megatron-Core's dispatcher).
+		routerTokens := tokens
+		if l.moeDispatcher() {
+			routerTokens = tokens / t
+		}
+		add(gemm{routerTokens, float64(a.MoE.Experts), h, 1, false})
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
+		// Memory-bound MoE kernels, per token this rank routes: the router's
+		// softmax (or sigmoid), top-k and auxiliary loss over fp32 scores (write the
+		// logits, read and write the probabilities, read them for top-k and the
+		// loss: 20 B per expert); the permutation gathering k copies of each token
+		// into expert order (read and write k·h) and the un-permutation summing
+		// them back (read k·h, write h), in 16 bits; without fused permutation
+		// Megatron-Core also sorts the received chunks by local expert after the
+		// dispatch and back before the combine (read and write k·h each).
+		kf := float64(a.MoE.TopK) * req.Training.moeLoad()
+		perm := 3*kf + 1
+		if !req.Training.MoEPermuteFusion && local > 1 {
+			perm += 4 * kf
+		}
+		moeBytes = routerTokens * (moeRouterBytesPerExpert*float64(a.MoE.Experts) + 2*perm*h)
+		moePost += routerTokens * 2 * perm * h / r.hbm
+		if mods&(rmMoEAct|rmMoE) != 0 {
+			// The activation function again: read its inputs, write its output.
+			lt.modsFwd += 2 * tokens * act / r.hbm
+		}
 		if sh := float64(a.MoE.SharedExperts); sh > 0 {
 			// Shared experts: every token, one dense MLP of sh·ExpertFFN.
+			before := fwd + bwd
 			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
 			add(gemm{tokens, h, sh * ef / t, 1, false})
+			lt.shared = fwd + bwd - before
+			moePost += lt.shared / 3 // the forward's share: backward is twice its GEMMs
+			again(rmShared|rmMoE, gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
+			again(rmShared|rmMoE, gemm{tokens, h, sh * ef / t, 1, false})
 			recompute(gemm{tokens, sh * ef / t, h, 1, false})
 			act += mlpMats * sh * ef / t
 		}
 	} else {
 		add(gemm{tokens, (mlpMats - 1) * f / t, h, 1, false})
 		add(gemm{tokens, h, f / t, 1, false})
+		again(rmMLP, gemm{tokens, (mlpMats - 1) * f / t, h, 1, false})
+		again(rmMLP, gemm{tokens, h, f / t, 1, false})
+		if mods&rmMLP != 0 {
+			lt.modsFwd += 2 * tokens * act / r.hbm
+		}
 		if a.GatedMLP {
 			recompute(gemm{tokens, f / t, h, 1, false})
 		} else {
@@ -159,19 +220,117 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		hPart /= t
 	}
 	elem := 2 * tokens * (hPart + act) / r.hbm
-	fwd += elem
-	bwd += 2 * elem
+	fwd += elem + moeBytes/r.hbm
+	bwd += 2*elem + moeBytes/r.hbm // the gradients permuted back the same way
 	lt.opsFwd = ops + elem
+	if mods&rmCoreAttn != 0 {
+		lt.modsFwd += lt.attnFwd
+		lt.modsFLOPs += lt.attnFLOPs
+	}
+	if mods&rmLayerNorm != 0 {
+		// Both norms again: read the input, write the output, 2 B each.
+		n := 2 * 2 * 2 * tokens * h
+		if l.SP {
+			n /= t
+		}
+		lt.modsFwd += n / r.hbm
+	}
 
 	if r.fp8 {
 		fwd, bwd = e.fp8Casts(req, r, &lt, fwd, bwd, tokens, moe)
 	}
 
 	launch := k.KernelLaunchUs * 1e-6 * k.KernelsPerLayer
+	if req.Training.CUDAGraphs {
+		launch = k.KernelLaunchUs * 1e-6 // one graph launch
+	}
 	lt.fwd = math.Max(fwd, launch)
 	lt.bwd = math.Max(bwd, 2*launch)
+	if moe && a.MoE != nil {
+		h := moeHost(req.Training, l, moeLocal, moeGrouped, k.EagerOpHostUs*1e-6)
+		lt.fwd = math.Max(fwd, launch+h.pre+h.post)
+		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post))
+		if h.sync {
+			// The sync drains the GPU's queue: the GPU idles while the host
+			// finishes the copy and issues the next operator, and then runs no
+			// faster than the host issues the rest of the block.
+			lt.fwd += h.stall + math.Max(0, h.post-moePost)
+		}
+	}
 	return lt
 }
+
+// moeHostTimes is the host side of an MoE block's forward in eager PyTorch.
+type moeHostTimes struct {
+	// pre and post are the host time of the operators before and after the
+	// dispatcher's device-to-host sync; stall the GPU's idle time at it.
+	pre, post, stall float64
+	sync             bool
+}
+
+// Host operators of an MoE block's forward, each one eager PyTorch dispatch
+// (Constants.EagerOpHostUs), counted from Megatron-Core's router (TopKRouter:
+// gating GEMM, score function, top-k, probability normalisation, the routing map,
+// the auxiliary loss's sum, mean and scale), MoEAlltoAllTokenDispatcher (token
+// counts per expert and per rank, their all-gather over EP, the two all-to-alls,
+// the sort of the received chunks by local expert and back) and moe_utils'
+// permute / unpermute (the index and sort operators, or one fused kernel each).
+const (
+	moeRouterOps = 10 // before the sync: router and the dispatcher's token counts
+	// moeSyncStallOps: at the sync the GPU idles for the blocking copy of the token
+	// counts and the first operator the host issues after it.
+	moeSyncStallOps       = 2
+	moeDispatchOps        = 4 // the two all-to-alls and their split-size bookkeeping
+	moePermuteOpsUnfused  = 6 // permute: the routing map's indices, sort, gather; unpermute: zeros, weight, scatter-add
+	moePermuteOpsFused    = 2 // one kernel each way
+	moeChunkSortOpsLocal  = 2 // split and concatenate by local expert, each way
+	moeExpertOpsGrouped   = 3 // grouped up (and gate) GEMM, activation, grouped down GEMM
+	moeExpertOpsPerExpert = 3 // the same per local expert when they run one by one
+)
+
+// moeHost prices the host side of one MoE block's forward. Megatron-Core's
+// dropless all-to-all dispatcher (and a capacity factor without padding) copies
+// the token counts to the host before the expert-parallel all-to-all
+// (token_dispatcher.py: cuda_sync_point "before_ep_alltoall", or
+// "before_permutation_1" with dropping): the host can no longer run ahead of the
+// GPU there. Padding every expert to its capacity (training.moe_pad_to_capacity)
+// fixes the split sizes and needs no sync.
+func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) moeHostTimes {
+	var h moeHostTimes
+	post := float64(moeDispatchOps)
+	if t.MoEPermuteFusion {
+		post += moePermuteOpsFused
+	} else {
+		post += moePermuteOpsUnfused
+		if local > 1 {
+			post += 2 * moeChunkSortOpsLocal
+		}
+	}
+	if grouped {
+		post += moeExpertOpsGrouped
+	} else {
+		post += moeExpertOpsPerExpert * local
+	}
+	h.pre, h.post = moeRouterOps*perOp, post*perOp
+	h.sync = !t.MoEPadToCapacity && (l.EP > 1 || local > 1)
+	if h.sync {
+		h.stall = moeSyncStallOps * perOp
+	}
+	if t.CUDAGraphs {
+		// The graph holds what precedes the sync (Megatron-Core's moe_router and
+		// moe_preprocess capture scopes); without a sync the whole block.
+		h.pre = 0
+		if !h.sync {
+			h.post = 0
+		}
+	}
+	return h
+}
+
+// moeRouterBytesPerExpert is the router's memory traffic per token and expert:
+// the fp32 logits written, the probabilities read and written, read again for the
+// top-k and the auxiliary loss.
+const moeRouterBytesPerExpert = 20
 
 // fp8Casts adds the casts of one layer's fp8 matmuls to its forward and backward
 // time: the inputs of the four matmul groups (QKV, output projection, MLP in, MLP
@@ -197,22 +356,46 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		}
 		routed, experts = float64(a.MoE.TopK+a.MoE.SharedExperts), float64(a.MoE.Experts/max(1, l.EP)+a.MoE.SharedExperts)
 	}
+	rec := req.Training.FP8Recipe
 	per := float64(fp8CastBytes)
-	if req.Training.FP8Recipe == FP8Current {
+	switch rec {
+	case FP8Current:
 		per += fp8AmaxBytes
+	case FP8Rowwise:
+		per = fp8RowwiseCastBytes
+	case FP8MXFP8:
+		per = fp8MXCastBytes
 	}
 	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
+	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
+		// The norms emit the QKV input, and a dense MLP's, in fp8 themselves; the
+		// experts' inputs are cast after the permutation.
+		fused := h
+		if !moe || a.MoE == nil {
+			fused += h
+		}
+		if a.MLA != nil {
+			fused -= h // MLA's latent projections read the norm output; the cast is its up-projections' input
+		}
+		inputs -= tokens * fused
+	}
 	grads := tokens * (h*(qw+kvw)/t + h + routed*((mats-1)*width/t+h))
 	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/float64(l.etp())
 	fwd += per * inputs / r.hbm
 	bwd += per * grads / r.hbm
+	if rec == FP8Rowwise {
+		// The backward GEMMs' outputs rescaled from fp32: the input gradients (the
+		// size of the matmul inputs) and the weight gradients.
+		bwd += fp8RescaleBytes * (inputs + weights) / r.hbm
+	}
 	if req.Training.FP8Params {
 		// The optimizer writes the fp8 weights; what is left is their transpose.
 		lt.weightCast = fp8ParamCastBytes * weights / r.hbm
 	} else {
 		lt.weightCast = per * weights / r.hbm
 	}
-	if req.Training.FP8Recipe == FP8Current {
+	if rec != FP8Delayed {
+		// Only delayed scaling reuses a weight's cast over the micro-batches.
 		fwd += lt.weightCast
 	}
 	return fwd, bwd
@@ -228,6 +411,18 @@ func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert flo
 // take a walk over the layers to compute).
 func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert float64) {
 	t := float64(req.Layout.TP)
+	if req.Layout.Schedule == DualPipe {
+		// The two stages of the rank that holds the most.
+		r := dualPipeHeaviest(req, p)
+		dl, ml := stageKinds(req)
+		nd, nm, ends := dualPipePair(dl, ml, r)
+		dense, expert = pairMatmulParams(req, p, nd, nm)
+		dense += float64(nd+nm) * p.PerLayerNorm
+		if ends {
+			dense += (p.Embedding + p.Output) / t
+		}
+		return dense, expert
+	}
 	dense, expert = matmulParams(req, p, stageLayers)
 	dense += float64(stageLayers) * p.PerLayerNorm
 	// The first stage holds the embedding, the last the output layer (vocab-parallel).
@@ -245,10 +440,44 @@ func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert 
 // and expert TP), before any ZeRO sharding. Norms, the embedding and the output
 // layer stay in 16 bits.
 func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert float64) {
+	if req.Layout.Schedule == DualPipe {
+		dl, ml := stageKinds(req)
+		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(req, p))
+		return pairMatmulParams(req, p, nd, nm)
+	}
+	nMoE := min(stageLayers, stageMoELayers(req))
+	return pairMatmulParams(req, p, stageLayers-nMoE, nMoE)
+}
+
+// dualPipeHeaviest is the pipeline rank whose two DualPipe stages hold the most
+// model-state bytes per GPU (weights, gradients, optimizer states, with ZeRO's
+// sharding over the dense and the expert-data-parallel ranks): the outermost pair
+// holds the embedding and the output layer, a middle pair the most MoE layers.
+func dualPipeHeaviest(req Request, p model.Params) int {
+	l, o := req.Layout, req.Training.Optimizer
+	t := float64(l.TP)
+	dl, ml := stageKinds(req)
+	best, most := 0, -1.0
+	for r := 0; r < l.PP/2; r++ {
+		nd, nm, ends := dualPipePair(dl, ml, r)
+		d, e := pairMatmulParams(req, p, nd, nm)
+		d += float64(nd+nm) * p.PerLayerNorm
+		if ends {
+			d += (p.Embedding + p.Output) / t
+		}
+		w, g, s := ModelStateBytes(d, o, l.ZeRO, l.DP*l.CP)
+		we, ge, se := ModelStateBytes(e, o, l.ZeRO, l.expertShard())
+		if b := w + g + s + we + ge + se; b > most {
+			best, most = r, b
+		}
+	}
+	return best
+}
+
+// pairMatmulParams is matmulParams for nDense dense and nMoE MoE layers.
+func pairMatmulParams(req Request, p model.Params, nDense, nMoE int) (dense, expert float64) {
 	l := req.Layout
 	t := float64(l.TP)
-	nMoE := min(stageLayers, stageMoELayers(req))
-	nDense := stageLayers - nMoE
 	dense = float64(nDense) * (p.PerLayerAttention + p.PerLayerDenseMLP) / t
 	if nMoE > 0 {
 		// Shared experts are replicated over expert parallelism, like a dense MLP.
@@ -262,14 +491,27 @@ func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert f
 // stage of stageLayers layers (MoE layers in their share, layers not recomputed
 // with all of theirs).
 func activationsPerLayer(req Request, stageLayers int) float64 {
+	return activationsPerLayerOf(req, stageLayers, -1)
+}
+
+// activationsPerLayerOf is activationsPerLayer for layers of which moeShare are MoE
+// layers (negative: the model's share, 1/Frequency).
+func activationsPerLayerOf(req Request, stageLayers int, moeShare float64) float64 {
 	a, t, l := req.Model, req.Training, req.Layout
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
+	mods := l.recomputeMask()
+	if t.NoDropout {
+		mods |= actNoDropout
+	}
 	perLayer := func(rc Recompute) float64 {
-		per := ActivationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention)
+		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
 		if a.MoE != nil {
-			moe := ActivationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention)
+			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
 			every := float64(max(1, a.MoE.Frequency))
+			if moeShare >= 0 {
+				return per*(1-moeShare) + moe*moeShare
+			}
 			per = per*(1-1/every) + moe/every
 		}
 		return per
@@ -284,17 +526,59 @@ func activationsPerLayer(req Request, stageLayers int) float64 {
 
 // memory computes the peak per-GPU memory.
 func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, m int) Memory {
+	if req.Layout.Schedule == DualPipe {
+		return e.dualPipeMemory(req, stageLayers, m)
+	}
+	var md, me float64
+	if req.Training.Precision == FP8 {
+		md, me = matmulParams(req, req.Model.Params(), stageLayers)
+	}
+	return e.memoryOf(req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
+}
+
+// dualPipeMemory is the peak memory of the DualPipe rank that needs the most: rank
+// r holds stages r and P−1−r — their parameters, and P+1 micro-batches' activations
+// of one stage of its (DeepSeek-V3 report Table 2; the mean of its two stages'
+// layers) —, and rank 0 also the embedding and the output layer with its logits.
+func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
+	l, p := req.Layout, req.Model.Params()
+	t := float64(l.TP)
+	dl, ml := stageKinds(req)
+	var peak Memory
+	for r := 0; r < l.PP/2; r++ {
+		nd, nm, ends := dualPipePair(dl, ml, r)
+		md, me := pairMatmulParams(req, p, nd, nm)
+		dense := md + float64(nd+nm)*p.PerLayerNorm
+		if ends {
+			dense += (p.Embedding + p.Output) / t
+		}
+		expert := me
+		if req.Training.Precision != FP8 {
+			md, me = 0, 0
+		}
+		share := -1.0
+		if nd+nm > 0 {
+			share = float64(nm) / float64(nd+nm)
+		}
+		mem := e.memoryOf(req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
+		if r == 0 || mem.Total > peak.Total {
+			peak = mem
+			peak.Stage = r
+		}
+	}
+	return peak
+}
+
+// memoryOf is the memory of a GPU that holds dense and expert parameters (md and me
+// of them the layers' matmul weights, fp8 training only) and the activations of
+// actLayers layers per micro-batch in flight; ends: a DualPipe rank that holds both
+// the first and the last stage.
+func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, dense, expert, md, me float64, ends bool, m int) Memory {
 	a, t, l := req.Model, req.Training, req.Layout
 	o := t.Optimizer
 	const gb = 1e9
 	var mem Memory
 	shard := l.DP * l.CP
-	// The layers' matmul weights: fp8 training keeps fp8 copies of them, or, with
-	// fp8 weights, stores them in fp8 in place of their 16 bits.
-	var md, me float64
-	if t.Precision == FP8 {
-		md, me = matmulParams(req, a.Params(), stageLayers)
-	}
 	w, gr, st := ModelStateBytes(dense, o, l.ZeRO, shard)
 	we, ge, se := ModelStateBytes(expert, o, l.ZeRO, max(1, l.expertShard()))
 	if t.FP8Params {
@@ -324,17 +608,14 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	default:
 		owned = 0
 	}
-	if l.Schedule == DualPipe {
-		// Each rank holds stages s and P−1−s: two copies of the parameters.
-		mem.Weights, mem.Gradients, mem.Optimizer = 2*mem.Weights, 2*mem.Gradients, 2*mem.Optimizer
-		owned *= 2
-	}
+	// Under DualPipe dense and expert hold the two stages of a rank (stageParams):
+	// two copies of the parameters.
 	if owned > 0 {
 		h := req.Cluster.Spec.Host
 		mem.Host = owned * HostBytesPerParam / gb
 		mem.HostCapacity = h.MemoryGB * HostMemoryUsable / float64(req.Cluster.Spec.GPUsPerNode)
 	}
-	layers := float64(stageLayers)
+	layers := actLayers
 	if l.ZeRO == 3 && shard > 1 {
 		// The layer being computed and the one being prefetched, unsharded.
 		mem.Gathered = 2 * (dense + expert) / layers * o.WeightBytes / gb
@@ -368,7 +649,7 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	scores := t.UnfusedAttention
-	per := activationsPerLayer(req, stageLayers)
+	per := activationsPerLayerOf(req, stageLayers, moeShare)
 	mem.ActivationBytesPerLayer = per
 	inflight := inFlight(l.Schedule, l.PP, l.VirtualStages, m)
 	mem.InFlight = inflight
@@ -381,18 +662,25 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 	tokens := b * s
 	h, v := float64(a.Hidden), float64(a.Vocab)
 	firstEmb := 3 * tokens * h * inflight // embedding output and its dropout mask
+	if t.NoDropout {
+		firstEmb = 2 * tokens * h * inflight
+	}
 	// The loss's peak per logit (vocab-parallel over TP) depends on how the
 	// framework computes cross entropy (framework.LossBytesPerLogit).
 	lossBytes := float64(framework.MegatronLossBytesPerLogit)
 	if fw, err := framework.Lookup(t.Framework); err == nil && fw.LossBytesPerLogit > 0 {
 		lossBytes = fw.LossBytesPerLogit
 	}
-	lastLogits := lossBytes * tokens * v / float64(l.TP)
+	// The multi-token-prediction modules compute their own logits and loss.
+	lastLogits := lossBytes * tokens * v / float64(l.TP) * float64(1+a.MTPLayers)
 	first := act + firstEmb
 	last := per*layers*math.Min(1, inflight) + lastLogits // the last stage holds one micro-batch
-	if l.PP == 1 {
+	if l.PP == 1 || ends {
 		first += lastLogits
 		last = first
+	} else if l.Schedule == DualPipe {
+		last, firstEmb = 0, 0 // a middle pair: neither end of the model
+		first = act
 	}
 	mem.Stage = 0
 	peakAct, logits := act, firstEmb
@@ -473,13 +761,23 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		fmt.Sprintf("attention core at %.0f%% of the 16-bit peak for FlashAttention-2-class kernels at 16k keys, scaled by the kernel's published speed at the call's key length (Shah et al. 2024)%s; %s", 100*r.attnEff, kernel, attn),
 		fmt.Sprintf("elementwise kernels at %.0f%% of HBM bandwidth; at least %.0f kernel launches of %.0f µs per layer forward", 100*e.k.HBMEfficiency, e.k.KernelsPerLayer, e.k.KernelLaunchUs),
 		dpNote + zero3,
-		"communication overlapped with compute slows it by the share of SMs its kernels take (16 channels)",
+		fmt.Sprintf("communication overlapped with compute slows it by the share of SMs its kernels take (%.0f)", commSMs(req.Training.Framework)),
 	}
 	if r.fp8 {
 		cast := fmt.Sprintf("%s scaling: casts read 16 bits and write fp8 and its transpose (%d B per element)", req.Training.FP8Recipe, fp8CastBytes)
 		weights := "weights cast once per step"
-		if req.Training.FP8Recipe == FP8Current {
+		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && req.Training.FP8Recipe == FP8Delayed {
+			cast += "; the norms write the QKV and dense MLP inputs in fp8 themselves (Transformer Engine's LayerNormLinear)"
+		}
+		switch req.Training.FP8Recipe {
+		case FP8Current:
 			cast = fmt.Sprintf("current scaling: an amax pass before every cast, %d B per element", fp8CastBytes+fp8AmaxBytes)
+			weights = "weights cast in every forward"
+		case FP8Rowwise:
+			cast = fmt.Sprintf("rowwise scaling: every operand quantised along both axes, an amax pass and a cast each (%d B per element), the backward GEMMs' fp32 outputs rescaled (%d B per element)", fp8RowwiseCastBytes, fp8RescaleBytes)
+			weights = "weights cast in every forward"
+		case FP8MXFP8:
+			cast = fmt.Sprintf("MXFP8 block scaling: every operand quantised along both axes with 32-element block scales found in the cast (%d B per element)", fp8MXCastBytes)
 			weights = "weights cast in every forward"
 		}
 		copies := "; fp8 weight copies (and transposes) of 2 B per parameter are kept"

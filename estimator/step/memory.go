@@ -74,6 +74,43 @@ func ModelStateBytes(params float64, o Optimizer, zero, shard int) (w, g, s floa
 // reduction, so whole on every rank) when the MLP is gated — and the attention
 // output.
 func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool) float64 {
+	mods := uint8(0)
+	if rc == RecomputeSelective {
+		mods = rmCoreAttn
+	}
+	return activationBytes(a, moe, s, skv, b, t, sp, rc, scores, mods, false, 1)
+}
+
+// fp8ActivationBytes is the width of an activation saved in fp8 (one byte; the
+// per-block scales add under 1 %), and attnOutFP8Bytes that of the attention output
+// DeepSeek-V3 keeps in its E5M6 format (12 bits) for the output projection's
+// backward (DeepSeek-V3 report §3.3.3, "Low-Precision Storage and Communication").
+const (
+	fp8ActivationBytes = 1
+	attnOutFP8Bytes    = 1.5
+)
+
+// activationBytes is ActivationBytes with Megatron-Core's recompute modules (mods,
+// Layout.recomputeMask) and fp8 activation storage (Training.FP8Activations).
+// Besides Korthikanti et al.'s terms it counts, for an MoE layer, the dispatched
+// (permuted) tokens the experts' first GEMM saves for its weight gradient — top-k
+// copies of each token —, and for multi-head latent attention the latents the
+// up-projections save (q_lora_rank + kv_lora_rank + the shared rotary key). The
+// routed experts' tensors are load × the mean's: the busiest rank's share
+// (Training.moeLoad: imbalance, capacity, padding).
+//
+//   - layernorm discards both norms' outputs (the attention and MLP inputs, 4sbh);
+//   - mla_up_proj discards the up-projected queries, keys and values (the latents
+//     stay);
+//   - moe_act discards the experts' activation output (their second GEMM's input);
+//   - mlp, shared_experts and moe discard a dense MLP's, the shared experts' and the
+//     whole MoE MLP's inner activations (and the dispatched tokens);
+//   - core_attn discards the score terms of unfused attention.
+//
+// With fp8 activations the inputs of the fp8 matmuls (norm outputs, latents,
+// dispatched tokens, the experts' second-GEMM inputs) and the activation
+// function's inputs are kept in one byte, the attention output in 12 bits.
+func activationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool, mods uint8, fp8 bool, load float64) float64 {
 	h, f := float64(a.Hidden), float64(a.FFN)
 	tf := float64(t)
 	sbh := s * b * h
@@ -86,18 +123,19 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 	// Attention widths relative to the hidden size: queries, keys and values
 	// together, the attention output (1, 2g/a, 1 without head_dim or MLA).
 	qw, kvw, vw := float64(a.QDim())/h, float64(a.KVSavedDim())/h, float64(a.VOutDim())/h
-	outside := 10 * sbh
 	inner := 2.0
 	if a.GatedMLP {
 		inner = 3
 	}
 	width := f // of one MLP matrix's output, over the experts a token visits
+	routed, shared := 0.0, 0.0
 	if moe && a.MoE != nil {
 		width = float64(a.MoE.ExpertFFN)
 		if width == 0 {
 			width = f
 		}
-		width *= float64(a.MoE.TopK + a.MoE.SharedExperts)
+		routed, shared = float64(a.MoE.TopK), float64(a.MoE.SharedExperts)
+		width *= routed + shared
 	}
 	if rc == RecomputeOps {
 		inside := (2*qw+kvw+2*vw)*sbh + 2*s*b*width
@@ -110,9 +148,59 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 		}
 		return 2*sbh + inside/tf + down
 	}
-	mlp := 2 * inner * s * b * width
-	inside := (2*qw+2*kvw+2*vw)*sbh + mlp
-	if scores && rc != RecomputeSelective {
+	lin := 2.0 // bytes of a saved matmul input
+	if fp8 {
+		lin = fp8ActivationBytes
+	}
+	// Outside the TP region: the norm inputs (4sbh), the norm outputs (the attention
+	// and MLP inputs), two dropout masks (2sbh; none without dropout).
+	outside := 6 * sbh
+	if mods&actNoDropout != 0 {
+		outside = 4 * sbh
+	}
+	if mods&rmLayerNorm == 0 {
+		outside += 2 * lin * sbh
+	}
+	attnOut := 2.0
+	if fp8 {
+		attnOut = attnOutFP8Bytes
+	}
+	inside := attnOut * vw * sbh
+	if mods&rmMLAUp == 0 {
+		inside += (2*qw + 2*kvw) * sbh
+	}
+	if m := a.MLA; m != nil {
+		inside += lin * float64(m.QLoRARank+m.KVLoRARank+m.QKRopeDim) * s * b
+	}
+	// The MLP: each matrix-1 output (gate and up, or up) feeds the activation
+	// function, whose output is the last matrix's input.
+	mlp := func(w float64, discardAct bool) float64 {
+		act := lin
+		if discardAct {
+			act = 0
+		}
+		fc1 := 2.0
+		if fp8 {
+			fc1 = fp8ActivationBytes
+		}
+		return ((inner-1)*fc1 + act) * s * b * w
+	}
+	if !fp8 && mods&rmMoEAct == 0 {
+		// The Korthikanti et al. form: 2·inner·sbf.
+		mlp = func(w float64, _ bool) float64 { return 2 * inner * s * b * w }
+	}
+	if moe && a.MoE != nil {
+		ef := width / (routed + shared)
+		if mods&rmMoE == 0 {
+			inside += (mlp(routed*ef, mods&rmMoEAct != 0) + lin*routed*sbh) * max(1, load)
+			if mods&rmShared == 0 {
+				inside += mlp(shared*ef, false)
+			}
+		}
+	} else if mods&rmMLP == 0 {
+		inside += mlp(width, false)
+	}
+	if scores && mods&rmCoreAttn == 0 {
 		inside += 5 * float64(a.Heads) * s * skv * b
 	}
 	if sp {

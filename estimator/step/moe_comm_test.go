@@ -2,6 +2,7 @@ package step_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -69,5 +70,75 @@ func TestMoEZeRO3GathersExperts(t *testing.T) {
 	// One layer's experts on one EP rank, in bf16.
 	if want := p.PerLayerMoE / 8 * 2; math.Abs(expertGather-want) > 1e-9*want {
 		t.Errorf("expert all-gather per layer %.6g bytes, want %.6g", expertGather, want)
+	}
+}
+
+// Where a MoE layer's forward runs again in the backward pass (full recomputation,
+// or the recompute module moe), so do its dispatch and combine: 3 of each per layer
+// and micro-batch instead of 2.
+func TestMoEAllToAllRecomputed(t *testing.T) {
+	calls := func(rc step.Recompute, mods ...string) float64 {
+		req := step.Request{
+			Model: arch(t, "mixtral-8x7b"), Cluster: cluster(t, "dgx-h100", 8),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 256},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 64, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: rc, RecomputeModules: mods},
+		}
+		res, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0.0
+		for _, c := range res.Comms {
+			if c.KindName == "ep" {
+				n += c.PerStep
+			}
+		}
+		return n
+	}
+	// 32 MoE layers × 4 micro-batches: dispatch and combine, forward and backward.
+	base := calls(step.RecomputeNone)
+	if want := 32.0 * 4 * 4; base != want {
+		t.Errorf("without recomputation %v all-to-all calls listed, want %v", base, want)
+	}
+	for _, c := range []struct {
+		name string
+		rc   step.Recompute
+		mods []string
+	}{{"full", step.RecomputeFull, nil}, {"moe module", step.RecomputeSelective, []string{"moe"}}} {
+		if got := calls(c.rc, c.mods...); got != 1.5*base {
+			t.Errorf("%s: %v all-to-all calls, want %v", c.name, got, 1.5*base)
+		}
+	}
+}
+
+// Megatron-Core's --moe-shared-expert-overlap runs the shared experts while the
+// micro-batch's own all-to-alls are in flight: exposed all-to-all falls by at most
+// the shared experts' GEMM time, and a model without shared experts is refused.
+func TestSharedExpertOverlap(t *testing.T) {
+	run := func(model string, overlap bool) (step.Result, error) {
+		return step.New().Estimate(step.Request{
+			Model: arch(t, model), Cluster: cluster(t, "dgx-h100", 8),
+			Training: step.Training{SeqLen: 8192, GlobalBatch: 64},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 64, EP: 16, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeNone, OverlapSharedExpert: overlap},
+		})
+	}
+	off, err := run("llama4-scout", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, err := run("llama4-scout", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gain := off.Breakdown.Exposed[step.CommEP] - on.Breakdown.Exposed[step.CommEP]
+	if !(gain > 0) || math.Abs(on.Breakdown.Hidden[step.CommEP]-gain) > 1e-9 {
+		t.Errorf("exposed all-to-all %.3f → %.3f s, hidden %.3f s", off.Breakdown.Exposed[step.CommEP], on.Breakdown.Exposed[step.CommEP], on.Breakdown.Hidden[step.CommEP])
+	}
+	if !(on.Breakdown.Hidden[step.CommEP] < on.Breakdown.Forward+on.Breakdown.Backward) {
+		t.Errorf("hidden %.3f s exceeds the compute", on.Breakdown.Hidden[step.CommEP])
+	}
+	t.Logf("llama4-scout EP 16 over 8 nodes: exposed all-to-all %.3f s, %.3f s with the shared expert overlapped", off.Breakdown.Exposed[step.CommEP], on.Breakdown.Exposed[step.CommEP])
+	if _, err := run("mixtral-8x7b", true); err == nil || !strings.Contains(err.Error(), "layout.overlap_shared_expert") {
+		t.Errorf("mixtral (no shared expert): %v", err)
 	}
 }

@@ -48,7 +48,20 @@ func TestMoEImbalanceCapacityTopK(t *testing.T) {
 	if !(skew.Breakdown.Forward > capped.Breakdown.Forward && capped.Breakdown.Forward > base.Breakdown.Forward) {
 		t.Errorf("forward: balanced %.4f, capped %.4f, imbalanced %.4f s", base.Breakdown.Forward, capped.Breakdown.Forward, skew.Breakdown.Forward)
 	}
+	// Padded to capacity (Megatron-Core's --moe-pad-expert-input-to-capacity): a
+	// balanced router still computes and sends capacity × the mean tokens.
+	padded := run(func(r *step.Request) {
+		r.Training.MoECapacityFactor, r.Training.MoEPadToCapacity = 1.25, true
+	})
+	if b := epBytes(base); math.Abs(epBytes(padded)/b-1.25) > 1e-9 || !(padded.Breakdown.Forward > base.Breakdown.Forward) {
+		t.Errorf("padded to capacity 1.25 with a balanced router: all-to-all ×%.3f, forward %.4f vs %.4f s", epBytes(padded)/b, padded.Breakdown.Forward, base.Breakdown.Forward)
+	}
 	req := moeRequest(t, "mixtral-8x7b", 8)
+	req.Training.MoEPadToCapacity = true
+	if _, err := step.New().Estimate(req); err == nil || !strings.Contains(err.Error(), "training.moe_pad_to_capacity") {
+		t.Errorf("padding without a capacity factor: %v", err)
+	}
+	req = moeRequest(t, "mixtral-8x7b", 8)
 	req.Training.MoEImbalance = 0.5
 	if _, err := step.New().Estimate(req); err == nil || !strings.Contains(err.Error(), "training.moe_imbalance") {
 		t.Errorf("imbalance 0.5: %v", err)
@@ -84,10 +97,12 @@ func TestSharedExperts(t *testing.T) {
 }
 
 // Expert tensor parallelism 1 against the experts split over TP 2 (Mixtral 8x7B,
-// TP 2, EP 8, DP 8): each TP rank holds its experts whole (twice the expert
-// weights), routes half the tokens (half the all-to-all bytes), skips the TP
-// collectives around the MoE MLP, and reduces expert gradients over a group twice
-// as large.
+// TP 2, EP 8, DP 8, SP): each TP rank holds its experts whole (twice the expert
+// weights), skips the expert-TP all-gather of the dispatched tokens and the
+// reduce-scatter of the experts' output, and reduces expert gradients over a group
+// twice as large. Either way each rank sends its own sequence-parallel share of
+// the tokens through the all-to-all (Megatron-Core's MoEAlltoAllTokenDispatcher
+// gathers over the expert-TP group after it): the same all-to-all bytes.
 func TestExpertTensorParallelism(t *testing.T) {
 	run := func(etp int, sp bool) (step.Result, error) {
 		return step.New().Estimate(step.Request{Model: arch(t, "mixtral-8x7b"), Cluster: cluster(t, "dgx-h100", 2),
@@ -115,8 +130,8 @@ func TestExpertTensorParallelism(t *testing.T) {
 	if d := whole.Memory.Weights - split.Memory.Weights; math.Abs(d*1e9-2*(expertPerGPU(1)-expertPerGPU(2))) > 1e-3*d*1e9 {
 		t.Errorf("weights %.2f → %.2f GB, want + %.2f GB of whole experts", split.Memory.Weights, whole.Memory.Weights, 2*(expertPerGPU(1)-expertPerGPU(2))/1e9)
 	}
-	if r := epBytes(whole) / epBytes(split); math.Abs(r-0.5) > 1e-9 {
-		t.Errorf("all-to-all bytes ×%.3f with etp 1, want ×0.5", r)
+	if r := epBytes(whole) / epBytes(split); math.Abs(r-1) > 1e-9 {
+		t.Errorf("all-to-all bytes ×%.3f with etp 1, want ×1", r)
 	}
 	if !(whole.Breakdown.Exposed[step.CommTP] < split.Breakdown.Exposed[step.CommTP]) {
 		t.Errorf("TP exposed %.4f s with etp 1, %.4f s split", whole.Breakdown.Exposed[step.CommTP], split.Breakdown.Exposed[step.CommTP])

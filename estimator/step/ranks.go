@@ -27,9 +27,13 @@ func (d Dim) String() string { return dimNames[d] }
 const DefaultRankOrder = "tp-cp-ep-dp-pp"
 
 // grid maps a global rank (0 … N−1, GPU id on the nodes the job occupies) to its
-// coordinate in every dimension and back. EP is carved out of DP: the DP dimension of
-// size DP is split into EP (inner) × DP/EP (outer) when the order puts ep before dp,
-// as Megatron's expert-data-parallel groups do.
+// coordinate in every dimension and back. Two grids describe a job, as Megatron-Core's
+// two RankGenerators do (megatron/core/parallel_state.py, initialize_model_parallel):
+// the dense one (tp, cp, dp, pp; ep of size 1) for attention, dense layers and their
+// data parallelism, and the expert one (tp = expert TP, cp = 1, ep, dp = the
+// expert-data-parallel size TP·CP·DP/(ETP·EP), pp) for the MoE layers, both in the
+// same rank order — "MoE parallel folding": expert groups are cut from the ranks of
+// a pipeline stage independently of attention's, so EP may exceed DP.
 var defaultOrder = func() [numDims]Dim {
 	o, err := parseRankOrder(DefaultRankOrder)
 	if err != nil {
@@ -86,15 +90,33 @@ func newGrid(l Layout) (grid, error) {
 			return g, err
 		}
 	}
-	ep := max(1, l.EP)
-	g.size = [numDims]int{DimTP: l.TP, DimCP: l.CP, DimEP: ep, DimDP: l.DP / ep, DimPP: l.PP}
+	g.size = [numDims]int{DimTP: l.TP, DimCP: l.CP, DimEP: 1, DimDP: l.DP, DimPP: l.PP}
+	g.strides()
+	return g, nil
+}
+
+// newExpertGrid is the expert grid of layout l (see grid): expert TP, EP and the
+// expert-data-parallel ranks in the dense grid's rank order. Validation has checked
+// that ETP × EP divides the ranks of a stage.
+func newExpertGrid(l Layout) (grid, error) {
+	g, err := newGrid(l)
+	if err != nil {
+		return g, err
+	}
+	etp, ep := l.etp(), max(1, l.EP)
+	g.size = [numDims]int{DimTP: etp, DimCP: 1, DimEP: ep, DimDP: max(1, l.TP*l.CP*l.DP/(etp*ep)), DimPP: l.PP}
+	g.strides()
+	return g, nil
+}
+
+// strides sets the strides and the rank count from the sizes and the order.
+func (g *grid) strides() {
 	s := 1
 	for _, d := range g.order {
 		g.stride[d] = s
 		s *= g.size[d]
 	}
 	g.n = s
-	return g, nil
 }
 
 // coord of rank r in dimension d.

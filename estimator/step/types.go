@@ -53,6 +53,47 @@ func (l Layout) tpRepeats(stageLayers int) float64 {
 	return 2 * l.recomputeShare(stageLayers)
 }
 
+// Recompute modules (Layout.RecomputeModules) as bits.
+const (
+	rmCoreAttn uint8 = 1 << iota
+	rmLayerNorm
+	rmMLAUp
+	rmMoEAct
+	rmMLP
+	rmShared
+	rmMoE
+	// actNoDropout is not a module: it tells activationBytes that no dropout mask
+	// is saved (Training.NoDropout).
+	actNoDropout uint8 = 1 << 7
+)
+
+// recomputeModuleNames are Megatron-Core's names of the recompute modules.
+var recomputeModuleNames = []struct {
+	name string
+	bit  uint8
+}{{"core_attn", rmCoreAttn}, {"layernorm", rmLayerNorm}, {"mla_up_proj", rmMLAUp}, {"moe_act", rmMoEAct},
+	{"mlp", rmMLP}, {"shared_experts", rmShared}, {"moe", rmMoE}}
+
+// recomputeMask is the set of modules recomputed: with recompute selective the
+// listed modules, or the attention core when none is listed; nothing otherwise.
+func (l Layout) recomputeMask() uint8 {
+	if l.Recompute != RecomputeSelective {
+		return 0
+	}
+	if len(l.RecomputeModules) == 0 {
+		return rmCoreAttn
+	}
+	var m uint8
+	for _, n := range l.RecomputeModules {
+		for _, r := range recomputeModuleNames {
+			if r.name == n {
+				m |= r.bit
+			}
+		}
+	}
+	return m
+}
+
 // Schedule is the pipeline schedule.
 type Schedule string
 
@@ -142,6 +183,18 @@ type Training struct {
 	// optimizer states — so only an fp8 transpose is kept besides them (Transformer
 	// Engine's fp8_model_init; NeMo's and Megatron-LM's fp8_params / --fp8-param-gather).
 	FP8Params bool `json:"fp8_params,omitempty"`
+	// FP8Activations: with precision fp8, the activations saved for the backward pass
+	// as matmul inputs (norm outputs, MLA latents, the dispatched tokens, the
+	// experts' second-GEMM inputs) and the activation function's inputs are kept in
+	// fp8, the attention output in 12 bits (DeepSeek-V3 report §3.3.3: "we cache the
+	// activations in FP8 format for the backward pass of the Linear operator", the
+	// SwiGLU inputs in FP8, the attention output in E5M6).
+	FP8Activations bool `json:"fp8_activations,omitempty"`
+	// NoDropout: the model trains without dropout, so no dropout masks are saved
+	// (Korthikanti et al. count two per layer and one after the embedding, 1 B per
+	// element). Llama 3, Qwen3 and DeepSeek-V3 pre-train without dropout
+	// (DeepSeek-V3 config.json: attention_dropout 0.0, no hidden dropout).
+	NoDropout bool `json:"no_dropout,omitempty"`
 	// DPReduceAfterBackward: data-parallel gradients (ZeRO 0–2) are reduced after the
 	// backward pass instead of bucket by bucket under it — DeepSpeed's pipeline engine
 	// reduces after the pipeline flush, and its ZeRO-1/2 reduce on the compute stream
@@ -155,14 +208,43 @@ type Training struct {
 	// and drops the rest (GShard/Switch token dropping); 0: dropless (Megatron-Core's
 	// and DeepSeek's default), the busiest rank takes all its tokens.
 	MoECapacityFactor float64 `json:"moe_capacity_factor,omitempty"`
+	// MoEPadToCapacity, with a capacity factor, pads every expert's tokens up to its
+	// capacity (Megatron-Core's --moe-pad-expert-input-to-capacity, GShard's fixed
+	// expert buffers): every expert computes, and the all-to-all carries, capacity
+	// factor × the mean tokens whatever the router's balance.
+	MoEPadToCapacity bool `json:"moe_pad_to_capacity,omitempty"`
+	// MoEDispatcher is the MoE token dispatcher: "alltoall" (Megatron-Core's
+	// MoEAlltoAllTokenDispatcher: one copy of a token per routed expert) or "deepep"
+	// (Megatron-Core's flex dispatcher with DeepEP, --moe-enable-deepep: one copy per
+	// node a token reaches, forwarded over NVLink); empty: the framework's.
+	MoEDispatcher string `json:"moe_dispatcher,omitempty"`
+	// MoEPermuteFusion: the token permutation runs as fused kernels
+	// (Megatron-Core's --moe-permute-fusion); false leaves it to the framework.
+	MoEPermuteFusion bool `json:"moe_permute_fusion,omitempty"`
+	// CUDAGraphs: each layer's forward and backward kernels are replayed from CUDA
+	// graphs (Megatron-Core's --enable-cuda-graph / --external-cuda-graph, NeMo's
+	// enable_cuda_graph), one launch per layer instead of one per kernel. An MoE block
+	// is captured only up to the dispatcher's host sync (the router and token counts)
+	// unless its experts are padded to capacity; the rest stays eager.
+	CUDAGraphs bool `json:"cuda_graphs,omitempty"`
 }
 
+// MoE token dispatchers (Training.MoEDispatcher).
+const (
+	DispatchAllToAll = "alltoall"
+	DispatchDeepEP   = "deepep"
+)
+
 // moeLoad is how many times the mean tokens the busiest expert-parallel rank
-// processes: the imbalance, capped by the capacity factor when tokens are dropped.
+// processes: the imbalance, capped by the capacity factor when tokens are dropped,
+// or the capacity factor itself when the experts' inputs are padded to capacity.
 func (t Training) moeLoad() float64 {
 	f := max(1, t.MoEImbalance)
 	if c := t.MoECapacityFactor; c > 0 {
 		f = min(f, c)
+		if t.MoEPadToCapacity {
+			f = c
+		}
 	}
 	return f
 }
@@ -185,6 +267,21 @@ const (
 	// tensor is taken right before its cast, one more read of it, and weights are cast
 	// in every forward pass.
 	FP8Current FP8Recipe = "current"
+	// FP8Rowwise is per-row current scaling (torchao float8 "rowwise"): every
+	// operand is quantised twice, with scales along each of its axes — rows for the
+	// forward GEMM, columns for the transposed operand of a backward GEMM — each an
+	// amax pass and a cast (fp8RowwiseCastBytes), weights in every forward; the
+	// backward GEMMs, which need full-precision accumulation, run as tensorwise
+	// cuBLAS GEMMs with an fp32 output rescaled by the row and column scales in an
+	// extra pass (torchao PR #1325: the rowwise CUTLASS kernel is too slow without
+	// fast accumulation), fp8RescaleBytes per output element.
+	FP8Rowwise FP8Recipe = "rowwise"
+	// FP8MXFP8 is OCP microscaling fp8 (torchao "mxfp8"; Transformer Engine's
+	// MXFP8BlockScaling): a shared E8M0 scale per 32 consecutive elements, computed
+	// by the cast kernel itself, so no amax pass; each operand is still quantised
+	// along both axes (fp8MXCastBytes). Blackwell's tensor cores apply the block
+	// scales inside the GEMM, so it needs Blackwell.
+	FP8MXFP8 FP8Recipe = "mxfp8"
 )
 
 // Layout is how the model is parallelised and placed.
@@ -193,7 +290,12 @@ type Layout struct {
 	PP int `json:"pp"`
 	DP int `json:"dp"`
 	CP int `json:"cp"`
-	EP int `json:"ep"` // expert parallelism (MoE), taken out of DP×CP
+	// EP is expert parallelism (MoE). Megatron-Core forms the expert groups over the
+	// TP × CP × DP ranks of a pipeline stage independently of attention's ("MoE
+	// parallel folding", parallel_state.py's expert RankGenerator: tp=ETP, ep=EP,
+	// dp=TP·CP·DP/(ETP·EP), cp=1, the same rank order), so EP may exceed DP: ETP × EP
+	// must divide TP × CP × DP.
+	EP int `json:"ep"`
 	// ZeRO is the sharding stage over DP: 0 none, 1 optimizer states, 2 + gradients,
 	// 3 + weights (FSDP full shard).
 	ZeRO       int       `json:"zero"`
@@ -204,9 +306,18 @@ type Layout struct {
 	// others: Megatron-LM's --recompute-method block --recompute-num-layers, or
 	// torchtitan's layer-wise selective checkpointing of every k-th layer (L/k of L).
 	// 0 recomputes them all.
-	RecomputeLayers int      `json:"recompute_layers,omitempty"`
-	SP              bool     `json:"sp"` // sequence parallelism with TP
-	Schedule        Schedule `json:"schedule"`
+	RecomputeLayers int `json:"recompute_layers,omitempty"`
+	// RecomputeModules, with recompute selective, names the parts of each layer
+	// whose outputs are discarded and recomputed in the backward pass, as
+	// Megatron-Core's --recompute-modules (TransformerConfig.recompute_modules):
+	// core_attn (the default, what selective means without this list), layernorm
+	// (both norms' outputs), mla_up_proj (MLA's up-projections and rotary: the
+	// per-head queries, keys and values; the latents stay), moe_act (the experts'
+	// activation function output), mlp (a dense MLP), shared_experts, moe (the whole
+	// MoE MLP, dispatch included).
+	RecomputeModules []string `json:"recompute_modules,omitempty"`
+	SP               bool     `json:"sp"` // sequence parallelism with TP
+	Schedule         Schedule `json:"schedule"`
 	// VirtualStages is the interleaving depth v (model chunks per pipeline rank).
 	VirtualStages int `json:"virtual_stages"`
 	// LayerSplit optionally gives the layers of each pipeline stage (uneven split):
@@ -235,13 +346,20 @@ type Layout struct {
 	// micro-batches; DualPipe always does): only what outlasts that compute is
 	// exposed.
 	OverlapEP bool `json:"overlap_ep,omitempty"`
+	// OverlapSharedExpert runs the shared experts while the dispatch and combine
+	// all-to-alls of the same micro-batch are in flight (Megatron-Core's
+	// --moe-shared-expert-overlap): those hide under the shared experts' GEMMs,
+	// what outlasts them stays exposed.
+	OverlapSharedExpert bool `json:"overlap_shared_expert,omitempty"`
 	// ETP is expert tensor parallelism (Megatron-Core's
-	// --expert-tensor-parallel-size): how many of the TP ranks split each expert's
-	// matrices. 0 or tp: the experts are split like the dense MLP. 1: every TP rank
-	// holds its experts whole and routes its own sequence-parallel share of the
-	// tokens — t× the expert weights, 1/t of the all-to-all bytes, no TP
-	// collectives around the MoE MLP, and the TP ranks join the expert-data-parallel
-	// group (DeepSeek's and Qwen's MoE recipes).
+	// --expert-tensor-parallel-size): how many ranks split each expert's matrices.
+	// 0 means tp: the experts are split like the dense MLP. With sequence
+	// parallelism every rank routes its own share of the tokens and the expert-TP
+	// group all-gathers the dispatched tokens (and reduce-scatters the experts'
+	// output), as Megatron-Core's all-to-all token dispatcher does. 1: every rank
+	// holds its experts whole (no expert-TP collectives; DeepSeek's and Qwen's MoE
+	// recipes). The ranks of a stage that hold the same experts, TP·CP·DP/(ETP·EP)
+	// of them, reduce their gradients.
 	ETP int `json:"etp,omitempty"`
 	// Offload keeps the optimizer states (and the weight shards) in host memory and
 	// runs the optimizer on the CPU; empty or none: everything on the GPU.
@@ -250,17 +368,26 @@ type Layout struct {
 
 // etp is the expert tensor-parallel size in effect.
 func (l Layout) etp() int {
-	if l.ETP == 1 {
-		return 1
+	if l.ETP >= 1 {
+		return l.ETP
 	}
-	return l.TP
+	return max(1, l.TP)
 }
 
-// expertShard is how many ranks hold the same experts: the data- and
-// context-parallel ranks of one expert-parallel slot, and with ETP 1 the TP ranks.
+// expertShard is how many ranks hold the same experts: the expert-data-parallel
+// size, TP·CP·DP/(ETP·EP) — the ranks of a pipeline stage over which the expert
+// groups fold, divided by those an expert's copy spans.
 func (l Layout) expertShard() int {
-	return l.DP * l.CP / max(1, l.EP) * (l.TP / l.etp())
+	return max(1, l.TP*l.CP*l.DP/(l.etp()*max(1, l.EP)))
 }
+
+// moeDispatcher says each rank routes its own sequence-parallel share of the tokens
+// (Megatron-Core's all-to-all token dispatcher, which needs sequence parallelism
+// with TP): the MoE MLP has no TP collectives of its own, the expert-TP group
+// gathers the dispatched tokens instead. Without TP there is nothing to split;
+// with TP but without SP every TP rank holds all tokens and the MoE MLP is reduced
+// like a dense one.
+func (l Layout) moeDispatcher() bool { return l.TP <= 1 || l.SP }
 
 // EvenSplit is a Layout.LayerSplit that spreads layers over stages as evenly as
 // possible, earlier stages one layer more.

@@ -213,6 +213,7 @@ func (t Training) Normalise() Training {
 			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
 		}
 		t.DPReduceAfterBackward = t.DPReduceAfterBackward || fw.DPReduceAfterBackward
+		t = t.withMoEProfile(fw)
 		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
 		}
@@ -261,12 +262,13 @@ func (t Training) validate() error {
 	if v := t.MoECapacityFactor; !(v == 0 || v > 0 && v <= 1e4) {
 		c.Add("training.moe_capacity_factor", "must be in (0, 10000], or 0 for dropless (got %v)", v)
 	}
+	t.validateMoE(&c)
 	switch {
 	case t.FP8Recipe == "":
 	case t.Precision != FP8:
 		c.Add("training.fp8_recipe", "applies to precision fp8 only (precision is %s)", t.Precision)
-	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current:
-		c.Add("training.fp8_recipe", "must be delayed or current (got %q)", t.FP8Recipe)
+	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current && t.FP8Recipe != FP8Rowwise && t.FP8Recipe != FP8MXFP8:
+		c.Add("training.fp8_recipe", "must be delayed, current, rowwise or mxfp8 (got %q)", t.FP8Recipe)
 	}
 	if t.FP8Params && t.Precision != FP8 {
 		c.Add("training.fp8_params", "applies to precision fp8 only (precision is %s)", t.Precision)
@@ -345,6 +347,8 @@ func validate(r Request) error {
 	case l.RecomputeLayers > a.Layers/l.PP:
 		c.Add("layout.recompute_layers", "must be at most the %d layers of a pipeline stage (got %d)", a.Layers/l.PP, l.RecomputeLayers)
 	}
+	validateRecomputeModules(&c, l, a)
+	validateMoELayout(&c, l, a)
 	switch l.Schedule {
 	case GPipe, OneFOneB:
 		if l.VirtualStages != 1 {
@@ -408,14 +412,19 @@ func validate(r Request) error {
 	} else if a.Layers%stages != 0 {
 		c.Add("layout.pp", "pp × virtual stages (%d) must divide the %d layers (or the layers + 1 or + 2 with account_for_loss / account_for_embedding), or give layout.layer_split", stages, a.Layers)
 	}
+	// MoE parallel folding (Megatron-Core parallel_state.py): the expert groups are
+	// cut from the TP × CP × DP ranks of a stage, ETP × EP of them per expert copy.
+	stageRanks := l.TP * l.CP * l.DP
 	if e := l.ETP; e != 0 && e != l.TP {
 		switch {
-		case e != 1:
-			c.Add("layout.etp", "expert tensor parallelism is 1 (each TP rank holds its experts whole) or tp %d (got %d)", l.TP, e)
+		case e < 0 || e > l.TP:
+			c.Add("layout.etp", "expert tensor parallelism must be between 1 and tp %d, or 0 for tp (got %d)", l.TP, e)
 		case a.MoE == nil:
 			c.Add("layout.etp", "expert tensor parallelism needs an MoE model")
 		case !l.SP:
-			c.Add("layout.etp", "with etp 1 each TP rank routes its sequence-parallel share of the tokens: needs sp")
+			c.Add("layout.etp", "with etp %d < tp each TP rank routes its sequence-parallel share of the tokens: needs sp", e)
+		case a.MoE.ExpertFFN > 0 && a.MoE.ExpertFFN%e != 0:
+			c.Add("layout.etp", "must divide the expert FFN size %d (got %d)", a.MoE.ExpertFFN, e)
 		}
 	}
 	if l.EP > 1 {
@@ -424,8 +433,8 @@ func validate(r Request) error {
 			c.Add("layout.ep", "expert parallelism needs an MoE model (got ep %d)", l.EP)
 		case a.MoE.Experts%l.EP != 0:
 			c.Add("layout.ep", "must divide the %d experts (got %d)", a.MoE.Experts, l.EP)
-		case l.DP%l.EP != 0:
-			c.Add("layout.ep", "must divide dp %d: experts are spread over data-parallel ranks (got %d)", l.DP, l.EP)
+		case stageRanks%(l.etp()*l.EP) != 0:
+			c.Add("layout.ep", "etp × ep = %d × %d must divide the tp × cp × dp = %d ranks of a pipeline stage, over which the expert groups fold (got ep %d)", l.etp(), l.EP, stageRanks, l.EP)
 		}
 	}
 	if t.SeqLen%l.CP != 0 {
@@ -457,8 +466,12 @@ func validate(r Request) error {
 			c.Add("layout.tp", "a TP group larger than a node (%d GPUs) must span whole nodes (got %d)", g, l.TP)
 		}
 	}
-	if _, err := newGrid(l); err != nil {
+	if g, err := newGrid(l); err != nil {
 		c.Join(err)
+	} else if eg, _ := newExpertGrid(l); a.MoE != nil && l.PP > 1 && eg.stride[DimPP] != g.stride[DimPP] && c.Err() == nil {
+		// Megatron-Core asserts that both grids give the same pipeline groups (with
+		// a rank order not ending in pp, the same data-parallel size).
+		c.Add("layout.rank_order", "%q puts pp inside the stage's ranks, so the expert grid (etp %d × ep %d) must cut the same pipeline groups as the dense one (tp %d × cp %d): give an order ending in pp", l.RankOrder, l.etp(), max(1, l.EP), l.TP, l.CP)
 	}
 	return c.Err()
 }

@@ -51,7 +51,7 @@ func ArchFromProto(p *pb.Architecture) model.Arch {
 		Name: p.GetName(), Layers: int(p.GetLayers()), Hidden: int(p.GetHidden()), Heads: int(p.GetHeads()),
 		KVHeads: int(p.GetKvHeads()), FFN: int(p.GetFfn()), GatedMLP: p.GetGatedMlp(), Vocab: int(p.GetVocab()),
 		TiedEmbeddings: p.GetTiedEmbeddings(), HeadSize: int(p.GetHeadDim()),
-		SlidingWindow: int(p.GetSlidingWindow()), GlobalEvery: int(p.GetGlobalEvery()),
+		SlidingWindow: int(p.GetSlidingWindow()), GlobalEvery: int(p.GetGlobalEvery()), MTPLayers: int(p.GetMtpLayers()),
 	}
 	if m := p.GetMla(); m != nil {
 		a.MLA = &model.MLA{QLoRARank: int(m.GetQLoraRank()), KVLoRARank: int(m.GetKvLoraRank()), QKNopeDim: int(m.GetQkNopeHeadDim()),
@@ -62,7 +62,7 @@ func ArchFromProto(p *pb.Architecture) model.Arch {
 	}
 	if m := p.GetMoe(); m != nil {
 		a.MoE = &model.MoE{Experts: int(m.GetExperts()), TopK: int(m.GetTopK()), ExpertFFN: int(m.GetExpertFfn()), Frequency: int(m.GetFrequency()),
-			SharedExperts: int(m.GetSharedExperts()), FirstDense: int(m.GetFirstDense())}
+			SharedExperts: int(m.GetSharedExperts()), FirstDense: int(m.GetFirstDense()), Groups: int(m.GetGroups()), TopKGroups: int(m.GetTopkGroups())}
 	}
 	return a
 }
@@ -71,7 +71,7 @@ func ArchToProto(a model.Arch) *pb.Architecture {
 	p := &pb.Architecture{
 		Name: a.Name, Layers: int32(a.Layers), Hidden: int32(a.Hidden), Heads: int32(a.Heads), KvHeads: int32(a.KVHeads),
 		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings, HeadDim: int32(a.HeadSize),
-		SlidingWindow: int32(a.SlidingWindow), GlobalEvery: int32(a.GlobalEvery),
+		SlidingWindow: int32(a.SlidingWindow), GlobalEvery: int32(a.GlobalEvery), MtpLayers: int32(a.MTPLayers),
 	}
 	if m := a.MLA; m != nil {
 		p.Mla = &pb.MLA{QLoraRank: int32(m.QLoRARank), KvLoraRank: int32(m.KVLoRARank), QkNopeHeadDim: int32(m.QKNopeDim),
@@ -79,7 +79,7 @@ func ArchToProto(a model.Arch) *pb.Architecture {
 	}
 	if a.MoE != nil {
 		p.Moe = &pb.MoE{Experts: int32(a.MoE.Experts), TopK: int32(a.MoE.TopK), ExpertFfn: int32(a.MoE.ExpertFFN), Frequency: int32(a.MoE.Frequency),
-			SharedExperts: int32(a.MoE.SharedExperts), FirstDense: int32(a.MoE.FirstDense)}
+			SharedExperts: int32(a.MoE.SharedExperts), FirstDense: int32(a.MoE.FirstDense), Groups: int32(a.MoE.Groups), TopkGroups: int32(a.MoE.TopKGroups)}
 	}
 	return p
 }
@@ -366,8 +366,10 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
 		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp,
-		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(t.GetFp8Recipe()), FP8Params: t.GetFp8Params(), DPReduceAfterBackward: t.GetDpReduceAfterBackward(),
-		MoEImbalance: t.GetMoeImbalance(), MoECapacityFactor: t.GetMoeCapacityFactor()}
+		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(strings.ToLower(t.GetFp8Recipe())), FP8Params: t.GetFp8Params(), DPReduceAfterBackward: t.GetDpReduceAfterBackward(),
+		MoEImbalance: t.GetMoeImbalance(), MoECapacityFactor: t.GetMoeCapacityFactor(),
+		FP8Activations: t.GetFp8Activations(), NoDropout: t.GetNoDropout(), MoEPadToCapacity: t.GetMoePadToCapacity(),
+		MoEDispatcher: strings.ToLower(t.GetMoeDispatcher()), MoEPermuteFusion: t.GetMoePermuteFusion(), CUDAGraphs: t.GetCudaGraphs()}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -379,6 +381,8 @@ func TrainingToProto(t step.Training) *pb.Training {
 		Precision: PrecisionToProto(t.Precision), UnfusedAttention: t.UnfusedAttention, Zero3OnDemandGathers: t.OnDemandGathers,
 		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework, Fp8Recipe: string(t.FP8Recipe), Fp8Params: t.FP8Params, DpReduceAfterBackward: t.DPReduceAfterBackward,
 		MoeImbalance: t.MoEImbalance, MoeCapacityFactor: t.MoECapacityFactor,
+		Fp8Activations: t.FP8Activations, NoDropout: t.NoDropout, MoePadToCapacity: t.MoEPadToCapacity,
+		MoeDispatcher: t.MoEDispatcher, MoePermuteFusion: t.MoEPermuteFusion, CudaGraphs: t.CUDAGraphs,
 		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 
@@ -405,11 +409,36 @@ func LayoutFromProto(l *pb.Layout) (step.Layout, error) {
 	if err != nil {
 		return step.Layout{}, err
 	}
+	modules, err := recomputeModulesFromProto(l.GetRecomputeModules())
+	if err != nil {
+		return step.Layout{}, err
+	}
 	return step.Layout{TP: int(l.GetTp()), PP: int(l.GetPp()), DP: int(l.GetDp()), CP: int(l.GetCp()), EP: int(l.GetEp()),
 		ZeRO: int(l.GetZero()), MicroBatch: int(l.GetMicroBatch()), Recompute: rc, SP: l.GetSp(), Schedule: sc,
 		VirtualStages: int(l.GetVirtualStages()), LayerSplit: toIntsOrNil(l.GetLayerSplit()), RankOrder: l.GetRankOrder(),
 		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll(), RecomputeLayers: int(l.GetRecomputeLayers()),
-		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss(), OverlapEP: l.GetOverlapEp(), Offload: step.Offload(l.GetOffload()), ETP: int(l.GetEtp())}, nil
+		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss(), OverlapEP: l.GetOverlapEp(), Offload: step.Offload(l.GetOffload()), ETP: int(l.GetEtp()),
+		RecomputeModules: modules, OverlapSharedExpert: l.GetOverlapSharedExpert()}, nil
+}
+
+// recomputeModulesFromProto lower-cases the recompute modules and refuses, by its
+// index, one listed twice or a list longer than the modules there are; the
+// estimator names the unknown ones.
+func recomputeModulesFromProto(v []string) ([]string, error) {
+	if len(v) == 0 {
+		return nil, nil
+	}
+	if n := len(step.RecomputeModuleNames()); len(v) > n {
+		return nil, invalid.Field("layout.recompute_modules", "lists at most the %d modules there are, %s (got %d)", n, strings.Join(step.RecomputeModuleNames(), ", "), len(v))
+	}
+	out := make([]string, len(v))
+	for i, m := range v {
+		out[i] = strings.ToLower(strings.TrimSpace(m))
+		if j := slices.Index(out[:i], out[i]); j >= 0 {
+			return nil, invalid.Field(fmt.Sprintf("layout.recompute_modules[%d]", i), "%q is listed twice (also at [%d])", m, j)
+		}
+	}
+	return out, nil
 }
 
 func toIntsOrNil(v []int32) []int {
@@ -423,7 +452,8 @@ func LayoutToProto(l step.Layout) *pb.Layout {
 	p := &pb.Layout{Tp: int32(l.TP), Pp: int32(l.PP), Dp: int32(l.DP), Cp: int32(l.CP), Ep: int32(l.EP), Zero: int32(l.ZeRO),
 		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: ToInt32s(l.LayerSplit),
 		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers),
-		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss, OverlapEp: l.OverlapEP, Offload: string(l.Offload), Etp: int32(l.ETP)}
+		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss, OverlapEp: l.OverlapEP, Offload: string(l.Offload), Etp: int32(l.ETP),
+		RecomputeModules: slices.Clone(l.RecomputeModules), OverlapSharedExpert: l.OverlapSharedExpert}
 	p.Recompute, p.Schedule = toProto(l.Recompute, recomputes), toProto(l.Schedule, schedules)
 	return p
 }

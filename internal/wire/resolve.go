@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
@@ -95,10 +96,19 @@ func (p *Clusters) Sized(c *pb.ClusterSpec, gpus, topNode, maxGPUs int) (*Cluste
 }
 
 // Supported refuses a precision the estimator has no calibration for on the
-// cluster's GPU, or a GPU it cannot price at all, naming the field to change.
+// cluster's GPU, or a GPU it cannot price at all, naming the field to change; and
+// the mxfp8 recipe off Blackwell, as the estimator does for one layout, so that a
+// plan search is refused by that field instead of finding every layout invalid.
 func (ce *ClusterEntry) Supported(c *pb.ClusterSpec, t step.Training) error {
-	if err := ce.Est.Supports(ce.Cluster.GPU(), t.Normalise().Precision); err != nil {
+	t = t.Normalise()
+	gpu := ce.Cluster.GPU()
+	if err := ce.Est.Supports(gpu, t.Precision); err != nil {
 		return ClusterFields(c, "cluster.", err)
+	}
+	if t.Precision == step.FP8 && t.FP8Recipe == step.FP8MXFP8 && gpu.Arch != hardware.Blackwell {
+		// MXFP8's 32-element block scales are applied by Blackwell's block-scaled
+		// tensor-core MMA; Hopper has no such GEMM.
+		return invalid.Field("training.fp8_recipe", "mxfp8 needs Blackwell's block-scaled tensor cores (the cluster's GPU is %s, %s)", gpu.Name, gpu.Arch)
 	}
 	return nil
 }

@@ -7,8 +7,11 @@ import (
 	"reflect"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
@@ -84,5 +87,76 @@ func TestAlgoRangeNodeRangeRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back.Algorithms, spec.Algorithms) {
 		t.Errorf("round trip: %+v, want %+v", back.Algorithms, spec.Algorithms)
+	}
+}
+
+// The step model's MoE, activation-storage, recompute, CUDA-graph and fp8-recipe
+// inputs cross the wire both ways unchanged.
+func TestMoEFieldsRoundTrip(t *testing.T) {
+	l := &pb.Layout{Tp: 2, Pp: 8, Dp: 16, Ep: 32, Etp: 1, Sp: true, Recompute: pb.Recompute_RECOMPUTE_SELECTIVE,
+		RecomputeModules: []string{"layernorm", "mla_up_proj", "moe_act"}, OverlapSharedExpert: true}
+	dl, err := wire.LayoutFromProto(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dl.EP != 32 || dl.ETP != 1 || !dl.OverlapSharedExpert || len(dl.RecomputeModules) != 3 || dl.RecomputeModules[1] != "mla_up_proj" {
+		t.Errorf("layout to the domain: %+v", dl)
+	}
+	if back := wire.LayoutToProto(dl); !proto.Equal(back, l) {
+		t.Errorf("layout back: %v, sent %v", back, l)
+	}
+	tr := &pb.Training{SeqLen: 4096, GlobalBatch: 64, Precision: pb.Precision_PRECISION_FP8, Framework: "hai-llm", Fp8Activations: true,
+		NoDropout: true, MoeCapacityFactor: 1.25, MoePadToCapacity: true, MoeDispatcher: "deepep", MoePermuteFusion: true,
+		CudaGraphs: true, Fp8Recipe: "rowwise", Optimizer: &pb.Optimizer{}}
+	dt, err := wire.TrainingFromProto(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dt.FP8Activations || !dt.NoDropout || !dt.MoEPadToCapacity || dt.MoEDispatcher != step.DispatchDeepEP || !dt.MoEPermuteFusion ||
+		!dt.CUDAGraphs || dt.FP8Recipe != step.FP8Rowwise {
+		t.Errorf("training to the domain: %+v", dt)
+	}
+	if back := wire.TrainingToProto(dt); !proto.Equal(back, tr) {
+		t.Errorf("training back: %v, sent %v", back, tr)
+	}
+	a := &pb.Architecture{Name: "x", Layers: 4, Hidden: 64, Heads: 4, Ffn: 128, Vocab: 100, MtpLayers: 1,
+		Moe: &pb.MoE{Experts: 16, TopK: 4, Groups: 4, TopkGroups: 2}}
+	da := wire.ArchFromProto(a)
+	if da.MTPLayers != 1 || da.MoE.Groups != 4 || da.MoE.TopKGroups != 2 {
+		t.Errorf("architecture to the domain: %+v, MoE %+v", da, da.MoE)
+	}
+	if back := wire.ArchToProto(da); !proto.Equal(back, a) {
+		t.Errorf("architecture back: %v, sent %v", back, a)
+	}
+	// Names are taken in any case, as the other named values are.
+	dl, err = wire.LayoutFromProto(&pb.Layout{RecomputeModules: []string{" MoE_Act"}})
+	if err != nil || dl.RecomputeModules[0] != "moe_act" {
+		t.Errorf("%q, %v", dl.RecomputeModules, err)
+	}
+	dt, err = wire.TrainingFromProto(&pb.Training{MoeDispatcher: "DeepEP", Fp8Recipe: "MXFP8"})
+	if err != nil || dt.MoEDispatcher != step.DispatchDeepEP || dt.FP8Recipe != step.FP8MXFP8 {
+		t.Errorf("%q, %q, %v", dt.MoEDispatcher, dt.FP8Recipe, err)
+	}
+	// Unset, the kernels launch eagerly, and the answer says so by leaving it unset.
+	if dt.CUDAGraphs || wire.TrainingToProto(dt).GetCudaGraphs() {
+		t.Error("cuda_graphs unset came back set")
+	}
+}
+
+// A recompute module listed twice, or more modules than there are, is refused by
+// its place in the list.
+func TestRecomputeModulesErrors(t *testing.T) {
+	for _, c := range []struct {
+		modules []string
+		field   string
+	}{
+		{[]string{"moe_act", "layernorm", "moe_act"}, "layout.recompute_modules[2]"},
+		{[]string{"core_attn", "CORE_ATTN"}, "layout.recompute_modules[1]"},
+		{[]string{"a", "b", "c", "d", "e", "f", "g", "h"}, "layout.recompute_modules"},
+	} {
+		_, err := wire.LayoutFromProto(&pb.Layout{RecomputeModules: c.modules})
+		if fe := wire.FieldErrors(err); len(fe) != 1 || fe[0].Field != c.field {
+			t.Errorf("%q: %v, want a violation of %s", c.modules, err, c.field)
+		}
 	}
 }

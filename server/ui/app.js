@@ -60,6 +60,7 @@ function layoutText(l) {
   let s = `tp${l.tp || 1} pp${l.pp || 1} dp${l.dp || 1}`;
   if ((l.cp || 1) > 1) s += ` cp${l.cp}`;
   if ((l.ep || 1) > 1) s += ` ep${l.ep}`;
+  if (l.etp && l.etp < (l.tp || 1)) s += ` etp${l.etp}`;
   s += ` z${l.zero || 0} mbs${l.micro_batch || 1}`;
   if (l.recompute && l.recompute !== "RECOMPUTE_NONE") s += " " + l.recompute.replace("RECOMPUTE_", "").toLowerCase();
   if (l.sp) s += " sp";

@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
 )
 
 // Shell completion, generated from the command table and each command's flags:
@@ -78,7 +80,10 @@ func flagsOf(c command) []compFlag {
 		return nil
 	}
 	values := map[string][]string{"cluster": systemNames(), "model": modelNames(), "format": {"table", "json", "csv"},
-		"objective": {"step_time", "throughput", "cost"}, "precision": {"bf16", "fp16", "fp8"}}
+		"objective": {"step_time", "throughput", "cost"}, "precision": {"bf16", "fp16", "fp8"},
+		"moe-dispatcher": {step.DispatchAllToAll, step.DispatchDeepEP}, "recompute-modules": step.RecomputeModuleNames(),
+		"framework":  framework.Names(),
+		"fp8-recipe": {string(step.FP8Delayed), string(step.FP8Current), string(step.FP8Rowwise), string(step.FP8MXFP8)}}
 	var out []compFlag
 	fc.fs.VisitAll(func(f *flag.Flag) {
 		cf := compFlag{name: f.Name, usage: f.Usage, values: values[f.Name]}

@@ -53,6 +53,14 @@ type estimateArgs struct {
 	seq             *int
 	recompute       *string
 	recomputeLayers *int
+	recomputeMods   *string
+	overlapShared   *bool
+	fp8Acts         *bool
+	noDropout       *bool
+	moePad          *bool
+	dispatcher      *string
+	permuteFusion   *bool
+	cudaGraphs      *bool
 	sp              *bool
 	schedule        *string
 	vpp             *int
@@ -96,7 +104,7 @@ func newEstimateFlags(stderr io.Writer) (*flag.FlagSet, *estimateArgs) {
 	opt.pp = fs.Int("pp", 1, "pipeline parallelism")
 	opt.dp = fs.Int("dp", 0, "data parallelism (default gpus/(tp×pp×cp))")
 	opt.cp = fs.Int("cp", 1, "context parallelism")
-	opt.ep = fs.Int("ep", 1, "expert parallelism (MoE)")
+	opt.ep = fs.Int("ep", 1, "expert parallelism (MoE): the experts spread over this many ranks of a stage, folded over its tp×cp×dp ranks, so it may exceed --dp (--etp × --ep divides tp×cp×dp)")
 	opt.zero = fs.Int("zero", 0, "ZeRO stage 0–3 (3 = FSDP full shard)")
 	opt.mbs = fs.Int("mbs", 1, "micro-batch size (sequences)")
 	opt.gbs = fs.Int("gbs", 0, "global batch (sequences)")
@@ -109,7 +117,8 @@ func newEstimateFlags(stderr io.Writer) (*flag.FlagSet, *estimateArgs) {
 	opt.degradedLink = fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
 	opt.split = fs.String("layer-split", "", "layers of each model chunk (chunk c of pipeline rank s is entry c·pp+s), e.g. 3,4,4,…,3 (default: even, or counting the embedding/loss when that divides)")
 	opt.overlapEP = fs.Bool("overlap-ep", false, "hide the expert-parallel all-to-alls under another micro-batch's compute (dualpipe always does)")
-	opt.etp = fs.Int("etp", 0, "expert tensor parallelism: 1 keeps experts whole on every TP rank (needs --sp), 0 or --tp splits them like the MLP")
+	opt.etp = fs.Int("etp", 0, "expert tensor parallelism, 1 to --tp: the ranks splitting each expert (below --tp needs --sp; 1 keeps experts whole); 0 or --tp splits them like the MLP")
+	opt.overlapShared = fs.Bool("overlap-shared-expert", false, "run the shared experts under the same micro-batch's dispatch and combine all-to-alls (Megatron-Core's --moe-shared-expert-overlap)")
 	opt.offload = fs.String("offload", "", "keep state in host memory, optimizer on the CPU: none, optimizer (zero ≥ 1) or params (zero 3)")
 	opt.acctEmb = fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
 	opt.acctLoss = fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
@@ -117,6 +126,7 @@ func newEstimateFlags(stderr io.Writer) (*flag.FlagSet, *estimateArgs) {
 	opt.seq = fs.Int("seq", 0, "sequence length (tokens)")
 	opt.recompute = fs.String("recompute", "none", "activation recomputation: none, selective (attention core), ops (op-level: every second matmul and the memory-bound ops), full")
 	opt.recomputeLayers = fs.Int("recompute-layers", 0, "with --recompute full: recompute only this many layers per pipeline stage (0: all)")
+	opt.recomputeMods = fs.String("recompute-modules", "", "with --recompute selective: the modules recomputed, comma-separated, of "+strings.Join(step.RecomputeModuleNames(), ", ")+" (Megatron-Core's --recompute-modules; default core_attn)")
 	opt.sp = fs.Bool("sp", false, "sequence parallelism (with tp > 1)")
 	opt.schedule = fs.String("schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (default 1f1b, interleaved with --vpp > 1)")
 	opt.vpp = fs.Int("vpp", 1, "interleaving depth: model chunks per pipeline rank")
@@ -128,7 +138,13 @@ func newEstimateFlags(stderr io.Writer) (*flag.FlagSet, *estimateArgs) {
 	opt.fw = fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	opt.fp8Params = fs.Bool("fp8-params", false, "with --precision fp8: store the layers' matmul weights in fp8 (1 B) instead of 16 bits, with only fp8 transposes besides; ZeRO-3 gathers and the parameter all-gather send fp8 (Transformer Engine fp8_model_init, NeMo fp8_params)")
-	opt.fp8Recipe = fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
+	opt.fp8Recipe = fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step), current (torchao tensorwise: an amax pass before every cast, weights cast every forward), rowwise (torchao rowwise: per-row scales along each axis, the backward GEMMs' fp32 outputs rescaled) or mxfp8 (32-element blocks with E8M0 scales; Blackwell only); default: the framework's")
+	opt.fp8Acts = fs.Bool("fp8-activations", false, "with --precision fp8: keep the matmul and activation-function inputs saved for the backward pass in fp8, the attention output in 12 bits (DeepSeek-V3; default: the framework's)")
+	opt.noDropout = fs.Bool("no-dropout", false, "the model trains without dropout: no dropout masks saved (Llama 3, Qwen3, DeepSeek-V3)")
+	opt.moePad = fs.Bool("moe-pad-to-capacity", false, "with --moe-capacity: pad every expert's input to its capacity, so experts compute and all-to-alls carry capacity × the mean tokens (--moe-pad-expert-input-to-capacity)")
+	opt.dispatcher = fs.String("moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's")
+	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
+	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
 	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	opt.asJSON = fs.Bool("json", false, "print JSON")
 	opt.svgOut = fs.String("svg", "", svgFlagHelp+": the pipeline schedule above the step's breakdown")
@@ -270,6 +286,30 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 	}
 	if set["recompute-layers"] {
 		l.RecomputeLayers = *opt.recomputeLayers
+	}
+	if set["recompute-modules"] {
+		l.RecomputeModules = splitList(*opt.recomputeMods)
+	}
+	if set["overlap-shared-expert"] {
+		l.OverlapSharedExpert = *opt.overlapShared
+	}
+	if set["fp8-activations"] {
+		t.FP8Activations = *opt.fp8Acts
+	}
+	if set["no-dropout"] {
+		t.NoDropout = *opt.noDropout
+	}
+	if set["moe-pad-to-capacity"] {
+		t.MoEPadToCapacity = *opt.moePad
+	}
+	if set["moe-dispatcher"] {
+		t.MoEDispatcher = strings.ToLower(*opt.dispatcher)
+	}
+	if set["moe-permute-fusion"] {
+		t.MoEPermuteFusion = *opt.permuteFusion
+	}
+	if set["cuda-graphs"] {
+		t.CUDAGraphs = *opt.cudaGraphs
 	}
 	if set["sp"] {
 		l.SP = *opt.sp
@@ -480,7 +520,12 @@ func (opt *estimateArgs) answer(ctx context.Context, pr *pb.EstimateStepRequest,
 // estimateFlags names the flag of each request field of estimate.
 var estimateFlags = map[string]string{"layout.tp": "--tp", "layout.pp": "--pp", "layout.dp": "--dp", "layout.cp": "--cp", "layout.ep": "--ep",
 	"layout.etp": "--etp", "layout.zero": "--zero", "layout.micro_batch": "--mbs", "layout.recompute": "--recompute",
-	"layout.recompute_layers": "--recompute-layers", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
+	"layout.recompute_layers": "--recompute-layers", "layout.recompute_modules": "--recompute-modules", "layout.overlap_shared_expert": "--overlap-shared-expert", "layout.overlap_ep": "--overlap-ep",
+	"layout.overlap_tp": "--overlap-tp", "layout.cp_all_to_all": "--cp-all-to-all", "layout.account_for_embedding": "--account-embedding",
+	"layout.account_for_loss": "--account-loss", "training.unfused_attention": "--unfused-attention",
+	"training.zero3_on_demand_gathers": "--zero3-on-demand", "training.dp_reduce_after_backward": "--dp-reduce-after-backward",
+	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
+	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
 	"layout.rank_order": "--rank-order", "layout.layer_split": "--layer-split", "layout.offload": "--offload",
 	"training.seq_len": "--seq", "training.global_batch": "--gbs", "training.global_tokens": "--global-tokens", "training.precision": "--precision",
 	"training.framework": "--framework", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params", "training.moe_imbalance": "--moe-imbalance",
@@ -496,13 +541,19 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 	if l.EP > 1 {
 		fmt.Fprintf(w, ", ep %d", l.EP)
 	}
-	if l.ETP == 1 && l.TP > 1 {
+	switch {
+	case l.ETP == 1 && l.TP > 1:
 		fmt.Fprint(w, ", etp 1 (experts whole on each TP rank)")
+	case l.ETP > 1 && l.ETP < l.TP:
+		fmt.Fprintf(w, ", etp %d", l.ETP)
 	}
 	fmt.Fprintf(w, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
 		l.ZeRO, l.MicroBatch, e.GetMicroBatches(), t.SeqLen, t.GlobalBatch, l.Recompute)
 	if l.RecomputeLayers > 0 {
 		fmt.Fprintf(w, " (%d layers per stage)", l.RecomputeLayers)
+	}
+	if len(l.RecomputeModules) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(l.RecomputeModules, ", "))
 	}
 	if l.SP {
 		fmt.Fprint(w, ", SP")
@@ -617,4 +668,17 @@ func fmtSeconds(s float64) string {
 		return fmt.Sprintf("%.2f ms", s*1e3)
 	}
 	return fmt.Sprintf("%.1f µs", s*1e6)
+}
+
+// splitList is a comma-separated flag's entries, trimmed and lower-cased; an
+// empty flag gives none.
+func splitList(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		out = append(out, strings.ToLower(strings.TrimSpace(f)))
+	}
+	return out
 }

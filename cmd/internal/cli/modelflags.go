@@ -23,6 +23,7 @@ type modelFlags struct {
 	vocab, experts, topK, expertFFN       *int
 	moeEvery, shared, firstDense, headDim *int
 	window, globalEvery                   *int
+	mtp, groups, topKGroups               *int
 	qLoRA, kvLoRA, qkNope, qkRope, vHead  *int
 	gated, tied                           *bool
 }
@@ -47,6 +48,9 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 		moeEvery:    fs.Int("moe-every", 0, "architecture, MoE: every k-th layer is an MoE layer (default 1)"),
 		shared:      fs.Int("shared-experts", 0, "architecture, MoE: shared experts every token passes through (each of --expert-ffn)"),
 		firstDense:  fs.Int("first-dense", 0, "architecture, MoE: the first k layers have a dense MLP"),
+		groups:      fs.Int("moe-groups", 0, "architecture, MoE: group-limited routing, the experts form this many groups (DeepSeek-V3's n_group 8; 0: no limit)"),
+		topKGroups:  fs.Int("moe-topk-groups", 0, "architecture, MoE: with --moe-groups, a token's experts come from this many groups, so it reaches at most this many nodes (DeepSeek-V3's topk_group 4)"),
+		mtp:         fs.Int("mtp-layers", 0, "architecture: multi-token-prediction depth, one more layer and output pass each on the last stage (DeepSeek-V3: 1)"),
 		window:      fs.Int("sliding-window", 0, "architecture: tokens a query attends to in local-attention layers (0: whole sequence)"),
 		globalEvery: fs.Int("global-every", 0, "architecture: every n-th layer attends globally, the others through --sliding-window"),
 		qLoRA:       fs.Int("q-lora-rank", 0, "architecture, MLA: query latent rank (0: queries projected directly)"),
@@ -67,7 +71,8 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 	arch := set["layers"] || set["hidden"] || set["heads"] || set["kv-heads"] || set["head-dim"] || set["ffn"] || set["vocab"] ||
 		set["gated"] || set["tied"] || set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] ||
 		set["shared-experts"] || set["first-dense"] || set["sliding-window"] || set["global-every"] || set["q-lora-rank"] ||
-		set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"]
+		set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"] || set["mtp-layers"] ||
+		set["moe-groups"] || set["moe-topk-groups"]
 	kinds := 0
 	for _, b := range []bool{set["model"], set["model-file"], arch, set["params"]} {
 		if b {
@@ -95,7 +100,7 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 	case arch:
 		a = model.Arch{Name: "custom", Layers: *m.layers, Hidden: *m.hidden, Heads: *m.heads, KVHeads: *m.kvHeads, FFN: *m.ffn,
 			Vocab: *m.vocab, GatedMLP: *m.gated, TiedEmbeddings: *m.tied, HeadSize: *m.headDim,
-			SlidingWindow: *m.window, GlobalEvery: *m.globalEvery}
+			SlidingWindow: *m.window, GlobalEvery: *m.globalEvery, MTPLayers: *m.mtp}
 		if set["q-lora-rank"] || set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"] {
 			a.MLA = &model.MLA{QLoRARank: *m.qLoRA, KVLoRARank: *m.kvLoRA, QKNopeDim: *m.qkNope, QKRopeDim: *m.qkRope, VDim: *m.vHead}
 		}
@@ -105,9 +110,10 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		if a.Vocab == 0 {
 			a.Vocab = 51200
 		}
-		if set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] || set["shared-experts"] || set["first-dense"] {
+		if set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] || set["shared-experts"] || set["first-dense"] ||
+			set["moe-groups"] || set["moe-topk-groups"] {
 			a.MoE = &model.MoE{Experts: *m.experts, TopK: *m.topK, ExpertFFN: *m.expertFFN, Frequency: *m.moeEvery,
-				SharedExperts: *m.shared, FirstDense: *m.firstDense}
+				SharedExperts: *m.shared, FirstDense: *m.firstDense, Groups: *m.groups, TopKGroups: *m.topKGroups}
 		}
 		if err := a.Normalise().Validate(); err != nil {
 			return a, "", fmt.Errorf("architecture flags: %w", flagNames(err))
@@ -129,6 +135,7 @@ var archFlags = map[string]string{
 	"mla.q_lora_rank": "--q-lora-rank", "mla.kv_lora_rank": "--kv-lora-rank",
 	"moe.shared_experts": "--shared-experts", "moe.first_dense": "--first-dense", "moe.expert_ffn": "--expert-ffn",
 	"moe.frequency": "--moe-every", "moe.experts": "--experts", "moe.top_k": "--top-k",
+	"moe.groups": "--moe-groups", "moe.topk_groups": "--moe-topk-groups", "mtp_layers": "--mtp-layers",
 	"sliding_window": "--sliding-window", "global_every": "--global-every", "kv_heads": "--kv-heads", "head_dim": "--head-dim",
 	"layers": "--layers", "hidden": "--hidden", "heads": "--heads", "ffn": "--ffn", "vocab": "--vocab",
 }

@@ -61,6 +61,12 @@ type planArgs struct {
 	fp8Recipe        *string
 	moeImb           *float64
 	moeCap           *float64
+	fp8Acts          *bool
+	noDropout        *bool
+	moePad           *bool
+	dispatcher       *string
+	permuteFusion    *bool
+	cudaGraphs       *bool
 	slowGPU          *float64
 	placeTol         *float64
 	offload          *string
@@ -118,9 +124,15 @@ func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
 	opt.prefetch = fs.String("zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)")
 	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	opt.fp8Params = fs.Bool("fp8-params", false, "with --precision fp8: store the layers' matmul weights in fp8 (1 B) instead of 16 bits, with only fp8 transposes besides; ZeRO-3 gathers and the parameter all-gather send fp8 (Transformer Engine fp8_model_init, NeMo fp8_params)")
-	opt.fp8Recipe = fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step) or current (torchao tensorwise: an amax pass before every cast, weights cast every forward); default: the framework's")
+	opt.fp8Recipe = fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step), current (torchao tensorwise: an amax pass before every cast, weights cast every forward), rowwise (torchao rowwise: per-row scales along each axis, the backward GEMMs' fp32 outputs rescaled) or mxfp8 (32-element blocks with E8M0 scales; Blackwell only); default: the framework's")
 	opt.moeImb = fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
 	opt.moeCap = fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
+	opt.fp8Acts = fs.Bool("fp8-activations", false, "with --precision fp8: keep the matmul and activation-function inputs saved for the backward pass in fp8, the attention output in 12 bits (DeepSeek-V3; default: the framework's)")
+	opt.noDropout = fs.Bool("no-dropout", false, "the model trains without dropout: no dropout masks saved (Llama 3, Qwen3, DeepSeek-V3)")
+	opt.moePad = fs.Bool("moe-pad-to-capacity", false, "with --moe-capacity: pad every expert's input to its capacity, so experts compute and all-to-alls carry capacity × the mean tokens (--moe-pad-expert-input-to-capacity)")
+	opt.dispatcher = fs.String("moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's")
+	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
+	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
 	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
 	opt.placeTol = fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (0: 0.02)")
 	opt.offload = fs.String("offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)")
@@ -223,7 +235,8 @@ func (opt *planArgs) workload(q *planQuery) error {
 	q.req.Training = step.Training{SeqLen: *opt.seq, GlobalBatch: *opt.gbs, Precision: step.Precision(strings.ToLower(*opt.precision)),
 		UnfusedAttention: *opt.unfused, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)),
 		Framework: *opt.fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*opt.fp8Recipe)), FP8Params: *opt.fp8Params, DPReduceAfterBackward: *opt.dpAfter,
-		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap}
+		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap, FP8Activations: *opt.fp8Acts, NoDropout: *opt.noDropout,
+		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, CUDAGraphs: *opt.cudaGraphs}
 	if *opt.seq < 1 || *opt.gbs < 1 {
 		return errors.New("--seq and --gbs: required, ≥ 1")
 	}
@@ -364,7 +377,12 @@ var pbObjectives = map[planner.Objective]pb.Objective{planner.FastestStep: pb.Ob
 // planFlags names the flag of each request field of plan.
 var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "max_gpus": "--max-gpus", "objective": "--objective",
 	"price_per_gpu_hour": "--price", "token_budget": "--tokens", "top_k": "--top", "training.seq_len": "--seq", "training.global_batch": "--gbs",
-	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
+	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params",
+	"training.moe_imbalance": "--moe-imbalance", "training.moe_capacity_factor": "--moe-capacity", "training.framework": "--framework",
+	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
+	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs",
+	"training.unfused_attention": "--unfused-attention", "training.zero3_on_demand_gathers": "--zero3-on-demand",
+	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",
 	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map",
 	"slow_gpu_speed": "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link", "placement_tolerance": "--placement-tolerance"}
@@ -471,6 +489,9 @@ func layoutString(l step.Layout) string {
 		s += fmt.Sprintf(" ep%d", l.EP)
 	}
 	s += fmt.Sprintf(" z%d mbs%d %s", l.ZeRO, l.MicroBatch, l.Recompute)
+	if len(l.RecomputeModules) > 0 {
+		s += "[" + strings.Join(l.RecomputeModules, ",") + "]"
+	}
 	if l.SP {
 		s += " sp"
 	}
@@ -480,8 +501,8 @@ func layoutString(l step.Layout) string {
 			s += fmt.Sprintf("×%d", l.VirtualStages)
 		}
 	}
-	if l.ETP == 1 && l.TP > 1 {
-		s += " etp1"
+	if l.ETP >= 1 && l.ETP < l.TP {
+		s += fmt.Sprintf(" etp%d", l.ETP)
 	}
 	if l.Offload != "" && l.Offload != step.OffloadNone {
 		s += " offload-" + string(l.Offload)

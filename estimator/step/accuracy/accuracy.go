@@ -65,6 +65,12 @@ type Run struct {
 	RankingSet  *string    `json:"ranking_set"`
 	Outcome     string     `json:"outcome"`
 	Notes       string     `json:"notes"`
+	// Publication names the source of a run of published_runs_moe.jsonl (MoECases);
+	// empty for published_runs.jsonl, whose source is the prefix of the id.
+	Publication string `json:"-"`
+	// Kind lists what a run of published_runs_moe.jsonl exercises: "moe", "fp8",
+	// "blackwell".
+	Kind []string `json:"-"`
 }
 
 // Runs parses the embedded data set.
@@ -99,7 +105,11 @@ type Case struct {
 	// PublishedOOM: the source reports the run ran out of memory; it has no step
 	// time, and the estimate must come out infeasible.
 	PublishedOOM bool
-	Err          error
+	// ScoreOnly: the run is priced and scored but the fit does not train on it —
+	// its GPUs ran at a power limit the source does not state, so their clocks, and
+	// with them every efficiency the run would calibrate, are unknown.
+	ScoreOnly bool
+	Err       error
 }
 
 // Cases maps every run.

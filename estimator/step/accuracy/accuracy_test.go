@@ -153,9 +153,10 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	out := accuracy.OutOfSample(folds)
 	all := accuracy.Summarise(out)
 	t.Logf("all %d runs out of sample: mean |err| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%", all.N, 100*all.MeanAbs, 100*all.MedianAbs, 100*all.Max, all.Worst, 100*all.Bias)
-	// The target: 10 % over all runs, each left out with its source (7.6 % now).
-	if !(all.MeanAbs <= 0.10) {
-		t.Errorf("out-of-sample mean |error| %.1f%% > 10%%", 100*all.MeanAbs)
+	// Each run left out with its source: 7.3 % now; no change may take it over
+	// 7.5 %, the figure before the MoE, fp8 and Blackwell work.
+	if !(all.MeanAbs <= 0.075) {
+		t.Errorf("out-of-sample mean |error| %.2f%% > 7.5%%", 100*all.MeanAbs)
 	}
 	// Out of sample, every ranking set keeps its order (τ′ ≥ 0.7).
 	var swapped []string

@@ -13,6 +13,9 @@ import (
 // README or log collection; its runs share a framework, a cluster and a way of
 // measuring, so they are left out together.
 func SourceOf(r Run) string {
+	if r.Publication != "" {
+		return r.Publication
+	}
 	if i := strings.IndexByte(r.ID, '_'); i > 0 {
 		return r.ID[:i]
 	}
@@ -87,7 +90,7 @@ func CrossValidate(cases []Case, prior step.Constants, set []Setter, rounds int)
 		for _, c := range cases {
 			if SourceOf(c.Run) == src {
 				held = append(held, c)
-			} else if c.Err == nil {
+			} else if c.Err == nil && !c.ScoreOnly {
 				train = append(train, c)
 			}
 		}

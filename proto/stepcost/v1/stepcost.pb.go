@@ -84,7 +84,8 @@ const (
 	Recompute_RECOMPUTE_UNSPECIFIED Recompute = 0
 	// Nothing: every activation is kept (the default).
 	Recompute_RECOMPUTE_NONE Recompute = 1
-	// The attention core (Korthikanti et al. 2022).
+	// The attention core (Korthikanti et al. 2022), or the layout's
+	// recompute_modules.
 	Recompute_RECOMPUTE_SELECTIVE Recompute = 2
 	// Whole layers: only each layer's input is kept.
 	Recompute_RECOMPUTE_FULL Recompute = 3
@@ -652,7 +653,15 @@ type MoE struct {
 	SharedExperts int32 `protobuf:"varint,5,opt,name=shared_experts,json=sharedExperts,proto3" json:"shared_experts,omitempty"`
 	// The first first_dense layers have a dense MLP (DeepSeek-V3: 3); the frequency
 	// rule applies from there on.
-	FirstDense    int32 `protobuf:"varint,6,opt,name=first_dense,json=firstDense,proto3" json:"first_dense,omitempty"`
+	FirstDense int32 `protobuf:"varint,6,opt,name=first_dense,json=firstDense,proto3" json:"first_dense,omitempty"`
+	// Group-limited routing (DeepSeek-V3's n_group 8): the routed experts form this
+	// many groups (dividing experts) and a token's top_k experts come from its
+	// topk_groups best groups. With the groups laid out on nodes, a token reaches at
+	// most topk_groups nodes (node-limited routing). 0: no limit.
+	Groups int32 `protobuf:"varint,7,opt,name=groups,proto3" json:"groups,omitempty"`
+	// Groups a token's experts are chosen from (DeepSeek-V3's topk_group 4), 1 to
+	// groups; set together with groups.
+	TopkGroups    int32 `protobuf:"varint,8,opt,name=topk_groups,json=topkGroups,proto3" json:"topk_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -729,6 +738,20 @@ func (x *MoE) GetFirstDense() int32 {
 	return 0
 }
 
+func (x *MoE) GetGroups() int32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *MoE) GetTopkGroups() int32 {
+	if x != nil {
+		return x.TopkGroups
+	}
+	return 0
+}
+
 // Architecture is a transformer's shape.
 type Architecture struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -764,7 +787,13 @@ type Architecture struct {
 	SlidingWindow int32 `protobuf:"varint,13,opt,name=sliding_window,json=slidingWindow,proto3" json:"sliding_window,omitempty"`
 	// Every n-th layer attends to the whole sequence, the others to the window
 	// (Gemma 2: 2, Gemma 3: 6); 0: every layer has the window.
-	GlobalEvery   int32 `protobuf:"varint,14,opt,name=global_every,json=globalEvery,proto3" json:"global_every,omitempty"`
+	GlobalEvery int32 `protobuf:"varint,14,opt,name=global_every,json=globalEvery,proto3" json:"global_every,omitempty"`
+	// Multi-token-prediction depth (DeepSeek-V3: 1, its num_nextn_predict_layers),
+	// 0 to 8: each module is one more transformer layer (an MoE layer in an MoE
+	// model), a 2h -> h projection and two norms on the last pipeline stage, sharing
+	// the embedding and output layer, with one more output pass. Its parameters are
+	// not counted in the model's total.
+	MtpLayers     int32 `protobuf:"varint,15,opt,name=mtp_layers,json=mtpLayers,proto3" json:"mtp_layers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -893,6 +922,13 @@ func (x *Architecture) GetSlidingWindow() int32 {
 func (x *Architecture) GetGlobalEvery() int32 {
 	if x != nil {
 		return x.GlobalEvery
+	}
+	return 0
+}
+
+func (x *Architecture) GetMtpLayers() int32 {
+	if x != nil {
+		return x.MtpLayers
 	}
 	return 0
 }
@@ -2061,15 +2097,20 @@ type Training struct {
 	// FSDP's BackwardPrefetch); unset: PRE.
 	Zero3BackwardPrefetch BackwardPrefetch `protobuf:"varint,8,opt,name=zero3_backward_prefetch,json=zero3BackwardPrefetch,proto3,enum=stepcost.v1.BackwardPrefetch" json:"zero3_backward_prefetch,omitempty"`
 	// The training framework (megatron-core, nemo, megatron-lm-2021,
-	// megatron-deepspeed, deepspeed, deepspeed-2021, fsdp, torchtitan, composer, or
-	// an alias such as fsdp2 or llm-foundry): its profile fills what this message
-	// leaves open (attention kernel, ZeRO-3 gathers and prefetch, gradient reduction
-	// width, sequence parallelism with TP, fp8 recipe); unset: megatron-core.
+	// megatron-deepspeed, deepspeed, deepspeed-2021, fsdp, torchtitan, hai-llm,
+	// composer, or an alias such as fsdp2, llm-foundry or deepseek): its profile
+	// fills what this message leaves open (attention kernel, ZeRO-3 gathers and
+	// prefetch, gradient reduction width, sequence parallelism with TP, fp8 recipe,
+	// the MoE dispatcher and permutation, fp8 activations); unset: megatron-core.
 	Framework string `protobuf:"bytes,9,opt,name=framework,proto3" json:"framework,omitempty"`
 	// With precision FP8, how scales are chosen: "delayed" (Transformer Engine's
 	// DelayedScaling, Megatron-Core and NeMo's default: amax from history, weights
-	// cast once per step) or "current" (per-tensor current scaling, torchao float8
-	// tensorwise: an amax pass before every cast, weights cast every forward).
+	// cast once per step), "current" (per-tensor current scaling, torchao float8
+	// tensorwise: an amax pass before every cast, weights cast every forward),
+	// "rowwise" (torchao float8 rowwise: every operand scaled per row along each
+	// axis, weights cast every forward, the backward GEMMs' fp32 outputs rescaled)
+	// or "mxfp8" (OCP microscaling: 32-element blocks with E8M0 scales found by the
+	// cast kernel; Blackwell only, refused on other GPUs).
 	// Unset: the framework's (torchtitan: current), else delayed.
 	Fp8Recipe string `protobuf:"bytes,10,opt,name=fp8_recipe,json=fp8Recipe,proto3" json:"fp8_recipe,omitempty"`
 	// Data-parallel gradients (ZeRO 0-2) are reduced after the backward pass, none
@@ -2090,7 +2131,40 @@ type Training struct {
 	// states), with only their fp8 transposes kept besides (Transformer Engine's
 	// fp8_model_init; NeMo's fp8_params, Megatron-LM's --fp8-param-gather). Unset:
 	// 16-bit weights with fp8 copies.
-	Fp8Params     bool `protobuf:"varint,14,opt,name=fp8_params,json=fp8Params,proto3" json:"fp8_params,omitempty"`
+	Fp8Params bool `protobuf:"varint,14,opt,name=fp8_params,json=fp8Params,proto3" json:"fp8_params,omitempty"`
+	// With precision FP8, the activations saved for the backward pass as matmul
+	// inputs (norm outputs, MLA latents, dispatched tokens, the experts' second-GEMM
+	// inputs) and the activation function's inputs are kept in fp8, the attention
+	// output in 12 bits (DeepSeek-V3 report section 3.3.3). Unset: the framework's
+	// (hai-llm sets it), else 16 bits.
+	Fp8Activations bool `protobuf:"varint,15,opt,name=fp8_activations,json=fp8Activations,proto3" json:"fp8_activations,omitempty"`
+	// The model trains without dropout, so no dropout masks are saved (Llama 3,
+	// Qwen3 and DeepSeek-V3 pre-train without). Unset: two masks per layer and one
+	// after the embedding, 1 B per element.
+	NoDropout bool `protobuf:"varint,16,opt,name=no_dropout,json=noDropout,proto3" json:"no_dropout,omitempty"`
+	// With moe_capacity_factor, every expert's input is padded up to its capacity
+	// (Megatron-Core's --moe-pad-expert-input-to-capacity): every expert computes,
+	// and the all-to-alls carry, capacity factor x the mean tokens whatever the
+	// router's balance. Needs moe_capacity_factor.
+	MoePadToCapacity bool `protobuf:"varint,17,opt,name=moe_pad_to_capacity,json=moePadToCapacity,proto3" json:"moe_pad_to_capacity,omitempty"`
+	// The MoE token dispatcher: "alltoall" (Megatron-Core's all-to-all dispatcher:
+	// one copy of a token per routed expert) or "deepep" (DeepEP, Megatron-Core's
+	// flex dispatcher with --moe-enable-deepep: one copy per node a token reaches,
+	// forwarded to its experts over NVLink). Unset: the framework's (hai-llm:
+	// deepep), else alltoall.
+	MoeDispatcher string `protobuf:"bytes,18,opt,name=moe_dispatcher,json=moeDispatcher,proto3" json:"moe_dispatcher,omitempty"`
+	// The MoE token permutation runs as fused kernels (Megatron-Core's
+	// --moe-permute-fusion). Unset: the framework's (hai-llm fuses it), else
+	// PyTorch's gathers and sorts.
+	MoePermuteFusion bool `protobuf:"varint,19,opt,name=moe_permute_fusion,json=moePermuteFusion,proto3" json:"moe_permute_fusion,omitempty"`
+	// Each layer's forward and backward kernels are replayed from CUDA graphs
+	// (Megatron-Core's --enable-cuda-graph / --external-cuda-graph, NeMo's
+	// enable_cuda_graph): one launch per layer instead of one per kernel. An MoE
+	// block is captured up to the dropless dispatcher's host sync (the router and
+	// the token counts, Megatron-Core's moe_router and moe_preprocess scopes), or
+	// whole when its experts are padded to capacity (moe_pad_to_capacity); the
+	// rest stays eager. Unset: eager launches.
+	CudaGraphs    bool `protobuf:"varint,20,opt,name=cuda_graphs,json=cudaGraphs,proto3" json:"cuda_graphs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2223,6 +2297,48 @@ func (x *Training) GetFp8Params() bool {
 	return false
 }
 
+func (x *Training) GetFp8Activations() bool {
+	if x != nil {
+		return x.Fp8Activations
+	}
+	return false
+}
+
+func (x *Training) GetNoDropout() bool {
+	if x != nil {
+		return x.NoDropout
+	}
+	return false
+}
+
+func (x *Training) GetMoePadToCapacity() bool {
+	if x != nil {
+		return x.MoePadToCapacity
+	}
+	return false
+}
+
+func (x *Training) GetMoeDispatcher() string {
+	if x != nil {
+		return x.MoeDispatcher
+	}
+	return ""
+}
+
+func (x *Training) GetMoePermuteFusion() bool {
+	if x != nil {
+		return x.MoePermuteFusion
+	}
+	return false
+}
+
+func (x *Training) GetCudaGraphs() bool {
+	if x != nil {
+		return x.CudaGraphs
+	}
+	return false
+}
+
 // Layout is one way to parallelise and place the job.
 type Layout struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2234,8 +2350,10 @@ type Layout struct {
 	Dp int32 `protobuf:"varint,3,opt,name=dp,proto3" json:"dp,omitempty"`
 	// Context-parallel degree: the sequence split over this many GPUs. 0: 1.
 	Cp int32 `protobuf:"varint,4,opt,name=cp,proto3" json:"cp,omitempty"`
-	// Expert-parallel degree (MoE): the experts spread over this many data-parallel
-	// ranks; divides dp. 0: 1.
+	// Expert-parallel degree (MoE): the experts spread over this many ranks of a
+	// pipeline stage. The expert groups are cut from the stage's tp x cp x dp ranks
+	// independently of attention's (Megatron-Core's MoE parallel folding), so ep may
+	// exceed dp: etp x ep divides tp x cp x dp, and ep divides the experts. 0: 1.
 	Ep int32 `protobuf:"varint,5,opt,name=ep,proto3" json:"ep,omitempty"`
 	// ZeRO stage over data parallelism, 0 to 3: 1 shards the optimizer states, 2 also
 	// the gradients, 3 also the weights (FSDP full shard).
@@ -2282,13 +2400,29 @@ type Layout struct {
 	// shards, ZeRO-Infinity / FSDP CPU offload, needs zero 3); unset or "none": all
 	// on the GPU. The cluster must describe its host.
 	Offload string `protobuf:"bytes,20,opt,name=offload,proto3" json:"offload,omitempty"`
-	// Expert tensor parallelism: how many TP ranks split each expert. Unset, 0 or
-	// tp: like the dense MLP. 1: every TP rank holds its experts whole and routes its
-	// sequence-parallel share of the tokens (needs sp): more expert weight memory,
-	// 1/tp of the all-to-all bytes, no TP collectives around the MoE MLP.
-	Etp           int32 `protobuf:"varint,21,opt,name=etp,proto3" json:"etp,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size): how
+	// many ranks split each expert's matrices, 1 to tp, dividing the expert FFN
+	// size. Unset, 0 or tp: like the dense MLP. Below tp every rank routes its own
+	// sequence-parallel share of the tokens (needs sp) and the expert-TP group
+	// all-gathers the dispatched tokens; 1 holds the experts whole (no expert-TP
+	// collectives). The tp x cp x dp / (etp x ep) ranks holding the same experts
+	// reduce their gradients.
+	Etp int32 `protobuf:"varint,21,opt,name=etp,proto3" json:"etp,omitempty"`
+	// With RECOMPUTE_SELECTIVE, the modules of each layer whose outputs are dropped
+	// and recomputed in the backward pass, as Megatron-Core's --recompute-modules:
+	// core_attn (what selective means without this list), layernorm (both norms'
+	// outputs), mla_up_proj (MLA's up-projections: the per-head queries, keys and
+	// values; the latents stay), moe_act (the experts' activation function output),
+	// mlp (a dense MLP), shared_experts, moe (the whole MoE MLP, dispatch included:
+	// its all-to-alls run again). Each at most once; empty: core_attn.
+	RecomputeModules []string `protobuf:"bytes,22,rep,name=recompute_modules,json=recomputeModules,proto3" json:"recompute_modules,omitempty"`
+	// Run the shared experts while the dispatch and combine all-to-alls of the same
+	// micro-batch are in flight (Megatron-Core's --moe-shared-expert-overlap): the
+	// all-to-alls hide under the shared experts' GEMMs, what outlasts them stays
+	// exposed. Needs an MoE model with shared experts.
+	OverlapSharedExpert bool `protobuf:"varint,23,opt,name=overlap_shared_expert,json=overlapSharedExpert,proto3" json:"overlap_shared_expert,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Layout) Reset() {
@@ -2466,6 +2600,20 @@ func (x *Layout) GetEtp() int32 {
 		return x.Etp
 	}
 	return 0
+}
+
+func (x *Layout) GetRecomputeModules() []string {
+	if x != nil {
+		return x.RecomputeModules
+	}
+	return nil
+}
+
+func (x *Layout) GetOverlapSharedExpert() bool {
+	if x != nil {
+		return x.OverlapSharedExpert
+	}
+	return false
 }
 
 // CommTimes is a time per kind of communication, in seconds.
@@ -6476,7 +6624,7 @@ var File_stepcost_v1_stepcost_proto protoreflect.FileDescriptor
 
 const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
-	"\x1astepcost/v1/stepcost.proto\x12\vstepcost.v1\"\xb9\x01\n" +
+	"\x1astepcost/v1/stepcost.proto\x12\vstepcost.v1\"\xf2\x01\n" +
 	"\x03MoE\x12\x18\n" +
 	"\aexperts\x18\x01 \x01(\x05R\aexperts\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x1d\n" +
@@ -6485,7 +6633,10 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tfrequency\x18\x04 \x01(\x05R\tfrequency\x12%\n" +
 	"\x0eshared_experts\x18\x05 \x01(\x05R\rsharedExperts\x12\x1f\n" +
 	"\vfirst_dense\x18\x06 \x01(\x05R\n" +
-	"firstDense\"\x9e\x03\n" +
+	"firstDense\x12\x16\n" +
+	"\x06groups\x18\a \x01(\x05R\x06groups\x12\x1f\n" +
+	"\vtopk_groups\x18\b \x01(\x05R\n" +
+	"topkGroups\"\xbd\x03\n" +
 	"\fArchitecture\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x16\n" +
@@ -6501,7 +6652,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\bhead_dim\x18\v \x01(\x05R\aheadDim\x12\"\n" +
 	"\x03mla\x18\f \x01(\v2\x10.stepcost.v1.MLAR\x03mla\x12%\n" +
 	"\x0esliding_window\x18\r \x01(\x05R\rslidingWindow\x12!\n" +
-	"\fglobal_every\x18\x0e \x01(\x05R\vglobalEvery\"\xb7\x01\n" +
+	"\fglobal_every\x18\x0e \x01(\x05R\vglobalEvery\x12\x1d\n" +
+	"\n" +
+	"mtp_layers\x18\x0f \x01(\x05R\tmtpLayers\"\xb7\x01\n" +
 	"\x03MLA\x12\x1e\n" +
 	"\vq_lora_rank\x18\x01 \x01(\x05R\tqLoraRank\x12 \n" +
 	"\fkv_lora_rank\x18\x02 \x01(\x05R\n" +
@@ -6601,7 +6754,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xfc\x04\n" +
+	"stateBytes\"\xe9\x06\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -6619,7 +6772,15 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\rmoe_imbalance\x18\f \x01(\x01R\fmoeImbalance\x12.\n" +
 	"\x13moe_capacity_factor\x18\r \x01(\x01R\x11moeCapacityFactor\x12\x1d\n" +
 	"\n" +
-	"fp8_params\x18\x0e \x01(\bR\tfp8Params\"\x83\x05\n" +
+	"fp8_params\x18\x0e \x01(\bR\tfp8Params\x12'\n" +
+	"\x0ffp8_activations\x18\x0f \x01(\bR\x0efp8Activations\x12\x1d\n" +
+	"\n" +
+	"no_dropout\x18\x10 \x01(\bR\tnoDropout\x12-\n" +
+	"\x13moe_pad_to_capacity\x18\x11 \x01(\bR\x10moePadToCapacity\x12%\n" +
+	"\x0emoe_dispatcher\x18\x12 \x01(\tR\rmoeDispatcher\x12,\n" +
+	"\x12moe_permute_fusion\x18\x13 \x01(\bR\x10moePermuteFusion\x12\x1f\n" +
+	"\vcuda_graphs\x18\x14 \x01(\bR\n" +
+	"cudaGraphs\"\xe4\x05\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
@@ -6648,7 +6809,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"overlap_ep\x18\x13 \x01(\bR\toverlapEp\x12\x18\n" +
 	"\aoffload\x18\x14 \x01(\tR\aoffload\x12\x10\n" +
-	"\x03etp\x18\x15 \x01(\x05R\x03etp\"\x8f\x01\n" +
+	"\x03etp\x18\x15 \x01(\x05R\x03etp\x12+\n" +
+	"\x11recompute_modules\x18\x16 \x03(\tR\x10recomputeModules\x122\n" +
+	"\x15overlap_shared_expert\x18\x17 \x01(\bR\x13overlapSharedExpert\"\x8f\x01\n" +
 	"\tCommTimes\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x01R\x02tp\x12\x0e\n" +
 	"\x02cp\x18\x02 \x01(\x01R\x02cp\x12\x0e\n" +

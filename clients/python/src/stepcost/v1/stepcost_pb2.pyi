@@ -83,7 +83,7 @@ class AlgoRange(_message.Message):
     def __init__(self, op: _Optional[str] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., min_bytes: _Optional[float] = ..., max_bytes: _Optional[float] = ..., algo: _Optional[str] = ..., min_nodes: _Optional[int] = ..., max_nodes: _Optional[int] = ...) -> None: ...
 
 class Architecture(_message.Message):
-    __slots__ = ["ffn", "gated_mlp", "global_every", "head_dim", "heads", "hidden", "kv_heads", "layers", "mla", "moe", "name", "sliding_window", "tied_embeddings", "vocab"]
+    __slots__ = ["ffn", "gated_mlp", "global_every", "head_dim", "heads", "hidden", "kv_heads", "layers", "mla", "moe", "mtp_layers", "name", "sliding_window", "tied_embeddings", "vocab"]
     FFN_FIELD_NUMBER: _ClassVar[int]
     GATED_MLP_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_EVERY_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +94,7 @@ class Architecture(_message.Message):
     LAYERS_FIELD_NUMBER: _ClassVar[int]
     MLA_FIELD_NUMBER: _ClassVar[int]
     MOE_FIELD_NUMBER: _ClassVar[int]
+    MTP_LAYERS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     SLIDING_WINDOW_FIELD_NUMBER: _ClassVar[int]
     TIED_EMBEDDINGS_FIELD_NUMBER: _ClassVar[int]
@@ -108,11 +109,12 @@ class Architecture(_message.Message):
     layers: int
     mla: MLA
     moe: MoE
+    mtp_layers: int
     name: str
     sliding_window: int
     tied_embeddings: bool
     vocab: int
-    def __init__(self, name: _Optional[str] = ..., layers: _Optional[int] = ..., hidden: _Optional[int] = ..., heads: _Optional[int] = ..., kv_heads: _Optional[int] = ..., ffn: _Optional[int] = ..., gated_mlp: bool = ..., vocab: _Optional[int] = ..., tied_embeddings: bool = ..., moe: _Optional[_Union[MoE, _Mapping]] = ..., head_dim: _Optional[int] = ..., mla: _Optional[_Union[MLA, _Mapping]] = ..., sliding_window: _Optional[int] = ..., global_every: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., layers: _Optional[int] = ..., hidden: _Optional[int] = ..., heads: _Optional[int] = ..., kv_heads: _Optional[int] = ..., ffn: _Optional[int] = ..., gated_mlp: bool = ..., vocab: _Optional[int] = ..., tied_embeddings: bool = ..., moe: _Optional[_Union[MoE, _Mapping]] = ..., head_dim: _Optional[int] = ..., mla: _Optional[_Union[MLA, _Mapping]] = ..., sliding_window: _Optional[int] = ..., global_every: _Optional[int] = ..., mtp_layers: _Optional[int] = ...) -> None: ...
 
 class Breakdown(_message.Message):
     __slots__ = ["backward_s", "bubble_s", "contention_s", "exposed_comm_s", "forward_s", "hidden_comm_s", "optimizer_s", "recompute_s", "total_s"]
@@ -596,7 +598,7 @@ class ItemError(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ...) -> None: ...
 
 class Layout(_message.Message):
-    __slots__ = ["account_for_embedding", "account_for_loss", "cp", "cp_all_to_all", "dp", "ep", "etp", "layer_split", "micro_batch", "offload", "overlap_ep", "overlap_tp", "pp", "rank_order", "recompute", "recompute_layers", "schedule", "sp", "tp", "virtual_stages", "zero"]
+    __slots__ = ["account_for_embedding", "account_for_loss", "cp", "cp_all_to_all", "dp", "ep", "etp", "layer_split", "micro_batch", "offload", "overlap_ep", "overlap_shared_expert", "overlap_tp", "pp", "rank_order", "recompute", "recompute_layers", "recompute_modules", "schedule", "sp", "tp", "virtual_stages", "zero"]
     ACCOUNT_FOR_EMBEDDING_FIELD_NUMBER: _ClassVar[int]
     ACCOUNT_FOR_LOSS_FIELD_NUMBER: _ClassVar[int]
     CP_ALL_TO_ALL_FIELD_NUMBER: _ClassVar[int]
@@ -608,11 +610,13 @@ class Layout(_message.Message):
     MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_EP_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_SHARED_EXPERT_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_TP_FIELD_NUMBER: _ClassVar[int]
     PP_FIELD_NUMBER: _ClassVar[int]
     RANK_ORDER_FIELD_NUMBER: _ClassVar[int]
     RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
     RECOMPUTE_LAYERS_FIELD_NUMBER: _ClassVar[int]
+    RECOMPUTE_MODULES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     SP_FIELD_NUMBER: _ClassVar[int]
     TP_FIELD_NUMBER: _ClassVar[int]
@@ -629,17 +633,19 @@ class Layout(_message.Message):
     micro_batch: int
     offload: str
     overlap_ep: bool
+    overlap_shared_expert: bool
     overlap_tp: bool
     pp: int
     rank_order: str
     recompute: Recompute
     recompute_layers: int
+    recompute_modules: _containers.RepeatedScalarFieldContainer[str]
     schedule: Schedule
     sp: bool
     tp: int
     virtual_stages: int
     zero: int
-    def __init__(self, tp: _Optional[int] = ..., pp: _Optional[int] = ..., dp: _Optional[int] = ..., cp: _Optional[int] = ..., ep: _Optional[int] = ..., zero: _Optional[int] = ..., micro_batch: _Optional[int] = ..., recompute: _Optional[_Union[Recompute, str]] = ..., sp: bool = ..., schedule: _Optional[_Union[Schedule, str]] = ..., virtual_stages: _Optional[int] = ..., layer_split: _Optional[_Iterable[int]] = ..., rank_order: _Optional[str] = ..., overlap_tp: bool = ..., cp_all_to_all: bool = ..., recompute_layers: _Optional[int] = ..., account_for_embedding: bool = ..., account_for_loss: bool = ..., overlap_ep: bool = ..., offload: _Optional[str] = ..., etp: _Optional[int] = ...) -> None: ...
+    def __init__(self, tp: _Optional[int] = ..., pp: _Optional[int] = ..., dp: _Optional[int] = ..., cp: _Optional[int] = ..., ep: _Optional[int] = ..., zero: _Optional[int] = ..., micro_batch: _Optional[int] = ..., recompute: _Optional[_Union[Recompute, str]] = ..., sp: bool = ..., schedule: _Optional[_Union[Schedule, str]] = ..., virtual_stages: _Optional[int] = ..., layer_split: _Optional[_Iterable[int]] = ..., rank_order: _Optional[str] = ..., overlap_tp: bool = ..., cp_all_to_all: bool = ..., recompute_layers: _Optional[int] = ..., account_for_embedding: bool = ..., account_for_loss: bool = ..., overlap_ep: bool = ..., offload: _Optional[str] = ..., etp: _Optional[int] = ..., recompute_modules: _Optional[_Iterable[str]] = ..., overlap_shared_expert: bool = ...) -> None: ...
 
 class ListCatalogRequest(_message.Message):
     __slots__ = []
@@ -708,20 +714,24 @@ class Memory(_message.Message):
     def __init__(self, weights_gb: _Optional[float] = ..., gradients_gb: _Optional[float] = ..., optimizer_gb: _Optional[float] = ..., gathered_weights_gb: _Optional[float] = ..., activations_gb: _Optional[float] = ..., embeddings_logits_gb: _Optional[float] = ..., comm_buffers_gb: _Optional[float] = ..., runtime_reserve_gb: _Optional[float] = ..., total_gb: _Optional[float] = ..., capacity_gb: _Optional[float] = ..., headroom_gb: _Optional[float] = ..., fits: bool = ..., stage: _Optional[int] = ..., in_flight_micro_batches: _Optional[float] = ..., fp8_weight_copies_gb: _Optional[float] = ..., host_gb: _Optional[float] = ..., host_capacity_gb: _Optional[float] = ...) -> None: ...
 
 class MoE(_message.Message):
-    __slots__ = ["expert_ffn", "experts", "first_dense", "frequency", "shared_experts", "top_k"]
+    __slots__ = ["expert_ffn", "experts", "first_dense", "frequency", "groups", "shared_experts", "top_k", "topk_groups"]
     EXPERTS_FIELD_NUMBER: _ClassVar[int]
     EXPERT_FFN_FIELD_NUMBER: _ClassVar[int]
     FIRST_DENSE_FIELD_NUMBER: _ClassVar[int]
     FREQUENCY_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
     SHARED_EXPERTS_FIELD_NUMBER: _ClassVar[int]
+    TOPK_GROUPS_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     expert_ffn: int
     experts: int
     first_dense: int
     frequency: int
+    groups: int
     shared_experts: int
     top_k: int
-    def __init__(self, experts: _Optional[int] = ..., top_k: _Optional[int] = ..., expert_ffn: _Optional[int] = ..., frequency: _Optional[int] = ..., shared_experts: _Optional[int] = ..., first_dense: _Optional[int] = ...) -> None: ...
+    topk_groups: int
+    def __init__(self, experts: _Optional[int] = ..., top_k: _Optional[int] = ..., expert_ffn: _Optional[int] = ..., frequency: _Optional[int] = ..., shared_experts: _Optional[int] = ..., first_dense: _Optional[int] = ..., groups: _Optional[int] = ..., topk_groups: _Optional[int] = ...) -> None: ...
 
 class ModelSpec(_message.Message):
     __slots__ = ["architecture", "name", "params"]
@@ -1059,36 +1069,48 @@ class Throughput(_message.Message):
     def __init__(self, tokens_per_s: _Optional[float] = ..., tokens_per_s_per_gpu: _Optional[float] = ..., mfu: _Optional[float] = ..., hfu: _Optional[float] = ...) -> None: ...
 
 class Training(_message.Message):
-    __slots__ = ["dp_reduce_after_backward", "fp8_params", "fp8_recipe", "framework", "global_batch", "global_tokens", "moe_capacity_factor", "moe_imbalance", "optimizer", "precision", "seq_len", "unfused_attention", "zero3_backward_prefetch", "zero3_on_demand_gathers"]
+    __slots__ = ["cuda_graphs", "dp_reduce_after_backward", "fp8_activations", "fp8_params", "fp8_recipe", "framework", "global_batch", "global_tokens", "moe_capacity_factor", "moe_dispatcher", "moe_imbalance", "moe_pad_to_capacity", "moe_permute_fusion", "no_dropout", "optimizer", "precision", "seq_len", "unfused_attention", "zero3_backward_prefetch", "zero3_on_demand_gathers"]
+    CUDA_GRAPHS_FIELD_NUMBER: _ClassVar[int]
     DP_REDUCE_AFTER_BACKWARD_FIELD_NUMBER: _ClassVar[int]
+    FP8_ACTIVATIONS_FIELD_NUMBER: _ClassVar[int]
     FP8_PARAMS_FIELD_NUMBER: _ClassVar[int]
     FP8_RECIPE_FIELD_NUMBER: _ClassVar[int]
     FRAMEWORK_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MOE_CAPACITY_FACTOR_FIELD_NUMBER: _ClassVar[int]
+    MOE_DISPATCHER_FIELD_NUMBER: _ClassVar[int]
     MOE_IMBALANCE_FIELD_NUMBER: _ClassVar[int]
+    MOE_PAD_TO_CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    MOE_PERMUTE_FUSION_FIELD_NUMBER: _ClassVar[int]
+    NO_DROPOUT_FIELD_NUMBER: _ClassVar[int]
     OPTIMIZER_FIELD_NUMBER: _ClassVar[int]
     PRECISION_FIELD_NUMBER: _ClassVar[int]
     SEQ_LEN_FIELD_NUMBER: _ClassVar[int]
     UNFUSED_ATTENTION_FIELD_NUMBER: _ClassVar[int]
     ZERO3_BACKWARD_PREFETCH_FIELD_NUMBER: _ClassVar[int]
     ZERO3_ON_DEMAND_GATHERS_FIELD_NUMBER: _ClassVar[int]
+    cuda_graphs: bool
     dp_reduce_after_backward: bool
+    fp8_activations: bool
     fp8_params: bool
     fp8_recipe: str
     framework: str
     global_batch: int
     global_tokens: int
     moe_capacity_factor: float
+    moe_dispatcher: str
     moe_imbalance: float
+    moe_pad_to_capacity: bool
+    moe_permute_fusion: bool
+    no_dropout: bool
     optimizer: Optimizer
     precision: Precision
     seq_len: int
     unfused_attention: bool
     zero3_backward_prefetch: BackwardPrefetch
     zero3_on_demand_gathers: bool
-    def __init__(self, seq_len: _Optional[int] = ..., global_batch: _Optional[int] = ..., global_tokens: _Optional[int] = ..., precision: _Optional[_Union[Precision, str]] = ..., optimizer: _Optional[_Union[Optimizer, _Mapping]] = ..., unfused_attention: bool = ..., zero3_on_demand_gathers: bool = ..., zero3_backward_prefetch: _Optional[_Union[BackwardPrefetch, str]] = ..., framework: _Optional[str] = ..., fp8_recipe: _Optional[str] = ..., dp_reduce_after_backward: bool = ..., moe_imbalance: _Optional[float] = ..., moe_capacity_factor: _Optional[float] = ..., fp8_params: bool = ...) -> None: ...
+    def __init__(self, seq_len: _Optional[int] = ..., global_batch: _Optional[int] = ..., global_tokens: _Optional[int] = ..., precision: _Optional[_Union[Precision, str]] = ..., optimizer: _Optional[_Union[Optimizer, _Mapping]] = ..., unfused_attention: bool = ..., zero3_on_demand_gathers: bool = ..., zero3_backward_prefetch: _Optional[_Union[BackwardPrefetch, str]] = ..., framework: _Optional[str] = ..., fp8_recipe: _Optional[str] = ..., dp_reduce_after_backward: bool = ..., moe_imbalance: _Optional[float] = ..., moe_capacity_factor: _Optional[float] = ..., fp8_params: bool = ..., fp8_activations: bool = ..., no_dropout: bool = ..., moe_pad_to_capacity: bool = ..., moe_dispatcher: _Optional[str] = ..., moe_permute_fusion: bool = ..., cuda_graphs: bool = ...) -> None: ...
 
 class Precision(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

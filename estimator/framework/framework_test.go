@@ -1,0 +1,34 @@
+package framework_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/framework"
+)
+
+// Every profile says what it stands for and where its settings come from, and
+// every alias finds it.
+func TestProfiles(t *testing.T) {
+	for _, p := range framework.All() {
+		if p.Description == "" || p.Source == "" {
+			t.Errorf("%s: description %q, source %q", p.Name, p.Description, p.Source)
+		}
+		for _, a := range append([]string{p.Name, strings.ToUpper(p.Name)}, p.Aliases...) {
+			if got, err := framework.Lookup(a); err != nil || got.Name != p.Name {
+				t.Errorf("Lookup(%q) = %q, %v; want %s", a, got.Name, err, p.Name)
+			}
+		}
+	}
+	if _, err := framework.Lookup("hai-llm-2"); err == nil || !strings.Contains(err.Error(), "hai-llm") {
+		t.Errorf("unknown framework: %v (should list the known ones)", err)
+	}
+	// DeepSeek's framework as the V3 report describes it.
+	p, err := framework.Lookup("deepseek")
+	if err != nil || p.Name != "hai-llm" || !p.DedupDispatch || !p.FP8Dispatch || !p.FusedPermute || !p.FP8Activations || p.CommSMs != 20 {
+		t.Errorf("deepseek: %+v, %v", p, err)
+	}
+	if d, _ := framework.Lookup(""); d.Name != framework.Default || d.DedupDispatch || d.FusedPermute {
+		t.Errorf("default profile %+v: Megatron-Core's all-to-all dispatcher, permutation not fused", d)
+	}
+}

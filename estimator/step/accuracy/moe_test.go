@@ -1,0 +1,171 @@
+package accuracy_test
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/step/accuracy"
+)
+
+// Every row of testdata/published_runs_moe.jsonl parses and is internally
+// consistent (accuracy.MoERun.Check), every row's layout is expressible, and each
+// is estimated with its error printed with -v (the accuracy bounds are
+// TestAllRunsInSample's and TestCrossValidatedAllRuns').
+func TestMoERunsLoad(t *testing.T) {
+	runs, err := accuracy.MoERuns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The data's counts, by kind and by source (testdata/README.md).
+	count := map[string]int{}
+	sources := map[string]bool{}
+	moeSources := map[string]bool{}
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if seen[r.ID] {
+			t.Errorf("%s: duplicate id", r.ID)
+		}
+		seen[r.ID] = true
+		if err := r.Check(); err != nil {
+			t.Errorf("%s: %v", r.ID, err)
+		}
+		for _, k := range r.Kind {
+			count[k]++
+		}
+		// GB200 NVL72 runs are priced in 16-tray (64-GPU) NVLink segments
+		// (accuracy.NVL72SegmentTrays): every one uses a multiple of 64 GPUs.
+		if r.System == "gb200-nvl72" && r.GPUs%(accuracy.NVL72SegmentTrays*r.GPUsPerNode) != 0 {
+			t.Errorf("%s: %d GB200 GPUs, not whole 16-tray segments", r.ID, r.GPUs)
+		}
+		sources[r.Repository] = true
+		if r.Has("moe") {
+			moeSources[r.Repository] = true
+		}
+	}
+	t.Logf("%d runs: %d MoE (from %d sources), %d fp8, %d Blackwell; %d sources", len(runs), count["moe"], len(moeSources), count["fp8"], count["blackwell"], len(sources))
+	if len(runs) != 92 || count["moe"] != 42 || count["fp8"] != 58 || count["blackwell"] != 48 {
+		t.Errorf("want the data's 92 runs, 42 MoE, 58 fp8, 48 Blackwell")
+	}
+	if len(moeSources) < 3 {
+		t.Errorf("MoE runs from %d sources, want 3 or more", len(moeSources))
+	}
+
+	e := step.New()
+	type row struct {
+		id   string
+		err  float64
+		note string
+	}
+	var priced []row
+	var inexpressible []string
+	for _, r := range runs {
+		s, _, _, err := r.StepFromMeasure()
+		if err != nil {
+			t.Errorf("%s: %v", r.ID, err)
+			continue
+		}
+		req, filled, err := accuracy.MoECase(r)
+		if errors.Is(err, accuracy.ErrInexpressible) {
+			inexpressible = append(inexpressible, fmt.Sprintf("%s: %v", r.ID, err))
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", r.ID, err)
+			continue
+		}
+		res, err := e.Estimate(req)
+		if err != nil {
+			t.Errorf("%s: %v", r.ID, err)
+			continue
+		}
+		note := ""
+		if !res.Memory.Fits {
+			note = fmt.Sprintf(" [judged not to fit: %.1f of %.1f GB]", res.Memory.Total, res.Memory.Capacity)
+		}
+		if len(filled) > 0 {
+			note += " (" + strings.Join(filled, "; ") + ")"
+		}
+		priced = append(priced, row{r.ID, res.StepTime/s - 1, fmt.Sprintf("measured %.3f s, estimated %.3f s, MFU %.1f%%%s", s, res.StepTime, 100*res.Throughput.MFU, note)})
+	}
+	sort.SliceStable(priced, func(i, j int) bool { return priced[i].id < priced[j].id })
+	by := map[string][]float64{}
+	for _, p := range priced {
+		t.Logf("%-52s %+6.1f%%  %s", p.id, 100*p.err, p.note)
+		for _, r := range runs {
+			if r.ID != p.id {
+				continue
+			}
+			for _, k := range append([]string{"all"}, r.Kind...) {
+				by[k] = append(by[k], p.err)
+			}
+		}
+	}
+	for _, k := range []string{"all", "moe", "fp8", "blackwell"} {
+		var sum, bias float64
+		for _, x := range by[k] {
+			if x < 0 {
+				sum -= x
+			} else {
+				sum += x
+			}
+			bias += x
+		}
+		if n := len(by[k]); n > 0 {
+			t.Logf("%-9s n=%2d mean |err| %.1f%%, bias %+.1f%%", k, n, 100*sum/float64(n), 100*bias/float64(n))
+		}
+	}
+	// Every published layout is expressible (MoE parallel folding lets EP exceed
+	// DP, as Megatron-Core's DeepSeek-V3 recipes run it).
+	for _, s := range inexpressible {
+		t.Errorf("not expressible: %s", s)
+	}
+}
+
+// Check rejects rows whose figures disagree: each broken copy of a consistent row
+// must fail.
+func TestMoERunCheckRejects(t *testing.T) {
+	runs, err := accuracy.MoERuns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base accuracy.MoERun
+	for _, r := range runs {
+		if r.ID == "dgxc_gb200_grok1_128gpu_bf16" {
+			base = r
+		}
+	}
+	if base.ID == "" {
+		t.Fatal("dgxc_gb200_grok1_128gpu_bf16 not in the data")
+	}
+	if err := base.Check(); err != nil {
+		t.Fatalf("the base row: %v", err)
+	}
+	for name, broken := range map[string]func(r *accuracy.MoERun){
+		"gpus":         func(r *accuracy.MoERun) { r.GPUs *= 2 },
+		"batch":        func(r *accuracy.MoERun) { r.GlobalBatch += 32 },
+		"ep":           func(r *accuracy.MoERun) { ep := 3; r.EP = &ep },
+		"derived step": func(r *accuracy.MoERun) { r.DerivedStepS *= 1.002 },
+		"tokens/s": func(r *accuracy.MoERun) {
+			m := r.Measured[1]
+			m.Value *= 1.002
+			s := fmt.Sprint(m.Value)
+			m.Stated = &s
+			r.Measured = []accuracy.StatedMeasure{r.Measured[0], m}
+		},
+		"stated figure": func(r *accuracy.MoERun) {
+			m := r.Measured[0]
+			m.Value += 0.01
+			r.Measured = append([]accuracy.StatedMeasure{m}, r.Measured[1:]...)
+		},
+	} {
+		r := base
+		broken(&r)
+		if err := r.Check(); err == nil {
+			t.Errorf("%s: a broken row passes the check", name)
+		}
+	}
+}

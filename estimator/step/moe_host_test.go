@@ -1,0 +1,86 @@
+package step_test
+
+import (
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+// Dropless MoE copies its token counts to the host before the expert-parallel
+// all-to-all (Megatron-Core's MoEAlltoAllTokenDispatcher), so the host stops
+// running ahead there: at each MoE layer's forward the GPU idles for the copy and
+// the first operator after it (2 eager operators of 7 µs), and then waits for the
+// host wherever the block's remaining operators (the all-to-alls' bookkeeping, the
+// permutation, the experts, the un-permutation: 17 operators unfused, 119 µs) take
+// longer to issue than the GPU takes to run them. Qwen3-30B-A3B (48 MoE layers of
+// 128 experts of 768, top 8) on 8 B200 with EP 8 at 1024 tokens per micro-batch:
+// each rank's 16 experts see 512 tokens, about 60 µs of grouped GEMMs, so the
+// block is host-bound. Padding the experts to capacity fixes the split sizes: no
+// sync, and the host runs ahead again.
+func TestMoEHostSync(t *testing.T) {
+	req := func(pad, fused bool) step.Request {
+		return step.Request{Model: arch(t, "qwen3-30b-a3b"), Cluster: cluster(t, "hgx-b200", 1),
+			Training: step.Training{SeqLen: 1024, GlobalBatch: 64, Precision: step.BF16,
+				MoECapacityFactor: map[bool]float64{true: 1, false: 0}[pad], MoEPadToCapacity: pad, MoEPermuteFusion: fused},
+			Layout: step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeNone}}
+	}
+	const layers, mbs = 48, 8
+	const perOp = 7e-6
+	fwd := func(pad, fused bool) float64 { return mustEstimate(t, req(pad, fused)).Breakdown.Forward }
+	dropless, padded := fwd(false, false), fwd(true, false)
+	extra := (dropless - padded) / (layers * mbs)
+	t.Logf("forward per step: dropless %.2f ms, padded to capacity %.2f ms: %.1f µs per MoE layer", 1e3*dropless, 1e3*padded, 1e6*extra)
+	if !(extra >= 2*perOp*0.999 && extra <= (2+17)*perOp*1.001) {
+		t.Errorf("the sync costs %.1f µs per layer forward, want between the stall (14 µs) and the stall plus the block's host time (133 µs)", 1e6*extra)
+	}
+	if !(extra > 2*perOp*1.01) {
+		t.Errorf("at 512 tokens per expert the block should be host-bound after the sync: %.1f µs per layer", 1e6*extra)
+	}
+	// Fused permutation issues 2 operators where the unfused one issues 6 and
+	// sorts the received chunks by local expert (4 more): less host time to wait for.
+	fusedExtra := (fwd(false, true) - fwd(true, true)) / (layers * mbs)
+	if !(fusedExtra < extra) {
+		t.Errorf("fused permutation: the sync costs %.1f µs per layer, unfused %.1f µs; want less", 1e6*fusedExtra, 1e6*extra)
+	}
+	// At 16K tokens per micro-batch the experts run for milliseconds: the host
+	// keeps up, only the stall remains.
+	long := func(pad bool) float64 {
+		r := req(pad, false)
+		r.Training.SeqLen = 16384
+		return mustEstimate(t, r).Breakdown.Forward
+	}
+	if e := (long(false) - long(true)) / (layers * mbs); e < 2*perOp*0.999 || e > 2*perOp*1.001 {
+		t.Errorf("16K tokens: the sync costs %.1f µs per layer, want the 14 µs stall alone", 1e6*e)
+	}
+}
+
+// CUDA graphs replay a layer's kernels with one launch: a layer too small to hide
+// its 20 kernel launches (80 µs) runs at its GPU time instead. A GPT of hidden 256
+// (4 heads, FFN 1024) at 512 tokens per micro-batch on one H100: a layer's forward is
+// 2 × 512 × 12 × 256² = 0.8 GFLOP, a few µs of GEMMs even on a fraction of the SMs,
+// so eager it is launch-bound at 80 µs and with graphs it is not.
+// An MoE block keeps its eager operators after the dropless sync.
+func TestCUDAGraphs(t *testing.T) {
+	small := arch(t, "megatron-1.7b")
+	small.Hidden, small.Heads, small.KVHeads, small.FFN, small.Vocab = 256, 4, 4, 1024, 32000
+	req := step.Request{Model: small, Cluster: cluster(t, "dgx-h100", 1),
+		Training: step.Training{SeqLen: 512, GlobalBatch: 8, Precision: step.BF16},
+		Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, MicroBatch: 1, Recompute: step.RecomputeNone}}
+	eager := mustEstimate(t, req).Breakdown.Forward
+	req.Training.CUDAGraphs = true
+	graphs := mustEstimate(t, req).Breakdown.Forward
+	layers := float64(req.Model.Layers)
+	t.Logf("forward: eager %.3f ms, CUDA graphs %.3f ms", 1e3*eager, 1e3*graphs)
+	if !(eager >= layers*80e-6 && graphs < eager && graphs < layers*80e-6) {
+		t.Errorf("forward eager %.3f ms (want ≥ %d layers × 80 µs), with graphs %.3f ms (want less)", 1e3*eager, int(layers), 1e3*graphs)
+	}
+	moe := func(graphs bool) float64 {
+		r := step.Request{Model: arch(t, "qwen3-30b-a3b"), Cluster: cluster(t, "hgx-b200", 1),
+			Training: step.Training{SeqLen: 1024, GlobalBatch: 64, Precision: step.BF16, CUDAGraphs: graphs},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeNone}}
+		return mustEstimate(t, r).Breakdown.Forward
+	}
+	if e, g := moe(false), moe(true); !(g <= e && g > 0.5*e) {
+		t.Errorf("dropless MoE forward eager %.2f ms, graphs %.2f ms: want at most eager and the post-sync block still eager", 1e3*e, 1e3*g)
+	}
+}
