@@ -485,6 +485,10 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	switch {
 	case strings.Contains(fwl, "torchtitan"):
 		t.Framework = "torchtitan"
+	case strings.Contains(fwl, "nemo") && strings.Contains(strings.ToLower(r.FrameworkVer), "nemo 25.04"):
+		// NeMo 25.04 ships a Transformer Engine before 2.5, whose fused attention on Blackwell
+		// takes heads up to 128 wide only (the nemo-25.04 profile).
+		t.Framework = "nemo-25.04"
 	case strings.Contains(fwl, "nemo"):
 		t.Framework = "nemo"
 	case strings.Contains(fwl, "hai-llm"):
