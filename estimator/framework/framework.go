@@ -90,6 +90,19 @@ type Profile struct {
 	// FP8Activations: under fp8 training the activations saved for the backward pass
 	// as matmul inputs are kept in fp8 (DeepSeek-V3 §3.3.3).
 	FP8Activations bool
+	// BlackwellFusedHeadDim, when not 0, is the widest attention head (of the queries
+	// and keys, and of the values) the framework's fused attention runs on Blackwell;
+	// wider heads that flash-attn 2 does not take either run Transformer Engine's
+	// UnfusedDotProductAttention (the scores
+	// materialised in HBM). Transformer Engine before 2.5 (v2.2–v2.4 checked) admit cuDNN's fused attention
+	// on sm100 only for head dimensions up to 128 (common/fused_attn/fused_attn.cpp,
+	// nvte_get_fused_attn_backend: !(sm_arch_ >= 100 && (head_dim_qk > 128 ||
+	// head_dim_v > 128)), lifted by TE PR #1797, June 2025, in v2.5), and disable
+	// flash-attn for unequal query and value head dimensions (MLA: 192 and 128,
+	// dot_product_attention/utils.py "does not support MLA"), so DeepSeek-V3's
+	// attention ran unfused on B200 and GB200 under them. Equal heads up to 256 wide
+	// (Nemotron-4's 192) still run flash-attn 2.
+	BlackwellFusedHeadDim int
 }
 
 // Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
@@ -131,6 +144,18 @@ var profiles = []Profile{
 		Source:               "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
+	},
+	{
+		Name:    "nemo-25.04",
+		Aliases: []string{"nemo-2.3"},
+		Description: "NVIDIA NeMo 25.04 (NeMo 2.3, on a Transformer Engine before 2.5): as nemo, and on Blackwell " +
+			"attention heads wider than 128 (MLA's 192-wide queries and keys) run unfused",
+		Source: "NeMo 25.04 containers (NeMo v2.3.x); Transformer Engine v2.2–v2.4 " +
+			"common/fused_attn/fused_attn.cpp (cuDNN F16_arbitrary_seqlen on sm100 only for head_dim_qk, head_dim_v <= 128) " +
+			"and pytorch/dot_product_attention/utils.py (flash-attn off for head_dim_qk != head_dim_v)",
+		HopperFusedAttention:  true,
+		NormEmitsFP8:          true,
+		BlackwellFusedHeadDim: 128,
 	},
 	{
 		Name:    "megatron-lm-2021",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
@@ -106,8 +107,33 @@ func normaliseLayout(r Request, spWithTP bool) Request {
 	if l.TP > 1 && !l.SP && spWithTP {
 		l.SP = true
 	}
+	if !r.Training.UnfusedAttention && r.Cluster != nil && unfusedOnGPU(r.Training.Framework, r.Model, r.Cluster.GPU()) {
+		r.Training.UnfusedAttention = true
+	}
 	return r
 }
+
+// unfusedOnGPU says the framework's fused attention does not take the model's heads
+// on gpu, so that its attention runs unfused (framework.Profile.BlackwellFusedHeadDim).
+func unfusedOnGPU(fw string, a model.Arch, gpu hardware.GPU) bool {
+	p, err := framework.Lookup(fw)
+	if err != nil || p.BlackwellFusedHeadDim == 0 || gpu.Arch != hardware.Blackwell {
+		return false
+	}
+	qk, v := a.HeadDim(), a.HeadDim()
+	if m := a.MLA; m != nil {
+		qk, v = m.QKNopeDim+m.QKRopeDim, m.VDim
+	}
+	if qk <= p.BlackwellFusedHeadDim && v <= p.BlackwellFusedHeadDim {
+		return false
+	}
+	// flash-attn 2 takes equal query and value heads up to 256 wide on sm100.
+	return qk != v || qk > flashAttn2MaxHeadDim
+}
+
+// flashAttn2MaxHeadDim is the widest head flash-attn 2 runs (Transformer Engine's
+// dot_product_attention/utils.py: head_dim_qk <= 256, equal to head_dim_v).
+const flashAttn2MaxHeadDim = 256
 
 // sequenceParallelWithTP says t's framework turns sequence parallelism on with TP.
 func sequenceParallelWithTP(t Training) bool {

@@ -44,9 +44,12 @@ type MoESpec struct {
 	LayerFreq      int      `json:"layer_freq"`
 	FirstDense     int      `json:"first_dense_layers"`
 	CapacityFactor *float64 `json:"capacity_factor"`
-	Dispatcher     *string  `json:"token_dispatcher"`
-	GroupedGEMM    *bool    `json:"grouped_gemm"`
-	MTPLayers      *int     `json:"mtp_layers"`
+	// PadToCapacity: every expert's tokens padded up to its capacity
+	// (Megatron-Core's moe_pad_expert_input_to_capacity); null: not stated.
+	PadToCapacity *bool   `json:"pad_to_capacity"`
+	Dispatcher    *string `json:"token_dispatcher"`
+	GroupedGEMM   *bool   `json:"grouped_gemm"`
+	MTPLayers     *int    `json:"mtp_layers"`
 }
 
 // MLASpec is a row's multi-head latent attention ranks (DeepSeek-V3).
@@ -61,45 +64,48 @@ type MLASpec struct {
 // MoERun is one row of published_runs_moe.jsonl: the fields of Run's schema plus
 // the ones MoE, fp8 and Blackwell runs need (testdata/README.md documents each).
 type MoERun struct {
-	ID           string          `json:"id"`
-	Kind         []string        `json:"kind"`
-	Source       string          `json:"source"`
-	SourceKind   string          `json:"source_kind"`
-	Repository   string          `json:"repository"`
-	File         *string         `json:"file"`
-	Release      *string         `json:"release"`
-	Commit       *string         `json:"commit"`
-	Table        string          `json:"table"`
-	Model        string          `json:"model"`
-	CatalogModel *string         `json:"catalog_model"`
-	ParamsB      *float64        `json:"params_b"`
-	Layers       int             `json:"num_layers"`
-	Hidden       int             `json:"hidden_size"`
-	Heads        int             `json:"num_heads"`
-	KVHeads      *int            `json:"num_kv_heads"`
-	HeadDim      *int            `json:"head_dim"`
-	FFN          int             `json:"ffn_hidden_size"`
-	Gated        bool            `json:"gated_mlp"`
-	Vocab        int             `json:"vocab_size"`
-	Tied         bool            `json:"tie_word_embeddings"`
-	MoE          *MoESpec        `json:"moe"`
-	MLA          *MLASpec        `json:"mla"`
-	SeqLen       int             `json:"seq_len"`
-	GPU          string          `json:"gpu"`
-	GPUMemGB     float64         `json:"gpu_mem_gb"`
-	GPUs         int             `json:"num_gpus"`
-	GPUsPerNode  int             `json:"gpus_per_node"`
-	System       string          `json:"system"`
-	TP           int             `json:"tp"`
-	PP           int             `json:"pp"`
-	DP           int             `json:"dp"`
-	CP           int             `json:"cp"`
-	EP           *int            `json:"ep"`
-	ETP          *int            `json:"etp"`
-	SP           *bool           `json:"sequence_parallel"`
-	OverlapTP    *bool           `json:"tp_comm_overlap"`
-	VPP          *int            `json:"virtual_pipeline_stages"`
-	Schedule     *string         `json:"pipeline_schedule"`
+	ID           string   `json:"id"`
+	Kind         []string `json:"kind"`
+	Source       string   `json:"source"`
+	SourceKind   string   `json:"source_kind"`
+	Repository   string   `json:"repository"`
+	File         *string  `json:"file"`
+	Release      *string  `json:"release"`
+	Commit       *string  `json:"commit"`
+	Table        string   `json:"table"`
+	Model        string   `json:"model"`
+	CatalogModel *string  `json:"catalog_model"`
+	ParamsB      *float64 `json:"params_b"`
+	Layers       int      `json:"num_layers"`
+	Hidden       int      `json:"hidden_size"`
+	Heads        int      `json:"num_heads"`
+	KVHeads      *int     `json:"num_kv_heads"`
+	HeadDim      *int     `json:"head_dim"`
+	FFN          int      `json:"ffn_hidden_size"`
+	Gated        bool     `json:"gated_mlp"`
+	Vocab        int      `json:"vocab_size"`
+	Tied         bool     `json:"tie_word_embeddings"`
+	MoE          *MoESpec `json:"moe"`
+	MLA          *MLASpec `json:"mla"`
+	SeqLen       int      `json:"seq_len"`
+	GPU          string   `json:"gpu"`
+	GPUMemGB     float64  `json:"gpu_mem_gb"`
+	GPUs         int      `json:"num_gpus"`
+	GPUsPerNode  int      `json:"gpus_per_node"`
+	System       string   `json:"system"`
+	TP           int      `json:"tp"`
+	PP           int      `json:"pp"`
+	DP           int      `json:"dp"`
+	CP           int      `json:"cp"`
+	EP           *int     `json:"ep"`
+	ETP          *int     `json:"etp"`
+	SP           *bool    `json:"sequence_parallel"`
+	OverlapTP    *bool    `json:"tp_comm_overlap"`
+	VPP          *int     `json:"virtual_pipeline_stages"`
+	Schedule     *string  `json:"pipeline_schedule"`
+	// LayerSplit is the transformer layers of each pipeline stage, first to last,
+	// when the source's scripts set them; null: not stated.
+	LayerSplit   []int           `json:"layer_split"`
 	MicroBatch   *int            `json:"micro_batch_size"`
 	GlobalBatch  int             `json:"global_batch_size"`
 	GradAccum    *int            `json:"grad_accum"`
@@ -472,7 +478,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	// A split the model cannot infer (it adds the embedding and the loss as a
 	// layer each, as Megatron-LM's account-for flags do, where that makes the stages
 	// even) is spread evenly, earlier stages one layer more.
-	if st := r.PP * max(1, l.VirtualStages); r.PP > 1 && r.Layers%st != 0 && sched == "dualpipe" {
+	if st := r.PP * max(1, l.VirtualStages); len(r.LayerSplit) > 0 {
+		l.LayerSplit = append([]int(nil), r.LayerSplit...)
+	} else if r.PP > 1 && r.Layers%st != 0 && sched == "dualpipe" {
 		l.LayerSplit = endsLighter(r.Layers, st)
 		fill("layers split %v over the %d stages: the first and last stages, which also hold the embedding and the output layer (DeepSeek-V3 §3.2.3), one layer fewer", l.LayerSplit, st)
 	} else if r.PP > 1 && r.Layers%st != 0 && (r.Layers+1)%st != 0 && (r.Layers+2)%st != 0 {
@@ -485,6 +493,10 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	switch {
 	case strings.Contains(fwl, "torchtitan"):
 		t.Framework = "torchtitan"
+	case strings.Contains(fwl, "nemo") && strings.Contains(strings.ToLower(r.FrameworkVer), "nemo 25.04"):
+		// NeMo 25.04 ships a Transformer Engine before 2.5, whose fused attention on Blackwell
+		// takes heads up to 128 wide only (the nemo-25.04 profile).
+		t.Framework = "nemo-25.04"
 	case strings.Contains(fwl, "nemo"):
 		t.Framework = "nemo"
 	case strings.Contains(fwl, "hai-llm"):
@@ -521,6 +533,7 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	}
 	if m := r.MoE; m != nil && m.CapacityFactor != nil {
 		t.MoECapacityFactor = *m.CapacityFactor
+		t.MoEPadToCapacity = m.PadToCapacity != nil && *m.PadToCapacity
 	}
 	if m := r.MoE; m != nil && m.Dispatcher != nil {
 		switch d := strings.ToLower(*m.Dispatcher); {
