@@ -29,6 +29,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/invalid"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 	"github.com/stepcost/stepcost/server/admission"
+	"github.com/stepcost/stepcost/server/bounded"
 	"github.com/stepcost/stepcost/server/gateway"
 	"github.com/stepcost/stepcost/server/openapi"
 	"github.com/stepcost/stepcost/server/security"
@@ -284,9 +285,11 @@ func setServing(hs *health.Server, st healthpb.HealthCheckResponse_ServingStatus
 // newGRPCServer is the gRPC server: the service, health and reflection behind
 // logging, panic recovery, the default deadline, telemetry and security.
 func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.Telemetry, sec *security.Guard, log *slog.Logger) *grpc.Server {
+	faults := &undecodable{}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
-		grpc.ChainUnaryInterceptor(logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.Unary()),
+		grpc.ForceServerCodecV2(newDecodeCodec(faults)),
+		grpc.ChainUnaryInterceptor(boundUnary, decodeFaults(faults), logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.Unary()),
 	}
 	opts = append(opts, tel.ServerOptions()...)
 	opts = append(opts, sec.ServerOptions()...)
@@ -393,6 +396,13 @@ func logUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 		log.Debug("rpc", attrs...)
 		return resp, err
 	}
+}
+
+// boundUnary bounds every error answer (package bounded): whatever a request
+// holds, its error fits in a few KiB of trailers.
+func boundUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	return resp, bounded.Error(err)
 }
 
 // recoverUnary turns a panic in a handler into Internal, logging the stack.

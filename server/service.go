@@ -86,6 +86,7 @@ type work struct {
 // gRPC and the gateway marshal them); the caller that computed it gets its own copy
 // marked not cached.
 func (s *Service) cached(ctx context.Context, method string, w work) (proto.Message, error) {
+	w.run = finiteRun(w.run)
 	if s.cache == nil {
 		return w.run(ctx)
 	}

@@ -118,6 +118,9 @@ type Step struct {
 // ResolveStep resolves and checks an EstimateStep request, its cluster from pool
 // and at most maxGPUs GPUs.
 func ResolveStep(pool *Clusters, req *pb.EstimateStepRequest, maxGPUs int) (*Step, error) {
+	if err := CheckWhatIfs(req.GetSlowGpuSpeed(), req.GetDegradedNicSpeed(), req.GetDegradedLinkSpeed()); err != nil {
+		return nil, err
+	}
 	a, derived, err := ResolveModel("model", req.GetModel())
 	if err != nil {
 		return nil, err
@@ -268,6 +271,9 @@ type Plan struct {
 // ResolvePlan resolves and checks an EstimatePlan request, its cluster from pool,
 // at most maxGPUs GPUs and maxCandidates layouts.
 func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandidates int) (*Plan, error) {
+	if err := CheckWhatIfs(req.GetSlowGpuSpeed(), req.GetDegradedNicSpeed(), req.GetDegradedLinkSpeed()); err != nil {
+		return nil, err
+	}
 	a, _, err := ResolveModel("model", req.GetModel())
 	if err != nil {
 		return nil, err
