@@ -134,12 +134,13 @@ func TestHugeErrorIsBoundedAndHarmsNoOne(t *testing.T) {
 // first maxViolations violations, each bounded, and JSON's quoting).
 const maxErrorAnswer = 64 << 10
 
-// A 3 MB model name is not echoed whole, over REST or gRPC.
+// A 3 MB model name is refused by field and not echoed (it was, whole, in a
+// NOT_FOUND of 6 MB), over REST and gRPC.
 func TestEchoedValuesAreBounded(t *testing.T) {
 	d := secureDaemon(t, nil)
 	long := strings.Repeat("m", 3<<20)
 	code, b := restCall(t, d, "/v1/steps:estimate", []byte(with(okStep, "model", map[string]any{"name": long})))
-	if code != http.StatusNotFound || len(b) > maxErrorAnswer {
+	if code != http.StatusBadRequest || len(b) > maxErrorAnswer {
 		t.Errorf("REST: %d, %d B answer", code, len(b))
 	}
 	if s := decodeStatus(t, b); len(s.Details) == 0 || len(s.Details[0].FieldViolations) == 0 || s.Details[0].FieldViolations[0].Field != "model.name" {
@@ -154,7 +155,7 @@ func TestEchoedValuesAreBounded(t *testing.T) {
 	req.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: long}}
 	_, err = pb.NewStepcostServiceClient(conn).EstimateStep(context.Background(), req)
 	st := status.Convert(err)
-	if st.Code() != codes.NotFound || len(st.Message()) > maxErrorAnswer || proto.Size(st.Proto()) > maxErrorAnswer {
+	if st.Code() != codes.InvalidArgument || len(st.Message()) > maxErrorAnswer || proto.Size(st.Proto()) > maxErrorAnswer {
 		t.Errorf("gRPC: %v, message %d B, status %d B", st.Code(), len(st.Message()), proto.Size(st.Proto()))
 	}
 }
@@ -279,4 +280,41 @@ func TestNonFiniteAnswerIsAnError(t *testing.T) {
 	if _, err := finiteRun(func(context.Context) (proto.Message, error) { return ok, nil })(context.Background()); err != nil {
 		t.Errorf("finite answer: %v", err)
 	}
+}
+
+// Long strings a valid request could carry are refused by field, not kept or
+// echoed: a 3 MB architecture name came back whole in the answer, and a cluster
+// definition's name and description key the pool of built clusters.
+func TestLongStringsAreRefused(t *testing.T) {
+	s := NewService(DefaultLimits(), nil)
+	long := strings.Repeat("n", 3<<20)
+	arch := &pb.Architecture{Name: long, Layers: 80, Hidden: 8192, Heads: 64, KvHeads: 8, Ffn: 28672, GatedMlp: true, Vocab: 128256}
+	for field, set := range map[string]func(*pb.EstimateStepRequest){
+		"model.architecture.name": func(r *pb.EstimateStepRequest) {
+			r.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: arch}}
+		},
+		"cluster.definition.name": func(r *pb.EstimateStepRequest) {
+			r.Cluster = definition(&pb.ClusterDefinition{Base: "dgx-h100", Name: long})
+		},
+		"cluster.definition.description": func(r *pb.EstimateStepRequest) {
+			r.Cluster = definition(&pb.ClusterDefinition{Base: "dgx-h100", Description: long})
+		},
+		"layout.rank_order": func(r *pb.EstimateStepRequest) { r.Layout.RankOrder = long },
+	} {
+		req := stepRequest()
+		set(req)
+		resp, err := s.EstimateStep(context.Background(), req)
+		if err == nil {
+			t.Errorf("%s: answered (%d B)", field, proto.Size(resp))
+			continue
+		}
+		violationOf(t, err, codes.InvalidArgument, field)
+		if n := proto.Size(status.Convert(err).Proto()); n > maxErrorAnswer {
+			t.Errorf("%s: %d B error", field, n)
+		}
+	}
+}
+
+func definition(d *pb.ClusterDefinition) *pb.ClusterSpec {
+	return &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: d}}
 }

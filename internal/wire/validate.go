@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/stepcost/stepcost/estimator/collective"
@@ -159,4 +160,57 @@ func CheckWhatIfs(slowGPU, degradedNIC, degradedLink float64) error {
 		}
 	}
 	return c.Err()
+}
+
+// MaxTextBytes bounds every string of a request (names, kinds, descriptions, map
+// keys): the longest catalog name is a few dozen bytes, and a string the service
+// keeps (a cluster's name and description key its pool of built clusters) or
+// echoes (a model's name is in the answer) must not be megabytes.
+const MaxTextBytes = 1024
+
+// CheckText refuses a request with a string or map key longer than MaxTextBytes,
+// naming the field; the value is not echoed.
+func CheckText(m proto.Message) error {
+	var c invalid.Collector
+	checkText(m.ProtoReflect(), "", &c)
+	return c.Err()
+}
+
+func checkText(m protoreflect.Message, path string, c *invalid.Collector) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p := string(fd.Name())
+		if path != "" {
+			p = path + "." + p
+		}
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := range l.Len() {
+				textValue(fd, l.Get(i), fmt.Sprintf("%s[%d]", p, i), c)
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if s := k.String(); len(s) > MaxTextBytes {
+					c.Add(p, "a key is %d bytes long; keys are at most %d", len(s), MaxTextBytes)
+					return true
+				}
+				textValue(fd.MapValue(), mv, p+"."+k.String(), c)
+				return true
+			})
+		default:
+			textValue(fd, v, p, c)
+		}
+		return true
+	})
+}
+
+func textValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string, c *invalid.Collector) {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		if n := len(v.String()); n > MaxTextBytes {
+			c.Add(path, "must be at most %d bytes (got %d)", MaxTextBytes, n)
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		checkText(v.Message(), path, c)
+	}
 }
