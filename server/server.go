@@ -57,6 +57,8 @@ type Config struct {
 	DrainDelay time.Duration
 	// MaxRequestBytes bounds one request message.
 	MaxRequestBytes int
+	// Conns bounds the clients' connections on every port: timeouts, numbers.
+	Conns Conns
 	// Reflection serves the gRPC reflection service (for grpcurl).
 	Reflection bool
 	// TLS for both listeners, optionally mutual (off by default).
@@ -84,7 +86,7 @@ const warmUpTimeout = 2 * time.Minute
 func DefaultConfig() Config {
 	return Config{GRPCAddr: ":8081", HTTPAddr: ":8080", Limits: DefaultLimits(), CacheMaxBytes: 256 << 20,
 		DefaultDeadline: 30 * time.Second, ShutdownGrace: 20 * time.Second, MaxRequestBytes: 4 << 20, Reflection: true,
-		WarmUp: DefaultWarmUp()}
+		WarmUp: DefaultWarmUp(), Conns: DefaultConns()}
 }
 
 // Validate checks the configuration. Problems are named by their flag.
@@ -125,6 +127,7 @@ func (c Config) Validate() error {
 	if c.Limits.MaxCandidates < 0 {
 		v.Add("--max-candidates", "must be ≥ 0 (got %d)", c.Limits.MaxCandidates)
 	}
+	c.Conns.validate(&v, c.DefaultDeadline)
 	c.Limits.validateAdmission(&v)
 	v.Join(c.Telemetry.Validate())
 	v.Join(c.TLS.Validate())
@@ -161,7 +164,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		return err
 	}
 	defer closeCache()
-	lis, err := listen(cfg)
+	lis, err := listen(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -175,8 +178,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		return err
 	}
 	defer conn.Close()
-	httpSrv := &http.Server{Handler: http.MaxBytesHandler(tel.WrapHTTP(restRoutes(cfg, svc, rest, tel, sec, log)), int64(cfg.MaxRequestBytes)),
-		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	httpSrv := cfg.Conns.httpServer(http.MaxBytesHandler(tel.WrapHTTP(restRoutes(cfg, svc, rest, tel, sec, log)), int64(cfg.MaxRequestBytes)), log)
 	// The probes' port answers /healthz exactly as the HTTP port does (the same
 	// gateway handler, so it also proves the gateway reaches the gRPC server), and
 	// nothing else: no TLS, no token, no API.
@@ -184,8 +186,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	if lis.probes != nil {
 		probes := http.NewServeMux()
 		probes.Handle("GET /healthz", rest)
-		healthSrv = &http.Server{Handler: probes, ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		healthSrv = cfg.Conns.httpServer(probes, log)
 	}
 
 	// Every server runs in the group; the first to fail ends the others (below).
@@ -257,7 +258,21 @@ func (l listeners) close() {
 	}
 }
 
-func listen(cfg Config) (listeners, error) {
+// listen opens the ports, each capped at cfg.Conns.MaxConnections connections.
+func listen(cfg Config, log *slog.Logger) (listeners, error) {
+	l, err := listenAll(cfg)
+	if err != nil {
+		return l, err
+	}
+	l.grpc = capListener(l.grpc, cfg.Conns.MaxConnections, log)
+	l.http = capListener(l.http, cfg.Conns.MaxConnections, log)
+	if l.probes != nil {
+		l.probes = capListener(l.probes, cfg.Conns.MaxConnections, log)
+	}
+	return l, nil
+}
+
+func listenAll(cfg Config) (listeners, error) {
 	var l listeners
 	var err error
 	if l.grpc, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
@@ -291,6 +306,7 @@ func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.T
 		grpc.ForceServerCodecV2(newDecodeCodec(faults)),
 		grpc.ChainUnaryInterceptor(boundUnary, decodeFaults(faults), logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.Unary()),
 	}
+	opts = append(opts, cfg.Conns.grpcOptions(cfg.DefaultDeadline)...)
 	opts = append(opts, tel.ServerOptions()...)
 	opts = append(opts, sec.ServerOptions()...)
 	gs := grpc.NewServer(opts...)
