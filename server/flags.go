@@ -26,6 +26,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP listen address (REST gateway, /healthz, /openapi.json, /metrics)")
 	fs.StringVar(&cfg.HealthAddr, "health-addr", cfg.HealthAddr, "listen address of a plain-HTTP port serving GET /healthz only, without TLS or token, for probes (empty: none)")
 	fs.Int64Var(&cfg.CacheMaxBytes, "cache-bytes", cfg.CacheMaxBytes, "response cache size in bytes (0 disables the cache)")
+	fs.Int64Var(&cfg.MemoryLimit, "memory-limit", cfg.MemoryLimit, "soft memory limit of the Go runtime in bytes (0: the memory budget, --cache-bytes + --max-concurrent-searches × 130 MiB + 24 MiB; -1: none); GOMEMLIMIT wins when lower")
 	fs.DurationVar(&cfg.DefaultDeadline, "default-deadline", cfg.DefaultDeadline, "deadline of requests that come without one")
 	fs.DurationVar(&cfg.DrainDelay, "drain-delay", cfg.DrainDelay, "after SIGTERM, keep answering (health NOT_SERVING) this long before closing the listeners")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "time in-flight requests get to finish after SIGTERM")

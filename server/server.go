@@ -47,6 +47,9 @@ type Config struct {
 	Limits     Limits
 	// CacheMaxBytes bounds the response cache; 0 disables it.
 	CacheMaxBytes int64
+	// MemoryLimit is the Go runtime's soft memory limit in bytes: 0 for the memory
+	// budget (memoryBudget), -1 for none. GOMEMLIMIT, when lower, wins.
+	MemoryLimit int64
 	// DefaultDeadline applies to requests that come without one.
 	DefaultDeadline time.Duration
 	// ShutdownGrace is how long in-flight requests may take to finish after SIGTERM.
@@ -128,6 +131,7 @@ func (c Config) Validate() error {
 		v.Add("--max-candidates", "must be ≥ 0 (got %d)", c.Limits.MaxCandidates)
 	}
 	c.Conns.validate(&v, c.DefaultDeadline)
+	validateMemoryLimit(&v, c.MemoryLimit)
 	c.Limits.validateAdmission(&v)
 	v.Join(c.Telemetry.Validate())
 	v.Join(c.TLS.Validate())
@@ -150,6 +154,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	defer applyMemoryLimit(cfg, log)()
 	sec, err := security.New(cfg.TLS, cfg.Auth, log)
 	if err != nil {
 		return err
@@ -202,8 +207,8 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 			return err
 		})
 	}
-	serve(func() error { return gs.Serve(lis.grpc) })
-	serve(func() error { return gs.Serve(gwlis) })
+	serve(func() error { return grpcStopped(gs.Serve(lis.grpc)) })
+	serve(func() error { return grpcStopped(gs.Serve(gwlis)) })
 	serve(func() error { return httpClosed(sec.ServeHTTP(httpSrv, lis.http)) })
 	if healthSrv != nil {
 		serve(func() error { return httpClosed(healthSrv.Serve(lis.probes)) })
@@ -347,6 +352,15 @@ func warmUp(ctx context.Context, cfg Config, svc *Service, log *slog.Logger) {
 	} else {
 		log.Info("warmed up", "targets", len(cfg.WarmUp), "took", took)
 	}
+}
+
+// grpcStopped is the gRPC server's Serve error, nil when it was stopped before
+// Serve began (a stop right after start).
+func grpcStopped(err error) error {
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
 }
 
 // httpClosed is an HTTP server's Serve error, nil once it was shut down.
