@@ -69,20 +69,19 @@ func Violations(vs []*errdetails.BadRequest_FieldViolation) []*errdetails.BadReq
 func Message(vs []*errdetails.BadRequest_FieldViolation, n int) string {
 	var b strings.Builder
 	for i, v := range vs {
-		if i == MaxViolations || b.Len() > MaxMessage {
+		line := Text(v.GetField(), MaxText) + ": " + Text(v.GetDescription(), MaxText)
+		if i == MaxViolations || b.Len()+len(line) > MaxMessage-100 { // room for the count
 			break
 		}
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(Text(v.GetField(), MaxText))
-		b.WriteString(": ")
-		b.WriteString(Text(v.GetDescription(), MaxText))
+		b.WriteString(line)
 	}
 	if n > MaxViolations {
 		fmt.Fprintf(&b, "\n(%d violations; the first %d are listed)", n, MaxViolations)
 	}
-	return Text(b.String(), MaxMessage)
+	return b.String()
 }
 
 // Status is st bounded: its message cut to MaxMessage, its BadRequest details to

@@ -133,7 +133,10 @@ func boundError(err error) error {
 func (e *decodeError) status() *status.Status {
 	st := status.New(e.code, e.Error())
 	if e.field != "" {
-		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.field, Description: e.rule}}}); derr == nil {
+		// Valid UTF-8 first (a value shortened mid-rune, a key that is not text), or
+		// the details cannot be encoded and would be dropped.
+		v := &errdetails.BadRequest_FieldViolation{Field: bounded.Text(e.field, bounded.MaxText), Description: bounded.Text(e.rule, bounded.MaxText)}
+		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{v}}); derr == nil {
 			st = d
 		}
 	}
