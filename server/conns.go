@@ -5,15 +5,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/tap"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // Conns bounds what a client's connections may hold of the daemon: how long a
@@ -112,12 +115,15 @@ func (c Conns) grpcOptions(deadline time.Duration) []grpc.ServerOption {
 	}
 }
 
-// defaultDeadlineTap gives a call without a deadline the default one as it
+// defaultDeadlineTap gives a unary call without a deadline the default one as it
 // arrives: gRPC reads a unary call's message before any interceptor runs, and a
-// message sent a byte a second would otherwise hold its stream for ever.
+// message sent a byte a second would otherwise hold its stream for ever. Streams
+// (health's Watch, reflection) are meant to stay open and are left alone.
 func defaultDeadlineTap(d time.Duration) tap.ServerInHandle {
-	return func(ctx context.Context, _ *tap.Info) (context.Context, error) {
-		if _, ok := ctx.Deadline(); ok {
+	service := "/" + pb.StepcostService_ServiceDesc.ServiceName + "/"
+	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
+		unary := strings.HasPrefix(info.FullMethodName, service) || info.FullMethodName == healthpb.Health_Check_FullMethodName
+		if _, ok := ctx.Deadline(); ok || !unary {
 			return ctx, nil
 		}
 		ctx, cancel := context.WithTimeout(ctx, d)

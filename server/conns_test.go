@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -168,5 +169,31 @@ func TestConnectionCap(t *testing.T) {
 			t.Errorf("%s: a connection in the slot given back was closed", addr)
 		}
 		again.Close()
+	}
+}
+
+// Streams meant to stay open (health's Watch) are not cut at the default deadline.
+func TestWatchOutlivesTheDefaultDeadline(t *testing.T) {
+	d := flagDaemon(t, "--default-deadline=1s")
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Recv(); err != nil { // the status now
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := w.Recv(); ended <- err }()
+	select {
+	case err := <-ended:
+		t.Fatalf("the watch ended: %v", err)
+	case <-time.After(2500 * time.Millisecond):
 	}
 }
