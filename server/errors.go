@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/server/bounded"
 )
 
 // toStatus maps a domain error to a gRPC status: field errors become
@@ -36,13 +37,24 @@ func toStatus(err error) error {
 		c = codes.InvalidArgument
 	}
 	if len(vs) == 0 {
-		return status.Error(c, err.Error())
+		return status.Error(c, bounded.Text(err.Error(), bounded.MaxMessage))
 	}
+	// The answer lists the first violations and counts them all: a request can hold
+	// 100 000 bad map keys, and their every violation would be megabytes of trailers.
 	fv := make([]*errdetails.BadRequest_FieldViolation, len(vs))
 	for i, v := range vs {
 		fv[i] = &errdetails.BadRequest_FieldViolation{Field: v.GetField(), Description: v.GetDescription()}
 	}
-	return withViolations(c, err, fv)
+	fv = bounded.Violations(fv)
+	msg := bounded.Message(fv, len(vs))
+	if len(vs) <= bounded.MaxViolations && len(vs) > 0 {
+		msg = bounded.Text(err.Error(), bounded.MaxMessage)
+	}
+	st := status.New(c, msg)
+	if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: fv}); derr == nil {
+		st = d
+	}
+	return st.Err()
 }
 
 func isDomain(err error) bool { return wire.IsDomain(err) }
@@ -54,14 +66,6 @@ func violations(err error) []*errdetails.BadRequest_FieldViolation {
 		out = append(out, &errdetails.BadRequest_FieldViolation{Field: fe.Field, Description: fe.Rule})
 	}
 	return out
-}
-
-func withViolations(code codes.Code, err error, vs []*errdetails.BadRequest_FieldViolation) error {
-	st := status.New(code, err.Error())
-	if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: vs}); derr == nil {
-		st = d
-	}
-	return st.Err()
 }
 
 // itemError is the error of one RankConfigs item.

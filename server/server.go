@@ -29,6 +29,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/invalid"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 	"github.com/stepcost/stepcost/server/admission"
+	"github.com/stepcost/stepcost/server/bounded"
 	"github.com/stepcost/stepcost/server/gateway"
 	"github.com/stepcost/stepcost/server/openapi"
 	"github.com/stepcost/stepcost/server/security"
@@ -46,6 +47,9 @@ type Config struct {
 	Limits     Limits
 	// CacheMaxBytes bounds the response cache; 0 disables it.
 	CacheMaxBytes int64
+	// MemoryLimit is the Go runtime's soft memory limit in bytes: 0 for the memory
+	// budget (memoryBudget), -1 for none. GOMEMLIMIT, when lower, wins.
+	MemoryLimit int64
 	// DefaultDeadline applies to requests that come without one.
 	DefaultDeadline time.Duration
 	// ShutdownGrace is how long in-flight requests may take to finish after SIGTERM.
@@ -56,6 +60,8 @@ type Config struct {
 	DrainDelay time.Duration
 	// MaxRequestBytes bounds one request message.
 	MaxRequestBytes int
+	// Conns bounds the clients' connections on every port: timeouts, numbers.
+	Conns Conns
 	// Reflection serves the gRPC reflection service (for grpcurl).
 	Reflection bool
 	// TLS for both listeners, optionally mutual (off by default).
@@ -83,7 +89,7 @@ const warmUpTimeout = 2 * time.Minute
 func DefaultConfig() Config {
 	return Config{GRPCAddr: ":8081", HTTPAddr: ":8080", Limits: DefaultLimits(), CacheMaxBytes: 256 << 20,
 		DefaultDeadline: 30 * time.Second, ShutdownGrace: 20 * time.Second, MaxRequestBytes: 4 << 20, Reflection: true,
-		WarmUp: DefaultWarmUp()}
+		WarmUp: DefaultWarmUp(), Conns: DefaultConns()}
 }
 
 // Validate checks the configuration. Problems are named by their flag.
@@ -124,6 +130,8 @@ func (c Config) Validate() error {
 	if c.Limits.MaxCandidates < 0 {
 		v.Add("--max-candidates", "must be ≥ 0 (got %d)", c.Limits.MaxCandidates)
 	}
+	c.Conns.validate(&v, c.DefaultDeadline)
+	validateMemoryLimit(&v, c.MemoryLimit)
 	c.Limits.validateAdmission(&v)
 	v.Join(c.Telemetry.Validate())
 	v.Join(c.TLS.Validate())
@@ -146,6 +154,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	defer applyMemoryLimit(cfg, log)()
 	sec, err := security.New(cfg.TLS, cfg.Auth, log)
 	if err != nil {
 		return err
@@ -160,7 +169,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		return err
 	}
 	defer closeCache()
-	lis, err := listen(cfg)
+	lis, err := listen(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -174,8 +183,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		return err
 	}
 	defer conn.Close()
-	httpSrv := &http.Server{Handler: http.MaxBytesHandler(tel.WrapHTTP(restRoutes(cfg, svc, rest, tel, sec, log)), int64(cfg.MaxRequestBytes)),
-		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	httpSrv := cfg.Conns.httpServer(http.MaxBytesHandler(tel.WrapHTTP(restRoutes(cfg, svc, rest, tel, sec, log)), int64(cfg.MaxRequestBytes)), log)
 	// The probes' port answers /healthz exactly as the HTTP port does (the same
 	// gateway handler, so it also proves the gateway reaches the gRPC server), and
 	// nothing else: no TLS, no token, no API.
@@ -183,8 +191,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	if lis.probes != nil {
 		probes := http.NewServeMux()
 		probes.Handle("GET /healthz", rest)
-		healthSrv = &http.Server{Handler: probes, ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		healthSrv = cfg.Conns.httpServer(probes, log)
 	}
 
 	// Every server runs in the group; the first to fail ends the others (below).
@@ -200,8 +207,8 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 			return err
 		})
 	}
-	serve(func() error { return gs.Serve(lis.grpc) })
-	serve(func() error { return gs.Serve(gwlis) })
+	serve(func() error { return grpcStopped(gs.Serve(lis.grpc)) })
+	serve(func() error { return grpcStopped(gs.Serve(gwlis)) })
 	serve(func() error { return httpClosed(sec.ServeHTTP(httpSrv, lis.http)) })
 	if healthSrv != nil {
 		serve(func() error { return httpClosed(healthSrv.Serve(lis.probes)) })
@@ -256,7 +263,21 @@ func (l listeners) close() {
 	}
 }
 
-func listen(cfg Config) (listeners, error) {
+// listen opens the ports, each capped at cfg.Conns.MaxConnections connections.
+func listen(cfg Config, log *slog.Logger) (listeners, error) {
+	l, err := listenAll(cfg)
+	if err != nil {
+		return l, err
+	}
+	l.grpc = capListener(l.grpc, cfg.Conns.MaxConnections, log)
+	l.http = capListener(l.http, cfg.Conns.MaxConnections, log)
+	if l.probes != nil {
+		l.probes = capListener(l.probes, cfg.Conns.MaxConnections, log)
+	}
+	return l, nil
+}
+
+func listenAll(cfg Config) (listeners, error) {
 	var l listeners
 	var err error
 	if l.grpc, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
@@ -284,10 +305,13 @@ func setServing(hs *health.Server, st healthpb.HealthCheckResponse_ServingStatus
 // newGRPCServer is the gRPC server: the service, health and reflection behind
 // logging, panic recovery, the default deadline, telemetry and security.
 func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.Telemetry, sec *security.Guard, log *slog.Logger) *grpc.Server {
+	faults := &undecodable{}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
-		grpc.ChainUnaryInterceptor(logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.Unary()),
+		grpc.ForceServerCodecV2(newDecodeCodec(faults)),
+		grpc.ChainUnaryInterceptor(boundUnary, decodeFaults(faults), logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.Unary()),
 	}
+	opts = append(opts, cfg.Conns.grpcOptions(cfg.DefaultDeadline)...)
 	opts = append(opts, tel.ServerOptions()...)
 	opts = append(opts, sec.ServerOptions()...)
 	gs := grpc.NewServer(opts...)
@@ -328,6 +352,15 @@ func warmUp(ctx context.Context, cfg Config, svc *Service, log *slog.Logger) {
 	} else {
 		log.Info("warmed up", "targets", len(cfg.WarmUp), "took", took)
 	}
+}
+
+// grpcStopped is the gRPC server's Serve error, nil when it was stopped before
+// Serve began (a stop right after start).
+func grpcStopped(err error) error {
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
 }
 
 // httpClosed is an HTTP server's Serve error, nil once it was shut down.
@@ -393,6 +426,13 @@ func logUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 		log.Debug("rpc", attrs...)
 		return resp, err
 	}
+}
+
+// boundUnary bounds every error answer (package bounded): whatever a request
+// holds, its error fits in a few KiB of trailers.
+func boundUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	return resp, bounded.Error(err)
 }
 
 // recoverUnary turns a panic in a handler into Internal, logging the stack.

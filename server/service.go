@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -73,27 +72,30 @@ func (s *Service) sizedCluster(c *pb.ClusterSpec, gpus, topNode int) (*wire.Clus
 // work is a validated request: what it resolves to (the cache key) and the
 // computation that answers it.
 type work struct {
-	key any
+	key requestKey
 	run func(context.Context) (proto.Message, error)
 }
 
-// cached answers from the cache when possible. The key is the request as resolved
-// (the model's architecture, the cluster's spec, the layout and training with their
+// cached answers from the cache when possible. The key is the request with the
+// parts it was resolved from replaced by what they resolved to (requestKey: the
+// model's architecture, the cluster's spec, the layout and training with their
 // defaults, constraint lists as sets, free GPUs in order), so that equivalent
 // requests — a model by name or by its architecture, lists in another order,
-// defaults spelled out or left out — share one entry. The cache stores a copy
+// defaults spelled out or left out — share one entry, and every other field is in
+// the key as sent. The cache stores a copy
 // marked cached and hands it out as is (responses are only read after this point:
 // gRPC and the gateway marshal them); the caller that computed it gets its own copy
 // marked not cached.
 func (s *Service) cached(ctx context.Context, method string, w work) (proto.Message, error) {
+	w.run = finiteRun(w.run)
 	if s.cache == nil {
 		return w.run(ctx)
 	}
-	b, err := json.Marshal(w.key)
+	rest, resolved, err := w.key.parts()
 	if err != nil { // a value JSON cannot spell (NaN): answer without the cache
 		return w.run(ctx)
 	}
-	m, hit, err := s.cache.Get(ctx, cache.Key([]byte(method), []byte(EstimatorVersion), b), func(ctx context.Context) (proto.Message, error) {
+	m, hit, err := s.cache.Get(ctx, cache.Key([]byte(method), []byte(EstimatorVersion), rest, resolved), func(ctx context.Context) (proto.Message, error) {
 		m, err := w.run(ctx)
 		if err != nil {
 			return nil, err
@@ -140,7 +142,7 @@ func (s *Service) estimateStep(req *pb.EstimateStepRequest) (work, error) {
 	if err != nil {
 		return work{}, err
 	}
-	return work{st.Key(), func(ctx context.Context) (proto.Message, error) { return st.Estimate(ctx) }}, nil
+	return work{requestKey{stepRest(req), st.Key()}, func(ctx context.Context) (proto.Message, error) { return st.Estimate(ctx) }}, nil
 }
 
 // EstimatePlan searches and ranks the plans of a job.
@@ -164,7 +166,7 @@ func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
 	if err := s.checkSearchSize(p.Request); err != nil {
 		return work{}, err
 	}
-	return work{p.Key(), func(ctx context.Context) (proto.Message, error) {
+	return work{requestKey{planRest(req), p.Key()}, func(ctx context.Context) (proto.Message, error) {
 		pr := p.Request
 		pr.Trace = s.plannerTrace(ctx)
 		return s.search(ctx, p.Cluster, pr)
@@ -245,7 +247,7 @@ func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, e
 	if err != nil {
 		return work{}, err
 	}
-	return work{c.Key(), func(ctx context.Context) (proto.Message, error) { return c.Simulate(ctx) }}, nil
+	return work{requestKey{collectiveRest(req), c.Key()}, func(ctx context.Context) (proto.Message, error) { return c.Simulate(ctx) }}, nil
 }
 
 // ListCatalog lists the embedded catalog.

@@ -51,7 +51,6 @@ type Cluster struct {
 	leaves      int     // leaf switches (per rail when rail-optimised)
 	gpuNIC      []int   // local GPU → NIC index
 	railProxy   [][]int // [local GPU][rail] → local GPU attached to that rail (PXN)
-	nodeIsolate bool    // every node alone: no NIC traffic ever
 
 	// Achievable bandwidths in bytes per µs, and latencies in µs.
 	IntraBW    float64 // one GPU port (NVSwitch/PCIe) per direction

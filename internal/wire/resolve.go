@@ -128,6 +128,12 @@ type Step struct {
 // ResolveStep resolves and checks an EstimateStep request, its cluster from pool
 // and at most maxGPUs GPUs.
 func ResolveStep(pool *Clusters, req *pb.EstimateStepRequest, maxGPUs int) (*Step, error) {
+	if err := CheckText(req); err != nil {
+		return nil, err
+	}
+	if err := CheckWhatIfs(req.GetSlowGpuSpeed(), req.GetDegradedNicSpeed(), req.GetDegradedLinkSpeed()); err != nil {
+		return nil, err
+	}
 	a, derived, err := ResolveModel("model", req.GetModel())
 	if err != nil {
 		return nil, err
@@ -278,6 +284,12 @@ type Plan struct {
 // ResolvePlan resolves and checks an EstimatePlan request, its cluster from pool,
 // at most maxGPUs GPUs and maxCandidates layouts.
 func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandidates int) (*Plan, error) {
+	if err := CheckText(req); err != nil {
+		return nil, err
+	}
+	if err := CheckWhatIfs(req.GetSlowGpuSpeed(), req.GetDegradedNicSpeed(), req.GetDegradedLinkSpeed()); err != nil {
+		return nil, err
+	}
 	a, _, err := ResolveModel("model", req.GetModel())
 	if err != nil {
 		return nil, err
@@ -388,6 +400,9 @@ type Collective struct {
 // ResolveCollective resolves and checks a SimulateCollective request, its cluster
 // from pool and at most maxGPUs GPUs, to be priced by coll.
 func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateCollectiveRequest, maxGPUs int) (*Collective, error) {
+	if err := CheckText(req); err != nil {
+		return nil, err
+	}
 	op, ok := CollectiveOps[req.GetCollective()]
 	if !ok {
 		return nil, invalid.Field("collective", "%s", EnumRule(req.GetCollective()))

@@ -21,6 +21,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/stepcost/stepcost/server/bounded"
 )
 
 // The REST gateway decodes a request body itself and answers a bad one with
@@ -107,18 +109,38 @@ func restErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler,
 	}
 	if v, ok := pendingViolations.LoadAndDelete(r.Body); ok {
 		e := v.(*decodeError)
-		st := status.New(e.code, e.Error())
-		if e.field != "" {
-			if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.field, Description: e.rule}}}); derr == nil {
-				st = d
-			}
-		}
-		err = st.Err()
+		err = e.status().Err()
 		if e.code == codes.ResourceExhausted {
 			err = &runtime.HTTPStatusError{HTTPStatus: http.StatusRequestEntityTooLarge, Err: err}
 		}
 	}
-	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, boundError(err))
+}
+
+// boundError bounds the status in err (package bounded), also inside the
+// gateway's HTTPStatusError: every text valid UTF-8 (or the gateway cannot
+// marshal the answer, and says 500), and small.
+func boundError(err error) error {
+	var he *runtime.HTTPStatusError
+	if errors.As(err, &he) {
+		return &runtime.HTTPStatusError{HTTPStatus: he.HTTPStatus, Err: bounded.Error(he.Err)}
+	}
+	return bounded.Error(err)
+}
+
+// status is the answer to a body that failed to decode: its code and, when a
+// field is to blame, the field's violation; bounded.
+func (e *decodeError) status() *status.Status {
+	st := status.New(e.code, e.Error())
+	if e.field != "" {
+		// Valid UTF-8 first (a value shortened mid-rune, a key that is not text), or
+		// the details cannot be encoded and would be dropped.
+		v := &errdetails.BadRequest_FieldViolation{Field: bounded.Text(e.field, bounded.MaxText), Description: bounded.Text(e.rule, bounded.MaxText)}
+		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{v}}); derr == nil {
+			st = d
+		}
+	}
+	return bounded.Status(st)
 }
 
 // restRoutingErrors answers a request the gateway routes nowhere. A known path with
@@ -168,6 +190,8 @@ func explain(data []byte, md protoreflect.MessageDescriptor, err error) *decodeE
 		e.rule = "is given twice"
 	case strings.Contains(what, "oneof") && strings.Contains(what, "is already set"):
 		e.rule = "only one of " + oneofNames(at.fd) + " may be given"
+	case strings.Contains(what, "UTF-8") && at.fd != nil:
+		e.rule = "must be valid UTF-8 text" // the value is not echoed: it is not text
 	case strings.HasPrefix(what, "invalid value for"), m[1] != "" && at.fd != nil && at.value && at.exact:
 		e.rule = typeRule(at.fd, at.inList)
 		if got == "" {

@@ -8,17 +8,19 @@ import (
 	"context"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/internal/wire"
 	gw "github.com/stepcost/stepcost/proto/stepcost/v1/stepcostv1gw"
 )
+
+// maxHeaderList bounds the headers and trailers of one call on the gateway's
+// connection (gRPC's default is 16 MiB, and over it the connection is lost).
+const maxHeaderList = 1 << 20
 
 // New is the REST gateway, a gRPC client of the daemon through lis (so that every
 // interceptor applies to REST calls, and no TLS of its own is needed: see
@@ -29,6 +31,11 @@ func New(ctx context.Context, lis *InProcess, opts ...grpc.DialOption) (*grpc.Cl
 		grpc.WithContextDialer(lis.Dial),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
+		// Advertised to the server, which then refuses (resets) one call whose
+		// headers or trailers would be larger, instead of sending them and having
+		// this end close the connection every REST call shares. Error answers are
+		// bounded far below it (package bounded).
+		grpc.WithMaxHeaderListSize(maxHeaderList),
 	}, opts...)...)
 	if err != nil {
 		return nil, nil, err
@@ -56,12 +63,5 @@ func DecodeStrict(body []byte, m proto.Message) error {
 	if err == nil {
 		return nil
 	}
-	e := explain(body, m.ProtoReflect().Descriptor(), err)
-	st := status.New(e.code, e.Error())
-	if e.field != "" {
-		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.field, Description: e.rule}}}); derr == nil {
-			st = d
-		}
-	}
-	return st.Err()
+	return explain(body, m.ProtoReflect().Descriptor(), err).status().Err()
 }

@@ -1,0 +1,320 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// Hostile requests against the running daemon: each answer is bounded, names the
+// field at fault, and leaves the other callers' requests alone.
+
+// restCall posts body to the daemon's path and returns the status and answer.
+func restCall(t *testing.T, d daemon, path string, body []byte) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post("http://"+d.httpAddr+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// restStatus is a REST error answer.
+type restStatus struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Details []struct {
+		FieldViolations []struct {
+			Field       string `json:"field"`
+			Description string `json:"description"`
+		} `json:"field_violations"`
+	} `json:"details"`
+}
+
+func decodeStatus(t *testing.T, b []byte) restStatus {
+	t.Helper()
+	var s restStatus
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("error answer is not a status: %v: %.300s", err, b)
+	}
+	return s
+}
+
+// manyDtypes is a cluster definition whose GPU has n peak_tflops entries, none of
+// them a precision: n violations.
+func manyDtypes(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model": {"name": "llama3-70b"}, "training": {"seq_len": 8192, "global_batch": 512},
+		"layout": {"tp": 8, "pp": 2, "dp": 4, "micro_batch": 1}, "cluster": {"definition": {"base": "dgx-h100", "gpu": {"peak_tflops": {`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"x%06d": 1`, i)
+	}
+	b.WriteString(`}}}}}`)
+	return []byte(b.String())
+}
+
+// A body of 100 000 bad map keys (1.5 MB, under the 4 MB limit) is answered with a
+// bounded error — the first violations and a count — and the REST calls running
+// beside it all succeed: its error cannot tear down the gateway's connection.
+func TestHugeErrorIsBoundedAndHarmsNoOne(t *testing.T) {
+	d := secureDaemon(t, func(c *Config) { c.CacheMaxBytes = 0 })
+	attack := manyDtypes(100_000)
+	if len(attack) > DefaultConfig().MaxRequestBytes {
+		t.Fatalf("attack body %d B is over the request limit", len(attack))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := map[int]int{}
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, b := restCall(t, d, "/v1/plans:estimate", []byte(with(okPlan, "gpus", 8+8*(i%4))))
+			if code != http.StatusOK {
+				mu.Lock()
+				failed[code]++
+				mu.Unlock()
+				t.Logf("bystander: %d %.200s", code, b)
+			}
+		}()
+	}
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, b := restCall(t, d, "/v1/steps:estimate", attack)
+			if code != http.StatusBadRequest || len(b) > maxErrorAnswer {
+				t.Errorf("attack: %d, %d B answer (want 400 within %d B)", code, len(b), maxErrorAnswer)
+				return
+			}
+			s := decodeStatus(t, b)
+			if len(s.Details) != 1 || len(s.Details[0].FieldViolations) == 0 || len(s.Details[0].FieldViolations) > 100 {
+				t.Errorf("attack: details %.300s", b)
+			} else if f := s.Details[0].FieldViolations[len(s.Details[0].FieldViolations)-1].Field; !strings.HasPrefix(f, "cluster.definition.gpu.peak_tflops.x") {
+				t.Errorf("attack: last violation listed names %q", f)
+			}
+			if m := regexp.MustCompile(`\((\d+) violations`).FindStringSubmatch(s.Message); m == nil || len(m[1]) < 6 {
+				t.Errorf("attack: the message does not count the violations: %.300s", s.Message)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Errorf("bystanders failed: %v (of 24)", failed)
+	}
+}
+
+// maxErrorAnswer bounds the REST answer to any bad request (the message, the
+// first maxViolations violations, each bounded, and JSON's quoting).
+const maxErrorAnswer = 64 << 10
+
+// A 3 MB model name is refused by field and not echoed (it was, whole, in a
+// NOT_FOUND of 6 MB), over REST and gRPC.
+func TestEchoedValuesAreBounded(t *testing.T) {
+	d := secureDaemon(t, nil)
+	long := strings.Repeat("m", 3<<20)
+	code, b := restCall(t, d, "/v1/steps:estimate", []byte(with(okStep, "model", map[string]any{"name": long})))
+	if code != http.StatusBadRequest || len(b) > maxErrorAnswer {
+		t.Errorf("REST: %d, %d B answer", code, len(b))
+	}
+	if s := decodeStatus(t, b); len(s.Details) == 0 || len(s.Details[0].FieldViolations) == 0 || s.Details[0].FieldViolations[0].Field != "model.name" {
+		t.Errorf("REST: %.300s", b)
+	}
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := stepRequest()
+	req.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: long}}
+	_, err = pb.NewStepcostServiceClient(conn).EstimateStep(context.Background(), req)
+	st := status.Convert(err)
+	if st.Code() != codes.InvalidArgument || len(st.Message()) > maxErrorAnswer || proto.Size(st.Proto()) > maxErrorAnswer {
+		t.Errorf("gRPC: %v, message %d B, status %d B", st.Code(), len(st.Message()), proto.Size(st.Proto()))
+	}
+}
+
+// What-ifs at the edge of a double: refused by field, never an infinite or absurd
+// answer.
+func TestWhatIfBounds(t *testing.T) {
+	c := client(t, DefaultLimits())
+	ctx := context.Background()
+	for _, tc := range []struct {
+		field string
+		v     float64
+		set   func(*pb.EstimateStepRequest, float64)
+	}{
+		{"slow_gpu_speed", 5e-324, func(r *pb.EstimateStepRequest, v float64) { r.SlowGpuSpeed = v }},
+		{"slow_gpu_speed", 1e-300, func(r *pb.EstimateStepRequest, v float64) { r.SlowGpuSpeed = v }},
+		{"degraded_nic_speed", 5e-324, func(r *pb.EstimateStepRequest, v float64) { r.DegradedNicSpeed = v }},
+		{"degraded_nic_speed", 1e-300, func(r *pb.EstimateStepRequest, v float64) { r.DegradedNicSpeed = v }},
+		{"degraded_link_speed", 5e-324, func(r *pb.EstimateStepRequest, v float64) { r.DegradedLinkSpeed = v }},
+		{"degraded_link_speed", 1e-300, func(r *pb.EstimateStepRequest, v float64) { r.DegradedLinkSpeed = v }},
+	} {
+		req := stepRequest()
+		tc.set(req, tc.v)
+		resp, err := c.EstimateStep(ctx, req)
+		if err == nil {
+			t.Errorf("%s %v: answered, step %v s", tc.field, tc.v, resp.GetEstimate().GetStepTimeS())
+			continue
+		}
+		violationOf(t, err, codes.InvalidArgument, tc.field)
+		plan := &pb.EstimatePlanRequest{Model: req.Model, Cluster: req.Cluster, Training: req.Training, Gpus: 64, TopK: 1,
+			SlowGpuSpeed: req.SlowGpuSpeed, DegradedNicSpeed: req.DegradedNicSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+		if _, err := c.EstimatePlan(ctx, plan); err == nil {
+			t.Errorf("plan, %s %v: answered", tc.field, tc.v)
+		} else {
+			violationOf(t, err, codes.InvalidArgument, tc.field)
+		}
+	}
+}
+
+// Invalid UTF-8 in a JSON string is bad input (400 naming the field), not a 500.
+func TestInvalidUTF8OverREST(t *testing.T) {
+	d := secureDaemon(t, nil)
+	body := []byte(strings.Replace(okStep, `"llama3-70b"`, "\"llama\xff\xfe-70b\"", 1))
+	code, b := restCall(t, d, "/v1/steps:estimate", body)
+	if code != http.StatusBadRequest {
+		t.Fatalf("%d %.300s", code, b)
+	}
+	s := decodeStatus(t, b)
+	if len(s.Details) == 0 || len(s.Details[0].FieldViolations) == 0 || s.Details[0].FieldViolations[0].Field != "model.name" {
+		t.Errorf("%.300s", b)
+	}
+}
+
+// A gRPC message that does not decode is INVALID_ARGUMENT naming the field where
+// the wire format lets it be found, not INTERNAL.
+func TestUndecodableGRPCMessage(t *testing.T) {
+	d := secureDaemon(t, nil)
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	good, err := proto.Marshal(stepRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// model (1) { name (1): "llama\xff" }: a string field that is not UTF-8.
+	badName := protowire.AppendTag(nil, 1, protowire.BytesType)
+	badName = protowire.AppendBytes(badName, protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("llama\xff")))
+	// layout (4) { tp (1): a truncated varint }.
+	truncated := append(protowire.AppendTag(nil, 4, protowire.BytesType), 2, 8, 0x80)
+	for _, tc := range []struct {
+		name  string
+		body  []byte
+		field string
+	}{
+		{"invalid UTF-8", append(append([]byte(nil), good...), badName...), "model.name"},
+		{"truncated", append(append([]byte(nil), good...), truncated...), "layout.tp"},
+		{"garbage", []byte{0xff, 0xff, 0xff}, ""},
+	} {
+		var out pb.EstimateStepResponse
+		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimateStep", rawMessage(tc.body), &out, grpc.ForceCodecV2(rawCodec{}))
+		if tc.field == "" {
+			if status.Code(err) != codes.InvalidArgument {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		violationOf(t, err, codes.InvalidArgument, tc.field)
+	}
+}
+
+// rawMessage is an encoded request sent as it is (rawCodec).
+type rawMessage []byte
+
+// rawCodec sends rawMessage bytes and decodes answers as protobuf.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.(rawMessage))}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	return proto.Unmarshal(data.Materialize(), v.(proto.Message))
+}
+
+func (rawCodec) Name() string { return "proto" }
+
+// An answer with a number that is not finite is an error, never a 200: the guard
+// behind the request bounds.
+func TestNonFiniteAnswerIsAnError(t *testing.T) {
+	for _, v := range []float64{math.Inf(1), math.NaN()} {
+		answer := &pb.EstimateStepResponse{Estimate: &pb.StepEstimate{StepTimeS: 1,
+			Communication: []*pb.CommCall{{TimeUs: 3}, {TimeUs: v}}}}
+		run := finiteRun(func(context.Context) (proto.Message, error) { return answer, nil })
+		_, err := run(context.Background())
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "estimate.communication[1].time_us") {
+			t.Errorf("%v: %v", v, err)
+		}
+	}
+	ok := &pb.EstimateStepResponse{Estimate: &pb.StepEstimate{StepTimeS: math.MaxFloat64}}
+	if _, err := finiteRun(func(context.Context) (proto.Message, error) { return ok, nil })(context.Background()); err != nil {
+		t.Errorf("finite answer: %v", err)
+	}
+}
+
+// Long strings a valid request could carry are refused by field, not kept or
+// echoed: a 3 MB architecture name came back whole in the answer, and a cluster
+// definition's name and description key the pool of built clusters.
+func TestLongStringsAreRefused(t *testing.T) {
+	s := NewService(DefaultLimits(), nil)
+	long := strings.Repeat("n", 3<<20)
+	arch := &pb.Architecture{Name: long, Layers: 80, Hidden: 8192, Heads: 64, KvHeads: 8, Ffn: 28672, GatedMlp: true, Vocab: 128256}
+	for field, set := range map[string]func(*pb.EstimateStepRequest){
+		"model.architecture.name": func(r *pb.EstimateStepRequest) {
+			r.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: arch}}
+		},
+		"cluster.definition.name": func(r *pb.EstimateStepRequest) {
+			r.Cluster = definition(&pb.ClusterDefinition{Base: "dgx-h100", Name: long})
+		},
+		"cluster.definition.description": func(r *pb.EstimateStepRequest) {
+			r.Cluster = definition(&pb.ClusterDefinition{Base: "dgx-h100", Description: long})
+		},
+		"layout.rank_order": func(r *pb.EstimateStepRequest) { r.Layout.RankOrder = long },
+	} {
+		req := stepRequest()
+		set(req)
+		resp, err := s.EstimateStep(context.Background(), req)
+		if err == nil {
+			t.Errorf("%s: answered (%d B)", field, proto.Size(resp))
+			continue
+		}
+		violationOf(t, err, codes.InvalidArgument, field)
+		if n := proto.Size(status.Convert(err).Proto()); n > maxErrorAnswer {
+			t.Errorf("%s: %d B error", field, n)
+		}
+	}
+}
+
+func definition(d *pb.ClusterDefinition) *pb.ClusterSpec {
+	return &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: d}}
+}

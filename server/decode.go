@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/server/bounded"
+)
+
+// A request message that does not decode (a string that is not UTF-8, a
+// truncated field) is the caller's mistake, but gRPC answers every decoding
+// failure with INTERNAL, whatever the codec's error says. So the server's codec
+// (decodeCodec) leaves a stepcost request that fails to decode empty and records
+// why; the first interceptor (decodeFaults) answers the call INVALID_ARGUMENT,
+// naming the field the wire format breaks in, before anything reads the request.
+
+// serviceName is the package of the messages whose decoding failures are
+// answered as bad input; the others' (health, reflection) keep gRPC's answer.
+var servicePackage = pb.File_stepcost_v1_stepcost_proto.Package()
+
+// undecodable holds the decoding error of a request message until its call's
+// interceptor picks it up, keyed by the message.
+type undecodable struct{ m sync.Map } // proto.Message → *status.Status
+
+// decodeCodec is gRPC's proto codec with the decoding failures of stepcost
+// requests recorded in faults instead of failing the call with INTERNAL.
+type decodeCodec struct {
+	encoding.CodecV2
+	faults *undecodable
+}
+
+func newDecodeCodec(faults *undecodable) decodeCodec {
+	return decodeCodec{CodecV2: encoding.GetCodecV2("proto"), faults: faults}
+}
+
+func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	err := c.CodecV2.Unmarshal(data, v)
+	m, ok := v.(proto.Message)
+	if err == nil || !ok || m.ProtoReflect().Descriptor().ParentFile().Package() != servicePackage {
+		return err
+	}
+	proto.Reset(m)
+	b := data.Materialize()
+	field, rule := wireFault(b, m.ProtoReflect().Descriptor(), "")
+	msg := "request message: " + strings.TrimPrefix(err.Error(), "proto: ")
+	st := status.New(codes.InvalidArgument, msg)
+	if field != "" {
+		st = status.New(codes.InvalidArgument, field+": "+rule)
+		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: rule}}}); derr == nil {
+			st = d
+		}
+	}
+	c.faults.m.Store(m, bounded.Status(st))
+	return nil
+}
+
+// decodeFaults answers a call whose request did not decode (see decodeCodec).
+func decodeFaults(faults *undecodable) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if st, ok := faults.m.LoadAndDelete(req); ok {
+			return nil, st.(*status.Status).Err()
+		}
+		return h(ctx, req)
+	}
+}
+
+// wireFault finds where b, an encoding of md, breaks: the path of the field
+// (under prefix) and what is wrong, or "" when the message cannot be read past
+// its first field (garbage).
+func wireFault(b []byte, md protoreflect.MessageDescriptor, prefix string) (field, rule string) {
+	seen := map[protowire.Number]int{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return prefix, "is not a valid message: " + protowire.ParseError(n).Error()
+		}
+		b = b[n:]
+		fd := md.Fields().ByNumber(num)
+		path := prefix
+		if fd != nil {
+			path = join(prefix, string(fd.Name()))
+			if fd.IsList() {
+				path = fmt.Sprintf("%s[%d]", path, seen[num])
+			}
+			seen[num]++
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return path, "is not a valid " + kindOf(fd) + ": " + protowire.ParseError(n).Error()
+		}
+		value := b[:n]
+		b = b[n:]
+		if fd == nil || typ != protowire.BytesType {
+			continue // unknown fields and scalars of the wrong wire type are kept as unknown
+		}
+		v, _ := protowire.ConsumeBytes(value)
+		switch {
+		case fd.Kind() == protoreflect.StringKind && !utf8.Valid(v):
+			return path, "must be valid UTF-8 text"
+		case fd.Message() != nil:
+			if f, r := wireFault(v, fd.Message(), path); r != "" {
+				return f, r
+			}
+		}
+	}
+	return "", ""
+}
+
+func join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+func kindOf(fd protoreflect.FieldDescriptor) string {
+	if fd == nil {
+		return "field"
+	}
+	if fd.Message() != nil {
+		return "message"
+	}
+	return fd.Kind().String()
+}
