@@ -74,6 +74,15 @@ type Constants struct {
 	// (the network proxy thread posting work requests; NCCL's netOverhead is 1–2 µs,
 	// ×3 for Simple).
 	NetStepUs [numProtos]float64
+	// P2PBaseUs is the fixed cost of a grouped point-to-point call (send/recv, and
+	// all-to-all as NCCL runs it: a send and a receive per peer in one kernel). One
+	// kernel serves both protocols (LL up to 16 KiB per channel, Simple above:
+	// p2p.go), so one cost.
+	P2PBaseUs float64
+	// P2PChannelGBps is what one p2p channel (one thread block copying through the
+	// peer's FIFO) moves per protocol, GB/s: a p2p transfer is bound by its links or
+	// by its channels × this, whichever is slower.
+	P2PChannelGBps [numProtos]float64
 	// BWFactor is the fraction of link bandwidth a protocol delivers: LL sends 8 bytes
 	// of data per 16-byte line (0.5), LL128 120 of 128 bytes (NCCL applies 0.92).
 	BWFactor [numProtos]float64
@@ -113,12 +122,16 @@ type Constants struct {
 // Default returns the fitted constants. The returned value is a fresh copy.
 func Default() Constants {
 	return Constants{
-		StepUs:         [numProtos]float64{Simple: 1.63, LL128: 4.84, LL: 0.238},
-		BaseUs:         [numProtos]float64{Simple: 80, LL128: 0.274, LL: 2.89},
-		NetStepUs:      [numProtos]float64{Simple: 0, LL128: 0, LL: 6.62},
+		StepUs:    [numProtos]float64{Simple: 1.68, LL128: 4.84, LL: 0.231},
+		BaseUs:    [numProtos]float64{Simple: 80, LL128: 0.324, LL: 2.89},
+		NetStepUs: [numProtos]float64{Simple: 0, LL128: 0, LL: 6.62},
+		P2PBaseUs: 4.90,
+		// LL per channel: NCCL's LL ceiling on one Hopper node (llMaxBws, 141 GB/s)
+		// over its 16 ring channels; Simple's is fitted.
+		P2PChannelGBps: [numProtos]float64{Simple: 22.7, LL128: 22.7, LL: 141.0 / 16},
 		BWFactor:       [numProtos]float64{Simple: 1.0, LL128: 0.92, LL: 0.5},
-		RampBytes:      [numProtos]float64{Simple: 2.78 * 1024, LL128: 13.4 * 1024, LL: 12.0 * 1024},
-		RampFactor:     [numProtos]float64{Simple: 2.48, LL128: 0.283, LL: 0.327},
+		RampBytes:      [numProtos]float64{Simple: 3.15 * 1024, LL128: 13.0 * 1024, LL: 13.1 * 1024},
+		RampFactor:     [numProtos]float64{Simple: 2.55, LL128: 0.275, LL: 0.318},
 		ChunkBytes:     127 * 1024,
 		NVLSChunkBytes: 252 * 1024,
 		MaxChunks:      4096,
@@ -126,9 +139,9 @@ func Default() Constants {
 			hardware.Hopper:    0.85,
 			hardware.Blackwell: 0.79,
 		},
-		NVLSStepUs:       1.49,
+		NVLSStepUs:       1.45,
 		NVLSBaseUs:       15.0,
-		LaunchUs:         [numLaunch]float64{PerProcess: 5.46, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
+		LaunchUs:         [numLaunch]float64{PerProcess: 5.46, SingleProcess: 1.5, Eager: 28.3, Graph: 0},
 		AmpereHostLaunch: 2.70,
 	}
 }

@@ -53,7 +53,7 @@ const (
 	NVLinkHopLatencyUs = 0.33 // NVSwitch hop on an HGX/DGX baseboard
 	// NVLinkRackHopLatencyUs: rack-scale NVLink (GB200 NVL72) reaches the NVSwitch
 	// trays over the cable spine, even between GPUs of one compute tray.
-	NVLinkRackHopLatencyUs = 1.04
+	NVLinkRackHopLatencyUs = 0.98
 	MeshHopLatencyUs       = 1.0  // xGMI hop
 	PCIeHopLatencyUs       = 1.5  // through the PCIe switch (nccl hwLat PCI vs NVLINK)
 	NetHopLatencyUs        = 10.7 // NIC → leaf → NIC, with the proxy thread and RDMA completion

@@ -72,6 +72,10 @@ func FitParams() []Param {
 		add("RampBytes."+pr.String(), 1<<10, 1<<30, func(k *collective.Constants) *float64 { return &k.RampBytes[pr] })
 		add("RampFactor."+pr.String(), 0, 10, func(k *collective.Constants) *float64 { return &k.RampFactor[pr] })
 	}
+	// Point-to-point (send/recv, all-to-all): LL and Simple only (NCCL never runs
+	// LL128 for p2p); Simple's per-channel copy rate.
+	add("P2PBaseUs", 0, 80, func(k *collective.Constants) *float64 { return &k.P2PBaseUs })
+	add("P2PChannelGBps.simple", 2, 400, func(k *collective.Constants) *float64 { return &k.P2PChannelGBps[collective.Simple] })
 	// A tree's or chain's chunk is at most one of a connection's NCCL_STEPS (8) slots
 	// of NCCL_BUFFSIZE (4 MiB): NCCL's calcCollChunking (enqueue.cc) takes stepSize ×
 	// 1 for them and only ever lowers it.
@@ -81,7 +85,9 @@ func FitParams() []Param {
 	add("NVLSStepUs", 0, 40, func(k *collective.Constants) *float64 { return &k.NVLSStepUs })
 	add("NVLSBaseUs", 0, 60, func(k *collective.Constants) *float64 { return &k.NVLSBaseUs })
 	add("AmpereHostLaunch", 1, 4, func(k *collective.Constants) *float64 { return &k.AmpereHostLaunch })
-	for _, l := range []collective.Launch{collective.PerProcess, collective.SingleProcess, collective.Eager, collective.Graph} {
+	// A call replayed from a CUDA graph has no host launch of its own: LaunchUs.graph
+	// is 0 by definition, not fitted.
+	for _, l := range []collective.Launch{collective.PerProcess, collective.SingleProcess, collective.Eager} {
 		add("LaunchUs."+l.String(), 0, 80, func(k *collective.Constants) *float64 { return &k.LaunchUs[l] })
 	}
 	return ps
@@ -114,4 +120,29 @@ func clone(k Knobs) Knobs {
 	c := k
 	c.K.NVLSEfficiency = maps.Clone(k.K.NVLSEfficiency)
 	return c
+}
+
+// AtBound lists the parameters whose value in k lies on a bound of its fit, or
+// within a hair of one (1 % of the bound, or 0.1 % of the range for a bound of 0): a
+// fitted constant the data would push past its physical range is a sign of
+// missing physics, not a value.
+func AtBound(k Knobs, params []Param) []Param {
+	var out []Param
+	for _, p := range params {
+		v := *p.Get(&k)
+		if nearBound(v, p.Min, p.Max) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func nearBound(v, lo, hi float64) bool {
+	hair := func(b float64) float64 {
+		if b == 0 {
+			return 1e-3 * (hi - lo)
+		}
+		return 0.01 * math.Abs(b)
+	}
+	return v <= lo+hair(lo) || v >= hi-hair(hi)
 }
