@@ -79,10 +79,12 @@ type Constants struct {
 	// kernel serves both protocols (LL up to 16 KiB per channel, Simple above:
 	// p2p.go), so one cost.
 	P2PBaseUs float64
-	// P2PChannelGBps is what one p2p channel (one thread block copying through the
-	// peer's FIFO) moves per protocol, GB/s: a p2p transfer is bound by its links or
-	// by its channels × this, whichever is slower.
-	P2PChannelGBps [numProtos]float64
+	// P2PChannelGBps is what one p2p channel — one thread block copying through the
+	// peer's FIFO with Simple — moves, GB/s, by GPU generation: NCCL's own per-channel
+	// Simple ceiling on one node (tuning.cc perChMaxTreeBws, N1: Ampere 24.0, Hopper
+	// 38.7, Blackwell 70.0). LL moves half as much (its BWFactor). A p2p transfer is
+	// bound by its links or by its channels × this, whichever is slower.
+	P2PChannelGBps map[hardware.Arch]float64
 	// BWFactor is the fraction of link bandwidth a protocol delivers: LL sends 8 bytes
 	// of data per 16-byte line (0.5), LL128 120 of 128 bytes (NCCL applies 0.92).
 	BWFactor [numProtos]float64
@@ -126,9 +128,11 @@ func Default() Constants {
 		BaseUs:    [numProtos]float64{Simple: 80, LL128: 0.324, LL: 2.89},
 		NetStepUs: [numProtos]float64{Simple: 0, LL128: 0, LL: 6.62},
 		P2PBaseUs: 4.90,
-		// LL per channel: NCCL's LL ceiling on one Hopper node (llMaxBws, 141 GB/s)
-		// over its 16 ring channels; Simple's is fitted.
-		P2PChannelGBps: [numProtos]float64{Simple: 22.7, LL128: 22.7, LL: 141.0 / 16},
+		P2PChannelGBps: map[hardware.Arch]float64{
+			hardware.Ampere:    24.0,
+			hardware.Hopper:    38.7,
+			hardware.Blackwell: 70.0,
+		},
 		BWFactor:       [numProtos]float64{Simple: 1.0, LL128: 0.92, LL: 0.5},
 		RampBytes:      [numProtos]float64{Simple: 3.15 * 1024, LL128: 13.0 * 1024, LL: 13.1 * 1024},
 		RampFactor:     [numProtos]float64{Simple: 2.55, LL128: 0.275, LL: 0.318},

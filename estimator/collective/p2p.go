@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -54,6 +55,10 @@ const p2pLLThreshold = 16 << 10
 // assumes one channel drives to the network.
 const p2pPerChannelNetGBps = 14
 
+// maxP2PChannels is the p2p channels NCCL runs at most (MAXCHANNELS in the INIT
+// logs of 8-GPU NVSwitch nodes).
+const maxP2PChannels = 32
+
 func pow2Up(x int) int {
 	if x <= 1 {
 		return 1
@@ -63,10 +68,16 @@ func pow2Up(x int) int {
 
 // p2pChannels is the p2p channels of the communicator (NCCL's p2pnChannels: its
 // channel count rounded up to a power of two) and the channels each peer may use
-// (p2pnChannelsPerPeer).
+// (p2pnChannelsPerPeer). On NVSwitch and xGMI nodes NCCL runs 24 collective
+// channels (twice the model's ring channels: its rings are duplicated) and so 32
+// p2p channels, 32 per peer ("24 coll channels, … 32 p2p channels, 32 p2p channels
+// per peer" in the INIT logs of A100, H100 and p5 nodes); over PCIe 2 and 2.
 func p2pChannels(p *Placement) (total, perPeer int) {
-	total = pow2Up(ringChannels(p))
 	c := p.Cluster
+	total = min(maxP2PChannels, pow2Up(2*ringChannels(p)))
+	if c.Spec.Intra.Kind == topology.PCIe {
+		total = 2
+	}
 	switch {
 	case p.Domains > 1 && c.Spec.NICs.PerNode > 0:
 		// One channel per NIC of the GPU, and at least one per 14 GB/s of them.
@@ -129,11 +140,26 @@ func (p *Placement) p2pShape(op Op, S float64) (perPeer float64, peers int, co c
 // at the protocol's bandwidth factor) with path latency lat and network crossing net.
 // It returns the latency and transfer parts.
 func (m *Model) p2pCost(p *Placement, perPeer float64, peers, nch int, pr Protocol, linkUs, lat, net float64, launch Launch) (latUs, xferUs float64) {
+	latUs = m.fixedUs(p, SendRecv, Direct, pr, launch) + lat + net*m.k.NetStepUs[pr]
+	return latUs, max(linkUs, m.p2pChannelUs(p, perPeer, peers, nch, pr))
+}
+
+// p2pChannelUs is how long the call's channels take to copy its bytes: peers × nch
+// channels at most the p2p channels, each at the generation's per-channel rate (LL
+// at its bandwidth factor of it). A generation NCCL gives no figure for (AMD's,
+// under RCCL) takes Hopper's.
+func (m *Model) p2pChannelUs(p *Placement, perPeer float64, peers, nch int, pr Protocol) float64 {
 	total, _ := p2pChannels(p)
 	active := min(total, peers*nch)
-	latUs = m.fixedUs(p, SendRecv, Direct, pr, launch) + lat + net*m.k.NetStepUs[pr]
-	chanUs := perPeer * float64(peers) / (float64(active) * m.k.P2PChannelGBps[pr] * 1e3)
-	return latUs, max(linkUs, chanUs)
+	rate, ok := m.k.P2PChannelGBps[p.Cluster.GPU().Arch]
+	if !ok {
+		rate = m.k.P2PChannelGBps[hardware.Hopper]
+	}
+	rate *= m.k.BWFactor[pr]
+	if !(rate > 0) {
+		return 0
+	}
+	return perPeer * float64(peers) / (float64(active) * rate * 1e3)
 }
 
 // p2p prices send/recv and all-to-all as NCCL's grouped sends and receives.

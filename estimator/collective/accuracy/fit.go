@@ -72,10 +72,9 @@ func FitParams() []Param {
 		add("RampBytes."+pr.String(), 1<<10, 1<<30, func(k *collective.Constants) *float64 { return &k.RampBytes[pr] })
 		add("RampFactor."+pr.String(), 0, 10, func(k *collective.Constants) *float64 { return &k.RampFactor[pr] })
 	}
-	// Point-to-point (send/recv, all-to-all): LL and Simple only (NCCL never runs
-	// LL128 for p2p); Simple's per-channel copy rate.
+	// Point-to-point (send/recv, all-to-all): the p2p kernel's fixed cost; its
+	// per-channel rates are NCCL's (calib.go).
 	add("P2PBaseUs", 0, 80, func(k *collective.Constants) *float64 { return &k.P2PBaseUs })
-	add("P2PChannelGBps.simple", 2, 400, func(k *collective.Constants) *float64 { return &k.P2PChannelGBps[collective.Simple] })
 	// A tree's or chain's chunk is at most one of a connection's NCCL_STEPS (8) slots
 	// of NCCL_BUFFSIZE (4 MiB): NCCL's calcCollChunking (enqueue.cc) takes stepSize ×
 	// 1 for them and only ever lowers it.
@@ -119,6 +118,7 @@ func Fit(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64)
 func clone(k Knobs) Knobs {
 	c := k
 	c.K.NVLSEfficiency = maps.Clone(k.K.NVLSEfficiency)
+	c.K.P2PChannelGBps = maps.Clone(k.K.P2PChannelGBps)
 	return c
 }
 
