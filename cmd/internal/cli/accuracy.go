@@ -112,7 +112,7 @@ func runFit(w io.Writer, data []accuracy.Row) error {
 		NetLatencyUs:   topology.NetHopLatencyUs,
 		EFALatencyUs:   topology.EFAHopLatencyUs,
 	}}
-	before := accuracy.Loss(accuracy.Price(collective.NewModel(start.K), accuracy.PrepareWith(cases, start.Links)))
+	before := accuracy.Loss(accuracy.Price(collective.NewModel(start.K), accuracy.PrepareWith(accuracy.FitCases(cases), start.Links)))
 	k, after := accuracy.Fit(cases, start, accuracy.FitParams(), 60)
 	fmt.Fprintf(w, "loss (mean |log error| + bucket medians): current %.4f, refitted %.4f\n\n", before, after)
 	t := table{head: []string{"constant", "current", "refitted"}}

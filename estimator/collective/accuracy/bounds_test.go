@@ -23,10 +23,10 @@ func shipped() accuracy.Knobs {
 // knownAtBound are the shipped constants that still sit on a bound of their fit,
 // each a piece of physics the model lacks (docs/calibration.md, "Constants at a
 // bound"): Simple's fixed cost carries the 1–128 MiB slowdown of Simple rings and
-// trees (A100 rings, 2–8-node trees) that no per-call cost explains, and the
-// network step costs of Simple and LL128 are absorbed by the network hop latency.
-// The list may only shrink: a constant that leaves its bound must leave the list.
-var knownAtBound = []string{"BaseUs.simple", "NetStepUs.simple", "NetStepUs.ll128"}
+// trees (A100 rings, 2–8-node trees) that no per-call cost explains, and Simple's
+// network step cost is absorbed by the network hop latency. The list may only
+// shrink: a constant that leaves its bound must leave the list.
+var knownAtBound = []string{"BaseUs.simple", "NetStepUs.simple"}
 
 // No shipped constant sits on a bound of its fit, but for the known ones above.
 func TestNoShippedConstantAtBound(t *testing.T) {

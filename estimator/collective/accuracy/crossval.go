@@ -62,7 +62,6 @@ func Prior() Knobs {
 	k.StepUs = [3]float64{collective.Simple: 3.4, collective.LL128: 1.9, collective.LL: 0.6}
 	k.BaseUs = [3]float64{collective.Simple: 8.4, collective.LL128: 14.0, collective.LL: 6.6}
 	k.NetStepUs = [3]float64{collective.Simple: 9.0, collective.LL128: 3.5, collective.LL: 0}
-	k.P2PBaseUs = k.BaseUs[collective.LL] // NCCL does not model p2p: its LL ring base latency
 	k.RampBytes = [3]float64{64 << 10, 64 << 10, 64 << 10}
 	k.RampFactor = [3]float64{1, 1, 1}
 	k.ChunkBytes = 512 << 10

@@ -72,9 +72,6 @@ func FitParams() []Param {
 		add("RampBytes."+pr.String(), 1<<10, 1<<30, func(k *collective.Constants) *float64 { return &k.RampBytes[pr] })
 		add("RampFactor."+pr.String(), 0, 10, func(k *collective.Constants) *float64 { return &k.RampFactor[pr] })
 	}
-	// Point-to-point (send/recv, all-to-all): the p2p kernel's fixed cost; its
-	// per-channel rates are NCCL's (calib.go).
-	add("P2PBaseUs", 0, 80, func(k *collective.Constants) *float64 { return &k.P2PBaseUs })
 	// A tree's or chain's chunk is at most one of a connection's NCCL_STEPS (8) slots
 	// of NCCL_BUFFSIZE (4 MiB): NCCL's calcCollChunking (enqueue.cc) takes stepSize ×
 	// 1 for them and only ever lowers it.
@@ -94,7 +91,14 @@ func FitParams() []Param {
 
 // Fit adjusts the parameters by coordinate descent with shrinking multiplicative
 // steps, starting from start, and returns the constants and their loss.
+//
+// Send/recv and all-to-all rows are left out of the loss: the p2p kernel that runs
+// them takes NCCL's own figures (calib.go: P2PBaseUs, P2PChannelGBps) and has nothing
+// fitted, so those rows could only move the collectives' constants they share (the
+// launch cost, the hop latencies) away from what the collectives measure; they are
+// checked by their own test instead (TestSmallP2PWithin25Percent).
 func Fit(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64) {
+	cases = FitCases(cases)
 	prepared := map[Links][]Prepared{}
 	eval := func(k Knobs) float64 {
 		ps, ok := prepared[k.Links]
@@ -145,4 +149,16 @@ func nearBound(v, lo, hi float64) bool {
 		return 0.01 * math.Abs(b)
 	}
 	return v <= lo+hair(lo) || v >= hi-hair(hi)
+}
+
+// FitCases are the cases the fit scores: all but the point-to-point rows
+// (send/recv, all-to-all; see Fit).
+func FitCases(cases []Case) []Case {
+	out := make([]Case, 0, len(cases))
+	for _, c := range cases {
+		if c.Op != collective.SendRecv && c.Op != collective.AllToAll {
+			out = append(out, c)
+		}
+	}
+	return out
 }
