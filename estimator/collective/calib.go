@@ -74,6 +74,19 @@ type Constants struct {
 	// (the network proxy thread posting work requests; NCCL's netOverhead is 1–2 µs,
 	// ×3 for Simple).
 	NetStepUs [numProtos]float64
+	// P2PBaseUs is the fixed cost of a grouped point-to-point call (send/recv, and
+	// all-to-all as NCCL runs it: a send and a receive per peer in one kernel). One
+	// kernel serves both protocols (LL up to 16 KiB per channel, Simple above:
+	// p2p.go), so one cost: NCCL's base latency of an LL kernel (tuning.cc
+	// baseLatencies, ring LL: 6.6 µs; NCCL does not model p2p itself). Not fitted:
+	// the p2p rows in the data (small all-to-alls on one node, DeepEP#303) check it.
+	P2PBaseUs float64
+	// P2PChannelGBps is what one p2p channel — one thread block copying through the
+	// peer's FIFO with Simple — moves, GB/s, by GPU generation: NCCL's own per-channel
+	// Simple ceiling on one node (tuning.cc perChMaxTreeBws, N1: Ampere 24.0, Hopper
+	// 38.7, Blackwell 70.0). LL moves half as much (its BWFactor). A p2p transfer is
+	// bound by its links or by its channels × this, whichever is slower.
+	P2PChannelGBps map[hardware.Arch]float64
 	// BWFactor is the fraction of link bandwidth a protocol delivers: LL sends 8 bytes
 	// of data per 16-byte line (0.5), LL128 120 of 128 bytes (NCCL applies 0.92).
 	BWFactor [numProtos]float64
@@ -113,12 +126,18 @@ type Constants struct {
 // Default returns the fitted constants. The returned value is a fresh copy.
 func Default() Constants {
 	return Constants{
-		StepUs:         [numProtos]float64{Simple: 1.63, LL128: 4.84, LL: 0.238},
-		BaseUs:         [numProtos]float64{Simple: 80, LL128: 0.274, LL: 2.89},
-		NetStepUs:      [numProtos]float64{Simple: 0, LL128: 0, LL: 6.62},
+		StepUs:    [numProtos]float64{Simple: 1.58, LL128: 4.99, LL: 0.238},
+		BaseUs:    [numProtos]float64{Simple: 80, LL128: 0.211, LL: 2.89},
+		NetStepUs: [numProtos]float64{Simple: 0, LL128: 0.52, LL: 6.62},
+		P2PBaseUs: 6.6,
+		P2PChannelGBps: map[hardware.Arch]float64{
+			hardware.Ampere:    24.0,
+			hardware.Hopper:    38.7,
+			hardware.Blackwell: 70.0,
+		},
 		BWFactor:       [numProtos]float64{Simple: 1.0, LL128: 0.92, LL: 0.5},
-		RampBytes:      [numProtos]float64{Simple: 2.78 * 1024, LL128: 13.4 * 1024, LL: 12.0 * 1024},
-		RampFactor:     [numProtos]float64{Simple: 2.48, LL128: 0.283, LL: 0.327},
+		RampBytes:      [numProtos]float64{Simple: 2.95 * 1024, LL128: 1.95 * 1024, LL: 19.3 * 1024},
+		RampFactor:     [numProtos]float64{Simple: 2.63, LL128: 0.176, LL: 0.309},
 		ChunkBytes:     127 * 1024,
 		NVLSChunkBytes: 252 * 1024,
 		MaxChunks:      4096,
@@ -126,9 +145,9 @@ func Default() Constants {
 			hardware.Hopper:    0.85,
 			hardware.Blackwell: 0.79,
 		},
-		NVLSStepUs:       1.49,
+		NVLSStepUs:       1.41,
 		NVLSBaseUs:       15.0,
-		LaunchUs:         [numLaunch]float64{PerProcess: 5.46, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
+		LaunchUs:         [numLaunch]float64{PerProcess: 6.01, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
 		AmpereHostLaunch: 2.70,
 	}
 }

@@ -280,12 +280,22 @@ func (m *Model) ramp(pr Protocol, c float64) float64 {
 	return 1 + m.k.RampFactor[pr]*min(c, m.k.RampBytes[pr])/c
 }
 
-// baseUs is the fixed software cost of a call of algorithm a with protocol pr.
-func (m *Model) baseUs(a Algorithm, pr Protocol) float64 {
-	if a == NVLS || a == NVLSTree {
+// baseUs is the fixed software cost of a call of algorithm a with protocol pr:
+// NVLS has its own, all-to-all in pairwise steps runs NCCL's p2p kernel.
+func (m *Model) baseUs(op Op, a Algorithm, pr Protocol) float64 {
+	switch {
+	case a == NVLS || a == NVLSTree:
 		return m.k.NVLSBaseUs
+	case a == Pairwise || isP2P(op, a):
+		return m.k.P2PBaseUs
 	}
 	return m.k.BaseUs[pr]
+}
+
+// fixedUs is what a call costs whatever its size: issuing it and the protocol's
+// (or the p2p kernel's) fixed cost.
+func (m *Model) fixedUs(p *Placement, op Op, a Algorithm, pr Protocol, launch Launch) float64 {
+	return m.launchUs(p, launch) + m.baseUs(op, a, pr)
 }
 
 // launchUs is the fixed cost of issuing one call.
@@ -319,6 +329,9 @@ func (m *Model) steps(t *term, n float64, co coef, unit float64, pr Protocol, st
 
 // price is the closed form of algorithm a with protocol pr.
 func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, launch Launch) Estimate {
+	if isP2P(op, a) {
+		return m.p2p(p, op, S, launch)
+	}
 	switch a {
 	case Ring:
 		if op == Broadcast || op == Reduce {
@@ -355,7 +368,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 	case Direct, PAT, Pairwise:
 		e.Channels = 1
 	}
-	t := term{lat: m.launchUs(p, launch) + m.baseUs(a, pr), ramp: m.ramp(pr, S/float64(e.Channels))}
+	t := term{lat: m.fixedUs(p, op, a, pr, launch), ramp: m.ramp(pr, S/float64(e.Channels))}
 	switch a {
 	case Ring:
 		switch op {

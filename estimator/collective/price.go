@@ -46,7 +46,7 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 			return ScheduleCost{}, fmt.Errorf("%w: no NVLS efficiency for %s", ErrUnsupported, c.GPU().Arch)
 		}
 	}
-	out := ScheduleCost{TimeUs: m.launchUs(p, launch) + m.baseUs(s.Algo, pr), Steps: make([]StepCost, 0, len(s.Steps))}
+	out := ScheduleCost{TimeUs: m.fixedUs(p, s.Op, s.Algo, pr, launch), Steps: make([]StepCost, 0, len(s.Steps))}
 	// Ring steps pay the mean latency of their hops (see loads.takeRing).
 	ringLike := s.Algo == Ring && (s.Op == AllReduce || s.Op == AllGather || s.Op == ReduceScatter) || s.Algo == Hierarchical
 	ch := max(1, s.Params.Channels)
@@ -54,6 +54,16 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 		ch = 1
 	}
 	ramp := m.ramp(pr, float64(s.Elems)*elemBytes/float64(ch))
+	// Point-to-point calls run NCCL's p2p kernel: no start-up ramp, but a floor of
+	// what their channels can copy and a cost per further peer (p2p.go).
+	p2p := isP2P(s.Op, s.Algo)
+	var chanUs float64
+	if p2p {
+		ramp, stepUs = 1, 0 // one step, whose software cost is the call's (P2PBaseUs)
+		perPeer, peers, _ := p.p2pShape(s.Op, float64(s.Elems)*elemBytes)
+		nch, _ := p2pPlan(p, perPeer)
+		chanUs = m.p2pChannelUs(p, perPeer, peers, nch, pr)
+	}
 	for _, st := range s.Steps {
 		for _, t := range st.Transfers {
 			w := float64(t.Len) * elemBytes
@@ -87,6 +97,9 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 		}
 		sc.LatencyUs = stepUs + lat + net*m.k.NetStepUs[pr]
 		sc.TimeUs = sc.LatencyUs + sc.BottleneckU*ramp/bwf
+		if p2p {
+			sc.TimeUs = sc.LatencyUs + max(sc.BottleneckU/bwf, chanUs)
+		}
 		l.reset()
 		out.Steps = append(out.Steps, sc)
 		out.TimeUs += sc.TimeUs

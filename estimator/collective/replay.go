@@ -201,7 +201,7 @@ func (m *Model) Replay(p *Placement, e Estimate, o ReplayOptions) (*Replay, erro
 	}
 	out.Steps = len(s.Steps)
 	// PriceSchedule's fixed part (launch and base cost), then every step's latency.
-	out.TimeUs, out.LatencyUs = sc.TimeUs, m.launchUs(p, o.Launch)+m.baseUs(s.Algo, e.Protocol)
+	out.TimeUs, out.LatencyUs = sc.TimeUs, m.fixedUs(p, s.Op, s.Algo, e.Protocol, o.Launch)
 	for i, st := range s.Steps {
 		out.Transfers += len(st.Transfers)
 		out.LatencyUs += sc.Steps[i].LatencyUs

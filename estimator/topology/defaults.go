@@ -50,10 +50,10 @@ const (
 // NVLink 3.4 (ring) and network 14 including the proxy; ours are the fitted one-way
 // hardware parts, the software per-step cost lives with the collective protocols.
 const (
-	NVLinkHopLatencyUs = 0.33 // NVSwitch hop on an HGX/DGX baseboard
+	NVLinkHopLatencyUs = 0.29 // NVSwitch hop on an HGX/DGX baseboard
 	// NVLinkRackHopLatencyUs: rack-scale NVLink (GB200 NVL72) reaches the NVSwitch
 	// trays over the cable spine, even between GPUs of one compute tray.
-	NVLinkRackHopLatencyUs = 1.04
+	NVLinkRackHopLatencyUs = 1.01
 	MeshHopLatencyUs       = 1.0  // xGMI hop
 	PCIeHopLatencyUs       = 1.5  // through the PCIe switch (nccl hwLat PCI vs NVLINK)
 	NetHopLatencyUs        = 10.7 // NIC → leaf → NIC, with the proxy thread and RDMA completion

@@ -112,7 +112,7 @@ func runFit(w io.Writer, data []accuracy.Row) error {
 		NetLatencyUs:   topology.NetHopLatencyUs,
 		EFALatencyUs:   topology.EFAHopLatencyUs,
 	}}
-	before := accuracy.Loss(accuracy.Price(collective.NewModel(start.K), accuracy.PrepareWith(cases, start.Links)))
+	before := accuracy.Loss(accuracy.Price(collective.NewModel(start.K), accuracy.PrepareWith(accuracy.FitCases(cases), start.Links)))
 	k, after := accuracy.Fit(cases, start, accuracy.FitParams(), 60)
 	fmt.Fprintf(w, "loss (mean |log error| + bucket medians): current %.4f, refitted %.4f\n\n", before, after)
 	t := table{head: []string{"constant", "current", "refitted"}}
@@ -120,6 +120,10 @@ func runFit(w io.Writer, data []accuracy.Row) error {
 		t.add(p.Name, fmt.Sprintf("%.4g", *p.Get(&start)), fmt.Sprintf("%.4g", *p.Get(&k)))
 	}
 	t.write(w)
+	// A constant the fit pushes onto a bound of its range is missing physics.
+	for _, p := range accuracy.AtBound(k, accuracy.FitParams()) {
+		fmt.Fprintf(w, "at a bound: %s = %.4g (fit range %.4g – %.4g)\n", p.Name, *p.Get(&k), p.Min, p.Max)
+	}
 	return nil
 }
 

@@ -1,0 +1,183 @@
+package collective
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Point-to-point operations — send/recv and the all-to-all that NCCL runs as one
+// group of sends and receives to every peer — do not run the collective kernels'
+// protocols, channel counts or fixed costs. NCCL plans them per peer
+// (enqueue.cc, addP2pToPlan; NCCL 2.2x):
+//
+//   - the step (chunk) of a peer's transfer is NCCL_P2P_NET_CHUNKSIZE (128 KiB) on a
+//     communicator that spans nodes, NCCL_P2P_NVL_CHUNKSIZE (512 KiB) on one NVLink
+//     node and NCCL_P2P_PCI_CHUNKSIZE (128 KiB) over PCIe (init.cc,
+//     computeBuffSizes);
+//   - a peer's bytes are split over nChannels channels: at least one part per
+//     minPartSize (a step/8 on one node, a step/2 across nodes) up to nChannelsMin,
+//     doubled while a part exceeds maxPartSize (32 steps on one node, one step
+//     across nodes) up to the channels per peer;
+//   - nChannelsMin is the channels per peer halved until every rank can have its
+//     own (nChannelsMin × ranks ≤ the p2p channels);
+//   - the channels per peer are 2 per NVLink's worth of bandwidth on NVLink (more
+//     than the p2p channels on NVSwitch), 2 over PCIe, and across nodes one per NIC
+//     of the GPU and at least one per 14 GB/s of them (NCCL_P2P_PER_CHANNEL_NET_BW;
+//     paths.cc, ncclTopoGetNchannels), halved while the peers of one round would
+//     not fit the p2p channels;
+//   - the protocol is LL while the peer's bytes are at most nChannels × 16 KiB
+//     (NCCL_P2P_LL_THRESHOLD), Simple above; LL128 is never used for p2p.
+//
+// A p2p transfer is then bound by the links it crosses (with contention, as every
+// other pattern) or by what its channels can copy — one thread block each, which is
+// what caps a 4 MiB send/recv between two NVLink GPUs at 80–180 GB/s on links of
+// 370 GB/s — and pays the protocol's fixed cost once, not a collective's.
+
+// p2pStepBytes is NCCL's p2p chunk for the placement (init.cc, computeBuffSizes).
+func p2pStepBytes(p *Placement) float64 {
+	switch {
+	case p.Domains > 1 && p.Cluster.Spec.NICs.PerNode > 0:
+		return 128 << 10 // NCCL_P2P_NET_CHUNKSIZE
+	case p.Cluster.Spec.Intra.Kind == topology.PCIe:
+		return 128 << 10 // NCCL_P2P_PCI_CHUNKSIZE
+	}
+	return 512 << 10 // NCCL_P2P_NVL_CHUNKSIZE
+}
+
+// p2pLLThreshold is NCCL_P2P_LL_THRESHOLD: a peer's bytes per channel up to which LL
+// is used.
+const p2pLLThreshold = 16 << 10
+
+// p2pPerChannelNetGBps is NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc): the bandwidth NCCL
+// assumes one channel drives to the network.
+const p2pPerChannelNetGBps = 14
+
+// maxP2PChannels is the p2p channels NCCL runs at most (MAXCHANNELS in the INIT
+// logs of 8-GPU NVSwitch nodes).
+const maxP2PChannels = 32
+
+func pow2Up(x int) int {
+	if x <= 1 {
+		return 1
+	}
+	return 1 << bits.Len(uint(x-1))
+}
+
+// p2pChannels is the p2p channels of the communicator (NCCL's p2pnChannels: its
+// channel count rounded up to a power of two) and the channels each peer may use
+// (p2pnChannelsPerPeer). On NVSwitch and xGMI nodes NCCL runs 24 collective
+// channels (twice the model's ring channels: its rings are duplicated) and so 32
+// p2p channels, 32 per peer ("24 coll channels, … 32 p2p channels, 32 p2p channels
+// per peer" in the INIT logs of A100, H100 and p5 nodes); over PCIe 2 and 2.
+func p2pChannels(p *Placement) (total, perPeer int) {
+	c := p.Cluster
+	total = min(maxP2PChannels, pow2Up(2*ringChannels(p)))
+	if c.Spec.Intra.Kind == topology.PCIe {
+		total = 2
+	}
+	switch {
+	case p.Domains > 1 && c.Spec.NICs.PerNode > 0:
+		// One channel per NIC of the GPU, and at least one per 14 GB/s of them.
+		nics := max(1, c.Spec.NICs.PerNode/max(1, c.Spec.GPUsPerNode))
+		gbps := c.Spec.NICs.Gbps / 8 * float64(nics)
+		perPeer = max(nics, int(math.Ceil(gbps/p2pPerChannelNetGBps)))
+		perPeer = pow2Up(perPeer)
+		// Halved while the peers of one round (8 per batch) would not fit.
+		for perPeer*((p.N()+7)/8) > total && perPeer > 1 {
+			perPeer /= 2
+		}
+	case c.Spec.Intra.Kind == topology.PCIe:
+		perPeer = 2
+	default:
+		perPeer = total // 2 per NVLink's worth: more than the p2p channels on a switch
+	}
+	return total, min(perPeer, total)
+}
+
+// p2pPlan is NCCL's split of one peer's b bytes: the channels it uses and the
+// protocol (addP2pToPlan).
+func p2pPlan(p *Placement, b float64) (nch int, pr Protocol) {
+	total, perPeer := p2pChannels(p)
+	minCh := perPeer
+	for minCh*p.N() > total && minCh > 1 {
+		minCh /= 2
+	}
+	step := p2pStepBytes(p)
+	minPart, maxPart := step/8, step*32
+	if p.Domains > 1 && p.Cluster.Spec.NICs.PerNode > 0 {
+		minPart, maxPart = step/2, step
+	}
+	nch = max(1, min(minCh, int(math.Ceil(b/minPart))))
+	part := max(minPart, b/float64(nch))
+	for part > maxPart && nch <= perPeer/2 {
+		nch *= 2
+		part = b / float64(nch)
+	}
+	pr = Simple
+	simpleOnly := p.Domains > 1 && p.Cluster.Spec.NICs.SimpleProtocolOnly
+	if b <= float64(nch)*p2pLLThreshold && !simpleOnly {
+		pr = LL
+	}
+	return nch, pr
+}
+
+// p2pShape is what one grouped p2p call moves: bytes per peer, peers per rank, and
+// the pattern coefficient of its flows.
+func (p *Placement) p2pShape(op Op, S float64) (perPeer float64, peers int, co coef) {
+	if op == SendRecv {
+		p.ensure(famNeighbor)
+		return S, 1, p.coef.neighbor
+	}
+	p.ensure(famDirect)
+	return S / float64(p.N()), p.N() - 1, p.coef.allPairs
+}
+
+// p2pCost is the time of one grouped p2p call moving perPeer bytes to each of peers
+// peers over a pattern whose most loaded link takes linkUs (µs, contention included,
+// at the protocol's bandwidth factor) with path latency lat and network crossing net.
+// It returns the latency and transfer parts.
+func (m *Model) p2pCost(p *Placement, perPeer float64, peers, nch int, pr Protocol, linkUs, lat, net float64, launch Launch) (latUs, xferUs float64) {
+	latUs = m.fixedUs(p, SendRecv, Direct, pr, launch) + lat + net*m.k.NetStepUs[pr]
+	return latUs, max(linkUs, m.p2pChannelUs(p, perPeer, peers, nch, pr))
+}
+
+// p2pChannelUs is how long the call's channels take to copy its bytes: peers × nch
+// channels at most the p2p channels, each at the generation's per-channel rate (LL
+// at its bandwidth factor of it). A generation NCCL gives no figure for (AMD's,
+// under RCCL) takes Hopper's.
+func (m *Model) p2pChannelUs(p *Placement, perPeer float64, peers, nch int, pr Protocol) float64 {
+	total, _ := p2pChannels(p)
+	active := min(total, peers*nch)
+	rate, ok := m.k.P2PChannelGBps[p.Cluster.GPU().Arch]
+	if !ok {
+		rate = m.k.P2PChannelGBps[hardware.Hopper]
+	}
+	rate *= m.k.BWFactor[pr]
+	if !(rate > 0) {
+		return 0
+	}
+	return perPeer * float64(peers) / (float64(active) * rate * 1e3)
+}
+
+// p2p prices send/recv and all-to-all as NCCL's grouped sends and receives.
+func (m *Model) p2p(p *Placement, op Op, S float64, launch Launch) Estimate {
+	perPeer, peers, co := p.p2pShape(op, S)
+	nch, pr := p2pPlan(p, perPeer)
+	linkUs := perPeer * co.m / m.k.BWFactor[pr]
+	lat, xfer := m.p2pCost(p, perPeer, peers, nch, pr, linkUs, co.lat, co.net, launch)
+	e := Estimate{Op: op, Algo: Direct, Protocol: pr, Bytes: S, Steps: 1, Channels: nch,
+		TimeUs: lat + xfer, LatencyUs: lat}
+	if e.TimeUs > 0 {
+		e.AlgBWGBps = S / e.TimeUs / 1e3
+		e.BusBWGBps = e.AlgBWGBps * op.BusFactor(p.N())
+	}
+	return e
+}
+
+// isP2P says whether algorithm a runs op as NCCL's grouped point-to-point calls.
+func isP2P(op Op, a Algorithm) bool {
+	return a == Direct && (op == SendRecv || op == AllToAll)
+}
