@@ -2,6 +2,7 @@ package accuracy_test
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -79,6 +80,9 @@ func TestAllRunsInSample(t *testing.T) {
 // Each DGX Cloud benchmarking release, MLPerf round, torchtitan's fp8 benchmarks,
 // the torchao README and the DeepSeek-V3 report is a publication of its own.
 func TestCrossValidatedAllRuns(t *testing.T) {
+	if os.Getenv("STEPCOST_SLOW") == "" {
+		t.Skip("one refit per publication: set STEPCOST_SLOW=1 (CI's cross-validation step)")
+	}
 	cases, err := accuracy.AllCases()
 	if err != nil {
 		t.Fatal(err)
