@@ -127,6 +127,12 @@ func keyBases(t *testing.T) []keyBase {
 			d.Nics.GpuNic = append(d.Nics.GpuNic, i%d.Nics.PerNode)
 		}
 		d.Host = &pb.Host{MemoryGb: 2048, MemoryBandwidthGbps: 400, LinkGbps: 64, GpusPerLink: 1}
+		// The algorithms a calibrated cluster says NCCL runs: one range for a node
+		// count, one over a range of node counts.
+		d.Algorithms = []*pb.AlgoRange{
+			{Op: "allreduce", Nodes: 2, GpusPerNode: 8, MinBytes: 1 << 20, MaxBytes: 8 << 20, Algo: "ring"},
+			{Op: "allgather", MinNodes: 3, MaxNodes: 8, GpusPerNode: 8, MinBytes: 1 << 30, MaxBytes: 4 << 30, Algo: "ring"},
+		}
 		c := &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: d}, Nodes: nodes}
 		if free {
 			c.FreeGpus = []*pb.NodeFreeGPUs{{Node: 0, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}, {Node: 1, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}}
@@ -173,8 +179,24 @@ func keyBases(t *testing.T) []keyBase {
 	coll := &pb.SimulateCollectiveRequest{Cluster: cluster("dgx-h100", 4, false), Nodes: 2, GpusPerNode: 8, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE,
 		SizeBytes: 1 << 30, Algorithm: pb.Algorithm_ALGORITHM_RING, Protocol: pb.Protocol_PROTOCOL_SIMPLE, Launch: pb.Launch_LAUNCH_GRAPH,
 		Steps: true, MaxStepRows: 100}
+	// The same requests with the range over node counts first (the mutations
+	// change a list's first element).
+	overNodes := func(c *pb.ClusterSpec) *pb.ClusterSpec {
+		a := c.GetDefinition().Algorithms
+		a[0], a[1] = a[1], a[0]
+		return c
+	}
+	stepOverNodes := step(arch("llama3-8b"), layout())
+	overNodes(stepOverNodes.Cluster)
+	planOverNodes := plan(arch("llama3-8b"))
+	overNodes(planOverNodes.Cluster)
+	collOverNodes := proto.Clone(coll).(*pb.SimulateCollectiveRequest)
+	overNodes(collOverNodes.Cluster)
 	return []keyBase{
 		{"EstimateStep", "dense", step(arch("llama3-8b"), layout())},
+		{"EstimateStep", "algorithms over node counts", stepOverNodes},
+		{"EstimatePlan", "algorithms over node counts", planOverNodes},
+		{"SimulateCollective", "algorithms over node counts", collOverNodes},
 		{"EstimateStep", "moe", step(arch("mixtral-8x7b"), moe)},
 		{"EstimateStep", "mla", step(arch("deepseek-v3"), moe)},
 		{"EstimateStep", "sliding window", step(arch("gemma2-9b"), layout())},
@@ -362,7 +384,8 @@ func candidates(fd protoreflect.FieldDescriptor, cur protoreflect.Value) []proto
 			c = cur.String()
 		}
 		for _, v := range []string{c + "-x", "llama3-70b", "dgx-a100", "H100-SXM", "H200", "A100-80GB", "nvswitch", "ampere", "blackwell", "mesh", "pcie",
-			"roce", "efa", "deepspeed", "torchtitan", "nemo", "current", "mxfp8", "sgd", "adamw", "tp-dp-pp", "tp-cp-ep-pp-dp", "optimizer", "params", ""} {
+			"roce", "efa", "deepspeed", "torchtitan", "nemo", "current", "mxfp8", "sgd", "adamw", "tp-dp-pp", "tp-cp-ep-pp-dp", "optimizer", "params",
+			"allgather", "reducescatter", "tree", "nvlstree", ""} {
 			if v != c {
 				out = append(out, protoreflect.ValueOfString(v))
 			}
