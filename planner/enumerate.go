@@ -420,10 +420,7 @@ type workerCache struct {
 	scheds map[schedKey]schedLists
 }
 
-type schedKey struct {
-	pp       int
-	multiple bool // the micro-batches are a multiple of pp
-}
+type schedKey struct{ pp, m int }
 
 // schedLists are schedules' list and its bestSchedules.
 type schedLists struct{ all, best []sched }
@@ -431,7 +428,7 @@ type schedLists struct{ all, best []sched }
 // schedules is the package's schedules(pp, m, …) and its bestSchedules, listed once
 // (read only).
 func (w *workerCache) schedules(pp, m, layers int, cs *Constraints) schedLists {
-	k := schedKey{pp, m%pp == 0}
+	k := schedKey{pp, schedClass(pp, m)}
 	l, ok := w.scheds[k]
 	if !ok {
 		all := schedules(pp, m, layers, cs)
@@ -480,21 +477,19 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 		perReplica := t.GlobalBatch / dp
 		splitIdx := uint16(len(p.splits))
 		p.splits = append(p.splits, split)
-		// The schedules depend on the depth and on whether the micro-batches are a
-		// multiple of it: listed once per depth, shared by its shapes (read only).
-		schedsByMultiple := [2]int{-1, -1} // indices in p.scheds
+		// The schedules depend on the depth and on the micro-batches' class under the
+		// frameworks' rules (schedClass): listed once per depth and class, shared by
+		// its shapes (read only).
+		var schedsByClass [numSchedClasses]int // indices in p.scheds, + 1
 		schedsFor := func(m int) ([]sched, uint16) {
-			i := 0
-			if m%pp == 0 {
-				i = 1
-			}
-			if schedsByMultiple[i] < 0 {
-				schedsByMultiple[i] = len(p.scheds)
+			i := schedClass(pp, m)
+			if schedsByClass[i] == 0 {
+				schedsByClass[i] = len(p.scheds) + 1
 				l := wc.schedules(pp, m, a.Layers, cs)
 				p.scheds = append(p.scheds, l.all)
 				p.bestScheds = append(p.bestScheds, l.best)
 			}
-			return p.scheds[schedsByMultiple[i]], uint16(schedsByMultiple[i])
+			return p.scheds[schedsByClass[i]-1], uint16(schedsByClass[i] - 1)
 		}
 		for _, ep := range sp.eps {
 			if !allowed(cs.EP, ep) || dp%ep != 0 {
@@ -589,40 +584,53 @@ type sched struct {
 	v int
 }
 
-// schedules lists the pipeline schedules to try: none without PP; else 1F1B,
-// GPipe, and interleaved with every depth v ≥ 2 that divides the stage's layers (or,
-// when the layers do not divide evenly anyway, every v up to 8), when the
-// micro-batches are a multiple of PP.
+// schedules lists the pipeline schedules to try: none without PP; else each
+// schedule whose framework runs pp ranks with m micro-batches per replica
+// (step.ScheduleRule): 1F1B, GPipe, ZB-H1, DualPipe, ZB-V, and interleaved with every
+// depth v ≥ 2 that divides the stage's layers (or, when the layers do not divide
+// evenly anyway, every v up to 8).
 func schedules(pp, m, layers int, cs *Constraints) []sched {
 	if pp == 1 {
 		return []sched{{step.OneFOneB, 1}}
 	}
 	var out []sched
-	if allowed(cs.Schedules, step.OneFOneB) {
-		out = append(out, sched{step.OneFOneB, 1})
+	split := layers%pp != 0 // the search's split over pp is uneven or accounted
+	try := func(s step.Schedule, v int, split bool) {
+		if r, ok := step.RuleOf(s); ok && allowed(cs.Schedules, s) && r.Allows(pp, v, m, layers, split) {
+			out = append(out, sched{s, v})
+		}
 	}
-	if allowed(cs.Schedules, step.GPipe) {
-		out = append(out, sched{step.GPipe, 1})
-	}
-	if allowed(cs.Schedules, step.ZeroBubble) {
-		out = append(out, sched{step.ZeroBubble, 1})
-	}
-	if allowed(cs.Schedules, step.DualPipe) && pp%2 == 0 {
-		out = append(out, sched{step.DualPipe, 1})
-	}
-	if allowed(cs.Schedules, step.ZeroBubbleV) && layers%(2*pp) == 0 {
-		out = append(out, sched{step.ZeroBubbleV, 2})
-	}
-	if allowed(cs.Schedules, step.Interleaved) && m%pp == 0 {
-		for v := 2; v <= layers/pp; v++ {
-			even := layers%pp == 0 && (layers/pp)%v == 0
-			counted := !even && step.PipelineSplit(layers, pp*v) != nil
-			if (even || counted || layers%pp != 0 && cs.UnevenPP && v <= 8) && allowed(cs.VirtualStages, v) {
-				out = append(out, sched{step.Interleaved, v})
-			}
+	try(step.OneFOneB, 1, split)
+	try(step.GPipe, 1, split)
+	try(step.ZeroBubble, 1, split)
+	try(step.DualPipe, 1, split)
+	try(step.ZeroBubbleV, 2, false)
+	for v := 2; v <= layers/pp; v++ {
+		even := layers%pp == 0 && (layers/pp)%v == 0
+		counted := !even && step.PipelineSplit(layers, pp*v) != nil
+		if (even || counted || layers%pp != 0 && cs.UnevenPP && v <= 8) && allowed(cs.VirtualStages, v) {
+			try(step.Interleaved, v, !even)
 		}
 	}
 	return out
+}
+
+// Micro-batch classes: the schedules' rules depend on the micro-batches per replica
+// m only through whether m is a multiple of pp, even, and at least 2 × pp.
+const numSchedClasses = 8
+
+func schedClass(pp, m int) int {
+	c := 0
+	if m%pp == 0 {
+		c |= 1
+	}
+	if m%2 == 0 {
+		c |= 2
+	}
+	if m >= 2*pp {
+		c |= 4
+	}
+	return c
 }
 
 // bestSchedules are the schedules of a list that can give a shape's best bound:

@@ -12,8 +12,12 @@ import (
 // copies of the parameters.
 func TestZeroBubbleAndDualPipe(t *testing.T) {
 	run := func(name string, sched step.Schedule, ep int) step.Result {
+		gbs := 64
+		if name == "mixtral-8x7b" {
+			gbs = 128 // DualPipe needs 2 × pp micro-batches per replica
+		}
 		req := step.Request{Model: arch(t, name), Cluster: cluster(t, "dgx-h100", 8),
-			Training: step.Training{SeqLen: 4096, GlobalBatch: 64},
+			Training: step.Training{SeqLen: 4096, GlobalBatch: gbs},
 			Layout:   step.Layout{TP: 1, PP: 8, DP: 8, EP: ep, MicroBatch: 1, ZeRO: 1, Recompute: step.RecomputeNone, Schedule: sched}}
 		r, err := step.New().Estimate(req)
 		if err != nil {

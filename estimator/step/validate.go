@@ -345,36 +345,6 @@ func validate(r Request) error {
 	case l.RecomputeLayers > a.Layers/l.PP:
 		c.Add("layout.recompute_layers", "must be at most the %d layers of a pipeline stage (got %d)", a.Layers/l.PP, l.RecomputeLayers)
 	}
-	switch l.Schedule {
-	case GPipe, OneFOneB:
-		if l.VirtualStages != 1 {
-			c.Add("layout.virtual_stages", "interleaving (%d chunks) needs schedule interleaved (got %q)", l.VirtualStages, l.Schedule)
-		}
-	case Interleaved:
-		if l.PP < 2 {
-			c.Add("layout.schedule", "interleaved needs pp ≥ 2 (got pp %d)", l.PP)
-		}
-	case ZeroBubble, DualPipe:
-		if l.VirtualStages != 1 {
-			c.Add("layout.virtual_stages", "%s runs one chunk per pipeline rank (got %d)", l.Schedule, l.VirtualStages)
-		}
-		if l.Schedule == DualPipe && (l.PP < 2 || l.PP%2 != 0) {
-			c.Add("layout.schedule", "dualpipe needs an even pp ≥ 2 (got pp %d)", l.PP)
-		}
-	case ZeroBubbleV:
-		switch {
-		case l.PP < 2:
-			c.Add("layout.schedule", "zb-v needs pp ≥ 2 (got pp %d)", l.PP)
-		case l.VirtualStages != 2:
-			c.Add("layout.virtual_stages", "zb-v runs two chunks per pipeline rank (got %d)", l.VirtualStages)
-		case len(l.LayerSplit) > 0 || l.AccountForEmbedding || l.AccountForLoss:
-			c.Add("layout.layer_split", "zb-v splits the layers evenly over its 2 × pp chunks (the first rank holds the embedding and the loss)")
-		case a.Layers%(2*l.PP) != 0:
-			c.Add("layout.schedule", "zb-v splits the %d layers evenly over 2 × pp = %d chunks, which must divide them", a.Layers, 2*l.PP)
-		}
-	default:
-		c.Add("layout.schedule", "must be gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (got %q)", l.Schedule)
-	}
 	if a.Heads%l.TP != 0 {
 		c.Add("layout.tp", "must divide the %d attention heads (got %d)", a.Heads, l.TP)
 	} else if kv := max(1, a.KVHeads); kv%l.TP != 0 && l.TP%kv != 0 {
@@ -437,9 +407,12 @@ func validate(r Request) error {
 		c.Add("layout.micro_batch", "must be between 1 and %d (got %d)", MaxMicroBatch, l.MicroBatch)
 	} else if t.GlobalBatch%(l.DP*l.MicroBatch) != 0 {
 		c.Add("training.global_batch", "must be a multiple of dp × micro_batch = %d×%d (got %d)", l.DP, l.MicroBatch, t.GlobalBatch)
-	} else if l.Schedule == Interleaved && (t.GlobalBatch/(l.DP*l.MicroBatch))%l.PP != 0 {
-		c.Add("layout.micro_batch", "interleaving needs the %d micro-batches per replica to be a multiple of pp %d", t.GlobalBatch/(l.DP*l.MicroBatch), l.PP)
 	}
+	m := 0 // micro-batches per replica, when the batch divides
+	if l.MicroBatch >= 1 && t.GlobalBatch%(l.DP*l.MicroBatch) == 0 {
+		m = t.GlobalBatch / (l.DP * l.MicroBatch)
+	}
+	validateSchedule(&c, l, m, a.Layers)
 	if r.Ranks != nil {
 		n := l.TP * l.PP * l.DP * l.CP
 		if r.Ranks.cluster != r.Cluster.Base() {
