@@ -112,6 +112,7 @@ type shapeInfo struct {
 	part    int32  // its part (the placements) among the search's
 	split   uint16 // its layer split among the part's
 	scheds  uint16 // its schedules among the part's lists
+	tables  uint16 // its zero-bubble schedules' tables among the part's
 	fits    uint8  // bit z: the layouts with ZeRO stage z are searched and their states fit
 	rc      uint8
 	sp      bool
@@ -155,12 +156,12 @@ func (s *shape) bestBound(req *Request, p *part) float64 {
 	}
 	if s.fits&^(1<<3) != 0 {
 		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, sc, 0))
+			best = min(best, s.schedBound(req, p, sc, 0))
 		}
 	}
 	if s.fits&(1<<3) != 0 && (s.zero3 != 0 || s.fits == 1<<3) {
 		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, sc, s.zero3))
+			best = min(best, s.schedBound(req, p, sc, s.zero3))
 		}
 	}
 	return best
@@ -186,7 +187,7 @@ func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float6
 		}
 		for i, sc := range scheds {
 			ordinal++
-			emit(s.schedBound(req, sc, s.zeroBound(zero)), ordinal, int8(zero), uint16(i))
+			emit(s.schedBound(req, p, sc, s.zeroBound(zero)), ordinal, int8(zero), uint16(i))
 		}
 	}
 }
@@ -234,19 +235,37 @@ func (s *shape) zeroBound(zero int) float64 {
 	return 0
 }
 
-// schedBound is the bound of one schedule of the shape. The zero-bubble schedules'
-// bubbles grow with the micro-batch's time, so the shape's lower bound of that time
-// bounds them too — except ZB-V for a MoE model, whose V puts other MoE layers on
-// the slowest rank than the shape's compute counted: that counts only the compute
-// (no bubble, no ZeRO-3 exposure, which is priced on the shape's compute).
-func (s *shape) schedBound(req *Request, sc sched, extra float64) float64 {
+// schedBound is the bound of one schedule of the shape. The zero-bubble schedules
+// are bounded by executing their tables (step.PipelineTable.LowerBound) with the
+// shape's lower bounds of the blocks — except ZB-V for a MoE model, whose V puts
+// other MoE layers on the slowest rank than the shape's compute counted: that
+// counts only the compute (no bubble, no ZeRO-3 exposure, which is priced on the
+// shape's compute).
+func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float64 {
 	if sc.s == step.ZeroBubbleV && req.Model.MoE != nil {
 		return boundScore(req, int(s.n), float64(s.m)*s.perMB)
 	}
-	if bubble, ok := step.ZeroBubbleBubble(sc.s, int(s.pp), s.perMB, s.bounds.Backward, s.bounds.WeightGrad); ok {
-		return boundScore(req, int(s.n), float64(s.m)*s.perMB+bubble+extra)
+	if i := zbIndex(sc.s); i >= 0 {
+		if t := p.tables[s.tables][i]; t != nil {
+			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB, t.LowerBound(s.bounds, s.perMB))+extra)
+		}
+		fill, _ := step.PipelineFillBound(sc.s, int(s.pp), s.bounds.Forward) // a table too large to bound with
+		return boundScore(req, int(s.n), float64(s.m)*s.perMB+fill+extra)
 	}
 	return s.bound(req, sc.v, extra)
+}
+
+// zbIndex is a zero-bubble schedule's index in part.tables, -1 for another.
+func zbIndex(s step.Schedule) int {
+	switch s {
+	case step.ZeroBubble:
+		return 0
+	case step.ZeroBubbleV:
+		return 1
+	case step.DualPipe:
+		return 2
+	}
+	return -1
 }
 
 // enumerate builds every shape with a layout that passes the cheap checks —
@@ -383,6 +402,9 @@ type part struct {
 	splits     [][]int   // the layer splits of its shapes (shape.split)
 	scheds     [][]sched // the schedule lists of its shapes (shape.scheds)
 	bestScheds [][]sched // of each list, those that can give its best bound
+	// tables are the compiled ZB-H1, ZB-V and DualPipe tables of its shapes' depth
+	// and micro-batches (shape.tables; nil where the schedule is not listed).
+	tables [][3]*step.PipelineTable
 
 	chunks                             []*[shapeChunk]shape // its count shapes, in recycled arrays
 	count                              int
@@ -491,6 +513,23 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			}
 			return p.scheds[schedsByClass[i]-1], uint16(schedsByClass[i] - 1)
 		}
+		// The zero-bubble schedules' tables, by micro-batch count.
+		tablesFor := map[int]uint16{}
+		tables := func(m int, scheds []sched) uint16 {
+			if i, ok := tablesFor[m]; ok {
+				return i
+			}
+			var ts [3]*step.PipelineTable
+			for _, sc := range scheds {
+				if i := zbIndex(sc.s); i >= 0 {
+					ts[i], _ = e.PipelineTable(sc.s, pp, sc.v, m) // nil if it cannot compile: bounded without a bubble
+				}
+			}
+			i := uint16(len(p.tables))
+			p.tables = append(p.tables, ts)
+			tablesFor[m] = i
+			return i
+		}
 		for _, ep := range sp.eps {
 			if !allowed(cs.EP, ep) || dp%ep != 0 {
 				continue
@@ -501,6 +540,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 				}
 				m := perReplica / mbs
 				scheds, schedsIdx := schedsFor(m)
+				tablesIdx := tables(m, scheds)
 				for _, rc := range sp.recomputes {
 					for _, seqPar := range []bool{false, true} {
 						if seqPar && tp == 1 || !allowed(cs.SP, seqPar) {
@@ -542,7 +582,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							b := &s.bounds
 							s.shapeInfo = shapeInfo{perMB: b.PerMicroBatch, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
 								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
-								scheds: schedsIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
+								scheds: schedsIdx, tables: tablesIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
 							// The layouts that fit are those of the ZeRO stages whose states
 							// fit, under every schedule; the deepest interleaving has the
 							// smallest bubble and so the best bound (bounds grow with the step
@@ -641,7 +681,7 @@ func bestSchedules(list []sched) []sched {
 	var out []sched
 	plain := -1
 	for i, sc := range list {
-		if _, zb := step.ZeroBubbleBubble(sc.s, 2, 1, 0, 0); zb || sc.s == step.ZeroBubbleV {
+		if step.SplitsWeightGrad(sc.s) {
 			out = append(out, sc) // as schedBound tells them apart
 		} else if plain < 0 || sc.v > list[plain].v {
 			plain = i

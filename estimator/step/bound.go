@@ -30,27 +30,30 @@ type Bounds struct {
 	ReserveGB     float64
 	// exposure is what ExposedBounds needs besides the communication's price.
 	exposure exposureInputs
-	// Backward and WeightGrad are the slowest stage's backward pass for one
-	// micro-batch and the weight-gradient GEMMs inside it, as the estimate computes
-	// them: the zero-bubble schedules' bubbles are functions of PerMicroBatch,
-	// Backward and WeightGrad that grow with PerMicroBatch (ZeroBubbleBubble).
-	Backward, WeightGrad float64
+	// Forward, Backward and WeightGrad are the slowest stage's forward and backward
+	// passes for one micro-batch and the weight-gradient GEMMs inside the backward,
+	// as the estimate computes them: the zero-bubble schedules' bubbles are bounded
+	// by the forwards that fill the pipeline (PipelineFillBound).
+	Forward, Backward, WeightGrad, Recompute float64
 }
 
-// ZeroBubbleBubble is the pipeline bubble of the zero-bubble schedules (ZB-H1,
-// DualPipe, ZB-V) over pp stages, for a stage whose micro-batch takes perMB in
-// all (forward, backward, recompute and exposed communication), bwd of it in the
-// backward pass and w in its weight-gradient GEMMs (Qi et al. 2024; DeepSeek-V3
-// report, Table 2). It returns false for any other schedule.
-func ZeroBubbleBubble(s Schedule, pp int, perMB, bwd, w float64) (float64, bool) {
+// PipelineFillBound is a lower bound of the bubble of the schedules that split the
+// weight gradients apart (ZB-H1, ZB-V, DualPipe; SplitsWeightGrad) over pp ranks,
+// for a stage whose forward pass of one micro-batch takes at least fwd: the rank
+// that starts last cannot start before the forwards of the chunks ahead of it —
+// pp − 1 stages for ZB-H1, pp − 1 half-stage chunks down the V for ZB-V, pp/2 − 1
+// stages for DualPipe's middle ranks — and then runs as many blocks as every rank.
+// The executed tables' spans (PipelineSpan) are never below it. It returns false
+// for any other schedule.
+func PipelineFillBound(s Schedule, pp int, fwd float64) (float64, bool) {
 	pf := float64(pp)
 	switch s {
 	case ZeroBubble:
-		return (pf - 1) * math.Max(0, perMB-2*w), true
+		return (pf - 1) * fwd, true
 	case DualPipe:
-		return (pf/2 - 1) * math.Max(0, perMB+bwd-3*w), true
+		return max(0, pf/2-1) * fwd, true
 	case ZeroBubbleV:
-		return (pf - 1) * math.Max(0, perMB-3*w) / 2, true
+		return (pf - 1) * fwd / 2, true
 	}
 	return 0, false
 }
@@ -126,8 +129,10 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		PerMicroBatch: perMB,
 		Params:        params,
 		ReserveGB:     reserve,
+		Forward:       cp.fwd,
 		Backward:      cp.bwd,
 		WeightGrad:    cp.bwdW,
+		Recompute:     cp.rc,
 	}, true
 }
 

@@ -41,6 +41,8 @@ type groupCache struct {
 	// maxDegraded are kept.
 	degraded  sync.Map
 	nDegraded atomic.Int64
+	// pipes maps a pipeKey to its compiled *pipeDAG (PipelineSpan).
+	pipes sync.Map
 }
 
 // maxDegraded bounds the cached what-if clusters; beyond it they are built per call.
@@ -626,38 +628,92 @@ func (p *pricing) expertParallel() (float64, error) {
 	return epPerMB, nil
 }
 
-// pipeline prices the pipeline's sends between stages and its bubble, the fill and
-// drain, at the pace of one micro-batch (compute and exposed communication)
-// through the slowest stage, and records that micro-batch's blocks.
+// pipeline prices the pipeline's sends between stages and its bubble by executing
+// the schedule's block table (PipelineSpan) at the pace of one micro-batch
+// (compute and exposed communication) through the slowest stage, and records that
+// micro-batch's blocks. Each block ends with its share of the micro-batch's exposed
+// TP, CP and EP communication (split in proportion to the compute of the passes)
+// and one pipeline send; the bubble is what the busiest rank waits, the span less
+// its blocks.
 func (p *pricing) pipeline() error {
 	l := &p.req.Layout
-	v := float64(l.VirtualStages)
-	pf := float64(l.PP)
 	mf := p.mf
 	perMB := p.fwd + p.bwd + p.rc + p.tpPerMB + p.cpPerMB + p.epPerMB
 	var send float64
+	bt := blockTimes(l.Schedule, l.VirtualStages, p.fwd, p.bwd, p.rc, p.parts.bwdW, p.tpPerMB+p.cpPerMB+p.epPerMB, 0)
 	if l.PP > 1 {
 		act := p.tokens * p.h * 2
 		if l.SP || pipelineScatterGather(p.req.Training.Framework) {
 			act /= p.tf // each TP rank sends its slice
 		}
-		x, err := p.comm(CommPP, collective.SendRecv, act, 2*(v*mf+pf-1), "per micro-batch and stage boundary: activation forward, gradient backward")
+		v := float64(bt.chunks)
+		x, err := p.comm(CommPP, collective.SendRecv, act, 2*v*mf, "per micro-batch and model chunk: activation forward, gradient backward")
 		if err != nil {
 			return err
 		}
-		p.ppExposed, send = 2*x*(v*mf+pf-1), x
-	}
-	p.bubble = (pf - 1) / v * perMB
-	// Qi et al. 2024 and the DeepSeek-V3 report (Table 2), with B the whole backward
-	// and W its weight-gradient GEMMs: ZB-H1 (P−1)·(F + B − 2W), DualPipe
-	// (P/2 − 1)·(F&B + B − 3W), F&B a forward and a backward run together, ZB-V
-	// (P−1)·(F + B − 3W)/2.
-	if zb, ok := ZeroBubbleBubble(l.Schedule, l.PP, perMB, p.bwd, p.parts.bwdW); ok {
-		p.bubble = zb
+		send = x
+		p.ppExposed = 2 * x * v * mf
+		bt.F += x
+		bt.B += x
+		span, _, err := p.e.PipelineSpan(l.Schedule, l.PP, l.VirtualStages, p.res.MicroBatches, []BlockTimes{bt.BlockTimes}, nil)
+		if err != nil {
+			return err
+		}
+		p.bubble = max(0, span-mf*perMB-p.ppExposed)
 	}
 	p.res.PerMicroBatch = MicroBatch{Forward: p.fwd, Backward: p.bwd, WeightGrad: p.parts.bwdW, Recompute: p.rc,
 		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send}
 	return nil
+}
+
+// chunkTimes are the block lengths of one model chunk and the chunks per rank.
+type chunkTimes struct {
+	BlockTimes
+	chunks int
+}
+
+// blockTimes splits one micro-batch's time through a rank over its model chunks
+// (the interleaving depth, the V's two legs, else one): forward, backward with the
+// recomputation, and — under the schedules that run them apart (ZB-H1, ZB-V,
+// DualPipe) — the weight-gradient GEMMs w; the exposed communication comm goes with
+// the passes in proportion to their compute, and each forward and backward block
+// ends with one pipeline send.
+func blockTimes(s Schedule, v int, fwd, bwd, rc, w, comm, send float64) chunkTimes {
+	switch s {
+	case Interleaved:
+	case ZeroBubbleV:
+		v = 2
+	default:
+		v = 1
+	}
+	fShare := 0.5
+	if tot := fwd + bwd + rc; tot > 0 {
+		fShare = fwd / tot
+	}
+	vf := float64(v)
+	t := chunkTimes{chunks: v}
+	t.F = fwd/vf + comm*fShare/vf + send
+	t.B = (bwd+rc)/vf + comm*(1-fShare)/vf + send
+	if SplitsWeightGrad(s) {
+		w = min(w, bwd)
+		t.B -= w / vf
+		t.W = w / vf
+	}
+	return t
+}
+
+// SplitsWeightGrad says the schedule runs the weight-gradient GEMMs as blocks of
+// their own (ZB-H1, ZB-V, DualPipe).
+func SplitsWeightGrad(s Schedule) bool {
+	return s == ZeroBubble || s == ZeroBubbleV || s == DualPipe
+}
+
+// MicroBatchBlocks are the block lengths of one model chunk of a result's
+// micro-batch, as its estimate executed its schedule, and the chunks per rank.
+func MicroBatchBlocks(r Result) (BlockTimes, int) {
+	m, l := r.PerMicroBatch, r.Layout
+	t := blockTimes(l.Schedule, l.VirtualStages, m.Forward, m.Backward, m.Recompute, m.WeightGrad, m.ExposedComm, m.Send)
+	return t.BlockTimes, t.chunks
 }
 
 // pipelineScatterGather says the framework sends each TP rank's slice of the

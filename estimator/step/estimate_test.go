@@ -98,9 +98,11 @@ func TestPipelineSchedules(t *testing.T) {
 	if !(il.Breakdown.Bubble < ofob.Breakdown.Bubble && math.Abs(gp.Breakdown.Bubble-ofob.Breakdown.Bubble) < 1e-9) {
 		t.Errorf("bubble: gpipe %v, 1f1b %v, interleaved %v", gp.Breakdown.Bubble, ofob.Breakdown.Bubble, il.Breakdown.Bubble)
 	}
-	// (P−1)/v of a micro-batch's stage time: the bubble fraction is (P−1)/(v·M+P−1).
+	// (P−1)/v of a micro-batch's blocks on a rank (its sends included): the bubble
+	// fraction is (P−1)/(v·M+P−1).
 	m := float64(ofob.MicroBatches)
-	frac := ofob.Breakdown.Bubble / (ofob.Breakdown.Bubble + ofob.Breakdown.Forward + ofob.Breakdown.Backward + ofob.Breakdown.Recompute + ofob.Breakdown.Exposed[step.CommTP])
+	frac := ofob.Breakdown.Bubble / (ofob.Breakdown.Bubble + ofob.Breakdown.Forward + ofob.Breakdown.Backward + ofob.Breakdown.Recompute +
+		ofob.Breakdown.Exposed[step.CommTP] + ofob.Breakdown.Exposed[step.CommPP])
 	if want := 7 / (m + 7); math.Abs(frac-want) > 1e-9 {
 		t.Errorf("1f1b bubble fraction %v, want %v", frac, want)
 	}
@@ -295,7 +297,7 @@ func TestLowerBoundsHold(t *testing.T) {
 										b.PerMicroBatch += x.PerMicroBatch
 										b.StepTime += (float64(res.MicroBatches) + float64(pp-1)) * x.PerMicroBatch
 										lb := b.StepTime
-										if bubble, zb := step.ZeroBubbleBubble(sched, pp, b.PerMicroBatch, b.Backward, b.WeightGrad); zb && !(sched == step.ZeroBubbleV && a.MoE != nil) {
+										if bubble, zb := step.PipelineFillBound(sched, pp, b.Forward); zb && !(sched == step.ZeroBubbleV && a.MoE != nil) {
 											lb = float64(res.MicroBatches)*b.PerMicroBatch + bubble
 										} else if zb {
 											lb = float64(res.MicroBatches) * b.PerMicroBatch
