@@ -223,6 +223,8 @@ type Result struct {
 	Top    []Plan `json:"top"`
 	Pareto []Plan `json:"pareto"` // GPUs × step time × memory headroom, among evaluated plans
 	Stats  Stats  `json:"stats"`
+	// NoPlan says why, when the search found no plan.
+	NoPlan string `json:"no_plan,omitempty"`
 }
 
 // Pruning reasons.

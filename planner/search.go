@@ -424,6 +424,9 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	tr.end(len(res.Pareto))
 	stats.Elapsed = time.Since(start)
 	res.Stats = stats
+	if len(res.Top) == 0 {
+		res.NoPlan = noPlanReason(&req, stats)
+	}
 	return res, nil
 }
 

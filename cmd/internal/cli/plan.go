@@ -34,6 +34,7 @@ type planArgs struct {
 	seq              *int
 	precision        *string
 	exclude          *string
+	nodes            *int
 	freeMap          *string
 	objective        *string
 	price            *float64
@@ -93,6 +94,7 @@ func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
 	opt.gbs = fs.Int("gbs", 0, "global batch (sequences)")
 	opt.seq = fs.Int("seq", 0, "sequence length")
 	opt.precision = fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
+	opt.nodes = fs.Int("nodes", 0, "cluster size in nodes (default: the nodes the job needs): excluded nodes, a free map and degraded parts are what-ifs on a cluster larger than the job")
 	opt.exclude = fs.String("exclude-nodes", "", "what-if: these nodes (e.g. 3,7) are unavailable — failed or drained; the job uses the others")
 	opt.freeMap = fs.String("free-map", "", "JSON file of free GPUs: {\"0\": [0,1,2,3], \"5\": [0,1,2,3,4,5,6,7]} (node → local GPUs)")
 	opt.objective = fs.String("objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost")
@@ -178,6 +180,13 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	if g := q.spec.GPUsPerNode; g > 0 && q.spec.Nodes*g < size {
 		q.spec.Nodes = (size + g - 1) / g
 	}
+	if n := *opt.nodes; n != 0 {
+		g := max(1, q.spec.GPUsPerNode)
+		if n < 0 || n*g < size {
+			return fmt.Errorf("--nodes: %d nodes of %d GPUs cannot hold the job's %d GPUs", n, g, size)
+		}
+		q.spec.Nodes = n
+	}
 	if *opt.freeMap != "" {
 		data, err := os.ReadFile(*opt.freeMap)
 		if err != nil {
@@ -196,6 +205,9 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 				return fmt.Errorf("--free-map: key %q is not a node index", k)
 			}
 			q.req.Free[node] = v
+			if *opt.nodes > 0 && node >= *opt.nodes {
+				return fmt.Errorf("--free-map: node %d is not in the %d-node cluster (--nodes)", node, *opt.nodes)
+			}
 			q.spec.Nodes = max(q.spec.Nodes, node+1)
 		}
 	}
@@ -303,7 +315,7 @@ func (opt *planArgs) request(set map[string]bool, q *planQuery) (*pb.EstimatePla
 	for _, n := range q.req.ExcludeNodes {
 		pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))
 	}
-	if *opt.clusterName == "" {
+	if *opt.clusterName == "" || *opt.nodes > 0 {
 		pr.Cluster.Nodes = int32(q.spec.Nodes)
 	}
 	for node, gs := range q.req.Free {
@@ -346,14 +358,14 @@ func (opt *planArgs) answer(ctx context.Context, pr *pb.EstimatePlanRequest, q *
 			return err
 		}
 		if len(resp.GetPlans()) == 0 {
-			return errNoPlan
+			return noPlan(resp)
 		}
 		return nil
 	}
 	printPlans(stdout, resp, fmt.Sprintf("%s on %s: seq %d, global batch %d, %s; objective %s",
 		q.req.Model.Name, q.clusterLabel, *opt.seq, *opt.gbs, q.req.Training.Precision, q.req.Objective), q.req.TokenBudget)
 	if len(resp.GetPlans()) == 0 {
-		return errNoPlan
+		return noPlan(resp)
 	}
 	return nil
 }
@@ -366,7 +378,7 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"price_per_gpu_hour": "--price", "token_budget": "--tokens", "top_k": "--top", "training.seq_len": "--seq", "training.global_batch": "--gbs",
 	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",
-	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map",
+	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map", "cluster.nodes": "--nodes",
 	"slow_gpu_speed": "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link", "placement_tolerance": "--placement-tolerance"}
 
 // printPlans prints a search's answer for people: the top plans and the Pareto front.
@@ -517,5 +529,15 @@ func planPicture(res planner.Result, title string) picture.Figure {
 	return picture.Stack(append(figs, picture.Breakdown(best, label))...)
 }
 
-// errNoPlan is the failure of a search that found no feasible plan (exit code 1).
+// errNoPlan is the failure of a search that found no feasible plan (exit code 1)
+// when the answer does not say why.
 var errNoPlan = errors.New("no feasible plan: every layout was pruned (see the counts above)")
+
+// noPlan is the failure of a search that found no feasible plan, with the
+// answer's reason.
+func noPlan(resp *pb.EstimatePlanResponse) error {
+	if r := resp.GetNoPlanReason(); r != "" {
+		return errors.New(r)
+	}
+	return errNoPlan
+}

@@ -4398,7 +4398,10 @@ type EstimatePlanResponse struct {
 	// does.
 	EstimatorVersion string `protobuf:"bytes,5,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
 	// The answer came from the response cache.
-	Cached        bool `protobuf:"varint,6,opt,name=cached,proto3" json:"cached,omitempty"`
+	Cached bool `protobuf:"varint,6,opt,name=cached,proto3" json:"cached,omitempty"`
+	// Why the search found no plan (empty when plans is not): the free GPUs that
+	// cannot host the job, memory, divisibility or constraints, with what to change.
+	NoPlanReason  string `protobuf:"bytes,7,opt,name=no_plan_reason,json=noPlanReason,proto3" json:"no_plan_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4473,6 +4476,13 @@ func (x *EstimatePlanResponse) GetCached() bool {
 		return x.Cached
 	}
 	return false
+}
+
+func (x *EstimatePlanResponse) GetNoPlanReason() string {
+	if x != nil {
+		return x.NoPlanReason
+	}
+	return ""
 }
 
 // SimulateCollectiveRequest is one collective on a group of a cluster.
@@ -5997,14 +6007,15 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tdominated\x18\a \x01(\x03R\tdominated\x1a9\n" +
 	"\vPrunedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x90\x02\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xb6\x02\n" +
 	"\x14EstimatePlanResponse\x12'\n" +
 	"\x05plans\x18\x01 \x03(\v2\x11.stepcost.v1.PlanR\x05plans\x12)\n" +
 	"\x06pareto\x18\x02 \x03(\v2\x11.stepcost.v1.PlanR\x06pareto\x12.\n" +
 	"\x05stats\x18\x03 \x01(\v2\x18.stepcost.v1.SearchStatsR\x05stats\x12/\n" +
 	"\x05model\x18\x04 \x01(\v2\x19.stepcost.v1.ArchitectureR\x05model\x12+\n" +
 	"\x11estimator_version\x18\x05 \x01(\tR\x10estimatorVersion\x12\x16\n" +
-	"\x06cached\x18\x06 \x01(\bR\x06cached\"\xd1\x03\n" +
+	"\x06cached\x18\x06 \x01(\bR\x06cached\x12$\n" +
+	"\x0eno_plan_reason\x18\a \x01(\tR\fnoPlanReason\"\xd1\x03\n" +
 	"\x19SimulateCollectiveRequest\x122\n" +
 	"\acluster\x18\x01 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\"\n" +

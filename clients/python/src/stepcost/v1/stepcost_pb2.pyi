@@ -325,20 +325,22 @@ class EstimatePlanRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., training: _Optional[_Union[Training, _Mapping]] = ..., gpus: _Optional[int] = ..., min_gpus: _Optional[int] = ..., max_gpus: _Optional[int] = ..., constraints: _Optional[_Union[Constraints, _Mapping]] = ..., objective: _Optional[_Union[Objective, str]] = ..., price_per_gpu_hour: _Optional[float] = ..., token_budget: _Optional[float] = ..., top_k: _Optional[int] = ..., include_dominated: bool = ..., slow_gpu_speed: _Optional[float] = ..., degraded_nic_speed: _Optional[float] = ..., degraded_link_speed: _Optional[float] = ..., exclude_nodes: _Optional[_Iterable[int]] = ..., placement_tolerance: _Optional[float] = ...) -> None: ...
 
 class EstimatePlanResponse(_message.Message):
-    __slots__ = ["cached", "estimator_version", "model", "pareto", "plans", "stats"]
+    __slots__ = ["cached", "estimator_version", "model", "no_plan_reason", "pareto", "plans", "stats"]
     CACHED_FIELD_NUMBER: _ClassVar[int]
     ESTIMATOR_VERSION_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    NO_PLAN_REASON_FIELD_NUMBER: _ClassVar[int]
     PARETO_FIELD_NUMBER: _ClassVar[int]
     PLANS_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
     cached: bool
     estimator_version: str
     model: Architecture
+    no_plan_reason: str
     pareto: _containers.RepeatedCompositeFieldContainer[Plan]
     plans: _containers.RepeatedCompositeFieldContainer[Plan]
     stats: SearchStats
-    def __init__(self, plans: _Optional[_Iterable[_Union[Plan, _Mapping]]] = ..., pareto: _Optional[_Iterable[_Union[Plan, _Mapping]]] = ..., stats: _Optional[_Union[SearchStats, _Mapping]] = ..., model: _Optional[_Union[Architecture, _Mapping]] = ..., estimator_version: _Optional[str] = ..., cached: bool = ...) -> None: ...
+    def __init__(self, plans: _Optional[_Iterable[_Union[Plan, _Mapping]]] = ..., pareto: _Optional[_Iterable[_Union[Plan, _Mapping]]] = ..., stats: _Optional[_Union[SearchStats, _Mapping]] = ..., model: _Optional[_Union[Architecture, _Mapping]] = ..., estimator_version: _Optional[str] = ..., cached: bool = ..., no_plan_reason: _Optional[str] = ...) -> None: ...
 
 class EstimateStepRequest(_message.Message):
     __slots__ = ["cluster", "degraded_link_speed", "degraded_nic_speed", "layout", "model", "slow_gpu_speed", "training"]

@@ -1,0 +1,45 @@
+package planner_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/planner"
+)
+
+// A search without a plan says why: the free GPUs cannot host the job (excluded
+// nodes on a cluster sized to it), or nothing fits in memory.
+func TestNoPlanSaysWhy(t *testing.T) {
+	e := step.New()
+	for _, tc := range []struct {
+		name string
+		req  planner.Request
+		want []string
+	}{
+		{"excluded nodes", planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32,
+			Training: step.Training{SeqLen: 8192, GlobalBatch: 64}, ExcludeNodes: []int{3, 1}},
+			[]string{"needs 32 GPUs; 16 are free on 2 of the cluster's 4 nodes", "nodes 1, 3 excluded", "cluster.nodes"}},
+		{"memory", planner.Request{Model: mustModel(t, "gpt3-175b"), Cluster: mustCluster(t, "dgx-h100", 1), GPUs: 8,
+			Training: step.Training{SeqLen: 2048, GlobalBatch: 64}},
+			[]string{"do not fit in the GPUs' memory"}},
+	} {
+		res, err := planner.Search(context.Background(), e, tc.req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(res.Top) != 0 {
+			t.Fatalf("%s: %d plans", tc.name, len(res.Top))
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(res.NoPlan, w) {
+				t.Errorf("%s: reason %q does not say %q", tc.name, res.NoPlan, w)
+			}
+		}
+	}
+	res, err := planner.Search(context.Background(), e, llama8bRequest(t))
+	if err != nil || len(res.Top) == 0 || res.NoPlan != "" {
+		t.Errorf("a search with plans: %d plans, reason %q, %v", len(res.Top), res.NoPlan, err)
+	}
+}
