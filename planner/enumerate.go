@@ -198,7 +198,7 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	ls := p.splits[s.split]
 	if st := int(s.pp) * sc.v; sc.v > 1 && req.Model.Layers%st != 0 {
 		if ls = step.PipelineSplit(req.Model.Layers, st); ls == nil {
-			ls = step.EvenSplit(req.Model.Layers, st)
+			ls = step.BalancedSplit(req.Model, req.Training.SeqLen, st)
 		}
 	}
 	return candidate{bound: bound, alts: p.alts, split: ls,
@@ -483,8 +483,8 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			// Counting the loss (and embedding) as layers, as Megatron can, or with
 			// uneven_pp spreading them earlier-stages-first.
 			split = step.PipelineSplit(a.Layers, pp)
-			if split == nil && cs.UnevenPP {
-				split = step.EvenSplit(a.Layers, pp)
+			if split == nil {
+				split = step.BalancedSplit(a, t.SeqLen, pp)
 			}
 			if split == nil {
 				p.divisibility++
@@ -648,11 +648,23 @@ func schedules(pp, m, layers int, cs *Constraints) []sched {
 	for v := 2; v <= layers/pp; v++ {
 		even := layers%pp == 0 && (layers/pp)%v == 0
 		counted := !even && step.PipelineSplit(layers, pp*v) != nil
-		if (even || counted || layers%pp != 0 && cs.UnevenPP && v <= 8) && allowed(cs.VirtualStages, v) {
+		if (even || counted || layers%pp != 0 && v <= maxBalancedChunks(cs)) && allowed(cs.VirtualStages, v) {
 			try(step.Interleaved, v, !even)
 		}
 	}
 	return out
+}
+
+// maxBalancedChunks is the deepest interleaving searched with a cost-balanced split
+// (step.BalancedSplit) on layers the pipeline does not divide: 8 chunks per rank
+// with uneven_pp, none otherwise (a plain pipeline of any depth takes one without
+// it; interleaving them all multiplies DeepSeek-V3's layouts on 2048 GPUs past a
+// million).
+func maxBalancedChunks(cs *Constraints) int {
+	if cs.UnevenPP {
+		return 8
+	}
+	return 1
 }
 
 // Micro-batch classes: the schedules' rules depend on the micro-batches per replica

@@ -103,6 +103,7 @@ func normaliseLayout(r Request, spWithTP bool) Request {
 		l.Recompute = RecomputeNone
 	}
 	accountSplit(l, r.Model.Layers)
+	balanceSplit(l, r.Model, r.Training.SeqLen)
 	if l.TP > 1 && !l.SP && spWithTP {
 		l.SP = true
 	}
@@ -133,6 +134,18 @@ func accountSplit(l *Layout, layers int) {
 	if l.AccountForEmbedding || l.AccountForLoss {
 		l.LayerSplit = AccountedSplit(layers, stages, l.AccountForEmbedding, l.AccountForLoss)
 	}
+}
+
+// balanceSplit gives a layout whose pipeline does not divide the layers, even
+// counting the embedding and loss, the cost-balanced split (BalancedSplit); ZB-V
+// runs even splits only, and a pipeline of more chunks than layers is left for
+// validate to report.
+func balanceSplit(l *Layout, a model.Arch, seq int) {
+	stages := l.PP * l.VirtualStages
+	if len(l.LayerSplit) > 0 || l.PP < 2 || stages < 1 || a.Layers < 1 || a.Layers%stages == 0 || l.Schedule == ZeroBubbleV {
+		return
+	}
+	l.LayerSplit = BalancedSplit(a, seq, stages)
 }
 
 // autoAccount says what a pipeline of stages that does not divide layers counts as
@@ -376,7 +389,7 @@ func validate(r Request) error {
 			}
 		}
 	} else if a.Layers%stages != 0 {
-		c.Add("layout.pp", "pp × virtual stages (%d) must divide the %d layers (or the layers + 1 or + 2 with account_for_loss / account_for_embedding), or give layout.layer_split", stages, a.Layers)
+		c.Add("layout.pp", "pp × virtual stages (%d) must be at most the %d layers (a stage holds at least one; the split is cost-balanced when it does not divide them), or give layout.layer_split", stages, a.Layers)
 	}
 	if e := l.ETP; e != 0 && e != l.TP {
 		switch {
