@@ -150,7 +150,9 @@ func TestValidationNamesFieldAndRule(t *testing.T) {
 		edit  func(*step.Request)
 	}{
 		{"layout.tp", func(r *step.Request) { r.Layout.TP, r.Layout.DP = 7, 16 }},
-		{"layout.pp", func(r *step.Request) { r.Model.Layers, r.Layout.PP, r.Layout.VirtualStages, r.Layout.Schedule = 4, 5, 1, step.OneFOneB }},
+		{"layout.pp", func(r *step.Request) {
+			r.Model.Layers, r.Layout.PP, r.Layout.VirtualStages, r.Layout.Schedule = 4, 5, 1, step.OneFOneB
+		}},
 		{"layout.layer_split", func(r *step.Request) {
 			r.Layout.PP, r.Layout.VirtualStages, r.Layout.Schedule, r.Layout.LayerSplit = 2, 1, step.OneFOneB, []int{40, 40}
 		}},
