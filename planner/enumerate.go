@@ -117,6 +117,7 @@ type shapeInfo struct {
 	rc      uint8
 	sp      bool
 	etp1    bool // experts whole on each TP rank (step.Layout.ETP 1)
+	otp     bool // TP comm-GEMM overlap (step.Layout.OverlapTP)
 	exposed bool // perMB and zero3 count step.Exposure
 }
 
@@ -141,7 +142,7 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
 // baseLayout is the layout the shape's bounds are computed for: 1F1B, no ZeRO.
 func (s *shape) baseLayout(p *part) step.Layout {
 	return step.Layout{TP: int(s.tp), PP: int(s.pp), DP: int(s.dp), CP: int(s.cp), EP: int(s.ep), MicroBatch: int(s.mbs),
-		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: p.splits[s.split], ETP: etpOf(s.etp1)}
+		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: p.splits[s.split], ETP: etpOf(s.etp1), OverlapTP: s.otp}
 }
 
 // bestBound is the lowest bound of the shape's layouts whose memory lower bound
@@ -203,7 +204,7 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	}
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
-		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1}
+		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp}
 }
 
 // statesFit tells whether the model states of params parameters per GPU under a
@@ -555,61 +556,72 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 						if a.MoE != nil && tp > 1 && seqPar {
 							etps = append(etps, 1)
 						}
+						// With TP and SP, TP communication overlapping the GEMMs too
+						// (Megatron-LM's --tp-comm-overlap, torch async TP).
+						otps := overlapsTP[:1]
+						if tp > 1 && seqPar {
+							otps = overlapsTP[:]
+						}
 						for _, etp := range etps {
-							// One compute bound per shape; schedules and ZeRO stages only
-							// change the pipeline factor and the state sharding.
-							r.Layout = step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
-								Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp}
-							// On several placements, the lowest of their bounds bounds them all.
-							s := p.slot()
-							var ok bool
-							r.Ranks = p.alts[0].ranks
-							s.bounds, ok = e.LowerBoundsCached(r, layers)
-							for _, al := range p.alts[1:] {
-								if !ok {
-									break
+							for _, otp := range otps {
+								if !allowed(cs.OverlapTP, otp) {
+									continue
 								}
-								var b2 step.Bounds
-								r.Ranks = al.ranks
-								if b2, ok = e.LowerBoundsCached(r, layers); ok {
-									s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
-								}
-							}
-							if !ok {
-								p.invalid += len(scheds) * len(sp.zeros)
-								continue
-							}
-							b := &s.bounds
-							s.shapeInfo = shapeInfo{perMB: b.PerMicroBatch, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
-								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
-								scheds: schedsIdx, tables: tablesIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
-							// The layouts that fit are those of the ZeRO stages whose states
-							// fit, under every schedule; the deepest interleaving has the
-							// smallest bubble and so the best bound (bounds grow with the step
-							// time under every objective).
-							stages, fits := 0, 0
-							for _, zero := range sp.zeros {
-								if s.searched(zero) {
-									stages++
-									if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
-										s.fits |= 1 << zero
-										fits++
+								// One compute bound per shape; schedules and ZeRO stages only
+								// change the pipeline factor and the state sharding.
+								r.Layout = step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
+									Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp, OverlapTP: otp}
+								// On several placements, the lowest of their bounds bounds them all.
+								s := p.slot()
+								var ok bool
+								r.Ranks = p.alts[0].ranks
+								s.bounds, ok = e.LowerBoundsCached(r, layers)
+								for _, al := range p.alts[1:] {
+									if !ok {
+										break
+									}
+									var b2 step.Bounds
+									r.Ranks = al.ranks
+									if b2, ok = e.LowerBoundsCached(r, layers); ok {
+										s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
 									}
 								}
-							}
-							size := stages * len(scheds)
-							ordinal += size
-							p.enumerated += size
-							if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
-								p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
-								return
-							}
-							fits *= len(scheds)
-							p.memoryBound += size - fits
-							if fits > 0 {
-								s.best = s.bestBound(req, p)
-								p.kept += fits
-								p.add()
+								if !ok {
+									p.invalid += len(scheds) * len(sp.zeros)
+									continue
+								}
+								b := &s.bounds
+								s.shapeInfo = shapeInfo{perMB: b.PerMicroBatch, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
+									pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
+									scheds: schedsIdx, tables: tablesIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1, otp: otp}
+								// The layouts that fit are those of the ZeRO stages whose states
+								// fit, under every schedule; the deepest interleaving has the
+								// smallest bubble and so the best bound (bounds grow with the step
+								// time under every objective).
+								stages, fits := 0, 0
+								for _, zero := range sp.zeros {
+									if s.searched(zero) {
+										stages++
+										if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
+											s.fits |= 1 << zero
+											fits++
+										}
+									}
+								}
+								size := stages * len(scheds)
+								ordinal += size
+								p.enumerated += size
+								if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
+									p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
+									return
+								}
+								fits *= len(scheds)
+								p.memoryBound += size - fits
+								if fits > 0 {
+									s.best = s.bestBound(req, p)
+									p.kept += fits
+									p.add()
+								}
 							}
 						}
 					}
@@ -618,6 +630,9 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 		}
 	}
 }
+
+// overlapsTP are the TP overlap settings a shape with TP and SP tries, off first.
+var overlapsTP = [2]bool{false, true}
 
 type sched struct {
 	s step.Schedule

@@ -43,3 +43,31 @@ func TestNoPlanSaysWhy(t *testing.T) {
 		t.Errorf("a search with plans: %d plans, reason %q, %v", len(res.Top), res.NoPlan, err)
 	}
 }
+
+// TP comm-GEMM overlap is searched by default and can be pinned: GPT-3 175B on 1024
+// H100 has it in its best plans, and constraints that say off leave it out.
+func TestTPOverlapSearched(t *testing.T) {
+	e := step.New()
+	req := planner.Request{Model: mustModel(t, "gpt3-175b"), Cluster: mustCluster(t, "dgx-h100", 128), GPUs: 1024,
+		Training: step.Training{SeqLen: 2048, GlobalBatch: 1536}, TopK: 5}
+	res, err := planner.Search(context.Background(), e, req)
+	if err != nil || len(res.Top) == 0 {
+		t.Fatal(err)
+	}
+	if !res.Top[0].Layout.OverlapTP {
+		t.Errorf("best plan %+v without TP overlap", res.Top[0].Layout)
+	}
+	req.Constraints.OverlapTP = []bool{false}
+	off, err := planner.Search(context.Background(), e, req)
+	if err != nil || len(off.Top) == 0 {
+		t.Fatal(err)
+	}
+	for _, p := range off.Top {
+		if p.Layout.OverlapTP {
+			t.Errorf("overlap pinned off, plan %+v", p.Layout)
+		}
+	}
+	if !(res.Top[0].Score < off.Top[0].Score) {
+		t.Errorf("best with overlap %.3f s, without %.3f s", res.Top[0].Score, off.Top[0].Score)
+	}
+}

@@ -39,6 +39,9 @@ type Constraints struct {
 	Recompute     []step.Recompute `json:"recompute,omitempty"`
 	SP            []bool           `json:"sp,omitempty"`
 	Schedules     []step.Schedule  `json:"schedules,omitempty"`
+	// OverlapTP lists whether TP communication overlaps the GEMMs (step.Layout's
+	// OverlapTP, with TP and SP only); empty: both searched.
+	OverlapTP []bool `json:"overlap_tp,omitempty"`
 	// TPAcrossNodes allows TP groups larger than a node.
 	TPAcrossNodes bool `json:"tp_across_nodes,omitempty"`
 	// UnevenPP allows pipeline splits that do not divide the layers evenly.
@@ -63,6 +66,7 @@ func (c Constraints) Canonical() Constraints {
 	c.Recompute = orderedSet(c.Recompute, []step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeOps, step.RecomputeFull})
 	c.Schedules = orderedSet(c.Schedules, []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.ZeroBubbleV, step.DualPipe})
 	c.SP = orderedSet(c.SP, []bool{false, true})
+	c.OverlapTP = orderedSet(c.OverlapTP, []bool{false, true})
 	return c
 }
 

@@ -542,6 +542,9 @@ func (p *pricing) tensorParallel() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
+		if l.OverlapTP {
+			return p.tpOverlapped(ag, rs, nFwd), nil
+		}
 		// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
 		per = (ag + rs) * (nFwd + 2)
 	} else {
@@ -557,14 +560,45 @@ func (p *pricing) tensorParallel() (float64, error) {
 		// own tokens to whole experts.
 		tpPerMB *= (nDense + nMoE/2) / (nDense + nMoE)
 	}
-	if l.OverlapTP {
-		// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM time.
-		hid := math.Min(tpPerMB, 0.9*(p.fwd+p.bwd))
-		p.res.Breakdown.Hidden[CommTP] = hid * mf
-		p.hiddenPerMB += hid
-		tpPerMB -= hid
-	}
 	return tpPerMB, nil
+}
+
+// tpOverlapped is the exposed time of one micro-batch's TP collectives under
+// comm-GEMM overlap (Megatron-LM/NeMo --tp-comm-overlap with Transformer Engine's
+// userbuffers, torch async TP): each all-gather feeds, and each reduce-scatter
+// follows, one GEMM split into tp chunks along the tokens, and the ring exchange
+// moves one chunk while the GEMM computes on another. Of t chunks the first (its
+// own) is computed before anything arrives and the collective's t − 1 steps run
+// under the other t − 1 chunks' GEMMs, so a collective of time C beside a GEMM of
+// time G exposes max(0, C − (t−1)/t·G): all of it when the GEMM is short, none only
+// when it is longer than the collective by a chunk. The backward pass mirrors the
+// forward with the dgrad GEMMs (as long as the forward ones); the recomputed forward
+// repeats it. What is hidden still takes SMs (the contention below).
+func (p *pricing) tpOverlapped(ag, rs, nFwd float64) float64 {
+	l := &p.req.Layout
+	f := (p.tf - 1) / p.tf
+	layer := func(g [4]float64, mlp bool) (exposed, total float64) {
+		e := math.Max(0, ag-f*g[0]) + math.Max(0, rs-f*g[1])
+		c := ag + rs
+		if mlp {
+			e += math.Max(0, ag-f*g[2]) + math.Max(0, rs-f*g[3])
+			c += ag + rs
+		}
+		// Forward, the recomputed forward collectives (nFwd − 2 of the 2), backward.
+		k := nFwd/2 + 1
+		return e * k, c * k
+	}
+	nDense, nMoE := p.parts.nDense, p.parts.nMoE
+	exposed, total := layer(p.parts.lc.tpGEMM, true)
+	exposed, total = exposed*nDense, total*nDense
+	if nMoE > 0 {
+		e, c := layer(p.parts.lcMoE.tpGEMM, l.etp() != 1) // etp 1: no TP collectives around whole experts
+		exposed, total = exposed+e*nMoE, total+c*nMoE
+	}
+	hid := total - exposed
+	p.res.Breakdown.Hidden[CommTP] = hid * p.mf
+	p.hiddenPerMB += hid
+	return exposed
 }
 
 // contextParallel is the exposed time of one micro-batch's CP communication: the

@@ -19,6 +19,11 @@ type layerTimes struct {
 	opsFwd float64
 	// weightCast is one fp8 cast of the layer's matmul weights (fp8 only).
 	weightCast float64
+	// tpGEMM are the forward GEMM times next to the layer's four TP collectives
+	// with sequence parallelism: the attention's input projections (after the
+	// all-gather), its output projection (before the reduce-scatter), the MLP's up
+	// (and gate) and its down projection — what comm-GEMM overlap hides them under.
+	tpGEMM [4]float64
 	// FLOPs of the forward, and of what selective and op-level recomputation run
 	// again (attention counted in full, as model FLOPs count it).
 	fwdFLOPs, attnFLOPs, opsFLOPs float64
@@ -43,9 +48,12 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 	var fwd, bwd float64
 	var lt layerTimes
+	pair := 0 // the TP collective the next GEMMs sit next to (layerTimes.tpGEMM)
 	add := func(g gemm) {
 		lt.fwdFLOPs += g.flops()
-		fwd += k.gemmTime(g, r)
+		gt := k.gemmTime(g, r)
+		fwd += gt
+		lt.tpGEMM[pair] += gt
 		wgrad := k.gemmTime(gemm{g.k, g.n, g.m, g.count, g.grouped}, r) // dB = Aᵀ·dC
 		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count, g.grouped}, r) + wgrad
 		lt.bwdW += wgrad
@@ -65,7 +73,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	} else {
 		add(gemm{tokens, h * (qw + kvw) / t, h, 1, false}) // QKV, column parallel
 	}
+	pair = 1
 	add(gemm{tokens, h, h * vw / t, 1, false}) // output projection, row parallel
+	pair = 2
 	// Op-level checkpointing (torchtitan's policy saves every matmul output but those
 	// of even count in the layer) recomputes the 2nd, 4th and 6th matmul as the layer
 	// runs them one by one — Q, K, V, output, then the MLP's gate, up, down (or up,
@@ -101,19 +111,24 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		et := float64(l.etp())
 		mE := perExpert * et / t
 		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
+		pair = 3
 		add(gemm{mE, h, ef / et, local, grouped})
+		pair = 2
 		recompute(gemm{mE, ef / et, h, local, grouped})        // up (gated) or down: the same work
 		add(gemm{tokens, float64(a.MoE.Experts), h, 1, false}) // router
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
 		if sh := float64(a.MoE.SharedExperts); sh > 0 {
 			// Shared experts: every token, one dense MLP of sh·ExpertFFN.
 			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
+			pair = 3
 			add(gemm{tokens, h, sh * ef / t, 1, false})
+			pair = 2
 			recompute(gemm{tokens, sh * ef / t, h, 1, false})
 			act += mlpMats * sh * ef / t
 		}
 	} else {
 		add(gemm{tokens, (mlpMats - 1) * f / t, h, 1, false})
+		pair = 3
 		add(gemm{tokens, h, f / t, 1, false})
 		if a.GatedMLP {
 			recompute(gemm{tokens, f / t, h, 1, false})

@@ -426,6 +426,7 @@ func validate(r Request) error {
 		m = t.GlobalBatch / (l.DP * l.MicroBatch)
 	}
 	validateSchedule(&c, l, m, a.Layers)
+	validateOverlapTP(&c, l)
 	if r.Ranks != nil {
 		n := l.TP * l.PP * l.DP * l.CP
 		if r.Ranks.cluster != r.Cluster.Base() {
@@ -447,6 +448,16 @@ func validate(r Request) error {
 		c.Join(err)
 	}
 	return c.Err()
+}
+
+// validateOverlapTP checks TP comm-GEMM overlap's framework rule: Megatron-LM's
+// arguments assert sequence parallelism with --tp-comm-overlap (the overlap splits
+// the all-gather and reduce-scatter of sequence parallelism), as torch's async TP
+// works on sequence-parallel all-gathers and reduce-scatters.
+func validateOverlapTP(c *invalid.Collector, l Layout) {
+	if l.OverlapTP && l.TP > 1 && !l.SP {
+		c.Add("layout.overlap_tp", "TP communication overlap needs sequence parallelism (sp), as Megatron-LM's --tp-comm-overlap and torch async TP do")
+	}
 }
 
 // prefix re-roots field errors under p.

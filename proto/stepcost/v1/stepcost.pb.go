@@ -3689,7 +3689,10 @@ type Constraints struct {
 	MaxMicroBatch int32 `protobuf:"varint,14,opt,name=max_micro_batch,json=maxMicroBatch,proto3" json:"max_micro_batch,omitempty"`
 	// Search layouts that offload: "optimizer" (ZeRO 1-3) or "params" (ZeRO-3), as
 	// Layout.offload; unset or "none": no offload.
-	Offload       string `protobuf:"bytes,15,opt,name=offload,proto3" json:"offload,omitempty"`
+	Offload string `protobuf:"bytes,15,opt,name=offload,proto3" json:"offload,omitempty"`
+	// Whether TP communication overlaps the GEMMs (Layout.overlap_tp, with TP and
+	// SP only); empty: both are searched.
+	OverlapTp     []bool `protobuf:"varint,16,rep,packed,name=overlap_tp,json=overlapTp,proto3" json:"overlap_tp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3827,6 +3830,13 @@ func (x *Constraints) GetOffload() string {
 		return x.Offload
 	}
 	return ""
+}
+
+func (x *Constraints) GetOverlapTp() []bool {
+	if x != nil {
+		return x.OverlapTp
+	}
+	return nil
 }
 
 // EstimatePlanRequest is a job to plan: every layout (and job size) is searched on
@@ -5936,7 +5946,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tdominated\x18\a \x01(\bR\tdominated\"w\n" +
 	"\x13RankConfigsResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.stepcost.v1.RankedConfigR\aresults\x12+\n" +
-	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xd3\x03\n" +
+	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xf2\x03\n" +
 	"\vConstraints\x12\x0e\n" +
 	"\x02tp\x18\x01 \x03(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x03(\x05R\x02pp\x12\x0e\n" +
@@ -5954,7 +5964,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tuneven_pp\x18\f \x01(\bR\bunevenPp\x12&\n" +
 	"\x0fmin_headroom_gb\x18\r \x01(\x01R\rminHeadroomGb\x12&\n" +
 	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\x12\x18\n" +
-	"\aoffload\x18\x0f \x01(\tR\aoffload\"\xd2\x05\n" +
+	"\aoffload\x18\x0f \x01(\tR\aoffload\x12\x1d\n" +
+	"\n" +
+	"overlap_tp\x18\x10 \x03(\bR\toverlapTp\"\xd2\x05\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +

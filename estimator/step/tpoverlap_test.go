@@ -1,0 +1,50 @@
+package step_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+// TP comm-GEMM overlap hides what the chunked GEMMs leave room for, not all of it:
+// on GPT-3 175B with TP 8 the exposed TP time falls, hidden plus exposed is the
+// communication the layout without overlap exposes, and the share hidden grows with
+// the micro-batch (longer GEMMs against the same per-token collectives: a chunked
+// GEMM hides a collective only when it outlasts it). Without SP the frameworks do
+// not run it, and estimate says so.
+func TestTPOverlapIsPartial(t *testing.T) {
+	e := step.New()
+	hidden := map[int]float64{}
+	for _, mbs := range []int{1, 4} {
+		r := gpt3Request(t)
+		r.Layout.MicroBatch = mbs
+		plain, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Layout.OverlapTP = true
+		over, err := e.Estimate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, exp, hid := plain.Breakdown.Exposed[step.CommTP], over.Breakdown.Exposed[step.CommTP], over.Breakdown.Hidden[step.CommTP]
+		t.Logf("mbs %d: TP %.3f s without overlap; with it %.3f s exposed, %.3f s hidden; step %.3f → %.3f s", mbs, tp, exp, hid, plain.StepTime, over.StepTime)
+		if !(exp > 0 && exp < tp) || math.Abs(exp+hid-tp) > 1e-9*tp {
+			t.Errorf("mbs %d: exposed %.4f + hidden %.4f against %.4f without overlap", mbs, exp, hid, tp)
+		}
+		hidden[mbs] = hid / tp
+	}
+	if !(hidden[4] > hidden[1]) {
+		t.Errorf("share hidden: mbs 1 %.3f, mbs 4 %.3f", hidden[1], hidden[4])
+	}
+	r := gpt3Request(t)
+	r.Layout.SP, r.Layout.OverlapTP = false, true
+	_, err := e.Estimate(r)
+	var fe *invalid.Error
+	if !errors.As(err, &fe) || fe.Field != "layout.overlap_tp" {
+		t.Errorf("overlap without SP: %v", err)
+	}
+}
