@@ -224,7 +224,7 @@ func (s *shape) statesFit(req *Request, sp *space, params, reserveGB float64, ze
 // bound is the objective's lower bound for the shape run with v virtual stages,
 // plus extra seconds.
 func (s *shape) bound(req *Request, v int, extra float64) float64 {
-	stepLB := (float64(s.m)+float64(s.pp-1)/float64(v))*s.perMB + extra
+	stepLB := (float64(s.m)+float64(s.pp-1)/float64(v))*s.perMB + float64(s.m)*s.bounds.Contention + extra
 	return boundScore(req, int(s.n), stepLB)
 }
 
@@ -243,15 +243,16 @@ func (s *shape) zeroBound(zero int) float64 {
 // counts only the compute (no bubble, no ZeRO-3 exposure, which is priced on the
 // shape's compute).
 func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float64 {
+	cont := float64(s.m) * s.bounds.Contention
 	if sc.s == step.ZeroBubbleV && req.Model.MoE != nil {
-		return boundScore(req, int(s.n), float64(s.m)*s.perMB)
+		return boundScore(req, int(s.n), float64(s.m)*s.perMB+cont)
 	}
 	if i := zbIndex(sc.s); i >= 0 {
 		if t := p.tables[s.tables][i]; t != nil {
-			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB, t.LowerBound(s.bounds, s.perMB))+extra)
+			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB, t.LowerBound(s.bounds, s.perMB))+cont+extra)
 		}
 		fill, _ := step.PipelineFillBound(sc.s, int(s.pp), s.bounds.Forward) // a table too large to bound with
-		return boundScore(req, int(s.n), float64(s.m)*s.perMB+fill+extra)
+		return boundScore(req, int(s.n), float64(s.m)*s.perMB+fill+cont+extra)
 	}
 	return s.bound(req, sc.v, extra)
 }
@@ -441,6 +442,22 @@ func (p *part) add() { p.count++ }
 type workerCache struct {
 	layers step.BoundsCache
 	scheds map[schedKey]schedLists
+	// splits are the cost-balanced splits by pipeline depth (read only once made).
+	splits map[int][]int
+}
+
+// balancedSplit is step.BalancedSplit of the request's model over pp stages, made
+// once per goroutine.
+func (w *workerCache) balancedSplit(req *Request, pp int) []int {
+	if s, ok := w.splits[pp]; ok {
+		return s
+	}
+	s := step.BalancedSplit(req.Model, req.Training.SeqLen, pp)
+	if w.splits == nil {
+		w.splits = map[int][]int{}
+	}
+	w.splits[pp] = s
+	return s
 }
 
 type schedKey struct{ pp, m int }
@@ -485,7 +502,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			// uneven_pp spreading them earlier-stages-first.
 			split = step.PipelineSplit(a.Layers, pp)
 			if split == nil {
-				split = step.BalancedSplit(a, t.SeqLen, pp)
+				split = wc.balancedSplit(req, pp)
 			}
 			if split == nil {
 				p.divisibility++
@@ -556,11 +573,18 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 						if a.MoE != nil && tp > 1 && seqPar {
 							etps = append(etps, 1)
 						}
-						// With TP and SP, TP communication overlapping the GEMMs too
-						// (Megatron-LM's --tp-comm-overlap, torch async TP).
+						// With TP and SP, TP communication overlapping the GEMMs
+						// (Megatron-LM's --tp-comm-overlap, torch async TP). Unless the
+						// constraints list it, only on: the same layout without it holds
+						// the same memory and is never faster (what the GEMMs hide,
+						// max(0, C − (t−1)/t·G) left of each collective C, costs only its
+						// SMs' share of the compute under it), so it would be dominated.
 						otps := overlapsTP[:1]
 						if tp > 1 && seqPar {
-							otps = overlapsTP[:]
+							otps = overlapsTP[1:]
+							if len(cs.OverlapTP) > 0 {
+								otps = overlapsTP[:]
+							}
 						}
 						for _, etp := range etps {
 							for _, otp := range otps {
@@ -584,6 +608,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 									r.Ranks = al.ranks
 									if b2, ok = e.LowerBoundsCached(r, layers); ok {
 										s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
+										s.bounds.Contention = min(s.bounds.Contention, b2.Contention)
 									}
 								}
 								if !ok {

@@ -35,6 +35,10 @@ type Bounds struct {
 	// as the estimate computes them: the zero-bubble schedules' bubbles are bounded
 	// by the forwards that fill the pipeline (PipelineFillBound).
 	Forward, Backward, WeightGrad, Recompute float64
+	// Contention is a lower bound of what one micro-batch's hidden communication
+	// adds by slowing the compute (TP overlap's), in every micro-batch but not in
+	// the bubble: StepTime counts it M times.
+	Contention float64
 }
 
 // PipelineFillBound is a lower bound of the bubble of the schedules that split the
@@ -80,6 +84,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	sLocal := float64(t.SeqLen) / float64(l.CP)
 	cp := e.computeCached(req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen), c)
 	perMB := cp.fwd + cp.bwd + cp.rc
+	var contention float64
 	if l.TP > 1 && !l.OverlapTP {
 		// TP communication is on the critical path of every micro-batch; its
 		// groups are few and cached, so pricing it here is cheap and tightens the
@@ -93,8 +98,21 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			tp *= (cp.nDense + cp.nMoE/2) / (cp.nDense + cp.nMoE)
 		}
 		perMB += tp
+	} else if l.TP > 1 && l.SP {
+		// Overlapped: what the GEMMs cannot cover (tpOverlapped), bounded per
+		// layer half by one all-gather and reduce-scatter pair against both GEMMs
+		// (max(0, a) + max(0, b) ≥ max(0, a + b)).
+		us, agUs, err := c.tpCalls(e, req, float64(l.MicroBatch)*sLocal)
+		if err != nil {
+			return Bounds{}, false
+		}
+		exposed, hidden := tpOverlap(l, &cp, agUs*1e-6, (us-agUs)*1e-6)
+		perMB += exposed
+		// The hidden part slows the compute it runs under (pricing.assemble), in
+		// every micro-batch but not in the bubble.
+		contention = hidden * 16 / math.Max(1, r.sms)
 	}
-	stepLB := (m + float64(l.PP-1)/float64(max(1, l.VirtualStages))) * perMB
+	stepLB := (m+float64(l.PP-1)/float64(max(1, l.VirtualStages)))*perMB + m*contention
 	p := c.modelParams(a)
 	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
 	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
@@ -129,11 +147,35 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		PerMicroBatch: perMB,
 		Params:        params,
 		ReserveGB:     reserve,
+		Contention:    contention,
 		Forward:       cp.fwd,
 		Backward:      cp.bwd,
 		WeightGrad:    cp.bwdW,
 		Recompute:     cp.rc,
 	}, true
+}
+
+// tpOverlap is what TP comm-GEMM overlap leaves exposed of one micro-batch
+// through the stage and what it hides, for an all-gather of time ag and a
+// reduce-scatter of time rs (the estimate's pricing.tpOverlapped).
+func tpOverlap(l Layout, cp *computeParts, ag, rs float64) (exposed, hidden float64) {
+	f := (float64(l.TP) - 1) / float64(l.TP)
+	k := (4 + l.tpRepeats(cp.stageLayers)) / 2 // forward, recomputed forward, backward
+	layer := func(g [4]float64, mlp bool) (e, c float64) {
+		e, c = math.Max(0, ag-f*g[0])+math.Max(0, rs-f*g[1]), ag+rs
+		if mlp {
+			e += math.Max(0, ag-f*g[2]) + math.Max(0, rs-f*g[3])
+			c += ag + rs
+		}
+		return e * k, c * k
+	}
+	exposed, total := layer(cp.lc.tpGEMM, true)
+	exposed, total = exposed*cp.nDense, total*cp.nDense
+	if cp.nMoE > 0 {
+		e, c := layer(cp.lcMoE.tpGEMM, l.etp() != 1) // etp 1: no TP collectives around whole experts
+		exposed, total = exposed+e*cp.nMoE, total+c*cp.nMoE
+	}
+	return exposed, total - exposed
 }
 
 // tpCommPerMB is the TP communication of the slowest stage for one micro-batch, as
@@ -155,49 +197,55 @@ func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64, c *BoundsCa
 // consecutive blocks of the ranks: they and their price depend only on the ranks,
 // the job's size, TP, SP and the tokens.
 func (c *BoundsCache) tpCall(e *Estimator, req Request, tokens float64) (float64, error) {
+	us, _, err := c.tpCalls(e, req, tokens)
+	return us, err
+}
+
+// tpCalls is tpCall and, with sequence parallelism, the all-gather's part of it.
+func (c *BoundsCache) tpCalls(e *Estimator, req Request, tokens float64) (float64, float64, error) {
 	l := req.Layout
 	g, err := newGrid(l)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var k tpKey
 	keep := c != nil && (l.RankOrder == "" || l.RankOrder == DefaultRankOrder)
 	if keep {
 		k = tpKey{ranks: req.Ranks, n: g.n, tp: l.TP, sp: l.SP, tokens: tokens}
-		if us, ok := c.tp[k]; ok {
-			return us, nil
+		if v, ok := c.tp[k]; ok {
+			return v[0], v[1], nil
 		}
 	}
 	p, err := e.placement(req.Cluster, req.Ranks, g, CommTP)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	act := tokens * float64(req.Model.Hidden) * 2
-	var us float64
+	var us, agUs float64
 	if l.SP {
 		ag, err := e.collCost(p, collective.AllGather, act)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		rs, err := e.collCost(p, collective.ReduceScatter, act)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		us = ag.TimeUs + rs.TimeUs
+		us, agUs = ag.TimeUs+rs.TimeUs, ag.TimeUs
 	} else {
 		ar, err := e.collCost(p, collective.AllReduce, act)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		us = ar.TimeUs
 	}
 	if keep {
 		if c.tp == nil {
-			c.tp = map[tpKey]float64{}
+			c.tp = map[tpKey][2]float64{}
 		}
-		c.tp[k] = us
+		c.tp[k] = [2]float64{us, agUs}
 	}
-	return us, nil
+	return us, agUs, nil
 }
 
 // tpKey is what tpCall's price depends on under the default rank order.

@@ -543,7 +543,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 			return 0, err
 		}
 		if l.OverlapTP {
-			return p.tpOverlapped(ag, rs, nFwd), nil
+			return p.tpOverlapped(ag, rs), nil
 		}
 		// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
 		per = (ag + rs) * (nFwd + 2)
@@ -573,29 +573,9 @@ func (p *pricing) tensorParallel() (float64, error) {
 // time G exposes max(0, C − (t−1)/t·G): all of it when the GEMM is short, none only
 // when it is longer than the collective by a chunk. The backward pass mirrors the
 // forward with the dgrad GEMMs (as long as the forward ones); the recomputed forward
-// repeats it. What is hidden still takes SMs (the contention below).
-func (p *pricing) tpOverlapped(ag, rs, nFwd float64) float64 {
-	l := &p.req.Layout
-	f := (p.tf - 1) / p.tf
-	layer := func(g [4]float64, mlp bool) (exposed, total float64) {
-		e := math.Max(0, ag-f*g[0]) + math.Max(0, rs-f*g[1])
-		c := ag + rs
-		if mlp {
-			e += math.Max(0, ag-f*g[2]) + math.Max(0, rs-f*g[3])
-			c += ag + rs
-		}
-		// Forward, the recomputed forward collectives (nFwd − 2 of the 2), backward.
-		k := nFwd/2 + 1
-		return e * k, c * k
-	}
-	nDense, nMoE := p.parts.nDense, p.parts.nMoE
-	exposed, total := layer(p.parts.lc.tpGEMM, true)
-	exposed, total = exposed*nDense, total*nDense
-	if nMoE > 0 {
-		e, c := layer(p.parts.lcMoE.tpGEMM, l.etp() != 1) // etp 1: no TP collectives around whole experts
-		exposed, total = exposed+e*nMoE, total+c*nMoE
-	}
-	hid := total - exposed
+// repeats it (tpOverlap). What is hidden still takes SMs (the contention).
+func (p *pricing) tpOverlapped(ag, rs float64) float64 {
+	exposed, hid := tpOverlap(p.req.Layout, &p.parts, ag, rs)
 	p.res.Breakdown.Hidden[CommTP] = hid * p.mf
 	p.hiddenPerMB += hid
 	return exposed

@@ -48,3 +48,31 @@ func TestTPOverlapIsPartial(t *testing.T) {
 		t.Errorf("overlap without SP: %v", err)
 	}
 }
+
+// The search's lower bound of an overlapped layout stays under its estimate
+// (dense and MoE, with and without expert TP, recomputation).
+func TestTPOverlapBoundHolds(t *testing.T) {
+	e := step.New()
+	for _, tc := range []struct {
+		model string
+		l     step.Layout
+	}{
+		{"gpt3-175b", step.Layout{TP: 8, PP: 8, DP: 16, MicroBatch: 1, SP: true, ZeRO: 1, Recompute: step.RecomputeSelective}},
+		{"gpt3-175b", step.Layout{TP: 4, PP: 8, DP: 32, MicroBatch: 2, SP: true, ZeRO: 1, Recompute: step.RecomputeFull}},
+		{"gpt3-175b", step.Layout{TP: 2, PP: 16, DP: 32, MicroBatch: 4, SP: true, ZeRO: 2}},
+		{"mixtral-8x7b", step.Layout{TP: 4, PP: 4, DP: 64, EP: 8, MicroBatch: 1, SP: true, ZeRO: 1}},
+		{"mixtral-8x7b", step.Layout{TP: 4, PP: 4, DP: 64, EP: 8, MicroBatch: 1, SP: true, ZeRO: 1, ETP: 1}},
+	} {
+		tc.l.OverlapTP = true
+		req := step.Request{Model: arch(t, tc.model), Cluster: cluster(t, "dgx-h100", 128),
+			Training: step.Training{SeqLen: 2048, GlobalBatch: 1024}, Layout: tc.l}
+		res, err := e.Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, ok := e.LowerBounds(req)
+		if !ok || b.StepTime > res.StepTime {
+			t.Errorf("%s %+v: bound %.4f s, estimate %.4f s", tc.model, tc.l, b.StepTime, res.StepTime)
+		}
+	}
+}
