@@ -197,6 +197,9 @@ func LayoutLabel(l step.Layout) string {
 	if l.OverlapTP && l.TP > 1 {
 		b.WriteString(" tp-overlap")
 	}
+	if l.OverlapEP && l.EP > 1 {
+		b.WriteString(" ep-overlap")
+	}
 	if l.PP > 1 {
 		fmt.Fprintf(&b, " %s", l.Schedule)
 		if l.VirtualStages > 1 && l.Schedule == step.Interleaved {

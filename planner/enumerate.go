@@ -204,7 +204,18 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	}
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
-		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp}
+		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp,
+		oep: overlapEP(req, s, sc.s)}
+}
+
+// overlapEP says the layout overlaps its expert-parallel all-to-alls: wherever the
+// framework runs it (step's validateOverlapEP rules) unless the constraints say
+// off. The all-to-alls are not in the shape's bound, so the bound holds either way.
+func overlapEP(req *Request, s *shape, sched step.Schedule) bool {
+	if req.Model.MoE == nil || s.ep < 2 || !allowed(req.Constraints.OverlapEP, true) || sched == step.DualPipe {
+		return false
+	}
+	return (s.pp == 1 || sched == step.Interleaved) && recomputeCodes[s.rc] != step.RecomputeFull
 }
 
 // statesFit tells whether the model states of params parameters per GPU under a

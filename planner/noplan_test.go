@@ -71,3 +71,40 @@ func TestTPOverlapSearched(t *testing.T) {
 		t.Errorf("best with overlap %.3f s, without %.3f s", res.Top[0].Score, off.Top[0].Score)
 	}
 }
+
+// MoE plans overlap their expert-parallel all-to-alls wherever Megatron-Core runs
+// it (ep > 1; no pipeline or interleaved; no full recomputation) and nowhere else;
+// constraints can switch it off.
+func TestEPOverlapWhereFrameworksRunIt(t *testing.T) {
+	e := step.New()
+	req := planner.Request{Model: mustModel(t, "qwen3-30b-a3b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 512}, TopK: 20, IncludeDominated: true}
+	res, err := planner.Search(context.Background(), e, req)
+	if err != nil || len(res.Top) == 0 {
+		t.Fatal(err)
+	}
+	on := 0
+	for _, p := range append(res.Top, res.Pareto...) {
+		l := p.Layout
+		can := l.EP > 1 && (l.PP == 1 || l.Schedule == step.Interleaved) && l.Recompute != step.RecomputeFull && l.Schedule != step.DualPipe
+		if l.OverlapEP != can {
+			t.Errorf("plan %+v: overlap_ep %v", l, l.OverlapEP)
+		}
+		if l.OverlapEP {
+			on++
+		}
+	}
+	if on == 0 {
+		t.Error("no plan overlaps its all-to-alls")
+	}
+	req.Constraints.OverlapEP = []bool{false}
+	off, err := planner.Search(context.Background(), e, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(off.Top, off.Pareto...) {
+		if p.Layout.OverlapEP {
+			t.Errorf("overlap_ep off, plan %+v", p.Layout)
+		}
+	}
+}

@@ -42,6 +42,11 @@ type Constraints struct {
 	// OverlapTP lists whether TP communication overlaps the GEMMs (step.Layout's
 	// OverlapTP, with TP and SP only); empty: both searched.
 	OverlapTP []bool `json:"overlap_tp,omitempty"`
+	// OverlapEP says whether MoE layouts overlap the expert-parallel all-to-alls
+	// (step.Layout's OverlapEP) where the framework runs it (ep > 1, no pipeline or
+	// the interleaved schedule, no full recomputation): empty or listing true, on
+	// there (never slower, the same memory); [false]: off.
+	OverlapEP []bool `json:"overlap_ep,omitempty"`
 	// TPAcrossNodes allows TP groups larger than a node.
 	TPAcrossNodes bool `json:"tp_across_nodes,omitempty"`
 	// UnevenPP allows pipeline splits that do not divide the layers evenly.
@@ -67,6 +72,7 @@ func (c Constraints) Canonical() Constraints {
 	c.Schedules = orderedSet(c.Schedules, []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.ZeroBubbleV, step.DualPipe})
 	c.SP = orderedSet(c.SP, []bool{false, true})
 	c.OverlapTP = orderedSet(c.OverlapTP, []bool{false, true})
+	c.OverlapEP = orderedSet(c.OverlapEP, []bool{false, true})
 	return c
 }
 

@@ -76,3 +76,32 @@ func TestTPOverlapBoundHolds(t *testing.T) {
 		}
 	}
 }
+
+// The all-to-all overlap runs where Megatron-Core runs it, and estimate names the
+// field otherwise.
+func TestEPOverlapRules(t *testing.T) {
+	e := step.New()
+	base := step.Request{Model: arch(t, "mixtral-8x7b"), Cluster: cluster(t, "dgx-h100", 8),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 128},
+		Layout:   step.Layout{TP: 1, PP: 4, DP: 16, EP: 8, MicroBatch: 1, ZeRO: 1, OverlapEP: true}}
+	for name, edit := range map[string]func(*step.Layout){
+		"1f1b with pp": func(l *step.Layout) { l.Schedule = step.OneFOneB },
+		"full recompute": func(l *step.Layout) {
+			l.Schedule, l.VirtualStages, l.Recompute = step.Interleaved, 2, step.RecomputeFull
+		},
+		"no expert groups": func(l *step.Layout) { l.Schedule, l.VirtualStages, l.EP = step.Interleaved, 2, 1 },
+	} {
+		r := base
+		edit(&r.Layout)
+		_, err := e.Estimate(r)
+		var fe *invalid.Error
+		if !errors.As(err, &fe) || fe.Field != "layout.overlap_ep" {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	r := base
+	r.Layout.Schedule, r.Layout.VirtualStages = step.Interleaved, 2
+	if _, err := e.Estimate(r); err != nil {
+		t.Errorf("interleaved: %v", err)
+	}
+}

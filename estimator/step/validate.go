@@ -427,6 +427,7 @@ func validate(r Request) error {
 	}
 	validateSchedule(&c, l, m, a.Layers)
 	validateOverlapTP(&c, l)
+	validateOverlapEP(&c, l)
 	if r.Ranks != nil {
 		n := l.TP * l.PP * l.DP * l.CP
 		if r.Ranks.cluster != r.Cluster.Base() {
@@ -457,6 +458,25 @@ func validate(r Request) error {
 func validateOverlapTP(c *invalid.Collector, l Layout) {
 	if l.OverlapTP && l.TP > 1 && !l.SP {
 		c.Add("layout.overlap_tp", "TP communication overlap needs sequence parallelism (sp), as Megatron-LM's --tp-comm-overlap and torch async TP do")
+	}
+}
+
+// validateOverlapEP checks the expert-parallel all-to-all overlap's framework
+// rules, Megatron-Core's for --overlap-moe-expert-parallel-comm (TransformerConfig:
+// expert parallelism, virtual pipeline stages when pp > 1 — its combined 1F1B
+// schedule exists without a pipeline and interleaved — and no full recomputation).
+// DualPipe overlaps the all-to-alls by itself.
+func validateOverlapEP(c *invalid.Collector, l Layout) {
+	if !l.OverlapEP || l.Schedule == DualPipe {
+		return
+	}
+	switch {
+	case l.EP < 2:
+		c.Add("layout.overlap_ep", "overlapping the expert-parallel all-to-alls needs ep > 1 (Megatron-Core asserts it)")
+	case l.PP > 1 && l.Schedule != Interleaved:
+		c.Add("layout.overlap_ep", "with pp > 1 the all-to-all overlap runs on the interleaved schedule only (Megatron-Core's combined 1F1B; got %s)", l.Schedule)
+	case l.Recompute == RecomputeFull:
+		c.Add("layout.overlap_ep", "the all-to-all overlap does not run with full recomputation (Megatron-Core asserts recompute_granularity != full)")
 	}
 }
 

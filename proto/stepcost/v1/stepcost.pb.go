@@ -3692,7 +3692,12 @@ type Constraints struct {
 	Offload string `protobuf:"bytes,15,opt,name=offload,proto3" json:"offload,omitempty"`
 	// Whether TP communication overlaps the GEMMs (Layout.overlap_tp, with TP and
 	// SP only); empty: both are searched.
-	OverlapTp     []bool `protobuf:"varint,16,rep,packed,name=overlap_tp,json=overlapTp,proto3" json:"overlap_tp,omitempty"`
+	OverlapTp []bool `protobuf:"varint,16,rep,packed,name=overlap_tp,json=overlapTp,proto3" json:"overlap_tp,omitempty"`
+	// Whether MoE layouts overlap the expert-parallel all-to-alls
+	// (Layout.overlap_ep) where the framework runs it (ep > 1, no pipeline or the
+	// interleaved schedule, no full recomputation): empty or true, on there; false:
+	// off.
+	OverlapEp     []bool `protobuf:"varint,17,rep,packed,name=overlap_ep,json=overlapEp,proto3" json:"overlap_ep,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3835,6 +3840,13 @@ func (x *Constraints) GetOffload() string {
 func (x *Constraints) GetOverlapTp() []bool {
 	if x != nil {
 		return x.OverlapTp
+	}
+	return nil
+}
+
+func (x *Constraints) GetOverlapEp() []bool {
+	if x != nil {
+		return x.OverlapEp
 	}
 	return nil
 }
@@ -5946,7 +5958,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tdominated\x18\a \x01(\bR\tdominated\"w\n" +
 	"\x13RankConfigsResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.stepcost.v1.RankedConfigR\aresults\x12+\n" +
-	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xf2\x03\n" +
+	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\x91\x04\n" +
 	"\vConstraints\x12\x0e\n" +
 	"\x02tp\x18\x01 \x03(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x03(\x05R\x02pp\x12\x0e\n" +
@@ -5966,7 +5978,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\x12\x18\n" +
 	"\aoffload\x18\x0f \x01(\tR\aoffload\x12\x1d\n" +
 	"\n" +
-	"overlap_tp\x18\x10 \x03(\bR\toverlapTp\"\xd2\x05\n" +
+	"overlap_tp\x18\x10 \x03(\bR\toverlapTp\x12\x1d\n" +
+	"\n" +
+	"overlap_ep\x18\x11 \x03(\bR\toverlapEp\"\xd2\x05\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +

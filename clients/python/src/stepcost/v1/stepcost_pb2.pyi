@@ -253,13 +253,14 @@ class CommTimes(_message.Message):
     def __init__(self, tp: _Optional[float] = ..., cp: _Optional[float] = ..., ep: _Optional[float] = ..., pp: _Optional[float] = ..., dp: _Optional[float] = ..., zero3: _Optional[float] = ..., embedding: _Optional[float] = ...) -> None: ...
 
 class Constraints(_message.Message):
-    __slots__ = ["cp", "ep", "max_micro_batch", "micro_batch", "min_headroom_gb", "offload", "overlap_tp", "pp", "recompute", "schedules", "sp", "tp", "tp_across_nodes", "uneven_pp", "virtual_stages", "zero"]
+    __slots__ = ["cp", "ep", "max_micro_batch", "micro_batch", "min_headroom_gb", "offload", "overlap_ep", "overlap_tp", "pp", "recompute", "schedules", "sp", "tp", "tp_across_nodes", "uneven_pp", "virtual_stages", "zero"]
     CP_FIELD_NUMBER: _ClassVar[int]
     EP_FIELD_NUMBER: _ClassVar[int]
     MAX_MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
     MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
     MIN_HEADROOM_GB_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_EP_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_TP_FIELD_NUMBER: _ClassVar[int]
     PP_FIELD_NUMBER: _ClassVar[int]
     RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
@@ -276,6 +277,7 @@ class Constraints(_message.Message):
     micro_batch: _containers.RepeatedScalarFieldContainer[int]
     min_headroom_gb: float
     offload: str
+    overlap_ep: _containers.RepeatedScalarFieldContainer[bool]
     overlap_tp: _containers.RepeatedScalarFieldContainer[bool]
     pp: _containers.RepeatedScalarFieldContainer[int]
     recompute: _containers.RepeatedScalarFieldContainer[Recompute]
@@ -286,7 +288,7 @@ class Constraints(_message.Message):
     uneven_pp: bool
     virtual_stages: _containers.RepeatedScalarFieldContainer[int]
     zero: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, tp: _Optional[_Iterable[int]] = ..., pp: _Optional[_Iterable[int]] = ..., cp: _Optional[_Iterable[int]] = ..., ep: _Optional[_Iterable[int]] = ..., zero: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., virtual_stages: _Optional[_Iterable[int]] = ..., recompute: _Optional[_Iterable[_Union[Recompute, str]]] = ..., sp: _Optional[_Iterable[bool]] = ..., schedules: _Optional[_Iterable[_Union[Schedule, str]]] = ..., tp_across_nodes: bool = ..., uneven_pp: bool = ..., min_headroom_gb: _Optional[float] = ..., max_micro_batch: _Optional[int] = ..., offload: _Optional[str] = ..., overlap_tp: _Optional[_Iterable[bool]] = ...) -> None: ...
+    def __init__(self, tp: _Optional[_Iterable[int]] = ..., pp: _Optional[_Iterable[int]] = ..., cp: _Optional[_Iterable[int]] = ..., ep: _Optional[_Iterable[int]] = ..., zero: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., virtual_stages: _Optional[_Iterable[int]] = ..., recompute: _Optional[_Iterable[_Union[Recompute, str]]] = ..., sp: _Optional[_Iterable[bool]] = ..., schedules: _Optional[_Iterable[_Union[Schedule, str]]] = ..., tp_across_nodes: bool = ..., uneven_pp: bool = ..., min_headroom_gb: _Optional[float] = ..., max_micro_batch: _Optional[int] = ..., offload: _Optional[str] = ..., overlap_tp: _Optional[_Iterable[bool]] = ..., overlap_ep: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class EstimatePlanRequest(_message.Message):
     __slots__ = ["cluster", "constraints", "degraded_link_speed", "degraded_nic_speed", "exclude_nodes", "gpus", "include_dominated", "max_gpus", "min_gpus", "model", "objective", "placement_tolerance", "price_per_gpu_hour", "slow_gpu_speed", "token_budget", "top_k", "training"]
