@@ -200,6 +200,9 @@ func LayoutLabel(l step.Layout) string {
 	if l.OverlapEP && l.EP > 1 {
 		b.WriteString(" ep-overlap")
 	}
+	if l.CPAllToAll && l.CP > 1 {
+		b.WriteString(" ulysses")
+	}
 	if l.PP > 1 {
 		fmt.Fprintf(&b, " %s", l.Schedule)
 		if l.VirtualStages > 1 && l.Schedule == step.Interleaved {

@@ -118,6 +118,7 @@ type shapeInfo struct {
 	sp      bool
 	etp1    bool // experts whole on each TP rank (step.Layout.ETP 1)
 	otp     bool // TP comm-GEMM overlap (step.Layout.OverlapTP)
+	ulysses bool // context parallelism by all-to-alls (step.Layout.CPAllToAll)
 	exposed bool // perMB and zero3 count step.Exposure
 }
 
@@ -142,7 +143,7 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
 // baseLayout is the layout the shape's bounds are computed for: 1F1B, no ZeRO.
 func (s *shape) baseLayout(p *part) step.Layout {
 	return step.Layout{TP: int(s.tp), PP: int(s.pp), DP: int(s.dp), CP: int(s.cp), EP: int(s.ep), MicroBatch: int(s.mbs),
-		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: p.splits[s.split], ETP: etpOf(s.etp1), OverlapTP: s.otp}
+		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: p.splits[s.split], ETP: etpOf(s.etp1), OverlapTP: s.otp, CPAllToAll: s.ulysses}
 }
 
 // bestBound is the lowest bound of the shape's layouts whose memory lower bound
@@ -205,7 +206,7 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
 		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp,
-		oep: overlapEP(req, s, sc.s)}
+		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses}
 }
 
 // overlapEP says the layout overlaps its expert-parallel all-to-alls: wherever the
@@ -597,66 +598,74 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 								otps = overlapsTP[:]
 							}
 						}
+						// With CP, ring attention and, where tp × cp divides the heads
+						// (and cp the KV heads or they it), Ulysses' all-to-alls.
+						cpa := overlapsTP[:1]
+						if cp > 1 && a.Heads%(tp*cp) == 0 && (max(1, a.KVHeads)%cp == 0 || cp%max(1, a.KVHeads) == 0) {
+							cpa = overlapsTP[:]
+						}
 						for _, etp := range etps {
 							for _, otp := range otps {
-								if !allowed(cs.OverlapTP, otp) {
-									continue
-								}
-								// One compute bound per shape; schedules and ZeRO stages only
-								// change the pipeline factor and the state sharding.
-								r.Layout = step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
-									Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp, OverlapTP: otp}
-								// On several placements, the lowest of their bounds bounds them all.
-								s := p.slot()
-								var ok bool
-								r.Ranks = p.alts[0].ranks
-								s.bounds, ok = e.LowerBoundsCached(r, layers)
-								for _, al := range p.alts[1:] {
-									if !ok {
-										break
+								for _, uly := range cpa {
+									if !allowed(cs.OverlapTP, otp) || cp > 1 && !allowed(cs.CPAllToAll, uly) {
+										continue
 									}
-									var b2 step.Bounds
-									r.Ranks = al.ranks
-									if b2, ok = e.LowerBoundsCached(r, layers); ok {
-										s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
-										s.bounds.Contention = min(s.bounds.Contention, b2.Contention)
-									}
-								}
-								if !ok {
-									p.invalid += len(scheds) * len(sp.zeros)
-									continue
-								}
-								b := &s.bounds
-								s.shapeInfo = shapeInfo{perMB: b.PerMicroBatch, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
-									pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
-									scheds: schedsIdx, tables: tablesIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1, otp: otp}
-								// The layouts that fit are those of the ZeRO stages whose states
-								// fit, under every schedule; the deepest interleaving has the
-								// smallest bubble and so the best bound (bounds grow with the step
-								// time under every objective).
-								stages, fits := 0, 0
-								for _, zero := range sp.zeros {
-									if s.searched(zero) {
-										stages++
-										if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
-											s.fits |= 1 << zero
-											fits++
+									// One compute bound per shape; schedules and ZeRO stages only
+									// change the pipeline factor and the state sharding.
+									r.Layout = step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
+										Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp, OverlapTP: otp, CPAllToAll: uly}
+									// On several placements, the lowest of their bounds bounds them all.
+									s := p.slot()
+									var ok bool
+									r.Ranks = p.alts[0].ranks
+									s.bounds, ok = e.LowerBoundsCached(r, layers)
+									for _, al := range p.alts[1:] {
+										if !ok {
+											break
+										}
+										var b2 step.Bounds
+										r.Ranks = al.ranks
+										if b2, ok = e.LowerBoundsCached(r, layers); ok {
+											s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
+											s.bounds.Contention = min(s.bounds.Contention, b2.Contention)
 										}
 									}
-								}
-								size := stages * len(scheds)
-								ordinal += size
-								p.enumerated += size
-								if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
-									p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
-									return
-								}
-								fits *= len(scheds)
-								p.memoryBound += size - fits
-								if fits > 0 {
-									s.best = s.bestBound(req, p)
-									p.kept += fits
-									p.add()
+									if !ok {
+										p.invalid += len(scheds) * len(sp.zeros)
+										continue
+									}
+									b := &s.bounds
+									s.shapeInfo = shapeInfo{perMB: b.PerMicroBatch, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
+										pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
+										scheds: schedsIdx, tables: tablesIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1, otp: otp, ulysses: uly}
+									// The layouts that fit are those of the ZeRO stages whose states
+									// fit, under every schedule; the deepest interleaving has the
+									// smallest bubble and so the best bound (bounds grow with the step
+									// time under every objective).
+									stages, fits := 0, 0
+									for _, zero := range sp.zeros {
+										if s.searched(zero) {
+											stages++
+											if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
+												s.fits |= 1 << zero
+												fits++
+											}
+										}
+									}
+									size := stages * len(scheds)
+									ordinal += size
+									p.enumerated += size
+									if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
+										p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
+										return
+									}
+									fits *= len(scheds)
+									p.memoryBound += size - fits
+									if fits > 0 {
+										s.best = s.bestBound(req, p)
+										p.kept += fits
+										p.add()
+									}
 								}
 							}
 						}

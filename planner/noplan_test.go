@@ -108,3 +108,32 @@ func TestEPOverlapWhereFrameworksRunIt(t *testing.T) {
 		}
 	}
 }
+
+// Ulysses and ring context parallelism are both searched, and can be pinned.
+func TestCPVariantsSearched(t *testing.T) {
+	e := step.New()
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32,
+		Training: step.Training{SeqLen: 65536, GlobalBatch: 32}, TopK: 10, Constraints: planner.Constraints{CP: []int{4}}}
+	both, err := planner.Search(context.Background(), e, req)
+	if err != nil || len(both.Top) == 0 {
+		t.Fatal(err)
+	}
+	for _, v := range []bool{false, true} {
+		req.Constraints.CPAllToAll = []bool{v}
+		one, err := planner.Search(context.Background(), e, req)
+		if err != nil || len(one.Top) == 0 {
+			t.Fatal(err)
+		}
+		for _, p := range one.Top {
+			if p.Layout.CPAllToAll != v {
+				t.Errorf("cp_all_to_all pinned %v, plan %+v", v, p.Layout)
+			}
+		}
+		if one.Stats.Enumerated >= both.Stats.Enumerated {
+			t.Errorf("pinned %v: %d layouts, both variants %d", v, one.Stats.Enumerated, both.Stats.Enumerated)
+		}
+		if one.Top[0].Score < both.Top[0].Score {
+			t.Errorf("pinned %v beats the search of both: %.4f < %.4f", v, one.Top[0].Score, both.Top[0].Score)
+		}
+	}
+}

@@ -47,6 +47,10 @@ type Constraints struct {
 	// the interleaved schedule, no full recomputation): empty or listing true, on
 	// there (never slower, the same memory); [false]: off.
 	OverlapEP []bool `json:"overlap_ep,omitempty"`
+	// CPAllToAll lists the context-parallel variants to search (step.Layout's
+	// CPAllToAll): false ring attention, true Ulysses all-to-alls (where tp × cp
+	// divides the heads); empty: both.
+	CPAllToAll []bool `json:"cp_all_to_all,omitempty"`
 	// TPAcrossNodes allows TP groups larger than a node.
 	TPAcrossNodes bool `json:"tp_across_nodes,omitempty"`
 	// UnevenPP allows pipeline splits that do not divide the layers evenly.
@@ -73,6 +77,7 @@ func (c Constraints) Canonical() Constraints {
 	c.SP = orderedSet(c.SP, []bool{false, true})
 	c.OverlapTP = orderedSet(c.OverlapTP, []bool{false, true})
 	c.OverlapEP = orderedSet(c.OverlapEP, []bool{false, true})
+	c.CPAllToAll = orderedSet(c.CPAllToAll, []bool{false, true})
 	return c
 }
 

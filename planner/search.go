@@ -31,6 +31,7 @@ type candidate struct {
 	etp1               bool
 	otp                bool // TP comm-GEMM overlap
 	oep                bool // expert-parallel all-to-all overlap
+	ulysses            bool // context parallelism by all-to-alls
 }
 
 var (
@@ -41,7 +42,7 @@ var (
 func (c *candidate) layout() step.Layout {
 	return step.Layout{TP: int(c.tp), PP: int(c.pp), DP: int(c.dp), CP: int(c.cp), EP: int(c.ep), ZeRO: int(c.zero),
 		MicroBatch: int(c.mbs), Recompute: recomputeCodes[c.rc], SP: c.sp, Schedule: scheduleCodes[c.sched],
-		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1), OverlapTP: c.otp, OverlapEP: c.oep}
+		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1), OverlapTP: c.otp, OverlapEP: c.oep, CPAllToAll: c.ulysses}
 }
 
 // DefaultPlacementTolerance is Request.PlacementTolerance when it is 0: a scheduler

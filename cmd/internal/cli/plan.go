@@ -50,6 +50,7 @@ type planArgs struct {
 	spList           *string
 	overlapTPList    *string
 	overlapEPList    *string
+	cpVariantList    *string
 	schedList        *string
 	tpAcross         *bool
 	unevenPP         *bool
@@ -111,6 +112,7 @@ func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
 	opt.epList = fs.String("ep", "", "allowed expert-parallel degrees (MoE)")
 	opt.vppList = fs.String("vpp", "", "allowed interleaving depths (model chunks per pipeline rank)")
 	opt.spList = fs.String("sp", "", "sequence parallelism with TP: on, off or on,off (default both)")
+	opt.cpVariantList = fs.String("cp-variant", "", "context parallelism: ring, ulysses or ring,ulysses (default both where tp × cp divides the heads)")
 	opt.overlapEPList = fs.String("overlap-ep", "", "MoE: overlap the expert-parallel all-to-alls where the framework runs it (ep > 1, no pipeline or interleaved, no full recomputation): on (default) or off")
 	opt.overlapTPList = fs.String("overlap-tp", "", "TP communication overlapping the GEMMs, with TP and SP (Megatron --tp-comm-overlap, torch async TP): on, off or on,off (default both)")
 	opt.schedList = fs.String("schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)")
@@ -286,6 +288,18 @@ func (opt *planArgs) workload(q *planQuery) error {
 			}
 		}
 	}
+	if *opt.cpVariantList != "" {
+		for _, f := range strings.Split(*opt.cpVariantList, ",") {
+			switch strings.ToLower(strings.TrimSpace(f)) {
+			case "ring":
+				c.CPAllToAll = append(c.CPAllToAll, false)
+			case "ulysses", "all-to-all":
+				c.CPAllToAll = append(c.CPAllToAll, true)
+			default:
+				return fmt.Errorf("--cp-variant: %q is not ring or ulysses", f)
+			}
+		}
+	}
 	if *opt.overlapEPList != "" {
 		for _, f := range strings.Split(*opt.overlapEPList, ",") {
 			switch strings.ToLower(strings.TrimSpace(f)) {
@@ -404,7 +418,7 @@ var pbObjectives = map[planner.Objective]pb.Objective{planner.FastestStep: pb.Ob
 // planFlags names the flag of each request field of plan.
 var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "max_gpus": "--max-gpus", "objective": "--objective",
 	"price_per_gpu_hour": "--price", "token_budget": "--tokens", "top_k": "--top", "training.seq_len": "--seq", "training.global_batch": "--gbs",
-	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
+	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",
 	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map", "cluster.nodes": "--nodes",
 	"slow_gpu_speed": "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link", "placement_tolerance": "--placement-tolerance"}
@@ -494,6 +508,9 @@ func layoutString(l step.Layout) string {
 	}
 	if l.OverlapEP && l.EP > 1 {
 		s += " ep-overlap"
+	}
+	if l.CPAllToAll && l.CP > 1 {
+		s += " ulysses"
 	}
 	if l.Offload != "" && l.Offload != step.OffloadNone {
 		s += " offload-" + string(l.Offload)

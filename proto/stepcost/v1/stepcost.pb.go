@@ -3697,7 +3697,11 @@ type Constraints struct {
 	// (Layout.overlap_ep) where the framework runs it (ep > 1, no pipeline or the
 	// interleaved schedule, no full recomputation): empty or true, on there; false:
 	// off.
-	OverlapEp     []bool `protobuf:"varint,17,rep,packed,name=overlap_ep,json=overlapEp,proto3" json:"overlap_ep,omitempty"`
+	OverlapEp []bool `protobuf:"varint,17,rep,packed,name=overlap_ep,json=overlapEp,proto3" json:"overlap_ep,omitempty"`
+	// The context-parallel variants to search (Layout.cp_all_to_all): false ring
+	// attention, true Ulysses all-to-alls (where tp × cp divides the heads); empty:
+	// both.
+	CpAllToAll    []bool `protobuf:"varint,18,rep,packed,name=cp_all_to_all,json=cpAllToAll,proto3" json:"cp_all_to_all,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3847,6 +3851,13 @@ func (x *Constraints) GetOverlapTp() []bool {
 func (x *Constraints) GetOverlapEp() []bool {
 	if x != nil {
 		return x.OverlapEp
+	}
+	return nil
+}
+
+func (x *Constraints) GetCpAllToAll() []bool {
+	if x != nil {
+		return x.CpAllToAll
 	}
 	return nil
 }
@@ -5958,7 +5969,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tdominated\x18\a \x01(\bR\tdominated\"w\n" +
 	"\x13RankConfigsResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.stepcost.v1.RankedConfigR\aresults\x12+\n" +
-	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\x91\x04\n" +
+	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xb4\x04\n" +
 	"\vConstraints\x12\x0e\n" +
 	"\x02tp\x18\x01 \x03(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x03(\x05R\x02pp\x12\x0e\n" +
@@ -5980,7 +5991,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"overlap_tp\x18\x10 \x03(\bR\toverlapTp\x12\x1d\n" +
 	"\n" +
-	"overlap_ep\x18\x11 \x03(\bR\toverlapEp\"\xd2\x05\n" +
+	"overlap_ep\x18\x11 \x03(\bR\toverlapEp\x12!\n" +
+	"\rcp_all_to_all\x18\x12 \x03(\bR\n" +
+	"cpAllToAll\"\xd2\x05\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
