@@ -626,7 +626,7 @@ func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, bl
 }
 
 // maxTableBlocks bounds the tables a search compiles to bound layouts with.
-const maxTableBlocks = 20000
+const maxTableBlocks = 6000
 
 // PipelineTable is a schedule compiled for one pipeline depth and micro-batch
 // count, to bound many layouts' spans without executing it each time.
@@ -655,15 +655,15 @@ func (e *Estimator) PipelineTable(s Schedule, p, v, m int) (*PipelineTable, erro
 func add(a, b pathCount) pathCount { return pathCount{a[0] + b[0], a[1] + b[1], a[2] + b[2]} }
 
 // witnesses are the block counts of the critical paths of executing g at a few
-// ratios of forward, backward and weight-gradient lengths (the backward 0.8–2.6 ×
-// the forward, W 0.3–1 × it): each counts the blocks of a real path, so for any block lengths the longest of them is
+// ratios of forward, backward and weight-gradient lengths (the backward 1.2 or 2 ×
+// the forward, W 0.4 or 0.9 × it): each counts the blocks of a real path, so for any block lengths the longest of them is
 // at most the span.
 func witnesses(g *pipeDAG) []pathCount {
 	end := make([]float64, len(g.nodes))
 	from := make([]int32, len(g.nodes))
 	var out []pathCount
-	for _, b := range []float64{0.8, 1.2, 1.6, 2.0, 2.6} {
-		for _, w := range []float64{0.3, 0.6, 1.0} {
+	for _, b := range []float64{1.2, 2.0} {
+		for _, w := range []float64{0.4, 0.9} {
 			c := g.critical(BlockTimes{F: 1, B: b, W: w}, end, from)
 			if !slices.Contains(out, c) {
 				out = append(out, c)
