@@ -598,10 +598,12 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 								otps = overlapsTP[:]
 							}
 						}
-						// With CP, ring attention and, where tp × cp divides the heads
-						// (and cp the KV heads or they it), Ulysses' all-to-alls.
+						// With CP, ring attention and, when the constraints list it and
+						// tp × cp divides the heads (and cp the KV heads or they it),
+						// Ulysses' all-to-alls. Not by default: it adds half as many
+						// layouts again (DeepSeek-V3 on 2048 GPUs past a million).
 						cpa := overlapsTP[:1]
-						if cp > 1 && a.Heads%(tp*cp) == 0 && (max(1, a.KVHeads)%cp == 0 || cp%max(1, a.KVHeads) == 0) {
+						if cp > 1 && allowed(cs.CPAllToAll, true) && len(cs.CPAllToAll) > 0 && a.Heads%(tp*cp) == 0 && (max(1, a.KVHeads)%cp == 0 || cp%max(1, a.KVHeads) == 0) {
 							cpa = overlapsTP[:]
 						}
 						for _, etp := range etps {

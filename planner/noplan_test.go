@@ -109,11 +109,22 @@ func TestEPOverlapWhereFrameworksRunIt(t *testing.T) {
 	}
 }
 
-// Ulysses and ring context parallelism are both searched, and can be pinned.
+// Ulysses and ring context parallelism are both searched when asked, and either can
+// be pinned; by default ring only.
 func TestCPVariantsSearched(t *testing.T) {
 	e := step.New()
 	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32,
 		Training: step.Training{SeqLen: 65536, GlobalBatch: 32}, TopK: 10, Constraints: planner.Constraints{CP: []int{4}}}
+	def, err := planner.Search(context.Background(), e, req)
+	if err != nil || len(def.Top) == 0 {
+		t.Fatal(err)
+	}
+	for _, p := range def.Top {
+		if p.Layout.CPAllToAll {
+			t.Errorf("default search, plan %+v with Ulysses", p.Layout)
+		}
+	}
+	req.Constraints.CPAllToAll = []bool{false, true}
 	both, err := planner.Search(context.Background(), e, req)
 	if err != nil || len(both.Top) == 0 {
 		t.Fatal(err)

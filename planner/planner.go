@@ -49,7 +49,7 @@ type Constraints struct {
 	OverlapEP []bool `json:"overlap_ep,omitempty"`
 	// CPAllToAll lists the context-parallel variants to search (step.Layout's
 	// CPAllToAll): false ring attention, true Ulysses all-to-alls (where tp × cp
-	// divides the heads); empty: both.
+	// divides the heads); empty: ring only.
 	CPAllToAll []bool `json:"cp_all_to_all,omitempty"`
 	// TPAcrossNodes allows TP groups larger than a node.
 	TPAcrossNodes bool `json:"tp_across_nodes,omitempty"`

@@ -112,7 +112,7 @@ func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
 	opt.epList = fs.String("ep", "", "allowed expert-parallel degrees (MoE)")
 	opt.vppList = fs.String("vpp", "", "allowed interleaving depths (model chunks per pipeline rank)")
 	opt.spList = fs.String("sp", "", "sequence parallelism with TP: on, off or on,off (default both)")
-	opt.cpVariantList = fs.String("cp-variant", "", "context parallelism: ring, ulysses or ring,ulysses (default both where tp × cp divides the heads)")
+	opt.cpVariantList = fs.String("cp-variant", "", "context parallelism: ring (default), ulysses or ring,ulysses (Ulysses where tp × cp divides the heads)")
 	opt.overlapEPList = fs.String("overlap-ep", "", "MoE: overlap the expert-parallel all-to-alls where the framework runs it (ep > 1, no pipeline or interleaved, no full recomputation): on (default) or off")
 	opt.overlapTPList = fs.String("overlap-tp", "", "TP communication overlapping the GEMMs, with TP and SP (Megatron --tp-comm-overlap, torch async TP): on, off or on,off (default both)")
 	opt.schedList = fs.String("schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)")

@@ -3700,7 +3700,7 @@ type Constraints struct {
 	OverlapEp []bool `protobuf:"varint,17,rep,packed,name=overlap_ep,json=overlapEp,proto3" json:"overlap_ep,omitempty"`
 	// The context-parallel variants to search (Layout.cp_all_to_all): false ring
 	// attention, true Ulysses all-to-alls (where tp × cp divides the heads); empty:
-	// both.
+	// ring only.
 	CpAllToAll    []bool `protobuf:"varint,18,rep,packed,name=cp_all_to_all,json=cpAllToAll,proto3" json:"cp_all_to_all,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
