@@ -40,6 +40,9 @@ func TestPipelineSteadyState(t *testing.T) {
 							t.Errorf("%s: %v", name, err)
 						}
 						full := g.execute(times, make([]float64, len(g.nodes)), nil)
+						if c, ok := closedSpan(r.Schedule, p, v, m, times, nil); ok && math.Abs(c-full) > 1e-9*full {
+							t.Errorf("%s: closed form %.6f, executed %.6f", name, c, full)
+						}
 						got, _, err := e.PipelineSpan(r.Schedule, p, v, m, times, nil)
 						if err != nil {
 							t.Fatal(err)
