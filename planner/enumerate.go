@@ -103,6 +103,7 @@ type shapeInfo struct {
 	best    float64 // the lowest bound among its layouts that fit
 	perMB   float64 // lower bound of one micro-batch through a stage
 	zero3   float64 // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
+	gather  float64 // lower bound of what ZeRO 1–2 expose (step.Exposure.ParamGather), once exposed
 	n       int32
 	ordinal int32 // enumeration order of its first layout
 	m       int32 // micro-batches per replica
@@ -134,10 +135,11 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
 		if i == 0 {
 			low = x
 		}
-		low.PerMicroBatch, low.ZeRO3 = min(low.PerMicroBatch, x.PerMicroBatch), min(low.ZeRO3, x.ZeRO3)
+		low.PerMicroBatch, low.ZeRO3, low.ParamGather = min(low.PerMicroBatch, x.PerMicroBatch), min(low.ZeRO3, x.ZeRO3), min(low.ParamGather, x.ParamGather)
 	}
 	s.perMB += low.PerMicroBatch
 	s.zero3 = low.ZeRO3
+	s.gather = low.ParamGather
 }
 
 // baseLayout is the layout the shape's bounds are computed for: 1F1B, no ZeRO.
@@ -147,8 +149,8 @@ func (s *shape) baseLayout(p *part) step.Layout {
 }
 
 // bestBound is the lowest bound of the shape's layouts whose memory lower bound
-// fits (+Inf if none does). Stages 0–2 add nothing to a schedule's bound, so their
-// schedules are bounded once; of the schedules whose bubble is the fill and drain,
+// fits (+Inf if none does). Stages 1 and 2 add the same to a schedule's bound, so
+// their schedules are bounded once; of the schedules whose bubble is the fill and drain,
 // the one with the most virtual stages has the lowest bound (bestSchedules).
 func (s *shape) bestBound(req *Request, p *part) float64 {
 	best := math.Inf(1)
@@ -156,12 +158,19 @@ func (s *shape) bestBound(req *Request, p *part) float64 {
 	if s.perMB >= 0 {
 		scheds = p.bestScheds[s.scheds]
 	}
-	if s.fits&^(1<<3) != 0 {
+	// Each distinct extra once: what stage 0 adds (nothing), stages 1–2, stage 3.
+	unexposed := s.fits&1 != 0 || s.fits&6 != 0 && s.gather == 0
+	if unexposed {
 		for _, sc := range scheds {
 			best = min(best, s.schedBound(req, p, sc, 0))
 		}
 	}
-	if s.fits&(1<<3) != 0 && (s.zero3 != 0 || s.fits == 1<<3) {
+	if s.fits&6 != 0 && s.gather != 0 {
+		for _, sc := range scheds {
+			best = min(best, s.schedBound(req, p, sc, s.gather))
+		}
+	}
+	if s.fits&(1<<3) != 0 && (s.zero3 != 0 || !unexposed) && (s.zero3 != s.gather || s.fits&6 == 0) {
 		for _, sc := range scheds {
 			best = min(best, s.schedBound(req, p, sc, s.zero3))
 		}
@@ -242,8 +251,11 @@ func (s *shape) bound(req *Request, v int, extra float64) float64 {
 
 // zeroBound is the lower bound of the step time that a ZeRO stage adds.
 func (s *shape) zeroBound(zero int) float64 {
-	if zero == 3 {
+	switch zero {
+	case 3:
 		return s.zero3
+	case 1, 2:
+		return s.gather
 	}
 	return 0
 }

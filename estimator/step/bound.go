@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -135,9 +136,12 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			x.ring = ringAttention(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, tf, r.hbm)
 		}
 	}
-	if l.DP*l.CP > 1 && !t.OnDemandGathers {
+	if l.DP*l.CP > 1 {
 		dense, _ := stageParamsOf(req, p, cp.stageLayers)
-		x.gather, x.scatter = dense/x.layers*o.WeightBytes, dense/x.layers*o.GradBytes
+		x.params = leastRankParams(req, p) * o.WeightBytes
+		if !t.OnDemandGathers {
+			x.gather, x.scatter = dense/x.layers*o.WeightBytes, dense/x.layers*o.GradBytes
+		}
 	}
 	return Bounds{
 		exposure:      x,
@@ -153,6 +157,25 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		WeightGrad:    cp.bwdW,
 		Recompute:     cp.rc,
 	}, true
+}
+
+// leastRankParams is at most the dense parameters the estimate's slowest pipeline
+// rank holds (stageParamsOf of its layers) under any split and schedule of the
+// layout's depth: every split puts at least ⌈layers/pp⌉ layers on its busiest rank,
+// and a MoE layer's dense part (attention, shared experts) or a dense layer's
+// (attention, MLP) each at least the smaller of the two.
+func leastRankParams(req Request, p model.Params) float64 {
+	a, l := req.Model, req.Layout
+	k := float64((a.Layers + l.PP - 1) / l.PP)
+	mlp := p.PerLayerDenseMLP
+	if a.MoE != nil {
+		mlp = min(mlp, p.PerLayerShared)
+	}
+	dense := k*(p.PerLayerAttention+mlp)/float64(l.TP) + k*p.PerLayerNorm + p.Embedding/float64(l.TP)
+	if l.PP == 1 {
+		dense += p.Output / float64(l.TP)
+	}
+	return dense
 }
 
 // tpOverlap is what TP comm-GEMM overlap leaves exposed of one micro-batch
@@ -267,6 +290,11 @@ type Exposure struct {
 	// with ZeRO stage 3 (0 without data or context parallelism, or with on-demand
 	// gathers): a ZeRO-3 layout's step time is at least its bound plus this.
 	ZeRO3 float64
+	// ParamGather ≤ what ZeRO stages 1 and 2 expose over the step: the
+	// distributed optimizer's all-gather of the stage's updated weights over the
+	// data-parallel group, which the next forward waits for (pricing.gradientSync
+	// exposes all of it); 0 without data or context parallelism.
+	ParamGather float64
 }
 
 // exposureInputs are the arithmetic of Exposure, known from the compute: the ring
@@ -277,6 +305,7 @@ type exposureInputs struct {
 	ring                 ring
 	ulysses              float64
 	gather, scatter      float64
+	params               float64 // bytes the ZeRO 1–2 parameter all-gather moves at least
 	fwd, bwd, rc, layers float64
 	m                    float64
 	prefetchPre          bool
@@ -311,6 +340,11 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 	case x.ring.cp > 1:
 		if p2p, ok := price(CommCP, collective.SendRecv, x.ring.block); ok {
 			out.PerMicroBatch, _ = x.ring.perMB(p2p)
+		}
+	}
+	if x.params > 0 {
+		if ag, ok := price(CommDP, collective.AllGather, x.params); ok {
+			out.ParamGather = ag
 		}
 	}
 	if x.gather > 0 {

@@ -268,7 +268,7 @@ func TestLowerBoundsHold(t *testing.T) {
 			for _, tp := range []int{1, 2, 8} {
 				for _, pp := range []int{1, 2, 4} {
 					for _, cp := range []int{1, 2} {
-						for _, z := range []int{0, 3} {
+						for _, z := range []int{0, 1, 3} {
 							for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull, step.RecomputeOps} {
 								for _, sched := range []step.Schedule{step.OneFOneB, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV} {
 									for _, etp := range []int{0, 1} {
@@ -285,7 +285,8 @@ func TestLowerBoundsHold(t *testing.T) {
 											continue // not a valid layout for this model
 										}
 										// The bound the planner takes: the shape's compute with 1F1B, the
-										// schedule's bubble, and ZeRO-3's exposure for a ZeRO-3 layout.
+										// schedule's bubble, and ZeRO-3's exposure for a ZeRO-3 layout, the
+										// parameter all-gather for ZeRO 1 and 2.
 										base := r
 										base.Layout.Schedule, base.Layout.VirtualStages = step.OneFOneB, 1
 										b, ok := e.LowerBounds(base)
@@ -304,8 +305,11 @@ func TestLowerBoundsHold(t *testing.T) {
 										} else if zb {
 											lb = float64(res.MicroBatches) * b.PerMicroBatch
 										}
-										if z == 3 {
+										switch z {
+										case 3:
 											lb += x.ZeRO3
+										case 1, 2:
+											lb += x.ParamGather
 										}
 										checked++
 										if lb > res.StepTime*(1+1e-12) || b.StatesGB > res.Memory.Total+1e-9 {
@@ -556,12 +560,15 @@ func TestExposedBoundsHoldAtScale(t *testing.T) {
 					t.Fatalf("%+v: no bound", res.Layout)
 				}
 				x := e.ExposedBounds(r, b)
-				if x.PerMicroBatch == 0 && x.ZeRO3 == 0 {
+				if x.PerMicroBatch == 0 && x.ZeRO3 == 0 && x.ParamGather == 0 {
 					t.Errorf("%+v: no exposure bounded", res.Layout)
 				}
 				lb := b.StepTime + (float64(res.MicroBatches)+float64(l.PP-1))*x.PerMicroBatch
-				if z == 3 {
+				switch z {
+				case 3:
 					lb += x.ZeRO3
+				case 1:
+					lb += x.ParamGather
 				}
 				checked++
 				if !(lb <= res.StepTime*(1+1e-9)) {
