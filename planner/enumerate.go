@@ -104,6 +104,7 @@ type shapeInfo struct {
 	perMB   float64 // lower bound of one micro-batch through a stage
 	zero3   float64 // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
 	gather  float64 // lower bound of what ZeRO 1–2 expose (step.Exposure.ParamGather), once exposed
+	send    float64 // lower bound of one pipeline send (step.Exposure.Send), once exposed
 	n       int32
 	ordinal int32 // enumeration order of its first layout
 	m       int32 // micro-batches per replica
@@ -136,10 +137,12 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
 			low = x
 		}
 		low.PerMicroBatch, low.ZeRO3, low.ParamGather = min(low.PerMicroBatch, x.PerMicroBatch), min(low.ZeRO3, x.ZeRO3), min(low.ParamGather, x.ParamGather)
+		low.Send = min(low.Send, x.Send)
 	}
 	s.perMB += low.PerMicroBatch
 	s.zero3 = low.ZeRO3
 	s.gather = low.ParamGather
+	s.send = low.Send
 }
 
 // baseLayout is the layout the shape's bounds are computed for: 1F1B, no ZeRO.
@@ -155,7 +158,8 @@ func (s *shape) baseLayout(p *part) step.Layout {
 func (s *shape) bestBound(req *Request, p *part) float64 {
 	best := math.Inf(1)
 	scheds := p.scheds[s.scheds]
-	if s.perMB >= 0 {
+	if s.perMB >= 0 && s.send == 0 {
+		// With the sends bounded, deeper interleaving sends more: every depth.
 		scheds = p.bestScheds[s.scheds]
 	}
 	// Each distinct extra once: what stage 0 adds (nothing), stages 1–2, stage 3.
@@ -245,7 +249,11 @@ func (s *shape) statesFit(req *Request, sp *space, params, reserveGB float64, ze
 // bound is the objective's lower bound for the shape run with v virtual stages,
 // plus extra seconds.
 func (s *shape) bound(req *Request, v int, extra float64) float64 {
-	stepLB := (float64(s.m)+float64(s.pp-1)/float64(v))*s.perMB + float64(s.m)*s.bounds.Contention + extra
+	// GPipe, 1F1B and interleaving run v·M + pp − 1 slots of one chunk's forward
+	// and backward (step's closedSpan), each with its two sends; 2·v·M of
+	// them are exposed and the rest lengthen the bubble.
+	sends := 2 * float64(v*int(s.m)+int(s.pp)-1) * s.send
+	stepLB := (float64(s.m)+float64(s.pp-1)/float64(v))*s.perMB + float64(s.m)*s.bounds.Contention + sends + extra
 	return boundScore(req, int(s.n), stepLB)
 }
 
@@ -272,11 +280,18 @@ func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float
 		return boundScore(req, int(s.n), float64(s.m)*s.perMB+cont)
 	}
 	if i := zbIndex(sc.s); i >= 0 {
+		// The sends: 2·c·M exposed (c chunks a rank, two down ZB-V's V), at
+		// least; they lengthen the blocks the tables run, so the span bounds
+		// still hold.
+		sends := 2 * float64(s.m) * s.send
+		if sc.s == step.ZeroBubbleV {
+			sends *= 2
+		}
 		if t := p.tables[s.tables][i]; t != nil {
-			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB, t.LowerBound(s.bounds, s.perMB))+cont+extra)
+			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB+sends, t.LowerBound(s.bounds, s.perMB))+cont+extra)
 		}
 		fill, _ := step.PipelineFillBound(sc.s, int(s.pp), s.bounds.Forward) // a table too large to bound with
-		return boundScore(req, int(s.n), float64(s.m)*s.perMB+fill+cont+extra)
+		return boundScore(req, int(s.n), float64(s.m)*s.perMB+sends+fill+cont+extra)
 	}
 	return s.bound(req, sc.v, extra)
 }

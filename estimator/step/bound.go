@@ -136,6 +136,10 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			x.ring = ringAttention(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, tf, r.hbm)
 		}
 	}
+	if l.PP > 1 {
+		// Each TP rank sends at least its slice of the 16-bit activations.
+		x.act = float64(l.MicroBatch) * sLocal * float64(a.Hidden) * 2 / float64(l.TP)
+	}
 	if l.DP*l.CP > 1 {
 		dense, _ := stageParamsOf(req, p, cp.stageLayers)
 		x.params = leastRankParams(req, p) * o.WeightBytes
@@ -295,6 +299,12 @@ type Exposure struct {
 	// data-parallel group, which the next forward waits for (pricing.gradientSync
 	// exposes all of it); 0 without data or context parallelism.
 	ParamGather float64
+	// Send ≤ one pipeline send of a micro-batch's activations (or their
+	// gradients) between stages (pricing.pipeline): the estimate exposes 2·c·M of
+	// them over the step, c the model chunks a rank holds (VirtualStages for
+	// interleaving, 2 for ZB-V, else 1), and each slows the blocks the pipeline
+	// runs; 0 without pipeline parallelism.
+	Send float64
 }
 
 // exposureInputs are the arithmetic of Exposure, known from the compute: the ring
@@ -306,6 +316,7 @@ type exposureInputs struct {
 	ulysses              float64
 	gather, scatter      float64
 	params               float64 // bytes the ZeRO 1–2 parameter all-gather moves at least
+	act                  float64 // bytes one pipeline send moves at least
 	fwd, bwd, rc, layers float64
 	m                    float64
 	prefetchPre          bool
@@ -340,6 +351,11 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 	case x.ring.cp > 1:
 		if p2p, ok := price(CommCP, collective.SendRecv, x.ring.block); ok {
 			out.PerMicroBatch, _ = x.ring.perMB(p2p)
+		}
+	}
+	if x.act > 0 {
+		if p2p, ok := price(CommPP, collective.SendRecv, x.act); ok {
+			out.Send = p2p
 		}
 	}
 	if x.params > 0 {

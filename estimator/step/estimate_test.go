@@ -270,13 +270,18 @@ func TestLowerBoundsHold(t *testing.T) {
 					for _, cp := range []int{1, 2} {
 						for _, z := range []int{0, 1, 3} {
 							for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull, step.RecomputeOps} {
-								for _, sched := range []step.Schedule{step.OneFOneB, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV} {
+								for _, sched := range []step.Schedule{step.OneFOneB, step.Interleaved, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV} {
 									for _, etp := range []int{0, 1} {
 										dp := 64 / (tp * pp * cp)
 										r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
 											Training: training,
 											Layout: step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, MicroBatch: 1, ZeRO: z, Recompute: rc,
 												Schedule: sched, SP: tp > 1, ETP: etp}}
+										v := 1
+										if sched == step.Interleaved {
+											v = 2
+											r.Layout.VirtualStages = v
+										}
 										if a.MoE != nil && dp%8 == 0 {
 											r.Layout.EP = 8
 										}
@@ -300,10 +305,20 @@ func TestLowerBoundsHold(t *testing.T) {
 										b.PerMicroBatch += x.PerMicroBatch
 										b.StepTime += (float64(res.MicroBatches) + float64(pp-1)) * x.PerMicroBatch
 										lb := b.StepTime
+										// The pipeline sends: 2 a chunk slot for 1F1B, 2·c·M (c chunks a
+										// rank) for the zero-bubble schedules.
+										m := float64(res.MicroBatches)
 										if bubble, zb := step.PipelineFillBound(sched, pp, b.Forward); zb && !(sched == step.ZeroBubbleV && a.MoE != nil) {
-											lb = float64(res.MicroBatches)*b.PerMicroBatch + bubble
+											c := 1.0
+											if sched == step.ZeroBubbleV {
+												c = 2
+											}
+											lb = m*b.PerMicroBatch + bubble + 2*c*m*x.Send
 										} else if zb {
-											lb = float64(res.MicroBatches) * b.PerMicroBatch
+											lb = m * b.PerMicroBatch
+										} else {
+											// v·M + pp − 1 slots of a chunk's forward and backward.
+											lb += 2*(float64(v)*m+float64(pp-1))*x.Send - float64(pp-1)*(1-1/float64(v))*b.PerMicroBatch
 										}
 										switch z {
 										case 3:
