@@ -219,7 +219,7 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
 		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp,
-		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses}
+		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, maxHead: s.maxHeadroom(req, int(zero))}
 }
 
 // overlapEP says the layout overlaps its expert-parallel all-to-alls: wherever the
@@ -244,6 +244,24 @@ func (s *shape) statesFit(req *Request, sp *space, params, reserveGB float64, ze
 		w, gr, st = 0, 0, 0
 	}
 	return (w+gr+st)/1e9+reserveGB <= sp.capGB
+}
+
+// maxHeadroom is an upper bound of the memory headroom of the shape's layouts with
+// a ZeRO stage: the GPU's memory less their memory lower bound (statesFit's, which
+// every schedule keeps at least), +Inf with fp8 weights (held in fewer bytes than
+// the optimizer's).
+func (s *shape) maxHeadroom(req *Request, zero int) float64 {
+	if req.Training.FP8Params {
+		return math.Inf(1)
+	}
+	w, gr, st := step.ModelStateBytes(s.bounds.Params, req.Training.Optimizer, zero, int(s.dp*s.cp))
+	switch req.Constraints.Offload {
+	case step.OffloadOptimizer:
+		st = 0
+	case step.OffloadParams:
+		w, gr, st = 0, 0, 0
+	}
+	return req.Cluster.GPU().MemoryGB - ((w+gr+st)/1e9 + s.bounds.ReserveGB + s.bounds.ActivationsGB)
 }
 
 // bound is the objective's lower bound for the shape run with v virtual stages,

@@ -32,6 +32,9 @@ type candidate struct {
 	otp                bool // TP comm-GEMM overlap
 	oep                bool // expert-parallel all-to-all overlap
 	ulysses            bool // context parallelism by all-to-alls
+	// maxHead ≥ the layout's memory headroom: the GPU's memory less the memory
+	// lower bound of its ZeRO stage (+Inf where none is known).
+	maxHead float64
 }
 
 var (
@@ -661,6 +664,7 @@ type memoryResult struct {
 	headroom float64
 	fits     bool
 	invalid  bool
+	beaten   bool // set aside on its headroom's upper bound, its memory not computed
 }
 
 // checkMemory starts checking the memory of a chunk's layouts over the workers: it
@@ -671,11 +675,21 @@ func (s *evaluation) checkMemory(ctx context.Context, cands []candidate) *memory
 	s.nextMems = 1 - s.nextMems
 	*buf = slices.Grow((*buf)[:0], len(cands))[:len(cands)]
 	mc := &memoryCheck{mems: *buf, done: make(chan struct{})}
+	// A layout that a plan in hand beats even with the most headroom it could
+	// have is set aside without its memory: the fronts only grow, so it is
+	// beaten when its chunk is priced too.
+	for j := range cands {
+		mc.mems[j] = memoryResult{beaten: !s.req.IncludeDominated && s.fronts.beaten(&cands[j], cands[j].maxHead)}
+	}
 	s.checks.Add(1)
 	go func() {
 		defer s.checks.Done()
 		defer close(mc.done)
-		parallel(ctx, s.workers, len(cands), func(_, j int) { mc.mems[j] = s.memory(&cands[j]) })
+		parallel(ctx, s.workers, len(cands), func(_, j int) {
+			if !mc.mems[j].beaten {
+				mc.mems[j] = s.memory(&cands[j])
+			}
+		})
 	}()
 	return mc
 }
@@ -756,6 +770,8 @@ func (s *evaluation) memory(c *candidate) memoryResult {
 func (s *evaluation) setAside(c *candidate, mem *memoryResult) evaluated {
 	req := s.req
 	switch {
+	case mem.beaten:
+		return evaluated{c: c, setAside: PrunedDominatedBound}
 	case mem.invalid:
 		return evaluated{c: c, setAside: PrunedInvalid}
 	case !mem.fits || mem.headroom < req.Constraints.MinHeadroomGB:
