@@ -208,6 +208,15 @@ func LayoutLabel(l step.Layout) string {
 	if l.SP {
 		b.WriteString(" sp")
 	}
+	if l.OverlapTP && l.TP > 1 {
+		b.WriteString(" tp-overlap")
+	}
+	if l.OverlapEP && l.EP > 1 {
+		b.WriteString(" ep-overlap")
+	}
+	if l.CPAllToAll && l.CP > 1 {
+		b.WriteString(" ulysses")
+	}
 	if l.PP > 1 {
 		fmt.Fprintf(&b, " %s", l.Schedule)
 		if l.VirtualStages > 1 && l.Schedule == step.Interleaved {

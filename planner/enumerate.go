@@ -103,6 +103,8 @@ type shapeInfo struct {
 	best    float64 // the lowest bound among its layouts that fit
 	perMB   float64 // lower bound of one micro-batch through a stage
 	zero3   float64 // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
+	gather  float64 // lower bound of what ZeRO 1–2 expose (step.Exposure.ParamGather), once exposed
+	send    float64 // lower bound of one pipeline send (step.Exposure.Send), once exposed
 	n       int32
 	ordinal int32 // enumeration order of its first layout
 	m       int32 // micro-batches per replica
@@ -112,10 +114,13 @@ type shapeInfo struct {
 	part    int32  // its part (the placements) among the search's
 	split   uint16 // its layer split among the part's
 	scheds  uint16 // its schedules among the part's lists
+	tables  uint16 // its zero-bubble schedules' tables among the part's
 	fits    uint8  // bit z: the layouts with ZeRO stage z are searched and their states fit
 	rc      uint8
 	sp      bool
 	etp1    bool // experts whole on each TP rank (step.Layout.ETP 1)
+	otp     bool // TP comm-GEMM overlap (step.Layout.OverlapTP)
+	ulysses bool // context parallelism by all-to-alls (step.Layout.CPAllToAll)
 	exposed bool // perMB and zero3 count step.Exposure
 }
 
@@ -131,36 +136,47 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
 		if i == 0 {
 			low = x
 		}
-		low.PerMicroBatch, low.ZeRO3 = min(low.PerMicroBatch, x.PerMicroBatch), min(low.ZeRO3, x.ZeRO3)
+		low.PerMicroBatch, low.ZeRO3, low.ParamGather = min(low.PerMicroBatch, x.PerMicroBatch), min(low.ZeRO3, x.ZeRO3), min(low.ParamGather, x.ParamGather)
+		low.Send = min(low.Send, x.Send)
 	}
 	s.perMB += low.PerMicroBatch
 	s.zero3 = low.ZeRO3
+	s.gather = low.ParamGather
+	s.send = low.Send
 }
 
 // baseLayout is the layout the shape's bounds are computed for: 1F1B, no ZeRO.
 func (s *shape) baseLayout(p *part) step.Layout {
 	return step.Layout{TP: int(s.tp), PP: int(s.pp), DP: int(s.dp), CP: int(s.cp), EP: int(s.ep), MicroBatch: int(s.mbs),
-		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: p.splits[s.split], ETP: etpOf(s.etp1)}
+		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: p.splits[s.split], ETP: etpOf(s.etp1), OverlapTP: s.otp, CPAllToAll: s.ulysses}
 }
 
 // bestBound is the lowest bound of the shape's layouts whose memory lower bound
-// fits (+Inf if none does). Stages 0–2 add nothing to a schedule's bound, so their
-// schedules are bounded once; of the schedules whose bubble is the fill and drain,
+// fits (+Inf if none does). Stages 1 and 2 add the same to a schedule's bound, so
+// their schedules are bounded once; of the schedules whose bubble is the fill and drain,
 // the one with the most virtual stages has the lowest bound (bestSchedules).
 func (s *shape) bestBound(req *Request, p *part) float64 {
 	best := math.Inf(1)
 	scheds := p.scheds[s.scheds]
-	if s.perMB >= 0 {
+	if s.perMB >= 0 && s.send == 0 {
+		// With the sends bounded, deeper interleaving sends more: every depth.
 		scheds = p.bestScheds[s.scheds]
 	}
-	if s.fits&^(1<<3) != 0 {
+	// Each distinct extra once: what stage 0 adds (nothing), stages 1–2, stage 3.
+	unexposed := s.fits&1 != 0 || s.fits&6 != 0 && s.gather == 0
+	if unexposed {
 		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, sc, 0))
+			best = min(best, s.schedBound(req, p, sc, 0))
 		}
 	}
-	if s.fits&(1<<3) != 0 && (s.zero3 != 0 || s.fits == 1<<3) {
+	if s.fits&6 != 0 && s.gather != 0 {
 		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, sc, s.zero3))
+			best = min(best, s.schedBound(req, p, sc, s.gather))
+		}
+	}
+	if s.fits&(1<<3) != 0 && (s.zero3 != 0 || !unexposed) && (s.zero3 != s.gather || s.fits&6 == 0) {
+		for _, sc := range scheds {
+			best = min(best, s.schedBound(req, p, sc, s.zero3))
 		}
 	}
 	return best
@@ -186,7 +202,7 @@ func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float6
 		}
 		for i, sc := range scheds {
 			ordinal++
-			emit(s.schedBound(req, sc, s.zeroBound(zero)), ordinal, int8(zero), uint16(i))
+			emit(s.schedBound(req, p, sc, s.zeroBound(zero)), ordinal, int8(zero), uint16(i))
 		}
 	}
 }
@@ -197,12 +213,23 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	ls := p.splits[s.split]
 	if st := int(s.pp) * sc.v; sc.v > 1 && req.Model.Layers%st != 0 {
 		if ls = step.PipelineSplit(req.Model.Layers, st); ls == nil {
-			ls = step.EvenSplit(req.Model.Layers, st)
+			ls = step.BalancedSplit(req.Model, req.Training.SeqLen, st)
 		}
 	}
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
-		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1}
+		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp,
+		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, maxHead: s.maxHeadroom(req, int(zero))}
+}
+
+// overlapEP says the layout overlaps its expert-parallel all-to-alls: wherever the
+// framework runs it (step's validateOverlapEP rules) unless the constraints say
+// off. The all-to-alls are not in the shape's bound, so the bound holds either way.
+func overlapEP(req *Request, s *shape, sched step.Schedule) bool {
+	if req.Model.MoE == nil || s.ep < 2 || !allowed(req.Constraints.OverlapEP, true) || sched == step.DualPipe {
+		return false
+	}
+	return (s.pp == 1 || sched == step.Interleaved) && recomputeCodes[s.rc] != step.RecomputeFull
 }
 
 // statesFit tells whether the model states of params parameters per GPU under a
@@ -219,34 +246,85 @@ func (s *shape) statesFit(req *Request, sp *space, params, reserveGB float64, ze
 	return (w+gr+st)/1e9+reserveGB <= sp.capGB
 }
 
+// maxHeadroom is an upper bound of the memory headroom of the shape's layouts with
+// a ZeRO stage: the GPU's memory less their memory lower bound (statesFit's, which
+// every schedule keeps at least), +Inf with fp8 weights (held in fewer bytes than
+// the optimizer's).
+func (s *shape) maxHeadroom(req *Request, zero int) float64 {
+	if req.Training.FP8Params {
+		return math.Inf(1)
+	}
+	w, gr, st := step.ModelStateBytes(s.bounds.Params, req.Training.Optimizer, zero, int(s.dp*s.cp))
+	switch req.Constraints.Offload {
+	case step.OffloadOptimizer:
+		st = 0
+	case step.OffloadParams:
+		w, gr, st = 0, 0, 0
+	}
+	return req.Cluster.GPU().MemoryGB - ((w+gr+st)/1e9 + s.bounds.ReserveGB + s.bounds.ActivationsGB)
+}
+
 // bound is the objective's lower bound for the shape run with v virtual stages,
 // plus extra seconds.
 func (s *shape) bound(req *Request, v int, extra float64) float64 {
-	stepLB := (float64(s.m)+float64(s.pp-1)/float64(v))*s.perMB + extra
+	// GPipe, 1F1B and interleaving run v·M + pp − 1 slots of one chunk's forward
+	// and backward (step's closedSpan), each with its two sends; 2·v·M of
+	// them are exposed and the rest lengthen the bubble.
+	sends := 2 * float64(v*int(s.m)+int(s.pp)-1) * s.send
+	stepLB := (float64(s.m)+float64(s.pp-1)/float64(v))*s.perMB + float64(s.m)*s.bounds.Contention + sends + extra
 	return boundScore(req, int(s.n), stepLB)
 }
 
 // zeroBound is the lower bound of the step time that a ZeRO stage adds.
 func (s *shape) zeroBound(zero int) float64 {
-	if zero == 3 {
+	switch zero {
+	case 3:
 		return s.zero3
+	case 1, 2:
+		return s.gather
 	}
 	return 0
 }
 
-// schedBound is the bound of one schedule of the shape. The zero-bubble schedules'
-// bubbles grow with the micro-batch's time, so the shape's lower bound of that time
-// bounds them too — except ZB-V for a MoE model, whose V puts other MoE layers on
-// the slowest rank than the shape's compute counted: that counts only the compute
-// (no bubble, no ZeRO-3 exposure, which is priced on the shape's compute).
-func (s *shape) schedBound(req *Request, sc sched, extra float64) float64 {
+// schedBound is the bound of one schedule of the shape. The zero-bubble schedules
+// are bounded by executing their tables (step.PipelineTable.LowerBound) with the
+// shape's lower bounds of the blocks — except ZB-V for a MoE model, whose V puts
+// other MoE layers on the slowest rank than the shape's compute counted: that
+// counts only the compute (no bubble, no ZeRO-3 exposure, which is priced on the
+// shape's compute).
+func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float64 {
+	cont := float64(s.m) * s.bounds.Contention
 	if sc.s == step.ZeroBubbleV && req.Model.MoE != nil {
-		return boundScore(req, int(s.n), float64(s.m)*s.perMB)
+		return boundScore(req, int(s.n), float64(s.m)*s.perMB+cont)
 	}
-	if bubble, ok := step.ZeroBubbleBubble(sc.s, int(s.pp), s.perMB, s.bounds.Backward, s.bounds.WeightGrad); ok {
-		return boundScore(req, int(s.n), float64(s.m)*s.perMB+bubble+extra)
+	if i := zbIndex(sc.s); i >= 0 {
+		// The sends: 2·c·M exposed (c chunks a rank, two down ZB-V's V), at
+		// least; they lengthen the blocks the tables run, so the span bounds
+		// still hold.
+		sends := 2 * float64(s.m) * s.send
+		if sc.s == step.ZeroBubbleV {
+			sends *= 2
+		}
+		if t := p.tables[s.tables][i]; t != nil {
+			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB+sends, t.LowerBound(s.bounds, s.perMB))+cont+extra)
+		}
+		fill, _ := step.PipelineFillBound(sc.s, int(s.pp), s.bounds.Forward) // a table too large to bound with
+		return boundScore(req, int(s.n), float64(s.m)*s.perMB+sends+fill+cont+extra)
 	}
 	return s.bound(req, sc.v, extra)
+}
+
+// zbIndex is a zero-bubble schedule's index in part.tables, -1 for another.
+func zbIndex(s step.Schedule) int {
+	switch s {
+	case step.ZeroBubble:
+		return 0
+	case step.ZeroBubbleV:
+		return 1
+	case step.DualPipe:
+		return 2
+	}
+	return -1
 }
 
 // enumerate builds every shape with a layout that passes the cheap checks —
@@ -383,6 +461,9 @@ type part struct {
 	splits     [][]int   // the layer splits of its shapes (shape.split)
 	scheds     [][]sched // the schedule lists of its shapes (shape.scheds)
 	bestScheds [][]sched // of each list, those that can give its best bound
+	// tables are the compiled ZB-H1, ZB-V and DualPipe tables of its shapes' depth
+	// and micro-batches (shape.tables; nil where the schedule is not listed).
+	tables [][3]*step.PipelineTable
 
 	chunks                             []*[shapeChunk]shape // its count shapes, in recycled arrays
 	count                              int
@@ -418,12 +499,25 @@ func (p *part) add() { p.count++ }
 type workerCache struct {
 	layers step.BoundsCache
 	scheds map[schedKey]schedLists
+	// splits are the cost-balanced splits by pipeline depth (read only once made).
+	splits map[int][]int
 }
 
-type schedKey struct {
-	pp       int
-	multiple bool // the micro-batches are a multiple of pp
+// balancedSplit is step.BalancedSplit of the request's model over pp stages, made
+// once per goroutine.
+func (w *workerCache) balancedSplit(req *Request, pp int) []int {
+	if s, ok := w.splits[pp]; ok {
+		return s
+	}
+	s := step.BalancedSplit(req.Model, req.Training.SeqLen, pp)
+	if w.splits == nil {
+		w.splits = map[int][]int{}
+	}
+	w.splits[pp] = s
+	return s
 }
+
+type schedKey struct{ pp, m int }
 
 // schedLists are schedules' list and its bestSchedules.
 type schedLists struct{ all, best []sched }
@@ -431,7 +525,7 @@ type schedLists struct{ all, best []sched }
 // schedules is the package's schedules(pp, m, …) and its bestSchedules, listed once
 // (read only).
 func (w *workerCache) schedules(pp, m, layers int, cs *Constraints) schedLists {
-	k := schedKey{pp, m%pp == 0}
+	k := schedKey{pp, schedClass(pp, m)}
 	l, ok := w.scheds[k]
 	if !ok {
 		all := schedules(pp, m, layers, cs)
@@ -464,8 +558,8 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			// Counting the loss (and embedding) as layers, as Megatron can, or with
 			// uneven_pp spreading them earlier-stages-first.
 			split = step.PipelineSplit(a.Layers, pp)
-			if split == nil && cs.UnevenPP {
-				split = step.EvenSplit(a.Layers, pp)
+			if split == nil {
+				split = wc.balancedSplit(req, pp)
 			}
 			if split == nil {
 				p.divisibility++
@@ -480,21 +574,36 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 		perReplica := t.GlobalBatch / dp
 		splitIdx := uint16(len(p.splits))
 		p.splits = append(p.splits, split)
-		// The schedules depend on the depth and on whether the micro-batches are a
-		// multiple of it: listed once per depth, shared by its shapes (read only).
-		schedsByMultiple := [2]int{-1, -1} // indices in p.scheds
+		// The schedules depend on the depth and on the micro-batches' class under the
+		// frameworks' rules (schedClass): listed once per depth and class, shared by
+		// its shapes (read only).
+		var schedsByClass [numSchedClasses]int // indices in p.scheds, + 1
 		schedsFor := func(m int) ([]sched, uint16) {
-			i := 0
-			if m%pp == 0 {
-				i = 1
-			}
-			if schedsByMultiple[i] < 0 {
-				schedsByMultiple[i] = len(p.scheds)
+			i := schedClass(pp, m)
+			if schedsByClass[i] == 0 {
+				schedsByClass[i] = len(p.scheds) + 1
 				l := wc.schedules(pp, m, a.Layers, cs)
 				p.scheds = append(p.scheds, l.all)
 				p.bestScheds = append(p.bestScheds, l.best)
 			}
-			return p.scheds[schedsByMultiple[i]], uint16(schedsByMultiple[i])
+			return p.scheds[schedsByClass[i]-1], uint16(schedsByClass[i] - 1)
+		}
+		// The zero-bubble schedules' tables, by micro-batch count.
+		tablesFor := map[int]uint16{}
+		tables := func(m int, scheds []sched) uint16 {
+			if i, ok := tablesFor[m]; ok {
+				return i
+			}
+			var ts [3]*step.PipelineTable
+			for _, sc := range scheds {
+				if i := zbIndex(sc.s); i >= 0 {
+					ts[i], _ = e.PipelineTable(sc.s, pp, sc.v, m) // nil if it cannot compile: bounded without a bubble
+				}
+			}
+			i := uint16(len(p.tables))
+			p.tables = append(p.tables, ts)
+			tablesFor[m] = i
+			return i
 		}
 		for _, ep := range sp.eps {
 			if !allowed(cs.EP, ep) || dp%ep != 0 {
@@ -506,6 +615,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 				}
 				m := perReplica / mbs
 				scheds, schedsIdx := schedsFor(m)
+				tablesIdx := tables(m, scheds)
 				for _, rc := range sp.recomputes {
 					for _, seqPar := range []bool{false, true} {
 						if seqPar && tp == 1 || !allowed(cs.SP, seqPar) {
@@ -520,61 +630,90 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 						if a.MoE != nil && tp > 1 && seqPar {
 							etps = append(etps, 1)
 						}
+						// With TP and SP, TP communication overlapping the GEMMs
+						// (Megatron-LM's --tp-comm-overlap, torch async TP). Unless the
+						// constraints list it, only on: the same layout without it holds
+						// the same memory and is never faster (what the GEMMs hide,
+						// max(0, C − (t−1)/t·G) left of each collective C, costs only its
+						// SMs' share of the compute under it), so it would be dominated.
+						otps := overlapsTP[:1]
+						if tp > 1 && seqPar {
+							otps = overlapsTP[1:]
+							if len(cs.OverlapTP) > 0 {
+								otps = overlapsTP[:]
+							}
+						}
+						// With CP, ring attention and, when the constraints list it and
+						// tp × cp divides the heads (and cp the KV heads or they it),
+						// Ulysses' all-to-alls. Not by default: it adds half as many
+						// layouts again (DeepSeek-V3 on 2048 GPUs past a million).
+						cpa := overlapsTP[:1]
+						if cp > 1 && allowed(cs.CPAllToAll, true) && len(cs.CPAllToAll) > 0 && a.Heads%(tp*cp) == 0 && (max(1, a.KVHeads)%cp == 0 || cp%max(1, a.KVHeads) == 0) {
+							cpa = overlapsTP[:]
+						}
 						for _, etp := range etps {
-							// One compute bound per shape; schedules and ZeRO stages only
-							// change the pipeline factor and the state sharding.
-							r.Layout = step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
-								Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp}
-							// On several placements, the lowest of their bounds bounds them all.
-							s := p.slot()
-							var ok bool
-							r.Ranks = p.alts[0].ranks
-							s.bounds, ok = e.LowerBoundsCached(r, layers)
-							for _, al := range p.alts[1:] {
-								if !ok {
-									break
-								}
-								var b2 step.Bounds
-								r.Ranks = al.ranks
-								if b2, ok = e.LowerBoundsCached(r, layers); ok {
-									s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
-								}
-							}
-							if !ok {
-								p.invalid += len(scheds) * len(sp.zeros)
-								continue
-							}
-							b := &s.bounds
-							s.shapeInfo = shapeInfo{perMB: b.PerMicroBatch, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
-								pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
-								scheds: schedsIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1}
-							// The layouts that fit are those of the ZeRO stages whose states
-							// fit, under every schedule; the deepest interleaving has the
-							// smallest bubble and so the best bound (bounds grow with the step
-							// time under every objective).
-							stages, fits := 0, 0
-							for _, zero := range sp.zeros {
-								if s.searched(zero) {
-									stages++
-									if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
-										s.fits |= 1 << zero
-										fits++
+							for _, otp := range otps {
+								for _, uly := range cpa {
+									if !allowed(cs.OverlapTP, otp) || cp > 1 && !allowed(cs.CPAllToAll, uly) {
+										continue
+									}
+									// One compute bound per shape; schedules and ZeRO stages only
+									// change the pipeline factor and the state sharding.
+									r.Layout = step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
+										Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp, OverlapTP: otp, CPAllToAll: uly}
+									// On several placements, the lowest of their bounds bounds them all.
+									s := p.slot()
+									var ok bool
+									r.Ranks = p.alts[0].ranks
+									s.bounds, ok = e.LowerBoundsCached(r, layers)
+									for _, al := range p.alts[1:] {
+										if !ok {
+											break
+										}
+										var b2 step.Bounds
+										r.Ranks = al.ranks
+										if b2, ok = e.LowerBoundsCached(r, layers); ok {
+											s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
+											s.bounds.Contention = min(s.bounds.Contention, b2.Contention)
+										}
+									}
+									if !ok {
+										p.invalid += len(scheds) * len(sp.zeros)
+										continue
+									}
+									b := &s.bounds
+									s.shapeInfo = shapeInfo{perMB: b.PerMicroBatch, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
+										pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
+										scheds: schedsIdx, tables: tablesIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1, otp: otp, ulysses: uly}
+									// The layouts that fit are those of the ZeRO stages whose states
+									// fit, under every schedule; the deepest interleaving has the
+									// smallest bubble and so the best bound (bounds grow with the step
+									// time under every objective).
+									stages, fits := 0, 0
+									for _, zero := range sp.zeros {
+										if s.searched(zero) {
+											stages++
+											if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
+												s.fits |= 1 << zero
+												fits++
+											}
+										}
+									}
+									size := stages * len(scheds)
+									ordinal += size
+									p.enumerated += size
+									if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
+										p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
+										return
+									}
+									fits *= len(scheds)
+									p.memoryBound += size - fits
+									if fits > 0 {
+										s.best = s.bestBound(req, p)
+										p.kept += fits
+										p.add()
 									}
 								}
-							}
-							size := stages * len(scheds)
-							ordinal += size
-							p.enumerated += size
-							if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
-								p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
-								return
-							}
-							fits *= len(scheds)
-							p.memoryBound += size - fits
-							if fits > 0 {
-								s.best = s.bestBound(req, p)
-								p.kept += fits
-								p.add()
 							}
 						}
 					}
@@ -584,45 +723,73 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 	}
 }
 
+// overlapsTP are the TP overlap settings a shape with TP and SP tries, off first.
+var overlapsTP = [2]bool{false, true}
+
 type sched struct {
 	s step.Schedule
 	v int
 }
 
-// schedules lists the pipeline schedules to try: none without PP; else 1F1B,
-// GPipe, and interleaved with every depth v ≥ 2 that divides the stage's layers (or,
-// when the layers do not divide evenly anyway, every v up to 8), when the
-// micro-batches are a multiple of PP.
+// schedules lists the pipeline schedules to try: none without PP; else each
+// schedule whose framework runs pp ranks with m micro-batches per replica
+// (step.ScheduleRule): 1F1B, GPipe, ZB-H1, DualPipe, ZB-V, and interleaved with every
+// depth v ≥ 2 that divides the stage's layers (or, when the layers do not divide
+// evenly anyway, every v up to 8).
 func schedules(pp, m, layers int, cs *Constraints) []sched {
 	if pp == 1 {
 		return []sched{{step.OneFOneB, 1}}
 	}
 	var out []sched
-	if allowed(cs.Schedules, step.OneFOneB) {
-		out = append(out, sched{step.OneFOneB, 1})
+	split := layers%pp != 0 // the search's split over pp is uneven or accounted
+	try := func(s step.Schedule, v int, split bool) {
+		if r, ok := step.RuleOf(s); ok && allowed(cs.Schedules, s) && r.Allows(pp, v, m, layers, split) {
+			out = append(out, sched{s, v})
+		}
 	}
-	if allowed(cs.Schedules, step.GPipe) {
-		out = append(out, sched{step.GPipe, 1})
-	}
-	if allowed(cs.Schedules, step.ZeroBubble) {
-		out = append(out, sched{step.ZeroBubble, 1})
-	}
-	if allowed(cs.Schedules, step.DualPipe) && pp%2 == 0 {
-		out = append(out, sched{step.DualPipe, 1})
-	}
-	if allowed(cs.Schedules, step.ZeroBubbleV) && layers%(2*pp) == 0 {
-		out = append(out, sched{step.ZeroBubbleV, 2})
-	}
-	if allowed(cs.Schedules, step.Interleaved) && m%pp == 0 {
-		for v := 2; v <= layers/pp; v++ {
-			even := layers%pp == 0 && (layers/pp)%v == 0
-			counted := !even && step.PipelineSplit(layers, pp*v) != nil
-			if (even || counted || layers%pp != 0 && cs.UnevenPP && v <= 8) && allowed(cs.VirtualStages, v) {
-				out = append(out, sched{step.Interleaved, v})
-			}
+	try(step.OneFOneB, 1, split)
+	try(step.GPipe, 1, split)
+	try(step.ZeroBubble, 1, split)
+	try(step.DualPipe, 1, split)
+	try(step.ZeroBubbleV, 2, false)
+	for v := 2; v <= layers/pp; v++ {
+		even := layers%pp == 0 && (layers/pp)%v == 0
+		counted := !even && step.PipelineSplit(layers, pp*v) != nil
+		if (even || counted || layers%pp != 0 && v <= maxBalancedChunks(cs)) && allowed(cs.VirtualStages, v) {
+			try(step.Interleaved, v, !even)
 		}
 	}
 	return out
+}
+
+// maxBalancedChunks is the deepest interleaving searched with a cost-balanced split
+// (step.BalancedSplit) on layers the pipeline does not divide: 8 chunks per rank
+// with uneven_pp, none otherwise (a plain pipeline of any depth takes one without
+// it; interleaving them all multiplies DeepSeek-V3's layouts on 2048 GPUs past a
+// million).
+func maxBalancedChunks(cs *Constraints) int {
+	if cs.UnevenPP {
+		return 8
+	}
+	return 1
+}
+
+// Micro-batch classes: the schedules' rules depend on the micro-batches per replica
+// m only through whether m is a multiple of pp, even, and at least 2 × pp.
+const numSchedClasses = 8
+
+func schedClass(pp, m int) int {
+	c := 0
+	if m%pp == 0 {
+		c |= 1
+	}
+	if m%2 == 0 {
+		c |= 2
+	}
+	if m >= 2*pp {
+		c |= 4
+	}
+	return c
 }
 
 // bestSchedules are the schedules of a list that can give a shape's best bound:
@@ -633,7 +800,7 @@ func bestSchedules(list []sched) []sched {
 	var out []sched
 	plain := -1
 	for i, sc := range list {
-		if _, zb := step.ZeroBubbleBubble(sc.s, 2, 1, 0, 0); zb || sc.s == step.ZeroBubbleV {
+		if step.SplitsWeightGrad(sc.s) {
 			out = append(out, sc) // as schedBound tells them apart
 		} else if plain < 0 || sc.v > list[plain].v {
 			plain = i

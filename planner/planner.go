@@ -39,6 +39,18 @@ type Constraints struct {
 	Recompute     []step.Recompute `json:"recompute,omitempty"`
 	SP            []bool           `json:"sp,omitempty"`
 	Schedules     []step.Schedule  `json:"schedules,omitempty"`
+	// OverlapTP lists whether TP communication overlaps the GEMMs (step.Layout's
+	// OverlapTP, with TP and SP only); empty: both searched.
+	OverlapTP []bool `json:"overlap_tp,omitempty"`
+	// OverlapEP says whether MoE layouts overlap the expert-parallel all-to-alls
+	// (step.Layout's OverlapEP) where the framework runs it (ep > 1, no pipeline or
+	// the interleaved schedule, no full recomputation): empty or listing true, on
+	// there (never slower, the same memory); [false]: off.
+	OverlapEP []bool `json:"overlap_ep,omitempty"`
+	// CPAllToAll lists the context-parallel variants to search (step.Layout's
+	// CPAllToAll): false ring attention, true Ulysses all-to-alls (where tp × cp
+	// divides the heads); empty: ring only.
+	CPAllToAll []bool `json:"cp_all_to_all,omitempty"`
 	// TPAcrossNodes allows TP groups larger than a node.
 	TPAcrossNodes bool `json:"tp_across_nodes,omitempty"`
 	// UnevenPP allows pipeline splits that do not divide the layers evenly.
@@ -63,6 +75,9 @@ func (c Constraints) Canonical() Constraints {
 	c.Recompute = orderedSet(c.Recompute, []step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeOps, step.RecomputeFull})
 	c.Schedules = orderedSet(c.Schedules, []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.ZeroBubbleV, step.DualPipe})
 	c.SP = orderedSet(c.SP, []bool{false, true})
+	c.OverlapTP = orderedSet(c.OverlapTP, []bool{false, true})
+	c.OverlapEP = orderedSet(c.OverlapEP, []bool{false, true})
+	c.CPAllToAll = orderedSet(c.CPAllToAll, []bool{false, true})
 	return c
 }
 
@@ -223,6 +238,8 @@ type Result struct {
 	Top    []Plan `json:"top"`
 	Pareto []Plan `json:"pareto"` // GPUs × step time × memory headroom, among evaluated plans
 	Stats  Stats  `json:"stats"`
+	// NoPlan says why, when the search found no plan.
+	NoPlan string `json:"no_plan,omitempty"`
 }
 
 // Pruning reasons.

@@ -29,6 +29,12 @@ type candidate struct {
 	rc, sched          uint8
 	sp                 bool
 	etp1               bool
+	otp                bool // TP comm-GEMM overlap
+	oep                bool // expert-parallel all-to-all overlap
+	ulysses            bool // context parallelism by all-to-alls
+	// maxHead ≥ the layout's memory headroom: the GPU's memory less the memory
+	// lower bound of its ZeRO stage (+Inf where none is known).
+	maxHead float64
 }
 
 var (
@@ -39,7 +45,7 @@ var (
 func (c *candidate) layout() step.Layout {
 	return step.Layout{TP: int(c.tp), PP: int(c.pp), DP: int(c.dp), CP: int(c.cp), EP: int(c.ep), ZeRO: int(c.zero),
 		MicroBatch: int(c.mbs), Recompute: recomputeCodes[c.rc], SP: c.sp, Schedule: scheduleCodes[c.sched],
-		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1)}
+		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1), OverlapTP: c.otp, OverlapEP: c.oep, CPAllToAll: c.ulysses}
 }
 
 // DefaultPlacementTolerance is Request.PlacementTolerance when it is 0: a scheduler
@@ -424,6 +430,9 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	tr.end(len(res.Pareto))
 	stats.Elapsed = time.Since(start)
 	res.Stats = stats
+	if len(res.Top) == 0 {
+		res.NoPlan = noPlanReason(&req, stats)
+	}
 	return res, nil
 }
 
@@ -655,6 +664,7 @@ type memoryResult struct {
 	headroom float64
 	fits     bool
 	invalid  bool
+	beaten   bool // set aside on its headroom's upper bound, its memory not computed
 }
 
 // checkMemory starts checking the memory of a chunk's layouts over the workers: it
@@ -665,11 +675,21 @@ func (s *evaluation) checkMemory(ctx context.Context, cands []candidate) *memory
 	s.nextMems = 1 - s.nextMems
 	*buf = slices.Grow((*buf)[:0], len(cands))[:len(cands)]
 	mc := &memoryCheck{mems: *buf, done: make(chan struct{})}
+	// A layout that a plan in hand beats even with the most headroom it could
+	// have is set aside without its memory: the fronts only grow, so it is
+	// beaten when its chunk is priced too.
+	for j := range cands {
+		mc.mems[j] = memoryResult{beaten: !s.req.IncludeDominated && s.fronts.beaten(&cands[j], cands[j].maxHead)}
+	}
 	s.checks.Add(1)
 	go func() {
 		defer s.checks.Done()
 		defer close(mc.done)
-		parallel(ctx, s.workers, len(cands), func(_, j int) { mc.mems[j] = s.memory(&cands[j]) })
+		parallel(ctx, s.workers, len(cands), func(_, j int) {
+			if !mc.mems[j].beaten {
+				mc.mems[j] = s.memory(&cands[j])
+			}
+		})
 	}()
 	return mc
 }
@@ -750,6 +770,8 @@ func (s *evaluation) memory(c *candidate) memoryResult {
 func (s *evaluation) setAside(c *candidate, mem *memoryResult) evaluated {
 	req := s.req
 	switch {
+	case mem.beaten:
+		return evaluated{c: c, setAside: PrunedDominatedBound}
 	case mem.invalid:
 		return evaluated{c: c, setAside: PrunedInvalid}
 	case !mem.fits || mem.headroom < req.Constraints.MinHeadroomGB:

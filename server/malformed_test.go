@@ -173,7 +173,7 @@ func malformedCases() []malformed {
 		{"pp negative", step, with(okStep, "layout.pp", -2), ia, "layout.pp", "must be between 1 and", false},
 		{"slow GPU faster than itself", step, with(okStep, "slow_gpu_speed", 1.5), ia, "slow_gpu_speed", "from 0.01 to 1", false},
 		{"slow GPU speed negative", plan, with(okPlan, "slow_gpu_speed", -0.5), ia, "slow_gpu_speed", "from 0.01 to 1", false},
-		{"pp not dividing layers, even counting embedding and loss", step, with(okStep, "layout.pp", 7), ia, "layout.pp", "must divide the 80 layers", false},
+		{"more pipeline chunks than layers", step, with(okStep, "layout.virtual_stages", 41, "layout.schedule", "SCHEDULE_INTERLEAVED"), ia, "layout.pp", "must be at most the 80 layers", false},
 		{"dp 0", step, with(okStep, "layout.dp", 0), ia, "layout.dp", "must be between 1 and", false},
 		{"dp huge", step, with(okStep, "layout.dp", 1<<20), ia, "layout", "--max-gpus", false},
 		{"dp at int32's limit", step, with(okStep, "layout.dp", 2147483647, "layout.cp", 2147483647), ia, "layout", "--max-gpus", false},

@@ -49,6 +49,15 @@ func TestOpenAPIMatchesREST(t *testing.T) {
 	if len(planResp.GetPlans()) == 0 || planResp.GetStats().GetEnumerated() == 0 || planResp.GetPlans()[0].GetCostUsd() == 0 {
 		t.Errorf("EstimatePlan: no plans, statistics or cost in %v", &planResp)
 	}
+	// A catalog cluster sized to the job, two of its nodes excluded: no plan, and
+	// the answer says why.
+	var none pb.EstimatePlanResponse
+	c.call("EstimatePlan, excluded nodes", http.MethodPost, "/v1/plans:estimate", `{"model": {"name": "llama3-8b"},
+		"cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": "64"}, "gpus": 32, "exclude_nodes": [1, 2]}`,
+		http.StatusOK, &none)
+	if len(none.GetPlans()) != 0 || !strings.Contains(none.GetNoPlanReason(), "nodes 1, 2 excluded") {
+		t.Errorf("EstimatePlan with excluded nodes: %d plans, reason %q", len(none.GetPlans()), none.GetNoPlanReason())
+	}
 
 	step := `{"model": {"name": "llama3-70b"}, "cluster": {"name": "dgx-h100"},
 		"training": {"seq_len": 8192, "global_batch": "512", "precision": "PRECISION_BF16"},

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -30,27 +31,34 @@ type Bounds struct {
 	ReserveGB     float64
 	// exposure is what ExposedBounds needs besides the communication's price.
 	exposure exposureInputs
-	// Backward and WeightGrad are the slowest stage's backward pass for one
-	// micro-batch and the weight-gradient GEMMs inside it, as the estimate computes
-	// them: the zero-bubble schedules' bubbles are functions of PerMicroBatch,
-	// Backward and WeightGrad that grow with PerMicroBatch (ZeroBubbleBubble).
-	Backward, WeightGrad float64
+	// Forward, Backward and WeightGrad are the slowest stage's forward and backward
+	// passes for one micro-batch and the weight-gradient GEMMs inside the backward,
+	// as the estimate computes them: the zero-bubble schedules' bubbles are bounded
+	// by the forwards that fill the pipeline (PipelineFillBound).
+	Forward, Backward, WeightGrad, Recompute float64
+	// Contention is a lower bound of what one micro-batch's hidden communication
+	// adds by slowing the compute (TP overlap's), in every micro-batch but not in
+	// the bubble: StepTime counts it M times.
+	Contention float64
 }
 
-// ZeroBubbleBubble is the pipeline bubble of the zero-bubble schedules (ZB-H1,
-// DualPipe, ZB-V) over pp stages, for a stage whose micro-batch takes perMB in
-// all (forward, backward, recompute and exposed communication), bwd of it in the
-// backward pass and w in its weight-gradient GEMMs (Qi et al. 2024; DeepSeek-V3
-// report, Table 2). It returns false for any other schedule.
-func ZeroBubbleBubble(s Schedule, pp int, perMB, bwd, w float64) (float64, bool) {
+// PipelineFillBound is a lower bound of the bubble of the schedules that split the
+// weight gradients apart (ZB-H1, ZB-V, DualPipe; SplitsWeightGrad) over pp ranks,
+// for a stage whose forward pass of one micro-batch takes at least fwd: the rank
+// that starts last cannot start before the forwards of the chunks ahead of it —
+// pp − 1 stages for ZB-H1, pp − 1 half-stage chunks down the V for ZB-V, pp/2 − 1
+// stages for DualPipe's middle ranks — and then runs as many blocks as every rank.
+// The executed tables' spans (PipelineSpan) are never below it. It returns false
+// for any other schedule.
+func PipelineFillBound(s Schedule, pp int, fwd float64) (float64, bool) {
 	pf := float64(pp)
 	switch s {
 	case ZeroBubble:
-		return (pf - 1) * math.Max(0, perMB-2*w), true
+		return (pf - 1) * fwd, true
 	case DualPipe:
-		return (pf/2 - 1) * math.Max(0, perMB+bwd-3*w), true
+		return max(0, pf/2-1) * fwd, true
 	case ZeroBubbleV:
-		return (pf - 1) * math.Max(0, perMB-3*w) / 2, true
+		return (pf - 1) * fwd / 2, true
 	}
 	return 0, false
 }
@@ -100,6 +108,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		actLayers = math.Min(actLayers, least*math.Min(float64(l.PP+1), m))
 	}
 	perMB := cp.fwd + cp.bwd + cp.rc
+	var contention float64
 	if l.TP > 1 && !l.OverlapTP {
 		// TP communication is on the critical path of every micro-batch; its
 		// groups are few and cached, so pricing it here is cheap and tightens the
@@ -114,8 +123,21 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			tp *= (cp.nDense + cp.nMoE/2) / (cp.nDense + cp.nMoE)
 		}
 		perMB += tp
+	} else if l.TP > 1 && l.SP {
+		// Overlapped: what the GEMMs cannot cover (tpOverlap), bounded per
+		// layer half by one all-gather and reduce-scatter pair against both GEMMs
+		// (max(0, a) + max(0, b) ≥ max(0, a + b)).
+		us, agUs, err := c.tpCalls(e, req, float64(l.MicroBatch)*sLocal)
+		if err != nil {
+			return Bounds{}, false
+		}
+		exposed, hidden := tpOverlap(l, &cp, agUs*1e-6, (us-agUs)*1e-6)
+		perMB += exposed
+		// The hidden part slows the compute it runs under (pricing.assemble), in
+		// every micro-batch but not in the bubble.
+		contention = hidden * 16 / math.Max(1, r.sms)
 	}
-	stepLB := (m + float64(l.PP-1)/float64(max(1, l.VirtualStages))) * perMB
+	stepLB := (m+float64(l.PP-1)/float64(max(1, l.VirtualStages)))*perMB + m*contention
 	p := c.modelParams(a)
 	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
 	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
@@ -138,9 +160,16 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			x.ring = ringAttention(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, tf, r.hbm)
 		}
 	}
-	if l.DP*l.CP > 1 && !t.OnDemandGathers {
+	if l.PP > 1 {
+		// Each TP rank sends at least its slice of the 16-bit activations.
+		x.act = float64(l.MicroBatch) * sLocal * float64(a.Hidden) * 2 / float64(l.TP)
+	}
+	if l.DP*l.CP > 1 {
 		dense, _ := stageParamsOf(req, p, cp.stageLayers)
-		x.gather, x.scatter = dense/x.layers*o.WeightBytes, dense/x.layers*o.GradBytes
+		x.params = leastRankParams(req, p) * o.WeightBytes
+		if !t.OnDemandGathers {
+			x.gather, x.scatter = dense/x.layers*o.WeightBytes, dense/x.layers*o.GradBytes
+		}
 	}
 	return Bounds{
 		exposure:      x,
@@ -150,9 +179,54 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		PerMicroBatch: perMB,
 		Params:        params,
 		ReserveGB:     reserve,
+		Contention:    contention,
+		Forward:       cp.fwd,
 		Backward:      bwdLB,
 		WeightGrad:    wUB,
+		Recompute:     cp.rc,
 	}, true
+}
+
+// leastRankParams is at most the dense parameters the estimate's slowest pipeline
+// rank holds (stageParamsOf of its layers) under any split and schedule of the
+// layout's depth: every split puts at least ⌈layers/pp⌉ layers on its busiest rank,
+// and a MoE layer's dense part (attention, shared experts) or a dense layer's
+// (attention, MLP) each at least the smaller of the two.
+func leastRankParams(req Request, p model.Params) float64 {
+	a, l := req.Model, req.Layout
+	k := float64((a.Layers + l.PP - 1) / l.PP)
+	mlp := p.PerLayerDenseMLP
+	if a.MoE != nil {
+		mlp = min(mlp, p.PerLayerShared)
+	}
+	dense := k*(p.PerLayerAttention+mlp)/float64(l.TP) + k*p.PerLayerNorm + p.Embedding/float64(l.TP)
+	if l.PP == 1 {
+		dense += p.Output / float64(l.TP)
+	}
+	return dense
+}
+
+// tpOverlap is what TP comm-GEMM overlap leaves exposed of one micro-batch
+// through the stage and what it hides, for an all-gather of time ag and a
+// reduce-scatter of time rs (as the estimate's tensorParallel prices it).
+func tpOverlap(l Layout, cp *computeParts, ag, rs float64) (exposed, hidden float64) {
+	f := (float64(l.TP) - 1) / float64(l.TP)
+	k := (4 + l.tpRepeats(cp.stageLayers)) / 2 // forward, recomputed forward, backward
+	layer := func(g [4]float64, mlp bool) (e, c float64) {
+		e, c = math.Max(0, ag-f*g[0])+math.Max(0, rs-f*g[1]), ag+rs
+		if mlp {
+			e += math.Max(0, ag-f*g[2]) + math.Max(0, rs-f*g[3])
+			c += ag + rs
+		}
+		return e * k, c * k
+	}
+	exposed, total := layer(cp.lc.tpGEMM, true)
+	exposed, total = exposed*cp.nDense, total*cp.nDense
+	if cp.nMoE > 0 {
+		e, c := layer(cp.lcMoE.tpGEMM, l.etp() != 1) // etp 1: no TP collectives around whole experts
+		exposed, total = exposed+e*cp.nMoE, total+c*cp.nMoE
+	}
+	return exposed, total - exposed
 }
 
 // tpCommPerMB is the TP communication of the slowest stage for one micro-batch, as
@@ -174,49 +248,55 @@ func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64, c *BoundsCa
 // consecutive blocks of the ranks: they and their price depend only on the ranks,
 // the job's size, TP, SP and the tokens.
 func (c *BoundsCache) tpCall(e *Estimator, req Request, tokens float64) (float64, error) {
+	us, _, err := c.tpCalls(e, req, tokens)
+	return us, err
+}
+
+// tpCalls is tpCall and, with sequence parallelism, the all-gather's part of it.
+func (c *BoundsCache) tpCalls(e *Estimator, req Request, tokens float64) (float64, float64, error) {
 	l := req.Layout
 	g, err := newGrid(l)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var k tpKey
 	keep := c != nil && (l.RankOrder == "" || l.RankOrder == DefaultRankOrder)
 	if keep {
 		k = tpKey{ranks: req.Ranks, n: g.n, tp: l.TP, sp: l.SP, tokens: tokens}
-		if us, ok := c.tp[k]; ok {
-			return us, nil
+		if v, ok := c.tp[k]; ok {
+			return v[0], v[1], nil
 		}
 	}
 	p, err := e.placement(req.Cluster, req.Ranks, g, CommTP)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	act := tokens * float64(req.Model.Hidden) * 2
-	var us float64
+	var us, agUs float64
 	if l.SP {
 		ag, err := e.collCost(p, collective.AllGather, act)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		rs, err := e.collCost(p, collective.ReduceScatter, act)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		us = ag.TimeUs + rs.TimeUs
+		us, agUs = ag.TimeUs+rs.TimeUs, ag.TimeUs
 	} else {
 		ar, err := e.collCost(p, collective.AllReduce, act)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		us = ar.TimeUs
 	}
 	if keep {
 		if c.tp == nil {
-			c.tp = map[tpKey]float64{}
+			c.tp = map[tpKey][2]float64{}
 		}
-		c.tp[k] = us
+		c.tp[k] = [2]float64{us, agUs}
 	}
-	return us, nil
+	return us, agUs, nil
 }
 
 // tpKey is what tpCall's price depends on under the default rank order.
@@ -238,6 +318,17 @@ type Exposure struct {
 	// with ZeRO stage 3 (0 without data or context parallelism, or with on-demand
 	// gathers): a ZeRO-3 layout's step time is at least its bound plus this.
 	ZeRO3 float64
+	// ParamGather ≤ what ZeRO stages 1 and 2 expose over the step: the
+	// distributed optimizer's all-gather of the stage's updated weights over the
+	// data-parallel group, which the next forward waits for (pricing.gradientSync
+	// exposes all of it); 0 without data or context parallelism.
+	ParamGather float64
+	// Send ≤ one pipeline send of a micro-batch's activations (or their
+	// gradients) between stages (pricing.pipeline): the estimate exposes 2·c·M of
+	// them over the step, c the model chunks a rank holds (VirtualStages for
+	// interleaving, 2 for ZB-V, else 1), and each slows the blocks the pipeline
+	// runs; 0 without pipeline parallelism.
+	Send float64
 }
 
 // exposureInputs are the arithmetic of Exposure, known from the compute: the ring
@@ -248,6 +339,8 @@ type exposureInputs struct {
 	ring                 ring
 	ulysses              float64
 	gather, scatter      float64
+	params               float64 // bytes the ZeRO 1–2 parameter all-gather moves at least
+	act                  float64 // bytes one pipeline send moves at least
 	fwd, bwd, rc, layers float64
 	m                    float64
 	prefetchPre          bool
@@ -282,6 +375,16 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 	case x.ring.cp > 1:
 		if p2p, ok := price(CommCP, collective.SendRecv, x.ring.block); ok {
 			out.PerMicroBatch, _ = x.ring.perMB(p2p)
+		}
+	}
+	if x.act > 0 {
+		if p2p, ok := price(CommPP, collective.SendRecv, x.act); ok {
+			out.Send = p2p
+		}
+	}
+	if x.params > 0 {
+		if ag, ok := price(CommDP, collective.AllGather, x.params); ok {
+			out.ParamGather = ag
 		}
 	}
 	if x.gather > 0 {

@@ -212,7 +212,7 @@ type BoundsCache struct {
 	// The output layer's GEMM times by tokens and vocabulary slice.
 	logits map[[2]float64][3]float64
 	// One TP collective's price (tpCall).
-	tp map[tpKey]float64
+	tp map[tpKey][2]float64 // the pair's time and its all-gather's
 	// The model's parameter counts (the cache is for one model).
 	params    model.Params
 	hasParams bool

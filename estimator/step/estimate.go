@@ -42,6 +42,8 @@ type groupCache struct {
 	// maxDegraded are kept.
 	degraded  sync.Map
 	nDegraded atomic.Int64
+	// pipes maps a pipeKey to its compiled *pipeDAG (PipelineSpan).
+	pipes sync.Map
 }
 
 // maxDegraded bounds the cached what-if clusters; beyond it they are built per call.
@@ -548,6 +550,8 @@ func (p *pricing) tensorParallel() (float64, error) {
 	act := p.tokens * p.h * 2
 	nFwd := 2 + l.tpRepeats(p.parts.stageLayers)
 	var per float64
+	var overlapAG, overlapRS float64 // with TP overlap: the collectives the GEMMs hide (tpOverlap)
+	overlapped := false
 	if l.SP {
 		ag, err := p.comm(CommTP, collective.AllGather, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
 		if err != nil {
@@ -556,6 +560,9 @@ func (p *pricing) tensorParallel() (float64, error) {
 		rs, err := p.comm(CommTP, collective.ReduceScatter, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
 		if err != nil {
 			return 0, err
+		}
+		if l.OverlapTP {
+			overlapAG, overlapRS, overlapped = ag, rs, true
 		}
 		// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
 		per = (ag + rs) * (nFwd + 2)
@@ -567,12 +574,14 @@ func (p *pricing) tensorParallel() (float64, error) {
 		per = ar * (nFwd + 2)
 	}
 	tpPerMB := per * layers
+	moeShare := 1.0      // the share of the layers' TP collectives that remain with MoE layers
 	var expertTP float64 // the dispatcher's expert-TP collectives, which async TP does not overlap
 	if nDense, nMoE := p.parts.nDense, p.parts.nMoE; l.moeDispatcher() && nMoE > 0 {
 		// The MoE layers' MLP half has no TP collectives of its own: each rank
 		// routes its own sequence-parallel share of the tokens (Megatron-Core's
 		// all-to-all dispatcher); the expert-TP group gathers them below.
-		tpPerMB *= (nDense + nMoE/2) / (nDense + nMoE)
+		moeShare = (nDense + nMoE/2) / (nDense + nMoE)
+		tpPerMB *= moeShare
 		if et := l.etp(); et > 1 {
 			// megatron/core/transformer/moe/token_dispatcher.py (MoEAlltoAllTokenDispatcher):
 			// after the all-to-all the expert-TP group all-gathers the dispatched
@@ -593,15 +602,20 @@ func (p *pricing) tensorParallel() (float64, error) {
 			expertTP = n * (ag + rs) * nMoE
 		}
 	}
-	if l.OverlapTP {
-		// Async TP hides the collectives behind the GEMMs they feed, up to the GEMM
-		// time. The token dispatcher's expert-TP gathers feed the permutation, not
-		// a GEMM that could overlap them (Transformer Engine's userbuffers overlap
-		// the linear layers' collectives): they stay exposed.
-		hid := math.Min(tpPerMB, 0.9*(p.fwd+p.bwd))
-		p.res.Breakdown.Hidden[CommTP] = hid * mf
-		p.hiddenPerMB += hid
-		tpPerMB -= hid
+	if overlapped {
+		// Comm-GEMM overlap (Megatron-LM/NeMo --tp-comm-overlap with Transformer
+		// Engine's userbuffers, torch async TP): each all-gather feeds, and each
+		// reduce-scatter follows, one GEMM split into tp chunks along the tokens, and
+		// the ring exchange moves one chunk while the GEMM computes on another, so a
+		// collective of time C beside a GEMM of time G exposes max(0, C − (t−1)/t·G)
+		// (tpOverlap); what is hidden still takes SMs (the contention). The token
+		// dispatcher's expert-TP gathers feed the permutation, not a GEMM
+		// that could overlap them (Transformer Engine's userbuffers overlap the
+		// linear layers' collectives): they stay exposed.
+		exposed, hid := tpOverlap(p.req.Layout, &p.parts, overlapAG, overlapRS)
+		p.res.Breakdown.Hidden[CommTP] = hid * moeShare * mf
+		p.hiddenPerMB += hid * moeShare
+		return exposed*moeShare + expertTP, nil
 	}
 	return tpPerMB + expertTP, nil
 }
@@ -789,48 +803,103 @@ func moeNodeReach(k, nodes, groups, topKGroups int) float64 {
 	return r * (1 - math.Pow(1-1/r, float64(k)))
 }
 
-// pipeline prices the pipeline's sends between stages and its bubble, the fill and
-// drain, at the pace of one micro-batch (compute and exposed communication)
-// through the slowest stage, and records that micro-batch's blocks.
+// pipeline prices the pipeline's sends between stages and its bubble by executing
+// the schedule's block table (PipelineSpan) at the pace of one micro-batch
+// (compute and exposed communication) through the slowest stage, and records that
+// micro-batch's blocks. Each block ends with its share of the micro-batch's exposed
+// TP, CP and EP communication (split in proportion to the compute of the passes)
+// and one pipeline send; the bubble is what the busiest rank waits, the span less
+// its blocks.
 func (p *pricing) pipeline() error {
 	l := &p.req.Layout
-	v := float64(l.VirtualStages)
-	pf := float64(l.PP)
 	mf := p.mf
 	perMB := p.fwd + p.bwd + p.rc + p.tpPerMB + p.cpPerMB + p.epPerMB
 	var send float64
+	bt := blockTimes(l.Schedule, l.VirtualStages, p.fwd, p.bwd, p.rc, p.parts.bwdW, p.tpPerMB+p.cpPerMB+p.epPerMB, 0)
 	if l.PP > 1 {
 		act := p.tokens * p.h * 2
 		if l.SP || pipelineScatterGather(p.req.Training.Framework) {
 			act /= p.tf // each TP rank sends its slice
 		}
-		x, err := p.comm(CommPP, collective.SendRecv, act, 2*(v*mf+pf-1), "per micro-batch and stage boundary: activation forward, gradient backward")
+		v := float64(bt.chunks)
+		x, err := p.comm(CommPP, collective.SendRecv, act, 2*v*mf, "per micro-batch and model chunk: activation forward, gradient backward")
 		if err != nil {
 			return err
 		}
-		p.ppExposed, send = 2*x*(v*mf+pf-1), x
+		send = x
+		p.ppExposed = 2 * x * v * mf
 		if l.Schedule == DualPipe {
 			// DualPipe sends a chunk's activations while the paired forward and
 			// backward chunks compute (DeepSeek-V3 report §3.2.1: "both all-to-all
-			// and PP communication can be fully hidden"); only the pipeline's fill
-			// and drain wait for them.
-			hid := 2 * x * v * mf
-			p.ppExposed -= hid
+			// and PP communication can be fully hidden"): the sends are not in its
+			// blocks (the fill and drain's few are neglected).
+			hid := p.ppExposed
+			p.ppExposed, send = 0, 0
 			p.hiddenPerMB += hid / mf
 			p.res.Breakdown.Hidden[CommPP] = hid
+		} else {
+			bt.F += x
+			bt.B += x
 		}
-	}
-	p.bubble = (pf - 1) / v * perMB
-	// Qi et al. 2024 and the DeepSeek-V3 report (Table 2), with B the whole backward
-	// and W its weight-gradient GEMMs: ZB-H1 (P−1)·(F + B − 2W), DualPipe
-	// (P/2 − 1)·(F&B + B − 3W), F&B a forward and a backward run together, ZB-V
-	// (P−1)·(F + B − 3W)/2.
-	if zb, ok := ZeroBubbleBubble(l.Schedule, l.PP, perMB, p.bwd, p.parts.bwdW); ok {
-		p.bubble = zb
+		span, _, err := p.e.PipelineSpan(l.Schedule, l.PP, l.VirtualStages, p.res.MicroBatches, []BlockTimes{bt.BlockTimes}, nil)
+		if err != nil {
+			return err
+		}
+		p.bubble = max(0, span-mf*perMB-p.ppExposed)
 	}
 	p.res.PerMicroBatch = MicroBatch{Forward: p.fwd, Backward: p.bwd, WeightGrad: p.parts.bwdW, Recompute: p.rc,
 		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send}
 	return nil
+}
+
+// chunkTimes are the block lengths of one model chunk and the chunks per rank.
+type chunkTimes struct {
+	BlockTimes
+	chunks int
+}
+
+// blockTimes splits one micro-batch's time through a rank over its model chunks
+// (the interleaving depth, the V's two legs, else one): forward, backward with the
+// recomputation, and — under the schedules that run them apart (ZB-H1, ZB-V,
+// DualPipe) — the weight-gradient GEMMs w; the exposed communication comm goes with
+// the passes in proportion to their compute, and each forward and backward block
+// ends with one pipeline send.
+func blockTimes(s Schedule, v int, fwd, bwd, rc, w, comm, send float64) chunkTimes {
+	switch s {
+	case Interleaved:
+	case ZeroBubbleV:
+		v = 2
+	default:
+		v = 1
+	}
+	fShare := 0.5
+	if tot := fwd + bwd + rc; tot > 0 {
+		fShare = fwd / tot
+	}
+	vf := float64(v)
+	t := chunkTimes{chunks: v}
+	t.F = fwd/vf + comm*fShare/vf + send
+	t.B = (bwd+rc)/vf + comm*(1-fShare)/vf + send
+	if SplitsWeightGrad(s) {
+		w = min(w, bwd)
+		t.B -= w / vf
+		t.W = w / vf
+	}
+	return t
+}
+
+// SplitsWeightGrad says the schedule runs the weight-gradient GEMMs as blocks of
+// their own (ZB-H1, ZB-V, DualPipe).
+func SplitsWeightGrad(s Schedule) bool {
+	return s == ZeroBubble || s == ZeroBubbleV || s == DualPipe
+}
+
+// MicroBatchBlocks are the block lengths of one model chunk of a result's
+// micro-batch, as its estimate executed its schedule, and the chunks per rank.
+func MicroBatchBlocks(r Result) (BlockTimes, int) {
+	m, l := r.PerMicroBatch, r.Layout
+	t := blockTimes(l.Schedule, l.VirtualStages, m.Forward, m.Backward, m.Recompute, m.WeightGrad, m.ExposedComm, m.Send)
+	return t.BlockTimes, t.chunks
 }
 
 // pipelineScatterGather says the framework sends each TP rank's slice of the

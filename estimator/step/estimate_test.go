@@ -98,9 +98,11 @@ func TestPipelineSchedules(t *testing.T) {
 	if !(il.Breakdown.Bubble < ofob.Breakdown.Bubble && math.Abs(gp.Breakdown.Bubble-ofob.Breakdown.Bubble) < 1e-9) {
 		t.Errorf("bubble: gpipe %v, 1f1b %v, interleaved %v", gp.Breakdown.Bubble, ofob.Breakdown.Bubble, il.Breakdown.Bubble)
 	}
-	// (P−1)/v of a micro-batch's stage time: the bubble fraction is (P−1)/(v·M+P−1).
+	// (P−1)/v of a micro-batch's blocks on a rank (its sends included): the bubble
+	// fraction is (P−1)/(v·M+P−1).
 	m := float64(ofob.MicroBatches)
-	frac := ofob.Breakdown.Bubble / (ofob.Breakdown.Bubble + ofob.Breakdown.Forward + ofob.Breakdown.Backward + ofob.Breakdown.Recompute + ofob.Breakdown.Exposed[step.CommTP])
+	frac := ofob.Breakdown.Bubble / (ofob.Breakdown.Bubble + ofob.Breakdown.Forward + ofob.Breakdown.Backward + ofob.Breakdown.Recompute +
+		ofob.Breakdown.Exposed[step.CommTP] + ofob.Breakdown.Exposed[step.CommPP])
 	if want := 7 / (m + 7); math.Abs(frac-want) > 1e-9 {
 		t.Errorf("1f1b bubble fraction %v, want %v", frac, want)
 	}
@@ -148,7 +150,9 @@ func TestValidationNamesFieldAndRule(t *testing.T) {
 		edit  func(*step.Request)
 	}{
 		{"layout.tp", func(r *step.Request) { r.Layout.TP, r.Layout.DP = 7, 16 }},
-		{"layout.pp", func(r *step.Request) { r.Layout.PP, r.Layout.VirtualStages, r.Layout.Schedule = 5, 1, step.OneFOneB }},
+		{"layout.pp", func(r *step.Request) {
+			r.Model.Layers, r.Layout.PP, r.Layout.VirtualStages, r.Layout.Schedule = 4, 5, 1, step.OneFOneB
+		}},
 		{"layout.layer_split", func(r *step.Request) {
 			r.Layout.PP, r.Layout.VirtualStages, r.Layout.Schedule, r.Layout.LayerSplit = 2, 1, step.OneFOneB, []int{40, 40}
 		}},
@@ -264,15 +268,20 @@ func TestLowerBoundsHold(t *testing.T) {
 			for _, tp := range []int{1, 2, 8} {
 				for _, pp := range []int{1, 2, 4} {
 					for _, cp := range []int{1, 2} {
-						for _, z := range []int{0, 3} {
+						for _, z := range []int{0, 1, 3} {
 							for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull, step.RecomputeOps} {
-								for _, sched := range []step.Schedule{step.OneFOneB, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV} {
+								for _, sched := range []step.Schedule{step.OneFOneB, step.Interleaved, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV} {
 									for _, etp := range []int{0, 1} {
 										dp := 64 / (tp * pp * cp)
 										r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
 											Training: training,
 											Layout: step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, MicroBatch: 1, ZeRO: z, Recompute: rc,
 												Schedule: sched, SP: tp > 1, ETP: etp}}
+										v := 1
+										if sched == step.Interleaved {
+											v = 2
+											r.Layout.VirtualStages = v
+										}
 										if a.MoE != nil && dp%8 == 0 {
 											r.Layout.EP = 8
 										}
@@ -281,7 +290,8 @@ func TestLowerBoundsHold(t *testing.T) {
 											continue // not a valid layout for this model
 										}
 										// The bound the planner takes: the shape's compute with 1F1B, the
-										// schedule's bubble, and ZeRO-3's exposure for a ZeRO-3 layout.
+										// schedule's bubble, and ZeRO-3's exposure for a ZeRO-3 layout, the
+										// parameter all-gather for ZeRO 1 and 2.
 										base := r
 										base.Layout.Schedule, base.Layout.VirtualStages = step.OneFOneB, 1
 										b, ok := e.LowerBounds(base)
@@ -295,13 +305,26 @@ func TestLowerBoundsHold(t *testing.T) {
 										b.PerMicroBatch += x.PerMicroBatch
 										b.StepTime += (float64(res.MicroBatches) + float64(pp-1)) * x.PerMicroBatch
 										lb := b.StepTime
-										if bubble, zb := step.ZeroBubbleBubble(sched, pp, b.PerMicroBatch, b.Backward, b.WeightGrad); zb && !(sched == step.ZeroBubbleV && a.MoE != nil) {
-											lb = float64(res.MicroBatches)*b.PerMicroBatch + bubble
+										// The pipeline sends: 2 a chunk slot for 1F1B, 2·c·M (c chunks a
+										// rank) for the zero-bubble schedules.
+										m := float64(res.MicroBatches)
+										if bubble, zb := step.PipelineFillBound(sched, pp, b.Forward); zb && !(sched == step.ZeroBubbleV && a.MoE != nil) {
+											c := 1.0
+											if sched == step.ZeroBubbleV {
+												c = 2
+											}
+											lb = m*b.PerMicroBatch + bubble + 2*c*m*x.Send
 										} else if zb {
-											lb = float64(res.MicroBatches) * b.PerMicroBatch
+											lb = m * b.PerMicroBatch
+										} else {
+											// v·M + pp − 1 slots of a chunk's forward and backward.
+											lb += 2*(float64(v)*m+float64(pp-1))*x.Send - float64(pp-1)*(1-1/float64(v))*b.PerMicroBatch
 										}
-										if z == 3 {
+										switch z {
+										case 3:
 											lb += x.ZeRO3
+										case 1, 2:
+											lb += x.ParamGather
 										}
 										checked++
 										if lb > res.StepTime*(1+1e-12) || b.StatesGB > res.Memory.Total+1e-9 {
@@ -552,12 +575,15 @@ func TestExposedBoundsHoldAtScale(t *testing.T) {
 					t.Fatalf("%+v: no bound", res.Layout)
 				}
 				x := e.ExposedBounds(r, b)
-				if x.PerMicroBatch == 0 && x.ZeRO3 == 0 {
+				if x.PerMicroBatch == 0 && x.ZeRO3 == 0 && x.ParamGather == 0 {
 					t.Errorf("%+v: no exposure bounded", res.Layout)
 				}
 				lb := b.StepTime + (float64(res.MicroBatches)+float64(l.PP-1))*x.PerMicroBatch
-				if z == 3 {
+				switch z {
+				case 3:
 					lb += x.ZeRO3
+				case 1:
+					lb += x.ParamGather
 				}
 				checked++
 				if !(lb <= res.StepTime*(1+1e-9)) {

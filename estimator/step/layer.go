@@ -24,6 +24,11 @@ type layerTimes struct {
 	modsFwd, modsFLOPs float64
 	// shared is the shared experts' GEMMs inside fwd and bwd (MoE layers).
 	shared float64
+	// tpGEMM are the forward GEMM times next to the layer's four TP collectives
+	// with sequence parallelism: the attention's input projections (after the
+	// all-gather), its output projection (before the reduce-scatter), the MLP's up
+	// (and gate) and its down projection — what comm-GEMM overlap hides them under.
+	tpGEMM [4]float64
 	// FLOPs of the forward, and of what selective and op-level recomputation run
 	// again (attention counted in full, as model FLOPs count it).
 	fwdFLOPs, attnFLOPs, opsFLOPs float64
@@ -62,9 +67,12 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			lt.modsFLOPs += g.flops()
 		}
 	}
+	pair := 0 // the TP collective the next GEMMs sit next to (layerTimes.tpGEMM)
 	add := func(g gemm) {
 		lt.fwdFLOPs += g.flops()
-		fwd += k.gemmTime(g, r)
+		gt := k.gemmTime(g, r)
+		fwd += gt
+		lt.tpGEMM[pair] += gt
 		wgrad := k.gemmTime(gemm{g.k, g.n, g.m, g.count, g.grouped}, r) // dB = Aᵀ·dC
 		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count, g.grouped}, r) + wgrad
 		lt.bwdW += wgrad
@@ -86,7 +94,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	} else {
 		add(gemm{tokens, h * (qw + kvw) / t, h, 1, false}) // QKV, column parallel
 	}
+	pair = 1
 	add(gemm{tokens, h, h * vw / t, 1, false}) // output projection, row parallel
+	pair = 2
 	// Op-level checkpointing (torchtitan's policy saves every matmul output but those
 	// of even count in the layer) recomputes the 2nd, 4th and 6th matmul as the layer
 	// runs them one by one — Q, K, V, output, then the MLP's gate, up, down (or up,
@@ -123,7 +133,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		mE := perExpert * et / t
 		beforeExperts := fwd
 		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
+		pair = 3
 		add(gemm{mE, h, ef / et, local, grouped})
+		pair = 2
 		moePost = fwd - beforeExperts
 		moeLocal, moeGrouped = local, grouped
 		again(rmMoE, gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
@@ -160,16 +172,19 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			// Shared experts: every token, one dense MLP of sh·ExpertFFN.
 			before := fwd + bwd
 			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
+			pair = 3
 			add(gemm{tokens, h, sh * ef / t, 1, false})
 			lt.shared = fwd + bwd - before
 			moePost += lt.shared / 3 // the forward's share: backward is twice its GEMMs
 			again(rmShared|rmMoE, gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
 			again(rmShared|rmMoE, gemm{tokens, h, sh * ef / t, 1, false})
+			pair = 2
 			recompute(gemm{tokens, sh * ef / t, h, 1, false})
 			act += mlpMats * sh * ef / t
 		}
 	} else {
 		add(gemm{tokens, (mlpMats - 1) * f / t, h, 1, false})
+		pair = 3
 		add(gemm{tokens, h, f / t, 1, false})
 		again(rmMLP, gemm{tokens, (mlpMats - 1) * f / t, h, 1, false})
 		again(rmMLP, gemm{tokens, h, f / t, 1, false})

@@ -2,6 +2,7 @@ package step_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -45,14 +46,21 @@ func TestAccountedPipelineSplit(t *testing.T) {
 			t.Errorf("%d layers: split sums to %d, account_for_loss %v", c.layers, sum, r.Layout.AccountForLoss)
 		}
 	}
-	// Explicit and impossible: the error names the field and says what would do.
+	// Not even counting the embedding and loss: the cost-balanced split, reported.
 	a := arch(t, "llama3-70b")
 	a.Layers = 81
-	_, err := step.New().Estimate(step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 64),
+	r, err := step.New().Estimate(step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 64),
 		Training: step.Training{SeqLen: 4096, GlobalBatch: 512},
 		Layout:   step.Layout{TP: 8, PP: 8, DP: 8, MicroBatch: 1}})
-	if err == nil {
-		t.Fatal("81 layers on pp 8 accepted")
+	if err != nil || !slices.Equal(r.Layout.LayerSplit, step.BalancedSplit(a, 4096, 8)) {
+		t.Fatalf("81 layers on pp 8: split %v, %v", r.Layout.LayerSplit, err)
+	}
+	// Impossible: more stages than layers; the error names the field.
+	a.Layers = 6
+	if _, err := step.New().Estimate(step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 64),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 512},
+		Layout:   step.Layout{TP: 8, PP: 8, DP: 8, MicroBatch: 1}}); err == nil || !strings.Contains(err.Error(), "layout.pp") {
+		t.Fatalf("6 layers on pp 8: %v", err)
 	}
 	if got := step.AccountedSplit(80, 8, false, false); !slices.Equal(got, step.EvenSplit(80, 8)) {
 		t.Errorf("nothing counted: %v, want the even split", got)

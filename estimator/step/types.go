@@ -102,20 +102,19 @@ const (
 	OneFOneB    Schedule = "1f1b"
 	Interleaved Schedule = "interleaved" // interleaved 1F1B with VirtualStages chunks per rank
 	// ZeroBubble is ZB-H1 (Qi et al. 2024): the weight-gradient half of the backward
-	// is deferred into the bubbles, which shrink to (P−1)·(F + B − 2W).
+	// runs as blocks of its own, deferred into the bubbles.
 	ZeroBubble Schedule = "zb-h1"
 	// DualPipe (DeepSeek-V3 report §3.2.1) feeds micro-batches from both ends of the
 	// pipeline and overlaps one micro-batch's forward with another's backward, so
-	// the expert-parallel all-to-alls hide under compute: bubble (P/2−1)·(F&B + B −
-	// 3W), P+1 micro-batches of activations, and two copies of the parameters (each
-	// rank holds stages s and P−1−s). P must be even.
+	// the expert-parallel all-to-alls hide under compute: P+1 micro-batches of
+	// activations, and two copies of the parameters (each rank holds stages s and
+	// P−1−s). P must be even (ScheduleRules).
 	DualPipe Schedule = "dualpipe"
 	// ZeroBubbleV is ZB-V (Qi et al. 2024, §6): two model chunks per rank placed in
 	// a V (rank s holds stages s and 2P−1−s, so the first rank also ends the model),
-	// with the weight-gradient passes filling the bubbles. It reaches ZB-H2's bubble
-	// with 1F1B's activation memory; with the stage split into two chunks every term
-	// is halved: (P−1)·(F + B − 3W)/2, zero when F, B and W take as long as each
-	// other. The pipeline sends twice as often (two chunk boundaries per rank).
+	// with the weight-gradient passes filling the bubbles, at 1F1B's activation
+	// memory. The pipeline sends twice as often (two chunks per rank). Every
+	// schedule's time comes from executing its block table (PipelineOrders).
 	ZeroBubbleV Schedule = "zb-v"
 )
 

@@ -104,6 +104,7 @@ func normaliseLayout(r Request, spWithTP bool) Request {
 		l.Recompute = RecomputeNone
 	}
 	accountSplit(l, r.Model.Layers)
+	balanceSplit(l, r.Model, r.Training.SeqLen)
 	if l.TP > 1 && !l.SP && spWithTP {
 		l.SP = true
 	}
@@ -159,6 +160,18 @@ func accountSplit(l *Layout, layers int) {
 	if l.AccountForEmbedding || l.AccountForLoss {
 		l.LayerSplit = AccountedSplit(layers, stages, l.AccountForEmbedding, l.AccountForLoss)
 	}
+}
+
+// balanceSplit gives a layout whose pipeline does not divide the layers, even
+// counting the embedding and loss, the cost-balanced split (BalancedSplit); ZB-V
+// runs even splits only, and a pipeline of more chunks than layers is left for
+// validate to report.
+func balanceSplit(l *Layout, a model.Arch, seq int) {
+	stages := l.PP * l.VirtualStages
+	if len(l.LayerSplit) > 0 || l.PP < 2 || stages < 1 || a.Layers < 1 || a.Layers%stages == 0 || l.Schedule == ZeroBubbleV {
+		return
+	}
+	l.LayerSplit = BalancedSplit(a, seq, stages)
 }
 
 // autoAccount says what a pipeline of stages that does not divide layers counts as
@@ -375,36 +388,6 @@ func validate(r Request) error {
 	}
 	validateRecomputeModules(&c, l, a)
 	validateMoELayout(&c, l, a)
-	switch l.Schedule {
-	case GPipe, OneFOneB:
-		if l.VirtualStages != 1 {
-			c.Add("layout.virtual_stages", "interleaving (%d chunks) needs schedule interleaved (got %q)", l.VirtualStages, l.Schedule)
-		}
-	case Interleaved:
-		if l.PP < 2 {
-			c.Add("layout.schedule", "interleaved needs pp ≥ 2 (got pp %d)", l.PP)
-		}
-	case ZeroBubble, DualPipe:
-		if l.VirtualStages != 1 {
-			c.Add("layout.virtual_stages", "%s runs one chunk per pipeline rank (got %d)", l.Schedule, l.VirtualStages)
-		}
-		if l.Schedule == DualPipe && (l.PP < 2 || l.PP%2 != 0) {
-			c.Add("layout.schedule", "dualpipe needs an even pp ≥ 2 (got pp %d)", l.PP)
-		}
-	case ZeroBubbleV:
-		switch {
-		case l.PP < 2:
-			c.Add("layout.schedule", "zb-v needs pp ≥ 2 (got pp %d)", l.PP)
-		case l.VirtualStages != 2:
-			c.Add("layout.virtual_stages", "zb-v runs two chunks per pipeline rank (got %d)", l.VirtualStages)
-		case len(l.LayerSplit) > 0 || l.AccountForEmbedding || l.AccountForLoss:
-			c.Add("layout.layer_split", "zb-v splits the layers evenly over its 2 × pp chunks (the first rank holds the embedding and the loss)")
-		case a.Layers%(2*l.PP) != 0:
-			c.Add("layout.schedule", "zb-v splits the %d layers evenly over 2 × pp = %d chunks, which must divide them", a.Layers, 2*l.PP)
-		}
-	default:
-		c.Add("layout.schedule", "must be gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (got %q)", l.Schedule)
-	}
 	if a.Heads%l.TP != 0 {
 		c.Add("layout.tp", "must divide the %d attention heads (got %d)", a.Heads, l.TP)
 	} else if kv := max(1, a.KVHeads); kv%l.TP != 0 && l.TP%kv != 0 {
@@ -436,7 +419,7 @@ func validate(r Request) error {
 			}
 		}
 	} else if a.Layers%stages != 0 {
-		c.Add("layout.pp", "pp × virtual stages (%d) must divide the %d layers (or the layers + 1 or + 2 with account_for_loss / account_for_embedding), or give layout.layer_split", stages, a.Layers)
+		c.Add("layout.pp", "pp × virtual stages (%d) must be at most the %d layers (a stage holds at least one; the split is cost-balanced when it does not divide them), or give layout.layer_split", stages, a.Layers)
 	}
 	// MoE parallel folding (Megatron-Core parallel_state.py): the expert groups are
 	// cut from the TP × CP × DP ranks of a stage, ETP × EP of them per expert copy.
@@ -472,9 +455,14 @@ func validate(r Request) error {
 		c.Add("layout.micro_batch", "must be between 1 and %d (got %d)", MaxMicroBatch, l.MicroBatch)
 	} else if t.GlobalBatch%(l.DP*l.MicroBatch) != 0 {
 		c.Add("training.global_batch", "must be a multiple of dp × micro_batch = %d×%d (got %d)", l.DP, l.MicroBatch, t.GlobalBatch)
-	} else if l.Schedule == Interleaved && (t.GlobalBatch/(l.DP*l.MicroBatch))%l.PP != 0 {
-		c.Add("layout.micro_batch", "interleaving needs the %d micro-batches per replica to be a multiple of pp %d", t.GlobalBatch/(l.DP*l.MicroBatch), l.PP)
 	}
+	m := 0 // micro-batches per replica, when the batch divides
+	if l.MicroBatch >= 1 && t.GlobalBatch%(l.DP*l.MicroBatch) == 0 {
+		m = t.GlobalBatch / (l.DP * l.MicroBatch)
+	}
+	validateSchedule(&c, l, m, a.Layers)
+	validateOverlapTP(&c, l)
+	validateOverlapEP(&c, l)
 	if r.Ranks != nil {
 		n := l.TP * l.PP * l.DP * l.CP
 		if r.Ranks.cluster != r.Cluster.Base() {
@@ -500,6 +488,35 @@ func validate(r Request) error {
 		c.Add("layout.rank_order", "%q puts pp inside the stage's ranks, so the expert grid (etp %d × ep %d) must cut the same pipeline groups as the dense one (tp %d × cp %d): give an order ending in pp", l.RankOrder, l.etp(), max(1, l.EP), l.TP, l.CP)
 	}
 	return c.Err()
+}
+
+// validateOverlapTP checks TP comm-GEMM overlap's framework rule: Megatron-LM's
+// arguments assert sequence parallelism with --tp-comm-overlap (the overlap splits
+// the all-gather and reduce-scatter of sequence parallelism), as torch's async TP
+// works on sequence-parallel all-gathers and reduce-scatters.
+func validateOverlapTP(c *invalid.Collector, l Layout) {
+	if l.OverlapTP && l.TP > 1 && !l.SP {
+		c.Add("layout.overlap_tp", "TP communication overlap needs sequence parallelism (sp), as Megatron-LM's --tp-comm-overlap and torch async TP do")
+	}
+}
+
+// validateOverlapEP checks the expert-parallel all-to-all overlap's framework
+// rules, Megatron-Core's for --overlap-moe-expert-parallel-comm (TransformerConfig:
+// expert parallelism, virtual pipeline stages when pp > 1 — its combined 1F1B
+// schedule exists without a pipeline and interleaved — and no full recomputation).
+// DualPipe overlaps the all-to-alls by itself.
+func validateOverlapEP(c *invalid.Collector, l Layout) {
+	if !l.OverlapEP || l.Schedule == DualPipe {
+		return
+	}
+	switch {
+	case l.EP < 2:
+		c.Add("layout.overlap_ep", "overlapping the expert-parallel all-to-alls needs ep > 1 (Megatron-Core asserts it)")
+	case l.PP > 1 && l.Schedule != Interleaved:
+		c.Add("layout.overlap_ep", "with pp > 1 the all-to-all overlap runs on the interleaved schedule only (Megatron-Core's combined 1F1B; got %s)", l.Schedule)
+	case l.Recompute == RecomputeFull:
+		c.Add("layout.overlap_ep", "the all-to-all overlap does not run with full recomputation (Megatron-Core asserts recompute_granularity != full)")
+	}
 }
 
 // prefix re-roots field errors under p.

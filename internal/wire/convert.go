@@ -595,7 +595,7 @@ var Objectives = map[pb.Objective]planner.Objective{
 // ConstraintsToProto is ConstraintsFromProto's inverse.
 func ConstraintsToProto(c planner.Constraints) *pb.Constraints {
 	out := &pb.Constraints{Tp: ToInt32s(c.TP), Pp: ToInt32s(c.PP), Cp: ToInt32s(c.CP), Ep: ToInt32s(c.EP), Zero: ToInt32s(c.ZeRO),
-		MicroBatch: ToInt32s(c.MicroBatch), VirtualStages: ToInt32s(c.VirtualStages), Sp: slices.Clone(c.SP),
+		MicroBatch: ToInt32s(c.MicroBatch), VirtualStages: ToInt32s(c.VirtualStages), Sp: slices.Clone(c.SP), OverlapTp: slices.Clone(c.OverlapTP), OverlapEp: slices.Clone(c.OverlapEP), CpAllToAll: slices.Clone(c.CPAllToAll),
 		TpAcrossNodes: c.TPAcrossNodes, UnevenPp: c.UnevenPP, MinHeadroomGb: c.MinHeadroomGB, MaxMicroBatch: int32(c.MaxMicroBatch),
 		Offload: string(c.Offload)}
 	for _, r := range c.Recompute {
@@ -610,7 +610,7 @@ func ConstraintsToProto(c planner.Constraints) *pb.Constraints {
 func ConstraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 	out := planner.Constraints{TP: ToInts(c.GetTp()), PP: ToInts(c.GetPp()), CP: ToInts(c.GetCp()), EP: ToInts(c.GetEp()),
 		ZeRO: ToInts(c.GetZero()), MicroBatch: ToInts(c.GetMicroBatch()), VirtualStages: ToInts(c.GetVirtualStages()),
-		SP: slices.Clone(c.GetSp()), TPAcrossNodes: c.GetTpAcrossNodes(), UnevenPP: c.GetUnevenPp(),
+		SP: slices.Clone(c.GetSp()), OverlapTP: slices.Clone(c.GetOverlapTp()), OverlapEP: slices.Clone(c.GetOverlapEp()), CPAllToAll: slices.Clone(c.GetCpAllToAll()), TPAcrossNodes: c.GetTpAcrossNodes(), UnevenPP: c.GetUnevenPp(),
 		MinHeadroomGB: c.GetMinHeadroomGb(), MaxMicroBatch: int(c.GetMaxMicroBatch()), Offload: step.Offload(c.GetOffload())}
 	for i, r := range c.GetRecompute() {
 		v, err := fromProto(fmt.Sprintf("constraints.recompute[%d]", i), r, recomputes)

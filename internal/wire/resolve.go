@@ -203,7 +203,7 @@ func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 
 // PlanResponse is the answer to an EstimatePlan request pr found res.
 func PlanResponse(pr planner.Request, res planner.Result) *pb.EstimatePlanResponse {
-	out := &pb.EstimatePlanResponse{Model: ArchToProto(pr.Model), EstimatorVersion: buildinfo.EstimatorVersion,
+	out := &pb.EstimatePlanResponse{Model: ArchToProto(pr.Model), EstimatorVersion: buildinfo.EstimatorVersion, NoPlanReason: res.NoPlan,
 		Stats: &pb.SearchStats{Enumerated: int64(res.Stats.Enumerated), Evaluated: int64(res.Stats.Evaluated),
 			Feasible: int64(res.Stats.Feasible), Dominated: int64(res.Stats.Dominated), GpuCounts: ToInt32s(res.Stats.GPUCounts), Pruned: map[string]int64{},
 			ElapsedMs: float64(res.Stats.Elapsed.Microseconds()) / 1e3}}

@@ -34,6 +34,7 @@ type planArgs struct {
 	seq              *int
 	precision        *string
 	exclude          *string
+	nodes            *int
 	freeMap          *string
 	objective        *string
 	price            *float64
@@ -47,6 +48,9 @@ type planArgs struct {
 	epList           *string
 	vppList          *string
 	spList           *string
+	overlapTPList    *string
+	overlapEPList    *string
+	cpVariantList    *string
 	schedList        *string
 	tpAcross         *bool
 	unevenPP         *bool
@@ -99,6 +103,7 @@ func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
 	opt.gbs = fs.Int("gbs", 0, "global batch (sequences)")
 	opt.seq = fs.Int("seq", 0, "sequence length")
 	opt.precision = fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
+	opt.nodes = fs.Int("nodes", 0, "cluster size in nodes (default: the nodes the job needs): excluded nodes, a free map and degraded parts are what-ifs on a cluster larger than the job")
 	opt.exclude = fs.String("exclude-nodes", "", "what-if: these nodes (e.g. 3,7) are unavailable — failed or drained; the job uses the others")
 	opt.freeMap = fs.String("free-map", "", "JSON file of free GPUs: {\"0\": [0,1,2,3], \"5\": [0,1,2,3,4,5,6,7]} (node → local GPUs)")
 	opt.objective = fs.String("objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost")
@@ -113,6 +118,9 @@ func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
 	opt.epList = fs.String("ep", "", "allowed expert-parallel degrees (MoE)")
 	opt.vppList = fs.String("vpp", "", "allowed interleaving depths (model chunks per pipeline rank)")
 	opt.spList = fs.String("sp", "", "sequence parallelism with TP: on, off or on,off (default both)")
+	opt.cpVariantList = fs.String("cp-variant", "", "context parallelism: ring (default), ulysses or ring,ulysses (Ulysses where tp × cp divides the heads)")
+	opt.overlapEPList = fs.String("overlap-ep", "", "MoE: overlap the expert-parallel all-to-alls where the framework runs it (ep > 1, no pipeline or interleaved, no full recomputation): on (default) or off")
+	opt.overlapTPList = fs.String("overlap-tp", "", "TP communication overlapping the GEMMs, with TP and SP (Megatron --tp-comm-overlap, torch async TP): on, off or on,off (default both)")
 	opt.schedList = fs.String("schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)")
 	opt.tpAcross = fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
 	opt.unevenPP = fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
@@ -190,6 +198,13 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	if g := q.spec.GPUsPerNode; g > 0 && q.spec.Nodes*g < size {
 		q.spec.Nodes = (size + g - 1) / g
 	}
+	if n := *opt.nodes; n != 0 {
+		g := max(1, q.spec.GPUsPerNode)
+		if n < 0 || n*g < size {
+			return fmt.Errorf("--nodes: %d nodes of %d GPUs cannot hold the job's %d GPUs", n, g, size)
+		}
+		q.spec.Nodes = n
+	}
 	if *opt.freeMap != "" {
 		data, err := os.ReadFile(*opt.freeMap)
 		if err != nil {
@@ -208,6 +223,9 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 				return fmt.Errorf("--free-map: key %q is not a node index", k)
 			}
 			q.req.Free[node] = v
+			if *opt.nodes > 0 && node >= *opt.nodes {
+				return fmt.Errorf("--free-map: node %d is not in the %d-node cluster (--nodes)", node, *opt.nodes)
+			}
 			q.spec.Nodes = max(q.spec.Nodes, node+1)
 		}
 	}
@@ -283,6 +301,42 @@ func (opt *planArgs) workload(q *planQuery) error {
 			}
 		}
 	}
+	if *opt.cpVariantList != "" {
+		for _, f := range strings.Split(*opt.cpVariantList, ",") {
+			switch strings.ToLower(strings.TrimSpace(f)) {
+			case "ring":
+				c.CPAllToAll = append(c.CPAllToAll, false)
+			case "ulysses", "all-to-all":
+				c.CPAllToAll = append(c.CPAllToAll, true)
+			default:
+				return fmt.Errorf("--cp-variant: %q is not ring or ulysses", f)
+			}
+		}
+	}
+	if *opt.overlapEPList != "" {
+		for _, f := range strings.Split(*opt.overlapEPList, ",") {
+			switch strings.ToLower(strings.TrimSpace(f)) {
+			case "on", "true":
+				c.OverlapEP = append(c.OverlapEP, true)
+			case "off", "false":
+				c.OverlapEP = append(c.OverlapEP, false)
+			default:
+				return fmt.Errorf("--overlap-ep: %q is not on or off", f)
+			}
+		}
+	}
+	if *opt.overlapTPList != "" {
+		for _, f := range strings.Split(*opt.overlapTPList, ",") {
+			switch strings.ToLower(strings.TrimSpace(f)) {
+			case "on", "true":
+				c.OverlapTP = append(c.OverlapTP, true)
+			case "off", "false":
+				c.OverlapTP = append(c.OverlapTP, false)
+			default:
+				return fmt.Errorf("--overlap-tp: %q is not on or off", f)
+			}
+		}
+	}
 	return nil
 }
 
@@ -316,7 +370,7 @@ func (opt *planArgs) request(set map[string]bool, q *planQuery) (*pb.EstimatePla
 	for _, n := range q.req.ExcludeNodes {
 		pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))
 	}
-	if *opt.clusterName == "" {
+	if *opt.clusterName == "" || *opt.nodes > 0 {
 		pr.Cluster.Nodes = int32(q.spec.Nodes)
 	}
 	for node, gs := range q.req.Free {
@@ -359,14 +413,14 @@ func (opt *planArgs) answer(ctx context.Context, pr *pb.EstimatePlanRequest, q *
 			return err
 		}
 		if len(resp.GetPlans()) == 0 {
-			return errNoPlan
+			return noPlan(resp)
 		}
 		return nil
 	}
 	printPlans(stdout, resp, fmt.Sprintf("%s on %s: seq %d, global batch %d, %s; objective %s",
 		q.req.Model.Name, q.clusterLabel, *opt.seq, *opt.gbs, q.req.Training.Precision, q.req.Objective), q.req.TokenBudget)
 	if len(resp.GetPlans()) == 0 {
-		return errNoPlan
+		return noPlan(resp)
 	}
 	return nil
 }
@@ -382,9 +436,9 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
 	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs",
 	"training.unfused_attention": "--unfused-attention", "training.zero3_on_demand_gathers": "--zero3-on-demand",
-	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
+	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",
-	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map",
+	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map", "cluster.nodes": "--nodes",
 	"slow_gpu_speed": "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link", "placement_tolerance": "--placement-tolerance"}
 
 // printPlans prints a search's answer for people: the top plans and the Pareto front.
@@ -504,6 +558,15 @@ func layoutString(l step.Layout) string {
 	if l.ETP >= 1 && l.ETP < l.TP {
 		s += fmt.Sprintf(" etp%d", l.ETP)
 	}
+	if l.OverlapTP && l.TP > 1 {
+		s += " tp-overlap"
+	}
+	if l.OverlapEP && l.EP > 1 {
+		s += " ep-overlap"
+	}
+	if l.CPAllToAll && l.CP > 1 {
+		s += " ulysses"
+	}
 	if l.Offload != "" && l.Offload != step.OffloadNone {
 		s += " offload-" + string(l.Offload)
 	}
@@ -572,5 +635,15 @@ func planPicture(res planner.Result, title string) picture.Figure {
 	return picture.Stack(append(figs, picture.Breakdown(best, label))...)
 }
 
-// errNoPlan is the failure of a search that found no feasible plan (exit code 1).
+// errNoPlan is the failure of a search that found no feasible plan (exit code 1)
+// when the answer does not say why.
 var errNoPlan = errors.New("no feasible plan: every layout was pruned (see the counts above)")
+
+// noPlan is the failure of a search that found no feasible plan, with the
+// answer's reason.
+func noPlan(resp *pb.EstimatePlanResponse) error {
+	if r := resp.GetNoPlanReason(); r != "" {
+		return errors.New(r)
+	}
+	return errNoPlan
+}

@@ -310,6 +310,38 @@ func TestPlanWithoutFeasiblePlanFails(t *testing.T) {
 	}
 }
 
+// Excluded nodes on a catalog cluster sized to the job leave no plan, and the
+// answer says why — in process and from the daemon, as text and JSON; with
+// --nodes the cluster has room and the job is placed on the other nodes.
+func TestExcludedNodesNeedACluster(t *testing.T) {
+	addr := daemon(t)
+	base := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "32", "--gbs", "64", "--seq", "8192", "--exclude-nodes", "1,2"}
+	for _, extra := range [][]string{nil, {"--json"}, {"--server", addr}, {"--json", "--server", addr}} {
+		code, out, errOut := run(append(slices.Clone(base), extra...)...)
+		if code != 1 || !strings.Contains(errOut, "nodes 1, 2 excluded") || !strings.Contains(errOut, "--nodes") {
+			t.Errorf("%v: exit %d, stderr %q", extra, code, errOut)
+		}
+		if slices.Contains(extra, "--json") && !strings.Contains(out, `"no_plan_reason"`) {
+			t.Errorf("%v: the JSON answer gives no reason: %s", extra, out)
+		}
+	}
+	for _, extra := range [][]string{nil, {"--server", addr}} {
+		code, out, errOut := run(append(slices.Clone(base), append([]string{"--nodes", "6", "--json"}, extra...)...)...)
+		var res pb.EstimatePlanResponse
+		if code != 0 || protojson.Unmarshal([]byte(out), &res) != nil || len(res.GetPlans()) == 0 {
+			t.Fatalf("--nodes 6 %v: exit %d: %s", extra, code, errOut)
+		}
+		for _, u := range res.GetPlans()[0].GetPlacement().GetNodes() {
+			if u.GetNode() == 1 || u.GetNode() == 2 {
+				t.Errorf("--nodes 6 %v: the plan uses excluded node %d", extra, u.GetNode())
+			}
+		}
+	}
+	if code, _, errOut := run(append(slices.Clone(base), "--nodes", "3")...); code == 0 || !strings.Contains(errOut, "--nodes") {
+		t.Errorf("--nodes 3 for 32 GPUs: exit %d, %q", code, errOut)
+	}
+}
+
 // plan takes what estimate and the API take: the model as an architecture (flags or
 // a model file) and every constraint list; in process and against the daemon the
 // plans honour them and agree.

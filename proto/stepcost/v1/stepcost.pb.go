@@ -3960,7 +3960,19 @@ type Constraints struct {
 	MaxMicroBatch int32 `protobuf:"varint,14,opt,name=max_micro_batch,json=maxMicroBatch,proto3" json:"max_micro_batch,omitempty"`
 	// Search layouts that offload: "optimizer" (ZeRO 1-3) or "params" (ZeRO-3), as
 	// Layout.offload; unset or "none": no offload.
-	Offload       string `protobuf:"bytes,15,opt,name=offload,proto3" json:"offload,omitempty"`
+	Offload string `protobuf:"bytes,15,opt,name=offload,proto3" json:"offload,omitempty"`
+	// Whether TP communication overlaps the GEMMs (Layout.overlap_tp, with TP and
+	// SP only); empty: both are searched.
+	OverlapTp []bool `protobuf:"varint,16,rep,packed,name=overlap_tp,json=overlapTp,proto3" json:"overlap_tp,omitempty"`
+	// Whether MoE layouts overlap the expert-parallel all-to-alls
+	// (Layout.overlap_ep) where the framework runs it (ep > 1, no pipeline or the
+	// interleaved schedule, no full recomputation): empty or true, on there; false:
+	// off.
+	OverlapEp []bool `protobuf:"varint,17,rep,packed,name=overlap_ep,json=overlapEp,proto3" json:"overlap_ep,omitempty"`
+	// The context-parallel variants to search (Layout.cp_all_to_all): false ring
+	// attention, true Ulysses all-to-alls (where tp × cp divides the heads); empty:
+	// ring only.
+	CpAllToAll    []bool `protobuf:"varint,18,rep,packed,name=cp_all_to_all,json=cpAllToAll,proto3" json:"cp_all_to_all,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4098,6 +4110,27 @@ func (x *Constraints) GetOffload() string {
 		return x.Offload
 	}
 	return ""
+}
+
+func (x *Constraints) GetOverlapTp() []bool {
+	if x != nil {
+		return x.OverlapTp
+	}
+	return nil
+}
+
+func (x *Constraints) GetOverlapEp() []bool {
+	if x != nil {
+		return x.OverlapEp
+	}
+	return nil
+}
+
+func (x *Constraints) GetCpAllToAll() []bool {
+	if x != nil {
+		return x.CpAllToAll
+	}
+	return nil
 }
 
 // EstimatePlanRequest is a job to plan: every layout (and job size) is searched on
@@ -4669,7 +4702,10 @@ type EstimatePlanResponse struct {
 	// does.
 	EstimatorVersion string `protobuf:"bytes,5,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
 	// The answer came from the response cache.
-	Cached        bool `protobuf:"varint,6,opt,name=cached,proto3" json:"cached,omitempty"`
+	Cached bool `protobuf:"varint,6,opt,name=cached,proto3" json:"cached,omitempty"`
+	// Why the search found no plan (empty when plans is not): the free GPUs that
+	// cannot host the job, memory, divisibility or constraints, with what to change.
+	NoPlanReason  string `protobuf:"bytes,7,opt,name=no_plan_reason,json=noPlanReason,proto3" json:"no_plan_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4744,6 +4780,13 @@ func (x *EstimatePlanResponse) GetCached() bool {
 		return x.Cached
 	}
 	return false
+}
+
+func (x *EstimatePlanResponse) GetNoPlanReason() string {
+	if x != nil {
+		return x.NoPlanReason
+	}
+	return ""
 }
 
 // SimulateCollectiveRequest is one collective on a group of a cluster.
@@ -6934,7 +6977,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tdominated\x18\a \x01(\bR\tdominated\"w\n" +
 	"\x13RankConfigsResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.stepcost.v1.RankedConfigR\aresults\x12+\n" +
-	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xd3\x03\n" +
+	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xb4\x04\n" +
 	"\vConstraints\x12\x0e\n" +
 	"\x02tp\x18\x01 \x03(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x03(\x05R\x02pp\x12\x0e\n" +
@@ -6952,7 +6995,13 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tuneven_pp\x18\f \x01(\bR\bunevenPp\x12&\n" +
 	"\x0fmin_headroom_gb\x18\r \x01(\x01R\rminHeadroomGb\x12&\n" +
 	"\x0fmax_micro_batch\x18\x0e \x01(\x05R\rmaxMicroBatch\x12\x18\n" +
-	"\aoffload\x18\x0f \x01(\tR\aoffload\"\xd2\x05\n" +
+	"\aoffload\x18\x0f \x01(\tR\aoffload\x12\x1d\n" +
+	"\n" +
+	"overlap_tp\x18\x10 \x03(\bR\toverlapTp\x12\x1d\n" +
+	"\n" +
+	"overlap_ep\x18\x11 \x03(\bR\toverlapEp\x12!\n" +
+	"\rcp_all_to_all\x18\x12 \x03(\bR\n" +
+	"cpAllToAll\"\xd2\x05\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
@@ -7005,14 +7054,15 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tdominated\x18\a \x01(\x03R\tdominated\x1a9\n" +
 	"\vPrunedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x90\x02\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xb6\x02\n" +
 	"\x14EstimatePlanResponse\x12'\n" +
 	"\x05plans\x18\x01 \x03(\v2\x11.stepcost.v1.PlanR\x05plans\x12)\n" +
 	"\x06pareto\x18\x02 \x03(\v2\x11.stepcost.v1.PlanR\x06pareto\x12.\n" +
 	"\x05stats\x18\x03 \x01(\v2\x18.stepcost.v1.SearchStatsR\x05stats\x12/\n" +
 	"\x05model\x18\x04 \x01(\v2\x19.stepcost.v1.ArchitectureR\x05model\x12+\n" +
 	"\x11estimator_version\x18\x05 \x01(\tR\x10estimatorVersion\x12\x16\n" +
-	"\x06cached\x18\x06 \x01(\bR\x06cached\"\xd1\x03\n" +
+	"\x06cached\x18\x06 \x01(\bR\x06cached\x12$\n" +
+	"\x0eno_plan_reason\x18\a \x01(\tR\fnoPlanReason\"\xd1\x03\n" +
 	"\x19SimulateCollectiveRequest\x122\n" +
 	"\acluster\x18\x01 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\"\n" +

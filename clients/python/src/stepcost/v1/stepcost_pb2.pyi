@@ -407,13 +407,16 @@ class CommTimes(_message.Message):
     def __init__(self, tp: _Optional[float] = ..., cp: _Optional[float] = ..., ep: _Optional[float] = ..., pp: _Optional[float] = ..., dp: _Optional[float] = ..., zero3: _Optional[float] = ..., embedding: _Optional[float] = ...) -> None: ...
 
 class Constraints(_message.Message):
-    __slots__ = ["cp", "ep", "max_micro_batch", "micro_batch", "min_headroom_gb", "offload", "pp", "recompute", "schedules", "sp", "tp", "tp_across_nodes", "uneven_pp", "virtual_stages", "zero"]
+    __slots__ = ["cp", "cp_all_to_all", "ep", "max_micro_batch", "micro_batch", "min_headroom_gb", "offload", "overlap_ep", "overlap_tp", "pp", "recompute", "schedules", "sp", "tp", "tp_across_nodes", "uneven_pp", "virtual_stages", "zero"]
+    CP_ALL_TO_ALL_FIELD_NUMBER: _ClassVar[int]
     CP_FIELD_NUMBER: _ClassVar[int]
     EP_FIELD_NUMBER: _ClassVar[int]
     MAX_MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
     MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
     MIN_HEADROOM_GB_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_EP_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_TP_FIELD_NUMBER: _ClassVar[int]
     PP_FIELD_NUMBER: _ClassVar[int]
     RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
     SCHEDULES_FIELD_NUMBER: _ClassVar[int]
@@ -424,11 +427,14 @@ class Constraints(_message.Message):
     VIRTUAL_STAGES_FIELD_NUMBER: _ClassVar[int]
     ZERO_FIELD_NUMBER: _ClassVar[int]
     cp: _containers.RepeatedScalarFieldContainer[int]
+    cp_all_to_all: _containers.RepeatedScalarFieldContainer[bool]
     ep: _containers.RepeatedScalarFieldContainer[int]
     max_micro_batch: int
     micro_batch: _containers.RepeatedScalarFieldContainer[int]
     min_headroom_gb: float
     offload: str
+    overlap_ep: _containers.RepeatedScalarFieldContainer[bool]
+    overlap_tp: _containers.RepeatedScalarFieldContainer[bool]
     pp: _containers.RepeatedScalarFieldContainer[int]
     recompute: _containers.RepeatedScalarFieldContainer[Recompute]
     schedules: _containers.RepeatedScalarFieldContainer[Schedule]
@@ -438,7 +444,7 @@ class Constraints(_message.Message):
     uneven_pp: bool
     virtual_stages: _containers.RepeatedScalarFieldContainer[int]
     zero: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, tp: _Optional[_Iterable[int]] = ..., pp: _Optional[_Iterable[int]] = ..., cp: _Optional[_Iterable[int]] = ..., ep: _Optional[_Iterable[int]] = ..., zero: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., virtual_stages: _Optional[_Iterable[int]] = ..., recompute: _Optional[_Iterable[_Union[Recompute, str]]] = ..., sp: _Optional[_Iterable[bool]] = ..., schedules: _Optional[_Iterable[_Union[Schedule, str]]] = ..., tp_across_nodes: bool = ..., uneven_pp: bool = ..., min_headroom_gb: _Optional[float] = ..., max_micro_batch: _Optional[int] = ..., offload: _Optional[str] = ...) -> None: ...
+    def __init__(self, tp: _Optional[_Iterable[int]] = ..., pp: _Optional[_Iterable[int]] = ..., cp: _Optional[_Iterable[int]] = ..., ep: _Optional[_Iterable[int]] = ..., zero: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., virtual_stages: _Optional[_Iterable[int]] = ..., recompute: _Optional[_Iterable[_Union[Recompute, str]]] = ..., sp: _Optional[_Iterable[bool]] = ..., schedules: _Optional[_Iterable[_Union[Schedule, str]]] = ..., tp_across_nodes: bool = ..., uneven_pp: bool = ..., min_headroom_gb: _Optional[float] = ..., max_micro_batch: _Optional[int] = ..., offload: _Optional[str] = ..., overlap_tp: _Optional[_Iterable[bool]] = ..., overlap_ep: _Optional[_Iterable[bool]] = ..., cp_all_to_all: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class EstimatePlanRequest(_message.Message):
     __slots__ = ["cluster", "constraints", "degraded_link_speed", "degraded_nic_speed", "exclude_nodes", "gpus", "include_dominated", "max_gpus", "min_gpus", "model", "objective", "placement_tolerance", "price_per_gpu_hour", "slow_gpu_speed", "token_budget", "top_k", "training"]
@@ -479,20 +485,22 @@ class EstimatePlanRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., training: _Optional[_Union[Training, _Mapping]] = ..., gpus: _Optional[int] = ..., min_gpus: _Optional[int] = ..., max_gpus: _Optional[int] = ..., constraints: _Optional[_Union[Constraints, _Mapping]] = ..., objective: _Optional[_Union[Objective, str]] = ..., price_per_gpu_hour: _Optional[float] = ..., token_budget: _Optional[float] = ..., top_k: _Optional[int] = ..., include_dominated: bool = ..., slow_gpu_speed: _Optional[float] = ..., degraded_nic_speed: _Optional[float] = ..., degraded_link_speed: _Optional[float] = ..., exclude_nodes: _Optional[_Iterable[int]] = ..., placement_tolerance: _Optional[float] = ...) -> None: ...
 
 class EstimatePlanResponse(_message.Message):
-    __slots__ = ["cached", "estimator_version", "model", "pareto", "plans", "stats"]
+    __slots__ = ["cached", "estimator_version", "model", "no_plan_reason", "pareto", "plans", "stats"]
     CACHED_FIELD_NUMBER: _ClassVar[int]
     ESTIMATOR_VERSION_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    NO_PLAN_REASON_FIELD_NUMBER: _ClassVar[int]
     PARETO_FIELD_NUMBER: _ClassVar[int]
     PLANS_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
     cached: bool
     estimator_version: str
     model: Architecture
+    no_plan_reason: str
     pareto: _containers.RepeatedCompositeFieldContainer[Plan]
     plans: _containers.RepeatedCompositeFieldContainer[Plan]
     stats: SearchStats
-    def __init__(self, plans: _Optional[_Iterable[_Union[Plan, _Mapping]]] = ..., pareto: _Optional[_Iterable[_Union[Plan, _Mapping]]] = ..., stats: _Optional[_Union[SearchStats, _Mapping]] = ..., model: _Optional[_Union[Architecture, _Mapping]] = ..., estimator_version: _Optional[str] = ..., cached: bool = ...) -> None: ...
+    def __init__(self, plans: _Optional[_Iterable[_Union[Plan, _Mapping]]] = ..., pareto: _Optional[_Iterable[_Union[Plan, _Mapping]]] = ..., stats: _Optional[_Union[SearchStats, _Mapping]] = ..., model: _Optional[_Union[Architecture, _Mapping]] = ..., estimator_version: _Optional[str] = ..., cached: bool = ..., no_plan_reason: _Optional[str] = ...) -> None: ...
 
 class EstimateStepRequest(_message.Message):
     __slots__ = ["cluster", "degraded_link_speed", "degraded_nic_speed", "layout", "model", "slow_gpu_speed", "training"]

@@ -1,0 +1,77 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// noPlanReason says why a search found no plan, from what pruned its layouts and
+// the request: the free GPUs that cannot host the job, memory, divisibility, or
+// constraints that leave nothing to search. r is the normalised request (its free
+// map without the excluded nodes).
+func noPlanReason(r *Request, st Stats) string {
+	var why []string
+	size := r.GPUs
+	if size == 0 {
+		size = r.MinGPUs
+	}
+	if st.Pruned[PrunedPlacement] > 0 || r.Free != nil {
+		free, nodes := r.Cluster.GPUs(), r.Cluster.Spec.Nodes
+		if r.Free != nil {
+			free, nodes = 0, len(r.Free)
+			for _, gs := range r.Free {
+				free += len(gs)
+			}
+		}
+		if free < size || st.Pruned[PrunedPlacement] > 0 {
+			s := fmt.Sprintf("the job needs %d GPUs; %d are free on %d of the cluster's %d nodes", size, free, nodes, r.Cluster.Spec.Nodes)
+			if len(r.ExcludeNodes) > 0 {
+				ex := slices.Clone(r.ExcludeNodes)
+				slices.Sort(ex)
+				s += fmt.Sprintf(" (nodes %s excluded)", joinInts(ex))
+			}
+			if r.Free != nil && free >= size {
+				s += ", not in whole TP groups of a node"
+			}
+			why = append(why, s+": give a larger cluster (cluster.nodes, --nodes) or free more GPUs")
+		}
+	}
+	if n := st.Pruned[PrunedMemoryBound] + st.Pruned[PrunedMemory]; n > 0 && n >= st.Enumerated/2 {
+		why = append(why, fmt.Sprintf("%d of the %d layouts do not fit in the GPUs' memory: more GPUs, ZeRO, recomputation or offload (constraints.offload) would make room", n, st.Enumerated))
+	}
+	if n := st.Pruned[PrunedDivisibility]; n > 0 && st.Enumerated == 0 {
+		why = append(why, fmt.Sprintf("no parallel degrees divide the job (%d pipeline depths or batch splits refused): the global batch %d, the %d layers and the GPU count must share divisors", n, r.Training.GlobalBatch, r.Model.Layers))
+	}
+	if n := st.Pruned[PrunedInvalid]; n > 0 {
+		why = append(why, fmt.Sprintf("%d layouts were refused by the step model's rules", n))
+	}
+	if len(why) == 0 && st.Enumerated == 0 {
+		why = append(why, "the constraints leave no layout to search")
+	}
+	if len(why) == 0 {
+		why = append(why, fmt.Sprintf("every layout was pruned: %s", prunedSummary(st)))
+	}
+	return "no feasible plan: " + strings.Join(why, "; ")
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func prunedSummary(st Stats) string {
+	keys := make([]string, 0, len(st.Pruned))
+	for k := range st.Pruned {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	s := make([]string, 0, len(keys))
+	for _, k := range keys {
+		s = append(s, fmt.Sprintf("%s %d", k, st.Pruned[k]))
+	}
+	return strings.Join(s, ", ")
+}
