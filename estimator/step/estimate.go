@@ -10,7 +10,6 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/framework"
-	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -451,10 +450,10 @@ func (p *pricing) resolve(req Request) error {
 	if !ok {
 		return e.Supports(gpu, req.Training.Precision)
 	}
-	if rates.fp8 && req.Training.FP8Recipe == FP8MXFP8 && gpu.Arch != hardware.Blackwell {
-		// MXFP8's block scales are applied by Blackwell's tensor cores (tcgen05
-		// block-scaled MMA); Hopper has no such GEMM.
-		return invalid.Field("training.fp8_recipe", "mxfp8 needs Blackwell's block-scaled tensor cores (the cluster's GPU is %s, %s)", gpu.Name, gpu.Arch)
+	if rates.fp8 {
+		if err := SupportsFP8Recipe(gpu, req.Training.FP8Recipe); err != nil {
+			return err
+		}
 	}
 	p.req, p.rates = req, rates
 	return nil

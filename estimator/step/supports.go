@@ -54,3 +54,14 @@ func messageFits(c Comm, op collective.Op, bytes float64) error {
 	}
 	return invalid.Field("layout", "leaves the %s %s of %.3g bytes per GPU, more than the 2^50 bytes one collective may carry: split the model over more tp or pp", c, op, bytes)
 }
+
+// SupportsFP8Recipe refuses an fp8 recipe GPU g's tensor cores cannot run:
+// MXFP8's 32-element block scales are applied by Blackwell's block-scaled MMA
+// (tcgen05); Hopper has no such GEMM. It is for fp8 training only: other
+// precisions have no recipe.
+func SupportsFP8Recipe(g hardware.GPU, recipe FP8Recipe) error {
+	if recipe == FP8MXFP8 && g.Arch != hardware.Blackwell {
+		return invalid.Field("training.fp8_recipe", "mxfp8 needs Blackwell's block-scaled tensor cores (the cluster's GPU is %s, %s)", g.Name, g.Arch)
+	}
+	return nil
+}

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/stepcost/stepcost/estimator/collective"
-	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
@@ -105,10 +104,8 @@ func (ce *ClusterEntry) Supported(c *pb.ClusterSpec, t step.Training) error {
 	if err := ce.Est.Supports(gpu, t.Precision); err != nil {
 		return ClusterFields(c, "cluster.", err)
 	}
-	if t.Precision == step.FP8 && t.FP8Recipe == step.FP8MXFP8 && gpu.Arch != hardware.Blackwell {
-		// MXFP8's 32-element block scales are applied by Blackwell's block-scaled
-		// tensor-core MMA; Hopper has no such GEMM.
-		return invalid.Field("training.fp8_recipe", "mxfp8 needs Blackwell's block-scaled tensor cores (the cluster's GPU is %s, %s)", gpu.Name, gpu.Arch)
+	if t.Precision == step.FP8 {
+		return step.SupportsFP8Recipe(gpu, t.FP8Recipe)
 	}
 	return nil
 }
