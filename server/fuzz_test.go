@@ -165,6 +165,9 @@ var mayBeNegative = map[protoreflect.FullName]string{
 	"stepcost.v1.RankedConfig.score": "score",
 	// A layout that does not fit has negative headroom (fits is false).
 	"stepcost.v1.Memory.headroom_gb": "headroom",
+	// The executed schedule may be faster than the closed form (100 × (time ÷
+	// closed form − 1) is then below zero, by as little as a rounding error).
+	"stepcost.v1.CollectiveSchedule.difference_pct": "difference",
 }
 
 // checkAnswer walks every number of a response and checks what the estimates
