@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
@@ -21,10 +20,9 @@ import (
 // logs megabytes).
 const maxInputSize = 64 << 20
 
-// runCalibrate is a thin adapter: read the files, hand them to estimator/calibrate,
+// calibrateCommand is a thin adapter: read the files, hand them to estimator/calibrate,
 // print its report and write the cluster file.
-func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("calibrate", "--cluster NAME | --cluster-file FILE [flags] FILE...", stderr)
+func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	clusterName := fs.String("cluster", "", "base catalog system (see 'stepcost catalog'), e.g. dgx-h100")
 	clusterFile := fs.String("cluster-file", "", "base cluster description file (JSON or YAML)")
 	nodes := fs.Int("nodes", 0, "nodes of the nccl-tests outputs whose header has no device lines")
@@ -34,97 +32,70 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 	name := fs.String("name", "", "name of the calibrated cluster (default: the base's with -calibrated)")
 	svg := fs.String("svg", "", "draw measured vs predicted bus bandwidth over size, before and after, per input file (SVG; - for standard output)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	// Flags may come after the files too (calibrate --cluster x *.txt --out y):
-	// the flag package stops at the first file, so parse again from each flag
-	// that follows files; "--" ends the flags.
-	var files []string
-	for in := args; ; {
-		if err := fs.Parse(in); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
+	// Flags may come before, between and after the files (calibrate --cluster x
+	// *.txt --out y); "--" ends the flags. The files are required (filesArgs).
+	return func(_ context.Context, files []string, stdout, stderr io.Writer) error {
+		spec, base, err := loadCluster(*clusterName, *clusterFile)
+		if err != nil {
+			return err
+		}
+		layouts := calibrate.Layouts{}
+		if *layoutFile != "" {
+			data, err := readLimited(*layoutFile)
+			if err != nil {
+				return fmt.Errorf("--layout: %w", err)
+			}
+			j, err := yaml.YAMLToJSONStrict(data)
+			if err != nil {
+				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
+			}
+			if layouts, err = calibrate.DecodeLayouts(j); err != nil {
+				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
+			}
+		}
+		def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}
+		var in calibrate.Inputs
+		for _, f := range files {
+			data, err := readLimited(f)
+			if err != nil {
 				return err
 			}
-			return errUsage
+			if err := in.Read(f, data, layouts.For(f, def)); err != nil {
+				return err
+			}
 		}
-		rest := fs.Args()
-		if used := len(in) - len(rest); used > 0 && in[used-1] == "--" {
-			files = append(files, rest...) // after "--" everything is a file
-			break
-		}
-		i := 0
-		for i < len(rest) && (!strings.HasPrefix(rest[i], "-") || rest[i] == "-") {
-			i++
-		}
-		files = append(files, rest[:i]...)
-		if i == len(rest) {
-			break
-		}
-		in = rest[i:]
-	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "give the nccl-tests output files, measurement rows (JSON lines) and training logs to calibrate on")
-		fs.Usage()
-		return errUsage
-	}
-	spec, base, err := loadCluster(*clusterName, *clusterFile)
-	if err != nil {
-		return err
-	}
-	layouts := calibrate.Layouts{}
-	if *layoutFile != "" {
-		data, err := readLimited(*layoutFile)
-		if err != nil {
-			return fmt.Errorf("--layout: %w", err)
-		}
-		j, err := yaml.YAMLToJSONStrict(data)
-		if err != nil {
-			return fmt.Errorf("--layout %s: %w", *layoutFile, err)
-		}
-		if layouts, err = calibrate.DecodeLayouts(j); err != nil {
-			return fmt.Errorf("--layout %s: %w", *layoutFile, err)
-		}
-	}
-	def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}
-	var in calibrate.Inputs
-	for _, f := range files {
-		data, err := readLimited(f)
+		rep, err := calibrate.Calibrate(base, spec, in)
 		if err != nil {
 			return err
 		}
-		if err := in.Read(f, data, layouts.For(f, def)); err != nil {
-			return err
+		rep.Spec.Name = *name
+		if rep.Spec.Name == "" {
+			rep.Spec.Name = spec.Name + "-calibrated"
 		}
-	}
-	rep, err := calibrate.Calibrate(base, spec, in)
-	if err != nil {
-		return err
-	}
-	rep.Spec.Name = *name
-	if rep.Spec.Name == "" {
-		rep.Spec.Name = spec.Name + "-calibrated"
-	}
-	rep.Spec.Source = strings.TrimSpace(spec.Source + "; calibrated by stepcost calibrate on " + strings.Join(baseNames(files), ", "))
-	if *out != "" {
-		doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
-		if err != nil {
-			return fmt.Errorf("--out: %w", err)
+		rep.Spec.Source = strings.TrimSpace(spec.Source + "; calibrated by stepcost calibrate on " + strings.Join(baseNames(files), ", "))
+		if *out != "" {
+			doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
+			if err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			if err := os.WriteFile(*out, doc, 0o644); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
 		}
-		if err := os.WriteFile(*out, doc, 0o644); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if *svg != "" {
+			if err := writeCalibrationSVG(*svg, rep, in, stdout); err != nil {
+				return err
+			}
+			if *svg == "-" {
+				return nil
+			}
 		}
-	}
-	if *svg != "" {
-		if err := writeCalibrationSVG(*svg, rep, in, stdout); err != nil {
-			return err
+		if *asJSON {
+			return writeJSON(stdout, rep)
 		}
-		if *svg == "-" {
-			return nil
-		}
+		printReport(stdout, rep, in, *out)
+		return nil
 	}
-	if *asJSON {
-		return writeJSON(stdout, rep)
-	}
-	printReport(stdout, rep, in, *out)
-	return nil
 }
 
 func readLimited(path string) ([]byte, error) {
