@@ -74,7 +74,7 @@ func accuracyCommand(fs *pflag.FlagSet) runFunc {
 		summaryTable("system (source)", systems).write(stdout)
 		if *rows {
 			fmt.Fprintln(stdout)
-			t := table{head: []string{"id", "op", "size", "ranks", "measured", "predicted", "error", "algorithm", "note"}}
+			t := table{head: []string{"id", "op", "size", "ranks", "measured", "predicted", "error", "algorithm", "note"}, wrap: "note"}
 			for _, r := range res {
 				note := r.Why
 				if r.Err != nil {
@@ -94,7 +94,7 @@ func accuracyCommand(fs *pflag.FlagSet) runFunc {
 }
 
 func summaryTable(first string, ss []accuracy.Summary) *table {
-	t := &table{head: []string{first, "rows", "median |err|", "mean |err|", "p90 |err|", "max |err|", "bias"}}
+	t := &table{head: []string{first, "rows", "median |err|", "mean |err|", "p90 |err|", "max |err|", "bias"}, optional: []string{"p90 |err|", "mean |err|"}}
 	for _, s := range ss {
 		t.add(s.Label, fmt.Sprint(s.N), pct(s.MedianAbs), pct(s.MeanAbs), pct(s.P90Abs), pct(s.MaxAbs), fmt.Sprintf("%+.1f%%", 100*s.Bias))
 	}

@@ -30,7 +30,7 @@ func catalogCommand(fs *pflag.FlagSet) runFunc {
 		}
 		t.write(stdout)
 		fmt.Fprintln(stdout)
-		s := table{head: []string{"system", "gpu", "gpus/node", "scale-up", "nics", "network"}}
+		s := table{head: []string{"system", "gpu", "gpus/node", "scale-up", "nics", "network"}, wrap: "scale-up"}
 		for _, sp := range systems {
 			up := string(sp.Intra.Kind)
 			if sp.Intra.NVLS {

@@ -163,6 +163,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		writeHelp(stderr, root)
 		return exitUsage
 	}
+	if c, _, _ := root.Find(args); c == root && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "__") {
+		// Not a command: say so, rather than fail on the flags that follow it.
+		err := root.RunE(root, args[:1])
+		fmt.Fprintf(stderr, "stepcost: %v\nRun 'stepcost --help' for usage.\n", err)
+		return exitUsage
+	}
 	root.SetArgs(longDashes(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -217,6 +223,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	for _, c := range commands() {
 		root.AddCommand(c.cobra(root, stdout, stderr))
 	}
+	root.InitDefaultHelpCmd()
 	return root
 }
 

@@ -117,7 +117,8 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 		chosen := resp.GetChosen()
 		fmt.Fprintf(stdout, "chosen:  %s/%s  time %s  algbw %.1f GB/s  busbw %.1f GB/s\n\n",
 			algoName(chosen.GetAlgorithm()), protocolName(chosen.GetProtocol()), fmtUs(chosen.GetTimeUs()), chosen.GetAlgbwGbps(), chosen.GetBusbwGbps())
-		t := table{head: []string{"algorithm", "protocol", "time", "latency", "algbw GB/s", "busbw GB/s", "steps", "channels", "chunks"}}
+		t := table{head: []string{"algorithm", "protocol", "time", "latency", "algbw GB/s", "busbw GB/s", "steps", "channels", "chunks"},
+			optional: []string{"chunks", "channels", "steps", "latency"}}
 		for _, e := range resp.GetConsidered() {
 			mark := algoName(e.GetAlgorithm())
 			switch {

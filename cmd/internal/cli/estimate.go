@@ -537,37 +537,40 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 	e := resp.GetEstimate()
 	l, _ := wire.LayoutFromProto(e.GetLayout())
 	t, _ := wire.TrainingFromProto(e.GetTraining())
-	fmt.Fprintf(w, "%s on %d GPUs of %s: tp %d × pp %d × dp %d × cp %d", resp.GetModel().GetName(), e.GetGpus(), cluster, l.TP, l.PP, l.DP, l.CP)
+	title := &strings.Builder{}
+	fmt.Fprintf(title, "%s on %d GPUs of %s: tp %d × pp %d × dp %d × cp %d", resp.GetModel().GetName(), e.GetGpus(), cluster, l.TP, l.PP, l.DP, l.CP)
 	if l.EP > 1 {
-		fmt.Fprintf(w, ", ep %d", l.EP)
+		fmt.Fprintf(title, ", ep %d", l.EP)
 	}
 	switch {
 	case l.ETP == 1 && l.TP > 1:
-		fmt.Fprint(w, ", etp 1 (experts whole on each TP rank)")
+		fmt.Fprint(title, ", etp 1 (experts whole on each TP rank)")
 	case l.ETP > 1 && l.ETP < l.TP:
-		fmt.Fprintf(w, ", etp %d", l.ETP)
+		fmt.Fprintf(title, ", etp %d", l.ETP)
 	}
-	fmt.Fprintf(w, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
+	fmt.Fprintf(title, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
 		l.ZeRO, l.MicroBatch, e.GetMicroBatches(), t.SeqLen, t.GlobalBatch, l.Recompute)
 	if l.RecomputeLayers > 0 {
-		fmt.Fprintf(w, " (%d layers per stage)", l.RecomputeLayers)
+		fmt.Fprintf(title, " (%d layers per stage)", l.RecomputeLayers)
 	}
 	if len(l.RecomputeModules) > 0 {
-		fmt.Fprintf(w, " (%s)", strings.Join(l.RecomputeModules, ", "))
+		fmt.Fprintf(title, " (%s)", strings.Join(l.RecomputeModules, ", "))
 	}
 	if l.SP {
-		fmt.Fprint(w, ", SP")
+		fmt.Fprint(title, ", SP")
 	}
 	if l.PP > 1 {
-		fmt.Fprintf(w, ", %s", l.Schedule)
+		fmt.Fprintf(title, ", %s", l.Schedule)
 		if l.VirtualStages > 1 {
-			fmt.Fprintf(w, " v=%d", l.VirtualStages)
+			fmt.Fprintf(title, " v=%d", l.VirtualStages)
 		}
 	}
 	if l.Offload != "" && l.Offload != step.OffloadNone {
-		fmt.Fprintf(w, ", %s offloaded to the host", l.Offload)
+		fmt.Fprintf(title, ", %s offloaded to the host", l.Offload)
 	}
-	fmt.Fprintf(w, ", %s\n\n", t.Precision)
+	fmt.Fprintf(title, ", %s", t.Precision)
+	printWrapped(w, "", title.String(), false)
+	fmt.Fprintln(w)
 	th := e.GetThroughput()
 	fmt.Fprintf(w, "step time  %s   tokens/s %.0f   per GPU %.0f   MFU %.1f%%   HFU %.1f%%\n\n",
 		fmtSeconds(e.GetStepTimeS()), th.GetTokensPerS(), th.GetTokensPerSPerGpu(), 100*th.GetMfu(), 100*th.GetHfu())
@@ -623,7 +626,7 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 
 	if len(e.GetCommunication()) > 0 {
 		fmt.Fprintln(w, "\ncommunication")
-		ct := table{head: []string{"kind", "collective", "group", "nodes", "bytes", "algorithm", "one call", "calls/step", "when"}}
+		ct := table{head: []string{"kind", "collective", "group", "nodes", "bytes", "algorithm", "one call", "calls/step", "when"}, wrap: "when"}
 		for _, c := range e.GetCommunication() {
 			ct.add(c.GetKind(), c.GetCollective(), fmt.Sprint(c.GetGroupSize()), fmt.Sprint(c.GetGroupNodes()), FormatSize(c.GetBytes()), c.GetAlgorithm()+"/"+c.GetProtocol(),
 				fmtUs(c.GetTimeUs()), fmt.Sprintf("%.0f", c.GetCallsPerStep()), c.GetWhen())
@@ -631,11 +634,12 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 		ct.write(w)
 	}
 	for _, x := range e.GetWarnings() {
-		fmt.Fprintln(w, "\nwarning:", x)
+		fmt.Fprintln(w)
+		printWrapped(w, "warning: ", x, true)
 	}
 	fmt.Fprintln(w, "\nassumptions:")
 	for _, x := range e.GetAssumptions() {
-		fmt.Fprintln(w, "  -", x)
+		printWrapped(w, "  - ", x, true)
 	}
 }
 

@@ -42,12 +42,12 @@ var flagGroups = func() map[string]string {
 
 // flagGroupTitles titles the groups whose name alone says too little.
 var flagGroupTitles = map[string]string{
-	"Model":      "Model flags (one of --model, --model-file, --params, or an architecture flag by flag)",
-	"Cluster":    "Cluster and job size flags",
-	"Job":        "Training flags",
-	"Search":     "Objective and answer flags",
-	"What-if":    "What-if flags (a degraded or partly free cluster)",
-	"Server":     "Remote daemon flags (ask a running stepcostd instead of computing in process)",
+	"Model":   "Model flags (one of --model, --model-file, --params, or an architecture flag by flag)",
+	"Cluster": "Cluster and job size flags",
+	"Job":     "Training flags",
+	"Search":  "Objective and answer flags",
+	"What-if": "What-if flags (a degraded or partly free cluster)",
+	"Server":  "Remote daemon flags (ask a running stepcostd instead of computing in process)",
 }
 
 // writeHelp prints c's help: what it does, how to call it, examples, and its flags
@@ -149,12 +149,11 @@ func didYouMean(_ string, suggestions []string) string {
 }
 
 // suggest is the candidates close to s: a prefix of it or it of them, or within
-// an edit distance of a third of its length (at least 1, at most 3) — the
-// distance cobra uses for commands is 2. At most three, closest first; each
-// carries prefix.
+// an edit distance of a third of its length, at least 2 (cobra's for commands)
+// and at most 3. The closest ones only, at most three; each carries prefix.
 func suggest(s string, candidates []string, prefix string) []string {
 	s = strings.ToLower(s)
-	maxDist := min(3, max(1, len(s)/3))
+	maxDist := min(3, max(2, len(s)/3))
 	type hit struct {
 		name string
 		d    int
@@ -179,7 +178,7 @@ func suggest(s string, candidates []string, prefix string) []string {
 	}
 	var out []string
 	for i, h := range hits {
-		if i == 3 {
+		if i == 3 || h.d > hits[0].d { // only the closest
 			break
 		}
 		out = append(out, prefix+h.name)

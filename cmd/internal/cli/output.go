@@ -14,7 +14,7 @@ import (
 // terminal and $COLUMNS is not set: a plan table's rank, size, layout, nodes,
 // step time, memory and MFU fit in it, where the 80 of a classic terminal would
 // leave out the memory column too.
-const defaultColumns = 100
+const defaultColumns = 120
 
 // output is a command's standard output with the width its tables fit.
 type output struct {
@@ -63,9 +63,9 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// table prints aligned columns, fitted to the output's width: a column named by
-// wrap breaks its text over lines, then the columns named by optional are left out,
-// first ones first, with a note saying which (--wide shows them).
+// table prints aligned columns, fitted to the output's width: the columns named by
+// optional are left out, first ones first, with a note saying which (--wide shows
+// them), then a text column named by wrap breaks its text over lines.
 type table struct {
 	head     []string
 	rows     [][]string
@@ -106,10 +106,6 @@ func (t *table) write(w io.Writer) {
 	wrapAt := -1
 	var dropped []string
 	if cols > 0 && total() > cols {
-		if i := index(t.head, t.wrap); i >= 0 {
-			wrapAt = i
-			width[i] = max(minWrap, runes(t.head[i]), width[i]-(total()-cols))
-		}
 		for _, name := range t.optional {
 			if total() <= cols {
 				break
@@ -118,6 +114,10 @@ func (t *table) write(w io.Writer) {
 				keep[i] = false
 				dropped = append(dropped, name)
 			}
+		}
+		if i := index(t.head, t.wrap); i >= 0 && total() > cols {
+			wrapAt = i
+			width[i] = max(minWrap, runes(t.head[i]), width[i]-(total()-cols))
 		}
 	}
 	line := func(cells []string) {

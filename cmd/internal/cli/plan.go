@@ -450,12 +450,14 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 	for k, v := range st.GetPruned() {
 		pruned[k] = int(v)
 	}
-	fmt.Fprintf(w, "searched %d layouts over %d job size(s): %d estimated, %d feasible; pruned: %s\n\n",
-		st.GetEnumerated(), len(st.GetGpuCounts()), st.GetEvaluated(), st.GetFeasible(), prunedSummary(pruned))
+	printWrapped(w, "", fmt.Sprintf("searched %d layouts over %d job size(s): %d estimated, %d feasible; pruned: %s",
+		st.GetEnumerated(), len(st.GetGpuCounts()), st.GetEvaluated(), st.GetFeasible(), prunedSummary(pruned)), false)
+	fmt.Fprintln(w)
 	if len(resp.GetPlans()) == 0 {
 		return
 	}
-	t := table{head: []string{"#", "gpus", "layout", "nodes", "step", "compute", "exposed comm", "bubble", "memory GB", "MFU"}}
+	t := table{head: []string{"#", "gpus", "layout", "nodes", "step", "compute", "exposed comm", "bubble", "memory GB", "MFU"},
+		optional: []string{"compute", "bubble", "exposed comm", "nodes"}, wrap: "layout"}
 	// With a token budget: how long each plan takes to train it, and with a price
 	// what it costs (the service's cost_usd: GPUs × hours × price).
 	withCost := false
@@ -500,7 +502,7 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 		fmt.Fprintf(w, "\nbest plan trains %.3g tokens for $%.0f\n", tokens, c)
 	}
 	fmt.Fprintf(w, "\nPareto front (GPUs × step time × memory headroom): %d plans\n", len(resp.GetPareto()))
-	pt := table{head: []string{"gpus", "layout", "step", "headroom GB"}}
+	pt := table{head: []string{"gpus", "layout", "step", "headroom GB"}, wrap: "layout"}
 	for _, p := range resp.GetPareto() {
 		pt.add(fmt.Sprint(p.GetGpus()), layoutOf(p.GetLayout()), fmtSeconds(p.GetEstimate().GetStepTimeS()), fmt.Sprintf("%.1f", p.GetEstimate().GetMemory().GetHeadroomGb()))
 	}

@@ -269,7 +269,8 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 		cw.Flush()
 		return cw.Error()
 	}
-	t := table{head: []string{"rank", "line", "model", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"}}
+	t := table{head: []string{"rank", "line", "model", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"},
+		optional: []string{"tokens/s/GPU"}, wrap: "note"}
 	for _, r := range sorted {
 		c := file.parsed[int(r.GetIndex())]
 		line := fmt.Sprint(file.lines[r.GetIndex()])

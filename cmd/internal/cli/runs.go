@@ -62,7 +62,7 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 		}
 		fmt.Fprintln(stdout, "Step-time model vs published training runs (measured step time from the primary measurement)")
 		fmt.Fprintln(stdout)
-		t := table{head: []string{"run", "gpus", "layout", "measured", "predicted", "error", "MFU"}}
+		t := table{head: []string{"run", "gpus", "layout", "measured", "predicted", "error", "MFU"}, optional: []string{"MFU"}, wrap: "layout"}
 		for _, r := range res {
 			if r.Err != nil {
 				t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), "-", fmtSeconds(r.MeasuredS), "-", "-", r.Err.Error())
@@ -98,7 +98,8 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 		st.write(stdout)
 		missed, oom := accuracy.MissedOOM(res)
 		fmt.Fprintf(stdout, "%d runs published as out of memory: %d estimated infeasible\n", oom, oom-len(missed))
-		fmt.Fprintf(stdout, "\nranking sets (Kendall τ of predicted vs measured throughput; τ' counts measured differences under %.0f%%, the sources' re-measurement spread, as ties):\n", 100*accuracy.RepeatabilityTolerance)
+		fmt.Fprintln(stdout)
+		printWrapped(stdout, "", fmt.Sprintf("ranking sets (Kendall τ of predicted vs measured throughput; τ' counts measured differences under %.0f%%, the sources' re-measurement spread, as ties):", 100*accuracy.RepeatabilityTolerance), false)
 		for _, k := range ranks {
 			rep := fmt.Sprintf("%+.2f", k.TauRepeatable)
 			if !k.Ordered {
@@ -110,7 +111,7 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 			fmt.Fprintln(stdout, "\nsettings the sources do not state:")
 			for _, r := range res {
 				if len(r.Filled) > 0 {
-					fmt.Fprintf(stdout, "  %s: %s\n", r.Run.ID, strings.Join(r.Filled, "; "))
+					printWrapped(stdout, "  "+r.Run.ID+": ", strings.Join(r.Filled, "; "), false)
 				}
 			}
 		}
