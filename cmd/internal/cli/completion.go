@@ -43,6 +43,7 @@ func completionCommand(root *cobra.Command) runFunc {
 		}
 		switch args[0] {
 		case "bash":
+			fmt.Fprint(stdout, bashWordsShim)
 			return root.GenBashCompletionV2(stdout, true)
 		case "zsh":
 			return root.GenZshCompletion(stdout)
@@ -52,6 +53,21 @@ func completionCommand(root *cobra.Command) runFunc {
 		return fmt.Errorf("unknown shell %q", args[0])
 	}
 }
+
+// bashWordsShim stands in for the bash-completion package's
+// _get_comp_words_by_ref, which cobra's bash script calls, where that package is
+// not installed: the word being completed, the one before, all of them and the
+// index of the current one, split as bash split them.
+const bashWordsShim = `# Without the bash-completion package: the words as bash split them.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+_get_comp_words_by_ref() {
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+}
+fi
+`
 
 // fileFlags are the flags that name a file to read or write.
 var fileFlags = map[string]bool{"in": true, "model-file": true, "cluster-file": true, "free-map": true, "svg": true,

@@ -141,3 +141,50 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("no shell: exit %d", code)
 	}
 }
+
+// The bash script completes in bash, without the bash-completion package, by
+// asking the program: commands, flags, enum names (after a comma for a list) and
+// catalog names.
+func TestBashCompletes(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	_, script, _ := run("completion", "bash")
+	dir := t.TempDir()
+	f := filepath.Join(dir, "stepcost.bash")
+	if err := os.WriteFile(f, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prog := `stepcost() { STEPCOST_TEST_AS_CLI=1 "$SELF" "$@"; }
+compopt() { :; } # outside a completion bash refuses it
+source "$SCRIPT"
+t() {
+    COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}
+    COMPREPLY=()
+    __start_stepcost stepcost "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"
+    echo "${COMPREPLY[*]}"
+}
+t stepcost pl
+t stepcost plan --sched
+t stepcost plan --schedule inter
+t stepcost plan --schedule 1f1b,zb
+t stepcost estimate --model llama3-7
+t stepcost collective --op all
+t stepcost completion f
+`
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", prog)
+	cmd.Env = append(os.Environ(), "SELF="+self, "SCRIPT="+f)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	want := "plan\n--schedule\ninterleaved\n1f1b,zb-h1 1f1b,zb-v\nllama3-70b\nallreduce allgather alltoall\nfish\n"
+	if string(out) != want {
+		t.Errorf("bash completes\n%s\nwant\n%s", out, want)
+	}
+}
