@@ -215,7 +215,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
 	root.SetUsageFunc(func(c *cobra.Command) error { writeHelp(c.ErrOrStderr(), c); return nil })
 	root.SetFlagErrorFunc(flagError)
-	root.PersistentFlags().Bool("wide", false, "tables: every column at full width, whatever the terminal's width (default: fit the terminal, or $COLUMNS, or 100 columns when not a terminal)")
+	root.PersistentFlags().Bool("wide", false, fmt.Sprintf("tables: every column at full width, whatever the terminal's width (default: fit the terminal, or $COLUMNS, or %d columns when not a terminal)", defaultColumns))
 	root.AddGroup(&cobra.Group{ID: groupModel, Title: "Estimate and plan:"},
 		&cobra.Group{ID: groupCheck, Title: "Calibrate and check the model:"},
 		&cobra.Group{ID: groupOther, Title: "Other commands:"})
@@ -224,6 +224,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		root.AddCommand(c.cobra(root, stdout, stderr))
 	}
 	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Short = helpSummary
+		}
+	}
 	return root
 }
 

@@ -50,6 +50,9 @@ var flagGroupTitles = map[string]string{
 	"Server":  "Remote daemon flags (ask a running stepcostd instead of computing in process)",
 }
 
+// helpSummary is the help command's.
+const helpSummary = "the help of a command: stepcost help <command> (also stepcost <command> --help)"
+
 // writeHelp prints c's help: what it does, how to call it, examples, and its flags
 // by group.
 func writeHelp(w io.Writer, c *cobra.Command) {
@@ -59,10 +62,13 @@ func writeHelp(w io.Writer, c *cobra.Command) {
 		fmt.Fprintf(w, "\nUsage:\n  stepcost <command> [flags]\n")
 		for _, g := range c.Groups() {
 			fmt.Fprintf(w, "\n%s\n", g.Title)
-			for _, sub := range c.Commands() {
-				if sub.GroupID == g.ID && sub.IsAvailableCommand() || sub.GroupID == g.ID && sub.Name() == "help" {
-					fmt.Fprintf(w, "  %-11s %s\n", sub.Name(), sub.Short)
+			for _, sub := range commands() { // in the table's order, the most used first
+				if sub.group == g.ID {
+					fmt.Fprintf(w, "  %-11s %s\n", sub.name, sub.summary)
 				}
+			}
+			if g.ID == groupOther {
+				fmt.Fprintf(w, "  %-11s %s\n", "help", helpSummary)
 			}
 		}
 		fmt.Fprintf(w, "\nGlobal flags:\n%s", flagUsages(c.PersistentFlags(), cols))
