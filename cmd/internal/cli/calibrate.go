@@ -147,13 +147,13 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 		case !s.FromHeader:
 			src = "as given"
 		}
-		fmt.Fprintf(w, "  %s: %s (nodes %s)\n", s.File, s.Describe(), src)
+		printWrapped(w, "  ", fmt.Sprintf("%s: %s (nodes %s)", s.File, s.Describe(), src), true)
 	}
 	for _, ru := range in.Runs {
-		fmt.Fprintf(w, "  %s: %s log, step %.4g s (median of %d), %s on %d GPUs\n", ru.File, ru.Framework, ru.StepS, ru.Steps, ru.Layout.Model, ru.Layout.GPUs)
+		printWrapped(w, "  ", fmt.Sprintf("%s: %s log, step %.4g s (median of %d), %s on %d GPUs", ru.File, ru.Framework, ru.StepS, ru.Steps, ru.Layout.Model, ru.Layout.GPUs), true)
 	}
 	for _, n := range in.Notes() {
-		fmt.Fprintf(w, "  note: %s\n", n)
+		printWrapped(w, "  ", fmt.Sprintf("note: %s", n), true)
 	}
 
 	fmt.Fprintln(w, "\nConstants")
@@ -163,38 +163,38 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 		t.add(kn.Name, kn.Field, fmt.Sprintf("%.4g", b), fmt.Sprintf("%.4g", a), fmt.Sprintf("%.2f×", a/b))
 	}
 	if len(r.Determined) == 0 {
-		fmt.Fprintln(w, "  none: the inputs determine no constant (efficiencies need messages of 64 MiB or more, latencies under 1 MiB, scale-up constants single-node sweeps or multi-node rows they set, network constants sweeps across nodes; an efficiency must set two large rows at its fitted value)")
+		printWrapped(w, "  ", "none: the inputs determine no constant (efficiencies need messages of 64 MiB or more, latencies under 1 MiB, scale-up constants single-node sweeps or multi-node rows they set, network constants sweeps across nodes; an efficiency must set two large rows at its fitted value)", true)
 	} else {
 		t.write(w)
 	}
 	for _, m := range r.Moved {
-		fmt.Fprintf(w, "  moved far: %s\n", m)
+		printWrapped(w, "  ", fmt.Sprintf("moved far: %s", m), true)
 	}
 	for _, m := range r.AtBound {
-		fmt.Fprintf(w, "  at a bound: %s\n", m)
+		printWrapped(w, "  ", fmt.Sprintf("at a bound: %s", m), true)
 	}
 	for _, d := range r.Declined {
-		fmt.Fprintf(w, "  declined: %s\n", d)
+		printWrapped(w, "  ", fmt.Sprintf("declined: %s", d), true)
 	}
 	for _, c := range r.Contradictions {
-		fmt.Fprintf(w, "  contradiction: %s\n", c)
+		printWrapped(w, "  ", fmt.Sprintf("contradiction: %s", c), true)
 	}
 	printMismatches(w, r.Mismatches)
 	if len(r.Choices) > 0 {
-		fmt.Fprintln(w, "  algorithms NCCL runs here, written into the cluster file (algorithms; the model's automatic choice honours them):")
+		printWrapped(w, "  ", "algorithms NCCL runs here, written into the cluster file (algorithms; the model's automatic choice honours them):", true)
 		for _, c := range r.Choices {
-			fmt.Fprintf(w, "    %s\n", calibrate.FormatRange(c))
+			printWrapped(w, "    ", calibrate.FormatRange(c), true)
 		}
 	}
 	if len(r.Excluded) > 0 {
-		fmt.Fprintf(w, "  left out of the written fit (they contradict the majority): %s\n", strings.Join(r.Excluded, ", "))
+		printWrapped(w, "  ", fmt.Sprintf("left out of the written fit (they contradict the majority): %s", strings.Join(r.Excluded, ", ")), true)
 	}
 	if r.Compromise {
-		fmt.Fprintln(w, "  the inputs contradict each other with no majority: the written fit is a compromise between them; calibrate them separately to see each")
+		printWrapped(w, "  ", "the inputs contradict each other with no majority: the written fit is a compromise between them; calibrate them separately to see each", true)
 	}
 
 	fmt.Fprintln(w, "\nError |predicted − measured| / measured: base cluster vs calibrated with the row's own file left out")
-	e := table{head: []string{"group", "rows", "median before", "median after", "mean before", "mean after"}}
+	e := table{head: []string{"group", "rows", "median before", "median after", "mean before", "mean after"}, optional: []string{"mean before", "mean after"}, wrap: "group"}
 	for _, row := range r.Rows {
 		e.add(row.Label, fmt.Sprint(row.N), pct(row.BeforeMedian), pct(row.AfterMedian), pct(row.BeforeMean), pct(row.AfterMean))
 	}
@@ -210,15 +210,15 @@ func printMismatches(w io.Writer, ms []calibrate.Mismatch) {
 	if len(ms) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "  rows NCCL ran with another algorithm than the model picks (fitted with the one they show; first … last row of each group):")
+	printWrapped(w, "  ", "rows NCCL ran with another algorithm than the model picks (fitted with the one they show; first … last row of each group):", true)
 	for i := 0; i < len(ms); {
 		j := i
 		for j+1 < len(ms) && ms[j+1].File == ms[i].File && ms[j+1].Model == ms[i].Model && ms[j+1].Measured == ms[i].Measured {
 			j++
 		}
-		fmt.Fprintf(w, "    %s: %d row(s) %s–%s measured as %s (%+.0f %% … %+.0f %%), the model picks %s (%+.0f %% … %+.0f %%)\n",
+		printWrapped(w, "    ", fmt.Sprintf("%s: %d row(s) %s–%s measured as %s (%+.0f %% … %+.0f %%), the model picks %s (%+.0f %% … %+.0f %%)",
 			ms[i].File, j-i+1, calibrate.FormatBytes(ms[i].Bytes), calibrate.FormatBytes(ms[j].Bytes),
-			ms[i].Measured, 100*ms[i].MatchErr, 100*ms[j].MatchErr, ms[i].Model, 100*ms[i].ModelErr, 100*ms[j].ModelErr)
+			ms[i].Measured, 100*ms[i].MatchErr, 100*ms[j].MatchErr, ms[i].Model, 100*ms[i].ModelErr, 100*ms[j].ModelErr), true)
 		i = j + 1
 	}
 }

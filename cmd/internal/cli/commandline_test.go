@@ -143,6 +143,14 @@ func TestEnumFlagsOneErrorStyle(t *testing.T) {
 	if n < 29 {
 		t.Errorf("%d enum flags; plan, estimate, rank and collective have more", n)
 	}
+	// An empty value is the default of a flag whose default is empty, and refused
+	// by the others.
+	if code, _, errOut := run("rank", "--in", "x", "--objective", ""); code != exitUsage || !strings.Contains(errOut, `invalid argument "" for "--objective" flag: want one of step_time`) {
+		t.Errorf("--objective '': exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--top", "1", "--schedule", "", "--framework", ""); code != exitOK {
+		t.Errorf("--schedule '' --framework '': exit %d: %s", code, errOut)
+	}
 	// Aliases the estimator takes stay taken.
 	for _, args := range [][]string{
 		{"collective", "--cluster", "dgx-h100", "--op", "all-reduce", "--size", "1M", "--algo", "double-tree", "--launch", "torch"},

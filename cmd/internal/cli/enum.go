@@ -25,13 +25,16 @@ type enumValue struct {
 	names  []string          // the names offered and listed
 	accept func(string) bool // nil: one of names, in any case; else also the aliases it takes
 	list   bool              // comma-separated names
+	// emptyOK: an empty value is taken, as the default of a flag whose default is
+	// empty ("the framework's", "all").
+	emptyOK bool
 }
 
 // enumFlag defines an enum flag on fs.
 func enumFlag(fs *pflag.FlagSet, name, value, usage string, names []string) *string {
 	p := new(string)
 	*p = value
-	fs.Var(&enumValue{p: p, names: names}, name, usage)
+	fs.Var(&enumValue{p: p, names: names, emptyOK: value == ""}, name, usage)
 	return p
 }
 
@@ -39,7 +42,7 @@ func enumFlag(fs *pflag.FlagSet, name, value, usage string, names []string) *str
 func enumListFlag(fs *pflag.FlagSet, name, value, usage string, names []string) *string {
 	p := new(string)
 	*p = value
-	fs.Var(&enumValue{p: p, names: names, list: true}, name, usage)
+	fs.Var(&enumValue{p: p, names: names, list: true, emptyOK: value == ""}, name, usage)
 	return p
 }
 
@@ -47,7 +50,7 @@ func enumListFlag(fs *pflag.FlagSet, name, value, usage string, names []string) 
 func enumFlagFunc(fs *pflag.FlagSet, name, value, usage string, names []string, accept func(string) bool) *string {
 	p := new(string)
 	*p = value
-	fs.Var(&enumValue{p: p, names: names, accept: accept}, name, usage)
+	fs.Var(&enumValue{p: p, names: names, accept: accept, emptyOK: value == ""}, name, usage)
 	return p
 }
 
@@ -68,7 +71,7 @@ func (e *enumValue) Set(s string) error {
 	}
 	for _, it := range items {
 		it = strings.TrimSpace(it)
-		if s == "" || e.ok(it) { // an empty value is the flag's default
+		if s == "" && e.emptyOK || e.ok(it) {
 			continue
 		}
 		return fmt.Errorf("want %s%s", e.want(), didYouMean(it, suggest(it, e.names, "")))
@@ -114,7 +117,7 @@ var (
 // onOffFlag is a list of on and off (true and false too).
 func onOffFlag(fs *pflag.FlagSet, name, usage string) *string {
 	p := new(string)
-	fs.Var(&enumValue{p: p, names: []string{"on", "off"}, list: true, accept: func(s string) bool {
+	fs.Var(&enumValue{p: p, names: []string{"on", "off"}, list: true, emptyOK: true, accept: func(s string) bool {
 		switch strings.ToLower(s) {
 		case "on", "off", "true", "false":
 			return true
@@ -127,7 +130,7 @@ func onOffFlag(fs *pflag.FlagSet, name, usage string) *string {
 // cpVariantFlag is a list of ring and ulysses (all-to-all too).
 func cpVariantFlag(fs *pflag.FlagSet, name, usage string) *string {
 	p := new(string)
-	fs.Var(&enumValue{p: p, names: []string{"ring", "ulysses"}, list: true, accept: func(s string) bool {
+	fs.Var(&enumValue{p: p, names: []string{"ring", "ulysses"}, list: true, emptyOK: true, accept: func(s string) bool {
 		switch strings.ToLower(s) {
 		case "ring", "ulysses", "all-to-all":
 			return true
