@@ -134,6 +134,10 @@ func TestCompletion(t *testing.T) {
 	if got, d := complete(t, "estimate", "--tp", ""); len(got) != 0 || d != ":4" {
 		t.Errorf("--tp completes %v (%s), want nothing", got, d)
 	}
+	// A boolean flag takes no value: after --json comes the next flag.
+	if got, _ := complete(t, "estimate", "--json", "--t"); !slices.Contains(got, "--tp") {
+		t.Errorf("after --json: %v, want the flags", got)
+	}
 	if code, _, errOut := run("completion", "tcsh"); code != exitUsage || !strings.Contains(errOut, "tcsh") || !strings.Contains(errOut, "bash, zsh, fish") {
 		t.Errorf("unknown shell: exit %d %s", code, errOut)
 	}
