@@ -156,7 +156,7 @@ func (t *table) write(w io.Writer) {
 		}
 	}
 	if len(dropped) > 0 {
-		fmt.Fprintf(w, "(left out to fit %d columns: %s; --wide shows every column)\n", cols, strings.Join(dropped, ", "))
+		printWrapped(w, "", fmt.Sprintf("(left out to fit %d columns: %s; --wide shows every column)", cols, strings.Join(dropped, ", ")), false)
 	}
 }
 

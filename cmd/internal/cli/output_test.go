@@ -76,7 +76,8 @@ func TestTableFit(t *testing.T) {
 		"x     1  one two three four five six\n" +
 		"         seven eight nine ten eleven\n" +
 		"         twelve\n" +
-		"(left out to fit 40 columns: b; --wide shows every column)\n"
+		"(left out to fit 40 columns: b; --wide\n" +
+		"shows every column)\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
