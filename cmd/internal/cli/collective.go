@@ -23,7 +23,7 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 	concurrent := fs.Bool("concurrent", false, "the node's other GPUs run the same collective at the same time, in groups of the same shape (e.g. the DP groups of a TP job)")
 	opName := enumFlagFunc(fs, "op", "allreduce", "allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv", opNames(), parses(collective.ParseOp))
 	sizeStr := fs.String("size", "", "message size, nccl-tests convention (total buffer for allgather/reducescatter); e.g. 1GiB, 64M, 4096")
-	algoFlag := enumFlagFunc(fs, "algo", "auto", "force an algorithm: ring, tree, dbtree, hierarchical, nvls, direct, pat, pairwise", algoNames(), parses(collective.ParseAlgorithm))
+	algoFlag := enumFlagFunc(fs, "algo", "auto", "force an algorithm: ring, tree, dbtree, hierarchical, nvls, nvlstree, direct, pat, pairwise (auto: the cheapest, as NCCL chooses)", algoNames(), parses(collective.ParseAlgorithm))
 	protoName := enumFlagFunc(fs, "protocol", "", "force a protocol for ring/tree: simple, ll128, ll", []string{collective.Simple.String(), collective.LL128.String(), collective.LL.String()}, parses(collective.ParseProtocol))
 	launchName := enumFlagFunc(fs, "launch", "per-process", "how calls are issued: per-process, single-process, eager, graph", []string{collective.PerProcess.String(), collective.SingleProcess.String(), collective.Eager.String(), collective.Graph.String()}, parses(collective.ParseLaunch))
 	steps := fs.Bool("steps", false, "also show the chosen algorithm's per-step schedule, verified by executing it and priced link by link next to the closed form")

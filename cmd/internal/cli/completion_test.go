@@ -192,3 +192,36 @@ t stepcost completion f
 		t.Errorf("bash completes\n%s\nwant\n%s", out, want)
 	}
 }
+
+// The fish script completes in fish by asking the program.
+func TestFishCompletes(t *testing.T) {
+	fish, err := exec.LookPath("fish")
+	if err != nil {
+		t.Skip("no fish")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	_, script, _ := run("completion", "fish")
+	f := filepath.Join(t.TempDir(), "stepcost.fish")
+	if err := os.WriteFile(f, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prog := `function stepcost; env STEPCOST_TEST_AS_CLI=1 $SELF $argv; end
+source $SCRIPT
+complete -C "stepcost estimate --model llama3-7"
+complete -C "stepcost collective --op all"
+complete -C "stepcost plan --objective th"
+`
+	cmd := exec.Command(fish, "--no-config", "-c", prog)
+	cmd.Env = append(os.Environ(), "SELF="+self, "SCRIPT="+f, "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fish: %v\n%s", err, out)
+	}
+	want := "llama3-70b\nallgather\nallreduce\nalltoall\nthroughput\n" // fish sorts them
+	if string(out) != want {
+		t.Errorf("fish completes\n%s\nwant\n%s", out, want)
+	}
+}
