@@ -138,6 +138,15 @@ func commands() []command {
 	}
 }
 
+// commandNames is the names of the commands, help among them.
+func commandNames() []string {
+	var out []string
+	for _, c := range commands() {
+		out = append(out, c.name)
+	}
+	return append(out, "help")
+}
+
 // usageError is a command line that cannot be understood (exit code 2).
 type usageError struct{ err error }
 
@@ -200,11 +209,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 				writeHelp(stderr, c)
 				return usagef("a command is required")
 			}
-			var names []string
-			for _, sub := range c.Commands() {
-				names = append(names, sub.Name())
-			}
-			return usagef("unknown command %q%s", args[0], didYouMean(args[0], suggest(args[0], names, "")))
+			return usagef("unknown command %q%s", args[0], didYouMean(args[0], suggest(args[0], commandNames(), "")))
 		},
 		SilenceErrors:     true,
 		SilenceUsage:      true,
@@ -223,12 +228,24 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	for _, c := range commands() {
 		root.AddCommand(c.cobra(root, stdout, stderr))
 	}
+	root.SetHelpCommand(&cobra.Command{
+		Use: "help [command]", Short: helpSummary, GroupID: groupOther, Args: cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, _, err := root.Find(args)
+			if err != nil || c == root && len(args) > 0 {
+				return usagef("unknown command %q%s", args[0], didYouMean(args[0], suggest(args[0], commandNames(), "")))
+			}
+			writeHelp(stdout, c)
+			return nil
+		},
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return commandNames(), cobra.ShellCompDirectiveNoFileComp
+		},
+	})
 	root.InitDefaultHelpCmd()
-	for _, c := range root.Commands() {
-		if c.Name() == "help" {
-			c.Short = helpSummary
-		}
-	}
 	return root
 }
 

@@ -98,6 +98,7 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"collective", "--cluster", "dgx-h100", "--size", "1G", "--algo", "rng"}, `did you mean "ring"?`},
 		{[]string{"rank", "--in", "x", "--format", "jsn"}, `did you mean "json"?`},
 		{[]string{"completion", "bsh"}, `did you mean "bash"`},
+		{[]string{"help", "plna"}, `unknown command "plna"; did you mean "plan"?`},
 	} {
 		code, out, errOut := run(tc.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) {
