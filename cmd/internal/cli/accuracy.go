@@ -5,96 +5,96 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/pflag"
+
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/collective/accuracy"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
-func runAccuracy(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("accuracy", "[--rows] [--json] [--fit] [--cross-validate]", stderr)
+func accuracyCommand(fs *pflag.FlagSet) runFunc {
 	rows := fs.Bool("rows", false, "print every measurement with its prediction")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fit := fs.Bool("fit", false, "refit the calibrated constants from their current values and print them")
 	loso := fs.Bool("cross-validate", false, "leave one source out: refit without each source (from NCCL's own constants) and score it; prints in-sample and out-of-sample tables (about six minutes on two cores)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	data, err := accuracy.Rows()
-	if err != nil {
-		return err
-	}
-	if *fit {
-		return runFit(stdout, data)
-	}
-	if *loso {
-		return runCrossValidate(stdout, data, *asJSON)
-	}
-	res := accuracy.Evaluate(collective.NewModel(collective.Default()), accuracy.Cases(data))
-	var buckets []accuracy.Summary
-	for _, b := range accuracy.Buckets() {
-		buckets = append(buckets, accuracy.Summarise(b.Label, res, b.Keep))
-	}
-	systems := accuracy.BySystem(res)
-	if *asJSON {
-		type row struct {
-			ID          string  `json:"id"`
-			Op          string  `json:"op"`
-			SizeBytes   float64 `json:"size_bytes"`
-			Ranks       int     `json:"ranks"`
-			MeasuredUs  float64 `json:"measured_us"`
-			PredictedUs float64 `json:"predicted_us"`
-			Algorithm   string  `json:"algorithm"`
-			Protocol    string  `json:"protocol"`
-			RelErr      float64 `json:"rel_err"`
-			Scored      bool    `json:"scored"`
-			Excluded    string  `json:"excluded,omitempty"`
+	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+		data, err := accuracy.Rows()
+		if err != nil {
+			return err
 		}
-		out := struct {
-			Buckets []accuracy.Summary `json:"buckets"`
-			Systems []accuracy.Summary `json:"systems"`
-			Rows    []row              `json:"rows,omitempty"`
-		}{Buckets: buckets, Systems: systems}
-		if *rows {
-			for _, r := range res {
-				x := row{ID: r.Row.ID, Op: r.Op.String(), SizeBytes: r.Bytes, Ranks: r.Ranks, MeasuredUs: r.MeasuredUs,
-					PredictedUs: r.Predicted.TimeUs, RelErr: r.RelErr, Scored: r.Scored, Excluded: r.Why}
-				if r.Err != nil {
-					x.Excluded = r.Err.Error()
-				} else if r.Predicted.TimeUs > 0 {
-					x.Algorithm, x.Protocol = r.Predicted.Algo.String(), r.Predicted.Protocol.String()
+		if *fit {
+			return runFit(stdout, data)
+		}
+		if *loso {
+			return runCrossValidate(stdout, data, *asJSON)
+		}
+		res := accuracy.Evaluate(collective.NewModel(collective.Default()), accuracy.Cases(data))
+		var buckets []accuracy.Summary
+		for _, b := range accuracy.Buckets() {
+			buckets = append(buckets, accuracy.Summarise(b.Label, res, b.Keep))
+		}
+		systems := accuracy.BySystem(res)
+		if *asJSON {
+			type row struct {
+				ID          string  `json:"id"`
+				Op          string  `json:"op"`
+				SizeBytes   float64 `json:"size_bytes"`
+				Ranks       int     `json:"ranks"`
+				MeasuredUs  float64 `json:"measured_us"`
+				PredictedUs float64 `json:"predicted_us"`
+				Algorithm   string  `json:"algorithm"`
+				Protocol    string  `json:"protocol"`
+				RelErr      float64 `json:"rel_err"`
+				Scored      bool    `json:"scored"`
+				Excluded    string  `json:"excluded,omitempty"`
+			}
+			out := struct {
+				Buckets []accuracy.Summary `json:"buckets"`
+				Systems []accuracy.Summary `json:"systems"`
+				Rows    []row              `json:"rows,omitempty"`
+			}{Buckets: buckets, Systems: systems}
+			if *rows {
+				for _, r := range res {
+					x := row{ID: r.Row.ID, Op: r.Op.String(), SizeBytes: r.Bytes, Ranks: r.Ranks, MeasuredUs: r.MeasuredUs,
+						PredictedUs: r.Predicted.TimeUs, RelErr: r.RelErr, Scored: r.Scored, Excluded: r.Why}
+					if r.Err != nil {
+						x.Excluded = r.Err.Error()
+					} else if r.Predicted.TimeUs > 0 {
+						x.Algorithm, x.Protocol = r.Predicted.Algo.String(), r.Predicted.Protocol.String()
+					}
+					out.Rows = append(out.Rows, x)
 				}
-				out.Rows = append(out.Rows, x)
 			}
+			return writeJSON(stdout, out)
 		}
-		return writeJSON(stdout, out)
-	}
-	fmt.Fprintln(stdout, "Collective model vs published nccl-tests measurements (time per call; scored rows only)")
-	fmt.Fprintln(stdout)
-	summaryTable("size", buckets).write(stdout)
-	fmt.Fprintln(stdout)
-	summaryTable("system (source)", systems).write(stdout)
-	if *rows {
+		fmt.Fprintln(stdout, "Collective model vs published nccl-tests measurements (time per call; scored rows only)")
 		fmt.Fprintln(stdout)
-		t := table{head: []string{"id", "op", "size", "ranks", "measured", "predicted", "error", "algorithm", "note"}}
-		for _, r := range res {
-			note := r.Why
-			if r.Err != nil {
-				note = r.Err.Error()
+		summaryTable("size", buckets).write(stdout)
+		fmt.Fprintln(stdout)
+		summaryTable("system (source)", systems).write(stdout)
+		if *rows {
+			fmt.Fprintln(stdout)
+			t := table{head: []string{"id", "op", "size", "ranks", "measured", "predicted", "error", "algorithm", "note"}, wrap: "note"}
+			for _, r := range res {
+				note := r.Why
+				if r.Err != nil {
+					note = r.Err.Error()
+				}
+				if r.Row.ID == "" || r.Predicted.TimeUs == 0 && r.Err == nil && r.Why != "" {
+					t.add(r.Row.ID, r.Row.Collective, "-", "-", "-", "-", "-", "-", note)
+					continue
+				}
+				t.add(r.Row.ID, r.Op.String(), FormatSize(r.Bytes), fmt.Sprint(r.Ranks), fmtUs(r.MeasuredUs), fmtUs(r.Predicted.TimeUs),
+					fmt.Sprintf("%+.1f%%", 100*r.RelErr), r.Predicted.Algo.String()+"/"+r.Predicted.Protocol.String(), note)
 			}
-			if r.Row.ID == "" || r.Predicted.TimeUs == 0 && r.Err == nil && r.Why != "" {
-				t.add(r.Row.ID, r.Row.Collective, "-", "-", "-", "-", "-", "-", note)
-				continue
-			}
-			t.add(r.Row.ID, r.Op.String(), FormatSize(r.Bytes), fmt.Sprint(r.Ranks), fmtUs(r.MeasuredUs), fmtUs(r.Predicted.TimeUs),
-				fmt.Sprintf("%+.1f%%", 100*r.RelErr), r.Predicted.Algo.String()+"/"+r.Predicted.Protocol.String(), note)
+			t.write(stdout)
 		}
-		t.write(stdout)
+		return nil
 	}
-	return nil
 }
 
 func summaryTable(first string, ss []accuracy.Summary) *table {
-	t := &table{head: []string{first, "rows", "median |err|", "mean |err|", "p90 |err|", "max |err|", "bias"}}
+	t := &table{head: []string{first, "rows", "median |err|", "mean |err|", "p90 |err|", "max |err|", "bias"}, optional: []string{"p90 |err|", "mean |err|"}}
 	for _, s := range ss {
 		t.add(s.Label, fmt.Sprint(s.N), pct(s.MedianAbs), pct(s.MeanAbs), pct(s.P90Abs), pct(s.MaxAbs), fmt.Sprintf("%+.1f%%", 100*s.Bias))
 	}

@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
@@ -21,10 +20,9 @@ import (
 // logs megabytes).
 const maxInputSize = 64 << 20
 
-// runCalibrate is a thin adapter: read the files, hand them to estimator/calibrate,
+// calibrateCommand is a thin adapter: read the files, hand them to estimator/calibrate,
 // print its report and write the cluster file.
-func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("calibrate", "--cluster NAME | --cluster-file FILE [flags] FILE...", stderr)
+func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	clusterName := fs.String("cluster", "", "base catalog system (see 'stepcost catalog'), e.g. dgx-h100")
 	clusterFile := fs.String("cluster-file", "", "base cluster description file (JSON or YAML)")
 	nodes := fs.Int("nodes", 0, "nodes of the nccl-tests outputs whose header has no device lines")
@@ -34,97 +32,70 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 	name := fs.String("name", "", "name of the calibrated cluster (default: the base's with -calibrated)")
 	svg := fs.String("svg", "", "draw measured vs predicted bus bandwidth over size, before and after, per input file (SVG; - for standard output)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	// Flags may come after the files too (calibrate --cluster x *.txt --out y):
-	// the flag package stops at the first file, so parse again from each flag
-	// that follows files; "--" ends the flags.
-	var files []string
-	for in := args; ; {
-		if err := fs.Parse(in); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
+	// Flags may come before, between and after the files (calibrate --cluster x
+	// *.txt --out y); "--" ends the flags. The files are required (filesArgs).
+	return func(_ context.Context, files []string, stdout, stderr io.Writer) error {
+		spec, base, err := loadCluster(*clusterName, *clusterFile)
+		if err != nil {
+			return err
+		}
+		layouts := calibrate.Layouts{}
+		if *layoutFile != "" {
+			data, err := readLimited(*layoutFile)
+			if err != nil {
+				return fmt.Errorf("--layout: %w", err)
+			}
+			j, err := yaml.YAMLToJSONStrict(data)
+			if err != nil {
+				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
+			}
+			if layouts, err = calibrate.DecodeLayouts(j); err != nil {
+				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
+			}
+		}
+		def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}
+		var in calibrate.Inputs
+		for _, f := range files {
+			data, err := readLimited(f)
+			if err != nil {
 				return err
 			}
-			return errUsage
+			if err := in.Read(f, data, layouts.For(f, def)); err != nil {
+				return err
+			}
 		}
-		rest := fs.Args()
-		if used := len(in) - len(rest); used > 0 && in[used-1] == "--" {
-			files = append(files, rest...) // after "--" everything is a file
-			break
-		}
-		i := 0
-		for i < len(rest) && (!strings.HasPrefix(rest[i], "-") || rest[i] == "-") {
-			i++
-		}
-		files = append(files, rest[:i]...)
-		if i == len(rest) {
-			break
-		}
-		in = rest[i:]
-	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "give the nccl-tests output files, measurement rows (JSON lines) and training logs to calibrate on")
-		fs.Usage()
-		return errUsage
-	}
-	spec, base, err := loadCluster(*clusterName, *clusterFile)
-	if err != nil {
-		return err
-	}
-	layouts := calibrate.Layouts{}
-	if *layoutFile != "" {
-		data, err := readLimited(*layoutFile)
-		if err != nil {
-			return fmt.Errorf("--layout: %w", err)
-		}
-		j, err := yaml.YAMLToJSONStrict(data)
-		if err != nil {
-			return fmt.Errorf("--layout %s: %w", *layoutFile, err)
-		}
-		if layouts, err = calibrate.DecodeLayouts(j); err != nil {
-			return fmt.Errorf("--layout %s: %w", *layoutFile, err)
-		}
-	}
-	def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}
-	var in calibrate.Inputs
-	for _, f := range files {
-		data, err := readLimited(f)
+		rep, err := calibrate.Calibrate(base, spec, in)
 		if err != nil {
 			return err
 		}
-		if err := in.Read(f, data, layouts.For(f, def)); err != nil {
-			return err
+		rep.Spec.Name = *name
+		if rep.Spec.Name == "" {
+			rep.Spec.Name = spec.Name + "-calibrated"
 		}
-	}
-	rep, err := calibrate.Calibrate(base, spec, in)
-	if err != nil {
-		return err
-	}
-	rep.Spec.Name = *name
-	if rep.Spec.Name == "" {
-		rep.Spec.Name = spec.Name + "-calibrated"
-	}
-	rep.Spec.Source = strings.TrimSpace(spec.Source + "; calibrated by stepcost calibrate on " + strings.Join(baseNames(files), ", "))
-	if *out != "" {
-		doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
-		if err != nil {
-			return fmt.Errorf("--out: %w", err)
+		rep.Spec.Source = strings.TrimSpace(spec.Source + "; calibrated by stepcost calibrate on " + strings.Join(baseNames(files), ", "))
+		if *out != "" {
+			doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
+			if err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			if err := os.WriteFile(*out, doc, 0o644); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
 		}
-		if err := os.WriteFile(*out, doc, 0o644); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if *svg != "" {
+			if err := writeCalibrationSVG(*svg, rep, in, stdout); err != nil {
+				return err
+			}
+			if *svg == "-" {
+				return nil
+			}
 		}
-	}
-	if *svg != "" {
-		if err := writeCalibrationSVG(*svg, rep, in, stdout); err != nil {
-			return err
+		if *asJSON {
+			return writeJSON(stdout, rep)
 		}
-		if *svg == "-" {
-			return nil
-		}
+		printReport(stdout, rep, in, *out)
+		return nil
 	}
-	if *asJSON {
-		return writeJSON(stdout, rep)
-	}
-	printReport(stdout, rep, in, *out)
-	return nil
 }
 
 func readLimited(path string) ([]byte, error) {
@@ -176,13 +147,13 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 		case !s.FromHeader:
 			src = "as given"
 		}
-		fmt.Fprintf(w, "  %s: %s (nodes %s)\n", s.File, s.Describe(), src)
+		printWrapped(w, "  ", fmt.Sprintf("%s: %s (nodes %s)", s.File, s.Describe(), src), true)
 	}
 	for _, ru := range in.Runs {
-		fmt.Fprintf(w, "  %s: %s log, step %.4g s (median of %d), %s on %d GPUs\n", ru.File, ru.Framework, ru.StepS, ru.Steps, ru.Layout.Model, ru.Layout.GPUs)
+		printWrapped(w, "  ", fmt.Sprintf("%s: %s log, step %.4g s (median of %d), %s on %d GPUs", ru.File, ru.Framework, ru.StepS, ru.Steps, ru.Layout.Model, ru.Layout.GPUs), true)
 	}
 	for _, n := range in.Notes() {
-		fmt.Fprintf(w, "  note: %s\n", n)
+		printWrapped(w, "  ", fmt.Sprintf("note: %s", n), true)
 	}
 
 	fmt.Fprintln(w, "\nConstants")
@@ -192,38 +163,38 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 		t.add(kn.Name, kn.Field, fmt.Sprintf("%.4g", b), fmt.Sprintf("%.4g", a), fmt.Sprintf("%.2f×", a/b))
 	}
 	if len(r.Determined) == 0 {
-		fmt.Fprintln(w, "  none: the inputs determine no constant (efficiencies need messages of 64 MiB or more, latencies under 1 MiB, scale-up constants single-node sweeps or multi-node rows they set, network constants sweeps across nodes; an efficiency must set two large rows at its fitted value)")
+		printWrapped(w, "  ", "none: the inputs determine no constant (efficiencies need messages of 64 MiB or more, latencies under 1 MiB, scale-up constants single-node sweeps or multi-node rows they set, network constants sweeps across nodes; an efficiency must set two large rows at its fitted value)", true)
 	} else {
 		t.write(w)
 	}
 	for _, m := range r.Moved {
-		fmt.Fprintf(w, "  moved far: %s\n", m)
+		printWrapped(w, "  ", fmt.Sprintf("moved far: %s", m), true)
 	}
 	for _, m := range r.AtBound {
-		fmt.Fprintf(w, "  at a bound: %s\n", m)
+		printWrapped(w, "  ", fmt.Sprintf("at a bound: %s", m), true)
 	}
 	for _, d := range r.Declined {
-		fmt.Fprintf(w, "  declined: %s\n", d)
+		printWrapped(w, "  ", fmt.Sprintf("declined: %s", d), true)
 	}
 	for _, c := range r.Contradictions {
-		fmt.Fprintf(w, "  contradiction: %s\n", c)
+		printWrapped(w, "  ", fmt.Sprintf("contradiction: %s", c), true)
 	}
 	printMismatches(w, r.Mismatches)
 	if len(r.Choices) > 0 {
-		fmt.Fprintln(w, "  algorithms NCCL runs here, written into the cluster file (algorithms; the model's automatic choice honours them):")
+		printWrapped(w, "  ", "algorithms NCCL runs here, written into the cluster file (algorithms; the model's automatic choice honours them):", true)
 		for _, c := range r.Choices {
-			fmt.Fprintf(w, "    %s\n", calibrate.FormatRange(c))
+			printWrapped(w, "    ", calibrate.FormatRange(c), true)
 		}
 	}
 	if len(r.Excluded) > 0 {
-		fmt.Fprintf(w, "  left out of the written fit (they contradict the majority): %s\n", strings.Join(r.Excluded, ", "))
+		printWrapped(w, "  ", fmt.Sprintf("left out of the written fit (they contradict the majority): %s", strings.Join(r.Excluded, ", ")), true)
 	}
 	if r.Compromise {
-		fmt.Fprintln(w, "  the inputs contradict each other with no majority: the written fit is a compromise between them; calibrate them separately to see each")
+		printWrapped(w, "  ", "the inputs contradict each other with no majority: the written fit is a compromise between them; calibrate them separately to see each", true)
 	}
 
 	fmt.Fprintln(w, "\nError |predicted − measured| / measured: base cluster vs calibrated with the row's own file left out")
-	e := table{head: []string{"group", "rows", "median before", "median after", "mean before", "mean after"}}
+	e := table{head: []string{"group", "rows", "median before", "median after", "mean before", "mean after"}, optional: []string{"mean before", "mean after"}, wrap: "group"}
 	for _, row := range r.Rows {
 		e.add(row.Label, fmt.Sprint(row.N), pct(row.BeforeMedian), pct(row.AfterMedian), pct(row.BeforeMean), pct(row.AfterMean))
 	}
@@ -239,15 +210,15 @@ func printMismatches(w io.Writer, ms []calibrate.Mismatch) {
 	if len(ms) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "  rows NCCL ran with another algorithm than the model picks (fitted with the one they show; first … last row of each group):")
+	printWrapped(w, "  ", "rows NCCL ran with another algorithm than the model picks (fitted with the one they show; first … last row of each group):", true)
 	for i := 0; i < len(ms); {
 		j := i
 		for j+1 < len(ms) && ms[j+1].File == ms[i].File && ms[j+1].Model == ms[i].Model && ms[j+1].Measured == ms[i].Measured {
 			j++
 		}
-		fmt.Fprintf(w, "    %s: %d row(s) %s–%s measured as %s (%+.0f %% … %+.0f %%), the model picks %s (%+.0f %% … %+.0f %%)\n",
+		printWrapped(w, "    ", fmt.Sprintf("%s: %d row(s) %s–%s measured as %s (%+.0f %% … %+.0f %%), the model picks %s (%+.0f %% … %+.0f %%)",
 			ms[i].File, j-i+1, calibrate.FormatBytes(ms[i].Bytes), calibrate.FormatBytes(ms[j].Bytes),
-			ms[i].Measured, 100*ms[i].MatchErr, 100*ms[j].MatchErr, ms[i].Model, 100*ms[i].ModelErr, 100*ms[j].ModelErr)
+			ms[i].Measured, 100*ms[i].MatchErr, 100*ms[j].MatchErr, ms[i].Model, 100*ms[i].ModelErr, 100*ms[j].ModelErr), true)
 		i = j + 1
 	}
 }

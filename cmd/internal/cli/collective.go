@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
@@ -13,145 +15,144 @@ import (
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
-func runCollective(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("collective", "--cluster NAME | --cluster-file FILE --op OP --size SIZE [flags]", stderr)
+func collectiveCommand(fs *pflag.FlagSet) runFunc {
 	clusterName := fs.String("cluster", "", "catalog system (see 'stepcost catalog'), e.g. dgx-h100")
 	clusterFile := fs.String("cluster-file", "", "cluster description file (JSON or YAML, see deploy/clusters)")
 	nodes := fs.Int("nodes", 1, "nodes the group spans")
 	perNode := fs.Int("gpus-per-node", 0, "GPUs of each node in the group (default: all); the first ones of each node")
 	concurrent := fs.Bool("concurrent", false, "the node's other GPUs run the same collective at the same time, in groups of the same shape (e.g. the DP groups of a TP job)")
-	opName := fs.String("op", "allreduce", "allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv")
+	opName := enumFlagFunc(fs, "op", "allreduce", "allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv", opNames(), parses(collective.ParseOp))
 	sizeStr := fs.String("size", "", "message size, nccl-tests convention (total buffer for allgather/reducescatter); e.g. 1GiB, 64M, 4096")
-	algoFlag := fs.String("algo", "auto", "force an algorithm: ring, tree, dbtree, hierarchical, nvls, direct, pat, pairwise")
-	protoName := fs.String("protocol", "", "force a protocol for ring/tree: simple, ll128, ll")
-	launchName := fs.String("launch", "per-process", "how calls are issued: per-process, single-process, eager, graph")
+	algoFlag := enumFlagFunc(fs, "algo", "auto", "force an algorithm: ring, tree, dbtree, hierarchical, nvls, nvlstree, direct, pat, pairwise (auto: the cheapest, as NCCL chooses)", algoNames(), parses(collective.ParseAlgorithm))
+	protoName := enumFlagFunc(fs, "protocol", "", "force a protocol for ring/tree: simple, ll128, ll", []string{collective.Simple.String(), collective.LL128.String(), collective.LL.String()}, parses(collective.ParseProtocol))
+	launchName := enumFlagFunc(fs, "launch", "per-process", "how calls are issued: per-process, single-process, eager, graph", []string{collective.PerProcess.String(), collective.SingleProcess.String(), collective.Eager.String(), collective.Graph.String()}, parses(collective.ParseLaunch))
 	steps := fs.Bool("steps", false, "also show the chosen algorithm's per-step schedule, verified by executing it and priced link by link next to the closed form")
 	stepRows := fs.Int("step-rows", 0, fmt.Sprintf("with --steps, rows of the schedule to print at most (0: %d, at most %d); the time and the verification cover every step", collective.DefaultReplayRows, collective.MaxReplayRows))
 	asJSON := fs.Bool("json", false, "print JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of pricing in process")
 	sec := remoteSecurityFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
-	spec, name, err := loadCluster(*clusterName, *clusterFile)
-	if err != nil {
-		return err
-	}
-	if *nodes < 1 || *nodes > topology.MaxNodes {
-		return fmt.Errorf("--nodes: must be between 1 and %d (got %d)", topology.MaxNodes, *nodes)
-	}
-	if spec.Nodes < *nodes {
-		spec.Nodes = *nodes
-	}
-	cl, err := spec.Build()
-	if err != nil {
-		return fmt.Errorf("cluster %s: %w", name, err)
-	}
-	op, err := collective.ParseOp(*opName)
-	if err != nil {
-		return fmt.Errorf("--op: %w", err)
-	}
-	if *sizeStr == "" {
-		return fmt.Errorf("--size: required (e.g. --size 1GiB)")
-	}
-	size, err := ParseSize(*sizeStr)
-	if err != nil {
-		return fmt.Errorf("--size: %w", err)
-	}
-	algo, err := collective.ParseAlgorithm(*algoFlag)
-	if err != nil {
-		return fmt.Errorf("--algo: %w", err)
-	}
-	opts := collective.Options{Algo: algo}
-	if opts.Launch, err = collective.ParseLaunch(*launchName); err != nil {
-		return fmt.Errorf("--launch: %w", err)
-	}
-	if *protoName != "" {
-		if opts.Protocol, err = collective.ParseProtocol(*protoName); err != nil {
-			return fmt.Errorf("--protocol: %w", err)
-		}
-		opts.ForceProtocol = true
-	}
-	switch {
-	case *stepRows != 0 && !*steps:
-		return fmt.Errorf("--step-rows: applies only with --steps")
-	case *stepRows < 0 || *stepRows > collective.MaxReplayRows:
-		return fmt.Errorf("--step-rows: must be between 0 (for %d) and %d (got %d)", collective.DefaultReplayRows, collective.MaxReplayRows, *stepRows)
-	}
-	k := *perNode
-	if k == 0 {
-		k = cl.Spec.GPUsPerNode
-	}
-	req := &pb.SimulateCollectiveRequest{Cluster: clusterProto(*clusterName, spec), Nodes: int32(*nodes), GpusPerNode: int32(k),
-		Concurrent: *concurrent, Collective: pbCollective[op], SizeBytes: size, Algorithm: pbAlgorithm[algo], Launch: pbLaunch[opts.Launch],
-		Steps: *steps, MaxStepRows: int32(*stepRows)}
-	if opts.ForceProtocol {
-		req.Protocol = pbProtocol[opts.Protocol]
-	}
-	if *nodes*k == 1 && !*asJSON {
-		fmt.Fprintf(stdout, "%s of %s on 1 GPUs (1 node(s) × 1) of %s, %s launch\n\n", op, FormatSize(float64(size)), name, opts.Launch)
-		fmt.Fprintln(stdout, "A group of one GPU does not communicate: time 0.")
-		return nil
-	}
-	svc, done, err := connect(*addr, sec)
-	if err != nil {
-		return err
-	}
-	defer done()
-	resp, err := svc.SimulateCollective(ctx, req)
-	if err != nil {
-		return flagged(err, collectiveFlags)
-	}
-	sched := scheduleFromProto(resp.GetSchedule())
-	if *asJSON {
-		if err := printProtoJSON(stdout, resp); err != nil {
+		spec, name, err := loadCluster(*clusterName, *clusterFile)
+		if err != nil {
 			return err
 		}
-		return sched.failed()
-	}
-	fmt.Fprintf(stdout, "%s of %s on %d GPUs (%d node(s) × %d) of %s", op, FormatSize(float64(size)), resp.GetRanks(), *nodes, k, name)
-	if g := resp.GetConcurrentGroups(); g > 1 {
-		fmt.Fprintf(stdout, ", %d groups at once", g)
-	}
-	fmt.Fprintf(stdout, ", %s launch\n\n", opts.Launch)
-	chosen := resp.GetChosen()
-	fmt.Fprintf(stdout, "chosen:  %s/%s  time %s  algbw %.1f GB/s  busbw %.1f GB/s\n\n",
-		algoName(chosen.GetAlgorithm()), protocolName(chosen.GetProtocol()), fmtUs(chosen.GetTimeUs()), chosen.GetAlgbwGbps(), chosen.GetBusbwGbps())
-	t := table{head: []string{"algorithm", "protocol", "time", "latency", "algbw GB/s", "busbw GB/s", "steps", "channels", "chunks"}}
-	for _, e := range resp.GetConsidered() {
-		mark := algoName(e.GetAlgorithm())
-		switch {
-		case e.GetAlgorithm() == chosen.GetAlgorithm() && e.GetProtocol() == chosen.GetProtocol():
-			mark += " *"
-		case !e.GetAutoCandidate():
-			mark += " (forced only)"
+		if *nodes < 1 || *nodes > topology.MaxNodes {
+			return fmt.Errorf("--nodes: must be between 1 and %d (got %d)", topology.MaxNodes, *nodes)
 		}
-		chunks := "-"
-		if e.GetChunks() > 0 {
-			chunks = fmt.Sprint(e.GetChunks())
+		if spec.Nodes < *nodes {
+			spec.Nodes = *nodes
 		}
-		t.add(mark, protocolName(e.GetProtocol()), fmtUs(e.GetTimeUs()), fmtUs(e.GetLatencyUs()), fmt.Sprintf("%.1f", e.GetAlgbwGbps()),
-			fmt.Sprintf("%.1f", e.GetBusbwGbps()), fmt.Sprint(e.GetSteps()), fmt.Sprint(e.GetChannels()), chunks)
-	}
-	t.write(stdout)
-	fmt.Fprintln(stdout, "\n* chosen (the cheapest of the algorithms NCCL picks from by itself); \"forced only\" algorithms are priced for --algo")
-	if na := resp.GetNotApplicable(); len(na) > 0 {
-		fmt.Fprintln(stdout, "\nnot applicable:")
-		for _, u := range na {
-			msg := u.GetReason()
-			if i := strings.LastIndex(msg, ": "); i >= 0 {
-				msg = msg[i+2:]
+		cl, err := spec.Build()
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", name, err)
+		}
+		op, err := collective.ParseOp(*opName)
+		if err != nil {
+			return fmt.Errorf("--op: %w", err)
+		}
+		if *sizeStr == "" {
+			return fmt.Errorf("--size: required (e.g. --size 1GiB)")
+		}
+		size, err := ParseSize(*sizeStr)
+		if err != nil {
+			return fmt.Errorf("--size: %w", err)
+		}
+		algo, err := collective.ParseAlgorithm(*algoFlag)
+		if err != nil {
+			return fmt.Errorf("--algo: %w", err)
+		}
+		opts := collective.Options{Algo: algo}
+		if opts.Launch, err = collective.ParseLaunch(*launchName); err != nil {
+			return fmt.Errorf("--launch: %w", err)
+		}
+		if *protoName != "" {
+			if opts.Protocol, err = collective.ParseProtocol(*protoName); err != nil {
+				return fmt.Errorf("--protocol: %w", err)
 			}
-			fmt.Fprintf(stdout, "  %-12s %s\n", algoName(u.GetAlgorithm()), msg)
+			opts.ForceProtocol = true
 		}
+		switch {
+		case *stepRows != 0 && !*steps:
+			return fmt.Errorf("--step-rows: applies only with --steps")
+		case *stepRows < 0 || *stepRows > collective.MaxReplayRows:
+			return fmt.Errorf("--step-rows: must be between 0 (for %d) and %d (got %d)", collective.DefaultReplayRows, collective.MaxReplayRows, *stepRows)
+		}
+		k := *perNode
+		if k == 0 {
+			k = cl.Spec.GPUsPerNode
+		}
+		req := &pb.SimulateCollectiveRequest{Cluster: clusterProto(*clusterName, spec), Nodes: int32(*nodes), GpusPerNode: int32(k),
+			Concurrent: *concurrent, Collective: pbCollective[op], SizeBytes: size, Algorithm: pbAlgorithm[algo], Launch: pbLaunch[opts.Launch],
+			Steps: *steps, MaxStepRows: int32(*stepRows)}
+		if opts.ForceProtocol {
+			req.Protocol = pbProtocol[opts.Protocol]
+		}
+		if *nodes*k == 1 && !*asJSON {
+			fmt.Fprintf(stdout, "%s of %s on 1 GPUs (1 node(s) × 1) of %s, %s launch\n\n", op, FormatSize(float64(size)), name, opts.Launch)
+			fmt.Fprintln(stdout, "A group of one GPU does not communicate: time 0.")
+			return nil
+		}
+		svc, done, err := connect(*addr, sec)
+		if err != nil {
+			return err
+		}
+		defer done()
+		resp, err := svc.SimulateCollective(ctx, req)
+		if err != nil {
+			return flagged(err, collectiveFlags)
+		}
+		sched := scheduleFromProto(resp.GetSchedule())
+		if *asJSON {
+			if err := printProtoJSON(stdout, resp); err != nil {
+				return err
+			}
+			return sched.failed()
+		}
+		fmt.Fprintf(stdout, "%s of %s on %d GPUs (%d node(s) × %d) of %s", op, FormatSize(float64(size)), resp.GetRanks(), *nodes, k, name)
+		if g := resp.GetConcurrentGroups(); g > 1 {
+			fmt.Fprintf(stdout, ", %d groups at once", g)
+		}
+		fmt.Fprintf(stdout, ", %s launch\n\n", opts.Launch)
+		chosen := resp.GetChosen()
+		fmt.Fprintf(stdout, "chosen:  %s/%s  time %s  algbw %.1f GB/s  busbw %.1f GB/s\n\n",
+			algoName(chosen.GetAlgorithm()), protocolName(chosen.GetProtocol()), fmtUs(chosen.GetTimeUs()), chosen.GetAlgbwGbps(), chosen.GetBusbwGbps())
+		t := table{head: []string{"algorithm", "protocol", "time", "latency", "algbw GB/s", "busbw GB/s", "steps", "channels", "chunks"},
+			optional: []string{"chunks", "channels", "steps", "latency"}}
+		for _, e := range resp.GetConsidered() {
+			mark := algoName(e.GetAlgorithm())
+			switch {
+			case e.GetAlgorithm() == chosen.GetAlgorithm() && e.GetProtocol() == chosen.GetProtocol():
+				mark += " *"
+			case !e.GetAutoCandidate():
+				mark += " (forced only)"
+			}
+			chunks := "-"
+			if e.GetChunks() > 0 {
+				chunks = fmt.Sprint(e.GetChunks())
+			}
+			t.add(mark, protocolName(e.GetProtocol()), fmtUs(e.GetTimeUs()), fmtUs(e.GetLatencyUs()), fmt.Sprintf("%.1f", e.GetAlgbwGbps()),
+				fmt.Sprintf("%.1f", e.GetBusbwGbps()), fmt.Sprint(e.GetSteps()), fmt.Sprint(e.GetChannels()), chunks)
+		}
+		t.write(stdout)
+		fmt.Fprintln(stdout, "\n* chosen (the cheapest of the algorithms NCCL picks from by itself); \"forced only\" algorithms are priced for --algo")
+		if na := resp.GetNotApplicable(); len(na) > 0 {
+			fmt.Fprintln(stdout, "\nnot applicable:")
+			for _, u := range na {
+				msg := u.GetReason()
+				if i := strings.LastIndex(msg, ": "); i >= 0 {
+					msg = msg[i+2:]
+				}
+				fmt.Fprintf(stdout, "  %-12s %s\n", algoName(u.GetAlgorithm()), msg)
+			}
+		}
+		if sched != nil {
+			fmt.Fprintln(stdout)
+			sched.write(stdout, k)
+			return sched.failed()
+		}
+		return nil
 	}
-	if sched != nil {
-		fmt.Fprintln(stdout)
-		sched.write(stdout, k)
-		return sched.failed()
-	}
-	return nil
 }
 
 // collectiveFlags names the flag of each request field of collective.

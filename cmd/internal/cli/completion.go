@@ -2,114 +2,130 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/stepcost/stepcost/estimator/catalog"
-	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/model"
-	"github.com/stepcost/stepcost/estimator/step"
 )
 
-// Shell completion, generated from the command table and each command's flags:
-// a new command or flag completes without further work.
+// Shell completion: cobra's scripts ask the program itself (stepcost __complete …)
+// for the commands, the flags of the command being typed and the values of the
+// flag being typed — the names of an enum flag, the catalog's systems and models
+// for --cluster and --model, files for the flags that take one — so a new command,
+// flag or catalog entry completes without further work.
 
-func runCompletion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("completion", "bash|zsh|fish", stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: stepcost completion bash|zsh|fish\n\n"+
-			"Prints a completion script for the shell. For example:\n"+
-			"  bash: source <(stepcost completion bash)\n"+
-			"  zsh:  stepcost completion zsh > \"${fpath[1]}/_stepcost\"\n"+
-			"  fish: stepcost completion fish > ~/.config/fish/completions/stepcost.fish\n")
+// shells are the shells completion writes scripts for.
+var shells = []string{"bash", "zsh", "fish"}
+
+// shellArgs requires one shell.
+func shellArgs(_ *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usagef("give one shell: %s", strings.Join(shells, ", "))
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	cmds := completionCommands()
-	switch fs.Arg(0) {
-	case "bash":
-		writeBash(stdout, cmds)
-	case "zsh":
-		writeZsh(stdout, cmds)
-	case "fish":
-		writeFish(stdout, cmds)
-	default:
-		return fmt.Errorf("completion: unknown shell %q (want bash, zsh or fish)", fs.Arg(0))
+	if !slices.Contains(shells, args[0]) {
+		return usagef("unknown shell %q: want one of %s%s", args[0], strings.Join(shells, ", "), didYouMean(args[0], suggest(args[0], shells, "")))
 	}
 	return nil
 }
 
-// compFlag is a flag as completion sees it.
-type compFlag struct {
-	name, usage string
-	boolean     bool
-	values      []string // the values to offer, if known
-	file        bool     // a file name
-}
-
-type compCommand struct {
-	name, summary string
-	flags         []compFlag
-}
-
-// flagCollector is the standard error of a command run for its flags: newFlags
-// hands it the command's flag set.
-type flagCollector struct {
-	io.Writer
-	fs *flag.FlagSet
-}
-
-// flagsOf is the flags command c defines: c runs with -h (which only prints its
-// usage), writing into a collector.
-func flagsOf(c command) []compFlag {
-	fc := &flagCollector{Writer: io.Discard}
-	_ = c.run(context.Background(), []string{"-h"}, io.Discard, fc)
-	if fc.fs == nil {
-		return nil
-	}
-	values := map[string][]string{"cluster": systemNames(), "model": modelNames(), "format": {"table", "json", "csv"},
-		"objective": {"step_time", "throughput", "cost"}, "precision": {"bf16", "fp16", "fp8"},
-		"moe-dispatcher": {step.DispatchAllToAll, step.DispatchDeepEP}, "recompute-modules": step.RecomputeModuleNames(),
-		"framework":  framework.Names(),
-		"fp8-recipe": {string(step.FP8Delayed), string(step.FP8Current), string(step.FP8Rowwise), string(step.FP8MXFP8)}}
-	var out []compFlag
-	fc.fs.VisitAll(func(f *flag.Flag) {
-		cf := compFlag{name: f.Name, usage: f.Usage, values: values[f.Name]}
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-			cf.boolean = true
+// completionCommand writes root's completion script for the shell.
+func completionCommand(root *cobra.Command) runFunc {
+	return func(_ context.Context, args []string, stdout, _ io.Writer) error {
+		if o, ok := stdout.(*output); ok {
+			stdout = o.Writer
 		}
+		switch args[0] {
+		case "bash":
+			fmt.Fprint(stdout, bashWordsShim)
+			return root.GenBashCompletionV2(stdout, true)
+		case "zsh":
+			return root.GenZshCompletion(stdout)
+		case "fish":
+			return root.GenFishCompletion(stdout, true)
+		}
+		return fmt.Errorf("unknown shell %q", args[0])
+	}
+}
+
+// bashWordsShim stands in for the bash-completion package's
+// _get_comp_words_by_ref, which cobra's bash script calls, where that package is
+// not installed: the word being completed, the one before, all of them and the
+// index of the current one, split as bash split them.
+const bashWordsShim = `# Without the bash-completion package: the words as bash split them.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+_get_comp_words_by_ref() {
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+}
+fi
+`
+
+// fileFlags are the flags that name a file to read or write.
+var fileFlags = map[string]bool{"in": true, "model-file": true, "cluster-file": true, "free-map": true, "svg": true,
+	"layout": true, "out": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "token-file": true}
+
+// registerCompletions tells cobra what each of c's flags takes.
+func registerCompletions(c *cobra.Command) {
+	if c.Name() == "completion" {
+		c.ValidArgs = shells
+	}
+	if c.Name() == "calibrate" {
+		c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveDefault // files
+		}
+	}
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		var values func() []string
 		switch {
-		case f.Name == "in" || f.Name == "svg" || f.Name == "free-map" || strings.HasSuffix(f.Name, "-file") ||
-			strings.Contains(f.Usage, "file"):
-			cf.file = cf.values == nil && !cf.boolean
+		case f.Name == "cluster":
+			values = systemNames
+		case f.Name == "model":
+			values = modelNames
+		case fileFlags[f.Name]:
+			_ = c.MarkFlagFilename(f.Name)
+			return
 		}
-		out = append(out, cf)
+		e, isEnum := f.Value.(*enumValue)
+		if isEnum {
+			values = func() []string { return e.names }
+		}
+		if values == nil {
+			if f.Value.Type() != "bool" {
+				_ = c.RegisterFlagCompletionFunc(f.Name, cobra.NoFileCompletions)
+			}
+			return
+		}
+		list := isEnum && e.list
+		_ = c.RegisterFlagCompletionFunc(f.Name, func(_ *cobra.Command, _ []string, typed string) ([]string, cobra.ShellCompDirective) {
+			prefix := ""
+			if list { // complete the last name of a list, keeping the ones before
+				if i := strings.LastIndex(typed, ","); i >= 0 {
+					prefix = typed[:i+1]
+				}
+			}
+			given := strings.Split(prefix, ",")
+			var out []string
+			for _, v := range values() {
+				if strings.HasPrefix(strings.ToLower(prefix+v), strings.ToLower(typed)) && !slices.Contains(given, v) {
+					out = append(out, prefix+v)
+				}
+			}
+			d := cobra.ShellCompDirectiveNoFileComp
+			if list {
+				d |= cobra.ShellCompDirectiveNoSpace
+			}
+			return out, d
+		})
 	})
-	return out
-}
-
-func completionCommands() []compCommand {
-	var out []compCommand
-	for _, c := range commands() {
-		cc := compCommand{name: c.name, summary: c.summary}
-		if c.name != "completion" {
-			cc.flags = flagsOf(c)
-		}
-		out = append(out, cc)
-	}
-	return out
 }
 
 func systemNames() []string {
@@ -128,147 +144,4 @@ func modelNames() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func commandNames(cmds []compCommand) string {
-	names := make([]string, len(cmds))
-	for i, c := range cmds {
-		names[i] = c.name
-	}
-	return strings.Join(names, " ")
-}
-
-func writeBash(w io.Writer, cmds []compCommand) {
-	fmt.Fprintf(w, `# bash completion for stepcost (stepcost completion bash)
-_stepcost() {
-    local cur prev cmd opts
-    cur="${COMP_WORDS[COMP_CWORD]}"
-    prev="${COMP_WORDS[COMP_CWORD-1]}"
-    if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=( $(compgen -W "%s help" -- "$cur") )
-        return
-    fi
-    cmd="${COMP_WORDS[1]}"
-    case "$cmd" in
-`, commandNames(cmds))
-	for _, c := range cmds {
-		if c.name == "completion" {
-			fmt.Fprintf(w, "        completion)\n            COMPREPLY=( $(compgen -W \"bash zsh fish\" -- \"$cur\") )\n            return ;;\n")
-			continue
-		}
-		var names, files []string
-		var values []string
-		for _, f := range c.flags {
-			names = append(names, "--"+f.name)
-			if f.file {
-				files = append(files, "--"+f.name)
-			}
-			if f.values != nil {
-				values = append(values, fmt.Sprintf("                --%s) COMPREPLY=( $(compgen -W %q -- \"$cur\") ); return ;;", f.name, strings.Join(f.values, " ")))
-			}
-		}
-		fmt.Fprintf(w, "        %s)\n", c.name)
-		if len(files) > 0 || len(values) > 0 {
-			fmt.Fprintf(w, "            case \"$prev\" in\n")
-			for _, v := range values {
-				fmt.Fprintln(w, v)
-			}
-			if len(files) > 0 {
-				fmt.Fprintf(w, "                %s) COMPREPLY=( $(compgen -f -- \"$cur\") ); return ;;\n", strings.Join(files, "|"))
-			}
-			fmt.Fprintf(w, "            esac\n")
-		}
-		fmt.Fprintf(w, "            opts=%q ;;\n", strings.Join(names, " "))
-	}
-	fmt.Fprint(w, `        *) return ;;
-    esac
-    COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
-}
-complete -F _stepcost stepcost
-`)
-}
-
-// zshQuote escapes a description for an _arguments spec in single quotes.
-func zshQuote(s string) string {
-	r := strings.NewReplacer("'", `'\''`, "[", `\[`, "]", `\]`, ":", `\:`)
-	return r.Replace(s)
-}
-
-func writeZsh(w io.Writer, cmds []compCommand) {
-	fmt.Fprintln(w, "#compdef stepcost")
-	fmt.Fprintln(w, "# zsh completion for stepcost (stepcost completion zsh)")
-	fmt.Fprintln(w, "_stepcost() {")
-	fmt.Fprintln(w, "  local -a commands")
-	fmt.Fprintln(w, "  commands=(")
-	for _, c := range cmds {
-		fmt.Fprintf(w, "    '%s:%s'\n", c.name, strings.ReplaceAll(c.summary, "'", `'\''`))
-	}
-	fmt.Fprintln(w, "  )")
-	fmt.Fprintln(w, "  if (( CURRENT == 2 )); then")
-	fmt.Fprintln(w, "    _describe -t commands 'stepcost command' commands")
-	fmt.Fprintln(w, "    return")
-	fmt.Fprintln(w, "  fi")
-	fmt.Fprintln(w, "  local cmd=${words[2]}")
-	fmt.Fprintln(w, "  shift words")
-	fmt.Fprintln(w, "  (( CURRENT-- ))")
-	fmt.Fprintln(w, "  case $cmd in")
-	for _, c := range cmds {
-		fmt.Fprintf(w, "    %s)\n", c.name)
-		if c.name == "completion" {
-			fmt.Fprintln(w, "      _arguments '1:shell:(bash zsh fish)' ;;")
-			continue
-		}
-		fmt.Fprint(w, "      _arguments")
-		for _, f := range c.flags {
-			spec := fmt.Sprintf("--%s[%s]", f.name, zshQuote(f.usage))
-			switch {
-			case f.boolean:
-			case f.values != nil:
-				spec += fmt.Sprintf(":%s:(%s)", f.name, strings.Join(f.values, " "))
-			case f.file:
-				spec += ":file:_files"
-			default:
-				spec += ":" + f.name + ": "
-			}
-			fmt.Fprintf(w, " \\\n        '%s'", spec)
-		}
-		fmt.Fprintln(w, " ;;")
-	}
-	fmt.Fprintln(w, "  esac")
-	fmt.Fprintln(w, "}")
-	fmt.Fprintln(w, `_stepcost "$@"`)
-}
-
-// fishQuote quotes s for fish in single quotes.
-func fishQuote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
-}
-
-func writeFish(w io.Writer, cmds []compCommand) {
-	fmt.Fprintln(w, "# fish completion for stepcost (stepcost completion fish)")
-	fmt.Fprintln(w, "complete -c stepcost -f")
-	names := commandNames(cmds)
-	for _, c := range cmds {
-		fmt.Fprintf(w, "complete -c stepcost -n 'not __fish_seen_subcommand_from %s' -a %s -d %s\n", names, c.name, fishQuote(c.summary))
-	}
-	for _, c := range cmds {
-		cond := fmt.Sprintf("'__fish_seen_subcommand_from %s'", c.name)
-		if c.name == "completion" {
-			fmt.Fprintf(w, "complete -c stepcost -n %s -a 'bash zsh fish'\n", cond)
-			continue
-		}
-		for _, f := range c.flags {
-			line := fmt.Sprintf("complete -c stepcost -n %s -l %s -d %s", cond, f.name, fishQuote(f.usage))
-			switch {
-			case f.boolean:
-			case f.values != nil:
-				line += " -x -a " + fishQuote(strings.Join(f.values, " "))
-			case f.file:
-				line += " -r -F"
-			default:
-				line += " -x"
-			}
-			fmt.Fprintln(w, line)
-		}
-	}
 }

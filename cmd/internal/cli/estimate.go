@@ -3,21 +3,21 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"github.com/stepcost/stepcost/estimator/framework"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
-	"google.golang.org/protobuf/encoding/protojson"
-
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -92,8 +92,7 @@ type estimateQuery struct {
 	clusterLabel, cname string // the cluster's name, and its catalog name if so
 }
 
-func newEstimateFlags(stderr io.Writer) (*flag.FlagSet, *estimateArgs) {
-	fs := newFlags("estimate", "--model NAME --cluster NAME --gpus N --tp T --pp P --mbs B --gbs G --seq S [flags]", stderr)
+func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
 	opt := &estimateArgs{}
 	opt.in = fs.String("in", "", "read the whole request from a JSON file, an EstimateStepRequest as the REST API takes it (flags given too override it)")
 	opt.mf = addModelFlags(fs)
@@ -109,7 +108,7 @@ func newEstimateFlags(stderr io.Writer) (*flag.FlagSet, *estimateArgs) {
 	opt.mbs = fs.Int("mbs", 1, "micro-batch size (sequences)")
 	opt.gbs = fs.Int("gbs", 0, "global batch (sequences)")
 	opt.gbt = fs.Int("global-tokens", 0, "global batch in tokens instead of --gbs (a multiple of --seq)")
-	opt.gradDType = fs.String("grad-dtype", "", "gradient format: bf16 (2 bytes, default) or fp32 (4 bytes, also how they are reduced)")
+	opt.gradDType = enumFlag(fs, "grad-dtype", "", "gradient format: bf16 (2 bytes, default) or fp32 (4 bytes, also how they are reduced)", gradDTypeNames)
 	opt.moeImb = fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
 	opt.moeCap = fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
@@ -119,30 +118,30 @@ func newEstimateFlags(stderr io.Writer) (*flag.FlagSet, *estimateArgs) {
 	opt.overlapEP = fs.Bool("overlap-ep", false, "hide the expert-parallel all-to-alls under another micro-batch's compute (dualpipe always does)")
 	opt.etp = fs.Int("etp", 0, "expert tensor parallelism, 1 to --tp: the ranks splitting each expert (below --tp needs --sp; 1 keeps experts whole); 0 or --tp splits them like the MLP")
 	opt.overlapShared = fs.Bool("overlap-shared-expert", false, "run the shared experts under the same micro-batch's dispatch and combine all-to-alls (Megatron-Core's --moe-shared-expert-overlap)")
-	opt.offload = fs.String("offload", "", "keep state in host memory, optimizer on the CPU: none, optimizer (zero ≥ 1) or params (zero 3)")
+	opt.offload = enumFlag(fs, "offload", "", "keep state in host memory, optimizer on the CPU: none, optimizer (zero ≥ 1) or params (zero 3)", offloadNames)
 	opt.acctEmb = fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
 	opt.acctLoss = fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
 	opt.cpA2A = fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
 	opt.seq = fs.Int("seq", 0, "sequence length (tokens)")
-	opt.recompute = fs.String("recompute", "none", "activation recomputation: none, selective (attention core), ops (op-level: every second matmul and the memory-bound ops), full")
+	opt.recompute = enumFlag(fs, "recompute", "none", "activation recomputation: none, selective (attention core), ops (op-level: every second matmul and the memory-bound ops), full", recomputeNames)
 	opt.recomputeLayers = fs.Int("recompute-layers", 0, "with --recompute full: recompute only this many layers per pipeline stage (0: all)")
-	opt.recomputeMods = fs.String("recompute-modules", "", "with --recompute selective: the modules recomputed, comma-separated, of "+strings.Join(step.RecomputeModuleNames(), ", ")+" (Megatron-Core's --recompute-modules; default core_attn)")
+	opt.recomputeMods = enumListFlag(fs, "recompute-modules", "", "with --recompute selective: the modules recomputed, comma-separated, of "+strings.Join(step.RecomputeModuleNames(), ", ")+" (Megatron-Core's --recompute-modules; default core_attn)", step.RecomputeModuleNames())
 	opt.sp = fs.Bool("sp", false, "sequence parallelism (with tp > 1)")
-	opt.schedule = fs.String("schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (default 1f1b, interleaved with --vpp > 1)")
+	opt.schedule = enumFlag(fs, "schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (default 1f1b, interleaved with --vpp > 1)", scheduleNames)
 	opt.vpp = fs.Int("vpp", 1, "interleaving depth: model chunks per pipeline rank")
-	opt.precision = fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
+	opt.precision = enumFlag(fs, "precision", "bf16", "matmul precision: bf16, fp16, fp8", precisionNames)
 	opt.order = fs.String("rank-order", "", "rank order, fastest first (default tp-cp-ep-dp-pp)")
 	opt.overlapTP = fs.Bool("overlap-tp", false, "overlap TP communication with compute (async TP)")
 	opt.unfused = fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
-	opt.prefetch = fs.String("zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none")
-	opt.fw = fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
+	opt.prefetch = enumFlag(fs, "zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none", prefetchNames)
+	opt.fw = frameworkFlag(fs, "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	opt.fp8Params = fs.Bool("fp8-params", false, "with --precision fp8: store the layers' matmul weights in fp8 (1 B) instead of 16 bits, with only fp8 transposes besides; ZeRO-3 gathers and the parameter all-gather send fp8 (Transformer Engine fp8_model_init, NeMo fp8_params)")
-	opt.fp8Recipe = fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step), current (torchao tensorwise: an amax pass before every cast, weights cast every forward), rowwise (torchao rowwise: per-row scales along each axis, the backward GEMMs' fp32 outputs rescaled) or mxfp8 (32-element blocks with E8M0 scales; Blackwell only); default: the framework's")
+	opt.fp8Recipe = enumFlag(fs, "fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step), current (torchao tensorwise: an amax pass before every cast, weights cast every forward), rowwise (torchao rowwise: per-row scales along each axis, the backward GEMMs' fp32 outputs rescaled) or mxfp8 (32-element blocks with E8M0 scales; Blackwell only); default: the framework's", fp8RecipeNames)
 	opt.fp8Acts = fs.Bool("fp8-activations", false, "with --precision fp8: keep the matmul and activation-function inputs saved for the backward pass in fp8, the attention output in 12 bits (DeepSeek-V3; default: the framework's)")
 	opt.noDropout = fs.Bool("no-dropout", false, "the model trains without dropout: no dropout masks saved (Llama 3, Qwen3, DeepSeek-V3)")
 	opt.moePad = fs.Bool("moe-pad-to-capacity", false, "with --moe-capacity: pad every expert's input to its capacity, so experts compute and all-to-alls carry capacity × the mean tokens (--moe-pad-expert-input-to-capacity)")
-	opt.dispatcher = fs.String("moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's")
+	opt.dispatcher = enumFlag(fs, "moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's", dispatcherNames)
 	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
 	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
 	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
@@ -150,16 +149,17 @@ func newEstimateFlags(stderr io.Writer) (*flag.FlagSet, *estimateArgs) {
 	opt.svgOut = fs.String("svg", "", svgFlagHelp+": the pipeline schedule above the step's breakdown")
 	opt.addr = fs.String("server", "", "ask a running stepcostd (host:port) instead of estimating in process")
 	opt.sec = remoteSecurityFlags(fs)
-	return fs, opt
+	return opt
 }
 
-func runEstimate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, opt := newEstimateFlags(stderr)
-	if err := parse(fs, args); err != nil {
-		return err
+func estimateCommand(fs *pflag.FlagSet) runFunc {
+	opt := newEstimateFlags(fs)
+	return func(ctx context.Context, _ []string, stdout, _ io.Writer) error {
+		return opt.run(ctx, changed(fs), stdout)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+}
+
+func (opt *estimateArgs) run(ctx context.Context, set map[string]bool, stdout io.Writer) error {
 	q := &estimateQuery{}
 	for _, fill := range []func(map[string]bool, *estimateQuery) error{opt.readFile, opt.model, opt.cluster, opt.override, opt.size} {
 		if err := fill(set, q); err != nil {
@@ -537,37 +537,40 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 	e := resp.GetEstimate()
 	l, _ := wire.LayoutFromProto(e.GetLayout())
 	t, _ := wire.TrainingFromProto(e.GetTraining())
-	fmt.Fprintf(w, "%s on %d GPUs of %s: tp %d × pp %d × dp %d × cp %d", resp.GetModel().GetName(), e.GetGpus(), cluster, l.TP, l.PP, l.DP, l.CP)
+	title := &strings.Builder{}
+	fmt.Fprintf(title, "%s on %d GPUs of %s: tp %d × pp %d × dp %d × cp %d", resp.GetModel().GetName(), e.GetGpus(), cluster, l.TP, l.PP, l.DP, l.CP)
 	if l.EP > 1 {
-		fmt.Fprintf(w, ", ep %d", l.EP)
+		fmt.Fprintf(title, ", ep %d", l.EP)
 	}
 	switch {
 	case l.ETP == 1 && l.TP > 1:
-		fmt.Fprint(w, ", etp 1 (experts whole on each TP rank)")
+		fmt.Fprint(title, ", etp 1 (experts whole on each TP rank)")
 	case l.ETP > 1 && l.ETP < l.TP:
-		fmt.Fprintf(w, ", etp %d", l.ETP)
+		fmt.Fprintf(title, ", etp %d", l.ETP)
 	}
-	fmt.Fprintf(w, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
+	fmt.Fprintf(title, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
 		l.ZeRO, l.MicroBatch, e.GetMicroBatches(), t.SeqLen, t.GlobalBatch, l.Recompute)
 	if l.RecomputeLayers > 0 {
-		fmt.Fprintf(w, " (%d layers per stage)", l.RecomputeLayers)
+		fmt.Fprintf(title, " (%d layers per stage)", l.RecomputeLayers)
 	}
 	if len(l.RecomputeModules) > 0 {
-		fmt.Fprintf(w, " (%s)", strings.Join(l.RecomputeModules, ", "))
+		fmt.Fprintf(title, " (%s)", strings.Join(l.RecomputeModules, ", "))
 	}
 	if l.SP {
-		fmt.Fprint(w, ", SP")
+		fmt.Fprint(title, ", SP")
 	}
 	if l.PP > 1 {
-		fmt.Fprintf(w, ", %s", l.Schedule)
+		fmt.Fprintf(title, ", %s", l.Schedule)
 		if l.VirtualStages > 1 {
-			fmt.Fprintf(w, " v=%d", l.VirtualStages)
+			fmt.Fprintf(title, " v=%d", l.VirtualStages)
 		}
 	}
 	if l.Offload != "" && l.Offload != step.OffloadNone {
-		fmt.Fprintf(w, ", %s offloaded to the host", l.Offload)
+		fmt.Fprintf(title, ", %s offloaded to the host", l.Offload)
 	}
-	fmt.Fprintf(w, ", %s\n\n", t.Precision)
+	fmt.Fprintf(title, ", %s", t.Precision)
+	printWrapped(w, "", title.String(), false)
+	fmt.Fprintln(w)
 	th := e.GetThroughput()
 	fmt.Fprintf(w, "step time  %s   tokens/s %.0f   per GPU %.0f   MFU %.1f%%   HFU %.1f%%\n\n",
 		fmtSeconds(e.GetStepTimeS()), th.GetTokensPerS(), th.GetTokensPerSPerGpu(), 100*th.GetMfu(), 100*th.GetHfu())
@@ -623,7 +626,7 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 
 	if len(e.GetCommunication()) > 0 {
 		fmt.Fprintln(w, "\ncommunication")
-		ct := table{head: []string{"kind", "collective", "group", "nodes", "bytes", "algorithm", "one call", "calls/step", "when"}}
+		ct := table{head: []string{"kind", "collective", "group", "nodes", "bytes", "algorithm", "one call", "calls/step", "when"}, wrap: "when"}
 		for _, c := range e.GetCommunication() {
 			ct.add(c.GetKind(), c.GetCollective(), fmt.Sprint(c.GetGroupSize()), fmt.Sprint(c.GetGroupNodes()), FormatSize(c.GetBytes()), c.GetAlgorithm()+"/"+c.GetProtocol(),
 				fmtUs(c.GetTimeUs()), fmt.Sprintf("%.0f", c.GetCallsPerStep()), c.GetWhen())
@@ -631,11 +634,12 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 		ct.write(w)
 	}
 	for _, x := range e.GetWarnings() {
-		fmt.Fprintln(w, "\nwarning:", x)
+		fmt.Fprintln(w)
+		printWrapped(w, "warning: ", x, true)
 	}
 	fmt.Fprintln(w, "\nassumptions:")
 	for _, x := range e.GetAssumptions() {
-		fmt.Fprintln(w, "  -", x)
+		printWrapped(w, "  - ", x, true)
 	}
 }
 

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -10,5 +12,8 @@ import (
 // tests run in process and the commands' gRPC clients must all be shut down.
 // Nothing is ignored.
 func TestMain(m *testing.M) {
+	if os.Getenv("STEPCOST_TEST_AS_CLI") == "1" { // the test binary standing in for stepcost (TestBashCompletes)
+		os.Exit(Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -17,8 +18,7 @@ import (
 
 // runLoad drives a running daemon with one request at a fixed concurrency for a
 // bounded time and count, and reports throughput and latency percentiles.
-func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("load", "--server host:port --in plan.json [--concurrency N] [--duration D] [--requests N]", stderr)
+func loadCommand(fs *pflag.FlagSet) runFunc {
 	addr := fs.String("server", "", "stepcostd gRPC address (loopback)")
 	sec := remoteSecurityFlags(fs)
 	in := fs.String("in", "", "an EstimatePlan request (JSON)")
@@ -26,94 +26,93 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	dur := fs.Duration("duration", 10*time.Second, "stop after this long")
 	maxReq := fs.Int("requests", 100000, "stop after this many requests")
 	vary := fs.Bool("uncached", false, "make every request distinct (vary the batch), so none hits the cache")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *addr == "" || *in == "" {
-		return errors.New("--server and --in: required")
-	}
-	if *conc < 1 || *conc > 1024 || *dur <= 0 || *dur > time.Hour || *maxReq < 1 {
-		return errors.New("--concurrency 1–1024, --duration up to 1h, --requests ≥ 1")
-	}
-	data, err := os.ReadFile(*in)
-	if err != nil {
-		return fmt.Errorf("--in: %w", err)
-	}
-	var base pb.EstimatePlanRequest
-	if err := protojson.Unmarshal(data, &base); err != nil {
-		return fmt.Errorf("--in %s: %w", *in, err)
-	}
-	svc, done, err := connect(*addr, sec)
-	if err != nil {
-		return err
-	}
-	defer done()
-	// The duration stops new requests; those in flight finish under their own
-	// deadline (bound to the run's, the server would cut them short and they would
-	// count as errors, a few microseconds before the client notices the run is over).
-	reqCtx := ctx
-	ctx, cancel := context.WithTimeout(ctx, *dur)
-	defer cancel()
-	const perRequest = 30 * time.Second
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		errs      int
-		firstErr  error
-		next      int
-	)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := 0; w < *conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				mu.Lock()
-				if next >= *maxReq {
-					mu.Unlock()
-					return
-				}
-				i := next
-				next++
-				mu.Unlock()
-				req := &base
-				if *vary {
-					req = protoClone(&base)
-					req.Training.GlobalBatch = base.GetTraining().GetGlobalBatch() + int64(i)*int64(max(1, req.GetGpus()))
-				}
-				t0 := time.Now()
-				rctx, rcancel := context.WithTimeout(reqCtx, perRequest)
-				_, err := svc.EstimatePlan(rctx, req)
-				rcancel()
-				d := time.Since(t0)
-				mu.Lock()
-				if err != nil {
-					errs++
-					if firstErr == nil {
-						firstErr = err
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if *addr == "" || *in == "" {
+			return errors.New("--server and --in: required")
+		}
+		if *conc < 1 || *conc > 1024 || *dur <= 0 || *dur > time.Hour || *maxReq < 1 {
+			return errors.New("--concurrency 1–1024, --duration up to 1h, --requests ≥ 1")
+		}
+		data, err := os.ReadFile(*in)
+		if err != nil {
+			return fmt.Errorf("--in: %w", err)
+		}
+		var base pb.EstimatePlanRequest
+		if err := protojson.Unmarshal(data, &base); err != nil {
+			return fmt.Errorf("--in %s: %w", *in, err)
+		}
+		svc, done, err := connect(*addr, sec)
+		if err != nil {
+			return err
+		}
+		defer done()
+		// The duration stops new requests; those in flight finish under their own
+		// deadline (bound to the run's, the server would cut them short and they would
+		// count as errors, a few microseconds before the client notices the run is over).
+		reqCtx := ctx
+		ctx, cancel := context.WithTimeout(ctx, *dur)
+		defer cancel()
+		const perRequest = 30 * time.Second
+		var (
+			mu        sync.Mutex
+			latencies []time.Duration
+			errs      int
+			firstErr  error
+			next      int
+		)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := 0; w < *conc; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					mu.Lock()
+					if next >= *maxReq {
+						mu.Unlock()
+						return
 					}
-				} else {
-					latencies = append(latencies, d)
+					i := next
+					next++
+					mu.Unlock()
+					req := &base
+					if *vary {
+						req = protoClone(&base)
+						req.Training.GlobalBatch = base.GetTraining().GetGlobalBatch() + int64(i)*int64(max(1, req.GetGpus()))
+					}
+					t0 := time.Now()
+					rctx, rcancel := context.WithTimeout(reqCtx, perRequest)
+					_, err := svc.EstimatePlan(rctx, req)
+					rcancel()
+					d := time.Since(t0)
+					mu.Lock()
+					if err != nil {
+						errs++
+						if firstErr == nil {
+							firstErr = err
+						}
+					} else {
+						latencies = append(latencies, d)
+					}
+					mu.Unlock()
 				}
-				mu.Unlock()
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		if len(latencies) == 0 {
+			return fmt.Errorf("no successful request (%d errors)", errs)
+		}
+		slices.Sort(latencies)
+		pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
+		fmt.Fprintf(stdout, "%d requests in %s at concurrency %d: %.0f req/s, %d errors\n", len(latencies), elapsed.Round(time.Millisecond), *conc,
+			float64(len(latencies))/elapsed.Seconds(), errs)
+		fmt.Fprintf(stdout, "latency p50 %s  p90 %s  p99 %s  max %s\n", pct(0.5), pct(0.9), pct(0.99), latencies[len(latencies)-1])
+		if firstErr != nil {
+			fmt.Fprintf(stdout, "first error: %v\n", firstErr)
+		}
+		return nil
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if len(latencies) == 0 {
-		return fmt.Errorf("no successful request (%d errors)", errs)
-	}
-	slices.Sort(latencies)
-	pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
-	fmt.Fprintf(stdout, "%d requests in %s at concurrency %d: %.0f req/s, %d errors\n", len(latencies), elapsed.Round(time.Millisecond), *conc,
-		float64(len(latencies))/elapsed.Seconds(), errs)
-	fmt.Fprintf(stdout, "latency p50 %s  p90 %s  p99 %s  max %s\n", pct(0.5), pct(0.9), pct(0.99), latencies[len(latencies)-1])
-	if firstErr != nil {
-		fmt.Fprintf(stdout, "first error: %v\n", firstErr)
-	}
-	return nil
 }
 
 func protoClone(r *pb.EstimatePlanRequest) *pb.EstimatePlanRequest {

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
@@ -28,7 +29,7 @@ type modelFlags struct {
 	gated, tied                           *bool
 }
 
-func addModelFlags(fs *flag.FlagSet) *modelFlags {
+func addModelFlags(fs *pflag.FlagSet) *modelFlags {
 	return &modelFlags{
 		name:        fs.String("model", "", "catalog model (see 'stepcost catalog'), e.g. llama3-70b"),
 		file:        fs.String("model-file", "", "JSON file with the model: a catalog name or an architecture object (the API's model)"),

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,10 +89,10 @@ func TestMoEFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{append(base[:len(base):len(base)], "--recompute", "selective", "--recompute-modules", "moe_act,attn"), "--recompute-modules: must be core_attn"},
+		{append(base[:len(base):len(base)], "--recompute", "selective", "--recompute-modules", "moe_act,attn"), `"--recompute-modules" flag: want a comma-separated list of core_attn`},
 		{append(base[:len(base):len(base)], "--recompute", "selective", "--recompute-modules", "moe_act,moe_act"), "--recompute-modules: \"moe_act\" is listed twice"},
 		{append(base[:len(base):len(base)], "--recompute-modules", "moe_act"), "--recompute-modules: names the modules of selective recomputation"},
-		{append(base[:len(base):len(base)], "--moe-dispatcher", "nccl"), "--moe-dispatcher: must be alltoall or deepep"},
+		{append(base[:len(base):len(base)], "--moe-dispatcher", "nccl"), `"--moe-dispatcher" flag: want one of alltoall, deepep`},
 		{append(base[:len(base):len(base)], "--moe-pad-to-capacity"), "--moe-pad-to-capacity:"},
 		{append(base[:len(base):len(base)], "--fp8-activations"), "--fp8-activations: applies to precision fp8"},
 		{append(base[:len(base):len(base)], "--overlap-shared-expert"), "--overlap-shared-expert:"},
@@ -107,7 +108,7 @@ func TestMoEFlagErrors(t *testing.T) {
 	}
 	// plan takes the training flags too, and names them.
 	code, _, errOut := run("plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--moe-dispatcher", "flex")
-	if code == 0 || !strings.Contains(errOut, "--moe-dispatcher: must be alltoall or deepep") {
+	if code != exitUsage || !strings.Contains(errOut, `"--moe-dispatcher" flag: want one of alltoall, deepep`) {
 		t.Errorf("plan --moe-dispatcher flex: exit %d, %q", code, errOut)
 	}
 }
@@ -176,23 +177,22 @@ func TestEveryRequestFieldHasAFlag(t *testing.T) {
 // The shells complete the dispatcher, the recompute modules and the frameworks,
 // hai-llm among them, for estimate and plan.
 func TestMoECompletion(t *testing.T) {
-	code, out, errOut := run("completion", "bash")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	for _, want := range []string{`--moe-dispatcher) COMPREPLY=( $(compgen -W "alltoall deepep"`,
-		`--recompute-modules) COMPREPLY=( $(compgen -W "core_attn layernorm mla_up_proj moe_act mlp shared_experts moe"`,
-		`--framework) COMPREPLY=( $(compgen -W "`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("bash completion lacks %s", want)
-		}
-	}
 	for _, cmd := range []string{"estimate", "plan"} {
-		if opts := bashOpts(t, out, cmd); !strings.Contains(opts, "--moe-dispatcher") || !strings.Contains(opts, "--no-dropout") {
+		if got, _ := complete(t, cmd, "--moe-dispatcher", ""); !slices.Equal(got, []string{"alltoall", "deepep"}) {
+			t.Errorf("%s --moe-dispatcher completes %v", cmd, got)
+		}
+		fws, _ := complete(t, cmd, "--framework", "")
+		if !slices.Contains(fws, "hai-llm") || !slices.Contains(fws, "megatron-core") {
+			t.Errorf("%s --framework completes %v: no hai-llm or megatron-core", cmd, fws)
+		}
+		if flags, _ := complete(t, cmd, "--"); !slices.Contains(flags, "--moe-dispatcher") || !slices.Contains(flags, "--no-dropout") {
 			t.Errorf("%s's flags lack --moe-dispatcher or --no-dropout", cmd)
 		}
 	}
-	if !strings.Contains(out, "hai-llm") {
-		t.Error("no hai-llm among the frameworks")
+	if got, _ := complete(t, "estimate", "--recompute-modules", ""); !slices.Equal(got, []string{"core_attn", "layernorm", "mla_up_proj", "moe_act", "mlp", "shared_experts", "moe"}) {
+		t.Errorf("--recompute-modules completes %v", got)
+	}
+	if got, _ := complete(t, "estimate", "--recompute-modules", "core_attn,m"); !slices.Equal(got, []string{"core_attn,mla_up_proj", "core_attn,moe_act", "core_attn,mlp", "core_attn,moe"}) {
+		t.Errorf("--recompute-modules core_attn,m completes %v", got)
 	}
 }

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/step"
@@ -91,8 +92,7 @@ type planQuery struct {
 	clusterLabel string
 }
 
-func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
-	fs := newFlags("plan", "--model NAME | --model-file F | --params N | --layers L --hidden H --heads A … --cluster NAME --gpus N | --max-gpus N --gbs G --seq S [flags]", stderr)
+func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt := &planArgs{}
 	opt.mf = addModelFlags(fs)
 	opt.clusterName = fs.String("cluster", "", "catalog system, e.g. dgx-h100")
@@ -102,11 +102,11 @@ func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
 	opt.maxGPUs = fs.Int("max-gpus", 0, "instead of --gpus: consider every size up to this (whole nodes)")
 	opt.gbs = fs.Int("gbs", 0, "global batch (sequences)")
 	opt.seq = fs.Int("seq", 0, "sequence length")
-	opt.precision = fs.String("precision", "bf16", "matmul precision: bf16, fp16, fp8")
+	opt.precision = enumFlag(fs, "precision", "bf16", "matmul precision: bf16, fp16, fp8", precisionNames)
 	opt.nodes = fs.Int("nodes", 0, "cluster size in nodes (default: the nodes the job needs): excluded nodes, a free map and degraded parts are what-ifs on a cluster larger than the job")
 	opt.exclude = fs.String("exclude-nodes", "", "what-if: these nodes (e.g. 3,7) are unavailable — failed or drained; the job uses the others")
 	opt.freeMap = fs.String("free-map", "", "JSON file of free GPUs: {\"0\": [0,1,2,3], \"5\": [0,1,2,3,4,5,6,7]} (node → local GPUs)")
-	opt.objective = fs.String("objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost")
+	opt.objective = enumFlag(fs, "objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost", objectiveNames)
 	opt.price = fs.Float64("price", 0, "price per GPU-hour (for --objective cost)")
 	opt.tokens = fs.Float64("tokens", 0, "token budget to train (for --objective cost)")
 	opt.top = fs.Int("top", 10, "plans to list")
@@ -117,51 +117,52 @@ func newPlanFlags(stderr io.Writer) (*flag.FlagSet, *planArgs) {
 	opt.mbsList = fs.String("mbs", "", "allowed micro-batch sizes")
 	opt.epList = fs.String("ep", "", "allowed expert-parallel degrees (MoE)")
 	opt.vppList = fs.String("vpp", "", "allowed interleaving depths (model chunks per pipeline rank)")
-	opt.spList = fs.String("sp", "", "sequence parallelism with TP: on, off or on,off (default both)")
-	opt.cpVariantList = fs.String("cp-variant", "", "context parallelism: ring (default), ulysses or ring,ulysses (Ulysses where tp × cp divides the heads)")
-	opt.overlapEPList = fs.String("overlap-ep", "", "MoE: overlap the expert-parallel all-to-alls where the framework runs it (ep > 1, no pipeline or interleaved, no full recomputation): on (default) or off")
-	opt.overlapTPList = fs.String("overlap-tp", "", "TP communication overlapping the GEMMs, with TP and SP (Megatron --tp-comm-overlap, torch async TP): on, off or on,off (default both)")
-	opt.schedList = fs.String("schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)")
+	opt.spList = onOffFlag(fs, "sp", "sequence parallelism with TP: on, off or on,off (default both)")
+	opt.cpVariantList = cpVariantFlag(fs, "cp-variant", "context parallelism: ring (default), ulysses or ring,ulysses (Ulysses where tp × cp divides the heads)")
+	opt.overlapEPList = onOffFlag(fs, "overlap-ep", "MoE: overlap the expert-parallel all-to-alls where the framework runs it (ep > 1, no pipeline or interleaved, no full recomputation): on (default) or off")
+	opt.overlapTPList = onOffFlag(fs, "overlap-tp", "TP communication overlapping the GEMMs, with TP and SP (Megatron --tp-comm-overlap, torch async TP): on, off or on,off (default both)")
+	opt.schedList = enumListFlag(fs, "schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)", scheduleNames)
 	opt.tpAcross = fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
 	opt.unevenPP = fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
 	opt.maxMBS = fs.Int("max-mbs", 0, "largest micro-batch size when --mbs is not given (default 16)")
-	opt.rcList = fs.String("recompute", "", "allowed recompute modes: none, selective, ops, full (default none,selective,full)")
+	opt.rcList = enumListFlag(fs, "recompute", "", "allowed recompute modes: none, selective, ops, full (default none,selective,full)", recomputeNames)
 	opt.headroom = fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
 	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	opt.unfused = fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
-	opt.prefetch = fs.String("zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)")
+	opt.prefetch = enumFlag(fs, "zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)", prefetchNames)
 	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	opt.fp8Params = fs.Bool("fp8-params", false, "with --precision fp8: store the layers' matmul weights in fp8 (1 B) instead of 16 bits, with only fp8 transposes besides; ZeRO-3 gathers and the parameter all-gather send fp8 (Transformer Engine fp8_model_init, NeMo fp8_params)")
-	opt.fp8Recipe = fs.String("fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step), current (torchao tensorwise: an amax pass before every cast, weights cast every forward), rowwise (torchao rowwise: per-row scales along each axis, the backward GEMMs' fp32 outputs rescaled) or mxfp8 (32-element blocks with E8M0 scales; Blackwell only); default: the framework's")
+	opt.fp8Recipe = enumFlag(fs, "fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step), current (torchao tensorwise: an amax pass before every cast, weights cast every forward), rowwise (torchao rowwise: per-row scales along each axis, the backward GEMMs' fp32 outputs rescaled) or mxfp8 (32-element blocks with E8M0 scales; Blackwell only); default: the framework's", fp8RecipeNames)
 	opt.moeImb = fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
 	opt.moeCap = fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	opt.fp8Acts = fs.Bool("fp8-activations", false, "with --precision fp8: keep the matmul and activation-function inputs saved for the backward pass in fp8, the attention output in 12 bits (DeepSeek-V3; default: the framework's)")
 	opt.noDropout = fs.Bool("no-dropout", false, "the model trains without dropout: no dropout masks saved (Llama 3, Qwen3, DeepSeek-V3)")
 	opt.moePad = fs.Bool("moe-pad-to-capacity", false, "with --moe-capacity: pad every expert's input to its capacity, so experts compute and all-to-alls carry capacity × the mean tokens (--moe-pad-expert-input-to-capacity)")
-	opt.dispatcher = fs.String("moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's")
+	opt.dispatcher = enumFlag(fs, "moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's", dispatcherNames)
 	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
 	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
 	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
 	opt.placeTol = fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (0: 0.02)")
-	opt.offload = fs.String("offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)")
+	opt.offload = enumFlag(fs, "offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)", offloadNames)
 	opt.degradedNIC = fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
 	opt.degradedLink = fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
 	opt.includeDominated = fs.Bool("include-dominated", false, "keep dominated plans (no faster on as many GPUs with less memory headroom, or the reverse) in the top plans, flagged")
-	opt.fw = fs.String("framework", "", "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
+	opt.fw = frameworkFlag(fs, "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	opt.asJSON = fs.Bool("json", false, "print JSON")
 	opt.svgOut = fs.String("svg", "", svgFlagHelp+": the Pareto front, then the best plan's pipeline schedule and breakdown")
 	opt.addr = fs.String("server", "", "ask a running stepcostd (host:port) instead of searching in process")
 	opt.sec = remoteSecurityFlags(fs)
-	return fs, opt
+	return opt
 }
 
-func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, opt := newPlanFlags(stderr)
-	if err := parse(fs, args); err != nil {
-		return err
+func planCommand(fs *pflag.FlagSet) runFunc {
+	opt := newPlanFlags(fs)
+	return func(ctx context.Context, _ []string, stdout, _ io.Writer) error {
+		return opt.run(ctx, changed(fs), stdout)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+}
+
+func (opt *planArgs) run(ctx context.Context, set map[string]bool, stdout io.Writer) error {
 	q := &planQuery{}
 	if err := opt.cluster(set, q); err != nil {
 		return err
@@ -449,12 +450,14 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 	for k, v := range st.GetPruned() {
 		pruned[k] = int(v)
 	}
-	fmt.Fprintf(w, "searched %d layouts over %d job size(s): %d estimated, %d feasible; pruned: %s\n\n",
-		st.GetEnumerated(), len(st.GetGpuCounts()), st.GetEvaluated(), st.GetFeasible(), prunedSummary(pruned))
+	printWrapped(w, "", fmt.Sprintf("searched %d layouts over %d job size(s): %d estimated, %d feasible; pruned: %s",
+		st.GetEnumerated(), len(st.GetGpuCounts()), st.GetEvaluated(), st.GetFeasible(), prunedSummary(pruned)), false)
+	fmt.Fprintln(w)
 	if len(resp.GetPlans()) == 0 {
 		return
 	}
-	t := table{head: []string{"#", "gpus", "layout", "nodes", "step", "compute", "exposed comm", "bubble", "memory GB", "MFU"}}
+	t := table{head: []string{"#", "gpus", "layout", "nodes", "step", "compute", "exposed comm", "bubble", "memory GB", "MFU"},
+		optional: []string{"compute", "bubble", "exposed comm", "nodes"}, wrap: "layout"}
 	// With a token budget: how long each plan takes to train it, and with a price
 	// what it costs (the service's cost_usd: GPUs × hours × price).
 	withCost := false
@@ -499,7 +502,7 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 		fmt.Fprintf(w, "\nbest plan trains %.3g tokens for $%.0f\n", tokens, c)
 	}
 	fmt.Fprintf(w, "\nPareto front (GPUs × step time × memory headroom): %d plans\n", len(resp.GetPareto()))
-	pt := table{head: []string{"gpus", "layout", "step", "headroom GB"}}
+	pt := table{head: []string{"gpus", "layout", "step", "headroom GB"}, wrap: "layout"}
 	for _, p := range resp.GetPareto() {
 		pt.add(fmt.Sprint(p.GetGpus()), layoutOf(p.GetLayout()), fmtSeconds(p.GetEstimate().GetStepTimeS()), fmt.Sprintf("%.1f", p.GetEstimate().GetMemory().GetHeadroomGb()))
 	}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -48,111 +49,109 @@ func connect(addr string, sec *remoteSecurity) (api, func(), error) {
 	return pb.NewStepcostServiceClient(conn), func() { conn.Close() }, nil
 }
 
-func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("rank", "--in configs.jsonl [--server host:port] [--format table|json|csv]", stderr)
+func rankCommand(fs *pflag.FlagSet) runFunc {
 	in := fs.String("in", "", "file of configs, one EstimateStep request (JSON) per line; - for standard input")
 	addr := fs.String("server", "", "rank on a running stepcostd (host:port) instead of in process")
 	sec := remoteSecurityFlags(fs)
-	format := fs.String("format", "table", "output: table, json or csv")
-	objective := fs.String("objective", "step_time", "step_time, throughput or cost")
+	format := enumFlag(fs, "format", "table", "output: table, json or csv", formatNames)
+	objective := enumFlag(fs, "objective", "step_time", "step_time, throughput or cost", objectiveNames)
 	price := fs.Float64("price", 0, "price per GPU-hour (objective cost)")
 	tokens := fs.Float64("tokens", 0, "token budget (objective cost)")
 	progress := fs.Bool("progress", true, "report progress on stderr for more than one batch (only when stderr is a terminal)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *in == "" {
-		return errors.New("--in: required (a JSON-lines file of configs)")
-	}
-	switch *format {
-	case "table", "json", "csv":
-	default:
-		return fmt.Errorf("--format: must be table, json or csv (got %q)", *format)
-	}
-	obj, ok := map[string]pb.Objective{"step_time": pb.Objective_OBJECTIVE_STEP_TIME, "throughput": pb.Objective_OBJECTIVE_THROUGHPUT, "cost": pb.Objective_OBJECTIVE_COST}[*objective]
-	if !ok {
-		return fmt.Errorf("--objective: must be step_time, throughput or cost (got %q)", *objective)
-	}
-	var r io.Reader
-	if *in == "-" {
-		r = os.Stdin
-	} else {
-		f, err := os.Open(*in)
-		if err != nil {
-			return fmt.Errorf("--in: %w", err)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if *in == "" {
+			return errors.New("--in: required (a JSON-lines file of configs)")
 		}
-		defer f.Close()
-		r = f
-	}
-	file, err := readConfigs(r)
-	if err != nil {
-		return fmt.Errorf("--in %s: %w", *in, err)
-	}
-	if len(file.configs) == 0 && len(file.bad) == 0 {
-		return fmt.Errorf("--in %s: no configs", *in)
-	}
-	configs := file.configs
-	svc, closeFn, err := connect(*addr, sec)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	var results []*pb.RankedConfig
-	version := ""
-	showProgress := *progress && len(configs) > rankBatch && isTerminal(stderr)
-	for i := 0; i < len(configs); i += rankBatch {
-		end := min(len(configs), i+rankBatch)
-		resp, err := svc.RankConfigs(ctx, &pb.RankConfigsRequest{Configs: configs[i:end], Objective: obj, PricePerGpuHour: *price, TokenBudget: *tokens})
-		if err != nil {
-			return flagged(err, rankFlags)
+		switch *format {
+		case "table", "json", "csv":
+		default:
+			return fmt.Errorf("--format: must be table, json or csv (got %q)", *format)
 		}
-		version = resp.GetEstimatorVersion()
-		for _, x := range resp.GetResults() {
-			x.Index += int32(i)
-			results = append(results, x)
+		obj, ok := map[string]pb.Objective{"step_time": pb.Objective_OBJECTIVE_STEP_TIME, "throughput": pb.Objective_OBJECTIVE_THROUGHPUT, "cost": pb.Objective_OBJECTIVE_COST}[*objective]
+		if !ok {
+			return fmt.Errorf("--objective: must be step_time, throughput or cost (got %q)", *objective)
+		}
+		var r io.Reader
+		if *in == "-" {
+			r = os.Stdin
+		} else {
+			f, err := os.Open(*in)
+			if err != nil {
+				return fmt.Errorf("--in: %w", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		file, err := readConfigs(r)
+		if err != nil {
+			return fmt.Errorf("--in %s: %w", *in, err)
+		}
+		if len(file.configs) == 0 && len(file.bad) == 0 {
+			return fmt.Errorf("--in %s: no configs", *in)
+		}
+		configs := file.configs
+		svc, closeFn, err := connect(*addr, sec)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		var results []*pb.RankedConfig
+		version := ""
+		showProgress := *progress && len(configs) > rankBatch && isTerminal(stderr)
+		for i := 0; i < len(configs); i += rankBatch {
+			end := min(len(configs), i+rankBatch)
+			resp, err := svc.RankConfigs(ctx, &pb.RankConfigsRequest{Configs: configs[i:end], Objective: obj, PricePerGpuHour: *price, TokenBudget: *tokens})
+			if err != nil {
+				return flagged(err, rankFlags)
+			}
+			version = resp.GetEstimatorVersion()
+			for _, x := range resp.GetResults() {
+				x.Index += int32(i)
+				results = append(results, x)
+			}
+			if showProgress {
+				bar := strings.Repeat("█", 30*end/len(configs)) + strings.Repeat("·", 30-30*end/len(configs))
+				fmt.Fprintf(stderr, "\rranking %s %d/%d", bar, end, len(configs))
+			}
 		}
 		if showProgress {
-			bar := strings.Repeat("█", 30*end/len(configs)) + strings.Repeat("·", 30-30*end/len(configs))
-			fmt.Fprintf(stderr, "\rranking %s %d/%d", bar, end, len(configs))
+			fmt.Fprintln(stderr)
 		}
-	}
-	if showProgress {
-		fmt.Fprintln(stderr)
-	}
-	// Rank across batches, as the service ranks one batch: configs that fit first.
-	items := make([]planner.RankItem, len(results))
-	for i, x := range results {
-		if e := x.GetEstimate(); x.GetError() == nil && e != nil {
-			items[i] = planner.RankItem{Valid: true, Fits: e.GetMemory().GetFits(), GPUs: int(e.GetGpus()), Score: x.GetScore(),
-				StepTime: e.GetStepTimeS(), Headroom: e.GetMemory().GetHeadroomGb()}
+		// Rank across batches, as the service ranks one batch: configs that fit first.
+		items := make([]planner.RankItem, len(results))
+		for i, x := range results {
+			if e := x.GetEstimate(); x.GetError() == nil && e != nil {
+				items[i] = planner.RankItem{Valid: true, Fits: e.GetMemory().GetFits(), GPUs: int(e.GetGpus()), Score: x.GetScore(),
+					StepTime: e.GetStepTimeS(), Headroom: e.GetMemory().GetHeadroomGb()}
+			}
 		}
-	}
-	rank, dominated := planner.RankConfigs(items)
-	for i, x := range results {
-		x.Rank, x.Dominated, x.Infeasible = int32(rank[i]), dominated[i], items[i].Valid && !items[i].Fits
-	}
-	// The results are indexed by config line (what the file holds, bad lines
-	// included), not by the position among the configs sent.
-	for _, x := range results {
-		x.Index = int32(file.index[x.GetIndex()])
-	}
-	for _, b := range file.bad {
-		results = append(results, &pb.RankedConfig{Index: int32(b.index), Error: &pb.ItemError{Code: "INVALID_ARGUMENT", Message: b.err}})
-	}
-	sort.SliceStable(results, func(i, j int) bool { return results[i].GetIndex() < results[j].GetIndex() })
-	if err := printRanked(stdout, *format, file, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version}); err != nil {
-		return err
-	}
-	var failed []string
-	for _, x := range results {
-		if x.GetError() != nil {
-			failed = append(failed, fmt.Sprint(file.lines[x.GetIndex()]))
+		rank, dominated := planner.RankConfigs(items)
+		for i, x := range results {
+			x.Rank, x.Dominated, x.Infeasible = int32(rank[i]), dominated[i], items[i].Valid && !items[i].Fits
 		}
+		// The results are indexed by config line (what the file holds, bad lines
+		// included), not by the position among the configs sent.
+		for _, x := range results {
+			x.Index = int32(file.index[x.GetIndex()])
+		}
+		for _, b := range file.bad {
+			results = append(results, &pb.RankedConfig{Index: int32(b.index), Error: &pb.ItemError{Code: "INVALID_ARGUMENT", Message: b.err}})
+		}
+		sort.SliceStable(results, func(i, j int) bool { return results[i].GetIndex() < results[j].GetIndex() })
+		if err := printRanked(stdout, *format, file, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version}); err != nil {
+			return err
+		}
+		var failed []string
+		for _, x := range results {
+			if x.GetError() != nil {
+				failed = append(failed, fmt.Sprint(file.lines[x.GetIndex()]))
+			}
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("--in %s: %d of %d configs failed (line %s); the others are ranked above", *in, len(failed), len(results), strings.Join(failed, ", "))
+		}
+		return nil
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("--in %s: %d of %d configs failed (line %s); the others are ranked above", *in, len(failed), len(results), strings.Join(failed, ", "))
-	}
-	return nil
 }
 
 // maxConfigLine bounds one line of a configs file: a request larger than this
@@ -235,17 +234,6 @@ func readLine(br *bufio.Reader, limit int) ([]byte, bool, error) {
 	}
 }
 
-// isTerminal reports whether w is a terminal, where a progress bar redrawn with
-// carriage returns belongs (not in a redirected file).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // rankFlags names the flag of each request field of rank.
 var rankFlags = map[string]string{"objective": "--objective", "price_per_gpu_hour": "--price", "token_budget": "--tokens"}
 
@@ -281,7 +269,8 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 		cw.Flush()
 		return cw.Error()
 	}
-	t := table{head: []string{"rank", "line", "model", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"}}
+	t := table{head: []string{"rank", "line", "model", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"},
+		optional: []string{"tokens/s/GPU"}, wrap: "note"}
 	for _, r := range sorted {
 		c := file.parsed[int(r.GetIndex())]
 		line := fmt.Sprint(file.lines[r.GetIndex()])

@@ -6,116 +6,117 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/step/accuracy"
 )
 
-func runRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("runs", "[--json] [--filled]", stderr)
+func runsCommand(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print JSON")
 	filled := fs.Bool("filled", false, "also list, per run, the settings the source does not state and how they were filled")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	runs, err := accuracy.Runs()
-	if err != nil {
-		return err
-	}
-	cases := accuracy.Cases(runs)
-	res := accuracy.Evaluate(step.New(), cases)
-	sum := accuracy.Summarise(res)
-	ranks := accuracy.Rankings(res)
-	bySource := crossValidatedRuns(res, cases)
-	if *asJSON {
-		type row struct {
-			ID        string      `json:"id"`
-			GPUs      int         `json:"gpus"`
-			MeasuredS float64     `json:"measured_step_s"`
-			Predicted float64     `json:"predicted_step_s"`
-			RelErr    float64     `json:"rel_err"`
-			Layout    step.Layout `json:"layout"`
-			Filled    []string    `json:"filled,omitempty"`
-			Error     string      `json:"error,omitempty"`
-			// PublishedOOM rows have no step time; Fits says whether the estimate agrees.
-			PublishedOOM bool   `json:"published_oom,omitempty"`
-			Fits         bool   `json:"fits"`
-			RankingSet   string `json:"ranking_set,omitempty"`
+	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+		runs, err := accuracy.Runs()
+		if err != nil {
+			return err
 		}
-		var out struct {
-			Summary  accuracy.Summary   `json:"summary"`
-			Sources  []sourceFigures    `json:"sources"`
-			Rankings []accuracy.Ranking `json:"rankings"`
-			Runs     []row              `json:"runs"`
-		}
-		out.Summary, out.Rankings, out.Sources = sum, ranks, bySource
-		for _, r := range res {
-			x := row{ID: r.Run.ID, GPUs: r.Run.GPUs, MeasuredS: r.MeasuredS, Predicted: r.Estimate.StepTime, RelErr: r.RelErr, Layout: r.Layout, Filled: r.Filled,
-				PublishedOOM: r.PublishedOOM, Fits: r.Estimate.Memory.Fits}
-			if r.Run.RankingSet != nil {
-				x.RankingSet = *r.Run.RankingSet
+		cases := accuracy.Cases(runs)
+		res := accuracy.Evaluate(step.New(), cases)
+		sum := accuracy.Summarise(res)
+		ranks := accuracy.Rankings(res)
+		bySource := crossValidatedRuns(res, cases)
+		if *asJSON {
+			type row struct {
+				ID        string      `json:"id"`
+				GPUs      int         `json:"gpus"`
+				MeasuredS float64     `json:"measured_step_s"`
+				Predicted float64     `json:"predicted_step_s"`
+				RelErr    float64     `json:"rel_err"`
+				Layout    step.Layout `json:"layout"`
+				Filled    []string    `json:"filled,omitempty"`
+				Error     string      `json:"error,omitempty"`
+				// PublishedOOM rows have no step time; Fits says whether the estimate agrees.
+				PublishedOOM bool   `json:"published_oom,omitempty"`
+				Fits         bool   `json:"fits"`
+				RankingSet   string `json:"ranking_set,omitempty"`
 			}
+			var out struct {
+				Summary  accuracy.Summary   `json:"summary"`
+				Sources  []sourceFigures    `json:"sources"`
+				Rankings []accuracy.Ranking `json:"rankings"`
+				Runs     []row              `json:"runs"`
+			}
+			out.Summary, out.Rankings, out.Sources = sum, ranks, bySource
+			for _, r := range res {
+				x := row{ID: r.Run.ID, GPUs: r.Run.GPUs, MeasuredS: r.MeasuredS, Predicted: r.Estimate.StepTime, RelErr: r.RelErr, Layout: r.Layout, Filled: r.Filled,
+					PublishedOOM: r.PublishedOOM, Fits: r.Estimate.Memory.Fits}
+				if r.Run.RankingSet != nil {
+					x.RankingSet = *r.Run.RankingSet
+				}
+				if r.Err != nil {
+					x.Error = r.Err.Error()
+				}
+				out.Runs = append(out.Runs, x)
+			}
+			return writeJSON(stdout, out)
+		}
+		fmt.Fprintln(stdout, "Step-time model vs published training runs (measured step time from the primary measurement)")
+		fmt.Fprintln(stdout)
+		t := table{head: []string{"run", "gpus", "layout", "measured", "predicted", "error", "MFU"}, optional: []string{"MFU"}, wrap: "layout"}
+		for _, r := range res {
 			if r.Err != nil {
-				x.Error = r.Err.Error()
+				t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), "-", fmtSeconds(r.MeasuredS), "-", "-", r.Err.Error())
+				continue
 			}
-			out.Runs = append(out.Runs, x)
-		}
-		return writeJSON(stdout, out)
-	}
-	fmt.Fprintln(stdout, "Step-time model vs published training runs (measured step time from the primary measurement)")
-	fmt.Fprintln(stdout)
-	t := table{head: []string{"run", "gpus", "layout", "measured", "predicted", "error", "MFU"}}
-	for _, r := range res {
-		if r.Err != nil {
-			t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), "-", fmtSeconds(r.MeasuredS), "-", "-", r.Err.Error())
-			continue
-		}
-		l := r.Layout
-		lay := fmt.Sprintf("tp%d pp%d dp%d cp%d z%d mbs%d %s", l.TP, l.PP, l.DP, max(1, l.CP), l.ZeRO, l.MicroBatch, l.Recompute)
-		if l.RecomputeLayers > 0 {
-			lay += fmt.Sprintf("×%d", l.RecomputeLayers)
-		}
-		if l.VirtualStages > 1 {
-			lay += fmt.Sprintf(" v%d", l.VirtualStages)
-		}
-		if r.PublishedOOM {
-			verdict := "does not fit"
-			if r.Estimate.Memory.Fits {
-				verdict = "FITS"
+			l := r.Layout
+			lay := fmt.Sprintf("tp%d pp%d dp%d cp%d z%d mbs%d %s", l.TP, l.PP, l.DP, max(1, l.CP), l.ZeRO, l.MicroBatch, l.Recompute)
+			if l.RecomputeLayers > 0 {
+				lay += fmt.Sprintf("×%d", l.RecomputeLayers)
 			}
-			t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), lay, "OOM", verdict, "-", "-")
-			continue
+			if l.VirtualStages > 1 {
+				lay += fmt.Sprintf(" v%d", l.VirtualStages)
+			}
+			if r.PublishedOOM {
+				verdict := "does not fit"
+				if r.Estimate.Memory.Fits {
+					verdict = "FITS"
+				}
+				t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), lay, "OOM", verdict, "-", "-")
+				continue
+			}
+			t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), lay, fmtSeconds(r.MeasuredS), fmtSeconds(r.Estimate.StepTime),
+				fmt.Sprintf("%+.1f%%", 100*r.RelErr), fmt.Sprintf("%.1f%%", 100*r.Estimate.Throughput.MFU))
 		}
-		t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), lay, fmtSeconds(r.MeasuredS), fmtSeconds(r.Estimate.StepTime),
-			fmt.Sprintf("%+.1f%%", 100*r.RelErr), fmt.Sprintf("%.1f%%", 100*r.Estimate.Throughput.MFU))
-	}
-	t.write(stdout)
-	fmt.Fprintf(stdout, "\n%d runs: mean |error| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%\n",
-		sum.N, 100*sum.MeanAbs, 100*sum.MedianAbs, 100*sum.Max, sum.Worst, 100*sum.Bias)
-	fmt.Fprintln(stdout, "\nby source: in sample (shipped constants) and left out (refitted from accuracy.Prior without the source)")
-	st := table{head: []string{"source", "runs", "in-sample mean", "in-sample max", "left-out mean", "left-out max", "left-out bias"}}
-	for _, s := range bySource {
-		st.add(s.Source, fmt.Sprint(s.InSample.N), pct(s.InSample.MeanAbs), pct(s.InSample.Max), pct(s.LeftOut.MeanAbs), pct(s.LeftOut.Max), fmt.Sprintf("%+.1f%%", 100*s.LeftOut.Bias))
-	}
-	st.write(stdout)
-	missed, oom := accuracy.MissedOOM(res)
-	fmt.Fprintf(stdout, "%d runs published as out of memory: %d estimated infeasible\n", oom, oom-len(missed))
-	fmt.Fprintf(stdout, "\nranking sets (Kendall τ of predicted vs measured throughput; τ' counts measured differences under %.0f%%, the sources' re-measurement spread, as ties):\n", 100*accuracy.RepeatabilityTolerance)
-	for _, k := range ranks {
-		rep := fmt.Sprintf("%+.2f", k.TauRepeatable)
-		if !k.Ordered {
-			rep = "no order (all within the spread)"
+		t.write(stdout)
+		fmt.Fprintf(stdout, "\n%d runs: mean |error| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%\n",
+			sum.N, 100*sum.MeanAbs, 100*sum.MedianAbs, 100*sum.Max, sum.Worst, 100*sum.Bias)
+		fmt.Fprintln(stdout, "\nby source: in sample (shipped constants) and left out (refitted from accuracy.Prior without the source)")
+		st := table{head: []string{"source", "runs", "in-sample mean", "in-sample max", "left-out mean", "left-out max", "left-out bias"}}
+		for _, s := range bySource {
+			st.add(s.Source, fmt.Sprint(s.InSample.N), pct(s.InSample.MeanAbs), pct(s.InSample.Max), pct(s.LeftOut.MeanAbs), pct(s.LeftOut.Max), fmt.Sprintf("%+.1f%%", 100*s.LeftOut.Bias))
 		}
-		fmt.Fprintf(stdout, "  %-40s %d runs  τ %+.2f  τ' %s\n", k.Set, k.N, k.Tau, rep)
-	}
-	if *filled {
-		fmt.Fprintln(stdout, "\nsettings the sources do not state:")
-		for _, r := range res {
-			if len(r.Filled) > 0 {
-				fmt.Fprintf(stdout, "  %s: %s\n", r.Run.ID, strings.Join(r.Filled, "; "))
+		st.write(stdout)
+		missed, oom := accuracy.MissedOOM(res)
+		fmt.Fprintf(stdout, "%d runs published as out of memory: %d estimated infeasible\n", oom, oom-len(missed))
+		fmt.Fprintln(stdout)
+		printWrapped(stdout, "", fmt.Sprintf("ranking sets (Kendall τ of predicted vs measured throughput; τ' counts measured differences under %.0f%%, the sources' re-measurement spread, as ties):", 100*accuracy.RepeatabilityTolerance), false)
+		for _, k := range ranks {
+			rep := fmt.Sprintf("%+.2f", k.TauRepeatable)
+			if !k.Ordered {
+				rep = "no order (all within the spread)"
+			}
+			fmt.Fprintf(stdout, "  %-40s %d runs  τ %+.2f  τ' %s\n", k.Set, k.N, k.Tau, rep)
+		}
+		if *filled {
+			fmt.Fprintln(stdout, "\nsettings the sources do not state:")
+			for _, r := range res {
+				if len(r.Filled) > 0 {
+					printWrapped(stdout, "  "+r.Run.ID+": ", strings.Join(r.Filled, "; "), false)
+				}
 			}
 		}
+		return nil
 	}
-	return nil
 }
 
 // sourceFigures are one source's statistics in sample and left out.

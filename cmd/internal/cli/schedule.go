@@ -153,7 +153,7 @@ func (s *scheduleJSON) write(w io.Writer, perNode int) {
 		how += ": the schedule's transfers with every piece of data one or two elements long"
 	}
 	if v.Verified {
-		fmt.Fprintf(w, "verified: %s (%s)\n", v.Result, how)
+		printWrapped(w, "verified: ", fmt.Sprintf("%s (%s)", v.Result, how), true)
 	} else {
 		fmt.Fprintf(w, "NOT VERIFIED: %s: %s (%s)\n", v.Result, v.Error, how)
 	}
@@ -162,7 +162,8 @@ func (s *scheduleJSON) write(w io.Writer, perNode int) {
 	if d == 0 {
 		d = 0 // −0 compares equal to 0: this makes it +0
 	}
-	fmt.Fprintf(w, "time: schedule %s, closed form %s (%+.2f %%): %s\n\n", fmtUs(s.TimeUs), fmtUs(s.AnalyticalTimeUs), d, s.Difference)
+	printWrapped(w, "time: ", fmt.Sprintf("schedule %s, closed form %s (%+.2f %%): %s", fmtUs(s.TimeUs), fmtUs(s.AnalyticalTimeUs), d, s.Difference), true)
+	fmt.Fprintln(w)
 
 	head := []string{"steps", "phase", "time", "slowest step", "bottleneck of the slowest step"}
 	cells := [][]string{head}

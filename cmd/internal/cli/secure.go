@@ -5,12 +5,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -31,7 +31,7 @@ type remoteSecurity struct {
 	tokenFile string
 }
 
-func remoteSecurityFlags(fs *flag.FlagSet) *remoteSecurity {
+func remoteSecurityFlags(fs *pflag.FlagSet) *remoteSecurity {
 	s := &remoteSecurity{}
 	fs.BoolVar(&s.tls, "tls", false, "with --server: connect over TLS, trusting the system's CAs (or --tls-ca)")
 	fs.StringVar(&s.ca, "tls-ca", "", "with --server: trust only the CA certificates in this PEM file; implies --tls")

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// Every command's --help says what it does, how to call it, gives examples and
+// lists its flags by group, with the exit codes; the top-level help lists every
+// command by group.
+func TestHelp(t *testing.T) {
+	code, out, _ := run("--help")
+	if code != exitOK {
+		t.Fatalf("--help: exit %d", code)
+	}
+	for _, want := range []string{"Estimate and plan:", "Calibrate and check the model:", "Other commands:", "Exit status:", "--wide"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help lacks %q:\n%s", want, out)
+		}
+	}
+	for _, c := range commands() {
+		if !regexp.MustCompile(`(?m)^  ` + c.name + ` +` + regexp.QuoteMeta(c.summary) + `$`).MatchString(out) {
+			t.Errorf("--help does not list %s", c.name)
+		}
+		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
+			code, help, errOut := run(args...)
+			if code != exitOK || errOut != "" {
+				t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+			}
+			if !strings.Contains(help, "Usage:\n  stepcost "+c.name) || !strings.Contains(help, "Examples:\n") ||
+				!strings.Contains(help, "  stepcost "+c.name) && c.name != "completion" || !strings.Contains(help, "Exit status:") {
+				t.Errorf("%q: no usage, examples or exit status:\n%s", args, help)
+			}
+		}
+	}
+	// plan's and estimate's flags in their groups, in this order.
+	for _, cmd := range []string{"plan", "estimate"} {
+		_, help, _ := run(cmd, "--help")
+		last := -1
+		for _, title := range []string{"Model flags", "Cluster and job size flags:", "Training flags:", "Layout flags:", "What-if flags", "Output flags:", "Remote daemon flags", "Global flags:"} {
+			i := strings.Index(help, "\n"+title)
+			if i < 0 || i < last {
+				t.Errorf("%s --help: %q missing or out of order", cmd, title)
+			}
+			last = i
+		}
+		if strings.Contains(help, "Other flags:") {
+			t.Errorf("%s --help has flags of no group", cmd)
+		}
+		// A flag sits in its group: --schedule under Layout, --slow-gpu under What-if.
+		layout := help[strings.Index(help, "\nLayout flags:"):strings.Index(help, "\nWhat-if flags")]
+		if !strings.Contains(layout, "--schedule") || strings.Contains(layout, "--slow-gpu") {
+			t.Errorf("%s --help: --schedule not under Layout, or --slow-gpu there", cmd)
+		}
+	}
+	// Asked for, help goes to standard output; a wrong command line gets a hint on
+	// standard error.
+	if code, out, errOut := run("plan", "--bogus"); code != exitUsage || out != "" || !strings.Contains(errOut, "Run 'stepcost plan --help' for usage.") {
+		t.Errorf("plan --bogus: exit %d, %q %q", code, out, errOut)
+	}
+}
+
+// Every flag of every command is in a --help group.
+func TestEveryFlagHasAGroup(t *testing.T) {
+	root := newRoot(io.Discard, io.Discard)
+	for _, c := range root.Commands() {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if _, ok := flagGroups[f.Name]; !ok && f.Name != "help" {
+				t.Errorf("%s --%s: in no flag group", c.Name(), f.Name)
+			}
+		})
+	}
+}
+
+// A mistyped command, flag or enum value is refused as bad usage (exit 2) with the
+// names it may have meant.
+func TestDidYouMean(t *testing.T) {
+	plan := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "64", "--seq", "4096"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plna"}, `unknown command "plna"; did you mean "plan"?`},
+		{[]string{"estimat"}, `did you mean "estimate"?`},
+		{[]string{"colective", "--size", "1G"}, `did you mean "collective"?`},
+		{append(plan, "--gpu", "8"), `unknown flag --gpu; did you mean "--gpus"?`},
+		{append(plan, "--precison", "fp8"), `did you mean "--precision"?`},
+		{append(plan, "--schedule", "interleave"), `did you mean "interleaved"?`},
+		{append(plan, "--schedule", "1f1b,zbv"), `did you mean "zb-v"?`},
+		{append(plan, "--objective", "throughtput"), `did you mean "throughput"?`},
+		{append(plan, "--framework", "torchtitn"), `did you mean "torchtitan"?`},
+		{[]string{"estimate", "--recompute", "selctive"}, `did you mean "selective"?`},
+		{[]string{"collective", "--cluster", "dgx-h100", "--size", "1G", "--algo", "rng"}, `did you mean "ring"?`},
+		{[]string{"rank", "--in", "x", "--format", "jsn"}, `did you mean "json"?`},
+		{[]string{"completion", "bsh"}, `did you mean "bash"`},
+		{[]string{"help", "plna"}, `unknown command "plna"; did you mean "plan"?`},
+	} {
+		code, out, errOut := run(tc.args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, %q; want exit 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	if got := suggest("zzzz", scheduleNames, ""); len(got) != 0 {
+		t.Errorf("zzzz suggests %v", got)
+	}
+}
+
+// Every enum flag of every command refuses a name it does not take the same way,
+// listing every name it takes; it takes them in any case.
+func TestEnumFlagsOneErrorStyle(t *testing.T) {
+	root := newRoot(io.Discard, io.Discard)
+	n := 0
+	for _, c := range root.Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			e, ok := f.Value.(*enumValue)
+			if !ok {
+				return
+			}
+			n++
+			args := []string{c.Name(), "--" + f.Name, "no-such-name"}
+			code, _, errOut := run(args...)
+			want := regexp.MustCompile(`^stepcost ` + c.Name() + `: invalid argument "no-such-name" for "--` + f.Name + `" flag: want (one of|a comma-separated list of) ` +
+				regexp.QuoteMeta(strings.Join(e.names, ", ")) + "\n")
+			if code != exitUsage || !want.MatchString(errOut) {
+				t.Errorf("%q: exit %d, %q", args, code, errOut)
+			}
+			// Each name it lists is taken, in upper case too.
+			for _, name := range e.names {
+				v := &enumValue{p: new(string), names: e.names, accept: e.accept, list: e.list}
+				if err := v.Set(strings.ToUpper(name)); err != nil {
+					t.Errorf("%s --%s %s: %v", c.Name(), f.Name, strings.ToUpper(name), err)
+				}
+			}
+		})
+	}
+	// plan: precision, objective, sp, cp-variant, overlap-ep, overlap-tp, schedule,
+	// recompute, zero3-backward-prefetch, fp8-recipe, moe-dispatcher, offload,
+	// framework; estimate, rank and collective theirs.
+	if n < 29 {
+		t.Errorf("%d enum flags; plan, estimate, rank and collective have more", n)
+	}
+	// An empty value is the default of a flag whose default is empty, and refused
+	// by the others.
+	if code, _, errOut := run("rank", "--in", "x", "--objective", ""); code != exitUsage || !strings.Contains(errOut, `invalid argument "" for "--objective" flag: want one of step_time`) {
+		t.Errorf("--objective '': exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--top", "1", "--schedule", "", "--framework", ""); code != exitOK {
+		t.Errorf("--schedule '' --framework '': exit %d: %s", code, errOut)
+	}
+	// Aliases the estimator takes stay taken.
+	for _, args := range [][]string{
+		{"collective", "--cluster", "dgx-h100", "--op", "all-reduce", "--size", "1M", "--algo", "double-tree", "--launch", "torch"},
+		{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--sp", "true", "--cp-variant", "all-to-all", "--top", "1", "--framework", "Megatron-Core"},
+	} {
+		if code, _, errOut := run(args...); code != exitOK {
+			t.Errorf("%q: exit %d: %s", args, code, errOut)
+		}
+	}
+}
+
+// Exit codes: 2 for a command line that cannot be understood, 1 for a command
+// that ran and failed, 0 for success and for help.
+func TestExitCodes(t *testing.T) {
+	plan := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gbs", "64", "--seq", "4096"}
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"frobnicate"}, exitUsage},
+		{[]string{"plan", "--no-such-flag"}, exitUsage},
+		{append(plan, "--gpus", "eight"), exitUsage},                   // not an integer
+		{append(plan, "--gpus", "8", "stray"), exitUsage},              // a positional argument
+		{append(plan, "--gpus", "8", "--precision", "fp4"), exitUsage}, // not one of its values
+		{[]string{"calibrate", "--cluster", "dgx-h100"}, exitUsage},    // no files
+		{[]string{"completion"}, exitUsage},                            // no shell
+		{[]string{"plan", "--model", "llama3-405b", "--cluster", "dgx-h100", "--gbs", "64", "--seq", "4096", "--gpus", "8"}, exitFailure}, // no feasible plan
+		{[]string{"plan", "--model", "llama3-8b", "--cluster", "dgx-z9", "--gpus", "8", "--gbs", "64", "--seq", "4096"}, exitFailure},     // no such system
+		{[]string{"estimate", "--in", "/nonexistent/request.json"}, exitFailure},
+		{[]string{"help"}, exitOK},
+		{[]string{"plan", "--help"}, exitOK},
+		{[]string{"version"}, exitOK},
+	} {
+		if code, _, errOut := run(tc.args...); code != tc.code {
+			t.Errorf("%q: exit %d, want %d: %s", tc.args, code, tc.code, errOut)
+		}
+	}
+}
+
+// The single-dash spelling of the standard flag package still works.
+func TestSingleDashFlags(t *testing.T) {
+	code, out, errOut := run("collective", "-cluster", "dgx-h100", "-nodes=2", "-size", "64M", "-json")
+	if code != exitOK || !strings.Contains(strings.ReplaceAll(out, " ", ""), `"ranks":16`) {
+		t.Errorf("exit %d: %s%s", code, out, errOut)
+	}
+	// A value that starts with a dash is a value, not a flag.
+	if code, _, errOut := run("collective", "--cluster", "dgx-h100", "--size", "-5"); code != exitFailure || !strings.Contains(errOut, "--size") {
+		t.Errorf("--size -5: exit %d: %s", code, errOut)
+	}
+}
+
+// Each name of TestEveryRequestFieldHasAFlag's maps is a flag the command defines.
+func TestRequestFieldFlagsExist(t *testing.T) {
+	for cmd, m := range map[string][]map[string]string{"estimate": {estimateFlags, archFlags}, "plan": {planFlags, archFlags}, "rank": {rankFlags}} {
+		defined := definedFlags(t, cmd)
+		for _, flags := range m {
+			for field, flag := range flags {
+				for _, f := range strings.Split(flag, "/") { // "--layers/--hidden"
+					name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(f), "--"), " ")
+					if !slices.Contains(defined, name) {
+						t.Errorf("%s: %s's flag --%s is not defined", cmd, field, name)
+					}
+				}
+			}
+		}
+	}
+}

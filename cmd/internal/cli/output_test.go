@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// widest is the longest line of s, in runes, and that line.
+func widest(s string) (int, string) {
+	n, line := 0, ""
+	for _, l := range strings.Split(s, "\n") {
+		if w := utf8.RuneCountInString(l); w > n {
+			n, line = w, l
+		}
+	}
+	return n, line
+}
+
+// Tables and notes fit the width: the terminal's, or $COLUMNS, or defaultColumns
+// when standard output is not a terminal; --wide gives every column at full width.
+func TestOutputFitsTheWidth(t *testing.T) {
+	estimate := []string{"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "256", "--tp", "8", "--pp", "4", "--mbs", "1", "--gbs", "1024", "--seq", "8192"}
+	plan := []string{"plan", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "256", "--gbs", "1024", "--seq", "8192",
+		"--objective", "cost", "--price", "2", "--tokens", "1e12", "--top", "5"}
+	t.Setenv("COLUMNS", "")
+	for _, args := range [][]string{estimate, plan, {"collective", "--cluster", "dgx-h100", "--nodes", "4", "--size", "1GiB", "--steps"}} {
+		code, out, errOut := run(args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", args[0], code, errOut)
+		}
+		if n, line := widest(out); n > defaultColumns {
+			t.Errorf("%s: a line of %d columns, over %d:\n%s", args[0], n, defaultColumns, line)
+		}
+		// --wide: as wide as the content.
+		_, wide, _ := run(append(args, "--wide")...)
+		if n, _ := widest(wide); n <= defaultColumns {
+			t.Errorf("%s --wide: %d columns at most", args[0], n)
+		}
+	}
+	// $COLUMNS: plan leaves out its least useful columns, says so, and keeps the rest.
+	t.Setenv("COLUMNS", "100")
+	_, out, _ := run(plan...)
+	if n, line := widest(out); n > 100 {
+		t.Errorf("plan with COLUMNS=100: %d columns:\n%s", n, line)
+	}
+	if !strings.Contains(out, "(left out to fit 100 columns: compute, bubble") || strings.Contains(out, " compute ") {
+		t.Errorf("plan with COLUMNS=100: no note of the columns left out, or compute still there:\n%s", out)
+	}
+	for _, head := range []string{"gpus", "layout", "step", "memory GB", "MFU", "duration", "cost"} {
+		if !strings.Contains(out, head) {
+			t.Errorf("plan with COLUMNS=100 lost %q:\n%s", head, out)
+		}
+	}
+	_, wide, _ := run(append(plan, "--wide")...)
+	if !strings.Contains(wide, "compute  exposed comm") || strings.Contains(wide, "left out") {
+		t.Errorf("plan --wide lacks columns:\n%s", wide)
+	}
+	// JSON is never cut.
+	_, js, _ := run(append(estimate, "--json")...)
+	_, jsWide, _ := run(append(estimate, "--json", "--wide")...)
+	if js != jsWide {
+		t.Error("--json output depends on the width")
+	}
+}
+
+// A table leaves out its optional columns first, then wraps its text column.
+func TestTableFit(t *testing.T) {
+	tb := table{head: []string{"name", "a", "b", "note"}, optional: []string{"b"}, wrap: "note"}
+	tb.add("x", "1", "22", "one two three four five six seven eight nine ten eleven twelve")
+	var b bytes.Buffer
+	tb.write(&output{Writer: &b, cols: 40})
+	want := "name  a  note\n" +
+		"x     1  one two three four five six\n" +
+		"         seven eight nine ten eleven\n" +
+		"         twelve\n" +
+		"(left out to fit 40 columns: b; --wide\n" +
+		"shows every column)\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	tb.write(&output{Writer: &b}) // --wide
+	if !strings.Contains(b.String(), " 22 ") || !strings.HasSuffix(b.String(), "eleven twelve\n") || strings.Count(b.String(), "\n") != 2 {
+		t.Errorf("wide:\n%s", b.String())
+	}
+}
+
+// /dev/null is a character device but not a terminal: no progress frames there.
+func TestDevNullIsNotATerminal(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	if isTerminal(f) {
+		t.Error("/dev/null taken for a terminal")
+	}
+	if o := newOutput(f, false); o.cols != defaultColumns && os.Getenv("COLUMNS") == "" {
+		t.Errorf("/dev/null: %d columns", o.cols)
+	}
+}
+
+// A note wraps at spaces, its lines after the first indented under its text.
+func TestPrintWrapped(t *testing.T) {
+	var b bytes.Buffer
+	printWrapped(&output{Writer: &b, cols: 30}, "  - ", "attention core at 22% of the 16-bit peak for FlashAttention-2-class kernels", true)
+	want := "  - attention core at 22% of\n" +
+		"    the 16-bit peak for\n" +
+		"    FlashAttention-2-class\n" +
+		"    kernels\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	printWrapped(&output{Writer: &b}, "  - ", "no limit with --wide", true)
+	if b.String() != "  - no limit with --wide\n" {
+		t.Errorf("wide: %q", b.String())
+	}
+}
