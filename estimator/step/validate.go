@@ -117,8 +117,11 @@ func normaliseLayout(r Request, spWithTP bool) Request {
 // unfusedOnGPU says the framework's fused attention does not take the model's heads
 // on gpu, so that its attention runs unfused (framework.Profile.BlackwellFusedHeadDim).
 func unfusedOnGPU(fw string, a model.Arch, gpu hardware.GPU) bool {
+	if gpu.Arch != hardware.Blackwell {
+		return false // before the profile's lookup: this runs for every layout priced
+	}
 	p, err := framework.Lookup(fw)
-	if err != nil || p.BlackwellFusedHeadDim == 0 || gpu.Arch != hardware.Blackwell {
+	if err != nil || p.BlackwellFusedHeadDim == 0 {
 		return false
 	}
 	qk, v := a.HeadDim(), a.HeadDim()
