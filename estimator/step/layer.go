@@ -3,6 +3,7 @@ package step
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -564,8 +565,21 @@ func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
 	var buf stageKindsBuf
 	dl, ml := stageKinds(req, buf[:])
 	var peak Memory
+	// Ranks whose two stages hold the same layers hold the same memory: each pair
+	// is priced once (a later equal one would not raise the peak).
+	type pairKey struct {
+		nd, nm int
+		ends   bool
+	}
+	var seenBuf [32]pairKey
+	seen := seenBuf[:0]
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(dl, ml, r)
+		k := pairKey{nd, nm, ends}
+		if slices.Contains(seen, k) {
+			continue
+		}
+		seen = append(seen, k)
 		md, me := pairMatmulParams(req, p, nd, nm)
 		dense := md + float64(nd+nm)*p.PerLayerNorm
 		if ends {
