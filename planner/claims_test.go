@@ -218,12 +218,18 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 		byID[c.Run.ID] = c
 	}
 	open := 0
+	// Under the race detector the 219 searches take a minute: every seventh run only,
+	// unless STEPCOST_SLOW is set.
+	sample := 1
+	if raceEnabled && os.Getenv("STEPCOST_SLOW") == "" {
+		sample = 7
+	}
 	e := step.New()
 	var ratios []float64
 	var lines []string
 	seen := map[string]bool{}
-	for _, c := range cases {
-		if c.Err != nil || c.PublishedOOM || c.MeasuredS <= 0 {
+	for i, c := range cases {
+		if c.Err != nil || c.PublishedOOM || c.MeasuredS <= 0 || i%sample != 0 {
 			continue
 		}
 		id := c.Run.ID
@@ -291,7 +297,7 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 		}
 	}
 	for id := range claimExceptions {
-		if _, ok := seen[id]; !ok {
+		if _, ok := seen[id]; !ok && sample == 1 {
 			t.Errorf("exception %s is not a priced published run", id)
 		}
 	}
