@@ -70,9 +70,10 @@ var frameworkRuns = []frameworkRun{
 		sets: []planner.Constraints{{Schedules: megatron, ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
 		why:  "NeMo 24.05–25.01 (Megatron-Core 0.7–0.11): as NeMo 25.04"},
 	{match: []string{"torchtitan", "2024-04"},
-		sets: []planner.Constraints{{TP: []int{1}, PP: noPipeline, CP: []int{1}, ZeRO: []int{3}, OverlapTP: noOverlap}},
-		why: "torchtitan of April 2024: FSDP2 (fully sharded) with per-layer or per-op activation checkpointing; its " +
-			"2D (TP) and pipeline parallelism were prototypes then, context parallelism came in October 2024"},
+		sets: []planner.Constraints{{PP: noPipeline, CP: []int{1}, ZeRO: []int{3}, OverlapTP: noOverlap}},
+		why: "torchtitan of April 2024: FSDP2 (fully sharded), alone or with tensor parallelism (its performance.md " +
+			"trains 2D FSDP2 + TP), per-layer or per-op activation checkpointing; pipeline parallelism was not released, " +
+			"async TP came later in 2024 and context parallelism in October 2024"},
 	{match: []string{"torchtitan", "2025"},
 		sets: []planner.Constraints{{ZeRO: []int{0, 2, 3}, Schedules: []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubbleV},
 			OverlapEP: noOverlap}},
