@@ -342,6 +342,20 @@ func (a Arch) MoELayers() int {
 	return (a.Layers - a.firstDense()) / a.moeFrequency()
 }
 
+// MoELayersBefore is the number of MoE layers among layers 0 … i−1: layer j is one
+// when j ≥ FirstDense and (j − FirstDense + 1) % Frequency == 0 (IsMoELayer), so
+// ⌊(i − FirstDense) / Frequency⌋ of them come before i.
+func (a *Arch) MoELayersBefore(i int) int {
+	if a.MoE == nil {
+		return 0
+	}
+	i = min(i, a.Layers) - a.firstDense()
+	if i <= 0 {
+		return 0
+	}
+	return i / a.moeFrequency()
+}
+
 func (a Arch) firstDense() int {
 	if a.MoE == nil {
 		return 0

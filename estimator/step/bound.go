@@ -99,7 +99,8 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
 		}
 		bwdLB, wUB = math.Min(bwdLB, dc.bwd), math.Max(wUB, dc.bwdW)
-		dl, ml := stageKinds(dreq)
+		var buf stageKindsBuf
+		dl, ml := stageKinds(dreq, buf[:])
 		least := math.Inf(1)
 		for r := 0; r < l.PP/2; r++ {
 			nd, nm, _ := dualPipePair(dl, ml, r)

@@ -132,7 +132,8 @@ func (cp *computeParts) dualPipe(req Request, logits, logitsBwd, logitsW float64
 	case RecomputeOps:
 		rcD, rcM = lc.opsFwd, lm.opsFwd
 	}
-	dl, ml := stageKinds(req)
+	var buf stageKindsBuf
+	dl, ml := stageKinds(req, buf[:])
 	best := -1.0
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(dl, ml, r)
@@ -296,24 +297,31 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 }
 
 // stageKinds returns the dense and MoE layers of each pipeline stage (one chunk
-// per rank: the schedules that pair stages, DualPipe, run one).
-func stageKinds(req Request) (dense, moe []int) {
-	a, l := req.Model, req.Layout
-	split := l.LayerSplit
-	if len(split) != l.PP {
-		split = EvenSplit(a.Layers, l.PP)
+// per rank: the schedules that pair stages, DualPipe, run one), in buf when it
+// holds 2 × PP entries (so that a caller's array can keep them off the heap).
+func stageKinds(req Request, buf []int) (dense, moe []int) {
+	a, l := &req.Model, req.Layout
+	if len(buf) < 2*l.PP {
+		buf = make([]int, 2*l.PP)
 	}
-	dense, moe = make([]int, l.PP), make([]int, l.PP)
-	layer := 0
-	for st, n := range split {
-		for range n {
-			if a.IsMoELayer(layer) {
-				moe[st]++
-			} else {
-				dense[st]++
+	dense, moe = buf[:l.PP:l.PP], buf[l.PP:2*l.PP]
+	split := l.LayerSplit
+	even := len(split) != l.PP
+	lo := 0
+	for st := range l.PP {
+		n := 0
+		if even {
+			// EvenSplit's counts: the first layers % pp stages take one more.
+			n = a.Layers / l.PP
+			if st < a.Layers%l.PP {
+				n++
 			}
-			layer++
+		} else {
+			n = split[st]
 		}
+		m := a.MoELayersBefore(lo+n) - a.MoELayersBefore(lo)
+		dense[st], moe[st] = n-m, m
+		lo += n
 	}
 	// The multi-token-prediction modules' layers run on the last stage.
 	if a.MoE != nil {
@@ -323,6 +331,9 @@ func stageKinds(req Request) (dense, moe []int) {
 	}
 	return dense, moe
 }
+
+// stageKindsBuf is room for stageKinds' counts of up to 64 stages.
+type stageKindsBuf [128]int
 
 // dualPipePair is, under DualPipe, the layers a pipeline rank r holds — stage r
 // and stage P−1−r (DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe: each rank

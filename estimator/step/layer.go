@@ -3,6 +3,7 @@ package step
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -429,7 +430,8 @@ func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert 
 	if req.Layout.Schedule == DualPipe {
 		// The two stages of the rank that holds the most.
 		r := dualPipeHeaviest(req, p)
-		dl, ml := stageKinds(req)
+		var buf stageKindsBuf
+		dl, ml := stageKinds(req, buf[:])
 		nd, nm, ends := dualPipePair(dl, ml, r)
 		dense, expert = pairMatmulParams(req, p, nd, nm)
 		dense += float64(nd+nm) * p.PerLayerNorm
@@ -456,7 +458,8 @@ func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert 
 // layer stay in 16 bits.
 func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert float64) {
 	if req.Layout.Schedule == DualPipe {
-		dl, ml := stageKinds(req)
+		var buf stageKindsBuf
+		dl, ml := stageKinds(req, buf[:])
 		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(req, p))
 		return pairMatmulParams(req, p, nd, nm)
 	}
@@ -471,7 +474,8 @@ func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert f
 func dualPipeHeaviest(req Request, p model.Params) int {
 	l, o := req.Layout, req.Training.Optimizer
 	t := float64(l.TP)
-	dl, ml := stageKinds(req)
+	var buf stageKindsBuf
+	dl, ml := stageKinds(req, buf[:])
 	best, most := 0, -1.0
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(dl, ml, r)
@@ -558,10 +562,24 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
 	l, p := req.Layout, req.Model.Params()
 	t := float64(l.TP)
-	dl, ml := stageKinds(req)
+	var buf stageKindsBuf
+	dl, ml := stageKinds(req, buf[:])
 	var peak Memory
+	// Ranks whose two stages hold the same layers hold the same memory: each pair
+	// is priced once (a later equal one would not raise the peak).
+	type pairKey struct {
+		nd, nm int
+		ends   bool
+	}
+	var seenBuf [32]pairKey
+	seen := seenBuf[:0]
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(dl, ml, r)
+		k := pairKey{nd, nm, ends}
+		if slices.Contains(seen, k) {
+			continue
+		}
+		seen = append(seen, k)
 		md, me := pairMatmulParams(req, p, nd, nm)
 		dense := md + float64(nd+nm)*p.PerLayerNorm
 		if ends {

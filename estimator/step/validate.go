@@ -117,8 +117,11 @@ func normaliseLayout(r Request, spWithTP bool) Request {
 // unfusedOnGPU says the framework's fused attention does not take the model's heads
 // on gpu, so that its attention runs unfused (framework.Profile.BlackwellFusedHeadDim).
 func unfusedOnGPU(fw string, a model.Arch, gpu hardware.GPU) bool {
+	if gpu.Arch != hardware.Blackwell {
+		return false // before the profile's lookup: this runs for every layout priced
+	}
 	p, err := framework.Lookup(fw)
-	if err != nil || p.BlackwellFusedHeadDim == 0 || gpu.Arch != hardware.Blackwell {
+	if err != nil || p.BlackwellFusedHeadDim == 0 {
 		return false
 	}
 	qk, v := a.HeadDim(), a.HeadDim()
@@ -178,12 +181,23 @@ func balanceSplit(l *Layout, a model.Arch, seq int) {
 // layers to divide them: the loss, or else the embedding and the loss.
 func autoAccount(layers, stages int) (embedding, loss bool) {
 	switch {
-	case AccountedSplit(layers, stages, false, true) != nil:
+	case accountable(layers, stages, false, true):
 		return false, true
-	case AccountedSplit(layers, stages, true, true) != nil:
+	case accountable(layers, stages, true, true):
 		return true, true
 	}
 	return false, false
+}
+
+// accountable says AccountedSplit has a split for these (without building it).
+func accountable(layers, stages int, embedding, loss bool) bool {
+	e, o := b2i(embedding), b2i(loss)
+	total := layers + e + o
+	if stages < 2 || total%stages != 0 {
+		return false
+	}
+	per := total / stages
+	return per-e >= 1 && per-o >= 1
 }
 
 // AccountedSplit is the layer split over stages (pp × virtual stages, model chunk c
@@ -192,15 +206,11 @@ func autoAccount(layers, stages int) (embedding, loss bool) {
 // options), or nil when stages do not divide the layers so counted or a chunk would
 // hold no layer.
 func AccountedSplit(layers, stages int, embedding, loss bool) []int {
+	if !accountable(layers, stages, embedding, loss) {
+		return nil
+	}
 	e, o := b2i(embedding), b2i(loss)
-	total := layers + e + o
-	if stages < 2 || total%stages != 0 {
-		return nil
-	}
-	per := total / stages
-	if per-e < 1 || per-o < 1 {
-		return nil
-	}
+	per := (layers + e + o) / stages
 	split := make([]int, stages)
 	for i := range split {
 		split[i] = per
