@@ -22,6 +22,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/internal/fieldpath"
+	"github.com/stepcost/stepcost/internal/service"
 	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -360,8 +361,8 @@ func FuzzResolveModel(f *testing.F) {
 		a, derived, err := wire.ResolveModel("model", m)
 		if err != nil {
 			checkStatus(t, itemRequest, toStatus(err))
-			if f := violations(err); len(f) > 0 && !strings.HasPrefix(f[0].GetField(), "model") {
-				t.Fatalf("violation of %q, not under model", f[0].GetField())
+			if _, f := service.CodeOf(err); len(f) > 0 && !strings.HasPrefix(f[0].Field, "model") {
+				t.Fatalf("violation of %q, not under model", f[0].Field)
 			}
 			var nf *wire.NotFoundError
 			if errors.As(err, &nf) && nf.Field != "model.name" {

@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/stepcost/stepcost/cache"
+	"github.com/stepcost/stepcost/internal/buildinfo"
 	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -34,7 +35,7 @@ func keyOf(s *Service, method string, req proto.Message) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cache.Key([]byte(method), []byte(EstimatorVersion), rest, resolved), nil
+	return cache.Key([]byte(method), []byte(buildinfo.EstimatorVersion), rest, resolved), nil
 }
 
 // A request field the cache key leaves out would answer a different question from
@@ -45,7 +46,7 @@ func keyOf(s *Service, method string, req proto.Message) (string, error) {
 // (A change may resolve to the same key: precision BF16 where it is the default
 // is the same question.)
 func TestCacheKeyCoversEveryField(t *testing.T) {
-	s := NewService(DefaultLimits(), nil)
+	s := New(Options{})
 	covered := map[string]bool{}   // method.path → some change changed the key
 	exercised := map[string]bool{} // method.path → some change resolved
 	var all []string
