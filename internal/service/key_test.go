@@ -193,8 +193,22 @@ func keyBases(t *testing.T) []keyBase {
 	overNodes(planOverNodes.Cluster)
 	collOverNodes := proto.Clone(coll).(*pb.SimulateCollectiveRequest)
 	overNodes(collOverNodes.Cluster)
+	// A free map holding the GPUs a step or a collective runs on (the first two
+	// nodes) and, listed first (the mutations change a list's first element), one
+	// more node.
+	withFree := func(c *pb.ClusterSpec) *pb.ClusterSpec {
+		all := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+		c.FreeGpus = []*pb.NodeFreeGPUs{{Node: 3, Gpus: all}, {Node: 0, Gpus: all}, {Node: 1, Gpus: all}}
+		return c
+	}
+	stepFree := step(arch("llama3-8b"), layout())
+	withFree(stepFree.Cluster)
+	collFree := proto.Clone(coll).(*pb.SimulateCollectiveRequest)
+	withFree(collFree.Cluster)
 	return []keyBase{
 		{"EstimateStep", "dense", step(arch("llama3-8b"), layout())},
+		{"EstimateStep", "free GPUs", stepFree},
+		{"SimulateCollective", "free GPUs", collFree},
 		{"EstimateStep", "algorithms over node counts", stepOverNodes},
 		{"EstimatePlan", "algorithms over node counts", planOverNodes},
 		{"SimulateCollective", "algorithms over node counts", collOverNodes},

@@ -155,3 +155,73 @@ func TestEstimatorFor(t *testing.T) {
 		t.Errorf("scratch estimators: %p %p %p %p (cluster's %p)", got[0], got[1], got[2], got[3], ce.Est)
 	}
 }
+
+// EstimateStep and SimulateCollective put their ranks on the first GPUs in order: a
+// free map that holds those GPUs changes nothing of the answer; one that leaves
+// one of them busy, or names GPUs that do not exist, is refused by field (it was
+// read by neither and silently ignored).
+func TestFreeGPUsOfOneLayout(t *testing.T) {
+	s := New(Options{})
+	ctx := context.Background()
+	all := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+	step := func(free ...*pb.NodeFreeGPUs) *pb.EstimateStepRequest {
+		return &pb.EstimateStepRequest{Model: plannerRequest().Model,
+			Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}, Nodes: 4, FreeGpus: free},
+			Training: &pb.Training{SeqLen: 4096, GlobalBatch: 64}, Layout: &pb.Layout{Tp: 8, Dp: 2, MicroBatch: 1}}
+	}
+	coll := func(free ...*pb.NodeFreeGPUs) *pb.SimulateCollectiveRequest {
+		return &pb.SimulateCollectiveRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}, Nodes: 4, FreeGpus: free},
+			Nodes: 2, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 26}
+	}
+	base, err := s.EstimateStep(ctx, step())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.EstimateStep(ctx, step(&pb.NodeFreeGPUs{Node: 2, Gpus: all[:3]}, &pb.NodeFreeGPUs{Node: 0, Gpus: all}, &pb.NodeFreeGPUs{Node: 1, Gpus: all}))
+	if err != nil || held.GetEstimate().GetStepTimeS() != base.GetEstimate().GetStepTimeS() {
+		t.Errorf("a free map holding the layout's GPUs: %v, %v (without: %v)", held.GetEstimate().GetStepTimeS(), err, base.GetEstimate().GetStepTimeS())
+	}
+	cbase, err := s.SimulateCollective(ctx, coll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.SimulateCollective(ctx, coll(&pb.NodeFreeGPUs{Node: 0, Gpus: all}, &pb.NodeFreeGPUs{Node: 1, Gpus: all})); err != nil ||
+		c.GetChosen().GetTimeUs() != cbase.GetChosen().GetTimeUs() {
+		t.Errorf("a free map holding the group's GPUs: %v, %v", c.GetChosen(), err)
+	}
+	for name, c := range map[string]struct {
+		err   func() error
+		field string
+	}{
+		"step, node 1 busy": {func() error {
+			_, err := s.EstimateStep(ctx, step(&pb.NodeFreeGPUs{Node: 0, Gpus: all}, &pb.NodeFreeGPUs{Node: 2, Gpus: all}))
+			return err
+		}, "cluster.free_gpus"},
+		"step, GPU 7 busy": {func() error {
+			_, err := s.EstimateStep(ctx, step(&pb.NodeFreeGPUs{Node: 0, Gpus: all[:7]}, &pb.NodeFreeGPUs{Node: 1, Gpus: all}))
+			return err
+		}, "cluster.free_gpus"},
+		"step, no such GPU": {func() error {
+			_, err := s.EstimateStep(ctx, step(&pb.NodeFreeGPUs{Node: 0, Gpus: []int32{9}}))
+			return err
+		}, "cluster.free_gpus[0].gpus[0]"},
+		"step, negative node": {func() error {
+			_, err := s.EstimateStep(ctx, step(&pb.NodeFreeGPUs{Node: -1, Gpus: all}))
+			return err
+		}, "cluster.free_gpus[0].node"},
+		"collective, node 1 busy": {func() error {
+			_, err := s.SimulateCollective(ctx, coll(&pb.NodeFreeGPUs{Node: 0, Gpus: all}))
+			return err
+		}, "cluster.free_gpus"},
+		"collective, GPU listed twice": {func() error {
+			_, err := s.SimulateCollective(ctx, coll(&pb.NodeFreeGPUs{Node: 0, Gpus: []int32{0, 0}}))
+			return err
+		}, "cluster.free_gpus[0].gpus[1]"},
+	} {
+		err := c.err()
+		code, vs := CodeOf(err)
+		if code != InvalidArgument || len(vs) != 1 || vs[0].Field != c.field {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT on %s", name, err, c.field)
+		}
+	}
+}

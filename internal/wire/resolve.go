@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/stepcost/stepcost/estimator/collective"
@@ -110,6 +111,23 @@ func (ce *ClusterEntry) Supported(c *pb.ClusterSpec, t step.Training) error {
 	return nil
 }
 
+// checkFreeHoldsFirst checks a call's free map, which must hold the first gpus GPUs
+// of the cluster, where call puts its ranks.
+func checkFreeHoldsFirst(c *pb.ClusterSpec, ce *ClusterEntry, gpus int, call, instead string) error {
+	gpn := ce.Cluster.Spec.GPUsPerNode
+	if err := CheckFree("cluster.free_gpus", c.GetFreeGpus(), gpn); err != nil {
+		return err
+	}
+	if len(c.GetFreeGpus()) == 0 {
+		return nil
+	}
+	first := make([]int, gpus)
+	for i := range first {
+		first[i] = i
+	}
+	return CheckFreeHolds("cluster.free_gpus", c.GetFreeGpus(), gpn, first, call, instead)
+}
+
 // Step is an EstimateStep request resolved: what it estimates (its Key) and on
 // which cluster.
 type Step struct {
@@ -147,11 +165,19 @@ func ResolveStep(pool *Clusters, req *pb.EstimateStepRequest, maxGPUs int) (*Ste
 	if err != nil {
 		return nil, err
 	}
-	ce, err := pool.Sized(req.GetCluster(), gpus, -1, maxGPUs)
+	_, top, err := FreeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
+	if err != nil {
+		return nil, err
+	}
+	ce, err := pool.Sized(req.GetCluster(), gpus, top, maxGPUs)
 	if err != nil {
 		return nil, err
 	}
 	if err := ce.Supported(req.GetCluster(), t); err != nil {
+		return nil, err
+	}
+	if err := checkFreeHoldsFirst(req.GetCluster(), ce, gpus, "EstimateStep",
+		fmt.Sprintf("leave free_gpus out to estimate the layout there, or ask EstimatePlan (gpus %d, constraints pinning the layout) to place it on the free GPUs", gpus)); err != nil {
 		return nil, err
 	}
 	return &Step{Model: a, Derived: derived, Training: t, Layout: l, Cluster: ce,
@@ -440,7 +466,11 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	if nodes*spec.GPUsPerNode > maxGPUs {
 		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes", maxGPUs/spec.GPUsPerNode))
 	}
-	ce, err := pool.Sized(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), -1, maxGPUs)
+	_, top, err := FreeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
+	if err != nil {
+		return nil, err
+	}
+	ce, err := pool.Sized(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), top, maxGPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -450,6 +480,13 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	}
 	group, sib, err := collective.NodeGroups(ce.Cluster, nodes, per, req.GetConcurrent())
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckFree("cluster.free_gpus", req.GetCluster().GetFreeGpus(), ce.Cluster.Spec.GPUsPerNode); err != nil {
+		return nil, err
+	}
+	if err := CheckFreeHolds("cluster.free_gpus", req.GetCluster().GetFreeGpus(), ce.Cluster.Spec.GPUsPerNode, slices.Concat(append([][]int{group}, sib...)...),
+		"SimulateCollective", "leave free_gpus out to price the collective there"); err != nil {
 		return nil, err
 	}
 	p, err := collective.Place(ce.Cluster, group, sib)

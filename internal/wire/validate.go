@@ -96,6 +96,33 @@ func CheckFree(field string, v []*pb.NodeFreeGPUs, gpusPerNode int) error {
 	return nil
 }
 
+// CheckFreeHolds refuses a free map (field, already checked by FreeMap and
+// CheckFree) that leaves busy one of the GPUs a call puts its ranks on: call
+// (EstimateStep, SimulateCollective) places them on gpus (global indices, node by
+// node) and does not move them, so a busy one would make the answer that of GPUs
+// the scheduler cannot give. No map: every GPU is free.
+func CheckFreeHolds(field string, v []*pb.NodeFreeGPUs, gpusPerNode int, gpus []int, call, instead string) error {
+	if len(v) == 0 {
+		return nil
+	}
+	free := make(map[int]map[int]bool, len(v))
+	for _, n := range v {
+		m := make(map[int]bool, len(n.GetGpus()))
+		for _, g := range n.GetGpus() {
+			m[int(g)] = true
+		}
+		free[int(n.GetNode())] = m
+	}
+	for _, g := range gpus {
+		node, local := g/gpusPerNode, g%gpusPerNode
+		if !free[node][local] {
+			return invalid.Field(field, "%s puts its ranks on the first GPUs in order and a free map cannot move them, but GPU %d of node %d is not free; %s",
+				call, local, node, instead)
+		}
+	}
+	return nil
+}
+
 // collectiveApplies refuses, naming the field, a collective that cannot run on the
 // group: a group of one GPU (nodes or gpus_per_node), a forced algorithm that does
 // not apply (algorithm), or an operation no algorithm NCCL would choose can run on a

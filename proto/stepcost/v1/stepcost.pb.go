@@ -1905,7 +1905,10 @@ type ClusterSpec struct {
 	Source isClusterSpec_Source `protobuf_oneof:"source"`
 	// Nodes of the cluster; 0: as many as the job needs.
 	Nodes int32 `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	// Free GPUs per node; empty: the whole cluster is free.
+	// Free GPUs per node; empty: the whole cluster is free. EstimatePlan places the
+	// job on them. EstimateStep and SimulateCollective put their ranks on the first
+	// GPUs in order and do not move them: a map must hold those GPUs (then it changes
+	// nothing of the answer), or the call is refused naming this field.
 	FreeGpus      []*NodeFreeGPUs `protobuf:"bytes,4,rep,name=free_gpus,json=freeGpus,proto3" json:"free_gpus,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
