@@ -152,41 +152,10 @@ func collectiveApplies(coll *collective.Model, req *pb.SimulateCollectiveRequest
 	return invalid.Field("nodes", "no algorithm can run %s on a group of %d GPUs over %d nodes; force one with algorithm, or use a smaller group", op, p.N(), p.Domains)
 }
 
-// The what-ifs' bounds. Each is a fraction of a healthy speed, and the times it
-// touches scale with its inverse: unbounded, 1e-300 answers 1e299 s and 5e-324 an
-// infinite step. The bounds are the slowest a part still works at; slower, it has
-// failed, and a job replaces it rather than waits for it.
-const (
-	// MinSlowGPUSpeed: a hundredfold slowdown. Clock throttling (thermal, power
-	// brake) slows a GPU a few times, not a hundred; a GPU at 1 % is a failed one.
-	MinSlowGPUSpeed = 0.01
-	// MinDegradedNICSpeed: a 400 Gb/s port that fell back to 1 Gb/s (1/400 =
-	// 0.0025) or an InfiniBand NDR port trained to one lane at SDR (2.5 of 400
-	// Gb/s, 0.006) is still in range; below a thousandth a link is down, not slow.
-	MinDegradedNICSpeed = 0.001
-	// MinDegradedLinkSpeed: an H100 left with one of its 18 NVLinks (0.056), or a
-	// PCIe 5.0 x16 GPU whose link trained at 1.0 x1 (0.25 of 64 GB/s, 0.004), is
-	// still in range.
-	MinDegradedLinkSpeed = 0.001
-)
-
-// CheckWhatIfs refuses a what-if outside its bounds, naming its field: each is 0
-// (none) or a fraction from its minimum to 1.
+// CheckWhatIfs refuses a what-if outside its bounds (step.CheckWhatIfs), naming
+// its field, before the request's cluster is resolved.
 func CheckWhatIfs(slowGPU, degradedNIC, degradedLink float64) error {
-	var c invalid.Collector
-	for _, w := range []struct {
-		field, what string
-		v, min      float64
-	}{
-		{"slow_gpu_speed", "the slow GPU's fraction of its speed", slowGPU, MinSlowGPUSpeed},
-		{"degraded_nic_speed", "the degraded NICs' fraction of their bandwidth", degradedNIC, MinDegradedNICSpeed},
-		{"degraded_link_speed", "the degraded link's fraction of its bandwidth", degradedLink, MinDegradedLinkSpeed},
-	} {
-		if !(w.v == 0 || w.v >= w.min && w.v <= 1) {
-			c.Add(w.field, "must be 0 (none) or from %g to 1, %s (got %v)", w.min, w.what, w.v)
-		}
-	}
-	return c.Err()
+	return step.CheckWhatIfs(slowGPU, degradedNIC, degradedLink, nil)
 }
 
 // MaxTextBytes bounds every string of a request (names, kinds, descriptions, map
