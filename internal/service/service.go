@@ -10,6 +10,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -200,7 +201,21 @@ func (s *Service) estimateStep(req *pb.EstimateStepRequest) (work, error) {
 	if err != nil {
 		return work{}, err
 	}
-	return work{requestKey{stepRest(req), st.Key()}, func(ctx context.Context) (proto.Message, error) { return st.Estimate(ctx) }}, nil
+	return work{requestKey{stepRest(req), st.Key()}, func(ctx context.Context) (proto.Message, error) {
+		res, err := estimate(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		return st.Response(res), nil
+	}}, nil
+}
+
+// estimate runs the step model on a resolved request.
+func estimate(ctx context.Context, st *wire.Step) (step.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return step.Result{}, err
+	}
+	return st.Cluster.Est.Estimate(st.Request())
 }
 
 // EstimatePlan searches and ranks the plans of a job.
@@ -270,7 +285,7 @@ func (s *Service) StepResult(ctx context.Context, req *pb.EstimateStepRequest) (
 	if err != nil {
 		return nil, step.Result{}, err
 	}
-	res, err := st.Result(ctx)
+	res, err := estimate(ctx, st)
 	if err != nil {
 		return nil, res, err
 	}
@@ -291,7 +306,11 @@ func (s *Service) search(ctx context.Context, ce *wire.ClusterEntry, pr planner.
 		return planner.Result{}, err
 	}
 	defer release()
-	return wire.SearchResult(ctx, s.estimatorFor(ce, pr), pr)
+	res, err := planner.Search(ctx, s.estimatorFor(ce, pr), pr)
+	if errors.Is(err, planner.ErrTooManyLayouts) {
+		return res, wire.Limit("gpus", fmt.Sprintf("%v layouts (flag --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err))
+	}
+	return res, err
 }
 
 // plannerTrace makes a span of each planner phase, with the items it produced.
@@ -360,7 +379,41 @@ func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, e
 	if err != nil {
 		return work{}, err
 	}
-	return work{requestKey{collectiveRest(req), c.Key()}, func(ctx context.Context) (proto.Message, error) { return c.Simulate(ctx) }}, nil
+	return work{requestKey{collectiveRest(req), c.Key()}, func(ctx context.Context) (proto.Message, error) { return simulate(ctx, c) }}, nil
+}
+
+// simulate prices a resolved collective: the algorithm the model chooses (or the
+// one forced), its schedule when asked for, every candidate and why the other
+// algorithms do not apply.
+func simulate(ctx context.Context, c *wire.Collective) (*pb.SimulateCollectiveResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	chosen, err := c.Model.Estimate(c.Placement, c.Op, c.Size, c.Options)
+	if err != nil {
+		return nil, err
+	}
+	var replay *collective.Replay
+	if c.Steps {
+		replay, err = c.Model.Replay(c.Placement, chosen, collective.ReplayOptions{Launch: c.Options.Launch, MaxRows: c.Rows})
+		switch {
+		case errors.Is(err, collective.ErrReplayTooLarge):
+			return nil, invalid.Field("steps", "%v", err)
+		case errors.Is(err, collective.ErrNoSchedule):
+			return nil, invalid.Field("steps", "%v; force another algorithm (field algorithm; --algo on the command line)", err)
+		case err != nil:
+			return nil, err
+		}
+	}
+	all := c.Model.Candidates(c.Placement, c.Op, c.Size, collective.Options{Launch: c.Options.Launch, ForceProtocol: c.Options.ForceProtocol, Protocol: c.Options.Protocol}, nil)
+	collective.ByTime(all)
+	notApplicable := map[collective.Algorithm]error{}
+	for _, a := range collective.Algorithms() {
+		if err := c.Model.Supports(c.Placement, c.Op, a); err != nil {
+			notApplicable[a] = err
+		}
+	}
+	return c.Response(chosen, replay, all, notApplicable), nil
 }
 
 // ListCatalog lists the embedded catalog.
