@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"google.golang.org/genproto/googleapis/api/httpbody"
@@ -40,8 +41,11 @@ func (s *Service) SchedulePicture(ctx context.Context, req *pb.EstimateStepReque
 	}
 	title := fmt.Sprintf("%s on %s", resp.GetModel().GetName(), clusterName(req.GetCluster()))
 	sched, err := picture.Schedule(res, title)
-	if err != nil {
-		return picture.Figure{}, errorf(InvalidArgument, "%v", err)
+	if errors.Is(err, picture.ErrTooManyStages) {
+		return picture.Figure{}, invalid.Field("layout.pp", "%v", err)
+	}
+	if err != nil { // a valid estimate has micro-batches and stages
+		return picture.Figure{}, err
 	}
 	return picture.Stack(sched, picture.Breakdown(res, title)), nil
 }
