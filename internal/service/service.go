@@ -277,9 +277,9 @@ func (s *Service) PlanResult(ctx context.Context, req *pb.EstimatePlanRequest) (
 }
 
 // StepResult answers an EstimateStep request as EstimateStep does, but never from
-// the cache, and also returns the estimator's result (with the assumption of a
-// shape derived from a parameter count first, as in the answer), for a caller that
-// draws it.
+// the cache, and also returns the estimator's result, for a caller that draws it
+// (the answer's assumptions also say how a shape was derived from a parameter
+// count; the result's are the estimator's own).
 func (s *Service) StepResult(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, step.Result, error) {
 	st, err := wire.ResolveStep(s.clusters, req, s.limits.MaxGPUs)
 	if err != nil {
@@ -292,9 +292,6 @@ func (s *Service) StepResult(ctx context.Context, req *pb.EstimateStepRequest) (
 	resp := st.Response(res)
 	if err := checkFinite(resp); err != nil {
 		return nil, res, err
-	}
-	if st.Derived != "" {
-		res.Assumptions = append([]string{st.Derived}, res.Assumptions...)
 	}
 	return resp, res, nil
 }
