@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -27,5 +28,33 @@ func TestSearchGPUsMatchesTheSearch(t *testing.T) {
 	}
 	if got := planner.SearchGPUs(planner.Request{MinGPUs: 3, MaxGPUs: 5}); got != 3+4+5 {
 		t.Errorf("no cluster, 3–5: %d", got)
+	}
+}
+
+// One rule for a node's free GPUs: the planner refuses a free map by it, in the
+// words the service uses for the request's entry.
+func TestFreeGPUsRule(t *testing.T) {
+	for _, c := range []struct {
+		gpus []int
+		at   int
+		why  string
+	}{
+		{[]int{0, 1, 7}, -1, ""},
+		{[]int{0, 8}, 1, "must be a GPU of the node, 0 to 7 (got 8)"},
+		{[]int{3, -1}, 1, "must be a GPU of the node, 0 to 7 (got -1)"},
+		{[]int{2, 5, 2}, 2, "GPU 2 is listed twice"},
+	} {
+		at, why := planner.CheckNodeGPUs(c.gpus, 8)
+		if at != c.at || why != c.why {
+			t.Errorf("%v: %d %q, want %d %q", c.gpus, at, why, c.at, c.why)
+		}
+		if c.at < 0 {
+			continue
+		}
+		req := llama8bRequest(t)
+		req.Free = planner.FreeMap{0: c.gpus}
+		if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), "free_gpus[0]: "+c.why) {
+			t.Errorf("%v: search %v", c.gpus, err)
+		}
 	}
 }

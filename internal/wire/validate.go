@@ -11,6 +11,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -77,20 +78,12 @@ func CheckGPUsPerNode(spec topology.Spec) error {
 	return nil
 }
 
-// CheckFree refuses free GPUs that are not GPUs of a node, or are listed twice,
-// naming the entry by its place in the request.
+// CheckFree refuses free GPUs that are not GPUs of a node, or are listed twice
+// (planner.CheckNodeGPUs), naming the entry by its place in the request.
 func CheckFree(field string, v []*pb.NodeFreeGPUs, gpusPerNode int) error {
 	for i, n := range v {
-		seen := make(map[int32]bool, len(n.GetGpus()))
-		for j, g := range n.GetGpus() {
-			f := fmt.Sprintf("%s[%d].gpus[%d]", field, i, j)
-			if g < 0 || int(g) >= gpusPerNode {
-				return invalid.Field(f, "must be a GPU of the node, 0 to %d (got %d)", gpusPerNode-1, g)
-			}
-			if seen[g] {
-				return invalid.Field(f, "GPU %d is listed twice", g)
-			}
-			seen[g] = true
+		if j, why := planner.CheckNodeGPUs(ToInts(n.GetGpus()), gpusPerNode); j >= 0 {
+			return invalid.Field(fmt.Sprintf("%s[%d].gpus[%d]", field, i, j), "%s", why)
 		}
 	}
 	return nil
