@@ -35,25 +35,43 @@ type Front struct {
 
 // FrontOf collects a search's top plans and Pareto front (a plan in both once).
 func FrontOf(res planner.Result, title string) Front {
-	f := Front{Title: title, Evaluated: res.Stats.Evaluated}
+	top := make([]Candidate, len(res.Top))
+	for i, p := range res.Top {
+		top[i] = candidateOf(p)
+	}
+	front := make([]Candidate, len(res.Pareto))
+	for i, p := range res.Pareto {
+		front[i] = candidateOf(p)
+	}
+	return Merge(title, res.Stats.Evaluated, top, front)
+}
+
+// Merge is the front of a search that evaluated evaluated layouts and returned
+// the top plans and the Pareto front: a plan in both is drawn once, ranked and on
+// the front; a plan only on the front is unranked. A plan is known by its job
+// size, its layout and its step time (candidateKey), wherever it comes from (the
+// planner's result, the API's answer).
+func Merge(title string, evaluated int, top, front []Candidate) Front {
+	f := Front{Title: title, Evaluated: evaluated}
 	index := map[string]int{}
-	key := func(p planner.Plan) string {
-		return strconv.Itoa(p.GPUs) + "|" + LayoutLabel(p.Layout) + "|" + strconv.FormatFloat(p.Estimate.StepTime, 'g', -1, 64)
+	for _, c := range top {
+		index[candidateKey(c)] = len(f.Candidates)
+		f.Candidates = append(f.Candidates, c)
 	}
-	for _, p := range res.Top {
-		index[key(p)] = len(f.Candidates)
-		f.Candidates = append(f.Candidates, candidateOf(p))
-	}
-	for _, p := range res.Pareto {
-		if i, ok := index[key(p)]; ok {
+	for _, c := range front {
+		if i, ok := index[candidateKey(c)]; ok {
 			f.Candidates[i].OnFront = true
 			continue
 		}
-		c := candidateOf(p)
 		c.Rank, c.OnFront = 0, true
 		f.Candidates = append(f.Candidates, c)
 	}
 	return f
+}
+
+// candidateKey identifies a plan: its job size, its layout and its step time.
+func candidateKey(c Candidate) string {
+	return strconv.Itoa(c.GPUs) + "|" + c.Label + "|" + strconv.FormatFloat(c.StepTime, 'g', -1, 64)
 }
 
 func candidateOf(p planner.Plan) Candidate {

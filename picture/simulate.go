@@ -67,6 +67,9 @@ type durations struct {
 
 func (d durations) of(p Pass) float64 { return d.compute[p] + d.comm[p] }
 
+// ErrTooManyStages is a schedule of more pipeline stages than a picture draws.
+var ErrTooManyStages = errors.New("picture: more pipeline stages than a picture can draw")
+
 // Simulate lays out the pipeline schedule of an estimate: which block each stage
 // runs when. It executes the schedule's block table as the estimate does
 // (step.PipelineOrders, step.ExecutePipeline): the block lengths are the
@@ -90,7 +93,7 @@ func Simulate(r step.Result) (Timeline, error) {
 		return tl, errors.New("picture: the estimate has no micro-batches")
 	}
 	if tl.Stages > MaxBlocks/2 {
-		return tl, fmt.Errorf("picture: %d pipeline stages are more than a picture can draw", tl.Stages)
+		return tl, fmt.Errorf("%w: %d, at most %d", ErrTooManyStages, tl.Stages, MaxBlocks/2)
 	}
 	zb := step.SplitsWeightGrad(tl.Schedule)
 	passes := 2

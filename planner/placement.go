@@ -18,18 +18,28 @@ func (f FreeMap) validate(c *topology.Cluster) error {
 		if node < 0 || node >= c.Spec.Nodes {
 			return invalid.Field(fmt.Sprintf("free_gpus[%d]", node), "node %d is not in the cluster's %d nodes", node, c.Spec.Nodes)
 		}
-		seen := map[int]bool{}
-		for _, g := range f[node] {
-			if g < 0 || g >= c.Spec.GPUsPerNode {
-				return invalid.Field(fmt.Sprintf("free_gpus[%d]", node), "GPU %d is not one of the node's %d", g, c.Spec.GPUsPerNode)
-			}
-			if seen[g] {
-				return invalid.Field(fmt.Sprintf("free_gpus[%d]", node), "GPU %d is listed twice", g)
-			}
-			seen[g] = true
+		if _, why := CheckNodeGPUs(f[node], c.Spec.GPUsPerNode); why != "" {
+			return invalid.Field(fmt.Sprintf("free_gpus[%d]", node), "%s", why)
 		}
 	}
 	return nil
+}
+
+// CheckNodeGPUs is the rule of one node's free GPUs: each is a GPU of the node (0
+// to gpusPerNode-1), none listed twice. It returns the index of the first entry
+// that breaks it and why, or -1 and "".
+func CheckNodeGPUs(gpus []int, gpusPerNode int) (int, string) {
+	seen := make(map[int]bool, len(gpus))
+	for i, g := range gpus {
+		if g < 0 || g >= gpusPerNode {
+			return i, fmt.Sprintf("must be a GPU of the node, 0 to %d (got %d)", gpusPerNode-1, g)
+		}
+		if seen[g] {
+			return i, fmt.Sprintf("GPU %d is listed twice", g)
+		}
+		seen[g] = true
+	}
+	return -1, ""
 }
 
 func sortedNodes(f FreeMap) []int {

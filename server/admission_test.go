@@ -19,18 +19,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/cache"
-	"github.com/stepcost/stepcost/estimator/step"
-	"github.com/stepcost/stepcost/planner"
+	"github.com/stepcost/stepcost/internal/service"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
-
-// Wide ranges and the constraints that widen the space make a search large.
-func TestLargeSearch(t *testing.T) {
-	if !largeSearch(planner.Request{MaxGPUs: 1024}) || largeSearch(planner.Request{GPUs: 1024}) ||
-		!largeSearch(planner.Request{GPUs: 8, Constraints: planner.Constraints{UnevenPP: true}}) {
-		t.Error("largeSearch")
-	}
-}
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -113,7 +104,7 @@ func TestSmallRequestsDoNotWaitForSearches(t *testing.T) {
 	if _, err := svc.EstimatePlan(fullCtx, uncached(512)); status.Code(err) != codes.Unavailable {
 		t.Errorf("search with the queue full: %v", err)
 	}
-	big := make([]*pb.EstimateStepRequest, rankBatchGated+1)
+	big := make([]*pb.EstimateStepRequest, service.RankBatchGated+1)
 	for i := range big {
 		big[i] = stepRequest()
 	}
@@ -127,45 +118,6 @@ func TestSmallRequestsDoNotWaitForSearches(t *testing.T) {
 	if n := svc.admit.Running(); n != 0 {
 		t.Errorf("%d slots still taken", n)
 	}
-}
-
-// searchGPUs counts what the planner places: the sizes it reports trying.
-func TestSearchGPUsMatchesThePlanner(t *testing.T) {
-	svc := NewService(DefaultLimits(), nil)
-	for _, r := range []*pb.EstimatePlanRequest{
-		{Gpus: 16},
-		{MaxGpus: 40},
-		{MinGpus: 3, MaxGpus: 24},
-	} {
-		r.Model, r.Cluster, r.Training, r.TopK = plannerRequest().Model, plannerRequest().Cluster, plannerRequest().Training, 1
-		w, err := svc.estimatePlan(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := w.run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := 0
-		for _, n := range m.(*pb.EstimatePlanResponse).GetStats().GetGpuCounts() {
-			sum += int(n)
-		}
-		pr := searchRequestOf(t, svc, r)
-		if got := searchGPUs(pr); got != sum {
-			t.Errorf("gpus %d, %d–%d: searchGPUs %d, planner placed %d", r.Gpus, r.MinGpus, r.MaxGpus, got, sum)
-		}
-	}
-}
-
-// searchRequestOf rebuilds the planner request the service makes of r.
-func searchRequestOf(t *testing.T, svc *Service, r *pb.EstimatePlanRequest) (pr planner.Request) {
-	t.Helper()
-	ce, err := svc.sizedCluster(r.GetCluster(), max(int(r.GetGpus()), int(r.GetMaxGpus())), -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr.Cluster, pr.GPUs, pr.MinGPUs, pr.MaxGPUs = ce.Cluster, int(r.GetGpus()), int(r.GetMinGpus()), int(r.GetMaxGpus())
-	return pr
 }
 
 // A range search over --max-search-gpus is refused before it runs, naming the flag;
@@ -192,44 +144,6 @@ func TestSearchSizeLimit(t *testing.T) {
 	}
 }
 
-// A scheduler sends a different free map with every search. Their placements must
-// not pile up in the cluster's shared estimator (they did, 150 KB a search of 16 GPUs,
-// 3 MB of 1 024, so that an admission loop ran the daemon out of memory).
-func TestFreeMapSearchesDoNotAccumulate(t *testing.T) {
-	svc := NewService(DefaultLimits(), nil)
-	svc.scratch.budget = 64 // a new scratch estimator every 4 searches
-	search := func(i int) {
-		free := make([]*pb.NodeFreeGPUs, 8)
-		for n := range free {
-			k := 4 + (i+n)%5 // 4–8 free GPUs, a different map each time
-			free[n] = &pb.NodeFreeGPUs{Node: int32(n), Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}[:k]}
-		}
-		r := &pb.EstimatePlanRequest{Model: plannerRequest().Model, Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}, Nodes: 8, FreeGpus: free},
-			Training: &pb.Training{SeqLen: 8192, GlobalBatch: 64}, Gpus: 16, TopK: 1}
-		if _, err := svc.EstimatePlan(context.Background(), r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	for i := range 5 {
-		search(i)
-	}
-	before := heap()
-	const n = 30
-	for i := range n {
-		search(5 + i)
-	}
-	if grew := int64(heap()) - int64(before); grew > 1<<20 {
-		t.Errorf("the heap grew %d KB over %d searches with free maps", grew>>10, n)
-	}
-}
-
-// The admission flags are checked at start-up, and /metrics reports the searches
 // running, waiting and how admissions ended.
 func TestAdmissionFlagsAndMetrics(t *testing.T) {
 	for flag, edit := range map[string]func(*Config){
@@ -336,29 +250,4 @@ func liveHeap() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
-}
-
-// Searches whose free map leaves ranks on the first GPUs in order share the
-// cluster's estimator (and its placements); others share a scratch one, replaced
-// when it has served its budget.
-func TestEstimatorFor(t *testing.T) {
-	svc := NewService(DefaultLimits(), nil)
-	svc.scratch.budget = 48
-	ce, err := svc.sizedCluster(plannerRequest().Cluster, 32, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := []int{0, 1, 2, 3, 4, 5, 6, 7}
-	for _, free := range []planner.FreeMap{nil, {0: full}, {0: full, 1: full, 2: full}} {
-		if svc.estimatorFor(ce, planner.Request{Cluster: ce.Cluster, GPUs: 16, Free: free}) != ce.Est {
-			t.Errorf("%v: not the cluster's estimator", free)
-		}
-	}
-	var got []*step.Estimator
-	for _, free := range []planner.FreeMap{{1: full}, {0: full[:4]}, {0: full, 2: full}, {0: full[:7]}} {
-		got = append(got, svc.estimatorFor(ce, planner.Request{Cluster: ce.Cluster, GPUs: 16, Free: free}))
-	}
-	if got[0] == ce.Est || got[0] != got[1] || got[1] != got[2] || got[3] == got[2] {
-		t.Errorf("scratch estimators: %p %p %p %p (cluster's %p)", got[0], got[1], got[2], got[3], ce.Est)
-	}
 }

@@ -5,36 +5,38 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stepcost/stepcost/internal/wire"
+	"github.com/stepcost/stepcost/internal/service"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 	"github.com/stepcost/stepcost/server/bounded"
 )
 
-// toStatus maps a domain error to a gRPC status: field errors become
-// InvalidArgument with a BadRequest listing every violated field, unknown catalog
-// names NotFound, limits InvalidArgument, context errors their own codes, and
-// anything else Internal.
+// grpcCodes are the gRPC codes of the service's (service.Code). A request over one
+// of the service's limits is InvalidArgument (HTTP 400): the caller's to change,
+// not to retry. Being busy (admission) is the admission control's own Unavailable.
+var grpcCodes = map[service.Code]codes.Code{
+	service.Internal:           codes.Internal,
+	service.InvalidArgument:    codes.InvalidArgument,
+	service.NotFound:           codes.NotFound,
+	service.FailedPrecondition: codes.FailedPrecondition,
+	service.DeadlineExceeded:   codes.DeadlineExceeded,
+	service.Canceled:           codes.Canceled,
+}
+
+// toStatus is the one place a call's error becomes a gRPC status: the service's
+// typed errors (service.CodeOf) their code, field errors InvalidArgument with a
+// BadRequest listing the fields violated (bounded), and errors that are already a
+// status (admission control's) as they are.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := status.FromError(err); ok && !isDomain(err) {
+	if _, ok := status.FromError(err); ok && !service.Typed(err) {
 		return err
 	}
-	code, vs := wire.Code(err)
-	c := codes.Internal
-	switch code {
-	case "CANCELLED":
-		c = codes.Canceled
-	case "DEADLINE_EXCEEDED":
-		c = codes.DeadlineExceeded
-	case "NOT_FOUND":
-		c = codes.NotFound
-	case "INVALID_ARGUMENT":
-		// A request over one of the service's limits is the caller's to change, not
-		// to retry: InvalidArgument (HTTP 400), naming the field and the limit. Being
-		// busy (admission) stays ResourceExhausted (HTTP 429).
-		c = codes.InvalidArgument
+	code, vs := service.CodeOf(err)
+	c, ok := grpcCodes[code]
+	if !ok {
+		c = codes.Internal
 	}
 	if len(vs) == 0 {
 		return status.Error(c, bounded.Text(err.Error(), bounded.MaxMessage))
@@ -43,11 +45,11 @@ func toStatus(err error) error {
 	// 100 000 bad map keys, and their every violation would be megabytes of trailers.
 	fv := make([]*errdetails.BadRequest_FieldViolation, len(vs))
 	for i, v := range vs {
-		fv[i] = &errdetails.BadRequest_FieldViolation{Field: v.GetField(), Description: v.GetDescription()}
+		fv[i] = &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description}
 	}
 	fv = bounded.Violations(fv)
 	msg := bounded.Message(fv, len(vs))
-	if len(vs) <= bounded.MaxViolations && len(vs) > 0 {
+	if len(vs) <= bounded.MaxViolations {
 		msg = bounded.Text(err.Error(), bounded.MaxMessage)
 	}
 	st := status.New(c, msg)
@@ -57,45 +59,22 @@ func toStatus(err error) error {
 	return st.Err()
 }
 
-func isDomain(err error) bool { return wire.IsDomain(err) }
-
-// violations collects every field error inside err (joined errors included).
-func violations(err error) []*errdetails.BadRequest_FieldViolation {
-	var out []*errdetails.BadRequest_FieldViolation
-	for _, fe := range wire.FieldErrors(err) {
-		out = append(out, &errdetails.BadRequest_FieldViolation{Field: fe.Field, Description: fe.Rule})
+// boundItem bounds the error of one RankConfigs item as toStatus bounds a call's:
+// the first violations, with the count of all in the message.
+func boundItem(e *pb.ItemError) *pb.ItemError {
+	vs := e.GetViolations()
+	fv := make([]*errdetails.BadRequest_FieldViolation, len(vs))
+	for i, v := range vs {
+		fv[i] = &errdetails.BadRequest_FieldViolation{Field: v.GetField(), Description: v.GetDescription()}
+	}
+	fv = bounded.Violations(fv)
+	msg := bounded.Text(e.GetMessage(), bounded.MaxMessage)
+	if len(vs) > bounded.MaxViolations {
+		msg = bounded.Message(fv, len(vs))
+	}
+	out := &pb.ItemError{Code: e.GetCode(), Message: msg}
+	for _, v := range fv {
+		out.Violations = append(out.Violations, &pb.FieldViolation{Field: v.GetField(), Description: v.GetDescription()})
 	}
 	return out
-}
-
-// itemError is the error of one RankConfigs item.
-func itemError(err error) *pb.ItemError {
-	st := status.Convert(toStatus(err))
-	out := &pb.ItemError{Code: codeName(st.Code()), Message: st.Message()}
-	for _, d := range st.Details() {
-		if br, ok := d.(*errdetails.BadRequest); ok {
-			for _, v := range br.GetFieldViolations() {
-				out.Violations = append(out.Violations, &pb.FieldViolation{Field: v.GetField(), Description: v.GetDescription()})
-			}
-		}
-	}
-	return out
-}
-
-func codeName(c codes.Code) string {
-	switch c {
-	case codes.InvalidArgument:
-		return "INVALID_ARGUMENT"
-	case codes.NotFound:
-		return "NOT_FOUND"
-	case codes.ResourceExhausted:
-		return "RESOURCE_EXHAUSTED"
-	case codes.DeadlineExceeded:
-		return "DEADLINE_EXCEEDED"
-	case codes.Canceled:
-		return "CANCELLED"
-	case codes.Internal:
-		return "INTERNAL"
-	}
-	return c.String()
 }

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/internal/fieldpath"
+	"github.com/stepcost/stepcost/internal/service"
 	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -90,7 +94,13 @@ func decodeInput[Req proto.Message](data []byte, newReq func() Req) (Req, bool) 
 // addBinarySeeds adds the binary protobuf form of every JSON seed in
 // testdata/fuzz/<target>/.
 func addBinarySeeds[Req proto.Message](f *testing.F, newReq func() Req) {
-	files, err := filepath.Glob(filepath.Join("testdata", "fuzz", f.Name(), "*"))
+	addSeedsOf(f, f.Name(), newReq)
+}
+
+// addSeedsOf adds the JSON seeds of target (testdata/fuzz/<target>/) and their
+// binary protobuf form.
+func addSeedsOf[Req proto.Message](f *testing.F, target string, newReq func() Req) {
+	files, err := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -230,6 +240,18 @@ func checkAnswer(t *testing.T, m proto.Message) {
 	}
 }
 
+// xmlWellFormed reads doc to its end as XML.
+func xmlWellFormed(doc []byte) error {
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	for {
+		if _, err := dec.Token(); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
 // checkEstimate checks that a step estimate is a step: it takes time, its parts add
 // up, it processes tokens and it needs memory.
 func checkEstimate(e *pb.StepEstimate) error {
@@ -305,6 +327,29 @@ func FuzzEstimateStep(f *testing.F) {
 	})
 }
 
+// FuzzDrawSchedule draws what FuzzEstimateStep estimates (from its seeds): the
+// picture of every request answered is an SVG document, and a request refused is
+// refused as EstimateStep refuses it, by field.
+func FuzzDrawSchedule(f *testing.F) {
+	newReq := func() *pb.EstimateStepRequest { return &pb.EstimateStepRequest{} }
+	addSeedsOf(f, "FuzzEstimateStep", newReq)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRPC(t, data, newReq,
+			func(ctx context.Context, s *Service, r *pb.EstimateStepRequest) (proto.Message, error) {
+				body, err := s.DrawSchedule(ctx, &pb.DrawScheduleRequest{Estimate: r})
+				if err == nil {
+					if body.GetContentType() != "image/svg+xml" || !bytes.HasPrefix(body.GetData(), []byte("<svg")) {
+						t.Fatalf("not an SVG: %s %.40q", body.GetContentType(), body.GetData())
+					}
+					if err := xmlWellFormed(body.GetData()); err != nil {
+						t.Fatalf("SVG not well-formed: %v", err)
+					}
+				}
+				return body, err
+			})
+	})
+}
+
 func FuzzEstimatePlan(f *testing.F) {
 	newReq := func() *pb.EstimatePlanRequest { return &pb.EstimatePlanRequest{} }
 	addBinarySeeds(f, newReq)
@@ -360,8 +405,8 @@ func FuzzResolveModel(f *testing.F) {
 		a, derived, err := wire.ResolveModel("model", m)
 		if err != nil {
 			checkStatus(t, itemRequest, toStatus(err))
-			if f := violations(err); len(f) > 0 && !strings.HasPrefix(f[0].GetField(), "model") {
-				t.Fatalf("violation of %q, not under model", f[0].GetField())
+			if _, f := service.CodeOf(err); len(f) > 0 && !strings.HasPrefix(f[0].Field, "model") {
+				t.Fatalf("violation of %q, not under model", f[0].Field)
 			}
 			var nf *wire.NotFoundError
 			if errors.As(err, &nf) && nf.Field != "model.name" {

@@ -16,6 +16,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 const (
@@ -72,7 +80,7 @@ func TestPicturesEndpoints(t *testing.T) {
 		{"unknown field", "/v1/pictures:schedule", `{"modle": {}}`, 400, "modle"},
 		{"bad layout", "/v1/pictures:schedule", strings.Replace(pictureStepBody, `"tp": 2`, `"tp": -2`, 1), 400, "layout.tp"},
 		{"unknown model", "/v1/pictures:pareto", strings.Replace(picturePlanBody, "llama3-8b", "nope", 1), 404, "model"},
-		{"empty body", "/v1/pictures:pareto", ``, 400, "request body"},
+		{"empty body", "/v1/pictures:pareto", ``, 400, `"field":"model"`}, // an empty request, as the gateway has it
 		{"too large", "/v1/pictures:pareto", `{"model": {"name": "` + strings.Repeat("x", 5000) + `"}}`, http.StatusRequestEntityTooLarge, "--max-request-bytes"},
 	} {
 		resp, body := post(t, base+c.path, c.body)
@@ -201,4 +209,55 @@ func commaThousands(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// The pictures are RPCs of their own (PictureService): over gRPC they answer the
+// same SVG as over REST, and REST calls of them run under the gRPC server's
+// default deadline (504 when it passes) like every other call.
+func TestPicturesAreRPCs(t *testing.T) {
+	d := startDaemon(t, func(c *Config) { c.DefaultDeadline = 5 * time.Millisecond })
+	defer d.stop()
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := &pb.EstimateStepRequest{}
+	if err := protojson.Unmarshal([]byte(pictureStepBody), req); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body, err := pb.NewPictureServiceClient(conn).DrawSchedule(ctx, &pb.DrawScheduleRequest{Estimate: req})
+	if err != nil || body.GetContentType() != "image/svg+xml" {
+		t.Fatalf("DrawSchedule: %v, %v", body.GetContentType(), err)
+	}
+	decodesAsXML(t, body.GetData())
+	req.Layout.Tp = -2
+	_, err = pb.NewPictureServiceClient(conn).DrawSchedule(ctx, &pb.DrawScheduleRequest{Estimate: req})
+	violationOf(t, err, codes.InvalidArgument, "layout.tp")
+
+	// A search of every size up to 512 GPUs takes far longer than 5 ms.
+	wide := strings.Replace(picturePlanBody, `"gpus": 16`, `"max_gpus": 512`, 1)
+	resp, b := post(t, "http://"+d.httpAddr+"/v1/pictures:pareto", wide)
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("a picture past the default deadline: %d %s, want 504", resp.StatusCode, b)
+	}
+}
+
+// A picture of an uncached search takes a search slot, as the search does: with
+// every slot taken and no queue, it is refused UNAVAILABLE.
+func TestPicturesAreAdmitted(t *testing.T) {
+	lim := DefaultLimits()
+	lim.MaxConcurrentSearches, lim.MaxQueuedSearches = 1, 0
+	svc := NewService(lim, nil)
+	release, err := svc.admit.Acquire(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	_, err = svc.DrawPareto(context.Background(), &pb.DrawParetoRequest{Plan: plannerRequest()})
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("with every slot taken: %v, want UNAVAILABLE", err)
+	}
 }

@@ -116,23 +116,14 @@ func (c Config) Validate() error {
 	if c.MaxRequestBytes < 1024 {
 		v.Add("--max-request-bytes", "must be at least 1024 (got %d)", c.MaxRequestBytes)
 	}
-	if c.Limits.MaxGPUs < 1 {
-		v.Add("--max-gpus", "must be ≥ 1 (got %d)", c.Limits.MaxGPUs)
-	}
+	c.Limits.Validate(&v)
 	for _, w := range c.WarmUp {
 		if w.GPUs > c.Limits.MaxGPUs {
 			v.Add("--warm-up", "%s: more GPUs than --max-gpus %d", w, c.Limits.MaxGPUs)
 		}
 	}
-	if c.Limits.MaxRankConfigs < 1 {
-		v.Add("--max-rank-configs", "must be ≥ 1 (got %d)", c.Limits.MaxRankConfigs)
-	}
-	if c.Limits.MaxCandidates < 0 {
-		v.Add("--max-candidates", "must be ≥ 0 (got %d)", c.Limits.MaxCandidates)
-	}
 	c.Conns.validate(&v, c.DefaultDeadline)
 	validateMemoryLimit(&v, c.MemoryLimit)
-	c.Limits.validateAdmission(&v)
 	v.Join(c.Telemetry.Validate())
 	v.Join(c.TLS.Validate())
 	return v.Err()
@@ -183,7 +174,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 		return err
 	}
 	defer conn.Close()
-	httpSrv := cfg.Conns.httpServer(http.MaxBytesHandler(tel.WrapHTTP(restRoutes(cfg, svc, rest, tel, sec, log)), int64(cfg.MaxRequestBytes)), log)
+	httpSrv := cfg.Conns.httpServer(http.MaxBytesHandler(tel.WrapHTTP(restRoutes(rest, tel, sec)), int64(cfg.MaxRequestBytes)), log)
 	// The probes' port answers /healthz exactly as the HTTP port does (the same
 	// gateway handler, so it also proves the gateway reaches the gRPC server), and
 	// nothing else: no TLS, no token, no API.
@@ -246,8 +237,7 @@ func newDaemonService(cfg Config, tel *telemetry.Telemetry) (*Service, func(), e
 		closeCache = c.Close
 		tel.ObserveCache(c)
 	}
-	svc := NewService(cfg.Limits, c)
-	svc.tracer = tel.Tracer()
+	svc := newService(cfg.Limits, c, tel.Tracer())
 	admission.Observe(tel.Meter(), svc.admit)
 	return svc, closeCache, nil
 }
@@ -316,6 +306,7 @@ func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.T
 	opts = append(opts, sec.ServerOptions()...)
 	gs := grpc.NewServer(opts...)
 	pb.RegisterStepcostServiceServer(gs, svc)
+	pb.RegisterPictureServiceServer(gs, svc)
 	healthpb.RegisterHealthServer(gs, hs)
 	if cfg.Reflection {
 		reflection.Register(gs)
@@ -323,9 +314,9 @@ func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.T
 	return gs
 }
 
-// restRoutes is the HTTP port: the gateway, the OpenAPI document, /metrics and the
-// pictures.
-func restRoutes(cfg Config, svc *Service, rest http.Handler, tel *telemetry.Telemetry, sec *security.Guard, log *slog.Logger) http.Handler {
+// restRoutes is the HTTP port: the gateway (the API and its pictures), the OpenAPI
+// document, /metrics and the web page.
+func restRoutes(rest http.Handler, tel *telemetry.Telemetry, sec *security.Guard) http.Handler {
 	root := http.NewServeMux()
 	root.Handle("/", rest)
 	root.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
@@ -335,7 +326,7 @@ func restRoutes(cfg Config, svc *Service, rest http.Handler, tel *telemetry.Tele
 	if h := tel.MetricsHandler(); h != nil {
 		root.Handle("GET /metrics", sec.RequireToken(h))
 	}
-	pictureHandlers(root, svc, cfg.DefaultDeadline, sec.RequireToken, log)
+	uiHandlers(root)
 	return root
 }
 

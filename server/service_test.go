@@ -302,8 +302,7 @@ func TestPlannerSpansAndParetoTrim(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
-	svc := NewService(DefaultLimits(), nil)
-	svc.tracer = tp.Tracer("test")
+	svc := newService(DefaultLimits(), nil, tp.Tracer("test"))
 	resp, err := svc.EstimatePlan(context.Background(), plannerRequest())
 	if err != nil {
 		t.Fatal(err)

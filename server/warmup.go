@@ -2,31 +2,29 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/invalid"
-	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+	"github.com/stepcost/stepcost/internal/service"
 )
 
-// WarmTarget is a cluster to have searched before the first request: a catalog
-// system at a size in GPUs.
-type WarmTarget struct {
-	System string
-	GPUs   int
-}
+// WarmTarget is a cluster to have searched before the first request
+// (service.WarmTarget).
+type WarmTarget = service.WarmTarget
 
-func (w WarmTarget) String() string { return fmt.Sprintf("%s:%d", w.System, w.GPUs) }
+// WarmUp searches the targets through the service core (service.Service.WarmUp).
+func (s *Service) WarmUp(ctx context.Context, targets []WarmTarget) (time.Duration, error) {
+	return s.core.WarmUp(ctx, targets)
+}
 
 // DefaultWarmUp is the NVIDIA reference systems of the catalog at 1024 GPUs
 // (rounded up to whole nodes, 1152 for GB200 NVL72's 18-tray domains): the size of
 // the cold search the planner's targets name. A fleet lists its own with --warm-up.
 func DefaultWarmUp() []WarmTarget {
-	return []WarmTarget{{"dgx-a100", 1024}, {"dgx-h100", 1024}, {"hgx-h200", 1024}, {"hgx-b200", 1024}, {"gb200-nvl72", 1152}}
+	return []WarmTarget{{System: "dgx-a100", GPUs: 1024}, {System: "dgx-h100", GPUs: 1024}, {System: "hgx-h200", GPUs: 1024}, {System: "hgx-b200", GPUs: 1024}, {System: "gb200-nvl72", GPUs: 1152}}
 }
 
 // ParseWarmUp reads "system:gpus,system:gpus" ("" or "none": no warm-up,
@@ -49,38 +47,7 @@ func ParseWarmUp(s string) ([]WarmTarget, error) {
 		if err != nil {
 			return nil, invalid.Field("--warm-up", "%q: %v", name, err)
 		}
-		out = append(out, WarmTarget{sys.Name, gpus})
+		out = append(out, WarmTarget{System: sys.Name, GPUs: gpus})
 	}
 	return out, nil
-}
-
-// warmModels are searched on every warm-up target: a dense model of each scale
-// whose layouts cover the group shapes (TP, CP, DP and PP sizes) most requests use.
-var warmModels = []string{"llama3-70b", "llama3-8b"}
-
-// WarmUp searches each target with the warm models through the service's own
-// cluster pool, so that the communication groups of those clusters are placed and
-// priced before the first request (a first search places every group: several
-// times a warm search's time). A target that fails is reported and the others
-// still run; it stops when ctx ends. It returns how long it took.
-func (s *Service) WarmUp(ctx context.Context, targets []WarmTarget) (time.Duration, error) {
-	start := time.Now()
-	var errs []error
-	for _, w := range targets {
-		for _, m := range warmModels {
-			if err := ctx.Err(); err != nil {
-				return time.Since(start), err
-			}
-			req := &pb.EstimatePlanRequest{
-				Model:    &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: m}},
-				Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: w.System}},
-				Training: &pb.Training{SeqLen: 4096, GlobalBatch: int64(w.GPUs)},
-				Gpus:     int32(w.GPUs), TopK: 1,
-			}
-			if _, err := s.EstimatePlan(ctx, req); err != nil {
-				errs = append(errs, fmt.Errorf("warm-up %s with %s: %w", w, m, err))
-			}
-		}
-	}
-	return time.Since(start), errors.Join(errs...)
 }

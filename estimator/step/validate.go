@@ -352,20 +352,7 @@ func validate(r Request) error {
 	if r.Cluster == nil {
 		c.Add("cluster", "is required")
 	}
-	if s := r.SlowGPUSpeed; !(s == 0 || s > 0 && s <= 1) {
-		c.Add("slow_gpu_speed", "must be in (0, 1], the slow GPU's fraction of its speed, or 0 for none (got %v)", s)
-	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"degraded_nic_speed", r.DegradedNICSpeed}, {"degraded_link_speed", r.DegradedLinkSpeed}} {
-		if !(f.v == 0 || f.v > 0 && f.v <= 1) {
-			c.Add(f.name, "must be in (0, 1], the degraded link's fraction of its bandwidth, or 0 for none (got %v)", f.v)
-		}
-	}
-	if r.DegradedNICSpeed > 0 && r.Cluster != nil && r.Cluster.Spec.NICs.PerNode == 0 {
-		c.Add("degraded_nic_speed", "the cluster %q has no NICs", r.Cluster.Spec.Name)
-	}
+	c.Join(CheckWhatIfs(r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed, r.Cluster))
 	t, l, a := r.Training, r.Layout, r.Model
 	c.Join(t.validate())
 	validateOffload(&c, l, r.Cluster)

@@ -35,6 +35,14 @@ func generate(p *protogen.Plugin, cfg config) ([]byte, error) {
 	g := &generator{schemas: map[string]*schema{}, names: map[string]protoreflect.FullName{}}
 	doc := document{OpenAPI: "3.0.3", Info: cfg.info}
 	used := map[string]bool{}
+	bodies := map[string]httpBody{}
+	for _, b := range cfg.bodies {
+		if b.Method == "" || b.ResponseType == "" || b.Description == "" {
+			return nil, fmt.Errorf("http_bodies: method, response_type and description are all required")
+		}
+		bodies[b.Method] = b
+	}
+	usedBody := map[string]bool{}
 	for _, f := range p.Files {
 		if !f.Generate {
 			continue
@@ -47,7 +55,15 @@ func generate(p *protogen.Plugin, cfg config) ([]byte, error) {
 					continue // no REST binding
 				}
 				used[rule.Selector] = true
-				path, item, err := g.operation(s, m, rule)
+				var body *httpBody
+				if m.Output.Desc.FullName() == httpBodyMessage {
+					b, ok := bodies[string(m.Desc.FullName())]
+					if !ok {
+						return nil, fmt.Errorf("%s answers a google.api.HttpBody: give its media type in http_bodies", m.Desc.FullName())
+					}
+					body, usedBody[b.Method] = &b, true
+				}
+				path, item, err := g.operation(s, m, rule, body)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", m.Desc.FullName(), err)
 				}
@@ -73,9 +89,9 @@ func generate(p *protogen.Plugin, cfg config) ([]byte, error) {
 			return nil, fmt.Errorf("HTTP rule for %s: no such method in the files generated", r.Selector)
 		}
 	}
-	for _, x := range cfg.extra {
-		if err := g.extraPath(p, &doc, x); err != nil {
-			return nil, fmt.Errorf("extra path %s: %w", x.Path, err)
+	for _, b := range cfg.bodies {
+		if !usedBody[b.Method] {
+			return nil, fmt.Errorf("http_bodies: %s is no method answering a google.api.HttpBody with an HTTP rule", b.Method)
 		}
 	}
 	doc.Servers = cfg.servers
@@ -113,7 +129,7 @@ type generator struct {
 }
 
 // operation describes one method bound by rule.
-func (g *generator) operation(s *protogen.Service, m *protogen.Method, rule httpRule) (string, pathItem, error) {
+func (g *generator) operation(s *protogen.Service, m *protogen.Method, rule httpRule, body *httpBody) (string, pathItem, error) {
 	if len(rule.AdditionalBindings) > 0 {
 		return "", nil, fmt.Errorf("additional_bindings are not supported")
 	}
@@ -155,10 +171,29 @@ func (g *generator) operation(s *protogen.Service, m *protogen.Method, rule http
 			return "", nil, fmt.Errorf("%s has fields but no body: query parameters are not supported", in.FullName())
 		}
 	default:
-		return "", nil, fmt.Errorf("body %q is not supported: use \"*\" (the whole request)", rule.Body)
+		// One message field is the body; the request may have no other (they would
+		// be query parameters).
+		var body *protogen.Field
+		for _, f := range m.Input.Fields {
+			if string(f.Desc.Name()) == rule.Body {
+				body = f
+			}
+		}
+		if body == nil || body.Message == nil || body.Desc.IsList() || body.Desc.IsMap() || len(m.Input.Fields) != 1 {
+			return "", nil, fmt.Errorf("body %q is not supported: use \"*\" (the whole request) or the request's only field, a message", rule.Body)
+		}
+		op.RequestBody = &requestBody{
+			Description: fmt.Sprintf("The %s (field %s of %s), as JSON with proto field names. An unknown field is refused (400); an empty body is an empty request.",
+				body.Message.Desc.Name(), rule.Body, in.Name()),
+			Content: content(g.ref(body.Message)),
+		}
+	}
+	ok := &response{Description: fmt.Sprintf("The %s.", m.Output.Desc.Name()), Content: content(g.ref(m.Output))}
+	if body != nil {
+		ok = &response{Description: body.Description, Content: map[string]mediaType{body.ResponseType: {Schema: &schema{Type: "string"}}}}
 	}
 	op.Responses = []entry[*response]{
-		{"200", &response{Description: fmt.Sprintf("The %s.", m.Output.Desc.Name()), Content: content(g.ref(m.Output))}},
+		{"200", ok},
 		{"default", errorResponse()},
 	}
 	return path, pathItem{{verb, op}}, nil
@@ -166,44 +201,8 @@ func (g *generator) operation(s *protogen.Service, m *protogen.Method, rule http
 
 func content(s *schema) map[string]mediaType { return map[string]mediaType{jsonType: {Schema: s}} }
 
-// extraPath describes an endpoint the daemon serves beside the gateway: a POST
-// whose body is one of the API's requests and whose answer is another media type
-// (the pictures' SVG).
-func (g *generator) extraPath(p *protogen.Plugin, doc *document, x extraPath) error {
-	if x.Path == "" || x.Request == "" || x.ResponseType == "" || x.Summary == "" || x.Description == "" {
-		return fmt.Errorf("path, request, response_type, summary and description are all required")
-	}
-	if slices.ContainsFunc(doc.Paths, func(e entry[pathItem]) bool { return e.key == x.Path }) {
-		return fmt.Errorf("the path is bound twice")
-	}
-	var in *protogen.Message
-	for _, f := range p.Files {
-		for _, m := range f.Messages {
-			if string(m.Desc.FullName()) == x.Request {
-				in = m
-			}
-		}
-	}
-	if in == nil {
-		return fmt.Errorf("no message %s in the files generated", x.Request)
-	}
-	op := &operation{
-		OperationID: x.OperationID,
-		Summary:     x.Summary,
-		Description: x.Description,
-		Tags:        x.Tags,
-		RequestBody: &requestBody{
-			Description: fmt.Sprintf("The %s, as JSON with proto field names. An unknown field is refused (400).", in.Desc.Name()),
-			Content:     content(g.ref(in)),
-		},
-		Responses: []entry[*response]{
-			{"200", &response{Description: x.ResponseDescription, Content: map[string]mediaType{x.ResponseType: {Schema: &schema{Type: "string"}}}}},
-			{"default", errorResponse()},
-		},
-	}
-	doc.Paths = append(doc.Paths, entry[pathItem]{x.Path, pathItem{{"post", op}}})
-	return nil
-}
+// httpBodyMessage is the message the gateway writes as a raw body.
+const httpBodyMessage protoreflect.FullName = "google.api.HttpBody"
 
 func componentRef(name string) string { return "#/components/schemas/" + name }
 
@@ -450,6 +449,9 @@ func text(c protogen.Comments) string {
 	}
 	for _, l := range strings.Split(string(c), "\n") {
 		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "buf:lint:ignore ") {
+			continue // an instruction to the linter, not documentation
+		}
 		if l == "" {
 			flush()
 			continue

@@ -9,7 +9,10 @@
 //     strings or numbers), bytes as base64, well-known types (Timestamp, Duration, wrappers, Struct, Any, …) in
 //     their protojson forms;
 //   - one path per rule of the google.api.Service HTTP rules file, with the whole
-//     request as the body (body "*") or, for a request without fields, no body;
+//     request as the body (body "*"), its only field (body "field", a message),
+//     or, for a request without fields, no body;
+//   - a method answering a google.api.HttpBody as its raw body, of the media type
+//     the info file's http_bodies gives it (the pictures' image/svg+xml);
 //   - errors as the google.rpc.Status the gateway writes;
 //   - every description from the comments of the .proto.
 //
@@ -18,7 +21,8 @@
 //	http_rules=FILE  the google.api.Service YAML with the HTTP rules (required)
 //	info=FILE        YAML with the document's info (title, version, description),
 //	                 servers, bearer_auth (an optional bearer token) and
-//	                 extra_paths (endpoints served beside the gateway)
+//	                 http_bodies (the media type of each method answering a
+//	                 google.api.HttpBody)
 //	out=NAME         the file to write (default openapi.json)
 //
 // HTTP rules this plugin cannot describe faithfully (path or query parameters,
@@ -54,12 +58,12 @@ func main() {
 				Info       info        `json:"info"`
 				Servers    []server    `json:"servers"`
 				BearerAuth *bearerAuth `json:"bearer_auth"`
-				ExtraPaths []extraPath `json:"extra_paths"`
+				HTTPBodies []httpBody  `json:"http_bodies"`
 			}
 			if err := readYAML(*infoFile, &i); err != nil {
 				return err
 			}
-			cfg.info, cfg.servers, cfg.bearer, cfg.extra = i.Info, i.Servers, i.BearerAuth, i.ExtraPaths
+			cfg.info, cfg.servers, cfg.bearer, cfg.bodies = i.Info, i.Servers, i.BearerAuth, i.HTTPBodies
 		}
 		doc, err := generate(p, cfg)
 		if err != nil {
@@ -90,7 +94,7 @@ type config struct {
 	info    info
 	servers []server
 	bearer  *bearerAuth
-	extra   []extraPath
+	bodies  []httpBody
 }
 
 // bearerAuth says the API takes an optional bearer token.
@@ -98,17 +102,13 @@ type bearerAuth struct {
 	Description string `json:"description"`
 }
 
-// extraPath is an endpoint served beside the gateway (not a gRPC method): a POST
-// of one of the API's requests, answered in another media type.
-type extraPath struct {
-	Path                string   `json:"path"`
-	OperationID         string   `json:"operation_id"`
-	Summary             string   `json:"summary"`
-	Description         string   `json:"description"`
-	Tags                []string `json:"tags"`
-	Request             string   `json:"request"` // the proto's full name
-	ResponseType        string   `json:"response_type"`
-	ResponseDescription string   `json:"response_description"`
+// httpBody is the answer of a method that returns a google.api.HttpBody: the
+// gateway writes its data as the response body, of its own media type, which the
+// proto cannot declare.
+type httpBody struct {
+	Method       string `json:"method"` // the method's full name
+	ResponseType string `json:"response_type"`
+	Description  string `json:"description"`
 }
 
 // apiService is the part of a google.api.Service file that holds HTTP rules.

@@ -1,10 +1,9 @@
 package wire
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/stepcost/stepcost/estimator/collective"
@@ -110,6 +109,23 @@ func (ce *ClusterEntry) Supported(c *pb.ClusterSpec, t step.Training) error {
 	return nil
 }
 
+// checkFreeHoldsFirst checks a call's free map, which must hold the first gpus GPUs
+// of the cluster, where call puts its ranks.
+func checkFreeHoldsFirst(c *pb.ClusterSpec, ce *ClusterEntry, gpus int, call, instead string) error {
+	gpn := ce.Cluster.Spec.GPUsPerNode
+	if err := CheckFree("cluster.free_gpus", c.GetFreeGpus(), gpn); err != nil {
+		return err
+	}
+	if len(c.GetFreeGpus()) == 0 {
+		return nil
+	}
+	first := make([]int, gpus)
+	for i := range first {
+		first[i] = i
+	}
+	return CheckFreeHolds("cluster.free_gpus", c.GetFreeGpus(), gpn, first, call, instead)
+}
+
 // Step is an EstimateStep request resolved: what it estimates (its Key) and on
 // which cluster.
 type Step struct {
@@ -147,11 +163,19 @@ func ResolveStep(pool *Clusters, req *pb.EstimateStepRequest, maxGPUs int) (*Ste
 	if err != nil {
 		return nil, err
 	}
-	ce, err := pool.Sized(req.GetCluster(), gpus, -1, maxGPUs)
+	_, top, err := FreeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
+	if err != nil {
+		return nil, err
+	}
+	ce, err := pool.Sized(req.GetCluster(), gpus, top, maxGPUs)
 	if err != nil {
 		return nil, err
 	}
 	if err := ce.Supported(req.GetCluster(), t); err != nil {
+		return nil, err
+	}
+	if err := checkFreeHoldsFirst(req.GetCluster(), ce, gpus, "EstimateStep",
+		fmt.Sprintf("leave free_gpus out to estimate the layout there, or ask EstimatePlan (gpus %d, constraints pinning the layout) to place it on the free GPUs", gpus)); err != nil {
 		return nil, err
 	}
 	return &Step{Model: a, Derived: derived, Training: t, Layout: l, Cluster: ce,
@@ -171,22 +195,10 @@ func (s *Step) Key() any {
 	}{s.Model, s.Derived, s.Training, s.Layout, s.Cluster.Cluster.Spec, s.SlowGPU, s.DegradedNIC, s.DegradedLink}
 }
 
-// Estimate answers the request.
-func (s *Step) Estimate(ctx context.Context) (*pb.EstimateStepResponse, error) {
-	res, err := s.Result(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return s.Response(res), nil
-}
-
-// Result is the estimator's answer to the request.
-func (s *Step) Result(ctx context.Context) (step.Result, error) {
-	if err := ctx.Err(); err != nil {
-		return step.Result{}, err
-	}
-	return s.Cluster.Est.Estimate(step.Request{Model: s.Model, Training: s.Training, Cluster: s.Cluster.Cluster, Layout: s.Layout,
-		SlowGPUSpeed: s.SlowGPU, DegradedNICSpeed: s.DegradedNIC, DegradedLinkSpeed: s.DegradedLink})
+// Request is the estimator's request.
+func (s *Step) Request() step.Request {
+	return step.Request{Model: s.Model, Training: s.Training, Cluster: s.Cluster.Cluster, Layout: s.Layout,
+		SlowGPUSpeed: s.SlowGPU, DegradedNICSpeed: s.DegradedNIC, DegradedLinkSpeed: s.DegradedLink}
 }
 
 // Response is the API's answer for the estimator's res.
@@ -362,36 +374,21 @@ func (p *Plan) Key() any {
 		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, pr.ExcludeNodes, pr.PlacementTolerance}
 }
 
-// Search answers the planner's request pr with est.
-func Search(ctx context.Context, est *step.Estimator, pr planner.Request) (*pb.EstimatePlanResponse, error) {
-	res, err := SearchResult(ctx, est, pr)
-	if err != nil {
-		return nil, err
-	}
-	return PlanResponse(pr, res), nil
-}
-
-// SearchResult is the planner's answer to pr with est, a search over the limit of
-// layouts named as the request's field.
-func SearchResult(ctx context.Context, est *step.Estimator, pr planner.Request) (planner.Result, error) {
-	res, err := planner.Search(ctx, est, pr)
-	if errors.Is(err, planner.ErrTooManyLayouts) {
-		return res, Limit("gpus", fmt.Sprintf("%v layouts (flag --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err))
-	}
-	return res, err
-}
-
-// Collective is a SimulateCollective request resolved.
+// Collective is a SimulateCollective request resolved: the placed group, the
+// operation and its options, for the collective model.
 type Collective struct {
-	req        *pb.SimulateCollectiveRequest
-	coll       *collective.Model
-	ce         *ClusterEntry
-	p          *collective.Placement
-	op         collective.Op
-	opts       collective.Options
-	size       float64
-	nodes, per int
-	rows       int
+	req       *pb.SimulateCollectiveRequest
+	Model     *collective.Model
+	ce        *ClusterEntry
+	Placement *collective.Placement
+	Op        collective.Op
+	Options   collective.Options
+	Size      float64
+	nodes     int
+	per       int
+	// Steps asks for the chosen algorithm's schedule, at most Rows rows.
+	Steps bool
+	Rows  int
 }
 
 // ResolveCollective resolves and checks a SimulateCollective request, its cluster
@@ -440,7 +437,11 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	if nodes*spec.GPUsPerNode > maxGPUs {
 		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes", maxGPUs/spec.GPUsPerNode))
 	}
-	ce, err := pool.Sized(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), -1, maxGPUs)
+	_, top, err := FreeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
+	if err != nil {
+		return nil, err
+	}
+	ce, err := pool.Sized(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), top, maxGPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -450,6 +451,13 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	}
 	group, sib, err := collective.NodeGroups(ce.Cluster, nodes, per, req.GetConcurrent())
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckFree("cluster.free_gpus", req.GetCluster().GetFreeGpus(), ce.Cluster.Spec.GPUsPerNode); err != nil {
+		return nil, err
+	}
+	if err := CheckFreeHolds("cluster.free_gpus", req.GetCluster().GetFreeGpus(), ce.Cluster.Spec.GPUsPerNode, slices.Concat(append([][]int{group}, sib...)...),
+		"SimulateCollective", "leave free_gpus out to price the collective there"); err != nil {
 		return nil, err
 	}
 	p, err := collective.Place(ce.Cluster, group, sib)
@@ -466,7 +474,8 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	case rows < 0 || rows > collective.MaxReplayRows:
 		return nil, invalid.Field("max_step_rows", "must be between 0 (for %d) and %d (got %d)", collective.DefaultReplayRows, collective.MaxReplayRows, rows)
 	}
-	return &Collective{req: req, coll: coll, ce: ce, p: p, op: op, opts: opts, size: float64(req.GetSizeBytes()), nodes: nodes, per: per, rows: rows}, nil
+	return &Collective{req: req, Model: coll, ce: ce, Placement: p, Op: op, Options: opts, Size: float64(req.GetSizeBytes()), nodes: nodes, per: per,
+		Steps: req.GetSteps(), Rows: rows}, nil
 }
 
 // Key is what the request resolves to: equivalent requests have equal keys.
@@ -480,42 +489,25 @@ func (c *Collective) Key() any {
 		Cluster        topology.Spec
 		Steps          bool
 		StepRows       int
-	}{c.op, c.opts, c.size, c.nodes, c.per, c.req.GetConcurrent(), c.ce.Cluster.Spec, c.req.GetSteps(), c.rows}
+	}{c.Op, c.Options, c.Size, c.nodes, c.per, c.req.GetConcurrent(), c.ce.Cluster.Spec, c.Steps, c.Rows}
 }
 
-// Simulate answers the request.
-func (c *Collective) Simulate(ctx context.Context) (*pb.SimulateCollectiveResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// CollectiveResponse is the API's answer: the chosen estimate, the schedule when
+// asked for (replay, nil otherwise), every candidate considered (fastest first) and
+// why each algorithm that does not apply does not.
+func (c *Collective) Response(chosen collective.Estimate, replay *collective.Replay, considered []collective.Estimate, notApplicable map[collective.Algorithm]error) *pb.SimulateCollectiveResponse {
+	out := &pb.SimulateCollectiveResponse{Chosen: CollectiveEstimateToProto(chosen), Ranks: int32(c.Placement.N()),
+		ConcurrentGroups: int32(c.Placement.Concurrent), EstimatorVersion: buildinfo.EstimatorVersion}
+	if replay != nil {
+		out.Schedule = ReplayToProto(replay)
 	}
-	chosen, err := c.coll.Estimate(c.p, c.op, c.size, c.opts)
-	if err != nil {
-		return nil, err
-	}
-	var sched *pb.CollectiveSchedule
-	if c.req.GetSteps() {
-		r, err := c.coll.Replay(c.p, chosen, collective.ReplayOptions{Launch: c.opts.Launch, MaxRows: c.rows})
-		switch {
-		case errors.Is(err, collective.ErrReplayTooLarge):
-			return nil, invalid.Field("steps", "%v", err)
-		case errors.Is(err, collective.ErrNoSchedule):
-			return nil, invalid.Field("steps", "%v; force another algorithm (field algorithm; --algo on the command line)", err)
-		case err != nil:
-			return nil, err
-		}
-		sched = ReplayToProto(r)
-	}
-	out := &pb.SimulateCollectiveResponse{Chosen: CollectiveEstimateToProto(chosen), Ranks: int32(c.p.N()),
-		ConcurrentGroups: int32(c.p.Concurrent), EstimatorVersion: buildinfo.EstimatorVersion, Schedule: sched}
-	all := c.coll.Candidates(c.p, c.op, c.size, collective.Options{Launch: c.opts.Launch, ForceProtocol: c.opts.ForceProtocol, Protocol: c.opts.Protocol}, nil)
-	collective.ByTime(all)
-	for _, e := range all {
+	for _, e := range considered {
 		out.Considered = append(out.Considered, CollectiveEstimateToProto(e))
 	}
-	for _, a := range collective.Algorithms() {
-		if err := c.coll.Supports(c.p, c.op, a); err != nil {
+	for _, a := range collective.Algorithms() { // in the model's order
+		if err, ok := notApplicable[a]; ok {
 			out.NotApplicable = append(out.NotApplicable, &pb.NotApplicable{Algorithm: AlgorithmToProto(a), Reason: err.Error()})
 		}
 	}
-	return out, nil
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -77,20 +78,39 @@ func CheckGPUsPerNode(spec topology.Spec) error {
 	return nil
 }
 
-// CheckFree refuses free GPUs that are not GPUs of a node, or are listed twice,
-// naming the entry by its place in the request.
+// CheckFree refuses free GPUs that are not GPUs of a node, or are listed twice
+// (planner.CheckNodeGPUs), naming the entry by its place in the request.
 func CheckFree(field string, v []*pb.NodeFreeGPUs, gpusPerNode int) error {
 	for i, n := range v {
-		seen := make(map[int32]bool, len(n.GetGpus()))
-		for j, g := range n.GetGpus() {
-			f := fmt.Sprintf("%s[%d].gpus[%d]", field, i, j)
-			if g < 0 || int(g) >= gpusPerNode {
-				return invalid.Field(f, "must be a GPU of the node, 0 to %d (got %d)", gpusPerNode-1, g)
-			}
-			if seen[g] {
-				return invalid.Field(f, "GPU %d is listed twice", g)
-			}
-			seen[g] = true
+		if j, why := planner.CheckNodeGPUs(ToInts(n.GetGpus()), gpusPerNode); j >= 0 {
+			return invalid.Field(fmt.Sprintf("%s[%d].gpus[%d]", field, i, j), "%s", why)
+		}
+	}
+	return nil
+}
+
+// CheckFreeHolds refuses a free map (field, already checked by FreeMap and
+// CheckFree) that leaves busy one of the GPUs a call puts its ranks on: call
+// (EstimateStep, SimulateCollective) places them on gpus (global indices, node by
+// node) and does not move them, so a busy one would make the answer that of GPUs
+// the scheduler cannot give. No map: every GPU is free.
+func CheckFreeHolds(field string, v []*pb.NodeFreeGPUs, gpusPerNode int, gpus []int, call, instead string) error {
+	if len(v) == 0 {
+		return nil
+	}
+	free := make(map[int]map[int]bool, len(v))
+	for _, n := range v {
+		m := make(map[int]bool, len(n.GetGpus()))
+		for _, g := range n.GetGpus() {
+			m[int(g)] = true
+		}
+		free[int(n.GetNode())] = m
+	}
+	for _, g := range gpus {
+		node, local := g/gpusPerNode, g%gpusPerNode
+		if !free[node][local] {
+			return invalid.Field(field, "%s puts its ranks on the first GPUs in order and a free map cannot move them, but GPU %d of node %d is not free; %s",
+				call, local, node, instead)
 		}
 	}
 	return nil
@@ -125,41 +145,10 @@ func collectiveApplies(coll *collective.Model, req *pb.SimulateCollectiveRequest
 	return invalid.Field("nodes", "no algorithm can run %s on a group of %d GPUs over %d nodes; force one with algorithm, or use a smaller group", op, p.N(), p.Domains)
 }
 
-// The what-ifs' bounds. Each is a fraction of a healthy speed, and the times it
-// touches scale with its inverse: unbounded, 1e-300 answers 1e299 s and 5e-324 an
-// infinite step. The bounds are the slowest a part still works at; slower, it has
-// failed, and a job replaces it rather than waits for it.
-const (
-	// MinSlowGPUSpeed: a hundredfold slowdown. Clock throttling (thermal, power
-	// brake) slows a GPU a few times, not a hundred; a GPU at 1 % is a failed one.
-	MinSlowGPUSpeed = 0.01
-	// MinDegradedNICSpeed: a 400 Gb/s port that fell back to 1 Gb/s (1/400 =
-	// 0.0025) or an InfiniBand NDR port trained to one lane at SDR (2.5 of 400
-	// Gb/s, 0.006) is still in range; below a thousandth a link is down, not slow.
-	MinDegradedNICSpeed = 0.001
-	// MinDegradedLinkSpeed: an H100 left with one of its 18 NVLinks (0.056), or a
-	// PCIe 5.0 x16 GPU whose link trained at 1.0 x1 (0.25 of 64 GB/s, 0.004), is
-	// still in range.
-	MinDegradedLinkSpeed = 0.001
-)
-
-// CheckWhatIfs refuses a what-if outside its bounds, naming its field: each is 0
-// (none) or a fraction from its minimum to 1.
+// CheckWhatIfs refuses a what-if outside its bounds (step.CheckWhatIfs), naming
+// its field, before the request's cluster is resolved.
 func CheckWhatIfs(slowGPU, degradedNIC, degradedLink float64) error {
-	var c invalid.Collector
-	for _, w := range []struct {
-		field, what string
-		v, min      float64
-	}{
-		{"slow_gpu_speed", "the slow GPU's fraction of its speed", slowGPU, MinSlowGPUSpeed},
-		{"degraded_nic_speed", "the degraded NICs' fraction of their bandwidth", degradedNIC, MinDegradedNICSpeed},
-		{"degraded_link_speed", "the degraded link's fraction of its bandwidth", degradedLink, MinDegradedLinkSpeed},
-	} {
-		if !(w.v == 0 || w.v >= w.min && w.v <= 1) {
-			c.Add(w.field, "must be 0 (none) or from %g to 1, %s (got %v)", w.min, w.what, w.v)
-		}
-	}
-	return c.Err()
+	return step.CheckWhatIfs(slowGPU, degradedNIC, degradedLink, nil)
 }
 
 // MaxTextBytes bounds every string of a request (names, kinds, descriptions, map

@@ -1,48 +1,19 @@
 package wire_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
-	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
-
-func TestCode(t *testing.T) {
-	for name, c := range map[string]struct {
-		err   error
-		code  string
-		field string
-	}{
-		"field":       {invalid.Field("layout.tp", "must be ≥ 1"), "INVALID_ARGUMENT", "layout.tp"},
-		"joined":      {errors.Join(errors.New("x"), invalid.Field("training.seq_len", "bad")), "INVALID_ARGUMENT", "training.seq_len"},
-		"not found":   {wire.NotFound("model.name", errors.New("unknown model")), "NOT_FOUND", "model.name"},
-		"limit":       {wire.Limit("gpus", "too many"), "INVALID_ARGUMENT", "gpus"},
-		"deadline":    {fmt.Errorf("search: %w", context.DeadlineExceeded), "DEADLINE_EXCEEDED", ""},
-		"canceled":    {context.Canceled, "CANCELLED", ""},
-		"other error": {errors.New("boom"), "INTERNAL", ""},
-	} {
-		t.Run(name, func(t *testing.T) {
-			e := wire.ItemError(c.err)
-			if e.GetCode() != c.code || e.GetMessage() != c.err.Error() {
-				t.Fatalf("got %v, want code %s", e, c.code)
-			}
-			if got := len(e.GetViolations()); (c.field == "") != (got == 0) || (got > 0 && e.GetViolations()[0].GetField() != c.field) {
-				t.Fatalf("violations %v, want field %q", e.GetViolations(), c.field)
-			}
-		})
-	}
-}
 
 // The ranking score is the planner's: the cost of a budget is steps × step time ×
 // GPUs × price.
@@ -62,7 +33,8 @@ func TestRankObjective(t *testing.T) {
 	if _, err := wire.RankObjective(&pb.RankConfigsRequest{Configs: cfg, Objective: pb.Objective_OBJECTIVE_COST}, 10); err == nil {
 		t.Fatal("cost without a price: want an error")
 	}
-	if _, err := wire.RankObjective(&pb.RankConfigsRequest{Configs: append(cfg, cfg...)}, 1); wire.ItemError(err).GetViolations()[0].GetField() != "configs" {
+	var le *wire.LimitError
+	if _, err := wire.RankObjective(&pb.RankConfigsRequest{Configs: append(cfg, cfg...)}, 1); !errors.As(err, &le) || le.Field != "configs" {
 		t.Fatalf("over the limit: %v", err)
 	}
 	if obj, err := wire.RankObjective(&pb.RankConfigsRequest{Configs: cfg}, 1); err != nil || obj != planner.FastestStep {

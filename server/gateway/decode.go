@@ -65,7 +65,12 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 	return runtime.DecoderFunc(func(v any) error {
 		msg, ok := v.(proto.Message)
 		if !ok {
-			return m.JSONPb.NewDecoder(r).Decode(v)
+			// A body that is one field of the request (the pictures: body "estimate")
+			// comes as the address of that field, a pointer to a message pointer:
+			// decoded the same way, into a new message.
+			if msg, ok = newField(v); !ok {
+				return m.JSONPb.NewDecoder(r).Decode(v)
+			}
 		}
 		data, err := io.ReadAll(r)
 		if err != nil {
@@ -84,6 +89,24 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		return nil
 	})
+}
+
+// newField sets *v, a pointer to a nil message pointer, to a new message and
+// returns it.
+func newField(v any) (proto.Message, bool) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Pointer {
+		return nil, false
+	}
+	field := rv.Elem()
+	if _, ok := reflect.Zero(field.Type()).Interface().(proto.Message); !ok {
+		return nil, false
+	}
+	if field.IsNil() {
+		field.Set(reflect.New(field.Type().Elem()))
+	}
+	msg, ok := field.Interface().(proto.Message)
+	return msg, ok
 }
 
 func keep(body io.Reader, e *decodeError) error {

@@ -6,8 +6,10 @@ package gateway
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -41,10 +43,13 @@ func New(ctx context.Context, lis *InProcess, opts ...grpc.DialOption) (*grpc.Cl
 		return nil, nil, err
 	}
 	mux := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, withFieldErrors(&runtime.JSONPb{
+		// A google.api.HttpBody answer (the pictures) is written as its own body and
+		// media type; everything else as JSON.
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: withFieldErrors(&runtime.JSONPb{
 			MarshalOptions:   wire.JSONOptions(),
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-		})),
+		})}),
+		runtime.WithForwardResponseOption(bodyHeaders),
 		runtime.WithErrorHandler(restErrors),
 		runtime.WithRoutingErrorHandler(restRoutingErrors),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
@@ -53,15 +58,25 @@ func New(ctx context.Context, lis *InProcess, opts ...grpc.DialOption) (*grpc.Cl
 		conn.Close()
 		return nil, nil, err
 	}
+	if err := gw.RegisterPictureServiceHandler(ctx, mux, conn); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
 	return conn, mux, nil
 }
 
-// DecodeStrict decodes a JSON request as the gateway does: unknown fields and
-// trailing data are errors, a status naming what is wrong and where.
-func DecodeStrict(body []byte, m proto.Message) error {
-	err := (protojson.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(body, m)
-	if err == nil {
-		return nil
+// pictureCSP forbids everything an SVG answer could load or run: it is data to be
+// shown, never a document with scripts.
+const pictureCSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+
+// bodyHeaders sets the headers of a raw body answer (a picture): it must not be
+// sniffed as another type, run anything, or be kept by caches.
+func bodyHeaders(_ context.Context, w http.ResponseWriter, m proto.Message) error {
+	if _, ok := m.(*httpbody.HttpBody); ok {
+		h := w.Header()
+		h.Set("Content-Security-Policy", pictureCSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
 	}
-	return explain(body, m.ProtoReflect().Descriptor(), err).status().Err()
+	return nil
 }

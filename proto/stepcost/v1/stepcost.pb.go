@@ -1905,7 +1905,10 @@ type ClusterSpec struct {
 	Source isClusterSpec_Source `protobuf_oneof:"source"`
 	// Nodes of the cluster; 0: as many as the job needs.
 	Nodes int32 `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	// Free GPUs per node; empty: the whole cluster is free.
+	// Free GPUs per node; empty: the whole cluster is free. EstimatePlan places the
+	// job on them. EstimateStep and SimulateCollective put their ranks on the first
+	// GPUs in order and do not move them: a map must hold those GPUs (then it changes
+	// nothing of the answer), or the call is refused naming this field.
 	FreeGpus      []*NodeFreeGPUs `protobuf:"bytes,4,rep,name=free_gpus,json=freeGpus,proto3" json:"free_gpus,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3406,16 +3409,16 @@ type EstimateStepRequest struct {
 	Training *Training `protobuf:"bytes,3,opt,name=training,proto3" json:"training,omitempty"`
 	// The layout to estimate.
 	Layout *Layout `protobuf:"bytes,4,opt,name=layout,proto3" json:"layout,omitempty"`
-	// What-if: one GPU of the job computes at this fraction of its speed (0, 1];
-	// unset or 0: none. Its pipeline stage paces every micro-batch and every
+	// What-if: one GPU of the job computes at this fraction of its speed, from
+	// 0.01 to 1; unset or 0: none. Its pipeline stage paces every micro-batch and every
 	// data-parallel replica waits for it.
 	SlowGpuSpeed float64 `protobuf:"fixed64,5,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
 	// What-if: the NICs of one node of the job (rank 0's) run at this fraction of
-	// their bandwidth (0, 1]; unset or 0: none. Every collective through that node
+	// their bandwidth, from 0.001 to 1; unset or 0: none. Every collective through that node
 	// runs at its pace and the step waits for the slowest group.
 	DegradedNicSpeed float64 `protobuf:"fixed64,6,opt,name=degraded_nic_speed,json=degradedNicSpeed,proto3" json:"degraded_nic_speed,omitempty"`
 	// What-if: one GPU's (rank 0's) scale-up link (NVLink, PCIe) runs at this
-	// fraction of its bandwidth (0, 1]; unset or 0: none.
+	// fraction of its bandwidth, from 0.001 to 1; unset or 0: none.
 	DegradedLinkSpeed float64 `protobuf:"fixed64,7,opt,name=degraded_link_speed,json=degradedLinkSpeed,proto3" json:"degraded_link_speed,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -4163,14 +4166,14 @@ type EstimatePlanRequest struct {
 	// on as many GPUs beats on step time without less memory headroom, or on headroom
 	// without a longer step); by default they are left out.
 	IncludeDominated bool `protobuf:"varint,12,opt,name=include_dominated,json=includeDominated,proto3" json:"include_dominated,omitempty"`
-	// What-if: one GPU of the job computes at this fraction of its speed (0, 1], as
-	// in EstimateStepRequest; the plans are ranked with it.
+	// What-if: one GPU of the job computes at this fraction of its speed (0.01 to
+	// 1), as in EstimateStepRequest; the plans are ranked with it.
 	SlowGpuSpeed float64 `protobuf:"fixed64,13,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
 	// What-if as in EstimateStepRequest: one node's NICs at this fraction of their
-	// bandwidth (0, 1]; the plans are ranked with it.
+	// bandwidth (0.001 to 1); the plans are ranked with it.
 	DegradedNicSpeed float64 `protobuf:"fixed64,14,opt,name=degraded_nic_speed,json=degradedNicSpeed,proto3" json:"degraded_nic_speed,omitempty"`
 	// What-if as in EstimateStepRequest: one GPU's scale-up link at this fraction of
-	// its bandwidth (0, 1]; the plans are ranked with it.
+	// its bandwidth (0.001 to 1); the plans are ranked with it.
 	DegradedLinkSpeed float64 `protobuf:"fixed64,15,opt,name=degraded_link_speed,json=degradedLinkSpeed,proto3" json:"degraded_link_speed,omitempty"`
 	// What-if: these nodes are gone (failed, drained) and the job runs on the free
 	// GPUs of the others — which layout is best after a node fails.

@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"sync"
@@ -8,7 +8,7 @@ import (
 	"github.com/stepcost/stepcost/planner"
 )
 
-// scratchGPUs is how many GPUs (searchGPUs summed over searches) the scratch
+// scratchGPUs is how many GPUs (planner.SearchGPUs summed over searches) the scratch
 // estimator serves before it is replaced: its placements under rank maps take ~3–5 KB
 // per GPU searched, so it holds at most ~30–40 MB of them.
 const scratchGPUs = 8192
@@ -48,7 +48,7 @@ func (s *Service) estimatorFor(ce *wire.ClusterEntry, pr planner.Request) *step.
 	if firstGPUs(pr.Free, ce.Cluster.Spec.GPUsPerNode) {
 		return ce.Est
 	}
-	return s.scratch.get(searchGPUs(pr))
+	return s.scratch.get(planner.SearchGPUs(pr))
 }
 
 // firstGPUs tells a free map under which every placement takes the first GPUs in

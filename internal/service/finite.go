@@ -1,12 +1,10 @@
-package server
+package service
 
 import (
 	"context"
 	"fmt"
 	"math"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -21,13 +19,21 @@ func finiteRun(run func(context.Context) (proto.Message, error)) func(context.Co
 		if err != nil {
 			return nil, err
 		}
-		if path, v, ok := nonFinite(m.ProtoReflect(), ""); ok {
-			// The request's fault (only extreme input gets here), but no one field is
-			// to blame: INVALID_ARGUMENT naming none.
-			return nil, status.Errorf(codes.InvalidArgument, "the answer is not finite (%s = %v): the request's values are beyond what the models price; make them less extreme", path, v)
+		if err := checkFinite(m); err != nil {
+			return nil, err
 		}
 		return m, nil
 	}
+}
+
+// checkFinite fails when a number in m is not finite.
+func checkFinite(m proto.Message) error {
+	if path, v, ok := nonFinite(m.ProtoReflect(), ""); ok {
+		// The request's fault (only extreme input gets here), but no one field is
+		// to blame: INVALID_ARGUMENT naming none.
+		return errorf(InvalidArgument, "the answer is not finite (%s = %v): the request's values are beyond what the models price; make them less extreme", path, v)
+	}
+	return nil
 }
 
 // nonFinite finds the first float or double in m (at path) that is infinite or NaN.
@@ -65,4 +71,12 @@ func valueNonFinite(fd protoreflect.FieldDescriptor, val protoreflect.Value, pat
 		return nonFinite(val.Message(), path)
 	}
 	return "", 0, false
+}
+
+// join is the field path prefix.name.
+func join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
 }

@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/stepcost/stepcost/cache"
+	"github.com/stepcost/stepcost/internal/buildinfo"
 	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -34,7 +35,7 @@ func keyOf(s *Service, method string, req proto.Message) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cache.Key([]byte(method), []byte(EstimatorVersion), rest, resolved), nil
+	return cache.Key([]byte(method), []byte(buildinfo.EstimatorVersion), rest, resolved), nil
 }
 
 // A request field the cache key leaves out would answer a different question from
@@ -45,7 +46,7 @@ func keyOf(s *Service, method string, req proto.Message) (string, error) {
 // (A change may resolve to the same key: precision BF16 where it is the default
 // is the same question.)
 func TestCacheKeyCoversEveryField(t *testing.T) {
-	s := NewService(DefaultLimits(), nil)
+	s := New(Options{})
 	covered := map[string]bool{}   // method.path → some change changed the key
 	exercised := map[string]bool{} // method.path → some change resolved
 	var all []string
@@ -192,8 +193,22 @@ func keyBases(t *testing.T) []keyBase {
 	overNodes(planOverNodes.Cluster)
 	collOverNodes := proto.Clone(coll).(*pb.SimulateCollectiveRequest)
 	overNodes(collOverNodes.Cluster)
+	// A free map holding the GPUs a step or a collective runs on (the first two
+	// nodes) and, listed first (the mutations change a list's first element), one
+	// more node.
+	withFree := func(c *pb.ClusterSpec) *pb.ClusterSpec {
+		all := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+		c.FreeGpus = []*pb.NodeFreeGPUs{{Node: 3, Gpus: all}, {Node: 0, Gpus: all}, {Node: 1, Gpus: all}}
+		return c
+	}
+	stepFree := step(arch("llama3-8b"), layout())
+	withFree(stepFree.Cluster)
+	collFree := proto.Clone(coll).(*pb.SimulateCollectiveRequest)
+	withFree(collFree.Cluster)
 	return []keyBase{
 		{"EstimateStep", "dense", step(arch("llama3-8b"), layout())},
+		{"EstimateStep", "free GPUs", stepFree},
+		{"SimulateCollective", "free GPUs", collFree},
 		{"EstimateStep", "algorithms over node counts", stepOverNodes},
 		{"EstimatePlan", "algorithms over node counts", planOverNodes},
 		{"SimulateCollective", "algorithms over node counts", collOverNodes},

@@ -1,0 +1,60 @@
+package planner_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/planner"
+)
+
+// SearchGPUs counts what a search places: the sizes it reports trying.
+func TestSearchGPUsMatchesTheSearch(t *testing.T) {
+	for _, r := range []struct{ gpus, lo, hi int }{{16, 0, 0}, {0, 0, 32}, {0, 3, 24}} {
+		req := llama8bRequest(t)
+		req.GPUs, req.MinGPUs, req.MaxGPUs, req.TopK = r.gpus, r.lo, r.hi, 1
+		res, err := planner.Search(context.Background(), step.New(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0
+		for _, n := range res.Stats.GPUCounts {
+			sum += n
+		}
+		if got := planner.SearchGPUs(req); got != sum || sum == 0 {
+			t.Errorf("%+v: SearchGPUs %d, the search placed %d", r, got, sum)
+		}
+	}
+	if got := planner.SearchGPUs(planner.Request{MinGPUs: 3, MaxGPUs: 5}); got != 3+4+5 {
+		t.Errorf("no cluster, 3–5: %d", got)
+	}
+}
+
+// One rule for a node's free GPUs: the planner refuses a free map by it, in the
+// words the service uses for the request's entry.
+func TestFreeGPUsRule(t *testing.T) {
+	for _, c := range []struct {
+		gpus []int
+		at   int
+		why  string
+	}{
+		{[]int{0, 1, 7}, -1, ""},
+		{[]int{0, 8}, 1, "must be a GPU of the node, 0 to 7 (got 8)"},
+		{[]int{3, -1}, 1, "must be a GPU of the node, 0 to 7 (got -1)"},
+		{[]int{2, 5, 2}, 2, "GPU 2 is listed twice"},
+	} {
+		at, why := planner.CheckNodeGPUs(c.gpus, 8)
+		if at != c.at || why != c.why {
+			t.Errorf("%v: %d %q, want %d %q", c.gpus, at, why, c.at, c.why)
+		}
+		if c.at < 0 {
+			continue
+		}
+		req := llama8bRequest(t)
+		req.Free = planner.FreeMap{0: c.gpus}
+		if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), "free_gpus[0]: "+c.why) {
+			t.Errorf("%v: search %v", c.gpus, err)
+		}
+	}
+}
