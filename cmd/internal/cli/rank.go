@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/stepcost/stepcost/internal/service"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -135,7 +136,7 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			x.Index = int32(file.index[x.GetIndex()])
 		}
 		for _, b := range file.bad {
-			results = append(results, &pb.RankedConfig{Index: int32(b.index), Error: &pb.ItemError{Code: "INVALID_ARGUMENT", Message: b.err}})
+			results = append(results, &pb.RankedConfig{Index: int32(b.index), Error: &pb.ItemError{Code: service.InvalidArgument.String(), Message: b.err}})
 		}
 		sort.SliceStable(results, func(i, j int) bool { return results[i].GetIndex() < results[j].GetIndex() })
 		if err := printRanked(stdout, *format, file, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version}); err != nil {
