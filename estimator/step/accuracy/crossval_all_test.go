@@ -3,6 +3,7 @@ package accuracy_test
 import (
 	"fmt"
 	"os"
+	"sort"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -61,6 +62,8 @@ func TestAllRunsInSample(t *testing.T) {
 	for _, r := range rs {
 		if r.Err != nil {
 			t.Errorf("%s: %v", r.Run.ID, r.Err)
+		} else if r.Run.Publication != "" {
+			logResidual(t, r)
 		}
 	}
 	s := logTable(t, "in sample (shipped constants)", rs)
@@ -111,6 +114,28 @@ func TestCrossValidatedAllRuns(t *testing.T) {
 			t.Errorf("out of sample, %s runs: mean |error| %.1f%% > %.1f%%", k, 100*s[k].MeanAbs, 100*bound)
 		}
 	}
+}
+
+// logResidual logs one run's error with the share of its estimate that is forward
+// and backward compute and its two largest other terms (docs/step-model.md, "Per-run
+// residuals").
+func logResidual(t *testing.T, r accuracy.Result) {
+	t.Helper()
+	b := r.Estimate.Breakdown
+	terms := []struct {
+		name string
+		s    float64
+	}{{"recompute", b.Recompute}, {"bubble", b.Bubble}, {"contention", b.Contention}}
+	for c := step.Comm(0); c < step.NumComms; c++ {
+		terms = append(terms, struct {
+			name string
+			s    float64
+		}{c.String(), b.Exposed[c]})
+	}
+	sort.SliceStable(terms, func(i, j int) bool { return terms[i].s > terms[j].s })
+	t.Logf("  %-58s %+6.1f%%  measured %7.2f s, estimated %7.2f s, compute %3.0f%%, then %s %.2f s, %s %.2f s",
+		r.Run.ID, 100*r.RelErr, r.MeasuredS, r.Estimate.StepTime, 100*(b.Forward+b.Backward)/r.Estimate.StepTime,
+		terms[0].name, terms[0].s, terms[1].name, terms[1].s)
 }
 
 func fmtFitted(m map[string]float64) string {
