@@ -3,6 +3,7 @@ package accuracy_test
 import (
 	"fmt"
 	"os"
+	"sort"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -61,6 +62,8 @@ func TestAllRunsInSample(t *testing.T) {
 	for _, r := range rs {
 		if r.Err != nil {
 			t.Errorf("%s: %v", r.Run.ID, r.Err)
+		} else if r.Run.Publication != "" {
+			logResidual(t, r)
 		}
 	}
 	s := logTable(t, "in sample (shipped constants)", rs)
@@ -113,6 +116,28 @@ func TestCrossValidatedAllRuns(t *testing.T) {
 	}
 }
 
+// logResidual logs one run's error with the share of its estimate that is forward
+// and backward compute and its two largest other terms (docs/step-model.md, "Per-run
+// residuals").
+func logResidual(t *testing.T, r accuracy.Result) {
+	t.Helper()
+	b := r.Estimate.Breakdown
+	terms := []struct {
+		name string
+		s    float64
+	}{{"recompute", b.Recompute}, {"bubble", b.Bubble}, {"contention", b.Contention}}
+	for c := step.Comm(0); c < step.NumComms; c++ {
+		terms = append(terms, struct {
+			name string
+			s    float64
+		}{c.String(), b.Exposed[c]})
+	}
+	sort.SliceStable(terms, func(i, j int) bool { return terms[i].s > terms[j].s })
+	t.Logf("  %-58s %+6.1f%%  measured %7.2f s, estimated %7.2f s, compute %3.0f%%, then %s %.2f s, %s %.2f s",
+		r.Run.ID, 100*r.RelErr, r.MeasuredS, r.Estimate.StepTime, 100*(b.Forward+b.Backward)/r.Estimate.StepTime,
+		terms[0].name, terms[0].s, terms[1].name, terms[1].s)
+}
+
 func fmtFitted(m map[string]float64) string {
 	var out string
 	for _, s := range accuracy.Setters() {
@@ -123,19 +148,17 @@ func fmtFitted(m map[string]float64) string {
 
 // The bounds the tests hold the model to, mean |error| per kind of run. The
 // targets are 12 % for MoE, 10 % for Blackwell and 8 % for every run, left out with
-// its source; these bounds are the figures reached (in sample MoE 12.1 %; out of
-// sample all 11.6 %, the original 127 runs 8.0 %, MoE 16.1 %, fp8 16.2 %,
-// Blackwell 19.3 %), rounded up to the next half point. They were 0.1–0.7 points
-// lower while send/recv and all-to-all paid a Simple collective's 80 µs fixed cost
-// instead of the p2p kernel's; the runs lost that time (about 4096 expert-parallel
-// all-to-alls per Grok-1 step, 0.3 s) and no step-level cost that replaces it is
-// priced yet: docs/step-model.md gives the gap and the runs that make it. The
-// original 127 runs stay within their own leave-one-source-out figure, 7.5 %.
+// its source; these bounds are the figures reached (in sample all 8.6 %, the
+// original 127 runs 6.3 %, MoE 11.9 %, fp8 12.6 %, Blackwell 12.8 %; out of sample
+// all 11.5 %, the original 127 runs 8.0 %, MoE 15.7 %, fp8 15.8 %, Blackwell
+// 19.2 %), rounded up to the next half point. docs/step-model.md gives the runs
+// that keep MoE and Blackwell above their targets and what each lacks. The original
+// 127 runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.09, "original": 0.065, "moe": 0.125, "fp8": 0.13, "blackwell": 0.13,
+		"all": 0.09, "original": 0.065, "moe": 0.12, "fp8": 0.13, "blackwell": 0.13,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.12, "original": 0.08, "moe": 0.165, "fp8": 0.165, "blackwell": 0.195,
+		"all": 0.115, "original": 0.08, "moe": 0.16, "fp8": 0.16, "blackwell": 0.195,
 	}
 )
