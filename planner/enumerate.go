@@ -605,8 +605,13 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			tablesFor[m] = i
 			return i
 		}
+		// MoE parallel folding (Megatron-Core parallel_state.py: the expert
+		// RankGenerator cuts ETP × EP groups from the world over PP and raises
+		// unless ETP × EP × PP divides it): the expert groups fold over the tp ×
+		// cp × dp ranks of a stage, so EP may exceed DP (foldsExperts).
+		stageRanks := tp * cp * dp
 		for _, ep := range sp.eps {
-			if !allowed(cs.EP, ep) || dp%ep != 0 {
+			if !allowed(cs.EP, ep) || stageRanks%ep != 0 {
 				continue
 			}
 			for _, mbs := range divisors(perReplica) {
@@ -652,6 +657,9 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							cpa = overlapsTP[:]
 						}
 						for _, etp := range etps {
+							if !foldsExperts(stageRanks, tp, ep, etp) {
+								continue // no expert groups of etp × ep ranks on the stage
+							}
 							for _, otp := range otps {
 								for _, uly := range cpa {
 									if !allowed(cs.OverlapTP, otp) || cp > 1 && !allowed(cs.CPAllToAll, uly) {
@@ -721,6 +729,17 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			}
 		}
 	}
+}
+
+// foldsExperts tells whether expert groups of ep ranks, each expert split over etp
+// of them (0: tp), fold over a pipeline stage's ranks: ETP × EP must divide them
+// (Megatron-Core's expert RankGenerator; step's validation says the same of
+// layout.ep).
+func foldsExperts(stageRanks, tp, ep, etp int) bool {
+	if etp == 0 {
+		etp = tp
+	}
+	return stageRanks%(etp*ep) == 0
 }
 
 // overlapsTP are the TP overlap settings a shape with TP and SP tries, off first.

@@ -37,7 +37,7 @@ type Limits struct {
 
 // DefaultLimits are safe for a shared service.
 func DefaultLimits() Limits {
-	return Limits{MaxGPUs: 131072, MaxRankConfigs: 1000, MaxCandidates: 1_000_000, MaxSearchGPUs: 1_000_000,
+	return Limits{MaxGPUs: 131072, MaxRankConfigs: 1000, MaxCandidates: 2_000_000, MaxSearchGPUs: 1_000_000,
 		MaxConcurrentSearches: defaultConcurrentSearches, MaxQueuedSearches: 32}
 }
 

@@ -282,8 +282,8 @@ func TestLowerBoundsHold(t *testing.T) {
 											v = 2
 											r.Layout.VirtualStages = v
 										}
-										if a.MoE != nil && dp%8 == 0 {
-											r.Layout.EP = 8
+										if a.MoE != nil && (tp*cp*dp)%8 == 0 {
+											r.Layout.EP = 8 // folded over TP and CP ranks where dp < 8
 										}
 										res, err := e.Estimate(r)
 										if err != nil {

@@ -17,7 +17,7 @@ import (
 // daemon takes is taken here too.
 const (
 	localMaxGPUs       = 131072
-	localMaxCandidates = 1_000_000
+	localMaxCandidates = 2_000_000
 	localMaxConfigs    = rankBatch
 )
 
