@@ -132,7 +132,7 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
 	base := s.baseLayout(p)
 	var low step.Exposure
 	for i, al := range p.alts {
-		x := e.ExposedBounds(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}, s.bounds)
+		x := e.ExposedBounds(step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: base, Ranks: al.ranks}, s.bounds)
 		if i == 0 {
 			low = x
 		}
@@ -367,8 +367,11 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 					// Ranks on the first GPUs in order need no map: their communication
 					// groups are cached by layout alone, across searches.
 					alts[i].place = pl
+					var err error
+					if alts[i].cluster, err = req.clusterFor(pl); err != nil {
+						return nil, err
+					}
 					if !identity(pl.Ranks) {
-						var err error
 						if alts[i].ranks, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
 							return nil, err
 						}
@@ -672,14 +675,14 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 									// On several placements, the lowest of their bounds bounds them all.
 									s := p.slot()
 									var ok bool
-									r.Ranks = p.alts[0].ranks
+									r.Ranks, r.Cluster = p.alts[0].ranks, p.alts[0].cluster
 									s.bounds, ok = e.LowerBoundsCached(r, layers)
 									for _, al := range p.alts[1:] {
 										if !ok {
 											break
 										}
 										var b2 step.Bounds
-										r.Ranks = al.ranks
+										r.Ranks, r.Cluster = al.ranks, al.cluster
 										if b2, ok = e.LowerBoundsCached(r, layers); ok {
 											s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
 											s.bounds.Contention = min(s.bounds.Contention, b2.Contention)

@@ -146,6 +146,9 @@ type Request struct {
 	// ExcludeNodes, a what-if: these nodes are gone (failed, drained) and the job
 	// runs on the others' free GPUs — the N−1 question after a node fails.
 	ExcludeNodes []int
+	// busy are the GPUs other jobs hold (node → local GPUs): those a free map leaves
+	// out, but for excluded nodes (normalise; nil without a free map).
+	busy map[int][]int
 	// Workers evaluates candidates in parallel (default: all CPUs).
 	Workers int
 	// MaxLayouts stops a search that would enumerate more layouts than this with

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // candidate is one layout of the search space with its lower-bound score and the
@@ -58,6 +59,9 @@ const DefaultPlacementTolerance = 0.02
 type alt struct {
 	place *Placement
 	ranks *step.RankMap
+	// cluster prices the placement: the request's, or a copy whose leaves the
+	// other jobs on the free map's busy GPUs load (Request.clusterFor).
+	cluster *topology.Cluster
 }
 
 // mostWholeNodesFree is the most whole nodes any of the candidate's placements
@@ -442,6 +446,7 @@ func (r *Request) normalise() error {
 	if err := r.validate(); err != nil {
 		return err
 	}
+	r.busy = r.Free.busy(r.Cluster, r.ExcludeNodes)
 	if len(r.ExcludeNodes) > 0 {
 		r.Free = r.Free.without(r.Cluster, r.ExcludeNodes)
 		if len(r.Free) == 0 {
@@ -757,7 +762,7 @@ func (s *evaluation) price(ctx context.Context, cands []candidate, mems []memory
 // memory is a layout's memory. It does not depend on the placement.
 func (s *evaluation) memory(c *candidate) memoryResult {
 	req := s.req
-	mem, err := s.e.Memory(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks})
+	mem, err := s.e.Memory(step.Request{Model: req.Model, Training: req.Training, Cluster: c.alts[0].cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks})
 	if err != nil {
 		return memoryResult{invalid: true}
 	}
@@ -789,7 +794,7 @@ func (s *evaluation) evaluate(c *candidate) evaluated {
 	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req)}
 	var best evaluated
 	for i, al := range c.alts {
-		r.Ranks, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
+		r.Ranks, r.Cluster, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, al.cluster, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
 		res, err := s.e.Quick(r)
 		ev := evaluated{c: c, alt: i, stepTime: res.StepTime, headroom: res.Memory.Headroom, err: err}
 		if err == nil {
@@ -884,7 +889,7 @@ func (s *evaluation) offer(ev *evaluated) {
 func (s *evaluation) plan(c *candidate, alt int) (Plan, error) {
 	req := s.req
 	al := c.alts[alt]
-	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+	r := step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: c.layoutWith(req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
 	est, err := s.e.Estimate(r)
 	if err != nil {
 		return Plan{}, err

@@ -1275,6 +1275,9 @@ func (p *pricing) explain() {
 		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
 			"what-if: %s (rank 0's); every collective through it runs at its pace and the step waits for the slowest group", d))
 	}
+	if d := cl.Loaded; d != "" {
+		res.Assumptions = append(slices.Clip(res.Assumptions), "other jobs: "+d)
+	}
 }
 
 // ring is ring attention's communication for one micro-batch through a stage (Liu et

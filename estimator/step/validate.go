@@ -58,7 +58,7 @@ func NewRankMap(c *topology.Cluster, gpus []int) (*RankMap, error) {
 		}
 		seen[g] = true
 	}
-	return &RankMap{cluster: c, gpus: append([]int(nil), gpus...)}, nil
+	return &RankMap{cluster: c.Base(), gpus: append([]int(nil), gpus...)}, nil
 }
 
 // Len is the number of ranks.
