@@ -33,6 +33,8 @@ type candidate struct {
 	otp                bool // TP comm-GEMM overlap
 	oep                bool // expert-parallel all-to-all overlap
 	ulysses            bool // context parallelism by all-to-alls
+	fp8                bool // fp8 weights
+	offAct             bool // activation offload
 	// maxHead ≥ the layout's memory headroom: the GPU's memory less the memory
 	// lower bound of its ZeRO stage (+Inf where none is known).
 	maxHead float64
@@ -46,7 +48,8 @@ var (
 func (c *candidate) layout() step.Layout {
 	return step.Layout{TP: int(c.tp), PP: int(c.pp), DP: int(c.dp), CP: int(c.cp), EP: int(c.ep), ZeRO: int(c.zero),
 		MicroBatch: int(c.mbs), Recompute: recomputeCodes[c.rc], SP: c.sp, Schedule: scheduleCodes[c.sched],
-		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1), OverlapTP: c.otp, OverlapEP: c.oep, CPAllToAll: c.ulysses}
+		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1), OverlapTP: c.otp, OverlapEP: c.oep, CPAllToAll: c.ulysses,
+		FP8Params: c.fp8, OffloadActivations: c.offAct}
 }
 
 // DefaultPlacementTolerance is Request.PlacementTolerance when it is 0: a scheduler

@@ -147,7 +147,11 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		o.WeightBytes = fp8ElementBytes
 	}
 	w, g, s := ModelStateBytes(params, o, l.ZeRO, l.DP*l.CP)
-	act := activationsPerLayer(req, cp.stageLayers) * actLayers / 1e9
+	per := activationsPerLayer(req, cp.stageLayers)
+	act := per * actLayers / 1e9
+	if l.OffloadActivations {
+		act = per * math.Min(actLayers, 2) / 1e9 // the rest is in host memory
+	}
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
 	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, layers: float64(cp.stageLayers), m: m,
 		prefetchPre: t.BackwardPrefetch == PrefetchPre}

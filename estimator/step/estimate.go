@@ -1268,6 +1268,9 @@ func (p *pricing) explain() {
 	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
 		res.Assumptions = append(slices.Clip(res.Assumptions), offloadNote(*l, cl))
 	}
+	if l.OffloadActivations {
+		res.Assumptions = append(slices.Clip(res.Assumptions), activationOffloadNote(cl, res.Memory.ActivationBytesPerLayer))
+	}
 	if m := p.req.Model.MoE; m != nil {
 		res.Assumptions = append(slices.Clip(res.Assumptions), p.moeNote())
 	}

@@ -271,12 +271,13 @@ func TestLowerBoundsHold(t *testing.T) {
 						for _, z := range []int{0, 1, 3} {
 							for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull, step.RecomputeOps} {
 								for _, sched := range []step.Schedule{step.OneFOneB, step.Interleaved, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV} {
-									for _, etp := range []int{0, 1} {
+									for _, variant := range []int{0, 1, 2} { // etp 0, etp 1, etp 0 with activation offload
+										etp, offload := variant%2, variant == 2
 										dp := 64 / (tp * pp * cp)
 										r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
 											Training: training,
 											Layout: step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, MicroBatch: 1, ZeRO: z, Recompute: rc,
-												Schedule: sched, SP: tp > 1, ETP: etp}}
+												Schedule: sched, SP: tp > 1, ETP: etp, OffloadActivations: offload}}
 										v := 1
 										if sched == step.Interleaved {
 											v = 2

@@ -108,6 +108,10 @@ func normaliseLayout(r Request, spWithTP bool) Request {
 	if l.TP > 1 && !l.SP && spWithTP {
 		l.SP = true
 	}
+	// fp8 weights are one setting, given by the training or the layout.
+	if r.Training.Precision == FP8 && (l.FP8Params || r.Training.FP8Params) {
+		l.FP8Params, r.Training.FP8Params = true, true
+	}
 	if !r.Training.UnfusedAttention && r.Cluster != nil && unfusedOnGPU(r.Training.Framework, r.Model, r.Cluster.GPU()) {
 		r.Training.UnfusedAttention = true
 	}
@@ -359,6 +363,7 @@ func validate(r Request) error {
 	t, l, a := r.Training, r.Layout, r.Model
 	c.Join(t.validate())
 	validateOffload(&c, l, r.Cluster)
+	validateActivationOffload(&c, l, t, r.Cluster)
 	for _, f := range []struct {
 		name string
 		v    int
