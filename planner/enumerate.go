@@ -198,24 +198,22 @@ func (s *shape) bestBound(req *Request, p *part) float64 {
 	}
 	// Each distinct extra once: what stage 0 adds (nothing), stages 1–2, stage 3.
 	unexposed := s.fits&1 != 0 || s.fits&6 != 0 && s.gather == 0
-	if s.offAct {
-		// Only the schedules activation offload runs with.
-		scheds = slices.DeleteFunc(slices.Clone(scheds), func(sc sched) bool { return !s.runs(sc) })
+	// With activation offload, only the schedules it runs with (shape.runs).
+	bound := func(extra float64) {
+		for _, sc := range scheds {
+			if s.runs(sc) {
+				best = min(best, s.schedBound(req, p, sc, extra))
+			}
+		}
 	}
 	if unexposed {
-		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, p, sc, 0))
-		}
+		bound(0)
 	}
 	if s.fits&6 != 0 && s.gather != 0 {
-		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, p, sc, s.gather))
-		}
+		bound(s.gather)
 	}
 	if s.fits&(1<<3) != 0 && (s.zero3 != 0 || !unexposed) && (s.zero3 != s.gather || s.fits&6 == 0) {
-		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, p, sc, s.zero3))
-		}
+		bound(s.zero3)
 	}
 	return best
 }
@@ -776,7 +774,7 @@ func (p *part) shapeOf(e *step.Estimator, req *Request, sp *space, layers *step.
 	// every schedule; the deepest interleaving has the smallest bubble and so the
 	// best bound (bounds grow with the step time under every objective).
 	stages, fits := s.fitStages(req, sp)
-	if fits == 0 && !si.offAct && sp.offRescue {
+	if fits == 0 && !si.offAct && sp.offRescue && s.statesLeaveRoom(req, sp) {
 		if n := offloadScheds(int(si.pp), scheds); n > 0 {
 			l.OffloadActivations = true
 			if b, ok := bounds(l); ok {
@@ -822,6 +820,18 @@ func (s *shape) fitStages(req *Request, sp *space) (stages, fits int) {
 		}
 	}
 	return stages, fits
+}
+
+// statesLeaveRoom tells whether some ZeRO stage the shape searches fits its model
+// states and reserve with no activations at all: else activation offload cannot
+// make any of its layouts fit.
+func (s *shape) statesLeaveRoom(req *Request, sp *space) bool {
+	for _, zero := range sp.zeros {
+		if s.searched(zero) && s.statesFit(req, sp, s.bounds.Params, s.bounds.ReserveGB, zero) {
+			return true
+		}
+	}
+	return false
 }
 
 // offloadScheds is how many of the schedules activation offload runs with over pp
