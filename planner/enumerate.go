@@ -776,15 +776,22 @@ func (p *part) shapeOf(e *step.Estimator, req *Request, sp *space, layers *step.
 	stages, fits := s.fitStages(req, sp)
 	if fits == 0 && !si.offAct && sp.offRescue && s.statesLeaveRoom(req, sp) {
 		if n := offloadScheds(int(si.pp), scheds); n > 0 {
-			l.OffloadActivations = true
-			if b, ok := bounds(l); ok {
-				held := s.bounds
-				s.bounds, s.offAct = b, true
-				if _, fits = s.fitStages(req, sp); fits > 0 {
-					s.perMB, runs = b.PerMicroBatch, n
-				} else {
-					s.bounds, s.offAct = held, false
+			// With the activations in host memory the GPU keeps at least two
+			// layers' worth; the time bounds without offload plus a bound of the
+			// copies' waits (step.OffloadWaitBound) bound it, without pricing
+			// the shape again.
+			held := s.bounds.ActivationsGB
+			s.bounds.ActivationsGB = min(held, 2*s.bounds.LayerActivationsGB)
+			if _, fits = s.fitStages(req, sp); fits > 0 {
+				s.offAct, runs = true, n
+				w := step.OffloadWaitBound(p.alts[0].cluster, req.Model, s.bounds)
+				for _, al := range p.alts[1:] {
+					w = min(w, step.OffloadWaitBound(al.cluster, req.Model, s.bounds))
 				}
+				s.bounds.PerMicroBatch += w
+				s.perMB = s.bounds.PerMicroBatch
+			} else {
+				s.bounds.ActivationsGB = held
 			}
 		}
 	}

@@ -327,6 +327,17 @@ func TestLowerBoundsHold(t *testing.T) {
 										case 1, 2:
 											lb += x.ParamGather
 										}
+										if offload {
+											// The search's bound of an offloaded shape: its bounds without
+											// offload and a bound of the copies' waits.
+											plain := base
+											plain.Layout.OffloadActivations = false
+											bp, _ := e.LowerBounds(plain)
+											w := step.OffloadWaitBound(r.Cluster, a, bp)
+											if lw := (m + float64(pp-1)/float64(v)) * (bp.PerMicroBatch + w); lw > res.StepTime*(1+1e-12) {
+												t.Errorf("%s %+v: bound without offload and its waits %.4g s, estimate %.4g s", name, r.Layout, lw, res.StepTime)
+											}
+										}
 										checked++
 										if lb > res.StepTime*(1+1e-12) || b.StatesGB > res.Memory.Total+1e-9 {
 											t.Errorf("%s %+v: bound %.4g s / %.3g GB, estimate %.4g s / %.3g GB", name, r.Layout, lb, b.StatesGB, res.StepTime, res.Memory.Total)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -117,6 +118,20 @@ func validateActivationOffload(c *invalid.Collector, l Layout, t Training, cl *t
 func activationCopy(cl *topology.Cluster, bytes float64) float64 {
 	_, link := hostRates(cl)
 	return bytes / link
+}
+
+// OffloadWaitBound is a lower bound of what activation offload adds to one
+// micro-batch through a stage of a dense model, from the stage's bounds b without
+// it: its L layers' copies, each of at least LayerActivationsGB, against the
+// stage's forward and backward passes — Σ max(0, c − fₗ) ≥ max(0, L·c − Σ fₗ), and
+// the passes' times are the estimate's. 0 for an MoE model, whose stages' layers
+// save different amounts, or without a described host.
+func OffloadWaitBound(cl *topology.Cluster, a model.Arch, b Bounds) float64 {
+	if a.MoE != nil || cl == nil || !cl.Spec.Host.Described() {
+		return 0
+	}
+	c := b.exposure.layers * activationCopy(cl, b.LayerActivationsGB*1e9)
+	return max(0, c-b.exposure.fwd) + max(0, c-b.exposure.bwd)
 }
 
 // activationOffloadNote describes the activation offload for the assumptions list.
