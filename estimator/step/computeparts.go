@@ -279,7 +279,7 @@ type layerKey struct {
 	// and Layout.OffloadActivations, which a search varies per layout; with the
 	// offload, the recomputation, which sets what a layer saves and copies.
 	fp8Params, offload bool
-	saved              Recompute
+	full               bool // offloaded under full recomputation: only each layer's input is saved
 }
 
 // layer is e.layerCompute, remembered in c (when c is not nil).
@@ -288,10 +288,8 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 		return e.layerCompute(req, r, tokens, sLocal, s, moe)
 	}
 	l := req.Layout
-	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(), req.Training.FP8Params, l.OffloadActivations, ""}
-	if l.OffloadActivations {
-		k.saved = l.Recompute
-	}
+	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(),
+		req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull}
 	if lt, ok := c.layers[k]; ok {
 		return lt
 	}
