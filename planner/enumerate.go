@@ -406,7 +406,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 					// groups are cached by layout alone, across searches.
 					alts[i].place = pl
 					var err error
-					if alts[i].cluster, err = req.clusterFor(pl); err != nil {
+					if alts[i].cluster, err = req.clusterFor(e, pl); err != nil {
 						return nil, err
 					}
 					if !identity(pl.Ranks) {

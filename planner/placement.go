@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -296,8 +297,9 @@ func (f FreeMap) busy(c *topology.Cluster, excluded []int) map[int][]int {
 // flows on one link. With B busy and J job ports on the leaf (in NICs), the busy
 // ports take min(b, U/(J + B)) each and the job keeps max(U − B·b, U·J/(J + B)).
 // Without a free map, NICs or a job across leaves the request's cluster is
-// returned.
-func (r *Request) clusterFor(pl *Placement) (*topology.Cluster, error) {
+// returned; e keeps one loaded cluster per request cluster and shares
+// (step.Estimator.LoadedCluster), so that its placements are reused.
+func (r *Request) clusterFor(e *step.Estimator, pl *Placement) (*topology.Cluster, error) {
 	c := r.Cluster
 	nics := c.Spec.NICs.PerNode
 	if len(r.busy) == 0 || nics == 0 || pl.Leaves < 2 {
@@ -340,6 +342,6 @@ func (r *Request) clusterFor(pl *Placement) (*topology.Cluster, error) {
 	if len(shares) == 0 {
 		return c, nil
 	}
-	return c.WithLeafShares(shares, fmt.Sprintf("%.0f busy NICs on the job's %d loaded leaf switches send across the spine at their rate; the job keeps %.0f%% or more of those leaves' uplinks",
+	return e.LoadedCluster(c, shares, fmt.Sprintf("%.0f busy NICs on the job's %d loaded leaf switches send across the spine at their rate; the job keeps %.0f%% or more of those leaves' uplinks",
 		busyPorts, len(shares), 100*least))
 }

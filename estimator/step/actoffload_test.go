@@ -134,3 +134,28 @@ func TestFP8ParamsLayoutField(t *testing.T) {
 		t.Errorf("fp8 weights under bf16: %v", err)
 	}
 }
+
+// A loaded cluster is made once per cluster and shares: a scheduler asking again
+// about the same busy leaves reuses its placements.
+func TestLoadedClusterReused(t *testing.T) {
+	spec := cluster(t, "dgx-h100", 64).Spec
+	spec.Network.Oversubscription = 4
+	cl, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := step.New()
+	leaf := cl.LeafOf(0, 0)
+	a, err := e.LoadedCluster(cl, map[int]float64{leaf: 0.25}, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := e.LoadedCluster(cl, map[int]float64{leaf: 0.25}, "busy")
+	c, _ := e.LoadedCluster(cl, map[int]float64{leaf: 0.5}, "busy")
+	if a != b || a == c || a.Base() != cl || a.Loaded != "busy" {
+		t.Errorf("same shares: %p and %p; other shares: %p; base %p of %p", a, b, c, a.Base(), cl)
+	}
+	if _, err := e.LoadedCluster(cl, map[int]float64{leaf: 2}, ""); err == nil {
+		t.Error("a share of 2 accepted")
+	}
+}
