@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
@@ -57,6 +58,11 @@ type space struct {
 	eps        []int
 	maxMBS     int
 	capGB      float64 // memory a layout may use per GPU
+	// fp8s are the fp8-weight settings every shape tries (step.Layout.FP8Params),
+	// offs the activation-offload ones (step.Layout.OffloadActivations); with
+	// offRescue a shape none of whose layouts fits without offload tries it.
+	fp8s, offs []bool
+	offRescue  bool
 }
 
 func newSpace(req *Request) *space {
@@ -81,6 +87,31 @@ func newSpace(req *Request) *space {
 	}
 	if req.Model.MoE != nil {
 		sp.eps = divisors(req.Model.MoE.Experts)
+	}
+	fw, _ := framework.Lookup(req.Training.Framework)
+	// fp8 weights, with fp8 matmuls: on where the framework stores them, unless the
+	// constraints list it (the training's fp8_params pins it on). The same layout
+	// with 16-bit weights is never faster and never holds less (it casts every
+	// weight each step and keeps a second copy), so it would be dominated.
+	sp.fp8s = []bool{false}
+	if t := &req.Training; t.Precision == step.FP8 {
+		switch {
+		case t.FP8Params:
+			sp.fp8s = []bool{true}
+		case len(cs.FP8Params) > 0:
+			sp.fp8s = cs.FP8Params
+		case fw.FP8Params:
+			sp.fp8s = []bool{true}
+		}
+	}
+	// Activation offload: as the constraints list it; else, where the framework
+	// runs it and the cluster describes its hosts, for the shapes that fit no other
+	// way (the same layout without it is never slower and it only frees memory).
+	sp.offs = []bool{false}
+	if len(cs.OffloadActivations) > 0 {
+		sp.offs = cs.OffloadActivations
+	} else {
+		sp.offRescue = fw.ActivationOffload && req.Cluster.Spec.Host.Described()
 	}
 	return sp
 }
@@ -122,6 +153,8 @@ type shapeInfo struct {
 	otp     bool // TP comm-GEMM overlap (step.Layout.OverlapTP)
 	ulysses bool // context parallelism by all-to-alls (step.Layout.CPAllToAll)
 	exposed bool // perMB and zero3 count step.Exposure
+	fp8     bool // matmul weights stored in fp8 (step.Layout.FP8Params)
+	offAct  bool // activations offloaded to host memory (step.Layout.OffloadActivations)
 }
 
 // expose adds to the shape's bounds the communication that step.Exposure bounds
@@ -132,7 +165,7 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
 	base := s.baseLayout(p)
 	var low step.Exposure
 	for i, al := range p.alts {
-		x := e.ExposedBounds(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: base, Ranks: al.ranks}, s.bounds)
+		x := e.ExposedBounds(step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: base, Ranks: al.ranks}, s.bounds)
 		if i == 0 {
 			low = x
 		}
@@ -148,7 +181,8 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
 // baseLayout is the layout the shape's bounds are computed for: 1F1B, no ZeRO.
 func (s *shape) baseLayout(p *part) step.Layout {
 	return step.Layout{TP: int(s.tp), PP: int(s.pp), DP: int(s.dp), CP: int(s.cp), EP: int(s.ep), MicroBatch: int(s.mbs),
-		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: p.splits[s.split], ETP: etpOf(s.etp1), OverlapTP: s.otp, CPAllToAll: s.ulysses}
+		Recompute: recomputeCodes[s.rc], SP: s.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: p.splits[s.split], ETP: etpOf(s.etp1), OverlapTP: s.otp, CPAllToAll: s.ulysses,
+		FP8Params: s.fp8, OffloadActivations: s.offAct}
 }
 
 // bestBound is the lowest bound of the shape's layouts whose memory lower bound
@@ -164,20 +198,22 @@ func (s *shape) bestBound(req *Request, p *part) float64 {
 	}
 	// Each distinct extra once: what stage 0 adds (nothing), stages 1–2, stage 3.
 	unexposed := s.fits&1 != 0 || s.fits&6 != 0 && s.gather == 0
-	if unexposed {
+	// With activation offload, only the schedules it runs with (shape.runs).
+	bound := func(extra float64) {
 		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, p, sc, 0))
+			if s.runs(sc) {
+				best = min(best, s.schedBound(req, p, sc, extra))
+			}
 		}
+	}
+	if unexposed {
+		bound(0)
 	}
 	if s.fits&6 != 0 && s.gather != 0 {
-		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, p, sc, s.gather))
-		}
+		bound(s.gather)
 	}
 	if s.fits&(1<<3) != 0 && (s.zero3 != 0 || !unexposed) && (s.zero3 != s.gather || s.fits&6 == 0) {
-		for _, sc := range scheds {
-			best = min(best, s.schedBound(req, p, sc, s.zero3))
-		}
+		bound(s.zero3)
 	}
 	return best
 }
@@ -202,7 +238,9 @@ func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float6
 		}
 		for i, sc := range scheds {
 			ordinal++
-			emit(s.schedBound(req, p, sc, s.zeroBound(zero)), ordinal, int8(zero), uint16(i))
+			if s.runs(sc) {
+				emit(s.schedBound(req, p, sc, s.zeroBound(zero)), ordinal, int8(zero), uint16(i))
+			}
 		}
 	}
 }
@@ -219,7 +257,7 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
 		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp,
-		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, maxHead: s.maxHeadroom(req, int(zero))}
+		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, fp8: s.fp8, offAct: s.offAct, maxHead: s.maxHeadroom(req, int(zero))}
 }
 
 // overlapEP says the layout overlaps its expert-parallel all-to-alls: wherever the
@@ -251,7 +289,7 @@ func (s *shape) statesFit(req *Request, sp *space, params, reserveGB float64, ze
 // every schedule keeps at least), +Inf with fp8 weights (held in fewer bytes than
 // the optimizer's).
 func (s *shape) maxHeadroom(req *Request, zero int) float64 {
-	if req.Training.FP8Params {
+	if req.Training.FP8Params || s.fp8 {
 		return math.Inf(1)
 	}
 	w, gr, st := step.ModelStateBytes(s.bounds.Params, req.Training.Optimizer, zero, int(s.dp*s.cp))
@@ -367,8 +405,11 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 					// Ranks on the first GPUs in order need no map: their communication
 					// groups are cached by layout alone, across searches.
 					alts[i].place = pl
+					var err error
+					if alts[i].cluster, err = req.clusterFor(e, pl); err != nil {
+						return nil, err
+					}
 					if !identity(pl.Ranks) {
-						var err error
 						if alts[i].ranks, err = step.NewRankMap(req.Cluster, pl.Ranks); err != nil {
 							return nil, err
 						}
@@ -605,8 +646,13 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			tablesFor[m] = i
 			return i
 		}
+		// MoE parallel folding (Megatron-Core parallel_state.py: the expert
+		// RankGenerator cuts ETP × EP groups from the world over PP and raises
+		// unless ETP × EP × PP divides it): the expert groups fold over the tp ×
+		// cp × dp ranks of a stage, so EP may exceed DP (foldsExperts).
+		stageRanks := tp * cp * dp
 		for _, ep := range sp.eps {
-			if !allowed(cs.EP, ep) || dp%ep != 0 {
+			if !allowed(cs.EP, ep) || stageRanks%ep != 0 {
 				continue
 			}
 			for _, mbs := range divisors(perReplica) {
@@ -652,66 +698,23 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 							cpa = overlapsTP[:]
 						}
 						for _, etp := range etps {
+							if !foldsExperts(stageRanks, tp, ep, etp) {
+								continue // no expert groups of etp × ep ranks on the stage
+							}
 							for _, otp := range otps {
 								for _, uly := range cpa {
 									if !allowed(cs.OverlapTP, otp) || cp > 1 && !allowed(cs.CPAllToAll, uly) {
 										continue
 									}
-									// One compute bound per shape; schedules and ZeRO stages only
-									// change the pipeline factor and the state sharding.
-									r.Layout = step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, EP: ep, MicroBatch: mbs,
-										Recompute: rc, SP: seqPar, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etp, OverlapTP: otp, CPAllToAll: uly}
-									// On several placements, the lowest of their bounds bounds them all.
-									s := p.slot()
-									var ok bool
-									r.Ranks = p.alts[0].ranks
-									s.bounds, ok = e.LowerBoundsCached(r, layers)
-									for _, al := range p.alts[1:] {
-										if !ok {
-											break
-										}
-										var b2 step.Bounds
-										r.Ranks = al.ranks
-										if b2, ok = e.LowerBoundsCached(r, layers); ok {
-											s.bounds.PerMicroBatch = min(s.bounds.PerMicroBatch, b2.PerMicroBatch)
-											s.bounds.Contention = min(s.bounds.Contention, b2.Contention)
-										}
-									}
-									if !ok {
-										p.invalid += len(scheds) * len(sp.zeros)
-										continue
-									}
-									b := &s.bounds
-									s.shapeInfo = shapeInfo{perMB: b.PerMicroBatch, n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
-										pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
-										scheds: schedsIdx, tables: tablesIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1, otp: otp, ulysses: uly}
-									// The layouts that fit are those of the ZeRO stages whose states
-									// fit, under every schedule; the deepest interleaving has the
-									// smallest bubble and so the best bound (bounds grow with the step
-									// time under every objective).
-									stages, fits := 0, 0
-									for _, zero := range sp.zeros {
-										if s.searched(zero) {
-											stages++
-											if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
-												s.fits |= 1 << zero
-												fits++
+									for _, fp8 := range sp.fp8s {
+										for _, off := range sp.offs {
+											if p.shapeOf(e, req, sp, layers, &r, total, shapeInfo{n: int32(n), ordinal: int32(ordinal), m: int32(m), tp: int32(tp),
+												pp: int32(pp), dp: int32(dp), cp: int32(cp), ep: int32(ep), mbs: int32(mbs), part: p.idx, split: splitIdx,
+												scheds: schedsIdx, tables: tablesIdx, rc: rcCode(rc), sp: seqPar, etp1: etp == 1, otp: otp, ulysses: uly, fp8: fp8, offAct: off},
+												split, scheds, &ordinal) {
+												return
 											}
 										}
-									}
-									size := stages * len(scheds)
-									ordinal += size
-									p.enumerated += size
-									if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
-										p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
-										return
-									}
-									fits *= len(scheds)
-									p.memoryBound += size - fits
-									if fits > 0 {
-										s.best = s.bestBound(req, p)
-										p.kept += fits
-										p.add()
 									}
 								}
 							}
@@ -721,6 +724,150 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			}
 		}
 	}
+}
+
+// shapeOf enumerates the shape si (its layout's other fields in r's): it bounds it
+// on every placement, keeps it if any of its layouts fits the memory lower bound —
+// with activation offload (where the search tries it for what fits no other way,
+// space.offRescue) when nothing fits without — and counts its layouts in the
+// part's statistics and total. It returns true when the search must stop.
+func (p *part) shapeOf(e *step.Estimator, req *Request, sp *space, layers *step.BoundsCache, r *step.Request, total *atomic.Int64,
+	si shapeInfo, split []int, scheds []sched, ordinal *int) bool {
+	l := step.Layout{TP: int(si.tp), PP: int(si.pp), DP: int(si.dp), CP: int(si.cp), EP: int(si.ep), MicroBatch: int(si.mbs),
+		Recompute: recomputeCodes[si.rc], SP: si.sp, Schedule: step.OneFOneB, VirtualStages: 1, LayerSplit: split, ETP: etpOf(si.etp1),
+		OverlapTP: si.otp, CPAllToAll: si.ulysses, FP8Params: si.fp8, OffloadActivations: si.offAct}
+	runs := len(scheds) // the schedules its layouts run
+	if si.offAct {
+		if runs = offloadScheds(int(si.pp), scheds); runs == 0 {
+			return false // no layout: Megatron-Core offloads under 1F1B and interleaving only
+		}
+	}
+	// One compute bound per shape; schedules and ZeRO stages only change the
+	// pipeline factor and the state sharding. On several placements, the lowest
+	// of their bounds bounds them all.
+	bounds := func(l step.Layout) (step.Bounds, bool) {
+		r.Layout = l
+		r.Ranks, r.Cluster = p.alts[0].ranks, p.alts[0].cluster
+		b, ok := e.LowerBoundsCached(*r, layers)
+		for _, al := range p.alts[1:] {
+			if !ok {
+				break
+			}
+			var b2 step.Bounds
+			r.Ranks, r.Cluster = al.ranks, al.cluster
+			if b2, ok = e.LowerBoundsCached(*r, layers); ok {
+				b.PerMicroBatch = min(b.PerMicroBatch, b2.PerMicroBatch)
+				b.Contention = min(b.Contention, b2.Contention)
+			}
+		}
+		return b, ok
+	}
+	s := p.slot()
+	var ok bool
+	if s.bounds, ok = bounds(l); !ok {
+		p.invalid += len(scheds) * len(sp.zeros)
+		return false
+	}
+	si.perMB = s.bounds.PerMicroBatch
+	s.shapeInfo = si
+	// The layouts that fit are those of the ZeRO stages whose states fit, under
+	// every schedule; the deepest interleaving has the smallest bubble and so the
+	// best bound (bounds grow with the step time under every objective).
+	stages, fits := s.fitStages(req, sp)
+	if fits == 0 && !si.offAct && sp.offRescue && s.statesLeaveRoom(req, sp) {
+		if n := offloadScheds(int(si.pp), scheds); n > 0 {
+			// With the activations in host memory the GPU keeps at least two
+			// layers' worth; the time bounds without offload plus a bound of the
+			// copies' waits (step.OffloadWaitBound) bound it, without pricing
+			// the shape again.
+			held := s.bounds.ActivationsGB
+			s.bounds.ActivationsGB = min(held, 2*s.bounds.LayerActivationsGB)
+			if _, fits = s.fitStages(req, sp); fits > 0 {
+				s.offAct, runs = true, n
+				w := step.OffloadWaitBound(p.alts[0].cluster, req.Model, s.bounds)
+				for _, al := range p.alts[1:] {
+					w = min(w, step.OffloadWaitBound(al.cluster, req.Model, s.bounds))
+				}
+				s.bounds.PerMicroBatch += w
+				s.perMB = s.bounds.PerMicroBatch
+			} else {
+				s.bounds.ActivationsGB = held
+			}
+		}
+	}
+	size := stages * len(scheds)
+	*ordinal += size
+	p.enumerated += size
+	if req.MaxLayouts > 0 && total.Add(int64(size)) > int64(req.MaxLayouts) {
+		p.err = fmt.Errorf("%w: more than %d", ErrTooManyLayouts, req.MaxLayouts)
+		return true
+	}
+	fits *= runs
+	p.memoryBound += size - fits
+	if fits > 0 {
+		s.best = s.bestBound(req, p)
+		p.kept += fits
+		p.add()
+	}
+	return false
+}
+
+// fitStages sets the shape's fits bits — the ZeRO stages it searches whose states
+// fit under its bounds — and returns how many stages it searches and how many fit.
+func (s *shape) fitStages(req *Request, sp *space) (stages, fits int) {
+	b := &s.bounds
+	s.fits = 0
+	for _, zero := range sp.zeros {
+		if s.searched(zero) {
+			stages++
+			if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
+				s.fits |= 1 << zero
+				fits++
+			}
+		}
+	}
+	return stages, fits
+}
+
+// statesLeaveRoom tells whether some ZeRO stage the shape searches fits its model
+// states and reserve with no activations at all: else activation offload cannot
+// make any of its layouts fit.
+func (s *shape) statesLeaveRoom(req *Request, sp *space) bool {
+	for _, zero := range sp.zeros {
+		if s.searched(zero) && s.statesFit(req, sp, s.bounds.Params, s.bounds.ReserveGB, zero) {
+			return true
+		}
+	}
+	return false
+}
+
+// offloadScheds is how many of the schedules activation offload runs with over pp
+// ranks (step.ActivationOffloadSchedule).
+func offloadScheds(pp int, scheds []sched) int {
+	n := 0
+	for _, sc := range scheds {
+		if step.ActivationOffloadSchedule(sc.s, pp) {
+			n++
+		}
+	}
+	return n
+}
+
+// runs tells whether the shape's layouts run schedule sc: with activation offload,
+// only those Megatron-Core offloads under.
+func (s *shape) runs(sc sched) bool {
+	return !s.offAct || step.ActivationOffloadSchedule(sc.s, int(s.pp))
+}
+
+// foldsExperts tells whether expert groups of ep ranks, each expert split over etp
+// of them (0: tp), fold over a pipeline stage's ranks: ETP × EP must divide them
+// (Megatron-Core's expert RankGenerator; step's validation says the same of
+// layout.ep).
+func foldsExperts(stageRanks, tp, ep, etp int) bool {
+	if etp == 0 {
+		etp = tp
+	}
+	return stageRanks%(etp*ep) == 0
 }
 
 // overlapsTP are the TP overlap settings a shape with TP and SP tries, off first.

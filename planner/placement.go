@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -271,4 +272,86 @@ func (f FreeMap) without(c *topology.Cluster, nodes []int) FreeMap {
 		delete(out, n)
 	}
 	return out
+}
+
+// busy returns the GPUs other jobs hold under the free map — every GPU it does not
+// list — but for the excluded nodes (failed or drained: idle); nil without a map.
+func (f FreeMap) busy(c *topology.Cluster, excluded []int) map[int][]int {
+	if f == nil {
+		return nil
+	}
+	g := c.Spec.GPUsPerNode
+	out := map[int][]int{}
+	for node := range c.Spec.Nodes {
+		if len(f[node]) == g || slices.Contains(excluded, node) {
+			continue
+		}
+		var gs []int
+		for l := range g {
+			if !slices.Contains(f[node], l) {
+				gs = append(gs, l)
+			}
+		}
+		out[node] = gs
+	}
+	return out
+}
+
+// clusterFor is the cluster a placement is priced on: with other jobs on the free
+// map's busy GPUs, a copy whose leaves keep for the job what their traffic leaves
+// it. A leaf's uplinks (and the spine's downlinks into it) carry U = its ports' NIC
+// bandwidth ÷ the oversubscription; every busy GPU's share of its NIC is taken to
+// send across the spine at the NIC's rate b (the neighbours' worst case: an
+// all-to-all or a data-parallel ring over leaves), and the uplinks are shared
+// max-min fairly between their ports — the rule the collective model applies to
+// flows on one link. With B busy and J job ports on the leaf (in NICs), the busy
+// ports take min(b, U/(J + B)) each and the job keeps max(U − B·b, U·J/(J + B)).
+// Without a free map, NICs or a job across leaves the request's cluster is
+// returned; e keeps one loaded cluster per request cluster and shares
+// (step.Estimator.LoadedCluster), so that its placements are reused.
+func (r *Request) clusterFor(e *step.Estimator, pl *Placement) (*topology.Cluster, error) {
+	c := r.Cluster
+	nics := c.Spec.NICs.PerNode
+	if len(r.busy) == 0 || nics == 0 || pl.Leaves < 2 {
+		// A job inside one scalable unit never crosses the spine.
+		return c, nil
+	}
+	g := c.Spec.GPUsPerNode
+	perNIC := make([]float64, nics) // local GPUs behind each NIC
+	for l := range g {
+		perNIC[c.LocalNIC(l)]++
+	}
+	busy, job := make([]float64, c.Leaves()), make([]float64, c.Leaves())
+	for node, gs := range r.busy {
+		for _, l := range gs {
+			nic := c.LocalNIC(l)
+			busy[c.LeafOf(node, nic)] += 1 / perNIC[nic]
+		}
+	}
+	for _, u := range pl.Nodes {
+		for _, l := range u.GPUs {
+			nic := c.LocalNIC(l)
+			job[c.LeafOf(u.Node, nic)] += 1 / perNIC[nic]
+		}
+	}
+	shares := map[int]float64{}
+	least, busyPorts := 1.0, 0.0
+	for leaf, j := range job {
+		b := busy[leaf]
+		if j == 0 || b == 0 {
+			continue
+		}
+		up := c.LeafBW
+		left := max(up-b*c.NICBW, up*j/(j+b))
+		if f := left / up; f < 1 {
+			shares[leaf] = f
+			least = min(least, f)
+			busyPorts += b
+		}
+	}
+	if len(shares) == 0 {
+		return c, nil
+	}
+	return e.LoadedCluster(c, shares, fmt.Sprintf("%.0f busy NICs on the job's %d loaded leaf switches send across the spine at their rate; the job keeps %.0f%% or more of those leaves' uplinks",
+		busyPorts, len(shares), 100*least))
 }

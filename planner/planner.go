@@ -51,6 +51,15 @@ type Constraints struct {
 	// CPAllToAll): false ring attention, true Ulysses all-to-alls (where tp × cp
 	// divides the heads); empty: ring only.
 	CPAllToAll []bool `json:"cp_all_to_all,omitempty"`
+	// FP8Params lists whether the matmul weights are stored in fp8 (step.Layout's
+	// FP8Params, with precision fp8 only); empty: on where the framework stores
+	// them (Megatron-Core, NeMo), else off.
+	FP8Params []bool `json:"fp8_params,omitempty"`
+	// OffloadActivations lists whether the saved activations go to host memory
+	// (step.Layout's OffloadActivations, with 1F1B or interleaved pipelines);
+	// empty: tried where the framework runs it (Megatron-Core, NeMo) for layouts
+	// that fit in memory no other way.
+	OffloadActivations []bool `json:"offload_activations,omitempty"`
 	// TPAcrossNodes allows TP groups larger than a node.
 	TPAcrossNodes bool `json:"tp_across_nodes,omitempty"`
 	// UnevenPP allows pipeline splits that do not divide the layers evenly.
@@ -78,6 +87,8 @@ func (c Constraints) Canonical() Constraints {
 	c.OverlapTP = orderedSet(c.OverlapTP, []bool{false, true})
 	c.OverlapEP = orderedSet(c.OverlapEP, []bool{false, true})
 	c.CPAllToAll = orderedSet(c.CPAllToAll, []bool{false, true})
+	c.FP8Params = orderedSet(c.FP8Params, []bool{false, true})
+	c.OffloadActivations = orderedSet(c.OffloadActivations, []bool{false, true})
 	return c
 }
 
@@ -146,6 +157,9 @@ type Request struct {
 	// ExcludeNodes, a what-if: these nodes are gone (failed, drained) and the job
 	// runs on the others' free GPUs — the N−1 question after a node fails.
 	ExcludeNodes []int
+	// busy are the GPUs other jobs hold (node → local GPUs): those a free map leaves
+	// out, but for excluded nodes (normalise; nil without a free map).
+	busy map[int][]int
 	// Workers evaluates candidates in parallel (default: all CPUs).
 	Workers int
 	// MaxLayouts stops a search that would enumerate more layouts than this with
@@ -341,6 +355,14 @@ func (r *Request) validate() error {
 		}
 	default:
 		c.Add("constraints.offload", "must be none, optimizer or params (got %q)", r.Constraints.Offload)
+	}
+	if cs := &r.Constraints; slices.Contains(cs.FP8Params, true) && r.Training.Precision != step.FP8 {
+		c.Add("constraints.fp8_params", "fp8 weights need precision fp8 (precision is %q)", r.Training.Precision)
+	} else if r.Training.FP8Params && len(cs.FP8Params) > 0 && !slices.Contains(cs.FP8Params, true) {
+		c.Add("constraints.fp8_params", "lists only 16-bit weights, but training.fp8_params stores them in fp8")
+	}
+	if slices.Contains(r.Constraints.OffloadActivations, true) && !r.Cluster.Spec.Host.Described() {
+		c.Add("cluster.host", "activation offload needs the node's host memory_gb, memory_bandwidth_gbps and link_gbps; %q does not give them", r.Cluster.Spec.Name)
 	}
 	if r.Free != nil {
 		c.Join(r.Free.validate(r.Cluster))

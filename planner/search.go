@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // candidate is one layout of the search space with its lower-bound score and the
@@ -32,6 +33,8 @@ type candidate struct {
 	otp                bool // TP comm-GEMM overlap
 	oep                bool // expert-parallel all-to-all overlap
 	ulysses            bool // context parallelism by all-to-alls
+	fp8                bool // fp8 weights
+	offAct             bool // activation offload
 	// maxHead ≥ the layout's memory headroom: the GPU's memory less the memory
 	// lower bound of its ZeRO stage (+Inf where none is known).
 	maxHead float64
@@ -45,7 +48,8 @@ var (
 func (c *candidate) layout() step.Layout {
 	return step.Layout{TP: int(c.tp), PP: int(c.pp), DP: int(c.dp), CP: int(c.cp), EP: int(c.ep), ZeRO: int(c.zero),
 		MicroBatch: int(c.mbs), Recompute: recomputeCodes[c.rc], SP: c.sp, Schedule: scheduleCodes[c.sched],
-		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1), OverlapTP: c.otp, OverlapEP: c.oep, CPAllToAll: c.ulysses}
+		VirtualStages: int(c.v), LayerSplit: c.split, ETP: etpOf(c.etp1), OverlapTP: c.otp, OverlapEP: c.oep, CPAllToAll: c.ulysses,
+		FP8Params: c.fp8, OffloadActivations: c.offAct}
 }
 
 // DefaultPlacementTolerance is Request.PlacementTolerance when it is 0: a scheduler
@@ -58,6 +62,9 @@ const DefaultPlacementTolerance = 0.02
 type alt struct {
 	place *Placement
 	ranks *step.RankMap
+	// cluster prices the placement: the request's, or a copy whose leaves the
+	// other jobs on the free map's busy GPUs load (Request.clusterFor).
+	cluster *topology.Cluster
 }
 
 // mostWholeNodesFree is the most whole nodes any of the candidate's placements
@@ -442,6 +449,7 @@ func (r *Request) normalise() error {
 	if err := r.validate(); err != nil {
 		return err
 	}
+	r.busy = r.Free.busy(r.Cluster, r.ExcludeNodes)
 	if len(r.ExcludeNodes) > 0 {
 		r.Free = r.Free.without(r.Cluster, r.ExcludeNodes)
 		if len(r.Free) == 0 {
@@ -757,7 +765,7 @@ func (s *evaluation) price(ctx context.Context, cands []candidate, mems []memory
 // memory is a layout's memory. It does not depend on the placement.
 func (s *evaluation) memory(c *candidate) memoryResult {
 	req := s.req
-	mem, err := s.e.Memory(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks})
+	mem, err := s.e.Memory(step.Request{Model: req.Model, Training: req.Training, Cluster: c.alts[0].cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks})
 	if err != nil {
 		return memoryResult{invalid: true}
 	}
@@ -789,7 +797,7 @@ func (s *evaluation) evaluate(c *candidate) evaluated {
 	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req)}
 	var best evaluated
 	for i, al := range c.alts {
-		r.Ranks, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
+		r.Ranks, r.Cluster, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, al.cluster, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
 		res, err := s.e.Quick(r)
 		ev := evaluated{c: c, alt: i, stepTime: res.StepTime, headroom: res.Memory.Headroom, err: err}
 		if err == nil {
@@ -884,7 +892,7 @@ func (s *evaluation) offer(ev *evaluated) {
 func (s *evaluation) plan(c *candidate, alt int) (Plan, error) {
 	req := s.req
 	al := c.alts[alt]
-	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+	r := step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: c.layoutWith(req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
 	est, err := s.e.Estimate(r)
 	if err != nil {
 		return Plan{}, err

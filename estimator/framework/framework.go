@@ -103,6 +103,16 @@ type Profile struct {
 	// attention ran unfused on B200 and GB200 under them. Equal heads up to 256 wide
 	// (Nemotron-4's 192) still run flash-attn 2.
 	BlackwellFusedHeadDim int
+	// FP8Params: under fp8 training the framework can store the matmul weights in
+	// fp8, the fp32 master copy with the optimizer (Transformer Engine's
+	// fp8_model_init: Megatron-LM's --fp8-param-gather, NeMo's fp8_params). A
+	// search tries it only where the framework runs it.
+	FP8Params bool
+	// ActivationOffload: the framework can copy the activations saved for the
+	// backward pass to host memory and back (Megatron-Core's
+	// --fine-grained-activation-offloading, with 1F1B and interleaved pipelines). A
+	// search tries it only where the framework runs it.
+	ActivationOffload bool
 }
 
 // Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
@@ -132,9 +142,12 @@ var profiles = []Profile{
 		Aliases: []string{"megatron", "mcore", "megatron-lm"},
 		Description: "Megatron-LM with Megatron-Core (2023 on): flash attention (Transformer Engine), distributed optimizer, " +
 			"gradient reduce-scatter overlapped with the backward pass in buckets, zig-zag load-balanced context parallelism",
-		Source:               "Megatron-Core docs (distributed optimizer, --overlap-grad-reduce, context parallelism); Transformer Engine docs (DotProductAttention backends: cuDNN FusedAttention on Hopper)",
+		Source: "Megatron-Core docs (distributed optimizer, --overlap-grad-reduce, context parallelism, fine-grained activation offloading); " +
+			"Transformer Engine docs (DotProductAttention backends: cuDNN FusedAttention on Hopper; fp8_model_init)",
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
+		FP8Params:            true,
+		ActivationOffload:    true,
 	},
 	{
 		Name:    "nemo",
@@ -144,6 +157,8 @@ var profiles = []Profile{
 		Source:               "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
+		FP8Params:            true,
+		ActivationOffload:    true,
 	},
 	{
 		Name:    "nemo-25.04",
@@ -156,6 +171,7 @@ var profiles = []Profile{
 		HopperFusedAttention:  true,
 		NormEmitsFP8:          true,
 		BlackwellFusedHeadDim: 128,
+		FP8Params:             true, // Megatron-Core's fine-grained activation offloading is of 2026
 	},
 	{
 		Name:    "megatron-lm-2021",

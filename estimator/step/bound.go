@@ -23,6 +23,10 @@ type Bounds struct {
 	// micro-batches 1F1B keeps in flight (min(PP, M)), which GPipe, interleaving,
 	// the zero-bubble schedules and DualPipe all keep at least.
 	ActivationsGB float64
+	// LayerActivationsGB ≤ one layer's activations for one micro-batch: with
+	// activation offload the GPU keeps at least min(ActivationsGB, 2 ×
+	// LayerActivationsGB).
+	LayerActivationsGB float64
 	// The parts, so that a search can vary the schedule and ZeRO stage without
 	// recomputing: StepTime = (M + (P−1)/v) × PerMicroBatch, StatesGB =
 	// states(Params, ZeRO) + ReserveGB + ActivationsGB.
@@ -148,7 +152,11 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		o.WeightBytes = fp8ElementBytes
 	}
 	w, g, s := ModelStateBytes(params, o, l.ZeRO, l.DP*l.CP)
-	act := activationsPerLayer(req, cp.stageLayers) * actLayers / 1e9
+	per := activationsPerLayer(req, cp.stageLayers)
+	act := per * actLayers / 1e9
+	if l.OffloadActivations {
+		act = per * math.Min(actLayers, 2) / 1e9 // the rest is in host memory
+	}
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
 	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, layers: float64(cp.stageLayers), m: m,
 		prefetchPre: t.BackwardPrefetch == PrefetchPre}
@@ -173,18 +181,19 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		}
 	}
 	return Bounds{
-		exposure:      x,
-		StepTime:      stepLB,
-		StatesGB:      (w+g+s)/1e9 + reserve + act,
-		ActivationsGB: act,
-		PerMicroBatch: perMB,
-		Params:        params,
-		ReserveGB:     reserve,
-		Contention:    contention,
-		Forward:       cp.fwd,
-		Backward:      bwdLB,
-		WeightGrad:    wUB,
-		Recompute:     cp.rc,
+		exposure:           x,
+		StepTime:           stepLB,
+		StatesGB:           (w+g+s)/1e9 + reserve + act,
+		ActivationsGB:      act,
+		LayerActivationsGB: per / 1e9,
+		PerMicroBatch:      perMB,
+		Params:             params,
+		ReserveGB:          reserve,
+		Contention:         contention,
+		Forward:            cp.fwd,
+		Backward:           bwdLB,
+		WeightGrad:         wUB,
+		Recompute:          cp.rc,
 	}, true
 }
 

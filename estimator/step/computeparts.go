@@ -276,6 +276,11 @@ type layerKey struct {
 	cpAllToAll, sp, ops bool
 	moe                 bool
 	mods                uint8
+	// fp8Params and offload: Layout.FP8Params (in the training once normalised)
+	// and Layout.OffloadActivations, which a search varies per layout; with the
+	// offload, the recomputation, which sets what a layer saves and copies.
+	fp8Params, offload bool
+	full               bool // offloaded under full recomputation: only each layer's input is saved
 }
 
 // layer is e.layerCompute, remembered in c (when c is not nil).
@@ -284,7 +289,8 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 		return e.layerCompute(req, r, tokens, sLocal, s, moe)
 	}
 	l := req.Layout
-	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask()}
+	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(),
+		req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull}
 	if lt, ok := c.layers[k]; ok {
 		return lt
 	}

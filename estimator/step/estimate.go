@@ -3,8 +3,10 @@ package step
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -82,6 +84,37 @@ func (e *Estimator) degradedCluster(req Request) (*topology.Cluster, error) {
 		cl = v.(*topology.Cluster)
 	}
 	return cl, nil
+}
+
+// loadKey is a cluster with its leaves' shares left by other jobs (WithLeafShares).
+type loadKey struct {
+	cl     *topology.Cluster
+	shares string
+}
+
+// LoadedCluster is cl.WithLeafShares(shares, what), one cluster per cluster and
+// shares (at most maxDegraded of them with the link what-ifs), so that a scheduler
+// asking again about the same busy leaves reuses its placements and costs instead
+// of adding new ones.
+func (e *Estimator) LoadedCluster(cl *topology.Cluster, shares map[int]float64, what string) (*topology.Cluster, error) {
+	var b strings.Builder
+	for _, leaf := range slices.Sorted(maps.Keys(shares)) {
+		fmt.Fprintf(&b, "%d:%x;", leaf, math.Float64bits(shares[leaf]))
+	}
+	b.WriteString(what)
+	k := loadKey{cl, b.String()}
+	if v, ok := e.degraded.Load(k); ok {
+		return v.(*topology.Cluster), nil
+	}
+	lc, err := cl.WithLeafShares(shares, what)
+	if err != nil {
+		return nil, err
+	}
+	if e.nDegraded.Add(1) <= maxDegraded {
+		v, _ := e.degraded.LoadOrStore(k, lc)
+		lc = v.(*topology.Cluster)
+	}
+	return lc, nil
 }
 
 // costMemo is one generation of memoised collective estimates. A search prices
@@ -1268,12 +1301,18 @@ func (p *pricing) explain() {
 	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
 		res.Assumptions = append(slices.Clip(res.Assumptions), offloadNote(*l, cl))
 	}
+	if l.OffloadActivations {
+		res.Assumptions = append(slices.Clip(res.Assumptions), activationOffloadNote(cl, res.Memory.ActivationBytesPerLayer))
+	}
 	if m := p.req.Model.MoE; m != nil {
 		res.Assumptions = append(slices.Clip(res.Assumptions), p.moeNote())
 	}
 	if d := cl.Degraded; d != "" {
 		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
 			"what-if: %s (rank 0's); every collective through it runs at its pace and the step waits for the slowest group", d))
+	}
+	if d := cl.Loaded; d != "" {
+		res.Assumptions = append(slices.Clip(res.Assumptions), "other jobs: "+d)
 	}
 }
 

@@ -271,19 +271,20 @@ func TestLowerBoundsHold(t *testing.T) {
 						for _, z := range []int{0, 1, 3} {
 							for _, rc := range []step.Recompute{step.RecomputeNone, step.RecomputeFull, step.RecomputeOps} {
 								for _, sched := range []step.Schedule{step.OneFOneB, step.Interleaved, step.ZeroBubble, step.DualPipe, step.ZeroBubbleV} {
-									for _, etp := range []int{0, 1} {
+									for _, variant := range []int{0, 1, 2} { // etp 0, etp 1, etp 0 with activation offload
+										etp, offload := variant%2, variant == 2
 										dp := 64 / (tp * pp * cp)
 										r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
 											Training: training,
 											Layout: step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, MicroBatch: 1, ZeRO: z, Recompute: rc,
-												Schedule: sched, SP: tp > 1, ETP: etp}}
+												Schedule: sched, SP: tp > 1, ETP: etp, OffloadActivations: offload}}
 										v := 1
 										if sched == step.Interleaved {
 											v = 2
 											r.Layout.VirtualStages = v
 										}
-										if a.MoE != nil && dp%8 == 0 {
-											r.Layout.EP = 8
+										if a.MoE != nil && (tp*cp*dp)%8 == 0 {
+											r.Layout.EP = 8 // folded over TP and CP ranks where dp < 8
 										}
 										res, err := e.Estimate(r)
 										if err != nil {
@@ -325,6 +326,17 @@ func TestLowerBoundsHold(t *testing.T) {
 											lb += x.ZeRO3
 										case 1, 2:
 											lb += x.ParamGather
+										}
+										if offload {
+											// The search's bound of an offloaded shape: its bounds without
+											// offload and a bound of the copies' waits.
+											plain := base
+											plain.Layout.OffloadActivations = false
+											bp, _ := e.LowerBounds(plain)
+											w := step.OffloadWaitBound(r.Cluster, a, bp)
+											if lw := (m + float64(pp-1)/float64(v)) * (bp.PerMicroBatch + w); lw > res.StepTime*(1+1e-12) {
+												t.Errorf("%s %+v: bound without offload and its waits %.4g s, estimate %.4g s", name, r.Layout, lw, res.StepTime)
+											}
 										}
 										checked++
 										if lb > res.StepTime*(1+1e-12) || b.StatesGB > res.Memory.Total+1e-9 {

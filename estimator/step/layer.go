@@ -20,6 +20,9 @@ type layerTimes struct {
 	opsFwd float64
 	// weightCast is one fp8 cast of the layer's matmul weights (fp8 only).
 	weightCast float64
+	// offloadFwd and offloadBwd are what the activation offload's copies add to fwd
+	// and bwd (Layout.OffloadActivations).
+	offloadFwd, offloadBwd float64
 	// modsFwd is what selective recomputation runs again of fwd: the modules of
 	// Layout.RecomputeModules (the attention core by default); modsFLOPs its FLOPs.
 	modsFwd, modsFLOPs float64
@@ -273,7 +276,35 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			lt.fwd += h.stall + math.Max(0, h.post-moePost)
 		}
 	}
+	if l.OffloadActivations {
+		lt.offloadFwd, lt.offloadBwd = offloadWaits(req, lt, tokens, sLocal, s, moe)
+		lt.fwd += lt.offloadFwd
+		lt.bwd += lt.offloadBwd
+	}
 	return lt
+}
+
+// offloadWaits is what one layer's activation offload adds to its forward and
+// backward passes for one micro-batch: its saved activations (the bytes the memory
+// model keeps for it) cross the host link during its forward pass, under the next
+// layer's compute, and come back during the backward pass of the layer after it;
+// a copy longer than the compute it runs under delays the layer by the difference
+// (Calculon's offload overhead, max(0, offload time − block time); the copy
+// engines leave the SMs free, and its HBM traffic — a few per cent of the HBM
+// bandwidth — is not counted).
+func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe bool) (fwd, bwd float64) {
+	a, t, l := req.Model, req.Training, req.Layout
+	mods := l.recomputeMask()
+	if t.NoDropout {
+		mods |= actNoDropout
+	}
+	load := 1.0
+	if moe {
+		load = t.moeLoad()
+	}
+	bytes := activationBytes(a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load)
+	c := activationCopy(req.Cluster, bytes)
+	return math.Max(0, c-lt.fwd), math.Max(0, c-lt.bwd)
 }
 
 // moeHostTimes is the host side of an MoE block's forward in eager PyTorch.
@@ -687,6 +718,17 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 	inflight := inFlight(l.Schedule, l.PP, l.VirtualStages, m)
 	mem.InFlight = inflight
 	act := per * layers * inflight
+	// keep is what of a stage's saved activations stays on the GPU: with activation
+	// offload, two layers' worth (the one computing, the one in transfer) and the
+	// rest in host memory.
+	keep := func(b float64) float64 { return b }
+	if l.OffloadActivations {
+		keep = func(b float64) float64 { return math.Min(b, 2*per) }
+		h := req.Cluster.Spec.Host
+		mem.Host += (act - keep(act)) / gb
+		mem.HostCapacity = h.MemoryGB * HostMemoryUsable / float64(req.Cluster.Spec.GPUsPerNode)
+		act = keep(act)
+	}
 	if l.Recompute == RecomputeFull || l.Recompute == RecomputeOps {
 		// The layer being recomputed holds its full activations during its backward.
 		full := ActivationBytes(a, a.MoE != nil, s, float64(t.SeqLen), b, l.TP, l.SP, RecomputeNone, scores)
@@ -707,7 +749,7 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 	// The multi-token-prediction modules compute their own logits and loss.
 	lastLogits := lossBytes * tokens * v / float64(l.TP) * float64(1+a.MTPLayers)
 	first := act + firstEmb
-	last := per*layers*math.Min(1, inflight) + lastLogits // the last stage holds one micro-batch
+	last := keep(per*layers*math.Min(1, inflight)) + lastLogits // the last stage holds one micro-batch
 	if l.PP == 1 || ends {
 		first += lastLogits
 		last = first

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -87,6 +88,57 @@ func validateOffload(c *invalid.Collector, l Layout, cl *topology.Cluster) {
 	if cl != nil && !cl.Spec.Host.Described() {
 		c.Add("cluster.host", "offloading needs the node's host memory_gb, memory_bandwidth_gbps and link_gbps; %q does not give them", cl.Spec.Name)
 	}
+}
+
+// ActivationOffloadSchedule tells whether Megatron-Core's fine-grained activation
+// offloading runs with a pipeline schedule over pp ranks: without a pipeline, 1F1B
+// and the interleaved schedule (its documentation: "PP=1/PP/Interleaved PP").
+func ActivationOffloadSchedule(s Schedule, pp int) bool {
+	return pp == 1 || s == OneFOneB || s == Interleaved
+}
+
+// validateActivationOffload checks Layout.OffloadActivations and Layout.FP8Params.
+func validateActivationOffload(c *invalid.Collector, l Layout, t Training, cl *topology.Cluster) {
+	if l.FP8Params && t.Precision != FP8 {
+		c.Add("layout.fp8_params", "stores the matmul weights in fp8: needs precision fp8 (precision is %s)", t.Precision)
+	}
+	if !l.OffloadActivations {
+		return
+	}
+	if !ActivationOffloadSchedule(l.Schedule, l.PP) {
+		c.Add("layout.offload_activations", "Megatron-Core offloads activations with 1F1B or interleaved pipelines (schedule %s)", l.Schedule)
+	}
+	if cl != nil && !cl.Spec.Host.Described() {
+		c.Add("cluster.host", "activation offload copies over the host link into host memory: needs the node's host memory_gb, memory_bandwidth_gbps and link_gbps; %q does not give them", cl.Spec.Name)
+	}
+}
+
+// activationCopy is the time one layer's saved activations, bytes of them, take
+// over the GPU's host link (hostRates), each way.
+func activationCopy(cl *topology.Cluster, bytes float64) float64 {
+	_, link := hostRates(cl)
+	return bytes / link
+}
+
+// OffloadWaitBound is a lower bound of what activation offload adds to one
+// micro-batch through a stage of a dense model, from the stage's bounds b without
+// it: its L layers' copies, each of at least LayerActivationsGB, against the
+// stage's forward and backward passes — Σ max(0, c − fₗ) ≥ max(0, L·c − Σ fₗ), and
+// the passes' times are the estimate's. 0 for an MoE model, whose stages' layers
+// save different amounts, or without a described host.
+func OffloadWaitBound(cl *topology.Cluster, a model.Arch, b Bounds) float64 {
+	if a.MoE != nil || cl == nil || !cl.Spec.Host.Described() {
+		return 0
+	}
+	c := b.exposure.layers * activationCopy(cl, b.LayerActivationsGB*1e9)
+	return max(0, c-b.exposure.fwd) + max(0, c-b.exposure.bwd)
+}
+
+// activationOffloadNote describes the activation offload for the assumptions list.
+func activationOffloadNote(cl *topology.Cluster, perLayer float64) string {
+	_, link := hostRates(cl)
+	return fmt.Sprintf("activation offload: each layer's saved activations (%.0f MB a micro-batch on average) go to host memory in the forward pass and come back before its backward at %.0f GB/s per GPU (%.1f ms each way), under the layer's compute; the GPU keeps two layers' worth",
+		perLayer/1e6, link/1e9, perLayer/link*1e3)
 }
 
 // offloadNote describes the offload for the assumptions list.

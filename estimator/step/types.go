@@ -363,6 +363,18 @@ type Layout struct {
 	// Offload keeps the optimizer states (and the weight shards) in host memory and
 	// runs the optimizer on the CPU; empty or none: everything on the GPU.
 	Offload Offload `json:"offload,omitempty"`
+	// FP8Params, with precision fp8, stores the matmul weights in fp8: the layout's
+	// side of Training.FP8Params (either turns it on; the estimate reports it in
+	// both), so that a search can choose it per layout.
+	FP8Params bool `json:"fp8_params,omitempty"`
+	// OffloadActivations copies the activations each layer saves for the backward
+	// pass to host memory during the forward pass and back before the layer's
+	// backward, on the copy engines under the compute (Megatron-Core's
+	// --fine-grained-activation-offloading; Calculon's activation offload, Isaev
+	// et al. SC'23): the GPU keeps two layers' worth (the one computing, the one in
+	// transfer), the host the rest, and a layer whose copy outlasts its compute
+	// waits for it. Runs with 1F1B and interleaved pipelines (or none).
+	OffloadActivations bool `json:"offload_activations,omitempty"`
 }
 
 // etp is the expert tensor-parallel size in effect.

@@ -58,7 +58,7 @@ func NewRankMap(c *topology.Cluster, gpus []int) (*RankMap, error) {
 		}
 		seen[g] = true
 	}
-	return &RankMap{cluster: c, gpus: append([]int(nil), gpus...)}, nil
+	return &RankMap{cluster: c.Base(), gpus: append([]int(nil), gpus...)}, nil
 }
 
 // Len is the number of ranks.
@@ -107,6 +107,10 @@ func normaliseLayout(r Request, spWithTP bool) Request {
 	balanceSplit(l, r.Model, r.Training.SeqLen)
 	if l.TP > 1 && !l.SP && spWithTP {
 		l.SP = true
+	}
+	// fp8 weights are one setting, given by the training or the layout.
+	if r.Training.Precision == FP8 && (l.FP8Params || r.Training.FP8Params) {
+		l.FP8Params, r.Training.FP8Params = true, true
 	}
 	if !r.Training.UnfusedAttention && r.Cluster != nil && unfusedOnGPU(r.Training.Framework, r.Model, r.Cluster.GPU()) {
 		r.Training.UnfusedAttention = true
@@ -356,6 +360,7 @@ func validate(r Request) error {
 	t, l, a := r.Training, r.Layout, r.Model
 	c.Join(t.validate())
 	validateOffload(&c, l, r.Cluster)
+	validateActivationOffload(&c, l, t, r.Cluster)
 	for _, f := range []struct {
 		name string
 		v    int

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -69,7 +70,10 @@ type Cluster struct {
 	scaled []scaledRange
 	// Degraded describes the what-ifs applied, empty for a healthy cluster.
 	Degraded string
-	base     *Cluster // the healthy cluster a degraded copy was made from
+	// Loaded describes the other jobs' traffic on its links (WithLeafShares), empty
+	// for a cluster the job has to itself.
+	Loaded string
+	base   *Cluster // the healthy cluster a degraded copy was made from
 }
 
 // Base is the healthy cluster this one was degraded from (itself if healthy).
@@ -290,6 +294,50 @@ func (c *Cluster) WithDegradedGPULink(gpu int, speed float64) (*Cluster, error) 
 		}
 	}
 	return d, nil
+}
+
+// LeafOf is the index of the leaf resource (a leaf switch's uplinks, and the
+// spine's downlinks into it) that node's NIC nic (0 ≤ nic < NICs per node) reaches:
+// its scalable unit's, and on a rail-optimised network that unit's switch of the
+// NIC's rail. Leaves is how many there are.
+func (c *Cluster) LeafOf(node, nic int) int { return c.leaf(node, nic) }
+
+// Leaves is the number of leaf resources (LeafOf).
+func (c *Cluster) Leaves() int { return c.leaves }
+
+// LocalNIC is the node-local NIC that local GPU g of a node uses (-1 without NICs).
+func (c *Cluster) LocalNIC(g int) int {
+	if c.Spec.NICs.PerNode == 0 {
+		return -1
+	}
+	return c.gpuNIC[g]
+}
+
+// WithLeafShares returns a copy of the cluster whose leaf resources (LeafOf) run at
+// the given fractions (in (0, 1]) of their capacity in both directions, uplinks and
+// the spine's downlinks: what other jobs' traffic leaves to one job. Leaves not
+// listed keep theirs. The copy prices like its base for everything else, and rank
+// maps of the base hold for it.
+func (c *Cluster) WithLeafShares(shares map[int]float64, what string) (*Cluster, error) {
+	d := *c
+	d.base = c.Base()
+	d.scaled = slices.Clip(c.scaled)
+	for _, leaf := range slices.Sorted(maps.Keys(shares)) {
+		f := shares[leaf]
+		if leaf < 0 || leaf >= c.leaves {
+			return nil, fmt.Errorf("leaf %d is not one of the cluster's %d", leaf, c.leaves)
+		}
+		if !(f > 0 && f <= 1) {
+			return nil, fmt.Errorf("leaf %d: share must be in (0, 1] (got %v)", leaf, f)
+		}
+		up, down := int32(c.offLeafUp+leaf), int32(c.offLeafDown+leaf)
+		d.scaled = append(d.scaled, scaledRange{up, up + 1, f}, scaledRange{down, down + 1, f})
+	}
+	if d.Loaded != "" && what != "" {
+		what = d.Loaded + "; " + what
+	}
+	d.Loaded = what
+	return &d, nil
 }
 
 // degrade copies the cluster and records the what-if.

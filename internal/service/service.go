@@ -50,7 +50,7 @@ const DefaultConcurrentSearches = 2
 // DefaultLimits are safe for a shared service; the command line answers in process
 // under the same ones, so that what a daemon takes it takes too.
 func DefaultLimits() Limits {
-	return Limits{MaxGPUs: 131072, MaxRankConfigs: 1000, MaxCandidates: 1_000_000, MaxSearchGPUs: 1_000_000,
+	return Limits{MaxGPUs: 131072, MaxRankConfigs: 1000, MaxCandidates: 2_000_000, MaxSearchGPUs: 1_000_000,
 		MaxConcurrentSearches: DefaultConcurrentSearches, MaxQueuedSearches: 32}
 }
 

@@ -418,7 +418,7 @@ func LayoutFromProto(l *pb.Layout) (step.Layout, error) {
 		VirtualStages: int(l.GetVirtualStages()), LayerSplit: toIntsOrNil(l.GetLayerSplit()), RankOrder: l.GetRankOrder(),
 		OverlapTP: l.GetOverlapTp(), CPAllToAll: l.GetCpAllToAll(), RecomputeLayers: int(l.GetRecomputeLayers()),
 		AccountForEmbedding: l.GetAccountForEmbedding(), AccountForLoss: l.GetAccountForLoss(), OverlapEP: l.GetOverlapEp(), Offload: step.Offload(l.GetOffload()), ETP: int(l.GetEtp()),
-		RecomputeModules: modules, OverlapSharedExpert: l.GetOverlapSharedExpert()}, nil
+		RecomputeModules: modules, OverlapSharedExpert: l.GetOverlapSharedExpert(), FP8Params: l.GetFp8Params(), OffloadActivations: l.GetOffloadActivations()}, nil
 }
 
 // recomputeModulesFromProto lower-cases the recompute modules and refuses, by its
@@ -453,7 +453,7 @@ func LayoutToProto(l step.Layout) *pb.Layout {
 		MicroBatch: int32(l.MicroBatch), Sp: l.SP, VirtualStages: int32(l.VirtualStages), LayerSplit: ToInt32s(l.LayerSplit),
 		RankOrder: l.RankOrder, OverlapTp: l.OverlapTP, CpAllToAll: l.CPAllToAll, RecomputeLayers: int32(l.RecomputeLayers),
 		AccountForEmbedding: l.AccountForEmbedding, AccountForLoss: l.AccountForLoss, OverlapEp: l.OverlapEP, Offload: string(l.Offload), Etp: int32(l.ETP),
-		RecomputeModules: slices.Clone(l.RecomputeModules), OverlapSharedExpert: l.OverlapSharedExpert}
+		RecomputeModules: slices.Clone(l.RecomputeModules), OverlapSharedExpert: l.OverlapSharedExpert, Fp8Params: l.FP8Params, OffloadActivations: l.OffloadActivations}
 	p.Recompute, p.Schedule = toProto(l.Recompute, recomputes), toProto(l.Schedule, schedules)
 	return p
 }
@@ -597,7 +597,7 @@ func ConstraintsToProto(c planner.Constraints) *pb.Constraints {
 	out := &pb.Constraints{Tp: ToInt32s(c.TP), Pp: ToInt32s(c.PP), Cp: ToInt32s(c.CP), Ep: ToInt32s(c.EP), Zero: ToInt32s(c.ZeRO),
 		MicroBatch: ToInt32s(c.MicroBatch), VirtualStages: ToInt32s(c.VirtualStages), Sp: slices.Clone(c.SP), OverlapTp: slices.Clone(c.OverlapTP), OverlapEp: slices.Clone(c.OverlapEP), CpAllToAll: slices.Clone(c.CPAllToAll),
 		TpAcrossNodes: c.TPAcrossNodes, UnevenPp: c.UnevenPP, MinHeadroomGb: c.MinHeadroomGB, MaxMicroBatch: int32(c.MaxMicroBatch),
-		Offload: string(c.Offload)}
+		Offload: string(c.Offload), Fp8Params: slices.Clone(c.FP8Params), OffloadActivations: slices.Clone(c.OffloadActivations)}
 	for _, r := range c.Recompute {
 		out.Recompute = append(out.Recompute, LayoutToProto(step.Layout{Recompute: r}).GetRecompute())
 	}
@@ -611,7 +611,8 @@ func ConstraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 	out := planner.Constraints{TP: ToInts(c.GetTp()), PP: ToInts(c.GetPp()), CP: ToInts(c.GetCp()), EP: ToInts(c.GetEp()),
 		ZeRO: ToInts(c.GetZero()), MicroBatch: ToInts(c.GetMicroBatch()), VirtualStages: ToInts(c.GetVirtualStages()),
 		SP: slices.Clone(c.GetSp()), OverlapTP: slices.Clone(c.GetOverlapTp()), OverlapEP: slices.Clone(c.GetOverlapEp()), CPAllToAll: slices.Clone(c.GetCpAllToAll()), TPAcrossNodes: c.GetTpAcrossNodes(), UnevenPP: c.GetUnevenPp(),
-		MinHeadroomGB: c.GetMinHeadroomGb(), MaxMicroBatch: int(c.GetMaxMicroBatch()), Offload: step.Offload(c.GetOffload())}
+		MinHeadroomGB: c.GetMinHeadroomGb(), MaxMicroBatch: int(c.GetMaxMicroBatch()), Offload: step.Offload(c.GetOffload()),
+		FP8Params: slices.Clone(c.GetFp8Params()), OffloadActivations: slices.Clone(c.GetOffloadActivations())}
 	for i, r := range c.GetRecompute() {
 		v, err := fromProto(fmt.Sprintf("constraints.recompute[%d]", i), r, recomputes)
 		if err != nil || v == "" {

@@ -55,6 +55,7 @@ type estimateArgs struct {
 	recomputeLayers *int
 	recomputeMods   *string
 	overlapShared   *bool
+	offloadActs     *bool
 	fp8Acts         *bool
 	noDropout       *bool
 	moePad          *bool
@@ -119,6 +120,7 @@ func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
 	opt.etp = fs.Int("etp", 0, "expert tensor parallelism, 1 to --tp: the ranks splitting each expert (below --tp needs --sp; 1 keeps experts whole); 0 or --tp splits them like the MLP")
 	opt.overlapShared = fs.Bool("overlap-shared-expert", false, "run the shared experts under the same micro-batch's dispatch and combine all-to-alls (Megatron-Core's --moe-shared-expert-overlap)")
 	opt.offload = enumFlag(fs, "offload", "", "keep state in host memory, optimizer on the CPU: none, optimizer (zero ≥ 1) or params (zero 3)", offloadNames)
+	opt.offloadActs = fs.Bool("offload-activations", false, "copy each layer's saved activations to host memory and back under the compute (Megatron-Core's fine-grained activation offloading; 1F1B or interleaved)")
 	opt.acctEmb = fs.Bool("account-embedding", false, "pipeline split counts the embedding as a layer of the first chunk (Megatron's --account-for-embedding-in-pipeline-split)")
 	opt.acctLoss = fs.Bool("account-loss", false, "pipeline split counts the output layer and loss as a layer of the last chunk (--account-for-loss-in-pipeline-split)")
 	opt.cpA2A = fs.Bool("cp-all-to-all", false, "context parallelism with all-to-alls (DeepSpeed-Ulysses) instead of ring attention")
@@ -375,6 +377,9 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 	if set["offload"] {
 		l.Offload = step.Offload(strings.ToLower(*opt.offload))
 	}
+	if set["offload-activations"] {
+		l.OffloadActivations = *opt.offloadActs
+	}
 	if set["account-embedding"] {
 		l.AccountForEmbedding = *opt.acctEmb
 	}
@@ -527,6 +532,7 @@ var estimateFlags = map[string]string{"layout.tp": "--tp", "layout.pp": "--pp", 
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
 	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
 	"layout.rank_order": "--rank-order", "layout.layer_split": "--layer-split", "layout.offload": "--offload",
+	"layout.offload_activations": "--offload-activations", "layout.fp8_params": "--fp8-params",
 	"training.seq_len": "--seq", "training.global_batch": "--gbs", "training.global_tokens": "--global-tokens", "training.precision": "--precision",
 	"training.framework": "--framework", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params", "training.moe_imbalance": "--moe-imbalance",
 	"training.moe_capacity_factor": "--moe-capacity",

@@ -52,6 +52,8 @@ type planArgs struct {
 	overlapTPList    *string
 	overlapEPList    *string
 	cpVariantList    *string
+	fp8WeightsList   *string
+	offloadActsList  *string
 	schedList        *string
 	tpAcross         *bool
 	unevenPP         *bool
@@ -121,6 +123,8 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.cpVariantList = cpVariantFlag(fs, "cp-variant", "context parallelism: ring (default), ulysses or ring,ulysses (Ulysses where tp × cp divides the heads)")
 	opt.overlapEPList = onOffFlag(fs, "overlap-ep", "MoE: overlap the expert-parallel all-to-alls where the framework runs it (ep > 1, no pipeline or interleaved, no full recomputation): on (default) or off")
 	opt.overlapTPList = onOffFlag(fs, "overlap-tp", "TP communication overlapping the GEMMs, with TP and SP (Megatron --tp-comm-overlap, torch async TP): on, off or on,off (default both)")
+	opt.fp8WeightsList = onOffFlag(fs, "fp8-weights", "with --precision fp8, matmul weights stored in fp8: on, off or on,off (default on where the framework stores them: megatron-core, nemo); --fp8-params pins on")
+	opt.offloadActsList = onOffFlag(fs, "offload-activations", "activations saved for the backward pass in host memory (Megatron-Core's fine-grained activation offloading, 1F1B or interleaved): on, off or on,off (default: tried where the framework runs it for layouts that fit no other way)")
 	opt.schedList = enumListFlag(fs, "schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)", scheduleNames)
 	opt.tpAcross = fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
 	opt.unevenPP = fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
@@ -326,6 +330,25 @@ func (opt *planArgs) workload(q *planQuery) error {
 			}
 		}
 	}
+	for _, l := range []struct {
+		flag string
+		list *string
+		out  *[]bool
+	}{{"--fp8-weights", opt.fp8WeightsList, &c.FP8Params}, {"--offload-activations", opt.offloadActsList, &c.OffloadActivations}} {
+		if *l.list == "" {
+			continue
+		}
+		for _, f := range strings.Split(*l.list, ",") {
+			switch strings.ToLower(strings.TrimSpace(f)) {
+			case "on", "true":
+				*l.out = append(*l.out, true)
+			case "off", "false":
+				*l.out = append(*l.out, false)
+			default:
+				return fmt.Errorf("%s: %q is not on or off", l.flag, f)
+			}
+		}
+	}
 	if *opt.overlapTPList != "" {
 		for _, f := range strings.Split(*opt.overlapTPList, ",") {
 			switch strings.ToLower(strings.TrimSpace(f)) {
@@ -437,7 +460,7 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
 	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs",
 	"training.unfused_attention": "--unfused-attention", "training.zero3_on_demand_gathers": "--zero3-on-demand",
-	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
+	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.fp8_params": "--fp8-weights", "constraints.offload_activations": "--offload-activations", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",
 	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map", "cluster.nodes": "--nodes",
 	"slow_gpu_speed": "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link", "placement_tolerance": "--placement-tolerance"}
@@ -572,6 +595,12 @@ func layoutString(l step.Layout) string {
 	}
 	if l.Offload != "" && l.Offload != step.OffloadNone {
 		s += " offload-" + string(l.Offload)
+	}
+	if l.OffloadActivations {
+		s += " offload-activations"
+	}
+	if l.FP8Params {
+		s += " fp8-weights"
 	}
 	return s
 }

@@ -2424,8 +2424,17 @@ type Layout struct {
 	// all-to-alls hide under the shared experts' GEMMs, what outlasts them stays
 	// exposed. Needs an MoE model with shared experts.
 	OverlapSharedExpert bool `protobuf:"varint,23,opt,name=overlap_shared_expert,json=overlapSharedExpert,proto3" json:"overlap_shared_expert,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// With precision fp8, store the matmul weights in fp8 (as Training.fp8_params,
+	// per layout: either turns it on, and the answer reports it in both).
+	Fp8Params bool `protobuf:"varint,24,opt,name=fp8_params,json=fp8Params,proto3" json:"fp8_params,omitempty"`
+	// Copy the activations each layer saves for the backward pass to host memory in
+	// the forward pass and back before its backward, under the compute (Megatron-
+	// Core's fine-grained activation offloading): the GPU keeps two layers' worth, a
+	// layer whose copy outlasts its compute waits for it. With 1F1B or interleaved
+	// pipelines; the cluster must describe its host.
+	OffloadActivations bool `protobuf:"varint,25,opt,name=offload_activations,json=offloadActivations,proto3" json:"offload_activations,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Layout) Reset() {
@@ -2615,6 +2624,20 @@ func (x *Layout) GetRecomputeModules() []string {
 func (x *Layout) GetOverlapSharedExpert() bool {
 	if x != nil {
 		return x.OverlapSharedExpert
+	}
+	return false
+}
+
+func (x *Layout) GetFp8Params() bool {
+	if x != nil {
+		return x.Fp8Params
+	}
+	return false
+}
+
+func (x *Layout) GetOffloadActivations() bool {
+	if x != nil {
+		return x.OffloadActivations
 	}
 	return false
 }
@@ -3975,9 +3998,16 @@ type Constraints struct {
 	// The context-parallel variants to search (Layout.cp_all_to_all): false ring
 	// attention, true Ulysses all-to-alls (where tp × cp divides the heads); empty:
 	// ring only.
-	CpAllToAll    []bool `protobuf:"varint,18,rep,packed,name=cp_all_to_all,json=cpAllToAll,proto3" json:"cp_all_to_all,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CpAllToAll []bool `protobuf:"varint,18,rep,packed,name=cp_all_to_all,json=cpAllToAll,proto3" json:"cp_all_to_all,omitempty"`
+	// Whether the matmul weights are stored in fp8 (Layout.fp8_params, precision
+	// fp8 only); empty: in fp8 where the framework stores them (Megatron-Core, NeMo).
+	Fp8Params []bool `protobuf:"varint,19,rep,packed,name=fp8_params,json=fp8Params,proto3" json:"fp8_params,omitempty"`
+	// Whether the saved activations go to host memory (Layout.offload_activations);
+	// empty: tried where the framework runs it (Megatron-Core, NeMo) for the layouts
+	// that fit in memory no other way.
+	OffloadActivations []bool `protobuf:"varint,20,rep,packed,name=offload_activations,json=offloadActivations,proto3" json:"offload_activations,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Constraints) Reset() {
@@ -4132,6 +4162,20 @@ func (x *Constraints) GetOverlapEp() []bool {
 func (x *Constraints) GetCpAllToAll() []bool {
 	if x != nil {
 		return x.CpAllToAll
+	}
+	return nil
+}
+
+func (x *Constraints) GetFp8Params() []bool {
+	if x != nil {
+		return x.Fp8Params
+	}
+	return nil
+}
+
+func (x *Constraints) GetOffloadActivations() []bool {
+	if x != nil {
+		return x.OffloadActivations
 	}
 	return nil
 }
@@ -6826,7 +6870,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0emoe_dispatcher\x18\x12 \x01(\tR\rmoeDispatcher\x12,\n" +
 	"\x12moe_permute_fusion\x18\x13 \x01(\bR\x10moePermuteFusion\x12\x1f\n" +
 	"\vcuda_graphs\x18\x14 \x01(\bR\n" +
-	"cudaGraphs\"\xe4\x05\n" +
+	"cudaGraphs\"\xb4\x06\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
@@ -6857,7 +6901,10 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\aoffload\x18\x14 \x01(\tR\aoffload\x12\x10\n" +
 	"\x03etp\x18\x15 \x01(\x05R\x03etp\x12+\n" +
 	"\x11recompute_modules\x18\x16 \x03(\tR\x10recomputeModules\x122\n" +
-	"\x15overlap_shared_expert\x18\x17 \x01(\bR\x13overlapSharedExpert\"\x8f\x01\n" +
+	"\x15overlap_shared_expert\x18\x17 \x01(\bR\x13overlapSharedExpert\x12\x1d\n" +
+	"\n" +
+	"fp8_params\x18\x18 \x01(\bR\tfp8Params\x12/\n" +
+	"\x13offload_activations\x18\x19 \x01(\bR\x12offloadActivations\"\x8f\x01\n" +
 	"\tCommTimes\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x01R\x02tp\x12\x0e\n" +
 	"\x02cp\x18\x02 \x01(\x01R\x02cp\x12\x0e\n" +
@@ -6980,7 +7027,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tdominated\x18\a \x01(\bR\tdominated\"w\n" +
 	"\x13RankConfigsResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.stepcost.v1.RankedConfigR\aresults\x12+\n" +
-	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xb4\x04\n" +
+	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\x84\x05\n" +
 	"\vConstraints\x12\x0e\n" +
 	"\x02tp\x18\x01 \x03(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x03(\x05R\x02pp\x12\x0e\n" +
@@ -7004,7 +7051,10 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"overlap_ep\x18\x11 \x03(\bR\toverlapEp\x12!\n" +
 	"\rcp_all_to_all\x18\x12 \x03(\bR\n" +
-	"cpAllToAll\"\xd2\x05\n" +
+	"cpAllToAll\x12\x1d\n" +
+	"\n" +
+	"fp8_params\x18\x13 \x03(\bR\tfp8Params\x12/\n" +
+	"\x13offload_activations\x18\x14 \x03(\bR\x12offloadActivations\"\xd2\x05\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +

@@ -407,13 +407,15 @@ class CommTimes(_message.Message):
     def __init__(self, tp: _Optional[float] = ..., cp: _Optional[float] = ..., ep: _Optional[float] = ..., pp: _Optional[float] = ..., dp: _Optional[float] = ..., zero3: _Optional[float] = ..., embedding: _Optional[float] = ...) -> None: ...
 
 class Constraints(_message.Message):
-    __slots__ = ["cp", "cp_all_to_all", "ep", "max_micro_batch", "micro_batch", "min_headroom_gb", "offload", "overlap_ep", "overlap_tp", "pp", "recompute", "schedules", "sp", "tp", "tp_across_nodes", "uneven_pp", "virtual_stages", "zero"]
+    __slots__ = ["cp", "cp_all_to_all", "ep", "fp8_params", "max_micro_batch", "micro_batch", "min_headroom_gb", "offload", "offload_activations", "overlap_ep", "overlap_tp", "pp", "recompute", "schedules", "sp", "tp", "tp_across_nodes", "uneven_pp", "virtual_stages", "zero"]
     CP_ALL_TO_ALL_FIELD_NUMBER: _ClassVar[int]
     CP_FIELD_NUMBER: _ClassVar[int]
     EP_FIELD_NUMBER: _ClassVar[int]
+    FP8_PARAMS_FIELD_NUMBER: _ClassVar[int]
     MAX_MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
     MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
     MIN_HEADROOM_GB_FIELD_NUMBER: _ClassVar[int]
+    OFFLOAD_ACTIVATIONS_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_EP_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_TP_FIELD_NUMBER: _ClassVar[int]
@@ -429,10 +431,12 @@ class Constraints(_message.Message):
     cp: _containers.RepeatedScalarFieldContainer[int]
     cp_all_to_all: _containers.RepeatedScalarFieldContainer[bool]
     ep: _containers.RepeatedScalarFieldContainer[int]
+    fp8_params: _containers.RepeatedScalarFieldContainer[bool]
     max_micro_batch: int
     micro_batch: _containers.RepeatedScalarFieldContainer[int]
     min_headroom_gb: float
     offload: str
+    offload_activations: _containers.RepeatedScalarFieldContainer[bool]
     overlap_ep: _containers.RepeatedScalarFieldContainer[bool]
     overlap_tp: _containers.RepeatedScalarFieldContainer[bool]
     pp: _containers.RepeatedScalarFieldContainer[int]
@@ -444,7 +448,7 @@ class Constraints(_message.Message):
     uneven_pp: bool
     virtual_stages: _containers.RepeatedScalarFieldContainer[int]
     zero: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, tp: _Optional[_Iterable[int]] = ..., pp: _Optional[_Iterable[int]] = ..., cp: _Optional[_Iterable[int]] = ..., ep: _Optional[_Iterable[int]] = ..., zero: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., virtual_stages: _Optional[_Iterable[int]] = ..., recompute: _Optional[_Iterable[_Union[Recompute, str]]] = ..., sp: _Optional[_Iterable[bool]] = ..., schedules: _Optional[_Iterable[_Union[Schedule, str]]] = ..., tp_across_nodes: bool = ..., uneven_pp: bool = ..., min_headroom_gb: _Optional[float] = ..., max_micro_batch: _Optional[int] = ..., offload: _Optional[str] = ..., overlap_tp: _Optional[_Iterable[bool]] = ..., overlap_ep: _Optional[_Iterable[bool]] = ..., cp_all_to_all: _Optional[_Iterable[bool]] = ...) -> None: ...
+    def __init__(self, tp: _Optional[_Iterable[int]] = ..., pp: _Optional[_Iterable[int]] = ..., cp: _Optional[_Iterable[int]] = ..., ep: _Optional[_Iterable[int]] = ..., zero: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., virtual_stages: _Optional[_Iterable[int]] = ..., recompute: _Optional[_Iterable[_Union[Recompute, str]]] = ..., sp: _Optional[_Iterable[bool]] = ..., schedules: _Optional[_Iterable[_Union[Schedule, str]]] = ..., tp_across_nodes: bool = ..., uneven_pp: bool = ..., min_headroom_gb: _Optional[float] = ..., max_micro_batch: _Optional[int] = ..., offload: _Optional[str] = ..., overlap_tp: _Optional[_Iterable[bool]] = ..., overlap_ep: _Optional[_Iterable[bool]] = ..., cp_all_to_all: _Optional[_Iterable[bool]] = ..., fp8_params: _Optional[_Iterable[bool]] = ..., offload_activations: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class EstimatePlanRequest(_message.Message):
     __slots__ = ["cluster", "constraints", "degraded_link_speed", "degraded_nic_speed", "exclude_nodes", "gpus", "include_dominated", "max_gpus", "min_gpus", "model", "objective", "placement_tolerance", "price_per_gpu_hour", "slow_gpu_speed", "token_budget", "top_k", "training"]
@@ -606,7 +610,7 @@ class ItemError(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ...) -> None: ...
 
 class Layout(_message.Message):
-    __slots__ = ["account_for_embedding", "account_for_loss", "cp", "cp_all_to_all", "dp", "ep", "etp", "layer_split", "micro_batch", "offload", "overlap_ep", "overlap_shared_expert", "overlap_tp", "pp", "rank_order", "recompute", "recompute_layers", "recompute_modules", "schedule", "sp", "tp", "virtual_stages", "zero"]
+    __slots__ = ["account_for_embedding", "account_for_loss", "cp", "cp_all_to_all", "dp", "ep", "etp", "fp8_params", "layer_split", "micro_batch", "offload", "offload_activations", "overlap_ep", "overlap_shared_expert", "overlap_tp", "pp", "rank_order", "recompute", "recompute_layers", "recompute_modules", "schedule", "sp", "tp", "virtual_stages", "zero"]
     ACCOUNT_FOR_EMBEDDING_FIELD_NUMBER: _ClassVar[int]
     ACCOUNT_FOR_LOSS_FIELD_NUMBER: _ClassVar[int]
     CP_ALL_TO_ALL_FIELD_NUMBER: _ClassVar[int]
@@ -614,8 +618,10 @@ class Layout(_message.Message):
     DP_FIELD_NUMBER: _ClassVar[int]
     EP_FIELD_NUMBER: _ClassVar[int]
     ETP_FIELD_NUMBER: _ClassVar[int]
+    FP8_PARAMS_FIELD_NUMBER: _ClassVar[int]
     LAYER_SPLIT_FIELD_NUMBER: _ClassVar[int]
     MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
+    OFFLOAD_ACTIVATIONS_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_EP_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_SHARED_EXPERT_FIELD_NUMBER: _ClassVar[int]
@@ -637,9 +643,11 @@ class Layout(_message.Message):
     dp: int
     ep: int
     etp: int
+    fp8_params: bool
     layer_split: _containers.RepeatedScalarFieldContainer[int]
     micro_batch: int
     offload: str
+    offload_activations: bool
     overlap_ep: bool
     overlap_shared_expert: bool
     overlap_tp: bool
@@ -653,7 +661,7 @@ class Layout(_message.Message):
     tp: int
     virtual_stages: int
     zero: int
-    def __init__(self, tp: _Optional[int] = ..., pp: _Optional[int] = ..., dp: _Optional[int] = ..., cp: _Optional[int] = ..., ep: _Optional[int] = ..., zero: _Optional[int] = ..., micro_batch: _Optional[int] = ..., recompute: _Optional[_Union[Recompute, str]] = ..., sp: bool = ..., schedule: _Optional[_Union[Schedule, str]] = ..., virtual_stages: _Optional[int] = ..., layer_split: _Optional[_Iterable[int]] = ..., rank_order: _Optional[str] = ..., overlap_tp: bool = ..., cp_all_to_all: bool = ..., recompute_layers: _Optional[int] = ..., account_for_embedding: bool = ..., account_for_loss: bool = ..., overlap_ep: bool = ..., offload: _Optional[str] = ..., etp: _Optional[int] = ..., recompute_modules: _Optional[_Iterable[str]] = ..., overlap_shared_expert: bool = ...) -> None: ...
+    def __init__(self, tp: _Optional[int] = ..., pp: _Optional[int] = ..., dp: _Optional[int] = ..., cp: _Optional[int] = ..., ep: _Optional[int] = ..., zero: _Optional[int] = ..., micro_batch: _Optional[int] = ..., recompute: _Optional[_Union[Recompute, str]] = ..., sp: bool = ..., schedule: _Optional[_Union[Schedule, str]] = ..., virtual_stages: _Optional[int] = ..., layer_split: _Optional[_Iterable[int]] = ..., rank_order: _Optional[str] = ..., overlap_tp: bool = ..., cp_all_to_all: bool = ..., recompute_layers: _Optional[int] = ..., account_for_embedding: bool = ..., account_for_loss: bool = ..., overlap_ep: bool = ..., offload: _Optional[str] = ..., etp: _Optional[int] = ..., recompute_modules: _Optional[_Iterable[str]] = ..., overlap_shared_expert: bool = ..., fp8_params: bool = ..., offload_activations: bool = ...) -> None: ...
 
 class ListCatalogRequest(_message.Message):
     __slots__ = []
