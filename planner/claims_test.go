@@ -241,6 +241,12 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 		}
 		var best *planner.Plan
 		for _, cs := range fw.sets {
+			// fp8 primary weights are the run's training setting (its row's fp8_params),
+			// kept as it ran: searched freely, the fp8 Nemotron-4 340B runs on GB200
+			// (dgxc v25.05) claim 1.30–1.35× — the memory of the 16-bit weight copy
+			// freed lets TP 4 run without recomputation where the run used TP 8
+			// (docs/planner.md, "Claims").
+			cs.FP8Params = []bool{c.Request.Training.FP8Params}
 			req := planner.Request{Model: c.Request.Model, Training: c.Request.Training, Cluster: c.Request.Cluster,
 				GPUs: c.Run.GPUs, TopK: 1, Constraints: cs}
 			res, err := planner.Search(context.Background(), e, req)
