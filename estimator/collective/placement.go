@@ -229,10 +229,10 @@ func representatives(c *topology.Cluster, siblings [][]int, domains int) [][]int
 // the first group's flows alone, and a ring's byte-weighted sums are the first
 // group's repeated (loads.repeat).
 func railImages(c *topology.Cluster, groups [][]int) bool {
-	if len(groups) < 2 {
-		return false
-	}
 	g := c.Spec.GPUsPerNode
+	if len(groups) < 2 || len(groups) > g {
+		return false // at most one group a local index
+	}
 	first := groups[0]
 	locals := make([]int, len(groups))
 	for j, grp := range groups {
