@@ -94,6 +94,27 @@ type loads struct {
 	// For rings: the byte-weighted mean latency and network share over the step's
 	// flows (weighted by bytes so that splitting or merging a flow changes nothing).
 	latSum, netSum, flows float64
+	// copies > 1: the flows placed stand for copies groups on disjoint rails, and
+	// rec keeps their terms of the sums above until repeat adds them for the others.
+	copies int
+	rec    []ringTerm
+}
+
+// ringTerm is one flow's terms of a ring's byte-weighted sums.
+type ringTerm struct{ lat, net, w float64 }
+
+// repeat adds to the ring sums the recorded flows' terms once for every other
+// copy, in the order the flows of each copy would have added them, and forgets
+// them: the sums are bit for bit those of placing every copy.
+func (l *loads) repeat() {
+	for range l.copies - 1 {
+		for _, t := range l.rec {
+			l.latSum += t.lat
+			l.netSum += t.net
+			l.flows += t.w
+		}
+	}
+	l.rec = l.rec[:0]
 }
 
 func newLoads(c *topology.Cluster) *loads {
@@ -117,7 +138,7 @@ func getLoads(c *topology.Cluster) *loads {
 // touched, so l is all zeros again after reset.
 func putLoads(l *loads) {
 	l.reset()
-	l.c = nil
+	l.c, l.copies, l.rec = nil, 0, l.rec[:0]
 	loadsPool.Put(l)
 }
 
@@ -144,6 +165,9 @@ func (l *loads) flow(src, dst int, w float64) {
 	l.latSum += lat * w
 	l.netSum += b2f(cross) * w
 	l.flows += w
+	if l.copies > 1 {
+		l.rec = append(l.rec, ringTerm{lat * w, b2f(cross) * w, w})
+	}
 }
 
 // switchReduce is an NVLS load-reduce of w bytes issued by dst over group.
@@ -207,10 +231,11 @@ type stageLoads struct {
 }
 
 func (l *loads) takeStage() stageLoads {
-	s := stageLoads{lat: l.lat, net: l.net}
-	for _, r := range l.touched {
-		s.res = append(s.res, r)
-		s.w = append(s.w, l.load[r]/l.c.Capacity(r))
+	// Sized once: a stage of a 100 000-GPU group's tree touches as many links.
+	s := stageLoads{lat: l.lat, net: l.net, res: make([]int32, len(l.touched)), w: make([]float64, len(l.touched))}
+	copy(s.res, l.touched)
+	for i, r := range l.touched {
+		s.w[i] = l.load[r] / l.c.Capacity(r)
 	}
 	l.reset()
 	return s
@@ -241,11 +266,15 @@ func buildPipe(stages []stageLoads, acc []float64) pipe {
 	}
 	// W[lo][hi] for every window, built by extending hi: adding a stage can only
 	// raise the links it touches.
+	// One backing array for the D×D windows, and one list of the links a window
+	// touched, reused from window start to window start.
 	W := make([][]winSum, D)
+	cells := make([]winSum, D*D)
+	var touched []int32
 	for lo := range D {
-		W[lo] = make([]winSum, D)
+		W[lo] = cells[lo*D : (lo+1)*D : (lo+1)*D]
 		var cur winSum
-		var touched []int32
+		touched = touched[:0]
 		for hi := lo; hi < D; hi++ {
 			st := stages[hi]
 			for i, r := range st.res {
@@ -314,29 +343,33 @@ func computeFamily(p *Placement, f family) {
 	nch := co.channels
 	perCh := 1 / float64(nch)
 	mesh := c.Spec.Intra.Kind == topology.Mesh
+	loaded, copies := p.placed()
 	switch f {
 	case famBase:
 		// Ring: every rank to its successor in each channel's ring; unit: the bytes
 		// one rank sends in one step, spread over the channels.
+		l.copies = copies
 		period := channelPeriod(p.Shape, mesh, nch)
 		for ch := range period {
 			order := channelRing(p.Shape, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for i := range n {
 					l.flow(g[order[i]], g[order[(i+1)%n]], w)
 				}
 			}
+			l.repeat()
 		}
 		co.ring = l.takeRing()
 	case famHier:
 		// Hierarchical: intra-domain rings and rail rings.
+		l.copies = copies
 		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
 		for ch := range period {
 			order := channelRing(p.Shape, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for _, sp := range spans {
 					k := sp[1] - sp[0]
 					for j := range k {
@@ -344,21 +377,23 @@ func computeFamily(p *Placement, f family) {
 					}
 				}
 			}
+			l.repeat()
 		}
 		co.intra = l.takeRing()
 		if p.Uniform {
 			m := len(spans)
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for loc := range p.PerDomain {
 					for d := range m {
 						l.flow(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
 					}
 				}
 			}
+			l.repeat()
 			co.rail = l.takeRing()
 		}
 	case famNeighbor:
-		for _, g := range p.loaded {
+		for _, g := range loaded {
 			for i := range n {
 				l.flow(g[i], g[(i+1)%n], 1)
 			}
@@ -366,7 +401,7 @@ func computeFamily(p *Placement, f family) {
 		co.neighbor = l.take()
 	case famDirect:
 		// One block from every rank to every other rank.
-		for _, g := range p.loaded {
+		for _, g := range loaded {
 			for i := range n {
 				for j := range n {
 					l.flow(g[i], g[j], 1)
@@ -374,13 +409,13 @@ func computeFamily(p *Placement, f family) {
 			}
 		}
 		co.allPairs = l.take()
-		for _, g := range p.loaded {
+		for _, g := range loaded {
 			for i := 1; i < n; i++ {
 				l.flow(g[i], g[0], 1)
 			}
 		}
 		co.toRoot = l.take()
-		for _, g := range p.loaded {
+		for _, g := range loaded {
 			for i := 1; i < n; i++ {
 				l.flow(g[0], g[i], 1)
 			}
@@ -389,7 +424,7 @@ func computeFamily(p *Placement, f family) {
 	case famPairwise:
 		// Step k pairs i with i+k.
 		for k := 1; k < n; k++ {
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for i := range n {
 					l.flow(g[i], g[(i+k)%n], 1)
 				}
@@ -403,7 +438,7 @@ func computeFamily(p *Placement, f family) {
 		// Step k sends patBlocks(n,k) blocks to rank i−2^k.
 		for k := range min(patSteps(n), maxPATSteps) {
 			b := float64(patBlocks(n, k))
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for i := range n {
 					l.flow(g[i], g[((i-(1<<k))%n+n)%n], b)
 				}
@@ -418,13 +453,13 @@ func computeFamily(p *Placement, f family) {
 		// Inside one domain: rank k owns block k; unit: one block-chunk.
 		if p.Domains == 1 && c.NVLS() && n >= 2 {
 			var st [2]stageLoads
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for k := range n {
 					l.switchReduce(g, g[k], 1)
 				}
 			}
 			st[0] = l.takeStage()
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for k := range n {
 					l.multicast(g, g[k], 1)
 				}
@@ -440,7 +475,7 @@ func computeFamily(p *Placement, f family) {
 			// in a tree on their rail, and the switch multicasts the result back.
 			spans := domainSpans(p.Shape)
 			var st [2]stageLoads
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for _, sp := range spans {
 					dom := g[sp[0]:sp[1]]
 					for _, dst := range dom {
@@ -449,7 +484,7 @@ func computeFamily(p *Placement, f family) {
 				}
 			}
 			st[0] = l.takeStage()
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for _, sp := range spans {
 					dom := g[sp[0]:sp[1]]
 					for _, src := range dom {
@@ -472,7 +507,7 @@ func computeFamily(p *Placement, f family) {
 				w = 2
 			}
 			m := len(spans)
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				for loc := range p.PerDomain {
 					for d := range m {
 						l.flow(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], w)
@@ -516,11 +551,12 @@ func chainPipe(p *Placement, l *loads, nch int, mesh, reverse bool) pipe {
 		}
 		chains[ch] = chain
 	}
+	loaded, _ := p.placed()
 	stages := make([]stageLoads, 0, n-1)
 	for e := 0; e+1 < n; e++ {
 		for ch, chain := range chains {
 			w := perCh * float64(channelsLike(ch, period, nch))
-			for _, g := range p.loaded {
+			for _, g := range loaded {
 				l.flow(g[chain[e]], g[chain[e+1]], w)
 			}
 		}
@@ -592,9 +628,10 @@ func treePipe(p *Placement, l *loads, nch, trees int) pipe {
 			}
 		}
 	}
+	loaded, _ := p.placed()
 	stages := make([]stageLoads, 0, len(stageFlows))
 	for _, fs := range stageFlows {
-		for _, g := range p.loaded {
+		for _, g := range loaded {
 			for _, f := range fs {
 				l.flow(g[f.src], g[f.dst], f.w)
 			}

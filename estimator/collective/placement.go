@@ -41,6 +41,9 @@ type Placement struct {
 	// when the groups cross the network (they share NICs and switch uplinks), one per
 	// distinct arrangement inside its domain otherwise (see representatives).
 	loaded [][]int
+	// railImages says the loaded groups are images of the first on other rails
+	// (railImages): the coefficients place the first group's flows alone.
+	railImages bool
 
 	coef coefficients
 	once [numFamilies]sync.Once
@@ -69,11 +72,27 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 	}
 	p.Siblings = make([][]int, 1, len(concurrent)+1)
 	p.Siblings[0] = p.Ranks
+	// The concurrent groups' copies share one array: a data-parallel group of 2 on
+	// 100 000 GPUs has 50 000 of them.
+	var backing []int
+	if len(concurrent) > 0 {
+		backing = make([]int, 0, len(concurrent)*len(group))
+	}
 	for i, g := range concurrent {
 		// The field's name only when it is at fault: a placement on thousands of GPUs
 		// checks thousands of groups.
 		field := func() string { return fmt.Sprintf("concurrent[%d]", i) }
-		o := ringOrder(g)
+		var o []int
+		if len(backing)+len(g) <= cap(backing) {
+			start := len(backing)
+			backing = append(backing, g...)
+			o = backing[start:len(backing):len(backing)]
+			if !slices.IsSorted(o) {
+				slices.Sort(o)
+			}
+		} else {
+			o = ringOrder(g) // a group of another size: refused below
+		}
 		if err := checkGroup(c, field, g, o); err != nil {
 			return nil, err
 		}
@@ -97,22 +116,23 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 	}
 	p.Shape = shapeOf(c, p.Ranks)
 	p.DomainGPUs = c.DomainGPUs()
-	counts := map[int32]int{}
-	for _, d := range p.Shape.Node {
-		counts[d]++
-	}
-	p.Domains = len(counts)
+	// Ranks in ring order number their domains in runs (shapeOf).
 	p.Uniform = true
-	first := -1
-	for _, k := range counts {
-		p.PerDomain = max(p.PerDomain, k)
-		if first >= 0 && k != first {
+	for i := 0; i < len(p.Shape.Node); {
+		j := i
+		for j < len(p.Shape.Node) && p.Shape.Node[j] == p.Shape.Node[i] {
+			j++
+		}
+		if p.Domains > 0 && j-i != p.PerDomain {
 			p.Uniform = false
 		}
-		first = k
+		p.Domains++
+		p.PerDomain = max(p.PerDomain, j-i)
+		i = j
 	}
 	p.Concurrent = len(p.Siblings)
 	p.loaded = representatives(c, p.Siblings, p.Domains)
+	p.railImages = railImages(c, p.loaded)
 	p.coef.channels = ringChannels(p)
 	return p, nil
 }
@@ -199,6 +219,46 @@ func representatives(c *topology.Cluster, siblings [][]int, domains int) [][]int
 		}
 	}
 	return out
+}
+
+// railImages tells whether groups, each of one local GPU index and all on the same
+// nodes rank by rank, sit on pairwise disjoint rails (topology.DisjointRails): the
+// data-parallel groups of a job with TP = GPUs per node, one per rail. Their flows
+// then load disjoint links by the same amounts in the same order, so the most
+// loaded link, the slowest hop and whether a flow leaves the domain are those of
+// the first group's flows alone, and a ring's byte-weighted sums are the first
+// group's repeated (loads.repeat).
+func railImages(c *topology.Cluster, groups [][]int) bool {
+	g := c.Spec.GPUsPerNode
+	if len(groups) < 2 || len(groups) > g {
+		return false // at most one group a local index
+	}
+	first := groups[0]
+	locals := make([]int, len(groups))
+	for j, grp := range groups {
+		loc := grp[0] % g
+		for i, r := range grp {
+			if r%g != loc || r/g != first[i]/g {
+				return false
+			}
+		}
+		for _, prev := range locals[:j] {
+			if !c.DisjointRails(prev, loc) {
+				return false
+			}
+		}
+		locals[j] = loc
+	}
+	return true
+}
+
+// placed returns the groups whose flows the coefficients place, and how many groups
+// each of them stands for.
+func (p *Placement) placed() ([][]int, int) {
+	if p.railImages {
+		return p.loaded[:1], len(p.loaded)
+	}
+	return p.loaded, 1
 }
 
 // checkGroup checks group g, whose ids in ring order are o, naming field() at fault.

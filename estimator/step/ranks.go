@@ -158,6 +158,9 @@ func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
 	}
 	out = make([][]int, 0, n/max(1, size))
 	for x := range n {
+		if seen[x] { // a rank of a group already listed: no coordinates to compare
+			continue
+		}
 		ok := true
 		for _, d := range same {
 			if g.coord(x, d) != g.coord(r, d) {
@@ -165,7 +168,7 @@ func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
 				break
 			}
 		}
-		if !ok || seen[x] {
+		if !ok {
 			continue
 		}
 		grp := g.group(x, dims...)

@@ -403,6 +403,19 @@ func (c *Cluster) Path(src, dst int, buf []int32) ([]int32, float64, bool) {
 	return buf, lat, true
 }
 
+// DisjointRails reports whether the transfers between the GPUs of local index a of
+// some nodes and those between the same nodes' GPUs of local index b cross
+// disjoint resources of equal capacity, with equal latencies: each GPU's own
+// scale-up ports, and NICs and leaves of two different rails of a rail-optimised
+// network (no PXN hop, as source and destination share a rail), on a cluster with
+// no degraded link. Groups of one local index each, on the same nodes, then load
+// the cluster as translations of one another.
+func (c *Cluster) DisjointRails(a, b int) bool {
+	g := c.Spec.GPUsPerNode
+	return a != b && a >= 0 && b >= 0 && a < g && b < g && len(c.scaled) == 0 &&
+		c.Spec.Network.RailOptimized && c.Spec.NICs.PerNode > 0 && c.gpuNIC[a] != c.gpuNIC[b]
+}
+
 // CrossesNetwork reports whether a transfer between the two GPUs leaves the NVLink domain.
 func (c *Cluster) CrossesNetwork(src, dst int) bool {
 	g := c.Spec.GPUsPerNode
