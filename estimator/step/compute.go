@@ -110,6 +110,11 @@ type gpuRates struct {
 	// the 16-bit efficiency of the matmuls that stay in 16 bits.
 	fp8       bool
 	gemmEff16 float64
+	// accBytes, when not 0, is the HBM traffic per output element of a GEMM that
+	// accumulates into its output rather than writing it: a weight gradient added
+	// to the gradient it accumulates over the micro-batches, read and written
+	// (wgradAccumulationBytes). 0: the output written once in 16 bits.
+	accBytes float64
 }
 
 // bf16 returns the rates of a 16-bit matmul on the same GPU: the output layer's
@@ -198,7 +203,7 @@ func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
 			eff *= n * (g.m * g.n) / (waves * r.sms * float64(k.TileM*k.TileN))
 			eff = math.Min(eff, r.gemmEff)
 		}
-		bytes := n * (r.elemSize*(g.m*g.k+g.k*g.n) + 2*g.m*g.n)
+		bytes := n * (r.elemSize*(g.m*g.k+g.k*g.n) + r.outputBytes()*g.m*g.n)
 		return rooflineTime(work/(r.peak*eff), bytes/r.hbm)
 	}
 	work := 2 * g.m * g.n * g.k
@@ -214,13 +219,32 @@ func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
 		}
 	}
 	compute := work / (r.peak * eff)
-	bytes := r.elemSize*(g.m*g.k+g.k*g.n) + 2*g.m*g.n
+	bytes := r.elemSize*(g.m*g.k+g.k*g.n) + r.outputBytes()*g.m*g.n
 	if g.count > 1 {
 		// Local experts looped over.
 		return g.count * rooflineTime(compute, bytes/r.hbm)
 	}
 	return math.Max(compute, bytes/r.hbm)
 }
+
+// outputBytes is the HBM traffic per output element of a GEMM (gpuRates.accBytes).
+func (r *gpuRates) outputBytes() float64 {
+	if r.accBytes > 0 {
+		return r.accBytes
+	}
+	return 2
+}
+
+// wgradAccumulationBytes is the traffic per element of a weight-gradient GEMM that
+// adds its result to the gradient held over the micro-batches of a step: the
+// gradient read and written, each at the optimizer's gradient width (fp32 main
+// gradients: Megatron-LM's --gradient-accumulation-fusion, on by default, has the
+// wgrad GEMM accumulate into param.main_grad, Transformer Engine's
+// fuse_wgrad_accumulation for its linear and grouped linear layers; 16-bit
+// gradients: PyTorch autograd's accumulation into .grad). With few tokens per
+// expert the weight gradients' traffic outweighs the GEMM's work: at 256 tokens
+// DeepSeek-V3's expert weight gradients move 8 B per 512 FLOPs.
+func wgradAccumulationBytes(gradBytes float64) float64 { return 2 * gradBytes }
 
 // rooflineTime combines a GEMM's compute and memory times on a soft roofline of
 // order p = 2, (compute^p + memory^p)^(1/p): a kernel near the ridge point, where the tensor
