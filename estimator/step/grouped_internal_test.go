@@ -111,3 +111,32 @@ func TestExpertGEMMsAtFewTokensPerExpert(t *testing.T) {
 		}
 	}
 }
+
+// A weight-gradient GEMM that accumulates into the step's fp32 gradients reads and
+// writes them whole, whatever its tokens: DeepSeek-V3's 32 local experts of an EP 8
+// rank (gate and up 4096 × 7168, down 7168 × 2048) at 256 tokens each cannot take
+// less than 8 B per weight at the H100's datasheet bandwidth (3.35 TB/s), nor less
+// than their work at the bf16 peak.
+func TestExpertWeightGradientFloor(t *testing.T) {
+	k := DefaultConstants()
+	gpu, err := catalog.GPU("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := k.rates(gpu, BF16)
+	if !ok {
+		t.Fatal("no H100 rates")
+	}
+	r.accBytes = wgradAccumulationBytes(4)
+	for _, nk := range [][2]float64{{4096, 7168}, {7168, 2048}} {
+		// dW[K×N] = Aᵀ·dC over 256 tokens, per expert.
+		g := gemm{nk[1], nk[0], 256, 32, true}
+		tm := k.gemmTime(g, &r)
+		traffic := 8 * nk[0] * nk[1] * 32 / (gpu.MemoryBandwidthGBps * 1e9)
+		work := g.flops() / (r.peak16)
+		t.Logf("N×K %.0f×%.0f: %.0f µs, fp32 gradient traffic at the datasheet bandwidth %.0f µs, work at peak %.0f µs", nk[0], nk[1], tm*1e6, traffic*1e6, work*1e6)
+		if tm < traffic || tm < work {
+			t.Errorf("N×K %.0f×%.0f: %.3g s, under the traffic floor %.3g s or the work floor %.3g s", nk[0], nk[1], tm, traffic, work)
+		}
+	}
+}
