@@ -163,13 +163,20 @@ var profiles = []Profile{
 	{
 		Name:    "nemo-25.04",
 		Aliases: []string{"nemo-2.3"},
-		Description: "NVIDIA NeMo 25.04 (NeMo 2.3, on a Transformer Engine before 2.5): as nemo, and on Blackwell " +
+		Description: "NVIDIA NeMo 25.04 (NeMo 2.3, on a Transformer Engine before 2.5): as nemo, gradients accumulated " +
+			"and reduced in fp32 (its bf16 mixed-precision recipe), and on Blackwell " +
 			"attention heads wider than 128 (MLA's 192-wide queries and keys) run unfused",
-		Source: "NeMo 25.04 containers (NeMo v2.3.x); Transformer Engine v2.2–v2.4 " +
+		Source: "NeMo 25.04 containers (NeMo v2.3.x), recipes/precision/mixed_precision.py (grad_reduce_in_fp32=True); Transformer Engine v2.2–v2.4 " +
 			"common/fused_attn/fused_attn.cpp (cuDNN F16_arbitrary_seqlen on sm100 only for head_dim_qk, head_dim_v <= 128) " +
 			"and pytorch/dot_product_attention/utils.py (flash-attn off for head_dim_qk != head_dim_v)",
-		HopperFusedAttention:  true,
-		NormEmitsFP8:          true,
+		HopperFusedAttention: true,
+		NormEmitsFP8:         true,
+		// NeMo 2.x's precision recipes (nemo/collections/llm/recipes/precision/
+		// mixed_precision.py: bf16_mixed, and bf16_with_fp8_mixed built on it) set
+		// grad_reduce_in_fp32=True: Megatron-Core's DDP keeps main_grad in fp32,
+		// the weight-gradient GEMMs accumulate into it and data parallelism
+		// reduces it in fp32.
+		GradReduceBytes:       4,
 		BlackwellFusedHeadDim: 128,
 		FP8Params:             true, // Megatron-Core's fine-grained activation offloading is of 2026
 	},

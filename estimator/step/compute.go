@@ -110,6 +110,11 @@ type gpuRates struct {
 	// the 16-bit efficiency of the matmuls that stay in 16 bits.
 	fp8       bool
 	gemmEff16 float64
+	// accBytes, when not 0, is the HBM traffic per output element of a GEMM that
+	// accumulates into its output rather than writing it: a weight gradient added
+	// to the gradient it accumulates over the micro-batches, read and written
+	// (wgradAccumulationBytes). 0: the output written once in 16 bits.
+	accBytes float64
 }
 
 // bf16 returns the rates of a 16-bit matmul on the same GPU: the output layer's
@@ -198,8 +203,8 @@ func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
 			eff *= n * (g.m * g.n) / (waves * r.sms * float64(k.TileM*k.TileN))
 			eff = math.Min(eff, r.gemmEff)
 		}
-		bytes := n * (r.elemSize*(g.m*g.k+g.k*g.n) + 2*g.m*g.n)
-		return math.Max(work/(r.peak*eff), bytes/r.hbm)
+		bytes := n * (r.elemSize*(g.m*g.k+g.k*g.n) + r.outputBytes()*g.m*g.n)
+		return rooflineTime(work/(r.peak*eff), bytes/r.hbm)
 	}
 	work := 2 * g.m * g.n * g.k
 	eff := r.gemmEff * work / (work + k.GEMMHalfFLOPs)
@@ -214,6 +219,49 @@ func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
 		}
 	}
 	compute := work / (r.peak * eff)
-	bytes := r.elemSize*(g.m*g.k+g.k*g.n) + 2*g.m*g.n
-	return g.count * math.Max(compute, bytes/r.hbm)
+	bytes := r.elemSize*(g.m*g.k+g.k*g.n) + r.outputBytes()*g.m*g.n
+	if g.count > 1 {
+		// Local experts looped over.
+		return g.count * rooflineTime(compute, bytes/r.hbm)
+	}
+	return math.Max(compute, bytes/r.hbm)
+}
+
+// outputBytes is the HBM traffic per output element of a GEMM (gpuRates.accBytes).
+func (r *gpuRates) outputBytes() float64 {
+	if r.accBytes > 0 {
+		return r.accBytes
+	}
+	return 2
+}
+
+// wgradAccumulationBytes is the traffic per element of a weight-gradient GEMM that
+// adds its result to the gradient held over the micro-batches of a step: the
+// gradient read and written, each at the optimizer's gradient width (fp32 main
+// gradients: Megatron-LM's --gradient-accumulation-fusion, on by default, has the
+// wgrad GEMM accumulate into param.main_grad, Transformer Engine's
+// fuse_wgrad_accumulation for its linear and grouped linear layers; 16-bit
+// gradients: PyTorch autograd's accumulation into .grad). With few tokens per
+// expert the weight gradients' traffic outweighs the GEMM's work: at 256 tokens
+// DeepSeek-V3's expert weight gradients move 8 B per 512 FLOPs.
+func wgradAccumulationBytes(gradBytes float64) float64 { return 2 * gradBytes }
+
+// rooflineTime combines a GEMM's compute and memory times on a soft roofline of
+// order p = 2, (compute^p + memory^p)^(1/p): a kernel near the ridge point, where the tensor
+// cores would be busy as long as HBM streams the operands, reaches neither bound,
+// because its pipeline stages wait on loads the other warps cannot always cover.
+// p = 2 fits DeepGEMM's grouped GEMMs of DeepSeek-V3's expert shapes on H800
+// (deepseek-ai/DeepGEMM README at commit 55ab91f, 2025-03-25): 4 experts of 256
+// tokens (N × K of 4096 × 7168 and 7168 × 2048), whose compute and weight traffic
+// take about as long, run at 932 and 815 TFLOPS against 1346 and 1214 at 4096–8192
+// tokens per expert — 1.44× and 1.49× the larger bound, where p = 2 gives 1.41×;
+// with more tokens per expert the weights amortise and the penalty fades (1024
+// tokens: measured 1.09×, p = 2 gives 1.06×). The plain maximum (p → ∞) priced
+// 256 tokens per expert as fast as 4096. It prices the GEMMs of several local
+// experts, grouped or looped over — the shapes DeepGEMM measured (a single local
+// expert sees all its rank's routed tokens, far from the ridge); dense GEMMs keep
+// the plain maximum their fitted efficiencies were calibrated with (they run far
+// from the ridge: tokens per micro-batch in the thousands against one weight).
+func rooflineTime(compute, memory float64) float64 {
+	return math.Hypot(compute, memory)
 }

@@ -285,3 +285,17 @@ func TestPipelineScatterGather(t *testing.T) {
 		}
 	}
 }
+
+// NeMo 2.3's bf16 mixed-precision recipe reduces gradients in fp32
+// (recipes/precision/mixed_precision.py: grad_reduce_in_fp32=True), so its profile
+// keeps 4-byte gradients when the request names no optimizer; one that names its
+// optimizer keeps it.
+func TestNeMo2GradientsInFP32(t *testing.T) {
+	if g := (step.Training{Framework: "nemo-25.04"}).Normalise().Optimizer.GradBytes; g != 4 {
+		t.Errorf("nemo-25.04: %v B gradients, want 4", g)
+	}
+	o := step.Optimizer{Name: "adam-bf16-grads", WeightBytes: 2, GradBytes: 2, StateBytes: 12}
+	if g := (step.Training{Framework: "nemo-25.04", Optimizer: o}).Normalise().Optimizer.GradBytes; g != 2 {
+		t.Errorf("a stated optimizer: %v B gradients, want its 2", g)
+	}
+}

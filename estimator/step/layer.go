@@ -71,13 +71,16 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			lt.modsFLOPs += g.flops()
 		}
 	}
+	// The weight-gradient GEMMs accumulate into the step's gradients.
+	rw := *r
+	rw.accBytes = wgradAccumulationBytes(req.Training.Optimizer.GradBytes)
 	pair := 0 // the TP collective the next GEMMs sit next to (layerTimes.tpGEMM)
 	add := func(g gemm) {
 		lt.fwdFLOPs += g.flops()
 		gt := k.gemmTime(g, r)
 		fwd += gt
 		lt.tpGEMM[pair] += gt
-		wgrad := k.gemmTime(gemm{g.k, g.n, g.m, g.count, g.grouped}, r) // dB = Aᵀ·dC
+		wgrad := k.gemmTime(gemm{g.k, g.n, g.m, g.count, g.grouped}, &rw) // dB = Aᵀ·dC, added to the gradient
 		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count, g.grouped}, r) + wgrad
 		lt.bwdW += wgrad
 	}

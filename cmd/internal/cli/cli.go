@@ -114,7 +114,7 @@ func commands() []command {
 			example: `  stepcost accuracy
   stepcost accuracy --rows --json`,
 			define: accuracyCommand},
-		{name: "runs", group: groupCheck, summary: "compare the step-time model with the published training runs",
+		{name: "runs", group: groupCheck, summary: "compare the step-time model with the published training runs (dense, MoE, fp8, Blackwell)",
 			synopsis: "[--json] [--filled]",
 			example:  `  stepcost runs --filled`,
 			define:   runsCommand},

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/stepcost/stepcost/estimator/step/accuracy"
 	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -143,15 +144,47 @@ func TestEstimateErrors(t *testing.T) {
 	}
 }
 
+// runs lists every published run, the MoE, fp8 and Blackwell ones of
+// published_runs_moe.jsonl too, each with its kind, and a table per kind.
 func TestRunsCommand(t *testing.T) {
 	code, out, errOut := run("runs")
 	if code != 0 || !strings.Contains(out, "narayanan21_t1_1.7b") || !strings.Contains(out, "Kendall") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
+	for _, want := range []string{"dgxc_h100_deepseekv3_512gpu_bf16", "moe", "blackwell", "by kind", "original"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs does not list %q", want)
+		}
+	}
 }
 
-// Every architecture input has a flag: sliding windows and multi-head latent
-// attention too; a bad one is reported by the flag the user typed.
+// Each run's kind, and the per-kind table: a run of several kinds counts in each.
+func TestRunKinds(t *testing.T) {
+	runs := []accuracy.Result{
+		{Case: accuracy.Case{Run: accuracy.Run{ID: "a"}}},
+		{Case: accuracy.Case{Run: accuracy.Run{ID: "b", Publication: "dgxc", Kind: []string{"moe", "fp8"}}}},
+		{Case: accuracy.Case{Run: accuracy.Run{ID: "c", Publication: "dgxc"}}},
+	}
+	for i, want := range []string{"original", "moe,fp8", "dense"} {
+		if got := runKind(runs[i].Run); got != want {
+			t.Errorf("%s: kind %q, want %q", runs[i].Run.ID, got, want)
+		}
+	}
+	got := map[string]int{}
+	for _, k := range byKind(runs) {
+		got[k.Kind] = k.InSample.N
+	}
+	want := map[string]int{"all": 3, "original": 1, "new": 2, "moe": 1, "fp8": 1}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("kind %s: %d runs, want %d (%v)", k, got[k], n, got)
+		}
+	}
+	if _, ok := got["blackwell"]; ok {
+		t.Errorf("a kind with no run is listed: %v", got)
+	}
+}
+
 func TestArchitectureFlags(t *testing.T) {
 	base := []string{"estimate", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "1", "--dp", "8", "--gbs", "8", "--seq", "16384",
 		"--layers", "32", "--hidden", "4096", "--heads", "32", "--kv-heads", "8", "--ffn", "14336", "--gated", "--vocab", "32000", "--json"}

@@ -16,11 +16,12 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print JSON")
 	filled := fs.Bool("filled", false, "also list, per run, the settings the source does not state and how they were filled")
 	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
-		runs, err := accuracy.Runs()
+		// Every published run: published_runs.jsonl's and the MoE, fp8 and
+		// Blackwell runs of published_runs_moe.jsonl.
+		cases, err := accuracy.AllCases()
 		if err != nil {
 			return err
 		}
-		cases := accuracy.Cases(runs)
 		res := accuracy.Evaluate(step.New(), cases)
 		sum := accuracy.Summarise(res)
 		ranks := accuracy.Rankings(res)
@@ -28,6 +29,7 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 		if *asJSON {
 			type row struct {
 				ID        string      `json:"id"`
+				Kind      string      `json:"kind"`
 				GPUs      int         `json:"gpus"`
 				MeasuredS float64     `json:"measured_step_s"`
 				Predicted float64     `json:"predicted_step_s"`
@@ -44,11 +46,12 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 				Summary  accuracy.Summary   `json:"summary"`
 				Sources  []sourceFigures    `json:"sources"`
 				Rankings []accuracy.Ranking `json:"rankings"`
+				Kinds    []kindFigures      `json:"kinds"`
 				Runs     []row              `json:"runs"`
 			}
-			out.Summary, out.Rankings, out.Sources = sum, ranks, bySource
+			out.Summary, out.Rankings, out.Sources, out.Kinds = sum, ranks, bySource, byKind(res)
 			for _, r := range res {
-				x := row{ID: r.Run.ID, GPUs: r.Run.GPUs, MeasuredS: r.MeasuredS, Predicted: r.Estimate.StepTime, RelErr: r.RelErr, Layout: r.Layout, Filled: r.Filled,
+				x := row{ID: r.Run.ID, Kind: runKind(r.Run), GPUs: r.Run.GPUs, MeasuredS: r.MeasuredS, Predicted: r.Estimate.StepTime, RelErr: r.RelErr, Layout: r.Layout, Filled: r.Filled,
 					PublishedOOM: r.PublishedOOM, Fits: r.Estimate.Memory.Fits}
 				if r.Run.RankingSet != nil {
 					x.RankingSet = *r.Run.RankingSet
@@ -62,10 +65,11 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 		}
 		fmt.Fprintln(stdout, "Step-time model vs published training runs (measured step time from the primary measurement)")
 		fmt.Fprintln(stdout)
-		t := table{head: []string{"run", "gpus", "layout", "measured", "predicted", "error", "MFU"}, optional: []string{"MFU"}, wrap: "layout"}
+		t := table{head: []string{"run", "kind", "gpus", "layout", "measured", "predicted", "error", "MFU"}, optional: []string{"MFU"}, wrap: "layout"}
 		for _, r := range res {
+			kind := runKind(r.Run)
 			if r.Err != nil {
-				t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), "-", fmtSeconds(r.MeasuredS), "-", "-", r.Err.Error())
+				t.add(r.Run.ID, kind, fmt.Sprint(r.Run.GPUs), "-", fmtSeconds(r.MeasuredS), "-", "-", r.Err.Error())
 				continue
 			}
 			l := r.Layout
@@ -81,10 +85,10 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 				if r.Estimate.Memory.Fits {
 					verdict = "FITS"
 				}
-				t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), lay, "OOM", verdict, "-", "-")
+				t.add(r.Run.ID, kind, fmt.Sprint(r.Run.GPUs), lay, "OOM", verdict, "-", "-")
 				continue
 			}
-			t.add(r.Run.ID, fmt.Sprint(r.Run.GPUs), lay, fmtSeconds(r.MeasuredS), fmtSeconds(r.Estimate.StepTime),
+			t.add(r.Run.ID, kind, fmt.Sprint(r.Run.GPUs), lay, fmtSeconds(r.MeasuredS), fmtSeconds(r.Estimate.StepTime),
 				fmt.Sprintf("%+.1f%%", 100*r.RelErr), fmt.Sprintf("%.1f%%", 100*r.Estimate.Throughput.MFU))
 		}
 		t.write(stdout)
@@ -96,6 +100,12 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 			st.add(s.Source, fmt.Sprint(s.InSample.N), pct(s.InSample.MeanAbs), pct(s.InSample.Max), pct(s.LeftOut.MeanAbs), pct(s.LeftOut.Max), fmt.Sprintf("%+.1f%%", 100*s.LeftOut.Bias))
 		}
 		st.write(stdout)
+		fmt.Fprintln(stdout, "\nby kind, in sample (original: published_runs.jsonl; new: published_runs_moe.jsonl, and of these what a run exercises: moe, fp8, blackwell)")
+		kt := table{head: []string{"kind", "runs", "mean", "median", "max", "bias"}}
+		for _, k := range byKind(res) {
+			kt.add(k.Kind, fmt.Sprint(k.InSample.N), pct(k.InSample.MeanAbs), pct(k.InSample.MedianAbs), pct(k.InSample.Max), fmt.Sprintf("%+.1f%%", 100*k.InSample.Bias))
+		}
+		kt.write(stdout)
 		missed, oom := accuracy.MissedOOM(res)
 		fmt.Fprintf(stdout, "%d runs published as out of memory: %d estimated infeasible\n", oom, oom-len(missed))
 		fmt.Fprintln(stdout)
@@ -137,4 +147,50 @@ func crossValidatedRuns(in []accuracy.Result, cases []accuracy.Case) []sourceFig
 		figs = append(figs, sourceFigures{n, accuracy.Summarise(inBy[n]), accuracy.Summarise(held[n])})
 	}
 	return append(figs, sourceFigures{"all", accuracy.Summarise(in), accuracy.Summarise(out)})
+}
+
+// runKind names what a run exercises: "original" for a run of published_runs.jsonl,
+// else the kinds of published_runs_moe.jsonl ("moe", "fp8", "blackwell") it has, or
+// "dense" for one of its runs that has none (a dense 16-bit run before Blackwell).
+func runKind(r accuracy.Run) string {
+	switch {
+	case r.Publication == "":
+		return "original"
+	case len(r.Kind) == 0:
+		return "dense"
+	}
+	return strings.Join(r.Kind, ",")
+}
+
+// kindFigures are the in-sample statistics of the runs of one kind.
+type kindFigures struct {
+	Kind     string           `json:"kind"`
+	InSample accuracy.Summary `json:"in_sample"`
+}
+
+// runKinds orders the kinds: all runs, the original ones, those of
+// published_runs_moe.jsonl ("new"), then each kind of these.
+var runKinds = []string{"all", "original", "new", "moe", "fp8", "blackwell"}
+
+// byKind summarises the results per kind (a run can be of several).
+func byKind(res []accuracy.Result) []kindFigures {
+	groups := map[string][]accuracy.Result{}
+	for _, r := range res {
+		groups["all"] = append(groups["all"], r)
+		if r.Run.Publication == "" {
+			groups["original"] = append(groups["original"], r)
+		} else {
+			groups["new"] = append(groups["new"], r)
+		}
+		for _, k := range r.Run.Kind {
+			groups[k] = append(groups[k], r)
+		}
+	}
+	var out []kindFigures
+	for _, k := range runKinds {
+		if len(groups[k]) > 0 {
+			out = append(out, kindFigures{k, accuracy.Summarise(groups[k])})
+		}
+	}
+	return out
 }
