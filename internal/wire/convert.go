@@ -358,11 +358,8 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 		return step.Training{}, err
 	}
 	// Checked here, before they are narrowed to int.
-	if b := t.GetGlobalBatch(); b > step.MaxBatch || b < 0 {
-		return step.Training{}, invalid.Field("training.global_batch", "must be between 1 and %d sequences (got %d)", step.MaxBatch, b)
-	}
-	if n := t.GetGlobalTokens(); n > step.MaxBatch*int64(step.MaxSeqLen) || n < 0 {
-		return step.Training{}, invalid.Field("training.global_tokens", "must be between 0 and %d (got %d)", step.MaxBatch*int64(step.MaxSeqLen), n)
+	if err := step.CheckBatchBounds(t.GetGlobalBatch(), t.GetGlobalTokens()); err != nil {
+		return step.Training{}, err
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
 		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp,

@@ -417,7 +417,9 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 		}
 		opts.ForceProtocol, opts.Protocol = true, pr
 	}
-	if req.GetSizeBytes() <= 0 || req.GetSizeBytes() > 1<<50 {
+	// A message of 0 bytes is priced at zero, which is no answer to "how long does
+	// this collective take"; the upper bound is the estimator's.
+	if req.GetSizeBytes() <= 0 || req.GetSizeBytes() > collective.MaxBytes {
 		return nil, invalid.Field("size_bytes", "must be between 1 and 2^50 (got %d)", req.GetSizeBytes())
 	}
 	nodes := int(req.GetNodes())
@@ -431,8 +433,15 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	if err := CheckGPUsPerNode(spec); err != nil {
 		return nil, err
 	}
-	if nodes < 1 {
-		return nil, invalid.Field("nodes", "must be at least 1, or 0 for 1 (got %d)", nodes)
+	// The group's rule (nodes, gpus_per_node) is the estimator's, checked before
+	// the cluster is sized by nodes; the cluster built holds them (Sized), and
+	// NodeGroups checks the fit.
+	per := int(req.GetGpusPerNode())
+	if per == 0 {
+		per = spec.GPUsPerNode
+	}
+	if err := collective.CheckNodeGroup(nodes, per, spec.GPUsPerNode); err != nil {
+		return nil, err
 	}
 	if nodes*spec.GPUsPerNode > maxGPUs {
 		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes", maxGPUs/spec.GPUsPerNode))
@@ -444,10 +453,6 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	ce, err := pool.Sized(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), top, maxGPUs)
 	if err != nil {
 		return nil, err
-	}
-	per := int(req.GetGpusPerNode())
-	if per == 0 {
-		per = ce.Cluster.Spec.GPUsPerNode
 	}
 	group, sib, err := collective.NodeGroups(ce.Cluster, nodes, per, req.GetConcurrent())
 	if err != nil {

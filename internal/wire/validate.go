@@ -70,10 +70,12 @@ func LayoutGPUs(l step.Layout, limit int) (int, error) {
 	return n, nil
 }
 
-// CheckGPUsPerNode refuses a definition's node size before the cluster is sized by it.
+// CheckGPUsPerNode refuses a definition's node size (topology's rule,
+// Spec.CheckGPUsPerNode) before the cluster is sized by it, naming the request's
+// field.
 func CheckGPUsPerNode(spec topology.Spec) error {
-	if g := spec.GPUsPerNode; g < 1 || g > topology.MaxGPUsPerNode {
-		return invalid.Field("cluster.definition.gpus_per_node", "must be between 1 and %d (got %d)", topology.MaxGPUsPerNode, g)
+	if e := spec.CheckGPUsPerNode(); e != nil {
+		return &invalid.Error{Field: "cluster.definition." + e.Field, Rule: e.Rule}
 	}
 	return nil
 }

@@ -2,12 +2,14 @@ package wire_test
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
@@ -130,5 +132,52 @@ func TestRecomputeModulesErrors(t *testing.T) {
 		if fe := wire.FieldErrors(err); len(fe) != 1 || fe[0].Field != c.field {
 			t.Errorf("%q: %v, want a violation of %s", c.modules, err, c.field)
 		}
+	}
+}
+
+// The request's batch bounds are the step package's: TrainingFromProto refuses,
+// in the same words, exactly what step.CheckBatchBounds refuses, at the edges of
+// int64 and of the bounds.
+func TestBatchBoundsAreTheSteps(t *testing.T) {
+	for _, b := range []int64{-1, 0, 1, step.MaxBatch, step.MaxBatch + 1, math.MaxInt64, math.MinInt64} {
+		for _, n := range []int64{0, -8192, step.MaxGlobalTokens, step.MaxGlobalTokens + 1, math.MaxInt64} {
+			_, err := wire.TrainingFromProto(&pb.Training{SeqLen: 4096, GlobalBatch: b, GlobalTokens: n})
+			rule := step.CheckBatchBounds(b, n)
+			if (err == nil) != (rule == nil) || err != nil && err.Error() != rule.Error() {
+				t.Errorf("global_batch %d, global_tokens %d: %v, the step package's rule %v", b, n, err, rule)
+			}
+		}
+	}
+}
+
+// A collective's group is refused by the collective package's rule, in its words,
+// naming the request's field; and a definition's gpus_per_node by topology's,
+// under cluster.definition.
+func TestCollectiveGroupRuleIsTheEstimators(t *testing.T) {
+	pool := wire.NewClusters(4)
+	coll := collective.NewModel(collective.Default())
+	for _, c := range []struct{ nodes, perNode int32 }{{-4, 0}, {math.MinInt32, 0}, {1, 3}, {2, -2}, {1, 16}, {2, math.MaxInt32}} {
+		req := &pb.SimulateCollectiveRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Nodes: c.nodes, GpusPerNode: c.perNode,
+			Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30}
+		_, err := wire.ResolveCollective(pool, coll, req, 1<<12)
+		per := int(c.perNode)
+		if per == 0 {
+			per = 8
+		}
+		rule := collective.CheckNodeGroup(int(c.nodes), per, 8)
+		if rule == nil || err == nil || err.Error() != rule.Error() {
+			t.Errorf("nodes %d, gpus_per_node %d: %v, the collective package's rule %v", c.nodes, c.perNode, err, rule)
+		}
+	}
+	for _, g := range []int{0, -1, topology.MaxGPUsPerNode + 1} {
+		spec := topology.Spec{GPUsPerNode: g}
+		err := wire.CheckGPUsPerNode(spec)
+		rule := spec.CheckGPUsPerNode()
+		if rule == nil || err == nil || err.Error() != "cluster.definition."+rule.Error() {
+			t.Errorf("gpus_per_node %d: %v, topology's rule %v", g, err, rule)
+		}
+	}
+	if err := wire.CheckGPUsPerNode(topology.Spec{GPUsPerNode: topology.MaxGPUsPerNode}); err != nil {
+		t.Errorf("gpus_per_node at the bound: %v", err)
 	}
 }
