@@ -194,3 +194,38 @@ func TestNodeGroupRule(t *testing.T) {
 		t.Errorf("3 rails' nodes of a 2-node cluster: %v", err)
 	}
 }
+
+// One rule for what Auto can run: AutoRuns (the service refuses a request by it
+// before pricing) says yes exactly where Estimate under Auto prices the operation
+// on an uncalibrated cluster, and no where it refuses it.
+func TestAutoRunsIsEstimates(t *testing.T) {
+	m := collective.NewModel(collective.Default())
+	refused := 0
+	// 65 nodes of 8: 520 ranks, over a broadcast/reduce chain's 513.
+	for _, sys := range []string{"dgx-h100", "dgx-a100", "gb200-nvl72"} {
+		c := mustCluster(t, sys, 65, nil)
+		g := c.Spec.GPUsPerNode
+		for _, shape := range [][2]int{{1, g}, {2, g}, {4, g}, {4, 1}, {3, 2}, {65, 8}} {
+			group, _, err := collective.NodeGroups(c, shape[0], shape[1], false)
+			if err != nil {
+				continue
+			}
+			p := mustPlace(t, c, group, nil)
+			for op := range collective.Op(7) {
+				_, err := m.Estimate(p, op, 1<<20, collective.Options{})
+				if err != nil && !errors.Is(err, collective.ErrUnsupported) {
+					t.Fatalf("%s %v %s: %v", sys, shape, op, err)
+				}
+				if got := m.AutoRuns(p, op); got != (err == nil) {
+					t.Errorf("%s, %d nodes × %d, %s: AutoRuns %v, Estimate %v", sys, shape[0], shape[1], op, got, err)
+				}
+				if err != nil {
+					refused++
+				}
+			}
+		}
+	}
+	if refused == 0 {
+		t.Error("no case where Auto has no algorithm: the check above compared only yeses")
+	}
+}

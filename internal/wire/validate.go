@@ -139,10 +139,8 @@ func collectiveApplies(coll *collective.Model, req *pb.SimulateCollectiveRequest
 		}
 		return nil
 	}
-	for _, a := range collective.Algorithms() {
-		if collective.AutoChoice(op, a) && coll.Supports(p, op, a) == nil {
-			return nil
-		}
+	if coll.AutoRuns(p, op) {
+		return nil
 	}
 	return invalid.Field("nodes", "no algorithm can run %s on a group of %d GPUs over %d nodes; force one with algorithm, or use a smaller group", op, p.N(), p.Domains)
 }

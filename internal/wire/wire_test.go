@@ -4,9 +4,11 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
@@ -179,5 +181,37 @@ func TestCollectiveGroupRuleIsTheEstimators(t *testing.T) {
 	}
 	if err := wire.CheckGPUsPerNode(topology.Spec{GPUsPerNode: topology.MaxGPUsPerNode}); err != nil {
 		t.Errorf("gpus_per_node at the bound: %v", err)
+	}
+}
+
+// A constraint's schedule or recompute out of range is refused with the list of
+// the values taken, drawn from the same table as the conversion: every value the
+// message lists converts, and every value that converts is listed.
+func TestConstraintEnumsListWhatIsTaken(t *testing.T) {
+	_, err := wire.ConstraintsFromProto(&pb.Constraints{Schedules: []pb.Schedule{9}})
+	listed(t, err, "constraints.schedules[0]", pb.Schedule(0).Descriptor().Values(), func(v int32) error {
+		_, err := wire.ConstraintsFromProto(&pb.Constraints{Schedules: []pb.Schedule{pb.Schedule(v)}})
+		return err
+	})
+	_, err = wire.ConstraintsFromProto(&pb.Constraints{Recompute: []pb.Recompute{0}})
+	listed(t, err, "constraints.recompute[0]", pb.Recompute(0).Descriptor().Values(), func(v int32) error {
+		_, err := wire.ConstraintsFromProto(&pb.Constraints{Recompute: []pb.Recompute{pb.Recompute(v)}})
+		return err
+	})
+}
+
+func listed(t *testing.T, refusal error, field string, vs protoreflect.EnumValueDescriptors, convert func(int32) error) {
+	t.Helper()
+	fe := wire.FieldErrors(refusal)
+	if len(fe) != 1 || fe[0].Field != field {
+		t.Fatalf("%s: %v", field, refusal)
+	}
+	for i := range vs.Len() {
+		name, n := string(vs.Get(i).Name()), int32(vs.Get(i).Number())
+		_, suffix, _ := strings.Cut(name, "_")
+		inMessage := strings.Contains(fe[0].Rule, name) || strings.Contains(fe[0].Rule, " _"+suffix+",") || strings.Contains(fe[0].Rule, " _"+suffix+" ")
+		if converts := convert(n) == nil && n != 0; inMessage != converts {
+			t.Errorf("%s: %s listed %v, converts %v (%q)", field, name, inMessage, converts, fe[0].Rule)
+		}
 	}
 }
