@@ -247,11 +247,8 @@ func RankObjective(req *pb.RankConfigsRequest, maxConfigs int) (planner.Objectiv
 	if !ok {
 		return "", invalid.Field("objective", "%s", EnumRule(req.GetObjective()))
 	}
-	if err := planner.CheckPrice(req.GetPricePerGpuHour(), req.GetTokenBudget()); err != nil {
+	if err := planner.CheckObjective(obj, req.GetPricePerGpuHour(), req.GetTokenBudget()); err != nil {
 		return "", err
-	}
-	if obj == planner.Cost && !(req.GetPricePerGpuHour() > 0 && req.GetTokenBudget() > 0) {
-		return "", invalid.Field("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0")
 	}
 	return obj, nil
 }

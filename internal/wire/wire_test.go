@@ -215,3 +215,22 @@ func listed(t *testing.T, refusal error, field string, vs protoreflect.EnumValue
 		}
 	}
 }
+
+// A RankConfigs request's objective and prices are refused by the planner's rule
+// (planner.CheckObjective), in its words.
+func TestRankObjectiveIsThePlanners(t *testing.T) {
+	cfg := []*pb.EstimateStepRequest{{}}
+	for _, c := range []struct {
+		obj           pb.Objective
+		price, budget float64
+	}{
+		{pb.Objective_OBJECTIVE_COST, 0, 1e12}, {pb.Objective_OBJECTIVE_COST, 2, 0}, {pb.Objective_OBJECTIVE_COST, math.NaN(), 1e12},
+		{pb.Objective_OBJECTIVE_THROUGHPUT, -1, 0}, {pb.Objective_OBJECTIVE_STEP_TIME, 0, math.Inf(1)}, {pb.Objective_OBJECTIVE_COST, 2, 1e12},
+	} {
+		_, err := wire.RankObjective(&pb.RankConfigsRequest{Configs: cfg, Objective: c.obj, PricePerGpuHour: c.price, TokenBudget: c.budget}, 1)
+		rule := planner.CheckObjective(wire.Objectives[c.obj], c.price, c.budget)
+		if (err == nil) != (rule == nil) || err != nil && err.Error() != rule.Error() {
+			t.Errorf("%s, %v, %v: %v, the planner's rule %v", c.obj, c.price, c.budget, err, rule)
+		}
+	}
+}
