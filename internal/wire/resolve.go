@@ -470,11 +470,11 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 		return nil, err
 	}
 	rows := int(req.GetMaxStepRows())
-	switch {
+	switch why := collective.CheckReplayRows(rows); {
 	case rows != 0 && !req.GetSteps():
 		return nil, invalid.Field("max_step_rows", "applies only with steps: true (got %d)", rows)
-	case rows < 0 || rows > collective.MaxReplayRows:
-		return nil, invalid.Field("max_step_rows", "must be between 0 (for %d) and %d (got %d)", collective.DefaultReplayRows, collective.MaxReplayRows, rows)
+	case why != "":
+		return nil, invalid.Field("max_step_rows", "%s", why)
 	}
 	return &Collective{req: req, Model: coll, ce: ce, Placement: p, Op: op, Options: opts, Size: float64(req.GetSizeBytes()), nodes: nodes, per: per,
 		Steps: req.GetSteps(), Rows: rows}, nil

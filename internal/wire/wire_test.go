@@ -171,6 +171,16 @@ func TestCollectiveGroupRuleIsTheEstimators(t *testing.T) {
 			t.Errorf("nodes %d, gpus_per_node %d: %v, the collective package's rule %v", c.nodes, c.perNode, err, rule)
 		}
 	}
+	// The schedule's rows: the collective package's rule, under max_step_rows.
+	for _, rows := range []int32{-1, 0, 1, collective.MaxReplayRows, collective.MaxReplayRows + 1, math.MaxInt32} {
+		req := &pb.SimulateCollectiveRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Nodes: 2,
+			Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30, Steps: true, MaxStepRows: rows}
+		_, err := wire.ResolveCollective(pool, coll, req, 1<<12)
+		why := collective.CheckReplayRows(int(rows))
+		if (err == nil) != (why == "") || err != nil && err.Error() != "max_step_rows: "+why {
+			t.Errorf("max_step_rows %d: %v, the collective package's rule %q", rows, err, why)
+		}
+	}
 	for _, g := range []int{0, -1, topology.MaxGPUsPerNode + 1} {
 		spec := topology.Spec{GPUsPerNode: g}
 		err := wire.CheckGPUsPerNode(spec)
