@@ -3,6 +3,7 @@ package step_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
@@ -57,5 +58,21 @@ func TestBatchBoundsAreValidates(t *testing.T) {
 	// The tokens' bound is MaxBatch sequences of MaxSeqLen: Validate takes it.
 	if err := (step.Training{SeqLen: step.MaxSeqLen, GlobalTokens: step.MaxGlobalTokens}).Validate(); err != nil {
 		t.Errorf("MaxGlobalTokens of MaxSeqLen sequences: %v", err)
+	}
+}
+
+// An unknown recompute module is refused with the list of the modules the
+// estimator takes, drawn from its table (RecomputeModuleNames, which the service's
+// count check uses too): Megatron-Core's --recompute-modules choices.
+func TestUnknownRecomputeModuleListsTheTable(t *testing.T) {
+	r := step.Request{Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1), Training: step.Training{SeqLen: 4096, GlobalBatch: 8},
+		Layout: step.Layout{DP: 8, MicroBatch: 1, Recompute: step.RecomputeSelective, RecomputeModules: []string{"attention"}}}
+	_, err := step.New().Estimate(r)
+	const want = `layout.recompute_modules[0]: must be core_attn, layernorm, mla_up_proj, moe_act, mlp, shared_experts or moe (got "attention")`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+	if got := strings.Join(step.RecomputeModuleNames(), " "); got != "core_attn layernorm mla_up_proj moe_act mlp shared_experts moe" {
+		t.Errorf("modules %s", got)
 	}
 }
