@@ -204,6 +204,25 @@ func CheckPrice(price, budget float64) error {
 	return c.Err()
 }
 
+// CheckObjective is the rule of an objective with its price and budget: both in
+// range (CheckPrice, checked first), the objective one of the planner's, and cost
+// given a price and a budget to cost.
+func CheckObjective(obj Objective, price, budget float64) error {
+	if err := CheckPrice(price, budget); err != nil {
+		return err
+	}
+	switch obj {
+	case "", FastestStep, Throughput:
+	case Cost:
+		if !(price > 0) || !(budget > 0) {
+			return invalid.Field("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0")
+		}
+	default:
+		return invalid.Field("objective", "must be step_time, throughput or cost (got %q)", obj)
+	}
+	return nil
+}
+
 // ErrTooManyLayouts is returned when a search would enumerate more than
 // Request.MaxLayouts layouts.
 var ErrTooManyLayouts = errors.New("the search spans too many layouts")
@@ -301,16 +320,7 @@ func (r *Request) validate() error {
 	case r.GPUs == 0 && (r.MinGPUs < 0 || r.MinGPUs > r.MaxGPUs):
 		c.Add("min_gpus", "must be between 0 and max_gpus %d (got %d)", r.MaxGPUs, r.MinGPUs)
 	}
-	switch r.Objective {
-	case "", FastestStep, Throughput:
-	case Cost:
-		if !(r.PricePerGPUHour > 0) || !(r.TokenBudget > 0) {
-			c.Add("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0")
-		}
-	default:
-		c.Add("objective", "must be step_time, throughput or cost (got %q)", r.Objective)
-	}
-	c.Join(CheckPrice(r.PricePerGPUHour, r.TokenBudget))
+	c.Join(CheckObjective(r.Objective, r.PricePerGPUHour, r.TokenBudget))
 	if r.TopK < 0 || r.TopK > 1000 {
 		c.Add("top_k", "must be between 1 and 1000 (got %d)", r.TopK)
 	}

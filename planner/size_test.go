@@ -2,9 +2,12 @@ package planner_test
 
 import (
 	"context"
+	"errors"
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/planner"
 )
@@ -55,6 +58,45 @@ func TestFreeGPUsRule(t *testing.T) {
 		req.Free = planner.FreeMap{0: c.gpus}
 		if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), "free_gpus[0]: "+c.why) {
 			t.Errorf("%v: search %v", c.gpus, err)
+		}
+	}
+}
+
+// One rule for an objective and its prices: the search refuses by
+// CheckObjective, in its words, and takes what it takes.
+func TestObjectiveRule(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		obj           planner.Objective
+		price, budget float64
+		field         string // "" for accepted
+	}{
+		{planner.FastestStep, 0, 0, ""},
+		{planner.Cost, 2.5, 1e12, ""},
+		{planner.Cost, 0, 1e12, "objective"},
+		{planner.Cost, 2.5, 0, "objective"},
+		{planner.Cost, nan, 1e12, "price_per_gpu_hour"},
+		{planner.Throughput, 0, -1, "token_budget"},
+		{"latency", 0, 0, "objective"},
+	} {
+		rule := planner.CheckObjective(c.obj, c.price, c.budget)
+		got := ""
+		var fe *invalid.Error
+		if errors.As(rule, &fe) {
+			got = fe.Field
+		} else if rule != nil {
+			got = "not a field error"
+		}
+		if got != c.field {
+			t.Errorf("%s, %v, %v: %v, want a violation of %q", c.obj, c.price, c.budget, rule, c.field)
+		}
+		if rule == nil {
+			continue
+		}
+		req := llama8bRequest(t)
+		req.Objective, req.PricePerGPUHour, req.TokenBudget = c.obj, c.price, c.budget
+		if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), rule.Error()) {
+			t.Errorf("%s, %v, %v: search %v, the rule %v", c.obj, c.price, c.budget, err, rule)
 		}
 	}
 }

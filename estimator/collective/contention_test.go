@@ -151,3 +151,81 @@ func TestPlaceAfterARefusal(t *testing.T) {
 		}
 	}
 }
+
+// One rule for a node group: NodeGroups and RailGroups refuse by CheckNodeGroup's
+// words (the service checks it on its own before it sizes a cluster by nodes),
+// and refuse on their own only more nodes than the cluster has.
+func TestNodeGroupRule(t *testing.T) {
+	c := mustCluster(t, "dgx-h100", 2, nil)
+	for _, tc := range []struct {
+		nodes, perNode int
+		field          string // "" for accepted
+	}{
+		{1, 8, ""}, {2, 4, ""}, {2, 1, ""},
+		{0, 8, "nodes"}, {-4, 8, "nodes"},
+		{1, 3, "gpus_per_node"}, {1, 0, "gpus_per_node"}, {1, -2, "gpus_per_node"}, {1, 16, "gpus_per_node"},
+	} {
+		rule := collective.CheckNodeGroup(tc.nodes, tc.perNode, 8)
+		got := ""
+		var fe *invalid.Error
+		if errors.As(rule, &fe) {
+			got = fe.Field
+		} else if rule != nil {
+			got = "not a field error"
+		}
+		if got != tc.field {
+			t.Errorf("nodes %d × %d: %v, want a violation of %q", tc.nodes, tc.perNode, rule, tc.field)
+		}
+		_, _, err := collective.NodeGroups(c, tc.nodes, tc.perNode, true)
+		if (err == nil) != (rule == nil) || err != nil && err.Error() != rule.Error() {
+			t.Errorf("nodes %d × %d: NodeGroups %v, the rule %v", tc.nodes, tc.perNode, err, rule)
+		}
+		if tc.perNode == 8 {
+			if _, err := collective.RailGroups(c, tc.nodes); (err == nil) != (rule == nil) || err != nil && err.Error() != rule.Error() {
+				t.Errorf("nodes %d: RailGroups %v, the rule %v", tc.nodes, err, rule)
+			}
+		}
+	}
+	// The fit in the cluster is NodeGroups' own.
+	if _, _, err := collective.NodeGroups(c, 3, 8, false); !invalid.Is(err) || collective.CheckNodeGroup(3, 8, 8) != nil {
+		t.Errorf("3 nodes of a 2-node cluster: %v", err)
+	}
+	if _, err := collective.RailGroups(c, 3); !invalid.Is(err) {
+		t.Errorf("3 rails' nodes of a 2-node cluster: %v", err)
+	}
+}
+
+// One rule for what Auto can run: AutoRuns (the service refuses a request by it
+// before pricing) says yes exactly where Estimate under Auto prices the operation
+// on an uncalibrated cluster, and no where it refuses it.
+func TestAutoRunsIsEstimates(t *testing.T) {
+	m := collective.NewModel(collective.Default())
+	refused := 0
+	// 65 nodes of 8: 520 ranks, over a broadcast/reduce chain's 513.
+	for _, sys := range []string{"dgx-h100", "dgx-a100", "gb200-nvl72"} {
+		c := mustCluster(t, sys, 65, nil)
+		g := c.Spec.GPUsPerNode
+		for _, shape := range [][2]int{{1, g}, {2, g}, {4, g}, {4, 1}, {3, 2}, {65, 8}} {
+			group, _, err := collective.NodeGroups(c, shape[0], shape[1], false)
+			if err != nil {
+				continue
+			}
+			p := mustPlace(t, c, group, nil)
+			for op := range collective.Op(7) {
+				_, err := m.Estimate(p, op, 1<<20, collective.Options{})
+				if err != nil && !errors.Is(err, collective.ErrUnsupported) {
+					t.Fatalf("%s %v %s: %v", sys, shape, op, err)
+				}
+				if got := m.AutoRuns(p, op); got != (err == nil) {
+					t.Errorf("%s, %d nodes × %d, %s: AutoRuns %v, Estimate %v", sys, shape[0], shape[1], op, got, err)
+				}
+				if err != nil {
+					refused++
+				}
+			}
+		}
+	}
+	if refused == 0 {
+		t.Error("no case where Auto has no algorithm: the check above compared only yeses")
+	}
+}

@@ -87,7 +87,7 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 	}
 	best := Estimate{TimeUs: math.Inf(1)}
 	for a := Ring; a < numAlgos; a++ {
-		if !AutoChoice(op, a) || m.why(p, op, a) != "" {
+		if !m.autoRuns(p, op, a) {
 			continue
 		}
 		if e := m.bestProtocol(p, op, a, bytes, o); e.TimeUs < best.TimeUs {
@@ -98,6 +98,24 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 		return Estimate{}, fmt.Errorf("%w: no algorithm can run %s on this group", ErrUnsupported, op)
 	}
 	return best, nil
+}
+
+// AutoRuns says whether Auto has an algorithm to run op on the placement: one it
+// considers (AutoChoice) that applies there. Where none does, Estimate under Auto
+// refuses op (ErrUnsupported) unless a calibrated cluster's measured choice covers
+// the size.
+func (m *Model) AutoRuns(p *Placement, op Op) bool {
+	for a := Ring; a < numAlgos; a++ {
+		if m.autoRuns(p, op, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// autoRuns says whether Auto may choose a for op on the placement.
+func (m *Model) autoRuns(p *Placement, op Op, a Algorithm) bool {
+	return AutoChoice(op, a) && m.why(p, op, a) == ""
 }
 
 // AutoChoice says whether Auto considers algorithm a for op: the algorithms NCCL

@@ -315,17 +315,46 @@ func shapeOf(c *topology.Cluster, ranks []int) Shape {
 // N is the group size.
 func (p *Placement) N() int { return len(p.Ranks) }
 
+// CheckNodeGroup is the rule of the group NodeGroups builds on nodes of
+// gpusPerNode GPUs, apart from its fit in a cluster: at least one node (field
+// "nodes"), and perNode GPUs of each that divide the node's (field
+// "gpus_per_node"). A caller that sizes a cluster by nodes checks it first.
+func CheckNodeGroup(nodes, perNode, gpusPerNode int) error {
+	if err := checkNodes(nodes); err != nil {
+		return err
+	}
+	if perNode < 1 || perNode > gpusPerNode || gpusPerNode%perNode != 0 {
+		return invalid.Field("gpus_per_node", "must divide the %d GPUs of a node (got %d)", gpusPerNode, perNode)
+	}
+	return nil
+}
+
+func checkNodes(nodes int) error {
+	if nodes < 1 {
+		return invalid.Field("nodes", "must be at least 1 (got %d)", nodes)
+	}
+	return nil
+}
+
+// fitNodes refuses more nodes than the cluster has.
+func fitNodes(c *topology.Cluster, nodes int) error {
+	if nodes > c.Spec.Nodes {
+		return invalid.Field("nodes", "must be at most the cluster's %d nodes (got %d)", c.Spec.Nodes, nodes)
+	}
+	return nil
+}
+
 // NodeGroups returns, for a cluster, the group made of the first perNode GPUs of each
 // of the first nodes nodes, and the concurrent groups that fill the rest of those
 // nodes' GPUs the same way (local GPU offsets shifted by perNode): the usual shape of
 // TP-then-DP layouts. perNode must divide the GPUs per node.
 func NodeGroups(c *topology.Cluster, nodes, perNode int, concurrent bool) (group []int, siblings [][]int, err error) {
 	g := c.Spec.GPUsPerNode
-	if nodes < 1 || nodes > c.Spec.Nodes {
-		return nil, nil, invalid.Field("nodes", "must be between 1 and the cluster's %d nodes (got %d)", c.Spec.Nodes, nodes)
+	if err := CheckNodeGroup(nodes, perNode, g); err != nil {
+		return nil, nil, err
 	}
-	if perNode < 1 || perNode > g || g%perNode != 0 {
-		return nil, nil, invalid.Field("gpus_per_node", "must divide the %d GPUs of a node (got %d)", g, perNode)
+	if err := fitNodes(c, nodes); err != nil {
+		return nil, nil, err
 	}
 	build := func(off int) []int {
 		out := make([]int, 0, nodes*perNode)
@@ -348,8 +377,11 @@ func NodeGroups(c *topology.Cluster, nodes, perNode int, concurrent bool) (group
 // RailGroups returns groups of one GPU per node: group l holds local GPU l of every
 // node, the data-parallel groups of a job with TP = GPUs per node.
 func RailGroups(c *topology.Cluster, nodes int) ([][]int, error) {
-	if nodes < 1 || nodes > c.Spec.Nodes {
-		return nil, invalid.Field("nodes", "must be between 1 and the cluster's %d nodes (got %d)", c.Spec.Nodes, nodes)
+	if err := checkNodes(nodes); err != nil {
+		return nil, err
+	}
+	if err := fitNodes(c, nodes); err != nil {
+		return nil, err
 	}
 	g := c.Spec.GPUsPerNode
 	out := make([][]int, g)

@@ -48,6 +48,15 @@ var ErrReplayTooLarge = errors.New("schedule too large to replay")
 // ErrNoSchedule says the estimate's algorithm has no explicit schedule.
 var ErrNoSchedule = errors.New("no explicit schedule")
 
+// CheckReplayRows is the rule of ReplayOptions.MaxRows, 0 (for DefaultReplayRows)
+// to MaxReplayRows: why rows breaks it, or "". Callers name their own field.
+func CheckReplayRows(rows int) string {
+	if rows < 0 || rows > MaxReplayRows {
+		return fmt.Sprintf("must be between 0 (for %d) and %d (got %d)", DefaultReplayRows, MaxReplayRows, rows)
+	}
+	return ""
+}
+
 // ReplayOptions tune a replay.
 type ReplayOptions struct {
 	// Launch is the launch mode the estimate was priced with (it sets the fixed
@@ -155,8 +164,8 @@ func (m *Model) Replay(p *Placement, e Estimate, o ReplayOptions) (*Replay, erro
 		return nil, invalid.Field("size", "must be a whole number of bytes between 0 and 2^50 (got %v)", e.Bytes)
 	case o.Launch >= numLaunch:
 		return nil, invalid.Field("launch", "unknown launch mode %d", o.Launch)
-	case o.MaxRows < 0 || o.MaxRows > MaxReplayRows:
-		return nil, invalid.Field("max_rows", "must be between 0 and %d (got %d)", MaxReplayRows, o.MaxRows)
+	case CheckReplayRows(o.MaxRows) != "":
+		return nil, invalid.Field("max_rows", "%s", CheckReplayRows(o.MaxRows))
 	}
 	maxRows := cmp.Or(o.MaxRows, DefaultReplayRows)
 	out := &Replay{Op: e.Op, Algo: e.Algo, Protocol: e.Protocol, Channels: e.Channels, Chunks: max(1, e.Chunks),

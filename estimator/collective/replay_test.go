@@ -242,8 +242,13 @@ func TestReplayLimits(t *testing.T) {
 	for _, bad := range []int{-1, collective.MaxReplayRows + 1} {
 		_, err := m.Replay(p, e, collective.ReplayOptions{MaxRows: bad})
 		var fe *invalid.Error
-		if !errors.As(err, &fe) || fe.Field != "max_rows" {
-			t.Errorf("MaxRows %d: %v", bad, err)
+		if !errors.As(err, &fe) || fe.Field != "max_rows" || fe.Rule != collective.CheckReplayRows(bad) {
+			t.Errorf("MaxRows %d: %v, the rule %q", bad, err, collective.CheckReplayRows(bad))
+		}
+	}
+	for _, good := range []int{0, 1, collective.MaxReplayRows} {
+		if why := collective.CheckReplayRows(good); why != "" {
+			t.Errorf("MaxRows %d refused: %s", good, why)
 		}
 	}
 	e.Bytes = 1.5

@@ -73,7 +73,31 @@ const (
 	MaxSeqLen     = 1 << 24
 	MaxBatch      = 1 << 26
 	MaxMicroBatch = 1 << 16
+	// MaxGlobalTokens bounds training.global_tokens: MaxBatch sequences of
+	// MaxSeqLen tokens (2^50, within int64 and a 64-bit int).
+	MaxGlobalTokens = MaxBatch * MaxSeqLen
 )
+
+// CheckBatchBounds is the range of training.global_batch and
+// training.global_tokens, on the int64 values a request carries, to be checked
+// before they are narrowed to Training's int: neither negative, at most MaxBatch
+// sequences and MaxGlobalTokens tokens. 0 is let through (global_tokens may give
+// the batch); Validate checks the rest of the rule with the same words.
+func CheckBatchBounds(globalBatch, globalTokens int64) error {
+	if globalBatch < 0 || globalBatch > MaxBatch {
+		return batchError(globalBatch)
+	}
+	if globalTokens < 0 || globalTokens > MaxGlobalTokens {
+		return invalid.Field("training.global_tokens", "must be between 0 and %d (got %d)", int64(MaxGlobalTokens), globalTokens)
+	}
+	return nil
+}
+
+// batchError is the words of training.global_batch's range, for Validate and
+// CheckBatchBounds alike.
+func batchError(b int64) *invalid.Error {
+	return invalid.Field("training.global_batch", "must be between 1 and %d sequences (got %d)", MaxBatch, b)
+}
 
 // normalise fills defaults: CP, EP, PP, TP 1; schedule 1F1B (GPipe irrelevant without
 // PP); virtual stages 1; precision bf16; optimizer mixed Adam; recompute none.
@@ -299,7 +323,7 @@ func (t Training) validate() error {
 		c.Add("training.global_tokens", "must be a whole number of sequences of seq_len %d, and agree with global_batch if both are given (got %d)", t.SeqLen, t.GlobalTokens)
 	}
 	if (t.GlobalBatch < 1 || t.GlobalBatch > MaxBatch) && !(t.GlobalBatch == 0 && t.GlobalTokens != 0) {
-		c.Add("training.global_batch", "must be between 1 and %d sequences (got %d)", MaxBatch, t.GlobalBatch)
+		c.Join(batchError(int64(t.GlobalBatch)))
 	}
 	switch t.Precision {
 	case BF16, FP16, FP8:

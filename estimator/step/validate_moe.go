@@ -2,6 +2,7 @@ package step
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/invalid"
@@ -61,7 +62,8 @@ func validateRecomputeModules(c *invalid.Collector, l Layout, a model.Arch) {
 		field := fmt.Sprintf("layout.recompute_modules[%d]", i)
 		switch {
 		case !ok:
-			c.Add(field, "must be core_attn, layernorm, mla_up_proj, moe_act, mlp, shared_experts or moe (got %q)", n)
+			names := RecomputeModuleNames()
+			c.Add(field, "must be %s or %s (got %q)", strings.Join(names[:len(names)-1], ", "), names[len(names)-1], n)
 		case (n == "moe" || n == "moe_act" || n == "shared_experts") && a.MoE == nil:
 			c.Add(field, "%s needs an MoE model", n)
 		case n == "mla_up_proj" && a.MLA == nil:

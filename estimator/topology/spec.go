@@ -142,6 +142,15 @@ const (
 	MinEfficiency = 1e-3
 )
 
+// CheckGPUsPerNode is the rule of gpus_per_node, 1 to MaxGPUsPerNode: part of
+// Validate, and checked on its own by a caller that sizes a cluster by it first.
+func (s Spec) CheckGPUsPerNode() *invalid.Error {
+	if s.GPUsPerNode < 1 || s.GPUsPerNode > MaxGPUsPerNode {
+		return invalid.Field("gpus_per_node", "must be between 1 and %d (got %d)", MaxGPUsPerNode, s.GPUsPerNode)
+	}
+	return nil
+}
+
 // Validate checks the spec and names every bad field.
 func (s Spec) Validate() error {
 	c := invalid.Collector{}
@@ -152,8 +161,8 @@ func (s Spec) Validate() error {
 	if s.Nodes < 1 || s.Nodes > MaxNodes {
 		c.Add("nodes", "must be between 1 and %d (got %d)", MaxNodes, s.Nodes)
 	}
-	if s.GPUsPerNode < 1 || s.GPUsPerNode > MaxGPUsPerNode {
-		c.Add("gpus_per_node", "must be between 1 and %d (got %d)", MaxGPUsPerNode, s.GPUsPerNode)
+	if e := s.CheckGPUsPerNode(); e != nil {
+		c.Join(e)
 	}
 	switch s.Intra.Kind {
 	case NVSwitch, Mesh, PCIe:

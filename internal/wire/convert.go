@@ -325,6 +325,29 @@ func fromProto[P protoEnum, V any](field string, p P, m map[P]V) (V, error) {
 	return v, nil
 }
 
+// enumValues lists the values of e's type that m maps, in the enum's order, the
+// type's prefix written once: "SCHEDULE_GPIPE, _1F1B or _INTERLEAVED".
+func enumValues[P protoEnum, V any](e P, m map[P]V) string {
+	vs := e.Descriptor().Values()
+	var names []string
+	for i := range vs.Len() {
+		if _, ok := m[P(vs.Get(i).Number())]; ok {
+			names = append(names, string(vs.Get(i).Name()))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	prefix, _, _ := strings.Cut(names[0], "_")
+	for i := 1; i < len(names); i++ {
+		names[i] = strings.TrimPrefix(names[i], prefix)
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // toProto is the enum value m maps to v, or unspecified.
 func toProto[P protoEnum, V comparable](v V, m map[P]V) P {
 	for k, x := range m {
@@ -358,11 +381,8 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 		return step.Training{}, err
 	}
 	// Checked here, before they are narrowed to int.
-	if b := t.GetGlobalBatch(); b > step.MaxBatch || b < 0 {
-		return step.Training{}, invalid.Field("training.global_batch", "must be between 1 and %d sequences (got %d)", step.MaxBatch, b)
-	}
-	if n := t.GetGlobalTokens(); n > step.MaxBatch*int64(step.MaxSeqLen) || n < 0 {
-		return step.Training{}, invalid.Field("training.global_tokens", "must be between 0 and %d (got %d)", step.MaxBatch*int64(step.MaxSeqLen), n)
+	if err := step.CheckBatchBounds(t.GetGlobalBatch(), t.GetGlobalTokens()); err != nil {
+		return step.Training{}, err
 	}
 	out := step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens()),
 		Precision: p, UnfusedAttention: t.GetUnfusedAttention(), OnDemandGathers: t.GetZero3OnDemandGathers(), BackwardPrefetch: bp,
@@ -616,14 +636,14 @@ func ConstraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 	for i, r := range c.GetRecompute() {
 		v, err := fromProto(fmt.Sprintf("constraints.recompute[%d]", i), r, recomputes)
 		if err != nil || v == "" {
-			return out, invalid.Field(fmt.Sprintf("constraints.recompute[%d]", i), "must be RECOMPUTE_NONE, _SELECTIVE, _OPS or _FULL")
+			return out, invalid.Field(fmt.Sprintf("constraints.recompute[%d]", i), "must be %s (got %d)", enumValues(r, recomputes), r)
 		}
 		out.Recompute = append(out.Recompute, v)
 	}
 	for i, s := range c.GetSchedules() {
 		v, err := fromProto(fmt.Sprintf("constraints.schedules[%d]", i), s, schedules)
 		if err != nil || v == "" {
-			return out, invalid.Field(fmt.Sprintf("constraints.schedules[%d]", i), "must be SCHEDULE_GPIPE, _1F1B or _INTERLEAVED")
+			return out, invalid.Field(fmt.Sprintf("constraints.schedules[%d]", i), "must be %s (got %d)", enumValues(s, schedules), s)
 		}
 		out.Schedules = append(out.Schedules, v)
 	}

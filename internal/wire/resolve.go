@@ -247,11 +247,8 @@ func RankObjective(req *pb.RankConfigsRequest, maxConfigs int) (planner.Objectiv
 	if !ok {
 		return "", invalid.Field("objective", "%s", EnumRule(req.GetObjective()))
 	}
-	if err := planner.CheckPrice(req.GetPricePerGpuHour(), req.GetTokenBudget()); err != nil {
+	if err := planner.CheckObjective(obj, req.GetPricePerGpuHour(), req.GetTokenBudget()); err != nil {
 		return "", err
-	}
-	if obj == planner.Cost && !(req.GetPricePerGpuHour() > 0 && req.GetTokenBudget() > 0) {
-		return "", invalid.Field("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0")
 	}
 	return obj, nil
 }
@@ -417,7 +414,9 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 		}
 		opts.ForceProtocol, opts.Protocol = true, pr
 	}
-	if req.GetSizeBytes() <= 0 || req.GetSizeBytes() > 1<<50 {
+	// A message of 0 bytes is priced at zero, which is no answer to "how long does
+	// this collective take"; the upper bound is the estimator's.
+	if req.GetSizeBytes() <= 0 || req.GetSizeBytes() > collective.MaxBytes {
 		return nil, invalid.Field("size_bytes", "must be between 1 and 2^50 (got %d)", req.GetSizeBytes())
 	}
 	nodes := int(req.GetNodes())
@@ -431,8 +430,15 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	if err := CheckGPUsPerNode(spec); err != nil {
 		return nil, err
 	}
-	if nodes < 1 {
-		return nil, invalid.Field("nodes", "must be at least 1, or 0 for 1 (got %d)", nodes)
+	// The group's rule (nodes, gpus_per_node) is the estimator's, checked before
+	// the cluster is sized by nodes; the cluster built holds them (Sized), and
+	// NodeGroups checks the fit.
+	per := int(req.GetGpusPerNode())
+	if per == 0 {
+		per = spec.GPUsPerNode
+	}
+	if err := collective.CheckNodeGroup(nodes, per, spec.GPUsPerNode); err != nil {
+		return nil, err
 	}
 	if nodes*spec.GPUsPerNode > maxGPUs {
 		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes", maxGPUs/spec.GPUsPerNode))
@@ -444,10 +450,6 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	ce, err := pool.Sized(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), top, maxGPUs)
 	if err != nil {
 		return nil, err
-	}
-	per := int(req.GetGpusPerNode())
-	if per == 0 {
-		per = ce.Cluster.Spec.GPUsPerNode
 	}
 	group, sib, err := collective.NodeGroups(ce.Cluster, nodes, per, req.GetConcurrent())
 	if err != nil {
@@ -468,11 +470,11 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 		return nil, err
 	}
 	rows := int(req.GetMaxStepRows())
-	switch {
+	switch why := collective.CheckReplayRows(rows); {
 	case rows != 0 && !req.GetSteps():
 		return nil, invalid.Field("max_step_rows", "applies only with steps: true (got %d)", rows)
-	case rows < 0 || rows > collective.MaxReplayRows:
-		return nil, invalid.Field("max_step_rows", "must be between 0 (for %d) and %d (got %d)", collective.DefaultReplayRows, collective.MaxReplayRows, rows)
+	case why != "":
+		return nil, invalid.Field("max_step_rows", "%s", why)
 	}
 	return &Collective{req: req, Model: coll, ce: ce, Placement: p, Op: op, Options: opts, Size: float64(req.GetSizeBytes()), nodes: nodes, per: per,
 		Steps: req.GetSteps(), Rows: rows}, nil

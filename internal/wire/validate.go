@@ -70,10 +70,12 @@ func LayoutGPUs(l step.Layout, limit int) (int, error) {
 	return n, nil
 }
 
-// CheckGPUsPerNode refuses a definition's node size before the cluster is sized by it.
+// CheckGPUsPerNode refuses a definition's node size (topology's rule,
+// Spec.CheckGPUsPerNode) before the cluster is sized by it, naming the request's
+// field.
 func CheckGPUsPerNode(spec topology.Spec) error {
-	if g := spec.GPUsPerNode; g < 1 || g > topology.MaxGPUsPerNode {
-		return invalid.Field("cluster.definition.gpus_per_node", "must be between 1 and %d (got %d)", topology.MaxGPUsPerNode, g)
+	if e := spec.CheckGPUsPerNode(); e != nil {
+		return &invalid.Error{Field: "cluster.definition." + e.Field, Rule: e.Rule}
 	}
 	return nil
 }
@@ -137,10 +139,8 @@ func collectiveApplies(coll *collective.Model, req *pb.SimulateCollectiveRequest
 		}
 		return nil
 	}
-	for _, a := range collective.Algorithms() {
-		if collective.AutoChoice(op, a) && coll.Supports(p, op, a) == nil {
-			return nil
-		}
+	if coll.AutoRuns(p, op) {
+		return nil
 	}
 	return invalid.Field("nodes", "no algorithm can run %s on a group of %d GPUs over %d nodes; force one with algorithm, or use a smaller group", op, p.N(), p.Domains)
 }

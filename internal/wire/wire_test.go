@@ -2,12 +2,16 @@ package wire_test
 
 import (
 	"errors"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
@@ -129,6 +133,114 @@ func TestRecomputeModulesErrors(t *testing.T) {
 		_, err := wire.LayoutFromProto(&pb.Layout{RecomputeModules: c.modules})
 		if fe := wire.FieldErrors(err); len(fe) != 1 || fe[0].Field != c.field {
 			t.Errorf("%q: %v, want a violation of %s", c.modules, err, c.field)
+		}
+	}
+}
+
+// The request's batch bounds are the step package's: TrainingFromProto refuses,
+// in the same words, exactly what step.CheckBatchBounds refuses, at the edges of
+// int64 and of the bounds.
+func TestBatchBoundsAreTheSteps(t *testing.T) {
+	for _, b := range []int64{-1, 0, 1, step.MaxBatch, step.MaxBatch + 1, math.MaxInt64, math.MinInt64} {
+		for _, n := range []int64{0, -8192, step.MaxGlobalTokens, step.MaxGlobalTokens + 1, math.MaxInt64} {
+			_, err := wire.TrainingFromProto(&pb.Training{SeqLen: 4096, GlobalBatch: b, GlobalTokens: n})
+			rule := step.CheckBatchBounds(b, n)
+			if (err == nil) != (rule == nil) || err != nil && err.Error() != rule.Error() {
+				t.Errorf("global_batch %d, global_tokens %d: %v, the step package's rule %v", b, n, err, rule)
+			}
+		}
+	}
+}
+
+// A collective's group is refused by the collective package's rule, in its words,
+// naming the request's field; and a definition's gpus_per_node by topology's,
+// under cluster.definition.
+func TestCollectiveGroupRuleIsTheEstimators(t *testing.T) {
+	pool := wire.NewClusters(4)
+	coll := collective.NewModel(collective.Default())
+	for _, c := range []struct{ nodes, perNode int32 }{{-4, 0}, {math.MinInt32, 0}, {1, 3}, {2, -2}, {1, 16}, {2, math.MaxInt32}} {
+		req := &pb.SimulateCollectiveRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Nodes: c.nodes, GpusPerNode: c.perNode,
+			Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30}
+		_, err := wire.ResolveCollective(pool, coll, req, 1<<12)
+		per := int(c.perNode)
+		if per == 0 {
+			per = 8
+		}
+		rule := collective.CheckNodeGroup(int(c.nodes), per, 8)
+		if rule == nil || err == nil || err.Error() != rule.Error() {
+			t.Errorf("nodes %d, gpus_per_node %d: %v, the collective package's rule %v", c.nodes, c.perNode, err, rule)
+		}
+	}
+	// The schedule's rows: the collective package's rule, under max_step_rows.
+	for _, rows := range []int32{-1, 0, 1, collective.MaxReplayRows, collective.MaxReplayRows + 1, math.MaxInt32} {
+		req := &pb.SimulateCollectiveRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Nodes: 2,
+			Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30, Steps: true, MaxStepRows: rows}
+		_, err := wire.ResolveCollective(pool, coll, req, 1<<12)
+		why := collective.CheckReplayRows(int(rows))
+		if (err == nil) != (why == "") || err != nil && err.Error() != "max_step_rows: "+why {
+			t.Errorf("max_step_rows %d: %v, the collective package's rule %q", rows, err, why)
+		}
+	}
+	for _, g := range []int{0, -1, topology.MaxGPUsPerNode + 1} {
+		spec := topology.Spec{GPUsPerNode: g}
+		err := wire.CheckGPUsPerNode(spec)
+		rule := spec.CheckGPUsPerNode()
+		if rule == nil || err == nil || err.Error() != "cluster.definition."+rule.Error() {
+			t.Errorf("gpus_per_node %d: %v, topology's rule %v", g, err, rule)
+		}
+	}
+	if err := wire.CheckGPUsPerNode(topology.Spec{GPUsPerNode: topology.MaxGPUsPerNode}); err != nil {
+		t.Errorf("gpus_per_node at the bound: %v", err)
+	}
+}
+
+// A constraint's schedule or recompute out of range is refused with the list of
+// the values taken, drawn from the same table as the conversion: every value the
+// message lists converts, and every value that converts is listed.
+func TestConstraintEnumsListWhatIsTaken(t *testing.T) {
+	_, err := wire.ConstraintsFromProto(&pb.Constraints{Schedules: []pb.Schedule{9}})
+	listed(t, err, "constraints.schedules[0]", pb.Schedule(0).Descriptor().Values(), func(v int32) error {
+		_, err := wire.ConstraintsFromProto(&pb.Constraints{Schedules: []pb.Schedule{pb.Schedule(v)}})
+		return err
+	})
+	_, err = wire.ConstraintsFromProto(&pb.Constraints{Recompute: []pb.Recompute{0}})
+	listed(t, err, "constraints.recompute[0]", pb.Recompute(0).Descriptor().Values(), func(v int32) error {
+		_, err := wire.ConstraintsFromProto(&pb.Constraints{Recompute: []pb.Recompute{pb.Recompute(v)}})
+		return err
+	})
+}
+
+func listed(t *testing.T, refusal error, field string, vs protoreflect.EnumValueDescriptors, convert func(int32) error) {
+	t.Helper()
+	fe := wire.FieldErrors(refusal)
+	if len(fe) != 1 || fe[0].Field != field {
+		t.Fatalf("%s: %v", field, refusal)
+	}
+	for i := range vs.Len() {
+		name, n := string(vs.Get(i).Name()), int32(vs.Get(i).Number())
+		_, suffix, _ := strings.Cut(name, "_")
+		inMessage := strings.Contains(fe[0].Rule, name) || strings.Contains(fe[0].Rule, " _"+suffix+",") || strings.Contains(fe[0].Rule, " _"+suffix+" ")
+		if converts := convert(n) == nil && n != 0; inMessage != converts {
+			t.Errorf("%s: %s listed %v, converts %v (%q)", field, name, inMessage, converts, fe[0].Rule)
+		}
+	}
+}
+
+// A RankConfigs request's objective and prices are refused by the planner's rule
+// (planner.CheckObjective), in its words.
+func TestRankObjectiveIsThePlanners(t *testing.T) {
+	cfg := []*pb.EstimateStepRequest{{}}
+	for _, c := range []struct {
+		obj           pb.Objective
+		price, budget float64
+	}{
+		{pb.Objective_OBJECTIVE_COST, 0, 1e12}, {pb.Objective_OBJECTIVE_COST, 2, 0}, {pb.Objective_OBJECTIVE_COST, math.NaN(), 1e12},
+		{pb.Objective_OBJECTIVE_THROUGHPUT, -1, 0}, {pb.Objective_OBJECTIVE_STEP_TIME, 0, math.Inf(1)}, {pb.Objective_OBJECTIVE_COST, 2, 1e12},
+	} {
+		_, err := wire.RankObjective(&pb.RankConfigsRequest{Configs: cfg, Objective: c.obj, PricePerGpuHour: c.price, TokenBudget: c.budget}, 1)
+		rule := planner.CheckObjective(wire.Objectives[c.obj], c.price, c.budget)
+		if (err == nil) != (rule == nil) || err != nil && err.Error() != rule.Error() {
+			t.Errorf("%s, %v, %v: %v, the planner's rule %v", c.obj, c.price, c.budget, err, rule)
 		}
 	}
 }
