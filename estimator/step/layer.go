@@ -128,6 +128,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// Tokens each local expert of the busiest rank sees: the mean, times the
 		// router's imbalance (capped where tokens are dropped).
 		perExpert := tokens * float64(a.MoE.TopK) / local * req.Training.moeLoad()
+		if req.Training.MoECapacityFactor > 0 && perExpert > 0 {
+			// An expert's capacity is a whole number of tokens, rounded up
+			// (megatron/core/transformer/moe/moe_utils.py get_capacity: ceil(tokens
+			// ÷ experts × capacity factor)): however small the factor, an expert
+			// that is sent a token computes at least one.
+			perExpert = max(perExpert, 1)
+		}
 		// The local experts' GEMMs run as one grouped GEMM unless the framework
 		// loops over them.
 		grouped := true

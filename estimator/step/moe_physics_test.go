@@ -152,3 +152,28 @@ func TestExpertTensorParallelism(t *testing.T) {
 		t.Errorf("etp 3 of tp 2: %v", err)
 	}
 }
+
+// A capacity factor far below one drops almost every token, but an expert's
+// capacity is a whole number of tokens (Megatron-Core's get_capacity rounds up): the
+// step stays finite, no slower than with a capacity of the mean, and every tiny
+// factor prices alike (before the round-up, 1e-30 took 3.6e24 s and 1e-200 NaN).
+func TestTinyCapacityFactorKeepsOneToken(t *testing.T) {
+	run := func(c float64) float64 {
+		req := moeRequest(t, "mixtral-8x7b", 8)
+		req.Training.MoECapacityFactor = c
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.StepTime
+	}
+	one := run(1)
+	for _, c := range []float64{1e-6, 1e-30, 1e-200, 1e-302} {
+		if s := run(c); !(s > 0 && s <= one) || math.IsInf(s, 0) {
+			t.Errorf("capacity factor %g: step %v s (capacity of the mean: %v s)", c, s, one)
+		}
+	}
+	if a, b := run(1e-30), run(1e-302); math.Abs(a/b-1) > 1e-6 {
+		t.Errorf("capacity factors 1e-30 and 1e-302 price %v and %v s", a, b)
+	}
+}
