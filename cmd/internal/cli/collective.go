@@ -72,11 +72,11 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 			}
 			opts.ForceProtocol = true
 		}
-		switch {
-		case *stepRows != 0 && !*steps:
+		if *stepRows != 0 && !*steps {
 			return fmt.Errorf("--step-rows: applies only with --steps")
-		case *stepRows < 0 || *stepRows > collective.MaxReplayRows:
-			return fmt.Errorf("--step-rows: must be between 0 (for %d) and %d (got %d)", collective.DefaultReplayRows, collective.MaxReplayRows, *stepRows)
+		}
+		if msg := collective.CheckReplayRows(*stepRows); msg != "" {
+			return fmt.Errorf("--step-rows: %s", msg)
 		}
 		k := *perNode
 		if k == 0 {
