@@ -902,13 +902,7 @@ type chunkTimes struct {
 // the passes in proportion to their compute, and each forward and backward block
 // ends with one pipeline send.
 func blockTimes(s Schedule, v int, fwd, bwd, rc, w, comm, send float64) chunkTimes {
-	switch s {
-	case Interleaved:
-	case ZeroBubbleV:
-		v = 2
-	default:
-		v = 1
-	}
+	v = chunksPerRank(s, v)
 	fShare := 0.5
 	if tot := fwd + bwd + rc; tot > 0 {
 		fShare = fwd / tot

@@ -92,16 +92,20 @@ func PipelineOrders(s Schedule, p, v, m int) ([][]Op, error) {
 	return out, nil
 }
 
-// pipelineChunks is the number of model chunks along one direction.
-func pipelineChunks(s Schedule, p, v int) int {
+// chunksPerRank is the model chunks each pipeline rank holds under schedule s:
+// the interleaving depth v, two for ZB-V's V shape, one otherwise.
+func chunksPerRank(s Schedule, v int) int {
 	switch s {
 	case Interleaved:
-		return p * v
+		return v
 	case ZeroBubbleV:
-		return 2 * p
+		return 2
 	}
-	return p
+	return 1
 }
+
+// pipelineChunks is the number of model chunks along one direction.
+func pipelineChunks(s Schedule, p, v int) int { return p * chunksPerRank(s, v) }
 
 // PipelineRank is the rank that runs model chunk k of direction dir.
 func PipelineRank(s Schedule, p, k, dir int) int {
@@ -610,13 +614,7 @@ func ExecutePipeline(s Schedule, p, v, m int, times []BlockTimes, blocks *[]Pipe
 }
 
 func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, blocks *[]PipelineBlock) (span float64, simulated int, err error) {
-	switch s {
-	case Interleaved:
-	case ZeroBubbleV:
-		v = 2
-	default:
-		v = 1
-	}
+	v = chunksPerRank(s, v)
 	if len(times) != 1 && len(times) != p {
 		return 0, 0, fmt.Errorf("pipeline: %d ranks' block lengths for %d ranks", len(times), p)
 	}
