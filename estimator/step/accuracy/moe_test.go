@@ -47,8 +47,8 @@ func TestMoERunsLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs: %d MoE (from %d sources), %d fp8, %d Blackwell; %d sources", len(runs), count["moe"], len(moeSources), count["fp8"], count["blackwell"], len(sources))
-	if len(runs) != 92 || count["moe"] != 42 || count["fp8"] != 58 || count["blackwell"] != 48 {
-		t.Errorf("want the data's 92 runs, 42 MoE, 58 fp8, 48 Blackwell")
+	if len(runs) != 93 || count["moe"] != 43 || count["fp8"] != 58 || count["blackwell"] != 49 {
+		t.Errorf("want the data's 93 runs, 43 MoE, 58 fp8, 49 Blackwell")
 	}
 	if len(moeSources) < 3 {
 		t.Errorf("MoE runs from %d sources, want 3 or more", len(moeSources))
