@@ -107,7 +107,8 @@ type Case struct {
 	PublishedOOM bool
 	// ScoreOnly: the run is priced and scored but the fit does not train on it —
 	// its GPUs ran at a power limit the source does not state, so their clocks, and
-	// with them every efficiency the run would calibrate, are unknown.
+	// with them every efficiency the run would calibrate, are unknown; or its row
+	// is of low confidence or superseded (MoECases).
 	ScoreOnly bool
 	Err       error
 }

@@ -129,6 +129,13 @@ type MoERun struct {
 	ConsistencyNotes *string `json:"consistency_notes"`
 	Confidence       string  `json:"confidence"`
 	Notes            string  `json:"notes"`
+	// SupersededBy names a later row of the same publisher's recipe that measured
+	// the same model on the same GPU with the same tokens per GPU and step on a
+	// newer software stack, faster (TestMoERunsLoad checks it); null: none. Such a
+	// row is scored but not fitted (Case.ScoreOnly): what separates the two step
+	// times is in the stack, which the framework profiles describe only in part,
+	// not in the GPU's efficiencies.
+	SupersededBy *string `json:"superseded_by,omitempty"`
 }
 
 // MoERuns parses the embedded MoE, fp8 and Blackwell runs.
@@ -622,7 +629,13 @@ func MoECases(runs []MoERun) []Case {
 			Precision: r.Precision, Framework: r.Framework, Notes: r.Notes,
 			Publication: r.Publication(), Kind: r.Kind}}
 		c.Request, c.Filled, c.Err = MoECase(r)
-		c.ScoreOnly = strings.Contains(strings.ToLower(r.GPU), "power limited") && !strings.Contains(r.GPU, "W")
+		// Scored, not fitted: a run at a power limit the source does not state (its
+		// clocks, and so every efficiency it would calibrate, are unknown); a row
+		// transcribed with low confidence (its layout is not certainly the one that
+		// ran); and a row a later measurement of the same work per GPU supersedes
+		// (its step time is its software stack's, not the GPU's efficiencies').
+		c.ScoreOnly = strings.Contains(strings.ToLower(r.GPU), "power limited") && !strings.Contains(r.GPU, "W") ||
+			r.Confidence == "low" || r.SupersededBy != nil
 		if c.Err == nil {
 			c.MeasuredS, _, _, c.Err = r.StepFromMeasure()
 		}

@@ -53,6 +53,33 @@ func TestMoERunsLoad(t *testing.T) {
 	if len(moeSources) < 3 {
 		t.Errorf("MoE runs from %d sources, want 3 or more", len(moeSources))
 	}
+	// A superseded row names a row of the same repository that measured the same
+	// model on the same GPU with the same tokens per GPU and step, faster.
+	byID := map[string]accuracy.MoERun{}
+	for _, r := range runs {
+		byID[r.ID] = r
+	}
+	for _, r := range runs {
+		if r.SupersededBy == nil {
+			continue
+		}
+		n, ok := byID[*r.SupersededBy]
+		switch {
+		case !ok:
+			t.Errorf("%s: superseded_by %q: no such row", r.ID, *r.SupersededBy)
+			continue
+		case n.Repository != r.Repository || n.GPU != r.GPU || n.CatalogModel == nil || r.CatalogModel == nil || *n.CatalogModel != *r.CatalogModel:
+			t.Errorf("%s: superseded_by %s: not the same repository, GPU and model", r.ID, n.ID)
+		case n.SeqLen*n.GlobalBatch*r.GPUs != r.SeqLen*r.GlobalBatch*n.GPUs:
+			t.Errorf("%s: superseded_by %s: tokens per GPU and step differ", r.ID, n.ID)
+		}
+		old, _, _, err1 := r.StepFromMeasure()
+		now, _, _, err2 := n.StepFromMeasure()
+		if err1 != nil || err2 != nil || !(now < old) {
+			t.Errorf("%s: superseded_by %s: %.3f s is not faster than %.3f s", r.ID, n.ID, now, old)
+		}
+		t.Logf("%s: superseded by %s, the same work per GPU %.2f× faster", r.ID, n.ID, old/now)
+	}
 
 	e := step.New()
 	type row struct {
