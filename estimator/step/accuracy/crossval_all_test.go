@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/step/accuracy"
 )
@@ -162,3 +163,19 @@ var (
 		"all": 0.105, "original": 0.08, "moe": 0.12, "fp8": 0.15, "blackwell": 0.135,
 	}
 )
+
+// No shipped compute constant lies on, beyond or within accuracy.BoundMargin of a
+// bound of its fit: one that did would be standing in for a mechanism the model
+// lacks. With Blackwell's bf16 constants tied to Hopper's, the tie holds in the
+// shipped constants too.
+func TestShippedConstantsInsideFitBounds(t *testing.T) {
+	k := step.DefaultConstants()
+	if at := accuracy.AtBound(k, accuracy.Setters()); len(at) > 0 {
+		t.Errorf("shipped constants at a bound of their fit: %v", at)
+	}
+	for _, m := range []map[hardware.Arch]float64{k.GEMMEfficiency, k.AttentionEfficiency} {
+		if m[hardware.Blackwell] != m[hardware.Hopper] {
+			t.Errorf("Blackwell's bf16 efficiency %v, Hopper's %v: the fit ties them", m[hardware.Blackwell], m[hardware.Hopper])
+		}
+	}
+}
