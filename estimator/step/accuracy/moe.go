@@ -524,6 +524,8 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 			t.FP8Recipe = step.FP8Rowwise
 		case rec == "mxfp8":
 			t.FP8Recipe = step.FP8MXFP8
+		case strings.HasPrefix(rec, "blockwise"):
+			t.FP8Recipe = step.FP8Blockwise
 		case rec == "":
 			fill("fp8 recipe not stated: the %s profile's", t.Framework)
 		default:
