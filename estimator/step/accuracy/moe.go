@@ -225,8 +225,50 @@ func (r MoERun) StepFromMeasure() (s, lo, hi float64, err error) {
 	case "gpu_hours_per_trillion_tokens":
 		f := func(v float64) float64 { return v * 3600 / n * tokens / 1e12 }
 		return f(m.Value), f(m.Value - half), f(m.Value + half), nil
+	case "megatron_tflops_per_gpu":
+		flops, err := r.megatronFLOPsPerSequence()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		f := func(v float64) float64 { return flops * float64(r.GlobalBatch) / (v * 1e12 * n) }
+		return f(m.Value), f(m.Value + half), f(m.Value - half), nil
 	}
 	return 0, 0, 0, fmt.Errorf("measured[0].metric: unknown %q", m.Metric)
+}
+
+// megatronFLOPsPerSequence is the model FLOPs of one sequence as Megatron-LM counts
+// them for its logged "throughput per GPU (TFLOP/s/GPU)" (megatron/training/
+// training.py, num_floating_point_operations, at core_r0.8.0 and core_r0.9.0):
+// 12·s·L·h²·((1 + g/a + s/h)·q/h + f/h·k·(3/2 if gated) + V/(2·L·h)), with q the
+// query projection width (heads × head size), g/a the query groups over the heads,
+// f the FFN width, k the experts a token is routed to (1 without MoE) and V the
+// padded vocabulary. Attention is counted over the whole s × s score matrix and the
+// router not at all. Multi-head latent attention has another formula there, so such
+// rows are refused.
+func (r MoERun) megatronFLOPsPerSequence() (float64, error) {
+	if r.MLA != nil {
+		return 0, errors.New("measured[0].metric: megatron_tflops_per_gpu is defined here for attention without MLA")
+	}
+	if r.Hidden <= 0 || r.Heads <= 0 || r.Layers <= 0 {
+		return 0, errors.New("megatron_tflops_per_gpu needs num_layers, hidden_size and num_heads")
+	}
+	h, s, L := float64(r.Hidden), float64(r.SeqLen), float64(r.Layers)
+	q := h
+	if r.HeadDim != nil {
+		q = float64(*r.HeadDim * r.Heads)
+	}
+	groups := 1.0
+	if r.KVHeads != nil {
+		groups = float64(*r.KVHeads) / float64(r.Heads)
+	}
+	k, gated := 1.0, 1.0
+	if r.MoE != nil {
+		k = float64(r.MoE.TopK)
+	}
+	if r.Gated {
+		gated = 1.5
+	}
+	return 12 * s * L * h * h * ((1+groups+s/h)*q/h + float64(r.FFN)/h*k*gated + float64(r.Vocab)/(2*L*h)), nil
 }
 
 // Check verifies a row is internally consistent: every stated figure parses to its

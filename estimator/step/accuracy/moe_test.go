@@ -3,6 +3,7 @@ package accuracy_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -47,11 +48,11 @@ func TestMoERunsLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs: %d MoE (from %d sources), %d fp8, %d Blackwell; %d sources", len(runs), count["moe"], len(moeSources), count["fp8"], count["blackwell"], len(sources))
-	if len(runs) != 92 || count["moe"] != 42 || count["fp8"] != 58 || count["blackwell"] != 48 {
-		t.Errorf("want the data's 92 runs, 42 MoE, 58 fp8, 48 Blackwell")
+	if len(runs) != 94 || count["moe"] != 44 || count["fp8"] != 58 || count["blackwell"] != 48 {
+		t.Errorf("want the data's 94 runs, 44 MoE, 58 fp8, 48 Blackwell")
 	}
-	if len(moeSources) < 3 {
-		t.Errorf("MoE runs from %d sources, want 3 or more", len(moeSources))
+	if len(moeSources) < 4 {
+		t.Errorf("MoE runs from %d sources, want 4 or more", len(moeSources))
 	}
 
 	e := step.New()
@@ -167,5 +168,35 @@ func TestMoERunCheckRejects(t *testing.T) {
 		if err := r.Check(); err == nil {
 			t.Errorf("%s: a broken row passes the check", name)
 		}
+	}
+}
+
+// Megatron-LM's logged TFLOP/s per GPU (metric megatron_tflops_per_gpu) counts
+// 12·s·L·h²·(…) FLOPs per sequence: forward and backward without recomputation. For
+// a GPT-3-shaped model (no GQA, FFN 4h, no gating, no MoE) its layers are three
+// quarters of those of Narayanan et al.'s 96·s·L·h²·(1 + s/6h + V/16Lh), which
+// counts the recomputed forward too, and its logits, 6·s·h·V, the same: GPT-3 175B
+// at 2048 tokens, vocabulary 51200, 140 TFLOP/s per GPU on 1024 GPUs with batch 1536.
+func TestMegatronTFLOPsMetric(t *testing.T) {
+	stated := "140"
+	r := accuracy.MoERun{ID: "x", Layers: 96, Hidden: 12288, Heads: 96, FFN: 4 * 12288, Vocab: 51200, SeqLen: 2048,
+		GPUs: 1024, GlobalBatch: 1536, Measured: []accuracy.StatedMeasure{{Metric: "megatron_tflops_per_gpu", Value: 140, Stated: &stated}}}
+	s, lo, hi, err := r.StepFromMeasure()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, L, seq, v := 12288.0, 96.0, 2048.0, 51200.0
+	narayanan := 96 * seq * L * h * h * (1 + seq/(6*h) + v/(16*L*h))
+	logits := 6 * seq * h * v
+	if want := (0.75*(narayanan-logits) + logits) * 1536 / (140e12 * 1024); math.Abs(s/want-1) > 1e-9 {
+		t.Errorf("step %.6f s, want %.6f s (Narayanan's count without the recomputed forward)", s, want)
+	}
+	if !(lo < s && s < hi) {
+		t.Errorf("rounding band %.4f–%.4f s does not hold %.4f s", lo, hi, s)
+	}
+	// MLA rows are refused: Megatron counts them with another formula.
+	r.MLA = &accuracy.MLASpec{QLoRARank: 1536, KVLoRARank: 512, QKNopeDim: 128, QKRopeDim: 64, VDim: 128}
+	if _, _, _, err := r.StepFromMeasure(); err == nil {
+		t.Error("an MLA row converted with the non-MLA formula")
 	}
 }
