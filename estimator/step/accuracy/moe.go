@@ -50,6 +50,9 @@ type MoESpec struct {
 	Dispatcher    *string `json:"token_dispatcher"`
 	GroupedGEMM   *bool   `json:"grouped_gemm"`
 	MTPLayers     *int    `json:"mtp_layers"`
+	// PermuteFusion: the token permutation runs as fused kernels (Megatron-Core's
+	// moe_permute_fusion); null: not stated.
+	PermuteFusion *bool `json:"permute_fusion"`
 }
 
 // MLASpec is a row's multi-head latent attention ranks (DeepSeek-V3).
@@ -87,22 +90,31 @@ type MoERun struct {
 	Tied         bool     `json:"tie_word_embeddings"`
 	MoE          *MoESpec `json:"moe"`
 	MLA          *MLASpec `json:"mla"`
-	SeqLen       int      `json:"seq_len"`
-	GPU          string   `json:"gpu"`
-	GPUMemGB     float64  `json:"gpu_mem_gb"`
-	GPUs         int      `json:"num_gpus"`
-	GPUsPerNode  int      `json:"gpus_per_node"`
-	System       string   `json:"system"`
-	TP           int      `json:"tp"`
-	PP           int      `json:"pp"`
-	DP           int      `json:"dp"`
-	CP           int      `json:"cp"`
-	EP           *int     `json:"ep"`
-	ETP          *int     `json:"etp"`
-	SP           *bool    `json:"sequence_parallel"`
-	OverlapTP    *bool    `json:"tp_comm_overlap"`
-	VPP          *int     `json:"virtual_pipeline_stages"`
-	Schedule     *string  `json:"pipeline_schedule"`
+	// SlidingWindow and GlobalEvery: the attention window of the windowed layers
+	// and every how many layers one attends to the whole sequence (model.Arch's
+	// fields); null: every layer attends to the whole sequence.
+	SlidingWindow *int    `json:"sliding_window"`
+	GlobalEvery   *int    `json:"global_every"`
+	SeqLen        int     `json:"seq_len"`
+	GPU           string  `json:"gpu"`
+	GPUMemGB      float64 `json:"gpu_mem_gb"`
+	GPUs          int     `json:"num_gpus"`
+	GPUsPerNode   int     `json:"gpus_per_node"`
+	System        string  `json:"system"`
+	TP            int     `json:"tp"`
+	PP            int     `json:"pp"`
+	DP            int     `json:"dp"`
+	CP            int     `json:"cp"`
+	EP            *int    `json:"ep"`
+	ETP           *int    `json:"etp"`
+	SP            *bool   `json:"sequence_parallel"`
+	OverlapTP     *bool   `json:"tp_comm_overlap"`
+	// OverlapEP: the expert-parallel all-to-alls are overlapped with another
+	// micro-batch's compute (Megatron-Core's overlap_moe_expert_parallel_comm);
+	// null: not stated.
+	OverlapEP *bool   `json:"ep_comm_overlap"`
+	VPP       *int    `json:"virtual_pipeline_stages"`
+	Schedule  *string `json:"pipeline_schedule"`
 	// LayerSplit is the transformer layers of each pipeline stage, first to last,
 	// when the source's scripts set them; null: not stated.
 	LayerSplit   []int           `json:"layer_split"`
@@ -421,6 +433,12 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 			a.MTPLayers = 0
 		}
 	}
+	if r.SlidingWindow != nil {
+		a.SlidingWindow = *r.SlidingWindow
+	}
+	if r.GlobalEvery != nil {
+		a.GlobalEvery = *r.GlobalEvery
+	}
 	if m := r.MLA; m != nil {
 		a.MLA = &model.MLA{QLoRARank: m.QLoRARank, KVLoRARank: m.KVLoRARank, QKNopeDim: m.QKNopeDim, QKRopeDim: m.QKRopeDim, VDim: m.VDim}
 	}
@@ -480,6 +498,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	}
 	if r.OverlapTP != nil {
 		l.OverlapTP = *r.OverlapTP && r.TP > 1
+	}
+	if r.OverlapEP != nil {
+		l.OverlapEP = *r.OverlapEP && r.ep() > 1
 	}
 	switch z := r.ZeRO.(type) {
 	case float64:
@@ -590,6 +611,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		default:
 			return req, filled, fmt.Errorf("moe.token_dispatcher: unknown %q", *m.Dispatcher)
 		}
+	}
+	if m := r.MoE; m != nil && m.PermuteFusion != nil {
+		t.MoEPermuteFusion = *m.PermuteFusion
 	}
 	t.CUDAGraphs = r.CUDAGraphs != nil && *r.CUDAGraphs
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: l}, filled, nil

@@ -48,11 +48,11 @@ func TestMoERunsLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs: %d MoE (from %d sources), %d fp8, %d Blackwell; %d sources", len(runs), count["moe"], len(moeSources), count["fp8"], count["blackwell"], len(sources))
-	if len(runs) != 94 || count["moe"] != 44 || count["fp8"] != 58 || count["blackwell"] != 48 {
-		t.Errorf("want the data's 94 runs, 44 MoE, 58 fp8, 48 Blackwell")
+	if len(runs) != 96 || count["moe"] != 46 || count["fp8"] != 60 || count["blackwell"] != 48 {
+		t.Errorf("want the data's 96 runs, 46 MoE, 60 fp8, 48 Blackwell")
 	}
-	if len(moeSources) < 4 {
-		t.Errorf("MoE runs from %d sources, want 4 or more", len(moeSources))
+	if len(moeSources) < 5 {
+		t.Errorf("MoE runs from %d sources, want 5 or more", len(moeSources))
 	}
 
 	e := step.New()
