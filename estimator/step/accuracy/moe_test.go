@@ -200,3 +200,35 @@ func TestMegatronTFLOPsMetric(t *testing.T) {
 		t.Error("an MLA row converted with the non-MLA formula")
 	}
 }
+
+// A row is priced with what it states: the stage split its source's scripts set (NeMo's
+// 7, 8, …, 8, 6 for DeepSeek-V3's 61 layers over 8 stages, which an even split would
+// replace by 8, …, 8, 7, 7, 7), and gpt-oss-20b's sliding windows, fused permutation
+// and overlapped expert-parallel all-to-all.
+func TestMoERowsPricedAsStated(t *testing.T) {
+	cases, err := accuracy.AllCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]accuracy.Case{}
+	for _, c := range cases {
+		byID[c.Run.ID] = c
+	}
+	ds, ok := byID["dgxc_h100_deepseekv3_512gpu_bf16"]
+	if !ok {
+		t.Fatal("dgxc_h100_deepseekv3_512gpu_bf16 not in the data")
+	}
+	r := accuracy.Evaluate(step.New(), []accuracy.Case{ds})[0]
+	if want := []int{7, 8, 8, 8, 8, 8, 8, 6}; r.Err != nil || fmt.Sprint(r.Layout.LayerSplit) != fmt.Sprint(want) {
+		t.Errorf("DeepSeek-V3 on 512 H100 priced on split %v (%v), want the recipe's %v", r.Layout.LayerSplit, r.Err, want)
+	}
+	g, ok := byID["mlperf60_h100_gptoss20b_128gpu_fp8"]
+	if !ok {
+		t.Fatal("mlperf60_h100_gptoss20b_128gpu_fp8 not in the data")
+	}
+	a, tr, l := g.Request.Model, g.Request.Training, g.Request.Layout
+	if a.SlidingWindow != 128 || a.GlobalEvery != 2 || !tr.MoEPermuteFusion || !l.OverlapEP || !tr.CUDAGraphs || tr.MoEDispatcher != step.DispatchDeepEP {
+		t.Errorf("gpt-oss-20b: window %d every %d, permute fusion %v, EP overlap %v, CUDA graphs %v, dispatcher %q; want 128, 2, true, true, true, deepep",
+			a.SlidingWindow, a.GlobalEvery, tr.MoEPermuteFusion, l.OverlapEP, tr.CUDAGraphs, tr.MoEDispatcher)
+	}
+}
