@@ -36,7 +36,8 @@ type Profile struct {
 	// SequenceParallelWithTP: tensor parallelism always shards the norms and dropout
 	// over the sequence (the framework's TP plan has no other form).
 	SequenceParallelWithTP bool
-	// FP8Recipe is the framework's fp8 scaling recipe ("delayed" or "current");
+	// FP8Recipe is the framework's fp8 scaling recipe ("delayed", "current" or
+	// "blockwise");
 	// empty: delayed, Transformer Engine's default.
 	FP8Recipe string
 	// DPReduceAfterBackward: gradients are reduced after the backward pass, not under
@@ -252,6 +253,7 @@ var profiles = []Profile{
 		FusedPermute:   true,
 		CommSMs:        20,
 		FP8Activations: true,
+		FP8Recipe:      "blockwise", // §3.3.1: 1×128 activation tiles, 128×128 weight blocks
 	},
 	{
 		Name:    "composer",

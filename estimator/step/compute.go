@@ -151,6 +151,9 @@ const (
 	// scales found in the cast kernel's registers: 2 × (2 + 1) per element (the
 	// scales, 1 B per 32 elements, are left out).
 	fp8MXCastBytes = 6
+	// fp8BlockScaleBytes: block scaling's fp32 scales, one per 128 elements of each
+	// of the two copies a cast writes (DeepSeek-V3 §3.3.1's 1×128 tiles).
+	fp8BlockScaleBytes = 2 * 4.0 / 128
 	// fp8RescaleBytes: a backward GEMM of rowwise scaling writes fp32 instead of 16
 	// bits (+2) and a rescaling pass reads it and writes the 16-bit result (4 + 2),
 	// per output element.

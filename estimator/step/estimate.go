@@ -1242,7 +1242,7 @@ func (p *pricing) assemble() {
 	contPerMB := p.hiddenPerMB * smShare
 
 	bd.Forward = mf * p.fwd
-	if p.rates.fp8 && p.req.Training.FP8Recipe == FP8Delayed {
+	if p.rates.fp8 && p.req.Training.FP8Recipe.weightsCastOncePerStep() {
 		bd.Forward += p.parts.weightCast // once per step, reused by every micro-batch
 	}
 	bd.Backward = mf * p.bwd

@@ -103,7 +103,7 @@ func TestFP8RecipeDefaultsAndValidation(t *testing.T) {
 		want string
 	}{
 		{step.Training{SeqLen: 8192, GlobalBatch: 8, Precision: step.BF16, FP8Recipe: step.FP8Delayed}, "fp8 only"},
-		{step.Training{SeqLen: 8192, GlobalBatch: 8, Precision: step.FP8, FP8Recipe: "nvfp4"}, "delayed, current, rowwise or mxfp8"},
+		{step.Training{SeqLen: 8192, GlobalBatch: 8, Precision: step.FP8, FP8Recipe: "nvfp4"}, "delayed, current, rowwise, mxfp8 or blockwise"},
 	} {
 		err := c.tr.Validate()
 		if err == nil || !invalid.Is(err) || !strings.Contains(err.Error(), "training.fp8_recipe") || !strings.Contains(err.Error(), c.want) {
@@ -213,5 +213,38 @@ func TestFP8NormEmitsFP8(t *testing.T) {
 	c := mustEstimate(t, fp8Request(t, step.FP8, step.FP8Current, 64)).Breakdown.Forward
 	if got := c - d; math.Abs(got/want-1) > 0.01 {
 		t.Errorf("current − delayed forward %.4f s, want %.4f s", got, want)
+	}
+}
+
+// Block scaling (DeepSeek-V3 §3.3.1, 1×128 activation tiles and 128×128 weight
+// blocks) finds each tile's scale in the cast kernel: no amax pass, one fused cast
+// writing fp8 and its transpose (4 B per element) plus the fp32 scales of both
+// copies (2 × 4 B per 128 elements); the weights' block scales come from the
+// weights themselves, so they are cast once per step, as under delayed scaling. It
+// has no norm-fused cast: against delayed scaling (whose norms emit the QKV and MLP
+// inputs in fp8) it casts those two inputs besides. For Llama 3 8B on 8 H100
+// (micro-batch 1 × 8192 tokens, 8 micro-batches, 32 layers) the forward's excess
+// per layer is 8 × (4.0625 × 8192 × 26624 − 4 × 8192 × 18432) B + 0.0625 B per weight.
+// Hopper runs it; the hai-llm profile (DeepSeek's framework) uses it by default.
+func TestFP8Blockwise(t *testing.T) {
+	const layers, mbs, tokens = 32, 8, 8192.0
+	hbm := 3.35e12 * 0.90
+	inputs := 4096.0 + 4096 + 4096 + 14336
+	weights := 4096.0*6144 + 4096*4096 + 3*4096*14336
+	scale := 2 * 4.0 / 128
+	want := layers * (mbs*((4+scale)*tokens*inputs-4*tokens*(inputs-2*4096)) + scale*weights) / hbm
+	d := mustEstimate(t, fp8Request(t, step.FP8, step.FP8Delayed, 64))
+	b := mustEstimate(t, fp8Request(t, step.FP8, step.FP8Blockwise, 64))
+	c := mustEstimate(t, fp8Request(t, step.FP8, step.FP8Current, 64))
+	if got := b.Breakdown.Forward - d.Breakdown.Forward; math.Abs(got/want-1) > 0.01 {
+		t.Errorf("blockwise − delayed forward %.4f s, want %.4f s", got, want)
+	}
+	if !(b.StepTime < c.StepTime) {
+		t.Errorf("blockwise %.4f s not faster than current scaling's %.4f s (an amax pass per cast, weights every forward)", b.StepTime, c.StepTime)
+	}
+	ds := fp8Request(t, step.FP8, "", 64)
+	ds.Training.Framework = "hai-llm"
+	if r := mustEstimate(t, ds); r.Training.FP8Recipe != step.FP8Blockwise {
+		t.Errorf("hai-llm's fp8 recipe %q, want blockwise", r.Training.FP8Recipe)
 	}
 }

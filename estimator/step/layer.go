@@ -422,6 +422,8 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		per = fp8RowwiseCastBytes
 	case FP8MXFP8:
 		per = fp8MXCastBytes
+	case FP8Blockwise:
+		per += fp8BlockScaleBytes
 	}
 	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
 	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
@@ -451,8 +453,7 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	} else {
 		lt.weightCast = per * weights / r.hbm
 	}
-	if rec != FP8Delayed {
-		// Only delayed scaling reuses a weight's cast over the micro-batches.
+	if !rec.weightsCastOncePerStep() {
 		fwd += lt.weightCast
 	}
 	return fwd, bwd
@@ -864,6 +865,8 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		case FP8MXFP8:
 			cast = fmt.Sprintf("MXFP8 block scaling: every operand quantised along both axes with 32-element block scales found in the cast (%d B per element)", fp8MXCastBytes)
 			weights = "weights cast in every forward"
+		case FP8Blockwise:
+			cast = fmt.Sprintf("block scaling (1×128 tiles, 128×128 weight blocks): scales found in the cast kernel, which writes fp8 and its transpose (%.2f B per element with the scales)", fp8CastBytes+fp8BlockScaleBytes)
 		}
 		copies := "; fp8 weight copies (and transposes) of 2 B per parameter are kept"
 		if req.Training.FP8Params {

@@ -281,7 +281,23 @@ const (
 	// along both axes (fp8MXCastBytes). Blackwell's tensor cores apply the block
 	// scales inside the GEMM, so it needs Blackwell.
 	FP8MXFP8 FP8Recipe = "mxfp8"
+	// FP8Blockwise is fine-grained block scaling (DeepSeek-V3 report §3.3.1: 1×128
+	// tiles for activations and gradients, 128×128 blocks for weights; Transformer
+	// Engine's Float8BlockScaling): each tile's scale is the amax the cast kernel
+	// finds in its registers, so no amax pass, and one kernel writes both the
+	// row-tiled and the column-tiled (transposed) fp8 copy (fp8CastBytes plus the
+	// scales, fp8BlockScaleBytes). A weight's 128×128 block scales serve the weight
+	// and its transpose alike and change only when the optimizer updates it, so the
+	// weights are cast once per step, as under delayed scaling. Hopper runs it
+	// (DeepGEMM; cuBLAS's block-scaled fp8 GEMMs), the scales applied by the GEMM.
+	FP8Blockwise FP8Recipe = "blockwise"
 )
+
+// weightsCastOncePerStep says whether the recipe casts a layer's weights once per
+// step and reuses them over the micro-batches (delayed scaling's scales from the
+// amax history, block scaling's from the weight's own blocks) rather than in every
+// forward pass.
+func (r FP8Recipe) weightsCastOncePerStep() bool { return r == FP8Delayed || r == FP8Blockwise }
 
 // Layout is how the model is parallelised and placed.
 type Layout struct {

@@ -344,8 +344,8 @@ func (t Training) validate() error {
 	case t.FP8Recipe == "":
 	case t.Precision != FP8:
 		c.Add("training.fp8_recipe", "applies to precision fp8 only (precision is %s)", t.Precision)
-	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current && t.FP8Recipe != FP8Rowwise && t.FP8Recipe != FP8MXFP8:
-		c.Add("training.fp8_recipe", "must be delayed, current, rowwise or mxfp8 (got %q)", t.FP8Recipe)
+	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current && t.FP8Recipe != FP8Rowwise && t.FP8Recipe != FP8MXFP8 && t.FP8Recipe != FP8Blockwise:
+		c.Add("training.fp8_recipe", "must be delayed, current, rowwise, mxfp8 or blockwise (got %q)", t.FP8Recipe)
 	}
 	if t.FP8Params && t.Precision != FP8 {
 		c.Add("training.fp8_params", "applies to precision fp8 only (precision is %s)", t.Precision)

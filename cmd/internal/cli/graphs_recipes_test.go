@@ -75,7 +75,7 @@ func TestFP8RecipeFlag(t *testing.T) {
 	}
 
 	for _, cmd := range []string{"estimate", "plan"} {
-		if got, _ := complete(t, cmd, "--fp8-recipe", ""); !slices.Equal(got, []string{"delayed", "current", "rowwise", "mxfp8"}) {
+		if got, _ := complete(t, cmd, "--fp8-recipe", ""); !slices.Equal(got, []string{"delayed", "current", "rowwise", "mxfp8", "blockwise"}) {
 			t.Errorf("%s --fp8-recipe completes %v", cmd, got)
 		}
 		if flags, _ := complete(t, cmd, "--"); !slices.Contains(flags, "--cuda-graphs") {
@@ -84,7 +84,7 @@ func TestFP8RecipeFlag(t *testing.T) {
 		_, help, _ := run(cmd, "-h")
 		_, recipe, _ := strings.Cut(help, "--fp8-recipe")
 		recipe, _, _ = strings.Cut(recipe, "\n      --")
-		for _, name := range []string{"delayed", "current", "rowwise", "mxfp8"} {
+		for _, name := range []string{"delayed", "current", "rowwise", "mxfp8", "blockwise"} {
 			if !strings.Contains(recipe, name) {
 				t.Errorf("%s -h: --fp8-recipe's help lacks %s: %q", cmd, name, recipe)
 			}

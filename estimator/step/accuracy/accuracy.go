@@ -440,7 +440,9 @@ func best(e *step.Estimator, c Case) (step.Result, step.Layout, error) {
 			r := req
 			r.Layout.MicroBatch = b
 			r.Layout.VirtualStages = v
-			if st := r.Layout.PP * max(1, v); r.Layout.PP > 1 && r.Model.Layers%st != 0 {
+			// A split the source states is priced as it ran; otherwise layers that do
+			// not divide evenly go to the first chunks.
+			if st := r.Layout.PP * max(1, v); r.Layout.PP > 1 && r.Model.Layers%st != 0 && len(req.Layout.LayerSplit) != st {
 				r.Layout.LayerSplit = step.EvenSplit(r.Model.Layers, st)
 			}
 			if v > 1 {

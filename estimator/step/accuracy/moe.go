@@ -50,6 +50,9 @@ type MoESpec struct {
 	Dispatcher    *string `json:"token_dispatcher"`
 	GroupedGEMM   *bool   `json:"grouped_gemm"`
 	MTPLayers     *int    `json:"mtp_layers"`
+	// PermuteFusion: the token permutation runs as fused kernels (Megatron-Core's
+	// moe_permute_fusion); null: not stated.
+	PermuteFusion *bool `json:"permute_fusion"`
 }
 
 // MLASpec is a row's multi-head latent attention ranks (DeepSeek-V3).
@@ -87,22 +90,31 @@ type MoERun struct {
 	Tied         bool     `json:"tie_word_embeddings"`
 	MoE          *MoESpec `json:"moe"`
 	MLA          *MLASpec `json:"mla"`
-	SeqLen       int      `json:"seq_len"`
-	GPU          string   `json:"gpu"`
-	GPUMemGB     float64  `json:"gpu_mem_gb"`
-	GPUs         int      `json:"num_gpus"`
-	GPUsPerNode  int      `json:"gpus_per_node"`
-	System       string   `json:"system"`
-	TP           int      `json:"tp"`
-	PP           int      `json:"pp"`
-	DP           int      `json:"dp"`
-	CP           int      `json:"cp"`
-	EP           *int     `json:"ep"`
-	ETP          *int     `json:"etp"`
-	SP           *bool    `json:"sequence_parallel"`
-	OverlapTP    *bool    `json:"tp_comm_overlap"`
-	VPP          *int     `json:"virtual_pipeline_stages"`
-	Schedule     *string  `json:"pipeline_schedule"`
+	// SlidingWindow and GlobalEvery: the attention window of the windowed layers
+	// and every how many layers one attends to the whole sequence (model.Arch's
+	// fields); null: every layer attends to the whole sequence.
+	SlidingWindow *int    `json:"sliding_window"`
+	GlobalEvery   *int    `json:"global_every"`
+	SeqLen        int     `json:"seq_len"`
+	GPU           string  `json:"gpu"`
+	GPUMemGB      float64 `json:"gpu_mem_gb"`
+	GPUs          int     `json:"num_gpus"`
+	GPUsPerNode   int     `json:"gpus_per_node"`
+	System        string  `json:"system"`
+	TP            int     `json:"tp"`
+	PP            int     `json:"pp"`
+	DP            int     `json:"dp"`
+	CP            int     `json:"cp"`
+	EP            *int    `json:"ep"`
+	ETP           *int    `json:"etp"`
+	SP            *bool   `json:"sequence_parallel"`
+	OverlapTP     *bool   `json:"tp_comm_overlap"`
+	// OverlapEP: the expert-parallel all-to-alls are overlapped with another
+	// micro-batch's compute (Megatron-Core's overlap_moe_expert_parallel_comm);
+	// null: not stated.
+	OverlapEP *bool   `json:"ep_comm_overlap"`
+	VPP       *int    `json:"virtual_pipeline_stages"`
+	Schedule  *string `json:"pipeline_schedule"`
 	// LayerSplit is the transformer layers of each pipeline stage, first to last,
 	// when the source's scripts set them; null: not stated.
 	LayerSplit   []int           `json:"layer_split"`
@@ -232,8 +244,50 @@ func (r MoERun) StepFromMeasure() (s, lo, hi float64, err error) {
 	case "gpu_hours_per_trillion_tokens":
 		f := func(v float64) float64 { return v * 3600 / n * tokens / 1e12 }
 		return f(m.Value), f(m.Value - half), f(m.Value + half), nil
+	case "megatron_tflops_per_gpu":
+		flops, err := r.megatronFLOPsPerSequence()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		f := func(v float64) float64 { return flops * float64(r.GlobalBatch) / (v * 1e12 * n) }
+		return f(m.Value), f(m.Value + half), f(m.Value - half), nil
 	}
 	return 0, 0, 0, fmt.Errorf("measured[0].metric: unknown %q", m.Metric)
+}
+
+// megatronFLOPsPerSequence is the model FLOPs of one sequence as Megatron-LM counts
+// them for its logged "throughput per GPU (TFLOP/s/GPU)" (megatron/training/
+// training.py, num_floating_point_operations, at core_r0.8.0 and core_r0.9.0):
+// 12·s·L·h²·((1 + g/a + s/h)·q/h + f/h·k·(3/2 if gated) + V/(2·L·h)), with q the
+// query projection width (heads × head size), g/a the query groups over the heads,
+// f the FFN width, k the experts a token is routed to (1 without MoE) and V the
+// padded vocabulary. Attention is counted over the whole s × s score matrix and the
+// router not at all. Multi-head latent attention has another formula there, so such
+// rows are refused.
+func (r MoERun) megatronFLOPsPerSequence() (float64, error) {
+	if r.MLA != nil {
+		return 0, errors.New("measured[0].metric: megatron_tflops_per_gpu is defined here for attention without MLA")
+	}
+	if r.Hidden <= 0 || r.Heads <= 0 || r.Layers <= 0 {
+		return 0, errors.New("megatron_tflops_per_gpu needs num_layers, hidden_size and num_heads")
+	}
+	h, s, L := float64(r.Hidden), float64(r.SeqLen), float64(r.Layers)
+	q := h
+	if r.HeadDim != nil {
+		q = float64(*r.HeadDim * r.Heads)
+	}
+	groups := 1.0
+	if r.KVHeads != nil {
+		groups = float64(*r.KVHeads) / float64(r.Heads)
+	}
+	k, gated := 1.0, 1.0
+	if r.MoE != nil {
+		k = float64(r.MoE.TopK)
+	}
+	if r.Gated {
+		gated = 1.5
+	}
+	return 12 * s * L * h * h * ((1+groups+s/h)*q/h + float64(r.FFN)/h*k*gated + float64(r.Vocab)/(2*L*h)), nil
 }
 
 // Check verifies a row is internally consistent: every stated figure parses to its
@@ -386,6 +440,12 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 			a.MTPLayers = 0
 		}
 	}
+	if r.SlidingWindow != nil {
+		a.SlidingWindow = *r.SlidingWindow
+	}
+	if r.GlobalEvery != nil {
+		a.GlobalEvery = *r.GlobalEvery
+	}
 	if m := r.MLA; m != nil {
 		a.MLA = &model.MLA{QLoRARank: m.QLoRARank, KVLoRARank: m.KVLoRARank, QKNopeDim: m.QKNopeDim, QKRopeDim: m.QKRopeDim, VDim: m.VDim}
 	}
@@ -445,6 +505,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	}
 	if r.OverlapTP != nil {
 		l.OverlapTP = *r.OverlapTP && r.TP > 1
+	}
+	if r.OverlapEP != nil {
+		l.OverlapEP = *r.OverlapEP && r.ep() > 1
 	}
 	switch z := r.ZeRO.(type) {
 	case float64:
@@ -531,6 +594,8 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 			t.FP8Recipe = step.FP8Rowwise
 		case rec == "mxfp8":
 			t.FP8Recipe = step.FP8MXFP8
+		case strings.HasPrefix(rec, "blockwise"):
+			t.FP8Recipe = step.FP8Blockwise
 		case rec == "":
 			fill("fp8 recipe not stated: the %s profile's", t.Framework)
 		default:
@@ -553,6 +618,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		default:
 			return req, filled, fmt.Errorf("moe.token_dispatcher: unknown %q", *m.Dispatcher)
 		}
+	}
+	if m := r.MoE; m != nil && m.PermuteFusion != nil {
+		t.MoEPermuteFusion = *m.PermuteFusion
 	}
 	t.CUDAGraphs = r.CUDAGraphs != nil && *r.CUDAGraphs
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: l}, filled, nil

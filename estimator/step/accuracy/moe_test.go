@@ -3,6 +3,7 @@ package accuracy_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -47,11 +48,11 @@ func TestMoERunsLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs: %d MoE (from %d sources), %d fp8, %d Blackwell; %d sources", len(runs), count["moe"], len(moeSources), count["fp8"], count["blackwell"], len(sources))
-	if len(runs) != 93 || count["moe"] != 43 || count["fp8"] != 58 || count["blackwell"] != 49 {
-		t.Errorf("want the data's 93 runs, 43 MoE, 58 fp8, 49 Blackwell")
+	if len(runs) != 97 || count["moe"] != 47 || count["fp8"] != 60 || count["blackwell"] != 49 {
+		t.Errorf("want the data's 97 runs, 47 MoE, 60 fp8, 49 Blackwell")
 	}
-	if len(moeSources) < 3 {
-		t.Errorf("MoE runs from %d sources, want 3 or more", len(moeSources))
+	if len(moeSources) < 5 {
+		t.Errorf("MoE runs from %d sources, want 5 or more", len(moeSources))
 	}
 	// A superseded row names a row of the same repository that measured the same
 	// model on the same GPU with the same tokens per GPU and step, faster.
@@ -194,5 +195,67 @@ func TestMoERunCheckRejects(t *testing.T) {
 		if err := r.Check(); err == nil {
 			t.Errorf("%s: a broken row passes the check", name)
 		}
+	}
+}
+
+// Megatron-LM's logged TFLOP/s per GPU (metric megatron_tflops_per_gpu) counts
+// 12·s·L·h²·(…) FLOPs per sequence: forward and backward without recomputation. For
+// a GPT-3-shaped model (no GQA, FFN 4h, no gating, no MoE) its layers are three
+// quarters of those of Narayanan et al.'s 96·s·L·h²·(1 + s/6h + V/16Lh), which
+// counts the recomputed forward too, and its logits, 6·s·h·V, the same: GPT-3 175B
+// at 2048 tokens, vocabulary 51200, 140 TFLOP/s per GPU on 1024 GPUs with batch 1536.
+func TestMegatronTFLOPsMetric(t *testing.T) {
+	stated := "140"
+	r := accuracy.MoERun{ID: "x", Layers: 96, Hidden: 12288, Heads: 96, FFN: 4 * 12288, Vocab: 51200, SeqLen: 2048,
+		GPUs: 1024, GlobalBatch: 1536, Measured: []accuracy.StatedMeasure{{Metric: "megatron_tflops_per_gpu", Value: 140, Stated: &stated}}}
+	s, lo, hi, err := r.StepFromMeasure()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, L, seq, v := 12288.0, 96.0, 2048.0, 51200.0
+	narayanan := 96 * seq * L * h * h * (1 + seq/(6*h) + v/(16*L*h))
+	logits := 6 * seq * h * v
+	if want := (0.75*(narayanan-logits) + logits) * 1536 / (140e12 * 1024); math.Abs(s/want-1) > 1e-9 {
+		t.Errorf("step %.6f s, want %.6f s (Narayanan's count without the recomputed forward)", s, want)
+	}
+	if !(lo < s && s < hi) {
+		t.Errorf("rounding band %.4f–%.4f s does not hold %.4f s", lo, hi, s)
+	}
+	// MLA rows are refused: Megatron counts them with another formula.
+	r.MLA = &accuracy.MLASpec{QLoRARank: 1536, KVLoRARank: 512, QKNopeDim: 128, QKRopeDim: 64, VDim: 128}
+	if _, _, _, err := r.StepFromMeasure(); err == nil {
+		t.Error("an MLA row converted with the non-MLA formula")
+	}
+}
+
+// A row is priced with what it states: the stage split its source's scripts set (NeMo's
+// 7, 8, …, 8, 6 for DeepSeek-V3's 61 layers over 8 stages, which an even split would
+// replace by 8, …, 8, 7, 7, 7), and gpt-oss-20b's sliding windows, fused permutation
+// and overlapped expert-parallel all-to-all.
+func TestMoERowsPricedAsStated(t *testing.T) {
+	cases, err := accuracy.AllCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]accuracy.Case{}
+	for _, c := range cases {
+		byID[c.Run.ID] = c
+	}
+	ds, ok := byID["dgxc_h100_deepseekv3_512gpu_bf16"]
+	if !ok {
+		t.Fatal("dgxc_h100_deepseekv3_512gpu_bf16 not in the data")
+	}
+	r := accuracy.Evaluate(step.New(), []accuracy.Case{ds})[0]
+	if want := []int{7, 8, 8, 8, 8, 8, 8, 6}; r.Err != nil || fmt.Sprint(r.Layout.LayerSplit) != fmt.Sprint(want) {
+		t.Errorf("DeepSeek-V3 on 512 H100 priced on split %v (%v), want the recipe's %v", r.Layout.LayerSplit, r.Err, want)
+	}
+	g, ok := byID["mlperf60_h100_gptoss20b_128gpu_fp8"]
+	if !ok {
+		t.Fatal("mlperf60_h100_gptoss20b_128gpu_fp8 not in the data")
+	}
+	a, tr, l := g.Request.Model, g.Request.Training, g.Request.Layout
+	if a.SlidingWindow != 128 || a.GlobalEvery != 2 || !tr.MoEPermuteFusion || !l.OverlapEP || !tr.CUDAGraphs || tr.MoEDispatcher != step.DispatchDeepEP {
+		t.Errorf("gpt-oss-20b: window %d every %d, permute fusion %v, EP overlap %v, CUDA graphs %v, dispatcher %q; want 128, 2, true, true, true, deepep",
+			a.SlidingWindow, a.GlobalEvery, tr.MoEPermuteFusion, l.OverlapEP, tr.CUDAGraphs, tr.MoEDispatcher)
 	}
 }

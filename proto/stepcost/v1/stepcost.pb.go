@@ -2112,9 +2112,11 @@ type Training struct {
 	// tensorwise: an amax pass before every cast, weights cast every forward),
 	// "rowwise" (torchao float8 rowwise: every operand scaled per row along each
 	// axis, weights cast every forward, the backward GEMMs' fp32 outputs rescaled)
-	// or "mxfp8" (OCP microscaling: 32-element blocks with E8M0 scales found by the
-	// cast kernel; Blackwell only, refused on other GPUs).
-	// Unset: the framework's (torchtitan: current), else delayed.
+	// "mxfp8" (OCP microscaling: 32-element blocks with E8M0 scales found by the
+	// cast kernel; Blackwell only, refused on other GPUs) or "blockwise" (DeepSeek-V3's
+	// 1×128 activation tiles and 128×128 weight blocks, scales found in the cast,
+	// weights cast once per step).
+	// Unset: the framework's (torchtitan: current, hai-llm: blockwise), else delayed.
 	Fp8Recipe string `protobuf:"bytes,10,opt,name=fp8_recipe,json=fp8Recipe,proto3" json:"fp8_recipe,omitempty"`
 	// Data-parallel gradients (ZeRO 0-2) are reduced after the backward pass, none
 	// of it hidden: DeepSpeed's pipeline engine (after the flush) and its ZeRO-1/2
