@@ -66,6 +66,11 @@ var frameworkRuns = []frameworkRun{
 		why: "NeMo 25.04 (Megatron-Core 0.12): 1F1B and interleaved schedules (forward_backward_pipelining_with/without_interleaving), " +
 			"the distributed optimizer (ZeRO-1) in its recipes, TP overlap (userbuffers), context parallelism; the MoE all-to-all " +
 			"overlap (overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14"},
+	{match: []string{"nemo", "24.12"},
+		sets: []planner.Constraints{{Schedules: megatron, ZeRO: []int{0, 1}, OverlapEP: noOverlap, ExpertsWhole: []bool{false}}},
+		why: "NeMo 24.12 (NeMo 2.1, Megatron-Core 0.10): as NeMo 24.05–25.01, and the experts split like the dense MLP: " +
+			"neither its NeMo 1 models (megatron_base_model.py → initialize_model_parallel_for_nemo, nlp_overrides.py) nor " +
+			"its NeMo 2 strategy pass an expert tensor-parallel size, so Megatron-Core's defaults to TP's (NeMo 2.2 passes it)"},
 	{match: []string{"nemo"},
 		sets: []planner.Constraints{{Schedules: megatron, ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
 		why:  "NeMo 24.05–25.01 (Megatron-Core 0.7–0.11): as NeMo 25.04"},
@@ -326,7 +331,11 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 func describe(l step.Layout) string {
 	s := fmt.Sprintf("tp%d pp%d cp%d dp%d", l.TP, l.PP, l.CP, l.DP)
 	if l.EP > 1 {
-		s += fmt.Sprintf(" ep%d etp%d", l.EP, max(l.ETP, 1))
+		etp := l.ETP
+		if etp == 0 {
+			etp = l.TP // the experts split like the dense MLP
+		}
+		s += fmt.Sprintf(" ep%d etp%d", l.EP, etp)
 	}
 	s += fmt.Sprintf(" zero%d mbs%d %s", l.ZeRO, l.MicroBatch, l.Schedule)
 	if l.VirtualStages > 1 {

@@ -673,8 +673,11 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 						// MoE layers with TP and SP also try each TP rank holding its experts
 						// whole (expert tensor parallelism 1).
 						etps := []int{0}
-						if a.MoE != nil && tp > 1 && seqPar {
+						if a.MoE != nil && tp > 1 && seqPar && allowed(cs.ExpertsWhole, true) {
 							etps = append(etps, 1)
+							if !allowed(cs.ExpertsWhole, false) {
+								etps = etps[1:]
+							}
 						}
 						// With TP and SP, TP communication overlapping the GEMMs
 						// (Megatron-LM's --tp-comm-overlap, torch async TP). Unless the
