@@ -72,6 +72,12 @@ type Constraints struct {
 	TPAcrossNodes bool `json:"tp_across_nodes,omitempty"`
 	// UnevenPP allows pipeline splits that do not divide the layers evenly.
 	UnevenPP bool `json:"uneven_pp,omitempty"`
+	// EvenSplit keeps to layouts whose pipeline stages, and the model chunks of an
+	// interleaved one, hold the same number of layers: a framework that splits no
+	// other way (Megatron-LM of 2021: megatron/model/transformer.py asserts
+	// num_layers % pipeline_model_parallel_size == 0, and arguments.py a whole
+	// number of layers per virtual stage).
+	EvenSplit bool `json:"even_split,omitempty"`
 	// MinHeadroomGB is the memory each GPU must keep free.
 	MinHeadroomGB float64 `json:"min_headroom_gb,omitempty"`
 	// MaxMicroBatch bounds micro-batch sizes when MicroBatch is empty (default 16).
