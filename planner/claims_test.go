@@ -157,7 +157,7 @@ const (
 	grokFP8      = "Grok-1 fp8 on H100 (dgxc2502): the model prices the published layout 12–25 % fast"
 	megatron2021 = "Megatron-LM 2021: the plan drops full recomputation, which every Table 1 run used; the model fits the activations of fewer micro-batches in flight (interleaving, more stages) without it"
 	titanDemo    = "torchtitan's runs demonstrate one technique each at fixed settings (full activation checkpointing, TP 8 for async TP, 1F1B against interleaving)"
-	fineMoE      = "DeepSeek-V3 on H100: EP 64 across 8 nodes exposes 17.6 s of all-to-all where EP 8 in a node exposes 2.4 s, and the experts' grouped GEMMs at 256 tokens per expert cost 1.3× per FLOP what they cost at 2048–4096 (DeepGEMM measured 1.44–1.49×), their weight gradients bound by the fp32 gradients they accumulate into"
+	fineMoE      = "DeepSeek-V3 on H100: EP 64 across 8 nodes exposes 17.6 s of all-to-all where EP 8 in a node exposes 3.5 s, and the experts' grouped GEMMs at 256 tokens per expert cost 1.3× per FLOP what they cost at 2048–4096 (DeepGEMM measured 1.44–1.49×), their weight gradients bound by the fp32 gradients they accumulate into"
 )
 
 var claimExceptions = map[string]claimException{
