@@ -744,6 +744,16 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 		full := ActivationBytes(a, a.MoE != nil, s, float64(t.SeqLen), b, l.TP, l.SP, RecomputeNone, scores)
 		act += full
 	}
+	if scores {
+		// Unfused attention's backward (the layer at the peak, recomputed or not)
+		// writes the gradient of the dropped-out probabilities, 2 B per score, while
+		// the probabilities, the mask and the dropped-out copy it saved are still
+		// held: Megatron-LM's torch.bmm backward ahead of the dropout's and the fused
+		// softmax's (that one in place). It reproduces Narayanan et al. 2021 Table 2:
+		// the 530B model under ZeRO-3 at micro-batch 4 ran on 640 GPUs and did not
+		// fit on 560.
+		act += 2 * float64(a.Heads) * s * float64(t.SeqLen) * b / float64(l.TP)
+	}
 	tokens := b * s
 	h, v := float64(a.Hidden), float64(a.Vocab)
 	// The first stage keeps, besides its layers' activations, the embedding
