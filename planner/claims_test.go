@@ -158,6 +158,10 @@ type claimException struct {
 	// model on the same GPUs (type, memory and power limit) in the same precision
 	// and fp8 recipe with another layout, more than maxClaim faster per GPU.
 	fasterElsewhere *measurement
+	// fasterPerGPU: a published run of the data set of the same model, GPUs (type,
+	// memory and power limit), sequence, precision and fp8 recipe, with another
+	// layout on another number of GPUs, measured more than maxClaim faster per GPU.
+	fasterPerGPU string
 }
 
 // measurement is a published throughput of a layout: tokens per second per GPU.
@@ -234,8 +238,8 @@ var claimExceptions = map[string]claimException{
 	"narayanan21_t1_39.1b":                                          {recomputeMeasured: megatron2021},
 	"torchtitan_h100_llama31_70b_256gpu_2d":                         {open: titanDemo},
 	"torchtitan_h100_llama31_70b_256gpu_2d_asynctp":                 {open: titanDemo},
-	"torchtitan_h100_llama31_405b_512gpu_1f1b":                      {open: titanDemo},
-	"torchtitan_h100_llama31_405b_512gpu_interleaved_1f1b":          {open: titanDemo},
+	"torchtitan_h100_llama31_405b_512gpu_1f1b":                      {fasterPerGPU: "torchtitan_h100_405b_128gpu_float8_asynctp"},
+	"torchtitan_h100_llama31_405b_512gpu_interleaved_1f1b":          {fasterPerGPU: "torchtitan_h100_405b_128gpu_float8_asynctp"},
 	"torchtitan_h100_llama31_405b_512gpu_fsdp8_cp1":                 {open: titanDemo},
 	"torchtitan_h100_llama31_405b_512gpu_fsdp4_cp2":                 {open: titanDemo},
 	"torchtitan_h100_llama31_405b_512gpu_fsdp2_cp4":                 {open: titanDemo},
@@ -348,6 +352,20 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 			case !(f.MeasuredS > 0 && c.MeasuredS/f.MeasuredS*float64(c.Run.GPUs)/float64(f.Run.GPUs) > maxClaim):
 				t.Errorf("%s: its evidence %s was measured at %.3f s on %d GPUs against %.3f s on %d: not %.1f× faster per GPU",
 					id, x.fasterRun, f.MeasuredS, f.Run.GPUs, c.MeasuredS, c.Run.GPUs, maxClaim)
+			}
+		case x.fasterPerGPU != "":
+			f, ok := byID[x.fasterPerGPU]
+			a, b := f.Request.Model, c.Request.Model
+			tf, tc := f.Request.Training, c.Request.Training
+			switch {
+			case !ok:
+				t.Errorf("%s: its evidence %s is not a published run", id, x.fasterPerGPU)
+			case a.Layers != b.Layers || a.Hidden != b.Hidden || a.FFN != b.FFN || a.Heads != b.Heads || a.Vocab != b.Vocab ||
+				f.Request.Cluster.GPU().Name != c.Request.Cluster.GPU().Name || tf.SeqLen != tc.SeqLen || tf.Precision != tc.Precision || tf.FP8Recipe != tc.FP8Recipe:
+				t.Errorf("%s: its evidence %s is another model, GPU, sequence or precision", id, x.fasterPerGPU)
+			case !(f.MeasuredS > 0 && c.MeasuredS/f.MeasuredS*float64(c.Run.GPUs)/float64(f.Run.GPUs)*
+				float64(tf.GlobalBatch)/float64(tc.GlobalBatch) > maxClaim):
+				t.Errorf("%s: its evidence %s was not measured %.1f× faster per GPU", id, x.fasterPerGPU, maxClaim)
 			}
 		case x.fasterElsewhere != nil:
 			tps := float64(c.Request.Training.GlobalBatch*c.Request.Training.SeqLen) / (c.MeasuredS * float64(c.Run.GPUs))
