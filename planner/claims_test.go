@@ -195,7 +195,7 @@ const (
 	dsv3GB200    = "DeepSeek-V3 on GB200 in NeMo 25.04: the model prices the published layout 42–44 % fast, cause not found"
 	grokFP8      = "Grok-1 fp8 on H100 (dgxc2502): the model prices the published layout 12–25 % fast"
 	megatron2021 = "Megatron-LM 2021: the plan drops the full recomputation every Table 1 run used (its degrees picked by heuristics, §5.1), which the paper measured costing up to 33 % of the throughput (§5.6)"
-	titanDemo    = "torchtitan's runs demonstrate one technique each at fixed settings (full activation checkpointing, TP 8 for async TP, 1F1B against interleaving)"
+	titanDemo    = "torchtitan's runs demonstrate one technique each at fixed settings (full activation checkpointing, TP 8 for async TP, PP 8 with CP 1–8 at growing sequences), and no other layout of the same model, sequence and recipe was measured on those hosts"
 	fineMoE      = "DeepSeek-V3 on H100: EP 64 across 8 nodes exposes 17.6 s of all-to-all where EP 8 in a node exposes 3.5 s, and the experts' grouped GEMMs at 256 tokens per expert cost 1.3× per FLOP what they cost at 2048–4096 (DeepGEMM measured 1.44–1.49×), their weight gradients bound by the fp32 gradients they accumulate into"
 )
 
