@@ -595,6 +595,10 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			return // the caller reports it
 		}
 		var split []int
+		if a.Layers%pp != 0 && cs.EvenSplit {
+			p.divisibility++
+			continue
+		}
 		if a.Layers%pp != 0 {
 			// Counting the loss (and embedding) as layers, as Megatron can, or with
 			// uneven_pp spreading them earlier-stages-first.
@@ -673,8 +677,11 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 						// MoE layers with TP and SP also try each TP rank holding its experts
 						// whole (expert tensor parallelism 1).
 						etps := []int{0}
-						if a.MoE != nil && tp > 1 && seqPar {
+						if a.MoE != nil && tp > 1 && seqPar && allowed(cs.ExpertsWhole, true) {
 							etps = append(etps, 1)
+							if !allowed(cs.ExpertsWhole, false) {
+								etps = etps[1:]
+							}
 						}
 						// With TP and SP, TP communication overlapping the GEMMs
 						// (Megatron-LM's --tp-comm-overlap, torch async TP). Unless the
@@ -901,7 +908,7 @@ func schedules(pp, m, layers int, cs *Constraints) []sched {
 	try(step.ZeroBubbleV, 2, false)
 	for v := 2; v <= layers/pp; v++ {
 		even := layers%pp == 0 && (layers/pp)%v == 0
-		counted := !even && step.PipelineSplit(layers, pp*v) != nil
+		counted := !even && !cs.EvenSplit && step.PipelineSplit(layers, pp*v) != nil
 		if (even || counted || layers%pp != 0 && v <= maxBalancedChunks(cs)) && allowed(cs.VirtualStages, v) {
 			try(step.Interleaved, v, !even)
 		}

@@ -60,3 +60,28 @@ func TestMoEParallelFolding(t *testing.T) {
 		}
 	}
 }
+
+// A framework without MoE parallel folding's expert tensor-parallel setting (NeMo
+// 24.12, Constraints.ExpertsWhole [false]) gets only plans whose experts split like
+// the dense MLP; pinned to [true], every plan with TP > 1 holds them whole.
+func TestExpertsWholeConstraint(t *testing.T) {
+	e := step.New()
+	req := planner.Request{Model: mustModel(t, "qwen3-235b-a22b"), Cluster: mustCluster(t, "dgx-h100", 32), GPUs: 256, TopK: 10,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 1024}}
+	for _, whole := range []bool{false, true} {
+		req.Constraints = planner.Constraints{TP: []int{2, 4}, PP: []int{8}, ExpertsWhole: []bool{whole}}
+		res, err := planner.Search(context.Background(), e, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Top) == 0 {
+			t.Fatalf("experts whole %v: no plan (%s)", whole, res.NoPlan)
+		}
+		for _, p := range append(res.Top, res.Pareto...) {
+			l := p.Estimate.Layout
+			if got := l.ETP == 1; got != whole {
+				t.Errorf("experts whole %v: plan tp %d ep %d etp %d", whole, l.TP, l.EP, l.ETP)
+			}
+		}
+	}
+}

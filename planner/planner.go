@@ -51,6 +51,14 @@ type Constraints struct {
 	// CPAllToAll): false ring attention, true Ulysses all-to-alls (where tp × cp
 	// divides the heads); empty: ring only.
 	CPAllToAll []bool `json:"cp_all_to_all,omitempty"`
+	// ExpertsWhole lists whether MoE layouts with TP and SP hold each expert whole
+	// on every TP rank (step.Layout's ETP 1: Megatron-Core's MoE parallel folding,
+	// --expert-tensor-parallel-size, from Megatron-Core 0.10) or split it like the
+	// dense MLP (ETP = TP); empty: both. [false] is a framework without the
+	// setting: NeMo 24.12 (NeMo 2.1) passes no expert tensor-parallel size to
+	// Megatron-Core (megatron_init.py, initialize_model_parallel_for_nemo; its
+	// strategies' initialize_model_parallel calls), which then takes TP's.
+	ExpertsWhole []bool `json:"experts_whole,omitempty"`
 	// FP8Params lists whether the matmul weights are stored in fp8 (step.Layout's
 	// FP8Params, with precision fp8 only); empty: on where the framework stores
 	// them (Megatron-Core, NeMo), else off.
@@ -64,6 +72,12 @@ type Constraints struct {
 	TPAcrossNodes bool `json:"tp_across_nodes,omitempty"`
 	// UnevenPP allows pipeline splits that do not divide the layers evenly.
 	UnevenPP bool `json:"uneven_pp,omitempty"`
+	// EvenSplit keeps to layouts whose pipeline stages, and the model chunks of an
+	// interleaved one, hold the same number of layers: a framework that splits no
+	// other way (Megatron-LM of 2021: megatron/model/transformer.py asserts
+	// num_layers % pipeline_model_parallel_size == 0, and arguments.py a whole
+	// number of layers per virtual stage).
+	EvenSplit bool `json:"even_split,omitempty"`
 	// MinHeadroomGB is the memory each GPU must keep free.
 	MinHeadroomGB float64 `json:"min_headroom_gb,omitempty"`
 	// MaxMicroBatch bounds micro-batch sizes when MicroBatch is empty (default 16).
@@ -87,6 +101,7 @@ func (c Constraints) Canonical() Constraints {
 	c.OverlapTP = orderedSet(c.OverlapTP, []bool{false, true})
 	c.OverlapEP = orderedSet(c.OverlapEP, []bool{false, true})
 	c.CPAllToAll = orderedSet(c.CPAllToAll, []bool{false, true})
+	c.ExpertsWhole = orderedSet(c.ExpertsWhole, []bool{false, true})
 	c.FP8Params = orderedSet(c.FP8Params, []bool{false, true})
 	c.OffloadActivations = orderedSet(c.OffloadActivations, []bool{false, true})
 	return c

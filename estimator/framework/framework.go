@@ -33,6 +33,20 @@ type Profile struct {
 	// request gives no optimizer: 4 where the framework's default mixed precision
 	// reduces in fp32; 0 keeps the optimizer's gradient bytes.
 	GradReduceBytes float64
+	// HeldFP32GradCopies: the mixed-precision optimizer's fp32 copies of the 16-bit
+	// gradients stay allocated from one step's update through the next step's
+	// forward and backward passes, 4 B per parameter on top of the fp16 gradients;
+	// under bf16 the same code accumulates and reduces the gradients in an fp32
+	// buffer, the tensor the copies are (4-byte gradients instead of 2). Megatron-LM
+	// before 4fd6432 (2021-07-09, "fixed zero_grad for fp32_from_float16_groups"):
+	// megatron/optimizer/optimizer.py at 42c1cf4 (May 2021),
+	// Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads sets
+	// main_param.grad = model_param.grad.float() and its zero_grad frees only the
+	// 16-bit model gradients (float16_groups and fp32_from_fp32_groups, not
+	// fp32_from_float16_groups); megatron/arguments.py forces
+	// accumulate_allreduce_grads_in_fp32 for bf16. Applies when the request gives no
+	// optimizer.
+	HeldFP32GradCopies bool
 	// SequenceParallelWithTP: tensor parallelism always shards the norms and dropout
 	// over the sequence (the framework's TP plan has no other form).
 	SequenceParallelWithTP bool
@@ -47,6 +61,10 @@ type Profile struct {
 	// LossBytesPerLogit is the peak memory of the loss per logit of a micro-batch.
 	// Zero: MegatronLossBytesPerLogit, Megatron's fused vocab-parallel cross entropy.
 	LossBytesPerLogit float64
+	// LossParallelBytesPerLogit, when not 0, replaces LossBytesPerLogit under tensor
+	// parallelism, where the framework computes the loss over the vocabulary-sharded
+	// logits (torchtitan's loss_parallel).
+	LossParallelBytesPerLogit float64
 	// SequentialExpertGEMMs: the local experts of an MoE layer run one GEMM after
 	// another (DeepSpeed-MoE's loop over its experts) instead of one grouped GEMM
 	// (Megatron-Core's --moe-grouped-gemm, DeepSeek's DeepGEMM, torch._grouped_mm).
@@ -128,10 +146,17 @@ type Profile struct {
 //     "fused_crossentropy") takes the 16-bit logits and computes the softmax in
 //     registers, keeping only each token's log-sum-exp; its backward writes a
 //     16-bit gradient of the logits: 2 + 2.
+//   - PyTorch's loss_parallel on DTensor logits sharded over the vocabulary
+//     (torchtitan with tensor parallelism) runs log_softmax as its decomposition
+//     (torch/distributed/tensor/parallel/loss.py, _log_softmax): on the fp32 logits
+//     it allocates the shifted logits, their exponential and the result in turn,
+//     with the 16-bit logits still held (torchtitan deletes them only after the
+//     loss): 2 + 4 + 4 + 4 at the forward's peak, more than the backward's 3 × 4.
 const (
-	MegatronLossBytesPerLogit = 6
-	TorchLossBytesPerLogit    = 12
-	FusedLossBytesPerLogit    = 4
+	MegatronLossBytesPerLogit      = 6
+	TorchLossBytesPerLogit         = 12
+	FusedLossBytesPerLogit         = 4
+	TorchLossParallelBytesPerLogit = 14
 )
 
 // Default is the profile of a request that names no framework.
@@ -186,9 +211,11 @@ var profiles = []Profile{
 		Aliases: []string{"megatron-2021"},
 		Description: "Megatron-LM as of Narayanan et al. (SC'21): attention as separate batched GEMMs and a fused softmax, " +
 			"scores materialised",
-		Source:                "Narayanan et al. 2021, §3–5 (§4.1 scatter/gather); Megatron-LM v2 (2021) fused_softmax kernels, p2p_communication.py scatter_gather_tensors_in_pipeline",
+		Source: "Narayanan et al. 2021, §3–5 (§4.1 scatter/gather); Megatron-LM v2 (2021) fused_softmax kernels, p2p_communication.py scatter_gather_tensors_in_pipeline; " +
+			"Megatron-LM 42c1cf4 (May 2021) megatron/optimizer/optimizer.py (fp32 gradient copies kept between steps until 4fd6432, July 2021)",
 		UnfusedAttention:      true,
 		PipelineScatterGather: true,
+		HeldFP32GradCopies:    true,
 	},
 	{
 		Name:    "megatron-deepspeed",
@@ -241,6 +268,9 @@ var profiles = []Profile{
 		SequenceParallelWithTP: true,
 		FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
 		LossBytesPerLogit:      TorchLossBytesPerLogit,
+		// torchtitan computes the loss vocab-parallel whenever TP is on
+		// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel).
+		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 	},
 	{
 		Name:    "hai-llm",

@@ -36,6 +36,26 @@ func TestFrameworkProfilesFillOpenSettings(t *testing.T) {
 			}
 			return ""
 		}},
+		// Its fp16 optimizer held the fp32 copies of the gradients between steps; under
+		// bf16 it accumulated and reduced them in fp32 instead.
+		{"megatron-lm-2021", step.Training{Precision: step.FP16}, func(t step.Training) string {
+			if t.Optimizer.StateBytes != 16 || t.Optimizer.GradBytes != 2 {
+				return "fp16: want 16 B of optimizer state (fp32 master, moments and gradient copies), 2 B gradients"
+			}
+			return ""
+		}},
+		{"megatron-lm-2021", step.Training{Precision: step.BF16}, func(t step.Training) string {
+			if t.Optimizer.StateBytes != 12 || t.Optimizer.GradBytes != 4 {
+				return "bf16: want fp32 gradients, 12 B of optimizer state"
+			}
+			return ""
+		}},
+		{"megatron-lm-2021", step.Training{Precision: step.FP16, Optimizer: step.AdamMixed()}, func(t step.Training) string {
+			if t.Optimizer != step.AdamMixed() {
+				return "a given optimizer stays"
+			}
+			return ""
+		}},
 		{"deepspeed-2021", step.Training{}, func(t step.Training) string {
 			if !t.UnfusedAttention || !t.OnDemandGathers {
 				return "want unfused attention and on-demand gathers"

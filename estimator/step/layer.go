@@ -745,16 +745,35 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 		full := ActivationBytes(a, a.MoE != nil, s, float64(t.SeqLen), b, l.TP, l.SP, RecomputeNone, scores)
 		act += full
 	}
+	if scores {
+		// Unfused attention's backward (the layer at the peak, recomputed or not)
+		// writes the gradient of the dropped-out probabilities, 2 B per score, while
+		// the probabilities, the mask and the dropped-out copy it saved are still
+		// held: Megatron-LM's torch.bmm backward ahead of the dropout's and the fused
+		// softmax's (that one in place). It reproduces Narayanan et al. 2021 Table 2:
+		// the 530B model under ZeRO-3 at micro-batch 4 ran on 640 GPUs and did not
+		// fit on 560.
+		act += 2 * float64(a.Heads) * s * float64(t.SeqLen) * b / float64(l.TP)
+	}
 	tokens := b * s
 	h, v := float64(a.Hidden), float64(a.Vocab)
-	firstEmb := 3 * tokens * h * inflight // embedding output and its dropout mask
+	// The first stage keeps, besides its layers' activations, the embedding
+	// dropout's 1-byte mask for each micro-batch in flight. The embedding output
+	// itself is the first layer's input, which that layer's activations already
+	// count (its norm's input, or the checkpoint input under full recomputation):
+	// Megatron-Core's LanguageModelEmbedding hands its dropout output to the first
+	// layer, and Megatron-LM of 2021 its transposed copy (ParallelTransformer's
+	// hidden_states.transpose(0, 1).contiguous()), the dropout output freed.
+	firstEmb := tokens * h * inflight
 	if t.NoDropout {
-		firstEmb = 2 * tokens * h * inflight
+		firstEmb = 0
 	}
 	// The loss's peak per logit (vocab-parallel over TP) depends on how the
 	// framework computes cross entropy (framework.LossBytesPerLogit).
 	lossBytes := float64(framework.MegatronLossBytesPerLogit)
-	if fw, err := framework.Lookup(t.Framework); err == nil && fw.LossBytesPerLogit > 0 {
+	if fw, err := framework.Lookup(t.Framework); err == nil && l.TP > 1 && fw.LossParallelBytesPerLogit > 0 {
+		lossBytes = fw.LossParallelBytesPerLogit
+	} else if err == nil && fw.LossBytesPerLogit > 0 {
 		lossBytes = fw.LossBytesPerLogit
 	}
 	// The multi-token-prediction modules compute their own logits and loss.

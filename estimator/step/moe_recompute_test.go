@@ -61,7 +61,9 @@ func TestRecomputeModules(t *testing.T) {
 // embedding and output layer as the released checkpoint stores them, against the
 // report's 14 B (§4.2: "671B … and 14B of the MTP module"). On the last stage it
 // adds one more layer and one more output pass, so DualPipe's outermost pair paces
-// the pipeline.
+// the pipeline. Its weights sit on rank 0 (stages 0 and 15: 3 + 3 layers, the first
+// three dense), which holds less than a middle pair's 8 MoE layers even with the
+// module, so the busiest rank's weights do not grow with it.
 func TestMultiTokenPrediction(t *testing.T) {
 	a := arch(t, "deepseek-v3")
 	p := a.Params()
@@ -79,7 +81,7 @@ func TestMultiTokenPrediction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !(rw.StepTime > ro.StepTime && rw.Memory.Weights > ro.Memory.Weights) {
+	if !(rw.StepTime > ro.StepTime && rw.Memory.Weights >= ro.Memory.Weights) {
 		t.Errorf("with MTP %.2f s, %.1f GB of weights; without %.2f s, %.1f GB", rw.StepTime, rw.Memory.Weights, ro.StepTime, ro.Memory.Weights)
 	}
 	if rw.Throughput.MFU >= ro.Throughput.MFU {

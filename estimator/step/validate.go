@@ -306,6 +306,14 @@ func (t Training) Normalise() Training {
 		if known == nil && fw.GradReduceBytes > 0 {
 			t.Optimizer.GradBytes = fw.GradReduceBytes
 		}
+		if known == nil && fw.HeldFP32GradCopies {
+			switch t.Precision {
+			case FP16:
+				t.Optimizer.StateBytes += 4 // the fp32 copies, held with the fp32 states
+			case BF16:
+				t.Optimizer.GradBytes = 4 // accumulated and reduced in fp32
+			}
+		}
 	}
 	return t
 }

@@ -310,6 +310,13 @@ func toCase(r Run) Case {
 		t.Precision = step.FP8
 		t.FP8Params = r.FP8Params != nil && *r.FP8Params
 	}
+	if fw == "megatron-lm-2021" {
+		// "Mixed precision (16-bit)" in Megatron-LM of 2021 is fp16: its GPT-3 175B
+		// script of that time (examples/pretrain_gpt3_175B.sh at 42c1cf4, May 2021,
+		// Narayanan et al.'s (t, p) = (8, 16)) trains with --fp16.
+		t.Precision = step.FP16
+		fill("fp16 (Megatron-LM 2021's GPT-3 175B script trains with --fp16)")
+	}
 	switch {
 	case fw == "composer" && strings.Contains(strings.ToLower(r.Framework), "lightning"):
 		fill("gradients reduced in fp32 (Lightning bf16 autocast: fp32 weights and gradients)")

@@ -126,6 +126,27 @@ func TestPublishedOutOfMemory(t *testing.T) {
 	if s := accuracy.Summarise(res); s.N != 1 {
 		t.Errorf("step-time statistics over %d runs, want only the one that ran", s.N)
 	}
+
+	// Narayanan et al. 2021, Table 2's note: the 530B model under ZeRO-3 at
+	// micro-batch 4 "did not fit on 560 GPUs", so it ran on 640 with a batch of 2560
+	// (narayanan21_t2_zero3_530b_640gpu, which must fit).
+	var zero3 accuracy.Run
+	for _, r := range runs {
+		if r.ID == "narayanan21_t2_zero3_530b_640gpu" {
+			zero3 = r
+		}
+	}
+	if zero3.ID == "" {
+		t.Fatal("the 530B ZeRO-3 run is not in the data")
+	}
+	dp := 560
+	zero3.ID, zero3.GPUs, zero3.RawDP, zero3.GlobalBatch = "530b_zero3_560gpu_mbs4", 560, &dp, 2240
+	zero3.Outcome, zero3.Measured = "OOM", nil
+	res = accuracy.Evaluate(step.New(), accuracy.Cases([]accuracy.Run{zero3}))
+	if missed, oom := accuracy.MissedOOM(res); oom != 1 || len(missed) > 0 {
+		m := res[0].Estimate.Memory
+		t.Errorf("530B ZeRO-3 on 560 GPUs at micro-batch 4 (published out of memory): %v, %.1f of %.1f GB", res[0].Err, m.Total, m.Capacity)
+	}
 }
 
 // Leave-one-source-out: the compute constants are fitted (from accuracy.Prior) on
