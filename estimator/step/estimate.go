@@ -1342,7 +1342,10 @@ func (p *pricing) explain() {
 // (forward, again where recomputed, and backward), which the first step's attention
 // has to hide; the dK/dV partial sums in fp32, one block per step by a permuting
 // all-to-all, waited for after the next step's attention, the last one after the
-// loop with nothing to hide it. Its merges are eager fp32 kernels (torchMergeBytes).
+// loop with nothing to hide it. Its merges (_SDPAMerger, fp32) are priced as the
+// fused ones above: written as separate elementwise operators (about 38 B per output
+// element per step forward, 46 B backward), they are fused when torch.compile traces
+// the ring, as the published torchtitan runs compiled their blocks.
 type ring struct {
 	block  float64 // bytes of one K/V block
 	passes float64 // block transfers per layer
@@ -1356,21 +1359,6 @@ type ring struct {
 	gather    bool
 	gradBlock float64
 }
-
-// Bytes of HBM traffic per element of one rank's attention output in each step of
-// PyTorch's context_parallel (convert_to_f32; _SDPAMerger and
-// _templated_ring_attention_backward in torch/distributed/tensor/experimental/_attention.py),
-// for keys and values as wide as the output:
-//   - forward, per step: the step's bf16 output cast to fp32 (read 2, write 4),
-//     out − block_out (read 8, write 4), sigmoid(Δlse) × that (read 4, write 4),
-//     out − that (read 8, write 4): 38 B;
-//   - backward, per step: grad_query += the step's bf16 dQ (read 6, write 4), the
-//     same for dK and dV (2 × 10), and dK, dV flattened into the fp32 send buffer
-//     (torch.cat: 2 × (4 + 4)): 46 B.
-const (
-	torchMergeBytesFwd = 38
-	torchMergeBytesBwd = 46
-)
 
 // ringAttention describes the ring of layout l for a micro-batch of tokens tokens
 // per GPU of hidden size h, keys and values kvw × h wide (qvw × h where the
@@ -1395,7 +1383,6 @@ func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm floa
 		r.gradBlock = 2 * r.block // fp32
 		// One all-gather per call, CP dK/dV sends per backward call.
 		r.passes = 2 + rcF + cpf
-		r.merge = cpf * ((1+rcF)*torchMergeBytesFwd + torchMergeBytesBwd) * tokens * h / tf / hbm
 	}
 	return r
 }
