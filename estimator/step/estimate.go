@@ -1343,12 +1343,13 @@ func (p *pricing) explain() {
 // has to hide; the dK/dV partial sums in fp32, one block per step by a permuting
 // all-to-all, waited for after the next step's attention, the last one after the
 // loop with nothing to hide it. Its merges (_SDPAMerger, fp32) are priced as the
-// fused ones above: written as separate elementwise operators (about 38 B per output
-// element per step forward, 46 B backward), they are fused when torch.compile traces
-// the ring, as the published torchtitan runs compiled their blocks.
+// fused ones above: the source writes them as separate elementwise operators (about
+// 38 B per output element per step forward, 46 B backward), which torch.compile
+// fuses where it traces the ring; the published torchtitan runs compiled their
+// blocks, and whether the ring was traced is not stated.
 type ring struct {
 	block  float64 // bytes of one K/V block
-	passes float64 // block transfers per layer
+	passes float64 // block transfers per layer (the send/recv ring)
 	cp, rc float64 // CP degree, recomputed share of the layers
 	layers float64
 	// stepF, stepB: one ring step's attention forward and backward; merge: the
@@ -1381,8 +1382,6 @@ func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm floa
 		r.gather = true
 		r.block = tokens * h * qvw / tf * 2
 		r.gradBlock = 2 * r.block // fp32
-		// One all-gather per call, CP dK/dV sends per backward call.
-		r.passes = 2 + rcF + cpf
 	}
 	return r
 }
