@@ -132,6 +132,18 @@ type Profile struct {
 	// --fine-grained-activation-offloading, with 1F1B and interleaved pipelines). A
 	// search tries it only where the framework runs it.
 	ActivationOffload bool
+	// TorchRingAttention: ring context parallelism runs PyTorch's experimental
+	// context_parallel (torch/distributed/tensor/experimental/_attention.py, the
+	// round-robin load balance into 2·CP chunks): the K/V blocks go round as one
+	// all-gather per attention call, issued with the first (diagonal) step and
+	// waited for before the second (its default rotate method, "allgather"); the
+	// dK/dV partial sums go round in fp32 (convert_to_f32) by a permuting
+	// all-to-all per step, each waited for after the next step's kernel; the
+	// partial outputs merge, and dQ, dK, dV accumulate, in fp32 through eager
+	// elementwise kernels. The K/V passed to it are as wide as the queries where
+	// the model repeats its K/V heads before scaled_dot_product_attention
+	// (torchtitan's Llama: repeat_kv).
+	TorchRingAttention bool
 }
 
 // Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
@@ -271,6 +283,7 @@ var profiles = []Profile{
 		// torchtitan computes the loss vocab-parallel whenever TP is on
 		// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel).
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+		TorchRingAttention:        true,
 	},
 	{
 		Name:    "hai-llm",

@@ -166,7 +166,8 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if l.CPAllToAll {
 			x.ulysses = float64(l.MicroBatch) * sLocal * h * (float64(a.QDim())/h + kvw + float64(a.VOutDim())/h) / (4 * tf) * 2
 		} else {
-			x.ring = ringAttention(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, tf, r.hbm)
+			qvw := float64(a.QDim()+a.VOutDim()) / h
+			x.ring = ringAttention(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, qvw, tf, r.hbm, t.Framework)
 		}
 	}
 	if l.PP > 1 {
@@ -383,8 +384,14 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 			out.PerMicroBatch = a2a * 8 * x.layers
 		}
 	case x.ring.cp > 1:
-		if p2p, ok := price(CommCP, collective.SendRecv, x.ring.block); ok {
-			out.PerMicroBatch, _ = x.ring.perMB(p2p)
+		if x.ring.gather {
+			ag, ok1 := price(CommCP, collective.AllGather, x.ring.cp*x.ring.block)
+			grad, ok2 := price(CommCP, collective.SendRecv, x.ring.gradBlock)
+			if ok1 && ok2 {
+				out.PerMicroBatch, _ = x.ring.perMB(ringPrices{gather: ag, grad: grad})
+			}
+		} else if p2p, ok := price(CommCP, collective.SendRecv, x.ring.block); ok {
+			out.PerMicroBatch, _ = x.ring.perMB(ringPrices{p2p: p2p})
 		}
 	}
 	if x.act > 0 {

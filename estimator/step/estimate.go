@@ -679,12 +679,21 @@ func (p *pricing) contextParallel() (float64, error) {
 		}
 		return a2a * 8 * layers, nil
 	}
-	ring := ringAttention(*l, &p.parts, p.tokens, h, kvw, tf, p.rates.hbm)
-	p2p, err := p.comm(CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home")
+	ring := ringAttention(*l, &p.parts, p.tokens, h, kvw, qw+vw, tf, p.rates.hbm, p.req.Training.Framework)
+	var c ringPrices
+	var err error
+	if ring.gather {
+		if c.gather, err = p.comm(CommCP, collective.AllGather, ring.cp*ring.block, layers*(2+ring.rc)*mf, "per layer: the K/V blocks of every rank gathered forward (again where recomputed) and backward (PyTorch's context_parallel)"); err != nil {
+			return 0, err
+		}
+		c.grad, err = p.comm(CommCP, collective.SendRecv, ring.gradBlock, layers*ring.cp*mf, "per layer: CP fp32 dK/dV block passes backward (PyTorch's context_parallel)")
+	} else {
+		c.p2p, err = p.comm(CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home")
+	}
 	if err != nil {
 		return 0, err
 	}
-	exp, hid := ring.perMB(p2p)
+	exp, hid := ring.perMB(c)
 	p.hiddenPerMB += hid
 	p.res.Breakdown.Hidden[CommCP] = hid * mf
 	return exp, nil
@@ -1327,41 +1336,73 @@ func (p *pricing) explain() {
 // output into the running one (online softmax: the fp32 accumulator read and
 // written, the step's bf16 output read; dQ accumulates in fp32 the same way
 // backward), a memory-bound kernel of its own.
+//
+// PyTorch's context_parallel (gather; framework.Profile.TorchRingAttention) moves
+// the same blocks otherwise: one all-gather of every rank's K/V per attention call
+// (forward, again where recomputed, and backward), which the first step's attention
+// has to hide; the dK/dV partial sums in fp32, one block per step by a permuting
+// all-to-all, waited for after the next step's attention, the last one after the
+// loop with nothing to hide it. Its merges (_SDPAMerger, fp32) are priced as the
+// fused ones above: the source writes them as separate elementwise operators (about
+// 38 B per output element per step forward, 46 B backward), which torch.compile
+// fuses where it traces the ring; the published torchtitan runs compiled their
+// blocks, and whether the ring was traced is not stated.
 type ring struct {
 	block  float64 // bytes of one K/V block
-	passes float64 // block transfers per layer
+	passes float64 // block transfers per layer (the send/recv ring)
 	cp, rc float64 // CP degree, recomputed share of the layers
 	layers float64
 	// stepF, stepB: one ring step's attention forward and backward; merge: the
 	// stage's partial-output merges.
 	stepF, stepB, merge float64
+	// gather: PyTorch's context_parallel; gradBlock: the bytes of one fp32 dK/dV
+	// block it sends per step.
+	gather    bool
+	gradBlock float64
 }
 
 // ringAttention describes the ring of layout l for a micro-batch of tokens tokens
-// per GPU of hidden size h, keys and values kvw × h wide, TP tf, on a GPU of HBM
-// bandwidth hbm.
-func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, tf, hbm float64) ring {
+// per GPU of hidden size h, keys and values kvw × h wide (qvw × h where the
+// framework repeats the K/V heads to the queries' before the attention call), TP
+// tf, on a GPU of HBM bandwidth hbm, under framework fw.
+func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, fw string) ring {
 	cpf := float64(l.CP)
 	layers := float64(cp.stageLayers)
 	rcF := l.recomputeShare(cp.stageLayers)
 	attnF := (cp.nDense*cp.lc.attnFwd + cp.nMoE*cp.lcMoE.attnFwd) / layers
 	attnB := (cp.nDense*cp.lc.attnBwd + cp.nMoE*cp.lcMoE.attnBwd) / layers
-	return ring{
+	r := ring{
 		block:  tokens * h * kvw / tf * 2, // keys and values in 16 bits
 		passes: (cpf-1)*(1+rcF) + 2*(cpf-1) + 1,
 		cp:     cpf, rc: rcF, layers: layers,
 		stepF: attnF / cpf, stepB: attnB / cpf,
 		merge: cpf * (1 + rcF + 1) * tokens * h / tf * cpMergeBytes / hbm,
 	}
+	if p, err := framework.Lookup(fw); err == nil && p.TorchRingAttention {
+		r.gather = true
+		r.block = tokens * h * qvw / tf * 2
+		r.gradBlock = 2 * r.block // fp32
+	}
+	return r
 }
 
-// perMB is the ring's exposed and hidden time per micro-batch when one block
-// transfer takes p2p seconds.
-func (r ring) perMB(p2p float64) (exposed, hidden float64) {
-	expF := (r.cp - 1) * math.Max(0, p2p-r.stepF) * (1 + r.rc)
-	expB := (r.cp-1)*math.Max(0, 2*p2p-r.stepB) + p2p
-	hid := r.passes*p2p - expF - expB
-	return (expF + expB + r.merge) * r.layers, hid * r.layers
+// ringPrices are the times of one K/V block send (p2p), of the all-gather of every
+// rank's block (gather) and of one dK/dV block send (grad).
+type ringPrices struct{ p2p, gather, grad float64 }
+
+// perMB is the ring's exposed and hidden time per micro-batch at prices c.
+func (r ring) perMB(c ringPrices) (exposed, hidden float64) {
+	var expF, expB, total float64
+	if r.gather {
+		expF = math.Max(0, c.gather-r.stepF) * (1 + r.rc)
+		expB = math.Max(0, c.gather-r.stepB) + (r.cp-1)*math.Max(0, c.grad-r.stepB) + c.grad
+		total = c.gather*(2+r.rc) + r.cp*c.grad
+	} else {
+		expF = (r.cp - 1) * math.Max(0, c.p2p-r.stepF) * (1 + r.rc)
+		expB = (r.cp-1)*math.Max(0, 2*c.p2p-r.stepB) + c.p2p
+		total = r.passes * c.p2p
+	}
+	return (expF + expB + r.merge) * r.layers, (total - expF - expB) * r.layers
 }
 
 // zero3Overlap is what flat ZeRO-3 exposes and hides over a step: per layer and
