@@ -85,6 +85,11 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 			return m.bestProtocol(p, op, a, bytes, o), nil
 		}
 	}
+	if !o.ForceProtocol { // AWS's OFI tuner on EFA (efa.go); NCCL_PROTO turns it off
+		if a, pr, ok := m.ofiTunerChoice(p, op, bytes); ok {
+			return m.price(p, op, a, pr, bytes, o.Launch), nil
+		}
+	}
 	best := Estimate{TimeUs: math.Inf(1)}
 	for a := Ring; a < numAlgos; a++ {
 		if !m.autoRuns(p, op, a) {
