@@ -19,11 +19,13 @@ import (
 // ranges (on 4 p5 nodes the regions run a 1 MiB all-reduce as a double tree with
 // LL128 where the cheapest is the NVLS tree, and 64 MiB as a ring with LL128).
 //
-// When it applies (regions_get_coll_info and nccl_ofi_tuner_init):
+// When it applies (region_get_coll_info_internal_v3, nccl_ofi_tuner_init_v2):
 //   - groups of 3 nodes or more: on 2 nodes the regions "are not well defined" and
 //     NCCL's own tuning runs (commit fec074ac, 2025-02-07);
-//   - no NCCL_ALGO or NCCL_PROTO set (the plugin then leaves tuning to NCCL), so
-//     a forced algorithm or protocol skips it;
+//   - no NCCL_ALGO or NCCL_PROTO set: through NCCL's v2 tuner interface the plugin
+//     then leaves tuning to NCCL, through the later ones NCCL drops the regions whose
+//     algorithm or protocol they exclude; the model skips the regions when an
+//     algorithm or protocol is forced;
 //   - an algorithm NCCL marks inapplicable is skipped (the next region, or NCCL's
 //     own choice outside every region).
 //
