@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // On p5 and p6-b200, AWS's OFI tuner forces the algorithm and protocol of an
@@ -56,6 +57,23 @@ func TestOFITunerRegions(t *testing.T) {
 	tree := price("aws-p5", 2, 1*MiB, collective.Options{Algo: collective.DoubleTree, ForceProtocol: true, Protocol: collective.LL128})
 	if two.TimeUs >= tree.TimeUs {
 		t.Errorf("2×p5 1 MiB: chosen %s/%s %.1f µs, not below the tree/LL128's %.1f µs: the tuner must not apply on 2 nodes", two.Algo, two.Protocol, two.TimeUs, tree.TimeUs)
+	}
+	// A calibrated cluster's measured choice comes first.
+	{
+		c := mustCluster(t, "aws-p5", 4, func(s *topology.Spec) {
+			s.Algorithms = []topology.AlgoRange{{Op: "allreduce", Algo: "nvlstree"}}
+		})
+		group, _, err := collective.NodeGroups(c, 4, 8, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := m.Estimate(mustPlace(t, c, group, nil), collective.AllReduce, 1*MiB, collective.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Algo != collective.NVLSTree {
+			t.Errorf("4×p5 1 MiB with a measured nvlstree range: %s/%s, want the measured choice", e.Algo, e.Protocol)
+		}
 	}
 	// NCCL_PROTO set: the plugin does not tune.
 	if e := price("aws-p5", 4, 1*MiB, collective.Options{ForceProtocol: true, Protocol: collective.Simple}); e.Protocol != collective.Simple {
