@@ -29,8 +29,8 @@ import (
 //   - an algorithm NCCL marks inapplicable is skipped (the next region, or NCCL's
 //     own choice outside every region).
 //
-// The regions below are AWS's all-reduce regions for 8 ranks per node on
-// p5/p5e and p6-b200, transcribed from nccl_ofi_regions.cpp at aws-ofi-nccl
+// The regions below are AWS's all-reduce regions for 8 ranks per node and for one
+// rank per node on p5/p5e and p6-b200, transcribed from nccl_ofi_regions.cpp at aws-ofi-nccl
 // commit 2daf7d303aa139a03140aa530957d10521e4478d (after v1.21.1); a vertex is
 // (bytes, ranks). p5/p5e's regions date from the region tuner's first release
 // (2024-07), p6-b200's from 2025-05. The other collectives' regions (p6-b200's
@@ -135,8 +135,42 @@ func (r *ofiRegion) contains(q ofiPoint) bool {
 
 func ofiPoly(pts ...ofiPoint) []ofiPoint { return pts }
 
-var ofiAllReduceRegions = map[ofiPlatform][]ofiRegion{
-	ofiP5: func() []ofiRegion {
+// ofiKey picks a region set: the platform and the ranks per node (AWS measured 8, a
+// whole node, and 1, one GPU per node as a tensor-parallel job's data-parallel groups
+// have; other shapes fall back to NCCL).
+type ofiKey struct {
+	platform ofiPlatform
+	perNode  int
+}
+
+var ofiAllReduceRegions = map[ofiKey][]ofiRegion{
+	{ofiP5, 1}: func() []ofiRegion {
+		p := ofiPt
+		treeLL128 := ofiExtend(p(9999360, 64), p(119477248, 128))
+		ringLL128 := ofiExtend(p(4736000, 2), p(269484032, 128))
+		return []ofiRegion{
+			{DoubleTree, LL128, ofiPoly(p(0, 16), p(2367488, 16), p(9999360, 64), p(119477248, 128), treeLL128,
+				ofiPoint{ofiPt(0, 1).x, ofiMax.y})},
+			{Ring, LL128, ofiPoly(p(0, 2), p(4736000, 2), p(269484032, 128), ringLL128, treeLL128,
+				p(119477248, 128), p(9999360, 64), p(2367488, 16), p(0, 16))},
+			{Ring, Simple, ofiPoly(p(4736000, 2), ofiPoint{ofiMax.x, 1}, ringLL128, p(269484032, 128))},
+		}
+	}(),
+	{ofiP6, 1}: func() []ofiRegion {
+		p := ofiPt
+		const maxSize = 107374182400 // TUNER_MAX_SIZE, written out in these regions
+		return []ofiRegion{
+			{DoubleTree, LL, ofiPoly(p(0, 2), p(32768, 2), p(32768, 128), p(32768, 131072), p(0, 131072))},
+			{DoubleTree, LL128, ofiPoly(p(32768, 2), p(131072, 2), p(8388608, 128), p(8589934592, 131072),
+				p(32768, 131072), p(32768, 128))},
+			{Ring, LL128, ofiPoly(p(131072, 2), p(3145728, 2), p(297795584, 128), p(maxSize, 45916),
+				p(maxSize, 59831), p(164626432, 128), p(20971520, 48), p(3145728, 48))},
+			{DoubleTree, Simple, ofiPoly(p(3145728, 48), p(20971520, 48), p(164626432, 128), p(maxSize, 59831),
+				p(maxSize, 131072), p(8589934592, 131072))},
+			{Ring, Simple, ofiPoly(p(3145728, 2), p(maxSize, 2), p(maxSize, 45916), p(297795584, 128))},
+		}
+	}(),
+	{ofiP5, 8}: func() []ofiRegion {
 		p := ofiPt
 		treeLL128 := ofiExtend(p(402653184, 2048), p(402653184, 4096))
 		nvlsTree1 := ofiExtend(p(8053063680, 160), p(9663676416, 192))
@@ -157,7 +191,7 @@ var ofiAllReduceRegions = map[ofiPlatform][]ofiRegion{
 				p(9663676416, 192), p(8053063680, 160), p(2684354560, 64), p(1610612736, 32))},
 		}
 	}(),
-	ofiP6: func() []ofiRegion {
+	{ofiP6, 8}: func() []ofiRegion {
 		p := ofiPt
 		treeLL := ofiExtend(p(393216, 16), p(393216, 1024))
 		treeLL128 := ofiExtend(p(96993280, 1024), p(106430464, 2048))
@@ -184,10 +218,10 @@ var ofiAllReduceRegions = map[ofiPlatform][]ofiRegion{
 // the placement, when it applies (see above): the first region, in the plugin's
 // order, that holds (bytes, ranks) and whose algorithm runs here.
 func (m *Model) ofiTunerChoice(p *Placement, op Op, bytes float64) (Algorithm, Protocol, bool) {
-	if op != AllReduce || p.Domains < 3 || !p.Uniform || p.PerDomain != 8 {
+	if op != AllReduce || p.Domains < 3 || !p.Uniform {
 		return Auto, 0, false
 	}
-	regions := ofiAllReduceRegions[ofiPlatformOf(&p.Cluster.Spec)]
+	regions := ofiAllReduceRegions[ofiKey{ofiPlatformOf(&p.Cluster.Spec), p.PerDomain}]
 	q := ofiPt(bytes, float64(p.N()))
 	for i := range regions {
 		r := &regions[i]

@@ -52,6 +52,47 @@ func TestOFITunerRegions(t *testing.T) {
 			t.Errorf("%d×%s all-reduce of %.0f B: %s/%s, want %s/%s (%s)", c.nodes, c.system, c.size, e.Algo, e.Protocol, c.algo, c.proto, c.why)
 		}
 	}
+	// One GPU per node (a tensor-parallel job's data-parallel groups) has regions of
+	// its own.
+	one := func(system string, nodes int, size float64) collective.Estimate {
+		t.Helper()
+		c := mustCluster(t, system, nodes, nil)
+		group, _, err := collective.NodeGroups(c, nodes, 1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := m.Estimate(mustPlace(t, c, group, nil), collective.AllReduce, size, collective.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	for _, c := range []struct {
+		system string
+		nodes  int
+		size   float64
+		algo   collective.Algorithm
+		proto  collective.Protocol
+		why    string
+	}{
+		// p5/p5e: RING/LL128 below the line (4.5 MiB, 2 ranks)–(257 MiB, 128 ranks), TREE/LL128
+		// from 16 ranks below (2.3 MiB, 16)–(9.5 MiB, 64)–(114 MiB, 128), RING/Simple above
+		{"aws-p5", 4, 1 * MiB, collective.Ring, collective.LL128, "below 8.9 MiB at 4 ranks"},
+		{"aws-p5", 4, 64 * MiB, collective.Ring, collective.Simple, "above 8.9 MiB at 4 ranks"},
+		{"aws-p5", 64, 4 * MiB, collective.DoubleTree, collective.LL128, "below 9.5 MiB at 64 ranks"},
+		{"aws-p5", 64, 64 * MiB, collective.Ring, collective.LL128, "9.5–131 MiB at 64 ranks"},
+		// p6-b200: TREE/LL up to 32 KiB, TREE/LL128 up to (128 KiB, 2)–(8 MiB, 128), RING/LL128
+		// up to (3 MiB, 2)–(284 MiB, 128), RING/Simple above
+		{"aws-p6-b200", 4, 16 << 10, collective.DoubleTree, collective.LL, "below 32 KiB"},
+		{"aws-p6-b200", 4, 128 << 10, collective.DoubleTree, collective.LL128, "32–256 KiB at 4 ranks"},
+		{"aws-p6-b200", 4, 1 * MiB, collective.Ring, collective.LL128, "256 KiB–6.3 MiB at 4 ranks"},
+		{"aws-p6-b200", 4, 64 * MiB, collective.Ring, collective.Simple, "above 6.3 MiB at 4 ranks"},
+	} {
+		e := one(c.system, c.nodes, c.size)
+		if e.Algo != c.algo || e.Protocol != c.proto {
+			t.Errorf("%d×%s one GPU each, all-reduce of %.0f B: %s/%s, want %s/%s (%s)", c.nodes, c.system, c.size, e.Algo, e.Protocol, c.algo, c.proto, c.why)
+		}
+	}
 	// Two nodes: the plugin leaves the choice to NCCL — the cheapest, as on IB.
 	two := price("aws-p5", 2, 1*MiB, collective.Options{})
 	tree := price("aws-p5", 2, 1*MiB, collective.Options{Algo: collective.DoubleTree, ForceProtocol: true, Protocol: collective.LL128})
@@ -89,9 +130,12 @@ func TestOFITunerRegions(t *testing.T) {
 	// ends at 1.72 GiB, ring/Simple starts at 2.01 GiB).
 	for _, system := range []string{"aws-p5", "aws-p6-b200"} {
 		for _, nodes := range []int{3, 4, 6, 8, 16, 32, 64, 128, 512} {
-			for s := 8.0; s <= 1<<30; s *= 2 {
-				if !collective.OFITunerCovers(mustCluster(t, system, nodes, nil), nodes, s) {
-					t.Errorf("%d×%s all-reduce of %.0f B falls in no region", nodes, system, s)
+			c := mustCluster(t, system, nodes, nil)
+			for _, perNode := range []int{1, 8} {
+				for s := 8.0; s <= 1<<30; s *= 2 {
+					if !collective.OFITunerCovers(c, nodes, perNode, s) {
+						t.Errorf("%d×%s, %d GPU(s) each: all-reduce of %.0f B falls in no region", nodes, system, perNode, s)
+					}
 				}
 			}
 		}
@@ -101,7 +145,7 @@ func TestOFITunerRegions(t *testing.T) {
 		gib  float64
 		want bool
 	}{{1.6, true}, {1.85, false}, {2.1, true}} {
-		if got := collective.OFITunerCovers(p5x6, 6, c.gib*(1<<30)); got != c.want {
+		if got := collective.OFITunerCovers(p5x6, 6, 8, c.gib*(1<<30)); got != c.want {
 			t.Errorf("6×p5 all-reduce of %.2f GiB in a region: %v, want %v", c.gib, got, c.want)
 		}
 	}
