@@ -74,13 +74,6 @@ type Constants struct {
 	// (the network proxy thread posting work requests; NCCL's netOverhead is 1–2 µs,
 	// ×3 for Simple).
 	NetStepUs [numProtos]float64
-	// P2PBaseUs is the fixed cost of a grouped point-to-point call (send/recv, and
-	// all-to-all as NCCL runs it: a send and a receive per peer in one kernel). One
-	// kernel serves both protocols (LL up to 16 KiB per channel, Simple above:
-	// p2p.go), so one cost: NCCL's base latency of an LL kernel (tuning.cc
-	// baseLatencies, ring LL: 6.6 µs; NCCL does not model p2p itself). Not fitted:
-	// the p2p rows in the data (small all-to-alls on one node, DeepEP#303) check it.
-	P2PBaseUs float64
 	// P2PChannelGBps is what one p2p channel — one thread block copying through the
 	// peer's FIFO with Simple — moves, GB/s, by GPU generation: NCCL's own per-channel
 	// Simple ceiling on one node (tuning.cc perChMaxTreeBws, N1: Ampere 24.0, Hopper
@@ -129,7 +122,6 @@ func Default() Constants {
 		StepUs:    [numProtos]float64{Simple: 1.58, LL128: 4.99, LL: 0.238},
 		BaseUs:    [numProtos]float64{Simple: 80, LL128: 0.211, LL: 2.89},
 		NetStepUs: [numProtos]float64{Simple: 0, LL128: 0.52, LL: 6.62},
-		P2PBaseUs: 6.6,
 		P2PChannelGBps: map[hardware.Arch]float64{
 			hardware.Ampere:    24.0,
 			hardware.Hopper:    38.7,

@@ -85,6 +85,11 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 			return m.bestProtocol(p, op, a, bytes, o), nil
 		}
 	}
+	if !o.ForceProtocol { // AWS's OFI tuner on EFA (efa.go); NCCL_PROTO turns it off
+		if a, pr, ok := m.ofiTunerChoice(p, op, bytes); ok {
+			return m.price(p, op, a, pr, bytes, o.Launch), nil
+		}
+	}
 	best := Estimate{TimeUs: math.Inf(1)}
 	for a := Ring; a < numAlgos; a++ {
 		if !m.autoRuns(p, op, a) {
@@ -299,13 +304,19 @@ func (m *Model) ramp(pr Protocol, c float64) float64 {
 }
 
 // baseUs is the fixed software cost of a call of algorithm a with protocol pr:
-// NVLS has its own, all-to-all in pairwise steps runs NCCL's p2p kernel.
+// NVLS has its own. Send/recv and all-to-all (also in pairwise steps) run NCCL's
+// p2p kernel, whose fixed cost is an LL kernel's whatever protocol its peers use:
+// one kernel launch that starts its channels, waits on flags and returns, as the
+// LL collective kernel does — so BaseUs[LL], fitted on the collectives' small
+// messages. (It had been NCCL's LL base latency, 6.6 µs, on top of the launch cost:
+// NCCL's figure includes the launch, so the launch was paid twice, and 8 B
+// send/recv and all-to-all rows came out 16–31 % slow; docs/calibration.md.)
 func (m *Model) baseUs(op Op, a Algorithm, pr Protocol) float64 {
 	switch {
 	case a == NVLS || a == NVLSTree:
 		return m.k.NVLSBaseUs
 	case a == Pairwise || isP2P(op, a):
-		return m.k.P2PBaseUs
+		return m.k.BaseUs[LL]
 	}
 	return m.k.BaseUs[pr]
 }

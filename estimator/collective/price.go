@@ -59,7 +59,7 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 	p2p := isP2P(s.Op, s.Algo)
 	var chanUs float64
 	if p2p {
-		ramp, stepUs = 1, 0 // one step, whose software cost is the call's (P2PBaseUs)
+		ramp, stepUs = 1, 0 // one step, whose software cost is the call's (baseUs)
 		perPeer, peers, _ := p.p2pShape(s.Op, float64(s.Elems)*elemBytes)
 		nch, _ := p2pPlan(p, perPeer)
 		chanUs = m.p2pChannelUs(p, perPeer, peers, nch, pr)

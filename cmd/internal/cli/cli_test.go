@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,6 +36,24 @@ func TestCollectiveTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// On 4 p5 nodes AWS's EFA tuner runs a 1 MiB all-reduce as the double tree with
+// LL128, which is not the double tree's cheapest protocol: the table lists the chosen
+// row first and says it is not the cheapest.
+func TestCollectiveTableEFATuner(t *testing.T) {
+	code, out, errOut := run("collective", "--cluster", "aws-p5", "--nodes", "4", "--op", "allreduce", "--size", "1MiB")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "algorithm") })
+	if i < 0 || i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "dbtree *") || !strings.Contains(lines[i+1], "ll128") {
+		t.Errorf("the chosen dbtree/ll128 is not the table's first row:\n%s", out)
+	}
+	if !strings.Contains(out, "though not the cheapest") {
+		t.Errorf("the footnote does not say the choice is not the cheapest:\n%s", out)
 	}
 }
 

@@ -119,7 +119,15 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 			algoName(chosen.GetAlgorithm()), protocolName(chosen.GetProtocol()), fmtUs(chosen.GetTimeUs()), chosen.GetAlgbwGbps(), chosen.GetBusbwGbps())
 		t := table{head: []string{"algorithm", "protocol", "time", "latency", "algbw GB/s", "busbw GB/s", "steps", "channels", "chunks"},
 			optional: []string{"chunks", "channels", "steps", "latency"}}
-		for _, e := range resp.GetConsidered() {
+		rows := resp.GetConsidered()
+		listed := false
+		for _, e := range rows {
+			listed = listed || e.GetAlgorithm() == chosen.GetAlgorithm() && e.GetProtocol() == chosen.GetProtocol()
+		}
+		if !listed { // chosen with another protocol than its algorithm's cheapest (AWS's EFA tuner): list it first
+			rows = append([]*pb.CollectiveEstimate{chosen}, rows...)
+		}
+		for _, e := range rows {
 			mark := algoName(e.GetAlgorithm())
 			switch {
 			case e.GetAlgorithm() == chosen.GetAlgorithm() && e.GetProtocol() == chosen.GetProtocol():
@@ -135,7 +143,17 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 				fmt.Sprintf("%.1f", e.GetBusbwGbps()), fmt.Sprint(e.GetSteps()), fmt.Sprint(e.GetChannels()), chunks)
 		}
 		t.write(stdout)
-		fmt.Fprintln(stdout, "\n* chosen (the cheapest of the algorithms NCCL picks from by itself); \"forced only\" algorithms are priced for --algo")
+		cheapest := true
+		for _, e := range resp.GetConsidered() {
+			if e.GetAutoCandidate() && e.GetTimeUs() < chosen.GetTimeUs()*(1-1e-9) {
+				cheapest = false
+			}
+		}
+		if cheapest || algo != collective.Auto {
+			fmt.Fprintln(stdout, "\n* chosen (the cheapest of the algorithms NCCL picks from by itself); \"forced only\" algorithms are priced for --algo")
+		} else {
+			fmt.Fprintln(stdout, "\n* chosen, though not the cheapest: the cluster's measured algorithms, or on AWS EFA the OFI plugin's tuner regions, name it; \"forced only\" algorithms are priced for --algo")
+		}
 		if na := resp.GetNotApplicable(); len(na) > 0 {
 			fmt.Fprintln(stdout, "\nnot applicable:")
 			for _, u := range na {

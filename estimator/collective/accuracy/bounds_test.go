@@ -49,12 +49,12 @@ func ptr(k accuracy.Knobs) *accuracy.Knobs { return &k }
 // AtBound flags values on or within a hair of either bound, and nothing else.
 func TestAtBound(t *testing.T) {
 	var k accuracy.Knobs
-	p := accuracy.Param{Name: "x", Get: func(k *accuracy.Knobs) *float64 { return &k.K.P2PBaseUs }, Min: 0, Max: 80}
+	p := accuracy.Param{Name: "x", Get: func(k *accuracy.Knobs) *float64 { return &k.K.NVLSStepUs }, Min: 0, Max: 80}
 	for _, c := range []struct {
 		v    float64
 		want bool
 	}{{0, true}, {0.05, true}, {0.5, false}, {40, false}, {79, false}, {79.5, true}, {80, true}} {
-		k.K.P2PBaseUs = c.v
+		k.K.NVLSStepUs = c.v
 		if got := len(accuracy.AtBound(k, []accuracy.Param{p})) == 1; got != c.want {
 			t.Errorf("value %g in [0, 80]: at bound %v, want %v", c.v, got, c.want)
 		}
@@ -64,7 +64,7 @@ func TestAtBound(t *testing.T) {
 		v    float64
 		want bool
 	}{{1024, true}, {1030, true}, {1100, false}, {math.Pow(2, 29), false}} {
-		k.K.P2PBaseUs = c.v
+		k.K.NVLSStepUs = c.v
 		if got := len(accuracy.AtBound(k, []accuracy.Param{q})) == 1; got != c.want {
 			t.Errorf("value %g in [1024, 2^30]: at bound %v, want %v", c.v, got, c.want)
 		}

@@ -93,10 +93,11 @@ func FitParams() []Param {
 // steps, starting from start, and returns the constants and their loss.
 //
 // Send/recv and all-to-all rows are left out of the loss: the p2p kernel that runs
-// them takes NCCL's own figures (calib.go: P2PBaseUs, P2PChannelGBps) and has nothing
-// fitted, so those rows could only move the collectives' constants they share (the
-// launch cost, the hop latencies) away from what the collectives measure; they are
-// checked by their own test instead (TestSmallP2PWithin25Percent).
+// them takes the LL kernel's fixed cost and NCCL's own per-channel rates (model.go
+// baseUs, calib.go P2PChannelGBps) and has nothing of its own fitted, so those rows
+// could only move the collectives' constants they share (the launch cost, the hop
+// latencies) away from what the collectives measure; they are checked by their own
+// test instead (TestSmallP2PWithin25Percent), out of sample.
 func Fit(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64) {
 	cases = FitCases(cases)
 	prepared := map[Links][]Prepared{}
