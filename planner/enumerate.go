@@ -250,14 +250,30 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	sc := p.scheds[s.scheds][i]
 	ls := p.splits[s.split]
 	if st := int(s.pp) * sc.v; sc.v > 1 && req.Model.Layers%st != 0 {
-		if ls = step.PipelineSplit(req.Model.Layers, st); ls == nil {
-			ls = step.BalancedSplit(req.Model, req.Training.SeqLen, st)
-		}
+		ls = p.chunkSplit(req, st)
 	}
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
 		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp,
 		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, fp8: s.fp8, offAct: s.offAct, maxHead: s.maxHeadroom(req, int(zero))}
+}
+
+// chunkSplit is the layer split of an interleaved layout's st model chunks when
+// they do not divide the layers (step.PipelineSplit, else step.BalancedSplit),
+// made once per part: only the queue's goroutine makes candidates.
+func (p *part) chunkSplit(req *Request, st int) []int {
+	if ls, ok := p.chunkSplits[st]; ok {
+		return ls
+	}
+	ls := step.PipelineSplit(req.Model.Layers, st)
+	if ls == nil {
+		ls = step.BalancedSplit(req.Model, req.Training.SeqLen, st)
+	}
+	if p.chunkSplits == nil {
+		p.chunkSplits = map[int][]int{}
+	}
+	p.chunkSplits[st] = ls
+	return ls
 }
 
 // overlapEP says the layout overlaps its expert-parallel all-to-alls: wherever the
@@ -505,6 +521,8 @@ type part struct {
 	// tables are the compiled ZB-H1, ZB-V and DualPipe tables of its shapes' depth
 	// and micro-batches (shape.tables; nil where the schedule is not listed).
 	tables [][3]*step.PipelineTable
+	// chunkSplits are the interleaved layouts' splits by model chunks (chunkSplit).
+	chunkSplits map[int][]int
 
 	chunks                             []*[shapeChunk]shape // its count shapes, in recycled arrays
 	count                              int

@@ -270,7 +270,20 @@ func (q *queue) firstUnexposed() *shapeKey {
 // bounds with their exposure, and starts exposing the next batch in the background
 // (the queue's goroutine goes on taking layouts meanwhile): a search exposes at most
 // maxExposeBatch shapes more than it needs.
+//
+// With one worker nothing exposes in the background: the shape that comes up is
+// exposed alone, in line, and no shape the search never comes to is exposed (a
+// batch exposed four shapes for each one a single-core search came to).
 func (q *queue) expose() {
+	if q.workers == 1 {
+		k := q.unexposed.pop()
+		s := q.shapes[k.idx]
+		p := &q.parts[s.part]
+		s.expose(q.e, q.req, p)
+		k.best = max(k.best, s.bestBound(q.req, p))
+		q.order.push(k)
+		return
+	}
 	if len(q.exposing) > 0 {
 		if q.done.Load() {
 			q.batch = max(minExposeBatch, q.batch/2)

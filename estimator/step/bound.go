@@ -97,14 +97,13 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		dreq := req
 		dreq.Layout.Schedule = DualPipe
 		dc := cp
-		lf, lb, lw := c.outputLayer(e, &r, float64(l.MicroBatch)*sLocal, float64(a.Vocab)/float64(l.TP), float64(a.Hidden))
-		dc.dualPipe(dreq, lf, lb, lw)
+		var buf stageKindsBuf
+		dl, ml := stageKinds(dreq, buf[:])
+		dc.dualPipe(dreq, dl, ml, cp.out[0], cp.out[1], cp.out[2])
 		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
 		}
 		bwdLB, wUB = math.Min(bwdLB, dc.bwd), math.Max(wUB, dc.bwdW)
-		var buf stageKindsBuf
-		dl, ml := stageKinds(dreq, buf[:])
 		least := math.Inf(1)
 		for r := 0; r < l.PP/2; r++ {
 			nd, nm, _ := dualPipePair(dl, ml, r)

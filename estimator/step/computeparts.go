@@ -18,6 +18,9 @@ type computeParts struct {
 	// weightCast is one fp8 cast of the stage's layer weights (per step under
 	// delayed scaling; current scaling's is inside every micro-batch's fwd).
 	weightCast float64
+	// out is the output layer's forward, backward and weight-gradient times
+	// (outputLayer's, before the prediction modules).
+	out [3]float64
 }
 
 // compute times the layers of the slowest pipeline stage for one micro-batch of
@@ -65,6 +68,7 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	// The last stage also computes the logits and loss; the first the embedding. The
 	// output layer stays in 16 bits under fp8 training.
 	logits, logitsBwd, logitsW := c.outputLayer(e, rates, tokens, float64(a.Vocab)/tf, h)
+	cp.out = [3]float64{logits, logitsBwd, logitsW}
 	// Multi-token prediction (DeepSeek-V3 §2.2): each module on the last stage adds a
 	// 2h → h projection, one more transformer layer and one more pass through the
 	// shared output layer and loss.
@@ -108,7 +112,9 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	cp.bwdW = bwdW
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
 	if l.Schedule == DualPipe && l.PP > 1 {
-		cp.dualPipe(req, logits, logitsBwd, logitsW)
+		var buf stageKindsBuf
+		dl, ml := stageKinds(req, buf[:])
+		cp.dualPipe(req, dl, ml, logits, logitsBwd, logitsW)
 	}
 	return cp
 }
@@ -119,7 +125,8 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 // pair also computes the output layer (and the embedding) for its half. nDense and
 // nMoE become that rank's mean layer counts, which the per-layer communication
 // follows; the weights' fp8 cast covers both stages.
-func (cp *computeParts) dualPipe(req Request, logits, logitsBwd, logitsW float64) {
+// dl and ml are the stages' dense and MoE layers (stageKinds).
+func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, logitsW float64) {
 	l := req.Layout
 	lc, lm := &cp.lc, &cp.lcMoE
 	var rcD, rcM float64 // recomputation per layer
@@ -132,8 +139,6 @@ func (cp *computeParts) dualPipe(req Request, logits, logitsBwd, logitsW float64
 	case RecomputeOps:
 		rcD, rcM = lc.opsFwd, lm.opsFwd
 	}
-	var buf stageKindsBuf
-	dl, ml := stageKinds(req, buf[:])
 	best := -1.0
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(dl, ml, r)
