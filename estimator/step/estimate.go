@@ -45,6 +45,9 @@ type groupCache struct {
 	nDegraded atomic.Int64
 	// pipes maps a pipeKey to its compiled *pipeDAG (PipelineSpan).
 	pipes sync.Map
+	// spans is the current generation of executed spans (PipelineSpan without
+	// blocks), nil until the first.
+	spans atomic.Pointer[spanMemo]
 }
 
 // maxDegraded bounds the cached what-if clusters; beyond it they are built per call.
