@@ -560,6 +560,32 @@ type workerCache struct {
 	scheds map[schedKey]schedLists
 	// splits are the cost-balanced splits by pipeline depth (read only once made).
 	splits map[int][]int
+	// tables are the compiled zero-bubble tables by schedule, depth, chunks and
+	// micro-batches (nil: too large or not compiled), for all its parts.
+	tables map[tableKey]*step.PipelineTable
+}
+
+type tableKey struct {
+	s        step.Schedule
+	pp, v, m int
+}
+
+// table is e.PipelineTable, kept for the goroutine's other parts (nil if it cannot
+// be compiled).
+func (w *workerCache) table(e *step.Estimator, s step.Schedule, pp, v, m int) *step.PipelineTable {
+	k := tableKey{s, pp, v, m}
+	if t, ok := w.tables[k]; ok {
+		return t
+	}
+	t, err := e.PipelineTable(s, pp, v, m)
+	if err != nil {
+		t = nil
+	}
+	if w.tables == nil {
+		w.tables = map[tableKey]*step.PipelineTable{}
+	}
+	w.tables[k] = t
+	return t
 }
 
 // balancedSplit is step.BalancedSplit of the request's model over pp stages, made
@@ -656,7 +682,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			var ts [3]*step.PipelineTable
 			for _, sc := range scheds {
 				if i := zbIndex(sc.s); i >= 0 {
-					ts[i], _ = e.PipelineTable(sc.s, pp, sc.v, m) // nil if it cannot compile: bounded without a bubble
+					ts[i] = wc.table(e, sc.s, pp, sc.v, m) // nil if it cannot compile: bounded without a bubble
 				}
 			}
 			i := uint16(len(p.tables))
