@@ -453,7 +453,14 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			en.release() // failed: nothing will read the shapes
 		}
 	}()
-	caches := make([]workerCache, max(1, workers))
+	caches := buf.caches
+	if len(caches) < max(1, workers) {
+		caches = make([]workerCache, max(1, workers))
+		buf.caches = caches
+	}
+	for i := range caches {
+		caches[i].reset()
+	}
 	parallel(ctx, workers, len(parts), func(w, i int) { parts[i].enumerate(ctx, e, req, sp, &total, &caches[w]) })
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -563,6 +570,16 @@ type workerCache struct {
 	// tables are the compiled zero-bubble tables by schedule, depth, chunks and
 	// micro-batches (nil: too large or not compiled), for all its parts.
 	tables map[tableKey]*step.PipelineTable
+}
+
+// reset empties the cache for another search, keeping its maps' room (a search
+// fills thousands of layer times: growing the maps anew was a third of what a warm
+// search allocated).
+func (w *workerCache) reset() {
+	w.layers.Reset()
+	clear(w.scheds)
+	clear(w.splits)
+	clear(w.tables)
 }
 
 type tableKey struct {

@@ -424,6 +424,7 @@ type buffers struct {
 	unexposed, order []shapeKey
 	items            []layoutItem
 	heap             []layoutRun
+	caches           []workerCache // the enumerating goroutines'
 	arrays           []*chunkArray
 	evaluated        []evaluated
 }

@@ -291,6 +291,15 @@ func (c *BoundsCache) rates(e *Estimator, cl *topology.Cluster, p Precision) (gp
 	return c.lastRates, c.lastRatesOK
 }
 
+// Reset empties the cache for another model or training, keeping its maps' room.
+func (c *BoundsCache) Reset() {
+	layers, logits, tp := c.layers, c.logits, c.tp
+	clear(layers)
+	clear(logits)
+	clear(tp)
+	*c = BoundsCache{layers: layers, logits: logits, tp: tp}
+}
+
 // modelParams is a.Params(), computed once per cache (c may be nil).
 func (c *BoundsCache) modelParams(a model.Arch) model.Params {
 	if c == nil {
