@@ -290,8 +290,9 @@ func (q *queue) firstUnexposed() *shapeKey {
 // maxExposeBatch shapes more than it needs.
 //
 // With one worker nothing exposes in the background: the shape that comes up is
-// exposed alone, in line, and no shape the search never comes to is exposed (a
-// batch exposed four shapes for each one a single-core search came to).
+// exposed alone, in line, and no shape the search never comes to is exposed (with
+// batches, a single-core llama3-70b search on 256 GPUs exposed 896 shapes and came
+// to 604 of them; on 16 384 GPUs 1 089 and 851).
 func (q *queue) expose() {
 	if q.workers == 1 {
 		k := q.unexposed.pop()
