@@ -250,14 +250,30 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	sc := p.scheds[s.scheds][i]
 	ls := p.splits[s.split]
 	if st := int(s.pp) * sc.v; sc.v > 1 && req.Model.Layers%st != 0 {
-		if ls = step.PipelineSplit(req.Model.Layers, st); ls == nil {
-			ls = step.BalancedSplit(req.Model, req.Training.SeqLen, st)
-		}
+		ls = p.chunkSplit(req, st)
 	}
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
 		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp,
 		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, fp8: s.fp8, offAct: s.offAct, maxHead: s.maxHeadroom(req, int(zero))}
+}
+
+// chunkSplit is the layer split of an interleaved layout's st model chunks when
+// they do not divide the layers (step.PipelineSplit, else step.BalancedSplit),
+// made once per part: only the queue's goroutine makes candidates.
+func (p *part) chunkSplit(req *Request, st int) []int {
+	if ls, ok := p.chunkSplits[st]; ok {
+		return ls
+	}
+	ls := step.PipelineSplit(req.Model.Layers, st)
+	if ls == nil {
+		ls = step.BalancedSplit(req.Model, req.Training.SeqLen, st)
+	}
+	if p.chunkSplits == nil {
+		p.chunkSplits = map[int][]int{}
+	}
+	p.chunkSplits[st] = ls
+	return ls
 }
 
 // overlapEP says the layout overlaps its expert-parallel all-to-alls: wherever the
@@ -437,7 +453,14 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			en.release() // failed: nothing will read the shapes
 		}
 	}()
-	caches := make([]workerCache, max(1, workers))
+	caches := buf.caches
+	if len(caches) < max(1, workers) {
+		caches = make([]workerCache, max(1, workers))
+		buf.caches = caches
+	}
+	for i := range caches {
+		caches[i].reset()
+	}
 	parallel(ctx, workers, len(parts), func(w, i int) { parts[i].enumerate(ctx, e, req, sp, &total, &caches[w]) })
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -505,6 +528,8 @@ type part struct {
 	// tables are the compiled ZB-H1, ZB-V and DualPipe tables of its shapes' depth
 	// and micro-batches (shape.tables; nil where the schedule is not listed).
 	tables [][3]*step.PipelineTable
+	// chunkSplits are the interleaved layouts' splits by model chunks (chunkSplit).
+	chunkSplits map[int][]int
 
 	chunks                             []*[shapeChunk]shape // its count shapes, in recycled arrays
 	count                              int
@@ -542,6 +567,42 @@ type workerCache struct {
 	scheds map[schedKey]schedLists
 	// splits are the cost-balanced splits by pipeline depth (read only once made).
 	splits map[int][]int
+	// tables are the compiled zero-bubble tables by schedule, depth, chunks and
+	// micro-batches (nil: too large or not compiled), for all its parts.
+	tables map[tableKey]*step.PipelineTable
+}
+
+// reset empties the cache for another search, keeping its maps' room (a search
+// fills thousands of layer times: growing the maps anew was a third of what a warm
+// search allocated).
+func (w *workerCache) reset() {
+	w.layers.Reset()
+	clear(w.scheds)
+	clear(w.splits)
+	clear(w.tables)
+}
+
+type tableKey struct {
+	s        step.Schedule
+	pp, v, m int
+}
+
+// table is e.PipelineTable, kept for the goroutine's other parts (nil if it cannot
+// be compiled).
+func (w *workerCache) table(e *step.Estimator, s step.Schedule, pp, v, m int) *step.PipelineTable {
+	k := tableKey{s, pp, v, m}
+	if t, ok := w.tables[k]; ok {
+		return t
+	}
+	t, err := e.PipelineTable(s, pp, v, m)
+	if err != nil {
+		t = nil
+	}
+	if w.tables == nil {
+		w.tables = map[tableKey]*step.PipelineTable{}
+	}
+	w.tables[k] = t
+	return t
 }
 
 // balancedSplit is step.BalancedSplit of the request's model over pp stages, made
@@ -642,7 +703,7 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 			var ts [3]*step.PipelineTable
 			for _, sc := range scheds {
 				if i := zbIndex(sc.s); i >= 0 {
-					ts[i], _ = e.PipelineTable(sc.s, pp, sc.v, m) // nil if it cannot compile: bounded without a bubble
+					ts[i] = wc.table(e, sc.s, pp, sc.v, m) // nil if it cannot compile: bounded without a bubble
 				}
 			}
 			i := uint16(len(p.tables))

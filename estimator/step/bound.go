@@ -79,7 +79,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	if cl == nil || l.TP < 1 || l.PP < 1 || l.DP < 1 || l.CP < 1 || l.MicroBatch < 1 || t.SeqLen < 1 {
 		return Bounds{}, false
 	}
-	r, ok := e.k.rates(cl.GPU(), t.Precision)
+	r, ok := c.rates(e, cl, t.Precision)
 	if !ok {
 		return Bounds{}, false
 	}
@@ -97,19 +97,13 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		dreq := req
 		dreq.Layout.Schedule = DualPipe
 		dc := cp
-		lf, lb, lw := c.outputLayer(e, &r, float64(l.MicroBatch)*sLocal, float64(a.Vocab)/float64(l.TP), float64(a.Hidden))
-		dc.dualPipe(dreq, lf, lb, lw)
+		pairs := c.dualPipePairs(dreq)
+		dc.dualPipe(dreq, pairs.dense, pairs.moe, cp.out[0], cp.out[1], cp.out[2])
 		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
 		}
 		bwdLB, wUB = math.Min(bwdLB, dc.bwd), math.Max(wUB, dc.bwdW)
-		var buf stageKindsBuf
-		dl, ml := stageKinds(dreq, buf[:])
-		least := math.Inf(1)
-		for r := 0; r < l.PP/2; r++ {
-			nd, nm, _ := dualPipePair(dl, ml, r)
-			least = math.Min(least, float64(nd+nm)/2)
-		}
+		least := pairs.least
 		actLayers = math.Min(actLayers, least*math.Min(float64(l.PP+1), m))
 	}
 	perMB := cp.fwd + cp.bwd + cp.rc
@@ -273,7 +267,7 @@ func (c *BoundsCache) tpCalls(e *Estimator, req Request, tokens float64) (float6
 	var k tpKey
 	keep := c != nil && (l.RankOrder == "" || l.RankOrder == DefaultRankOrder)
 	if keep {
-		k = tpKey{ranks: req.Ranks, n: g.n, tp: l.TP, sp: l.SP, tokens: tokens}
+		k = tpKey{ranks: req.Ranks, n: g.n, tp: l.TP, sp: l.SP, tokens: math.Float64bits(tokens)}
 		if v, ok := c.tp[k]; ok {
 			return v[0], v[1], nil
 		}
@@ -315,7 +309,7 @@ type tpKey struct {
 	ranks  *RankMap // the same map of ranks (nil: ranks 0 … n−1)
 	n, tp  int
 	sp     bool
-	tokens float64
+	tokens uint64 // math.Float64bits, so that the key hashes as one block
 }
 
 // Exposure are lower bounds of communication that Bounds leave out, dearer to

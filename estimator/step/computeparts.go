@@ -1,9 +1,11 @@
 package step
 
 import (
+	"math"
 	"slices"
 
 	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // computeParts is the compute of the slowest pipeline stage for one micro-batch.
@@ -18,6 +20,9 @@ type computeParts struct {
 	// weightCast is one fp8 cast of the stage's layer weights (per step under
 	// delayed scaling; current scaling's is inside every micro-batch's fwd).
 	weightCast float64
+	// out is the output layer's forward, backward and weight-gradient times
+	// (outputLayer's, before the prediction modules).
+	out [3]float64
 }
 
 // compute times the layers of the slowest pipeline stage for one micro-batch of
@@ -65,6 +70,7 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	// The last stage also computes the logits and loss; the first the embedding. The
 	// output layer stays in 16 bits under fp8 training.
 	logits, logitsBwd, logitsW := c.outputLayer(e, rates, tokens, float64(a.Vocab)/tf, h)
+	cp.out = [3]float64{logits, logitsBwd, logitsW}
 	// Multi-token prediction (DeepSeek-V3 §2.2): each module on the last stage adds a
 	// 2h → h projection, one more transformer layer and one more pass through the
 	// shared output layer and loss.
@@ -108,7 +114,9 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	cp.bwdW = bwdW
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
 	if l.Schedule == DualPipe && l.PP > 1 {
-		cp.dualPipe(req, logits, logitsBwd, logitsW)
+		var buf stageKindsBuf
+		dl, ml := stageKinds(req, buf[:])
+		cp.dualPipe(req, dl, ml, logits, logitsBwd, logitsW)
 	}
 	return cp
 }
@@ -119,7 +127,8 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 // pair also computes the output layer (and the embedding) for its half. nDense and
 // nMoE become that rank's mean layer counts, which the per-layer communication
 // follows; the weights' fp8 cast covers both stages.
-func (cp *computeParts) dualPipe(req Request, logits, logitsBwd, logitsW float64) {
+// dl and ml are the stages' dense and MoE layers (stageKinds).
+func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, logitsW float64) {
 	l := req.Layout
 	lc, lm := &cp.lc, &cp.lcMoE
 	var rcD, rcM float64 // recomputation per layer
@@ -132,8 +141,6 @@ func (cp *computeParts) dualPipe(req Request, logits, logitsBwd, logitsW float64
 	case RecomputeOps:
 		rcD, rcM = lc.opsFwd, lm.opsFwd
 	}
-	var buf stageKindsBuf
-	dl, ml := stageKinds(req, buf[:])
 	best := -1.0
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(dl, ml, r)
@@ -211,12 +218,86 @@ type BoundsCache struct {
 	trainIn, trainOut Training
 	spWithTP          bool
 	// The output layer's GEMM times by tokens and vocabulary slice.
-	logits map[[2]float64][3]float64
+	logits map[[2]uint64][3]float64
 	// One TP collective's price (tpCall).
 	tp map[tpKey][2]float64 // the pair's time and its all-gather's
 	// The model's parameter counts (the cache is for one model).
 	params    model.Params
 	hasParams bool
+	// The GPU's rates of the last estimator, cluster and precision asked (rates).
+	ratesOf struct {
+		e    *Estimator
+		cl   *topology.Cluster
+		prec Precision
+	}
+	lastRates   gpuRates
+	lastRatesOK bool
+	// The DualPipe pairing of the last depth and split asked (dualPipePairs).
+	pairs stagePairs
+}
+
+// stagePairs are the dense and MoE layers of each stage of a depth and split
+// (stageKinds) and the fewest layers a DualPipe rank's pair of stages holds, on
+// average over the two.
+type stagePairs struct {
+	pp         int
+	split      *int // the split's first element (nil: even)
+	nsplit     int
+	buf        stageKindsBuf
+	dense, moe []int
+	least      float64
+	ok         bool
+}
+
+// dualPipePairs is the stage pairing of req's depth and split, remembered in c
+// (when c is not nil) for the last depth and split asked: a search's shapes come
+// depth by depth, and the split is one array per depth.
+func (c *BoundsCache) dualPipePairs(req Request) *stagePairs {
+	l := req.Layout
+	var first *int
+	if len(l.LayerSplit) > 0 {
+		first = &l.LayerSplit[0]
+	}
+	var p *stagePairs
+	if c == nil {
+		p = new(stagePairs)
+	} else {
+		p = &c.pairs
+		if p.ok && p.pp == l.PP && p.split == first && p.nsplit == len(l.LayerSplit) {
+			return p
+		}
+	}
+	p.pp, p.split, p.nsplit, p.ok = l.PP, first, len(l.LayerSplit), true
+	p.dense, p.moe = stageKinds(req, p.buf[:])
+	p.least = math.Inf(1)
+	for r := 0; r < l.PP/2; r++ {
+		nd, nm, _ := dualPipePair(p.dense, p.moe, r)
+		p.least = math.Min(p.least, float64(nd+nm)/2)
+	}
+	return p
+}
+
+// rates is e.k.rates of the cluster's GPU, remembered in c (when c is not nil) for
+// the last estimator, cluster and precision: a search asks for one cluster's most
+// of the time, and comparing three words is cheaper than the rates.
+func (c *BoundsCache) rates(e *Estimator, cl *topology.Cluster, p Precision) (gpuRates, bool) {
+	if c == nil {
+		return e.k.rates(cl.GPU(), p)
+	}
+	if c.ratesOf.e != e || c.ratesOf.cl != cl || c.ratesOf.prec != p {
+		c.lastRates, c.lastRatesOK = e.k.rates(cl.GPU(), p)
+		c.ratesOf.e, c.ratesOf.cl, c.ratesOf.prec = e, cl, p
+	}
+	return c.lastRates, c.lastRatesOK
+}
+
+// Reset empties the cache for another model or training, keeping its maps' room.
+func (c *BoundsCache) Reset() {
+	layers, logits, tp := c.layers, c.logits, c.tp
+	clear(layers)
+	clear(logits)
+	clear(tp)
+	*c = BoundsCache{layers: layers, logits: logits, tp: tp}
 }
 
 // modelParams is a.Params(), computed once per cache (c may be nil).
@@ -249,7 +330,7 @@ func (c *BoundsCache) normalise(req Request) Request {
 // times for tokens tokens and a vocabulary slice of vocab (16 bits under fp8 too),
 // kept in c by (tokens, vocab) when c is not nil.
 func (c *BoundsCache) outputLayer(e *Estimator, rates *gpuRates, tokens, vocab, h float64) (fwd, bwd, w float64) {
-	k := [2]float64{tokens, vocab}
+	k := [2]uint64{math.Float64bits(tokens), math.Float64bits(vocab)} // bits: hashed whole (float64 keys hash per field)
 	if c != nil {
 		if t, ok := c.logits[k]; ok {
 			return t[0], t[1], t[2]
@@ -261,7 +342,7 @@ func (c *BoundsCache) outputLayer(e *Estimator, rates *gpuRates, tokens, vocab, 
 	bwd = e.k.gemmTime(gemm{tokens, h, vocab, 1, false}, &r16) + w
 	if c != nil {
 		if c.logits == nil {
-			c.logits = map[[2]float64][3]float64{}
+			c.logits = map[[2]uint64][3]float64{}
 		}
 		c.logits[k] = [3]float64{fwd, bwd, w}
 	}
@@ -271,7 +352,7 @@ func (c *BoundsCache) outputLayer(e *Estimator, rates *gpuRates, tokens, vocab, 
 // layerKey is what a layer's times depend on besides the request's model, training
 // and GPU.
 type layerKey struct {
-	tokens, sLocal, s   float64
+	tokens, sLocal, s   uint64 // math.Float64bits: the key then hashes as one block of memory
 	tp, ep, etp, cp     int
 	cpAllToAll, sp, ops bool
 	moe                 bool
@@ -289,7 +370,7 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 		return e.layerCompute(req, r, tokens, sLocal, s, moe)
 	}
 	l := req.Layout
-	k := layerKey{tokens, sLocal, s, l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(),
+	k := layerKey{math.Float64bits(tokens), math.Float64bits(sLocal), math.Float64bits(s), l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(),
 		req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull}
 	if lt, ok := c.layers[k]; ok {
 		return lt

@@ -45,6 +45,9 @@ type groupCache struct {
 	nDegraded atomic.Int64
 	// pipes maps a pipeKey to its compiled *pipeDAG (PipelineSpan).
 	pipes sync.Map
+	// spans is the current generation of executed spans (PipelineSpan without
+	// blocks), nil until the first.
+	spans atomic.Pointer[spanMemo]
 }
 
 // maxDegraded bounds the cached what-if clusters; beyond it they are built per call.
@@ -133,7 +136,7 @@ const maxMemoCosts = 1 << 16
 type costKey struct {
 	p     *collective.Placement
 	op    collective.Op
-	bytes float64
+	bytes uint64 // math.Float64bits, so that the key hashes as one block
 }
 
 // collCost is e.coll.Estimate with the default options, memoised by (placement,
@@ -141,7 +144,7 @@ type costKey struct {
 // that share its links, so the key is the operation, the size and the group shape.
 func (e *Estimator) collCost(p *collective.Placement, op collective.Op, bytes float64) (collective.Estimate, error) {
 	memo := e.costs.Load()
-	k := costKey{p, op, bytes}
+	k := costKey{p, op, math.Float64bits(bytes)}
 	if v, ok := memo.m.Load(k); ok {
 		return v.(collective.Estimate), nil
 	}

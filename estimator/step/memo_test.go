@@ -167,3 +167,44 @@ func TestPlacementByDomainImages(t *testing.T) {
 		t.Errorf("%d placements listed only their first domain's groups", images)
 	}
 }
+
+// The executed-span memo returns what executing the table returns — for every
+// zero-bubble schedule, one or per-rank block lengths, asked again and with other
+// lengths — and a generation that fills up is replaced.
+func TestPipelineSpanMemo(t *testing.T) {
+	e := New()
+	for _, s := range []Schedule{ZeroBubble, ZeroBubbleV, DualPipe, Interleaved} {
+		for _, m := range []int{8, 12, 40} {
+			p, v := 4, 1
+			if s == Interleaved {
+				v = 2
+				m = 10 // not a multiple of p: executed, not in closed form
+			}
+			for i, times := range [][]BlockTimes{
+				{{F: 1, B: 2, W: 0.5}},
+				{{F: 1, B: 2, W: 0.5}, {F: 1.25, B: 2, W: 0.5}, {F: 1, B: 2.5, W: 0.75}, {F: 0.75, B: 1.5, W: 0.25}},
+				{{F: 1, B: 2, W: 0.5 + 1e-12}}, // differs from the first in the last bit only
+			} {
+				want, wantSim, err := ExecutePipeline(s, p, v, m, times, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range 2 { // computed, then from the memo
+					got, sim, err := e.PipelineSpan(s, p, v, m, times, nil)
+					if err != nil || got != want || sim != wantSim {
+						t.Fatalf("%s m=%d times #%d: %v, %d, %v; executed %v, %d", s, m, i, got, sim, err, want, wantSim)
+					}
+				}
+			}
+		}
+	}
+	first := e.spanMemo()
+	for i := range maxSpans + 1 {
+		if _, _, err := e.PipelineSpan(ZeroBubble, 4, 1, 8, []BlockTimes{{F: 1 + float64(i), B: 2, W: 0.5}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if now := e.spanMemo(); now == first || now.n.Load() > maxSpans {
+		t.Errorf("the span memo was not replaced when full (%d spans in the generation)", now.n.Load())
+	}
+}

@@ -1,11 +1,13 @@
 package step
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Pass is what a block of a pipeline schedule computes.
@@ -625,6 +627,14 @@ func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, bl
 		return span, m, nil
 	}
 	sim := SimulatedMicroBatches(s, p, m)
+	var key []byte
+	if c != nil && blocks == nil {
+		var kb [256]byte
+		key = spanKey(kb[:0], s, p, v, m, times)
+		if span, ok := c.spanMemo().m.Load(string(key)); ok {
+			return span.(float64), sim, nil
+		}
+	}
 	g, err := c.pipe(s, p, v, sim)
 	if err != nil {
 		return 0, 0, err
@@ -645,7 +655,53 @@ func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, bl
 	if math.IsNaN(span) {
 		return 0, 0, errors.New("pipeline: block lengths are not numbers")
 	}
+	if key != nil {
+		memo := c.spanMemo()
+		if memo.n.Add(1) > maxSpans {
+			c.spans.CompareAndSwap(memo, &spanMemo{})
+			memo = c.spanMemo()
+			memo.n.Add(1)
+		}
+		memo.m.Store(string(key), span)
+	}
 	return span, sim, nil
+}
+
+// spanMemo is one generation of executed spans (spanKey → span): a search prices
+// the layouts it returns again in full, and layouts that differ only in what the
+// blocks do not depend on (often the ZeRO stage) have the same block lengths. Once
+// a generation holds maxSpans spans a fresh one replaces it, so that a long-lived
+// estimator stays bounded (a key is 30 bytes, or 24 per rank with per-rank
+// lengths: at most a few MB).
+type spanMemo struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+const maxSpans = 1 << 12
+
+// spanMemo is the current generation of spans.
+func (c *groupCache) spanMemo() *spanMemo {
+	if m := c.spans.Load(); m != nil {
+		return m
+	}
+	c.spans.CompareAndSwap(nil, &spanMemo{})
+	return c.spans.Load()
+}
+
+// spanKey appends to b what a span depends on: the schedule, depth, chunks,
+// micro-batches and every block length (as bits).
+func spanKey(b []byte, s Schedule, p, v, m int, times []BlockTimes) []byte {
+	b = append(append(b, byte(len(s))), s...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(p))
+	b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	b = binary.LittleEndian.AppendUint64(b, uint64(m))
+	for _, t := range times {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.F))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.B))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.W))
+	}
+	return b
 }
 
 // maxTableBlocks bounds the tables a search compiles to bound layouts with.
