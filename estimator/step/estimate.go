@@ -1193,14 +1193,16 @@ func (p *pricing) gradientSync() (float64, error) {
 // number of parameters (training.dp_bucket_params), or the framework's —
 // Megatron-Core's max(40e6, 1e6 × DP) parameters, PyTorch DDP's 25 MB otherwise —
 // in the width the gradients are reduced in.
-func (p *pricing) dpBucketBytes() float64 {
-	t := &p.req.Training
+func (p *pricing) dpBucketBytes() float64 { return dpBucketBytes(p.req, p.e.k) }
+
+func dpBucketBytes(req Request, k Constants) float64 {
+	t := &req.Training
 	params := t.DPBucketParams
 	if params == 0 {
 		if fw, err := framework.Lookup(t.Framework); err == nil && fw.MegatronDDPBuckets {
-			params = math.Max(40e6, 1e6*float64(p.req.Layout.DP))
+			params = math.Max(40e6, 1e6*float64(req.Layout.DP))
 		} else {
-			return p.e.k.DPBucketBytes
+			return k.DPBucketBytes
 		}
 	}
 	return params * t.Optimizer.GradBytes
