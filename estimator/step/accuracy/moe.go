@@ -117,26 +117,26 @@ type MoERun struct {
 	Schedule  *string `json:"pipeline_schedule"`
 	// LayerSplit is the transformer layers of each pipeline stage, first to last,
 	// when the source's scripts set them; null: not stated.
-	LayerSplit   []int   `json:"layer_split"`
-	MicroBatch   *int    `json:"micro_batch_size"`
-	GlobalBatch  int     `json:"global_batch_size"`
-	GradAccum    *int    `json:"grad_accum"`
-	Recompute    string  `json:"recompute"`
-	RecomputeMod *string `json:"recompute_modules"`
-	ZeRO         any     `json:"zero_stage"`
-	Precision    string  `json:"precision"`
-	FP8Recipe    *string `json:"fp8_recipe"`
-	FP8Params    *bool   `json:"fp8_params"`
-	CUDAGraphs   *bool   `json:"cuda_graphs"`
+	LayerSplit   []int           `json:"layer_split"`
+	MicroBatch   *int            `json:"micro_batch_size"`
+	GlobalBatch  int             `json:"global_batch_size"`
+	GradAccum    *int            `json:"grad_accum"`
+	Recompute    string          `json:"recompute"`
+	RecomputeMod *string         `json:"recompute_modules"`
+	ZeRO         any             `json:"zero_stage"`
+	Precision    string          `json:"precision"`
+	FP8Recipe    *string         `json:"fp8_recipe"`
+	FP8Params    *bool           `json:"fp8_params"`
+	CUDAGraphs   *bool           `json:"cuda_graphs"`
+	Framework    string          `json:"framework"`
+	FrameworkVer string          `json:"framework_version"`
+	Dataset      *string         `json:"dataset"`
+	Measured     []StatedMeasure `json:"measured"`
+	DerivedStepS float64         `json:"derived_step_time_s"`
+	Derivation   string          `json:"derivation"`
 	// DDPBucketSize is the parameters per data-parallel gradient bucket the
 	// source's scripts set (Megatron-Core's bucket_size); null: not stated.
-	DDPBucketSize *float64        `json:"ddp_bucket_size"`
-	Framework     string          `json:"framework"`
-	FrameworkVer  string          `json:"framework_version"`
-	Dataset       *string         `json:"dataset"`
-	Measured      []StatedMeasure `json:"measured"`
-	DerivedStepS  float64         `json:"derived_step_time_s"`
-	Derivation    string          `json:"derivation"`
+	DDPBucketSize *float64 `json:"ddp_bucket_size"`
 	// ThroughputBatch is the batch (sequences) the stated tokens/s corresponds to
 	// when the source computed it with another batch than the layout's (a
 	// transcription slip of the source, explained in ConsistencyNotes); null: GBS.
