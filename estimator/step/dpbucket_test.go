@@ -75,3 +75,38 @@ func TestDPBucketSize(t *testing.T) {
 		t.Errorf("negative bucket: got %v, want an error naming training.dp_bucket_params", err)
 	}
 }
+
+// Megatron-Core keeps the dense and the expert gradients in separate buffers, each
+// bucketed on its own: a bucket as large as the larger of the two holds each
+// buffer whole, so both reduce after the backward pass and nothing is hidden; a
+// tenth smaller and part of the larger buffer reduces under it. (The buffers as
+// counted here from the catalog model, within 1 % of the estimator's count.)
+func TestDPBucketsPerBuffer(t *testing.T) {
+	a := arch(t, "mixtral-8x7b")
+	p := a.Params()
+	const ep = 8
+	expert := float64(p.MoELayers) * a.ExpertParamsPerLayer() / ep // each rank's experts (expert TP 1)
+	dense := p.Total - float64(p.MoELayers)*a.ExpertParamsPerLayer()
+	e := step.New()
+	hidden := func(bucket float64) float64 {
+		t.Helper()
+		req := step.Request{
+			Model: a, Cluster: cluster(t, "dgx-h100", 4),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 32, DPBucketParams: bucket, Optimizer: step.AdamMixed()},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 32, EP: ep, MicroBatch: 1, ZeRO: 1},
+		}
+		r, err := e.Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Breakdown.Hidden[step.CommDP]
+	}
+	larger := math.Max(expert, dense)
+	t.Logf("per rank: %.2f G dense and %.2f G expert parameters", dense/1e9, expert/1e9)
+	if h := hidden(1.01 * larger); h != 0 {
+		t.Errorf("a bucket of %.3g parameters holds each buffer whole: %.6f s hidden, want none", 1.01*larger, h)
+	}
+	if h := hidden(0.9 * larger); !(h > 0) {
+		t.Errorf("a bucket of %.3g parameters, a tenth less than the larger buffer: nothing hidden", 0.9*larger)
+	}
+}
