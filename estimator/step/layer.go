@@ -235,7 +235,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if l.CP > 1 && !l.CPAllToAll {
 			skv = sLocal
 		}
-		vf, vb := attentionSpeed(r.arch, req.Training.Framework, skv)
+		vf, vb := attentionSpeed(r.arch, req.Training.Framework, skv, float64(a.QDim())/float64(max(1, a.Heads)))
 		attn *= 0.5
 		lt.attnFwd = attn / (r.peak16 * r.attnEff * vf)
 		lt.attnBwd = 2.5 * attn / (r.peak16 * r.attnEff * vb)
