@@ -69,6 +69,14 @@ type Profile struct {
 	// another (DeepSpeed-MoE's loop over its experts) instead of one grouped GEMM
 	// (Megatron-Core's --moe-grouped-gemm, DeepSeek's DeepGEMM, torch._grouped_mm).
 	SequentialExpertGEMMs bool
+	// MegatronDDPBuckets: data-parallel gradients reduce in buckets of
+	// max(40e6, 1e6 × DP) parameters when the request states none — Megatron-Core's
+	// DistributedDataParallel default (megatron/core/distributed/
+	// distributed_data_parallel.py: ddp_config.bucket_size = max(40000000,
+	// 1000000 * dp_group.size()), "make buckets larger to ensure that chunks used in
+	// NCCL ring-reduce implementations are large enough to remain bandwidth-bound").
+	// Otherwise PyTorch DDP's 25 MB (Constants.DPBucketBytes).
+	MegatronDDPBuckets bool
 	// HopperFusedAttention: on Hopper the framework's attention runs a Hopper-native
 	// fused kernel (Transformer Engine's cuDNN fused attention, of FlashAttention-3's
 	// class) rather than one of FlashAttention-2's generation (flash-attn 2, PyTorch's
@@ -186,6 +194,7 @@ var profiles = []Profile{
 		NormEmitsFP8:         true,
 		FP8Params:            true,
 		ActivationOffload:    true,
+		MegatronDDPBuckets:   true,
 	},
 	{
 		Name:    "nemo",
@@ -197,6 +206,7 @@ var profiles = []Profile{
 		NormEmitsFP8:         true,
 		FP8Params:            true,
 		ActivationOffload:    true,
+		MegatronDDPBuckets:   true,
 	},
 	{
 		Name:    "nemo-25.04",
@@ -216,6 +226,7 @@ var profiles = []Profile{
 		// reduces it in fp32.
 		GradReduceBytes:       4,
 		BlackwellFusedHeadDim: 128,
+		MegatronDDPBuckets:    true,
 		FP8Params:             true, // Megatron-Core's fine-grained activation offloading is of 2026
 	},
 	{

@@ -19,6 +19,11 @@ var (
 	fa2BwdTFLOPS   = [...]float64{214, 260, 291, 310, 318, 322}
 	cuDNNFwdTFLOPS = [...]float64{315, 410, 484, 518, 529, 539}
 	cuDNNBwdTFLOPS = [...]float64{305, 408, 465, 499, 518, 516}
+	// The same figures' head dimension 64 (Fig. 5, forward, causal mask; Fig. 6,
+	// backward): cuDNN's kernel at about 0.72 of its head-128 speed forward and
+	// 0.84 backward at 8k keys.
+	cuDNNFwdTFLOPS64 = [...]float64{225, 288, 334, 363, 379, 388}
+	cuDNNBwdTFLOPS64 = [...]float64{266, 348, 395, 417, 432, 433}
 )
 
 // attentionSpeed returns the forward and backward speed of a framework's fused
@@ -31,11 +36,15 @@ var (
 // FlashAttention-2 on Ampere) and the ratio is 1. The curves are interpolated in log₂
 // of the length and held flat beyond their ends.
 //
+// Heads narrower than 128 (headDim, the query-key width of one head) run cuDNN's
+// kernel at its head-64 speed at 64 and below, interpolated linearly in between:
+// the calibration runs on Hopper, and the shipped efficiency, are of 128-wide heads.
+//
 // The absolute shape of the curves (FlashAttention-2 at 2k keys runs at 0.89 of its
 // 16k speed) is not applied: the calibration runs at 2k keys (llm-foundry, the
 // flash-attention repository) reach a higher attention efficiency than those at 8k
 // and more (torchtitan), so the shape would only move the fitted efficiency.
-func attentionSpeed(arch hardware.Arch, fw string, skv float64) (fwd, bwd float64) {
+func attentionSpeed(arch hardware.Arch, fw string, skv, headDim float64) (fwd, bwd float64) {
 	if arch != hardware.Hopper {
 		return 1, 1
 	}
@@ -43,8 +52,14 @@ func attentionSpeed(arch hardware.Arch, fw string, skv float64) (fwd, bwd float6
 		return 1, 1
 	}
 	xs := attnSeqLens[:]
-	fwd = interpLog2(xs, cuDNNFwdTFLOPS[:], skv) / interpLog2(xs, fa2FwdTFLOPS[:], skv)
-	bwd = interpLog2(xs, cuDNNBwdTFLOPS[:], skv) / interpLog2(xs, fa2BwdTFLOPS[:], skv)
+	cf, cb := interpLog2(xs, cuDNNFwdTFLOPS[:], skv), interpLog2(xs, cuDNNBwdTFLOPS[:], skv)
+	if headDim < 128 {
+		w := math.Max(0, (headDim-64)/64) // 0 at 64 and below, 1 at 128
+		cf = w*cf + (1-w)*interpLog2(xs, cuDNNFwdTFLOPS64[:], skv)
+		cb = w*cb + (1-w)*interpLog2(xs, cuDNNBwdTFLOPS64[:], skv)
+	}
+	fwd = cf / interpLog2(xs, fa2FwdTFLOPS[:], skv)
+	bwd = cb / interpLog2(xs, fa2BwdTFLOPS[:], skv)
 	return fwd, bwd
 }
 

@@ -1124,7 +1124,10 @@ func (p *pricing) gradientSync() (float64, error) {
 	stageParams, expertParams := p.stageParams, p.expertParams
 	var exposed float64
 	grad := stageParams * o.GradBytes
-	var tdp float64
+	// The last bucket of each gradient buffer (the dense one and the experts')
+	// is complete only when the backward pass ends.
+	bucket := p.dpBucketBytes()
+	var tdp, last float64
 	if l.ZeRO == 0 {
 		x, err := p.comm(CommDP, collective.AllReduce, grad, 1, "end of step: gradient all-reduce (bucketed, overlapped with the last backward)")
 		if err != nil {
@@ -1143,6 +1146,7 @@ func (p *pricing) gradientSync() (float64, error) {
 		tdp = rs
 		exposed += ag // the updated weights are needed before the next forward
 	}
+	last = tdp * math.Min(1, bucket/math.Max(grad, 1))
 	if p.expertShard > 1 {
 		// Expert gradients reduce over the ranks that hold the same experts.
 		eg := expertParams * o.GradBytes
@@ -1152,6 +1156,7 @@ func (p *pricing) gradientSync() (float64, error) {
 				return 0, err
 			}
 			tdp += x
+			last += x * math.Min(1, bucket/math.Max(eg, 1))
 		} else {
 			rs, err := p.commOn(CommDP, p.expertGroup, collective.ReduceScatter, eg, 1, "end of step: expert gradient reduce-scatter over the expert-data-parallel group (bucketed, overlapped with the last backward)")
 			if err != nil {
@@ -1162,6 +1167,7 @@ func (p *pricing) gradientSync() (float64, error) {
 				return 0, err
 			}
 			tdp += rs
+			last += rs * math.Min(1, bucket/math.Max(eg, 1))
 			exposed += ag
 		}
 		grad += eg
@@ -1181,10 +1187,10 @@ func (p *pricing) gradientSync() (float64, error) {
 			return 0, err
 		}
 		tdp += x
+		last += x * math.Min(1, bucket/math.Max(grad, 1))
 	}
 	// Gradient buckets reduce while the last micro-batch's backward runs; the
-	// last bucket waits for the end of it.
-	last := tdp * math.Min(1, p.e.k.DPBucketBytes/math.Max(grad, 1))
+	// last bucket of each buffer waits for the end of it.
 	hid := math.Max(0, math.Min(tdp-last, p.bwd))
 	if t.DPReduceAfterBackward {
 		hid = 0 // reduced after the backward pass (the framework's engine)
@@ -1193,6 +1199,25 @@ func (p *pricing) gradientSync() (float64, error) {
 	p.res.Breakdown.Hidden[CommDP] = hid
 	p.hiddenPerMB += hid / p.mf
 	return exposed, nil
+}
+
+// dpBucketBytes is the size of one data-parallel gradient bucket: the stated
+// number of parameters (training.dp_bucket_params), or the framework's —
+// Megatron-Core's max(40e6, 1e6 × DP) parameters, PyTorch DDP's 25 MB otherwise —
+// in the width the gradients are reduced in.
+func (p *pricing) dpBucketBytes() float64 { return dpBucketBytes(p.req, p.e.k) }
+
+func dpBucketBytes(req Request, k Constants) float64 {
+	t := &req.Training
+	params := t.DPBucketParams
+	if params == 0 {
+		if fw, err := framework.Lookup(t.Framework); err == nil && fw.MegatronDDPBuckets {
+			params = math.Max(40e6, 1e6*float64(req.Layout.DP))
+		} else {
+			return k.DPBucketBytes
+		}
+	}
+	return params * t.Optimizer.GradBytes
 }
 
 // tiedEmbedding prices the sum of a tied embedding's gradients at the end of the

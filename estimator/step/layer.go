@@ -235,7 +235,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if l.CP > 1 && !l.CPAllToAll {
 			skv = sLocal
 		}
-		vf, vb := attentionSpeed(r.arch, req.Training.Framework, skv)
+		vf, vb := attentionSpeed(r.arch, req.Training.Framework, skv, float64(a.QDim())/float64(max(1, a.Heads)))
 		attn *= 0.5
 		lt.attnFwd = attn / (r.peak16 * r.attnEff * vf)
 		lt.attnBwd = 2.5 * attn / (r.peak16 * r.attnEff * vb)
@@ -849,7 +849,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if req.Training.UnfusedAttention {
 		attn = "unfused attention (full score matrix computed, stored and read back)"
 	}
-	dpNote := "data-parallel gradients reduce in 25 MB buckets under the last micro-batch's backward; "
+	dpNote := fmt.Sprintf("data-parallel gradients reduce in %.0f MB buckets under the last micro-batch's backward, the last of each buffer after it; ", dpBucketBytes(req, e.k)/1e6)
 	if req.Training.DPReduceAfterBackward {
 		dpNote = "data-parallel gradients reduce after the backward pass, none of it hidden; "
 	}

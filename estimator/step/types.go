@@ -199,6 +199,12 @@ type Training struct {
 	// reduces after the pipeline flush, and its ZeRO-1/2 reduce on the compute stream
 	// unless overlap_comm is set (off by default). None of the reduction hides.
 	DPReduceAfterBackward bool `json:"dp_reduce_after_backward,omitempty"`
+	// DPBucketParams is how many parameters one data-parallel gradient bucket holds
+	// (Megatron-Core's --ddp-bucket-size, DistributedDataParallelConfig.bucket_size);
+	// the last bucket of each gradient buffer is reduced after the backward pass.
+	// 0: the framework's (Megatron-Core: max(40e6, 1e6 × DP); otherwise PyTorch
+	// DDP's 25 MB).
+	DPBucketParams float64 `json:"dp_bucket_params,omitempty"`
 	// MoEImbalance is the router's load imbalance: the busiest expert-parallel rank
 	// receives this many times the mean number of tokens (0 or 1: balanced). That
 	// rank paces the experts' GEMMs and the all-to-all of every MoE layer.

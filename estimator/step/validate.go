@@ -341,6 +341,9 @@ func (t Training) validate() error {
 	if _, err := framework.Lookup(t.Framework); err != nil {
 		c.Add("training.framework", "%v", err)
 	}
+	if v := t.DPBucketParams; !(v == 0 || v >= 1 && v <= 1e13) {
+		c.Add("training.dp_bucket_params", "must be a number of parameters in [1, 1e13], or 0 for the framework's (got %v)", v)
+	}
 	if v := t.MoEImbalance; !(v == 0 || v >= 1 && v <= 1e4) {
 		c.Add("training.moe_imbalance", "must be at least 1 (the busiest rank's tokens over the mean) and at most 10000, or 0 for balanced (got %v)", v)
 	}

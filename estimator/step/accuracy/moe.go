@@ -134,6 +134,9 @@ type MoERun struct {
 	Measured     []StatedMeasure `json:"measured"`
 	DerivedStepS float64         `json:"derived_step_time_s"`
 	Derivation   string          `json:"derivation"`
+	// DDPBucketSize is the parameters per data-parallel gradient bucket the
+	// source's scripts set (Megatron-Core's bucket_size); null: not stated.
+	DDPBucketSize *float64 `json:"ddp_bucket_size"`
 	// ThroughputBatch is the batch (sequences) the stated tokens/s corresponds to
 	// when the source computed it with another batch than the layout's (a
 	// transcription slip of the source, explained in ConsistencyNotes); null: GBS.
@@ -623,6 +626,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		t.MoEPermuteFusion = *m.PermuteFusion
 	}
 	t.CUDAGraphs = r.CUDAGraphs != nil && *r.CUDAGraphs
+	if r.DDPBucketSize != nil {
+		t.DPBucketParams = *r.DDPBucketSize
+	}
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: l}, filled, nil
 }
 
