@@ -238,6 +238,7 @@ func malformedCases() []malformed {
 		{"constraint even_split a word", plan, with(okPlan, "constraints", raw(`{"even_split": "yes"}`)), ia, "constraints.even_split", "must be true or false", true},
 		{"constraint experts_whole element a word", plan, with(okPlan, "constraints", raw(`{"experts_whole": [true, "whole"]}`)), ia, "constraints.experts_whole[1]", "must be true or false", true},
 		{"constraint experts_whole not a list", plan, with(okPlan, "constraints", raw(`{"experts_whole": true}`)), ia, "constraints.experts_whole", "must be an array", true},
+		{"constraint experts_whole without sp", plan, with(okPlan, "model.name", "mixtral-8x7b", "constraints", raw(`{"experts_whole": [true], "sp": [false]}`)), ia, "constraints.experts_whole", "need sequence parallelism", false},
 		{"constraint max_micro_batch negative", plan, with(okPlan, "constraints", raw(`{"max_micro_batch": -1}`)), ia, "constraints.max_micro_batch", "must be between", false},
 		{"min_headroom_gb NaN", plan, with(okPlan, "constraints", raw(`{"min_headroom_gb": "NaN"}`)), ia, "constraints.min_headroom_gb", "less than the GPU's", false},
 		{"min_headroom_gb over the memory", plan, with(okPlan, "constraints", raw(`{"min_headroom_gb": 1000}`)), ia, "constraints.min_headroom_gb", "less than the GPU's", false},
