@@ -41,7 +41,11 @@ func noPlanReason(r *Request, st Stats) string {
 		why = append(why, fmt.Sprintf("%d of the %d layouts do not fit in the GPUs' memory: more GPUs, ZeRO, recomputation or offload (constraints.offload) would make room", n, st.Enumerated))
 	}
 	if n := st.Pruned[PrunedDivisibility]; n > 0 && st.Enumerated == 0 {
-		why = append(why, fmt.Sprintf("no parallel degrees divide the job (%d pipeline depths or batch splits refused): the global batch %d, the %d layers and the GPU count must share divisors", n, r.Training.GlobalBatch, r.Model.Layers))
+		s := fmt.Sprintf("no parallel degrees divide the job (%d pipeline depths or batch splits refused): the global batch %d, the %d layers and the GPU count must share divisors", n, r.Training.GlobalBatch, r.Model.Layers)
+		if r.Constraints.EvenSplit {
+			s += " (constraints.even_split: the pipeline depth must divide the layers)"
+		}
+		why = append(why, s)
 	}
 	if n := st.Pruned[PrunedInvalid]; n > 0 {
 		why = append(why, fmt.Sprintf("%d layouts were refused by the step model's rules", n))

@@ -386,6 +386,14 @@ func (r *Request) validate() error {
 	} else if r.Training.FP8Params && len(cs.FP8Params) > 0 && !slices.Contains(cs.FP8Params, true) {
 		c.Add("constraints.fp8_params", "lists only 16-bit weights, but training.fp8_params stores them in fp8")
 	}
+	if cs := &r.Constraints; r.Model.MoE != nil && len(cs.ExpertsWhole) > 0 && !slices.Contains(cs.ExpertsWhole, false) &&
+		len(cs.SP) > 0 && !slices.Contains(cs.SP, true) && (len(cs.TP) == 0 || slices.ContainsFunc(cs.TP, func(tp int) bool { return tp > 1 })) {
+		// step's layout.etp rule: a TP rank holds its experts whole only with SP.
+		c.Add("constraints.experts_whole", "lists only whole experts, which need sequence parallelism with tp > 1, but constraints.sp lists only off")
+	}
+	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {
+		c.Add("constraints.even_split", "keeps to even pipeline splits, but uneven_pp asks for uneven ones: give one")
+	}
 	if slices.Contains(r.Constraints.OffloadActivations, true) && !r.Cluster.Spec.Host.Described() {
 		c.Add("cluster.host", "activation offload needs the node's host memory_gb, memory_bandwidth_gbps and link_gbps; %q does not give them", r.Cluster.Spec.Name)
 	}

@@ -617,7 +617,8 @@ func ConstraintsToProto(c planner.Constraints) *pb.Constraints {
 	out := &pb.Constraints{Tp: ToInt32s(c.TP), Pp: ToInt32s(c.PP), Cp: ToInt32s(c.CP), Ep: ToInt32s(c.EP), Zero: ToInt32s(c.ZeRO),
 		MicroBatch: ToInt32s(c.MicroBatch), VirtualStages: ToInt32s(c.VirtualStages), Sp: slices.Clone(c.SP), OverlapTp: slices.Clone(c.OverlapTP), OverlapEp: slices.Clone(c.OverlapEP), CpAllToAll: slices.Clone(c.CPAllToAll),
 		TpAcrossNodes: c.TPAcrossNodes, UnevenPp: c.UnevenPP, MinHeadroomGb: c.MinHeadroomGB, MaxMicroBatch: int32(c.MaxMicroBatch),
-		Offload: string(c.Offload), Fp8Params: slices.Clone(c.FP8Params), OffloadActivations: slices.Clone(c.OffloadActivations)}
+		Offload: string(c.Offload), Fp8Params: slices.Clone(c.FP8Params), OffloadActivations: slices.Clone(c.OffloadActivations),
+		ExpertsWhole: slices.Clone(c.ExpertsWhole), EvenSplit: c.EvenSplit}
 	for _, r := range c.Recompute {
 		out.Recompute = append(out.Recompute, LayoutToProto(step.Layout{Recompute: r}).GetRecompute())
 	}
@@ -632,7 +633,8 @@ func ConstraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 		ZeRO: ToInts(c.GetZero()), MicroBatch: ToInts(c.GetMicroBatch()), VirtualStages: ToInts(c.GetVirtualStages()),
 		SP: slices.Clone(c.GetSp()), OverlapTP: slices.Clone(c.GetOverlapTp()), OverlapEP: slices.Clone(c.GetOverlapEp()), CPAllToAll: slices.Clone(c.GetCpAllToAll()), TPAcrossNodes: c.GetTpAcrossNodes(), UnevenPP: c.GetUnevenPp(),
 		MinHeadroomGB: c.GetMinHeadroomGb(), MaxMicroBatch: int(c.GetMaxMicroBatch()), Offload: step.Offload(c.GetOffload()),
-		FP8Params: slices.Clone(c.GetFp8Params()), OffloadActivations: slices.Clone(c.GetOffloadActivations())}
+		FP8Params: slices.Clone(c.GetFp8Params()), OffloadActivations: slices.Clone(c.GetOffloadActivations()),
+		ExpertsWhole: slices.Clone(c.GetExpertsWhole()), EvenSplit: c.GetEvenSplit()}
 	for i, r := range c.GetRecompute() {
 		v, err := fromProto(fmt.Sprintf("constraints.recompute[%d]", i), r, recomputes)
 		if err != nil || v == "" {

@@ -244,3 +244,50 @@ func TestRankObjectiveIsThePlanners(t *testing.T) {
 		}
 	}
 }
+
+// Every field of the API's Constraints reaches the planner and comes back: each is
+// set to a value other than its zero, converted to planner.Constraints and back,
+// and the result equals what was sent — a field added to the proto and left out
+// of either conversion fails here.
+func TestConstraintsRoundTrip(t *testing.T) {
+	in := &pb.Constraints{}
+	m := in.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		var v protoreflect.Value
+		switch fd.Kind() {
+		case protoreflect.BoolKind:
+			v = protoreflect.ValueOfBool(true)
+		case protoreflect.Int32Kind:
+			v = protoreflect.ValueOfInt32(int32(2 + i))
+		case protoreflect.DoubleKind:
+			v = protoreflect.ValueOfFloat64(4.5)
+		case protoreflect.StringKind:
+			v = protoreflect.ValueOfString(string(step.OffloadOptimizer))
+		case protoreflect.EnumKind:
+			v = protoreflect.ValueOfEnum(1)
+		default:
+			t.Fatalf("%s: kind %v has no test value", fd.Name(), fd.Kind())
+		}
+		if fd.IsList() {
+			l := m.Mutable(fd).List()
+			l.Append(v)
+			if fd.Kind() == protoreflect.BoolKind {
+				l.Append(protoreflect.ValueOfBool(false))
+			}
+			continue
+		}
+		m.Set(fd, v)
+	}
+	c, err := wire.ConstraintsFromProto(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := wire.ConstraintsToProto(c); !proto.Equal(in, out) {
+		t.Errorf("sent %v\nback %v", in, out)
+	}
+	if !c.EvenSplit || len(c.ExpertsWhole) != 2 {
+		t.Errorf("even_split %v, experts_whole %v", c.EvenSplit, c.ExpertsWhole)
+	}
+}

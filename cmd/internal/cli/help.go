@@ -30,7 +30,7 @@ var flagGroups = func() map[string]string {
 		"unfused-attention", "zero3-on-demand", "zero3-backward-prefetch", "dp-reduce-after-backward")
 	add("Layout", "tp", "pp", "dp", "cp", "ep", "etp", "zero", "mbs", "vpp", "sp", "schedule", "recompute", "recompute-layers",
 		"recompute-modules", "overlap-tp", "overlap-ep", "overlap-shared-expert", "cp-variant", "cp-all-to-all", "layer-split",
-		"account-embedding", "account-loss", "offload", "offload-activations", "fp8-weights", "tp-across-nodes", "uneven-pp", "max-mbs", "min-headroom")
+		"account-embedding", "account-loss", "offload", "offload-activations", "fp8-weights", "experts-whole", "tp-across-nodes", "uneven-pp", "even-split", "max-mbs", "min-headroom")
 	add("Search", "objective", "price", "tokens", "top", "include-dominated")
 	add("What-if", "slow-gpu", "degraded-nic", "degraded-link", "exclude-nodes", "free-map")
 	add("Collective", "op", "size", "algo", "protocol", "launch", "concurrent", "steps", "step-rows")

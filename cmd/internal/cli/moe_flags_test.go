@@ -166,6 +166,7 @@ func TestEveryRequestFieldHasAFlag(t *testing.T) {
 	check("estimate", estimateFlags, "layout.", (&pb.Layout{}).ProtoReflect().Descriptor())
 	check("estimate", estimateFlags, "training.", (&pb.Training{}).ProtoReflect().Descriptor())
 	check("plan", planFlags, "training.", (&pb.Training{}).ProtoReflect().Descriptor())
+	check("plan", planFlags, "constraints.", (&pb.Constraints{}).ProtoReflect().Descriptor())
 	// An architecture's flags: the booleans cannot be wrong, the name is free and
 	// the sub-messages are checked field by field.
 	skip = map[string]bool{"name": true, "gated_mlp": true, "tied_embeddings": true, "moe": true, "mla": true}

@@ -54,9 +54,11 @@ type planArgs struct {
 	cpVariantList    *string
 	fp8WeightsList   *string
 	offloadActsList  *string
+	expertsWhole     *string
 	schedList        *string
 	tpAcross         *bool
 	unevenPP         *bool
+	evenSplit        *bool
 	maxMBS           *int
 	rcList           *string
 	headroom         *float64
@@ -125,9 +127,11 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.overlapTPList = onOffFlag(fs, "overlap-tp", "TP communication overlapping the GEMMs, with TP and SP (Megatron --tp-comm-overlap, torch async TP): on, off or on,off (default both)")
 	opt.fp8WeightsList = onOffFlag(fs, "fp8-weights", "with --precision fp8, matmul weights stored in fp8: on, off or on,off (default on where the framework stores them: megatron-core, nemo); --fp8-params pins on")
 	opt.offloadActsList = onOffFlag(fs, "offload-activations", "activations saved for the backward pass in host memory (Megatron-Core's fine-grained activation offloading, 1F1B or interleaved): on, off or on,off (default: tried where the framework runs it for layouts that fit no other way)")
+	opt.expertsWhole = onOffFlag(fs, "experts-whole", "MoE with TP and SP: each expert whole on every TP rank (expert TP 1, Megatron-Core's --expert-tensor-parallel-size 1) or split over TP like the dense MLP: on, off or on,off (default both); off for a framework without the setting (NeMo 24.12)")
 	opt.schedList = enumListFlag(fs, "schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)", scheduleNames)
 	opt.tpAcross = fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
 	opt.unevenPP = fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
+	opt.evenSplit = fs.Bool("even-split", false, "only layouts whose pipeline stages and model chunks hold the same number of layers, for a framework that splits no other way (Megatron-LM of 2021)")
 	opt.maxMBS = fs.Int("max-mbs", 0, "largest micro-batch size when --mbs is not given (default 16)")
 	opt.rcList = enumListFlag(fs, "recompute", "", "allowed recompute modes: none, selective, ops, full (default none,selective,full)", recomputeNames)
 	opt.headroom = fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
@@ -270,7 +274,7 @@ func (opt *planArgs) workload(q *planQuery) error {
 	c := &q.req.Constraints
 	c.MinHeadroomGB = *opt.headroom
 	c.Offload = step.Offload(strings.ToLower(*opt.offload))
-	c.TPAcrossNodes, c.UnevenPP, c.MaxMicroBatch = *opt.tpAcross, *opt.unevenPP, *opt.maxMBS
+	c.TPAcrossNodes, c.UnevenPP, c.EvenSplit, c.MaxMicroBatch = *opt.tpAcross, *opt.unevenPP, *opt.evenSplit, *opt.maxMBS
 	for flagName, dst := range map[string]*[]int{"tp": &c.TP, "pp": &c.PP, "cp": &c.CP, "zero": &c.ZeRO, "mbs": &c.MicroBatch, "ep": &c.EP, "vpp": &c.VirtualStages} {
 		src := map[string]string{"tp": *opt.tpList, "pp": *opt.ppList, "cp": *opt.cpList, "zero": *opt.zeroList, "mbs": *opt.mbsList, "ep": *opt.epList, "vpp": *opt.vppList}[flagName]
 		if src == "" {
@@ -334,7 +338,8 @@ func (opt *planArgs) workload(q *planQuery) error {
 		flag string
 		list *string
 		out  *[]bool
-	}{{"--fp8-weights", opt.fp8WeightsList, &c.FP8Params}, {"--offload-activations", opt.offloadActsList, &c.OffloadActivations}} {
+	}{{"--fp8-weights", opt.fp8WeightsList, &c.FP8Params}, {"--offload-activations", opt.offloadActsList, &c.OffloadActivations},
+		{"--experts-whole", opt.expertsWhole, &c.ExpertsWhole}} {
 		if *l.list == "" {
 			continue
 		}
@@ -460,7 +465,7 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
 	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs",
 	"training.unfused_attention": "--unfused-attention", "training.zero3_on_demand_gathers": "--zero3-on-demand",
-	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.fp8_params": "--fp8-weights", "constraints.offload_activations": "--offload-activations", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
+	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.fp8_params": "--fp8-weights", "constraints.offload_activations": "--offload-activations", "constraints.experts_whole": "--experts-whole", "constraints.even_split": "--even-split", "constraints.uneven_pp": "--uneven-pp", "constraints.tp_across_nodes": "--tp-across-nodes", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",
 	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map", "cluster.nodes": "--nodes",
 	"slow_gpu_speed": "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link", "placement_tolerance": "--placement-tolerance"}

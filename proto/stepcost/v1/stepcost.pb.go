@@ -4008,8 +4008,21 @@ type Constraints struct {
 	// empty: tried where the framework runs it (Megatron-Core, NeMo) for the layouts
 	// that fit in memory no other way.
 	OffloadActivations []bool `protobuf:"varint,20,rep,packed,name=offload_activations,json=offloadActivations,proto3" json:"offload_activations,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Whether MoE layouts with TP and SP hold each expert whole on every TP rank
+	// (Layout.etp 1: Megatron-Core's MoE parallel folding,
+	// --expert-tensor-parallel-size 1) or split it over TP like the dense MLP (etp
+	// = tp); empty: both are searched. [false] is a framework without the setting
+	// (NeMo 24.12 passes no expert tensor-parallel size, so Megatron-Core takes
+	// TP's).
+	ExpertsWhole []bool `protobuf:"varint,21,rep,packed,name=experts_whole,json=expertsWhole,proto3" json:"experts_whole,omitempty"`
+	// Only layouts whose pipeline stages, and the model chunks of an interleaved
+	// one, hold the same number of layers: a framework that splits the layers no
+	// other way (Megatron-LM of 2021 asserts num_layers % pipeline size == 0 and a
+	// whole number of layers per virtual stage). Default off: uneven and
+	// cost-balanced splits are searched too. Contradicts uneven_pp.
+	EvenSplit     bool `protobuf:"varint,22,opt,name=even_split,json=evenSplit,proto3" json:"even_split,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Constraints) Reset() {
@@ -4180,6 +4193,20 @@ func (x *Constraints) GetOffloadActivations() []bool {
 		return x.OffloadActivations
 	}
 	return nil
+}
+
+func (x *Constraints) GetExpertsWhole() []bool {
+	if x != nil {
+		return x.ExpertsWhole
+	}
+	return nil
+}
+
+func (x *Constraints) GetEvenSplit() bool {
+	if x != nil {
+		return x.EvenSplit
+	}
+	return false
 }
 
 // EstimatePlanRequest is a job to plan: every layout (and job size) is searched on
@@ -7029,7 +7056,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\tdominated\x18\a \x01(\bR\tdominated\"w\n" +
 	"\x13RankConfigsResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.stepcost.v1.RankedConfigR\aresults\x12+\n" +
-	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\x84\x05\n" +
+	"\x11estimator_version\x18\x02 \x01(\tR\x10estimatorVersion\"\xc8\x05\n" +
 	"\vConstraints\x12\x0e\n" +
 	"\x02tp\x18\x01 \x03(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x03(\x05R\x02pp\x12\x0e\n" +
@@ -7056,7 +7083,10 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"cpAllToAll\x12\x1d\n" +
 	"\n" +
 	"fp8_params\x18\x13 \x03(\bR\tfp8Params\x12/\n" +
-	"\x13offload_activations\x18\x14 \x03(\bR\x12offloadActivations\"\xd2\x05\n" +
+	"\x13offload_activations\x18\x14 \x03(\bR\x12offloadActivations\x12#\n" +
+	"\rexperts_whole\x18\x15 \x03(\bR\fexpertsWhole\x12\x1d\n" +
+	"\n" +
+	"even_split\x18\x16 \x01(\bR\tevenSplit\"\xd2\x05\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +

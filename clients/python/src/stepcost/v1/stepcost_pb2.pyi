@@ -407,10 +407,12 @@ class CommTimes(_message.Message):
     def __init__(self, tp: _Optional[float] = ..., cp: _Optional[float] = ..., ep: _Optional[float] = ..., pp: _Optional[float] = ..., dp: _Optional[float] = ..., zero3: _Optional[float] = ..., embedding: _Optional[float] = ...) -> None: ...
 
 class Constraints(_message.Message):
-    __slots__ = ["cp", "cp_all_to_all", "ep", "fp8_params", "max_micro_batch", "micro_batch", "min_headroom_gb", "offload", "offload_activations", "overlap_ep", "overlap_tp", "pp", "recompute", "schedules", "sp", "tp", "tp_across_nodes", "uneven_pp", "virtual_stages", "zero"]
+    __slots__ = ["cp", "cp_all_to_all", "ep", "even_split", "experts_whole", "fp8_params", "max_micro_batch", "micro_batch", "min_headroom_gb", "offload", "offload_activations", "overlap_ep", "overlap_tp", "pp", "recompute", "schedules", "sp", "tp", "tp_across_nodes", "uneven_pp", "virtual_stages", "zero"]
     CP_ALL_TO_ALL_FIELD_NUMBER: _ClassVar[int]
     CP_FIELD_NUMBER: _ClassVar[int]
     EP_FIELD_NUMBER: _ClassVar[int]
+    EVEN_SPLIT_FIELD_NUMBER: _ClassVar[int]
+    EXPERTS_WHOLE_FIELD_NUMBER: _ClassVar[int]
     FP8_PARAMS_FIELD_NUMBER: _ClassVar[int]
     MAX_MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
     MICRO_BATCH_FIELD_NUMBER: _ClassVar[int]
@@ -431,6 +433,8 @@ class Constraints(_message.Message):
     cp: _containers.RepeatedScalarFieldContainer[int]
     cp_all_to_all: _containers.RepeatedScalarFieldContainer[bool]
     ep: _containers.RepeatedScalarFieldContainer[int]
+    even_split: bool
+    experts_whole: _containers.RepeatedScalarFieldContainer[bool]
     fp8_params: _containers.RepeatedScalarFieldContainer[bool]
     max_micro_batch: int
     micro_batch: _containers.RepeatedScalarFieldContainer[int]
@@ -448,7 +452,7 @@ class Constraints(_message.Message):
     uneven_pp: bool
     virtual_stages: _containers.RepeatedScalarFieldContainer[int]
     zero: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, tp: _Optional[_Iterable[int]] = ..., pp: _Optional[_Iterable[int]] = ..., cp: _Optional[_Iterable[int]] = ..., ep: _Optional[_Iterable[int]] = ..., zero: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., virtual_stages: _Optional[_Iterable[int]] = ..., recompute: _Optional[_Iterable[_Union[Recompute, str]]] = ..., sp: _Optional[_Iterable[bool]] = ..., schedules: _Optional[_Iterable[_Union[Schedule, str]]] = ..., tp_across_nodes: bool = ..., uneven_pp: bool = ..., min_headroom_gb: _Optional[float] = ..., max_micro_batch: _Optional[int] = ..., offload: _Optional[str] = ..., overlap_tp: _Optional[_Iterable[bool]] = ..., overlap_ep: _Optional[_Iterable[bool]] = ..., cp_all_to_all: _Optional[_Iterable[bool]] = ..., fp8_params: _Optional[_Iterable[bool]] = ..., offload_activations: _Optional[_Iterable[bool]] = ...) -> None: ...
+    def __init__(self, tp: _Optional[_Iterable[int]] = ..., pp: _Optional[_Iterable[int]] = ..., cp: _Optional[_Iterable[int]] = ..., ep: _Optional[_Iterable[int]] = ..., zero: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., virtual_stages: _Optional[_Iterable[int]] = ..., recompute: _Optional[_Iterable[_Union[Recompute, str]]] = ..., sp: _Optional[_Iterable[bool]] = ..., schedules: _Optional[_Iterable[_Union[Schedule, str]]] = ..., tp_across_nodes: bool = ..., uneven_pp: bool = ..., min_headroom_gb: _Optional[float] = ..., max_micro_batch: _Optional[int] = ..., offload: _Optional[str] = ..., overlap_tp: _Optional[_Iterable[bool]] = ..., overlap_ep: _Optional[_Iterable[bool]] = ..., cp_all_to_all: _Optional[_Iterable[bool]] = ..., fp8_params: _Optional[_Iterable[bool]] = ..., offload_activations: _Optional[_Iterable[bool]] = ..., experts_whole: _Optional[_Iterable[bool]] = ..., even_split: bool = ...) -> None: ...
 
 class EstimatePlanRequest(_message.Message):
     __slots__ = ["cluster", "constraints", "degraded_link_speed", "degraded_nic_speed", "exclude_nodes", "gpus", "include_dominated", "max_gpus", "min_gpus", "model", "objective", "placement_tolerance", "price_per_gpu_hour", "slow_gpu_speed", "token_budget", "top_k", "training"]
