@@ -161,7 +161,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			x.ulysses = float64(l.MicroBatch) * sLocal * h * (float64(a.QDim())/h + kvw + float64(a.VOutDim())/h) / (4 * tf) * 2
 		} else {
 			qvw := float64(a.QDim()+a.VOutDim()) / h
-			x.ring = ringAttention(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, qvw, tf, r.hbm, t.Framework)
+			x.ring = ringAttentionOf(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, qvw, tf, r.hbm, c.torchRing(t.Framework))
 		}
 	}
 	if l.PP > 1 {
@@ -169,11 +169,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		x.act = float64(l.MicroBatch) * sLocal * float64(a.Hidden) * 2 / float64(l.TP)
 	}
 	if l.DP*l.CP > 1 {
-		dense, _ := stageParamsOf(req, p, cp.stageLayers)
-		x.params = leastRankParams(req, p) * o.WeightBytes
-		if !t.OnDemandGathers {
-			x.gather, x.scatter = dense/x.layers*o.WeightBytes, dense/x.layers*o.GradBytes
-		}
+		x.params, x.gather, x.scatter = c.stageBytes(req, p, cp.stageLayers, o)
 	}
 	return Bounds{
 		exposure:           x,
@@ -268,7 +264,15 @@ func (c *BoundsCache) tpCalls(e *Estimator, req Request, tokens float64) (float6
 	keep := c != nil && (l.RankOrder == "" || l.RankOrder == DefaultRankOrder)
 	if keep {
 		k = tpKey{ranks: req.Ranks, n: g.n, tp: l.TP, sp: l.SP, tokens: math.Float64bits(tokens)}
+		// A search's shapes come with and without SP in turn for one job size,
+		// TP and micro-batch: the last price of each is compared before the map
+		// is hashed.
+		last := &c.lastTP[b2i(l.SP)]
+		if last.ok && last.k == k {
+			return last.v[0], last.v[1], nil
+		}
 		if v, ok := c.tp[k]; ok {
+			*last = tpLast{k: k, v: v, ok: true}
 			return v[0], v[1], nil
 		}
 	}
@@ -300,8 +304,16 @@ func (c *BoundsCache) tpCalls(e *Estimator, req Request, tokens float64) (float6
 			c.tp = map[tpKey][2]float64{}
 		}
 		c.tp[k] = [2]float64{us, agUs}
+		c.lastTP[b2i(l.SP)] = tpLast{k: k, v: [2]float64{us, agUs}, ok: true}
 	}
 	return us, agUs, nil
+}
+
+// tpLast is the last TP price tpCalls gave, with its key.
+type tpLast struct {
+	k  tpKey
+	v  [2]float64
+	ok bool
 }
 
 // tpKey is what tpCall's price depends on under the default rank order.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -234,6 +235,73 @@ type BoundsCache struct {
 	lastRatesOK bool
 	// The DualPipe pairing of the last depth and split asked (dualPipePairs).
 	pairs stagePairs
+	// The last TP price without and with SP (tpCalls).
+	lastTP [2]tpLast
+	// The last stage's exposure bytes (stageBytes).
+	stage stageBytesMemo
+	// The framework of torchRingOK, and whether it runs PyTorch's ring attention.
+	ringFw               string
+	torchRingOK, ringIsT bool
+}
+
+// stageBytesMemo is the last result of stageBytes with what it depends on.
+type stageBytesMemo struct {
+	tp, pp, vs, ep, etp, layers, nsplit int
+	split                               *int // the split's first element (nil: even)
+	weight, grad                        float64
+	onDemand                            bool
+	params, gather, scatter             float64
+	ok                                  bool
+}
+
+// stageBytes is what Bounds' exposure inputs need of the stage's parameters for a
+// layout with data or context parallelism: the bytes of the ZeRO 1–2 parameter
+// all-gather at least (leastRankParams), and of one layer's dense weight gather and
+// gradient reduce-scatter (none with on-demand gathers), for a stage of stageLayers
+// layers and a 1F1B request. It is remembered in c (which may be nil) for the last
+// layout parts it depends on: a search's shapes differ in recomputation, SP and
+// overlap many times for each of them.
+func (c *BoundsCache) stageBytes(req Request, p model.Params, stageLayers int, o Optimizer) (params, gather, scatter float64) {
+	l := req.Layout
+	var m stageBytesMemo
+	if c != nil {
+		m = stageBytesMemo{tp: l.TP, pp: l.PP, vs: l.VirtualStages, ep: l.EP, etp: l.etp(), layers: stageLayers, nsplit: len(l.LayerSplit),
+			weight: o.WeightBytes, grad: o.GradBytes, onDemand: req.Training.OnDemandGathers, ok: true}
+		if len(l.LayerSplit) > 0 {
+			m.split = &l.LayerSplit[0]
+		}
+		last := c.stage
+		last.params, last.gather, last.scatter = 0, 0, 0
+		if last == m && l.Schedule != DualPipe && l.Schedule != ZeroBubbleV {
+			return c.stage.params, c.stage.gather, c.stage.scatter
+		}
+	}
+	dense, _ := stageParamsOf(req, p, stageLayers)
+	params = leastRankParams(req, p) * o.WeightBytes
+	if !req.Training.OnDemandGathers {
+		layers := float64(stageLayers)
+		gather, scatter = dense/layers*o.WeightBytes, dense/layers*o.GradBytes
+	}
+	if c != nil && l.Schedule != DualPipe && l.Schedule != ZeroBubbleV {
+		m.params, m.gather, m.scatter = params, gather, scatter
+		c.stage = m
+	}
+	return params, gather, scatter
+}
+
+// torchRing tells whether framework fw runs PyTorch's ring attention
+// (framework.Profile.TorchRingAttention), remembered in c (which may be nil) for
+// the last framework asked.
+func (c *BoundsCache) torchRing(fw string) bool {
+	if c != nil && c.torchRingOK && c.ringFw == fw {
+		return c.ringIsT
+	}
+	p, err := framework.Lookup(fw)
+	is := err == nil && p.TorchRingAttention
+	if c != nil {
+		c.ringFw, c.ringIsT, c.torchRingOK = fw, is, true
+	}
+	return is
 }
 
 // stagePairs are the dense and MoE layers of each stage of a depth and split
