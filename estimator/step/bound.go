@@ -255,15 +255,13 @@ func (c *BoundsCache) tpCall(e *Estimator, req Request, tokens float64) (float64
 
 // tpCalls is tpCall and, with sequence parallelism, the all-gather's part of it.
 func (c *BoundsCache) tpCalls(e *Estimator, req Request, tokens float64) (float64, float64, error) {
-	l := req.Layout
-	g, err := newGrid(l)
-	if err != nil {
-		return 0, 0, err
-	}
+	l := &req.Layout
 	var k tpKey
 	keep := c != nil && (l.RankOrder == "" || l.RankOrder == DefaultRankOrder)
 	if keep {
-		k = tpKey{ranks: req.Ranks, n: g.n, tp: l.TP, sp: l.SP, tokens: math.Float64bits(tokens)}
+		// The default order's grid holds TP × CP × DP × PP ranks (newGrid), the
+		// grid made only when the price is not kept.
+		k = tpKey{ranks: req.Ranks, n: l.TP * l.CP * l.DP * l.PP, tp: l.TP, sp: l.SP, tokens: math.Float64bits(tokens)}
 		// A search's shapes come with and without SP in turn for one job size,
 		// TP and micro-batch: the last price of each is compared before the map
 		// is hashed.
@@ -275,6 +273,10 @@ func (c *BoundsCache) tpCalls(e *Estimator, req Request, tokens float64) (float6
 			*last = tpLast{k: k, v: v, ok: true}
 			return v[0], v[1], nil
 		}
+	}
+	g, err := newGrid(*l)
+	if err != nil {
+		return 0, 0, err
 	}
 	p, err := e.placement(req.Cluster, req.Ranks, g, CommTP)
 	if err != nil {

@@ -35,7 +35,7 @@ func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s floa
 // computeCached is compute with the layers' times taken from c when it has them (c
 // may be nil).
 func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) computeParts {
-	a, l := req.Model, req.Layout
+	a, l := &req.Model, &req.Layout
 	tf := float64(l.TP)
 	h := float64(a.Hidden)
 	var cp computeParts
@@ -49,7 +49,7 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	}
 	lc, lcMoE := cp.lc, cp.lcMoE
 
-	stageLayers := stageLayerCount(a.Layers, l)
+	stageLayers := stageLayerCount(a.Layers, *l)
 	nMoE := float64(min(stageLayers, stageMoELayers(req)))
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
@@ -235,8 +235,14 @@ type BoundsCache struct {
 	lastRatesOK bool
 	// The DualPipe pairing of the last depth and split asked (dualPipePairs).
 	pairs stagePairs
-	// The last TP price without and with SP (tpCalls).
-	lastTP [2]tpLast
+	// The last TP price without and with SP (tpCalls), and the last output layer's
+	// times (outputLayer).
+	lastTP     [2]tpLast
+	lastLogits struct {
+		k  [2]uint64
+		v  [3]float64
+		ok bool
+	}
 	// The last stage's exposure bytes (stageBytes).
 	stage stageBytesMemo
 	// The framework of torchRingOK, and whether it runs PyTorch's ring attention.
@@ -321,7 +327,7 @@ type stagePairs struct {
 // (when c is not nil) for the last depth and split asked: a search's shapes come
 // depth by depth, and the split is one array per depth.
 func (c *BoundsCache) dualPipePairs(req Request) *stagePairs {
-	l := req.Layout
+	l := &req.Layout
 	var first *int
 	if len(l.LayerSplit) > 0 {
 		first = &l.LayerSplit[0]
@@ -400,7 +406,14 @@ func (c *BoundsCache) normalise(req Request) Request {
 func (c *BoundsCache) outputLayer(e *Estimator, rates *gpuRates, tokens, vocab, h float64) (fwd, bwd, w float64) {
 	k := [2]uint64{math.Float64bits(tokens), math.Float64bits(vocab)} // bits: hashed whole (float64 keys hash per field)
 	if c != nil {
+		// A search's shapes come in runs of one micro-batch and TP: the last
+		// times are compared before the map is hashed.
+		if c.lastLogits.ok && c.lastLogits.k == k {
+			t := c.lastLogits.v
+			return t[0], t[1], t[2]
+		}
 		if t, ok := c.logits[k]; ok {
+			c.lastLogits.k, c.lastLogits.v, c.lastLogits.ok = k, t, true
 			return t[0], t[1], t[2]
 		}
 	}
@@ -413,6 +426,7 @@ func (c *BoundsCache) outputLayer(e *Estimator, rates *gpuRates, tokens, vocab, 
 			c.logits = map[[2]uint64][3]float64{}
 		}
 		c.logits[k] = [3]float64{fwd, bwd, w}
+		c.lastLogits.k, c.lastLogits.v, c.lastLogits.ok = k, [3]float64{fwd, bwd, w}, true
 	}
 	return fwd, bwd, w
 }
@@ -437,7 +451,7 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 	if c == nil {
 		return e.layerCompute(req, r, tokens, sLocal, s, moe)
 	}
-	l := req.Layout
+	l := &req.Layout
 	k := layerKey{math.Float64bits(tokens), math.Float64bits(sLocal), math.Float64bits(s), l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(),
 		req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull}
 	if lt, ok := c.layers[k]; ok {
