@@ -29,12 +29,12 @@ type computeParts struct {
 // compute times the layers of the slowest pipeline stage for one micro-batch of
 // tokens tokens (sLocal per sequence on this GPU, s in the full sequence).
 func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s float64) computeParts {
-	return e.computeCached(req, rates, tokens, sLocal, s, nil)
+	return e.computeCached(&req, rates, tokens, sLocal, s, nil)
 }
 
 // computeCached is compute with the layers' times taken from c when it has them (c
 // may be nil).
-func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) computeParts {
+func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) computeParts {
 	a, l := &req.Model, &req.Layout
 	tf := float64(l.TP)
 	h := float64(a.Hidden)
@@ -50,7 +50,7 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	lc, lcMoE := cp.lc, cp.lcMoE
 
 	stageLayers := stageLayerCount(a.Layers, *l)
-	nMoE := float64(min(stageLayers, stageMoELayers(req)))
+	nMoE := float64(min(stageLayers, stageMoELayers(*req)))
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
 	bwd := nDense*lc.bwd + nMoE*lcMoE.bwd
@@ -116,8 +116,8 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
 	if l.Schedule == DualPipe && l.PP > 1 {
 		var buf stageKindsBuf
-		dl, ml := stageKinds(req, buf[:])
-		cp.dualPipe(req, dl, ml, logits, logitsBwd, logitsW)
+		dl, ml := stageKinds(*req, buf[:])
+		cp.dualPipe(*req, dl, ml, logits, logitsBwd, logitsW)
 	}
 	return cp
 }
@@ -326,7 +326,7 @@ type stagePairs struct {
 // dualPipePairs is the stage pairing of req's depth and split, remembered in c
 // (when c is not nil) for the last depth and split asked: a search's shapes come
 // depth by depth, and the split is one array per depth.
-func (c *BoundsCache) dualPipePairs(req Request) *stagePairs {
+func (c *BoundsCache) dualPipePairs(req *Request) *stagePairs {
 	l := &req.Layout
 	var first *int
 	if len(l.LayerSplit) > 0 {
@@ -342,7 +342,7 @@ func (c *BoundsCache) dualPipePairs(req Request) *stagePairs {
 		}
 	}
 	p.pp, p.split, p.nsplit, p.ok = l.PP, first, len(l.LayerSplit), true
-	p.dense, p.moe = stageKinds(req, p.buf[:])
+	p.dense, p.moe = stageKinds(*req, p.buf[:])
 	p.least = math.Inf(1)
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, _ := dualPipePair(p.dense, p.moe, r)
@@ -447,9 +447,9 @@ type layerKey struct {
 }
 
 // layer is e.layerCompute, remembered in c (when c is not nil).
-func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLocal, s float64, moe bool) layerTimes {
+func (c *BoundsCache) layer(e *Estimator, req *Request, r *gpuRates, tokens, sLocal, s float64, moe bool) layerTimes {
 	if c == nil {
-		return e.layerCompute(req, r, tokens, sLocal, s, moe)
+		return e.layerCompute(*req, r, tokens, sLocal, s, moe)
 	}
 	l := &req.Layout
 	k := layerKey{math.Float64bits(tokens), math.Float64bits(sLocal), math.Float64bits(s), l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(),
@@ -460,7 +460,7 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 	if c.layers == nil {
 		c.layers = map[layerKey]layerTimes{}
 	}
-	lt := e.layerCompute(req, r, tokens, sLocal, s, moe)
+	lt := e.layerCompute(*req, r, tokens, sLocal, s, moe)
 	c.layers[k] = lt
 	return lt
 }
