@@ -87,7 +87,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	// fill and drain; the estimate adds communication and the optimizer on top.
 	m := float64(t.GlobalBatch / max(1, l.DP*l.MicroBatch))
 	sLocal := float64(t.SeqLen) / float64(l.CP)
-	cp := e.computeCached(req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen), c)
+	cp := e.computeCached(&req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen), c)
 	bwdLB, wUB := cp.bwd, cp.bwdW
 	actLayers := float64(cp.stageLayers) * math.Min(float64(l.PP), m)
 	if l.PP > 1 && l.PP%2 == 0 && l.VirtualStages <= 1 && (len(l.LayerSplit) == 0 || len(l.LayerSplit) == l.PP) {
@@ -97,7 +97,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		dreq := req
 		dreq.Layout.Schedule = DualPipe
 		dc := cp
-		pairs := c.dualPipePairs(dreq)
+		pairs := c.dualPipePairs(&dreq)
 		dc.dualPipe(dreq, pairs.dense, pairs.moe, cp.out[0], cp.out[1], cp.out[2])
 		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
@@ -112,7 +112,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		// TP communication is on the critical path of every micro-batch; its
 		// groups are few and cached, so pricing it here is cheap and tightens the
 		// bound a lot for TP layouts.
-		tp, err := e.tpCommPerMB(req, float64(l.MicroBatch)*sLocal, float64(cp.stageLayers), c)
+		tp, err := e.tpCommPerMB(&req, float64(l.MicroBatch)*sLocal, float64(cp.stageLayers), c)
 		if err != nil {
 			return Bounds{}, false
 		}
@@ -126,7 +126,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		// Overlapped: what the GEMMs cannot cover (tpOverlap), bounded per
 		// layer half by one all-gather and reduce-scatter pair against both GEMMs
 		// (max(0, a) + max(0, b) ≥ max(0, a + b)).
-		us, agUs, err := c.tpCalls(e, req, float64(l.MicroBatch)*sLocal)
+		us, agUs, err := c.tpCalls(e, &req, float64(l.MicroBatch)*sLocal)
 		if err != nil {
 			return Bounds{}, false
 		}
@@ -161,7 +161,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			x.ulysses = float64(l.MicroBatch) * sLocal * h * (float64(a.QDim())/h + kvw + float64(a.VOutDim())/h) / (4 * tf) * 2
 		} else {
 			qvw := float64(a.QDim()+a.VOutDim()) / h
-			x.ring = ringAttention(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, qvw, tf, r.hbm, t.Framework)
+			x.ring = ringAttentionOf(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, qvw, tf, r.hbm, c.torchRing(t.Framework))
 		}
 	}
 	if l.PP > 1 {
@@ -169,11 +169,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		x.act = float64(l.MicroBatch) * sLocal * float64(a.Hidden) * 2 / float64(l.TP)
 	}
 	if l.DP*l.CP > 1 {
-		dense, _ := stageParamsOf(req, p, cp.stageLayers)
-		x.params = leastRankParams(req, p) * o.WeightBytes
-		if !t.OnDemandGathers {
-			x.gather, x.scatter = dense/x.layers*o.WeightBytes, dense/x.layers*o.GradBytes
-		}
+		x.params, x.gather, x.scatter = c.stageBytes(req, p, cp.stageLayers, o)
 	}
 	return Bounds{
 		exposure:           x,
@@ -237,8 +233,8 @@ func tpOverlap(l Layout, cp *computeParts, ag, rs float64) (exposed, hidden floa
 // tpCommPerMB is the TP communication of the slowest stage for one micro-batch, as
 // Estimate prices it: per layer 2 all-reduces forward and 2 backward (+2 with full
 // recomputation), each an all-gather and a reduce-scatter with sequence parallelism.
-func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64, c *BoundsCache) (float64, error) {
-	l := req.Layout
+func (e *Estimator) tpCommPerMB(req *Request, tokens, layers float64, c *BoundsCache) (float64, error) {
+	l := &req.Layout
 	n := 4 + l.tpRepeats(int(layers))
 	us, err := c.tpCall(e, req, tokens)
 	if err != nil {
@@ -252,25 +248,35 @@ func (e *Estimator) tpCommPerMB(req Request, tokens, layers float64, c *BoundsCa
 // Under the default rank order TP is the innermost dimension, so the TP groups are
 // consecutive blocks of the ranks: they and their price depend only on the ranks,
 // the job's size, TP, SP and the tokens.
-func (c *BoundsCache) tpCall(e *Estimator, req Request, tokens float64) (float64, error) {
+func (c *BoundsCache) tpCall(e *Estimator, req *Request, tokens float64) (float64, error) {
 	us, _, err := c.tpCalls(e, req, tokens)
 	return us, err
 }
 
 // tpCalls is tpCall and, with sequence parallelism, the all-gather's part of it.
-func (c *BoundsCache) tpCalls(e *Estimator, req Request, tokens float64) (float64, float64, error) {
-	l := req.Layout
-	g, err := newGrid(l)
-	if err != nil {
-		return 0, 0, err
-	}
+func (c *BoundsCache) tpCalls(e *Estimator, req *Request, tokens float64) (float64, float64, error) {
+	l := &req.Layout
 	var k tpKey
 	keep := c != nil && (l.RankOrder == "" || l.RankOrder == DefaultRankOrder)
 	if keep {
-		k = tpKey{ranks: req.Ranks, n: g.n, tp: l.TP, sp: l.SP, tokens: math.Float64bits(tokens)}
+		// The default order's grid holds TP × CP × DP × PP ranks (newGrid), the
+		// grid made only when the price is not kept.
+		k = tpKey{ranks: req.Ranks, n: l.TP * l.CP * l.DP * l.PP, tp: l.TP, sp: l.SP, tokens: math.Float64bits(tokens)}
+		// A search's shapes come with and without SP in turn for one job size,
+		// TP and micro-batch: the last price of each is compared before the map
+		// is hashed.
+		last := &c.lastTP[b2i(l.SP)]
+		if last.ok && last.k == k {
+			return last.v[0], last.v[1], nil
+		}
 		if v, ok := c.tp[k]; ok {
+			*last = tpLast{k: k, v: v, ok: true}
 			return v[0], v[1], nil
 		}
+	}
+	g, err := newGrid(*l)
+	if err != nil {
+		return 0, 0, err
 	}
 	p, err := e.placement(req.Cluster, req.Ranks, g, CommTP)
 	if err != nil {
@@ -300,8 +306,16 @@ func (c *BoundsCache) tpCalls(e *Estimator, req Request, tokens float64) (float6
 			c.tp = map[tpKey][2]float64{}
 		}
 		c.tp[k] = [2]float64{us, agUs}
+		c.lastTP[b2i(l.SP)] = tpLast{k: k, v: [2]float64{us, agUs}, ok: true}
 	}
 	return us, agUs, nil
+}
+
+// tpLast is the last TP price tpCalls gave, with its key.
+type tpLast struct {
+	k  tpKey
+	v  [2]float64
+	ok bool
 }
 
 // tpKey is what tpCall's price depends on under the default rank order.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -28,13 +29,13 @@ type computeParts struct {
 // compute times the layers of the slowest pipeline stage for one micro-batch of
 // tokens tokens (sLocal per sequence on this GPU, s in the full sequence).
 func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s float64) computeParts {
-	return e.computeCached(req, rates, tokens, sLocal, s, nil)
+	return e.computeCached(&req, rates, tokens, sLocal, s, nil)
 }
 
 // computeCached is compute with the layers' times taken from c when it has them (c
 // may be nil).
-func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) computeParts {
-	a, l := req.Model, req.Layout
+func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) computeParts {
+	a, l := &req.Model, &req.Layout
 	tf := float64(l.TP)
 	h := float64(a.Hidden)
 	var cp computeParts
@@ -48,8 +49,8 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	}
 	lc, lcMoE := cp.lc, cp.lcMoE
 
-	stageLayers := stageLayerCount(a.Layers, l)
-	nMoE := float64(min(stageLayers, stageMoELayers(req)))
+	stageLayers := stageLayerCount(a.Layers, *l)
+	nMoE := float64(min(stageLayers, stageMoELayers(*req)))
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
 	bwd := nDense*lc.bwd + nMoE*lcMoE.bwd
@@ -115,8 +116,8 @@ func (e *Estimator) computeCached(req Request, rates *gpuRates, tokens, sLocal, 
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
 	if l.Schedule == DualPipe && l.PP > 1 {
 		var buf stageKindsBuf
-		dl, ml := stageKinds(req, buf[:])
-		cp.dualPipe(req, dl, ml, logits, logitsBwd, logitsW)
+		dl, ml := stageKinds(*req, buf[:])
+		cp.dualPipe(*req, dl, ml, logits, logitsBwd, logitsW)
 	}
 	return cp
 }
@@ -234,6 +235,79 @@ type BoundsCache struct {
 	lastRatesOK bool
 	// The DualPipe pairing of the last depth and split asked (dualPipePairs).
 	pairs stagePairs
+	// The last TP price without and with SP (tpCalls), and the last output layer's
+	// times (outputLayer).
+	lastTP     [2]tpLast
+	lastLogits struct {
+		k  [2]uint64
+		v  [3]float64
+		ok bool
+	}
+	// The last stage's exposure bytes (stageBytes).
+	stage stageBytesMemo
+	// The framework of torchRingOK, and whether it runs PyTorch's ring attention.
+	ringFw               string
+	torchRingOK, ringIsT bool
+}
+
+// stageBytesMemo is the last result of stageBytes with what it depends on.
+type stageBytesMemo struct {
+	tp, pp, vs, ep, etp, layers, nsplit int
+	split                               *int // the split's first element (nil: even)
+	weight, grad                        float64
+	onDemand                            bool
+	params, gather, scatter             float64
+	ok                                  bool
+}
+
+// stageBytes is what Bounds' exposure inputs need of the stage's parameters for a
+// layout with data or context parallelism: the bytes of the ZeRO 1–2 parameter
+// all-gather at least (leastRankParams), and of one layer's dense weight gather and
+// gradient reduce-scatter (none with on-demand gathers), for a stage of stageLayers
+// layers and a 1F1B request. It is remembered in c (which may be nil) for the last
+// layout parts it depends on: a search's shapes differ in recomputation, SP and
+// overlap many times for each of them.
+func (c *BoundsCache) stageBytes(req Request, p model.Params, stageLayers int, o Optimizer) (params, gather, scatter float64) {
+	l := req.Layout
+	var m stageBytesMemo
+	if c != nil {
+		m = stageBytesMemo{tp: l.TP, pp: l.PP, vs: l.VirtualStages, ep: l.EP, etp: l.etp(), layers: stageLayers, nsplit: len(l.LayerSplit),
+			weight: o.WeightBytes, grad: o.GradBytes, onDemand: req.Training.OnDemandGathers, ok: true}
+		if len(l.LayerSplit) > 0 {
+			m.split = &l.LayerSplit[0]
+		}
+		last := c.stage
+		last.params, last.gather, last.scatter = 0, 0, 0
+		if last == m && l.Schedule != DualPipe && l.Schedule != ZeroBubbleV {
+			return c.stage.params, c.stage.gather, c.stage.scatter
+		}
+	}
+	dense, _ := stageParamsOf(req, p, stageLayers)
+	params = leastRankParams(req, p) * o.WeightBytes
+	if !req.Training.OnDemandGathers {
+		layers := float64(stageLayers)
+		gather, scatter = dense/layers*o.WeightBytes, dense/layers*o.GradBytes
+	}
+	if c != nil && l.Schedule != DualPipe && l.Schedule != ZeroBubbleV {
+		m.params, m.gather, m.scatter = params, gather, scatter
+		c.stage = m
+	}
+	return params, gather, scatter
+}
+
+// torchRing tells whether framework fw runs PyTorch's ring attention
+// (framework.Profile.TorchRingAttention), remembered in c (which may be nil) for
+// the last framework asked.
+func (c *BoundsCache) torchRing(fw string) bool {
+	if c != nil && c.torchRingOK && c.ringFw == fw {
+		return c.ringIsT
+	}
+	p, err := framework.Lookup(fw)
+	is := err == nil && p.TorchRingAttention
+	if c != nil {
+		c.ringFw, c.ringIsT, c.torchRingOK = fw, is, true
+	}
+	return is
 }
 
 // stagePairs are the dense and MoE layers of each stage of a depth and split
@@ -252,8 +326,8 @@ type stagePairs struct {
 // dualPipePairs is the stage pairing of req's depth and split, remembered in c
 // (when c is not nil) for the last depth and split asked: a search's shapes come
 // depth by depth, and the split is one array per depth.
-func (c *BoundsCache) dualPipePairs(req Request) *stagePairs {
-	l := req.Layout
+func (c *BoundsCache) dualPipePairs(req *Request) *stagePairs {
+	l := &req.Layout
 	var first *int
 	if len(l.LayerSplit) > 0 {
 		first = &l.LayerSplit[0]
@@ -268,7 +342,7 @@ func (c *BoundsCache) dualPipePairs(req Request) *stagePairs {
 		}
 	}
 	p.pp, p.split, p.nsplit, p.ok = l.PP, first, len(l.LayerSplit), true
-	p.dense, p.moe = stageKinds(req, p.buf[:])
+	p.dense, p.moe = stageKinds(*req, p.buf[:])
 	p.least = math.Inf(1)
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, _ := dualPipePair(p.dense, p.moe, r)
@@ -332,7 +406,14 @@ func (c *BoundsCache) normalise(req Request) Request {
 func (c *BoundsCache) outputLayer(e *Estimator, rates *gpuRates, tokens, vocab, h float64) (fwd, bwd, w float64) {
 	k := [2]uint64{math.Float64bits(tokens), math.Float64bits(vocab)} // bits: hashed whole (float64 keys hash per field)
 	if c != nil {
+		// A search's shapes come in runs of one micro-batch and TP: the last
+		// times are compared before the map is hashed.
+		if c.lastLogits.ok && c.lastLogits.k == k {
+			t := c.lastLogits.v
+			return t[0], t[1], t[2]
+		}
 		if t, ok := c.logits[k]; ok {
+			c.lastLogits.k, c.lastLogits.v, c.lastLogits.ok = k, t, true
 			return t[0], t[1], t[2]
 		}
 	}
@@ -345,6 +426,7 @@ func (c *BoundsCache) outputLayer(e *Estimator, rates *gpuRates, tokens, vocab, 
 			c.logits = map[[2]uint64][3]float64{}
 		}
 		c.logits[k] = [3]float64{fwd, bwd, w}
+		c.lastLogits.k, c.lastLogits.v, c.lastLogits.ok = k, [3]float64{fwd, bwd, w}, true
 	}
 	return fwd, bwd, w
 }
@@ -365,11 +447,11 @@ type layerKey struct {
 }
 
 // layer is e.layerCompute, remembered in c (when c is not nil).
-func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLocal, s float64, moe bool) layerTimes {
+func (c *BoundsCache) layer(e *Estimator, req *Request, r *gpuRates, tokens, sLocal, s float64, moe bool) layerTimes {
 	if c == nil {
-		return e.layerCompute(req, r, tokens, sLocal, s, moe)
+		return e.layerCompute(*req, r, tokens, sLocal, s, moe)
 	}
-	l := req.Layout
+	l := &req.Layout
 	k := layerKey{math.Float64bits(tokens), math.Float64bits(sLocal), math.Float64bits(s), l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(),
 		req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull}
 	if lt, ok := c.layers[k]; ok {
@@ -378,7 +460,7 @@ func (c *BoundsCache) layer(e *Estimator, req Request, r *gpuRates, tokens, sLoc
 	if c.layers == nil {
 		c.layers = map[layerKey]layerTimes{}
 	}
-	lt := e.layerCompute(req, r, tokens, sLocal, s, moe)
+	lt := e.layerCompute(*req, r, tokens, sLocal, s, moe)
 	c.layers[k] = lt
 	return lt
 }

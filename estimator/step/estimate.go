@@ -1394,6 +1394,13 @@ type ring struct {
 // framework repeats the K/V heads to the queries' before the attention call), TP
 // tf, on a GPU of HBM bandwidth hbm, under framework fw.
 func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, fw string) ring {
+	p, err := framework.Lookup(fw)
+	return ringAttentionOf(l, cp, tokens, h, kvw, qvw, tf, hbm, err == nil && p.TorchRingAttention)
+}
+
+// ringAttentionOf is ringAttention with the framework's choice given: torchRing for
+// PyTorch's ring attention (framework.Profile.TorchRingAttention).
+func ringAttentionOf(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, torchRing bool) ring {
 	cpf := float64(l.CP)
 	layers := float64(cp.stageLayers)
 	rcF := l.recomputeShare(cp.stageLayers)
@@ -1406,7 +1413,7 @@ func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm floa
 		stepF: attnF / cpf, stepB: attnB / cpf,
 		merge: cpf * (1 + rcF + 1) * tokens * h / tf * cpMergeBytes / hbm,
 	}
-	if p, err := framework.Lookup(fw); err == nil && p.TorchRingAttention {
+	if torchRing {
 		r.gather = true
 		r.block = tokens * h * qvw / tf * 2
 		r.gradBlock = 2 * r.block // fp32

@@ -558,7 +558,7 @@ func activationsPerLayer(req Request, stageLayers int) float64 {
 // activationsPerLayerOf is activationsPerLayer for layers of which moeShare are MoE
 // layers (negative: the model's share, 1/Frequency).
 func activationsPerLayerOf(req Request, stageLayers int, moeShare float64) float64 {
-	a, t, l := req.Model, req.Training, req.Layout
+	a, t, l := req.Model, &req.Training, &req.Layout
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	mods := l.recomputeMask()
