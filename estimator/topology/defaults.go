@@ -54,11 +54,17 @@ const (
 	// NVLinkRackHopLatencyUs: rack-scale NVLink (GB200 NVL72) reaches the NVSwitch
 	// trays over the cable spine, even between GPUs of one compute tray.
 	NVLinkRackHopLatencyUs = 1.01
-	MeshHopLatencyUs       = 1.0  // xGMI hop
-	PCIeHopLatencyUs       = 1.5  // through the PCIe switch (nccl hwLat PCI vs NVLINK)
-	NetHopLatencyUs        = 10.7 // NIC → leaf → NIC, with the proxy thread and RDMA completion
-	EFAHopLatencyUs        = 15.0 // SRD over the AWS fabric
-	SpineLatencyUs         = 1.0  // leaf → spine → leaf: two more switch traversals
+	MeshHopLatencyUs       = 1.0 // xGMI hop
+	PCIeHopLatencyUs       = 1.5 // through the PCIe switch (nccl hwLat PCI vs NVLINK)
+	// NetHopLatencyUs: NIC → leaf → NIC, with the proxy thread and RDMA completion:
+	// what a step of NCCL's Simple protocol pays to cross the network (fitted). The
+	// other protocols' network step costs (collective.Constants.NetStepUs) are what
+	// they pay on top of it; Simple's is 0 by this definition, since a measurement
+	// only ever sees the hop and a protocol's network step cost added together
+	// (TestNetworkHopGauge in estimator/collective/accuracy).
+	NetHopLatencyUs = 10.7
+	EFAHopLatencyUs = 15.0 // SRD over the AWS fabric
+	SpineLatencyUs  = 1.0  // leaf → spine → leaf: two more switch traversals
 )
 
 // Defaults returns the calibrated link defaults for a GPU generation, scale-up

@@ -49,8 +49,9 @@ func Sources(cases []Case) []string {
 //
 //   - per-step cost: NCCL's ring hop latency over NVLink (LL 0.6, LL128 1.9, Simple
 //     3.4 µs); per-call base: its ring baseLat (6.6 / 14.0 / 8.4 µs);
-//   - network: the lowest NET hop (Tree/LL, 5.0 µs) as the hop latency, the rest of
-//     each protocol's NET figure (LL128 8.5, Simple 14 µs) as its per-step addition;
+//   - network: Simple's NET hop (14 µs) as the hop latency, which is what a Simple
+//     step pays by definition (FitParams); LL's and LL128's NET figures of the
+//     tree (5.0 and 8.5 µs) as their network step costs, −9 and −5.5 µs from it;
 //   - NVLS: NCCL charges a whole NVLS call 25 µs and pipelines 128 KiB chunks;
 //   - chunks of trees and chains: one Simple buffer slot, 4 MiB / 8 steps;
 //   - the protocol ramp: a factor of 1 up to 64 KiB per channel (NCCL lowers its
@@ -61,7 +62,7 @@ func Prior() Knobs {
 	k := collective.Default() // for what the fit does not adjust (bandwidth factors, NVLS efficiency)
 	k.StepUs = [3]float64{collective.Simple: 3.4, collective.LL128: 1.9, collective.LL: 0.6}
 	k.BaseUs = [3]float64{collective.Simple: 8.4, collective.LL128: 14.0, collective.LL: 6.6}
-	k.NetStepUs = [3]float64{collective.Simple: 9.0, collective.LL128: 3.5, collective.LL: 0}
+	k.NetStepUs = [3]float64{collective.Simple: 0, collective.LL128: -5.5, collective.LL: -9.0}
 	k.RampBytes = [3]float64{64 << 10, 64 << 10, 64 << 10}
 	k.RampFactor = [3]float64{1, 1, 1}
 	k.ChunkBytes = 512 << 10
@@ -74,7 +75,7 @@ func Prior() Knobs {
 	k.LaunchUs[collective.Graph] = 0
 	k.AmpereHostLaunch = 1
 	k.NVLSEfficiency = map[hardware.Arch]float64{hardware.Hopper: 0.85, hardware.Blackwell: 0.74} // NCCL's nvlsEfficiency
-	return Knobs{K: k, Links: Links{IntraLatencyUs: 0.6, RackLatencyUs: 0.6, NetLatencyUs: 5.0, EFALatencyUs: 5.0}}
+	return Knobs{K: k, Links: Links{IntraLatencyUs: 0.6, RackLatencyUs: 0.6, NetLatencyUs: 14.0, EFALatencyUs: 14.0}}
 }
 
 // CrossValidateRounds bounds every fold's descent (each round tries every

@@ -3,6 +3,8 @@ package accuracy
 import (
 	"maps"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/internal/descent"
@@ -68,7 +70,16 @@ func FitParams() []Param {
 	for _, pr := range []collective.Protocol{collective.Simple, collective.LL128, collective.LL} {
 		add("StepUs."+pr.String(), 0, 20, func(k *collective.Constants) *float64 { return &k.StepUs[pr] })
 		add("BaseUs."+pr.String(), 0, 80, func(k *collective.Constants) *float64 { return &k.BaseUs[pr] })
-		add("NetStepUs."+pr.String(), 0, 40, func(k *collective.Constants) *float64 { return &k.NetStepUs[pr] })
+		// Simple's network step cost is 0 by definition: the network hop latency is
+		// what a Simple step pays to cross the network, and a measurement sees a hop
+		// and a protocol's network step cost only as their sum (TestNetworkHopGauge).
+		// LL and LL128 pay their difference from Simple's, which may be negative
+		// (NCCL's own network figures for them are below Simple's: ring NET hwLat
+		// LL 2.7, LL128 4.0, Simple 14 µs); their range holds NCCL's differences
+		// (−11.3, −10 µs) with room on both sides.
+		if pr != collective.Simple {
+			add("NetStepUs."+pr.String(), -20, 40, func(k *collective.Constants) *float64 { return &k.NetStepUs[pr] })
+		}
 		add("RampBytes."+pr.String(), 1<<10, 1<<30, func(k *collective.Constants) *float64 { return &k.RampBytes[pr] })
 		add("RampFactor."+pr.String(), 0, 10, func(k *collective.Constants) *float64 { return &k.RampFactor[pr] })
 	}
@@ -92,6 +103,12 @@ func FitParams() []Param {
 // Fit adjusts the parameters by coordinate descent with shrinking multiplicative
 // steps, starting from start, and returns the constants and their loss.
 //
+// The descent searches in a gauge of its own (searchParams): Simple's network step
+// cost is one of its coordinates, the move that changes what a Simple step pays to
+// cross the network and nothing else, and every protocol's network step cost stays
+// at 0 or more. The constants it returns are in the shipped gauge, Simple's network
+// step cost 0 (toShipped), which prices every row the same.
+//
 // Send/recv and all-to-all rows are left out of the loss: the p2p kernel that runs
 // them takes the LL kernel's fixed cost and NCCL's own per-channel rates (model.go
 // baseUs, calib.go P2PChannelGBps) and has nothing of its own fitted, so those rows
@@ -104,20 +121,71 @@ func Fit(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64)
 	eval := func(k Knobs) float64 {
 		ps, ok := prepared[k.Links]
 		if !ok {
+			// Every hop latency tried builds the systems anew; keep a few, not every
+			// one the descent ever tried.
+			if len(prepared) >= 16 {
+				clear(prepared)
+			}
 			ps = PrepareWith(cases, k.Links)
 			prepared[k.Links] = ps
 		}
 		return Loss(Price(collective.NewModel(k.K), ps))
 	}
-	ps := make([]descent.Param[Knobs], len(params))
-	for i, p := range params {
+	search := searchParams(params)
+	ps := make([]descent.Param[Knobs], len(search))
+	for i, p := range search {
 		ps[i] = descent.Param[Knobs]{Name: p.Name, Min: p.Min, Max: p.Max,
 			Get: func(k *Knobs) float64 { return *p.Get(k) },
 			Set: func(k *Knobs, v float64) { *p.Get(k) = v }}
 	}
 	// Large steps too: the loss is piecewise (the chosen algorithm switches), so
 	// small steps alone stall.
-	return descent.Minimise(start, clone, ps, []float64{4, 2, 1.3, 1.1, 1.03, 1 / 1.03, 1 / 1.1, 1 / 1.3, 0.5, 0.25, 0}, rounds, eval)
+	k, loss := descent.Minimise(toSearch(start), clone, ps, []float64{4, 2, 1.3, 1.1, 1.03, 1 / 1.03, 1 / 1.1, 1 / 1.3, 0.5, 0.25, 0}, rounds, eval)
+	return toShipped(k), loss
+}
+
+// searchParams are the coordinates the descent moves: params, with every network
+// step cost at 0 or more and, when the network hop is among them, Simple's network
+// step cost as a coordinate of its own. A descent that moves one constant at a time
+// has no other way to change Simple's network cost apart from LL's and LL128's
+// (the hop moves all three). Searched in the shipped gauge instead, with that move
+// as a direction through the hops and LL's and LL128's costs and each round's net
+// move as another (Powell's and Hooke and Jeeves's methods), the
+// leave-one-source-out folds stopped in worse places (docs/calibration.md).
+func searchParams(params []Param) []Param {
+	hop := slices.ContainsFunc(params, func(p Param) bool { return p.Name == "NetLatencyUs" })
+	var out []Param
+	for _, p := range params {
+		if strings.HasPrefix(p.Name, "NetStepUs.") {
+			p.Min = 0
+		}
+		out = append(out, p)
+		if hop && p.Name == "BaseUs.simple" {
+			out = append(out, Param{"NetStepUs.simple", func(k *Knobs) *float64 { return &k.K.NetStepUs[collective.Simple] }, 0, 40})
+		}
+	}
+	return out
+}
+
+// toSearch moves k along the network gauge (TestNetworkHopGauge: the hops up by c
+// and every protocol's network step cost down by c, or the reverse, price every row
+// the same) until no network step cost is below 0; toShipped moves it until
+// Simple's is 0.
+func toSearch(k Knobs) Knobs {
+	return gauge(k, min(0, k.K.NetStepUs[collective.Simple], k.K.NetStepUs[collective.LL128], k.K.NetStepUs[collective.LL]))
+}
+
+func toShipped(k Knobs) Knobs { return gauge(k, k.K.NetStepUs[collective.Simple]) }
+
+// gauge raises the hops by c and lowers every network step cost by c.
+func gauge(k Knobs, c float64) Knobs {
+	k = clone(k)
+	k.Links.NetLatencyUs += c
+	k.Links.EFALatencyUs += c
+	for i := range k.K.NetStepUs {
+		k.K.NetStepUs[i] -= c
+	}
+	return k
 }
 
 func clone(k Knobs) Knobs {
