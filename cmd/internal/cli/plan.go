@@ -132,7 +132,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.schedList = enumListFlag(fs, "schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)", scheduleNames)
 	opt.tpAcross = fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
 	opt.unevenPP = fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
-	opt.evenSplit = fs.Bool("even-split", false, "only layouts whose pipeline stages and model chunks hold the same number of layers, for a framework that splits no other way (Megatron-LM of 2021)")
+	opt.evenSplit = fs.Bool("even-split", false, "only layouts whose pipeline stages and model chunks hold the same number of layers, for a framework that splits no other way (Megatron-LM of 2021; implied by --framework megatron-lm-2021)")
 	opt.maxMBS = fs.Int("max-mbs", 0, "largest micro-batch size when --mbs is not given (default 16)")
 	opt.rcList = enumListFlag(fs, "recompute", "", "allowed recompute modes: none, selective, ops, full (default none,selective,full)", recomputeNames)
 	opt.headroom = fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")

@@ -4035,7 +4035,9 @@ type Constraints struct {
 	// one, hold the same number of layers: a framework that splits the layers no
 	// other way (Megatron-LM of 2021 asserts num_layers % pipeline size == 0 and a
 	// whole number of layers per virtual stage). Default off: uneven and
-	// cost-balanced splits are searched too. Contradicts uneven_pp.
+	// cost-balanced splits are searched too; on whatever is given under the
+	// framework megatron-lm-2021, which also interleaves only more than 2 stages.
+	// Contradicts uneven_pp.
 	EvenSplit     bool `protobuf:"varint,22,opt,name=even_split,json=evenSplit,proto3" json:"even_split,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
