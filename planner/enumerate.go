@@ -970,6 +970,9 @@ func schedules(pp, m, layers int, cs *Constraints) []sched {
 	for v := 2; v <= layers/pp; v++ {
 		even := layers%pp == 0 && (layers/pp)%v == 0
 		counted := !even && !cs.EvenSplit && step.PipelineSplit(layers, pp*v) != nil
+		if cs.interleaveOver2 && pp <= 2 {
+			break
+		}
 		if (even || counted || layers%pp != 0 && v <= maxBalancedChunks(cs)) && allowed(cs.VirtualStages, v) {
 			try(step.Interleaved, v, !even)
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
@@ -82,6 +83,10 @@ type Constraints struct {
 	MinHeadroomGB float64 `json:"min_headroom_gb,omitempty"`
 	// MaxMicroBatch bounds micro-batch sizes when MicroBatch is empty (default 16).
 	MaxMicroBatch int `json:"max_micro_batch,omitempty"`
+	// interleaveOver2 keeps interleaving to pipelines of more than 2 stages: set
+	// by the search for a framework that interleaves no others
+	// (framework.Profile.EvenLayerSplit, Megatron-LM of 2021).
+	interleaveOver2 bool
 	// Offload searches layouts that keep this state in host memory (step.Layout's
 	// Offload): optimizer (ZeRO 1–3 only) or params (ZeRO-3 only); empty or none:
 	// no offload.
@@ -390,6 +395,16 @@ func (r *Request) validate() error {
 		len(cs.SP) > 0 && !slices.Contains(cs.SP, true) && (len(cs.TP) == 0 || slices.ContainsFunc(cs.TP, func(tp int) bool { return tp > 1 })) {
 		// step's layout.etp rule: a TP rank holds its experts whole only with SP.
 		c.Add("constraints.experts_whole", "lists only whole experts, which need sequence parallelism with tp > 1, but constraints.sp lists only off")
+	}
+	if fw, err := framework.Lookup(r.Training.Framework); err == nil && fw.EvenLayerSplit {
+		// The framework splits no other way (framework.Profile.EvenLayerSplit):
+		// its search is constraints.even_split's, whether or not that is given.
+		if r.Constraints.UnevenPP {
+			c.Add("constraints.uneven_pp", "asks for uneven pipeline splits, but %s splits the layers evenly only", fw.Name)
+		} else {
+			r.Constraints.EvenSplit = true
+		}
+		r.Constraints.interleaveOver2 = true
 	}
 	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {
 		c.Add("constraints.even_split", "keeps to even pipeline splits, but uneven_pp asks for uneven ones: give one")

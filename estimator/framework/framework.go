@@ -65,6 +65,19 @@ type Profile struct {
 	// parallelism, where the framework computes the loss over the vocabulary-sharded
 	// logits (torchtitan's loss_parallel).
 	LossParallelBytesPerLogit float64
+	// EvenLayerSplit: the framework splits the transformer layers evenly over the
+	// pipeline stages and the model chunks of an interleaved schedule, no other
+	// way, and interleaves only pipelines of more than 2 stages. Megatron-LM of
+	// April 2021 (Narayanan et al. SC'21; the code at 42c1cf4, May 2021):
+	// megatron/model/transformer.py asserts num_layers %
+	// pipeline_model_parallel_size == 0 and gives every stage (every virtual
+	// stage: num_layers_per_virtual_pipeline_stage) the same number of layers, and
+	// megatron/arguments.py allows --num-layers-per-virtual-pipeline-stage only
+	// with a pipeline-model-parallel size above 2. The layer split, the
+	// embedding and loss accounting of later Megatron-Core (its
+	// --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-
+	// pipeline-split) did not exist.
+	EvenLayerSplit bool
 	// SequentialExpertGEMMs: the local experts of an MoE layer run one GEMM after
 	// another (DeepSpeed-MoE's loop over its experts) instead of one grouped GEMM
 	// (Megatron-Core's --moe-grouped-gemm, DeepSeek's DeepGEMM, torch._grouped_mm).
@@ -239,6 +252,7 @@ var profiles = []Profile{
 		UnfusedAttention:      true,
 		PipelineScatterGather: true,
 		HeldFP32GradCopies:    true,
+		EvenLayerSplit:        true,
 	},
 	{
 		Name:    "megatron-deepspeed",

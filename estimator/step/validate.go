@@ -2,6 +2,7 @@ package step
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -458,6 +459,7 @@ func validate(r Request) error {
 	} else if a.Layers%stages != 0 {
 		c.Add("layout.pp", "pp × virtual stages (%d) must be at most the %d layers (a stage holds at least one; the split is cost-balanced when it does not divide them), or give layout.layer_split", stages, a.Layers)
 	}
+	validateEvenSplit(&c, l, a, t.Framework)
 	// MoE parallel folding (Megatron-Core parallel_state.py): the expert groups are
 	// cut from the TP × CP × DP ranks of a stage, ETP × EP of them per expert copy.
 	stageRanks := l.TP * l.CP * l.DP
@@ -578,4 +580,29 @@ func unwrap(err error) []error {
 		return out
 	}
 	return []error{err}
+}
+
+// validateEvenSplit refuses, under a framework that splits the layers only evenly
+// (framework.Profile.EvenLayerSplit, Megatron-LM of 2021), a pipeline whose stages
+// or model chunks would hold different numbers of layers, a split accounting for
+// the embedding or the loss, and interleaving over 2 stages or fewer.
+func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, fw string) {
+	p, err := framework.Lookup(fw)
+	if err != nil || !p.EvenLayerSplit || l.PP < 2 {
+		return
+	}
+	stages := l.PP * l.VirtualStages
+	switch {
+	case a.Layers%stages != 0:
+		c.Add("layout.pp", "%s splits the layers evenly: pp × virtual stages (%d) must divide the %d layers", p.Name, stages, a.Layers)
+	case l.AccountForEmbedding:
+		c.Add("layout.account_for_embedding", "%s splits the layers evenly and cannot count the embedding as a layer", p.Name)
+	case l.AccountForLoss:
+		c.Add("layout.account_for_loss", "%s splits the layers evenly and cannot count the loss as a layer", p.Name)
+	case len(l.LayerSplit) == stages && slices.ContainsFunc(l.LayerSplit, func(n int) bool { return n != a.Layers/stages }):
+		c.Add("layout.layer_split", "%s splits the layers evenly: every stage holds %d layers (got %v)", p.Name, a.Layers/stages, l.LayerSplit)
+	}
+	if l.Schedule == Interleaved && l.PP <= 2 {
+		c.Add("layout.virtual_stages", "%s interleaves only pipelines of more than 2 stages (pp %d)", p.Name, l.PP)
+	}
 }

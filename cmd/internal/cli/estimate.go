@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -62,6 +63,7 @@ type estimateArgs struct {
 	dispatcher      *string
 	permuteFusion   *bool
 	cudaGraphs      *bool
+	dpBucket        *float64
 	sp              *bool
 	schedule        *string
 	vpp             *int
@@ -146,6 +148,7 @@ func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
 	opt.dispatcher = enumFlag(fs, "moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's", dispatcherNames)
 	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
 	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
+	opt.dpBucket = fs.Float64("dp-bucket-params", 0, "parameters per data-parallel gradient bucket, e.g. 40e6: the last bucket of each gradient buffer is reduced after the backward pass (Megatron-Core's --ddp-bucket-size; 0: the framework's, Megatron-Core's max(40e6, 1e6 × DP), else PyTorch DDP's 25 MB)")
 	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	opt.asJSON = fs.Bool("json", false, "print JSON")
 	opt.svgOut = fs.String("svg", "", svgFlagHelp+": the pipeline schedule above the step's breakdown")
@@ -312,6 +315,12 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 	}
 	if set["cuda-graphs"] {
 		t.CUDAGraphs = *opt.cudaGraphs
+	}
+	if set["dp-bucket-params"] {
+		if err := wholeParams(*opt.dpBucket); err != nil {
+			return err
+		}
+		t.DPBucketParams = *opt.dpBucket
 	}
 	if set["sp"] {
 		l.SP = *opt.sp
@@ -530,7 +539,7 @@ var estimateFlags = map[string]string{"layout.tp": "--tp", "layout.pp": "--pp", 
 	"layout.account_for_loss": "--account-loss", "training.unfused_attention": "--unfused-attention",
 	"training.zero3_on_demand_gathers": "--zero3-on-demand", "training.dp_reduce_after_backward": "--dp-reduce-after-backward",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
-	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
+	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "training.dp_bucket_params": "--dp-bucket-params", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
 	"layout.rank_order": "--rank-order", "layout.layer_split": "--layer-split", "layout.offload": "--offload",
 	"layout.offload_activations": "--offload-activations", "layout.fp8_params": "--fp8-params",
 	"training.seq_len": "--seq", "training.global_batch": "--gbs", "training.global_tokens": "--global-tokens", "training.precision": "--precision",
@@ -691,4 +700,15 @@ func splitList(s string) []string {
 		out = append(out, strings.ToLower(strings.TrimSpace(f)))
 	}
 	return out
+}
+
+// wholeParams refuses a --dp-bucket-params that is not a whole number of
+// parameters: the request carries it as an integer (training.dp_bucket_params),
+// and a fraction would be dropped on the way to a server. The range is the
+// estimator's to check, naming the field.
+func wholeParams(v float64) error {
+	if v != math.Trunc(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("--dp-bucket-params: %v is not a whole number of parameters", v)
+	}
+	return nil
 }

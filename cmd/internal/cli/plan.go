@@ -76,6 +76,7 @@ type planArgs struct {
 	dispatcher       *string
 	permuteFusion    *bool
 	cudaGraphs       *bool
+	dpBucket         *float64
 	slowGPU          *float64
 	placeTol         *float64
 	offload          *string
@@ -131,7 +132,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.schedList = enumListFlag(fs, "schedule", "", "allowed pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe (default all)", scheduleNames)
 	opt.tpAcross = fs.Bool("tp-across-nodes", false, "allow TP groups larger than a node")
 	opt.unevenPP = fs.Bool("uneven-pp", false, "allow pipeline splits that do not divide the layers evenly")
-	opt.evenSplit = fs.Bool("even-split", false, "only layouts whose pipeline stages and model chunks hold the same number of layers, for a framework that splits no other way (Megatron-LM of 2021)")
+	opt.evenSplit = fs.Bool("even-split", false, "only layouts whose pipeline stages and model chunks hold the same number of layers, for a framework that splits no other way (Megatron-LM of 2021; implied by --framework megatron-lm-2021)")
 	opt.maxMBS = fs.Int("max-mbs", 0, "largest micro-batch size when --mbs is not given (default 16)")
 	opt.rcList = enumListFlag(fs, "recompute", "", "allowed recompute modes: none, selective, ops, full (default none,selective,full)", recomputeNames)
 	opt.headroom = fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
@@ -149,6 +150,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.dispatcher = enumFlag(fs, "moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's", dispatcherNames)
 	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
 	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
+	opt.dpBucket = fs.Float64("dp-bucket-params", 0, "parameters per data-parallel gradient bucket, e.g. 40e6: the last bucket of each gradient buffer is reduced after the backward pass (Megatron-Core's --ddp-bucket-size; 0: the framework's, Megatron-Core's max(40e6, 1e6 × DP), else PyTorch DDP's 25 MB)")
 	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
 	opt.placeTol = fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (0: 0.02)")
 	opt.offload = enumFlag(fs, "offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)", offloadNames)
@@ -263,7 +265,11 @@ func (opt *planArgs) workload(q *planQuery) error {
 		UnfusedAttention: *opt.unfused, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)),
 		Framework: *opt.fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*opt.fp8Recipe)), FP8Params: *opt.fp8Params, DPReduceAfterBackward: *opt.dpAfter,
 		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap, FP8Activations: *opt.fp8Acts, NoDropout: *opt.noDropout,
-		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, CUDAGraphs: *opt.cudaGraphs}
+		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, CUDAGraphs: *opt.cudaGraphs,
+		DPBucketParams: *opt.dpBucket}
+	if err := wholeParams(*opt.dpBucket); err != nil {
+		return err
+	}
 	if *opt.seq < 1 || *opt.gbs < 1 {
 		return errors.New("--seq and --gbs: required, ≥ 1")
 	}
@@ -463,7 +469,7 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params",
 	"training.moe_imbalance": "--moe-imbalance", "training.moe_capacity_factor": "--moe-capacity", "training.framework": "--framework",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
-	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs",
+	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "training.dp_bucket_params": "--dp-bucket-params",
 	"training.unfused_attention": "--unfused-attention", "training.zero3_on_demand_gathers": "--zero3-on-demand",
 	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.fp8_params": "--fp8-weights", "constraints.offload_activations": "--offload-activations", "constraints.experts_whole": "--experts-whole", "constraints.even_split": "--even-split", "constraints.uneven_pp": "--uneven-pp", "constraints.tp_across_nodes": "--tp-across-nodes", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",

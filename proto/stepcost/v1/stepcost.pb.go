@@ -2169,9 +2169,18 @@ type Training struct {
 	// the token counts, Megatron-Core's moe_router and moe_preprocess scopes), or
 	// whole when its experts are padded to capacity (moe_pad_to_capacity); the
 	// rest stays eager. Unset: eager launches.
-	CudaGraphs    bool `protobuf:"varint,20,opt,name=cuda_graphs,json=cudaGraphs,proto3" json:"cuda_graphs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CudaGraphs bool `protobuf:"varint,20,opt,name=cuda_graphs,json=cudaGraphs,proto3" json:"cuda_graphs,omitempty"`
+	// Parameters per data-parallel gradient bucket (Megatron-Core's
+	// --ddp-bucket-size, DistributedDataParallelConfig.bucket_size): gradients
+	// reduce bucket by bucket under the last micro-batch's backward pass, and the
+	// last bucket of each gradient buffer (dense, experts') only after it, so a
+	// larger bucket leaves more of the reduction exposed, and a smaller one less.
+	// Unset or 0: the framework's (megatron-core and nemo: max(40e6, 1e6 x DP)
+	// parameters, Megatron-Core's default; otherwise PyTorch DDP's 25 MB); else
+	// in [1, 1e13].
+	DpBucketParams int64 `protobuf:"varint,21,opt,name=dp_bucket_params,json=dpBucketParams,proto3" json:"dp_bucket_params,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -2342,6 +2351,13 @@ func (x *Training) GetCudaGraphs() bool {
 		return x.CudaGraphs
 	}
 	return false
+}
+
+func (x *Training) GetDpBucketParams() int64 {
+	if x != nil {
+		return x.DpBucketParams
+	}
+	return 0
 }
 
 // Layout is one way to parallelise and place the job.
@@ -4019,7 +4035,9 @@ type Constraints struct {
 	// one, hold the same number of layers: a framework that splits the layers no
 	// other way (Megatron-LM of 2021 asserts num_layers % pipeline size == 0 and a
 	// whole number of layers per virtual stage). Default off: uneven and
-	// cost-balanced splits are searched too. Contradicts uneven_pp.
+	// cost-balanced splits are searched too; on whatever is given under the
+	// framework megatron-lm-2021, which also interleaves only more than 2 stages.
+	// Contradicts uneven_pp.
 	EvenSplit     bool `protobuf:"varint,22,opt,name=even_split,json=evenSplit,proto3" json:"even_split,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -6873,7 +6891,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xe9\x06\n" +
+	"stateBytes\"\x93\a\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -6899,7 +6917,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0emoe_dispatcher\x18\x12 \x01(\tR\rmoeDispatcher\x12,\n" +
 	"\x12moe_permute_fusion\x18\x13 \x01(\bR\x10moePermuteFusion\x12\x1f\n" +
 	"\vcuda_graphs\x18\x14 \x01(\bR\n" +
-	"cudaGraphs\"\xb4\x06\n" +
+	"cudaGraphs\x12(\n" +
+	"\x10dp_bucket_params\x18\x15 \x01(\x03R\x0edpBucketParams\"\xb4\x06\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
