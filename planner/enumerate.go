@@ -55,9 +55,12 @@ func divisors(n int) []int {
 type space struct {
 	recomputes []step.Recompute
 	zeros      []int
-	eps        []int
-	maxMBS     int
-	capGB      float64 // memory a layout may use per GPU
+	// zerosPP, when not empty, are the ZeRO stages searched with a pipeline
+	// (Constraints.zeroWithPipeline).
+	zerosPP []int
+	eps     []int
+	maxMBS  int
+	capGB   float64 // memory a layout may use per GPU
 	// fp8s are the fp8-weight settings every shape tries (step.Layout.FP8Params),
 	// offs the activation-offload ones (step.Layout.OffloadActivations); with
 	// offRescue a shape none of whose layouts fits without offload tries it.
@@ -67,7 +70,7 @@ type space struct {
 
 func newSpace(req *Request) *space {
 	cs := &req.Constraints
-	sp := &space{recomputes: cs.Recompute, zeros: cs.ZeRO, eps: []int{1}, maxMBS: cs.MaxMicroBatch,
+	sp := &space{recomputes: cs.Recompute, zeros: cs.ZeRO, zerosPP: cs.zeroWithPipeline, eps: []int{1}, maxMBS: cs.MaxMicroBatch,
 		capGB: req.Cluster.GPU().MemoryGB - cs.MinHeadroomGB}
 	if sp.maxMBS == 0 {
 		sp.maxMBS = 16
@@ -219,8 +222,11 @@ func (s *shape) bestBound(req *Request, p *part) float64 {
 }
 
 // searched tells whether the search tries the shape's layouts with ZeRO stage zero:
-// sharding needs data or context parallelism.
-func (s *shape) searched(zero int) bool { return zero == 0 || s.dp*s.cp > 1 }
+// sharding needs data or context parallelism, and a pipeline a stage the framework
+// runs with one (space.zerosPP).
+func (s *shape) searched(sp *space, zero int) bool {
+	return (zero == 0 || s.dp*s.cp > 1) && (s.pp < 2 || len(sp.zerosPP) == 0 || slices.Contains(sp.zerosPP, zero))
+}
 
 // layouts calls emit with each layout of the shape whose memory lower bound fits, in
 // enumeration order (ZeRO stage, then schedule), with its bound, ordinal, ZeRO stage
@@ -229,7 +235,7 @@ func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float6
 	ordinal := s.ordinal
 	scheds := p.scheds[s.scheds]
 	for _, zero := range sp.zeros {
-		if !s.searched(zero) {
+		if !s.searched(sp, zero) {
 			continue // nothing to shard
 		}
 		if s.fits&(1<<zero) == 0 {
@@ -886,7 +892,7 @@ func (s *shape) fitStages(req *Request, sp *space) (stages, fits int) {
 	b := &s.bounds
 	s.fits = 0
 	for _, zero := range sp.zeros {
-		if s.searched(zero) {
+		if s.searched(sp, zero) {
 			stages++
 			if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
 				s.fits |= 1 << zero
@@ -902,7 +908,7 @@ func (s *shape) fitStages(req *Request, sp *space) (stages, fits int) {
 // make any of its layouts fit.
 func (s *shape) statesLeaveRoom(req *Request, sp *space) bool {
 	for _, zero := range sp.zeros {
-		if s.searched(zero) && s.statesFit(req, sp, s.bounds.Params, s.bounds.ReserveGB, zero) {
+		if s.searched(sp, zero) && s.statesFit(req, sp, s.bounds.Params, s.bounds.ReserveGB, zero) {
 			return true
 		}
 	}

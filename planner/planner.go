@@ -87,6 +87,10 @@ type Constraints struct {
 	// by the search for a framework that interleaves no others
 	// (framework.Profile.EvenLayerSplit, Megatron-LM of 2021).
 	interleaveOver2 bool
+	// zeroWithPipeline, when not empty, are the ZeRO stages searched with a
+	// pipeline: set by the search for a framework that runs fewer there
+	// (framework.Runs.ZeROWithPipeline, DeepSpeed's pipeline engine).
+	zeroWithPipeline []int
 	// Offload searches layouts that keep this state in host memory (step.Layout's
 	// Offload): optimizer (ZeRO 1–3 only) or params (ZeRO-3 only); empty or none:
 	// no offload.
@@ -406,6 +410,9 @@ func (r *Request) validate() error {
 		}
 		r.Constraints.interleaveOver2 = true
 	}
+	if fw, err := framework.Lookup(r.Training.Framework); err == nil && fw.Runs.Limited() {
+		c.Join(restrictToRuns(&r.Constraints, fw))
+	}
 	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {
 		c.Add("constraints.even_split", "keeps to even pipeline splits, but uneven_pp asks for uneven ones: give one")
 	}
@@ -416,4 +423,76 @@ func (r *Request) validate() error {
 		c.Join(r.Free.validate(r.Cluster))
 	}
 	return c.Err()
+}
+
+// restrictToRuns narrows the constraints to what the framework runs
+// (framework.Profile.Runs): an empty list becomes the framework's, a list asking
+// for what it does not run is an error naming the constraint and the framework.
+func restrictToRuns(cs *Constraints, fw framework.Profile) error {
+	c := invalid.Collector{}
+	r := fw.Runs
+	limitTo(&c, fw.Name, "schedules", &cs.Schedules, convert[step.Schedule](r.Schedules))
+	limitTo(&c, fw.Name, "recompute", &cs.Recompute, convert[step.Recompute](r.Recompute))
+	if len(r.ZeRO) > 0 {
+		zeros := slices.Clone(r.ZeRO)
+		for _, z := range r.ZeROWithPipeline {
+			if !slices.Contains(zeros, z) {
+				zeros = append(zeros, z)
+			}
+		}
+		slices.Sort(zeros)
+		limitTo(&c, fw.Name, "zero", &cs.ZeRO, zeros)
+	}
+	if len(r.ZeROWithPipeline) > 0 {
+		cs.zeroWithPipeline = slices.Clone(r.ZeROWithPipeline)
+	}
+	off := func(field string, list *[]bool, no bool, what string) {
+		switch {
+		case !no:
+		case len(*list) == 0:
+			*list = []bool{false}
+		case slices.Contains(*list, true):
+			c.Add("constraints."+field, "asks for %s, but %s runs none", what, fw.Name)
+		}
+	}
+	off("sp", &cs.SP, r.NoSequenceParallel, "sequence parallelism")
+	off("overlap_tp", &cs.OverlapTP, r.NoTPOverlap, "TP communication overlap")
+	off("overlap_ep", &cs.OverlapEP, r.NoEPOverlap, "the expert-parallel all-to-all overlap")
+	one := func(field string, list *[]int, no bool, what string) {
+		switch {
+		case !no:
+		case len(*list) == 0:
+			*list = []int{1}
+		case slices.ContainsFunc(*list, func(n int) bool { return n > 1 }):
+			c.Add("constraints."+field, "asks for %s, but %s runs none", what, fw.Name)
+		}
+	}
+	one("pp", &cs.PP, r.NoPipeline, "pipeline parallelism")
+	one("cp", &cs.CP, r.NoContextParallel, "context parallelism")
+	return c.Err()
+}
+
+// limitTo sets an empty list to allowed (when allowed is not empty), or reports
+// each listed value outside it, naming the constraint and the framework.
+func limitTo[T comparable](c *invalid.Collector, fw, field string, list *[]T, allowed []T) {
+	if len(allowed) == 0 {
+		return
+	}
+	if len(*list) == 0 {
+		*list = slices.Clone(allowed)
+		return
+	}
+	for i, v := range *list {
+		if !slices.Contains(allowed, v) {
+			c.Add(fmt.Sprintf("constraints.%s[%d]", field, i), "asks for %v, but %s runs %s", v, fw, framework.Or(allowed))
+		}
+	}
+}
+
+func convert[T ~string](vs []string) []T {
+	out := make([]T, len(vs))
+	for i, v := range vs {
+		out[i] = T(v)
+	}
+	return out
 }

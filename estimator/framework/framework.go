@@ -7,6 +7,7 @@ package framework
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -165,6 +166,57 @@ type Profile struct {
 	// the model repeats its K/V heads before scaled_dot_product_attention
 	// (torchtitan's Llama: repeat_kv).
 	TorchRingAttention bool
+	// Runs is what the framework can run at all; its zero value runs every layout
+	// the step model prices. Set only where a source states the limit.
+	Runs Runs
+}
+
+// Runs is what layouts a framework of its version runs: estimate refuses the
+// others, naming the layout field, and a search under the framework enumerates only
+// these (an explicit constraint asking for more is refused, naming it).
+type Runs struct {
+	// Schedules are the pipeline schedules (step.Schedule names: "1f1b",
+	// "interleaved", ...) it runs with more than one stage; empty: any.
+	Schedules []string
+	// ZeRO are the ZeRO stages it runs without a pipeline, ZeROWithPipeline those
+	// with one (empty: as ZeRO); empty ZeRO: any.
+	ZeRO, ZeROWithPipeline []int
+	// Recompute are the activation recomputation modes (step.Recompute names:
+	// "none", "selective", "ops", "full") it runs; empty: any.
+	Recompute []string
+	// NoPipeline: no pipeline parallelism; NoSequenceParallel: tensor parallelism
+	// without sequence parallelism only; NoContextParallel: no context
+	// parallelism; NoTPOverlap: TP communication never overlaps the GEMMs;
+	// NoEPOverlap: the MoE all-to-alls never overlap compute.
+	NoPipeline, NoSequenceParallel, NoContextParallel, NoTPOverlap, NoEPOverlap bool
+}
+
+// Limited tells whether the framework runs fewer layouts than the step model prices.
+func (r Runs) Limited() bool {
+	return len(r.Schedules) > 0 || len(r.ZeRO) > 0 || len(r.ZeROWithPipeline) > 0 || len(r.Recompute) > 0 ||
+		r.NoPipeline || r.NoSequenceParallel || r.NoContextParallel || r.NoTPOverlap || r.NoEPOverlap
+}
+
+// ZeROAllowed tells whether the framework runs ZeRO stage z with (pipeline) or
+// without a pipeline.
+func (r Runs) ZeROAllowed(z int, pipeline bool) bool {
+	list := r.ZeRO
+	if pipeline && len(r.ZeROWithPipeline) > 0 {
+		list = r.ZeROWithPipeline
+	}
+	return len(list) == 0 || slices.Contains(list, z)
+}
+
+// Or joins a list of names for an error message: "a, b or c".
+func Or[T any](vs []T) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprint(v)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // Peak memory of the loss, bytes per logit (one vocabulary entry of one token):
@@ -220,6 +272,11 @@ var profiles = []Profile{
 		FP8Params:            true,
 		ActivationOffload:    true,
 		MegatronDDPBuckets:   true,
+		// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
+		// without_interleaving and _with_interleaving (megatron/core/
+		// pipeline_parallel/schedules.py, get_forward_backward_func); no
+		// zero-bubble or DualPipe schedule.
+		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}},
 	},
 	{
 		Name:    "nemo-25.04",
@@ -241,6 +298,12 @@ var profiles = []Profile{
 		BlackwellFusedHeadDim: 128,
 		MegatronDDPBuckets:    true,
 		FP8Params:             true, // Megatron-Core's fine-grained activation offloading is of 2026
+		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
+		// (schedules.py get_forward_backward_func), the distributed optimizer
+		// (ZeRO-1) in its recipes, TP overlap (Transformer Engine userbuffers),
+		// context parallelism; the MoE all-to-all overlap
+		// (overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14.
+		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0, 1}, NoEPOverlap: true},
 	},
 	{
 		Name:    "megatron-lm-2021",
@@ -253,6 +316,14 @@ var profiles = []Profile{
 		PipelineScatterGather: true,
 		HeldFP32GradCopies:    true,
 		EvenLayerSplit:        true,
+		// Megatron-LM of April 2021 (42c1cf4): megatron/schedules.py has the 1F1B
+		// schedule with and without interleaving only; the distributed optimizer
+		// (--use-distributed-optimizer), sequence parallelism and selective
+		// recomputation (--recompute-activations) came in 2022 (Korthikanti et
+		// al.), context parallelism and TP overlap (Transformer Engine
+		// userbuffers) in 2023, and it has no MoE layers.
+		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0}, Recompute: []string{"none", "full"},
+			NoSequenceParallel: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true},
 	},
 	{
 		Name:    "megatron-deepspeed",
@@ -285,6 +356,14 @@ var profiles = []Profile{
 		ZeRO3OnDemand:         true,
 		DPReduceAfterBackward: true,
 		SequentialExpertGEMMs: true, // DeepSpeed-MoE loops over its local experts
+		// Megatron-LM with DeepSpeed of 2021: ZeRO 0–3 without a pipeline;
+		// DeepSpeed's PipelineEngine runs its 1F1B TrainSchedule and asserts that
+		// ZeRO-2 and ZeRO-3 are not used with pipeline parallelism
+		// (deepspeed/runtime/pipe/engine.py); Megatron's tensor parallelism of
+		// then, without sequence parallelism or TP overlap; full recomputation
+		// (deepspeed.checkpointing) only; no context parallelism.
+		Runs: Runs{Schedules: []string{"1f1b"}, ZeROWithPipeline: []int{0, 1}, Recompute: []string{"none", "full"},
+			NoSequenceParallel: true, NoContextParallel: true, NoTPOverlap: true},
 	},
 	{
 		Name:    "fsdp",
@@ -309,6 +388,12 @@ var profiles = []Profile{
 		// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel).
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
+		// FSDP2 shards the weights, gradients and optimizer states together
+		// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or
+		// replicates them (DDP): no optimizer-only sharding (ZeRO-1). Its pipelines
+		// are torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B and (from
+		// PyTorch 2.7) ZBVZeroBubble (torchtitan docs, parallelisms).
+		Runs: Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}},
 	},
 	{
 		Name:    "hai-llm",
@@ -322,6 +407,9 @@ var profiles = []Profile{
 		CommSMs:        20,
 		FP8Activations: true,
 		FP8Recipe:      "blockwise", // §3.3.1: 1×128 activation tiles, 128×128 weight blocks
+		// §3.2: DualPipe (and the 1F1B and ZB1P pipelines it is compared with),
+		// ZeRO-1 data parallelism.
+		Runs: Runs{Schedules: []string{"1f1b", "zb-h1", "dualpipe"}, ZeRO: []int{0, 1}},
 	},
 	{
 		Name:    "composer",
@@ -333,6 +421,11 @@ var profiles = []Profile{
 		BackwardPrefetch:  "post",
 		GradReduceBytes:   4,
 		LossBytesPerLogit: FusedLossBytesPerLogit,
+		// Composer's FSDP (and lit-gpt's and flash-attention's training scripts,
+		// which train with the same traits: Lightning's FSDPStrategy or DDP):
+		// data parallelism with PyTorch FSDP's sharding strategies or DDP, no
+		// pipeline or context parallelism, whole-block activation checkpointing.
+		Runs: Runs{Recompute: []string{"none", "full"}, NoPipeline: true, NoContextParallel: true},
 	},
 }
 

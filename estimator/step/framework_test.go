@@ -206,7 +206,7 @@ func TestFrameworkMemory(t *testing.T) {
 	big.Model = arch(t, "gpt3-175b")
 	big.Cluster = cluster(t, "dgx-a100", 48)
 	big.Layout.DP, big.Training.GlobalBatch = 384, 1536
-	big.Training.Framework = "megatron-lm-2021"
+	big.Training.Framework = "megatron-core" // Megatron-LM of 2021 ran no ZeRO-3 (framework.Runs)
 	flat, err := e.Estimate(big)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +239,7 @@ func TestHopperFusedAttention(t *testing.T) {
 		req := step.Request{
 			Model: arch(t, "llama3-8b"), Cluster: cluster(t, clusterName, 1),
 			Training: step.Training{SeqLen: s, GlobalBatch: 8, Framework: fw},
-			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeNone},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 2, MicroBatch: 1, Recompute: step.RecomputeNone}, // torchtitan has no ZeRO-1
 		}
 		r, err := step.New().Estimate(req)
 		if err != nil {

@@ -460,6 +460,7 @@ func validate(r Request) error {
 		c.Add("layout.pp", "pp × virtual stages (%d) must be at most the %d layers (a stage holds at least one; the split is cost-balanced when it does not divide them), or give layout.layer_split", stages, a.Layers)
 	}
 	validateEvenSplit(&c, l, a, t.Framework)
+	validateRuns(&c, l, t.Framework)
 	// MoE parallel folding (Megatron-Core parallel_state.py): the expert groups are
 	// cut from the TP × CP × DP ranks of a stage, ETP × EP of them per expert copy.
 	stageRanks := l.TP * l.CP * l.DP
@@ -604,5 +605,43 @@ func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, fw string) 
 	}
 	if l.Schedule == Interleaved && l.PP <= 2 {
 		c.Add("layout.virtual_stages", "%s interleaves only pipelines of more than 2 stages (pp %d)", p.Name, l.PP)
+	}
+}
+
+// validateRuns refuses a layout the framework cannot run (framework.Profile.Runs),
+// naming the layout field and the framework.
+func validateRuns(c *invalid.Collector, l Layout, fw string) {
+	p, err := framework.Lookup(fw)
+	if err != nil || !p.Runs.Limited() {
+		return
+	}
+	r := p.Runs
+	if l.PP > 1 && r.NoPipeline {
+		c.Add("layout.pp", "%s runs no pipeline parallelism (pp %d)", p.Name, l.PP)
+	}
+	if l.PP > 1 && len(r.Schedules) > 0 && !slices.Contains(r.Schedules, string(l.Schedule)) {
+		c.Add("layout.schedule", "%s runs %s (got %s)", p.Name, framework.Or(r.Schedules), l.Schedule)
+	}
+	if !r.ZeROAllowed(l.ZeRO, l.PP > 1) {
+		if l.PP > 1 && len(r.ZeROWithPipeline) > 0 {
+			c.Add("layout.zero", "%s runs ZeRO %s with a pipeline (got %d with pp %d)", p.Name, framework.Or(r.ZeROWithPipeline), l.ZeRO, l.PP)
+		} else {
+			c.Add("layout.zero", "%s runs ZeRO %s (got %d)", p.Name, framework.Or(r.ZeRO), l.ZeRO)
+		}
+	}
+	if len(r.Recompute) > 0 && l.Recompute != "" && !slices.Contains(r.Recompute, string(l.Recompute)) {
+		c.Add("layout.recompute", "%s recomputes %s (got %s)", p.Name, framework.Or(r.Recompute), l.Recompute)
+	}
+	if l.SP && r.NoSequenceParallel {
+		c.Add("layout.sp", "%s runs tensor parallelism without sequence parallelism", p.Name)
+	}
+	if l.CP > 1 && r.NoContextParallel {
+		c.Add("layout.cp", "%s runs no context parallelism (cp %d)", p.Name, l.CP)
+	}
+	if l.OverlapTP && r.NoTPOverlap {
+		c.Add("layout.overlap_tp", "%s does not overlap TP communication with the GEMMs", p.Name)
+	}
+	if l.OverlapEP && r.NoEPOverlap {
+		c.Add("layout.overlap_ep", "%s does not overlap the expert-parallel all-to-alls", p.Name)
 	}
 }

@@ -1,0 +1,60 @@
+package step_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/step"
+)
+
+// A layout its framework cannot run (framework.Profile.Runs) is refused, naming the
+// layout field and the framework, where megatron-core prices it.
+func TestFrameworkRunsRefused(t *testing.T) {
+	e := step.New()
+	for _, c := range []struct {
+		framework string
+		l         step.Layout
+		field     string
+	}{
+		{"megatron-lm-2021", step.Layout{TP: 2, PP: 4, Schedule: step.ZeroBubble}, "layout.schedule"},
+		{"megatron-lm-2021", step.Layout{TP: 8, ZeRO: 1}, "layout.zero"},
+		{"megatron-lm-2021", step.Layout{TP: 4, SP: true}, "layout.sp"},
+		{"megatron-lm-2021", step.Layout{TP: 4, CP: 2}, "layout.cp"},
+		{"megatron-lm-2021", step.Layout{TP: 4, SP: false, OverlapTP: true}, "layout.overlap_tp"},
+		{"megatron-lm-2021", step.Layout{TP: 4, Recompute: step.RecomputeSelective}, "layout.recompute"},
+		{"deepspeed-2021", step.Layout{TP: 1, PP: 2, ZeRO: 2}, "layout.zero"},
+		{"deepspeed-2021", step.Layout{TP: 1, PP: 4, VirtualStages: 2}, "layout.schedule"},
+		{"deepspeed-2021", step.Layout{TP: 1, ZeRO: 3}, ""},
+		{"nemo-25.04", step.Layout{TP: 1, ZeRO: 3}, "layout.zero"},
+		{"nemo", step.Layout{TP: 1, PP: 4, Schedule: step.DualPipe}, "layout.schedule"},
+		{"torchtitan", step.Layout{TP: 1, ZeRO: 1}, "layout.zero"},
+		{"torchtitan", step.Layout{TP: 1, PP: 4, Schedule: step.ZeroBubbleV}, ""},
+		{"composer", step.Layout{TP: 1, PP: 2}, "layout.pp"},
+		{"composer", step.Layout{TP: 1, CP: 2}, "layout.cp"},
+		{"hai-llm", step.Layout{TP: 1, PP: 2, Schedule: step.GPipe}, "layout.schedule"},
+	} {
+		c.l.DP, c.l.MicroBatch = 8/(c.l.TP*max(1, c.l.PP)*max(1, c.l.CP)), 1
+		if c.l.OverlapTP {
+			c.l.SP = true // megatron-core overlaps TP with sequence parallelism
+		}
+		estimate := func(fw string) error {
+			_, err := e.Estimate(step.Request{Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1),
+				Training: step.Training{SeqLen: 4096, GlobalBatch: 16 * c.l.DP, Framework: fw, Optimizer: step.AdamMixed()},
+				Layout:   c.l})
+			return err
+		}
+		if err := estimate("megatron-core"); err != nil {
+			t.Errorf("%+v under megatron-core: %v", c.l, err)
+		}
+		err := estimate(c.framework)
+		var inv *invalid.Error
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%+v under %s: %v, want priced", c.l, c.framework, err)
+		case c.field != "" && (!errors.As(err, &inv) || !strings.Contains(err.Error(), c.field+":") || !strings.Contains(err.Error(), c.framework)):
+			t.Errorf("%+v under %s: got %v, want an error naming %s and the framework", c.l, c.framework, err, c.field)
+		}
+	}
+}

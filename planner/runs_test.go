@@ -1,0 +1,165 @@
+package planner_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/step/accuracy"
+	"github.com/stepcost/stepcost/planner"
+)
+
+// Every framework profile × pipeline schedule: the planner under the framework
+// refuses a schedule the profile does not run (naming constraints.schedules and the
+// framework) and estimate refuses a layout with it (naming layout.schedule); for a
+// schedule it runs, every plan the planner returns is one estimate prices, at the
+// same step time. The free search (no schedule given) is walked too.
+func TestFrameworkRunsPlannerAgreesWithEstimate(t *testing.T) {
+	e := step.New()
+	base := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32, TopK: 10,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 256}}
+	// A pipelined layout of each schedule, as megatron-core's search finds it.
+	refs := map[step.Schedule]step.Layout{}
+	schedules := []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.ZeroBubbleV, step.DualPipe}
+	for _, s := range schedules {
+		req := base
+		req.TopK = 1
+		req.Constraints = planner.Constraints{PP: []int{4}, Schedules: []step.Schedule{s}}
+		res, err := planner.Search(context.Background(), e, req)
+		if err != nil || len(res.Top) == 0 {
+			t.Fatalf("%s under megatron-core: %v %s", s, err, res.NoPlan)
+		}
+		refs[s] = res.Top[0].Estimate.Layout
+	}
+	for _, fw := range framework.All() {
+		runs := fw.Runs
+		for _, s := range append([]step.Schedule{""}, schedules...) {
+			req := base
+			req.Training.Framework = fw.Name
+			if s != "" {
+				req.Constraints.Schedules = []step.Schedule{s}
+				if !runs.NoPipeline {
+					req.Constraints.PP = []int{4}
+				}
+			}
+			res, err := planner.Search(context.Background(), e, req)
+			runsIt := s == "" || len(runs.Schedules) == 0 || slices.Contains(runs.Schedules, string(s))
+			if !runsIt {
+				if err == nil || !strings.Contains(err.Error(), "constraints.schedules") || !strings.Contains(err.Error(), fw.Name) {
+					t.Errorf("%s, %s: plan gave %v, want an error naming constraints.schedules and the framework", fw.Name, s, err)
+				}
+				l := refs[s]
+				_, err := e.Estimate(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: l})
+				var inv *invalid.Error
+				if !errors.As(err, &inv) || !strings.Contains(err.Error(), "layout.schedule:") || !strings.Contains(err.Error(), fw.Name) {
+					t.Errorf("%s, %s: estimate gave %v, want an error naming layout.schedule and the framework", fw.Name, s, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s, %s: %v", fw.Name, s, err)
+				continue
+			}
+			if len(res.Top) == 0 {
+				t.Errorf("%s, %s: no plan (%s)", fw.Name, s, res.NoPlan)
+			}
+			for _, p := range append(res.Top, res.Pareto...) {
+				l := p.Estimate.Layout
+				r, err := e.Estimate(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: l})
+				if err != nil {
+					t.Errorf("%s, %s: estimate refuses the plan %s: %v", fw.Name, s, describe(l), err)
+				} else if r.StepTime != p.Estimate.StepTime {
+					t.Errorf("%s, %s: plan %s at %.6f s, estimate %.6f s", fw.Name, s, describe(l), p.Estimate.StepTime, r.StepTime)
+				}
+			}
+		}
+	}
+}
+
+// A constraint asking for what the framework does not run is refused, naming it.
+func TestFrameworkRunsConstraintErrors(t *testing.T) {
+	e := step.New()
+	for _, c := range []struct {
+		framework string
+		cs        planner.Constraints
+		field     string
+	}{
+		{"megatron-lm-2021", planner.Constraints{ZeRO: []int{0, 1}}, "constraints.zero[1]"},
+		{"megatron-lm-2021", planner.Constraints{SP: []bool{true}}, "constraints.sp"},
+		{"megatron-lm-2021", planner.Constraints{CP: []int{2}}, "constraints.cp"},
+		{"megatron-lm-2021", planner.Constraints{OverlapTP: []bool{false, true}}, "constraints.overlap_tp"},
+		{"megatron-lm-2021", planner.Constraints{Recompute: []step.Recompute{step.RecomputeSelective}}, "constraints.recompute[0]"},
+		{"deepspeed-2021", planner.Constraints{Schedules: []step.Schedule{step.Interleaved}}, "constraints.schedules[0]"},
+		{"nemo-25.04", planner.Constraints{OverlapEP: []bool{true}}, "constraints.overlap_ep"},
+		{"nemo-25.04", planner.Constraints{ZeRO: []int{3}}, "constraints.zero[0]"},
+		{"torchtitan", planner.Constraints{ZeRO: []int{1}}, "constraints.zero[0]"},
+		{"composer", planner.Constraints{PP: []int{2}}, "constraints.pp"},
+		{"hai-llm", planner.Constraints{Schedules: []step.Schedule{step.GPipe}}, "constraints.schedules[0]"},
+	} {
+		req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 2), GPUs: 16, TopK: 1,
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64, Framework: c.framework}, Constraints: c.cs}
+		_, err := planner.Search(context.Background(), e, req)
+		if err == nil || !strings.Contains(err.Error(), c.field+":") || !strings.Contains(err.Error(), c.framework) {
+			t.Errorf("%s with %+v: got %v, want an error naming %s and the framework", c.framework, c.cs, err, c.field)
+		}
+	}
+}
+
+// DeepSpeed's pipeline engine runs ZeRO 0–1 only: under deepspeed-2021 the search
+// shards further only without a pipeline, and estimate refuses ZeRO-2 with one.
+func TestFrameworkRunsZeROWithPipeline(t *testing.T) {
+	e := step.New()
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32, TopK: 200,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 256, Framework: "deepspeed-2021"}}
+	res, err := planner.Search(context.Background(), e, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var piped, sharded int
+	for _, p := range res.Top {
+		l := p.Estimate.Layout
+		if l.PP > 1 {
+			piped++
+			if l.ZeRO > 1 {
+				t.Errorf("deepspeed-2021: plan %s", describe(l))
+			}
+		} else if l.ZeRO > 1 {
+			sharded++
+		}
+	}
+	if piped == 0 || sharded == 0 {
+		t.Errorf("deepspeed-2021: %d pipelined plans, %d with ZeRO 2–3 and no pipeline; want both searched", piped, sharded)
+	}
+	l := step.Layout{TP: 1, PP: 2, DP: 16, MicroBatch: 1, ZeRO: 2}
+	_, err = e.Estimate(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: l})
+	if err == nil || !strings.Contains(err.Error(), "layout.zero:") || !strings.Contains(err.Error(), "deepspeed-2021") {
+		t.Errorf("ZeRO-2 with pp 2 under deepspeed-2021: got %v, want an error naming layout.zero", err)
+	}
+}
+
+// A published run is never refused by its own framework's profile: every run of the
+// accuracy data set (priced under the profile its framework maps to) is priced.
+func TestFrameworkRunsAcceptPublishedRuns(t *testing.T) {
+	cases, err := accuracy.AllCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range accuracy.Evaluate(step.New(), cases) {
+		if r.Case.Err != nil {
+			continue
+		}
+		n++
+		if r.Err != nil {
+			t.Errorf("%s (%s, profile %s): %v", r.Run.ID, r.Run.Framework, r.Request.Training.Framework, r.Err)
+		}
+	}
+	if n < 200 {
+		t.Errorf("%d published runs priced, want the data set's (over 200)", n)
+	}
+}
