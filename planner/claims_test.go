@@ -24,107 +24,80 @@ import (
 const maxClaim = 1.3
 
 // frameworkRun is what a framework of a given version runs, as the constraints of a
-// search: a run's best plan is searched over these only. A framework with
-// alternatives (DeepSpeed: ZeRO 2–3 without a pipeline, ZeRO 0–1 with one) has one
-// constraint set for each, and the best plan is the best of the searches.
+// search on top of its profile's (framework.Profile.Runs, which the planner applies
+// to every search under the framework): a run's best plan is searched over these
+// only. Where the profile says it all (its version is the profile's), sets is
+// empty; where a version runs less than its profile (NeMo 24.x, torchtitan of a
+// date, lit-gpt and flash-attention's scripts under the composer profile), the
+// set says what more it leaves out, with its source.
 type frameworkRun struct {
 	// match: the run's framework and version strings (lower case) both contain
 	// every one of these.
 	match []string
-	sets  []planner.Constraints
-	// why gives the framework's own sources for each restriction.
+	// profile, when sets is empty, is the framework profile whose Runs say it all:
+	// the run must be priced under it.
+	profile string
+	sets    []planner.Constraints
+	// why gives the framework's own sources for each restriction beyond the
+	// profile's.
 	why string
 }
 
-var (
-	noPipeline = []int{1}
-	megatron   = []step.Schedule{step.OneFOneB, step.Interleaved}
-	noSP       = []bool{false}
-	noOverlap  = []bool{false}
-	plain      = []step.Recompute{step.RecomputeNone, step.RecomputeFull}
-)
+var noOverlap = []bool{false}
 
 // frameworkRuns lists the frameworks of the published runs, the first match wins.
 var frameworkRuns = []frameworkRun{
-	{match: []string{"megatron-lm (2021)"},
-		sets: []planner.Constraints{
-			{Schedules: []step.Schedule{step.OneFOneB}, ZeRO: []int{0}, CP: []int{1}, SP: noSP, OverlapTP: noOverlap,
-				Recompute: plain, EvenSplit: true},
-			{Schedules: []step.Schedule{step.Interleaved}, PP: above(2), ZeRO: []int{0}, CP: []int{1}, SP: noSP,
-				OverlapTP: noOverlap, Recompute: plain, EvenSplit: true}},
-		why: "Megatron-LM of April 2021 (Narayanan et al. SC'21; the code at 42c1cf4, May 2021): megatron/schedules.py has the " +
-			"1F1B schedule with and without interleaving, and arguments.py allows interleaving only with more than 2 pipeline " +
-			"stages; megatron/model/transformer.py splits the layers evenly (num_layers % pipeline_model_parallel_size == 0, " +
-			"whole layers per virtual stage); the distributed optimizer (--use-distributed-optimizer), sequence parallelism " +
-			"and selective recomputation (--recompute-activations) came in 2022 (Korthikanti et al.), context parallelism and " +
-			"TP overlap (Transformer Engine userbuffers) in 2023"},
-	{match: []string{"deepspeed zero-3"},
-		sets: []planner.Constraints{
-			{PP: noPipeline, CP: []int{1}, SP: noSP, OverlapTP: noOverlap, Recompute: plain},
-			{ZeRO: []int{0, 1}, Schedules: []step.Schedule{step.OneFOneB}, CP: []int{1}, SP: noSP, OverlapTP: noOverlap,
-				Recompute: plain}},
-		why: "Megatron-LM with DeepSpeed of 2021: ZeRO 0–3 without a pipeline; DeepSpeed's PipelineEngine runs its 1F1B " +
-			"TrainSchedule and asserts that ZeRO-2 and ZeRO-3 are not used with pipeline parallelism " +
-			"(deepspeed/runtime/pipe/engine.py); Megatron's tensor parallelism without sequence parallelism; no context parallelism"},
+	// megatron-lm-2021, deepspeed-2021, nemo-25.04 and hai-llm: the profile's Runs.
+	{match: []string{"megatron-lm (2021)"}, profile: "megatron-lm-2021"},
+	{match: []string{"deepspeed zero-3"}, profile: "deepspeed-2021"},
+	// The MoE runs of NeMo 25.04 are priced under nemo-25.04, whose Runs say it
+	// all; its dense runs (MLPerf v5.0) under nemo, which runs more.
 	{match: []string{"nemo", "25.04"},
-		sets: []planner.Constraints{{Schedules: megatron, ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
-		why: "NeMo 25.04 (Megatron-Core 0.12): 1F1B and interleaved schedules (forward_backward_pipelining_with/without_interleaving), " +
-			"the distributed optimizer (ZeRO-1) in its recipes, TP overlap (userbuffers), context parallelism; the MoE all-to-all " +
-			"overlap (overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14"},
+		sets: []planner.Constraints{{ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
+		why: "NeMo 25.04 (Megatron-Core 0.12): the distributed optimizer (ZeRO-1) in its recipes; the MoE all-to-all overlap " +
+			"(overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14, as the nemo-25.04 profile says"},
 	{match: []string{"nemo", "24.12"},
-		sets: []planner.Constraints{{Schedules: megatron, ZeRO: []int{0, 1}, OverlapEP: noOverlap, ExpertsWhole: []bool{false}}},
+		sets: []planner.Constraints{{ZeRO: []int{0, 1}, OverlapEP: noOverlap, ExpertsWhole: []bool{false}}},
 		why: "NeMo 24.12 (NeMo 2.1, Megatron-Core 0.10): as NeMo 24.05–25.01, and the experts split like the dense MLP: " +
 			"neither its NeMo 1 models (megatron_base_model.py → initialize_model_parallel_for_nemo, nlp_overrides.py) nor " +
 			"its NeMo 2 strategy pass an expert tensor-parallel size, so Megatron-Core's defaults to TP's (NeMo 2.2 passes it)"},
 	{match: []string{"nemo"},
-		sets: []planner.Constraints{{Schedules: megatron, ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
-		why:  "NeMo 24.05–25.01 (Megatron-Core 0.7–0.11): as NeMo 25.04"},
+		sets: []planner.Constraints{{ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
+		why: "NeMo 24.05–25.01 (Megatron-Core 0.7–0.11): the distributed optimizer (ZeRO-1) in its recipes; the MoE all-to-all " +
+			"overlap (overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14"},
 	{match: []string{"megatron-bridge", "2026"},
-		sets: []planner.Constraints{{Schedules: megatron, ZeRO: []int{0, 1}}},
-		why: "Megatron-Bridge on Megatron-Core of 2026 (MLPerf Training v6.0): 1F1B and interleaved schedules, the distributed " +
+		sets: []planner.Constraints{{ZeRO: []int{0, 1}}},
+		why: "Megatron-Bridge on Megatron-Core of 2026 (MLPerf Training v6.0, the nemo profile): 1F1B and interleaved schedules, the distributed " +
 			"optimizer (ZeRO-1), TP overlap, context parallelism, MoE parallel folding and the MoE all-to-all overlap " +
 			"(overlap_moe_expert_parallel_comm, Megatron-Core 0.14 on)"},
-	{match: []string{"megatron-core v0."},
-		sets: []planner.Constraints{{Schedules: megatron, ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
+	{match: []string{"megatron-core v0."}, // the megatron-core profile, which says nothing of what it runs
+		sets: []planner.Constraints{{Schedules: []step.Schedule{step.OneFOneB, step.Interleaved}, ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
 		why: "Megatron-Core 0.8–0.9 (2024), which NeMo 24.x wraps: 1F1B and interleaved schedules, the distributed " +
 			"optimizer (ZeRO-1), TP overlap, context parallelism, MoE parallel folding; as NeMo 24.x"},
 	{match: []string{"torchtitan", "2024-04"},
-		sets: []planner.Constraints{{PP: noPipeline, CP: []int{1}, ZeRO: []int{3}, OverlapTP: noOverlap}},
+		sets: []planner.Constraints{{PP: []int{1}, CP: []int{1}, ZeRO: []int{3}, OverlapTP: noOverlap}},
 		why: "torchtitan of April 2024: FSDP2 (fully sharded), alone or with tensor parallelism (its performance.md " +
 			"trains 2D FSDP2 + TP), per-layer or per-op activation checkpointing; pipeline parallelism was not released, " +
 			"async TP came later in 2024 and context parallelism in October 2024"},
 	{match: []string{"torchtitan", "2025"},
-		sets: []planner.Constraints{{ZeRO: []int{0, 2, 3}, Schedules: []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubbleV},
-			OverlapEP: noOverlap}},
-		why: "torchtitan of 2025: FSDP2 (reshard after forward or not: ZeRO-3 or ZeRO-2) or DDP replication, TP with sequence " +
-			"parallelism and async TP, ring context parallelism, expert parallelism, torch.distributed.pipelining's GPipe, " +
-			"1F1B, Interleaved1F1B and ZBVZeroBubble (PyTorch 2.7)"},
+		sets: []planner.Constraints{{OverlapEP: noOverlap}},
+		why:  "torchtitan of 2025: as its profile (ZBVZeroBubble with PyTorch 2.7); no MoE all-to-all overlap"},
 	{match: []string{"torchtitan"},
-		sets: []planner.Constraints{{ZeRO: []int{0, 2, 3}, Schedules: []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved},
-			OverlapEP: noOverlap}},
+		sets: []planner.Constraints{{Schedules: []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved}, OverlapEP: noOverlap}},
 		why: "torchtitan of late 2024 (torch nightly 2024-12-23): FSDP2 or DDP replication, TP with sequence parallelism and " +
 			"async TP, ring context parallelism, GPipe, 1F1B and Interleaved1F1B (ZBVZeroBubble came with PyTorch 2.7)"},
 	{match: []string{"composer"},
-		sets: []planner.Constraints{{TP: []int{1}, PP: noPipeline, CP: []int{1}, ZeRO: []int{0, 2, 3}, Recompute: plain}},
-		why:  "Composer / llm-foundry: PyTorch FSDP only (NO_SHARD, SHARD_GRAD_OP, FULL_SHARD), whole-block activation checkpointing"},
+		sets: []planner.Constraints{{TP: []int{1}, ZeRO: []int{0, 2, 3}}},
+		why:  "Composer / llm-foundry: PyTorch FSDP only (NO_SHARD, SHARD_GRAD_OP, FULL_SHARD)"},
 	{match: []string{"lit-gpt"},
-		sets: []planner.Constraints{{TP: []int{1}, PP: noPipeline, CP: []int{1}, ZeRO: []int{0, 2, 3}, Recompute: plain}},
-		why:  "lit-gpt on Lightning Fabric's FSDPStrategy: PyTorch FSDP's sharding strategies, whole-block activation checkpointing"},
+		sets: []planner.Constraints{{TP: []int{1}, PP: []int{1}, CP: []int{1}, ZeRO: []int{0, 2, 3},
+			Recompute: []step.Recompute{step.RecomputeNone, step.RecomputeFull}}},
+		why: "lit-gpt on Lightning Fabric's FSDPStrategy (the fsdp profile, which says nothing of what it runs): PyTorch " +
+			"FSDP's sharding strategies, whole-block activation checkpointing"},
 	{match: []string{"flash-attention training"},
-		sets: []planner.Constraints{{TP: []int{1}, PP: noPipeline, CP: []int{1}, ZeRO: []int{0, 1}, Recompute: plain}},
+		sets: []planner.Constraints{{TP: []int{1}, ZeRO: []int{0, 1}}},
 		why:  "flash-attention's training scripts: PyTorch Lightning DDP, optionally with ZeroRedundancyOptimizer (ZeRO-1)"},
-	{match: []string{"hai-llm"},
-		sets: []planner.Constraints{{ZeRO: []int{0, 1}, Schedules: []step.Schedule{step.OneFOneB, step.ZeroBubble, step.DualPipe}}},
-		why:  "HAI-LLM (DeepSeek-V3 report §3.2): DualPipe, ZeRO-1 data parallelism, expert and pipeline parallelism"},
-}
-
-// above lists the pipeline depths greater than n (up to the largest run's GPUs).
-func above(n int) []int {
-	var out []int
-	for p := n + 1; p <= 4096; p++ {
-		out = append(out, p)
-	}
-	return out
+	{match: []string{"hai-llm"}, profile: "hai-llm"},
 }
 
 func frameworkOf(framework, version string) (frameworkRun, bool) {
@@ -311,7 +284,15 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 			continue
 		}
 		var best *planner.Plan
-		for _, cs := range fw.sets {
+		sets := fw.sets
+		if len(sets) == 0 {
+			if p := c.Request.Training.Framework; p != fw.profile {
+				t.Errorf("%s: priced under the %s profile, but its framework's rules are the %s profile's", id, p, fw.profile)
+				continue
+			}
+			sets = []planner.Constraints{{}} // the profile's own
+		}
+		for _, cs := range sets {
 			// fp8 primary weights are the run's training setting (its row's fp8_params),
 			// kept as it ran: searched freely, the fp8 Nemotron-4 340B runs on GB200
 			// (dgxc v25.05) claim 1.30–1.35× — the memory of the 16-bit weight copy
