@@ -244,6 +244,13 @@ const (
 	TorchLossParallelBytesPerLogit = 14
 )
 
+// deepspeedPipeline is what DeepSpeed's PipelineEngine runs: its one training
+// schedule, TrainSchedule (1F1B), and ZeRO below stage 2 — deepspeed/runtime/pipe/
+// engine.py asserts zero_optimization_stage() < ZeroStageEnum.gradients, "ZeRO-2 and
+// ZeRO-3 are incompatible with pipeline parallelism" (DeepSpeed edaa722, 2026;
+// schedule.py has TrainSchedule, InferenceSchedule and DataParallelSchedule).
+var deepspeedPipeline = Runs{Schedules: []string{"1f1b"}, ZeROWithPipeline: []int{0, 1}}
+
 // Default is the profile of a request that names no framework.
 const Default = "megatron-core"
 
@@ -334,6 +341,7 @@ var profiles = []Profile{
 		UnfusedAttention:      true,
 		DPReduceAfterBackward: true,
 		SequentialExpertGEMMs: true, // DeepSpeed-MoE loops over its local experts
+		Runs:                  deepspeedPipeline,
 	},
 	{
 		Name:    "deepspeed",
@@ -345,6 +353,7 @@ var profiles = []Profile{
 		DPReduceAfterBackward: true,
 		SequentialExpertGEMMs: true,                   // DeepSpeed-MoE loops over its local experts
 		LossBytesPerLogit:     TorchLossBytesPerLogit, // models trained with it compute their loss in PyTorch
+		Runs:                  deepspeedPipeline,
 	},
 	{
 		Name:    "deepspeed-2021",
