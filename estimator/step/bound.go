@@ -375,13 +375,19 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 	if err != nil {
 		return out
 	}
+	// The ring's and ZeRO-3's groups are priced twice: each placed once.
+	var placed [NumComms]*collective.Placement
 	price := func(c Comm, op collective.Op, bytes float64) (float64, bool) {
 		if req.Ranks == nil && g.n > exactExposureGPUs {
 			return e.cutBound(req.Cluster, g, c, op, bytes), true
 		}
-		p, err := e.placement(req.Cluster, req.Ranks, g, c)
-		if err != nil {
-			return 0, false
+		p := placed[c]
+		if p == nil {
+			var err error
+			if p, err = e.placement(req.Cluster, req.Ranks, g, c); err != nil {
+				return 0, false
+			}
+			placed[c] = p
 		}
 		est, err := e.collCost(p, op, bytes)
 		return est.TimeUs * 1e-6, err == nil
