@@ -74,7 +74,7 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) { return e.LowerBoun
 // LowerBoundsCached is LowerBounds with the layers' compute times kept in c (which
 // may be nil) across calls for the same model, training and cluster.
 func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool) {
-	req = c.normalise(req)
+	c.normalise(&req)
 	a, t, l, cl := req.Model, req.Training, req.Layout, req.Cluster
 	if cl == nil || l.TP < 1 || l.PP < 1 || l.DP < 1 || l.CP < 1 || l.MicroBatch < 1 || t.SeqLen < 1 {
 		return Bounds{}, false

@@ -385,11 +385,12 @@ func (c *BoundsCache) modelParams(a model.Arch) model.Params {
 	return c.params
 }
 
-// normalise is normalise(req), the training's part remembered in c (when c is not
+// normalise sets *req to normalise(*req), the training's part remembered in c (when c is not
 // nil).
-func (c *BoundsCache) normalise(req Request) Request {
+func (c *BoundsCache) normalise(req *Request) {
 	if c == nil {
-		return normalise(req)
+		*req = normalise(*req)
+		return
 	}
 	if !c.trained || c.trainIn != req.Training {
 		c.trained, c.trainIn = true, req.Training
@@ -397,7 +398,7 @@ func (c *BoundsCache) normalise(req Request) Request {
 		c.spWithTP = sequenceParallelWithTP(c.trainOut)
 	}
 	req.Training = c.trainOut
-	return normaliseLayout(req, c.spWithTP)
+	normaliseLayout(req, c.spWithTP) // in place: a Request is 600 bytes
 }
 
 // outputLayer is the output layer's forward, backward and weight-gradient GEMM
