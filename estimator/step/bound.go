@@ -146,7 +146,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		o.WeightBytes = fp8ElementBytes
 	}
 	w, g, s := ModelStateBytes(params, o, l.ZeRO, l.DP*l.CP)
-	per := activationsPerLayer(req, cp.stageLayers)
+	per := activationsPerLayer(&req, cp.stageLayers)
 	act := per * actLayers / 1e9
 	if l.OffloadActivations {
 		act = per * math.Min(actLayers, 2) / 1e9 // the rest is in host memory
@@ -169,7 +169,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		x.act = float64(l.MicroBatch) * sLocal * float64(a.Hidden) * 2 / float64(l.TP)
 	}
 	if l.DP*l.CP > 1 {
-		x.params, x.gather, x.scatter = c.stageBytes(req, p, cp.stageLayers, o)
+		x.params, x.gather, x.scatter = c.stageBytes(&req, p, cp.stageLayers, o)
 	}
 	return Bounds{
 		exposure:           x,

@@ -267,8 +267,8 @@ type stageBytesMemo struct {
 // layers and a 1F1B request. It is remembered in c (which may be nil) for the last
 // layout parts it depends on: a search's shapes differ in recomputation, SP and
 // overlap many times for each of them.
-func (c *BoundsCache) stageBytes(req Request, p model.Params, stageLayers int, o Optimizer) (params, gather, scatter float64) {
-	l := req.Layout
+func (c *BoundsCache) stageBytes(req *Request, p model.Params, stageLayers int, o Optimizer) (params, gather, scatter float64) {
+	l := &req.Layout
 	var m stageBytesMemo
 	if c != nil {
 		m = stageBytesMemo{tp: l.TP, pp: l.PP, vs: l.VirtualStages, ep: l.EP, etp: l.etp(), layers: stageLayers, nsplit: len(l.LayerSplit),
@@ -282,8 +282,8 @@ func (c *BoundsCache) stageBytes(req Request, p model.Params, stageLayers int, o
 			return c.stage.params, c.stage.gather, c.stage.scatter
 		}
 	}
-	dense, _ := stageParamsOf(req, p, stageLayers)
-	params = leastRankParams(req, p) * o.WeightBytes
+	dense, _ := stageParamsOf(*req, p, stageLayers)
+	params = leastRankParams(*req, p) * o.WeightBytes
 	if !req.Training.OnDemandGathers {
 		layers := float64(stageLayers)
 		gather, scatter = dense/layers*o.WeightBytes, dense/layers*o.GradBytes
