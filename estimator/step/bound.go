@@ -74,7 +74,7 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) { return e.LowerBoun
 // LowerBoundsCached is LowerBounds with the layers' compute times kept in c (which
 // may be nil) across calls for the same model, training and cluster.
 func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool) {
-	req = c.normalise(req)
+	c.normalise(&req)
 	a, t, l, cl := req.Model, req.Training, req.Layout, req.Cluster
 	if cl == nil || l.TP < 1 || l.PP < 1 || l.DP < 1 || l.CP < 1 || l.MicroBatch < 1 || t.SeqLen < 1 {
 		return Bounds{}, false
@@ -146,7 +146,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		o.WeightBytes = fp8ElementBytes
 	}
 	w, g, s := ModelStateBytes(params, o, l.ZeRO, l.DP*l.CP)
-	per := activationsPerLayer(req, cp.stageLayers)
+	per := activationsPerLayer(&req, cp.stageLayers)
 	act := per * actLayers / 1e9
 	if l.OffloadActivations {
 		act = per * math.Min(actLayers, 2) / 1e9 // the rest is in host memory
@@ -169,7 +169,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		x.act = float64(l.MicroBatch) * sLocal * float64(a.Hidden) * 2 / float64(l.TP)
 	}
 	if l.DP*l.CP > 1 {
-		x.params, x.gather, x.scatter = c.stageBytes(req, p, cp.stageLayers, o)
+		x.params, x.gather, x.scatter = c.stageBytes(&req, p, cp.stageLayers, o)
 	}
 	return Bounds{
 		exposure:           x,
@@ -375,13 +375,19 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 	if err != nil {
 		return out
 	}
+	// The ring's and ZeRO-3's groups are priced twice: each placed once.
+	var placed [NumComms]*collective.Placement
 	price := func(c Comm, op collective.Op, bytes float64) (float64, bool) {
 		if req.Ranks == nil && g.n > exactExposureGPUs {
 			return e.cutBound(req.Cluster, g, c, op, bytes), true
 		}
-		p, err := e.placement(req.Cluster, req.Ranks, g, c)
-		if err != nil {
-			return 0, false
+		p := placed[c]
+		if p == nil {
+			var err error
+			if p, err = e.placement(req.Cluster, req.Ranks, g, c); err != nil {
+				return 0, false
+			}
+			placed[c] = p
 		}
 		est, err := e.collCost(p, op, bytes)
 		return est.TimeUs * 1e-6, err == nil

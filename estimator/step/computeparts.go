@@ -267,8 +267,8 @@ type stageBytesMemo struct {
 // layers and a 1F1B request. It is remembered in c (which may be nil) for the last
 // layout parts it depends on: a search's shapes differ in recomputation, SP and
 // overlap many times for each of them.
-func (c *BoundsCache) stageBytes(req Request, p model.Params, stageLayers int, o Optimizer) (params, gather, scatter float64) {
-	l := req.Layout
+func (c *BoundsCache) stageBytes(req *Request, p model.Params, stageLayers int, o Optimizer) (params, gather, scatter float64) {
+	l := &req.Layout
 	var m stageBytesMemo
 	if c != nil {
 		m = stageBytesMemo{tp: l.TP, pp: l.PP, vs: l.VirtualStages, ep: l.EP, etp: l.etp(), layers: stageLayers, nsplit: len(l.LayerSplit),
@@ -282,8 +282,8 @@ func (c *BoundsCache) stageBytes(req Request, p model.Params, stageLayers int, o
 			return c.stage.params, c.stage.gather, c.stage.scatter
 		}
 	}
-	dense, _ := stageParamsOf(req, p, stageLayers)
-	params = leastRankParams(req, p) * o.WeightBytes
+	dense, _ := stageParamsOf(*req, p, stageLayers)
+	params = leastRankParams(*req, p) * o.WeightBytes
 	if !req.Training.OnDemandGathers {
 		layers := float64(stageLayers)
 		gather, scatter = dense/layers*o.WeightBytes, dense/layers*o.GradBytes
@@ -385,11 +385,12 @@ func (c *BoundsCache) modelParams(a model.Arch) model.Params {
 	return c.params
 }
 
-// normalise is normalise(req), the training's part remembered in c (when c is not
+// normalise sets *req to normalise(*req), the training's part remembered in c (when c is not
 // nil).
-func (c *BoundsCache) normalise(req Request) Request {
+func (c *BoundsCache) normalise(req *Request) {
 	if c == nil {
-		return normalise(req)
+		*req = normalise(*req)
+		return
 	}
 	if !c.trained || c.trainIn != req.Training {
 		c.trained, c.trainIn = true, req.Training
@@ -397,7 +398,7 @@ func (c *BoundsCache) normalise(req Request) Request {
 		c.spWithTP = sequenceParallelWithTP(c.trainOut)
 	}
 	req.Training = c.trainOut
-	return normaliseLayout(req, c.spWithTP)
+	normaliseLayout(req, c.spWithTP) // in place: a Request is 600 bytes
 }
 
 // outputLayer is the output layer's forward, backward and weight-gradient GEMM

@@ -33,11 +33,14 @@ type Estimator struct {
 // by WithConstants share it, so that a fit trying many constants places and prices
 // each group once.
 type groupCache struct {
-	// places maps a placeKey to its *collective.Placement; costs memoises collective
-	// estimates (see collCost). Both are read far more than written and are shared
-	// by a search's workers, so they are sync.Maps: reads take no lock.
-	places sync.Map
-	costs  atomic.Pointer[costMemo]
+	// places maps a placeKey to its placement; costs memoises collective estimates
+	// (see collCost). Both are read far more than written and are shared by a
+	// search's workers, so they are typed maps under read-write locks: a sync.Map
+	// hashes its keys as interfaces (their type's hash function, then an interface
+	// comparison), which cost more than the read lock a warm search takes instead.
+	placesMu sync.RWMutex
+	places   map[placeKey]*collective.Placement
+	costs    atomic.Pointer[costMemo]
 	// degraded maps a degradeKey to the *topology.Cluster of a link what-if, so that
 	// repeated what-ifs reuse one cluster (and its placements and costs); at most
 	// maxDegraded are kept.
@@ -126,9 +129,11 @@ func (e *Estimator) LoadedCluster(cl *topology.Cluster, shares map[int]float64, 
 // maxMemoCosts entries a fresh one replaces it, so that a long-lived estimator
 // serving many models stays bounded.
 type costMemo struct {
-	m sync.Map // costKey → collective.Estimate
-	n atomic.Int64
+	mu sync.RWMutex
+	m  map[costKey]collective.Estimate
 }
+
+func newCostMemo() *costMemo { return &costMemo{m: map[costKey]collective.Estimate{}} }
 
 // maxMemoCosts bounds a memo generation: about 200 bytes an entry, so ~13 MB.
 const maxMemoCosts = 1 << 16
@@ -145,19 +150,27 @@ type costKey struct {
 func (e *Estimator) collCost(p *collective.Placement, op collective.Op, bytes float64) (collective.Estimate, error) {
 	memo := e.costs.Load()
 	k := costKey{p, op, math.Float64bits(bytes)}
-	if v, ok := memo.m.Load(k); ok {
-		return v.(collective.Estimate), nil
+	memo.mu.RLock()
+	est, ok := memo.m[k]
+	memo.mu.RUnlock()
+	if ok {
+		return est, nil
 	}
 	est, err := e.coll.Estimate(p, op, bytes, collective.Options{})
 	if err != nil {
 		return est, err
 	}
-	if memo.n.Add(1) > maxMemoCosts {
-		e.costs.CompareAndSwap(memo, &costMemo{})
-		memo = e.costs.Load()
-		memo.n.Add(1)
+	memo.mu.Lock()
+	full := len(memo.m) >= maxMemoCosts
+	if !full {
+		memo.m[k] = est
 	}
-	memo.m.Store(k, est)
+	memo.mu.Unlock()
+	if full {
+		fresh := newCostMemo()
+		fresh.m[k] = est
+		e.costs.CompareAndSwap(memo, fresh)
+	}
 	return est, nil
 }
 
@@ -166,8 +179,8 @@ func New() *Estimator { return NewWith(DefaultConstants(), collective.Default())
 
 // NewWith returns an estimator with the given constants.
 func NewWith(k Constants, ck collective.Constants) *Estimator {
-	e := &Estimator{coll: collective.NewModel(ck), k: k, groupCache: &groupCache{}, notes: map[assumptionKey][]string{}}
-	e.costs.Store(&costMemo{})
+	e := &Estimator{coll: collective.NewModel(ck), k: k, groupCache: &groupCache{places: map[placeKey]*collective.Placement{}}, notes: map[assumptionKey][]string{}}
+	e.costs.Store(newCostMemo())
 	return e
 }
 
@@ -314,8 +327,11 @@ func (k placeKey) domainImages(dom int) bool {
 // communication, with the groups that run at the same time in its pipeline stage.
 func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm) (*collective.Placement, error) {
 	key := g.placeKey(cl, rm, c)
-	if p, ok := e.places.Load(key); ok {
-		return p.(*collective.Placement), nil
+	e.placesMu.RLock()
+	p, ok := e.places[key]
+	e.placesMu.RUnlock()
+	if ok {
+		return p, nil
 	}
 	var group []int
 	var sib [][]int
@@ -329,8 +345,7 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 			if err != nil {
 				return nil, err
 			}
-			actual, _ := e.places.LoadOrStore(key, p)
-			return actual.(*collective.Placement), nil
+			return e.keepPlacement(key, p), nil
 		}
 		sib = g.siblings(0, groupDims(c), DimPP)
 	case CommPP:
@@ -351,10 +366,20 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	if err != nil {
 		return nil, err
 	}
-	// Two workers may place the same group at once: keep the first, so that the
-	// cost memo, keyed by placement, sees one pointer per group.
-	actual, _ := e.places.LoadOrStore(key, p)
-	return actual.(*collective.Placement), nil
+	return e.keepPlacement(key, p), nil
+}
+
+// keepPlacement stores p as the placement of key unless another worker stored one
+// first, and returns the one kept: the cost memo, keyed by placement, sees one
+// pointer per group.
+func (e *Estimator) keepPlacement(key placeKey, p *collective.Placement) *collective.Placement {
+	e.placesMu.Lock()
+	defer e.placesMu.Unlock()
+	if q, ok := e.places[key]; ok {
+		return q
+	}
+	e.places[key] = p
+	return p
 }
 
 // stagePairs pairs every rank of pipeline stage 0 with the rank peer ranks on, in

@@ -551,14 +551,14 @@ func pairMatmulParams(req Request, p model.Params, nDense, nMoE int) (dense, exp
 // activationsPerLayer is the activation bytes one micro-batch keeps per layer of a
 // stage of stageLayers layers (MoE layers in their share, layers not recomputed
 // with all of theirs).
-func activationsPerLayer(req Request, stageLayers int) float64 {
+func activationsPerLayer(req *Request, stageLayers int) float64 {
 	return activationsPerLayerOf(req, stageLayers, -1)
 }
 
 // activationsPerLayerOf is activationsPerLayer for layers of which moeShare are MoE
 // layers (negative: the model's share, 1/Frequency).
-func activationsPerLayerOf(req Request, stageLayers int, moeShare float64) float64 {
-	a, t, l := req.Model, &req.Training, &req.Layout
+func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) float64 {
+	a, t, l := &req.Model, &req.Training, &req.Layout
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	mods := l.recomputeMask()
@@ -566,9 +566,9 @@ func activationsPerLayerOf(req Request, stageLayers int, moeShare float64) float
 		mods |= actNoDropout
 	}
 	perLayer := func(rc Recompute) float64 {
-		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
+		per := activationBytes(*a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
 		if a.MoE != nil {
-			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
+			moe := activationBytes(*a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
 			every := float64(max(1, a.MoE.Frequency))
 			if moeShare >= 0 {
 				return per*(1-moeShare) + moe*moeShare
@@ -724,7 +724,7 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	scores := t.UnfusedAttention
-	per := activationsPerLayerOf(req, stageLayers, moeShare)
+	per := activationsPerLayerOf(&req, stageLayers, moeShare)
 	mem.ActivationBytesPerLayer = per
 	inflight := inFlight(l.Schedule, l.PP, l.VirtualStages, m)
 	mem.InFlight = inflight

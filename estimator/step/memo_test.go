@@ -44,7 +44,7 @@ func TestCollectiveCostMemo(t *testing.T) {
 	if cur == first {
 		t.Fatal("the memo generation was never replaced")
 	}
-	if n := cur.n.Load(); n < 1 || n > 64 {
+	if n := len(cur.m); n < 1 || n > 64 {
 		t.Errorf("new generation holds %d entries, want the few stored since the swap", n)
 	}
 }

@@ -104,12 +104,13 @@ func batchError(b int64) *invalid.Error {
 // PP); virtual stages 1; precision bf16; optimizer mixed Adam; recompute none.
 func normalise(r Request) Request {
 	r.Training = r.Training.Normalise()
-	return normaliseLayout(r, sequenceParallelWithTP(r.Training))
+	normaliseLayout(&r, sequenceParallelWithTP(r.Training))
+	return r
 }
 
 // normaliseLayout fills the layout's defaults for a request whose training is
-// normalised; spWithTP says the framework turns sequence parallelism on with TP.
-func normaliseLayout(r Request, spWithTP bool) Request {
+// normalised, in place; spWithTP says the framework turns sequence parallelism on with TP.
+func normaliseLayout(r *Request, spWithTP bool) {
 	l := &r.Layout
 	for _, v := range []*int{&l.TP, &l.PP, &l.CP, &l.EP, &l.VirtualStages} {
 		if *v == 0 {
@@ -140,7 +141,6 @@ func normaliseLayout(r Request, spWithTP bool) Request {
 	if !r.Training.UnfusedAttention && r.Cluster != nil && unfusedOnGPU(r.Training.Framework, r.Model, r.Cluster.GPU()) {
 		r.Training.UnfusedAttention = true
 	}
-	return r
 }
 
 // unfusedOnGPU says the framework's fused attention does not take the model's heads
