@@ -417,8 +417,10 @@ func computeFamily(p *Placement, f family) {
 		// one rank sends in one step, spread over the channels.
 		l.copies = copies
 		period := channelPeriod(p.Shape, mesh, nch)
+		spans := domainSpans(p.Shape)
+		var order []int32
 		for ch := range period {
-			order := channelRing(p.Shape, ch, mesh)
+			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
 			for _, g := range loaded {
 				for i := range n {
@@ -433,8 +435,9 @@ func computeFamily(p *Placement, f family) {
 		l.copies = copies
 		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
+		var order []int32
 		for ch := range period {
-			order := channelRing(p.Shape, ch, mesh)
+			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
 			for _, g := range loaded {
 				for _, sp := range spans {
