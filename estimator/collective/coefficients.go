@@ -98,6 +98,7 @@ type loads struct {
 	// rec keeps their terms of the sums above until repeat adds them for the others.
 	copies int
 	rec    []ringTerm
+	win    winScratch // buildPipe's
 }
 
 // ringTerm is one flow's terms of a ring's byte-weighted sums.
@@ -231,13 +232,19 @@ type stageLoads struct {
 }
 
 func (l *loads) takeStage() stageLoads {
+	s := l.peekStage()
+	l.reset()
+	return s
+}
+
+// peekStage is takeStage without the reset: the flows placed so far stay.
+func (l *loads) peekStage() stageLoads {
 	// Sized once: a stage of a 100 000-GPU group's tree touches as many links.
 	s := stageLoads{lat: l.lat, net: l.net, res: make([]int32, len(l.touched)), w: make([]float64, len(l.touched))}
 	copy(s.res, l.touched)
 	for i, r := range l.touched {
 		s.w[i] = l.load[r] / l.c.Capacity(r)
 	}
-	l.reset()
 	return s
 }
 
@@ -259,39 +266,13 @@ const maxPipeDepth = 512
 //
 // acc is scratch space of one float per link, all zeros, and left all zeros (the
 // caller's loads array between patterns).
-func buildPipe(stages []stageLoads, acc []float64) pipe {
+func buildPipe(stages []stageLoads, l *loads) pipe {
+	acc := l.load
 	D := len(stages)
 	if D == 0 || D > maxPipeDepth {
 		return pipe{}
 	}
-	// W[lo][hi] for every window, built by extending hi: adding a stage can only
-	// raise the links it touches.
-	// One backing array for the D×D windows, and one list of the links a window
-	// touched, reused from window start to window start.
-	W := make([][]winSum, D)
-	cells := make([]winSum, D*D)
-	var touched []int32
-	for lo := range D {
-		W[lo] = cells[lo*D : (lo+1)*D : (lo+1)*D]
-		var cur winSum
-		touched = touched[:0]
-		for hi := lo; hi < D; hi++ {
-			st := stages[hi]
-			for i, r := range st.res {
-				if acc[r] == 0 {
-					touched = append(touched, r)
-				}
-				acc[r] += st.w[i]
-				cur.m = max(cur.m, acc[r])
-			}
-			cur.lat = max(cur.lat, st.lat)
-			cur.net = max(cur.net, b2f(st.net))
-			W[lo][hi] = cur
-		}
-		for _, r := range touched {
-			acc[r] = 0
-		}
-	}
+	W := windows(stages, acc, &l.win)
 	p := pipe{D: D, ok: true, full: W[0][D-1]}
 	for s := range D {
 		p.path = p.path.plus(W[s][s]) // every stage's slowest hop; chains refine it per channel
@@ -309,6 +290,92 @@ func buildPipe(stages []stageLoads, acc []float64) pipe {
 		}
 	}
 	return p
+}
+
+// winScratch is the space windows reuses from pipeline to pipeline.
+type winScratch struct {
+	links, count, off, stage []int32
+	load                     []float64
+}
+
+// windows returns W[lo][hi] for every window of stages lo…hi: the largest load of a
+// link summed over the window's stages (in stage order), and the largest latency
+// and network crossing of its stages.
+//
+// A link's sum over a window is that over the run of its own stages the window
+// holds, and adding a stage's nonnegative load never lowers a sum (rounding is
+// monotone), so W[lo][hi] is the largest over every run of a link's stages that
+// lies within lo…hi: each run's sum is put at its first and last stage, and the
+// windows take the largest of what lies within them, W[lo][hi] = max(own,
+// W[lo+1][hi], W[lo][hi−1]). Every sum is added in stage order from zero, as
+// extending each window one stage at a time would, so the window sums are bit for
+// bit those; the work is the square of each link's stage count rather than of the
+// depth times every link.
+//
+// acc is scratch space of one float per link, all zeros, and left all zeros: it
+// holds each link's index (plus one) while the stages are read.
+func windows(stages []stageLoads, acc []float64, sc *winScratch) [][]winSum {
+	D := len(stages)
+	W := make([][]winSum, D)
+	cells := make([]winSum, D*D)
+	for lo := range D {
+		W[lo] = cells[lo*D : (lo+1)*D : (lo+1)*D]
+	}
+	// Every link's loads by stage, in stage order: links[i] is its resource, its
+	// entries from off[i] to off[i+1].
+	entries := 0
+	for _, st := range stages {
+		entries += len(st.res)
+	}
+	links, count := sc.links[:0], sc.count[:0]
+	for _, st := range stages {
+		for _, r := range st.res {
+			if acc[r] == 0 {
+				links = append(links, r)
+				count = append(count, 0)
+				acc[r] = float64(len(links))
+			}
+			count[int(acc[r])-1]++
+		}
+	}
+	off := append(sc.off[:0], 0)
+	for _, k := range count {
+		off = append(off, off[len(off)-1]+k)
+	}
+	at := append(count[:0], off[:len(links)]...) // count is read; it becomes each link's next entry
+	stage := slices.Grow(sc.stage[:0], entries)[:entries]
+	load := slices.Grow(sc.load[:0], entries)[:entries]
+	for s, st := range stages {
+		for i, r := range st.res {
+			j := int(acc[r]) - 1
+			stage[at[j]], load[at[j]] = int32(s), st.w[i]
+			at[j]++
+		}
+	}
+	sc.links, sc.count, sc.off, sc.stage, sc.load = links, at, off, stage, load
+	for _, r := range links {
+		acc[r] = 0
+	}
+	for i := range links {
+		for a := off[i]; a < off[i+1]; a++ {
+			var sum float64
+			row := W[stage[a]]
+			for b := a; b < off[i+1]; b++ {
+				sum += load[b]
+				row[stage[b]].m = max(row[stage[b]].m, sum)
+			}
+		}
+	}
+	for s, st := range stages {
+		W[s][s].lat, W[s][s].net = st.lat, b2f(st.net)
+	}
+	for lo := D - 1; lo >= 0; lo-- {
+		for hi := lo + 1; hi < D; hi++ {
+			w, in, left := W[lo][hi], W[lo+1][hi], W[lo][hi-1]
+			W[lo][hi] = winSum{max(w.m, in.m, left.m), max(w.lat, in.lat, left.lat), max(w.net, in.net, left.net)}
+		}
+	}
+	return W
 }
 
 // Families of coefficients, computed on first use (a placement that is only ever
@@ -350,8 +417,10 @@ func computeFamily(p *Placement, f family) {
 		// one rank sends in one step, spread over the channels.
 		l.copies = copies
 		period := channelPeriod(p.Shape, mesh, nch)
+		spans := domainSpans(p.Shape)
+		var order []int32
 		for ch := range period {
-			order := channelRing(p.Shape, ch, mesh)
+			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
 			for _, g := range loaded {
 				for i := range n {
@@ -366,8 +435,9 @@ func computeFamily(p *Placement, f family) {
 		l.copies = copies
 		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
+		var order []int32
 		for ch := range period {
-			order := channelRing(p.Shape, ch, mesh)
+			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
 			for _, g := range loaded {
 				for _, sp := range spans {
@@ -447,8 +517,7 @@ func computeFamily(p *Placement, f family) {
 		}
 	case famTrees:
 		// Unit: one chunk of one channel of one tree.
-		co.tree = treePipe(p, l, nch, 1)
-		co.dtree = treePipe(p, l, nch, 2)
+		co.tree, co.dtree = treePipes(p, l, nch)
 	case famNVLS:
 		// Inside one domain: rank k owns block k; unit: one block-chunk.
 		if p.Domains == 1 && c.NVLS() && n >= 2 {
@@ -465,7 +534,7 @@ func computeFamily(p *Placement, f family) {
 				}
 			}
 			st[1] = l.takeStage()
-			co.nvlsAR = buildPipe(st[:], l.load)
+			co.nvlsAR = buildPipe(st[:], l)
 			co.nvlsRed = stageCoef(st[0])
 			co.nvlsMC = stageCoef(st[1])
 		}
@@ -493,7 +562,7 @@ func computeFamily(p *Placement, f family) {
 				}
 			}
 			st[1] = l.takeStage()
-			co.nvlsTreeIntra = buildPipe(st[:], l.load)
+			co.nvlsTreeIntra = buildPipe(st[:], l)
 			// Across the domains every block goes up a tree and comes back down. In
 			// NCCL's two complementary binary trees each node is inner in one tree
 			// and a leaf in the other, so each rail's NIC sends and receives the block
@@ -562,7 +631,7 @@ func chainPipe(p *Placement, l *loads, nch int, mesh, reverse bool) pipe {
 		}
 		stages = append(stages, l.takeStage())
 	}
-	pp := buildPipe(stages, l.load)
+	pp := buildPipe(stages, l)
 	pp.path = winSum{}
 	g := p.Siblings[0] // sibling groups are congruent: one walk is enough
 	for _, chain := range chains {
@@ -589,56 +658,95 @@ func stageCoef(s stageLoads) coef {
 	return out
 }
 
-// treePipe builds the pipeline of a (double) tree all-reduce: up-stages by height,
-// then down-stages by depth, over every channel and concurrent group.
-func treePipe(p *Placement, l *loads, nch, trees int) pipe {
+// treePipes builds the pipelines of the tree and the double tree all-reduce:
+// up-stages by height, then down-stages by depth, over every channel and
+// concurrent group. The double tree's first tree is the single tree, so each stage
+// places the first tree's flows once: the single tree's stage is read off the
+// loads (peekStage), and the second tree's flows are added to them for the double
+// tree's. The loads are sums of whole channel counts, exact in any order, so every
+// stage is bit for bit that of placing the double tree's flows on their own.
+func treePipes(p *Placement, l *loads, nch int) (tree, dtree pipe) {
 	mesh := p.Cluster.Spec.Intra.Kind == topology.Mesh
 	n := p.N()
 	if n < 2 {
-		return pipe{}
+		return pipe{}, pipe{}
 	}
-	// Flows by stage: tree t sends up from a rank of height h at stage h and down
-	// from a rank of depth d at stage H_t+d, H_t being its root's height.
+	// Flows by tree and stage: tree t sends up from a rank of height h at stage h
+	// and down from a rank of depth d at stage H_t+d, H_t being its root's height.
 	type flowAt struct {
 		src, dst int32
 		w        float64 // channels that take this flow
 	}
-	var stageFlows [][]flowAt
-	at := func(s int, f flowAt) {
-		for len(stageFlows) <= s {
-			stageFlows = append(stageFlows, nil)
+	var stageFlows [2][][]flowAt
+	at := func(t, s int, f flowAt) {
+		for len(stageFlows[t]) <= s {
+			stageFlows[t] = append(stageFlows[t], nil)
 		}
-		stageFlows[s] = append(stageFlows[s], f)
+		stageFlows[t][s] = append(stageFlows[t][s], f)
 	}
 	period := channelPeriod(p.Shape, mesh, nch)
+	double := true // false once the second tree is too deep
 	for ch := range period {
 		w := float64(channelsLike(ch, period, nch))
-		for t := range trees {
+		for t := range 2 {
+			if t == 1 && !double {
+				continue
+			}
 			parent := channelTree(p.Shape, t, ch, mesh)
 			height, depth, H, maxD := treeLevels(parent)
 			if H+maxD > maxPipeDepth {
-				return pipe{}
+				if t == 0 {
+					return pipe{}, pipe{}
+				}
+				double = false
+				continue
 			}
 			for r, pr := range parent {
 				if pr < 0 {
 					continue
 				}
-				at(height[r], flowAt{int32(r), pr, w})
-				at(H+depth[pr], flowAt{pr, int32(r), w})
+				at(t, height[r], flowAt{int32(r), pr, w})
+				at(t, H+depth[pr], flowAt{pr, int32(r), w})
 			}
 		}
 	}
 	loaded, _ := p.placed()
-	stages := make([]stageLoads, 0, len(stageFlows))
-	for _, fs := range stageFlows {
-		for _, g := range loaded {
-			for _, f := range fs {
-				l.flow(g[f.src], g[f.dst], f.w)
+	D := len(stageFlows[0])
+	if double {
+		D = max(D, len(stageFlows[1]))
+	}
+	stages := make([]stageLoads, 0, len(stageFlows[0]))
+	var dstages []stageLoads
+	if double {
+		dstages = make([]stageLoads, 0, D)
+	}
+	for s := range D {
+		if s < len(stageFlows[0]) {
+			for _, g := range loaded {
+				for _, f := range stageFlows[0][s] {
+					l.flow(g[f.src], g[f.dst], f.w)
+				}
+			}
+			if !double {
+				stages = append(stages, l.takeStage())
+				continue
+			}
+			stages = append(stages, l.peekStage())
+		}
+		if s < len(stageFlows[1]) {
+			for _, g := range loaded {
+				for _, f := range stageFlows[1][s] {
+					l.flow(g[f.src], g[f.dst], f.w)
+				}
 			}
 		}
-		stages = append(stages, l.takeStage())
+		dstages = append(dstages, l.takeStage())
 	}
-	return buildPipe(stages, l.load)
+	tree = buildPipe(stages, l)
+	if double {
+		dtree = buildPipe(dstages, l)
+	}
+	return tree, dtree
 }
 
 // channelPeriod is after how many channels the rings (and the trees built on them)

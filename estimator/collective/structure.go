@@ -36,10 +36,16 @@ func domainSpans(sh Shape) [][2]int {
 // With an odd number of domains the ring's wrap from the last domain to the first
 // still crosses rails, as NCCL's does. order[i] is the rank at ring position i.
 func channelRing(sh Shape, ch int, mesh bool) []int32 {
-	order := domainOrder(sh, ch, mesh)
-	for d, sp := range domainSpans(sh) {
+	return appendChannelRing(make([]int32, 0, len(sh.Node)), domainSpans(sh), ch, mesh)
+}
+
+// appendChannelRing is channelRing appended to buf, given the shape's domainSpans.
+func appendChannelRing(buf []int32, spans [][2]int, ch int, mesh bool) []int32 {
+	order := appendDomainOrder(buf, spans, ch, mesh)
+	base := len(buf)
+	for d, sp := range spans {
 		if d%2 == 1 {
-			slices.Reverse(order[sp[0]:sp[1]])
+			slices.Reverse(order[base+sp[0] : base+sp[1]])
 		}
 	}
 	return order
@@ -54,8 +60,12 @@ func channelRing(sh Shape, ch int, mesh bool) []int32 {
 // index would use one link of each GPU; channel ch instead steps by the ch-th stride
 // coprime with the domain size, so that successive channels use different links.
 func domainOrder(sh Shape, ch int, mesh bool) []int32 {
-	order := make([]int32, 0, len(sh.Node))
-	for _, sp := range domainSpans(sh) {
+	return appendDomainOrder(make([]int32, 0, len(sh.Node)), domainSpans(sh), ch, mesh)
+}
+
+// appendDomainOrder is domainOrder appended to order, given the shape's domainSpans.
+func appendDomainOrder(order []int32, spans [][2]int, ch int, mesh bool) []int32 {
+	for _, sp := range spans {
 		k := sp[1] - sp[0]
 		if mesh && k > 2 {
 			cyc := meshCycles(k)
