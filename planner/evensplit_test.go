@@ -47,7 +47,7 @@ func TestEvenSplitConstraint(t *testing.T) {
 	}
 }
 
-// A framework that splits the layers only evenly (framework.Profile.EvenLayerSplit:
+// A framework that splits the layers only evenly (framework.Runs.EvenLayerSplit:
 // megatron-lm-2021) searches as constraints.even_split does without it being
 // given, and interleaves only more than 2 pipeline stages; uneven_pp is refused.
 func TestEvenLayerSplitFramework(t *testing.T) {

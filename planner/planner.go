@@ -85,7 +85,7 @@ type Constraints struct {
 	MaxMicroBatch int `json:"max_micro_batch,omitempty"`
 	// interleaveOver2 keeps interleaving to pipelines of more than 2 stages: set
 	// by the search for a framework that interleaves no others
-	// (framework.Profile.EvenLayerSplit, Megatron-LM of 2021).
+	// (framework.Runs.EvenLayerSplit, Megatron-LM of 2021).
 	interleaveOver2 bool
 	// zeroWithPipeline, when not empty, are the ZeRO stages searched with a
 	// pipeline: set by the search for a framework that runs fewer there
@@ -400,17 +400,17 @@ func (r *Request) validate() error {
 		// step's layout.etp rule: a TP rank holds its experts whole only with SP.
 		c.Add("constraints.experts_whole", "lists only whole experts, which need sequence parallelism with tp > 1, but constraints.sp lists only off")
 	}
-	if fw, err := framework.Lookup(r.Training.Framework); err == nil && fw.EvenLayerSplit {
-		// The framework splits no other way (framework.Profile.EvenLayerSplit):
-		// its search is constraints.even_split's, whether or not that is given.
-		if r.Constraints.UnevenPP {
-			c.Add("constraints.uneven_pp", "asks for uneven pipeline splits, but %s splits the layers evenly only", fw.Name)
-		} else {
-			r.Constraints.EvenSplit = true
-		}
-		r.Constraints.interleaveOver2 = true
-	}
 	if fw, err := framework.Lookup(r.Training.Framework); err == nil && fw.Runs.Limited() {
+		if fw.Runs.EvenLayerSplit {
+			// The framework splits no other way (framework.Runs.EvenLayerSplit):
+			// its search is constraints.even_split's, whether or not that is given.
+			if r.Constraints.UnevenPP {
+				c.Add("constraints.uneven_pp", "asks for uneven pipeline splits, but %s splits the layers evenly only", fw.Name)
+			} else {
+				r.Constraints.EvenSplit = true
+			}
+			r.Constraints.interleaveOver2 = true
+		}
 		c.Join(restrictToRuns(&r.Constraints, fw))
 	}
 	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {

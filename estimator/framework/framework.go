@@ -66,19 +66,6 @@ type Profile struct {
 	// parallelism, where the framework computes the loss over the vocabulary-sharded
 	// logits (torchtitan's loss_parallel).
 	LossParallelBytesPerLogit float64
-	// EvenLayerSplit: the framework splits the transformer layers evenly over the
-	// pipeline stages and the model chunks of an interleaved schedule, no other
-	// way, and interleaves only pipelines of more than 2 stages. Megatron-LM of
-	// April 2021 (Narayanan et al. SC'21; the code at 42c1cf4, May 2021):
-	// megatron/model/transformer.py asserts num_layers %
-	// pipeline_model_parallel_size == 0 and gives every stage (every virtual
-	// stage: num_layers_per_virtual_pipeline_stage) the same number of layers, and
-	// megatron/arguments.py allows --num-layers-per-virtual-pipeline-stage only
-	// with a pipeline-model-parallel size above 2. The layer split, the
-	// embedding and loss accounting of later Megatron-Core (its
-	// --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-
-	// pipeline-split) did not exist.
-	EvenLayerSplit bool
 	// SequentialExpertGEMMs: the local experts of an MoE layer run one GEMM after
 	// another (DeepSpeed-MoE's loop over its experts) instead of one grouped GEMM
 	// (Megatron-Core's --moe-grouped-gemm, DeepSeek's DeepGEMM, torch._grouped_mm).
@@ -184,6 +171,19 @@ type Runs struct {
 	// Recompute are the activation recomputation modes (step.Recompute names:
 	// "none", "selective", "ops", "full") it runs; empty: any.
 	Recompute []string
+	// EvenLayerSplit: the framework splits the transformer layers evenly over the
+	// pipeline stages and the model chunks of an interleaved schedule, no other
+	// way, and interleaves only pipelines of more than 2 stages. Megatron-LM of
+	// April 2021 (Narayanan et al. SC'21; the code at 42c1cf4, May 2021):
+	// megatron/model/transformer.py asserts num_layers %
+	// pipeline_model_parallel_size == 0 and gives every stage (every virtual
+	// stage: num_layers_per_virtual_pipeline_stage) the same number of layers, and
+	// megatron/arguments.py allows --num-layers-per-virtual-pipeline-stage only
+	// with a pipeline-model-parallel size above 2. The layer split, the
+	// embedding and loss accounting of later Megatron-Core (its
+	// --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-
+	// pipeline-split) did not exist.
+	EvenLayerSplit bool
 	// NoPipeline: no pipeline parallelism; NoSequenceParallel: tensor parallelism
 	// without sequence parallelism only; NoContextParallel: no context
 	// parallelism; NoTPOverlap: TP communication never overlaps the GEMMs;
@@ -194,7 +194,7 @@ type Runs struct {
 // Limited tells whether the framework runs fewer layouts than the step model prices.
 func (r Runs) Limited() bool {
 	return len(r.Schedules) > 0 || len(r.ZeRO) > 0 || len(r.ZeROWithPipeline) > 0 || len(r.Recompute) > 0 ||
-		r.NoPipeline || r.NoSequenceParallel || r.NoContextParallel || r.NoTPOverlap || r.NoEPOverlap
+		r.EvenLayerSplit || r.NoPipeline || r.NoSequenceParallel || r.NoContextParallel || r.NoTPOverlap || r.NoEPOverlap
 }
 
 // ZeROAllowed tells whether the framework runs ZeRO stage z with (pipeline) or
@@ -322,7 +322,6 @@ var profiles = []Profile{
 		UnfusedAttention:      true,
 		PipelineScatterGather: true,
 		HeldFP32GradCopies:    true,
-		EvenLayerSplit:        true,
 		// Megatron-LM of April 2021 (42c1cf4): megatron/schedules.py has the 1F1B
 		// schedule with and without interleaving only; the distributed optimizer
 		// (--use-distributed-optimizer), sequence parallelism and selective
@@ -330,7 +329,7 @@ var profiles = []Profile{
 		// al.), context parallelism and TP overlap (Transformer Engine
 		// userbuffers) in 2023, and it has no MoE layers.
 		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0}, Recompute: []string{"none", "full"},
-			NoSequenceParallel: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true},
+			EvenLayerSplit: true, NoSequenceParallel: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true},
 	},
 	{
 		Name:    "megatron-deepspeed",

@@ -9,7 +9,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
-// Megatron-LM of 2021 (framework.Profile.EvenLayerSplit) splits the layers evenly
+// Megatron-LM of 2021 (framework.Runs.EvenLayerSplit) splits the layers evenly
 // over the pipeline stages and the interleaved chunks, and interleaves only more
 // than 2 stages: its estimate refuses every other layout, naming the field, where
 // megatron-core prices the same layout. Llama 3 8B has 32 layers.

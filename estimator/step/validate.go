@@ -459,8 +459,7 @@ func validate(r Request) error {
 	} else if a.Layers%stages != 0 {
 		c.Add("layout.pp", "pp × virtual stages (%d) must be at most the %d layers (a stage holds at least one; the split is cost-balanced when it does not divide them), or give layout.layer_split", stages, a.Layers)
 	}
-	validateEvenSplit(&c, l, a, t.Framework)
-	validateRuns(&c, l, t.Framework)
+	validateRuns(&c, l, a, t.Framework)
 	// MoE parallel folding (Megatron-Core parallel_state.py): the expert groups are
 	// cut from the TP × CP × DP ranks of a stage, ETP × EP of them per expert copy.
 	stageRanks := l.TP * l.CP * l.DP
@@ -584,12 +583,11 @@ func unwrap(err error) []error {
 }
 
 // validateEvenSplit refuses, under a framework that splits the layers only evenly
-// (framework.Profile.EvenLayerSplit, Megatron-LM of 2021), a pipeline whose stages
+// (framework.Runs.EvenLayerSplit, Megatron-LM of 2021), a pipeline whose stages
 // or model chunks would hold different numbers of layers, a split accounting for
 // the embedding or the loss, and interleaving over 2 stages or fewer.
-func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, fw string) {
-	p, err := framework.Lookup(fw)
-	if err != nil || !p.EvenLayerSplit || l.PP < 2 {
+func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p framework.Profile) {
+	if !p.Runs.EvenLayerSplit || l.PP < 2 {
 		return
 	}
 	stages := l.PP * l.VirtualStages
@@ -610,11 +608,12 @@ func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, fw string) 
 
 // validateRuns refuses a layout the framework cannot run (framework.Profile.Runs),
 // naming the layout field and the framework.
-func validateRuns(c *invalid.Collector, l Layout, fw string) {
+func validateRuns(c *invalid.Collector, l Layout, a model.Arch, fw string) {
 	p, err := framework.Lookup(fw)
 	if err != nil || !p.Runs.Limited() {
 		return
 	}
+	validateEvenSplit(c, l, a, p)
 	r := p.Runs
 	if l.PP > 1 && r.NoPipeline {
 		c.Add("layout.pp", "%s runs no pipeline parallelism (pp %d)", p.Name, l.PP)
