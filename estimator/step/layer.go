@@ -168,12 +168,12 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// logits, read and write the probabilities, read them for top-k and the
 		// loss: 20 B per expert); the permutation gathering k copies of each token
 		// into expert order (read and write k·h) and the un-permutation summing
-		// them back (read k·h, write h), in 16 bits; without fused permutation
-		// Megatron-Core also sorts the received chunks by local expert after the
-		// dispatch and back before the combine (read and write k·h each).
+		// them back (read k·h, write h), in 16 bits; Megatron-Core also re-lays the
+		// received chunks out by local expert after the dispatch and back before
+		// the combine (read and write k·h each) where moeLocalRelayout says so.
 		kf := float64(a.MoE.TopK) * req.Training.moeLoad()
 		perm := 3*kf + 1
-		if !req.Training.MoEPermuteFusion && local > 1 {
+		if moeLocalRelayout(req.Training, local) {
 			perm += 4 * kf
 		}
 		moeBytes = routerTokens * (moeRouterBytesPerExpert*float64(a.MoE.Experts) + 2*perm*h)
@@ -359,9 +359,9 @@ func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) m
 		post += moePermuteOpsFused
 	} else {
 		post += moePermuteOpsUnfused
-		if local > 1 {
-			post += 2 * moeChunkSortOpsLocal
-		}
+	}
+	if moeLocalRelayout(t, local) {
+		post += 2 * moeChunkSortOpsLocal
 	}
 	if grouped {
 		post += moeExpertOpsGrouped
@@ -382,6 +382,21 @@ func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) m
 		}
 	}
 	return h
+}
+
+// moeLocalRelayout tells whether Megatron-Core's all-to-all dispatcher copies the
+// tokens a rank receives into local-expert order after the dispatch, and back
+// before the combine, as a kernel of its own. Without fused permutation it sorts
+// the received chunks (moe_utils.sort_chunks_by_idxs: split and concatenate); with
+// it the sort is one of Transformer Engine's fused kernels — except where the
+// experts are padded to their capacity: then every rank's chunk has the same
+// shape and the dispatcher re-lays them out with view(ranks, local experts,
+// capacity, h).transpose(0, 1).contiguous(), a full copy whatever
+// --moe-permute-fusion says (megatron/core/transformer/moe/token_dispatcher.py,
+// MoEAlltoAllTokenDispatcher.token_permutation and token_unpermutation, drop_and_pad
+// branch, the same in Megatron-Core 0.12 (7094270) and 0.14 (20d73fe)).
+func moeLocalRelayout(t Training, local float64) bool {
+	return local > 1 && (!t.MoEPermuteFusion || t.MoEPadToCapacity)
 }
 
 // moeRouterBytesPerExpert is the router's memory traffic per token and expert:

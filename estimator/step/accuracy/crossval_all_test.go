@@ -152,9 +152,9 @@ func fmtFitted(m map[string]float64) string {
 // The bounds the tests hold the model to, mean |error| per kind of run. The
 // targets are 12 % for MoE, 10 % for Blackwell and 8 % for every run, left out with
 // its source; these bounds are the figures reached (in sample all 8.9 %, the
-// original 127 runs 6.3 %, MoE 12.7 %, fp8 13.3 %, Blackwell 12.8 %; out of sample
-// all 10.5 %, the original 127 runs 7.7 %, MoE 14.1 %, fp8 15.9 %, Blackwell
-// 14.7 %), rounded up to the next half point. docs/step-model.md gives the runs
+// original 127 runs 6.3 %, MoE 12.9 %, fp8 13.3 %, Blackwell 13.0 %; out of sample
+// all 10.6 %, the original 127 runs 7.7 %, MoE 14.3 %, fp8 15.9 %, Blackwell
+// 14.8 %), rounded up to the next half point. docs/step-model.md gives the runs
 // that keep MoE, fp8 and Blackwell above their targets and what each lacks. The original
 // 127 runs stay within their own leave-one-source-out figure, 7.5 %.
 var (

@@ -53,6 +53,10 @@ type MoESpec struct {
 	// PermuteFusion: the token permutation runs as fused kernels (Megatron-Core's
 	// moe_permute_fusion); null: not stated.
 	PermuteFusion *bool `json:"permute_fusion"`
+	// SharedExpertOverlap: the shared experts run while the dispatch and combine
+	// all-to-alls of the same micro-batch are in flight (Megatron-Core's
+	// moe_shared_expert_overlap); null: not stated.
+	SharedExpertOverlap *bool `json:"shared_expert_overlap"`
 }
 
 // MLASpec is a row's multi-head latent attention ranks (DeepSeek-V3).
@@ -511,6 +515,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	}
 	if r.OverlapEP != nil {
 		l.OverlapEP = *r.OverlapEP && r.ep() > 1
+	}
+	if m := r.MoE; m != nil && m.SharedExpertOverlap != nil {
+		l.OverlapSharedExpert = *m.SharedExpertOverlap && m.Shared > 0
 	}
 	switch z := r.ZeRO.(type) {
 	case float64:
