@@ -38,6 +38,11 @@ type frameworkRun struct {
 	// the run must be priced under it.
 	profile string
 	sets    []planner.Constraints
+	// oneMicroBatch: the framework has no gradient accumulation, so without a
+	// pipeline a step is one micro-batch of the local batch (global batch / DP), and
+	// with one its FSDP keeps the gathered weights between micro-batches (ZeRO 0 or
+	// 2): torchtitan before June 2025 (withoutAccumulation).
+	oneMicroBatch bool
 	// why gives the framework's own sources for each restriction beyond the
 	// profile's.
 	why string
@@ -74,7 +79,7 @@ var frameworkRuns = []frameworkRun{
 		sets: []planner.Constraints{{Schedules: []step.Schedule{step.OneFOneB, step.Interleaved}, ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
 		why: "Megatron-Core 0.8–0.9 (2024), which NeMo 24.x wraps: 1F1B and interleaved schedules, the distributed " +
 			"optimizer (ZeRO-1), TP overlap, context parallelism, MoE parallel folding; as NeMo 24.x"},
-	{match: []string{"torchtitan", "2024-04"},
+	{match: []string{"torchtitan", "2024-04"}, oneMicroBatch: true,
 		sets: []planner.Constraints{{PP: []int{1}, CP: []int{1}, ZeRO: []int{3}, OverlapTP: noOverlap}},
 		why: "torchtitan of April 2024: FSDP2 (fully sharded), alone or with tensor parallelism (its performance.md " +
 			"trains 2D FSDP2 + TP), per-layer or per-op activation checkpointing; pipeline parallelism was not released, " +
@@ -82,7 +87,7 @@ var frameworkRuns = []frameworkRun{
 	{match: []string{"torchtitan", "2025"},
 		sets: []planner.Constraints{{OverlapEP: noOverlap}},
 		why:  "torchtitan of 2025: as its profile (ZBVZeroBubble with PyTorch 2.7); no MoE all-to-all overlap"},
-	{match: []string{"torchtitan"},
+	{match: []string{"torchtitan"}, oneMicroBatch: true,
 		sets: []planner.Constraints{{Schedules: []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved}, OverlapEP: noOverlap}},
 		why: "torchtitan of late 2024 (torch nightly 2024-12-23): FSDP2 or DDP replication, TP with sequence parallelism and " +
 			"async TP, ring context parallelism, GPipe, 1F1B and Interleaved1F1B (ZBVZeroBubble came with PyTorch 2.7)"},
@@ -98,6 +103,54 @@ var frameworkRuns = []frameworkRun{
 		sets: []planner.Constraints{{TP: []int{1}, ZeRO: []int{0, 1}}},
 		why:  "flash-attention's training scripts: PyTorch Lightning DDP, optionally with ZeroRedundancyOptimizer (ZeRO-1)"},
 	{match: []string{"hai-llm"}, profile: "hai-llm"},
+}
+
+// withoutAccumulation splits each constraint set of a framework without gradient
+// accumulation into the layouts it runs: without a pipeline, for each TP and CP, the
+// micro-batch the local batch of that data-parallel size; with one, FSDP without
+// resharding after the forward pass (ZeRO 0 or 2). torchtitan at the December 2024
+// runs' commit (9dec370): train.py runs one forward and backward a step on the
+// local batch (training.batch_size; gradient accumulation came with #1238, June
+// 2025), its pipeline schedules split the local batch into micro-batches
+// (pipelining_utils.py), and parallelize_llama.py's apply_fsdp sets
+// reshard_after_forward = False whenever pipeline parallelism is on (made
+// configurable in February 2025, #822).
+func withoutAccumulation(sets []planner.Constraints, gpus, batch, layers int) []planner.Constraints {
+	allowed := func(vs []int, v int) bool { return len(vs) == 0 || slices.Contains(vs, v) }
+	var out []planner.Constraints
+	for _, cs := range sets {
+		var pps []int
+		for pp := 2; pp <= min(gpus, layers); pp++ {
+			if gpus%pp == 0 && allowed(cs.PP, pp) {
+				pps = append(pps, pp)
+			}
+		}
+		var zeros []int
+		for _, z := range []int{0, 2} {
+			if allowed(cs.ZeRO, z) {
+				zeros = append(zeros, z)
+			}
+		}
+		if len(pps) > 0 && len(zeros) > 0 {
+			piped := cs
+			piped.PP, piped.ZeRO = pps, zeros
+			out = append(out, piped)
+		}
+		if !allowed(cs.PP, 1) {
+			continue
+		}
+		for _, tp := range []int{1, 2, 4, 8} {
+			for _, cp := range []int{1, 2, 4, 8, 16, 32} {
+				if !allowed(cs.TP, tp) || !allowed(cs.CP, cp) || gpus%(tp*cp) != 0 || batch%(gpus/(tp*cp)) != 0 {
+					continue
+				}
+				flat := cs
+				flat.PP, flat.TP, flat.CP, flat.MicroBatch = []int{1}, []int{tp}, []int{cp}, []int{batch / (gpus / (tp * cp))}
+				out = append(out, flat)
+			}
+		}
+	}
+	return out
 }
 
 func frameworkOf(framework, version string) (frameworkRun, bool) {
@@ -277,7 +330,6 @@ var claimExceptions = map[string]claimException{
 	"mlperf60_h100_gptoss20b_64gpu_fp8":              {modelError: gptOSSH100},
 	"mlperf60_h100_gptoss20b_128gpu_fp8":             {modelError: gptOSSH100},
 	"mosaic_mpt70b_a100_40_64gpu_s2048_mbs2":         {modelError: "MPT-70B on 64 A100-40GB: the model prices the published layout 23 % fast (the mosaic source's largest miss)"},
-	"torchtitan_h100_llama31_8b_128gpu_fsdp_eager":   {modelError: "Llama 3.1 8B eager on 128 H100 at 500 W: the model prices the published layout 17 % fast"},
 	"narayanan21_t1_1.7b":                            {modelError: "GPT 1.7B on 32 A100: the model prices the published layout 2 % fast and the plan drops full recomputation"},
 	"narayanan21_t1_76.1b":                           {modelError: "GPT 76.1B on 1024 A100: the model prices the published layout 6 % fast and the plan drops full recomputation"},
 	"narayanan21_t2_zero3_530b_640gpu":               {modelError: "DeepSpeed ZeRO-3 530B on 640 A100: the model prices the published layout 16 % fast"},
@@ -355,6 +407,9 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 				continue
 			}
 			sets = []planner.Constraints{{}} // the profile's own
+		}
+		if fw.oneMicroBatch {
+			sets = withoutAccumulation(sets, c.Run.GPUs, c.Request.Training.GlobalBatch, c.Request.Model.Layers)
 		}
 		for _, cs := range sets {
 			// fp8 primary weights are the run's training setting (its row's fp8_params),
