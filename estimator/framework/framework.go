@@ -115,6 +115,22 @@ type Profile struct {
 	// occupy (0: 16, NCCL's channels of one collective); DeepSeek-V3's all-to-all
 	// kernels take 20 (§3.2.2).
 	CommSMs float64
+	// TPUserbuffers: TP communication overlap (layout.overlap_tp) runs Transformer
+	// Engine's userbuffers with its per-GEMM methods (Megatron-Core's
+	// --tp-comm-overlap, NeMo's tp_comm_overlap): the all-gathers by ring exchange
+	// on the copy engines, the forward reduce-scatters pipelined in chunks by SM
+	// kernels beside a GEMM given the other SMs, the backward ones in bulk beside
+	// the weight-gradient GEMM; all-gather buffers in fp8 under fp8 training.
+	// false: every TP collective is decomposed into ring steps beside its GEMM's
+	// chunks (PyTorch's async TP, torch/distributed/_symmetric_memory).
+	TPUserbuffers bool
+	// TPPipelinedRSFP8: with TPUserbuffers under fp8 training, the pipelined forward
+	// reduce-scatters also run with fp8 buffers (fp8_buf). NeMo's userbuffers
+	// configurations set it on every pipelined reduce-scatter of its fp8
+	// configurations (nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py:
+	// PipelineOverlapCfg(..., fp8_buf=True) in each userbuffers_fp8_* of
+	// NVIDIA/NeMo 0594a70); Transformer Engine's default leaves them 16-bit.
+	TPPipelinedRSFP8 bool
 	// FP8Activations: under fp8 training the activations saved for the backward pass
 	// as matmul inputs are kept in fp8 (DeepSeek-V3 §3.3.3).
 	FP8Activations bool
@@ -262,6 +278,7 @@ var profiles = []Profile{
 			"gradient reduce-scatter overlapped with the backward pass in buckets, zig-zag load-balanced context parallelism",
 		Source: "Megatron-Core docs (distributed optimizer, --overlap-grad-reduce, context parallelism, fine-grained activation offloading); " +
 			"Transformer Engine docs (DotProductAttention backends: cuDNN FusedAttention on Hopper; fp8_model_init)",
+		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
@@ -274,6 +291,8 @@ var profiles = []Profile{
 		Description: "NVIDIA NeMo on Megatron-Core: the same kernels, overlaps and pipeline engine as megatron-core " +
 			"(NeMo's recipes turn the overlaps on)",
 		Source:               "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
+		TPPipelinedRSFP8:     true,
+		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
@@ -294,6 +313,8 @@ var profiles = []Profile{
 		Source: "NeMo 25.04 containers (NeMo v2.3.x), recipes/precision/mixed_precision.py (grad_reduce_in_fp32=True); Transformer Engine v2.2–v2.4 " +
 			"common/fused_attn/fused_attn.cpp (cuDNN F16_arbitrary_seqlen on sm100 only for head_dim_qk, head_dim_v <= 128) " +
 			"and pytorch/dot_product_attention/utils.py (flash-attn off for head_dim_qk != head_dim_v)",
+		TPPipelinedRSFP8:     true,
+		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		// NeMo 2.x's precision recipes (nemo/collections/llm/recipes/precision/

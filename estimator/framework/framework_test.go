@@ -28,6 +28,17 @@ func TestProfiles(t *testing.T) {
 	if err != nil || p.Name != "hai-llm" || !p.DedupDispatch || !p.FP8Dispatch || !p.FusedPermute || !p.FP8Activations || p.CommSMs != 20 {
 		t.Errorf("deepseek: %+v, %v", p, err)
 	}
+	// TP overlap: Transformer Engine's userbuffers under Megatron-Core and NeMo, NeMo's
+	// fp8 configurations with fp8 pipelined reduce-scatters; PyTorch's async TP
+	// under torchtitan.
+	for name, want := range map[string][2]bool{
+		"megatron-core": {true, false}, "nemo": {true, true}, "nemo-25.04": {true, true}, "torchtitan": {false, false},
+	} {
+		p, err := framework.Lookup(name)
+		if err != nil || p.TPUserbuffers != want[0] || p.TPPipelinedRSFP8 != want[1] {
+			t.Errorf("%s: userbuffers %v, fp8 pipelined reduce-scatters %v, want %v (%v)", name, p.TPUserbuffers, p.TPPipelinedRSFP8, want, err)
+		}
+	}
 	if d, _ := framework.Lookup(""); d.Name != framework.Default || d.DedupDispatch || d.FusedPermute {
 		t.Errorf("default profile %+v: Megatron-Core's all-to-all dispatcher, permutation not fused", d)
 	}

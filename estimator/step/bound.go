@@ -126,15 +126,30 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		// Overlapped: what the GEMMs cannot cover (tpOverlap), bounded per
 		// layer half by one all-gather and reduce-scatter pair against both GEMMs
 		// (max(0, a) + max(0, b) ≥ max(0, a + b)).
-		us, agUs, err := c.tpCalls(e, &req, float64(l.MicroBatch)*sLocal)
+		tokens := float64(l.MicroBatch) * sLocal
+		us, agUs, err := c.tpCalls(e, &req, tokens)
 		if err != nil {
 			return Bounds{}, false
 		}
-		exposed, hidden := tpOverlap(l, &cp, agUs*1e-6, (us-agUs)*1e-6)
+		ub, rsFP8 := tpUserbuffers(t.Framework)
+		in := tpOverlapIn{ag: agUs * 1e-6, rs: (us - agUs) * 1e-6, ag8: agUs * 1e-6, rs8: (us - agUs) * 1e-6, sms: r.sms,
+			userbuffers: ub, smShare: commSMs(t.Framework) / math.Max(1, r.sms)}
+		if ub && r.fp8 {
+			// fp8 buffers: half the bytes (the collectives of half the tokens).
+			us8, ag8, err := c.tpCalls(e, &req, tokens/2)
+			if err != nil {
+				return Bounds{}, false
+			}
+			in.ag8 = ag8 * 1e-6
+			if rsFP8 {
+				in.rs8 = (us8 - ag8) * 1e-6
+			}
+		}
+		exposed, _, cont := tpOverlap(l, &cp, in)
 		perMB += exposed
-		// The hidden part slows the compute it runs under (pricing.assemble), in
-		// every micro-batch but not in the bubble.
-		contention = hidden * 16 / math.Max(1, r.sms)
+		// What the overlap takes of the SMs slows the compute it runs under
+		// (pricing.assemble), in every micro-batch but not in the bubble.
+		contention = cont
 	}
 	stepLB := (m+float64(l.PP-1)/float64(max(1, l.VirtualStages)))*perMB + m*contention
 	p := c.modelParams(a)
@@ -207,27 +222,114 @@ func leastRankParams(req Request, p model.Params) float64 {
 	return dense
 }
 
+// Transformer Engine's userbuffers defaults for the methods it runs each TP
+// collective with, when the framework gives no per-layer configuration
+// (transformer_engine/pytorch/module/base.py, initialize_ub, get_default_config, at
+// NVIDIA/TransformerEngine fecb10b): "pipeline" (the forward reduce-scatters after
+// the output and down projections) splits its GEMM into 4 chunks and reduce-scatters
+// each on 16 SMs while the next computes, the GEMM launched on the other SMs
+// (set_sm_margin); "bulk" (the backward reduce-scatter of the input gradient, and
+// the re-gather of the input for the weight gradient) runs the whole collective on
+// 16 SMs beside the whole GEMM; "ring_exchange" (the forward all-gathers and the
+// backward all-gathers of the output gradient) sends chunks peer to peer on the
+// copy engines (use_ce: common/comm_gemm_overlap/userbuffers/userbuffers.cu
+// userbuffers_send issues cudaMemcpyAsync and launches its kernel signal-only, one
+// thread), so it takes no SMs from the GEMM.
+const (
+	ubPipelineSplits = 4
+	ubPipelineSMs    = 16
+	ubBulkSMs        = 16
+	ubRingSMs        = 0
+)
+
+// tpOverlapIn is what tpOverlap prices one micro-batch's TP overlap from: the
+// time of one all-gather and one reduce-scatter of the activations, ag8 the
+// all-gather with fp8 buffers (ag when the buffers are 16-bit), the GPU's SMs, how
+// the framework runs it (userbuffers) and the SM share async TP's kernels take.
+type tpOverlapIn struct {
+	ag, rs, ag8 float64
+	// rs8 is the reduce-scatter the pipelined method runs (rs, or with fp8
+	// buffers where the framework runs them: framework.Profile.TPPipelinedRSFP8).
+	rs8         float64
+	sms         float64
+	userbuffers bool
+	smShare     float64
+}
+
 // tpOverlap is what TP comm-GEMM overlap leaves exposed of one micro-batch
-// through the stage and what it hides, for an all-gather of time ag and a
-// reduce-scatter of time rs (as the estimate's tensorParallel prices it).
-func tpOverlap(l Layout, cp *computeParts, ag, rs float64) (exposed, hidden float64) {
+// through the stage, what it hides, and what it slows the compute by (contention).
+//
+// Every collective sits next to one GEMM split along the tokens. A ring exchange
+// (t chunks, one moving while the GEMM computes another: the first chunk computes
+// before anything arrives, the last send overlaps the last chunk) exposes
+// max(0, C − (t−1)/t·G). With Transformer Engine's userbuffers (in.userbuffers)
+// each collective runs its own method (ubPipelineSplits and below):
+//   - forward all-gathers: ring exchange, in fp8 under fp8 training (all-gather
+//     buffers are fp8: initialize_ub's layers_all_gather_overlap);
+//   - forward reduce-scatters: pipelined in n chunks, the last chunk's exposed and
+//     each other exposed by what it outlasts the next GEMM chunk, the GEMM slowed
+//     to sms − k SMs throughout;
+//   - backward all-gathers of the output gradient: ring exchange beside the
+//     output projection's data-gradient GEMM (proj_dgrad, fc2_dgrad), in fp8;
+//   - backward reduce-scatters of the input gradient: bulk beside the whole
+//     weight-gradient GEMM of the input projection (qkv_wgrad, fc1_wgrad).
+//
+// The recomputed forward repeats the forward. The data and weight gradients of a
+// linear layer are priced at its forward GEMM's time (the same FLOPs). Without
+// userbuffers (PyTorch's async TP) every collective, forward and backward, is a
+// ring exchange beside the forward GEMM it sits next to, and what it hides takes
+// in.smShare of the SMs.
+func tpOverlap(l Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, contention float64) {
 	f := (float64(l.TP) - 1) / float64(l.TP)
-	k := (4 + l.tpRepeats(cp.stageLayers)) / 2 // forward, recomputed forward, backward
-	layer := func(g [4]float64, mlp bool) (e, c float64) {
-		e, c = math.Max(0, ag-f*g[0])+math.Max(0, rs-f*g[1]), ag+rs
-		if mlp {
-			e += math.Max(0, ag-f*g[2]) + math.Max(0, rs-f*g[3])
-			c += ag + rs
+	ring := func(c, g float64) (e, h float64) {
+		e = math.Max(0, c-f*g)
+		return e, c - e
+	}
+	sms := math.Max(ubPipelineSMs+1, in.sms)
+	repeats := l.tpRepeats(cp.stageLayers) / 2 // recomputed forward passes per layer
+	// half prices one half of a layer: the all-gather before the GEMM gIn, the
+	// reduce-scatter after the GEMM gOut.
+	half := func(gIn, gOut float64) (e, h, c float64) {
+		if !in.userbuffers {
+			ea, ha := ring(in.ag, gIn)
+			er, hr := ring(in.rs, gOut)
+			k := 2 + repeats // forward, recomputed forward, backward
+			return (ea + er) * k, (ha + hr) * k, (ha + hr) * k * in.smShare
 		}
-		return e * k, c * k
+		// Forward: the all-gather by ring exchange, the reduce-scatter pipelined.
+		ea, ha := ring(in.ag8, gIn)
+		n := float64(ubPipelineSplits)
+		gm := gOut * sms / (sms - ubPipelineSMs) // the GEMM on the SMs left to it
+		chunk := in.rs8 / n
+		er := math.Min(in.rs8, chunk+(n-1)*math.Max(0, chunk-gm/n))
+		fe, fh := ea+er, ha+in.rs8-er
+		fc := ha*ubRingSMs/sms + (gm - gOut)
+		// Backward: the output gradient's all-gather by ring exchange beside the
+		// output projection's data gradient, the input gradient's reduce-scatter in
+		// bulk beside the input projection's weight gradient.
+		eb, hb := ring(in.ag8, gOut)
+		ew := math.Max(0, in.rs-gIn)
+		hw := in.rs - ew
+		be, bh := eb+ew, hb+hw
+		bc := hb*ubRingSMs/sms + hw*ubBulkSMs/sms
+		k := 1 + repeats
+		return fe*k + be, fh*k + bh, fc*k + bc
 	}
-	exposed, total := layer(cp.lc.tpGEMM, true)
-	exposed, total = exposed*cp.nDense, total*cp.nDense
+	layer := func(g [4]float64, mlp bool) (e, h, c float64) {
+		e, h, c = half(g[0], g[1])
+		if mlp {
+			e2, h2, c2 := half(g[2], g[3])
+			e, h, c = e+e2, h+h2, c+c2
+		}
+		return e, h, c
+	}
+	e, h, c := layer(cp.lc.tpGEMM, true)
+	exposed, hidden, contention = e*cp.nDense, h*cp.nDense, c*cp.nDense
 	if cp.nMoE > 0 {
-		e, c := layer(cp.lcMoE.tpGEMM, l.etp() != 1) // etp 1: no TP collectives around whole experts
-		exposed, total = exposed+e*cp.nMoE, total+c*cp.nMoE
+		e, h, c := layer(cp.lcMoE.tpGEMM, l.etp() != 1) // etp 1: no TP collectives around whole experts
+		exposed, hidden, contention = exposed+e*cp.nMoE, hidden+h*cp.nMoE, contention+c*cp.nMoE
 	}
-	return exposed, total - exposed
+	return exposed, hidden, contention
 }
 
 // tpCommPerMB is the TP communication of the slowest stage for one micro-batch, as

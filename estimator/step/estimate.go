@@ -478,6 +478,10 @@ type pricing struct {
 	// communication that runs under compute, whose kernels slow it (contention).
 	tpPerMB, cpPerMB, epPerMB float64
 	hiddenPerMB               float64
+	// tpContPerMB is what TP comm-GEMM overlap slows one micro-batch's compute by
+	// (tpOverlap): its kernels' SMs, and the GEMMs run beside a pipelined
+	// reduce-scatter on the SMs left to them.
+	tpContPerMB float64
 
 	// The pipeline's exposed sends and its bubble, per step.
 	ppExposed, bubble float64
@@ -615,7 +619,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 	act := p.tokens * p.h * 2
 	nFwd := 2 + l.tpRepeats(p.parts.stageLayers)
 	var per float64
-	var overlapAG, overlapRS float64 // with TP overlap: the collectives the GEMMs hide (tpOverlap)
+	var overlapAG, overlapRS, overlapAG8, overlapRS8 float64 // with TP overlap: the collectives the GEMMs hide (tpOverlap)
 	overlapped := false
 	if l.SP {
 		ag, err := p.comm(CommTP, collective.AllGather, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
@@ -628,6 +632,19 @@ func (p *pricing) tensorParallel() (float64, error) {
 		}
 		if l.OverlapTP {
 			overlapAG, overlapRS, overlapped = ag, rs, true
+			overlapAG8, overlapRS8 = ag, rs
+			if ub, rsFP8 := tpUserbuffers(p.req.Training.Framework); ub && p.rates.fp8 {
+				// Transformer Engine's userbuffers all-gather fp8 under fp8 training
+				// (initialize_ub: fp8_buf for every all-gather overlap).
+				if overlapAG8, err = p.comm(CommTP, collective.AllGather, act/2, layers*(nFwd+2)*mf, "the same all-gathers in fp8 (Transformer Engine's userbuffers, TP overlap)"); err != nil {
+					return 0, err
+				}
+				if rsFP8 {
+					if overlapRS8, err = p.comm(CommTP, collective.ReduceScatter, act/2, layers*(1+nFwd/2)*mf, "the forward reduce-scatters in fp8 (the framework's pipelined userbuffers, TP overlap)"); err != nil {
+						return 0, err
+					}
+				}
+			}
 		}
 		// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
 		per = (ag + rs) * (nFwd + 2)
@@ -677,9 +694,12 @@ func (p *pricing) tensorParallel() (float64, error) {
 		// dispatcher's expert-TP gathers feed the permutation, not a GEMM
 		// that could overlap them (Transformer Engine's userbuffers overlap the
 		// linear layers' collectives): they stay exposed.
-		exposed, hid := tpOverlap(p.req.Layout, &p.parts, overlapAG, overlapRS)
+		ub, _ := tpUserbuffers(p.req.Training.Framework)
+		exposed, hid, cont := tpOverlap(p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
+			sms: p.rates.sms, userbuffers: ub,
+			smShare: commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms)})
 		p.res.Breakdown.Hidden[CommTP] = hid * moeShare * mf
-		p.hiddenPerMB += hid * moeShare
+		p.tpContPerMB = cont * moeShare
 		return exposed*moeShare + expertTP, nil
 	}
 	return tpPerMB + expertTP, nil
@@ -818,6 +838,18 @@ func (p *pricing) moeRepeats() float64 {
 
 // commSMs is how many SMs the framework's overlapped communication occupies: 16
 // by default, NCCL's channels of one collective.
+// tpUserbuffers says whether the framework overlaps TP communication with
+// Transformer Engine's userbuffers (framework.Profile.TPUserbuffers) and whether
+// its pipelined reduce-scatters run fp8 buffers under fp8 (TPPipelinedRSFP8); an
+// unknown name is the default framework's.
+func tpUserbuffers(name string) (userbuffers, pipelinedRSFP8 bool) {
+	fw, err := framework.Lookup(name)
+	if err != nil {
+		fw, _ = framework.Lookup("")
+	}
+	return fw.TPUserbuffers, fw.TPUserbuffers && fw.TPPipelinedRSFP8
+}
+
 func commSMs(name string) float64 {
 	if fw, err := framework.Lookup(name); err == nil && fw.CommSMs > 0 {
 		return fw.CommSMs
@@ -1301,7 +1333,7 @@ func (p *pricing) assemble() {
 	mf := p.mf
 	// Contention: overlapped communication occupies SMs, the framework's share.
 	smShare := commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms)
-	contPerMB := p.hiddenPerMB * smShare
+	contPerMB := p.hiddenPerMB*smShare + p.tpContPerMB
 
 	bd.Forward = mf * p.fwd
 	if p.rates.fp8 && p.req.Training.FP8Recipe.weightsCastOncePerStep() {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 )
@@ -103,5 +104,46 @@ func TestEPOverlapRules(t *testing.T) {
 	r.Layout.Schedule, r.Layout.VirtualStages = step.Interleaved, 2
 	if _, err := e.Estimate(r); err != nil {
 		t.Errorf("interleaved: %v", err)
+	}
+}
+
+// Llama 3.1 405B in fp8 at TP 8 on H100 with TP overlap, as three frameworks run
+// it: NeMo (Transformer Engine's userbuffers, fp8 all-gathers and fp8 pipelined
+// reduce-scatters), Megatron-Core (userbuffers at Transformer Engine's defaults:
+// fp8 all-gathers, 16-bit reduce-scatters) and torchtitan (PyTorch's async TP, every
+// collective in 16 bits by ring exchange). NeMo's detailed answer lists the TP
+// all-gathers and its forward reduce-scatters at half the 16-bit bytes, the others
+// as they run them; the fp8 reduce-scatter chunks leave NeMo less exposed than
+// Megatron-Core.
+func TestTPOverlapUserbuffersFP8(t *testing.T) {
+	e := step.New()
+	req := step.Request{Model: arch(t, "llama3-405b"), Cluster: cluster(t, "dgx-h100", 128),
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 128, Precision: step.FP8, FP8Recipe: step.FP8Current},
+		Layout:   step.Layout{TP: 8, PP: 1, DP: 16, MicroBatch: 1, SP: true, ZeRO: 3, Recompute: step.RecomputeFull, OverlapTP: true}}
+	act := 8192.0 * float64(req.Model.Hidden) * 2 // one micro-batch's activations in 16 bits
+	exposed := map[string]float64{}
+	for _, fw := range []string{"nemo", "megatron-core", "torchtitan"} {
+		r := req
+		r.Training.Framework = fw
+		res, err := e.Estimate(r)
+		if err != nil {
+			t.Fatalf("%s: %v", fw, err)
+		}
+		half := map[string]bool{}
+		for _, c := range res.Comms {
+			if c.Kind == step.CommTP && c.Bytes == act/2 {
+				half[c.Op] = true
+			}
+		}
+		exposed[fw] = res.Breakdown.Exposed[step.CommTP]
+		t.Logf("%s: TP %.3f s exposed, %.3f s hidden, contention %.3f s; fp8 TP collectives %v", fw,
+			exposed[fw], res.Breakdown.Hidden[step.CommTP], res.Breakdown.Contention, half)
+		wantAG, wantRS := fw != "torchtitan", fw == "nemo"
+		if half[collective.AllGather.String()] != wantAG || half[collective.ReduceScatter.String()] != wantRS {
+			t.Errorf("%s: TP collectives at half the bytes %v, want all-gather %v, reduce-scatter %v", fw, half, wantAG, wantRS)
+		}
+	}
+	if !(exposed["nemo"] < exposed["megatron-core"]) {
+		t.Errorf("fp8 pipelined reduce-scatters: NeMo %.4f s exposed, Megatron-Core %.4f s", exposed["nemo"], exposed["megatron-core"])
 	}
 }
