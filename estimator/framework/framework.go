@@ -161,7 +161,9 @@ type Profile struct {
 	// has_cuda_capability(10, 0)), while its op save list
 	// (models/llama3/infra/parallelize.py _save_list) names only the flash and
 	// efficient SDPA kernels: every op outside it is PREFER_RECOMPUTE, so
-	// aten._scaled_dot_product_cudnn_attention runs again in the backward. The save
+	// aten._scaled_dot_product_cudnn_attention runs again in the backward (under
+	// torch.compile too: torch/_functorch/partitioners.py must_recompute treats
+	// PREFER_RECOMPUTE as MUST_RECOMPUTE). The save
 	// list took the cuDNN kernel in b39377f9f (PR #2095, 2025-12-01, after issue
 	// #2091); from 6a3a9da95 (2025-10-09) cuDNN came first on every GPU, Hopper too.
 	OpSACRecomputesBlackwellAttention bool
