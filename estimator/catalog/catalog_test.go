@@ -68,8 +68,8 @@ func TestBriefSystemsPresent(t *testing.T) {
 
 func TestGPUsValidate(t *testing.T) {
 	gpus := catalog.GPUs()
-	if len(gpus) != 11 {
-		t.Errorf("catalog has %d GPUs, want 11", len(gpus))
+	if len(gpus) != 12 {
+		t.Errorf("catalog has %d GPUs, want 12", len(gpus))
 	}
 	for _, g := range gpus {
 		t.Run(g.Name, func(t *testing.T) {
@@ -314,5 +314,28 @@ func TestDocsListEveryEntry(t *testing.T) {
 		if !strings.Contains(string(doc), "| `"+s.Name+"` |") {
 			t.Errorf("docs/cluster-file.md has no table row for system %s", s.Name)
 		}
+	}
+}
+
+// The 750 W B200 (Meta's B200 hosts) is the 1000 W part at a power limit: its
+// tensor rates are the B200's × (750/1000)^(1/3), its memory and links the B200's.
+func TestB200At750W(t *testing.T) {
+	full, err := catalog.GPU("B200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped, err := catalog.GPU("b200-750w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := math.Cbrt(750.0 / 1000)
+	for d, v := range full.PeakTFLOPS {
+		if got := capped.PeakTFLOPS[d]; math.Abs(got-v*f) > 0.05 {
+			t.Errorf("%v: %.1f TFLOP/s at 750 W, want %.1f × %.4f = %.2f", d, got, v, f, v*f)
+		}
+	}
+	if capped.Arch != full.Arch || capped.MemoryGB != full.MemoryGB || capped.MemoryBandwidthGBps != full.MemoryBandwidthGBps ||
+		capped.NVLinkGBps != full.NVLinkGBps || capped.SMs != full.SMs {
+		t.Errorf("B200-750W %+v: want the B200's architecture, memory, links and SMs (%+v)", capped, full)
 	}
 }

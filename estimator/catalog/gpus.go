@@ -50,6 +50,32 @@ const (
 	h100PowerLimitW = 500.0
 )
 
+// The B200 run at a 750 W power limit instead of its 1000 W (HGX B200). Meta's
+// B200 hosts run at it: torchao's B200 training table states "8xB200 GPUs limited to
+// 750W" in its first revision (pytorch/ao d8bb51f63, PR #2777, 2025-08-15, reworded
+// to "power limited" in 9e3758d15, PR #2778), and the benchmark scripts of
+// pytorch/helion PR #347 set B200s to 750 W (H100s to 500 W, GB200s to 1200 W).
+// Tensor rates by the same cube-root rule as the 500 W H100: (750/1000)^(1/3) =
+// 0.909 of the 1000 W part's. torchao's kernel tables agree that the limit costs
+// little: on a 1000 W B200 the absolute runtimes are "a bit" shorter than on the
+// 750 W one (pytorch/ao PR #3566). HBM3e keeps its pin rate.
+var b200750WPeak = scalePeaks(b200Peak, math.Cbrt(b200PowerLimitW/b200TDPW))
+
+const (
+	b200TDPW        = 1000.0 // HGX B200 maximum thermal design power per GPU (NVIDIA HGX B200 specifications)
+	b200PowerLimitW = 750.0
+)
+
+// b200Peak: NVIDIA HGX B200 specifications (2025), per GPU, dense (the sparse
+// figures halved).
+var b200Peak = map[hardware.DType]float64{
+	hardware.FP32: 75,
+	hardware.TF32: 1100,
+	hardware.BF16: 2250,
+	hardware.FP16: 2250,
+	hardware.FP8:  4500,
+}
+
 func scalePeaks(m map[hardware.DType]float64, f float64) map[hardware.DType]float64 {
 	out := make(map[hardware.DType]float64, len(m))
 	for d, v := range m {
@@ -154,13 +180,7 @@ var gpuTable = []gpuEntry{
 	{
 		gpu: hardware.GPU{
 			Name: "B200", Arch: hardware.Blackwell,
-			PeakTFLOPS: map[hardware.DType]float64{
-				hardware.FP32: 75,
-				hardware.TF32: 1100,
-				hardware.BF16: 2250,
-				hardware.FP16: 2250,
-				hardware.FP8:  4500,
-			},
+			PeakTFLOPS:          b200Peak,
 			MemoryGB:            180 * gib,
 			MemoryBandwidthGBps: 7700,
 			NVLinkGBps:          900,
@@ -168,6 +188,18 @@ var gpuTable = []gpuEntry{
 			Source:              "NVIDIA HGX B200 specifications (2025), per GPU: FP8 9 / FP16 4.5 / TF32 2.2 PFLOP/s with sparsity, FP32 75 TFLOP/s, 180 GB HBM3e, 7.7 TB/s, NVLink 5 1.8 TB/s bidirectional",
 		},
 		aliases: []string{"b200-sxm", "b200-180gb"},
+	},
+	{
+		gpu: hardware.GPU{
+			Name: "B200-750W", Arch: hardware.Blackwell,
+			PeakTFLOPS:          b200750WPeak,
+			MemoryGB:            180 * gib,
+			MemoryBandwidthGBps: 7700,
+			NVLinkGBps:          900,
+			SMs:                 148,
+			Source:              "B200 at a 750 W power limit (Meta's B200 hosts: pytorch/ao d8bb51f63 'limited to 750W', pytorch/helion PR #347): tensor rates of the 1000 W B200 × (750/1000)^(1/3) (clock at a power limit, P ∝ f³); HBM3e, NVLink as B200",
+		},
+		aliases: []string{"b200-750w"},
 	},
 	{
 		gpu: hardware.GPU{

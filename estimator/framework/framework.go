@@ -169,6 +169,20 @@ type Profile struct {
 	// the model repeats its K/V heads before scaled_dot_product_attention
 	// (torchtitan's Llama: repeat_kv).
 	TorchRingAttention bool
+	// OpSACRecomputesBlackwellAttention: on Blackwell, op-level selective
+	// checkpointing (torchtitan's per-op SAC) does not save the attention's output
+	// and runs the attention forward again in the backward pass. torchtitan from
+	// 3b85aa31f (PR #1196, 2025-05-14, "Use cudnn backend on B200") puts
+	// SDPBackend.CUDNN_ATTENTION first on sm100 (models/attention.py,
+	// has_cuda_capability(10, 0)), while its op save list
+	// (models/llama3/infra/parallelize.py _save_list) names only the flash and
+	// efficient SDPA kernels: every op outside it is PREFER_RECOMPUTE, so
+	// aten._scaled_dot_product_cudnn_attention runs again in the backward (under
+	// torch.compile too: torch/_functorch/partitioners.py must_recompute treats
+	// PREFER_RECOMPUTE as MUST_RECOMPUTE). The save
+	// list took the cuDNN kernel in b39377f9f (PR #2095, 2025-12-01, after issue
+	// #2091); from 6a3a9da95 (2025-10-09) cuDNN came first on every GPU, Hopper too.
+	OpSACRecomputesBlackwellAttention bool
 	// Runs is what the framework can run at all; its zero value runs every layout
 	// the step model prices. Set only where a source states the limit.
 	Runs Runs
@@ -423,6 +437,22 @@ var profiles = []Profile{
 		// are torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B and (from
 		// PyTorch 2.7) ZBVZeroBubble (torchtitan docs, parallelisms).
 		Runs: Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}},
+	},
+	{
+		Name: "torchtitan-0.1",
+		Description: "torchtitan of mid-2025 (v0.1.0, 2025-06-17, through 2025-10-09): as torchtitan, and on Blackwell " +
+			"per-op selective checkpointing runs the attention (cuDNN's, first on sm100) again in the backward pass",
+		Source: "pytorch/torchtitan 3b85aa31f (PR #1196: cuDNN attention first on sm100) through 6a3a9da95 (v0.1.0 and 6fc499f checked): " +
+			"models/attention.py ScaledDotProductAttention backends and models/llama3/infra/parallelize.py _save_list " +
+			"(flash and efficient attention only; the cuDNN kernel added in b39377f9f, PR #2095, 2025-12-01)",
+		BackwardPrefetch:                  "pre",
+		SequenceParallelWithTP:            true,
+		FP8Recipe:                         "current",
+		LossBytesPerLogit:                 TorchLossBytesPerLogit,
+		LossParallelBytesPerLogit:         TorchLossParallelBytesPerLogit,
+		TorchRingAttention:                true,
+		OpSACRecomputesBlackwellAttention: true,
+		Runs:                              Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}},
 	},
 	{
 		Name:    "hai-llm",

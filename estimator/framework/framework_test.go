@@ -1,6 +1,7 @@
 package framework_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -41,5 +42,28 @@ func TestProfiles(t *testing.T) {
 	}
 	if d, _ := framework.Lookup(""); d.Name != framework.Default || d.DedupDispatch || d.FusedPermute {
 		t.Errorf("default profile %+v: Megatron-Core's all-to-all dispatcher, permutation not fused", d)
+	}
+}
+
+// torchtitan-0.1 is torchtitan with one difference: on Blackwell its per-op SAC
+// runs the attention again (cuDNN's, which its op save list left out until PR
+// #2095); the current profile saves it.
+func TestTorchtitanMid2025(t *testing.T) {
+	now, err := framework.Lookup("torchtitan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, err := framework.Lookup("torchtitan-0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.OpSACRecomputesBlackwellAttention || !mid.OpSACRecomputesBlackwellAttention {
+		t.Errorf("OpSACRecomputesBlackwellAttention: torchtitan %v, torchtitan-0.1 %v; want false, true",
+			now.OpSACRecomputesBlackwellAttention, mid.OpSACRecomputesBlackwellAttention)
+	}
+	mid.Name, mid.Aliases, mid.Description, mid.Source = now.Name, now.Aliases, now.Description, now.Source
+	mid.OpSACRecomputesBlackwellAttention = false
+	if !reflect.DeepEqual(mid, now) {
+		t.Errorf("torchtitan-0.1 differs from torchtitan in more than its attention recomputation:\n%+v\n%+v", mid, now)
 	}
 }

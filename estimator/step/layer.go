@@ -252,6 +252,16 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	fwd += elem + moeBytes/r.hbm
 	bwd += 2*elem + moeBytes/r.hbm // the gradients permuted back the same way
 	lt.opsFwd = ops + elem
+	if l.Recompute == RecomputeOps && r.arch == hardware.Blackwell && !req.Training.UnfusedAttention {
+		// The framework's op save list leaves out the attention kernel it runs on
+		// Blackwell (torchtitan's cuDNN attention before PR #2095,
+		// framework.Profile.OpSACRecomputesBlackwellAttention): the backward runs
+		// the attention forward again.
+		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention {
+			lt.opsFwd += lt.attnFwd
+			lt.opsFLOPs += lt.attnFLOPs
+		}
+	}
 	if mods&rmCoreAttn != 0 {
 		lt.modsFwd += lt.attnFwd
 		lt.modsFLOPs += lt.attnFLOPs
@@ -860,6 +870,10 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	kernel := ""
 	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.HopperFusedAttention && req.Cluster.GPU().Arch == hardware.Hopper {
 		kernel = ", Transformer Engine's cuDNN fused attention on Hopper"
+	}
+	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention &&
+		req.Cluster.GPU().Arch == hardware.Blackwell && !req.Training.UnfusedAttention {
+		kernel += "; under op-level checkpointing the backward pass runs it again (the framework's op save list leaves out its Blackwell kernel)"
 	}
 	if req.Training.UnfusedAttention {
 		attn = "unfused attention (full score matrix computed, stored and read back)"

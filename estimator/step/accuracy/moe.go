@@ -470,7 +470,15 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		spec.GPU = g
 		fill("H100 HBM2e at 500 W: H100-SXM-HBM2e-500W rates with %v GB", r.GPUMemGB)
 	}
-	if strings.Contains(strings.ToLower(r.GPU), "power limited") {
+	switch gl := strings.ToLower(r.GPU); {
+	case strings.HasPrefix(gl, "b200") && strings.Contains(gl, "750 w"):
+		g, err := catalog.GPU("B200-750W")
+		if err != nil {
+			return req, nil, err
+		}
+		spec.GPU = g
+		fill("B200 at 750 W: B200-750W rates")
+	case strings.Contains(gl, "power limited"):
 		fill("power limit not stated: the catalog %s rates", spec.GPU.Name)
 	}
 	if spec.GPUsPerNode != r.GPUsPerNode {
@@ -571,6 +579,11 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	t := step.Training{SeqLen: r.SeqLen, GlobalBatch: r.GlobalBatch, Precision: step.BF16}
 	fwl := strings.ToLower(r.Framework)
 	switch {
+	case strings.Contains(fwl, "torchtitan") && midTorchtitan(r.FrameworkVer):
+		// torchtitan between v0.1.0's era and the attention refactor of 2025-10-09:
+		// cuDNN attention first on Blackwell, left out of per-op SAC's save list
+		// (the torchtitan-0.1 profile).
+		t.Framework = "torchtitan-0.1"
 	case strings.Contains(fwl, "torchtitan"):
 		t.Framework = "torchtitan"
 	case strings.Contains(fwl, "nemo") && strings.Contains(strings.ToLower(r.FrameworkVer), "nemo 25.04"):
@@ -637,6 +650,24 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		t.DPBucketParams = *r.DDPBucketSize
 	}
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: l}, filled, nil
+}
+
+// torchtitanMid lists the torchtitan commits the rows name that lie between
+// 3b85aa31f (PR #1196, 2025-05-14: cuDNN attention first on sm100) and 6a3a9da95
+// (2025-10-09: cuDNN first everywhere), before the save list took the cuDNN kernel
+// (b39377f9f, 2025-12-01): 820504e (2025-06, the async-TP benchmark) and 6fc499f
+// (2025-08-14, torchao's B200 table).
+var torchtitanMid = []string{"torchtitan 820504e", "torchtitan 6fc499f"}
+
+// midTorchtitan tells whether a row's framework_version names a torchtitan of
+// the torchtitan-0.1 profile.
+func midTorchtitan(ver string) bool {
+	for _, c := range torchtitanMid {
+		if strings.Contains(ver, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // recomputeModules maps a row's recompute_modules to Megatron-Core's module names
@@ -713,8 +744,10 @@ func MoECases(runs []MoERun) []Case {
 		// Scored, not fitted: a run at a power limit the source does not state (its
 		// clocks, and so every efficiency it would calibrate, are unknown); a row
 		// transcribed with low confidence (its layout is not certainly the one that
-		// ran); and a row a later measurement of the same work per GPU supersedes
-		// (its step time is its software stack's, not the GPU's efficiencies').
+		// ran, or its hosts measured the same stack slower than another measurement
+		// of it: torchao's B200 table); and a row a later measurement of the same
+		// work per GPU supersedes (its step time is its software stack's, not the
+		// GPU's efficiencies').
 		c.ScoreOnly = strings.Contains(strings.ToLower(r.GPU), "power limited") && !strings.Contains(r.GPU, "W") ||
 			r.Confidence == "low" || r.SupersededBy != nil
 		if c.Err == nil {
