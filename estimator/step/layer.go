@@ -351,7 +351,13 @@ const (
 // (token_dispatcher.py: cuda_sync_point "before_ep_alltoall", or
 // "before_permutation_1" with dropping): the host can no longer run ahead of the
 // GPU there. Padding every expert to its capacity (training.moe_pad_to_capacity)
-// fixes the split sizes and needs no sync.
+// fixes the split sizes and needs no sync. The flex dispatcher on DeepEP
+// synchronises twice whatever the padding (Megatron-Core 2436e3d): DeepEP's
+// dispatch has the host wait for the GPU's count of the tokens it receives before
+// it allocates them (fused_a2a.py FusedDispatch.forward, "the CPU will wait for
+// GPU's signal to arrive"), and the permutation after it reads their sum back
+// (token_dispatcher.py _DeepepManager.get_permuted_hidden_states_by_experts:
+// num_out_tokens = tokens_per_expert.sum().item()), the GPU's queue drained again.
 func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) moeHostTimes {
 	var h moeHostTimes
 	post := float64(moeDispatchOps)
@@ -369,9 +375,13 @@ func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) m
 		post += moeExpertOpsPerExpert * local
 	}
 	h.pre, h.post = moeRouterOps*perOp, post*perOp
-	h.sync = !t.MoEPadToCapacity && (l.EP > 1 || local > 1)
+	deepEP := t.MoEDispatcher == DispatchDeepEP
+	h.sync = (!t.MoEPadToCapacity || deepEP) && (l.EP > 1 || local > 1)
 	if h.sync {
 		h.stall = moeSyncStallOps * perOp
+		if deepEP {
+			h.stall *= 2
+		}
 	}
 	if t.CUDAGraphs {
 		// The graph holds what precedes the sync (Megatron-Core's moe_router and
