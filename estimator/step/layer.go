@@ -863,6 +863,11 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if req.Training.DPReduceAfterBackward {
 		dpNote = "data-parallel gradients reduce after the backward pass, none of it hidden; "
 	}
+	fw, fwErr := framework.Lookup(req.Training.Framework)
+	megatronDDP := fwErr == nil && fw.MegatronDDPBuckets
+	if megatronDDP {
+		dpNote += "Megatron-Core zeroes its gradient buffers at the start of every step (ZeRO 0–1); "
+	}
 	zero3 := "ZeRO-3 prefetches the next layer"
 	if req.Training.BackwardPrefetch != PrefetchPre {
 		zero3 = "ZeRO-3 prefetches the next layer forward; backward, each layer waits for its gather (backward prefetch " + string(req.Training.BackwardPrefetch) + ")"
@@ -900,6 +905,16 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		copies := "; fp8 weight copies (and transposes) of 2 B per parameter are kept"
 		if req.Training.FP8Params {
 			copies = "; the matmul weights are stored, gathered and sent in fp8 (1 B per parameter) and their fp8 transposes kept; each step transposes them (2 B per parameter)"
+			ops := 0
+			switch req.Training.FP8Recipe {
+			case FP8Delayed:
+				ops = fp8MasterCastOpsDelayed
+			case FP8Current:
+				ops = fp8MasterCastOpsCurrent
+			}
+			if megatronDDP && ops > 0 {
+				copies += fmt.Sprintf("; the optimizer casts the master weights into them in a host loop of %d operators of %.0f µs per fp8 weight tensor (ZeRO 0–1), exposed beyond the update", ops, e.k.EagerOpHostUs)
+			}
 		}
 		notes = append(notes, "fp8 matmuls in the transformer layers only (attention core, embedding and output layer in 16 bits); "+cast+"; "+weights+copies)
 	}

@@ -2,6 +2,7 @@ package step_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -53,6 +54,7 @@ func TestGradBufferZeroing(t *testing.T) {
 func TestFP8MasterCastHost(t *testing.T) {
 	e := step.New()
 	k := step.DefaultConstants()
+	var notes []string
 	opt := func(recipe step.FP8Recipe, ep int, fp8Params bool) float64 {
 		t.Helper()
 		req := step.Request{
@@ -65,7 +67,12 @@ func TestFP8MasterCastHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		notes = r.Assumptions
 		return r.Breakdown.Optimizer
+	}
+	opt(step.FP8Delayed, 8, true)
+	if !strings.Contains(strings.Join(notes, "\n"), "host loop of 7 operators") {
+		t.Errorf("the answer's assumptions do not name the cast loop: %q", notes)
 	}
 	layers := float64(arch(t, "qwen3-30b-a3b").Layers)
 	for _, c := range []struct {
