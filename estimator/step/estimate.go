@@ -1305,6 +1305,19 @@ func (p *pricing) optimizer() {
 		shard, eshard = float64(p.denseShard), float64(max(1, p.expertShard))
 	}
 	bd.Optimizer = (stageParams/shard + expertParams/eshard) * p.e.k.OptimizerBytes / p.rates.hbm
+	if p.megatronGradBuffers() {
+		// Megatron-Core's DistributedDataParallel zeroes its whole gradient
+		// buffers, dense and expert, at the start of every step
+		// (distributed_data_parallel.py zero_grad_buffer → param_and_grad_buffer.py
+		// reset: grad_data.zero_(), Megatron-Core 2436e3d): one write of every
+		// gradient this rank holds, at HBM speed.
+		zero := (stageParams + expertParams) * o.GradBytes / p.rates.hbm
+		// The fp8 primary weights' cast loop runs on the host while the GPU runs
+		// the update issued before it, and nothing else is queued: the grad-norm's
+		// .item() has just synchronised the host with the GPU.
+		cast := math.Max(0, p.fp8MasterCastHost()-bd.Optimizer)
+		bd.Optimizer += zero + cast
+	}
 	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
 		// The CPU updates this rank's shard, bound by host memory bandwidth.
 		hostMem, link := hostRates(p.req.Cluster)
@@ -1323,6 +1336,87 @@ func (p *pricing) optimizer() {
 			bd.Optimizer += d2h - hid + owned*o.WeightBytes/link
 		}
 	}
+}
+
+// megatronGradBuffers: the framework keeps its gradients in Megatron-Core's
+// DistributedDataParallel buffers (whole on every rank up to ZeRO-1: the
+// distributed optimizer shards only its own states) and steps them with
+// Megatron-Core's optimizers.
+func (p *pricing) megatronGradBuffers() bool {
+	fw, err := framework.Lookup(p.req.Training.Framework)
+	return err == nil && fw.MegatronDDPBuckets && p.req.Layout.ZeRO <= 1 &&
+		p.req.Layout.Offload != OffloadOptimizer && p.req.Layout.Offload != OffloadParams
+}
+
+// Eager operators per fp8 weight tensor in Transformer Engine's cast of the
+// updated master weights into the fp8 primary weights, which Megatron-Core's
+// optimizers call every step for every fp8 weight of the model chunk, whether or
+// not this rank owns a shard of it (distrib_optimizer.py
+// _copy_main_params_to_model_params → quantize_param_shard over
+// _get_fp8_params_and_shard_fp32_from_fp8, which lists every quantized parameter
+// of the buffers; Megatron-Core 2436e3d). Transformer Engine
+// (transformer_engine/pytorch/tensor/utils.py at 9ad2e7b, April 2026):
+//   - delayed scaling (_cast_master_weights_to_fp8_delayed_scaling): the amax,
+//     scale and scale_inv of each weight viewed as one-element tensors (3 views),
+//     and one element of the packed amax and scale buffers selected and viewed for
+//     each (2 × 2): 7;
+//   - current scaling (_cast_master_weights_to_fp8_current_scaling): a slice of the
+//     packed amaxes, an empty scale and a view of scale_inv: 3.
+//
+// The casts of the owned shards are kernels the GPU runs inside the update; the
+// block-scaled recipes' loops are not counted.
+const (
+	fp8MasterCastOpsDelayed = 7
+	fp8MasterCastOpsCurrent = 3
+)
+
+// fp8MasterCastHost is the host time of the step's fp8 primary-weight cast loop:
+// the operators per fp8 weight tensor of the stage (fp8MasterCastOps*) at
+// Constants.EagerOpHostUs each. Zero without fp8 weights.
+func (p *pricing) fp8MasterCastHost() float64 {
+	t := &p.req.Training
+	if !t.FP8Params || !p.rates.fp8 {
+		return 0
+	}
+	var ops float64
+	switch t.FP8Recipe {
+	case FP8Delayed:
+		ops = fp8MasterCastOpsDelayed
+	case FP8Current:
+		ops = fp8MasterCastOpsCurrent
+	default:
+		return 0
+	}
+	return fp8WeightTensors(p.req, p.parts.nDense, p.parts.nMoE) * ops * p.e.k.EagerOpHostUs * 1e-6
+}
+
+// fp8WeightTensors counts the fp8 matmul weight tensors of a stage of nDense dense
+// and nMoE MoE layers, as Megatron-Core builds them with Transformer Engine: the
+// fused QKV and the output projection (multi-head latent attention: the query
+// down and up projections when queries are compressed, else one query
+// projection, the key-value down and up projections, the output projection); a
+// dense MLP's two (the fused up and gate, the down); an MoE layer's two per local
+// expert (TEGroupedLinear keeps one weight per GEMM, the sequential MLP one
+// Linear pair per expert) and the shared experts' two. The router stays in 16 or
+// 32 bits.
+func fp8WeightTensors(req Request, nDense, nMoE float64) float64 {
+	a := &req.Model
+	attn := 2.0
+	if m := a.MLA; m != nil {
+		attn = 4
+		if m.QLoRARank > 0 {
+			attn = 5
+		}
+	}
+	n := nDense * (attn + 2)
+	if m := a.MoE; m != nil && nMoE > 0 {
+		per := attn + 2*float64(m.Experts/max(1, req.Layout.EP))
+		if m.SharedExperts > 0 {
+			per += 2
+		}
+		n += nMoE * per
+	}
+	return n
 }
 
 // assemble completes the breakdown, whose parts add up to the step time: every

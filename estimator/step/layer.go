@@ -361,7 +361,13 @@ const (
 // (token_dispatcher.py: cuda_sync_point "before_ep_alltoall", or
 // "before_permutation_1" with dropping): the host can no longer run ahead of the
 // GPU there. Padding every expert to its capacity (training.moe_pad_to_capacity)
-// fixes the split sizes and needs no sync.
+// fixes the split sizes and needs no sync. The flex dispatcher on DeepEP
+// synchronises twice whatever the padding (Megatron-Core 2436e3d): DeepEP's
+// dispatch has the host wait for the GPU's count of the tokens it receives before
+// it allocates them (fused_a2a.py FusedDispatch.forward, "the CPU will wait for
+// GPU's signal to arrive"), and the permutation after it reads their sum back
+// (token_dispatcher.py _DeepepManager.get_permuted_hidden_states_by_experts:
+// num_out_tokens = tokens_per_expert.sum().item()), the GPU's queue drained again.
 func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) moeHostTimes {
 	var h moeHostTimes
 	post := float64(moeDispatchOps)
@@ -379,9 +385,13 @@ func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) m
 		post += moeExpertOpsPerExpert * local
 	}
 	h.pre, h.post = moeRouterOps*perOp, post*perOp
-	h.sync = !t.MoEPadToCapacity && (l.EP > 1 || local > 1)
+	deepEP := t.MoEDispatcher == DispatchDeepEP
+	h.sync = (!t.MoEPadToCapacity || deepEP) && (l.EP > 1 || local > 1)
 	if h.sync {
 		h.stall = moeSyncStallOps * perOp
+		if deepEP {
+			h.stall *= 2
+		}
 	}
 	if t.CUDAGraphs {
 		// The graph holds what precedes the sync (Megatron-Core's moe_router and
@@ -882,6 +892,11 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if req.Training.DPReduceAfterBackward {
 		dpNote = "data-parallel gradients reduce after the backward pass, none of it hidden; "
 	}
+	fw, fwErr := framework.Lookup(req.Training.Framework)
+	megatronDDP := fwErr == nil && fw.MegatronDDPBuckets
+	if megatronDDP {
+		dpNote += "Megatron-Core zeroes its gradient buffers at the start of every step (ZeRO 0–1); "
+	}
 	zero3 := "ZeRO-3 prefetches the next layer"
 	if req.Training.BackwardPrefetch != PrefetchPre {
 		zero3 = "ZeRO-3 prefetches the next layer forward; backward, each layer waits for its gather (backward prefetch " + string(req.Training.BackwardPrefetch) + ")"
@@ -919,6 +934,16 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		copies := "; fp8 weight copies (and transposes) of 2 B per parameter are kept"
 		if req.Training.FP8Params {
 			copies = "; the matmul weights are stored, gathered and sent in fp8 (1 B per parameter) and their fp8 transposes kept; each step transposes them (2 B per parameter)"
+			ops := 0
+			switch req.Training.FP8Recipe {
+			case FP8Delayed:
+				ops = fp8MasterCastOpsDelayed
+			case FP8Current:
+				ops = fp8MasterCastOpsCurrent
+			}
+			if megatronDDP && ops > 0 {
+				copies += fmt.Sprintf("; the optimizer casts the master weights into them in a host loop of %d operators of %.0f µs per fp8 weight tensor (ZeRO 0–1), exposed beyond the update", ops, e.k.EagerOpHostUs)
+			}
 		}
 		notes = append(notes, "fp8 matmuls in the transformer layers only (attention core, embedding and output layer in 16 bits); "+cast+"; "+weights+copies)
 	}

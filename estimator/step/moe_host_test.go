@@ -1,6 +1,7 @@
 package step_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -82,5 +83,33 @@ func TestCUDAGraphs(t *testing.T) {
 	}
 	if e, g := moe(false), moe(true); !(g <= e && g > 0.5*e) {
 		t.Errorf("dropless MoE forward eager %.2f ms, graphs %.2f ms: want at most eager and the post-sync block still eager", 1e3*e, 1e3*g)
+	}
+}
+
+// Megatron-Core's flex dispatcher on DeepEP synchronises the host with the GPU
+// twice in every MoE block's forward, padded or not (Megatron-Core 2436e3d):
+// DeepEP's dispatch waits for the count of the tokens a rank receives
+// (fused_a2a.py), and the permutation reads their sum back (token_dispatcher.py
+// _DeepepManager: tokens_per_expert.sum().item()). At 16K tokens the block's GPU
+// work outlasts its host work, so each sync costs its stall alone (2 operators of
+// 7 µs): 28 µs a layer against the all-to-all dispatcher's 14, and 28 against none
+// when the experts are padded to capacity.
+func TestDeepEPHostSyncs(t *testing.T) {
+	const layers, mbs, stall = 48, 8, 2 * 7e-6
+	fwd := func(dispatcher string, pad bool) float64 {
+		r := step.Request{Model: arch(t, "qwen3-30b-a3b"), Cluster: cluster(t, "dgx-h100", 1),
+			Training: step.Training{SeqLen: 16384, GlobalBatch: 64, Precision: step.BF16, MoEDispatcher: dispatcher,
+				MoECapacityFactor: map[bool]float64{true: 1, false: 0}[pad], MoEPadToCapacity: pad},
+			Layout: step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeNone}}
+		return mustEstimate(t, r).Breakdown.Forward / (layers * mbs)
+	}
+	for _, pad := range []bool{false, true} {
+		want := stall
+		if pad {
+			want = 2 * stall
+		}
+		if got := fwd(step.DispatchDeepEP, pad) - fwd(step.DispatchAllToAll, pad); math.Abs(got-want) > 1e-9 {
+			t.Errorf("padded %v: DeepEP's forward %.1f µs a layer above the all-to-all dispatcher's, want %.0f", pad, 1e6*got, 1e6*want)
+		}
 	}
 }
