@@ -36,6 +36,9 @@ var (
 // FlashAttention-2 on Ampere) and the ratio is 1. The curves are interpolated in log₂
 // of the length and held flat beyond their ends.
 //
+// flash2 (Training.FlashAttention2) keeps the FlashAttention-2 kernel whatever the
+// framework's: the ratio is 1.
+//
 // Heads narrower than 128 (headDim, the query-key width of one head) run cuDNN's
 // kernel at its head-64 speed at 64 and below, interpolated linearly in between:
 // the calibration runs on Hopper, and the shipped efficiency, are of 128-wide heads.
@@ -44,8 +47,8 @@ var (
 // 16k speed) is not applied: the calibration runs at 2k keys (llm-foundry, the
 // flash-attention repository) reach a higher attention efficiency than those at 8k
 // and more (torchtitan), so the shape would only move the fitted efficiency.
-func attentionSpeed(arch hardware.Arch, fw string, skv, headDim float64) (fwd, bwd float64) {
-	if arch != hardware.Hopper {
+func attentionSpeed(arch hardware.Arch, fw string, flash2 bool, skv, headDim float64) (fwd, bwd float64) {
+	if arch != hardware.Hopper || flash2 {
 		return 1, 1
 	}
 	if p, err := framework.Lookup(fw); err != nil || !p.HopperFusedAttention {

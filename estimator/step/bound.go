@@ -98,7 +98,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		dreq.Layout.Schedule = DualPipe
 		dc := cp
 		pairs := c.dualPipePairs(&dreq)
-		dc.dualPipe(dreq, pairs.dense, pairs.moe, cp.out[0], cp.out[1], cp.out[2])
+		dc.dualPipe(dreq, pairs.dense, pairs.moe, cp.out[0], cp.out[1], cp.out[2], embeddingGradTime(&req, r.hbm))
 		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
 		}

@@ -104,6 +104,13 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 		fwd += logits + mtp*mtpLayer.fwd
 		bwd += logitsBwd + mtp*mtpLayer.bwd
 		bwdW += logitsW + mtp*mtpLayer.bwdW
+		if l.PP == 1 {
+			// One stage holds the embedding too (with a pipeline the first stage
+			// does, whose lookup weighs less than the last stage's output layer).
+			emb := embeddingGradTime(req, rates.hbm)
+			bwd += emb
+			bwdW += emb
+		}
 	} else if d := float64(stageLayers-lastLayers) - mtp; logits+logitsBwd > d*(lc.fwd+lc.bwd) {
 		// The last stage is the slowest: its layers plus the output layer (and the
 		// prediction modules).
@@ -117,7 +124,7 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 	if l.Schedule == DualPipe && l.PP > 1 {
 		var buf stageKindsBuf
 		dl, ml := stageKinds(*req, buf[:])
-		cp.dualPipe(*req, dl, ml, logits, logitsBwd, logitsW)
+		cp.dualPipe(*req, dl, ml, logits, logitsBwd, logitsW, embeddingGradTime(req, rates.hbm))
 	}
 	return cp
 }
@@ -129,7 +136,7 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 // nMoE become that rank's mean layer counts, which the per-layer communication
 // follows; the weights' fp8 cast covers both stages.
 // dl and ml are the stages' dense and MoE layers (stageKinds).
-func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, logitsW float64) {
+func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, logitsW, emb float64) {
 	l := req.Layout
 	lc, lm := &cp.lc, &cp.lcMoE
 	var rcD, rcM float64 // recomputation per layer
@@ -149,7 +156,7 @@ func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, l
 		fwd, bwd := d*lc.fwd+m*lm.fwd, d*lc.bwd+m*lm.bwd
 		rc, w := d*rcD+m*rcM, d*lc.bwdW+m*lm.bwdW
 		if ends {
-			fwd, bwd, w = fwd+logits/2, bwd+logitsBwd/2, w+logitsW/2
+			fwd, bwd, w = fwd+logits/2, bwd+logitsBwd/2+emb/2, w+logitsW/2+emb/2
 		}
 		if t := fwd + bwd + rc; t > best {
 			best = t
@@ -158,6 +165,33 @@ func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, l
 			cp.weightCast = float64(nd)*lc.weightCast + float64(nm)*lm.weightCast
 		}
 	}
+}
+
+// embeddingGradTime is one micro-batch's weight gradient of the input embedding
+// (vocabulary-parallel over TP) on the stage that holds it: the lookup's backward
+// produces a dense gradient of the whole table slice — PyTorch's
+// embedding_dense_backward allocates at::zeros({num_weights, grad.size(-1)}) and adds
+// the tokens' rows into it (aten/src/ATen/native/cuda/Embedding.cu,
+// EmbeddingBackwardKernel.cu), and Megatron-Core's VocabParallelEmbedding looks up
+// with F.embedding, without gradient-accumulation fusion (core_r0.10.0
+// tensor_parallel/layers.py) — and the framework adds it to the gradient kept over
+// the step (distributed/distributed_data_parallel.py's backward hook,
+// param.main_grad.add_(param.grad.data); autograd's accumulation into .grad
+// elsewhere): the 16-bit gradient written and read, the
+// step's gradient read and written (embeddingGradBytes per element), at HBM speed.
+// The rows of the micro-batch's tokens (tokens × hidden, against vocabulary × hidden
+// here) are left out. hbm is the GPU's achievable HBM bandwidth (gpuRates.hbm).
+func embeddingGradTime(req *Request, hbm float64) float64 {
+	a := &req.Model
+	elems := float64(a.Vocab) * float64(a.Hidden) / float64(max(1, req.Layout.TP))
+	return elems * embeddingGradBytes(req.Training.Optimizer) / hbm
+}
+
+// embeddingGradBytes is the HBM traffic per element of the embedding's weight
+// gradient in one micro-batch (embeddingGradTime): the dense 16-bit gradient zeroed
+// and read back, and the step's gradient it is added to read and written.
+func embeddingGradBytes(o Optimizer) float64 {
+	return 2*o.WeightBytes + wgradAccumulationBytes(o.GradBytes)
 }
 
 // stageLayerCount is the most layers one pipeline rank holds over its v chunks:

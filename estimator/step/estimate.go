@@ -1623,6 +1623,7 @@ type assumptionKey struct {
 	arch      string
 	precision Precision
 	unfused   bool
+	flash2    bool
 	onDemand  bool
 	prefetch  BackwardPrefetch
 	framework string

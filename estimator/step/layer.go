@@ -235,7 +235,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if l.CP > 1 && !l.CPAllToAll {
 			skv = sLocal
 		}
-		vf, vb := attentionSpeed(r.arch, req.Training.Framework, skv, float64(a.QDim())/float64(max(1, a.Heads)))
+		vf, vb := attentionSpeed(r.arch, req.Training.Framework, req.Training.FlashAttention2, skv, float64(a.QDim())/float64(max(1, a.Heads)))
 		attn *= 0.5
 		lt.attnFwd = attn / (r.peak16 * r.attnEff * vf)
 		lt.attnBwd = 2.5 * attn / (r.peak16 * r.attnEff * vb)
@@ -855,7 +855,7 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 // assumptions returns the (cached, shared: do not modify) list of modelling
 // assumptions for a GPU, precision and attention kind.
 func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
-	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.FP8Params, req.Training.DPReduceAfterBackward, r.peak, r.sms}
+	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.FlashAttention2, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.FP8Params, req.Training.DPReduceAfterBackward, r.peak, r.sms}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
@@ -878,8 +878,11 @@ func (e *Estimator) describe(req Request, r *gpuRates) []string {
 func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	attn := "causal flash attention (masked half skipped, backward 2.5× the forward's FLOPs)"
 	kernel := ""
-	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.HopperFusedAttention && req.Cluster.GPU().Arch == hardware.Hopper {
+	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.HopperFusedAttention && req.Cluster.GPU().Arch == hardware.Hopper && !req.Training.FlashAttention2 {
 		kernel = ", Transformer Engine's cuDNN fused attention on Hopper"
+	}
+	if req.Training.FlashAttention2 {
+		kernel = ", flash-attn 2 (the framework's Hopper-native kernel turned off)"
 	}
 	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention &&
 		req.Cluster.GPU().Arch == hardware.Blackwell && !req.Training.UnfusedAttention {

@@ -162,6 +162,13 @@ type Training struct {
 	// UnfusedAttention: the attention scores are materialised (Megatron-LM before
 	// flash attention); otherwise causal flash attention is assumed.
 	UnfusedAttention bool `json:"unfused_attention,omitempty"`
+	// FlashAttention2: the fused attention is a FlashAttention-2-generation kernel
+	// (flash-attn 2) even where the framework's own on Hopper is a Hopper-native one
+	// (framework.Profile.HopperFusedAttention): Transformer Engine with its cuDNN
+	// backend turned off (NVTE_FUSED_ATTN=0) runs flash-attn 2 instead
+	// (transformer_engine/pytorch/attention.py, get_attention_backend; flash-attn 3
+	// only where its separate flashattn-hopper package is installed).
+	FlashAttention2 bool `json:"flash_attention_2,omitempty"`
 	// OnDemandGathers: ZeRO-3 gathers each module's weights when the module runs,
 	// waiting for them, into one output tensor per rank (torch.distributed.all_gather
 	// with a list) — DeepSpeed ZeRO-3 of 2021. Otherwise flat shards are prefetched

@@ -359,6 +359,9 @@ func (t Training) validate() error {
 	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current && t.FP8Recipe != FP8Rowwise && t.FP8Recipe != FP8MXFP8 && t.FP8Recipe != FP8Blockwise:
 		c.Add("training.fp8_recipe", "must be delayed, current, rowwise, mxfp8 or blockwise (got %q)", t.FP8Recipe)
 	}
+	if t.FlashAttention2 && t.UnfusedAttention {
+		c.Add("training.flash_attention_2", "names a fused attention kernel, but the attention runs unfused (unfused_attention, or the framework %s's)", t.Framework)
+	}
 	if t.FP8Params && t.Precision != FP8 {
 		c.Add("training.fp8_params", "applies to precision fp8 only (precision is %s)", t.Precision)
 	}

@@ -390,7 +390,7 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 		MoEImbalance: t.GetMoeImbalance(), MoECapacityFactor: t.GetMoeCapacityFactor(),
 		FP8Activations: t.GetFp8Activations(), NoDropout: t.GetNoDropout(), MoEPadToCapacity: t.GetMoePadToCapacity(),
 		MoEDispatcher: strings.ToLower(t.GetMoeDispatcher()), MoEPermuteFusion: t.GetMoePermuteFusion(), CUDAGraphs: t.GetCudaGraphs(),
-		DPBucketParams: float64(t.GetDpBucketParams())}
+		DPBucketParams: float64(t.GetDpBucketParams()), FlashAttention2: t.GetFlashAttention_2()}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -404,7 +404,8 @@ func TrainingToProto(t step.Training) *pb.Training {
 		MoeImbalance: t.MoEImbalance, MoeCapacityFactor: t.MoECapacityFactor,
 		Fp8Activations: t.FP8Activations, NoDropout: t.NoDropout, MoePadToCapacity: t.MoEPadToCapacity,
 		MoeDispatcher: t.MoEDispatcher, MoePermuteFusion: t.MoEPermuteFusion, CudaGraphs: t.CUDAGraphs, DpBucketParams: int64(t.DPBucketParams),
-		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
+		FlashAttention_2: t.FlashAttention2,
+		Optimizer:        &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 
 var recomputes = map[pb.Recompute]step.Recompute{

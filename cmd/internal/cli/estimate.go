@@ -71,6 +71,7 @@ type estimateArgs struct {
 	order           *string
 	overlapTP       *bool
 	unfused         *bool
+	flash2          *bool
 	prefetch        *string
 	fw              *string
 	dpAfter         *bool
@@ -137,6 +138,7 @@ func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
 	opt.order = fs.String("rank-order", "", "rank order, fastest first (default tp-cp-ep-dp-pp)")
 	opt.overlapTP = fs.Bool("overlap-tp", false, "overlap TP communication with compute (async TP)")
 	opt.unfused = fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
+	opt.flash2 = fs.Bool("flash-attention-2", false, "flash-attn 2 instead of the framework's Hopper-native fused attention (Transformer Engine with NVTE_FUSED_ATTN=0)")
 	opt.prefetch = enumFlag(fs, "zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none", prefetchNames)
 	opt.fw = frameworkFlag(fs, "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
@@ -340,6 +342,9 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 	if set["unfused-attention"] {
 		t.UnfusedAttention = *opt.unfused
 	}
+	if set["flash-attention-2"] {
+		t.FlashAttention2 = *opt.flash2
+	}
 	if set["zero3-on-demand"] {
 		t.OnDemandGathers = *opt.onDemand
 	}
@@ -537,7 +542,7 @@ var estimateFlags = map[string]string{"layout.tp": "--tp", "layout.pp": "--pp", 
 	"layout.recompute_layers": "--recompute-layers", "layout.recompute_modules": "--recompute-modules", "layout.overlap_shared_expert": "--overlap-shared-expert", "layout.overlap_ep": "--overlap-ep",
 	"layout.overlap_tp": "--overlap-tp", "layout.cp_all_to_all": "--cp-all-to-all", "layout.account_for_embedding": "--account-embedding",
 	"layout.account_for_loss": "--account-loss", "training.unfused_attention": "--unfused-attention",
-	"training.zero3_on_demand_gathers": "--zero3-on-demand", "training.dp_reduce_after_backward": "--dp-reduce-after-backward",
+	"training.flash_attention_2": "--flash-attention-2", "training.zero3_on_demand_gathers": "--zero3-on-demand", "training.dp_reduce_after_backward": "--dp-reduce-after-backward",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
 	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "training.dp_bucket_params": "--dp-bucket-params", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
 	"layout.rank_order": "--rank-order", "layout.layer_split": "--layer-split", "layout.offload": "--offload",

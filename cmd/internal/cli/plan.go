@@ -64,6 +64,7 @@ type planArgs struct {
 	headroom         *float64
 	onDemand         *bool
 	unfused          *bool
+	flash2           *bool
 	prefetch         *string
 	dpAfter          *bool
 	fp8Params        *bool
@@ -138,6 +139,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.headroom = fs.Float64("min-headroom", 0, "memory (GB) each GPU must keep free")
 	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	opt.unfused = fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
+	opt.flash2 = fs.Bool("flash-attention-2", false, "flash-attn 2 instead of the framework's Hopper-native fused attention (Transformer Engine with NVTE_FUSED_ATTN=0)")
 	opt.prefetch = enumFlag(fs, "zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)", prefetchNames)
 	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	opt.fp8Params = fs.Bool("fp8-params", false, "with --precision fp8: store the layers' matmul weights in fp8 (1 B) instead of 16 bits, with only fp8 transposes besides; ZeRO-3 gathers and the parameter all-gather send fp8 (Transformer Engine fp8_model_init, NeMo fp8_params)")
@@ -262,7 +264,7 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 func (opt *planArgs) workload(q *planQuery) error {
 	q.req.GPUs, q.req.MinGPUs, q.req.MaxGPUs = *opt.gpus, *opt.minGPUs, *opt.maxGPUs
 	q.req.Training = step.Training{SeqLen: *opt.seq, GlobalBatch: *opt.gbs, Precision: step.Precision(strings.ToLower(*opt.precision)),
-		UnfusedAttention: *opt.unfused, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)),
+		UnfusedAttention: *opt.unfused, FlashAttention2: *opt.flash2, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)),
 		Framework: *opt.fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*opt.fp8Recipe)), FP8Params: *opt.fp8Params, DPReduceAfterBackward: *opt.dpAfter,
 		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap, FP8Activations: *opt.fp8Acts, NoDropout: *opt.noDropout,
 		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, CUDAGraphs: *opt.cudaGraphs,
@@ -470,7 +472,7 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"training.moe_imbalance": "--moe-imbalance", "training.moe_capacity_factor": "--moe-capacity", "training.framework": "--framework",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
 	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "training.dp_bucket_params": "--dp-bucket-params",
-	"training.unfused_attention": "--unfused-attention", "training.zero3_on_demand_gathers": "--zero3-on-demand",
+	"training.unfused_attention": "--unfused-attention", "training.flash_attention_2": "--flash-attention-2", "training.zero3_on_demand_gathers": "--zero3-on-demand",
 	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.fp8_params": "--fp8-weights", "constraints.offload_activations": "--offload-activations", "constraints.experts_whole": "--experts-whole", "constraints.even_split": "--even-split", "constraints.uneven_pp": "--uneven-pp", "constraints.tp_across_nodes": "--tp-across-nodes", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",
 	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map", "cluster.nodes": "--nodes",

@@ -121,23 +121,27 @@ type MoERun struct {
 	Schedule  *string `json:"pipeline_schedule"`
 	// LayerSplit is the transformer layers of each pipeline stage, first to last,
 	// when the source's scripts set them; null: not stated.
-	LayerSplit   []int           `json:"layer_split"`
-	MicroBatch   *int            `json:"micro_batch_size"`
-	GlobalBatch  int             `json:"global_batch_size"`
-	GradAccum    *int            `json:"grad_accum"`
-	Recompute    string          `json:"recompute"`
-	RecomputeMod *string         `json:"recompute_modules"`
-	ZeRO         any             `json:"zero_stage"`
-	Precision    string          `json:"precision"`
-	FP8Recipe    *string         `json:"fp8_recipe"`
-	FP8Params    *bool           `json:"fp8_params"`
-	CUDAGraphs   *bool           `json:"cuda_graphs"`
-	Framework    string          `json:"framework"`
-	FrameworkVer string          `json:"framework_version"`
-	Dataset      *string         `json:"dataset"`
-	Measured     []StatedMeasure `json:"measured"`
-	DerivedStepS float64         `json:"derived_step_time_s"`
-	Derivation   string          `json:"derivation"`
+	LayerSplit   []int   `json:"layer_split"`
+	MicroBatch   *int    `json:"micro_batch_size"`
+	GlobalBatch  int     `json:"global_batch_size"`
+	GradAccum    *int    `json:"grad_accum"`
+	Recompute    string  `json:"recompute"`
+	RecomputeMod *string `json:"recompute_modules"`
+	ZeRO         any     `json:"zero_stage"`
+	Precision    string  `json:"precision"`
+	FP8Recipe    *string `json:"fp8_recipe"`
+	FP8Params    *bool   `json:"fp8_params"`
+	CUDAGraphs   *bool   `json:"cuda_graphs"`
+	// FlashAttention2: the source's scripts turn the framework's Hopper-native
+	// fused attention off, so flash-attn 2 runs (Transformer Engine's
+	// NVTE_FUSED_ATTN=0); null: not stated (the framework's kernel).
+	FlashAttention2 *bool           `json:"flash_attention_2,omitempty"`
+	Framework       string          `json:"framework"`
+	FrameworkVer    string          `json:"framework_version"`
+	Dataset         *string         `json:"dataset"`
+	Measured        []StatedMeasure `json:"measured"`
+	DerivedStepS    float64         `json:"derived_step_time_s"`
+	Derivation      string          `json:"derivation"`
 	// DDPBucketSize is the parameters per data-parallel gradient bucket the
 	// source's scripts set (Megatron-Core's bucket_size); null: not stated.
 	DDPBucketSize *float64 `json:"ddp_bucket_size"`
@@ -646,6 +650,7 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		t.MoEPermuteFusion = *m.PermuteFusion
 	}
 	t.CUDAGraphs = r.CUDAGraphs != nil && *r.CUDAGraphs
+	t.FlashAttention2 = r.FlashAttention2 != nil && *r.FlashAttention2
 	if r.DDPBucketSize != nil {
 		t.DPBucketParams = *r.DDPBucketSize
 	}

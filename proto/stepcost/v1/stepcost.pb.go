@@ -2179,8 +2179,13 @@ type Training struct {
 	// parameters, Megatron-Core's default; otherwise PyTorch DDP's 25 MB); else
 	// in [1, 1e13].
 	DpBucketParams int64 `protobuf:"varint,21,opt,name=dp_bucket_params,json=dpBucketParams,proto3" json:"dp_bucket_params,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The fused attention is flash-attn 2 even where the framework's own on
+	// Hopper is a Hopper-native kernel (Transformer Engine's cuDNN fused
+	// attention): Transformer Engine with NVTE_FUSED_ATTN=0 runs flash-attn 2.
+	// Unset: the framework's kernel. Refused with unfused_attention.
+	FlashAttention_2 bool `protobuf:"varint,22,opt,name=flash_attention_2,json=flashAttention2,proto3" json:"flash_attention_2,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -2358,6 +2363,13 @@ func (x *Training) GetDpBucketParams() int64 {
 		return x.DpBucketParams
 	}
 	return 0
+}
+
+func (x *Training) GetFlashAttention_2() bool {
+	if x != nil {
+		return x.FlashAttention_2
+	}
+	return false
 }
 
 // Layout is one way to parallelise and place the job.
@@ -6891,7 +6903,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\x93\a\n" +
+	"stateBytes\"\xbf\a\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -6918,7 +6930,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x12moe_permute_fusion\x18\x13 \x01(\bR\x10moePermuteFusion\x12\x1f\n" +
 	"\vcuda_graphs\x18\x14 \x01(\bR\n" +
 	"cudaGraphs\x12(\n" +
-	"\x10dp_bucket_params\x18\x15 \x01(\x03R\x0edpBucketParams\"\xb4\x06\n" +
+	"\x10dp_bucket_params\x18\x15 \x01(\x03R\x0edpBucketParams\x12*\n" +
+	"\x11flash_attention_2\x18\x16 \x01(\bR\x0fflashAttention2\"\xb4\x06\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
