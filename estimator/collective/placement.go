@@ -41,9 +41,12 @@ type Placement struct {
 	// when the groups cross the network (they share NICs and switch uplinks), one per
 	// distinct arrangement inside its domain otherwise (see representatives).
 	loaded [][]int
-	// railImages says the loaded groups are images of the first on other rails
-	// (railImages): the coefficients place the first group's flows alone.
+	// railImages says the loaded groups are images, on other rails, of those on the
+	// first group's rail (railImages): the coefficients place the flows of rep
+	// alone, and imageOf[k] is the group of rep whose image loaded[k] is.
 	railImages bool
+	rep        [][]int
+	imageOf    []int32
 
 	coef coefficients
 	once [numFamilies]sync.Once
@@ -132,7 +135,8 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 	}
 	p.Concurrent = len(p.Siblings)
 	p.loaded = representatives(c, p.Siblings, p.Domains)
-	p.railImages = railImages(c, p.loaded)
+	p.rep, p.imageOf = railImages(c, p.loaded)
+	p.railImages = p.rep != nil
 	p.coef.channels = ringChannels(p)
 	return p, nil
 }
@@ -221,44 +225,79 @@ func representatives(c *topology.Cluster, siblings [][]int, domains int) [][]int
 	return out
 }
 
-// railImages tells whether groups, each of one local GPU index and all on the same
-// nodes rank by rank, sit on pairwise disjoint rails (topology.DisjointRails): the
-// data-parallel groups of a job with TP = GPUs per node, one per rail. Their flows
-// then load disjoint links by the same amounts in the same order, so the most
+// railImages tells whether groups, each of one local GPU index, are images of one
+// another on pairwise disjoint rails (topology.DisjointRails): the groups of each
+// local index, in order, lie on the same nodes rank by rank as those of the first
+// group's local index — the data-parallel groups of a job with TP = GPUs per node,
+// one per rail, or the pairs of a pipeline or context-parallel exchange between
+// nodes, thousands per rail. The flows of a rail's groups then load that rail's
+// links (its GPUs' ports, NICs and leaves) and no other's, by the same amounts in
+// the same order as the first rail's groups load the first rail's, so the most
 // loaded link, the slowest hop and whether a flow leaves the domain are those of
-// the first group's flows alone, and a ring's byte-weighted sums are the first
-// group's repeated (loads.repeat).
-func railImages(c *topology.Cluster, groups [][]int) bool {
+// the first rail's groups' flows alone, and a ring's byte-weighted sums are their
+// terms added again in the order of every group (loads.repeat). It returns the
+// first rail's groups (rep) and, for each group, which of them it is the image of;
+// nil if the groups are not such images.
+func railImages(c *topology.Cluster, groups [][]int) (rep [][]int, imageOf []int32) {
 	g := c.Spec.GPUsPerNode
-	if len(groups) < 2 || len(groups) > g {
-		return false // at most one group a local index
+	if len(groups) < 2 {
+		return nil, nil
 	}
-	first := groups[0]
-	locals := make([]int, len(groups))
-	for j, grp := range groups {
+	seen := make([]bool, g)
+	count := make([]int32, g) // groups of each local index so far
+	var locals []int
+	imageOf = make([]int32, len(groups))
+	for k, grp := range groups {
 		loc := grp[0] % g
-		for i, r := range grp {
-			if r%g != loc || r/g != first[i]/g {
-				return false
+		for _, r := range grp {
+			if r%g != loc {
+				return nil, nil
 			}
 		}
-		for _, prev := range locals[:j] {
-			if !c.DisjointRails(prev, loc) {
-				return false
+		if !seen[loc] {
+			for _, prev := range locals {
+				if !c.DisjointRails(prev, loc) {
+					return nil, nil
+				}
 			}
+			seen[loc] = true
+			locals = append(locals, loc)
 		}
-		locals[j] = loc
+		imageOf[k] = count[loc]
+		count[loc]++
 	}
-	return true
+	if len(locals) < 2 {
+		return nil, nil
+	}
+	m := count[locals[0]]
+	for _, loc := range locals {
+		if count[loc] != m {
+			return nil, nil
+		}
+	}
+	rep = make([][]int, 0, m)
+	for _, grp := range groups {
+		if grp[0]%g == locals[0] {
+			rep = append(rep, grp)
+		}
+	}
+	for k, grp := range groups {
+		first := rep[imageOf[k]]
+		for i, r := range grp {
+			if r/g != first[i]/g {
+				return nil, nil
+			}
+		}
+	}
+	return rep, imageOf
 }
 
-// placed returns the groups whose flows the coefficients place, and how many groups
-// each of them stands for.
-func (p *Placement) placed() ([][]int, int) {
+// placed returns the groups whose flows the coefficients place.
+func (p *Placement) placed() [][]int {
 	if p.railImages {
-		return p.loaded[:1], len(p.loaded)
+		return p.rep
 	}
-	return p.loaded, 1
+	return p.loaded
 }
 
 // checkGroup checks group g, whose ids in ring order are o, naming field() at fault.
