@@ -72,6 +72,20 @@ func TestRailImagesPlaceLikeEveryGroup(t *testing.T) {
 		}
 		return out
 	}
+	// multi returns, for each set of local indices, the group of those GPUs on the
+	// given nodes (TP 4's data-parallel groups hold two GPUs of each node).
+	multi := func(c *topology.Cluster, sets [][]int, nodes []int) [][]int {
+		g := c.Spec.GPUsPerNode
+		out := make([][]int, len(sets))
+		for j, set := range sets {
+			for _, n := range nodes {
+				for _, l := range set {
+					out[j] = append(out[j], n*g+l)
+				}
+			}
+		}
+		return out
+	}
 	dgx := cluster("dgx-h100", 37, 4) // ten leaves per rail, the last one short
 	degraded, err := dgx.WithDegradedNICs(3, 0.5)
 	if err != nil {
@@ -96,6 +110,11 @@ func TestRailImagesPlaceLikeEveryGroup(t *testing.T) {
 		{"dgx-h100 pairs, one rail's on other nodes", dgx, append(pairs(dgx, []int{0}, 36, 1, false), pairs(dgx, []int{1}, 36, 2, false)[:18]...), false},
 		{"dgx-h100 pairs, a rail with fewer", dgx, append(pairs(dgx, []int{0}, 36, 1, false), pairs(dgx, []int{1}, 36, 1, false)[:17]...), false},
 		{"dgx-h100 pairs across local indices", dgx, [][]int{{0, 9}, {1, 10}, {2, 11}}, false},
+		{"dgx-h100 two GPUs a node, four groups", dgx, multi(dgx, [][]int{{0, 4}, {1, 5}, {2, 6}, {3, 7}}, seq(37, 1)), true},
+		{"dgx-h100 four GPUs a node, every third node", dgx, multi(dgx, [][]int{{0, 2, 4, 6}, {1, 3, 5, 7}}, seq(37, 3)), true},
+		{"gb200-nvl72 two GPUs a tray", nvl, multi(nvl, [][]int{{0, 1}, {2, 3}}, seq(40, 1)), true},
+		{"dgx-h100 two GPUs a node, other indices on other nodes", dgx, [][]int{{0, 4, 8, 12}, {1, 5, 10, 14}}, false},
+		{"aws-p4d two GPUs a node, NICs shared", p4d, multi(p4d, [][]int{{0, 2}, {4, 6}}, seq(12, 1)), false},
 		{"dgx-h100 with a degraded NIC", degraded, rails(degraded, seq(8, 1), seq(37, 1)), false},
 		{"aws-p4d, NICs shared", p4d, rails(p4d, seq(8, 1), seq(12, 1)), false},
 		{"aws-p4d, not rail-optimised", p4d, rails(p4d, seq(8, 2), seq(12, 1)), false},

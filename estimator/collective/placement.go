@@ -225,67 +225,96 @@ func representatives(c *topology.Cluster, siblings [][]int, domains int) [][]int
 	return out
 }
 
-// railImages tells whether groups, each of one local GPU index, are images of one
-// another on pairwise disjoint rails (topology.DisjointRails): the groups of each
-// local index, in order, lie on the same nodes rank by rank as those of the first
-// group's local index — the data-parallel groups of a job with TP = GPUs per node,
-// one per rail, or the pairs of a pipeline or context-parallel exchange between
-// nodes, thousands per rail. The flows of a rail's groups then load that rail's
-// links (its GPUs' ports, NICs and leaves) and no other's, by the same amounts in
-// the same order as the first rail's groups load the first rail's, so the most
-// loaded link, the slowest hop and whether a flow leaves the domain are those of
-// the first rail's groups' flows alone, and a ring's byte-weighted sums are their
-// terms added again in the order of every group (loads.repeat). It returns the
-// first rail's groups (rep) and, for each group, which of them it is the image of;
-// nil if the groups are not such images.
+// railImages tells whether groups are images of one another on disjoint rails:
+// those whose first rank has the same local index form a class, and the groups of
+// each class, in order, lie on the same nodes rank by rank as those of the first
+// class, their local GPU indices mapped one to one by one map per class onto
+// indices no other class uses — the data-parallel groups of a job with TP = GPUs
+// per node, one per rail, or the pairs of a pipeline or context-parallel exchange
+// between nodes, thousands per rail, or the data-parallel groups of TP 4, two GPUs
+// of a node each. Where every index used has a rail of its own
+// (topology.DisjointRails) and, for groups of several indices, is the only GPU on
+// its NIC (so that a transfer to another rail's GPU goes through that GPU, PXN),
+// a class's flows load its own GPUs' ports and its own rails' NICs and leaves and no
+// other class's, by the same amounts in the same order as the first class's flows
+// load the first class's, with the same latencies. The most loaded link, the
+// slowest hop and whether a flow leaves the domain are then those of the first
+// class's flows alone, and a ring's byte-weighted sums are their terms added again
+// in the order of every group (loads.repeat). It returns the first class's groups
+// (rep) and, for each group, which of them it is the image of; nil if the groups
+// are not such images.
 func railImages(c *topology.Cluster, groups [][]int) (rep [][]int, imageOf []int32) {
 	g := c.Spec.GPUsPerNode
 	if len(groups) < 2 {
 		return nil, nil
 	}
-	seen := make([]bool, g)
-	count := make([]int32, g) // groups of each local index so far
-	var locals []int
+	class := make([]int, g) // a first rank's local index → its class + 1
+	var count []int32       // groups of each class so far
 	imageOf = make([]int32, len(groups))
 	for k, grp := range groups {
 		loc := grp[0] % g
-		for _, r := range grp {
-			if r%g != loc {
-				return nil, nil
-			}
+		if class[loc] == 0 {
+			count = append(count, 0)
+			class[loc] = len(count)
 		}
-		if !seen[loc] {
-			for _, prev := range locals {
-				if !c.DisjointRails(prev, loc) {
-					return nil, nil
-				}
-			}
-			seen[loc] = true
-			locals = append(locals, loc)
-		}
-		imageOf[k] = count[loc]
-		count[loc]++
+		ci := class[loc] - 1
+		imageOf[k] = count[ci]
+		count[ci]++
 	}
-	if len(locals) < 2 {
+	if len(count) < 2 {
 		return nil, nil
 	}
-	m := count[locals[0]]
-	for _, loc := range locals {
-		if count[loc] != m {
+	for _, n := range count {
+		if n != count[0] {
 			return nil, nil
 		}
 	}
-	rep = make([][]int, 0, m)
+	first := groups[0][0] % g
+	rep = make([][]int, 0, count[0])
 	for _, grp := range groups {
-		if grp[0]%g == locals[0] {
+		if grp[0]%g == first {
 			rep = append(rep, grp)
 		}
 	}
+	// phi[ci·g + a] is 1 + the local index class ci puts where the first class has
+	// a; owner[b] is 1 + the class that uses local index b.
+	phi := make([]int, len(count)*g)
+	owner := make([]int, g)
+	several := false
 	for k, grp := range groups {
-		first := rep[imageOf[k]]
+		ci := class[grp[0]%g] - 1
+		m := phi[ci*g : (ci+1)*g]
 		for i, r := range grp {
-			if r/g != first[i]/g {
+			a := rep[imageOf[k]][i]
+			if a/g != r/g {
 				return nil, nil
+			}
+			la, lb := a%g, r%g
+			switch {
+			case m[la] == 0:
+				if owner[lb] != 0 {
+					return nil, nil
+				}
+				m[la], owner[lb] = lb+1, ci+1
+			case m[la] != lb+1:
+				return nil, nil
+			}
+			several = several || r%g != grp[0]%g
+		}
+	}
+	for a := range g {
+		if owner[a] == 0 {
+			continue
+		}
+		for b := range g {
+			if b == a {
+				continue
+			}
+			if owner[b] != 0 && !c.DisjointRails(a, b) {
+				return nil, nil
+			}
+			if several && c.LocalNIC(b) == c.LocalNIC(a) {
+				return nil, nil // a proxy for a's rail might be another GPU
 			}
 		}
 	}
