@@ -112,6 +112,7 @@ func TestRailImagesPlaceLikeEveryGroup(t *testing.T) {
 		{"dgx-h100 pairs across local indices", dgx, [][]int{{0, 9}, {1, 10}, {2, 11}}, false},
 		{"dgx-h100 two GPUs a node, four groups", dgx, multi(dgx, [][]int{{0, 4}, {1, 5}, {2, 6}, {3, 7}}, seq(37, 1)), true},
 		{"dgx-h100 four GPUs a node, every third node", dgx, multi(dgx, [][]int{{0, 2, 4, 6}, {1, 3, 5, 7}}, seq(37, 3)), true},
+		{"dgx-h100 two GPUs a node, not a shift", dgx, multi(dgx, [][]int{{0, 4}, {1, 7}, {2, 5}}, seq(37, 2)), true},
 		{"gb200-nvl72 two GPUs a tray", nvl, multi(nvl, [][]int{{0, 1}, {2, 3}}, seq(40, 1)), true},
 		{"dgx-h100 two GPUs a node, other indices on other nodes", dgx, [][]int{{0, 4, 8, 12}, {1, 5, 10, 14}}, false},
 		{"aws-p4d two GPUs a node, NICs shared", p4d, multi(p4d, [][]int{{0, 2}, {4, 6}}, seq(12, 1)), false},

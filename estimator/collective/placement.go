@@ -276,30 +276,10 @@ func railImages(c *topology.Cluster, groups [][]int) (rep [][]int, imageOf []int
 			rep = append(rep, grp)
 		}
 	}
-	// phi[ci·g + a] is 1 + the local index class ci puts where the first class has
-	// a; owner[b] is 1 + the class that uses local index b.
-	phi := make([]int, len(count)*g)
-	owner := make([]int, g)
-	several := false
-	for k, grp := range groups {
-		ci := class[grp[0]%g] - 1
-		m := phi[ci*g : (ci+1)*g]
-		for i, r := range grp {
-			a := rep[imageOf[k]][i]
-			if a/g != r/g {
-				return nil, nil
-			}
-			la, lb := a%g, r%g
-			switch {
-			case m[la] == 0:
-				if owner[lb] != 0 {
-					return nil, nil
-				}
-				m[la], owner[lb] = lb+1, ci+1
-			case m[la] != lb+1:
-				return nil, nil
-			}
-			several = several || r%g != grp[0]%g
+	owner, several, ok := shiftImages(g, groups, rep, imageOf, class)
+	if !ok {
+		if owner, several, ok = mappedImages(g, groups, rep, imageOf, class, len(count)); !ok {
+			return nil, nil
 		}
 	}
 	for a := range g {
@@ -319,6 +299,85 @@ func railImages(c *topology.Cluster, groups [][]int) (rep [][]int, imageOf []int
 		}
 	}
 	return rep, imageOf
+}
+
+// shiftImages is railImages' check where every group is its image shifted by the
+// same local offset as its class's first group (r = its image's rank + δ, rank by
+// rank): one comparison a rank. It returns 1 + the class using each local index,
+// and whether a group holds several; ok false if the groups are not such shifts.
+func shiftImages(g int, groups, rep [][]int, imageOf []int32, class []int) (owner []int, several, ok bool) {
+	delta := make([]int, g) // by class; set from each class's first group
+	set := make([]bool, g)
+	for k, grp := range groups {
+		ci := class[grp[0]%g] - 1
+		first := rep[imageOf[k]]
+		if !set[ci] {
+			delta[ci], set[ci] = grp[0]-first[0], true
+		}
+		d := delta[ci]
+		for i, r := range grp {
+			if r != first[i]+d {
+				return nil, false, false
+			}
+		}
+	}
+	// The first class's local indices, each class's shifted onto the same nodes
+	// (inside 0…g−1) and onto indices of its own.
+	var locals []int
+	seen := make([]bool, g)
+	for _, grp := range rep {
+		for _, r := range grp {
+			if l := r % g; !seen[l] {
+				seen[l] = true
+				locals = append(locals, l)
+			}
+		}
+	}
+	owner = make([]int, g)
+	for ci := range g {
+		if !set[ci] {
+			continue
+		}
+		for _, l := range locals {
+			m := l + delta[ci]
+			if m < 0 || m >= g || owner[m] != 0 {
+				return nil, false, false
+			}
+			owner[m] = ci + 1
+		}
+	}
+	return owner, len(locals) > 1, true
+}
+
+// mappedImages is railImages' check for any one-to-one map of local indices per
+// class, rank by rank on the same nodes.
+func mappedImages(g int, groups, rep [][]int, imageOf []int32, class []int, classes int) (owner []int, several, ok bool) {
+	// phi[ci·g + a] is 1 + the local index class ci puts where the first class has
+	// a; owner[b] is 1 + the class that uses local index b.
+	phi := make([]int, classes*g)
+	owner = make([]int, g)
+	for k, grp := range groups {
+		ci := class[grp[0]%g] - 1
+		m := phi[ci*g : (ci+1)*g]
+		for i, r := range grp {
+			a := rep[imageOf[k]][i]
+			if a/g != r/g {
+				return nil, false, false
+			}
+			la, lb := a%g, r%g
+			switch {
+			case m[la] == 0:
+				if owner[lb] != 0 {
+					return nil, false, false
+				}
+				m[la], owner[lb] = lb+1, ci+1
+			case m[la] != lb+1:
+				return nil, false, false
+			}
+			several = several || r%g != grp[0]%g
+		}
+	}
+	return owner, several, true
 }
 
 // placed returns the groups whose flows the coefficients place.
