@@ -117,6 +117,49 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 		}
 		p.Siblings = append(p.Siblings, o)
 	}
+	p.finish()
+	return p, nil
+}
+
+// PlaceGroups is Place for groups the caller vouches for and hands over: groups[0]
+// is the group and the others run at once with it, all disjoint and of one size.
+// Their arrays become the placement's — each put in ring order in place if it is
+// not — and are neither copied nor checked for shared GPUs: a search places the
+// groups of its own rank grids, up to 50 000 of them a placement on 100 000 GPUs.
+// The caller must not change them afterwards.
+func PlaceGroups(c *topology.Cluster, groups [][]int) (*Placement, error) {
+	if c == nil {
+		return nil, invalid.Field("cluster", "is required")
+	}
+	if len(groups) == 0 || len(groups[0]) == 0 {
+		return nil, invalid.Field("group", "must list at least one GPU")
+	}
+	n := len(groups[0])
+	field := func(i int) string {
+		if i == 0 {
+			return "group"
+		}
+		return fmt.Sprintf("concurrent[%d]", i-1)
+	}
+	for i, g := range groups {
+		if len(g) != n {
+			return nil, invalid.Field(field(i), "must have as many ranks as the group (%d), got %d", n, len(g))
+		}
+		if !slices.IsSorted(g) {
+			slices.Sort(g)
+		}
+		if g[0] < 0 || g[n-1] >= c.GPUs() {
+			return nil, invalid.Field(field(i), "GPUs %d to %d reach outside the cluster's %d GPUs", g[0], g[n-1], c.GPUs())
+		}
+	}
+	p := &Placement{Cluster: c, Ranks: groups[0], Siblings: groups}
+	p.finish()
+	return p, nil
+}
+
+// finish derives what the coefficients need from the ranks and siblings.
+func (p *Placement) finish() {
+	c := p.Cluster
 	p.Shape = shapeOf(c, p.Ranks)
 	p.DomainGPUs = c.DomainGPUs()
 	// Ranks in ring order number their domains in runs (shapeOf).
@@ -138,7 +181,6 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 	p.rep, p.imageOf = railImages(c, p.loaded)
 	p.railImages = p.rep != nil
 	p.coef.channels = ringChannels(p)
-	return p, nil
 }
 
 // PlaceDomainImages is Place for groups that each stay inside one scale-up domain

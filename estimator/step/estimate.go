@@ -333,7 +333,6 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	if ok {
 		return p, nil
 	}
-	var group []int
 	var sib [][]int
 	switch c {
 	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP:
@@ -361,8 +360,7 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 			}
 		}
 	}
-	group, sib = sib[0], sib[1:]
-	p, err := collective.Place(cl, group, sib)
+	p, err := collective.PlaceGroups(cl, sib) // the grid's groups: disjoint, of one size
 	if err != nil {
 		return nil, err
 	}
