@@ -46,8 +46,9 @@ type groupCache struct {
 	// maxDegraded are kept.
 	degraded  sync.Map
 	nDegraded atomic.Int64
-	// pipes maps a pipeKey to its compiled *pipeDAG (PipelineSpan).
-	pipes sync.Map
+	// pipes holds the compiled schedules (PipelineSpan, PipelineTable): the
+	// process's, shared by every estimator.
+	pipes *pipeTables
 	// spans is the current generation of executed spans (PipelineSpan without
 	// blocks), nil until the first.
 	spans atomic.Pointer[spanMemo]
@@ -179,7 +180,7 @@ func New() *Estimator { return NewWith(DefaultConstants(), collective.Default())
 
 // NewWith returns an estimator with the given constants.
 func NewWith(k Constants, ck collective.Constants) *Estimator {
-	e := &Estimator{coll: collective.NewModel(ck), k: k, groupCache: &groupCache{places: map[placeKey]*collective.Placement{}}, notes: map[assumptionKey][]string{}}
+	e := &Estimator{coll: collective.NewModel(ck), k: k, groupCache: &groupCache{places: map[placeKey]*collective.Placement{}, pipes: sharedPipes}, notes: map[assumptionKey][]string{}}
 	e.costs.Store(newCostMemo())
 	return e
 }
