@@ -49,9 +49,11 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
-// BenchmarkSearchCold is the first search of a process: a fresh estimator, so every
+// BenchmarkSearchCold is the first search on a cluster: a fresh estimator, so every
 // communication group's placement and contention coefficients are built during the
-// search.
+// search. The pipeline schedules' compiled tables, which depend on no cluster, are
+// the process's (step.Estimator shares them); only its very first search compiles
+// them.
 func BenchmarkSearchCold(b *testing.B) {
 	grid := []struct {
 		model    string

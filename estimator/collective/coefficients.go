@@ -94,28 +94,43 @@ type loads struct {
 	// For rings: the byte-weighted mean latency and network share over the step's
 	// flows (weighted by bytes so that splitting or merging a flow changes nothing).
 	latSum, netSum, flows float64
-	// copies > 1: the flows placed stand for copies groups on disjoint rails, and
-	// rec keeps their terms of the sums above until repeat adds them for the others.
-	copies int
+	// images, for groups placed by their rail images (Placement.railImages): for
+	// every group, which of the groups placed it is the image of. The sums above
+	// then wait: rec keeps the placed groups' terms (the flows of group j from
+	// starts[j] on, mark) until repeat adds them in the order of every group.
+	images []int32
 	rec    []ringTerm
+	starts []int
 	win    winScratch // buildPipe's
 }
 
 // ringTerm is one flow's terms of a ring's byte-weighted sums.
 type ringTerm struct{ lat, net, w float64 }
 
-// repeat adds to the ring sums the recorded flows' terms once for every other
-// copy, in the order the flows of each copy would have added them, and forgets
-// them: the sums are bit for bit those of placing every copy.
+// mark starts the next placed group's flows.
+func (l *loads) mark() {
+	if l.images != nil {
+		l.starts = append(l.starts, len(l.rec))
+	}
+}
+
+// repeat adds to the ring sums the recorded terms of every group's flows — those
+// of the placed group it is the image of — in the order the groups and their flows
+// would have added them, and forgets them: the sums are bit for bit those of
+// placing every group.
 func (l *loads) repeat() {
-	for range l.copies - 1 {
-		for _, t := range l.rec {
+	if l.images == nil {
+		return
+	}
+	l.starts = append(l.starts, len(l.rec))
+	for _, j := range l.images {
+		for _, t := range l.rec[l.starts[j]:l.starts[j+1]] {
 			l.latSum += t.lat
 			l.netSum += t.net
 			l.flows += t.w
 		}
 	}
-	l.rec = l.rec[:0]
+	l.rec, l.starts = l.rec[:0], l.starts[:0]
 }
 
 func newLoads(c *topology.Cluster) *loads {
@@ -139,7 +154,7 @@ func getLoads(c *topology.Cluster) *loads {
 // touched, so l is all zeros again after reset.
 func putLoads(l *loads) {
 	l.reset()
-	l.c, l.copies, l.rec = nil, 0, l.rec[:0]
+	l.c, l.images, l.rec, l.starts = nil, nil, l.rec[:0], l.starts[:0]
 	loadsPool.Put(l)
 }
 
@@ -163,12 +178,13 @@ func (l *loads) flow(src, dst int, w float64) {
 	}
 	l.lat = max(l.lat, lat)
 	l.net = l.net || cross
+	if l.images != nil {
+		l.rec = append(l.rec, ringTerm{lat * w, b2f(cross) * w, w})
+		return
+	}
 	l.latSum += lat * w
 	l.netSum += b2f(cross) * w
 	l.flows += w
-	if l.copies > 1 {
-		l.rec = append(l.rec, ringTerm{lat * w, b2f(cross) * w, w})
-	}
 }
 
 // switchReduce is an NVLS load-reduce of w bytes issued by dst over group.
@@ -410,12 +426,16 @@ func computeFamily(p *Placement, f family) {
 	nch := co.channels
 	perCh := 1 / float64(nch)
 	mesh := c.Spec.Intra.Kind == topology.Mesh
-	loaded, copies := p.placed()
+	loaded := p.placed()
+	var images []int32
+	if p.railImages {
+		images = p.imageOf
+	}
 	switch f {
 	case famBase:
 		// Ring: every rank to its successor in each channel's ring; unit: the bytes
 		// one rank sends in one step, spread over the channels.
-		l.copies = copies
+		l.images = images
 		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
 		var order []int32
@@ -423,6 +443,7 @@ func computeFamily(p *Placement, f family) {
 			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
 			for _, g := range loaded {
+				l.mark()
 				for i := range n {
 					l.flow(g[order[i]], g[order[(i+1)%n]], w)
 				}
@@ -432,7 +453,7 @@ func computeFamily(p *Placement, f family) {
 		co.ring = l.takeRing()
 	case famHier:
 		// Hierarchical: intra-domain rings and rail rings.
-		l.copies = copies
+		l.images = images
 		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
 		var order []int32
@@ -440,6 +461,7 @@ func computeFamily(p *Placement, f family) {
 			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
 			for _, g := range loaded {
+				l.mark()
 				for _, sp := range spans {
 					k := sp[1] - sp[0]
 					for j := range k {
@@ -453,6 +475,7 @@ func computeFamily(p *Placement, f family) {
 		if p.Uniform {
 			m := len(spans)
 			for _, g := range loaded {
+				l.mark()
 				for loc := range p.PerDomain {
 					for d := range m {
 						l.flow(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
@@ -620,7 +643,7 @@ func chainPipe(p *Placement, l *loads, nch int, mesh, reverse bool) pipe {
 		}
 		chains[ch] = chain
 	}
-	loaded, _ := p.placed()
+	loaded := p.placed()
 	stages := make([]stageLoads, 0, n-1)
 	for e := 0; e+1 < n; e++ {
 		for ch, chain := range chains {
@@ -710,7 +733,7 @@ func treePipes(p *Placement, l *loads, nch int) (tree, dtree pipe) {
 			}
 		}
 	}
-	loaded, _ := p.placed()
+	loaded := p.placed()
 	D := len(stageFlows[0])
 	if double {
 		D = max(D, len(stageFlows[1]))

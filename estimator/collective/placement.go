@@ -41,9 +41,12 @@ type Placement struct {
 	// when the groups cross the network (they share NICs and switch uplinks), one per
 	// distinct arrangement inside its domain otherwise (see representatives).
 	loaded [][]int
-	// railImages says the loaded groups are images of the first on other rails
-	// (railImages): the coefficients place the first group's flows alone.
+	// railImages says the loaded groups are images, on other rails, of those on the
+	// first group's rail (railImages): the coefficients place the flows of rep
+	// alone, and imageOf[k] is the group of rep whose image loaded[k] is.
 	railImages bool
+	rep        [][]int
+	imageOf    []int32
 
 	coef coefficients
 	once [numFamilies]sync.Once
@@ -114,6 +117,49 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 		}
 		p.Siblings = append(p.Siblings, o)
 	}
+	p.finish()
+	return p, nil
+}
+
+// PlaceGroups is Place for groups the caller vouches for and hands over: groups[0]
+// is the group and the others run at once with it, all disjoint and of one size.
+// Their arrays become the placement's — each put in ring order in place if it is
+// not — and are neither copied nor checked for shared GPUs: a search places the
+// groups of its own rank grids, up to 50 000 of them a placement on 100 000 GPUs.
+// The caller must not change them afterwards.
+func PlaceGroups(c *topology.Cluster, groups [][]int) (*Placement, error) {
+	if c == nil {
+		return nil, invalid.Field("cluster", "is required")
+	}
+	if len(groups) == 0 || len(groups[0]) == 0 {
+		return nil, invalid.Field("group", "must list at least one GPU")
+	}
+	n := len(groups[0])
+	field := func(i int) string {
+		if i == 0 {
+			return "group"
+		}
+		return fmt.Sprintf("concurrent[%d]", i-1)
+	}
+	for i, g := range groups {
+		if len(g) != n {
+			return nil, invalid.Field(field(i), "must have as many ranks as the group (%d), got %d", n, len(g))
+		}
+		if !slices.IsSorted(g) {
+			slices.Sort(g)
+		}
+		if g[0] < 0 || g[n-1] >= c.GPUs() {
+			return nil, invalid.Field(field(i), "GPUs %d to %d reach outside the cluster's %d GPUs", g[0], g[n-1], c.GPUs())
+		}
+	}
+	p := &Placement{Cluster: c, Ranks: groups[0], Siblings: groups}
+	p.finish()
+	return p, nil
+}
+
+// finish derives what the coefficients need from the ranks and siblings.
+func (p *Placement) finish() {
+	c := p.Cluster
 	p.Shape = shapeOf(c, p.Ranks)
 	p.DomainGPUs = c.DomainGPUs()
 	// Ranks in ring order number their domains in runs (shapeOf).
@@ -132,9 +178,9 @@ func Place(c *topology.Cluster, group []int, concurrent [][]int) (*Placement, er
 	}
 	p.Concurrent = len(p.Siblings)
 	p.loaded = representatives(c, p.Siblings, p.Domains)
-	p.railImages = railImages(c, p.loaded)
+	p.rep, p.imageOf = railImages(c, p.loaded)
+	p.railImages = p.rep != nil
 	p.coef.channels = ringChannels(p)
-	return p, nil
 }
 
 // PlaceDomainImages is Place for groups that each stay inside one scale-up domain
@@ -221,44 +267,167 @@ func representatives(c *topology.Cluster, siblings [][]int, domains int) [][]int
 	return out
 }
 
-// railImages tells whether groups, each of one local GPU index and all on the same
-// nodes rank by rank, sit on pairwise disjoint rails (topology.DisjointRails): the
-// data-parallel groups of a job with TP = GPUs per node, one per rail. Their flows
-// then load disjoint links by the same amounts in the same order, so the most
-// loaded link, the slowest hop and whether a flow leaves the domain are those of
-// the first group's flows alone, and a ring's byte-weighted sums are the first
-// group's repeated (loads.repeat).
-func railImages(c *topology.Cluster, groups [][]int) bool {
+// railImages tells whether groups are images of one another on disjoint rails:
+// those whose first rank has the same local index form a class, and the groups of
+// each class, in order, lie on the same nodes rank by rank as those of the first
+// class, their local GPU indices mapped one to one by one map per class onto
+// indices no other class uses — the data-parallel groups of a job with TP = GPUs
+// per node, one per rail, or the pairs of a pipeline or context-parallel exchange
+// between nodes, thousands per rail, or the data-parallel groups of TP 4, two GPUs
+// of a node each. Where every index used has a rail of its own
+// (topology.DisjointRails) and, for groups of several indices, is the only GPU on
+// its NIC (so that a transfer to another rail's GPU goes through that GPU, PXN),
+// a class's flows load its own GPUs' ports and its own rails' NICs and leaves and no
+// other class's, by the same amounts in the same order as the first class's flows
+// load the first class's, with the same latencies. The most loaded link, the
+// slowest hop and whether a flow leaves the domain are then those of the first
+// class's flows alone, and a ring's byte-weighted sums are their terms added again
+// in the order of every group (loads.repeat). It returns the first class's groups
+// (rep) and, for each group, which of them it is the image of; nil if the groups
+// are not such images.
+func railImages(c *topology.Cluster, groups [][]int) (rep [][]int, imageOf []int32) {
 	g := c.Spec.GPUsPerNode
-	if len(groups) < 2 || len(groups) > g {
-		return false // at most one group a local index
+	if len(groups) < 2 {
+		return nil, nil
 	}
-	first := groups[0]
-	locals := make([]int, len(groups))
-	for j, grp := range groups {
+	class := make([]int, g) // a first rank's local index → its class + 1
+	var count []int32       // groups of each class so far
+	imageOf = make([]int32, len(groups))
+	for k, grp := range groups {
 		loc := grp[0] % g
-		for i, r := range grp {
-			if r%g != loc || r/g != first[i]/g {
-				return false
-			}
+		if class[loc] == 0 {
+			count = append(count, 0)
+			class[loc] = len(count)
 		}
-		for _, prev := range locals[:j] {
-			if !c.DisjointRails(prev, loc) {
-				return false
-			}
-		}
-		locals[j] = loc
+		ci := class[loc] - 1
+		imageOf[k] = count[ci]
+		count[ci]++
 	}
-	return true
+	if len(count) < 2 {
+		return nil, nil
+	}
+	for _, n := range count {
+		if n != count[0] {
+			return nil, nil
+		}
+	}
+	first := groups[0][0] % g
+	rep = make([][]int, 0, count[0])
+	for _, grp := range groups {
+		if grp[0]%g == first {
+			rep = append(rep, grp)
+		}
+	}
+	owner, several, ok := shiftImages(g, groups, rep, imageOf, class)
+	if !ok {
+		if owner, several, ok = mappedImages(g, groups, rep, imageOf, class, len(count)); !ok {
+			return nil, nil
+		}
+	}
+	for a := range g {
+		if owner[a] == 0 {
+			continue
+		}
+		for b := range g {
+			if b == a {
+				continue
+			}
+			if owner[b] != 0 && !c.DisjointRails(a, b) {
+				return nil, nil
+			}
+			if several && c.LocalNIC(b) == c.LocalNIC(a) {
+				return nil, nil // a proxy for a's rail might be another GPU
+			}
+		}
+	}
+	return rep, imageOf
 }
 
-// placed returns the groups whose flows the coefficients place, and how many groups
-// each of them stands for.
-func (p *Placement) placed() ([][]int, int) {
-	if p.railImages {
-		return p.loaded[:1], len(p.loaded)
+// shiftImages is railImages' check where every group is its image shifted by the
+// same local offset as its class's first group (r = its image's rank + δ, rank by
+// rank): one comparison a rank. It returns 1 + the class using each local index,
+// and whether a group holds several; ok false if the groups are not such shifts.
+func shiftImages(g int, groups, rep [][]int, imageOf []int32, class []int) (owner []int, several, ok bool) {
+	delta := make([]int, g) // by class; set from each class's first group
+	set := make([]bool, g)
+	for k, grp := range groups {
+		ci := class[grp[0]%g] - 1
+		first := rep[imageOf[k]]
+		if !set[ci] {
+			delta[ci], set[ci] = grp[0]-first[0], true
+		}
+		d := delta[ci]
+		for i, r := range grp {
+			if r != first[i]+d {
+				return nil, false, false
+			}
+		}
 	}
-	return p.loaded, 1
+	// The first class's local indices, each class's shifted onto the same nodes
+	// (inside 0…g−1) and onto indices of its own.
+	var locals []int
+	seen := make([]bool, g)
+	for _, grp := range rep {
+		for _, r := range grp {
+			if l := r % g; !seen[l] {
+				seen[l] = true
+				locals = append(locals, l)
+			}
+		}
+	}
+	owner = make([]int, g)
+	for ci := range g {
+		if !set[ci] {
+			continue
+		}
+		for _, l := range locals {
+			m := l + delta[ci]
+			if m < 0 || m >= g || owner[m] != 0 {
+				return nil, false, false
+			}
+			owner[m] = ci + 1
+		}
+	}
+	return owner, len(locals) > 1, true
+}
+
+// mappedImages is railImages' check for any one-to-one map of local indices per
+// class, rank by rank on the same nodes.
+func mappedImages(g int, groups, rep [][]int, imageOf []int32, class []int, classes int) (owner []int, several, ok bool) {
+	// phi[ci·g + a] is 1 + the local index class ci puts where the first class has
+	// a; owner[b] is 1 + the class that uses local index b.
+	phi := make([]int, classes*g)
+	owner = make([]int, g)
+	for k, grp := range groups {
+		ci := class[grp[0]%g] - 1
+		m := phi[ci*g : (ci+1)*g]
+		for i, r := range grp {
+			a := rep[imageOf[k]][i]
+			if a/g != r/g {
+				return nil, false, false
+			}
+			la, lb := a%g, r%g
+			switch {
+			case m[la] == 0:
+				if owner[lb] != 0 {
+					return nil, false, false
+				}
+				m[la], owner[lb] = lb+1, ci+1
+			case m[la] != lb+1:
+				return nil, false, false
+			}
+			several = several || r%g != grp[0]%g
+		}
+	}
+	return owner, several, true
+}
+
+// placed returns the groups whose flows the coefficients place.
+func (p *Placement) placed() [][]int {
+	if p.railImages {
+		return p.rep
+	}
+	return p.loaded
 }
 
 // checkGroup checks group g, whose ids in ring order are o, naming field() at fault.

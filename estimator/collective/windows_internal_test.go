@@ -121,7 +121,7 @@ func treePipeAlone(p *Placement, l *loads, nch, trees int) pipe {
 			}
 		}
 	}
-	loaded, _ := p.placed()
+	loaded := p.placed()
 	var stages []stageLoads
 	for _, fs := range stageFlows {
 		for _, g := range loaded {

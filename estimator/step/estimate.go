@@ -46,8 +46,9 @@ type groupCache struct {
 	// maxDegraded are kept.
 	degraded  sync.Map
 	nDegraded atomic.Int64
-	// pipes maps a pipeKey to its compiled *pipeDAG (PipelineSpan).
-	pipes sync.Map
+	// pipes holds the compiled schedules (PipelineSpan, PipelineTable): the
+	// process's, shared by every estimator.
+	pipes *pipeTables
 	// spans is the current generation of executed spans (PipelineSpan without
 	// blocks), nil until the first.
 	spans atomic.Pointer[spanMemo]
@@ -179,7 +180,7 @@ func New() *Estimator { return NewWith(DefaultConstants(), collective.Default())
 
 // NewWith returns an estimator with the given constants.
 func NewWith(k Constants, ck collective.Constants) *Estimator {
-	e := &Estimator{coll: collective.NewModel(ck), k: k, groupCache: &groupCache{places: map[placeKey]*collective.Placement{}}, notes: map[assumptionKey][]string{}}
+	e := &Estimator{coll: collective.NewModel(ck), k: k, groupCache: &groupCache{places: map[placeKey]*collective.Placement{}, pipes: sharedPipes}, notes: map[assumptionKey][]string{}}
 	e.costs.Store(newCostMemo())
 	return e
 }
@@ -333,7 +334,6 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	if ok {
 		return p, nil
 	}
-	var group []int
 	var sib [][]int
 	switch c {
 	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP:
@@ -361,8 +361,7 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 			}
 		}
 	}
-	group, sib = sib[0], sib[1:]
-	p, err := collective.Place(cl, group, sib)
+	p, err := collective.PlaceGroups(cl, sib) // the grid's groups: disjoint, of one size
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package step
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
@@ -124,22 +125,35 @@ func (g grid) coord(r int, d Dim) int { return r / g.stride[d] % g.size[d] }
 
 // group returns the ranks that differ from rank r only in the given dimensions
 // (e.g. {DimTP} for r's TP group, {DimEP, DimDP} for its DP group), in order.
-func (g grid) group(r int, dims ...Dim) []int {
+func (g grid) group(r int, dims ...Dim) []int { return g.appendGroup(nil, r, dims) }
+
+// appendGroup is group appended to buf, expanded in place (each rank's copies
+// along the next dimension written from the last rank back, so that none is
+// overwritten before it is read): one allocation at most, for the siblings of a
+// large job (50 000 groups on 100 000 GPUs) none.
+func (g grid) appendGroup(buf []int, r int, dims []Dim) []int {
 	base := r
+	size := 1
 	for _, d := range dims {
 		base -= g.coord(r, d) * g.stride[d]
+		size *= g.size[d]
 	}
-	out := []int{base}
+	start := len(buf)
+	buf = slices.Grow(buf, size)[:start+size]
+	out := buf[start:]
+	out[0] = base
+	k := 1
 	for _, d := range dims {
-		cur := out
-		out = make([]int, 0, len(cur)*g.size[d])
-		for _, b := range cur {
-			for i := range g.size[d] {
-				out = append(out, b+i*g.stride[d])
+		sz, st := g.size[d], g.stride[d]
+		for b := k - 1; b >= 0; b-- {
+			x := out[b]
+			for i := sz - 1; i >= 0; i-- {
+				out[b*sz+i] = x + i*st
 			}
 		}
+		k *= sz
 	}
-	return out
+	return buf
 }
 
 // siblings returns every group of the same dimensions whose ranks share r's
@@ -157,6 +171,8 @@ func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
 		size *= g.size[d]
 	}
 	out = make([][]int, 0, n/max(1, size))
+	// The groups share one array: each rank is in one group at most.
+	flat := make([]int, 0, n)
 	for x := range n {
 		if seen[x] { // a rank of a group already listed: no coordinates to compare
 			continue
@@ -171,7 +187,9 @@ func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
 		if !ok {
 			continue
 		}
-		grp := g.group(x, dims...)
+		at := len(flat)
+		flat = g.appendGroup(flat, x, dims) // within the first n ranks: no growth
+		grp := flat[at:len(flat):len(flat)]
 		for _, y := range grp {
 			seen[y] = true
 		}
