@@ -49,12 +49,17 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
-// BenchmarkSearchCold is the first search on a cluster: a fresh estimator, so every
-// communication group's placement and contention coefficients are built during the
-// search. The pipeline schedules' compiled tables, which depend on no cluster, are
-// the process's (step.Estimator shares them); only its very first search compiles
-// them.
-func BenchmarkSearchCold(b *testing.B) {
+// BenchmarkSearchCold is the first search of a process: a fresh estimator, so every
+// communication group's placement and contention coefficients and every pipeline
+// schedule's table are built during the search. BenchmarkSearchNewCluster is the
+// first search on a cluster in a service that has searched before: the schedules'
+// tables, which depend on no cluster, are shared (step.Estimator.ShareSchedules).
+func BenchmarkSearchCold(b *testing.B) { benchmarkSearchFresh(b, false) }
+
+// BenchmarkSearchNewCluster: see BenchmarkSearchCold.
+func BenchmarkSearchNewCluster(b *testing.B) { benchmarkSearchFresh(b, true) }
+
+func benchmarkSearchFresh(b *testing.B, shareSchedules bool) {
 	grid := []struct {
 		model    string
 		gpus     int
@@ -69,9 +74,13 @@ func BenchmarkSearchCold(b *testing.B) {
 		req := planner.Request{Model: mustModel(b, g.model), Cluster: mustCluster(b, "dgx-h100", g.gpus/8), GPUs: g.gpus,
 			Training: step.Training{SeqLen: g.seq, GlobalBatch: g.gbs}}
 		b.Run(fmt.Sprintf("model=%s/gpus=%d", g.model, g.gpus), func(b *testing.B) {
+			var schedules *step.Schedules
+			if shareSchedules {
+				schedules = step.NewSchedules()
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := planner.Search(context.Background(), step.New(), req); err != nil {
+				if _, err := planner.Search(context.Background(), step.New().ShareSchedules(schedules), req); err != nil {
 					b.Fatal(err)
 				}
 			}

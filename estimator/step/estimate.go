@@ -47,7 +47,8 @@ type groupCache struct {
 	degraded  sync.Map
 	nDegraded atomic.Int64
 	// pipes holds the compiled schedules (PipelineSpan, PipelineTable): the
-	// process's, shared by every estimator.
+	// estimator's own, or one its owner shares between estimators
+	// (ShareSchedules).
 	pipes *pipeTables
 	// spans is the current generation of executed spans (PipelineSpan without
 	// blocks), nil until the first.
@@ -180,8 +181,19 @@ func New() *Estimator { return NewWith(DefaultConstants(), collective.Default())
 
 // NewWith returns an estimator with the given constants.
 func NewWith(k Constants, ck collective.Constants) *Estimator {
-	e := &Estimator{coll: collective.NewModel(ck), k: k, groupCache: &groupCache{places: map[placeKey]*collective.Placement{}, pipes: sharedPipes}, notes: map[assumptionKey][]string{}}
+	e := &Estimator{coll: collective.NewModel(ck), k: k, groupCache: &groupCache{places: map[placeKey]*collective.Placement{}, pipes: NewSchedules()}, notes: map[assumptionKey][]string{}}
 	e.costs.Store(newCostMemo())
+	return e
+}
+
+// ShareSchedules makes the estimator compile its pipeline schedules into s, which
+// other estimators may share (a service's estimators of different clusters: the
+// tables depend on no cluster), instead of its own memo; call it before the
+// estimator's first use. It returns e.
+func (e *Estimator) ShareSchedules(s *Schedules) *Estimator {
+	if s != nil {
+		e.groupCache.pipes = s
+	}
 	return e
 }
 

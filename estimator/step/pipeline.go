@@ -552,28 +552,30 @@ func (c *groupCache) pipe(s Schedule, p, v, m int) (*pipeDAG, error) {
 	return c.pipes.get(s, p, v, m)
 }
 
-// pipeTables memoises compiled schedules (and the witnesses of their critical
-// paths, computed on first use). A compiled schedule is a function of the
+// Schedules memoises compiled pipeline schedules (and the witnesses of their
+// critical paths, computed on first use). A compiled schedule is a function of the
 // schedule, the depth, the chunks and the micro-batches alone — of no model,
-// training or cluster — so every estimator of a process shares one memo
-// (sharedPipes): the first search on a new cluster, whose estimator places every
-// communication group afresh, finds the tables earlier searches compiled (a cold
-// GPT-3 175B search on 1024 GPUs spent 13 % of its CPU compiling them again). It
-// holds at most maxSharedBlocks blocks, then starts again empty.
+// training or cluster — so estimators of different clusters can share one
+// (Estimator.ShareSchedules): the first search on a new cluster, whose estimator
+// places every communication group afresh, then finds the tables earlier searches
+// compiled (a cold GPT-3 175B search on 1024 GPUs spent 13 % of its CPU compiling
+// them again). It holds at most maxSharedBlocks blocks, then starts again empty.
+// Safe for concurrent use; the zero value is not: use NewSchedules.
+type Schedules = pipeTables
+
 type pipeTables struct {
 	mu     sync.RWMutex
 	m      map[pipeKey]*pipeDAG
 	blocks int
 }
 
+// NewSchedules returns an empty memo of compiled schedules.
+func NewSchedules() *Schedules { return &pipeTables{m: map[pipeKey]*pipeDAG{}} }
+
 // maxSharedBlocks bounds the blocks of the shared compiled schedules: about 24 MB
 // of nodes (a table of a search has at most maxTableBlocks blocks, a span's a few
 // times more).
 const maxSharedBlocks = 1 << 20
-
-// sharedPipes is the process's memo of compiled schedules: pure function results,
-// safe for concurrent use.
-var sharedPipes = &pipeTables{m: map[pipeKey]*pipeDAG{}}
 
 func (t *pipeTables) get(s Schedule, p, v, m int) (*pipeDAG, error) {
 	k := pipeKey{s, p, v, m}

@@ -2,19 +2,28 @@ package step
 
 import "testing"
 
-// Compiled schedules depend on no model or cluster, so every estimator of a
-// process shares them; the memo starts again empty past maxSharedBlocks.
+// Compiled schedules depend on no model or cluster, so estimators that share a
+// Schedules memo compile each schedule once; an estimator's own memo is its own;
+// the memo starts again empty past maxSharedBlocks.
 func TestPipeTablesShared(t *testing.T) {
-	a, err := New().pipe(ZeroBubbleV, 4, 2, 8)
+	shared := NewSchedules()
+	a, err := New().ShareSchedules(shared).pipe(ZeroBubbleV, 4, 2, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New().pipe(ZeroBubbleV, 4, 2, 8)
+	b, err := New().ShareSchedules(shared).pipe(ZeroBubbleV, 4, 2, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a != b {
-		t.Error("two estimators compiled the same schedule twice")
+		t.Error("two estimators sharing a memo compiled the same schedule twice")
+	}
+	own, err := New().pipe(ZeroBubbleV, 4, 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own == a {
+		t.Error("an estimator without ShareSchedules used another estimator's memo")
 	}
 	fresh, err := compilePipe(ZeroBubbleV, 4, 2, 8)
 	if err != nil {
@@ -29,7 +38,7 @@ func TestPipeTablesShared(t *testing.T) {
 		}
 	}
 
-	tables := &pipeTables{m: map[pipeKey]*pipeDAG{}}
+	tables := NewSchedules()
 	if _, err := tables.get(OneFOneB, 4, 1, 8); err != nil {
 		t.Fatal(err)
 	}

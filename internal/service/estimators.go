@@ -28,7 +28,7 @@ type scratchEstimator struct {
 	budget int // scratchGPUs; tests lower it
 }
 
-func (s *scratchEstimator) get(gpus int) *step.Estimator {
+func (s *scratchEstimator) get(gpus int, fresh func() *step.Estimator) *step.Estimator {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	budget := s.budget
@@ -36,7 +36,7 @@ func (s *scratchEstimator) get(gpus int) *step.Estimator {
 		budget = scratchGPUs
 	}
 	if s.est == nil || s.served >= budget {
-		s.est, s.served = step.New(), 0
+		s.est, s.served = fresh(), 0
 	}
 	s.served += gpus
 	return s.est
@@ -48,7 +48,7 @@ func (s *Service) estimatorFor(ce *wire.ClusterEntry, pr planner.Request) *step.
 	if firstGPUs(pr.Free, ce.Cluster.Spec.GPUsPerNode) {
 		return ce.Est
 	}
-	return s.scratch.get(planner.SearchGPUs(pr))
+	return s.scratch.get(planner.SearchGPUs(pr), s.clusters.NewEstimator)
 }
 
 // firstGPUs tells a free map under which every placement takes the first GPUs in

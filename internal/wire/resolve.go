@@ -30,12 +30,19 @@ type Clusters struct {
 	entries map[string]*ClusterEntry
 	order   []string
 	max     int
+	// schedules are the compiled pipeline schedules every pooled cluster's
+	// estimator shares: they depend on no cluster, so a search on a new cluster
+	// finds those earlier searches compiled.
+	schedules *step.Schedules
 }
 
 // NewClusters is a pool of at most max clusters.
 func NewClusters(max int) *Clusters {
-	return &Clusters{entries: map[string]*ClusterEntry{}, max: max}
+	return &Clusters{entries: map[string]*ClusterEntry{}, max: max, schedules: step.NewSchedules()}
 }
+
+// NewEstimator is a fresh estimator sharing the pool's compiled schedules.
+func (p *Clusters) NewEstimator() *step.Estimator { return step.New().ShareSchedules(p.schedules) }
 
 // Get is the pooled cluster of spec, built on first use.
 func (p *Clusters) Get(spec topology.Spec) (*ClusterEntry, error) {
@@ -56,7 +63,7 @@ func (p *Clusters) Get(spec topology.Spec) (*ClusterEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &ClusterEntry{Cluster: c, Est: step.New()}
+	e := &ClusterEntry{Cluster: c, Est: p.NewEstimator()}
 	p.entries[key] = e
 	p.order = append(p.order, key)
 	if len(p.order) > p.max {
