@@ -23,74 +23,34 @@ import (
 // the published layout is that far from the best.
 const maxClaim = 1.3
 
-// frameworkRun is what a framework of a given version runs, as the constraints of a
-// search on top of its profile's (framework.Profile.Runs, which the planner applies
-// to every search under the framework): a run's best plan is searched over these
-// only. Where the profile says it all (its version is the profile's), sets is
-// empty; where a version runs less than its profile (NeMo 24.x, torchtitan of a
-// date, lit-gpt and flash-attention's scripts under the composer profile), the
-// set says what more it leaves out, with its source.
+// frameworkRun is what a run's framework runs beyond what its profile says
+// (framework.Profile.Runs, which the planner applies to every search under the
+// framework, versioned where a version runs less: torchtitan-2024-04,
+// torchtitan-2024, megatron-core-0.12, nemo-24, nemo-24.12, nemo-25.04): a run's
+// best plan is searched over the profile's layouts, narrowed by sets where the
+// run's own scripts, not its framework, fix more (lit-gpt and flash-attention's
+// scripts under the fsdp and composer profiles, the recipes of a release).
 type frameworkRun struct {
 	// match: the run's framework and version strings (lower case) both contain
 	// every one of these.
 	match []string
-	// profile, when sets is empty, is the framework profile whose Runs say it all:
-	// the run must be priced under it.
-	profile string
-	sets    []planner.Constraints
-	// oneMicroBatch: the framework has no gradient accumulation, so without a
-	// pipeline a step is one micro-batch of the local batch (global batch / DP), and
-	// with one its FSDP keeps the gathered weights between micro-batches (ZeRO 0 or
-	// 2): torchtitan before June 2025 (withoutAccumulation).
-	oneMicroBatch bool
-	// why gives the framework's own sources for each restriction beyond the
-	// profile's.
+	sets  []planner.Constraints
+	// why gives the sources of each restriction beyond the profile's.
 	why string
 }
 
 var noOverlap = []bool{false}
 
-// frameworkRuns lists the frameworks of the published runs, the first match wins.
+// frameworkRuns lists the runs whose scripts run less than their profile, the
+// first match wins; every other run is searched over its profile's layouts.
 var frameworkRuns = []frameworkRun{
-	// megatron-lm-2021, deepspeed-2021, nemo-25.04 and hai-llm: the profile's Runs.
-	{match: []string{"megatron-lm (2021)"}, profile: "megatron-lm-2021"},
-	{match: []string{"deepspeed zero-3"}, profile: "deepspeed-2021"},
-	// The MoE runs of NeMo 25.04 are priced under nemo-25.04, whose Runs say it
-	// all; its dense runs (MLPerf v5.0) under nemo, which runs more.
-	{match: []string{"nemo", "25.04"},
-		sets: []planner.Constraints{{ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
-		why: "NeMo 25.04 (Megatron-Core 0.12): the distributed optimizer (ZeRO-1) in its recipes; the MoE all-to-all overlap " +
-			"(overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14, as the nemo-25.04 profile says"},
-	{match: []string{"nemo", "24.12"},
-		sets: []planner.Constraints{{ZeRO: []int{0, 1}, OverlapEP: noOverlap, ExpertsWhole: []bool{false}}},
-		why: "NeMo 24.12 (NeMo 2.1, Megatron-Core 0.10): as NeMo 24.05–25.01, and the experts split like the dense MLP: " +
-			"neither its NeMo 1 models (megatron_base_model.py → initialize_model_parallel_for_nemo, nlp_overrides.py) nor " +
-			"its NeMo 2 strategy pass an expert tensor-parallel size, so Megatron-Core's defaults to TP's (NeMo 2.2 passes it)"},
-	{match: []string{"nemo"},
-		sets: []planner.Constraints{{ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
-		why: "NeMo 24.05–25.01 (Megatron-Core 0.7–0.11): the distributed optimizer (ZeRO-1) in its recipes; the MoE all-to-all " +
-			"overlap (overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14"},
 	{match: []string{"megatron-bridge", "2026"},
 		sets: []planner.Constraints{{ZeRO: []int{0, 1}}},
-		why: "Megatron-Bridge on Megatron-Core of 2026 (MLPerf Training v6.0, the nemo profile): 1F1B and interleaved schedules, the distributed " +
-			"optimizer (ZeRO-1), TP overlap, context parallelism, MoE parallel folding and the MoE all-to-all overlap " +
-			"(overlap_moe_expert_parallel_comm, Megatron-Core 0.14 on)"},
-	{match: []string{"megatron-core v0."}, // the megatron-core profile, which says nothing of what it runs
-		sets: []planner.Constraints{{Schedules: []step.Schedule{step.OneFOneB, step.Interleaved}, ZeRO: []int{0, 1}, OverlapEP: noOverlap}},
-		why: "Megatron-Core 0.8–0.9 (2024), which NeMo 24.x wraps: 1F1B and interleaved schedules, the distributed " +
-			"optimizer (ZeRO-1), TP overlap, context parallelism, MoE parallel folding; as NeMo 24.x"},
-	{match: []string{"torchtitan", "2024-04"}, oneMicroBatch: true,
-		sets: []planner.Constraints{{PP: []int{1}, CP: []int{1}, ZeRO: []int{3}, OverlapTP: noOverlap}},
-		why: "torchtitan of April 2024: FSDP2 (fully sharded), alone or with tensor parallelism (its performance.md " +
-			"trains 2D FSDP2 + TP), per-layer or per-op activation checkpointing; pipeline parallelism was not released, " +
-			"async TP came later in 2024 and context parallelism in October 2024"},
-	{match: []string{"torchtitan", "2025"},
+		why: "Megatron-Bridge's MLPerf Training v6.0 recipes (the nemo profile) train with the distributed optimizer (ZeRO-1); " +
+			"Megatron-Core of 2026 also has Megatron FSDP, which they do not use"},
+	{match: []string{"torchtitan", "fsdp2 + ep"},
 		sets: []planner.Constraints{{OverlapEP: noOverlap}},
-		why:  "torchtitan of 2025: as its profile (ZBVZeroBubble with PyTorch 2.7); no MoE all-to-all overlap"},
-	{match: []string{"torchtitan"}, oneMicroBatch: true,
-		sets: []planner.Constraints{{Schedules: []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved}, OverlapEP: noOverlap}},
-		why: "torchtitan of late 2024 (torch nightly 2024-12-23): FSDP2 or DDP replication, TP with sequence parallelism and " +
-			"async TP, ring context parallelism, GPipe, 1F1B and Interleaved1F1B (ZBVZeroBubble came with PyTorch 2.7)"},
+		why:  "torchtitan's MoE of 2025 (the torchtitan profile, which says nothing of it): no MoE all-to-all overlap"},
 	{match: []string{"composer"},
 		sets: []planner.Constraints{{TP: []int{1}, ZeRO: []int{0, 2, 3}}},
 		why:  "Composer / llm-foundry: PyTorch FSDP only (NO_SHARD, SHARD_GRAD_OP, FULL_SHARD)"},
@@ -102,69 +62,54 @@ var frameworkRuns = []frameworkRun{
 	{match: []string{"flash-attention training"},
 		sets: []planner.Constraints{{TP: []int{1}, ZeRO: []int{0, 1}}},
 		why:  "flash-attention's training scripts: PyTorch Lightning DDP, optionally with ZeroRedundancyOptimizer (ZeRO-1)"},
-	{match: []string{"hai-llm"}, profile: "hai-llm"},
 }
 
-// withoutAccumulation splits each constraint set of a framework without gradient
-// accumulation into the layouts it runs: without a pipeline, for each TP and CP, the
-// micro-batch the local batch of that data-parallel size; with one, FSDP without
-// resharding after the forward pass (ZeRO 0 or 2). torchtitan at the December 2024
-// runs' commit (9dec370): train.py runs one forward and backward a step on the
-// local batch (training.batch_size; gradient accumulation came with #1238, June
-// 2025), its pipeline schedules split the local batch into micro-batches
-// (pipelining_utils.py), and parallelize_llama.py's apply_fsdp sets
-// reshard_after_forward = False whenever pipeline parallelism is on (made
-// configurable in February 2025, #822).
-func withoutAccumulation(sets []planner.Constraints, gpus, batch, layers int) []planner.Constraints {
-	allowed := func(vs []int, v int) bool { return len(vs) == 0 || slices.Contains(vs, v) }
-	var out []planner.Constraints
-	for _, cs := range sets {
-		var pps []int
-		for pp := 2; pp <= min(gpus, layers); pp++ {
-			if gpus%pp == 0 && allowed(cs.PP, pp) {
-				pps = append(pps, pp)
-			}
-		}
-		var zeros []int
-		for _, z := range []int{0, 2} {
-			if allowed(cs.ZeRO, z) {
-				zeros = append(zeros, z)
-			}
-		}
-		if len(pps) > 0 && len(zeros) > 0 {
-			piped := cs
-			piped.PP, piped.ZeRO = pps, zeros
-			out = append(out, piped)
-		}
-		if !allowed(cs.PP, 1) {
-			continue
-		}
-		for _, tp := range []int{1, 2, 4, 8} {
-			for _, cp := range []int{1, 2, 4, 8, 16, 32} {
-				if !allowed(cs.TP, tp) || !allowed(cs.CP, cp) || gpus%(tp*cp) != 0 || batch%(gpus/(tp*cp)) != 0 {
-					continue
-				}
-				flat := cs
-				flat.PP, flat.TP, flat.CP, flat.MicroBatch = []int{1}, []int{tp}, []int{cp}, []int{batch / (gpus / (tp * cp))}
-				out = append(out, flat)
-			}
+// versionedProfiles are the profiles whose Runs hold a framework version's limits;
+// a run of such a version must be priced under its profile.
+var versionedProfiles = []struct {
+	match   []string
+	profile string
+}{
+	{[]string{"torchtitan", "2024-04"}, "torchtitan-2024-04"},
+	{[]string{"torchtitan", "nightly 2024-12-23"}, "torchtitan-2024"},
+	{[]string{"torchtitan 2d"}, "torchtitan-2024"},
+	{[]string{"nemo 24.12"}, "nemo-24.12"},
+	{[]string{"nemo 25.04"}, "nemo-25.04"},
+	{[]string{"nemo 24."}, "nemo-24"},
+	{[]string{"ngc24."}, "nemo-24"},
+	{[]string{"ngc25.01"}, "nemo-24"},
+	{[]string{"ngc25.04"}, "nemo-24"},
+	{[]string{"megatron-core v0.8"}, "megatron-core-0.12"},
+	{[]string{"megatron-core v0.9"}, "megatron-core-0.12"},
+	{[]string{"megatron-lm (2021)"}, "megatron-lm-2021"},
+	{[]string{"deepspeed zero-3"}, "deepspeed-2021"},
+	{[]string{"hai-llm"}, "hai-llm"},
+}
+
+func matchAll(s string, ms []string) bool {
+	for _, m := range ms {
+		if !strings.Contains(s, m) {
+			return false
 		}
 	}
-	return out
+	return true
 }
 
-func frameworkOf(framework, version string) (frameworkRun, bool) {
+func frameworkOf(framework, version string) (frameworkRun, string) {
 	s := strings.ToLower(framework + " " + version)
-	for _, f := range frameworkRuns {
-		ok := true
-		for _, m := range f.match {
-			ok = ok && strings.Contains(s, m)
-		}
-		if ok {
-			return f, true
+	profile := ""
+	for _, v := range versionedProfiles {
+		if matchAll(s, v.match) {
+			profile = v.profile
+			break
 		}
 	}
-	return frameworkRun{}, false
+	for _, f := range frameworkRuns {
+		if matchAll(s, f.match) {
+			return f, profile
+		}
+	}
+	return frameworkRun{}, profile
 }
 
 // claimException is a published run the best plan may claim more than maxClaim over,
@@ -392,22 +337,15 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 			continue
 		}
 		id := c.Run.ID
-		fw, ok := frameworkOf(c.Run.Framework, version[id])
-		if !ok {
-			t.Errorf("%s: no framework rules for %q %q", id, c.Run.Framework, version[id])
+		fw, profile := frameworkOf(c.Run.Framework, version[id])
+		if p := c.Request.Training.Framework; profile != "" && p != profile {
+			t.Errorf("%s: priced under the %s profile, but its framework version's limits are the %s profile's", id, p, profile)
 			continue
 		}
 		var best *planner.Plan
 		sets := fw.sets
 		if len(sets) == 0 {
-			if p := c.Request.Training.Framework; p != fw.profile {
-				t.Errorf("%s: priced under the %s profile, but its framework's rules are the %s profile's", id, p, fw.profile)
-				continue
-			}
 			sets = []planner.Constraints{{}} // the profile's own
-		}
-		if fw.oneMicroBatch {
-			sets = withoutAccumulation(sets, c.Run.GPUs, c.Request.Training.GlobalBatch, c.Request.Model.Layers)
 		}
 		for _, cs := range sets {
 			// fp8 primary weights are the run's training setting (its row's fp8_params),

@@ -58,9 +58,14 @@ type space struct {
 	// zerosPP, when not empty, are the ZeRO stages searched with a pipeline
 	// (Constraints.zeroWithPipeline).
 	zerosPP []int
-	eps     []int
-	maxMBS  int
-	capGB   float64 // memory a layout may use per GPU
+	// zerosFlat, when not empty, are those searched without one
+	// (Constraints.zeroWithoutPipeline); ddpAlone keeps ZeRO 0 with data
+	// parallelism to layouts without TP, PP or CP (Constraints.ddpAlone).
+	zerosFlat []int
+	ddpAlone  bool
+	eps       []int
+	maxMBS    int
+	capGB     float64 // memory a layout may use per GPU
 	// fp8s are the fp8-weight settings every shape tries (step.Layout.FP8Params),
 	// offs the activation-offload ones (step.Layout.OffloadActivations); with
 	// offRescue a shape none of whose layouts fits without offload tries it.
@@ -70,7 +75,7 @@ type space struct {
 
 func newSpace(req *Request) *space {
 	cs := &req.Constraints
-	sp := &space{recomputes: cs.Recompute, zeros: cs.ZeRO, zerosPP: cs.zeroWithPipeline, eps: []int{1}, maxMBS: cs.MaxMicroBatch,
+	sp := &space{recomputes: cs.Recompute, zeros: cs.ZeRO, zerosPP: cs.zeroWithPipeline, zerosFlat: cs.zeroWithoutPipeline, ddpAlone: cs.ddpAlone, eps: []int{1}, maxMBS: cs.MaxMicroBatch,
 		capGB: req.Cluster.GPU().MemoryGB - cs.MinHeadroomGB}
 	if sp.maxMBS == 0 {
 		sp.maxMBS = 16
@@ -223,9 +228,14 @@ func (s *shape) bestBound(req *Request, p *part) float64 {
 
 // searched tells whether the search tries the shape's layouts with ZeRO stage zero:
 // sharding needs data or context parallelism, and a pipeline a stage the framework
-// runs with one (space.zerosPP).
+// runs with one (space.zerosPP), and without one a stage it runs without
+// (space.zerosFlat, space.ddpAlone).
 func (s *shape) searched(sp *space, zero int) bool {
-	return (zero == 0 || s.dp*s.cp > 1) && (s.pp < 2 || len(sp.zerosPP) == 0 || slices.Contains(sp.zerosPP, zero))
+	if sp.ddpAlone && zero == 0 && s.dp > 1 && (s.tp > 1 || s.pp > 1 || s.cp > 1) {
+		return false
+	}
+	return (zero == 0 || s.dp*s.cp > 1) && (s.pp < 2 || len(sp.zerosPP) == 0 || slices.Contains(sp.zerosPP, zero)) &&
+		(s.pp > 1 || len(sp.zerosFlat) == 0 || slices.Contains(sp.zerosFlat, zero))
 }
 
 // layouts calls emit with each layout of the shape whose memory lower bound fits, in
@@ -727,7 +737,12 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 				continue
 			}
 			for _, mbs := range divisors(perReplica) {
-				if mbs > sp.maxMBS && len(cs.MicroBatch) == 0 || !allowed(cs.MicroBatch, mbs) {
+				if mbs > sp.maxMBS && len(cs.MicroBatch) == 0 && !(cs.oneMicroBatch && pp == 1) || !allowed(cs.MicroBatch, mbs) {
+					continue
+				}
+				if cs.oneMicroBatch && pp == 1 && mbs != perReplica {
+					// No gradient accumulation (framework.Runs.NoGradAccumulation):
+					// without a pipeline the micro-batch is the local batch.
 					continue
 				}
 				m := perReplica / mbs

@@ -91,6 +91,16 @@ type Constraints struct {
 	// pipeline: set by the search for a framework that runs fewer there
 	// (framework.Runs.ZeROWithPipeline, DeepSpeed's pipeline engine).
 	zeroWithPipeline []int
+	// oneMicroBatch keeps layouts without a pipeline to one micro-batch a step
+	// (the micro-batch the local batch): set by the search for a framework
+	// without gradient accumulation (framework.Runs.NoGradAccumulation).
+	oneMicroBatch bool
+	// zeroWithoutPipeline, when not empty, are the ZeRO stages searched without a
+	// pipeline, where a framework runs other stages with one
+	// (framework.Runs.ZeRO beside ZeROWithPipeline); ddpAlone keeps ZeRO 0 with
+	// data parallelism to layouts without TP, PP or CP (framework.Runs.DDPAlone).
+	zeroWithoutPipeline []int
+	ddpAlone            bool
 	// Offload searches layouts that keep this state in host memory (step.Layout's
 	// Offload): optimizer (ZeRO 1–3 only) or params (ZeRO-3 only); empty or none:
 	// no offload.
@@ -445,7 +455,9 @@ func restrictToRuns(cs *Constraints, fw framework.Profile) error {
 	}
 	if len(r.ZeROWithPipeline) > 0 {
 		cs.zeroWithPipeline = slices.Clone(r.ZeROWithPipeline)
+		cs.zeroWithoutPipeline = slices.Clone(r.ZeRO)
 	}
+	cs.ddpAlone = r.DDPAlone
 	off := func(field string, list *[]bool, no bool, what string) {
 		switch {
 		case !no:
@@ -467,6 +479,17 @@ func restrictToRuns(cs *Constraints, fw framework.Profile) error {
 			c.Add("constraints."+field, "asks for %s, but %s runs none", what, fw.Name)
 		}
 	}
+	if r.ExpertTPIsTP {
+		switch {
+		case len(cs.ExpertsWhole) == 0:
+			cs.ExpertsWhole = []bool{false}
+		case slices.Contains(cs.ExpertsWhole, true):
+			c.Add("constraints.experts_whole", "asks for whole experts per TP rank, but %s splits the experts like the dense MLP", fw.Name)
+		}
+	}
+	// Checked per layout in the enumeration: without a pipeline, the micro-batch
+	// is the local batch.
+	cs.oneMicroBatch = r.NoGradAccumulation
 	one("pp", &cs.PP, r.NoPipeline, "pipeline parallelism")
 	one("cp", &cs.CP, r.NoContextParallel, "context parallelism")
 	return c.Err()

@@ -163,3 +163,134 @@ func TestFrameworkRunsAcceptPublishedRuns(t *testing.T) {
 		t.Errorf("%d published runs priced, want the data set's (over 200)", n)
 	}
 }
+
+// Every profile's version limits (framework.Runs: NoGradAccumulation, DDPAlone,
+// ZeROWithPipeline beside ZeRO, ExpertTPIsTP) walked through the planner and
+// estimate: no plan of the framework breaks one, and estimate refuses a layout
+// that does, naming the layout field and the framework.
+func TestFrameworkVersionLimits(t *testing.T) {
+	e := step.New()
+	dense := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32, TopK: 200,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 256}}
+	moe := planner.Request{Model: mustModel(t, "mixtral-8x7b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32, TopK: 200,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 256}}
+	refuses := func(fw string, req planner.Request, l step.Layout, field string) {
+		t.Helper()
+		_, err := e.Estimate(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: l})
+		var inv *invalid.Error
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), field+":") || !strings.Contains(err.Error(), fw) {
+			t.Errorf("%s: estimate of %s gave %v, want an error naming %s and the framework", fw, describe(l), err, field)
+		}
+	}
+	walked := map[string]bool{}
+	for _, fw := range framework.All() {
+		r := fw.Runs
+		if !r.NoGradAccumulation && !r.DDPAlone && len(r.ZeROWithPipeline) == 0 && !r.ExpertTPIsTP {
+			continue
+		}
+		req := dense
+		if r.ExpertTPIsTP {
+			req = moe
+		}
+		req.Training.Framework = fw.Name
+		// The search with and without a pipeline (the free search may rank only
+		// pipelined plans on top).
+		var top []planner.Plan
+		for _, pps := range [][]int{{1}, {2, 4}} {
+			if r.NoPipeline && pps[0] > 1 {
+				continue
+			}
+			req := req
+			req.Constraints.PP = pps
+			res, err := planner.Search(context.Background(), e, req)
+			if err != nil || len(res.Top) == 0 {
+				t.Errorf("%s, pp %v: %v %s", fw.Name, pps, err, res.NoPlan)
+				continue
+			}
+			top = append(top, res.Top...)
+		}
+		var piped, flat int
+		for _, p := range top {
+			l := p.Estimate.Layout
+			if l.PP > 1 {
+				piped++
+			} else {
+				flat++
+			}
+			if r.NoGradAccumulation && l.PP == 1 && l.MicroBatch != req.Training.GlobalBatch/l.DP {
+				t.Errorf("%s: plan %s accumulates %d micro-batches without a pipeline", fw.Name, describe(l), p.Estimate.MicroBatches)
+			}
+			if r.DDPAlone && l.ZeRO == 0 && l.DP > 1 && (l.TP > 1 || l.PP > 1 || l.CP > 1) {
+				t.Errorf("%s: plan %s replicates beside other parallelism", fw.Name, describe(l))
+			}
+			if !r.ZeROAllowed(l.ZeRO, l.PP > 1) {
+				t.Errorf("%s: plan %s runs a ZeRO stage the framework does not there", fw.Name, describe(l))
+			}
+			if r.ExpertTPIsTP && l.ETP != 0 && l.ETP != l.TP {
+				t.Errorf("%s: plan %s holds the experts otherwise than TP", fw.Name, describe(l))
+			}
+		}
+		if piped == 0 && !r.NoPipeline || flat == 0 {
+			t.Errorf("%s: %d plans with a pipeline, %d without: want both searched", fw.Name, piped, flat)
+		}
+		if r.NoGradAccumulation {
+			walked["NoGradAccumulation"] = true
+			// Two micro-batches of the local batch (256 / 16 = 16) without a pipeline.
+			refuses(fw.Name, req, step.Layout{TP: 2, PP: 1, DP: 16, MicroBatch: 8, ZeRO: 3, SP: fw.SequenceParallelWithTP}, "layout.micro_batch")
+			// With one, the schedule splits the local batch: 1F1B over 4 micro-batches is run.
+			if !r.NoPipeline {
+				l := step.Layout{TP: 1, PP: 2, DP: 16, MicroBatch: 4, Schedule: step.OneFOneB, ZeRO: r.ZeROWithPipeline[len(r.ZeROWithPipeline)-1]}
+				if _, err := e.Estimate(step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: l}); err != nil {
+					t.Errorf("%s: %s refused: %v", fw.Name, describe(l), err)
+				}
+			}
+		}
+		if r.DDPAlone {
+			walked["DDPAlone"] = true
+			refuses(fw.Name, req, step.Layout{TP: 2, PP: 1, DP: 16, MicroBatch: 16, ZeRO: 0, SP: fw.SequenceParallelWithTP}, "layout.zero")
+		}
+		if len(r.ZeROWithPipeline) > 0 {
+			walked["ZeROWithPipeline"] = true
+			for z := 0; z <= 3; z++ {
+				if !r.ZeROAllowed(z, true) && !r.NoPipeline {
+					refuses(fw.Name, req, step.Layout{TP: 1, PP: 2, DP: 16, MicroBatch: 4, Schedule: step.OneFOneB, ZeRO: z}, "layout.zero")
+				}
+				if !r.ZeROAllowed(z, false) && !(r.DDPAlone && z == 0) {
+					refuses(fw.Name, req, step.Layout{TP: 1, PP: 1, DP: 32, MicroBatch: 8, ZeRO: z}, "layout.zero")
+				}
+			}
+		}
+		if r.ExpertTPIsTP {
+			walked["ExpertTPIsTP"] = true
+			refuses(fw.Name, req, step.Layout{TP: 2, PP: 1, DP: 16, EP: 8, ETP: 1, SP: true, MicroBatch: 1, ZeRO: 1}, "layout.etp")
+			bad := req
+			bad.Constraints.ExpertsWhole = []bool{true}
+			if _, err := planner.Search(context.Background(), e, bad); err == nil || !strings.Contains(err.Error(), "constraints.experts_whole") {
+				t.Errorf("%s: whole experts asked for: %v, want an error naming constraints.experts_whole", fw.Name, err)
+			}
+		}
+	}
+	for _, k := range []string{"NoGradAccumulation", "DDPAlone", "ZeROWithPipeline", "ExpertTPIsTP"} {
+		if !walked[k] {
+			t.Errorf("no profile has %s: the walk tested nothing of it", k)
+		}
+	}
+}
+
+// Every limit a profile states has its source: the repository, file and commit
+// where the framework's code says it.
+func TestFrameworkRunsSources(t *testing.T) {
+	for _, fw := range framework.All() {
+		if !fw.Runs.Limited() {
+			continue
+		}
+		if len(fw.Runs.Sources) == 0 {
+			t.Errorf("%s: limits without sources", fw.Name)
+		}
+		for _, s := range fw.Runs.Sources {
+			if s.Limit == "" || s.Repo == "" || s.File == "" || s.Commit == "" || s.Note == "" {
+				t.Errorf("%s: source %+v: want the limit, repository, file, commit and what the code does", fw.Name, s)
+			}
+		}
+	}
+}

@@ -219,12 +219,42 @@ type Runs struct {
 	// parallelism; NoTPOverlap: TP communication never overlaps the GEMMs;
 	// NoEPOverlap: the MoE all-to-alls never overlap compute.
 	NoPipeline, NoSequenceParallel, NoContextParallel, NoTPOverlap, NoEPOverlap bool
+	// NoGradAccumulation: the framework runs one forward and one backward pass a
+	// step on each data-parallel replica's local batch, so without a pipeline the
+	// micro-batch is the local batch (global batch / DP: one micro-batch a step);
+	// with one, the pipeline schedule splits the local batch into its
+	// micro-batches (any number dividing it). torchtitan before June 2025
+	// (torchtitan#1238, "Support gradient accumulation"): train.py at 9dec370
+	// calls model(input_ids) and loss.backward() once a step without a pipeline,
+	// pp_schedule.step(input_ids) once with one.
+	NoGradAccumulation bool
+	// DDPAlone: replicated data parallelism (ZeRO 0 over more than one replica)
+	// runs only as the one parallelism: no TP, PP or CP beside it. torchtitan at
+	// 9dec370: parallelize_llama.py's apply_ddp path raises "DDP has not
+	// supported > 1D parallelism" on a world mesh of more than one dimension.
+	DDPAlone bool
+	// ExpertTPIsTP: an MoE layer's experts are split over the tensor-parallel ranks
+	// like the dense MLP (expert tensor parallelism = TP, never whole experts per
+	// TP rank): the framework passes no expert tensor-parallel size, and
+	// Megatron-Core's initialize_model_parallel takes TP's.
+	ExpertTPIsTP bool
+	// Sources gives, for each limit above, where its framework's code states it.
+	Sources []Source
+}
+
+// Source is where a framework's code states one limit of what it runs.
+type Source struct {
+	// Limit names the Runs field (and the value) the source states, Repo the
+	// repository (owner/name), File the file(s) in it, Commit the commit or
+	// release read; Note says what the code does.
+	Limit, Repo, File, Commit, Note string
 }
 
 // Limited tells whether the framework runs fewer layouts than the step model prices.
 func (r Runs) Limited() bool {
 	return len(r.Schedules) > 0 || len(r.ZeRO) > 0 || len(r.ZeROWithPipeline) > 0 || len(r.Recompute) > 0 ||
-		r.EvenLayerSplit || r.NoPipeline || r.NoSequenceParallel || r.NoContextParallel || r.NoTPOverlap || r.NoEPOverlap
+		r.EvenLayerSplit || r.NoPipeline || r.NoSequenceParallel || r.NoContextParallel || r.NoTPOverlap || r.NoEPOverlap ||
+		r.NoGradAccumulation || r.DDPAlone || r.ExpertTPIsTP
 }
 
 // ZeROAllowed tells whether the framework runs ZeRO stage z with (pipeline) or
@@ -279,7 +309,59 @@ const (
 // engine.py asserts zero_optimization_stage() < ZeroStageEnum.gradients, "ZeRO-2 and
 // ZeRO-3 are incompatible with pipeline parallelism" (DeepSpeed edaa722, 2026;
 // schedule.py has TrainSchedule, InferenceSchedule and DataParallelSchedule).
-var deepspeedPipeline = Runs{Schedules: []string{"1f1b"}, ZeROWithPipeline: []int{0, 1}}
+var deepspeedPipeline = Runs{Schedules: []string{"1f1b"}, ZeROWithPipeline: []int{0, 1}, Sources: deepspeedPipelineSources}
+
+var deepspeedPipelineSources = []Source{
+	{Limit: "Schedules: 1f1b", Repo: "deepspeedai/DeepSpeed", File: "deepspeed/runtime/pipe/schedule.py", Commit: "edaa722",
+		Note: "TrainSchedule (1F1B) is its one training schedule, beside InferenceSchedule and DataParallelSchedule"},
+	{Limit: "ZeROWithPipeline: 0, 1", Repo: "deepspeedai/DeepSpeed", File: "deepspeed/runtime/pipe/engine.py", Commit: "edaa722",
+		Note: "PipelineEngine asserts zero_optimization_stage() < ZeroStageEnum.gradients: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\""},
+}
+
+// mcore012 is what Megatron-Core 0.7–0.12 (2024 to spring 2025, the NeMo 24.05–25.04
+// containers) runs, as NeMo's recipes and the MLPerf implementation train with it:
+// its 1F1B and interleaved pipeline schedules, the distributed optimizer (ZeRO-1)
+// or plain DDP, and no overlap of the MoE all-to-alls.
+var mcore012 = Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0, 1}, NoEPOverlap: true,
+	Sources: []Source{
+		{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/pipeline_parallel/schedules.py",
+			Commit: "core_r0.12.0", Note: "get_forward_backward_func returns forward_backward_no_pipelining, " +
+				"forward_backward_pipelining_without_interleaving or _with_interleaving"},
+		{Limit: "ZeRO: 0, 1", Repo: "NVIDIA/NeMo", File: "nemo/collections/llm/recipes/*.py (MegatronStrategy, MegatronOptimizerModule)",
+			Commit: "v2.3.0 (NeMo 25.04)", Note: "the recipes train with Megatron-Core's distributed optimizer " +
+				"(use_distributed_optimizer=True: optimizer states sharded, ZeRO-1) or DDP"},
+		{Limit: "NoEPOverlap", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/transformer/transformer_config.py",
+			Commit: "core_r0.12.0", Note: "no overlap_moe_expert_parallel_comm: the EP all-to-all overlap came with Megatron-Core 0.14"},
+	}}
+
+// torchtitan2024 is what torchtitan runs at its December 2024 benchmarks' commit
+// (9dec370, 2024-12-26; benchmarks/llama3_h100_202412_torchtitan.md).
+var torchtitan2024 = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved"}, ZeRO: []int{0, 3}, ZeROWithPipeline: []int{0, 1},
+	NoEPOverlap: true, NoGradAccumulation: true, DDPAlone: true,
+	Sources: []Source{
+		{Limit: "NoGradAccumulation", Repo: "pytorch/torchtitan", File: "train.py", Commit: "9dec370",
+			Note: "one model(input_ids) / loss.backward() a step on the local batch (training.batch_size) without a pipeline, " +
+				"one pp_schedule.step() with one; gradient accumulation came with #1238 (8570415, 2025-06-05)"},
+		{Limit: "pipeline micro-batches", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/pipelining_utils.py, torchtitan/config_manager.py",
+			Commit: "9dec370", Note: "the schedule splits the local batch into experimental.pipeline_parallel_microbatches, " +
+				"by default the pipeline degree; the batch must divide evenly"},
+		{Limit: "ZeRO: 0, 3", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "9dec370",
+			Note: "data parallelism is DDP (apply_ddp) or FSDP2 resharding after the forward pass (apply_fsdp: every block but " +
+				"the last, which the backward pass gathers first); resharding became configurable with #822 (February 2025)"},
+		{Limit: "DDPAlone", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "9dec370",
+			Note: "apply_ddp raises \"DDP has not supported > 1D parallelism\" when the world mesh has more than one dimension"},
+		{Limit: "ZeROWithPipeline: 0, 1", Repo: "pytorch/torchtitan, pytorch/pytorch",
+			File: "torchtitan/parallelisms/parallelize_llama.py; torch/distributed/pipelining/stage.py", Commit: "9dec370; torch nightly 2024-12-23 (1963fc8)",
+			Note: "apply_fsdp sets reshard_after_forward=False on every block when pp_enabled, and the pipeline stage's " +
+				"backward_maybe_with_nosync sets reshard_after_backward and requires_gradient_sync False for every micro-batch " +
+				"but the last: the 16-bit weights are gathered once and the gradients kept whole and reduce-scattered once a step, " +
+				"the fp32 weights and optimizer states sharded (ZeRO-1); ZeRO 0: no data parallelism beside the pipeline (DDPAlone)"},
+		{Limit: "Schedules: gpipe, 1f1b, interleaved", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/pipelining_utils.py",
+			Commit: "9dec370", Note: "get_schedule_class of torch.distributed.pipelining (torch 2024-12-23): GPipe, 1F1B, " +
+				"Interleaved1F1B, looped BFS; ZBVZeroBubble came with PyTorch 2.7"},
+		{Limit: "NoEPOverlap", Repo: "pytorch/torchtitan", File: "torchtitan/models", Commit: "9dec370",
+			Note: "Llama models only: no MoE layers"},
+	}}
 
 // Default is the profile of a request that names no framework.
 const Default = "megatron-core"
@@ -300,6 +382,18 @@ var profiles = []Profile{
 		MegatronDDPBuckets:   true,
 	},
 	{
+		Name:    "megatron-core-0.12",
+		Aliases: []string{"megatron-core-0.8", "megatron-core-0.9", "mcore-0.12"},
+		Description: "Megatron-LM with Megatron-Core 0.7–0.12 (2024 to spring 2025): megatron-core's kernels and overlaps, " +
+			"its 1F1B and interleaved pipelines, the distributed optimizer, no MoE all-to-all overlap",
+		Source:               "Megatron-Core core_r0.7.0–core_r0.12.0 (the Runs sources)",
+		HopperFusedAttention: true,
+		NormEmitsFP8:         true,
+		FP8Params:            true,
+		MegatronDDPBuckets:   true,
+		Runs:                 mcore012,
+	},
+	{
 		Name:    "nemo",
 		Aliases: []string{"nemo-megatron", "nvidia-nemo"},
 		Description: "NVIDIA NeMo on Megatron-Core: the same kernels, overlaps and pipeline engine as megatron-core " +
@@ -316,7 +410,45 @@ var profiles = []Profile{
 		// without_interleaving and _with_interleaving (megatron/core/
 		// pipeline_parallel/schedules.py, get_forward_backward_func); no
 		// zero-bubble or DualPipe schedule.
-		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}},
+		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, Sources: []Source{
+			{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/pipeline_parallel/schedules.py",
+				Commit: "2436e3d (Megatron-Core of 2026, MLPerf Training v6.0)", Note: "get_forward_backward_func returns the " +
+					"no-pipelining, 1F1B (forward_backward_pipelining_without_interleaving) or interleaved schedule; no zero-bubble or DualPipe schedule"},
+		}},
+	},
+	{
+		Name:    "nemo-24",
+		Aliases: []string{"nemo-24.05", "nemo-24.09", "nemo-25.01"},
+		Description: "NVIDIA NeMo 24.05–25.04 containers (Megatron-Core 0.7–0.12) with the run's own precision settings " +
+			"(NeMo 1 models, the MLPerf implementation): nemo's kernels and overlaps, Megatron-Core 0.12's pipelines, " +
+			"the distributed optimizer, no MoE all-to-all overlap",
+		Source:               "NeMo 24.05–25.04 containers; Megatron-Core core_r0.7.0–core_r0.12.0 (the Runs sources)",
+		HopperFusedAttention: true,
+		NormEmitsFP8:         true,
+		FP8Params:            true,
+		MegatronDDPBuckets:   true, // Megatron-Core's fine-grained activation offloading is of 2026
+		Runs:                 mcore012,
+	},
+	{
+		Name:    "nemo-24.12",
+		Aliases: []string{"nemo-2.1"},
+		Description: "NVIDIA NeMo 24.12 (NeMo 2.1, Megatron-Core 0.10): as nemo-24, and an MoE layer's experts split " +
+			"over the tensor-parallel ranks like the dense MLP",
+		Source:               "NeMo 24.12 container (NeMo v2.1.0); the Runs sources",
+		HopperFusedAttention: true,
+		NormEmitsFP8:         true,
+		FP8Params:            true,
+		MegatronDDPBuckets:   true,
+		Runs: func() Runs {
+			r := mcore012
+			r.ExpertTPIsTP = true
+			r.Sources = append(slices.Clone(r.Sources), Source{Limit: "ExpertTPIsTP", Repo: "NVIDIA/NeMo",
+				File: "nemo/collections/nlp/models/language_modeling/megatron_base_model.py, nemo/lightning/megatron_init.py " +
+					"(initialize_model_parallel_for_nemo), nemo/lightning/pytorch/strategies/megatron_strategy.py",
+				Commit: "v2.1.0 (NeMo 24.12)", Note: "neither the NeMo 1 models nor the NeMo 2 strategy pass an expert " +
+					"tensor-parallel size, so Megatron-Core's initialize_model_parallel takes TP's (NeMo 2.2 passes it)"})
+			return r
+		}(),
 	},
 	{
 		Name:    "nemo-25.04",
@@ -345,7 +477,7 @@ var profiles = []Profile{
 		// (ZeRO-1) in its recipes, TP overlap (Transformer Engine userbuffers),
 		// context parallelism; the MoE all-to-all overlap
 		// (overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14.
-		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0, 1}, NoEPOverlap: true},
+		Runs: mcore012,
 	},
 	{
 		Name:    "megatron-lm-2021",
@@ -364,7 +496,18 @@ var profiles = []Profile{
 		// al.), context parallelism and TP overlap (Transformer Engine
 		// userbuffers) in 2023, and it has no MoE layers.
 		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0}, Recompute: []string{"none", "full"},
-			EvenLayerSplit: true, NoSequenceParallel: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true},
+			EvenLayerSplit: true, NoSequenceParallel: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
+			Sources: []Source{
+				{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/schedules.py", Commit: "42c1cf4",
+					Note: "forward_backward_pipelining_without_interleaving and _with_interleaving only"},
+				{Limit: "EvenLayerSplit", Repo: "NVIDIA/Megatron-LM", File: "megatron/model/transformer.py, megatron/arguments.py", Commit: "42c1cf4",
+					Note: "asserts num_layers % pipeline_model_parallel_size == 0, the same layers per (virtual) stage; " +
+						"--num-layers-per-virtual-pipeline-stage only with a pipeline over 2 stages"},
+				{Limit: "ZeRO: 0; Recompute: none, full; NoSequenceParallel; NoContextParallel; NoTPOverlap; NoEPOverlap",
+					Repo: "NVIDIA/Megatron-LM", File: "megatron/arguments.py", Commit: "42c1cf4",
+					Note: "no --use-distributed-optimizer, --sequence-parallel, selective recomputation, context parallelism, " +
+						"TP overlap or MoE layers (they came in 2022–2023); --checkpoint-activations recomputes whole layers"},
+			}},
 	},
 	{
 		Name:    "megatron-deepspeed",
@@ -406,7 +549,12 @@ var profiles = []Profile{
 		// then, without sequence parallelism or TP overlap; full recomputation
 		// (deepspeed.checkpointing) only; no context parallelism.
 		Runs: Runs{Schedules: []string{"1f1b"}, ZeROWithPipeline: []int{0, 1}, Recompute: []string{"none", "full"},
-			NoSequenceParallel: true, NoContextParallel: true, NoTPOverlap: true},
+			NoSequenceParallel: true, NoContextParallel: true, NoTPOverlap: true,
+			Sources: append(slices.Clone(deepspeedPipelineSources), Source{
+				Limit: "Recompute: none, full; NoSequenceParallel; NoContextParallel; NoTPOverlap", Repo: "NVIDIA/Megatron-LM",
+				File: "megatron/arguments.py (with deepspeed.checkpointing)", Commit: "42c1cf4",
+				Note: "Megatron's tensor parallelism of 2021, without sequence parallelism, context parallelism or TP overlap; " +
+					"whole-layer activation checkpointing only"})},
 	},
 	{
 		Name:    "fsdp",
@@ -436,7 +584,51 @@ var profiles = []Profile{
 		// replicates them (DDP): no optimizer-only sharding (ZeRO-1). Its pipelines
 		// are torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B and (from
 		// PyTorch 2.7) ZBVZeroBubble (torchtitan docs, parallelisms).
-		Runs: Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}},
+		Runs: Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}, Sources: []Source{
+			{Limit: "Schedules: gpipe, 1f1b, interleaved, zb-v", Repo: "pytorch/torchtitan", File: "torchtitan/distributed/pipeline_parallel.py",
+				Commit: "6fc499f", Note: "get_schedule_class of torch.distributed.pipelining, ScheduleZBVZeroBubble among them"},
+			{Limit: "ZeRO: 0, 2, 3", Repo: "pytorch/torchtitan", File: "torchtitan/config/job_config.py", Commit: "6fc499f",
+				Note: "data parallelism is DDP replication or FSDP2's fully_shard (fsdp_reshard_after_forward: always, never or " +
+					"default); no optimizer-only sharding"},
+		}},
+	},
+	{
+		Name:    "torchtitan-2024",
+		Aliases: []string{"torchtitan-9dec370", "torchtitan-2024-12"},
+		Description: "torchtitan of 2024, as at its December 2024 benchmarks (9dec370): torchtitan's kernels, no gradient " +
+			"accumulation, FSDP2 without resharding after the forward pass under a pipeline, GPipe, 1F1B and Interleaved1F1B",
+		Source:                    "pytorch/torchtitan 9dec370 (2024-12-26) train.py, torchtitan/parallelisms (the Runs sources)",
+		BackwardPrefetch:          "pre",
+		SequenceParallelWithTP:    true,
+		FP8Recipe:                 "current",
+		LossBytesPerLogit:         TorchLossBytesPerLogit,
+		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+		TorchRingAttention:        true,
+		Runs:                      torchtitan2024,
+	},
+	{
+		Name:    "torchtitan-2024-04",
+		Aliases: []string{"torchtitan-258f608"},
+		Description: "torchtitan of April 2024: FSDP2 alone or with tensor parallelism, no pipeline (\"PP not implemented yet\"), " +
+			"no context parallelism or async TP, no gradient accumulation",
+		Source:                    "pytorch/torchtitan 258f608 (2024-04-30) train.py, torchtitan/parallelisms (the Runs sources)",
+		BackwardPrefetch:          "pre",
+		SequenceParallelWithTP:    true,
+		FP8Recipe:                 "current",
+		LossBytesPerLogit:         TorchLossBytesPerLogit,
+		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+		Runs: Runs{ZeRO: []int{3}, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true, NoGradAccumulation: true,
+			Sources: []Source{
+				{Limit: "NoPipeline", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
+					Note: "parallelize_llama raises NotImplementedError(\"PP not implemented yet.\")"},
+				{Limit: "ZeRO: 3", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
+					Note: "data parallelism is FSDP2's fully_shard, resharding after the forward pass (all blocks but the last)"},
+				{Limit: "NoContextParallel, NoTPOverlap", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/__init__.py (ParallelDims: dp, tp, pp)",
+					Commit: "258f608", Note: "no context-parallel dimension; TP through parallelize_module without async TP"},
+				{Limit: "NoGradAccumulation", Repo: "pytorch/torchtitan", File: "train.py", Commit: "258f608",
+					Note: "one forward and backward a step on the local batch"},
+				{Limit: "NoEPOverlap", Repo: "pytorch/torchtitan", File: "torchtitan/models", Commit: "258f608", Note: "Llama models only: no MoE layers"},
+			}},
 	},
 	{
 		Name: "torchtitan-0.1",
@@ -468,7 +660,10 @@ var profiles = []Profile{
 		FP8Recipe:      "blockwise", // §3.3.1: 1×128 activation tiles, 128×128 weight blocks
 		// §3.2: DualPipe (and the 1F1B and ZB1P pipelines it is compared with),
 		// ZeRO-1 data parallelism.
-		Runs: Runs{Schedules: []string{"1f1b", "zb-h1", "dualpipe"}, ZeRO: []int{0, 1}},
+		Runs: Runs{Schedules: []string{"1f1b", "zb-h1", "dualpipe"}, ZeRO: []int{0, 1}, Sources: []Source{
+			{Limit: "Schedules: 1f1b, zb-h1, dualpipe; ZeRO: 0, 1", Repo: "deepseek-ai/DeepSeek-V3", File: "DeepSeek_V3.pdf (arXiv:2412.19437) §3.2",
+				Commit: "arXiv:2412.19437v1", Note: "DualPipe, compared with 1F1B and ZB1P; ZeRO-1 data parallelism"},
+		}},
 	},
 	{
 		Name:    "composer",
@@ -484,7 +679,11 @@ var profiles = []Profile{
 		// which train with the same traits: Lightning's FSDPStrategy or DDP):
 		// data parallelism with PyTorch FSDP's sharding strategies or DDP, no
 		// pipeline or context parallelism, whole-block activation checkpointing.
-		Runs: Runs{Recompute: []string{"none", "full"}, NoPipeline: true, NoContextParallel: true},
+		Runs: Runs{Recompute: []string{"none", "full"}, NoPipeline: true, NoContextParallel: true, Sources: []Source{
+			{Limit: "Recompute: none, full; NoPipeline; NoContextParallel", Repo: "mosaicml/composer", File: "composer/trainer/trainer.py (FSDPConfig, activation_checkpointing)",
+				Commit: "not pinned (Composer 0.1x, 2023)", Note: "data parallelism through PyTorch FSDP's sharding strategies or DDP; " +
+					"activation checkpointing of whole blocks; no pipeline or context parallelism"},
+		}},
 	},
 }
 

@@ -211,7 +211,11 @@ func activationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 
 // inFlight is how many micro-batches' activations the first pipeline stage holds at
 // its peak: all M with GPipe, min(P, M) with 1F1B (so about L layers' worth over its
-// L/P layers), times 1 + (P−1)/(P·v) when interleaved (Narayanan et al. 2021).
+// L/P layers), times 1 + (P−1)/(P·v) when interleaved (Narayanan et al. 2021) but
+// never more than the M micro-batches there are: with M ≤ P the interleaved warm-up
+// ((P−1)·2 + (v−1)·P chunk forwards on the first stage, Megatron-LM's schedules.py)
+// runs every chunk of every micro-batch forward before the first backward, M
+// micro-batches through all v chunks.
 func inFlight(sched Schedule, p, v, m int) float64 {
 	switch {
 	case p == 1:
@@ -222,7 +226,7 @@ func inFlight(sched Schedule, p, v, m int) float64 {
 	f := float64(min(p, m))
 	switch sched {
 	case Interleaved:
-		f *= 1 + float64(p-1)/float64(p*v)
+		f = min(f*(1+float64(p-1)/float64(p*v)), float64(m))
 	case DualPipe:
 		f = float64(min(p+1, m)) // DeepSeek-V3 report, Table 2
 	}

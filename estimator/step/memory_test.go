@@ -118,6 +118,11 @@ func TestInFlightMicroBatches(t *testing.T) {
 		{OneFOneB, 8, 1, 4, 4},
 		{GPipe, 8, 1, 32, 32},
 		{Interleaved, 8, 4, 32, 8 * (1 + 7.0/32)},
+		// M = P: the warm-up runs all M micro-batches through all v chunks, M stages'
+		// worth (torchtitan's 405B interleaved run: 8 micro-batches on 8 stages).
+		{Interleaved, 8, 2, 8, 8},
+		{Interleaved, 8, 2, 9, 9},
+		{Interleaved, 8, 2, 16, 8 * (1 + 7.0/16)},
 	} {
 		if got := inFlight(tc.s, tc.p, tc.v, tc.m); !near(got, tc.want, 1e-12) {
 			t.Errorf("%s p=%d v=%d m=%d: %v, want %v", tc.s, tc.p, tc.v, tc.m, got, tc.want)

@@ -462,7 +462,7 @@ func validate(r Request) error {
 	} else if a.Layers%stages != 0 {
 		c.Add("layout.pp", "pp × virtual stages (%d) must be at most the %d layers (a stage holds at least one; the split is cost-balanced when it does not divide them), or give layout.layer_split", stages, a.Layers)
 	}
-	validateRuns(&c, l, a, t.Framework)
+	validateRuns(&c, l, a, t)
 	// MoE parallel folding (Megatron-Core parallel_state.py): the expert groups are
 	// cut from the TP × CP × DP ranks of a stage, ETP × EP of them per expert copy.
 	stageRanks := l.TP * l.CP * l.DP
@@ -611,8 +611,8 @@ func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p framework
 
 // validateRuns refuses a layout the framework cannot run (framework.Profile.Runs),
 // naming the layout field and the framework.
-func validateRuns(c *invalid.Collector, l Layout, a model.Arch, fw string) {
-	p, err := framework.Lookup(fw)
+func validateRuns(c *invalid.Collector, l Layout, a model.Arch, t Training) {
+	p, err := framework.Lookup(t.Framework)
 	if err != nil || !p.Runs.Limited() {
 		return
 	}
@@ -645,5 +645,15 @@ func validateRuns(c *invalid.Collector, l Layout, a model.Arch, fw string) {
 	}
 	if l.OverlapEP && r.NoEPOverlap {
 		c.Add("layout.overlap_ep", "%s does not overlap the expert-parallel all-to-alls", p.Name)
+	}
+	if r.NoGradAccumulation && l.PP <= 1 && l.DP > 0 && l.MicroBatch > 0 && t.GlobalBatch%l.DP == 0 && l.MicroBatch != t.GlobalBatch/l.DP {
+		c.Add("layout.micro_batch", "%s has no gradient accumulation: without a pipeline a step is one micro-batch of the local batch "+
+			"(global batch %d / dp %d = %d; got %d)", p.Name, t.GlobalBatch, l.DP, t.GlobalBatch/l.DP, l.MicroBatch)
+	}
+	if r.DDPAlone && l.ZeRO == 0 && l.DP > 1 && (l.TP > 1 || l.PP > 1 || l.CP > 1) {
+		c.Add("layout.zero", "%s replicates data parallelism (zero 0) only without TP, PP or CP beside it (tp %d, pp %d, cp %d)", p.Name, l.TP, l.PP, l.CP)
+	}
+	if r.ExpertTPIsTP && a.MoE != nil && l.ETP != 0 && l.ETP != l.TP {
+		c.Add("layout.etp", "%s splits the experts over the tensor-parallel ranks like the dense MLP: etp must be tp %d (got %d)", p.Name, l.TP, l.ETP)
 	}
 }

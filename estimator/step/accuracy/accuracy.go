@@ -252,7 +252,7 @@ func toCase(r Run) Case {
 		l.OverlapTP = true
 	}
 	fw := frameworkOf(r)
-	if fw == "torchtitan" && l.TP > 1 {
+	if strings.HasPrefix(fw, "torchtitan") && l.TP > 1 {
 		fill("sequence parallelism with TP (framework torchtitan: its TP plan)")
 	}
 	switch z := r.ZeRO.(type) {
@@ -369,8 +369,15 @@ func frameworkOf(r Run) string {
 		return "megatron-lm-2021"
 	case strings.Contains(f, "composer"), strings.Contains(f, "llm-foundry"):
 		return "composer"
+	case strings.Contains(f, "torchtitan") && strings.Contains(f, "2024-04"):
+		return "torchtitan-2024-04"
 	case strings.Contains(f, "torchtitan"):
-		return "torchtitan"
+		// The August 2024 (3faaa1a0d) and December 2024 (9dec370) runs: torchtitan
+		// of 2024, without gradient accumulation.
+		return "torchtitan-2024"
+	case strings.Contains(f, "nemo 24."):
+		// NeMo 24.05 and 24.09 (Megatron-Core 0.7–0.9).
+		return "nemo-24"
 	case strings.Contains(f, "nemo"):
 		return "nemo"
 	case strings.Contains(f, "megatron-deepspeed"):

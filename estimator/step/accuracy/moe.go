@@ -594,8 +594,18 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		// NeMo 25.04 ships a Transformer Engine before 2.5, whose fused attention on Blackwell
 		// takes heads up to 128 wide only (the nemo-25.04 profile).
 		t.Framework = "nemo-25.04"
+	case strings.Contains(fwl, "nemo") && strings.Contains(strings.ToLower(r.FrameworkVer), "nemo 24.12"):
+		// NeMo 24.12 passes no expert tensor-parallel size: the experts split like
+		// the dense MLP (the nemo-24.12 profile).
+		t.Framework = "nemo-24.12"
+	case strings.Contains(fwl, "nemo") && mcore012Container(r.FrameworkVer):
+		// The MLPerf implementation on the 24.09–25.04 containers (Megatron-Core
+		// 0.8–0.12), with its own precision settings: the nemo-24 profile.
+		t.Framework = "nemo-24"
 	case strings.Contains(fwl, "nemo"):
 		t.Framework = "nemo"
+	case strings.Contains(strings.ToLower(r.FrameworkVer), "megatron-core v0.8"), strings.Contains(strings.ToLower(r.FrameworkVer), "megatron-core v0.9"):
+		t.Framework = "megatron-core-0.12"
 	case strings.Contains(fwl, "hai-llm"):
 		// DeepSeek's HAI-LLM (DeepSeek-V3 report §3.2–3.3): its profile carries the
 		// node-limited fp8 dispatch, fused permutation and fp8 activation caching;
@@ -781,6 +791,19 @@ func AllCases() ([]Case, error) {
 func (r Run) HasKind(kind string) bool {
 	for _, k := range r.Kind {
 		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// mcore012Container tells whether a NeMo container version is one of those
+// shipping Megatron-Core 0.7–0.12: NGC/NeMo 24.05 to 25.04, and MLPerf Training
+// v4.1's preview container (submitted with ngc24.09's stack).
+func mcore012Container(ver string) bool {
+	v := strings.ToLower(ver)
+	for _, c := range []string{"ngc24.", "ngc25.01", "ngc25.04", "preview container"} {
+		if strings.Contains(v, c) {
 			return true
 		}
 	}
