@@ -584,13 +584,7 @@ var profiles = []Profile{
 		// replicates them (DDP): no optimizer-only sharding (ZeRO-1). Its pipelines
 		// are torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B and (from
 		// PyTorch 2.7) ZBVZeroBubble (torchtitan docs, parallelisms).
-		Runs: Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}, Sources: []Source{
-			{Limit: "Schedules: gpipe, 1f1b, interleaved, zb-v", Repo: "pytorch/torchtitan", File: "torchtitan/distributed/pipeline_parallel.py",
-				Commit: "6fc499f", Note: "get_schedule_class of torch.distributed.pipelining, ScheduleZBVZeroBubble among them"},
-			{Limit: "ZeRO: 0, 2, 3", Repo: "pytorch/torchtitan", File: "torchtitan/config/job_config.py", Commit: "6fc499f",
-				Note: "data parallelism is DDP replication or FSDP2's fully_shard (fsdp_reshard_after_forward: always, never or " +
-					"default); no optimizer-only sharding"},
-		}},
+		Runs: torchtitanRuns,
 	},
 	{
 		Name:    "torchtitan-2024",
@@ -644,7 +638,7 @@ var profiles = []Profile{
 		LossParallelBytesPerLogit:         TorchLossParallelBytesPerLogit,
 		TorchRingAttention:                true,
 		OpSACRecomputesBlackwellAttention: true,
-		Runs:                              Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}},
+		Runs:                              torchtitanRuns,
 	},
 	{
 		Name:    "hai-llm",
@@ -737,3 +731,13 @@ func All() []Profile {
 	copy(out, profiles)
 	return out
 }
+
+// torchtitanRuns is what torchtitan runs since v0.1.0 (the torchtitan and
+// torchtitan-0.1 profiles).
+var torchtitanRuns = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}, Sources: []Source{
+	{Limit: "Schedules: gpipe, 1f1b, interleaved, zb-v", Repo: "pytorch/torchtitan", File: "torchtitan/distributed/pipeline_parallel.py",
+		Commit: "6fc499f", Note: "get_schedule_class of torch.distributed.pipelining, ScheduleZBVZeroBubble among them"},
+	{Limit: "ZeRO: 0, 2, 3", Repo: "pytorch/torchtitan", File: "torchtitan/config/job_config.py", Commit: "6fc499f",
+		Note: "data parallelism is DDP replication or FSDP2's fully_shard (fsdp_reshard_after_forward: always, never or " +
+			"default); no optimizer-only sharding"},
+}}
