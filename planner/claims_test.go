@@ -240,7 +240,7 @@ const (
 	grokFP8      = "Grok-1 fp8 on H100 (dgxc2502): the model prices the published layout 8–19 % fast"
 	megatron2021 = "Megatron-LM 2021: the plan drops the full recomputation every Table 1 run used (its degrees picked by heuristics, §5.1), which the paper measured costing up to 33 % of the throughput (§5.6)"
 	titan70BAC   = "Llama 3.1 70B on 256 H100 (torchtitan, December 2024): the plans drop the full activation checkpointing (4.1 s of the published layout's 18.6–21.8 s as priced) and the exposed TP of TP 8, with TP 4 and PP 2–4 interleaved; no layout of this model without full checkpointing was measured on these hosts"
-	titanRowwise = "torchao float8 rowwise on the Grand Teton H100s (June 2025): the model prices the published layouts 12–31 % fast — torchao's rowwise conversion of the small wk/wv projections ran about 40 % slower than bf16 (torchtitan#1207, fixed by #1319 leaving them in bf16), which the step model does not price — and the plans (TP 2–4 without recomputation) claim 1.35–1.67× over them as priced"
+	titanRowwise = "torchao float8 rowwise on the Grand Teton H100s (June 2025): the model prices the published layouts 7–18 % fast with Inductor's column-wise casts and the unfused async-TP all-gathers priced (12–31 % before) — torchao's rowwise conversion of the small wk/wv projections ran about 40 % slower than bf16 (torchtitan#1207, fixed by #1319 leaving them in bf16), which the step model does not price per projection — and the plans (TP 2–4 without recomputation) claim 1.33–1.68× over them as priced"
 	gptOSSH100   = "gpt-oss-20b fp8 on 64 and 128 H100 (MLPerf Training v6.0, Cisco): the model prices the published layout 36–38 % fast, cause not found"
 )
 

@@ -122,9 +122,9 @@ func TestFP8RecipesOverTheAPI(t *testing.T) {
 		}
 		return resp.GetEstimate()
 	}
-	// Rowwise scaling casts every operand along each axis and rescales the
-	// backward GEMMs' fp32 outputs: more memory traffic than tensorwise current
-	// scaling, on the same matmuls.
+	// Rowwise scaling casts every operand along each axis (the column-wise casts at
+	// a third of the bandwidth) and rescales the backward GEMMs' outputs: more
+	// memory traffic than tensorwise current scaling, on the same matmuls.
 	current, rowwise := step(t, fp8Llama8B("dgx-h100", "current")), step(t, fp8Llama8B("dgx-h100", "rowwise"))
 	if !(rowwise.GetStepTimeS() > current.GetStepTimeS()) {
 		t.Errorf("H100: rowwise %v s, current %v s: want rowwise slower", rowwise.GetStepTimeS(), current.GetStepTimeS())

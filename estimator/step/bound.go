@@ -133,7 +133,8 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		}
 		ub, rsFP8 := tpUserbuffers(t.Framework)
 		in := tpOverlapIn{ag: agUs * 1e-6, rs: (us - agUs) * 1e-6, ag8: agUs * 1e-6, rs8: (us - agUs) * 1e-6, sms: r.sms,
-			userbuffers: ub, smShare: commSMs(t.Framework) / math.Max(1, r.sms)}
+			userbuffers: ub, smShare: commSMs(t.Framework) / math.Max(1, r.sms),
+			agFwdUnfused: fp8AllGatherUnfused(ub, r.fp8, t.FP8Recipe)}
 		if ub && r.fp8 {
 			// fp8 buffers: half the bytes (the collectives of half the tokens).
 			us8, ag8, err := c.tpCalls(e, &req, tokens/2)
@@ -254,6 +255,23 @@ type tpOverlapIn struct {
 	sms         float64
 	userbuffers bool
 	smShare     float64
+	// agFwdUnfused: without userbuffers, the forward all-gathers are not fused with
+	// their GEMMs (fp8AllGatherUnfused).
+	agFwdUnfused bool
+}
+
+// fp8AllGatherUnfused reports whether PyTorch's async TP leaves the forward
+// all-gathers of sequence parallelism outside its fused all-gather-matmuls: under
+// torchao's rowwise recipe torchtitan keeps the 16-bit all-gather (plain
+// ColwiseParallel; Float8ColwiseParallel's fp8 all-gather is tensorwise only:
+// models/llama3/parallelize_llama.py at 820504e, enable_float8_tensorwise_tp) and
+// the input is quantised after it, while Inductor's micro-pipeline pass fuses an
+// all-gather only with the matmuls that take its result itself as their first
+// operand (torch/_inductor/fx_passes/micro_pipeline_tp.py, _find_consumer_matmuls:
+// aten.mm or aten._scaled_mm, directly or through a reshape). The forward
+// reduce-scatters follow their _scaled_mm directly and stay fused.
+func fp8AllGatherUnfused(userbuffers, fp8 bool, rec FP8Recipe) bool {
+	return !userbuffers && fp8 && rec == FP8Rowwise
 }
 
 // tpOverlap is what TP comm-GEMM overlap leaves exposed of one micro-batch
@@ -294,7 +312,12 @@ func tpOverlap(l Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, con
 			ea, ha := ring(in.ag, gIn)
 			er, hr := ring(in.rs, gOut)
 			k := 2 + repeats // forward, recomputed forward, backward
-			return (ea + er) * k, (ha + hr) * k, (ha + hr) * k * in.smShare
+			e, h := (ea+er)*k, (ha+hr)*k
+			if in.agFwdUnfused {
+				// The forward (and recomputed) all-gathers run whole, before their GEMMs.
+				e, h = e+ha*(1+repeats), h-ha*(1+repeats)
+			}
+			return e, h, h * in.smShare
 		}
 		// Forward: the all-gather by ring exchange, the reduce-scatter pipelined.
 		ea, ha := ring(in.ag8, gIn)

@@ -145,8 +145,21 @@ const (
 	// fp8RowwiseCastBytes: rowwise scaling quantises a tensor along each axis
 	// separately (the scales of the transposed operand run along the other axis), each
 	// an amax reduction (read 16 bits) and a cast (read 16 bits, write fp8):
-	// 2 × (2 + 2 + 1) per element.
+	// 2 × (2 + 2 + 1) per element, half of it along the rows and half along the
+	// columns (fp8ColumnCastRate).
 	fp8RowwiseCastBytes = 10
+	// fp8RowwiseAxisBytes is one of those two casts: 2 + 2 + 1 per element.
+	fp8RowwiseAxisBytes = fp8RowwiseCastBytes / 2
+	// fp8ColumnCastRate is the speed of a cast scaled along the columns of a row-major
+	// tensor (torchao's "dim1" cast: the amax runs down the columns and the fp8 copy
+	// is written transposed, column-major, for the backward GEMM's operand) relative
+	// to one scaled along the rows: Inductor's kernels for it reach 0.6–0.7 TB/s on
+	// H100 where the row-wise ones reach 2.0–2.2 TB/s, reads uncoalesced
+	// (pytorch/pytorch#149982, torch 2.8.0a0, 2025-03-25: 0.65 / 2.1), the same 3×
+	// that torchao measured when it moved its per-group row-wise scaling kernel to
+	// coalesced reads (pytorch/ao PR #2863). Under torchao's rowwise recipe each
+	// operand is cast once each way, so half of fp8RowwiseCastBytes runs at this rate.
+	fp8ColumnCastRate = 0.65 / 2.1
 	// fp8MXCastBytes: MXFP8 quantises along each axis too, its 32-element block
 	// scales found in the cast kernel's registers: 2 × (2 + 1) per element (the
 	// scales, 1 B per 32 elements, are left out).
@@ -154,10 +167,15 @@ const (
 	// fp8BlockScaleBytes: block scaling's fp32 scales, one per 128 elements of each
 	// of the two copies a cast writes (DeepSeek-V3 §3.3.1's 1×128 tiles).
 	fp8BlockScaleBytes = 2 * 4.0 / 128
-	// fp8RescaleBytes: a backward GEMM of rowwise scaling writes fp32 instead of 16
-	// bits (+2) and a rescaling pass reads it and writes the 16-bit result (4 + 2),
+	// fp8RescaleBytes: a backward GEMM of rowwise scaling runs as a tensorwise cuBLAS
+	// GEMM with unit scales (pytorch/ao PR #1325: the rowwise CUTLASS kernel is too
+	// slow without fast accumulation) and writes its 16-bit output as usual; an extra
+	// Inductor kernel multiplies it in place by the outer product of the row and
+	// column scales (torchao 6243040 float8_ops.py addmm_float8_unwrapped: output
+	// dtype the operand's original bf16, `output *= post_inverse_scale`; pytorch/ao
+	// issue #2184: "at least one extra triton kernel per GEMM"): read 2, write 2 B
 	// per output element.
-	fp8RescaleBytes = 8
+	fp8RescaleBytes = 4
 )
 
 func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {

@@ -708,7 +708,8 @@ func (p *pricing) tensorParallel() (float64, error) {
 		ub, _ := tpUserbuffers(p.req.Training.Framework)
 		exposed, hid, cont := tpOverlap(p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
 			sms: p.rates.sms, userbuffers: ub,
-			smShare: commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms)})
+			smShare:      commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms),
+			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe)})
 		p.res.Breakdown.Hidden[CommTP] = hid * moeShare * mf
 		p.tpContPerMB = cont * moeShare
 		return exposed*moeShare + expertTP, nil

@@ -475,12 +475,21 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	}
 	grads := tokens * (h*(qw+kvw)/t + h + routed*((mats-1)*width/t+h))
 	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/float64(l.etp())
-	fwd += per * inputs / r.hbm
-	bwd += per * grads / r.hbm
 	if rec == FP8Rowwise {
-		// The backward GEMMs' outputs rescaled from fp32: the input gradients (the
-		// size of the matmul inputs) and the weight gradients.
+		// torchao's rowwise recipe (float8_linear.py at 6243040): the forward casts
+		// the input and the weight along the rows; the backward casts the output
+		// gradient both ways, and the saved input and the weight again along the
+		// columns for the weight- and input-gradient GEMMs — those column casts at
+		// fp8ColumnCastRate. The backward GEMMs' outputs are rescaled: the input
+		// gradients (the size of the matmul inputs) and the weight gradients.
+		col := fp8RowwiseAxisBytes / fp8ColumnCastRate
+		fwd += fp8RowwiseAxisBytes * inputs / r.hbm
+		bwd += ((fp8RowwiseAxisBytes+col)*grads + col*(inputs+weights)) / r.hbm
 		bwd += fp8RescaleBytes * (inputs + weights) / r.hbm
+		per = fp8RowwiseAxisBytes
+	} else {
+		fwd += per * inputs / r.hbm
+		bwd += per * grads / r.hbm
 	}
 	if req.Training.FP8Params {
 		// The optimizer writes the fp8 weights; what is left is their transpose.
@@ -926,7 +935,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 			cast = fmt.Sprintf("current scaling: an amax pass before every cast, %d B per element", fp8CastBytes+fp8AmaxBytes)
 			weights = "weights cast in every forward"
 		case FP8Rowwise:
-			cast = fmt.Sprintf("rowwise scaling: every operand quantised along both axes, an amax pass and a cast each (%d B per element), the backward GEMMs' fp32 outputs rescaled (%d B per element)", fp8RowwiseCastBytes, fp8RescaleBytes)
+			cast = fmt.Sprintf("rowwise scaling: every operand quantised along both axes, an amax pass and a cast each (%d B per element), the column-wise casts at %.0f%% of the row-wise ones' bandwidth (Inductor's transposed casts), the backward GEMMs' outputs rescaled in place (%d B per element)", fp8RowwiseCastBytes, 100*fp8ColumnCastRate, fp8RescaleBytes)
 			weights = "weights cast in every forward"
 		case FP8MXFP8:
 			cast = fmt.Sprintf("MXFP8 block scaling: every operand quantised along both axes with 32-element block scales found in the cast (%d B per element)", fp8MXCastBytes)

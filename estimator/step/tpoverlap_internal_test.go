@@ -30,6 +30,21 @@ func TestTPOverlapMethods(t *testing.T) {
 	near("async TP hidden", h, 32-5.5)
 	near("async TP contention", c, 0.25*(32-5.5))
 
+	// Under torchao's rowwise recipe torchtitan all-gathers in 16 bits and quantises
+	// after the gather, so Inductor's micro-pipeline pass finds no matmul on the
+	// gathered tensor: the forward all-gathers run whole (the attention's 1.75 and
+	// the MLP's 4 that the ring hid), the reduce-scatters and the backward as before.
+	// Tensorwise gathers in fp8 straight into _scaled_mm; userbuffers overlap by
+	// their own methods.
+	if !fp8AllGatherUnfused(false, true, FP8Rowwise) || fp8AllGatherUnfused(false, true, FP8Current) ||
+		fp8AllGatherUnfused(true, true, FP8Rowwise) || fp8AllGatherUnfused(false, false, FP8Rowwise) {
+		t.Error("fp8AllGatherUnfused: want true only for rowwise fp8 without userbuffers")
+	}
+	e, h, c = tpOverlap(l, &cp, tpOverlapIn{ag: 4, rs: 4, ag8: 2, rs8: 2, sms: 132, smShare: 0.25, agFwdUnfused: true})
+	near("async TP, rowwise, exposed", e, 2*(2.25+0.5)+1.75+4)
+	near("async TP, rowwise, hidden", h, 32-5.5-5.75)
+	near("async TP, rowwise, contention", c, 0.25*(32-5.5-5.75))
+
 	// Transformer Engine's userbuffers. Attention: the forward all-gather in fp8 by
 	// ring exchange exposes 2 − 7/8·2 = 0.25; the forward reduce-scatter, pipelined
 	// in 4 chunks of 1 beside 4 chunks of the output projection slowed to 116 of

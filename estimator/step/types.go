@@ -283,10 +283,11 @@ const (
 	// operand is quantised twice, with scales along each of its axes — rows for the
 	// forward GEMM, columns for the transposed operand of a backward GEMM — each an
 	// amax pass and a cast (fp8RowwiseCastBytes), weights in every forward; the
-	// backward GEMMs, which need full-precision accumulation, run as tensorwise
-	// cuBLAS GEMMs with an fp32 output rescaled by the row and column scales in an
-	// extra pass (torchao PR #1325: the rowwise CUTLASS kernel is too slow without
-	// fast accumulation), fp8RescaleBytes per output element.
+	// casts along the columns run at fp8ColumnCastRate of the row-wise ones'
+	// bandwidth; the backward GEMMs, which need full-precision accumulation, run as
+	// tensorwise cuBLAS GEMMs whose 16-bit output is rescaled by the row and column
+	// scales in an extra pass (torchao PR #1325: the rowwise CUTLASS kernel is too
+	// slow without fast accumulation), fp8RescaleBytes per output element.
 	FP8Rowwise FP8Recipe = "rowwise"
 	// FP8MXFP8 is OCP microscaling fp8 (torchao "mxfp8"; Transformer Engine's
 	// MXFP8BlockScaling): a shared E8M0 scale per 32 consecutive elements, computed

@@ -2112,8 +2112,8 @@ type Training struct {
 	// cast once per step), "current" (per-tensor current scaling, torchao float8
 	// tensorwise: an amax pass before every cast, weights cast every forward),
 	// "rowwise" (torchao float8 rowwise: every operand scaled per row along each
-	// axis, weights cast every forward, the backward GEMMs' fp32 outputs rescaled)
-	// "mxfp8" (OCP microscaling: 32-element blocks with E8M0 scales found by the
+	// axis, weights cast every forward, the column-wise casts slower, the backward
+	// GEMMs' 16-bit outputs rescaled in place), "mxfp8" (OCP microscaling: 32-element blocks with E8M0 scales found by the
 	// cast kernel; Blackwell only, refused on other GPUs) or "blockwise" (DeepSeek-V3's
 	// 1×128 activation tiles and 128×128 weight blocks, scales found in the cast,
 	// weights cast once per step).
