@@ -62,7 +62,7 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 		ramp, stepUs = 1, 0 // one step, whose software cost is the call's (baseUs)
 		perPeer, peers, _ := p.p2pShape(s.Op, float64(s.Elems)*elemBytes)
 		nch, _ := p2pPlan(p, perPeer)
-		chanUs = m.p2pChannelUs(p, perPeer, peers, nch, pr)
+		chanUs = m.p2pChannelUs(p, s.Op, perPeer, peers, nch, pr)
 	}
 	for _, st := range s.Steps {
 		for _, t := range st.Transfers {

@@ -151,18 +151,23 @@ func fmtFitted(m map[string]float64) string {
 
 // The bounds the tests hold the model to, mean |error| per kind of run. The
 // targets are 12 % for MoE, 10 % for Blackwell and 8 % for every run, left out with
-// its source; these bounds are the figures reached (in sample all 8.9 %, the
-// original 127 runs 6.3 %, MoE 12.9 %, fp8 13.3 %, Blackwell 13.0 %; out of sample
-// all 10.6 %, the original 127 runs 7.7 %, MoE 14.3 %, fp8 15.9 %, Blackwell
-// 14.8 %), rounded up to the next half point. docs/step-model.md gives the runs
+// its source; these bounds are the figures reached (in sample all 9.0 %, the
+// original 127 runs 6.2 %, MoE 12.2 %, fp8 13.9 %, Blackwell 13.6 %; out of sample
+// all 9.4 %, the original 127 runs 6.4 %, MoE 12.6 %, fp8 14.6 %, Blackwell
+// 13.5 %), rounded up to the next half point. docs/step-model.md gives the runs
 // that keep MoE, fp8 and Blackwell above their targets and what each lacks. The original
-// 127 runs stay within their own leave-one-source-out figure, 7.5 %.
+// 127 runs stay within their own leave-one-source-out figure, 7.5 %. The in-sample
+// bounds of all, fp8 and Blackwell runs were 9.0, 13.5 and 13.0 %: the shipped
+// constants were chosen before a cross-node send/recv was held to its 2 net
+// channels (NCCL through 2.28, docs/step-model.md "Point-to-point across nodes"),
+// which makes the pipeline hops of the dense fp8 runs on 400 Gb/s NICs dearer; the
+// folds, refitted with it, hold every kind better left out.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.09, "original": 0.065, "moe": 0.13, "fp8": 0.135, "blackwell": 0.13,
+		"all": 0.095, "original": 0.065, "moe": 0.125, "fp8": 0.14, "blackwell": 0.14,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.11, "original": 0.08, "moe": 0.145, "fp8": 0.16, "blackwell": 0.15,
+		"all": 0.095, "original": 0.065, "moe": 0.13, "fp8": 0.15, "blackwell": 0.14,
 	}
 )
 
