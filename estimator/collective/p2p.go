@@ -133,23 +133,13 @@ func p2pNetChannelsPerPeer(p *Placement, total int) int {
 	return pow2Up(max(nics, perPeer))
 }
 
-// p2pGroupSize is the ranks of one node NCCL serves as one group of rounds on the
-// same channels: NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8), or their greatest common
-// divisor with the ranks on a node (init.cc ncclP2pSchedule).
-func p2pGroupSize(p *Placement) int {
-	g := 8
-	for a, b := g, p.PerDomain; b != 0; {
-		a, b = b, a%b
-		g = a
-	}
-	return max(1, g)
-}
-
 // p2pRemote is the bytes a rank sends to other nodes in one grouped p2p call and
-// the channels that carry them: the groups of its remote peers, each on nch
-// channels, at most the p2p channels. A rank on the emptiest node has the most
-// remote peers; a send/recv ring's rank at a node's end sends its whole buffer
-// to the next node.
+// the channels that carry them. NCCL serves the peers of a node in groups of
+// NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8) ranks, or of their greatest common divisor
+// with the ranks on every node (init.cc ncclP2pSchedule), each group on nch
+// channels of its own, at most the p2p channels. A rank on the emptiest node has
+// the most remote peers; a send/recv ring's rank at a node's end sends its whole
+// buffer to the next node.
 func p2pRemote(p *Placement, op Op, perPeer float64, nch int) (bytes float64, channels int) {
 	if p.Domains < 2 || p.Cluster.Spec.NICs.PerNode == 0 {
 		return 0, 0
@@ -158,7 +148,7 @@ func p2pRemote(p *Placement, op Op, perPeer float64, nch int) (bytes float64, ch
 	if op == SendRecv {
 		return perPeer, min(total, nch)
 	}
-	least := p.PerDomain
+	least, group := p.PerDomain, gcd(8, p.PerDomain)
 	if !p.Uniform {
 		node := p.Shape.Node
 		for i := 0; i < len(node); {
@@ -166,12 +156,12 @@ func p2pRemote(p *Placement, op Op, perPeer float64, nch int) (bytes float64, ch
 			for j < len(node) && node[j] == node[i] {
 				j++
 			}
-			least = min(least, j-i)
+			least, group = min(least, j-i), gcd(group, j-i)
 			i = j
 		}
 	}
 	remote := p.N() - least
-	groups := (remote + p2pGroupSize(p) - 1) / p2pGroupSize(p)
+	groups := (remote + group - 1) / group
 	return perPeer * float64(remote), min(total, groups*nch)
 }
 
