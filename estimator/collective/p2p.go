@@ -176,6 +176,21 @@ func (m *Model) p2pNetUs(p *Placement, op Op, perPeer float64, nch int, pr Proto
 	return bytes / (float64(channels) * p2pPerChannelNetGBps * m.k.BWFactor[pr] * 1e3)
 }
 
+// pairwiseNetUs is the least the n − 1 exchange steps of a pairwise all-to-all take
+// to carry their bytes across nodes: each step is a send/recv to one peer on that
+// peer's net channels (p2pNetUs), and on a group spanning nodes every step has a
+// rank whose peer is on another node (a node's ranks are one run of the ring order,
+// which no shift by 1 … n − 1 maps onto itself). It is a floor on the call's
+// transfer time, so that the pairwise exchange does not escape the channels that
+// bound a direct one.
+func (m *Model) pairwiseNetUs(p *Placement, perPeer float64, pr Protocol) float64 {
+	if p.Domains < 2 {
+		return 0
+	}
+	nch, _ := p2pPlan(p, perPeer)
+	return float64(p.N()-1) * m.p2pNetUs(p, SendRecv, perPeer, nch, pr)
+}
+
 // p2pPlan is NCCL's split of one peer's b bytes: the channels it uses and the
 // protocol (addP2pToPlan).
 func p2pPlan(p *Placement, b float64) (nch int, pr Protocol) {

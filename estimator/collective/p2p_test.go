@@ -102,6 +102,37 @@ func TestP2PNetChannels(t *testing.T) {
 	if v := gib / 2 / amd.TimeUs / 1e3; v < 40 {
 		t.Errorf("1 GiB all-to-all on 2×8 MI355X: %.1f GB/s per NIC, want the NIC's (RCCL's net channels)", v)
 	}
+	// 8 ranks on one node and 4 on the other: NCCL groups a node's peers by 4 (the
+	// greatest common divisor of 8 and every node's ranks), so a rank of the smaller
+	// node reaches its 8 remote peers on 2 groups' 4 channels, 56 GB/s, and its NIC
+	// bounds it rather than one group's 28 GB/s.
+	c := mustCluster(t, "dgx-h100", 2, nil)
+	uneven := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	e, err := m.Estimate(mustPlace(t, c, uneven, nil), collective.AllToAll, 12<<20*100, collective.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oneGroup := 8.0 / 12 * (12 << 20 * 100) / 28e3; e.TimeUs >= oneGroup {
+		t.Errorf("1.2 GB all-to-all over 8 + 4 H100: %.0f µs, want under one group's %.0f µs", e.TimeUs, oneGroup)
+	}
+	// The pairwise exchange does not escape the net channels: each of its n − 1
+	// steps is a send/recv to one peer on that peer's 2 channels. Two ranks on two
+	// nodes move at 28 GB/s whichever Auto picks, and forced on 2×8 the 15 steps
+	// take at least 15 × S/16 at 28 GB/s.
+	if e := price("dgx-h100", 2, 1, collective.AllToAll, gib); e.AlgBWGBps/2 > 28.5 {
+		t.Errorf("1 GiB all-to-all on 2×1 H100 (%s): %.1f GB/s leaving each GPU, want at most 28", e.Algo, e.AlgBWGBps/2)
+	}
+	g2, _, err := collective.NodeGroups(c, 2, 8, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := m.Estimate(mustPlace(t, c, g2, nil), collective.AllToAll, gib, collective.Options{Algo: collective.Pairwise})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor := 15 * gib / 16 / 28e3; pw.TimeUs < floor {
+		t.Errorf("1 GiB pairwise all-to-all on 2×8 H100: %.0f µs, under its steps' net channels' %.0f µs", pw.TimeUs, floor)
+	}
 	// The 4-node call is faster per byte leaving a node than the 2-node one.
 	if two.TimeUs/(gib/2) <= four.TimeUs/(gib*3.0/4) {
 		t.Errorf("2 nodes %.3g µs per remote byte, 4 nodes %.3g: want 2 nodes channel-bound, slower", two.TimeUs/(gib/2), four.TimeUs/(gib*3.0/4))

@@ -104,5 +104,19 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 		out.Steps = append(out.Steps, sc)
 		out.TimeUs += sc.TimeUs
 	}
+	if s.Algo == Pairwise && len(out.Steps) > 0 {
+		// The steps' net channels bound the call's transfer time (pairwiseNetUs),
+		// as in the closed form; the shortfall is spread evenly over the steps.
+		var xfer float64
+		for _, st := range out.Steps {
+			xfer += st.TimeUs - st.LatencyUs
+		}
+		if short := m.pairwiseNetUs(p, float64(s.Elems)*elemBytes/float64(p.N()), pr) - xfer; short > 0 {
+			for i := range out.Steps {
+				out.Steps[i].TimeUs += short / float64(len(out.Steps))
+			}
+			out.TimeUs += short
+		}
+	}
 	return out, nil
 }
