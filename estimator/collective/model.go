@@ -497,6 +497,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		// only the per-step software cost needs the count.
 		t.lat += float64(e.Steps-1) * step
 		m.steps(&t, 1, co.pairwise, S/n, pr, step, bwf)
+		t.xfer = max(t.xfer, m.pairwiseNetUs(p, S/n, pr))
 	}
 	e.TimeUs = t.lat + t.xfer
 	e.LatencyUs = t.lat

@@ -24,17 +24,36 @@ import (
 //   - nChannelsMin is the channels per peer halved until every rank can have its
 //     own (nChannelsMin × ranks ≤ the p2p channels);
 //   - the channels per peer are 2 per NVLink's worth of bandwidth on NVLink (more
-//     than the p2p channels on NVSwitch), 2 over PCIe, and across nodes one per NIC
-//     of the GPU and at least one per 14 GB/s of them (NCCL_P2P_PER_CHANNEL_NET_BW;
-//     paths.cc, ncclTopoGetNchannels), halved while the peers of one round would
-//     not fit the p2p channels;
+//     than the p2p channels on NVSwitch), 2 over PCIe, and across nodes (through
+//     NCCL 2.28, paths.cc ncclTopoGetNchannels at v2.28.9) 2, halved while
+//     2 × ranks exceeds 4 × the p2p channels, and at least one per NIC of the GPU
+//     (p2pNetChannelsPerPeer);
 //   - the protocol is LL while the peer's bytes are at most nChannels × 16 KiB
 //     (NCCL_P2P_LL_THRESHOLD), Simple above; LL128 is never used for p2p.
 //
 // A p2p transfer is then bound by the links it crosses (with contention, as every
-// other pattern) or by what its channels can copy — one thread block each, which is
+// other pattern), by what its channels can copy — one thread block each, which is
 // what caps a 4 MiB send/recv between two NVLink GPUs at 80–180 GB/s on links of
-// 370 GB/s — and pays the protocol's fixed cost once, not a collective's.
+// 370 GB/s — or by what its network channels carry (p2pNetUs), and pays the
+// protocol's fixed cost once, not a collective's.
+//
+// Across nodes NCCL serves a rank's peers node by node: its p2p schedule takes the
+// peers in groups of the ranks of one node (8 = NCCL_MAX_DEV_WORK_P2P_PER_BATCH,
+// NCCL_P2P_SCHEDULE_GROUP_SIZE; init.cc ncclP2pSchedule), every peer of a group on
+// the same channels (channel.h ncclP2pChannelBaseForRound: one base per group,
+// enqueue.cc ncclAddWorkBatchToPlan: the group's sends and receives batched on
+// each of those channels), and one group's channels apart from another's up to the
+// p2p channels. Each channel moves about 14 GB/s to or from the network
+// (NCCL_P2P_PER_CHANNEL_NET_BW, NCCL 2.29 paths.cc: "at least 1 channel per NIC,
+// and more if needed to meet the bw requirement"), whatever the number of peers it
+// serves. So a rank's bytes to the other nodes cross at most channels × 14 GB/s:
+// with 2 channels per net peer, 28 GB/s, under a 400 Gb/s NIC when the group
+// spans 2 nodes (one remote group) — NCCL 2.29 raised the channels per net peer to
+// one per 14 GB/s of the GPU's NICs for that reason ("Improves the default number
+// of channels per net peer for all-to-all, send, and recv", its release notes).
+// On 3 nodes and more a rank's remote groups have channels enough, and its NIC
+// bounds it as the links say. RCCL sizes its net channels by the 14 GB/s rule
+// (ROCm/rccl src/graph/paths.cc), so AMD GPUs take that rule.
 
 // p2pStepBytes is NCCL's p2p chunk for the placement (init.cc, computeBuffSizes).
 func p2pStepBytes(p *Placement) float64 {
@@ -80,21 +99,96 @@ func p2pChannels(p *Placement) (total, perPeer int) {
 	}
 	switch {
 	case p.Domains > 1 && c.Spec.NICs.PerNode > 0:
-		// One channel per NIC of the GPU, and at least one per 14 GB/s of them.
-		nics := max(1, c.Spec.NICs.PerNode/max(1, c.Spec.GPUsPerNode))
-		gbps := c.Spec.NICs.Gbps / 8 * float64(nics)
-		perPeer = max(nics, int(math.Ceil(gbps/p2pPerChannelNetGBps)))
-		perPeer = pow2Up(perPeer)
-		// Halved while the peers of one round (8 per batch) would not fit.
-		for perPeer*((p.N()+7)/8) > total && perPeer > 1 {
-			perPeer /= 2
-		}
+		perPeer = p2pNetChannelsPerPeer(p, total)
 	case c.Spec.Intra.Kind == topology.PCIe:
 		perPeer = 2
 	default:
 		perPeer = total // 2 per NVLink's worth: more than the p2p channels on a switch
 	}
 	return total, min(perPeer, total)
+}
+
+// p2pNetChannelsPerPeer is the channels NCCL gives a peer on another node
+// (ncclTopoGetNchannels, ncclTopoComputeP2pChannels). Through NCCL 2.28 (paths.cc
+// at v2.28.9): 2, halved while 2 × ranks exceeds 4 × the p2p channels ("avoid
+// overloading channels with 8+ operations"), at least one per NIC of the GPU,
+// rounded up to a power of two. RCCL (AMD GPUs) and NCCL 2.29: one per NIC and at
+// least one per 14 GB/s of the GPU's NICs, halved while the groups of one round
+// would not fit the p2p channels.
+func p2pNetChannelsPerPeer(p *Placement, total int) int {
+	c := p.Cluster
+	nics := max(1, c.Spec.NICs.PerNode/max(1, c.Spec.GPUsPerNode))
+	if a := c.GPU().Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
+		gbps := c.Spec.NICs.Gbps / 8 * float64(nics)
+		perPeer := pow2Up(max(nics, int(math.Ceil(gbps/p2pPerChannelNetGBps))))
+		for perPeer*((p.N()+7)/8) > total && perPeer > 1 {
+			perPeer /= 2
+		}
+		return perPeer
+	}
+	perPeer := 2
+	for perPeer*p.N() > 4*total && perPeer > 1 {
+		perPeer /= 2
+	}
+	return pow2Up(max(nics, perPeer))
+}
+
+// p2pRemote is the bytes a rank sends to other nodes in one grouped p2p call and
+// the channels that carry them. NCCL serves the peers of a node in groups of
+// NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8) ranks, or of their greatest common divisor
+// with the ranks on every node (init.cc ncclP2pSchedule), each group on nch
+// channels of its own, at most the p2p channels. A rank on the emptiest node has
+// the most remote peers; a send/recv ring's rank at a node's end sends its whole
+// buffer to the next node.
+func p2pRemote(p *Placement, op Op, perPeer float64, nch int) (bytes float64, channels int) {
+	if p.Domains < 2 || p.Cluster.Spec.NICs.PerNode == 0 {
+		return 0, 0
+	}
+	total, _ := p2pChannels(p)
+	if op == SendRecv {
+		return perPeer, min(total, nch)
+	}
+	least, group := p.PerDomain, gcd(8, p.PerDomain)
+	if !p.Uniform {
+		node := p.Shape.Node
+		for i := 0; i < len(node); {
+			j := i
+			for j < len(node) && node[j] == node[i] {
+				j++
+			}
+			least, group = min(least, j-i), gcd(group, j-i)
+			i = j
+		}
+	}
+	remote := p.N() - least
+	groups := (remote + group - 1) / group
+	return perPeer * float64(remote), min(total, groups*nch)
+}
+
+// p2pNetUs is how long the network channels of a grouped p2p call take to carry a
+// rank's bytes to the other nodes, at NCCL_P2P_PER_CHANNEL_NET_BW each (LL at its
+// bandwidth factor of it).
+func (m *Model) p2pNetUs(p *Placement, op Op, perPeer float64, nch int, pr Protocol) float64 {
+	bytes, channels := p2pRemote(p, op, perPeer, nch)
+	if channels == 0 || !(bytes > 0) {
+		return 0
+	}
+	return bytes / (float64(channels) * p2pPerChannelNetGBps * m.k.BWFactor[pr] * 1e3)
+}
+
+// pairwiseNetUs is the least the n − 1 exchange steps of a pairwise all-to-all take
+// to carry their bytes across nodes: each step is a send/recv to one peer on that
+// peer's net channels (p2pNetUs), and on a group spanning nodes every step has a
+// rank whose peer is on another node (a node's ranks are one run of the ring order,
+// which no shift by 1 … n − 1 maps onto itself). It is a floor on the call's
+// transfer time, so that the pairwise exchange does not escape the channels that
+// bound a direct one.
+func (m *Model) pairwiseNetUs(p *Placement, perPeer float64, pr Protocol) float64 {
+	if p.Domains < 2 {
+		return 0
+	}
+	nch, _ := p2pPlan(p, perPeer)
+	return float64(p.N()-1) * m.p2pNetUs(p, SendRecv, perPeer, nch, pr)
 }
 
 // p2pPlan is NCCL's split of one peer's b bytes: the channels it uses and the
@@ -139,16 +233,22 @@ func (p *Placement) p2pShape(op Op, S float64) (perPeer float64, peers int, co c
 // peers over a pattern whose most loaded link takes linkUs (µs, contention included,
 // at the protocol's bandwidth factor) with path latency lat and network crossing net.
 // It returns the latency and transfer parts.
-func (m *Model) p2pCost(p *Placement, perPeer float64, peers, nch int, pr Protocol, linkUs, lat, net float64, launch Launch) (latUs, xferUs float64) {
+func (m *Model) p2pCost(p *Placement, op Op, perPeer float64, peers, nch int, pr Protocol, linkUs, lat, net float64, launch Launch) (latUs, xferUs float64) {
 	latUs = m.fixedUs(p, SendRecv, Direct, pr, launch) + lat + net*m.k.NetStepUs[pr]
-	return latUs, max(linkUs, m.p2pChannelUs(p, perPeer, peers, nch, pr))
+	return latUs, max(linkUs, m.p2pChannelUs(p, op, perPeer, peers, nch, pr))
 }
 
-// p2pChannelUs is how long the call's channels take to copy its bytes: peers × nch
-// channels at most the p2p channels, each at the generation's per-channel rate (LL
-// at its bandwidth factor of it). A generation NCCL gives no figure for (AMD's,
-// under RCCL) takes Hopper's.
-func (m *Model) p2pChannelUs(p *Placement, perPeer float64, peers, nch int, pr Protocol) float64 {
+// p2pChannelUs is how long the call's channels take to move its bytes: to copy
+// them, peers × nch channels at most the p2p channels, each at the generation's
+// per-channel rate (LL at its bandwidth factor of it; a generation NCCL gives no
+// figure for, AMD's under RCCL, takes Hopper's), and to carry the bytes bound for
+// other nodes over the network channels (p2pNetUs), whichever is longer.
+func (m *Model) p2pChannelUs(p *Placement, op Op, perPeer float64, peers, nch int, pr Protocol) float64 {
+	return max(m.p2pCopyUs(p, perPeer, peers, nch, pr), m.p2pNetUs(p, op, perPeer, nch, pr))
+}
+
+// p2pCopyUs is how long the call's channels take to copy its bytes.
+func (m *Model) p2pCopyUs(p *Placement, perPeer float64, peers, nch int, pr Protocol) float64 {
 	total, _ := p2pChannels(p)
 	active := min(total, peers*nch)
 	rate, ok := m.k.P2PChannelGBps[p.Cluster.GPU().Arch]
@@ -167,7 +267,7 @@ func (m *Model) p2p(p *Placement, op Op, S float64, launch Launch) Estimate {
 	perPeer, peers, co := p.p2pShape(op, S)
 	nch, pr := p2pPlan(p, perPeer)
 	linkUs := perPeer * co.m / m.k.BWFactor[pr]
-	lat, xfer := m.p2pCost(p, perPeer, peers, nch, pr, linkUs, co.lat, co.net, launch)
+	lat, xfer := m.p2pCost(p, op, perPeer, peers, nch, pr, linkUs, co.lat, co.net, launch)
 	e := Estimate{Op: op, Algo: Direct, Protocol: pr, Bytes: S, Steps: 1, Channels: nch,
 		TimeUs: lat + xfer, LatencyUs: lat}
 	if e.TimeUs > 0 {

@@ -46,10 +46,9 @@ func TestP2PProtocolsAndCosts(t *testing.T) {
 		t.Errorf("4 MiB send/recv on 2 H100: %.0f GB/s, want 80–370", e.AlgBWGBps)
 	}
 	// Across nodes a peer's step is 128 KiB and its parts at most one step: 1 MiB
-	// needs the channels of the GPU's NIC (2 for one 400 Gb/s NIC at 14 GB/s each,
-	// rounded to a power of two: 4).
-	if e := price("dgx-h100", 2, 1, collective.SendRecv, 1<<20); e.Protocol != collective.Simple || e.Channels != 4 {
-		t.Errorf("1 MiB send/recv across 2 H100 nodes: %s on %d channel(s), want Simple on 4", e.Protocol, e.Channels)
+	// takes every channel of a net peer (NCCL through 2.28: 2).
+	if e := price("dgx-h100", 2, 1, collective.SendRecv, 1<<20); e.Protocol != collective.Simple || e.Channels != 2 {
+		t.Errorf("1 MiB send/recv across 2 H100 nodes: %s on %d channel(s), want Simple on 2", e.Protocol, e.Channels)
 	}
 	// And the network's latency: a small cross-node send costs more than an
 	// NVLink one.
@@ -59,5 +58,83 @@ func TestP2PProtocolsAndCosts(t *testing.T) {
 	// EFA without in-order delivery (p4d): Simple across nodes whatever the size.
 	if e := price("aws-p4d", 2, 1, collective.SendRecv, 8); e.Protocol != collective.Simple {
 		t.Errorf("8 B send/recv across 2 p4d: %s, want Simple (NCCL_PROTO=simple)", e.Protocol)
+	}
+}
+
+// Across nodes a rank's bytes for the other nodes cross on the channels of its
+// remote peers' groups, 14 GB/s each (NCCL_P2P_PER_CHANNEL_NET_BW): on 2 nodes of 8
+// GPUs the 8 remote peers share one group's 2 channels, 28 GB/s under the GPU's
+// 400 Gb/s NIC; from 3 nodes on the groups' channels outrun the NIC, which bounds
+// the call as before; RCCL gives a net peer a channel per 14 GB/s of the NIC.
+func TestP2PNetChannels(t *testing.T) {
+	m := collective.NewModel(collective.Default())
+	price := func(system string, nodes, perNode int, op collective.Op, size float64) collective.Estimate {
+		t.Helper()
+		c := mustCluster(t, system, nodes, nil)
+		group, _, err := collective.NodeGroups(c, nodes, perNode, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := m.Estimate(mustPlace(t, c, group, nil), op, size, collective.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	const gib = 1 << 30
+	// 2 nodes: half of each rank's 1 GiB leaves the node, at 2 × 14 GB/s.
+	two := price("dgx-h100", 2, 8, collective.AllToAll, gib)
+	if want := gib / 2 / 28e3; two.TimeUs < want || two.TimeUs > 1.02*want+50 {
+		t.Errorf("1 GiB all-to-all on 2×8 H100: %.0f µs, want the 2 net channels' %.0f µs", two.TimeUs, want)
+	}
+	// One peer on another node: its 2 channels.
+	if e := price("dgx-h100", 2, 1, collective.SendRecv, gib); e.AlgBWGBps > 28 || e.AlgBWGBps < 26 {
+		t.Errorf("1 GiB send/recv across 2 H100 nodes: %.1f GB/s, want about 28 (2 channels at 14)", e.AlgBWGBps)
+	}
+	// 4 nodes: 3 remote groups on 6 channels (84 GB/s) outrun the 400 Gb/s NIC.
+	four := price("dgx-h100", 4, 8, collective.AllToAll, gib)
+	nic := gib * 3.0 / 4 / four.TimeUs / 1e3 // GB/s leaving each GPU
+	if nic < 40 || nic > 50 {
+		t.Errorf("1 GiB all-to-all on 4×8 H100: %.1f GB/s per NIC, want the NIC's 40–50", nic)
+	}
+	// RCCL: 4 channels per net peer on 400 Gb/s (56 GB/s): the NIC bounds 2 nodes.
+	amd := price("mi355x", 2, 8, collective.AllToAll, gib)
+	if v := gib / 2 / amd.TimeUs / 1e3; v < 40 {
+		t.Errorf("1 GiB all-to-all on 2×8 MI355X: %.1f GB/s per NIC, want the NIC's (RCCL's net channels)", v)
+	}
+	// 8 ranks on one node and 4 on the other: NCCL groups a node's peers by 4 (the
+	// greatest common divisor of 8 and every node's ranks), so a rank of the smaller
+	// node reaches its 8 remote peers on 2 groups' 4 channels, 56 GB/s, and its NIC
+	// bounds it rather than one group's 28 GB/s.
+	c := mustCluster(t, "dgx-h100", 2, nil)
+	uneven := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	e, err := m.Estimate(mustPlace(t, c, uneven, nil), collective.AllToAll, 12<<20*100, collective.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oneGroup := 8.0 / 12 * (12 << 20 * 100) / 28e3; e.TimeUs >= oneGroup {
+		t.Errorf("1.2 GB all-to-all over 8 + 4 H100: %.0f µs, want under one group's %.0f µs", e.TimeUs, oneGroup)
+	}
+	// The pairwise exchange does not escape the net channels: each of its n − 1
+	// steps is a send/recv to one peer on that peer's 2 channels. Two ranks on two
+	// nodes move at 28 GB/s whichever Auto picks, and forced on 2×8 the 15 steps
+	// take at least 15 × S/16 at 28 GB/s.
+	if e := price("dgx-h100", 2, 1, collective.AllToAll, gib); e.AlgBWGBps/2 > 28.5 {
+		t.Errorf("1 GiB all-to-all on 2×1 H100 (%s): %.1f GB/s leaving each GPU, want at most 28", e.Algo, e.AlgBWGBps/2)
+	}
+	g2, _, err := collective.NodeGroups(c, 2, 8, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := m.Estimate(mustPlace(t, c, g2, nil), collective.AllToAll, gib, collective.Options{Algo: collective.Pairwise})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor := 15 * gib / 16 / 28e3; pw.TimeUs < floor {
+		t.Errorf("1 GiB pairwise all-to-all on 2×8 H100: %.0f µs, under its steps' net channels' %.0f µs", pw.TimeUs, floor)
+	}
+	// The 4-node call is faster per byte leaving a node than the 2-node one.
+	if two.TimeUs/(gib/2) <= four.TimeUs/(gib*3.0/4) {
+		t.Errorf("2 nodes %.3g µs per remote byte, 4 nodes %.3g: want 2 nodes channel-bound, slower", two.TimeUs/(gib/2), four.TimeUs/(gib*3.0/4))
 	}
 }

@@ -62,7 +62,7 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 		ramp, stepUs = 1, 0 // one step, whose software cost is the call's (baseUs)
 		perPeer, peers, _ := p.p2pShape(s.Op, float64(s.Elems)*elemBytes)
 		nch, _ := p2pPlan(p, perPeer)
-		chanUs = m.p2pChannelUs(p, perPeer, peers, nch, pr)
+		chanUs = m.p2pChannelUs(p, s.Op, perPeer, peers, nch, pr)
 	}
 	for _, st := range s.Steps {
 		for _, t := range st.Transfers {
@@ -103,6 +103,20 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 		l.reset()
 		out.Steps = append(out.Steps, sc)
 		out.TimeUs += sc.TimeUs
+	}
+	if s.Algo == Pairwise && len(out.Steps) > 0 {
+		// The steps' net channels bound the call's transfer time (pairwiseNetUs),
+		// as in the closed form; the shortfall is spread evenly over the steps.
+		var xfer float64
+		for _, st := range out.Steps {
+			xfer += st.TimeUs - st.LatencyUs
+		}
+		if short := m.pairwiseNetUs(p, float64(s.Elems)*elemBytes/float64(p.N()), pr) - xfer; short > 0 {
+			for i := range out.Steps {
+				out.Steps[i].TimeUs += short / float64(len(out.Steps))
+			}
+			out.TimeUs += short
+		}
 	}
 	return out, nil
 }
