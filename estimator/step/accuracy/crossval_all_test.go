@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -98,18 +97,10 @@ func TestCrossValidatedAllRuns(t *testing.T) {
 	}
 	for _, f := range folds {
 		t.Logf("left out %-15s fitted %v", f.Source, fmtFitted(accuracy.FittedValues(f.Constants, accuracy.Setters())))
-		at := accuracy.AtBound(f.Constants, accuracy.Setters())
-		known := knownAtBound[f.Source]
-		switch {
-		case len(at) == 1 && known != "" && strings.HasPrefix(at[0], known+" "):
-			// Known and documented (knownAtBound): reported, not failed.
-			t.Logf("without %s, at a bound (known, docs/step-model.md \"Known gaps\"): %v", f.Source, at)
-		case len(at) > 0:
+		if at := accuracy.AtBound(f.Constants, accuracy.Setters()); len(at) > 0 {
 			// A constant the fit drives onto a bound stands in for a mechanism
 			// the model lacks (issue: the fit reports none at a bound).
 			t.Errorf("without %s, at a bound: %v", f.Source, at)
-		case known != "":
-			t.Errorf("without %s, %s is off its bound now: take it off knownAtBound", f.Source, known)
 		}
 	}
 	out := accuracy.OutOfSample(folds)
@@ -127,16 +118,6 @@ func TestCrossValidatedAllRuns(t *testing.T) {
 		}
 	}
 }
-
-// knownAtBound are the folds (by the source left out) whose fit still drives a
-// constant onto a bound, with the constant: the fit reports them, the test logs
-// them, and it fails on any other, and on a listed one that is no longer at its
-// bound. Without torchtitan, Hopper's attention efficiency goes to 0.2: Blackwell's
-// is tied to it in the fit, and the GB200 rows of NeMo 25.04 (dgxc2505) and MLPerf
-// v5.0 pull the shared constant down (untied, Hopper's fits 0.336, FlashAttention-2's
-// measured 0.34, and Blackwell's an unphysical 0.177): what those GB200 runs lack is
-// not priced (docs/step-model.md, "Known gaps").
-var knownAtBound = map[string]string{"torchtitan": "AttentionEfficiency.hopper"}
 
 // logResidual logs one run's error with the share of its estimate that is forward
 // and backward compute and its two largest other terms (docs/step-model.md, "Per-run
