@@ -269,7 +269,6 @@ var claimExceptions = map[string]claimException{
 	"dgxc2502_h100_grok1_32gpu_fp8":                  {modelError: grokFP8},
 	"dgxc2502_h100_grok1_64gpu_fp8":                  {modelError: grokFP8},
 	"dgxc2502_h100_grok1_256gpu_fp8":                 {modelError: grokFP8},
-	"dgxc2502_h100_grok1_2048gpu_fp8":                {modelError: grokFP8},
 	"mlperf60_h100_gptoss20b_64gpu_fp8":              {modelError: gptOSSH100},
 	"mlperf60_h100_gptoss20b_128gpu_fp8":             {modelError: gptOSSH100},
 	"mosaic_mpt70b_a100_40_64gpu_s2048_mbs2":         {modelError: "MPT-70B on 64 A100-40GB: the model prices the published layout 23 % fast (the mosaic source's largest miss)"},
