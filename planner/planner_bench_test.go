@@ -87,3 +87,28 @@ func benchmarkSearchFresh(b *testing.B, shareSchedules bool) {
 		})
 	}
 }
+
+// BenchmarkSearchNoActivationOffload is BenchmarkSearch's llama3-405b search with
+// activation offload not searched (Constraints.OffloadActivations = [false]): the
+// space of the planner before activation offload, to tell that capability's cost
+// from the rest of the search's.
+func BenchmarkSearchNoActivationOffload(b *testing.B) {
+	req := planner.Request{Model: mustModel(b, "llama3-405b"), Cluster: mustCluster(b, "dgx-h100", 4096/8), GPUs: 4096,
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 2048}}
+	req.Constraints.OffloadActivations = []bool{false}
+	b.Run("model=llama3-405b/gpus=4096", func(b *testing.B) {
+		e := step.New()
+		first, err := planner.Search(context.Background(), e, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := planner.Search(context.Background(), e, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(first.Stats.Enumerated), "layouts/op")
+		b.ReportMetric(float64(first.Stats.Evaluated), "estimated/op")
+	})
+}

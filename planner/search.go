@@ -723,7 +723,6 @@ type memoryCheck struct {
 type memoryResult struct {
 	headroom float64
 	fits     bool
-	invalid  bool
 	beaten   bool // set aside on its headroom's upper bound, its memory not computed
 }
 
@@ -814,15 +813,23 @@ func (s *evaluation) price(ctx context.Context, cands []candidate, mems []memory
 	return ctx.Err()
 }
 
-// memory is a layout's memory. It does not depend on the placement.
+// memory is a layout's memory. It does not depend on the placement. The request
+// was validated when the search began and the enumeration builds its layouts by
+// the estimator's rules, so the layout is not validated again here
+// (TestMemoryChecksOfValidLayouts); the layouts priced are, by Quick.
 func (s *evaluation) memory(c *candidate) memoryResult {
 	req := s.req
-	mem, err := s.e.Memory(step.Request{Model: req.Model, Training: req.Training, Cluster: c.alts[0].cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks})
-	if err != nil {
-		return memoryResult{invalid: true}
+	r := step.Request{Model: req.Model, Training: req.Training, Cluster: c.alts[0].cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks}
+	if verifyMemoryChecks != nil {
+		verifyMemoryChecks(s.e, r)
 	}
+	mem := s.e.MemoryOfValid(r)
 	return memoryResult{headroom: mem.Headroom, fits: mem.Fits}
 }
+
+// verifyMemoryChecks, set by a test, sees every layout whose memory the search
+// checks.
+var verifyMemoryChecks func(*step.Estimator, step.Request)
 
 // setAside is a layout, of memory mem, set aside before it is priced — it does not
 // fit, or a plan in hand beats it (the reason is then set) — or else the layout
@@ -832,8 +839,6 @@ func (s *evaluation) setAside(c *candidate, mem *memoryResult) evaluated {
 	switch {
 	case mem.beaten:
 		return evaluated{c: c, setAside: PrunedDominatedBound}
-	case mem.invalid:
-		return evaluated{c: c, setAside: PrunedInvalid}
 	case !mem.fits || mem.headroom < req.Constraints.MinHeadroomGB:
 		return evaluated{c: c, setAside: PrunedMemory}
 	case !req.IncludeDominated && s.fronts.beaten(c, mem.headroom):
