@@ -1196,6 +1196,7 @@ func (p *pricing) gradientSync() (float64, error) {
 	// is complete only when the backward pass ends.
 	bucket := p.dpBucketBytes()
 	var tdp, last float64
+	var agW []paramGatherBuf // ZeRO-1/2: the updated parameters to gather
 	if l.ZeRO == 0 {
 		x, err := p.comm(CommDP, collective.AllReduce, grad, 1, "end of step: gradient all-reduce (bucketed, overlapped with the last backward)")
 		if err != nil {
@@ -1207,12 +1208,8 @@ func (p *pricing) gradientSync() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		ag, err := p.comm(CommDP, collective.AllGather, p.weightBytes(stageParams, p.matmulDense), 1, "after the optimizer: parameter all-gather")
-		if err != nil {
-			return 0, err
-		}
+		agW = append(agW, paramGatherBuf{CommDP, p.weightBytes(stageParams, p.matmulDense), stageParams, "parameter"})
 		tdp = rs
-		exposed += ag // the updated weights are needed before the next forward
 	}
 	last = tdp * math.Min(1, bucket/math.Max(grad, 1))
 	if p.expertShard > 1 {
@@ -1230,13 +1227,9 @@ func (p *pricing) gradientSync() (float64, error) {
 			if err != nil {
 				return 0, err
 			}
-			ag, err := p.commOn(CommDP, p.expertGroup, collective.AllGather, p.weightBytes(expertParams, p.matmulExpert), 1, "after the optimizer: expert parameter all-gather")
-			if err != nil {
-				return 0, err
-			}
+			agW = append(agW, paramGatherBuf{p.expertGroup, p.weightBytes(expertParams, p.matmulExpert), expertParams, "expert parameter"})
 			tdp += rs
 			last += rs * math.Min(1, bucket/math.Max(eg, 1))
-			exposed += ag
 		}
 		grad += eg
 	}
@@ -1264,9 +1257,60 @@ func (p *pricing) gradientSync() (float64, error) {
 		hid = 0 // reduced after the backward pass (the framework's engine)
 	}
 	exposed += tdp - hid
+	// The updated weights are needed by the next forward.
+	agExp, agHid, err := p.paramGather(agW)
+	if err != nil {
+		return 0, err
+	}
+	exposed += agExp
+	hid += agHid
 	p.res.Breakdown.Hidden[CommDP] = hid
 	p.hiddenPerMB += hid / p.mf
 	return exposed, nil
+}
+
+// paramGatherBuf is one buffer of updated parameters ZeRO-1/2 all-gathers: over
+// the group place names, weights bytes holding params parameters.
+type paramGatherBuf struct {
+	place           Comm
+	weights, params float64
+	what            string
+}
+
+// paramGather prices the all-gather of the updated parameters: after the
+// optimizer and waited for (ParamGatherExposed), or bucket by bucket under the
+// next step's first forward (ParamGatherOverlapped) in the data-parallel buckets
+// (dpBucketBytes; Megatron-Core's param and gradient buffers share their
+// buckets, param_and_grad_buffer.py), per model chunk with interleaving. It
+// returns the exposed seconds and those that run under the forward.
+func (p *pricing) paramGather(bufs []paramGatherBuf) (exposed, hidden float64, err error) {
+	l, t := &p.req.Layout, &p.req.Training
+	if t.ParamGather != ParamGatherOverlapped {
+		for _, b := range bufs {
+			ag, err := p.commOn(CommDP, b.place, collective.AllGather, b.weights, 1, "after the optimizer: "+b.what+" all-gather")
+			if err != nil {
+				return 0, 0, err
+			}
+			exposed += ag
+		}
+		return exposed, 0, nil
+	}
+	v := 1
+	if l.PP > 1 && l.VirtualStages > 1 {
+		v = l.VirtualStages
+	}
+	bucketParams := p.dpBucketBytes() / t.Optimizer.GradBytes
+	var pb []paramBuffer
+	for _, b := range bufs {
+		n := max(1, int(math.Ceil(b.params/float64(v)/bucketParams)))
+		g, err := p.commOn(CommDP, b.place, collective.AllGather, b.weights/float64(v*n), float64(v*n), "under the first forward: "+b.what+" all-gather, bucket by bucket (overlap_param_gather)")
+		if err != nil {
+			return 0, 0, err
+		}
+		pb = append(pb, paramBuffer{g, n})
+	}
+	exposed, hidden = overlappedParamGather(pb, v, p.fwd)
+	return exposed, hidden, nil
 }
 
 // dpBucketBytes is the size of one data-parallel gradient bucket: the stated
