@@ -1196,7 +1196,7 @@ func (p *pricing) gradientSync() (float64, error) {
 	// is complete only when the backward pass ends.
 	bucket := p.dpBucketBytes()
 	var tdp, last float64
-	var agW []paramGatherBuf // ZeRO-1/2: the updated parameters to gather
+	var agW []paramGatherBuf // ZeRO-1/2: the updated parameters gathered under the next forward
 	if l.ZeRO == 0 {
 		x, err := p.comm(CommDP, collective.AllReduce, grad, 1, "end of step: gradient all-reduce (bucketed, overlapped with the last backward)")
 		if err != nil {
@@ -1208,8 +1208,12 @@ func (p *pricing) gradientSync() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		agW = append(agW, paramGatherBuf{CommDP, p.weightBytes(stageParams, p.matmulDense), stageParams, "parameter"})
+		ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{CommDP, p.weightBytes(stageParams, p.matmulDense), stageParams, "parameter"}, &agW)
+		if err != nil {
+			return 0, err
+		}
 		tdp = rs
+		exposed += ag // the updated weights are needed before the next forward
 	}
 	last = tdp * math.Min(1, bucket/math.Max(grad, 1))
 	if p.expertShard > 1 {
@@ -1227,9 +1231,13 @@ func (p *pricing) gradientSync() (float64, error) {
 			if err != nil {
 				return 0, err
 			}
-			agW = append(agW, paramGatherBuf{p.expertGroup, p.weightBytes(expertParams, p.matmulExpert), expertParams, "expert parameter"})
+			ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{p.expertGroup, p.weightBytes(expertParams, p.matmulExpert), expertParams, "expert parameter"}, &agW)
+			if err != nil {
+				return 0, err
+			}
 			tdp += rs
 			last += rs * math.Min(1, bucket/math.Max(eg, 1))
+			exposed += ag
 		}
 		grad += eg
 	}
@@ -1257,13 +1265,14 @@ func (p *pricing) gradientSync() (float64, error) {
 		hid = 0 // reduced after the backward pass (the framework's engine)
 	}
 	exposed += tdp - hid
-	// The updated weights are needed by the next forward.
-	agExp, agHid, err := p.paramGather(agW)
-	if err != nil {
-		return 0, err
+	if len(agW) > 0 {
+		agExp, agHid, err := p.overlappedParamGather(agW)
+		if err != nil {
+			return 0, err
+		}
+		exposed += agExp
+		hid += agHid
 	}
-	exposed += agExp
-	hid += agHid
 	p.res.Breakdown.Hidden[CommDP] = hid
 	p.hiddenPerMB += hid / p.mf
 	return exposed, nil
@@ -1277,24 +1286,26 @@ type paramGatherBuf struct {
 	what            string
 }
 
-// paramGather prices the all-gather of the updated parameters: after the
-// optimizer and waited for (ParamGatherExposed), or bucket by bucket under the
-// next step's first forward (ParamGatherOverlapped) in the data-parallel buckets
-// (dpBucketBytes; Megatron-Core's param and gradient buffers share their
-// buckets, param_and_grad_buffer.py), per model chunk with interleaving. It
-// returns the exposed seconds and those that run under the forward.
-func (p *pricing) paramGather(bufs []paramGatherBuf) (exposed, hidden float64, err error) {
-	l, t := &p.req.Layout, &p.req.Training
-	if t.ParamGather != ParamGatherOverlapped {
-		for _, b := range bufs {
-			ag, err := p.commOn(CommDP, b.place, collective.AllGather, b.weights, 1, "after the optimizer: "+b.what+" all-gather")
-			if err != nil {
-				return 0, 0, err
-			}
-			exposed += ag
-		}
-		return exposed, 0, nil
+// paramGatherAfterOptimizer prices the all-gather of one buffer of updated
+// parameters after the optimizer, waited for (ParamGatherExposed); with
+// ParamGatherOverlapped it adds the buffer to over, for overlappedParamGather,
+// and returns 0.
+func (p *pricing) paramGatherAfterOptimizer(b paramGatherBuf, over *[]paramGatherBuf) (float64, error) {
+	if p.req.Training.ParamGather == ParamGatherOverlapped {
+		*over = append(*over, b)
+		return 0, nil
 	}
+	return p.commOn(CommDP, b.place, collective.AllGather, b.weights, 1, "after the optimizer: "+b.what+" all-gather")
+}
+
+// overlappedParamGather prices the all-gather of the updated parameters bucket
+// by bucket under the next step's first forward (ParamGatherOverlapped), in the
+// data-parallel buckets (dpBucketBytes; Megatron-Core's parameter and gradient
+// buffers share their buckets, param_and_grad_buffer.py), per model chunk with
+// interleaving. It returns the exposed seconds and those that run under the
+// forward.
+func (p *pricing) overlappedParamGather(bufs []paramGatherBuf) (exposed, hidden float64, err error) {
+	l, t := &p.req.Layout, &p.req.Training
 	v := 1
 	if l.PP > 1 && l.VirtualStages > 1 {
 		v = l.VirtualStages
@@ -1309,7 +1320,7 @@ func (p *pricing) paramGather(bufs []paramGatherBuf) (exposed, hidden float64, e
 		}
 		pb = append(pb, paramBuffer{g, n})
 	}
-	exposed, hidden = overlappedParamGather(pb, v, p.fwd)
+	exposed, hidden = paramGatherTimeline(pb, v, p.fwd)
 	return exposed, hidden, nil
 }
 

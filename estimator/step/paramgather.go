@@ -5,6 +5,11 @@ import (
 	"sort"
 )
 
+// maxTimelineBuckets bounds the buckets paramGatherTimeline replays one by one
+// (Megatron-Core's default buckets of max(40e6, 1e6 × DP) parameters give a few
+// thousand at most for a trillion-parameter stage).
+const maxTimelineBuckets = 1 << 16
+
 // paramBuffer is one buffer of parameters the distributed optimizer all-gathers
 // after its update (the dense one, or the experts' over their own group): its
 // buckets' gather time g each, n buckets per model chunk.
@@ -13,7 +18,7 @@ type paramBuffer struct {
 	n int
 }
 
-// overlappedParamGather is the time the first forward of a step waits for the
+// paramGatherTimeline is the time the first forward of a step waits for the
 // parameters' all-gathers when they run bucket by bucket under it (Megatron-Core's
 // overlap_param_gather, see ParamGatherOverlapped): per model chunk (v of them,
 // forward fwd seconds in all for one micro-batch, the chunks run in order) each
@@ -23,7 +28,23 @@ type paramBuffer struct {
 // the order issued. A bucket holds an equal share of its chunk's layers, so the
 // forward of the layers one bucket holds is fwd / v / n. Returns the seconds the
 // compute waits and the gather seconds that ran under it.
-func overlappedParamGather(bufs []paramBuffer, v int, fwd float64) (exposed, hidden float64) {
+func paramGatherTimeline(bufs []paramBuffer, v int, fwd float64) (exposed, hidden float64) {
+	buckets := 0
+	for _, b := range bufs {
+		buckets += b.n * v
+	}
+	if buckets > maxTimelineBuckets {
+		// Too many buckets to replay (a bucket of a few parameters): each chain
+		// on its own, its first bucket waited for and each later one as far as
+		// it outlasts its bucket's forward, g + (n − 1)·max(0, g − f) per chunk.
+		var total float64
+		for _, b := range bufs {
+			f := fwd / float64(v) / float64(b.n)
+			exposed += float64(v) * (b.g + float64(b.n-1)*math.Max(0, b.g-f))
+			total += b.g * float64(b.n*v)
+		}
+		return exposed, math.Max(0, total-exposed)
+	}
 	type req struct {
 		issue float64
 		chunk int

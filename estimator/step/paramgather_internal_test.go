@@ -31,9 +31,23 @@ func TestOverlappedParamGatherTimeline(t *testing.T) {
 		// done long before the forward reaches it.
 		{"dense and expert buffers", []paramBuffer{{1, 2}, {3, 1}}, 1, 4, 3, 2},
 	} {
-		e, h := overlappedParamGather(c.bufs, c.v, c.fwd)
+		e, h := paramGatherTimeline(c.bufs, c.v, c.fwd)
 		if math.Abs(e-c.exposed) > 1e-12 || math.Abs(h-c.hidden) > 1e-12 {
 			t.Errorf("%s: exposed %.3f s, hidden %.3f s; want %.3f and %.3f", c.name, e, h, c.exposed, c.hidden)
+		}
+	}
+}
+
+// Past maxTimelineBuckets the chains are priced in closed form, which for one
+// buffer and one chunk is the replayed timeline's.
+func TestParamGatherTimelineClosedForm(t *testing.T) {
+	n := maxTimelineBuckets + 1
+	fwd := 2 * float64(n)
+	for _, g := range []float64{1, 3} {
+		e, _ := paramGatherTimeline([]paramBuffer{{g, n}}, 1, fwd)
+		want := g + float64(n-1)*math.Max(0, g-2)
+		if math.Abs(e-want) > 1e-9*want {
+			t.Errorf("%d buckets of %.0f s: exposed %.1f s, want %.1f", n, g, e, want)
 		}
 	}
 }

@@ -237,7 +237,8 @@ type Training struct {
 	// ParamGather is when ZeRO-1/2's updated parameters are all-gathered: "exposed"
 	// (after the optimizer, waited for) or "overlapped" (bucket by bucket under the
 	// next step's first forward, Megatron-Core's overlap_param_gather). Empty: the
-	// framework's (framework.Profile.OverlapParamGather).
+	// framework's (framework.Profile.OverlapParamGather), left empty when that is
+	// exposed.
 	ParamGather ParamGather `json:"param_gather,omitempty"`
 	// MoEImbalance is the router's load imbalance: the busiest expert-parallel rank
 	// receives this many times the mean number of tokens (0 or 1: balanced). That

@@ -299,9 +299,6 @@ func (t Training) Normalise() Training {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
 		}
 	}
-	if t.ParamGather == "" {
-		t.ParamGather = ParamGatherExposed
-	}
 	if t.FP8Recipe == "" && t.Precision == FP8 {
 		t.FP8Recipe = FP8Delayed
 	}
@@ -349,7 +346,7 @@ func (t Training) validate() error {
 		c.Add("training.framework", "%v", err)
 	}
 	switch t.ParamGather {
-	case ParamGatherExposed, ParamGatherOverlapped:
+	case "", ParamGatherExposed, ParamGatherOverlapped:
 	default:
 		c.Add("training.param_gather", "must be exposed or overlapped, or empty for the framework's (got %q)", t.ParamGather)
 	}
