@@ -78,6 +78,16 @@ type Profile struct {
 	// NCCL ring-reduce implementations are large enough to remain bandwidth-bound").
 	// Otherwise PyTorch DDP's 25 MB (Constants.DPBucketBytes).
 	MegatronDDPBuckets bool
+	// OverlapParamGather: the distributed optimizer's parameter all-gather runs
+	// bucket by bucket under the next step's first forward (Megatron-Core's
+	// DistributedDataParallelConfig.overlap_param_gather), not after the optimizer.
+	// Megatron-LM leaves it off (megatron/training/arguments.py
+	// --overlap-param-gather, store_true); NeMo's recipes turn it on: NeMo 2's
+	// (nemo/collections/llm/recipes/*: DistributedDataParallelConfig(
+	// overlap_grad_reduce=True, overlap_param_gather=True, ...)) and NeMo 1's
+	// distributed optimizer configs (optim overlap_param_sync true, the DGX Cloud
+	// benchmarking yamls of NeMo 24.05–24.09).
+	OverlapParamGather bool
 	// HopperFusedAttention: on Hopper the framework's attention runs a Hopper-native
 	// fused kernel (Transformer Engine's cuDNN fused attention, of FlashAttention-3's
 	// class) rather than one of FlashAttention-2's generation (flash-attn 2, PyTorch's
@@ -406,6 +416,7 @@ var profiles = []Profile{
 		FP8Params:            true,
 		ActivationOffload:    true,
 		MegatronDDPBuckets:   true,
+		OverlapParamGather:   true,
 		// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
 		// without_interleaving and _with_interleaving (megatron/core/
 		// pipeline_parallel/schedules.py, get_forward_backward_func); no
@@ -427,6 +438,7 @@ var profiles = []Profile{
 		NormEmitsFP8:         true,
 		FP8Params:            true,
 		MegatronDDPBuckets:   true, // Megatron-Core's fine-grained activation offloading is of 2026
+		OverlapParamGather:   true,
 		Runs:                 mcore012,
 	},
 	{
@@ -439,6 +451,7 @@ var profiles = []Profile{
 		NormEmitsFP8:         true,
 		FP8Params:            true,
 		MegatronDDPBuckets:   true,
+		OverlapParamGather:   true,
 		Runs: func() Runs {
 			r := mcore012
 			r.ExpertTPIsTP = true
@@ -471,6 +484,7 @@ var profiles = []Profile{
 		GradReduceBytes:       4,
 		BlackwellFusedHeadDim: 128,
 		MegatronDDPBuckets:    true,
+		OverlapParamGather:    true,
 		FP8Params:             true, // Megatron-Core's fine-grained activation offloading is of 2026
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer

@@ -1209,6 +1209,7 @@ func (p *pricing) gradientSync() (float64, error) {
 	// is complete only when the backward pass ends.
 	bucket := p.dpBucketBytes()
 	var tdp, last float64
+	var agW []paramGatherBuf // ZeRO-1/2: the updated parameters gathered under the next forward
 	if l.ZeRO == 0 {
 		x, err := p.comm(CommDP, collective.AllReduce, grad, 1, "end of step: gradient all-reduce (bucketed, overlapped with the last backward)")
 		if err != nil {
@@ -1220,7 +1221,7 @@ func (p *pricing) gradientSync() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		ag, err := p.comm(CommDP, collective.AllGather, p.weightBytes(stageParams, p.matmulDense), 1, "after the optimizer: parameter all-gather")
+		ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{CommDP, p.weightBytes(stageParams, p.matmulDense), stageParams, "parameter"}, &agW)
 		if err != nil {
 			return 0, err
 		}
@@ -1243,7 +1244,7 @@ func (p *pricing) gradientSync() (float64, error) {
 			if err != nil {
 				return 0, err
 			}
-			ag, err := p.commOn(CommDP, p.expertGroup, collective.AllGather, p.weightBytes(expertParams, p.matmulExpert), 1, "after the optimizer: expert parameter all-gather")
+			ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{p.expertGroup, p.weightBytes(expertParams, p.matmulExpert), expertParams, "expert parameter"}, &agW)
 			if err != nil {
 				return 0, err
 			}
@@ -1277,9 +1278,63 @@ func (p *pricing) gradientSync() (float64, error) {
 		hid = 0 // reduced after the backward pass (the framework's engine)
 	}
 	exposed += tdp - hid
+	if len(agW) > 0 {
+		agExp, agHid, err := p.overlappedParamGather(agW)
+		if err != nil {
+			return 0, err
+		}
+		exposed += agExp
+		hid += agHid
+	}
 	p.res.Breakdown.Hidden[CommDP] = hid
 	p.hiddenPerMB += hid / p.mf
 	return exposed, nil
+}
+
+// paramGatherBuf is one buffer of updated parameters ZeRO-1/2 all-gathers: over
+// the group place names, weights bytes holding params parameters.
+type paramGatherBuf struct {
+	place           Comm
+	weights, params float64
+	what            string
+}
+
+// paramGatherAfterOptimizer prices the all-gather of one buffer of updated
+// parameters after the optimizer, waited for (ParamGatherExposed); with
+// ParamGatherOverlapped it adds the buffer to over, for overlappedParamGather,
+// and returns 0.
+func (p *pricing) paramGatherAfterOptimizer(b paramGatherBuf, over *[]paramGatherBuf) (float64, error) {
+	if p.req.Training.ParamGather == ParamGatherOverlapped {
+		*over = append(*over, b)
+		return 0, nil
+	}
+	return p.commOn(CommDP, b.place, collective.AllGather, b.weights, 1, "after the optimizer: "+b.what+" all-gather")
+}
+
+// overlappedParamGather prices the all-gather of the updated parameters bucket
+// by bucket under the next step's first forward (ParamGatherOverlapped), in the
+// data-parallel buckets (dpBucketBytes; Megatron-Core's parameter and gradient
+// buffers share their buckets, param_and_grad_buffer.py), per model chunk with
+// interleaving. It returns the exposed seconds and those that run under the
+// forward.
+func (p *pricing) overlappedParamGather(bufs []paramGatherBuf) (exposed, hidden float64, err error) {
+	l, t := &p.req.Layout, &p.req.Training
+	v := 1
+	if l.PP > 1 && l.VirtualStages > 1 {
+		v = l.VirtualStages
+	}
+	bucketParams := p.dpBucketBytes() / t.Optimizer.GradBytes
+	var pb []paramBuffer
+	for _, b := range bufs {
+		n := max(1, int(math.Ceil(b.params/float64(v)/bucketParams)))
+		g, err := p.commOn(CommDP, b.place, collective.AllGather, b.weights/float64(v*n), float64(v*n), "under the first forward: "+b.what+" all-gather, bucket by bucket (overlap_param_gather)")
+		if err != nil {
+			return 0, 0, err
+		}
+		pb = append(pb, paramBuffer{g, n})
+	}
+	exposed, hidden = paramGatherTimeline(pb, v, p.fwd)
+	return exposed, hidden, nil
 }
 
 // dpBucketBytes is the size of one data-parallel gradient bucket: the stated

@@ -118,6 +118,28 @@ const (
 	ZeroBubbleV Schedule = "zb-v"
 )
 
+// ParamGather is when the distributed optimizer (ZeRO-1/2) all-gathers the updated
+// parameters for the next step.
+type ParamGather string
+
+const (
+	// ParamGatherExposed gathers them all after the optimizer step, waited for
+	// before the next forward (Megatron-Core's default, overlap_param_gather off:
+	// distrib_optimizer.py step_with_ready_grads starts a synchronous param sync).
+	ParamGatherExposed ParamGather = "exposed"
+	// ParamGatherOverlapped gathers them bucket by bucket under the next step's
+	// first forward (Megatron-Core's DistributedDataParallelConfig
+	// overlap_param_gather, --overlap-param-gather): the first bucket's gather is
+	// issued at the start of the step and waited for by the forward pre-hook of its
+	// parameters' first module; that wait issues the next bucket's, which runs under
+	// the forward of the layers the bucket before it holds
+	// (distributed_data_parallel.py _make_forward_pre_hook, param_and_grad_buffer.py
+	// start_param_sync / finish_param_sync and next_param_gather_bucket_group,
+	// Megatron-Core 0.8 on). With interleaved pipelines each model chunk has its own
+	// chain, all started together (align_param_gather).
+	ParamGatherOverlapped ParamGather = "overlapped"
+)
+
 // BackwardPrefetch is when ZeRO-3 (FSDP) issues the next layer's weight all-gather in
 // the backward pass — PyTorch FSDP's BackwardPrefetch.
 type BackwardPrefetch string
@@ -212,6 +234,12 @@ type Training struct {
 	// 0: the framework's (Megatron-Core: max(40e6, 1e6 × DP); otherwise PyTorch
 	// DDP's 25 MB).
 	DPBucketParams float64 `json:"dp_bucket_params,omitempty"`
+	// ParamGather is when ZeRO-1/2's updated parameters are all-gathered: "exposed"
+	// (after the optimizer, waited for) or "overlapped" (bucket by bucket under the
+	// next step's first forward, Megatron-Core's overlap_param_gather). Empty: the
+	// framework's (framework.Profile.OverlapParamGather), left empty when that is
+	// exposed.
+	ParamGather ParamGather `json:"param_gather,omitempty"`
 	// MoEImbalance is the router's load imbalance: the busiest expert-parallel rank
 	// receives this many times the mean number of tokens (0 or 1: balanced). That
 	// rank paces the experts' GEMMs and the all-to-all of every MoE layer.

@@ -291,6 +291,9 @@ func (t Training) Normalise() Training {
 			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
 		}
 		t.DPReduceAfterBackward = t.DPReduceAfterBackward || fw.DPReduceAfterBackward
+		if t.ParamGather == "" && fw.OverlapParamGather {
+			t.ParamGather = ParamGatherOverlapped
+		}
 		t = t.withMoEProfile(fw)
 		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
@@ -341,6 +344,11 @@ func (t Training) validate() error {
 	}
 	if _, err := framework.Lookup(t.Framework); err != nil {
 		c.Add("training.framework", "%v", err)
+	}
+	switch t.ParamGather {
+	case "", ParamGatherExposed, ParamGatherOverlapped:
+	default:
+		c.Add("training.param_gather", "must be exposed or overlapped, or empty for the framework's (got %q)", t.ParamGather)
 	}
 	if v := t.DPBucketParams; !(v == 0 || v >= 1 && v <= 1e13) {
 		c.Add("training.dp_bucket_params", "must be a number of parameters in [1, 1e13], or 0 for the framework's (got %v)", v)

@@ -83,13 +83,14 @@ func TestMoEFieldsRoundTrip(t *testing.T) {
 	}
 	tr := &pb.Training{SeqLen: 4096, GlobalBatch: 64, Precision: pb.Precision_PRECISION_FP8, Framework: "hai-llm", Fp8Activations: true,
 		NoDropout: true, MoeCapacityFactor: 1.25, MoePadToCapacity: true, MoeDispatcher: "deepep", MoePermuteFusion: true,
-		CudaGraphs: true, Fp8Recipe: "rowwise", DpBucketParams: 40_000_000, FlashAttention_2: true, Optimizer: &pb.Optimizer{}}
+		CudaGraphs: true, Fp8Recipe: "rowwise", DpBucketParams: 40_000_000, FlashAttention_2: true, ParamGather: "overlapped", Optimizer: &pb.Optimizer{}}
 	dt, err := wire.TrainingFromProto(tr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !dt.FP8Activations || !dt.NoDropout || !dt.MoEPadToCapacity || dt.MoEDispatcher != step.DispatchDeepEP || !dt.MoEPermuteFusion ||
-		!dt.CUDAGraphs || dt.FP8Recipe != step.FP8Rowwise || dt.DPBucketParams != 40e6 || !dt.FlashAttention2 {
+		!dt.CUDAGraphs || dt.FP8Recipe != step.FP8Rowwise || dt.DPBucketParams != 40e6 || !dt.FlashAttention2 ||
+		dt.ParamGather != step.ParamGatherOverlapped {
 		t.Errorf("training to the domain: %+v", dt)
 	}
 	if back := wire.TrainingToProto(dt); !proto.Equal(back, tr) {

@@ -67,7 +67,7 @@ func checkNames(t step.Training, l step.Layout, flags map[string]string) error {
 		var only []error
 		for _, fe := range wire.FieldErrors(err) {
 			switch fe.Field {
-			case "training.precision", "training.zero3_backward_prefetch", "training.fp8_recipe", "training.moe_dispatcher":
+			case "training.precision", "training.zero3_backward_prefetch", "training.fp8_recipe", "training.moe_dispatcher", "training.param_gather":
 				only = append(only, fe)
 			}
 		}

@@ -102,16 +102,17 @@ func (e *enumValue) want() string {
 
 // The names of the enum flags, from the estimator's own constants.
 var (
-	precisionNames  = []string{string(step.BF16), string(step.FP16), string(step.FP8)}
-	scheduleNames   = []string{string(step.GPipe), string(step.OneFOneB), string(step.Interleaved), string(step.ZeroBubble), string(step.ZeroBubbleV), string(step.DualPipe)}
-	recomputeNames  = []string{string(step.RecomputeNone), string(step.RecomputeSelective), string(step.RecomputeOps), string(step.RecomputeFull)}
-	prefetchNames   = []string{string(step.PrefetchPre), string(step.PrefetchPost), string(step.PrefetchNone)}
-	fp8RecipeNames  = []string{string(step.FP8Delayed), string(step.FP8Current), string(step.FP8Rowwise), string(step.FP8MXFP8), string(step.FP8Blockwise)}
-	dispatcherNames = []string{step.DispatchAllToAll, step.DispatchDeepEP}
-	offloadNames    = []string{string(step.OffloadNone), string(step.OffloadOptimizer), string(step.OffloadParams)}
-	objectiveNames  = []string{string(planner.FastestStep), string(planner.Throughput), string(planner.Cost)}
-	gradDTypeNames  = []string{"bf16", "fp16", "fp32"}
-	formatNames     = []string{"table", "json", "csv"}
+	precisionNames   = []string{string(step.BF16), string(step.FP16), string(step.FP8)}
+	scheduleNames    = []string{string(step.GPipe), string(step.OneFOneB), string(step.Interleaved), string(step.ZeroBubble), string(step.ZeroBubbleV), string(step.DualPipe)}
+	recomputeNames   = []string{string(step.RecomputeNone), string(step.RecomputeSelective), string(step.RecomputeOps), string(step.RecomputeFull)}
+	prefetchNames    = []string{string(step.PrefetchPre), string(step.PrefetchPost), string(step.PrefetchNone)}
+	paramGatherNames = []string{string(step.ParamGatherExposed), string(step.ParamGatherOverlapped)}
+	fp8RecipeNames   = []string{string(step.FP8Delayed), string(step.FP8Current), string(step.FP8Rowwise), string(step.FP8MXFP8), string(step.FP8Blockwise)}
+	dispatcherNames  = []string{step.DispatchAllToAll, step.DispatchDeepEP}
+	offloadNames     = []string{string(step.OffloadNone), string(step.OffloadOptimizer), string(step.OffloadParams)}
+	objectiveNames   = []string{string(planner.FastestStep), string(planner.Throughput), string(planner.Cost)}
+	gradDTypeNames   = []string{"bf16", "fp16", "fp32"}
+	formatNames      = []string{"table", "json", "csv"}
 )
 
 // onOffFlag is a list of on and off (true and false too).

@@ -73,6 +73,7 @@ type estimateArgs struct {
 	unfused         *bool
 	flash2          *bool
 	prefetch        *string
+	paramGather     *string
 	fw              *string
 	dpAfter         *bool
 	fp8Params       *bool
@@ -151,6 +152,7 @@ func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
 	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
 	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
 	opt.dpBucket = fs.Float64("dp-bucket-params", 0, "parameters per data-parallel gradient bucket, e.g. 40e6: the last bucket of each gradient buffer is reduced after the backward pass (Megatron-Core's --ddp-bucket-size; 0: the framework's, Megatron-Core's max(40e6, 1e6 × DP), else PyTorch DDP's 25 MB)")
+	opt.paramGather = enumFlag(fs, "param-gather", "", "when ZeRO-1/2 all-gathers the updated parameters: exposed (after the optimizer, waited for; Megatron-LM's default) or overlapped (bucket by bucket under the next forward: Megatron-Core's --overlap-param-gather, NeMo's recipes); default: the framework's", paramGatherNames)
 	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	opt.asJSON = fs.Bool("json", false, "print JSON")
 	opt.svgOut = fs.String("svg", "", svgFlagHelp+": the pipeline schedule above the step's breakdown")
@@ -366,6 +368,9 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 	if set["fp8-recipe"] {
 		t.FP8Recipe = step.FP8Recipe(strings.ToLower(*opt.fp8Recipe))
 	}
+	if set["param-gather"] {
+		t.ParamGather = step.ParamGather(strings.ToLower(*opt.paramGather))
+	}
 	if set["zero3-backward-prefetch"] {
 		t.BackwardPrefetch = step.BackwardPrefetch(strings.ToLower(*opt.prefetch))
 	}
@@ -548,7 +553,7 @@ var estimateFlags = map[string]string{"layout.tp": "--tp", "layout.pp": "--pp", 
 	"layout.rank_order": "--rank-order", "layout.layer_split": "--layer-split", "layout.offload": "--offload",
 	"layout.offload_activations": "--offload-activations", "layout.fp8_params": "--fp8-params",
 	"training.seq_len": "--seq", "training.global_batch": "--gbs", "training.global_tokens": "--global-tokens", "training.precision": "--precision",
-	"training.framework": "--framework", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params", "training.moe_imbalance": "--moe-imbalance",
+	"training.framework": "--framework", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.param_gather": "--param-gather", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params", "training.moe_imbalance": "--moe-imbalance",
 	"training.moe_capacity_factor": "--moe-capacity",
 	"slow_gpu_speed":               "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link"}
 

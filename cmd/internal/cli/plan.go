@@ -66,6 +66,7 @@ type planArgs struct {
 	unfused          *bool
 	flash2           *bool
 	prefetch         *string
+	paramGather      *string
 	dpAfter          *bool
 	fp8Params        *bool
 	fp8Recipe        *string
@@ -140,6 +141,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
 	opt.unfused = fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
 	opt.flash2 = fs.Bool("flash-attention-2", false, "flash-attn 2 instead of the framework's Hopper-native fused attention (Transformer Engine with NVTE_FUSED_ATTN=0)")
+	opt.paramGather = enumFlag(fs, "param-gather", "", "when ZeRO-1/2 all-gathers the updated parameters: exposed (after the optimizer, waited for; Megatron-LM's default) or overlapped (bucket by bucket under the next forward: Megatron-Core's --overlap-param-gather, NeMo's recipes); default: the framework's", paramGatherNames)
 	opt.prefetch = enumFlag(fs, "zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)", prefetchNames)
 	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	opt.fp8Params = fs.Bool("fp8-params", false, "with --precision fp8: store the layers' matmul weights in fp8 (1 B) instead of 16 bits, with only fp8 transposes besides; ZeRO-3 gathers and the parameter all-gather send fp8 (Transformer Engine fp8_model_init, NeMo fp8_params)")
@@ -264,7 +266,7 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 func (opt *planArgs) workload(q *planQuery) error {
 	q.req.GPUs, q.req.MinGPUs, q.req.MaxGPUs = *opt.gpus, *opt.minGPUs, *opt.maxGPUs
 	q.req.Training = step.Training{SeqLen: *opt.seq, GlobalBatch: *opt.gbs, Precision: step.Precision(strings.ToLower(*opt.precision)),
-		UnfusedAttention: *opt.unfused, FlashAttention2: *opt.flash2, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)),
+		UnfusedAttention: *opt.unfused, FlashAttention2: *opt.flash2, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)), ParamGather: step.ParamGather(strings.ToLower(*opt.paramGather)),
 		Framework: *opt.fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*opt.fp8Recipe)), FP8Params: *opt.fp8Params, DPReduceAfterBackward: *opt.dpAfter,
 		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap, FP8Activations: *opt.fp8Acts, NoDropout: *opt.noDropout,
 		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, CUDAGraphs: *opt.cudaGraphs,
@@ -468,7 +470,7 @@ var pbObjectives = map[planner.Objective]pb.Objective{planner.FastestStep: pb.Ob
 // planFlags names the flag of each request field of plan.
 var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "max_gpus": "--max-gpus", "objective": "--objective",
 	"price_per_gpu_hour": "--price", "token_budget": "--tokens", "top_k": "--top", "training.seq_len": "--seq", "training.global_batch": "--gbs",
-	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params",
+	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.param_gather": "--param-gather", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params",
 	"training.moe_imbalance": "--moe-imbalance", "training.moe_capacity_factor": "--moe-capacity", "training.framework": "--framework",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
 	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "training.dp_bucket_params": "--dp-bucket-params",

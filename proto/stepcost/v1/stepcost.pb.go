@@ -2185,8 +2185,15 @@ type Training struct {
 	// attention): Transformer Engine with NVTE_FUSED_ATTN=0 runs flash-attn 2.
 	// Unset: the framework's kernel. Refused with unfused_attention.
 	FlashAttention_2 bool `protobuf:"varint,22,opt,name=flash_attention_2,json=flashAttention2,proto3" json:"flash_attention_2,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// When ZeRO-1/2's updated parameters are all-gathered: "exposed" (after the
+	// optimizer step, waited for: Megatron-LM's default) or "overlapped" (bucket
+	// by bucket under the next step's first forward, each bucket's gather issued
+	// by the forward pre-hook of the bucket before it, per model chunk:
+	// Megatron-Core's overlap_param_gather, which NeMo's recipes set). Unset: the
+	// framework's (the nemo profiles overlap).
+	ParamGather   string `protobuf:"bytes,23,opt,name=param_gather,json=paramGather,proto3" json:"param_gather,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -2371,6 +2378,13 @@ func (x *Training) GetFlashAttention_2() bool {
 		return x.FlashAttention_2
 	}
 	return false
+}
+
+func (x *Training) GetParamGather() string {
+	if x != nil {
+		return x.ParamGather
+	}
+	return ""
 }
 
 // Layout is one way to parallelise and place the job.
@@ -6904,7 +6918,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xbf\a\n" +
+	"stateBytes\"\xe2\a\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -6932,7 +6946,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\vcuda_graphs\x18\x14 \x01(\bR\n" +
 	"cudaGraphs\x12(\n" +
 	"\x10dp_bucket_params\x18\x15 \x01(\x03R\x0edpBucketParams\x12*\n" +
-	"\x11flash_attention_2\x18\x16 \x01(\bR\x0fflashAttention2\"\xb4\x06\n" +
+	"\x11flash_attention_2\x18\x16 \x01(\bR\x0fflashAttention2\x12!\n" +
+	"\fparam_gather\x18\x17 \x01(\tR\vparamGather\"\xb4\x06\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +

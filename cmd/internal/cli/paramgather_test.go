@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// --param-gather reaches the estimator from estimate and plan: Llama 3 8B on four
+// H100 nodes with ZeRO-1 gathers its 16 GB of updated weights after the optimizer
+// (megatron-core's default) or, overlapped, in 40 M-parameter buckets under the
+// next forward, where only the first bucket's gather is waited for. The nemo
+// profile overlaps by default.
+func TestParamGatherFlag(t *testing.T) {
+	args := []string{"estimate", "--model", "llama3-8b", "--cluster", "hgx-h100", "--gpus", "32", "--zero", "1",
+		"--mbs", "1", "--gbs", "32", "--seq", "4096", "--json"}
+	estimate := func(extra ...string) *pb.StepEstimate {
+		t.Helper()
+		code, out, errOut := run(append(args, extra...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, errOut)
+		}
+		return decodeEstimate(t, out)
+	}
+	def, exp, ov := estimate(), estimate("--param-gather", "exposed"), estimate("--param-gather", "overlapped")
+	if got := ov.GetTraining().GetParamGather(); got != "overlapped" || def.GetTraining().GetParamGather() != "" {
+		t.Errorf("param_gather in the answers: %q overlapped, %q by default", got, def.GetTraining().GetParamGather())
+	}
+	if def.GetStepTimeS() != exp.GetStepTimeS() {
+		t.Errorf("megatron-core's default %v s, exposed %v s: want equal", def.GetStepTimeS(), exp.GetStepTimeS())
+	}
+	if !(ov.GetBreakdown().GetExposedCommS().GetDp() < exp.GetBreakdown().GetExposedCommS().GetDp()) {
+		t.Errorf("overlapped: exposed dp %v s, not below exposed's %v s", ov.GetBreakdown().GetExposedCommS().GetDp(), exp.GetBreakdown().GetExposedCommS().GetDp())
+	}
+	nemo := estimate("--framework", "nemo")
+	if nemo.GetTraining().GetParamGather() != "overlapped" {
+		t.Errorf("nemo's default: param_gather %q, want overlapped", nemo.GetTraining().GetParamGather())
+	}
+	if code, _, errOut := run(append(args, "--param-gather", "sometimes")...); code == 0 || !strings.Contains(errOut, "--param-gather") {
+		t.Errorf("estimate --param-gather sometimes: exit %d, %q: want refused naming the flag", code, errOut)
+	}
+
+	plan := []string{"plan", "--model", "llama3-8b", "--cluster", "hgx-h100", "--gpus", "16", "--gbs", "16", "--seq", "4096",
+		"--top", "1", "--json", "--param-gather", "overlapped"}
+	code, out, errOut := run(plan...)
+	var resp pb.EstimatePlanResponse
+	if err := protojson.Unmarshal([]byte(out), &resp); code != 0 || err != nil || len(resp.GetPlans()) == 0 {
+		t.Fatalf("plan --param-gather: exit %d, %v: %.300s %s", code, err, out, errOut)
+	}
+	if got := resp.GetPlans()[0].GetEstimate().GetTraining().GetParamGather(); got != "overlapped" {
+		t.Errorf("plan --param-gather overlapped: the best plan's training has %q", got)
+	}
+}
