@@ -86,7 +86,12 @@ type Profile struct {
 	// (nemo/collections/llm/recipes/*: DistributedDataParallelConfig(
 	// overlap_grad_reduce=True, overlap_param_gather=True, ...)) and NeMo 1's
 	// distributed optimizer configs (optim overlap_param_sync true, the DGX Cloud
-	// benchmarking yamls of NeMo 24.05–24.09).
+	// benchmarking yamls of NeMo 24.05–24.09). No profile turns it on yet: the one
+	// run whose logs isolate the gather (MLPerf Training v6.0 gpt-oss-20b on H100,
+	// overlap_param_gather on in its conf/gpt_oss.yaml) pays it in full — the step
+	// after each evaluation, which finds its parameters already gathered, is 56–67 ms
+	// shorter, the gather priced exposed 52–54 ms — where the overlapped timeline
+	// hides most of it (docs/step-model.md, "ZeRO-1's parameter all-gather").
 	OverlapParamGather bool
 	// HopperFusedAttention: on Hopper the framework's attention runs a Hopper-native
 	// fused kernel (Transformer Engine's cuDNN fused attention, of FlashAttention-3's
@@ -416,7 +421,6 @@ var profiles = []Profile{
 		FP8Params:            true,
 		ActivationOffload:    true,
 		MegatronDDPBuckets:   true,
-		OverlapParamGather:   true,
 		// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
 		// without_interleaving and _with_interleaving (megatron/core/
 		// pipeline_parallel/schedules.py, get_forward_backward_func); no
@@ -438,7 +442,6 @@ var profiles = []Profile{
 		NormEmitsFP8:         true,
 		FP8Params:            true,
 		MegatronDDPBuckets:   true, // Megatron-Core's fine-grained activation offloading is of 2026
-		OverlapParamGather:   true,
 		Runs:                 mcore012,
 	},
 	{
@@ -451,7 +454,6 @@ var profiles = []Profile{
 		NormEmitsFP8:         true,
 		FP8Params:            true,
 		MegatronDDPBuckets:   true,
-		OverlapParamGather:   true,
 		Runs: func() Runs {
 			r := mcore012
 			r.ExpertTPIsTP = true
@@ -484,7 +486,6 @@ var profiles = []Profile{
 		GradReduceBytes:       4,
 		BlackwellFusedHeadDim: 128,
 		MegatronDDPBuckets:    true,
-		OverlapParamGather:    true,
 		FP8Params:             true, // Megatron-Core's fine-grained activation offloading is of 2026
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer
