@@ -36,8 +36,8 @@ func TestParamGatherFlag(t *testing.T) {
 		t.Errorf("overlapped: exposed dp %v s, not below exposed's %v s", ov.GetBreakdown().GetExposedCommS().GetDp(), exp.GetBreakdown().GetExposedCommS().GetDp())
 	}
 	nemo := estimate("--framework", "nemo")
-	if nemo.GetTraining().GetParamGather() != "overlapped" {
-		t.Errorf("nemo's default: param_gather %q, want overlapped", nemo.GetTraining().GetParamGather())
+	if got := nemo.GetTraining().GetParamGather(); got != "" {
+		t.Errorf("nemo's default: param_gather %q, want empty (no profile overlaps it by default)", got)
 	}
 	if code, _, errOut := run(append(args, "--param-gather", "sometimes")...); code == 0 || !strings.Contains(errOut, "--param-gather") {
 		t.Errorf("estimate --param-gather sometimes: exit %d, %q: want refused naming the flag", code, errOut)
