@@ -441,8 +441,9 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
-		MegatronDDPBuckets:   true, // Megatron-Core's fine-grained activation offloading is of 2026
-		Runs:                 mcore012,
+		MegatronDDPBuckets:   true,
+		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
+		Runs: mcore012,
 	},
 	{
 		Name:    "nemo-24.12",
@@ -486,7 +487,8 @@ var profiles = []Profile{
 		GradReduceBytes:       4,
 		BlackwellFusedHeadDim: 128,
 		MegatronDDPBuckets:    true,
-		FP8Params:             true, // Megatron-Core's fine-grained activation offloading is of 2026
+		FP8Params:             true,
+		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer
 		// (ZeRO-1) in its recipes, TP overlap (Transformer Engine userbuffers),
