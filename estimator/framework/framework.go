@@ -767,4 +767,7 @@ var torchtitanRuns = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "z
 			"9dec370; \"always\" regathers the weights per micro-batch but still keeps the gradients whole, which no ZeRO " +
 			"stage here prices. ZeRO 0: no data parallelism beside the pipeline (apply_ddp raises \"DDP has not supported " +
 			"> 1D parallelism\")"},
-}}
+	{Limit: "DDPAlone", Repo: "pytorch/torchtitan", File: "torchtitan/models/llama3/infra/parallelize.py (deepseek_v3 the same)",
+		Commit: "6fc499f (v0.1.0 6a3a9da95 the same)", Note: "replication without sharding is apply_ddp, reached only when FSDP is " +
+			"off, and it raises \"DDP has not supported > 1D parallelism\" when the world mesh has more than one dimension"},
+}, DDPAlone: true}
