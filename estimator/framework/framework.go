@@ -598,7 +598,9 @@ var profiles = []Profile{
 		TorchRingAttention:        true,
 		// FSDP2 shards the weights, gradients and optimizer states together
 		// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or
-		// replicates them (DDP): no optimizer-only sharding (ZeRO-1). Its pipelines
+		// replicates them (DDP): no optimizer-only sharding (ZeRO-1) without a
+		// pipeline; under one, the weights stay gathered and the gradients whole
+		// until the last micro-batch (ZeRO-1; torchtitanRuns' sources). Its pipelines
 		// are torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B and (from
 		// PyTorch 2.7) ZBVZeroBubble (torchtitan docs, parallelisms).
 		Runs: torchtitanRuns,
@@ -751,10 +753,23 @@ func All() []Profile {
 
 // torchtitanRuns is what torchtitan runs since v0.1.0 (the torchtitan and
 // torchtitan-0.1 profiles).
-var torchtitanRuns = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}, Sources: []Source{
+var torchtitanRuns = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}, ZeROWithPipeline: []int{0, 1}, Sources: []Source{
 	{Limit: "Schedules: gpipe, 1f1b, interleaved, zb-v", Repo: "pytorch/torchtitan", File: "torchtitan/distributed/pipeline_parallel.py",
 		Commit: "6fc499f", Note: "get_schedule_class of torch.distributed.pipelining, ScheduleZBVZeroBubble among them"},
 	{Limit: "ZeRO: 0, 2, 3", Repo: "pytorch/torchtitan", File: "torchtitan/config/job_config.py", Commit: "6fc499f",
 		Note: "data parallelism is DDP replication or FSDP2's fully_shard (fsdp_reshard_after_forward: always, never or " +
 			"default); no optimizer-only sharding"},
-}}
+	{Limit: "ZeROWithPipeline: 0, 1", Repo: "pytorch/torchtitan, pytorch/pytorch",
+		File: "torchtitan/models/llama3/infra/parallelize.py (apply_fsdp; deepseek_v3 and llama4 the same); " +
+			"torch/distributed/pipelining/stage.py", Commit: "6fc499f (v0.1.0 6a3a9da95 the same); torch stage.py 0138610",
+		Note: "fsdp_reshard_after_forward \"default\" is reshard_after_forward = not pp_enabled (\"never\" the same), and the " +
+			"pipeline stage's backward_maybe_with_nosync sets reshard_after_backward and requires_gradient_sync False on " +
+			"every micro-batch, its _post_backward reduce-scatters and reshards once after the last: the 16-bit weights " +
+			"gathered once and the gradients kept whole, the fp32 weights and optimizer states sharded (ZeRO-1), as at " +
+			"9dec370; \"always\" regathers the weights per micro-batch but still keeps the gradients whole, which no ZeRO " +
+			"stage here prices. ZeRO 0: no data parallelism beside the pipeline (apply_ddp raises \"DDP has not supported " +
+			"> 1D parallelism\")"},
+	{Limit: "DDPAlone", Repo: "pytorch/torchtitan", File: "torchtitan/models/llama3/infra/parallelize.py (deepseek_v3 the same)",
+		Commit: "6fc499f (v0.1.0 6a3a9da95 the same)", Note: "replication without sharding is apply_ddp, reached only when FSDP is " +
+			"off, and it raises \"DDP has not supported > 1D parallelism\" when the world mesh has more than one dimension"},
+}, DDPAlone: true}

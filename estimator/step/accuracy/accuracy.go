@@ -65,6 +65,10 @@ type Run struct {
 	RankingSet  *string    `json:"ranking_set"`
 	Outcome     string     `json:"outcome"`
 	Notes       string     `json:"notes"`
+	// FlashAttention2: the source's scripts turn the framework's Hopper-native
+	// fused attention off (Transformer Engine's NVTE_FUSED_ATTN=0), so flash-attn 2
+	// runs; null: not stated (the framework's kernel).
+	FlashAttention2 *bool `json:"flash_attention_2"`
 	// Publication names the source of a run of published_runs_moe.jsonl (MoECases);
 	// empty for published_runs.jsonl, whose source is the prefix of the id.
 	Publication string `json:"-"`
@@ -306,6 +310,7 @@ func toCase(r Run) Case {
 		fill("micro-batch size not stated: the fastest valid one")
 	}
 	t := step.Training{SeqLen: seq, GlobalBatch: r.GlobalBatch, Precision: step.BF16, Framework: fw}
+	t.FlashAttention2 = r.FlashAttention2 != nil && *r.FlashAttention2
 	if p := strings.ToLower(r.Precision); strings.Contains(p, "float8") || strings.HasPrefix(p, "fp8") {
 		t.Precision = step.FP8
 		t.FP8Params = r.FP8Params != nil && *r.FP8Params
