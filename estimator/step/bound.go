@@ -131,9 +131,10 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if err != nil {
 			return Bounds{}, false
 		}
-		ub, rsFP8 := tpUserbuffers(t.Framework)
+		fw, fwErr := c.profile(t.Framework)
+		ub, rsFP8 := tpUserbuffersOf(fw, fwErr)
 		in := tpOverlapIn{ag: agUs * 1e-6, rs: (us - agUs) * 1e-6, ag8: agUs * 1e-6, rs8: (us - agUs) * 1e-6, sms: r.sms,
-			userbuffers: ub, smShare: commSMs(t.Framework) / math.Max(1, r.sms),
+			userbuffers: ub, smShare: commSMsOf(fw, fwErr) / math.Max(1, r.sms),
 			agFwdUnfused: fp8AllGatherUnfused(ub, r.fp8, t.FP8Recipe)}
 		if ub && r.fp8 {
 			// fp8 buffers: half the bytes (the collectives of half the tokens).

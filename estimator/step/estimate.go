@@ -868,14 +868,27 @@ func (p *pricing) moeRepeats() float64 {
 // unknown name is the default framework's.
 func tpUserbuffers(name string) (userbuffers, pipelinedRSFP8 bool) {
 	fw, err := framework.Lookup(name)
+	return tpUserbuffersOf(&fw, err)
+}
+
+// tpUserbuffersOf is tpUserbuffers of the profile fw looked up (err its lookup's
+// error: the default framework's then).
+func tpUserbuffersOf(fw *framework.Profile, err error) (userbuffers, pipelinedRSFP8 bool) {
 	if err != nil {
-		fw, _ = framework.Lookup("")
+		d, _ := framework.Lookup("")
+		fw = &d
 	}
 	return fw.TPUserbuffers, fw.TPUserbuffers && fw.TPPipelinedRSFP8
 }
 
 func commSMs(name string) float64 {
-	if fw, err := framework.Lookup(name); err == nil && fw.CommSMs > 0 {
+	fw, err := framework.Lookup(name)
+	return commSMsOf(&fw, err)
+}
+
+// commSMsOf is commSMs of the profile fw looked up (err its lookup's error).
+func commSMsOf(fw *framework.Profile, err error) float64 {
+	if err == nil && fw.CommSMs > 0 {
 		return fw.CommSMs
 	}
 	return 16
