@@ -628,6 +628,7 @@ func better(a, b *evaluated) bool {
 type evaluation struct {
 	e       *step.Estimator
 	req     *Request
+	basis   *step.MemoryBasis // of the request's model and training, for the memory checks
 	workers int
 	stats   *Stats
 	tol     float64 // the placement tolerance
@@ -656,7 +657,8 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 	}
 	// Chunks grow from 8 layouts to 256: the first plans priced are the best placed
 	// to set the later ones aside.
-	return &evaluation{e: e, req: req, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
+	basis := step.NewMemoryBasis(step.Request{Model: req.Model, Training: req.Training})
+	return &evaluation{e: e, req: req, basis: basis, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
 		arrays: buf.arrays[:0], out: buf.evaluated[:0], fronts: fronts{}, kth: math.Inf(1)}
 }
 
@@ -848,15 +850,15 @@ func (s *evaluation) memory(c *candidate) memoryResult {
 	req := s.req
 	r := step.Request{Model: req.Model, Training: req.Training, Cluster: c.alts[0].cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks}
 	if verifyMemoryChecks != nil {
-		verifyMemoryChecks(s.e, r)
+		verifyMemoryChecks(s.e, r, s.basis)
 	}
-	mem := s.e.MemoryOfValid(r)
+	mem := s.e.MemoryOfValidWith(r, s.basis)
 	return memoryResult{headroom: mem.Headroom, fits: mem.Fits}
 }
 
 // verifyMemoryChecks, set by a test, sees every layout whose memory the search
-// checks.
-var verifyMemoryChecks func(*step.Estimator, step.Request)
+// checks, and the search's memory basis.
+var verifyMemoryChecks func(*step.Estimator, step.Request, *step.MemoryBasis)
 
 // setAside is a layout, of memory mem, set aside before it is priced — it does not
 // fit, or a plan in hand beats it (the reason is then set) — or else the layout
