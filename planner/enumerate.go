@@ -167,13 +167,14 @@ type shapeInfo struct {
 
 // expose adds to the shape's bounds the communication that step.Exposure bounds
 // (the lowest over its placements): priced only for the shapes a search comes to,
-// it only raises them. p is the shape's part.
-func (s *shape) expose(e *step.Estimator, req *Request, p *part) {
+// it only raises them. p is the shape's part; memos are the exposing worker's, one
+// for each of the part's placements (step.ExposureMemo).
+func (s *shape) expose(e *step.Estimator, req *Request, p *part, memos []step.ExposureMemo) {
 	s.exposed = true
 	base := s.baseLayout(p)
 	var low step.Exposure
 	for i, al := range p.alts {
-		x := e.ExposedBounds(step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: base, Ranks: al.ranks}, s.bounds)
+		x := e.ExposedBoundsMemo(step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: base, Ranks: al.ranks}, s.bounds, &memos[i])
 		if i == 0 {
 			low = x
 		}

@@ -11,21 +11,22 @@ import (
 )
 
 // TestMemoryChecksOfValidLayouts: the search checks its layouts' memory without
-// validating them again (step.Estimator.MemoryOfValid). Over the pinned searches
+// validating them again, the model's and training's part computed once
+// (step.Estimator.MemoryOfValidWith). Over the pinned searches
 // and searches with host offload of the optimizer, uneven pipelines, activation
 // offload only and a slow GPU, every layout checked passes step's validation, and
 // its memory is Memory's to the bit.
 func TestMemoryChecksOfValidLayouts(t *testing.T) {
 	var mu sync.Mutex
 	var checked, failed atomic.Int64
-	planner.SetVerifyMemoryChecks(func(e *step.Estimator, r step.Request) {
+	planner.SetVerifyMemoryChecks(func(e *step.Estimator, r step.Request, b *step.MemoryBasis) {
 		checked.Add(1)
 		want, err := e.Memory(r)
-		got := e.MemoryOfValid(r)
-		if err != nil || got != want {
+		got, with := e.MemoryOfValid(r), e.MemoryOfValidWith(r, b)
+		if err != nil || got != want || with != want {
 			if failed.Add(1) <= 5 {
 				mu.Lock()
-				t.Errorf("layout %+v: Memory %+v, %v; MemoryOfValid %+v", r.Layout, want, err, got)
+				t.Errorf("layout %+v: Memory %+v, %v; MemoryOfValid %+v; with the search's basis %+v", r.Layout, want, err, got, with)
 				mu.Unlock()
 			}
 		}

@@ -115,9 +115,14 @@ type queue struct {
 	// exposingFirst is the first in line of those being exposed, as it was: the
 	// workers raise the keys in exposing.
 	exposingFirst shapeKey
-	exposed       sync.WaitGroup
-	done          atomic.Bool // the batch being exposed is
-	batch         int         // shapes in the next batch
+	// memos are each exposing worker's memos of the grids it exposed shapes on:
+	// memos[w][part] holds a part's grids (its shapes' pipeline depths: TP, CP
+	// and GPUs are the part's, so DP follows), each with a memo for each of the
+	// part's placements (alternatives).
+	memos   [][]gridMemo
+	exposed sync.WaitGroup
+	done    atomic.Bool // the batch being exposed is
+	batch   int         // shapes in the next batch
 	// beyond is a bound no layout the search takes reaches, as far as it knows
 	// (the K-th plan's score): a batch takes no shape beyond it but the first.
 	beyond float64
@@ -157,7 +162,29 @@ func newQueue(e *step.Estimator, workers int, req *Request, sp *space, en *enume
 	q := &queue{e: e, workers: max(1, workers), req: req, sp: sp, parts: en.parts, shapes: en.shapes, unexposed: unexposed,
 		order: buf.order[:0], items: buf.items[:0], heap: buf.heap[:0], batch: maxExposeBatch / 2, beyond: math.Inf(1)}
 	q.unexposed.init()
+	q.memos = make([][]gridMemo, q.workers*len(en.parts))
 	return q
+}
+
+// gridMemo is a worker's memos of one grid of a part (queue.memos): one for each
+// of the part's placements.
+type gridMemo struct {
+	pp    int32
+	memos []step.ExposureMemo
+}
+
+// memosFor are worker w's memos of shape s's grid, one for each placement of its
+// part p.
+func (q *queue) memosFor(w int, s *shape, p *part) []step.ExposureMemo {
+	grids := &q.memos[w*len(q.parts)+int(p.idx)]
+	for i := range *grids {
+		if (*grids)[i].pp == s.pp {
+			return (*grids)[i].memos
+		}
+	}
+	m := make([]step.ExposureMemo, len(p.alts))
+	*grids = append(*grids, gridMemo{pp: s.pp, memos: m})
+	return m
 }
 
 type shapeKey struct {
@@ -298,7 +325,7 @@ func (q *queue) expose() {
 		k := q.unexposed.pop()
 		s := q.shapes[k.idx]
 		p := &q.parts[s.part]
-		s.expose(q.e, q.req, p)
+		s.expose(q.e, q.req, p, q.memosFor(0, s, p))
 		k.best = max(k.best, s.bestBound(q.req, p))
 		q.order.push(k)
 		return
@@ -344,10 +371,10 @@ func (q *queue) nextBatch() []shapeKey {
 // exposeAll adds their exposure to the shapes of a batch, over the workers, and
 // raises their keys to their new best bounds.
 func (q *queue) exposeAll(batch []shapeKey) {
-	parallel(context.Background(), q.workers, len(batch), func(_, i int) {
+	parallel(context.Background(), q.workers, len(batch), func(w, i int) {
 		s := q.shapes[batch[i].idx]
 		p := &q.parts[s.part]
-		s.expose(q.e, q.req, p)
+		s.expose(q.e, q.req, p, q.memosFor(w, s, p))
 		batch[i].best = max(batch[i].best, s.bestBound(q.req, p))
 	})
 }
@@ -601,6 +628,7 @@ func better(a, b *evaluated) bool {
 type evaluation struct {
 	e       *step.Estimator
 	req     *Request
+	basis   *step.MemoryBasis // of the request's model and training, for the memory checks
 	workers int
 	stats   *Stats
 	tol     float64 // the placement tolerance
@@ -629,7 +657,8 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 	}
 	// Chunks grow from 8 layouts to 256: the first plans priced are the best placed
 	// to set the later ones aside.
-	return &evaluation{e: e, req: req, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
+	basis := step.NewMemoryBasis(step.Request{Model: req.Model, Training: req.Training})
+	return &evaluation{e: e, req: req, basis: basis, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
 		arrays: buf.arrays[:0], out: buf.evaluated[:0], fronts: fronts{}, kth: math.Inf(1)}
 }
 
@@ -821,15 +850,15 @@ func (s *evaluation) memory(c *candidate) memoryResult {
 	req := s.req
 	r := step.Request{Model: req.Model, Training: req.Training, Cluster: c.alts[0].cluster, Layout: c.layoutWith(req), Ranks: c.alts[0].ranks}
 	if verifyMemoryChecks != nil {
-		verifyMemoryChecks(s.e, r)
+		verifyMemoryChecks(s.e, r, s.basis)
 	}
-	mem := s.e.MemoryOfValid(r)
+	mem := s.e.MemoryOfValidWith(r, s.basis)
 	return memoryResult{headroom: mem.Headroom, fits: mem.Fits}
 }
 
 // verifyMemoryChecks, set by a test, sees every layout whose memory the search
-// checks.
-var verifyMemoryChecks func(*step.Estimator, step.Request)
+// checks, and the search's memory basis.
+var verifyMemoryChecks func(*step.Estimator, step.Request, *step.MemoryBasis)
 
 // setAside is a layout, of memory mem, set aside before it is priced — it does not
 // fit, or a plan in hand beats it (the reason is then set) — or else the layout

@@ -131,9 +131,10 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if err != nil {
 			return Bounds{}, false
 		}
-		ub, rsFP8 := tpUserbuffers(t.Framework)
+		fw, fwErr := c.profile(t.Framework)
+		ub, rsFP8 := tpUserbuffersOf(fw, fwErr)
 		in := tpOverlapIn{ag: agUs * 1e-6, rs: (us - agUs) * 1e-6, ag8: agUs * 1e-6, rs8: (us - agUs) * 1e-6, sms: r.sms,
-			userbuffers: ub, smShare: commSMs(t.Framework) / math.Max(1, r.sms),
+			userbuffers: ub, smShare: commSMsOf(fw, fwErr) / math.Max(1, r.sms),
 			agFwdUnfused: fp8AllGatherUnfused(ub, r.fp8, t.FP8Recipe)}
 		if ub && r.fp8 {
 			// fp8 buffers: half the bytes (the collectives of half the tokens).
@@ -494,6 +495,69 @@ type exposureInputs struct {
 // its groups on its rank map. What cannot be priced counts 0: the bounds stay
 // bounds.
 func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
+	return e.ExposedBoundsMemo(req, b, nil)
+}
+
+// ExposureMemo keeps the groups and prices of the last grid ExposedBoundsMemo
+// priced on (the cluster, rank map and grid of a layout), for the next request on
+// the same grid: a search exposes its shapes in bound order, and shapes that differ
+// only in what moves no group (recomputation, micro-batch count, the compute the
+// bytes overlap) ask the same collectives of the same groups. What it keeps is what
+// placement and collCost (or cutBound) return for the same arguments, so an answer
+// with the memo is the answer without it. One memo serves one goroutine at a time.
+type ExposureMemo struct {
+	cl     *topology.Cluster
+	rm     *RankMap
+	g      grid
+	placed [NumComms]*collective.Placement
+	// prices are the collectives priced on the grid, the oldest overwritten.
+	prices [exposurePrices]exposurePrice
+	n      int // prices filled
+	next   int // the entry overwritten next
+}
+
+// exposurePrices is how many collectives an ExposureMemo keeps: ExposedBounds
+// prices at most six on a grid (the ring's two, a send, the parameter gather,
+// ZeRO-3's two), so ten keep one request's and most of the one's before.
+const exposurePrices = 10
+
+type exposurePrice struct {
+	c     Comm
+	op    collective.Op
+	bytes uint64 // math.Float64bits
+	t     float64
+	ok    bool
+}
+
+// on makes m the memo of grid g on cl and rm, emptied if it held another's.
+func (m *ExposureMemo) on(cl *topology.Cluster, rm *RankMap, g grid) {
+	if m.cl == cl && m.rm == rm && m.g == g {
+		return
+	}
+	*m = ExposureMemo{cl: cl, rm: rm, g: g}
+}
+
+func (m *ExposureMemo) lookup(c Comm, op collective.Op, bytes uint64) (exposurePrice, bool) {
+	for _, p := range m.prices[:m.n] {
+		if p.c == c && p.op == op && p.bytes == bytes {
+			return p, true
+		}
+	}
+	return exposurePrice{}, false
+}
+
+func (m *ExposureMemo) keep(p exposurePrice) {
+	m.prices[m.next] = p
+	m.next = (m.next + 1) % exposurePrices
+	m.n = max(m.n, m.next)
+	if m.next == 0 {
+		m.n = exposurePrices
+	}
+}
+
+// ExposedBoundsMemo is ExposedBounds with the groups and prices of the grid it
+// priced last kept in m (nil: none kept).
+func (e *Estimator) ExposedBoundsMemo(req Request, b Bounds, m *ExposureMemo) Exposure {
 	l, x := req.Layout, &b.exposure
 	var out Exposure
 	g, err := newGrid(l)
@@ -501,21 +565,18 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 		return out
 	}
 	// The ring's and ZeRO-3's groups are priced twice: each placed once.
-	var placed [NumComms]*collective.Placement
+	if m == nil {
+		m = &ExposureMemo{}
+	}
+	m.on(req.Cluster, req.Ranks, g)
 	price := func(c Comm, op collective.Op, bytes float64) (float64, bool) {
-		if req.Ranks == nil && g.n > exactExposureGPUs {
-			return e.cutBound(req.Cluster, g, c, op, bytes), true
+		bits := math.Float64bits(bytes)
+		if p, ok := m.lookup(c, op, bits); ok {
+			return p.t, p.ok
 		}
-		p := placed[c]
-		if p == nil {
-			var err error
-			if p, err = e.placement(req.Cluster, req.Ranks, g, c); err != nil {
-				return 0, false
-			}
-			placed[c] = p
-		}
-		est, err := e.collCost(p, op, bytes)
-		return est.TimeUs * 1e-6, err == nil
+		t, ok := e.exposedPrice(req, g, m, c, op, bytes)
+		m.keep(exposurePrice{c: c, op: op, bytes: bits, t: t, ok: ok})
+		return t, ok
 	}
 	switch {
 	case x.ulysses > 0:
@@ -551,6 +612,25 @@ func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
 		}
 	}
 	return out
+}
+
+// exposedPrice is ExposedBounds' price of collective op of bytes over the groups of
+// communication c on grid g, in seconds, and whether it could be priced; the
+// groups placed are kept in m.
+func (e *Estimator) exposedPrice(req Request, g grid, m *ExposureMemo, c Comm, op collective.Op, bytes float64) (float64, bool) {
+	if req.Ranks == nil && g.n > exactExposureGPUs {
+		return e.cutBound(req.Cluster, g, c, op, bytes), true
+	}
+	p := m.placed[c]
+	if p == nil {
+		var err error
+		if p, err = e.placement(req.Cluster, req.Ranks, g, c); err != nil {
+			return 0, false
+		}
+		m.placed[c] = p
+	}
+	est, err := e.collCost(p, op, bytes)
+	return est.TimeUs * 1e-6, err == nil
 }
 
 // exactExposureGPUs is the largest job (in GPUs) whose exposure bounds are priced

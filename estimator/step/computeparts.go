@@ -279,9 +279,12 @@ type BoundsCache struct {
 	}
 	// The last stage's exposure bytes (stageBytes).
 	stage stageBytesMemo
-	// The framework of torchRingOK, and whether it runs PyTorch's ring attention.
-	ringFw               string
-	torchRingOK, ringIsT bool
+	// The profile of framework fwName as framework.Lookup returned it, looked up
+	// once for the requests of one framework (profile).
+	fwName string
+	fwOK   bool
+	fw     framework.Profile
+	fwErr  error
 }
 
 // stageBytesMemo is the last result of stageBytes with what it depends on.
@@ -333,15 +336,22 @@ func (c *BoundsCache) stageBytes(req *Request, p model.Params, stageLayers int, 
 // (framework.Profile.TorchRingAttention), remembered in c (which may be nil) for
 // the last framework asked.
 func (c *BoundsCache) torchRing(fw string) bool {
-	if c != nil && c.torchRingOK && c.ringFw == fw {
-		return c.ringIsT
+	p, err := c.profile(fw)
+	return err == nil && p.TorchRingAttention
+}
+
+// profile is framework.Lookup(name), kept for the next request of the same
+// framework (c nil: looked up every time). The profile is c's: read only.
+func (c *BoundsCache) profile(name string) (*framework.Profile, error) {
+	if c == nil {
+		p, err := framework.Lookup(name)
+		return &p, err
 	}
-	p, err := framework.Lookup(fw)
-	is := err == nil && p.TorchRingAttention
-	if c != nil {
-		c.ringFw, c.ringIsT, c.torchRingOK = fw, is, true
+	if !c.fwOK || c.fwName != name {
+		c.fw, c.fwErr = framework.Lookup(name)
+		c.fwName, c.fwOK = name, true
 	}
-	return is
+	return &c.fw, c.fwErr
 }
 
 // stagePairs are the dense and MoE layers of each stage of a depth and split

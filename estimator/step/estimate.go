@@ -13,6 +13,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -434,12 +435,50 @@ func (e *Estimator) Memory(req Request) (Memory, error) {
 // priced after must still go through Estimate or Quick, which validate.
 func (e *Estimator) MemoryOfValid(req Request) Memory { return e.memoryOfValid(normalise(req)) }
 
+// MemoryBasis is what MemoryOfValidWith needs of a model and training that are the
+// same for all their layouts: the training normalised and the model's parameter
+// counts (a walk over its layers). It is read only once made, so the goroutines
+// of a search may share it.
+type MemoryBasis struct {
+	training, normalised Training
+	spWithTP             bool
+	params               model.Params
+}
+
+// NewMemoryBasis is the MemoryBasis of req's model and training.
+func NewMemoryBasis(req Request) *MemoryBasis {
+	t := req.Training.Normalise()
+	return &MemoryBasis{training: req.Training, normalised: t, spWithTP: sequenceParallelWithTP(t), params: req.Model.Params()}
+}
+
+// MemoryOfValidWith is MemoryOfValid with the model's and training's part
+// computed once: b is NewMemoryBasis of a request of the same model (the caller
+// vouches for it) and training (checked: another training, or a nil b, gives
+// MemoryOfValid).
+func (e *Estimator) MemoryOfValidWith(req Request, b *MemoryBasis) Memory {
+	if b == nil || b.training != req.Training {
+		return e.MemoryOfValid(req)
+	}
+	req.Training = b.normalised
+	normaliseLayout(&req, b.spWithTP)
+	return e.memoryOfValidWith(req, &b.params)
+}
+
 // memoryOfValid is Memory of a normalised, valid request.
-func (e *Estimator) memoryOfValid(req Request) Memory {
+func (e *Estimator) memoryOfValid(req Request) Memory { return e.memoryOfValidWith(req, nil) }
+
+// memoryOfValidWith is memoryOfValid with the model's parameter counts p (nil:
+// counted here).
+func (e *Estimator) memoryOfValidWith(req Request, p *model.Params) Memory {
 	l := req.Layout
 	stageLayers := stageLayerCount(req.Model.Layers, l)
-	dense, expert := e.stageParams(req, stageLayers)
-	return e.memory(req, stageLayers, dense, expert, req.Training.GlobalBatch/(l.DP*l.MicroBatch))
+	var dense, expert float64
+	if p == nil {
+		dense, expert = e.stageParams(req, stageLayers)
+	} else {
+		dense, expert = stageParamsOf(req, *p, stageLayers)
+	}
+	return e.memoryWith(req, p, stageLayers, dense, expert, req.Training.GlobalBatch/(l.DP*l.MicroBatch))
 }
 
 // estimate runs the step model's phases in order. Each phase reads what the earlier
@@ -868,14 +907,27 @@ func (p *pricing) moeRepeats() float64 {
 // unknown name is the default framework's.
 func tpUserbuffers(name string) (userbuffers, pipelinedRSFP8 bool) {
 	fw, err := framework.Lookup(name)
+	return tpUserbuffersOf(&fw, err)
+}
+
+// tpUserbuffersOf is tpUserbuffers of the profile fw looked up (err its lookup's
+// error: the default framework's then).
+func tpUserbuffersOf(fw *framework.Profile, err error) (userbuffers, pipelinedRSFP8 bool) {
 	if err != nil {
-		fw, _ = framework.Lookup("")
+		d, _ := framework.Lookup("")
+		fw = &d
 	}
 	return fw.TPUserbuffers, fw.TPUserbuffers && fw.TPPipelinedRSFP8
 }
 
 func commSMs(name string) float64 {
-	if fw, err := framework.Lookup(name); err == nil && fw.CommSMs > 0 {
+	fw, err := framework.Lookup(name)
+	return commSMsOf(&fw, err)
+}
+
+// commSMsOf is commSMs of the profile fw looked up (err its lookup's error).
+func commSMsOf(fw *framework.Profile, err error) float64 {
+	if err == nil && fw.CommSMs > 0 {
 		return fw.CommSMs
 	}
 	return 16

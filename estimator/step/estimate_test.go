@@ -264,7 +264,9 @@ func TestLowerBoundsHold(t *testing.T) {
 	for _, name := range []string{"gpt3-175b", "llama3-8b", "mixtral-8x7b"} {
 		for _, training := range []step.Training{{SeqLen: 4096, GlobalBatch: 256}, {SeqLen: 4096, GlobalBatch: 256, Precision: step.FP8, FP8Params: true}} {
 			a := arch(t, name)
-			var cache step.BoundsCache // shared by the model's layouts, as a search shares it
+			var cache step.BoundsCache      // shared by the model's layouts, as a search shares it
+			var memo step.ExposureMemo      // likewise: kept over the layouts of a grid, renewed on the next
+			cl := cluster(t, "dgx-h100", 8) // one cluster: the memo is of a cluster's grids
 			for _, tp := range []int{1, 2, 8} {
 				for _, pp := range []int{1, 2, 4} {
 					for _, cp := range []int{1, 2} {
@@ -274,7 +276,7 @@ func TestLowerBoundsHold(t *testing.T) {
 									for _, variant := range []int{0, 1, 2} { // etp 0, etp 1, etp 0 with activation offload
 										etp, offload := variant%2, variant == 2
 										dp := 64 / (tp * pp * cp)
-										r := step.Request{Model: a, Cluster: cluster(t, "dgx-h100", 8),
+										r := step.Request{Model: a, Cluster: cl,
 											Training: training,
 											Layout: step.Layout{TP: tp, PP: pp, DP: dp, CP: cp, MicroBatch: 1, ZeRO: z, Recompute: rc,
 												Schedule: sched, SP: tp > 1, ETP: etp, OffloadActivations: offload}}
@@ -303,6 +305,9 @@ func TestLowerBoundsHold(t *testing.T) {
 											t.Errorf("%+v: bounds with the layer cache %+v, without %+v", res.Layout, bc, b)
 										}
 										x := e.ExposedBounds(base, b)
+										if xm := e.ExposedBoundsMemo(base, b, &memo); xm != x {
+											t.Errorf("%+v: exposure with the memo %+v, without %+v", res.Layout, xm, x)
+										}
 										b.PerMicroBatch += x.PerMicroBatch
 										b.StepTime += (float64(res.MicroBatches) + float64(pp-1)) * x.PerMicroBatch
 										lb := b.StepTime

@@ -631,12 +631,21 @@ func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) floa
 
 // memory computes the peak per-GPU memory.
 func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, m int) Memory {
+	return e.memoryWith(req, nil, stageLayers, dense, expert, m)
+}
+
+// memoryWith is memory with the model's parameter counts p (nil: counted here).
+func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, dense, expert float64, m int) Memory {
 	if req.Layout.Schedule == DualPipe {
 		return e.dualPipeMemory(req, stageLayers, m)
 	}
 	var md, me float64
 	if req.Training.Precision == FP8 {
-		md, me = matmulParams(req, req.Model.Params(), stageLayers)
+		if p == nil {
+			md, me = matmulParams(req, req.Model.Params(), stageLayers)
+		} else {
+			md, me = matmulParams(req, *p, stageLayers)
+		}
 	}
 	return e.memoryOf(req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
 }
