@@ -187,6 +187,14 @@ func NewWith(k Constants, ck collective.Constants) *Estimator {
 	return e
 }
 
+// Placements is how many communication groups the estimator has placed and keeps
+// (a warm-up's work, which later searches on the cluster reuse).
+func (e *Estimator) Placements() int {
+	e.placesMu.RLock()
+	defer e.placesMu.RUnlock()
+	return len(e.places)
+}
+
 // ShareSchedules makes the estimator compile its pipeline schedules into s, which
 // other estimators may share (a service's estimators of different clusters: the
 // tables depend on no cluster), instead of its own memo; call it before the
