@@ -33,7 +33,8 @@ func TestFrameworkRunsRefused(t *testing.T) {
 		{"nemo-25.04", step.Layout{TP: 1, ZeRO: 3}, "layout.zero"},
 		{"nemo", step.Layout{TP: 1, PP: 4, Schedule: step.DualPipe}, "layout.schedule"},
 		{"torchtitan", step.Layout{TP: 1, ZeRO: 1}, "layout.zero"},
-		{"torchtitan", step.Layout{TP: 1, PP: 4, Schedule: step.ZeroBubbleV}, ""},
+		{"torchtitan", step.Layout{TP: 1, PP: 4, ZeRO: 1, Schedule: step.ZeroBubbleV}, ""},
+		{"torchtitan", step.Layout{TP: 1, PP: 4, Schedule: step.ZeroBubbleV}, "layout.zero"}, // DDP only alone
 		{"composer", step.Layout{TP: 1, PP: 2}, "layout.pp"},
 		{"composer", step.Layout{TP: 1, CP: 2}, "layout.cp"},
 		{"hai-llm", step.Layout{TP: 1, PP: 2, Schedule: step.GPipe}, "layout.schedule"},
