@@ -622,7 +622,7 @@ var profiles = []Profile{
 	{
 		Name:    "torchtitan-2024-04",
 		Aliases: []string{"torchtitan-258f608"},
-		Description: "torchtitan of April 2024: FSDP2 alone or with tensor parallelism, no pipeline (\"PP not implemented yet\"), " +
+		Description: "torchtitan of April 2024: FSDP2 alone or with tensor parallelism, no pipeline (its parallelize_llama refuses one), " +
 			"no context parallelism or async TP, no gradient accumulation",
 		Source:                    "pytorch/torchtitan 258f608 (2024-04-30) train.py, torchtitan/parallelisms (the Runs sources)",
 		BackwardPrefetch:          "pre",
@@ -633,7 +633,7 @@ var profiles = []Profile{
 		Runs: Runs{ZeRO: []int{3}, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true, NoGradAccumulation: true,
 			Sources: []Source{
 				{Limit: "NoPipeline", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
-					Note: "parallelize_llama raises NotImplementedError(\"PP not implemented yet.\")"},
+					Note: "parallelize_llama raises NotImplementedError when the pipeline-parallel degree is above 1"},
 				{Limit: "ZeRO: 3", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
 					Note: "data parallelism is FSDP2's fully_shard, resharding after the forward pass (all blocks but the last)"},
 				{Limit: "NoContextParallel, NoTPOverlap", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/__init__.py (ParallelDims: dp, tp, pp)",
