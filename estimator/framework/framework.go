@@ -78,21 +78,6 @@ type Profile struct {
 	// NCCL ring-reduce implementations are large enough to remain bandwidth-bound").
 	// Otherwise PyTorch DDP's 25 MB (Constants.DPBucketBytes).
 	MegatronDDPBuckets bool
-	// OverlapParamGather: the distributed optimizer's parameter all-gather runs
-	// bucket by bucket under the next step's first forward (Megatron-Core's
-	// DistributedDataParallelConfig.overlap_param_gather), not after the optimizer.
-	// Megatron-LM leaves it off (megatron/training/arguments.py
-	// --overlap-param-gather, store_true); NeMo's recipes turn it on: NeMo 2's
-	// (nemo/collections/llm/recipes/*: DistributedDataParallelConfig(
-	// overlap_grad_reduce=True, overlap_param_gather=True, ...)) and NeMo 1's
-	// distributed optimizer configs (optim overlap_param_sync true, the DGX Cloud
-	// benchmarking yamls of NeMo 24.05–24.09). No profile turns it on yet: the one
-	// run whose logs isolate the gather (MLPerf Training v6.0 gpt-oss-20b on H100,
-	// overlap_param_gather on in its conf/gpt_oss.yaml) pays it in full — the step
-	// after each evaluation, which finds its parameters already gathered, is 56–67 ms
-	// shorter, the gather priced exposed 52–54 ms — where the overlapped timeline
-	// hides most of it (docs/step-model.md, "ZeRO-1's parameter all-gather").
-	OverlapParamGather bool
 	// HopperFusedAttention: on Hopper the framework's attention runs a Hopper-native
 	// fused kernel (Transformer Engine's cuDNN fused attention, of FlashAttention-3's
 	// class) rather than one of FlashAttention-2's generation (flash-attn 2, PyTorch's

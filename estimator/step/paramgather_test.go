@@ -12,8 +12,8 @@ import (
 
 // ZeRO-1's parameter all-gather: after the optimizer and waited for (Megatron-LM's
 // default), or bucket by bucket under the next forward (Megatron-Core's
-// overlap_param_gather, on in NeMo's recipes; no profile's default yet, see
-// framework.Profile.OverlapParamGather).
+// overlap_param_gather, on in NeMo's recipes; no framework's default, see
+// Training.ParamGather).
 func TestParamGatherOverlap(t *testing.T) {
 	e := step.New()
 	at := func(framework string, pg step.ParamGather, bucket float64) step.Result {

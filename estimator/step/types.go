@@ -236,9 +236,15 @@ type Training struct {
 	DPBucketParams float64 `json:"dp_bucket_params,omitempty"`
 	// ParamGather is when ZeRO-1/2's updated parameters are all-gathered: "exposed"
 	// (after the optimizer, waited for) or "overlapped" (bucket by bucket under the
-	// next step's first forward, Megatron-Core's overlap_param_gather). Empty: the
-	// framework's (framework.Profile.OverlapParamGather), left empty when that is
-	// exposed.
+	// next step's first forward, Megatron-Core's overlap_param_gather). Empty:
+	// exposed, in every framework. NeMo's recipes turn the overlap on (NeMo 2's
+	// DistributedDataParallelConfig(overlap_param_gather=True), NeMo 1's
+	// overlap_param_sync), but the one run whose logs isolate the gather (MLPerf
+	// Training v6.0 gpt-oss-20b on H100, overlap_param_gather on in its
+	// conf/gpt_oss.yaml) pays it in full — the step after each evaluation, which
+	// finds its parameters already gathered, is 56–67 ms shorter, the gather priced
+	// exposed 52–54 ms — where the overlapped timeline hides most of it
+	// (docs/step-model.md, "ZeRO-1's parameter all-gather").
 	ParamGather ParamGather `json:"param_gather,omitempty"`
 	// MoEImbalance is the router's load imbalance: the busiest expert-parallel rank
 	// receives this many times the mean number of tokens (0 or 1: balanced). That

@@ -291,9 +291,6 @@ func (t Training) Normalise() Training {
 			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
 		}
 		t.DPReduceAfterBackward = t.DPReduceAfterBackward || fw.DPReduceAfterBackward
-		if t.ParamGather == "" && fw.OverlapParamGather {
-			t.ParamGather = ParamGatherOverlapped
-		}
 		t = t.withMoEProfile(fw)
 		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)

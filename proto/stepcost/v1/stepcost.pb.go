@@ -2190,7 +2190,7 @@ type Training struct {
 	// by bucket under the next step's first forward, each bucket's gather issued
 	// by the forward pre-hook of the bucket before it, per model chunk:
 	// Megatron-Core's overlap_param_gather, which NeMo's recipes set). Unset: the
-	// framework's (exposed in every profile today: docs/step-model.md).
+	// same as "exposed" (docs/step-model.md says why no framework overlaps by default).
 	ParamGather   string `protobuf:"bytes,23,opt,name=param_gather,json=paramGather,proto3" json:"param_gather,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
