@@ -56,7 +56,7 @@ const (
 // to "power limited" in 9e3758d15, PR #2778), and the benchmark scripts of
 // pytorch/helion PR #347 set B200s to 750 W (H100s to 500 W, GB200s to 1200 W).
 //
-// Tensor rates: NVIDIA rates the same Blackwell GPU (148 SMs, the same HBM3e) at three
+// Tensor rates: NVIDIA rates the same Blackwell GPU (two dies, the same HBM3e) at three
 // power envelopes (NVIDIA Blackwell datasheet, "Individual Blackwell GPU
 // specifications", 2024): HGX B100 at 700 W, HGX B200 at 1000 W, GB200 at 1200 W, with
 // dense BF16 1.75 / 2.25 / 2.5 PFLOP/s and FP8 3.5 / 4.5 / 5 (every tensor format in
