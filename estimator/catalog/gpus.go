@@ -59,8 +59,8 @@ const (
 // Tensor rates: NVIDIA rates the same Blackwell GPU (two dies, the same HBM3e) at three
 // power envelopes (NVIDIA Blackwell datasheet, "Individual Blackwell GPU
 // specifications", 2024): HGX B100 at 700 W, HGX B200 at 1000 W, GB200 at 1200 W, with
-// dense BF16 1.75 / 2.25 / 2.5 PFLOP/s and FP8 3.5 / 4.5 / 5 (every tensor format in
-// the same 7 : 9 : 10). A power-capped B200 lowers its clock until it draws the cap, so
+// dense BF16 1.75 / 2.25 / 2.5 PFLOP/s and FP8 3.5 / 4.5 / 5 (FP4 and INT8 in the same
+// 7 : 9 : 10; TF32 and FP64, rated apart, nearly so). A power-capped B200 lowers its clock until it draws the cap, so
 // it runs where the vendor's rated clock at that power is: between the B100's and the
 // B200's envelopes the rate grows as P^k, k = ln(2.25/1.75) / ln(1000/700) = 0.705, and
 // at 750 W it is (750/1000)^0.705 = 0.817 of the 1000 W part's rates (log-linear
