@@ -318,7 +318,10 @@ func TestDocsListEveryEntry(t *testing.T) {
 }
 
 // The 750 W B200 (Meta's B200 hosts) is the 1000 W part at a power limit: its
-// tensor rates are the B200's × (750/1000)^(1/3), its memory and links the B200's.
+// tensor rates sit on NVIDIA's own ratings of the same GPU at 700 W (HGX B100: 1.75
+// PFLOP/s dense BF16, 3.5 FP8) and 1000 W (HGX B200: 2.25, 4.5), interpolated in log
+// power and log rate (NVIDIA Blackwell datasheet), every format by the same
+// fraction; its memory and links are the B200's.
 func TestB200At750W(t *testing.T) {
 	full, err := catalog.GPU("B200")
 	if err != nil {
@@ -328,10 +331,24 @@ func TestB200At750W(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := math.Cbrt(750.0 / 1000)
+	// The slope from the B100's rating to the 750 W one equals the slope from the
+	// B100's to the B200's, on a log-log plot, for BF16 and FP8 alike.
+	b100 := map[hardware.DType]float64{hardware.BF16: 1750, hardware.FP8: 3500}
+	for d, r700 := range b100 {
+		r750, r1000 := capped.PeakTFLOPS[d], full.PeakTFLOPS[d]
+		if !(r700 < r750 && r750 < r1000) {
+			t.Fatalf("%v: %.1f TFLOP/s at 750 W, want between the B100's %.0f and the B200's %.0f", d, r750, r700, r1000)
+		}
+		left := math.Log(r750/r700) / math.Log(750.0/700)
+		whole := math.Log(r1000/r700) / math.Log(1000.0/700)
+		if math.Abs(left-whole) > 0.002 {
+			t.Errorf("%v: log-log slope 700→750 W %.4f, 700→1000 W %.4f: the 750 W rate is off NVIDIA's ratings", d, left, whole)
+		}
+	}
+	f := capped.PeakTFLOPS[hardware.BF16] / full.PeakTFLOPS[hardware.BF16]
 	for d, v := range full.PeakTFLOPS {
-		if got := capped.PeakTFLOPS[d]; math.Abs(got-v*f) > 0.05 {
-			t.Errorf("%v: %.1f TFLOP/s at 750 W, want %.1f × %.4f = %.2f", d, got, v, f, v*f)
+		if got := capped.PeakTFLOPS[d]; math.Abs(got-v*f) > 0.05+v*1e-4 {
+			t.Errorf("%v: %.1f TFLOP/s at 750 W, want the B200's %.1f × %.4f (BF16's fraction)", d, got, v, f)
 		}
 	}
 	if capped.Arch != full.Arch || capped.MemoryGB != full.MemoryGB || capped.MemoryBandwidthGBps != full.MemoryBandwidthGBps ||

@@ -55,16 +55,40 @@ const (
 // 750W" in its first revision (pytorch/ao d8bb51f63, PR #2777, 2025-08-15, reworded
 // to "power limited" in 9e3758d15, PR #2778), and the benchmark scripts of
 // pytorch/helion PR #347 set B200s to 750 W (H100s to 500 W, GB200s to 1200 W).
-// Tensor rates by the same cube-root rule as the 500 W H100: (750/1000)^(1/3) =
-// 0.909 of the 1000 W part's. torchao's kernel tables agree that the limit costs
-// little: on a 1000 W B200 the absolute runtimes are "a bit" shorter than on the
-// 750 W one (pytorch/ao PR #3566). HBM3e keeps its pin rate.
-var b200750WPeak = scalePeaks(b200Peak, math.Cbrt(b200PowerLimitW/b200TDPW))
+//
+// Tensor rates: NVIDIA rates the same Blackwell GPU (two dies, the same HBM3e) at three
+// power envelopes (NVIDIA Blackwell datasheet, "Individual Blackwell GPU
+// specifications", 2024): HGX B100 at 700 W, HGX B200 at 1000 W, GB200 at 1200 W, with
+// dense BF16 1.75 / 2.25 / 2.5 PFLOP/s and FP8 3.5 / 4.5 / 5 (FP4 and INT8 in the same
+// 7 : 9 : 10; TF32 and FP64, rated apart, nearly so). A power-capped B200 lowers its clock until it draws the cap, so
+// it runs where the vendor's rated clock at that power is: between the B100's and the
+// B200's envelopes the rate grows as P^k, k = ln(2.25/1.75) / ln(1000/700) = 0.705, and
+// at 750 W it is (750/1000)^0.705 = 0.817 of the 1000 W part's rates (log-linear
+// interpolation between the two ratings; linear interpolation gives 0.815). The
+// cube-root rule of the 500 W H100 (P ∝ f³, 0.909 here) does not hold for Blackwell:
+// its own ratings fall more than twice as fast with power. (Hopper's do not: the H100
+// NVL, the same 132-SM GH100 rated at 350–400 W, has 835 dense BF16 TFLOP/s against the
+// 700 W SXM's 989, k = 0.24–0.30 against the cube root's 0.33, so (500/700)^k is 0.90–0.92
+// where the cube root gives 0.894.) HBM3e keeps its pin rate (the B100 is rated at the
+// B200's 8 TB/s).
+var b200750WPeak = scalePeaks(b200Peak, ratedPowerScale(b200PowerLimitW, b100TDPW, b200TDPW, b100BF16TFLOPS, b200Peak[hardware.BF16]))
 
 const (
 	b200TDPW        = 1000.0 // HGX B200 maximum thermal design power per GPU (NVIDIA HGX B200 specifications)
 	b200PowerLimitW = 750.0
+	b100TDPW        = 700.0  // HGX B100 maximum thermal design power per GPU (NVIDIA Blackwell datasheet)
+	b100BF16TFLOPS  = 1750.0 // HGX B100 dense BF16 (3.5 PFLOP/s with sparsity; NVIDIA Blackwell datasheet)
 )
+
+// ratedPowerScale is the fraction of a GPU's rates at highW that it sustains at a
+// power limit limitW between two envelopes the vendor rates the same GPU at (rateLow
+// at lowW, rateHigh at highW): the rating interpolated linearly in log power and log
+// rate, (limitW/highW)^k with k = ln(rateHigh/rateLow) / ln(highW/lowW). Called only
+// with the catalog's constants, limitW within [lowW, highW] (TestB200At750W).
+func ratedPowerScale(limitW, lowW, highW, rateLow, rateHigh float64) float64 {
+	k := math.Log(rateHigh/rateLow) / math.Log(highW/lowW)
+	return math.Pow(limitW/highW, k)
+}
 
 // b200Peak: NVIDIA HGX B200 specifications (2025), per GPU, dense (the sparse
 // figures halved).
@@ -197,7 +221,7 @@ var gpuTable = []gpuEntry{
 			MemoryBandwidthGBps: 7700,
 			NVLinkGBps:          900,
 			SMs:                 148,
-			Source:              "B200 at a 750 W power limit (Meta's B200 hosts: pytorch/ao d8bb51f63 'limited to 750W', pytorch/helion PR #347): tensor rates of the 1000 W B200 × (750/1000)^(1/3) (clock at a power limit, P ∝ f³); HBM3e, NVLink as B200",
+			Source:              "B200 at a 750 W power limit (Meta's B200 hosts: pytorch/ao d8bb51f63 'limited to 750W', pytorch/helion PR #347): tensor rates of the 1000 W B200 × (750/1000)^0.705 = 0.817, interpolating NVIDIA's ratings of the same GPU at 700 W (HGX B100, 1.75 PFLOP/s dense BF16) and 1000 W (HGX B200, 2.25; NVIDIA Blackwell datasheet); HBM3e, NVLink as B200",
 		},
 		aliases: []string{"b200-750w"},
 	},

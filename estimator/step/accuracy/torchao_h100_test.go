@@ -23,7 +23,7 @@ var torchaoH100 = map[string]float64{ // the B200 row's recipe → tokens/s per 
 }
 
 // The model prices torchao's benchmark on its H100 hosts within 12 %, where the B200
-// table of the same benchmark comes out 43–50 % fast: what the model misses on B200
+// table of the same benchmark comes out 37–43 % fast: what the model misses on B200
 // is not in how it prices the stack (docs/step-model.md, "torchao's B200 table").
 // The measured B200 / H100 ratio, 1.28–1.35×, is logged beside the estimated one.
 func TestTorchaoH100Control(t *testing.T) {
