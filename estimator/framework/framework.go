@@ -183,6 +183,15 @@ type Profile struct {
 	// list took the cuDNN kernel in b39377f9f (PR #2095, 2025-12-01, after issue
 	// #2091); from 6a3a9da95 (2025-10-09) cuDNN came first on every GPU, Hopper too.
 	OpSACRecomputesBlackwellAttention bool
+	// BlackwellGroupedMMEfficiency, when not 0, is the efficiency — the fraction of
+	// the dense peak of the operands' format — of the kernel that runs the routed
+	// experts' GEMMs on Blackwell, where a measurement of that kernel puts it below
+	// the model's GEMM efficiency: PyTorch's CUTLASS grouped GEMM, torch._grouped_mm
+	// in bf16 and torch._scaled_grouped_mm in MXFP8 (torchao's
+	// _to_mxfp8_then_scaled_grouped_mm), which torchtitan's GroupedExperts call
+	// whatever the number of local experts. Its speed depends on the PyTorch build:
+	// set on the profile of the versions it was measured with.
+	BlackwellGroupedMMEfficiency float64
 	// Runs is what the framework can run at all; its zero value runs every layout
 	// the step model prices. Set only where a source states the limit.
 	Runs Runs
@@ -643,6 +652,39 @@ var profiles = []Profile{
 		TorchRingAttention:                true,
 		OpSACRecomputesBlackwellAttention: true,
 		Runs:                              torchtitanRuns,
+	},
+	{
+		Name: "torchtitan-2025-11",
+		Description: "torchtitan of October–November 2025 on torch 2.10 nightlies with torchao 0.14–0.15: as torchtitan, " +
+			"on Blackwell the routed experts' grouped GEMMs (torch._grouped_mm, torchao's MXFP8 torch._scaled_grouped_mm) at " +
+			"the rate torchao measured them then, and per-op selective checkpointing runs cuDNN's attention again in the backward pass",
+		Source: "pytorch/ao torchao/prototype/moe_training/README.md (ff163084e, 2025-10-14: torch 2.10.0a0+gitf6de195, torchao " +
+			"0.14.0+gitc7b8e13da; c7d0b5814, kernel breakdown of 2025-11-26) for the grouped GEMMs; pytorch/torchtitan 6a3a9da95 " +
+			"(2025-10-09, cuDNN attention first) to b39377f9f (2025-12-01, the op save list takes it) for the recomputation",
+		BackwardPrefetch:          "pre",
+		SequenceParallelWithTP:    true,
+		FP8Recipe:                 "current",
+		LossBytesPerLogit:         TorchLossBytesPerLogit,
+		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+		TorchRingAttention:        true,
+		// From 6a3a9da95 cuDNN's attention came first on every GPU while the save
+		// list named only the flash and efficient kernels: the recomputation ran on
+		// Hopper too, which this Blackwell-only flag does not price there.
+		OpSACRecomputesBlackwellAttention: true,
+		// torchao's MoE training README, Llama 4 Scout's expert shapes (K 5120,
+		// N 8192) on a B200: the autograd function's forward and backward of
+		// torch._grouped_mm in bf16, three GEMMs of 2·M·N·K at M = 128 000 tokens over
+		// 1, 2, 4 and 8 groups, took 43.14, 39.49, 39.19 and 37.70 ms (ff163084e):
+		// 747–854 TFLOP/s, 0.33–0.38 of the B200's 2.25 PFLOP/s, 0.36 on average;
+		// the kernel breakdown of 2025-11-26 (c7d0b5814, M = 131 072, 8 groups) draws
+		// the bf16 GEMMs at about 12.4, 12.4 and 12.6 ms (0.39) and the MXFP8 ones at
+		// about 6.2, 6.1 and 8.9 ms besides their casts: 1.56 PFLOP/s, 0.35 of the
+		// 4.5 PFLOP/s fp8 peak. The model's GEMM efficiency prices the same work at
+		// 0.60 (bf16) and 0.54 (fp8). By January 2026 (torch 2.11.0.dev20260101,
+		// 95120b1f2's breakdown, at 1000 W) the same work ran at about 0.52 (bf16)
+		// and 0.57 (MXFP8): the later profile (torchtitan) keeps the model's.
+		BlackwellGroupedMMEfficiency: 0.36,
+		Runs:                         torchtitanRuns,
 	},
 	{
 		Name:    "hai-llm",

@@ -67,3 +67,31 @@ func TestTorchtitanMid2025(t *testing.T) {
 		t.Errorf("torchtitan-0.1 differs from torchtitan in more than its attention recomputation:\n%+v\n%+v", mid, now)
 	}
 }
+
+// torchtitan-2025-11 is torchtitan on the torch 2.10 nightlies of October–November
+// 2025: on Blackwell its routed experts' grouped GEMMs run at the efficiency
+// torchao measured for torch._grouped_mm then, and its per-op SAC still runs
+// cuDNN's attention again (the save list took it on 2025-12-01); nothing else
+// differs from the current profile.
+func TestTorchtitanLate2025(t *testing.T) {
+	now, err := framework.Lookup("torchtitan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := framework.Lookup("torchtitan-2025-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.BlackwellGroupedMMEfficiency != 0 || late.BlackwellGroupedMMEfficiency <= 0 || late.BlackwellGroupedMMEfficiency >= 0.5 {
+		t.Errorf("BlackwellGroupedMMEfficiency: torchtitan %v, torchtitan-2025-11 %v; want 0 and torchao's measured 0.33–0.39",
+			now.BlackwellGroupedMMEfficiency, late.BlackwellGroupedMMEfficiency)
+	}
+	if !late.OpSACRecomputesBlackwellAttention {
+		t.Error("torchtitan-2025-11: per-op SAC before b39377f9f recomputes cuDNN's attention")
+	}
+	late.Name, late.Aliases, late.Description, late.Source = now.Name, now.Aliases, now.Description, now.Source
+	late.OpSACRecomputesBlackwellAttention, late.BlackwellGroupedMMEfficiency = false, 0
+	if !reflect.DeepEqual(late, now) {
+		t.Errorf("torchtitan-2025-11 differs from torchtitan in more than its grouped GEMMs and attention recomputation:\n%+v\n%+v", late, now)
+	}
+}

@@ -64,24 +64,28 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	var moePost, moeLocal float64
 	var moeGrouped bool
 	mods := l.recomputeMask()
+	// cur are the rates of the GEMMs being added: r, or the routed experts' own
+	// (expertRates).
+	cur := r
 	// again prices a GEMM of a recomputed module once more.
 	again := func(bit uint8, g gemm) {
 		if mods&bit != 0 {
-			lt.modsFwd += k.gemmTime(g, r)
+			lt.modsFwd += k.gemmTime(g, cur)
 			lt.modsFLOPs += g.flops()
 		}
 	}
 	// The weight-gradient GEMMs accumulate into the step's gradients.
-	rw := *r
-	rw.accBytes = wgradAccumulationBytes(req.Training.Optimizer.GradBytes)
+	accBytes := wgradAccumulationBytes(req.Training.Optimizer.GradBytes)
 	pair := 0 // the TP collective the next GEMMs sit next to (layerTimes.tpGEMM)
 	add := func(g gemm) {
 		lt.fwdFLOPs += g.flops()
-		gt := k.gemmTime(g, r)
+		gt := k.gemmTime(g, cur)
 		fwd += gt
 		lt.tpGEMM[pair] += gt
+		rw := *cur
+		rw.accBytes = accBytes
 		wgrad := k.gemmTime(gemm{g.k, g.n, g.m, g.count, g.grouped}, &rw) // dB = Aᵀ·dC, added to the gradient
-		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count, g.grouped}, r) + wgrad
+		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count, g.grouped}, cur) + wgrad
 		lt.bwdW += wgrad
 	}
 	if m := a.MLA; m != nil {
@@ -114,7 +118,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			return // priced only when it is the policy: this is the planner's inner loop
 		}
 		lt.opsFLOPs += g.flops()
-		ops += k.gemmTime(g, r)
+		ops += k.gemmTime(g, cur)
 	}
 	recompute(gemm{tokens, h * kvw / 2 / t, h, 1, false})
 	recompute(gemm{tokens, h, h * vw / t, 1, false})
@@ -146,6 +150,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		et := float64(l.etp())
 		mE := perExpert * et / t
 		beforeExperts := fwd
+		re := expertRates(req.Training.Framework, r)
+		cur = &re
 		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		pair = 3
 		add(gemm{mE, h, ef / et, local, grouped})
@@ -155,6 +161,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		again(rmMoE, gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		again(rmMoE, gemm{mE, h, ef / et, local, grouped})
 		recompute(gemm{mE, ef / et, h, local, grouped}) // up (gated) or down: the same work
+		cur = r
 		// The router: each rank scores its own tokens (its sequence-parallel share
 		// under Megatron-Core's dispatcher).
 		routerTokens := tokens
@@ -325,6 +332,22 @@ func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe boo
 	bytes := activationBytes(a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load)
 	c := activationCopy(req.Cluster, bytes)
 	return math.Max(0, c-lt.fwd), math.Max(0, c-lt.bwd)
+}
+
+// expertRates are the rates of the routed experts' GEMMs: r, but on Blackwell at
+// the efficiency of the framework's grouped-GEMM kernel where a measurement puts it
+// below the model's (framework.Profile.BlackwellGroupedMMEfficiency: torch._grouped_mm
+// and torchao's MXFP8 torch._scaled_grouped_mm as torchao measured them on B200 in
+// October–November 2025). The tiles, waves and the roofline of gemmTime still apply.
+func expertRates(fwName string, r *gpuRates) gpuRates {
+	re := *r
+	if r.arch != hardware.Blackwell {
+		return re
+	}
+	if fw, err := framework.Lookup(fwName); err == nil && fw.BlackwellGroupedMMEfficiency > 0 {
+		re.gemmEff = math.Min(re.gemmEff, fw.BlackwellGroupedMMEfficiency)
+	}
+	return re
 }
 
 // moeHostTimes is the host side of an MoE block's forward in eager PyTorch.

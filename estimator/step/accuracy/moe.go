@@ -588,6 +588,11 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		// cuDNN attention first on Blackwell, left out of per-op SAC's save list
 		// (the torchtitan-0.1 profile).
 		t.Framework = "torchtitan-0.1"
+	case strings.Contains(fwl, "torchtitan") && strings.Contains(r.FrameworkVer, "torch 2.10 nightly"):
+		// torchtitan on the torch 2.10 nightlies of October–November 2025, whose
+		// grouped GEMMs torchao measured on B200 then (the torchtitan-2025-11
+		// profile).
+		t.Framework = "torchtitan-2025-11"
 	case strings.Contains(fwl, "torchtitan"):
 		t.Framework = "torchtitan"
 	case strings.Contains(fwl, "nemo") && strings.Contains(strings.ToLower(r.FrameworkVer), "nemo 25.04"):
