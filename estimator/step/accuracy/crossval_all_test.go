@@ -153,8 +153,13 @@ func fmtFitted(m map[string]float64) string {
 // targets are 12 % for MoE, 10 % for Blackwell and 8 % for every run, left out with
 // its source; these bounds are the figures reached (in sample all 8.4 %, the
 // original 127 runs 6.0 %, MoE 11.3 %, fp8 12.0 %, Blackwell 12.7 %; out of sample
-// all 8.5 %, the original 127 runs 6.1 %, MoE 11.6 %, fp8 12.4 %, Blackwell
-// 12.2 %), rounded up to the next half point. docs/step-model.md gives the runs
+// all 8.6 %, the original 127 runs 6.2 %, MoE 11.7 %, fp8 12.6 %, Blackwell
+// 12.4 %), rounded up to the next half point. (fp8 out of sample went 12.4 → 12.6 %
+// when the host's CPU was priced: in sample only ten GB200 rows moved, by 0.1–0.3
+// points, and the fold without MLPerf v5.0 fitted Hopper's bf16 GEMMs at 0.636
+// instead of 0.618 and Blackwell's fp8 GEMMs at 0.600 instead of 0.583 — another
+// optimum of that fold's fit, not a worse price of any run in sample; see
+// docs/step-model.md, "Host time of a layer".) docs/step-model.md gives the runs
 // that keep MoE, fp8 and Blackwell above their targets and what each lacks. The original
 // 127 runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
@@ -162,7 +167,7 @@ var (
 		"all": 0.085, "original": 0.065, "moe": 0.115, "fp8": 0.125, "blackwell": 0.13,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.09, "original": 0.065, "moe": 0.12, "fp8": 0.125, "blackwell": 0.125,
+		"all": 0.09, "original": 0.065, "moe": 0.12, "fp8": 0.13, "blackwell": 0.125,
 	}
 )
 
