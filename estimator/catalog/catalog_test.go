@@ -156,6 +156,25 @@ func nvlink(g hardware.GPU) float64   { return g.NVLinkGBps }
 func hbm(g hardware.GPU) float64      { return g.MemoryBandwidthGBps }
 func memBytes(g hardware.GPU) float64 { return g.MemoryGB * 1e9 }
 
+// The host CPUs of the reference systems: GB200's trays carry Grace CPUs (GB200
+// datasheet: two Grace CPUs, 72 Arm Neoverse V2 cores each, per tray), the DGX and
+// HGX baseboards x86 Xeons and EPYCs (DGX A100: EPYC 7742; DGX H100/H200: Xeon
+// Platinum 8480C; DGX B200: Xeon Platinum 8570).
+func TestHostCPUs(t *testing.T) {
+	for name, want := range map[string]topology.CPUKind{
+		"gb200-nvl72": topology.Grace, "dgx-a100": topology.X86, "dgx-h100": topology.X86,
+		"hgx-h200": topology.X86, "hgx-b200": topology.X86,
+	} {
+		s, err := catalog.System(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Host.CPU != want {
+			t.Errorf("%s: host cpu %q, want %q", name, s.Host.CPU, want)
+		}
+	}
+}
+
 func TestLookupNames(t *testing.T) {
 	gpus := []struct{ query, want string }{
 		{"H100-SXM", "H100-SXM"},

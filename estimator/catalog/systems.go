@@ -32,17 +32,17 @@ const (
 var (
 	// DGX A100 (System Architecture whitepaper): 2× AMD EPYC 7742, 8 channels of
 	// DDR4-3200 each, 1 TB (2 TB option), PCIe Gen4 switches.
-	hostDGXA100 = topology.Host{MemoryGB: 1024, MemoryBandwidthGBps: 2 * 8 * 25.6, LinkGBps: 31.5, GPUsPerLink: 2}
+	hostDGXA100 = topology.Host{CPU: topology.X86, MemoryGB: 1024, MemoryBandwidthGBps: 2 * 8 * 25.6, LinkGBps: 31.5, GPUsPerLink: 2}
 	// DGX H100/H200 (datasheets): 2× Xeon Platinum 8480C, 8 channels of DDR5-4800
 	// each, 2 TB, PCIe Gen5 switches.
-	hostDGXH100 = topology.Host{MemoryGB: 2048, MemoryBandwidthGBps: 2 * 8 * 38.4, LinkGBps: 63, GPUsPerLink: 2}
+	hostDGXH100 = topology.Host{CPU: topology.X86, MemoryGB: 2048, MemoryBandwidthGBps: 2 * 8 * 38.4, LinkGBps: 63, GPUsPerLink: 2}
 	// DGX B200 (datasheet): 2× Xeon Platinum 8570, 8 channels of DDR5-5600 each,
 	// 2 TB (4 TB option), PCIe Gen5 switches.
-	hostDGXB200 = topology.Host{MemoryGB: 2048, MemoryBandwidthGBps: 2 * 8 * 44.8, LinkGBps: 63, GPUsPerLink: 2}
+	hostDGXB200 = topology.Host{CPU: topology.X86, MemoryGB: 2048, MemoryBandwidthGBps: 2 * 8 * 44.8, LinkGBps: 63, GPUsPerLink: 2}
 	// GB200 NVL72 compute tray (GB200 datasheet): 2 Grace CPUs, each up to 480 GB
 	// LPDDR5X at up to 512 GB/s and NVLink-C2C of 900 GB/s (both directions) to
 	// its two Blackwell GPUs.
-	hostGB200Tray = topology.Host{MemoryGB: 2 * 480, MemoryBandwidthGBps: 2 * 512, LinkGBps: 450, GPUsPerLink: 2}
+	hostGB200Tray = topology.Host{CPU: topology.Grace, MemoryGB: 2 * 480, MemoryBandwidthGBps: 2 * 512, LinkGBps: 450, GPUsPerLink: 2}
 )
 
 var systemTable = []systemEntry{

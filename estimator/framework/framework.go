@@ -192,6 +192,20 @@ type Profile struct {
 	// whatever the number of local experts. Its speed depends on the PyTorch build:
 	// set on the profile of the versions it was measured with.
 	BlackwellGroupedMMEfficiency float64
+	// TELayers: the transformer layers are Megatron-Core's Transformer Engine layer
+	// spec (models/gpt/gpt_layer_specs.py), so the host calls a Transformer Engine
+	// module for every linear layer, norm and attention, each with its own Python
+	// and checks on top of its kernels (Transformer Engine issue #2053: its Linear's
+	// forward takes 2.7× torch.nn.Linear's host time). The step model prices the
+	// host per module (step's teModuleHostUs).
+	TELayers bool
+	// MoERouterFusion: the MoE router's score, top-k and auxiliary-loss kernels run
+	// fused (Megatron-Core's --moe-router-fusion, Transformer Engine PR 1883: 72 →
+	// 31 kernels for DeepSeek-V3's router), as the framework's recipes set it.
+	MoERouterFusion bool
+	// MLARoPEUnfused: the framework's MLA models apply their rotary embedding with
+	// PyTorch's elementwise operators rather than a fused kernel.
+	MLARoPEUnfused bool
 	// Runs is what the framework can run at all; its zero value runs every layout
 	// the step model prices. Set only where a source states the limit.
 	Runs Runs
@@ -388,6 +402,7 @@ var profiles = []Profile{
 		NormEmitsFP8:         true,
 		FP8Params:            true,
 		ActivationOffload:    true,
+		TELayers:             true,
 		MegatronDDPBuckets:   true,
 	},
 	{
@@ -399,6 +414,7 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
+		TELayers:             true,
 		MegatronDDPBuckets:   true,
 		Runs:                 mcore012,
 	},
@@ -414,7 +430,12 @@ var profiles = []Profile{
 		NormEmitsFP8:         true,
 		FP8Params:            true,
 		ActivationOffload:    true,
-		MegatronDDPBuckets:   true,
+		// Megatron-Bridge's performance recipes turn the router fusion on
+		// (scripts/performance configs for DeepSeek-V3 at d7dfa76:
+		// moe_router_fusion, with moe_permute_fusion and apply_rope_fusion).
+		MoERouterFusion:    true,
+		TELayers:           true,
+		MegatronDDPBuckets: true,
 		// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
 		// without_interleaving and _with_interleaving (megatron/core/
 		// pipeline_parallel/schedules.py, get_forward_backward_func); no
@@ -435,6 +456,7 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
+		TELayers:             true,
 		MegatronDDPBuckets:   true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
 		Runs: mcore012,
@@ -448,6 +470,7 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
+		TELayers:             true,
 		MegatronDDPBuckets:   true,
 		Runs: func() Runs {
 			r := mcore012
@@ -480,8 +503,14 @@ var profiles = []Profile{
 		// reduces it in fp32.
 		GradReduceBytes:       4,
 		BlackwellFusedHeadDim: 128,
-		MegatronDDPBuckets:    true,
-		FP8Params:             true,
+		// NeMo 25.04's DeepSeekConfig leaves apply_rope_fusion False
+		// (collections/llm/gpt/model/deepseek.py at 7a8f1cc): MLA's YaRN rotary
+		// embedding runs as PyTorch operators (rope_utils._apply_rotary_pos_emb_bshd).
+		// Megatron-Core 0.12 has no --moe-router-fusion.
+		MLARoPEUnfused:     true,
+		TELayers:           true,
+		MegatronDDPBuckets: true,
+		FP8Params:          true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer

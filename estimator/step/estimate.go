@@ -1187,7 +1187,7 @@ func (p *pricing) zero3OnDemand() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	host := 2 * k.EagerOpHostUs * 1e-6 * float64(p.denseShard)
+	host := 2 * k.EagerOpHostUs * 1e-6 * hostOpScale(p.req.Cluster.Spec) * float64(p.denseShard)
 	if l.Offload == OffloadParams {
 		// Each module's shard is copied from host memory before its gather and
 		// its gradient back after its reduce-scatter, waited for.
@@ -1511,7 +1511,8 @@ const (
 
 // fp8MasterCastHost is the host time of the step's fp8 primary-weight cast loop:
 // the operators per fp8 weight tensor of the stage (fp8MasterCastOps*) at
-// Constants.EagerOpHostUs each. Zero without fp8 weights.
+// Constants.EagerOpHostUs each on this node's CPU (hostOpScale). Zero without fp8
+// weights.
 func (p *pricing) fp8MasterCastHost() float64 {
 	t := &p.req.Training
 	if !t.FP8Params || !p.rates.fp8 {
@@ -1526,7 +1527,7 @@ func (p *pricing) fp8MasterCastHost() float64 {
 	default:
 		return 0
 	}
-	return fp8WeightTensors(p.req, p.parts.nDense, p.parts.nMoE) * ops * p.e.k.EagerOpHostUs * 1e-6
+	return fp8WeightTensors(p.req, p.parts.nDense, p.parts.nMoE) * ops * p.e.k.EagerOpHostUs * 1e-6 * hostOpScale(p.req.Cluster.Spec)
 }
 
 // fp8WeightTensors counts the fp8 matmul weight tensors of a stage of nDense dense

@@ -286,14 +286,14 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		fwd, bwd = e.fp8Casts(req, r, &lt, fwd, bwd, tokens, moe)
 	}
 
-	launch := k.KernelLaunchUs * 1e-6 * k.KernelsPerLayer
-	if req.Training.CUDAGraphs {
-		launch = k.KernelLaunchUs * 1e-6 // one graph launch
-	}
+	// The host issues the layer (layerHost, on this node's CPU); its backward
+	// launches twice as many kernels.
+	hc := e.layerHost(req, moe)
+	launch := hc.layer
 	lt.fwd = math.Max(fwd, launch)
 	lt.bwd = math.Max(bwd, 2*launch)
 	if moe && a.MoE != nil {
-		h := moeHost(req.Training, l, moeLocal, moeGrouped, k.EagerOpHostUs*1e-6)
+		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
 		lt.fwd = math.Max(fwd, launch+h.pre+h.post)
 		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post))
 		if h.sync {
@@ -391,8 +391,14 @@ const (
 // GPU's signal to arrive"), and the permutation after it reads their sum back
 // (token_dispatcher.py _DeepepManager.get_permuted_hidden_states_by_experts:
 // num_out_tokens = tokens_per_expert.sum().item()), the GPU's queue drained again.
-func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) moeHostTimes {
+//
+// Under Transformer Engine layers (layerHostCosts.te) the grouped expert GEMMs
+// are two of its GroupedLinear modules, each a module's call; the router's
+// operators are layerHostCosts.routerOps. Every operator costs the node's CPU
+// its time (layerHostCosts.op, .module).
+func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts) moeHostTimes {
 	var h moeHostTimes
+	perOp := c.op
 	post := float64(moeDispatchOps)
 	if t.MoEPermuteFusion {
 		post += moePermuteOpsFused
@@ -402,12 +408,17 @@ func moeHost(t Training, l Layout, local float64, grouped bool, perOp float64) m
 	if moeLocalRelayout(t, local) {
 		post += 2 * moeChunkSortOpsLocal
 	}
-	if grouped {
+	var modules float64
+	switch {
+	case grouped && c.te:
+		post += moeExpertOpsGrouped - 2 // the activation
+		modules = 2
+	case grouped:
 		post += moeExpertOpsGrouped
-	} else {
+	default:
 		post += moeExpertOpsPerExpert * local
 	}
-	h.pre, h.post = moeRouterOps*perOp, post*perOp
+	h.pre, h.post = c.routerOps*perOp, post*perOp+modules*c.module
 	deepEP := t.MoEDispatcher == DispatchDeepEP
 	h.sync = (!t.MoEPadToCapacity || deepEP) && (l.EP > 1 || local > 1)
 	if h.sync {
@@ -952,7 +963,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		fmt.Sprintf("GEMMs at up to %.0f%% of the %.0f TFLOP/s %s peak, lowered for small and badly tiled shapes (%d SMs, %d×%d tiles)",
 			100*r.gemmEff, r.peak/1e12, req.Training.Precision, int(r.sms), e.k.TileM, e.k.TileN),
 		fmt.Sprintf("attention core at %.0f%% of the 16-bit peak for FlashAttention-2-class kernels at 16k keys, scaled by the kernel's published speed at the call's key length (Shah et al. 2024)%s; %s", 100*r.attnEff, kernel, attn),
-		fmt.Sprintf("elementwise kernels at %.0f%% of HBM bandwidth; at least %.0f kernel launches of %.0f µs per layer forward", 100*e.k.HBMEfficiency, e.k.KernelsPerLayer, e.k.KernelLaunchUs),
+		fmt.Sprintf("elementwise kernels at %.0f%% of HBM bandwidth; %s", 100*e.k.HBMEfficiency, e.hostNote(req)),
 		dpNote + zero3,
 		fmt.Sprintf("communication overlapped with compute slows it by the share of SMs its kernels take (%.0f)", commSMs(req.Training.Framework)),
 	}

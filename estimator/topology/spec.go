@@ -108,8 +108,22 @@ type Spec struct {
 	Algorithms []AlgoRange `json:"algorithms,omitempty"`
 }
 
-// Host is a node's CPU memory and the links from its GPUs to it.
+// CPUKind is the instruction-set family of a node's host CPU, which sets how fast
+// it dispatches a framework's operators to its GPUs.
+type CPUKind string
+
+const (
+	// X86: x86-64 server CPUs (Xeon, EPYC) — the hosts of DGX/HGX baseboards and of
+	// the step model's host constants. Also what an unstated CPU is taken to be.
+	X86 CPUKind = "x86"
+	// Grace: NVIDIA's Arm Neoverse V2 CPU of the GH200 and GB200 superchips.
+	Grace CPUKind = "grace"
+)
+
+// Host is a node's CPU and its memory, and the links from its GPUs to it.
 type Host struct {
+	// CPU is the host CPU's kind; empty: x86.
+	CPU CPUKind `json:"cpu,omitempty"`
 	// MemoryGB is the node's CPU memory, 10^9 B.
 	MemoryGB float64 `json:"memory_gb,omitempty"`
 	// MemoryBandwidthGBps is the node's peak CPU memory bandwidth over all sockets,
@@ -215,13 +229,18 @@ func (s Spec) Validate() error {
 		c.Add("network.oversubscription", "must be between 1 (non-blocking) and 1000 (got %v)", o)
 	}
 	c.NonNegativeWithin("network.spine_latency_us", s.Network.SpineLatencyUs, MaxLatencyUs)
-	if h := s.Host; h != (Host{}) {
+	if h := s.Host; h != (Host{CPU: h.CPU}) {
 		c.PositiveWithin("host.memory_gb", h.MemoryGB, hardware.MinRate, hardware.MaxRate)
 		c.PositiveWithin("host.memory_bandwidth_gbps", h.MemoryBandwidthGBps, hardware.MinRate, hardware.MaxRate)
 		c.PositiveWithin("host.link_gbps", h.LinkGBps, hardware.MinRate, hardware.MaxRate)
 		if h.GPUsPerLink < 0 || h.GPUsPerLink > s.GPUsPerNode {
 			c.Add("host.gpus_per_link", "must be between 0 and the GPUs per node, %d (got %d)", s.GPUsPerNode, h.GPUsPerLink)
 		}
+	}
+	switch s.Host.CPU {
+	case "", X86, Grace:
+	default:
+		c.Add("host.cpu", "must be %q or %q (got %q)", X86, Grace, s.Host.CPU)
 	}
 	validateAlgorithms(&c, s)
 	return c.Err()

@@ -153,6 +153,8 @@ func TestValidateNamesFields(t *testing.T) {
 		{"network.oversubscription", func(s *topology.Spec) { s.Network.Oversubscription = 0.5 }},
 		{"gpu.memory_gb", func(s *topology.Spec) { s.GPU.MemoryGB = 0 }},
 		{"gpu.arch", func(s *topology.Spec) { s.GPU.Arch = "volta" }},
+		{"host.cpu", func(s *topology.Spec) { s.Host.CPU = "arm" }},
+		{"host.memory_gb", func(s *topology.Spec) { s.Host = topology.Host{CPU: topology.Grace, LinkGBps: 450} }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.field, func(t *testing.T) {
@@ -173,6 +175,15 @@ func TestValidateNamesFields(t *testing.T) {
 	}
 	if err := spec().Validate(); err != nil {
 		t.Errorf("valid spec rejected: %v", err)
+	}
+	// The host's CPU may be given alone: it prices the host's dispatch, and
+	// offloading (which needs the host's memory and links) is checked where asked.
+	for _, cpu := range []topology.CPUKind{"", topology.X86, topology.Grace} {
+		s := spec()
+		s.Host = topology.Host{CPU: cpu}
+		if err := s.Validate(); err != nil {
+			t.Errorf("host.cpu %q alone rejected: %v", cpu, err)
+		}
 	}
 }
 

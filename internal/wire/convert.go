@@ -193,6 +193,9 @@ func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 		if v := h.GetGpusPerLink(); v != 0 {
 			s.Host.GPUsPerLink = int(v)
 		}
+		if v := h.GetCpu(); v != "" {
+			s.Host.CPU = topology.CPUKind(v)
+		}
 	}
 	return s, nil
 }
@@ -249,8 +252,18 @@ func SpecToDefinition(s topology.Spec) *pb.ClusterDefinition {
 			Efficiency: s.NICs.Efficiency, LatencyUs: s.NICs.LatencyUs, SimpleProtocolOnly: s.NICs.SimpleProtocolOnly},
 		Network: &pb.Network{RailOptimized: s.Network.RailOptimized, NodesPerLeaf: int32(s.Network.NodesPerLeaf),
 			Oversubscription: s.Network.Oversubscription, SpineLatencyUs: s.Network.SpineLatencyUs},
+		Host:       hostToProto(s.Host),
 		Algorithms: algoRangesToProto(s.Algorithms),
 	}
+}
+
+// hostToProto converts a node's host; nil when the spec gives none.
+func hostToProto(h topology.Host) *pb.Host {
+	if h == (topology.Host{}) {
+		return nil
+	}
+	return &pb.Host{MemoryGb: h.MemoryGB, MemoryBandwidthGbps: h.MemoryBandwidthGBps, LinkGbps: h.LinkGBps,
+		GpusPerLink: int32(h.GPUsPerLink), Cpu: string(h.CPU)}
 }
 
 func algoRangesToProto(rs []topology.AlgoRange) []*pb.AlgoRange {

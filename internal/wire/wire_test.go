@@ -66,6 +66,36 @@ func TestAlgoRangeNodeRangeRoundTrip(t *testing.T) {
 	}
 }
 
+// A cluster's host — its CPU kind with its memory and links — crosses the wire both
+// ways (a cluster file sent to a daemon keeps its Grace host); a definition may
+// give the CPU alone, over a base system; an unknown CPU is refused, naming the
+// field.
+func TestHostRoundTrip(t *testing.T) {
+	spec, err := catalog.System("gb200-nvl72")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := wire.DefinitionToSpec("cluster.definition", wire.SpecToDefinition(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Host != spec.Host || back.Host.CPU != topology.Grace {
+		t.Errorf("round trip: host %+v, want %+v", back.Host, spec.Host)
+	}
+	onH100 := &pb.ClusterDefinition{Base: "dgx-h100", Host: &pb.Host{Cpu: "grace"}}
+	if s, err := wire.DefinitionToSpec("cluster.definition", onH100); err != nil || s.Host.CPU != topology.Grace || s.Host.MemoryGB != 2048 {
+		t.Errorf("dgx-h100 with a Grace host: %+v, %v; want the base's memory and a Grace CPU", s.Host, err)
+	}
+	onH100.Host.Cpu = "arm"
+	s, err := wire.DefinitionToSpec("cluster.definition", onH100)
+	if err == nil {
+		_, err = wire.NewClusters(1).Get(s)
+	}
+	if err == nil || !strings.Contains(err.Error(), "host.cpu") {
+		t.Errorf("cpu \"arm\": got %v, want an error naming host.cpu", err)
+	}
+}
+
 // The step model's MoE, activation-storage, recompute, CUDA-graph and fp8-recipe
 // inputs cross the wire both ways unchanged.
 func TestMoEFieldsRoundTrip(t *testing.T) {

@@ -1526,7 +1526,12 @@ type Host struct {
 	LinkGbps float64 `protobuf:"fixed64,3,opt,name=link_gbps,json=linkGbps,proto3" json:"link_gbps,omitempty"`
 	// GPUs sharing one such link (2 behind each PCIe switch uplink on DGX
 	// baseboards); 0 or 1: each its own.
-	GpusPerLink   int32 `protobuf:"varint,4,opt,name=gpus_per_link,json=gpusPerLink,proto3" json:"gpus_per_link,omitempty"`
+	GpusPerLink int32 `protobuf:"varint,4,opt,name=gpus_per_link,json=gpusPerLink,proto3" json:"gpus_per_link,omitempty"`
+	// The host CPU's kind: "x86" (Xeon, EPYC) or "grace" (GH200, GB200), which sets
+	// how fast the host issues an eager framework's operators (2.75× slower on
+	// Grace); empty: the base system's, else x86. May be given without the other
+	// fields.
+	Cpu           string `protobuf:"bytes,5,opt,name=cpu,proto3" json:"cpu,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1587,6 +1592,13 @@ func (x *Host) GetGpusPerLink() int32 {
 		return x.GpusPerLink
 	}
 	return 0
+}
+
+func (x *Host) GetCpu() string {
+	if x != nil {
+		return x.Cpu
+	}
+	return ""
 }
 
 // ClusterDefinition is a cluster described in full (the cluster file format).
@@ -6871,12 +6883,13 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0erail_optimized\x18\x01 \x01(\bR\rrailOptimized\x12$\n" +
 	"\x0enodes_per_leaf\x18\x02 \x01(\x05R\fnodesPerLeaf\x12*\n" +
 	"\x10oversubscription\x18\x03 \x01(\x01R\x10oversubscription\x12(\n" +
-	"\x10spine_latency_us\x18\x04 \x01(\x01R\x0espineLatencyUs\"\x98\x01\n" +
+	"\x10spine_latency_us\x18\x04 \x01(\x01R\x0espineLatencyUs\"\xaa\x01\n" +
 	"\x04Host\x12\x1b\n" +
 	"\tmemory_gb\x18\x01 \x01(\x01R\bmemoryGb\x122\n" +
 	"\x15memory_bandwidth_gbps\x18\x02 \x01(\x01R\x13memoryBandwidthGbps\x12\x1b\n" +
 	"\tlink_gbps\x18\x03 \x01(\x01R\blinkGbps\x12\"\n" +
-	"\rgpus_per_link\x18\x04 \x01(\x05R\vgpusPerLink\"\xa4\x03\n" +
+	"\rgpus_per_link\x18\x04 \x01(\x05R\vgpusPerLink\x12\x10\n" +
+	"\x03cpu\x18\x05 \x01(\tR\x03cpu\"\xa4\x03\n" +
 	"\x11ClusterDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04base\x18\x02 \x01(\tR\x04base\x12\"\n" +

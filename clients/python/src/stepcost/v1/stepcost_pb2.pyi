@@ -576,16 +576,18 @@ class GPU(_message.Message):
     def __init__(self, name: _Optional[str] = ..., arch: _Optional[str] = ..., peak_tflops: _Optional[_Mapping[str, float]] = ..., memory_gb: _Optional[float] = ..., memory_bandwidth_gbps: _Optional[float] = ..., nvlink_gbps: _Optional[float] = ..., sms: _Optional[int] = ..., source: _Optional[str] = ...) -> None: ...
 
 class Host(_message.Message):
-    __slots__ = ["gpus_per_link", "link_gbps", "memory_bandwidth_gbps", "memory_gb"]
+    __slots__ = ["cpu", "gpus_per_link", "link_gbps", "memory_bandwidth_gbps", "memory_gb"]
+    CPU_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_LINK_FIELD_NUMBER: _ClassVar[int]
     LINK_GBPS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BANDWIDTH_GBPS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_GB_FIELD_NUMBER: _ClassVar[int]
+    cpu: str
     gpus_per_link: int
     link_gbps: float
     memory_bandwidth_gbps: float
     memory_gb: float
-    def __init__(self, memory_gb: _Optional[float] = ..., memory_bandwidth_gbps: _Optional[float] = ..., link_gbps: _Optional[float] = ..., gpus_per_link: _Optional[int] = ...) -> None: ...
+    def __init__(self, memory_gb: _Optional[float] = ..., memory_bandwidth_gbps: _Optional[float] = ..., link_gbps: _Optional[float] = ..., gpus_per_link: _Optional[int] = ..., cpu: _Optional[str] = ...) -> None: ...
 
 class IntraNode(_message.Message):
     __slots__ = ["domain_nodes", "efficiency", "gpu_bandwidth_gbps", "kind", "latency_us", "nvls"]
