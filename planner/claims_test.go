@@ -254,8 +254,7 @@ const (
 	dsv3GB200    = "DeepSeek-V3 on GB200 in NeMo 25.04: the model prices the published layout 42 % fast; the recipe's next release ran the same work per GPU 3.09× faster on NeMo 25.09 (dgxc2510, priced +3 %), so the gap is that stack's"
 	grokFP8      = "Grok-1 fp8 on H100 (dgxc2502): the model prices the published layout 8–19 % fast"
 	megatron2021 = "Megatron-LM 2021: the plan drops the full recomputation every Table 1 run used (its degrees picked by heuristics, §5.1), which the paper measured costing up to 33 % of the throughput (§5.6)"
-	titan70BAC   = "Llama 3.1 70B on 256 H100 (torchtitan, December 2024): the plans drop the full activation checkpointing (4.1 s of the published layout's 18.6–21.8 s as priced) and the exposed TP of TP 8, with TP 4 and PP 2–4 interleaved, a layout torchtitan at 9dec370 runs (Table 5's 405B ran its interleaved schedule with async TP and Float8); no layout of this model without full checkpointing was measured on these hosts"
-	titanRowwise = "torchao float8 rowwise, Llama 3 70B on the Grand Teton H100s (June 2025): the model prices the published layouts 7–18 % fast with Inductor's column-wise casts and the unfused async-TP all-gathers priced (12–31 % before) — torchao's rowwise conversion of the small wk/wv projections ran about 40 % slower than bf16 (torchtitan#1207, fixed by #1319 leaving them in bf16), which the step model does not price per projection — and the plans (TP 2, FSDP 128, op-level checkpointing) claim 1.37–1.49× over them as priced; the tensorwise runs of the same layout measured rowwise at 0.74× / 0.66× of their speed where the model prices 0.86× / 0.80×; no rowwise run of 70B without TP 8 was found measured (the 8B runs are explained by torchao's FSDP-only row)"
+	titanRowwise = "torchao float8 rowwise, Llama 3 70B on the Grand Teton H100s (June 2025): the model prices the published layouts 7–11 % fast with Inductor's column-wise casts and the unfused async-TP all-gathers priced (12–31 % before) — torchao's rowwise conversion of the small wk/wv projections ran about 40 % slower than bf16 (torchtitan#1207, fixed by #1319 leaving them in bf16), which the step model does not price per projection — and the plans (TP 2, FSDP 128, op-level checkpointing) claim 1.36–1.48× over them as priced; the tensorwise runs of the same layout measured rowwise at 0.74× / 0.66× of their speed where the model prices 0.86× / 0.80×; no rowwise run of 70B without TP 8 was found measured (the 8B runs are explained by torchao's FSDP-only row)"
 	gptOSSH100   = "gpt-oss-20b fp8 on 64 and 128 H100 (MLPerf Training v6.0, Cisco): the model prices the published layout 36–38 % fast, cause not found"
 )
 
@@ -294,8 +293,7 @@ var claimExceptions = map[string]claimException{
 	"dgxc2502_h100_grok1_128gpu_fp8":                                {open: grokFP8},
 	"narayanan21_t1_18.4b":                                          {recomputeMeasured: megatron2021},
 	"narayanan21_t1_39.1b":                                          {recomputeMeasured: megatron2021},
-	"torchtitan_h100_llama31_70b_256gpu_2d":                         {open: titan70BAC},
-	"torchtitan_h100_llama31_70b_256gpu_2d_asynctp":                 {open: titan70BAC},
+	"torchtitan_h100_llama31_70b_256gpu_2d":                         {fasterSetting: "torchtitan_h100_llama31_70b_256gpu_2d_asynctp"},
 	"torchtitan_h100_llama31_405b_512gpu_1f1b":                      {fasterPerGPU: "torchtitan_h100_405b_128gpu_float8_asynctp"},
 	"torchtitan_h100_llama31_405b_512gpu_interleaved_1f1b":          {fasterPerGPU: "torchtitan_h100_405b_128gpu_float8_asynctp"},
 	"torchtitan_h100_llama31_405b_512gpu_fsdp8_cp1":                 {pipelineMeasured: torchtitanPP8},

@@ -48,6 +48,14 @@ type Profile struct {
 	// accumulate_allreduce_grads_in_fp32 for bf16. Applies when the request gives no
 	// optimizer.
 	HeldFP32GradCopies bool
+	// FP8WeightsCastInForward: an fp8 matmul casts its weight inside the layer's
+	// forward pass and keeps the fp8 copy only as autograd saves it for the
+	// backward pass (torchao's Float8Linear: the weight goes through
+	// hp_tensor_to_float8_dynamic on every forward), where Transformer Engine keeps
+	// its fp8 weights in the module for the step. Under full recomputation a
+	// checkpointed layer's forward saves nothing, so only the layer being
+	// recomputed (and the next) holds its copies.
+	FP8WeightsCastInForward bool
 	// SequenceParallelWithTP: tensor parallelism always shards the norms and dropout
 	// over the sequence (the framework's TP plan has no other form).
 	SequenceParallelWithTP bool
@@ -579,6 +587,9 @@ var profiles = []Profile{
 		SequenceParallelWithTP: true,
 		FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
 		LossBytesPerLogit:      TorchLossBytesPerLogit,
+		// FSDP2 under torchtitan reduces in fp32 (torchtitanGradReduceBytes).
+		GradReduceBytes:         torchtitanGradReduceBytes,
+		FP8WeightsCastInForward: true,
 		// torchtitan computes the loss vocab-parallel whenever TP is on
 		// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel).
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
@@ -602,6 +613,8 @@ var profiles = []Profile{
 		SequenceParallelWithTP:    true,
 		FP8Recipe:                 "current",
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
+		GradReduceBytes:           torchtitanGradReduceBytes,
+		FP8WeightsCastInForward:   true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
 		Runs:                      torchtitan2024,
@@ -616,6 +629,8 @@ var profiles = []Profile{
 		SequenceParallelWithTP:    true,
 		FP8Recipe:                 "current",
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
+		GradReduceBytes:           torchtitanGradReduceBytes,
+		FP8WeightsCastInForward:   true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		Runs: Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
 			NoGradAccumulation: true,
@@ -644,6 +659,8 @@ var profiles = []Profile{
 		BackwardPrefetch:                  "pre",
 		SequenceParallelWithTP:            true,
 		FP8Recipe:                         "current",
+		GradReduceBytes:                   torchtitanGradReduceBytes,
+		FP8WeightsCastInForward:           true,
 		LossBytesPerLogit:                 TorchLossBytesPerLogit,
 		LossParallelBytesPerLogit:         TorchLossParallelBytesPerLogit,
 		TorchRingAttention:                true,
@@ -744,6 +761,18 @@ func All() []Profile {
 
 // torchtitanRuns is what torchtitan runs since v0.1.0 (the torchtitan and
 // torchtitan-0.1 profiles).
+// torchtitanGradReduceBytes: torchtitan's FSDP2 mixed precision keeps the
+// parameters in fp32, computes in bf16 and reduces in fp32 —
+// training.mixed_precision_reduce, default "float32" and its only choice at
+// 258f608 (hard-coded MixedPrecisionPolicy(param_dtype=bfloat16,
+// reduce_dtype=float32)), 9dec370 and 6fc499f — so the sharded gradients are fp32,
+// the reduce-scatter runs in fp32, and under a pipeline, where gradient sync waits
+// for the last micro-batch, FSDP2 accumulates the unsharded gradients in fp32
+// (torch/distributed/_composable/fsdp/_fsdp_param.py
+// FSDPParam.to_accumulated_grad_if_needed: the unsharded gradient is upcast to
+// reduce_dtype when the group does not reduce): 4 B per parameter.
+const torchtitanGradReduceBytes = 4
+
 // torchtitanRecompute are the activation checkpointing modes torchtitan runs, from
 // its first release on: activation_checkpoint.mode "none", "full" or "selective",
 // and selective is either op-level (selective_ac_option "op": step's "ops") or
