@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/step/accuracy"
 	"github.com/stepcost/stepcost/planner"
@@ -253,8 +254,7 @@ const (
 	dsv3GB200    = "DeepSeek-V3 on GB200 in NeMo 25.04: the model prices the published layout 42 % fast; the recipe's next release ran the same work per GPU 3.09× faster on NeMo 25.09 (dgxc2510, priced +3 %), so the gap is that stack's"
 	grokFP8      = "Grok-1 fp8 on H100 (dgxc2502): the model prices the published layout 8–19 % fast"
 	megatron2021 = "Megatron-LM 2021: the plan drops the full recomputation every Table 1 run used (its degrees picked by heuristics, §5.1), which the paper measured costing up to 33 % of the throughput (§5.6)"
-	titan70BAC   = "Llama 3.1 70B on 256 H100 (torchtitan, December 2024): the plans drop the full activation checkpointing (4.1 s of the published layout's 18.6–21.8 s as priced) and the exposed TP of TP 8, with TP 4 and PP 2–4 interleaved; no layout of this model without full checkpointing was measured on these hosts"
-	titanRowwise = "torchao float8 rowwise, Llama 3 70B on the Grand Teton H100s (June 2025): the model prices the published layouts 7–18 % fast with Inductor's column-wise casts and the unfused async-TP all-gathers priced (12–31 % before) — torchao's rowwise conversion of the small wk/wv projections ran about 40 % slower than bf16 (torchtitan#1207, fixed by #1319 leaving them in bf16), which the step model does not price per projection — and the plans (TP 4, PP 2 ZB-V without recomputation) claim 1.32–1.44× over them as priced; no rowwise run of 70B without TP 8 was found measured (the 8B runs are explained by torchao's FSDP-only row)"
+	titanRowwise = "torchao float8 rowwise, Llama 3 70B on the Grand Teton H100s (June 2025): the model prices the published layouts 7–11 % fast with Inductor's column-wise casts and the unfused async-TP all-gathers priced (12–31 % before) — torchao's rowwise conversion of the small wk/wv projections ran about 40 % slower than bf16 (torchtitan#1207, fixed by #1319 leaving them in bf16), which the step model does not price per projection — and the plans (TP 2, FSDP 128, op-level checkpointing) claim 1.36–1.48× over them as priced; the tensorwise runs of the same layout measured rowwise at 0.74× / 0.66× of their speed where the model prices 0.86× / 0.80×; no rowwise run of 70B without TP 8 was found measured (the 8B runs are explained by torchao's FSDP-only row)"
 	gptOSSH100   = "gpt-oss-20b fp8 on 64 and 128 H100 (MLPerf Training v6.0, Cisco): the model prices the published layout 36–38 % fast, cause not found"
 )
 
@@ -293,8 +293,7 @@ var claimExceptions = map[string]claimException{
 	"dgxc2502_h100_grok1_128gpu_fp8":                                {open: grokFP8},
 	"narayanan21_t1_18.4b":                                          {recomputeMeasured: megatron2021},
 	"narayanan21_t1_39.1b":                                          {recomputeMeasured: megatron2021},
-	"torchtitan_h100_llama31_70b_256gpu_2d":                         {open: titan70BAC},
-	"torchtitan_h100_llama31_70b_256gpu_2d_asynctp":                 {open: titan70BAC},
+	"torchtitan_h100_llama31_70b_256gpu_2d":                         {fasterSetting: "torchtitan_h100_llama31_70b_256gpu_2d_asynctp"},
 	"torchtitan_h100_llama31_405b_512gpu_1f1b":                      {fasterPerGPU: "torchtitan_h100_405b_128gpu_float8_asynctp"},
 	"torchtitan_h100_llama31_405b_512gpu_interleaved_1f1b":          {fasterPerGPU: "torchtitan_h100_405b_128gpu_float8_asynctp"},
 	"torchtitan_h100_llama31_405b_512gpu_fsdp8_cp1":                 {pipelineMeasured: torchtitanPP8},
@@ -345,6 +344,10 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 	var ratios []float64
 	var lines []string
 	seen := map[string]bool{}
+	// priced keeps every run's published layout and best plan as estimated, for the
+	// open runs' twins below.
+	priced := map[string]pricedRun{}
+	var openIDs []string
 	for i, c := range cases {
 		if c.Err != nil || c.PublishedOOM || c.MeasuredS <= 0 || i%sample != 0 {
 			continue
@@ -389,6 +392,9 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 			gain = pub.Estimate.StepTime / best.Estimate.StepTime
 		}
 		ratios = append(ratios, ratio)
+		if pub.Err == nil {
+			priced[id] = pricedRun{c, pub.Estimate, best.Estimate}
+		}
 		lines = append(lines, fmt.Sprintf("%-58s %5d GPUs  measured %8.3f s  published layout %8.3f s  best %8.3f s  %.2f× (%.2f× the published layout's estimate)  %s",
 			id, c.Run.GPUs, c.MeasuredS, pub.Estimate.StepTime, best.Estimate.StepTime, ratio, gain, describe(best.Layout)))
 		x, listed := claimExceptions[id]
@@ -501,9 +507,18 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 			}
 		default:
 			open++
+			openIDs = append(openIDs, id)
 			t.Logf("open: %s claims %.2f× (%.2f× over the published layout as priced): %s", id, ratio, gain, x.open)
 			if pub.Err == nil {
 				t.Logf("open: %s where the gain comes from\n%s", id, termByTerm(pub.Estimate, best.Estimate))
+			}
+		}
+	}
+	for _, id := range openIDs {
+		if r, ok := priced[id]; ok {
+			t.Logf("open: %s %s", id, r.withPublishedMiss())
+			for _, tw := range twins(r, priced) {
+				t.Logf("open: %s %s", id, r.againstTwin(tw))
 			}
 		}
 	}
@@ -524,6 +539,81 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 			t.Log(l)
 		}
 	}
+}
+
+// pricedRun is a published run with its published layout and its best plan as the
+// model prices them.
+type pricedRun struct {
+	c         accuracy.Case
+	pub, plan step.Result
+}
+
+func (r pricedRun) claim() float64 { return r.c.MeasuredS / r.plan.StepTime }
+
+func compute(b step.Breakdown) float64 { return b.Forward + b.Backward + b.Recompute }
+
+// withPublishedMiss says what the run's claim becomes when the model's miss on the
+// published layout (measured − estimated) is put on its compute, and the plan's
+// compute is scaled by the same factor: the claim if the miss is in how fast the
+// model runs the layers, not in the communication the plan removes.
+func (r pricedRun) withPublishedMiss() string {
+	k := (r.c.MeasuredS - r.pub.StepTime) / compute(r.pub.Breakdown)
+	plan := r.plan.StepTime + k*compute(r.plan.Breakdown)
+	return fmt.Sprintf("with the published layout's miss (%+.1f %%) put on its compute (×%.3f) and the plan's compute scaled alike, the plan claims %.2f× (%.3f s)",
+		100*(r.pub.StepTime/r.c.MeasuredS-1), 1+k, r.c.MeasuredS/plan, plan)
+}
+
+// twins are the measured runs of the same model, GPUs, batch, sequence and layout
+// as r in another precision or fp8 recipe (Training.Normalise's), by id.
+func twins(r pricedRun, priced map[string]pricedRun) []pricedRun {
+	a, b := r.c.Request, r.c
+	ta := a.Training.Normalise()
+	var out []pricedRun
+	for _, o := range priced {
+		q := o.c.Request
+		tq := q.Training.Normalise()
+		la, lq := a.Layout, q.Layout
+		if o.c.Run.ID == b.Run.ID || o.c.Run.GPUs != b.Run.GPUs || !sameArch(a.Model, q.Model) ||
+			a.Cluster.GPU().Name != q.Cluster.GPU().Name || ta.GlobalBatch != tq.GlobalBatch || ta.SeqLen != tq.SeqLen ||
+			la.TP != lq.TP || la.PP != lq.PP || la.CP != lq.CP || la.DP != lq.DP || la.EP != lq.EP ||
+			la.VirtualStages != lq.VirtualStages || la.Schedule != lq.Schedule || la.Recompute != lq.Recompute ||
+			la.MicroBatch != lq.MicroBatch || la.OverlapTP != lq.OverlapTP ||
+			(ta.Precision == tq.Precision && ta.FP8Recipe == tq.FP8Recipe) {
+			continue
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(x, y pricedRun) int { return strings.Compare(x.c.Run.ID, y.c.Run.ID) })
+	return out
+}
+
+func sameArch(a, b model.Arch) bool {
+	return a.Layers == b.Layers && a.Hidden == b.Hidden && a.FFN == b.FFN && a.Heads == b.Heads && a.KVHeads == b.KVHeads &&
+		a.Vocab == b.Vocab && (a.MoE == nil) == (b.MoE == nil) && (a.MoE == nil || *a.MoE == *b.MoE)
+}
+
+// againstTwin splits the run's claim over a twin of another precision or recipe: the
+// claim is the twin's own claim × the model's gain of the run's recipe over the
+// twin's on the two plans ÷ the gain measured on the published layout; and, with the
+// gain on the published layout priced as measured, the claim left.
+func (r pricedRun) againstTwin(tw pricedRun) string {
+	tr, to := r.c.Request.Training.Normalise(), tw.c.Request.Training.Normalise()
+	measured := tw.c.MeasuredS / r.c.MeasuredS
+	pricedPub := tw.pub.StepTime / r.pub.StepTime
+	pricedPlans := tw.plan.StepTime / r.plan.StepTime
+	return fmt.Sprintf("against %s (%s, the same layout, measured %.3f s): %s over it measured %.3f× on the published layout, "+
+		"priced %.3f× there and %.3f× from its best plan (%s) to this one; its best plan claims %.2f×; %.2f × %.3f / %.3f = %.2f×; "+
+		"with the published layout's gain priced as measured, %.2f×",
+		tw.c.Run.ID, recipeOf(to), tw.c.MeasuredS, recipeOf(tr), measured, pricedPub, pricedPlans,
+		describe(tw.plan.Layout), tw.claim(), tw.claim(), pricedPlans, measured, tw.claim()*pricedPlans/measured, r.claim()*measured/pricedPub)
+}
+
+// recipeOf names a training's precision, with its fp8 recipe under fp8.
+func recipeOf(t step.Training) string {
+	if t.Precision == step.FP8 {
+		return string(t.Precision) + " " + string(t.FP8Recipe)
+	}
+	return string(t.Precision)
 }
 
 // checkOverEvidence: a measurement g× faster per GPU than the run is the reference the

@@ -99,6 +99,9 @@ func TestFrameworkRunsConstraintErrors(t *testing.T) {
 		{"nemo-25.04", planner.Constraints{ZeRO: []int{3}}, "constraints.zero[0]"},
 		// torchtitan runs ZeRO 1 only under a pipeline, and of 2024 never ZeRO 2.
 		{"torchtitan-2024", planner.Constraints{ZeRO: []int{2}}, "constraints.zero[0]"},
+		// torchtitan checkpoints whole blocks or op by op, never the attention core alone.
+		{"torchtitan", planner.Constraints{Recompute: []step.Recompute{step.RecomputeOps, step.RecomputeSelective}}, "constraints.recompute[1]"},
+		{"torchtitan-2024-04", planner.Constraints{Recompute: []step.Recompute{step.RecomputeSelective}}, "constraints.recompute[0]"},
 		{"composer", planner.Constraints{PP: []int{2}}, "constraints.pp"},
 		{"hai-llm", planner.Constraints{Schedules: []step.Schedule{step.GPipe}}, "constraints.schedules[0]"},
 	} {
@@ -107,6 +110,29 @@ func TestFrameworkRunsConstraintErrors(t *testing.T) {
 		_, err := planner.Search(context.Background(), e, req)
 		if err == nil || !strings.Contains(err.Error(), c.field+":") || !strings.Contains(err.Error(), c.framework) {
 			t.Errorf("%s with %+v: got %v, want an error naming %s and the framework", c.framework, c.cs, err, c.field)
+		}
+	}
+}
+
+// torchtitan's activation checkpointing (none, full, op-level or every n-th block)
+// is what the search takes under its profiles when the constraints leave it open:
+// op-level checkpointing is among the plans, Megatron's attention-core
+// recomputation never.
+func TestFrameworkRunsTorchtitanRecompute(t *testing.T) {
+	e := step.New()
+	for _, fw := range []string{"torchtitan", "torchtitan-2024"} {
+		req := planner.Request{Model: mustModel(t, "llama3-70b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64, TopK: 500,
+			Training: step.Training{SeqLen: 8192, GlobalBatch: 64, Framework: fw}}
+		res, err := planner.Search(context.Background(), e, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[step.Recompute]int{}
+		for _, p := range res.Top {
+			seen[p.Estimate.Layout.Recompute]++
+		}
+		if seen[step.RecomputeSelective] > 0 || seen[step.RecomputeOps] == 0 {
+			t.Errorf("%s: the %d plans recompute %v; want op-level among them and no attention-core recomputation", fw, len(res.Top), seen)
 		}
 	}
 }

@@ -48,6 +48,14 @@ type Profile struct {
 	// accumulate_allreduce_grads_in_fp32 for bf16. Applies when the request gives no
 	// optimizer.
 	HeldFP32GradCopies bool
+	// FP8WeightsCastInForward: an fp8 matmul casts its weight inside the layer's
+	// forward pass and keeps the fp8 copy only as autograd saves it for the
+	// backward pass (torchao's Float8Linear: the weight goes through
+	// hp_tensor_to_float8_dynamic on every forward), where Transformer Engine keeps
+	// its fp8 weights in the module for the step. Under full recomputation a
+	// checkpointed layer's forward saves nothing, so only the layer being
+	// recomputed (and the next) holds its copies.
+	FP8WeightsCastInForward bool
 	// SequenceParallelWithTP: tensor parallelism always shards the norms and dropout
 	// over the sequence (the framework's TP plan has no other form).
 	SequenceParallelWithTP bool
@@ -360,8 +368,10 @@ var mcore012 = Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0, 1
 // torchtitan2024 is what torchtitan runs at its December 2024 benchmarks' commit
 // (9dec370, 2024-12-26; benchmarks/llama3_h100_202412_torchtitan.md).
 var torchtitan2024 = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved"}, ZeRO: []int{0, 3}, ZeROWithPipeline: []int{0, 1},
-	NoEPOverlap: true, NoGradAccumulation: true, DDPAlone: true,
+	Recompute: torchtitanRecompute, NoEPOverlap: true, NoGradAccumulation: true, DDPAlone: true,
 	Sources: []Source{
+		{Limit: "Recompute: none, ops, full", Repo: "pytorch/torchtitan", File: "torchtitan/config_manager.py, torchtitan/parallelisms/parallelize_llama.py",
+			Commit: "9dec370", Note: torchtitanRecomputeNote},
 		{Limit: "NoGradAccumulation", Repo: "pytorch/torchtitan", File: "train.py", Commit: "9dec370",
 			Note: "one model(input_ids) / loss.backward() a step on the local batch (training.batch_size) without a pipeline, " +
 				"one pp_schedule.step() with one; gradient accumulation came with #1238 (8570415, 2025-06-05)"},
@@ -615,6 +625,9 @@ var profiles = []Profile{
 		SequenceParallelWithTP: true,
 		FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
 		LossBytesPerLogit:      TorchLossBytesPerLogit,
+		// FSDP2 under torchtitan reduces in fp32 (torchtitanGradReduceBytes).
+		GradReduceBytes:         torchtitanGradReduceBytes,
+		FP8WeightsCastInForward: true,
 		// torchtitan computes the loss vocab-parallel whenever TP is on
 		// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel).
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
@@ -638,6 +651,8 @@ var profiles = []Profile{
 		SequenceParallelWithTP:    true,
 		FP8Recipe:                 "current",
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
+		GradReduceBytes:           torchtitanGradReduceBytes,
+		FP8WeightsCastInForward:   true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
 		Runs:                      torchtitan2024,
@@ -652,9 +667,15 @@ var profiles = []Profile{
 		SequenceParallelWithTP:    true,
 		FP8Recipe:                 "current",
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
+		GradReduceBytes:           torchtitanGradReduceBytes,
+		FP8WeightsCastInForward:   true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
-		Runs: Runs{ZeRO: []int{3}, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true, NoGradAccumulation: true,
+		Runs: Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
+			NoGradAccumulation: true,
 			Sources: []Source{
+				{Limit: "Recompute: none, ops, full", Repo: "pytorch/torchtitan", File: "torchtitan/config_manager.py, torchtitan/parallelisms/parallelize_llama.py",
+					Commit: "258f608", Note: "activation_checkpoint.mode none, full or selective; selective is selective_ac_option " +
+						"\"op\" (op-level, the policy's _save_list) or every n-th block checkpointed whole (checkpoint_wrapper)"},
 				{Limit: "NoPipeline", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
 					Note: "parallelize_llama raises NotImplementedError when the pipeline-parallel degree is above 1"},
 				{Limit: "ZeRO: 3", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
@@ -676,6 +697,8 @@ var profiles = []Profile{
 		BackwardPrefetch:                  "pre",
 		SequenceParallelWithTP:            true,
 		FP8Recipe:                         "current",
+		GradReduceBytes:                   torchtitanGradReduceBytes,
+		FP8WeightsCastInForward:           true,
 		LossBytesPerLogit:                 TorchLossBytesPerLogit,
 		LossParallelBytesPerLogit:         TorchLossParallelBytesPerLogit,
 		TorchRingAttention:                true,
@@ -809,23 +832,50 @@ func All() []Profile {
 
 // torchtitanRuns is what torchtitan runs since v0.1.0 (the torchtitan and
 // torchtitan-0.1 profiles).
-var torchtitanRuns = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}, ZeROWithPipeline: []int{0, 1}, Sources: []Source{
-	{Limit: "Schedules: gpipe, 1f1b, interleaved, zb-v", Repo: "pytorch/torchtitan", File: "torchtitan/distributed/pipeline_parallel.py",
-		Commit: "6fc499f", Note: "get_schedule_class of torch.distributed.pipelining, ScheduleZBVZeroBubble among them"},
-	{Limit: "ZeRO: 0, 2, 3", Repo: "pytorch/torchtitan", File: "torchtitan/config/job_config.py", Commit: "6fc499f",
-		Note: "data parallelism is DDP replication or FSDP2's fully_shard (fsdp_reshard_after_forward: always, never or " +
-			"default); no optimizer-only sharding"},
-	{Limit: "ZeROWithPipeline: 0, 1", Repo: "pytorch/torchtitan, pytorch/pytorch",
-		File: "torchtitan/models/llama3/infra/parallelize.py (apply_fsdp; deepseek_v3 and llama4 the same); " +
-			"torch/distributed/pipelining/stage.py", Commit: "6fc499f (v0.1.0 6a3a9da95 the same); torch stage.py 0138610",
-		Note: "fsdp_reshard_after_forward \"default\" is reshard_after_forward = not pp_enabled (\"never\" the same), and the " +
-			"pipeline stage's backward_maybe_with_nosync sets reshard_after_backward and requires_gradient_sync False on " +
-			"every micro-batch, its _post_backward reduce-scatters and reshards once after the last: the 16-bit weights " +
-			"gathered once and the gradients kept whole, the fp32 weights and optimizer states sharded (ZeRO-1), as at " +
-			"9dec370; \"always\" regathers the weights per micro-batch but still keeps the gradients whole, which no ZeRO " +
-			"stage here prices. ZeRO 0: no data parallelism beside the pipeline (apply_ddp raises \"DDP has not supported " +
-			"> 1D parallelism\")"},
-	{Limit: "DDPAlone", Repo: "pytorch/torchtitan", File: "torchtitan/models/llama3/infra/parallelize.py (deepseek_v3 the same)",
-		Commit: "6fc499f (v0.1.0 6a3a9da95 the same)", Note: "replication without sharding is apply_ddp, reached only when FSDP is " +
-			"off, and it raises \"DDP has not supported > 1D parallelism\" when the world mesh has more than one dimension"},
-}, DDPAlone: true}
+// torchtitanGradReduceBytes: torchtitan's FSDP2 mixed precision keeps the
+// parameters in fp32, computes in bf16 and reduces in fp32 —
+// training.mixed_precision_reduce, default "float32" and its only choice at
+// 258f608 (hard-coded MixedPrecisionPolicy(param_dtype=bfloat16,
+// reduce_dtype=float32)), 9dec370 and 6fc499f — so the sharded gradients are fp32,
+// the reduce-scatter runs in fp32, and under a pipeline, where gradient sync waits
+// for the last micro-batch, FSDP2 accumulates the unsharded gradients in fp32
+// (torch/distributed/_composable/fsdp/_fsdp_param.py
+// FSDPParam.to_accumulated_grad_if_needed: the unsharded gradient is upcast to
+// reduce_dtype when the group does not reduce): 4 B per parameter.
+const torchtitanGradReduceBytes = 4
+
+// torchtitanRecompute are the activation checkpointing modes torchtitan runs, from
+// its first release on: activation_checkpoint.mode "none", "full" or "selective",
+// and selective is either op-level (selective_ac_option "op": step's "ops") or
+// every n-th transformer block checkpointed whole (an integer option: "full" on
+// some of the layers, Layout.RecomputeLayers). Megatron's selective recomputation
+// of the attention core alone ("selective") is not among them.
+var torchtitanRecompute = []string{"none", "ops", "full"}
+
+const torchtitanRecomputeNote = "_apply_ac_to_transformer_block accepts the modes \"full\" (checkpoint_wrapper on the block) and " +
+	"\"selective\", whose selective_ac_option is \"op\" (create_selective_checkpoint_contexts saving the _save_list ops' outputs " +
+	"but every second mm) or an integer n (every n-th block checkpointed whole); mode \"none\" applies none"
+
+var torchtitanRuns = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "zb-v"}, ZeRO: []int{0, 2, 3}, ZeROWithPipeline: []int{0, 1},
+	Recompute: torchtitanRecompute, Sources: []Source{
+		{Limit: "Recompute: none, ops, full", Repo: "pytorch/torchtitan", File: "torchtitan/config/job_config.py (ActivationCheckpoint), " +
+			"torchtitan/models/llama3/infra/parallelize.py", Commit: "6fc499f", Note: torchtitanRecomputeNote},
+		{Limit: "Schedules: gpipe, 1f1b, interleaved, zb-v", Repo: "pytorch/torchtitan", File: "torchtitan/distributed/pipeline_parallel.py",
+			Commit: "6fc499f", Note: "get_schedule_class of torch.distributed.pipelining, ScheduleZBVZeroBubble among them"},
+		{Limit: "ZeRO: 0, 2, 3", Repo: "pytorch/torchtitan", File: "torchtitan/config/job_config.py", Commit: "6fc499f",
+			Note: "data parallelism is DDP replication or FSDP2's fully_shard (fsdp_reshard_after_forward: always, never or " +
+				"default); no optimizer-only sharding"},
+		{Limit: "ZeROWithPipeline: 0, 1", Repo: "pytorch/torchtitan, pytorch/pytorch",
+			File: "torchtitan/models/llama3/infra/parallelize.py (apply_fsdp; deepseek_v3 and llama4 the same); " +
+				"torch/distributed/pipelining/stage.py", Commit: "6fc499f (v0.1.0 6a3a9da95 the same); torch stage.py 0138610",
+			Note: "fsdp_reshard_after_forward \"default\" is reshard_after_forward = not pp_enabled (\"never\" the same), and the " +
+				"pipeline stage's backward_maybe_with_nosync sets reshard_after_backward and requires_gradient_sync False on " +
+				"every micro-batch, its _post_backward reduce-scatters and reshards once after the last: the 16-bit weights " +
+				"gathered once and the gradients kept whole, the fp32 weights and optimizer states sharded (ZeRO-1), as at " +
+				"9dec370; \"always\" regathers the weights per micro-batch but still keeps the gradients whole, which no ZeRO " +
+				"stage here prices. ZeRO 0: no data parallelism beside the pipeline (apply_ddp raises \"DDP has not supported " +
+				"> 1D parallelism\")"},
+		{Limit: "DDPAlone", Repo: "pytorch/torchtitan", File: "torchtitan/models/llama3/infra/parallelize.py (deepseek_v3 the same)",
+			Commit: "6fc499f (v0.1.0 6a3a9da95 the same)", Note: "replication without sharding is apply_ddp, reached only when FSDP is " +
+				"off, and it raises \"DDP has not supported > 1D parallelism\" when the world mesh has more than one dimension"},
+	}, DDPAlone: true}

@@ -802,6 +802,16 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 		if l.ZeRO == 3 && shard > 1 {
 			held = math.Min(2, layers) / layers
 		}
+		if l.Recompute == RecomputeFull && !t.FP8Recipe.weightsCastOncePerStep() {
+			if fw, err := framework.Lookup(t.Framework); err == nil && fw.FP8WeightsCastInForward {
+				// A checkpointed layer's forward keeps no fp8 copy of its weights
+				// (framework.Profile.FP8WeightsCastInForward): the layers not
+				// recomputed hold theirs, the recomputed ones only the layer being
+				// recomputed and the next.
+				share := l.recomputeShare(stageLayers)
+				held = math.Min(held, 1-share+share*math.Min(2, layers)/layers)
+			}
+		}
 		copies := float64(fp8WeightCopyBytes)
 		if t.FP8Params {
 			copies = fp8TransposeBytes

@@ -35,6 +35,13 @@ func TestFrameworkRunsRefused(t *testing.T) {
 		{"torchtitan", step.Layout{TP: 1, ZeRO: 1}, "layout.zero"},
 		{"torchtitan", step.Layout{TP: 1, PP: 4, ZeRO: 1, Schedule: step.ZeroBubbleV}, ""},
 		{"torchtitan", step.Layout{TP: 1, PP: 4, Schedule: step.ZeroBubbleV}, "layout.zero"}, // DDP only alone
+		// torchtitan's checkpointing is none, full, op-level or every n-th block whole:
+		// no attention-core recomputation.
+		{"torchtitan", step.Layout{TP: 2, SP: true, ZeRO: 3, Recompute: step.RecomputeSelective}, "layout.recompute"},
+		{"torchtitan-2024", step.Layout{TP: 2, SP: true, ZeRO: 3, Recompute: step.RecomputeSelective}, "layout.recompute"},
+		{"torchtitan-2024-04", step.Layout{TP: 1, ZeRO: 3, Recompute: step.RecomputeSelective}, "layout.recompute"},
+		{"torchtitan", step.Layout{TP: 2, SP: true, ZeRO: 3, Recompute: step.RecomputeOps}, ""},
+		{"torchtitan", step.Layout{TP: 1, ZeRO: 3, Recompute: step.RecomputeFull, RecomputeLayers: 16}, ""},
 		{"composer", step.Layout{TP: 1, PP: 2}, "layout.pp"},
 		{"composer", step.Layout{TP: 1, CP: 2}, "layout.cp"},
 		{"hai-llm", step.Layout{TP: 1, PP: 2, Schedule: step.GPipe}, "layout.schedule"},
