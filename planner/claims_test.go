@@ -273,7 +273,6 @@ var claimExceptions = map[string]claimException{
 	"torchao_b200_llama3_8b_8gpu_float8_rowwise":     {modelError: powerLimited},
 	"torchao_b200_llama3_8b_8gpu_mxfp8_cublas":       {modelError: powerLimited},
 	"torchao_b200_llama3_8b_8gpu_mxfp8_cublas_rceil": {modelError: powerLimited},
-	"torchtitan_gb200_llama4scout_256gpu_bf16":       {modelError: scoutLayout},
 	"torchtitan_gb200_llama4scout_256gpu_mxfp8":      {modelError: scoutLayout},
 	"dgxc_gb200_deepseekv3_128gpu_bf16":              {modelError: dsv3GB200},
 	"dgxc_gb200_deepseekv3_256gpu_bf16":              {modelError: dsv3GB200},

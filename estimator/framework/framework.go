@@ -716,6 +716,8 @@ var profiles = []Profile{
 		BackwardPrefetch:          "pre",
 		SequenceParallelWithTP:    true,
 		FP8Recipe:                 "current",
+		GradReduceBytes:           torchtitanGradReduceBytes,
+		FP8WeightsCastInForward:   true,
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
