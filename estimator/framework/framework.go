@@ -214,6 +214,15 @@ type Profile struct {
 	// MLARoPEUnfused: the framework's MLA models apply their rotary embedding with
 	// PyTorch's elementwise operators rather than a fused kernel.
 	MLARoPEUnfused bool
+	// GLUClampUnfused: a clamped gated MLP (model.Arch.GLUClamp) clamps with
+	// PyTorch's elementwise operators ahead of the fused activation: Megatron-Core's
+	// weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py,
+	// the MoE experts' path under bias_activation_fusion) splits the first GEMM's
+	// output in two (chunk), clamps each half (clamp, clamp) and concatenates them
+	// again (torch.cat) before WeightedBiasQuickGeGLUFunction; autograd runs each
+	// step's backward as its own kernels. MLPerf Training v6.0's gpt-oss-20b
+	// (pretrain.py, PATCH_GEGLU_GRAPH_SAFE) keeps the same four operators.
+	GLUClampUnfused bool
 	// Runs is what the framework can run at all; its zero value runs every layout
 	// the step model prices. Set only where a source states the limit.
 	Runs Runs
@@ -413,6 +422,7 @@ var profiles = []Profile{
 		FP8Params:            true,
 		ActivationOffload:    true,
 		TELayers:             true,
+		GLUClampUnfused:      true,
 		MegatronDDPBuckets:   true,
 	},
 	{
@@ -445,6 +455,7 @@ var profiles = []Profile{
 		// moe_router_fusion, with moe_permute_fusion and apply_rope_fusion).
 		MoERouterFusion:    true,
 		TELayers:           true,
+		GLUClampUnfused:    true,
 		MegatronDDPBuckets: true,
 		// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
 		// without_interleaving and _with_interleaving (megatron/core/
@@ -519,6 +530,7 @@ var profiles = []Profile{
 		// Megatron-Core 0.12 has no --moe-router-fusion.
 		MLARoPEUnfused:     true,
 		TELayers:           true,
+		GLUClampUnfused:    true,
 		MegatronDDPBuckets: true,
 		FP8Params:          true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.

@@ -73,7 +73,12 @@ type Arch struct {
 	HeadSize int `json:"head_dim,omitempty"`
 	FFN      int `json:"ffn"` // MLP hidden size
 	// GatedMLP: SwiGLU-style MLP with three matrices (gate, up, down) instead of two.
-	GatedMLP       bool `json:"gated_mlp"`
+	GatedMLP bool `json:"gated_mlp"`
+	// GLUClamp: the gated MLP clamps its two inputs before the activation
+	// (gpt-oss's SwiGLU with limit 7: openai/gpt-oss-20b config.json
+	// swiglu_limit; Megatron-Core's activation_func_clamp_value). What the clamp
+	// costs depends on the framework (framework.Profile.GLUClampUnfused).
+	GLUClamp       bool `json:"glu_clamp,omitempty"`
 	Vocab          int  `json:"vocab"`
 	TiedEmbeddings bool `json:"tied_embeddings"` // output projection shares the input embedding
 	// MTPLayers is the depth of multi-token prediction (DeepSeek-V3 §2.2, config.json
@@ -201,6 +206,9 @@ func (a Arch) ValidateAt(path string) error {
 		if a.SlidingWindow == 0 {
 			c.Add("global_every", "makes every n-th layer global among windowed ones: needs sliding_window")
 		}
+	}
+	if a.GLUClamp && !a.GatedMLP {
+		c.Add("glu_clamp", "clamps a gated MLP's inputs: needs gated_mlp")
 	}
 	if a.HeadSize != 0 {
 		if between(&c, "head_dim", a.HeadSize, 1, MaxHidden) && headsOK && a.Heads*a.HeadSize > MaxFFN {

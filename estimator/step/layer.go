@@ -28,6 +28,9 @@ type layerTimes struct {
 	modsFwd, modsFLOPs float64
 	// shared is the shared experts' GEMMs inside fwd and bwd (MoE layers).
 	shared float64
+	// gluClampFwd and gluClampBwd are the unfused clamp's passes inside fwd and
+	// bwd (gluClampUnfused).
+	gluClampFwd, gluClampBwd float64
 	// tpGEMM are the forward GEMM times next to the layer's four TP collectives
 	// with sequence parallelism: the attention's input projections (after the
 	// all-gather), its output projection (before the reduce-scatter), the MLP's up
@@ -258,6 +261,18 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	elem := 2 * tokens * (hPart + act) / r.hbm
 	fwd += elem + moeBytes/r.hbm
 	bwd += 2*elem + moeBytes/r.hbm // the gradients permuted back the same way
+	if gluClampUnfused(req) {
+		// The clamp's own passes over the first GEMM's output (the gate and up
+		// halves, act's first mlpMats−1 parts of mlpMats).
+		glu := tokens * act * (mlpMats - 1) / mlpMats
+		cf, cb := glu*gluClampFwdBytes/r.hbm, glu*gluClampBwdBytes/r.hbm
+		lt.gluClampFwd, lt.gluClampBwd = cf, cb
+		fwd += cf
+		bwd += cb
+		if moe && mods&(rmMoEAct|rmMoE) != 0 || !moe && mods&rmMLP != 0 {
+			lt.modsFwd += cf
+		}
+	}
 	lt.opsFwd = ops + elem
 	if l.Recompute == RecomputeOps && r.arch == hardware.Blackwell && !req.Training.UnfusedAttention {
 		// The framework's op save list leaves out the attention kernel it runs on
@@ -294,6 +309,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	lt.bwd = math.Max(bwd, 2*launch)
 	if moe && a.MoE != nil {
 		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
+		if gluClampUnfused(req) {
+			h.post += gluClampOps * hc.op
+		}
 		lt.fwd = math.Max(fwd, launch+h.pre+h.post)
 		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post))
 		if h.sync {
@@ -436,6 +454,36 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 		}
 	}
 	return h
+}
+
+// A clamped gated MLP under a framework that clamps with PyTorch's operators
+// (framework.Profile.GLUClampUnfused: Megatron-Core's weighted_bias_quick_geglu_impl)
+// moves, per element of the first GEMM's output (the gate and up halves, 16 bits):
+//   - forward: each half clamped (read 2 B, write 2 B) and the halves concatenated
+//     (read 2 B, write 2 B): 8 B;
+//   - backward: PyTorch's clamp_backward (torch/csrc/autograd/FunctionsManual.cpp)
+//     is where(self <= max, grad, 0) on the gate half (the comparison: read 2 B,
+//     write a 1-byte mask; where: read 1 + 2 B, write 2 B: 8 B) and
+//     where((self >= min).logical_and_(self <= max), grad, 0) on the up half (two
+//     comparisons, 3 B each, the and 3 B, where 5 B: 14 B), and chunk's backward
+//     (split_backward) concatenates the two halves' gradients (read 2 B, write
+//     2 B): (8 + 14) / 2 + 4 = 15 B.
+//
+// The forward's operators on the host: chunk, two clamps, cat.
+const (
+	gluClampFwdBytes = 8
+	gluClampBwdBytes = 15
+	gluClampOps      = 4
+)
+
+// gluClampUnfused tells whether req's model clamps its gated MLP's inputs with
+// separate elementwise kernels.
+func gluClampUnfused(req Request) bool {
+	if !req.Model.GLUClamp || !req.Model.GatedMLP {
+		return false
+	}
+	fw, err := framework.Lookup(req.Training.Framework)
+	return err == nil && fw.GLUClampUnfused
 }
 
 // moeLocalRelayout tells whether Megatron-Core's all-to-all dispatcher copies the

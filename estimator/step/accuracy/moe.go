@@ -97,22 +97,25 @@ type MoERun struct {
 	// SlidingWindow and GlobalEvery: the attention window of the windowed layers
 	// and every how many layers one attends to the whole sequence (model.Arch's
 	// fields); null: every layer attends to the whole sequence.
-	SlidingWindow *int    `json:"sliding_window"`
-	GlobalEvery   *int    `json:"global_every"`
-	SeqLen        int     `json:"seq_len"`
-	GPU           string  `json:"gpu"`
-	GPUMemGB      float64 `json:"gpu_mem_gb"`
-	GPUs          int     `json:"num_gpus"`
-	GPUsPerNode   int     `json:"gpus_per_node"`
-	System        string  `json:"system"`
-	TP            int     `json:"tp"`
-	PP            int     `json:"pp"`
-	DP            int     `json:"dp"`
-	CP            int     `json:"cp"`
-	EP            *int    `json:"ep"`
-	ETP           *int    `json:"etp"`
-	SP            *bool   `json:"sequence_parallel"`
-	OverlapTP     *bool   `json:"tp_comm_overlap"`
+	SlidingWindow *int `json:"sliding_window"`
+	// GLUClamp is the limit the gated MLP clamps its inputs to before the
+	// activation (model.Arch.GLUClamp; gpt-oss: 7); null: no clamp.
+	GLUClamp    *float64 `json:"glu_clamp"`
+	GlobalEvery *int     `json:"global_every"`
+	SeqLen      int      `json:"seq_len"`
+	GPU         string   `json:"gpu"`
+	GPUMemGB    float64  `json:"gpu_mem_gb"`
+	GPUs        int      `json:"num_gpus"`
+	GPUsPerNode int      `json:"gpus_per_node"`
+	System      string   `json:"system"`
+	TP          int      `json:"tp"`
+	PP          int      `json:"pp"`
+	DP          int      `json:"dp"`
+	CP          int      `json:"cp"`
+	EP          *int     `json:"ep"`
+	ETP         *int     `json:"etp"`
+	SP          *bool    `json:"sequence_parallel"`
+	OverlapTP   *bool    `json:"tp_comm_overlap"`
 	// OverlapEP: the expert-parallel all-to-alls are overlapped with another
 	// micro-batch's compute (Megatron-Core's overlap_moe_expert_parallel_comm);
 	// null: not stated.
@@ -456,6 +459,12 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	}
 	if r.GlobalEvery != nil {
 		a.GlobalEvery = *r.GlobalEvery
+	}
+	if r.GLUClamp != nil {
+		if *r.GLUClamp <= 0 {
+			return req, nil, fmt.Errorf("glu_clamp: must be positive (got %g)", *r.GLUClamp)
+		}
+		a.GLUClamp = true
 	}
 	if m := r.MLA; m != nil {
 		a.MLA = &model.MLA{QLoRARank: m.QLoRARank, KVLoRARank: m.KVLoRARank, QKNopeDim: m.QKNopeDim, QKRopeDim: m.QKRopeDim, VDim: m.VDim}
