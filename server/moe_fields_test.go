@@ -173,6 +173,11 @@ func TestMoEFieldsChangeTheEstimate(t *testing.T) {
 			r.Training.MoeDispatcher = "deepep"
 			dsArch(func(a *pb.Architecture) { a.Moe.Groups, a.Moe.TopkGroups = 0, 0 })(r)
 		}, dsArch(func(a *pb.Architecture) { a.Moe.Groups, a.Moe.TopkGroups = 8, 4 }), epBytes, false},
+		// Megatron-Core clamps gpt-oss's SwiGLU inputs outside its fused activation.
+		{"glu_clamp", deepSeekV3AsRun, func(r *pb.EstimateStepRequest) {
+			megatron(r)
+			dsArch(func(a *pb.Architecture) { a.GluClamp = false })(r)
+		}, dsArch(func(a *pb.Architecture) { a.GluClamp = true }), step, true},
 		{"mtp_layers", deepSeekV3AsRun, dsArch(func(a *pb.Architecture) { a.MtpLayers = 0 }),
 			dsArch(func(a *pb.Architecture) { a.MtpLayers = 1 }), step, true},
 		{"overlap_shared_expert", deepSeekV3AsRun, func(r *pb.EstimateStepRequest) {
@@ -260,6 +265,7 @@ func TestMoEFieldErrors(t *testing.T) {
 		{"groups not dividing the experts", bad(deepSeekV3AsRun, arch(func(a *pb.Architecture) { a.Moe.Groups = 7 })), "model.architecture.moe.groups"},
 		{"more top groups than groups", bad(deepSeekV3AsRun, arch(func(a *pb.Architecture) { a.Moe.TopkGroups = 9 })), "model.architecture.moe.topk_groups"},
 		{"mtp too deep", bad(deepSeekV3AsRun, arch(func(a *pb.Architecture) { a.MtpLayers = 9 })), "model.architecture.mtp_layers"},
+		{"glu clamp without a gated mlp", bad(deepSeekV3AsRun, arch(func(a *pb.Architecture) { a.GatedMlp, a.GluClamp = false, true })), "model.architecture.glu_clamp"},
 		{"unknown framework", bad(deepSeekV3AsRun, func(r *pb.EstimateStepRequest) { r.Training.Framework = "hai-llm-2" }), "training.framework"},
 	}
 	for _, tc := range tests {

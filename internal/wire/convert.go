@@ -49,7 +49,7 @@ func ResolveModel(field string, m *pb.ModelSpec) (a model.Arch, derived string, 
 func ArchFromProto(p *pb.Architecture) model.Arch {
 	a := model.Arch{
 		Name: p.GetName(), Layers: int(p.GetLayers()), Hidden: int(p.GetHidden()), Heads: int(p.GetHeads()),
-		KVHeads: int(p.GetKvHeads()), FFN: int(p.GetFfn()), GatedMLP: p.GetGatedMlp(), Vocab: int(p.GetVocab()),
+		KVHeads: int(p.GetKvHeads()), FFN: int(p.GetFfn()), GatedMLP: p.GetGatedMlp(), GLUClamp: p.GetGluClamp(), Vocab: int(p.GetVocab()),
 		TiedEmbeddings: p.GetTiedEmbeddings(), HeadSize: int(p.GetHeadDim()),
 		SlidingWindow: int(p.GetSlidingWindow()), GlobalEvery: int(p.GetGlobalEvery()), MTPLayers: int(p.GetMtpLayers()),
 	}
@@ -70,7 +70,7 @@ func ArchFromProto(p *pb.Architecture) model.Arch {
 func ArchToProto(a model.Arch) *pb.Architecture {
 	p := &pb.Architecture{
 		Name: a.Name, Layers: int32(a.Layers), Hidden: int32(a.Hidden), Heads: int32(a.Heads), KvHeads: int32(a.KVHeads),
-		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings, HeadDim: int32(a.HeadSize),
+		Ffn: int32(a.FFN), GatedMlp: a.GatedMLP, GluClamp: a.GLUClamp, Vocab: int32(a.Vocab), TiedEmbeddings: a.TiedEmbeddings, HeadDim: int32(a.HeadSize),
 		SlidingWindow: int32(a.SlidingWindow), GlobalEvery: int32(a.GlobalEvery), MtpLayers: int32(a.MTPLayers),
 	}
 	if m := a.MLA; m != nil {

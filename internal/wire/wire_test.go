@@ -126,10 +126,10 @@ func TestMoEFieldsRoundTrip(t *testing.T) {
 	if back := wire.TrainingToProto(dt); !proto.Equal(back, tr) {
 		t.Errorf("training back: %v, sent %v", back, tr)
 	}
-	a := &pb.Architecture{Name: "x", Layers: 4, Hidden: 64, Heads: 4, Ffn: 128, Vocab: 100, MtpLayers: 1,
+	a := &pb.Architecture{Name: "x", Layers: 4, Hidden: 64, Heads: 4, Ffn: 128, Vocab: 100, MtpLayers: 1, GatedMlp: true, GluClamp: true,
 		Moe: &pb.MoE{Experts: 16, TopK: 4, Groups: 4, TopkGroups: 2}}
 	da := wire.ArchFromProto(a)
-	if da.MTPLayers != 1 || da.MoE.Groups != 4 || da.MoE.TopKGroups != 2 {
+	if da.MTPLayers != 1 || !da.GLUClamp || da.MoE.Groups != 4 || da.MoE.TopKGroups != 2 {
 		t.Errorf("architecture to the domain: %+v, MoE %+v", da, da.MoE)
 	}
 	if back := wire.ArchToProto(da); !proto.Equal(back, a) {

@@ -21,7 +21,7 @@ var flagGroups = func() map[string]string {
 			m[n] = group
 		}
 	}
-	add("Model", "model", "model-file", "params", "layers", "hidden", "heads", "kv-heads", "head-dim", "ffn", "vocab", "gated", "tied",
+	add("Model", "model", "model-file", "params", "layers", "hidden", "heads", "kv-heads", "head-dim", "ffn", "vocab", "gated", "glu-clamp", "tied",
 		"experts", "top-k", "expert-ffn", "moe-every", "shared-experts", "first-dense", "moe-groups", "moe-topk-groups", "mtp-layers",
 		"sliding-window", "global-every", "q-lora-rank", "kv-lora-rank", "qk-nope-dim", "qk-rope-dim", "v-head-dim")
 	add("Cluster", "cluster", "cluster-file", "nodes", "gpus-per-node", "gpus", "min-gpus", "max-gpus", "rank-order", "placement-tolerance")

@@ -26,7 +26,7 @@ type modelFlags struct {
 	window, globalEvery                   *int
 	mtp, groups, topKGroups               *int
 	qLoRA, kvLoRA, qkNope, qkRope, vHead  *int
-	gated, tied                           *bool
+	gated, tied, gluClamp                 *bool
 }
 
 func addModelFlags(fs *pflag.FlagSet) *modelFlags {
@@ -42,6 +42,7 @@ func addModelFlags(fs *pflag.FlagSet) *modelFlags {
 		ffn:         fs.Int("ffn", 0, "architecture: FFN size (default 4×hidden)"),
 		vocab:       fs.Int("vocab", 0, "architecture: vocabulary (default 51200)"),
 		gated:       fs.Bool("gated", false, "architecture: gated (SwiGLU) MLP"),
+		gluClamp:    fs.Bool("glu-clamp", false, "architecture: the gated MLP clamps its inputs before the activation (gpt-oss's SwiGLU limit); needs --gated"),
 		tied:        fs.Bool("tied", false, "architecture: output layer tied to the embedding"),
 		experts:     fs.Int("experts", 0, "architecture, MoE: experts per MoE layer"),
 		topK:        fs.Int("top-k", 0, "architecture, MoE: experts each token visits"),
@@ -70,7 +71,7 @@ var errNoModel = errors.New("--model, --model-file, --params or --layers/--hidde
 // given. Giving two ways is an error naming them.
 func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string, err error) {
 	arch := set["layers"] || set["hidden"] || set["heads"] || set["kv-heads"] || set["head-dim"] || set["ffn"] || set["vocab"] ||
-		set["gated"] || set["tied"] || set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] ||
+		set["gated"] || set["glu-clamp"] || set["tied"] || set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] ||
 		set["shared-experts"] || set["first-dense"] || set["sliding-window"] || set["global-every"] || set["q-lora-rank"] ||
 		set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"] || set["mtp-layers"] ||
 		set["moe-groups"] || set["moe-topk-groups"]
@@ -100,7 +101,7 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		return a, "", nil
 	case arch:
 		a = model.Arch{Name: "custom", Layers: *m.layers, Hidden: *m.hidden, Heads: *m.heads, KVHeads: *m.kvHeads, FFN: *m.ffn,
-			Vocab: *m.vocab, GatedMLP: *m.gated, TiedEmbeddings: *m.tied, HeadSize: *m.headDim,
+			Vocab: *m.vocab, GatedMLP: *m.gated, GLUClamp: *m.gluClamp, TiedEmbeddings: *m.tied, HeadSize: *m.headDim,
 			SlidingWindow: *m.window, GlobalEvery: *m.globalEvery, MTPLayers: *m.mtp}
 		if set["q-lora-rank"] || set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"] {
 			a.MLA = &model.MLA{QLoRARank: *m.qLoRA, KVLoRARank: *m.kvLoRA, QKNopeDim: *m.qkNope, QKRopeDim: *m.qkRope, VDim: *m.vHead}
@@ -137,7 +138,7 @@ var archFlags = map[string]string{
 	"moe.shared_experts": "--shared-experts", "moe.first_dense": "--first-dense", "moe.expert_ffn": "--expert-ffn",
 	"moe.frequency": "--moe-every", "moe.experts": "--experts", "moe.top_k": "--top-k",
 	"moe.groups": "--moe-groups", "moe.topk_groups": "--moe-topk-groups", "mtp_layers": "--mtp-layers",
-	"sliding_window": "--sliding-window", "global_every": "--global-every", "kv_heads": "--kv-heads", "head_dim": "--head-dim",
+	"sliding_window": "--sliding-window", "global_every": "--global-every", "glu_clamp": "--glu-clamp", "kv_heads": "--kv-heads", "head_dim": "--head-dim",
 	"layers": "--layers", "hidden": "--hidden", "heads": "--heads", "ffn": "--ffn", "vocab": "--vocab",
 }
 

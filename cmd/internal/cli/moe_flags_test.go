@@ -100,6 +100,7 @@ func TestMoEFlagErrors(t *testing.T) {
 		{append(arch[:len(arch):len(arch)], "--moe-groups", "7", "--moe-topk-groups", "2"), "--moe-groups: must divide the 64 experts"},
 		{append(arch[:len(arch):len(arch)], "--moe-groups", "8", "--moe-topk-groups", "9"), "--moe-topk-groups:"},
 		{append(arch[:len(arch):len(arch)], "--mtp-layers", "9"), "--mtp-layers:"},
+		{append(arch[:len(arch):len(arch)], "--glu-clamp"), "--glu-clamp: clamps a gated MLP's inputs: needs"},
 	} {
 		code, _, errOut := run(c.args...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

@@ -793,7 +793,12 @@ type Architecture struct {
 	// model), a 2h -> h projection and two norms on the last pipeline stage, sharing
 	// the embedding and output layer, with one more output pass. Its parameters are
 	// not counted in the model's total.
-	MtpLayers     int32 `protobuf:"varint,15,opt,name=mtp_layers,json=mtpLayers,proto3" json:"mtp_layers,omitempty"`
+	MtpLayers int32 `protobuf:"varint,15,opt,name=mtp_layers,json=mtpLayers,proto3" json:"mtp_layers,omitempty"`
+	// The gated MLP clamps its two inputs before the activation (gpt-oss's SwiGLU,
+	// swiglu_limit 7; Megatron-Core's activation_func_clamp_value). Needs
+	// gated_mlp. What the clamp costs depends on the framework: Megatron-Core runs
+	// it as separate PyTorch operators around its fused activation.
+	GluClamp      bool `protobuf:"varint,16,opt,name=glu_clamp,json=gluClamp,proto3" json:"glu_clamp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -931,6 +936,13 @@ func (x *Architecture) GetMtpLayers() int32 {
 		return x.MtpLayers
 	}
 	return 0
+}
+
+func (x *Architecture) GetGluClamp() bool {
+	if x != nil {
+		return x.GluClamp
+	}
+	return false
 }
 
 // Multi-head latent attention: low-rank query and key/value latents, per-head
@@ -6812,7 +6824,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"firstDense\x12\x16\n" +
 	"\x06groups\x18\a \x01(\x05R\x06groups\x12\x1f\n" +
 	"\vtopk_groups\x18\b \x01(\x05R\n" +
-	"topkGroups\"\xbd\x03\n" +
+	"topkGroups\"\xda\x03\n" +
 	"\fArchitecture\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x16\n" +
@@ -6830,7 +6842,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0esliding_window\x18\r \x01(\x05R\rslidingWindow\x12!\n" +
 	"\fglobal_every\x18\x0e \x01(\x05R\vglobalEvery\x12\x1d\n" +
 	"\n" +
-	"mtp_layers\x18\x0f \x01(\x05R\tmtpLayers\"\xb7\x01\n" +
+	"mtp_layers\x18\x0f \x01(\x05R\tmtpLayers\x12\x1b\n" +
+	"\tglu_clamp\x18\x10 \x01(\bR\bgluClamp\"\xb7\x01\n" +
 	"\x03MLA\x12\x1e\n" +
 	"\vq_lora_rank\x18\x01 \x01(\x05R\tqLoraRank\x12 \n" +
 	"\fkv_lora_rank\x18\x02 \x01(\x05R\n" +

@@ -83,10 +83,11 @@ class AlgoRange(_message.Message):
     def __init__(self, op: _Optional[str] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., min_bytes: _Optional[float] = ..., max_bytes: _Optional[float] = ..., algo: _Optional[str] = ..., min_nodes: _Optional[int] = ..., max_nodes: _Optional[int] = ...) -> None: ...
 
 class Architecture(_message.Message):
-    __slots__ = ["ffn", "gated_mlp", "global_every", "head_dim", "heads", "hidden", "kv_heads", "layers", "mla", "moe", "mtp_layers", "name", "sliding_window", "tied_embeddings", "vocab"]
+    __slots__ = ["ffn", "gated_mlp", "global_every", "glu_clamp", "head_dim", "heads", "hidden", "kv_heads", "layers", "mla", "moe", "mtp_layers", "name", "sliding_window", "tied_embeddings", "vocab"]
     FFN_FIELD_NUMBER: _ClassVar[int]
     GATED_MLP_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_EVERY_FIELD_NUMBER: _ClassVar[int]
+    GLU_CLAMP_FIELD_NUMBER: _ClassVar[int]
     HEADS_FIELD_NUMBER: _ClassVar[int]
     HEAD_DIM_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +103,7 @@ class Architecture(_message.Message):
     ffn: int
     gated_mlp: bool
     global_every: int
+    glu_clamp: bool
     head_dim: int
     heads: int
     hidden: int
@@ -114,7 +116,7 @@ class Architecture(_message.Message):
     sliding_window: int
     tied_embeddings: bool
     vocab: int
-    def __init__(self, name: _Optional[str] = ..., layers: _Optional[int] = ..., hidden: _Optional[int] = ..., heads: _Optional[int] = ..., kv_heads: _Optional[int] = ..., ffn: _Optional[int] = ..., gated_mlp: bool = ..., vocab: _Optional[int] = ..., tied_embeddings: bool = ..., moe: _Optional[_Union[MoE, _Mapping]] = ..., head_dim: _Optional[int] = ..., mla: _Optional[_Union[MLA, _Mapping]] = ..., sliding_window: _Optional[int] = ..., global_every: _Optional[int] = ..., mtp_layers: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., layers: _Optional[int] = ..., hidden: _Optional[int] = ..., heads: _Optional[int] = ..., kv_heads: _Optional[int] = ..., ffn: _Optional[int] = ..., gated_mlp: bool = ..., vocab: _Optional[int] = ..., tied_embeddings: bool = ..., moe: _Optional[_Union[MoE, _Mapping]] = ..., head_dim: _Optional[int] = ..., mla: _Optional[_Union[MLA, _Mapping]] = ..., sliding_window: _Optional[int] = ..., global_every: _Optional[int] = ..., mtp_layers: _Optional[int] = ..., glu_clamp: bool = ...) -> None: ...
 
 class Breakdown(_message.Message):
     __slots__ = ["backward_s", "bubble_s", "contention_s", "exposed_comm_s", "forward_s", "hidden_comm_s", "optimizer_s", "recompute_s", "total_s"]
