@@ -163,6 +163,12 @@ type shapeInfo struct {
 	exposed bool // perMB and zero3 count step.Exposure
 	fp8     bool // matmul weights stored in fp8 (step.Layout.FP8Params)
 	offAct  bool // activations offloaded to host memory (step.Layout.OffloadActivations)
+
+	// The queue's: the shape came up first in line at its enumerated bound
+	// (queue.comeUp), it need not be exposed (queue.nextBatch), and its best
+	// bound once exposed.
+	cameUp, unexposable bool
+	keyExposed          float64
 }
 
 // expose adds to the shape's bounds the communication that step.Exposure bounds
@@ -241,8 +247,9 @@ func (s *shape) searched(sp *space, zero int) bool {
 
 // layouts calls emit with each layout of the shape whose memory lower bound fits, in
 // enumeration order (ZeRO stage, then schedule), with its bound, ordinal, ZeRO stage
-// and schedule (its index among the shape's).
-func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float64, ordinal int32, zero int8, sched uint16)) {
+// and schedule (its index among the shape's). The layouts of a ZeRO stage for which
+// skip (when not nil) says true are not bounded nor emitted: it returns how many.
+func (s *shape) layouts(req *Request, sp *space, p *part, skip func(zero int) bool, emit func(bound float64, ordinal int32, zero int8, sched uint16)) (skipped int) {
 	ordinal := s.ordinal
 	scheds := p.scheds[s.scheds]
 	for _, zero := range sp.zeros {
@@ -253,6 +260,15 @@ func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float6
 			ordinal += int32(len(scheds))
 			continue
 		}
+		if skip != nil && skip(zero) {
+			ordinal += int32(len(scheds))
+			for _, sc := range scheds {
+				if s.runs(sc) {
+					skipped++
+				}
+			}
+			continue
+		}
 		for i, sc := range scheds {
 			ordinal++
 			if s.runs(sc) {
@@ -260,6 +276,7 @@ func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float6
 			}
 		}
 	}
+	return skipped
 }
 
 // candidate is the shape's layout with ZeRO stage zero and its schedule i.

@@ -49,7 +49,7 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			n := len(all)
 			p := &en.parts[s.part]
 			s.expose(e, &req, p, make([]step.ExposureMemo, len(p.alts))) // none kept: the queue keeps them
-			s.layouts(&req, sp, p, func(bound float64, ordinal int32, zero int8, sched uint16) {
+			s.layouts(&req, sp, p, nil, func(bound float64, ordinal int32, zero int8, sched uint16) {
 				all = append(all, s.candidate(&req, p, bound, ordinal, zero, sched))
 			})
 			low := math.Inf(1)
