@@ -863,15 +863,24 @@ func (s *evaluation) checkMemory(ctx context.Context, cands []candidate) *memory
 		c := &cands[j]
 		mc.mems[j] = memoryResult{beaten: !s.req.IncludeDominated && s.fronts.beaten(int(c.n), c.mostWholeNodesFree(), c.bound, c.maxHead)}
 	}
-	s.checks.Add(1)
-	go func() {
-		defer s.checks.Done()
+	check := func() {
 		defer close(mc.done)
 		parallel(ctx, s.workers, len(cands), func(_, j int) {
 			if !mc.mems[j].beaten {
 				mc.mems[j] = s.memory(&cands[j])
 			}
 		})
+	}
+	if s.workers == 1 {
+		// Nothing to run beside the queue: checked now, without a goroutine
+		// that the scheduler would have to switch to and back.
+		check()
+		return mc
+	}
+	s.checks.Add(1)
+	go func() {
+		defer s.checks.Done()
+		check()
 	}()
 	return mc
 }
