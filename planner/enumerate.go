@@ -144,6 +144,7 @@ type shapeInfo struct {
 	zero3   float64 // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
 	gather  float64 // lower bound of what ZeRO 1–2 expose (step.Exposure.ParamGather), once exposed
 	send    float64 // lower bound of one pipeline send (step.Exposure.Send), once exposed
+	wait    float64 // of an offload shape, the copies' waits perMB counts (step.OffloadWaitBound)
 	n       int32
 	ordinal int32 // enumeration order of its first layout
 	m       int32 // micro-batches per replica
@@ -359,8 +360,17 @@ func (s *shape) bound(req *Request, v int, extra float64) float64 {
 	// and backward (step's closedSpan), each with its two sends; 2·v·M of
 	// them are exposed and the rest lengthen the bubble.
 	sends := 2 * float64(v*int(s.m)+int(s.pp)-1) * s.send
-	stepLB := (float64(s.m)+float64(s.pp-1)/float64(v))*s.perMB + float64(s.m)*s.bounds.Contention + sends + extra
-	return boundScore(req, int(s.n), stepLB)
+	slots := float64(s.m) + float64(s.pp-1)/float64(v)
+	stepLB := slots*s.perMB + float64(s.m)*s.bounds.Contention + sends
+	if s.wait > 0 {
+		// With activation offload, what ZeRO exposes hides under the copies'
+		// waits as under the compute (the estimate's ZeRO-3 exposure shrinks as
+		// the waits lengthen the layers): the larger of the bound with the waits
+		// and the bound without them but with ZeRO's exposure, each of which
+		// step's TestLowerBoundsHold checks apart.
+		return boundScore(req, int(s.n), max(stepLB, stepLB-slots*s.wait+extra))
+	}
+	return boundScore(req, int(s.n), stepLB+extra)
 }
 
 // zeroBound is the lower bound of the step time that a ZeRO stage adds.
@@ -388,10 +398,14 @@ func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float
 	if i := zbIndex(sc.s); i >= 0 {
 		// The sends: 2·c·M exposed (c chunks a rank, two down ZB-V's V), at
 		// least; they lengthen the blocks the tables run, so the span bounds
-		// still hold.
+		// still hold. DualPipe's none: its estimate hides them under the paired
+		// chunks' compute (step's pricing.pipeline).
 		sends := 2 * float64(s.m) * s.send
-		if sc.s == step.ZeroBubbleV {
+		switch sc.s {
+		case step.ZeroBubbleV:
 			sends *= 2
+		case step.DualPipe:
+			sends = 0
 		}
 		if t := p.tables[s.tables][i]; t != nil {
 			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB+sends, t.LowerBound(s.bounds, s.perMB))+cont+extra)
@@ -896,7 +910,7 @@ func (p *part) shapeOf(e *step.Estimator, req *Request, sp *space, layers *step.
 					w = min(w, step.OffloadWaitBound(al.cluster, req.Model, s.bounds))
 				}
 				s.bounds.PerMicroBatch += w
-				s.perMB = s.bounds.PerMicroBatch
+				s.perMB, s.wait = s.bounds.PerMicroBatch, w
 			} else {
 				s.bounds.ActivationsGB = held
 			}

@@ -966,6 +966,11 @@ func (s *evaluation) memory(c *candidate) memoryResult {
 	return memoryResult{headroom: mem.Headroom, fits: mem.Fits}
 }
 
+// verifyPricedBounds, set by a test, sees every layout the search prices on each
+// placement: its bound and score, its headroom and the upper bound of it the
+// search took (candidate.maxHead).
+var verifyPricedBounds func(r step.Request, bound, score, headroom, maxHead float64)
+
 // verifyMemoryChecks, set by a test, sees every layout whose memory the search
 // checks, and the search's memory basis.
 var verifyMemoryChecks func(*step.Estimator, step.Request, *step.MemoryBasis)
@@ -999,6 +1004,9 @@ func (s *evaluation) evaluate(c *candidate) evaluated {
 		if err == nil {
 			ev.score = score(req, int(c.n), res)
 			ev.ok = res.Memory.Fits && res.Memory.Headroom >= req.Constraints.MinHeadroomGB
+			if verifyPricedBounds != nil {
+				verifyPricedBounds(r, c.bound, ev.score, res.Memory.Headroom, c.maxHead)
+			}
 		}
 		if i == 0 || s.prefer(&best, &ev) {
 			best = ev
