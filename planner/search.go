@@ -296,7 +296,8 @@ func (q *queue) peek() *layoutRun {
 		head, free := 0.0, 0 // of the ZeRO stage being expanded, of the part's placements
 		if q.fronts != nil && len(*q.fronts) > 0 {
 			// A ZeRO stage's layouts are bounded by the shape's best bound and
-			// have at most its maxHeadroom: beaten there, they all are.
+			// have at most its maxHeadroom: beaten there, they all are; else
+			// each on its own bound.
 			free = mostWholeNodesFree(p.alts)
 			skip = func(zero int) bool {
 				head = s.maxHeadroom(q.req, zero)
@@ -963,12 +964,16 @@ func (s *evaluation) memory(c *candidate) memoryResult {
 		verifyMemoryChecks(s.e, r, s.basis)
 	}
 	mem := s.e.MemoryOfValidWith(r, s.basis)
+	if verifyPricedBounds != nil {
+		verifyPricedBounds(r, c.bound, math.Inf(1), mem.Headroom, c.maxHead)
+	}
 	return memoryResult{headroom: mem.Headroom, fits: mem.Fits}
 }
 
 // verifyPricedBounds, set by a test, sees every layout the search prices on each
-// placement: its bound and score, its headroom and the upper bound of it the
-// search took (candidate.maxHead).
+// placement — its bound and score, its headroom and the upper bound of it the
+// search took (candidate.maxHead) — and every layout whose memory it checks (the
+// score +Inf).
 var verifyPricedBounds func(r step.Request, bound, score, headroom, maxHead float64)
 
 // verifyMemoryChecks, set by a test, sees every layout whose memory the search
