@@ -290,7 +290,7 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
 		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp,
-		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, fp8: s.fp8, offAct: s.offAct, maxHead: s.maxHeadroom(req, int(zero))}
+		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, fp8: s.fp8, offAct: s.offAct, maxHead: s.maxHeadroom(req, p, int(zero))}
 }
 
 // chunkSplit is the layer split of an interleaved layout's st model chunks when
@@ -337,9 +337,10 @@ func (s *shape) statesFit(req *Request, sp *space, params, reserveGB float64, ze
 
 // maxHeadroom is an upper bound of the memory headroom of the shape's layouts with
 // a ZeRO stage: the GPU's memory less their memory lower bound (statesFit's, which
-// every schedule keeps at least), +Inf with fp8 weights (held in fewer bytes than
-// the optimizer's).
-func (s *shape) maxHeadroom(req *Request, zero int) float64 {
+// every schedule keeps at least, and ZeRO-3's gathered layers: part.gatheredGB),
+// +Inf with fp8 weights (held in fewer bytes than the optimizer's). p is the
+// shape's part.
+func (s *shape) maxHeadroom(req *Request, p *part, zero int) float64 {
 	if req.Training.FP8Params || s.fp8 {
 		return math.Inf(1)
 	}
@@ -350,7 +351,25 @@ func (s *shape) maxHeadroom(req *Request, zero int) float64 {
 	case step.OffloadParams:
 		w, gr, st = 0, 0, 0
 	}
-	return req.Cluster.GPU().MemoryGB - ((w+gr+st)/1e9 + s.bounds.ReserveGB + s.bounds.ActivationsGB)
+	var gathered float64
+	if zero == 3 && s.dp*s.cp > 1 && !req.Training.OnDemandGathers {
+		gathered = p.gatheredGB
+	}
+	return req.Cluster.GPU().MemoryGB - ((w+gr+st)/1e9 + s.bounds.ReserveGB + s.bounds.ActivationsGB + gathered)
+}
+
+// gatheredGB is at least what flat ZeRO-3 holds of the two layers it keeps
+// gathered (the one computing, the one prefetched: step's memoryOf) on a GPU with
+// TP tp: twice a layer's weights, a layer holding at least its attention and the
+// smaller of a dense MLP and the shared experts, split over TP (step's
+// leastRankParams), in the optimizer's weight bytes.
+func gatheredGB(req *Request, tp int) float64 {
+	p := req.Model.Params()
+	mlp := p.PerLayerDenseMLP
+	if req.Model.MoE != nil {
+		mlp = min(mlp, p.PerLayerShared)
+	}
+	return 2 * (p.PerLayerAttention + mlp) / float64(tp) * req.Training.Optimizer.WeightBytes / 1e9
 }
 
 // bound is the objective's lower bound for the shape run with v virtual stages,
@@ -485,7 +504,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			}
 			for _, cp := range divisors(n / tp) {
 				if allowed(cs.CP, cp) && t.SeqLen%cp == 0 {
-					parts = append(parts, part{idx: int32(len(parts)), n: n, tp: tp, cp: cp, alts: alts})
+					parts = append(parts, part{idx: int32(len(parts)), n: n, tp: tp, cp: cp, alts: alts, gatheredGB: gatheredGB(req, tp)})
 				}
 			}
 		}
@@ -570,6 +589,7 @@ type part struct {
 	idx        int32 // among the search's parts
 	n, tp, cp  int
 	alts       []alt
+	gatheredGB float64   // gatheredGB of its TP
 	splits     [][]int   // the layer splits of its shapes (shape.split)
 	scheds     [][]sched // the schedule lists of its shapes (shape.scheds)
 	bestScheds [][]sched // of each list, those that can give its best bound

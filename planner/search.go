@@ -300,7 +300,7 @@ func (q *queue) peek() *layoutRun {
 			// each on its own bound.
 			free = mostWholeNodesFree(p.alts)
 			skip = func(zero int) bool {
-				head = s.maxHeadroom(q.req, zero)
+				head = s.maxHeadroom(q.req, p, zero)
 				return q.fronts.beaten(int(s.n), free, k2.best, head)
 			}
 		}
@@ -461,9 +461,10 @@ func (q *queue) beaten(s *shape) bool {
 	if q.fronts == nil || len(*q.fronts) == 0 {
 		return false
 	}
-	free := mostWholeNodesFree(q.parts[s.part].alts)
+	p := &q.parts[s.part]
+	free := mostWholeNodesFree(p.alts)
 	for _, zero := range q.sp.zeros {
-		if s.searched(q.sp, zero) && s.fits&(1<<zero) != 0 && !q.fronts.beaten(int(s.n), free, s.best, s.maxHeadroom(q.req, zero)) {
+		if s.searched(q.sp, zero) && s.fits&(1<<zero) != 0 && !q.fronts.beaten(int(s.n), free, s.best, s.maxHeadroom(q.req, p, zero)) {
 			return false
 		}
 	}
