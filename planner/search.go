@@ -750,8 +750,8 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 	if tol == 0 {
 		tol = DefaultPlacementTolerance
 	}
-	// Chunks grow from 8 layouts to 256: the first plans priced are the best placed
-	// to set the later ones aside.
+	// Chunks grow from 8 layouts to maxChunk: the first plans priced are the best
+	// placed to set the later ones aside.
 	basis := step.NewMemoryBasis(step.Request{Model: req.Model, Training: req.Training})
 	return &evaluation{e: e, req: req, basis: basis, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
 		arrays: buf.arrays[:0], out: buf.evaluated[:0], kth: math.Inf(1)}
@@ -898,8 +898,13 @@ func (s *evaluation) stopBefore(bound float64) bool {
 	return false
 }
 
-// maxChunk is the most layouts a chunk holds.
-const maxChunk = 256
+// maxChunk is the most layouts a chunk holds. The plans a chunk prices join the
+// fronts only when it is taken, so a smaller chunk sets more of the next ones
+// aside before their memory is checked: 64 rather than 256 checks the memory of
+// 1 376 layouts instead of 1 716 in the llama3-405b search on 4096 GPUs, 488
+// instead of 859 for gpt3-175b on 1024 (32 saves little more), and still gives
+// every worker of a large machine layouts to check.
+const maxChunk = 64
 
 // chunkArray holds the candidates of one chunk.
 type chunkArray [maxChunk]candidate
