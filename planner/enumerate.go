@@ -144,6 +144,7 @@ type shapeInfo struct {
 	zero3   float64 // lower bound of what ZeRO-3 exposes (step.Exposure), once exposed
 	gather  float64 // lower bound of what ZeRO 1–2 expose (step.Exposure.ParamGather), once exposed
 	send    float64 // lower bound of one pipeline send (step.Exposure.Send), once exposed
+	wait    float64 // of an offload shape, the copies' waits perMB counts (step.OffloadWaitBound)
 	n       int32
 	ordinal int32 // enumeration order of its first layout
 	m       int32 // micro-batches per replica
@@ -163,6 +164,12 @@ type shapeInfo struct {
 	exposed bool // perMB and zero3 count step.Exposure
 	fp8     bool // matmul weights stored in fp8 (step.Layout.FP8Params)
 	offAct  bool // activations offloaded to host memory (step.Layout.OffloadActivations)
+
+	// The queue's: the shape came up first in line at its enumerated bound
+	// (queue.comeUp), it need not be exposed (queue.nextBatch), and its best
+	// bound once exposed.
+	cameUp, unexposable bool
+	keyExposed          float64
 }
 
 // expose adds to the shape's bounds the communication that step.Exposure bounds
@@ -241,8 +248,9 @@ func (s *shape) searched(sp *space, zero int) bool {
 
 // layouts calls emit with each layout of the shape whose memory lower bound fits, in
 // enumeration order (ZeRO stage, then schedule), with its bound, ordinal, ZeRO stage
-// and schedule (its index among the shape's).
-func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float64, ordinal int32, zero int8, sched uint16)) {
+// and schedule (its index among the shape's). The layouts of a ZeRO stage for which
+// skip (when not nil) says true are not bounded nor emitted: it returns how many.
+func (s *shape) layouts(req *Request, sp *space, p *part, skip func(zero int) bool, emit func(bound float64, ordinal int32, zero int8, sched uint16)) (skipped int) {
 	ordinal := s.ordinal
 	scheds := p.scheds[s.scheds]
 	for _, zero := range sp.zeros {
@@ -253,6 +261,15 @@ func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float6
 			ordinal += int32(len(scheds))
 			continue
 		}
+		if skip != nil && skip(zero) {
+			ordinal += int32(len(scheds))
+			for _, sc := range scheds {
+				if s.runs(sc) {
+					skipped++
+				}
+			}
+			continue
+		}
 		for i, sc := range scheds {
 			ordinal++
 			if s.runs(sc) {
@@ -260,6 +277,7 @@ func (s *shape) layouts(req *Request, sp *space, p *part, emit func(bound float6
 			}
 		}
 	}
+	return skipped
 }
 
 // candidate is the shape's layout with ZeRO stage zero and its schedule i.
@@ -272,7 +290,7 @@ func (s *shape) candidate(req *Request, p *part, bound float64, ordinal int32, z
 	return candidate{bound: bound, alts: p.alts, split: ls,
 		n: s.n, ordinal: ordinal, tp: s.tp, pp: s.pp, dp: s.dp, cp: s.cp, ep: s.ep, mbs: s.mbs,
 		v: int16(sc.v), zero: zero, rc: s.rc, sched: schedCode(sc.s), sp: s.sp, etp1: s.etp1, otp: s.otp,
-		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, fp8: s.fp8, offAct: s.offAct, maxHead: s.maxHeadroom(req, int(zero))}
+		oep: overlapEP(req, s, sc.s), ulysses: s.ulysses, fp8: s.fp8, offAct: s.offAct, maxHead: s.maxHeadroom(req, p, int(zero))}
 }
 
 // chunkSplit is the layer split of an interleaved layout's st model chunks when
@@ -319,9 +337,10 @@ func (s *shape) statesFit(req *Request, sp *space, params, reserveGB float64, ze
 
 // maxHeadroom is an upper bound of the memory headroom of the shape's layouts with
 // a ZeRO stage: the GPU's memory less their memory lower bound (statesFit's, which
-// every schedule keeps at least), +Inf with fp8 weights (held in fewer bytes than
-// the optimizer's).
-func (s *shape) maxHeadroom(req *Request, zero int) float64 {
+// every schedule keeps at least, and ZeRO-3's gathered layers: part.gatheredGB),
+// +Inf with fp8 weights (held in fewer bytes than the optimizer's). p is the
+// shape's part.
+func (s *shape) maxHeadroom(req *Request, p *part, zero int) float64 {
 	if req.Training.FP8Params || s.fp8 {
 		return math.Inf(1)
 	}
@@ -332,7 +351,25 @@ func (s *shape) maxHeadroom(req *Request, zero int) float64 {
 	case step.OffloadParams:
 		w, gr, st = 0, 0, 0
 	}
-	return req.Cluster.GPU().MemoryGB - ((w+gr+st)/1e9 + s.bounds.ReserveGB + s.bounds.ActivationsGB)
+	var gathered float64
+	if zero == 3 && s.dp*s.cp > 1 && !req.Training.OnDemandGathers {
+		gathered = p.gatheredGB
+	}
+	return req.Cluster.GPU().MemoryGB - ((w+gr+st)/1e9 + s.bounds.ReserveGB + s.bounds.ActivationsGB + gathered)
+}
+
+// gatheredGB is at least what flat ZeRO-3 holds of the two layers it keeps
+// gathered (the one computing, the one prefetched: step's memoryOf) on a GPU with
+// TP tp: twice a layer's weights, a layer holding at least its attention and the
+// smaller of a dense MLP and the shared experts, split over TP (step's
+// leastRankParams), in the optimizer's weight bytes.
+func gatheredGB(req *Request, tp int) float64 {
+	p := req.Model.Params()
+	mlp := p.PerLayerDenseMLP
+	if req.Model.MoE != nil {
+		mlp = min(mlp, p.PerLayerShared)
+	}
+	return 2 * (p.PerLayerAttention + mlp) / float64(tp) * req.Training.Optimizer.WeightBytes / 1e9
 }
 
 // bound is the objective's lower bound for the shape run with v virtual stages,
@@ -342,8 +379,17 @@ func (s *shape) bound(req *Request, v int, extra float64) float64 {
 	// and backward (step's closedSpan), each with its two sends; 2·v·M of
 	// them are exposed and the rest lengthen the bubble.
 	sends := 2 * float64(v*int(s.m)+int(s.pp)-1) * s.send
-	stepLB := (float64(s.m)+float64(s.pp-1)/float64(v))*s.perMB + float64(s.m)*s.bounds.Contention + sends + extra
-	return boundScore(req, int(s.n), stepLB)
+	slots := float64(s.m) + float64(s.pp-1)/float64(v)
+	stepLB := slots*s.perMB + float64(s.m)*s.bounds.Contention + sends
+	if s.wait > 0 {
+		// With activation offload, what ZeRO exposes hides under the copies'
+		// waits as under the compute (the estimate's ZeRO-3 exposure shrinks as
+		// the waits lengthen the layers): the larger of the bound with the waits
+		// and the bound without them but with ZeRO's exposure, each of which
+		// step's TestLowerBoundsHold checks apart.
+		return boundScore(req, int(s.n), max(stepLB, stepLB-slots*s.wait+extra))
+	}
+	return boundScore(req, int(s.n), stepLB+extra)
 }
 
 // zeroBound is the lower bound of the step time that a ZeRO stage adds.
@@ -371,10 +417,14 @@ func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float
 	if i := zbIndex(sc.s); i >= 0 {
 		// The sends: 2·c·M exposed (c chunks a rank, two down ZB-V's V), at
 		// least; they lengthen the blocks the tables run, so the span bounds
-		// still hold.
+		// still hold. DualPipe's none: its estimate hides them under the paired
+		// chunks' compute (step's pricing.pipeline).
 		sends := 2 * float64(s.m) * s.send
-		if sc.s == step.ZeroBubbleV {
+		switch sc.s {
+		case step.ZeroBubbleV:
 			sends *= 2
+		case step.DualPipe:
+			sends = 0
 		}
 		if t := p.tables[s.tables][i]; t != nil {
 			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB+sends, t.LowerBound(s.bounds, s.perMB))+cont+extra)
@@ -454,7 +504,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			}
 			for _, cp := range divisors(n / tp) {
 				if allowed(cs.CP, cp) && t.SeqLen%cp == 0 {
-					parts = append(parts, part{idx: int32(len(parts)), n: n, tp: tp, cp: cp, alts: alts})
+					parts = append(parts, part{idx: int32(len(parts)), n: n, tp: tp, cp: cp, alts: alts, gatheredGB: gatheredGB(req, tp)})
 				}
 			}
 		}
@@ -539,6 +589,7 @@ type part struct {
 	idx        int32 // among the search's parts
 	n, tp, cp  int
 	alts       []alt
+	gatheredGB float64   // gatheredGB of its TP
 	splits     [][]int   // the layer splits of its shapes (shape.split)
 	scheds     [][]sched // the schedule lists of its shapes (shape.scheds)
 	bestScheds [][]sched // of each list, those that can give its best bound
@@ -879,7 +930,7 @@ func (p *part) shapeOf(e *step.Estimator, req *Request, sp *space, layers *step.
 					w = min(w, step.OffloadWaitBound(al.cluster, req.Model, s.bounds))
 				}
 				s.bounds.PerMicroBatch += w
-				s.perMB = s.bounds.PerMicroBatch
+				s.perMB, s.wait = s.bounds.PerMicroBatch, w
 			} else {
 				s.bounds.ActivationsGB = held
 			}

@@ -7,3 +7,9 @@ import "github.com/stepcost/stepcost/estimator/step"
 func SetVerifyMemoryChecks(f func(*step.Estimator, step.Request, *step.MemoryBasis)) {
 	verifyMemoryChecks = f
 }
+
+// SetVerifyPricedBounds sets the hook that sees every layout a search prices, with
+// its bound and score, headroom and bound of the headroom (nil to remove it).
+func SetVerifyPricedBounds(f func(r step.Request, bound, score, headroom, maxHead float64)) {
+	verifyPricedBounds = f
+}

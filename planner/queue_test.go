@@ -49,7 +49,7 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			n := len(all)
 			p := &en.parts[s.part]
 			s.expose(e, &req, p, make([]step.ExposureMemo, len(p.alts))) // none kept: the queue keeps them
-			s.layouts(&req, sp, p, func(bound float64, ordinal int32, zero int8, sched uint16) {
+			s.layouts(&req, sp, p, nil, func(bound float64, ordinal int32, zero int8, sched uint16) {
 				all = append(all, s.candidate(&req, p, bound, ordinal, zero, sched))
 			})
 			low := math.Inf(1)
@@ -88,4 +88,49 @@ func TestQueueOrderIsTheFullSort(t *testing.T) {
 			t.Errorf("%s: queue gave %d of %d layouts", tc.model, popped, len(all))
 		}
 	}
+}
+
+// Every layout's headroom bound (candidate.maxHead, its shape's memory lower
+// bound's for its ZeRO stage) is at least its memory's headroom: a layout that a
+// plan in hand beats with it is set aside without its memory checked.
+func TestHeadroomBoundsHold(t *testing.T) {
+	checked := 0
+	for _, tc := range []struct {
+		model    string
+		gpus     int
+		seq, gbs int
+	}{{"llama3-8b", 64, 4096, 256}, {"llama3-70b", 128, 4096, 256}, {"mixtral-8x7b", 32, 4096, 256}, {"gpt3-175b", 256, 2048, 512}} {
+		a, err := model.Lookup(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := catalog.Cluster("dgx-h100", tc.gpus/8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := Request{Model: a.Normalise(), Cluster: cl, GPUs: tc.gpus,
+			Training: step.Training{SeqLen: tc.seq, GlobalBatch: tc.gbs, Optimizer: step.AdamMixed(), Precision: step.BF16}}
+		sp := newSpace(&req)
+		e := step.New()
+		en, err := enumerate(context.Background(), e, &req, sp, &Stats{Pruned: map[string]int{}}, 2, new(buffers))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range en.shapes {
+			p := &en.parts[s.part]
+			s.layouts(&req, sp, p, nil, func(bound float64, ordinal int32, zero int8, sched uint16) {
+				c := s.candidate(&req, p, bound, ordinal, zero, sched)
+				r := step.Request{Model: req.Model, Training: req.Training, Cluster: p.alts[0].cluster, Ranks: p.alts[0].ranks, Layout: c.layoutWith(&req)}
+				mem, err := e.Memory(r)
+				if err != nil {
+					t.Fatalf("%s %+v: %v", tc.model, r.Layout, err)
+				}
+				if mem.Headroom > c.maxHead+1e-9 {
+					t.Fatalf("%s %+v: headroom %.6g GB, bound %.6g", tc.model, r.Layout, mem.Headroom, c.maxHead)
+				}
+				checked++
+			})
+		}
+	}
+	t.Logf("%d layouts checked", checked)
 }

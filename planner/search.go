@@ -69,9 +69,12 @@ type alt struct {
 
 // mostWholeNodesFree is the most whole nodes any of the candidate's placements
 // leaves free.
-func (c *candidate) mostWholeNodesFree() int {
+func (c *candidate) mostWholeNodesFree() int { return mostWholeNodesFree(c.alts) }
+
+// mostWholeNodesFree is the most whole nodes any of the placements leaves free.
+func mostWholeNodesFree(alts []alt) int {
 	most := 0
-	for _, a := range c.alts {
+	for _, a := range alts {
 		most = max(most, a.place.FreeWholeNodes)
 	}
 	return most
@@ -133,6 +136,13 @@ type queue struct {
 	// the heap holds a shape, not its every layout).
 	items []layoutItem
 	heap  []layoutRun
+	// fronts are the evaluation's (nil: none): a shape's layouts that a plan in
+	// hand beats whatever their memory (fronts.beaten on their bound and their
+	// ZeRO stage's maxHeadroom) are set aside when it is expanded, as the
+	// evaluation would set them aside when taken (the fronts only grow), and
+	// counted in setAside until the evaluation reads them.
+	fronts   *fronts
+	setAside int
 }
 
 // layoutRun is an expanded shape's layouts not taken yet, items[pos:end], and the
@@ -271,8 +281,34 @@ func (q *queue) peek() *layoutRun {
 		}
 		k2 := q.order.pop()
 		s := q.shapes[k2.idx]
+		if !s.cameUp {
+			// Exposed in a batch, back in line by its enumerated bound: it comes up
+			// now, where it would have come up unexposed (comeUp).
+			if q.comeUp(s) {
+				k2.best = s.keyExposed
+				q.order.push(k2)
+			}
+			continue
+		}
+		p := &q.parts[s.part]
 		start := len(q.items)
-		s.layouts(q.req, q.sp, &q.parts[s.part], func(bound float64, ordinal int32, zero int8, sched uint16) {
+		var skip func(zero int) bool
+		head, free := 0.0, 0 // of the ZeRO stage being expanded, of the part's placements
+		if q.fronts != nil && len(*q.fronts) > 0 {
+			// A ZeRO stage's layouts are bounded by the shape's best bound and
+			// have at most its maxHeadroom: beaten there, they all are; else
+			// each on its own bound.
+			free = mostWholeNodesFree(p.alts)
+			skip = func(zero int) bool {
+				head = s.maxHeadroom(q.req, p, zero)
+				return q.fronts.beaten(int(s.n), free, k2.best, head)
+			}
+		}
+		q.setAside += s.layouts(q.req, q.sp, p, skip, func(bound float64, ordinal int32, zero int8, sched uint16) {
+			if skip != nil && bound > k2.best && q.fronts.beaten(int(s.n), free, bound, head) {
+				q.setAside++
+				return
+			}
 			q.items = append(q.items, layoutItem{bound: bound, ordinal: ordinal, shape: k2.idx, sched: sched, zero: zero})
 		})
 		if run := q.items[start:]; len(run) > 0 {
@@ -323,11 +359,10 @@ func (q *queue) firstUnexposed() *shapeKey {
 func (q *queue) expose() {
 	if q.workers == 1 {
 		k := q.unexposed.pop()
-		s := q.shapes[k.idx]
-		p := &q.parts[s.part]
-		s.expose(q.e, q.req, p, q.memosFor(0, s, p))
-		k.best = max(k.best, s.bestBound(q.req, p))
-		q.order.push(k)
+		if q.comeUp(q.shapes[k.idx]) {
+			k.best = q.shapes[k.idx].keyExposed
+			q.order.push(k)
+		}
 		return
 	}
 	if len(q.exposing) > 0 {
@@ -342,6 +377,8 @@ func (q *queue) expose() {
 		q.exposeAll(q.exposing)
 	}
 	for _, k := range q.exposing {
+		// Back in line by its enumerated bound: peek sees it come up there.
+		k.best = q.shapes[k.idx].best
 		q.order.push(k)
 	}
 	q.exposing = q.nextBatch()
@@ -362,7 +399,11 @@ func (q *queue) expose() {
 func (q *queue) nextBatch() []shapeKey {
 	n := 0
 	for n < q.batch && len(q.unexposed) > 0 && (n == 0 || q.unexposed[0].best < q.beyond) {
-		q.unexposed.pop()
+		k := q.unexposed.pop()
+		// Beaten now, it is beaten when it comes up (the fronts only grow):
+		// comeUp sets it aside unexposed.
+		s := q.shapes[k.idx]
+		s.unexposable = q.beaten(s)
 		n++
 	}
 	return q.unexposed[len(q.unexposed) : len(q.unexposed)+n]
@@ -372,11 +413,62 @@ func (q *queue) nextBatch() []shapeKey {
 // raises their keys to their new best bounds.
 func (q *queue) exposeAll(batch []shapeKey) {
 	parallel(context.Background(), q.workers, len(batch), func(w, i int) {
-		s := q.shapes[batch[i].idx]
-		p := &q.parts[s.part]
-		s.expose(q.e, q.req, p, q.memosFor(w, s, p))
-		batch[i].best = max(batch[i].best, s.bestBound(q.req, p))
+		if s := q.shapes[batch[i].idx]; !s.unexposable {
+			batch[i].best = q.exposeShape(w, s)
+		}
 	})
+}
+
+// exposeShape exposes a shape (worker w's memos) and returns its new key's bound,
+// also kept as its keyExposed.
+func (q *queue) exposeShape(w int, s *shape) float64 {
+	p := &q.parts[s.part]
+	s.expose(q.e, q.req, p, q.memosFor(w, s, p))
+	s.keyExposed = max(s.best, s.bestBound(q.req, p))
+	return s.keyExposed
+}
+
+// comeUp is a shape coming up first in line at its enumerated bound (its best
+// bound unexposed), whether it was exposed in a batch meanwhile or not: the
+// search's sequence of these events depends on neither the workers nor the
+// batches. When the fronts beat every layout of the shape at that bound with
+// the most headroom its ZeRO stage can have, its layouts are set aside as
+// dominated (counted in setAside) and it leaves the queue unexposed, as the
+// evaluation would set each aside when taken (its bounds only rise with the
+// exposure, and the fronts only grow); it returns false. Else it is exposed, if
+// it is not yet, and goes back in line by keyExposed: it returns true.
+func (q *queue) comeUp(s *shape) bool {
+	s.cameUp = true
+	if q.beaten(s) {
+		q.setAside += s.layouts(q.req, q.sp, &q.parts[s.part], func(int) bool { return true }, nil)
+		return false
+	}
+	if !s.exposed {
+		// Alone (with one worker), or not exposed with its batch because it was
+		// beaten when the batch began, which it still is: never so. Worker 0's
+		// memos are the queue's goroutine's once no batch is being exposed.
+		q.exposed.Wait()
+		q.exposeShape(0, s)
+	}
+	return true
+}
+
+// beaten tells whether the fronts beat every layout of the shape at its
+// enumerated bound with the most headroom its ZeRO stage can have
+// (shape.maxHeadroom). Only the queue's goroutine calls it, between the
+// evaluation's changes of the fronts.
+func (q *queue) beaten(s *shape) bool {
+	if q.fronts == nil || len(*q.fronts) == 0 {
+		return false
+	}
+	p := &q.parts[s.part]
+	free := mostWholeNodesFree(p.alts)
+	for _, zero := range q.sp.zeros {
+		if s.searched(q.sp, zero) && s.fits&(1<<zero) != 0 && !q.fronts.beaten(int(s.n), free, s.best, s.maxHeadroom(q.req, p, zero)) {
+			return false
+		}
+	}
+	return true
 }
 
 // wait returns once no shape is being exposed: the shapes may then be released.
@@ -482,6 +574,9 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	tr.end(en.kept)
 	q := newQueue(e, workers, &req, sp, en, buf)
 	ev := newEvaluation(e, &req, workers, &stats, en.kept, buf)
+	if !req.IncludeDominated {
+		q.fronts = &ev.fronts // the queue reads what the evaluation adds
+	}
 	defer func() {
 		// The plans returned hold no candidate.
 		ev.release()
@@ -655,11 +750,11 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 	if tol == 0 {
 		tol = DefaultPlacementTolerance
 	}
-	// Chunks grow from 8 layouts to 256: the first plans priced are the best placed
-	// to set the later ones aside.
+	// Chunks grow from 8 layouts to maxChunk: the first plans priced are the best
+	// placed to set the later ones aside.
 	basis := step.NewMemoryBasis(step.Request{Model: req.Model, Training: req.Training})
 	return &evaluation{e: e, req: req, basis: basis, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
-		arrays: buf.arrays[:0], out: buf.evaluated[:0], fronts: fronts{}, kth: math.Inf(1)}
+		arrays: buf.arrays[:0], out: buf.evaluated[:0], kth: math.Inf(1)}
 }
 
 // run takes layouts from the queue best bound first until the next one's bound cannot
@@ -767,17 +862,27 @@ func (s *evaluation) checkMemory(ctx context.Context, cands []candidate) *memory
 	// have is set aside without its memory: the fronts only grow, so it is
 	// beaten when its chunk is priced too.
 	for j := range cands {
-		mc.mems[j] = memoryResult{beaten: !s.req.IncludeDominated && s.fronts.beaten(&cands[j], cands[j].maxHead)}
+		c := &cands[j]
+		mc.mems[j] = memoryResult{beaten: !s.req.IncludeDominated && s.fronts.beaten(int(c.n), c.mostWholeNodesFree(), c.bound, c.maxHead)}
 	}
-	s.checks.Add(1)
-	go func() {
-		defer s.checks.Done()
+	check := func() {
 		defer close(mc.done)
 		parallel(ctx, s.workers, len(cands), func(_, j int) {
 			if !mc.mems[j].beaten {
 				mc.mems[j] = s.memory(&cands[j])
 			}
 		})
+	}
+	if s.workers == 1 {
+		// Nothing to run beside the queue: checked now, without a goroutine
+		// that the scheduler would have to switch to and back.
+		check()
+		return mc
+	}
+	s.checks.Add(1)
+	go func() {
+		defer s.checks.Done()
+		check()
 	}()
 	return mc
 }
@@ -793,8 +898,13 @@ func (s *evaluation) stopBefore(bound float64) bool {
 	return false
 }
 
-// maxChunk is the most layouts a chunk holds.
-const maxChunk = 256
+// maxChunk is the most layouts a chunk holds. The plans a chunk prices join the
+// fronts only when it is taken, so a smaller chunk sets more of the next ones
+// aside before their memory is checked: 64 rather than 256 checks the memory of
+// 1 376 layouts instead of 1 716 in the llama3-405b search on 4096 GPUs, 488
+// instead of 859 for gpt3-175b on 1024 (32 saves little more), and still gives
+// every worker of a large machine layouts to check.
+const maxChunk = 64
 
 // chunkArray holds the candidates of one chunk.
 type chunkArray [maxChunk]candidate
@@ -811,6 +921,13 @@ func (s *evaluation) nextChunk(q *queue) []candidate {
 	cands := a[:0:s.chunk]
 	for len(cands) < s.chunk && q.peek() != nil {
 		cands = append(cands, q.pop())
+	}
+	// The layouts the queue set aside as dominated are taken (they do not count
+	// in the chunk's size: its layouts are the next ones the fronts leave).
+	if q.setAside > 0 {
+		s.taken += q.setAside
+		s.stats.Pruned[PrunedDominatedBound] += q.setAside
+		q.setAside = 0
 	}
 	s.chunk = min(2*s.chunk, maxChunk)
 	return cands
@@ -853,8 +970,17 @@ func (s *evaluation) memory(c *candidate) memoryResult {
 		verifyMemoryChecks(s.e, r, s.basis)
 	}
 	mem := s.e.MemoryOfValidWith(r, s.basis)
+	if verifyPricedBounds != nil {
+		verifyPricedBounds(r, c.bound, math.Inf(1), mem.Headroom, c.maxHead)
+	}
 	return memoryResult{headroom: mem.Headroom, fits: mem.Fits}
 }
+
+// verifyPricedBounds, set by a test, sees every layout the search prices on each
+// placement — its bound and score, its headroom and the upper bound of it the
+// search took (candidate.maxHead) — and every layout whose memory it checks (the
+// score +Inf).
+var verifyPricedBounds func(r step.Request, bound, score, headroom, maxHead float64)
 
 // verifyMemoryChecks, set by a test, sees every layout whose memory the search
 // checks, and the search's memory basis.
@@ -870,7 +996,7 @@ func (s *evaluation) setAside(c *candidate, mem *memoryResult) evaluated {
 		return evaluated{c: c, setAside: PrunedDominatedBound}
 	case !mem.fits || mem.headroom < req.Constraints.MinHeadroomGB:
 		return evaluated{c: c, setAside: PrunedMemory}
-	case !req.IncludeDominated && s.fronts.beaten(c, mem.headroom):
+	case !req.IncludeDominated && s.fronts.beaten(int(c.n), c.mostWholeNodesFree(), c.bound, mem.headroom):
 		return evaluated{c: c, setAside: PrunedDominatedBound}
 	}
 	return evaluated{c: c}
@@ -889,6 +1015,9 @@ func (s *evaluation) evaluate(c *candidate) evaluated {
 		if err == nil {
 			ev.score = score(req, int(c.n), res)
 			ev.ok = res.Memory.Fits && res.Memory.Headroom >= req.Constraints.MinHeadroomGB
+			if verifyPricedBounds != nil {
+				verifyPricedBounds(r, c.bound, ev.score, res.Memory.Headroom, c.maxHead)
+			}
 		}
 		if i == 0 || s.prefer(&best, &ev) {
 			best = ev
@@ -1097,8 +1226,14 @@ func boundScore(req *Request, n int, stepLB float64) float64 {
 
 // fronts hold, per GPU count and whole nodes left free, the staircase of the
 // evaluated plans that no other beats on both score and memory headroom: scores
-// ascending, headrooms strictly ascending.
-type fronts map[frontKey][]stair
+// ascending, headrooms strictly ascending. A search has a few GPU counts and
+// placements: a slice, which beaten walks faster than a map's iterator starts.
+type fronts []front
+
+type front struct {
+	frontKey
+	stairs []stair
+}
 
 type frontKey struct{ n, freeWhole int }
 
@@ -1112,9 +1247,14 @@ type stair struct{ score, head float64 }
 
 // add records a feasible evaluated plan on n GPUs that leaves freeWhole whole nodes
 // free.
-func (f fronts) add(n, freeWhole int, score, head float64) {
+func (f *fronts) add(n, freeWhole int, score, head float64) {
 	k := frontKey{n, freeWhole}
-	s := f[k]
+	fi := slices.IndexFunc(*f, func(x front) bool { return x.frontKey == k })
+	if fi < 0 {
+		*f = append(*f, front{frontKey: k})
+		fi = len(*f) - 1
+	}
+	s := (*f)[fi].stairs
 	i, _ := slices.BinarySearchFunc(s, score, func(a stair, x float64) int { return cmp.Compare(a.score, x) })
 	// The plans of no greater score hold as much headroom at best at i−1 (and at i
 	// when it ties the score).
@@ -1125,21 +1265,22 @@ func (f fronts) add(n, freeWhole int, score, head float64) {
 	for j < len(s) && s[j].head <= head {
 		j++
 	}
-	f[k] = slices.Insert(slices.Delete(s, i, j), i, stair{score, head})
+	(*f)[fi].stairs = slices.Insert(slices.Delete(s, i, j), i, stair{score, head})
 }
 
-// beaten tells whether an evaluated plan on as many GPUs, leaving as many whole
-// nodes free as any placement of c, has a score below c's lower bound and at least
-// headroom head: it then dominates c whatever c's time and placement (scores grow
-// with the step time on a fixed number of GPUs), so c can be neither in the top K
-// nor on the Pareto front.
-func (f fronts) beaten(c *candidate, head float64) bool {
-	free := c.mostWholeNodesFree()
-	for k, s := range f {
-		if k.n != int(c.n) || k.freeWhole < free {
+// beaten tells whether an evaluated plan on n GPUs, leaving at least free whole
+// nodes free (the most any placement of a layout leaves), has a score below bound,
+// a layout's lower bound, and at least headroom head: it then dominates the layout
+// whatever its time and placement (scores grow with the step time on a fixed
+// number of GPUs), so the layout can be neither in the top K nor on the Pareto
+// front.
+func (f fronts) beaten(n, free int, bound, head float64) bool {
+	for _, x := range f {
+		if x.n != n || x.freeWhole < free {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(s, c.bound, func(a stair, x float64) int { return cmp.Compare(a.score, x) })
+		s := x.stairs
+		i, _ := slices.BinarySearchFunc(s, bound, func(a stair, x float64) int { return cmp.Compare(a.score, x) })
 		if i > 0 && s[i-1].head >= head {
 			return true
 		}

@@ -312,12 +312,15 @@ func TestLowerBoundsHold(t *testing.T) {
 										b.StepTime += (float64(res.MicroBatches) + float64(pp-1)) * x.PerMicroBatch
 										lb := b.StepTime
 										// The pipeline sends: 2 a chunk slot for 1F1B, 2·c·M (c chunks a
-										// rank) for the zero-bubble schedules.
+										// rank) for ZB-H1 and ZB-V, none for DualPipe.
 										m := float64(res.MicroBatches)
 										if bubble, zb := step.PipelineFillBound(sched, pp, b.Forward); zb && !(sched == step.ZeroBubbleV && a.MoE != nil) {
 											c := 1.0
-											if sched == step.ZeroBubbleV {
+											switch sched {
+											case step.ZeroBubbleV:
 												c = 2
+											case step.DualPipe:
+												c = 0 // hidden under the paired chunks (pricing.pipeline)
 											}
 											lb = m*b.PerMicroBatch + bubble + 2*c*m*x.Send
 										} else if zb {
