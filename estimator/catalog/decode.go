@@ -58,10 +58,29 @@ func DecodeSpec(data []byte) (topology.Spec, error) {
 		return topology.Spec{}, decodeError(data, err, "")
 	}
 	spec.GPU = w.GPU.gpu
+	if err := emptyHostCPU(data); err != nil {
+		return topology.Spec{}, err
+	}
 	if err := spec.Validate(); err != nil {
 		return topology.Spec{}, err
 	}
 	return spec, nil
+}
+
+// emptyHostCPU refuses a host.cpu given as "": decoded over a base system it would
+// replace the base's CPU (gb200-nvl72's Grace) with the unstated one, x86, without
+// a word. Leaving the field out keeps the base's. data is known to be well-formed.
+func emptyHostCPU(data []byte) error {
+	var d struct {
+		Host *struct {
+			CPU *string `json:"cpu"`
+		} `json:"host"`
+	}
+	if json.Unmarshal(data, &d) != nil || d.Host == nil || d.Host.CPU == nil || *d.Host.CPU != "" {
+		return nil
+	}
+	return invalid.Field("host.cpu", "must be %q or %q (got \"\"); leave it out for the base system's CPU, or x86 without a base",
+		topology.X86, topology.Grace)
 }
 
 // wireSpec is the file format: topology.Spec's fields, "base", and a "gpu" that may

@@ -168,6 +168,30 @@ func TestDecodeSpecConveniences(t *testing.T) {
 	}
 }
 
+// A host's CPU may be given alone over a base system, which keeps the base's memory
+// and links; the host's other fields given alone keep the base's CPU; null is as
+// if the field were left out.
+func TestDecodeSpecHostCPU(t *testing.T) {
+	tests := []struct {
+		in   string
+		want topology.CPUKind
+		mem  float64
+	}{
+		{`{"base": "dgx-h100", "host": {"cpu": "grace"}}`, topology.Grace, 2048},
+		{`{"base": "dgx-h100", "host": {"cpu": "x86"}}`, topology.X86, 2048},
+		{`{"base": "dgx-h100"}`, topology.X86, 2048},
+		{`{"base": "gb200-nvl72", "host": {"cpu": "x86"}}`, topology.X86, 960},
+		{`{"base": "gb200-nvl72", "host": {"memory_gb": 500}}`, topology.Grace, 500},
+		{`{"base": "gb200-nvl72", "host": {"cpu": null}}`, topology.Grace, 960},
+	}
+	for _, tt := range tests {
+		s, err := catalog.DecodeSpec([]byte(tt.in))
+		if err != nil || s.Host.CPU != tt.want || s.Host.MemoryGB != tt.mem {
+			t.Errorf("%s: host %+v, %v; want cpu %q, memory_gb %v", tt.in, s.Host, err, tt.want, tt.mem)
+		}
+	}
+}
+
 func TestDecodeSpecErrors(t *testing.T) {
 	const base = `"base": "dgx-h100"`
 	tests := []struct {
@@ -208,6 +232,14 @@ func TestDecodeSpecErrors(t *testing.T) {
 		{"unknown dtype", `{` + base + `, "gpu": {"peak_tflops": {"fp4": 9000}}}`, "gpu.peak_tflops.fp4", "unknown dtype"},
 		{"gpu_nic out of range", `{` + base + `, "nics": {"gpu_nic": [0,1,2,3,4,5,6,8]}}`, "nics.gpu_nic", "entry 7"},
 		{"missing fields without base", `{"gpu": "h100"}`, "name", "must not be empty"},
+		// host.cpu is a lower-case name, like intra.kind and nics.kind.
+		{"host cpu unknown", `{` + base + `, "host": {"cpu": "arm"}}`, "host.cpu", `must be "x86" or "grace" (got "arm")`},
+		{"host cpu capitalised", `{` + base + `, "host": {"cpu": "Grace"}}`, "host.cpu", `(got "Grace")`},
+		{"host cpu empty", `{"base": "gb200-nvl72", "host": {"cpu": ""}}`, "host.cpu", "leave it out"},
+		{"host cpu empty without a base", `{"gpu": "h100", "host": {"cpu": ""}}`, "host.cpu", "leave it out"},
+		{"host cpu a number", `{` + base + `, "host": {"cpu": 86}}`, "host.cpu", "must be a string"},
+		{"host cpu an array", `{` + base + `, "host": {"cpu": ["grace"]}}`, "host.cpu", "must be a string"},
+		{"host cpu with half a host", `{"gpu": "h100", "gpus_per_node": 8, "name": "x", "host": {"cpu": "grace", "link_gbps": 450}}`, "host.memory_gb", "positive"},
 		{"multi-node without NICs", `{` + base + `, "nodes": 2, "nics": {"per_node": 0}}`, "nics.per_node", "at least one NIC"},
 	}
 	for _, tt := range tests {
@@ -262,6 +294,8 @@ func FuzzDecodeSpec(f *testing.F) {
 	f.Add([]byte(`{"base": "dgx-h100"} {}`))
 	f.Add([]byte(`{"nodes": 1e400, "gpu": {"a": [[[{}]]]}}`))
 	f.Add([]byte(`[{"base": null}]`))
+	f.Add([]byte(`{"base": "dgx-h100", "host": {"cpu": "grace"}}`))
+	f.Add([]byte(`{"base": "gb200-nvl72", "host": {"cpu": "", "memory_gb": 1}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := catalog.DecodeSpec(data)
 		if err != nil {

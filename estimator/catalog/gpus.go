@@ -60,10 +60,10 @@ const (
 // power envelopes (NVIDIA Blackwell datasheet, "Individual Blackwell GPU
 // specifications", 2024): HGX B100 at 700 W, HGX B200 at 1000 W, GB200 at 1200 W, with
 // dense BF16 1.75 / 2.25 / 2.5 PFLOP/s and FP8 3.5 / 4.5 / 5 (FP4 and INT8 in the same
-// 7 : 9 : 10; TF32 and FP64, rated apart, nearly so). A power-capped B200 lowers its clock until it draws the cap, so
-// it runs where the vendor's rated clock at that power is: between the B100's and the
-// B200's envelopes the rate grows as P^k, k = ln(2.25/1.75) / ln(1000/700) = 0.705, and
-// at 750 W it is (750/1000)^0.705 = 0.817 of the 1000 W part's rates (log-linear
+// 7 : 9 : 10; TF32 and FP64, rated apart, nearly so). A power-capped B200 lowers its
+// clock until it draws the cap, so it runs where the vendor's rated clock at that
+// power is: between the B100's and the B200's envelopes the rate grows as P^k,
+// k = ln(2.25/1.75) / ln(1000/700) = 0.705, and at 750 W it is (750/1000)^0.705 = 0.817 of the 1000 W part's rates (log-linear
 // interpolation between the two ratings; linear interpolation gives 0.815). The
 // cube-root rule of the 500 W H100 (P ∝ f³, 0.909 here) does not hold for Blackwell:
 // its own ratings fall more than twice as fast with power. (Hopper's do not: the H100
@@ -75,7 +75,7 @@ var b200750WPeak = scalePeaks(b200Peak, ratedPowerScale(b200PowerLimitW, b100TDP
 
 const (
 	b200TDPW        = 1000.0 // HGX B200 maximum thermal design power per GPU (NVIDIA HGX B200 specifications)
-	b200PowerLimitW = 750.0
+	b200PowerLimitW = 750.0  // Meta's B200 hosts (pytorch/ao d8bb51f63, pytorch/helion PR #347; above)
 	b100TDPW        = 700.0  // HGX B100 maximum thermal design power per GPU (NVIDIA Blackwell datasheet)
 	b100BF16TFLOPS  = 1750.0 // HGX B100 dense BF16 (3.5 PFLOP/s with sparsity; NVIDIA Blackwell datasheet)
 )

@@ -627,32 +627,7 @@ var profiles = []Profile{
 		BackwardPrefetch:  "pre",
 		LossBytesPerLogit: TorchLossBytesPerLogit,
 	},
-	{
-		Name:    "torchtitan",
-		Aliases: []string{"fsdp2", "pytorch-fsdp2"},
-		Description: "torchtitan on PyTorch FSDP2 (fully_shard): per-parameter sharding with prefetching, " +
-			"tensor parallelism always with sequence parallelism (its TP plan shards the norms)",
-		Source:                 "pytorch/torchtitan docs (parallelisms, FSDP2, TP plan of the Llama models, float8 with torchao)",
-		BackwardPrefetch:       "pre",
-		SequenceParallelWithTP: true,
-		FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
-		LossBytesPerLogit:      TorchLossBytesPerLogit,
-		// FSDP2 under torchtitan reduces in fp32 (torchtitanGradReduceBytes).
-		GradReduceBytes:         torchtitanGradReduceBytes,
-		FP8WeightsCastInForward: true,
-		// torchtitan computes the loss vocab-parallel whenever TP is on
-		// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel).
-		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
-		TorchRingAttention:        true,
-		// FSDP2 shards the weights, gradients and optimizer states together
-		// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or
-		// replicates them (DDP): no optimizer-only sharding (ZeRO-1) without a
-		// pipeline; under one, the weights stay gathered and the gradients whole
-		// until the last micro-batch (ZeRO-1; torchtitanRuns' sources). Its pipelines
-		// are torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B and (from
-		// PyTorch 2.7) ZBVZeroBubble (torchtitan docs, parallelisms).
-		Runs: torchtitanRuns,
-	},
+	torchtitanProfile,
 	{
 		Name:    "torchtitan-2024",
 		Aliases: []string{"torchtitan-9dec370", "torchtitan-2024-12"},
@@ -699,59 +674,39 @@ var profiles = []Profile{
 				{Limit: "NoEPOverlap", Repo: "pytorch/torchtitan", File: "torchtitan/models", Commit: "258f608", Note: "Llama models only: no MoE layers"},
 			}},
 	},
-	{
-		Name: "torchtitan-0.1",
-		Description: "torchtitan of mid-2025 (v0.1.0, 2025-06-17, through 2025-10-09): as torchtitan, and on Blackwell " +
+	torchtitanAs("torchtitan-0.1",
+		"torchtitan of mid-2025 (v0.1.0, 2025-06-17, through 2025-10-09): as torchtitan, and on Blackwell "+
 			"per-op selective checkpointing runs the attention (cuDNN's, first on sm100) again in the backward pass",
-		Source: "pytorch/torchtitan 3b85aa31f (PR #1196: cuDNN attention first on sm100) through 6a3a9da95 (v0.1.0 and 6fc499f checked): " +
-			"models/attention.py ScaledDotProductAttention backends and models/llama3/infra/parallelize.py _save_list " +
+		"pytorch/torchtitan 3b85aa31f (PR #1196: cuDNN attention first on sm100) through 6a3a9da95 (v0.1.0 and 6fc499f checked): "+
+			"models/attention.py ScaledDotProductAttention backends and models/llama3/infra/parallelize.py _save_list "+
 			"(flash and efficient attention only; the cuDNN kernel added in b39377f9f, PR #2095, 2025-12-01)",
-		BackwardPrefetch:                  "pre",
-		SequenceParallelWithTP:            true,
-		FP8Recipe:                         "current",
-		GradReduceBytes:                   torchtitanGradReduceBytes,
-		FP8WeightsCastInForward:           true,
-		LossBytesPerLogit:                 TorchLossBytesPerLogit,
-		LossParallelBytesPerLogit:         TorchLossParallelBytesPerLogit,
-		TorchRingAttention:                true,
-		OpSACRecomputesBlackwellAttention: true,
-		Runs:                              torchtitanRuns,
-	},
-	{
-		Name: "torchtitan-2025-11",
-		Description: "torchtitan of October–November 2025 on torch 2.10 nightlies with torchao 0.14–0.15: as torchtitan, " +
-			"on Blackwell the routed experts' grouped GEMMs (torch._grouped_mm, torchao's MXFP8 torch._scaled_grouped_mm) at " +
+		func(p *Profile) { p.OpSACRecomputesBlackwellAttention = true }),
+	torchtitanAs("torchtitan-2025-11",
+		"torchtitan of October–November 2025 on torch 2.10 nightlies with torchao 0.14–0.15: as torchtitan, "+
+			"on Blackwell the routed experts' grouped GEMMs (torch._grouped_mm, torchao's MXFP8 torch._scaled_grouped_mm) at "+
 			"the rate torchao measured them then, and per-op selective checkpointing runs cuDNN's attention again in the backward pass",
-		Source: "pytorch/ao torchao/prototype/moe_training/README.md (ff163084e, 2025-10-14: torch 2.10.0a0+gitf6de195, torchao " +
-			"0.14.0+gitc7b8e13da; c7d0b5814, kernel breakdown of 2025-11-26) for the grouped GEMMs; pytorch/torchtitan 6a3a9da95 " +
+		"pytorch/ao torchao/prototype/moe_training/README.md (ff163084e, 2025-10-14: torch 2.10.0a0+gitf6de195, torchao "+
+			"0.14.0+gitc7b8e13da; c7d0b5814, kernel breakdown of 2025-11-26) for the grouped GEMMs; pytorch/torchtitan 6a3a9da95 "+
 			"(2025-10-09, cuDNN attention first) to b39377f9f (2025-12-01, the op save list takes it) for the recomputation",
-		BackwardPrefetch:          "pre",
-		SequenceParallelWithTP:    true,
-		FP8Recipe:                 "current",
-		GradReduceBytes:           torchtitanGradReduceBytes,
-		FP8WeightsCastInForward:   true,
-		LossBytesPerLogit:         TorchLossBytesPerLogit,
-		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
-		TorchRingAttention:        true,
-		// From 6a3a9da95 cuDNN's attention came first on every GPU while the save
-		// list named only the flash and efficient kernels: the recomputation ran on
-		// Hopper too, which this Blackwell-only flag does not price there.
-		OpSACRecomputesBlackwellAttention: true,
-		// torchao's MoE training README, Llama 4 Scout's expert shapes (K 5120,
-		// N 8192) on a B200: the autograd function's forward and backward of
-		// torch._grouped_mm in bf16, three GEMMs of 2·M·N·K at M = 128 000 tokens over
-		// 1, 2, 4 and 8 groups, took 43.14, 39.49, 39.19 and 37.70 ms (ff163084e):
-		// 747–854 TFLOP/s, 0.33–0.38 of the B200's 2.25 PFLOP/s, 0.36 on average;
-		// the kernel breakdown of 2025-11-26 (c7d0b5814, M = 131 072, 8 groups) draws
-		// the bf16 GEMMs at about 12.4, 12.4 and 12.6 ms (0.39) and the MXFP8 ones at
-		// about 6.2, 6.1 and 8.9 ms besides their casts: 1.56 PFLOP/s, 0.35 of the
-		// 4.5 PFLOP/s fp8 peak. The model's GEMM efficiency prices the same work at
-		// 0.60 (bf16) and 0.54 (fp8). By January 2026 (torch 2.11.0.dev20260101,
-		// 95120b1f2's breakdown, at 1000 W) the same work ran at about 0.52 (bf16)
-		// and 0.57 (MXFP8): the later profile (torchtitan) keeps the model's.
-		BlackwellGroupedMMEfficiency: 0.36,
-		Runs:                         torchtitanRuns,
-	},
+		func(p *Profile) {
+			// From 6a3a9da95 cuDNN's attention came first on every GPU while the save
+			// list named only the flash and efficient kernels: the recomputation ran on
+			// Hopper too, which this Blackwell-only flag does not price there.
+			p.OpSACRecomputesBlackwellAttention = true
+			// torchao's MoE training README, Llama 4 Scout's expert shapes (K 5120,
+			// N 8192) on a B200: the autograd function's forward and backward of
+			// torch._grouped_mm in bf16, three GEMMs of 2·M·N·K at M = 128 000 tokens over
+			// 1, 2, 4 and 8 groups, took 43.14, 39.49, 39.19 and 37.70 ms (ff163084e):
+			// 747–854 TFLOP/s, 0.33–0.38 of the B200's 2.25 PFLOP/s, 0.36 on average;
+			// the kernel breakdown of 2025-11-26 (c7d0b5814, M = 131 072, 8 groups) draws
+			// the bf16 GEMMs at about 12.4, 12.4 and 12.6 ms (0.39) and the MXFP8 ones at
+			// about 6.2, 6.1 and 8.9 ms besides their casts: 1.56 PFLOP/s, 0.35 of the
+			// 4.5 PFLOP/s fp8 peak. The model's GEMM efficiency prices the same work at
+			// 0.60 (bf16) and 0.54 (fp8). By January 2026 (torch 2.11.0.dev20260101,
+			// 95120b1f2's breakdown, at 1000 W) the same work ran at about 0.52 (bf16)
+			// and 0.57 (MXFP8): the later profile (torchtitan) keeps the model's.
+			p.BlackwellGroupedMMEfficiency = 0.36
+		}),
 	{
 		Name:    "hai-llm",
 		Aliases: []string{"deepseek", "deepseek-v3"},
@@ -842,6 +797,44 @@ func All() []Profile {
 	out := make([]Profile, len(profiles))
 	copy(out, profiles)
 	return out
+}
+
+// torchtitanProfile is torchtitan as it is now; its dated versions (torchtitan-0.1,
+// torchtitan-2025-11) are it with what differed then (torchtitanAs).
+var torchtitanProfile = Profile{
+	Name:    "torchtitan",
+	Aliases: []string{"fsdp2", "pytorch-fsdp2"},
+	Description: "torchtitan on PyTorch FSDP2 (fully_shard): per-parameter sharding with prefetching, " +
+		"tensor parallelism always with sequence parallelism (its TP plan shards the norms)",
+	Source:                 "pytorch/torchtitan docs (parallelisms, FSDP2, TP plan of the Llama models, float8 with torchao)",
+	BackwardPrefetch:       "pre",
+	SequenceParallelWithTP: true,
+	FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
+	LossBytesPerLogit:      TorchLossBytesPerLogit,
+	// FSDP2 under torchtitan reduces in fp32 (torchtitanGradReduceBytes).
+	GradReduceBytes:         torchtitanGradReduceBytes,
+	FP8WeightsCastInForward: true,
+	// torchtitan computes the loss vocab-parallel whenever TP is on
+	// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel).
+	LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+	TorchRingAttention:        true,
+	// FSDP2 shards the weights, gradients and optimizer states together
+	// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or
+	// replicates them (DDP): no optimizer-only sharding (ZeRO-1) without a
+	// pipeline; under one, the weights stay gathered and the gradients whole
+	// until the last micro-batch (ZeRO-1; torchtitanRuns' sources). Its pipelines
+	// are torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B and (from
+	// PyTorch 2.7) ZBVZeroBubble (torchtitan docs, parallelisms).
+	Runs: torchtitanRuns,
+}
+
+// torchtitanAs is the torchtitan profile under a dated version's name, description
+// and source (no aliases), with diff setting what that version did otherwise.
+func torchtitanAs(name, description, source string, diff func(*Profile)) Profile {
+	p := torchtitanProfile
+	p.Name, p.Aliases, p.Description, p.Source = name, nil, description, source
+	diff(&p)
+	return p
 }
 
 // torchtitanRuns is what torchtitan runs since v0.1.0 (the torchtitan and

@@ -429,7 +429,9 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 	var modules float64
 	switch {
 	case grouped && c.te:
-		post += moeExpertOpsGrouped - 2 // the activation
+		// The two grouped GEMMs are GroupedLinear modules' calls (modules); the
+		// activation between them stays an eager operator.
+		post += moeExpertOpsGrouped - 2
 		modules = 2
 	case grouped:
 		post += moeExpertOpsGrouped

@@ -96,6 +96,25 @@ func TestHostRoundTrip(t *testing.T) {
 	}
 }
 
+// Every catalog system crosses the wire whole, as the CLI sends a cluster file to a
+// daemon (--server): a field SpecToDefinition or DefinitionToSpec leaves out would
+// reach the daemon as zero, or as a default, without a word.
+func TestSpecRoundTripEverySystem(t *testing.T) {
+	for _, spec := range catalog.Systems() {
+		spec.Nodes = 4
+		back, err := wire.DefinitionToSpec("cluster.definition", wire.SpecToDefinition(spec))
+		if err != nil {
+			t.Errorf("%s: %v", spec.Name, err)
+			continue
+		}
+		back.Nodes = spec.Nodes // the node count travels in ClusterSpec.nodes
+		spec.Source = ""        // and a catalog system's source in SystemEntry.source
+		if !reflect.DeepEqual(back, spec) {
+			t.Errorf("%s: round trip changed the spec:\n got %+v\nwant %+v", spec.Name, back, spec)
+		}
+	}
+}
+
 // The step model's MoE, activation-storage, recompute, CUDA-graph and fp8-recipe
 // inputs cross the wire both ways unchanged.
 func TestMoEFieldsRoundTrip(t *testing.T) {

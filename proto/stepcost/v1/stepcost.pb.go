@@ -1539,10 +1539,10 @@ type Host struct {
 	// GPUs sharing one such link (2 behind each PCIe switch uplink on DGX
 	// baseboards); 0 or 1: each its own.
 	GpusPerLink int32 `protobuf:"varint,4,opt,name=gpus_per_link,json=gpusPerLink,proto3" json:"gpus_per_link,omitempty"`
-	// The host CPU's kind: "x86" (Xeon, EPYC) or "grace" (GH200, GB200), which sets
-	// how fast the host issues an eager framework's operators (2.75× slower on
-	// Grace); empty: the base system's, else x86. May be given without the other
-	// fields.
+	// The host CPU's kind: "x86" (Xeon, EPYC) or "grace" (GH200, GB200), lower case
+	// as written, which sets how fast the host issues an eager framework's operators
+	// (2.75× slower on Grace); empty: the base system's, else x86. May be given
+	// without the other fields, which then keep the base system's.
 	Cpu           string `protobuf:"bytes,5,opt,name=cpu,proto3" json:"cpu,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
