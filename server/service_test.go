@@ -418,12 +418,13 @@ func TestCacheKeyIsTheResolvedRequest(t *testing.T) {
 }
 
 // fromCache calls until the answer comes from the response cache and returns it,
-// failing the test after about a second: the cache admits entries asynchronously,
-// so a set may land a moment after the answer that made it.
+// failing the test after about five seconds: the cache admits entries
+// asynchronously, so a set may land a moment after the answer that made it (longer
+// on a loaded machine).
 func fromCache[R interface{ GetCached() bool }](t testing.TB, what string, call func() (R, error)) R {
 	t.Helper()
 	var r R
-	for range 100 {
+	for range 500 {
 		var err error
 		if r, err = call(); err != nil {
 			t.Fatalf("%s: %v", what, err)

@@ -185,8 +185,8 @@ func TestREADMEOverRESTAndGRPC(t *testing.T) {
 		}
 		err := conn.Invoke(ctx, "/"+full, req, resp)
 		// The response cache admits entries asynchronously, so the plan the REST call
-		// computed may land a moment later: ask again for up to about a second.
-		for i := 0; err == nil && i < 100; i++ {
+		// computed may land a moment later: ask again for up to about five seconds.
+		for i := 0; err == nil && i < 500; i++ {
 			if r, ok := resp.(*pb.EstimatePlanResponse); !ok || r.GetCached() {
 				break
 			}
