@@ -526,7 +526,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 		buf.caches = caches
 	}
 	for i := range caches {
-		caches[i].reset()
+		caches[i].reset(e, req)
 	}
 	parallel(ctx, workers, len(parts), func(w, i int) { parts[i].enumerate(ctx, e, req, sp, &total, &caches[w]) })
 	if err := ctx.Err(); err != nil {
@@ -642,9 +642,10 @@ type workerCache struct {
 
 // reset empties the cache for another search, keeping its maps' room (a search
 // fills thousands of layer times: growing the maps anew was a third of what a warm
-// search allocated).
-func (w *workerCache) reset() {
-	w.layers.Reset()
+// search allocated), and the layers' times when the search before was of the same
+// model, training and cluster (step.BoundsCache.ResetFor).
+func (w *workerCache) reset(e *step.Estimator, req *Request) {
+	w.layers.ResetFor(e, req.Model, req.Training, req.Cluster)
 	clear(w.scheds)
 	clear(w.splits)
 	clear(w.tables)

@@ -163,7 +163,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		o.WeightBytes = fp8ElementBytes
 	}
 	w, g, s := ModelStateBytes(params, o, l.ZeRO, l.DP*l.CP)
-	per := activationsPerLayer(&req, cp.stageLayers)
+	per := c.activationsPerLayer(&req, cp.stageLayers)
 	act := per * actLayers / 1e9
 	if l.OffloadActivations {
 		act = per * math.Min(actLayers, 2) / 1e9 // the rest is in host memory
@@ -173,12 +173,11 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		prefetchPre: t.BackwardPrefetch == PrefetchPre}
 	if l.CP > 1 {
 		h, tf := float64(a.Hidden), float64(l.TP)
-		kvw := float64(a.KVSavedDim()) / h
+		d := c.modelDims(&a)
 		if l.CPAllToAll {
-			x.ulysses = float64(l.MicroBatch) * sLocal * h * (float64(a.QDim())/h + kvw + float64(a.VOutDim())/h) / (4 * tf) * 2
+			x.ulysses = float64(l.MicroBatch) * sLocal * h * (d.q + d.kv + d.v) / (4 * tf) * 2
 		} else {
-			qvw := float64(a.QDim()+a.VOutDim()) / h
-			x.ring = ringAttentionOf(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, qvw, tf, r.hbm, c.torchRing(t.Framework))
+			x.ring = ringAttentionOf(l, &cp, float64(l.MicroBatch)*sLocal, h, d.kv, d.qv, tf, r.hbm, c.torchRing(t.Framework))
 		}
 	}
 	if l.PP > 1 {
