@@ -124,7 +124,7 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 	if l.Schedule == DualPipe && l.PP > 1 {
 		var buf stageKindsBuf
 		dl, ml := stageKinds(*req, buf[:])
-		cp.dualPipe(*req, dl, ml, logits, logitsBwd, logitsW, embeddingGradTime(req, rates.hbm))
+		cp.dualPipe(&req.Layout, dl, ml, logits, logitsBwd, logitsW, embeddingGradTime(req, rates.hbm))
 	}
 	return cp
 }
@@ -136,8 +136,17 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 // nMoE become that rank's mean layer counts, which the per-layer communication
 // follows; the weights' fp8 cast covers both stages.
 // dl and ml are the stages' dense and MoE layers (stageKinds).
-func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, logitsW, emb float64) {
-	l := req.Layout
+func (cp *computeParts) dualPipe(l *Layout, dl, ml []int, logits, logitsBwd, logitsW, emb float64) {
+	d := cp.dualPipeOf(l, dl, ml, logits, logitsBwd, logitsW, emb)
+	cp.fwd, cp.bwd, cp.rc, cp.bwdW = d.fwd, d.bwd, d.rc, d.bwdW
+	cp.nDense, cp.nMoE, cp.weightCast = d.nDense, d.nMoE, d.weightCast
+}
+
+// dualPipeTimes are what dualPipe sets of computeParts.
+type dualPipeTimes struct{ fwd, bwd, rc, bwdW, nDense, nMoE, weightCast float64 }
+
+// dualPipeOf is what dualPipe sets, leaving cp as it is.
+func (cp *computeParts) dualPipeOf(l *Layout, dl, ml []int, logits, logitsBwd, logitsW, emb float64) (out dualPipeTimes) {
 	lc, lm := &cp.lc, &cp.lcMoE
 	var rcD, rcM float64 // recomputation per layer
 	switch l.Recompute {
@@ -160,11 +169,11 @@ func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, l
 		}
 		if t := fwd + bwd + rc; t > best {
 			best = t
-			cp.fwd, cp.bwd, cp.rc, cp.bwdW = fwd, bwd, rc, w
-			cp.nDense, cp.nMoE = d, m
-			cp.weightCast = float64(nd)*lc.weightCast + float64(nm)*lm.weightCast
+			out = dualPipeTimes{fwd: fwd, bwd: bwd, rc: rc, bwdW: w, nDense: d, nMoE: m,
+				weightCast: float64(nd)*lc.weightCast + float64(nm)*lm.weightCast}
 		}
 	}
+	return out
 }
 
 // embeddingGradTime is one micro-batch's weight gradient of the input embedding
