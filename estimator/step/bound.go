@@ -156,7 +156,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		contention = cont
 	}
 	stepLB := (m+float64(l.PP-1)/float64(max(1, l.VirtualStages)))*perMB + m*contention
-	p := c.modelParams(*a)
+	p := c.modelParams(a)
 	experts := float64(p.MoELayers) * a.ExpertParamsPerLayer()
 	params := (p.Total-experts)/float64(l.TP*l.PP) + experts/float64(l.TP*l.PP*max(1, l.EP))
 	o := t.Optimizer
@@ -187,7 +187,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		x.act = float64(l.MicroBatch) * sLocal * float64(a.Hidden) * 2 / float64(l.TP)
 	}
 	if l.DP*l.CP > 1 {
-		x.params, x.gather, x.scatter = c.stageBytes(&req, p, cp.stageLayers, o)
+		x.params, x.gather, x.scatter = c.stageBytes(&req, p, cp.stageLayers, &o)
 	}
 	return Bounds{
 		exposure:           x,

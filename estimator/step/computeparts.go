@@ -322,7 +322,7 @@ type stageBytesMemo struct {
 // layers and a 1F1B request. It is remembered in c (which may be nil) for the last
 // layout parts it depends on: a search's shapes differ in recomputation, SP and
 // overlap many times for each of them.
-func (c *BoundsCache) stageBytes(req *Request, p model.Params, stageLayers int, o Optimizer) (params, gather, scatter float64) {
+func (c *BoundsCache) stageBytes(req *Request, p *model.Params, stageLayers int, o *Optimizer) (params, gather, scatter float64) {
 	l := &req.Layout
 	var m stageBytesMemo
 	if c != nil {
@@ -337,8 +337,8 @@ func (c *BoundsCache) stageBytes(req *Request, p model.Params, stageLayers int, 
 			return c.stage.params, c.stage.gather, c.stage.scatter
 		}
 	}
-	dense, _ := stageParamsOf(*req, p, stageLayers)
-	params = leastRankParams(*req, p) * o.WeightBytes
+	dense, _ := stageParamsOf(*req, *p, stageLayers)
+	params = leastRankParams(*req, *p) * o.WeightBytes
 	if !req.Training.OnDemandGathers {
 		layers := float64(stageLayers)
 		gather, scatter = dense/layers*o.WeightBytes, dense/layers*o.GradBytes
@@ -556,14 +556,15 @@ func (c *BoundsCache) activationsPerLayer(req *Request, stageLayers int) float64
 }
 
 // modelParams is a.Params(), computed once per cache (c may be nil).
-func (c *BoundsCache) modelParams(a model.Arch) model.Params {
+func (c *BoundsCache) modelParams(a *model.Arch) *model.Params {
 	if c == nil {
-		return a.Params()
+		p := a.Params()
+		return &p
 	}
 	if !c.hasParams {
 		c.params, c.hasParams = a.Params(), true
 	}
-	return c.params
+	return &c.params
 }
 
 // normalise sets *req to normalise(*req), the training's part remembered in c (when c is not
