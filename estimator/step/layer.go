@@ -597,11 +597,11 @@ func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert 
 	t := float64(req.Layout.TP)
 	if req.Layout.Schedule == DualPipe {
 		// The two stages of the rank that holds the most.
-		r := dualPipeHeaviest(req, p)
+		r := dualPipeHeaviest(&req, &p)
 		var buf stageKindsBuf
 		dl, ml := stageKinds(req, buf[:])
 		nd, nm, ends := dualPipePair(dl, ml, r)
-		dense, expert = pairMatmulParams(req, p, nd, nm)
+		dense, expert = pairMatmulParams(&req.Layout, &p, nd, nm)
 		dense += float64(nd+nm) * p.PerLayerNorm
 		if ends {
 			dense += (p.Embedding + p.Output) / t
@@ -628,26 +628,26 @@ func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert f
 	if req.Layout.Schedule == DualPipe {
 		var buf stageKindsBuf
 		dl, ml := stageKinds(req, buf[:])
-		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(req, p))
-		return pairMatmulParams(req, p, nd, nm)
+		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(&req, &p))
+		return pairMatmulParams(&req.Layout, &p, nd, nm)
 	}
 	nMoE := min(stageLayers, stageMoELayers(req))
-	return pairMatmulParams(req, p, stageLayers-nMoE, nMoE)
+	return pairMatmulParams(&req.Layout, &p, stageLayers-nMoE, nMoE)
 }
 
 // dualPipeHeaviest is the pipeline rank whose two DualPipe stages hold the most
 // model-state bytes per GPU (weights, gradients, optimizer states, with ZeRO's
 // sharding over the dense and the expert-data-parallel ranks): the outermost pair
 // holds the embedding and the output layer, a middle pair the most MoE layers.
-func dualPipeHeaviest(req Request, p model.Params) int {
-	l, o := req.Layout, req.Training.Optimizer
+func dualPipeHeaviest(req *Request, p *model.Params) int {
+	l, o := &req.Layout, req.Training.Optimizer
 	t := float64(l.TP)
 	var buf stageKindsBuf
-	dl, ml := stageKinds(req, buf[:])
+	dl, ml := stageKinds(*req, buf[:])
 	best, most := 0, -1.0
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(dl, ml, r)
-		d, e := pairMatmulParams(req, p, nd, nm)
+		d, e := pairMatmulParams(l, p, nd, nm)
 		d += float64(nd+nm) * p.PerLayerNorm
 		if ends {
 			d += (p.Embedding + p.Output) / t
@@ -662,8 +662,7 @@ func dualPipeHeaviest(req Request, p model.Params) int {
 }
 
 // pairMatmulParams is matmulParams for nDense dense and nMoE MoE layers.
-func pairMatmulParams(req Request, p model.Params, nDense, nMoE int) (dense, expert float64) {
-	l := req.Layout
+func pairMatmulParams(l *Layout, p *model.Params, nDense, nMoE int) (dense, expert float64) {
 	t := float64(l.TP)
 	dense = float64(nDense) * (p.PerLayerAttention + p.PerLayerDenseMLP) / t
 	if nMoE > 0 {
@@ -719,7 +718,7 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 // memoryWith is memory with the model's parameter counts p (nil: counted here).
 func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, dense, expert float64, m int) Memory {
 	if req.Layout.Schedule == DualPipe {
-		return e.dualPipeMemory(req, stageLayers, m)
+		return e.dualPipeMemory(req, p, stageLayers, m)
 	}
 	var md, me float64
 	if req.Training.Precision == FP8 {
@@ -736,8 +735,14 @@ func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, de
 // r holds stages r and P−1−r — their parameters, and P+1 micro-batches' activations
 // of one stage of its (DeepSeek-V3 report Table 2; the mean of its two stages'
 // layers) —, and rank 0 also the embedding and the output layer with its logits.
-func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
-	l, p := req.Layout, req.Model.Params()
+// params are the model's parameter counts (nil: counted here).
+func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayers, m int) Memory {
+	l := &req.Layout
+	if params == nil {
+		counted := req.Model.Params()
+		params = &counted
+	}
+	p := params
 	t := float64(l.TP)
 	var buf stageKindsBuf
 	dl, ml := stageKinds(req, buf[:])
@@ -757,7 +762,7 @@ func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
 			continue
 		}
 		seen = append(seen, k)
-		md, me := pairMatmulParams(req, p, nd, nm)
+		md, me := pairMatmulParams(l, p, nd, nm)
 		dense := md + float64(nd+nm)*p.PerLayerNorm
 		if ends {
 			dense += (p.Embedding + p.Output) / t
