@@ -49,8 +49,8 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 	}
 	lc, lcMoE := cp.lc, cp.lcMoE
 
-	stageLayers := stageLayerCount(a.Layers, *l)
-	nMoE := float64(min(stageLayers, stageMoELayers(*req)))
+	stageLayers := stageLayerCount(a.Layers, l)
+	nMoE := float64(min(stageLayers, stageMoELayers(req)))
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
 	bwd := nDense*lc.bwd + nMoE*lcMoE.bwd
@@ -205,7 +205,7 @@ func embeddingGradBytes(o Optimizer) float64 {
 
 // stageLayerCount is the most layers one pipeline rank holds over its v chunks:
 // the slowest stage sets the pace.
-func stageLayerCount(layers int, l Layout) int {
+func stageLayerCount(layers int, l *Layout) int {
 	if len(l.LayerSplit) == 0 {
 		return layers / l.PP
 	}
@@ -223,8 +223,8 @@ func stageLayerCount(layers int, l Layout) int {
 // stageMoELayers is the most MoE layers one pipeline rank holds over its model
 // chunks (chunk c of rank s is split entry c·pp + s, in model order), counting the
 // dense first layers and the MoE frequency of the model.
-func stageMoELayers(req Request) int {
-	a, l := req.Model, req.Layout
+func stageMoELayers(req *Request) int {
+	a, l := &req.Model, &req.Layout
 	if a.MoE == nil {
 		return 0
 	}

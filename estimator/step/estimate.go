@@ -479,7 +479,7 @@ func (e *Estimator) memoryOfValid(req Request) Memory { return e.memoryOfValidWi
 // counted here).
 func (e *Estimator) memoryOfValidWith(req Request, p *model.Params) Memory {
 	l := req.Layout
-	stageLayers := stageLayerCount(req.Model.Layers, l)
+	stageLayers := stageLayerCount(req.Model.Layers, &req.Layout)
 	var dense, expert float64
 	if p == nil {
 		dense, expert = e.stageParams(req, stageLayers)

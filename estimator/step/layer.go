@@ -631,7 +631,7 @@ func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert f
 		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(&req, &p))
 		return pairMatmulParams(&req.Layout, &p, nd, nm)
 	}
-	nMoE := min(stageLayers, stageMoELayers(req))
+	nMoE := min(stageLayers, stageMoELayers(&req))
 	return pairMatmulParams(&req.Layout, &p, stageLayers-nMoE, nMoE)
 }
 
