@@ -337,7 +337,7 @@ func (c *BoundsCache) stageBytes(req *Request, p *model.Params, stageLayers int,
 			return c.stage.params, c.stage.gather, c.stage.scatter
 		}
 	}
-	dense, _ := stageParamsOf(*req, *p, stageLayers)
+	dense, _ := stageParamsOf(req, p, stageLayers)
 	params = leastRankParams(*req, *p) * o.WeightBytes
 	if !req.Training.OnDemandGathers {
 		layers := float64(stageLayers)

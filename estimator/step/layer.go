@@ -588,20 +588,21 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 // stageParams returns the parameters one GPU of the largest pipeline stage holds:
 // dense (split by TP) and expert (split by EP and TP).
 func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert float64) {
-	return stageParamsOf(req, req.Model.Params(), stageLayers)
+	p := req.Model.Params()
+	return stageParamsOf(&req, &p, stageLayers)
 }
 
 // stageParamsOf is stageParams with the model's parameter counts p given (they
 // take a walk over the layers to compute).
-func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert float64) {
+func stageParamsOf(req *Request, p *model.Params, stageLayers int) (dense, expert float64) {
 	t := float64(req.Layout.TP)
 	if req.Layout.Schedule == DualPipe {
 		// The two stages of the rank that holds the most.
-		r := dualPipeHeaviest(&req, &p)
+		r := dualPipeHeaviest(req, p)
 		var buf stageKindsBuf
-		dl, ml := stageKinds(req, buf[:])
+		dl, ml := stageKinds(*req, buf[:])
 		nd, nm, ends := dualPipePair(dl, ml, r)
-		dense, expert = pairMatmulParams(&req.Layout, &p, nd, nm)
+		dense, expert = pairMatmulParams(&req.Layout, p, nd, nm)
 		dense += float64(nd+nm) * p.PerLayerNorm
 		if ends {
 			dense += (p.Embedding + p.Output) / t
@@ -624,15 +625,15 @@ func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert 
 // (attention and dense or shared-expert MLPs, split by TP) and expert (split by EP
 // and expert TP), before any ZeRO sharding. Norms, the embedding and the output
 // layer stay in 16 bits.
-func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert float64) {
+func matmulParams(req *Request, p *model.Params, stageLayers int) (dense, expert float64) {
 	if req.Layout.Schedule == DualPipe {
 		var buf stageKindsBuf
-		dl, ml := stageKinds(req, buf[:])
-		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(&req, &p))
-		return pairMatmulParams(&req.Layout, &p, nd, nm)
+		dl, ml := stageKinds(*req, buf[:])
+		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(req, p))
+		return pairMatmulParams(&req.Layout, p, nd, nm)
 	}
-	nMoE := min(stageLayers, stageMoELayers(&req))
-	return pairMatmulParams(&req.Layout, &p, stageLayers-nMoE, nMoE)
+	nMoE := min(stageLayers, stageMoELayers(req))
+	return pairMatmulParams(&req.Layout, p, stageLayers-nMoE, nMoE)
 }
 
 // dualPipeHeaviest is the pipeline rank whose two DualPipe stages hold the most
@@ -723,12 +724,13 @@ func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, de
 	var md, me float64
 	if req.Training.Precision == FP8 {
 		if p == nil {
-			md, me = matmulParams(req, req.Model.Params(), stageLayers)
+			counts := req.Model.Params()
+			md, me = matmulParams(&req, &counts, stageLayers)
 		} else {
-			md, me = matmulParams(req, *p, stageLayers)
+			md, me = matmulParams(&req, p, stageLayers)
 		}
 	}
-	return e.memoryOf(req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
+	return e.memoryOf(&req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
 }
 
 // dualPipeMemory is the peak memory of the DualPipe rank that needs the most: rank
@@ -775,7 +777,7 @@ func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayer
 		if nd+nm > 0 {
 			share = float64(nm) / float64(nd+nm)
 		}
-		mem := e.memoryOf(req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
+		mem := e.memoryOf(&req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
 		if r == 0 || mem.Total > peak.Total {
 			peak = mem
 			peak.Stage = r
@@ -788,8 +790,8 @@ func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayer
 // of them the layers' matmul weights, fp8 training only) and the activations of
 // actLayers layers per micro-batch in flight; ends: a DualPipe rank that holds both
 // the first and the last stage.
-func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, dense, expert, md, me float64, ends bool, m int) Memory {
-	a, t, l := req.Model, req.Training, req.Layout
+func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare, dense, expert, md, me float64, ends bool, m int) Memory {
+	a, t, l := &req.Model, &req.Training, &req.Layout
 	o := t.Optimizer
 	const gb = 1e9
 	var mem Memory
@@ -842,7 +844,7 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 			// needs once more than stage3_max_live_parameters are resident, with
 			// stage3_prefetch_bucket_size more on the way: the running module, the
 			// live limit and the bucket, when that is less than two whole layers.
-			live := largestMatmulParams(a, l.TP) + ZeRO3MaxLiveParams + ZeRO3PrefetchBucketParams
+			live := largestMatmulParams(*a, l.TP) + ZeRO3MaxLiveParams + ZeRO3PrefetchBucketParams
 			mem.Gathered = min(mem.Gathered, live*o.WeightBytes/gb)
 		}
 	}
@@ -874,7 +876,7 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	scores := t.UnfusedAttention
-	per := activationsPerLayerOf(&req, stageLayers, moeShare)
+	per := activationsPerLayerOf(req, stageLayers, moeShare)
 	mem.ActivationBytesPerLayer = per
 	inflight := inFlight(l.Schedule, l.PP, l.VirtualStages, m)
 	mem.InFlight = inflight
@@ -892,7 +894,7 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 	}
 	if l.Recompute == RecomputeFull || l.Recompute == RecomputeOps {
 		// The layer being recomputed holds its full activations during its backward.
-		full := ActivationBytes(a, a.MoE != nil, s, float64(t.SeqLen), b, l.TP, l.SP, RecomputeNone, scores)
+		full := ActivationBytes(*a, a.MoE != nil, s, float64(t.SeqLen), b, l.TP, l.SP, RecomputeNone, scores)
 		act += full
 	}
 	if scores {
