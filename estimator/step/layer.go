@@ -347,7 +347,7 @@ func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe boo
 	if moe {
 		load = t.moeLoad()
 	}
-	bytes := activationBytes(a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load)
+	bytes := activationBytes(&a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load)
 	c := activationCopy(req.Cluster, bytes)
 	return math.Max(0, c-lt.fwd), math.Max(0, c-lt.bwd)
 }
@@ -692,9 +692,9 @@ func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) floa
 		mods |= actNoDropout
 	}
 	perLayer := func(rc Recompute) float64 {
-		per := activationBytes(*a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
+		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
 		if a.MoE != nil {
-			moe := activationBytes(*a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
+			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
 			every := float64(max(1, a.MoE.Frequency))
 			if moeShare >= 0 {
 				return per*(1-moeShare) + moe*moeShare
