@@ -526,7 +526,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 		buf.caches = caches
 	}
 	for i := range caches {
-		caches[i].reset()
+		caches[i].reset(e, req)
 	}
 	parallel(ctx, workers, len(parts), func(w, i int) { parts[i].enumerate(ctx, e, req, sp, &total, &caches[w]) })
 	if err := ctx.Err(); err != nil {
@@ -638,16 +638,24 @@ type workerCache struct {
 	// tables are the compiled zero-bubble tables by schedule, depth, chunks and
 	// micro-batches (nil: too large or not compiled), for all its parts.
 	tables map[tableKey]*step.PipelineTable
+	// tablesOf is the estimator that compiled the tables: they depend on nothing
+	// else, so they stay from one search to the next of the same estimator.
+	tablesOf *step.Estimator
 }
 
 // reset empties the cache for another search, keeping its maps' room (a search
 // fills thousands of layer times: growing the maps anew was a third of what a warm
-// search allocated).
-func (w *workerCache) reset() {
-	w.layers.Reset()
+// search allocated), the layers' times when the search before was of the same
+// model, training and cluster (step.BoundsCache.ResetFor), and the tables when it
+// was of the same estimator.
+func (w *workerCache) reset(e *step.Estimator, req *Request) {
+	w.layers.ResetFor(e, req.Model, req.Training, req.Cluster)
 	clear(w.scheds)
 	clear(w.splits)
-	clear(w.tables)
+	if w.tablesOf != e {
+		clear(w.tables)
+		w.tablesOf = e
+	}
 }
 
 type tableKey struct {

@@ -75,7 +75,7 @@ func (e *Estimator) LowerBounds(req Request) (Bounds, bool) { return e.LowerBoun
 // may be nil) across calls for the same model, training and cluster.
 func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool) {
 	c.normalise(&req)
-	a, t, l, cl := req.Model, req.Training, req.Layout, req.Cluster
+	a, t, l, cl := &req.Model, &req.Training, &req.Layout, req.Cluster
 	if cl == nil || l.TP < 1 || l.PP < 1 || l.DP < 1 || l.CP < 1 || l.MicroBatch < 1 || t.SeqLen < 1 {
 		return Bounds{}, false
 	}
@@ -94,11 +94,13 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		// DualPipe paces a micro-batch by the mean of a rank's two stages, which can
 		// be less than the slowest stage: the bound takes the smaller of the two
 		// (and the larger weight-gradient share, which shrinks the bubble).
-		dreq := req
-		dreq.Layout.Schedule = DualPipe
-		dc := cp
-		pairs := c.dualPipePairs(&dreq)
-		dc.dualPipe(dreq, pairs.dense, pairs.moe, cp.out[0], cp.out[1], cp.out[2], embeddingGradTime(&req, r.hbm))
+		// (The pairing of DualPipe's stages, with the request's schedule set to
+		// it in place and back: a request is 600 bytes.)
+		sched := req.Layout.Schedule
+		req.Layout.Schedule = DualPipe
+		pairs := c.dualPipePairs(&req)
+		req.Layout.Schedule = sched
+		dc := cp.dualPipeOf(&req.Layout, pairs.dense, pairs.moe, cp.out[0], cp.out[1], cp.out[2], embeddingGradTime(&req, r.hbm))
 		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
 		}
@@ -147,7 +149,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 				in.rs8 = (us8 - ag8) * 1e-6
 			}
 		}
-		exposed, _, cont := tpOverlap(l, &cp, in)
+		exposed, _, cont := tpOverlap(*l, &cp, in)
 		perMB += exposed
 		// What the overlap takes of the SMs slows the compute it runs under
 		// (pricing.assemble), in every micro-batch but not in the bubble.
@@ -163,7 +165,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		o.WeightBytes = fp8ElementBytes
 	}
 	w, g, s := ModelStateBytes(params, o, l.ZeRO, l.DP*l.CP)
-	per := activationsPerLayer(&req, cp.stageLayers)
+	per := c.activationsPerLayer(&req, cp.stageLayers)
 	act := per * actLayers / 1e9
 	if l.OffloadActivations {
 		act = per * math.Min(actLayers, 2) / 1e9 // the rest is in host memory
@@ -173,12 +175,11 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		prefetchPre: t.BackwardPrefetch == PrefetchPre}
 	if l.CP > 1 {
 		h, tf := float64(a.Hidden), float64(l.TP)
-		kvw := float64(a.KVSavedDim()) / h
+		d := c.modelDims(a)
 		if l.CPAllToAll {
-			x.ulysses = float64(l.MicroBatch) * sLocal * h * (float64(a.QDim())/h + kvw + float64(a.VOutDim())/h) / (4 * tf) * 2
+			x.ulysses = float64(l.MicroBatch) * sLocal * h * (d.q + d.kv + d.v) / (4 * tf) * 2
 		} else {
-			qvw := float64(a.QDim()+a.VOutDim()) / h
-			x.ring = ringAttentionOf(l, &cp, float64(l.MicroBatch)*sLocal, h, kvw, qvw, tf, r.hbm, c.torchRing(t.Framework))
+			x.ring = ringAttentionOf(*l, &cp, float64(l.MicroBatch)*sLocal, h, d.kv, d.qv, tf, r.hbm, c.torchRing(t.Framework))
 		}
 	}
 	if l.PP > 1 {
@@ -186,7 +187,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		x.act = float64(l.MicroBatch) * sLocal * float64(a.Hidden) * 2 / float64(l.TP)
 	}
 	if l.DP*l.CP > 1 {
-		x.params, x.gather, x.scatter = c.stageBytes(&req, p, cp.stageLayers, o)
+		x.params, x.gather, x.scatter = c.stageBytes(&req, p, cp.stageLayers, &o)
 	}
 	return Bounds{
 		exposure:           x,

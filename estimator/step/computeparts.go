@@ -49,8 +49,8 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 	}
 	lc, lcMoE := cp.lc, cp.lcMoE
 
-	stageLayers := stageLayerCount(a.Layers, *l)
-	nMoE := float64(min(stageLayers, stageMoELayers(*req)))
+	stageLayers := stageLayerCount(a.Layers, l)
+	nMoE := float64(min(stageLayers, stageMoELayers(req)))
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
 	bwd := nDense*lc.bwd + nMoE*lcMoE.bwd
@@ -124,7 +124,7 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 	if l.Schedule == DualPipe && l.PP > 1 {
 		var buf stageKindsBuf
 		dl, ml := stageKinds(*req, buf[:])
-		cp.dualPipe(*req, dl, ml, logits, logitsBwd, logitsW, embeddingGradTime(req, rates.hbm))
+		cp.dualPipe(&req.Layout, dl, ml, logits, logitsBwd, logitsW, embeddingGradTime(req, rates.hbm))
 	}
 	return cp
 }
@@ -136,8 +136,17 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 // nMoE become that rank's mean layer counts, which the per-layer communication
 // follows; the weights' fp8 cast covers both stages.
 // dl and ml are the stages' dense and MoE layers (stageKinds).
-func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, logitsW, emb float64) {
-	l := req.Layout
+func (cp *computeParts) dualPipe(l *Layout, dl, ml []int, logits, logitsBwd, logitsW, emb float64) {
+	d := cp.dualPipeOf(l, dl, ml, logits, logitsBwd, logitsW, emb)
+	cp.fwd, cp.bwd, cp.rc, cp.bwdW = d.fwd, d.bwd, d.rc, d.bwdW
+	cp.nDense, cp.nMoE, cp.weightCast = d.nDense, d.nMoE, d.weightCast
+}
+
+// dualPipeTimes are what dualPipe sets of computeParts.
+type dualPipeTimes struct{ fwd, bwd, rc, bwdW, nDense, nMoE, weightCast float64 }
+
+// dualPipeOf is what dualPipe sets, leaving cp as it is.
+func (cp *computeParts) dualPipeOf(l *Layout, dl, ml []int, logits, logitsBwd, logitsW, emb float64) (out dualPipeTimes) {
 	lc, lm := &cp.lc, &cp.lcMoE
 	var rcD, rcM float64 // recomputation per layer
 	switch l.Recompute {
@@ -160,11 +169,11 @@ func (cp *computeParts) dualPipe(req Request, dl, ml []int, logits, logitsBwd, l
 		}
 		if t := fwd + bwd + rc; t > best {
 			best = t
-			cp.fwd, cp.bwd, cp.rc, cp.bwdW = fwd, bwd, rc, w
-			cp.nDense, cp.nMoE = d, m
-			cp.weightCast = float64(nd)*lc.weightCast + float64(nm)*lm.weightCast
+			out = dualPipeTimes{fwd: fwd, bwd: bwd, rc: rc, bwdW: w, nDense: d, nMoE: m,
+				weightCast: float64(nd)*lc.weightCast + float64(nm)*lm.weightCast}
 		}
 	}
+	return out
 }
 
 // embeddingGradTime is one micro-batch's weight gradient of the input embedding
@@ -196,7 +205,7 @@ func embeddingGradBytes(o Optimizer) float64 {
 
 // stageLayerCount is the most layers one pipeline rank holds over its v chunks:
 // the slowest stage sets the pace.
-func stageLayerCount(layers int, l Layout) int {
+func stageLayerCount(layers int, l *Layout) int {
 	if len(l.LayerSplit) == 0 {
 		return layers / l.PP
 	}
@@ -214,8 +223,8 @@ func stageLayerCount(layers int, l Layout) int {
 // stageMoELayers is the most MoE layers one pipeline rank holds over its model
 // chunks (chunk c of rank s is split entry c·pp + s, in model order), counting the
 // dense first layers and the MoE frequency of the model.
-func stageMoELayers(req Request) int {
-	a, l := req.Model, req.Layout
+func stageMoELayers(req *Request) int {
+	a, l := &req.Model, &req.Layout
 	if a.MoE == nil {
 		return 0
 	}
@@ -248,6 +257,8 @@ func stageMoELayers(req Request) int {
 // concurrent use: one per goroutine.
 type BoundsCache struct {
 	layers map[layerKey]layerTimes
+	// layersOf is the search the layers' times are of (ResetFor).
+	layersOf layersOf
 	// The last training normalised, and what it normalised to.
 	trained           bool
 	trainIn, trainOut Training
@@ -256,9 +267,16 @@ type BoundsCache struct {
 	logits map[[2]uint64][3]float64
 	// One TP collective's price (tpCall).
 	tp map[tpKey][2]float64 // the pair's time and its all-gather's
-	// The model's parameter counts (the cache is for one model).
+	// The model's parameter counts and attention widths (the cache is for one
+	// model).
 	params    model.Params
 	hasParams bool
+	dims      attnDims
+	hasDims   bool
+	// The activations one layer saves (activationsPerLayer), by what they depend
+	// on of the layout: a search's shapes repeat a few micro-batch, CP, TP, SP and
+	// recomputation settings over many depths and data-parallel sizes.
+	acts map[actKey]float64
 	// The GPU's rates of the last estimator, cluster and precision asked (rates).
 	ratesOf struct {
 		e    *Estimator
@@ -304,7 +322,7 @@ type stageBytesMemo struct {
 // layers and a 1F1B request. It is remembered in c (which may be nil) for the last
 // layout parts it depends on: a search's shapes differ in recomputation, SP and
 // overlap many times for each of them.
-func (c *BoundsCache) stageBytes(req *Request, p model.Params, stageLayers int, o Optimizer) (params, gather, scatter float64) {
+func (c *BoundsCache) stageBytes(req *Request, p *model.Params, stageLayers int, o *Optimizer) (params, gather, scatter float64) {
 	l := &req.Layout
 	var m stageBytesMemo
 	if c != nil {
@@ -319,8 +337,8 @@ func (c *BoundsCache) stageBytes(req *Request, p model.Params, stageLayers int, 
 			return c.stage.params, c.stage.gather, c.stage.scatter
 		}
 	}
-	dense, _ := stageParamsOf(*req, p, stageLayers)
-	params = leastRankParams(*req, p) * o.WeightBytes
+	dense, _ := stageParamsOf(req, p, stageLayers)
+	params = leastRankParams(*req, *p) * o.WeightBytes
 	if !req.Training.OnDemandGathers {
 		layers := float64(stageLayers)
 		gather, scatter = dense/layers*o.WeightBytes, dense/layers*o.GradBytes
@@ -411,22 +429,142 @@ func (c *BoundsCache) rates(e *Estimator, cl *topology.Cluster, p Precision) (gp
 
 // Reset empties the cache for another model or training, keeping its maps' room.
 func (c *BoundsCache) Reset() {
-	layers, logits, tp := c.layers, c.logits, c.tp
+	layers, logits, tp, acts := c.layers, c.logits, c.tp, c.acts
 	clear(layers)
 	clear(logits)
 	clear(tp)
-	*c = BoundsCache{layers: layers, logits: logits, tp: tp}
+	clear(acts)
+	*c = BoundsCache{layers: layers, logits: logits, tp: tp, acts: acts}
+}
+
+// layersOf is what the layers' compute times depend on beyond their layerKey: the
+// estimator (its constants), the model, the training and the cluster (its GPU's
+// rates).
+type layersOf struct {
+	e        *Estimator
+	model    model.Arch
+	moe      model.MoE
+	mla      model.MLA
+	training Training
+	cl       *topology.Cluster
+	ok       bool
+}
+
+func newLayersOf(e *Estimator, a model.Arch, t Training, cl *topology.Cluster) layersOf {
+	o := layersOf{e: e, model: a, training: t, cl: cl, ok: true}
+	// The model's parts compared by value, not by address.
+	if a.MoE != nil {
+		o.moe, o.model.MoE = *a.MoE, &o.moe
+	}
+	if a.MLA != nil {
+		o.mla, o.model.MLA = *a.MLA, &o.mla
+	}
+	return o
+}
+
+func (o *layersOf) same(p *layersOf) bool {
+	a, b := o.model, p.model
+	if (a.MoE == nil) != (b.MoE == nil) || (a.MLA == nil) != (b.MLA == nil) || a.MoE != nil && *a.MoE != *b.MoE || a.MLA != nil && *a.MLA != *b.MLA {
+		return false
+	}
+	a.MoE, a.MLA, b.MoE, b.MLA = nil, nil, nil, nil
+	return o.ok && p.ok && o.e == p.e && o.cl == p.cl && o.training == p.training && a == b
+}
+
+// ResetFor empties the cache for a search of model a and training t on cluster cl
+// with e, as Reset, but keeps the layers' compute times when the cache's last
+// search was of the same: they depend on nothing else, so a process that searches
+// a model again (other GPU counts, constraints or free nodes) times each kind of
+// layer once.
+func (c *BoundsCache) ResetFor(e *Estimator, a model.Arch, t Training, cl *topology.Cluster) {
+	of := newLayersOf(e, a, t, cl)
+	if !of.same(&c.layersOf) {
+		c.Reset()
+	} else {
+		layers := c.layers
+		c.layers = nil
+		c.Reset()
+		c.layers = layers
+	}
+	c.layersOf = of
+}
+
+// attnDims are a model's attention widths over its hidden size, as the bounds'
+// exposure inputs take them: the query and attention output widths apart (q, v),
+// the keys and values saved (kv), and the query and output together (qv).
+type attnDims struct{ q, v, kv, qv float64 }
+
+// modelDims is the model's attnDims, computed once per cache (c may be nil).
+func (c *BoundsCache) modelDims(a *model.Arch) attnDims {
+	if c != nil && c.hasDims {
+		return c.dims
+	}
+	h := float64(a.Hidden)
+	d := attnDims{q: float64(a.QDim()) / h, v: float64(a.VOutDim()) / h, kv: float64(a.KVSavedDim()) / h, qv: float64(a.QDim()+a.VOutDim()) / h}
+	if c != nil {
+		c.dims, c.hasDims = d, true
+	}
+	return d
+}
+
+// actKey is what activationsPerLayer depends on of a request besides the model
+// and the training's other fields, which a cache holds one of.
+type actKey struct {
+	mbs, cp, tp, seq int
+	share            uint64 // the recomputed share's bits
+	rc               uint8  // recomputeCode
+	mods             uint8
+	sp, unfused      bool
+	fp8, noDropout   bool
+}
+
+// recomputeCode numbers the recomputation settings for actKey (0: another,
+// not kept).
+func recomputeCode(r Recompute) uint8 {
+	switch r {
+	case RecomputeNone:
+		return 1
+	case RecomputeSelective:
+		return 2
+	case RecomputeFull:
+		return 3
+	case RecomputeOps:
+		return 4
+	}
+	return 0
+}
+
+// activationsPerLayer is activationsPerLayer(req, stageLayers), kept in c (which
+// may be nil).
+func (c *BoundsCache) activationsPerLayer(req *Request, stageLayers int) float64 {
+	l, t := &req.Layout, &req.Training
+	rc := recomputeCode(l.Recompute)
+	if c == nil || rc == 0 {
+		return activationsPerLayer(req, stageLayers)
+	}
+	k := actKey{mbs: l.MicroBatch, cp: l.CP, tp: l.TP, seq: t.SeqLen, share: math.Float64bits(l.recomputeShare(stageLayers)),
+		rc: rc, mods: l.recomputeMask(), sp: l.SP, unfused: t.UnfusedAttention, fp8: t.FP8Activations, noDropout: t.NoDropout}
+	if v, ok := c.acts[k]; ok {
+		return v
+	}
+	if c.acts == nil {
+		c.acts = make(map[actKey]float64)
+	}
+	v := activationsPerLayer(req, stageLayers)
+	c.acts[k] = v
+	return v
 }
 
 // modelParams is a.Params(), computed once per cache (c may be nil).
-func (c *BoundsCache) modelParams(a model.Arch) model.Params {
+func (c *BoundsCache) modelParams(a *model.Arch) *model.Params {
 	if c == nil {
-		return a.Params()
+		p := a.Params()
+		return &p
 	}
 	if !c.hasParams {
 		c.params, c.hasParams = a.Params(), true
 	}
-	return c.params
+	return &c.params
 }
 
 // normalise sets *req to normalise(*req), the training's part remembered in c (when c is not

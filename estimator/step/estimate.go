@@ -479,12 +479,12 @@ func (e *Estimator) memoryOfValid(req Request) Memory { return e.memoryOfValidWi
 // counted here).
 func (e *Estimator) memoryOfValidWith(req Request, p *model.Params) Memory {
 	l := req.Layout
-	stageLayers := stageLayerCount(req.Model.Layers, l)
+	stageLayers := stageLayerCount(req.Model.Layers, &req.Layout)
 	var dense, expert float64
 	if p == nil {
 		dense, expert = e.stageParams(req, stageLayers)
 	} else {
-		dense, expert = stageParamsOf(req, *p, stageLayers)
+		dense, expert = stageParamsOf(&req, p, stageLayers)
 	}
 	return e.memoryWith(req, p, stageLayers, dense, expert, req.Training.GlobalBatch/(l.DP*l.MicroBatch))
 }
@@ -1113,7 +1113,8 @@ func (p *pricing) holdParams() {
 	l := &p.req.Layout
 	p.stageParams, p.expertParams = p.e.stageParams(p.req, p.parts.stageLayers)
 	if p.req.Training.FP8Params {
-		p.matmulDense, p.matmulExpert = matmulParams(p.req, p.req.Model.Params(), p.parts.stageLayers)
+		counts := p.req.Model.Params()
+		p.matmulDense, p.matmulExpert = matmulParams(&p.req, &counts, p.parts.stageLayers)
 	}
 	p.denseShard = l.DP * l.CP
 	// Expert parameters are split over ETP × EP, so each is held by the

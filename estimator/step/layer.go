@@ -347,7 +347,7 @@ func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe boo
 	if moe {
 		load = t.moeLoad()
 	}
-	bytes := activationBytes(a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load)
+	bytes := activationBytes(&a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load)
 	c := activationCopy(req.Cluster, bytes)
 	return math.Max(0, c-lt.fwd), math.Max(0, c-lt.bwd)
 }
@@ -590,20 +590,21 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 // stageParams returns the parameters one GPU of the largest pipeline stage holds:
 // dense (split by TP) and expert (split by EP and TP).
 func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert float64) {
-	return stageParamsOf(req, req.Model.Params(), stageLayers)
+	p := req.Model.Params()
+	return stageParamsOf(&req, &p, stageLayers)
 }
 
 // stageParamsOf is stageParams with the model's parameter counts p given (they
 // take a walk over the layers to compute).
-func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert float64) {
+func stageParamsOf(req *Request, p *model.Params, stageLayers int) (dense, expert float64) {
 	t := float64(req.Layout.TP)
 	if req.Layout.Schedule == DualPipe {
 		// The two stages of the rank that holds the most.
 		r := dualPipeHeaviest(req, p)
 		var buf stageKindsBuf
-		dl, ml := stageKinds(req, buf[:])
+		dl, ml := stageKinds(*req, buf[:])
 		nd, nm, ends := dualPipePair(dl, ml, r)
-		dense, expert = pairMatmulParams(req, p, nd, nm)
+		dense, expert = pairMatmulParams(&req.Layout, p, nd, nm)
 		dense += float64(nd+nm) * p.PerLayerNorm
 		if ends {
 			dense += (p.Embedding + p.Output) / t
@@ -626,30 +627,30 @@ func stageParamsOf(req Request, p model.Params, stageLayers int) (dense, expert 
 // (attention and dense or shared-expert MLPs, split by TP) and expert (split by EP
 // and expert TP), before any ZeRO sharding. Norms, the embedding and the output
 // layer stay in 16 bits.
-func matmulParams(req Request, p model.Params, stageLayers int) (dense, expert float64) {
+func matmulParams(req *Request, p *model.Params, stageLayers int) (dense, expert float64) {
 	if req.Layout.Schedule == DualPipe {
 		var buf stageKindsBuf
-		dl, ml := stageKinds(req, buf[:])
+		dl, ml := stageKinds(*req, buf[:])
 		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(req, p))
-		return pairMatmulParams(req, p, nd, nm)
+		return pairMatmulParams(&req.Layout, p, nd, nm)
 	}
 	nMoE := min(stageLayers, stageMoELayers(req))
-	return pairMatmulParams(req, p, stageLayers-nMoE, nMoE)
+	return pairMatmulParams(&req.Layout, p, stageLayers-nMoE, nMoE)
 }
 
 // dualPipeHeaviest is the pipeline rank whose two DualPipe stages hold the most
 // model-state bytes per GPU (weights, gradients, optimizer states, with ZeRO's
 // sharding over the dense and the expert-data-parallel ranks): the outermost pair
 // holds the embedding and the output layer, a middle pair the most MoE layers.
-func dualPipeHeaviest(req Request, p model.Params) int {
-	l, o := req.Layout, req.Training.Optimizer
+func dualPipeHeaviest(req *Request, p *model.Params) int {
+	l, o := &req.Layout, req.Training.Optimizer
 	t := float64(l.TP)
 	var buf stageKindsBuf
-	dl, ml := stageKinds(req, buf[:])
+	dl, ml := stageKinds(*req, buf[:])
 	best, most := 0, -1.0
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(dl, ml, r)
-		d, e := pairMatmulParams(req, p, nd, nm)
+		d, e := pairMatmulParams(l, p, nd, nm)
 		d += float64(nd+nm) * p.PerLayerNorm
 		if ends {
 			d += (p.Embedding + p.Output) / t
@@ -664,8 +665,7 @@ func dualPipeHeaviest(req Request, p model.Params) int {
 }
 
 // pairMatmulParams is matmulParams for nDense dense and nMoE MoE layers.
-func pairMatmulParams(req Request, p model.Params, nDense, nMoE int) (dense, expert float64) {
-	l := req.Layout
+func pairMatmulParams(l *Layout, p *model.Params, nDense, nMoE int) (dense, expert float64) {
 	t := float64(l.TP)
 	dense = float64(nDense) * (p.PerLayerAttention + p.PerLayerDenseMLP) / t
 	if nMoE > 0 {
@@ -694,9 +694,9 @@ func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) floa
 		mods |= actNoDropout
 	}
 	perLayer := func(rc Recompute) float64 {
-		per := activationBytes(*a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
+		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
 		if a.MoE != nil {
-			moe := activationBytes(*a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
+			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
 			every := float64(max(1, a.MoE.Frequency))
 			if moeShare >= 0 {
 				return per*(1-moeShare) + moe*moeShare
@@ -721,25 +721,32 @@ func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, 
 // memoryWith is memory with the model's parameter counts p (nil: counted here).
 func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, dense, expert float64, m int) Memory {
 	if req.Layout.Schedule == DualPipe {
-		return e.dualPipeMemory(req, stageLayers, m)
+		return e.dualPipeMemory(req, p, stageLayers, m)
 	}
 	var md, me float64
 	if req.Training.Precision == FP8 {
 		if p == nil {
-			md, me = matmulParams(req, req.Model.Params(), stageLayers)
+			counts := req.Model.Params()
+			md, me = matmulParams(&req, &counts, stageLayers)
 		} else {
-			md, me = matmulParams(req, *p, stageLayers)
+			md, me = matmulParams(&req, p, stageLayers)
 		}
 	}
-	return e.memoryOf(req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
+	return e.memoryOf(&req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
 }
 
 // dualPipeMemory is the peak memory of the DualPipe rank that needs the most: rank
 // r holds stages r and P−1−r — their parameters, and P+1 micro-batches' activations
 // of one stage of its (DeepSeek-V3 report Table 2; the mean of its two stages'
 // layers) —, and rank 0 also the embedding and the output layer with its logits.
-func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
-	l, p := req.Layout, req.Model.Params()
+// params are the model's parameter counts (nil: counted here).
+func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayers, m int) Memory {
+	l := &req.Layout
+	if params == nil {
+		counted := req.Model.Params()
+		params = &counted
+	}
+	p := params
 	t := float64(l.TP)
 	var buf stageKindsBuf
 	dl, ml := stageKinds(req, buf[:])
@@ -759,7 +766,7 @@ func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
 			continue
 		}
 		seen = append(seen, k)
-		md, me := pairMatmulParams(req, p, nd, nm)
+		md, me := pairMatmulParams(l, p, nd, nm)
 		dense := md + float64(nd+nm)*p.PerLayerNorm
 		if ends {
 			dense += (p.Embedding + p.Output) / t
@@ -772,7 +779,7 @@ func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
 		if nd+nm > 0 {
 			share = float64(nm) / float64(nd+nm)
 		}
-		mem := e.memoryOf(req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
+		mem := e.memoryOf(&req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
 		if r == 0 || mem.Total > peak.Total {
 			peak = mem
 			peak.Stage = r
@@ -785,8 +792,8 @@ func (e *Estimator) dualPipeMemory(req Request, stageLayers, m int) Memory {
 // of them the layers' matmul weights, fp8 training only) and the activations of
 // actLayers layers per micro-batch in flight; ends: a DualPipe rank that holds both
 // the first and the last stage.
-func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, dense, expert, md, me float64, ends bool, m int) Memory {
-	a, t, l := req.Model, req.Training, req.Layout
+func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare, dense, expert, md, me float64, ends bool, m int) Memory {
+	a, t, l := &req.Model, &req.Training, &req.Layout
 	o := t.Optimizer
 	const gb = 1e9
 	var mem Memory
@@ -839,7 +846,7 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 			// needs once more than stage3_max_live_parameters are resident, with
 			// stage3_prefetch_bucket_size more on the way: the running module, the
 			// live limit and the bucket, when that is less than two whole layers.
-			live := largestMatmulParams(a, l.TP) + ZeRO3MaxLiveParams + ZeRO3PrefetchBucketParams
+			live := largestMatmulParams(*a, l.TP) + ZeRO3MaxLiveParams + ZeRO3PrefetchBucketParams
 			mem.Gathered = min(mem.Gathered, live*o.WeightBytes/gb)
 		}
 	}
@@ -871,7 +878,7 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 	b := float64(l.MicroBatch)
 	s := float64(t.SeqLen) / float64(l.CP)
 	scores := t.UnfusedAttention
-	per := activationsPerLayerOf(&req, stageLayers, moeShare)
+	per := activationsPerLayerOf(req, stageLayers, moeShare)
 	mem.ActivationBytesPerLayer = per
 	inflight := inFlight(l.Schedule, l.PP, l.VirtualStages, m)
 	mem.InFlight = inflight
@@ -889,7 +896,7 @@ func (e *Estimator) memoryOf(req Request, stageLayers int, actLayers, moeShare, 
 	}
 	if l.Recompute == RecomputeFull || l.Recompute == RecomputeOps {
 		// The layer being recomputed holds its full activations during its backward.
-		full := ActivationBytes(a, a.MoE != nil, s, float64(t.SeqLen), b, l.TP, l.SP, RecomputeNone, scores)
+		full := ActivationBytes(*a, a.MoE != nil, s, float64(t.SeqLen), b, l.TP, l.SP, RecomputeNone, scores)
 		act += full
 	}
 	if scores {

@@ -78,7 +78,7 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 	if rc == RecomputeSelective {
 		mods = rmCoreAttn
 	}
-	return activationBytes(a, moe, s, skv, b, t, sp, rc, scores, mods, false, 1)
+	return activationBytes(&a, moe, s, skv, b, t, sp, rc, scores, mods, false, 1)
 }
 
 // fp8ActivationBytes is the width of an activation saved in fp8 (one byte; the
@@ -110,7 +110,7 @@ const (
 // With fp8 activations the inputs of the fp8 matmuls (norm outputs, latents,
 // dispatched tokens, the experts' second-GEMM inputs) and the activation
 // function's inputs are kept in one byte, the attention output in 12 bits.
-func activationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool, mods uint8, fp8 bool, load float64) float64 {
+func activationBytes(a *model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool, mods uint8, fp8 bool, load float64) float64 {
 	h, f := float64(a.Hidden), float64(a.FFN)
 	tf := float64(t)
 	sbh := s * b * h

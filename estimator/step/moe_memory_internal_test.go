@@ -20,7 +20,7 @@ func TestActivationTermsMoE(t *testing.T) {
 	h := float64(a.Hidden)
 	sbh := s * b * h
 	act := func(mods uint8, fp8 bool) float64 {
-		return activationBytes(a, true, s, s, b, 1, false, RecomputeSelective, false, mods, fp8, 1)
+		return activationBytes(&a, true, s, s, b, 1, false, RecomputeSelective, false, mods, fp8, 1)
 	}
 	base := act(rmCoreAttn, false)
 	// The dispatched tokens (8 copies of each in 16 bits) are part of it.
@@ -46,7 +46,7 @@ func TestActivationTermsMoE(t *testing.T) {
 	// tensors (the 8 dispatched copies and their GEMMs' SwiGLU tensors), not the
 	// shared expert's.
 	routed := 2*8*sbh + 6*8*2048*s
-	if got := activationBytes(a, true, s, s, b, 1, false, RecomputeSelective, false, rmCoreAttn, false, 1.5) - base; math.Abs(got-0.5*routed) > 1e-9*routed {
+	if got := activationBytes(&a, true, s, s, b, 1, false, RecomputeSelective, false, rmCoreAttn, false, 1.5) - base; math.Abs(got-0.5*routed) > 1e-9*routed {
 		t.Errorf("imbalance 1.5 adds %.1f MB, want %.1f MB", got/1e6, 0.5*routed/1e6)
 	}
 	// fp8 activations: the norm outputs, latents and dispatched tokens at 1 B, the
@@ -57,7 +57,7 @@ func TestActivationTermsMoE(t *testing.T) {
 		t.Errorf("fp8 activations save %.1f MB, want %.1f MB", got/1e6, want/1e6)
 	}
 	t.Logf("DeepSeek-V3 MoE layer, 4096 tokens: %.0f MB in 16 bits; %.0f MB as it ran (fp8, layernorm + mla_up_proj + moe_act, no dropout)",
-		base/1e6, activationBytes(a, true, s, s, b, 1, false, RecomputeSelective, false, rmLayerNorm|rmMLAUp|rmMoEAct|actNoDropout, true, 1)/1e6)
+		base/1e6, activationBytes(&a, true, s, s, b, 1, false, RecomputeSelective, false, rmLayerNorm|rmMLAUp|rmMoEAct|actNoDropout, true, 1)/1e6)
 }
 
 // Node-limited routing: 8 experts spread over the 4 nodes a token may reach land on
