@@ -71,27 +71,35 @@ func PipelineOrders(s Schedule, p, v, m int) ([][]Op, error) {
 	}
 	out := make([][]Op, p)
 	for r := range p {
-		switch s {
-		case GPipe:
-			out[r] = gpipeOrder(p, m, r)
-		case OneFOneB:
-			out[r] = interleavedOrder(p, 1, m, r)
-		case Interleaved:
-			out[r] = interleavedOrder(p, v, m, r)
-		case ZeroBubble:
-			out[r] = zbh1Order(p, m, r)
-		case ZeroBubbleV:
-			out[r] = zbvOrder(p, m, r)
-		case DualPipe:
-			if p%2 != 0 || m%2 != 0 {
-				return nil, fmt.Errorf("pipeline: dualpipe needs an even pp and micro-batches (got %d, %d)", p, m)
-			}
-			out[r] = dualPipeOrder(p, m, r)
-		default:
-			return nil, fmt.Errorf("pipeline: unknown schedule %q", s)
+		o, err := appendOrder(make([]Op, 0, 3*chunksPerRank(s, v)*max(m, 2*p)), s, p, v, m, r)
+		if err != nil {
+			return nil, err
 		}
+		out[r] = o
 	}
 	return out, nil
+}
+
+// appendOrder appends rank r's order (PipelineOrders) to out.
+func appendOrder(out []Op, s Schedule, p, v, m, r int) ([]Op, error) {
+	switch s {
+	case GPipe:
+		return gpipeOrder(out, m, r), nil
+	case OneFOneB:
+		return interleavedOrder(out, p, 1, m, r), nil
+	case Interleaved:
+		return interleavedOrder(out, p, v, m, r), nil
+	case ZeroBubble:
+		return zbh1Order(out, p, m, r), nil
+	case ZeroBubbleV:
+		return zbvOrder(out, p, m, r), nil
+	case DualPipe:
+		if p%2 != 0 || m%2 != 0 {
+			return nil, fmt.Errorf("pipeline: dualpipe needs an even pp and micro-batches (got %d, %d)", p, m)
+		}
+		return dualPipeOrder(out, p, m, r), nil
+	}
+	return nil, fmt.Errorf("pipeline: unknown schedule %q", s)
 }
 
 // chunksPerRank is the model chunks each pipeline rank holds under schedule s:
@@ -126,8 +134,7 @@ func PipelineRank(s Schedule, p, k, dir int) int {
 	return k % p
 }
 
-func gpipeOrder(p, m, r int) []Op {
-	out := make([]Op, 0, 2*m)
+func gpipeOrder(out []Op, m, r int) []Op {
 	for mb := range m {
 		out = append(out, Op{Pass: PassForward, MB: int32(mb), Chunk: int32(r)})
 	}
@@ -138,7 +145,7 @@ func gpipeOrder(p, m, r int) []Op {
 }
 
 // interleavedOrder is 1F1B's order (v = 1) and Megatron-LM's interleaved order.
-func interleavedOrder(p, v, m, r int) []Op {
+func interleavedOrder(out []Op, p, v, m, r int) []Op {
 	total := m * v
 	fwd := func(k int) Op {
 		group, in := k/(p*v), k%(p*v)
@@ -159,7 +166,6 @@ func interleavedOrder(p, v, m, r int) []Op {
 		warm = (p-r-1)*2 + (v-1)*p
 	}
 	warm = min(warm, total)
-	out := make([]Op, 0, 2*total)
 	for k := range warm {
 		out = append(out, fwd(k))
 	}
@@ -172,9 +178,8 @@ func interleavedOrder(p, v, m, r int) []Op {
 	return out
 }
 
-func zbh1Order(p, m, r int) []Op {
+func zbh1Order(out []Op, p, m, r int) []Op {
 	warm := min(p-r-1, m)
-	out := make([]Op, 0, 3*m)
 	nextW := 0
 	w := func(upTo int) { // the W's of micro-batches below upTo
 		for ; nextW < upTo; nextW++ {
@@ -198,11 +203,10 @@ func zbh1Order(p, m, r int) []Op {
 	return out
 }
 
-func zbvOrder(p, m, r int) []Op {
+func zbvOrder(out []Op, p, m, r int) []Op {
 	n := max(2*p-1, m) // the table is laid out for at least 2p − 1 micro-batches
 	k := [2]int32{int32(r), int32(2*p - 1 - r)}
 	var f, b, w [2]int
-	out := make([]Op, 0, 6*n)
 	put := func(pass Pass, c int) {
 		cnt := &f[c]
 		switch pass {
@@ -258,7 +262,7 @@ func zbvOrder(p, m, r int) []Op {
 // dualPipeOrder is DualPipe.step's order on rank r. Phase 0 is the direction in
 // which the rank is stage h = min(r, p − 1 − r), phase 1 the one in which it is
 // stage p − 1 − h.
-func dualPipeOrder(p, m, r int) []Op {
+func dualPipeOrder(out []Op, p, m, r int) []Op {
 	half, h, chunks := p/2, min(r, p-1-r), m/2
 	var dir [2]uint8
 	var stage [2]int32
@@ -270,7 +274,6 @@ func dualPipeOrder(p, m, r int) []Op {
 	}
 	var f, b [2]int32
 	var pendingW []Op // zero-bubble backwards whose W has not run, first in first out
-	out := make([]Op, 0, 3*m)
 	F := func(ph int) Op {
 		o := Op{Dir: dir[ph], Pass: PassForward, MB: f[ph], Chunk: stage[ph]}
 		f[ph]++
@@ -358,12 +361,41 @@ type pipeNode struct {
 
 var errDeadlock = errors.New("pipeline: the schedule's blocks wait on each other")
 
+// compileScratch is compilePipe's working memory, recycled (compilePool): the
+// ranks' orders one after the other, where each starts, the node that ran each
+// block, and each rank's next op, last node and the block it waits for.
+type compileScratch struct {
+	ops  []Op
+	from []int
+	done []int32
+	next []int
+	last []int32
+	wait []int
+}
+
+var compilePool = sync.Pool{New: func() any { return new(compileScratch) }}
+
 // compilePipe orders the blocks of a schedule's per-rank orders.
 func compilePipe(s Schedule, p, v, m int) (*pipeDAG, error) {
-	orders, err := PipelineOrders(s, p, v, m)
-	if err != nil {
-		return nil, err
+	return compileInto(s, p, v, m, nil)
+}
+
+// compileInto is compilePipe into nodes' room (nil: new room).
+func compileInto(s Schedule, p, v, m int, nodes []pipeNode) (*pipeDAG, error) {
+	if p < 1 || v < 1 || m < 1 {
+		return nil, fmt.Errorf("pipeline: %d ranks, %d chunks, %d micro-batches", p, v, m)
 	}
+	sc := compilePool.Get().(*compileScratch)
+	defer compilePool.Put(sc)
+	ops, from := sc.ops[:0], append(sc.from[:0], 0)
+	for r := range p {
+		var err error
+		if ops, err = appendOrder(ops, s, p, v, m, r); err != nil {
+			return nil, err
+		}
+		from = append(from, len(ops))
+	}
+	sc.ops, sc.from = ops, from
 	chunks := pipelineChunks(s, p, v)
 	dirs := 1
 	if s == DualPipe {
@@ -372,69 +404,81 @@ func compilePipe(s Schedule, p, v, m int) (*pipeDAG, error) {
 	idx := func(dir, mb, chunk int, pass Pass) int {
 		return ((dir*m+mb)*chunks+chunk)*3 + int(pass)
 	}
-	done := make([]int32, dirs*m*chunks*3)
+	done := slices.Grow(sc.done[:0], dirs*m*chunks*3)[:dirs*m*chunks*3]
+	sc.done = done
 	for i := range done {
 		done[i] = -1
 	}
-	// input is the node an op needs, -1 for none, or -2 when not run yet.
-	input := func(o Op) int32 {
+	// need is the block (its index in done) an op's input comes from, -1 for none.
+	need := func(o Op) int {
 		d, mb, k := int(o.Dir), int(o.MB), int(o.Chunk)
-		var j int
 		switch {
 		case o.Pass == PassForward && k == 0:
 			return -1
 		case o.Pass == PassForward:
-			j = idx(d, mb, k-1, PassForward)
+			return idx(d, mb, k-1, PassForward)
 		case o.Pass == PassBackward && k == chunks-1:
-			j = idx(d, mb, k, PassForward)
+			return idx(d, mb, k, PassForward)
 		case o.Pass == PassBackward:
-			j = idx(d, mb, k+1, PassBackward)
-		default:
-			j = idx(d, mb, k, PassBackward)
+			return idx(d, mb, k+1, PassBackward)
 		}
-		if done[j] < 0 {
-			return -2
-		}
-		return done[j]
+		return idx(d, mb, k, PassBackward)
 	}
-	total := 0
-	for _, o := range orders {
-		total += len(o)
+	total := len(ops)
+	if cap(nodes) < total {
+		nodes = make([]pipeNode, 0, total)
 	}
-	dag := &pipeDAG{p: p, nodes: make([]pipeNode, 0, total)}
-	next := make([]int, p)
-	last := make([]int32, p)
+	nodes = nodes[:0]
+	next := append(sc.next[:0], from[:p]...) // each rank's next op in ops
+	last := slices.Grow(sc.last[:0], p)[:p]
+	// wait is the block a rank's next op waits for (its index in done), -1 for
+	// none: the rank is passed over until that block has run, as trying its op
+	// again would find.
+	wait := slices.Grow(sc.wait[:0], p)[:p]
+	sc.next, sc.last, sc.wait = next, last, wait
 	for i := range last {
-		last[i] = -1
+		last[i], wait[i] = -1, -1
 	}
-	for len(dag.nodes) < total {
+	for len(nodes) < total {
 		progressed := false
 		for r := range p {
-			for next[r] < len(orders[r]) {
-				o := orders[r][next[r]]
+			if w := wait[r]; w >= 0 && done[w] < 0 {
+				continue
+			}
+			wait[r] = -1
+			for end := from[r+1]; next[r] < end; {
+				o := ops[next[r]]
 				if int(o.MB) >= m || int(o.Chunk) >= chunks || PipelineRank(s, p, int(o.Chunk), int(o.Dir)) != r {
 					return nil, fmt.Errorf("pipeline: %s rank %d runs %+v", s, r, o)
 				}
-				dep := input(o)
-				if dep == -2 {
-					break
+				var dep int32 = -1
+				if j := need(o); j >= 0 {
+					if dep = done[j]; dep < 0 {
+						wait[r] = j
+						break
+					}
 				}
 				n := 1
 				var dep2 int32 = -1
 				if o.Fused {
-					o2 := orders[r][next[r]+1]
-					if dep2 = input(o2); dep2 == -2 {
-						break
+					if next[r]+1 == end {
+						return nil, fmt.Errorf("pipeline: %s rank %d ends with a fused %+v", s, r, o)
+					}
+					if j := need(ops[next[r]+1]); j >= 0 {
+						if dep2 = done[j]; dep2 < 0 {
+							wait[r] = j
+							break
+						}
 					}
 					n = 2
 				}
 				for j := range n {
 					x, d := o, dep
 					if j == 1 {
-						x, d = orders[r][next[r]+1], dep2
+						x, d = ops[next[r]+1], dep2
 					}
-					at := int32(len(dag.nodes))
-					dag.nodes = append(dag.nodes, pipeNode{rank: int32(r), dep: d, prev: last[r], op: x})
+					at := int32(len(nodes))
+					nodes = append(nodes, pipeNode{rank: int32(r), dep: d, prev: last[r], op: x})
 					last[r] = at
 					done[idx(int(x.Dir), int(x.MB), int(x.Chunk), x.Pass)] = at
 				}
@@ -446,7 +490,7 @@ func compilePipe(s Schedule, p, v, m int) (*pipeDAG, error) {
 			return nil, errDeadlock
 		}
 	}
-	return dag, nil
+	return &pipeDAG{p: p, nodes: nodes}, nil
 }
 
 // BlockTimes are the lengths of one rank's blocks of one model chunk: forward,
@@ -567,10 +611,55 @@ type pipeTables struct {
 	mu     sync.RWMutex
 	m      map[pipeKey]*pipeDAG
 	blocks int
+	// w are the witnesses of schedules compiled only to bound with (witnessesOf):
+	// a search bounds with dozens of tables and executes few of them, so their
+	// blocks are not kept.
+	w map[pipeKey][]pathCount
 }
 
 // NewSchedules returns an empty memo of compiled schedules.
-func NewSchedules() *Schedules { return &pipeTables{m: map[pipeKey]*pipeDAG{}} }
+func NewSchedules() *Schedules {
+	return &pipeTables{m: map[pipeKey]*pipeDAG{}, w: map[pipeKey][]pathCount{}}
+}
+
+// maxWitnessTables bounds the schedules whose witnesses alone a memo keeps (a few
+// path counts each).
+const maxWitnessTables = 1 << 14
+
+// nodesPool recycles the blocks of schedules compiled only for their witnesses.
+var nodesPool = sync.Pool{New: func() any { return new([]pipeNode) }}
+
+// witnessesOf are the witnesses of the compiled schedule: those of the memo's
+// compiled schedule if it has it, else of a compilation whose blocks are not kept.
+func (t *pipeTables) witnessesOf(s Schedule, p, v, m int) ([]pathCount, error) {
+	k := pipeKey{s, p, v, m}
+	t.mu.RLock()
+	w, ok := t.w[k]
+	g := t.m[k]
+	t.mu.RUnlock()
+	if ok {
+		return w, nil
+	}
+	if g != nil {
+		g.wOnce.Do(func() { g.witness = witnesses(g) })
+		return g.witness, nil
+	}
+	buf := nodesPool.Get().(*[]pipeNode)
+	defer nodesPool.Put(buf)
+	g, err := compileInto(s, p, v, m, *buf)
+	if err != nil {
+		return nil, err
+	}
+	*buf = g.nodes
+	w = witnesses(g)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.w) >= maxWitnessTables {
+		t.w = map[pipeKey][]pathCount{}
+	}
+	t.w[k] = w
+	return w, nil
+}
 
 // maxSharedBlocks bounds the blocks of the shared compiled schedules: about 24 MB
 // of nodes (a table of a search has at most maxTableBlocks blocks, a span's a few
@@ -764,78 +853,126 @@ func (e *Estimator) PipelineTable(s Schedule, p, v, m int) (*PipelineTable, erro
 	if 3*p*v*sim > maxTableBlocks {
 		return nil, fmt.Errorf("pipeline: %d ranks × %d chunks × %d micro-batches is too large a table to bound with", p, v, sim)
 	}
-	g, err := e.pipe(s, p, v, sim)
+	w, err := e.pipes.witnessesOf(s, p, v, sim)
 	if err != nil {
 		return nil, err
 	}
-	g.wOnce.Do(func() { g.witness = witnesses(g) })
-	return &PipelineTable{s: s, v: v, m: m, sim: sim, paths: g.witness}, nil
+	return &PipelineTable{s: s, v: v, m: m, sim: sim, paths: w}, nil
 }
 
 func add(a, b pathCount) pathCount { return pathCount{a[0] + b[0], a[1] + b[1], a[2] + b[2]} }
 
-// witnesses are the block counts of the critical paths of executing g at a few
-// ratios of forward, backward and weight-gradient lengths (the backward 1.2 or 2 ×
-// the forward, W 0.4 or 0.9 × it): each counts the blocks of a real path, so for any block lengths the longest of them is
-// at most the span.
-func witnesses(g *pipeDAG) []pathCount {
-	end := make([]float64, len(g.nodes))
-	from := make([]int32, len(g.nodes))
-	var out []pathCount
-	for _, b := range []float64{1.2, 2.0} {
-		for _, w := range []float64{0.4, 0.9} {
-			c := g.critical(BlockTimes{F: 1, B: b, W: w}, end, from)
-			if !slices.Contains(out, c) {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
+// witnessRatios are the block lengths (forward 1) witnesses executes a table
+// with: the backward 1.2 or 2 × the forward, W 0.4 or 0.9 × it.
+var witnessRatios = [numWitnesses]BlockTimes{{F: 1, B: 1.2, W: 0.4}, {F: 1, B: 1.2, W: 0.9}, {F: 1, B: 2, W: 0.4}, {F: 1, B: 2, W: 0.9}}
+
+const numWitnesses = 4
+
+// witnessPool recycles witnesses' arrays of end times and predecessors.
+var witnessPool = sync.Pool{New: func() any { return new(witnessBufs) }}
+
+type witnessBufs struct {
+	end  [][numWitnesses]float64
+	from [][numWitnesses]int32
 }
 
-// critical executes g with block lengths d and returns the block counts of a
-// longest path.
-func (g *pipeDAG) critical(d BlockTimes, end []float64, from []int32) pathCount {
-	last, span := int32(-1), -1.0
+// witnesses are the block counts of the critical paths of executing g at the
+// witnessRatios, in that order, each once: each counts the blocks of a real path,
+// so for any block lengths the longest of them is at most the span. The four
+// executions run in one pass over the blocks (a table's blocks are read once, not
+// four times); each takes, block by block, what an execution at its ratio alone
+// takes: the same comparisons, the same sums in the same order.
+func witnesses(g *pipeDAG) []pathCount {
+	// The lengths of a forward, a B, a W and a full backward at each ratio
+	// (BlockTimes.of).
+	var lens [4][numWitnesses]float64
+	for r, d := range witnessRatios {
+		lens[0][r], lens[1][r], lens[2][r], lens[3][r] = d.F, d.B, d.W, d.B+d.W
+	}
+	kind := func(o Op) int {
+		switch o.Pass {
+		case PassForward:
+			return 0
+		case PassWeightGrad:
+			return 2
+		}
+		if o.Full {
+			return 3
+		}
+		return 1
+	}
+	bufs := witnessPool.Get().(*witnessBufs)
+	defer witnessPool.Put(bufs)
+	if cap(bufs.end) < len(g.nodes) {
+		bufs.end = make([][numWitnesses]float64, len(g.nodes))
+		bufs.from = make([][numWitnesses]int32, len(g.nodes))
+	}
+	end, from := bufs.end[:len(g.nodes)], bufs.from[:len(g.nodes)]
+	var last [numWitnesses]int32
+	span := [numWitnesses]float64{-1, -1, -1, -1}
 	for i := 0; i < len(g.nodes); i++ {
 		n := &g.nodes[i]
-		start, f := 0.0, int32(-1)
+		var start [numWitnesses]float64
+		f := [numWitnesses]int32{-1, -1, -1, -1}
 		if n.prev >= 0 {
-			start, f = end[n.prev], n.prev
+			start, f = end[n.prev], [numWitnesses]int32{n.prev, n.prev, n.prev, n.prev}
 		}
-		if n.dep >= 0 && end[n.dep] > start {
-			start, f = end[n.dep], n.dep
+		if q := n.dep; q >= 0 {
+			for r := range numWitnesses {
+				if end[q][r] > start[r] {
+					start[r], f[r] = end[q][r], q
+				}
+			}
 		}
 		j := i
+		l := &lens[kind(n.op)]
 		if n.op.Fused {
 			j = i + 1
-			if q := g.nodes[j].dep; q >= 0 && end[q] > start {
-				start, f = end[q], q
+			if q := g.nodes[j].dep; q >= 0 {
+				for r := range numWitnesses {
+					if end[q][r] > start[r] {
+						start[r], f[r] = end[q][r], q
+					}
+				}
 			}
-			end[j] = start + d.of(n.op) + d.of(g.nodes[j].op)
+			l2 := &lens[kind(g.nodes[j].op)]
+			for r := range numWitnesses {
+				end[j][r] = start[r] + l[r] + l2[r]
+			}
 			end[i], from[i], from[j] = end[j], f, f
 		} else {
-			end[i], from[i] = start+d.of(n.op), f
+			for r := range numWitnesses {
+				end[i][r] = start[r] + l[r]
+			}
+			from[i] = f
 		}
-		if end[j] > span {
-			span, last = end[j], int32(j)
+		for r := range numWitnesses {
+			if end[j][r] > span[r] {
+				span[r], last[r] = end[j][r], int32(j)
+			}
 		}
 		i = j
 	}
-	var c pathCount
-	for k := last; k >= 0; {
-		n := &g.nodes[k]
-		w := weightOf(n.op)
-		switch { // a DualPipe pair counts both its blocks
-		case n.op.Fused:
-			w = add(w, weightOf(g.nodes[k+1].op))
-		case k > 0 && g.nodes[k-1].op.Fused:
-			w = add(w, weightOf(g.nodes[k-1].op))
+	out := make([]pathCount, 0, numWitnesses)
+	for r := range numWitnesses {
+		var c pathCount
+		for k := last[r]; k >= 0; {
+			n := &g.nodes[k]
+			w := weightOf(n.op)
+			switch { // a DualPipe pair counts both its blocks
+			case n.op.Fused:
+				w = add(w, weightOf(g.nodes[k+1].op))
+			case k > 0 && g.nodes[k-1].op.Fused:
+				w = add(w, weightOf(g.nodes[k-1].op))
+			}
+			c = add(c, w)
+			k = from[k][r]
 		}
-		c = add(c, w)
-		k = from[k]
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
 	}
-	return c
+	return out
 }
 
 // LowerBound is a lower bound of the pipeline span of a layout with this table's
