@@ -92,11 +92,13 @@ type Profile struct {
 	// scaled_dot_product_attention flash backend).
 	HopperFusedAttention bool
 	// NormEmitsFP8: under fp8 with delayed scaling the layer norm ahead of a linear
-	// layer writes its output in fp8 (and its transpose) in the same kernel, so the
-	// QKV and dense MLP inputs need no cast of their own (Transformer Engine's
-	// LayerNormLinear, which Megatron-Core's TE layer spec uses for both:
-	// TELayerNormColumnParallelLinear). Current scaling needs the output's amax
-	// before the cast and keeps a cast kernel.
+	// layer writes its output in fp8 in the same kernel, so the QKV and dense MLP
+	// inputs need no cast of their own (Transformer Engine's LayerNormLinear, which
+	// Megatron-Core's TE layer spec uses for both: TELayerNormColumnParallelLinear).
+	// The norm writes the fp8 value alone; the backward pass transposes the gathered
+	// fp8 input for the weight gradient (TE v1.9–v2.2), 2 B per element, which is
+	// not priced (docs/step-model.md, "Tried and not kept"). Current scaling needs
+	// the output's amax before the cast and keeps a cast kernel.
 	NormEmitsFP8 bool
 	// PipelineScatterGather: without sequence parallelism, each TP rank sends its
 	// 1/TP slice of the activations between pipeline stages and the receiving stage
