@@ -68,8 +68,8 @@ func TestAllRunsInSample(t *testing.T) {
 		}
 	}
 	s := logTable(t, "in sample (shipped constants)", rs)
-	if s["all"].N != 127+97 {
-		t.Errorf("%d runs priced, want 224", s["all"].N)
+	if s["all"].N != 127+115 {
+		t.Errorf("%d runs priced, want 242", s["all"].N)
 	}
 	for k, bound := range inSampleBounds {
 		if !(s[k].MeanAbs <= bound) {
@@ -151,19 +151,23 @@ func fmtFitted(m map[string]float64) string {
 
 // The bounds the tests hold the model to, mean |error| per kind of run. The
 // targets are 12 % for MoE, 10 % for Blackwell and 8 % for every run, left out with
-// its source; these bounds are the figures reached (in sample all 8.1 %, the
-// original 127 runs 6.0 %, MoE 10.5 %, fp8 11.3 %, Blackwell 11.6 %; out of sample
-// all 8.2 %, the original 127 runs 6.1 %, MoE 10.9 %, fp8 11.8 %, Blackwell
-// 11.1 %), rounded up to the next half point (MoE: plus 0.3 point, since gpt-oss's
-// unfused GLU clamp). docs/step-model.md gives the runs
-// that keep fp8 and Blackwell above their targets and what each lacks. The original
-// 127 runs stay within their own leave-one-source-out figure, 7.5 %.
+// its source; these bounds are the figures reached (in sample all 8.5 %, the
+// original 127 runs 6.0 %, MoE 10.5 %, fp8 11.9 %, Blackwell 12.4 %; out of sample
+// all 9.1 %, the original 127 runs 6.6 %, MoE 11.4 %, fp8 12.7 %, Blackwell
+// 12.5 %), rounded up to the next half point (MoE in sample: plus 0.3 point, since
+// gpt-oss's unfused GLU clamp). MLPerf Training v5.1's sixteen Llama 3.1 runs and
+// v6.0's two Llama 3.1 8B runs on H100 raised them from in sample all 8.1, fp8
+// 11.3, Blackwell 11.6 % and left out all 8.2, the original 127 6.1, MoE 10.9, fp8
+// 11.8, Blackwell 11.1 %: the model's prices did not change, the data grew.
+// docs/step-model.md gives the runs that keep fp8 and Blackwell above their targets
+// and what each lacks. The original 127 runs stay within their own
+// leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.085, "original": 0.065, "moe": 0.108, "fp8": 0.115, "blackwell": 0.12,
+		"all": 0.09, "original": 0.065, "moe": 0.108, "fp8": 0.12, "blackwell": 0.125,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.085, "original": 0.065, "moe": 0.112, "fp8": 0.12, "blackwell": 0.115,
+		"all": 0.095, "original": 0.07, "moe": 0.115, "fp8": 0.13, "blackwell": 0.13,
 	}
 )
 
