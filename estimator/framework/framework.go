@@ -56,6 +56,17 @@ type Profile struct {
 	// checkpointed layer's forward saves nothing, so only the layer being
 	// recomputed (and the next) holds its copies.
 	FP8WeightsCastInForward bool
+	// FP8CastPerProjection: each fp8 linear casts its own input (torchao's
+	// Float8Linear and MXLinear are converted nn.Linear modules, the cast inside
+	// matmul_with_hp_or_float8_args), and the framework's layers run the
+	// projections that read one input as separate linears (torchtitan's Llama
+	// attention wq, wk and wv; its gated MLP w1 and w3: models/llama3/model.py at
+	// 820504e), so that input is cast once per projection, forward and backward,
+	// where Transformer Engine's fused QKV and gate-up linears cast it once. The
+	// exception is torchao's tensorwise recipe under TP: torchtitan's
+	// PrepareFloat8ModuleInput casts the attention's and the MLP's input once,
+	// before its fp8 all-gather (parallelize_llama.py, enable_float8_tensorwise_tp).
+	FP8CastPerProjection bool
 	// SequenceParallelWithTP: tensor parallelism always shards the norms and dropout
 	// over the sequence (the framework's TP plan has no other form).
 	SequenceParallelWithTP bool
@@ -658,6 +669,7 @@ var profiles = []Profile{
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
 		GradReduceBytes:           torchtitanGradReduceBytes,
 		FP8WeightsCastInForward:   true,
+		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
 		Runs:                      torchtitan2024,
@@ -674,6 +686,7 @@ var profiles = []Profile{
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
 		GradReduceBytes:           torchtitanGradReduceBytes,
 		FP8WeightsCastInForward:   true,
+		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		Runs: Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
 			NoGradAccumulation: true,
@@ -833,6 +846,7 @@ var torchtitanProfile = Profile{
 	// FSDP2 under torchtitan reduces in fp32 (torchtitanGradReduceBytes).
 	GradReduceBytes:         torchtitanGradReduceBytes,
 	FP8WeightsCastInForward: true,
+	FP8CastPerProjection:    true,
 	// torchtitan computes the loss vocab-parallel whenever TP is on
 	// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel),
 	// compiled as well.

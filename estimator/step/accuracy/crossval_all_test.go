@@ -151,19 +151,23 @@ func fmtFitted(m map[string]float64) string {
 
 // The bounds the tests hold the model to, mean |error| per kind of run. The
 // targets are 12 % for MoE, 10 % for Blackwell and 8 % for every run, left out with
-// its source; these bounds are the figures reached (in sample all 8.1 %, the
-// original 127 runs 6.0 %, MoE 10.5 %, fp8 11.3 %, Blackwell 11.6 %; out of sample
-// all 8.2 %, the original 127 runs 6.1 %, MoE 10.9 %, fp8 11.8 %, Blackwell
-// 11.1 %), rounded up to the next half point (MoE: plus 0.3 point, since gpt-oss's
-// unfused GLU clamp). docs/step-model.md gives the runs
+// its source; these bounds are the figures reached (in sample all 7.9 %, the
+// original 127 runs 6.0 %, MoE 10.5 %, fp8 10.6 %, Blackwell 11.5 %; out of sample
+// all 8.2 %, the original 127 runs 6.2 %, MoE 11.3 %, fp8 11.3 %, Blackwell
+// 11.3 %), rounded up to the next half point (in-sample MoE: plus 0.3 point, since
+// gpt-oss's unfused GLU clamp). Out of sample MoE rose from 10.9 % to 11.3 % when
+// torchao's casts were priced per projection (docs/step-model.md): the torchtitan
+// rowwise runs, priced 9–20 % fast before, no longer pull the folds' fitted Hopper
+// efficiencies down, and the refit moves the fp8 Grok-1 and GB200 rows (no MoE
+// run's own price changed). docs/step-model.md gives the runs
 // that keep fp8 and Blackwell above their targets and what each lacks. The original
 // 127 runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.085, "original": 0.065, "moe": 0.108, "fp8": 0.115, "blackwell": 0.12,
+		"all": 0.08, "original": 0.065, "moe": 0.108, "fp8": 0.11, "blackwell": 0.12,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.085, "original": 0.065, "moe": 0.112, "fp8": 0.12, "blackwell": 0.115,
+		"all": 0.085, "original": 0.065, "moe": 0.115, "fp8": 0.115, "blackwell": 0.115,
 	}
 )
 
