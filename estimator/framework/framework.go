@@ -56,6 +56,17 @@ type Profile struct {
 	// checkpointed layer's forward saves nothing, so only the layer being
 	// recomputed (and the next) holds its copies.
 	FP8WeightsCastInForward bool
+	// FP8CastPerProjection: each fp8 linear casts its own input (torchao's
+	// Float8Linear and MXLinear are converted nn.Linear modules, the cast inside
+	// matmul_with_hp_or_float8_args), and the framework's layers run the
+	// projections that read one input as separate linears (torchtitan's Llama
+	// attention wq, wk and wv; its gated MLP w1 and w3: models/llama3/model.py at
+	// 820504e), so that input is cast once per projection, forward and backward,
+	// where Transformer Engine's fused QKV and gate-up linears cast it once. The
+	// exception is torchao's tensorwise recipe under TP: torchtitan's
+	// PrepareFloat8ModuleInput casts the attention's and the MLP's input once,
+	// before its fp8 all-gather (parallelize_llama.py, enable_float8_tensorwise_tp).
+	FP8CastPerProjection bool
 	// SequenceParallelWithTP: tensor parallelism always shards the norms and dropout
 	// over the sequence (the framework's TP plan has no other form).
 	SequenceParallelWithTP bool
@@ -339,11 +350,29 @@ func Or[T any](vs []T) string {
 //     it allocates the shifted logits, their exponential and the result in turn,
 //     with the 16-bit logits still held (torchtitan deletes them only after the
 //     loss): 2 + 4 + 4 + 4 at the forward's peak, more than the backward's 3 × 4.
+//   - torchtitan's loss compiled (CompiledLossBytesPerLogit): from pytorch/torchtitan
+//     bbb1b616e (PR #1033, 2025-04-02) build_cross_entropy_loss wraps the same
+//     cross_entropy(pred.float(), labels) in torch.compile whenever the model is
+//     compiled (torchtitan/components/loss.py, the same at 820504e; from 08b8b244f,
+//     2025-08-20, compile.components lists "loss" beside "model" by default).
+//     Inductor fuses the upcast, the log-softmax and the loss into row reductions
+//     and AOTAutograd's partitioner saves the 16-bit logits and each token's
+//     log-sum-exp rather than an fp32 copy (the pointwise rest is recomputed in the
+//     backward's one fused kernel, which writes the 16-bit gradient of the logits):
+//     2 + 2, as flash-attn's fused loss. loss_parallel's decomposition (above) is
+//     traced into the same graph, its all-reduces of the row maximum and sum
+//     between the reductions, so it fuses alike. torchao's float8 README measured
+//     Llama 3 8B on 8 GPUs (batch 1 × 8192, compile, FSDP2, per-op SAC, bf16) at
+//     47.65 with torchtitan 0.0.2 (loss eager; torch 2.7.0a0, PR #1793, 2025-03) and
+//     39.09 with torchtitan 2c8b594 (loss compiled; 2025-08, on MI300X): 8.6 less,
+//     where 8 B per logit of 8192 × 128 256 logits is 8.4 GB (PR #996 measured
+//     7 GiB saved by chunking the eager loss instead).
 const (
 	MegatronLossBytesPerLogit      = 6
 	TorchLossBytesPerLogit         = 12
 	FusedLossBytesPerLogit         = 4
 	TorchLossParallelBytesPerLogit = 14
+	CompiledLossBytesPerLogit      = 4
 )
 
 // deepspeedPipeline is what DeepSpeed's PipelineEngine runs: its one training
@@ -642,6 +671,7 @@ var profiles = []Profile{
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
 		GradReduceBytes:           torchtitanGradReduceBytes,
 		FP8WeightsCastInForward:   true,
+		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
 		Runs:                      torchtitan2024,
@@ -658,6 +688,7 @@ var profiles = []Profile{
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
 		GradReduceBytes:           torchtitanGradReduceBytes,
 		FP8WeightsCastInForward:   true,
+		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		Runs: Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
 			NoGradAccumulation: true,
@@ -812,13 +843,16 @@ var torchtitanProfile = Profile{
 	BackwardPrefetch:       "pre",
 	SequenceParallelWithTP: true,
 	FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
-	LossBytesPerLogit:      TorchLossBytesPerLogit,
+	// The loss compiled with the model (from April 2025; CompiledLossBytesPerLogit).
+	LossBytesPerLogit: CompiledLossBytesPerLogit,
 	// FSDP2 under torchtitan reduces in fp32 (torchtitanGradReduceBytes).
 	GradReduceBytes:         torchtitanGradReduceBytes,
 	FP8WeightsCastInForward: true,
+	FP8CastPerProjection:    true,
 	// torchtitan computes the loss vocab-parallel whenever TP is on
-	// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel).
-	LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+	// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel),
+	// compiled as well.
+	LossParallelBytesPerLogit: CompiledLossBytesPerLogit,
 	TorchRingAttention:        true,
 	// FSDP2 shards the weights, gradients and optimizer states together
 	// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or

@@ -545,7 +545,22 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		per += fp8BlockScaleBytes
 	}
 	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
-	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
+	fw, fwErr := framework.Lookup(req.Training.Framework)
+	// recast: the inputs cast again by projections that read one input as separate
+	// fp8 linears (framework.Profile.FP8CastPerProjection): wk and wv beside wq, and
+	// a dense gated MLP's w3 beside w1 — torchao's recipes that cast inside each
+	// linear, but tensorwise under TP, which casts the module input once.
+	var recast float64
+	if fwErr == nil && fw.FP8CastPerProjection && (rec == FP8Rowwise || rec == FP8MXFP8 || (rec == FP8Current && l.TP == 1)) {
+		if a.MLA == nil {
+			recast += 2 * h
+		}
+		if a.GatedMLP && (!moe || a.MoE == nil) {
+			recast += h
+		}
+		recast *= tokens
+	}
+	if fwErr == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
 		// The norms emit the QKV input, and a dense MLP's, in fp8 themselves; the
 		// experts' inputs are cast after the permutation.
 		fused := h
@@ -566,13 +581,15 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		// columns for the weight- and input-gradient GEMMs — those column casts at
 		// fp8ColumnCastRate. The backward GEMMs' outputs are rescaled: the input
 		// gradients (the size of the matmul inputs) and the weight gradients.
+		// A projection that casts its input again casts it along the columns again
+		// for its weight gradient, and its own input gradient is rescaled.
 		col := fp8RowwiseAxisBytes / fp8ColumnCastRate
-		fwd += fp8RowwiseAxisBytes * inputs / r.hbm
-		bwd += ((fp8RowwiseAxisBytes+col)*grads + col*(inputs+weights)) / r.hbm
-		bwd += fp8RescaleBytes * (inputs + weights) / r.hbm
+		fwd += fp8RowwiseAxisBytes * (inputs + recast) / r.hbm
+		bwd += ((fp8RowwiseAxisBytes+col)*grads + col*(inputs+recast+weights)) / r.hbm
+		bwd += fp8RescaleBytes * (inputs + recast + weights) / r.hbm
 		per = fp8RowwiseAxisBytes
 	} else {
-		fwd += per * inputs / r.hbm
+		fwd += per * (inputs + recast) / r.hbm
 		bwd += per * grads / r.hbm
 	}
 	if req.Training.FP8Params {
