@@ -198,7 +198,16 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			// kernel as long as its chain of loads over the experts
 			// (permuteExpertLoop). The permutation's backward runs the
 			// un-permutation's kernel and the other way round.
-			x := permuteExpertLoop(routerTokens, float64(a.MoE.Experts), h, kf, r)
+			// Under the flex dispatcher on DeepEP the kernels permute what a rank
+			// received (at most k copies of each token it routes, each to about
+			// one local expert) over its local experts only (Megatron-Core 0.12
+			// _DeepepManager.get_permuted_hidden_states_by_experts: a routing map
+			// of the received tokens × the local experts).
+			permTokens, permExperts, permK := routerTokens, float64(a.MoE.Experts), kf
+			if req.Training.MoEDispatcher == DispatchDeepEP {
+				permTokens, permExperts, permK = routerTokens*kf, local, 1
+			}
+			x := permuteExpertLoop(permTokens, permExperts, h, permK, r)
 			lt.permuteLoop = x
 			fwd += x
 			bwd += x

@@ -76,10 +76,11 @@ func TestPermuteExpertLoopByProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dispatcher := DispatchAllToAll
 	fwd := func(fw string, fused bool) float64 {
 		req := Request{Model: m, Cluster: cl,
 			Training: Training{SeqLen: 4096, GlobalBatch: 64, Precision: BF16, Framework: fw,
-				MoECapacityFactor: 1, MoEPadToCapacity: true, MoEPermuteFusion: fused},
+				MoECapacityFactor: 1, MoEPadToCapacity: true, MoEPermuteFusion: fused, MoEDispatcher: dispatcher},
 			Layout: Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: RecomputeNone}}
 		res, err := New().Estimate(req)
 		if err != nil {
@@ -99,5 +100,14 @@ func TestPermuteExpertLoopByProfile(t *testing.T) {
 	}
 	if d := fwd("nemo-25.04", false) - fwd("nemo", false); d != 0 {
 		t.Errorf("unfused permutation: nemo-25.04's forward differs from nemo's by %.3f ms, want 0", 1e3*d)
+	}
+	// On DeepEP the kernels permute the received tokens over the 16 local experts
+	// only: a chain 8× shorter, over 8× the tokens.
+	dispatcher = DispatchDeepEP
+	deep := fwd("nemo-25.04", true) - fwd("nemo", true)
+	wantDeep := layers * mbs * permuteExpertLoop(4096*8, 16, 2048, 1, &r)
+	t.Logf("DeepEP: %.2f ms longer, want %.2f ms", 1e3*deep, 1e3*wantDeep)
+	if deep < wantDeep*0.999 || deep > wantDeep*1.001 || !(deep < got) {
+		t.Errorf("DeepEP: nemo-25.04's forward is %.3f ms longer than nemo's, want %.3f ms, under the all-to-all dispatcher's %.3f ms", 1e3*deep, 1e3*wantDeep, 1e3*got)
 	}
 }
