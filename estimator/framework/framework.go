@@ -227,6 +227,22 @@ type Profile struct {
 	// MLARoPEUnfused: the framework's MLA models apply their rotary embedding with
 	// PyTorch's elementwise operators rather than a fused kernel.
 	MLARoPEUnfused bool
+	// MoEPermuteExpertLoop: the fused MoE permutation (Megatron-Core's
+	// --moe-permute-fusion) runs Transformer Engine's mask-map Triton kernels as
+	// they were before TE PR #1927 (July 2025, first in v2.6): in
+	// transformer_engine/pytorch/triton/permutation.py of v2.1–v2.5, _permute_kernel
+	// and _unpermute_kernel give each token one program, which walks the hidden
+	// dimension in blocks of at most 1 024 elements (the autotuned BLOCK_SIZE) and,
+	// for every block, loops over every expert, loading the token's row of the row
+	// map one scalar at a time and branching on it (`for expert_idx in
+	// range(num_experts)`: dst_row = tl.load(...); if dst_row != -1: store). The
+	// loop is a chain of dependent loads, E·⌈h/1024⌉ per token, whatever the top-k.
+	// PR #1927 gives each (token, block) a program that visits only the token's
+	// top-k destinations; NVIDIA's account of DeepSeek-V3 on GB200 (Megatron-LM
+	// docs/discussions/deepseek-v3-gb200-optimization, 79e8592, §2.1.1) calls the old
+	// kernel's length "clearly abnormal" for top-8 of 256 experts, the fix "up to a
+	// 10x unit speedup". The step model prices the chain (step.permuteExpertLoop).
+	MoEPermuteExpertLoop bool
 	// GLUClampUnfused: a clamped gated MLP (model.Arch.GLUClamp) clamps with
 	// PyTorch's elementwise operators ahead of the fused activation: Megatron-Core's
 	// weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py,
@@ -559,11 +575,14 @@ var profiles = []Profile{
 		// (collections/llm/gpt/model/deepseek.py at 7a8f1cc): MLA's YaRN rotary
 		// embedding runs as PyTorch operators (rope_utils._apply_rotary_pos_emb_bshd).
 		// Megatron-Core 0.12 has no --moe-router-fusion.
-		MLARoPEUnfused:     true,
-		TELayers:           true,
-		GLUClampUnfused:    true,
-		MegatronDDPBuckets: true,
-		FP8Params:          true,
+		MLARoPEUnfused: true,
+		// The NeMo 25.04 containers' Transformer Engine (2.2–2.4) is before TE PR
+		// #1927: its fused permutation loops over every expert per token.
+		MoEPermuteExpertLoop: true,
+		TELayers:             true,
+		GLUClampUnfused:      true,
+		MegatronDDPBuckets:   true,
+		FP8Params:            true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer

@@ -28,6 +28,9 @@ type layerTimes struct {
 	modsFwd, modsFLOPs float64
 	// shared is the shared experts' GEMMs inside fwd and bwd (MoE layers).
 	shared float64
+	// permuteLoop is what Transformer Engine's fused permutation before TE PR
+	// #1927 adds to each of fwd and bwd (permuteExpertLoop; MoE layers).
+	permuteLoop float64
 	// gluClampFwd and gluClampBwd are the unfused clamp's passes inside fwd and
 	// bwd (gluClampUnfused).
 	gluClampFwd, gluClampBwd float64
@@ -145,7 +148,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// The local experts' GEMMs run as one grouped GEMM unless the framework
 		// loops over them.
 		grouped := true
-		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.SequentialExpertGEMMs {
+		fw, fwErr := framework.Lookup(req.Training.Framework)
+		fwOK := fwErr == nil
+		if fwOK && fw.SequentialExpertGEMMs {
 			grouped = false
 		}
 		// With expert tensor parallelism et < t, each rank takes et/t of the tokens
@@ -188,6 +193,26 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		}
 		moeBytes = routerTokens * (moeRouterBytesPerExpert*float64(a.MoE.Experts) + 2*perm*h)
 		moePost += routerTokens * 2 * perm * h / r.hbm
+		if req.Training.MoEPermuteFusion && fwOK && fw.MoEPermuteExpertLoop {
+			// Transformer Engine's fused permutation before TE PR #1927: each
+			// kernel as long as its chain of loads over the experts
+			// (permuteExpertLoop). The permutation's backward runs the
+			// un-permutation's kernel and the other way round.
+			// Under the flex dispatcher on DeepEP the kernels permute what a rank
+			// received (at most k copies of each token it routes, each to about
+			// one local expert) over its local experts only (Megatron-Core 0.12
+			// _DeepepManager.get_permuted_hidden_states_by_experts: a routing map
+			// of the received tokens × the local experts).
+			permTokens, permExperts, permK := routerTokens, float64(a.MoE.Experts), kf
+			if req.Training.MoEDispatcher == DispatchDeepEP {
+				permTokens, permExperts, permK = routerTokens*kf, local, 1
+			}
+			x := permuteExpertLoop(permTokens, permExperts, h, permK, r)
+			lt.permuteLoop = x
+			fwd += x
+			bwd += x
+			moePost += x
+		}
 		if mods&(rmMoEAct|rmMoE) != 0 {
 			// The activation function again: read its inputs, write its output.
 			lt.modsFwd += 2 * tokens * act / r.hbm
@@ -501,6 +526,56 @@ func gluClampUnfused(req Request) bool {
 // branch, the same in Megatron-Core 0.12 (7094270) and 0.14 (20d73fe)).
 func moeLocalRelayout(t Training, local float64) bool {
 	return local > 1 && (!t.MoEPermuteFusion || t.MoEPadToCapacity)
+}
+
+// Transformer Engine's mask-map permutation kernels before TE PR #1927
+// (framework.Profile.MoEPermuteExpertLoop).
+const (
+	// tePermuteMaxBlock is the widest block of the hidden dimension a program
+	// copies at once: the largest BLOCK_SIZE of the kernels' autotune configurations
+	// (64 … 1024 in transformer_engine/pytorch/triton/permutation.py, v2.1–v2.5),
+	// the one that makes the fewest trips round the expert loop.
+	tePermuteMaxBlock = 1024
+	// tePermuteProgramsPerSM is how many of the kernels' programs an SM holds at
+	// once: Triton's default of 4 warps a program (the configurations set no
+	// num_warps) against the 64 resident warps of an SM of compute capability 9.0
+	// and 10.0 (CUDA C++ Programming Guide, "Technical Specifications per Compute
+	// Capability"; under its 32 resident blocks).
+	tePermuteProgramsPerSM = 16
+	// gpuL2HitLatency is one load served by the GPU's L2 cache: about 150 ns
+	// within an L2 partition of a B200 (Chips and Cheese, "Nvidia's B200: Keeping
+	// the CUDA Juggernaut Rolling", 2025). The row map a program walks (experts ×
+	// tokens × 8 B: 4 MiB for 256 experts and 2 048 tokens) was written just
+	// before and sits in L2; its entries for one token lie a row of the map apart
+	// and the programs on an SM hold tokens an SM count apart, so L1 does not
+	// serve them. Hopper's L2 is of the same design; the one value is used for
+	// both.
+	gpuL2HitLatency = 150e-9
+)
+
+// permuteExpertLoop is what one MoE layer's fused permutation and
+// un-permutation take beyond their memory traffic (already priced) under
+// Transformer Engine's kernels before TE PR #1927, for the forward pass (the
+// backward's, the same kernels swapped, take as long). Each kernel gives every
+// token the rank routes a program that, for each of ⌈h/1024⌉ blocks of the hidden
+// dimension, loops over all the experts loading one entry of the row map and
+// branching on it: a chain of dependent L2 loads, experts·⌈h/1024⌉ long, and the
+// programs run in waves of tePermuteProgramsPerSM per SM. A kernel lasts the
+// longer of its chain and its traffic: gathering k copies of each token (read and
+// write k·h, 16 bits) and summing them back (read k·h, write h), as moeBytes
+// counts them.
+func permuteExpertLoop(tokens, experts, h, k float64, r *gpuRates) float64 {
+	if tokens <= 0 || experts <= 0 {
+		return 0
+	}
+	waves := 1.0
+	if r.sms > 0 {
+		waves = math.Ceil(tokens / (r.sms * tePermuteProgramsPerSM))
+	}
+	chain := waves * experts * math.Ceil(h/tePermuteMaxBlock) * gpuL2HitLatency
+	permute := tokens * 2 * 2 * k * h / r.hbm
+	unpermute := tokens * 2 * (k + 1) * h / r.hbm
+	return math.Max(0, chain-permute) + math.Max(0, chain-unpermute)
 }
 
 // moeRouterBytesPerExpert is the router's memory traffic per token and expert:
