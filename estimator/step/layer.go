@@ -422,12 +422,15 @@ const (
 // "before_permutation_1" with dropping): the host can no longer run ahead of the
 // GPU there. Padding every expert to its capacity (training.moe_pad_to_capacity)
 // fixes the split sizes and needs no sync. The flex dispatcher on DeepEP
-// synchronises twice whatever the padding (Megatron-Core 2436e3d): DeepEP's
+// synchronises once whatever the padding (Megatron-Core 2436e3d): DeepEP's
 // dispatch has the host wait for the GPU's count of the tokens it receives before
 // it allocates them (fused_a2a.py FusedDispatch.forward, "the CPU will wait for
-// GPU's signal to arrive"), and the permutation after it reads their sum back
-// (token_dispatcher.py _DeepepManager.get_permuted_hidden_states_by_experts:
-// num_out_tokens = tokens_per_expert.sum().item()), the GPU's queue drained again.
+// GPU's signal to arrive"). The counts per expert come back as a host tensor
+// (FusedDispatch.forward: torch.tensor(num_recv_tokens_per_expert_list)), so the
+// permutation's tokens_per_expert.sum().item()
+// (_DeepepManager.get_permuted_hidden_states_by_experts) and the grouped MLP's
+// tokens_per_expert.tolist() (experts.py TEGroupedMLP.forward) read host memory
+// and leave the GPU's queue alone.
 //
 // Under Transformer Engine layers (layerHostCosts.te) the grouped expert GEMMs
 // are two of its GroupedLinear modules, each a module's call; the router's
@@ -462,9 +465,6 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 	h.sync = (!t.MoEPadToCapacity || deepEP) && (l.EP > 1 || local > 1)
 	if h.sync {
 		h.stall = moeSyncStallOps * perOp
-		if deepEP {
-			h.stall *= 2
-		}
 	}
 	if t.CUDAGraphs {
 		// The graph holds what precedes the sync (Megatron-Core's moe_router and
