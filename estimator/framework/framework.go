@@ -252,6 +252,16 @@ type Profile struct {
 	// step's backward as its own kernels. MLPerf Training v6.0's gpt-oss-20b
 	// (pretrain.py, PATCH_GEGLU_GRAPH_SAFE) keeps the same four operators.
 	GLUClampUnfused bool
+	// ExpertBiasUnfused: the routed experts' second bias (model.MoE.Bias) is added
+	// with PyTorch's operators, one expert at a time, after the grouped GEMM:
+	// Megatron-Core's TEGroupedMLP builds linear_fc2 with skip_bias_add and, outside
+	// the Transformer Engine op fuser, adds the biases in _apply_bias
+	// (megatron/core/transformer/moe/experts.py, from a329dd6 "Enable bias in expert
+	// mlp [gpt-oss 5/5]", 2025-09, to 2436e3d of April 2026): split the output and
+	// the router's probabilities by expert, t + b · p for each (the fp32
+	// probabilities promote both products to fp32), torch.cat, and .to back to
+	// 16 bits. The first GEMM's bias stays in its epilogue.
+	ExpertBiasUnfused bool
 	// Runs is what the framework can run at all; its zero value runs every layout
 	// the step model prices. Set only where a source states the limit.
 	Runs Runs
@@ -470,6 +480,7 @@ var profiles = []Profile{
 		ActivationOffload:    true,
 		TELayers:             true,
 		GLUClampUnfused:      true,
+		ExpertBiasUnfused:    true,
 		MegatronDDPBuckets:   true,
 	},
 	{
@@ -503,6 +514,7 @@ var profiles = []Profile{
 		MoERouterFusion:    true,
 		TELayers:           true,
 		GLUClampUnfused:    true,
+		ExpertBiasUnfused:  true, // not on nemo-25.04: no expert biases before Megatron-Core a329dd6
 		MegatronDDPBuckets: true,
 		// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
 		// without_interleaving and _with_interleaving (megatron/core/

@@ -34,6 +34,9 @@ type layerTimes struct {
 	// gluClampFwd and gluClampBwd are the unfused clamp's passes inside fwd and
 	// bwd (gluClampUnfused).
 	gluClampFwd, gluClampBwd float64
+	// expertBiasFwd and expertBiasBwd are the experts' second bias applied by
+	// separate kernels inside fwd and bwd (expertBiasUnfused).
+	expertBiasFwd, expertBiasBwd float64
 	// tpGEMM are the forward GEMM times next to the layer's four TP collectives
 	// with sequence parallelism: the attention's input projections (after the
 	// all-gather), its output projection (before the reduce-scatter), the MLP's up
@@ -166,6 +169,12 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		pair = 2
 		moePost = fwd - beforeExperts
 		moeLocal, moeGrouped = local, grouped
+		if expertBiasUnfused(req) {
+			// The second GEMM's output, mE rows of h for each local expert.
+			b := mE * local * h
+			lt.expertBiasFwd, lt.expertBiasBwd = b*expertBiasFwdBytes/r.hbm, b*expertBiasBwdBytes/r.hbm
+			moePost += lt.expertBiasFwd
+		}
 		again(rmMoE, gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		again(rmMoE, gemm{mE, h, ef / et, local, grouped})
 		recompute(gemm{mE, ef / et, h, local, grouped}) // up (gated) or down: the same work
@@ -298,6 +307,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			lt.modsFwd += cf
 		}
 	}
+	if lt.expertBiasFwd > 0 {
+		fwd += lt.expertBiasFwd
+		bwd += lt.expertBiasBwd
+		if mods&rmMoE != 0 {
+			lt.modsFwd += lt.expertBiasFwd
+		}
+	}
 	lt.opsFwd = ops + elem
 	if l.Recompute == RecomputeOps && r.arch == hardware.Blackwell && !req.Training.UnfusedAttention {
 		// The framework's op save list leaves out the attention kernel it runs on
@@ -336,6 +352,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
 		if gluClampUnfused(req) {
 			h.post += gluClampOps * hc.op
+		}
+		if expertBiasUnfused(req) {
+			h.post += (expertBiasOpsPerExpert*moeLocal + expertBiasOps) * hc.op
 		}
 		lt.fwd = math.Max(fwd, launch+h.pre+h.post)
 		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post))
@@ -428,12 +447,15 @@ const (
 // "before_permutation_1" with dropping): the host can no longer run ahead of the
 // GPU there. Padding every expert to its capacity (training.moe_pad_to_capacity)
 // fixes the split sizes and needs no sync. The flex dispatcher on DeepEP
-// synchronises twice whatever the padding (Megatron-Core 2436e3d): DeepEP's
+// synchronises once whatever the padding (Megatron-Core 2436e3d): DeepEP's
 // dispatch has the host wait for the GPU's count of the tokens it receives before
 // it allocates them (fused_a2a.py FusedDispatch.forward, "the CPU will wait for
-// GPU's signal to arrive"), and the permutation after it reads their sum back
-// (token_dispatcher.py _DeepepManager.get_permuted_hidden_states_by_experts:
-// num_out_tokens = tokens_per_expert.sum().item()), the GPU's queue drained again.
+// GPU's signal to arrive"). The counts per expert come back as a host tensor
+// (FusedDispatch.forward: torch.tensor(num_recv_tokens_per_expert_list)), so the
+// permutation's tokens_per_expert.sum().item()
+// (_DeepepManager.get_permuted_hidden_states_by_experts) and the grouped MLP's
+// tokens_per_expert.tolist() (experts.py TEGroupedMLP.forward) read host memory
+// and leave the GPU's queue alone.
 //
 // Under Transformer Engine layers (layerHostCosts.te) the grouped expert GEMMs
 // are two of its GroupedLinear modules, each a module's call; the router's
@@ -468,9 +490,6 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 	h.sync = (!t.MoEPadToCapacity || deepEP) && (l.EP > 1 || local > 1)
 	if h.sync {
 		h.stall = moeSyncStallOps * perOp
-		if deepEP {
-			h.stall *= 2
-		}
 	}
 	if t.CUDAGraphs {
 		// The graph holds what precedes the sync (Megatron-Core's moe_router and
@@ -511,6 +530,39 @@ func gluClampUnfused(req Request) bool {
 	}
 	fw, err := framework.Lookup(req.Training.Framework)
 	return err == nil && fw.GLUClampUnfused
+}
+
+// The experts' second bias as Megatron-Core's TEGroupedMLP._apply_bias adds it
+// (framework.Profile.ExpertBiasUnfused), per element of the second GEMM's output
+// (16 bits), with the router's probabilities in fp32 (DeepEP's dispatch requires
+// them so; PyTorch promotes a 16-bit tensor times an fp32 one to fp32):
+//   - forward: b · p written in fp32 (4 B; the bias and the probabilities are a
+//     row and a column), t + b·p reads 2 + 4 B and writes fp32 (10 B), torch.cat
+//     of the experts' pieces reads and writes fp32 (8 B), .to(16 bits) reads 4 B
+//     and writes 2 B (6 B): 28 B;
+//   - backward: .to's backward casts the 16-bit gradient to fp32 (6 B); cat's
+//     backward narrows (no copy); the sum's gradient for t is cast back to 16
+//     bits (6 B); the product's gradients, grad · p summed to the bias and
+//     grad · b summed to the probabilities, each write and read an fp32 product
+//     (8 + 4 B twice): 36 B.
+//
+// On the host: the two splits, a product and a sum per local expert, the cat and
+// the cast, eager operators after the dispatcher's sync.
+const (
+	expertBiasFwdBytes     = 28
+	expertBiasBwdBytes     = 36
+	expertBiasOpsPerExpert = 2
+	expertBiasOps          = 4
+)
+
+// expertBiasUnfused tells whether req's model adds its routed experts' second
+// bias with separate elementwise kernels.
+func expertBiasUnfused(req Request) bool {
+	if req.Model.MoE == nil || !req.Model.MoE.Bias {
+		return false
+	}
+	fw, err := framework.Lookup(req.Training.Framework)
+	return err == nil && fw.ExpertBiasUnfused
 }
 
 // moeLocalRelayout tells whether Megatron-Core's all-to-all dispatcher copies the
