@@ -544,8 +544,16 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	case FP8Blockwise:
 		per += fp8BlockScaleBytes
 	}
+	fw, fwErr := framework.Lookup(req.Training.Framework)
+	// On Blackwell, Transformer Engine's per-tensor casts write the fp8 value alone
+	// (framework.Profile.FP8TransposeFree): 1 B less per element, and fp8 weights
+	// need no transpose at all.
+	noTranspose := r.arch == hardware.Blackwell && fwErr == nil && fw.FP8TransposeFree && (rec == FP8Delayed || rec == FP8Current)
+	if noTranspose {
+		per -= fp8TransposeWriteBytes
+	}
 	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
-	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
+	if fwErr == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
 		// The norms emit the QKV input, and a dense MLP's, in fp8 themselves; the
 		// experts' inputs are cast after the permutation.
 		fused := h
@@ -576,8 +584,12 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		bwd += per * grads / r.hbm
 	}
 	if req.Training.FP8Params {
-		// The optimizer writes the fp8 weights; what is left is their transpose.
+		// The optimizer writes the fp8 weights; what is left is their transpose
+		// (none where the GEMMs take them as they are).
 		lt.weightCast = fp8ParamCastBytes * weights / r.hbm
+		if noTranspose {
+			lt.weightCast = 0
+		}
 	} else {
 		lt.weightCast = per * weights / r.hbm
 	}

@@ -152,26 +152,23 @@ func fmtFitted(m map[string]float64) string {
 // The bounds the tests hold the model to, mean |error| per kind of run. The
 // targets are 12 % for MoE, 10 % for Blackwell and 8 % for every run, left out with
 // its source; these bounds are the figures reached (in sample all 7.9 %, the
-// original 127 runs 6.0 %, MoE 10.3 %, fp8 10.1 %, Blackwell 10.3 %; out of sample
-// all 8.7 %, the original 127 runs 6.4 %, MoE 11.6 %, fp8 11.5 %, Blackwell
-// 11.2 %), rounded up to the next half point (MoE in sample: plus 0.3 point, since
-// gpt-oss's unfused GLU clamp). Transformer Engine's cuDNN attention on Blackwell
-// priced at its measured speed (blackwellAttentionSpeed) and its sequence-parallel
-// all-gathers in fp8 (tpFP8AllGathers) took them from in sample all 8.5, fp8 11.9,
-// Blackwell 12.4 % and left out all 9.1, fp8 12.7, Blackwell 12.5 %; left out, MoE
-// rose from 11.4 to 11.6 % (the bound from 11.5 to 12 %): Llama 4 Maverick's six
-// NeMo 25.04 rows on GB200, 128-wide heads at 8k keys, went from −0.5..+0.6 % to
-// −5.8..−6.8 % (bf16) and from −4.7..−6.0 % to −7.0..−8.1 % (fp8) with the
-// attention, faster as measured on cuDNN 9.10–9.13 while the stack they ran (NGC
-// 25.04, an older cuDNN) is not measured. docs/step-model.md gives the runs that
+// original 127 runs 6.0 %, MoE 10.4 %, fp8 9.9 %, Blackwell 10.0 %; out of sample
+// all 8.4 %, the original 127 runs 6.5 %, MoE 11.0 %, fp8 10.6 %, Blackwell
+// 10.7 %), rounded up to the next half point (MoE in sample: plus 0.3 point, since
+// gpt-oss's unfused GLU clamp). Three Blackwell and fp8 mechanisms took them from in
+// sample all 8.5, fp8 11.9, Blackwell 12.4 % and left out all 9.1, MoE 11.4, fp8
+// 12.7, Blackwell 12.5 %: Transformer Engine's cuDNN attention on Blackwell at its
+// measured speed (blackwellAttentionSpeed), its sequence-parallel all-gathers in
+// fp8 (tpFP8AllGathers) and its fp8 casts on Blackwell without a transposed copy
+// (framework.Profile.FP8TransposeFree). docs/step-model.md gives the runs that
 // keep fp8 and Blackwell above their targets and what each lacks. The original 127
 // runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.065, "moe": 0.108, "fp8": 0.105, "blackwell": 0.105,
+		"all": 0.08, "original": 0.065, "moe": 0.108, "fp8": 0.10, "blackwell": 0.105,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.09, "original": 0.07, "moe": 0.12, "fp8": 0.12, "blackwell": 0.115,
+		"all": 0.085, "original": 0.07, "moe": 0.115, "fp8": 0.11, "blackwell": 0.11,
 	}
 )
 
