@@ -111,6 +111,14 @@ type Profile struct {
 	// not priced (docs/step-model.md, "Tried and not kept"). Current scaling needs
 	// the output's amax before the cast and keeps a cast kernel.
 	NormEmitsFP8 bool
+	// FP8TransposeFree: on Blackwell the per-tensor fp8 casts (delayed and current
+	// scaling) write no transposed copy, since cuBLASLt takes fp8 operands in every
+	// layout from compute capability 10.0 (Transformer Engine from bee4649,
+	// 2025-03-18, in NeMo 25.04's manifest, through v2.8:
+	// pytorch/csrc/extensions/quantizer.cpp create_transpose = columnwise_usage &&
+	// !non_tn_fp8_gemm_supported(), true for major ≥ 10). Older stacks write the
+	// transpose on every GPU, as on Hopper (TN layout only).
+	FP8TransposeFree bool
 	// PipelineScatterGather: without sequence parallelism, each TP rank sends its
 	// 1/TP slice of the activations between pipeline stages and the receiving stage
 	// all-gathers them over NVLink, instead of every rank sending the whole tensor
@@ -476,6 +484,7 @@ var profiles = []Profile{
 		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
+		FP8TransposeFree:     true,
 		FP8Params:            true,
 		ActivationOffload:    true,
 		TELayers:             true,
@@ -506,6 +515,7 @@ var profiles = []Profile{
 		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
+		FP8TransposeFree:     true,
 		FP8Params:            true,
 		ActivationOffload:    true,
 		// Megatron-Bridge's performance recipes turn the router fusion on
@@ -576,6 +586,7 @@ var profiles = []Profile{
 		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
+		FP8TransposeFree:     true,
 		// NeMo 2.x's precision recipes (nemo/collections/llm/recipes/precision/
 		// mixed_precision.py: bf16_mixed, and bf16_with_fp8_mixed built on it) set
 		// grad_reduce_in_fp32=True: Megatron-Core's DDP keeps main_grad in fp32,

@@ -692,7 +692,13 @@ func (p *pricing) tensorParallel() (float64, error) {
 	var overlapAG, overlapRS, overlapAG8, overlapRS8 float64 // with TP overlap: the collectives the GEMMs hide (tpOverlap)
 	overlapped := false
 	if l.SP {
-		ag, err := p.comm(CommTP, collective.AllGather, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
+		agBytes, agWhen := act, "per layer: 2 forward, 2 backward, and forward ones again where recomputed"
+		if !l.OverlapTP {
+			if fw, err := framework.Lookup(p.req.Training.Framework); tpFP8AllGathers(&fw, err, p.rates.fp8) {
+				agBytes, agWhen = act/2, "per layer: 2 forward, 2 backward, and forward ones again where recomputed, in fp8 (Transformer Engine gathers the quantized norm output and output gradient)"
+			}
+		}
+		ag, err := p.comm(CommTP, collective.AllGather, agBytes, layers*(nFwd+2)*mf, agWhen)
 		if err != nil {
 			return 0, err
 		}
@@ -926,6 +932,21 @@ func tpUserbuffersOf(fw *framework.Profile, err error) (userbuffers, pipelinedRS
 		fw = &d
 	}
 	return fw.TPUserbuffers, fw.TPUserbuffers && fw.TPPipelinedRSFP8
+}
+
+// tpFP8AllGathers says whether, under fp8 matmuls (fp8), the sequence-parallel
+// all-gathers run in fp8 without TP overlap: Transformer Engine's linear layers
+// (the frameworks with userbuffers, framework.Profile.TPUserbuffers) gather the
+// quantized norm output forward (module/layernorm_linear.py: gather_along_first_dim
+// of ln_out with the input quantizer; distributed.py _all_gather_fp8 for delayed and
+// current scaling, v2.2–v2.8) and the quantized output gradient of the row-parallel
+// layers backward (base.py grad_output_preprocess: "cast, transpose for efficient
+// gather" in v1.13, gather_along_first_dim with the gradient's quantizer from v2.0),
+// 1 B per element; the reduce-scatters stay in 16 bits. With TP overlap the
+// userbuffers' own fp8 buffers price it (tpOverlapIn.ag8).
+func tpFP8AllGathers(fw *framework.Profile, err error, fp8 bool) bool {
+	ub, _ := tpUserbuffersOf(fw, err)
+	return fp8 && ub
 }
 
 func commSMs(name string) float64 {

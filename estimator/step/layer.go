@@ -671,8 +671,15 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	case FP8Blockwise:
 		per += fp8BlockScaleBytes
 	}
-	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
 	fw, fwErr := framework.Lookup(req.Training.Framework)
+	// On Blackwell, Transformer Engine's per-tensor casts write the fp8 value alone
+	// (framework.Profile.FP8TransposeFree): 1 B less per element, and fp8 weights
+	// need no transpose at all.
+	noTranspose := r.arch == hardware.Blackwell && fwErr == nil && fw.FP8TransposeFree && (rec == FP8Delayed || rec == FP8Current)
+	if noTranspose {
+		per -= fp8TransposeWriteBytes
+	}
+	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
 	// recast: the inputs cast again by projections that read one input as separate
 	// fp8 linears (framework.Profile.FP8CastPerProjection): wk and wv beside wq, and
 	// a dense gated MLP's w3 beside w1 — torchao's recipes that cast inside each
@@ -720,8 +727,12 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		bwd += per * grads / r.hbm
 	}
 	if req.Training.FP8Params {
-		// The optimizer writes the fp8 weights; what is left is their transpose.
+		// The optimizer writes the fp8 weights; what is left is their transpose
+		// (none where the GEMMs take them as they are).
 		lt.weightCast = fp8ParamCastBytes * weights / r.hbm
+		if noTranspose {
+			lt.weightCast = 0
+		}
 	} else {
 		lt.weightCast = per * weights / r.hbm
 	}
