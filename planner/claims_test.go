@@ -348,8 +348,6 @@ var claimExceptions = map[string]claimException{
 	"mlperf51_gb200_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
 	"mlperf51_gb300_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
 	"mlperf60_gb200_gptoss20b_72gpu_mxfp8":           {modelError: gptOSSNVL72},
-	"mlperf60_gb300_gptoss20b_72gpu_mxfp8":           {modelError: gptOSSNVL72},
-	"mlperf60_gb300_gptoss20b_72gpu_mxfp8_lambda":    {modelError: gptOSSNVL72},
 	"mlperf51_h100_llama31_8b_128gpu_fp8_cisco":      {modelError: llama8BGBS64},
 	"mosaic_mpt70b_a100_40_64gpu_s2048_mbs2":         {modelError: "MPT-70B on 64 A100-40GB: the model prices the published layout 23 % fast (the mosaic source's largest miss)"},
 	"narayanan21_t1_1.7b":                            {modelError: "GPT 1.7B on 32 A100: the model prices the published layout 2 % fast and the plan drops full recomputation"},
