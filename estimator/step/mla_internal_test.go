@@ -217,3 +217,31 @@ func TestMLASavedLatents(t *testing.T) {
 		}
 	}
 }
+
+// The planner's lower bounds hold under every form, with and without sequence
+// parallelism and mla_up_proj: the step time (which prices TP without the
+// collectives duplicated down-projections skip) and the memory.
+func TestMLALowerBoundsHold(t *testing.T) {
+	e := New()
+	for _, fw := range []string{"nemo-25.04", "nemo", "torchtitan"} {
+		for _, sp := range []bool{true, false} {
+			for _, mods := range [][]string{nil, {"mla_up_proj"}} {
+				if fw == "torchtitan" && mods != nil {
+					continue // no recompute modules
+				}
+				req := mlaRequest(t, fw, sp, mods...)
+				res, err := e.Estimate(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, ok := e.LowerBounds(req)
+				if !ok {
+					t.Fatalf("%s SP %v %v: no bound", fw, sp, mods)
+				}
+				if b.StepTime > res.StepTime*(1+1e-12) || b.StatesGB > res.Memory.Total*(1+1e-12) {
+					t.Errorf("%s SP %v %v: bounds %.4g s, %.4g GB above the estimate's %.4g s, %.4g GB", fw, sp, mods, b.StepTime, b.StatesGB, res.StepTime, res.Memory.Total)
+				}
+			}
+		}
+	}
+}
