@@ -513,6 +513,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	if err := p.tiedEmbedding(); err != nil {
 		return Result{}, err
 	}
+	if err := p.mlaGradSync(); err != nil {
+		return Result{}, err
+	}
 	p.optimizer()
 	p.assemble()
 	p.memory()
@@ -567,6 +570,8 @@ type pricing struct {
 
 	// Exposed data-parallel and ZeRO-3 communication, per step.
 	dpExposed, z3Exposed float64
+	// tpPerStep is TP communication once a step (mlaGradSync).
+	tpPerStep float64
 }
 
 // resolve fills the request's defaults, checks it, applies its link what-ifs to the
@@ -1586,7 +1591,7 @@ func (p *pricing) assemble() {
 	}
 	bd.Backward = mf * p.bwd
 	bd.Recompute = mf * p.rc
-	bd.Exposed[CommTP] = mf * p.tpPerMB
+	bd.Exposed[CommTP] = mf*p.tpPerMB + p.tpPerStep
 	bd.Exposed[CommCP] = mf * p.cpPerMB
 	bd.Exposed[CommEP] = mf * p.epPerMB
 	bd.Exposed[CommPP] = p.ppExposed

@@ -220,3 +220,25 @@ func mlaSavedBytes(a *model.Arch, s, b float64, t int, sp bool, mods uint8, lin 
 	}
 	return lin * (qr*share + kv) * sb
 }
+
+// mlaGradSync prices the all-reduce over TP, once a step, of the weight gradients
+// of duplicated down-projections under sequence parallelism: each rank's are
+// partial sums over its own tokens, and Megatron-Core sums them over the TP group
+// after the backward pass (megatron/core/distributed/finalize_model_grads.py
+// _allreduce_non_tensor_model_parallel_grads at 20d73fe, one coalesced all-reduce
+// of the main gradients of the parameters transformer_engine.py's TELinear marks
+// sequence_parallel in "duplicated" mode), before the optimizer: exposed.
+func (p *pricing) mlaGradSync() error {
+	a, l := &p.req.Model, &p.req.Layout
+	m := a.MLA
+	if m == nil || l.TP <= 1 || !l.SP || mlaDownMode(p.req.Training.Framework) != framework.MLADownProjDuplicated {
+		return nil
+	}
+	grads := p.layers * float64(a.Hidden) * float64(m.QLoRARank+m.KVLoRARank+m.QKRopeDim) * p.req.Training.Optimizer.GradBytes
+	x, err := p.comm(CommTP, collective.AllReduce, grads, 1, "end of step: MLA's duplicated down-projections' weight gradients summed over TP (finalize_model_grads)")
+	if err != nil {
+		return err
+	}
+	p.tpPerStep = x
+	return nil
+}

@@ -128,6 +128,19 @@ func TestMLATensorParallelCollectives(t *testing.T) {
 			}
 		}
 	}
+	// Duplicated down-projections' weight gradients, partial on each rank, are
+	// all-reduced over TP once a step: 4 layers × 7168 × 2112 = 60 555 264
+	// gradients in the training's gradient width; the other forms hold them whole.
+	for _, fw := range []string{"nemo", "nemo-25.04"} {
+		got, res := mlaCalls(t, mlaRequest(t, fw, true), "end of step: MLA")
+		want := 0.0
+		if fw == "nemo" {
+			want = 60555264 * res.Training.Optimizer.GradBytes
+		}
+		if ar := got[collective.AllReduce.String()]; ar != want || (want > 0 && !(res.Training.Optimizer.GradBytes >= 2)) {
+			t.Errorf("%s: the down-projections' gradient all-reduce %.6g bytes a step, want %.6g", fw, ar, want)
+		}
+	}
 	// mla_up_proj runs the up-projections' forward gathers again.
 	up, _ := mlaCalls(t, mlaRequest(t, "nemo", true, "mla_up_proj"), "MLA")
 	if want := (2*(1536+512) + 64) * calls; math.Abs(up[collective.AllGather.String()]-want) > 1e-9*want {
