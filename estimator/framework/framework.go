@@ -235,6 +235,11 @@ type Profile struct {
 	// MLARoPEUnfused: the framework's MLA models apply their rotary embedding with
 	// PyTorch's elementwise operators rather than a fused kernel.
 	MLARoPEUnfused bool
+	// MLADownProj is how multi-head latent attention's down-projections (hidden →
+	// q_lora_rank, hidden → kv_lora_rank + the rotary key) run under tensor
+	// parallelism: MLADownProjReplicated (the zero value), MLADownProjColumn or
+	// MLADownProjDuplicated.
+	MLADownProj MLADownProj
 	// MoEPermuteExpertLoop: the fused MoE permutation (Megatron-Core's
 	// --moe-permute-fusion) runs Transformer Engine's mask-map Triton kernels as
 	// they were before TE PR #1927 (July 2025, first in v2.6): in
@@ -470,6 +475,36 @@ var torchtitan2024 = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved"}, Z
 			Note: "Llama models only: no MoE layers"},
 	}}
 
+// MLADownProj is the tensor-parallel form of MLA's down-projections (see
+// Profile.MLADownProj).
+type MLADownProj uint8
+
+const (
+	// MLADownProjReplicated: every TP rank runs both down-projections whole on the
+	// whole (all-gathered) sequence, as the attention's other input projections
+	// see it (torchtitan's DeepSeek-V3 plan: wq_a, wkv_a and the latent norms
+	// NoParallel under the attention's all-gathered input).
+	MLADownProjReplicated MLADownProj = iota
+	// MLADownProjColumn: Megatron-Core 0.11–0.13 (megatron/core/models/gpt/
+	// gpt_layer_specs.py at core_r0.12.0 7094270: linear_q_down_proj and
+	// linear_kv_down_proj TEColumnParallelLinear, from ADLR/megatron-lm!2710,
+	// 1c425a8): each down-projection is column-parallel, so it all-gathers the
+	// sequence-parallel input itself and computes 1/TP of the latent on the
+	// whole sequence; multi_latent_attention.py then gathers the latent over TP
+	// (gather_from_tensor_model_parallel_region) and scatters it back to the
+	// sequence-parallel share (scatter_to_sequence_parallel_region), and the
+	// column-parallel up-projections all-gather it again.
+	MLADownProjColumn
+	// MLADownProjDuplicated: Megatron-Core 0.14 on (ADLR/megatron-lm!3576,
+	// 720c8b4, "MLA down proj switch back to TELinear"; 20d73fe): the
+	// down-projections are TELinear with parallel_mode "duplicated", the weight
+	// whole on every TP rank, run on the rank's own input — its sequence-parallel
+	// share with sequence parallelism, the whole sequence without —; the
+	// up-projections all-gather the latents and gather_from_sequence_parallel_region
+	// the rotary key.
+	MLADownProjDuplicated
+)
+
 // Default is the profile of a request that names no framework.
 const Default = "megatron-core"
 
@@ -487,6 +522,7 @@ var profiles = []Profile{
 		FP8TransposeFree:     true,
 		FP8Params:            true,
 		ActivationOffload:    true,
+		MLADownProj:          MLADownProjDuplicated,
 		TELayers:             true,
 		GLUClampUnfused:      true,
 		ExpertBiasUnfused:    true,
@@ -501,6 +537,7 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
+		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
 		MegatronDDPBuckets:   true,
 		Runs:                 mcore012,
@@ -522,6 +559,7 @@ var profiles = []Profile{
 		// (scripts/performance configs for DeepSeek-V3 at d7dfa76:
 		// moe_router_fusion, with moe_permute_fusion and apply_rope_fusion).
 		MoERouterFusion:    true,
+		MLADownProj:        MLADownProjDuplicated,
 		TELayers:           true,
 		GLUClampUnfused:    true,
 		ExpertBiasUnfused:  true, // not on nemo-25.04: no expert biases before Megatron-Core a329dd6
@@ -546,6 +584,7 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
+		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
 		MegatronDDPBuckets:   true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
@@ -560,6 +599,7 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
+		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
 		MegatronDDPBuckets:   true,
 		Runs: func() Runs {
@@ -602,6 +642,7 @@ var profiles = []Profile{
 		// The NeMo 25.04 containers' Transformer Engine (2.2–2.4) is before TE PR
 		// #1927: its fused permutation loops over every expert per token.
 		MoEPermuteExpertLoop: true,
+		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
 		GLUClampUnfused:      true,
 		MegatronDDPBuckets:   true,

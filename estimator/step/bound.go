@@ -119,10 +119,17 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if err != nil {
 			return Bounds{}, false
 		}
+		one := tp / ((4 + l.tpRepeats(cp.stageLayers)) * float64(cp.stageLayers)) // one collective pair (or all-reduce) per layer
 		if l.moeDispatcher() && cp.nMoE > 0 {
 			// As the estimate: no TP collectives of the dense kind around the
 			// experts (the expert-TP gathers are priced by the estimate only).
 			tp *= (cp.nDense + cp.nMoE/2) / (cp.nDense + cp.nMoE)
+		}
+		// MLA's down-projections on each rank's own tokens do not gather the
+		// layer's input (mlaTPCollectives): the estimate prices smaller
+		// collectives instead, which the bound leaves out.
+		if d := mlaTPCollectives(&req, cp.stageLayers); d.dropAG+d.dropRS+d.dropAR > 0 {
+			tp = max(0, tp-one*max(d.dropAG, d.dropRS, d.dropAR)*float64(cp.stageLayers))
 		}
 		perMB += tp
 	} else if l.TP > 1 && l.SP {

@@ -513,6 +513,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	if err := p.tiedEmbedding(); err != nil {
 		return Result{}, err
 	}
+	if err := p.mlaGradSync(); err != nil {
+		return Result{}, err
+	}
 	p.optimizer()
 	p.assemble()
 	p.memory()
@@ -567,6 +570,8 @@ type pricing struct {
 
 	// Exposed data-parallel and ZeRO-3 communication, per step.
 	dpExposed, z3Exposed float64
+	// tpPerStep is TP communication once a step (mlaGradSync).
+	tpPerStep float64
 }
 
 // resolve fills the request's defaults, checks it, applies its link what-ifs to the
@@ -691,6 +696,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 	var per float64
 	var overlapAG, overlapRS, overlapAG8, overlapRS8 float64 // with TP overlap: the collectives the GEMMs hide (tpOverlap)
 	overlapped := false
+	var denseAG, denseRS, denseAR float64 // one dense collective of s·b·h (mlaTensorParallel)
 	if l.SP {
 		agBytes, agWhen := act, "per layer: 2 forward, 2 backward, and forward ones again where recomputed"
 		if !l.OverlapTP {
@@ -724,12 +730,19 @@ func (p *pricing) tensorParallel() (float64, error) {
 		}
 		// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
 		per = (ag + rs) * (nFwd + 2)
+		denseAG, denseRS = ag, rs
 	} else {
 		ar, err := p.comm(CommTP, collective.AllReduce, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
 		if err != nil {
 			return 0, err
 		}
 		per = ar * (nFwd + 2)
+		denseAR = ar
+	}
+	// Multi-head latent attention's collectives as the framework runs them.
+	mla, err := p.mlaTensorParallel(denseAG, denseRS, denseAR)
+	if err != nil {
+		return 0, err
 	}
 	tpPerMB := per * layers
 	moeShare := 1.0      // the share of the layers' TP collectives that remain with MoE layers
@@ -777,9 +790,11 @@ func (p *pricing) tensorParallel() (float64, error) {
 			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe)})
 		p.res.Breakdown.Hidden[CommTP] = hid * moeShare * mf
 		p.tpContPerMB = cont * moeShare
-		return exposed*moeShare + expertTP, nil
+		// MLA's own collectives stay exposed (the overlap above is the dense
+		// layer's); a collective MLA does not run is not taken from it.
+		return exposed*moeShare + expertTP + max(0, mla), nil
 	}
-	return tpPerMB + expertTP, nil
+	return tpPerMB + expertTP + mla, nil
 }
 
 // contextParallel is the exposed time of one micro-batch's CP communication: the
@@ -1597,7 +1612,7 @@ func (p *pricing) assemble() {
 	}
 	bd.Backward = mf * p.bwd
 	bd.Recompute = mf * p.rc
-	bd.Exposed[CommTP] = mf * p.tpPerMB
+	bd.Exposed[CommTP] = mf*p.tpPerMB + p.tpPerStep
 	bd.Exposed[CommCP] = mf * p.cpPerMB
 	bd.Exposed[CommEP] = mf * p.epPerMB
 	bd.Exposed[CommPP] = p.ppExposed

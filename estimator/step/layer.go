@@ -98,17 +98,19 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		lt.bwdW += wgrad
 	}
 	if m := a.MLA; m != nil {
-		// Multi-head latent attention: the latent projections are replicated over TP,
-		// the up-projections split by heads.
+		// Multi-head latent attention: the down-projections (to the latents) as the
+		// framework runs them under TP (mlaDownShape), the up-projections split by
+		// heads.
 		qr, kvr, rope := float64(m.QLoRARank), float64(m.KVLoRARank), float64(m.QKRopeDim)
+		dm, dn := mlaDownShape(req, l)
 		if qr > 0 {
-			add(gemm{tokens, qr, h, 1, false})
+			add(gemm{tokens * dm, qr * dn, h, 1, false})
 			add(gemm{tokens, h * qw / t, qr, 1, false})
 			again(rmMLAUp, gemm{tokens, h * qw / t, qr, 1, false})
 		} else {
 			add(gemm{tokens, h * qw / t, h, 1, false})
 		}
-		add(gemm{tokens, kvr + rope, h, 1, false})
+		add(gemm{tokens * dm, (kvr + rope) * dn, h, 1, false})
 		add(gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false}) // keys without their shared rotary part, values
 		again(rmMLAUp, gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false})
 	} else {
@@ -391,7 +393,7 @@ func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe boo
 	if moe {
 		load = t.moeLoad()
 	}
-	bytes := activationBytes(&a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load)
+	bytes := activationBytes(&a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load, mlaDownMode(t.Framework))
 	c := activationCopy(req.Cluster, bytes)
 	return math.Max(0, c-lt.fwd), math.Max(0, c-lt.bwd)
 }
@@ -849,9 +851,10 @@ func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) floa
 		mods |= actNoDropout
 	}
 	perLayer := func(rc Recompute) float64 {
-		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
+		mla := mlaDownMode(t.Framework)
+		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1, mla)
 		if a.MoE != nil {
-			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
+			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad(), mla)
 			every := float64(max(1, a.MoE.Frequency))
 			if moeShare >= 0 {
 				return per*(1-moeShare) + moe*moeShare
