@@ -403,16 +403,25 @@ func (e *Estimator) keepPlacement(key placeKey, p *collective.Placement) *collec
 }
 
 // stagePairs pairs every rank of pipeline stage 0 with the rank peer ranks on, in
-// rank order; the pairs share one array (50 000 of them on 100 000 GPUs).
+// rank order; the pairs share one array (50 000 of them on 100 000 GPUs). Stage 0's
+// ranks are walked in ascending order over the other dimensions (grid.next), none
+// of the other stages' visited.
 func (g grid) stagePairs(peer int) [][]int {
 	stage := g.n / g.size[DimPP]
+	var free [numDims]Dim
+	nf := 0
+	for _, d := range g.order {
+		if d != DimPP && g.size[d] > 1 {
+			free[nf] = d
+			nf++
+		}
+	}
 	flat := make([]int, 0, 2*stage)
 	out := make([][]int, 0, stage)
-	for r := 0; r < g.n; r++ {
-		if g.coord(r, DimPP) == 0 {
-			flat = append(flat, r, r+peer)
-			out = append(out, flat[len(flat)-2:len(flat):len(flat)])
-		}
+	var c [numDims]int
+	for r := 0; len(out) < stage; r = g.next(r, free[:nf], &c) {
+		flat = append(flat, r, r+peer)
+		out = append(out, flat[len(flat)-2:len(flat):len(flat)])
 	}
 	return out
 }
