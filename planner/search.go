@@ -853,6 +853,11 @@ type evaluation struct {
 	added    []frontPlan // the current chunk's plans, for the fronts once it is taken
 	all      []point     // every feasible plan
 	kth      float64     // the K-th plan's score once the top K is full
+
+	// caches are the enumerating goroutines' (idle once the enumeration is done),
+	// holding the layers' compute times the bounds took: pricing worker w prices
+	// with caches[w] (step.Estimator.QuickCached), which times no layer again.
+	caches []workerCache
 }
 
 func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, kept int, buf *buffers) *evaluation {
@@ -863,7 +868,7 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 	// Chunks grow from 8 layouts to maxChunk: the first plans priced are the best
 	// placed to set the later ones aside.
 	basis := step.NewMemoryBasis(step.Request{Model: req.Model, Training: req.Training})
-	return &evaluation{e: e, req: req, basis: basis, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
+	return &evaluation{e: e, req: req, basis: basis, workers: workers, caches: buf.caches, stats: stats, tol: tol, kept: kept, chunk: 8,
 		arrays: buf.arrays[:0], out: buf.evaluated[:0], kth: math.Inf(1)}
 }
 
@@ -1065,7 +1070,7 @@ func (s *evaluation) price(ctx context.Context, cands []candidate, mems []memory
 		}
 	}
 	s.todo = todo
-	parallel(ctx, s.workers, len(todo), func(_, i int) { j := todo[i]; out[j] = s.evaluate(&cands[j]) })
+	parallel(ctx, s.workers, len(todo), func(w, i int) { j := todo[i]; out[j] = s.evaluate(&cands[j], s.layers(w)) })
 	return ctx.Err()
 }
 
@@ -1112,15 +1117,25 @@ func (s *evaluation) setAside(c *candidate, mem *memoryResult) evaluated {
 	return evaluated{c: c}
 }
 
-// evaluate prices one layout on each of its placements, keeping the preferred; it
-// only reads the search's state, so the workers run it concurrently.
-func (s *evaluation) evaluate(c *candidate) evaluated {
+// layers is pricing worker w's cache of the layers' compute times (nil: none).
+func (s *evaluation) layers(w int) *step.BoundsCache {
+	if w < len(s.caches) {
+		return &s.caches[w].layers
+	}
+	return nil
+}
+
+// evaluate prices one layout on each of its placements, keeping the preferred,
+// with the layers' times of cache (nil: none; step.Estimator.QuickCached); it only
+// reads the search's state, so the workers run it concurrently, each with its own
+// cache.
+func (s *evaluation) evaluate(c *candidate, cache *step.BoundsCache) evaluated {
 	req := s.req
 	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req)}
 	var best evaluated
 	for i, al := range c.alts {
 		r.Ranks, r.Cluster, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, al.cluster, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
-		res, err := s.e.Quick(r)
+		res, err := s.e.QuickCached(r, cache)
 		ev := evaluated{c: c, alt: i, stepTime: res.StepTime, headroom: res.Memory.Headroom, err: err}
 		if err == nil {
 			ev.score = score(req, int(c.n), res)

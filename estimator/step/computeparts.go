@@ -489,6 +489,14 @@ func (c *BoundsCache) ResetFor(e *Estimator, a model.Arch, t Training, cl *topol
 	c.layersOf = of
 }
 
+// holdsLayersOf tells whether the layers' times c holds are of e and of req's
+// model, training and cluster (ResetFor's last search): then every time it holds
+// under a layerKey is the one layerCompute gives req's layouts.
+func (c *BoundsCache) holdsLayersOf(e *Estimator, req *Request) bool {
+	of := newLayersOf(e, req.Model, req.Training, req.Cluster)
+	return of.same(&c.layersOf)
+}
+
 // attnDims are a model's attention widths over its hidden size, as the bounds'
 // exposure inputs take them: the query and attention output widths apart (q, v),
 // the keys and values saved (kv), and the query and output together (qv).
