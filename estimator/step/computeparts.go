@@ -516,14 +516,25 @@ func (c *BoundsCache) modelDims(a *model.Arch) attnDims {
 }
 
 // actKey is what activationsPerLayer depends on of a request besides the model
-// and the training's other fields, which a cache holds one of.
+// and the training's other fields, which a cache holds one of. Its small fields are
+// packed into one word (actFlags): a key without padding hashes and compares as
+// one block of memory.
 type actKey struct {
 	mbs, cp, tp, seq int
 	share            uint64 // the recomputed share's bits
-	rc               uint8  // recomputeCode
-	mods             uint8
-	sp, unfused      bool
-	fp8, noDropout   bool
+	flags            uint64 // actFlags
+}
+
+// actFlags packs the recomputation's code and modules and the switches of an
+// actKey.
+func actFlags(rc, mods uint8, sp, unfused, fp8, noDropout bool) uint64 {
+	f := uint64(rc) | uint64(mods)<<8
+	for i, b := range [4]bool{sp, unfused, fp8, noDropout} {
+		if b {
+			f |= 1 << (16 + i)
+		}
+	}
+	return f
 }
 
 // recomputeCode numbers the recomputation settings for actKey (0: another,
@@ -551,7 +562,7 @@ func (c *BoundsCache) activationsPerLayer(req *Request, stageLayers int) float64
 		return activationsPerLayer(req, stageLayers)
 	}
 	k := actKey{mbs: l.MicroBatch, cp: l.CP, tp: l.TP, seq: t.SeqLen, share: math.Float64bits(l.recomputeShare(stageLayers)),
-		rc: rc, mods: l.recomputeMask(), sp: l.SP, unfused: t.UnfusedAttention, fp8: t.FP8Activations, noDropout: t.NoDropout}
+		flags: actFlags(rc, l.recomputeMask(), l.SP, t.UnfusedAttention, t.FP8Activations, t.NoDropout)}
 	if v, ok := c.acts[k]; ok {
 		return v
 	}
