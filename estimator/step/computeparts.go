@@ -123,7 +123,7 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
 	if l.Schedule == DualPipe && l.PP > 1 {
 		var buf stageKindsBuf
-		dl, ml := stageKinds(*req, buf[:])
+		dl, ml := stageKinds(req, buf[:])
 		cp.dualPipe(&req.Layout, dl, ml, logits, logitsBwd, logitsW, embeddingGradTime(req, rates.hbm))
 	}
 	return cp
@@ -404,7 +404,7 @@ func (c *BoundsCache) dualPipePairs(req *Request) *stagePairs {
 		}
 	}
 	p.pp, p.split, p.nsplit, p.ok = l.PP, first, len(l.LayerSplit), true
-	p.dense, p.moe = stageKinds(*req, p.buf[:])
+	p.dense, p.moe = stageKinds(req, p.buf[:])
 	p.least = math.Inf(1)
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, _ := dualPipePair(p.dense, p.moe, r)
@@ -670,8 +670,8 @@ func (c *BoundsCache) layer(e *Estimator, req *Request, r *gpuRates, tokens, sLo
 // stageKinds returns the dense and MoE layers of each pipeline stage (one chunk
 // per rank: the schedules that pair stages, DualPipe, run one), in buf when it
 // holds 2 × PP entries (so that a caller's array can keep them off the heap).
-func stageKinds(req Request, buf []int) (dense, moe []int) {
-	a, l := &req.Model, req.Layout
+func stageKinds(req *Request, buf []int) (dense, moe []int) {
+	a, l := &req.Model, &req.Layout
 	if len(buf) < 2*l.PP {
 		buf = make([]int, 2*l.PP)
 	}
