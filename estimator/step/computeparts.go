@@ -47,7 +47,7 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 	if moeEvery > 0 {
 		cp.lcMoE = c.layer(e, req, rates, tokens, sLocal, s, true)
 	}
-	lc, lcMoE := cp.lc, cp.lcMoE
+	lc, lcMoE := &cp.lc, &cp.lcMoE // read in place: a layer's times are 168 bytes
 
 	stageLayers := stageLayerCount(a.Layers, l)
 	nMoE := float64(min(stageLayers, stageMoELayers(req)))
