@@ -245,45 +245,74 @@ type shapeLine struct {
 }
 
 // sort sorts the line by best bound, then ordinal (bounds are never NaN), with
-// scratch room as large (made if not); it returns the scratch room.
+// scratch room as large (made if not); it returns the scratch room. Least
+// significant digit first, each pass stable: the ordinal's four bytes, then the
+// bound's bits eleven at a time (six passes). A search's line comes in
+// enumeration order, its ordinals ascending: then the stable passes on the bound
+// keep that order among equal bounds, and the ordinal's are not needed.
 func (l *shapeLine) sort(scratch []shapeKey) []shapeKey {
 	a := l.keys
 	if cap(scratch) < len(a) {
 		scratch = make([]shapeKey, len(a))
 	}
 	b := scratch[:len(a)]
-	// Least significant digit first: the ordinal's four bytes, then the bound's
-	// eight; each pass is stable.
-	const digits = 12
-	var counts [digits][256]int32
-	digit := func(k *shapeKey, d int) byte {
-		if d < 4 {
-			return byte(uint32(k.ordinal) >> (8 * d))
-		}
-		return byte(orderedBits(k.best) >> (8 * (d - 4)))
+	if len(a) == 0 {
+		return scratch
 	}
+	inOrder := true
+	for i := 1; i < len(a) && inOrder; i++ {
+		inOrder = a[i].ordinal > a[i-1].ordinal
+	}
+	if !inOrder {
+		var counts [4][256]int32
+		for i := range a {
+			for d := range 4 {
+				counts[d][byte(uint32(a[i].ordinal)>>(8*d))]++
+			}
+		}
+		for d := range 4 {
+			c := &counts[d]
+			if int(c[byte(uint32(a[0].ordinal)>>(8*d))]) == len(a) {
+				continue // one value of this digit: the order stays
+			}
+			var sum int32
+			for i := range c {
+				sum, c[i] = sum+c[i], sum
+			}
+			for i := range a {
+				x := byte(uint32(a[i].ordinal) >> (8 * d))
+				b[c[x]] = a[i]
+				c[x]++
+			}
+			a, b = b, a
+		}
+	}
+	const bits, digits = 11, (64 + 10) / 11
+	const mask = 1<<bits - 1
+	var counts [digits][1 << bits]int32
 	for i := range a {
+		u := orderedBits(a[i].best)
 		for d := range digits {
-			counts[d][digit(&a[i], d)]++
+			counts[d][u>>(bits*d)&mask]++
 		}
 	}
 	for d := range digits {
 		c := &counts[d]
-		if len(a) == 0 || int(c[digit(&a[0], d)]) == len(a) {
-			continue // one value of this digit: the order stays
+		if int(c[orderedBits(a[0].best)>>(bits*d)&mask]) == len(a) {
+			continue
 		}
 		var sum int32
 		for i := range c {
 			sum, c[i] = sum+c[i], sum
 		}
 		for i := range a {
-			x := digit(&a[i], d)
+			x := orderedBits(a[i].best) >> (bits * d) & mask
 			b[c[x]] = a[i]
 			c[x]++
 		}
 		a, b = b, a
 	}
-	if len(a) > 0 && &a[0] != &l.keys[0] {
+	if &a[0] != &l.keys[0] {
 		copy(l.keys, a)
 	}
 	return scratch
