@@ -100,7 +100,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		req.Layout.Schedule = DualPipe
 		pairs := c.dualPipePairs(&req)
 		req.Layout.Schedule = sched
-		dc := cp.dualPipeOf(&req.Layout, pairs.dense, pairs.moe, cp.out[0], cp.out[1], cp.out[2], embeddingGradTime(&req, r.hbm))
+		dc := cp.dualPipeOfRanks(&req.Layout, pairs.dense, pairs.moe, pairs.firsts, cp.out[0], cp.out[1], cp.out[2], embeddingGradTime(&req, r.hbm))
 		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
 		}

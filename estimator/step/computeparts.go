@@ -147,6 +147,15 @@ type dualPipeTimes struct{ fwd, bwd, rc, bwdW, nDense, nMoE, weightCast float64 
 
 // dualPipeOf is what dualPipe sets, leaving cp as it is.
 func (cp *computeParts) dualPipeOf(l *Layout, dl, ml []int, logits, logitsBwd, logitsW, emb float64) (out dualPipeTimes) {
+	return cp.dualPipeOfRanks(l, dl, ml, nil, logits, logitsBwd, logitsW, emb)
+}
+
+// dualPipeOfRanks is dualPipeOf over the rank pairs ranks only (nil: every one),
+// in order: each the first of the pairs that hold its dense and MoE layers and
+// end the pipeline or not (stagePairs.firsts). A pair's times depend on nothing
+// else, and of equal times the first pair's are kept, so these give what every
+// pair gives.
+func (cp *computeParts) dualPipeOfRanks(l *Layout, dl, ml []int, ranks []int32, logits, logitsBwd, logitsW, emb float64) (out dualPipeTimes) {
 	lc, lm := &cp.lc, &cp.lcMoE
 	var rcD, rcM float64 // recomputation per layer
 	switch l.Recompute {
@@ -159,7 +168,15 @@ func (cp *computeParts) dualPipeOf(l *Layout, dl, ml []int, logits, logitsBwd, l
 		rcD, rcM = lc.opsFwd, lm.opsFwd
 	}
 	best := -1.0
-	for r := 0; r < l.PP/2; r++ {
+	n := l.PP / 2
+	if ranks != nil {
+		n = len(ranks)
+	}
+	for i := range n {
+		r := i
+		if ranks != nil {
+			r = int(ranks[i])
+		}
 		nd, nm, ends := dualPipePair(dl, ml, r)
 		d, m := float64(nd)/2, float64(nm)/2
 		fwd, bwd := d*lc.fwd+m*lm.fwd, d*lc.bwd+m*lm.bwd
@@ -383,7 +400,16 @@ type stagePairs struct {
 	dense, moe []int
 	least      float64
 	ok         bool
+	// firsts are the rank pairs that are the first to hold their dense and MoE
+	// layers and to end the pipeline or not, in order (nil: more than
+	// maxPairKinds kinds); firstsBuf holds them.
+	firsts    []int32
+	firstsBuf [maxPairKinds]int32
 }
+
+// maxPairKinds is the most kinds of DualPipe rank pair stagePairs lists: an even
+// split has two (the outermost pair, the others), an uneven one a few more.
+const maxPairKinds = 16
 
 // dualPipePairs is the stage pairing of req's depth and split, remembered in c
 // (when c is not nil) for the last depth and split asked: a search's shapes come
@@ -406,9 +432,25 @@ func (c *BoundsCache) dualPipePairs(req *Request) *stagePairs {
 	p.pp, p.split, p.nsplit, p.ok = l.PP, first, len(l.LayerSplit), true
 	p.dense, p.moe = stageKinds(req, p.buf[:])
 	p.least = math.Inf(1)
+	p.firsts = p.firstsBuf[:0]
 	for r := 0; r < l.PP/2; r++ {
-		nd, nm, _ := dualPipePair(p.dense, p.moe, r)
+		nd, nm, ends := dualPipePair(p.dense, p.moe, r)
 		p.least = math.Min(p.least, float64(nd+nm)/2)
+		if p.firsts == nil {
+			continue
+		}
+		seen := false
+		for _, q := range p.firsts {
+			qd, qm, qe := dualPipePair(p.dense, p.moe, int(q))
+			seen = seen || qd == nd && qm == nm && qe == ends
+		}
+		switch {
+		case seen:
+		case len(p.firsts) == maxPairKinds:
+			p.firsts = nil // too many kinds: every pair
+		default:
+			p.firsts = append(p.firsts, int32(r))
+		}
 	}
 	return p
 }
