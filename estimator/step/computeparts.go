@@ -227,6 +227,13 @@ func stageLayerCount(layers int, l *Layout) int {
 		return layers / l.PP
 	}
 	most := 0
+	if l.VirtualStages == 1 {
+		// One chunk per rank (most layouts a search bounds): the largest entry.
+		for _, n := range l.LayerSplit[:l.PP] {
+			most = max(most, n)
+		}
+		return most
+	}
 	for st := 0; st < l.PP; st++ {
 		n := 0
 		for c := 0; c < l.VirtualStages; c++ {
