@@ -29,16 +29,19 @@ type computeParts struct {
 // compute times the layers of the slowest pipeline stage for one micro-batch of
 // tokens tokens (sLocal per sequence on this GPU, s in the full sequence).
 func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s float64) computeParts {
-	return e.computeCached(&req, rates, tokens, sLocal, s, nil)
+	var cp computeParts
+	e.computeInto(&cp, &req, rates, tokens, sLocal, s, nil)
+	return cp
 }
 
-// computeCached is compute with the layers' times taken from c when it has them (c
-// may be nil).
-func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) computeParts {
+// computeInto is compute with the layers' times taken from c when it has them (c
+// may be nil), written into cp (432 bytes: the bounds of every shape and the
+// estimates fill theirs in place rather than copy one out).
+func (e *Estimator) computeInto(cp *computeParts, req *Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) {
 	a, l := &req.Model, &req.Layout
 	tf := float64(l.TP)
 	h := float64(a.Hidden)
-	var cp computeParts
+	*cp = computeParts{}
 	moeEvery := 0
 	if a.MoE != nil {
 		moeEvery = max(1, a.MoE.Frequency)
@@ -126,7 +129,6 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 		dl, ml := stageKinds(req, buf[:])
 		cp.dualPipe(&req.Layout, dl, ml, logits, logitsBwd, logitsW, embeddingGradTime(req, rates.hbm))
 	}
-	return cp
 }
 
 // dualPipe re-times cp for DualPipe: rank r runs half the micro-batches through

@@ -657,7 +657,7 @@ func (p *pricing) computeMicroBatch() {
 	p.tf = float64(l.TP)
 	p.h = float64(a.Hidden)
 
-	p.parts = p.e.computeCached(&p.req, &p.rates, p.tokens, sLocal, p.s, p.cache)
+	p.e.computeInto(&p.parts, &p.req, &p.rates, p.tokens, sLocal, p.s, p.cache)
 	p.fwd, p.bwd, p.rc = p.parts.fwd, p.parts.bwd, p.parts.rc
 	p.layers = float64(p.parts.stageLayers)
 	p.res.StageLayers = p.parts.stageLayers
