@@ -600,7 +600,7 @@ func (q *queue) beaten(s *shape) bool {
 	p := &q.parts[s.part]
 	free := mostWholeNodesFree(p.alts)
 	for _, zero := range q.sp.zeros {
-		if s.searched(q.sp, zero) && s.fits&(1<<zero) != 0 && !q.fronts.beaten(int(s.n), free, s.best, s.maxHeadroom(q.req, p, zero)) {
+		if s.fits&(1<<zero) != 0 && !q.fronts.beaten(int(s.n), free, s.best, s.maxHeadroom(q.req, p, zero)) {
 			return false
 		}
 	}
