@@ -428,7 +428,7 @@ func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float
 			sends = 0
 		}
 		if t := p.tables[s.tables][i]; t != nil {
-			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB+sends, t.LowerBound(s.bounds, s.perMB))+cont+extra)
+			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB+sends, t.LowerBound(&s.bounds, s.perMB))+cont+extra)
 		}
 		fill, _ := step.PipelineFillBound(sc.s, int(s.pp), s.bounds.Forward) // a table too large to bound with
 		return boundScore(req, int(s.n), float64(s.m)*s.perMB+sends+fill+cont+extra)
