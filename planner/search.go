@@ -1433,8 +1433,19 @@ func (f fronts) beaten(n, free int, bound, head float64) bool {
 		if x.n != n || x.freeWhole < free {
 			continue
 		}
+		// The first stair not below bound (slices.BinarySearchFunc by
+		// cmp.Compare, written out: the queue asks this for every shape that comes
+		// up and every layout it takes, and the generic call was not inlined).
 		s := x.stairs
-		i, _ := slices.BinarySearchFunc(s, bound, func(a stair, x float64) int { return cmp.Compare(a.score, x) })
+		i, j := 0, len(s)
+		for i < j {
+			h := int(uint(i+j) >> 1)
+			if cmp.Less(s[h].score, bound) {
+				i = h + 1
+			} else {
+				j = h
+			}
+		}
 		if i > 0 && s[i-1].head >= head {
 			return true
 		}
