@@ -156,6 +156,7 @@ type shapeInfo struct {
 	scheds  uint16 // its schedules among the part's lists
 	tables  uint16 // its zero-bubble schedules' tables among the part's
 	fits    uint8  // bit z: the layouts with ZeRO stage z are searched and their states fit
+	zeros   uint8  // bit z: the search tries ZeRO stage z on the shape (searched; set by fitStages)
 	rc      uint8
 	sp      bool
 	etp1    bool // experts whole on each TP rank (step.Layout.ETP 1)
@@ -254,8 +255,8 @@ func (s *shape) layouts(req *Request, sp *space, p *part, skip func(zero int) bo
 	ordinal := s.ordinal
 	scheds := p.scheds[s.scheds]
 	for _, zero := range sp.zeros {
-		if !s.searched(sp, zero) {
-			continue // nothing to shard
+		if s.zeros&(1<<zero) == 0 {
+			continue // not searched (nothing to shard)
 		}
 		if s.fits&(1<<zero) == 0 {
 			ordinal += int32(len(scheds))
@@ -427,7 +428,7 @@ func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float
 			sends = 0
 		}
 		if t := p.tables[s.tables][i]; t != nil {
-			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB+sends, t.LowerBound(s.bounds, s.perMB))+cont+extra)
+			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB+sends, t.LowerBound(&s.bounds, s.perMB))+cont+extra)
 		}
 		fill, _ := step.PipelineFillBound(sc.s, int(s.pp), s.bounds.Forward) // a table too large to bound with
 		return boundScore(req, int(s.n), float64(s.m)*s.perMB+sends+fill+cont+extra)
@@ -962,12 +963,14 @@ func (p *part) shapeOf(e *step.Estimator, req *Request, sp *space, layers *step.
 }
 
 // fitStages sets the shape's fits bits — the ZeRO stages it searches whose states
-// fit under its bounds — and returns how many stages it searches and how many fit.
+// fit under its bounds — and its zeros bits (the stages it searches), and returns
+// how many stages it searches and how many fit.
 func (s *shape) fitStages(req *Request, sp *space) (stages, fits int) {
 	b := &s.bounds
-	s.fits = 0
+	s.fits, s.zeros = 0, 0
 	for _, zero := range sp.zeros {
 		if s.searched(sp, zero) {
+			s.zeros |= 1 << zero
 			stages++
 			if s.statesFit(req, sp, b.Params, b.ReserveGB+b.ActivationsGB, zero) {
 				s.fits |= 1 << zero
@@ -983,7 +986,7 @@ func (s *shape) fitStages(req *Request, sp *space) (stages, fits int) {
 // make any of its layouts fit.
 func (s *shape) statesLeaveRoom(req *Request, sp *space) bool {
 	for _, zero := range sp.zeros {
-		if s.searched(sp, zero) && s.statesFit(req, sp, s.bounds.Params, s.bounds.ReserveGB, zero) {
+		if s.zeros&(1<<zero) != 0 && s.statesFit(req, sp, s.bounds.Params, s.bounds.ReserveGB, zero) {
 			return true
 		}
 	}

@@ -245,45 +245,74 @@ type shapeLine struct {
 }
 
 // sort sorts the line by best bound, then ordinal (bounds are never NaN), with
-// scratch room as large (made if not); it returns the scratch room.
+// scratch room as large (made if not); it returns the scratch room. Least
+// significant digit first, each pass stable: the ordinal's four bytes, then the
+// bound's bits eleven at a time (six passes). A search's line comes in
+// enumeration order, its ordinals ascending: then the stable passes on the bound
+// keep that order among equal bounds, and the ordinal's are not needed.
 func (l *shapeLine) sort(scratch []shapeKey) []shapeKey {
 	a := l.keys
 	if cap(scratch) < len(a) {
 		scratch = make([]shapeKey, len(a))
 	}
 	b := scratch[:len(a)]
-	// Least significant digit first: the ordinal's four bytes, then the bound's
-	// eight; each pass is stable.
-	const digits = 12
-	var counts [digits][256]int32
-	digit := func(k *shapeKey, d int) byte {
-		if d < 4 {
-			return byte(uint32(k.ordinal) >> (8 * d))
-		}
-		return byte(orderedBits(k.best) >> (8 * (d - 4)))
+	if len(a) == 0 {
+		return scratch
 	}
+	inOrder := true
+	for i := 1; i < len(a) && inOrder; i++ {
+		inOrder = a[i].ordinal > a[i-1].ordinal
+	}
+	if !inOrder {
+		var counts [4][256]int32
+		for i := range a {
+			for d := range 4 {
+				counts[d][byte(uint32(a[i].ordinal)>>(8*d))]++
+			}
+		}
+		for d := range 4 {
+			c := &counts[d]
+			if int(c[byte(uint32(a[0].ordinal)>>(8*d))]) == len(a) {
+				continue // one value of this digit: the order stays
+			}
+			var sum int32
+			for i := range c {
+				sum, c[i] = sum+c[i], sum
+			}
+			for i := range a {
+				x := byte(uint32(a[i].ordinal) >> (8 * d))
+				b[c[x]] = a[i]
+				c[x]++
+			}
+			a, b = b, a
+		}
+	}
+	const bits, digits = 11, (64 + 10) / 11
+	const mask = 1<<bits - 1
+	var counts [digits][1 << bits]int32
 	for i := range a {
+		u := orderedBits(a[i].best)
 		for d := range digits {
-			counts[d][digit(&a[i], d)]++
+			counts[d][u>>(bits*d)&mask]++
 		}
 	}
 	for d := range digits {
 		c := &counts[d]
-		if len(a) == 0 || int(c[digit(&a[0], d)]) == len(a) {
-			continue // one value of this digit: the order stays
+		if int(c[orderedBits(a[0].best)>>(bits*d)&mask]) == len(a) {
+			continue
 		}
 		var sum int32
 		for i := range c {
 			sum, c[i] = sum+c[i], sum
 		}
 		for i := range a {
-			x := digit(&a[i], d)
+			x := orderedBits(a[i].best) >> (bits * d) & mask
 			b[c[x]] = a[i]
 			c[x]++
 		}
 		a, b = b, a
 	}
-	if len(a) > 0 && &a[0] != &l.keys[0] {
+	if &a[0] != &l.keys[0] {
 		copy(l.keys, a)
 	}
 	return scratch
@@ -571,7 +600,7 @@ func (q *queue) beaten(s *shape) bool {
 	p := &q.parts[s.part]
 	free := mostWholeNodesFree(p.alts)
 	for _, zero := range q.sp.zeros {
-		if s.searched(q.sp, zero) && s.fits&(1<<zero) != 0 && !q.fronts.beaten(int(s.n), free, s.best, s.maxHeadroom(q.req, p, zero)) {
+		if s.fits&(1<<zero) != 0 && !q.fronts.beaten(int(s.n), free, s.best, s.maxHeadroom(q.req, p, zero)) {
 			return false
 		}
 	}
@@ -853,6 +882,11 @@ type evaluation struct {
 	added    []frontPlan // the current chunk's plans, for the fronts once it is taken
 	all      []point     // every feasible plan
 	kth      float64     // the K-th plan's score once the top K is full
+
+	// caches are the enumerating goroutines' (idle once the enumeration is done),
+	// holding the layers' compute times the bounds took: pricing worker w prices
+	// with caches[w] (step.Estimator.QuickCached), which times no layer again.
+	caches []workerCache
 }
 
 func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, kept int, buf *buffers) *evaluation {
@@ -863,7 +897,7 @@ func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, k
 	// Chunks grow from 8 layouts to maxChunk: the first plans priced are the best
 	// placed to set the later ones aside.
 	basis := step.NewMemoryBasis(step.Request{Model: req.Model, Training: req.Training})
-	return &evaluation{e: e, req: req, basis: basis, workers: workers, stats: stats, tol: tol, kept: kept, chunk: 8,
+	return &evaluation{e: e, req: req, basis: basis, workers: workers, caches: buf.caches, stats: stats, tol: tol, kept: kept, chunk: 8,
 		arrays: buf.arrays[:0], out: buf.evaluated[:0], kth: math.Inf(1)}
 }
 
@@ -1065,7 +1099,7 @@ func (s *evaluation) price(ctx context.Context, cands []candidate, mems []memory
 		}
 	}
 	s.todo = todo
-	parallel(ctx, s.workers, len(todo), func(_, i int) { j := todo[i]; out[j] = s.evaluate(&cands[j]) })
+	parallel(ctx, s.workers, len(todo), func(w, i int) { j := todo[i]; out[j] = s.evaluate(&cands[j], s.layers(w)) })
 	return ctx.Err()
 }
 
@@ -1112,15 +1146,25 @@ func (s *evaluation) setAside(c *candidate, mem *memoryResult) evaluated {
 	return evaluated{c: c}
 }
 
-// evaluate prices one layout on each of its placements, keeping the preferred; it
-// only reads the search's state, so the workers run it concurrently.
-func (s *evaluation) evaluate(c *candidate) evaluated {
+// layers is pricing worker w's cache of the layers' compute times (nil: none).
+func (s *evaluation) layers(w int) *step.BoundsCache {
+	if w < len(s.caches) {
+		return &s.caches[w].layers
+	}
+	return nil
+}
+
+// evaluate prices one layout on each of its placements, keeping the preferred,
+// with the layers' times of cache (nil: none; step.Estimator.QuickCached); it only
+// reads the search's state, so the workers run it concurrently, each with its own
+// cache.
+func (s *evaluation) evaluate(c *candidate, cache *step.BoundsCache) evaluated {
 	req := s.req
 	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req)}
 	var best evaluated
 	for i, al := range c.alts {
 		r.Ranks, r.Cluster, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, al.cluster, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
-		res, err := s.e.Quick(r)
+		res, err := s.e.QuickCached(r, cache)
 		ev := evaluated{c: c, alt: i, stepTime: res.StepTime, headroom: res.Memory.Headroom, err: err}
 		if err == nil {
 			ev.score = score(req, int(c.n), res)
@@ -1389,8 +1433,19 @@ func (f fronts) beaten(n, free int, bound, head float64) bool {
 		if x.n != n || x.freeWhole < free {
 			continue
 		}
+		// The first stair not below bound (slices.BinarySearchFunc by
+		// cmp.Compare, written out: the queue asks this for every shape that comes
+		// up and every layout it takes, and the generic call was not inlined).
 		s := x.stairs
-		i, _ := slices.BinarySearchFunc(s, bound, func(a stair, x float64) int { return cmp.Compare(a.score, x) })
+		i, j := 0, len(s)
+		for i < j {
+			h := int(uint(i+j) >> 1)
+			if cmp.Less(s[h].score, bound) {
+				i = h + 1
+			} else {
+				j = h
+			}
+		}
 		if i > 0 && s[i-1].head >= head {
 			return true
 		}

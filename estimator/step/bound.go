@@ -87,7 +87,8 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	// fill and drain; the estimate adds communication and the optimizer on top.
 	m := float64(t.GlobalBatch / max(1, l.DP*l.MicroBatch))
 	sLocal := float64(t.SeqLen) / float64(l.CP)
-	cp := e.computeCached(&req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen), c)
+	var cp computeParts
+	e.computeInto(&cp, &req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen), c)
 	bwdLB, wUB := cp.bwd, cp.bwdW
 	actLayers := float64(cp.stageLayers) * math.Min(float64(l.PP), m)
 	if l.PP > 1 && l.PP%2 == 0 && l.VirtualStages <= 1 && (len(l.LayerSplit) == 0 || len(l.LayerSplit) == l.PP) {
@@ -100,7 +101,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		req.Layout.Schedule = DualPipe
 		pairs := c.dualPipePairs(&req)
 		req.Layout.Schedule = sched
-		dc := cp.dualPipeOf(&req.Layout, pairs.dense, pairs.moe, cp.out[0], cp.out[1], cp.out[2], embeddingGradTime(&req, r.hbm))
+		dc := cp.dualPipeOfRanks(&req.Layout, pairs.dense, pairs.moe, pairs.firsts, cp.out[0], cp.out[1], cp.out[2], embeddingGradTime(&req, r.hbm))
 		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
 		}

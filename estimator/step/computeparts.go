@@ -29,16 +29,19 @@ type computeParts struct {
 // compute times the layers of the slowest pipeline stage for one micro-batch of
 // tokens tokens (sLocal per sequence on this GPU, s in the full sequence).
 func (e *Estimator) compute(req Request, rates *gpuRates, tokens, sLocal, s float64) computeParts {
-	return e.computeCached(&req, rates, tokens, sLocal, s, nil)
+	var cp computeParts
+	e.computeInto(&cp, &req, rates, tokens, sLocal, s, nil)
+	return cp
 }
 
-// computeCached is compute with the layers' times taken from c when it has them (c
-// may be nil).
-func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) computeParts {
+// computeInto is compute with the layers' times taken from c when it has them (c
+// may be nil), written into cp (432 bytes: the bounds of every shape and the
+// estimates fill theirs in place rather than copy one out).
+func (e *Estimator) computeInto(cp *computeParts, req *Request, rates *gpuRates, tokens, sLocal, s float64, c *BoundsCache) {
 	a, l := &req.Model, &req.Layout
 	tf := float64(l.TP)
 	h := float64(a.Hidden)
-	var cp computeParts
+	*cp = computeParts{}
 	moeEvery := 0
 	if a.MoE != nil {
 		moeEvery = max(1, a.MoE.Frequency)
@@ -47,7 +50,7 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 	if moeEvery > 0 {
 		cp.lcMoE = c.layer(e, req, rates, tokens, sLocal, s, true)
 	}
-	lc, lcMoE := cp.lc, cp.lcMoE
+	lc, lcMoE := &cp.lc, &cp.lcMoE // read in place: a layer's times are 168 bytes
 
 	stageLayers := stageLayerCount(a.Layers, l)
 	nMoE := float64(min(stageLayers, stageMoELayers(req)))
@@ -123,10 +126,9 @@ func (e *Estimator) computeCached(req *Request, rates *gpuRates, tokens, sLocal,
 	cp.fwd, cp.bwd, cp.rc = fwd, bwd, rc
 	if l.Schedule == DualPipe && l.PP > 1 {
 		var buf stageKindsBuf
-		dl, ml := stageKinds(*req, buf[:])
+		dl, ml := stageKinds(req, buf[:])
 		cp.dualPipe(&req.Layout, dl, ml, logits, logitsBwd, logitsW, embeddingGradTime(req, rates.hbm))
 	}
-	return cp
 }
 
 // dualPipe re-times cp for DualPipe: rank r runs half the micro-batches through
@@ -147,6 +149,15 @@ type dualPipeTimes struct{ fwd, bwd, rc, bwdW, nDense, nMoE, weightCast float64 
 
 // dualPipeOf is what dualPipe sets, leaving cp as it is.
 func (cp *computeParts) dualPipeOf(l *Layout, dl, ml []int, logits, logitsBwd, logitsW, emb float64) (out dualPipeTimes) {
+	return cp.dualPipeOfRanks(l, dl, ml, nil, logits, logitsBwd, logitsW, emb)
+}
+
+// dualPipeOfRanks is dualPipeOf over the rank pairs ranks only (nil: every one),
+// in order: each the first of the pairs that hold its dense and MoE layers and
+// end the pipeline or not (stagePairs.firsts). A pair's times depend on nothing
+// else, and of equal times the first pair's are kept, so these give what every
+// pair gives.
+func (cp *computeParts) dualPipeOfRanks(l *Layout, dl, ml []int, ranks []int32, logits, logitsBwd, logitsW, emb float64) (out dualPipeTimes) {
 	lc, lm := &cp.lc, &cp.lcMoE
 	var rcD, rcM float64 // recomputation per layer
 	switch l.Recompute {
@@ -159,7 +170,15 @@ func (cp *computeParts) dualPipeOf(l *Layout, dl, ml []int, logits, logitsBwd, l
 		rcD, rcM = lc.opsFwd, lm.opsFwd
 	}
 	best := -1.0
-	for r := 0; r < l.PP/2; r++ {
+	n := l.PP / 2
+	if ranks != nil {
+		n = len(ranks)
+	}
+	for i := range n {
+		r := i
+		if ranks != nil {
+			r = int(ranks[i])
+		}
 		nd, nm, ends := dualPipePair(dl, ml, r)
 		d, m := float64(nd)/2, float64(nm)/2
 		fwd, bwd := d*lc.fwd+m*lm.fwd, d*lc.bwd+m*lm.bwd
@@ -210,6 +229,13 @@ func stageLayerCount(layers int, l *Layout) int {
 		return layers / l.PP
 	}
 	most := 0
+	if l.VirtualStages == 1 {
+		// One chunk per rank (most layouts a search bounds): the largest entry.
+		for _, n := range l.LayerSplit[:l.PP] {
+			most = max(most, n)
+		}
+		return most
+	}
 	for st := 0; st < l.PP; st++ {
 		n := 0
 		for c := 0; c < l.VirtualStages; c++ {
@@ -383,7 +409,16 @@ type stagePairs struct {
 	dense, moe []int
 	least      float64
 	ok         bool
+	// firsts are the rank pairs that are the first to hold their dense and MoE
+	// layers and to end the pipeline or not, in order (nil: more than
+	// maxPairKinds kinds); firstsBuf holds them.
+	firsts    []int32
+	firstsBuf [maxPairKinds]int32
 }
+
+// maxPairKinds is the most kinds of DualPipe rank pair stagePairs lists: an even
+// split has two (the outermost pair, the others), an uneven one a few more.
+const maxPairKinds = 16
 
 // dualPipePairs is the stage pairing of req's depth and split, remembered in c
 // (when c is not nil) for the last depth and split asked: a search's shapes come
@@ -404,11 +439,27 @@ func (c *BoundsCache) dualPipePairs(req *Request) *stagePairs {
 		}
 	}
 	p.pp, p.split, p.nsplit, p.ok = l.PP, first, len(l.LayerSplit), true
-	p.dense, p.moe = stageKinds(*req, p.buf[:])
+	p.dense, p.moe = stageKinds(req, p.buf[:])
 	p.least = math.Inf(1)
+	p.firsts = p.firstsBuf[:0]
 	for r := 0; r < l.PP/2; r++ {
-		nd, nm, _ := dualPipePair(p.dense, p.moe, r)
+		nd, nm, ends := dualPipePair(p.dense, p.moe, r)
 		p.least = math.Min(p.least, float64(nd+nm)/2)
+		if p.firsts == nil {
+			continue
+		}
+		seen := false
+		for _, q := range p.firsts {
+			qd, qm, qe := dualPipePair(p.dense, p.moe, int(q))
+			seen = seen || qd == nd && qm == nm && qe == ends
+		}
+		switch {
+		case seen:
+		case len(p.firsts) == maxPairKinds:
+			p.firsts = nil // too many kinds: every pair
+		default:
+			p.firsts = append(p.firsts, int32(r))
+		}
 	}
 	return p
 }
@@ -489,6 +540,14 @@ func (c *BoundsCache) ResetFor(e *Estimator, a model.Arch, t Training, cl *topol
 	c.layersOf = of
 }
 
+// holdsLayersOf tells whether the layers' times c holds are of e and of req's
+// model, training and cluster (ResetFor's last search): then every time it holds
+// under a layerKey is the one layerCompute gives req's layouts.
+func (c *BoundsCache) holdsLayersOf(e *Estimator, req *Request) bool {
+	of := newLayersOf(e, req.Model, req.Training, req.Cluster)
+	return of.same(&c.layersOf)
+}
+
 // attnDims are a model's attention widths over its hidden size, as the bounds'
 // exposure inputs take them: the query and attention output widths apart (q, v),
 // the keys and values saved (kv), and the query and output together (qv).
@@ -508,14 +567,25 @@ func (c *BoundsCache) modelDims(a *model.Arch) attnDims {
 }
 
 // actKey is what activationsPerLayer depends on of a request besides the model
-// and the training's other fields, which a cache holds one of.
+// and the training's other fields, which a cache holds one of. Its small fields are
+// packed into one word (actFlags): a key without padding hashes and compares as
+// one block of memory.
 type actKey struct {
 	mbs, cp, tp, seq int
 	share            uint64 // the recomputed share's bits
-	rc               uint8  // recomputeCode
-	mods             uint8
-	sp, unfused      bool
-	fp8, noDropout   bool
+	flags            uint64 // actFlags
+}
+
+// actFlags packs the recomputation's code and modules and the switches of an
+// actKey.
+func actFlags(rc, mods uint8, sp, unfused, fp8, noDropout bool) uint64 {
+	f := uint64(rc) | uint64(mods)<<8
+	for i, b := range [4]bool{sp, unfused, fp8, noDropout} {
+		if b {
+			f |= 1 << (16 + i)
+		}
+	}
+	return f
 }
 
 // recomputeCode numbers the recomputation settings for actKey (0: another,
@@ -543,7 +613,7 @@ func (c *BoundsCache) activationsPerLayer(req *Request, stageLayers int) float64
 		return activationsPerLayer(req, stageLayers)
 	}
 	k := actKey{mbs: l.MicroBatch, cp: l.CP, tp: l.TP, seq: t.SeqLen, share: math.Float64bits(l.recomputeShare(stageLayers)),
-		rc: rc, mods: l.recomputeMask(), sp: l.SP, unfused: t.UnfusedAttention, fp8: t.FP8Activations, noDropout: t.NoDropout}
+		flags: actFlags(rc, l.recomputeMask(), l.SP, t.UnfusedAttention, t.FP8Activations, t.NoDropout)}
 	if v, ok := c.acts[k]; ok {
 		return v
 	}
@@ -651,8 +721,8 @@ func (c *BoundsCache) layer(e *Estimator, req *Request, r *gpuRates, tokens, sLo
 // stageKinds returns the dense and MoE layers of each pipeline stage (one chunk
 // per rank: the schedules that pair stages, DualPipe, run one), in buf when it
 // holds 2 × PP entries (so that a caller's array can keep them off the heap).
-func stageKinds(req Request, buf []int) (dense, moe []int) {
-	a, l := &req.Model, req.Layout
+func stageKinds(req *Request, buf []int) (dense, moe []int) {
+	a, l := &req.Model, &req.Layout
 	if len(buf) < 2*l.PP {
 		buf = make([]int, 2*l.PP)
 	}

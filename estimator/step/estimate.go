@@ -143,8 +143,8 @@ const maxMemoCosts = 1 << 16
 
 type costKey struct {
 	p     *collective.Placement
-	op    collective.Op
-	bytes uint64 // math.Float64bits, so that the key hashes as one block
+	op    uint64 // the collective.Op, widened: no padding, so that the key hashes and compares as one block
+	bytes uint64 // math.Float64bits, for the same reason
 }
 
 // collCost is e.coll.Estimate with the default options, memoised by (placement,
@@ -152,7 +152,7 @@ type costKey struct {
 // that share its links, so the key is the operation, the size and the group shape.
 func (e *Estimator) collCost(p *collective.Placement, op collective.Op, bytes float64) (collective.Estimate, error) {
 	memo := e.costs.Load()
-	k := costKey{p, op, math.Float64bits(bytes)}
+	k := costKey{p, uint64(op), math.Float64bits(bytes)}
 	memo.mu.RLock()
 	est, ok := memo.m[k]
 	memo.mu.RUnlock()
@@ -403,16 +403,25 @@ func (e *Estimator) keepPlacement(key placeKey, p *collective.Placement) *collec
 }
 
 // stagePairs pairs every rank of pipeline stage 0 with the rank peer ranks on, in
-// rank order; the pairs share one array (50 000 of them on 100 000 GPUs).
+// rank order; the pairs share one array (50 000 of them on 100 000 GPUs). Stage 0's
+// ranks are walked in ascending order over the other dimensions (grid.next), none
+// of the other stages' visited.
 func (g grid) stagePairs(peer int) [][]int {
 	stage := g.n / g.size[DimPP]
+	var free [numDims]Dim
+	nf := 0
+	for _, d := range g.order {
+		if d != DimPP && g.size[d] > 1 {
+			free[nf] = d
+			nf++
+		}
+	}
 	flat := make([]int, 0, 2*stage)
 	out := make([][]int, 0, stage)
-	for r := 0; r < g.n; r++ {
-		if g.coord(r, DimPP) == 0 {
-			flat = append(flat, r, r+peer)
-			out = append(out, flat[len(flat)-2:len(flat):len(flat)])
-		}
+	var c [numDims]int
+	for r := 0; len(out) < stage; r = g.next(r, free[:nf], &c) {
+		flat = append(flat, r, r+peer)
+		out = append(out, flat[len(flat)-2:len(flat):len(flat)])
 	}
 	return out
 }
@@ -494,9 +503,32 @@ func (e *Estimator) memoryOfValidWith(req Request, p *model.Params) Memory {
 // only once the pipeline's fill and drain are priced, and the contention adds up
 // the communication that every earlier phase hid under compute.
 func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
+	return e.estimateCached(req, detail, nil)
+}
+
+// QuickCached is Quick with the layers' and the output layer's compute times taken
+// from c, and kept there, when c holds the times of this estimator, model,
+// training and cluster (BoundsCache.ResetFor, as a search's enumeration leaves its
+// caches); otherwise c is not used. The times are the same function of the same
+// inputs (the cache's keys), so the answer is Quick's (TestQuickCachedIsQuick); a
+// search that bounded its layouts with c prices them without timing their layers
+// again. c must not be used by another goroutine meanwhile.
+func (e *Estimator) QuickCached(req Request, c *BoundsCache) (Result, error) {
+	return e.estimateCached(req, false, c)
+}
+
+// estimateCached is estimate with the compute times of c (see QuickCached; nil:
+// none).
+func (e *Estimator) estimateCached(req Request, detail bool, c *BoundsCache) (Result, error) {
 	p := pricing{e: e, detail: detail}
+	if c != nil && !c.holdsLayersOf(e, &req) {
+		c = nil
+	}
 	if err := p.resolve(req); err != nil {
 		return Result{}, err
+	}
+	if c != nil && p.req.Cluster == req.Cluster { // not a degraded copy of it
+		p.cache = c
 	}
 	p.computeMicroBatch()
 	if err := p.microBatchComm(); err != nil {
@@ -537,6 +569,10 @@ type pricing struct {
 	g      grid // the dense rank grid
 	eg     grid // the expert rank grid (MoE parallel folding)
 	res    Result
+
+	// cache holds the layers' compute times of this estimator, model, training
+	// and cluster (QuickCached), or is nil.
+	cache *BoundsCache
 
 	// One micro-batch on one GPU: the compute of the slowest stage, micro-batches
 	// per replica (mf), the stage's layers, the sequence length, the tokens of the
@@ -626,7 +662,7 @@ func (p *pricing) computeMicroBatch() {
 	p.tf = float64(l.TP)
 	p.h = float64(a.Hidden)
 
-	p.parts = p.e.compute(p.req, &p.rates, p.tokens, sLocal, p.s)
+	p.e.computeInto(&p.parts, &p.req, &p.rates, p.tokens, sLocal, p.s, p.cache)
 	p.fwd, p.bwd, p.rc = p.parts.fwd, p.parts.bwd, p.parts.rc
 	p.layers = float64(p.parts.stageLayers)
 	p.res.StageLayers = p.parts.stageLayers

@@ -757,10 +757,9 @@ func stageParamsOf(req *Request, p *model.Params, stageLayers int) (dense, exper
 	t := float64(req.Layout.TP)
 	if req.Layout.Schedule == DualPipe {
 		// The two stages of the rank that holds the most.
-		r := dualPipeHeaviest(req, p)
 		var buf stageKindsBuf
-		dl, ml := stageKinds(*req, buf[:])
-		nd, nm, ends := dualPipePair(dl, ml, r)
+		dl, ml := stageKinds(req, buf[:])
+		nd, nm, ends := dualPipePair(dl, ml, dualPipeHeaviest(req, p, dl, ml))
 		dense, expert = pairMatmulParams(&req.Layout, p, nd, nm)
 		dense += float64(nd+nm) * p.PerLayerNorm
 		if ends {
@@ -787,8 +786,8 @@ func stageParamsOf(req *Request, p *model.Params, stageLayers int) (dense, exper
 func matmulParams(req *Request, p *model.Params, stageLayers int) (dense, expert float64) {
 	if req.Layout.Schedule == DualPipe {
 		var buf stageKindsBuf
-		dl, ml := stageKinds(*req, buf[:])
-		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(req, p))
+		dl, ml := stageKinds(req, buf[:])
+		nd, nm, _ := dualPipePair(dl, ml, dualPipeHeaviest(req, p, dl, ml))
 		return pairMatmulParams(&req.Layout, p, nd, nm)
 	}
 	nMoE := min(stageLayers, stageMoELayers(req))
@@ -798,12 +797,13 @@ func matmulParams(req *Request, p *model.Params, stageLayers int) (dense, expert
 // dualPipeHeaviest is the pipeline rank whose two DualPipe stages hold the most
 // model-state bytes per GPU (weights, gradients, optimizer states, with ZeRO's
 // sharding over the dense and the expert-data-parallel ranks): the outermost pair
-// holds the embedding and the output layer, a middle pair the most MoE layers.
-func dualPipeHeaviest(req *Request, p *model.Params) int {
-	l, o := &req.Layout, req.Training.Optimizer
+// holds the embedding and the output layer, a middle pair the most MoE layers. dl
+// and ml are the stages' dense and MoE layers (stageKinds). A pair without MoE
+// layers holds no expert states: the sum leaves their zeros out (adding +0 changes
+// no sum), and their sharding is not worked out.
+func dualPipeHeaviest(req *Request, p *model.Params, dl, ml []int) int {
+	l, o := &req.Layout, &req.Training.Optimizer
 	t := float64(l.TP)
-	var buf stageKindsBuf
-	dl, ml := stageKinds(*req, buf[:])
 	best, most := 0, -1.0
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(dl, ml, r)
@@ -812,9 +812,13 @@ func dualPipeHeaviest(req *Request, p *model.Params) int {
 		if ends {
 			d += (p.Embedding + p.Output) / t
 		}
-		w, g, s := ModelStateBytes(d, o, l.ZeRO, l.DP*l.CP)
-		we, ge, se := ModelStateBytes(e, o, l.ZeRO, l.expertShard())
-		if b := w + g + s + we + ge + se; b > most {
+		w, g, s := ModelStateBytes(d, *o, l.ZeRO, l.DP*l.CP)
+		b := w + g + s
+		if e != 0 {
+			we, ge, se := ModelStateBytes(e, *o, l.ZeRO, l.expertShard())
+			b = b + we + ge + se
+		}
+		if b > most {
 			best, most = r, b
 		}
 	}
@@ -907,7 +911,7 @@ func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayer
 	p := params
 	t := float64(l.TP)
 	var buf stageKindsBuf
-	dl, ml := stageKinds(req, buf[:])
+	dl, ml := stageKinds(&req, buf[:])
 	var peak Memory
 	// Ranks whose two stages hold the same layers hold the same memory: each pair
 	// is priced once (a later equal one would not raise the peak).

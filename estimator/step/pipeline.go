@@ -980,8 +980,9 @@ func witnesses(g *pipeDAG) []pathCount {
 // takes at least perMB through a stage (b.PerMicroBatch, or more once exposure is
 // added): its blocks are at least the compute of b's passes with perMB's
 // communication beyond them split as the estimate splits it, no sends, and the
-// span grows with every block's length.
-func (t *PipelineTable) LowerBound(b Bounds, perMB float64) float64 {
+// span grows with every block's length. b is read in place (a search bounds each
+// shape's zero-bubble layouts with it; Bounds are 264 bytes).
+func (t *PipelineTable) LowerBound(b *Bounds, perMB float64) float64 {
 	comm := max(0, perMB-b.Forward-b.Backward-b.Recompute)
 	d := blockTimes(t.s, t.v, b.Forward, b.Backward, b.Recompute, b.WeightGrad, comm, 0).BlockTimes
 	span := 0.0

@@ -157,45 +157,81 @@ func (g grid) appendGroup(buf []int, r int, dims []Dim) []int {
 }
 
 // siblings returns every group of the same dimensions whose ranks share r's
-// coordinate in `same` (e.g. the TP groups of r's pipeline stage), r's own included.
+// coordinate in `same` (e.g. the TP groups of r's pipeline stage), r's own included,
+// ordered by their first rank, each group's ranks in ascending order (the ring order
+// collective.PlaceGroups keeps: it sorts a group that is not). dims and same are
+// disjoint. The groups share one array, of the ranks that share r's coordinates.
+//
+// A group's first rank has coordinate 0 in dims and r's in same; the other
+// dimensions take every value, walked fastest first (ascending ranks), so no rank
+// is visited that is not a first rank, and no array of the job's size marks the
+// ranks seen.
 func (g grid) siblings(r int, dims []Dim, same ...Dim) [][]int {
-	var out [][]int
-	n := g.n
-	if len(same) == 1 && g.order[numDims-1] == same[0] && g.coord(r, same[0]) == 0 {
-		// The slowest dimension held at 0: the first stride of ranks, no more.
-		n = g.stride[same[0]]
+	base := 0
+	for _, d := range same {
+		base += g.coord(r, d) * g.stride[d]
 	}
-	seen := make([]bool, n)
+	var free, desc [numDims]Dim
+	nf, count := 0, 1
+	for _, d := range g.order {
+		if g.size[d] > 1 && !slices.Contains(dims, d) && !slices.Contains(same, d) {
+			free[nf] = d
+			nf++
+			count *= g.size[d]
+		}
+	}
+	nd := g.descending(dims, &desc)
 	size := 1
 	for _, d := range dims {
 		size *= g.size[d]
 	}
-	out = make([][]int, 0, n/max(1, size))
-	// The groups share one array: each rank is in one group at most.
-	flat := make([]int, 0, n)
-	for x := range n {
-		if seen[x] { // a rank of a group already listed: no coordinates to compare
-			continue
-		}
-		ok := true
-		for _, d := range same {
-			if g.coord(x, d) != g.coord(r, d) {
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			continue
-		}
+	flat := make([]int, 0, count*size)
+	out := make([][]int, 0, count)
+	var c [numDims]int
+	for x := base; len(out) < count; x = g.next(x, free[:nf], &c) {
 		at := len(flat)
-		flat = g.appendGroup(flat, x, dims) // within the first n ranks: no growth
-		grp := flat[at:len(flat):len(flat)]
-		for _, y := range grp {
-			seen[y] = true
-		}
-		out = append(out, grp)
+		flat = g.appendGroup(flat, x, desc[:nd]) // count × size ranks: no growth
+		out = append(out, flat[at:len(flat):len(flat)])
 	}
 	return out
+}
+
+// descending writes into out the dimensions of dims of size over 1, slowest (largest
+// stride) first, and returns how many: appendGroup expands the last of its
+// dimensions fastest, so a group expanded in this order comes out in ascending
+// rank order (grid strides are nested: a dimension's stride exceeds the ranks
+// every faster dimension spans).
+func (g grid) descending(dims []Dim, out *[numDims]Dim) int {
+	n := 0
+	for _, d := range dims {
+		if g.size[d] <= 1 {
+			continue
+		}
+		i := n
+		for i > 0 && g.stride[out[i-1]] < g.stride[d] {
+			out[i] = out[i-1]
+			i--
+		}
+		out[i] = d
+		n++
+	}
+	return n
+}
+
+// next is the rank after x among those that differ from it only in the
+// dimensions free (fastest first), counted in c (x's coordinates in them, from
+// zero): the next in ascending order, or the first again after the last.
+func (g grid) next(x int, free []Dim, c *[numDims]int) int {
+	for i, d := range free {
+		c[i]++
+		x += g.stride[d]
+		if c[i] < g.size[d] {
+			return x
+		}
+		c[i] = 0
+		x -= g.size[d] * g.stride[d]
+	}
+	return x
 }
 
 // siblingsBelow returns the groups spanning dims whose ranks are all below limit,

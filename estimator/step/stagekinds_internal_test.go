@@ -27,7 +27,7 @@ func TestStageKindsCountsEveryLayer(t *testing.T) {
 				for _, split := range splits {
 					req := Request{Model: a, Layout: Layout{PP: pp, LayerSplit: split}}
 					var buf stageKindsBuf
-					dense, moeN := stageKinds(req, buf[:])
+					dense, moeN := stageKinds(&req, buf[:])
 					want := split
 					if want == nil {
 						want = EvenSplit(layers, pp)

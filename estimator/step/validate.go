@@ -138,7 +138,9 @@ func normaliseLayout(r *Request, spWithTP bool) {
 	if r.Training.Precision == FP8 && (l.FP8Params || r.Training.FP8Params) {
 		l.FP8Params, r.Training.FP8Params = true, true
 	}
-	if !r.Training.UnfusedAttention && r.Cluster != nil && unfusedOnGPU(r.Training.Framework, r.Model, r.Cluster.GPU()) {
+	// (The GPU's architecture first: unfusedOnGPU takes the model and the GPU by
+	// value, and the planner normalises every layout it bounds.)
+	if !r.Training.UnfusedAttention && r.Cluster != nil && r.Cluster.Spec.GPU.Arch == hardware.Blackwell && unfusedOnGPU(r.Training.Framework, r.Model, r.Cluster.GPU()) {
 		r.Training.UnfusedAttention = true
 	}
 }
