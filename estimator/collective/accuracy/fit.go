@@ -118,15 +118,19 @@ func FitParams() []Param {
 func Fit(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64) {
 	cases = FitCases(cases)
 	prepared := map[Links][]Prepared{}
+	cache := placements{}
 	eval := func(k Knobs) float64 {
 		ps, ok := prepared[k.Links]
 		if !ok {
-			// Every hop latency tried builds the systems anew; keep a few, not every
-			// one the descent ever tried.
+			// Every hop latency tried builds the systems that have that hop anew;
+			// keep a few sets, not every one the descent ever tried.
 			if len(prepared) >= 16 {
 				clear(prepared)
 			}
-			ps = PrepareWith(cases, k.Links)
+			if len(cache) >= 4096 {
+				clear(cache)
+			}
+			ps = prepareCached(cases, k.Links, cache)
 			prepared[k.Links] = ps
 		}
 		return Loss(Price(collective.NewModel(k.K), ps))
