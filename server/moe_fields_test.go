@@ -178,6 +178,11 @@ func TestMoEFieldsChangeTheEstimate(t *testing.T) {
 			megatron(r)
 			dsArch(func(a *pb.Architecture) { a.GluClamp = false })(r)
 		}, dsArch(func(a *pb.Architecture) { a.GluClamp = true }), step, true},
+		// Megatron-Core adds the experts' second bias outside the grouped GEMM.
+		{"moe.bias", deepSeekV3AsRun, func(r *pb.EstimateStepRequest) {
+			megatron(r)
+			dsArch(func(a *pb.Architecture) { a.Moe.Bias = false })(r)
+		}, dsArch(func(a *pb.Architecture) { a.Moe.Bias = true }), step, true},
 		{"mtp_layers", deepSeekV3AsRun, dsArch(func(a *pb.Architecture) { a.MtpLayers = 0 }),
 			dsArch(func(a *pb.Architecture) { a.MtpLayers = 1 }), step, true},
 		{"overlap_shared_expert", deepSeekV3AsRun, func(r *pb.EstimateStepRequest) {

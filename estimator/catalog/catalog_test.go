@@ -53,7 +53,7 @@ func TestBriefSystemsPresent(t *testing.T) {
 	for _, name := range []string{
 		"dgx-a100", "dgx-a100-40gb", "dgx-h100", "hgx-h200", "hgx-b200", "aws-p4d", "aws-p5",
 		"aws-p6-b200", "azure-nd-h100-v5", "azure-nd-a100-v4", "oci-bm-gpu-a100", "oci-mi300x",
-		"gb200-nvl72", "mi355x",
+		"gb200-nvl72", "mi355x", "hgx-b300", "gb300-nvl72",
 	} {
 		s, err := catalog.System(name)
 		if err != nil {
@@ -68,8 +68,8 @@ func TestBriefSystemsPresent(t *testing.T) {
 
 func TestGPUsValidate(t *testing.T) {
 	gpus := catalog.GPUs()
-	if len(gpus) != 12 {
-		t.Errorf("catalog has %d GPUs, want 12", len(gpus))
+	if len(gpus) != 14 {
+		t.Errorf("catalog has %d GPUs, want 14", len(gpus))
 	}
 	for _, g := range gpus {
 		t.Run(g.Name, func(t *testing.T) {
@@ -126,6 +126,20 @@ func TestDatasheetValues(t *testing.T) {
 		{"B200", "NVLink GB/s per direction", nvlink, 900},
 		{"GB200", "bf16 TFLOP/s (dense)", peak(hardware.BF16), 2500},
 		{"GB200", "NVLink GB/s per direction", nvlink, 900},
+		// HGX B300: FP8/FP6 72, FP16/BF16 36, TF32 18 PFLOP/s with sparsity per 8 GPUs.
+		{"B300", "fp8 TFLOP/s (dense)", peak(hardware.FP8), 72e3 / 2 / 8},
+		{"B300", "bf16 TFLOP/s (dense)", peak(hardware.BF16), 36e3 / 2 / 8},
+		{"B300", "tf32 TFLOP/s (dense)", peak(hardware.TF32), 18e3 / 2 / 8},
+		{"B300", "HBM bytes", memBytes, 270 * gib},
+		{"B300", "HBM GB/s", hbm, 8000},
+		{"B300", "NVLink GB/s per direction", nvlink, 900},
+		// GB300 NVL72: FP8/FP6 720, FP16/BF16 360, TF32 180 PFLOP/s with sparsity
+		// per 72 GPUs; HBM3e 576 TB/s per 72 GPUs; NVLink 130 TB/s per 72 GPUs.
+		{"GB300", "fp8 TFLOP/s (dense)", peak(hardware.FP8), 720e3 / 2 / 72},
+		{"GB300", "bf16 TFLOP/s (dense)", peak(hardware.BF16), 360e3 / 2 / 72},
+		{"GB300", "tf32 TFLOP/s (dense)", peak(hardware.TF32), 180e3 / 2 / 72},
+		{"GB300", "HBM bytes", memBytes, 288 * gib},
+		{"GB300", "HBM GB/s", hbm, 576e3 / 72},
 		{"MI300X", "bf16 TFLOP/s (dense)", peak(hardware.BF16), 1307.4},
 		{"MI300X", "Infinity Fabric GB/s per direction", nvlink, 7 * 64},
 		{"MI300X", "HBM GB/s", hbm, 5300},
@@ -164,6 +178,7 @@ func TestHostCPUs(t *testing.T) {
 	for name, want := range map[string]topology.CPUKind{
 		"gb200-nvl72": topology.Grace, "dgx-a100": topology.X86, "dgx-h100": topology.X86,
 		"hgx-h200": topology.X86, "hgx-b200": topology.X86,
+		"gb300-nvl72": topology.Grace, "hgx-b300": topology.X86,
 	} {
 		s, err := catalog.System(name)
 		if err != nil {
@@ -288,6 +303,14 @@ func TestCluster(t *testing.T) {
 	if nvl.GPUs() != 144 || !nvl.SameDomain(0, 17) || nvl.SameDomain(17, 18) {
 		t.Errorf("gb200-nvl72 ×36: %d GPUs; want 144 in two 72-GPU NVLink domains", nvl.GPUs())
 	}
+	// GB300 NVL72 keeps the rack: 18 trays of 4 GPUs in one NVLink domain.
+	u, err := catalog.Cluster("gb300-nvl72", 36)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GPUs() != 144 || !u.SameDomain(0, 17) || u.SameDomain(17, 18) || !u.NVLS() {
+		t.Errorf("gb300-nvl72 ×36: %d GPUs; want 144 in two 72-GPU NVLink domains with NVLS", u.GPUs())
+	}
 	if _, err := catalog.Cluster("dgx-h100", 0); !invalid.Is(err) {
 		t.Errorf("Cluster(dgx-h100, 0) error = %v; want a field error", err)
 	}
@@ -306,6 +329,8 @@ func TestNodeNetworkBandwidth(t *testing.T) {
 		"oci-bm-gpu-a100":  1600,
 		"oci-mi300x":       3200,
 		"gb200-nvl72":      1600,
+		"gb300-nvl72":      3200, // 4 ConnectX-8 × 800 Gb/s per tray
+		"hgx-b300":         6400, // 8 ConnectX-8 × 800 Gb/s (HGX B300: 1.6 TB/s both ways)
 	}
 	for name, want := range tests {
 		s, err := catalog.System(name)

@@ -100,6 +100,17 @@ var b200Peak = map[hardware.DType]float64{
 	hardware.FP8:  4500,
 }
 
+// b300Peak: NVIDIA HGX B300 specifications (nvidia.com/en-us/data-center/hgx,
+// read 2026-11-27), per GPU, dense (the sparse figures of 8 GPUs: FP8 72, BF16 36,
+// TF32 18 PFLOP/s, halved and divided by 8; FP32 600 TFLOP/s / 8).
+var b300Peak = map[hardware.DType]float64{
+	hardware.FP32: 75,
+	hardware.TF32: 1125,
+	hardware.BF16: 2250,
+	hardware.FP16: 2250,
+	hardware.FP8:  4500,
+}
+
 func scalePeaks(m map[hardware.DType]float64, f float64) map[hardware.DType]float64 {
 	out := make(map[hardware.DType]float64, len(m))
 	for d, v := range m {
@@ -242,6 +253,58 @@ var gpuTable = []gpuEntry{
 			Source:              "NVIDIA GB200 NVL72 specifications (2024–2025), per Blackwell GPU of the superchip: FP8 10 / FP16 5 / TF32 2.5 PFLOP/s with sparsity, FP32 80 TFLOP/s, 186 GB HBM3e, 8 TB/s, NVLink 5 1.8 TB/s bidirectional",
 		},
 		aliases: []string{"gb200-gpu"},
+	},
+	{
+		// Blackwell Ultra in its HGX form (8 per baseboard, 1100 W): the dense FP8,
+		// BF16 and TF32 rates are the B200's — Blackwell Ultra raises NVFP4 and the
+		// attention exponentials, not the FP8/BF16 tensor rates (NVIDIA HGX
+		// specifications, https://www.nvidia.com/en-us/data-center/hgx/, read
+		// 2026-11-27: HGX B300 FP8/FP6 72, FP16/BF16 36, TF32 18 PFLOP/s with
+		// sparsity and FP32 600 TFLOP/s per 8 GPUs, up to 2.1 TB of HBM3e per 8 GPUs,
+		// NVLink 1.8 TB/s per GPU). 270 GB is the part the HGX B300 systems carry
+		// (B300-SXM-270GB: MLPerf Training v5.1's Dell XE9780 and Lenovo SR680a V4
+		// system descriptions, 275 040 MiB visible); 8 TB/s is Blackwell Ultra's HBM3e
+		// (NVIDIA, "Inside NVIDIA Blackwell Ultra: The Chip Powering the AI Factory
+		// Era", https://developer.nvidia.com/blog/inside-nvidia-blackwell-ultra-the-chip-powering-the-ai-factory-era/,
+		// 2025-08-22: 8 stacks, 8 TB/s per GPU). SMs: the full die has 160 (same
+		// article); the shipping part enables 148, as the B200 does (the device's
+		// multiProcessorCount as published for B300 SXM6).
+		gpu: hardware.GPU{
+			Name: "B300", Arch: hardware.Blackwell,
+			PeakTFLOPS:          b300Peak,
+			MemoryGB:            270 * gib,
+			MemoryBandwidthGBps: 8000,
+			NVLinkGBps:          900,
+			SMs:                 148,
+			Source:              "NVIDIA HGX B300 specifications (nvidia.com/en-us/data-center/hgx, read 2026-11-27), per GPU: FP8 9 / FP16 4.5 / TF32 2.25 PFLOP/s with sparsity, FP32 75 TFLOP/s, NVLink 5 1.8 TB/s bidirectional, 1100 W; 270 GB HBM3e (B300-SXM-270GB, MLPerf Training v5.1 system descriptions); 8 TB/s (NVIDIA technical blog 'Inside NVIDIA Blackwell Ultra', 2025-08-22)",
+		},
+		aliases: []string{"b300-sxm", "b300-270gb", "b300-sxm-270gb"},
+	},
+	{
+		// Blackwell Ultra in the GB300 superchip (1400 W). NVIDIA GB300 NVL72
+		// specifications (https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read
+		// 2026-11-27), per 72 GPUs: FP8/FP6 720, FP16/BF16 360, TF32 180 PFLOP/s with
+		// sparsity — 5, 2.5 and 1.25 PFLOP/s dense per GPU, the GB200's rates — HBM3e
+		// up to 20 TB at 576 TB/s (288 GB and 8 TB/s per GPU, as "Inside NVIDIA
+		// Blackwell Ultra", 2025-08-22, states per GPU), NVLink 130 TB/s (1.8 TB/s per
+		// GPU). FP32: the rack's 6 PFLOP/s is the GB200 NVL72's 5,760 TFLOP/s rounded
+		// (80 per GPU, the same SMs at the same clock). SMs as the B300's above.
+		gpu: hardware.GPU{
+			Name: "GB300", Arch: hardware.Blackwell,
+			PeakTFLOPS: map[hardware.DType]float64{
+				hardware.FP32: 80,
+				hardware.TF32: 1250,
+				hardware.BF16: 2500,
+				hardware.FP16: 2500,
+				hardware.FP8:  5000,
+			},
+			MemoryGB:            288 * gib,
+			MemoryBandwidthGBps: 8000,
+			NVLinkGBps:          900,
+			SMs:                 148,
+			Source:              "NVIDIA GB300 NVL72 specifications (nvidia.com/en-us/data-center/gb300-nvl72, read 2026-11-27), per Blackwell Ultra GPU of the superchip: FP8 10 / FP16 5 / TF32 2.5 PFLOP/s with sparsity, 288 GB HBM3e, 8 TB/s, NVLink 5 1.8 TB/s bidirectional, 1400 W (NVIDIA technical blog 'Inside NVIDIA Blackwell Ultra', 2025-08-22)",
+		},
+		aliases: []string{"gb300-gpu"},
 	},
 	{
 		gpu: hardware.GPU{

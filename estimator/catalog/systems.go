@@ -43,6 +43,14 @@ var (
 	// LPDDR5X at up to 512 GB/s and NVLink-C2C of 900 GB/s (both directions) to
 	// its two Blackwell GPUs.
 	hostGB200Tray = topology.Host{CPU: topology.Grace, MemoryGB: 2 * 480, MemoryBandwidthGBps: 2 * 512, LinkGBps: 450, GPUsPerLink: 2}
+	// DGX B300 (datasheet, 2025): 2× Intel Xeon 6776P, 2 TB (4 TB option); the
+	// Xeon 6776P has 8 channels of DDR5-6400 and PCIe 5.0 (Intel ARK). The GPUs'
+	// path to the CPUs is taken as the DGX B200's: two GPUs per Gen5 x16 uplink.
+	hostDGXB300 = topology.Host{CPU: topology.X86, MemoryGB: 2048, MemoryBandwidthGBps: 2 * 8 * 51.2, LinkGBps: 63, GPUsPerLink: 2}
+	// GB300 NVL72 compute tray: the same two Grace CPUs (72 Arm Neoverse V2 cores
+	// each: the rack's 2,592 cores over 36 CPUs, GB300 NVL72 specifications) on
+	// NVLink-C2C to their four GPUs; memory as the GB200 tray's.
+	hostGB300Tray = hostGB200Tray
 )
 
 var systemTable = []systemEntry{
@@ -150,6 +158,36 @@ var systemTable = []systemEntry{
 			Host:        hostGB200Tray,
 		},
 		aliases: []string{"nvl72", "dgx-gb200"},
+	},
+	{
+		spec: topology.Spec{
+			Name:        "hgx-b300",
+			Description: "NVIDIA HGX/DGX B300: 8× B300 on NVSwitch (NVLink 5, NVLS), 8× ConnectX-8 800 Gb/s InfiniBand, rail-optimised fabric",
+			Source:      "NVIDIA HGX specifications (nvidia.com/en-us/data-center/hgx, read 2026-11-27): HGX B300, 8× Blackwell Ultra, NVLink 5 Switch 1.8 TB/s per GPU (14.4 TB/s total), networking 1.6 TB/s (8 × 800 Gb/s ConnectX-8 SuperNICs); NVIDIA DGX B300 datasheet (2025): 8 ConnectX-8 800 Gb/s compute ports, 2× Xeon 6776P; NVIDIA DGX SuperPOD reference architecture: rail-optimised compute fabric, 32-node scalable units",
+			GPU:         gpuNamed("B300"),
+			Nodes:       1,
+			GPUsPerNode: 8,
+			Intra:       topology.Intra{Kind: topology.NVSwitch, NVLS: true},
+			NICs:        topology.NICs{PerNode: 8, Gbps: 800, Kind: topology.InfiniBand},
+			Network:     topology.Network{RailOptimized: true, NodesPerLeaf: superPODNodesPerLeaf, Oversubscription: 1},
+			Host:        hostDGXB300,
+		},
+		aliases: []string{"dgx-b300"},
+	},
+	{
+		spec: topology.Spec{
+			Name:        "gb300-nvl72",
+			Description: "NVIDIA GB300 NVL72: compute trays of 4 Blackwell Ultra GPUs, 18 trays (72 GPUs) in one NVLink domain (NVLS), 4× 800 Gb/s ConnectX-8 InfiniBand per tray",
+			Source:      "NVIDIA GB300 NVL72 specifications (nvidia.com/en-us/data-center/gb300-nvl72, read 2026-11-27): 72 Blackwell Ultra GPUs and 36 Grace CPUs, 18 compute trays, NVLink Switch 130 TB/s (1.8 TB/s per GPU), one ConnectX-8 SuperNIC of 800 Gb/s per GPU (72 per rack); MLPerf Training v5.1 system descriptions of GB300 NVL72 trays (NVIDIA theia, Lambda): 4× ConnectX-8 IB XDR 800 Gb/s per tray",
+			GPU:         gpuNamed("GB300"),
+			Nodes:       1,
+			GPUsPerNode: 4,
+			Intra:       topology.Intra{Kind: topology.NVSwitch, NVLS: true, DomainNodes: 18},
+			NICs:        topology.NICs{PerNode: 4, Gbps: 800, Kind: topology.InfiniBand},
+			Network:     topology.Network{RailOptimized: true, Oversubscription: 1},
+			Host:        hostGB300Tray,
+		},
+		aliases: []string{"dgx-gb300", "nvl72-gb300"},
 	},
 	{
 		spec: topology.Spec{

@@ -56,6 +56,17 @@ type Profile struct {
 	// checkpointed layer's forward saves nothing, so only the layer being
 	// recomputed (and the next) holds its copies.
 	FP8WeightsCastInForward bool
+	// FP8CastPerProjection: each fp8 linear casts its own input (torchao's
+	// Float8Linear and MXLinear are converted nn.Linear modules, the cast inside
+	// matmul_with_hp_or_float8_args), and the framework's layers run the
+	// projections that read one input as separate linears (torchtitan's Llama
+	// attention wq, wk and wv; its gated MLP w1 and w3: models/llama3/model.py at
+	// 820504e), so that input is cast once per projection, forward and backward,
+	// where Transformer Engine's fused QKV and gate-up linears cast it once. The
+	// exception is torchao's tensorwise recipe under TP: torchtitan's
+	// PrepareFloat8ModuleInput casts the attention's and the MLP's input once,
+	// before its fp8 all-gather (parallelize_llama.py, enable_float8_tensorwise_tp).
+	FP8CastPerProjection bool
 	// SequenceParallelWithTP: tensor parallelism always shards the norms and dropout
 	// over the sequence (the framework's TP plan has no other form).
 	SequenceParallelWithTP bool
@@ -92,12 +103,22 @@ type Profile struct {
 	// scaled_dot_product_attention flash backend).
 	HopperFusedAttention bool
 	// NormEmitsFP8: under fp8 with delayed scaling the layer norm ahead of a linear
-	// layer writes its output in fp8 (and its transpose) in the same kernel, so the
-	// QKV and dense MLP inputs need no cast of their own (Transformer Engine's
-	// LayerNormLinear, which Megatron-Core's TE layer spec uses for both:
-	// TELayerNormColumnParallelLinear). Current scaling needs the output's amax
-	// before the cast and keeps a cast kernel.
+	// layer writes its output in fp8 in the same kernel, so the QKV and dense MLP
+	// inputs need no cast of their own (Transformer Engine's LayerNormLinear, which
+	// Megatron-Core's TE layer spec uses for both: TELayerNormColumnParallelLinear).
+	// The norm writes the fp8 value alone; the backward pass transposes the gathered
+	// fp8 input for the weight gradient (TE v1.9–v2.2), 2 B per element, which is
+	// not priced (docs/step-model.md, "Tried and not kept"). Current scaling needs
+	// the output's amax before the cast and keeps a cast kernel.
 	NormEmitsFP8 bool
+	// FP8TransposeFree: on Blackwell the per-tensor fp8 casts (delayed and current
+	// scaling) write no transposed copy, since cuBLASLt takes fp8 operands in every
+	// layout from compute capability 10.0 (Transformer Engine from bee4649,
+	// 2025-03-18, in NeMo 25.04's manifest, through v2.8:
+	// pytorch/csrc/extensions/quantizer.cpp create_transpose = columnwise_usage &&
+	// !non_tn_fp8_gemm_supported(), true for major ≥ 10). Older stacks write the
+	// transpose on every GPU, as on Hopper (TN layout only).
+	FP8TransposeFree bool
 	// PipelineScatterGather: without sequence parallelism, each TP rank sends its
 	// 1/TP slice of the activations between pipeline stages and the receiving stage
 	// all-gathers them over NVLink, instead of every rank sending the whole tensor
@@ -214,6 +235,27 @@ type Profile struct {
 	// MLARoPEUnfused: the framework's MLA models apply their rotary embedding with
 	// PyTorch's elementwise operators rather than a fused kernel.
 	MLARoPEUnfused bool
+	// MLADownProj is how multi-head latent attention's down-projections (hidden →
+	// q_lora_rank, hidden → kv_lora_rank + the rotary key) run under tensor
+	// parallelism: MLADownProjReplicated (the zero value), MLADownProjColumn or
+	// MLADownProjDuplicated.
+	MLADownProj MLADownProj
+	// MoEPermuteExpertLoop: the fused MoE permutation (Megatron-Core's
+	// --moe-permute-fusion) runs Transformer Engine's mask-map Triton kernels as
+	// they were before TE PR #1927 (July 2025, first in v2.6): in
+	// transformer_engine/pytorch/triton/permutation.py of v2.1–v2.5, _permute_kernel
+	// and _unpermute_kernel give each token one program, which walks the hidden
+	// dimension in blocks of at most 1 024 elements (the autotuned BLOCK_SIZE) and,
+	// for every block, loops over every expert, loading the token's row of the row
+	// map one scalar at a time and branching on it (`for expert_idx in
+	// range(num_experts)`: dst_row = tl.load(...); if dst_row != -1: store). The
+	// loop is a chain of dependent loads, E·⌈h/1024⌉ per token, whatever the top-k.
+	// PR #1927 gives each (token, block) a program that visits only the token's
+	// top-k destinations; NVIDIA's account of DeepSeek-V3 on GB200 (Megatron-LM
+	// docs/discussions/deepseek-v3-gb200-optimization, 79e8592, §2.1.1) calls the old
+	// kernel's length "clearly abnormal" for top-8 of 256 experts, the fix "up to a
+	// 10x unit speedup". The step model prices the chain (step.permuteExpertLoop).
+	MoEPermuteExpertLoop bool
 	// GLUClampUnfused: a clamped gated MLP (model.Arch.GLUClamp) clamps with
 	// PyTorch's elementwise operators ahead of the fused activation: Megatron-Core's
 	// weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py,
@@ -223,6 +265,16 @@ type Profile struct {
 	// step's backward as its own kernels. MLPerf Training v6.0's gpt-oss-20b
 	// (pretrain.py, PATCH_GEGLU_GRAPH_SAFE) keeps the same four operators.
 	GLUClampUnfused bool
+	// ExpertBiasUnfused: the routed experts' second bias (model.MoE.Bias) is added
+	// with PyTorch's operators, one expert at a time, after the grouped GEMM:
+	// Megatron-Core's TEGroupedMLP builds linear_fc2 with skip_bias_add and, outside
+	// the Transformer Engine op fuser, adds the biases in _apply_bias
+	// (megatron/core/transformer/moe/experts.py, from a329dd6 "Enable bias in expert
+	// mlp [gpt-oss 5/5]", 2025-09, to 2436e3d of April 2026): split the output and
+	// the router's probabilities by expert, t + b · p for each (the fp32
+	// probabilities promote both products to fp32), torch.cat, and .to back to
+	// 16 bits. The first GEMM's bias stays in its epilogue.
+	ExpertBiasUnfused bool
 	// Runs is what the framework can run at all; its zero value runs every layout
 	// the step model prices. Set only where a source states the limit.
 	Runs Runs
@@ -337,11 +389,29 @@ func Or[T any](vs []T) string {
 //     it allocates the shifted logits, their exponential and the result in turn,
 //     with the 16-bit logits still held (torchtitan deletes them only after the
 //     loss): 2 + 4 + 4 + 4 at the forward's peak, more than the backward's 3 × 4.
+//   - torchtitan's loss compiled (CompiledLossBytesPerLogit): from pytorch/torchtitan
+//     bbb1b616e (PR #1033, 2025-04-02) build_cross_entropy_loss wraps the same
+//     cross_entropy(pred.float(), labels) in torch.compile whenever the model is
+//     compiled (torchtitan/components/loss.py, the same at 820504e; from 08b8b244f,
+//     2025-08-20, compile.components lists "loss" beside "model" by default).
+//     Inductor fuses the upcast, the log-softmax and the loss into row reductions
+//     and AOTAutograd's partitioner saves the 16-bit logits and each token's
+//     log-sum-exp rather than an fp32 copy (the pointwise rest is recomputed in the
+//     backward's one fused kernel, which writes the 16-bit gradient of the logits):
+//     2 + 2, as flash-attn's fused loss. loss_parallel's decomposition (above) is
+//     traced into the same graph, its all-reduces of the row maximum and sum
+//     between the reductions, so it fuses alike. torchao's float8 README measured
+//     Llama 3 8B on 8 GPUs (batch 1 × 8192, compile, FSDP2, per-op SAC, bf16) at
+//     47.65 with torchtitan 0.0.2 (loss eager; torch 2.7.0a0, PR #1793, 2025-03) and
+//     39.09 with torchtitan 2c8b594 (loss compiled; 2025-08, on MI300X): 8.6 less,
+//     where 8 B per logit of 8192 × 128 256 logits is 8.4 GB (PR #996 measured
+//     7 GiB saved by chunking the eager loss instead).
 const (
 	MegatronLossBytesPerLogit      = 6
 	TorchLossBytesPerLogit         = 12
 	FusedLossBytesPerLogit         = 4
 	TorchLossParallelBytesPerLogit = 14
+	CompiledLossBytesPerLogit      = 4
 )
 
 // deepspeedPipeline is what DeepSpeed's PipelineEngine runs: its one training
@@ -405,6 +475,36 @@ var torchtitan2024 = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved"}, Z
 			Note: "Llama models only: no MoE layers"},
 	}}
 
+// MLADownProj is the tensor-parallel form of MLA's down-projections (see
+// Profile.MLADownProj).
+type MLADownProj uint8
+
+const (
+	// MLADownProjReplicated: every TP rank runs both down-projections whole on the
+	// whole (all-gathered) sequence, as the attention's other input projections
+	// see it (torchtitan's DeepSeek-V3 plan: wq_a, wkv_a and the latent norms
+	// NoParallel under the attention's all-gathered input).
+	MLADownProjReplicated MLADownProj = iota
+	// MLADownProjColumn: Megatron-Core 0.11–0.13 (megatron/core/models/gpt/
+	// gpt_layer_specs.py at core_r0.12.0 7094270: linear_q_down_proj and
+	// linear_kv_down_proj TEColumnParallelLinear, from ADLR/megatron-lm!2710,
+	// 1c425a8): each down-projection is column-parallel, so it all-gathers the
+	// sequence-parallel input itself and computes 1/TP of the latent on the
+	// whole sequence; multi_latent_attention.py then gathers the latent over TP
+	// (gather_from_tensor_model_parallel_region) and scatters it back to the
+	// sequence-parallel share (scatter_to_sequence_parallel_region), and the
+	// column-parallel up-projections all-gather it again.
+	MLADownProjColumn
+	// MLADownProjDuplicated: Megatron-Core 0.14 on (ADLR/megatron-lm!3576,
+	// 720c8b4, "MLA down proj switch back to TELinear"; 20d73fe): the
+	// down-projections are TELinear with parallel_mode "duplicated", the weight
+	// whole on every TP rank, run on the rank's own input — its sequence-parallel
+	// share with sequence parallelism, the whole sequence without —; the
+	// up-projections all-gather the latents and gather_from_sequence_parallel_region
+	// the rotary key.
+	MLADownProjDuplicated
+)
+
 // Default is the profile of a request that names no framework.
 const Default = "megatron-core"
 
@@ -419,10 +519,13 @@ var profiles = []Profile{
 		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
+		FP8TransposeFree:     true,
 		FP8Params:            true,
 		ActivationOffload:    true,
+		MLADownProj:          MLADownProjDuplicated,
 		TELayers:             true,
 		GLUClampUnfused:      true,
+		ExpertBiasUnfused:    true,
 		MegatronDDPBuckets:   true,
 	},
 	{
@@ -434,6 +537,7 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
+		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
 		MegatronDDPBuckets:   true,
 		Runs:                 mcore012,
@@ -448,14 +552,17 @@ var profiles = []Profile{
 		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
+		FP8TransposeFree:     true,
 		FP8Params:            true,
 		ActivationOffload:    true,
 		// Megatron-Bridge's performance recipes turn the router fusion on
 		// (scripts/performance configs for DeepSeek-V3 at d7dfa76:
 		// moe_router_fusion, with moe_permute_fusion and apply_rope_fusion).
 		MoERouterFusion:    true,
+		MLADownProj:        MLADownProjDuplicated,
 		TELayers:           true,
 		GLUClampUnfused:    true,
+		ExpertBiasUnfused:  true, // not on nemo-25.04: no expert biases before Megatron-Core a329dd6
 		MegatronDDPBuckets: true,
 		// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
 		// without_interleaving and _with_interleaving (megatron/core/
@@ -477,6 +584,7 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
+		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
 		MegatronDDPBuckets:   true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
@@ -491,6 +599,7 @@ var profiles = []Profile{
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
+		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
 		MegatronDDPBuckets:   true,
 		Runs: func() Runs {
@@ -517,6 +626,7 @@ var profiles = []Profile{
 		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
+		FP8TransposeFree:     true,
 		// NeMo 2.x's precision recipes (nemo/collections/llm/recipes/precision/
 		// mixed_precision.py: bf16_mixed, and bf16_with_fp8_mixed built on it) set
 		// grad_reduce_in_fp32=True: Megatron-Core's DDP keeps main_grad in fp32,
@@ -528,11 +638,15 @@ var profiles = []Profile{
 		// (collections/llm/gpt/model/deepseek.py at 7a8f1cc): MLA's YaRN rotary
 		// embedding runs as PyTorch operators (rope_utils._apply_rotary_pos_emb_bshd).
 		// Megatron-Core 0.12 has no --moe-router-fusion.
-		MLARoPEUnfused:     true,
-		TELayers:           true,
-		GLUClampUnfused:    true,
-		MegatronDDPBuckets: true,
-		FP8Params:          true,
+		MLARoPEUnfused: true,
+		// The NeMo 25.04 containers' Transformer Engine (2.2–2.4) is before TE PR
+		// #1927: its fused permutation loops over every expert per token.
+		MoEPermuteExpertLoop: true,
+		MLADownProj:          MLADownProjColumn,
+		TELayers:             true,
+		GLUClampUnfused:      true,
+		MegatronDDPBuckets:   true,
+		FP8Params:            true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer
@@ -640,6 +754,7 @@ var profiles = []Profile{
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
 		GradReduceBytes:           torchtitanGradReduceBytes,
 		FP8WeightsCastInForward:   true,
+		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
 		Runs:                      torchtitan2024,
@@ -656,6 +771,7 @@ var profiles = []Profile{
 		LossBytesPerLogit:         TorchLossBytesPerLogit,
 		GradReduceBytes:           torchtitanGradReduceBytes,
 		FP8WeightsCastInForward:   true,
+		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		Runs: Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
 			NoGradAccumulation: true,
@@ -810,13 +926,16 @@ var torchtitanProfile = Profile{
 	BackwardPrefetch:       "pre",
 	SequenceParallelWithTP: true,
 	FP8Recipe:              "current", // torchao float8, tensorwise dynamic scaling
-	LossBytesPerLogit:      TorchLossBytesPerLogit,
+	// The loss compiled with the model (from April 2025; CompiledLossBytesPerLogit).
+	LossBytesPerLogit: CompiledLossBytesPerLogit,
 	// FSDP2 under torchtitan reduces in fp32 (torchtitanGradReduceBytes).
 	GradReduceBytes:         torchtitanGradReduceBytes,
 	FP8WeightsCastInForward: true,
+	FP8CastPerProjection:    true,
 	// torchtitan computes the loss vocab-parallel whenever TP is on
-	// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel).
-	LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+	// (parallelize_llama: loss_parallel unless --training.disable_loss_parallel),
+	// compiled as well.
+	LossParallelBytesPerLogit: CompiledLossBytesPerLogit,
 	TorchRingAttention:        true,
 	// FSDP2 shards the weights, gradients and optimizer states together
 	// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or

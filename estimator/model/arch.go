@@ -16,7 +16,9 @@
 //   - No linear layer has a bias and every norm has one weight vector of size Hidden
 //     (RMSNorm, or LayerNorm without bias as in MPT). Models that do have biases and
 //     LayerNorm biases (GPT-3, Megatron GPT) have 13·Hidden more parameters per layer,
-//     under 0.05 % of any catalog model, so there is no field for them. Learned
+//     under 0.05 % of any catalog model, so there is no field for them; the one
+//     exception is MoE.Bias, whose parameters are not counted either but whose
+//     application some frameworks run as kernels of its own. Learned
 //     absolute position embeddings (GPT-3, Megatron GPT: seq·Hidden parameters,
 //     ≤ 0.3 %) are likewise not counted.
 package model
@@ -44,6 +46,12 @@ type MoE struct {
 	// M = 4). 0: no limit.
 	Groups     int `json:"groups,omitempty"`
 	TopKGroups int `json:"topk_groups,omitempty"`
+	// Bias: the routed experts' linear layers carry biases (gpt-oss: each
+	// expert's gate_up_proj_bias and down_proj_bias, Hugging Face transformers'
+	// GptOssExperts; Megatron-Core's add_bias_linear on an MoE model). Their
+	// parameters (a few thousand per expert) are not counted; what applying them
+	// costs depends on the framework (framework.Profile.ExpertBiasUnfused).
+	Bias bool `json:"bias,omitempty"`
 }
 
 // MLA is multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass

@@ -48,11 +48,14 @@ var (
 // flash-attention repository) reach a higher attention efficiency than those at 8k
 // and more (torchtitan), so the shape would only move the fitted efficiency.
 func attentionSpeed(arch hardware.Arch, fw string, flash2 bool, skv, headDim float64) (fwd, bwd float64) {
-	if arch != hardware.Hopper || flash2 {
+	if arch != hardware.Hopper && arch != hardware.Blackwell || flash2 {
 		return 1, 1
 	}
 	if p, err := framework.Lookup(fw); err != nil || !p.HopperFusedAttention {
 		return 1, 1
+	}
+	if arch == hardware.Blackwell {
+		return blackwellAttentionSpeed(skv, headDim)
 	}
 	xs := attnSeqLens[:]
 	cf, cb := interpLog2(xs, cuDNNFwdTFLOPS[:], skv), interpLog2(xs, cuDNNBwdTFLOPS[:], skv)
@@ -81,4 +84,55 @@ func interpLog2(xs, ys []float64, x float64) float64 {
 	}
 	w := math.Log2(x/xs[i-1]) / math.Log2(xs[i]/xs[i-1])
 	return ys[i-1] + w*(ys[i]-ys[i-1])
+}
+
+// Measured speed of causal attention on a B200 (bf16, head dimension 128, 128 query
+// and 8 key-value heads — Llama 3.1 405B's — batch 1), in TFLOP/s at the key lengths
+// bwAttnSeqLens: NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training at commit
+// bb37575 (2025-10-07), artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv, run in
+// the NGC PyTorch 25.09 container (sample_b200_bf16_run.txt: torch 2.9.0a0 nv25.09,
+// cuDNN 9.13.0, flash-attn 2.7.4.post1): the pyt_cudnn backend (cuDNN's sm100 fused
+// attention, which Transformer Engine's FusedAttention runs) and flash_attention
+// (flash-attn 2, whose sm80 kernels run unchanged on Blackwell). The same benchmark
+// with cuDNN 9.10.2 (NGC 25.05, commit 87a1bcd) measured within 3 % of these from 4k
+// keys on. Shorter keys are left out: at batch 1 the kernels last 0.1–0.2 ms and
+// the figures are the launch's.
+var (
+	bwAttnSeqLens     = [...]float64{2048, 4096, 8192, 16384}
+	bwCuDNNFwdTFLOPS  = [...]float64{478.921, 855.678, 1171.278, 1332.415}
+	bwCuDNNBwdTFLOPS  = [...]float64{371.486, 701.265, 942.509, 1074.776}
+	bwFlash2FwdTFLOPS = [...]float64{254.381, 342.990, 399.925, 425.128}
+	bwFlash2BwdTFLOPS = [...]float64{198.845, 273.484, 318.004, 336.635}
+)
+
+// The dense bf16 peaks the shares of peak are taken against (the catalog's B200 and
+// H100), and where attnSeqLens has 16k keys, bwAttnSeqLens' last length.
+const (
+	b200PeakBF16TFLOPS float64 = 2250
+	h100PeakBF16TFLOPS float64 = 989
+	attnSeqLen16k              = 5
+)
+
+// blackwellAttentionSpeed is Transformer Engine's cuDNN fused attention on Blackwell
+// relative to the kernel Constants.AttentionEfficiency prices there: Blackwell's
+// attention efficiency is tied to Hopper's, so that kernel runs at FlashAttention-2's
+// share of the H100's peak. The speed is cuDNN's over flash-attn 2's on the same B200
+// run at that key length (2.9× at 8k: flash-attn 2 does not use Blackwell's tensor
+// core instructions), times flash-attn 2's share of the B200's peak over its share of
+// the H100's at 16k keys (0.558 forward, 0.460 backward: the same kernel runs at
+// about the same TFLOP/s on both), interpolated in log₂ of the key length and held
+// flat beyond the measured ones: 1.63× forward and 1.36× backward at 8k keys, 1.05 /
+// 0.86 at 2k. Measured at head dimension 128 only; other widths keep the tied
+// efficiency (ratio 1).
+func blackwellAttentionSpeed(skv, headDim float64) (fwd, bwd float64) {
+	if headDim != 128 {
+		return 1, 1
+	}
+	xs := bwAttnSeqLens[:]
+	n := len(xs) - 1
+	shareF := (bwFlash2FwdTFLOPS[n] / b200PeakBF16TFLOPS) / (fa2FwdTFLOPS[attnSeqLen16k] / h100PeakBF16TFLOPS)
+	shareB := (bwFlash2BwdTFLOPS[n] / b200PeakBF16TFLOPS) / (fa2BwdTFLOPS[attnSeqLen16k] / h100PeakBF16TFLOPS)
+	fwd = interpLog2(xs, bwCuDNNFwdTFLOPS[:], skv) / interpLog2(xs, bwFlash2FwdTFLOPS[:], skv) * shareF
+	bwd = interpLog2(xs, bwCuDNNBwdTFLOPS[:], skv) / interpLog2(xs, bwFlash2BwdTFLOPS[:], skv) * shareB
+	return fwd, bwd
 }

@@ -114,14 +114,22 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		// TP communication is on the critical path of every micro-batch; its
 		// groups are few and cached, so pricing it here is cheap and tightens the
 		// bound a lot for TP layouts.
-		tp, err := e.tpCommPerMB(&req, float64(l.MicroBatch)*sLocal, float64(cp.stageLayers), c)
+		fw, fwErr := c.profile(t.Framework)
+		tp, err := e.tpCommPerMB(&req, float64(l.MicroBatch)*sLocal, float64(cp.stageLayers), tpFP8AllGathers(fw, fwErr, r.fp8), c)
 		if err != nil {
 			return Bounds{}, false
 		}
+		one := tp / ((4 + l.tpRepeats(cp.stageLayers)) * float64(cp.stageLayers)) // one collective pair (or all-reduce) per layer
 		if l.moeDispatcher() && cp.nMoE > 0 {
 			// As the estimate: no TP collectives of the dense kind around the
 			// experts (the expert-TP gathers are priced by the estimate only).
 			tp *= (cp.nDense + cp.nMoE/2) / (cp.nDense + cp.nMoE)
+		}
+		// MLA's down-projections on each rank's own tokens do not gather the
+		// layer's input (mlaTPCollectives): the estimate prices smaller
+		// collectives instead, which the bound leaves out.
+		if d := mlaTPCollectives(&req, cp.stageLayers); d.dropAG+d.dropRS+d.dropAR > 0 {
+			tp = max(0, tp-one*max(d.dropAG, d.dropRS, d.dropAR)*float64(cp.stageLayers))
 		}
 		perMB += tp
 	} else if l.TP > 1 && l.SP {
@@ -360,27 +368,32 @@ func tpOverlap(l Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, con
 // tpCommPerMB is the TP communication of the slowest stage for one micro-batch, as
 // Estimate prices it: per layer 2 all-reduces forward and 2 backward (+2 with full
 // recomputation), each an all-gather and a reduce-scatter with sequence parallelism.
-func (e *Estimator) tpCommPerMB(req *Request, tokens, layers float64, c *BoundsCache) (float64, error) {
+//
+// fp8AG: the all-gathers move fp8 (tpFP8AllGathers), as the collectives of half the
+// tokens.
+func (e *Estimator) tpCommPerMB(req *Request, tokens, layers float64, fp8AG bool, c *BoundsCache) (float64, error) {
 	l := &req.Layout
 	n := 4 + l.tpRepeats(int(layers))
-	us, err := c.tpCall(e, req, tokens)
+	us, ag, err := c.tpCalls(e, req, tokens)
 	if err != nil {
 		return 0, err
+	}
+	if fp8AG && l.SP {
+		_, ag8, err := c.tpCalls(e, req, tokens/2)
+		if err != nil {
+			return 0, err
+		}
+		us += ag8 - ag
 	}
 	return us * 1e-6 * n * layers, nil
 }
 
-// tpCall is the time in µs of one TP all-reduce of a micro-batch's activations
-// (an all-gather and a reduce-scatter with SP), kept in c (which may be nil).
-// Under the default rank order TP is the innermost dimension, so the TP groups are
-// consecutive blocks of the ranks: they and their price depend only on the ranks,
-// the job's size, TP, SP and the tokens.
-func (c *BoundsCache) tpCall(e *Estimator, req *Request, tokens float64) (float64, error) {
-	us, _, err := c.tpCalls(e, req, tokens)
-	return us, err
-}
-
-// tpCalls is tpCall and, with sequence parallelism, the all-gather's part of it.
+// tpCalls is the time in µs of one TP all-reduce of a micro-batch's activations
+// (an all-gather and a reduce-scatter with SP) and, with sequence parallelism, the
+// all-gather's part of it, kept in c (which may be nil). Under the default rank
+// order TP is the innermost dimension, so the TP groups are consecutive blocks of
+// the ranks: they and their price depend only on the ranks, the job's size, TP, SP
+// and the tokens.
 func (c *BoundsCache) tpCalls(e *Estimator, req *Request, tokens float64) (float64, float64, error) {
 	l := &req.Layout
 	var k tpKey

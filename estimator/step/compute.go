@@ -134,6 +134,9 @@ const (
 	fp8AmaxBytes = 2
 	// fp8WeightCopyBytes: an fp8 weight and its transpose, per parameter.
 	fp8WeightCopyBytes = 2
+	// fp8TransposeWriteBytes: the transposed fp8 copy a cast writes, per element
+	// (part of fp8CastBytes).
+	fp8TransposeWriteBytes = 1
 	// fp8ElementBytes is one fp8 value (E4M3 or E5M2).
 	fp8ElementBytes = 1
 	// fp8TransposeBytes: with fp8 weights (Training.FP8Params) only the transpose is

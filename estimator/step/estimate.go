@@ -513,6 +513,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 	if err := p.tiedEmbedding(); err != nil {
 		return Result{}, err
 	}
+	if err := p.mlaGradSync(); err != nil {
+		return Result{}, err
+	}
 	p.optimizer()
 	p.assemble()
 	p.memory()
@@ -567,6 +570,8 @@ type pricing struct {
 
 	// Exposed data-parallel and ZeRO-3 communication, per step.
 	dpExposed, z3Exposed float64
+	// tpPerStep is TP communication once a step (mlaGradSync).
+	tpPerStep float64
 }
 
 // resolve fills the request's defaults, checks it, applies its link what-ifs to the
@@ -691,8 +696,15 @@ func (p *pricing) tensorParallel() (float64, error) {
 	var per float64
 	var overlapAG, overlapRS, overlapAG8, overlapRS8 float64 // with TP overlap: the collectives the GEMMs hide (tpOverlap)
 	overlapped := false
+	var denseAG, denseRS, denseAR float64 // one dense collective of s·b·h (mlaTensorParallel)
 	if l.SP {
-		ag, err := p.comm(CommTP, collective.AllGather, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
+		agBytes, agWhen := act, "per layer: 2 forward, 2 backward, and forward ones again where recomputed"
+		if !l.OverlapTP {
+			if fw, err := framework.Lookup(p.req.Training.Framework); tpFP8AllGathers(&fw, err, p.rates.fp8) {
+				agBytes, agWhen = act/2, "per layer: 2 forward, 2 backward, and forward ones again where recomputed, in fp8 (Transformer Engine gathers the quantized norm output and output gradient)"
+			}
+		}
+		ag, err := p.comm(CommTP, collective.AllGather, agBytes, layers*(nFwd+2)*mf, agWhen)
 		if err != nil {
 			return 0, err
 		}
@@ -718,12 +730,19 @@ func (p *pricing) tensorParallel() (float64, error) {
 		}
 		// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
 		per = (ag + rs) * (nFwd + 2)
+		denseAG, denseRS = ag, rs
 	} else {
 		ar, err := p.comm(CommTP, collective.AllReduce, act, layers*(nFwd+2)*mf, "per layer: 2 forward, 2 backward, and forward ones again where recomputed")
 		if err != nil {
 			return 0, err
 		}
 		per = ar * (nFwd + 2)
+		denseAR = ar
+	}
+	// Multi-head latent attention's collectives as the framework runs them.
+	mla, err := p.mlaTensorParallel(denseAG, denseRS, denseAR)
+	if err != nil {
+		return 0, err
 	}
 	tpPerMB := per * layers
 	moeShare := 1.0      // the share of the layers' TP collectives that remain with MoE layers
@@ -771,9 +790,11 @@ func (p *pricing) tensorParallel() (float64, error) {
 			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe)})
 		p.res.Breakdown.Hidden[CommTP] = hid * moeShare * mf
 		p.tpContPerMB = cont * moeShare
-		return exposed*moeShare + expertTP, nil
+		// MLA's own collectives stay exposed (the overlap above is the dense
+		// layer's); a collective MLA does not run is not taken from it.
+		return exposed*moeShare + expertTP + max(0, mla), nil
 	}
-	return tpPerMB + expertTP, nil
+	return tpPerMB + expertTP + mla, nil
 }
 
 // contextParallel is the exposed time of one micro-batch's CP communication: the
@@ -926,6 +947,21 @@ func tpUserbuffersOf(fw *framework.Profile, err error) (userbuffers, pipelinedRS
 		fw = &d
 	}
 	return fw.TPUserbuffers, fw.TPUserbuffers && fw.TPPipelinedRSFP8
+}
+
+// tpFP8AllGathers says whether, under fp8 matmuls (fp8), the sequence-parallel
+// all-gathers run in fp8 without TP overlap: Transformer Engine's linear layers
+// (the frameworks with userbuffers, framework.Profile.TPUserbuffers) gather the
+// quantized norm output forward (module/layernorm_linear.py: gather_along_first_dim
+// of ln_out with the input quantizer; distributed.py _all_gather_fp8 for delayed and
+// current scaling, v2.2–v2.8) and the quantized output gradient of the row-parallel
+// layers backward (base.py grad_output_preprocess: "cast, transpose for efficient
+// gather" in v1.13, gather_along_first_dim with the gradient's quantizer from v2.0),
+// 1 B per element; the reduce-scatters stay in 16 bits. With TP overlap the
+// userbuffers' own fp8 buffers price it (tpOverlapIn.ag8).
+func tpFP8AllGathers(fw *framework.Profile, err error, fp8 bool) bool {
+	ub, _ := tpUserbuffersOf(fw, err)
+	return fp8 && ub
 }
 
 func commSMs(name string) float64 {
@@ -1576,7 +1612,7 @@ func (p *pricing) assemble() {
 	}
 	bd.Backward = mf * p.bwd
 	bd.Recompute = mf * p.rc
-	bd.Exposed[CommTP] = mf * p.tpPerMB
+	bd.Exposed[CommTP] = mf*p.tpPerMB + p.tpPerStep
 	bd.Exposed[CommCP] = mf * p.cpPerMB
 	bd.Exposed[CommEP] = mf * p.epPerMB
 	bd.Exposed[CommPP] = p.ppExposed

@@ -117,14 +117,16 @@ func TestUnknownFrameworkNamesTheField(t *testing.T) {
 }
 
 // The loss's peak memory follows how the framework computes cross entropy: PyTorch's
-// fp32 cross_entropy (torchtitan) holds 12 B per logit, Megatron's fused
-// vocab-parallel one 6 B.
+// eager fp32 cross_entropy (torchtitan of 2024) holds 12 B per logit, 14 B
+// vocab-parallel under TP (loss_parallel's decomposition), Megatron's fused
+// vocab-parallel one 6 B, and torchtitan's loss compiled with the model (April 2025
+// on: framework.CompiledLossBytesPerLogit) 4 B with or without TP.
 func TestLossMemoryByFramework(t *testing.T) {
-	logits := func(fw string) float64 {
+	logits := func(fw string, tp int) float64 {
 		req := step.Request{
 			Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1),
 			Training: step.Training{SeqLen: 8192, GlobalBatch: 16, Framework: fw},
-			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 3, MicroBatch: 2, Recompute: step.RecomputeFull},
+			Layout:   step.Layout{TP: tp, PP: 1, DP: 8 / tp, CP: 1, ZeRO: 3, MicroBatch: 2 * tp, Recompute: step.RecomputeFull},
 		}
 		r, err := step.New().Estimate(req)
 		if err != nil {
@@ -132,13 +134,24 @@ func TestLossMemoryByFramework(t *testing.T) {
 		}
 		return r.Memory.Logits
 	}
-	mc, tt := logits("megatron-core"), logits("torchtitan")
+	mc, eager, compiled := logits("megatron-core", 1), logits("torchtitan-2024", 1), logits("torchtitan", 1)
 	// 2 × 8192 tokens × 128256 logits: 6 B each is 12.6 GB (plus the embedding output).
 	if want := 6 * 2 * 8192 * 128256.0 / 1e9; mc < want || mc > want*1.05 {
 		t.Errorf("megatron-core: loss and embedding memory %.2f GB, want about %.2f GB", mc, want)
 	}
-	if r := tt / mc; r < 1.9 || r > 2.05 {
-		t.Errorf("torchtitan / megatron-core loss memory = %.2f, want about 2", r)
+	if r := eager / mc; r < 1.9 || r > 2.05 {
+		t.Errorf("torchtitan-2024 / megatron-core loss memory = %.2f, want about 12/6", r)
+	}
+	if r := compiled / mc; r < 0.64 || r > 0.7 {
+		t.Errorf("torchtitan (loss compiled) / megatron-core loss memory = %.2f, want about 4/6", r)
+	}
+	// Under TP 2 the logits a GPU holds are vocab-sharded: 4 × 8192 tokens × 128256 / 2.
+	perByte := 4 * 8192 * 128256.0 / 2 / 1e9
+	if got := logits("torchtitan-2024", 2); math.Abs(got-14*perByte) > 0.05*14*perByte {
+		t.Errorf("torchtitan-2024 at TP 2: loss memory %.2f GB, want about 14 B × %.3f G logits = %.2f GB", got, perByte, 14*perByte)
+	}
+	if got := logits("torchtitan", 2); math.Abs(got-4*perByte) > 0.05*4*perByte {
+		t.Errorf("torchtitan (loss compiled) at TP 2: loss memory %.2f GB, want about 4 B × %.3f G logits = %.2f GB", got, perByte, 4*perByte)
 	}
 }
 
@@ -180,7 +193,7 @@ func TestDPReduceAfterBackward(t *testing.T) {
 }
 
 // Memory the framework decides: Composer's fused cross entropy keeps 4 bytes per
-// logit where torchtitan's fp32 PyTorch loss keeps 12, and DeepSpeed's ZeRO-3 holds
+// logit where torchtitan's eager fp32 PyTorch loss (torchtitan-2024) keeps 12, and DeepSpeed's ZeRO-3 holds
 // its live-parameter limit, its prefetch bucket and the running module gathered,
 // not two whole layers.
 func TestFrameworkMemory(t *testing.T) {
@@ -189,7 +202,7 @@ func TestFrameworkMemory(t *testing.T) {
 		Training: step.Training{SeqLen: 2048, GlobalBatch: 64, Precision: step.BF16},
 		Layout:   step.Layout{TP: 1, PP: 1, DP: 16, CP: 1, ZeRO: 3, MicroBatch: 4, Recompute: step.RecomputeFull}}
 	logits := map[string]float64{}
-	for _, fw := range []string{"composer", "torchtitan"} {
+	for _, fw := range []string{"composer", "torchtitan-2024"} {
 		r.Training.Framework = fw
 		res, err := e.Estimate(r)
 		if err != nil {
@@ -198,8 +211,8 @@ func TestFrameworkMemory(t *testing.T) {
 		logits[fw] = res.Memory.Logits
 	}
 	perByte := 4 * 2048 * float64(r.Model.Vocab) / 1e9 // GB per byte per logit
-	if d := logits["torchtitan"] - logits["composer"]; math.Abs(d-8*perByte) > 1e-9 {
-		t.Errorf("torchtitan − composer logits = %.3f GB, want (12 − 4) B × %.0f logits = %.3f GB", d, perByte*1e9, 8*perByte)
+	if d := logits["torchtitan-2024"] - logits["composer"]; math.Abs(d-8*perByte) > 1e-9 {
+		t.Errorf("torchtitan-2024 − composer logits = %.3f GB, want (12 − 4) B × %.0f logits = %.3f GB", d, perByte*1e9, 8*perByte)
 	}
 
 	big := r

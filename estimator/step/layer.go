@@ -28,9 +28,15 @@ type layerTimes struct {
 	modsFwd, modsFLOPs float64
 	// shared is the shared experts' GEMMs inside fwd and bwd (MoE layers).
 	shared float64
+	// permuteLoop is what Transformer Engine's fused permutation before TE PR
+	// #1927 adds to each of fwd and bwd (permuteExpertLoop; MoE layers).
+	permuteLoop float64
 	// gluClampFwd and gluClampBwd are the unfused clamp's passes inside fwd and
 	// bwd (gluClampUnfused).
 	gluClampFwd, gluClampBwd float64
+	// expertBiasFwd and expertBiasBwd are the experts' second bias applied by
+	// separate kernels inside fwd and bwd (expertBiasUnfused).
+	expertBiasFwd, expertBiasBwd float64
 	// tpGEMM are the forward GEMM times next to the layer's four TP collectives
 	// with sequence parallelism: the attention's input projections (after the
 	// all-gather), its output projection (before the reduce-scatter), the MLP's up
@@ -92,17 +98,19 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		lt.bwdW += wgrad
 	}
 	if m := a.MLA; m != nil {
-		// Multi-head latent attention: the latent projections are replicated over TP,
-		// the up-projections split by heads.
+		// Multi-head latent attention: the down-projections (to the latents) as the
+		// framework runs them under TP (mlaDownShape), the up-projections split by
+		// heads.
 		qr, kvr, rope := float64(m.QLoRARank), float64(m.KVLoRARank), float64(m.QKRopeDim)
+		dm, dn := mlaDownShape(req, l)
 		if qr > 0 {
-			add(gemm{tokens, qr, h, 1, false})
+			add(gemm{tokens * dm, qr * dn, h, 1, false})
 			add(gemm{tokens, h * qw / t, qr, 1, false})
 			again(rmMLAUp, gemm{tokens, h * qw / t, qr, 1, false})
 		} else {
 			add(gemm{tokens, h * qw / t, h, 1, false})
 		}
-		add(gemm{tokens, kvr + rope, h, 1, false})
+		add(gemm{tokens * dm, (kvr + rope) * dn, h, 1, false})
 		add(gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false}) // keys without their shared rotary part, values
 		again(rmMLAUp, gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false})
 	} else {
@@ -145,7 +153,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// The local experts' GEMMs run as one grouped GEMM unless the framework
 		// loops over them.
 		grouped := true
-		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.SequentialExpertGEMMs {
+		fw, fwErr := framework.Lookup(req.Training.Framework)
+		fwOK := fwErr == nil
+		if fwOK && fw.SequentialExpertGEMMs {
 			grouped = false
 		}
 		// With expert tensor parallelism et < t, each rank takes et/t of the tokens
@@ -161,6 +171,12 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		pair = 2
 		moePost = fwd - beforeExperts
 		moeLocal, moeGrouped = local, grouped
+		if expertBiasUnfused(req) {
+			// The second GEMM's output, mE rows of h for each local expert.
+			b := mE * local * h
+			lt.expertBiasFwd, lt.expertBiasBwd = b*expertBiasFwdBytes/r.hbm, b*expertBiasBwdBytes/r.hbm
+			moePost += lt.expertBiasFwd
+		}
 		again(rmMoE, gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		again(rmMoE, gemm{mE, h, ef / et, local, grouped})
 		recompute(gemm{mE, ef / et, h, local, grouped}) // up (gated) or down: the same work
@@ -188,6 +204,26 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		}
 		moeBytes = routerTokens * (moeRouterBytesPerExpert*float64(a.MoE.Experts) + 2*perm*h)
 		moePost += routerTokens * 2 * perm * h / r.hbm
+		if req.Training.MoEPermuteFusion && fwOK && fw.MoEPermuteExpertLoop {
+			// Transformer Engine's fused permutation before TE PR #1927: each
+			// kernel as long as its chain of loads over the experts
+			// (permuteExpertLoop). The permutation's backward runs the
+			// un-permutation's kernel and the other way round.
+			// Under the flex dispatcher on DeepEP the kernels permute what a rank
+			// received (at most k copies of each token it routes, each to about
+			// one local expert) over its local experts only (Megatron-Core 0.12
+			// _DeepepManager.get_permuted_hidden_states_by_experts: a routing map
+			// of the received tokens × the local experts).
+			permTokens, permExperts, permK := routerTokens, float64(a.MoE.Experts), kf
+			if req.Training.MoEDispatcher == DispatchDeepEP {
+				permTokens, permExperts, permK = routerTokens*kf, local, 1
+			}
+			x := permuteExpertLoop(permTokens, permExperts, h, permK, r)
+			lt.permuteLoop = x
+			fwd += x
+			bwd += x
+			moePost += x
+		}
 		if mods&(rmMoEAct|rmMoE) != 0 {
 			// The activation function again: read its inputs, write its output.
 			lt.modsFwd += 2 * tokens * act / r.hbm
@@ -273,6 +309,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			lt.modsFwd += cf
 		}
 	}
+	if lt.expertBiasFwd > 0 {
+		fwd += lt.expertBiasFwd
+		bwd += lt.expertBiasBwd
+		if mods&rmMoE != 0 {
+			lt.modsFwd += lt.expertBiasFwd
+		}
+	}
 	lt.opsFwd = ops + elem
 	if l.Recompute == RecomputeOps && r.arch == hardware.Blackwell && !req.Training.UnfusedAttention {
 		// The framework's op save list leaves out the attention kernel it runs on
@@ -312,6 +355,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if gluClampUnfused(req) {
 			h.post += gluClampOps * hc.op
 		}
+		if expertBiasUnfused(req) {
+			h.post += (expertBiasOpsPerExpert*moeLocal + expertBiasOps) * hc.op
+		}
 		lt.fwd = math.Max(fwd, launch+h.pre+h.post)
 		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post))
 		if h.sync {
@@ -347,7 +393,7 @@ func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe boo
 	if moe {
 		load = t.moeLoad()
 	}
-	bytes := activationBytes(&a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load)
+	bytes := activationBytes(&a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load, mlaDownMode(t.Framework))
 	c := activationCopy(req.Cluster, bytes)
 	return math.Max(0, c-lt.fwd), math.Max(0, c-lt.bwd)
 }
@@ -403,12 +449,15 @@ const (
 // "before_permutation_1" with dropping): the host can no longer run ahead of the
 // GPU there. Padding every expert to its capacity (training.moe_pad_to_capacity)
 // fixes the split sizes and needs no sync. The flex dispatcher on DeepEP
-// synchronises twice whatever the padding (Megatron-Core 2436e3d): DeepEP's
+// synchronises once whatever the padding (Megatron-Core 2436e3d): DeepEP's
 // dispatch has the host wait for the GPU's count of the tokens it receives before
 // it allocates them (fused_a2a.py FusedDispatch.forward, "the CPU will wait for
-// GPU's signal to arrive"), and the permutation after it reads their sum back
-// (token_dispatcher.py _DeepepManager.get_permuted_hidden_states_by_experts:
-// num_out_tokens = tokens_per_expert.sum().item()), the GPU's queue drained again.
+// GPU's signal to arrive"). The counts per expert come back as a host tensor
+// (FusedDispatch.forward: torch.tensor(num_recv_tokens_per_expert_list)), so the
+// permutation's tokens_per_expert.sum().item()
+// (_DeepepManager.get_permuted_hidden_states_by_experts) and the grouped MLP's
+// tokens_per_expert.tolist() (experts.py TEGroupedMLP.forward) read host memory
+// and leave the GPU's queue alone.
 //
 // Under Transformer Engine layers (layerHostCosts.te) the grouped expert GEMMs
 // are two of its GroupedLinear modules, each a module's call; the router's
@@ -443,9 +492,6 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 	h.sync = (!t.MoEPadToCapacity || deepEP) && (l.EP > 1 || local > 1)
 	if h.sync {
 		h.stall = moeSyncStallOps * perOp
-		if deepEP {
-			h.stall *= 2
-		}
 	}
 	if t.CUDAGraphs {
 		// The graph holds what precedes the sync (Megatron-Core's moe_router and
@@ -488,6 +534,39 @@ func gluClampUnfused(req Request) bool {
 	return err == nil && fw.GLUClampUnfused
 }
 
+// The experts' second bias as Megatron-Core's TEGroupedMLP._apply_bias adds it
+// (framework.Profile.ExpertBiasUnfused), per element of the second GEMM's output
+// (16 bits), with the router's probabilities in fp32 (DeepEP's dispatch requires
+// them so; PyTorch promotes a 16-bit tensor times an fp32 one to fp32):
+//   - forward: b · p written in fp32 (4 B; the bias and the probabilities are a
+//     row and a column), t + b·p reads 2 + 4 B and writes fp32 (10 B), torch.cat
+//     of the experts' pieces reads and writes fp32 (8 B), .to(16 bits) reads 4 B
+//     and writes 2 B (6 B): 28 B;
+//   - backward: .to's backward casts the 16-bit gradient to fp32 (6 B); cat's
+//     backward narrows (no copy); the sum's gradient for t is cast back to 16
+//     bits (6 B); the product's gradients, grad · p summed to the bias and
+//     grad · b summed to the probabilities, each write and read an fp32 product
+//     (8 + 4 B twice): 36 B.
+//
+// On the host: the two splits, a product and a sum per local expert, the cat and
+// the cast, eager operators after the dispatcher's sync.
+const (
+	expertBiasFwdBytes     = 28
+	expertBiasBwdBytes     = 36
+	expertBiasOpsPerExpert = 2
+	expertBiasOps          = 4
+)
+
+// expertBiasUnfused tells whether req's model adds its routed experts' second
+// bias with separate elementwise kernels.
+func expertBiasUnfused(req Request) bool {
+	if req.Model.MoE == nil || !req.Model.MoE.Bias {
+		return false
+	}
+	fw, err := framework.Lookup(req.Training.Framework)
+	return err == nil && fw.ExpertBiasUnfused
+}
+
 // moeLocalRelayout tells whether Megatron-Core's all-to-all dispatcher copies the
 // tokens a rank receives into local-expert order after the dispatch, and back
 // before the combine, as a kernel of its own. Without fused permutation it sorts
@@ -501,6 +580,56 @@ func gluClampUnfused(req Request) bool {
 // branch, the same in Megatron-Core 0.12 (7094270) and 0.14 (20d73fe)).
 func moeLocalRelayout(t Training, local float64) bool {
 	return local > 1 && (!t.MoEPermuteFusion || t.MoEPadToCapacity)
+}
+
+// Transformer Engine's mask-map permutation kernels before TE PR #1927
+// (framework.Profile.MoEPermuteExpertLoop).
+const (
+	// tePermuteMaxBlock is the widest block of the hidden dimension a program
+	// copies at once: the largest BLOCK_SIZE of the kernels' autotune configurations
+	// (64 … 1024 in transformer_engine/pytorch/triton/permutation.py, v2.1–v2.5),
+	// the one that makes the fewest trips round the expert loop.
+	tePermuteMaxBlock = 1024
+	// tePermuteProgramsPerSM is how many of the kernels' programs an SM holds at
+	// once: Triton's default of 4 warps a program (the configurations set no
+	// num_warps) against the 64 resident warps of an SM of compute capability 9.0
+	// and 10.0 (CUDA C++ Programming Guide, "Technical Specifications per Compute
+	// Capability"; under its 32 resident blocks).
+	tePermuteProgramsPerSM = 16
+	// gpuL2HitLatency is one load served by the GPU's L2 cache: about 150 ns
+	// within an L2 partition of a B200 (Chips and Cheese, "Nvidia's B200: Keeping
+	// the CUDA Juggernaut Rolling", 2025). The row map a program walks (experts ×
+	// tokens × 8 B: 4 MiB for 256 experts and 2 048 tokens) was written just
+	// before and sits in L2; its entries for one token lie a row of the map apart
+	// and the programs on an SM hold tokens an SM count apart, so L1 does not
+	// serve them. Hopper's L2 is of the same design; the one value is used for
+	// both.
+	gpuL2HitLatency = 150e-9
+)
+
+// permuteExpertLoop is what one MoE layer's fused permutation and
+// un-permutation take beyond their memory traffic (already priced) under
+// Transformer Engine's kernels before TE PR #1927, for the forward pass (the
+// backward's, the same kernels swapped, take as long). Each kernel gives every
+// token the rank routes a program that, for each of ⌈h/1024⌉ blocks of the hidden
+// dimension, loops over all the experts loading one entry of the row map and
+// branching on it: a chain of dependent L2 loads, experts·⌈h/1024⌉ long, and the
+// programs run in waves of tePermuteProgramsPerSM per SM. A kernel lasts the
+// longer of its chain and its traffic: gathering k copies of each token (read and
+// write k·h, 16 bits) and summing them back (read k·h, write h), as moeBytes
+// counts them.
+func permuteExpertLoop(tokens, experts, h, k float64, r *gpuRates) float64 {
+	if tokens <= 0 || experts <= 0 {
+		return 0
+	}
+	waves := 1.0
+	if r.sms > 0 {
+		waves = math.Ceil(tokens / (r.sms * tePermuteProgramsPerSM))
+	}
+	chain := waves * experts * math.Ceil(h/tePermuteMaxBlock) * gpuL2HitLatency
+	permute := tokens * 2 * 2 * k * h / r.hbm
+	unpermute := tokens * 2 * (k + 1) * h / r.hbm
+	return math.Max(0, chain-permute) + math.Max(0, chain-unpermute)
 }
 
 // moeRouterBytesPerExpert is the router's memory traffic per token and expert:
@@ -544,8 +673,30 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	case FP8Blockwise:
 		per += fp8BlockScaleBytes
 	}
+	fw, fwErr := framework.Lookup(req.Training.Framework)
+	// On Blackwell, Transformer Engine's per-tensor casts write the fp8 value alone
+	// (framework.Profile.FP8TransposeFree): 1 B less per element, and fp8 weights
+	// need no transpose at all.
+	noTranspose := r.arch == hardware.Blackwell && fwErr == nil && fw.FP8TransposeFree && (rec == FP8Delayed || rec == FP8Current)
+	if noTranspose {
+		per -= fp8TransposeWriteBytes
+	}
 	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
-	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
+	// recast: the inputs cast again by projections that read one input as separate
+	// fp8 linears (framework.Profile.FP8CastPerProjection): wk and wv beside wq, and
+	// a dense gated MLP's w3 beside w1 — torchao's recipes that cast inside each
+	// linear, but tensorwise under TP, which casts the module input once.
+	var recast float64
+	if fwErr == nil && fw.FP8CastPerProjection && (rec == FP8Rowwise || rec == FP8MXFP8 || (rec == FP8Current && l.TP == 1)) {
+		if a.MLA == nil {
+			recast += 2 * h
+		}
+		if a.GatedMLP && (!moe || a.MoE == nil) {
+			recast += h
+		}
+		recast *= tokens
+	}
+	if fwErr == nil && fw.NormEmitsFP8 && rec == FP8Delayed {
 		// The norms emit the QKV input, and a dense MLP's, in fp8 themselves; the
 		// experts' inputs are cast after the permutation.
 		fused := h
@@ -566,18 +717,24 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		// columns for the weight- and input-gradient GEMMs — those column casts at
 		// fp8ColumnCastRate. The backward GEMMs' outputs are rescaled: the input
 		// gradients (the size of the matmul inputs) and the weight gradients.
+		// A projection that casts its input again casts it along the columns again
+		// for its weight gradient, and its own input gradient is rescaled.
 		col := fp8RowwiseAxisBytes / fp8ColumnCastRate
-		fwd += fp8RowwiseAxisBytes * inputs / r.hbm
-		bwd += ((fp8RowwiseAxisBytes+col)*grads + col*(inputs+weights)) / r.hbm
-		bwd += fp8RescaleBytes * (inputs + weights) / r.hbm
+		fwd += fp8RowwiseAxisBytes * (inputs + recast) / r.hbm
+		bwd += ((fp8RowwiseAxisBytes+col)*grads + col*(inputs+recast+weights)) / r.hbm
+		bwd += fp8RescaleBytes * (inputs + recast + weights) / r.hbm
 		per = fp8RowwiseAxisBytes
 	} else {
-		fwd += per * inputs / r.hbm
+		fwd += per * (inputs + recast) / r.hbm
 		bwd += per * grads / r.hbm
 	}
 	if req.Training.FP8Params {
-		// The optimizer writes the fp8 weights; what is left is their transpose.
+		// The optimizer writes the fp8 weights; what is left is their transpose
+		// (none where the GEMMs take them as they are).
 		lt.weightCast = fp8ParamCastBytes * weights / r.hbm
+		if noTranspose {
+			lt.weightCast = 0
+		}
 	} else {
 		lt.weightCast = per * weights / r.hbm
 	}
@@ -694,9 +851,10 @@ func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) floa
 		mods |= actNoDropout
 	}
 	perLayer := func(rc Recompute) float64 {
-		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1)
+		mla := mlaDownMode(t.Framework)
+		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1, mla)
 		if a.MoE != nil {
-			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad())
+			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad(), mla)
 			every := float64(max(1, a.MoE.Frequency))
 			if moeShare >= 0 {
 				return per*(1-moeShare) + moe*moeShare

@@ -1,6 +1,9 @@
 package step
 
-import "github.com/stepcost/stepcost/estimator/model"
+import (
+	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/model"
+)
 
 // Memory is the peak memory of one GPU, in 10⁹ bytes, on the pipeline stage that
 // needs the most.
@@ -78,7 +81,7 @@ func ActivationBytes(a model.Arch, moe bool, s, skv, b float64, t int, sp bool, 
 	if rc == RecomputeSelective {
 		mods = rmCoreAttn
 	}
-	return activationBytes(&a, moe, s, skv, b, t, sp, rc, scores, mods, false, 1)
+	return activationBytes(&a, moe, s, skv, b, t, sp, rc, scores, mods, false, 1, framework.MLADownProjDuplicated)
 }
 
 // fp8ActivationBytes is the width of an activation saved in fp8 (one byte; the
@@ -95,7 +98,8 @@ const (
 // Besides Korthikanti et al.'s terms it counts, for an MoE layer, the dispatched
 // (permuted) tokens the experts' first GEMM saves for its weight gradient — top-k
 // copies of each token —, and for multi-head latent attention the latents the
-// up-projections save (q_lora_rank + kv_lora_rank + the shared rotary key). The
+// up-projections save (mlaSavedBytes, as the framework's down-projections run
+// under TP: mla). The
 // routed experts' tensors are load × the mean's: the busiest rank's share
 // (Training.moeLoad: imbalance, capacity, padding).
 //
@@ -110,7 +114,7 @@ const (
 // With fp8 activations the inputs of the fp8 matmuls (norm outputs, latents,
 // dispatched tokens, the experts' second-GEMM inputs) and the activation
 // function's inputs are kept in one byte, the attention output in 12 bits.
-func activationBytes(a *model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool, mods uint8, fp8 bool, load float64) float64 {
+func activationBytes(a *model.Arch, moe bool, s, skv, b float64, t int, sp bool, rc Recompute, scores bool, mods uint8, fp8 bool, load float64, mla framework.MLADownProj) float64 {
 	h, f := float64(a.Hidden), float64(a.FFN)
 	tf := float64(t)
 	sbh := s * b * h
@@ -169,8 +173,9 @@ func activationBytes(a *model.Arch, moe bool, s, skv, b float64, t int, sp bool,
 	if mods&rmMLAUp == 0 {
 		inside += (2*qw + 2*kvw) * sbh
 	}
-	if m := a.MLA; m != nil {
-		inside += lin * float64(m.QLoRARank+m.KVLoRARank+m.QKRopeDim) * s * b
+	var mlaRank float64 // already one rank's
+	if a.MLA != nil {
+		mlaRank = mlaSavedBytes(a, s, b, t, sp, mods, lin, mla)
 	}
 	// The MLP: each matrix-1 output (gate and up, or up) feeds the activation
 	// function, whose output is the last matrix's input.
@@ -204,9 +209,9 @@ func activationBytes(a *model.Arch, moe bool, s, skv, b float64, t int, sp bool,
 		inside += 5 * float64(a.Heads) * s * skv * b
 	}
 	if sp {
-		return (outside + inside) / tf
+		return (outside+inside)/tf + mlaRank
 	}
-	return outside + inside/tf
+	return outside + inside/tf + mlaRank
 }
 
 // inFlight is how many micro-batches' activations the first pipeline stage holds at

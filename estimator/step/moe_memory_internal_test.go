@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/model"
 )
 
@@ -20,7 +21,7 @@ func TestActivationTermsMoE(t *testing.T) {
 	h := float64(a.Hidden)
 	sbh := s * b * h
 	act := func(mods uint8, fp8 bool) float64 {
-		return activationBytes(&a, true, s, s, b, 1, false, RecomputeSelective, false, mods, fp8, 1)
+		return activationBytes(&a, true, s, s, b, 1, false, RecomputeSelective, false, mods, fp8, 1, framework.MLADownProjDuplicated)
 	}
 	base := act(rmCoreAttn, false)
 	// The dispatched tokens (8 copies of each in 16 bits) are part of it.
@@ -33,7 +34,11 @@ func TestActivationTermsMoE(t *testing.T) {
 		want float64 // bytes dropped
 	}{
 		{"layernorm: both norm outputs", rmLayerNorm, 4 * sbh},
-		{"mla_up_proj: Q (128×192), K (128×192) and V (128×128)", rmMLAUp, 2 * float64(128*192+128*192+128*128) * s},
+		// mla_up_proj: the per-head tensors go, and of the latents only the
+		// checkpoint's inputs stay (1536 + 512 before their norms, and the 64-wide
+		// rotary key) where the up-projections kept the norms' inputs and outputs.
+		{"mla_up_proj: Q (128×192), K (128×192), V (128×128), the latents' second copies less the rotary key", rmMLAUp,
+			2*float64(128*192+128*192+128*128)*s + 2*float64(2*(1536+512)-(1536+512+64))*s},
 		{"moe_act: the 8 experts' SwiGLU output", rmMoEAct, 2 * 8 * 2048 * s},
 		{"shared_experts: the shared expert's gate, up and SwiGLU output", rmShared, 6 * 2048 * s},
 		{"no dropout: two masks", actNoDropout, 2 * sbh},
@@ -46,18 +51,18 @@ func TestActivationTermsMoE(t *testing.T) {
 	// tensors (the 8 dispatched copies and their GEMMs' SwiGLU tensors), not the
 	// shared expert's.
 	routed := 2*8*sbh + 6*8*2048*s
-	if got := activationBytes(&a, true, s, s, b, 1, false, RecomputeSelective, false, rmCoreAttn, false, 1.5) - base; math.Abs(got-0.5*routed) > 1e-9*routed {
+	if got := activationBytes(&a, true, s, s, b, 1, false, RecomputeSelective, false, rmCoreAttn, false, 1.5, framework.MLADownProjDuplicated) - base; math.Abs(got-0.5*routed) > 1e-9*routed {
 		t.Errorf("imbalance 1.5 adds %.1f MB, want %.1f MB", got/1e6, 0.5*routed/1e6)
 	}
-	// fp8 activations: the norm outputs, latents and dispatched tokens at 1 B, the
+	// fp8 activations: the norm outputs (the latents' too), and dispatched tokens at 1 B, the
 	// SwiGLU inputs and outputs at 1 B, the attention output at 12 bits.
 	fp8 := act(rmCoreAttn, true)
-	want := 2*sbh + float64(1536+512+64)*s + 8*sbh + 0.5*float64(128*128)*s + (3*2-3)*9*2048*s
+	want := 2*sbh + float64(1536+512)*s + 8*sbh + 0.5*float64(128*128)*s + (3*2-3)*9*2048*s
 	if got := base - fp8; math.Abs(got-want) > 1e-9*want {
 		t.Errorf("fp8 activations save %.1f MB, want %.1f MB", got/1e6, want/1e6)
 	}
 	t.Logf("DeepSeek-V3 MoE layer, 4096 tokens: %.0f MB in 16 bits; %.0f MB as it ran (fp8, layernorm + mla_up_proj + moe_act, no dropout)",
-		base/1e6, activationBytes(&a, true, s, s, b, 1, false, RecomputeSelective, false, rmLayerNorm|rmMLAUp|rmMoEAct|actNoDropout, true, 1)/1e6)
+		base/1e6, activationBytes(&a, true, s, s, b, 1, false, RecomputeSelective, false, rmLayerNorm|rmMLAUp|rmMoEAct|actNoDropout, true, 1, framework.MLADownProjDuplicated)/1e6)
 }
 
 // Node-limited routing: 8 experts spread over the 4 nodes a token may reach land on

@@ -62,7 +62,8 @@ func ArchFromProto(p *pb.Architecture) model.Arch {
 	}
 	if m := p.GetMoe(); m != nil {
 		a.MoE = &model.MoE{Experts: int(m.GetExperts()), TopK: int(m.GetTopK()), ExpertFFN: int(m.GetExpertFfn()), Frequency: int(m.GetFrequency()),
-			SharedExperts: int(m.GetSharedExperts()), FirstDense: int(m.GetFirstDense()), Groups: int(m.GetGroups()), TopKGroups: int(m.GetTopkGroups())}
+			SharedExperts: int(m.GetSharedExperts()), FirstDense: int(m.GetFirstDense()), Groups: int(m.GetGroups()), TopKGroups: int(m.GetTopkGroups()),
+			Bias: m.GetBias()}
 	}
 	return a
 }
@@ -79,7 +80,8 @@ func ArchToProto(a model.Arch) *pb.Architecture {
 	}
 	if a.MoE != nil {
 		p.Moe = &pb.MoE{Experts: int32(a.MoE.Experts), TopK: int32(a.MoE.TopK), ExpertFfn: int32(a.MoE.ExpertFFN), Frequency: int32(a.MoE.Frequency),
-			SharedExperts: int32(a.MoE.SharedExperts), FirstDense: int32(a.MoE.FirstDense), Groups: int32(a.MoE.Groups), TopkGroups: int32(a.MoE.TopKGroups)}
+			SharedExperts: int32(a.MoE.SharedExperts), FirstDense: int32(a.MoE.FirstDense), Groups: int32(a.MoE.Groups), TopkGroups: int32(a.MoE.TopKGroups),
+			Bias: a.MoE.Bias}
 	}
 	return p
 }

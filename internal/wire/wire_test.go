@@ -146,9 +146,9 @@ func TestMoEFieldsRoundTrip(t *testing.T) {
 		t.Errorf("training back: %v, sent %v", back, tr)
 	}
 	a := &pb.Architecture{Name: "x", Layers: 4, Hidden: 64, Heads: 4, Ffn: 128, Vocab: 100, MtpLayers: 1, GatedMlp: true, GluClamp: true,
-		Moe: &pb.MoE{Experts: 16, TopK: 4, Groups: 4, TopkGroups: 2}}
+		Moe: &pb.MoE{Experts: 16, TopK: 4, Groups: 4, TopkGroups: 2, Bias: true}}
 	da := wire.ArchFromProto(a)
-	if da.MTPLayers != 1 || !da.GLUClamp || da.MoE.Groups != 4 || da.MoE.TopKGroups != 2 {
+	if da.MTPLayers != 1 || !da.GLUClamp || da.MoE.Groups != 4 || da.MoE.TopKGroups != 2 || !da.MoE.Bias {
 		t.Errorf("architecture to the domain: %+v, MoE %+v", da, da.MoE)
 	}
 	if back := wire.ArchToProto(da); !proto.Equal(back, a) {

@@ -22,7 +22,7 @@ var flagGroups = func() map[string]string {
 		}
 	}
 	add("Model", "model", "model-file", "params", "layers", "hidden", "heads", "kv-heads", "head-dim", "ffn", "vocab", "gated", "glu-clamp", "tied",
-		"experts", "top-k", "expert-ffn", "moe-every", "shared-experts", "first-dense", "moe-groups", "moe-topk-groups", "mtp-layers",
+		"experts", "top-k", "expert-ffn", "moe-every", "shared-experts", "first-dense", "moe-groups", "moe-topk-groups", "expert-bias", "mtp-layers",
 		"sliding-window", "global-every", "q-lora-rank", "kv-lora-rank", "qk-nope-dim", "qk-rope-dim", "v-head-dim")
 	add("Cluster", "cluster", "cluster-file", "nodes", "gpus-per-node", "gpus", "min-gpus", "max-gpus", "rank-order", "placement-tolerance")
 	add("Job", "gbs", "global-tokens", "seq", "precision", "framework", "grad-dtype", "fp8-params", "fp8-recipe", "fp8-activations",

@@ -26,7 +26,7 @@ type modelFlags struct {
 	window, globalEvery                   *int
 	mtp, groups, topKGroups               *int
 	qLoRA, kvLoRA, qkNope, qkRope, vHead  *int
-	gated, tied, gluClamp                 *bool
+	gated, tied, gluClamp, expertBias     *bool
 }
 
 func addModelFlags(fs *pflag.FlagSet) *modelFlags {
@@ -50,6 +50,7 @@ func addModelFlags(fs *pflag.FlagSet) *modelFlags {
 		moeEvery:    fs.Int("moe-every", 0, "architecture, MoE: every k-th layer is an MoE layer (default 1)"),
 		shared:      fs.Int("shared-experts", 0, "architecture, MoE: shared experts every token passes through (each of --expert-ffn)"),
 		firstDense:  fs.Int("first-dense", 0, "architecture, MoE: the first k layers have a dense MLP"),
+		expertBias:  fs.Bool("expert-bias", false, "architecture, MoE: the routed experts' linear layers carry biases (gpt-oss)"),
 		groups:      fs.Int("moe-groups", 0, "architecture, MoE: group-limited routing, the experts form this many groups (DeepSeek-V3's n_group 8; 0: no limit)"),
 		topKGroups:  fs.Int("moe-topk-groups", 0, "architecture, MoE: with --moe-groups, a token's experts come from this many groups, so it reaches at most this many nodes (DeepSeek-V3's topk_group 4)"),
 		mtp:         fs.Int("mtp-layers", 0, "architecture: multi-token-prediction depth, one more layer and output pass each on the last stage (DeepSeek-V3: 1)"),
@@ -74,7 +75,7 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		set["gated"] || set["glu-clamp"] || set["tied"] || set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] ||
 		set["shared-experts"] || set["first-dense"] || set["sliding-window"] || set["global-every"] || set["q-lora-rank"] ||
 		set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"] || set["mtp-layers"] ||
-		set["moe-groups"] || set["moe-topk-groups"]
+		set["moe-groups"] || set["moe-topk-groups"] || set["expert-bias"]
 	kinds := 0
 	for _, b := range []bool{set["model"], set["model-file"], arch, set["params"]} {
 		if b {
@@ -113,9 +114,9 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 			a.Vocab = 51200
 		}
 		if set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] || set["shared-experts"] || set["first-dense"] ||
-			set["moe-groups"] || set["moe-topk-groups"] {
+			set["moe-groups"] || set["moe-topk-groups"] || set["expert-bias"] {
 			a.MoE = &model.MoE{Experts: *m.experts, TopK: *m.topK, ExpertFFN: *m.expertFFN, Frequency: *m.moeEvery,
-				SharedExperts: *m.shared, FirstDense: *m.firstDense, Groups: *m.groups, TopKGroups: *m.topKGroups}
+				SharedExperts: *m.shared, FirstDense: *m.firstDense, Groups: *m.groups, TopKGroups: *m.topKGroups, Bias: *m.expertBias}
 		}
 		if err := a.Normalise().Validate(); err != nil {
 			return a, "", fmt.Errorf("architecture flags: %w", flagNames(err))
@@ -137,7 +138,7 @@ var archFlags = map[string]string{
 	"mla.q_lora_rank": "--q-lora-rank", "mla.kv_lora_rank": "--kv-lora-rank",
 	"moe.shared_experts": "--shared-experts", "moe.first_dense": "--first-dense", "moe.expert_ffn": "--expert-ffn",
 	"moe.frequency": "--moe-every", "moe.experts": "--experts", "moe.top_k": "--top-k",
-	"moe.groups": "--moe-groups", "moe.topk_groups": "--moe-topk-groups", "mtp_layers": "--mtp-layers",
+	"moe.groups": "--moe-groups", "moe.topk_groups": "--moe-topk-groups", "moe.bias": "--expert-bias", "mtp_layers": "--mtp-layers",
 	"sliding_window": "--sliding-window", "global_every": "--global-every", "glu_clamp": "--glu-clamp", "kv_heads": "--kv-heads", "head_dim": "--head-dim",
 	"layers": "--layers", "hidden": "--hidden", "heads": "--heads", "ffn": "--ffn", "vocab": "--vocab",
 }

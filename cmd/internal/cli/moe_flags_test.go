@@ -101,6 +101,8 @@ func TestMoEFlagErrors(t *testing.T) {
 		{append(arch[:len(arch):len(arch)], "--moe-groups", "8", "--moe-topk-groups", "9"), "--moe-topk-groups:"},
 		{append(arch[:len(arch):len(arch)], "--mtp-layers", "9"), "--mtp-layers:"},
 		{append(arch[:len(arch):len(arch)], "--glu-clamp"), "--glu-clamp: clamps a gated MLP's inputs: needs"},
+		{[]string{"estimate", "--layers", "8", "--hidden", "2048", "--heads", "16", "--expert-bias",
+			"--cluster", "dgx-h100", "--gpus", "8", "--mbs", "1", "--gbs", "64", "--seq", "4096"}, "--experts:"},
 	} {
 		code, _, errOut := run(c.args...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

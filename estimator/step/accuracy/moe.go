@@ -57,6 +57,9 @@ type MoESpec struct {
 	// all-to-alls of the same micro-batch are in flight (Megatron-Core's
 	// moe_shared_expert_overlap); null: not stated.
 	SharedExpertOverlap *bool `json:"shared_expert_overlap"`
+	// Bias: the routed experts' linear layers carry biases (model.MoE.Bias;
+	// gpt-oss, Megatron-Core's add_bias_linear); null: not stated, none.
+	Bias *bool `json:"bias"`
 }
 
 // MLASpec is a row's multi-head latent attention ranks (DeepSeek-V3).
@@ -439,7 +442,7 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	a.MoE, a.MLA = nil, nil
 	if m := r.MoE; m != nil {
 		moe := &model.MoE{Experts: m.Experts, TopK: m.TopK, ExpertFFN: m.ExpertFFN, Frequency: m.LayerFreq,
-			SharedExperts: m.Shared, FirstDense: m.FirstDense}
+			SharedExperts: m.Shared, FirstDense: m.FirstDense, Bias: m.Bias != nil && *m.Bias}
 		if c := catalogMoE; c != nil && c.Experts == m.Experts && c.TopK == m.TopK {
 			// Group-limited routing is the model's (DeepSeek-V3's n_group 8 /
 			// topk_group 4 in its config.json), not the run's: kept from the catalog.

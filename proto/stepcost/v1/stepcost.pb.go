@@ -661,7 +661,12 @@ type MoE struct {
 	Groups int32 `protobuf:"varint,7,opt,name=groups,proto3" json:"groups,omitempty"`
 	// Groups a token's experts are chosen from (DeepSeek-V3's topk_group 4), 1 to
 	// groups; set together with groups.
-	TopkGroups    int32 `protobuf:"varint,8,opt,name=topk_groups,json=topkGroups,proto3" json:"topk_groups,omitempty"`
+	TopkGroups int32 `protobuf:"varint,8,opt,name=topk_groups,json=topkGroups,proto3" json:"topk_groups,omitempty"`
+	// The routed experts' linear layers carry biases (gpt-oss; Megatron-Core's
+	// add_bias_linear on an MoE model). Their parameters are not counted; what
+	// applying them costs depends on the framework: Megatron-Core adds the second
+	// one with separate PyTorch operators after the grouped GEMM.
+	Bias          bool `protobuf:"varint,9,opt,name=bias,proto3" json:"bias,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -750,6 +755,13 @@ func (x *MoE) GetTopkGroups() int32 {
 		return x.TopkGroups
 	}
 	return 0
+}
+
+func (x *MoE) GetBias() bool {
+	if x != nil {
+		return x.Bias
+	}
+	return false
 }
 
 // Architecture is a transformer's shape.
@@ -6812,7 +6824,7 @@ var File_stepcost_v1_stepcost_proto protoreflect.FileDescriptor
 
 const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
-	"\x1astepcost/v1/stepcost.proto\x12\vstepcost.v1\"\xf2\x01\n" +
+	"\x1astepcost/v1/stepcost.proto\x12\vstepcost.v1\"\x86\x02\n" +
 	"\x03MoE\x12\x18\n" +
 	"\aexperts\x18\x01 \x01(\x05R\aexperts\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x1d\n" +
@@ -6824,7 +6836,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"firstDense\x12\x16\n" +
 	"\x06groups\x18\a \x01(\x05R\x06groups\x12\x1f\n" +
 	"\vtopk_groups\x18\b \x01(\x05R\n" +
-	"topkGroups\"\xda\x03\n" +
+	"topkGroups\x12\x12\n" +
+	"\x04bias\x18\t \x01(\bR\x04bias\"\xda\x03\n" +
 	"\fArchitecture\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x16\n" +

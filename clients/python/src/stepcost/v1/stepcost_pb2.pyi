@@ -738,7 +738,8 @@ class Memory(_message.Message):
     def __init__(self, weights_gb: _Optional[float] = ..., gradients_gb: _Optional[float] = ..., optimizer_gb: _Optional[float] = ..., gathered_weights_gb: _Optional[float] = ..., activations_gb: _Optional[float] = ..., embeddings_logits_gb: _Optional[float] = ..., comm_buffers_gb: _Optional[float] = ..., runtime_reserve_gb: _Optional[float] = ..., total_gb: _Optional[float] = ..., capacity_gb: _Optional[float] = ..., headroom_gb: _Optional[float] = ..., fits: bool = ..., stage: _Optional[int] = ..., in_flight_micro_batches: _Optional[float] = ..., fp8_weight_copies_gb: _Optional[float] = ..., host_gb: _Optional[float] = ..., host_capacity_gb: _Optional[float] = ...) -> None: ...
 
 class MoE(_message.Message):
-    __slots__ = ["expert_ffn", "experts", "first_dense", "frequency", "groups", "shared_experts", "top_k", "topk_groups"]
+    __slots__ = ["bias", "expert_ffn", "experts", "first_dense", "frequency", "groups", "shared_experts", "top_k", "topk_groups"]
+    BIAS_FIELD_NUMBER: _ClassVar[int]
     EXPERTS_FIELD_NUMBER: _ClassVar[int]
     EXPERT_FFN_FIELD_NUMBER: _ClassVar[int]
     FIRST_DENSE_FIELD_NUMBER: _ClassVar[int]
@@ -747,6 +748,7 @@ class MoE(_message.Message):
     SHARED_EXPERTS_FIELD_NUMBER: _ClassVar[int]
     TOPK_GROUPS_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
+    bias: bool
     expert_ffn: int
     experts: int
     first_dense: int
@@ -755,7 +757,7 @@ class MoE(_message.Message):
     shared_experts: int
     top_k: int
     topk_groups: int
-    def __init__(self, experts: _Optional[int] = ..., top_k: _Optional[int] = ..., expert_ffn: _Optional[int] = ..., frequency: _Optional[int] = ..., shared_experts: _Optional[int] = ..., first_dense: _Optional[int] = ..., groups: _Optional[int] = ..., topk_groups: _Optional[int] = ...) -> None: ...
+    def __init__(self, experts: _Optional[int] = ..., top_k: _Optional[int] = ..., expert_ffn: _Optional[int] = ..., frequency: _Optional[int] = ..., shared_experts: _Optional[int] = ..., first_dense: _Optional[int] = ..., groups: _Optional[int] = ..., topk_groups: _Optional[int] = ..., bias: bool = ...) -> None: ...
 
 class ModelSpec(_message.Message):
     __slots__ = ["architecture", "name", "params"]
