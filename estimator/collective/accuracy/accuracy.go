@@ -340,9 +340,27 @@ func Prepare(cases []Case) []Prepared { return PrepareWith(cases, Links{}) }
 type Links struct{ IntraLatencyUs, RackLatencyUs, NetLatencyUs, EFALatencyUs float64 }
 
 // PrepareWith is Prepare with link overrides.
-func PrepareWith(cases []Case, lk Links) []Prepared {
+func PrepareWith(cases []Case, lk Links) []Prepared { return prepareCached(cases, lk, placements{}) }
+
+// placements holds the placements built for one set of link latencies, by system and
+// the latencies its links take (placeKey): every row of a sweep shares its system's
+// placement (the placement caches geometry only, never a model's constants), and a
+// fit that changes one hop latency rebuilds only the systems that have that hop.
+type placements map[placeKey]placed
+
+type placeKey struct {
+	system             string
+	nodes, gpusPerNode int
+	intraUs, netUs     float64
+}
+
+type placed struct {
+	p   *collective.Placement
+	err error
+}
+
+func prepareCached(cases []Case, lk Links, cache placements) []Prepared {
 	out := make([]Prepared, 0, len(cases))
-	clusters := map[string]*topology.Cluster{}
 	for _, c := range cases {
 		pc := Prepared{Case: c}
 		if c.Spec.Name == "" {
@@ -362,20 +380,23 @@ func PrepareWith(cases []Case, lk Links) []Prepared {
 		if lk.EFALatencyUs > 0 && spec.NICs.Kind == topology.EFA {
 			spec.NICs.LatencyUs = lk.EFALatencyUs
 		}
-		key := fmt.Sprintf("%s/%d/%d", c.Spec.Name, c.Spec.Nodes, c.Spec.GPUsPerNode)
-		cl, ok := clusters[key]
+		key := placeKey{c.Spec.Name, c.Spec.Nodes, c.Spec.GPUsPerNode, spec.Intra.LatencyUs, spec.NICs.LatencyUs}
+		pl, ok := cache[key]
 		if !ok {
-			if cl, pc.Err = spec.Build(); pc.Err != nil {
-				out = append(out, pc)
-				continue
+			cl, err := spec.Build()
+			if err == nil {
+				var group []int
+				if group, _, err = collective.NodeGroups(cl, c.Spec.Nodes, c.Spec.GPUsPerNode, false); err == nil {
+					pl.p, err = collective.Place(cl, group, nil)
+				}
 			}
-			clusters[key] = cl
+			pl.err = err
+			cache[key] = pl
 		}
-		group, _, err := collective.NodeGroups(cl, c.Spec.Nodes, c.Spec.GPUsPerNode, false)
-		if err == nil {
-			pc.Placement, err = collective.Place(cl, group, nil)
+		pc.Placement, pc.Err = pl.p, pl.err
+		if pl.err != nil {
+			pc.Placement = nil
 		}
-		pc.Err = err
 		out = append(out, pc)
 	}
 	return out

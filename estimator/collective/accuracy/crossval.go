@@ -93,6 +93,12 @@ type Fold struct {
 // and prices the left-out source's rows with them. The folds are independent and
 // run in parallel; the result is in source order whatever the scheduling.
 func CrossValidate(cases []Case, start Knobs, params []Param, rounds int) []Fold {
+	return CrossValidateFrom(cases, []Knobs{start}, params, rounds)
+}
+
+// CrossValidateFrom is CrossValidate with every fold fitted from several starts
+// (FitFrom).
+func CrossValidateFrom(cases []Case, starts []Knobs, params []Param, rounds int) []Fold {
 	srcs := Sources(cases)
 	folds := make([]Fold, len(srcs))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -110,7 +116,7 @@ func CrossValidate(cases []Case, start Knobs, params []Param, rounds int) []Fold
 					train = append(train, c)
 				}
 			}
-			k, _ := Fit(train, clone(start), params, rounds)
+			k, _ := FitFrom(train, starts, params, rounds)
 			folds[i] = Fold{Source: src, Knobs: k, Results: Price(collective.NewModel(k.K), PrepareWith(test, k.Links))}
 		}()
 	}

@@ -54,7 +54,7 @@ func deref(s *string) string {
 // more are held to the target itself, a 10 % median.
 func TestCrossValidatedAccuracy(t *testing.T) {
 	if os.Getenv("STEPCOST_SLOW") == "" || raceEnabled {
-		t.Skip("14 refits (about 5 min on two cores): set STEPCOST_SLOW=1 and run without -race (CI's cross-validation step)")
+		t.Skip("21 refits (about 45 s on two idle cores): set STEPCOST_SLOW=1 and run without -race (CI's cross-validation step)")
 	}
 	rows, err := accuracy.Rows()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/internal/descent"
@@ -115,18 +116,51 @@ func FitParams() []Param {
 // could only move the collectives' constants they share (the launch cost, the hop
 // latencies) away from what the collectives measure; they are checked by their own
 // test instead (TestSmallP2PWithin25Percent), out of sample.
+//
+// One descent stops in the first minimum its path leads to, and the loss has
+// several of about the same height (FitFrom, Starts, docs/calibration.md "A fit
+// from several starts"): the start decides which.
 func Fit(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64) {
+	return FitFrom(cases, []Knobs{start}, params, rounds)
+}
+
+// FitFrom is Fit from several starts: one descent from each, run concurrently, and
+// the constants with the lowest loss any of them reached (the earliest start's on a
+// tie, so the result does not depend on the scheduling).
+func FitFrom(cases []Case, starts []Knobs, params []Param, rounds int) (Knobs, float64) {
 	cases = FitCases(cases)
+	ks := make([]Knobs, len(starts))
+	losses := make([]float64, len(starts))
+	var wg sync.WaitGroup
+	for i, s := range starts {
+		wg.Go(func() { ks[i], losses[i] = descend(cases, s, params, rounds) })
+	}
+	wg.Wait()
+	best := 0
+	for i := range losses {
+		if losses[i] < losses[best] {
+			best = i
+		}
+	}
+	return ks[best], losses[best]
+}
+
+// descend is one coordinate descent from start over the fit's cases.
+func descend(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64) {
 	prepared := map[Links][]Prepared{}
+	cache := placements{}
 	eval := func(k Knobs) float64 {
 		ps, ok := prepared[k.Links]
 		if !ok {
-			// Every hop latency tried builds the systems anew; keep a few, not every
-			// one the descent ever tried.
+			// Every hop latency tried builds the systems that have that hop anew;
+			// keep a few sets, not every one the descent ever tried.
 			if len(prepared) >= 16 {
 				clear(prepared)
 			}
-			ps = PrepareWith(cases, k.Links)
+			if len(cache) >= 4096 {
+				clear(cache)
+			}
+			ps = prepareCached(cases, k.Links, cache)
 			prepared[k.Links] = ps
 		}
 		return Loss(Price(collective.NewModel(k.K), ps))
@@ -142,6 +176,44 @@ func Fit(cases []Case, start Knobs, params []Param, rounds int) (Knobs, float64)
 	// small steps alone stall.
 	k, loss := descent.Minimise(toSearch(start), clone, ps, []float64{4, 2, 1.3, 1.1, 1.03, 1 / 1.03, 1 / 1.1, 1 / 1.3, 0.5, 0.25, 0}, rounds, eval)
 	return toShipped(k), loss
+}
+
+// Starts spreads start, without looking at any data, along the split the loss's
+// minima differ in: a call's latency is a fixed cost plus steps × a per-step cost,
+// and the minima trade one for the other (Simple's fixed cost near 20 µs with a
+// per-step cost near 7 µs, or at 80 µs with one near 1.6 µs). It returns start,
+// start with the fixed part × f and the per-step part ÷ f, and the reverse, for
+// every factor given (clamped to the fit's ranges). The fixed part: the protocols'
+// and NVLS's per-call costs and the launch costs; the per-step part: the protocols'
+// and NVLS's step costs, the network step costs and the hop latencies.
+func Starts(start Knobs, params []Param, factors ...float64) []Knobs {
+	spread := func(fixed, step float64) Knobs {
+		k := clone(start)
+		for i := range k.K.BaseUs {
+			k.K.BaseUs[i] *= fixed
+			k.K.StepUs[i] *= step
+			k.K.NetStepUs[i] *= step
+		}
+		for i := range k.K.LaunchUs {
+			k.K.LaunchUs[i] *= fixed
+		}
+		k.K.NVLSBaseUs *= fixed
+		k.K.NVLSStepUs *= step
+		k.Links.IntraLatencyUs *= step
+		k.Links.RackLatencyUs *= step
+		k.Links.NetLatencyUs *= step
+		k.Links.EFALatencyUs *= step
+		for _, p := range params {
+			v := p.Get(&k)
+			*v = math.Max(p.Min, math.Min(p.Max, *v))
+		}
+		return k
+	}
+	out := []Knobs{clone(start)}
+	for _, f := range factors {
+		out = append(out, spread(f, 1/f), spread(1/f, f))
+	}
+	return out
 }
 
 // searchParams are the coordinates the descent moves: params, with every network
