@@ -310,7 +310,7 @@ func TestWorkloadsOverREST(t *testing.T) {
 		"cluster": {"name": "dgx-h100", "nodes": 2},
 		"training": {"seq_len": 4096, "global_batch": 64, "moe_imbalance": 1.5, "moe_capacity_factor": 1.25},
 		"layout": {"pp": 2, "dp": 8, "ep": 8, "micro_batch": 1, "zero": 1, "schedule": "SCHEDULE_DUALPIPE"}}`)
-	if m := moe["model"].(map[string]any); fmt.Sprint(m["moe"]) != "map[expert_ffn:1024 experts:64 first_dense:1 frequency:1 groups:0 shared_experts:2 top_k:6 topk_groups:0]" ||
+	if m := moe["model"].(map[string]any); fmt.Sprint(m["moe"]) != "map[bias:false expert_ffn:1024 experts:64 first_dense:1 frequency:1 groups:0 shared_experts:2 top_k:6 topk_groups:0]" ||
 		m["mla"].(map[string]any)["kv_lora_rank"] != float64(256) {
 		t.Errorf("the MoE architecture came back as %v", m)
 	}
