@@ -123,3 +123,63 @@ func TestHopperFP8SpeedupByPassAgainstTE(t *testing.T) {
 		t.Errorf("measured spread %.1f %% is over half the %.1f %% a %d-step tile cost prices", 100*sm, 100*st, deepGEMMTileK0)
 	}
 }
+
+// teH200AutocastLayerMs is the same benchmark's per-layer time of the twelve GEMMs
+// run as te.Linear forwards under autocast (the casts timed with the GEMM): delayed
+// scaling 18.978 ms, current scaling 20.285 ms ("Per-layer total", the autocast
+// table of the H200 example), against 16.785 ms for the pre-quantized current-scaling
+// kernels alone (teH200PrequantPasses).
+const (
+	teH200DelayedAutocastMs = 18.978
+	teH200CurrentAutocastMs = 20.285
+)
+
+// The step model's price of Transformer Engine's fp8 casts on Hopper — fp8CastBytes
+// per element (read 16 bits, write the fp8 value and its transpose), fp8AmaxBytes more
+// for current scaling's amax pass, at HBMEfficiency of the bandwidth — against what
+// the casts cost in TE's own benchmark: the autocast layer less the pre-quantized
+// kernels, 2.19 ms with delayed and 3.50 ms with current scaling. In the benchmark
+// each shape is a te.Linear forward of an input M × K that does not require its
+// gradient and a weight K × N that does (TE module/linear.py at 1609c890e:
+// backward_needs_input = weight.requires_grad, so the input is cast with its
+// transpose; the weight's columnwise copy only if the input requires its gradient, so
+// the weight is cast without its transpose). Priced so on the H200's 4.8 TB/s (the
+// H200 NVL's too): 2.07 and 3.22 ms, 0.94 and 0.92 of the measured — the casts of a
+// current Transformer Engine run at about 0.85 of the HBM bandwidth, where the 0.39
+// of its first cast-transpose kernel (PR #101, TE 0.x) would price them at 4.8 and
+// 7.4 ms.
+func TestHopperFP8CastsAgainstTEAutocast(t *testing.T) {
+	k := DefaultConstants()
+	gpu, err := catalog.GPU("H200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r8, ok := k.rates(gpu, FP8)
+	if !ok {
+		t.Fatal("no H200 rates")
+	}
+	var inputs, weights, prequant float64
+	for _, p := range teH200PrequantPasses {
+		for _, s := range p.shapes {
+			inputs += s[0] * s[1]
+			weights += s[1] * s[2]
+		}
+		prequant += p.fp8C
+	}
+	weightCast := float64(fp8CastBytes - fp8TransposeWriteBytes)
+	for _, c := range []struct {
+		name     string
+		bytes    float64
+		autocast float64
+	}{
+		{"delayed", fp8CastBytes*inputs + weightCast*weights, teH200DelayedAutocastMs},
+		{"current", (fp8CastBytes+fp8AmaxBytes)*inputs + (weightCast+fp8AmaxBytes)*weights, teH200CurrentAutocastMs},
+	} {
+		priced := c.bytes / r8.hbm * 1e3
+		measured := c.autocast - prequant
+		t.Logf("%s scaling: casts measured %.2f ms (%.2f TB/s), priced %.2f ms (%.2f of it)", c.name, measured, c.bytes/measured/1e9, priced, priced/measured)
+		if q := priced / measured; !(q >= 0.85 && q <= 1.1) {
+			t.Errorf("%s scaling: priced casts %.2f ms are %.2f of the measured %.2f ms, want 0.85–1.1", c.name, priced, q, measured)
+		}
+	}
+}
