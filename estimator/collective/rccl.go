@@ -25,10 +25,10 @@ import "github.com/stepcost/stepcost/estimator/hardware"
 // includes it. The one ratio prices a single process driving 8 MI355X (eight
 // launches in turn, rccl-tests -g 8) and a process per GPU across two nodes alike,
 // within 15 % of both sweeps from 256 B to 64 KiB (docs/calibration.md, "RCCL's
-// small-message point-to-point"). Nothing is fitted. The step from LL to Simple
-// that RCCL's tuner states (17.0 − 12.0 = 5 µs) is the one the one-node MI355X
-// sweep shows where the model switches protocol (31.6 µs at 128 KiB, 37.5 µs at
-// 256 KiB).
+// small-message point-to-point"). Nothing is fitted. RCCL's tuner puts 5 µs
+// (17.0 − 12.0) between LL and Simple; the one-node MI355X sweep steps by 5.9 µs
+// where the model switches protocol (31.6 µs at 128 KiB, 37.5 µs at 256 KiB), and
+// the model by 3.1 µs (the ratios 2.02 and 1.82 on the same NCCL fixed cost).
 //
 // Framework dispatch (Eager) is the framework's and not scaled: only the library's
 // own launch within it (PerProcess) is. A graph replay launches nothing.
