@@ -322,9 +322,9 @@ func (m *Model) baseUs(op Op, a Algorithm, pr Protocol) float64 {
 }
 
 // fixedUs is what a call costs whatever its size: issuing it and the protocol's
-// (or the p2p kernel's) fixed cost.
+// (or the p2p kernel's) fixed cost; RCCL's p2p kernel's on AMD GPUs (rccl.go).
 func (m *Model) fixedUs(p *Placement, op Op, a Algorithm, pr Protocol, launch Launch) float64 {
-	return m.launchUs(p, launch) + m.baseUs(op, a, pr)
+	return m.launchUs(p, launch) + m.baseUs(op, a, pr) + m.rcclP2PExtraUs(p, op, a, pr, launch)
 }
 
 // launchUs is the fixed cost of issuing one call.

@@ -69,35 +69,38 @@ func TestAtBound(t *testing.T) {
 	}
 }
 
-// NCCL's point-to-point rows of 64 KiB and less (send/recv and all-to-all, scored)
-// are priced within 25 % of the published sweeps. RCCL's rows are scored in the
-// accuracy statistics but not held to this bound: the model's point-to-point fixed
-// costs are NCCL's (tuning.cc, Prior), and RCCL's small all-to-all on 8×MI355X
-// (prasad-nair-amd/alibaba) takes about 30 µs in one process, 37 µs across two
-// nodes, where the model prices 16 and 27 µs (docs/calibration.md, "RCCL's
-// small-message point-to-point").
+// The point-to-point rows of 64 KiB and less (send/recv and all-to-all, scored) are
+// priced within 25 % of the published sweeps, NCCL's and RCCL's alike: RCCL's fixed
+// costs are NCCL's scaled by the two libraries' base latencies (collective/rccl.go),
+// nothing fitted. One row is logged and not held: the first size of the one-node
+// MI355X sweep (prasad-nair-amd/alibaba, 128 B) takes 40.9 µs where the nine sizes
+// after it, 256 B to 64 KiB, take 29.8–33.0 µs (its in-place column alike, 59.5
+// against 46.5–50.7): a cost of the sweep's first timed size, not of the call's size,
+// which a per-call price cannot carry (docs/calibration.md, "RCCL's small-message
+// point-to-point").
 func TestSmallP2PWithin25Percent(t *testing.T) {
 	rows, err := accuracy.Rows()
 	if err != nil {
 		t.Fatal(err)
 	}
+	firstOfSweep := map[string]bool{"alibaba-mi355x-1n-alltoall-128": true}
 	res := accuracy.Evaluate(collective.NewModel(collective.Default()), accuracy.Cases(rows))
-	n := 0
+	n := map[string]int{}
 	for _, r := range res {
 		if !r.Scored || r.Err != nil || r.Bytes > 64<<10 || (r.Op != collective.SendRecv && r.Op != collective.AllToAll) {
 			continue
 		}
-		if r.Row.Library != "NCCL" {
+		t.Logf("%-40s %8.0f B measured %7.2f µs, predicted %7.2f µs (%s/%s) %+.1f%%", r.Row.ID, r.Bytes, r.MeasuredUs, r.Predicted.TimeUs, r.Predicted.Algo, r.Predicted.Protocol, 100*r.RelErr)
+		if firstOfSweep[r.Row.ID] {
 			continue
 		}
-		n++
-		t.Logf("%-40s %8.0f B measured %7.2f µs, predicted %7.2f µs (%s/%s) %+.1f%%", r.Row.ID, r.Bytes, r.MeasuredUs, r.Predicted.TimeUs, r.Predicted.Algo, r.Predicted.Protocol, 100*r.RelErr)
+		n[r.Row.Library]++
 		if !(math.Abs(r.RelErr) <= 0.25) {
 			t.Errorf("%s: %+.1f%% off the measured %.2f µs", r.Row.ID, 100*r.RelErr, r.MeasuredUs)
 		}
 	}
-	if n < 6 {
-		t.Errorf("only %d small send/recv and all-to-all rows", n)
+	if n["NCCL"] < 6 || n["RCCL"] < 15 {
+		t.Errorf("small send/recv and all-to-all rows held: %v, want 6 NCCL and 15 RCCL or more", n)
 	}
 }
 
