@@ -14,6 +14,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
@@ -59,7 +60,7 @@ type Row struct {
 // it (testdata/README.md).
 const (
 	MeasuredRows = 367
-	AddedRows    = 308
+	AddedRows    = 328
 )
 
 // Rows parses the embedded data sets: nccl_measured.jsonl, then nccl_added.jsonl.
@@ -236,11 +237,13 @@ func specFor(r Row, gpu hardware.GPU, nodes, perNode int) topology.Spec {
 		s.Intra.Kind = topology.Mesh
 	}
 	sys := strings.ToLower(r.System + " " + deref(r.InterFabric))
-	if r.GPU == "GB200" {
-		// Every GB200 system here is (a partition of) an NVL72 rack: its NVLink goes
-		// through the rack's switch trays.
+	if r.GPU == "GB200" || r.GPU == "GB300" {
+		// Every GB200 and GB300 system here is (a partition of) an NVL72 rack: its
+		// NVLink goes through the rack's switch trays.
 		s.Intra.DomainNodes = 18
-		if !strings.Contains(sys, "mnnvl") && nodes > 1 {
+		if n := hostsPerRack(sys); n > 0 {
+			s.Intra.DomainNodes = n // racks filled to n trays each, joined by the network
+		} else if !strings.Contains(sys, "mnnvl") && nodes > 1 {
 			s.Intra.DomainNodes = 0 // partitions on different racks talk over IB
 		}
 	}
@@ -273,6 +276,24 @@ func specFor(r Row, gpu hardware.GPU, nodes, perNode int) topology.Spec {
 		s.Network.RailOptimized = true
 	}
 	return s
+}
+
+// hostsPerRack reads "N hosts per rack" from a system's description: the trays of
+// each NVL72 rack a multi-rack run used (0 when not stated).
+func hostsPerRack(sys string) int {
+	i := strings.Index(sys, " hosts per rack")
+	if i < 0 {
+		return 0
+	}
+	j := i
+	for j > 0 && sys[j-1] >= '0' && sys[j-1] <= '9' {
+		j--
+	}
+	n, err := strconv.Atoi(sys[j:i])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 func deref(s *string) string {

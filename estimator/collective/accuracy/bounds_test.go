@@ -3,6 +3,7 @@ package accuracy_test
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/collective"
@@ -227,5 +228,43 @@ func TestCrossNodeP2PWithinNetChannels(t *testing.T) {
 	}
 	for id := range want {
 		t.Errorf("row %s not found", id)
+	}
+}
+
+// OCI's GB200 all-to-all across 2 and 3 NVL72 racks of 16 trays (oracle-quickstart/
+// oci-gpu-quickstarts): each rack is one NVLink domain and only the bytes between racks
+// cross the trays' 400 Gb/s NICs. Priced as one InfiniBand cluster of trays (no rack
+// domain) the busiest rank would send 1.5–1.9× the bytes over the network, and as racks
+// filled to 18 trays 12.5 % more (72 or 144 remote peers instead of 64 or 128). The rows stay within 20 %: they are 6–7 % (2 racks) and
+// 13–15 % (3 racks) too fast with the NIC bound alone.
+func TestMultiRackAllToAllPricedPerRack(t *testing.T) {
+	rows, err := accuracy.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := accuracy.Evaluate(collective.NewModel(collective.Default()), accuracy.Cases(rows))
+	racks := map[int]int{32: 2, 48: 3}
+	seen := 0
+	for _, r := range res {
+		id := r.Row.ID
+		if !strings.HasPrefix(id, "oci-gb200-32n-alltoall") && !strings.HasPrefix(id, "oci-gb200-48n-alltoall") {
+			continue
+		}
+		seen++
+		if r.Err != nil {
+			t.Errorf("%s: %v", id, r.Err)
+			continue
+		}
+		nodes := r.Spec.Nodes
+		if got := r.Spec.Intra.DomainNodes; got != 16 || nodes/got != racks[nodes] {
+			t.Errorf("%s: %d trays priced in NVLink domains of %d, want %d racks of 16", id, nodes, got, racks[nodes])
+		}
+		t.Logf("%-34s measured %8.2f ms, predicted %8.2f ms %+.1f%%", id, r.MeasuredUs/1e3, r.Predicted.TimeUs/1e3, 100*r.RelErr)
+		if !(math.Abs(r.RelErr) <= 0.20) {
+			t.Errorf("%s: %+.1f%% off the measured %.2f ms, want within 20%%", id, 100*r.RelErr, r.MeasuredUs/1e3)
+		}
+	}
+	if seen != 4 {
+		t.Errorf("found %d of the 4 multi-rack GB200 rows", seen)
 	}
 }
