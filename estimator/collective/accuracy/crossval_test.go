@@ -71,24 +71,27 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// (out of sample by design, as every p2p row: the fit leaves them out; 27.0 %
 	// median with RCCL's fixed costs, 47.1 % with NCCL's, when the bound was set at
 	// 12.5 %); the collective rows' folds are unchanged (11.2 % without them).
-	// 1–64 MiB: 14.1 %. Each bound is the figure reached rounded up to the next half
-	// point; the targets (issue: 12 % for 1–64 MiB, 8 % for multi-node ≥ 1 MiB) are
+	// All sizes 11.4 % with OCI's 20 all-to-all rows; 1–64 MiB 14.1 %. Each bound is
+	// the figure reached rounded up to the next half point; the targets (issue: 12 % for 1–64 MiB, 8 % for multi-node ≥ 1 MiB) are
 	// not met, and docs/calibration.md says which rows miss.
-	bounds := map[string]float64{"1–64 MiB": 0.145, "≥ 64 MiB": 0.05, "all sizes": 0.12}
+	bounds := map[string]float64{"1–64 MiB": 0.145, "≥ 64 MiB": 0.05, "all sizes": 0.115}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
 			b.Label, out.N, 100*in.MedianAbs, 100*out.MedianAbs, 100*in.MeanAbs, 100*out.MeanAbs)
 		if want, ok := bounds[b.Label]; ok && !(out.MedianAbs <= want) {
-			t.Errorf("%s: out-of-sample median |error| %.1f%% > %.0f%%", b.Label, 100*out.MedianAbs, 100*want)
+			t.Errorf("%s: out-of-sample median |error| %.1f%% > %.1f%%", b.Label, 100*out.MedianAbs, 100*want)
 		}
 	}
 	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
 	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
-	// 8.3 % with the MI355X two-node rows (9.7 % on the NVIDIA rows alone); target 8 %.
+	// 9.3 % over 176 rows: 8.3 % before the 20 NCCL all-to-all rows of OCI's GB200,
+	// GB300 and B300 pages (4–16 GiB, up to three NVL72 racks), whose two-node B300
+	// and two-rack GB300 rows the model misses by +245 and −75 % (docs/calibration.md);
+	// target 8 %.
 	t.Logf("multi-node ≥ 1 MiB n=%d: median |err| in-sample %.1f%%, out of sample %.1f%% (target 8 %%)", out.N, 100*in.MedianAbs, 100*out.MedianAbs)
-	if !(out.MedianAbs <= 0.085) {
-		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 8.5%%", 100*out.MedianAbs)
+	if !(out.MedianAbs <= 0.095) {
+		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 9.5%%", 100*out.MedianAbs)
 	}
 	for _, s := range accuracy.BySource(oos) {
 		t.Logf("left out %-42s n=%3d median %6.1f%% mean %6.1f%% bias %+6.1f%%", s.Label, s.N, 100*s.MedianAbs, 100*s.MeanAbs, 100*s.Bias)
