@@ -1,0 +1,112 @@
+package step_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Megatron-Core's optimizers clip by the global gradient norm: one fp32 summed
+// over the optimizer's gradient-statistics group — every rank under the
+// distributed optimizer, the TP × PP ranks of a replica without it — and read back
+// by the host (clip_grads.py get_grad_norm_fp32, .item(); optimizer/__init__.py at
+// 25.09-alpha.rc1 and core_v0.13.1). The call is priced as the collective model
+// prices a 4-byte all-reduce on those groups, placed here from the rank numbering
+// (TP fastest, PP slowest), and it is exposed: with DP 1 nothing else is data
+// parallel, so it is the whole DP term. Frameworks outside Megatron-Core's
+// optimizers (megatron-lm-2021) do not pay it.
+func TestGradNormAllReduce(t *testing.T) {
+	e := step.New()
+	m := collective.NewModel(collective.Default())
+	price := func(cl *topology.Cluster, groups [][]int) float64 {
+		t.Helper()
+		p, err := collective.PlaceGroups(cl, groups)
+		if err != nil {
+			t.Fatal(err)
+		}
+		est, err := m.Estimate(p, collective.AllReduce, 4, collective.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return est.TimeUs * 1e-6
+	}
+	run := func(framework string, cl *topology.Cluster, l step.Layout) step.Result {
+		t.Helper()
+		r, err := e.Estimate(step.Request{
+			Model: arch(t, "llama3-8b"), Cluster: cl,
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64, Framework: framework, Optimizer: step.AdamMixed()},
+			Layout:   l,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	normCall := func(r step.Result) *step.CommCall {
+		for i, c := range r.Comms {
+			if strings.Contains(c.When, "gradient norm") {
+				return &r.Comms[i]
+			}
+		}
+		return nil
+	}
+	seq := func(from, n int) []int {
+		g := make([]int, n)
+		for i := range g {
+			g[i] = from + i
+		}
+		return g
+	}
+
+	// Distributed optimizer on 4 nodes (32 GPUs): TP 8 × PP 4 × DP 1, one group of all 32.
+	cl4 := cluster(t, "dgx-h100", 4)
+	r := run("megatron-core", cl4, step.Layout{TP: 8, PP: 4, DP: 1, MicroBatch: 1, SP: true, ZeRO: 1})
+	want := price(cl4, [][]int{seq(0, 32)})
+	c := normCall(r)
+	if c == nil {
+		t.Fatal("ZeRO-1: no gradient-norm all-reduce listed")
+	}
+	if c.Group != 32 || c.Bytes != 4 || c.PerStep != 1 || c.Op != collective.AllReduce.String() {
+		t.Errorf("ZeRO-1: %+v, want one 4-byte all-reduce over all 32 GPUs a step", *c)
+	}
+	if got := r.Breakdown.Exposed[step.CommDP]; math.Abs(got-want) > 1e-9 {
+		t.Errorf("ZeRO-1, DP 1: DP exposed %.1f µs, want the norm's all-reduce over 32 GPUs, %.1f µs", 1e6*got, 1e6*want)
+	}
+	// 16 nodes: the same group spans more of the network and costs more.
+	r16 := run("megatron-core", cluster(t, "dgx-h100", 16), step.Layout{TP: 8, PP: 16, DP: 1, MicroBatch: 1, SP: true, ZeRO: 1})
+	if got := r16.Breakdown.Exposed[step.CommDP]; !(got > want) {
+		t.Errorf("the norm over 128 GPUs %.1f µs, not above its %.1f µs over 32", 1e6*got, 1e6*want)
+	}
+
+	// Without the distributed optimizer, the model-parallel groups: TP 4 × PP 2 of
+	// each of 4 replicas on 4 nodes, ranks r = tp + 4·dp + 16·pp.
+	r0 := run("megatron-core", cl4, step.Layout{TP: 4, PP: 2, DP: 4, MicroBatch: 1, SP: true})
+	var groups [][]int
+	for dp := range 4 {
+		var g []int
+		for pp := range 2 {
+			g = append(g, seq(4*dp+16*pp, 4)...)
+		}
+		groups = append(groups, g)
+	}
+	want0 := price(cl4, groups)
+	c = normCall(r0)
+	if c == nil {
+		t.Fatal("ZeRO-0: no gradient-norm all-reduce listed")
+	}
+	if c.Group != 8 || c.Concurrent != 4 || math.Abs(c.TimeUs*1e-6-want0) > 1e-9 {
+		t.Errorf("ZeRO-0: %+v, want the 4 TP×PP groups of 8 at once, %.1f µs", *c, 1e6*want0)
+	}
+	// One GPU of model parallelism: no group, no call.
+	if c := normCall(run("megatron-core", cl4, step.Layout{TP: 1, PP: 1, DP: 32, MicroBatch: 1})); c != nil {
+		t.Errorf("ZeRO-0 at TP 1, PP 1: %+v listed, want none", *c)
+	}
+	// Megatron-LM of 2021 is not priced with Megatron-Core's optimizers.
+	if c := normCall(run("megatron-lm-2021", cl4, step.Layout{TP: 8, PP: 4, DP: 1, MicroBatch: 1})); c != nil {
+		t.Errorf("megatron-lm-2021: %+v listed, want none", *c)
+	}
+}
