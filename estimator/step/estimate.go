@@ -242,6 +242,12 @@ const commWorld = NumComms + 2
 // communication is reported as DP.
 const commModelParallel = NumComms + 3
 
+// commAmax is the placement key of Transformer Engine's fp8 amax reduction group
+// under Megatron-Core (parallel_state.get_amax_reduction_group with context
+// parallelism: the TP × CP × DP ranks of a pipeline stage, fp8AmaxReduce); its
+// communication is reported as DP.
+const commAmax = NumComms + 4
+
 // placeKey identifies a communication group by what decides it: the ranks the group
 // spans and the other ranks of its pipeline stage, whose translates of the group are
 // the groups running at the same time — each set as its extents (size and stride),
@@ -282,6 +288,8 @@ func groupDims(c Comm) []Dim {
 		return []Dim{DimTP, DimCP, DimEP, DimDP, DimPP}
 	case commModelParallel:
 		return []Dim{DimTP, DimPP}
+	case commAmax:
+		return []Dim{DimTP, DimCP, DimEP, DimDP}
 	}
 	return nil
 }
@@ -375,7 +383,7 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	case commWorld, commModelParallel:
 		// Groups across pipeline stages: every group of the job, each at once.
 		sib = g.siblings(0, groupDims(c))
-	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP:
+	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP, commAmax:
 		dom := cl.DomainGPUs()
 		if stage := g.n / g.size[DimPP]; stage > dom && key.domainImages(dom) {
 			// Only the groups of the first domain: the others are their images.
@@ -535,6 +543,9 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 		return Result{}, err
 	}
 	if err := p.gradNormSync(); err != nil {
+		return Result{}, err
+	}
+	if err := p.fp8AmaxReduce(); err != nil {
 		return Result{}, err
 	}
 	p.optimizer()
@@ -1445,6 +1456,51 @@ func (p *pricing) gradNormSync() error {
 	p.dpExposed += x
 	return nil
 }
+
+// fp8AmaxReduce prices Transformer Engine's amax reduction under delayed scaling
+// in Megatron-Core's layers. Megatron-Core wraps each model chunk's forward in one
+// fp8_autocast under the delayed recipe (transformer/transformer_block.py at
+// 25.09-alpha.rc1 and core_v0.13.1: use_outer_fp8_context, fp8_utils.py
+// get_fp8_context with fp8_group = get_amax_reduction_group(with_context_parallel=
+// True): the TP × CP × DP ranks). Transformer Engine all-reduces (MAX) the amaxes
+// of every fp8 tensor of the forward when that context exits, and those of the
+// backward when the backward of its first fp8 module ends
+// (FP8GlobalStateManager.reduce_and_update_fp8_tensors, all_reduce with
+// async_op=False): two blocking all-reduces per micro-batch and model chunk,
+// between the forward and the loss and at the end of the backward, with nothing
+// beside them on the compute stream. The buffers hold one fp32 per fp8 tensor:
+// three per GEMM forward (input, weight, output) and two backward (the gradients),
+// as Transformer Engine's modules size their fp8 metadata (num_gemms × 3 and × 2),
+// one GEMM per fp8 weight tensor (fp8WeightTensors). The current-scaling and
+// block-scaled recipes keep no amax history and reduce nothing here.
+func (p *pricing) fp8AmaxReduce() error {
+	t, l := &p.req.Training, &p.req.Layout
+	if !p.rates.fp8 || t.FP8Recipe != FP8Delayed || p.g.n/max(1, l.PP) <= 1 {
+		return nil
+	}
+	if fw, err := framework.Lookup(t.Framework); err != nil || !fw.TELayers {
+		return nil
+	}
+	v := 1.0
+	if l.PP > 1 && l.VirtualStages > 1 {
+		v = float64(l.VirtualStages)
+	}
+	gemms := fp8WeightTensors(p.req, p.parts.nDense, p.parts.nMoE) / v
+	calls := 2 * p.mf * v // per micro-batch and chunk: forward, backward
+	fwd, err := p.commOn(CommDP, commAmax, collective.AllReduce, 3*gemms*fp32Bytes, p.mf*v, "per micro-batch and model chunk: Transformer Engine's forward amax reduction under delayed scaling (TP x CP x DP)")
+	if err != nil {
+		return err
+	}
+	bwd, err := p.commOn(CommDP, commAmax, collective.AllReduce, 2*gemms*fp32Bytes, p.mf*v, "per micro-batch and model chunk: Transformer Engine's backward amax reduction under delayed scaling (TP x CP x DP)")
+	if err != nil {
+		return err
+	}
+	p.dpExposed += (fwd + bwd) * calls / 2
+	return nil
+}
+
+// fp32Bytes is the width of an fp32 value.
+const fp32Bytes = 4
 
 // gradNormBytes is the gradient norm Megatron-Core all-reduces: one fp32 (the sum
 // of the squared gradients, clip_grads.py get_grad_norm_fp32).
