@@ -344,7 +344,6 @@ var claimExceptions = map[string]claimException{
 	"dgxc2502_h100_grok1_64gpu_fp8":                  {modelError: grokFP8},
 	"dgxc2502_h100_grok1_256gpu_fp8":                 {modelError: grokFP8},
 	"mlperf60_h100_gptoss20b_64gpu_fp8":              {modelError: gptOSSH100},
-	"mlperf60_h100_gptoss20b_128gpu_fp8":             {modelError: gptOSSH100},
 	"mlperf51_gb200_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
 	"mlperf51_gb300_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
 	"mlperf60_gb200_gptoss20b_72gpu_mxfp8":           {modelError: gptOSSNVL72},

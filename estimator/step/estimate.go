@@ -231,6 +231,23 @@ const commExpertTP = NumComms + 1
 // onExpertGrid says the group of placement key c is cut from the expert grid.
 func onExpertGrid(c Comm) bool { return c == CommEP || c == commExpertData || c == commExpertTP }
 
+// commWorld is the placement key of the group of every rank of the job (the
+// distributed optimizer's gradient-statistics group, gradNormSync); its
+// communication is reported as DP.
+const commWorld = NumComms + 2
+
+// commModelParallel is the placement key of the model-parallel group (the TP × PP
+// ranks of one data-parallel replica: the gradient-statistics group of
+// Megatron-Core's optimizers without the distributed optimizer, gradNormSync); its
+// communication is reported as DP.
+const commModelParallel = NumComms + 3
+
+// commAmax is the placement key of Transformer Engine's fp8 amax reduction group
+// under Megatron-Core (parallel_state.get_amax_reduction_group with context
+// parallelism: the TP × CP × DP ranks of a pipeline stage, fp8AmaxReduce); its
+// communication is reported as DP.
+const commAmax = NumComms + 4
+
 // placeKey identifies a communication group by what decides it: the ranks the group
 // spans and the other ranks of its pipeline stage, whose translates of the group are
 // the groups running at the same time — each set as its extents (size and stride),
@@ -267,6 +284,12 @@ func groupDims(c Comm) []Dim {
 		return []Dim{DimDP}
 	case commExpertTP:
 		return []Dim{DimTP} // on the expert grid
+	case commWorld:
+		return []Dim{DimTP, DimCP, DimEP, DimDP, DimPP}
+	case commModelParallel:
+		return []Dim{DimTP, DimPP}
+	case commAmax:
+		return []Dim{DimTP, DimCP, DimEP, DimDP}
 	}
 	return nil
 }
@@ -357,7 +380,10 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	}
 	var sib [][]int
 	switch c {
-	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP:
+	case commWorld, commModelParallel:
+		// Groups across pipeline stages: every group of the job, each at once.
+		sib = g.siblings(0, groupDims(c))
+	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP, commAmax:
 		dom := cl.DomainGPUs()
 		if stage := g.n / g.size[DimPP]; stage > dom && key.domainImages(dom) {
 			// Only the groups of the first domain: the others are their images.
@@ -546,6 +572,12 @@ func (e *Estimator) estimateCached(req Request, detail bool, c *BoundsCache) (Re
 		return Result{}, err
 	}
 	if err := p.mlaGradSync(); err != nil {
+		return Result{}, err
+	}
+	if err := p.gradNormSync(); err != nil {
+		return Result{}, err
+	}
+	if err := p.fp8AmaxReduce(); err != nil {
 		return Result{}, err
 	}
 	p.optimizer()
@@ -1423,6 +1455,92 @@ func (p *pricing) gradientSync() (float64, error) {
 	p.hiddenPerMB += hid / p.mf
 	return exposed, nil
 }
+
+// gradNormSync prices the all-reduce of the gradient norm that Megatron-Core's
+// optimizers clip by (Megatron-Core 25.09-alpha.rc1 and core_v0.13.1,
+// optimizer/optimizer.py clip_grad_norm → clip_grads.py get_grad_norm_fp32): each
+// rank sums the squares of the gradients it steps (one multi-tensor kernel), then
+// all-reduces that one fp32 over the optimizer's gradient-statistics group —
+// every rank of the job under the distributed optimizer
+// (optimizer/__init__.py: get_intra_distributed_optimizer_instance_group, one
+// instance), the model-parallel group (TP × PP) without it — and reads it back
+// with .item(). The host waits for the GPU's queue to drain into that all-reduce
+// before it computes the clip factor and issues the update, so nothing runs
+// beside it: exposed, once a step, whatever the per-GPU work. Priced for the
+// profiles that step with Megatron-Core's optimizers (megatronGradBuffers), whose
+// clip_grad defaults to 1.0 (Megatron-LM's --clip-grad, NeMo's recipes); the
+// expert optimizer of a ZeRO-0 MoE, which reduces its own norm on its own group,
+// is not counted.
+func (p *pricing) gradNormSync() error {
+	if !p.megatronGradBuffers() {
+		return nil
+	}
+	place := commWorld
+	if p.req.Layout.ZeRO == 0 {
+		place = commModelParallel
+		if p.req.Layout.TP*p.req.Layout.PP <= 1 {
+			return nil
+		}
+	}
+	if p.g.n <= 1 {
+		return nil
+	}
+	x, err := p.commOn(CommDP, place, collective.AllReduce, gradNormBytes, 1, "end of step: the gradient norm (one fp32) summed over the optimizer's gradient-statistics group, read back by the host (clip_grad)")
+	if err != nil {
+		return err
+	}
+	p.dpExposed += x
+	return nil
+}
+
+// fp8AmaxReduce prices Transformer Engine's amax reduction under delayed scaling
+// in Megatron-Core's layers. Megatron-Core wraps each model chunk's forward in one
+// fp8_autocast under the delayed recipe (transformer/transformer_block.py at
+// 25.09-alpha.rc1 and core_v0.13.1: use_outer_fp8_context, fp8_utils.py
+// get_fp8_context with fp8_group = get_amax_reduction_group(with_context_parallel=
+// True): the TP × CP × DP ranks). Transformer Engine all-reduces (MAX) the amaxes
+// of every fp8 tensor of the forward when that context exits, and those of the
+// backward when the backward of its first fp8 module ends
+// (FP8GlobalStateManager.reduce_and_update_fp8_tensors, all_reduce with
+// async_op=False): two blocking all-reduces per micro-batch and model chunk,
+// between the forward and the loss and at the end of the backward, with nothing
+// beside them on the compute stream. The buffers hold one fp32 per fp8 tensor:
+// three per GEMM forward (input, weight, output) and two backward (the gradients),
+// as Transformer Engine's modules size their fp8 metadata (num_gemms × 3 and × 2),
+// one GEMM per fp8 weight tensor (fp8WeightTensors). The current-scaling and
+// block-scaled recipes keep no amax history and reduce nothing here.
+func (p *pricing) fp8AmaxReduce() error {
+	t, l := &p.req.Training, &p.req.Layout
+	if !p.rates.fp8 || t.FP8Recipe != FP8Delayed || p.g.n/max(1, l.PP) <= 1 {
+		return nil
+	}
+	if fw, err := framework.Lookup(t.Framework); err != nil || !fw.TELayers {
+		return nil
+	}
+	v := 1.0
+	if l.PP > 1 && l.VirtualStages > 1 {
+		v = float64(l.VirtualStages)
+	}
+	gemms := fp8WeightTensors(p.req, p.parts.nDense, p.parts.nMoE) / v
+	calls := 2 * p.mf * v // per micro-batch and chunk: forward, backward
+	fwd, err := p.commOn(CommDP, commAmax, collective.AllReduce, 3*gemms*fp32Bytes, p.mf*v, "per micro-batch and model chunk: Transformer Engine's forward amax reduction under delayed scaling (TP x CP x DP)")
+	if err != nil {
+		return err
+	}
+	bwd, err := p.commOn(CommDP, commAmax, collective.AllReduce, 2*gemms*fp32Bytes, p.mf*v, "per micro-batch and model chunk: Transformer Engine's backward amax reduction under delayed scaling (TP x CP x DP)")
+	if err != nil {
+		return err
+	}
+	p.dpExposed += (fwd + bwd) * calls / 2
+	return nil
+}
+
+// fp32Bytes is the width of an fp32 value.
+const fp32Bytes = 4
+
+// gradNormBytes is the gradient norm Megatron-Core all-reduces: one fp32 (the sum
+// of the squared gradients, clip_grads.py get_grad_norm_fp32).
+const gradNormBytes = 4
 
 // paramGatherBuf is one buffer of updated parameters ZeRO-1/2 all-gathers: over
 // the group place names, weights bytes holding params parameters.
