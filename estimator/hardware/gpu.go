@@ -62,6 +62,16 @@ type GPU struct {
 	Source string `json:"source,omitempty"`
 }
 
+// BlackwellUltra reports whether g is a Blackwell Ultra part (compute capability
+// 10.3, sm_103): the catalog's B300 and GB300, by name, as NVIDIA names the two
+// products of the chip ("Inside NVIDIA Blackwell Ultra: The Chip Powering the AI
+// Factory Era", NVIDIA technical blog, 2025-08-22). Its tensor rates are the
+// B200's; its special-function units run the softmax exponentials at twice the
+// rate (same article), which its fused attention kernels show.
+func (g GPU) BlackwellUltra() bool {
+	return g.Arch == Blackwell && (g.Name == "B300" || g.Name == "GB300")
+}
+
 // Peak returns the dense peak FLOP/s (not TFLOP/s) for d, or an error if the GPU
 // has no rate for that format.
 func (g GPU) Peak(d DType) (float64, error) {

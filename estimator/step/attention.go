@@ -136,3 +136,45 @@ func blackwellAttentionSpeed(skv, headDim float64) (fwd, bwd float64) {
 	bwd = interpLog2(xs, bwCuDNNBwdTFLOPS[:], skv) / interpLog2(xs, bwFlash2BwdTFLOPS[:], skv) * shareB
 	return fwd, bwd
 }
+
+// Measured speed of the same causal attention (bf16, head dimension 128, 128 query
+// and 8 key-value heads, batch 1) on a GB300 — Blackwell Ultra — in the same
+// benchmark, commit and container as the B200's above (NVIDIA/cudnn-frontend
+// benchmark/sdpa_benchmark_training at bb37575,
+// artifacts/sdpa_bf16_benchmark_results_NVIDIA_GB300.csv; sample_gb300_bf16_run.txt:
+// torch 2.9.0a0 nv25.09, cuDNN 9.13.0), the pyt_cudnn backend at bwAttnSeqLens, in
+// TFLOP/s; and the GB300's dense bf16 peak the catalog gives (the GB200's).
+var (
+	ultraCuDNNFwdTFLOPS = [...]float64{593.514, 1144.867, 1495.674, 1702.463}
+	ultraCuDNNBwdTFLOPS = [...]float64{487.345, 892.572, 1130.076, 1267.827}
+)
+
+const gb300PeakBF16TFLOPS float64 = 2500
+
+// ultraAttentionSpeed is Transformer Engine's cuDNN fused attention on Blackwell
+// Ultra (B300, GB300) relative to its price on other Blackwell parts
+// (blackwellAttentionSpeed, at the same share of the GPU's bf16 peak): cuDNN 9.13's
+// measured GB300 speed over its B200 speed at that key length, divided by the two
+// parts' peak ratio (2500 / 2250 TFLOP/s; flash-attn 2, which does not use the
+// exponential units any more than the tensor cores, runs 1.09–1.10× faster on the
+// GB300 than on the B200 from 8k keys on, in the same files). Blackwell Ultra runs
+// the softmax's exponentials at twice the B200's rate, its tensor rates are the
+// B200's: 1.15× forward and 1.08× backward at 8k keys (the backward runs five GEMMs
+// per recomputed exponential, the forward two, so the exponentials are a smaller
+// share of its time), 1.20 / 1.15 at 4k,
+// 1.15 / 1.06 at 16k, held flat beyond. cuDNN 9.17 measured GB300 against GB200 —
+// the same peak — at 1.20 / 1.07 at 8k and 1.19 / 1.07 at 16k (cudnn-frontend at
+// b372d39). The same kernels apply as for blackwellAttentionSpeed; elsewhere 1.
+func ultraAttentionSpeed(fw string, flash2 bool, skv, headDim float64) (fwd, bwd float64) {
+	if flash2 || headDim != 128 {
+		return 1, 1
+	}
+	if p, err := framework.Lookup(fw); err != nil || !p.HopperFusedAttention {
+		return 1, 1
+	}
+	xs := bwAttnSeqLens[:]
+	peaks := gb300PeakBF16TFLOPS / b200PeakBF16TFLOPS
+	fwd = interpLog2(xs, ultraCuDNNFwdTFLOPS[:], skv) / interpLog2(xs, bwCuDNNFwdTFLOPS[:], skv) / peaks
+	bwd = interpLog2(xs, ultraCuDNNBwdTFLOPS[:], skv) / interpLog2(xs, bwCuDNNBwdTFLOPS[:], skv) / peaks
+	return fwd, bwd
+}

@@ -105,6 +105,7 @@ type gpuRates struct {
 	gemmEff  float64
 	attnEff  float64
 	arch     hardware.Arch
+	ultra    bool    // Blackwell Ultra (hardware.GPU.BlackwellUltra)
 	elemSize float64 // bytes per matmul operand element
 	// fp8: the layers' matmuls run in fp8 (and pay for their casts); gemmEff16 is
 	// the 16-bit efficiency of the matmuls that stay in 16 bits.
@@ -202,6 +203,7 @@ func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {
 	}
 	r.attnEff = k.AttentionEfficiency[g.Arch]
 	r.arch = g.Arch
+	r.ultra = g.BlackwellUltra()
 	r.hbm = g.MemoryBandwidthGBps * 1e9 * k.HBMEfficiency
 	r.sms = float64(g.SMs)
 	return r, r.gemmEff > 0 && r.attnEff > 0

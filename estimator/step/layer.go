@@ -281,7 +281,12 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if l.CP > 1 && !l.CPAllToAll {
 			skv = sLocal
 		}
-		vf, vb := attentionSpeed(r.arch, req.Training.Framework, req.Training.FlashAttention2, skv, float64(a.QDim())/float64(max(1, a.Heads)))
+		headDim := float64(a.QDim()) / float64(max(1, a.Heads))
+		vf, vb := attentionSpeed(r.arch, req.Training.Framework, req.Training.FlashAttention2, skv, headDim)
+		if r.ultra {
+			uf, ub := ultraAttentionSpeed(req.Training.Framework, req.Training.FlashAttention2, skv, headDim)
+			vf, vb = vf*uf, vb*ub
+		}
 		attn *= 0.5
 		lt.attnFwd = attn / (r.peak16 * r.attnEff * vf)
 		lt.attnBwd = 2.5 * attn / (r.peak16 * r.attnEff * vb)
