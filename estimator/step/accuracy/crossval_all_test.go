@@ -162,12 +162,15 @@ func fmtFitted(m map[string]float64) string {
 // fp8 (tpFP8AllGathers) and its fp8 casts on Blackwell without a transposed copy
 // (framework.Profile.FP8TransposeFree); Transformer Engine's amax reductions under
 // delayed scaling (fp8AmaxReduce) took left out all 8.2 → 8.1, MoE 10.7 → 10.5, fp8
-// 10.1 → 9.8, Blackwell 10.4 → 10.3 %. docs/step-model.md gives the runs that
+// 10.1 → 9.8, Blackwell 10.4 → 10.3 %; Blackwell Ultra's cuDNN attention at its
+// measured speed (ultraAttentionSpeed) took in sample fp8 9.5 → 9.3 and Blackwell
+// 9.9 → 9.8 %, left out fp8 9.8 → 9.7 and Blackwell 10.3 → 10.2 % (bounds in sample
+// fp8 0.10 → 0.095, Blackwell 0.105 → 0.10). docs/step-model.md gives the runs that
 // keep fp8 and Blackwell above their targets and what each lacks. The original 127
 // runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.065, "moe": 0.10, "fp8": 0.10, "blackwell": 0.105,
+		"all": 0.08, "original": 0.065, "moe": 0.10, "fp8": 0.095, "blackwell": 0.10,
 	}
 	outOfSampleBounds = map[string]float64{
 		"all": 0.085, "original": 0.07, "moe": 0.11, "fp8": 0.10, "blackwell": 0.105,
