@@ -155,9 +155,9 @@ const gb300PeakBF16TFLOPS float64 = 2500
 // Ultra (B300, GB300) relative to its price on other Blackwell parts
 // (blackwellAttentionSpeed, at the same share of the GPU's bf16 peak): cuDNN 9.13's
 // measured GB300 speed over its B200 speed at that key length, divided by the two
-// parts' peak ratio (2500 / 2250 TFLOP/s; flash-attn 2, which does not use the
-// exponential units any more than the tensor cores, runs 1.09–1.10× faster on the
-// GB300 than on the B200 from 8k keys on, in the same files). Blackwell Ultra runs
+// parts' peak ratio (2500 / 2250 TFLOP/s, 1.11: flash-attn 2's sm80 kernel, bound by
+// its older tensor-core instructions, runs 1.09–1.10× faster on the GB300 than on the
+// B200 from 8k keys on in the same files, the clock's gain). Blackwell Ultra runs
 // the softmax's exponentials at twice the B200's rate, its tensor rates are the
 // B200's: 1.15× forward and 1.08× backward at 8k keys (the backward runs five GEMMs
 // per recomputed exponential, the forward two, so the exponentials are a smaller
