@@ -24,9 +24,10 @@ import (
 //   - nChannelsMin is the channels per peer halved until every rank can have its
 //     own (nChannelsMin × ranks ≤ the p2p channels);
 //   - the channels per peer are 2 per NVLink's worth of bandwidth on NVLink (more
-//     than the p2p channels on NVSwitch), 2 over PCIe, and across nodes (through
-//     NCCL 2.28, paths.cc ncclTopoGetNchannels at v2.28.9) 2, halved while
-//     2 × ranks exceeds 4 × the p2p channels, and at least one per NIC of the GPU
+//     than the p2p channels on NVSwitch), 2 over PCIe, and across nodes (NCCL
+//     2.21-2.28, paths.cc ncclTopoGetNchannels) 2, halved while 2 × ranks exceeds
+//     4 × the p2p channels, and at least one per NIC of the GPU, or (NCCL 2.29 on,
+//     when the cluster states it, and RCCL) one per 14 GB/s of the GPU's NICs
 //     (p2pNetChannelsPerPeer);
 //   - the protocol is LL while the peer's bytes are at most nChannels × 16 KiB
 //     (NCCL_P2P_LL_THRESHOLD), Simple above; LL128 is never used for p2p.
@@ -51,6 +52,10 @@ import (
 // spans 2 nodes (one remote group) — NCCL 2.29 raised the channels per net peer to
 // one per 14 GB/s of the GPU's NICs for that reason ("Improves the default number
 // of channels per net peer for all-to-all, send, and recv", its release notes).
+// PXN, on by default where a node's GPUs are all on NVLink, routes a send to
+// another node through the local GPU on the peer's rail; in p2p it only turns off
+// the registration of user buffers with the network (enqueue.cc addP2pToPlan,
+// pxnUsed: v2.28.9-1 line 856, v2.29.7-1 line 928), not the channels' count.
 // On 3 nodes and more a rank's remote groups have channels enough, and its NIC
 // bounds it as the links say. RCCL sizes its net channels by the 14 GB/s rule
 // (ROCm/rccl src/graph/paths.cc), so AMD GPUs take that rule.
