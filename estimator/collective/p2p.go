@@ -75,8 +75,13 @@ func p2pStepBytes(p *Placement) float64 {
 // is used.
 const p2pLLThreshold = 16 << 10
 
-// p2pPerChannelNetGBps is NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc): the bandwidth NCCL
-// assumes one channel drives to the network.
+// p2pPerChannelNetGBps is NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc, from v2.29.2-1):
+// the bandwidth NCCL assumes one channel drives to the network when it sizes a net
+// peer's channels. NCCL 2.21-2.28 have no such figure (their channel count does not
+// depend on the NIC's speed); the model prices their channels at the same rate,
+// which the measurements bracket: 10-11 GB/s per channel on Vultr's two B200 nodes
+// (unscored; docs/calibration.md) and 12-18 GB/s over Slingshot on GH200
+// (NVIDIA/nccl#1272: 24.2 GB/s on 2 channels against a 25 GB/s NIC, 18.3 on 1).
 const p2pPerChannelNetGBps = 14
 
 // maxP2PChannels is the p2p channels NCCL runs at most (MAXCHANNELS in the INIT
