@@ -24,9 +24,10 @@ import (
 //   - nChannelsMin is the channels per peer halved until every rank can have its
 //     own (nChannelsMin × ranks ≤ the p2p channels);
 //   - the channels per peer are 2 per NVLink's worth of bandwidth on NVLink (more
-//     than the p2p channels on NVSwitch), 2 over PCIe, and across nodes (through
-//     NCCL 2.28, paths.cc ncclTopoGetNchannels at v2.28.9) 2, halved while
-//     2 × ranks exceeds 4 × the p2p channels, and at least one per NIC of the GPU
+//     than the p2p channels on NVSwitch), 2 over PCIe, and across nodes (NCCL
+//     2.21-2.28, paths.cc ncclTopoGetNchannels) 2, halved while 2 × ranks exceeds
+//     4 × the p2p channels, and at least one per NIC of the GPU, or (NCCL 2.29 on,
+//     when the cluster states it, and RCCL) one per 14 GB/s of the GPU's NICs
 //     (p2pNetChannelsPerPeer);
 //   - the protocol is LL while the peer's bytes are at most nChannels × 16 KiB
 //     (NCCL_P2P_LL_THRESHOLD), Simple above; LL128 is never used for p2p.
@@ -51,6 +52,10 @@ import (
 // spans 2 nodes (one remote group) — NCCL 2.29 raised the channels per net peer to
 // one per 14 GB/s of the GPU's NICs for that reason ("Improves the default number
 // of channels per net peer for all-to-all, send, and recv", its release notes).
+// PXN, on by default where a node's GPUs are all on NVLink, routes a send to
+// another node through the local GPU on the peer's rail; in p2p it only turns off
+// the registration of user buffers with the network (enqueue.cc addP2pToPlan,
+// pxnUsed: v2.28.9-1 line 856, v2.29.7-1 line 928), not the channels' count.
 // On 3 nodes and more a rank's remote groups have channels enough, and its NIC
 // bounds it as the links say. RCCL sizes its net channels by the 14 GB/s rule
 // (ROCm/rccl src/graph/paths.cc), so AMD GPUs take that rule.
@@ -70,8 +75,13 @@ func p2pStepBytes(p *Placement) float64 {
 // is used.
 const p2pLLThreshold = 16 << 10
 
-// p2pPerChannelNetGBps is NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc): the bandwidth NCCL
-// assumes one channel drives to the network.
+// p2pPerChannelNetGBps is NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc, from v2.29.2-1):
+// the bandwidth NCCL assumes one channel drives to the network when it sizes a net
+// peer's channels. NCCL 2.21-2.28 have no such figure (their channel count does not
+// depend on the NIC's speed); the model prices their channels at the same rate,
+// which the measurements bracket: 10-11 GB/s per channel on Vultr's two B200 nodes
+// (unscored; docs/calibration.md) and 12-18 GB/s over Slingshot on GH200
+// (NVIDIA/nccl#1272: 24.2 GB/s on 2 channels against a 25 GB/s NIC, 18.3 on 1).
 const p2pPerChannelNetGBps = 14
 
 // maxP2PChannels is the p2p channels NCCL runs at most (MAXCHANNELS in the INIT
@@ -109,16 +119,31 @@ func p2pChannels(p *Placement) (total, perPeer int) {
 }
 
 // p2pNetChannelsPerPeer is the channels NCCL gives a peer on another node
-// (ncclTopoGetNchannels, ncclTopoComputeP2pChannels). Through NCCL 2.28 (paths.cc
-// at v2.28.9): 2, halved while 2 × ranks exceeds 4 × the p2p channels ("avoid
-// overloading channels with 8+ operations"), at least one per NIC of the GPU,
-// rounded up to a power of two. RCCL (AMD GPUs) and NCCL 2.29: one per NIC and at
-// least one per 14 GB/s of the GPU's NICs, halved while the groups of one round
-// would not fit the p2p channels.
+// (src/graph/paths.cc: ncclTopoGetNchannels for each peer, the least over the
+// peers kept by ncclTopoComputeP2pChannels as p2pnChannelsPerPeer). Unless
+// NCCL_NCHANNELS_PER_NET_PEER (2.28: the nChannelsPerNetPeer config) sets it:
+//
+//   - NCCL 2.21 through 2.28 (paths.cc ncclTopoGetNchannels: v2.21.5-1 lines
+//     713-726, v2.27.7-1 lines 817-830, v2.28.9-1 lines 836-849, one code): 2
+//     ("start from 2 channels per NIC"), halved while 2 × ranks exceeds 4 × the
+//     p2p channels ("avoid overloading channels with 8+ operations"), then at least
+//     the GPU's NICs counted until they match its PCIe/C2C bandwidth
+//     (getLocalNetCountByBw), rounded up to a power of two. A remote peer gets 2
+//     channels on 2-16 nodes of 8 GPUs, whatever the NICs' speed.
+//   - NCCL 2.29 (v2.29.2-1 paths.cc lines 823, 844-852 and 896, v2.29.7-1 lines
+//     832, 853-861 and 905; release notes: "Improves the default number of channels
+//     per net peer for all-to-all, send, and recv"): at least one per NIC and one
+//     per NCCL_P2P_PER_CHANNEL_NET_BW (14 GB/s) of the GPU's NICs, rounded up to a
+//     power of two, halved while a round's groups of 8 ranks (ceil(ranks / 8) ×
+//     channels) would not fit the p2p channels.
+//   - RCCL (AMD GPUs) sizes them by the same 14 GB/s rule (ROCm/rccl
+//     src/graph/paths.cc).
+//
+// The spec's NCCL release picks the rule; a cluster that states none takes 2.28's.
 func p2pNetChannelsPerPeer(p *Placement, total int) int {
 	c := p.Cluster
 	nics := max(1, c.Spec.NICs.PerNode/max(1, c.Spec.GPUsPerNode))
-	if a := c.GPU().Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
+	if ncclSizesNetChannelsByBandwidth(c) {
 		gbps := c.Spec.NICs.Gbps / 8 * float64(nics)
 		perPeer := pow2Up(max(nics, int(math.Ceil(gbps/p2pPerChannelNetGBps))))
 		for perPeer*((p.N()+7)/8) > total && perPeer > 1 {
@@ -131,6 +156,17 @@ func p2pNetChannelsPerPeer(p *Placement, total int) int {
 		perPeer /= 2
 	}
 	return pow2Up(max(nics, perPeer))
+}
+
+// ncclSizesNetChannelsByBandwidth says whether the cluster's library sizes a
+// network peer's p2p channels by its NICs' bandwidth: RCCL on AMD GPUs, and NCCL
+// from 2.29 on.
+func ncclSizesNetChannelsByBandwidth(c *topology.Cluster) bool {
+	if a := c.GPU().Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
+		return true
+	}
+	major, minor, ok := c.Spec.NCCLRelease()
+	return ok && (major > 2 || major == 2 && minor >= 29)
 }
 
 // p2pRemote is the bytes a rank sends to other nodes in one grouped p2p call and

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // Send/recv and all-to-all run NCCL's p2p kernel: LL while a peer's bytes fit 16 KiB
@@ -136,5 +137,65 @@ func TestP2PNetChannels(t *testing.T) {
 	// The 4-node call is faster per byte leaving a node than the 2-node one.
 	if two.TimeUs/(gib/2) <= four.TimeUs/(gib*3.0/4) {
 		t.Errorf("2 nodes %.3g µs per remote byte, 4 nodes %.3g: want 2 nodes channel-bound, slower", two.TimeUs/(gib/2), four.TimeUs/(gib*3.0/4))
+	}
+}
+
+// The channels NCCL gives a peer on another node follow the cluster's NCCL release
+// (paths.cc ncclTopoGetNchannels): through 2.28 two, whatever the NIC, so a 1 GiB
+// send/recv between two H100 nodes crosses at 2 × 14 GB/s; from 2.29 one per
+// 14 GB/s of the GPU's 400 Gb/s NIC, four, and the NIC bounds it. On 16 nodes of
+// 8 (128 ranks) 2.28 halves the two to one (2 × 128 > 4 × 32 p2p channels) and
+// 2.29 halves its four to two (4 × 16 groups of 8 > 32). A cluster that states no
+// release takes 2.28's rule.
+func TestP2PNetChannelsPerNCCLRelease(t *testing.T) {
+	m := collective.NewModel(collective.Default())
+	price := func(release string, nodes, perNode int, op collective.Op, size float64) collective.Estimate {
+		t.Helper()
+		c := mustCluster(t, "dgx-h100", nodes, func(s *topology.Spec) { s.NCCL = release })
+		group, _, err := collective.NodeGroups(c, nodes, perNode, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := m.Estimate(mustPlace(t, c, group, nil), op, size, collective.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	const gib = 1 << 30
+	for _, tc := range []struct {
+		release       string
+		bySpeed       bool
+		manyNodePeers int
+	}{
+		{"", false, 1},
+		{"2.21.5", false, 1},
+		{"2.27.7", false, 1},
+		{"2.28.9", false, 1},
+		{"2.29", true, 2},
+		{"2.29.7", true, 2},
+		{"2.31.2", true, 2},
+	} {
+		sr := price(tc.release, 2, 1, collective.SendRecv, gib)
+		a2a := price(tc.release, 2, 8, collective.AllToAll, gib)
+		remote := gib / 2 / a2a.TimeUs / 1e3 // GB/s leaving each GPU
+		if !tc.bySpeed {
+			if sr.Channels != 2 || sr.AlgBWGBps > 28 || sr.AlgBWGBps < 26 {
+				t.Errorf("NCCL %q: 1 GiB send/recv across 2 H100 nodes on %d channels at %.1f GB/s, want 2 at about 28", tc.release, sr.Channels, sr.AlgBWGBps)
+			}
+			if remote > 28 || remote < 26 {
+				t.Errorf("NCCL %q: 1 GiB all-to-all on 2×8 H100 moves %.1f GB/s off each GPU, want one group's 2 channels' 28", tc.release, remote)
+			}
+		} else {
+			if sr.Channels != 4 || sr.AlgBWGBps < 40 || sr.AlgBWGBps > 50 {
+				t.Errorf("NCCL %q: 1 GiB send/recv across 2 H100 nodes on %d channels at %.1f GB/s, want 4 and the NIC's 40–50", tc.release, sr.Channels, sr.AlgBWGBps)
+			}
+			if remote < 40 || remote > 50 {
+				t.Errorf("NCCL %q: 1 GiB all-to-all on 2×8 H100 moves %.1f GB/s off each GPU, want the NIC's 40–50", tc.release, remote)
+			}
+		}
+		if many := price(tc.release, 16, 8, collective.SendRecv, gib); many.Channels != tc.manyNodePeers {
+			t.Errorf("NCCL %q: 1 GiB send/recv ring over 16×8 H100 on %d channels per peer, want %d", tc.release, many.Channels, tc.manyNodePeers)
+		}
 	}
 }

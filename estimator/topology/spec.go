@@ -5,6 +5,9 @@
 package topology
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 )
@@ -106,6 +109,36 @@ type Spec struct {
 	// they differ from the collective model's own choice (a calibrated cluster
 	// file writes them; see AlgoRange). The first range that covers a call wins.
 	Algorithms []AlgoRange `json:"algorithms,omitempty"`
+	// NCCL is the NCCL release the cluster runs, "major.minor" or
+	// "major.minor.patch" (e.g. "2.29" or "2.28.9"). The collective model follows it
+	// where releases plan a call differently: the channels a send/recv or all-to-all
+	// gives a peer on another node (NCCL 2.29 sizes them by the GPU's NIC bandwidth;
+	// see collective.p2pNetChannelsPerPeer). Empty: the rule of NCCL 2.21 through 2.28.
+	NCCL string `json:"nccl,omitempty"`
+}
+
+// NCCLRelease is the spec's NCCL release as major and minor numbers; ok is false
+// when none is stated (or it does not parse, which Validate reports).
+func (s Spec) NCCLRelease() (major, minor int, ok bool) {
+	if s.NCCL == "" {
+		return 0, 0, false
+	}
+	parts := strings.Split(s.NCCL, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, 0, false
+	}
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 || v > 999 || p != strconv.Itoa(v) {
+			return 0, 0, false
+		}
+		n[i] = v
+	}
+	if n[0] < 1 {
+		return 0, 0, false
+	}
+	return n[0], n[1], true
 }
 
 // CPUKind is the instruction-set family of a node's host CPU, which sets how fast
@@ -221,6 +254,9 @@ func (s Spec) Validate() error {
 		}
 		fraction(&c, "nics.efficiency", s.NICs.Efficiency)
 		c.NonNegativeWithin("nics.latency_us", s.NICs.LatencyUs, MaxLatencyUs)
+	}
+	if _, _, ok := s.NCCLRelease(); s.NCCL != "" && !ok {
+		c.Add("nccl", "must be an NCCL release as major.minor or major.minor.patch, e.g. 2.28.9 (got %q)", s.NCCL)
 	}
 	if s.Network.NodesPerLeaf < 0 {
 		c.Add("network.nodes_per_leaf", "must be ≥ 0 (got %d)", s.Network.NodesPerLeaf)

@@ -155,6 +155,9 @@ func TestValidateNamesFields(t *testing.T) {
 		{"gpu.arch", func(s *topology.Spec) { s.GPU.Arch = "volta" }},
 		{"host.cpu", func(s *topology.Spec) { s.Host.CPU = "arm" }},
 		{"host.memory_gb", func(s *topology.Spec) { s.Host = topology.Host{CPU: topology.Grace, LinkGBps: 450} }},
+		{"nccl", func(s *topology.Spec) { s.NCCL = "2.29.x" }},
+		{"nccl", func(s *topology.Spec) { s.NCCL = "2" }},
+		{"nccl", func(s *topology.Spec) { s.NCCL = "v2.28.9-1" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.field, func(t *testing.T) {
@@ -195,6 +198,33 @@ func TestDomainGPUs(t *testing.T) {
 		s.Nodes, s.Intra.DomainNodes = c.nodes, c.domainNodes
 		if got := build(t, s).DomainGPUs(); got != c.want {
 			t.Errorf("%d-node domains on %d nodes: %d GPUs, want %d", c.domainNodes, c.nodes, got, c.want)
+		}
+	}
+}
+
+// The NCCL release parses as major.minor[.patch]; none stated is not ok.
+func TestNCCLRelease(t *testing.T) {
+	for _, tc := range []struct {
+		in           string
+		major, minor int
+		ok           bool
+	}{
+		{"2.28.9", 2, 28, true},
+		{"2.29", 2, 29, true},
+		{"2.9.9", 2, 9, true},
+		{"", 0, 0, false},
+		{"2.28.9.1", 0, 0, false},
+		{"2.-1", 0, 0, false},
+		{"2.028", 0, 0, false},
+	} {
+		s := spec()
+		s.NCCL = tc.in
+		major, minor, ok := s.NCCLRelease()
+		if major != tc.major || minor != tc.minor || ok != tc.ok {
+			t.Errorf("NCCLRelease(%q) = %d, %d, %v; want %d, %d, %v", tc.in, major, minor, ok, tc.major, tc.minor, tc.ok)
+		}
+		if err := s.Validate(); tc.ok && err != nil {
+			t.Errorf("release %q: %v", tc.in, err)
 		}
 	}
 }

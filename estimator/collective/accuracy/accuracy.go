@@ -45,6 +45,7 @@ type Row struct {
 	Algorithm    *string  `json:"algorithm"`
 	Protocol     *string  `json:"protocol"`
 	Library      string   `json:"library"`
+	LibVersion   *string  `json:"library_version"`
 	Benchmark    string   `json:"benchmark"`
 	SizeBytes    *float64 `json:"size_bytes"`
 	TimeUs       *float64 `json:"time_us"`
@@ -229,6 +230,7 @@ func specFor(r Row, gpu hardware.GPU, nodes, perNode int) topology.Spec {
 		Nodes:       nodes,
 		GPUsPerNode: perNode,
 		Intra:       topology.Intra{Kind: topology.NVSwitch},
+		NCCL:        statedNCCL(r),
 	}
 	switch gpu.Arch {
 	case hardware.Hopper, hardware.Blackwell:
@@ -276,6 +278,20 @@ func specFor(r Row, gpu hardware.GPU, nodes, perNode int) topology.Spec {
 		s.Network.RailOptimized = true
 	}
 	return s
+}
+
+// statedNCCL is the NCCL release a row states ("2.28.7 (NCCL version
+// 2.28.7+cuda13.0 printed)" gives 2.28.7), or "" when it states none: a row that
+// only names the release of its page's other tables takes the model's default.
+func statedNCCL(r Row) string {
+	if r.Library != "NCCL" || r.LibVersion == nil {
+		return ""
+	}
+	v, _, _ := strings.Cut(*r.LibVersion, " ")
+	if _, _, ok := (topology.Spec{NCCL: v}).NCCLRelease(); ok {
+		return v
+	}
+	return ""
 }
 
 // hostsPerRack reads "N hosts per rack" from a system's description: the trays of

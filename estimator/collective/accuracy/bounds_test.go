@@ -268,3 +268,38 @@ func TestMultiRackAllToAllPricedPerRack(t *testing.T) {
 		t.Errorf("found %d of the 4 multi-rack GB200 rows", seen)
 	}
 }
+
+// A row's cluster states the NCCL release the row states, and none where the row
+// names only its page's other tables' release or none at all: that release decides
+// the channels of a cross-node send/recv or all-to-all. RCCL rows state none (AMD
+// GPUs take RCCL's rule).
+func TestRowsStateTheirNCCLRelease(t *testing.T) {
+	rows, err := accuracy.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"oci-quickstart-gb300-alltoall-32n": "2.28.7", // "2.28.7 (NCCL version 2.28.7+cuda13.0 printed)"
+		"oci-quickstart-b300-alltoall-2n":   "",       // "not printed in the table (…)"
+		"oci-quickstart-gb200-alltoall-32n": "",       // "not stated for the all-to-all tables (…)"
+		"oci-oke-a100-2node-nccl2.29":       "2.29.3",
+		"nvidia-nccl-issue-2169":            "2.30.4", // "2.30.4 (nccl-headers=23004)"
+		"alibaba-mi355x-2n-alltoall":        "",       // RCCL 2.27.7
+	}
+	seen := map[string]bool{}
+	for _, c := range accuracy.Cases(rows) {
+		w, ok := want[c.Row.SourceID]
+		if !ok || c.Why != "" {
+			continue
+		}
+		seen[c.Row.SourceID] = true
+		if c.Spec.NCCL != w {
+			t.Errorf("%s: cluster states NCCL %q, want %q", c.Row.ID, c.Spec.NCCL, w)
+		}
+	}
+	for id := range want {
+		if !seen[id] {
+			t.Errorf("no priced row of %s", id)
+		}
+	}
+}
