@@ -188,6 +188,9 @@ func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 			return s, c.Err()
 		}
 	}
+	if v := d.GetNccl(); v != "" {
+		s.NCCL = v
+	}
 	if h := d.GetHost(); h != nil {
 		setF(&s.Host.MemoryGB, h.GetMemoryGb())
 		setF(&s.Host.MemoryBandwidthGBps, h.GetMemoryBandwidthGbps())
@@ -256,6 +259,7 @@ func SpecToDefinition(s topology.Spec) *pb.ClusterDefinition {
 			Oversubscription: s.Network.Oversubscription, SpineLatencyUs: s.Network.SpineLatencyUs},
 		Host:       hostToProto(s.Host),
 		Algorithms: algoRangesToProto(s.Algorithms),
+		Nccl:       s.NCCL,
 	}
 }
 

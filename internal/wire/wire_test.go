@@ -100,8 +100,11 @@ func TestHostRoundTrip(t *testing.T) {
 // daemon (--server): a field SpecToDefinition or DefinitionToSpec leaves out would
 // reach the daemon as zero, or as a default, without a word.
 func TestSpecRoundTripEverySystem(t *testing.T) {
-	for _, spec := range catalog.Systems() {
+	for i, spec := range catalog.Systems() {
 		spec.Nodes = 4
+		if i%2 == 0 {
+			spec.NCCL = "2.29.2" // the NCCL release travels too
+		}
 		back, err := wire.DefinitionToSpec("cluster.definition", wire.SpecToDefinition(spec))
 		if err != nil {
 			t.Errorf("%s: %v", spec.Name, err)

@@ -1651,7 +1651,12 @@ type ClusterDefinition struct {
 	// The algorithms the cluster's NCCL is measured to run where they differ from
 	// the model's own choice (a calibrated cluster carries them; the first range
 	// that covers a call wins). Empty: the model's cheapest everywhere.
-	Algorithms    []*AlgoRange `protobuf:"bytes,11,rep,name=algorithms,proto3" json:"algorithms,omitempty"`
+	Algorithms []*AlgoRange `protobuf:"bytes,11,rep,name=algorithms,proto3" json:"algorithms,omitempty"`
+	// The NCCL release the cluster runs, "major.minor" or "major.minor.patch"
+	// (e.g. "2.28.9"). The collective model follows it where releases plan a call
+	// differently (the channels a send/recv or all-to-all gives a peer on another
+	// node). Empty: the rule of NCCL 2.21 through 2.28.
+	Nccl          string `protobuf:"bytes,12,opt,name=nccl,proto3" json:"nccl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1761,6 +1766,13 @@ func (x *ClusterDefinition) GetAlgorithms() []*AlgoRange {
 		return x.Algorithms
 	}
 	return nil
+}
+
+func (x *ClusterDefinition) GetNccl() string {
+	if x != nil {
+		return x.Nccl
+	}
+	return ""
 }
 
 // AlgoRange is a size range in which the cluster's NCCL is measured to run one
@@ -6915,7 +6927,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x15memory_bandwidth_gbps\x18\x02 \x01(\x01R\x13memoryBandwidthGbps\x12\x1b\n" +
 	"\tlink_gbps\x18\x03 \x01(\x01R\blinkGbps\x12\"\n" +
 	"\rgpus_per_link\x18\x04 \x01(\x05R\vgpusPerLink\x12\x10\n" +
-	"\x03cpu\x18\x05 \x01(\tR\x03cpu\"\xa4\x03\n" +
+	"\x03cpu\x18\x05 \x01(\tR\x03cpu\"\xb8\x03\n" +
 	"\x11ClusterDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04base\x18\x02 \x01(\tR\x04base\x12\"\n" +
@@ -6930,7 +6942,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\v2\x11.stepcost.v1.HostR\x04host\x126\n" +
 	"\n" +
 	"algorithms\x18\v \x03(\v2\x16.stepcost.v1.AlgoRangeR\n" +
-	"algorithms\"\xdd\x01\n" +
+	"algorithms\x12\x12\n" +
+	"\x04nccl\x18\f \x01(\tR\x04nccl\"\xdd\x01\n" +
 	"\tAlgoRange\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\"\n" +

@@ -271,7 +271,7 @@ class CalibrationRun(_message.Message):
     def __init__(self, model: _Optional[str] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., tp: _Optional[int] = ..., pp: _Optional[int] = ..., cp: _Optional[int] = ..., ep: _Optional[int] = ..., dp: _Optional[int] = ..., zero: _Optional[int] = ..., micro_batch: _Optional[int] = ..., global_batch: _Optional[int] = ..., seq_len: _Optional[int] = ..., precision: _Optional[str] = ..., recompute: _Optional[str] = ..., sp: bool = ..., schedule: _Optional[str] = ..., vpp: _Optional[int] = ..., framework: _Optional[str] = ...) -> None: ...
 
 class ClusterDefinition(_message.Message):
-    __slots__ = ["algorithms", "base", "description", "gpu", "gpu_name", "gpus_per_node", "host", "intra", "name", "network", "nics"]
+    __slots__ = ["algorithms", "base", "description", "gpu", "gpu_name", "gpus_per_node", "host", "intra", "name", "nccl", "network", "nics"]
     ALGORITHMS_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -281,6 +281,7 @@ class ClusterDefinition(_message.Message):
     HOST_FIELD_NUMBER: _ClassVar[int]
     INTRA_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    NCCL_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     NICS_FIELD_NUMBER: _ClassVar[int]
     algorithms: _containers.RepeatedCompositeFieldContainer[AlgoRange]
@@ -292,9 +293,10 @@ class ClusterDefinition(_message.Message):
     host: Host
     intra: IntraNode
     name: str
+    nccl: str
     network: Network
     nics: NICs
-    def __init__(self, name: _Optional[str] = ..., base: _Optional[str] = ..., gpu: _Optional[_Union[GPU, _Mapping]] = ..., gpu_name: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., intra: _Optional[_Union[IntraNode, _Mapping]] = ..., nics: _Optional[_Union[NICs, _Mapping]] = ..., network: _Optional[_Union[Network, _Mapping]] = ..., description: _Optional[str] = ..., host: _Optional[_Union[Host, _Mapping]] = ..., algorithms: _Optional[_Iterable[_Union[AlgoRange, _Mapping]]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., base: _Optional[str] = ..., gpu: _Optional[_Union[GPU, _Mapping]] = ..., gpu_name: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., intra: _Optional[_Union[IntraNode, _Mapping]] = ..., nics: _Optional[_Union[NICs, _Mapping]] = ..., network: _Optional[_Union[Network, _Mapping]] = ..., description: _Optional[str] = ..., host: _Optional[_Union[Host, _Mapping]] = ..., algorithms: _Optional[_Iterable[_Union[AlgoRange, _Mapping]]] = ..., nccl: _Optional[str] = ...) -> None: ...
 
 class ClusterSpec(_message.Message):
     __slots__ = ["definition", "free_gpus", "name", "nodes"]
