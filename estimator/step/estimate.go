@@ -231,22 +231,11 @@ const commExpertTP = NumComms + 1
 // onExpertGrid says the group of placement key c is cut from the expert grid.
 func onExpertGrid(c Comm) bool { return c == CommEP || c == commExpertData || c == commExpertTP }
 
-// commWorld is the placement key of the group of every rank of the job (the
-// distributed optimizer's gradient-statistics group, gradNormSync); its
-// communication is reported as DP.
-const commWorld = NumComms + 2
-
-// commModelParallel is the placement key of the model-parallel group (the TP × PP
-// ranks of one data-parallel replica: the gradient-statistics group of
-// Megatron-Core's optimizers without the distributed optimizer, gradNormSync); its
-// communication is reported as DP.
-const commModelParallel = NumComms + 3
-
 // commAmax is the placement key of Transformer Engine's fp8 amax reduction group
 // under Megatron-Core (parallel_state.get_amax_reduction_group with context
 // parallelism: the TP × CP × DP ranks of a pipeline stage, fp8AmaxReduce); its
 // communication is reported as DP.
-const commAmax = NumComms + 4
+const commAmax = NumComms + 2
 
 // placeKey identifies a communication group by what decides it: the ranks the group
 // spans and the other ranks of its pipeline stage, whose translates of the group are
@@ -284,10 +273,6 @@ func groupDims(c Comm) []Dim {
 		return []Dim{DimDP}
 	case commExpertTP:
 		return []Dim{DimTP} // on the expert grid
-	case commWorld:
-		return []Dim{DimTP, DimCP, DimEP, DimDP, DimPP}
-	case commModelParallel:
-		return []Dim{DimTP, DimPP}
 	case commAmax:
 		return []Dim{DimTP, DimCP, DimEP, DimDP}
 	}
@@ -380,9 +365,6 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 	}
 	var sib [][]int
 	switch c {
-	case commWorld, commModelParallel:
-		// Groups across pipeline stages: every group of the job, each at once.
-		sib = g.siblings(0, groupDims(c))
 	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP, commAmax:
 		dom := cl.DomainGPUs()
 		if stage := g.n / g.size[DimPP]; stage > dom && key.domainImages(dom) {
@@ -572,9 +554,6 @@ func (e *Estimator) estimateCached(req Request, detail bool, c *BoundsCache) (Re
 		return Result{}, err
 	}
 	if err := p.mlaGradSync(); err != nil {
-		return Result{}, err
-	}
-	if err := p.gradNormSync(); err != nil {
 		return Result{}, err
 	}
 	if err := p.fp8AmaxReduce(); err != nil {
@@ -1456,43 +1435,6 @@ func (p *pricing) gradientSync() (float64, error) {
 	return exposed, nil
 }
 
-// gradNormSync prices the all-reduce of the gradient norm that Megatron-Core's
-// optimizers clip by (Megatron-Core 25.09-alpha.rc1 and core_v0.13.1,
-// optimizer/optimizer.py clip_grad_norm → clip_grads.py get_grad_norm_fp32): each
-// rank sums the squares of the gradients it steps (one multi-tensor kernel), then
-// all-reduces that one fp32 over the optimizer's gradient-statistics group —
-// every rank of the job under the distributed optimizer
-// (optimizer/__init__.py: get_intra_distributed_optimizer_instance_group, one
-// instance), the model-parallel group (TP × PP) without it — and reads it back
-// with .item(). The host waits for the GPU's queue to drain into that all-reduce
-// before it computes the clip factor and issues the update, so nothing runs
-// beside it: exposed, once a step, whatever the per-GPU work. Priced for the
-// profiles that step with Megatron-Core's optimizers (megatronGradBuffers), whose
-// clip_grad defaults to 1.0 (Megatron-LM's --clip-grad, NeMo's recipes); the
-// expert optimizer of a ZeRO-0 MoE, which reduces its own norm on its own group,
-// is not counted.
-func (p *pricing) gradNormSync() error {
-	if !p.megatronGradBuffers() {
-		return nil
-	}
-	place := commWorld
-	if p.req.Layout.ZeRO == 0 {
-		place = commModelParallel
-		if p.req.Layout.TP*p.req.Layout.PP <= 1 {
-			return nil
-		}
-	}
-	if p.g.n <= 1 {
-		return nil
-	}
-	x, err := p.commOn(CommDP, place, collective.AllReduce, gradNormBytes, 1, "end of step: the gradient norm (one fp32) summed over the optimizer's gradient-statistics group, read back by the host (clip_grad)")
-	if err != nil {
-		return err
-	}
-	p.dpExposed += x
-	return nil
-}
-
 // fp8AmaxReduce prices Transformer Engine's amax reduction under delayed scaling
 // in Megatron-Core's layers. Megatron-Core wraps each model chunk's forward in one
 // fp8_autocast under the delayed recipe (transformer/transformer_block.py at
@@ -1537,10 +1479,6 @@ func (p *pricing) fp8AmaxReduce() error {
 
 // fp32Bytes is the width of an fp32 value.
 const fp32Bytes = 4
-
-// gradNormBytes is the gradient norm Megatron-Core all-reduces: one fp32 (the sum
-// of the squared gradients, clip_grads.py get_grad_norm_fp32).
-const gradNormBytes = 4
 
 // paramGatherBuf is one buffer of updated parameters ZeRO-1/2 all-gathers: over
 // the group place names, weights bytes holding params parameters.
