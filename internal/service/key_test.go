@@ -400,7 +400,7 @@ func candidates(fd protoreflect.FieldDescriptor, cur protoreflect.Value) []proto
 		}
 		for _, v := range []string{c + "-x", "llama3-70b", "dgx-a100", "H100-SXM", "H200", "A100-80GB", "nvswitch", "ampere", "blackwell", "mesh", "pcie",
 			"roce", "efa", "deepspeed", "torchtitan", "nemo", "current", "mxfp8", "sgd", "adamw", "tp-dp-pp", "tp-cp-ep-pp-dp", "optimizer", "params",
-			"allgather", "reducescatter", "tree", "nvlstree", "grace", "x86", ""} {
+			"allgather", "reducescatter", "tree", "nvlstree", "grace", "x86", "2.29.2", "2.28.9", ""} {
 			if v != c {
 				out = append(out, protoreflect.ValueOfString(v))
 			}
