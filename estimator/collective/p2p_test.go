@@ -12,19 +12,8 @@ import (
 // collective protocol's, and a bandwidth bound by the links or by the channels NCCL
 // gives the peer.
 func TestP2PProtocolsAndCosts(t *testing.T) {
-	m := collective.NewModel(collective.Default())
 	price := func(system string, nodes, perNode int, op collective.Op, size float64) collective.Estimate {
-		t.Helper()
-		c := mustCluster(t, system, nodes, nil)
-		group, _, err := collective.NodeGroups(c, nodes, perNode, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := m.Estimate(mustPlace(t, c, group, nil), op, size, collective.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return priceOnNodes(t, system, nil, nodes, perNode, op, size)
 	}
 	// 8 B between two NVLink GPUs: LL, one channel, a launch and the p2p kernel's
 	// fixed cost — not a Simple collective's 80 µs.
@@ -68,19 +57,8 @@ func TestP2PProtocolsAndCosts(t *testing.T) {
 // 400 Gb/s NIC; from 3 nodes on the groups' channels outrun the NIC, which bounds
 // the call as before; RCCL gives a net peer a channel per 14 GB/s of the NIC.
 func TestP2PNetChannels(t *testing.T) {
-	m := collective.NewModel(collective.Default())
 	price := func(system string, nodes, perNode int, op collective.Op, size float64) collective.Estimate {
-		t.Helper()
-		c := mustCluster(t, system, nodes, nil)
-		group, _, err := collective.NodeGroups(c, nodes, perNode, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := m.Estimate(mustPlace(t, c, group, nil), op, size, collective.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return priceOnNodes(t, system, nil, nodes, perNode, op, size)
 	}
 	const gib = 1 << 30
 	// 2 nodes: half of each rank's 1 GiB leaves the node, at 2 × 14 GB/s.
@@ -109,7 +87,7 @@ func TestP2PNetChannels(t *testing.T) {
 	// bounds it rather than one group's 28 GB/s.
 	c := mustCluster(t, "dgx-h100", 2, nil)
 	uneven := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
-	e, err := m.Estimate(mustPlace(t, c, uneven, nil), collective.AllToAll, 12<<20*100, collective.Options{})
+	e, err := collective.NewModel(collective.Default()).Estimate(mustPlace(t, c, uneven, nil), collective.AllToAll, 12<<20*100, collective.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +105,7 @@ func TestP2PNetChannels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pw, err := m.Estimate(mustPlace(t, c, g2, nil), collective.AllToAll, gib, collective.Options{Algo: collective.Pairwise})
+	pw, err := collective.NewModel(collective.Default()).Estimate(mustPlace(t, c, g2, nil), collective.AllToAll, gib, collective.Options{Algo: collective.Pairwise})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,19 +126,8 @@ func TestP2PNetChannels(t *testing.T) {
 // 2.29 halves its four to two (4 × 16 groups of 8 > 32). A cluster that states no
 // release takes 2.28's rule.
 func TestP2PNetChannelsPerNCCLRelease(t *testing.T) {
-	m := collective.NewModel(collective.Default())
 	price := func(release string, nodes, perNode int, op collective.Op, size float64) collective.Estimate {
-		t.Helper()
-		c := mustCluster(t, "dgx-h100", nodes, func(s *topology.Spec) { s.NCCL = release })
-		group, _, err := collective.NodeGroups(c, nodes, perNode, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := m.Estimate(mustPlace(t, c, group, nil), op, size, collective.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return priceOnNodes(t, "dgx-h100", func(s *topology.Spec) { s.NCCL = release }, nodes, perNode, op, size)
 	}
 	const gib = 1 << 30
 	for _, tc := range []struct {
@@ -198,4 +165,21 @@ func TestP2PNetChannelsPerNCCLRelease(t *testing.T) {
 			t.Errorf("NCCL %q: 1 GiB send/recv ring over 16×8 H100 on %d channels per peer, want %d", tc.release, many.Channels, tc.manyNodePeers)
 		}
 	}
+}
+
+// priceOnNodes prices op of size bytes with the shipped constants on one group of
+// perNode GPUs on each of nodes nodes of a catalog system (edit, if any, applied to
+// its spec).
+func priceOnNodes(t *testing.T, system string, edit func(*topology.Spec), nodes, perNode int, op collective.Op, size float64) collective.Estimate {
+	t.Helper()
+	c := mustCluster(t, system, nodes, edit)
+	group, _, err := collective.NodeGroups(c, nodes, perNode, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := collective.NewModel(collective.Default()).Estimate(mustPlace(t, c, group, nil), op, size, collective.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
