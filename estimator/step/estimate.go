@@ -839,9 +839,70 @@ func (p *pricing) tensorParallel() (float64, error) {
 		p.tpContPerMB = cont * moeShare
 		// MLA's own collectives stay exposed (the overlap above is the dense
 		// layer's); a collective MLA does not run is not taken from it.
-		return exposed*moeShare + expertTP + max(0, mla), nil
+		amax, err := p.tpAmaxReduce()
+		if err != nil {
+			return 0, err
+		}
+		return exposed*moeShare + expertTP + max(0, mla) + amax, nil
 	}
-	return tpPerMB + expertTP + mla, nil
+	amax, err := p.tpAmaxReduce()
+	if err != nil {
+		return 0, err
+	}
+	return tpPerMB + expertTP + mla + amax, nil
+}
+
+// tpAmaxReduce is the exposed time of one micro-batch's amax all-reduces under
+// Transformer Engine's per-tensor current scaling with sequence parallelism. A
+// sequence-parallel rank holds only its share of the tokens, so the scale of a
+// tensor that is gathered over the TP group must come from the amax of the whole
+// tensor: Transformer Engine sets with_amax_reduction over the TP group on the
+// input quantizer of every column-parallel linear module and on the output-gradient
+// quantizer of every row-parallel one (module/linear.py, layernorm_linear.py,
+// layernorm_mlp.py at v2.8: _customize_quantizers_float8_current_scaling, "if
+// self.sequence_parallel and self.parallel_mode == \"column\"" forward, "== \"row\""
+// backward). The quantizer computes the amax, all-reduces it (MAX) and only then
+// computes the scale and casts (csrc/quantizer.cpp, Float8CurrentScalingQuantizer::
+// quantize_impl: amax kernel, amax_reduction_group->allreduce(...)->wait(), scale,
+// cast): one all-reduce of one fp32 per such module, forward and backward, between
+// two kernels of the compute stream, which waits for it. Per layer: the attention's
+// fused QKV projection (the two up-projections under multi-head latent attention)
+// and the dense MLP's first linear forward, the attention's output projection and
+// the MLP's second linear backward; an MoE layer's routed experts run without TP
+// (their grouped linear modules have no parallel mode), its shared experts as a
+// dense MLP. Forward ones again where the layer is recomputed. The delayed recipe
+// reduces its amaxes once per micro-batch instead (fp8AmaxReduce); the block-scaled
+// recipes find their scales inside the cast.
+func (p *pricing) tpAmaxReduce() (float64, error) {
+	l, t, a := &p.req.Layout, &p.req.Training, &p.req.Model
+	if !p.rates.fp8 || t.FP8Recipe != FP8Current || !l.SP || l.TP <= 1 {
+		return 0, nil
+	}
+	if fw, err := framework.Lookup(t.Framework); err != nil || !fw.TELayers {
+		return 0, nil
+	}
+	attnCol := 1.0
+	if a.MLA != nil {
+		attnCol = 2
+	}
+	mlp := 1.0 // the MLP's column-parallel (forward) and row-parallel (backward) modules
+	moeMLP := 0.0
+	if a.MoE != nil && a.MoE.SharedExperts > 0 {
+		moeMLP = 1
+	}
+	nDense, nMoE := p.parts.nDense, p.parts.nMoE
+	fwd := nDense*(attnCol+mlp) + nMoE*(attnCol+moeMLP)
+	bwd := nDense*(1+mlp) + nMoE*(1+moeMLP)
+	fwd *= 1 + l.tpRepeats(p.parts.stageLayers)/2
+	n := fwd + bwd
+	if n == 0 {
+		return 0, nil
+	}
+	ar, err := p.comm(CommTP, collective.AllReduce, fp32Bytes, n*p.mf, "per layer: Transformer Engine's amax all-reduce under current scaling with sequence parallelism, one per column-parallel module forward and per row-parallel module backward")
+	if err != nil {
+		return 0, err
+	}
+	return ar * n, nil
 }
 
 // contextParallel is the exposed time of one micro-batch's CP communication: the
