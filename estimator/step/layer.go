@@ -28,6 +28,9 @@ type layerTimes struct {
 	modsFwd, modsFLOPs float64
 	// shared is the shared experts' GEMMs inside fwd and bwd (MoE layers).
 	shared float64
+	// mlaRoPEFwd and mlaRoPEBwd are MLA's unfused rotary embedding and the cats
+	// around it inside fwd and bwd (mlaUnfusedRoPEBytes).
+	mlaRoPEFwd, mlaRoPEBwd float64
 	// router32Fwd and router32Bwd are the router's fp32 gating GEMM and its two
 	// backward GEMMs with their casts, inside fwd and bwd (routerFP32Linear).
 	router32Fwd, router32Bwd float64
@@ -314,6 +317,20 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	elem := 2 * tokens * (hPart + act) / r.hbm
 	fwd += elem + moeBytes/r.hbm
 	bwd += 2*elem + moeBytes/r.hbm // the gradients permuted back the same way
+	if m := a.MLA; m != nil && mlaRoPEUnfused(req) {
+		// MLA's rotary embedding as PyTorch operators and the cats that build the
+		// query, key and value (mlaUnfusedRoPEBytes), on the whole sequence's
+		// tokens for the rank's heads; inside the up-projections' checkpoint, so
+		// recomputed with mla_up_proj.
+		bf, bb := mlaUnfusedRoPEBytes(m, float64(a.Heads)/t)
+		rf, rb := tokens*bf/r.hbm, tokens*bb/r.hbm
+		lt.mlaRoPEFwd, lt.mlaRoPEBwd = rf, rb
+		fwd += rf
+		bwd += rb
+		if mods&rmMLAUp != 0 {
+			lt.modsFwd += rf
+		}
+	}
 	if gluClampUnfused(req) {
 		// The clamp's own passes over the first GEMM's output (the gate and up
 		// halves, act's first mlpMats−1 parts of mlpMats).
@@ -1287,4 +1304,11 @@ func (k *Constants) fp32RouterTimes(g gemm, r *gpuRates) (fwd, bwd float64) {
 	fwd = one(g.m, g.n, g.k) + cast
 	bwd = one(g.m, g.k, g.n) + one(g.k, g.n, g.m) + cast
 	return fwd, bwd
+}
+
+// mlaRoPEUnfused tells whether req's framework applies MLA's rotary embedding
+// with PyTorch's operators (framework.Profile.MLARoPEUnfused).
+func mlaRoPEUnfused(req Request) bool {
+	fw, err := framework.Lookup(req.Training.Framework)
+	return err == nil && fw.MLARoPEUnfused
 }
