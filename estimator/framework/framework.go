@@ -266,8 +266,10 @@ type Profile struct {
 	// Megatron-Core 0.12 nor NeMo 25.04 (7a8f1cc) turns it on: they run on the CUDA
 	// cores at the GPU's fp32 rate. Megatron-Core 0.14 (20d73fe) runs the forward
 	// through Transformer Engine's general_gemm on the 16-bit operands instead
-	// (moe_utils.py RouterGatingLinearFunction), which the step model does not
-	// price apart.
+	// (moe_utils.py RouterGatingLinearFunction) and the backward's fp32 GEMMs in
+	// TF32 (Transformer Engine v2.7 cublaslt_gemm.cu: CUBLAS_COMPUTE_32F_FAST_TF32
+	// for pure fp32 GEMMs), half the 16-bit tensor rate on a GEMM of microseconds,
+	// which the step model does not price apart.
 	MoERouterFP32Linear bool
 	// GLUClampUnfused: a clamped gated MLP (model.Arch.GLUClamp) clamps with
 	// PyTorch's elementwise operators ahead of the fused activation: Megatron-Core's
