@@ -251,10 +251,12 @@ func (p *pricing) mlaGradSync() error {
 //     write 2), t · cos (4), the rotate-half negation of one half (2 per element
 //     of the whole), its cat (4), · sin (4), the sum (read 4, write 2) and the cat
 //     with the empty pass-through part (4);
-//   - backward 40 B: the full-width slice's backward (zeros, then the gradient
-//     copied in: 6), the two strided slices' backwards (zeros and a half copied in,
-//     4 each) and their sum (6), grad · cos (4), the chunk's backward cat (4), the
-//     negation (2), grad · sin (4) and the two branches' gradients summed (6).
+//   - backward 34 B: the two strided slices' backwards (zeros and a half copied
+//     in, 4 each) and their sum (6), grad · cos (4), the chunk's backward cat (4),
+//     the negation (2), grad · sin (4) and the two branches' gradients summed (6).
+//     (The full-width slice t[..., :rot_dim] is the tensor itself: PyTorch's
+//     indexing returns self for a slice over a whole dimension, so it has no
+//     backward of its own.)
 //
 // The cats around it (multi_latent_attention.py qkv_up_proj_and_rope_apply at the
 // same commit) move, per token and head: the query's cat of its position-free
@@ -271,7 +273,7 @@ func (p *pricing) mlaGradSync() error {
 // once, which the layer's elementwise allowance holds.
 const (
 	mlaRoPEUnfusedFwdBytes = 28
-	mlaRoPEUnfusedBwdBytes = 40
+	mlaRoPEUnfusedBwdBytes = 34
 )
 
 // mlaUnfusedRoPEBytes is the HBM traffic a token moves, forward and backward, in

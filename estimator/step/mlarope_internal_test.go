@@ -14,16 +14,16 @@ import (
 // cat reads 64 × (128 + 64) × 2 = 24 576 and writes as much; the key's cat reads
 // 64 × 128 × 2 = 16 384 and the broadcast rotary key's 128, writes 24 576; the
 // value's copy reads and writes 64 × 128 × 2 = 16 384 each: 239 488 B. Backward:
-// the chains 40 × 64 × 64 = 163 840 and 40 × 64 = 2 560; the query's split
+// the chains 34 × 64 × 64 = 139 264 and 34 × 64 = 2 176; the query's split
 // backward 2 × 24 576, the key-value split backward 2 × 32 768, the broadcast's
-// sum 64 × 64 × 2 read and 128 written: 289 408 B. The layer prices them at the
+// sum 64 × 64 × 2 read and 128 written: 264 448 B. The layer prices them at the
 // GPU's HBM rate under nemo-25.04 (Megatron-Core 0.12, rotary fusion off), and
 // under mla_up_proj recomputes the forward part; nemo (fused kernels) adds none.
 func TestMLAUnfusedRoPETraffic(t *testing.T) {
 	req := normalise(mlaRequest(t, "nemo-25.04", true))
 	fwdBytes := 114688.0 + 1792 + 2*24576 + 16384 + 128 + 24576 + 2*16384
-	bwdBytes := 163840.0 + 2560 + 2*24576 + 2*32768 + 64*64*2 + 128
-	if fwdBytes != 239488 || bwdBytes != 289408 {
+	bwdBytes := 139264.0 + 2176 + 2*24576 + 2*32768 + 64*64*2 + 128
+	if fwdBytes != 239488 || bwdBytes != 264448 {
 		t.Fatalf("hand counts %v / %v", fwdBytes, bwdBytes)
 	}
 	f, b := mlaUnfusedRoPEBytes(req.Model.MLA, float64(req.Model.Heads)/2)
