@@ -31,9 +31,6 @@ type layerTimes struct {
 	// mlaRoPEFwd and mlaRoPEBwd are MLA's unfused rotary embedding and the cats
 	// around it inside fwd and bwd (mlaUnfusedRoPEBytes).
 	mlaRoPEFwd, mlaRoPEBwd float64
-	// router32Fwd and router32Bwd are the router's fp32 gating GEMM and its two
-	// backward GEMMs with their casts, inside fwd and bwd (routerFP32Linear).
-	router32Fwd, router32Bwd float64
 	// permuteLoop is what Transformer Engine's fused permutation before TE PR
 	// #1927 adds to each of fwd and bwd (permuteExpertLoop; MoE layers).
 	permuteLoop float64
@@ -196,7 +193,6 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if g := (gemm{routerTokens, float64(a.MoE.Experts), h, 1, false}); routerFP32Linear(req) && r.peak32 > 0 {
 			f, b := k.fp32RouterTimes(g, r)
 			lt.fwdFLOPs += g.flops()
-			lt.router32Fwd, lt.router32Bwd = f, b
 			fwd += f
 			bwd += b
 			lt.tpGEMM[pair] += f
