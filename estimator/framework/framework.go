@@ -256,6 +256,21 @@ type Profile struct {
 	// kernel's length "clearly abnormal" for top-8 of 256 experts, the fix "up to a
 	// 10x unit speedup". The step model prices the chain (step.permuteExpertLoop).
 	MoEPermuteExpertLoop bool
+	// MoERouterFP32Linear: the router's fp32 option (step.Training.MoERouterFP32,
+	// Megatron-Core's moe_router_dtype "fp32") runs as
+	// torch.nn.functional.linear(input.to(float32), weight.to(float32)) —
+	// megatron/core/transformer/moe/router.py TopKRouter.gating at core_r0.12.0
+	// (7094270) — so the gating GEMM and autograd's two backward GEMMs are fp32
+	// GEMMs. PyTorch keeps TF32 off for matmuls by default
+	// (torch.backends.cuda.matmul.allow_tf32 False since PyTorch 1.12) and neither
+	// Megatron-Core 0.12 nor NeMo 25.04 (7a8f1cc) turns it on: they run on the CUDA
+	// cores at the GPU's fp32 rate. Megatron-Core 0.14 (20d73fe) runs the forward
+	// through Transformer Engine's general_gemm on the 16-bit operands instead
+	// (moe_utils.py RouterGatingLinearFunction) and the backward's fp32 GEMMs in
+	// TF32 (Transformer Engine v2.7 cublaslt_gemm.cu: CUBLAS_COMPUTE_32F_FAST_TF32
+	// for pure fp32 GEMMs), half the 16-bit tensor rate on a GEMM of microseconds,
+	// which the step model does not price apart.
+	MoERouterFP32Linear bool
 	// GLUClampUnfused: a clamped gated MLP (model.Arch.GLUClamp) clamps with
 	// PyTorch's elementwise operators ahead of the fused activation: Megatron-Core's
 	// weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py,
@@ -540,6 +555,7 @@ var profiles = []Profile{
 		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
 		MegatronDDPBuckets:   true,
+		MoERouterFP32Linear:  true,
 		Runs:                 mcore012,
 	},
 	{
@@ -647,6 +663,8 @@ var profiles = []Profile{
 		GLUClampUnfused:      true,
 		MegatronDDPBuckets:   true,
 		FP8Params:            true,
+		// Megatron-Core 0.12's router casts to fp32 and calls F.linear.
+		MoERouterFP32Linear: true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer

@@ -100,6 +100,7 @@ func (g gemm) flops() float64 { return 2 * g.m * g.n * g.k * g.count }
 type gpuRates struct {
 	peak     float64 // FLOP/s of the matmul format
 	peak16   float64 // bf16/fp16 FLOP/s (attention runs in 16 bits)
+	peak32   float64 // fp32 FLOP/s on the CUDA cores (no TF32); 0: not given
 	hbm      float64 // achievable B/s
 	sms      float64
 	gemmEff  float64
@@ -191,6 +192,9 @@ func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {
 		}
 	}
 	r.peak16, r.peak = bf, bf
+	if f32, err := g.Peak(hardware.FP32); err == nil {
+		r.peak32 = f32
+	}
 	r.gemmEff = k.GEMMEfficiency[g.Arch]
 	r.gemmEff16 = r.gemmEff
 	r.elemSize = 2

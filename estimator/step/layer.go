@@ -28,6 +28,9 @@ type layerTimes struct {
 	modsFwd, modsFLOPs float64
 	// shared is the shared experts' GEMMs inside fwd and bwd (MoE layers).
 	shared float64
+	// mlaRoPEFwd and mlaRoPEBwd are MLA's unfused rotary embedding and the cats
+	// around it inside fwd and bwd (mlaUnfusedRoPEBytes).
+	mlaRoPEFwd, mlaRoPEBwd float64
 	// permuteLoop is what Transformer Engine's fused permutation before TE PR
 	// #1927 adds to each of fwd and bwd (permuteExpertLoop; MoE layers).
 	permuteLoop float64
@@ -187,7 +190,15 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if l.moeDispatcher() {
 			routerTokens = tokens / t
 		}
-		add(gemm{routerTokens, float64(a.MoE.Experts), h, 1, false})
+		if g := (gemm{routerTokens, float64(a.MoE.Experts), h, 1, false}); routerFP32Linear(req) && r.peak32 > 0 {
+			f, b := k.fp32RouterTimes(g, r)
+			lt.fwdFLOPs += g.flops()
+			fwd += f
+			bwd += b
+			lt.tpGEMM[pair] += f
+		} else {
+			add(g)
+		}
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
 		// Memory-bound MoE kernels, per token this rank routes: the router's
 		// softmax (or sigmoid), top-k and auxiliary loss over fp32 scores (write the
@@ -302,6 +313,20 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	elem := 2 * tokens * (hPart + act) / r.hbm
 	fwd += elem + moeBytes/r.hbm
 	bwd += 2*elem + moeBytes/r.hbm // the gradients permuted back the same way
+	if m := a.MLA; m != nil && mlaRoPEUnfused(req) {
+		// MLA's rotary embedding as PyTorch operators and the cats that build the
+		// query, key and value (mlaUnfusedRoPEBytes), on the whole sequence's
+		// tokens for the rank's heads; inside the up-projections' checkpoint, so
+		// recomputed with mla_up_proj.
+		bf, bb := mlaUnfusedRoPEBytes(m, float64(a.Heads)/t)
+		rf, rb := tokens*bf/r.hbm, tokens*bb/r.hbm
+		lt.mlaRoPEFwd, lt.mlaRoPEBwd = rf, rb
+		fwd += rf
+		bwd += rb
+		if mods&rmMLAUp != 0 {
+			lt.modsFwd += rf
+		}
+	}
 	if gluClampUnfused(req) {
 		// The clamp's own passes over the first GEMM's output (the gate and up
 		// halves, act's first mlpMats−1 parts of mlpMats).
@@ -1237,4 +1262,49 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		notes = append(notes, "fp8 matmuls in the transformer layers only (attention core, embedding and output layer in 16 bits); "+cast+"; "+weights+copies)
 	}
 	return notes
+}
+
+// routerFP32Linear tells whether req's MoE router runs its gating GEMM on fp32
+// copies of its operands (Training.MoERouterFP32 under a framework with
+// framework.Profile.MoERouterFP32Linear).
+func routerFP32Linear(req Request) bool {
+	if !req.Training.MoERouterFP32 || req.Model.MoE == nil {
+		return false
+	}
+	fw, err := framework.Lookup(req.Training.Framework)
+	return err == nil && fw.MoERouterFP32Linear
+}
+
+// Bytes per element of the router's casts to and from fp32: the input cast up
+// (read 2, write 4: Tensor.to(float32)) forward, its gradient cast back (read 4,
+// write 2: ToCopyBackward) backward.
+const routerFP32CastBytes = 6
+
+// fp32RouterTimes prices the router's gating GEMM g (tokens × experts × hidden)
+// as Megatron-Core 0.12 runs it under moe_router_dtype fp32: F.linear of fp32
+// copies, so the forward GEMM and autograd's input- and weight-gradient GEMMs run
+// at the GPU's fp32 rate (gpuRates.peak32) with 4-byte operands and outputs, at
+// the architecture's GEMM efficiency and small-problem ramp. The tile-wave model
+// of gemmTime (Constants.TileM × TileN, the tensor-core tiles its efficiencies
+// were fitted with) is not applied: the fp32 kernels are other kernels, and with
+// 256 experts the forward's output is only a few such tiles wide. The casts of
+// the input (forward) and of its gradient (backward) go through HBM.
+func (k *Constants) fp32RouterTimes(g gemm, r *gpuRates) (fwd, bwd float64) {
+	one := func(m, n, kk float64) float64 {
+		work := 2 * m * n * kk
+		eff := r.gemmEff16 * work / (work + k.GEMMHalfFLOPs)
+		bytes := 4 * (m*kk + kk*n + m*n)
+		return math.Max(work/(r.peak32*eff), bytes/r.hbm)
+	}
+	cast := routerFP32CastBytes * g.m * g.k / r.hbm
+	fwd = one(g.m, g.n, g.k) + cast
+	bwd = one(g.m, g.k, g.n) + one(g.k, g.n, g.m) + cast
+	return fwd, bwd
+}
+
+// mlaRoPEUnfused tells whether req's framework applies MLA's rotary embedding
+// with PyTorch's operators (framework.Profile.MLARoPEUnfused).
+func mlaRoPEUnfused(req Request) bool {
+	fw, err := framework.Lookup(req.Training.Framework)
+	return err == nil && fw.MLARoPEUnfused
 }

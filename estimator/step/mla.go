@@ -242,3 +242,53 @@ func (p *pricing) mlaGradSync() error {
 	p.tpPerStep = x
 	return nil
 }
+
+// MLA's rotary embedding without the fused kernel (framework.Profile.MLARoPEUnfused)
+// moves, per element of the rotary part it rotates (16 bits), in
+// rope_utils._apply_rotary_pos_emb_bshd with multi_latent_attention (Megatron-Core
+// core_r0.12.0, 7094270):
+//   - forward 28 B: the de-interleaving cat of the even and odd halves (read 2,
+//     write 2), t · cos (4), the rotate-half negation of one half (2 per element
+//     of the whole), its cat (4), · sin (4), the sum (read 4, write 2) and the cat
+//     with the empty pass-through part (4);
+//   - backward 34 B: the two strided slices' backwards (zeros and a half copied
+//     in, 4 each) and their sum (6), grad · cos (4), the chunk's backward cat (4),
+//     the negation (2), grad · sin (4) and the two branches' gradients summed (6).
+//     (The full-width slice t[..., :rot_dim] is the tensor itself: PyTorch's
+//     indexing returns self for a slice over a whole dimension, so it has no
+//     backward of its own.)
+//
+// The cats around it (multi_latent_attention.py qkv_up_proj_and_rope_apply at the
+// same commit) move, per token and head: the query's cat of its position-free
+// part and its rotary part, read 2·(nope + rope) and written 2·(nope + rope) B;
+// the key's cat of its position-free part (read 2·nope) with the shared rotary
+// key broadcast over the heads (read once a token), written 2·(nope + rope); the
+// value's contiguous copy out of the key-value up-projection (read and write
+// 2·v). Backward, autograd's split backwards concatenate the query's two
+// gradients (read and write 2·(nope + rope)) and the key's position-free part's
+// with the value's (read and write 2·(nope + v)), and the broadcast's backward
+// sums the shared rotary key's gradient over the heads (read 2·rope a head).
+// With the fused kernels (Megatron-Core 0.13 on, apply_rope_fusion:
+// fused_apply_mla_rope_for_q / _kv) the rotated query, key and value are written
+// once, which the layer's elementwise allowance holds.
+const (
+	mlaRoPEUnfusedFwdBytes = 28
+	mlaRoPEUnfusedBwdBytes = 34
+)
+
+// mlaUnfusedRoPEBytes is the HBM traffic a token moves, forward and backward, in
+// MLA's unfused rotary embedding and the cats that build the attention's query,
+// key and value, for n heads on the rank.
+func mlaUnfusedRoPEBytes(m *model.MLA, n float64) (fwd, bwd float64) {
+	nope, rope, v := float64(m.QKNopeDim), float64(m.QKRopeDim), float64(m.VDim)
+	// The rotary chains: the query's n heads and the shared key's one.
+	fwd = mlaRoPEUnfusedFwdBytes * rope * (n + 1)
+	bwd = mlaRoPEUnfusedBwdBytes * rope * (n + 1)
+	fwd += 4*n*(nope+rope) + // the query's cat
+		2*n*nope + 2*rope + 2*n*(nope+rope) + // the key's cat
+		4*n*v // the value's contiguous copy
+	bwd += 4*n*(nope+rope) + // the query's split backward
+		4*n*(nope+v) + // the key-value split backward
+		2*n*rope + 2*rope // the shared rotary key's gradient summed over the heads
+	return fwd, bwd
+}

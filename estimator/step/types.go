@@ -267,6 +267,13 @@ type Training struct {
 	// MoEPermuteFusion: the token permutation runs as fused kernels
 	// (Megatron-Core's --moe-permute-fusion); false leaves it to the framework.
 	MoEPermuteFusion bool `json:"moe_permute_fusion,omitempty"`
+	// MoERouterFP32: the MoE router scores the tokens in fp32 (Megatron-Core's
+	// --moe-router-dtype fp32, as NeMo 25.04's DeepSeek-V3 performance recipe and
+	// Megatron-Bridge's DeepSeek-V3 provider set it). Where the framework runs it
+	// as a GEMM of fp32 copies (framework.Profile.MoERouterFP32Linear) the gating
+	// GEMM and its two backward GEMMs run at the GPU's fp32 rate; elsewhere, and on
+	// a model without experts, it changes nothing.
+	MoERouterFP32 bool `json:"moe_router_fp32,omitempty"`
 	// CUDAGraphs: each layer's forward and backward kernels are replayed from CUDA
 	// graphs (Megatron-Core's --enable-cuda-graph / --external-cuda-graph, NeMo's
 	// enable_cuda_graph), one launch per layer instead of one per kernel. An MoE block

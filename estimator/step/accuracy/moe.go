@@ -53,6 +53,9 @@ type MoESpec struct {
 	// PermuteFusion: the token permutation runs as fused kernels (Megatron-Core's
 	// moe_permute_fusion); null: not stated.
 	PermuteFusion *bool `json:"permute_fusion"`
+	// RouterDType: the router's scores' precision (Megatron-Core's
+	// moe_router_dtype: "fp32", "fp64"); null: not stated, the model's 16 bits.
+	RouterDType *string `json:"router_dtype"`
 	// SharedExpertOverlap: the shared experts run while the dispatch and combine
 	// all-to-alls of the same micro-batch are in flight (Megatron-Core's
 	// moe_shared_expert_overlap); null: not stated.
@@ -675,6 +678,14 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	}
 	if m := r.MoE; m != nil && m.PermuteFusion != nil {
 		t.MoEPermuteFusion = *m.PermuteFusion
+	}
+	if m := r.MoE; m != nil && m.RouterDType != nil {
+		switch d := strings.ToLower(*m.RouterDType); d {
+		case "fp32":
+			t.MoERouterFP32 = true
+		default:
+			return req, filled, fmt.Errorf("moe.router_dtype: unknown %q (want fp32)", *m.RouterDType)
+		}
 	}
 	t.CUDAGraphs = r.CUDAGraphs != nil && *r.CUDAGraphs
 	t.FlashAttention2 = r.FlashAttention2 != nil && *r.FlashAttention2
