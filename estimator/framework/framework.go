@@ -221,6 +221,26 @@ type Profile struct {
 	// whatever the number of local experts. Its speed depends on the PyTorch build:
 	// set on the profile of the versions it was measured with.
 	BlackwellGroupedMMEfficiency float64
+	// FSDP2Copies: ZeRO-3 is PyTorch FSDP2 (fully_shard), which copies every
+	// gathered weight and every gradient it reduces once more in HBM, on the
+	// compute stream. torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py
+	// wait_for_unshard runs foreach_all_gather_copy_out on the current stream
+	// (torch.ops.fsdp.split_with_sizes_copy: the all-gather output read and the
+	// unsharded parameters written, once per gather), and _fsdp_collectives.py
+	// foreach_reduce runs foreach_reduce_scatter_copy_in there too
+	// (torch.ops.fsdp.chunk_cat: the unsharded gradients read in the compute
+	// dtype, the reduce-scatter input written in the reduce dtype) before it
+	// switches to the reduce-scatter stream — since pytorch/pytorch PR #129721
+	// (2024-06-27, "[FSDP2] Ran reduce-scatter copy-in in default stream"), and so
+	// at 010ae4a89 (2026). A parameter sharded on dim 1 (torchtitan's routed
+	// experts when the expert FSDP group times EP exceeds the experts,
+	// apply_fsdp's shard_placement_fn, 7354848df, PR #1561) is copied through a
+	// temporary and re-concatenated (torch.cat of its chunks), its gradient
+	// chunked and concatenated before the copy-in: one more read and write each.
+	FSDP2Copies bool
+	// FSDP2CopyInOwnStream: FSDP2 before PR #129721 ran the reduce-scatter copy-in
+	// on the reduce-scatter stream, beside the compute rather than in its stream.
+	FSDP2CopyInOwnStream bool
 	// TELayers: the transformer layers are Megatron-Core's Transformer Engine layer
 	// spec (models/gpt/gpt_layer_specs.py), so the host calls a Transformer Engine
 	// module for every linear layer, norm and attention, each with its own Python
@@ -757,6 +777,7 @@ var profiles = []Profile{
 		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
+		FSDP2Copies:               true, // torch nightly 1963fc8 (2024-12-23): after PR #129721
 		Runs:                      torchtitan2024,
 	},
 	{
@@ -773,6 +794,10 @@ var profiles = []Profile{
 		FP8WeightsCastInForward:   true,
 		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+		// The torch nightlies of April 2024 ran the reduce-scatter copy-in on the
+		// reduce-scatter stream (before PR #129721, 2024-06-27).
+		FSDP2Copies:          true,
+		FSDP2CopyInOwnStream: true,
 		Runs: Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
 			NoGradAccumulation: true,
 			Sources: []Source{
@@ -937,6 +962,9 @@ var torchtitanProfile = Profile{
 	// compiled as well.
 	LossParallelBytesPerLogit: CompiledLossBytesPerLogit,
 	TorchRingAttention:        true,
+	// FSDP2's copy-out of every gather and copy-in of every reduce-scatter run
+	// on the compute stream.
+	FSDP2Copies: true,
 	// FSDP2 shards the weights, gradients and optimizer states together
 	// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or
 	// replicates them (DDP): no optimizer-only sharding (ZeRO-1) without a

@@ -1192,6 +1192,11 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	}
 	if req.Training.OnDemandGathers {
 		zero3 = fmt.Sprintf("ZeRO-3 gathers each of a layer's %.0f weighted modules on demand, waiting for it, with %.1f µs of host work per peer rank and call", e.k.ModulesPerLayer, 2*e.k.EagerOpHostUs)
+	} else if fwErr == nil && fw.FSDP2Copies {
+		zero3 += "; FSDP2 copies each gathered weight out of the all-gather buffer and each gradient into the reduce-scatter buffer on the compute stream"
+		if fw.FSDP2CopyInOwnStream {
+			zero3 = "ZeRO-3 prefetches the next layer; FSDP2 copies each gathered weight out of the all-gather buffer on the compute stream (the gradients' copy-in on the reduce-scatter stream)"
+		}
 	}
 	notes := []string{
 		fmt.Sprintf("GEMMs at up to %.0f%% of the %.0f TFLOP/s %s peak, lowered for small and badly tiled shapes (%d SMs, %d×%d tiles)",
