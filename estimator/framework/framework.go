@@ -238,6 +238,17 @@ type Profile struct {
 	// temporary and re-concatenated (torch.cat of its chunks), its gradient
 	// chunked and concatenated before the copy-in: one more read and write each.
 	FSDP2Copies bool
+	// EagerMoEGlue: the MoE layer's own code around the routed experts runs as
+	// eager PyTorch operators, each a pass over the routed tokens: torchtitan of
+	// October–November 2025 compiles an MoE layer's submodules one by one and not
+	// MoE.forward or the expert-parallel hooks (models/llama4/infra/parallelize.py
+	// apply_compile, 35bffe989, 2025-11-07: "We don't compile token dispatch and
+	// token combine due to an issue on B200", issue #1940), whose gather, fp32
+	// score product, vstack, index gather, index_put and out-of-place scatter_add
+	// (models/moe/moe.py MoE.forward, models/moe/utils.py _permute and _unpermute)
+	// move 46 B per routed token and hidden element at top-1 where a fused
+	// permutation moves 8 (step's eagerMoEGlueBytes).
+	EagerMoEGlue bool
 	// FSDP2CopyInOwnStream: FSDP2 before PR #129721 ran the reduce-scatter copy-in
 	// on the reduce-scatter stream, beside the compute rather than in its stream.
 	FSDP2CopyInOwnStream bool
@@ -825,10 +836,12 @@ var profiles = []Profile{
 	torchtitanAs("torchtitan-2025-11",
 		"torchtitan of October–November 2025 on torch 2.10 nightlies with torchao 0.14–0.15: as torchtitan, "+
 			"on Blackwell the routed experts' grouped GEMMs (torch._grouped_mm, torchao's MXFP8 torch._scaled_grouped_mm) at "+
-			"the rate torchao measured them then, and per-op selective checkpointing runs cuDNN's attention again in the backward pass",
+			"the rate torchao measured them then, per-op selective checkpointing runs cuDNN's attention again in the backward pass, "+
+			"and the MoE layer's own operators (MoE.forward, the expert-parallel hooks) run eagerly around its compiled submodules",
 		"pytorch/ao torchao/prototype/moe_training/README.md (ff163084e, 2025-10-14: torch 2.10.0a0+gitf6de195, torchao "+
 			"0.14.0+gitc7b8e13da; c7d0b5814, kernel breakdown of 2025-11-26) for the grouped GEMMs; pytorch/torchtitan 6a3a9da95 "+
-			"(2025-10-09, cuDNN attention first) to b39377f9f (2025-12-01, the op save list takes it) for the recomputation",
+			"(2025-10-09, cuDNN attention first) to b39377f9f (2025-12-01, the op save list takes it) for the recomputation; "+
+			"pytorch/torchtitan 35bffe989 (2025-11-07) models/llama4/infra/parallelize.py apply_compile for the eager MoE operators",
 		func(p *Profile) {
 			// From 6a3a9da95 cuDNN's attention came first on every GPU while the save
 			// list named only the flash and efficient kernels: the recomputation ran on
@@ -847,6 +860,9 @@ var profiles = []Profile{
 			// 95120b1f2's breakdown, at 1000 W) the same work ran at about 0.52 (bf16)
 			// and 0.57 (MXFP8): the later profile (torchtitan) keeps the model's.
 			p.BlackwellGroupedMMEfficiency = 0.36
+			// MoE.forward and the expert-parallel hooks run eagerly around the
+			// compiled submodules (apply_compile at 35bffe989).
+			p.EagerMoEGlue = true
 		}),
 	{
 		Name:    "hai-llm",
