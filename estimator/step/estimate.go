@@ -598,6 +598,9 @@ type pricing struct {
 	// communication that runs under compute, whose kernels slow it (contention).
 	tpPerMB, cpPerMB, epPerMB float64
 	hiddenPerMB               float64
+	// stepCopyFwd and stepCopyBwd are FSDP2's copies on the compute stream where it
+	// gathers and reduces outside the per-layer ZeRO-3 pattern (fsdp2StepCopies).
+	stepCopyFwd, stepCopyBwd float64
 	// tpContPerMB is what TP comm-GEMM overlap slows one micro-batch's compute by
 	// (tpOverlap): its kernels' SMs, and the GEMMs run beside a pipelined
 	// reduce-scatter on the SMs left to them.
@@ -1392,15 +1395,18 @@ func (p *pricing) fsdp2Copies(fw *framework.Profile) (cf, cb float64) {
 	return cf, cb
 }
 
-// fsdp2StepCopies is FSDP2's copying on the compute stream when it gathers the
-// weights and reduce-scatters the gradients once a step (ZeRO-1 under a pipeline,
-// where torch's pipeline stage keeps the weights gathered and the gradients whole
-// until the last micro-batch, and ZeRO-2): the stage's weights copied out of the
-// all-gather output once, and its gradients into the reduce-scatter input once —
-// read in the reduce dtype when several micro-batches accumulated them (FSDP2
-// accumulates an unsharded gradient it does not reduce in the reduce dtype,
-// _fsdp_param.py to_accumulated_grad_if_needed), else in the 16-bit compute dtype.
-func (p *pricing) fsdp2StepCopies(fw *framework.Profile) float64 {
+// fsdp2StepCopies is FSDP2's copying on the compute stream where it does not
+// reshard between a micro-batch's forward and backward (framework.Profile.
+// FSDP2Copies): the stage's weights copied out of the all-gather output (fwd) and
+// its gradients into the reduce-scatter input (bwd). Under a pipeline (ZeRO-1)
+// torch's pipeline stage keeps the weights gathered and the gradients whole until
+// the last micro-batch: once a step, the gradients read in the reduce dtype when
+// several micro-batches accumulated them (FSDP2 accumulates an unsharded gradient
+// it does not reduce in the reduce dtype, _fsdp_param.py
+// to_accumulated_grad_if_needed). Without one (ZeRO-2: reshard_after_forward off)
+// FSDP2 still reshards after each backward and reduces each micro-batch's
+// gradients: once per micro-batch, read in the 16-bit compute dtype.
+func (p *pricing) fsdp2StepCopies(fw *framework.Profile) (fwd, bwd float64) {
 	o := &p.req.Training.Optimizer
 	gathered := p.weightBytes(p.stageParams, p.matmulDense)
 	grads := p.stageParams
@@ -1408,19 +1414,22 @@ func (p *pricing) fsdp2StepCopies(fw *framework.Profile) float64 {
 		gathered += p.weightBytes(p.expertParams, p.matmulExpert)
 		grads += p.expertParams
 	}
-	read := o.WeightBytes
-	if p.mf > 1 {
-		read = o.GradBytes
-	}
-	bytes := 2 * gathered
-	if !fw.FSDP2CopyInOwnStream {
-		bytes += grads * (read + o.GradBytes)
+	times, read := p.mf, o.WeightBytes
+	if p.req.Layout.PP > 1 {
+		times = 1
+		if p.mf > 1 {
+			read = o.GradBytes
+		}
 	}
 	hbm := p.rates.hbm
 	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
 		hbm *= s
 	}
-	return bytes / hbm
+	fwd = times * 2 * gathered / hbm
+	if !fw.FSDP2CopyInOwnStream {
+		bwd = times * grads * (read + o.GradBytes) / hbm
+	}
+	return fwd, bwd
 }
 
 // gradientSync is the exposed time of the end-of-step gradient reduction over the
@@ -1499,7 +1508,7 @@ func (p *pricing) gradientSync() (float64, error) {
 	}
 	if l.ZeRO >= 1 {
 		if fw, err := framework.Lookup(t.Framework); err == nil && fw.FSDP2Copies {
-			exposed += p.fsdp2StepCopies(&fw)
+			p.stepCopyFwd, p.stepCopyBwd = p.fsdp2StepCopies(&fw)
 		}
 	}
 	// Gradient buckets reduce while the last micro-batch's backward runs; the
@@ -1790,6 +1799,9 @@ func (p *pricing) assemble() {
 		bd.Forward += p.parts.weightCast // once per step, reused by every micro-batch
 	}
 	bd.Backward = mf * p.bwd
+	// FSDP2's copies around a once-a-step gather and reduce-scatter (ZeRO-1/2).
+	bd.Forward += p.stepCopyFwd
+	bd.Backward += p.stepCopyBwd
 	bd.Recompute = mf * p.rc
 	bd.Exposed[CommTP] = mf*p.tpPerMB + p.tpPerStep
 	bd.Exposed[CommCP] = mf * p.cpPerMB
