@@ -221,6 +221,37 @@ type Profile struct {
 	// whatever the number of local experts. Its speed depends on the PyTorch build:
 	// set on the profile of the versions it was measured with.
 	BlackwellGroupedMMEfficiency float64
+	// FSDP2Copies: ZeRO-3 is PyTorch FSDP2 (fully_shard), which copies every
+	// gathered weight and every gradient it reduces once more in HBM, on the
+	// compute stream. torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py
+	// wait_for_unshard runs foreach_all_gather_copy_out on the current stream
+	// (torch.ops.fsdp.split_with_sizes_copy: the all-gather output read and the
+	// unsharded parameters written, once per gather), and _fsdp_collectives.py
+	// foreach_reduce runs foreach_reduce_scatter_copy_in there too
+	// (torch.ops.fsdp.chunk_cat: the unsharded gradients read in the compute
+	// dtype, the reduce-scatter input written in the reduce dtype) before it
+	// switches to the reduce-scatter stream — since pytorch/pytorch PR #129721
+	// (2024-06-27, "[FSDP2] Ran reduce-scatter copy-in in default stream"), and so
+	// at 010ae4a89 (2026). A parameter sharded on dim 1 (torchtitan's routed
+	// experts when the expert FSDP group times EP exceeds the experts,
+	// apply_fsdp's shard_placement_fn, 7354848df, PR #1561) is copied through a
+	// temporary and re-concatenated (torch.cat of its chunks), its gradient
+	// chunked and concatenated before the copy-in: one more read and write each.
+	FSDP2Copies bool
+	// EagerMoEGlue: the MoE layer's own code around the routed experts runs as
+	// eager PyTorch operators, each a pass over the routed tokens: torchtitan of
+	// October–November 2025 compiles an MoE layer's submodules one by one and not
+	// MoE.forward or the expert-parallel hooks (models/llama4/infra/parallelize.py
+	// apply_compile, 35bffe989, 2025-11-07: "We don't compile token dispatch and
+	// token combine due to an issue on B200", issue #1940), whose gather, fp32
+	// score product, vstack, index gather, index_put and out-of-place scatter_add
+	// (models/moe/moe.py MoE.forward, models/moe/utils.py _permute and _unpermute)
+	// move 46 B per routed token and hidden element at top-1 where a fused
+	// permutation moves 8 (step's eagerMoEGlueBytes).
+	EagerMoEGlue bool
+	// FSDP2CopyInOwnStream: FSDP2 before PR #129721 ran the reduce-scatter copy-in
+	// on the reduce-scatter stream, beside the compute rather than in its stream.
+	FSDP2CopyInOwnStream bool
 	// TELayers: the transformer layers are Megatron-Core's Transformer Engine layer
 	// spec (models/gpt/gpt_layer_specs.py), so the host calls a Transformer Engine
 	// module for every linear layer, norm and attention, each with its own Python
@@ -775,6 +806,7 @@ var profiles = []Profile{
 		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
+		FSDP2Copies:               true, // torch nightly 1963fc8 (2024-12-23): after PR #129721
 		Runs:                      torchtitan2024,
 	},
 	{
@@ -791,6 +823,10 @@ var profiles = []Profile{
 		FP8WeightsCastInForward:   true,
 		FP8CastPerProjection:      true,
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+		// The torch nightlies of April 2024 ran the reduce-scatter copy-in on the
+		// reduce-scatter stream (before PR #129721, 2024-06-27).
+		FSDP2Copies:          true,
+		FSDP2CopyInOwnStream: true,
 		Runs: Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
 			NoGradAccumulation: true,
 			Sources: []Source{
@@ -818,10 +854,12 @@ var profiles = []Profile{
 	torchtitanAs("torchtitan-2025-11",
 		"torchtitan of October–November 2025 on torch 2.10 nightlies with torchao 0.14–0.15: as torchtitan, "+
 			"on Blackwell the routed experts' grouped GEMMs (torch._grouped_mm, torchao's MXFP8 torch._scaled_grouped_mm) at "+
-			"the rate torchao measured them then, and per-op selective checkpointing runs cuDNN's attention again in the backward pass",
+			"the rate torchao measured them then, per-op selective checkpointing runs cuDNN's attention again in the backward pass, "+
+			"and the MoE layer's own operators (MoE.forward, the expert-parallel hooks) run eagerly around its compiled submodules",
 		"pytorch/ao torchao/prototype/moe_training/README.md (ff163084e, 2025-10-14: torch 2.10.0a0+gitf6de195, torchao "+
 			"0.14.0+gitc7b8e13da; c7d0b5814, kernel breakdown of 2025-11-26) for the grouped GEMMs; pytorch/torchtitan 6a3a9da95 "+
-			"(2025-10-09, cuDNN attention first) to b39377f9f (2025-12-01, the op save list takes it) for the recomputation",
+			"(2025-10-09, cuDNN attention first) to b39377f9f (2025-12-01, the op save list takes it) for the recomputation; "+
+			"pytorch/torchtitan 35bffe989 (2025-11-07) models/llama4/infra/parallelize.py apply_compile for the eager MoE operators",
 		func(p *Profile) {
 			// From 6a3a9da95 cuDNN's attention came first on every GPU while the save
 			// list named only the flash and efficient kernels: the recomputation ran on
@@ -840,6 +878,9 @@ var profiles = []Profile{
 			// 95120b1f2's breakdown, at 1000 W) the same work ran at about 0.52 (bf16)
 			// and 0.57 (MXFP8): the later profile (torchtitan) keeps the model's.
 			p.BlackwellGroupedMMEfficiency = 0.36
+			// MoE.forward and the expert-parallel hooks run eagerly around the
+			// compiled submodules (apply_compile at 35bffe989).
+			p.EagerMoEGlue = true
 		}),
 	{
 		Name:    "hai-llm",
@@ -955,6 +996,9 @@ var torchtitanProfile = Profile{
 	// compiled as well.
 	LossParallelBytesPerLogit: CompiledLossBytesPerLogit,
 	TorchRingAttention:        true,
+	// FSDP2's copy-out of every gather and copy-in of every reduce-scatter run
+	// on the compute stream.
+	FSDP2Copies: true,
 	// FSDP2 shards the weights, gradients and optimizer states together
 	// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or
 	// replicates them (DDP): no optimizer-only sharding (ZeRO-1) without a

@@ -89,9 +89,13 @@ func TestTorchtitanLate2025(t *testing.T) {
 	if !late.OpSACRecomputesBlackwellAttention {
 		t.Error("torchtitan-2025-11: per-op SAC before b39377f9f recomputes cuDNN's attention")
 	}
+	if now.EagerMoEGlue || !late.EagerMoEGlue {
+		t.Errorf("EagerMoEGlue: torchtitan %v, torchtitan-2025-11 %v; want false and true (MoE.forward eager at 35bffe989)",
+			now.EagerMoEGlue, late.EagerMoEGlue)
+	}
 	late.Name, late.Aliases, late.Description, late.Source = now.Name, now.Aliases, now.Description, now.Source
-	late.OpSACRecomputesBlackwellAttention, late.BlackwellGroupedMMEfficiency = false, 0
+	late.OpSACRecomputesBlackwellAttention, late.BlackwellGroupedMMEfficiency, late.EagerMoEGlue = false, 0, false
 	if !reflect.DeepEqual(late, now) {
-		t.Errorf("torchtitan-2025-11 differs from torchtitan in more than its grouped GEMMs and attention recomputation:\n%+v\n%+v", late, now)
+		t.Errorf("torchtitan-2025-11 differs from torchtitan in more than its grouped GEMMs, attention recomputation and eager MoE glue:\n%+v\n%+v", late, now)
 	}
 }

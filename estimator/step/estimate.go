@@ -598,6 +598,9 @@ type pricing struct {
 	// communication that runs under compute, whose kernels slow it (contention).
 	tpPerMB, cpPerMB, epPerMB float64
 	hiddenPerMB               float64
+	// stepCopyFwd and stepCopyBwd are FSDP2's copies on the compute stream where it
+	// gathers and reduces outside the per-layer ZeRO-3 pattern (fsdp2StepCopies).
+	stepCopyFwd, stepCopyBwd float64
 	// tpContPerMB is what TP comm-GEMM overlap slows one micro-batch's compute by
 	// (tpOverlap): its kernels' SMs, and the GEMMs run beside a pipelined
 	// reduce-scatter on the SMs left to them.
@@ -1396,10 +1399,98 @@ func (p *pricing) zero3Prefetched() (float64, error) {
 		ag += (p.weightBytes(stageParams, p.matmulDense)/float64(p.denseShard) + p.weightBytes(expertParams, p.matmulExpert)/float64(max(1, p.expertShard))) / layers / link
 		rs += shardLayer * o.GradBytes / link
 	}
+	if fw, err := framework.Lookup(t.Framework); err == nil && fw.FSDP2Copies {
+		// FSDP2 copies each layer's gathered weights out of the all-gather buffer
+		// (forward, and again for the backward's gather) and its gradients into the
+		// reduce-scatter buffer, on the compute stream: the layer's compute grows
+		// by them, and the next layer's gather hides under them too.
+		cf, cb := p.fsdp2Copies(&fw)
+		p.fwd += layers * cf
+		p.bwd += layers * cb
+		p.res.PerMicroBatch.Forward, p.res.PerMicroBatch.Backward = p.fwd, p.bwd
+	}
 	exposed, hidden, hiddenMB := zero3Overlap(ag, rs, p.fwd, p.bwd, p.rc, layers, mf, t.BackwardPrefetch == PrefetchPre)
 	p.res.Breakdown.Hidden[CommZeRO3] = hidden
 	p.hiddenPerMB += hiddenMB
 	return exposed, nil
+}
+
+// fsdp2Copies is the time FSDP2 spends per layer and micro-batch copying on the
+// compute stream (framework.Profile.FSDP2Copies): forward (cf) the all-gather
+// output read and the unsharded weights written; backward (cb) the same for the
+// backward's gather, and the unsharded gradients (in the weights' 16-bit compute
+// dtype) read and written into the reduce-scatter input in the reduce dtype (the
+// optimizer's gradient bytes). Routed experts sharded on dim 1 — torchtitan's
+// apply_fsdp when the expert-data-parallel group times EP exceeds the experts —
+// go through a temporary and a concatenation: their copies move twice the bytes.
+// All at the elementwise share of HBM bandwidth; a slow GPU is slower at them too.
+func (p *pricing) fsdp2Copies(fw *framework.Profile) (cf, cb float64) {
+	l, o := &p.req.Layout, &p.req.Training.Optimizer
+	layers := p.layers
+	gathered := p.weightBytes(p.stageParams, p.matmulDense) / layers
+	grads := p.stageParams / layers
+	var extraIn float64
+	if p.expertShard > 1 {
+		ew := p.weightBytes(p.expertParams, p.matmulExpert) / layers
+		eg := p.expertParams / layers
+		if m := p.req.Model.MoE; m != nil && p.expertShard*max(1, l.EP) > m.Experts {
+			// Shard(1): split into a temporary, then torch.cat of its chunks into the
+			// parameter; the gradient chunked on dim 1 and concatenated on dim 0
+			// (read and written in the compute dtype) before the copy-in.
+			ew *= 2
+			extraIn = 2 * eg * o.WeightBytes
+		}
+		gathered += ew
+		grads += eg
+	}
+	out := 2 * gathered // read the all-gather output, write the parameters
+	in := grads*(o.WeightBytes+o.GradBytes) + extraIn
+	hbm := p.rates.hbm
+	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
+		hbm *= s
+	}
+	cf, cb = out/hbm, out/hbm
+	if !fw.FSDP2CopyInOwnStream {
+		cb += in / hbm
+	}
+	return cf, cb
+}
+
+// fsdp2StepCopies is FSDP2's copying on the compute stream where it does not
+// reshard between a micro-batch's forward and backward (framework.Profile.
+// FSDP2Copies): the stage's weights copied out of the all-gather output (fwd) and
+// its gradients into the reduce-scatter input (bwd). Under a pipeline (ZeRO-1)
+// torch's pipeline stage keeps the weights gathered and the gradients whole until
+// the last micro-batch: once a step, the gradients read in the reduce dtype when
+// several micro-batches accumulated them (FSDP2 accumulates an unsharded gradient
+// it does not reduce in the reduce dtype, _fsdp_param.py
+// to_accumulated_grad_if_needed). Without one (ZeRO-2: reshard_after_forward off)
+// FSDP2 still reshards after each backward and reduces each micro-batch's
+// gradients: once per micro-batch, read in the 16-bit compute dtype.
+func (p *pricing) fsdp2StepCopies(fw *framework.Profile) (fwd, bwd float64) {
+	o := &p.req.Training.Optimizer
+	gathered := p.weightBytes(p.stageParams, p.matmulDense)
+	grads := p.stageParams
+	if p.expertShard > 1 {
+		gathered += p.weightBytes(p.expertParams, p.matmulExpert)
+		grads += p.expertParams
+	}
+	times, read := p.mf, o.WeightBytes
+	if p.req.Layout.PP > 1 {
+		times = 1
+		if p.mf > 1 {
+			read = o.GradBytes
+		}
+	}
+	hbm := p.rates.hbm
+	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
+		hbm *= s
+	}
+	fwd = times * 2 * gathered / hbm
+	if !fw.FSDP2CopyInOwnStream {
+		bwd = times * grads * (read + o.GradBytes) / hbm
+	}
+	return fwd, bwd
 }
 
 // gradientSync is the exposed time of the end-of-step gradient reduction over the
@@ -1475,6 +1566,11 @@ func (p *pricing) gradientSync() (float64, error) {
 		}
 		tdp += x
 		last += x * math.Min(1, bucket/math.Max(grad, 1))
+	}
+	if l.ZeRO >= 1 {
+		if fw, err := framework.Lookup(t.Framework); err == nil && fw.FSDP2Copies {
+			p.stepCopyFwd, p.stepCopyBwd = p.fsdp2StepCopies(&fw)
+		}
 	}
 	// Gradient buckets reduce while the last micro-batch's backward runs; the
 	// last bucket of each buffer waits for the end of it.
@@ -1764,6 +1860,9 @@ func (p *pricing) assemble() {
 		bd.Forward += p.parts.weightCast // once per step, reused by every micro-batch
 	}
 	bd.Backward = mf * p.bwd
+	// FSDP2's copies around a once-a-step gather and reduce-scatter (ZeRO-1/2).
+	bd.Forward += p.stepCopyFwd
+	bd.Backward += p.stepCopyBwd
 	bd.Recompute = mf * p.rc
 	bd.Exposed[CommTP] = mf*p.tpPerMB + p.tpPerStep
 	bd.Exposed[CommCP] = mf * p.cpPerMB

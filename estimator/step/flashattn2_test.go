@@ -25,7 +25,7 @@ func TestFlashAttention2(t *testing.T) {
 			// The optimizer given: the frameworks hold their gradients in fp32 (nemo,
 			// torchtitan) or not when none is, which moves more than the attention.
 			Training: step.Training{SeqLen: s, GlobalBatch: 8, Framework: fw, FlashAttention2: fa2, Optimizer: step.AdamMixed()},
-			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 2, MicroBatch: 1, Recompute: step.RecomputeNone},
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 0, MicroBatch: 1, Recompute: step.RecomputeNone}, // DDP: FSDP2 (torchtitan, ZeRO 2–3) copies its weights and gradients on the compute stream
 		}
 		r, err := step.New().Estimate(req)
 		if err != nil {

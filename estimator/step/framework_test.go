@@ -254,7 +254,7 @@ func TestHopperFusedAttention(t *testing.T) {
 			// The optimizer given: without one torchtitan holds its gradients in fp32
 			// (framework.Profile.GradReduceBytes) and Megatron-Core does not.
 			Training: step.Training{SeqLen: s, GlobalBatch: 8, Framework: fw, Optimizer: step.AdamMixed()},
-			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 2, MicroBatch: 1, Recompute: step.RecomputeNone}, // torchtitan has no ZeRO-1
+			Layout:   step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, ZeRO: 0, MicroBatch: 1, Recompute: step.RecomputeNone}, // torchtitan has no ZeRO-1, and its FSDP2 (ZeRO 2–3) copies weights and gradients on the compute stream
 		}
 		r, err := step.New().Estimate(req)
 		if err != nil {

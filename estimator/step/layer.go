@@ -215,6 +215,11 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		}
 		moeBytes = routerTokens * (moeRouterBytesPerExpert*float64(a.MoE.Experts) + 2*perm*h)
 		moePost += routerTokens * 2 * perm * h / r.hbm
+		if fwOK && fw.EagerMoEGlue {
+			g := routerTokens * h * eagerMoEGlueBytes(kf)
+			moeBytes += g
+			moePost += g / r.hbm
+		}
 		if req.Training.MoEPermuteFusion && fwOK && fw.MoEPermuteExpertLoop {
 			// Transformer Engine's fused permutation before TE PR #1927: each
 			// kernel as long as its chain of loads over the experts
@@ -660,6 +665,24 @@ func permuteExpertLoop(tokens, experts, h, k float64, r *gpuRates) float64 {
 	permute := tokens * 2 * 2 * k * h / r.hbm
 	unpermute := tokens * 2 * (k + 1) * h / r.hbm
 	return math.Max(0, chain-permute) + math.Max(0, chain-unpermute)
+}
+
+// eagerMoEGlueBytes is what an eager MoE layer's own operators move per token the
+// rank routes and hidden element beyond the permutation and un-permutation priced
+// for every MoE layer (read and write k·h, read k·h and write h, in 16 bits), for
+// kf routed copies of each token (framework.Profile.EagerMoEGlue; torchtitan at
+// 35bffe989, models/moe/moe.py MoE.forward and models/moe/utils.py): per routed
+// copy, the fp32 score product (cast up: read 2 B, write 4; multiply: read and
+// write 4 each; cast down: read 4, write 2 — 20 B), the expert-parallel _permute's
+// vstack of the received tokens with a zero row (read and write 2 B each) and its
+// index gather (the same), _unpermute's index_put (the same), and scatter_add's
+// read of its source and read and write of its output (6 B, of which the priced
+// un-permutation counts 2 + 2/k); per token, scatter_add being out of place, the
+// clone of the shared experts' output it adds into (read and write 2 B).
+func eagerMoEGlueBytes(kf float64) float64 {
+	const perCopy = 20 + 4 + 4 + 4 + 6 - 2 // score product, vstack, gather, index_put, scatter_add less the priced read
+	const perToken = 4 - 2                 // the clone, less the priced write of h
+	return perCopy*kf + perToken
 }
 
 // moeRouterBytesPerExpert is the router's memory traffic per token and expert:
@@ -1217,6 +1240,11 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	}
 	if req.Training.OnDemandGathers {
 		zero3 = fmt.Sprintf("ZeRO-3 gathers each of a layer's %.0f weighted modules on demand, waiting for it, with %.1f µs of host work per peer rank and call", e.k.ModulesPerLayer, 2*e.k.EagerOpHostUs)
+	} else if fwErr == nil && fw.FSDP2Copies {
+		zero3 += "; FSDP2 copies each gathered weight out of the all-gather buffer and each gradient into the reduce-scatter buffer on the compute stream"
+		if fw.FSDP2CopyInOwnStream {
+			zero3 = "ZeRO-3 prefetches the next layer; FSDP2 copies each gathered weight out of the all-gather buffer on the compute stream (the gradients' copy-in on the reduce-scatter stream)"
+		}
 	}
 	notes := []string{
 		fmt.Sprintf("GEMMs at up to %.0f%% of the %.0f TFLOP/s %s peak, lowered for small and badly tiled shapes (%d SMs, %d×%d tiles)",

@@ -168,7 +168,17 @@ func fmtFitted(m map[string]float64) string {
 // fp8 0.10 → 0.095, Blackwell 0.105 → 0.10). Megatron-Core 0.12's fp32 router GEMM
 // (fp32RouterTimes) and MLA's unfused rotary traffic (mlaUnfusedRoPEBytes) took MoE
 // 9.6 → 9.3 % in sample (bound 0.10 → 0.095) and 10.5 → 10.3 % left out, left out all
-// 8.1 → 8.0 and Blackwell 10.2 → 10.1 %. docs/step-model.md gives the runs that
+// 8.1 → 8.0 and Blackwell 10.2 → 10.1 %.
+// FSDP2's copies on the compute stream
+// (framework.Profile.FSDP2Copies: every gathered weight copied out of the
+// all-gather buffer, every gradient into the reduce-scatter input) took in sample
+// all 7.7 → 7.6, the original 127 6.0 → 5.9, MoE 9.6 → 9.4, fp8 9.3 → 9.2, Blackwell
+// 9.8 → 9.5 % and left out all 8.1 → 8.0, the original 127 6.4 → 6.3, MoE 10.5 →
+// 10.4, fp8 9.7 → 9.6, Blackwell 10.2 → 9.9 % (10.16 → 9.94; bounds in sample MoE
+// 0.10 → 0.095, left out all 0.085 → 0.08 and Blackwell 0.105 → 0.10);
+// torchtitan's eager MoE operators (framework.Profile.EagerMoEGlue) took left out
+// MoE 10.4 → 10.3 and Blackwell 9.94 → 9.89 %.
+// docs/step-model.md gives the runs that
 // keep fp8 and Blackwell above their targets and what each lacks. The original 127
 // runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
@@ -176,7 +186,7 @@ var (
 		"all": 0.08, "original": 0.065, "moe": 0.095, "fp8": 0.095, "blackwell": 0.10,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.085, "original": 0.07, "moe": 0.11, "fp8": 0.10, "blackwell": 0.105,
+		"all": 0.08, "original": 0.07, "moe": 0.11, "fp8": 0.10, "blackwell": 0.10,
 	}
 )
 
