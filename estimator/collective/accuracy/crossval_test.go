@@ -72,10 +72,12 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// (out of sample by design, as every p2p row: the fit leaves them out; 27.0 %
 	// median with RCCL's fixed costs, 47.1 % with NCCL's, when the bound was set at
 	// 12.5 %); the collective rows' folds are unchanged (11.2 % without them).
-	// All sizes 11.4 % with OCI's 20 all-to-all rows; 1–64 MiB 14.1 %. Each bound is
-	// the figure reached rounded up to the next half point; the targets (issue: 12 % for 1–64 MiB, 8 % for multi-node ≥ 1 MiB) are
-	// not met, and docs/calibration.md says which rows miss.
-	bounds := map[string]float64{"1–64 MiB": 0.145, "≥ 64 MiB": 0.05, "all sizes": 0.115}
+	// All sizes 11.4 % with OCI's 20 all-to-all rows; 1–64 MiB 14.1 %. With the p2p
+	// kernel's fixed cost fitted on the small p2p rows (accuracy.P2PCases) 10.9 and
+	// 13.6 %. Each bound is the figure reached rounded up to the next half point; the
+	// targets (issue: 12 % for 1–64 MiB, 8 % for multi-node ≥ 1 MiB) are not met, and
+	// docs/calibration.md says which rows miss.
+	bounds := map[string]float64{"1–64 MiB": 0.14, "≥ 64 MiB": 0.05, "all sizes": 0.11}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
