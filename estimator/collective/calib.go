@@ -86,6 +86,13 @@ type Constants struct {
 	// 38.7, Blackwell 70.0). LL moves half as much (its BWFactor). A p2p transfer is
 	// bound by its links or by its channels × this, whichever is slower.
 	P2PChannelGBps map[hardware.Arch]float64
+	// P2PBaseUs is the fixed cost of NCCL's p2p kernel (send/recv, all-to-all, the
+	// pairwise exchange's steps) beyond the launch: the kernel starting its p2p
+	// channels, one flag handshake with each peer's and its return. NCCL's tuning
+	// gives p2p no figure (it prices collectives only), so this one is fitted on the
+	// published send/recv and all-to-all sweeps of 64 KiB and less, where it is most
+	// of a call, after every other constant (accuracy.Fit).
+	P2PBaseUs float64
 	// BWFactor is the fraction of link bandwidth a protocol delivers: LL sends 8 bytes
 	// of data per 16-byte line (0.5), LL128 120 of 128 bytes (NCCL applies 0.92).
 	BWFactor [numProtos]float64
@@ -133,6 +140,7 @@ func Default() Constants {
 			hardware.Hopper:    38.7,
 			hardware.Blackwell: 70.0,
 		},
+		P2PBaseUs:      4.31,
 		BWFactor:       [numProtos]float64{Simple: 1.0, LL128: 0.92, LL: 0.5},
 		RampBytes:      [numProtos]float64{Simple: 2.95 * 1024, LL128: 1.95 * 1024, LL: 19.3 * 1024},
 		RampFactor:     [numProtos]float64{Simple: 2.63, LL128: 0.176, LL: 0.309},

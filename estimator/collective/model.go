@@ -304,19 +304,17 @@ func (m *Model) ramp(pr Protocol, c float64) float64 {
 }
 
 // baseUs is the fixed software cost of a call of algorithm a with protocol pr:
-// NVLS has its own. Send/recv and all-to-all (also in pairwise steps) run NCCL's
-// p2p kernel, whose fixed cost is an LL kernel's whatever protocol its peers use:
-// one kernel launch that starts its channels, waits on flags and returns, as the
-// LL collective kernel does — so BaseUs[LL], fitted on the collectives' small
-// messages. (It had been NCCL's LL base latency, 6.6 µs, on top of the launch cost:
-// NCCL's figure includes the launch, so the launch was paid twice, and 8 B
-// send/recv and all-to-all rows came out 16–31 % slow; docs/calibration.md.)
+// NVLS has its own, and so has NCCL's p2p kernel, which runs send/recv and
+// all-to-all (also in pairwise steps) whatever protocol its peers use (P2PBaseUs).
+// (It had been the LL collective kernel's fixed cost, BaseUs[LL], fitted on the
+// collectives: a split of fixed and per-step cost the collectives do not pin, and
+// out of sample it priced 8 B send/recv 28 % slow; docs/calibration.md.)
 func (m *Model) baseUs(op Op, a Algorithm, pr Protocol) float64 {
 	switch {
 	case a == NVLS || a == NVLSTree:
 		return m.k.NVLSBaseUs
 	case a == Pairwise || isP2P(op, a):
-		return m.k.BaseUs[LL]
+		return m.k.P2PBaseUs
 	}
 	return m.k.BaseUs[pr]
 }

@@ -48,7 +48,7 @@ func TestRCCLP2PFixedCost(t *testing.T) {
 	// On MI355X the same call costs more than on H100 by RCCL's fixed cost alone:
 	// its graph replay (no launch) pays the p2p kernel's base × (12.0/6.6 − 1) more.
 	amd, nv := latency("mi355x", collective.Graph), latency("dgx-h100", collective.Graph)
-	if d, want := amd-nv, k.BaseUs[collective.LL]*(12.0/6.6-1); d < want-1 || d > want+1 {
+	if d, want := amd-nv, k.P2PBaseUs*(12.0/6.6-1); d < want-1 || d > want+1 {
 		t.Errorf("graph-replayed 64 B all-to-all: MI355X %.2f µs, H100 %.2f µs, difference %.2f, want about %.2f (paths within 1 µs)", amd, nv, d, want)
 	}
 }

@@ -57,7 +57,9 @@ func Sources(cases []Case) []string {
 //   - the protocol ramp: a factor of 1 up to 64 KiB per channel (NCCL lowers its
 //     thread and chunk counts for such messages);
 //   - launch: a CUDA kernel launch per process (5 µs), per GPU in single-process mode
-//     (2 µs), with a Python/torch call around it (10 µs), none under a CUDA graph.
+//     (2 µs), with a Python/torch call around it (10 µs), none under a CUDA graph;
+//   - the p2p kernel's fixed cost: NCCL gives p2p no figure; its LL base latency
+//     (6.6 µs, a call's whole fixed cost) less that launch, 1.6 µs.
 func Prior() Knobs {
 	k := collective.Default() // for what the fit does not adjust (bandwidth factors, NVLS efficiency)
 	k.StepUs = [3]float64{collective.Simple: 3.4, collective.LL128: 1.9, collective.LL: 0.6}
@@ -74,6 +76,7 @@ func Prior() Knobs {
 	k.LaunchUs[collective.Eager] = 10
 	k.LaunchUs[collective.Graph] = 0
 	k.AmpereHostLaunch = 1
+	k.P2PBaseUs = 6.6 - 5
 	k.NVLSEfficiency = map[hardware.Arch]float64{hardware.Hopper: 0.85, hardware.Blackwell: 0.74} // NCCL's nvlsEfficiency
 	return Knobs{K: k, Links: Links{IntraLatencyUs: 0.6, RackLatencyUs: 0.6, NetLatencyUs: 14.0, EFALatencyUs: 14.0}}
 }

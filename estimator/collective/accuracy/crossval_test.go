@@ -2,6 +2,7 @@ package accuracy_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"testing"
 
@@ -71,10 +72,12 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// (out of sample by design, as every p2p row: the fit leaves them out; 27.0 %
 	// median with RCCL's fixed costs, 47.1 % with NCCL's, when the bound was set at
 	// 12.5 %); the collective rows' folds are unchanged (11.2 % without them).
-	// All sizes 11.4 % with OCI's 20 all-to-all rows; 1–64 MiB 14.1 %. Each bound is
-	// the figure reached rounded up to the next half point; the targets (issue: 12 % for 1–64 MiB, 8 % for multi-node ≥ 1 MiB) are
-	// not met, and docs/calibration.md says which rows miss.
-	bounds := map[string]float64{"1–64 MiB": 0.145, "≥ 64 MiB": 0.05, "all sizes": 0.115}
+	// All sizes 11.4 % with OCI's 20 all-to-all rows; 1–64 MiB 14.1 %. With the p2p
+	// kernel's fixed cost fitted on the small p2p rows (accuracy.P2PCases) 10.9 and
+	// 13.6 %. Each bound is the figure reached rounded up to the next half point; the
+	// targets (issue: 12 % for 1–64 MiB, 8 % for multi-node ≥ 1 MiB) are not met, and
+	// docs/calibration.md says which rows miss.
+	bounds := map[string]float64{"1–64 MiB": 0.14, "≥ 64 MiB": 0.05, "all sizes": 0.11}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
@@ -93,6 +96,25 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	if !(out.MedianAbs <= 0.095) {
 		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 9.5%%", 100*out.MedianAbs)
 	}
+	// NCCL's send/recv and all-to-all of 64 KiB and less, priced by the folds that
+	// leave their source out, within 25 % of the published sweeps (issue target): the
+	// p2p kernel's fixed cost is fitted on the other sources' small p2p rows
+	// (accuracy.P2PCases). Before, with the LL collective kernel's fixed cost the
+	// collectives gave each fold, nccl-tests#331 came out +28.2 %.
+	held := 0
+	for _, r := range oos {
+		if !r.Scored || r.Err != nil || r.Row.Library != "NCCL" || r.Bytes > accuracy.P2PSmallBytes || (r.Op != collective.SendRecv && r.Op != collective.AllToAll) {
+			continue
+		}
+		held++
+		t.Logf("left out %-40s %6.0f B measured %6.2f µs, predicted %6.2f µs %+.1f%%", r.Row.ID, r.Bytes, r.MeasuredUs, r.Predicted.TimeUs, 100*r.RelErr)
+		if !(math.Abs(r.RelErr) <= 0.25) {
+			t.Errorf("%s left out: %+.1f%% off the measured %.2f µs, want within 25%%", r.Row.ID, 100*r.RelErr, r.MeasuredUs)
+		}
+	}
+	if held < 8 {
+		t.Errorf("%d small NCCL p2p rows priced out of sample, want 8 or more", held)
+	}
 	for _, s := range accuracy.BySource(oos) {
 		t.Logf("left out %-42s n=%3d median %6.1f%% mean %6.1f%% bias %+6.1f%%", s.Label, s.N, 100*s.MedianAbs, 100*s.MeanAbs, 100*s.Bias)
 	}
@@ -104,6 +126,6 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 		for _, p := range accuracy.AtBound(f.Knobs, accuracy.FitParams()) {
 			at = append(at, fmt.Sprintf("%s=%.4g", p.Name, *p.Get(&f.Knobs)))
 		}
-		t.Logf("fold without %-42s Simple's fixed cost %5.1f µs; on a bound: %v", f.Source, f.Knobs.K.BaseUs[collective.Simple], at)
+		t.Logf("fold without %-42s Simple's fixed cost %5.1f µs, p2p kernel's %4.2f µs; on a bound: %v", f.Source, f.Knobs.K.BaseUs[collective.Simple], f.Knobs.K.P2PBaseUs, at)
 	}
 }
