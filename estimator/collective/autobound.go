@@ -1,0 +1,192 @@
+package collective
+
+import (
+	"math"
+	"sync"
+
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// Auto's choice without the coefficients it cannot need.
+//
+// Under Auto, Estimate prices every algorithm that can run the call and keeps the
+// fastest. Pricing the double binary tree needs its pipelines (treePipes: every
+// flow of every channel's two trees placed on the links, per stage, then the
+// window sums of the stages), and pricing the ring needs every channel's ring
+// placed (famBase): on a group of a whole pipeline stage of a 100 000-GPU job that
+// is hundreds of milliseconds, paid once per placement — for Transformer Engine's
+// amax reductions, a few kilobytes each, which the NVLS tree or the double tree
+// wins by their latency alone.
+//
+// autoBest gives the same answer with less work: it prices first the algorithms
+// that have no cheap lower bound, then the others in increasing order of a lower
+// bound on their price computed without their coefficients, and leaves out each
+// whose bound is already above the fastest priced — it can neither win nor tie.
+// The fastest is then taken in algorithm order, as Estimate's loop takes it, so
+// the estimate is the same to the bit (TestAutoBestLikeEveryAlgorithm).
+//
+// The bounds are the latency terms of the closed form (Model.price) with the
+// contention coefficients' nonnegative parts dropped:
+//
+//   - ring all-reduce, all-gather, reduce-scatter: the fixed cost and the steps'
+//     software cost, fixedUs + steps × StepUs; the ring's hop latency, network
+//     step cost and transfer time are nonnegative;
+//   - double binary tree all-reduce (Model.stream): fixedUs + D × StepUs +
+//     Σ lat + Σ net × NetStepUs over the stages of channel 0's two trees
+//     (treeHops), for the flows of one placed group: the pipelines hold these
+//     stages and flows among others, so their depth and each stage's slowest hop
+//     are at least these (a maximum over a superset, summed in the same order),
+//     and the transfer time is nonnegative.
+//
+// Each is the smallest over every protocol the algorithm runs, a bound on the one
+// bestProtocol keeps whatever the protocol options. The tree's bound costs one
+// walk of the group's two channel-0 trees, kept with the placement, against the
+// pipelines' walk of every channel's trees with every concurrent group's flows and
+// the windows over their stages; it is computed only for calls the pipelines
+// cannot price above one chunk per channel (the latency-bound ones, where the
+// bound is close to the price), so a bandwidth-bound call does not pay for it.
+
+// autoBest is Estimate's choice under Auto: the fastest algorithm that AutoChoice
+// allows and that can run op on the placement (best.TimeUs is +Inf if none).
+func (m *Model) autoBest(p *Placement, op Op, bytes float64, o Options) Estimate {
+	var est [numAlgos]Estimate
+	var priced [numAlgos]bool
+	var bounds [numAlgos]float64
+	var bounded []Algorithm // at most two: ring and double tree
+	least := math.Inf(1)
+	for a := Ring; a < numAlgos; a++ {
+		if !AutoChoice(op, a) {
+			continue
+		}
+		if lb, ok := m.autoBound(p, op, a, bytes, o.Launch); ok {
+			bounds[a] = lb
+			bounded = append(bounded, a)
+			continue
+		}
+		if !m.autoRuns(p, op, a) {
+			continue
+		}
+		est[a], priced[a] = m.bestProtocol(p, op, a, bytes, o), true
+		least = min(least, est[a].TimeUs)
+	}
+	// The bounded ones in increasing order of their bounds (ties in algorithm order).
+	if len(bounded) == 2 && bounds[bounded[1]] < bounds[bounded[0]] {
+		bounded[0], bounded[1] = bounded[1], bounded[0]
+	}
+	for _, a := range bounded {
+		if bounds[a] > least {
+			continue // priced at least its bound: slower than one already priced
+		}
+		if !m.autoRuns(p, op, a) {
+			continue
+		}
+		est[a], priced[a] = m.bestProtocol(p, op, a, bytes, o), true
+		least = min(least, est[a].TimeUs)
+	}
+	best := Estimate{TimeUs: math.Inf(1)}
+	for a := Ring; a < numAlgos; a++ {
+		if priced[a] && est[a].TimeUs < best.TimeUs {
+			best = est[a]
+		}
+	}
+	return best
+}
+
+// autoBound is a lower bound on what bestProtocol prices algorithm a at for op on
+// the placement, without the coefficients of a's family; false where none is
+// kept (the algorithm is then priced).
+func (m *Model) autoBound(p *Placement, op Op, a Algorithm, bytes float64, launch Launch) (float64, bool) {
+	switch {
+	case a == Ring && (op == AllReduce || op == AllGather || op == ReduceScatter):
+		steps := p.N() - 1
+		if op == AllReduce {
+			steps *= 2
+		}
+		lb := math.Inf(1)
+		for _, pr := range protocols(Ring) {
+			lb = min(lb, m.fixedUs(p, op, Ring, pr, launch)+float64(steps)*m.k.StepUs[pr])
+		}
+		return lb, true
+	case a == DoubleTree && op == AllReduce:
+		// Only where the pipelines price one chunk per channel (Model.chunks): above
+		// that the transfer term grows and the bound, latency alone, rarely prunes.
+		if bytes/float64(2*p.coef.channels) > m.k.ChunkBytes {
+			return 0, false
+		}
+		h := p.treeHops()
+		if h.deep {
+			// Channel 0's trees are deeper than the pipelines are built for
+			// (maxPipeDepth): the double tree cannot run here (treePipes).
+			return math.Inf(1), true
+		}
+		lb := math.Inf(1)
+		for _, pr := range protocols(DoubleTree) {
+			lb = min(lb, m.fixedUs(p, op, DoubleTree, pr, launch)+
+				(float64(h.D)*m.k.StepUs[pr]+h.path.lat+h.path.net*m.k.NetStepUs[pr]))
+		}
+		return lb, true
+	}
+	return 0, false
+}
+
+// treeHops is what the double tree's pipeline (coefficients.dtree, treePipes) is
+// known to hold without being built: the stages of channel 0's two trees and,
+// summed over them in stage order, the slowest hop's latency and whether a hop
+// leaves the scale-up domain, for the flows of the first placed group.
+type treeHops struct {
+	once sync.Once
+	D    int    // stages: the largest root height plus depth of the two trees
+	path winSum // m unused
+	deep bool   // a tree of channel 0 has more than maxPipeDepth stages
+}
+
+// treeHops computes the placement's treeHops once.
+func (p *Placement) treeHops() *treeHops {
+	h := &p.hops
+	h.once.Do(func() { h.compute(p) })
+	return h
+}
+
+// compute walks channel 0's two trees as treePipes places them: tree t sends up
+// from rank r at stage height[r] and down from its parent at stage H_t + depth of
+// the parent.
+func (h *treeHops) compute(p *Placement) {
+	c := p.Cluster
+	if p.N() < 2 {
+		return
+	}
+	mesh := c.Spec.Intra.Kind == topology.Mesh
+	g := p.placed()[0]
+	var lat []float64
+	var net []bool
+	var buf []int32
+	hop := func(s, src, dst int) {
+		for len(lat) <= s {
+			lat, net = append(lat, 0), append(net, false)
+		}
+		var l float64
+		var cross bool
+		buf, l, cross = c.Path(g[src], g[dst], buf[:0])
+		lat[s] = max(lat[s], l)
+		net[s] = net[s] || cross
+	}
+	for t := range 2 {
+		parent := channelTree(p.Shape, t, 0, mesh)
+		height, depth, H, maxD := treeLevels(parent)
+		if H+maxD > maxPipeDepth {
+			h.deep = true
+			return
+		}
+		for r, pr := range parent {
+			if pr < 0 {
+				continue
+			}
+			hop(height[r], r, int(pr))
+			hop(H+depth[pr], int(pr), r)
+		}
+	}
+	h.D = len(lat)
+	for s := range lat {
+		h.path = h.path.plus(winSum{lat: lat[s], net: b2f(net[s])})
+	}
+}
