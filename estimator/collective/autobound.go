@@ -32,17 +32,19 @@ import (
 //     software cost, fixedUs + steps × StepUs; the ring's hop latency, network
 //     step cost and transfer time are nonnegative;
 //   - double binary tree all-reduce (Model.stream): fixedUs + D × StepUs +
-//     Σ lat + Σ net × NetStepUs over the stages of channel 0's two trees
-//     (treeHops), for the flows of one placed group: the pipelines hold these
-//     stages and flows among others, so their depth and each stage's slowest hop
+//     Σ lat + Σ net × NetStepUs over the stages of channel 0's first tree
+//     (treeHops), for the flows of one placed group: the pipeline holds these
+//     stages and flows among others, so its depth and each stage's slowest hop
 //     are at least these (a maximum over a superset, summed in the same order),
-//     and the transfer time is nonnegative.
+//     and the transfer time is nonnegative. The second tree is the first with
+//     its heap over the nodes turned by one: as deep within a level, and walking
+//     it too would double the bound's cost for a stage or so more.
 //
 // Each is the smallest over every protocol the algorithm runs, a bound on the one
 // bestProtocol keeps whatever the protocol options. The tree's bound costs one
-// walk of the group's two channel-0 trees, kept with the placement, against the
-// pipelines' walk of every channel's trees with every concurrent group's flows and
-// the windows over their stages; it is computed only for calls the pipelines
+// walk of one tree of the group, kept with the placement, against the pipelines'
+// walk of every channel's two trees with every concurrent group's flows and the
+// windows over their stages; it is computed only for calls the pipelines
 // cannot price above one chunk per channel (the latency-bound ones, where the
 // bound is close to the price), so a bandwidth-bound call does not pay for it.
 
@@ -115,7 +117,7 @@ func (m *Model) autoBound(p *Placement, op Op, a Algorithm, bytes float64, launc
 		}
 		h := p.treeHops()
 		if h.deep {
-			// Channel 0's trees are deeper than the pipelines are built for
+			// Channel 0's first tree is deeper than the pipelines are built for
 			// (maxPipeDepth): the double tree cannot run here (treePipes).
 			return math.Inf(1), true
 		}
@@ -130,14 +132,14 @@ func (m *Model) autoBound(p *Placement, op Op, a Algorithm, bytes float64, launc
 }
 
 // treeHops is what the double tree's pipeline (coefficients.dtree, treePipes) is
-// known to hold without being built: the stages of channel 0's two trees and,
+// known to hold without being built: the stages of channel 0's first tree and,
 // summed over them in stage order, the slowest hop's latency and whether a hop
 // leaves the scale-up domain, for the flows of the first placed group.
 type treeHops struct {
 	once sync.Once
-	D    int    // stages: the largest root height plus depth of the two trees
+	D    int    // stages: the tree's root height plus its depth
 	path winSum // m unused
-	deep bool   // a tree of channel 0 has more than maxPipeDepth stages
+	deep bool   // the tree has more than maxPipeDepth stages
 }
 
 // treeHops computes the placement's treeHops once.
@@ -147,9 +149,9 @@ func (p *Placement) treeHops() *treeHops {
 	return h
 }
 
-// compute walks channel 0's two trees as treePipes places them: tree t sends up
-// from rank r at stage height[r] and down from its parent at stage H_t + depth of
-// the parent.
+// compute walks channel 0's first tree as treePipes places it: a rank r sends up
+// at stage height[r] and its parent sends down to it at stage H + the parent's
+// depth.
 func (h *treeHops) compute(p *Placement) {
 	c := p.Cluster
 	if p.N() < 2 {
@@ -157,30 +159,24 @@ func (h *treeHops) compute(p *Placement) {
 	}
 	mesh := c.Spec.Intra.Kind == topology.Mesh
 	g := p.placed()[0]
-	var lat []float64
-	var net []bool
+	parent := channelTree(p.Shape, 0, 0, mesh)
+	height, depth, H, maxD := treeLevels(parent)
+	if H+maxD > maxPipeDepth {
+		h.deep = true
+		return
+	}
+	lat := make([]float64, H+maxD)
+	net := make([]bool, H+maxD)
 	var buf []int32
 	hop := func(s, src, dst int) {
-		for len(lat) <= s {
-			lat, net = append(lat, 0), append(net, false)
-		}
 		var l float64
 		var cross bool
 		buf, l, cross = c.Path(g[src], g[dst], buf[:0])
 		lat[s] = max(lat[s], l)
 		net[s] = net[s] || cross
 	}
-	for t := range 2 {
-		parent := channelTree(p.Shape, t, 0, mesh)
-		height, depth, H, maxD := treeLevels(parent)
-		if H+maxD > maxPipeDepth {
-			h.deep = true
-			return
-		}
-		for r, pr := range parent {
-			if pr < 0 {
-				continue
-			}
+	for r, pr := range parent {
+		if pr >= 0 {
 			hop(height[r], r, int(pr))
 			hop(H+depth[pr], int(pr), r)
 		}
