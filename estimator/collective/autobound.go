@@ -22,8 +22,9 @@ import (
 // that have no cheap lower bound, then the others in increasing order of a lower
 // bound on their price computed without their coefficients, and leaves out each
 // whose bound is already above the fastest priced — it can neither win nor tie.
-// The fastest is then taken in algorithm order, as Estimate's loop takes it, so
-// the estimate is the same to the bit (TestAutoBestLikeEveryAlgorithm).
+// Of equal times it keeps the algorithm first in algorithm order, as a loop over
+// every algorithm in that order keeps it, so the estimate is the same to the bit
+// (TestAutoBestLikeEveryAlgorithm).
 //
 // The bounds are the latency terms of the closed form (Model.price) with the
 // contention coefficients' nonnegative parts dropped:
@@ -51,44 +52,42 @@ import (
 // autoBest is Estimate's choice under Auto: the fastest algorithm that AutoChoice
 // allows and that can run op on the placement (best.TimeUs is +Inf if none).
 func (m *Model) autoBest(p *Placement, op Op, bytes float64, o Options) Estimate {
-	var est [numAlgos]Estimate
-	var priced [numAlgos]bool
+	best, bestA := Estimate{TimeUs: math.Inf(1)}, numAlgos
+	// take prices a and keeps the faster, or of equal times the earlier in
+	// algorithm order: the first fastest, as a loop in that order keeps it.
+	take := func(a Algorithm) {
+		e := m.bestProtocol(p, op, a, bytes, o)
+		if e.TimeUs < best.TimeUs || e.TimeUs == best.TimeUs && bestA < numAlgos && a < bestA {
+			best, bestA = e, a
+		}
+	}
 	var bounds [numAlgos]float64
-	var bounded []Algorithm // at most two: ring and double tree
-	least := math.Inf(1)
+	var room [numAlgos]Algorithm
+	bounded := room[:0]
 	for a := Ring; a < numAlgos; a++ {
 		if !AutoChoice(op, a) {
 			continue
 		}
-		if lb, ok := m.autoBound(p, op, a, bytes, o.Launch); ok {
-			bounds[a] = lb
-			bounded = append(bounded, a)
+		lb, ok := m.autoBound(p, op, a, bytes, o.Launch)
+		if !ok {
+			if m.autoRuns(p, op, a) {
+				take(a)
+			}
 			continue
 		}
-		if !m.autoRuns(p, op, a) {
-			continue
+		// In increasing order of the bounds (an insertion: two at most).
+		bounds[a] = lb
+		i := len(bounded)
+		bounded = append(bounded, a)
+		for ; i > 0 && bounds[bounded[i-1]] > lb; i-- {
+			bounded[i] = bounded[i-1]
 		}
-		est[a], priced[a] = m.bestProtocol(p, op, a, bytes, o), true
-		least = min(least, est[a].TimeUs)
-	}
-	// The bounded ones in increasing order of their bounds (ties in algorithm order).
-	if len(bounded) == 2 && bounds[bounded[1]] < bounds[bounded[0]] {
-		bounded[0], bounded[1] = bounded[1], bounded[0]
+		bounded[i] = a
 	}
 	for _, a := range bounded {
-		if bounds[a] > least {
-			continue // priced at least its bound: slower than one already priced
-		}
-		if !m.autoRuns(p, op, a) {
-			continue
-		}
-		est[a], priced[a] = m.bestProtocol(p, op, a, bytes, o), true
-		least = min(least, est[a].TimeUs)
-	}
-	best := Estimate{TimeUs: math.Inf(1)}
-	for a := Ring; a < numAlgos; a++ {
-		if priced[a] && est[a].TimeUs < best.TimeUs {
-			best = est[a]
+		// Priced at least its bound: slower than one already priced, or it cannot run.
+		if bounds[a] <= best.TimeUs && m.autoRuns(p, op, a) {
+			take(a)
 		}
 	}
 	return best
