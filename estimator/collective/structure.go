@@ -1,6 +1,9 @@
 package collective
 
-import "slices"
+import (
+	"slices"
+	"sync"
+)
 
 // The shapes every algorithm moves data along. Schedules (build_*.go) and the
 // coefficients of the closed form (coefficients.go) both derive from these functions,
@@ -87,8 +90,24 @@ func appendDomainOrder(order []int32, spans [][2]int, ch int, mesh bool) []int32
 // the zigzag j, j+1, j−1, j+2, … around a circle of the other k−1), each taken in
 // both directions, keeping those edge-disjoint from the ones already kept. For k = 8
 // that is 6 cycles covering 48 of the 56 links; the ring channels of a mesh cycle
-// through them.
+// through them. The cycles of each k are built once and shared: callers read them
+// and never change them.
 func meshCycles(k int) [][]int32 {
+	if c, ok := meshCyclesOf.Load(k); ok {
+		return c.([][]int32)
+	}
+	c, _ := meshCyclesOf.LoadOrStore(k, walecki(k))
+	return c.([][]int32)
+}
+
+// meshCyclesOf keeps meshCycles' answer per domain size: the rings and trees of a
+// group ask for it once per domain (and channel), and building it takes a map and
+// dozens of allocations — on a group of 2 048 eight-GPU mesh nodes that was most
+// of the group's tree pipelines.
+var meshCyclesOf sync.Map // int → [][]int32
+
+// walecki builds meshCycles(k).
+func walecki(k int) [][]int32 {
 	m := k - 1 // circle size; vertex m is ∞
 	used := map[[2]int32]bool{}
 	var out [][]int32

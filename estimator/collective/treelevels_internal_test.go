@@ -50,3 +50,29 @@ func TestTreeLevelsLikeDepthsAndHeights(t *testing.T) {
 		}
 	}
 }
+
+// meshCycles shares one answer per domain size: the cycles walecki builds, the
+// same slices on every call, from any number of goroutines at once.
+func TestMeshCyclesShared(t *testing.T) {
+	for k := 3; k <= 16; k++ {
+		want := walecki(k)
+		var got [4][][]int32
+		done := make(chan int)
+		for i := range got {
+			go func() { got[i] = meshCycles(k); done <- i }()
+		}
+		for range got {
+			<-done
+		}
+		for i := range got {
+			if len(got[i]) != len(want) || len(got[i]) > 0 && &got[i][0][0] != &got[0][0][0] {
+				t.Fatalf("k=%d: call %d gave other cycles than call 0", k, i)
+			}
+			for j := range want {
+				if !slices.Equal(got[i][j], want[j]) {
+					t.Fatalf("k=%d: cycle %d is %v, walecki builds %v", k, j, got[i][j], want[j])
+				}
+			}
+		}
+	}
+}
