@@ -3,6 +3,7 @@ package collective
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -61,33 +62,36 @@ func (m *Model) autoBest(p *Placement, op Op, bytes float64, o Options) Estimate
 			best, bestA = e, a
 		}
 	}
-	var bounds [numAlgos]float64
-	var room [numAlgos]Algorithm
-	bounded := room[:0]
+	// The bounded ones (ring and double tree at most), in increasing order of
+	// their bounds.
+	var later [2]Algorithm
+	var bounds [2]float64
+	n := 0
 	for a := Ring; a < numAlgos; a++ {
 		if !AutoChoice(op, a) {
 			continue
 		}
-		lb, ok := m.autoBound(p, op, a, bytes, o.Launch)
-		if !ok {
-			if m.autoRuns(p, op, a) {
-				take(a)
+		if a == Ring || a == DoubleTree {
+			if lb, ok := m.autoBound(p, op, a, bytes, o.Launch); ok {
+				later[n], bounds[n] = a, lb
+				if n == 1 && bounds[1] < bounds[0] {
+					later[0], later[1], bounds[0], bounds[1] = later[1], later[0], bounds[1], bounds[0]
+				}
+				n++
+				continue
 			}
-			continue
 		}
-		// In increasing order of the bounds (an insertion: two at most).
-		bounds[a] = lb
-		i := len(bounded)
-		bounded = append(bounded, a)
-		for ; i > 0 && bounds[bounded[i-1]] > lb; i-- {
-			bounded[i] = bounded[i-1]
-		}
-		bounded[i] = a
-	}
-	for _, a := range bounded {
-		// Priced at least its bound: slower than one already priced, or it cannot run.
-		if bounds[a] <= best.TimeUs && m.autoRuns(p, op, a) {
+		if m.autoRuns(p, op, a) {
 			take(a)
+		}
+	}
+	for i, a := range later[:n] {
+		// Priced at least its bound: slower than one already priced, or it cannot run.
+		if bounds[i] <= best.TimeUs && m.autoRuns(p, op, a) {
+			take(a)
+			if !p.auto.priced[a].Load() {
+				p.auto.priced[a].Store(true)
+			}
 		}
 	}
 	return best
@@ -97,6 +101,11 @@ func (m *Model) autoBest(p *Placement, op Op, bytes float64, o Options) Estimate
 // the placement, without the coefficients of a's family; false where none is
 // kept (the algorithm is then priced).
 func (m *Model) autoBound(p *Placement, op Op, a Algorithm, bytes float64, launch Launch) (float64, bool) {
+	if p.auto.priced[a].Load() {
+		// Priced on this placement before: its coefficients are there, and pricing
+		// it costs less than bounding it.
+		return 0, false
+	}
 	switch {
 	case a == Ring && (op == AllReduce || op == AllGather || op == ReduceScatter):
 		steps := p.N() - 1
@@ -130,12 +139,19 @@ func (m *Model) autoBound(p *Placement, op Op, a Algorithm, bytes float64, launc
 	return 0, false
 }
 
+// autoState is what autoBest keeps with a placement: the double tree's treeHops,
+// and which algorithms it has priced there (their coefficients computed).
+type autoState struct {
+	hopsOnce sync.Once
+	hops     treeHops
+	priced   [numAlgos]atomic.Bool
+}
+
 // treeHops is what the double tree's pipeline (coefficients.dtree, treePipes) is
 // known to hold without being built: the stages of channel 0's first tree and,
 // summed over them in stage order, the slowest hop's latency and whether a hop
 // leaves the scale-up domain, for the flows of the first placed group.
 type treeHops struct {
-	once sync.Once
 	D    int    // stages: the tree's root height plus its depth
 	path winSum // m unused
 	deep bool   // the tree has more than maxPipeDepth stages
@@ -143,8 +159,8 @@ type treeHops struct {
 
 // treeHops computes the placement's treeHops once.
 func (p *Placement) treeHops() *treeHops {
-	h := &p.hops
-	h.once.Do(func() { h.compute(p) })
+	h := &p.auto.hops
+	p.auto.hopsOnce.Do(func() { h.compute(p) })
 	return h
 }
 
