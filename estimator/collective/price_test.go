@@ -158,3 +158,50 @@ func TestClosedFormMatchesSchedule(t *testing.T) {
 	}
 	t.Logf("%d (placement, op, algorithm, protocol, size) combinations agree within 1%%", checked)
 }
+
+// A call runs on the channels NCCL gives its size (callchannels.go): on 4 DGX H100
+// (32 ranks, 16 channels) a Simple tree all-reduce of 128 KiB on 4 (32 KiB a
+// channel), of 1 MiB on all 16; a ring with LL on 8 (1 MiB over 8 × 32 ranks ×
+// 512 threads); NVLS keeps its own; RCCL (MI300X) keeps its communicator's.
+func TestCallUsesNCCLsChannelsForItsSize(t *testing.T) {
+	m := collective.NewModel(collective.Default())
+	h100 := mustCluster(t, "dgx-h100", 4, nil)
+	g, sib, err := collective.NodeGroups(h100, 4, 8, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustPlace(t, h100, g, sib)
+	mi := mustCluster(t, "oci-mi300x", 2, nil)
+	gm, sibm, err := collective.NodeGroups(mi, 2, 8, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := mustPlace(t, mi, gm, sibm)
+	cases := []struct {
+		p     *collective.Placement
+		a     collective.Algorithm
+		pr    collective.Protocol
+		bytes float64
+		want  int
+	}{
+		{p, collective.DoubleTree, collective.Simple, 128 << 10, 4},
+		{p, collective.DoubleTree, collective.Simple, 1 << 20, 16},
+		{p, collective.Ring, collective.LL, 1 << 20, 8},
+		{p, collective.Ring, collective.Simple, 8, 1},
+	}
+	for _, c := range cases {
+		e, err := m.Estimate(c.p, collective.AllReduce, c.bytes, collective.Options{Algo: c.a, ForceProtocol: true, Protocol: c.pr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Channels != c.want {
+			t.Errorf("%v/%v %v B on %d ranks: %d channels, NCCL runs it on %d", c.a, c.pr, c.bytes, c.p.N(), e.Channels, c.want)
+		}
+	}
+	ring := collective.Options{Algo: collective.Ring, ForceProtocol: true, Protocol: collective.Simple}
+	tiny, _ := m.Estimate(pm, collective.AllReduce, 8, ring)
+	huge, _ := m.Estimate(pm, collective.AllReduce, 1<<30, ring)
+	if tiny.Channels != huge.Channels {
+		t.Errorf("RCCL: 8 B on %d channels, 1 GiB on %d; the cut is NCCL's", tiny.Channels, huge.Channels)
+	}
+}
