@@ -361,7 +361,6 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 	if isP2P(op, a) {
 		return m.p2p(p, op, S, launch)
 	}
-	p = p.forCall(a, pr, S) // the channels NCCL runs this call on
 	switch a {
 	case Ring:
 		if op == Broadcast || op == Reduce {

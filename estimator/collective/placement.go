@@ -50,11 +50,6 @@ type Placement struct {
 
 	coef coefficients
 	once [numFamilies]sync.Once
-
-	// byChannels are this group with fewer channels, as NCCL runs calls too small
-	// for all of them (forCall, callchannels.go).
-	byChMu     sync.Mutex
-	byChannels map[int]*Placement
 }
 
 // Place validates a group (global GPU ids, any order, no duplicates) and the groups
