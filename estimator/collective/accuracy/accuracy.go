@@ -61,7 +61,7 @@ type Row struct {
 // it (testdata/README.md).
 const (
 	MeasuredRows = 367
-	AddedRows    = 328
+	AddedRows    = 361
 )
 
 // Rows parses the embedded data sets: nccl_measured.jsonl, then nccl_added.jsonl.
@@ -238,6 +238,11 @@ func specFor(r Row, gpu hardware.GPU, nodes, perNode int) topology.Spec {
 	case hardware.CDNA3, hardware.CDNA4:
 		s.Intra.Kind = topology.Mesh
 	}
+	if nvlsOff(r) {
+		// NCCL_NVLS_ENABLE=0 with NCCL's own choice of the rest: no NVLS nor NVLS
+		// tree, ring or tree as NCCL picks them.
+		s.Intra.NVLS = false
+	}
 	sys := strings.ToLower(r.System + " " + deref(r.InterFabric))
 	if r.GPU == "GB200" || r.GPU == "GB300" {
 		// Every GB200 and GB300 system here is (a partition of) an NVL72 rack: its
@@ -278,6 +283,14 @@ func specFor(r Row, gpu hardware.GPU, nodes, perNode int) topology.Spec {
 		s.Network.RailOptimized = true
 	}
 	return s
+}
+
+// nvlsOff says the row ran with NVLS disabled (NCCL_NVLS_ENABLE=0) and left the
+// algorithm to NCCL ("NCCL's choice"), rather than disabling NVLS to force a ring on
+// one node.
+func nvlsOff(r Row) bool {
+	a := strings.ToLower(deref(r.Algorithm))
+	return strings.Contains(a, "nvls_enable=0") && strings.Contains(a, "nccl's choice")
 }
 
 // statedNCCL is the NCCL release a row states ("2.28.7 (NCCL version
@@ -324,6 +337,7 @@ func options(r Row) collective.Options {
 	var o collective.Options
 	algo := strings.ToLower(deref(r.Algorithm))
 	switch {
+	case nvlsOff(r): // NCCL's choice without NVLS (specFor): Auto
 	case strings.Contains(algo, "nvls_enable=0"), strings.HasPrefix(algo, "ring (ncclalgo"),
 		strings.Contains(algo, "ncclalgo=ring"), strings.Contains(algo, "nccl_algo=ring"),
 		strings.Contains(algo, "ring/ll128 (forced)"):

@@ -308,3 +308,53 @@ func TestRowsStateTheirNCCLRelease(t *testing.T) {
 		}
 	}
 }
+
+// Rows that turn NVLS off and leave the rest to NCCL (OCI's 32 GB200 trays on two
+// racks: NCCL_NVLS_ENABLE=0 in the shape's manifest) are priced on a cluster without
+// NVLS, ring or tree as the model finds cheaper, not as a forced ring; a row that
+// turns NVLS off to get NCCL's ring keeps the ring. The sweep's bandwidth-bound end
+// (4–32 GiB, where NCCL's ring and tree over the racks' RoCE decide) holds within 5 %.
+func TestNVLSOffLeavesNCCLsChoice(t *testing.T) {
+	rows, err := accuracy.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := accuracy.Evaluate(collective.NewModel(collective.Default()), accuracy.Cases(rows))
+	seen, ring := 0, 0
+	for _, r := range res {
+		switch r.Row.SourceID {
+		case "nvidia-nccl-issue-1801":
+			if r.Options.Algo == collective.Ring {
+				ring++
+			}
+			continue
+		case "oci-oke-gb200v3-32tray-2rack":
+		default:
+			continue
+		}
+		seen++
+		if r.Err != nil {
+			t.Errorf("%s: %v", r.Row.ID, r.Err)
+			continue
+		}
+		if r.Spec.Intra.NVLS || r.Options.Algo != collective.Auto {
+			t.Errorf("%s: NVLS %v, algorithm %v; want no NVLS and NCCL's choice", r.Row.ID, r.Spec.Intra.NVLS, r.Options.Algo)
+		}
+		if a := r.Predicted.Algo; a == collective.NVLS || a == collective.NVLSTree {
+			t.Errorf("%s: priced as %v with NVLS off", r.Row.ID, a)
+		}
+		if r.Spec.Intra.DomainNodes != 16 || r.Spec.NICs.Kind != topology.RoCE || r.Spec.NICs.PerNode*int(r.Spec.NICs.Gbps) != 3200 || r.Spec.NCCL != "2.29.2" {
+			t.Errorf("%s: racks of %d trays, NICs %+v, NCCL %q; want 16 trays a rack, 8× 400 Gb/s RoCE a tray, 2.29.2", r.Row.ID, r.Spec.Intra.DomainNodes, r.Spec.NICs, r.Spec.NCCL)
+		}
+		t.Logf("%-40s measured %10.2f µs, predicted %10.2f µs (%v/%v) %+6.1f%%", r.Row.ID, r.MeasuredUs, r.Predicted.TimeUs, r.Predicted.Algo, r.Predicted.Protocol, 100*r.RelErr)
+		if r.Bytes >= 4<<30 && !(math.Abs(r.RelErr) <= 0.05) {
+			t.Errorf("%s: %+.1f%% off the measured %.0f µs, want within 5%%", r.Row.ID, 100*r.RelErr, r.MeasuredUs)
+		}
+	}
+	if seen != 33 {
+		t.Errorf("found %d of the 33 rows of OCI's 32-tray all-reduce", seen)
+	}
+	if ring == 0 {
+		t.Error("nvidia/nccl#1801's 'Ring (default with NCCL_NVLS_ENABLE=0)' rows are no longer priced as a ring")
+	}
+}
