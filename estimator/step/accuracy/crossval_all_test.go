@@ -177,16 +177,19 @@ func fmtFitted(m map[string]float64) string {
 // 10.4, fp8 9.7 → 9.6, Blackwell 10.2 → 9.9 % (10.16 → 9.94; bounds in sample MoE
 // 0.10 → 0.095, left out all 0.085 → 0.08 and Blackwell 0.105 → 0.10);
 // torchtitan's eager MoE operators (framework.Profile.EagerMoEGlue) took left out
-// MoE 10.4 → 10.3 and Blackwell 9.94 → 9.89 %.
-// docs/step-model.md gives the runs that
-// keep fp8 and Blackwell above their targets and what each lacks. The original 127
+// MoE 10.4 → 10.3 and Blackwell 9.94 → 9.89 %. All of these with Transformer
+// Engine's current-scaling amax all-reduce under sequence parallelism and the p2p
+// kernel's own fixed cost (collective.Constants.P2PBaseUs): in sample all 7.6, the
+// original 127 5.9, MoE 9.1, fp8 9.1, Blackwell 9.4 %, left out 7.9, 6.3, 10.1, 9.6
+// and 9.7 % (bound left out MoE 0.11 → 0.105). docs/step-model.md gives the runs
+// that miss most and what each lacks. The original 127
 // runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
 		"all": 0.08, "original": 0.065, "moe": 0.095, "fp8": 0.095, "blackwell": 0.10,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.07, "moe": 0.11, "fp8": 0.10, "blackwell": 0.10,
+		"all": 0.08, "original": 0.07, "moe": 0.105, "fp8": 0.10, "blackwell": 0.10,
 	}
 )
 
