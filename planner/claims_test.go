@@ -329,11 +329,14 @@ var dgxcDSV3H100 = &measurement{4096 * 8192 / (36.189 * 1024), "TP 1, PP 8, VP 2
 // the 72-GPU run (TP 1, CP 2 by all-to-all, EP 4 over HybridEP, 4096 tokens a GPU) is
 // priced 11 % fast: HybridEP's dispatch and combine cost what its own GB200
 // measurement says (DeepEP's Hybrid-EP README: 122 / 117 against 115 µs a call
-// priced), its permutation is over-priced and its padding 0.8 % of the experts' rows,
-// and what the 72-GPU layout misses follows its small work a GPU, not its expert
-// parallelism (docs/step-model.md, "gpt-oss-20b's expert parallelism on NVL72"). The
-// GB300 twins of the 72-GPU run claim 1.29×.
-var nvidiaGB200GptOSS8 = &measurement{16 * 8192 / (0.44385 * 8), "TP 1, CP 1, EP 1, DP 8, 2 sequences a GPU, MXFP8, HybridEP",
+// priced), its permutation is over-priced and its padding 0.8 % of the experts' rows;
+// none of its EP costs is the miss, which grows as the work a GPU shrinks as far as
+// these rows show (docs/step-model.md, "gpt-oss-20b's expert parallelism on NVL72").
+// The evidence is per GPU at another batch a GPU — two sequences, where the 72-GPU
+// run's 36 leave half a sequence a GPU — as the rule allows; the plan's own 0.124 s
+// would give 33 000 tokens/s a GPU, under the 36 900 this run measured. The GB300 twins
+// of the 72-GPU run claim 1.29×.
+var nvidiaGB200GptOSS8 = &measurement{16 * 8192 / (0.44385 * 8), "TP 1, CP 1, EP 1, DP 8, 2 sequences a GPU, MXFP8",
 	"MLPerf Training v6.0, NVIDIA tyche-hsg_ngpu8_ngc26.04_nemo gpt_oss_20b result_1.txt, 8 GB200"}
 
 // recomputeGain is the largest speed-up measured from dropping full recomputation
