@@ -125,9 +125,14 @@ type MoERun struct {
 	// OverlapEP: the expert-parallel all-to-alls are overlapped with another
 	// micro-batch's compute (Megatron-Core's overlap_moe_expert_parallel_comm);
 	// null: not stated.
-	OverlapEP *bool   `json:"ep_comm_overlap"`
-	VPP       *int    `json:"virtual_pipeline_stages"`
-	Schedule  *string `json:"pipeline_schedule"`
+	OverlapEP *bool `json:"ep_comm_overlap"`
+	// CPCommType is how context parallelism exchanges the sequence
+	// (Megatron-Core's cp_comm_type): "p2p" the ring of K/V blocks, "a2a" the
+	// all-to-alls that trade the sequence split for a head split (DeepSpeed-Ulysses);
+	// null: not stated (the ring, Megatron-Core's default).
+	CPCommType *string `json:"cp_comm_type,omitempty"`
+	VPP        *int    `json:"virtual_pipeline_stages"`
+	Schedule   *string `json:"pipeline_schedule"`
 	// LayerSplit is the transformer layers of each pipeline stage, first to last,
 	// when the source's scripts set them; null: not stated.
 	LayerSplit   []int   `json:"layer_split"`
@@ -334,6 +339,12 @@ func (r MoERun) Check() error {
 			bad("global_batch_size %d != micro_batch_size %d × dp %d × grad_accum %d = %d", r.GlobalBatch, *r.MicroBatch, r.DP, *r.GradAccum, g)
 		}
 	}
+	switch c := deref(r.CPCommType, "p2p"); {
+	case c != "p2p" && c != "a2a":
+		bad("cp_comm_type %q: want p2p or a2a", c)
+	case c == "a2a" && r.CP < 2:
+		bad("cp_comm_type a2a with cp %d", r.CP)
+	}
 	if r.MoE != nil {
 		etp := 1
 		if r.ETP != nil {
@@ -519,6 +530,13 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	}
 
 	l := step.Layout{TP: r.TP, PP: r.PP, DP: r.DP, CP: r.CP, EP: r.ep(), MicroBatch: 1}
+	switch c := deref(r.CPCommType, "p2p"); c {
+	case "a2a":
+		l.CPAllToAll = true
+	case "p2p":
+	default:
+		return req, filled, fmt.Errorf("cp_comm_type: unknown %q", c)
+	}
 	if r.MicroBatch != nil {
 		l.MicroBatch = *r.MicroBatch
 	} else {
