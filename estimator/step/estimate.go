@@ -810,7 +810,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 			// backward the reverse. The gathered tensor is ETP × this rank's routed
 			// tokens (its share, k copies, the busiest rank's load).
 			t := &p.req.Training
-			x := p.tokens / p.tf * float64(p.req.Model.MoE.TopK) * p.h * 2 * t.moeLoad() * float64(et)
+			x := p.tokens / p.tf * float64(p.req.Model.MoE.TopK) * p.h * 2 * t.moeLoad(l.EP) * float64(et)
 			n := 2 + p.moeRepeats()
 			ag, err := p.commOn(CommTP, commExpertTP, collective.AllGather, x, nMoE*n*mf, "per MoE layer: expert-TP all-gather of the dispatched tokens forward (again where recomputed), and of the output gradient backward")
 			if err != nil {
@@ -960,7 +960,7 @@ func (p *pricing) expertParallel() (float64, error) {
 	}
 	// The busiest rank receives (and returns) moeLoad × the mean routed tokens.
 	k := float64(a.MoE.TopK)
-	x := p.tokens * k * p.h * 2 * t.moeLoad()
+	x := p.tokens * k * p.h * 2 * t.moeLoad(l.EP)
 	if l.moeDispatcher() {
 		x /= p.tf // each TP rank routes its sequence-parallel share
 	}
@@ -1100,8 +1100,8 @@ func (p *pricing) moeNote() string {
 	switch {
 	case t.MoECapacityFactor > 0 && t.MoEPadToCapacity:
 		load = fmt.Sprintf("padded to capacity %.2g× the mean tokens", t.MoECapacityFactor)
-	case t.MoECapacityFactor > 0 || t.MoEImbalance > 1:
-		load = fmt.Sprintf("busiest rank at %.2g× the mean tokens", t.moeLoad())
+	case t.MoECapacityFactor > 0 || (t.MoEImbalance > 1 && l.EP > 1):
+		load = fmt.Sprintf("busiest rank at %.2g× the mean tokens", t.moeLoad(l.EP))
 	}
 	hide := "exposed"
 	if l.OverlapEP || l.Schedule == DualPipe {

@@ -145,7 +145,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		local := float64(a.MoE.Experts / max(1, l.EP))
 		// Tokens each local expert of the busiest rank sees: the mean, times the
 		// router's imbalance (capped where tokens are dropped).
-		perExpert := tokens * float64(a.MoE.TopK) / local * req.Training.moeLoad()
+		perExpert := tokens * float64(a.MoE.TopK) / local * req.Training.moeLoad(l.EP)
 		if req.Training.MoECapacityFactor > 0 && perExpert > 0 {
 			// An expert's capacity is a whole number of tokens, rounded up
 			// (megatron/core/transformer/moe/moe_utils.py get_capacity: ceil(tokens
@@ -208,7 +208,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// them back (read k·h, write h), in 16 bits; Megatron-Core also re-lays the
 		// received chunks out by local expert after the dispatch and back before
 		// the combine (read and write k·h each) where moeLocalRelayout says so.
-		kf := float64(a.MoE.TopK) * req.Training.moeLoad()
+		kf := float64(a.MoE.TopK) * req.Training.moeLoad(l.EP)
 		perm := 3*kf + 1
 		if moeLocalRelayout(req.Training, local) {
 			perm += 4 * kf
@@ -426,7 +426,7 @@ func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe boo
 	}
 	load := 1.0
 	if moe {
-		load = t.moeLoad()
+		load = t.moeLoad(l.EP)
 	}
 	bytes := activationBytes(&a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load, mlaDownMode(t.Framework))
 	c := activationCopy(req.Cluster, bytes)
@@ -911,7 +911,7 @@ func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) floa
 		mla := mlaDownMode(t.Framework)
 		per := activationBytes(a, false, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, 1, mla)
 		if a.MoE != nil {
-			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad(), mla)
+			moe := activationBytes(a, true, s, float64(t.SeqLen), b, l.TP, l.SP, rc, t.UnfusedAttention, mods, t.FP8Activations, t.moeLoad(l.EP), mla)
 			every := float64(max(1, a.MoE.Frequency))
 			if moeShare >= 0 {
 				return per*(1-moeShare) + moe*moeShare

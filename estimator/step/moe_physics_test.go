@@ -68,6 +68,31 @@ func TestMoEImbalanceCapacityTopK(t *testing.T) {
 	}
 }
 
+// On one expert-parallel rank the router's imbalance among experts changes nothing:
+// the rank holds every expert and computes every routed token, so an imbalance
+// stated with EP 1 prices as the balanced router does, while padding to capacity
+// still computes the padded rows.
+func TestMoEImbalanceOnOneRank(t *testing.T) {
+	run := func(edit func(*step.Request)) step.Result {
+		req := moeRequest(t, "mixtral-8x7b", 1)
+		edit(&req)
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	base := run(func(*step.Request) {})
+	skew := run(func(r *step.Request) { r.Training.MoEImbalance = 1.5 })
+	if skew.StepTime != base.StepTime || skew.Memory.Activations != base.Memory.Activations {
+		t.Errorf("EP 1, imbalance 1.5: %.6f s, %.3f GB of activations; balanced %.6f s, %.3f GB", skew.StepTime, skew.Memory.Activations, base.StepTime, base.Memory.Activations)
+	}
+	padded := run(func(r *step.Request) { r.Training.MoECapacityFactor, r.Training.MoEPadToCapacity = 1.25, true })
+	if !(padded.Breakdown.Forward > base.Breakdown.Forward) {
+		t.Errorf("EP 1 padded to capacity 1.25: forward %.4f s, balanced %.4f s", padded.Breakdown.Forward, base.Breakdown.Forward)
+	}
+}
+
 // Shared experts see every token and are replicated over expert parallelism: with
 // EP 16, a GPU of Llama 4 Scout holds one routed expert per layer but the whole
 // shared expert, and the step does the shared expert's work for every token.

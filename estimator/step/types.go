@@ -248,7 +248,8 @@ type Training struct {
 	ParamGather ParamGather `json:"param_gather,omitempty"`
 	// MoEImbalance is the router's load imbalance: the busiest expert-parallel rank
 	// receives this many times the mean number of tokens (0 or 1: balanced). That
-	// rank paces the experts' GEMMs and the all-to-all of every MoE layer.
+	// rank paces the experts' GEMMs and the all-to-all of every MoE layer. With EP 1
+	// the one rank computes every routed token, so it changes nothing there.
 	MoEImbalance float64 `json:"moe_imbalance,omitempty"`
 	// MoECapacityFactor caps the tokens an expert takes at this multiple of the mean
 	// and drops the rest (GShard/Switch token dropping); 0: dropless (Megatron-Core's
@@ -289,10 +290,16 @@ const (
 )
 
 // moeLoad is how many times the mean tokens the busiest expert-parallel rank
-// processes: the imbalance, capped by the capacity factor when tokens are dropped,
-// or the capacity factor itself when the experts' inputs are padded to capacity.
-func (t Training) moeLoad() float64 {
-	f := max(1, t.MoEImbalance)
+// processes on ep expert-parallel ranks: the imbalance, capped by the capacity
+// factor when tokens are dropped, or the capacity factor itself when the experts'
+// inputs are padded to capacity. On one rank (ep 1) the rank holds every expert and
+// computes every routed token whatever the router's imbalance among them, so only
+// the padding to capacity remains.
+func (t Training) moeLoad(ep int) float64 {
+	f := 1.0
+	if ep > 1 {
+		f = max(1, t.MoEImbalance)
+	}
 	if c := t.MoECapacityFactor; c > 0 {
 		f = min(f, c)
 		if t.MoEPadToCapacity {

@@ -2174,7 +2174,8 @@ type Training struct {
 	DpReduceAfterBackward bool `protobuf:"varint,11,opt,name=dp_reduce_after_backward,json=dpReduceAfterBackward,proto3" json:"dp_reduce_after_backward,omitempty"`
 	// MoE router load imbalance: the busiest expert-parallel rank receives this many
 	// times the mean tokens (unset or 0: balanced, else at least 1); it paces the
-	// experts' GEMMs and the all-to-alls.
+	// experts' GEMMs and the all-to-alls. With EP 1 the one rank computes every
+	// routed token, so the imbalance changes nothing there.
 	MoeImbalance float64 `protobuf:"fixed64,12,opt,name=moe_imbalance,json=moeImbalance,proto3" json:"moe_imbalance,omitempty"`
 	// Tokens an expert takes, as a multiple of the mean, the rest dropped (token
 	// dropping); unset or 0: dropless.
