@@ -287,6 +287,18 @@ type Profile struct {
 	// kernel's length "clearly abnormal" for top-8 of 256 experts, the fix "up to a
 	// 10x unit speedup". The step model prices the chain (step.permuteExpertLoop).
 	MoEPermuteExpertLoop bool
+	// MoEPaddedPermuteSync: Megatron-Core's all-to-all dispatcher copies to the
+	// host in every MoE layer's forward even with each expert padded to its
+	// capacity (step.Training.MoEPadToCapacity), which fixes the split sizes on the
+	// host: its unfused permutation selects the routed tokens with masked_select,
+	// whose output size the GPU must report before the host can go on
+	// (megatron/core/transformer/moe/moe_utils.py at core_r0.10.0: permute,
+	// token_indices.masked_select(routing_map); unpermute's probs likewise), until
+	// Megatron-LM f27a04f (2025-01-10, "Make MoE token dispatcher cuda graph-able
+	// if token-drop and padding", first in core_v0.11.0) gave the padded case a
+	// fixed-size argsort and index_select. false: padding needs no sync
+	// (Megatron-Core 0.11 on).
+	MoEPaddedPermuteSync bool
 	// MoERouterFP32Linear: the router's fp32 option (step.Training.MoERouterFP32,
 	// Megatron-Core's moe_router_dtype "fp32") runs as
 	// torch.nn.functional.linear(input.to(float32), weight.to(float32)) —
@@ -640,10 +652,14 @@ var profiles = []Profile{
 	{
 		Name:    "nemo-24.12",
 		Aliases: []string{"nemo-2.1"},
-		Description: "NVIDIA NeMo 24.12 (NeMo 2.1, Megatron-Core 0.10): as nemo-24, and an MoE layer's experts split " +
-			"over the tensor-parallel ranks like the dense MLP",
-		Source:               "NeMo 24.12 container (NeMo v2.1.0); the Runs sources",
+		Description: "NVIDIA NeMo 24.12 (NeMo 2.1, Megatron-Core 0.10): as nemo-24, an MoE layer's experts split " +
+			"over the tensor-parallel ranks like the dense MLP, and its dispatcher's permutation synchronising with the host " +
+			"even with the experts padded to capacity",
+		Source:               "NeMo 24.12 container (NeMo v2.1.0); Megatron-Core core_r0.10.0 moe_utils.py (permute's masked_select); the Runs sources",
 		HopperFusedAttention: true,
+		// Megatron-Core 0.10's permutation syncs with the host whether or not the
+		// experts are padded (before Megatron-LM f27a04f, core_v0.11.0).
+		MoEPaddedPermuteSync: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
 		MLADownProj:          MLADownProjColumn,

@@ -114,6 +114,9 @@ type layerHostCosts struct {
 	// dispatcher's sync.
 	te        bool
 	routerOps float64
+	// paddedSync: the MoE dispatcher synchronises with the host even with the
+	// experts padded to capacity (framework.Profile.MoEPaddedPermuteSync).
+	paddedSync bool
 }
 
 // layerHost prices the host side of one layer's forward: with the framework's
@@ -129,6 +132,7 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 	c := layerHostCosts{op: k.EagerOpHostUs * 1e-6 * s, module: teModuleHostUs * 1e-6 * s, routerOps: moeRouterOps}
 	fw, err := framework.Lookup(t.Framework)
 	c.te = err == nil && fw.TELayers
+	c.paddedSync = err == nil && fw.MoEPaddedPermuteSync
 	if c.te && a.MoE != nil && a.MoE.Groups > 0 {
 		// Group-limited sigmoid routing with its auxiliary losses (DeepSeek-V3):
 		// Megatron-Core's TopKRouter launches 72 kernels, 31 with

@@ -483,7 +483,9 @@ const (
 // (token_dispatcher.py: cuda_sync_point "before_ep_alltoall", or
 // "before_permutation_1" with dropping): the host can no longer run ahead of the
 // GPU there. Padding every expert to its capacity (training.moe_pad_to_capacity)
-// fixes the split sizes and needs no sync. The flex dispatcher on DeepEP
+// fixes the split sizes and needs no sync — from Megatron-Core 0.11 on: before it
+// the permutation itself asks the GPU for its output size (masked_select; framework.
+// Profile.MoEPaddedPermuteSync), padded or not. The flex dispatcher on DeepEP
 // synchronises once whatever the padding (Megatron-Core 2436e3d): DeepEP's
 // dispatch has the host wait for the GPU's count of the tokens it receives before
 // it allocates them (fused_a2a.py FusedDispatch.forward, "the CPU will wait for
@@ -524,7 +526,7 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 	}
 	h.pre, h.post = c.routerOps*perOp, post*perOp+modules*c.module
 	deepEP := t.MoEDispatcher == DispatchDeepEP
-	h.sync = (!t.MoEPadToCapacity || deepEP) && (l.EP > 1 || local > 1)
+	h.sync = (!t.MoEPadToCapacity || deepEP || c.paddedSync) && (l.EP > 1 || local > 1)
 	if h.sync {
 		h.stall = moeSyncStallOps * perOp
 	}

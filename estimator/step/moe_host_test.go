@@ -114,3 +114,30 @@ func TestDeepEPHostSyncs(t *testing.T) {
 		}
 	}
 }
+
+// Megatron-Core 0.10 (NeMo 24.12, the nemo-24.12 profile) selects the routed
+// tokens with masked_select, whose output size the GPU reports to the host
+// (moe_utils.py at core_r0.10.0, permute), so padding the experts to capacity does
+// not spare an MoE layer's forward its sync; Megatron-LM f27a04f (core_v0.11.0)
+// gave the padded case a fixed-size argsort. Under nemo-24.12 the padded run pays
+// the dropless one's sync; under a later Megatron-Core (the megatron-core
+// profile) padding removes it. Everything else the two settings change is the
+// same in both profiles (the same test's layouts as TestMoEHostSync).
+func TestMoEPaddedPermuteSync(t *testing.T) {
+	fwd := func(fw string, pad bool) float64 {
+		return mustEstimate(t, step.Request{Model: arch(t, "qwen3-30b-a3b"), Cluster: cluster(t, "dgx-h100", 1),
+			Training: step.Training{SeqLen: 1024, GlobalBatch: 64, Precision: step.BF16, Framework: fw,
+				MoECapacityFactor: map[bool]float64{true: 1, false: 0}[pad], MoEPadToCapacity: pad},
+			Layout: step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeNone}}).Breakdown.Forward
+	}
+	const layers, mbs = 48, 8
+	later := (fwd("megatron-core", false) - fwd("megatron-core", true)) / (layers * mbs)
+	v010 := (fwd("nemo-24.12", false) - fwd("nemo-24.12", true)) / (layers * mbs)
+	t.Logf("dropless over padded, per MoE layer forward: megatron-core %.1f µs, nemo-24.12 %.1f µs", 1e6*later, 1e6*v010)
+	if !(later >= 2*7e-6*0.999) {
+		t.Errorf("megatron-core: padding spares %.1f µs per layer, want at least the sync's 14 µs stall", 1e6*later)
+	}
+	if math.Abs(v010) > 1e-9 {
+		t.Errorf("nemo-24.12: padding spares %.3f µs per layer, want nothing (the permutation still syncs)", 1e6*v010)
+	}
+}
