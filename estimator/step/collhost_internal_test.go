@@ -2,9 +2,11 @@ package step
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/model"
 )
 
@@ -136,5 +138,31 @@ func TestCollectiveHostOnGrace(t *testing.T) {
 	h := moeHost(gb.Training, gb.Layout, 4, true, hg)
 	if host := hg.layer + hg.collFwd + h.pre + h.post; lt.fwd < host*(1-1e-12) {
 		t.Errorf("layer forward %.4g s, shorter than its host time %.4g s", lt.fwd, host)
+	}
+}
+
+// The host's count and the priced collectives agree on MLA's own forward
+// all-gathers (mlaTPCollectives, whose backward list leaves out Transformer
+// Engine's regathers for the weight gradients, overlapped with the data-gradient
+// GEMMs): column down-projections 5 beyond a dense layer's one, duplicated 3 in
+// place of it.
+func TestLayerCollectivesMatchMLAPricing(t *testing.T) {
+	for _, c := range []struct {
+		fw        string
+		extraHost float64 // the host count's forward all-gathers beyond a dense attention block's
+	}{{"nemo-25.04", 5}, {"nemo", 2}} {
+		req := dsv3MoERequest(t, c.fw, "gb200-nvl72", 2)
+		d := mlaTPCollectives(&req, 16)
+		var fwdAG float64
+		for _, x := range d.add {
+			if x.op == collective.AllGather && x.calls == 1 && !strings.Contains(x.what, "backward") {
+				fwdAG++
+			}
+		}
+		fwdAG -= d.dropAG
+		attn, _ := layerCollectiveCalls(&req, true)
+		if got := attn.fwd[cAG] - 1; got != c.extraHost || fwdAG != c.extraHost {
+			t.Errorf("%s: forward all-gathers beyond a dense layer's: host %v, priced %v, want %v", c.fw, got, fwdAG, c.extraHost)
+		}
 	}
 }
