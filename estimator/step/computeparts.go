@@ -697,6 +697,9 @@ type layerKey struct {
 	// offload, the recomputation, which sets what a layer saves and copies.
 	fp8Params, offload bool
 	full               bool // offloaded under full recomputation: only each layer's input is saved
+	// overlapTP and sharedOverlap: Layout.OverlapTP and Layout.OverlapSharedExpert,
+	// which set the collectives a layer issues from the host (layerCollectiveCalls).
+	overlapTP, sharedOverlap bool
 }
 
 // layer is e.layerCompute, remembered in c (when c is not nil).
@@ -706,7 +709,7 @@ func (c *BoundsCache) layer(e *Estimator, req *Request, r *gpuRates, tokens, sLo
 	}
 	l := &req.Layout
 	k := layerKey{math.Float64bits(tokens), math.Float64bits(sLocal), math.Float64bits(s), l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(),
-		req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull}
+		req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull, l.OverlapTP, l.OverlapSharedExpert}
 	if lt, ok := c.layers[k]; ok {
 		return lt
 	}

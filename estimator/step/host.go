@@ -117,6 +117,12 @@ type layerHostCosts struct {
 	// paddedSync: the MoE dispatcher synchronises with the host even with the
 	// experts padded to capacity (framework.Profile.MoEPaddedPermuteSync).
 	paddedSync bool
+	// collFwd and collBwd are the host time of the torch.distributed collectives
+	// of the layer's attention block and dense MLP (layerCollectiveCalls), forward
+	// and backward; moeCollFwd and moeCollBwd those of an MoE block, and a2a
+	// whether its all-to-alls are among them (then not counted as eager operators).
+	collFwd, collBwd, moeCollFwd, moeCollBwd float64
+	a2a                                      bool
 }
 
 // layerHost prices the host side of one layer's forward: with the framework's
@@ -144,6 +150,10 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 			c.routerOps = moeRouterKernelsGroupLimitedFused
 		}
 	}
+	attn, mb := layerCollectiveCalls(&req, moe)
+	c.collFwd, c.collBwd = collHostSeconds(attn.fwd, s), collHostSeconds(attn.bwd, s)
+	c.moeCollFwd, c.moeCollBwd = collHostSeconds(mb.fwd, s), collHostSeconds(mb.bwd, s)
+	c.a2a = mb.fwd[cA2A] > 0
 	switch {
 	case t.CUDAGraphs:
 		c.layer = k.KernelLaunchUs * 1e-6 * s // one graph launch
@@ -192,4 +202,221 @@ func (e *Estimator) hostNote(req Request) string {
 			1e6*c.layer, cpu, teLayerModules(req.Model, false), 1e6*c.module, 1e6*c.op)
 	}
 	return fmt.Sprintf("at least %.0f kernel launches of %.1f µs per layer forward on %s", e.k.KernelsPerLayer, 1e6*c.layer/e.k.KernelsPerLayer, cpu)
+}
+
+// Host time of the collectives a layer issues through torch.distributed. Every
+// collective call costs the host its Python binding, ProcessGroupNCCL's work
+// (the stream synchronisation events, the work object) and NCCL's enqueue and
+// kernel launch: PyTorch issue #138773 (torch 2.4, "[funcol] functional
+// collectives are 67% slower than torch.distributed collectives") profiles the
+// host side of one torch.distributed call at 89 µs for an in-place all-reduce, and
+// at 131 µs for the list all-gather and 122 µs for the reduce-scatter, which also
+// allocate, flatten and copy their tensor lists (Megatron-Core and Transformer
+// Engine call the tensor forms, all_gather_into_tensor and
+// reduce_scatter_tensor, into outputs they allocate themselves). The model takes
+// the bare call's 89 µs for every collective and all-to-all (all_to_all_single: a
+// NCCL group of sends and receives), on an x86 host; the node's CPU scales it
+// (hostOpScale).
+const c10dCallHostUs = 89
+
+// layerColls counts the collectives one layer issues from the host for one
+// micro-batch: all-gathers, reduce-scatters, all-reduces and all-to-alls, forward
+// (fwd) and backward with what recomputation runs again (bwd).
+type layerColls struct {
+	fwd, bwd [4]float64 // all-gather, reduce-scatter, all-reduce, all-to-all
+}
+
+const (
+	cAG = iota
+	cRS
+	cAR
+	cA2A
+)
+
+// collHostSeconds prices counts on the host: x86 times scaled by s.
+func collHostSeconds(n [4]float64, s float64) float64 {
+	return s * 1e-6 * c10dCallHostUs * (n[cAG] + n[cRS] + n[cAR] + n[cA2A])
+}
+
+// layerCollectiveCalls counts the torch.distributed collectives of one layer under
+// a framework built of Megatron-Core's Transformer Engine layers
+// (framework.Profile.TELayers), eager (with CUDA graphs the captured collectives
+// cost the host nothing per call): attn are those of the attention block and the
+// dense layer's MLP, moe those of an MoE block (router, shared experts,
+// dispatcher), so that the MoE block's own stay with its host time (moeHost).
+// Counted from the code:
+//
+//   - Transformer Engine's linear modules with sequence parallelism (Transformer
+//     Engine v2.2 module/linear.py, layernorm_linear.py, base.py
+//     grad_output_preprocess): a column-parallel module all-gathers its input
+//     forward and, keeping only its share for the backward pass, all-gathers it
+//     again for the weight gradient and reduce-scatters the input gradient
+//     (backward_input_needs_gather); a row-parallel module reduce-scatters its
+//     output forward and all-gathers the output gradient backward. Without
+//     sequence parallelism the row-parallel output and the column-parallel input
+//     gradient are all-reduced. With Transformer Engine's userbuffers TP overlap
+//     (Layout.OverlapTP) these run inside the GEMM calls, not through
+//     torch.distributed.
+//   - Multi-head latent attention's own collectives (mlaTPCollectives): column
+//     down-projections (Megatron-Core 0.11–0.13, multi_latent_attention.py at
+//     7094270) all-gather the second down-projection's input, the two latents over
+//     TP and the up-projections' inputs forward; backward the second
+//     down-projection and the up-projections gather again and reduce-scatter, and
+//     scatter_to_sequence_parallel_region's backward all-gathers each latent's
+//     gradient. Duplicated down-projections (0.14 on, 20d73fe) gather no layer
+//     input: the up-projections' inputs and the rotary key are all-gathered.
+//   - An MoE block under the all-to-all dispatcher (token_dispatcher.py,
+//     MoEAlltoAllTokenDispatcher, the same in 0.12 and 0.14): the tokens and
+//     their probabilities dispatched and the experts' output combined, three
+//     all-to-alls forward and three backward; with expert TP the dispatched
+//     tokens and probabilities all-gathered and the output reduce-scattered.
+//     Shared experts overlapped with the dispatcher (shared_experts.py,
+//     --moe-shared-expert-overlap) gather their input and reduce-scatter their
+//     output explicitly (backward the reverse); otherwise they are a dense MLP.
+//     The sequence-level auxiliary loss of group-limited routing (DeepSeek-V3's
+//     seq_aux_loss, router.py, moe_utils.sequence_load_balancing_loss_func)
+//     all-gathers the scores over the TP and CP group.
+//
+// The recomputation of selected modules (mla_up_proj's up-projections, the MLP,
+// the MoE block) runs their forward collectives again, counted with the backward
+// pass; a fully recomputed layer's forward, host included, is priced again whole
+// by the caller (computeInto).
+func layerCollectiveCalls(req *Request, moe bool) (attn, moeBlock layerColls) {
+	a, l := &req.Model, &req.Layout
+	fw, err := framework.Lookup(req.Training.Framework)
+	if err != nil || !fw.TELayers {
+		return
+	}
+	isMoE := moe && a.MoE != nil
+	if req.Training.CUDAGraphs {
+		defer func() {
+			// The graphs hold the layer's collectives, and an MoE block's unless
+			// the dispatcher's host sync splits it (moeHost).
+			attn = layerColls{}
+			if req.Training.MoEPadToCapacity && req.Training.MoEDispatcher != DispatchDeepEP {
+				moeBlock = layerColls{}
+			}
+		}()
+	}
+	tp := l.TP > 1
+	ub := l.OverlapTP && fw.TPUserbuffers
+	// A column-parallel and a row-parallel module pair (attention, or an MLP).
+	pair := func(c *layerColls) {
+		if !tp || ub {
+			return
+		}
+		if l.SP {
+			c.fwd[cAG]++
+			c.fwd[cRS]++
+			c.bwd[cAG] += 2
+			c.bwd[cRS]++
+			return
+		}
+		c.fwd[cAR]++
+		c.bwd[cAR]++
+	}
+	// The attention block.
+	mlaMode := framework.MLADownProjReplicated
+	if a.MLA != nil {
+		mlaMode = fw.MLADownProj
+	}
+	switch {
+	case !tp:
+	case mlaMode == framework.MLADownProjDuplicated && l.SP:
+		// The layer input is not gathered: the two up-projections' inputs and the
+		// rotary key are; the output projection reduce-scatters.
+		attn.fwd[cAG] += 3
+		attn.fwd[cRS]++
+		attn.bwd[cAG] += 3
+		attn.bwd[cRS] += 3
+	case mlaMode == framework.MLADownProjDuplicated:
+		attn.fwd[cAR]++
+		attn.bwd[cAR] += 2
+	default:
+		pair(&attn)
+		if mlaMode == framework.MLADownProjColumn {
+			if l.SP {
+				attn.fwd[cAG] += 5
+				attn.bwd[cAG] += 5
+				attn.bwd[cRS] += 3
+			} else {
+				attn.fwd[cAG] += 2
+				attn.bwd[cAR] += 3
+			}
+		}
+	}
+	mods := l.recomputeMask()
+	if tp && a.MLA != nil && mods&rmMLAUp != 0 &&
+		mlaMode != framework.MLADownProjReplicated && l.SP {
+		attn.bwd[cAG] += 2 // the up-projections' gathers again
+	}
+	// The MLP half.
+	switch {
+	case !isMoE:
+		pair(&attn)
+		if mods&rmMLP != 0 {
+			addRecompute(&attn, pairColls(tp && !ub, l.SP))
+		}
+	case !l.moeDispatcher():
+		// TP without SP: every TP rank holds all tokens and the MoE MLP is reduced
+		// like a dense one.
+		pair(&moeBlock)
+	default:
+		if sh := a.MoE.SharedExperts; sh > 0 && tp {
+			if l.OverlapSharedExpert {
+				if l.SP {
+					moeBlock.fwd[cAG]++
+					moeBlock.fwd[cRS]++
+					moeBlock.bwd[cAG]++
+					moeBlock.bwd[cRS]++
+				} else {
+					moeBlock.fwd[cAR]++
+					moeBlock.bwd[cAR]++
+				}
+			} else {
+				pair(&moeBlock)
+			}
+		}
+		if req.Training.MoEDispatcher != DispatchDeepEP && (l.EP > 1 || l.etp() > 1) {
+			if l.EP > 1 {
+				moeBlock.fwd[cA2A] += 3
+				moeBlock.bwd[cA2A] += 3
+			}
+			if l.etp() > 1 {
+				moeBlock.fwd[cAG] += 2
+				moeBlock.fwd[cRS]++
+				moeBlock.bwd[cRS] += 2
+				moeBlock.bwd[cAG]++
+			}
+		}
+		if mods&rmMoE != 0 {
+			addRecompute(&moeBlock, moeBlock.fwd)
+		}
+	}
+	if isMoE && a.MoE.Groups > 0 && l.TP*l.CP > 1 {
+		moeBlock.fwd[cAG]++
+		moeBlock.bwd[cRS]++
+	}
+	return
+}
+
+// pairColls is the forward collectives of one column- and row-parallel module
+// pair (none without TP through torch.distributed).
+func pairColls(on, sp bool) [4]float64 {
+	var n [4]float64
+	switch {
+	case !on:
+	case sp:
+		n[cAG], n[cRS] = 1, 1
+	default:
+		n[cAR] = 1
+	}
+	return n
+}
+
+// addRecompute adds forward collectives that run again before the backward pass.
+func addRecompute(c *layerColls, fwd [4]float64) {
+	for i := range fwd {
+		c.bwd[i] += fwd[i]
+	}
 }

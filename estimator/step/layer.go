@@ -382,9 +382,11 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// The host issues the layer (layerHost, on this node's CPU); its backward
 	// launches twice as many kernels.
 	hc := e.layerHost(req, moe)
+	// The collectives it issues through torch.distributed cost the host their own
+	// time (layerCollectiveCalls), forward and backward as counted.
 	launch := hc.layer
-	lt.fwd = math.Max(fwd, launch)
-	lt.bwd = math.Max(bwd, 2*launch)
+	lt.fwd = math.Max(fwd, launch+hc.collFwd)
+	lt.bwd = math.Max(bwd, 2*launch+hc.collBwd)
 	if moe && a.MoE != nil {
 		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
 		if gluClampUnfused(req) {
@@ -393,8 +395,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if expertBiasUnfused(req) {
 			h.post += (expertBiasOpsPerExpert*moeLocal + expertBiasOps) * hc.op
 		}
-		lt.fwd = math.Max(fwd, launch+h.pre+h.post)
-		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post))
+		lt.fwd = math.Max(fwd, launch+hc.collFwd+h.pre+h.post)
+		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post-hc.moeCollFwd)+hc.collBwd+hc.moeCollBwd)
 		if h.sync {
 			// The sync drains the GPU's queue: the GPU idles while the host
 			// finishes the copy and issues the next operator, and then runs no
@@ -470,6 +472,7 @@ const (
 	// counts and the first operator the host issues after it.
 	moeSyncStallOps       = 2
 	moeDispatchOps        = 4 // the two all-to-alls and their split-size bookkeeping
+	moeDispatchA2AOps     = 2 // of which the all-to-alls
 	moePermuteOpsUnfused  = 6 // permute: the routing map's indices, sort, gather; unpermute: zeros, weight, scatter-add
 	moePermuteOpsFused    = 2 // one kernel each way
 	moeChunkSortOpsLocal  = 2 // split and concatenate by local expert, each way
@@ -504,6 +507,10 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 	var h moeHostTimes
 	perOp := c.op
 	post := float64(moeDispatchOps)
+	if c.a2a {
+		// The two all-to-alls are priced as collectives (layerCollectiveCalls).
+		post -= moeDispatchA2AOps
+	}
 	if t.MoEPermuteFusion {
 		post += moePermuteOpsFused
 	} else {
@@ -524,7 +531,7 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 	default:
 		post += moeExpertOpsPerExpert * local
 	}
-	h.pre, h.post = c.routerOps*perOp, post*perOp+modules*c.module
+	h.pre, h.post = c.routerOps*perOp, post*perOp+modules*c.module+c.moeCollFwd
 	deepEP := t.MoEDispatcher == DispatchDeepEP
 	h.sync = (!t.MoEPadToCapacity || deepEP || c.paddedSync) && (l.EP > 1 || local > 1)
 	if h.sync {

@@ -12,7 +12,9 @@ import (
 // running ahead there: at each MoE layer's forward the GPU idles for the copy and
 // the first operator after it (2 eager operators of 7 µs), and then waits for the
 // host wherever the block's remaining operators (the all-to-alls' bookkeeping, the
-// permutation, the experts, the un-permutation: 17 operators unfused, 119 µs) take
+// permutation, the experts, the un-permutation: 15 operators unfused, 105 µs) and
+// its three all-to-alls (the tokens, their probabilities and the combine, 89 µs
+// each: a torch.distributed call on an x86 host, PyTorch issue #138773) take
 // longer to issue than the GPU takes to run them. Qwen3-30B-A3B (48 MoE layers of
 // 128 experts of 768, top 8) on 8 B200 with EP 8 at 1024 tokens per micro-batch:
 // each rank's 16 experts see 512 tokens, about 60 µs of grouped GEMMs, so the
@@ -26,13 +28,13 @@ func TestMoEHostSync(t *testing.T) {
 			Layout: step.Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeNone}}
 	}
 	const layers, mbs = 48, 8
-	const perOp = 7e-6
+	const perOp, perCall = 7e-6, 89e-6
 	fwd := func(pad, fused bool) float64 { return mustEstimate(t, req(pad, fused)).Breakdown.Forward }
 	dropless, padded := fwd(false, false), fwd(true, false)
 	extra := (dropless - padded) / (layers * mbs)
 	t.Logf("forward per step: dropless %.2f ms, padded to capacity %.2f ms: %.1f µs per MoE layer", 1e3*dropless, 1e3*padded, 1e6*extra)
-	if !(extra >= 2*perOp*0.999 && extra <= (2+17)*perOp*1.001) {
-		t.Errorf("the sync costs %.1f µs per layer forward, want between the stall (14 µs) and the stall plus the block's host time (133 µs)", 1e6*extra)
+	if !(extra >= 2*perOp*0.999 && extra <= ((2+15)*perOp+3*perCall)*1.001) {
+		t.Errorf("the sync costs %.1f µs per layer forward, want between the stall (14 µs) and the stall plus the block's host time (386 µs)", 1e6*extra)
 	}
 	if !(extra > 2*perOp*1.01) {
 		t.Errorf("at 512 tokens per expert the block should be host-bound after the sync: %.1f µs per layer", 1e6*extra)

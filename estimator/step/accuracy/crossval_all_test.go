@@ -181,15 +181,20 @@ func fmtFitted(m map[string]float64) string {
 // Engine's current-scaling amax all-reduce under sequence parallelism and the p2p
 // kernel's own fixed cost (collective.Constants.P2PBaseUs): in sample all 7.6, the
 // original 127 5.9, MoE 9.1, fp8 9.1, Blackwell 9.4 %, left out 7.9, 6.3, 10.1, 9.6
-// and 9.7 % (bound left out MoE 0.11 → 0.105). docs/step-model.md gives the runs
+// and 9.7 % (bound left out MoE 0.11 → 0.105). The host's cost of each
+// torch.distributed collective a Megatron-Core layer issues (layerCollectiveCalls:
+// 30 a DeepSeek-V3 layer and micro-batch under NeMo 25.04 at TP 2) took in sample
+// all 7.6 → 7.5, MoE 9.1 → 8.7, Blackwell 9.4 → 9.1 % and left out all 7.9 → 7.8,
+// MoE 10.1 → 9.6, fp8 9.6 → 9.5, Blackwell 9.7 → 9.4 % (bounds in sample MoE 0.095 →
+// 0.09, Blackwell 0.10 → 0.095, left out MoE 0.105 → 0.10). docs/step-model.md gives the runs
 // that miss most and what each lacks. The original 127
 // runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.065, "moe": 0.095, "fp8": 0.095, "blackwell": 0.10,
+		"all": 0.08, "original": 0.065, "moe": 0.09, "fp8": 0.095, "blackwell": 0.095,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.07, "moe": 0.105, "fp8": 0.10, "blackwell": 0.10,
+		"all": 0.08, "original": 0.07, "moe": 0.10, "fp8": 0.10, "blackwell": 0.10,
 	}
 )
 
