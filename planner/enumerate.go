@@ -63,9 +63,11 @@ type space struct {
 	// parallelism to layouts without TP, PP or CP (Constraints.ddpAlone).
 	zerosFlat []int
 	ddpAlone  bool
-	eps       []int
-	maxMBS    int
-	capGB     float64 // memory a layout may use per GPU
+	// fp8Sharded: fp8 weights only at ZeRO 1 and more (Constraints.fp8Sharded).
+	fp8Sharded bool
+	eps        []int
+	maxMBS     int
+	capGB      float64 // memory a layout may use per GPU
 	// fp8s are the fp8-weight settings every shape tries (step.Layout.FP8Params),
 	// offs the activation-offload ones (step.Layout.OffloadActivations); with
 	// offRescue a shape none of whose layouts fits without offload tries it.
@@ -75,7 +77,7 @@ type space struct {
 
 func newSpace(req *Request) *space {
 	cs := &req.Constraints
-	sp := &space{recomputes: cs.Recompute, zeros: cs.ZeRO, zerosPP: cs.zeroWithPipeline, zerosFlat: cs.zeroWithoutPipeline, ddpAlone: cs.ddpAlone, eps: []int{1}, maxMBS: cs.MaxMicroBatch,
+	sp := &space{recomputes: cs.Recompute, zeros: cs.ZeRO, zerosPP: cs.zeroWithPipeline, zerosFlat: cs.zeroWithoutPipeline, ddpAlone: cs.ddpAlone, fp8Sharded: cs.fp8Sharded, eps: []int{1}, maxMBS: cs.MaxMicroBatch,
 		capGB: req.Cluster.GPU().MemoryGB - cs.MinHeadroomGB}
 	if sp.maxMBS == 0 {
 		sp.maxMBS = 16
@@ -238,9 +240,13 @@ func (s *shape) bestBound(req *Request, p *part) float64 {
 // searched tells whether the search tries the shape's layouts with ZeRO stage zero:
 // sharding needs data or context parallelism, and a pipeline a stage the framework
 // runs with one (space.zerosPP), and without one a stage it runs without
-// (space.zerosFlat, space.ddpAlone).
+// (space.zerosFlat, space.ddpAlone); fp8 weights need a stage the framework keeps
+// them under (space.fp8Sharded).
 func (s *shape) searched(sp *space, zero int) bool {
 	if sp.ddpAlone && zero == 0 && s.dp > 1 && (s.tp > 1 || s.pp > 1 || s.cp > 1) {
+		return false
+	}
+	if sp.fp8Sharded && zero == 0 && s.fp8 {
 		return false
 	}
 	return (zero == 0 || s.dp*s.cp > 1) && (s.pp < 2 || len(sp.zerosPP) == 0 || slices.Contains(sp.zerosPP, zero)) &&

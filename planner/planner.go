@@ -101,6 +101,9 @@ type Constraints struct {
 	// data parallelism to layouts without TP, PP or CP (framework.Runs.DDPAlone).
 	zeroWithoutPipeline []int
 	ddpAlone            bool
+	// fp8Sharded keeps layouts with fp8 weights to ZeRO 1 and more
+	// (framework.Runs.FP8ParamsSharded).
+	fp8Sharded bool
 	// Offload searches layouts that keep this state in host memory (step.Layout's
 	// Offload): optimizer (ZeRO 1–3 only) or params (ZeRO-3 only); empty or none:
 	// no offload.
@@ -458,6 +461,7 @@ func restrictToRuns(cs *Constraints, fw framework.Profile) error {
 		cs.zeroWithoutPipeline = slices.Clone(r.ZeRO)
 	}
 	cs.ddpAlone = r.DDPAlone
+	cs.fp8Sharded = r.FP8ParamsSharded
 	off := func(field string, list *[]bool, no bool, what string) {
 		switch {
 		case !no:

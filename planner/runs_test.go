@@ -321,3 +321,54 @@ func TestFrameworkRunsSources(t *testing.T) {
 		}
 	}
 }
+
+// The profiles whose fp8 weights need a sharded optimizer (framework.Runs.
+// FP8ParamsSharded: Megatron-LM's validate_args asserts --fp8-param-gather only
+// with the distributed optimizer or FSDP, and Megatron-Core's other optimizer
+// quantises nothing into them): a search with fp8 weights returns no ZeRO-0 plan,
+// and estimate refuses ZeRO 0 with fp8 weights, naming layout.zero and the
+// framework, where ZeRO 1 runs.
+func TestFP8WeightsNeedShardedOptimizer(t *testing.T) {
+	e := step.New()
+	walked := 0
+	for _, fw := range framework.All() {
+		if !fw.Runs.FP8ParamsSharded {
+			continue
+		}
+		walked++
+		req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32, TopK: 200,
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 256, Precision: step.FP8, FP8Params: true, Framework: fw.Name}}
+		req.Constraints.PP = []int{1}
+		res, err := planner.Search(context.Background(), e, req)
+		if err != nil || len(res.Top) == 0 {
+			t.Errorf("%s: %v %s", fw.Name, err, res.NoPlan)
+			continue
+		}
+		for _, p := range res.Top {
+			if l := p.Estimate.Layout; l.ZeRO == 0 {
+				t.Errorf("%s: plan %s keeps fp8 weights at ZeRO 0", fw.Name, describe(l))
+			}
+		}
+		// Asked for ZeRO 0 alone, the search enumerates nothing: no layout is
+		// estimated only to be refused.
+		z0 := req
+		z0.Constraints.ZeRO = []int{0}
+		if res, err := planner.Search(context.Background(), e, z0); err != nil || len(res.Top) != 0 || strings.Contains(res.NoPlan, "refused") {
+			t.Errorf("%s: fp8 weights at ZeRO 0 alone: %v, %d plans, %q; want none enumerated", fw.Name, err, len(res.Top), res.NoPlan)
+		}
+		l := step.Layout{TP: 1, PP: 1, DP: 32, MicroBatch: 1, ZeRO: 0}
+		sr := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: l}
+		_, err = e.Estimate(sr)
+		var inv *invalid.Error
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), "layout.zero:") || !strings.Contains(err.Error(), fw.Name) {
+			t.Errorf("%s: fp8 weights at ZeRO 0 gave %v, want an error naming layout.zero and the framework", fw.Name, err)
+		}
+		sr.Layout.ZeRO = 1
+		if _, err := e.Estimate(sr); err != nil {
+			t.Errorf("%s: fp8 weights at ZeRO 1 refused: %v", fw.Name, err)
+		}
+	}
+	if walked == 0 {
+		t.Error("no profile keeps fp8 weights to a sharded optimizer")
+	}
+}

@@ -388,9 +388,22 @@ type Runs struct {
 	// TP rank): the framework passes no expert tensor-parallel size, and
 	// Megatron-Core's initialize_model_parallel takes TP's.
 	ExpertTPIsTP bool
+	// FP8ParamsSharded: the fp8 primary weights (Profile.FP8Params) train only under
+	// a sharded optimizer, ZeRO 1 or more: only Megatron-Core's distributed optimizer
+	// (and FSDP) quantise the updated master weights into them
+	// (fp8ParamsShardedSource).
+	FP8ParamsSharded bool
 	// Sources gives, for each limit above, where its framework's code states it.
 	Sources []Source
 }
+
+// fp8ParamsShardedSource is where Megatron states Runs.FP8ParamsSharded.
+var fp8ParamsShardedSource = Source{Limit: "FP8ParamsSharded", Repo: "NVIDIA/Megatron-LM",
+	File: "megatron/training/arguments.py; megatron/core/optimizer/optimizer.py", Commit: "core_r0.12.0; d98e8a6 (2026)",
+	Note: "validate_args asserts \"--fp8-param-gather only supported with distributed optimizer or torch fsdp2\" (core_r0.12.0; " +
+		"\"…, megatron fsdp, or inference mode\" at d98e8a6); without it Megatron-Core steps Float16OptimizerWithFloat16Params, " +
+		"whose _copy_main_params_to_model_params copies the fp32 main weights with a multi-tensor copy and quantises nothing, " +
+		"where the distributed optimizer and Megatron-FSDP cast them through Transformer Engine's cast_master_weights_to_fp8"}
 
 // Source is where a framework's code states one limit of what it runs.
 type Source struct {
@@ -404,7 +417,7 @@ type Source struct {
 func (r Runs) Limited() bool {
 	return len(r.Schedules) > 0 || len(r.ZeRO) > 0 || len(r.ZeROWithPipeline) > 0 || len(r.Recompute) > 0 ||
 		r.EvenLayerSplit || r.NoPipeline || r.NoSequenceParallel || r.NoContextParallel || r.NoTPOverlap || r.NoEPOverlap ||
-		r.NoGradAccumulation || r.DDPAlone || r.ExpertTPIsTP
+		r.NoGradAccumulation || r.DDPAlone || r.ExpertTPIsTP || r.FP8ParamsSharded
 }
 
 // ZeROAllowed tells whether the framework runs ZeRO stage z with (pipeline) or
@@ -490,8 +503,9 @@ var deepspeedPipelineSources = []Source{
 // containers) runs, as NeMo's recipes and the MLPerf implementation train with it:
 // its 1F1B and interleaved pipeline schedules, the distributed optimizer (ZeRO-1)
 // or plain DDP, and no overlap of the MoE all-to-alls.
-var mcore012 = Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0, 1}, NoEPOverlap: true,
+var mcore012 = Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0, 1}, NoEPOverlap: true, FP8ParamsSharded: true,
 	Sources: []Source{
+		fp8ParamsShardedSource,
 		{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/pipeline_parallel/schedules.py",
 			Commit: "core_r0.12.0", Note: "get_forward_backward_func returns forward_backward_no_pipelining, " +
 				"forward_backward_pipelining_without_interleaving or _with_interleaving"},
@@ -585,6 +599,7 @@ var profiles = []Profile{
 		GLUClampUnfused:      true,
 		ExpertBiasUnfused:    true,
 		MegatronDDPBuckets:   true,
+		Runs:                 Runs{FP8ParamsSharded: true, Sources: []Source{fp8ParamsShardedSource}},
 	},
 	{
 		Name:    "megatron-core-0.12",
@@ -627,7 +642,8 @@ var profiles = []Profile{
 		// without_interleaving and _with_interleaving (megatron/core/
 		// pipeline_parallel/schedules.py, get_forward_backward_func); no
 		// zero-bubble or DualPipe schedule.
-		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, Sources: []Source{
+		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, Sources: []Source{
+			fp8ParamsShardedSource,
 			{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/pipeline_parallel/schedules.py",
 				Commit: "2436e3d (Megatron-Core of 2026, MLPerf Training v6.0)", Note: "get_forward_backward_func returns the " +
 					"no-pipelining, 1F1B (forward_backward_pipelining_without_interleaving) or interleaved schedule; no zero-bubble or DualPipe schedule"},

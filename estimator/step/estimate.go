@@ -1745,6 +1745,16 @@ func (p *pricing) optimizer() {
 		// .item() has just synchronised the host with the GPU.
 		cast := math.Max(0, p.fp8MasterCastHost()-bd.Optimizer)
 		bd.Optimizer += zero + cast
+	} else if p.megatronFSDP() {
+		// Megatron-FSDP steps with the same DistributedOptimizer, whose grad norm
+		// synchronises the host (clip_grads.py get_grad_norm_fp32: .item()), and
+		// then casts through Transformer Engine's cast_master_weights_to_fp8 every
+		// fp8 parameter of each chunk, owned shard or not
+		// (distrib_optimizer.py → megatron_fsdp/param_and_grad_buffer.py
+		// copy_main_weights_to_model_weights: every is_float8tensor param of every
+		// parameter group appended, empty shards as None; Megatron-LM d98e8a6): the
+		// same host loop as the distributed optimizer's.
+		bd.Optimizer += math.Max(0, p.fp8MasterCastHost()-bd.Optimizer)
 	}
 	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
 		// The CPU updates this rank's shard, bound by host memory bandwidth.
@@ -1773,6 +1783,15 @@ func (p *pricing) optimizer() {
 func (p *pricing) megatronGradBuffers() bool {
 	fw, err := framework.Lookup(p.req.Training.Framework)
 	return err == nil && fw.MegatronDDPBuckets && p.req.Layout.ZeRO <= 1 &&
+		p.req.Layout.Offload != OffloadOptimizer && p.req.Layout.Offload != OffloadParams
+}
+
+// megatronFSDP: the framework shards its gradients (ZeRO-2) or also its weights
+// (ZeRO-3) with Megatron-FSDP, Megatron-Core's fully sharded data parallelism, and
+// steps them with Megatron-Core's distributed optimizer (use_megatron_fsdp).
+func (p *pricing) megatronFSDP() bool {
+	fw, err := framework.Lookup(p.req.Training.Framework)
+	return err == nil && fw.MegatronDDPBuckets && p.req.Layout.ZeRO >= 2 &&
 		p.req.Layout.Offload != OffloadOptimizer && p.req.Layout.Offload != OffloadParams
 }
 

@@ -1293,7 +1293,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 				ops = fp8MasterCastOpsCurrent
 			}
 			if megatronDDP && ops > 0 {
-				copies += fmt.Sprintf("; the optimizer casts the master weights into them in a host loop of %d operators of %.0f µs per fp8 weight tensor (ZeRO 0–1), exposed beyond the update", ops, e.k.EagerOpHostUs)
+				copies += fmt.Sprintf("; the optimizer casts the master weights into them in a host loop of %d operators of %.0f µs per fp8 weight tensor (the distributed optimizer at ZeRO 0–1, Megatron-FSDP at ZeRO 2–3), exposed beyond the update", ops, e.k.EagerOpHostUs)
 			}
 		}
 		notes = append(notes, "fp8 matmuls in the transformer layers only (attention core, embedding and output layer in 16 bits); "+cast+"; "+weights+copies)

@@ -657,6 +657,9 @@ func validateRuns(c *invalid.Collector, l Layout, a model.Arch, t Training) {
 		c.Add("layout.micro_batch", "%s has no gradient accumulation: without a pipeline a step is one micro-batch of the local batch "+
 			"(global batch %d / dp %d = %d; got %d)", p.Name, t.GlobalBatch, l.DP, t.GlobalBatch/l.DP, l.MicroBatch)
 	}
+	if r.FP8ParamsSharded && l.ZeRO == 0 && t.Precision == FP8 && (l.FP8Params || t.FP8Params) {
+		c.Add("layout.zero", "%s keeps fp8 weights only under a sharded optimizer, zero 1 or more: no other optimizer quantises the updated weights into them (got zero 0)", p.Name)
+	}
 	if r.DDPAlone && l.ZeRO == 0 && l.DP > 1 && (l.TP > 1 || l.PP > 1 || l.CP > 1) {
 		c.Add("layout.zero", "%s replicates data parallelism (zero 0) only without TP, PP or CP beside it (tp %d, pp %d, cp %d)", p.Name, l.TP, l.PP, l.CP)
 	}
