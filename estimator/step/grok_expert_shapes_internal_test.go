@@ -21,7 +21,7 @@ import (
 //     the 8 192 tokens on each TP rank: up 2 048 × 65 536 × 6 144, down
 //     2 048 × 6 144 × 32 768. Its fp8 row is priced within 2 % at the fitted 0.55.
 //
-// The same work per GEMM in two aspects, neither near a small-problem regime (8–31
+// The same work per GEMM in two aspects, neither near a small-problem regime (3–31
 // tile waves on 132 SMs): the model's shape terms (tile waves, start-up, the soft
 // roofline of the fp32 weight-gradient accumulation) price them within 3 % of each
 // other and within 10 % of the large-problem efficiency, so no shape-dependent price
