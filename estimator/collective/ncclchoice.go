@@ -16,21 +16,24 @@ import (
 // charge Simple far more latency than LL and LL128 and cap LL and LL128 per
 // channel, so it keeps LL128 up to tens of MiB where Simple would be as fast.
 //
-// A model whose constants set NCCLChoice makes the same choice under Auto (no algorithm or
-// protocol forced, no measured choice of a calibrated cluster, no AWS tuner
-// region): ncclChoice below evaluates NCCL's table for the placement and returns
-// its arg-min, which the calibrated physics (Model.price) then prices. The default
-// model still runs the cheapest of its own prices: with NCCL's choice, refitted
-// from NCCL's figures source by source, the collectives' leave-one-source-out
-// figures were worse on every asserted class (docs/calibration.md, "Constants at a
-// bound"), so it is not the default.
+// A model whose constants set NCCLChoice makes the same choice under Auto (no
+// algorithm or protocol forced, no measured choice of a calibrated cluster, no AWS
+// tuner region): ncclChoice below evaluates NCCL's table for the placement and
+// returns its arg-min, which the calibrated physics (Model.price) then prices; an
+// algorithm forced or measured gets the protocol NCCL's table picks for it
+// (ncclProtocol). The default model still runs the cheapest of its own prices:
+// with NCCL's choice, refitted from NCCL's figures source by source, the
+// collectives' leave-one-source-out figures improved for 1–64 MiB and all sizes
+// but worsened for multi-node calls of 1 MiB and more and for 64 MiB and more, and
+// Simple's fixed cost stayed on its bound in the refit of the shipped constants
+// (docs/calibration.md, "Constants at a bound"), so it is not the default.
 //
 // The tables are NVIDIA/nccl v2.27.7-1's (src/graph/tuning.cc lines 134–190 and
 // ncclTopoTuneModel, ncclTopoGetAlgoTime; src/graph/topo.h for the NVLink
 // per-link figures). What stands in for NCCL's topology search: the channel count
 // is the model's ring channels (ringChannels, NCCL's 12 on one A100/H100 node),
 // their summed speed the GPU's NVLink bandwidth at NCCL's per-link figure
-// (ncclIntraGBps) and, across nodes, the NICs the group's GPUs use; the NVLS graph
+// (ncclLinkRatio) and, across nodes, the NICs the group's GPUs use; the NVLS graph
 // has one channel per local GPU (its heads), each at the NVLink bandwidth over
 // ppn + 1 (the head's path carries two). Hosts are taken as Intel (llMaxBws row 0,
 // a network post overhead of 1 µs) and the net plugin's extra latency as 0 (NCCL's
