@@ -35,7 +35,7 @@ import (
 // their summed speed the GPU's NVLink bandwidth at NCCL's per-link figure
 // (ncclLinkRatio) and, across nodes, the NICs the group's GPUs use; the NVLS graph
 // has one channel per local GPU (its heads), each at the NVLink bandwidth over
-// ppn + 1 (the head's path carries two). Hosts are taken as Intel (llMaxBws row 0,
+// ppn + 1 (the head's path carries two) taken down to the search's speed ladder. Hosts are taken as Intel (llMaxBws row 0,
 // a network post overhead of 1 µs) and the net plugin's extra latency as 0 (NCCL's
 // IB transport reports none). Collectives NCCL has no model for (send/recv,
 // all-to-all) and AMD GPUs (RCCL's tables differ) keep the model's own choice.
@@ -211,7 +211,7 @@ func (g *ncclGraph) time(op Op, a, pi int, bytes float64) float64 {
 		bus = ringBus
 	case nNVLS, nNVLSTree:
 		heads := g.ppn
-		chIntra := g.intra / (g.ppn + 1)
+		chIntra := ncclSpeed(g.arch, g.intra/(g.ppn+1))
 		chInter := 1.5 * chIntra // one node: pass 2 raises bwInter (60 against 40 on H100)
 		if g.nodes > 1 {
 			chInter = g.nic / g.ppn
@@ -338,6 +338,27 @@ func (g *ncclGraph) time(op Op, a, pi int, bytes float64) float64 {
 		lat *= 1.4 // the ring's plateau (sm80 and later)
 	}
 	return lat + bytes/(1000*bus)
+}
+
+// ncclIntraSpeeds are the per-channel speeds (GB/s) NCCL's topology search tries
+// inside a node, fastest first (src/graph/search.cc, speedArrayIntra and
+// sm90SpeedArrayIntra, sm100SpeedArrayIntra at v2.27.7-1).
+var ncclIntraSpeeds = map[hardware.Arch][]float64{
+	hardware.Ampere:    {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0},
+	hardware.Hopper:    {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0},
+	hardware.Blackwell: {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0},
+}
+
+// ncclSpeed is the fastest speed of the search's ladder at or below x: what a
+// channel gets where the links allow x.
+func ncclSpeed(a hardware.Arch, x float64) float64 {
+	l := ncclIntraSpeeds[a]
+	for _, v := range l {
+		if v <= x {
+			return v
+		}
+	}
+	return l[len(l)-1]
 }
 
 // log2i is NCCL's log2i: floor(log2(n)) for n ≥ 1, -1 for n ≤ 0.
