@@ -112,3 +112,34 @@ func BenchmarkSearchNoActivationOffload(b *testing.B) {
 		b.ReportMetric(float64(first.Stats.Evaluated), "estimated/op")
 	})
 }
+
+// BenchmarkSearchColdFP8 is BenchmarkSearchCold's search in fp8 with Transformer
+// Engine's delayed scaling (the default recipe): every layout then prices the
+// amax reductions, two all-reduces of a few kilobytes per micro-batch and model
+// chunk over a pipeline stage's TP × CP × DP ranks (step's fp8AmaxReduce), on a
+// group that spans the stage — up to 6 400 nodes on 102 400 GPUs. On DGX H100 the
+// NVLS tree wins those calls; on MI300X nodes (a mesh, no NVLS) the double tree.
+func BenchmarkSearchColdFP8(b *testing.B) {
+	grid := []struct {
+		system   string
+		model    string
+		gpus     int
+		seq, gbs int
+	}{
+		{"dgx-h100", "gpt3-175b", 1024, 2048, 1536},
+		{"dgx-h100", "llama3-70b", 102400, 8192, 25600},
+		{"oci-mi300x", "llama3-70b", 16384, 8192, 4096},
+	}
+	for _, g := range grid {
+		req := planner.Request{Model: mustModel(b, g.model), Cluster: mustCluster(b, g.system, g.gpus/8), GPUs: g.gpus,
+			Training: step.Training{SeqLen: g.seq, GlobalBatch: g.gbs, Precision: step.FP8}}
+		b.Run(fmt.Sprintf("system=%s/model=%s/gpus=%d", g.system, g.model, g.gpus), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := planner.Search(context.Background(), step.New(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -95,15 +95,7 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 			return m.price(p, op, a, pr, bytes, o.Launch), nil
 		}
 	}
-	best := Estimate{TimeUs: math.Inf(1)}
-	for a := Ring; a < numAlgos; a++ {
-		if !m.autoRuns(p, op, a) {
-			continue
-		}
-		if e := m.bestProtocol(p, op, a, bytes, o); e.TimeUs < best.TimeUs {
-			best = e
-		}
-	}
+	best := m.autoBest(p, op, bytes, o) // the fastest algorithm (autobound.go)
 	if math.IsInf(best.TimeUs, 1) {
 		return Estimate{}, fmt.Errorf("%w: no algorithm can run %s on this group", ErrUnsupported, op)
 	}

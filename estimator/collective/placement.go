@@ -50,6 +50,7 @@ type Placement struct {
 
 	coef coefficients
 	once [numFamilies]sync.Once
+	auto autoState // what Auto's bounds keep (autobound.go)
 }
 
 // Place validates a group (global GPU ids, any order, no duplicates) and the groups

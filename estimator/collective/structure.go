@@ -1,6 +1,9 @@
 package collective
 
-import "slices"
+import (
+	"slices"
+	"sync"
+)
 
 // The shapes every algorithm moves data along. Schedules (build_*.go) and the
 // coefficients of the closed form (coefficients.go) both derive from these functions,
@@ -87,8 +90,24 @@ func appendDomainOrder(order []int32, spans [][2]int, ch int, mesh bool) []int32
 // the zigzag j, j+1, j−1, j+2, … around a circle of the other k−1), each taken in
 // both directions, keeping those edge-disjoint from the ones already kept. For k = 8
 // that is 6 cycles covering 48 of the 56 links; the ring channels of a mesh cycle
-// through them.
+// through them. The cycles of each k are built once and shared: callers read them
+// and never change them.
 func meshCycles(k int) [][]int32 {
+	if c, ok := meshCyclesOf.Load(k); ok {
+		return c.([][]int32)
+	}
+	c, _ := meshCyclesOf.LoadOrStore(k, walecki(k))
+	return c.([][]int32)
+}
+
+// meshCyclesOf keeps meshCycles' answer per domain size: the rings and trees of a
+// group ask for it once per domain (and channel), and building it takes a map and
+// dozens of allocations — on a group of 2 048 eight-GPU mesh nodes that was most
+// of the group's tree pipelines.
+var meshCyclesOf sync.Map // int → [][]int32
+
+// walecki builds meshCycles(k).
+func walecki(k int) [][]int32 {
 	m := k - 1 // circle size; vertex m is ∞
 	used := map[[2]int32]bool{}
 	var out [][]int32
@@ -187,23 +206,49 @@ func treeLevels(parent []int32) (height, depth []int, rootHeight, maxDepth int) 
 	n := len(parent)
 	height = make([]int, n)
 	depth = make([]int, n)
-	// Depth by walking to the root (trees here are shallow: chains of a node plus a
-	// heap over nodes).
-	for r := range n {
-		d := 0
-		for p := parent[r]; p >= 0; p = parent[p] {
-			d++
-		}
-		depth[r] = d
-		maxDepth = max(maxDepth, d)
+	// Depth by walking up to a rank whose depth is known (or the root) and setting
+	// the ranks walked on the way back, so that every rank is walked once: a walk
+	// from every rank to the root was most of a pipeline's cost on a group of
+	// 50 000 ranks (a chain of a node plus a heap over thousands of nodes).
+	for r := range depth {
+		depth[r] = -1
 	}
-	// Heights: process ranks from the deepest up.
-	order := make([][]int, maxDepth+1)
+	var path []int32
+	for r := range n {
+		path = path[:0]
+		v := int32(r)
+		for depth[v] < 0 && parent[v] >= 0 {
+			path = append(path, v)
+			v = parent[v]
+		}
+		if depth[v] < 0 {
+			depth[v] = 0 // the root
+		}
+		d := depth[v]
+		for i := len(path) - 1; i >= 0; i-- {
+			d++
+			depth[path[i]] = d
+		}
+		maxDepth = max(maxDepth, depth[r])
+	}
+	// Heights: ranks from the deepest up (each depth's ranks in rank order), so
+	// that every child is final before it raises its parent; the ranks sorted by
+	// depth by counting.
+	start := make([]int32, maxDepth+2)
+	for _, d := range depth {
+		start[d+1]++
+	}
+	for d := 1; d < len(start); d++ {
+		start[d] += start[d-1]
+	}
+	order := make([]int32, n)
+	next := append([]int32(nil), start[:maxDepth+1]...)
 	for r, d := range depth {
-		order[d] = append(order[d], r)
+		order[next[d]] = int32(r)
+		next[d]++
 	}
 	for d := maxDepth; d >= 0; d-- {
-		for _, r := range order[d] {
+		for _, r := range order[start[d]:start[d+1]] {
 			if p := parent[r]; p >= 0 {
 				height[p] = max(height[p], height[r]+1)
 			} else {

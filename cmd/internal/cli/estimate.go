@@ -62,6 +62,7 @@ type estimateArgs struct {
 	moePad          *bool
 	dispatcher      *string
 	permuteFusion   *bool
+	routerFP32      *bool
 	cudaGraphs      *bool
 	dpBucket        *float64
 	sp              *bool
@@ -150,6 +151,7 @@ func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
 	opt.moePad = fs.Bool("moe-pad-to-capacity", false, "with --moe-capacity: pad every expert's input to its capacity, so experts compute and all-to-alls carry capacity × the mean tokens (--moe-pad-expert-input-to-capacity)")
 	opt.dispatcher = enumFlag(fs, "moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's", dispatcherNames)
 	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
+	opt.routerFP32 = fs.Bool("moe-router-fp32", false, "the MoE router scores tokens in fp32 (Megatron-Core's --moe-router-dtype fp32; under megatron-core-0.12 and nemo-25.04 its GEMMs run at the fp32 rate)")
 	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
 	opt.dpBucket = fs.Float64("dp-bucket-params", 0, "parameters per data-parallel gradient bucket, e.g. 40e6: the last bucket of each gradient buffer is reduced after the backward pass (Megatron-Core's --ddp-bucket-size; 0: the framework's, Megatron-Core's max(40e6, 1e6 × DP), else PyTorch DDP's 25 MB)")
 	opt.paramGather = enumFlag(fs, "param-gather", "", "when ZeRO-1/2 all-gathers the updated parameters: exposed (after the optimizer, waited for; Megatron-LM's default) or overlapped (bucket by bucket under the next forward: Megatron-Core's --overlap-param-gather, NeMo's recipes); default: exposed", paramGatherNames)
@@ -316,6 +318,9 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 	}
 	if set["moe-permute-fusion"] {
 		t.MoEPermuteFusion = *opt.permuteFusion
+	}
+	if set["moe-router-fp32"] {
+		t.MoERouterFP32 = *opt.routerFP32
 	}
 	if set["cuda-graphs"] {
 		t.CUDAGraphs = *opt.cudaGraphs
@@ -549,7 +554,7 @@ var estimateFlags = map[string]string{"layout.tp": "--tp", "layout.pp": "--pp", 
 	"layout.account_for_loss": "--account-loss", "training.unfused_attention": "--unfused-attention",
 	"training.flash_attention_2": "--flash-attention-2", "training.zero3_on_demand_gathers": "--zero3-on-demand", "training.dp_reduce_after_backward": "--dp-reduce-after-backward",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
-	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "training.dp_bucket_params": "--dp-bucket-params", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
+	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.moe_router_fp32": "--moe-router-fp32", "training.cuda_graphs": "--cuda-graphs", "training.dp_bucket_params": "--dp-bucket-params", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
 	"layout.rank_order": "--rank-order", "layout.layer_split": "--layer-split", "layout.offload": "--offload",
 	"layout.offload_activations": "--offload-activations", "layout.fp8_params": "--fp8-params",
 	"training.seq_len": "--seq", "training.global_batch": "--gbs", "training.global_tokens": "--global-tokens", "training.precision": "--precision",

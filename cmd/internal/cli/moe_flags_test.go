@@ -200,3 +200,31 @@ func TestMoECompletion(t *testing.T) {
 		t.Errorf("--recompute-modules core_attn,m completes %v", got)
 	}
 }
+
+// --moe-router-fp32 reaches the estimate: under nemo-25.04, whose router runs its
+// fp32 option as a GEMM of fp32 copies, the step is slower with it, and the answer
+// says it was set; under torchtitan it changes nothing.
+func TestMoERouterFP32Flag(t *testing.T) {
+	base := []string{"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8", "--ep", "8",
+		"--mbs", "1", "--gbs", "64", "--seq", "4096", "--json"}
+	step := func(fw string, extra ...string) (float64, bool) {
+		t.Helper()
+		code, out, errOut := run(append(append(slices.Clone(base), "--framework", fw), extra...)...)
+		if code != 0 {
+			t.Fatalf("%s %v: exit %d: %s", fw, extra, code, errOut)
+		}
+		e := decodeEstimate(t, out)
+		return e.GetStepTimeS(), e.GetTraining().GetMoeRouterFp32()
+	}
+	off, setOff := step("nemo-25.04")
+	on, setOn := step("nemo-25.04", "--moe-router-fp32")
+	if setOff || !setOn {
+		t.Errorf("training.moe_router_fp32 in the answer: %v without the flag, %v with it", setOff, setOn)
+	}
+	if !(on > off) {
+		t.Errorf("nemo-25.04: step %v s with the fp32 router, %v s without; want slower", on, off)
+	}
+	if a, b := func() (float64, float64) { x, _ := step("torchtitan"); y, _ := step("torchtitan", "--moe-router-fp32"); return x, y }(); a != b {
+		t.Errorf("torchtitan: step %v s without, %v s with the fp32 router; want equal", a, b)
+	}
+}

@@ -77,6 +77,7 @@ type planArgs struct {
 	moePad           *bool
 	dispatcher       *string
 	permuteFusion    *bool
+	routerFP32       *bool
 	cudaGraphs       *bool
 	dpBucket         *float64
 	slowGPU          *float64
@@ -153,6 +154,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.moePad = fs.Bool("moe-pad-to-capacity", false, "with --moe-capacity: pad every expert's input to its capacity, so experts compute and all-to-alls carry capacity × the mean tokens (--moe-pad-expert-input-to-capacity)")
 	opt.dispatcher = enumFlag(fs, "moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's", dispatcherNames)
 	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
+	opt.routerFP32 = fs.Bool("moe-router-fp32", false, "the MoE router scores tokens in fp32 (Megatron-Core's --moe-router-dtype fp32; under megatron-core-0.12 and nemo-25.04 its GEMMs run at the fp32 rate)")
 	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
 	opt.dpBucket = fs.Float64("dp-bucket-params", 0, "parameters per data-parallel gradient bucket, e.g. 40e6: the last bucket of each gradient buffer is reduced after the backward pass (Megatron-Core's --ddp-bucket-size; 0: the framework's, Megatron-Core's max(40e6, 1e6 × DP), else PyTorch DDP's 25 MB)")
 	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
@@ -269,7 +271,7 @@ func (opt *planArgs) workload(q *planQuery) error {
 		UnfusedAttention: *opt.unfused, FlashAttention2: *opt.flash2, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)), ParamGather: step.ParamGather(strings.ToLower(*opt.paramGather)),
 		Framework: *opt.fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*opt.fp8Recipe)), FP8Params: *opt.fp8Params, DPReduceAfterBackward: *opt.dpAfter,
 		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap, FP8Activations: *opt.fp8Acts, NoDropout: *opt.noDropout,
-		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, CUDAGraphs: *opt.cudaGraphs,
+		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, MoERouterFP32: *opt.routerFP32, CUDAGraphs: *opt.cudaGraphs,
 		DPBucketParams: *opt.dpBucket}
 	if err := wholeParams(*opt.dpBucket); err != nil {
 		return err
@@ -473,7 +475,7 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.param_gather": "--param-gather", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params",
 	"training.moe_imbalance": "--moe-imbalance", "training.moe_capacity_factor": "--moe-capacity", "training.framework": "--framework",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
-	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.cuda_graphs": "--cuda-graphs", "training.dp_bucket_params": "--dp-bucket-params",
+	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.moe_router_fp32": "--moe-router-fp32", "training.cuda_graphs": "--cuda-graphs", "training.dp_bucket_params": "--dp-bucket-params",
 	"training.unfused_attention": "--unfused-attention", "training.flash_attention_2": "--flash-attention-2", "training.zero3_on_demand_gathers": "--zero3-on-demand",
 	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.fp8_params": "--fp8-weights", "constraints.offload_activations": "--offload-activations", "constraints.experts_whole": "--experts-whole", "constraints.even_split": "--even-split", "constraints.uneven_pp": "--uneven-pp", "constraints.tp_across_nodes": "--tp-across-nodes", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",

@@ -115,6 +115,18 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	if held < 8 {
 		t.Errorf("%d small NCCL p2p rows priced out of sample, want 8 or more", held)
 	}
+	// The two classes the targets miss, out of sample, by fabric, operation and the
+	// algorithm and protocol priced (docs/calibration.md, "Residuals by fabric,
+	// operation and algorithm").
+	mid := func(r accuracy.Result) bool { return r.Bytes >= accuracy.MiB && r.Bytes < 64*accuracy.MiB }
+	for _, c := range []struct {
+		label string
+		keep  func(accuracy.Result) bool
+	}{{"1–64 MiB", mid}, {"multi-node ≥ 1 MiB", multi}} {
+		for _, g := range accuracy.ByPath(oos, c.keep) {
+			t.Logf("%s: %-40s n=%3d median %5.1f%% bias %+6.1f%%", c.label, g.Label, g.N, 100*g.MedianAbs, 100*g.Bias)
+		}
+	}
 	for _, s := range accuracy.BySource(oos) {
 		t.Logf("left out %-42s n=%3d median %6.1f%% mean %6.1f%% bias %+6.1f%%", s.Label, s.N, 100*s.MedianAbs, 100*s.MeanAbs, 100*s.Bias)
 	}

@@ -2239,7 +2239,13 @@ type Training struct {
 	// by the forward pre-hook of the bucket before it, per model chunk:
 	// Megatron-Core's overlap_param_gather, which NeMo's recipes set). Unset: the
 	// same as "exposed" (docs/step-model.md says why no framework overlaps by default).
-	ParamGather   string `protobuf:"bytes,23,opt,name=param_gather,json=paramGather,proto3" json:"param_gather,omitempty"`
+	ParamGather string `protobuf:"bytes,23,opt,name=param_gather,json=paramGather,proto3" json:"param_gather,omitempty"`
+	// The MoE router scores the tokens in fp32 (Megatron-Core's --moe-router-dtype
+	// fp32). Where the framework runs the gating GEMM as a GEMM of fp32 copies
+	// (megatron-core-0.12, nemo-25.04) it and its two backward GEMMs run at the GPU's
+	// fp32 rate (PyTorch leaves TF32 off for matmuls); elsewhere, and on a model
+	// without experts, it changes nothing. Unset: the router in 16 bits.
+	MoeRouterFp32 bool `protobuf:"varint,24,opt,name=moe_router_fp32,json=moeRouterFp32,proto3" json:"moe_router_fp32,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2433,6 +2439,13 @@ func (x *Training) GetParamGather() string {
 		return x.ParamGather
 	}
 	return ""
+}
+
+func (x *Training) GetMoeRouterFp32() bool {
+	if x != nil {
+		return x.MoeRouterFp32
+	}
+	return false
 }
 
 // Layout is one way to parallelise and place the job.
@@ -6970,7 +6983,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xe2\a\n" +
+	"stateBytes\"\x8a\b\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -6999,7 +7012,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"cudaGraphs\x12(\n" +
 	"\x10dp_bucket_params\x18\x15 \x01(\x03R\x0edpBucketParams\x12*\n" +
 	"\x11flash_attention_2\x18\x16 \x01(\bR\x0fflashAttention2\x12!\n" +
-	"\fparam_gather\x18\x17 \x01(\tR\vparamGather\"\xb4\x06\n" +
+	"\fparam_gather\x18\x17 \x01(\tR\vparamGather\x12&\n" +
+	"\x0fmoe_router_fp32\x18\x18 \x01(\bR\rmoeRouterFp32\"\xb4\x06\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
