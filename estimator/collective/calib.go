@@ -127,6 +127,10 @@ type Constants struct {
 	// (2020 CPUs and drivers): both A100 single-process sweeps in the data take
 	// ~42–45 µs for small all-reduces where H100/H200 hosts take ~25–30 µs.
 	AmpereHostLaunch float64
+	// NCCLChoice makes Auto run the algorithm and protocol NCCL's own tuning model
+	// picks (ncclchoice.go) instead of the cheapest of the model's prices. Not a
+	// fitted constant; off in Default (docs/calibration.md, "Constants at a bound").
+	NCCLChoice bool
 }
 
 // Default returns the fitted constants. The returned value is a fresh copy.

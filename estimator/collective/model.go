@@ -90,6 +90,11 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 			return m.price(p, op, a, pr, bytes, o.Launch), nil
 		}
 	}
+	if m.k.NCCLChoice && !o.ForceProtocol { // NCCL's own tuning model picks (ncclchoice.go)
+		if a, pr, ok := m.ncclChoice(p, op, bytes); ok {
+			return m.price(p, op, a, pr, bytes, o.Launch), nil
+		}
+	}
 	best := m.autoBest(p, op, bytes, o) // the fastest algorithm (autobound.go)
 	if math.IsInf(best.TimeUs, 1) {
 		return Estimate{}, fmt.Errorf("%w: no algorithm can run %s on this group", ErrUnsupported, op)
@@ -270,6 +275,11 @@ var (
 )
 
 func (m *Model) bestProtocol(p *Placement, op Op, a Algorithm, bytes float64, o Options) Estimate {
+	if m.k.NCCLChoice && !o.ForceProtocol && len(protocols(a)) > 1 { // NCCL's tuning picks (ncclchoice.go)
+		if pr, ok := m.ncclProtocol(p, op, a, bytes); ok {
+			return m.price(p, op, a, pr, bytes, o.Launch)
+		}
+	}
 	best := Estimate{TimeUs: math.Inf(1)}
 	simpleOnly := p.Domains > 1 && p.Cluster.Spec.NICs.SimpleProtocolOnly
 	for _, pr := range protocols(a) {
