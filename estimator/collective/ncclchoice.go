@@ -16,17 +16,16 @@ import (
 // charge Simple far more latency than LL and LL128 and cap LL and LL128 per
 // channel, so it keeps LL128 up to tens of MiB where Simple would be as fast.
 //
-// A model whose constants set NCCLChoice makes the same choice under Auto (no
-// algorithm or protocol forced, no measured choice of a calibrated cluster, no AWS
-// tuner region): ncclChoice below evaluates NCCL's table for the placement and
-// returns its arg-min, which the calibrated physics (Model.price) then prices; an
-// algorithm forced or measured gets the protocol NCCL's table picks for it
-// (ncclProtocol). The default model still runs the cheapest of its own prices:
-// with NCCL's choice, refitted from NCCL's figures source by source, the
-// collectives' leave-one-source-out figures improved below 64 MiB and over all
-// sizes but worsened for multi-node calls of 1 MiB and more (9.3 → 10.8 %), and
-// Simple's fixed cost stayed on its bound in the refit of the shipped constants
-// (docs/calibration.md, "Constants at a bound"), so it is not the default.
+// The model makes the same choice under Auto (no algorithm or protocol forced, no
+// measured choice of a calibrated cluster, no AWS tuner region): ncclChoice below
+// evaluates NCCL's table for the placement and returns its arg-min, which the
+// calibrated physics (Model.price) then prices; an algorithm forced or measured
+// gets the protocol NCCL's table picks for it (ncclProtocol). Where NCCL has no
+// model (send/recv, all-to-all, AMD GPUs) the model runs the cheapest of its own
+// prices (autoBest). With NCCL's choice and without the start-up ramp the old
+// model needed to keep Simple off small calls, the collectives'
+// leave-one-source-out figures improved in every asserted class
+// (docs/calibration.md, "NCCL's choice with the ramp retired").
 //
 // The tables are NVIDIA/nccl v2.27.7-1's (src/graph/tuning.cc lines 134–190 and
 // ncclTopoTuneModel, ncclTopoGetAlgoTime; src/graph/topo.h for the NVLink

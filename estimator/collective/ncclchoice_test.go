@@ -140,9 +140,5 @@ func TestLog2i(t *testing.T) {
 	}
 }
 
-// nccltuned is the shipped model with NCCL's choice under Auto.
-func nccltuned() *Model {
-	k := Default()
-	k.NCCLChoice = true
-	return NewModel(k)
-}
+// nccltuned is the shipped model, which runs NCCL's choice under Auto.
+func nccltuned() *Model { return NewModel(Default()) }
