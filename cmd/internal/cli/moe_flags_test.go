@@ -224,7 +224,9 @@ func TestMoERouterFP32Flag(t *testing.T) {
 	if !(on > off) {
 		t.Errorf("nemo-25.04: step %v s with the fp32 router, %v s without; want slower", on, off)
 	}
-	if a, b := func() (float64, float64) { x, _ := step("torchtitan"); y, _ := step("torchtitan", "--moe-router-fp32"); return x, y }(); a != b {
+	tt, _ := step("torchtitan")
+	ttOn, _ := step("torchtitan", "--moe-router-fp32")
+	if a, b := tt, ttOn; a != b {
 		t.Errorf("torchtitan: step %v s without, %v s with the fp32 router; want equal", a, b)
 	}
 }
