@@ -1445,15 +1445,21 @@ func (p *pricing) fsdp2Copies(fw *framework.Profile) (cf, cb float64) {
 	}
 	out := 2 * gathered // read the all-gather output, write the parameters
 	in := grads*(o.WeightBytes+o.GradBytes) + extraIn
-	hbm := p.rates.hbm
-	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
-		hbm *= s
-	}
+	hbm := p.slowHBM()
 	cf, cb = out/hbm, out/hbm
 	if !fw.FSDP2CopyInOwnStream {
 		cb += in / hbm
 	}
 	return cf, cb
+}
+
+// slowHBM is the HBM rate of the GPU that paces the step: the slow GPU's under the
+// slow-GPU what-if (its copies run at its speed too).
+func (p *pricing) slowHBM() float64 {
+	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
+		return p.rates.hbm * s
+	}
+	return p.rates.hbm
 }
 
 // fsdp2StepCopies is FSDP2's copying on the compute stream where it does not
@@ -1482,10 +1488,7 @@ func (p *pricing) fsdp2StepCopies(fw *framework.Profile) (fwd, bwd float64) {
 			read = o.GradBytes
 		}
 	}
-	hbm := p.rates.hbm
-	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
-		hbm *= s
-	}
+	hbm := p.slowHBM()
 	fwd = times * 2 * gathered / hbm
 	if !fw.FSDP2CopyInOwnStream {
 		bwd = times * grads * (read + o.GradBytes) / hbm

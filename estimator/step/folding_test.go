@@ -18,6 +18,17 @@ func commOf(r step.Result, kind, op, when string) (step.CommCall, bool) {
 	return step.CommCall{}, false
 }
 
+// commsWhen returns every communication whose description contains when.
+func commsWhen(r step.Result, when string) []step.CommCall {
+	var out []step.CommCall
+	for _, c := range r.Comms {
+		if strings.Contains(c.When, when) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // MoE parallel folding (Megatron-Core, megatron/core/parallel_state.py: the expert
 // RankGenerator takes tp = expert TP, ep = EP, dp = world/(ETP·EP·PP), cp = 1 in the
 // same rank order as the dense one): the expert groups are cut from the TP × CP ×

@@ -12,14 +12,7 @@ import (
 // one GEMM of all their tokens, whose tiles are full.
 func TestGroupedExpertGEMMs(t *testing.T) {
 	k := DefaultConstants()
-	gpu, err := catalog.GPU("H100-SXM")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, ok := k.rates(gpu, BF16)
-	if !ok {
-		t.Fatal("no H100 rates")
-	}
+	r := catalogRates(t, &k, "H100-SXM", BF16)
 	for _, tokens := range []float64{96, 512, 2048} {
 		seq := k.gemmTime(gemm{tokens, 2 * 768, 2048, 16, false}, &r)
 		grp := k.gemmTime(gemm{tokens, 2 * 768, 2048, 16, true}, &r)
@@ -48,14 +41,7 @@ func TestGroupedExpertGEMMs(t *testing.T) {
 // than 10 %.
 func TestGroupedFP8ExpertGEMMsH800(t *testing.T) {
 	k := DefaultConstants()
-	gpu, err := catalog.GPU("H800")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, ok := k.rates(gpu, FP8)
-	if !ok {
-		t.Fatal("no H800 fp8 rates")
-	}
+	r := catalogRates(t, &k, "H800", FP8)
 	for _, c := range []struct {
 		groups, m, n, k   float64
 		deepGEMM, speedup float64 // TFLOPS, × over the CUTLASS 3.6 implementation

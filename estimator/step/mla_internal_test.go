@@ -45,14 +45,7 @@ func mlaRequest(t *testing.T, fw string, sp bool, mods ...string) Request {
 // half the tokens: either saves half of 2·7168·2112 = 30 277 632 FLOPs a token.
 func TestMLADownProjectionFLOPs(t *testing.T) {
 	k := DefaultConstants()
-	gpu, err := catalog.GPU("H100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, ok := k.rates(gpu, BF16)
-	if !ok {
-		t.Fatal("no H100 rates")
-	}
+	r := catalogRates(t, &k, "H100", BF16)
 	e := New()
 	flops := func(fw string, sp bool) float64 {
 		req := normalise(mlaRequest(t, fw, sp))

@@ -3,8 +3,6 @@ package step
 import (
 	"math"
 	"testing"
-
-	"github.com/stepcost/stepcost/estimator/catalog"
 )
 
 // MLA's unfused rotary embedding and the cats around it (mlaUnfusedRoPEBytes),
@@ -31,14 +29,7 @@ func TestMLAUnfusedRoPETraffic(t *testing.T) {
 		t.Errorf("mlaUnfusedRoPEBytes at 64 heads: %v / %v B a token, want %v / %v", f, b, fwdBytes, bwdBytes)
 	}
 	k := DefaultConstants()
-	gpu, err := catalog.GPU("H100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, ok := k.rates(gpu, BF16)
-	if !ok {
-		t.Fatal("no H100 rates")
-	}
+	r := catalogRates(t, &k, "H100", BF16)
 	e := New()
 	const tokens = 4096
 	lt := e.layerCompute(req, &r, tokens, tokens, tokens, false)

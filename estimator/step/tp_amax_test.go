@@ -2,7 +2,6 @@ package step_test
 
 import (
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -48,15 +47,7 @@ func TestFP8CurrentScalingTPAmaxReduce(t *testing.T) {
 		}
 		return r
 	}
-	amaxCalls := func(r step.Result) []step.CommCall {
-		var out []step.CommCall
-		for _, c := range r.Comms {
-			if strings.Contains(c.When, "amax all-reduce under current scaling") {
-				out = append(out, c)
-			}
-		}
-		return out
-	}
+	amaxCalls := func(r step.Result) []step.CommCall { return commsWhen(r, "amax all-reduce under current scaling") }
 	cases := map[string]variant{
 		"dense":           {"llama3-8b", step.FP8, step.FP8Current, "megatron-core", 2, 8, true, step.RecomputeNone, 16 * 4, true},
 		"full recompute":  {"llama3-8b", step.FP8, step.FP8Current, "megatron-core", 2, 8, true, step.RecomputeFull, 16 * (2*2 + 2), true},

@@ -2,7 +2,6 @@ package step_test
 
 import (
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/collective"
@@ -37,15 +36,7 @@ func TestFP8DelayedAmaxReduction(t *testing.T) {
 		}
 		return r
 	}
-	amaxCalls := func(r step.Result) []step.CommCall {
-		var out []step.CommCall
-		for _, c := range r.Comms {
-			if strings.Contains(c.When, "amax reduction") {
-				out = append(out, c)
-			}
-		}
-		return out
-	}
+	amaxCalls := func(r step.Result) []step.CommCall { return commsWhen(r, "amax reduction") }
 	var groups [][]int
 	for pp := range 2 {
 		var g []int
