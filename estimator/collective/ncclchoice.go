@@ -172,14 +172,24 @@ func ncclGraphOf(p *Placement) (ncclGraph, bool) {
 	return g, true
 }
 
-// ncclTime is NCCL's predicted time (µs) of op on bytes under its algorithm row a
+// time is NCCL's predicted time (µs) of op on bytes under its algorithm row a
 // and protocol index pi (LL, LL128, Simple), or -1 where NCCL does not run it.
 func (g *ncclGraph) time(op Op, a, pi int, bytes float64) float64 {
-	if g.simpleOnly && pi != 2 || pi == 1 && !g.ll128 {
+	lat, xfer := g.parts(op, a, pi, bytes)
+	if lat < 0 {
 		return -1
 	}
+	return lat + xfer
+}
+
+// parts is time's two terms: NCCL's latency and its transfer (bytes over the
+// algorithm bandwidth), µs; -1, -1 where NCCL does not run it.
+func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
+	if g.simpleOnly && pi != 2 || pi == 1 && !g.ll128 {
+		return -1, -1
+	}
 	if (a == nNVLS || a == nNVLSTree || a == nPAT) && pi != 2 {
-		return -1
+		return -1, -1
 	}
 	n := float64(g.ranks)
 	idx2 := min(g.nodes, 3) - 1
@@ -269,7 +279,7 @@ func (g *ncclGraph) time(op Op, a, pi int, bytes float64) float64 {
 		}
 	}
 	if !(bus > 0) {
-		return -1
+		return -1, -1
 	}
 	intraLat := ncclHwLat[g.intraHw][a][pi]
 	interLat := ncclHwLat[hwNet][a][pi]
@@ -279,7 +289,6 @@ func (g *ncclGraph) time(op Op, a, pi int, bytes float64) float64 {
 	if g.ppn == 1 {
 		interLat = ncclHwLat[hwNet][nTree][pi] // latencies fully exposed: the tree's
 	}
-	var lat float64
 	switch a {
 	case nRing:
 		lat = ncclBaseLat[nRing][pi]
@@ -336,7 +345,7 @@ func (g *ncclGraph) time(op Op, a, pi int, bytes float64) float64 {
 	if a == nRing && pi == 2 && g.nodes > 1 && op == AllReduce && bytes/(ch*n) >= 64 {
 		lat *= 1.4 // the ring's plateau (sm80 and later)
 	}
-	return lat + bytes/(1000*bus)
+	return lat, bytes / (1000 * bus)
 }
 
 // ncclIntraSpeeds are the per-channel speeds (GB/s) NCCL's topology search tries
