@@ -453,3 +453,112 @@ func TestHealthyPairsNoBound(t *testing.T) {
 		})
 	}
 }
+
+// sysNamed returns the measured system of testdata directory dir.
+func sysNamed(t *testing.T, dir string) system {
+	t.Helper()
+	for _, s := range systems() {
+		if s.dir == dir {
+			return s
+		}
+	}
+	t.Fatalf("no system %s", dir)
+	return system{}
+}
+
+// A constant is kept only if, fitted on part of the inputs, it prices the rest
+// better (validate): on p6-b200's odd sizes (8, 32, 128 B) the EFA latency
+// follows the 8 B row, and fitted on 8 and 128 B it does not price 32 B better,
+// nor the reverse, so it is declined and the file keeps the catalog's; on all six
+// sizes each alternate half does price the other better, and it is kept.
+func TestValidationDeclinesWhatTheRowsDoNotShow(t *testing.T) {
+	sys := sysNamed(t, "rows/p6-b200-efa")
+	spec, _, in := sys.load(t)
+	odd, _ := halves(sys, in)
+	base := calibrate.Start(spec).NICLatencyUs
+	rep, err := calibrate.Calibrate(sys.base, spec, odd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declined := false
+	for _, d := range rep.Declined {
+		t.Logf("declined: %s", d)
+		if d.Field == "nics.latency_us" && d.Folds > 0 && d.Wanted != base {
+			declined = true
+		}
+	}
+	if !declined || rep.Fitted.NICLatencyUs != base {
+		t.Errorf("odd sizes: NIC latency %.3g µs (base %.3g), declined by the held-out check: %v", rep.Fitted.NICLatencyUs, base, declined)
+	}
+	rep, err = calibrate.Calibrate(sys.base, spec, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fitted.NICLatencyUs == base {
+		t.Errorf("all sizes: NIC latency left at the base's %.3g µs: %v", base, rep.Declined)
+	}
+}
+
+// An efficiency the fit drives onto its physical upper bound is declined, and the
+// report then names no constant at a bound: Lambda's odd sizes want a NIC
+// efficiency of 0.98 (a link's line rate less its headers), which would price the
+// other sizes faster than measured.
+func TestUpperBoundDeclined(t *testing.T) {
+	sys := sysNamed(t, "rows/b200-ib-lambda")
+	spec, _, in := sys.load(t)
+	odd, _ := halves(sys, in)
+	rep, err := calibrate.Calibrate(sys.base, spec, odd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range rep.Declined {
+		t.Logf("declined: %s", d)
+		if d.Field == "nics.efficiency" && d.Max > 0 && d.Wanted >= d.Max/1.02 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no NIC efficiency declined at its upper bound: fitted %+v", rep.Fitted)
+	}
+	if len(rep.AtBound) > 0 {
+		t.Errorf("at a bound: %v", rep.AtBound)
+	}
+	if base := calibrate.Start(spec).NICEfficiency; rep.Fitted.NICEfficiency != base {
+		t.Errorf("NIC efficiency %.3g, want the base's %.3g", rep.Fitted.NICEfficiency, base)
+	}
+}
+
+// A measured range is lowered by NCCL's own table: OCI's NCCL 2.14–2.29 files
+// show the ring at 1 GiB and more on 2 × 8 A100, where the table as reproduced
+// picks the double tree (Simple at 512 MiB, LL128 at 256 MiB, its size correction
+// for Simple 0.9 there). The LL128 tree's bandwidth is 120/128 of the
+// uncorrected Simple tree's, so against the ring it does no better at 256 MiB
+// than the Simple tree at 1 GiB, and the range reaches 256 MiB; it stops above
+// sizes where latency is a tenth of the time or more.
+func TestRangeLoweredByNCCLTable(t *testing.T) {
+	sys := sysNamed(t, "a100-roce")
+	spec, _, in := sys.load(t)
+	var train calibrate.Inputs
+	for _, s := range in.Sweeps {
+		switch s.File {
+		case "oci-00b698c-slurmop.txt", "oci-2d359a9-readme.txt", "oci-d091927-slurmop.txt":
+			train.Sweeps = append(train.Sweeps, s)
+		}
+	}
+	rep, err := calibrate.Calibrate(sys.base, spec, train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Choices {
+		t.Logf("%s", calibrate.FormatRange(r))
+	}
+	for _, c := range []struct {
+		bytes float64
+		want  string
+	}{{1 << 30, "ring"}, {512 << 20, "ring"}, {256 << 20, "ring"}, {1 << 20, ""}} {
+		if a := covering(rep.Spec.Algorithms, 2, 8, c.bytes); a != c.want {
+			t.Errorf("%s all-reduce on 2 × 8: %q, want %q", calibrate.FormatBytes(c.bytes), a, c.want)
+		}
+	}
+}
