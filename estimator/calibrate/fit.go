@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -1064,7 +1065,8 @@ func duplicate(files []string) string {
 }
 
 // holdOuts splits the inputs into parts for validate, each as (the rest, the
-// part): every file is a part when there are two or more, and the sizes of the
+// part): every file is a part when there are two or more (files in at most
+// maxFileParts groups), and the sizes of the
 // sweeps taken alternately (the 1st, 3rd, … against the 2nd, 4th, …) are two
 // more. Files alone cannot judge a constant that one file determines (a file of
 // large messages sets an efficiency, a file of small ones holds nothing it moves);
@@ -1078,10 +1080,23 @@ func holdOuts(in Inputs) (parts [][2]Inputs, how string) {
 		}
 	}
 	if len(files) >= 2 {
-		for _, f := range files {
-			parts = append(parts, [2]Inputs{in.without(f), in.only(f)})
+		k := min(len(files), maxFileParts)
+		for i := range k {
+			var rest, part Inputs
+			for j, s := range in.Sweeps {
+				if slices.Index(files, s.File)%k == i {
+					part.Sweeps = append(part.Sweeps, in.Sweeps[j])
+				} else {
+					rest.Sweeps = append(rest.Sweeps, in.Sweeps[j])
+				}
+			}
+			rest.Runs = in.Runs
+			parts = append(parts, [2]Inputs{rest, part})
 		}
 		how = "each file, and alternate sizes"
+		if k < len(files) {
+			how = fmt.Sprintf("the files in %d groups, and alternate sizes", k)
+		}
 	} else {
 		how = "alternate sizes"
 	}
@@ -1110,20 +1125,37 @@ func holdOuts(in Inputs) (parts [][2]Inputs, how string) {
 	return parts, how
 }
 
+// maxFileParts bounds the parts files are held out in (the k of a k-fold split):
+// every held-out check fits once per part, and with more files than this they are
+// held out in groups (the 1st, 5th, … file together), so a calibration on the 16
+// files the service takes costs 6 fits per check, not 18.
+const maxFileParts = 4
+
 // heldOut is the band loss (bandLoss) of every part of parts priced with the
 // constants and ranges fitted on the rest, the frozen constants kept at start.
+// The parts are fitted concurrently (each fit reads forced and frozen only).
 func heldOut(ctx context.Context, spec topology.Spec, start Knobs, parts [][2]Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (float64, error) {
+	priced := make([][]Measured, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := fit(ctx, spec, start, p[0], forced, frozen)
+			if err == nil {
+				priced[i], err = priceSweeps(withChoices(spec, o.choices), o.k, p[1].Sweeps, nil)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
 	var all []Measured
-	for _, p := range parts {
-		o, err := fit(ctx, spec, start, p[0], forced, frozen)
-		if err != nil {
-			return 0, err
+	for i := range parts {
+		if errs[i] != nil {
+			return 0, errs[i]
 		}
-		ms, err := priceSweeps(withChoices(spec, o.choices), o.k, p[1].Sweeps, nil)
-		if err != nil {
-			return 0, err
-		}
-		all = append(all, ms...)
+		all = append(all, priced[i]...)
 	}
 	return bandLoss(all), nil
 }
