@@ -519,13 +519,23 @@ type Declined struct {
 	// Max is set for an efficiency the fit drove onto its physical upper bound
 	// (upperBound): the bound it reached, Group then empty.
 	Max float64
-	// Folds is set for a constant that did not improve the rows held out of its
-	// fit (validate): the number of held-out parts, Before and After then the
-	// held-out mean |error| with the constant at the base's value and fitted.
+	// Folds is set for a constant (or a measured range) that did not improve the
+	// rows held out of its fit (validate): the number of held-out parts, Before and
+	// After then the held-out mean |error| with the constant at the base's value
+	// (without the range) and fitted (with it).
 	Folds int
+	// Range is set for a measured algorithm range declined (FormatRange), Knob and
+	// Field then "measured range" and "algorithms".
+	Range string
+	// key is what fit holds at the base: the knob's name, or the range's rangeKey.
+	key string
 }
 
 func (d Declined) String() string {
+	if d.Range != "" {
+		return fmt.Sprintf("measured range %s not written: fitted without each of %d parts of the inputs in turn (%s) it prices the part held out no better than the model's own choice (mean |err| %.1f %% → %.1f %%), so the inputs do not show it",
+			d.Range, d.Folds, d.Group, 100*d.Before, 100*d.After)
+	}
 	if d.Folds > 0 {
 		return fmt.Sprintf("%s (%s) left at the base's %.3g: fitted without each of %d parts of the inputs in turn (%s) it prices the part held out no better than the base's value (mean |err| %.1f %% → %.1f %%), so the inputs do not show it",
 			d.Knob, d.Field, d.Base, d.Folds, d.Group, 100*d.Before, 100*d.After)
@@ -740,6 +750,7 @@ func fitOnce(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, fo
 	if err != nil {
 		return fitted{}, err
 	}
+	choices = slices.DeleteFunc(choices, func(r topology.AlgoRange) bool { return frozen[rangeKey(r)] })
 	spec = withChoices(spec, choices)
 	out := fitted{k: start, choices: choices}
 	if len(link) > 0 {
@@ -1001,7 +1012,7 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 		if !ok {
 			break
 		}
-		frozen[d.Knob] = true
+		frozen[d.key] = true
 		r.Declined = append(r.Declined, d)
 		if all, err = fit(ctx, spec, start, kept, forced, frozen); err != nil {
 			return nil, err
@@ -1160,15 +1171,19 @@ func heldOut(ctx context.Context, spec topology.Spec, start Knobs, parts [][2]In
 	return bandLoss(all), nil
 }
 
-// validate checks each link constant fit f moved from start against the rows
-// held out of its fit: the inputs are split into parts (holdOuts), each part is
-// priced with the constants fitted on the rest, once with the constant fitted and
-// once with it kept at start. A constant that does not lower the held-out loss is
-// not shown by the inputs: fitted on part of them it does not price the rest
-// better, so it would not price the cluster's other calls better either — on
-// p6-b200's three smallest sizes the EFA latency follows the 8 B row, which the
-// other two do not bear out (docs/calibration.md). validate returns the one whose
-// keeping costs the most (ok false when every moved constant earns its place).
+// validate checks each link constant fit f moved from start, and each measured
+// range it wrote, against the rows held out of its fit: the inputs are split into
+// parts (holdOuts), each part is priced with the constants and ranges fitted on
+// the rest, once as fitted and once with the constant kept at start (the range
+// not written). One that does not lower the held-out loss is not shown by the
+// inputs: fitted on part of them it does not price the rest better, so it would
+// not price the cluster's other calls better either — on p6-b200's three smallest
+// sizes the EFA latency follows the 8 B row, which the other two do not bear out
+// (docs/calibration.md). Where no part's fit moves the constant or writes the
+// range (the loss is the same to the bit: a range of two rows, say, which no half
+// of them shows), the check has nothing to judge it by and it stands. validate
+// returns the one whose keeping costs the most (ok false when all earn their
+// place).
 func validate(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool, f fitted) (Declined, bool, error) {
 	var moved []Knob
 	for _, kn := range f.det {
@@ -1176,7 +1191,7 @@ func validate(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, f
 			moved = append(moved, kn)
 		}
 	}
-	if len(moved) == 0 {
+	if len(moved) == 0 && len(f.choices) == 0 {
 		return Declined{}, false, nil
 	}
 	parts, how := holdOuts(in)
@@ -1196,13 +1211,35 @@ func validate(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, f
 		if err != nil {
 			return Declined{}, false, err
 		}
-		if g := with - without; g >= -validateTol && g > gain {
+		if g := with - without; with != without && g >= -validateTol && g > gain {
 			gain = g
 			worst = Declined{Knob: kn.Name, Field: kn.Field, Base: kn.Of(start), Wanted: kn.Of(f.k),
-				Group: how, Before: math.Expm1(without), After: math.Expm1(with), Folds: len(parts)}
+				Group: how, Before: math.Expm1(without), After: math.Expm1(with), Folds: len(parts), key: kn.Name}
+		}
+	}
+	// The measured ranges, each as a whole: held out without it (the parts' fits
+	// may find it or not; without, none of them writes it).
+	for _, r := range f.choices {
+		fz := maps.Clone(frozen)
+		fz[rangeKey(r)] = true
+		without, err := heldOut(ctx, spec, start, parts, forced, fz)
+		if err != nil {
+			return Declined{}, false, err
+		}
+		if g := with - without; with != without && g >= -validateTol && g > gain {
+			gain = g
+			worst = Declined{Knob: "measured range", Field: "algorithms", Range: FormatRange(r),
+				Group: how, Before: math.Expm1(without), After: math.Expm1(with), Folds: len(parts), key: rangeKey(r)}
 		}
 	}
 	return worst, !math.IsInf(gain, -1), nil
+}
+
+// rangeKey names a measured range by what it says — its collective, group shape
+// and algorithm, not its sizes, which the parts of validate fit differently — for
+// the set of things fit holds at the base: a declined range is not written.
+func rangeKey(r topology.AlgoRange) string {
+	return fmt.Sprintf("range %s nodes %d min %d max %d ×%d: %s", r.Op, r.Nodes, r.MinNodes, r.MaxNodes, r.GPUsPerNode, r.Algo)
 }
 
 // validateTol is the least a constant must lower the held-out band loss by to be
