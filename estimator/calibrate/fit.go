@@ -540,6 +540,10 @@ func (d Declined) String() string {
 		return fmt.Sprintf("%s (%s) left at the base's %.3g: fitted without each of %d parts of the inputs in turn (%s) it prices the part held out no better than the base's value (mean |err| %.1f %% → %.1f %%), so the inputs do not show it",
 			d.Knob, d.Field, d.Base, d.Folds, d.Group, 100*d.Before, 100*d.After)
 	}
+	if d.Max > 0 && d.Field == "gpu.peak_tflops" {
+		return fmt.Sprintf("%s (%s) left at the base's %.3g: the fit drove it to %.3g, the physical upper bound %.3g (a GPU does not run faster than its boost clock and a faster library build allow), so the runs want something other than faster compute — a layout or setting the model prices differently",
+			d.Knob, d.Field, d.Base, d.Wanted, d.Max)
+	}
 	if d.Max > 0 {
 		return fmt.Sprintf("%s (%s) left at the base's %.3g: the fit drove it to %.3g, the physical upper bound %.3g (a link does not carry more than its line rate less its headers), so the rows want something other than a faster link — most often another algorithm or protocol than the model prices for some of them",
 			d.Knob, d.Field, d.Base, d.Wanted, d.Max)
