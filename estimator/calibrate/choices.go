@@ -82,7 +82,8 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 	flagged := map[shapeKey]map[float64][]collective.Algorithm{}
 	var keys []shapeKey
 	// The algorithms the rows of each shape show, priced on every row of it; and
-	// those the rows of each tail show, priced on every row of the tail.
+	// those the rows of a tail's shapes show (at any size: NCCL's table runs the
+	// same algorithms below the tail as in it), priced on every row of the tail.
 	shownBy := map[shapeKey][]collective.Algorithm{}
 	tailShown := map[tailKey][]collective.Algorithm{}
 	for _, s := range sweeps {
@@ -95,7 +96,7 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 			if !slices.Contains(shownBy[key], o.Algo) {
 				shownBy[key] = append(shownBy[key], o.Algo)
 			}
-			if tk := (tailKey{s.Op, s.GPUsPerNode}); inTail(s.Nodes, p.Bytes) && !slices.Contains(tailShown[tk], o.Algo) {
+			if tk := (tailKey{s.Op, s.GPUsPerNode}); s.Nodes >= sameBandwidthFrom && !slices.Contains(tailShown[tk], o.Algo) {
 				tailShown[tk] = append(tailShown[tk], o.Algo)
 			}
 		}
@@ -282,24 +283,61 @@ const latencyShare = 0.1
 
 // extendDown lowers a range's bottom lo (a size whose rows NCCL ran with
 // algorithm a) by halving, above the largest measured size below with another
-// choice, while both the model's own choice and a run Simple and their
-// size-independent part stays under latencyShare of their time: between Simple
-// algorithms whose latency does not matter NCCL's cost model compares bandwidths,
-// and its tree correction factor for Simple (tuning.cc treeCorrectionFactor,
-// 0.5–0.9 from 4 KiB to 512 MiB, 1 above) never favours the tree more at a
-// smaller size than at a larger one, so a ring NCCL picks over the tree at lo it
-// picks below lo too.
+// choice, while both the model's own choice and a stay bandwidth-bound (their
+// size-independent part under latencyShare of their time) and NCCL's own cost
+// model favours a at least as much against the others as it does at lo.
+//
+// NCCL prices a call as latency + bytes / bandwidth, each algorithm's bandwidth
+// its graph's speed times fixed factors per protocol and, for the tree, a factor
+// by size (tuning.cc treeCorrectionFactor). Where the cluster's NCCL runs a and
+// the table as reproduced (collective.NCCLTable) picks another, the table has a's
+// graph speed too low against the others' (the topology search found other
+// channels or speeds). Where latency is a small part of the time the choice is a
+// comparison of transfer terms, and an error in a graph's speed scales every
+// protocol of it alike; so wherever the ratio of the best other transfer term to
+// a's best is at least what it is at lo, NCCL picks a there too. Going down, the
+// ratio follows NCCL's own factors: a double tree's Simple bandwidth falls with
+// its size correction (0.9 at 128–256 MiB, 1 from 512 MiB), its LL128 one holds
+// 120/128 of the Simple tree's uncorrected figure, and the range stops where one
+// of them gains on a. Without NCCL's table (AMD GPUs) the range is lowered only
+// between Simple algorithms, whose comparison NCCL's tree correction for Simple
+// (0.5–0.9 from 4 KiB to 512 MiB, 1 above) never tips toward the tree at a
+// smaller size than at a larger one.
 func extendDown(m *collective.Model, pl *collective.Placement, op collective.Op, a collective.Algorithm, lo, below float64) float64 {
+	r0, ok := transferRatio(m.NCCLTable(pl, op, lo), a)
 	bandwidthBound := func(e collective.Estimate, err error) bool {
-		return err == nil && e.Protocol == collective.Simple && e.LatencyUs < latencyShare*e.TimeUs
+		return err == nil && (ok || e.Protocol == collective.Simple) && e.LatencyUs < latencyShare*e.TimeUs
 	}
 	for lo/2 > below && lo/2 >= 1 {
 		if !bandwidthBound(m.Estimate(pl, op, lo/2, collective.Options{})) || !bandwidthBound(m.Estimate(pl, op, lo/2, collective.Options{Algo: a})) {
 			break
 		}
+		if ok {
+			if r, _ := transferRatio(m.NCCLTable(pl, op, lo/2), a); !(r >= r0) {
+				break
+			}
+		}
 		lo /= 2
 	}
 	return lo
+}
+
+// transferRatio is, in NCCL's table, the best transfer term of the algorithms
+// other than a over a's best (above 1 where a moves the bytes fastest); ok is
+// false without a table or without an entry for a.
+func transferRatio(tab []collective.NCCLTime, a collective.Algorithm) (r float64, ok bool) {
+	own, other := math.Inf(1), math.Inf(1)
+	for _, t := range tab {
+		if t.Algo == a {
+			own = min(own, t.TransferUs)
+		} else {
+			other = min(other, t.TransferUs)
+		}
+	}
+	if math.IsInf(own, 1) || !(own > 0) {
+		return 0, false
+	}
+	return other / own, true
 }
 
 // withChoices returns spec with the measured ranges first (the first range that

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -515,9 +516,38 @@ type Declined struct {
 	// |error| with the base's constants and with the wanted ones.
 	Group         string
 	Before, After float64
+	// Max is set for an efficiency the fit drove onto its physical upper bound
+	// (upperBound): the bound it reached, Group then empty.
+	Max float64
+	// Folds is set for a constant (or a measured range) that did not improve the
+	// rows held out of its fit (validate): the number of held-out parts, Before and
+	// After then the held-out mean |error| with the constant at the base's value
+	// (without the range) and fitted (with it).
+	Folds int
+	// Range is set for a measured algorithm range declined (FormatRange), Knob and
+	// Field then "measured range" and "algorithms".
+	Range string
+	// key is what fit holds at the base: the knob's name, or the range's rangeKey.
+	key string
 }
 
 func (d Declined) String() string {
+	if d.Range != "" {
+		return fmt.Sprintf("measured range %s not written: fitted without each of %d parts of the inputs in turn (%s) it prices the part held out no better than the model's own choice (mean |err| %.1f %% → %.1f %%), so the inputs do not show it",
+			d.Range, d.Folds, d.Group, 100*d.Before, 100*d.After)
+	}
+	if d.Folds > 0 {
+		return fmt.Sprintf("%s (%s) left at the base's %.3g: fitted without each of %d parts of the inputs in turn (%s) it prices the part held out no better than the base's value (mean |err| %.1f %% → %.1f %%), so the inputs do not show it",
+			d.Knob, d.Field, d.Base, d.Folds, d.Group, 100*d.Before, 100*d.After)
+	}
+	if d.Max > 0 && d.Field == "gpu.peak_tflops" {
+		return fmt.Sprintf("%s (%s) left at the base's %.3g: the fit drove it to %.3g, the physical upper bound %.3g (a GPU does not run faster than its boost clock and a faster library build allow), so the runs want something other than faster compute — a layout or setting the model prices differently",
+			d.Knob, d.Field, d.Base, d.Wanted, d.Max)
+	}
+	if d.Max > 0 {
+		return fmt.Sprintf("%s (%s) left at the base's %.3g: the fit drove it to %.3g, the physical upper bound %.3g (a link does not carry more than its line rate less its headers), so the rows want something other than a faster link — most often another algorithm or protocol than the model prices for some of them",
+			d.Knob, d.Field, d.Base, d.Wanted, d.Max)
+	}
 	return fmt.Sprintf("%s (%s) left at the base's %.3g: the fit wanted %.3g, which prices %s worse (mean |err| %.1f %% → %.1f %%); the rows disagree on it (most often NCCL runs another algorithm or protocol than the model picks for some of them)",
 		d.Knob, d.Field, d.Base, d.Wanted, d.Group, 100*d.Before, 100*d.After)
 }
@@ -586,17 +616,47 @@ func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced
 	if fz == nil {
 		fz = map[string]bool{}
 	}
+	var declined []Declined
 	for {
 		f, err := fitOnce(ctx, spec, start, in, forced, fz)
 		if err != nil {
 			return f, err
 		}
+		if kn, ok := upperBound(start, f); ok {
+			fz[kn.Name] = true
+			declined = append(declined, Declined{Knob: kn.Name, Field: kn.Field, Base: kn.Of(start), Wanted: kn.Of(f.k), Max: kn.Max})
+			continue
+		}
 		name := unsetEfficiency(spec, in, forced, f)
 		if name == "" {
+			f.declined = append(declined, f.declined...)
 			return f, nil
 		}
 		fz[name] = true
 	}
+}
+
+// upperBound returns the first efficiency of fit f (the link efficiencies, the
+// compute scale) that moved from start onto its upper bound, within the 2 % the
+// report counts as at it (Report.AtBound). No link carries more than its line
+// rate less its headers and no GPU runs faster than its boost clock allows, so
+// rows that want more are not telling the constant's value: the model prices them
+// with something they did not run (on nccl-tests#309's 8-node and Lambda's B200
+// rows, NCCL's algorithm; docs/calibration.md), and a constant fitted onto the
+// bound carries that mistake to every other size and node count. It is kept at
+// the base's value and the rest refitted. A lower bound is not declined: a link
+// at half its line rate can be a degraded one (nccl-tests#290), which the
+// cluster file must then say.
+func upperBound(start Knobs, f fitted) (Knob, bool) {
+	for _, kn := range f.det {
+		if kn.latency {
+			continue
+		}
+		if v := kn.Of(f.k); v != kn.Of(start) && v >= kn.Max/1.02 && v > kn.Of(start) {
+			return kn, true
+		}
+	}
+	return Knob{}, false
 }
 
 // unsetEfficiency names the efficiency of fit f that the multi-node rows did not
@@ -694,6 +754,7 @@ func fitOnce(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, fo
 	if err != nil {
 		return fitted{}, err
 	}
+	choices = slices.DeleteFunc(choices, func(r topology.AlgoRange) bool { return frozen[rangeKey(r)] })
 	spec = withChoices(spec, choices)
 	out := fitted{k: start, choices: choices}
 	if len(link) > 0 {
@@ -947,6 +1008,20 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	if err != nil {
 		return nil, err
 	}
+	for {
+		d, ok, err := validate(ctx, spec, start, kept, forced, frozen, all)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		frozen[d.key] = true
+		r.Declined = append(r.Declined, d)
+		if all, err = fit(ctx, spec, start, kept, forced, frozen); err != nil {
+			return nil, err
+		}
+	}
 	r.Fitted, r.Determined, r.Choices = all.k, all.det, all.choices
 	r.Declined = append(r.Declined, all.declined...)
 	if r.After, err = price(withChoices(spec, all.choices), r.Fitted, in); err != nil {
@@ -1003,3 +1078,175 @@ func duplicate(files []string) string {
 	}
 	return ""
 }
+
+// holdOuts splits the inputs into parts for validate, each as (the rest, the
+// part): every file is a part when there are two or more (files in at most
+// maxFileParts groups), and the sizes of the
+// sweeps taken alternately (the 1st, 3rd, … against the 2nd, 4th, …) are two
+// more. Files alone cannot judge a constant that one file determines (a file of
+// large messages sets an efficiency, a file of small ones holds nothing it moves);
+// alternate sizes judge it on that file's other sizes. Training runs stay with
+// the rest: only link constants are validated.
+func holdOuts(in Inputs) (parts [][2]Inputs, how string) {
+	var files []string
+	for _, s := range in.Sweeps {
+		if !slices.Contains(files, s.File) {
+			files = append(files, s.File)
+		}
+	}
+	if len(files) >= 2 {
+		k := min(len(files), maxFileParts)
+		for i := range k {
+			var rest, part Inputs
+			for j, s := range in.Sweeps {
+				if slices.Index(files, s.File)%k == i {
+					part.Sweeps = append(part.Sweeps, in.Sweeps[j])
+				} else {
+					rest.Sweeps = append(rest.Sweeps, in.Sweeps[j])
+				}
+			}
+			rest.Runs = in.Runs
+			parts = append(parts, [2]Inputs{rest, part})
+		}
+		how = "each file, and alternate sizes"
+		if k < len(files) {
+			how = fmt.Sprintf("the files in %d groups, and alternate sizes", k)
+		}
+	} else {
+		how = "alternate sizes"
+	}
+	var a, b Inputs
+	for _, s := range in.Sweeps {
+		sa, sb := s, s
+		sa.Points, sb.Points = nil, nil
+		for i, p := range s.Points {
+			if i%2 == 0 {
+				sa.Points = append(sa.Points, p)
+			} else {
+				sb.Points = append(sb.Points, p)
+			}
+		}
+		if len(sa.Points) > 0 {
+			a.Sweeps = append(a.Sweeps, sa)
+		}
+		if len(sb.Points) > 0 {
+			b.Sweeps = append(b.Sweeps, sb)
+		}
+	}
+	if len(a.Sweeps) > 0 && len(b.Sweeps) > 0 {
+		a.Runs, b.Runs = in.Runs, in.Runs
+		parts = append(parts, [2]Inputs{a, b}, [2]Inputs{b, a})
+	}
+	return parts, how
+}
+
+// maxFileParts bounds the parts files are held out in (the k of a k-fold split):
+// every held-out check fits once per part, and with more files than this they are
+// held out in groups (the 1st, 5th, … file together), so a calibration on the 16
+// files the service takes costs 6 fits per check, not 18.
+const maxFileParts = 4
+
+// heldOut is the band loss (bandLoss) of every part of parts priced with the
+// constants and ranges fitted on the rest, the frozen constants kept at start.
+// The parts are fitted concurrently (each fit reads forced and frozen only).
+func heldOut(ctx context.Context, spec topology.Spec, start Knobs, parts [][2]Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (float64, error) {
+	priced := make([][]Measured, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := fit(ctx, spec, start, p[0], forced, frozen)
+			if err == nil {
+				priced[i], err = priceSweeps(withChoices(spec, o.choices), o.k, p[1].Sweeps, nil)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	var all []Measured
+	for i := range parts {
+		if errs[i] != nil {
+			return 0, errs[i]
+		}
+		all = append(all, priced[i]...)
+	}
+	return bandLoss(all), nil
+}
+
+// validate checks each link constant fit f moved from start, and each measured
+// range it wrote, against the rows held out of its fit: the inputs are split into
+// parts (holdOuts), each part is priced with the constants and ranges fitted on
+// the rest, once as fitted and once with the constant kept at start (the range
+// not written). One that does not lower the held-out loss is not shown by the
+// inputs: fitted on part of them it does not price the rest better, so it would
+// not price the cluster's other calls better either — on p6-b200's three smallest
+// sizes the EFA latency follows the 8 B row, which the other two do not bear out
+// (docs/calibration.md). Where no part's fit moves the constant or writes the
+// range (the loss is the same to the bit: a range of two rows, say, which no half
+// of them shows), the check has nothing to judge it by and it stands. validate
+// returns the one whose keeping costs the most (ok false when all earn their
+// place).
+func validate(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool, f fitted) (Declined, bool, error) {
+	var moved []Knob
+	for _, kn := range f.det {
+		if kn.class != "compute" && kn.Of(f.k) != kn.Of(start) {
+			moved = append(moved, kn)
+		}
+	}
+	if len(moved) == 0 && len(f.choices) == 0 {
+		return Declined{}, false, nil
+	}
+	parts, how := holdOuts(in)
+	if len(parts) == 0 {
+		return Declined{}, false, nil
+	}
+	with, err := heldOut(ctx, spec, start, parts, forced, frozen)
+	if err != nil {
+		return Declined{}, false, err
+	}
+	var worst Declined
+	gain := math.Inf(-1)
+	for _, kn := range moved {
+		fz := maps.Clone(frozen)
+		fz[kn.Name] = true
+		without, err := heldOut(ctx, spec, start, parts, forced, fz)
+		if err != nil {
+			return Declined{}, false, err
+		}
+		if g := with - without; with != without && g >= -validateTol && g > gain {
+			gain = g
+			worst = Declined{Knob: kn.Name, Field: kn.Field, Base: kn.Of(start), Wanted: kn.Of(f.k),
+				Group: how, Before: math.Expm1(without), After: math.Expm1(with), Folds: len(parts), key: kn.Name}
+		}
+	}
+	// The measured ranges, each as a whole: held out without it (the parts' fits
+	// may find it or not; without, none of them writes it).
+	for _, r := range f.choices {
+		fz := maps.Clone(frozen)
+		fz[rangeKey(r)] = true
+		without, err := heldOut(ctx, spec, start, parts, forced, fz)
+		if err != nil {
+			return Declined{}, false, err
+		}
+		if g := with - without; with != without && g >= -validateTol && g > gain {
+			gain = g
+			worst = Declined{Knob: "measured range", Field: "algorithms", Range: FormatRange(r),
+				Group: how, Before: math.Expm1(without), After: math.Expm1(with), Folds: len(parts), key: rangeKey(r)}
+		}
+	}
+	return worst, !math.IsInf(gain, -1), nil
+}
+
+// rangeKey names a measured range by what it says — its collective, group shape
+// and algorithm, not its sizes, which the parts of validate fit differently — for
+// the set of things fit holds at the base: a declined range is not written.
+func rangeKey(r topology.AlgoRange) string {
+	return fmt.Sprintf("range %s nodes %d min %d max %d ×%d: %s", r.Op, r.Nodes, r.MinNodes, r.MaxNodes, r.GPUsPerNode, r.Algo)
+}
+
+// validateTol is the least a constant must lower the held-out band loss by to be
+// kept: 0.001, a tenth of a per cent of error, below which its improvement is
+// the descent's rounding (its finest step is 1 %).
+const validateTol = 0.001

@@ -35,8 +35,9 @@ type system struct {
 func systems() []system {
 	allreduce2x8 := calibrate.FileLayout{Nodes: 2, Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}
 	return []system{
-		// OCI A100 RoCE: NCCL 2.14–2.29 runs 2-node all-reduces of 64 MiB and more as
-		// a ring where the model's cheapest is the double tree (24 % fast there).
+		// OCI A100 RoCE: NCCL 2.14–2.29 runs 2-node all-reduces of 128 MiB and more as
+		// a ring where NCCL's table as the model reproduces it picks the double tree
+		// (24 % fast there).
 		{dir: "a100-roce", base: "oci-bm-gpu-a100", catalogOff: true, layout: calibrate.Layouts{
 			// The OCI outputs start at the nThread line; the command above each in the
 			// source document runs all_reduce_perf.
@@ -71,9 +72,11 @@ func systems() []system {
 		//
 		// An 8-node H100 cluster on 400 Gb/s InfiniBand (nccl-tests#309): 8 and 4
 		// nodes as NCCL chose, 2 nodes with NCCL_ALGO=Ring. What the catalog misses
-		// there is NCCL's choice at 4 and 8 nodes (12–19 % slower than the ring the
-		// model picks from 1 GiB up, as the NVLS tree): from 1 GiB on three nodes or
-		// more NCCL's comparison does not depend on the node count (choices.go), so
+		// there is NCCL's choice at 4 and 8 nodes: the 1–8 GiB rows run 8–15 % slower
+		// than the ring NCCL's table as reproduced picks there, and read as the NVLS
+		// tree, which the mismatched rows below 1 GiB show (8 nodes, 512 MiB: +34 % as
+		// the table's double tree, −1 % as the NVLS tree). From 1 GiB on three nodes
+		// or more NCCL's comparison does not depend on the node count (choices.go), so
 		// the choice fitted on 8 nodes carries to 4 and the reverse.
 		{dir: "rows/h100-ib-8n", base: "dgx-h100", catalogOff: true},
 		// AWS p4d EFA, two more runs: 8–128 B (dstack#3865) and 1 MiB–2 GiB
@@ -90,11 +93,23 @@ func systems() []system {
 		// Nebius H100 on InfiniBand (dstack's cluster docs): one run, split by size;
 		// the same NVLS tree from 128 MiB up, the same scale-up efficiency.
 		{dir: "rows/h100-ib-nebius", base: "dgx-h100", splitSizes: true, catalogOff: true, noBound: true},
-		// AWS p6-b200 EFA (dstack#3961): one run, 8–256 B, split by size.
-		{dir: "rows/p6-b200-efa", base: "aws-p6-b200", catalogOff: true, splitSizes: true},
+		// AWS p6-b200 EFA (dstack#3961): one run, 8–256 B, split by size. The
+		// catalog is not off: its EFA latency is fitted on the 2-node EFA rows,
+		// these among them (docs/calibration.md), and prices the halves at 1.6 and
+		// 3.5 % median (only 8 B beyond 4 %, +11.7 %), under the 5.6 % the
+		// collective model reaches in sample on messages under 1 MiB — the scatter
+		// of the rows it was fitted on. Fitted on either half, the EFA latency does
+		// not price that half's other sizes better, and calibration declines it.
+		{dir: "rows/p6-b200-efa", base: "aws-p6-b200", splitSizes: true},
 		// Lambda B200 on InfiniBand (dstack's cluster docs): one run, 1 MiB–2 GiB,
-		// split by size.
-		{dir: "rows/b200-ib-lambda", base: "hgx-b200", catalogOff: true, splitSizes: true},
+		// split by size. The catalog is not off in a way the cluster file can fix:
+		// with NCCL's own choice (the NVLS tree from 8 MiB) it prices the rows of
+		// 64 MiB and more at 3.2 and 3.4 % median in either half, under the 4.0 %
+		// the collective model reaches in sample there; what it misses, 1–16 MiB
+		// (−25 to +13 %), is latency and protocol, which no row under 1 MiB
+		// determines and no other algorithm prices within the mismatch rule. The NIC
+		// efficiency fitted on the odd sizes stops at its 0.98 bound and is declined.
+		{dir: "rows/b200-ib-lambda", base: "hgx-b200", splitSizes: true},
 	}
 }
 
@@ -132,7 +147,8 @@ func (s system) load(t testing.TB) (topology.Spec, []string, calibrate.Inputs) {
 // TestHalfCalibratedBeatsCatalog is the acceptance test of calibration: on every
 // measured system, the cluster calibrated on half of its files (as the command
 // writes it) prices the other half no worse than the uncalibrated catalog does,
-// both ways round, and better where the system's entry says the catalog is off.
+// both ways round, and better — over all rows or in one size band — where the
+// system's entry says the catalog is off.
 func TestHalfCalibratedBeatsCatalog(t *testing.T) {
 	for _, sys := range systems() {
 		t.Run(sys.dir, func(t *testing.T) {
@@ -163,8 +179,35 @@ func TestHalfCalibratedBeatsCatalog(t *testing.T) {
 				if afterMed > beforeMed+0.001 {
 					t.Errorf("calibrated on %v, %v is priced worse than by the catalog: median |err| %.1f%% → %.1f%%", names(train), names(test), 100*beforeMed, 100*afterMed)
 				}
-				if sys.catalogOff && !(afterMed < beforeMed) {
-					t.Errorf("calibrated on %v, %v is priced no better than by the catalog: median |err| %.1f%% → %.1f%%", names(train), names(test), 100*beforeMed, 100*afterMed)
+				// Better where the catalog is off: over all rows, or in one size band
+				// (the collective model's targets are stated per band) of at least
+				// minBandHeldOut rows. The band counts because a held-out half can hold
+				// sizes the training half cannot reach — OCI's held-out sweep from 8 B
+				// beside training files of 1 GiB and more, where no constant that sets a
+				// small message is determined — and those rows keep the median of all
+				// rows where it was whatever the calibration does to the sizes it does
+				// reach.
+				better := afterMed < beforeMed-0.001
+				for _, band := range []string{calibrate.BandSmall, calibrate.BandMedium, calibrate.BandLarge} {
+					tb := inBand(test, band)
+					if rows(tb) < minBandHeldOut {
+						continue
+					}
+					bMed, _, err := calibrate.Score(spec, tb)
+					if err != nil {
+						t.Fatal(err)
+					}
+					aMed, _, err := calibrate.Score(rep.Spec, tb)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("  %s: %d rows, median |err| %.1f%% → %.1f%%", band, rows(tb), 100*bMed, 100*aMed)
+					if aMed < bMed-0.001 {
+						better = true
+					}
+				}
+				if sys.catalogOff && !better {
+					t.Errorf("calibrated on %v, %v is priced no better than by the catalog, over all rows or in any size band: median |err| %.1f%% → %.1f%% over all rows", names(train), names(test), 100*beforeMed, 100*afterMed)
 				}
 			}
 		})
@@ -216,6 +259,37 @@ func TestHeldOutNoBandWorse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// minBandHeldOut is the fewest held-out rows of a size band whose median the
+// acceptance test judges: three, so that one row does not make the median.
+const minBandHeldOut = 3
+
+// inBand returns the inputs' sweeps with only their points of one size band.
+func inBand(in calibrate.Inputs, band string) calibrate.Inputs {
+	var out calibrate.Inputs
+	for _, s := range in.Sweeps {
+		b := s
+		b.Points = nil
+		for _, p := range s.Points {
+			if calibrate.Band(p.Bytes) == band {
+				b.Points = append(b.Points, p)
+			}
+		}
+		if len(b.Points) > 0 {
+			out.Sweeps = append(out.Sweeps, b)
+		}
+	}
+	return out
+}
+
+// rows counts the inputs' sweep points.
+func rows(in calibrate.Inputs) int {
+	n := 0
+	for _, s := range in.Sweeps {
+		n += len(s.Points)
+	}
+	return n
 }
 
 // halves splits a system's inputs in two: its files alternately, or, for a
@@ -381,5 +455,143 @@ func TestHealthyPairsNoBound(t *testing.T) {
 				t.Errorf("at a bound: %v", rep.AtBound)
 			}
 		})
+	}
+}
+
+// sysNamed returns the measured system of testdata directory dir.
+func sysNamed(t *testing.T, dir string) system {
+	t.Helper()
+	for _, s := range systems() {
+		if s.dir == dir {
+			return s
+		}
+	}
+	t.Fatalf("no system %s", dir)
+	return system{}
+}
+
+// A constant is kept only if, fitted on part of the inputs, it prices the rest
+// better (validate): on p6-b200's odd sizes (8, 32, 128 B) the EFA latency
+// follows the 8 B row, and fitted on 8 and 128 B it does not price 32 B better,
+// nor the reverse, so it is declined and the file keeps the catalog's; on all six
+// sizes each alternate half does price the other better, and it is kept.
+func TestValidationDeclinesWhatTheRowsDoNotShow(t *testing.T) {
+	sys := sysNamed(t, "rows/p6-b200-efa")
+	spec, _, in := sys.load(t)
+	odd, _ := halves(sys, in)
+	base := calibrate.Start(spec).NICLatencyUs
+	rep, err := calibrate.Calibrate(sys.base, spec, odd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declined := false
+	for _, d := range rep.Declined {
+		t.Logf("declined: %s", d)
+		if d.Field == "nics.latency_us" && d.Folds > 0 && d.Wanted != base {
+			declined = true
+		}
+	}
+	if !declined || rep.Fitted.NICLatencyUs != base {
+		t.Errorf("odd sizes: NIC latency %.3g µs (base %.3g), declined by the held-out check: %v", rep.Fitted.NICLatencyUs, base, declined)
+	}
+	rep, err = calibrate.Calibrate(sys.base, spec, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fitted.NICLatencyUs == base {
+		t.Errorf("all sizes: NIC latency left at the base's %.3g µs: %v", base, rep.Declined)
+	}
+}
+
+// An efficiency the fit drives onto its physical upper bound is declined, and the
+// report then names no constant at a bound: Lambda's odd sizes want a NIC
+// efficiency of 0.98 (a link's line rate less its headers), which would price the
+// other sizes faster than measured.
+func TestUpperBoundDeclined(t *testing.T) {
+	sys := sysNamed(t, "rows/b200-ib-lambda")
+	spec, _, in := sys.load(t)
+	odd, _ := halves(sys, in)
+	rep, err := calibrate.Calibrate(sys.base, spec, odd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range rep.Declined {
+		t.Logf("declined: %s", d)
+		if d.Field == "nics.efficiency" && d.Max > 0 && d.Wanted >= d.Max/1.02 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no NIC efficiency declined at its upper bound: fitted %+v", rep.Fitted)
+	}
+	if len(rep.AtBound) > 0 {
+		t.Errorf("at a bound: %v", rep.AtBound)
+	}
+	if base := calibrate.Start(spec).NICEfficiency; rep.Fitted.NICEfficiency != base {
+		t.Errorf("NIC efficiency %.3g, want the base's %.3g", rep.Fitted.NICEfficiency, base)
+	}
+}
+
+// A measured range is lowered by NCCL's own table: OCI's NCCL 2.14–2.29 files
+// show the ring at 1 GiB and more on 2 × 8 A100, where the table as reproduced
+// picks the double tree (Simple at 512 MiB, LL128 at 256 MiB, its size correction
+// for Simple 0.9 there). The LL128 tree's bandwidth is 120/128 of the
+// uncorrected Simple tree's, so against the ring it does no better at 256 MiB
+// than the Simple tree at 1 GiB, and the range reaches 256 MiB; it stops above
+// sizes where latency is a tenth of the time or more.
+func TestRangeLoweredByNCCLTable(t *testing.T) {
+	sys := sysNamed(t, "a100-roce")
+	spec, _, in := sys.load(t)
+	var train calibrate.Inputs
+	for _, s := range in.Sweeps {
+		switch s.File {
+		case "oci-00b698c-slurmop.txt", "oci-2d359a9-readme.txt", "oci-d091927-slurmop.txt":
+			train.Sweeps = append(train.Sweeps, s)
+		}
+	}
+	rep, err := calibrate.Calibrate(sys.base, spec, train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Choices {
+		t.Logf("%s", calibrate.FormatRange(r))
+	}
+	for _, c := range []struct {
+		bytes float64
+		want  string
+	}{{1 << 30, "ring"}, {512 << 20, "ring"}, {256 << 20, "ring"}, {1 << 20, ""}} {
+		if a := covering(rep.Spec.Algorithms, 2, 8, c.bytes); a != c.want {
+			t.Errorf("%s all-reduce on 2 × 8: %q, want %q", calibrate.FormatBytes(c.bytes), a, c.want)
+		}
+	}
+}
+
+// The held-out check judges a measured range only where a part of the inputs
+// shows it: p5's two odd sizes (16 and 64 B) read as the NVLS tree, a range of two
+// rows, which neither size alone makes (a range needs two), so the check has
+// nothing to judge it by and the range is written — the other sizes, 32 and
+// 128 B, go from 17.8 % to within 7 %. Declined for want of a part that shows it,
+// the range would leave them at 13.4 %.
+func TestValidationKeepsWhatNoPartCanShow(t *testing.T) {
+	sys := sysNamed(t, "rows/p5-efa")
+	spec, _, in := sys.load(t)
+	odd, even := halves(sys, in)
+	rep, err := calibrate.Calibrate(sys.base, spec, odd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range rep.Declined {
+		t.Logf("declined: %s", d)
+	}
+	if len(rep.Choices) == 0 {
+		t.Fatalf("no range written: %v", rep.Declined)
+	}
+	after, _, err := calibrate.Score(rep.Spec, even)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after > 0.07 {
+		t.Errorf("even sizes: median |err| %.1f%% on the calibrated cluster, want within 7 %%", 100*after)
 	}
 }

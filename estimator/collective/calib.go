@@ -96,12 +96,6 @@ type Constants struct {
 	// BWFactor is the fraction of link bandwidth a protocol delivers: LL sends 8 bytes
 	// of data per 16-byte line (0.5), LL128 120 of 128 bytes (NCCL applies 0.92).
 	BWFactor [numProtos]float64
-	// RampBytes and RampFactor model the start-up of each message: the first
-	// RampBytes of a message move (1+RampFactor) times slower than the link rate,
-	// while the FIFO slots of the channel fill (NCCL lowers chunk and thread counts
-	// for mid-sized messages, which its own model omits — nccl-model.md §1.1, §5.2).
-	RampBytes  [numProtos]float64
-	RampFactor [numProtos]float64
 	// ChunkBytes is the pipelining unit of trees and chains per channel.
 	ChunkBytes float64
 	// NVLSChunkBytes is the pipelining unit of NVLS per channel: the switch reduce of
@@ -132,28 +126,26 @@ type Constants struct {
 // Default returns the fitted constants. The returned value is a fresh copy.
 func Default() Constants {
 	return Constants{
-		StepUs:    [numProtos]float64{Simple: 1.58, LL128: 4.99, LL: 0.238},
-		BaseUs:    [numProtos]float64{Simple: 80, LL128: 0.211, LL: 2.89},
-		NetStepUs: [numProtos]float64{Simple: 0, LL128: 0.52, LL: 6.62},
+		StepUs:    [numProtos]float64{Simple: 6.32, LL128: 2.745, LL: 0.238},
+		BaseUs:    [numProtos]float64{Simple: 18.18, LL128: 0.844, LL: 2.89},
+		NetStepUs: [numProtos]float64{Simple: 0, LL128: 1.629, LL: 5.893},
 		P2PChannelGBps: map[hardware.Arch]float64{
 			hardware.Ampere:    24.0,
 			hardware.Hopper:    38.7,
 			hardware.Blackwell: 70.0,
 		},
-		P2PBaseUs:      4.31,
+		P2PBaseUs:      3.517,
 		BWFactor:       [numProtos]float64{Simple: 1.0, LL128: 0.92, LL: 0.5},
-		RampBytes:      [numProtos]float64{Simple: 2.95 * 1024, LL128: 1.95 * 1024, LL: 19.3 * 1024},
-		RampFactor:     [numProtos]float64{Simple: 2.63, LL128: 0.176, LL: 0.309},
-		ChunkBytes:     127 * 1024,
-		NVLSChunkBytes: 252 * 1024,
+		ChunkBytes:     254 * 1024,
+		NVLSChunkBytes: 126 * 1024,
 		MaxChunks:      4096,
 		NVLSEfficiency: map[hardware.Arch]float64{
 			hardware.Hopper:    0.85,
 			hardware.Blackwell: 0.79,
 		},
-		NVLSStepUs:       1.41,
+		NVLSStepUs:       2.016,
 		NVLSBaseUs:       15.0,
-		LaunchUs:         [numLaunch]float64{PerProcess: 6.01, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
-		AmpereHostLaunch: 2.70,
+		LaunchUs:         [numLaunch]float64{PerProcess: 6.81, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
+		AmpereHostLaunch: 2.62,
 	}
 }

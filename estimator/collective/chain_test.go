@@ -11,7 +11,8 @@ import (
 // two cost about the same. With every channel rotated to start at the root, the
 // chains cross each node boundary through all of the node's NICs; a single chain
 // for all channels would squeeze the message through one NIC and be 8× slower on
-// an 8-NIC node.
+// an 8-NIC node. Both run Simple, so that the ratio compares bytes on links and
+// not protocols (NCCL's own choice runs LL128 chains at 1 GiB on 4-16 nodes).
 func TestBroadcastAcrossNodesUsesEveryNIC(t *testing.T) {
 	m := collective.NewModel(collective.Default())
 	const size = 1 << 30
@@ -22,19 +23,21 @@ func TestBroadcastAcrossNodesUsesEveryNIC(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := mustPlace(t, c, group, nil)
-		ag, err := m.Estimate(p, collective.AllGather, size, collective.Options{Algo: collective.Ring})
+		ag, err := m.Estimate(p, collective.AllGather, size, collective.Options{Algo: collective.Ring, ForceProtocol: true, Protocol: collective.Simple})
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := float64(p.N())
 		for _, op := range []collective.Op{collective.Broadcast, collective.Reduce} {
-			e, err := m.Estimate(p, op, size, collective.Options{})
+			e, err := m.Estimate(p, op, size, collective.Options{ForceProtocol: true, Protocol: collective.Simple})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ratio := e.TimeUs / (ag.TimeUs * n / (n - 1))
 			t.Logf("%2d nodes %-9s %8.0f µs, ring all-gather×n/(n−1) %8.0f µs: ratio %.2f", nodes, op, e.TimeUs, ag.TimeUs*n/(n-1), ratio)
-			if ratio < 0.85 || ratio > 1.35 {
+			// 1.35× at 16 nodes: a 128-rank chain's fill is 127 chunks of the fitted
+			// 254 KiB per channel (docs/calibration.md).
+			if ratio < 0.85 || ratio > 1.40 {
 				t.Errorf("%d nodes: %s of 1 GiB takes %.0f µs, %.2f× a ring all-gather's bytes", nodes, op, e.TimeUs, ratio)
 			}
 		}

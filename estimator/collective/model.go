@@ -90,6 +90,11 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 			return m.price(p, op, a, pr, bytes, o.Launch), nil
 		}
 	}
+	if !o.ForceProtocol { // NCCL's own tuning model picks (ncclchoice.go)
+		if a, pr, ok := m.ncclChoice(p, op, bytes); ok {
+			return m.price(p, op, a, pr, bytes, o.Launch), nil
+		}
+	}
 	best := m.autoBest(p, op, bytes, o) // the fastest algorithm (autobound.go)
 	if math.IsInf(best.TimeUs, 1) {
 		return Estimate{}, fmt.Errorf("%w: no algorithm can run %s on this group", ErrUnsupported, op)
@@ -270,6 +275,11 @@ var (
 )
 
 func (m *Model) bestProtocol(p *Placement, op Op, a Algorithm, bytes float64, o Options) Estimate {
+	if !o.ForceProtocol && len(protocols(a)) > 1 { // NCCL's tuning picks (ncclchoice.go)
+		if pr, ok := m.ncclProtocol(p, op, a, bytes); ok {
+			return m.price(p, op, a, pr, bytes, o.Launch)
+		}
+	}
 	best := Estimate{TimeUs: math.Inf(1)}
 	simpleOnly := p.Domains > 1 && p.Cluster.Spec.NICs.SimpleProtocolOnly
 	for _, pr := range protocols(a) {
@@ -284,15 +294,6 @@ func (m *Model) bestProtocol(p *Placement, op Op, a Algorithm, bytes float64, o 
 		}
 	}
 	return best
-}
-
-// ramp is the slowdown of the transfer part of a call that moves c bytes per
-// channel (the nccl-tests size divided by the channels).
-func (m *Model) ramp(pr Protocol, c float64) float64 {
-	if c <= 0 {
-		return 1
-	}
-	return 1 + m.k.RampFactor[pr]*min(c, m.k.RampBytes[pr])/c
 }
 
 // baseUs is the fixed software cost of a call of algorithm a with protocol pr:
@@ -336,14 +337,13 @@ func (m *Model) chunks(perChannel, chunk float64) int {
 	return max(1, min(k, m.k.MaxChunks))
 }
 
-// term accumulates the latency and transfer parts of a price; ramp is the
-// message's start-up slowdown of the transfer part.
-type term struct{ lat, xfer, ramp float64 }
+// term accumulates the latency and transfer parts of a price.
+type term struct{ lat, xfer float64 }
 
 // steps adds n identical steps moving `unit` bytes per flow unit of coefficient co.
 func (m *Model) steps(t *term, n float64, co coef, unit float64, pr Protocol, stepUs, bwf float64) {
 	t.lat += n * (stepUs + co.lat + co.net*m.k.NetStepUs[pr])
-	t.xfer += n * unit * co.m * t.ramp / bwf
+	t.xfer += n * unit * co.m / bwf
 }
 
 // price is the closed form of algorithm a with protocol pr.
@@ -387,7 +387,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 	case Direct, PAT, Pairwise:
 		e.Channels = 1
 	}
-	t := term{lat: m.fixedUs(p, op, a, pr, launch), ramp: m.ramp(pr, S/float64(e.Channels))}
+	t := term{lat: m.fixedUs(p, op, a, pr, launch)}
 	switch a {
 	case Ring:
 		switch op {
@@ -451,9 +451,9 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		pd := float64(p.PerDomain)
 		k := m.chunks(S/(pd*float64(e.Channels)), m.k.NVLSChunkBytes)
 		e.Chunks = k
-		intra := term{ramp: t.ramp}
+		var intra term
 		m.pipe(&intra, &co.nvlsTreeIntra, k, S/(pd*float64(k)), pr, m.k.NVLSStepUs, bwf*eff)
-		net := S / pd * co.nvlsTreeNet.m * t.ramp / bwf
+		net := S / pd * co.nvlsTreeNet.m / bwf
 		hops := 2 * math.Ceil(math.Log2(float64(p.Domains)))
 		e.Steps = co.nvlsTreeIntra.steps(k) + int(hops)
 		t.lat += intra.lat + hops*(step+co.nvlsTreeNet.lat+co.nvlsTreeNet.net*m.k.NetStepUs[pr])
@@ -502,7 +502,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 func (m *Model) pipe(t *term, pp *pipe, k int, unit float64, pr Protocol, stepUs, bwf float64) {
 	w := pp.sums(k)
 	t.lat += float64(pp.steps(k))*stepUs + w.lat + w.net*m.k.NetStepUs[pr]
-	t.xfer += unit * w.m * t.ramp / bwf
+	t.xfer += unit * w.m / bwf
 }
 
 // streams says whether the closed form streams op's chunks under algorithm a
@@ -531,7 +531,7 @@ func streamShape(a Algorithm) string {
 func (m *Model) stream(t *term, pp *pipe, k int, unit float64, pr Protocol, stepUs, bwf float64) {
 	w := pp.sums(k)
 	t.lat += float64(pp.D)*stepUs + pp.path.lat + pp.path.net*m.k.NetStepUs[pr]
-	t.xfer += unit * w.m * t.ramp / bwf
+	t.xfer += unit * w.m / bwf
 }
 
 // ringChannels is how many rings (and trees) a placement uses: NCCL's channel count

@@ -11,7 +11,7 @@ type StepCost struct {
 	TimeUs      float64
 	LatencyUs   float64 // software + hardware latency of the step
 	Bottleneck  int32   // most loaded link (resource id), −1 if none
-	BottleneckU float64 // its utilisation time, µs (before the protocol ramp)
+	BottleneckU float64 // its utilisation time, µs (before the protocol's bandwidth factor)
 }
 
 // ScheduleCost is the price of a whole schedule.
@@ -49,17 +49,12 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 	out := ScheduleCost{TimeUs: m.fixedUs(p, s.Op, s.Algo, pr, launch), Steps: make([]StepCost, 0, len(s.Steps))}
 	// Ring steps pay the mean latency of their hops (see loads.takeRing).
 	ringLike := s.Algo == Ring && (s.Op == AllReduce || s.Op == AllGather || s.Op == ReduceScatter) || s.Algo == Hierarchical
-	ch := max(1, s.Params.Channels)
-	if s.Algo == Direct || s.Algo == PAT || s.Algo == Pairwise {
-		ch = 1
-	}
-	ramp := m.ramp(pr, float64(s.Elems)*elemBytes/float64(ch))
-	// Point-to-point calls run NCCL's p2p kernel: no start-up ramp, but a floor of
+	// Point-to-point calls run NCCL's p2p kernel: a floor of
 	// what their channels can copy and a cost per further peer (p2p.go).
 	p2p := isP2P(s.Op, s.Algo)
 	var chanUs float64
 	if p2p {
-		ramp, stepUs = 1, 0 // one step, whose software cost is the call's (baseUs)
+		stepUs = 0 // one step, whose software cost is the call's (baseUs)
 		perPeer, peers, _ := p.p2pShape(s.Op, float64(s.Elems)*elemBytes)
 		nch, _ := p2pPlan(p, perPeer)
 		chanUs = m.p2pChannelUs(p, s.Op, perPeer, peers, nch, pr)
@@ -96,7 +91,7 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 			lat, net = l.latSum/l.flows, l.netSum/l.flows
 		}
 		sc.LatencyUs = stepUs + lat + net*m.k.NetStepUs[pr]
-		sc.TimeUs = sc.LatencyUs + sc.BottleneckU*ramp/bwf
+		sc.TimeUs = sc.LatencyUs + sc.BottleneckU/bwf
 		if p2p {
 			sc.TimeUs = sc.LatencyUs + max(sc.BottleneckU/bwf, chanUs)
 		}

@@ -62,9 +62,9 @@ const (
 	// they pay on top of it; Simple's is 0 by this definition, since a measurement
 	// only ever sees the hop and a protocol's network step cost added together
 	// (TestNetworkHopGauge in estimator/collective/accuracy).
-	NetHopLatencyUs = 10.7
-	EFAHopLatencyUs = 15.0 // SRD over the AWS fabric
-	SpineLatencyUs  = 1.0  // leaf → spine → leaf: two more switch traversals
+	NetHopLatencyUs = 11.12
+	EFAHopLatencyUs = 13.58 // SRD over the AWS fabric
+	SpineLatencyUs  = 1.0   // leaf → spine → leaf: two more switch traversals
 )
 
 // Defaults returns the calibrated link defaults for a GPU generation, scale-up

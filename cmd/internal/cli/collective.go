@@ -150,9 +150,9 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 			}
 		}
 		if cheapest || algo != collective.Auto {
-			fmt.Fprintln(stdout, "\n* chosen (the cheapest of the algorithms NCCL picks from by itself); \"forced only\" algorithms are priced for --algo")
+			fmt.Fprintln(stdout, "\n* chosen: what NCCL picks by itself, here the cheapest of the algorithms it picks from;\n  \"forced only\" algorithms are priced for --algo")
 		} else {
-			fmt.Fprintln(stdout, "\n* chosen, though not the cheapest: the cluster's measured algorithms, or on AWS EFA the OFI plugin's tuner regions, name it; \"forced only\" algorithms are priced for --algo")
+			fmt.Fprintln(stdout, "\n* chosen, though not the cheapest: NCCL's own tuning model picks it (by its figures, not these times),\n  or the cluster's measured algorithms or, on AWS EFA, the OFI plugin's tuner regions name it;\n  \"forced only\" algorithms are priced for --algo")
 		}
 		if na := resp.GetNotApplicable(); len(na) > 0 {
 			fmt.Fprintln(stdout, "\nnot applicable:")

@@ -22,13 +22,11 @@ func shipped() accuracy.Knobs {
 }
 
 // knownAtBound are the shipped constants that still sit on a bound of their fit
-// (docs/calibration.md, "Constants at a bound"): Simple's fixed cost carries what
-// NCCL's own protocol choice does (it keeps LL128 where Simple would be cheaper on
-// 2-node InfiniBand/RoCE at 8–64 MiB), the p4d path's small all-reduces over EFA and
-// a Simple ring's shortfall on one A100 node (the rows that pull it, row by row, and
-// NCCL's tree chunks and the Ampere flush tried against them: docs). The list may
-// only shrink: a constant that leaves its bound must leave the list.
-var knownAtBound = []string{"BaseUs.simple"}
+// (docs/calibration.md, "Constants at a bound"): none since the model runs NCCL's
+// own choice of algorithm and protocol and the start-up ramp is retired (Simple's
+// fixed cost, on its 80 µs bound before, carried what NCCL's protocol choice does).
+// The list may only shrink: a constant that leaves its bound must leave the list.
+var knownAtBound []string
 
 // No shipped constant sits on a bound of its fit, but for the known ones above.
 func TestNoShippedConstantAtBound(t *testing.T) {

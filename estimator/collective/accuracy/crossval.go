@@ -54,8 +54,6 @@ func Sources(cases []Case) []string {
 //     tree (5.0 and 8.5 µs) as their network step costs, −9 and −5.5 µs from it;
 //   - NVLS: NCCL charges a whole NVLS call 25 µs and pipelines 128 KiB chunks;
 //   - chunks of trees and chains: one Simple buffer slot, 4 MiB / 8 steps;
-//   - the protocol ramp: a factor of 1 up to 64 KiB per channel (NCCL lowers its
-//     thread and chunk counts for such messages);
 //   - launch: a CUDA kernel launch per process (5 µs), per GPU in single-process mode
 //     (2 µs), with a Python/torch call around it (10 µs), none under a CUDA graph;
 //   - the p2p kernel's fixed cost: NCCL gives p2p no figure; its LL base latency
@@ -65,8 +63,6 @@ func Prior() Knobs {
 	k.StepUs = [3]float64{collective.Simple: 3.4, collective.LL128: 1.9, collective.LL: 0.6}
 	k.BaseUs = [3]float64{collective.Simple: 8.4, collective.LL128: 14.0, collective.LL: 6.6}
 	k.NetStepUs = [3]float64{collective.Simple: 0, collective.LL128: -5.5, collective.LL: -9.0}
-	k.RampBytes = [3]float64{64 << 10, 64 << 10, 64 << 10}
-	k.RampFactor = [3]float64{1, 1, 1}
 	k.ChunkBytes = 512 << 10
 	k.NVLSChunkBytes = 128 << 10
 	k.NVLSStepUs = 1

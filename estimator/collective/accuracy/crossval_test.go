@@ -82,7 +82,12 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// 32 MiB) and what fitting them does to every other fold's constants
 	// (docs/calibration.md, "All-reduce across two GB200 racks"; NCCL's per-call
 	// channel cut, priced, did not explain them). Bounds 14 and 11 % before them.
-	bounds := map[string]float64{"1–64 MiB": 0.19, "≥ 64 MiB": 0.05, "all sizes": 0.135}
+	// With NCCL's own choice of algorithm and protocol under Auto (ncclchoice.go) and
+	// the start-up ramp retired (no RampBytes/RampFactor in the model or the fit),
+	// 1–64 MiB 18.8 → 15.1 %, all sizes 13.4 → 11.7 %, ≥ 64 MiB 4.1 → 4.2 %, < 1 MiB
+	// 24.0 → 29.4 % (docs/calibration.md, "NCCL's choice with the ramp retired");
+	// bounds 19, 5 and 13.5 % before.
+	bounds := map[string]float64{"1–64 MiB": 0.155, "≥ 64 MiB": 0.05, "all sizes": 0.12}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
@@ -93,14 +98,15 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	}
 	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
 	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
+	// 10.6 % with NCCL's choice and the ramp retired (11.6 % before, bound 12 %).
 	// 11.9 % over 192 rows with OCI's 32-tray GB200 all-reduce rows (bound 9.5 % before
 	// them, see above). 9.3 % over 176 rows: 8.3 % before the 20 NCCL all-to-all rows of OCI's GB200,
 	// GB300 and B300 pages (4–16 GiB, up to three NVL72 racks), whose two-node B300
 	// and two-rack GB300 rows the model misses by +245 and −75 % (docs/calibration.md);
 	// target 8 %.
 	t.Logf("multi-node ≥ 1 MiB n=%d: median |err| in-sample %.1f%%, out of sample %.1f%% (target 8 %%)", out.N, 100*in.MedianAbs, 100*out.MedianAbs)
-	if !(out.MedianAbs <= 0.12) {
-		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 12%%", 100*out.MedianAbs)
+	if !(out.MedianAbs <= 0.11) {
+		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 11%%", 100*out.MedianAbs)
 	}
 	// NCCL's send/recv and all-to-all of 64 KiB and less, priced by the folds that
 	// leave their source out, within 25 % of the published sweeps (issue target): the

@@ -81,8 +81,6 @@ func FitParams() []Param {
 		if pr != collective.Simple {
 			add("NetStepUs."+pr.String(), -20, 40, func(k *collective.Constants) *float64 { return &k.NetStepUs[pr] })
 		}
-		add("RampBytes."+pr.String(), 1<<10, 1<<30, func(k *collective.Constants) *float64 { return &k.RampBytes[pr] })
-		add("RampFactor."+pr.String(), 0, 10, func(k *collective.Constants) *float64 { return &k.RampFactor[pr] })
 	}
 	// A tree's or chain's chunk is at most one of a connection's NCCL_STEPS (8) slots
 	// of NCCL_BUFFSIZE (4 MiB): NCCL's calcCollChunking (enqueue.cc) takes stepSize ×

@@ -57,7 +57,7 @@ func TestStartsSplitFixedAndPerStepCosts(t *testing.T) {
 	if down.K.BaseUs[collective.LL] != p.K.BaseUs[collective.LL]/2 || down.K.NVLSStepUs != 2*p.K.NVLSStepUs {
 		t.Errorf("fixed ÷2, per-step ×2: got LL base %v, NVLS step %v", down.K.BaseUs[collective.LL], down.K.NVLSStepUs)
 	}
-	if up.K.ChunkBytes != p.K.ChunkBytes || up.K.RampBytes != p.K.RampBytes {
+	if up.K.ChunkBytes != p.K.ChunkBytes || up.K.NVLSChunkBytes != p.K.NVLSChunkBytes {
 		t.Error("a byte size moved")
 	}
 	for _, s := range accuracy.Starts(p, params, 100) {

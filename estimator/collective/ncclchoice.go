@@ -1,0 +1,456 @@
+package collective
+
+import (
+	"math"
+
+	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// NCCL chooses a collective's algorithm and protocol by its own cost model, not by
+// what the candidates take: ncclTopoTuneModel (src/graph/tuning.cc) fills a table
+// of latency and algorithm bandwidth per (collective, algorithm, protocol) from the
+// topology search's graphs, and ncclTopoGetAlgoTime prices a call as
+// latency + bytes / bandwidth, with the tree's size correction and the ring's
+// "plateau"; the call runs the arg-min (enqueue.cc, topoGetAlgoInfo). Its figures
+// charge Simple far more latency than LL and LL128 and cap LL and LL128 per
+// channel, so it keeps LL128 up to tens of MiB where Simple would be as fast.
+//
+// The model makes the same choice under Auto (no algorithm or protocol forced, no
+// measured choice of a calibrated cluster, no AWS tuner region): ncclChoice below
+// evaluates NCCL's table for the placement and returns its arg-min, which the
+// calibrated physics (Model.price) then prices; an algorithm forced or measured
+// gets the protocol NCCL's table picks for it (ncclProtocol). Where NCCL has no
+// model (send/recv, all-to-all, AMD GPUs) the model runs the cheapest of its own
+// prices (autoBest). With NCCL's choice and without the start-up ramp the old
+// model needed to keep Simple off small calls, the collectives'
+// leave-one-source-out figures improved in every asserted class
+// (docs/calibration.md, "NCCL's choice with the ramp retired").
+//
+// The tables are NVIDIA/nccl v2.27.7-1's (src/graph/tuning.cc lines 134–190 and
+// ncclTopoTuneModel, ncclTopoGetAlgoTime; src/graph/topo.h for the NVLink
+// per-link figures). What stands in for NCCL's topology search: the channel count
+// is the model's ring channels (ringChannels, NCCL's 12 on one A100/H100 node),
+// their summed speed the GPU's NVLink bandwidth at NCCL's per-link figure
+// (ncclLinkRatio) and, across nodes, the NICs the group's GPUs use; the NVLS graph
+// has one channel per local GPU (its heads), each at the NVLink bandwidth over
+// ppn + 1 (the head's path carries two) taken down to the search's speed ladder. Hosts are taken as Intel (llMaxBws row 0,
+// a network post overhead of 1 µs) and the net plugin's extra latency as 0 (NCCL's
+// IB transport reports none). Collectives NCCL has no model for (send/recv,
+// all-to-all) and AMD GPUs (RCCL's tables differ) keep the model's own choice.
+
+// NCCL's algorithm rows used below.
+const (
+	nTree     = iota // NCCL_ALGO_TREE: the double binary tree
+	nRing            // NCCL_ALGO_RING
+	nNVLS            // NCCL_ALGO_NVLS
+	nNVLSTree        // NCCL_ALGO_NVLS_TREE
+	nPAT             // NCCL_ALGO_PAT
+	nNCCLAlgos
+)
+
+// ncclAlgo maps NCCL's rows to the model's algorithms.
+var ncclAlgo = [nNCCLAlgos]Algorithm{nTree: DoubleTree, nRing: Ring, nNVLS: NVLS, nNVLSTree: NVLSTree, nPAT: PAT}
+
+// NCCL's protocol index order (LL, LL128, Simple) to the model's protocols.
+var ncclProtos = [3]Protocol{LL, LL128, Simple}
+
+// ncclBaseLat is tuning.cc's baseLat (µs) for tree and ring, LL / LL128 / Simple;
+// NVLS, the NVLS tree and PAT have none (PAT's 8 µs is its own formula).
+var ncclBaseLat = [2][3]float64{
+	nTree: {6.8, 14.0, 8.4},
+	nRing: {6.6, 14.0, 8.4},
+}
+
+// ncclHwLat is tuning.cc's hwLat (µs) by link (NVLink, PCI, network), algorithm
+// and protocol (LL / LL128 / Simple).
+var ncclHwLat = [3][nNCCLAlgos][3]float64{
+	{ // NVLink
+		nTree: {.6, 1.25, 4.0}, nRing: {.6, 1.9, 3.4}, nNVLS: {0, 0, 25}, nNVLSTree: {0, 0, 25}, nPAT: {0, 0, 0},
+	},
+	{ // PCI
+		nTree: {1.0, 1.9, 4.0}, nRing: {1.0, 2.5, 5.7},
+	},
+	{ // network
+		nTree: {5.0, 8.5, 14}, nRing: {2.7, 4.0, 14.0}, nNVLS: {0, 0, 18}, nNVLSTree: {0, 0, 14},
+	},
+}
+
+const (
+	hwNVLink = 0
+	hwPCI    = 1
+	hwNet    = 2
+)
+
+// NCCL's per-channel caps (tuning.cc), by GPU generation and node count (1, 2, more):
+// llMaxBws (row by GPU on one node, by host CPU vendor across nodes: Intel's row),
+// perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws.
+var (
+	ncclLLMaxBw1 = map[hardware.Arch]float64{hardware.Ampere: 87.7, hardware.Hopper: 141.0, hardware.Blackwell: 2 * 141.0}
+	// Intel hosts across nodes: the Volta row of the table, {39.0, 39.0, 20.4}.
+	ncclLLMaxBwIntel   = [3]float64{39.0, 39.0, 20.4}
+	ncclRingLL128PerCh = map[hardware.Arch][3]float64{
+		hardware.Ampere: {20, 20, 20}, hardware.Hopper: {36.7, 36.7, 36.7}, hardware.Blackwell: {2 * 36.7, 2 * 36.7, 2 * 36.7},
+	}
+	ncclTreeLL128PerCh = map[hardware.Arch][3]float64{
+		hardware.Ampere: {20, 20, 20}, hardware.Hopper: {36.7, 36.7, 29.0}, hardware.Blackwell: {2 * 36.7, 2 * 36.7, 2 * 29.0},
+	}
+	ncclTreePerCh = map[hardware.Arch][3]float64{
+		hardware.Ampere: {24.0, 23.6, 17.8}, hardware.Hopper: {38.7, 41.4, 36.0}, hardware.Blackwell: {2 * 38.7, 2 * 41.4, 2 * 36.0},
+	}
+)
+
+// ncclTreeCorrection is tuning.cc's treeCorrectionFactor, by protocol (LL, LL128,
+// Simple) and log2(bytes / 64), 64 B to 256 MiB; 1 outside.
+var ncclTreeCorrection = [3][23]float64{
+	{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+	{1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+	{.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+}
+
+// ncclLinkRatio is NCCL's bandwidth of one NVLink (topo.h: SM80_NVLINK_BW 20,
+// SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40) over the link's line rate per direction
+// (25 GB/s for NVLink 3 and 4, 50 for NVLink 5): the catalog's GPU bandwidth is
+// line rate, NCCL's graphs use its own figure. PCIe (Gen4 x16: NCCL 24 GB/s of
+// 31.5) is close to Ampere's ratio.
+var ncclLinkRatio = map[hardware.Arch]float64{hardware.Ampere: 20.0 / 25, hardware.Hopper: 20.6 / 25, hardware.Blackwell: 40.0 / 50}
+
+// ncclNetOverheadUs is getNetOverhead on Intel hosts (1 µs; 2 on AMD).
+const ncclNetOverheadUs = 1.0
+
+// ncclGraph is what ncclTopoTuneModel reads from the placement.
+type ncclGraph struct {
+	arch       hardware.Arch
+	nodes      int
+	ranks      int
+	ppn        float64
+	channels   float64 // ring and tree channels
+	intra      float64 // summed NVLink (or PCIe) bandwidth of one GPU, NCCL's figures, GB/s
+	nic        float64 // summed NIC bandwidth the group's GPUs of one node use, GB/s
+	intraHw    int
+	ll128      bool // NCCL enables LL128 on this path
+	simpleOnly bool // the network carries Simple only (AWS's plugin sets NCCL_PROTO)
+	// since228: the cluster states NCCL 2.28 or later, whose tables differ: the NVLS
+	// tree's network hop 20.9 µs (14 before) and Blackwell's per-channel caps (ring
+	// LL128 40, tree LL128 55.6 / 31.67 / 20.0, tree 70.0 / 42.8 / 24.0 GB/s;
+	// twice Hopper's before), tuning.cc ncclTunerConstantsDefaults at v2.28.3-1.
+	since228 bool
+}
+
+func ncclGraphOf(p *Placement) (ncclGraph, bool) {
+	c := p.Cluster
+	s := &c.Spec
+	arch := c.GPU().Arch
+	ratio, ok := ncclLinkRatio[arch]
+	if !ok {
+		return ncclGraph{}, false // RCCL on AMD GPUs: other tables
+	}
+	g := ncclGraph{arch: arch, nodes: p.Domains, ranks: p.N()}
+	g.ppn = float64(g.ranks) / float64(g.nodes)
+	g.channels = float64(ringChannels(p))
+	intra := s.Intra.GPUBandwidthGBps
+	if intra == 0 {
+		intra = c.GPU().NVLinkGBps
+	}
+	g.intra = intra * ratio
+	g.intraHw = hwNVLink
+	if s.Intra.Kind == topology.PCIe {
+		g.intraHw = hwPCI
+	}
+	if g.nodes > 1 {
+		nics := float64(s.NICs.PerNode) * min(1, g.ppn/float64(s.GPUsPerNode))
+		g.nic = max(1, nics) * s.NICs.Gbps / 8
+	}
+	// LL128 (tuning.cc, v2.27.7-1): on NVLink paths only, and across nodes only where
+	// the NIC is reached through PCIe switches or PXN, which the NVSwitch systems'
+	// NICs are; and never where the network carries Simple only.
+	g.ll128 = g.intraHw == hwNVLink
+	g.simpleOnly = g.nodes > 1 && s.NICs.SimpleProtocolOnly
+	if major, minor, ok := s.NCCLRelease(); ok && (major > 2 || major == 2 && minor >= 28) {
+		g.since228 = true
+	}
+	return g, true
+}
+
+// time is NCCL's predicted time (µs) of op on bytes under its algorithm row a
+// and protocol index pi (LL, LL128, Simple), or -1 where NCCL does not run it.
+func (g *ncclGraph) time(op Op, a, pi int, bytes float64) float64 {
+	lat, xfer := g.parts(op, a, pi, bytes)
+	if lat < 0 {
+		return -1
+	}
+	return lat + xfer
+}
+
+// parts is time's two terms: NCCL's latency and its transfer (bytes over the
+// algorithm bandwidth), µs; -1, -1 where NCCL does not run it.
+func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
+	if g.simpleOnly && pi != 2 || pi == 1 && !g.ll128 {
+		return -1, -1
+	}
+	if (a == nNVLS || a == nNVLSTree || a == nPAT) && pi != 2 {
+		return -1, -1
+	}
+	n := float64(g.ranks)
+	idx2 := min(g.nodes, 3) - 1
+	var nsteps float64
+	switch op {
+	case AllReduce:
+		nsteps = 2 * (n - 1)
+	case AllGather, ReduceScatter:
+		nsteps = n - 1
+	default:
+		nsteps = n
+	}
+	// the graph's summed speed (nChannels × bw)
+	ringBus := g.intra
+	if g.nodes > 1 {
+		ringBus = min(g.intra, g.nic)
+	}
+	var bus float64
+	switch a {
+	case nRing:
+		bus = ringBus
+	case nTree:
+		bus = ringBus
+		if g.nodes == 2 {
+			bus = min(g.intra, 2*g.nic) // the tree search raises bwIntra up to 2 × bwInter
+		}
+	case nPAT:
+		bus = ringBus
+	case nNVLS, nNVLSTree:
+		heads := g.ppn
+		chIntra := ncclSpeed(g.arch, g.intra/(g.ppn+1))
+		chInter := 1.5 * chIntra // one node: pass 2 raises bwInter (60 against 40 on H100)
+		if g.nodes > 1 {
+			chInter = g.nic / g.ppn
+		}
+		switch {
+		case a == nNVLSTree && g.nodes > 2:
+			bus = heads * min(chIntra, chInter/2)
+		case a == nNVLSTree:
+			bus = heads * min(chIntra, chInter)
+		case op == AllReduce:
+			bus = heads * min(chIntra, chInter)
+		default:
+			bus = heads * min(chIntra*(g.ppn-1)/g.ppn, chInter*0.9)
+		}
+	}
+	ch := g.channels
+	ringLL128, treeLL128, tree := ncclRingLL128PerCh[g.arch], ncclTreeLL128PerCh[g.arch], ncclTreePerCh[g.arch]
+	if g.since228 && g.arch == hardware.Blackwell {
+		ringLL128, treeLL128, tree = [3]float64{40, 40, 40}, [3]float64{55.6, 31.67, 20.0}, [3]float64{70.0, 42.8, 24.0}
+	}
+	llMax := ncclLLMaxBwIntel[idx2]
+	if g.nodes == 1 {
+		llMax = ncclLLMaxBw1[g.arch]
+	}
+	switch {
+	case a == nRing && pi == 0:
+		bus = min(llMax, bus*.5)
+	case a == nRing && pi == 1:
+		bus = min(bus*0.92, ch*ringLL128[idx2])
+	}
+	if a == nTree {
+		bus = min(bus*.92, ch*tree[idx2])
+		switch pi {
+		case 0:
+			bus = min(bus/3.8, llMax)
+		case 1:
+			f := 120.0 / 128
+			if g.nodes == 1 {
+				f = 7.0 / 9
+			}
+			bus = min(bus*f, ch*treeLL128[idx2])
+		}
+	}
+	if a == nPAT {
+		bus *= .75
+	}
+	// bus bandwidth to algorithm bandwidth
+	if !(a != nRing && (op == AllGather || op == ReduceScatter)) {
+		switch a {
+		case nRing:
+			bus *= n / nsteps
+		case nNVLS, nNVLSTree:
+			bus *= 5.0 / 6
+		default:
+			bus *= .5
+		}
+	}
+	if !(bus > 0) {
+		return -1, -1
+	}
+	intraLat := ncclHwLat[g.intraHw][a][pi]
+	interLat := ncclHwLat[hwNet][a][pi]
+	if a == nNVLSTree && g.since228 {
+		interLat = 20.9
+	}
+	if g.ppn == 1 {
+		interLat = ncclHwLat[hwNet][nTree][pi] // latencies fully exposed: the tree's
+	}
+	switch a {
+	case nRing:
+		lat = ncclBaseLat[nRing][pi]
+		hw := g.intraHw
+		if g.nodes > 1 {
+			hw = hwNet
+		}
+		if op == Broadcast || op == Reduce {
+			// channels differ between nodes unless one node: nsteps × the hop, Simple
+			// with the tree's figure
+			l := ncclHwLat[hw][nRing][pi]
+			if g.nodes == 1 {
+				lat += l
+			} else {
+				if pi == 2 {
+					l = ncclHwLat[hw][nTree][pi]
+				}
+				lat += nsteps * l
+			}
+			break
+		}
+		if g.nodes > 1 {
+			ov := ncclNetOverheadUs
+			if pi == 2 {
+				ov *= 3
+			}
+			intraLat = max(intraLat, ov)
+		}
+		inter := 0.0
+		if g.nodes > 1 {
+			inter = float64(g.nodes - 1)
+			if op == AllReduce {
+				inter *= 2
+			}
+		}
+		lat += (nsteps-inter)*intraLat + inter*interLat
+	case nTree:
+		lat = ncclBaseLat[nTree][pi] + 2*(math.Floor(g.ppn-1)*intraLat+float64(log2i(g.nodes))*interLat)
+	case nNVLS:
+		lat = intraLat
+		if g.nodes > 1 {
+			lat += interLat
+		}
+	case nNVLSTree:
+		lat = intraLat + 2*float64(log2i(g.nodes))*interLat
+	case nPAT:
+		lat = 8 + float64(log2i(g.nodes))*interLat/3.5 + n*2.8
+	}
+	if a == nTree && op == AllReduce {
+		if ls := log2i(int(bytes) >> 6); ls >= 0 && ls < len(ncclTreeCorrection[pi]) {
+			bus *= ncclTreeCorrection[pi][ls]
+		}
+	}
+	if a == nRing && pi == 2 && g.nodes > 1 && op == AllReduce && bytes/(ch*n) >= 64 {
+		lat *= 1.4 // the ring's plateau (sm80 and later)
+	}
+	return lat, bytes / (1000 * bus)
+}
+
+// ncclIntraSpeeds are the per-channel speeds (GB/s) NCCL's topology search tries
+// inside a node, fastest first (src/graph/search.cc, speedArrayIntra and
+// sm90SpeedArrayIntra, sm100SpeedArrayIntra at v2.27.7-1).
+var ncclIntraSpeeds = map[hardware.Arch][]float64{
+	hardware.Ampere:    {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0},
+	hardware.Hopper:    {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0},
+	hardware.Blackwell: {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0},
+}
+
+// ncclSpeed is the fastest speed of the search's ladder at or below x: what a
+// channel gets where the links allow x.
+func ncclSpeed(a hardware.Arch, x float64) float64 {
+	l := ncclIntraSpeeds[a]
+	for _, v := range l {
+		if v <= x {
+			return v
+		}
+	}
+	return l[len(l)-1]
+}
+
+// log2i is NCCL's log2i: floor(log2(n)) for n ≥ 1, -1 for n ≤ 0.
+func log2i(n int) int {
+	l := -1
+	for n > 0 {
+		n >>= 1
+		l++
+	}
+	return l
+}
+
+// ncclEligible says whether NCCL considers its algorithm row a for op on g.
+func (g *ncclGraph) eligible(op Op, a int) bool {
+	switch op {
+	case Broadcast, Reduce:
+		return a == nRing
+	case AllGather, ReduceScatter:
+		return a == nRing || a == nPAT && g.nodes == g.ranks || a == nNVLS && g.nodes == 1
+	case AllReduce:
+		switch a {
+		case nNVLS:
+			return g.nodes == 1
+		case nNVLSTree:
+			return g.nodes > 1
+		case nPAT:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// ncclChoice is the algorithm and protocol NCCL's tuning model picks for op on the
+// placement among those the model can run there; ok is false where NCCL has no
+// model for op or the GPUs are not NVIDIA's.
+func (m *Model) ncclChoice(p *Placement, op Op, bytes float64) (Algorithm, Protocol, bool) {
+	if op != AllReduce && op != AllGather && op != ReduceScatter && op != Broadcast && op != Reduce {
+		return Auto, 0, false
+	}
+	g, ok := ncclGraphOf(p)
+	if !ok {
+		return Auto, 0, false
+	}
+	best, ba, bp := math.Inf(1), Auto, Protocol(0)
+	for a := range nNCCLAlgos {
+		if !g.eligible(op, a) || !m.autoRuns(p, op, ncclAlgo[a]) {
+			continue
+		}
+		for pi, pr := range ncclProtos {
+			if t := g.time(op, a, pi, bytes); t >= 0 && t < best {
+				best, ba, bp = t, ncclAlgo[a], pr
+			}
+		}
+	}
+	if ba == Auto {
+		return Auto, 0, false
+	}
+	return ba, bp, true
+}
+
+// ncclProtocol is the protocol NCCL's tuning model picks for op under algorithm a
+// (NCCL_ALGO set, or a measured choice of a calibrated cluster): the cheapest of
+// a's protocols in NCCL's table. ok is false where NCCL has no row for a or no
+// model for op.
+func (m *Model) ncclProtocol(p *Placement, op Op, a Algorithm, bytes float64) (Protocol, bool) {
+	row := -1
+	for r, alg := range ncclAlgo {
+		if alg == a {
+			row = r
+		}
+	}
+	if row < 0 || op != AllReduce && op != AllGather && op != ReduceScatter && op != Broadcast && op != Reduce {
+		return 0, false
+	}
+	g, ok := ncclGraphOf(p)
+	if !ok || !g.eligible(op, row) {
+		return 0, false
+	}
+	best, bp := math.Inf(1), Protocol(0)
+	for pi, pr := range ncclProtos {
+		if t := g.time(op, row, pi, bytes); t >= 0 && t < best {
+			best, bp = t, pr
+		}
+	}
+	return bp, !math.IsInf(best, 1)
+}

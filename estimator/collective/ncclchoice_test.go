@@ -1,0 +1,144 @@
+package collective
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/catalog"
+)
+
+func placeNodes(t *testing.T, system string, nodes, ppn int) *Placement {
+	t.Helper()
+	cl, err := catalog.Cluster(system, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group, _, err := NodeGroups(cl, nodes, ppn, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Place(cl, group, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// NCCL's tuning model on one node of 8 GPUs switches where its TUNING tables say:
+// on 8×H200 (the same NVLink as H100) ring/LL up to 1 MiB and NVLS from 2 MiB, the
+// switch NCCL's TUNING log shows on 8×H200 (stas00/ml-engineering network/README.md);
+// on 8×A100 ring/LL up to 2 MiB, ring/LL128 from 4 to 16 MiB and ring/Simple from
+// 32 MiB (the arg-min of NCCL's table for DGX A100: 12 channels of 20 GB/s, LL capped
+// at 87.7 GB/s, LL128 at 0.92 of the bus; Simple pays 8.4 + 14 × 3.4 µs of latency).
+// Under Auto the model runs that choice.
+func TestNCCLChoiceSingleNodeSwitchPoints(t *testing.T) {
+	m := nccltuned()
+	const MiB = 1 << 20
+	for _, c := range []struct {
+		system string
+		want   func(size float64) (Algorithm, Protocol)
+	}{
+		{"hgx-h200", func(s float64) (Algorithm, Protocol) {
+			if s <= 1*MiB {
+				return Ring, LL
+			}
+			return NVLS, Simple
+		}},
+		{"dgx-h100", func(s float64) (Algorithm, Protocol) {
+			if s <= 1*MiB {
+				return Ring, LL
+			}
+			return NVLS, Simple
+		}},
+		{"dgx-a100", func(s float64) (Algorithm, Protocol) {
+			switch {
+			case s <= 2*MiB:
+				return Ring, LL
+			case s <= 16*MiB:
+				return Ring, LL128
+			}
+			return Ring, Simple
+		}},
+	} {
+		p := placeNodes(t, c.system, 1, 8)
+		for s := 8.0; s <= 4<<30; s *= 2 {
+			a, pr, ok := m.ncclChoice(p, AllReduce, s)
+			wa, wp := c.want(s)
+			if !ok || a != wa || pr != wp {
+				t.Errorf("%s: %.0f B: NCCL's choice %s/%s (ok %v), want %s/%s", c.system, s, a, pr, ok, wa, wp)
+			}
+			e, err := m.Estimate(p, AllReduce, s, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Algo != wa || e.Protocol != wp {
+				t.Errorf("%s: %.0f B: Auto runs %s/%s, want NCCL's %s/%s", c.system, s, e.Algo, e.Protocol, wa, wp)
+			}
+		}
+	}
+}
+
+// Across two DGX H100 NCCL's table keeps the double tree with LL and LL128 for small
+// and mid-sized all-reduces and takes the NVLS tree for large ones; its LL128 double
+// tree is cheaper in its own figures than Simple's at 256 KiB (14 + 2 × (7 × 1.25 +
+// 8.5) = 48.5 µs of latency against 8.4 + 2 × (7 × 4 + 14) = 92.4 µs).
+// Across 2×p4d (EFA carrying Simple only) every choice is Simple.
+func TestNCCLChoiceAcrossNodes(t *testing.T) {
+	m := NewModel(Default())
+	p := placeNodes(t, "dgx-h100", 2, 8)
+	for s, want := range map[float64][2]any{
+		8:         {DoubleTree, LL},
+		256 << 10: {DoubleTree, LL128},
+		1 << 30:   {NVLSTree, Simple},
+	} {
+		a, pr, ok := m.ncclChoice(p, AllReduce, s)
+		if !ok || a != want[0] || pr != want[1] {
+			t.Errorf("2×8 H100: %.0f B: %s/%s, want %v/%v", s, a, pr, want[0], want[1])
+		}
+	}
+	g, _ := ncclGraphOf(p)
+	if lat := g.time(AllReduce, nTree, 1, 0); math.Abs(lat-48.5) > 1e-3 {
+		t.Errorf("double tree LL128 latency %.2f µs, NCCL's table 48.5", lat)
+	}
+	if lat := g.time(AllReduce, nTree, 2, 0); math.Abs(lat-92.4) > 1e-3 {
+		t.Errorf("double tree Simple latency %.2f µs, NCCL's table 92.4", lat)
+	}
+	p4d := placeNodes(t, "aws-p4d", 2, 8)
+	for s := 8.0; s <= 1<<30; s *= 4 {
+		if _, pr, ok := m.ncclChoice(p4d, AllReduce, s); !ok || pr != Simple {
+			t.Errorf("2×p4d: %.0f B: protocol %s, want Simple (the only one across EFA v1)", s, pr)
+		}
+	}
+}
+
+// NCCL has no tuning model for send/recv and all-to-all, and AMD GPUs run RCCL's
+// tables: there the model keeps its own choice. A forced protocol is honoured.
+func TestNCCLChoiceWhereNot(t *testing.T) {
+	m := nccltuned()
+	p := placeNodes(t, "dgx-h100", 1, 8)
+	if _, _, ok := m.ncclChoice(p, AllToAll, 1<<20); ok {
+		t.Error("all-to-all: NCCL has no tuning model for it")
+	}
+	amd := placeNodes(t, "oci-mi300x", 1, 8)
+	if _, _, ok := m.ncclChoice(amd, AllReduce, 1<<20); ok {
+		t.Error("MI300X: RCCL's tables are not NCCL's")
+	}
+	e, err := m.Estimate(p, AllReduce, 8<<20, Options{ForceProtocol: true, Protocol: LL128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Algo != NVLS && e.Protocol != LL128 {
+		t.Errorf("NCCL_PROTO=LL128: %s/%s", e.Algo, e.Protocol)
+	}
+}
+
+func TestLog2i(t *testing.T) {
+	for n, want := range map[int]int{0: -1, 1: 0, 2: 1, 3: 1, 4: 2, 1023: 9, 1024: 10} {
+		if got := log2i(n); got != want {
+			t.Errorf("log2i(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// nccltuned is the shipped model, which runs NCCL's choice under Auto.
+func nccltuned() *Model { return NewModel(Default()) }
