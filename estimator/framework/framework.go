@@ -227,7 +227,9 @@ type Profile struct {
 	// of torchtitan's mx.mxfp8_dim1_cast_kernel_choice), where torchao's own
 	// measurement of those kernels on B200 puts them below the model's elementwise
 	// rate (Constants.HBMEfficiency). Their speed depends on the torchao and
-	// PyTorch builds: set on the profile of the versions it was measured with.
+	// PyTorch builds: set on the profile of the versions it was measured with
+	// (dim 1 by the CUDA kernel torchao takes by default from 2026 on the current
+	// torchtitan profile).
 	BlackwellMXCastHBM [2]float64
 	// FSDP2Copies: ZeRO-3 is PyTorch FSDP2 (fully_shard), which copies every
 	// gathered weight and every gradient it reduces once more in HBM, on the
@@ -901,8 +903,8 @@ var profiles = []Profile{
 			// 6.3 TB/s", the dim1 cast with the Triton kernel (torchtitan 35bffe989's
 			// default) "up to 3.9 TB/s": 0.79 and 0.49 of the B200's 8 TB/s. From
 			// 4446ad91b the README times a CUDA dim1 kernel at 5.4–5.7 TB/s and the
-			// dim0 cast at 6.5 TB/s on a 1000 W B200 (0.68–0.81): the current profile
-			// keeps the model's rate.
+			// dim0 cast at 6.5 TB/s on a 1000 W B200 (0.68–0.81): the current
+			// profile's.
 			p.BlackwellMXCastHBM = [2]float64{6.3 / 8, 3.9 / 8}
 			// MoE.forward and the expert-parallel hooks run eagerly around the
 			// compiled submodules (apply_compile at 35bffe989).
@@ -1025,6 +1027,12 @@ var torchtitanProfile = Profile{
 	// FSDP2's copy-out of every gather and copy-in of every reduce-scatter run
 	// on the compute stream.
 	FSDP2Copies: true,
+	// torchao's MXFP8 casts as its documentation times them on a 1000 W B200 from
+	// 4446ad91b (PR #3563, 2026-01-02; docs/source/workflows/training.md since
+	// f8bbce54e), 16384 × 16384: the dim0 cast under torch.compile 6462 GB/s, the
+	// dim1 cast with the CUDA kernel 5404 GB/s (floor scaling; 5717 rceil): 0.81
+	// and 0.68 of 8 TB/s.
+	BlackwellMXCastHBM: [2]float64{6462.0 / 8000, 5404.0 / 8000},
 	// FSDP2 shards the weights, gradients and optimizer states together
 	// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or
 	// replicates them (DDP): no optimizer-only sharding (ZeRO-1) without a
