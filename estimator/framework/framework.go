@@ -221,6 +221,16 @@ type Profile struct {
 	// whatever the number of local experts. Its speed depends on the PyTorch build:
 	// set on the profile of the versions it was measured with.
 	BlackwellGroupedMMEfficiency float64
+	// BlackwellMXCastHBM, when not zero, is the fraction of the GPU's HBM bandwidth
+	// torchao's MXFP8 casts reach on Blackwell, along dim 0 (rows: torchao's to_mx
+	// under torch.compile) and dim 1 (columns: torchao's Triton kernel, the default
+	// of torchtitan's mx.mxfp8_dim1_cast_kernel_choice), where torchao's own
+	// measurement of those kernels on B200 puts them below the model's elementwise
+	// rate (Constants.HBMEfficiency). Their speed depends on the torchao and
+	// PyTorch builds: set on the profile of the versions it was measured with
+	// (dim 1 by the CUDA kernel torchao takes by default from 2026 on the current
+	// torchtitan profile).
+	BlackwellMXCastHBM [2]float64
 	// FSDP2Copies: ZeRO-3 is PyTorch FSDP2 (fully_shard), which copies every
 	// gathered weight and every gradient it reduces once more in HBM, on the
 	// compute stream. torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py
@@ -882,7 +892,17 @@ var profiles = []Profile{
 		"pytorch/torchtitan 3b85aa31f (PR #1196: cuDNN attention first on sm100) through 6a3a9da95 (v0.1.0 and 6fc499f checked): "+
 			"models/attention.py ScaledDotProductAttention backends and models/llama3/infra/parallelize.py _save_list "+
 			"(flash and efficient attention only; the cuDNN kernel added in b39377f9f, PR #2095, 2025-12-01)",
-		func(p *Profile) { p.OpSACRecomputesBlackwellAttention = true }),
+		func(p *Profile) {
+			p.OpSACRecomputesBlackwellAttention = true
+			// torchao's mx_formats README from 934d11ead (PR #1989, 2025-04-01) to
+			// d20876810 (PR #3210, 2025-10-19), the torchao of torchao's B200 table
+			// (0.13.0, torchtitan 6fc499f, whose mx.mxfp8_dim1_cast_kernel_choice
+			// defaults to "triton"): "On NVIDIA B200 machines, our to_mx kernels for
+			// mxfp8 achieve up to 5.5 TB/s for the dim0 cast (with torch.compile), and
+			// up to 3.9 TB/s for the dim1 cast (with a triton kernel)" — at 16384 ×
+			// 16384, their best shape: 0.69 and 0.49 of the B200's 8 TB/s.
+			p.BlackwellMXCastHBM = [2]float64{5.5 / 8, 3.9 / 8}
+		}),
 	torchtitanAs("torchtitan-2025-11",
 		"torchtitan of October–November 2025 on torch 2.10 nightlies with torchao 0.14–0.15: as torchtitan, "+
 			"on Blackwell the routed experts' grouped GEMMs (torch._grouped_mm, torchao's MXFP8 torch._scaled_grouped_mm) at "+
@@ -910,6 +930,14 @@ var profiles = []Profile{
 			// 95120b1f2's breakdown, at 1000 W) the same work ran at about 0.52 (bf16)
 			// and 0.57 (MXFP8): the later profile (torchtitan) keeps the model's.
 			p.BlackwellGroupedMMEfficiency = 0.36
+			// torchao's mx_formats README from d20876810 (PR #3210, 2025-10-19) to
+			// 4446ad91b (PR #3563, 2026-01-02): the dim0 cast under torch.compile "up to
+			// 6.3 TB/s", the dim1 cast with the Triton kernel (torchtitan 35bffe989's
+			// default) "up to 3.9 TB/s": 0.79 and 0.49 of the B200's 8 TB/s. From
+			// 4446ad91b the README times a CUDA dim1 kernel at 5.4–5.7 TB/s and the
+			// dim0 cast at 6.5 TB/s on a 1000 W B200 (0.68–0.81): the current
+			// profile's.
+			p.BlackwellMXCastHBM = [2]float64{6.3 / 8, 3.9 / 8}
 			// MoE.forward and the expert-parallel hooks run eagerly around the
 			// compiled submodules (apply_compile at 35bffe989).
 			p.EagerMoEGlue = true
@@ -1031,6 +1059,12 @@ var torchtitanProfile = Profile{
 	// FSDP2's copy-out of every gather and copy-in of every reduce-scatter run
 	// on the compute stream.
 	FSDP2Copies: true,
+	// torchao's MXFP8 casts as its documentation times them on a 1000 W B200 from
+	// 4446ad91b (PR #3563, 2026-01-02; docs/source/workflows/training.md since
+	// f8bbce54e), 16384 × 16384: the dim0 cast under torch.compile 6462 GB/s, the
+	// dim1 cast with the CUDA kernel 5404 GB/s (floor scaling; 5717 rceil): 0.81
+	// and 0.68 of 8 TB/s.
+	BlackwellMXCastHBM: [2]float64{6462.0 / 8000, 5404.0 / 8000},
 	// FSDP2 shards the weights, gradients and optimizer states together
 	// (fully_shard, reshard_after_forward: ZeRO-3, or not: ZeRO-2) or
 	// replicates them (DDP): no optimizer-only sharding (ZeRO-1) without a

@@ -61,10 +61,17 @@ func TestTorchtitanMid2025(t *testing.T) {
 		t.Errorf("OpSACRecomputesBlackwellAttention: torchtitan %v, torchtitan-0.1 %v; want false, true",
 			now.OpSACRecomputesBlackwellAttention, mid.OpSACRecomputesBlackwellAttention)
 	}
+	// torchao's mx_formats README of 2025-04-01 to 2025-10-19: dim0 cast up to
+	// 5.5 TB/s, dim1 up to 3.9 TB/s on B200 (8 TB/s).
+	// From 2026-01-02 on a 1000 W B200: dim0 6462 GB/s, dim1 (CUDA) 5404 GB/s.
+	if now.BlackwellMXCastHBM != [2]float64{6462.0 / 8000, 5404.0 / 8000} || mid.BlackwellMXCastHBM != [2]float64{5.5 / 8, 3.9 / 8} {
+		t.Errorf("BlackwellMXCastHBM: torchtitan %v, torchtitan-0.1 %v; want torchao's measured 6.46 / 5.40 and 5.5 / 3.9 of 8 TB/s",
+			now.BlackwellMXCastHBM, mid.BlackwellMXCastHBM)
+	}
 	mid.Name, mid.Aliases, mid.Description, mid.Source = now.Name, now.Aliases, now.Description, now.Source
-	mid.OpSACRecomputesBlackwellAttention = false
+	mid.OpSACRecomputesBlackwellAttention, mid.BlackwellMXCastHBM = false, now.BlackwellMXCastHBM
 	if !reflect.DeepEqual(mid, now) {
-		t.Errorf("torchtitan-0.1 differs from torchtitan in more than its attention recomputation:\n%+v\n%+v", mid, now)
+		t.Errorf("torchtitan-0.1 differs from torchtitan in more than its attention recomputation and MXFP8 casts:\n%+v\n%+v", mid, now)
 	}
 }
 
@@ -94,8 +101,14 @@ func TestTorchtitanLate2025(t *testing.T) {
 			now.EagerMoEGlue, late.EagerMoEGlue)
 	}
 	late.Name, late.Aliases, late.Description, late.Source = now.Name, now.Aliases, now.Description, now.Source
+	// torchao's mx_formats README of 2025-10-19 to 2026-01-02: dim0 cast up to
+	// 6.3 TB/s, dim1 up to 3.9 TB/s on B200 (8 TB/s).
+	if late.BlackwellMXCastHBM != [2]float64{6.3 / 8, 3.9 / 8} {
+		t.Errorf("BlackwellMXCastHBM: torchtitan-2025-11 %v; want torchao's measured 6.3 / 3.9 of 8 TB/s", late.BlackwellMXCastHBM)
+	}
 	late.OpSACRecomputesBlackwellAttention, late.BlackwellGroupedMMEfficiency, late.EagerMoEGlue = false, 0, false
+	late.BlackwellMXCastHBM = now.BlackwellMXCastHBM
 	if !reflect.DeepEqual(late, now) {
-		t.Errorf("torchtitan-2025-11 differs from torchtitan in more than its grouped GEMMs, attention recomputation and eager MoE glue:\n%+v\n%+v", late, now)
+		t.Errorf("torchtitan-2025-11 differs from torchtitan in more than its grouped GEMMs, attention recomputation, eager MoE glue and MXFP8 casts:\n%+v\n%+v", late, now)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/framework"
 )
 
 // torchtitan's routed experts on Blackwell as torchao measured their kernel in
@@ -47,8 +48,13 @@ func TestTorchGroupedMMBlackwell(t *testing.T) {
 					k.gemmTime(gemm{kk, n, m / g, g, g > 1}, &re) // weight gradient
 				if p == FP8 {
 					// MXFP8 casts along both axes: the input and the output gradient,
-					// and the grouped weights.
-					s += fp8MXCastBytes * (m*(kk+n) + g*n*kk) / r.hbm
+					// and the grouped weights, each axis at the rate torchao measured
+					// its casts at under the profile (BlackwellMXCastHBM).
+					prof, err := framework.Lookup(fw)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s += k.mxCastBytes(prof.BlackwellMXCastHBM) * (m*(kk+n) + g*n*kk) / r.hbm
 				}
 				return s * 1e3
 			}

@@ -699,6 +699,23 @@ func eagerMoEGlueBytes(kf float64) float64 {
 // top-k and the auxiliary loss.
 const moeRouterBytesPerExpert = 20
 
+// mxCastBytes is fp8MXCastBytes priced at the elementwise rate: each axis's cast
+// (2 B read, 1 B written per element) at the fraction of HBM bandwidth torchao
+// measured its kernel reach on Blackwell (framework.Profile.BlackwellMXCastHBM:
+// dim 0, dim 1), where that is below the model's elementwise fraction
+// (Constants.HBMEfficiency); fp8MXCastBytes where the profile measures none.
+func (k *Constants) mxCastBytes(frac [2]float64) float64 {
+	per := 0.0
+	for _, f := range frac {
+		slow := 1.0
+		if f > 0 {
+			slow = math.Max(1, k.HBMEfficiency/f)
+		}
+		per += fp8MXCastBytes / 2 * slow
+	}
+	return per
+}
+
 // fp8Casts adds the casts of one layer's fp8 matmuls to its forward and backward
 // time: the inputs of the four matmul groups (QKV, output projection, MLP in, MLP
 // out) forward, their output gradients backward, and, under current scaling, the
@@ -736,6 +753,9 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		per += fp8BlockScaleBytes
 	}
 	fw, fwErr := framework.Lookup(req.Training.Framework)
+	if rec == FP8MXFP8 && r.arch == hardware.Blackwell && fwErr == nil {
+		per = e.k.mxCastBytes(fw.BlackwellMXCastHBM)
+	}
 	// On Blackwell, Transformer Engine's per-tensor casts write the fp8 value alone
 	// (framework.Profile.FP8TransposeFree): 1 B less per element, and fp8 weights
 	// need no transpose at all.
