@@ -1344,7 +1344,19 @@ func (p *pricing) zero3OnDemand() (float64, error) {
 		ag += modW / float64(p.denseShard) / link
 		rs += modShard * o.GradBytes / link
 	}
-	exposed := (gathers*(ag+host) + rs + host) * mods * layers * mf
+	// The list collectives also copy what they move, on the GPU, waited for like the
+	// collective: DeepSpeed zeroes each gather's whole buffer before gathering into
+	// its N views (deepspeed/runtime/zero/partition_parameters.py _allgather_param,
+	// torch.zeros, v0.3.13–v0.4.x); PyTorch's process group, handed N output views,
+	// gathers into a flat tensor of its own and copies it out into them, and handed
+	// N input views for a reduce-scatter, copies them into a flat tensor first
+	// (torch/lib/c10d/ProcessGroupNCCL.cpp allgather / reduce_scatter,
+	// flatten_for_scatter_gather, PyTorch 1.8). Beyond the collective a gather
+	// writes its bytes, reads them and writes them again (zeroing, copy out), a
+	// reduce-scatter reads and writes its gradient bytes (copy in): at the
+	// elementwise share of HBM bandwidth (onDemandCopies).
+	gCopy, sCopy := onDemandCopies(modW, (stageParams/layers/mods)*o.GradBytes, p.slowHBM())
+	exposed := (gathers*(ag+host+gCopy) + rs + host + sCopy) * mods * layers * mf
 	if p.expertShard > 1 {
 		// The MoE layers' experts gather and reduce on their own group.
 		eag, err := p.commOn(CommZeRO3, p.expertGroup, collective.AllGather, p.weightBytes(expertParams, p.matmulExpert)/layers, layers*gathers*mf, "per layer and micro-batch, on demand: expert weight all-gathers over the expert-data-parallel group")
@@ -1355,9 +1367,19 @@ func (p *pricing) zero3OnDemand() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		exposed += (gathers*eag + ers) * layers * mf
+		egCopy, esCopy := onDemandCopies(p.weightBytes(expertParams, p.matmulExpert)/layers, expertParams/layers*o.GradBytes, p.slowHBM())
+		exposed += (gathers*(eag+egCopy) + ers + esCopy) * layers * mf
 	}
 	return exposed, nil
+}
+
+// onDemandCopies is the GPU time of the copies around one on-demand ZeRO-3 gather of
+// gather bytes and one reduce-scatter of scatter bytes (zero3OnDemand), at hbm
+// bytes/s: the gathered buffer zeroed (written), the process group's flat output
+// copied out into the views (read and written); the gradient views copied into the
+// process group's flat input (read and written).
+func onDemandCopies(gather, scatter, hbm float64) (g, s float64) {
+	return 3 * gather / hbm, 2 * scatter / hbm
 }
 
 // zero3Prefetched is the exposed time of flat ZeRO-3 (FSDP), whose per-layer

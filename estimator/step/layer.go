@@ -1268,7 +1268,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		zero3 = "ZeRO-3 prefetches the next layer forward; backward, each layer waits for its gather (backward prefetch " + string(req.Training.BackwardPrefetch) + ")"
 	}
 	if req.Training.OnDemandGathers {
-		zero3 = fmt.Sprintf("ZeRO-3 gathers each of a layer's %.0f weighted modules on demand, waiting for it, with %.1f µs of host work per peer rank and call", e.k.ModulesPerLayer, 2*e.k.EagerOpHostUs)
+		zero3 = fmt.Sprintf("ZeRO-3 gathers each of a layer's %.0f weighted modules on demand, waiting for it, with %.1f µs of host work per peer rank and call and the list collectives' copies on the GPU (each gather zeroed and copied out, each reduce-scatter copied in)", e.k.ModulesPerLayer, 2*e.k.EagerOpHostUs)
 	} else if fwErr == nil && fw.FSDP2Copies {
 		zero3 += "; FSDP2 copies each gathered weight out of the all-gather buffer and each gradient into the reduce-scatter buffer on the compute stream"
 		if fw.FSDP2CopyInOwnStream {
