@@ -15,6 +15,18 @@ func moeRequest(t *testing.T, name string, ep int) step.Request {
 		Layout:   step.Layout{TP: 1, PP: 1, DP: 16, EP: ep, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeFull}}
 }
 
+// estimateMixtral estimates Mixtral 8x7B on EP ep (moeRequest) as edit changes it.
+func estimateMixtral(t *testing.T, ep int, edit func(*step.Request)) step.Result {
+	t.Helper()
+	req := moeRequest(t, "mixtral-8x7b", ep)
+	edit(&req)
+	r, err := step.New().Estimate(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func epBytes(r step.Result) float64 {
 	for _, c := range r.Comms {
 		if c.KindName == "ep" {
@@ -29,15 +41,7 @@ func epBytes(r step.Result) float64 {
 // its expert GEMMs that much more work; a capacity factor caps it (tokens beyond it
 // are dropped); top-2 routes twice the tokens of top-1.
 func TestMoEImbalanceCapacityTopK(t *testing.T) {
-	run := func(edit func(*step.Request)) step.Result {
-		req := moeRequest(t, "mixtral-8x7b", 8)
-		edit(&req)
-		r, err := step.New().Estimate(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	run := func(edit func(*step.Request)) step.Result { return estimateMixtral(t, 8, edit) }
 	base := run(func(*step.Request) {})
 	skew := run(func(r *step.Request) { r.Training.MoEImbalance = 1.5 })
 	capped := run(func(r *step.Request) { r.Training.MoEImbalance, r.Training.MoECapacityFactor = 1.5, 1.25 })
@@ -73,15 +77,7 @@ func TestMoEImbalanceCapacityTopK(t *testing.T) {
 // stated with EP 1 prices as the balanced router does, while padding to capacity
 // still computes the padded rows.
 func TestMoEImbalanceOnOneRank(t *testing.T) {
-	run := func(edit func(*step.Request)) step.Result {
-		req := moeRequest(t, "mixtral-8x7b", 1)
-		edit(&req)
-		r, err := step.New().Estimate(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	run := func(edit func(*step.Request)) step.Result { return estimateMixtral(t, 1, edit) }
 	base := run(func(*step.Request) {})
 	skew := run(func(r *step.Request) { r.Training.MoEImbalance = 1.5 })
 	if skew.StepTime != base.StepTime || skew.Memory.Activations != base.Memory.Activations {

@@ -18,10 +18,7 @@ func TestCPCommTypeAsConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]accuracy.MoERun{}
-	for _, r := range runs {
-		byID[r.ID] = r
-	}
+	byID := moeRunsByID(runs)
 	for id, ulysses := range map[string]bool{
 		"mlperf60_gb300_gptoss20b_72gpu_mxfp8_lambda": true,
 		"mlperf60_gb200_gptoss20b_72gpu_mxfp8":        true,

@@ -60,10 +60,7 @@ func TestMoERunsLoad(t *testing.T) {
 	}
 	// A superseded row names a row of the same repository that measured the same
 	// model on the same GPU with the same tokens per GPU and step, faster.
-	byID := map[string]accuracy.MoERun{}
-	for _, r := range runs {
-		byID[r.ID] = r
-	}
+	byID := moeRunsByID(runs)
 	for _, r := range runs {
 		if r.SupersededBy == nil {
 			continue
@@ -310,4 +307,13 @@ func TestGptOssParameterGatherAsLogged(t *testing.T) {
 	if seen != len(logged) {
 		t.Fatalf("found %d of the %d gpt-oss-20b rows", seen, len(logged))
 	}
+}
+
+// moeRunsByID indexes the MoE, fp8 and Blackwell runs by their id.
+func moeRunsByID(runs []accuracy.MoERun) map[string]accuracy.MoERun {
+	byID := make(map[string]accuracy.MoERun, len(runs))
+	for _, r := range runs {
+		byID[r.ID] = r
+	}
+	return byID
 }

@@ -48,10 +48,7 @@ func TestRowwiseGainByTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]accuracy.MoERun{}
-	for _, r := range runs {
-		byID[r.ID] = r
-	}
+	byID := moeRunsByID(runs)
 	e := step.New()
 	gain := map[string][2]float64{} // what → priced, measured
 	for _, g := range rowwiseGain {
