@@ -126,9 +126,9 @@ type Constants struct {
 // Default returns the fitted constants. The returned value is a fresh copy.
 func Default() Constants {
 	return Constants{
-		StepUs:    [numProtos]float64{Simple: 5.007, LL128: 2.827, LL: 0.238},
-		BaseUs:    [numProtos]float64{Simple: 26.0, LL128: 1.28, LL: 2.806},
-		NetStepUs: [numProtos]float64{Simple: 0, LL128: 1.124, LL: 5.726},
+		StepUs:    [numProtos]float64{Simple: 4.72, LL128: 2.827, LL: 0.238},
+		BaseUs:    [numProtos]float64{Simple: 28.41, LL128: 0.997, LL: 2.89},
+		NetStepUs: [numProtos]float64{Simple: 0, LL128: 1.091, LL: 5.559},
 		P2PChannelGBps: map[hardware.Arch]float64{
 			hardware.Ampere:    24.0,
 			hardware.Hopper:    38.7,
@@ -143,9 +143,9 @@ func Default() Constants {
 			hardware.Hopper:    0.85,
 			hardware.Blackwell: 0.79,
 		},
-		NVLSStepUs:       2.076,
-		NVLSBaseUs:       13.64,
-		LaunchUs:         [numLaunch]float64{PerProcess: 7.014, SingleProcess: 1.5, Eager: 28.32, Graph: 0},
+		NVLSStepUs:       2.284,
+		NVLSBaseUs:       12.4,
+		LaunchUs:         [numLaunch]float64{PerProcess: 7.014, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
 		AmpereHostLaunch: 2.544,
 	}
 }

@@ -449,7 +449,11 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		// latency: 2·log2(nodes) network hops, tuning.cc).
 		eff := m.nvlsEfficiency(p.Cluster.GPU().Arch)
 		pd := float64(p.PerDomain)
-		k := m.chunks(S/(pd*float64(e.Channels)), m.k.NVLSChunkBytes)
+		chunk := m.k.NVLSChunkBytes
+		if p.Domains >= 4 {
+			chunk = min(chunk, nvlsTreeMaxChunk4Nodes)
+		}
+		k := m.chunks(S/(pd*float64(e.Channels)), chunk)
 		e.Chunks = k
 		var intra term
 		m.pipe(&intra, &co.nvlsTreeIntra, k, S/(pd*float64(k)), pr, m.k.NVLSStepUs, bwf*eff)
@@ -581,6 +585,11 @@ func ringChannels(p *Placement) int {
 	}
 	return (base + unit - 1) / unit * unit
 }
+
+// nvlsTreeMaxChunk4Nodes is the NVLS tree's largest chunk on 4 nodes or more: NCCL
+// takes NCCL_NVLSTREE_MAX_CHUNKSIZE, whose default (-2) means 64 KiB from 4 nodes on
+// and NCCL_NVLS_CHUNKSIZE below (enqueue.cc calcCollChunking, v2.27.7-1).
+const nvlsTreeMaxChunk4Nodes = 64 << 10
 
 // nvlsChannels: NCCL's nvlsChannels, 16 on SM90 and 24 on SM100 (nccl-model.md §1.1).
 func nvlsChannels(a hardware.Arch) int {
