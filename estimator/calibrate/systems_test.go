@@ -567,12 +567,14 @@ func TestRangeLoweredByNCCLTable(t *testing.T) {
 	}
 }
 
-// The held-out check judges a measured range only where a part of the inputs
-// shows it: p5's two odd sizes (16 and 64 B) read as the NVLS tree, a range of two
-// rows, which neither size alone makes (a range needs two), so the check has
-// nothing to judge it by and the range is written — the other sizes, 32 and
-// 128 B, go from 17.8 % to within 7 %. Declined for want of a part that shows it,
-// the range would leave them at 13.4 %.
+// The held-out check judges a proposal only where a part of the inputs shows it,
+// and declines nothing else: calibrated on p5's two odd sizes (16 and 64 B), the
+// other sizes, 32 and 128 B, go from the catalog's 17.8 % to within 7 % with
+// nothing declined. With the ring's step cost at a tree hop (NCCL's tree-to-ring
+// hop latency ratio) the fitted link constants do it alone (0.6 %); before, the
+// odd sizes read as the NVLS tree, a range of two rows neither size alone makes,
+// which the check had nothing to judge by and wrote — declined for want of a part
+// that shows it, the range would have left them at 13.4 %.
 func TestValidationKeepsWhatNoPartCanShow(t *testing.T) {
 	sys := sysNamed(t, "rows/p5-efa")
 	spec, _, in := sys.load(t)
@@ -582,10 +584,7 @@ func TestValidationKeepsWhatNoPartCanShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range rep.Declined {
-		t.Logf("declined: %s", d)
-	}
-	if len(rep.Choices) == 0 {
-		t.Fatalf("no range written: %v", rep.Declined)
+		t.Errorf("declined: %s", d)
 	}
 	after, _, err := calibrate.Score(rep.Spec, even)
 	if err != nil {

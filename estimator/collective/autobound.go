@@ -132,7 +132,7 @@ func (m *Model) autoBound(p *Placement, op Op, a Algorithm, bytes float64, launc
 		lb := math.Inf(1)
 		for _, pr := range protocols(DoubleTree) {
 			lb = min(lb, m.fixedUs(p, op, DoubleTree, pr, launch)+
-				(float64(h.D)*m.k.StepUs[pr]+h.path.lat+h.path.net*m.k.NetStepUs[pr]))
+				(float64(h.D)*m.treeStepUs(pr)+h.path.lat+h.path.net*m.k.NetStepUs[pr]))
 		}
 		return lb, true
 	}

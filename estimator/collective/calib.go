@@ -126,26 +126,26 @@ type Constants struct {
 // Default returns the fitted constants. The returned value is a fresh copy.
 func Default() Constants {
 	return Constants{
-		StepUs:    [numProtos]float64{Simple: 6.32, LL128: 2.745, LL: 0.238},
-		BaseUs:    [numProtos]float64{Simple: 18.18, LL128: 0.844, LL: 2.89},
-		NetStepUs: [numProtos]float64{Simple: 0, LL128: 1.629, LL: 5.893},
+		StepUs:    [numProtos]float64{Simple: 4.72, LL128: 2.827, LL: 0.238},
+		BaseUs:    [numProtos]float64{Simple: 28.41, LL128: 0.997, LL: 2.89},
+		NetStepUs: [numProtos]float64{Simple: 0, LL128: 1.091, LL: 5.559},
 		P2PChannelGBps: map[hardware.Arch]float64{
 			hardware.Ampere:    24.0,
 			hardware.Hopper:    38.7,
 			hardware.Blackwell: 70.0,
 		},
-		P2PBaseUs:      3.517,
+		P2PBaseUs:      3.293,
 		BWFactor:       [numProtos]float64{Simple: 1.0, LL128: 0.92, LL: 0.5},
-		ChunkBytes:     254 * 1024,
+		ChunkBytes:     493 * 1024,
 		NVLSChunkBytes: 126 * 1024,
 		MaxChunks:      4096,
 		NVLSEfficiency: map[hardware.Arch]float64{
 			hardware.Hopper:    0.85,
 			hardware.Blackwell: 0.79,
 		},
-		NVLSStepUs:       2.016,
-		NVLSBaseUs:       15.0,
-		LaunchUs:         [numLaunch]float64{PerProcess: 6.81, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
-		AmpereHostLaunch: 2.62,
+		NVLSStepUs:       2.284,
+		NVLSBaseUs:       12.4,
+		LaunchUs:         [numLaunch]float64{PerProcess: 7.014, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
+		AmpereHostLaunch: 2.544,
 	}
 }

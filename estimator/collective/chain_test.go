@@ -35,9 +35,11 @@ func TestBroadcastAcrossNodesUsesEveryNIC(t *testing.T) {
 			}
 			ratio := e.TimeUs / (ag.TimeUs * n / (n - 1))
 			t.Logf("%2d nodes %-9s %8.0f µs, ring all-gather×n/(n−1) %8.0f µs: ratio %.2f", nodes, op, e.TimeUs, ag.TimeUs*n/(n-1), ratio)
-			// 1.35× at 16 nodes: a 128-rank chain's fill is 127 chunks of the fitted
-			// 254 KiB per channel (docs/calibration.md).
-			if ratio < 0.85 || ratio > 1.40 {
+			// 1.72× at 16 nodes: a 128-rank chain's fill is 127 chunks of the fitted
+			// 493 KiB per channel, close to the one step of NCCL's buffer (512 KiB) that
+			// calcCollChunking gives a Simple broadcast (1.35× with the 254 KiB fitted
+			// before tree hops had their own cost; docs/calibration.md).
+			if ratio < 0.85 || ratio > 1.80 {
 				t.Errorf("%d nodes: %s of 1 GiB takes %.0f µs, %.2f× a ring all-gather's bytes", nodes, op, e.TimeUs, ratio)
 			}
 		}
@@ -66,17 +68,17 @@ func TestStreamedChainLatency(t *testing.T) {
 			}
 			return e
 		}
-		// streamed checks that op's latency part at 1 GiB, in a long pipeline, is that
+		// streamed checks that op's latency part at 2 GiB, in a long pipeline, is that
 		// of 4 KiB, and returns the 4 KiB estimate.
 		streamed := func(op collective.Op, algo collective.Algorithm) collective.Estimate {
 			t.Helper()
-			small, large := estimate(op, 4096, algo), estimate(op, 1<<30, algo)
+			small, large := estimate(op, 4096, algo), estimate(op, 2<<30, algo)
 			if large.Chunks < 100 {
-				t.Fatalf("%d nodes: 1 GiB %s/%s in %d chunks; the test needs a long pipeline", nodes, op, algo, large.Chunks)
+				t.Fatalf("%d nodes: 2 GiB %s/%s in %d chunks; the test needs a long pipeline", nodes, op, algo, large.Chunks)
 			}
 			if large.LatencyUs > 1.05*small.LatencyUs {
-				t.Errorf("%d nodes: %s/%s latency part %.0f µs at 1 GiB (%d chunks) vs %.0f µs at 4 KiB: hop latencies paid per chunk",
-					nodes, op, algo, large.LatencyUs, large.Chunks, small.LatencyUs)
+				t.Errorf("%d nodes: %s/%s latency part %.0f µs at 2 GiB (%d chunks) vs %.0f µs at 4 KiB: hop latencies paid per chunk",
+					nodes, op, algo, large.LatencyUs, large.Chunks, small.LatencyUs) // 2 GiB: 1 GiB is 67 chunks of 493 KiB
 			}
 			return small
 		}
@@ -86,7 +88,7 @@ func TestStreamedChainLatency(t *testing.T) {
 			t.Errorf("%d nodes: 4 KiB broadcast %.1f µs vs ring all-gather %.1f µs (%.2f×)", nodes, small.TimeUs, ag.TimeUs, r)
 		}
 		if nodes > 1 {
-			// The double tree streams too: its 1 GiB all-reduce pays the trees' hop
+			// The double tree streams too: its 2 GiB all-reduce pays the trees' hop
 			// latencies once, as a 4 KiB one does.
 			streamed(collective.AllReduce, collective.DoubleTree)
 		}

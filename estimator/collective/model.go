@@ -416,7 +416,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		perCh := S / (nch * trees)
 		k := m.chunks(perCh, m.k.ChunkBytes)
 		e.Chunks, e.Steps = k, pp.steps(k)
-		m.stream(&t, pp, k, perCh/float64(k), pr, step, bwf)
+		m.stream(&t, pp, k, perCh/float64(k), pr, m.treeStepUs(pr), bwf)
 	case Hierarchical:
 		pd := float64(p.PerDomain)
 		doms := float64(p.Domains)
@@ -449,7 +449,11 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		// latency: 2·log2(nodes) network hops, tuning.cc).
 		eff := m.nvlsEfficiency(p.Cluster.GPU().Arch)
 		pd := float64(p.PerDomain)
-		k := m.chunks(S/(pd*float64(e.Channels)), m.k.NVLSChunkBytes)
+		chunk := m.k.NVLSChunkBytes
+		if p.Domains >= 4 {
+			chunk = min(chunk, nvlsTreeMaxChunk4Nodes)
+		}
+		k := m.chunks(S/(pd*float64(e.Channels)), chunk)
 		e.Chunks = k
 		var intra term
 		m.pipe(&intra, &co.nvlsTreeIntra, k, S/(pd*float64(k)), pr, m.k.NVLSStepUs, bwf*eff)
@@ -534,6 +538,30 @@ func (m *Model) stream(t *term, pp *pipe, k int, unit float64, pr Protocol, step
 	t.xfer += unit * w.m / bwf
 }
 
+// treeStepUs is the software cost of one hop of a tree (the double binary tree's
+// and the single tree's stages: the chain inside each node and the heads' tree
+// across nodes): a protocol's step cost (StepUs, fitted mostly where rings run)
+// scaled by what NCCL's own tuning measures a tree hop to cost against a ring step
+// over NVLink (tuning.cc hwLat, v2.27.7-1: tree 0.6 / 1.25 / 4.0 µs against ring
+// 0.6 / 1.9 / 3.4 µs for LL / LL128 / Simple; ncclHwLat). An LL128 tree hop costs
+// two thirds of an LL128 ring step, a Simple one 18 % more. Fitted apart, the
+// leave-one-source-out folds put the tree's LL128 step at 0.53–0.68 of the ring's
+// and LL's at 0.9–1.5, NCCL's ratios; but the one source with deep chains (OCI's
+// 64-GPU racks) is then the only one pinning it, and its fold slid it to 0.2 µs
+// (docs/calibration.md, "A tree hop's cost").
+func (m *Model) treeStepUs(pr Protocol) float64 {
+	return m.k.StepUs[pr] * treeHopRatio[pr]
+}
+
+// treeHopRatio is NCCL's tree hop latency over its ring step latency on NVLink
+// (tuning.cc hwLat), by protocol.
+var treeHopRatio = func() (r [numProtos]float64) {
+	for pi, pr := range ncclProtos {
+		r[pr] = ncclHwLat[hwNVLink][nTree][pi] / ncclHwLat[hwNVLink][nRing][pi]
+	}
+	return r
+}()
+
 // ringChannels is how many rings (and trees) a placement uses: NCCL's channel count
 // for the GPU generation, rounded up to a multiple of the ranks per node so that
 // every GPU's NIC carries an equal share of the inter-node traffic.
@@ -557,6 +585,11 @@ func ringChannels(p *Placement) int {
 	}
 	return (base + unit - 1) / unit * unit
 }
+
+// nvlsTreeMaxChunk4Nodes is the NVLS tree's largest chunk on 4 nodes or more: NCCL
+// takes NCCL_NVLSTREE_MAX_CHUNKSIZE, whose default (-2) means 64 KiB from 4 nodes on
+// and NCCL_NVLS_CHUNKSIZE below (enqueue.cc calcCollChunking, v2.27.7-1).
+const nvlsTreeMaxChunk4Nodes = 64 << 10
 
 // nvlsChannels: NCCL's nvlsChannels, 16 on SM90 and 24 on SM100 (nccl-model.md §1.1).
 func nvlsChannels(a hardware.Arch) int {

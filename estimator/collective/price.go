@@ -39,6 +39,9 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 	c := p.Cluster
 	l := newLoads(c)
 	stepUs, bwf := m.k.StepUs[pr], m.k.BWFactor[pr]
+	if s.Algo == Tree || s.Algo == DoubleTree {
+		stepUs = m.treeStepUs(pr) // a tree hop's software cost (model.go)
+	}
 	if s.Algo == NVLS {
 		stepUs = m.k.NVLSStepUs
 		bwf *= m.nvlsEfficiency(c.GPU().Arch)

@@ -50,7 +50,7 @@ const (
 // NVLink 3.4 (ring) and network 14 including the proxy; ours are the fitted one-way
 // hardware parts, the software per-step cost lives with the collective protocols.
 const (
-	NVLinkHopLatencyUs = 0.29 // NVSwitch hop on an HGX/DGX baseboard
+	NVLinkHopLatencyUs = 0.299 // NVSwitch hop on an HGX/DGX baseboard
 	// NVLinkRackHopLatencyUs: rack-scale NVLink (GB200 NVL72) reaches the NVSwitch
 	// trays over the cable spine, even between GPUs of one compute tray.
 	NVLinkRackHopLatencyUs = 1.01
@@ -62,8 +62,8 @@ const (
 	// they pay on top of it; Simple's is 0 by this definition, since a measurement
 	// only ever sees the hop and a protocol's network step cost added together
 	// (TestNetworkHopGauge in estimator/collective/accuracy).
-	NetHopLatencyUs = 11.12
-	EFAHopLatencyUs = 13.58 // SRD over the AWS fabric
+	NetHopLatencyUs = 11.29
+	EFAHopLatencyUs = 13.75 // SRD over the AWS fabric
 	SpineLatencyUs  = 1.0   // leaf → spine → leaf: two more switch traversals
 )
 

@@ -87,7 +87,15 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// 1–64 MiB 18.8 → 15.1 %, all sizes 13.4 → 11.7 %, ≥ 64 MiB 4.1 → 4.2 %, < 1 MiB
 	// 24.0 → 29.4 % (docs/calibration.md, "NCCL's choice with the ramp retired");
 	// bounds 19, 5 and 13.5 % before.
-	bounds := map[string]float64{"1–64 MiB": 0.155, "≥ 64 MiB": 0.05, "all sizes": 0.12}
+	// A tree hop with its own cost (NCCL's tree-to-ring hop latency ratio, model.go
+	// treeStepUs; constants refitted): 1–64 MiB 15.1 → 13.5 %, all sizes 11.7 →
+	// 10.6 %, ≥ 64 MiB 4.2 → 4.7 %, < 1 MiB 29.4 → 26.6 %; bounds 15.5, 5 and 12 %
+	// before.
+	// With the NVLS tree's 64 KiB chunk from 4 nodes on (NCCL's default
+	// NCCL_NVLSTREE_MAX_CHUNKSIZE; model.go nvlsTreeMaxChunk4Nodes) and a refit:
+	// 1–64 MiB 13.5 → 11.7 % (the issue's 12 % target met), all sizes 10.6 → 10.5 %,
+	// ≥ 64 MiB 4.7 → 4.5 %, < 1 MiB 26.6 → 27.0 %; bound 14 % on 1–64 MiB before.
+	bounds := map[string]float64{"1–64 MiB": 0.12, "≥ 64 MiB": 0.05, "all sizes": 0.11}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
@@ -98,6 +106,10 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	}
 	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
 	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
+	// 9.85 % with the NVLS tree's 64 KiB chunk from 4 nodes on (9.5 % before it: the
+	// 4- and 8-node rows of 32–64 MiB it fixes are outnumbered by rows the refitted
+	// folds price differently; docs/calibration.md).
+	// 9.5 % with a tree hop's own cost (10.6 % before, bound 11 %).
 	// 10.6 % with NCCL's choice and the ramp retired (11.6 % before, bound 12 %).
 	// 11.9 % over 192 rows with OCI's 32-tray GB200 all-reduce rows (bound 9.5 % before
 	// them, see above). 9.3 % over 176 rows: 8.3 % before the 20 NCCL all-to-all rows of OCI's GB200,
@@ -105,8 +117,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// and two-rack GB300 rows the model misses by +245 and −75 % (docs/calibration.md);
 	// target 8 %.
 	t.Logf("multi-node ≥ 1 MiB n=%d: median |err| in-sample %.1f%%, out of sample %.1f%% (target 8 %%)", out.N, 100*in.MedianAbs, 100*out.MedianAbs)
-	if !(out.MedianAbs <= 0.11) {
-		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 11%%", 100*out.MedianAbs)
+	if !(out.MedianAbs <= 0.10) {
+		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 10%%", 100*out.MedianAbs)
 	}
 	// NCCL's send/recv and all-to-all of 64 KiB and less, priced by the folds that
 	// leave their source out, within 25 % of the published sweeps (issue target): the
