@@ -169,10 +169,22 @@ func TestHalfCalibratedBeatsCatalog(t *testing.T) {
 			a, b := halves(sys, in)
 			for _, split := range [][2]calibrate.Inputs{{a, b}, {b, a}} {
 				train, test := split[0], split[1]
+				all := test
 				test = comparable(t, train, test, shows)
 				rep, err := calibrate.Calibrate(sys.base, spec, train)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if rows(test) < rows(all) {
+					b, _, err := calibrate.Score(spec, all)
+					if err != nil {
+						t.Fatal(err)
+					}
+					a, _, err := calibrate.Score(rep.Spec, all)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("  all %d held-out rows, those set aside included: median |err| %.1f%% → %.1f%%", rows(all), 100*b, 100*a)
 				}
 				beforeMed, beforeMean, err := calibrate.Score(spec, test)
 				if err != nil {
