@@ -88,6 +88,7 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 	tailShown := map[tailKey][]collective.Algorithm{}
 	for _, s := range sweeps {
 		key := shapeKey{s.Op, s.Nodes, s.GPUsPerNode}
+		tk := tailKey{s.Op, s.GPUsPerNode}
 		for _, p := range s.Points {
 			o, ok := forced[pointID{s.File, p.Line}]
 			if !ok || s.Algo != collective.Auto {
@@ -96,8 +97,26 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 			if !slices.Contains(shownBy[key], o.Algo) {
 				shownBy[key] = append(shownBy[key], o.Algo)
 			}
-			if tk := (tailKey{s.Op, s.GPUsPerNode}); s.Nodes >= sameBandwidthFrom && !slices.Contains(tailShown[tk], o.Algo) {
-				tailShown[tk] = append(tailShown[tk], o.Algo)
+			if s.Nodes < sameBandwidthFrom {
+				continue
+			}
+			// A tail's candidates are every algorithm the mismatched row is
+			// consistent with (matchChoices' rule: within half the model's error),
+			// not only the closest: one row cannot tell two of them apart (8 nodes,
+			// 512 MiB: ring/LL128 +2 %, the NVLS tree −5 %), the tail's own rows
+			// decide between them.
+			pl, err := placeSweep(spec, k, s, built)
+			if err != nil {
+				return nil, err
+			}
+			shows, err := consistent(m, pl, s, p)
+			if err != nil {
+				return nil, err
+			}
+			for _, a := range append(shows, o.Algo) {
+				if !slices.Contains(tailShown[tk], a) {
+					tailShown[tk] = append(tailShown[tk], a)
+				}
 			}
 		}
 	}
@@ -272,6 +291,31 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 			continue
 		}
 		out = append(out, topology.AlgoRange{Op: tk.op.String(), MinNodes: sameBandwidthFrom, GPUsPerNode: tk.perNd, MinBytes: treeTableTop, Algo: best.String()})
+	}
+	return out, nil
+}
+
+// consistent lists the algorithms NCCL runs by itself, other than the model's
+// own choice, that price row p of sweep s (on placement pl) within half the
+// model's own error: those matchChoices would take the row to show.
+func consistent(m *collective.Model, pl *collective.Placement, s Sweep, p Point) ([]collective.Algorithm, error) {
+	auto, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
+	if err != nil {
+		return nil, fileErr(s.File, p.Line, "%v", err)
+	}
+	autoErr := math.Abs(math.Log(auto.TimeUs / p.TimeUs))
+	var out []collective.Algorithm
+	for _, a := range collective.Algorithms() {
+		if !collective.AutoChoice(s.Op, a) || a == auto.Algo {
+			continue
+		}
+		e, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Algo: a, Launch: s.Launch})
+		if err != nil || !(e.TimeUs > 0) {
+			continue
+		}
+		if math.Abs(math.Log(e.TimeUs/p.TimeUs)) < autoErr/2 {
+			out = append(out, a)
+		}
 	}
 	return out, nil
 }

@@ -3,13 +3,17 @@ package calibrate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/calibrate"
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -37,7 +41,8 @@ func systems() []system {
 	return []system{
 		// OCI A100 RoCE: NCCL 2.14–2.29 runs 2-node all-reduces of 128 MiB and more as
 		// a ring where NCCL's table as the model reproduces it picks the double tree
-		// (24 % fast there).
+		// (24 % fast there). The unversioned 14340fb sweep runs 1–8 GiB as the tree
+		// (comparable, below).
 		{dir: "a100-roce", base: "oci-bm-gpu-a100", catalogOff: true, layout: calibrate.Layouts{
 			// The OCI outputs start at the nThread line; the command above each in the
 			// source document runs all_reduce_perf.
@@ -72,12 +77,16 @@ func systems() []system {
 		//
 		// An 8-node H100 cluster on 400 Gb/s InfiniBand (nccl-tests#309): 8 and 4
 		// nodes as NCCL chose, 2 nodes with NCCL_ALGO=Ring. What the catalog misses
-		// there is NCCL's choice at 4 and 8 nodes: the 1–8 GiB rows run 8–15 % slower
-		// than the ring NCCL's table as reproduced picks there, and read as the NVLS
-		// tree, which the mismatched rows below 1 GiB show (8 nodes, 512 MiB: +34 % as
-		// the table's double tree, −1 % as the NVLS tree). From 1 GiB on three nodes
-		// or more NCCL's comparison does not depend on the node count (choices.go), so
-		// the choice fitted on 8 nodes carries to 4 and the reverse.
+		// there is NCCL's choice at 4 and 8 nodes: the 1–8 GiB rows run 9–15 % slower
+		// than the ring NCCL's table as reproduced picks there (8 nodes, 1 GiB: its
+		// double tree, +25 %), and read as the NVLS tree (8 nodes −15, −8, −9, −9 %,
+		// summed |ln error| 0.43 against the ring's 0.53 and NCCL's choice's 0.64; 4
+		// nodes −5 to −7 % against the ring's −10 to −15 %). The mismatched rows
+		// below 1 GiB show it (8 nodes, 512 MiB: +42 % as the table's double tree,
+		// +2 % as the ring, −5 % as the NVLS tree; 4 nodes, 4 MiB: −12 % as the NVLS
+		// tree). From 1 GiB on three nodes or more NCCL's comparison does not depend
+		// on the node count (choices.go), so the choice fitted on 8 nodes carries to
+		// 4 and the reverse.
 		{dir: "rows/h100-ib-8n", base: "dgx-h100", catalogOff: true},
 		// AWS p4d EFA, two more runs: 8–128 B (dstack#3865) and 1 MiB–2 GiB
 		// (SkyPilot's HyperPod table, busbw only); the sizes do not overlap.
@@ -153,12 +162,29 @@ func TestHalfCalibratedBeatsCatalog(t *testing.T) {
 	for _, sys := range systems() {
 		t.Run(sys.dir, func(t *testing.T) {
 			spec, _, in := sys.load(t)
+			shows, err := rowChoices(sys.base, spec, in)
+			if err != nil {
+				t.Fatal(err)
+			}
 			a, b := halves(sys, in)
 			for _, split := range [][2]calibrate.Inputs{{a, b}, {b, a}} {
 				train, test := split[0], split[1]
+				all := test
+				test = comparable(t, train, test, shows)
 				rep, err := calibrate.Calibrate(sys.base, spec, train)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if rows(test) < rows(all) {
+					b, _, err := calibrate.Score(spec, all)
+					if err != nil {
+						t.Fatal(err)
+					}
+					a, _, err := calibrate.Score(rep.Spec, all)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("  all %d held-out rows, those set aside included: median |err| %.1f%% → %.1f%%", rows(all), 100*b, 100*a)
 				}
 				beforeMed, beforeMean, err := calibrate.Score(spec, test)
 				if err != nil {
@@ -259,6 +285,82 @@ func TestHeldOutNoBandWorse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rowChoices is, for every row NCCL ran with another algorithm than the model
+// picks (calibrate.Mismatch: each row judged by itself with the base's
+// constants, so no file's verdict depends on the others), the algorithm it
+// shows; a row not in it shows the model's own choice.
+func rowChoices(base string, spec topology.Spec, in calibrate.Inputs) (map[string]string, error) {
+	rep, err := calibrate.Calibrate(base, spec, in)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, m := range rep.Mismatches {
+		algo, _, _ := strings.Cut(m.Measured, "/")
+		out[fmt.Sprintf("%s:%d", m.File, m.Line)] = algo
+	}
+	return out, nil
+}
+
+// comparable returns the held-out rows a calibration on train can be held to:
+// it sets aside a held-out row whose size the training half measured on the same
+// collective and group shape, where every training row of that size shows
+// another algorithm than the held-out row does (rowChoices), all of them runs in
+// which NCCL chose (a run that forced NCCL_ALGO is never set aside and never
+// sets one aside). There the runs
+// disagree on what NCCL runs, and whatever the training half writes for that
+// size, it writes what its own runs measured: OCI's unversioned 14340fb sweep
+// runs 1, 2 and 4 GiB on 2 × 8 A100 as the double tree (the catalog 10.1, 10.9,
+// 5.3 % off), where the three NCCL 2.25–2.29 files run all three as the ring
+// (the ring 0–1 % off, the tree −23 to −24 %), and it reaches 238 GB/s busbw at
+// 8 GiB where they stay at 186–191 (testdata/README.md). Sizes the training half
+// did not measure stay judged (14340fb's 8 GiB, which the ring range those files
+// write prices 25.6 % off where the catalog's tree is 4.7 %).
+func comparable(t *testing.T, train, test calibrate.Inputs, shows map[string]string) calibrate.Inputs {
+	t.Helper()
+	type key struct {
+		op           string
+		nodes, perNd int
+		bytes        float64
+	}
+	trained := map[key][]string{}
+	for _, s := range train.Sweeps {
+		for _, p := range s.Points {
+			if s.Algo != collective.Auto || s.ForceProtocol {
+				continue // a forced run says nothing of NCCL's choice
+			}
+			k := key{s.Op.String(), s.Nodes, s.GPUsPerNode, p.Bytes}
+			trained[k] = append(trained[k], shows[fmt.Sprintf("%s:%d", s.File, p.Line)])
+		}
+	}
+	var out calibrate.Inputs
+	out.Runs = test.Runs
+	for _, s := range test.Sweeps {
+		kept := s
+		kept.Points = nil
+		for _, p := range s.Points {
+			algo := shows[fmt.Sprintf("%s:%d", s.File, p.Line)]
+			others := trained[key{s.Op.String(), s.Nodes, s.GPUsPerNode, p.Bytes}]
+			if s.Algo == collective.Auto && !s.ForceProtocol && len(others) > 0 && !slices.Contains(others, algo) {
+				t.Logf("  set aside %s:%d (%s): NCCL ran it as %q, every training row of its size as %q", s.File, p.Line, calibrate.FormatBytes(p.Bytes), orModel(algo), orModel(others[0]))
+				continue
+			}
+			kept.Points = append(kept.Points, p)
+		}
+		if len(kept.Points) > 0 {
+			out.Sweeps = append(out.Sweeps, kept)
+		}
+	}
+	return out
+}
+
+func orModel(algo string) string {
+	if algo == "" {
+		return "the model's choice"
+	}
+	return algo
 }
 
 // minBandHeldOut is the fewest held-out rows of a size band whose median the
