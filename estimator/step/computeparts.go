@@ -687,19 +687,30 @@ func (c *BoundsCache) outputLayer(e *Estimator, rates *gpuRates, tokens, vocab, 
 // layerKey is what a layer's times depend on besides the request's model, training
 // and GPU.
 type layerKey struct {
-	tokens, sLocal, s   uint64 // math.Float64bits: the key then hashes as one block of memory
-	tp, ep, etp, cp     int
-	cpAllToAll, sp, ops bool
-	moe                 bool
-	mods                uint8
-	// fp8Params and offload: Layout.FP8Params (in the training once normalised)
-	// and Layout.OffloadActivations, which a search varies per layout; with the
-	// offload, the recomputation, which sets what a layer saves and copies.
-	fp8Params, offload bool
-	full               bool // offloaded under full recomputation: only each layer's input is saved
-	// overlapTP and sharedOverlap: Layout.OverlapTP and Layout.OverlapSharedExpert,
-	// which set the collectives a layer issues from the host (layerCollectiveCalls).
-	overlapTP, sharedOverlap bool
+	tokens, sLocal, s uint64 // math.Float64bits
+	tp, ep, etp, cp   int
+	// flags packs the switches (layerFlags) into one word: a key without padding
+	// hashes and compares as one block of memory, which a search's hundreds of
+	// thousands of lookups (one a shape) notice.
+	flags uint64
+}
+
+// layerFlags packs a layerKey's switches: mods (the recomputed modules) in the
+// low byte, then Layout.CPAllToAll and SP, whether the layout recomputes chosen
+// operators, whether the layer is an MoE layer, Layout.FP8Params (in the training
+// once normalised) and Layout.OffloadActivations, which a search varies per
+// layout, and with the offload whether it runs under full recomputation (only
+// each layer's input is saved), then Layout.OverlapTP and
+// Layout.OverlapSharedExpert, which set the collectives a layer issues from the
+// host (layerCollectiveCalls).
+func layerFlags(mods uint8, switches ...bool) uint64 {
+	f := uint64(mods)
+	for i, b := range switches {
+		if b {
+			f |= 1 << (8 + i)
+		}
+	}
+	return f
 }
 
 // layer is e.layerCompute, remembered in c (when c is not nil).
@@ -708,8 +719,9 @@ func (c *BoundsCache) layer(e *Estimator, req *Request, r *gpuRates, tokens, sLo
 		return e.layerCompute(*req, r, tokens, sLocal, s, moe)
 	}
 	l := &req.Layout
-	k := layerKey{math.Float64bits(tokens), math.Float64bits(sLocal), math.Float64bits(s), l.TP, l.EP, l.etp(), l.CP, l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe, l.recomputeMask(),
-		req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull, l.OverlapTP, l.OverlapSharedExpert}
+	k := layerKey{math.Float64bits(tokens), math.Float64bits(sLocal), math.Float64bits(s), l.TP, l.EP, l.etp(), l.CP,
+		layerFlags(l.recomputeMask(), l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe,
+			req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull, l.OverlapTP, l.OverlapSharedExpert)}
 	if lt, ok := c.layers[k]; ok {
 		return lt
 	}

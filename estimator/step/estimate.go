@@ -584,6 +584,12 @@ type pricing struct {
 	// cache holds the layers' compute times of this estimator, model, training
 	// and cluster (QuickCached), or is nil.
 	cache *BoundsCache
+	// placed are the placements commOn found, by the communication placed (its
+	// grid, cluster and rank map are the pricing's): an estimate prices several
+	// collectives on one group (ZeRO-3's gather and reduce-scatter, TP's pair,
+	// the ring's passes), and each lookup in the estimator's map builds and hashes
+	// a key and takes its lock.
+	placed [commAmax + 1]*collective.Placement
 
 	// One micro-batch on one GPU: the compute of the slowest stage, micro-batches
 	// per replica (mf), the stage's layers, the sequence length, the tokens of the
@@ -694,13 +700,17 @@ func (p *pricing) commOn(c, place Comm, op collective.Op, bytes float64, perStep
 	if err := messageFits(c, op, bytes); err != nil {
 		return 0, err
 	}
-	g := p.g
-	if onExpertGrid(place) {
-		g = p.eg
-	}
-	pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, g, place)
-	if err != nil {
-		return 0, err
+	pl := p.placed[place]
+	if pl == nil {
+		g := p.g
+		if onExpertGrid(place) {
+			g = p.eg
+		}
+		var err error
+		if pl, err = p.e.placement(p.req.Cluster, p.req.Ranks, g, place); err != nil {
+			return 0, err
+		}
+		p.placed[place] = pl
 	}
 	est, err := p.e.collCost(pl, op, bytes)
 	if err != nil {
