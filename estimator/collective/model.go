@@ -388,6 +388,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		e.Channels = 1
 	}
 	t := term{lat: m.fixedUs(p, op, a, pr, launch)}
+	fixed := t.lat
 	switch a {
 	case Ring:
 		switch op {
@@ -417,6 +418,11 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		k := m.chunks(perCh, m.k.ChunkBytes)
 		e.Chunks, e.Steps = k, pp.steps(k)
 		m.stream(&t, pp, k, perCh/float64(k), pr, m.treeStepUs(pr), bwf)
+		if pr == LL128 {
+			if capGBps, ok := treeLL128CeilingGBps(p); ok {
+				t.xfer = max(t.xfer, S/(capGBps*1e3))
+			}
+		}
 	case Hierarchical:
 		pd := float64(p.PerDomain)
 		doms := float64(p.Domains)
@@ -462,6 +468,10 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		e.Steps = co.nvlsTreeIntra.steps(k) + int(hops)
 		t.lat += intra.lat + hops*(step+co.nvlsTreeNet.lat+co.nvlsTreeNet.net*m.k.NetStepUs[pr])
 		t.xfer += max(intra.xfer, net) + (min(intra.xfer, net)+(hops-1)*net)/float64(k)
+		if capGBps, ok := nvlsTreeCeilingGBps(p); ok {
+			// the chunks' steps (t.lat beyond the fixed cost) are part of the ceiling's time
+			t.xfer = max(t.xfer, S/(capGBps*1e3)-(t.lat-fixed))
+		}
 	case Direct:
 		switch op {
 		case AllReduce:
@@ -566,13 +576,7 @@ var treeHopRatio = func() (r [numProtos]float64) {
 // for the GPU generation, rounded up to a multiple of the ranks per node so that
 // every GPU's NIC carries an equal share of the inter-node traffic.
 func ringChannels(p *Placement) int {
-	base := 12 // NCCL on A100/H100 NVSwitch: 6 rings × 2 after channel duplication (nccl-model.md §1.8)
-	switch p.Cluster.GPU().Arch {
-	case hardware.Blackwell:
-		base = 16 // 721.8 GB/s NVLink search lands at 8 × 90 GB/s, duplicated
-	case hardware.CDNA3, hardware.CDNA4:
-		base = 16
-	}
+	base := searchChannels(p.Cluster.GPU().Arch)
 	unit := 1
 	switch {
 	case p.Cluster.Spec.Intra.Kind == topology.Mesh && p.PerDomain > 2:
@@ -584,6 +588,21 @@ func ringChannels(p *Placement) int {
 		unit = p.PerDomain // every GPU (and its NIC) enters the node equally often
 	}
 	return (base + unit - 1) / unit * unit
+}
+
+// searchChannels is the channel count of NCCL's ring and tree graphs (the count its
+// tuning multiplies its per-channel figures by) for the GPU generation.
+func searchChannels(a hardware.Arch) int {
+	switch a {
+	case hardware.Blackwell:
+		// 721.8 GB/s NVLink: one node's search lands at 8 × 90 GB/s, duplicated; across
+		// NVL72 racks (SM100 network ladder from the 48 GB/s NIC path) at 16 × 45.1 GB/s,
+		// every channel passing every GPU of the rack (src/graph/search.cc, v2.29.2-1)
+		return 16
+	case hardware.CDNA3, hardware.CDNA4:
+		return 16
+	}
+	return 12 // NCCL on A100/H100 NVSwitch: 6 rings × 2 after channel duplication (nccl-model.md §1.8)
 }
 
 // nvlsTreeMaxChunk4Nodes is the NVLS tree's largest chunk on 4 nodes or more: NCCL

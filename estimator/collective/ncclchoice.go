@@ -454,3 +454,56 @@ func (m *Model) ncclProtocol(p *Placement, op Op, a Algorithm, bytes float64) (P
 	}
 	return bp, !math.IsInf(best, 1)
 }
+
+// treeLL128CeilingGBps is the fastest a tree all-reduce with LL128 runs on NVIDIA
+// GPUs, as algorithm bandwidth (GB/s): NCCL's per-channel LL128 tree ceiling
+// (tuning.cc perChMaxTreeLL128Bws, by node count: 1, 2, more) times its tree
+// graph's channels (searchChannels), halved as NCCL converts a tree's bus bandwidth
+// (ratio 0.5). It is what one channel of the LL128 tree kernel moves, whatever its
+// links could carry: on a 64-GPU NVL72 rack the chain's links are not what bounds
+// it (16 channels × 31.67 GB/s / 2 = 253 GB/s across two racks with NCCL 2.28 or
+// later; OCI's two-rack sweep adds 242 GB/s from 64 to 512 MiB).
+func treeLL128CeilingGBps(p *Placement) (float64, bool) {
+	arch := p.Cluster.GPU().Arch
+	perCh, ok := ncclTreeLL128PerCh[arch]
+	if !ok {
+		return 0, false // RCCL: other tables
+	}
+	if arch == hardware.Blackwell {
+		if major, minor, ok := p.Cluster.Spec.NCCLRelease(); ok && (major > 2 || major == 2 && minor >= 28) {
+			perCh = ncclTreeLL128PerCh228Blackwell
+		}
+	}
+	idx := min(p.Domains, 3) - 1
+	return float64(searchChannels(arch)) * perCh[idx] * 0.5, true
+}
+
+// ncclTreeLL128PerCh228Blackwell is perChMaxTreeLL128Bws for Blackwell from NCCL
+// 2.28 on (tuning.cc ncclTunerConstantsDefaults, v2.28.3-1 to v2.29.2-1).
+var ncclTreeLL128PerCh228Blackwell = [3]float64{55.6, 31.67, 20.0}
+
+// nvlsTreeCeilingGBps is the fastest an NVLS-tree all-reduce across nodes runs, as
+// algorithm bandwidth (GB/s): NCCL's per-channel NVLS tree ceiling (tuning.cc
+// perChMaxNVLSTreeBws, by node count: 2, more) times its NVLS graph's channels (one
+// head per GPU of a node), over the ring's bus factor 2(n-1)/n, as NCCL converts
+// the NVLS tree's bus bandwidth (ncclTopoTuneModel's ratio nRanks / nsteps). On two
+// nodes of 8 H100 that is 8 × 57.7 × 16/30 = 246 GB/s; nccl-tests#309's and
+// dstack's 2-node H100 sweeps run at 239–250 GB/s from 1 to 16 GiB.
+func nvlsTreeCeilingGBps(p *Placement) (float64, bool) {
+	perCh, ok := ncclNVLSTreePerCh[p.Cluster.GPU().Arch]
+	if !ok || p.Domains < 2 {
+		return 0, false
+	}
+	n := float64(p.N())
+	return float64(p.PerDomain) * perCh[min(p.Domains, 3)-2] * n / (2 * (n - 1)), true
+}
+
+// ncclNVLSTreePerCh is perChMaxNVLSTreeBws (GB/s per channel; 2 nodes, more),
+// tuning.cc ncclTunerConstantsDefaults at v2.29.2-1 (the table first appears in
+// v2.28.3-1, with Blackwell's 4-node figure 43.1). It is NVIDIA's measurement of
+// what one channel of the NVLS tree kernel moves, applied whatever NCCL a cluster
+// states: the kernel, not the table, sets the pace.
+var ncclNVLSTreePerCh = map[hardware.Arch][2]float64{
+	hardware.Hopper:    {57.7, 45.5},
+	hardware.Blackwell: {96.0, 43.8},
+}

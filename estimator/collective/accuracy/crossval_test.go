@@ -95,7 +95,11 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// NCCL_NVLSTREE_MAX_CHUNKSIZE; model.go nvlsTreeMaxChunk4Nodes) and a refit:
 	// 1–64 MiB 13.5 → 11.7 % (the 12 % target met), all sizes 10.6 → 10.5 %,
 	// ≥ 64 MiB 4.7 → 4.5 %, < 1 MiB 26.6 → 27.0 %; bound 14 % on 1–64 MiB before.
-	bounds := map[string]float64{"1–64 MiB": 0.12, "≥ 64 MiB": 0.05, "all sizes": 0.11}
+	// With NCCL's per-channel ceilings on the LL128 tree and the NVLS tree (its
+	// perChMaxTreeLL128Bws and perChMaxNVLSTreeBws times its graphs' channels; model.go,
+	// ncclchoice.go), constants as they were: 1–64 MiB 11.7 → 11.8 %, ≥ 64 MiB 4.5 →
+	// 3.2 %, all sizes 10.5 → 10.0 %, < 1 MiB 27.0 → 29.2 %; bounds 5 and 11 % before.
+	bounds := map[string]float64{"1–64 MiB": 0.12, "≥ 64 MiB": 0.035, "all sizes": 0.105}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
@@ -106,6 +110,7 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	}
 	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
 	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
+	// 9.5 % with NCCL's per-channel LL128 tree and NVLS tree ceilings (9.85 % before).
 	// 9.85 % with the NVLS tree's 64 KiB chunk from 4 nodes on (9.5 % before it: the
 	// 4- and 8-node rows of 32–64 MiB it fixes are outnumbered by rows the refitted
 	// folds price differently; docs/calibration.md).
