@@ -1,0 +1,53 @@
+package collective_test
+
+import (
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/topology"
+)
+
+// NCCL's tuning caps its LL128 tree and its NVLS tree per channel (tuning.cc
+// perChMaxTreeLL128Bws, perChMaxNVLSTreeBws, v2.29.2-1), whatever the links could
+// carry. Across two NVL72 racks of GB200 with NCCL 2.29 (16 tree channels at 31.67
+// GB/s of bus bandwidth each, halved for a tree) a large LL128 double tree moves at
+// most 253 GB/s — OCI's 32-tray sweep adds 242 GB/s from 64 to 512 MiB — and two
+// DGX H100 nodes' NVLS tree at most 8 heads × 57.7 GB/s × 16/30 = 246 GB/s, where
+// nccl-tests#309's and dstack's 2-node sweeps run at 239–250 GB/s from 1 to 16 GiB.
+// The prices of large calls (4 and 8 GiB, where the latency is under 2 %) follow
+// the ceilings, within 5 %, and never
+// beat them.
+func TestPerChannelTreeCeilings(t *testing.T) {
+	m := collective.NewModel(collective.Default())
+	for _, tc := range []struct {
+		name    string
+		system  string
+		nodes   int
+		perNode int
+		edit    func(*topology.Spec)
+		opt     collective.Options
+		bytes   float64
+		ceiling float64 // GB/s of algorithm bandwidth
+	}{
+		{"two GB200 racks, LL128 double tree", "gb200-nvl72", 32, 4, func(s *topology.Spec) {
+			s.Intra.DomainNodes = 16
+			s.Intra.NVLS = false
+			s.NCCL = "2.29.2"
+		}, collective.Options{Algo: collective.DoubleTree, ForceProtocol: true, Protocol: collective.LL128}, 4 << 30, 16 * 31.67 / 2},
+		{"two DGX H100, NVLS tree", "dgx-h100", 2, 8, nil,
+			collective.Options{Algo: collective.NVLSTree}, 8 << 30, 8 * 57.7 * 16 / 30},
+	} {
+		c := mustCluster(t, tc.system, tc.nodes, tc.edit)
+		g, sib, err := collective.NodeGroups(c, tc.nodes, tc.perNode, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := m.Estimate(mustPlace(t, c, g, sib), collective.AllReduce, tc.bytes, tc.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.AlgBWGBps > tc.ceiling*1.0001 || e.AlgBWGBps < 0.95*tc.ceiling {
+			t.Errorf("%s: %.0f GB/s, want within 5 %% under NCCL's per-channel ceiling %.0f GB/s", tc.name, e.AlgBWGBps, tc.ceiling)
+		}
+	}
+}
