@@ -115,6 +115,11 @@ var ncclTreeCorrection = [3][23]float64{
 // 31.5) is close to Ampere's ratio.
 var ncclLinkRatio = map[hardware.Arch]float64{hardware.Ampere: 20.0 / 25, hardware.Hopper: 20.6 / 25, hardware.Blackwell: 40.0 / 50}
 
+// ncclPlainTreeFactor is what NCCL's tuning takes off a tree's bus bandwidth when
+// its tree graph has the plain tree pattern (tuning.cc ncclTopoTuneModel:
+// maxTreePattern == NCCL_TOPO_PATTERN_TREE, × .85; v2.27.7-1 to v2.29.2-1).
+const ncclPlainTreeFactor = 0.85
+
 // ncclNetOverheadUs is getNetOverhead on Intel hosts (1 µs; 2 on AMD).
 const ncclNetOverheadUs = 1.0
 
@@ -130,6 +135,10 @@ type ncclGraph struct {
 	intraHw    int
 	ll128      bool // NCCL enables LL128 on this path
 	simpleOnly bool // the network carries Simple only (AWS's plugin sets NCCL_PROTO)
+	// treePattern: the tree graph has NCCL's plain tree pattern (all of a node's NIC
+	// traffic through one GPU), which its search forces with one GPU per node
+	// (search.cc ncclTopoCompute: ngpus == 1, v2.27.7-1 to v2.29.2-1).
+	treePattern bool
 	// since228: the cluster states NCCL 2.28 or later, whose tables differ: the NVLS
 	// tree's network hop 20.9 µs (14 before) and Blackwell's per-channel caps (ring
 	// LL128 40, tree LL128 55.6 / 31.67 / 20.0, tree 70.0 / 42.8 / 24.0 GB/s;
@@ -166,6 +175,7 @@ func ncclGraphOf(p *Placement) (ncclGraph, bool) {
 	// NICs are; and never where the network carries Simple only.
 	g.ll128 = g.intraHw == hwNVLink
 	g.simpleOnly = g.nodes > 1 && s.NICs.SimpleProtocolOnly
+	g.treePattern = g.nodes > 1 && p.PerDomain == 1
 	if major, minor, ok := s.NCCLRelease(); ok && (major > 2 || major == 2 && minor >= 28) {
 		g.since228 = true
 	}
@@ -263,6 +273,9 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 			}
 			bus = min(bus*f, ch*treeLL128[idx2])
 		}
+	}
+	if a == nTree && g.treePattern {
+		bus *= ncclPlainTreeFactor
 	}
 	if a == nPAT {
 		bus *= .75

@@ -142,3 +142,24 @@ func TestLog2i(t *testing.T) {
 
 // nccltuned is the shipped model, which runs NCCL's choice under Auto.
 func nccltuned() *Model { return NewModel(Default()) }
+
+// With one GPU per node NCCL's tree search has the plain tree pattern (search.cc
+// forces it for ngpus == 1) and its tuning takes 0.85 off the tree's bus bandwidth
+// (tuning.cc: maxTreePattern == NCCL_TOPO_PATTERN_TREE). Two DGX H100 nodes, one GPU
+// each: the tree's bus is min(NVLink 18 × 20.6 = 370.8, 2 × one 50 GB/s NIC) = 100
+// GB/s, × 0.92 = 92 (12 channels × 41.4 GB/s do not bind), × 0.85 = 78.2, × 0.5 =
+// 39.1 GB/s of algorithm bandwidth; a 4 GiB call is past the size correction's table.
+func TestNCCLPlainTreePattern(t *testing.T) {
+	const bytes = 4 << 30
+	g, _ := ncclGraphOf(placeNodes(t, "dgx-h100", 2, 1))
+	if !g.treePattern {
+		t.Fatal("2 nodes × 1 GPU: want NCCL's plain tree pattern")
+	}
+	_, xfer := g.parts(AllReduce, nTree, 2, bytes)
+	if want := bytes / (1000 * 39.1); math.Abs(xfer-want) > 1e-6*want {
+		t.Errorf("tree Simple transfer %.1f µs, NCCL's table %.1f µs (39.1 GB/s)", xfer, want)
+	}
+	if g8, _ := ncclGraphOf(placeNodes(t, "dgx-h100", 2, 8)); g8.treePattern {
+		t.Error("2 nodes × 8 GPUs: the search's balanced tree is not forced to the plain pattern")
+	}
+}
