@@ -187,24 +187,12 @@ func TestHalfCalibratedBeatsCatalog(t *testing.T) {
 					t.Fatal(err)
 				}
 				if rows(test) < rows(all) {
-					b, _, err := calibrate.Score(spec, all)
-					if err != nil {
-						t.Fatal(err)
-					}
-					a, _, err := calibrate.Score(rep.Spec, all)
-					if err != nil {
-						t.Fatal(err)
-					}
+					b, _ := mustScore(t, spec, all)
+					a, _ := mustScore(t, rep.Spec, all)
 					t.Logf("  all %d held-out rows, those set aside included: median |err| %.1f%% → %.1f%%", rows(all), 100*b, 100*a)
 				}
-				beforeMed, beforeMean, err := calibrate.Score(spec, test)
-				if err != nil {
-					t.Fatal(err)
-				}
-				afterMed, afterMean, err := calibrate.Score(rep.Spec, test)
-				if err != nil {
-					t.Fatal(err)
-				}
+				beforeMed, beforeMean := mustScore(t, spec, test)
+				afterMed, afterMean := mustScore(t, rep.Spec, test)
 				t.Logf("train %v → test %v: median |err| %.1f%% → %.1f%%, mean %.1f%% → %.1f%%; fitted %+v, at a bound %v",
 					names(train), names(test), 100*beforeMed, 100*afterMed, 100*beforeMean, 100*afterMean, rep.Fitted, rep.AtBound)
 				if sys.noBound && len(rep.AtBound) > 0 {
@@ -230,14 +218,8 @@ func TestHalfCalibratedBeatsCatalog(t *testing.T) {
 					if rows(tb) < minBandHeldOut {
 						continue
 					}
-					bMed, _, err := calibrate.Score(spec, tb)
-					if err != nil {
-						t.Fatal(err)
-					}
-					aMed, _, err := calibrate.Score(rep.Spec, tb)
-					if err != nil {
-						t.Fatal(err)
-					}
+					bMed, _ := mustScore(t, spec, tb)
+					aMed, _ := mustScore(t, rep.Spec, tb)
 					t.Logf("  %s: %d rows, median |err| %.1f%% → %.1f%%", band, rows(tb), 100*bMed, 100*aMed)
 					if aMed < bMed-0.001 {
 						better = true
@@ -706,4 +688,14 @@ func TestValidationKeepsWhatNoPartCanShow(t *testing.T) {
 	if after > 0.07 {
 		t.Errorf("even sizes: median |err| %.1f%% on the calibrated cluster, want within 7 %%", 100*after)
 	}
+}
+
+// mustScore is calibrate.Score of in on spec, failing the test on an error.
+func mustScore(t *testing.T, spec topology.Spec, in calibrate.Inputs) (median, mean float64) {
+	t.Helper()
+	median, mean, err := calibrate.Score(spec, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return median, mean
 }
