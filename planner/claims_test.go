@@ -464,10 +464,7 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 	for _, r := range moe {
 		version[r.ID] = r.FrameworkVer
 	}
-	byID := map[string]accuracy.Case{}
-	for _, c := range cases {
-		byID[c.Run.ID] = c
-	}
+	byID := casesByID(cases)
 	open := 0
 	// Under the race detector the 223 searches take a minute: every seventh run only,
 	// unless STEPCOST_SLOW is set.
@@ -890,10 +887,7 @@ func TestSameWorkPerGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]accuracy.Case{}
-	for _, c := range cases {
-		byID[c.Run.ID] = c
-	}
+	byID := casesByID(cases)
 	for _, tc := range []struct {
 		a, b string
 		want bool
@@ -917,4 +911,13 @@ func TestSameWorkPerGPU(t *testing.T) {
 			t.Errorf("sameWorkPerGPU(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
+}
+
+// casesByID indexes the published runs' cases by run id.
+func casesByID(cases []accuracy.Case) map[string]accuracy.Case {
+	byID := make(map[string]accuracy.Case, len(cases))
+	for _, c := range cases {
+		byID[c.Run.ID] = c
+	}
+	return byID
 }

@@ -68,25 +68,12 @@ func TestPermuteExpertLoopNVIDIAAccount(t *testing.T) {
 // Engine after the PR), which prices the same forward otherwise; unfused, the two
 // are equal.
 func TestPermuteExpertLoopByProfile(t *testing.T) {
-	m, err := model.Lookup("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := catalog.Cluster("hgx-b200", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := qwen3Arch(t)
 	dispatcher := DispatchAllToAll
 	fwd := func(fw string, fused bool) float64 {
-		req := Request{Model: m, Cluster: cl,
-			Training: Training{SeqLen: 4096, GlobalBatch: 64, Precision: BF16, Framework: fw,
-				MoECapacityFactor: 1, MoEPadToCapacity: true, MoEPermuteFusion: fused, MoEDispatcher: dispatcher},
-			Layout: Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: RecomputeNone}}
-		res, err := New().Estimate(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Breakdown.Forward
+		return qwen3OnB200EP8(t, func(tr *Training) {
+			tr.Framework, tr.MoEPermuteFusion, tr.MoEDispatcher = fw, fused, dispatcher
+		}).Breakdown.Forward
 	}
 	k := DefaultConstants()
 	gpu, _ := catalog.GPU("B200")
@@ -110,4 +97,33 @@ func TestPermuteExpertLoopByProfile(t *testing.T) {
 	if deep < wantDeep*0.999 || deep > wantDeep*1.001 || !(deep < got) {
 		t.Errorf("DeepEP: nemo-25.04's forward is %.3f ms longer than nemo's, want %.3f ms, under the all-to-all dispatcher's %.3f ms", 1e3*deep, 1e3*wantDeep, 1e3*got)
 	}
+}
+
+// qwen3OnB200EP8 estimates Qwen3-30B-A3B (128 experts, hidden 2 048, top 8) on 8 B200
+// with EP 8, 4 096-token micro-batches and the experts padded to capacity, in bf16,
+// with the training as edit sets it.
+func qwen3OnB200EP8(t *testing.T, edit func(*Training)) Result {
+	t.Helper()
+	cl, err := catalog.Cluster("hgx-b200", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Training{SeqLen: 4096, GlobalBatch: 64, Precision: BF16, MoECapacityFactor: 1, MoEPadToCapacity: true}
+	edit(&tr)
+	res, err := New().Estimate(Request{Model: qwen3Arch(t), Cluster: cl, Training: tr,
+		Layout: Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: RecomputeNone}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// qwen3Arch is the catalog's Qwen3-30B-A3B.
+func qwen3Arch(t *testing.T) model.Arch {
+	t.Helper()
+	m, err := model.Lookup("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/hardware"
-	"github.com/stepcost/stepcost/estimator/model"
 )
 
 // Megatron-Core 0.12's router under moe_router_dtype fp32 runs F.linear on fp32
@@ -21,23 +20,11 @@ import (
 // forward through Transformer Engine's GEMM), without the option, or where the
 // GPU has no fp32 rate, nothing changes.
 func TestRouterFP32Linear(t *testing.T) {
-	m, err := model.Lookup("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := catalog.Cluster("hgx-b200", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := qwen3Arch(t)
 	run := func(fw string, fp32 bool) (fwd, bwd float64) {
-		req := Request{Model: m, Cluster: cl,
-			Training: Training{SeqLen: 4096, GlobalBatch: 64, Precision: BF16, Framework: fw,
-				MoECapacityFactor: 1, MoEPadToCapacity: true, MoEPermuteFusion: true, MoERouterFP32: fp32},
-			Layout: Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 8, ZeRO: 1, MicroBatch: 1, Recompute: RecomputeNone}}
-		res, err := New().Estimate(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := qwen3OnB200EP8(t, func(tr *Training) {
+			tr.Framework, tr.MoEPermuteFusion, tr.MoERouterFP32 = fw, true, fp32
+		})
 		return res.Breakdown.Forward, res.Breakdown.Backward
 	}
 	gpu, err := catalog.GPU("B200")
