@@ -936,7 +936,11 @@ var profiles = []Profile{
 			// default) "up to 3.9 TB/s": 0.79 and 0.49 of the B200's 8 TB/s. From
 			// 4446ad91b the README times a CUDA dim1 kernel at 5.4–5.7 TB/s and the
 			// dim0 cast at 6.5 TB/s on a 1000 W B200 (0.68–0.81): the current
-			// profile's.
+			// profile's. The nightlies of 2025-09-29 to 2025-10-15 ran the compiled
+			// dim0 cast at 1.49–4.69 TB/s (pytorch/pytorch#164301: Inductor's div_rn
+			// from #164144, put behind TORCHINDUCTOR_EMULATE_DIVISION_ROUNDING by
+			// #165566); no published run is known to have run one, so no profile
+			// prices them (docs/step-model.md, "The regressed nightlies").
 			p.BlackwellMXCastHBM = [2]float64{6.3 / 8, 3.9 / 8}
 			// MoE.forward and the expert-parallel hooks run eagerly around the
 			// compiled submodules (apply_compile at 35bffe989).
