@@ -354,16 +354,6 @@ const (
 	grokFP8      = "Grok-1 fp8 on H100 (dgxc2502): the model prices the published layout 8–19 % fast"
 	megatron2021 = "Megatron-LM 2021: the plan drops the full recomputation every Table 1 run used (its degrees picked by heuristics, §5.1), which the paper measured costing up to 33 % of the throughput (§5.6)"
 	gptOSSH100   = "gpt-oss-20b fp8 on 64 and 128 H100 (MLPerf Training v6.0, Cisco): the model prices the published layout 16–19 % fast with its unfused GLU clamp and expert biases priced, the rest of the cause not found"
-	// MLPerf Training v5.1's Llama 3.1 8B at GBS 64 on 512 GB200 and 512 GB300 (TP 2 ×
-	// CP 4 × DP 64, full-iteration CUDA graphs, 0.089 / 0.085 s): the model prices
-	// the published layout about a quarter fast; the same batch runs 1.8× faster per
-	// GPU on 128 B200 (mlperf51_b200_llama31_8b_128gpu_fp8_uf). The GB300 run (theia)
-	// uses the GB200 run's config line for line and is priced as fast (0.064 s)
-	// where it measured 0.085 s against the GB200's 0.089 s. The runs' own
-	// validation steps (forward only, the same micro-batch and graphs, 0.0219 /
-	// 0.0207 s) put about a fifth of the miss in the layers' forward pass
-	// (docs/step-model.md, "What the validation steps of the 8B runs say").
-	llama8BGBS64 = "Llama 3.1 8B fp8 at GBS 64 on 512 GB200 / GB300 (MLPerf Training v5.1, TP 2 × CP 4): the model prices the published layout 25–28 % fast; its validation steps run the forward pass 1.3× slower than priced, the rest of the cause not found"
 	// mlperf51_h100_llama31_8b_128gpu_fp8_cisco (TP 2 × DP 64 on 128 H100, eager, NeMo
 	// 2.4): the same submitter ran the same layout, batch and fp8 recipe on 128 H100
 	// in MLPerf Training v6.0 with full-iteration CUDA graphs on a later NeMo and
@@ -406,8 +396,6 @@ var claimExceptions = map[string]claimException{
 	"dgxc2502_h100_grok1_32gpu_fp8":                  {modelError: grokFP8},
 	"dgxc2502_h100_grok1_64gpu_fp8":                  {modelError: grokFP8},
 	"mlperf60_h100_gptoss20b_64gpu_fp8":              {modelError: gptOSSH100},
-	"mlperf51_gb200_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
-	"mlperf51_gb300_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
 	"mlperf51_h100_llama31_8b_128gpu_fp8_cisco":      {sameWorkFaster: cisco8BNewerStack},
 	"mosaic_mpt70b_a100_40_64gpu_s2048_mbs2":         {modelError: "MPT-70B on 64 A100-40GB: the model prices the published layout 23 % fast (the mosaic source's largest miss; a slower fabric, memory pressure, a per-step cost and a third gather measured and ruled out, docs/step-model.md)"},
 	"narayanan21_t1_1.7b":                            {recomputeMeasured: megatron2021},

@@ -29,6 +29,13 @@ type Options struct {
 	// that only run Simple ignore it.
 	ForceProtocol bool
 	Protocol      Protocol
+	// MaxCTAs is the communicator's ncclConfig_t.maxCTAs (NCCL 2.17 on; PyTorch's
+	// ProcessGroupNCCL.Options().config.max_ctas, which Megatron-Core sets per
+	// process group from nccl_communicator_config_path): at most that many thread
+	// blocks, and so channels, run one call. 0 leaves NCCL's own count. It bounds
+	// send/recv, whose channels each copy at the generation's per-channel rate
+	// (p2p.go); the collective algorithms' channels are not capped by it.
+	MaxCTAs int
 }
 
 // Estimate is the predicted cost of one collective call.
@@ -71,8 +78,15 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 	if o.ForceProtocol && o.Protocol >= numProtos {
 		return Estimate{}, invalid.Field("protocol", "unknown protocol %d", o.Protocol)
 	}
+	if o.MaxCTAs < 0 || o.MaxCTAs > MaxChannels {
+		return Estimate{}, invalid.Field("max_ctas", "must be between 0 (NCCL's default) and %d (got %d)", MaxChannels, o.MaxCTAs)
+	}
 	if p.N() == 1 || bytes == 0 {
 		return Estimate{Op: op, Algo: o.Algo, Bytes: bytes, Steps: 0}, nil
+	}
+	if op == SendRecv && o.MaxCTAs > 0 && (o.Algo == Auto || o.Algo == Direct) {
+		// send/recv runs only NCCL's p2p kernel (Direct): its channels capped
+		return m.p2pCapped(p, op, bytes, o.Launch, o.MaxCTAs), nil
 	}
 	if o.Algo != Auto {
 		if err := m.Supports(p, op, o.Algo); err != nil {

@@ -230,7 +230,18 @@ func (m *Model) pairwiseNetUs(p *Placement, perPeer float64, pr Protocol) float6
 // p2pPlan is NCCL's split of one peer's b bytes: the channels it uses and the
 // protocol (addP2pToPlan).
 func p2pPlan(p *Placement, b float64) (nch int, pr Protocol) {
+	return p2pPlanCapped(p, b, 0)
+}
+
+// p2pPlanCapped is p2pPlan on a communicator whose maxCTAs is maxCTAs (0: NCCL's
+// default): its p2p channels, and so the channels per peer, are at most maxCTAs
+// (init.cc: nChannels and p2pnChannels bounded by comm->config.maxCTAs).
+func p2pPlanCapped(p *Placement, b float64, maxCTAs int) (nch int, pr Protocol) {
 	total, perPeer := p2pChannels(p)
+	if maxCTAs > 0 {
+		total = min(total, maxCTAs)
+		perPeer = min(perPeer, total)
+	}
 	minCh := perPeer
 	for minCh*p.N() > total && minCh > 1 {
 		minCh /= 2
@@ -300,8 +311,15 @@ func (m *Model) p2pCopyUs(p *Placement, perPeer float64, peers, nch int, pr Prot
 
 // p2p prices send/recv and all-to-all as NCCL's grouped sends and receives.
 func (m *Model) p2p(p *Placement, op Op, S float64, launch Launch) Estimate {
+	return m.p2pCapped(p, op, S, launch, 0)
+}
+
+// p2pCapped is p2p on a communicator of at most maxCTAs channels (0: NCCL's
+// default). Only send/recv is capped here: its one peer's channels are all the call
+// runs, so the capped split bounds both its copy and its network channels.
+func (m *Model) p2pCapped(p *Placement, op Op, S float64, launch Launch, maxCTAs int) Estimate {
 	perPeer, peers, co := p.p2pShape(op, S)
-	nch, pr := p2pPlan(p, perPeer)
+	nch, pr := p2pPlanCapped(p, perPeer, maxCTAs)
 	linkUs := perPeer * co.m / m.k.BWFactor[pr]
 	lat, xfer := m.p2pCost(p, op, perPeer, peers, nch, pr, linkUs, co.lat, co.net, launch)
 	e := Estimate{Op: op, Algo: Direct, Protocol: pr, Bytes: S, Steps: 1, Channels: nch,

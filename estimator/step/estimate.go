@@ -145,21 +145,28 @@ type costKey struct {
 	p     *collective.Placement
 	op    uint64 // the collective.Op, widened: no padding, so that the key hashes and compares as one block
 	bytes uint64 // math.Float64bits, for the same reason
+	ctas  uint64 // the communicator's maxCTAs (collective.Options.MaxCTAs), widened alike
 }
 
 // collCost is e.coll.Estimate with the default options, memoised by (placement,
 // operation, bytes). A placement is a group shape on one cluster with the groups
 // that share its links, so the key is the operation, the size and the group shape.
 func (e *Estimator) collCost(p *collective.Placement, op collective.Op, bytes float64) (collective.Estimate, error) {
+	return e.collCostCTAs(p, op, bytes, 0)
+}
+
+// collCostCTAs is collCost on a communicator whose NCCL maxCTAs is ctas (0: NCCL's
+// default).
+func (e *Estimator) collCostCTAs(p *collective.Placement, op collective.Op, bytes float64, ctas int) (collective.Estimate, error) {
 	memo := e.costs.Load()
-	k := costKey{p, uint64(op), math.Float64bits(bytes)}
+	k := costKey{p, uint64(op), math.Float64bits(bytes), uint64(ctas)}
 	memo.mu.RLock()
 	est, ok := memo.m[k]
 	memo.mu.RUnlock()
 	if ok {
 		return est, nil
 	}
-	est, err := e.coll.Estimate(p, op, bytes, collective.Options{})
+	est, err := e.coll.Estimate(p, op, bytes, collective.Options{MaxCTAs: ctas})
 	if err != nil {
 		return est, err
 	}
@@ -697,6 +704,12 @@ func (p *pricing) comm(c Comm, op collective.Op, bytes float64, perStep float64,
 // kind's own group, or commExpertData for expert parameters): the seconds of one
 // call, which the detailed answer also lists with how often the step runs it.
 func (p *pricing) commOn(c, place Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
+	return p.commOnCTAs(c, place, op, bytes, perStep, when, 0)
+}
+
+// commOnCTAs is commOn on a communicator whose NCCL maxCTAs is ctas (0: NCCL's
+// default).
+func (p *pricing) commOnCTAs(c, place Comm, op collective.Op, bytes float64, perStep float64, when string, ctas int) (float64, error) {
 	if err := messageFits(c, op, bytes); err != nil {
 		return 0, err
 	}
@@ -712,7 +725,7 @@ func (p *pricing) commOn(c, place Comm, op collective.Op, bytes float64, perStep
 		}
 		p.placed[place] = pl
 	}
-	est, err := p.e.collCost(pl, op, bytes)
+	est, err := p.e.collCostCTAs(pl, op, bytes, ctas)
 	if err != nil {
 		return 0, err
 	}
@@ -949,15 +962,32 @@ func (p *pricing) contextParallel() (float64, error) {
 		}
 		c.grad, err = p.comm(CommCP, collective.SendRecv, ring.gradBlock, layers*ring.cp*mf, "per layer: CP fp32 dK/dV block passes backward (PyTorch's context_parallel)")
 	} else {
-		c.p2p, err = p.comm(CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home")
+		c.p2p, err = p.commOnCTAs(CommCP, CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home", p.req.Training.CPMaxCTAs)
 	}
 	if err != nil {
 		return 0, err
 	}
 	exp, hid := ring.perMB(c)
-	p.hiddenPerMB += hid
+	share := 1.0
+	if !ring.gather {
+		share = cpSMShare(p.req.Training)
+	}
+	p.hiddenPerMB += hid * share
 	p.res.Breakdown.Hidden[CommCP] = hid * mf
 	return exp, nil
+}
+
+// cpSMShare is the share of the framework's communication SMs (commSMs) the ring
+// attention's K/V sends take: all of them, or their maxCTAs' worth where the CP
+// group caps its thread blocks below them (Training.CPMaxCTAs) — the contention a
+// hidden send adds to the compute under it is counted in those SMs. (The capped
+// sends are Transformer Engine's ring; PyTorch's gathers its blocks instead.)
+func cpSMShare(t Training) float64 {
+	sms := commSMs(t.Framework)
+	if t.CPMaxCTAs <= 0 || float64(t.CPMaxCTAs) >= sms {
+		return 1
+	}
+	return float64(t.CPMaxCTAs) / sms
 }
 
 // expertParallel is the exposed time of one micro-batch's MoE dispatch and combine

@@ -281,6 +281,15 @@ type Training struct {
 	// is captured only up to the dispatcher's host sync (the router and token counts)
 	// unless its experts are padded to capacity; the rest stays eager.
 	CUDAGraphs bool `json:"cuda_graphs,omitempty"`
+	// CPMaxCTAs is the NCCL maxCTAs of the context-parallel process group, 0 for
+	// NCCL's default: Megatron-Core creates the group with the "cp" entry of
+	// nccl_communicator_config_path (parallel_state.get_nccl_options: PyTorch's
+	// ProcessGroupNCCL.Options().config.max_ctas), and NeMo's MLPerf Training v5.1
+	// Llama 3.1 8B implementations set it to 1 (conf/nccl/custom_communicator_cta.yaml,
+	// sourced through NCCL_CFG_PATH in config_common.sh). The ring attention's K/V
+	// and dK/dV sends then run on that many channels, each at one thread block's copy
+	// rate, and take that many SMs from the compute they run under.
+	CPMaxCTAs int `json:"cp_nccl_max_ctas,omitempty"`
 }
 
 // MoE token dispatchers (Training.MoEDispatcher).

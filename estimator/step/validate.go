@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
@@ -351,6 +352,9 @@ func (t Training) validate() error {
 	}
 	if v := t.DPBucketParams; !(v == 0 || v >= 1 && v <= 1e13) {
 		c.Add("training.dp_bucket_params", "must be a number of parameters in [1, 1e13], or 0 for the framework's (got %v)", v)
+	}
+	if v := t.CPMaxCTAs; v < 0 || v > collective.MaxChannels {
+		c.Add("training.cp_nccl_max_ctas", "must be a number of thread blocks in [1, %d], or 0 for NCCL's default (got %d)", collective.MaxChannels, v)
 	}
 	if v := t.MoEImbalance; !(v == 0 || v >= 1 && v <= 1e4) {
 		c.Add("training.moe_imbalance", "must be at least 1 (the busiest rank's tokens over the mean) and at most 10000, or 0 for balanced (got %v)", v)

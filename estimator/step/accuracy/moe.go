@@ -159,6 +159,10 @@ type MoERun struct {
 	// DDPBucketSize is the parameters per data-parallel gradient bucket the
 	// source's scripts set (Megatron-Core's bucket_size); null: not stated.
 	DDPBucketSize *float64 `json:"ddp_bucket_size"`
+	// CPNCCLMaxCTAs is the NCCL maxCTAs the source's configuration gives the
+	// context-parallel process group (Megatron-Core's nccl_communicator_config_path,
+	// its "cp" entry's max_ctas); null: not set, NCCL's default.
+	CPNCCLMaxCTAs *int `json:"cp_nccl_max_ctas,omitempty"`
 	// ThroughputBatch is the batch (sequences) the stated tokens/s corresponds to
 	// when the source computed it with another batch than the layout's (a
 	// transcription slip of the source, explained in ConsistencyNotes); null: GBS.
@@ -709,6 +713,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	t.FlashAttention2 = r.FlashAttention2 != nil && *r.FlashAttention2
 	if r.DDPBucketSize != nil {
 		t.DPBucketParams = *r.DDPBucketSize
+	}
+	if r.CPNCCLMaxCTAs != nil {
+		t.CPMaxCTAs = *r.CPNCCLMaxCTAs
 	}
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: l}, filled, nil
 }
