@@ -51,3 +51,31 @@ func TestPerChannelTreeCeilings(t *testing.T) {
 		}
 	}
 }
+
+// Held to its per-channel ceiling, the NVLS tree across two DGX H100 still fills
+// and drains its pipeline: nccl-tests#309's XE9680 and dstack's Nebius sweeps (two
+// nodes of 8 H100, 400 Gb/s NDR per GPU) take 198–216 and 206–252 µs more from
+// 64 MiB to 1 GiB than the bytes at their largest calls' pace (251 and 252 GB/s;
+// 466 / 1283 / 4485 µs and 472 / 1306 / 4512 µs at 64 MiB / 256 MiB / 1 GiB). The
+// model's price of those calls (fixed costs included) exceeds the bytes at its
+// ceiling by as much, within 60 µs, where it exceeded them by 19–145 µs before.
+func TestNVLSTreeCeilingFill(t *testing.T) {
+	m := collective.NewModel(collective.Default())
+	c := mustCluster(t, "dgx-h100", 2, nil)
+	g, sib, err := collective.NodeGroups(c, 2, 8, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustPlace(t, c, g, sib)
+	const ceiling = 8 * 57.7 * 16 / 30 // GB/s of algorithm bandwidth
+	for _, mib := range []float64{64, 128, 256, 512, 1024} {
+		S := mib * (1 << 20)
+		e, err := m.Estimate(p, collective.AllReduce, S, collective.Options{Algo: collective.NVLSTree})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if over := e.TimeUs - S/(ceiling*1e3); over < 198-60 || over > 252+60 {
+			t.Errorf("%.0f MiB: %.0f µs, %.0f µs over the bytes at the ceiling, want %d–%d µs", mib, e.TimeUs, over, 198-60, 252+60)
+		}
+	}
+}

@@ -483,8 +483,14 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		t.lat += intra.lat + hops*(step+co.nvlsTreeNet.lat+co.nvlsTreeNet.net*m.k.NetStepUs[pr])
 		t.xfer += max(intra.xfer, net) + (min(intra.xfer, net)+(hops-1)*net)/float64(k)
 		if capGBps, ok := nvlsTreeCeilingGBps(p); ok {
-			// the chunks' steps (t.lat beyond the fixed cost) are part of the ceiling's time
-			t.xfer = max(t.xfer, S/(capGBps*1e3)-(t.lat-fixed))
+			// Held to NCCL's per-channel ceiling, every stage of the pipeline (the
+			// switch reduce, each network hop up and down, the multicast) moves one
+			// loop of chunks — NCCL's chunk on each channel and NVLS head — per
+			// ceiling period, so the first loop fills the stages and the last drains
+			// them: (stages − 1) loops more than the bytes (nvlsTreeFillBytes). The
+			// chunks' steps (t.lat beyond the fixed cost) are part of that time.
+			fill := nvlsTreeFillBytes(S, float64(co.nvlsTreeIntra.D)+hops, e.Channels*p.PerDomain, p.Domains)
+			t.xfer = max(t.xfer, (S+fill)/(capGBps*1e3)-(t.lat-fixed))
 		}
 	case Direct:
 		switch op {
@@ -633,3 +639,37 @@ func nvlsChannels(a hardware.Arch) int {
 }
 
 func lcm(a, b int) int { return a / gcd(a, b) * b }
+
+// nvlsTreeFillBytes is what the fill and drain of an NVLS tree's pipeline cost at
+// its per-channel ceiling, in bytes at that pace: (stages − 1) loops of ops
+// concurrent chunks (NCCL's NVLS channels × NVLS heads, one chunk each per loop:
+// enqueue.cc ncclPatternNvlsTree), a call smaller than one loop filling them with
+// what it has. On two nodes of 8 H100 (16 channels × 8 heads, 128 KiB chunks, two
+// switch stages and a network hop each way) that is 3 × 16 MiB, 205 µs at the
+// 246 GB/s ceiling: nccl-tests#309's XE9680 and dstack's Nebius sweeps take
+// 198–252 µs more than the bytes at their largest calls' pace (251 and 252
+// GB/s) from 64 MiB to 1 GiB.
+func nvlsTreeFillBytes(S, stages float64, ops, nodes int) float64 {
+	loop := min(S, float64(ops)*ncclNVLSTreeChunk(S, ops, nodes))
+	return (stages - 1) * loop
+}
+
+// ncclNVLSTreeChunk is the chunk NCCL's NVLS tree runs a call of S bytes with, ops
+// being its channels × NVLS heads (enqueue.cc calcCollChunking, the same rule from
+// v2.19.3-1 to v2.29.2-1): NCCL_NVLS_CHUNKSIZE (128 KiB, transport/nvls.cc), at
+// most 64 KiB from 4 nodes on (NCCL_NVLSTREE_MAX_CHUNKSIZE's default), cut to
+// 64 KiB below 4 × ops × the chunk and to 32 KiB below 1 × ops × the chunk.
+func ncclNVLSTreeChunk(S float64, ops, nodes int) float64 {
+	chunk := 128.0 * 1024
+	if nodes >= 4 {
+		chunk = nvlsTreeMaxChunk4Nodes
+	}
+	o := float64(ops)
+	if S < 4*o*chunk && chunk > 64*1024 {
+		chunk = 64 * 1024
+	}
+	if S < o*chunk && chunk > 32*1024 {
+		chunk = 32 * 1024
+	}
+	return chunk
+}

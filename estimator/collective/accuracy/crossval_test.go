@@ -52,7 +52,7 @@ func deref(s *string) string {
 // Leave-one-source-out: every source is priced by constants fitted, from NCCL's own
 // tuning constants (Prior), to the other sources only. The bounds are the figures
 // docs/calibration.md reports, with a small margin; multi-node rows of 1 MiB and
-// more are held to the target itself, a 10 % median.
+// more are held to 8.5 % (the target is 8 %).
 func TestCrossValidatedAccuracy(t *testing.T) {
 	if os.Getenv("STEPCOST_SLOW") == "" || raceEnabled {
 		t.Skip("21 refits (about 45 s on two idle cores): set STEPCOST_SLOW=1 and run without -race (CI's cross-validation step)")
@@ -99,7 +99,11 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// perChMaxTreeLL128Bws and perChMaxNVLSTreeBws times its graphs' channels; model.go,
 	// ncclchoice.go), constants as they were: 1–64 MiB 11.7 → 11.8 %, ≥ 64 MiB 4.5 →
 	// 3.2 %, all sizes 10.5 → 10.0 %, < 1 MiB 27.0 → 29.2 %; bounds 5 and 11 % before.
-	bounds := map[string]float64{"1–64 MiB": 0.12, "≥ 64 MiB": 0.035, "all sizes": 0.105}
+	// With the NVLS tree's pipeline fill and drain at its per-channel ceiling (model.go
+	// nvlsTreeFillBytes), nothing fitted: 1–64 MiB 11.8 → 11.1 %, ≥ 64 MiB 3.2 →
+	// 3.0 %, all sizes 10.0 → 9.8 %, < 1 MiB 29.2 → 25.7 %; bounds 12 and 10.5 %
+	// before.
+	bounds := map[string]float64{"1–64 MiB": 0.115, "≥ 64 MiB": 0.035, "all sizes": 0.10}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
@@ -110,6 +114,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	}
 	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
 	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
+	// 8.1 % with the NVLS tree's fill and drain at its per-channel ceiling (95 of the
+	// 192 rows within 8 %, 96 needed; 9.5 % before, bound 10 %).
 	// 9.5 % with NCCL's per-channel LL128 tree and NVLS tree ceilings (9.85 % before).
 	// 9.85 % with the NVLS tree's 64 KiB chunk from 4 nodes on (9.5 % before it: the
 	// 4- and 8-node rows of 32–64 MiB it fixes are outnumbered by rows the refitted
@@ -122,8 +128,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// and two-rack GB300 rows the model misses by +245 and −75 % (docs/calibration.md);
 	// target 8 %.
 	t.Logf("multi-node ≥ 1 MiB n=%d: median |err| in-sample %.1f%%, out of sample %.1f%% (target 8 %%)", out.N, 100*in.MedianAbs, 100*out.MedianAbs)
-	if !(out.MedianAbs <= 0.10) {
-		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 10%%", 100*out.MedianAbs)
+	if !(out.MedianAbs <= 0.085) {
+		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 8.5%%", 100*out.MedianAbs)
 	}
 	// NCCL's send/recv and all-to-all of 64 KiB and less, priced by the folds that
 	// leave their source out, within 25 % of the published sweeps (issue target): the
