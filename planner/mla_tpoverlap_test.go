@@ -53,3 +53,33 @@ func TestMLATPOverlapNotSearched(t *testing.T) {
 		t.Errorf("llama3-70b with TP overlap under megatron-core: %v, want a plan with it", err)
 	}
 }
+
+// Under nemo-25.04 the search gives DeepSeek-V3 no context parallelism
+// (framework.Runs.NoMLAContextParallel: Transformer Engine 2.2–2.4 has no attention
+// backend for it), and constraints asking for it are refused naming constraints.cp
+// and the framework; under nemo (Transformer Engine 2.5 on) it is searched.
+func TestMLAContextParallelNotSearched(t *testing.T) {
+	e := step.New()
+	dsv3 := mustModel(t, "deepseek-v3")
+	dsv3.Layers = 8
+	req := planner.Request{Model: dsv3, Cluster: mustCluster(t, "gb200-nvl72", 16), GPUs: 64, TopK: 200,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 256, Framework: "nemo-25.04"}}
+	res, err := planner.Search(context.Background(), e, req)
+	if err != nil || len(res.Top) == 0 {
+		t.Fatalf("nemo-25.04: %v (%d plans)", err, len(res.Top))
+	}
+	for _, p := range append(res.Top, res.Pareto...) {
+		if p.Estimate.Layout.CP > 1 {
+			t.Errorf("nemo-25.04: plan %+v has context parallelism", p.Estimate.Layout)
+		}
+	}
+	req.Constraints = planner.Constraints{CP: []int{1, 2}}
+	if _, err := planner.Search(context.Background(), e, req); err == nil || !strings.Contains(err.Error(), "constraints.cp:") || !strings.Contains(err.Error(), "nemo-25.04") {
+		t.Errorf("nemo-25.04: DeepSeek-V3 asking for cp 2: got %v, want an error naming constraints.cp and the framework", err)
+	}
+	req.Training.Framework = "nemo"
+	req.Constraints = planner.Constraints{CP: []int{2}}
+	if res, err := planner.Search(context.Background(), e, req); err != nil || len(res.Top) == 0 {
+		t.Errorf("nemo: DeepSeek-V3 with cp 2: %v, want a plan", err)
+	}
+}

@@ -500,7 +500,11 @@ func restrictToRuns(cs *Constraints, fw framework.Profile, mla bool) error {
 	// is the local batch.
 	cs.oneMicroBatch = r.NoGradAccumulation
 	one("pp", &cs.PP, r.NoPipeline, "pipeline parallelism")
-	one("cp", &cs.CP, r.NoContextParallel, "context parallelism")
+	if r.NoContextParallel {
+		one("cp", &cs.CP, true, "context parallelism")
+	} else {
+		one("cp", &cs.CP, mla && r.NoMLAContextParallel, "context parallelism with latent attention (mla)")
+	}
 	return c.Err()
 }
 

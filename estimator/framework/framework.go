@@ -394,6 +394,16 @@ type Runs struct {
 	// of the whole model only the first layer's attention output projection, built
 	// before it, does (mlaTPOverlapSource).
 	NoMLATPOverlap bool
+	// NoMLAContextParallel: no context parallelism for a model with latent
+	// attention, whose queries and keys are wider than its values (MLA's 192 and
+	// 128). Transformer Engine 2.2–2.4 (dot_product_attention/utils.py,
+	// get_attention_backend) disables FusedAttention under context parallelism
+	// when head_dim_qk != head_dim_v ("does not support context parallelism with
+	// MLA"), flash-attn whenever they differ, and UnfusedDotProductAttention under
+	// any context parallelism: no backend is left, and DotProductAttention raises
+	// "No dot product attention backend is available for the provided inputs"
+	// (v2.5 lifts the first; mlaContextParallelSource).
+	NoMLAContextParallel bool
 	// NoGradAccumulation: the framework runs one forward and one backward pass a
 	// step on each data-parallel replica's local batch, so without a pipeline the
 	// micro-batch is the local batch (global batch / DP: one micro-batch a step);
@@ -432,6 +442,16 @@ var mlaTPOverlapSource = Source{Limit: "NoMLATPOverlap", Repo: "NVIDIA/Megatron-
 		"TELinear sets self.config.tp_comm_overlap = False for a name outside qkv, proj, fc1, fc2 (\"Disabling TP communication " +
 		"overlap for this layer\"), on the TransformerConfig every module shares: no module built after it overlaps"}
 
+// mlaContextParallelSource is where Transformer Engine states
+// Runs.NoMLAContextParallel.
+var mlaContextParallelSource = Source{Limit: "NoMLAContextParallel", Repo: "NVIDIA/TransformerEngine",
+	File:   "transformer_engine/pytorch/dot_product_attention/utils.py (get_attention_backend); transformer_engine/pytorch/attention.py (DotProductAttention.forward)",
+	Commit: "v2.2, v2.3, v2.4 (not v2.5)",
+	Note: "under context_parallel: \"Disabling UnfusedDotProductAttention as it does not support context parallelism\", " +
+		"\"Disabling FusedAttention as it does not support context parallelism with MLA\" (head_dim_qk != head_dim_v); flash-attn " +
+		"is off for head_dim_qk != head_dim_v; with no backend left DotProductAttention raises \"No dot product attention backend " +
+		"is available for the provided inputs\""}
+
 // fp8ParamsShardedSource is where Megatron states Runs.FP8ParamsSharded.
 var fp8ParamsShardedSource = Source{Limit: "FP8ParamsSharded", Repo: "NVIDIA/Megatron-LM",
 	File: "megatron/training/arguments.py; megatron/core/optimizer/optimizer.py", Commit: "core_r0.12.0; d98e8a6 (2026)",
@@ -452,7 +472,7 @@ type Source struct {
 func (r Runs) Limited() bool {
 	return len(r.Schedules) > 0 || len(r.ZeRO) > 0 || len(r.ZeROWithPipeline) > 0 || len(r.Recompute) > 0 ||
 		r.EvenLayerSplit || r.NoPipeline || r.NoSequenceParallel || r.NoContextParallel || r.NoTPOverlap || r.NoEPOverlap ||
-		r.NoMLATPOverlap || r.NoGradAccumulation || r.DDPAlone || r.ExpertTPIsTP || r.FP8ParamsSharded
+		r.NoMLATPOverlap || r.NoMLAContextParallel || r.NoGradAccumulation || r.DDPAlone || r.ExpertTPIsTP || r.FP8ParamsSharded
 }
 
 // TPOverlapRuns tells whether the framework overlaps TP communication with the
@@ -776,9 +796,15 @@ var profiles = []Profile{
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer
 		// (ZeRO-1) in its recipes, TP overlap (Transformer Engine userbuffers),
-		// context parallelism; the MoE all-to-all overlap
+		// context parallelism (but not for latent attention under its Transformer
+		// Engine, 2.2–2.4: NoMLAContextParallel); the MoE all-to-all overlap
 		// (overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14.
-		Runs: mcore012,
+		Runs: func() Runs {
+			r := mcore012
+			r.NoMLAContextParallel = true
+			r.Sources = append(slices.Clone(r.Sources), mlaContextParallelSource)
+			return r
+		}(),
 	},
 	{
 		Name:    "megatron-lm-2021",

@@ -49,3 +49,36 @@ func TestMLATPOverlapRefused(t *testing.T) {
 		t.Errorf("hai-llm: DeepSeek-V3 with TP overlap refused: %v", err)
 	}
 }
+
+// NeMo 25.04's Transformer Engine (2.2–2.4) has no attention backend for latent
+// attention under context parallelism (framework.Runs.NoMLAContextParallel):
+// DeepSeek-V3 with cp 2 is refused under nemo-25.04, naming layout.cp and the
+// framework, and priced under nemo (Transformer Engine 2.5 on); a dense model
+// keeps cp 2 under nemo-25.04.
+func TestMLAContextParallelRefused(t *testing.T) {
+	e := step.New()
+	dsv3 := arch(t, "deepseek-v3")
+	dsv3.Layers = 8
+	estimate := func(fw string, mla bool) error {
+		a := arch(t, "llama3-8b")
+		l := step.Layout{TP: 1, CP: 2, DP: 32, EP: 1, MicroBatch: 1, ZeRO: 1}
+		if mla {
+			a, l.EP = dsv3, 32
+		}
+		_, err := e.Estimate(step.Request{Model: a, Cluster: cluster(t, "gb200-nvl72", 16),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 256, Framework: fw, Optimizer: step.AdamMixed()},
+			Layout:   l})
+		return err
+	}
+	err := estimate("nemo-25.04", true)
+	var fe *invalid.Error
+	if !errors.As(err, &fe) || fe.Field != "layout.cp" || !strings.Contains(err.Error(), "nemo-25.04") || !strings.Contains(err.Error(), "latent attention") {
+		t.Errorf("nemo-25.04: DeepSeek-V3 with cp 2: got %v, want an error naming layout.cp, nemo-25.04 and latent attention", err)
+	}
+	if err := estimate("nemo", true); err != nil {
+		t.Errorf("nemo: DeepSeek-V3 with cp 2: %v", err)
+	}
+	if err := estimate("nemo-25.04", false); err != nil {
+		t.Errorf("nemo-25.04: a dense model with cp 2: %v", err)
+	}
+}

@@ -646,6 +646,9 @@ func validateRuns(c *invalid.Collector, l Layout, a model.Arch, t Training) {
 	}
 	if l.CP > 1 && r.NoContextParallel {
 		c.Add("layout.cp", "%s runs no context parallelism (cp %d)", p.Name, l.CP)
+	} else if l.CP > 1 && a.MLA != nil && r.NoMLAContextParallel {
+		c.Add("layout.cp", "%s runs no context parallelism for latent attention (cp %d): its Transformer Engine has no attention "+
+			"backend for queries and keys wider than the values under context parallelism", p.Name, l.CP)
 	}
 	switch {
 	case !l.OverlapTP:
