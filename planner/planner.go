@@ -424,7 +424,7 @@ func (r *Request) validate() error {
 			}
 			r.Constraints.interleaveOver2 = true
 		}
-		c.Join(restrictToRuns(&r.Constraints, fw))
+		c.Join(restrictToRuns(&r.Constraints, fw, r.Model.MLA != nil))
 	}
 	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {
 		c.Add("constraints.even_split", "keeps to even pipeline splits, but uneven_pp asks for uneven ones: give one")
@@ -439,9 +439,10 @@ func (r *Request) validate() error {
 }
 
 // restrictToRuns narrows the constraints to what the framework runs
-// (framework.Profile.Runs): an empty list becomes the framework's, a list asking
-// for what it does not run is an error naming the constraint and the framework.
-func restrictToRuns(cs *Constraints, fw framework.Profile) error {
+// (framework.Profile.Runs) for a model with latent attention or not (mla): an
+// empty list becomes the framework's, a list asking for what it does not run is
+// an error naming the constraint and the framework.
+func restrictToRuns(cs *Constraints, fw framework.Profile, mla bool) error {
 	c := invalid.Collector{}
 	r := fw.Runs
 	limitTo(&c, fw.Name, "schedules", &cs.Schedules, convert[step.Schedule](r.Schedules))
@@ -472,7 +473,11 @@ func restrictToRuns(cs *Constraints, fw framework.Profile) error {
 		}
 	}
 	off("sp", &cs.SP, r.NoSequenceParallel, "sequence parallelism")
-	off("overlap_tp", &cs.OverlapTP, r.NoTPOverlap, "TP communication overlap")
+	if r.NoTPOverlap {
+		off("overlap_tp", &cs.OverlapTP, true, "TP communication overlap")
+	} else {
+		off("overlap_tp", &cs.OverlapTP, !r.TPOverlapRuns(mla), "TP communication overlap with latent attention (mla)")
+	}
 	off("overlap_ep", &cs.OverlapEP, r.NoEPOverlap, "the expert-parallel all-to-all overlap")
 	one := func(field string, list *[]int, no bool, what string) {
 		switch {
@@ -495,7 +500,11 @@ func restrictToRuns(cs *Constraints, fw framework.Profile) error {
 	// is the local batch.
 	cs.oneMicroBatch = r.NoGradAccumulation
 	one("pp", &cs.PP, r.NoPipeline, "pipeline parallelism")
-	one("cp", &cs.CP, r.NoContextParallel, "context parallelism")
+	if r.NoContextParallel {
+		one("cp", &cs.CP, true, "context parallelism")
+	} else {
+		one("cp", &cs.CP, mla && r.NoMLAContextParallel, "context parallelism with latent attention (mla)")
+	}
 	return c.Err()
 }
 

@@ -379,6 +379,31 @@ type Runs struct {
 	// parallelism; NoTPOverlap: TP communication never overlaps the GEMMs;
 	// NoEPOverlap: the MoE all-to-alls never overlap compute.
 	NoPipeline, NoSequenceParallel, NoContextParallel, NoTPOverlap, NoEPOverlap bool
+	// NoMLATPOverlap: TP communication never overlaps the GEMMs of a model with
+	// multi-head latent attention (model.Arch.MLA), whatever it does for other
+	// models. Megatron-Core builds MLA's four latent projections (q down, q up,
+	// kv down, kv up) as Transformer Engine linear layers; up to 0.12 it gives
+	// them no userbuffers name, and TELinear asserts one under tp_comm_overlap
+	// ("Buffer name should be set to configure communication overlap settings"):
+	// the model is not built. From Megatron-LM 4e6ae3a (2025-04-24, first in
+	// core_v0.13.0) they are named q_down_proj, q_up_proj, kv_down_proj and
+	// kv_up_proj, and TELinear, meeting a name that is not qkv, proj, fc1 or fc2,
+	// sets tp_comm_overlap False on the config it was given — the model's one
+	// TransformerConfig, shared by every layer — so no module built after the
+	// first layer's q down-projection overlaps (still so at d98e8a6, 2026-08):
+	// of the whole model only the first layer's attention output projection, built
+	// before it, does (mlaTPOverlapSource).
+	NoMLATPOverlap bool
+	// NoMLAContextParallel: no context parallelism for a model with latent
+	// attention, whose queries and keys are wider than its values (MLA's 192 and
+	// 128). Transformer Engine 2.2–2.4 (dot_product_attention/utils.py,
+	// get_attention_backend) disables FusedAttention under context parallelism
+	// when head_dim_qk != head_dim_v ("does not support context parallelism with
+	// MLA"), flash-attn whenever they differ, and UnfusedDotProductAttention under
+	// any context parallelism: no backend is left, and DotProductAttention raises
+	// "No dot product attention backend is available for the provided inputs"
+	// (v2.5 lifts the first; mlaContextParallelSource).
+	NoMLAContextParallel bool
 	// NoGradAccumulation: the framework runs one forward and one backward pass a
 	// step on each data-parallel replica's local batch, so without a pipeline the
 	// micro-batch is the local batch (global batch / DP: one micro-batch a step);
@@ -407,6 +432,26 @@ type Runs struct {
 	Sources []Source
 }
 
+// mlaTPOverlapSource is where Megatron-Core states Runs.NoMLATPOverlap.
+var mlaTPOverlapSource = Source{Limit: "NoMLATPOverlap", Repo: "NVIDIA/Megatron-LM",
+	File:   "megatron/core/extensions/transformer_engine.py (TELinear.__init__); megatron/core/transformer/multi_latent_attention.py (MLASelfAttention.__init__)",
+	Commit: "core_v0.12.0; 4e6ae3a (core_v0.13.0); 20d73fe; d98e8a6 (2026)",
+	Note: "0.12: MLASelfAttention builds linear_q_down_proj, linear_q_up_proj, linear_kv_down_proj and linear_kv_up_proj " +
+		"without tp_comm_buffer_name and TELinear asserts \"Buffer name should be set to configure communication overlap settings\" " +
+		"when config.tp_comm_overlap is set; from 4e6ae3a on they are named q_down_proj, q_up_proj, kv_down_proj, kv_up_proj and " +
+		"TELinear sets self.config.tp_comm_overlap = False for a name outside qkv, proj, fc1, fc2 (\"Disabling TP communication " +
+		"overlap for this layer\"), on the TransformerConfig every module shares: no module built after it overlaps"}
+
+// mlaContextParallelSource is where Transformer Engine states
+// Runs.NoMLAContextParallel.
+var mlaContextParallelSource = Source{Limit: "NoMLAContextParallel", Repo: "NVIDIA/TransformerEngine",
+	File:   "transformer_engine/pytorch/dot_product_attention/utils.py (get_attention_backend); transformer_engine/pytorch/attention.py (DotProductAttention.forward)",
+	Commit: "v2.2, v2.3, v2.4 (not v2.5)",
+	Note: "under context_parallel: \"Disabling UnfusedDotProductAttention as it does not support context parallelism\", " +
+		"\"Disabling FusedAttention as it does not support context parallelism with MLA\" (head_dim_qk != head_dim_v); flash-attn " +
+		"is off for head_dim_qk != head_dim_v; with no backend left DotProductAttention raises \"No dot product attention backend " +
+		"is available for the provided inputs\""}
+
 // fp8ParamsShardedSource is where Megatron states Runs.FP8ParamsSharded.
 var fp8ParamsShardedSource = Source{Limit: "FP8ParamsSharded", Repo: "NVIDIA/Megatron-LM",
 	File: "megatron/training/arguments.py; megatron/core/optimizer/optimizer.py", Commit: "core_r0.12.0; d98e8a6 (2026)",
@@ -427,7 +472,13 @@ type Source struct {
 func (r Runs) Limited() bool {
 	return len(r.Schedules) > 0 || len(r.ZeRO) > 0 || len(r.ZeROWithPipeline) > 0 || len(r.Recompute) > 0 ||
 		r.EvenLayerSplit || r.NoPipeline || r.NoSequenceParallel || r.NoContextParallel || r.NoTPOverlap || r.NoEPOverlap ||
-		r.NoGradAccumulation || r.DDPAlone || r.ExpertTPIsTP || r.FP8ParamsSharded
+		r.NoMLATPOverlap || r.NoMLAContextParallel || r.NoGradAccumulation || r.DDPAlone || r.ExpertTPIsTP || r.FP8ParamsSharded
+}
+
+// TPOverlapRuns tells whether the framework overlaps TP communication with the
+// GEMMs of a model, mla telling whether it has multi-head latent attention.
+func (r Runs) TPOverlapRuns(mla bool) bool {
+	return !r.NoTPOverlap && !(mla && r.NoMLATPOverlap)
 }
 
 // ZeROAllowed tells whether the framework runs ZeRO stage z with (pipeline) or
@@ -514,8 +565,10 @@ var deepspeedPipelineSources = []Source{
 // its 1F1B and interleaved pipeline schedules, the distributed optimizer (ZeRO-1)
 // or plain DDP, and no overlap of the MoE all-to-alls.
 var mcore012 = Runs{Schedules: []string{"1f1b", "interleaved"}, ZeRO: []int{0, 1}, NoEPOverlap: true, FP8ParamsSharded: true,
+	NoMLATPOverlap: true,
 	Sources: []Source{
 		fp8ParamsShardedSource,
+		mlaTPOverlapSource,
 		{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/pipeline_parallel/schedules.py",
 			Commit: "core_r0.12.0", Note: "get_forward_backward_func returns forward_backward_no_pipelining, " +
 				"forward_backward_pipelining_without_interleaving or _with_interleaving"},
@@ -609,7 +662,7 @@ var profiles = []Profile{
 		GLUClampUnfused:      true,
 		ExpertBiasUnfused:    true,
 		MegatronDDPBuckets:   true,
-		Runs:                 Runs{FP8ParamsSharded: true, Sources: []Source{fp8ParamsShardedSource}},
+		Runs:                 Runs{FP8ParamsSharded: true, NoMLATPOverlap: true, Sources: []Source{fp8ParamsShardedSource, mlaTPOverlapSource}},
 	},
 	{
 		Name:    "megatron-core-0.12",
@@ -652,8 +705,9 @@ var profiles = []Profile{
 		// without_interleaving and _with_interleaving (megatron/core/
 		// pipeline_parallel/schedules.py, get_forward_backward_func); no
 		// zero-bubble or DualPipe schedule.
-		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, Sources: []Source{
+		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, NoMLATPOverlap: true, Sources: []Source{
 			fp8ParamsShardedSource,
+			mlaTPOverlapSource,
 			{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/pipeline_parallel/schedules.py",
 				Commit: "2436e3d (Megatron-Core of 2026, MLPerf Training v6.0)", Note: "get_forward_backward_func returns the " +
 					"no-pipelining, 1F1B (forward_backward_pipelining_without_interleaving) or interleaved schedule; no zero-bubble or DualPipe schedule"},
@@ -742,9 +796,15 @@ var profiles = []Profile{
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer
 		// (ZeRO-1) in its recipes, TP overlap (Transformer Engine userbuffers),
-		// context parallelism; the MoE all-to-all overlap
+		// context parallelism (but not for latent attention under its Transformer
+		// Engine, 2.2–2.4: NoMLAContextParallel); the MoE all-to-all overlap
 		// (overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14.
-		Runs: mcore012,
+		Runs: func() Runs {
+			r := mcore012
+			r.NoMLAContextParallel = true
+			r.Sources = append(slices.Clone(r.Sources), mlaContextParallelSource)
+			return r
+		}(),
 	},
 	{
 		Name:    "megatron-lm-2021",

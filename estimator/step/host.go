@@ -123,7 +123,36 @@ type layerHostCosts struct {
 	// whether its all-to-alls are among them (then not counted as eager operators).
 	collFwd, collBwd, moeCollFwd, moeCollBwd float64
 	a2a                                      bool
+	// attnFwd and attnBwd are the host time of the unfused attention's operators
+	// under Transformer Engine layers (teUnfusedAttnOpsFwd, teUnfusedAttnOpsBwd),
+	// forward and backward with their recomputation where the attention core is
+	// recomputed.
+	attnFwd, attnBwd float64
 }
+
+// Transformer Engine's UnfusedDotProductAttention (v2.2 pytorch/attention.py; the
+// same in v2.3–v2.4), the backend of DotProductAttention where neither cuDNN nor
+// flash-attn takes the heads (Training.UnfusedAttention: MLA's 192-wide queries
+// and keys on Blackwell under Transformer Engine 2.2–2.4), is a chain of eager
+// operators inside the one module call teLayerModules counts, for a causal
+// self-attention in sbhd without padding or bias:
+//
+//   - dot_product_attention/utils.get_full_mask builds the causal mask on every
+//     call: two torch.arange, their difference, swa_left and swa_right, the two
+//     torch.where over their comparisons (a comparison and a where each), the
+//     difference of those and torch.logical_not — 11 kernels;
+//   - torch.baddbmm into the scores, FusedScaleMaskSoftmax's ScaledMaskedSoftmax
+//     (one kernel, with its mask), torch.bmm with the values and the output's
+//     permute(...).contiguous() — 4; dropout at probability 0 returns its input.
+//
+// 15 operators forward. Backward, autograd runs the gradients of baddbmm (two
+// GEMMs), of the softmax (one kernel), of bmm (two) and of the permute's copy (one)
+// — 6; the mask needs none. Recomputing the attention core (selective
+// core_attn) runs the 15 again in the backward pass.
+const (
+	teUnfusedAttnOpsFwd = 15
+	teUnfusedAttnOpsBwd = 6
+)
 
 // layerHost prices the host side of one layer's forward: with the framework's
 // layers built of Transformer Engine modules (framework.Profile.TELayers), each
@@ -150,10 +179,23 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 			c.routerOps = moeRouterKernelsGroupLimitedFused
 		}
 	}
+	if c.te && a.MoE != nil && t.MoECapacityFactor > 0 {
+		c.routerOps += moeRouterCapacityOps
+		if !t.MoEPadToCapacity {
+			c.routerOps++
+		}
+	}
 	attn, mb := layerCollectiveCalls(&req, moe)
 	c.collFwd, c.collBwd = collHostSeconds(attn.fwd, s), collHostSeconds(attn.bwd, s)
 	c.moeCollFwd, c.moeCollBwd = collHostSeconds(mb.fwd, s), collHostSeconds(mb.bwd, s)
 	c.a2a = mb.fwd[cA2A] > 0
+	if c.te && t.UnfusedAttention && !t.CUDAGraphs {
+		bwdOps := float64(teUnfusedAttnOpsBwd)
+		if req.Layout.recomputeMask()&rmCoreAttn != 0 {
+			bwdOps += teUnfusedAttnOpsFwd
+		}
+		c.attnFwd, c.attnBwd = teUnfusedAttnOpsFwd*c.op, bwdOps*c.op
+	}
 	switch {
 	case t.CUDAGraphs:
 		c.layer = k.KernelLaunchUs * 1e-6 * s // one graph launch
@@ -178,6 +220,14 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 	}
 	return c
 }
+
+// moeRouterCapacityOps are the kernels Megatron-Core's router adds with a capacity
+// factor (moe_utils.topk_softmax_with_capacity, the same at core_v0.12.0 and
+// 20d73fe; the router counts above are of dropless routing): the top-capacity
+// tokens of each expert (torch.topk over the tokens), the capacity mask built by
+// zeros_like, scatter and the cast to bool, and the probabilities multiplied by it
+// — 5; without padding the mask is also and-ed with the routing map (one more).
+const moeRouterCapacityOps = 5
 
 // Kernels of Megatron-Core's router for group-limited sigmoid routing with
 // expert bias and the sequence auxiliary loss (DeepSeek-V3), without and with

@@ -385,8 +385,11 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// The collectives it issues through torch.distributed cost the host their own
 	// time (layerCollectiveCalls), forward and backward as counted.
 	launch := hc.layer
-	lt.fwd = math.Max(fwd, launch+hc.collFwd)
-	lt.bwd = math.Max(bwd, 2*launch+hc.collBwd)
+	// The unfused attention's own operators under Transformer Engine layers
+	// (layerHostCosts.attnFwd, attnBwd) come with the collectives' host time.
+	collFwd, collBwd := hc.collFwd+hc.attnFwd, hc.collBwd+hc.attnBwd
+	lt.fwd = math.Max(fwd, launch+collFwd)
+	lt.bwd = math.Max(bwd, 2*launch+collBwd)
 	if moe && a.MoE != nil {
 		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
 		if gluClampUnfused(req) {
@@ -395,8 +398,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if expertBiasUnfused(req) {
 			h.post += (expertBiasOpsPerExpert*moeLocal + expertBiasOps) * hc.op
 		}
-		lt.fwd = math.Max(fwd, launch+hc.collFwd+h.pre+h.post)
-		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post-hc.moeCollFwd)+hc.collBwd+hc.moeCollBwd)
+		lt.fwd = math.Max(fwd, launch+collFwd+h.pre+h.post)
+		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post-hc.moeCollFwd)+collBwd+hc.moeCollBwd)
 		if h.sync {
 			// The sync drains the GPU's queue: the GPU idles while the host
 			// finishes the copy and issues the next operator, and then runs no

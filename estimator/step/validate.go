@@ -650,9 +650,18 @@ func validateRuns(c *invalid.Collector, l Layout, a model.Arch, t Training) {
 	}
 	if l.CP > 1 && r.NoContextParallel {
 		c.Add("layout.cp", "%s runs no context parallelism (cp %d)", p.Name, l.CP)
+	} else if l.CP > 1 && a.MLA != nil && r.NoMLAContextParallel {
+		c.Add("layout.cp", "%s runs no context parallelism for latent attention (cp %d): its Transformer Engine has no attention "+
+			"backend for queries and keys wider than the values under context parallelism", p.Name, l.CP)
 	}
-	if l.OverlapTP && r.NoTPOverlap {
+	switch {
+	case !l.OverlapTP:
+	case r.NoTPOverlap:
 		c.Add("layout.overlap_tp", "%s does not overlap TP communication with the GEMMs", p.Name)
+	case a.MLA != nil && r.NoMLATPOverlap:
+		c.Add("layout.overlap_tp", "%s does not overlap TP communication with the GEMMs of a model with latent attention (mla): "+
+			"Megatron-Core's MLA projections take no userbuffers (0.12 refuses to build the model; later versions switch the overlap off "+
+			"for every module built after the first layer's q down-projection)", p.Name)
 	}
 	if l.OverlapEP && r.NoEPOverlap {
 		c.Add("layout.overlap_ep", "%s does not overlap the expert-parallel all-to-alls", p.Name)
