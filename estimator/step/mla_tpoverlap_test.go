@@ -18,19 +18,8 @@ import (
 // dense model keeps the overlap under the same profiles, and DeepSeek's own
 // framework (hai-llm), not Megatron-Core, is not held to the rule.
 func TestMLATPOverlapRefused(t *testing.T) {
-	e := step.New()
-	dsv3 := arch(t, "deepseek-v3")
-	dsv3.Layers = 8
 	estimate := func(fw string, overlap bool, mla bool) error {
-		a := arch(t, "llama3-8b")
-		l := step.Layout{TP: 2, SP: true, DP: 32, EP: 1, MicroBatch: 1, ZeRO: 1, OverlapTP: overlap}
-		if mla {
-			a, l.EP = dsv3, 32
-		}
-		_, err := e.Estimate(step.Request{Model: a, Cluster: cluster(t, "gb200-nvl72", 16),
-			Training: step.Training{SeqLen: 4096, GlobalBatch: 256, Framework: fw, Optimizer: step.AdamMixed()},
-			Layout:   l})
-		return err
+		return estimateMLAOrDense(t, fw, mla, step.Layout{TP: 2, SP: true, DP: 32, EP: 1, MicroBatch: 1, ZeRO: 1, OverlapTP: overlap})
 	}
 	for _, fw := range []string{"megatron-core", "megatron-core-0.12", "nemo", "nemo-24", "nemo-24.12", "nemo-25.04"} {
 		err := estimate(fw, true, true)
@@ -56,19 +45,8 @@ func TestMLATPOverlapRefused(t *testing.T) {
 // framework, and priced under nemo (Transformer Engine 2.5 on); a dense model
 // keeps cp 2 under nemo-25.04.
 func TestMLAContextParallelRefused(t *testing.T) {
-	e := step.New()
-	dsv3 := arch(t, "deepseek-v3")
-	dsv3.Layers = 8
 	estimate := func(fw string, mla bool) error {
-		a := arch(t, "llama3-8b")
-		l := step.Layout{TP: 1, CP: 2, DP: 32, EP: 1, MicroBatch: 1, ZeRO: 1}
-		if mla {
-			a, l.EP = dsv3, 32
-		}
-		_, err := e.Estimate(step.Request{Model: a, Cluster: cluster(t, "gb200-nvl72", 16),
-			Training: step.Training{SeqLen: 4096, GlobalBatch: 256, Framework: fw, Optimizer: step.AdamMixed()},
-			Layout:   l})
-		return err
+		return estimateMLAOrDense(t, fw, mla, step.Layout{TP: 1, CP: 2, DP: 32, EP: 1, MicroBatch: 1, ZeRO: 1})
 	}
 	err := estimate("nemo-25.04", true)
 	var fe *invalid.Error
@@ -81,4 +59,21 @@ func TestMLAContextParallelRefused(t *testing.T) {
 	if err := estimate("nemo-25.04", false); err != nil {
 		t.Errorf("nemo-25.04: a dense model with cp 2: %v", err)
 	}
+}
+
+// estimateMLAOrDense estimates layout l on 64 GB200 under framework fw, for an
+// 8-layer DeepSeek-V3 (latent attention, EP 32) when mla is set and for Llama 3 8B
+// otherwise, and returns the estimator's error.
+func estimateMLAOrDense(t *testing.T, fw string, mla bool, l step.Layout) error {
+	t.Helper()
+	a := arch(t, "llama3-8b")
+	if mla {
+		a = arch(t, "deepseek-v3")
+		a.Layers = 8
+		l.EP = 32
+	}
+	_, err := step.New().Estimate(step.Request{Model: a, Cluster: cluster(t, "gb200-nvl72", 16),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 256, Framework: fw, Optimizer: step.AdamMixed()},
+		Layout:   l})
+	return err
 }
