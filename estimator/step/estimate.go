@@ -1357,7 +1357,12 @@ func (p *pricing) zero3OnDemand() (float64, error) {
 	// Each module gathers its weights when it runs and waits for them: forward,
 	// again for a fully recomputed forward, and backward; its gradients
 	// reduce-scatter as the backward leaves it. Nothing is prefetched, so none
-	// of it hides. Every call passes one output tensor per rank, which the
+	// of it hides: DeepSpeed v0.3.14–v0.5.10 registers its reset_step pre-forward
+	// hook on the model after the model's own module hook has advanced the trace
+	// step, so every later module's prefetch and reuse checks
+	// (deepspeed/runtime/zero/stage3.py get_params_to_prefetch,
+	// get_reuse_distance_in_numel) find the trace one module off and give up:
+	// no prefetch, and each module gathered again for the backward. Every call passes one output tensor per rank, which the
 	// framework slices (a Python narrow per rank) and the process group fills
 	// (one copy per rank, torch c10d ProcessGroupNCCL::allgather): host work
 	// that grows with the group and stalls the stream.
