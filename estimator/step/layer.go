@@ -736,12 +736,23 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	if a.GatedMLP {
 		mats = 3
 	}
-	width, routed, experts := float64(a.FFN), 1.0, 1.0
+	// routed counts the MLP copies of a token, inH the hidden-wide rows they read
+	// and write: each copy's input (forward) and its output gradient (backward).
+	// A dense MLP or a shared expert runs under attention's TP: every rank holds the
+	// gathered sequence, h per token. A routed expert's copies are gathered over the
+	// expert-TP group only (MoE parallel folding: Megatron-Core's token dispatcher
+	// all-gathers the received tokens over the expert-TP group, of size etp), so a
+	// rank holds etp/tp of them, each h wide — the same share the expert GEMMs take
+	// above (mE = perExpert·et/t). The FFN-wide parts are width/etp for etp/tp of
+	// the copies: width/tp per copy either way.
+	width, routed, inH, experts := float64(a.FFN), 1.0, 1.0, 1.0
 	if moe && a.MoE != nil {
 		if a.MoE.ExpertFFN > 0 {
 			width = float64(a.MoE.ExpertFFN)
 		}
-		routed, experts = float64(a.MoE.TopK+a.MoE.SharedExperts), float64(a.MoE.Experts/max(1, l.EP)+a.MoE.SharedExperts)
+		top, shared := float64(a.MoE.TopK), float64(a.MoE.SharedExperts)
+		routed, experts = top+shared, float64(a.MoE.Experts/max(1, l.EP)+a.MoE.SharedExperts)
+		inH = top*float64(l.etp())/t + shared
 	}
 	rec := req.Training.FP8Recipe
 	per := float64(fp8CastBytes)
@@ -766,7 +777,7 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	if noTranspose {
 		per -= fp8TransposeWriteBytes
 	}
-	inputs := tokens * (h + h*vw/t + routed*(h+width/t))
+	inputs := tokens * (h + h*vw/t + inH*h + routed*width/t)
 	// recast: the inputs cast again by projections that read one input as separate
 	// fp8 linears (framework.Profile.FP8CastPerProjection): wk and wv beside wq, and
 	// a dense gated MLP's w3 beside w1 — torchao's recipes that cast inside each
@@ -793,7 +804,7 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		}
 		inputs -= tokens * fused
 	}
-	grads := tokens * (h*(qw+kvw)/t + h + routed*((mats-1)*width/t+h))
+	grads := tokens * (h*(qw+kvw)/t + h + routed*(mats-1)*width/t + inH*h)
 	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/float64(l.etp())
 	if rec == FP8Rowwise {
 		// torchao's rowwise recipe (float8_linear.py at 6243040): the forward casts
