@@ -131,6 +131,20 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	if !(out.MedianAbs <= 0.085) {
 		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 8.5%%", 100*out.MedianAbs)
 	}
+	// Row by row (with -v): which rows sit near the 8 % line decides the median.
+	if testing.Verbose() {
+		inErr := map[string]float64{}
+		for _, r := range inSample {
+			inErr[r.Row.ID] = r.RelErr
+		}
+		for _, r := range oos {
+			if !r.Scored || r.Err != nil || !multi(r) {
+				continue
+			}
+			t.Logf("multi-node row %-48s %11.0f B %-10s %-6s measured %9.1f µs, left out %+6.1f%%, in sample %+6.1f%%",
+				r.Row.ID, r.Bytes, r.Predicted.Algo, r.Predicted.Protocol, r.MeasuredUs, 100*r.RelErr, 100*inErr[r.Row.ID])
+		}
+	}
 	// NCCL's send/recv and all-to-all of 64 KiB and less, priced by the folds that
 	// leave their source out, within 25 % of the published sweeps (issue target): the
 	// p2p kernel's fixed cost is fitted on the other sources' small p2p rows
