@@ -419,7 +419,9 @@ func prepareCached(cases []Case, lk Links, cache placements) []Prepared {
 			continue
 		}
 		spec := c.Spec
-		if lk.IntraLatencyUs > 0 && spec.Intra.DomainNodes <= 1 {
+		// The scale-up hop fitted is NVSwitch's (topology.NVLinkHopLatencyUs): an AMD
+		// GPU's Infinity Fabric hop and a PCIe switch's keep their own.
+		if lk.IntraLatencyUs > 0 && spec.Intra.DomainNodes <= 1 && spec.Intra.Kind == topology.NVSwitch {
 			spec.Intra.LatencyUs = lk.IntraLatencyUs
 		}
 		if lk.RackLatencyUs > 0 && spec.Intra.DomainNodes > 1 {
