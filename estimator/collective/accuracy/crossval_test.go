@@ -206,18 +206,14 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 // knownFoldsAtBound are the folds, by the source left out, and the constants their
 // fits leave on a bound, with what docs/calibration.md ("Three folds on a bound")
 // found behind each:
-//   - without nccl#1368 (one 1 MiB ring on 5×8 H100), the descent takes the NVLink
-//     hop to 1.12 µs and NVLS's per-step cost to 0: the hop, the protocols' step
-//     costs and NVLS's step cost are seen nearly only as their sums;
-//   - without dstack#3865 (2×p4d all-reduces of 8–128 B, the only small rows of a
-//     Simple-only network), Simple's fixed cost goes to 80 µs to price SkyPilot's
-//     p4d rows of 1–32 MiB, whose excess is a per-NIC ramp the model lacks;
 //   - without oci-hpc-oke, the A100 host factor goes to 1: the later hosts'
 //     single-process launch it multiplies is seen only beside NVLS's fixed cost (every
 //     H100/H200 single-process row runs NVLS), and the hop at 1.3 µs carries the A100
 //     rows' latency.
+//
+// The folds without nccl#1368 (NVLSStepUs at 0) and without dstack#3865 (Simple's
+// fixed cost at 80 µs) left their bounds once the NVLS tree's pipeline fill at the
+// per-channel ceiling was priced (nvlsTreeFillBytes).
 var knownFoldsAtBound = map[string]bool{
-	"NVIDIA/nccl#1368 NVLSStepUs":                    true,
-	"dstackai/dstack#3865 BaseUs.simple":             true,
 	"oracle-quickstart/oci-hpc-oke AmpereHostLaunch": true,
 }
