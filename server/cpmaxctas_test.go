@@ -113,6 +113,7 @@ func TestCPMaxCTAsOverTheAPI(t *testing.T) {
 	for _, rc := range []struct{ path, body string }{
 		{"/v1/steps:estimate", fmt.Sprintf(stepBody, `, "cp_nccl_max_ctas": 257`)},
 		{"/v1/steps:estimate", fmt.Sprintf(stepBody, `, "cp_nccl_max_ctas": -1`)},
+		{"/v1/steps:estimate", fmt.Sprintf(stepBody, `, "cp_nccl_max_ctas": 4294967297`)}, // over int32: refused by the decoder
 		{"/v1/plans:estimate", `{"model": {"name": "llama3-8b"}, "cluster": {"name": "gb200-nvl72"},
 			"training": {"seq_len": 8192, "global_batch": 8, "cp_nccl_max_ctas": 257}, "gpus": 64}`},
 	} {
