@@ -410,7 +410,7 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 		FP8Activations: t.GetFp8Activations(), NoDropout: t.GetNoDropout(), MoEPadToCapacity: t.GetMoePadToCapacity(),
 		MoEDispatcher: strings.ToLower(t.GetMoeDispatcher()), MoEPermuteFusion: t.GetMoePermuteFusion(), MoERouterFP32: t.GetMoeRouterFp32(), CUDAGraphs: t.GetCudaGraphs(),
 		DPBucketParams: float64(t.GetDpBucketParams()), FlashAttention2: t.GetFlashAttention_2(),
-		ParamGather: step.ParamGather(strings.ToLower(t.GetParamGather()))}
+		ParamGather: step.ParamGather(strings.ToLower(t.GetParamGather())), CPMaxCTAs: int(t.GetCpNcclMaxCtas())}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -424,8 +424,8 @@ func TrainingToProto(t step.Training) *pb.Training {
 		MoeImbalance: t.MoEImbalance, MoeCapacityFactor: t.MoECapacityFactor,
 		Fp8Activations: t.FP8Activations, NoDropout: t.NoDropout, MoePadToCapacity: t.MoEPadToCapacity,
 		MoeDispatcher: t.MoEDispatcher, MoePermuteFusion: t.MoEPermuteFusion, MoeRouterFp32: t.MoERouterFP32, CudaGraphs: t.CUDAGraphs, DpBucketParams: int64(t.DPBucketParams), ParamGather: string(t.ParamGather),
-		FlashAttention_2: t.FlashAttention2,
-		Optimizer:        &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
+		FlashAttention_2: t.FlashAttention2, CpNcclMaxCtas: int32(t.CPMaxCTAs),
+		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 
 var recomputes = map[pb.Recompute]step.Recompute{

@@ -344,3 +344,36 @@ func TestConstraintsRoundTrip(t *testing.T) {
 		t.Errorf("even_split %v, experts_whole %v", c.EvenSplit, c.ExpertsWhole)
 	}
 }
+
+// training.cp_nccl_max_ctas crosses the wire both ways unchanged: a count of thread
+// blocks to the domain's Training.CPMaxCTAs and back, unset as 0 (NCCL's default)
+// and back unset. The wire passes a count out of range through as it is, for the
+// estimator to refuse naming the field.
+func TestCPMaxCTAsRoundTrip(t *testing.T) {
+	for _, n := range []int32{0, 1, 8, collective.MaxChannels} {
+		tr := &pb.Training{SeqLen: 8192, GlobalBatch: 8, Precision: pb.Precision_PRECISION_BF16, CpNcclMaxCtas: n, Optimizer: &pb.Optimizer{}}
+		dt, err := wire.TrainingFromProto(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dt.CPMaxCTAs != int(n) {
+			t.Errorf("cp_nccl_max_ctas %d reached the domain as %d", n, dt.CPMaxCTAs)
+		}
+		if err := dt.Validate(); err != nil {
+			t.Errorf("cp_nccl_max_ctas %d: %v", n, err)
+		}
+		if back := wire.TrainingToProto(dt); !proto.Equal(back, tr) {
+			t.Errorf("training back: %v, sent %v", back, tr)
+		}
+	}
+	for _, n := range []int32{-1, collective.MaxChannels + 1, math.MaxInt32} {
+		dt, err := wire.TrainingFromProto(&pb.Training{SeqLen: 8192, GlobalBatch: 8, CpNcclMaxCtas: n})
+		if err != nil || dt.CPMaxCTAs != int(n) {
+			t.Fatalf("cp_nccl_max_ctas %d: %d, %v", n, dt.CPMaxCTAs, err)
+		}
+		fes := wire.FieldErrors(dt.Validate())
+		if len(fes) != 1 || fes[0].Field != "training.cp_nccl_max_ctas" {
+			t.Errorf("cp_nccl_max_ctas %d: field errors %v, want one naming training.cp_nccl_max_ctas", n, fes)
+		}
+	}
+}

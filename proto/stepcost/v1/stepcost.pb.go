@@ -2247,6 +2247,17 @@ type Training struct {
 	// fp32 rate (PyTorch leaves TF32 off for matmuls); elsewhere, and on a model
 	// without experts, it changes nothing. Unset: the router in 16 bits.
 	MoeRouterFp32 bool `protobuf:"varint,24,opt,name=moe_router_fp32,json=moeRouterFp32,proto3" json:"moe_router_fp32,omitempty"`
+	// The NCCL thread blocks (maxCTAs, so channels) of the context-parallel process
+	// group: Megatron-Core creates it with the "cp" entry of its
+	// nccl_communicator_config_path (parallel_state.get_nccl_options: PyTorch's
+	// ProcessGroupNCCL.Options().config.max_ctas, NCCL's ncclConfig_t.maxCTAs), which
+	// NeMo's MLPerf Training Llama 3.1 implementations set to 1
+	// (conf/nccl/custom_communicator_cta.yaml, through NCCL_CFG_PATH). The ring
+	// attention's K/V and dK/dV sends then run on at most that many channels, each at
+	// one thread block's copy rate, and take that many SMs from the compute they run
+	// under; without context parallelism it changes nothing. Unset or 0: NCCL's
+	// default; else in [1, 256].
+	CpNcclMaxCtas int32 `protobuf:"varint,25,opt,name=cp_nccl_max_ctas,json=cpNcclMaxCtas,proto3" json:"cp_nccl_max_ctas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2447,6 +2458,13 @@ func (x *Training) GetMoeRouterFp32() bool {
 		return x.MoeRouterFp32
 	}
 	return false
+}
+
+func (x *Training) GetCpNcclMaxCtas() int32 {
+	if x != nil {
+		return x.CpNcclMaxCtas
+	}
+	return 0
 }
 
 // Layout is one way to parallelise and place the job.
@@ -6984,7 +7002,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\x8a\b\n" +
+	"stateBytes\"\xb3\b\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -7014,7 +7032,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x10dp_bucket_params\x18\x15 \x01(\x03R\x0edpBucketParams\x12*\n" +
 	"\x11flash_attention_2\x18\x16 \x01(\bR\x0fflashAttention2\x12!\n" +
 	"\fparam_gather\x18\x17 \x01(\tR\vparamGather\x12&\n" +
-	"\x0fmoe_router_fp32\x18\x18 \x01(\bR\rmoeRouterFp32\"\xb4\x06\n" +
+	"\x0fmoe_router_fp32\x18\x18 \x01(\bR\rmoeRouterFp32\x12'\n" +
+	"\x10cp_nccl_max_ctas\x18\x19 \x01(\x05R\rcpNcclMaxCtas\"\xb4\x06\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
