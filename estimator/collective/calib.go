@@ -115,12 +115,11 @@ type Constants struct {
 	// charges NVLS 25 µs on NVLink and no ring base latency.
 	NVLSBaseUs float64
 	// LaunchUs is the fixed cost of issuing one collective, by launch mode; for
-	// SingleProcess it is per GPU driven by the process.
+	// SingleProcess it is per GPU driven by the process, on every host alike (an A100
+	// host factor once fitted on top was not identified by the rows: every fold that
+	// did not need it left it on its bound; docs/calibration.md, "The NVLS tree's fill
+	// below its ceiling").
 	LaunchUs [numLaunch]float64
-	// AmpereHostLaunch scales the SingleProcess per-GPU launch cost on A100-era hosts
-	// (2020 CPUs and drivers): both A100 single-process sweeps in the data take
-	// ~42–45 µs for small all-reduces where H100/H200 hosts take ~25–30 µs.
-	AmpereHostLaunch float64
 }
 
 // Default returns the fitted constants. The returned value is a fresh copy.
@@ -143,9 +142,8 @@ func Default() Constants {
 			hardware.Hopper:    0.85,
 			hardware.Blackwell: 0.79,
 		},
-		NVLSStepUs:       2.284,
-		NVLSBaseUs:       12.4,
-		LaunchUs:         [numLaunch]float64{PerProcess: 7.014, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
-		AmpereHostLaunch: 2.544,
+		NVLSStepUs: 2.284,
+		NVLSBaseUs: 12.4,
+		LaunchUs:   [numLaunch]float64{PerProcess: 7.014, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
 	}
 }

@@ -336,11 +336,7 @@ func (m *Model) fixedUs(p *Placement, op Op, a Algorithm, pr Protocol, launch La
 func (m *Model) launchUs(p *Placement, l Launch) float64 {
 	if l == SingleProcess {
 		// one thread launches on every GPU of its node in turn
-		us := m.k.LaunchUs[l] * float64(p.Cluster.Spec.GPUsPerNode)
-		if p.Cluster.GPU().Arch == hardware.Ampere {
-			us *= m.k.AmpereHostLaunch
-		}
-		return us
+		return m.k.LaunchUs[l] * float64(p.Cluster.Spec.GPUsPerNode)
 	}
 	return m.k.LaunchUs[l]
 }
@@ -482,16 +478,22 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		e.Steps = co.nvlsTreeIntra.steps(k) + int(hops)
 		t.lat += intra.lat + hops*(step+co.nvlsTreeNet.lat+co.nvlsTreeNet.net*m.k.NetStepUs[pr])
 		t.xfer += max(intra.xfer, net) + (min(intra.xfer, net)+(hops-1)*net)/float64(k)
+		// Every stage of the pipeline (the switch reduce, each network hop up and
+		// down, the multicast) moves one loop of chunks — NCCL's chunk on each
+		// channel and NVLS head — per period of the pipeline's pace, so the first
+		// loop fills the stages and the last drains them: (stages − 1) loops more
+		// than the bytes (nvlsTreeFillBytes). The pace is the slower side's steady
+		// one (the switch stages on NVLink, the network), held to NCCL's
+		// per-channel ceiling where it has one; the chunks' steps (t.lat beyond the
+		// fixed cost) are part of that time. The loop follows NCCL's chunk by call
+		// size, so a call that crosses its step (96 MiB on two B200 nodes, 64 MiB
+		// on two H100) fills with twice the bytes.
+		usPerByte := max(co.nvlsTreeIntra.full.m/(bwf*eff), co.nvlsTreeNet.m/bwf) / pd
 		if capGBps, ok := nvlsTreeCeilingGBps(p); ok {
-			// Held to NCCL's per-channel ceiling, every stage of the pipeline (the
-			// switch reduce, each network hop up and down, the multicast) moves one
-			// loop of chunks — NCCL's chunk on each channel and NVLS head — per
-			// ceiling period, so the first loop fills the stages and the last drains
-			// them: (stages − 1) loops more than the bytes (nvlsTreeFillBytes). The
-			// chunks' steps (t.lat beyond the fixed cost) are part of that time.
-			fill := nvlsTreeFillBytes(S, float64(co.nvlsTreeIntra.D)+hops, e.Channels*p.PerDomain, p.Domains)
-			t.xfer = max(t.xfer, (S+fill)/(capGBps*1e3)-(t.lat-fixed))
+			usPerByte = max(usPerByte, 1/(capGBps*1e3))
 		}
+		fill := nvlsTreeFillBytes(S, float64(co.nvlsTreeIntra.D)+hops, e.Channels*p.PerDomain, p.Domains)
+		t.xfer = max(t.xfer, (S+fill)*usPerByte-(t.lat-fixed))
 	case Direct:
 		switch op {
 		case AllReduce:
@@ -641,14 +643,17 @@ func nvlsChannels(a hardware.Arch) int {
 func lcm(a, b int) int { return a / gcd(a, b) * b }
 
 // nvlsTreeFillBytes is what the fill and drain of an NVLS tree's pipeline cost at
-// its per-channel ceiling, in bytes at that pace: (stages − 1) loops of ops
-// concurrent chunks (NCCL's NVLS channels × NVLS heads, one chunk each per loop:
-// enqueue.cc ncclPatternNvlsTree), a call smaller than one loop filling them with
-// what it has. On two nodes of 8 H100 (16 channels × 8 heads, 128 KiB chunks, two
-// switch stages and a network hop each way) that is 3 × 16 MiB, 205 µs at the
-// 246 GB/s ceiling: nccl-tests#309's XE9680 and dstack's Nebius sweeps take
-// 198–252 µs more than the bytes at their largest calls' pace (251 and 252
-// GB/s) from 64 MiB to 1 GiB.
+// its pace (its per-channel ceiling or, below it, its slower side's), in bytes at
+// that pace: (stages − 1) loops of ops concurrent chunks (NCCL's NVLS channels ×
+// NVLS heads, one chunk each per loop: enqueue.cc ncclPatternNvlsTree), a call
+// smaller than one loop filling them with what it has. On two nodes of 8 H100 (16
+// channels × 8 heads, 128 KiB chunks, two switch stages and a network hop each way)
+// that is 3 × 16 MiB, 205 µs at the 246 GB/s ceiling: nccl-tests#309's XE9680 and
+// dstack's Nebius sweeps take 198–252 µs more than the bytes at their largest
+// calls' pace (251 and 252 GB/s) from 64 MiB to 1 GiB. On two nodes of 8 B200 (24
+// channels × 8 heads, bound by the NICs at 384 GB/s) the loop is 12 MiB below
+// 96 MiB and 24 MiB from there: the step dstack's Lambda and GCP A4 sweeps show at
+// 128 MiB.
 func nvlsTreeFillBytes(S, stages float64, ops, nodes int) float64 {
 	loop := min(S, float64(ops)*ncclNVLSTreeChunk(S, ops, nodes))
 	return (stages - 1) * loop

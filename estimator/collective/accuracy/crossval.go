@@ -71,7 +71,6 @@ func Prior() Knobs {
 	k.LaunchUs[collective.SingleProcess] = 2
 	k.LaunchUs[collective.Eager] = 10
 	k.LaunchUs[collective.Graph] = 0
-	k.AmpereHostLaunch = 1
 	k.P2PBaseUs = 6.6 - 5
 	k.NVLSEfficiency = map[hardware.Arch]float64{hardware.Hopper: 0.85, hardware.Blackwell: 0.74} // NCCL's nvlsEfficiency
 	return Knobs{K: k, Links: Links{IntraLatencyUs: 0.6, RackLatencyUs: 0.6, NetLatencyUs: 14.0, EFALatencyUs: 14.0}}

@@ -103,7 +103,12 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// nvlsTreeFillBytes), nothing fitted: 1–64 MiB 11.8 → 11.1 %, ≥ 64 MiB 3.2 →
 	// 3.0 %, all sizes 10.0 → 9.8 %, < 1 MiB 29.2 → 25.7 %; bounds 12 and 10.5 %
 	// before.
-	bounds := map[string]float64{"1–64 MiB": 0.115, "≥ 64 MiB": 0.035, "all sizes": 0.10}
+	// With the NVLS tree's fill priced below its ceiling too, at the slower side's
+	// pace (model.go nvlsTreeFillBytes), and the A100 host factor dropped from the
+	// model and the fit (the rows did not identify it; shipped constants otherwise as
+	// they were): 1–64 MiB 11.1 → 11.4 %, ≥ 64 MiB 3.0 → 2.8 %, all sizes 9.7 → 9.8 %,
+	// < 1 MiB 25.7 → 25.8 %; bound 3.5 % on ≥ 64 MiB before.
+	bounds := map[string]float64{"1–64 MiB": 0.115, "≥ 64 MiB": 0.03, "all sizes": 0.10}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
@@ -114,6 +119,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	}
 	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
 	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
+	// 7.5 % with the NVLS tree's fill below its ceiling and no A100 host factor (98 of
+	// the 192 rows within 8 %; 8.1 % before, bound 8.5 %): the 8 % target met.
 	// 8.1 % with the NVLS tree's fill and drain at its per-channel ceiling (95 of the
 	// 192 rows within 8 %, 96 needed; 9.5 % before, bound 10 %).
 	// 9.5 % with NCCL's per-channel LL128 tree and NVLS tree ceilings (9.85 % before).
@@ -128,8 +135,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// and two-rack GB300 rows the model misses by +245 and −75 % (docs/calibration.md);
 	// target 8 %.
 	t.Logf("multi-node ≥ 1 MiB n=%d: median |err| in-sample %.1f%%, out of sample %.1f%% (target 8 %%)", out.N, 100*in.MedianAbs, 100*out.MedianAbs)
-	if !(out.MedianAbs <= 0.085) {
-		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 8.5%%", 100*out.MedianAbs)
+	if !(out.MedianAbs <= 0.08) {
+		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 8%%", 100*out.MedianAbs)
 	}
 	// Row by row (with -v): which rows sit near the 8 % line decides the median.
 	if testing.Verbose() {
@@ -205,15 +212,9 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 
 // knownFoldsAtBound are the folds, by the source left out, and the constants their
 // fits leave on a bound, with what docs/calibration.md ("Three folds on a bound")
-// found behind each:
-//   - without oci-hpc-oke, the A100 host factor goes to 1: the later hosts'
-//     single-process launch it multiplies is seen only beside NVLS's fixed cost (every
-//     H100/H200 single-process row runs NVLS), and the hop at 1.3 µs carries the A100
-//     rows' latency.
-//
-// The folds without nccl#1368 (NVLSStepUs at 0) and without dstack#3865 (Simple's
-// fixed cost at 80 µs) left their bounds once the NVLS tree's pipeline fill at the
-// per-channel ceiling was priced (nvlsTreeFillBytes).
-var knownFoldsAtBound = map[string]bool{
-	"oracle-quickstart/oci-hpc-oke AmpereHostLaunch": true,
-}
+// found behind each. It is empty: the folds without nccl#1368 (NVLSStepUs at 0) and
+// without dstack#3865 (Simple's fixed cost at 80 µs) left their bounds once the NVLS
+// tree's pipeline fill at the per-channel ceiling was priced (nvlsTreeFillBytes); the
+// fold without oci-hpc-oke put the A100 host factor at 1, a factor the rows did not
+// identify, which the fit no longer has.
+var knownFoldsAtBound = map[string]bool{}

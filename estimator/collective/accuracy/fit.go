@@ -95,7 +95,6 @@ func FitParams() []Param {
 	add("NVLSChunkBytes", 4<<10, 4<<20, func(k *collective.Constants) *float64 { return &k.NVLSChunkBytes })
 	add("NVLSStepUs", 0, 40, func(k *collective.Constants) *float64 { return &k.NVLSStepUs })
 	add("NVLSBaseUs", 0, 60, func(k *collective.Constants) *float64 { return &k.NVLSBaseUs })
-	add("AmpereHostLaunch", 1, 4, func(k *collective.Constants) *float64 { return &k.AmpereHostLaunch })
 	// A call replayed from a CUDA graph has no host launch of its own: LaunchUs.graph
 	// is 0 by definition, not fitted.
 	for _, l := range []collective.Launch{collective.PerProcess, collective.SingleProcess, collective.Eager} {
