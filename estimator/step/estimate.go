@@ -962,7 +962,7 @@ func (p *pricing) contextParallel() (float64, error) {
 		}
 		c.grad, err = p.comm(CommCP, collective.SendRecv, ring.gradBlock, layers*ring.cp*mf, "per layer: CP fp32 dK/dV block passes backward (PyTorch's context_parallel)")
 	} else {
-		c.p2p, err = p.commOnCTAs(CommCP, CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, the last dK/dV block home under the last step", p.req.Training.CPMaxCTAs)
+		c.p2p, err = p.commOnCTAs(CommCP, CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward (the last dK/dV one home under the last step)", p.req.Training.CPMaxCTAs)
 	}
 	if err != nil {
 		return 0, err
