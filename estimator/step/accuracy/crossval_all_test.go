@@ -186,15 +186,21 @@ func fmtFitted(m map[string]float64) string {
 // 30 a DeepSeek-V3 layer and micro-batch under NeMo 25.04 at TP 2) took in sample
 // all 7.6 → 7.5, MoE 9.1 → 8.7, Blackwell 9.4 → 9.1 % and left out all 7.9 → 7.8,
 // MoE 10.1 → 9.6, fp8 9.6 → 9.5, Blackwell 9.7 → 9.4 % (bounds in sample MoE 0.095 →
-// 0.09, Blackwell 0.10 → 0.095, left out MoE 0.105 → 0.10). docs/step-model.md gives the runs
+// 0.09, Blackwell 0.10 → 0.095, left out MoE 0.105 → 0.10). Transformer Engine's ring
+// backward as its loop sends (ring.perMB: the last dK/dV block home under the last
+// step's attention, 2·(CP − 1) blocks a layer) took in sample all 7.5 → 7.3, the
+// original 127 5.9 → 5.8, fp8 9.3 → 8.9, Blackwell 9.1 → 8.7 % and left out all 8.0
+// → 7.7, the original 127 6.4 → 6.2, MoE 9.7 → 9.4, fp8 9.9 → 9.5, Blackwell 9.5 →
+// 9.3 % (bounds in sample all 0.08 → 0.075, fp8 and Blackwell 0.095 → 0.09, left out
+// Blackwell 0.10 → 0.095). docs/step-model.md gives the runs
 // that miss most and what each lacks. The original 127
 // runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.065, "moe": 0.09, "fp8": 0.095, "blackwell": 0.095,
+		"all": 0.075, "original": 0.065, "moe": 0.09, "fp8": 0.09, "blackwell": 0.09,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.07, "moe": 0.10, "fp8": 0.10, "blackwell": 0.10,
+		"all": 0.08, "original": 0.07, "moe": 0.10, "fp8": 0.10, "blackwell": 0.095,
 	}
 )
 
