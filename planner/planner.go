@@ -424,7 +424,7 @@ func (r *Request) validate() error {
 			}
 			r.Constraints.interleaveOver2 = true
 		}
-		c.Join(restrictToRuns(&r.Constraints, fw, r.Model.MLA != nil))
+		c.Join(restrictToRuns(&r.Constraints, fw, r.Model.MLA != nil, r.Model.SlidingWindow > 0))
 	}
 	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {
 		c.Add("constraints.even_split", "keeps to even pipeline splits, but uneven_pp asks for uneven ones: give one")
@@ -439,10 +439,11 @@ func (r *Request) validate() error {
 }
 
 // restrictToRuns narrows the constraints to what the framework runs
-// (framework.Profile.Runs) for a model with latent attention or not (mla): an
+// (framework.Profile.Runs) for a model with latent attention or not (mla), with
+// sliding-window attention or not (sliding): an
 // empty list becomes the framework's, a list asking for what it does not run is
 // an error naming the constraint and the framework.
-func restrictToRuns(cs *Constraints, fw framework.Profile, mla bool) error {
+func restrictToRuns(cs *Constraints, fw framework.Profile, mla, sliding bool) error {
 	c := invalid.Collector{}
 	r := fw.Runs
 	limitTo(&c, fw.Name, "schedules", &cs.Schedules, convert[step.Schedule](r.Schedules))
@@ -504,6 +505,16 @@ func restrictToRuns(cs *Constraints, fw framework.Profile, mla bool) error {
 		one("cp", &cs.CP, true, "context parallelism")
 	} else {
 		one("cp", &cs.CP, mla && r.NoMLAContextParallel, "context parallelism with latent attention (mla)")
+	}
+	if sliding && r.NoSlidingWindowRingCP {
+		// Context parallelism by all-to-alls only (the enumeration checks
+		// cp_all_to_all where cp > 1, so cp 1 layouts are unchanged).
+		switch {
+		case len(cs.CPAllToAll) == 0:
+			cs.CPAllToAll = []bool{true}
+		case slices.Contains(cs.CPAllToAll, false):
+			c.Add("constraints.cp_all_to_all", "asks for ring context parallelism, but %s runs context parallelism for sliding-window attention by all-to-alls only", fw.Name)
+		}
 	}
 	return c.Err()
 }

@@ -404,6 +404,17 @@ type Runs struct {
 	// "No dot product attention backend is available for the provided inputs"
 	// (v2.5 lifts the first; mlaContextParallelSource).
 	NoMLAContextParallel bool
+	// NoSlidingWindowRingCP: context parallelism for a model with sliding-window
+	// attention (model.Arch.SlidingWindow) only by all-to-alls (step.Layout's
+	// CPAllToAll, Megatron-Core's cp_comm_type a2a), not by the ring of K/V blocks
+	// (cp_comm_type p2p). Transformer Engine from v1.12 (pytorch/attention.py) to
+	// v2.18 and d0067d0 (2026-08, dot_product_attention/context_parallel.py,
+	// attn_forward_func_with_cp) asserts that a window other than (-1, 0) and
+	// (-1, -1) runs only with cp_comm_type a2a or all_gather ("The context parallel
+	// running configs cannot support sliding window attention", later "Context
+	// parallelism does not support sliding window attention with cp_comm_type=...");
+	// Megatron-Core passes the layer's window_size to it (slidingWindowCPSource).
+	NoSlidingWindowRingCP bool
 	// NoGradAccumulation: the framework runs one forward and one backward pass a
 	// step on each data-parallel replica's local batch, so without a pipeline the
 	// micro-batch is the local batch (global batch / DP: one micro-batch a step);
@@ -452,6 +463,15 @@ var mlaContextParallelSource = Source{Limit: "NoMLAContextParallel", Repo: "NVID
 		"is off for head_dim_qk != head_dim_v; with no backend left DotProductAttention raises \"No dot product attention backend " +
 		"is available for the provided inputs\""}
 
+// slidingWindowCPSource is where Transformer Engine states
+// Runs.NoSlidingWindowRingCP.
+var slidingWindowCPSource = Source{Limit: "NoSlidingWindowRingCP", Repo: "NVIDIA/TransformerEngine",
+	File:   "transformer_engine/pytorch/attention.py (v1.12–v2.1); transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py (attn_forward_func_with_cp, v2.2 on)",
+	Commit: "v1.12, v2.0, v2.2, v2.4, v2.5, v2.8, v2.10, v2.12, v2.14, v2.18, d0067d0 (2026-08)",
+	Note: "sliding_window_attn = window_size not in ((-1, 0), (-1, -1)); assert not sliding_window_attn or cp_comm_type in " +
+		"[\"a2a\", \"all_gather\"]: the ring (p2p) does not run a sliding window. MLPerf Training v6.0's gpt-oss-20b " +
+		"configurations with CP (GB200, GB300) set cp_comm_type a2a"}
+
 // fp8ParamsShardedSource is where Megatron states Runs.FP8ParamsSharded.
 var fp8ParamsShardedSource = Source{Limit: "FP8ParamsSharded", Repo: "NVIDIA/Megatron-LM",
 	File: "megatron/training/arguments.py; megatron/core/optimizer/optimizer.py", Commit: "core_r0.12.0; d98e8a6 (2026)",
@@ -472,7 +492,7 @@ type Source struct {
 func (r Runs) Limited() bool {
 	return len(r.Schedules) > 0 || len(r.ZeRO) > 0 || len(r.ZeROWithPipeline) > 0 || len(r.Recompute) > 0 ||
 		r.EvenLayerSplit || r.NoPipeline || r.NoSequenceParallel || r.NoContextParallel || r.NoTPOverlap || r.NoEPOverlap ||
-		r.NoMLATPOverlap || r.NoMLAContextParallel || r.NoGradAccumulation || r.DDPAlone || r.ExpertTPIsTP || r.FP8ParamsSharded
+		r.NoMLATPOverlap || r.NoMLAContextParallel || r.NoSlidingWindowRingCP || r.NoGradAccumulation || r.DDPAlone || r.ExpertTPIsTP || r.FP8ParamsSharded
 }
 
 // TPOverlapRuns tells whether the framework overlaps TP communication with the
@@ -662,7 +682,8 @@ var profiles = []Profile{
 		GLUClampUnfused:      true,
 		ExpertBiasUnfused:    true,
 		MegatronDDPBuckets:   true,
-		Runs:                 Runs{FP8ParamsSharded: true, NoMLATPOverlap: true, Sources: []Source{fp8ParamsShardedSource, mlaTPOverlapSource}},
+		Runs: Runs{FP8ParamsSharded: true, NoMLATPOverlap: true, NoSlidingWindowRingCP: true,
+			Sources: []Source{fp8ParamsShardedSource, mlaTPOverlapSource, slidingWindowCPSource}},
 	},
 	{
 		Name:    "megatron-core-0.12",
@@ -705,9 +726,10 @@ var profiles = []Profile{
 		// without_interleaving and _with_interleaving (megatron/core/
 		// pipeline_parallel/schedules.py, get_forward_backward_func); no
 		// zero-bubble or DualPipe schedule.
-		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, NoMLATPOverlap: true, Sources: []Source{
+		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, NoMLATPOverlap: true, NoSlidingWindowRingCP: true, Sources: []Source{
 			fp8ParamsShardedSource,
 			mlaTPOverlapSource,
+			slidingWindowCPSource,
 			{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/pipeline_parallel/schedules.py",
 				Commit: "2436e3d (Megatron-Core of 2026, MLPerf Training v6.0)", Note: "get_forward_backward_func returns the " +
 					"no-pipelining, 1F1B (forward_backward_pipelining_without_interleaving) or interleaved schedule; no zero-bubble or DualPipe schedule"},
@@ -802,7 +824,9 @@ var profiles = []Profile{
 		Runs: func() Runs {
 			r := mcore012
 			r.NoMLAContextParallel = true
-			r.Sources = append(slices.Clone(r.Sources), mlaContextParallelSource)
+			// Transformer Engine 2.2–2.4 assert it (v2.2 and v2.4 read).
+			r.NoSlidingWindowRingCP = true
+			r.Sources = append(slices.Clone(r.Sources), mlaContextParallelSource, slidingWindowCPSource)
 			return r
 		}(),
 	},

@@ -107,6 +107,48 @@ func TestEPOverlapRules(t *testing.T) {
 	}
 }
 
+// Megatron-Core's TransformerConfig refuses the all-to-all overlap beside the
+// shared-expert overlap (core_v0.14.0 on) and with the MoE layer among the
+// recomputed modules (45b8eac on, 2026-03): estimate names layout.overlap_ep; the
+// same layout with either setting alone, or with other modules recomputed, is
+// priced. Llama 4 Scout (one shared expert) on 64 H100, EP 16, no pipeline.
+func TestEPOverlapSharedExpertAndMoERecomputeRefused(t *testing.T) {
+	e := step.New()
+	base := step.Request{Model: arch(t, "llama4-scout"), Cluster: cluster(t, "dgx-h100", 8),
+		Training: step.Training{SeqLen: 8192, GlobalBatch: 256},
+		Layout:   step.Layout{TP: 2, PP: 1, DP: 32, EP: 16, MicroBatch: 1, SP: true, ZeRO: 1, OverlapEP: true}}
+	for _, fw := range []string{"", "nemo"} {
+		for name, tc := range map[string]struct {
+			edit    func(*step.Layout)
+			refused bool
+		}{
+			"shared-expert overlap": {func(l *step.Layout) { l.OverlapSharedExpert = true }, true},
+			"moe recomputed": {func(l *step.Layout) {
+				l.Recompute, l.RecomputeModules = step.RecomputeSelective, []string{"core_attn", "moe"}
+			}, true},
+			"moe_act and mlp recomputed": {func(l *step.Layout) {
+				l.Recompute, l.RecomputeModules = step.RecomputeSelective, []string{"moe_act", "mlp"}
+			}, false},
+			"shared-expert overlap alone": {func(l *step.Layout) { l.OverlapSharedExpert, l.OverlapEP = true, false }, false},
+			"moe recomputed alone": {func(l *step.Layout) {
+				l.Recompute, l.RecomputeModules, l.OverlapEP = step.RecomputeSelective, []string{"moe"}, false
+			}, false},
+		} {
+			r := base
+			r.Training.Framework = fw
+			tc.edit(&r.Layout)
+			_, err := e.Estimate(r)
+			var fe *invalid.Error
+			switch {
+			case tc.refused && (!errors.As(err, &fe) || fe.Field != "layout.overlap_ep"):
+				t.Errorf("%s %q: want layout.overlap_ep refused, got %v", fw, name, err)
+			case !tc.refused && err != nil:
+				t.Errorf("%s %q: %v", fw, name, err)
+			}
+		}
+	}
+}
+
 // Llama 3.1 405B in fp8 at TP 8 on H100 with TP overlap, as three frameworks run
 // it: NeMo (Transformer Engine's userbuffers, fp8 all-gathers and fp8 pipelined
 // reduce-scatters), Megatron-Core (userbuffers at Transformer Engine's defaults:

@@ -556,8 +556,19 @@ func validateOverlapTP(c *invalid.Collector, l Layout) {
 // validateOverlapEP checks the expert-parallel all-to-all overlap's framework
 // rules, Megatron-Core's for --overlap-moe-expert-parallel-comm (TransformerConfig:
 // expert parallelism, virtual pipeline stages when pp > 1 — its combined 1F1B
-// schedule exists without a pipeline and interleaved — and no full recomputation).
+// schedule exists without a pipeline and interleaved —, no full recomputation, no
+// recomputation of the MoE layer and no shared-expert overlap beside it).
 // DualPipe overlaps the all-to-alls by itself.
+//
+// The last two, megatron/core/transformer/transformer_config.py
+// (TransformerConfig.__post_init__): "disable moe_shared_expert_overlap when
+// enabling overlap_moe_expert_parallel_comm" from the overlap's first release
+// (core_v0.14.0) to d98e8a6 (2026-08), through 2436e3d (MLPerf Training v6.0);
+// "disable moe in recompute_modules when enabling overlap_moe_expert_parallel_comm"
+// from 45b8eac (2026-03-20, "Missing Assertion for moe layer recompute in A2A
+// Overlap": the combined 1F1B's per-layer callables never checkpointed the MoE
+// layer) to d98e8a6. Megatron-Bridge 4b4b5c9 asserts the same
+// (src/megatron/bridge/training/comm_overlap.py, shared-expert overlap).
 func validateOverlapEP(c *invalid.Collector, l Layout) {
 	if !l.OverlapEP || l.Schedule == DualPipe {
 		return
@@ -569,6 +580,10 @@ func validateOverlapEP(c *invalid.Collector, l Layout) {
 		c.Add("layout.overlap_ep", "with pp > 1 the all-to-all overlap runs on the interleaved schedule only (Megatron-Core's combined 1F1B; got %s)", l.Schedule)
 	case l.Recompute == RecomputeFull:
 		c.Add("layout.overlap_ep", "the all-to-all overlap does not run with full recomputation (Megatron-Core asserts recompute_granularity != full)")
+	case l.Recompute == RecomputeSelective && slices.Contains(l.RecomputeModules, "moe"):
+		c.Add("layout.overlap_ep", "the all-to-all overlap does not run with the MoE layer recomputed (recompute_modules moe: Megatron-Core asserts \"moe\" not in recompute_modules)")
+	case l.OverlapSharedExpert:
+		c.Add("layout.overlap_ep", "the all-to-all overlap does not run beside the shared-expert overlap (overlap_shared_expert: Megatron-Core asserts not moe_shared_expert_overlap)")
 	}
 }
 
@@ -653,6 +668,10 @@ func validateRuns(c *invalid.Collector, l Layout, a model.Arch, t Training) {
 	} else if l.CP > 1 && a.MLA != nil && r.NoMLAContextParallel {
 		c.Add("layout.cp", "%s runs no context parallelism for latent attention (cp %d): its Transformer Engine has no attention "+
 			"backend for queries and keys wider than the values under context parallelism", p.Name, l.CP)
+	}
+	if l.CP > 1 && !l.CPAllToAll && a.SlidingWindow > 0 && r.NoSlidingWindowRingCP && !r.NoContextParallel {
+		c.Add("layout.cp_all_to_all", "%s runs context parallelism for sliding-window attention only by all-to-alls (cp_all_to_all; cp %d): "+
+			"its Transformer Engine asserts that the ring (cp_comm_type p2p) does not support a sliding window", p.Name, l.CP)
 	}
 	switch {
 	case !l.OverlapTP:
