@@ -45,10 +45,10 @@ var noOverlap = []bool{false}
 // frameworkRuns lists the runs whose scripts run less than their profile, the
 // first match wins; every other run is searched over its profile's layouts.
 var frameworkRuns = []frameworkRun{
-	{match: []string{"megatron-bridge", "2026"},
+	{match: []string{"megatron-bridge", "mlperf"},
 		sets: []planner.Constraints{{ZeRO: []int{0, 1}}},
-		why: "Megatron-Bridge's MLPerf Training v6.0 recipes (the nemo profile) train with the distributed optimizer (ZeRO-1); " +
-			"Megatron-Core of 2026 also has Megatron FSDP, which they do not use"},
+		why: "Megatron-Bridge's MLPerf Training v6.0 recipes (the nemo profile; every submitter's, on H100, GB200 and GB300) " +
+			"train with the distributed optimizer (ZeRO-1); Megatron-Core of 2026 also has Megatron FSDP, which they do not use"},
 	{match: []string{"torchtitan", "fsdp2 + ep"},
 		sets: []planner.Constraints{{OverlapEP: noOverlap}},
 		why:  "torchtitan's MoE of 2025 (the torchtitan profile, which says nothing of it): no MoE all-to-all overlap"},
@@ -316,29 +316,6 @@ var torchaoFSDP8BRowwise = &measurement{6768, "FSDP 8, no TP, float8 rowwise, pe
 var dgxcDSV3H100 = &measurement{4096 * 8192 / (36.189 * 1024), "TP 1, PP 8, VP 2, EP 64, NeMo 25.07.01",
 	"dgxc-benchmarking v25.08 deepseek_v3/pretrain/README.md, 1024 H100"}
 
-// nvidiaGB200GptOSS8: gpt-oss-20b in MXFP8 on 8 GB200 (two NVL72 trays), MLPerf
-// Training v6.0 closed, NVIDIA `tyche-hsg_ngpu8_ngc26.04_nemo` — the submitter, stack
-// and rack of the 72-GPU run (`tyche-hsg_ngpu72_ngc26.04_nemo`) — with the layout its
-// README names, config_GB200_2x4x2xtp1pp1cp1ep1_mxfp8.sh: TP 1, PP 1, CP 1, EP 1 (every
-// GPU holds the 32 experts), DP 8, two sequences a GPU; results/…/gpt_oss_20b/
-// result_1.txt logs global_batch_size 16, gradient_accumulation_steps 1, sequence
-// 8192, and the means of its 768-step blocks ending at steps 1536 and 2304 as 0.44378
-// and 0.44385 s (mirror Richardyu114/training_results_v6.0 at eabf23a, characters
-// 0–32 000). The model prices that layout on 8 GB200 at 0.433 s with fp8 weights and
-// 0.469 s without (its config_common*.sh are not in the copy): −2.4 to +5.7 %, where
-// the 72-GPU run (TP 1, CP 2 by all-to-all, EP 4 over HybridEP, 4096 tokens a GPU) is
-// priced 11 % fast: HybridEP's dispatch and combine cost what its own GB200
-// measurement says (DeepEP's Hybrid-EP README: 122 / 117 against 115 µs a call
-// priced), its permutation is over-priced and its padding 0.8 % of the experts' rows;
-// none of its EP costs is the miss, which grows as the work a GPU shrinks as far as
-// these rows show (docs/step-model.md, "gpt-oss-20b's expert parallelism on NVL72").
-// The evidence is per GPU at another batch a GPU — two sequences, where the 72-GPU
-// run's 36 leave half a sequence a GPU — as the rule allows; the plan's own 0.123 s
-// would give 33 000 tokens/s a GPU, under the 36 900 this run measured. The GB300 twins
-// of the 72-GPU run claim 1.30× (gptOSSGB300).
-var nvidiaGB200GptOSS8 = &measurement{16 * 8192 / (0.44385 * 8), "TP 1, CP 1, EP 1, DP 8, 2 sequences a GPU, MXFP8",
-	"MLPerf Training v6.0, NVIDIA tyche-hsg_ngpu8_ngc26.04_nemo gpt_oss_20b result_1.txt, 8 GB200"}
-
 // recomputeGain is the largest speed-up measured from dropping full recomputation
 // where the memory allowed it, in Megatron-LM of 2021 on A100s: Narayanan et al.
 // 2021 §5.6, Figure 17 (145B, (t, p) = (8, 16), 128 GPUs): "activation
@@ -354,7 +331,6 @@ const (
 	grokFP8      = "Grok-1 fp8 on H100 (dgxc2502): the model prices the published layout 8–19 % fast"
 	megatron2021 = "Megatron-LM 2021: the plan drops the full recomputation every Table 1 run used (its degrees picked by heuristics, §5.1), which the paper measured costing up to 33 % of the throughput (§5.6)"
 	gptOSSH100   = "gpt-oss-20b fp8 on 64 H100 (MLPerf Training v6.0, Cisco): the model prices the published layout 20 % fast with its unfused GLU clamp and expert biases priced, the rest of the cause not found"
-	gptOSSGB300  = "gpt-oss-20b MXFP8 on 72 GB300 (MLPerf Training v6.0, Lambda): the model prices the published layout (TP 1, CP 2, EP 4) 5 % fast, and the best plan (TP 2, EP 8, expert TP 1, ZeRO-3, TP and EP overlap) 1.24× over it as priced; NVIDIA's GB200 twin of the run is explained by its 8-GPU run (nvidiaGB200GptOSS8), which no GB300 run matches"
 	// MLPerf Training v5.1's Llama 3.1 8B at GBS 64 on 512 GB200 and 512 GB300 (TP 2 ×
 	// CP 4 × DP 64, full-iteration CUDA graphs, 0.089 / 0.085 s): with the CP group's
 	// one thread block and Transformer Engine's ring backward as its loop sends (the
@@ -404,7 +380,6 @@ var claimExceptions = map[string]claimException{
 	"dgxc2502_h100_grok1_32gpu_fp8":                  {modelError: grokFP8},
 	"dgxc2502_h100_grok1_64gpu_fp8":                  {modelError: grokFP8},
 	"mlperf60_h100_gptoss20b_64gpu_fp8":              {modelError: gptOSSH100},
-	"mlperf60_gb300_gptoss20b_72gpu_mxfp8_lambda":    {modelError: gptOSSGB300},
 	"mlperf51_gb200_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
 	"mlperf51_gb300_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
 	"mlperf51_h100_llama31_8b_128gpu_fp8_cisco":      {sameWorkFaster: cisco8BNewerStack},
@@ -438,11 +413,7 @@ var claimExceptions = map[string]claimException{
 	"torchtitan_asynctp_h100_llama38b_64gpu_rowwise_vanillatp":      {fasterElsewhere: torchaoFSDP8BRowwise},
 	"torchtitan_asynctp_h100_llama38b_64gpu_rowwise_asynctp":        {fasterElsewhere: torchaoFSDP8BRowwise},
 	"dgxc_h100_deepseekv3_512gpu_bf16":                              {fasterElsewhere: dgxcDSV3H100},
-	// The same submitter's gpt-oss-20b on 8 of the same GB200 (EP 1, two sequences a
-	// GPU) measured 1.53× the 72-GPU run's tokens per GPU; the model prices the
-	// 72-GPU layout 11 % fast, the 8-GPU one within 6 % (nvidiaGB200GptOSS8).
-	"mlperf60_gb200_gptoss20b_72gpu_mxfp8": {fasterElsewhere: nvidiaGB200GptOSS8},
-	"dgxc_h100_deepseekv3_1024gpu_bf16":    {fasterElsewhere: dgxcDSV3H100},
+	"dgxc_h100_deepseekv3_1024gpu_bf16":                             {fasterElsewhere: dgxcDSV3H100},
 }
 
 // TestClaimsAgainstPublishedRuns: for every published run (published_runs.jsonl and
