@@ -269,6 +269,13 @@ type Profile struct {
 	// forward takes 2.7× torch.nn.Linear's host time). The step model prices the
 	// host per module (step's teModuleHostUs).
 	TELayers bool
+	// DTensorCollectives: the layers' tensor and expert parallelism run through
+	// DTensor and PyTorch's functional collectives
+	// (torch.distributed._functional_collectives: torchtitan's TP plan and
+	// expert_parallel.py) and their data parallelism through FSDP2's
+	// fully_shard, so the host issues each layer's collectives through those
+	// (step's dtensorCollectiveCalls).
+	DTensorCollectives bool
 	// MoERouterFusion: the MoE router's score, top-k and auxiliary-loss kernels run
 	// fused (Megatron-Core's --moe-router-fusion, Transformer Engine PR 1883: 72 →
 	// 31 kernels for DeepSeek-V3's router), as the framework's recipes set it.
@@ -933,6 +940,7 @@ var profiles = []Profile{
 		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
 		TorchRingAttention:        true,
 		FSDP2Copies:               true, // torch nightly 1963fc8 (2024-12-23): after PR #129721
+		DTensorCollectives:        true,
 		Runs:                      torchtitan2024,
 	},
 	{
@@ -953,6 +961,7 @@ var profiles = []Profile{
 		// reduce-scatter stream (before PR #129721, 2024-06-27).
 		FSDP2Copies:          true,
 		FSDP2CopyInOwnStream: true,
+		DTensorCollectives:   true,
 		Runs: Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
 			NoGradAccumulation: true,
 			Sources: []Source{
@@ -1152,7 +1161,8 @@ var torchtitanProfile = Profile{
 	TorchRingAttention:        true,
 	// FSDP2's copy-out of every gather and copy-in of every reduce-scatter run
 	// on the compute stream.
-	FSDP2Copies: true,
+	FSDP2Copies:        true,
+	DTensorCollectives: true,
 	// torchao's MXFP8 casts as its documentation times them on a 1000 W B200 from
 	// 4446ad91b (PR #3563, 2026-01-02; docs/source/workflows/training.md since
 	// f8bbce54e), 16384 × 16384: the dim0 cast under torch.compile 6462 GB/s, the

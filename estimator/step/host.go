@@ -186,9 +186,12 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 		}
 	}
 	attn, mb := layerCollectiveCalls(&req, moe)
-	c.collFwd, c.collBwd = collHostSeconds(attn.fwd, s), collHostSeconds(attn.bwd, s)
-	c.moeCollFwd, c.moeCollBwd = collHostSeconds(mb.fwd, s), collHostSeconds(mb.bwd, s)
-	c.a2a = mb.fwd[cA2A] > 0
+	if err == nil && fw.DTensorCollectives {
+		attn, mb = dtensorCollectiveCalls(&req, moe)
+	}
+	c.collFwd, c.collBwd = attn.hostSeconds(true, s), attn.hostSeconds(false, s)
+	c.moeCollFwd, c.moeCollBwd = mb.hostSeconds(true, s), mb.hostSeconds(false, s)
+	c.a2a = mb.fwd[cA2A]+mb.funFwd[cA2A] > 0
 	if c.te && t.UnfusedAttention && !t.CUDAGraphs {
 		bwdOps := float64(teUnfusedAttnOpsBwd)
 		if req.Layout.recomputeMask()&rmCoreAttn != 0 {
@@ -269,11 +272,38 @@ func (e *Estimator) hostNote(req Request) string {
 // (hostOpScale).
 const c10dCallHostUs = 89
 
+// Host time of one call of PyTorch's functional collectives
+// (torch.distributed._functional_collectives, what DTensor's redistribute and
+// torchtitan's expert parallelism call): PyTorch issue #138773 (torch 2.4)
+// profiles funcol's all_gather at 205 µs, reduce_scatter at 164 µs and
+// all_reduce at 149 µs on the host against c10d's 131, 122 and 89 ("extra copy,
+// extra wrapping, and extra aten ops due to the tracing requirement for
+// torch.compile"). The all-to-all (all_to_all_single, not profiled there) is
+// taken at the bare call's all_reduce figure, as c10dCallHostUs takes c10d's.
+var funcolCallHostUs = [4]float64{205, 164, 149, 149}
+
 // layerColls counts the collectives one layer issues from the host for one
 // micro-batch: all-gathers, reduce-scatters, all-reduces and all-to-alls, forward
-// (fwd) and backward with what recomputation runs again (bwd).
+// (fwd) and backward with what recomputation runs again (bwd), through
+// torch.distributed (c10d); funFwd and funBwd those through the functional
+// collectives (funcolCallHostUs).
 type layerColls struct {
-	fwd, bwd [4]float64 // all-gather, reduce-scatter, all-reduce, all-to-all
+	fwd, bwd       [4]float64 // all-gather, reduce-scatter, all-reduce, all-to-all
+	funFwd, funBwd [4]float64
+}
+
+// hostSeconds prices the forward (fwd) or backward counts on the host: x86
+// times scaled by s.
+func (c layerColls) hostSeconds(fwd bool, s float64) float64 {
+	n, f := c.bwd, c.funBwd
+	if fwd {
+		n, f = c.fwd, c.funFwd
+	}
+	t := collHostSeconds(n, s)
+	for i := range f {
+		t += s * 1e-6 * funcolCallHostUs[i] * f[i]
+	}
+	return t
 }
 
 const (
@@ -446,6 +476,68 @@ func layerCollectiveCalls(req *Request, moe bool) (attn, moeBlock layerColls) {
 	if isMoE && a.MoE.Groups > 0 && l.TP*l.CP > 1 {
 		moeBlock.fwd[cAG]++
 		moeBlock.bwd[cRS]++
+	}
+	return
+}
+
+// dtensorCollectiveCalls counts the collectives of one layer under a framework
+// whose parallelism runs through DTensor, the functional collectives and FSDP2
+// (framework.Profile.DTensorCollectives: torchtitan), for one micro-batch, as
+// layerCollectiveCalls does for Transformer Engine layers:
+//
+//   - FSDP2 (fully_shard on every transformer block, ZeRO-3 over DP > 1:
+//     torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py) all-gathers the
+//     block's parameters forward (all_gather_into_tensor) and again backward
+//     (reshard_after_forward), and reduce-scatters its gradients
+//     (reduce_scatter_tensor): c10d calls. torchtitan shards a MoE layer's routed
+//     experts as their own FSDP2 unit over the ranks expert parallelism leaves
+//     (parallelize_llama4 / parallelize_deepseekv3: fully_shard(moe.experts,
+//     mesh=dp_mod_ep)), one more of each.
+//   - Tensor parallelism, always with sequence parallelism (the Llama TP plan:
+//     PrepareModuleInput gathers the normed input Shard(1) → Replicate before
+//     the column-parallel projections, RowwiseParallel reduce-scatters the
+//     output to Shard(1)): per attention and per MLP one all-gather and one
+//     reduce-scatter forward, and their transposes backward (the gradient of the
+//     gather is reduce-scattered, of the scatter gathered) — DTensor
+//     redistributes through the functional collectives. Async TP
+//     (Layout.OverlapTP: torch.compile's micro-pipeline TP) replaces them with
+//     symmetric-memory fused matmuls: not counted.
+//   - Expert parallelism (torchtitan/distributed/expert_parallel.py,
+//     ExpertParallel): the dispatch exchanges the token counts per expert
+//     (all_to_all_single) and all-to-alls the tokens
+//     (all_to_all_single_autograd), the combine all-to-alls them back: three
+//     functional all-to-alls forward, two backward (the counts carry no
+//     gradient).
+func dtensorCollectiveCalls(req *Request, moe bool) (attn, moeBlock layerColls) {
+	l := &req.Layout
+	isMoE := moe && req.Model.MoE != nil
+	if l.ZeRO == 3 && l.DP > 1 {
+		attn.fwd[cAG]++
+		attn.bwd[cAG]++
+		attn.bwd[cRS]++
+		if isMoE && l.EP > 1 && l.DP > l.EP {
+			moeBlock.fwd[cAG]++
+			moeBlock.bwd[cAG]++
+			moeBlock.bwd[cRS]++
+		}
+	}
+	if l.TP > 1 && !l.OverlapTP {
+		attn.funFwd[cAG]++
+		attn.funFwd[cRS]++
+		attn.funBwd[cAG]++
+		attn.funBwd[cRS]++
+		mlp := &attn
+		if isMoE {
+			mlp = &moeBlock
+		}
+		mlp.funFwd[cAG]++
+		mlp.funFwd[cRS]++
+		mlp.funBwd[cAG]++
+		mlp.funBwd[cRS]++
+	}
+	if isMoE && l.EP > 1 {
+		moeBlock.funFwd[cA2A] += 3
+		moeBlock.funBwd[cA2A] += 2
 	}
 	return
 }
