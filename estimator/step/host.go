@@ -502,9 +502,11 @@ func layerCollectiveCalls(req *Request, moe bool) (attn, moeBlock layerColls) {
 //     redistributes through the functional collectives. Async TP
 //     (Layout.OverlapTP: torch.compile's micro-pipeline TP) replaces them with
 //     symmetric-memory fused matmuls: not counted.
-//   - Expert parallelism (torchtitan/distributed/expert_parallel.py,
-//     ExpertParallel): the dispatch exchanges the token counts per expert
-//     (all_to_all_single) and all-to-alls the tokens
+//   - Expert parallelism (torchtitan/distributed/expert_parallel.py at
+//     03a13843, ExpertParallel and its Float8 and MXFP8 forms): the dispatch
+//     exchanges the token counts per expert (funcol's all_to_all_single, then
+//     the splits copied to the host: the sync moeHost prices) and all-to-alls
+//     the tokens
 //     (all_to_all_single_autograd), the combine all-to-alls them back: three
 //     functional all-to-alls forward, two backward (the counts carry no
 //     gradient).
