@@ -7,9 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -85,18 +83,8 @@ func TestCPMaxCTAsOverTheAPI(t *testing.T) {
 		violationOf(t, err, codes.InvalidArgument, "training.cp_nccl_max_ctas")
 	}
 
-	d := startDaemon(t, nil)
-	defer func() {
-		if err := d.stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, err = pb.NewStepcostServiceClient(conn).EstimateStep(ctx, llama8BCP4(257))
+	d, rc := startServing(t)
+	_, err := rc.EstimateStep(ctx, llama8BCP4(257))
 	violationOf(t, err, codes.InvalidArgument, "training.cp_nccl_max_ctas")
 
 	const stepBody = `{"model": {"name": "llama3-8b"}, "cluster": {"name": "gb200-nvl72"},

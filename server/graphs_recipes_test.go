@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -141,18 +139,8 @@ func TestFP8RecipesOverTheAPI(t *testing.T) {
 	_, err = c.EstimatePlan(ctx, &pb.EstimatePlanRequest{Model: h100.Model, Cluster: h100.Cluster, Training: h100.Training, Gpus: 8})
 	violationOf(t, err, codes.InvalidArgument, "training.fp8_recipe")
 
-	d := startDaemon(t, nil)
-	defer func() {
-		if err := d.stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, err = pb.NewStepcostServiceClient(conn).EstimateStep(ctx, fp8Llama8B("dgx-h100", "mxfp8"))
+	d, rc := startServing(t)
+	_, err = rc.EstimateStep(ctx, fp8Llama8B("dgx-h100", "mxfp8"))
 	violationOf(t, err, codes.InvalidArgument, "training.fp8_recipe")
 	for _, rc := range []struct{ path, body string }{
 		{"/v1/steps:estimate", `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"},

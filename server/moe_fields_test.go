@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -54,18 +52,7 @@ func deepSeekV3AsRun() *pb.EstimateStepRequest {
 // The published MoE layouts are accepted over gRPC and REST alike, with the same
 // answer, and their MoE inputs come back in the estimate.
 func TestPublishedMoELayouts(t *testing.T) {
-	d := startDaemon(t, nil)
-	defer func() {
-		if err := d.stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	c := pb.NewStepcostServiceClient(conn)
+	d, c := startServing(t)
 	for name, req := range map[string]*pb.EstimateStepRequest{"qwen3-235b-a22b ep 32 > dp 16": qwen3EP32(), "deepseek-v3 as run": deepSeekV3AsRun()} {
 		t.Run(name, func(t *testing.T) {
 			g, err := c.EstimateStep(context.Background(), req)

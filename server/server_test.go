@@ -51,6 +51,24 @@ func startDaemon(tb testing.TB, edit func(*Config)) daemon {
 	return daemon{}
 }
 
+// startServing starts a daemon with the default configuration, stopped when the test
+// ends (a failed stop fails the test), and returns it with a gRPC client on it.
+func startServing(t *testing.T) (daemon, pb.StepcostServiceClient) {
+	t.Helper()
+	d := startDaemon(t, nil)
+	t.Cleanup(func() {
+		if err := d.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return d, pb.NewStepcostServiceClient(conn)
+}
+
 // After the stop signal the daemon reports NOT_SERVING (gRPC health and /healthz)
 // but keeps answering for the drain delay, then closes its listeners and returns.
 func TestDrainDelay(t *testing.T) {
