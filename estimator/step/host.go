@@ -185,9 +185,11 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 			c.routerOps++
 		}
 	}
-	attn, mb := layerCollectiveCalls(&req, moe)
+	var attn, mb layerColls
 	if err == nil && fw.DTensorCollectives {
 		attn, mb = dtensorCollectiveCalls(&req, moe)
+	} else {
+		attn, mb = layerCollectiveCalls(&req, moe)
 	}
 	c.collFwd, c.collBwd = attn.hostSeconds(true, s), attn.hostSeconds(false, s)
 	c.moeCollFwd, c.moeCollBwd = mb.hostSeconds(true, s), mb.hostSeconds(false, s)
