@@ -624,6 +624,8 @@ func TestClaimsAgainstPublishedRuns(t *testing.T) {
 		case x.modelError != "":
 			if !(gain <= maxClaim) {
 				t.Errorf("%s: the best plan claims %.2f× over the published layout as the model prices it (%s)", id, gain, describe(best.Layout))
+			} else if testing.Verbose() && pub.Err == nil {
+				t.Logf("%s: model error; %s", id, pricedRun{c, pub.Estimate, best.Estimate}.withPublishedMiss())
 			}
 		default:
 			open++
