@@ -383,7 +383,6 @@ var claimExceptions = map[string]claimException{
 	"mlperf51_gb200_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
 	"mlperf51_gb300_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
 	"mlperf51_h100_llama31_8b_128gpu_fp8_cisco":      {sameWorkFaster: cisco8BNewerStack},
-	"mosaic_mpt70b_a100_40_64gpu_s2048_mbs2":         {modelError: "MPT-70B on 64 A100-40GB: the model prices the published layout 23 % fast (the mosaic source's largest miss; a slower fabric, memory pressure, a per-step cost and a third gather measured and ruled out, docs/step-model.md)"},
 	"narayanan21_t1_1.7b":                            {recomputeMeasured: megatron2021},
 	"narayanan21_t1_76.1b":                           {recomputeMeasured: megatron2021},
 	"narayanan21_t2_zero3_530b_640gpu":               {modelError: "DeepSpeed ZeRO-3 530B on 640 A100: the model prices the published layout 12 % fast (the list collectives' copies priced; the rest grows with the bytes gathered; DeepSpeed's prefetch limits ruled out, docs/step-model.md)"},
