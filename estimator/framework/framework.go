@@ -81,6 +81,11 @@ type Profile struct {
 	// LossBytesPerLogit is the peak memory of the loss per logit of a micro-batch.
 	// Zero: MegatronLossBytesPerLogit, Megatron's fused vocab-parallel cross entropy.
 	LossBytesPerLogit float64
+	// OptimizerUpdateBytes, when not 0, is the HBM traffic of the framework's
+	// optimizer update per parameter a rank owns, where its optimizer is not a fused
+	// multi-tensor Adam (step.Constants.OptimizerBytes): Composer's DecoupledAdamW,
+	// eight elementwise kernels per tensor (ComposerDecoupledAdamWBytes).
+	OptimizerUpdateBytes float64
 	// LossParallelBytesPerLogit, when not 0, replaces LossBytesPerLogit under tensor
 	// parallelism, where the framework computes the loss over the vocabulary-sharded
 	// logits (torchtitan's loss_parallel).
@@ -1064,10 +1069,12 @@ var profiles = []Profile{
 		Description: "MosaicML Composer / llm-foundry on PyTorch FSDP: backward prefetch BACKWARD_POST and mixed " +
 			"precision DEFAULT (gradients reduced in fp32), Composer's FSDPConfig defaults, flash-attn's fused cross entropy",
 		Source: "mosaicml/composer FSDPConfig (backward_prefetch BACKWARD_POST, mixed_precision DEFAULT); " +
-			"mosaicml/llm-foundry ComposerMPTCausalLM (loss_fn default fused_crossentropy: flash_attn.losses.cross_entropy)",
-		BackwardPrefetch:  "post",
-		GradReduceBytes:   4,
-		LossBytesPerLogit: FusedLossBytesPerLogit,
+			"mosaicml/llm-foundry ComposerMPTCausalLM (loss_fn default fused_crossentropy: flash_attn.losses.cross_entropy); " +
+			"Composer v0.13.4 DecoupledAdamW.adamw (an unfused loop over the parameters)",
+		BackwardPrefetch:     "post",
+		GradReduceBytes:      4,
+		LossBytesPerLogit:    FusedLossBytesPerLogit,
+		OptimizerUpdateBytes: ComposerDecoupledAdamWBytes,
 		// Composer's FSDP (and lit-gpt's and flash-attention's training scripts,
 		// which train with the same traits: Lightning's FSDPStrategy or DDP):
 		// data parallelism with PyTorch FSDP's sharding strategies or DDP, no
@@ -1078,7 +1085,40 @@ var profiles = []Profile{
 					"activation checkpointing of whole blocks; no pipeline or context parallelism"},
 		}},
 	},
+	{
+		Name:    "lightning",
+		Aliases: []string{"pytorch-lightning", "flash-attention-training"},
+		Description: "PyTorch Lightning's DDP as flash-attention's training scripts run it: bf16 autocast over fp32 weights " +
+			"(gradients reduced in fp32), Apex's fused cross entropy, Apex's FusedAdam",
+		Source: "Dao-AILab/flash-attention training/ (4a6eaa9f, 2022-11-29): configs/trainer (Lightning DDP, precision bf16), " +
+			"configs/optimizer/adamw-apex.yaml (apex.optimizers.FusedAdam), the GPT models' Apex CrossEntropyLoss",
+		BackwardPrefetch:  "pre",
+		GradReduceBytes:   4,
+		LossBytesPerLogit: FusedLossBytesPerLogit,
+		// Lightning's DDP (and FSDPStrategy, PyTorch FSDP's sharding strategies):
+		// data parallelism only, no pipeline or context parallelism, whole-block
+		// activation checkpointing.
+		Runs: Runs{Recompute: []string{"none", "full"}, NoPipeline: true, NoContextParallel: true, Sources: []Source{
+			{Limit: "Recompute: none, full; NoPipeline; NoContextParallel", Repo: "Dao-AILab/flash-attention", File: "training/src/train.py, training/configs/trainer",
+				Commit: "4a6eaa9f", Note: "PyTorch Lightning's Trainer with its DDP strategy (optionally ZeroRedundancyOptimizer); " +
+					"no pipeline or context parallelism"},
+		}},
+	},
 }
+
+// ComposerDecoupledAdamWBytes is the HBM traffic per parameter of one update by
+// Composer's DecoupledAdamW (composer/optim/decoupled_weight_decay.py, v0.13.4 —
+// the mosaicml==0.13.4 llm-foundry 300cc5c58 pins for its MPT benchmarks — and
+// unchanged since): DecoupledAdamW.adamw loops over the parameters and runs eight
+// elementwise kernels on each, all fp32 under PyTorch FSDP (its flat parameters
+// are kept in full precision and their gradients cast back to it):
+// exp_avg.mul_ (read and write m, 8 B), .add_(grad) (m, grad, m: 12),
+// exp_avg_sq.mul_ (8), .addcmul_(grad, grad) (v, grad, v: 12), exp_avg_sq.sqrt()
+// (8), / sqrt(bias_correction2) (8), .add_(eps) (8) and param.addcdiv_(exp_avg,
+// denom) (p, m, denom, p: 16) — 80 B, where a fused multi-tensor Adam moves 30.
+// Weight decay adds a param.mul_ (8 B) that llm-foundry's MPT yamls skip
+// (scripts/train/yamls/mosaic_gpt/*.yaml: weight_decay 0.0 at 300cc5c58).
+const ComposerDecoupledAdamWBytes = 80
 
 var byName = func() map[string]*Profile {
 	m := map[string]*Profile{}

@@ -1799,7 +1799,13 @@ func (p *pricing) optimizer() {
 	if l.ZeRO >= 1 {
 		shard, eshard = float64(p.denseShard), float64(max(1, p.expertShard))
 	}
-	bd.Optimizer = (stageParams/shard + expertParams/eshard) * p.e.k.OptimizerBytes / p.rates.hbm
+	bytes := p.e.k.OptimizerBytes
+	if fw, err := framework.Lookup(t.Framework); err == nil && fw.OptimizerUpdateBytes > 0 {
+		// The framework's own update is not a fused multi-tensor Adam (Composer's
+		// DecoupledAdamW: eight elementwise kernels per tensor).
+		bytes = fw.OptimizerUpdateBytes
+	}
+	bd.Optimizer = (stageParams/shard + expertParams/eshard) * bytes / p.rates.hbm
 	if p.megatronGradBuffers() {
 		// Megatron-Core's DistributedDataParallel zeroes its whole gradient
 		// buffers, dense and expert, at the start of every step

@@ -323,7 +323,7 @@ func toCase(r Run) Case {
 		fill("fp16 (Megatron-LM 2021's GPT-3 175B script trains with --fp16)")
 	}
 	switch {
-	case fw == "composer" && strings.Contains(strings.ToLower(r.Framework), "lightning"):
+	case fw == "lightning":
 		fill("gradients reduced in fp32 (Lightning bf16 autocast: fp32 weights and gradients)")
 	case fw == "composer" && strings.Contains(r.Precision, "mode DEFAULT"):
 		fill("gradients reduced in fp32 (framework composer: FSDP mixed precision DEFAULT)")
@@ -393,10 +393,9 @@ func frameworkOf(r Run) string {
 		return "fsdp"
 	case strings.Contains(f, "flash-attention training"):
 		// The flash-attention repository's training scripts: PyTorch Lightning's bf16
-		// autocast keeps fp32 weights, so DDP reduces fp32 gradients, and the loss is
-		// Apex's fused 16-bit cross entropy — the two traits of the composer profile
-		// that apply without FSDP.
-		return "composer"
+		// autocast keeps fp32 weights, so DDP reduces fp32 gradients, the loss is
+		// Apex's fused 16-bit cross entropy and the optimizer Apex's FusedAdam.
+		return "lightning"
 	case strings.Contains(f, "nanotron"):
 		// nanotron: flash attention, Megatron-style TP with reduce-scatter sequence
 		// parallelism and a vocab-parallel loss, ZeRO-1 — the default profile's mechanisms.
