@@ -61,7 +61,7 @@ type Row struct {
 // it (testdata/README.md).
 const (
 	MeasuredRows = 367
-	AddedRows    = 361
+	AddedRows    = 389
 )
 
 // Rows parses the embedded data sets: nccl_measured.jsonl, then nccl_added.jsonl.
@@ -196,6 +196,13 @@ func scored(r Row) (bool, string) {
 			return false, "time derived from a busbw rounded to 2 decimals"
 		case f == "repository_not_identified":
 			return false, "secondary evidence (source repository not identified)"
+		case f == "efa_mid_size_cost_not_modelled":
+			// Two 2-node EFA sweeps (a p4d ring on NCCL 2.9.9, a p5 NVLS tree) that
+			// take 17-50 % longer at 1-64 MiB than the model prices, for a cost no
+			// mechanism checked so far accounts for; scored, they move the shared
+			// constants instead, and put the NVLS step cost on its bound in seven
+			// folds (docs/calibration.md, "EFA on p4d at 1–64 MiB").
+			return false, "an EFA mid-size cost the model does not describe"
 		}
 	}
 	return true, ""
