@@ -61,7 +61,7 @@ type Row struct {
 // it (testdata/README.md).
 const (
 	MeasuredRows = 367
-	AddedRows    = 361
+	AddedRows    = 389
 )
 
 // Rows parses the embedded data sets: nccl_measured.jsonl, then nccl_added.jsonl.
@@ -104,6 +104,10 @@ type Case struct {
 	// Scored says whether the row counts in the asserted statistics; Why says why not.
 	Scored bool
 	Why    string
+	// Unfitted says why a scored row is kept out of the fit (empty: it is fitted):
+	// the row counts in every statistic, in sample and left out, but the shared
+	// constants are not bent towards a cost the model does not describe.
+	Unfitted string
 }
 
 // Cases maps every row; rows that cannot be modelled at all come back with Why set
@@ -159,6 +163,7 @@ func toCase(r Row) Case {
 	}
 	c.Chosen = chosen(r, c.Bytes)
 	c.Scored, c.Why = scored(r)
+	c.Unfitted = unfitted(r)
 	return c
 }
 
@@ -199,6 +204,20 @@ func scored(r Row) (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// unfitted says why a scored row stays out of the fit. The two 2-node EFA sweeps
+// flagged efa_mid_size_cost_not_modelled (a p4d ring on NCCL 2.9.9, a p5 NVLS tree)
+// take 17–50 % longer at 1–64 MiB than the model prices, for a cost no mechanism
+// checked so far accounts for (docs/calibration.md, "EFA on p4d at 1–64 MiB"). Fitted,
+// they bend the shared constants instead — the NVLS step cost falls to its bound of 0
+// in seven of the folds — so they are scored (their error counts in every figure)
+// but not fitted.
+func unfitted(r Row) string {
+	if slices.Contains(r.QualityFlags, "efa_mid_size_cost_not_modelled") {
+		return "an EFA mid-size cost the model does not describe: scored, not fitted"
+	}
+	return ""
 }
 
 // gpuName maps the data's GPU labels to catalog names.

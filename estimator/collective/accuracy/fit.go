@@ -299,11 +299,11 @@ func nearBound(v, lo, hi float64) bool {
 }
 
 // FitCases are the cases the fit scores: all but the point-to-point rows
-// (send/recv, all-to-all; see Fit).
+// (send/recv, all-to-all; see Fit) and the rows kept out of the fit (Case.Unfitted).
 func FitCases(cases []Case) []Case {
 	out := make([]Case, 0, len(cases))
 	for _, c := range cases {
-		if c.Op != collective.SendRecv && c.Op != collective.AllToAll {
+		if c.Op != collective.SendRecv && c.Op != collective.AllToAll && c.Unfitted == "" {
 			out = append(out, c)
 		}
 	}
