@@ -34,7 +34,9 @@ type Options struct {
 	// process group from nccl_communicator_config_path): at most that many thread
 	// blocks, and so channels, run one call. 0 leaves NCCL's own count. It bounds
 	// send/recv, whose channels each copy at the generation's per-channel rate
-	// (p2p.go); the collective algorithms' channels are not capped by it.
+	// (p2p.go), and the channels of the rings, trees and NVLS algorithms
+	// (Placement.withMaxCTAs): a ring across scale-up domains then crosses the
+	// network through as many GPUs' NICs as it has channels.
 	MaxCTAs int
 }
 
@@ -88,6 +90,7 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 		// send/recv runs only NCCL's p2p kernel (Direct): its channels capped
 		return m.p2pCapped(p, op, bytes, o.Launch, o.MaxCTAs), nil
 	}
+	p = p.withMaxCTAs(o.MaxCTAs) // the collectives' rings, trees and NVLS channels capped
 	if o.Algo != Auto {
 		if err := m.Supports(p, op, o.Algo); err != nil {
 			return Estimate{}, err
@@ -393,7 +396,7 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 	e := Estimate{Op: op, Algo: a, Protocol: pr, Bytes: S, Channels: co.channels}
 	switch a {
 	case NVLS, NVLSTree:
-		e.Channels = nvlsChannels(p.Cluster.GPU().Arch)
+		e.Channels = p.nvlsChannels()
 	case Direct, PAT, Pairwise:
 		e.Channels = 1
 	}

@@ -156,7 +156,7 @@ func ncclGraphOf(p *Placement) (ncclGraph, bool) {
 	}
 	g := ncclGraph{arch: arch, nodes: p.Domains, ranks: p.N()}
 	g.ppn = float64(g.ranks) / float64(g.nodes)
-	g.channels = float64(ringChannels(p))
+	g.channels = float64(p.coef.channels) // ringChannels, at most the communicator's maxCTAs
 	intra := s.Intra.GPUBandwidthGBps
 	if intra == 0 {
 		intra = c.GPU().NVLinkGBps

@@ -51,6 +51,51 @@ type Placement struct {
 	coef coefficients
 	once [numFamilies]sync.Once
 	auto autoState // what Auto's bounds keep (autobound.go)
+
+	// maxCTAs is the communicator's ncclConfig_t.maxCTAs this placement's channels
+	// are capped at (0: NCCL's own count); capMu guards capped, the placements of
+	// the same groups under each cap asked for (withMaxCTAs).
+	maxCTAs int
+	capMu   sync.Mutex
+	capped  map[int]*Placement
+}
+
+// withMaxCTAs is the placement of the same groups on a communicator whose NCCL
+// maxCTAs is n: NCCL runs its rings and trees on at most n channels
+// (src/graph/connect.cc, ncclTopoPostset: comm->nChannels = min(ncclMaxNchannels(),
+// nChannels, comm->config.maxCTAs)) and its NVLS algorithms on at most n
+// (src/transport/nvls.cc: nvlsChannels clamped to [minCTAs, maxCTAs]; NVIDIA/nccl
+// 5067397), so a ring that crossed the network through one GPU's NIC per channel
+// crosses it through n of them. The placement itself where n does not bind. Its
+// coefficients are its own, computed on first use like the uncapped ones.
+func (p *Placement) withMaxCTAs(n int) *Placement {
+	if n <= 0 || p.maxCTAs > 0 || n >= p.coef.channels && n >= nvlsChannels(p.Cluster.GPU().Arch) {
+		return p
+	}
+	p.capMu.Lock()
+	defer p.capMu.Unlock()
+	if q, ok := p.capped[n]; ok {
+		return q
+	}
+	q := &Placement{Cluster: p.Cluster, Ranks: p.Ranks, Siblings: p.Siblings, Concurrent: p.Concurrent,
+		Shape: p.Shape, Domains: p.Domains, PerDomain: p.PerDomain, Uniform: p.Uniform, DomainGPUs: p.DomainGPUs,
+		loaded: p.loaded, railImages: p.railImages, rep: p.rep, imageOf: p.imageOf, maxCTAs: n}
+	q.coef.channels = min(p.coef.channels, n)
+	if p.capped == nil {
+		p.capped = map[int]*Placement{}
+	}
+	p.capped[n] = q
+	return q
+}
+
+// nvlsChannels is the NVLS channels the placement's communicator runs: NCCL's
+// count for the generation, at most its maxCTAs.
+func (p *Placement) nvlsChannels() int {
+	n := nvlsChannels(p.Cluster.GPU().Arch)
+	if p.maxCTAs > 0 {
+		n = min(n, p.maxCTAs)
+	}
+	return n
 }
 
 // Place validates a group (global GPU ids, any order, no duplicates) and the groups

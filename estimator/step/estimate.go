@@ -704,7 +704,24 @@ func (p *pricing) comm(c Comm, op collective.Op, bytes float64, perStep float64,
 // kind's own group, or commExpertData for expert parameters): the seconds of one
 // call, which the detailed answer also lists with how often the step runs it.
 func (p *pricing) commOn(c, place Comm, op collective.Op, bytes float64, perStep float64, when string) (float64, error) {
-	return p.commOnCTAs(c, place, op, bytes, perStep, when, 0)
+	return p.commOnCTAs(c, place, op, bytes, perStep, when, p.groupMaxCTAs(place))
+}
+
+// groupMaxCTAs is the NCCL maxCTAs of the process group place names, 0 for NCCL's
+// default: the data-parallel group's (Training.DPMaxCTAs, Megatron-Core's "dp" and
+// "dp_cp" communicators, which also carry ZeRO-3's gathers), and the
+// tensor-parallel group's (Training.TPMaxCTAs) where NCCL runs the TP collectives —
+// not under TP overlap, whose transfers userbuffers or symmetric memory move.
+func (p *pricing) groupMaxCTAs(place Comm) int {
+	switch place {
+	case CommDP, CommZeRO3:
+		return p.req.Training.DPMaxCTAs
+	case CommTP:
+		if !p.req.Layout.OverlapTP {
+			return p.req.Training.TPMaxCTAs
+		}
+	}
+	return 0
 }
 
 // commOnCTAs is commOn on a communicator whose NCCL maxCTAs is ctas (0: NCCL's

@@ -290,6 +290,23 @@ type Training struct {
 	// and dK/dV sends then run on that many channels, each at one thread block's copy
 	// rate, and take that many SMs from the compute they run under.
 	CPMaxCTAs int `json:"cp_nccl_max_ctas,omitempty"`
+	// DPMaxCTAs is the NCCL maxCTAs of the data-parallel process group, 0 for
+	// NCCL's default: Megatron-Core creates the data-parallel group with the "dp"
+	// entry of nccl_communicator_config_path and the one with the context-parallel
+	// ranks, which carries the gradients and the parameter all-gathers where CP > 1,
+	// with the "dp_cp" entry (parallel_state.get_nccl_options). NeMo's MLPerf
+	// Training v5.0/v5.1 Llama 3.1 implementations give both 8
+	// (conf/nccl/custom_communicator_cta.yaml). The gradient reduce-scatters and
+	// all-reduces and the parameter all-gathers over that group then run on at most
+	// that many channels: a ring across NVL72 racks crosses the network through
+	// that many GPUs' NICs (collective.Options.MaxCTAs).
+	DPMaxCTAs int `json:"dp_nccl_max_ctas,omitempty"`
+	// TPMaxCTAs is the NCCL maxCTAs of the tensor-parallel process group, 0 for
+	// NCCL's default (the "tp" entry of the same file, 8 in the same
+	// implementations): the TP collectives NCCL runs (not those of TP overlap,
+	// which Transformer Engine's userbuffers or symmetric memory move) run on at
+	// most that many channels.
+	TPMaxCTAs int `json:"tp_nccl_max_ctas,omitempty"`
 }
 
 // MoE token dispatchers (Training.MoEDispatcher).

@@ -356,6 +356,12 @@ func (t Training) validate() error {
 	if v := t.CPMaxCTAs; v < 0 || v > collective.MaxChannels {
 		c.Add("training.cp_nccl_max_ctas", "must be a number of thread blocks in [1, %d], or 0 for NCCL's default (got %d)", collective.MaxChannels, v)
 	}
+	if v := t.DPMaxCTAs; v < 0 || v > collective.MaxChannels {
+		c.Add("training.dp_nccl_max_ctas", "must be a number of thread blocks in [1, %d], or 0 for NCCL's default (got %d)", collective.MaxChannels, v)
+	}
+	if v := t.TPMaxCTAs; v < 0 || v > collective.MaxChannels {
+		c.Add("training.tp_nccl_max_ctas", "must be a number of thread blocks in [1, %d], or 0 for NCCL's default (got %d)", collective.MaxChannels, v)
+	}
 	if v := t.MoEImbalance; !(v == 0 || v >= 1 && v <= 1e4) {
 		c.Add("training.moe_imbalance", "must be at least 1 (the busiest rank's tokens over the mean) and at most 10000, or 0 for balanced (got %v)", v)
 	}

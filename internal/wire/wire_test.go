@@ -377,3 +377,42 @@ func TestCPMaxCTAsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// training.dp_nccl_max_ctas and training.tp_nccl_max_ctas cross the wire both ways
+// unchanged, as cp_nccl_max_ctas does: to the domain's Training.DPMaxCTAs and
+// TPMaxCTAs and back, unset as 0 and back unset; a count out of range passes
+// through for the estimator to refuse naming its field.
+func TestDPTPMaxCTAsRoundTrip(t *testing.T) {
+	for _, n := range []int32{0, 1, 8, collective.MaxChannels} {
+		tr := &pb.Training{SeqLen: 8192, GlobalBatch: 8, Precision: pb.Precision_PRECISION_BF16, DpNcclMaxCtas: n, TpNcclMaxCtas: collective.MaxChannels - n,
+			Optimizer: &pb.Optimizer{}}
+		dt, err := wire.TrainingFromProto(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dt.DPMaxCTAs != int(n) || dt.TPMaxCTAs != int(collective.MaxChannels-n) {
+			t.Errorf("dp_nccl_max_ctas %d, tp_nccl_max_ctas %d reached the domain as %d, %d", n, collective.MaxChannels-n, dt.DPMaxCTAs, dt.TPMaxCTAs)
+		}
+		if err := dt.Validate(); err != nil {
+			t.Errorf("dp_nccl_max_ctas %d: %v", n, err)
+		}
+		if back := wire.TrainingToProto(dt); !proto.Equal(back, tr) {
+			t.Errorf("training back: %v, sent %v", back, tr)
+		}
+	}
+	for _, n := range []int32{-1, collective.MaxChannels + 1, math.MaxInt32} {
+		for field, tr := range map[string]*pb.Training{
+			"training.dp_nccl_max_ctas": {SeqLen: 8192, GlobalBatch: 8, DpNcclMaxCtas: n},
+			"training.tp_nccl_max_ctas": {SeqLen: 8192, GlobalBatch: 8, TpNcclMaxCtas: n},
+		} {
+			dt, err := wire.TrainingFromProto(tr)
+			if err != nil {
+				t.Fatalf("%s %d: %v", field, n, err)
+			}
+			fes := wire.FieldErrors(dt.Validate())
+			if len(fes) != 1 || fes[0].Field != field {
+				t.Errorf("%s %d: field errors %v, want one naming it", field, n, fes)
+			}
+		}
+	}
+}

@@ -192,7 +192,12 @@ func fmtFitted(m map[string]float64) string {
 // original 127 5.9 → 5.8, fp8 9.3 → 8.9, Blackwell 9.1 → 8.7 % and left out all 8.0
 // → 7.7, the original 127 6.4 → 6.2, MoE 9.7 → 9.4, fp8 9.9 → 9.5, Blackwell 9.5 →
 // 9.3 % (bounds in sample all 0.08 → 0.075, fp8 and Blackwell 0.095 → 0.09, left out
-// Blackwell 0.10 → 0.095). docs/step-model.md gives the runs
+// Blackwell 0.10 → 0.095). The MLPerf v5.1 rows' CP group priced on the thread
+// blocks NCCL gives it under their NCCL_MIN_CTAS / NCCL_MAX_CTAS (16–32, which
+// override the file's cp: 1) took in sample all 7.2 → 7.3, fp8 8.9 → 9.0, Blackwell
+// 8.7 → 8.9 % and left out all 7.7 → 7.5, the original 127 6.2 → 6.0, MoE 9.4 → 9.3,
+// fp8 9.5 → 9.2, Blackwell 9.3 → 9.2 % (bounds left out original 0.07 → 0.065, MoE
+// and fp8 0.10 → 0.095). docs/step-model.md gives the runs
 // that miss most and what each lacks. The original 127
 // runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
@@ -200,7 +205,7 @@ var (
 		"all": 0.075, "original": 0.065, "moe": 0.09, "fp8": 0.09, "blackwell": 0.09,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.07, "moe": 0.10, "fp8": 0.10, "blackwell": 0.095,
+		"all": 0.08, "original": 0.065, "moe": 0.095, "fp8": 0.095, "blackwell": 0.095,
 	}
 )
 

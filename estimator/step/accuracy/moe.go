@@ -163,6 +163,11 @@ type MoERun struct {
 	// context-parallel process group (Megatron-Core's nccl_communicator_config_path,
 	// its "cp" entry's max_ctas); null: not set, NCCL's default.
 	CPNCCLMaxCTAs *int `json:"cp_nccl_max_ctas,omitempty"`
+	// DPNCCLMaxCTAs and TPNCCLMaxCTAs are the NCCL maxCTAs the same configuration
+	// gives the data-parallel groups ("dp" and "dp_cp") and the tensor-parallel group
+	// ("tp"); absent: NCCL's default.
+	DPNCCLMaxCTAs *int `json:"dp_nccl_max_ctas,omitempty"`
+	TPNCCLMaxCTAs *int `json:"tp_nccl_max_ctas,omitempty"`
 	// ThroughputBatch is the batch (sequences) the stated tokens/s corresponds to
 	// when the source computed it with another batch than the layout's (a
 	// transcription slip of the source, explained in ConsistencyNotes); null: GBS.
@@ -716,6 +721,12 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	}
 	if r.CPNCCLMaxCTAs != nil {
 		t.CPMaxCTAs = *r.CPNCCLMaxCTAs
+	}
+	if r.DPNCCLMaxCTAs != nil {
+		t.DPMaxCTAs = *r.DPNCCLMaxCTAs
+	}
+	if r.TPNCCLMaxCTAs != nil {
+		t.TPMaxCTAs = *r.TPNCCLMaxCTAs
 	}
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: l}, filled, nil
 }

@@ -2259,6 +2259,22 @@ type Training struct {
 	// under; without context parallelism it changes nothing. Unset or 0: NCCL's
 	// default; else in [1, 256].
 	CpNcclMaxCtas int32 `protobuf:"varint,25,opt,name=cp_nccl_max_ctas,json=cpNcclMaxCtas,proto3" json:"cp_nccl_max_ctas,omitempty"`
+	// The NCCL thread blocks (maxCTAs, so channels) of the data-parallel process
+	// groups: Megatron-Core creates them with the "dp" and, for the group with the
+	// context-parallel ranks that carries the gradients where CP > 1, "dp_cp" entries
+	// of its nccl_communicator_config_path, which NeMo's MLPerf Training Llama 3.1
+	// implementations set to 8 (conf/nccl/custom_communicator_cta.yaml). The
+	// gradient reduce-scatters or all-reduces and the parameter all-gathers then run
+	// on at most that many rings (NCCL's nChannels and nvlsChannels under maxCTAs):
+	// a ring across scale-up domains crosses the network through that many GPUs'
+	// NICs. Unset or 0: NCCL's default; else in [1, 256].
+	DpNcclMaxCtas int32 `protobuf:"varint,26,opt,name=dp_nccl_max_ctas,json=dpNcclMaxCtas,proto3" json:"dp_nccl_max_ctas,omitempty"`
+	// The NCCL thread blocks of the tensor-parallel process group (the "tp" entry of
+	// the same file, 8 in the same implementations): the TP collectives NCCL runs
+	// use at most that many channels; those of TP overlap, which userbuffers or
+	// symmetric memory move, are not bound by it. Unset or 0: NCCL's default; else
+	// in [1, 256].
+	TpNcclMaxCtas int32 `protobuf:"varint,27,opt,name=tp_nccl_max_ctas,json=tpNcclMaxCtas,proto3" json:"tp_nccl_max_ctas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2464,6 +2480,20 @@ func (x *Training) GetMoeRouterFp32() bool {
 func (x *Training) GetCpNcclMaxCtas() int32 {
 	if x != nil {
 		return x.CpNcclMaxCtas
+	}
+	return 0
+}
+
+func (x *Training) GetDpNcclMaxCtas() int32 {
+	if x != nil {
+		return x.DpNcclMaxCtas
+	}
+	return 0
+}
+
+func (x *Training) GetTpNcclMaxCtas() int32 {
+	if x != nil {
+		return x.TpNcclMaxCtas
 	}
 	return 0
 }
@@ -7003,7 +7033,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xb3\b\n" +
+	"stateBytes\"\x85\t\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -7034,7 +7064,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x11flash_attention_2\x18\x16 \x01(\bR\x0fflashAttention2\x12!\n" +
 	"\fparam_gather\x18\x17 \x01(\tR\vparamGather\x12&\n" +
 	"\x0fmoe_router_fp32\x18\x18 \x01(\bR\rmoeRouterFp32\x12'\n" +
-	"\x10cp_nccl_max_ctas\x18\x19 \x01(\x05R\rcpNcclMaxCtas\"\xb4\x06\n" +
+	"\x10cp_nccl_max_ctas\x18\x19 \x01(\x05R\rcpNcclMaxCtas\x12'\n" +
+	"\x10dp_nccl_max_ctas\x18\x1a \x01(\x05R\rdpNcclMaxCtas\x12'\n" +
+	"\x10tp_nccl_max_ctas\x18\x1b \x01(\x05R\rtpNcclMaxCtas\"\xb4\x06\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
