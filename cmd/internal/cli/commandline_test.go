@@ -219,3 +219,55 @@ func TestRequestFieldFlagsExist(t *testing.T) {
 		}
 	}
 }
+
+// An integer flag the API carries as an int32 is refused, by its flag, when it
+// does not fit: 2³² + 1 micro-batch would otherwise reach the estimator as 1 and
+// 2³² + 8192 tokens as 8192, a wrong answer without a word.
+func TestIntFlagsOutOfRange(t *testing.T) {
+	est := []string{"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "8", "--gbs", "16", "--seq", "4096"}
+	plan := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gbs", "16", "--seq", "4096"}
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{append(est, "--mbs", "4294967297"), "--mbs"},
+		{append(est, "--seq", "4294971392"), "--seq"},
+		{append(est, "--pp", "-4294967295"), "--pp"},
+		{append(plan, "--gpus", "4294967304"), "--gpus"},
+		{append(plan, "--gpus", "8", "--top", "4294967297"), "--top"},
+		{[]string{"collective", "--cluster", "dgx-h100", "--op", "allreduce", "--size", "1GiB", "--nodes", "4294967297"}, "--nodes"},
+	} {
+		code, out, errOut := run(tc.args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, `for "`+tc.flag+`" flag: out of range`) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %s out of range", tc.args, code, out, errOut, exitUsage, tc.flag)
+		}
+	}
+	// The global batch in tokens is an int64 in the API: a value past 2³¹ is the
+	// estimator's to judge, not refused as out of range.
+	if _, _, errOut := run("estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "8", "--seq", "4096", "--global-tokens", "8589934592"); strings.Contains(errOut, "out of range") {
+		t.Errorf("--global-tokens 2^33 refused as out of range: %s", errOut)
+	}
+}
+
+// A negative or zero job size, cluster size, batch or sequence is refused by the
+// flag that carries it, with the value given: "required" would tell someone who
+// gave --gpus -8 that they gave nothing.
+func TestPlanSizesNamed(t *testing.T) {
+	base := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(base, "--gpus", "-8", "--gbs", "16", "--seq", "4096"), "--gpus: must be at least 1 (got -8)"},
+		{append(base, "--max-gpus", "-16", "--gbs", "16", "--seq", "4096"), "--max-gpus: must be at least 1 (got -16)"},
+		{append(base, "--gbs", "16", "--seq", "4096"), "--gpus or --max-gpus: required"},
+		{append(base, "--gpus", "8", "--nodes", "-4", "--gbs", "16", "--seq", "4096"), "--nodes: must be at least 1 (got -4)"},
+		{append(base, "--gpus", "8", "--gbs", "-16", "--seq", "4096"), "--gbs: must be at least 1 (got -16)"},
+		{append(base, "--gpus", "8", "--gbs", "16", "--seq", "0"), "--seq: required, at least 1 (got 0)"},
+	} {
+		code, _, errOut := run(tc.args...)
+		if code != exitFailure || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, exitFailure, tc.want)
+		}
+	}
+}

@@ -207,6 +207,14 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	if err != nil {
 		return err
 	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"gpus", *opt.gpus}, {"max-gpus", *opt.maxGPUs}, {"nodes", *opt.nodes}} {
+		if f.v < 0 {
+			return fmt.Errorf("--%s: must be at least 1 (got %d)", f.name, f.v)
+		}
+	}
 	size := max(*opt.gpus, *opt.maxGPUs)
 	if size < 1 {
 		return errors.New("--gpus or --max-gpus: required")
@@ -278,8 +286,8 @@ func (opt *planArgs) workload(q *planQuery) error {
 	if err := wholeParams(*opt.dpBucket); err != nil {
 		return err
 	}
-	if *opt.seq < 1 || *opt.gbs < 1 {
-		return errors.New("--seq and --gbs: required, ≥ 1")
+	if err := batchFlags(*opt.seq, *opt.gbs); err != nil {
+		return err
 	}
 	q.req.Objective = planner.Objective(strings.ToLower(*opt.objective))
 	q.req.PricePerGPUHour, q.req.TokenBudget, q.req.TopK, q.req.IncludeDominated = *opt.price, *opt.tokens, *opt.top, *opt.includeDominated
@@ -560,6 +568,23 @@ func fmtDuration(s float64) string {
 		return fmt.Sprintf("%.1f h", s/3600)
 	}
 	return fmt.Sprintf("%.1f min", s/60)
+}
+
+// batchFlags refuses a sequence length or global batch below 1 by its flag: 0
+// (not given) as required, a negative one with its value.
+func batchFlags(seq, gbs int) error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"seq", seq}, {"gbs", gbs}} {
+		switch {
+		case f.v == 0:
+			return fmt.Errorf("--%s: required, at least 1 (got 0)", f.name)
+		case f.v < 0:
+			return fmt.Errorf("--%s: must be at least 1 (got %d)", f.name, f.v)
+		}
+	}
+	return nil
 }
 
 // layoutOf is layoutString of the API's layout.
