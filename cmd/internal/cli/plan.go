@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -646,7 +647,33 @@ func layoutString(l step.Layout) string {
 	if l.FP8Params {
 		s += " fp8-weights"
 	}
+	if r := splitRuns(l.LayerSplit, ","); r != "" {
+		s += " layers " + r
+	}
 	return s
+}
+
+// splitRuns is an uneven layer split in runs, stage by stage (model chunk by
+// chunk when interleaved): [3 4 4 4 3 3] is "3,4×3,3×2"; an even or absent split
+// is "", nothing to add to the stages' count.
+func splitRuns(split []int, sep string) string {
+	if len(split) < 2 || !slices.ContainsFunc(split, func(n int) bool { return n != split[0] }) {
+		return ""
+	}
+	var runs []string
+	for i := 0; i < len(split); {
+		j := i
+		for j < len(split) && split[j] == split[i] {
+			j++
+		}
+		if j-i > 1 {
+			runs = append(runs, fmt.Sprintf("%d×%d", split[i], j-i))
+		} else {
+			runs = append(runs, strconv.Itoa(split[i]))
+		}
+		i = j
+	}
+	return strings.Join(runs, sep)
 }
 
 // nodesString summarises a placement: "nodes 0-15" or "n0:0-3 n5:0-7 …".
