@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -268,6 +269,37 @@ func TestPlanSizesNamed(t *testing.T) {
 		code, _, errOut := run(tc.args...)
 		if code != exitFailure || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, exitFailure, tc.want)
+		}
+	}
+}
+
+// A parameter count the shape cannot be derived from is refused by its flag,
+// once: "--params: must be …", not "--params: params: must be …".
+func TestParamsNamedOnce(t *testing.T) {
+	code, _, errOut := run("plan", "--params", "0", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096")
+	if code != exitFailure || !strings.Contains(errOut, "stepcost plan: --params: must be a finite number of parameters") {
+		t.Errorf("--params 0: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// A free map's bad node or GPU is refused by the node it names: the request
+// lists the nodes in its own order, so its index would point elsewhere, and a node
+// past the cluster's largest size is the free map's error, not the cluster's.
+func TestFreeMapNamesTheNode(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ free, want string }{
+		{`{"0": [0, 1, 2, 3, 4, 5, 6, 7], "9": [0, 8]}`, "--free-map: node 9: GPU 8 is not one of the node's 8 GPUs (0 to 7)"},
+		{`{"0": [0, 1, 2, 3, 4, 5, 6, 7], "3": [-1]}`, "--free-map: node 3: GPU -1 is not one of the node's 8 GPUs (0 to 7)"},
+		{`{"70000": [0]}`, "--free-map: node 70000: must be between 0 and 65535"},
+		{`{"-1": [0]}`, "--free-map: node -1: must be between 0 and 65535"},
+	} {
+		f := dir + "/free.json"
+		if err := os.WriteFile(f, []byte(tc.free), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096", "--free-map", f)
+		if code != exitFailure || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %q", tc.free, code, errOut, tc.want)
 		}
 	}
 }

@@ -250,6 +250,15 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 			if err != nil {
 				return fmt.Errorf("--free-map: key %q is not a node index", k)
 			}
+			// By the node named: the request's list is in another order.
+			if node < 0 || node >= topology.MaxNodes {
+				return fmt.Errorf("--free-map: node %d: must be between 0 and %d", node, topology.MaxNodes-1)
+			}
+			for _, g := range v {
+				if g < 0 || g >= q.spec.GPUsPerNode {
+					return fmt.Errorf("--free-map: node %d: GPU %d is not one of the node's %d GPUs (0 to %d)", node, g, q.spec.GPUsPerNode, q.spec.GPUsPerNode-1)
+				}
+			}
 			q.req.Free[node] = v
 			if *opt.nodes > 0 && node >= *opt.nodes {
 				return fmt.Errorf("--free-map: node %d is not in the %d-node cluster (--nodes)", node, *opt.nodes)
