@@ -303,3 +303,31 @@ func TestFreeMapNamesTheNode(t *testing.T) {
 		}
 	}
 }
+
+// rank's table gives every row's file line, ranked rows as failed ones (it gave
+// a ranked row's position among the config lines, so a file with a comment first
+// showed "0" for line 2 and two rows could show the same number), and a ranked
+// row's whole layout: configs that differ only in their schedule differ in it.
+func TestRankTableLinesAndLayouts(t *testing.T) {
+	cfg := func(schedule string) string {
+		return `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64}, "layout": {"tp": 4, "pp": 2, "dp": 1, "micro_batch": 1, "schedule": "` + schedule + `"}}`
+	}
+	f := t.TempDir() + "/configs.jsonl"
+	body := "# two schedules and a bad line\n" + cfg("SCHEDULE_1F1B") + "\nnot json\n" + cfg("SCHEDULE_DUALPIPE") + "\n"
+	if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run("rank", "--in", f, "--wide")
+	if code != exitFailure || !strings.Contains(errOut, "(line 3)") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 naming line 3", code, errOut)
+	}
+	rows := map[string]string{} // file line → row
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] != "rank" {
+			rows[f[1]] = l
+		}
+	}
+	if !strings.Contains(rows["2"], "1f1b") || !strings.Contains(rows["4"], "dualpipe") || !strings.Contains(rows["3"], "not an EstimateStepRequest") || len(rows) != 3 {
+		t.Errorf("rows by file line %q; want 2 (1f1b), 3 (the bad line) and 4 (dualpipe):\n%s", rows, out)
+	}
+}
