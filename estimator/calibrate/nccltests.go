@@ -102,7 +102,7 @@ var (
 	// Slurm's srun --label (" 0: "): a number then a colon, which no data row has.
 	mpiPrefix = regexp.MustCompile(`^\s*(\[\d+,\d+\]<std(out|err)>:|\[\d+\]\s|\d+:\s)`)
 	// "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
-	nThreadRe = regexp.MustCompile(`nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
+	nThreadRe = regexp.MustCompile(`nThread\s+(-?\d+)\s+nGpus\s+(-?\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
 	graphRe   = regexp.MustCompile(`graph:\s*(\d+)`)
 	// "#  Rank  0 Group  0 Pid   6899 on ztan-mig-235z device  0 [0000:04:00] NVIDIA H100 80GB HBM3"
 	// (older tools print no Group).
@@ -173,6 +173,10 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			m := nThreadRe.FindStringSubmatch(t)
 			nThread, _ = strconv.Atoi(m[1])
 			nGpus, _ = strconv.Atoi(m[2])
+			// nccl-tests runs at least one thread of at least one GPU (-t, -g).
+			if nThread < 1 || nGpus < 1 {
+				return s, fileErr(name, line, "nThread %s nGpus %s: each must be at least 1 (nccl-tests' -t and -g)", m[1], m[2])
+			}
 			if g := graphRe.FindStringSubmatch(t); g != nil && g[1] != "0" {
 				s.Launch = collective.Graph
 			}

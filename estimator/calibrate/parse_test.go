@@ -166,3 +166,19 @@ func TestParseNamesTheBadColumn(t *testing.T) {
 		}
 	}
 }
+
+// A header with no thread or no GPU per process ("nThread 1 nGpus 0", or a
+// negative count) is not one nccl-tests printed; the launch read from it would be
+// a guess, so the file is refused by the header's line.
+func TestParseRefusesImpossibleHeader(t *testing.T) {
+	src := string(read(t, "testdata/h100-ib-ndr/ncclt290-auto.txt"))
+	for _, tc := range []struct{ from, to, want string }{
+		{"nGpus 1", "nGpus 0", "ncclt.txt:1: nThread 1 nGpus 0: each must be at least 1"},
+		{"nThread 1", "nThread -3", "ncclt.txt:1: nThread -3 nGpus 1: each must be at least 1"},
+	} {
+		_, err := calibrate.ParseNCCLTests("ncclt.txt", []byte(strings.Replace(src, tc.from, tc.to, 1)), calibrate.Layout{Op: "allreduce"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.to, err, tc.want)
+		}
+	}
+}
