@@ -331,3 +331,29 @@ func TestRankTableLinesAndLayouts(t *testing.T) {
 		t.Errorf("rows by file line %q; want 2 (1f1b), 3 (the bad line) and 4 (dualpipe):\n%s", rows, out)
 	}
 }
+
+// A one-GPU group is the service's error in a table as in JSON (the table said
+// "time 0" and exited 0, the JSON was refused): the same question, one answer.
+func TestCollectiveOneGPUGroupRefused(t *testing.T) {
+	base := []string{"collective", "--cluster", "dgx-h100", "--op", "sendrecv", "--size", "1GiB", "--nodes", "1", "--gpus-per-node", "1"}
+	for _, args := range [][]string{base, append(slices.Clone(base), "--json")} {
+		code, out, errOut := run(args...)
+		if code != exitFailure || out != "" || !strings.Contains(errOut, "--gpus-per-node: the group must have at least 2 GPUs") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1 and the group's rule", args, code, out, errOut)
+		}
+	}
+}
+
+// The cost objective without a price or a budget is refused by the flags that
+// give them, in plan and rank.
+func TestCostNeedsPriceAndTokensFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096", "--objective", "cost", "--price", "2"},
+		{"rank", "--in", "-", "--objective", "cost", "--tokens", "1e12"},
+	} {
+		code, _, errOut := run(args...)
+		if code != exitFailure || !strings.Contains(errOut, "--objective cost: needs --price (per GPU-hour) and --tokens (the budget to train) above 0") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}

@@ -300,6 +300,9 @@ func (opt *planArgs) workload(q *planQuery) error {
 		return err
 	}
 	q.req.Objective = planner.Objective(strings.ToLower(*opt.objective))
+	if err := costFlags(string(q.req.Objective), *opt.price, *opt.tokens); err != nil {
+		return err
+	}
 	q.req.PricePerGPUHour, q.req.TokenBudget, q.req.TopK, q.req.IncludeDominated = *opt.price, *opt.tokens, *opt.top, *opt.includeDominated
 	q.req.SlowGPUSpeed, q.req.DegradedNICSpeed, q.req.DegradedLinkSpeed = *opt.slowGPU, *opt.degradedNIC, *opt.degradedLink
 	q.req.PlacementTolerance = *opt.placeTol
@@ -578,6 +581,16 @@ func fmtDuration(s float64) string {
 		return fmt.Sprintf("%.1f h", s/3600)
 	}
 	return fmt.Sprintf("%.1f min", s/60)
+}
+
+// costFlags refuses the cost objective without a price and a token budget by the
+// flags that give them (the request's rule names its fields, price_per_gpu_hour
+// and token_budget, which no flag is called).
+func costFlags(objective string, price, tokens float64) error {
+	if strings.EqualFold(objective, string(planner.Cost)) && (!(price > 0) || !(tokens > 0)) {
+		return fmt.Errorf("--objective cost: needs --price (per GPU-hour) and --tokens (the budget to train) above 0 (got --price %v, --tokens %v)", price, tokens)
+	}
+	return nil
 }
 
 // batchFlags refuses a sequence length or global batch below 1 by its flag: 0

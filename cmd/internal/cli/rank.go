@@ -72,6 +72,9 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 		if !ok {
 			return fmt.Errorf("--objective: must be step_time, throughput or cost (got %q)", *objective)
 		}
+		if err := costFlags(*objective, *price, *tokens); err != nil {
+			return err
+		}
 		var r io.Reader
 		if *in == "-" {
 			r = os.Stdin
