@@ -29,7 +29,7 @@ func noPlanReason(r *Request, st Stats) string {
 			if len(r.ExcludeNodes) > 0 {
 				ex := slices.Clone(r.ExcludeNodes)
 				slices.Sort(ex)
-				s += fmt.Sprintf(" (nodes %s excluded)", joinInts(ex))
+				s += fmt.Sprintf(" (%s %s excluded)", plural(len(ex), "node", "nodes"), joinInts(ex))
 			}
 			if r.Free != nil && free >= size {
 				s += ", not in whole TP groups of a node"
@@ -86,6 +86,13 @@ func givenConstraints(c Constraints) string {
 		out = append(out, fmt.Sprintf("constraints.recompute %v", c.Recompute))
 	}
 	return strings.Join(out, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func joinInts(v []int) string {

@@ -39,3 +39,22 @@ func TestNoPlanNamesTheConstraints(t *testing.T) {
 		}
 	}
 }
+
+// One excluded node is "node 3 excluded", several "nodes 3, 7 excluded".
+func TestNoPlanExcludedNodes(t *testing.T) {
+	e := step.New()
+	for _, tc := range []struct {
+		exclude []int
+		want    string
+	}{{[]int{3}, "(node 3 excluded)"}, {[]int{7, 3}, "(nodes 3, 7 excluded)"}} {
+		req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64, TopK: 3,
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64}, ExcludeNodes: tc.exclude}
+		res, err := planner.Search(context.Background(), e, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Top) > 0 || !strings.Contains(res.NoPlan, tc.want) {
+			t.Errorf("exclude %v: %d plans, no plan because %q; want %q", tc.exclude, len(res.Top), res.NoPlan, tc.want)
+		}
+	}
+}

@@ -82,6 +82,10 @@ func TestPicturesEndpoints(t *testing.T) {
 		{"unknown model", "/v1/pictures:pareto", strings.Replace(picturePlanBody, "llama3-8b", "nope", 1), 404, "model"},
 		{"empty body", "/v1/pictures:pareto", ``, 400, `"field":"model"`}, // an empty request, as the gateway has it
 		{"too large", "/v1/pictures:pareto", `{"model": {"name": "` + strings.Repeat("x", 5000) + `"}}`, http.StatusRequestEntityTooLarge, "--max-request-bytes"},
+		// No plan: the search's reason, said once ("no feasible plan to draw: no
+		// feasible plan: …" said it twice).
+		{"no plan", "/v1/pictures:pareto", strings.Replace(picturePlanBody, `"gpus": 16`, `"gpus": 16, "exclude_nodes": [1]`, 1), 400,
+			`"message":"no feasible plan to draw: the job needs 16 GPUs; 8 are free on 1 of the cluster's 2 nodes (node 1 excluded)`},
 	} {
 		resp, body := post(t, base+c.path, c.body)
 		if resp.StatusCode != c.code || !strings.Contains(string(body), c.want) || resp.Header.Get("Content-Type") != "application/json" {
