@@ -204,6 +204,14 @@ func TestPageInBrowser(t *testing.T) {
 			t.Errorf("the page does not show the first plan's cost %s", want)
 		}
 	})
+	// No plan: the page says why, as the answer does (it showed only the pruning
+	// counts).
+	t.Run("no plan, with the reason", func(t *testing.T) {
+		page := load(t, "?model=llama3-405b&cluster=dgx-h100&gpus=8&seq=4096&gbs=64")
+		if s := status(page); !strings.Contains(s, "no feasible plan: ") || !strings.Contains(s, "do not fit in the GPUs&#39; memory") && !strings.Contains(s, "do not fit in the GPUs' memory") {
+			t.Errorf("status %q, want the answer's no_plan_reason", s)
+		}
+	})
 }
 
 // commaThousands prints n as the page's en-US locale does (12,345).
