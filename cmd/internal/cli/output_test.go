@@ -146,3 +146,26 @@ func TestLayerSplitShown(t *testing.T) {
 		t.Errorf("estimate of 32 layers on pp 3: exit %d, %s%s; want the split 11×2, 10 in its title", code, out, errOut)
 	}
 }
+
+// A wrapped paragraph never breaks between a pruning reason and its count: the
+// search line read "…, dominated_bound" at one line's end and "716, memory …" at
+// the next's.
+func TestWrapKeepsCountsWithTheirReason(t *testing.T) {
+	var b bytes.Buffer
+	line := "searched 1158453 layouts over 1 job size(s): 11961 estimated, 11961 feasible; pruned: " +
+		prunedSummary(map[string]int{"divisibility": 1, "dominated_bound": 716, "memory": 10794, "memory_lower_bound": 283789, "time_lower_bound": 851193})
+	for cols := 40; cols <= 130; cols++ {
+		b.Reset()
+		printWrapped(&output{Writer: &b, cols: cols}, "", line, false)
+		out := b.String()
+		if strings.ContainsRune(out, '\u00a0') || strings.Join(strings.Fields(out), " ") != strings.ReplaceAll(line, "\u00a0", " ") {
+			t.Fatalf("%d columns: the text changed:\n%s", cols, out)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			switch f := strings.Fields(l); f[len(f)-1] {
+			case "divisibility", "dominated_bound", "memory", "memory_lower_bound", "time_lower_bound":
+				t.Errorf("%d columns: a line ends with a reason, its count on the next:\n%s", cols, out)
+			}
+		}
+	}
+}

@@ -729,7 +729,7 @@ func nodesString(p planner.Placement) string {
 func prunedSummary(m map[string]int) string {
 	var parts []string
 	for _, k := range sortedKeys(m) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		parts = append(parts, fmt.Sprintf("%s%c%d", k, glue, m[k])) // wrapped as one word
 	}
 	if len(parts) == 0 {
 		return "none"
