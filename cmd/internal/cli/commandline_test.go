@@ -357,3 +357,16 @@ func TestCostNeedsPriceAndTokensFlags(t *testing.T) {
 		}
 	}
 }
+
+// load with no successful request says what the requests met (it gave only their
+// count: "no successful request (100000 errors)" for a daemon not listening).
+func TestLoadSaysTheError(t *testing.T) {
+	f := t.TempDir() + "/plan.json"
+	if err := os.WriteFile(f, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run("load", "--server", "127.0.0.1:1", "--in", f, "--requests", "3", "--concurrency", "1")
+	if code != exitFailure || !strings.Contains(errOut, "no successful request (3 errors; the first: ") || !strings.Contains(errOut, "Unavailable") {
+		t.Errorf("exit %d, stderr %q; want the first error", code, errOut)
+	}
+}
