@@ -58,3 +58,14 @@ func TestNoPlanExcludedNodes(t *testing.T) {
 		}
 	}
 }
+
+// A node excluded twice is refused by its second entry (the answer said "nodes 3,
+// 3 excluded" and counted one node).
+func TestExcludedTwiceRefused(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 32, TopK: 3,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 64}, ExcludeNodes: []int{3, 5, 3}}
+	_, err := planner.Search(context.Background(), step.New(), req)
+	if err == nil || !strings.Contains(err.Error(), "exclude_nodes[2]: node 3 is also exclude_nodes[0]") {
+		t.Errorf("got %v, want exclude_nodes[2] refused", err)
+	}
+}
