@@ -292,6 +292,7 @@ func TestFreeMapNamesTheNode(t *testing.T) {
 		{`{"0": [0, 1, 2, 3, 4, 5, 6, 7], "3": [-1]}`, "--free-map: node 3: GPU -1 is not one of the node's 8 GPUs (0 to 7)"},
 		{`{"70000": [0]}`, "--free-map: node 70000: must be between 0 and 65535"},
 		{`{"-1": [0]}`, "--free-map: node -1: must be between 0 and 65535"},
+		{`{"0": [0, 1, 2, 3, 4, 5, 6, 7], "2": [1, 1]}`, "--free-map: node 2: GPU 1 is listed twice"},
 	} {
 		f := dir + "/free.json"
 		if err := os.WriteFile(f, []byte(tc.free), 0o600); err != nil {

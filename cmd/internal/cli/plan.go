@@ -254,9 +254,12 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 			if node < 0 || node >= topology.MaxNodes {
 				return fmt.Errorf("--free-map: node %d: must be between 0 and %d", node, topology.MaxNodes-1)
 			}
-			for _, g := range v {
+			for i, g := range v {
 				if g < 0 || g >= q.spec.GPUsPerNode {
 					return fmt.Errorf("--free-map: node %d: GPU %d is not one of the node's %d GPUs (0 to %d)", node, g, q.spec.GPUsPerNode, q.spec.GPUsPerNode-1)
+				}
+				if slices.Contains(v[:i], g) {
+					return fmt.Errorf("--free-map: node %d: GPU %d is listed twice", node, g)
 				}
 			}
 			q.req.Free[node] = v
