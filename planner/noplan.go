@@ -29,7 +29,7 @@ func noPlanReason(r *Request, st Stats) string {
 			if len(r.ExcludeNodes) > 0 {
 				ex := slices.Clone(r.ExcludeNodes)
 				slices.Sort(ex)
-				s += fmt.Sprintf(" (nodes %s excluded)", joinInts(ex))
+				s += fmt.Sprintf(" (%s %s excluded)", plural(len(ex), "node", "nodes"), joinInts(ex))
 			}
 			if r.Free != nil && free >= size {
 				s += ", not in whole TP groups of a node"
@@ -51,12 +51,48 @@ func noPlanReason(r *Request, st Stats) string {
 		why = append(why, fmt.Sprintf("%d layouts were refused by the step model's rules", n))
 	}
 	if len(why) == 0 && st.Enumerated == 0 {
-		why = append(why, "the constraints leave no layout to search")
+		s := "the constraints leave no layout to search"
+		if given := givenConstraints(r.Constraints); given != "" {
+			s += fmt.Sprintf(": %s on %d GPUs (%d heads, %d layers, global batch %d)", given, size, r.Model.Heads, r.Model.Layers, r.Training.GlobalBatch)
+			if r.Model.MoE == nil && len(r.Constraints.EP) > 0 && !slices.Contains(r.Constraints.EP, 1) {
+				s += "; the model has no experts, so ep can only be 1"
+			}
+		}
+		why = append(why, s)
 	}
 	if len(why) == 0 {
 		why = append(why, fmt.Sprintf("every layout was pruned: %s", prunedSummary(st)))
 	}
 	return "no feasible plan: " + strings.Join(why, "; ")
+}
+
+// givenConstraints lists the request's parallel-degree, micro-batch and schedule
+// constraints that were given, with their values ("constraints.tp [3],
+// constraints.schedules [dualpipe]"): the ones that can leave nothing to search.
+func givenConstraints(c Constraints) string {
+	var out []string
+	for _, l := range []struct {
+		name string
+		v    []int
+	}{{"tp", c.TP}, {"pp", c.PP}, {"cp", c.CP}, {"ep", c.EP}, {"zero", c.ZeRO}, {"micro_batch", c.MicroBatch}, {"virtual_stages", c.VirtualStages}} {
+		if len(l.v) > 0 {
+			out = append(out, fmt.Sprintf("constraints.%s %v", l.name, l.v))
+		}
+	}
+	if len(c.Schedules) > 0 {
+		out = append(out, fmt.Sprintf("constraints.schedules %v", c.Schedules))
+	}
+	if len(c.Recompute) > 0 {
+		out = append(out, fmt.Sprintf("constraints.recompute %v", c.Recompute))
+	}
+	return strings.Join(out, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func joinInts(v []int) string {

@@ -9,142 +9,63 @@ import (
 	"github.com/stepcost/stepcost/planner"
 )
 
-// A search without a plan says why: the free GPUs cannot host the job (excluded
-// nodes on a cluster sized to it), or nothing fits in memory.
-func TestNoPlanSaysWhy(t *testing.T) {
+// Constraints that leave nothing to search are named with their values and the
+// job they had to divide: "the constraints leave no layout to search" alone does
+// not say that tp 3 cannot split 64 heads or that ep needs experts.
+func TestNoPlanNamesTheConstraints(t *testing.T) {
 	e := step.New()
 	for _, tc := range []struct {
-		name string
-		req  planner.Request
+		cons planner.Constraints
 		want []string
 	}{
-		{"excluded nodes", planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32,
-			Training: step.Training{SeqLen: 8192, GlobalBatch: 64}, ExcludeNodes: []int{3, 1}},
-			[]string{"needs 32 GPUs; 16 are free on 2 of the cluster's 4 nodes", "nodes 1, 3 excluded", "cluster.nodes"}},
-		{"memory", planner.Request{Model: mustModel(t, "gpt3-175b"), Cluster: mustCluster(t, "dgx-h100", 1), GPUs: 8,
-			Training: step.Training{SeqLen: 2048, GlobalBatch: 64}},
-			[]string{"do not fit in the GPUs' memory"}},
+		{planner.Constraints{TP: []int{3}}, []string{"constraints.tp [3]", "64 GPUs", "64 heads", "80 layers", "global batch 1024"}},
+		{planner.Constraints{EP: []int{2}, MicroBatch: []int{3}}, []string{"constraints.ep [2]", "constraints.micro_batch [3]", "the model has no experts, so ep can only be 1"}},
+		{planner.Constraints{PP: []int{7}, Schedules: []step.Schedule{step.DualPipe}}, []string{"constraints.pp [7]", "constraints.schedules [dualpipe]"}},
 	} {
-		res, err := planner.Search(context.Background(), e, tc.req)
+		req := planner.Request{Model: mustModel(t, "llama3-70b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64, TopK: 3,
+			Training: step.Training{SeqLen: 8192, GlobalBatch: 1024}, Constraints: tc.cons}
+		res, err := planner.Search(context.Background(), e, req)
 		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
+			t.Fatal(err)
 		}
-		if len(res.Top) != 0 {
-			t.Fatalf("%s: %d plans", tc.name, len(res.Top))
+		if len(res.Top) > 0 || res.Stats.Enumerated > 0 {
+			t.Errorf("%+v: %d plans of %d layouts, want none", tc.cons, len(res.Top), res.Stats.Enumerated)
+			continue
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(res.NoPlan, w) {
-				t.Errorf("%s: reason %q does not say %q", tc.name, res.NoPlan, w)
+				t.Errorf("%+v: no plan because %q; want it to say %q", tc.cons, res.NoPlan, w)
 			}
 		}
 	}
-	res, err := planner.Search(context.Background(), e, llama8bRequest(t))
-	if err != nil || len(res.Top) == 0 || res.NoPlan != "" {
-		t.Errorf("a search with plans: %d plans, reason %q, %v", len(res.Top), res.NoPlan, err)
-	}
 }
 
-// TP comm-GEMM overlap is searched by default and can be pinned: GPT-3 175B on 1024
-// H100 has it in its best plans, and constraints that say off leave it out.
-func TestTPOverlapSearched(t *testing.T) {
+// One excluded node is "node 3 excluded", several "nodes 3, 7 excluded".
+func TestNoPlanExcludedNodes(t *testing.T) {
 	e := step.New()
-	req := planner.Request{Model: mustModel(t, "gpt3-175b"), Cluster: mustCluster(t, "dgx-h100", 128), GPUs: 1024,
-		Training: step.Training{SeqLen: 2048, GlobalBatch: 1536}, TopK: 5}
-	res, err := planner.Search(context.Background(), e, req)
-	if err != nil || len(res.Top) == 0 {
-		t.Fatal(err)
-	}
-	if !res.Top[0].Layout.OverlapTP {
-		t.Errorf("best plan %+v without TP overlap", res.Top[0].Layout)
-	}
-	req.Constraints.OverlapTP = []bool{false}
-	off, err := planner.Search(context.Background(), e, req)
-	if err != nil || len(off.Top) == 0 {
-		t.Fatal(err)
-	}
-	for _, p := range off.Top {
-		if p.Layout.OverlapTP {
-			t.Errorf("overlap pinned off, plan %+v", p.Layout)
-		}
-	}
-	if !(res.Top[0].Score < off.Top[0].Score) {
-		t.Errorf("best with overlap %.3f s, without %.3f s", res.Top[0].Score, off.Top[0].Score)
-	}
-}
-
-// MoE plans overlap their expert-parallel all-to-alls wherever Megatron-Core runs
-// it (ep > 1; no pipeline or interleaved; no full recomputation) and nowhere else;
-// constraints can switch it off.
-func TestEPOverlapWhereFrameworksRunIt(t *testing.T) {
-	e := step.New()
-	req := planner.Request{Model: mustModel(t, "qwen3-30b-a3b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64,
-		Training: step.Training{SeqLen: 4096, GlobalBatch: 512}, TopK: 20, IncludeDominated: true}
-	res, err := planner.Search(context.Background(), e, req)
-	if err != nil || len(res.Top) == 0 {
-		t.Fatal(err)
-	}
-	on := 0
-	for _, p := range append(res.Top, res.Pareto...) {
-		l := p.Layout
-		can := l.EP > 1 && (l.PP == 1 || l.Schedule == step.Interleaved) && l.Recompute != step.RecomputeFull && l.Schedule != step.DualPipe
-		if l.OverlapEP != can {
-			t.Errorf("plan %+v: overlap_ep %v", l, l.OverlapEP)
-		}
-		if l.OverlapEP {
-			on++
-		}
-	}
-	if on == 0 {
-		t.Error("no plan overlaps its all-to-alls")
-	}
-	req.Constraints.OverlapEP = []bool{false}
-	off, err := planner.Search(context.Background(), e, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range append(off.Top, off.Pareto...) {
-		if p.Layout.OverlapEP {
-			t.Errorf("overlap_ep off, plan %+v", p.Layout)
-		}
-	}
-}
-
-// Ulysses and ring context parallelism are both searched when asked, and either can
-// be pinned; by default ring only.
-func TestCPVariantsSearched(t *testing.T) {
-	e := step.New()
-	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32,
-		Training: step.Training{SeqLen: 65536, GlobalBatch: 32}, TopK: 10, Constraints: planner.Constraints{CP: []int{4}}}
-	def, err := planner.Search(context.Background(), e, req)
-	if err != nil || len(def.Top) == 0 {
-		t.Fatal(err)
-	}
-	for _, p := range def.Top {
-		if p.Layout.CPAllToAll {
-			t.Errorf("default search, plan %+v with Ulysses", p.Layout)
-		}
-	}
-	req.Constraints.CPAllToAll = []bool{false, true}
-	both, err := planner.Search(context.Background(), e, req)
-	if err != nil || len(both.Top) == 0 {
-		t.Fatal(err)
-	}
-	for _, v := range []bool{false, true} {
-		req.Constraints.CPAllToAll = []bool{v}
-		one, err := planner.Search(context.Background(), e, req)
-		if err != nil || len(one.Top) == 0 {
+	for _, tc := range []struct {
+		exclude []int
+		want    string
+	}{{[]int{3}, "(node 3 excluded)"}, {[]int{7, 3}, "(nodes 3, 7 excluded)"}} {
+		req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64, TopK: 3,
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64}, ExcludeNodes: tc.exclude}
+		res, err := planner.Search(context.Background(), e, req)
+		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range one.Top {
-			if p.Layout.CPAllToAll != v {
-				t.Errorf("cp_all_to_all pinned %v, plan %+v", v, p.Layout)
-			}
+		if len(res.Top) > 0 || !strings.Contains(res.NoPlan, tc.want) {
+			t.Errorf("exclude %v: %d plans, no plan because %q; want %q", tc.exclude, len(res.Top), res.NoPlan, tc.want)
 		}
-		if one.Stats.Enumerated >= both.Stats.Enumerated {
-			t.Errorf("pinned %v: %d layouts, both variants %d", v, one.Stats.Enumerated, both.Stats.Enumerated)
-		}
-		if one.Top[0].Score < both.Top[0].Score {
-			t.Errorf("pinned %v beats the search of both: %.4f < %.4f", v, one.Top[0].Score, both.Top[0].Score)
-		}
+	}
+}
+
+// A node excluded twice is refused by its second entry (the answer said "nodes 3,
+// 3 excluded" and counted one node).
+func TestExcludedTwiceRefused(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 32, TopK: 3,
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 64}, ExcludeNodes: []int{3, 5, 3}}
+	_, err := planner.Search(context.Background(), step.New(), req)
+	if err == nil || !strings.Contains(err.Error(), "exclude_nodes[2]: node 3 is also exclude_nodes[0]") {
+		t.Errorf("got %v, want exclude_nodes[2] refused", err)
 	}
 }

@@ -338,9 +338,14 @@ func (r *Request) validate() error {
 	if v := r.PlacementTolerance; !(v >= 0 && v <= 1) {
 		c.Add("placement_tolerance", "must be between 0 (the default, %g) and 1 (got %v)", DefaultPlacementTolerance, v)
 	}
+	excluded := map[int]int{}
 	for i, n := range r.ExcludeNodes {
 		if n < 0 || n >= r.Cluster.Spec.Nodes {
 			c.Add(fmt.Sprintf("exclude_nodes[%d]", i), "node %d is not in the cluster's %d nodes", n, r.Cluster.Spec.Nodes)
+		} else if j, dup := excluded[n]; dup {
+			c.Add(fmt.Sprintf("exclude_nodes[%d]", i), "node %d is also exclude_nodes[%d]", n, j)
+		} else {
+			excluded[n] = i
 		}
 	}
 	// The search reads the training as the estimator would (global tokens as a

@@ -144,6 +144,15 @@ func TestCalibrateClusterRefuses(t *testing.T) {
 	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Inputs: []*pb.CalibrationInput{good}})
 	violationOf(t, err, codes.InvalidArgument, "cluster")
 
+	// A negative count is refused by its own field.
+	for field, in := range map[string]*pb.CalibrationInput{
+		"inputs[0].nodes":         {Name: "n.txt", Content: good.Content, Nodes: -1},
+		"inputs[0].gpus_per_node": {Name: "g.txt", Content: good.Content, GpusPerNode: -8},
+	} {
+		_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base, Inputs: []*pb.CalibrationInput{in}})
+		violationOf(t, err, codes.InvalidArgument, field)
+	}
+
 	foreign := &pb.CalibrationInput{Name: "notes.txt", Content: "hello\nworld\n"}
 	_, err = c.CalibrateCluster(ctx, &pb.CalibrateClusterRequest{Cluster: base, Inputs: []*pb.CalibrationInput{foreign}})
 	violationOf(t, err, codes.InvalidArgument, "inputs[0].content")

@@ -82,6 +82,10 @@ func TestPicturesEndpoints(t *testing.T) {
 		{"unknown model", "/v1/pictures:pareto", strings.Replace(picturePlanBody, "llama3-8b", "nope", 1), 404, "model"},
 		{"empty body", "/v1/pictures:pareto", ``, 400, `"field":"model"`}, // an empty request, as the gateway has it
 		{"too large", "/v1/pictures:pareto", `{"model": {"name": "` + strings.Repeat("x", 5000) + `"}}`, http.StatusRequestEntityTooLarge, "--max-request-bytes"},
+		// No plan: the search's reason, said once ("no feasible plan to draw: no
+		// feasible plan: …" said it twice).
+		{"no plan", "/v1/pictures:pareto", strings.Replace(picturePlanBody, `"gpus": 16`, `"gpus": 16, "exclude_nodes": [1]`, 1), 400,
+			`"message":"no feasible plan to draw: the job needs 16 GPUs; 8 are free on 1 of the cluster's 2 nodes (node 1 excluded)`},
 	} {
 		resp, body := post(t, base+c.path, c.body)
 		if resp.StatusCode != c.code || !strings.Contains(string(body), c.want) || resp.Header.Get("Content-Type") != "application/json" {
@@ -198,6 +202,14 @@ func TestPageInBrowser(t *testing.T) {
 		want := "<td>$" + commaThousands(int64(math.Round(v.Plans[0].CostUSD))) + "</td>"
 		if !strings.Contains(page, want) {
 			t.Errorf("the page does not show the first plan's cost %s", want)
+		}
+	})
+	// No plan: the page says why, as the answer does (it showed only the pruning
+	// counts).
+	t.Run("no plan, with the reason", func(t *testing.T) {
+		page := load(t, "?model=llama3-405b&cluster=dgx-h100&gpus=8&seq=4096&gbs=64")
+		if s := status(page); !strings.Contains(s, "no feasible plan: ") || !strings.Contains(s, "do not fit in the GPUs&#39; memory") && !strings.Contains(s, "do not fit in the GPUs' memory") {
+			t.Errorf("status %q, want the answer's no_plan_reason", s)
 		}
 	})
 }

@@ -356,6 +356,12 @@ func TestPlanLayoutLimit(t *testing.T) {
 	if !strings.Contains(status.Convert(err).Message(), "--max-candidates") {
 		t.Errorf("message %q does not name the flag", status.Convert(err).Message())
 	}
+	// A sweep of sizes is narrowed by max_gpus (or min_gpus): that is the field
+	// named, not gpus, which the request did not give.
+	sweep := plannerRequest()
+	sweep.Gpus, sweep.MaxGpus = 0, 64
+	_, err = client(t, lim).EstimatePlan(context.Background(), sweep)
+	violationOf(t, err, codes.InvalidArgument, "max_gpus")
 }
 
 // Equivalent requests share a cache entry: constraint lists in another order or with

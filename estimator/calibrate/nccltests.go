@@ -102,7 +102,7 @@ var (
 	// Slurm's srun --label (" 0: "): a number then a colon, which no data row has.
 	mpiPrefix = regexp.MustCompile(`^\s*(\[\d+,\d+\]<std(out|err)>:|\[\d+\]\s|\d+:\s)`)
 	// "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
-	nThreadRe = regexp.MustCompile(`nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
+	nThreadRe = regexp.MustCompile(`nThread\s+(-?\d+)\s+nGpus\s+(-?\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
 	graphRe   = regexp.MustCompile(`graph:\s*(\d+)`)
 	// "#  Rank  0 Group  0 Pid   6899 on ztan-mig-235z device  0 [0000:04:00] NVIDIA H100 80GB HBM3"
 	// (older tools print no Group).
@@ -112,6 +112,10 @@ var (
 	// A data row: size count type redop [root] then out-of-place time algbw busbw
 	// #wrong and in-place time algbw busbw #wrong ("N/A" where not checked).
 	rowRe = regexp.MustCompile(`^(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(?:(-?\d+)\s+)?(` + numRe + `)\s+(` + numRe + `)\s+(` + numRe + `)\s+(\S+)(?:\s+(` + numRe + `)\s+(` + numRe + `)\s+(` + numRe + `)\s+(\S+))?\s*$`)
+	// One non-negative number, one whole number: a row's columns.
+	numOnlyRe = regexp.MustCompile(`^` + numRe + `$`)
+	digitsRe  = regexp.MustCompile(`^\d+$`)
+	intRe     = regexp.MustCompile(`^-?\d+$`)
 	// A line that starts like a data row (a number, then a number) but may be cut short.
 	rowStartRe = regexp.MustCompile(`^\d+\s+\d+\b`)
 )
@@ -169,6 +173,10 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			m := nThreadRe.FindStringSubmatch(t)
 			nThread, _ = strconv.Atoi(m[1])
 			nGpus, _ = strconv.Atoi(m[2])
+			// nccl-tests runs at least one thread of at least one GPU (-t, -g).
+			if nThread < 1 || nGpus < 1 {
+				return s, fileErr(name, line, "nThread %s nGpus %s: each must be at least 1 (nccl-tests' -t and -g)", m[1], m[2])
+			}
 			if g := graphRe.FindStringSubmatch(t); g != nil && g[1] != "0" {
 				s.Launch = collective.Graph
 			}
@@ -343,6 +351,9 @@ func parseRow(t string) (Point, error) {
 	m := rowRe.FindStringSubmatch(t)
 	if m == nil {
 		f := strings.Fields(t)
+		if col, v, ok := badColumn(f); ok {
+			return Point{}, fmt.Errorf("%s %q is not a non-negative number: %q", col, v, clip(t))
+		}
 		return Point{}, fmt.Errorf("cut short or not an nccl-tests row (%d columns; a row has size, count, type, redop, [root,] then time, algbw, busbw, #wrong out-of-place and in-place): %q", len(f), clip(t))
 	}
 	num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
@@ -359,6 +370,44 @@ func parseRow(t string) (Point, error) {
 		return p, fmt.Errorf("algbw %s GB/s is not size / time = %.3g GB/s: the columns are not nccl-tests'", m[7], want)
 	}
 	return p, nil
+}
+
+// rowColumns are the measured columns of a row after size, count, type, redop
+// and (all but all-gather's and all-to-all's kind) root: out-of-place, then
+// in-place.
+var rowColumns = []string{"time", "algbw", "busbw", "#wrong", "in-place time", "in-place algbw", "in-place busbw", "#wrong"}
+
+// badColumn is the first size, count or measured column of a row with every
+// column (8 or 12 without root, 9 or 13 with; a whole fifth column of 8 or 12
+// is a root, the row cut short) that is not a non-negative number,
+// with its value: a negative time, or a NaN or inf an interrupted run printed.
+func badColumn(f []string) (col, v string, ok bool) {
+	lead := 0
+	switch len(f) {
+	case 8, 12:
+		// Unless the fifth column is a whole number, a root: then it is a row
+		// with root whose last columns are missing.
+		if intRe.MatchString(f[4]) {
+			return "", "", false
+		}
+		lead = 4
+	case 9, 13:
+		lead = 5
+	default:
+		return "", "", false
+	}
+	if !digitsRe.MatchString(f[0]) {
+		return "size", f[0], true
+	}
+	if !digitsRe.MatchString(f[1]) {
+		return "count", f[1], true
+	}
+	for i, v := range f[lead:] {
+		if rowColumns[i] != "#wrong" && !numOnlyRe.MatchString(v) {
+			return rowColumns[i], v, true
+		}
+	}
+	return "", "", false
 }
 
 // checkSweep checks the rows against each other and the operation: sizes grow, and

@@ -144,3 +144,41 @@ func TestParseSrunLabelOldTableAndAlgo(t *testing.T) {
 		t.Errorf("unknown algo: %v", err)
 	}
 }
+
+// A whole row with a value that is not a non-negative number (a negative time, a
+// NaN an interrupted run printed) is refused by that column, not as a row cut
+// short: it has every column.
+func TestParseNamesTheBadColumn(t *testing.T) {
+	head := `# nThread 1 nGpus 1 minBytes 8 maxBytes 16777216 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#  Rank  0 Group  0 Pid   1000 on nodeA device  0 [0x18] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   1001 on nodeA device  1 [0x2a] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+`
+	for _, tc := range []struct{ row, want string }{
+		{"    16777216       4194304     float     sum      -1   -400.0   41.94   41.94      0    400.0   41.94   41.94      0", `rows.txt:5: time "-400.0" is not a non-negative number`},
+		{"    16777216       4194304     float     sum      -1    400.0   41.94   41.94      0      NaN   41.94   41.94      0", `rows.txt:5: in-place time "NaN" is not a non-negative number`},
+		{"    16777216       4194304     float     sum           400.0   inf   41.94      0", `rows.txt:5: algbw "inf" is not a non-negative number`},
+		{"    16777216       4194304     float     sum      -1    400.0   41.94", "rows.txt:5: cut short"},
+	} {
+		_, err := calibrate.ParseNCCLTests("rows.txt", []byte(head+tc.row+"\n"), calibrate.Layout{Op: "allreduce"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.row, err, tc.want)
+		}
+	}
+}
+
+// A header with no thread or no GPU per process ("nThread 1 nGpus 0", or a
+// negative count) is not one nccl-tests printed; the launch read from it would be
+// a guess, so the file is refused by the header's line.
+func TestParseRefusesImpossibleHeader(t *testing.T) {
+	src := string(read(t, "testdata/h100-ib-ndr/ncclt290-auto.txt"))
+	for _, tc := range []struct{ from, to, want string }{
+		{"nGpus 1", "nGpus 0", "ncclt.txt:1: nThread 1 nGpus 0: each must be at least 1"},
+		{"nThread 1", "nThread -3", "ncclt.txt:1: nThread -3 nGpus 1: each must be at least 1"},
+	} {
+		_, err := calibrate.ParseNCCLTests("ncclt.txt", []byte(strings.Replace(src, tc.from, tc.to, 1)), calibrate.Layout{Op: "allreduce"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.to, err, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/api/httpbody"
 
@@ -70,7 +71,8 @@ func (s *Service) DrawPareto(ctx context.Context, in *pb.DrawParetoRequest) (*ht
 
 func noPlanText(resp *pb.EstimatePlanResponse) string {
 	if r := resp.GetNoPlanReason(); r != "" {
-		return r
+		// The reason starts as the answer says it; the picture's error says it once.
+		return strings.TrimPrefix(r, "no feasible plan: ")
 	}
 	return "every layout was pruned"
 }

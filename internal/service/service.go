@@ -305,7 +305,11 @@ func (s *Service) search(ctx context.Context, ce *wire.ClusterEntry, pr planner.
 	defer release()
 	res, err := planner.Search(ctx, s.estimatorFor(ce, pr), pr)
 	if errors.Is(err, planner.ErrTooManyLayouts) {
-		return res, wire.Limit("gpus", fmt.Sprintf("%v layouts (flag --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err))
+		field := "gpus" // the size the request gave: one, or a sweep up to max_gpus
+		if pr.GPUs == 0 {
+			field = "max_gpus"
+		}
+		return res, wire.Limit(field, fmt.Sprintf("%v layouts, the service's limit (stepcostd --max-candidates); narrow gpus, min_gpus/max_gpus or constraints", err))
 	}
 	return res, err
 }

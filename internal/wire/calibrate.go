@@ -66,8 +66,11 @@ func ResolveCalibration(req *pb.CalibrateClusterRequest) (*Calibration, error) {
 		if len(in.GetContent()) > MaxCalibrationInputBytes {
 			return nil, Limit(f+".content", fmt.Sprintf("at most %d bytes per file (got %d)", MaxCalibrationInputBytes, len(in.GetContent())))
 		}
-		if in.GetNodes() < 0 || in.GetGpusPerNode() < 0 {
-			c.Add(f, "nodes and gpus_per_node must not be negative")
+		if n := in.GetNodes(); n < 0 {
+			c.Add(f+".nodes", "must not be negative (got %d; 0 when the output's device lines give them)", n)
+		}
+		if g := in.GetGpusPerNode(); g < 0 {
+			c.Add(f+".gpus_per_node", "must not be negative (got %d; 0 when the output's device lines give them)", g)
 		}
 	}
 	spec, err := ClusterSpec("cluster", req.GetCluster())

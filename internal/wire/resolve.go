@@ -323,6 +323,17 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 		}
 		return nil, Limit(field, fmt.Sprintf("%d GPUs exceed the service's limit of %d", size, maxGPUs))
 	}
+	// The job's size, before it sizes the cluster: a catalog system without nodes
+	// is built as large as the job, so a size below 1 would build one node and the
+	// planner's bound ("the cluster's 8 GPUs") would misstate the system.
+	switch g, m := req.GetGpus(), req.GetMaxGpus(); {
+	case g < 0:
+		return nil, invalid.Field("gpus", "must be between 1 and the service's limit of %d (got %d)", maxGPUs, g)
+	case g == 0 && m < 1:
+		return nil, invalid.Field("max_gpus", "give gpus, or max_gpus between 1 and the service's limit of %d (got %d)", maxGPUs, m)
+	case g == 0 && (req.GetMinGpus() < 0 || req.GetMinGpus() > m):
+		return nil, invalid.Field("min_gpus", "must be between 0 and max_gpus %d (got %d)", m, req.GetMinGpus())
+	}
 	ce, err := pool.Sized(req.GetCluster(), size, top, maxGPUs)
 	if err != nil {
 		return nil, err

@@ -416,3 +416,35 @@ func TestDPTPMaxCTAsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A catalog cluster without nodes is sized to the job, so a bad job size is
+// refused by its own bound, never by the one node a size below 1 would size the
+// cluster to ("the cluster's 8 GPUs" tells a scheduler asking for -8 of a
+// 512-GPU job that the system has 8).
+func TestPlanSizeBeforeSizing(t *testing.T) {
+	pool := wire.NewClusters(4)
+	base := func() *pb.EstimatePlanRequest {
+		return &pb.EstimatePlanRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}},
+			Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}},
+			Training: &pb.Training{SeqLen: 4096, GlobalBatch: 64}}
+	}
+	for _, tc := range []struct {
+		name  string
+		set   func(*pb.EstimatePlanRequest)
+		field string
+		rule  string
+	}{
+		{"negative gpus", func(r *pb.EstimatePlanRequest) { r.Gpus = -8 }, "gpus", "must be between 1 and the service's limit of 131072 (got -8)"},
+		{"negative max_gpus", func(r *pb.EstimatePlanRequest) { r.MaxGpus = -16 }, "max_gpus", "give gpus, or max_gpus between 1 and the service's limit of 131072 (got -16)"},
+		{"no size", func(r *pb.EstimatePlanRequest) {}, "max_gpus", "give gpus, or max_gpus between 1 and the service's limit of 131072 (got 0)"},
+		{"negative min_gpus", func(r *pb.EstimatePlanRequest) { r.MaxGpus, r.MinGpus = 64, -1 }, "min_gpus", "must be between 0 and max_gpus 64 (got -1)"},
+	} {
+		r := base()
+		tc.set(r)
+		_, err := wire.ResolvePlan(pool, r, 131072, 1<<20)
+		fes := wire.FieldErrors(err)
+		if len(fes) != 1 || fes[0].Field != tc.field || fes[0].Rule != tc.rule || strings.Contains(err.Error(), "cluster's") {
+			t.Errorf("%s: got %v, want %s: %s", tc.name, err, tc.field, tc.rule)
+		}
+	}
+}

@@ -207,8 +207,9 @@ async function rank(event) {
     }
     $("results").hidden = false;
     if (plans.length === 0) {
+      // The answer says why (no_plan_reason); the pruning counts only if it does not.
       const pruned = Object.entries((answer.stats || {}).pruned || {}).map(([k, v]) => `${k} ${v}`).join(", ");
-      setStatus("no feasible plan" + (pruned ? ": pruned " + pruned : ""), true);
+      setStatus(answer.no_plan_reason || "no feasible plan" + (pruned ? ": pruned " + pruned : ""), true);
       return;
     }
     const stats = answer.stats || {};

@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -269,6 +271,9 @@ func (c command) cobra(root *cobra.Command, stdout, stderr io.Writer) *cobra.Com
 		run = completionCommand(root)
 	}
 	cc.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := int32Flags(cmd.Flags()); err != nil {
+			return err
+		}
 		wide, _ := cmd.Flags().GetBool("wide")
 		err := run(cmd.Context(), args, newOutput(stdout, wide), stderr)
 		var u *usageError
@@ -279,6 +284,33 @@ func (c command) cobra(root *cobra.Command, stdout, stderr io.Writer) *cobra.Com
 	}
 	registerCompletions(cc)
 	return cc
+}
+
+// wideIntFlags are the integer flags whose value is not carried in one of the
+// API's int32 fields: training.global_tokens is an int64, and load's counts never
+// reach a request.
+var wideIntFlags = map[string]bool{"global-tokens": true, "requests": true, "concurrency": true}
+
+// int32Flags refuses, as a command line that is wrong (exit 2), an integer flag
+// given a value an int32 cannot hold: every other integer flag ends in an int32
+// field of the request (or a size of the same range), and the conversion would
+// wrap it silently (2³² + 1 becomes 1).
+func int32Flags(fs *pflag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil || f.Value.Type() != "int" || wideIntFlags[f.Name] {
+			return
+		}
+		v, perr := strconv.ParseInt(f.Value.String(), 10, 64)
+		switch {
+		case perr != nil:
+		case v > math.MaxInt32:
+			err = usagef("invalid argument %q for \"--%s\" flag: out of range, at most %d", f.Value.String(), f.Name, math.MaxInt32)
+		case v < math.MinInt32:
+			err = usagef("invalid argument %q for \"--%s\" flag: out of range, at least %d", f.Value.String(), f.Name, math.MinInt32)
+		}
+	})
+	return err
 }
 
 // noArgs rejects positional arguments.

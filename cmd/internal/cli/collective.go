@@ -88,11 +88,6 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 		if opts.ForceProtocol {
 			req.Protocol = pbProtocol[opts.Protocol]
 		}
-		if *nodes*k == 1 && !*asJSON {
-			fmt.Fprintf(stdout, "%s of %s on 1 GPUs (1 node(s) × 1) of %s, %s launch\n\n", op, FormatSize(float64(size)), name, opts.Launch)
-			fmt.Fprintln(stdout, "A group of one GPU does not communicate: time 0.")
-			return nil
-		}
 		svc, done, err := connect(*addr, sec)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -217,5 +218,156 @@ func TestRequestFieldFlagsExist(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// An integer flag the API carries as an int32 is refused, by its flag, when it
+// does not fit: 2³² + 1 micro-batch would otherwise reach the estimator as 1 and
+// 2³² + 8192 tokens as 8192, a wrong answer without a word.
+func TestIntFlagsOutOfRange(t *testing.T) {
+	est := []string{"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "8", "--gbs", "16", "--seq", "4096"}
+	plan := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gbs", "16", "--seq", "4096"}
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{append(est, "--mbs", "4294967297"), "--mbs"},
+		{append(est, "--seq", "4294971392"), "--seq"},
+		{append(est, "--pp", "-4294967295"), "--pp"},
+		{append(plan, "--gpus", "4294967304"), "--gpus"},
+		{append(plan, "--gpus", "8", "--top", "4294967297"), "--top"},
+		{[]string{"collective", "--cluster", "dgx-h100", "--op", "allreduce", "--size", "1GiB", "--nodes", "4294967297"}, "--nodes"},
+	} {
+		code, out, errOut := run(tc.args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, `for "`+tc.flag+`" flag: out of range`) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %s out of range", tc.args, code, out, errOut, exitUsage, tc.flag)
+		}
+	}
+	// The global batch in tokens is an int64 in the API: a value past 2³¹ is the
+	// estimator's to judge, not refused as out of range.
+	if _, _, errOut := run("estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "8", "--seq", "4096", "--global-tokens", "8589934592"); strings.Contains(errOut, "out of range") {
+		t.Errorf("--global-tokens 2^33 refused as out of range: %s", errOut)
+	}
+}
+
+// A negative or zero job size, cluster size, batch or sequence is refused by the
+// flag that carries it, with the value given: "required" would tell someone who
+// gave --gpus -8 that they gave nothing.
+func TestPlanSizesNamed(t *testing.T) {
+	base := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(base, "--gpus", "-8", "--gbs", "16", "--seq", "4096"), "--gpus: must be at least 1 (got -8)"},
+		{append(base, "--max-gpus", "-16", "--gbs", "16", "--seq", "4096"), "--max-gpus: must be at least 1 (got -16)"},
+		{append(base, "--gbs", "16", "--seq", "4096"), "--gpus or --max-gpus: required"},
+		{append(base, "--gpus", "8", "--nodes", "-4", "--gbs", "16", "--seq", "4096"), "--nodes: must be at least 1 (got -4)"},
+		{append(base, "--gpus", "8", "--gbs", "-16", "--seq", "4096"), "--gbs: must be at least 1 (got -16)"},
+		{append(base, "--gpus", "8", "--gbs", "16", "--seq", "0"), "--seq: required, at least 1 (got 0)"},
+	} {
+		code, _, errOut := run(tc.args...)
+		if code != exitFailure || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, exitFailure, tc.want)
+		}
+	}
+}
+
+// A parameter count the shape cannot be derived from is refused by its flag,
+// once: "--params: must be …", not "--params: params: must be …".
+func TestParamsNamedOnce(t *testing.T) {
+	code, _, errOut := run("plan", "--params", "0", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096")
+	if code != exitFailure || !strings.Contains(errOut, "stepcost plan: --params: must be a finite number of parameters") {
+		t.Errorf("--params 0: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// A free map's bad node or GPU is refused by the node it names: the request
+// lists the nodes in its own order, so its index would point elsewhere, and a node
+// past the cluster's largest size is the free map's error, not the cluster's.
+func TestFreeMapNamesTheNode(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ free, want string }{
+		{`{"0": [0, 1, 2, 3, 4, 5, 6, 7], "9": [0, 8]}`, "--free-map: node 9: GPU 8 is not one of the node's 8 GPUs (0 to 7)"},
+		{`{"0": [0, 1, 2, 3, 4, 5, 6, 7], "3": [-1]}`, "--free-map: node 3: GPU -1 is not one of the node's 8 GPUs (0 to 7)"},
+		{`{"70000": [0]}`, "--free-map: node 70000: must be between 0 and 65535"},
+		{`{"-1": [0]}`, "--free-map: node -1: must be between 0 and 65535"},
+		{`{"0": [0, 1, 2, 3, 4, 5, 6, 7], "2": [1, 1]}`, "--free-map: node 2: GPU 1 is listed twice"},
+	} {
+		f := dir + "/free.json"
+		if err := os.WriteFile(f, []byte(tc.free), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096", "--free-map", f)
+		if code != exitFailure || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %q", tc.free, code, errOut, tc.want)
+		}
+	}
+}
+
+// rank's table gives every row's file line, ranked rows as failed ones (it gave
+// a ranked row's position among the config lines, so a file with a comment first
+// showed "0" for line 2 and two rows could show the same number), and a ranked
+// row's whole layout: configs that differ only in their schedule differ in it.
+func TestRankTableLinesAndLayouts(t *testing.T) {
+	cfg := func(schedule string) string {
+		return `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64}, "layout": {"tp": 4, "pp": 2, "dp": 1, "micro_batch": 1, "schedule": "` + schedule + `"}}`
+	}
+	f := t.TempDir() + "/configs.jsonl"
+	body := "# two schedules and a bad line\n" + cfg("SCHEDULE_1F1B") + "\nnot json\n" + cfg("SCHEDULE_DUALPIPE") + "\n"
+	if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run("rank", "--in", f, "--wide")
+	if code != exitFailure || !strings.Contains(errOut, "(line 3)") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 naming line 3", code, errOut)
+	}
+	rows := map[string]string{} // file line → row
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] != "rank" {
+			rows[f[1]] = l
+		}
+	}
+	if !strings.Contains(rows["2"], "1f1b") || !strings.Contains(rows["4"], "dualpipe") || !strings.Contains(rows["3"], "not an EstimateStepRequest") || len(rows) != 3 {
+		t.Errorf("rows by file line %q; want 2 (1f1b), 3 (the bad line) and 4 (dualpipe):\n%s", rows, out)
+	}
+}
+
+// A one-GPU group is the service's error in a table as in JSON (the table said
+// "time 0" and exited 0, the JSON was refused): the same question, one answer.
+func TestCollectiveOneGPUGroupRefused(t *testing.T) {
+	base := []string{"collective", "--cluster", "dgx-h100", "--op", "sendrecv", "--size", "1GiB", "--nodes", "1", "--gpus-per-node", "1"}
+	for _, args := range [][]string{base, append(slices.Clone(base), "--json")} {
+		code, out, errOut := run(args...)
+		if code != exitFailure || out != "" || !strings.Contains(errOut, "--gpus-per-node: the group must have at least 2 GPUs") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1 and the group's rule", args, code, out, errOut)
+		}
+	}
+}
+
+// The cost objective without a price or a budget is refused by the flags that
+// give them, in plan and rank.
+func TestCostNeedsPriceAndTokensFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096", "--objective", "cost", "--price", "2"},
+		{"rank", "--in", "-", "--objective", "cost", "--tokens", "1e12"},
+	} {
+		code, _, errOut := run(args...)
+		if code != exitFailure || !strings.Contains(errOut, "--objective cost: needs --price (per GPU-hour) and --tokens (the budget to train) above 0") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+// load with no successful request says what the requests met (it gave only their
+// count: "no successful request (100000 errors)" for a daemon not listening).
+func TestLoadSaysTheError(t *testing.T) {
+	f := t.TempDir() + "/plan.json"
+	if err := os.WriteFile(f, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run("load", "--server", "127.0.0.1:1", "--in", f, "--requests", "3", "--concurrency", "1")
+	if code != exitFailure || !strings.Contains(errOut, "no successful request (3 errors; the first: ") || !strings.Contains(errOut, "Unavailable") {
+		t.Errorf("exit %d, stderr %q; want the first error", code, errOut)
 	}
 }

@@ -609,6 +609,9 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 		if l.VirtualStages > 1 {
 			fmt.Fprintf(title, " v=%d", l.VirtualStages)
 		}
+		if r := splitRuns(l.LayerSplit, ", "); r != "" {
+			fmt.Fprintf(title, ", layers per stage %s", r)
+		}
 	}
 	if l.Offload != "" && l.Offload != step.OffloadNone {
 		fmt.Fprintf(title, ", %s offloaded to the host", l.Offload)

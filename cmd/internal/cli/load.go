@@ -101,7 +101,7 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 		wg.Wait()
 		elapsed := time.Since(start)
 		if len(latencies) == 0 {
-			return fmt.Errorf("no successful request (%d errors)", errs)
+			return fmt.Errorf("no successful request (%d errors; the first: %v)", errs, firstErr)
 		}
 		slices.Sort(latencies)
 		pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }

@@ -124,7 +124,7 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		return a.Normalise(), "", nil
 	case set["params"]:
 		if a, derived, err = model.FromParams(*m.params); err != nil {
-			return a, "", fmt.Errorf("--params: %w", err)
+			return a, "", flagged(err, map[string]string{"params": "--params"})
 		}
 		return a, derived, nil
 	}

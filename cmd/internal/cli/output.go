@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"golang.org/x/term"
 )
@@ -182,7 +183,7 @@ func wrapWords(s string, width int) []string {
 	}
 	var lines []string
 	var cur string
-	for _, word := range strings.Fields(s) {
+	for _, word := range strings.FieldsFunc(s, breaksLine) {
 		switch {
 		case cur == "":
 			cur = word
@@ -199,13 +200,20 @@ func wrapWords(s string, width int) []string {
 	return lines
 }
 
+// glue joins two words that wrapping must keep on one line (a pruning reason and
+// its count); printWrapped writes it as a space.
+const glue = '\u00a0'
+
+// breaksLine reports whether wrapping may break at r: any white space but glue.
+func breaksLine(r rune) bool { return r != glue && unicode.IsSpace(r) }
+
 // printWrapped writes a paragraph, wrapped to the output's width: the first line
 // starts with first, the ones after with as many spaces as it has runes when
 // hang is true, else with none.
 func printWrapped(w io.Writer, first, text string, hang bool) {
 	cols := widthOf(w)
 	if cols <= 0 || runes(first)+runes(text) <= cols {
-		fmt.Fprintln(w, first+text)
+		fmt.Fprintln(w, first+strings.ReplaceAll(text, string(glue), " "))
 		return
 	}
 	indent := ""
@@ -214,6 +222,7 @@ func printWrapped(w io.Writer, first, text string, hang bool) {
 	}
 	lines := wrapWords(text, max(minWrap, cols-runes(first)))
 	for i, l := range lines {
+		l = strings.ReplaceAll(l, string(glue), " ")
 		if i == 0 {
 			fmt.Fprintln(w, first+l)
 		} else {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/stepcost/stepcost/estimator/step"
 )
 
 // widest is the longest line of s, in runes, and that line.
@@ -118,5 +120,52 @@ func TestPrintWrapped(t *testing.T) {
 	printWrapped(&output{Writer: &b}, "  - ", "no limit with --wide", true)
 	if b.String() != "  - no limit with --wide\n" {
 		t.Errorf("wide: %q", b.String())
+	}
+}
+
+// An uneven layer split — the cost-balanced one a plan or an estimate chose, or
+// the one given — is part of the layout people read: DeepSeek-V3's 61 layers on
+// 16 stages run 4 on fifteen and 1 on the last; an even split says nothing new.
+func TestLayerSplitShown(t *testing.T) {
+	l := step.Layout{TP: 2, PP: 16, DP: 64, ZeRO: 1, MicroBatch: 1, Recompute: step.RecomputeNone, Schedule: step.DualPipe,
+		LayerSplit: []int{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1}}
+	if got := layoutString(l); !strings.HasSuffix(got, " layers 4×15,1") {
+		t.Errorf("uneven split: %q, want it to end in layers 4×15,1", got)
+	}
+	l.LayerSplit = []int{3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 3}
+	if got := layoutString(l); !strings.HasSuffix(got, " layers 3,4×13,3×2") {
+		t.Errorf("uneven split: %q, want it to end in layers 3,4×13,3×2", got)
+	}
+	l.LayerSplit = []int{4, 4, 4, 4}
+	l.PP = 4
+	if got := layoutString(l); strings.Contains(got, "layers") {
+		t.Errorf("even split: %q names it", got)
+	}
+	code, out, errOut := run("estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "24", "--tp", "8", "--pp", "3", "--gbs", "48", "--seq", "4096")
+	if code != exitOK || !strings.Contains(out, "layers per stage 11×2, 10") {
+		t.Errorf("estimate of 32 layers on pp 3: exit %d, %s%s; want the split 11×2, 10 in its title", code, out, errOut)
+	}
+}
+
+// A wrapped paragraph never breaks between a pruning reason and its count: the
+// search line read "…, dominated_bound" at one line's end and "716, memory …" at
+// the next's.
+func TestWrapKeepsCountsWithTheirReason(t *testing.T) {
+	var b bytes.Buffer
+	line := "searched 1158453 layouts over 1 job size(s): 11961 estimated, 11961 feasible; pruned: " +
+		prunedSummary(map[string]int{"divisibility": 1, "dominated_bound": 716, "memory": 10794, "memory_lower_bound": 283789, "time_lower_bound": 851193})
+	for cols := 40; cols <= 130; cols++ {
+		b.Reset()
+		printWrapped(&output{Writer: &b, cols: cols}, "", line, false)
+		out := b.String()
+		if strings.ContainsRune(out, '\u00a0') || strings.Join(strings.Fields(out), " ") != strings.ReplaceAll(line, "\u00a0", " ") {
+			t.Fatalf("%d columns: the text changed:\n%s", cols, out)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			switch f := strings.Fields(l); f[len(f)-1] {
+			case "divisibility", "dominated_bound", "memory", "memory_lower_bound", "time_lower_bound":
+				t.Errorf("%d columns: a line ends with a reason, its count on the next:\n%s", cols, out)
+			}
+		}
 	}
 }

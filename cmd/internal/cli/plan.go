@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -211,6 +212,14 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	if err != nil {
 		return err
 	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"gpus", *opt.gpus}, {"max-gpus", *opt.maxGPUs}, {"nodes", *opt.nodes}} {
+		if f.v < 0 {
+			return fmt.Errorf("--%s: must be at least 1 (got %d)", f.name, f.v)
+		}
+	}
 	size := max(*opt.gpus, *opt.maxGPUs)
 	if size < 1 {
 		return errors.New("--gpus or --max-gpus: required")
@@ -244,6 +253,18 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 			node, err := strconv.Atoi(k)
 			if err != nil {
 				return fmt.Errorf("--free-map: key %q is not a node index", k)
+			}
+			// By the node named: the request's list is in another order.
+			if node < 0 || node >= topology.MaxNodes {
+				return fmt.Errorf("--free-map: node %d: must be between 0 and %d", node, topology.MaxNodes-1)
+			}
+			for i, g := range v {
+				if g < 0 || g >= q.spec.GPUsPerNode {
+					return fmt.Errorf("--free-map: node %d: GPU %d is not one of the node's %d GPUs (0 to %d)", node, g, q.spec.GPUsPerNode, q.spec.GPUsPerNode-1)
+				}
+				if slices.Contains(v[:i], g) {
+					return fmt.Errorf("--free-map: node %d: GPU %d is listed twice", node, g)
+				}
 			}
 			q.req.Free[node] = v
 			if *opt.nodes > 0 && node >= *opt.nodes {
@@ -283,10 +304,13 @@ func (opt *planArgs) workload(q *planQuery) error {
 	if err := wholeParams(*opt.dpBucket); err != nil {
 		return err
 	}
-	if *opt.seq < 1 || *opt.gbs < 1 {
-		return errors.New("--seq and --gbs: required, ≥ 1")
+	if err := batchFlags(*opt.seq, *opt.gbs); err != nil {
+		return err
 	}
 	q.req.Objective = planner.Objective(strings.ToLower(*opt.objective))
+	if err := costFlags(string(q.req.Objective), *opt.price, *opt.tokens); err != nil {
+		return err
+	}
 	q.req.PricePerGPUHour, q.req.TokenBudget, q.req.TopK, q.req.IncludeDominated = *opt.price, *opt.tokens, *opt.top, *opt.includeDominated
 	q.req.SlowGPUSpeed, q.req.DegradedNICSpeed, q.req.DegradedLinkSpeed = *opt.slowGPU, *opt.degradedNIC, *opt.degradedLink
 	q.req.PlacementTolerance = *opt.placeTol
@@ -567,6 +591,33 @@ func fmtDuration(s float64) string {
 	return fmt.Sprintf("%.1f min", s/60)
 }
 
+// costFlags refuses the cost objective without a price and a token budget by the
+// flags that give them (the request's rule names its fields, price_per_gpu_hour
+// and token_budget, which no flag is called).
+func costFlags(objective string, price, tokens float64) error {
+	if strings.EqualFold(objective, string(planner.Cost)) && (!(price > 0) || !(tokens > 0)) {
+		return fmt.Errorf("--objective cost: needs --price (per GPU-hour) and --tokens (the budget to train) above 0 (got --price %v, --tokens %v)", price, tokens)
+	}
+	return nil
+}
+
+// batchFlags refuses a sequence length or global batch below 1 by its flag: 0
+// (not given) as required, a negative one with its value.
+func batchFlags(seq, gbs int) error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"seq", seq}, {"gbs", gbs}} {
+		switch {
+		case f.v == 0:
+			return fmt.Errorf("--%s: required, at least 1 (got 0)", f.name)
+		case f.v < 0:
+			return fmt.Errorf("--%s: must be at least 1 (got %d)", f.name, f.v)
+		}
+	}
+	return nil
+}
+
 // layoutOf is layoutString of the API's layout.
 func layoutOf(l *pb.Layout) string {
 	d, err := wire.LayoutFromProto(l)
@@ -626,7 +677,33 @@ func layoutString(l step.Layout) string {
 	if l.FP8Params {
 		s += " fp8-weights"
 	}
+	if r := splitRuns(l.LayerSplit, ","); r != "" {
+		s += " layers " + r
+	}
 	return s
+}
+
+// splitRuns is an uneven layer split in runs, stage by stage (model chunk by
+// chunk when interleaved): [3 4 4 4 3 3] is "3,4×3,3×2"; an even or absent split
+// is "", nothing to add to the stages' count.
+func splitRuns(split []int, sep string) string {
+	if len(split) < 2 || !slices.ContainsFunc(split, func(n int) bool { return n != split[0] }) {
+		return ""
+	}
+	var runs []string
+	for i := 0; i < len(split); {
+		j := i
+		for j < len(split) && split[j] == split[i] {
+			j++
+		}
+		if j-i > 1 {
+			runs = append(runs, fmt.Sprintf("%d×%d", split[i], j-i))
+		} else {
+			runs = append(runs, strconv.Itoa(split[i]))
+		}
+		i = j
+	}
+	return strings.Join(runs, sep)
 }
 
 // nodesString summarises a placement: "nodes 0-15" or "n0:0-3 n5:0-7 …".
@@ -660,7 +737,7 @@ func nodesString(p planner.Placement) string {
 func prunedSummary(m map[string]int) string {
 	var parts []string
 	for _, k := range sortedKeys(m) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		parts = append(parts, fmt.Sprintf("%s%c%d", k, glue, m[k])) // wrapped as one word
 	}
 	if len(parts) == 0 {
 		return "none"

@@ -72,6 +72,9 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 		if !ok {
 			return fmt.Errorf("--objective: must be step_time, throughput or cost (got %q)", *objective)
 		}
+		if err := costFlags(*objective, *price, *tokens); err != nil {
+			return err
+		}
 		var r io.Reader
 		if *in == "-" {
 			r = os.Stdin
@@ -293,7 +296,11 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 			notes = append(notes, "dominated")
 		}
 		note := strings.Join(notes, ", ")
-		t.add(fmt.Sprint(r.GetRank()), fmt.Sprint(r.GetIndex()), modelLabel(c), lay, fmtSeconds(e.GetStepTimeS()),
+		// The estimate's layout, as a plan's: its schedule, overlaps and split too.
+		if l := layoutOf(e.GetLayout()); l != "?" {
+			lay = l
+		}
+		t.add(fmt.Sprint(r.GetRank()), line, modelLabel(c), lay, fmtSeconds(e.GetStepTimeS()),
 			fmt.Sprintf("%.0f", e.GetThroughput().GetTokensPerSPerGpu()), fmt.Sprintf("%.1f%%", 100*e.GetThroughput().GetMfu()),
 			fmt.Sprintf("%.1f", e.GetMemory().GetTotalGb()), note)
 	}
