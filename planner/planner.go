@@ -221,6 +221,10 @@ const (
 // DefaultTopK is how many plans a search returns when Request.TopK is 0.
 const DefaultTopK = 10
 
+// MaxTopK is the most plans a search returns: an answer a scheduler or a person can
+// still read, and a bound on the ranked list the search keeps.
+const MaxTopK = 1000
+
 // Bounds of Request.PricePerGPUHour and TokenBudget: far beyond any real price or
 // training run, and small enough that every cost stays finite.
 const (
@@ -363,8 +367,8 @@ func (r *Request) validate() error {
 		c.Add("min_gpus", "must be between 0 and max_gpus %d (got %d)", r.MaxGPUs, r.MinGPUs)
 	}
 	c.Join(CheckObjective(r.Objective, r.PricePerGPUHour, r.TokenBudget))
-	if r.TopK < 0 || r.TopK > 1000 {
-		c.Add("top_k", "must be between 1 and 1000 (got %d)", r.TopK)
+	if r.TopK < 0 || r.TopK > MaxTopK {
+		c.Add("top_k", "must be between 1 and %d (got %d)", MaxTopK, r.TopK)
 	}
 	if h, capGB := r.Constraints.MinHeadroomGB, r.Cluster.GPU().MemoryGB; !(h >= 0 && h < capGB) {
 		c.Add("constraints.min_headroom_gb", "must be at least 0 and less than the GPU's %v GB (got %v)", capGB, h)

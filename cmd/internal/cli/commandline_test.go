@@ -265,6 +265,9 @@ func TestPlanSizesNamed(t *testing.T) {
 		{append(base, "--gpus", "8", "--nodes", "-4", "--gbs", "16", "--seq", "4096"), "--nodes: must be at least 1 (got -4)"},
 		{append(base, "--gpus", "8", "--gbs", "-16", "--seq", "4096"), "--gbs: must be at least 1 (got -16)"},
 		{append(base, "--gpus", "8", "--gbs", "16", "--seq", "0"), "--seq: required, at least 1 (got 0)"},
+		// An explicit --top 0 is not the API's unset top_k: the flag's default is 10.
+		{append(base, "--gpus", "8", "--gbs", "16", "--seq", "4096", "--top", "0"), "--top: must be between 1 and 1000 (got 0)"},
+		{append(base, "--gpus", "8", "--gbs", "16", "--seq", "4096", "--top", "1001"), "--top: must be between 1 and 1000 (got 1001)"},
 	} {
 		code, _, errOut := run(tc.args...)
 		if code != exitFailure || !strings.Contains(errOut, tc.want) {

@@ -220,6 +220,11 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 			return fmt.Errorf("--%s: must be at least 1 (got %d)", f.name, f.v)
 		}
 	}
+	// The API reads an unset top_k (0) as the default; on the command line the flag's
+	// default is that value, so an explicit 0 or less is a mistake, not a request for it.
+	if *opt.top < 1 || *opt.top > planner.MaxTopK {
+		return fmt.Errorf("--top: must be between 1 and %d (got %d)", planner.MaxTopK, *opt.top)
+	}
 	size := max(*opt.gpus, *opt.maxGPUs)
 	if size < 1 {
 		return errors.New("--gpus or --max-gpus: required")
