@@ -9,6 +9,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/collective/accuracy"
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -16,14 +17,18 @@ func accuracyCommand(fs *pflag.FlagSet) runFunc {
 	rows := fs.Bool("rows", false, "print every measurement with its prediction")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fit := fs.Bool("fit", false, "refit the calibrated constants from their current values and print them")
+	fromPrior := fs.Bool("from-prior", false, "with --fit: fit as every cross-validation fold does, from NCCL's own constants (accuracy.Prior), on every row")
 	loso := fs.Bool("cross-validate", false, "leave one source out: refit without each source (from NCCL's own constants) and score it; prints in-sample and out-of-sample tables (about six minutes on two cores)")
 	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		data, err := accuracy.Rows()
 		if err != nil {
 			return err
 		}
+		if *fromPrior && !*fit {
+			return fmt.Errorf("--from-prior: only with --fit")
+		}
 		if *fit {
-			return runFit(stdout, data)
+			return runFit(stdout, data, *fromPrior)
 		}
 		if *loso {
 			return runCrossValidate(stdout, data, *asJSON)
@@ -103,8 +108,9 @@ func summaryTable(first string, ss []accuracy.Summary) *table {
 
 func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 
-// runFit refits the constants, starting from the current ones, and prints them.
-func runFit(w io.Writer, data []accuracy.Row) error {
+// runFit refits the constants, starting from the current ones (or, fromPrior, as
+// every cross-validation fold does: accuracy.FitAllRows), and prints them.
+func runFit(w io.Writer, data []accuracy.Row, fromPrior bool) error {
 	cases := accuracy.Cases(data)
 	start := accuracy.Knobs{K: collective.Default(), Links: accuracy.Links{
 		IntraLatencyUs: topology.NVLinkHopLatencyUs,
@@ -113,11 +119,22 @@ func runFit(w io.Writer, data []accuracy.Row) error {
 		EFALatencyUs:   topology.EFAHopLatencyUs,
 	}}
 	before := accuracy.Loss(accuracy.Price(collective.NewModel(start.K), accuracy.PrepareWith(accuracy.FitCases(cases), start.Links)))
-	k, after := accuracy.Fit(cases, start, accuracy.FitParams(), 60)
+	var k accuracy.Knobs
+	var after float64
+	if fromPrior {
+		k, after = accuracy.FitAllRows(cases)
+	} else {
+		k, after = accuracy.Fit(cases, start, accuracy.FitParams(), 60)
+	}
 	fmt.Fprintf(w, "loss (mean |log error| + bucket medians): current %.4f, refitted %.4f\n\n", before, after)
 	t := table{head: []string{"constant", "current", "refitted"}}
 	for _, p := range accuracy.FitParams() {
 		t.add(p.Name, fmt.Sprintf("%.4g", *p.Get(&start)), fmt.Sprintf("%.4g", *p.Get(&k)))
+	}
+	for _, a := range []hardware.Arch{hardware.Hopper, hardware.Blackwell} {
+		if start.K.NVLSEfficiency[a] != k.K.NVLSEfficiency[a] {
+			t.add("NVLSEfficiency."+string(a)+" (not fitted)", fmt.Sprintf("%.4g", start.K.NVLSEfficiency[a]), fmt.Sprintf("%.4g", k.K.NVLSEfficiency[a]))
+		}
 	}
 	t.write(w)
 	// A constant the fit pushes onto a bound of its range is missing physics.

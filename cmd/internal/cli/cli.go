@@ -112,7 +112,7 @@ func commands() []command {
   stepcost plan --cluster-file mine.yaml --model llama3-70b --gpus 128 --gbs 512 --seq 8192`,
 			args: filesArgs, define: calibrateCommand},
 		{name: "accuracy", group: groupCheck, summary: "compare the collective model with the published nccl-tests measurements",
-			synopsis: "[--rows] [--json] [--fit] [--cross-validate]",
+			synopsis: "[--rows] [--json] [--fit [--from-prior]] [--cross-validate]",
 			example: `  stepcost accuracy
   stepcost accuracy --rows --json`,
 			define: accuracyCommand},

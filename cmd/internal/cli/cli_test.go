@@ -182,6 +182,10 @@ func TestAccuracyAndCatalogCommands(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Rows) != collacc.MeasuredRows+collacc.AddedRows {
 		t.Errorf("accuracy --rows --json: exit %d, %d rows", code, len(v.Rows))
 	}
+	// --from-prior changes what --fit starts from; alone it is an error naming it.
+	if code, _, errOut := run("accuracy", "--from-prior"); code == 0 || !strings.Contains(errOut, "--from-prior") {
+		t.Errorf("accuracy --from-prior without --fit: exit %d, %s", code, errOut)
+	}
 	code, out, _ = run("catalog")
 	for _, want := range []string{"dgx-h100", "hgx-b200", "MI300X", "aws-p5", "llama3-70b", "mixtral-8x7b"} {
 		if code != 0 || !strings.Contains(out, want) {
