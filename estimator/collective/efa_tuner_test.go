@@ -93,11 +93,13 @@ func TestOFITunerRegions(t *testing.T) {
 			t.Errorf("%d×%s one GPU each, all-reduce of %.0f B: %s/%s, want %s/%s (%s)", c.nodes, c.system, c.size, e.Algo, e.Protocol, c.algo, c.proto, c.why)
 		}
 	}
-	// Two nodes: the plugin leaves the choice to NCCL — the cheapest, as on IB.
+	// Two nodes: the plugin leaves the choice to NCCL — NCCL's own, as on IB (the
+	// NVLS tree at 1 MiB, where the regions of 3 nodes on would force the double
+	// tree with LL128). NCCL's tuning does not see EFA's proxy cost (efaproxy.go),
+	// so its choice is not the model's cheapest there.
 	two := price("aws-p5", 2, 1*MiB, collective.Options{})
-	tree := price("aws-p5", 2, 1*MiB, collective.Options{Algo: collective.DoubleTree, ForceProtocol: true, Protocol: collective.LL128})
-	if two.TimeUs >= tree.TimeUs {
-		t.Errorf("2×p5 1 MiB: chosen %s/%s %.1f µs, not below the tree/LL128's %.1f µs: the tuner must not apply on 2 nodes", two.Algo, two.Protocol, two.TimeUs, tree.TimeUs)
+	if two.Algo != collective.NVLSTree || two.Protocol != collective.Simple {
+		t.Errorf("2×p5 1 MiB: chosen %s/%s, want NCCL's own nvlstree/simple: the tuner must not apply on 2 nodes", two.Algo, two.Protocol)
 	}
 	// A calibrated cluster's measured choice comes first.
 	{

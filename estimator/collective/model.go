@@ -528,6 +528,14 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		m.steps(&t, 1, co.pairwise, S/n, pr, step, bwf)
 		t.xfer = max(t.xfer, m.pairwiseNetUs(p, S/n, pr))
 	}
+	// On EFA a GPU's proxy thread posts and retires the call's network operations
+	// one at a time (efaproxy.go): the last channel's first chunk leaves only once
+	// the proxy has served every channel before it, a stage of the pipeline's fill
+	// (the one message's send and receive a network hop's latency holds, fitted on
+	// one-channel calls, are not counted twice), and the call cannot end before the
+	// proxy has served them all, a bound hidden under the transfer once each
+	// operation carries enough bytes.
+	t.xfer += efaProxyUs(p, op, a, pr, S, e.Channels, e.Chunks, fixed, t.lat+t.xfer)
 	e.TimeUs = t.lat + t.xfer
 	e.LatencyUs = t.lat
 	if e.TimeUs > 0 {

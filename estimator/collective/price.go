@@ -102,6 +102,17 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 		out.Steps = append(out.Steps, sc)
 		out.TimeUs += sc.TimeUs
 	}
+	// EFA's proxy cost (efaproxy.go), as in the closed form, spread evenly over the
+	// steps.
+	if n := len(out.Steps); n > 0 {
+		fixed := m.fixedUs(p, s.Op, s.Algo, pr, launch)
+		if add := efaProxyUs(p, s.Op, s.Algo, pr, float64(s.Elems)*elemBytes, s.Params.Channels, s.Params.Chunks, fixed, out.TimeUs); add > 0 {
+			for i := range out.Steps {
+				out.Steps[i].TimeUs += add / float64(n)
+			}
+			out.TimeUs += add
+		}
+	}
 	if s.Algo == Pairwise && len(out.Steps) > 0 {
 		// The steps' net channels bound the call's transfer time (pairwiseNetUs),
 		// as in the closed form; the shortfall is spread evenly over the steps.
