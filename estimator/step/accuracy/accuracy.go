@@ -69,6 +69,11 @@ type Run struct {
 	// fused attention off (Transformer Engine's NVTE_FUSED_ATTN=0), so flash-attn 2
 	// runs; null: not stated (the framework's kernel).
 	FlashAttention2 *bool `json:"flash_attention_2"`
+	// NCCLNVLSEnable is NCCL_NVLS_ENABLE as the source's launch scripts set it:
+	// false where they export NCCL_NVLS_ENABLE=0 (dgxc-benchmarking's
+	// llama3.1/configure.sh and nemo_megatron/launch.sh), so the run is priced on
+	// its system with NVLink SHARP off; absent: not set, the system's own.
+	NCCLNVLSEnable *bool `json:"nccl_nvls_enable,omitempty"`
 	// Publication names the source of a run of published_runs_moe.jsonl (MoECases);
 	// empty for published_runs.jsonl, whose source is the prefix of the id.
 	Publication string `json:"-"`
@@ -227,6 +232,16 @@ func toCase(r Run) Case {
 		g.MemoryGB = r.GPUMemGB
 		spec.GPU = g
 		fill("H100 HBM2e at 500 W: H100-SXM-HBM2e-500W rates with %v GB", r.GPUMemGB)
+	}
+	if r.NCCLNVLSEnable != nil {
+		switch {
+		case !*r.NCCLNVLSEnable && spec.Intra.NVLS:
+			spec.Intra.NVLS = false
+			fill("NVLS off: NCCL_NVLS_ENABLE=0 in the run's launch environment")
+		case *r.NCCLNVLSEnable && !spec.Intra.NVLS:
+			c.Err = fmt.Errorf("nccl_nvls_enable: true but system %s has no NVLS (intra.nvls)", sys)
+			return c
+		}
 	}
 	per := deref(r.GPUsPerNode, 8)
 	spec.Nodes = (r.GPUs + per - 1) / per

@@ -168,6 +168,13 @@ type MoERun struct {
 	// ("tp"); absent: NCCL's default.
 	DPNCCLMaxCTAs *int `json:"dp_nccl_max_ctas,omitempty"`
 	TPNCCLMaxCTAs *int `json:"tp_nccl_max_ctas,omitempty"`
+	// NCCLNVLSEnable is NCCL_NVLS_ENABLE as the run's launch environment set it:
+	// false where the source's scripts export NCCL_NVLS_ENABLE=0 (the
+	// NVIDIA-derived MLPerf implementations' config_common.sh: "needed to save
+	// memory. nvbug 4264087"), so NCCL builds no NVLink SHARP communicators and the
+	// run is priced on its system with in-switch reduction off; absent: not set, the
+	// system's own. true on a system without NVLS is refused.
+	NCCLNVLSEnable *bool `json:"nccl_nvls_enable,omitempty"`
 	// ThroughputBatch is the batch (sequences) the stated tokens/s corresponds to
 	// when the source computed it with another batch than the layout's (a
 	// transcription slip of the source, explained in ConsistencyNotes); null: GBS.
@@ -532,6 +539,15 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		// series are flat where a 64-GPU expert group straddling two racks would not be.
 		spec.Intra.DomainNodes = NVL72SegmentTrays
 		fill("NVLink domains of %d trays (%d GPUs): the job's segments of an NVL72 rack", NVL72SegmentTrays, NVL72SegmentTrays*spec.GPUsPerNode)
+	}
+	if r.NCCLNVLSEnable != nil {
+		switch {
+		case !*r.NCCLNVLSEnable && spec.Intra.NVLS:
+			spec.Intra.NVLS = false
+			fill("NVLS off: NCCL_NVLS_ENABLE=0 in the run's launch environment")
+		case *r.NCCLNVLSEnable && !spec.Intra.NVLS:
+			return req, nil, fmt.Errorf("nccl_nvls_enable: true but system %s has no NVLS (intra.nvls)", r.System)
+		}
 	}
 	cl, err := spec.Build()
 	if err != nil {

@@ -317,3 +317,64 @@ func moeRunsByID(runs []accuracy.MoERun) map[string]accuracy.MoERun {
 	}
 	return byID
 }
+
+// A run whose launch environment exports NCCL_NVLS_ENABLE=0 is priced on its
+// system with NVLink SHARP off (testdata/README.md, "NCCL settings the runs'
+// scripts export"): NVIDIA's MLPerf v5.1 Llama 3.1 8B on 72 GB200 keeps its rack
+// but loses the in-switch reduction, and its step is priced faster than on NVLS
+// (the 72-rank reduce-scatter and all-gather as a ring); a run that sets nothing
+// (Nebius' MLPerf v5.0 405B on H200) keeps its system's NVLS; a row claiming NVLS on
+// a system without it is refused naming the field.
+func TestNVLSAsTheRunSetIt(t *testing.T) {
+	cases, err := accuracy.AllCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]accuracy.Case{}
+	for _, c := range cases {
+		byID[c.Run.ID] = c
+	}
+	off, ok := byID["mlperf51_gb200_llama31_8b_72gpu_fp8"]
+	if !ok {
+		t.Fatal("mlperf51_gb200_llama31_8b_72gpu_fp8 not in the data")
+	}
+	if cl := off.Request.Cluster; cl.NVLS() || cl.Spec.Intra.DomainNodes != 18 {
+		t.Fatalf("72 GB200 with NCCL_NVLS_ENABLE=0 priced with NVLS %v on domains of %d trays, want false on 18", cl.NVLS(), cl.Spec.Intra.DomainNodes)
+	}
+	if on := byID["mlperf50_h200_llama31_405b_512gpu_fp8_nebius"]; on.Request.Cluster == nil || !on.Request.Cluster.NVLS() {
+		t.Error("Nebius' 405B (no NCCL_NVLS_ENABLE in its scripts) lost its system's NVLS")
+	}
+	runs, err := accuracy.MoERuns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row accuracy.MoERun
+	for _, r := range runs {
+		if r.ID == off.Run.ID {
+			row = r
+		}
+	}
+	nvls := true
+	row.NCCLNVLSEnable = &nvls
+	req, _, err := accuracy.MoECase(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := step.New()
+	withNVLS, err := e.Estimate(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := e.Estimate(off.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(without.StepTime < withNVLS.StepTime) {
+		t.Errorf("72 GB200 8B: %.4f s with NVLS off, %.4f s on; want the ring faster (docs/step-model.md)", without.StepTime, withNVLS.StepTime)
+	}
+	row.System = "oci-bm-gpu-a100"
+	row.GPUsPerNode = 8
+	if _, _, err := accuracy.MoECase(row); err == nil || !strings.Contains(err.Error(), "nccl_nvls_enable") {
+		t.Errorf("nccl_nvls_enable true on a system without NVLS: %v, want an error naming the field", err)
+	}
+}
