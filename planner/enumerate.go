@@ -421,6 +421,12 @@ func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float
 	if sc.s == step.ZeroBubbleV && req.Model.MoE != nil {
 		return boundScore(req, int(s.n), float64(s.m)*s.perMB+cont)
 	}
+	perMB := s.perMB
+	if sc.s == step.DualPipe {
+		// DualPipe's TP communication on its pair's layer counts (step.Bounds).
+		perMB -= s.bounds.PerMicroBatch - s.bounds.DualPipePerMB
+		cont = float64(s.m) * s.bounds.DualPipeContention
+	}
 	if i := zbIndex(sc.s); i >= 0 {
 		// The sends: 2·c·M exposed (c chunks a rank, two down ZB-V's V), at
 		// least; they lengthen the blocks the tables run, so the span bounds
@@ -434,10 +440,10 @@ func (s *shape) schedBound(req *Request, p *part, sc sched, extra float64) float
 			sends = 0
 		}
 		if t := p.tables[s.tables][i]; t != nil {
-			return boundScore(req, int(s.n), max(float64(s.m)*s.perMB+sends, t.LowerBound(&s.bounds, s.perMB))+cont+extra)
+			return boundScore(req, int(s.n), max(float64(s.m)*perMB+sends, t.LowerBound(&s.bounds, perMB))+cont+extra)
 		}
 		fill, _ := step.PipelineFillBound(sc.s, int(s.pp), s.bounds.Forward) // a table too large to bound with
-		return boundScore(req, int(s.n), float64(s.m)*s.perMB+sends+fill+cont+extra)
+		return boundScore(req, int(s.n), float64(s.m)*perMB+sends+fill+cont+extra)
 	}
 	return s.bound(req, sc.v, extra)
 }
@@ -914,6 +920,8 @@ func (p *part) shapeOf(e *step.Estimator, req *Request, sp *space, layers *step.
 			if b2, ok = e.LowerBoundsCached(*r, layers); ok {
 				b.PerMicroBatch = min(b.PerMicroBatch, b2.PerMicroBatch)
 				b.Contention = min(b.Contention, b2.Contention)
+				b.DualPipePerMB = min(b.DualPipePerMB, b2.DualPipePerMB)
+				b.DualPipeContention = min(b.DualPipeContention, b2.DualPipeContention)
 			}
 		}
 		return b, ok

@@ -44,6 +44,12 @@ type Bounds struct {
 	// adds by slowing the compute (TP overlap's), in every micro-batch but not in
 	// the bubble: StepTime counts it M times.
 	Contention float64
+	// DualPipePerMB ≤ PerMicroBatch and DualPipeContention ≤ Contention are
+	// their bounds for the layout run with DualPipe: the estimate paces it by the
+	// slowest pair of stages a rank holds and prices its TP communication on that
+	// pair's mean layer counts (computeParts.dualPipe), which can be fewer than
+	// the slowest stage's. Equal to them when the layout cannot run DualPipe.
+	DualPipePerMB, DualPipeContention float64
 }
 
 // PipelineFillBound is a lower bound of the bubble of the schedules that split the
@@ -91,6 +97,12 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	e.computeInto(&cp, &req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen), c)
 	bwdLB, wUB := cp.bwd, cp.bwdW
 	actLayers := float64(cp.stageLayers) * math.Min(float64(l.PP), m)
+	// The layer counts the estimate's per-layer TP communication follows: the
+	// slowest stage's, and under DualPipe the slowest rank pair's means
+	// (computeParts.dualPipe), which the bound also takes when the layout can run
+	// DualPipe (dual).
+	var dc dualPipeTimes
+	dual := false
 	if l.PP > 1 && l.PP%2 == 0 && l.VirtualStages <= 1 && (len(l.LayerSplit) == 0 || len(l.LayerSplit) == l.PP) {
 		// DualPipe paces a micro-batch by the mean of a rank's two stages, which can
 		// be less than the slowest stage: the bound takes the smaller of the two
@@ -101,7 +113,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		req.Layout.Schedule = DualPipe
 		pairs := c.dualPipePairs(&req)
 		req.Layout.Schedule = sched
-		dc := cp.dualPipeOfRanks(&req.Layout, pairs.dense, pairs.moe, pairs.firsts, cp.out[0], cp.out[1], cp.out[2], embeddingGradTime(&req, r.hbm))
+		dc, dual = cp.dualPipeOfRanks(&req.Layout, pairs.dense, pairs.moe, pairs.firsts, cp.out[0], cp.out[1], cp.out[2], embeddingGradTime(&req, r.hbm)), true
 		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
 		}
@@ -111,6 +123,9 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	}
 	perMB := cp.fwd + cp.bwd + cp.rc
 	var contention float64
+	// DualPipe's: the same compute, its TP communication on the pair's layer
+	// counts (the estimate's under DualPipe), never above the others'.
+	dualMB, dualCont := perMB, 0.0
 	if l.TP > 1 && !l.OverlapTP {
 		// TP communication is on the critical path of every micro-batch; its
 		// groups are few and cached, so pricing it here is cheap and tightens the
@@ -121,18 +136,22 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			return Bounds{}, false
 		}
 		one := tp / ((4 + l.tpRepeats(cp.stageLayers)) * float64(cp.stageLayers)) // one collective pair (or all-reduce) per layer
-		if l.moeDispatcher() && cp.nMoE > 0 {
-			// As the estimate: no TP collectives of the dense kind around the
-			// experts (the expert-TP gathers are priced by the estimate only).
-			tp *= (cp.nDense + cp.nMoE/2) / (cp.nDense + cp.nMoE)
-		}
+		// As the estimate: no TP collectives of the dense kind around the
+		// experts (the expert-TP gathers are priced by the estimate only), in
+		// the share of the stage's layers (of DualPipe's pair under DualPipe).
 		// MLA's down-projections on each rank's own tokens do not gather the
 		// layer's input (mlaTPCollectives): the estimate prices smaller
 		// collectives instead, which the bound leaves out.
+		var drop float64
 		if d := mlaTPCollectives(&req, cp.stageLayers); d.dropAG+d.dropRS+d.dropAR > 0 {
-			tp = max(0, tp-one*max(d.dropAG, d.dropRS, d.dropAR)*float64(cp.stageLayers))
+			drop = one * max(d.dropAG, d.dropRS, d.dropAR) * float64(cp.stageLayers)
 		}
-		perMB += tp
+		exposed := max(0, tp*tpMoEShare(l, cp.nDense, cp.nMoE)-drop)
+		perMB += exposed
+		dualMB += exposed
+		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
+			dualMB = cp.fwd + cp.bwd + cp.rc + min(exposed, max(0, tp*tpMoEShare(l, dc.nDense, dc.nMoE)-drop))
+		}
 	} else if l.TP > 1 && l.SP {
 		// Overlapped: what the GEMMs cannot cover (tpOverlap), bounded per
 		// layer half by one all-gather and reduce-scatter pair against both GEMMs
@@ -158,8 +177,22 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 				in.rs8 = (us8 - ag8) * 1e-6
 			}
 		}
+		// The estimate scales what the overlap exposes and its contention by the
+		// MoE share of the layers' TP collectives (pricing.tensorParallel), on
+		// the stage's layer counts (the pair's under DualPipe).
 		exposed, _, cont := tpOverlap(*l, &cp, in)
+		share := tpMoEShare(l, cp.nDense, cp.nMoE)
+		exposed, cont = exposed*share, cont*share
 		perMB += exposed
+		dualMB, dualCont = dualMB+exposed, cont
+		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
+			nd, nm := cp.nDense, cp.nMoE
+			cp.nDense, cp.nMoE = dc.nDense, dc.nMoE
+			e2, _, c2 := tpOverlap(*l, &cp, in)
+			cp.nDense, cp.nMoE = nd, nm
+			s2 := tpMoEShare(l, dc.nDense, dc.nMoE)
+			dualMB, dualCont = cp.fwd+cp.bwd+cp.rc+min(exposed, e2*s2), min(cont, c2*s2)
+		}
 		// What the overlap takes of the SMs slows the compute it runs under
 		// (pricing.assemble), in every micro-batch but not in the bubble.
 		contention = cont
@@ -205,6 +238,8 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		ActivationsGB:      act,
 		LayerActivationsGB: per / 1e9,
 		PerMicroBatch:      perMB,
+		DualPipePerMB:      dualMB,
+		DualPipeContention: dualCont,
 		Params:             params,
 		ReserveGB:          reserve,
 		Contention:         contention,
@@ -213,6 +248,17 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		WeightGrad:         wUB,
 		Recompute:          cp.rc,
 	}, true
+}
+
+// tpMoEShare is the share of a stage's per-layer TP collectives the estimate
+// keeps with nDense dense and nMoE MoE layers (pricing.tensorParallel's
+// moeShare): under the token dispatcher a MoE layer's MLP half runs none of its
+// own.
+func tpMoEShare(l *Layout, nDense, nMoE float64) float64 {
+	if !l.moeDispatcher() || nMoE <= 0 {
+		return 1
+	}
+	return (nDense + nMoE/2) / (nDense + nMoE)
 }
 
 // leastRankParams is at most the dense parameters the estimate's slowest pipeline
