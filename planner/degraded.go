@@ -8,14 +8,18 @@ import (
 
 // placements are the placements the search tries for a job of n GPUs in TP groups of
 // tp (the package's placements), with the request's degraded nodes: on the other
-// nodes' free GPUs when they can host the job, else on the free map as given, the
-// degraded nodes included. Each placement records the degraded nodes it uses and
-// those it leaves out although they had free GPUs.
+// nodes' free GPUs when they can host the job, else with the fewest degraded nodes
+// back that let them, the mildest first (readmitted), else on the free map as given.
+// Each placement records the degraded nodes it uses and those it leaves out although
+// they had free GPUs.
 func (r *Request) placements(n, tp int) []*Placement {
 	if r.avoid == nil {
 		return placements(r.Cluster, r.Free, n, tp)
 	}
 	pls := placements(r.Cluster, r.avoid, n, tp)
+	if len(pls) == 0 {
+		pls = placements(r.Cluster, r.readmitted(n, tp), n, tp)
+	}
 	if len(pls) == 0 {
 		pls = placements(r.Cluster, r.Free, n, tp)
 	}
@@ -36,6 +40,68 @@ func (r *Request) placements(n, tp int) []*Placement {
 		slices.Sort(pl.DegradedAvoided)
 	}
 	return pls
+}
+
+// readmitted is the free map without the degraded nodes but the fewest of them,
+// taken back mildest first (Request.mildFirst), whose free GPUs can host n GPUs in
+// TP groups of tp: whole groups of a node's free GPUs, whole nodes for a group over
+// several (placeBy's rule).
+func (r *Request) readmitted(n, tp int) FreeMap {
+	g := r.Cluster.Spec.GPUsPerNode
+	usable := func(free int) int {
+		switch {
+		case tp <= g:
+			return free / tp * tp
+		case free == g:
+			return free
+		}
+		return 0
+	}
+	have := 0
+	for _, gs := range r.avoid {
+		have += usable(len(gs))
+	}
+	for k, node := range r.mildFirst {
+		free := g
+		if r.Free != nil {
+			free = len(r.Free[node])
+		}
+		if have += usable(free); have >= n {
+			return r.Free.without(r.Cluster, r.mildFirst[k+1:])
+		}
+	}
+	return r.Free
+}
+
+// mildFirst orders degraded nodes by their slowest part's speed, the fastest (the
+// mildest degradation) first, then by node.
+func mildFirst(ds []DegradedNode) []int {
+	ds = slices.Clone(ds)
+	slices.SortStableFunc(ds, func(a, b DegradedNode) int {
+		if wa, wb := a.slowest(), b.slowest(); wa != wb {
+			if wa > wb {
+				return -1
+			}
+			return 1
+		}
+		return a.Node - b.Node
+	})
+	out := make([]int, len(ds))
+	for i, d := range ds {
+		out[i] = d.Node
+	}
+	return out
+}
+
+// slowest is the lowest speed the node's degraded parts run at.
+func (d DegradedNode) slowest() float64 {
+	s := 1.0
+	for _, v := range []float64{d.GPUSpeed, d.NICSpeed, d.LinkSpeed} {
+		if v > 0 {
+			s = min(s, v)
+		}
+	}
+	return s
 }
 
 // whatIfs are the slow-GPU, degraded-NIC and degraded-link speeds a placement is

@@ -141,3 +141,31 @@ func TestDegradedNodesRefused(t *testing.T) {
 		}
 	}
 }
+
+// With two degraded nodes and one node to spare, the job takes back only the
+// milder one and is priced as its degradation alone.
+func TestDegradedNodesFewestUsed(t *testing.T) {
+	e := step.New()
+	req := degradedRequest(t, 9)
+	req.DegradedNodes = []planner.DegradedNode{{Node: 3, NICSpeed: 0.25}, {Node: 7, NICSpeed: 0.5}}
+	res, err := planner.Search(context.Background(), e, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.DegradedNodes, req.Cluster, req.DegradedNICSpeed = nil, mustCluster(t, "dgx-h100", 8), 0.5
+	unlocated, err := planner.Search(context.Background(), e, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Top) == 0 || len(res.Top) != len(unlocated.Top) {
+		t.Fatalf("%d plans, %d with the unlocated what-if", len(res.Top), len(unlocated.Top))
+	}
+	for i, p := range res.Top {
+		if !slices.Equal(p.Placement.DegradedUsed, []int{7}) || !slices.Equal(p.Placement.DegradedAvoided, []int{3}) || usesNode(p, 3) {
+			t.Errorf("plan %d on nodes %v: degraded used %v, avoided %v; want 7 used, 3 avoided", p.Rank, p.Placement.Nodes, p.Placement.DegradedUsed, p.Placement.DegradedAvoided)
+		}
+		if u := unlocated.Top[i]; p.Estimate.StepTime != u.Estimate.StepTime {
+			t.Errorf("plan %d: %.6f s; with one node's NICs at 50%%: %.6f s", p.Rank, p.Estimate.StepTime, u.Estimate.StepTime)
+		}
+	}
+}

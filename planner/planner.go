@@ -214,6 +214,8 @@ type Request struct {
 	// avoid is the free map without the degraded nodes (normalise; nil without
 	// DegradedNodes).
 	avoid FreeMap
+	// mildFirst are the degraded nodes, mildest first (normalise).
+	mildFirst []int
 	// busy are the GPUs other jobs hold (node → local GPUs): those a free map leaves
 	// out, but for excluded nodes (normalise; nil without a free map).
 	busy map[int][]int

@@ -773,8 +773,9 @@ func (r *Request) normalise() error {
 			return invalid.Field("exclude_nodes", "no node of the cluster is left")
 		}
 	}
-	r.avoid = nil
+	r.avoid, r.mildFirst = nil, nil
 	if len(r.DegradedNodes) > 0 {
+		r.mildFirst = mildFirst(r.DegradedNodes)
 		nodes := make([]int, len(r.DegradedNodes))
 		for i, d := range r.DegradedNodes {
 			nodes[i] = d.Node

@@ -4415,7 +4415,8 @@ type EstimatePlanRequest struct {
 	PlacementTolerance float64 `protobuf:"fixed64,17,opt,name=placement_tolerance,json=placementTolerance,proto3" json:"placement_tolerance,omitempty"`
 	// What-if: nodes with a degraded part, where the scheduler knows them to be. Each
 	// job size is placed on the other nodes when their free GPUs can host it, and
-	// otherwise on the degraded nodes too, priced with their degradation (as the
+	// otherwise on the fewest degraded nodes that let it (the mildest first), priced
+	// with their degradation (as the
 	// unlocated slow_gpu_speed, degraded_nic_speed and degraded_link_speed price it);
 	// each plan's placement lists the degraded nodes it used and those it avoided.
 	// A node may be listed once.
