@@ -491,7 +491,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 			}
 			alts := wholeAlts
 			if alts == nil {
-				pls := placements(req.Cluster, req.Free, n, tp)
+				pls := req.placements(n, tp)
 				if len(pls) == 0 {
 					st.Pruned[PrunedPlacement]++
 					continue
@@ -501,6 +501,7 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 					// Ranks on the first GPUs in order need no map: their communication
 					// groups are cached by layout alone, across searches.
 					alts[i].place = pl
+					alts[i].slow, alts[i].nic, alts[i].link = req.whatIfs(pl)
 					var err error
 					if alts[i].cluster, err = req.clusterFor(e, pl); err != nil {
 						return nil, err

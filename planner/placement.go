@@ -72,6 +72,10 @@ type Placement struct {
 	// Leaves is how many leaf-switch groups the job spans: its traffic between them
 	// crosses the spine.
 	Leaves int `json:"leaves"`
+	// DegradedUsed are the request's degraded nodes the job runs on (priced with
+	// their degradation); DegradedAvoided those with free GPUs it leaves out.
+	DegradedUsed    []int `json:"degraded_nodes_used,omitempty"`
+	DegradedAvoided []int `json:"degraded_nodes_avoided,omitempty"`
 }
 
 // placements are the placements the search tries for a job of n GPUs: without a

@@ -158,6 +158,17 @@ func orderedSet[T comparable](v, order []T) []T {
 	return out
 }
 
+// DegradedNode is one node with a degraded part, where a scheduler knows it to be:
+// its GPU that computes slower (GPUSpeed, as Request.SlowGPUSpeed), its NICs
+// (NICSpeed, as DegradedNICSpeed) or one of its GPUs' scale-up links (LinkSpeed,
+// as DegradedLinkSpeed), each a fraction of its speed, 0 for none.
+type DegradedNode struct {
+	Node      int     `json:"node"`
+	GPUSpeed  float64 `json:"gpu_speed,omitempty"`
+	NICSpeed  float64 `json:"nic_speed,omitempty"`
+	LinkSpeed float64 `json:"link_speed,omitempty"`
+}
+
 // Request is one search.
 type Request struct {
 	Model    model.Arch
@@ -194,6 +205,17 @@ type Request struct {
 	// ExcludeNodes, a what-if: these nodes are gone (failed, drained) and the job
 	// runs on the others' free GPUs — the N−1 question after a node fails.
 	ExcludeNodes []int
+	// DegradedNodes, located what-ifs: these nodes have a degraded part. The
+	// planner places each job size on the other nodes when the free GPUs there can
+	// host it, and otherwise on them too, priced with the degradation (the what-ifs
+	// above, applied to the job); each plan's placement says which degraded nodes
+	// it used and which it avoided.
+	DegradedNodes []DegradedNode
+	// avoid is the free map without the degraded nodes (normalise; nil without
+	// DegradedNodes).
+	avoid FreeMap
+	// mildFirst are the degraded nodes, mildest first (normalise).
+	mildFirst []int
 	// busy are the GPUs other jobs hold (node → local GPUs): those a free map leaves
 	// out, but for excluded nodes (normalise; nil without a free map).
 	busy map[int][]int
@@ -351,6 +373,22 @@ func (r *Request) validate() error {
 		} else {
 			excluded[n] = i
 		}
+	}
+	degraded := map[int]int{}
+	for i, d := range r.DegradedNodes {
+		field := fmt.Sprintf("degraded_nodes[%d]", i)
+		switch j, dup := degraded[d.Node]; {
+		case d.Node < 0 || d.Node >= r.Cluster.Spec.Nodes:
+			c.Add(field+".node", "node %d is not in the cluster's %d nodes", d.Node, r.Cluster.Spec.Nodes)
+		case dup:
+			c.Add(field+".node", "node %d is also degraded_nodes[%d]; give its parts in one entry", d.Node, j)
+		default:
+			degraded[d.Node] = i
+		}
+		if d.GPUSpeed == 0 && d.NICSpeed == 0 && d.LinkSpeed == 0 {
+			c.Add(field, "names no degraded part: give gpu_speed, nic_speed or link_speed")
+		}
+		c.Join(step.CheckDegradedParts(field, d.GPUSpeed, d.NICSpeed, d.LinkSpeed, r.Cluster))
 	}
 	// The search reads the training as the estimator would (global tokens as a
 	// batch, the default precision and optimizer), and every layout shares it: a

@@ -65,6 +65,10 @@ type alt struct {
 	// cluster prices the placement: the request's, or a copy whose leaves the
 	// other jobs on the free map's busy GPUs load (Request.clusterFor).
 	cluster *topology.Cluster
+	// slow, nic and link are the what-ifs the placement is priced with
+	// (step.Request's SlowGPUSpeed, DegradedNICSpeed, DegradedLinkSpeed): the
+	// request's, with those of the degraded nodes it uses (Request.whatIfs).
+	slow, nic, link float64
 }
 
 // mostWholeNodesFree is the most whole nodes any of the candidate's placements
@@ -769,6 +773,15 @@ func (r *Request) normalise() error {
 			return invalid.Field("exclude_nodes", "no node of the cluster is left")
 		}
 	}
+	r.avoid, r.mildFirst = nil, nil
+	if len(r.DegradedNodes) > 0 {
+		r.mildFirst = mildFirst(r.DegradedNodes)
+		nodes := make([]int, len(r.DegradedNodes))
+		for i, d := range r.DegradedNodes {
+			nodes[i] = d.Node
+		}
+		r.avoid = r.Free.without(r.Cluster, nodes)
+	}
 	if r.Objective == "" {
 		r.Objective = FastestStep
 	}
@@ -1163,7 +1176,7 @@ func (s *evaluation) evaluate(c *candidate, cache *step.BoundsCache) evaluated {
 	r := step.Request{Model: req.Model, Training: req.Training, Cluster: req.Cluster, Layout: c.layoutWith(req)}
 	var best evaluated
 	for i, al := range c.alts {
-		r.Ranks, r.Cluster, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, al.cluster, req.SlowGPUSpeed, req.DegradedNICSpeed, req.DegradedLinkSpeed
+		r.Ranks, r.Cluster, r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed = al.ranks, al.cluster, al.slow, al.nic, al.link
 		res, err := s.e.QuickCached(r, cache)
 		ev := evaluated{c: c, alt: i, stepTime: res.StepTime, headroom: res.Memory.Headroom, err: err}
 		if err == nil {
@@ -1261,10 +1274,13 @@ func (s *evaluation) offer(ev *evaluated) {
 func (s *evaluation) plan(c *candidate, alt int) (Plan, error) {
 	req := s.req
 	al := c.alts[alt]
-	r := step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: c.layoutWith(req), Ranks: al.ranks, SlowGPUSpeed: req.SlowGPUSpeed, DegradedNICSpeed: req.DegradedNICSpeed, DegradedLinkSpeed: req.DegradedLinkSpeed}
+	r := step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: c.layoutWith(req), Ranks: al.ranks, SlowGPUSpeed: al.slow, DegradedNICSpeed: al.nic, DegradedLinkSpeed: al.link}
 	est, err := s.e.Estimate(r)
 	if err != nil {
 		return Plan{}, err
+	}
+	if note := req.degradedNote(al.place); note != "" {
+		est.Assumptions = append(slices.Clip(est.Assumptions), note)
 	}
 	p := Plan{GPUs: int(c.n), Layout: est.Layout, Placement: *al.place, Estimate: est, Score: score(req, int(c.n), est)}
 	if req.PricePerGPUHour > 0 && req.TokenBudget > 0 {

@@ -330,6 +330,21 @@ func TestWorkloadsOverREST(t *testing.T) {
 			}
 		}
 	}
+	// A degraded node named over REST: the plans on the other three nodes say they
+	// avoided it.
+	plan = post("/v1/plans:estimate", `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100", "nodes": 4},
+		"training": {"seq_len": 8192, "global_batch": 48}, "gpus": 24, "top_k": 3,
+		"degraded_nodes": [{"node": 2, "nic_speed": 0.25, "gpu_speed": 0.9}]}`)
+	plans, _ = plan["plans"].([]any)
+	if len(plans) == 0 {
+		t.Fatalf("no plan beside the degraded node 2: %v", plan)
+	}
+	for _, p := range plans {
+		pl := p.(map[string]any)["placement"].(map[string]any)
+		if fmt.Sprint(pl["degraded_nodes_avoided"]) != "[2]" || fmt.Sprint(pl["degraded_nodes_used"]) != "[]" {
+			t.Errorf("a plan beside the degraded node 2 says used %v, avoided %v", pl["degraded_nodes_used"], pl["degraded_nodes_avoided"])
+		}
+	}
 }
 
 // The daemon searches its warm-up clusters before it reports SERVING and says so.

@@ -29,21 +29,35 @@ const (
 // from its minimum to 1, and a degraded NIC needs a cluster with NICs (c; nil
 // before the cluster is known). Fields are named as the API names them.
 func CheckWhatIfs(slowGPU, degradedNIC, degradedLink float64, c *topology.Cluster) error {
+	return checkWhatIfs([3]string{"slow_gpu_speed", "degraded_nic_speed", "degraded_link_speed"}, slowGPU, degradedNIC, degradedLink, c)
+}
+
+// CheckDegradedParts is the rule of one located what-if (a node's degraded parts,
+// the planner's DegradedNode), the same as CheckWhatIfs's: field names the entry
+// (e.g. "degraded_nodes[2]"), and each speed is named under it (gpu_speed,
+// nic_speed, link_speed).
+func CheckDegradedParts(field string, gpu, nic, link float64, c *topology.Cluster) error {
+	return checkWhatIfs([3]string{field + ".gpu_speed", field + ".nic_speed", field + ".link_speed"}, gpu, nic, link, c)
+}
+
+// checkWhatIfs checks a slow GPU's, degraded NICs' and degraded link's speeds,
+// naming them fields[0], fields[1] and fields[2].
+func checkWhatIfs(fields [3]string, slowGPU, degradedNIC, degradedLink float64, c *topology.Cluster) error {
 	var v invalid.Collector
-	for _, w := range []struct {
-		field, what string
-		v, min      float64
+	for i, w := range []struct {
+		what   string
+		v, min float64
 	}{
-		{"slow_gpu_speed", "the slow GPU's fraction of its speed", slowGPU, MinSlowGPUSpeed},
-		{"degraded_nic_speed", "the degraded NICs' fraction of their bandwidth", degradedNIC, MinDegradedNICSpeed},
-		{"degraded_link_speed", "the degraded link's fraction of its bandwidth", degradedLink, MinDegradedLinkSpeed},
+		{"the slow GPU's fraction of its speed", slowGPU, MinSlowGPUSpeed},
+		{"the degraded NICs' fraction of their bandwidth", degradedNIC, MinDegradedNICSpeed},
+		{"the degraded link's fraction of its bandwidth", degradedLink, MinDegradedLinkSpeed},
 	} {
 		if !(w.v == 0 || w.v >= w.min && w.v <= 1) {
-			v.Add(w.field, "must be 0 (none) or from %g to 1, %s (got %v)", w.min, w.what, w.v)
+			v.Add(fields[i], "must be 0 (none) or from %g to 1, %s (got %v)", w.min, w.what, w.v)
 		}
 	}
 	if degradedNIC > 0 && c != nil && c.Spec.NICs.PerNode == 0 {
-		v.Add("degraded_nic_speed", "the cluster %q has no NICs", c.Spec.Name)
+		v.Add(fields[1], "the cluster %q has no NICs", c.Spec.Name)
 	}
 	return v.Err()
 }

@@ -544,6 +544,7 @@ func PlanToProto(p planner.Plan) *pb.Plan {
 	for _, u := range p.Placement.Nodes {
 		pl.Nodes = append(pl.Nodes, &pb.NodeUse{Node: int32(u.Node), Gpus: ToInt32s(u.GPUs)})
 	}
+	pl.DegradedNodesUsed, pl.DegradedNodesAvoided = ToInt32s(p.Placement.DegradedUsed), ToInt32s(p.Placement.DegradedAvoided)
 	return &pb.Plan{Rank: int32(p.Rank), Gpus: int32(p.GPUs), Layout: LayoutToProto(p.Layout), Placement: pl,
 		Estimate: StepToProto(p.Estimate), Score: p.Score, CostUsd: p.CostUSD, Dominated: p.Dominated}
 }
@@ -689,6 +690,31 @@ func Catalog() *pb.ListCatalogResponse {
 	}
 	for _, a := range model.Catalog() {
 		out.Models = append(out.Models, ArchToProto(a))
+	}
+	return out
+}
+
+// DegradedNodesFromProto converts a request's degraded nodes (checked by
+// CheckDegradedNodes and the planner); nil for none.
+func DegradedNodesFromProto(ds []*pb.DegradedNode) []planner.DegradedNode {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]planner.DegradedNode, len(ds))
+	for i, d := range ds {
+		out[i] = planner.DegradedNode{Node: int(d.GetNode()), GPUSpeed: d.GetGpuSpeed(), NICSpeed: d.GetNicSpeed(), LinkSpeed: d.GetLinkSpeed()}
+	}
+	return out
+}
+
+// DegradedNodesToProto converts degraded nodes to the request's form; nil for none.
+func DegradedNodesToProto(ds []planner.DegradedNode) []*pb.DegradedNode {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]*pb.DegradedNode, len(ds))
+	for i, d := range ds {
+		out[i] = &pb.DegradedNode{Node: int32(d.Node), GpuSpeed: d.GPUSpeed, NicSpeed: d.NICSpeed, LinkSpeed: d.LinkSpeed}
 	}
 	return out
 }

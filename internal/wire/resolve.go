@@ -303,6 +303,9 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 	if err := CheckWhatIfs(req.GetSlowGpuSpeed(), req.GetDegradedNicSpeed(), req.GetDegradedLinkSpeed()); err != nil {
 		return nil, err
 	}
+	if err := CheckDegradedNodes(req.GetDegradedNodes()); err != nil {
+		return nil, err
+	}
 	a, _, err := ResolveModel("model", req.GetModel())
 	if err != nil {
 		return nil, err
@@ -361,6 +364,7 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 	for _, n := range req.GetExcludeNodes() {
 		pr.ExcludeNodes = append(pr.ExcludeNodes, int(n))
 	}
+	pr.DegradedNodes = DegradedNodesFromProto(req.GetDegradedNodes())
 	if pr.TopK == 0 {
 		pr.TopK = planner.DefaultTopK
 	}
@@ -385,8 +389,9 @@ func (p *Plan) Key() any {
 		SlowGPU, DegradedNIC, DegradedLink float64
 		ExcludeNodes                       []int
 		PlacementTolerance                 float64
+		DegradedNodes                      []planner.DegradedNode
 	}{pr.Model, pr.Training, pr.Cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, pr.Free, pr.Constraints.Canonical(), pr.Objective, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK,
-		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, pr.ExcludeNodes, pr.PlacementTolerance}
+		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, pr.ExcludeNodes, pr.PlacementTolerance, pr.DegradedNodes}
 }
 
 // Collective is a SimulateCollective request resolved: the placed group, the

@@ -151,6 +151,17 @@ func CheckWhatIfs(slowGPU, degradedNIC, degradedLink float64) error {
 	return step.CheckWhatIfs(slowGPU, degradedNIC, degradedLink, nil)
 }
 
+// CheckDegradedNodes checks each degraded node's speeds before the cluster is
+// known, naming the entry's field (degraded_nodes[i].nic_speed); the node's index
+// and repeats are the planner's to check against the cluster.
+func CheckDegradedNodes(ds []*pb.DegradedNode) error {
+	var c invalid.Collector
+	for i, d := range ds {
+		c.Join(step.CheckDegradedParts(fmt.Sprintf("degraded_nodes[%d]", i), d.GetGpuSpeed(), d.GetNicSpeed(), d.GetLinkSpeed(), nil))
+	}
+	return c.Err()
+}
+
 // MaxTextBytes bounds every string of a request (names, kinds, descriptions, map
 // keys): the longest catalog name is a few dozen bytes, and a string the service
 // keeps (a cluster's name and description key its pool of built clusters) or

@@ -32,7 +32,7 @@ var flagGroups = func() map[string]string {
 		"recompute-modules", "overlap-tp", "overlap-ep", "overlap-shared-expert", "cp-variant", "cp-all-to-all", "layer-split",
 		"account-embedding", "account-loss", "offload", "offload-activations", "fp8-weights", "experts-whole", "tp-across-nodes", "uneven-pp", "even-split", "max-mbs", "min-headroom")
 	add("Search", "objective", "price", "tokens", "top", "include-dominated")
-	add("What-if", "slow-gpu", "degraded-nic", "degraded-link", "exclude-nodes", "free-map")
+	add("What-if", "slow-gpu", "degraded-nic", "degraded-link", "exclude-nodes", "degraded-node", "free-map")
 	add("Collective", "op", "size", "algo", "protocol", "launch", "concurrent", "steps", "step-rows")
 	add("Input", "in", "layout", "fit", "from-prior", "cross-validate", "concurrency", "duration", "requests", "uncached")
 	add("Output", "json", "svg", "format", "progress", "rows", "filled", "out", "name")

@@ -36,6 +36,7 @@ type planArgs struct {
 	seq              *int
 	precision        *string
 	exclude          *string
+	degradedNodes    *[]string
 	nodes            *int
 	freeMap          *string
 	objective        *string
@@ -117,6 +118,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.precision = enumFlag(fs, "precision", "bf16", "matmul precision: bf16, fp16, fp8", precisionNames)
 	opt.nodes = fs.Int("nodes", 0, "cluster size in nodes (default: the nodes the job needs): excluded nodes, a free map and degraded parts are what-ifs on a cluster larger than the job")
 	opt.exclude = fs.String("exclude-nodes", "", "what-if: these nodes (e.g. 3,7) are unavailable — failed or drained; the job uses the others")
+	opt.degradedNodes = fs.StringArray("degraded-node", nil, "what-if: a node with a degraded part, NODE:PART=SPEED[,PART=SPEED] with PART gpu (one GPU computes at SPEED of its speed), nic (its NICs at SPEED of their bandwidth) or link (one GPU's NVLink/PCIe link at SPEED), e.g. 5:nic=0.25; repeat for more nodes. Each job size runs on the other nodes when their free GPUs host it, else on this one priced with its degradation; the plan says which")
 	opt.freeMap = fs.String("free-map", "", "JSON file of free GPUs: {\"0\": [0,1,2,3], \"5\": [0,1,2,3,4,5,6,7]} (node → local GPUs)")
 	opt.objective = enumFlag(fs, "objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost", objectiveNames)
 	opt.price = fs.Float64("price", 0, "price per GPU-hour (for --objective cost)")
@@ -288,6 +290,17 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 			q.req.ExcludeNodes = append(q.req.ExcludeNodes, node)
 		}
 	}
+	for _, v := range *opt.degradedNodes {
+		d, err := parseDegradedNode(v, q.spec.Nodes)
+		if err != nil {
+			return err
+		}
+		if i := slices.IndexFunc(q.req.DegradedNodes, func(o planner.DegradedNode) bool { return o.Node == d.Node }); i >= 0 {
+			return fmt.Errorf("--degraded-node %q: node %d is also given by --degraded-node %q; give its parts in one, e.g. %d:nic=0.5,gpu=0.8",
+				v, d.Node, (*opt.degradedNodes)[i], d.Node)
+		}
+		q.req.DegradedNodes = append(q.req.DegradedNodes, d)
+	}
 	cl, err := q.spec.Build()
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", q.clusterLabel, err)
@@ -447,6 +460,7 @@ func (opt *planArgs) request(set map[string]bool, q *planQuery) (*pb.EstimatePla
 	for _, n := range q.req.ExcludeNodes {
 		pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))
 	}
+	pr.DegradedNodes = wire.DegradedNodesToProto(q.req.DegradedNodes)
 	if *opt.clusterName == "" || *opt.nodes > 0 {
 		pr.Cluster.Nodes = int32(q.spec.Nodes)
 	}
@@ -515,7 +529,7 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"training.unfused_attention": "--unfused-attention", "training.flash_attention_2": "--flash-attention-2", "training.zero3_on_demand_gathers": "--zero3-on-demand",
 	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.fp8_params": "--fp8-weights", "constraints.offload_activations": "--offload-activations", "constraints.experts_whole": "--experts-whole", "constraints.even_split": "--even-split", "constraints.uneven_pp": "--uneven-pp", "constraints.tp_across_nodes": "--tp-across-nodes", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",
-	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "cluster.free_gpus": "--free-map", "cluster.nodes": "--nodes",
+	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "degraded_nodes": "--degraded-node", "cluster.free_gpus": "--free-map", "cluster.nodes": "--nodes",
 	"slow_gpu_speed": "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link", "placement_tolerance": "--placement-tolerance"}
 
 // printPlans prints a search's answer for people: the top plans and the Pareto front.
@@ -637,7 +651,59 @@ func placementOf(p *pb.Placement) planner.Placement {
 	for _, u := range p.GetNodes() {
 		out.Nodes = append(out.Nodes, planner.NodeUse{Node: int(u.GetNode()), GPUs: wire.ToInts(u.GetGpus())})
 	}
+	if d := p.GetDegradedNodesUsed(); len(d) > 0 {
+		out.DegradedUsed = wire.ToInts(d)
+	}
+	if d := p.GetDegradedNodesAvoided(); len(d) > 0 {
+		out.DegradedAvoided = wire.ToInts(d)
+	}
 	return out
+}
+
+// parseDegradedNode reads one --degraded-node, NODE:PART=SPEED[,PART=SPEED], on a
+// cluster of nodes nodes; the speeds' ranges are the planner's to check.
+func parseDegradedNode(v string, nodes int) (planner.DegradedNode, error) {
+	bad := func(format string, args ...any) (planner.DegradedNode, error) {
+		return planner.DegradedNode{}, fmt.Errorf("--degraded-node %q: "+format, append([]any{v}, args...)...)
+	}
+	head, parts, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(parts) == "" {
+		return bad("give NODE:PART=SPEED, e.g. 5:nic=0.25 (PART gpu, nic or link)")
+	}
+	var d planner.DegradedNode
+	var err error
+	if d.Node, err = strconv.Atoi(strings.TrimSpace(head)); err != nil || d.Node < 0 || d.Node >= nodes {
+		return bad("%q is not a node of the %d-node cluster", head, nodes)
+	}
+	seen := map[string]bool{}
+	for _, f := range strings.Split(parts, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(f), "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if !ok {
+			return bad("%q is not PART=SPEED", f)
+		}
+		speed, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			return bad("%s: %q is not a number", name, val)
+		}
+		var dst *float64
+		switch name {
+		case "gpu":
+			dst = &d.GPUSpeed
+		case "nic":
+			dst = &d.NICSpeed
+		case "link":
+			dst = &d.LinkSpeed
+		default:
+			return bad("%q is not a part: gpu, nic or link", name)
+		}
+		if seen[name] {
+			return bad("%s is given twice", name)
+		}
+		seen[name] = true
+		*dst = speed
+	}
+	return d, nil
 }
 
 func layoutString(l step.Layout) string {
@@ -722,21 +788,39 @@ func nodesString(p planner.Placement) string {
 			whole = false
 		}
 	}
-	if whole {
-		if len(p.Nodes) == 1 {
-			return fmt.Sprintf("node %d (%d GPUs)", p.Nodes[0].Node, len(p.Nodes[0].GPUs))
+	var s string
+	switch {
+	case whole && len(p.Nodes) == 1:
+		s = fmt.Sprintf("node %d (%d GPUs)", p.Nodes[0].Node, len(p.Nodes[0].GPUs))
+	case whole:
+		s = fmt.Sprintf("nodes %d–%d", p.Nodes[0].Node, p.Nodes[len(p.Nodes)-1].Node)
+	default:
+		var parts []string
+		for i, u := range p.Nodes {
+			if i == 4 {
+				parts = append(parts, fmt.Sprintf("+%d nodes", len(p.Nodes)-4))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("n%d:%d-%d", u.Node, u.GPUs[0], u.GPUs[len(u.GPUs)-1]))
 		}
-		return fmt.Sprintf("nodes %d–%d", p.Nodes[0].Node, p.Nodes[len(p.Nodes)-1].Node)
+		s = strings.Join(parts, " ")
 	}
-	var parts []string
-	for i, u := range p.Nodes {
-		if i == 4 {
-			parts = append(parts, fmt.Sprintf("+%d nodes", len(p.Nodes)-4))
-			break
-		}
-		parts = append(parts, fmt.Sprintf("n%d:%d-%d", u.Node, u.GPUs[0], u.GPUs[len(u.GPUs)-1]))
+	if len(p.DegradedUsed) > 0 {
+		s += fmt.Sprintf(" (uses degraded %s)", nodeList(p.DegradedUsed))
 	}
-	return strings.Join(parts, " ")
+	if len(p.DegradedAvoided) > 0 {
+		s += fmt.Sprintf(" (avoids degraded %s)", nodeList(p.DegradedAvoided))
+	}
+	return s
+}
+
+// nodeList is "n3" or "n3,n7".
+func nodeList(nodes []int) string {
+	s := make([]string, len(nodes))
+	for i, n := range nodes {
+		s[i] = fmt.Sprintf("n%d", n)
+	}
+	return strings.Join(s, ",")
 }
 
 func prunedSummary(m map[string]int) string {

@@ -4413,8 +4413,16 @@ type EstimatePlanRequest struct {
 	// unless the other is better by more than this share of the objective (0: 0.02;
 	// at most 1).
 	PlacementTolerance float64 `protobuf:"fixed64,17,opt,name=placement_tolerance,json=placementTolerance,proto3" json:"placement_tolerance,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// What-if: nodes with a degraded part, where the scheduler knows them to be. Each
+	// job size is placed on the other nodes when their free GPUs can host it, and
+	// otherwise on the fewest degraded nodes that let it (the mildest first), priced
+	// with their degradation (as the
+	// unlocated slow_gpu_speed, degraded_nic_speed and degraded_link_speed price it);
+	// each plan's placement lists the degraded nodes it used and those it avoided.
+	// A node may be listed once.
+	DegradedNodes []*DegradedNode `protobuf:"bytes,18,rep,name=degraded_nodes,json=degradedNodes,proto3" json:"degraded_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EstimatePlanRequest) Reset() {
@@ -4566,6 +4574,91 @@ func (x *EstimatePlanRequest) GetPlacementTolerance() float64 {
 	return 0
 }
 
+func (x *EstimatePlanRequest) GetDegradedNodes() []*DegradedNode {
+	if x != nil {
+		return x.DegradedNodes
+	}
+	return nil
+}
+
+// DegradedNode is one node with a degraded part: each speed a fraction of the
+// part's, in the range of the matching unlocated what-if; unset or 0: that part is
+// healthy. At least one is given.
+type DegradedNode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Node index, from 0.
+	Node int32 `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
+	// One of the node's GPUs computes at this fraction of its speed (0.01 to 1), as
+	// slow_gpu_speed.
+	GpuSpeed float64 `protobuf:"fixed64,2,opt,name=gpu_speed,json=gpuSpeed,proto3" json:"gpu_speed,omitempty"`
+	// The node's NICs run at this fraction of their bandwidth (0.001 to 1), as
+	// degraded_nic_speed.
+	NicSpeed float64 `protobuf:"fixed64,3,opt,name=nic_speed,json=nicSpeed,proto3" json:"nic_speed,omitempty"`
+	// One of the node's GPUs' scale-up link (NVLink, PCIe) runs at this fraction of
+	// its bandwidth (0.001 to 1), as degraded_link_speed.
+	LinkSpeed     float64 `protobuf:"fixed64,4,opt,name=link_speed,json=linkSpeed,proto3" json:"link_speed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DegradedNode) Reset() {
+	*x = DegradedNode{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DegradedNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DegradedNode) ProtoMessage() {}
+
+func (x *DegradedNode) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DegradedNode.ProtoReflect.Descriptor instead.
+func (*DegradedNode) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *DegradedNode) GetNode() int32 {
+	if x != nil {
+		return x.Node
+	}
+	return 0
+}
+
+func (x *DegradedNode) GetGpuSpeed() float64 {
+	if x != nil {
+		return x.GpuSpeed
+	}
+	return 0
+}
+
+func (x *DegradedNode) GetNicSpeed() float64 {
+	if x != nil {
+		return x.NicSpeed
+	}
+	return 0
+}
+
+func (x *DegradedNode) GetLinkSpeed() float64 {
+	if x != nil {
+		return x.LinkSpeed
+	}
+	return 0
+}
+
 // NodeUse is the GPUs a plan takes on one node.
 type NodeUse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4579,7 +4672,7 @@ type NodeUse struct {
 
 func (x *NodeUse) Reset() {
 	*x = NodeUse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4591,7 +4684,7 @@ func (x *NodeUse) String() string {
 func (*NodeUse) ProtoMessage() {}
 
 func (x *NodeUse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[31]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4604,7 +4697,7 @@ func (x *NodeUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUse.ProtoReflect.Descriptor instead.
 func (*NodeUse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{31}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NodeUse) GetNode() int32 {
@@ -4633,14 +4726,18 @@ type Placement struct {
 	// Nodes still wholly free once the plan is placed.
 	FreeWholeNodesLeft int32 `protobuf:"varint,4,opt,name=free_whole_nodes_left,json=freeWholeNodesLeft,proto3" json:"free_whole_nodes_left,omitempty"`
 	// Leaf-switch groups the job spans (its traffic between them crosses the spine).
-	Leaves        int32 `protobuf:"varint,5,opt,name=leaves,proto3" json:"leaves,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Leaves int32 `protobuf:"varint,5,opt,name=leaves,proto3" json:"leaves,omitempty"`
+	// The request's degraded_nodes the plan runs on, priced with their degradation.
+	DegradedNodesUsed []int32 `protobuf:"varint,6,rep,packed,name=degraded_nodes_used,json=degradedNodesUsed,proto3" json:"degraded_nodes_used,omitempty"`
+	// The request's degraded_nodes with free GPUs the plan leaves out.
+	DegradedNodesAvoided []int32 `protobuf:"varint,7,rep,packed,name=degraded_nodes_avoided,json=degradedNodesAvoided,proto3" json:"degraded_nodes_avoided,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4652,7 +4749,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[32]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4665,7 +4762,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{32}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Placement) GetNodes() []*NodeUse {
@@ -4703,6 +4800,20 @@ func (x *Placement) GetLeaves() int32 {
 	return 0
 }
 
+func (x *Placement) GetDegradedNodesUsed() []int32 {
+	if x != nil {
+		return x.DegradedNodesUsed
+	}
+	return nil
+}
+
+func (x *Placement) GetDegradedNodesAvoided() []int32 {
+	if x != nil {
+		return x.DegradedNodesAvoided
+	}
+	return nil
+}
+
 // Plan is one way to run the job.
 type Plan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4731,7 +4842,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4743,7 +4854,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[33]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4756,7 +4867,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{33}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Plan) GetRank() int32 {
@@ -4841,7 +4952,7 @@ type SearchStats struct {
 
 func (x *SearchStats) Reset() {
 	*x = SearchStats{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4853,7 +4964,7 @@ func (x *SearchStats) String() string {
 func (*SearchStats) ProtoMessage() {}
 
 func (x *SearchStats) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[34]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4866,7 +4977,7 @@ func (x *SearchStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchStats.ProtoReflect.Descriptor instead.
 func (*SearchStats) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{34}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SearchStats) GetEnumerated() int64 {
@@ -4944,7 +5055,7 @@ type EstimatePlanResponse struct {
 
 func (x *EstimatePlanResponse) Reset() {
 	*x = EstimatePlanResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4956,7 +5067,7 @@ func (x *EstimatePlanResponse) String() string {
 func (*EstimatePlanResponse) ProtoMessage() {}
 
 func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[35]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4969,7 +5080,7 @@ func (x *EstimatePlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimatePlanResponse.ProtoReflect.Descriptor instead.
 func (*EstimatePlanResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{35}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *EstimatePlanResponse) GetPlans() []*Plan {
@@ -5062,7 +5173,7 @@ type SimulateCollectiveRequest struct {
 
 func (x *SimulateCollectiveRequest) Reset() {
 	*x = SimulateCollectiveRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5074,7 +5185,7 @@ func (x *SimulateCollectiveRequest) String() string {
 func (*SimulateCollectiveRequest) ProtoMessage() {}
 
 func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[36]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5087,7 +5198,7 @@ func (x *SimulateCollectiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveRequest.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{36}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SimulateCollectiveRequest) GetCluster() *ClusterSpec {
@@ -5199,7 +5310,7 @@ type CollectiveEstimate struct {
 
 func (x *CollectiveEstimate) Reset() {
 	*x = CollectiveEstimate{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5211,7 +5322,7 @@ func (x *CollectiveEstimate) String() string {
 func (*CollectiveEstimate) ProtoMessage() {}
 
 func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[37]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5224,7 +5335,7 @@ func (x *CollectiveEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectiveEstimate.ProtoReflect.Descriptor instead.
 func (*CollectiveEstimate) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{37}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CollectiveEstimate) GetAlgorithm() Algorithm {
@@ -5310,7 +5421,7 @@ type NotApplicable struct {
 
 func (x *NotApplicable) Reset() {
 	*x = NotApplicable{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5322,7 +5433,7 @@ func (x *NotApplicable) String() string {
 func (*NotApplicable) ProtoMessage() {}
 
 func (x *NotApplicable) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[38]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5335,7 +5446,7 @@ func (x *NotApplicable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotApplicable.ProtoReflect.Descriptor instead.
 func (*NotApplicable) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{38}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *NotApplicable) GetAlgorithm() Algorithm {
@@ -5380,7 +5491,7 @@ type SimulateCollectiveResponse struct {
 
 func (x *SimulateCollectiveResponse) Reset() {
 	*x = SimulateCollectiveResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5392,7 +5503,7 @@ func (x *SimulateCollectiveResponse) String() string {
 func (*SimulateCollectiveResponse) ProtoMessage() {}
 
 func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[39]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5405,7 +5516,7 @@ func (x *SimulateCollectiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulateCollectiveResponse.ProtoReflect.Descriptor instead.
 func (*SimulateCollectiveResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{39}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SimulateCollectiveResponse) GetChosen() *CollectiveEstimate {
@@ -5512,7 +5623,7 @@ type CollectiveSchedule struct {
 
 func (x *CollectiveSchedule) Reset() {
 	*x = CollectiveSchedule{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5524,7 +5635,7 @@ func (x *CollectiveSchedule) String() string {
 func (*CollectiveSchedule) ProtoMessage() {}
 
 func (x *CollectiveSchedule) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[40]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5537,7 +5648,7 @@ func (x *CollectiveSchedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectiveSchedule.ProtoReflect.Descriptor instead.
 func (*CollectiveSchedule) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{40}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CollectiveSchedule) GetAlgorithm() Algorithm {
@@ -5661,7 +5772,7 @@ type ScheduleVerification struct {
 
 func (x *ScheduleVerification) Reset() {
 	*x = ScheduleVerification{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5673,7 +5784,7 @@ func (x *ScheduleVerification) String() string {
 func (*ScheduleVerification) ProtoMessage() {}
 
 func (x *ScheduleVerification) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[41]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5686,7 +5797,7 @@ func (x *ScheduleVerification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleVerification.ProtoReflect.Descriptor instead.
 func (*ScheduleVerification) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{41}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ScheduleVerification) GetVerified() bool {
@@ -5755,7 +5866,7 @@ type ScheduleRow struct {
 
 func (x *ScheduleRow) Reset() {
 	*x = ScheduleRow{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5767,7 +5878,7 @@ func (x *ScheduleRow) String() string {
 func (*ScheduleRow) ProtoMessage() {}
 
 func (x *ScheduleRow) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[42]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5780,7 +5891,7 @@ func (x *ScheduleRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRow.ProtoReflect.Descriptor instead.
 func (*ScheduleRow) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{42}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ScheduleRow) GetFirstStep() int32 {
@@ -5880,7 +5991,7 @@ type ScheduleFlow struct {
 
 func (x *ScheduleFlow) Reset() {
 	*x = ScheduleFlow{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5892,7 +6003,7 @@ func (x *ScheduleFlow) String() string {
 func (*ScheduleFlow) ProtoMessage() {}
 
 func (x *ScheduleFlow) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[43]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5905,7 +6016,7 @@ func (x *ScheduleFlow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleFlow.ProtoReflect.Descriptor instead.
 func (*ScheduleFlow) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{43}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ScheduleFlow) GetKind() TransferKind {
@@ -5971,7 +6082,7 @@ type RankPair struct {
 
 func (x *RankPair) Reset() {
 	*x = RankPair{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5983,7 +6094,7 @@ func (x *RankPair) String() string {
 func (*RankPair) ProtoMessage() {}
 
 func (x *RankPair) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[44]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5996,7 +6107,7 @@ func (x *RankPair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankPair.ProtoReflect.Descriptor instead.
 func (*RankPair) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{44}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RankPair) GetSrc() int32 {
@@ -6022,7 +6133,7 @@ type ListCatalogRequest struct {
 
 func (x *ListCatalogRequest) Reset() {
 	*x = ListCatalogRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6034,7 +6145,7 @@ func (x *ListCatalogRequest) String() string {
 func (*ListCatalogRequest) ProtoMessage() {}
 
 func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[45]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6047,7 +6158,7 @@ func (x *ListCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ListCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{45}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{46}
 }
 
 // SystemEntry is one system of the catalog.
@@ -6067,7 +6178,7 @@ type SystemEntry struct {
 
 func (x *SystemEntry) Reset() {
 	*x = SystemEntry{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6079,7 +6190,7 @@ func (x *SystemEntry) String() string {
 func (*SystemEntry) ProtoMessage() {}
 
 func (x *SystemEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[46]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6092,7 +6203,7 @@ func (x *SystemEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemEntry.ProtoReflect.Descriptor instead.
 func (*SystemEntry) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{46}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SystemEntry) GetName() string {
@@ -6138,7 +6249,7 @@ type ListCatalogResponse struct {
 
 func (x *ListCatalogResponse) Reset() {
 	*x = ListCatalogResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[47]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6150,7 +6261,7 @@ func (x *ListCatalogResponse) String() string {
 func (*ListCatalogResponse) ProtoMessage() {}
 
 func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[47]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6163,7 +6274,7 @@ func (x *ListCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ListCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{47}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListCatalogResponse) GetGpus() []*GPU {
@@ -6233,7 +6344,7 @@ type CalibrationRun struct {
 
 func (x *CalibrationRun) Reset() {
 	*x = CalibrationRun{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[48]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6245,7 +6356,7 @@ func (x *CalibrationRun) String() string {
 func (*CalibrationRun) ProtoMessage() {}
 
 func (x *CalibrationRun) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[48]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6258,7 +6369,7 @@ func (x *CalibrationRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CalibrationRun.ProtoReflect.Descriptor instead.
 func (*CalibrationRun) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{48}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CalibrationRun) GetModel() string {
@@ -6415,7 +6526,7 @@ type CalibrationInput struct {
 
 func (x *CalibrationInput) Reset() {
 	*x = CalibrationInput{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[49]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6427,7 +6538,7 @@ func (x *CalibrationInput) String() string {
 func (*CalibrationInput) ProtoMessage() {}
 
 func (x *CalibrationInput) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[49]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6440,7 +6551,7 @@ func (x *CalibrationInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CalibrationInput.ProtoReflect.Descriptor instead.
 func (*CalibrationInput) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{49}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CalibrationInput) GetName() string {
@@ -6516,7 +6627,7 @@ type CalibrateClusterRequest struct {
 
 func (x *CalibrateClusterRequest) Reset() {
 	*x = CalibrateClusterRequest{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[50]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6528,7 +6639,7 @@ func (x *CalibrateClusterRequest) String() string {
 func (*CalibrateClusterRequest) ProtoMessage() {}
 
 func (x *CalibrateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[50]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6541,7 +6652,7 @@ func (x *CalibrateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CalibrateClusterRequest.ProtoReflect.Descriptor instead.
 func (*CalibrateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{50}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CalibrateClusterRequest) GetCluster() *ClusterSpec {
@@ -6586,7 +6697,7 @@ type CalibratedConstant struct {
 
 func (x *CalibratedConstant) Reset() {
 	*x = CalibratedConstant{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[51]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6598,7 +6709,7 @@ func (x *CalibratedConstant) String() string {
 func (*CalibratedConstant) ProtoMessage() {}
 
 func (x *CalibratedConstant) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[51]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6611,7 +6722,7 @@ func (x *CalibratedConstant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CalibratedConstant.ProtoReflect.Descriptor instead.
 func (*CalibratedConstant) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{51}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CalibratedConstant) GetName() string {
@@ -6681,7 +6792,7 @@ type CalibrationErrorRow struct {
 
 func (x *CalibrationErrorRow) Reset() {
 	*x = CalibrationErrorRow{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[52]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6693,7 +6804,7 @@ func (x *CalibrationErrorRow) String() string {
 func (*CalibrationErrorRow) ProtoMessage() {}
 
 func (x *CalibrationErrorRow) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[52]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6706,7 +6817,7 @@ func (x *CalibrationErrorRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CalibrationErrorRow.ProtoReflect.Descriptor instead.
 func (*CalibrationErrorRow) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{52}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CalibrationErrorRow) GetGroup() string {
@@ -6790,7 +6901,7 @@ type CalibrateClusterResponse struct {
 
 func (x *CalibrateClusterResponse) Reset() {
 	*x = CalibrateClusterResponse{}
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[53]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6802,7 +6913,7 @@ func (x *CalibrateClusterResponse) String() string {
 func (*CalibrateClusterResponse) ProtoMessage() {}
 
 func (x *CalibrateClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stepcost_v1_stepcost_proto_msgTypes[53]
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6815,7 +6926,7 @@ func (x *CalibrateClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CalibrateClusterResponse.ProtoReflect.Descriptor instead.
 func (*CalibrateClusterResponse) Descriptor() ([]byte, []int) {
-	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{53}
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CalibrateClusterResponse) GetCluster() *ClusterDefinition {
@@ -7253,7 +7364,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x13offload_activations\x18\x14 \x03(\bR\x12offloadActivations\x12#\n" +
 	"\rexperts_whole\x18\x15 \x03(\bR\fexpertsWhole\x12\x1d\n" +
 	"\n" +
-	"even_split\x18\x16 \x01(\bR\tevenSplit\"\xd2\x05\n" +
+	"even_split\x18\x16 \x01(\bR\tevenSplit\"\x94\x06\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
@@ -7272,17 +7383,26 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x12degraded_nic_speed\x18\x0e \x01(\x01R\x10degradedNicSpeed\x12.\n" +
 	"\x13degraded_link_speed\x18\x0f \x01(\x01R\x11degradedLinkSpeed\x12#\n" +
 	"\rexclude_nodes\x18\x10 \x03(\x05R\fexcludeNodes\x12/\n" +
-	"\x13placement_tolerance\x18\x11 \x01(\x01R\x12placementTolerance\"1\n" +
+	"\x13placement_tolerance\x18\x11 \x01(\x01R\x12placementTolerance\x12@\n" +
+	"\x0edegraded_nodes\x18\x12 \x03(\v2\x19.stepcost.v1.DegradedNodeR\rdegradedNodes\"{\n" +
+	"\fDegradedNode\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x1b\n" +
+	"\tgpu_speed\x18\x02 \x01(\x01R\bgpuSpeed\x12\x1b\n" +
+	"\tnic_speed\x18\x03 \x01(\x01R\bnicSpeed\x12\x1d\n" +
+	"\n" +
+	"link_speed\x18\x04 \x01(\x01R\tlinkSpeed\"1\n" +
 	"\aNodeUse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x12\n" +
-	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xc8\x01\n" +
+	"\x04gpus\x18\x02 \x03(\x05R\x04gpus\"\xae\x02\n" +
 	"\tPlacement\x12*\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x14.stepcost.v1.NodeUseR\x05nodes\x12\x1f\n" +
 	"\vwhole_nodes\x18\x02 \x01(\x05R\n" +
 	"wholeNodes\x12#\n" +
 	"\rpartial_nodes\x18\x03 \x01(\x05R\fpartialNodes\x121\n" +
 	"\x15free_whole_nodes_left\x18\x04 \x01(\x05R\x12freeWholeNodesLeft\x12\x16\n" +
-	"\x06leaves\x18\x05 \x01(\x05R\x06leaves\"\x97\x02\n" +
+	"\x06leaves\x18\x05 \x01(\x05R\x06leaves\x12.\n" +
+	"\x13degraded_nodes_used\x18\x06 \x03(\x05R\x11degradedNodesUsed\x124\n" +
+	"\x16degraded_nodes_avoided\x18\a \x03(\x05R\x14degradedNodesAvoided\"\x97\x02\n" +
 	"\x04Plan\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04gpus\x18\x02 \x01(\x05R\x04gpus\x12+\n" +
@@ -7583,7 +7703,7 @@ func file_stepcost_v1_stepcost_proto_rawDescGZIP() []byte {
 }
 
 var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Precision)(0),                     // 0: stepcost.v1.Precision
 	(Recompute)(0),                     // 1: stepcost.v1.Recompute
@@ -7626,37 +7746,38 @@ var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(*RankConfigsResponse)(nil),        // 38: stepcost.v1.RankConfigsResponse
 	(*Constraints)(nil),                // 39: stepcost.v1.Constraints
 	(*EstimatePlanRequest)(nil),        // 40: stepcost.v1.EstimatePlanRequest
-	(*NodeUse)(nil),                    // 41: stepcost.v1.NodeUse
-	(*Placement)(nil),                  // 42: stepcost.v1.Placement
-	(*Plan)(nil),                       // 43: stepcost.v1.Plan
-	(*SearchStats)(nil),                // 44: stepcost.v1.SearchStats
-	(*EstimatePlanResponse)(nil),       // 45: stepcost.v1.EstimatePlanResponse
-	(*SimulateCollectiveRequest)(nil),  // 46: stepcost.v1.SimulateCollectiveRequest
-	(*CollectiveEstimate)(nil),         // 47: stepcost.v1.CollectiveEstimate
-	(*NotApplicable)(nil),              // 48: stepcost.v1.NotApplicable
-	(*SimulateCollectiveResponse)(nil), // 49: stepcost.v1.SimulateCollectiveResponse
-	(*CollectiveSchedule)(nil),         // 50: stepcost.v1.CollectiveSchedule
-	(*ScheduleVerification)(nil),       // 51: stepcost.v1.ScheduleVerification
-	(*ScheduleRow)(nil),                // 52: stepcost.v1.ScheduleRow
-	(*ScheduleFlow)(nil),               // 53: stepcost.v1.ScheduleFlow
-	(*RankPair)(nil),                   // 54: stepcost.v1.RankPair
-	(*ListCatalogRequest)(nil),         // 55: stepcost.v1.ListCatalogRequest
-	(*SystemEntry)(nil),                // 56: stepcost.v1.SystemEntry
-	(*ListCatalogResponse)(nil),        // 57: stepcost.v1.ListCatalogResponse
-	(*CalibrationRun)(nil),             // 58: stepcost.v1.CalibrationRun
-	(*CalibrationInput)(nil),           // 59: stepcost.v1.CalibrationInput
-	(*CalibrateClusterRequest)(nil),    // 60: stepcost.v1.CalibrateClusterRequest
-	(*CalibratedConstant)(nil),         // 61: stepcost.v1.CalibratedConstant
-	(*CalibrationErrorRow)(nil),        // 62: stepcost.v1.CalibrationErrorRow
-	(*CalibrateClusterResponse)(nil),   // 63: stepcost.v1.CalibrateClusterResponse
-	nil,                                // 64: stepcost.v1.GPU.PeakTflopsEntry
-	nil,                                // 65: stepcost.v1.SearchStats.PrunedEntry
+	(*DegradedNode)(nil),               // 41: stepcost.v1.DegradedNode
+	(*NodeUse)(nil),                    // 42: stepcost.v1.NodeUse
+	(*Placement)(nil),                  // 43: stepcost.v1.Placement
+	(*Plan)(nil),                       // 44: stepcost.v1.Plan
+	(*SearchStats)(nil),                // 45: stepcost.v1.SearchStats
+	(*EstimatePlanResponse)(nil),       // 46: stepcost.v1.EstimatePlanResponse
+	(*SimulateCollectiveRequest)(nil),  // 47: stepcost.v1.SimulateCollectiveRequest
+	(*CollectiveEstimate)(nil),         // 48: stepcost.v1.CollectiveEstimate
+	(*NotApplicable)(nil),              // 49: stepcost.v1.NotApplicable
+	(*SimulateCollectiveResponse)(nil), // 50: stepcost.v1.SimulateCollectiveResponse
+	(*CollectiveSchedule)(nil),         // 51: stepcost.v1.CollectiveSchedule
+	(*ScheduleVerification)(nil),       // 52: stepcost.v1.ScheduleVerification
+	(*ScheduleRow)(nil),                // 53: stepcost.v1.ScheduleRow
+	(*ScheduleFlow)(nil),               // 54: stepcost.v1.ScheduleFlow
+	(*RankPair)(nil),                   // 55: stepcost.v1.RankPair
+	(*ListCatalogRequest)(nil),         // 56: stepcost.v1.ListCatalogRequest
+	(*SystemEntry)(nil),                // 57: stepcost.v1.SystemEntry
+	(*ListCatalogResponse)(nil),        // 58: stepcost.v1.ListCatalogResponse
+	(*CalibrationRun)(nil),             // 59: stepcost.v1.CalibrationRun
+	(*CalibrationInput)(nil),           // 60: stepcost.v1.CalibrationInput
+	(*CalibrateClusterRequest)(nil),    // 61: stepcost.v1.CalibrateClusterRequest
+	(*CalibratedConstant)(nil),         // 62: stepcost.v1.CalibratedConstant
+	(*CalibrationErrorRow)(nil),        // 63: stepcost.v1.CalibrationErrorRow
+	(*CalibrateClusterResponse)(nil),   // 64: stepcost.v1.CalibrateClusterResponse
+	nil,                                // 65: stepcost.v1.GPU.PeakTflopsEntry
+	nil,                                // 66: stepcost.v1.SearchStats.PrunedEntry
 }
 var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	10, // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
 	12, // 1: stepcost.v1.Architecture.mla:type_name -> stepcost.v1.MLA
 	11, // 2: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
-	64, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
+	65, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
 	14, // 4: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
 	15, // 5: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
 	16, // 6: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
@@ -7697,61 +7818,62 @@ var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	24, // 41: stepcost.v1.EstimatePlanRequest.training:type_name -> stepcost.v1.Training
 	39, // 42: stepcost.v1.EstimatePlanRequest.constraints:type_name -> stepcost.v1.Constraints
 	4,  // 43: stepcost.v1.EstimatePlanRequest.objective:type_name -> stepcost.v1.Objective
-	41, // 44: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
-	25, // 45: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
-	42, // 46: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
-	31, // 47: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
-	65, // 48: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
-	43, // 49: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
-	43, // 50: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
-	44, // 51: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
-	11, // 52: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
-	22, // 53: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	5,  // 54: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
-	6,  // 55: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 56: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
-	8,  // 57: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
-	6,  // 58: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 59: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
-	6,  // 60: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
-	47, // 61: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
-	47, // 62: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
-	48, // 63: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
-	50, // 64: stepcost.v1.SimulateCollectiveResponse.schedule:type_name -> stepcost.v1.CollectiveSchedule
-	6,  // 65: stepcost.v1.CollectiveSchedule.algorithm:type_name -> stepcost.v1.Algorithm
-	7,  // 66: stepcost.v1.CollectiveSchedule.protocol:type_name -> stepcost.v1.Protocol
-	51, // 67: stepcost.v1.CollectiveSchedule.verification:type_name -> stepcost.v1.ScheduleVerification
-	52, // 68: stepcost.v1.CollectiveSchedule.rows:type_name -> stepcost.v1.ScheduleRow
-	53, // 69: stepcost.v1.ScheduleRow.flows:type_name -> stepcost.v1.ScheduleFlow
-	9,  // 70: stepcost.v1.ScheduleFlow.kind:type_name -> stepcost.v1.TransferKind
-	54, // 71: stepcost.v1.ScheduleFlow.examples:type_name -> stepcost.v1.RankPair
-	19, // 72: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
-	14, // 73: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
-	56, // 74: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
-	11, // 75: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
-	58, // 76: stepcost.v1.CalibrationInput.run:type_name -> stepcost.v1.CalibrationRun
-	22, // 77: stepcost.v1.CalibrateClusterRequest.cluster:type_name -> stepcost.v1.ClusterSpec
-	59, // 78: stepcost.v1.CalibrateClusterRequest.inputs:type_name -> stepcost.v1.CalibrationInput
-	19, // 79: stepcost.v1.CalibrateClusterResponse.cluster:type_name -> stepcost.v1.ClusterDefinition
-	61, // 80: stepcost.v1.CalibrateClusterResponse.constants:type_name -> stepcost.v1.CalibratedConstant
-	62, // 81: stepcost.v1.CalibrateClusterResponse.errors:type_name -> stepcost.v1.CalibrationErrorRow
-	40, // 82: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
-	32, // 83: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
-	36, // 84: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
-	46, // 85: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
-	55, // 86: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
-	60, // 87: stepcost.v1.StepcostService.CalibrateCluster:input_type -> stepcost.v1.CalibrateClusterRequest
-	45, // 88: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
-	33, // 89: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
-	38, // 90: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
-	49, // 91: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
-	57, // 92: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
-	63, // 93: stepcost.v1.StepcostService.CalibrateCluster:output_type -> stepcost.v1.CalibrateClusterResponse
-	88, // [88:94] is the sub-list for method output_type
-	82, // [82:88] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	41, // 44: stepcost.v1.EstimatePlanRequest.degraded_nodes:type_name -> stepcost.v1.DegradedNode
+	42, // 45: stepcost.v1.Placement.nodes:type_name -> stepcost.v1.NodeUse
+	25, // 46: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
+	43, // 47: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
+	31, // 48: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
+	66, // 49: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
+	44, // 50: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
+	44, // 51: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
+	45, // 52: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
+	11, // 53: stepcost.v1.EstimatePlanResponse.model:type_name -> stepcost.v1.Architecture
+	22, // 54: stepcost.v1.SimulateCollectiveRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	5,  // 55: stepcost.v1.SimulateCollectiveRequest.collective:type_name -> stepcost.v1.Collective
+	6,  // 56: stepcost.v1.SimulateCollectiveRequest.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 57: stepcost.v1.SimulateCollectiveRequest.protocol:type_name -> stepcost.v1.Protocol
+	8,  // 58: stepcost.v1.SimulateCollectiveRequest.launch:type_name -> stepcost.v1.Launch
+	6,  // 59: stepcost.v1.CollectiveEstimate.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 60: stepcost.v1.CollectiveEstimate.protocol:type_name -> stepcost.v1.Protocol
+	6,  // 61: stepcost.v1.NotApplicable.algorithm:type_name -> stepcost.v1.Algorithm
+	48, // 62: stepcost.v1.SimulateCollectiveResponse.chosen:type_name -> stepcost.v1.CollectiveEstimate
+	48, // 63: stepcost.v1.SimulateCollectiveResponse.considered:type_name -> stepcost.v1.CollectiveEstimate
+	49, // 64: stepcost.v1.SimulateCollectiveResponse.not_applicable:type_name -> stepcost.v1.NotApplicable
+	51, // 65: stepcost.v1.SimulateCollectiveResponse.schedule:type_name -> stepcost.v1.CollectiveSchedule
+	6,  // 66: stepcost.v1.CollectiveSchedule.algorithm:type_name -> stepcost.v1.Algorithm
+	7,  // 67: stepcost.v1.CollectiveSchedule.protocol:type_name -> stepcost.v1.Protocol
+	52, // 68: stepcost.v1.CollectiveSchedule.verification:type_name -> stepcost.v1.ScheduleVerification
+	53, // 69: stepcost.v1.CollectiveSchedule.rows:type_name -> stepcost.v1.ScheduleRow
+	54, // 70: stepcost.v1.ScheduleRow.flows:type_name -> stepcost.v1.ScheduleFlow
+	9,  // 71: stepcost.v1.ScheduleFlow.kind:type_name -> stepcost.v1.TransferKind
+	55, // 72: stepcost.v1.ScheduleFlow.examples:type_name -> stepcost.v1.RankPair
+	19, // 73: stepcost.v1.SystemEntry.definition:type_name -> stepcost.v1.ClusterDefinition
+	14, // 74: stepcost.v1.ListCatalogResponse.gpus:type_name -> stepcost.v1.GPU
+	57, // 75: stepcost.v1.ListCatalogResponse.systems:type_name -> stepcost.v1.SystemEntry
+	11, // 76: stepcost.v1.ListCatalogResponse.models:type_name -> stepcost.v1.Architecture
+	59, // 77: stepcost.v1.CalibrationInput.run:type_name -> stepcost.v1.CalibrationRun
+	22, // 78: stepcost.v1.CalibrateClusterRequest.cluster:type_name -> stepcost.v1.ClusterSpec
+	60, // 79: stepcost.v1.CalibrateClusterRequest.inputs:type_name -> stepcost.v1.CalibrationInput
+	19, // 80: stepcost.v1.CalibrateClusterResponse.cluster:type_name -> stepcost.v1.ClusterDefinition
+	62, // 81: stepcost.v1.CalibrateClusterResponse.constants:type_name -> stepcost.v1.CalibratedConstant
+	63, // 82: stepcost.v1.CalibrateClusterResponse.errors:type_name -> stepcost.v1.CalibrationErrorRow
+	40, // 83: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
+	32, // 84: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
+	36, // 85: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
+	47, // 86: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
+	56, // 87: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
+	61, // 88: stepcost.v1.StepcostService.CalibrateCluster:input_type -> stepcost.v1.CalibrateClusterRequest
+	46, // 89: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
+	33, // 90: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
+	38, // 91: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
+	50, // 92: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
+	58, // 93: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
+	64, // 94: stepcost.v1.StepcostService.CalibrateCluster:output_type -> stepcost.v1.CalibrateClusterResponse
+	89, // [89:95] is the sub-list for method output_type
+	83, // [83:89] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_stepcost_v1_stepcost_proto_init() }
@@ -7774,7 +7896,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stepcost_v1_stepcost_proto_rawDesc), len(file_stepcost_v1_stepcost_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   56,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

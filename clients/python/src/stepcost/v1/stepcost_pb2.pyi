@@ -458,12 +458,25 @@ class Constraints(_message.Message):
     zero: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, tp: _Optional[_Iterable[int]] = ..., pp: _Optional[_Iterable[int]] = ..., cp: _Optional[_Iterable[int]] = ..., ep: _Optional[_Iterable[int]] = ..., zero: _Optional[_Iterable[int]] = ..., micro_batch: _Optional[_Iterable[int]] = ..., virtual_stages: _Optional[_Iterable[int]] = ..., recompute: _Optional[_Iterable[_Union[Recompute, str]]] = ..., sp: _Optional[_Iterable[bool]] = ..., schedules: _Optional[_Iterable[_Union[Schedule, str]]] = ..., tp_across_nodes: bool = ..., uneven_pp: bool = ..., min_headroom_gb: _Optional[float] = ..., max_micro_batch: _Optional[int] = ..., offload: _Optional[str] = ..., overlap_tp: _Optional[_Iterable[bool]] = ..., overlap_ep: _Optional[_Iterable[bool]] = ..., cp_all_to_all: _Optional[_Iterable[bool]] = ..., fp8_params: _Optional[_Iterable[bool]] = ..., offload_activations: _Optional[_Iterable[bool]] = ..., experts_whole: _Optional[_Iterable[bool]] = ..., even_split: bool = ...) -> None: ...
 
+class DegradedNode(_message.Message):
+    __slots__ = ["gpu_speed", "link_speed", "nic_speed", "node"]
+    GPU_SPEED_FIELD_NUMBER: _ClassVar[int]
+    LINK_SPEED_FIELD_NUMBER: _ClassVar[int]
+    NIC_SPEED_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    gpu_speed: float
+    link_speed: float
+    nic_speed: float
+    node: int
+    def __init__(self, node: _Optional[int] = ..., gpu_speed: _Optional[float] = ..., nic_speed: _Optional[float] = ..., link_speed: _Optional[float] = ...) -> None: ...
+
 class EstimatePlanRequest(_message.Message):
-    __slots__ = ["cluster", "constraints", "degraded_link_speed", "degraded_nic_speed", "exclude_nodes", "gpus", "include_dominated", "max_gpus", "min_gpus", "model", "objective", "placement_tolerance", "price_per_gpu_hour", "slow_gpu_speed", "token_budget", "top_k", "training"]
+    __slots__ = ["cluster", "constraints", "degraded_link_speed", "degraded_nic_speed", "degraded_nodes", "exclude_nodes", "gpus", "include_dominated", "max_gpus", "min_gpus", "model", "objective", "placement_tolerance", "price_per_gpu_hour", "slow_gpu_speed", "token_budget", "top_k", "training"]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_LINK_SPEED_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_NIC_SPEED_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_NODES_FIELD_NUMBER: _ClassVar[int]
     EXCLUDE_NODES_FIELD_NUMBER: _ClassVar[int]
     GPUS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_DOMINATED_FIELD_NUMBER: _ClassVar[int]
@@ -481,6 +494,7 @@ class EstimatePlanRequest(_message.Message):
     constraints: Constraints
     degraded_link_speed: float
     degraded_nic_speed: float
+    degraded_nodes: _containers.RepeatedCompositeFieldContainer[DegradedNode]
     exclude_nodes: _containers.RepeatedScalarFieldContainer[int]
     gpus: int
     include_dominated: bool
@@ -494,7 +508,7 @@ class EstimatePlanRequest(_message.Message):
     token_budget: float
     top_k: int
     training: Training
-    def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., training: _Optional[_Union[Training, _Mapping]] = ..., gpus: _Optional[int] = ..., min_gpus: _Optional[int] = ..., max_gpus: _Optional[int] = ..., constraints: _Optional[_Union[Constraints, _Mapping]] = ..., objective: _Optional[_Union[Objective, str]] = ..., price_per_gpu_hour: _Optional[float] = ..., token_budget: _Optional[float] = ..., top_k: _Optional[int] = ..., include_dominated: bool = ..., slow_gpu_speed: _Optional[float] = ..., degraded_nic_speed: _Optional[float] = ..., degraded_link_speed: _Optional[float] = ..., exclude_nodes: _Optional[_Iterable[int]] = ..., placement_tolerance: _Optional[float] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., training: _Optional[_Union[Training, _Mapping]] = ..., gpus: _Optional[int] = ..., min_gpus: _Optional[int] = ..., max_gpus: _Optional[int] = ..., constraints: _Optional[_Union[Constraints, _Mapping]] = ..., objective: _Optional[_Union[Objective, str]] = ..., price_per_gpu_hour: _Optional[float] = ..., token_budget: _Optional[float] = ..., top_k: _Optional[int] = ..., include_dominated: bool = ..., slow_gpu_speed: _Optional[float] = ..., degraded_nic_speed: _Optional[float] = ..., degraded_link_speed: _Optional[float] = ..., exclude_nodes: _Optional[_Iterable[int]] = ..., placement_tolerance: _Optional[float] = ..., degraded_nodes: _Optional[_Iterable[_Union[DegradedNode, _Mapping]]] = ...) -> None: ...
 
 class EstimatePlanResponse(_message.Message):
     __slots__ = ["cached", "estimator_version", "model", "no_plan_reason", "pareto", "plans", "stats"]
@@ -838,18 +852,22 @@ class Optimizer(_message.Message):
     def __init__(self, name: _Optional[str] = ..., weight_bytes: _Optional[float] = ..., grad_bytes: _Optional[float] = ..., state_bytes: _Optional[float] = ...) -> None: ...
 
 class Placement(_message.Message):
-    __slots__ = ["free_whole_nodes_left", "leaves", "nodes", "partial_nodes", "whole_nodes"]
+    __slots__ = ["degraded_nodes_avoided", "degraded_nodes_used", "free_whole_nodes_left", "leaves", "nodes", "partial_nodes", "whole_nodes"]
+    DEGRADED_NODES_AVOIDED_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_NODES_USED_FIELD_NUMBER: _ClassVar[int]
     FREE_WHOLE_NODES_LEFT_FIELD_NUMBER: _ClassVar[int]
     LEAVES_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     PARTIAL_NODES_FIELD_NUMBER: _ClassVar[int]
     WHOLE_NODES_FIELD_NUMBER: _ClassVar[int]
+    degraded_nodes_avoided: _containers.RepeatedScalarFieldContainer[int]
+    degraded_nodes_used: _containers.RepeatedScalarFieldContainer[int]
     free_whole_nodes_left: int
     leaves: int
     nodes: _containers.RepeatedCompositeFieldContainer[NodeUse]
     partial_nodes: int
     whole_nodes: int
-    def __init__(self, nodes: _Optional[_Iterable[_Union[NodeUse, _Mapping]]] = ..., whole_nodes: _Optional[int] = ..., partial_nodes: _Optional[int] = ..., free_whole_nodes_left: _Optional[int] = ..., leaves: _Optional[int] = ...) -> None: ...
+    def __init__(self, nodes: _Optional[_Iterable[_Union[NodeUse, _Mapping]]] = ..., whole_nodes: _Optional[int] = ..., partial_nodes: _Optional[int] = ..., free_whole_nodes_left: _Optional[int] = ..., leaves: _Optional[int] = ..., degraded_nodes_used: _Optional[_Iterable[int]] = ..., degraded_nodes_avoided: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Plan(_message.Message):
     __slots__ = ["cost_usd", "dominated", "estimate", "gpus", "layout", "placement", "rank", "score"]

@@ -1,0 +1,167 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// placements are the placements the search tries for a job of n GPUs in TP groups of
+// tp (the package's placements), with the request's degraded nodes: on the other
+// nodes' free GPUs when they can host the job, else with the fewest degraded nodes
+// back that let them, the mildest first (readmitted), else on the free map as given.
+// Each placement records the degraded nodes it uses and those it leaves out although
+// they had free GPUs.
+func (r *Request) placements(n, tp int) []*Placement {
+	if r.avoid == nil {
+		return placements(r.Cluster, r.Free, n, tp)
+	}
+	pls := placements(r.Cluster, r.avoid, n, tp)
+	if len(pls) == 0 {
+		pls = placements(r.Cluster, r.readmitted(n, tp), n, tp)
+	}
+	if len(pls) == 0 {
+		pls = placements(r.Cluster, r.Free, n, tp)
+	}
+	for _, pl := range pls {
+		used := make(map[int]bool, len(pl.Nodes))
+		for _, u := range pl.Nodes {
+			used[u.Node] = true
+		}
+		for _, d := range r.DegradedNodes {
+			switch {
+			case used[d.Node]:
+				pl.DegradedUsed = append(pl.DegradedUsed, d.Node)
+			case r.Free == nil || len(r.Free[d.Node]) > 0:
+				pl.DegradedAvoided = append(pl.DegradedAvoided, d.Node)
+			}
+		}
+		slices.Sort(pl.DegradedUsed)
+		slices.Sort(pl.DegradedAvoided)
+	}
+	return pls
+}
+
+// readmitted is the free map without the degraded nodes but the fewest of them,
+// taken back mildest first (Request.mildFirst), whose free GPUs can host n GPUs in
+// TP groups of tp: whole groups of a node's free GPUs, whole nodes for a group over
+// several (placeBy's rule).
+func (r *Request) readmitted(n, tp int) FreeMap {
+	g := r.Cluster.Spec.GPUsPerNode
+	usable := func(free int) int {
+		switch {
+		case tp <= g:
+			return free / tp * tp
+		case free == g:
+			return free
+		}
+		return 0
+	}
+	have := 0
+	for _, gs := range r.avoid {
+		have += usable(len(gs))
+	}
+	for k, node := range r.mildFirst {
+		free := g
+		if r.Free != nil {
+			free = len(r.Free[node])
+		}
+		if have += usable(free); have >= n {
+			return r.Free.without(r.Cluster, r.mildFirst[k+1:])
+		}
+	}
+	return r.Free
+}
+
+// mildFirst orders degraded nodes by their slowest part's speed, the fastest (the
+// mildest degradation) first, then by node.
+func mildFirst(ds []DegradedNode) []int {
+	ds = slices.Clone(ds)
+	slices.SortStableFunc(ds, func(a, b DegradedNode) int {
+		if wa, wb := a.slowest(), b.slowest(); wa != wb {
+			if wa > wb {
+				return -1
+			}
+			return 1
+		}
+		return a.Node - b.Node
+	})
+	out := make([]int, len(ds))
+	for i, d := range ds {
+		out[i] = d.Node
+	}
+	return out
+}
+
+// slowest is the lowest speed the node's degraded parts run at.
+func (d DegradedNode) slowest() float64 {
+	s := 1.0
+	for _, v := range []float64{d.GPUSpeed, d.NICSpeed, d.LinkSpeed} {
+		if v > 0 {
+			s = min(s, v)
+		}
+	}
+	return s
+}
+
+// whatIfs are the slow-GPU, degraded-NIC and degraded-link speeds a placement is
+// priced with: the request's (the job's own what-ifs), and those of each degraded
+// node it uses. The step estimate prices one degraded part of each kind, placed in
+// every group it prices (rank 0's node and GPU), so where in the job the node sits
+// does not change the price; when several apply, the slowest paces the step.
+func (r *Request) whatIfs(pl *Placement) (slow, nic, link float64) {
+	slow, nic, link = r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed
+	for _, d := range r.DegradedNodes {
+		if slices.Contains(pl.DegradedUsed, d.Node) {
+			slow, nic, link = slower(slow, d.GPUSpeed), slower(nic, d.NICSpeed), slower(link, d.LinkSpeed)
+		}
+	}
+	return slow, nic, link
+}
+
+// slower is the slower of two what-if speeds, 0 meaning none.
+func slower(a, b float64) float64 {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// degradedNote says, for a plan's assumptions, which degraded nodes the placement
+// used and which it left out; "" without degraded nodes.
+func (r *Request) degradedNote(pl *Placement) string {
+	var parts []string
+	if len(pl.DegradedUsed) > 0 {
+		var used []string
+		for _, d := range r.DegradedNodes {
+			if slices.Contains(pl.DegradedUsed, d.Node) {
+				used = append(used, fmt.Sprintf("node %d (%s)", d.Node, d.parts()))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("what-if: degraded %s used: the free GPUs of the other nodes cannot host the job; priced with the degradation in the job, in every group the estimate prices",
+			strings.Join(used, ", ")))
+	}
+	if len(pl.DegradedAvoided) > 0 {
+		parts = append(parts, fmt.Sprintf("what-if: degraded node%s %s avoided: the job runs on other nodes' free GPUs at full speed",
+			plural(len(pl.DegradedAvoided), "", "s"), joinInts(pl.DegradedAvoided)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// parts names a degraded node's parts and their speeds.
+func (d DegradedNode) parts() string {
+	var out []string
+	if d.GPUSpeed > 0 {
+		out = append(out, fmt.Sprintf("a GPU at %.3g%% of its speed", 100*d.GPUSpeed))
+	}
+	if d.NICSpeed > 0 {
+		out = append(out, fmt.Sprintf("NICs at %.3g%% of their bandwidth", 100*d.NICSpeed))
+	}
+	if d.LinkSpeed > 0 {
+		out = append(out, fmt.Sprintf("a GPU's scale-up link at %.3g%% of its bandwidth", 100*d.LinkSpeed))
+	}
+	return strings.Join(out, ", ")
+}
