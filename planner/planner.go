@@ -323,7 +323,8 @@ type Stats struct {
 	Pruned     map[string]int `json:"pruned"`
 	Evaluated  int            `json:"evaluated"`
 	Feasible   int            `json:"feasible"`
-	// Dominated counts feasible plans left out of the top K as dominated.
+	// Dominated counts feasible plans left out of the top K because another
+	// feasible plan taken dominates them (all of them, wherever they would rank).
 	Dominated int           `json:"dominated"`
 	GPUCounts []int         `json:"gpu_counts"`
 	Elapsed   time.Duration `json:"elapsed_ns"`

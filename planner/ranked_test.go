@@ -147,3 +147,58 @@ func TestRankedAnswersUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// TestTopKIsExhaustive: the top K of a pinned search is the first K of a search
+// that keeps far more (K = 1000), priced over one worker and over four: the plans
+// the search prunes by their bound, and the order it prices them in, take no plan
+// out of the top K and put none in. A plan pushed past position K comes back when a
+// later plan dominates one ranked before it (qwen3-235b-a22b on 256 H100 once
+// missed its 20th plan, TP 4 × PP 4 × CP 2 at 8.141 s, this way).
+func TestTopKIsExhaustive(t *testing.T) {
+	e := step.New()
+	for _, s := range rankedSearches(t) {
+		if s.slow && s.name != "qwen3-235b-a22b/256" || (s.slow && (raceEnabled || testing.Short())) {
+			continue
+		}
+		t.Run(s.name, func(t *testing.T) {
+			k := s.req.TopK
+			all := s.req
+			all.TopK = 1000
+			wide, err := planner.Search(context.Background(), e, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(wide.Top[:min(k, len(wide.Top))])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, workers := range []int{1, 4} {
+				req := s.req
+				req.Workers = workers
+				res, err := planner.Search(context.Background(), e, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := json.Marshal(res.Top)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(want) {
+					for i := range max(len(res.Top), min(k, len(wide.Top))) {
+						var g, w string
+						if i < len(res.Top) {
+							g = fmt.Sprintf("%+v %.4f", res.Top[i].Layout, res.Top[i].Score)
+						}
+						if i < len(wide.Top) {
+							w = fmt.Sprintf("%+v %.4f", wide.Top[i].Layout, wide.Top[i].Score)
+						}
+						if g != w {
+							t.Errorf("%d workers, place %d: %s; with K = 1000: %s", workers, i+1, g, w)
+						}
+					}
+					t.Errorf("%d workers: the top %d differ from the first %d with K = 1000", workers, k, k)
+				}
+			}
+		})
+	}
+}

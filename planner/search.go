@@ -878,11 +878,11 @@ type evaluation struct {
 	basis   *step.MemoryBasis // of the request's model and training, for the memory checks
 	workers int
 	stats   *Stats
-	tol     float64 // the placement tolerance
-	kept    int     // layouts the enumeration kept
-	taken   int     // layouts taken from the queue
-	chunk   int     // layouts in the next chunk
-	top     []*evaluated
+	tol     float64       // the placement tolerance
+	kept    int           // layouts the enumeration kept
+	taken   int           // layouts taken from the queue
+	chunk   int           // layouts in the next chunk
+	top     []*evaluated  // the ranking (offer): the top K are its first K
 	arrays  []*chunkArray // the chunks' candidates
 	out     []evaluated   // the current chunk's evaluations
 	// mems are the arrays of the last two chunks' memory checks (nextMems is the
@@ -894,7 +894,7 @@ type evaluation struct {
 	fronts   fronts
 	added    []frontPlan // the current chunk's plans, for the fronts once it is taken
 	all      []point     // every feasible plan
-	kth      float64     // the K-th plan's score once the top K is full
+	kth      float64     // the K-th plan's score once the ranking holds K
 
 	// caches are the enumerating goroutines' (idle once the enumeration is done),
 	// holding the layers' compute times the bounds took: pricing worker w prices
@@ -944,7 +944,13 @@ func (s *evaluation) run(ctx context.Context, q *queue) error {
 	for {
 		priced := len(cands)
 		if len(s.top) >= s.req.TopK {
-			priced, _ = slices.BinarySearchFunc(cands, s.kth, func(c candidate, kth float64) int { return cmp.Compare(c.bound, kth) })
+			// The first layout stopBefore stops at: its bound above the K-th plan's score.
+			priced, _ = slices.BinarySearchFunc(cands, s.kth, func(c candidate, kth float64) int {
+				if c.bound <= kth {
+					return -1
+				}
+				return 1
+			})
 		}
 		var following []candidate
 		var followingChecked *memoryCheck
@@ -1044,11 +1050,15 @@ func (s *evaluation) checkMemory(ctx context.Context, cands []candidate) *memory
 	return mc
 }
 
-// stopBefore tells whether the search stops before a layout of this bound — the top
-// K is full and the bound cannot beat the K-th plan — and then counts the layouts never taken as
-// pruned by the time bound.
+// stopBefore tells whether the search stops before a layout of this bound — the
+// ranking holds K plans and the bound is above the K-th plan's score — and then
+// counts the layouts never taken as pruned by the time bound. Every layout left
+// scores at least its bound, so it can neither rank before the K-th plan nor
+// dominate one of the first K (a dominating plan scores no more than the plan it
+// dominates); a bound equal to the K-th score is taken: a plan of that score could
+// still rank before the K-th plan by enumeration order, or dominate it.
 func (s *evaluation) stopBefore(bound float64) bool {
-	if len(s.top) >= s.req.TopK && bound >= s.kth {
+	if len(s.top) >= s.req.TopK && bound > s.kth {
 		s.stats.Pruned[PrunedTimeBound] += s.kept - s.taken
 		return true
 	}
@@ -1238,34 +1248,43 @@ func (s *evaluation) take(ev *evaluated) {
 	s.offer(ev)
 }
 
-// offer inserts a feasible plan into the sorted top K, and sets the stop score once
-// the top K is full.
+// offer inserts a feasible plan into the ranking. Without dominated plans the
+// ranking holds every plan taken so far that no other taken plan dominates, not
+// only the first K: a plan pushed past position K comes back when a later plan
+// dominates one ranked before it, so the first K are those of an exhaustive search
+// over the plans taken, whatever order they were taken in. A plan that dominates
+// another scores no more (same GPU count, no slower), so it ranks before it: the
+// dominated plans are found among those ranked after the new plan's place, and its
+// dominators among those before (ties of score on either side). With dominated
+// plans included nothing ever leaves, and the ranking is cut at K. The stop score
+// is the K-th plan's once there are K.
 func (s *evaluation) offer(ev *evaluated) {
+	k := s.req.TopK
 	if !s.req.IncludeDominated {
 		// A dominated plan stays out; one the new plan dominates leaves.
-		if slices.ContainsFunc(s.top, func(t *evaluated) bool { return dominates(t, ev) }) {
+		if slices.ContainsFunc(s.top, func(t *evaluated) bool { return t.score <= ev.score && dominates(t, ev) }) {
 			s.stats.Dominated++
 			return
 		}
 		n := len(s.top)
-		s.top = slices.DeleteFunc(s.top, func(t *evaluated) bool { return dominates(ev, t) })
+		s.top = slices.DeleteFunc(s.top, func(t *evaluated) bool { return t.score >= ev.score && dominates(ev, t) })
 		s.stats.Dominated += n - len(s.top)
 	}
-	k := s.req.TopK
 	pos := len(s.top)
 	for pos > 0 && better(ev, s.top[pos-1]) {
 		pos--
 	}
-	if pos < k {
+	if !s.req.IncludeDominated || pos < k {
 		keep := new(evaluated)
 		*keep = *ev
 		s.top = slices.Insert(s.top, pos, keep)
-		if len(s.top) > k {
+		if s.req.IncludeDominated && len(s.top) > k {
+			clear(s.top[k:])
 			s.top = s.top[:k]
 		}
 	}
-	if len(s.top) == k {
-		s.kth = s.top[len(s.top)-1].score
+	if len(s.top) >= k {
+		s.kth = s.top[k-1].score
 	}
 }
 
@@ -1293,7 +1312,7 @@ func (s *evaluation) plan(c *candidate, alt int) (Plan, error) {
 // each is flagged when a feasible plan dominates it.
 func (s *evaluation) rank() ([]Plan, error) {
 	var plans []Plan
-	for i, ev := range s.top {
+	for i, ev := range s.top[:min(len(s.top), s.req.TopK)] {
 		p, err := s.plan(ev.c, ev.alt)
 		if err != nil {
 			return nil, err
