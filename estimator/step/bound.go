@@ -177,11 +177,11 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 				in.rs8 = (us8 - ag8) * 1e-6
 			}
 		}
-		// The estimate scales what the overlap exposes and its contention by the
-		// MoE share of the layers' TP collectives (pricing.tensorParallel), on
-		// the stage's layer counts (the pair's under DualPipe).
+		// As the estimate (pricing.tensorParallel): what the overlap exposes and
+		// its contention in the overlap's MoE share (tpOverlapShare), on the
+		// stage's layer counts (the pair's under DualPipe).
 		exposed, _, cont := tpOverlap(*l, &cp, in)
-		share := tpMoEShare(l, cp.nDense, cp.nMoE)
+		share := tpOverlapShare(l, cp.nDense, cp.nMoE)
 		exposed, cont = exposed*share, cont*share
 		perMB += exposed
 		dualMB, dualCont = dualMB+exposed, cont
@@ -190,7 +190,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			cp.nDense, cp.nMoE = dc.nDense, dc.nMoE
 			e2, _, c2 := tpOverlap(*l, &cp, in)
 			cp.nDense, cp.nMoE = nd, nm
-			s2 := tpMoEShare(l, dc.nDense, dc.nMoE)
+			s2 := tpOverlapShare(l, dc.nDense, dc.nMoE)
 			dualMB, dualCont = cp.fwd+cp.bwd+cp.rc+min(exposed, e2*s2), min(cont, c2*s2)
 		}
 		// What the overlap takes of the SMs slows the compute it runs under
@@ -259,6 +259,22 @@ func tpMoEShare(l *Layout, nDense, nMoE float64) float64 {
 		return 1
 	}
 	return (nDense + nMoE/2) / (nDense + nMoE)
+}
+
+// tpOverlapShare is the share of what tpOverlap prices that the estimate keeps
+// (pricing.tensorParallel). With expert TP 1 tpOverlap prices a MoE layer's
+// attention half alone, the collectives Megatron-Core runs (the all-to-all
+// dispatcher routes each rank's own sequence-parallel tokens, and gathers over
+// the expert-TP group only when it is larger than 1), so nothing scales it again.
+// With expert TP above 1 it prices the MoE layer's MLP half as dense collectives
+// around the experts and the MoE share of the layers' TP collectives halves the
+// total: an approximation of the attention half, kept (docs/step-model.md, "A MoE
+// layer's TP collectives under TP overlap, counted once").
+func tpOverlapShare(l *Layout, nDense, nMoE float64) float64 {
+	if l.etp() == 1 {
+		return 1
+	}
+	return tpMoEShare(l, nDense, nMoE)
 }
 
 // leastRankParams is at most the dense parameters the estimate's slowest pipeline
