@@ -389,16 +389,22 @@ var claimExceptions = map[string]claimException{
 	"dgxc_gb200_deepseekv3_256gpu_bf16":              {modelError: dsv3GB200},
 	"dgxc_gb200_deepseekv3_512gpu_bf16":              {modelError: dsv3GB200},
 	"dgxc2502_h100_grok1_8gpu_fp8":                   {modelError: grokFP8},
-	"dgxc2502_h100_grok1_16gpu_fp8":                  {modelError: grokFP8},
-	"dgxc2502_h100_grok1_32gpu_fp8":                  {modelError: grokFP8},
-	"dgxc2502_h100_grok1_64gpu_fp8":                  {modelError: grokFP8},
-	"mlperf60_h100_gptoss20b_64gpu_fp8":              {modelError: gptOSSH100},
-	"mlperf51_gb200_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
-	"mlperf51_gb300_llama31_8b_512gpu_fp8":           {modelError: llama8BGBS64},
-	"mlperf51_h100_llama31_8b_128gpu_fp8_cisco":      {sameWorkFaster: cisco8BNewerStack},
-	"narayanan21_t1_1.7b":                            {recomputeMeasured: megatron2021},
-	"narayanan21_t1_76.1b":                           {recomputeMeasured: megatron2021},
-	"narayanan21_t2_zero3_530b_640gpu":               {modelError: "DeepSpeed ZeRO-3 530B on 640 A100: the model prices the published layout 12 % fast (the list collectives' copies priced; the rest grows with the bytes gathered; DeepSpeed's prefetch limits ruled out, docs/step-model.md)"},
+	// Open: with a MoE layer's TP overlap priced on its attention half alone, the
+	// published layout (TP 4, experts split over it) hides less of its TP traffic and
+	// is priced 15.618 s (12 % fast); the best plan (TP 1, DP 16, EP 8, 11.953 s) is
+	// then 1.31× that price, just over what a model error may claim. Whether NeMo
+	// 24.12's own layout leaves that much or the model is wrong about the plan, no
+	// measurement says (docs/step-model.md, "Grok-1 fp8 on 8–64 H100").
+	"dgxc2502_h100_grok1_16gpu_fp8":             {open: "Grok-1 fp8 on 16 H100 (dgxc2502): the published layout priced 12 % fast and the best plan (TP 1, DP 16, EP 8) 1.31× its price; no measurement of another layout on that stack"},
+	"dgxc2502_h100_grok1_32gpu_fp8":             {modelError: grokFP8},
+	"dgxc2502_h100_grok1_64gpu_fp8":             {modelError: grokFP8},
+	"mlperf60_h100_gptoss20b_64gpu_fp8":         {modelError: gptOSSH100},
+	"mlperf51_gb200_llama31_8b_512gpu_fp8":      {modelError: llama8BGBS64},
+	"mlperf51_gb300_llama31_8b_512gpu_fp8":      {modelError: llama8BGBS64},
+	"mlperf51_h100_llama31_8b_128gpu_fp8_cisco": {sameWorkFaster: cisco8BNewerStack},
+	"narayanan21_t1_1.7b":                       {recomputeMeasured: megatron2021},
+	"narayanan21_t1_76.1b":                      {recomputeMeasured: megatron2021},
+	"narayanan21_t2_zero3_530b_640gpu":          {modelError: "DeepSpeed ZeRO-3 530B on 640 A100: the model prices the published layout 12 % fast (the list collectives' copies priced; the rest grows with the bytes gathered; DeepSpeed's prefetch limits ruled out, docs/step-model.md)"},
 
 	// dgxc-benchmarking's Grok-1 fp8 recipe, weak-scaled (8 layers a pipeline rank from
 	// 128 GPUs up): v25.05 (NeMo 25.04, expert TP 1) ran the 512-GPU size in 13.433 s,

@@ -178,11 +178,8 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			}
 		}
 		// As the estimate (pricing.tensorParallel): what the overlap exposes and
-		// its contention in the overlap's MoE share (tpOverlapShare), on the
-		// stage's layer counts (the pair's under DualPipe).
+		// its contention, on the stage's layer counts (the pair's under DualPipe).
 		exposed, _, cont := tpOverlap(*l, &cp, in)
-		share := tpOverlapShare(l, cp.nDense, cp.nMoE)
-		exposed, cont = exposed*share, cont*share
 		perMB += exposed
 		dualMB, dualCont = dualMB+exposed, cont
 		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
@@ -190,8 +187,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			cp.nDense, cp.nMoE = dc.nDense, dc.nMoE
 			e2, _, c2 := tpOverlap(*l, &cp, in)
 			cp.nDense, cp.nMoE = nd, nm
-			s2 := tpOverlapShare(l, dc.nDense, dc.nMoE)
-			dualMB, dualCont = cp.fwd+cp.bwd+cp.rc+min(exposed, e2*s2), min(cont, c2*s2)
+			dualMB, dualCont = cp.fwd+cp.bwd+cp.rc+min(exposed, e2), min(cont, c2)
 		}
 		// What the overlap takes of the SMs slows the compute it runs under
 		// (pricing.assemble), in every micro-batch but not in the bubble.
@@ -259,22 +255,6 @@ func tpMoEShare(l *Layout, nDense, nMoE float64) float64 {
 		return 1
 	}
 	return (nDense + nMoE/2) / (nDense + nMoE)
-}
-
-// tpOverlapShare is the share of what tpOverlap prices that the estimate keeps
-// (pricing.tensorParallel). With expert TP 1 tpOverlap prices a MoE layer's
-// attention half alone, the collectives Megatron-Core runs (the all-to-all
-// dispatcher routes each rank's own sequence-parallel tokens, and gathers over
-// the expert-TP group only when it is larger than 1), so nothing scales it again.
-// With expert TP above 1 it prices the MoE layer's MLP half as dense collectives
-// around the experts and the MoE share of the layers' TP collectives halves the
-// total: an approximation of the attention half, kept (docs/step-model.md, "A MoE
-// layer's TP collectives under TP overlap, counted once").
-func tpOverlapShare(l *Layout, nDense, nMoE float64) float64 {
-	if l.etp() == 1 {
-		return 1
-	}
-	return tpMoEShare(l, nDense, nMoE)
 }
 
 // leastRankParams is at most the dense parameters the estimate's slowest pipeline
@@ -422,7 +402,12 @@ func tpOverlap(l Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, con
 	e, h, c := layer(cp.lc.tpGEMM, true)
 	exposed, hidden, contention = e*cp.nDense, h*cp.nDense, c*cp.nDense
 	if cp.nMoE > 0 {
-		e, h, c := layer(cp.lcMoE.tpGEMM, l.etp() != 1) // etp 1: no TP collectives around whole experts
+		// Under the token dispatcher (sequence parallelism, which the overlap needs)
+		// a MoE layer's MLP half runs no TP collective of the dense kind: the
+		// dispatcher routes each rank's own tokens, and with expert TP above 1 its
+		// expert-TP gathers feed the permutation and are priced apart, exposed. Only
+		// the attention half overlaps.
+		e, h, c := layer(cp.lcMoE.tpGEMM, !l.moeDispatcher())
 		exposed, hidden, contention = exposed+e*cp.nMoE, hidden+h*cp.nMoE, contention+c*cp.nMoE
 	}
 	return exposed, hidden, contention

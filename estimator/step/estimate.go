@@ -872,24 +872,23 @@ func (p *pricing) tensorParallel() (float64, error) {
 		// (tpOverlap); what is hidden still takes SMs (the contention). The token
 		// dispatcher's expert-TP gathers feed the permutation, not a GEMM
 		// that could overlap them (Transformer Engine's userbuffers overlap the
-		// linear layers' collectives): they stay exposed. With expert TP 1
-		// tpOverlap prices a MoE layer's attention half alone, so what it exposes,
-		// hides and slows is not scaled by moeShare again (tpOverlapShare).
+		// linear layers' collectives): they stay exposed. tpOverlap prices a MoE
+		// layer's attention half alone, so what it exposes, hides and slows is not
+		// scaled by moeShare again.
 		ub, _ := tpUserbuffers(p.req.Training.Framework)
 		exposed, hid, cont := tpOverlap(p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
 			sms: p.rates.sms, userbuffers: ub,
 			smShare:      commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms),
 			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe)})
-		share := tpOverlapShare(l, p.parts.nDense, p.parts.nMoE)
-		p.res.Breakdown.Hidden[CommTP] = hid * share * mf
-		p.tpContPerMB = cont * share
+		p.res.Breakdown.Hidden[CommTP] = hid * mf
+		p.tpContPerMB = cont
 		// MLA's own collectives stay exposed (the overlap above is the dense
 		// layer's); a collective MLA does not run is not taken from it.
 		amax, err := p.tpAmaxReduce()
 		if err != nil {
 			return 0, err
 		}
-		return exposed*share + expertTP + max(0, mla) + amax, nil
+		return exposed + expertTP + max(0, mla) + amax, nil
 	}
 	amax, err := p.tpAmaxReduce()
 	if err != nil {

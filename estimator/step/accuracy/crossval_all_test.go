@@ -205,14 +205,18 @@ func fmtFitted(m map[string]float64) string {
 // original 127 5.95 → 6.08, MoE 9.34 → 9.43, fp8 9.24 → 9.18, Blackwell 9.24 →
 // 8.81 % (bounds in sample fp8 0.09 → 0.0905, loosened by the data's correction,
 // not a price; left out fp8 0.095 → 0.093, Blackwell 0.095 → 0.09). docs/step-model.md gives the runs
-// that miss most and what each lacks. The original 127
+// that miss most and what each lacks. A MoE layer's TP overlap priced on its
+// attention half alone (the token dispatcher runs no TP collective of the dense
+// kind in the MLP half, expert TP 1 or more) took left out all 7.5 → 7.4, MoE 9.4 →
+// 9.2, fp8 9.2 → 8.9, Blackwell 8.8 → 8.7 % (bounds left out all 0.08 → 0.077, MoE
+// 0.095 → 0.094, fp8 0.093 → 0.09). The original 127
 // runs stay within their own leave-one-source-out figure, 7.5 %.
 var (
 	inSampleBounds = map[string]float64{
 		"all": 0.075, "original": 0.065, "moe": 0.09, "fp8": 0.0905, "blackwell": 0.09,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.065, "moe": 0.095, "fp8": 0.093, "blackwell": 0.09,
+		"all": 0.077, "original": 0.065, "moe": 0.094, "fp8": 0.09, "blackwell": 0.09,
 	}
 )
 
