@@ -233,15 +233,11 @@ func toCase(r Run) Case {
 		spec.GPU = g
 		fill("H100 HBM2e at 500 W: H100-SXM-HBM2e-500W rates with %v GB", r.GPUMemGB)
 	}
-	if r.NCCLNVLSEnable != nil {
-		switch {
-		case !*r.NCCLNVLSEnable && spec.Intra.NVLS:
-			spec.Intra.NVLS = false
-			fill("NVLS off: NCCL_NVLS_ENABLE=0 in the run's launch environment")
-		case *r.NCCLNVLSEnable && !spec.Intra.NVLS:
-			c.Err = fmt.Errorf("nccl_nvls_enable: true but system %s has no NVLS (intra.nvls)", sys)
-			return c
-		}
+	if note, err := nvlsAsRunSet(&spec.Intra.NVLS, r.NCCLNVLSEnable, sys); err != nil {
+		c.Err = err
+		return c
+	} else if note != "" {
+		fill("%s", note)
 	}
 	per := deref(r.GPUsPerNode, 8)
 	spec.Nodes = (r.GPUs + per - 1) / per

@@ -540,14 +540,10 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		spec.Intra.DomainNodes = NVL72SegmentTrays
 		fill("NVLink domains of %d trays (%d GPUs): the job's segments of an NVL72 rack", NVL72SegmentTrays, NVL72SegmentTrays*spec.GPUsPerNode)
 	}
-	if r.NCCLNVLSEnable != nil {
-		switch {
-		case !*r.NCCLNVLSEnable && spec.Intra.NVLS:
-			spec.Intra.NVLS = false
-			fill("NVLS off: NCCL_NVLS_ENABLE=0 in the run's launch environment")
-		case *r.NCCLNVLSEnable && !spec.Intra.NVLS:
-			return req, nil, fmt.Errorf("nccl_nvls_enable: true but system %s has no NVLS (intra.nvls)", r.System)
-		}
+	if note, err := nvlsAsRunSet(&spec.Intra.NVLS, r.NCCLNVLSEnable, r.System); err != nil {
+		return req, nil, err
+	} else if note != "" {
+		fill("%s", note)
 	}
 	cl, err := spec.Build()
 	if err != nil {
@@ -888,4 +884,20 @@ func mcore012Container(ver string) bool {
 		}
 	}
 	return false
+}
+
+// nvlsAsRunSet prices a run with NVLink SHARP as its launch environment set it:
+// enable false (NCCL_NVLS_ENABLE=0 in its scripts) turns the system's NVLS off, with
+// the note to record; enable true on a system without NVLS is refused naming the
+// field; nil leaves the system as it is.
+func nvlsAsRunSet(nvls *bool, enable *bool, system string) (note string, err error) {
+	switch {
+	case enable == nil:
+	case !*enable && *nvls:
+		*nvls = false
+		return "NVLS off: NCCL_NVLS_ENABLE=0 in the run's launch environment", nil
+	case *enable && !*nvls:
+		return "", fmt.Errorf("nccl_nvls_enable: true but system %s has no NVLS (intra.nvls)", system)
+	}
+	return "", nil
 }

@@ -234,14 +234,7 @@ func TestMegatronTFLOPsMetric(t *testing.T) {
 // replace by 8, …, 8, 7, 7, 7), and gpt-oss-20b's sliding windows, fused permutation
 // and overlapped expert-parallel all-to-all.
 func TestMoERowsPricedAsStated(t *testing.T) {
-	cases, err := accuracy.AllCases()
-	if err != nil {
-		t.Fatal(err)
-	}
-	byID := map[string]accuracy.Case{}
-	for _, c := range cases {
-		byID[c.Run.ID] = c
-	}
+	byID := casesByID(t)
 	ds, ok := byID["dgxc_h100_deepseekv3_512gpu_bf16"]
 	if !ok {
 		t.Fatal("dgxc_h100_deepseekv3_512gpu_bf16 not in the data")
@@ -326,14 +319,7 @@ func moeRunsByID(runs []accuracy.MoERun) map[string]accuracy.MoERun {
 // (Nebius' MLPerf v5.0 405B on H200) keeps its system's NVLS; a row claiming NVLS on
 // a system without it is refused naming the field.
 func TestNVLSAsTheRunSetIt(t *testing.T) {
-	cases, err := accuracy.AllCases()
-	if err != nil {
-		t.Fatal(err)
-	}
-	byID := map[string]accuracy.Case{}
-	for _, c := range cases {
-		byID[c.Run.ID] = c
-	}
+	byID := casesByID(t)
 	off, ok := byID["mlperf51_gb200_llama31_8b_72gpu_fp8"]
 	if !ok {
 		t.Fatal("mlperf51_gb200_llama31_8b_72gpu_fp8 not in the data")
@@ -377,4 +363,18 @@ func TestNVLSAsTheRunSetIt(t *testing.T) {
 	if _, _, err := accuracy.MoECase(row); err == nil || !strings.Contains(err.Error(), "nccl_nvls_enable") {
 		t.Errorf("nccl_nvls_enable true on a system without NVLS: %v, want an error naming the field", err)
 	}
+}
+
+// casesByID is every published run's case, by its id.
+func casesByID(t *testing.T) map[string]accuracy.Case {
+	t.Helper()
+	cases, err := accuracy.AllCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := make(map[string]accuracy.Case, len(cases))
+	for _, c := range cases {
+		byID[c.Run.ID] = c
+	}
+	return byID
 }
