@@ -353,14 +353,13 @@ func (t Training) validate() error {
 	if v := t.DPBucketParams; !(v == 0 || v >= 1 && v <= 1e13) {
 		c.Add("training.dp_bucket_params", "must be a number of parameters in [1, 1e13], or 0 for the framework's (got %v)", v)
 	}
-	if v := t.CPMaxCTAs; v < 0 || v > collective.MaxChannels {
-		c.Add("training.cp_nccl_max_ctas", "must be a number of thread blocks in [1, %d], or 0 for NCCL's default (got %d)", collective.MaxChannels, v)
-	}
-	if v := t.DPMaxCTAs; v < 0 || v > collective.MaxChannels {
-		c.Add("training.dp_nccl_max_ctas", "must be a number of thread blocks in [1, %d], or 0 for NCCL's default (got %d)", collective.MaxChannels, v)
-	}
-	if v := t.TPMaxCTAs; v < 0 || v > collective.MaxChannels {
-		c.Add("training.tp_nccl_max_ctas", "must be a number of thread blocks in [1, %d], or 0 for NCCL's default (got %d)", collective.MaxChannels, v)
+	for _, g := range []struct {
+		field string
+		v     int
+	}{{"training.cp_nccl_max_ctas", t.CPMaxCTAs}, {"training.dp_nccl_max_ctas", t.DPMaxCTAs}, {"training.tp_nccl_max_ctas", t.TPMaxCTAs}} {
+		if g.v < 0 || g.v > collective.MaxChannels {
+			c.Add(g.field, "must be a number of thread blocks in [1, %d], or 0 for NCCL's default (got %d)", collective.MaxChannels, g.v)
+		}
 	}
 	if v := t.MoEImbalance; !(v == 0 || v >= 1 && v <= 1e4) {
 		c.Add("training.moe_imbalance", "must be at least 1 (the busiest rank's tokens over the mean) and at most 10000, or 0 for balanced (got %v)", v)
