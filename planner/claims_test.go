@@ -404,7 +404,6 @@ var claimExceptions = map[string]claimException{
 	"mlperf51_h100_llama31_8b_128gpu_fp8_cisco": {sameWorkFaster: cisco8BNewerStack},
 	"narayanan21_t1_1.7b":                       {recomputeMeasured: megatron2021},
 	"narayanan21_t1_76.1b":                      {recomputeMeasured: megatron2021},
-	"narayanan21_t2_zero3_530b_640gpu":          {modelError: "DeepSpeed ZeRO-3 530B on 640 A100: the model prices the published layout 12 % fast (the list collectives' copies priced; the rest grows with the bytes gathered; DeepSpeed's prefetch limits ruled out, docs/step-model.md)"},
 
 	// dgxc-benchmarking's Grok-1 fp8 recipe, weak-scaled (8 layers a pipeline rank from
 	// 128 GPUs up): v25.05 (NeMo 25.04, expert TP 1) ran the 512-GPU size in 13.433 s,

@@ -78,6 +78,22 @@ type Profile struct {
 	// it (DeepSpeed's engine: after the pipeline flush, and ZeRO-1/2 without
 	// overlap_comm, its default).
 	DPReduceAfterBackward bool
+	// PipelineGradAllReduce: with a pipeline the engine reduces the data-parallel
+	// gradients by all-reducing them whole, whatever the ZeRO stage, flattening each
+	// bucket into a new buffer, averaging it in place after the all-reduce and copying
+	// it back into the gradients (PipelineFallbackPassBytes a gradient element besides
+	// the collective). DeepSpeed's PipelineEngine from v0.3.0 to v0.3.16
+	// (deepspeed/runtime/pipe/engine.py _exec_reduce_grads → engine.py
+	// buffered_allreduce_fallback → allreduce_no_retain → allreduce_and_copy, at
+	// v0.3.14); from v0.4.0 it calls allreduce_gradients, which reduce-scatters under
+	// ZeRO-1. Under ZeRO-1 the stage-1 optimizer then all-gathers the updated
+	// parameters as before.
+	PipelineGradAllReduce bool
+	// FP16GradCheckBytes, when not 0, is the HBM traffic per 16-bit gradient element
+	// of the ZeRO-1 optimizer's checks before its update, which read every gradient
+	// the rank holds, owned shard or not: DeepSpeed's stage-1 optimizer of v0.3
+	// (FP16GradCheckBytesDeepSpeed03).
+	FP16GradCheckBytes float64
 	// LossBytesPerLogit is the peak memory of the loss per logit of a micro-batch.
 	// Zero: MegatronLossBytesPerLogit, Megatron's fused vocab-parallel cross entropy.
 	LossBytesPerLogit float64
@@ -900,11 +916,18 @@ var profiles = []Profile{
 		Aliases: []string{"deepspeed-zero3-2021"},
 		Description: "DeepSpeed ZeRO-3 as measured in 2021: each module gathers its weights on demand with " +
 			"torch.distributed.all_gather into one tensor per rank; attention unfused",
-		Source:                "Rajbhandari et al. 2021 (ZeRO-Infinity) and DeepSpeed 0.3–0.5 stage3.py; Narayanan et al. 2021 Table 2",
+		Source:                "Rajbhandari et al. 2021 (ZeRO-Infinity) and DeepSpeed 0.3–0.5 stage3.py; DeepSpeed v0.3.14 pipe/engine.py and zero/stage1.py; Narayanan et al. 2021 Table 2",
 		UnfusedAttention:      true,
 		ZeRO3OnDemand:         true,
 		DPReduceAfterBackward: true,
 		SequentialExpertGEMMs: true, // DeepSpeed-MoE loops over its local experts
+		// The runs this profile stands for could only have used DeepSpeed v0.3.14
+		// (2021-04-08) or the master of that week: the on-demand gathers priced
+		// (ZeRO3OnDemand, nothing prefetched) start with v0.3.14's reset_step hook,
+		// and Narayanan et al.'s first version is of 2021-04-09. Its pipeline engine
+		// and its stage-1 optimizer are v0.3.14's.
+		PipelineGradAllReduce: true,
+		FP16GradCheckBytes:    FP16GradCheckBytesDeepSpeed03,
 		// Megatron-LM with DeepSpeed of 2021: ZeRO 0–3 without a pipeline;
 		// DeepSpeed's PipelineEngine runs its 1F1B TrainSchedule and asserts that
 		// ZeRO-2 and ZeRO-3 are not used with pipeline parallelism
@@ -1105,6 +1128,25 @@ var profiles = []Profile{
 		}},
 	},
 }
+
+// PipelineFallbackPassBytes is what DeepSpeed's buffered_allreduce_fallback moves
+// per 16-bit gradient element besides the all-reduce (deepspeed/runtime/engine.py at
+// v0.3.14): allreduce_bucket flattens the bucket into a new tensor (read 2 B, write
+// 2 B), and after dist.all_reduce averages it in place (postscale_gradients, its
+// default, with gradient_predivide_factor 1.0: tensor.mul_(1 / dp), read and write 2 B);
+// allreduce_and_copy copies each unflattened view back into its gradient (read and
+// write 2 B).
+const PipelineFallbackPassBytes = 12
+
+// FP16GradCheckBytesDeepSpeed03 is the traffic per fp16 gradient element of the
+// checks DeepSpeed's stage-1 optimizer runs over all its fp16 groups before each
+// update (deepspeed/runtime/zero/stage1.py FP16_DeepSpeedZeroOptimizer_Stage1.step
+// at v0.3.13–v0.3.14, before it frees the gradients it does not own): the overflow
+// check (runtime/utils.py CheckOverflow.has_overflow_serial → _has_inf_or_nan:
+// float(x.float().sum()) per gradient — the .float() copy reads 2 B and writes 4 B,
+// the sum reads 4 B) and the gradient norm (get_grad_norm: p.grad.data.float().norm(2)
+// per gradient, the same 10 B): 20 B.
+const FP16GradCheckBytesDeepSpeed03 = 20
 
 // ComposerDecoupledAdamWBytes is the HBM traffic per parameter of one update by
 // Composer's DecoupledAdamW (composer/optim/decoupled_weight_decay.py, v0.13.4 —

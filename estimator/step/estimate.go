@@ -1595,13 +1595,33 @@ func (p *pricing) gradientSync() (float64, error) {
 	bucket := p.dpBucketBytes()
 	var tdp, last float64
 	var agW []paramGatherBuf // ZeRO-1/2: the updated parameters gathered under the next forward
-	if l.ZeRO == 0 {
-		x, err := p.comm(CommDP, collective.AllReduce, grad, 1, "end of step: gradient all-reduce (bucketed, overlapped with the last backward)")
+	fw, fwErr := framework.Lookup(t.Framework)
+	// fallback: the engine all-reduces the whole gradients through its flatten,
+	// average and copy-back passes (framework.Profile.PipelineGradAllReduce).
+	fallback := fwErr == nil && fw.PipelineGradAllReduce && l.PP > 1 && l.ZeRO <= 1
+	switch {
+	case l.ZeRO == 0 || fallback:
+		when := "end of step: gradient all-reduce (bucketed, overlapped with the last backward)"
+		if fallback {
+			when = "end of step: gradient all-reduce of the whole gradients after the pipeline flush (DeepSpeed's buffered_allreduce_fallback), each bucket flattened, averaged and copied back"
+		}
+		x, err := p.comm(CommDP, collective.AllReduce, grad, 1, when)
 		if err != nil {
 			return 0, err
 		}
 		tdp = x
-	} else {
+		if fallback {
+			tdp += stageParams * framework.PipelineFallbackPassBytes / p.rates.hbm
+		}
+		if l.ZeRO == 1 {
+			// The stage-1 optimizer updates its shard and all-gathers the parameters.
+			ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{CommDP, p.weightBytes(stageParams, p.matmulDense), stageParams, "parameter"}, &agW)
+			if err != nil {
+				return 0, err
+			}
+			exposed += ag
+		}
+	default:
 		rs, err := p.comm(CommDP, collective.ReduceScatter, grad, 1, "end of step: gradient reduce-scatter (bucketed, overlapped with the last backward)")
 		if err != nil {
 			return 0, err
@@ -1825,6 +1845,11 @@ func (p *pricing) optimizer() {
 		bytes = fw.OptimizerUpdateBytes
 	}
 	bd.Optimizer = (stageParams/shard + expertParams/eshard) * bytes / p.rates.hbm
+	if fw, err := framework.Lookup(t.Framework); err == nil && fw.FP16GradCheckBytes > 0 && l.ZeRO == 1 {
+		// The stage-1 optimizer's overflow check and gradient norm read every
+		// gradient the rank holds, before it frees those it does not own.
+		bd.Optimizer += (stageParams + expertParams) * fw.FP16GradCheckBytes / p.rates.hbm
+	}
 	if p.megatronGradBuffers() {
 		// Megatron-Core's DistributedDataParallel zeroes its whole gradient
 		// buffers, dense and expert, at the start of every step
