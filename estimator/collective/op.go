@@ -59,7 +59,7 @@ func ParseOp(s string) (Op, error) {
 // NVIDIA/nccl v2.19.3-1 to v2.29.7-1). A call it has no NVLS kernel for runs
 // without NVLS whatever the communicator supports (src/enqueue.cc: nvlsSupport =
 // comm->nvlsSupport && (ncclNvlsSupported(op, datatype) || all-gather), and
-// topoGetAlgoInfo skips NVLS and the NVLS tree where it is not 1; v2.25.1-1 lines
+// updateCollCostTable skips NVLS and the NVLS tree where it is not 1; v2.25.1-1 lines
 // 356 and 1607).
 type Reduction uint8
 
