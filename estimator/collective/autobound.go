@@ -81,7 +81,7 @@ func (m *Model) autoBest(p *Placement, op Op, bytes float64, o Options) Estimate
 				continue
 			}
 		}
-		if m.autoRuns(p, op, a) {
+		if m.autoRuns(p, op, a) && (o.nvlsRuns(op) || !isNVLS(a)) {
 			take(a)
 		}
 	}

@@ -38,7 +38,17 @@ type Options struct {
 	// (Placement.withMaxCTAs): a ring across scale-up domains then crosses the
 	// network through as many GPUs' NICs as it has channels.
 	MaxCTAs int
+	// Reduction is what the call reduces with (Sum by default): NCCL runs a
+	// reduction its NVLS kernels do not cover (MaxFloat32) on its rings and
+	// trees, even where the communicator has NVLS.
+	Reduction Reduction
 }
+
+// nvlsRuns says whether the options leave NCCL an NVLS kernel for op.
+func (o Options) nvlsRuns(op Op) bool { return o.Reduction.multicast(op) }
+
+// isNVLS says whether a is one of the algorithms that reduce in the switch.
+func isNVLS(a Algorithm) bool { return a == NVLS || a == NVLSTree }
 
 // Estimate is the predicted cost of one collective call.
 type Estimate struct {
@@ -80,6 +90,9 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 	if o.ForceProtocol && o.Protocol >= numProtos {
 		return Estimate{}, invalid.Field("protocol", "unknown protocol %d", o.Protocol)
 	}
+	if o.Reduction >= numReductions {
+		return Estimate{}, invalid.Field("reduction", "unknown reduction %d", o.Reduction)
+	}
 	if o.MaxCTAs < 0 || o.MaxCTAs > MaxChannels {
 		return Estimate{}, invalid.Field("max_ctas", "must be between 0 (NCCL's default) and %d (got %d)", MaxChannels, o.MaxCTAs)
 	}
@@ -91,24 +104,28 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 		return m.p2pCapped(p, op, bytes, o.Launch, o.MaxCTAs), nil
 	}
 	p = p.withMaxCTAs(o.MaxCTAs) // the collectives' rings, trees and NVLS channels capped
+	nvls := o.nvlsRuns(op)       // NCCL has an NVLS kernel for the call's reduction
 	if o.Algo != Auto {
 		if err := m.Supports(p, op, o.Algo); err != nil {
 			return Estimate{}, err
 		}
+		if isNVLS(o.Algo) && !nvls {
+			return Estimate{}, fmt.Errorf("%w: %s %s: NCCL has no NVLS kernel for the maximum of 32-bit floats", ErrUnsupported, o.Algo, op)
+		}
 		return m.bestProtocol(p, op, o.Algo, bytes, o), nil
 	}
 	if len(p.Cluster.Spec.Algorithms) > 0 { // measured choices of a calibrated cluster (measured.go)
-		if a, ok := m.measuredChoice(p, op, bytes); ok {
+		if a, ok := m.measuredChoice(p, op, bytes); ok && (nvls || !isNVLS(a)) {
 			return m.bestProtocol(p, op, a, bytes, o), nil
 		}
 	}
 	if !o.ForceProtocol { // AWS's OFI tuner on EFA (efa.go); NCCL_PROTO turns it off
-		if a, pr, ok := m.ofiTunerChoice(p, op, bytes); ok {
+		if a, pr, ok := m.ofiTunerChoice(p, op, bytes); ok && (nvls || !isNVLS(a)) {
 			return m.price(p, op, a, pr, bytes, o.Launch), nil
 		}
 	}
 	if !o.ForceProtocol { // NCCL's own tuning model picks (ncclchoice.go)
-		if a, pr, ok := m.ncclChoice(p, op, bytes); ok {
+		if a, pr, ok := m.ncclChoice(p, op, bytes, nvls); ok {
 			return m.price(p, op, a, pr, bytes, o.Launch), nil
 		}
 	}
@@ -163,7 +180,7 @@ func (m *Model) Candidates(p *Placement, op Op, bytes float64, o Options, out []
 		return out
 	}
 	for a := Ring; a < numAlgos; a++ {
-		if m.why(p, op, a) == "" {
+		if m.why(p, op, a) == "" && (o.nvlsRuns(op) || !isNVLS(a)) {
 			out = append(out, m.bestProtocol(p, op, a, bytes, o))
 		}
 	}

@@ -414,9 +414,10 @@ func (g *ncclGraph) eligible(op Op, a int) bool {
 }
 
 // ncclChoice is the algorithm and protocol NCCL's tuning model picks for op on the
-// placement among those the model can run there; ok is false where NCCL has no
-// model for op or the GPUs are not NVIDIA's.
-func (m *Model) ncclChoice(p *Placement, op Op, bytes float64) (Algorithm, Protocol, bool) {
+// placement among those the model can run there, NVLS and the NVLS tree only where
+// nvls says NCCL has a kernel for the call's reduction (Reduction); ok is false
+// where NCCL has no model for op or the GPUs are not NVIDIA's.
+func (m *Model) ncclChoice(p *Placement, op Op, bytes float64, nvls bool) (Algorithm, Protocol, bool) {
 	if op != AllReduce && op != AllGather && op != ReduceScatter && op != Broadcast && op != Reduce {
 		return Auto, 0, false
 	}
@@ -426,7 +427,7 @@ func (m *Model) ncclChoice(p *Placement, op Op, bytes float64) (Algorithm, Proto
 	}
 	best, ba, bp := math.Inf(1), Auto, Protocol(0)
 	for a := range nNCCLAlgos {
-		if !g.eligible(op, a) || !m.autoRuns(p, op, ncclAlgo[a]) {
+		if !g.eligible(op, a) || !nvls && isNVLS(ncclAlgo[a]) || !m.autoRuns(p, op, ncclAlgo[a]) {
 			continue
 		}
 		for pi, pr := range ncclProtos {

@@ -62,7 +62,7 @@ func TestNCCLChoiceSingleNodeSwitchPoints(t *testing.T) {
 	} {
 		p := placeNodes(t, c.system, 1, 8)
 		for s := 8.0; s <= 4<<30; s *= 2 {
-			a, pr, ok := m.ncclChoice(p, AllReduce, s)
+			a, pr, ok := m.ncclChoice(p, AllReduce, s, true)
 			wa, wp := c.want(s)
 			if !ok || a != wa || pr != wp {
 				t.Errorf("%s: %.0f B: NCCL's choice %s/%s (ok %v), want %s/%s", c.system, s, a, pr, ok, wa, wp)
@@ -91,7 +91,7 @@ func TestNCCLChoiceAcrossNodes(t *testing.T) {
 		256 << 10: {DoubleTree, LL128},
 		1 << 30:   {NVLSTree, Simple},
 	} {
-		a, pr, ok := m.ncclChoice(p, AllReduce, s)
+		a, pr, ok := m.ncclChoice(p, AllReduce, s, true)
 		if !ok || a != want[0] || pr != want[1] {
 			t.Errorf("2×8 H100: %.0f B: %s/%s, want %v/%v", s, a, pr, want[0], want[1])
 		}
@@ -105,7 +105,7 @@ func TestNCCLChoiceAcrossNodes(t *testing.T) {
 	}
 	p4d := placeNodes(t, "aws-p4d", 2, 8)
 	for s := 8.0; s <= 1<<30; s *= 4 {
-		if _, pr, ok := m.ncclChoice(p4d, AllReduce, s); !ok || pr != Simple {
+		if _, pr, ok := m.ncclChoice(p4d, AllReduce, s, true); !ok || pr != Simple {
 			t.Errorf("2×p4d: %.0f B: protocol %s, want Simple (the only one across EFA v1)", s, pr)
 		}
 	}
@@ -116,11 +116,11 @@ func TestNCCLChoiceAcrossNodes(t *testing.T) {
 func TestNCCLChoiceWhereNot(t *testing.T) {
 	m := nccltuned()
 	p := placeNodes(t, "dgx-h100", 1, 8)
-	if _, _, ok := m.ncclChoice(p, AllToAll, 1<<20); ok {
+	if _, _, ok := m.ncclChoice(p, AllToAll, 1<<20, true); ok {
 		t.Error("all-to-all: NCCL has no tuning model for it")
 	}
 	amd := placeNodes(t, "oci-mi300x", 1, 8)
-	if _, _, ok := m.ncclChoice(amd, AllReduce, 1<<20); ok {
+	if _, _, ok := m.ncclChoice(amd, AllReduce, 1<<20, true); ok {
 		t.Error("MI300X: RCCL's tables are not NCCL's")
 	}
 	e, err := m.Estimate(p, AllReduce, 8<<20, Options{ForceProtocol: true, Protocol: LL128})

@@ -49,6 +49,42 @@ func ParseOp(s string) (Op, error) {
 	return 0, fmt.Errorf("unknown collective %q (want one of %s)", s, strings.Join(opNames[:], ", "))
 }
 
+// Reduction is what an all-reduce, reduce or reduce-scatter reduces with — its
+// operator and element type — as far as NCCL's choice of algorithm depends on it.
+// NCCL's NVLS and NVLS-tree kernels reduce in the switch (multimem.ld_reduce), and
+// NCCL builds them only for sums of 16-, 32- and 64-bit floats and of 32- and
+// 64-bit integers, and for the minimum and maximum of 16-bit floats and integers:
+// not for the minimum or maximum of 32- or 64-bit floats (src/include/device.h
+// ncclNvlsSupported, src/device/generate.py func_valid; the same rule from
+// NVIDIA/nccl v2.19.3-1 to v2.29.7-1). A call it has no NVLS kernel for runs
+// without NVLS whatever the communicator supports (src/enqueue.cc: nvlsSupport =
+// comm->nvlsSupport && (ncclNvlsSupported(op, datatype) || all-gather), and
+// updateCollCostTable skips NVLS and the NVLS tree where it is not 1; v2.25.1-1 lines
+// 356 and 1607).
+type Reduction uint8
+
+const (
+	// Sum is a sum, of any type NCCL's NVLS reduces (16-, 32- and 64-bit floats,
+	// integers): gradients and activations. The default.
+	Sum Reduction = iota
+	// MaxFloat32 is the maximum (or minimum) of 32-bit floats: Transformer
+	// Engine's amax all-reduces (torch.distributed.ReduceOp.MAX on its fp32
+	// amaxes), which NCCL runs on its rings and trees only.
+	MaxFloat32
+	numReductions
+)
+
+// multicast says whether NCCL has an NVLS kernel for op under reduction r: every
+// all-gather and every operation that does not reduce, and the reductions
+// ncclNvlsSupported admits.
+func (r Reduction) multicast(op Op) bool {
+	switch op {
+	case AllReduce, ReduceScatter, Reduce:
+		return r == Sum
+	}
+	return true
+}
+
 // BusFactor is nccl-tests' busbw ÷ algbw for n ranks (nccl-tests doc/PERFORMANCE.md).
 func (o Op) BusFactor(n int) float64 {
 	if n <= 1 {

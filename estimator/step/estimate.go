@@ -143,7 +143,7 @@ const maxMemoCosts = 1 << 16
 
 type costKey struct {
 	p     *collective.Placement
-	op    uint64 // the collective.Op, widened: no padding, so that the key hashes and compares as one block
+	op    uint64 // the collective.Op, and its collective.Reduction shifted by 8, widened: no padding, so that the key hashes and compares as one block
 	bytes uint64 // math.Float64bits, for the same reason
 	ctas  uint64 // the communicator's maxCTAs (collective.Options.MaxCTAs), widened alike
 }
@@ -158,15 +158,21 @@ func (e *Estimator) collCost(p *collective.Placement, op collective.Op, bytes fl
 // collCostCTAs is collCost on a communicator whose NCCL maxCTAs is ctas (0: NCCL's
 // default).
 func (e *Estimator) collCostCTAs(p *collective.Placement, op collective.Op, bytes float64, ctas int) (collective.Estimate, error) {
+	return e.collCostReducing(p, op, bytes, ctas, collective.Sum)
+}
+
+// collCostReducing is collCostCTAs for a call that reduces with red
+// (collective.Options.Reduction): a maximum of fp32 values runs without NVLS.
+func (e *Estimator) collCostReducing(p *collective.Placement, op collective.Op, bytes float64, ctas int, red collective.Reduction) (collective.Estimate, error) {
 	memo := e.costs.Load()
-	k := costKey{p, uint64(op), math.Float64bits(bytes), uint64(ctas)}
+	k := costKey{p, uint64(op) | uint64(red)<<8, math.Float64bits(bytes), uint64(ctas)}
 	memo.mu.RLock()
 	est, ok := memo.m[k]
 	memo.mu.RUnlock()
 	if ok {
 		return est, nil
 	}
-	est, err := e.coll.Estimate(p, op, bytes, collective.Options{MaxCTAs: ctas})
+	est, err := e.coll.Estimate(p, op, bytes, collective.Options{MaxCTAs: ctas, Reduction: red})
 	if err != nil {
 		return est, err
 	}
@@ -727,6 +733,13 @@ func (p *pricing) groupMaxCTAs(place Comm) int {
 // commOnCTAs is commOn on a communicator whose NCCL maxCTAs is ctas (0: NCCL's
 // default).
 func (p *pricing) commOnCTAs(c, place Comm, op collective.Op, bytes float64, perStep float64, when string, ctas int) (float64, error) {
+	return p.commReducing(c, place, op, bytes, perStep, when, ctas, collective.Sum)
+}
+
+// commReducing is commOnCTAs for a call that reduces with red: Transformer
+// Engine's amax all-reduces take the maximum of fp32 amaxes
+// (collective.MaxFloat32), which NCCL runs without NVLS.
+func (p *pricing) commReducing(c, place Comm, op collective.Op, bytes float64, perStep float64, when string, ctas int, red collective.Reduction) (float64, error) {
 	if err := messageFits(c, op, bytes); err != nil {
 		return 0, err
 	}
@@ -742,7 +755,7 @@ func (p *pricing) commOnCTAs(c, place Comm, op collective.Op, bytes float64, per
 		}
 		p.placed[place] = pl
 	}
-	est, err := p.e.collCostCTAs(pl, op, bytes, ctas)
+	est, err := p.e.collCostReducing(pl, op, bytes, ctas, red)
 	if err != nil {
 		return 0, err
 	}
@@ -943,7 +956,10 @@ func (p *pricing) tpAmaxReduce() (float64, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	ar, err := p.comm(CommTP, collective.AllReduce, fp32Bytes, n*p.mf, "per layer: Transformer Engine's amax all-reduce under current scaling with sequence parallelism, one per column-parallel module forward and per row-parallel module backward")
+	// Transformer Engine's Float8CurrentScalingQuantizer all-reduces its fp32 amax
+	// with c10d::ReduceOp::MAX (transformer_engine/pytorch/csrc/quantizer.cpp at
+	// ad3f651): a call NCCL has no NVLS kernel for.
+	ar, err := p.commReducing(CommTP, CommTP, collective.AllReduce, fp32Bytes, n*p.mf, "per layer: Transformer Engine's amax all-reduce under current scaling with sequence parallelism, one per column-parallel module forward and per row-parallel module backward", p.groupMaxCTAs(CommTP), collective.MaxFloat32)
 	if err != nil {
 		return 0, err
 	}
@@ -1731,11 +1747,16 @@ func (p *pricing) fp8AmaxReduce() error {
 	}
 	gemms := fp8WeightTensors(p.req, p.parts.nDense, p.parts.nMoE) / v
 	calls := 2 * p.mf * v // per micro-batch and chunk: forward, backward
-	fwd, err := p.commOn(CommDP, commAmax, collective.AllReduce, 3*gemms*fp32Bytes, p.mf*v, "per micro-batch and model chunk: Transformer Engine's forward amax reduction under delayed scaling (TP x CP x DP)")
+	// The maximum of the fp32 amaxes (FP8GlobalStateManager.reduce_tensor_across_group_op_max,
+	// torch.distributed.ReduceOp.MAX; transformer_engine/pytorch/fp8.py at 62a84b3):
+	// NCCL has no NVLS kernel for it, so it runs on a ring or the trees whether or
+	// not the communicator has NVLS (collective.MaxFloat32).
+	ctas := p.groupMaxCTAs(commAmax)
+	fwd, err := p.commReducing(CommDP, commAmax, collective.AllReduce, 3*gemms*fp32Bytes, p.mf*v, "per micro-batch and model chunk: Transformer Engine's forward amax reduction under delayed scaling (TP x CP x DP)", ctas, collective.MaxFloat32)
 	if err != nil {
 		return err
 	}
-	bwd, err := p.commOn(CommDP, commAmax, collective.AllReduce, 2*gemms*fp32Bytes, p.mf*v, "per micro-batch and model chunk: Transformer Engine's backward amax reduction under delayed scaling (TP x CP x DP)")
+	bwd, err := p.commReducing(CommDP, commAmax, collective.AllReduce, 2*gemms*fp32Bytes, p.mf*v, "per micro-batch and model chunk: Transformer Engine's backward amax reduction under delayed scaling (TP x CP x DP)", ctas, collective.MaxFloat32)
 	if err != nil {
 		return err
 	}

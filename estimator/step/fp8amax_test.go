@@ -6,6 +6,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // Transformer Engine's delayed scaling reduces the amaxes of a model chunk's fp8
@@ -57,7 +58,7 @@ func TestFP8DelayedAmaxReduction(t *testing.T) {
 	gemms := 4.0 * float64(arch(t, "llama3-8b").Layers) / 2
 	for i, per := range []float64{3, 2} {
 		c := calls[i]
-		want, err := m.Estimate(p, collective.AllReduce, per*gemms*4, collective.Options{})
+		want, err := m.Estimate(p, collective.AllReduce, per*gemms*4, collective.Options{Reduction: collective.MaxFloat32})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,5 +83,65 @@ func TestFP8DelayedAmaxReduction(t *testing.T) {
 	}
 	if c := amaxCalls(run(step.BF16, "")); len(c) != 0 {
 		t.Errorf("bf16: %d amax reductions listed, want none", len(c))
+	}
+}
+
+// The amax all-reduces take the maximum of fp32 values, for which NCCL has no NVLS
+// kernel (ncclNvlsSupported, src/include/device.h): on GB200 NVL72 racks with NVLS
+// on they run as with NVLS off. Llama 3 8B at TP 2 × DP 32 on one rack segment of
+// 16 trays (the amax group of delayed scaling its 64 GPUs, where a sum of the same
+// bytes runs on NVLS), delayed scaling: every amax call is priced with the
+// algorithm and time of the same rack with NVLS off, none on NVLS. (Current
+// scaling's amax all-reduces run over a TP group, smaller than a rack segment,
+// where the model prices no NVLS for any reduction.)
+func TestAmaxReductionsRunWithoutNVLS(t *testing.T) {
+	e := step.New()
+	m := collective.NewModel(collective.Default())
+	build := func(nvls bool) *topology.Cluster {
+		spec := cluster(t, "gb200-nvl72", 16).Spec
+		spec.Intra.DomainNodes, spec.Intra.NVLS = 16, nvls
+		c, err := spec.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	on, off := build(true), build(false)
+	all := make([]int, 64)
+	for i := range all {
+		all[i] = i
+	}
+	p, err := collective.Place(on, all, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := m.Estimate(p, collective.AllReduce, 96, collective.Options{}); err != nil || sum.Algo != collective.NVLS {
+		t.Fatalf("a 96 B sum over the rack segment: %s (%v), want NVLS", sum.Algo, err)
+	}
+	for _, recipe := range []step.FP8Recipe{step.FP8Delayed} {
+		run := func(cl *topology.Cluster) step.Result {
+			t.Helper()
+			r, err := e.Estimate(step.Request{
+				Model: arch(t, "llama3-8b"), Cluster: cl,
+				Training: step.Training{SeqLen: 4096, GlobalBatch: 64, Framework: "megatron-core", Optimizer: step.AdamMixed(),
+					Precision: step.FP8, FP8Recipe: recipe},
+				Layout: step.Layout{TP: 2, DP: 32, MicroBatch: 1, SP: true, ZeRO: 1},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		rOn, rOff := run(on), run(off)
+		amaxOn, amaxOff := commsWhen(rOn, "amax"), commsWhen(rOff, "amax")
+		if len(amaxOn) == 0 || len(amaxOn) != len(amaxOff) {
+			t.Fatalf("%s: %d amax calls with NVLS on, %d off", recipe, len(amaxOn), len(amaxOff))
+		}
+		for i, c := range amaxOn {
+			o := amaxOff[i]
+			if c.Algorithm == "nvls" || c.Algorithm == "nvlstree" || c.Algorithm != o.Algorithm || c.TimeUs != o.TimeUs {
+				t.Errorf("%s: %s over %d ranks with NVLS on: %s %.1f µs, want NVLS off's %s %.1f µs", recipe, c.When, c.Group, c.Algorithm, c.TimeUs, o.Algorithm, o.TimeUs)
+			}
+		}
 	}
 }
