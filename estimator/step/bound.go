@@ -146,11 +146,11 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if d := mlaTPCollectives(&req, cp.stageLayers); d.dropAG+d.dropRS+d.dropAR > 0 {
 			drop = one * max(d.dropAG, d.dropRS, d.dropAR) * float64(cp.stageLayers)
 		}
-		exposed := max(0, tp*tpMoEShare(l, cp.nDense, cp.nMoE)-drop)
+		exposed := max(0, tp*tpMoEShare(&req, cp.nDense, cp.nMoE)-drop)
 		perMB += exposed
 		dualMB += exposed
 		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
-			dualMB = cp.fwd + cp.bwd + cp.rc + min(exposed, max(0, tp*tpMoEShare(l, dc.nDense, dc.nMoE)-drop))
+			dualMB = cp.fwd + cp.bwd + cp.rc + min(exposed, max(0, tp*tpMoEShare(&req, dc.nDense, dc.nMoE)-drop))
 		}
 	} else if l.TP > 1 && l.SP {
 		// Overlapped: what the GEMMs cannot cover (tpOverlap), bounded per
@@ -165,7 +165,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		ub, rsFP8 := tpUserbuffersOf(fw, fwErr)
 		in := tpOverlapIn{ag: agUs * 1e-6, rs: (us - agUs) * 1e-6, ag8: agUs * 1e-6, rs8: (us - agUs) * 1e-6, sms: r.sms,
 			userbuffers: ub, smShare: commSMsOf(fw, fwErr) / math.Max(1, r.sms),
-			agFwdUnfused: fp8AllGatherUnfused(ub, r.fp8, t.FP8Recipe)}
+			agFwdUnfused: fp8AllGatherUnfused(ub, r.fp8, t.FP8Recipe), sharedHalf: newSharedHalf(&req)}
 		if ub && r.fp8 {
 			// fp8 buffers: half the bytes (the collectives of half the tokens).
 			us8, ag8, err := c.tpCalls(e, &req, tokens/2)
@@ -247,14 +247,33 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 }
 
 // tpMoEShare is the share of a stage's per-layer TP collectives the estimate
-// keeps with nDense dense and nMoE MoE layers (pricing.tensorParallel's
-// moeShare): under the token dispatcher a MoE layer's MLP half runs none of its
-// own.
-func tpMoEShare(l *Layout, nDense, nMoE float64) float64 {
-	if !l.moeDispatcher() || nMoE <= 0 {
+// keeps with nDense dense and nMoE MoE layers (pricing.tensorParallel): under
+// the token dispatcher a MoE layer's MLP half runs none of its own, unless its
+// shared experts run as a dense MLP half (sharedExpertsTP, without their
+// overlap).
+func tpMoEShare(req *Request, nDense, nMoE float64) float64 {
+	l := &req.Layout
+	if !l.moeDispatcher() || nMoE <= 0 || sharedExpertsTP(req) && !l.OverlapSharedExpert {
 		return 1
 	}
 	return (nDense + nMoE/2) / (nDense + nMoE)
+}
+
+// sharedExpertsTP tells whether req's MoE layers run TP collectives of their
+// own under the token dispatcher: their shared experts. Megatron-Core's
+// SharedExpertMLP is an MLP of Transformer Engine's column- and row-parallel
+// modules split over the attention's TP group (shared_experts.py,
+// gpt_layer_specs.py at core_r0.12.0, 7094270, and core_r0.14.0, 20d73fe): it
+// computes on the whole sequence, so with sequence parallelism its input is
+// all-gathered and its output reduce-scattered — inside those modules, as a
+// dense MLP's, or, with --moe-shared-expert-overlap, by the explicit
+// gather_from_sequence_parallel_region and reduce_scatter_to_sequence_parallel_region
+// of pre_forward_comm and post_forward_comm on the shared experts' own stream,
+// the modules' parallel_mode set to None (their backward the reverse: the
+// output gradient gathered, the input gradient reduce-scattered).
+func sharedExpertsTP(req *Request) bool {
+	a, l := &req.Model, &req.Layout
+	return l.TP > 1 && l.SP && a.MoE != nil && a.MoE.SharedExperts > 0
 }
 
 // leastRankParams is at most the dense parameters the estimate's slowest pipeline
@@ -311,6 +330,15 @@ type tpOverlapIn struct {
 	// agFwdUnfused: without userbuffers, the forward all-gathers are not fused with
 	// their GEMMs (fp8AllGatherUnfused).
 	agFwdUnfused bool
+	// sharedHalf: a MoE layer's shared experts run as a dense MLP half beside
+	// its up and down projections (sharedExpertsTP without their overlap; their
+	// modules are the dense MLP's, userbuffers "fc1" and "fc2" included).
+	sharedHalf bool
+}
+
+// newSharedHalf is tpOverlapIn.sharedHalf of req.
+func newSharedHalf(req *Request) bool {
+	return sharedExpertsTP(req) && !req.Layout.OverlapSharedExpert
 }
 
 // fp8AllGatherUnfused reports whether PyTorch's async TP leaves the forward
@@ -406,8 +434,13 @@ func tpOverlap(l Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, con
 		// a MoE layer's MLP half runs no TP collective of the dense kind: the
 		// dispatcher routes each rank's own tokens, and with expert TP above 1 its
 		// expert-TP gathers feed the permutation and are priced apart, exposed. Only
-		// the attention half overlaps.
+		// the attention half overlaps, and the shared experts' MLP where they run
+		// one beside their own GEMMs.
 		e, h, c := layer(cp.lcMoE.tpGEMM, !l.moeDispatcher())
+		if in.sharedHalf && l.moeDispatcher() {
+			e2, h2, c2 := half(cp.lcMoE.sharedTPGEMM[0], cp.lcMoE.sharedTPGEMM[1])
+			e, h, c = e+e2, h+h2, c+c2
+		}
 		exposed, hidden, contention = exposed+e*cp.nMoE, hidden+h*cp.nMoE, contention+c*cp.nMoE
 	}
 	return exposed, hidden, contention

@@ -617,6 +617,10 @@ type pricing struct {
 	// communication that runs under compute, whose kernels slow it (contention).
 	tpPerMB, cpPerMB, epPerMB float64
 	hiddenPerMB               float64
+	// sharedSidePerMB are the TP collectives of overlapped shared experts
+	// (Layout.OverlapSharedExpert) in one micro-batch: inside tpPerMB, on the
+	// shared experts' own stream, which expertParallel runs under the all-to-alls.
+	sharedSidePerMB float64
 	// stepCopyFwd and stepCopyBwd are FSDP2's copies on the compute stream where it
 	// gathers and reduces outside the per-layer ZeRO-3 pattern (fsdp2StepCopies).
 	stepCopyFwd, stepCopyBwd float64
@@ -848,14 +852,20 @@ func (p *pricing) tensorParallel() (float64, error) {
 		return 0, err
 	}
 	tpPerMB := per * layers
-	moeShare := 1.0      // the share of the layers' TP collectives that remain with MoE layers
-	var expertTP float64 // the dispatcher's expert-TP collectives, which async TP does not overlap
+	var expertTP float64 // the dispatcher's expert-TP collectives and the overlapped shared experts' gathers, which async TP does not overlap
 	if nDense, nMoE := p.parts.nDense, p.parts.nMoE; l.moeDispatcher() && nMoE > 0 {
 		// The MoE layers' MLP half has no TP collectives of its own: each rank
 		// routes its own sequence-parallel share of the tokens (Megatron-Core's
-		// all-to-all dispatcher); the expert-TP group gathers them below.
-		moeShare = (nDense + nMoE/2) / (nDense + nMoE)
-		tpPerMB *= moeShare
+		// all-to-all dispatcher); the expert-TP group gathers them below. Shared
+		// experts split over TP are a dense MLP on the whole sequence and gather
+		// it (sharedExpertsTP): without their overlap, those of a dense MLP half.
+		tpPerMB *= tpMoEShare(&p.req, nDense, nMoE)
+		if side, err := p.sharedExpertSideTP(); err != nil {
+			return 0, err
+		} else if side > 0 {
+			p.sharedSidePerMB = side
+			expertTP += side
+		}
 		if et := l.etp(); et > 1 {
 			// megatron/core/transformer/moe/token_dispatcher.py (MoEAlltoAllTokenDispatcher):
 			// after the all-to-all the expert-TP group all-gathers the dispatched
@@ -873,7 +883,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 			if err != nil {
 				return 0, err
 			}
-			expertTP = n * (ag + rs) * nMoE
+			expertTP += n * (ag + rs) * nMoE
 		}
 	}
 	if overlapped {
@@ -885,14 +895,17 @@ func (p *pricing) tensorParallel() (float64, error) {
 		// (tpOverlap); what is hidden still takes SMs (the contention). The token
 		// dispatcher's expert-TP gathers feed the permutation, not a GEMM
 		// that could overlap them (Transformer Engine's userbuffers overlap the
-		// linear layers' collectives): they stay exposed. tpOverlap prices a MoE
-		// layer's attention half alone, so what it exposes, hides and slows is not
-		// scaled by moeShare again.
+		// linear layers' collectives): they stay exposed, as do the overlapped
+		// shared experts' explicit gathers (their modules' userbuffers are off,
+		// shared_experts.py). tpOverlap prices a MoE layer's attention half, and
+		// the shared experts' MLP without their overlap, itself: what it exposes,
+		// hides and slows is not scaled by the MoE share again.
 		ub, _ := tpUserbuffers(p.req.Training.Framework)
 		exposed, hid, cont := tpOverlap(p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
 			sms: p.rates.sms, userbuffers: ub,
 			smShare:      commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms),
-			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe)})
+			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe),
+			sharedHalf:   newSharedHalf(&p.req)})
 		p.res.Breakdown.Hidden[CommTP] = hid * mf
 		p.tpContPerMB = cont
 		// MLA's own collectives stay exposed (the overlap above is the dense
@@ -945,7 +958,9 @@ func (p *pricing) tpAmaxReduce() (float64, error) {
 	}
 	mlp := 1.0 // the MLP's column-parallel (forward) and row-parallel (backward) modules
 	moeMLP := 0.0
-	if a.MoE != nil && a.MoE.SharedExperts > 0 {
+	if a.MoE != nil && a.MoE.SharedExperts > 0 && !l.OverlapSharedExpert {
+		// Overlapped shared experts' modules run with parallel_mode None
+		// (shared_experts.py): no amax reduction of theirs.
 		moeMLP = 1
 	}
 	nDense, nMoE := p.parts.nDense, p.parts.nMoE
@@ -1093,14 +1108,49 @@ func (p *pricing) expertParallel() (float64, error) {
 		p.res.Breakdown.Hidden[CommEP] = hid * p.mf
 	}
 	if l.OverlapSharedExpert && epPerMB > 0 {
-		// The shared experts' GEMMs of the same micro-batch run under its
-		// all-to-alls (forward and backward alike).
-		hid := math.Min(epPerMB, nMoE*p.parts.lcMoE.shared)
+		// The shared experts' GEMMs of the same micro-batch, and their own TP
+		// gathers (sharedExpertSideTP), run on their stream under its
+		// all-to-alls (forward and backward alike): the two streams take the
+		// longer of the two. Only the GEMMs are compute the all-to-alls' kernels
+		// slow (contention); beside the gathers one collective runs beside another.
+		gemms := nMoE * p.parts.lcMoE.shared
+		hid := math.Min(epPerMB, gemms+p.sharedSidePerMB)
 		epPerMB -= hid
-		p.hiddenPerMB += hid
+		p.hiddenPerMB += math.Min(hid, gemms)
 		p.res.Breakdown.Hidden[CommEP] += hid * p.mf
 	}
 	return epPerMB, nil
+}
+
+// sharedExpertSideTP is the time of one micro-batch's TP collectives of shared
+// experts overlapped with the dispatcher (sharedExpertsTP,
+// Layout.OverlapSharedExpert): per MoE layer the input's all-gather and the
+// output's reduce-scatter forward (again where the MoE layer is recomputed), the
+// output gradient's all-gather and the input gradient's reduce-scatter backward,
+// each of the micro-batch's activations in 16 bits (Megatron-Core's mappings
+// move the layer's own dtype; the modules quantize after them under fp8).
+// Megatron-Core issues them on the shared experts' stream beside the dispatcher
+// (MoEAlltoAllTokenDispatcher.token_permutation calls pre_forward_comm before
+// the permutation, token_unpermutation post_forward_comm after the combine's
+// all-to-all; token_dispatcher.py at 7094270), so expertParallel hides them under
+// the all-to-alls with the shared experts' GEMMs.
+func (p *pricing) sharedExpertSideTP() (float64, error) {
+	if !sharedExpertsTP(&p.req) || !p.req.Layout.OverlapSharedExpert || p.parts.nMoE <= 0 {
+		return 0, nil
+	}
+	n := 2 + p.moeRepeats()
+	x := p.tokens * p.h * 2
+	when := "per MoE layer: the overlapped shared experts' input all-gather forward (again where recomputed) and output-gradient all-gather backward, on their own stream (shared_experts.py)"
+	ag, err := p.comm(CommTP, collective.AllGather, x, p.parts.nMoE*n*p.mf, when)
+	if err != nil {
+		return 0, err
+	}
+	when = "per MoE layer: the overlapped shared experts' output reduce-scatter forward (again where recomputed) and input-gradient reduce-scatter backward, on their own stream (shared_experts.py)"
+	rs, err := p.comm(CommTP, collective.ReduceScatter, x, p.parts.nMoE*n*p.mf, when)
+	if err != nil {
+		return 0, err
+	}
+	return n * (ag + rs) * p.parts.nMoE, nil
 }
 
 // moeRepeats is how many times, on average over the stage's MoE layers, the

@@ -28,6 +28,10 @@ type layerTimes struct {
 	modsFwd, modsFLOPs float64
 	// shared is the shared experts' GEMMs inside fwd and bwd (MoE layers).
 	shared float64
+	// sharedTPGEMM are the shared experts' forward GEMMs next to their own TP
+	// collectives (MoE layers): the up (and gate) projection after the input's
+	// all-gather, the down projection before the reduce-scatter.
+	sharedTPGEMM [2]float64
 	// mlaRoPEFwd and mlaRoPEBwd are MLA's unfused rotary embedding and the cats
 	// around it inside fwd and bwd (mlaUnfusedRoPEBytes).
 	mlaRoPEFwd, mlaRoPEBwd float64
@@ -246,10 +250,12 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		}
 		if sh := float64(a.MoE.SharedExperts); sh > 0 {
 			// Shared experts: every token, one dense MLP of sh·ExpertFFN.
-			before := fwd + bwd
+			before, beforeFwd := fwd+bwd, fwd
 			add(gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
+			lt.sharedTPGEMM[0] = fwd - beforeFwd
 			pair = 3
 			add(gemm{tokens, h, sh * ef / t, 1, false})
+			lt.sharedTPGEMM[1] = fwd - beforeFwd - lt.sharedTPGEMM[0]
 			lt.shared = fwd + bwd - before
 			moePost += lt.shared / 3 // the forward's share: backward is twice its GEMMs
 			again(rmShared|rmMoE, gemm{tokens, (mlpMats - 1) * sh * ef / t, h, 1, false})
