@@ -18,7 +18,7 @@ func accuracyCommand(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print JSON")
 	fit := fs.Bool("fit", false, "refit the calibrated constants from their current values and print them")
 	fromPrior := fs.Bool("from-prior", false, "with --fit: fit as every cross-validation fold does, from NCCL's own constants (accuracy.Prior), on every row")
-	loso := fs.Bool("cross-validate", false, "leave one source out: refit without each source (from NCCL's own constants) and score it; prints in-sample and out-of-sample tables (about six minutes on two cores)")
+	loso := fs.Bool("cross-validate", false, "leave one source out: refit without each source (from NCCL's own constants) and score it; prints in-sample and out-of-sample tables (about 2 minutes of CPU, the folds in parallel: a minute on two idle cores)")
 	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		data, err := accuracy.Rows()
 		if err != nil {

@@ -81,7 +81,7 @@ func commands() []command {
   stepcost rank --in configs.jsonl
 
   # By cost on a running daemon, as CSV
-  stepcost rank --in configs.jsonl --server localhost:50051 --objective cost --price 2.5 --tokens 1e12 --format csv`,
+  stepcost rank --in configs.jsonl --server localhost:8081 --objective cost --price 2.5 --tokens 1e12 --format csv`,
 			define: rankCommand},
 		{name: "estimate", group: groupModel, summary: "estimate one training step of a parallel layout: time, breakdown, memory",
 			synopsis: "--model NAME --cluster NAME --gpus N --tp T --pp P --mbs B --gbs G --seq S [flags]",
@@ -126,7 +126,7 @@ func commands() []command {
 			define: catalogCommand},
 		{name: "load", group: groupOther, summary: "drive a running stepcostd with EstimatePlan at a fixed concurrency and report latency",
 			synopsis: "--server host:port --in plan.json [--concurrency N] [--duration D] [--requests N]",
-			example:  `  stepcost load --server localhost:50051 --in plan.json --concurrency 16 --duration 30s --uncached`,
+			example:  `  stepcost load --server localhost:8081 --in plan.json --concurrency 16 --duration 30s --uncached`,
 			define:   loadCommand},
 		{name: "version", group: groupOther, summary: "print the version: build, commit and estimator (also --version)",
 			example: `  stepcost version`,
