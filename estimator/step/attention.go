@@ -51,7 +51,7 @@ func attentionSpeed(arch hardware.Arch, fw string, flash2 bool, skv, headDim flo
 	if arch != hardware.Hopper && arch != hardware.Blackwell || flash2 {
 		return 1, 1
 	}
-	if p, err := framework.Lookup(fw); err != nil || !p.HopperFusedAttention {
+	if p, err := framework.Get(fw); err != nil || !p.HopperFusedAttention {
 		return 1, 1
 	}
 	if arch == hardware.Blackwell {
@@ -169,7 +169,7 @@ func ultraAttentionSpeed(fw string, flash2 bool, skv, headDim float64) (fwd, bwd
 	if flash2 || headDim != 128 {
 		return 1, 1
 	}
-	if p, err := framework.Lookup(fw); err != nil || !p.HopperFusedAttention {
+	if p, err := framework.Get(fw); err != nil || !p.HopperFusedAttention {
 		return 1, 1
 	}
 	xs := bwAttnSeqLens[:]

@@ -323,11 +323,11 @@ type BoundsCache struct {
 	}
 	// The last stage's exposure bytes (stageBytes).
 	stage stageBytesMemo
-	// The profile of framework fwName as framework.Lookup returned it, looked up
+	// The profile of framework fwName (framework.Get's, read only), looked up
 	// once for the requests of one framework (profile).
 	fwName string
 	fwOK   bool
-	fw     framework.Profile
+	fw     *framework.Profile
 	fwErr  error
 }
 
@@ -384,18 +384,17 @@ func (c *BoundsCache) torchRing(fw string) bool {
 	return err == nil && p.TorchRingAttention
 }
 
-// profile is framework.Lookup(name), kept for the next request of the same
-// framework (c nil: looked up every time). The profile is c's: read only.
+// profile is framework.Get(name), kept for the next request of the same
+// framework (c nil: looked up every time). The profile is shared: read only.
 func (c *BoundsCache) profile(name string) (*framework.Profile, error) {
 	if c == nil {
-		p, err := framework.Lookup(name)
-		return &p, err
+		return framework.Get(name)
 	}
 	if !c.fwOK || c.fwName != name {
-		c.fw, c.fwErr = framework.Lookup(name)
+		c.fw, c.fwErr = framework.Get(name)
 		c.fwName, c.fwOK = name, true
 	}
-	return &c.fw, c.fwErr
+	return c.fw, c.fwErr
 }
 
 // stagePairs are the dense and MoE layers of each stage of a depth and split

@@ -790,7 +790,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 	if l.SP {
 		agBytes, agWhen := act, "per layer: 2 forward, 2 backward, and forward ones again where recomputed"
 		if !l.OverlapTP {
-			if fw, err := framework.Lookup(p.req.Training.Framework); tpFP8AllGathers(&fw, err, p.rates.fp8) {
+			if fw, err := framework.Get(p.req.Training.Framework); tpFP8AllGathers(fw, err, p.rates.fp8) {
 				agBytes, agWhen = act/2, "per layer: 2 forward, 2 backward, and forward ones again where recomputed, in fp8 (Transformer Engine gathers the quantized norm output and output gradient)"
 			}
 		}
@@ -923,7 +923,7 @@ func (p *pricing) tpAmaxReduce() (float64, error) {
 	if !p.rates.fp8 || t.FP8Recipe != FP8Current || !l.SP || l.TP <= 1 {
 		return 0, nil
 	}
-	if fw, err := framework.Lookup(t.Framework); err != nil || !fw.TELayers {
+	if fw, err := framework.Get(t.Framework); err != nil || !fw.TELayers {
 		return 0, nil
 	}
 	attnCol := 1.0
@@ -1024,7 +1024,7 @@ func (p *pricing) expertParallel() (float64, error) {
 		x /= p.tf // each TP rank routes its sequence-parallel share
 	}
 	dispatch, combine := x, x
-	fw, _ := framework.Lookup(t.Framework)
+	fw, _ := framework.Get(t.Framework)
 	if t.MoEDispatcher == DispatchDeepEP {
 		pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, p.eg, CommEP)
 		if err != nil {
@@ -1105,16 +1105,15 @@ func (p *pricing) moeRepeats() float64 {
 // its pipelined reduce-scatters run fp8 buffers under fp8 (TPPipelinedRSFP8); an
 // unknown name is the default framework's.
 func tpUserbuffers(name string) (userbuffers, pipelinedRSFP8 bool) {
-	fw, err := framework.Lookup(name)
-	return tpUserbuffersOf(&fw, err)
+	fw, err := framework.Get(name)
+	return tpUserbuffersOf(fw, err)
 }
 
 // tpUserbuffersOf is tpUserbuffers of the profile fw looked up (err its lookup's
 // error: the default framework's then).
 func tpUserbuffersOf(fw *framework.Profile, err error) (userbuffers, pipelinedRSFP8 bool) {
 	if err != nil {
-		d, _ := framework.Lookup("")
-		fw = &d
+		fw, _ = framework.Get("")
 	}
 	return fw.TPUserbuffers, fw.TPUserbuffers && fw.TPPipelinedRSFP8
 }
@@ -1135,8 +1134,8 @@ func tpFP8AllGathers(fw *framework.Profile, err error, fp8 bool) bool {
 }
 
 func commSMs(name string) float64 {
-	fw, err := framework.Lookup(name)
-	return commSMsOf(&fw, err)
+	fw, err := framework.Get(name)
+	return commSMsOf(fw, err)
 }
 
 // commSMsOf is commSMs of the profile fw looked up (err its lookup's error).
@@ -1295,7 +1294,7 @@ func MicroBatchBlocks(r Result) (BlockTimes, int) {
 // pipelineScatterGather says the framework sends each TP rank's slice of the
 // activations between pipeline stages, with or without sequence parallelism.
 func pipelineScatterGather(name string) bool {
-	fw, err := framework.Lookup(name)
+	fw, err := framework.Get(name)
 	return err == nil && fw.PipelineScatterGather
 }
 
@@ -1485,12 +1484,12 @@ func (p *pricing) zero3Prefetched() (float64, error) {
 		ag += (p.weightBytes(stageParams, p.matmulDense)/float64(p.denseShard) + p.weightBytes(expertParams, p.matmulExpert)/float64(max(1, p.expertShard))) / layers / link
 		rs += shardLayer * o.GradBytes / link
 	}
-	if fw, err := framework.Lookup(t.Framework); err == nil && fw.FSDP2Copies {
+	if fw, err := framework.Get(t.Framework); err == nil && fw.FSDP2Copies {
 		// FSDP2 copies each layer's gathered weights out of the all-gather buffer
 		// (forward, and again for the backward's gather) and its gradients into the
 		// reduce-scatter buffer, on the compute stream: the layer's compute grows
 		// by them, and the next layer's gather hides under them too.
-		cf, cb := p.fsdp2Copies(&fw)
+		cf, cb := p.fsdp2Copies(fw)
 		p.fwd += layers * cf
 		p.bwd += layers * cb
 		p.res.PerMicroBatch.Forward, p.res.PerMicroBatch.Backward = p.fwd, p.bwd
@@ -1657,8 +1656,8 @@ func (p *pricing) gradientSync() (float64, error) {
 		last += x * math.Min(1, bucket/math.Max(grad, 1))
 	}
 	if l.ZeRO >= 1 {
-		if fw, err := framework.Lookup(t.Framework); err == nil && fw.FSDP2Copies {
-			p.stepCopyFwd, p.stepCopyBwd = p.fsdp2StepCopies(&fw)
+		if fw, err := framework.Get(t.Framework); err == nil && fw.FSDP2Copies {
+			p.stepCopyFwd, p.stepCopyBwd = p.fsdp2StepCopies(fw)
 		}
 	}
 	// Gradient buckets reduce while the last micro-batch's backward runs; the
@@ -1702,7 +1701,7 @@ func (p *pricing) fp8AmaxReduce() error {
 	if !p.rates.fp8 || t.FP8Recipe != FP8Delayed || p.g.n/max(1, l.PP) <= 1 {
 		return nil
 	}
-	if fw, err := framework.Lookup(t.Framework); err != nil || !fw.TELayers {
+	if fw, err := framework.Get(t.Framework); err != nil || !fw.TELayers {
 		return nil
 	}
 	v := 1.0
@@ -1782,7 +1781,7 @@ func dpBucketBytes(req Request, k Constants) float64 {
 	t := &req.Training
 	params := t.DPBucketParams
 	if params == 0 {
-		if fw, err := framework.Lookup(t.Framework); err == nil && fw.MegatronDDPBuckets {
+		if fw, err := framework.Get(t.Framework); err == nil && fw.MegatronDDPBuckets {
 			params = math.Max(40e6, 1e6*float64(req.Layout.DP))
 		} else {
 			return k.DPBucketBytes
@@ -1819,7 +1818,7 @@ func (p *pricing) optimizer() {
 		shard, eshard = float64(p.denseShard), float64(max(1, p.expertShard))
 	}
 	bytes := p.e.k.OptimizerBytes
-	if fw, err := framework.Lookup(t.Framework); err == nil && fw.OptimizerUpdateBytes > 0 {
+	if fw, err := framework.Get(t.Framework); err == nil && fw.OptimizerUpdateBytes > 0 {
 		// The framework's own update is not a fused multi-tensor Adam (Composer's
 		// DecoupledAdamW: eight elementwise kernels per tensor).
 		bytes = fw.OptimizerUpdateBytes
@@ -1873,7 +1872,7 @@ func (p *pricing) optimizer() {
 // distributed optimizer shards only its own states) and steps them with
 // Megatron-Core's optimizers.
 func (p *pricing) megatronGradBuffers() bool {
-	fw, err := framework.Lookup(p.req.Training.Framework)
+	fw, err := framework.Get(p.req.Training.Framework)
 	return err == nil && fw.MegatronDDPBuckets && p.req.Layout.ZeRO <= 1 &&
 		p.req.Layout.Offload != OffloadOptimizer && p.req.Layout.Offload != OffloadParams
 }
@@ -1882,7 +1881,7 @@ func (p *pricing) megatronGradBuffers() bool {
 // (ZeRO-3) with Megatron-FSDP, Megatron-Core's fully sharded data parallelism, and
 // steps them with Megatron-Core's distributed optimizer (use_megatron_fsdp).
 func (p *pricing) megatronFSDP() bool {
-	fw, err := framework.Lookup(p.req.Training.Framework)
+	fw, err := framework.Get(p.req.Training.Framework)
 	return err == nil && fw.MegatronDDPBuckets && p.req.Layout.ZeRO >= 2 &&
 		p.req.Layout.Offload != OffloadOptimizer && p.req.Layout.Offload != OffloadParams
 }
@@ -2093,7 +2092,7 @@ type ring struct {
 // framework repeats the K/V heads to the queries' before the attention call), TP
 // tf, on a GPU of HBM bandwidth hbm, under framework fw.
 func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, fw string) ring {
-	p, err := framework.Lookup(fw)
+	p, err := framework.Get(fw)
 	return ringAttentionOf(l, cp, tokens, h, kvw, qvw, tf, hbm, err == nil && p.TorchRingAttention)
 }
 

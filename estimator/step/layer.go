@@ -156,7 +156,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// The local experts' GEMMs run as one grouped GEMM unless the framework
 		// loops over them.
 		grouped := true
-		fw, fwErr := framework.Lookup(req.Training.Framework)
+		fw, fwErr := framework.Get(req.Training.Framework)
 		fwOK := fwErr == nil
 		if fwOK && fw.SequentialExpertGEMMs {
 			grouped = false
@@ -357,7 +357,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// Blackwell (torchtitan's cuDNN attention before PR #2095,
 		// framework.Profile.OpSACRecomputesBlackwellAttention): the backward runs
 		// the attention forward again.
-		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention {
+		if fw, err := framework.Get(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention {
 			lt.opsFwd += lt.attnFwd
 			lt.opsFLOPs += lt.attnFLOPs
 		}
@@ -448,7 +448,7 @@ func expertRates(fwName string, r *gpuRates) gpuRates {
 	if r.arch != hardware.Blackwell {
 		return re
 	}
-	if fw, err := framework.Lookup(fwName); err == nil && fw.BlackwellGroupedMMEfficiency > 0 {
+	if fw, err := framework.Get(fwName); err == nil && fw.BlackwellGroupedMMEfficiency > 0 {
 		re.gemmEff = math.Min(re.gemmEff, fw.BlackwellGroupedMMEfficiency)
 	}
 	return re
@@ -577,7 +577,7 @@ func gluClampUnfused(req Request) bool {
 	if !req.Model.GLUClamp || !req.Model.GatedMLP {
 		return false
 	}
-	fw, err := framework.Lookup(req.Training.Framework)
+	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.GLUClampUnfused
 }
 
@@ -610,7 +610,7 @@ func expertBiasUnfused(req Request) bool {
 	if req.Model.MoE == nil || !req.Model.MoE.Bias {
 		return false
 	}
-	fw, err := framework.Lookup(req.Training.Framework)
+	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.ExpertBiasUnfused
 }
 
@@ -766,7 +766,7 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	case FP8Blockwise:
 		per += fp8BlockScaleBytes
 	}
-	fw, fwErr := framework.Lookup(req.Training.Framework)
+	fw, fwErr := framework.Get(req.Training.Framework)
 	if rec == FP8MXFP8 && r.arch == hardware.Blackwell && fwErr == nil {
 		per = e.k.mxCastBytes(fw.BlackwellMXCastHBM)
 	}
@@ -1118,7 +1118,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 			held = math.Min(2, layers) / layers
 		}
 		if l.Recompute == RecomputeFull && !t.FP8Recipe.weightsCastOncePerStep() {
-			if fw, err := framework.Lookup(t.Framework); err == nil && fw.FP8WeightsCastInForward {
+			if fw, err := framework.Get(t.Framework); err == nil && fw.FP8WeightsCastInForward {
 				// A checkpointed layer's forward keeps no fp8 copy of its weights
 				// (framework.Profile.FP8WeightsCastInForward): the layers not
 				// recomputed hold theirs, the recomputed ones only the layer being
@@ -1183,7 +1183,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 	// The loss's peak per logit (vocab-parallel over TP) depends on how the
 	// framework computes cross entropy (framework.LossBytesPerLogit).
 	lossBytes := float64(framework.MegatronLossBytesPerLogit)
-	if fw, err := framework.Lookup(t.Framework); err == nil && l.TP > 1 && fw.LossParallelBytesPerLogit > 0 {
+	if fw, err := framework.Get(t.Framework); err == nil && l.TP > 1 && fw.LossParallelBytesPerLogit > 0 {
 		lossBytes = fw.LossParallelBytesPerLogit
 	} else if err == nil && fw.LossBytesPerLogit > 0 {
 		lossBytes = fw.LossBytesPerLogit
@@ -1247,7 +1247,7 @@ func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
 }
 
 func (e *Estimator) describe(req Request, r *gpuRates) []string {
-	fw, _ := framework.Lookup(req.Training.Framework)
+	fw, _ := framework.Get(req.Training.Framework)
 	notes := []string{fmt.Sprintf("framework %s: %s", fw.Name, fw.Description)}
 	return append(notes, e.describeModel(req, r)...)
 }
@@ -1255,13 +1255,13 @@ func (e *Estimator) describe(req Request, r *gpuRates) []string {
 func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	attn := "causal flash attention (masked half skipped, backward 2.5× the forward's FLOPs)"
 	kernel := ""
-	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.HopperFusedAttention && req.Cluster.GPU().Arch == hardware.Hopper && !req.Training.FlashAttention2 {
+	if fw, err := framework.Get(req.Training.Framework); err == nil && fw.HopperFusedAttention && req.Cluster.GPU().Arch == hardware.Hopper && !req.Training.FlashAttention2 {
 		kernel = ", Transformer Engine's cuDNN fused attention on Hopper"
 	}
 	if req.Training.FlashAttention2 {
 		kernel = ", flash-attn 2 (the framework's Hopper-native kernel turned off)"
 	}
-	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention &&
+	if fw, err := framework.Get(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention &&
 		req.Cluster.GPU().Arch == hardware.Blackwell && !req.Training.UnfusedAttention {
 		kernel += "; under op-level checkpointing the backward pass runs it again (the framework's op save list leaves out its Blackwell kernel)"
 	}
@@ -1272,7 +1272,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if req.Training.DPReduceAfterBackward {
 		dpNote = "data-parallel gradients reduce after the backward pass, none of it hidden; "
 	}
-	fw, fwErr := framework.Lookup(req.Training.Framework)
+	fw, fwErr := framework.Get(req.Training.Framework)
 	megatronDDP := fwErr == nil && fw.MegatronDDPBuckets
 	if megatronDDP {
 		dpNote += "Megatron-Core zeroes its gradient buffers at the start of every step (ZeRO 0–1); "
@@ -1300,7 +1300,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if r.fp8 {
 		cast := fmt.Sprintf("%s scaling: casts read 16 bits and write fp8 and its transpose (%d B per element)", req.Training.FP8Recipe, fp8CastBytes)
 		weights := "weights cast once per step"
-		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && req.Training.FP8Recipe == FP8Delayed {
+		if fw, err := framework.Get(req.Training.Framework); err == nil && fw.NormEmitsFP8 && req.Training.FP8Recipe == FP8Delayed {
 			cast += "; the norms write the QKV and dense MLP inputs in fp8 themselves (Transformer Engine's LayerNormLinear)"
 		}
 		switch req.Training.FP8Recipe {
@@ -1342,7 +1342,7 @@ func routerFP32Linear(req Request) bool {
 	if !req.Training.MoERouterFP32 || req.Model.MoE == nil {
 		return false
 	}
-	fw, err := framework.Lookup(req.Training.Framework)
+	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.MoERouterFP32Linear
 }
 
@@ -1376,6 +1376,6 @@ func (k *Constants) fp32RouterTimes(g gemm, r *gpuRates) (fwd, bwd float64) {
 // mlaRoPEUnfused tells whether req's framework applies MLA's rotary embedding
 // with PyTorch's operators (framework.Profile.MLARoPEUnfused).
 func mlaRoPEUnfused(req Request) bool {
-	fw, err := framework.Lookup(req.Training.Framework)
+	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.MLARoPEUnfused
 }

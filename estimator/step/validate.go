@@ -152,7 +152,7 @@ func unfusedOnGPU(fw string, a model.Arch, gpu hardware.GPU) bool {
 	if gpu.Arch != hardware.Blackwell {
 		return false // before the profile's lookup: this runs for every layout priced
 	}
-	p, err := framework.Lookup(fw)
+	p, err := framework.Get(fw)
 	if err != nil || p.BlackwellFusedHeadDim == 0 {
 		return false
 	}
@@ -176,7 +176,7 @@ func sequenceParallelWithTP(t Training) bool {
 	if t.Framework == framework.Default {
 		return false
 	}
-	fw, err := framework.Lookup(t.Framework)
+	fw, err := framework.Get(t.Framework)
 	return err == nil && fw.SequenceParallelWithTP
 }
 
@@ -285,7 +285,7 @@ func (t Training) Normalise() Training {
 	}
 	// The framework's profile fills what the request leaves open; an unknown name is
 	// left for validate to report.
-	fw, known := framework.Lookup(t.Framework)
+	fw, known := framework.Get(t.Framework)
 	if known == nil {
 		t.Framework = fw.Name
 		t.UnfusedAttention = t.UnfusedAttention || fw.UnfusedAttention
@@ -342,7 +342,7 @@ func (t Training) validate() error {
 	default:
 		c.Add("training.precision", "must be bf16, fp16 or fp8 (got %q)", t.Precision)
 	}
-	if _, err := framework.Lookup(t.Framework); err != nil {
+	if _, err := framework.Get(t.Framework); err != nil {
 		c.Add("training.framework", "%v", err)
 	}
 	switch t.ParamGather {
@@ -620,7 +620,7 @@ func unwrap(err error) []error {
 // (framework.Runs.EvenLayerSplit, Megatron-LM of 2021), a pipeline whose stages
 // or model chunks would hold different numbers of layers, a split accounting for
 // the embedding or the loss, and interleaving over 2 stages or fewer.
-func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p framework.Profile) {
+func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p *framework.Profile) {
 	if !p.Runs.EvenLayerSplit || l.PP < 2 {
 		return
 	}
@@ -643,7 +643,7 @@ func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p framework
 // validateRuns refuses a layout the framework cannot run (framework.Profile.Runs),
 // naming the layout field and the framework.
 func validateRuns(c *invalid.Collector, l Layout, a model.Arch, t Training) {
-	p, err := framework.Lookup(t.Framework)
+	p, err := framework.Get(t.Framework)
 	if err != nil || !p.Runs.Limited() {
 		return
 	}
