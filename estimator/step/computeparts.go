@@ -52,7 +52,7 @@ func (e *Estimator) computeInto(cp *computeParts, req *Request, rates *gpuRates,
 	}
 	lc, lcMoE := &cp.lc, &cp.lcMoE // read in place: a layer's times are 168 bytes
 
-	stageLayers := stageLayerCount(a.Layers, l)
+	stageLayers := c.stageLayers(a.Layers, l)
 	nMoE := float64(min(stageLayers, stageMoELayers(req)))
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
@@ -246,6 +246,31 @@ func stageLayerCount(layers int, l *Layout) int {
 	return most
 }
 
+// stageLayersMemo is the last result of stageLayerCount for an uneven split, with
+// what it depends on: the split (by its first element and length), the depth and
+// the chunks.
+type stageLayersMemo struct {
+	split          *int
+	n, pp, vs, out int
+}
+
+// stageLayers is stageLayerCount, remembered in c (which may be nil) for the last
+// uneven split: a search bounds a depth's shapes one after the other, all with the
+// depth's one split array (as dualPipePairs), and an uneven split of a deep
+// pipeline is a loop over every stage.
+func (c *BoundsCache) stageLayers(layers int, l *Layout) int {
+	if c == nil || len(l.LayerSplit) == 0 {
+		return stageLayerCount(layers, l)
+	}
+	k := stageLayersMemo{split: &l.LayerSplit[0], n: len(l.LayerSplit), pp: l.PP, vs: l.VirtualStages}
+	if m := c.most; m.split != nil && m.split == k.split && m.n == k.n && m.pp == k.pp && m.vs == k.vs {
+		return m.out
+	}
+	k.out = stageLayerCount(layers, l)
+	c.most = k
+	return k.out
+}
+
 // stageMoELayers is the most MoE layers one pipeline rank holds over its model
 // chunks (chunk c of rank s is split entry c·pp + s, in model order), counting the
 // dense first layers and the MoE frequency of the model.
@@ -313,6 +338,9 @@ type BoundsCache struct {
 	lastRatesOK bool
 	// The DualPipe pairing of the last depth and split asked (dualPipePairs).
 	pairs stagePairs
+	// The most layers a rank holds under the last uneven split asked
+	// (stageLayers).
+	most stageLayersMemo
 	// The last TP price without and with SP (tpCalls), and the last output layer's
 	// times (outputLayer).
 	lastTP     [2]tpLast

@@ -131,7 +131,7 @@ func normaliseLayout(r *Request, spWithTP bool) {
 		l.Recompute = RecomputeNone
 	}
 	accountSplit(l, r.Model.Layers)
-	balanceSplit(l, r.Model, r.Training.SeqLen)
+	balanceSplit(l, &r.Model, r.Training.SeqLen)
 	if l.TP > 1 && !l.SP && spWithTP {
 		l.SP = true
 	}
@@ -200,13 +200,14 @@ func accountSplit(l *Layout, layers int) {
 // balanceSplit gives a layout whose pipeline does not divide the layers, even
 // counting the embedding and loss, the cost-balanced split (BalancedSplit); ZB-V
 // runs even splits only, and a pipeline of more chunks than layers is left for
-// validate to report.
-func balanceSplit(l *Layout, a model.Arch, seq int) {
+// validate to report. (The model by address: the planner normalises every layout it
+// bounds, nearly all with their split given.)
+func balanceSplit(l *Layout, a *model.Arch, seq int) {
 	stages := l.PP * l.VirtualStages
 	if len(l.LayerSplit) > 0 || l.PP < 2 || stages < 1 || a.Layers < 1 || a.Layers%stages == 0 || l.Schedule == ZeroBubbleV {
 		return
 	}
-	l.LayerSplit = BalancedSplit(a, seq, stages)
+	l.LayerSplit = BalancedSplit(*a, seq, stages)
 }
 
 // autoAccount says what a pipeline of stages that does not divide layers counts as
