@@ -304,15 +304,17 @@ func stageMoELayers(req *Request) int {
 // BoundsCache keeps the per-layer compute times of the layouts one search bounds
 // for the same model, training and cluster: layouts that differ in pipeline depth,
 // data parallelism or ZeRO stage run their layers alike, so a search part that
-// bounds a hundred such layouts times each kind of layer once. Not safe for
-// concurrent use: one per goroutine.
+// bounds a hundred such layouts times each kind of layer once. Between resets
+// (Reset, ResetFor) the requests given with it must be of one model, training and
+// cluster: what it keeps is keyed by layout only. Not safe for concurrent use: one
+// per goroutine.
 type BoundsCache struct {
 	layers map[layerKey]layerTimes
 	// layersOf is the search the layers' times are of (ResetFor).
 	layersOf layersOf
-	// The last training normalised, and what it normalised to.
-	trained           bool
-	trainIn, trainOut Training
+	// The training normalised (normalise).
+	trained  bool
+	trainOut Training
 	spWithTP          bool
 	// The output layer's GEMM times by tokens and vocabulary slice.
 	logits map[[2]uint64][3]float64
@@ -664,15 +666,19 @@ func (c *BoundsCache) modelParams(a *model.Arch) *model.Params {
 	return &c.params
 }
 
-// normalise sets *req to normalise(*req), the training's part remembered in c (when c is not
-// nil).
+// normalise sets *req to normalise(*req), the training's part normalised once per
+// cache (when c is not nil): a cache is for one model, training and cluster until
+// Reset or ResetFor, as its layers' times, parameter counts and attention widths
+// already are, so the first request's training is every request's. (Comparing each
+// request's training with it, 240 bytes with seven strings, was about 1 % of a warm
+// search: once for each of its thousands of shapes.)
 func (c *BoundsCache) normalise(req *Request) {
 	if c == nil {
 		*req = normalise(*req)
 		return
 	}
-	if !c.trained || c.trainIn != req.Training {
-		c.trained, c.trainIn = true, req.Training
+	if !c.trained {
+		c.trained = true
 		c.trainOut = req.Training.Normalise()
 		c.spWithTP = sequenceParallelWithTP(c.trainOut)
 	}
