@@ -315,7 +315,7 @@ type BoundsCache struct {
 	// The training normalised (normalise).
 	trained  bool
 	trainOut Training
-	spWithTP          bool
+	spWithTP bool
 	// The output layer's GEMM times by tokens and vocabulary slice.
 	logits map[[2]uint64][3]float64
 	// One TP collective's price (tpCall).
