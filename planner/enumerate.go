@@ -184,7 +184,7 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part, memos []step.Ex
 	base := s.baseLayout(p)
 	var low step.Exposure
 	for i, al := range p.alts {
-		x := e.ExposedBoundsMemo(step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: base, Ranks: al.ranks}, s.bounds, &memos[i])
+		x := e.ExposedBoundsMemo(&step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: base, Ranks: al.ranks}, &s.bounds, &memos[i])
 		if i == 0 {
 			low = x
 		}

@@ -179,13 +179,13 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		}
 		// As the estimate (pricing.tensorParallel): what the overlap exposes and
 		// its contention, on the stage's layer counts (the pair's under DualPipe).
-		exposed, _, cont := tpOverlap(*l, &cp, in)
+		exposed, _, cont := tpOverlap(l, &cp, in)
 		perMB += exposed
 		dualMB, dualCont = dualMB+exposed, cont
 		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
 			nd, nm := cp.nDense, cp.nMoE
 			cp.nDense, cp.nMoE = dc.nDense, dc.nMoE
-			e2, _, c2 := tpOverlap(*l, &cp, in)
+			e2, _, c2 := tpOverlap(l, &cp, in)
 			cp.nDense, cp.nMoE = nd, nm
 			dualMB, dualCont = cp.fwd+cp.bwd+cp.rc+min(exposed, e2), min(cont, c2)
 		}
@@ -217,7 +217,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if l.CPAllToAll {
 			x.ulysses = float64(l.MicroBatch) * sLocal * h * (d.q + d.kv + d.v) / (4 * tf) * 2
 		} else {
-			x.ring = ringAttentionOf(*l, &cp, float64(l.MicroBatch)*sLocal, h, d.kv, d.qv, tf, r.hbm, c.torchRing(t.Framework))
+			x.ring = ringAttentionOf(l, &cp, float64(l.MicroBatch)*sLocal, h, d.kv, d.qv, tf, r.hbm, c.torchRing(t.Framework))
 		}
 	}
 	if l.PP > 1 {
@@ -350,7 +350,7 @@ func fp8AllGatherUnfused(userbuffers, fp8 bool, rec FP8Recipe) bool {
 // userbuffers (PyTorch's async TP) every collective, forward and backward, is a
 // ring exchange beside the forward GEMM it sits next to, and what it hides takes
 // in.smShare of the SMs.
-func tpOverlap(l Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, contention float64) {
+func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, contention float64) {
 	f := (float64(l.TP) - 1) / float64(l.TP)
 	ring := func(c, g float64) (e, h float64) {
 		e = math.Max(0, c-f*g)
@@ -462,7 +462,7 @@ func (c *BoundsCache) tpCalls(e *Estimator, req *Request, tokens float64) (float
 			return v[0], v[1], nil
 		}
 	}
-	g, err := newGrid(*l)
+	g, err := newGrid(l)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -557,7 +557,7 @@ type exposureInputs struct {
 // its groups on its rank map. What cannot be priced counts 0: the bounds stay
 // bounds.
 func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
-	return e.ExposedBoundsMemo(req, b, nil)
+	return e.ExposedBoundsMemo(&req, &b, nil)
 }
 
 // ExposureMemo keeps the groups and prices of the last grid ExposedBoundsMemo
@@ -618,9 +618,10 @@ func (m *ExposureMemo) keep(p exposurePrice) {
 }
 
 // ExposedBoundsMemo is ExposedBounds with the groups and prices of the grid it
-// priced last kept in m (nil: none kept).
-func (e *Estimator) ExposedBoundsMemo(req Request, b Bounds, m *ExposureMemo) Exposure {
-	l, x := req.Layout, &b.exposure
+// priced last kept in m (nil: none kept). It only reads *req and *b (by address: a
+// search exposes thousands of shapes, and the two are 900 bytes).
+func (e *Estimator) ExposedBoundsMemo(req *Request, b *Bounds, m *ExposureMemo) Exposure {
+	l, x := &req.Layout, &b.exposure
 	var out Exposure
 	g, err := newGrid(l)
 	if err != nil {
@@ -679,7 +680,7 @@ func (e *Estimator) ExposedBoundsMemo(req Request, b Bounds, m *ExposureMemo) Ex
 // exposedPrice is ExposedBounds' price of collective op of bytes over the groups of
 // communication c on grid g, in seconds, and whether it could be priced; the
 // groups placed are kept in m.
-func (e *Estimator) exposedPrice(req Request, g grid, m *ExposureMemo, c Comm, op collective.Op, bytes float64) (float64, bool) {
+func (e *Estimator) exposedPrice(req *Request, g grid, m *ExposureMemo, c Comm, op collective.Op, bytes float64) (float64, bool) {
 	if req.Ranks == nil && g.n > exactExposureGPUs {
 		return e.cutBound(req.Cluster, g, c, op, bytes), true
 	}

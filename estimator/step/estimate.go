@@ -672,8 +672,8 @@ func (p *pricing) resolve(req Request) error {
 // messages from that shape and hide what they can under that compute.
 func (p *pricing) computeMicroBatch() {
 	a, t, l := &p.req.Model, &p.req.Training, &p.req.Layout
-	p.g, _ = newGrid(*l)
-	p.eg, _ = newExpertGrid(*l)
+	p.g, _ = newGrid(l)
+	p.eg, _ = newExpertGrid(l)
 	p.res.Layout, p.res.Training = *l, *t
 	if p.detail {
 		p.res.Comms = make([]CommCall, 0, 8)
@@ -876,7 +876,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 		// layer's attention half alone, so what it exposes, hides and slows is not
 		// scaled by moeShare again.
 		ub, _ := tpUserbuffers(p.req.Training.Framework)
-		exposed, hid, cont := tpOverlap(p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
+		exposed, hid, cont := tpOverlap(&p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
 			sms: p.rates.sms, userbuffers: ub,
 			smShare:      commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms),
 			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe)})
@@ -2093,12 +2093,12 @@ type ring struct {
 // tf, on a GPU of HBM bandwidth hbm, under framework fw.
 func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, fw string) ring {
 	p, err := framework.Get(fw)
-	return ringAttentionOf(l, cp, tokens, h, kvw, qvw, tf, hbm, err == nil && p.TorchRingAttention)
+	return ringAttentionOf(&l, cp, tokens, h, kvw, qvw, tf, hbm, err == nil && p.TorchRingAttention)
 }
 
 // ringAttentionOf is ringAttention with the framework's choice given: torchRing for
 // PyTorch's ring attention (framework.Profile.TorchRingAttention).
-func ringAttentionOf(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, torchRing bool) ring {
+func ringAttentionOf(l *Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, torchRing bool) ring {
 	cpf := float64(l.CP)
 	layers := float64(cp.stageLayers)
 	rcF := l.recomputeShare(cp.stageLayers)
