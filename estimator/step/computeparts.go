@@ -473,7 +473,7 @@ func (c *BoundsCache) dualPipePairs(req *Request) *stagePairs {
 	p.firsts = p.firstsBuf[:0]
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(p.dense, p.moe, r)
-		p.least = math.Min(p.least, float64(nd+nm)/2)
+		p.least = min(p.least, float64(nd+nm)/2)
 		if p.firsts == nil {
 			continue
 		}

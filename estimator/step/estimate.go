@@ -878,7 +878,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 		ub, _ := tpUserbuffers(p.req.Training.Framework)
 		exposed, hid, cont := tpOverlap(&p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
 			sms: p.rates.sms, userbuffers: ub,
-			smShare:      commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms),
+			smShare:      commSMs(p.req.Training.Framework) / max(1, p.rates.sms),
 			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe)})
 		p.res.Breakdown.Hidden[CommTP] = hid * mf
 		p.tpContPerMB = cont
@@ -1066,12 +1066,12 @@ func (p *pricing) expertParallel() (float64, error) {
 		// the warm-up and the backward chunks of the cool-down have no partner: on
 		// the first stage P − 1 of each under 1F1B (one with PP 1), P − 2 under
 		// DualPipe (its step 1, deepseek-ai/DualPipe), out of the M micro-batches.
-		unpaired := math.Max(1, float64(l.PP-1))
+		unpaired := max(1, float64(l.PP-1))
 		if l.Schedule == DualPipe {
-			unpaired = math.Max(1, float64(l.PP-2))
+			unpaired = max(1, float64(l.PP-2))
 		}
-		u := math.Min(1, unpaired/p.mf)
-		hid := (1 - u) * math.Min(epPerMB, p.fwd+p.bwd)
+		u := min(1, unpaired/p.mf)
+		hid := (1 - u) * min(epPerMB, p.fwd+p.bwd)
 		epPerMB -= hid
 		p.hiddenPerMB += hid
 		p.res.Breakdown.Hidden[CommEP] = hid * p.mf
@@ -1079,7 +1079,7 @@ func (p *pricing) expertParallel() (float64, error) {
 	if l.OverlapSharedExpert && epPerMB > 0 {
 		// The shared experts' GEMMs of the same micro-batch run under its
 		// all-to-alls (forward and backward alike).
-		hid := math.Min(epPerMB, nMoE*p.parts.lcMoE.shared)
+		hid := min(epPerMB, nMoE*p.parts.lcMoE.shared)
 		epPerMB -= hid
 		p.hiddenPerMB += hid
 		p.res.Breakdown.Hidden[CommEP] += hid * p.mf
@@ -1190,7 +1190,7 @@ const fp8DispatchBytes = 1 + 4.0/128
 func moeNodeReach(k, nodes, groups, topKGroups int) float64 {
 	r := float64(nodes)
 	if groups > 0 && topKGroups > 0 && groups >= nodes {
-		r = math.Min(r, float64(topKGroups))
+		r = min(r, float64(topKGroups))
 	}
 	if r <= 1 {
 		return 1
@@ -1612,7 +1612,7 @@ func (p *pricing) gradientSync() (float64, error) {
 		tdp = rs
 		exposed += ag // the updated weights are needed before the next forward
 	}
-	last = tdp * math.Min(1, bucket/math.Max(grad, 1))
+	last = tdp * min(1, bucket/max(grad, 1))
 	if p.expertShard > 1 {
 		// Expert gradients reduce over the ranks that hold the same experts.
 		eg := expertParams * o.GradBytes
@@ -1622,7 +1622,7 @@ func (p *pricing) gradientSync() (float64, error) {
 				return 0, err
 			}
 			tdp += x
-			last += x * math.Min(1, bucket/math.Max(eg, 1))
+			last += x * min(1, bucket/max(eg, 1))
 		} else {
 			rs, err := p.commOn(CommDP, p.expertGroup, collective.ReduceScatter, eg, 1, "end of step: expert gradient reduce-scatter over the expert-data-parallel group (bucketed, overlapped with the last backward)")
 			if err != nil {
@@ -1633,7 +1633,7 @@ func (p *pricing) gradientSync() (float64, error) {
 				return 0, err
 			}
 			tdp += rs
-			last += rs * math.Min(1, bucket/math.Max(eg, 1))
+			last += rs * min(1, bucket/max(eg, 1))
 			exposed += ag
 		}
 		grad += eg
@@ -1653,7 +1653,7 @@ func (p *pricing) gradientSync() (float64, error) {
 			return 0, err
 		}
 		tdp += x
-		last += x * math.Min(1, bucket/math.Max(grad, 1))
+		last += x * min(1, bucket/max(grad, 1))
 	}
 	if l.ZeRO >= 1 {
 		if fw, err := framework.Get(t.Framework); err == nil && fw.FSDP2Copies {
@@ -1662,7 +1662,7 @@ func (p *pricing) gradientSync() (float64, error) {
 	}
 	// Gradient buckets reduce while the last micro-batch's backward runs; the
 	// last bucket of each buffer waits for the end of it.
-	hid := math.Max(0, math.Min(tdp-last, p.bwd))
+	hid := max(0, min(tdp-last, p.bwd))
 	if t.DPReduceAfterBackward {
 		hid = 0 // reduced after the backward pass (the framework's engine)
 	}
@@ -1782,7 +1782,7 @@ func dpBucketBytes(req Request, k Constants) float64 {
 	params := t.DPBucketParams
 	if params == 0 {
 		if fw, err := framework.Get(t.Framework); err == nil && fw.MegatronDDPBuckets {
-			params = math.Max(40e6, 1e6*float64(req.Layout.DP))
+			params = max(40e6, 1e6*float64(req.Layout.DP))
 		} else {
 			return k.DPBucketBytes
 		}
@@ -1834,7 +1834,7 @@ func (p *pricing) optimizer() {
 		// The fp8 primary weights' cast loop runs on the host while the GPU runs
 		// the update issued before it, and nothing else is queued: the grad-norm's
 		// .item() has just synchronised the host with the GPU.
-		cast := math.Max(0, p.fp8MasterCastHost()-bd.Optimizer)
+		cast := max(0, p.fp8MasterCastHost()-bd.Optimizer)
 		bd.Optimizer += zero + cast
 	} else if p.megatronFSDP() {
 		// Megatron-FSDP steps with the same DistributedOptimizer, whose grad norm
@@ -1845,7 +1845,7 @@ func (p *pricing) optimizer() {
 		// copy_main_weights_to_model_weights: every is_float8tensor param of every
 		// parameter group appended, empty shards as None; Megatron-LM d98e8a6): the
 		// same host loop as the distributed optimizer's.
-		bd.Optimizer += math.Max(0, p.fp8MasterCastHost()-bd.Optimizer)
+		bd.Optimizer += max(0, p.fp8MasterCastHost()-bd.Optimizer)
 	}
 	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
 		// The CPU updates this rank's shard, bound by host memory bandwidth.
@@ -1858,7 +1858,7 @@ func (p *pricing) optimizer() {
 			// backward); the updated 16-bit weights come back before the parameter
 			// all-gather.
 			d2h := owned * o.GradBytes / link
-			hid := math.Min(d2h, p.bwd)
+			hid := min(d2h, p.bwd)
 			if t.DPReduceAfterBackward {
 				hid = 0
 			}
@@ -1965,7 +1965,7 @@ func (p *pricing) assemble() {
 	bd := &p.res.Breakdown
 	mf := p.mf
 	// Contention: overlapped communication occupies SMs, the framework's share.
-	smShare := commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms)
+	smShare := commSMs(p.req.Training.Framework) / max(1, p.rates.sms)
 	contPerMB := p.hiddenPerMB*smShare + p.tpContPerMB
 
 	bd.Forward = mf * p.fwd
@@ -2127,15 +2127,15 @@ type ringPrices struct{ p2p, gather, grad float64 }
 func (r ring) perMB(c ringPrices) (exposed, hidden float64) {
 	var expF, expB, total float64
 	if r.gather {
-		expF = math.Max(0, c.gather-r.stepF) * (1 + r.rc)
-		expB = math.Max(0, c.gather-r.stepB) + (r.cp-1)*math.Max(0, c.grad-r.stepB) + c.grad
+		expF = max(0, c.gather-r.stepF) * (1 + r.rc)
+		expB = max(0, c.gather-r.stepB) + (r.cp-1)*max(0, c.grad-r.stepB) + c.grad
 		total = c.gather*(2+r.rc) + r.cp*c.grad
 	} else {
-		expF = (r.cp - 1) * math.Max(0, c.p2p-r.stepF) * (1 + r.rc)
+		expF = (r.cp - 1) * max(0, c.p2p-r.stepF) * (1 + r.rc)
 		// Backward: the first step's K/V block and the last step's dK/dV block each
 		// under one step's attention, the CP − 2 middle steps' K/V and dK/dV blocks
 		// back to back under theirs.
-		expB = 2*math.Max(0, c.p2p-r.stepB) + (r.cp-2)*math.Max(0, 2*c.p2p-r.stepB)
+		expB = 2*max(0, c.p2p-r.stepB) + (r.cp-2)*max(0, 2*c.p2p-r.stepB)
 		total = r.passes * c.p2p
 	}
 	return (expF + expB + r.merge) * r.layers, (total - expF - expB) * r.layers
@@ -2153,16 +2153,16 @@ func (r ring) perMB(c ringPrices) (exposed, hidden float64) {
 func zero3Overlap(ag, rs, fwd, bwd, rc, layers, m float64, prefetchPre bool) (exposed, hidden, hiddenMB float64) {
 	perLayerF := (fwd + rc/2) / layers
 	perLayerB := (bwd + rc/2) / layers
-	expF := math.Max(0, ag-perLayerF)
-	expB := math.Max(0, ag+rs-perLayerB)
+	expF := max(0, ag-perLayerF)
+	expB := max(0, ag+rs-perLayerB)
 	if !prefetchPre {
-		expB = ag + math.Max(0, rs-perLayerB)
+		expB = ag + max(0, rs-perLayerB)
 	}
 	exposed = (expF + expB) * layers * m
 	// The first gather of the step and the last reduce-scatter cannot hide: what of
 	// them the per-layer overlap counted as hidden is exposed too (no more, or a
 	// gather already exposed would be counted twice).
-	first, last := ag-expF, math.Min(rs, ag+rs-expB)
+	first, last := ag-expF, min(rs, ag+rs-expB)
 	exposed += first + last
 	hidden = ((ag-expF)+(ag+rs-expB))*layers*m - first - last
 	return exposed, hidden, ((ag - expF) + (ag + rs - expB)) * layers

@@ -388,8 +388,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// The unfused attention's own operators under Transformer Engine layers
 	// (layerHostCosts.attnFwd, attnBwd) come with the collectives' host time.
 	collFwd, collBwd := hc.collFwd+hc.attnFwd, hc.collBwd+hc.attnBwd
-	lt.fwd = math.Max(fwd, launch+collFwd)
-	lt.bwd = math.Max(bwd, 2*launch+collBwd)
+	lt.fwd = max(fwd, launch+collFwd)
+	lt.bwd = max(bwd, 2*launch+collBwd)
 	if moe && a.MoE != nil {
 		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
 		if gluClampUnfused(req) {
@@ -398,13 +398,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if expertBiasUnfused(req) {
 			h.post += (expertBiasOpsPerExpert*moeLocal + expertBiasOps) * hc.op
 		}
-		lt.fwd = math.Max(fwd, launch+collFwd+h.pre+h.post)
-		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post-hc.moeCollFwd)+collBwd+hc.moeCollBwd)
+		lt.fwd = max(fwd, launch+collFwd+h.pre+h.post)
+		lt.bwd = max(bwd, 2*(launch+h.pre+h.post-hc.moeCollFwd)+collBwd+hc.moeCollBwd)
 		if h.sync {
 			// The sync drains the GPU's queue: the GPU idles while the host
 			// finishes the copy and issues the next operator, and then runs no
 			// faster than the host issues the rest of the block.
-			lt.fwd += h.stall + math.Max(0, h.post-moePost)
+			lt.fwd += h.stall + max(0, h.post-moePost)
 		}
 	}
 	if l.OffloadActivations {
@@ -435,7 +435,7 @@ func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe boo
 	}
 	bytes := activationBytes(&a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load, mlaDownMode(t.Framework))
 	c := activationCopy(req.Cluster, bytes)
-	return math.Max(0, c-lt.fwd), math.Max(0, c-lt.bwd)
+	return max(0, c-lt.fwd), max(0, c-lt.bwd)
 }
 
 // expertRates are the rates of the routed experts' GEMMs: r, but on Blackwell at
@@ -449,7 +449,7 @@ func expertRates(fwName string, r *gpuRates) gpuRates {
 		return re
 	}
 	if fw, err := framework.Get(fwName); err == nil && fw.BlackwellGroupedMMEfficiency > 0 {
-		re.gemmEff = math.Min(re.gemmEff, fw.BlackwellGroupedMMEfficiency)
+		re.gemmEff = min(re.gemmEff, fw.BlackwellGroupedMMEfficiency)
 	}
 	return re
 }
@@ -676,7 +676,7 @@ func permuteExpertLoop(tokens, experts, h, k float64, r *gpuRates) float64 {
 	chain := waves * experts * math.Ceil(h/tePermuteMaxBlock) * gpuL2HitLatency
 	permute := tokens * 2 * 2 * k * h / r.hbm
 	unpermute := tokens * 2 * (k + 1) * h / r.hbm
-	return math.Max(0, chain-permute) + math.Max(0, chain-unpermute)
+	return max(0, chain-permute) + max(0, chain-unpermute)
 }
 
 // eagerMoEGlueBytes is what an eager MoE layer's own operators move per token the
@@ -712,7 +712,7 @@ func (k *Constants) mxCastBytes(frac [2]float64) float64 {
 	for _, f := range frac {
 		slow := 1.0
 		if f > 0 {
-			slow = math.Max(1, k.HBMEfficiency/f)
+			slow = max(1, k.HBMEfficiency/f)
 		}
 		per += fp8MXCastBytes / 2 * slow
 	}
@@ -1115,7 +1115,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 		// weights only the transposes are kept besides the weights themselves.
 		held := 1.0
 		if l.ZeRO == 3 && shard > 1 {
-			held = math.Min(2, layers) / layers
+			held = min(2, layers) / layers
 		}
 		if l.Recompute == RecomputeFull && !t.FP8Recipe.weightsCastOncePerStep() {
 			if fw, err := framework.Get(t.Framework); err == nil && fw.FP8WeightsCastInForward {
@@ -1124,7 +1124,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 				// recomputed hold theirs, the recomputed ones only the layer being
 				// recomputed and the next.
 				share := l.recomputeShare(stageLayers)
-				held = math.Min(held, 1-share+share*math.Min(2, layers)/layers)
+				held = min(held, 1-share+share*min(2, layers)/layers)
 			}
 		}
 		copies := float64(fp8WeightCopyBytes)
@@ -1146,7 +1146,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 	// rest in host memory.
 	keep := func(b float64) float64 { return b }
 	if l.OffloadActivations {
-		keep = func(b float64) float64 { return math.Min(b, 2*per) }
+		keep = func(b float64) float64 { return min(b, 2*per) }
 		h := req.Cluster.Spec.Host
 		mem.Host += (act - keep(act)) / gb
 		mem.HostCapacity = h.MemoryGB * HostMemoryUsable / float64(req.Cluster.Spec.GPUsPerNode)
@@ -1191,7 +1191,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 	// The multi-token-prediction modules compute their own logits and loss.
 	lastLogits := lossBytes * tokens * v / float64(l.TP) * float64(1+a.MTPLayers)
 	first := act + firstEmb
-	last := keep(per*layers*math.Min(1, inflight)) + lastLogits // the last stage holds one micro-batch
+	last := keep(per*layers*min(1, inflight)) + lastLogits // the last stage holds one micro-batch
 	if l.PP == 1 || ends {
 		first += lastLogits
 		last = first
@@ -1365,7 +1365,7 @@ func (k *Constants) fp32RouterTimes(g gemm, r *gpuRates) (fwd, bwd float64) {
 		work := 2 * m * n * kk
 		eff := r.gemmEff16 * work / (work + k.GEMMHalfFLOPs)
 		bytes := 4 * (m*kk + kk*n + m*n)
-		return math.Max(work/(r.peak32*eff), bytes/r.hbm)
+		return max(work/(r.peak32*eff), bytes/r.hbm)
 	}
 	cast := routerFP32CastBytes * g.m * g.k / r.hbm
 	fwd = one(g.m, g.n, g.k) + cast
