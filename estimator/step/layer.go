@@ -973,11 +973,12 @@ func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) floa
 
 // memory computes the peak per-GPU memory.
 func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, m int) Memory {
-	return e.memoryWith(req, nil, stageLayers, dense, expert, m)
+	return e.memoryWith(&req, nil, stageLayers, dense, expert, m)
 }
 
-// memoryWith is memory with the model's parameter counts p (nil: counted here).
-func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, dense, expert float64, m int) Memory {
+// memoryWith is memory with the model's parameter counts p (nil: counted here); it
+// only reads *req.
+func (e *Estimator) memoryWith(req *Request, p *model.Params, stageLayers int, dense, expert float64, m int) Memory {
 	if req.Layout.Schedule == DualPipe {
 		return e.dualPipeMemory(req, p, stageLayers, m)
 	}
@@ -985,12 +986,12 @@ func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, de
 	if req.Training.Precision == FP8 {
 		if p == nil {
 			counts := req.Model.Params()
-			md, me = matmulParams(&req, &counts, stageLayers)
+			md, me = matmulParams(req, &counts, stageLayers)
 		} else {
-			md, me = matmulParams(&req, p, stageLayers)
+			md, me = matmulParams(req, p, stageLayers)
 		}
 	}
-	return e.memoryOf(&req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
+	return e.memoryOf(req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
 }
 
 // dualPipeMemory is the peak memory of the DualPipe rank that needs the most: rank
@@ -998,7 +999,7 @@ func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, de
 // of one stage of its (DeepSeek-V3 report Table 2; the mean of its two stages'
 // layers) —, and rank 0 also the embedding and the output layer with its logits.
 // params are the model's parameter counts (nil: counted here).
-func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayers, m int) Memory {
+func (e *Estimator) dualPipeMemory(req *Request, params *model.Params, stageLayers, m int) Memory {
 	l := &req.Layout
 	if params == nil {
 		counted := req.Model.Params()
@@ -1007,7 +1008,7 @@ func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayer
 	p := params
 	t := float64(l.TP)
 	var buf stageKindsBuf
-	dl, ml := stageKinds(&req, buf[:])
+	dl, ml := stageKinds(req, buf[:])
 	var peak Memory
 	// Ranks whose two stages hold the same layers hold the same memory: each pair
 	// is priced once (a later equal one would not raise the peak).
@@ -1037,7 +1038,7 @@ func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayer
 		if nd+nm > 0 {
 			share = float64(nm) / float64(nd+nm)
 		}
-		mem := e.memoryOf(&req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
+		mem := e.memoryOf(req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
 		if r == 0 || mem.Total > peak.Total {
 			peak = mem
 			peak.Stage = r
