@@ -98,7 +98,7 @@ func newSpace(req *Request) *space {
 	if req.Model.MoE != nil {
 		sp.eps = divisors(req.Model.MoE.Experts)
 	}
-	fw, _ := framework.Lookup(req.Training.Framework)
+	fw, _ := framework.Get(req.Training.Framework)
 	// fp8 weights, with fp8 matmuls: on where the framework stores them, unless the
 	// constraints list it (the training's fp8_params pins it on). The same layout
 	// with 16-bit weights is never faster and never holds less (it casts every
@@ -184,7 +184,7 @@ func (s *shape) expose(e *step.Estimator, req *Request, p *part, memos []step.Ex
 	base := s.baseLayout(p)
 	var low step.Exposure
 	for i, al := range p.alts {
-		x := e.ExposedBoundsMemo(step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: base, Ranks: al.ranks}, s.bounds, &memos[i])
+		x := e.ExposedBoundsMemo(&step.Request{Model: req.Model, Training: req.Training, Cluster: al.cluster, Layout: base, Ranks: al.ranks}, &s.bounds, &memos[i])
 		if i == 0 {
 			low = x
 		}

@@ -461,7 +461,7 @@ func (r *Request) validate() error {
 		// step's layout.etp rule: a TP rank holds its experts whole only with SP.
 		c.Add("constraints.experts_whole", "lists only whole experts, which need sequence parallelism with tp > 1, but constraints.sp lists only off")
 	}
-	if fw, err := framework.Lookup(r.Training.Framework); err == nil && fw.Runs.Limited() {
+	if fw, err := framework.Get(r.Training.Framework); err == nil && fw.Runs.Limited() {
 		if fw.Runs.EvenLayerSplit {
 			// The framework splits no other way (framework.Runs.EvenLayerSplit):
 			// its search is constraints.even_split's, whether or not that is given.
@@ -491,7 +491,7 @@ func (r *Request) validate() error {
 // sliding-window attention or not (sliding): an
 // empty list becomes the framework's, a list asking for what it does not run is
 // an error naming the constraint and the framework.
-func restrictToRuns(cs *Constraints, fw framework.Profile, mla, sliding bool) error {
+func restrictToRuns(cs *Constraints, fw *framework.Profile, mla, sliding bool) error {
 	c := invalid.Collector{}
 	r := fw.Runs
 	limitTo(&c, fw.Name, "schedules", &cs.Schedules, convert[step.Schedule](r.Schedules))

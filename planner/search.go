@@ -1214,7 +1214,7 @@ func (s *evaluation) prefer(a, b *evaluated) bool {
 	case !a.ok:
 		return true
 	}
-	if d := (a.score - b.score) / math.Max(math.Abs(a.score), 1e-300); d > s.tol {
+	if d := (a.score - b.score) / max(math.Abs(a.score), 1e-300); d > s.tol {
 		return true
 	} else if d < -s.tol {
 		return false

@@ -45,6 +45,27 @@ func TestProfiles(t *testing.T) {
 	}
 }
 
+// Get answers as Lookup does, sharing the profile instead of copying it; an
+// unknown name gets Lookup's empty profile with the error.
+func TestGetIsLookupShared(t *testing.T) {
+	for _, p := range framework.All() {
+		for _, name := range append([]string{"", p.Name, " " + strings.ToUpper(p.Name)}, p.Aliases...) {
+			got, err := framework.Get(name)
+			want, wantErr := framework.Lookup(name)
+			if err != nil || wantErr != nil || !reflect.DeepEqual(*got, want) {
+				t.Errorf("Get(%q) = %s, %v; Lookup %s, %v", name, got.Name, err, want.Name, wantErr)
+			}
+			if again, _ := framework.Get(name); again != got {
+				t.Errorf("Get(%q) twice: two profiles (should share one)", name)
+			}
+		}
+	}
+	got, err := framework.Get("hai-llm-2")
+	if _, wantErr := framework.Lookup("hai-llm-2"); err == nil || err.Error() != wantErr.Error() || !reflect.DeepEqual(*got, framework.Profile{}) {
+		t.Errorf("unknown framework: %+v, %v; want the empty profile and Lookup's error %v", got, err, wantErr)
+	}
+}
+
 // torchtitan-0.1 is torchtitan with one difference: on Blackwell its per-op SAC
 // runs the attention again (cuDNN's, which its op save list left out until PR
 // #2095); the current profile saves it.

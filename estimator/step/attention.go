@@ -51,7 +51,7 @@ func attentionSpeed(arch hardware.Arch, fw string, flash2 bool, skv, headDim flo
 	if arch != hardware.Hopper && arch != hardware.Blackwell || flash2 {
 		return 1, 1
 	}
-	if p, err := framework.Lookup(fw); err != nil || !p.HopperFusedAttention {
+	if p, err := framework.Get(fw); err != nil || !p.HopperFusedAttention {
 		return 1, 1
 	}
 	if arch == hardware.Blackwell {
@@ -60,7 +60,7 @@ func attentionSpeed(arch hardware.Arch, fw string, flash2 bool, skv, headDim flo
 	xs := attnSeqLens[:]
 	cf, cb := interpLog2(xs, cuDNNFwdTFLOPS[:], skv), interpLog2(xs, cuDNNBwdTFLOPS[:], skv)
 	if headDim < 128 {
-		w := math.Max(0, (headDim-64)/64) // 0 at 64 and below, 1 at 128
+		w := max(0, (headDim-64)/64) // 0 at 64 and below, 1 at 128
 		cf = w*cf + (1-w)*interpLog2(xs, cuDNNFwdTFLOPS64[:], skv)
 		cb = w*cb + (1-w)*interpLog2(xs, cuDNNBwdTFLOPS64[:], skv)
 	}
@@ -169,7 +169,7 @@ func ultraAttentionSpeed(fw string, flash2 bool, skv, headDim float64) (fwd, bwd
 	if flash2 || headDim != 128 {
 		return 1, 1
 	}
-	if p, err := framework.Lookup(fw); err != nil || !p.HopperFusedAttention {
+	if p, err := framework.Get(fw); err != nil || !p.HopperFusedAttention {
 		return 1, 1
 	}
 	xs := bwAttnSeqLens[:]

@@ -57,7 +57,7 @@ func exhaustiveSplit(n, stages int, chunk func(from, to, k int) float64) []int {
 	for k := 1; k < stages; k++ {
 		for i := k + 1; i <= n-(stages-1-k); i++ {
 			for t := i - 1; t >= k; t-- { // the last chunk is layers [t, i): latest t first
-				v := math.Max(best[k-1][t], chunk(t, i, k))
+				v := max(best[k-1][t], chunk(t, i, k))
 				if v < best[k][i] {
 					best[k][i], from[k][i] = v, t
 				}

@@ -96,7 +96,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	var cp computeParts
 	e.computeInto(&cp, &req, &r, float64(l.MicroBatch)*sLocal, sLocal, float64(t.SeqLen), c)
 	bwdLB, wUB := cp.bwd, cp.bwdW
-	actLayers := float64(cp.stageLayers) * math.Min(float64(l.PP), m)
+	actLayers := float64(cp.stageLayers) * min(float64(l.PP), m)
 	// The layer counts the estimate's per-layer TP communication follows: the
 	// slowest stage's, and under DualPipe the slowest rank pair's means
 	// (computeParts.dualPipe), which the bound also takes when the layout can run
@@ -117,9 +117,9 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if dc.fwd+dc.bwd+dc.rc < cp.fwd+cp.bwd+cp.rc {
 			cp.fwd, cp.bwd, cp.rc = dc.fwd, dc.bwd, dc.rc
 		}
-		bwdLB, wUB = math.Min(bwdLB, dc.bwd), math.Max(wUB, dc.bwdW)
+		bwdLB, wUB = min(bwdLB, dc.bwd), max(wUB, dc.bwdW)
 		least := pairs.least
-		actLayers = math.Min(actLayers, least*math.Min(float64(l.PP+1), m))
+		actLayers = min(actLayers, least*min(float64(l.PP+1), m))
 	}
 	perMB := cp.fwd + cp.bwd + cp.rc
 	var contention float64
@@ -164,7 +164,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		fw, fwErr := c.profile(t.Framework)
 		ub, rsFP8 := tpUserbuffersOf(fw, fwErr)
 		in := tpOverlapIn{ag: agUs * 1e-6, rs: (us - agUs) * 1e-6, ag8: agUs * 1e-6, rs8: (us - agUs) * 1e-6, sms: r.sms,
-			userbuffers: ub, smShare: commSMsOf(fw, fwErr) / math.Max(1, r.sms),
+			userbuffers: ub, smShare: commSMsOf(fw, fwErr) / max(1, r.sms),
 			agFwdUnfused: fp8AllGatherUnfused(ub, r.fp8, t.FP8Recipe), sharedHalf: newSharedHalf(&req)}
 		if ub && r.fp8 {
 			// fp8 buffers: half the bytes (the collectives of half the tokens).
@@ -179,13 +179,13 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		}
 		// As the estimate (pricing.tensorParallel): what the overlap exposes and
 		// its contention, on the stage's layer counts (the pair's under DualPipe).
-		exposed, _, cont := tpOverlap(*l, &cp, in)
+		exposed, _, cont := tpOverlap(l, &cp, in)
 		perMB += exposed
 		dualMB, dualCont = dualMB+exposed, cont
 		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
 			nd, nm := cp.nDense, cp.nMoE
 			cp.nDense, cp.nMoE = dc.nDense, dc.nMoE
-			e2, _, c2 := tpOverlap(*l, &cp, in)
+			e2, _, c2 := tpOverlap(l, &cp, in)
 			cp.nDense, cp.nMoE = nd, nm
 			dualMB, dualCont = cp.fwd+cp.bwd+cp.rc+min(exposed, e2), min(cont, c2)
 		}
@@ -206,7 +206,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	per := c.activationsPerLayer(&req, cp.stageLayers)
 	act := per * actLayers / 1e9
 	if l.OffloadActivations {
-		act = per * math.Min(actLayers, 2) / 1e9 // the rest is in host memory
+		act = per * min(actLayers, 2) / 1e9 // the rest is in host memory
 	}
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
 	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, layers: float64(cp.stageLayers), m: m,
@@ -217,7 +217,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		if l.CPAllToAll {
 			x.ulysses = float64(l.MicroBatch) * sLocal * h * (d.q + d.kv + d.v) / (4 * tf) * 2
 		} else {
-			x.ring = ringAttentionOf(*l, &cp, float64(l.MicroBatch)*sLocal, h, d.kv, d.qv, tf, r.hbm, c.torchRing(t.Framework))
+			x.ring = ringAttentionOf(l, &cp, float64(l.MicroBatch)*sLocal, h, d.kv, d.qv, tf, r.hbm, c.torchRing(t.Framework))
 		}
 	}
 	if l.PP > 1 {
@@ -378,13 +378,13 @@ func fp8AllGatherUnfused(userbuffers, fp8 bool, rec FP8Recipe) bool {
 // userbuffers (PyTorch's async TP) every collective, forward and backward, is a
 // ring exchange beside the forward GEMM it sits next to, and what it hides takes
 // in.smShare of the SMs.
-func tpOverlap(l Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, contention float64) {
+func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, contention float64) {
 	f := (float64(l.TP) - 1) / float64(l.TP)
 	ring := func(c, g float64) (e, h float64) {
-		e = math.Max(0, c-f*g)
+		e = max(0, c-f*g)
 		return e, c - e
 	}
-	sms := math.Max(ubPipelineSMs+1, in.sms)
+	sms := max(ubPipelineSMs+1, in.sms)
 	repeats := l.tpRepeats(cp.stageLayers) / 2 // recomputed forward passes per layer
 	// half prices one half of a layer: the all-gather before the GEMM gIn, the
 	// reduce-scatter after the GEMM gOut.
@@ -405,14 +405,14 @@ func tpOverlap(l Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, con
 		n := float64(ubPipelineSplits)
 		gm := gOut * sms / (sms - ubPipelineSMs) // the GEMM on the SMs left to it
 		chunk := in.rs8 / n
-		er := math.Min(in.rs8, chunk+(n-1)*math.Max(0, chunk-gm/n))
+		er := min(in.rs8, chunk+(n-1)*max(0, chunk-gm/n))
 		fe, fh := ea+er, ha+in.rs8-er
 		fc := ha*ubRingSMs/sms + (gm - gOut)
 		// Backward: the output gradient's all-gather by ring exchange beside the
 		// output projection's data gradient, the input gradient's reduce-scatter in
 		// bulk beside the input projection's weight gradient.
 		eb, hb := ring(in.ag8, gOut)
-		ew := math.Max(0, in.rs-gIn)
+		ew := max(0, in.rs-gIn)
 		hw := in.rs - ew
 		be, bh := eb+ew, hb+hw
 		bc := hb*ubRingSMs/sms + hw*ubBulkSMs/sms
@@ -495,7 +495,7 @@ func (c *BoundsCache) tpCalls(e *Estimator, req *Request, tokens float64) (float
 			return v[0], v[1], nil
 		}
 	}
-	g, err := newGrid(*l)
+	g, err := newGrid(l)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -590,7 +590,7 @@ type exposureInputs struct {
 // its groups on its rank map. What cannot be priced counts 0: the bounds stay
 // bounds.
 func (e *Estimator) ExposedBounds(req Request, b Bounds) Exposure {
-	return e.ExposedBoundsMemo(req, b, nil)
+	return e.ExposedBoundsMemo(&req, &b, nil)
 }
 
 // ExposureMemo keeps the groups and prices of the last grid ExposedBoundsMemo
@@ -651,9 +651,10 @@ func (m *ExposureMemo) keep(p exposurePrice) {
 }
 
 // ExposedBoundsMemo is ExposedBounds with the groups and prices of the grid it
-// priced last kept in m (nil: none kept).
-func (e *Estimator) ExposedBoundsMemo(req Request, b Bounds, m *ExposureMemo) Exposure {
-	l, x := req.Layout, &b.exposure
+// priced last kept in m (nil: none kept). It only reads *req and *b (by address: a
+// search exposes thousands of shapes, and the two are 900 bytes).
+func (e *Estimator) ExposedBoundsMemo(req *Request, b *Bounds, m *ExposureMemo) Exposure {
+	l, x := &req.Layout, &b.exposure
 	var out Exposure
 	g, err := newGrid(l)
 	if err != nil {
@@ -712,7 +713,7 @@ func (e *Estimator) ExposedBoundsMemo(req Request, b Bounds, m *ExposureMemo) Ex
 // exposedPrice is ExposedBounds' price of collective op of bytes over the groups of
 // communication c on grid g, in seconds, and whether it could be priced; the
 // groups placed are kept in m.
-func (e *Estimator) exposedPrice(req Request, g grid, m *ExposureMemo, c Comm, op collective.Op, bytes float64) (float64, bool) {
+func (e *Estimator) exposedPrice(req *Request, g grid, m *ExposureMemo, c Comm, op collective.Op, bytes float64) (float64, bool) {
 	if req.Ranks == nil && g.n > exactExposureGPUs {
 		return e.cutBound(req.Cluster, g, c, op, bytes), true
 	}

@@ -231,7 +231,7 @@ func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
 			tiles := n * math.Ceil(g.m/float64(k.TileM)) * math.Ceil(g.n/float64(k.TileN))
 			waves := math.Ceil(tiles / r.sms)
 			eff *= n * (g.m * g.n) / (waves * r.sms * float64(k.TileM*k.TileN))
-			eff = math.Min(eff, r.gemmEff)
+			eff = min(eff, r.gemmEff)
 		}
 		bytes := n * (r.elemSize*(g.m*g.k+g.k*g.n) + r.outputBytes()*g.m*g.n)
 		return rooflineTime(work/(r.peak*eff), bytes/r.hbm)
@@ -254,7 +254,7 @@ func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
 		// Local experts looped over.
 		return g.count * rooflineTime(compute, bytes/r.hbm)
 	}
-	return math.Max(compute, bytes/r.hbm)
+	return max(compute, bytes/r.hbm)
 }
 
 // outputBytes is the HBM traffic per output element of a GEMM (gpuRates.accBytes).

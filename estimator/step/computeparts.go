@@ -52,7 +52,7 @@ func (e *Estimator) computeInto(cp *computeParts, req *Request, rates *gpuRates,
 	}
 	lc, lcMoE := &cp.lc, &cp.lcMoE // read in place: a layer's times are 168 bytes
 
-	stageLayers := stageLayerCount(a.Layers, l)
+	stageLayers := c.stageLayers(a.Layers, l)
 	nMoE := float64(min(stageLayers, stageMoELayers(req)))
 	nDense := float64(stageLayers) - nMoE
 	fwd := nDense*lc.fwd + nMoE*lcMoE.fwd
@@ -246,6 +246,31 @@ func stageLayerCount(layers int, l *Layout) int {
 	return most
 }
 
+// stageLayersMemo is the last result of stageLayerCount for an uneven split, with
+// what it depends on: the split (by its first element and length), the depth and
+// the chunks.
+type stageLayersMemo struct {
+	split          *int
+	n, pp, vs, out int
+}
+
+// stageLayers is stageLayerCount, remembered in c (which may be nil) for the last
+// uneven split: a search bounds a depth's shapes one after the other, all with the
+// depth's one split array (as dualPipePairs), and an uneven split of a deep
+// pipeline is a loop over every stage.
+func (c *BoundsCache) stageLayers(layers int, l *Layout) int {
+	if c == nil || len(l.LayerSplit) == 0 {
+		return stageLayerCount(layers, l)
+	}
+	k := stageLayersMemo{split: &l.LayerSplit[0], n: len(l.LayerSplit), pp: l.PP, vs: l.VirtualStages}
+	if m := c.most; m.split != nil && m.split == k.split && m.n == k.n && m.pp == k.pp && m.vs == k.vs {
+		return m.out
+	}
+	k.out = stageLayerCount(layers, l)
+	c.most = k
+	return k.out
+}
+
 // stageMoELayers is the most MoE layers one pipeline rank holds over its model
 // chunks (chunk c of rank s is split entry c·pp + s, in model order), counting the
 // dense first layers and the MoE frequency of the model.
@@ -279,16 +304,18 @@ func stageMoELayers(req *Request) int {
 // BoundsCache keeps the per-layer compute times of the layouts one search bounds
 // for the same model, training and cluster: layouts that differ in pipeline depth,
 // data parallelism or ZeRO stage run their layers alike, so a search part that
-// bounds a hundred such layouts times each kind of layer once. Not safe for
-// concurrent use: one per goroutine.
+// bounds a hundred such layouts times each kind of layer once. Between resets
+// (Reset, ResetFor) the requests given with it must be of one model, training and
+// cluster: what it keeps is keyed by layout only. Not safe for concurrent use: one
+// per goroutine.
 type BoundsCache struct {
 	layers map[layerKey]layerTimes
 	// layersOf is the search the layers' times are of (ResetFor).
 	layersOf layersOf
-	// The last training normalised, and what it normalised to.
-	trained           bool
-	trainIn, trainOut Training
-	spWithTP          bool
+	// The training normalised (normalise).
+	trained  bool
+	trainOut Training
+	spWithTP bool
 	// The output layer's GEMM times by tokens and vocabulary slice.
 	logits map[[2]uint64][3]float64
 	// One TP collective's price (tpCall).
@@ -313,6 +340,9 @@ type BoundsCache struct {
 	lastRatesOK bool
 	// The DualPipe pairing of the last depth and split asked (dualPipePairs).
 	pairs stagePairs
+	// The most layers a rank holds under the last uneven split asked
+	// (stageLayers).
+	most stageLayersMemo
 	// The last TP price without and with SP (tpCalls), and the last output layer's
 	// times (outputLayer).
 	lastTP     [2]tpLast
@@ -323,11 +353,11 @@ type BoundsCache struct {
 	}
 	// The last stage's exposure bytes (stageBytes).
 	stage stageBytesMemo
-	// The profile of framework fwName as framework.Lookup returned it, looked up
+	// The profile of framework fwName (framework.Get's, read only), looked up
 	// once for the requests of one framework (profile).
 	fwName string
 	fwOK   bool
-	fw     framework.Profile
+	fw     *framework.Profile
 	fwErr  error
 }
 
@@ -384,18 +414,17 @@ func (c *BoundsCache) torchRing(fw string) bool {
 	return err == nil && p.TorchRingAttention
 }
 
-// profile is framework.Lookup(name), kept for the next request of the same
-// framework (c nil: looked up every time). The profile is c's: read only.
+// profile is framework.Get(name), kept for the next request of the same
+// framework (c nil: looked up every time). The profile is shared: read only.
 func (c *BoundsCache) profile(name string) (*framework.Profile, error) {
 	if c == nil {
-		p, err := framework.Lookup(name)
-		return &p, err
+		return framework.Get(name)
 	}
 	if !c.fwOK || c.fwName != name {
-		c.fw, c.fwErr = framework.Lookup(name)
+		c.fw, c.fwErr = framework.Get(name)
 		c.fwName, c.fwOK = name, true
 	}
-	return &c.fw, c.fwErr
+	return c.fw, c.fwErr
 }
 
 // stagePairs are the dense and MoE layers of each stage of a depth and split
@@ -444,7 +473,7 @@ func (c *BoundsCache) dualPipePairs(req *Request) *stagePairs {
 	p.firsts = p.firstsBuf[:0]
 	for r := 0; r < l.PP/2; r++ {
 		nd, nm, ends := dualPipePair(p.dense, p.moe, r)
-		p.least = math.Min(p.least, float64(nd+nm)/2)
+		p.least = min(p.least, float64(nd+nm)/2)
 		if p.firsts == nil {
 			continue
 		}
@@ -637,15 +666,19 @@ func (c *BoundsCache) modelParams(a *model.Arch) *model.Params {
 	return &c.params
 }
 
-// normalise sets *req to normalise(*req), the training's part remembered in c (when c is not
-// nil).
+// normalise sets *req to normalise(*req), the training's part normalised once per
+// cache (when c is not nil): a cache is for one model, training and cluster until
+// Reset or ResetFor, as its layers' times, parameter counts and attention widths
+// already are, so the first request's training is every request's. (Comparing each
+// request's training with it, 240 bytes with seven strings, was about 1 % of a warm
+// search: once for each of its thousands of shapes.)
 func (c *BoundsCache) normalise(req *Request) {
 	if c == nil {
 		*req = normalise(*req)
 		return
 	}
-	if !c.trained || c.trainIn != req.Training {
-		c.trained, c.trainIn = true, req.Training
+	if !c.trained {
+		c.trained = true
 		c.trainOut = req.Training.Normalise()
 		c.spWithTP = sequenceParallelWithTP(c.trainOut)
 	}

@@ -40,7 +40,7 @@ func TestRingBackwardFollowsTransformerEnginesLoop(t *testing.T) {
 	// The passes ringAttentionOf counts: CP − 1 forward, 2·(CP − 1) backward.
 	cp := &computeParts{stageLayers: 2, nDense: 2}
 	for _, n := range []int{2, 4, 8} {
-		r := ringAttentionOf(Layout{CP: n}, cp, 8192, 4096, 0.25, 1, 1, 3e12, false)
+		r := ringAttentionOf(&Layout{CP: n}, cp, 8192, 4096, 0.25, 1, 1, 3e12, false)
 		if want := 3 * float64(n-1); r.passes != want {
 			t.Errorf("CP %d: %.0f block passes a layer, want %.0f (CP − 1 forward, 2·(CP − 1) backward)", n, r.passes, want)
 		}

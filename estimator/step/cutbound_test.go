@@ -32,7 +32,7 @@ func TestCutBoundHolds(t *testing.T) {
 	}{{CommZeRO3, collective.AllGather}, {CommZeRO3, collective.ReduceScatter}, {CommCP, collective.SendRecv}, {CommCP, collective.AllToAll}}
 	for _, system := range []string{"dgx-h100", "aws-p4d", "gb200-nvl72", "oci-mi300x", "azure-nd-a100-v4"} {
 		for _, l := range layouts {
-			g, err := newGrid(l)
+			g, err := newGrid(&l)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -499,22 +499,23 @@ func (e *Estimator) MemoryOfValidWith(req Request, b *MemoryBasis) Memory {
 	}
 	req.Training = b.normalised
 	normaliseLayout(&req, b.spWithTP)
-	return e.memoryOfValidWith(req, &b.params)
+	return e.memoryOfValidWith(&req, &b.params)
 }
 
 // memoryOfValid is Memory of a normalised, valid request.
-func (e *Estimator) memoryOfValid(req Request) Memory { return e.memoryOfValidWith(req, nil) }
+func (e *Estimator) memoryOfValid(req Request) Memory { return e.memoryOfValidWith(&req, nil) }
 
 // memoryOfValidWith is memoryOfValid with the model's parameter counts p (nil:
-// counted here).
-func (e *Estimator) memoryOfValidWith(req Request, p *model.Params) Memory {
-	l := req.Layout
+// counted here). It only reads *req (by address: a search checks the memory of
+// thousands of layouts, and a request is 648 bytes).
+func (e *Estimator) memoryOfValidWith(req *Request, p *model.Params) Memory {
+	l := &req.Layout
 	stageLayers := stageLayerCount(req.Model.Layers, &req.Layout)
 	var dense, expert float64
 	if p == nil {
-		dense, expert = e.stageParams(req, stageLayers)
+		dense, expert = e.stageParams(*req, stageLayers)
 	} else {
-		dense, expert = stageParamsOf(&req, p, stageLayers)
+		dense, expert = stageParamsOf(req, p, stageLayers)
 	}
 	return e.memoryWith(req, p, stageLayers, dense, expert, req.Training.GlobalBatch/(l.DP*l.MicroBatch))
 }
@@ -682,8 +683,8 @@ func (p *pricing) resolve(req Request) error {
 // messages from that shape and hide what they can under that compute.
 func (p *pricing) computeMicroBatch() {
 	a, t, l := &p.req.Model, &p.req.Training, &p.req.Layout
-	p.g, _ = newGrid(*l)
-	p.eg, _ = newExpertGrid(*l)
+	p.g, _ = newGrid(l)
+	p.eg, _ = newExpertGrid(l)
 	p.res.Layout, p.res.Training = *l, *t
 	if p.detail {
 		p.res.Comms = make([]CommCall, 0, 8)
@@ -807,7 +808,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 	if l.SP {
 		agBytes, agWhen := act, "per layer: 2 forward, 2 backward, and forward ones again where recomputed"
 		if !l.OverlapTP {
-			if fw, err := framework.Lookup(p.req.Training.Framework); tpFP8AllGathers(&fw, err, p.rates.fp8) {
+			if fw, err := framework.Get(p.req.Training.Framework); tpFP8AllGathers(fw, err, p.rates.fp8) {
 				agBytes, agWhen = act/2, "per layer: 2 forward, 2 backward, and forward ones again where recomputed, in fp8 (Transformer Engine gathers the quantized norm output and output gradient)"
 			}
 		}
@@ -901,9 +902,9 @@ func (p *pricing) tensorParallel() (float64, error) {
 		// the shared experts' MLP without their overlap, itself: what it exposes,
 		// hides and slows is not scaled by the MoE share again.
 		ub, _ := tpUserbuffers(p.req.Training.Framework)
-		exposed, hid, cont := tpOverlap(p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
+		exposed, hid, cont := tpOverlap(&p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
 			sms: p.rates.sms, userbuffers: ub,
-			smShare:      commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms),
+			smShare:      commSMs(p.req.Training.Framework) / max(1, p.rates.sms),
 			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe),
 			sharedHalf:   newSharedHalf(&p.req)})
 		p.res.Breakdown.Hidden[CommTP] = hid * mf
@@ -949,7 +950,7 @@ func (p *pricing) tpAmaxReduce() (float64, error) {
 	if !p.rates.fp8 || t.FP8Recipe != FP8Current || !l.SP || l.TP <= 1 {
 		return 0, nil
 	}
-	if fw, err := framework.Lookup(t.Framework); err != nil || !fw.TELayers {
+	if fw, err := framework.Get(t.Framework); err != nil || !fw.TELayers {
 		return 0, nil
 	}
 	attnCol := 1.0
@@ -1055,7 +1056,7 @@ func (p *pricing) expertParallel() (float64, error) {
 		x /= p.tf // each TP rank routes its sequence-parallel share
 	}
 	dispatch, combine := x, x
-	fw, _ := framework.Lookup(t.Framework)
+	fw, _ := framework.Get(t.Framework)
 	if t.MoEDispatcher == DispatchDeepEP {
 		pl, err := p.e.placement(p.req.Cluster, p.req.Ranks, p.eg, CommEP)
 		if err != nil {
@@ -1097,12 +1098,12 @@ func (p *pricing) expertParallel() (float64, error) {
 		// the warm-up and the backward chunks of the cool-down have no partner: on
 		// the first stage P − 1 of each under 1F1B (one with PP 1), P − 2 under
 		// DualPipe (its step 1, deepseek-ai/DualPipe), out of the M micro-batches.
-		unpaired := math.Max(1, float64(l.PP-1))
+		unpaired := max(1, float64(l.PP-1))
 		if l.Schedule == DualPipe {
-			unpaired = math.Max(1, float64(l.PP-2))
+			unpaired = max(1, float64(l.PP-2))
 		}
-		u := math.Min(1, unpaired/p.mf)
-		hid := (1 - u) * math.Min(epPerMB, p.fwd+p.bwd)
+		u := min(1, unpaired/p.mf)
+		hid := (1 - u) * min(epPerMB, p.fwd+p.bwd)
 		epPerMB -= hid
 		p.hiddenPerMB += hid
 		p.res.Breakdown.Hidden[CommEP] = hid * p.mf
@@ -1114,9 +1115,9 @@ func (p *pricing) expertParallel() (float64, error) {
 		// longer of the two. Only the GEMMs are compute the all-to-alls' kernels
 		// slow (contention); beside the gathers one collective runs beside another.
 		gemms := nMoE * p.parts.lcMoE.shared
-		hid := math.Min(epPerMB, gemms+p.sharedSidePerMB)
+		hid := min(epPerMB, gemms+p.sharedSidePerMB)
 		epPerMB -= hid
-		p.hiddenPerMB += math.Min(hid, gemms)
+		p.hiddenPerMB += min(hid, gemms)
 		p.res.Breakdown.Hidden[CommEP] += hid * p.mf
 	}
 	return epPerMB, nil
@@ -1171,16 +1172,15 @@ func (p *pricing) moeRepeats() float64 {
 // its pipelined reduce-scatters run fp8 buffers under fp8 (TPPipelinedRSFP8); an
 // unknown name is the default framework's.
 func tpUserbuffers(name string) (userbuffers, pipelinedRSFP8 bool) {
-	fw, err := framework.Lookup(name)
-	return tpUserbuffersOf(&fw, err)
+	fw, err := framework.Get(name)
+	return tpUserbuffersOf(fw, err)
 }
 
 // tpUserbuffersOf is tpUserbuffers of the profile fw looked up (err its lookup's
 // error: the default framework's then).
 func tpUserbuffersOf(fw *framework.Profile, err error) (userbuffers, pipelinedRSFP8 bool) {
 	if err != nil {
-		d, _ := framework.Lookup("")
-		fw = &d
+		fw, _ = framework.Get("")
 	}
 	return fw.TPUserbuffers, fw.TPUserbuffers && fw.TPPipelinedRSFP8
 }
@@ -1201,8 +1201,8 @@ func tpFP8AllGathers(fw *framework.Profile, err error, fp8 bool) bool {
 }
 
 func commSMs(name string) float64 {
-	fw, err := framework.Lookup(name)
-	return commSMsOf(&fw, err)
+	fw, err := framework.Get(name)
+	return commSMsOf(fw, err)
 }
 
 // commSMsOf is commSMs of the profile fw looked up (err its lookup's error).
@@ -1257,7 +1257,7 @@ const fp8DispatchBytes = 1 + 4.0/128
 func moeNodeReach(k, nodes, groups, topKGroups int) float64 {
 	r := float64(nodes)
 	if groups > 0 && topKGroups > 0 && groups >= nodes {
-		r = math.Min(r, float64(topKGroups))
+		r = min(r, float64(topKGroups))
 	}
 	if r <= 1 {
 		return 1
@@ -1361,7 +1361,7 @@ func MicroBatchBlocks(r Result) (BlockTimes, int) {
 // pipelineScatterGather says the framework sends each TP rank's slice of the
 // activations between pipeline stages, with or without sequence parallelism.
 func pipelineScatterGather(name string) bool {
-	fw, err := framework.Lookup(name)
+	fw, err := framework.Get(name)
 	return err == nil && fw.PipelineScatterGather
 }
 
@@ -1551,12 +1551,12 @@ func (p *pricing) zero3Prefetched() (float64, error) {
 		ag += (p.weightBytes(stageParams, p.matmulDense)/float64(p.denseShard) + p.weightBytes(expertParams, p.matmulExpert)/float64(max(1, p.expertShard))) / layers / link
 		rs += shardLayer * o.GradBytes / link
 	}
-	if fw, err := framework.Lookup(t.Framework); err == nil && fw.FSDP2Copies {
+	if fw, err := framework.Get(t.Framework); err == nil && fw.FSDP2Copies {
 		// FSDP2 copies each layer's gathered weights out of the all-gather buffer
 		// (forward, and again for the backward's gather) and its gradients into the
 		// reduce-scatter buffer, on the compute stream: the layer's compute grows
 		// by them, and the next layer's gather hides under them too.
-		cf, cb := p.fsdp2Copies(&fw)
+		cf, cb := p.fsdp2Copies(fw)
 		p.fwd += layers * cf
 		p.bwd += layers * cb
 		p.res.PerMicroBatch.Forward, p.res.PerMicroBatch.Backward = p.fwd, p.bwd
@@ -1699,7 +1699,7 @@ func (p *pricing) gradientSync() (float64, error) {
 		tdp = rs
 		exposed += ag // the updated weights are needed before the next forward
 	}
-	last = tdp * math.Min(1, bucket/math.Max(grad, 1))
+	last = tdp * min(1, bucket/max(grad, 1))
 	if p.expertShard > 1 {
 		// Expert gradients reduce over the ranks that hold the same experts.
 		eg := expertParams * o.GradBytes
@@ -1709,7 +1709,7 @@ func (p *pricing) gradientSync() (float64, error) {
 				return 0, err
 			}
 			tdp += x
-			last += x * math.Min(1, bucket/math.Max(eg, 1))
+			last += x * min(1, bucket/max(eg, 1))
 		} else {
 			rs, err := p.commOn(CommDP, p.expertGroup, collective.ReduceScatter, eg, 1, "end of step: expert gradient reduce-scatter over the expert-data-parallel group (bucketed, overlapped with the last backward)")
 			if err != nil {
@@ -1720,7 +1720,7 @@ func (p *pricing) gradientSync() (float64, error) {
 				return 0, err
 			}
 			tdp += rs
-			last += rs * math.Min(1, bucket/math.Max(eg, 1))
+			last += rs * min(1, bucket/max(eg, 1))
 			exposed += ag
 		}
 		grad += eg
@@ -1740,16 +1740,16 @@ func (p *pricing) gradientSync() (float64, error) {
 			return 0, err
 		}
 		tdp += x
-		last += x * math.Min(1, bucket/math.Max(grad, 1))
+		last += x * min(1, bucket/max(grad, 1))
 	}
 	if l.ZeRO >= 1 {
-		if fw, err := framework.Lookup(t.Framework); err == nil && fw.FSDP2Copies {
-			p.stepCopyFwd, p.stepCopyBwd = p.fsdp2StepCopies(&fw)
+		if fw, err := framework.Get(t.Framework); err == nil && fw.FSDP2Copies {
+			p.stepCopyFwd, p.stepCopyBwd = p.fsdp2StepCopies(fw)
 		}
 	}
 	// Gradient buckets reduce while the last micro-batch's backward runs; the
 	// last bucket of each buffer waits for the end of it.
-	hid := math.Max(0, math.Min(tdp-last, p.bwd))
+	hid := max(0, min(tdp-last, p.bwd))
 	if t.DPReduceAfterBackward {
 		hid = 0 // reduced after the backward pass (the framework's engine)
 	}
@@ -1788,7 +1788,7 @@ func (p *pricing) fp8AmaxReduce() error {
 	if !p.rates.fp8 || t.FP8Recipe != FP8Delayed || p.g.n/max(1, l.PP) <= 1 {
 		return nil
 	}
-	if fw, err := framework.Lookup(t.Framework); err != nil || !fw.TELayers {
+	if fw, err := framework.Get(t.Framework); err != nil || !fw.TELayers {
 		return nil
 	}
 	v := 1.0
@@ -1873,8 +1873,8 @@ func dpBucketBytes(req Request, k Constants) float64 {
 	t := &req.Training
 	params := t.DPBucketParams
 	if params == 0 {
-		if fw, err := framework.Lookup(t.Framework); err == nil && fw.MegatronDDPBuckets {
-			params = math.Max(40e6, 1e6*float64(req.Layout.DP))
+		if fw, err := framework.Get(t.Framework); err == nil && fw.MegatronDDPBuckets {
+			params = max(40e6, 1e6*float64(req.Layout.DP))
 		} else {
 			return k.DPBucketBytes
 		}
@@ -1910,7 +1910,7 @@ func (p *pricing) optimizer() {
 		shard, eshard = float64(p.denseShard), float64(max(1, p.expertShard))
 	}
 	bytes := p.e.k.OptimizerBytes
-	if fw, err := framework.Lookup(t.Framework); err == nil && fw.OptimizerUpdateBytes > 0 {
+	if fw, err := framework.Get(t.Framework); err == nil && fw.OptimizerUpdateBytes > 0 {
 		// The framework's own update is not a fused multi-tensor Adam (Composer's
 		// DecoupledAdamW: eight elementwise kernels per tensor).
 		bytes = fw.OptimizerUpdateBytes
@@ -1931,7 +1931,7 @@ func (p *pricing) optimizer() {
 		// The fp8 primary weights' cast loop runs on the host while the GPU runs
 		// the update issued before it, and nothing else is queued: the grad-norm's
 		// .item() has just synchronised the host with the GPU.
-		cast := math.Max(0, p.fp8MasterCastHost()-bd.Optimizer)
+		cast := max(0, p.fp8MasterCastHost()-bd.Optimizer)
 		bd.Optimizer += zero + cast
 	} else if p.megatronFSDP() {
 		// Megatron-FSDP steps with the same DistributedOptimizer, whose grad norm
@@ -1942,7 +1942,7 @@ func (p *pricing) optimizer() {
 		// copy_main_weights_to_model_weights: every is_float8tensor param of every
 		// parameter group appended, empty shards as None; Megatron-LM d98e8a6): the
 		// same host loop as the distributed optimizer's.
-		bd.Optimizer += math.Max(0, p.fp8MasterCastHost()-bd.Optimizer)
+		bd.Optimizer += max(0, p.fp8MasterCastHost()-bd.Optimizer)
 	}
 	if l.Offload == OffloadOptimizer || l.Offload == OffloadParams {
 		// The CPU updates this rank's shard, bound by host memory bandwidth.
@@ -1955,7 +1955,7 @@ func (p *pricing) optimizer() {
 			// backward); the updated 16-bit weights come back before the parameter
 			// all-gather.
 			d2h := owned * o.GradBytes / link
-			hid := math.Min(d2h, p.bwd)
+			hid := min(d2h, p.bwd)
 			if t.DPReduceAfterBackward {
 				hid = 0
 			}
@@ -1969,7 +1969,7 @@ func (p *pricing) optimizer() {
 // distributed optimizer shards only its own states) and steps them with
 // Megatron-Core's optimizers.
 func (p *pricing) megatronGradBuffers() bool {
-	fw, err := framework.Lookup(p.req.Training.Framework)
+	fw, err := framework.Get(p.req.Training.Framework)
 	return err == nil && fw.MegatronDDPBuckets && p.req.Layout.ZeRO <= 1 &&
 		p.req.Layout.Offload != OffloadOptimizer && p.req.Layout.Offload != OffloadParams
 }
@@ -1978,7 +1978,7 @@ func (p *pricing) megatronGradBuffers() bool {
 // (ZeRO-3) with Megatron-FSDP, Megatron-Core's fully sharded data parallelism, and
 // steps them with Megatron-Core's distributed optimizer (use_megatron_fsdp).
 func (p *pricing) megatronFSDP() bool {
-	fw, err := framework.Lookup(p.req.Training.Framework)
+	fw, err := framework.Get(p.req.Training.Framework)
 	return err == nil && fw.MegatronDDPBuckets && p.req.Layout.ZeRO >= 2 &&
 		p.req.Layout.Offload != OffloadOptimizer && p.req.Layout.Offload != OffloadParams
 }
@@ -2062,7 +2062,7 @@ func (p *pricing) assemble() {
 	bd := &p.res.Breakdown
 	mf := p.mf
 	// Contention: overlapped communication occupies SMs, the framework's share.
-	smShare := commSMs(p.req.Training.Framework) / math.Max(1, p.rates.sms)
+	smShare := commSMs(p.req.Training.Framework) / max(1, p.rates.sms)
 	contPerMB := p.hiddenPerMB*smShare + p.tpContPerMB
 
 	bd.Forward = mf * p.fwd
@@ -2189,13 +2189,13 @@ type ring struct {
 // framework repeats the K/V heads to the queries' before the attention call), TP
 // tf, on a GPU of HBM bandwidth hbm, under framework fw.
 func ringAttention(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, fw string) ring {
-	p, err := framework.Lookup(fw)
-	return ringAttentionOf(l, cp, tokens, h, kvw, qvw, tf, hbm, err == nil && p.TorchRingAttention)
+	p, err := framework.Get(fw)
+	return ringAttentionOf(&l, cp, tokens, h, kvw, qvw, tf, hbm, err == nil && p.TorchRingAttention)
 }
 
 // ringAttentionOf is ringAttention with the framework's choice given: torchRing for
 // PyTorch's ring attention (framework.Profile.TorchRingAttention).
-func ringAttentionOf(l Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, torchRing bool) ring {
+func ringAttentionOf(l *Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm float64, torchRing bool) ring {
 	cpf := float64(l.CP)
 	layers := float64(cp.stageLayers)
 	rcF := l.recomputeShare(cp.stageLayers)
@@ -2224,15 +2224,15 @@ type ringPrices struct{ p2p, gather, grad float64 }
 func (r ring) perMB(c ringPrices) (exposed, hidden float64) {
 	var expF, expB, total float64
 	if r.gather {
-		expF = math.Max(0, c.gather-r.stepF) * (1 + r.rc)
-		expB = math.Max(0, c.gather-r.stepB) + (r.cp-1)*math.Max(0, c.grad-r.stepB) + c.grad
+		expF = max(0, c.gather-r.stepF) * (1 + r.rc)
+		expB = max(0, c.gather-r.stepB) + (r.cp-1)*max(0, c.grad-r.stepB) + c.grad
 		total = c.gather*(2+r.rc) + r.cp*c.grad
 	} else {
-		expF = (r.cp - 1) * math.Max(0, c.p2p-r.stepF) * (1 + r.rc)
+		expF = (r.cp - 1) * max(0, c.p2p-r.stepF) * (1 + r.rc)
 		// Backward: the first step's K/V block and the last step's dK/dV block each
 		// under one step's attention, the CP − 2 middle steps' K/V and dK/dV blocks
 		// back to back under theirs.
-		expB = 2*math.Max(0, c.p2p-r.stepB) + (r.cp-2)*math.Max(0, 2*c.p2p-r.stepB)
+		expB = 2*max(0, c.p2p-r.stepB) + (r.cp-2)*max(0, 2*c.p2p-r.stepB)
 		total = r.passes * c.p2p
 	}
 	return (expF + expB + r.merge) * r.layers, (total - expF - expB) * r.layers
@@ -2250,16 +2250,16 @@ func (r ring) perMB(c ringPrices) (exposed, hidden float64) {
 func zero3Overlap(ag, rs, fwd, bwd, rc, layers, m float64, prefetchPre bool) (exposed, hidden, hiddenMB float64) {
 	perLayerF := (fwd + rc/2) / layers
 	perLayerB := (bwd + rc/2) / layers
-	expF := math.Max(0, ag-perLayerF)
-	expB := math.Max(0, ag+rs-perLayerB)
+	expF := max(0, ag-perLayerF)
+	expB := max(0, ag+rs-perLayerB)
 	if !prefetchPre {
-		expB = ag + math.Max(0, rs-perLayerB)
+		expB = ag + max(0, rs-perLayerB)
 	}
 	exposed = (expF + expB) * layers * m
 	// The first gather of the step and the last reduce-scatter cannot hide: what of
 	// them the per-layer overlap counted as hidden is exposed too (no more, or a
 	// gather already exposed would be counted twice).
-	first, last := ag-expF, math.Min(rs, ag+rs-expB)
+	first, last := ag-expF, min(rs, ag+rs-expB)
 	exposed += first + last
 	hidden = ((ag-expF)+(ag+rs-expB))*layers*m - first - last
 	return exposed, hidden, ((ag - expF) + (ag + rs - expB)) * layers

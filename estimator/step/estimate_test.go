@@ -305,7 +305,7 @@ func TestLowerBoundsHold(t *testing.T) {
 											t.Errorf("%+v: bounds with the layer cache %+v, without %+v", res.Layout, bc, b)
 										}
 										x := e.ExposedBounds(base, b)
-										if xm := e.ExposedBoundsMemo(base, b, &memo); xm != x {
+										if xm := e.ExposedBoundsMemo(&base, &b, &memo); xm != x {
 											t.Errorf("%+v: exposure with the memo %+v, without %+v", res.Layout, xm, x)
 										}
 										b.PerMicroBatch += x.PerMicroBatch

@@ -165,7 +165,7 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 	a, t := req.Model, req.Training
 	s := hostOpScale(req.Cluster.Spec)
 	c := layerHostCosts{op: k.EagerOpHostUs * 1e-6 * s, module: teModuleHostUs * 1e-6 * s, routerOps: moeRouterOps}
-	fw, err := framework.Lookup(t.Framework)
+	fw, err := framework.Get(t.Framework)
 	c.te = err == nil && fw.TELayers
 	c.paddedSync = err == nil && fw.MoEPaddedPermuteSync
 	if c.te && a.MoE != nil && a.MoE.Groups > 0 {
@@ -365,7 +365,7 @@ func collHostSeconds(n [4]float64, s float64) float64 {
 // by the caller (computeInto).
 func layerCollectiveCalls(req *Request, moe bool) (attn, moeBlock layerColls) {
 	a, l := &req.Model, &req.Layout
-	fw, err := framework.Lookup(req.Training.Framework)
+	fw, err := framework.Get(req.Training.Framework)
 	if err != nil || !fw.TELayers {
 		return
 	}

@@ -160,7 +160,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// The local experts' GEMMs run as one grouped GEMM unless the framework
 		// loops over them.
 		grouped := true
-		fw, fwErr := framework.Lookup(req.Training.Framework)
+		fw, fwErr := framework.Get(req.Training.Framework)
 		fwOK := fwErr == nil
 		if fwOK && fw.SequentialExpertGEMMs {
 			grouped = false
@@ -363,7 +363,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// Blackwell (torchtitan's cuDNN attention before PR #2095,
 		// framework.Profile.OpSACRecomputesBlackwellAttention): the backward runs
 		// the attention forward again.
-		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention {
+		if fw, err := framework.Get(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention {
 			lt.opsFwd += lt.attnFwd
 			lt.opsFLOPs += lt.attnFLOPs
 		}
@@ -394,8 +394,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// The unfused attention's own operators under Transformer Engine layers
 	// (layerHostCosts.attnFwd, attnBwd) come with the collectives' host time.
 	collFwd, collBwd := hc.collFwd+hc.attnFwd, hc.collBwd+hc.attnBwd
-	lt.fwd = math.Max(fwd, launch+collFwd)
-	lt.bwd = math.Max(bwd, 2*launch+collBwd)
+	lt.fwd = max(fwd, launch+collFwd)
+	lt.bwd = max(bwd, 2*launch+collBwd)
 	if moe && a.MoE != nil {
 		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
 		if gluClampUnfused(req) {
@@ -404,13 +404,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		if expertBiasUnfused(req) {
 			h.post += (expertBiasOpsPerExpert*moeLocal + expertBiasOps) * hc.op
 		}
-		lt.fwd = math.Max(fwd, launch+collFwd+h.pre+h.post)
-		lt.bwd = math.Max(bwd, 2*(launch+h.pre+h.post-hc.moeCollFwd)+collBwd+hc.moeCollBwd)
+		lt.fwd = max(fwd, launch+collFwd+h.pre+h.post)
+		lt.bwd = max(bwd, 2*(launch+h.pre+h.post-hc.moeCollFwd)+collBwd+hc.moeCollBwd)
 		if h.sync {
 			// The sync drains the GPU's queue: the GPU idles while the host
 			// finishes the copy and issues the next operator, and then runs no
 			// faster than the host issues the rest of the block.
-			lt.fwd += h.stall + math.Max(0, h.post-moePost)
+			lt.fwd += h.stall + max(0, h.post-moePost)
 		}
 	}
 	if l.OffloadActivations {
@@ -441,7 +441,7 @@ func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe boo
 	}
 	bytes := activationBytes(&a, moe, sLocal, s, tokens/sLocal, l.TP, l.SP, l.Recompute, t.UnfusedAttention, mods, t.FP8Activations, load, mlaDownMode(t.Framework))
 	c := activationCopy(req.Cluster, bytes)
-	return math.Max(0, c-lt.fwd), math.Max(0, c-lt.bwd)
+	return max(0, c-lt.fwd), max(0, c-lt.bwd)
 }
 
 // expertRates are the rates of the routed experts' GEMMs: r, but on Blackwell at
@@ -454,8 +454,8 @@ func expertRates(fwName string, r *gpuRates) gpuRates {
 	if r.arch != hardware.Blackwell {
 		return re
 	}
-	if fw, err := framework.Lookup(fwName); err == nil && fw.BlackwellGroupedMMEfficiency > 0 {
-		re.gemmEff = math.Min(re.gemmEff, fw.BlackwellGroupedMMEfficiency)
+	if fw, err := framework.Get(fwName); err == nil && fw.BlackwellGroupedMMEfficiency > 0 {
+		re.gemmEff = min(re.gemmEff, fw.BlackwellGroupedMMEfficiency)
 	}
 	return re
 }
@@ -583,7 +583,7 @@ func gluClampUnfused(req Request) bool {
 	if !req.Model.GLUClamp || !req.Model.GatedMLP {
 		return false
 	}
-	fw, err := framework.Lookup(req.Training.Framework)
+	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.GLUClampUnfused
 }
 
@@ -616,7 +616,7 @@ func expertBiasUnfused(req Request) bool {
 	if req.Model.MoE == nil || !req.Model.MoE.Bias {
 		return false
 	}
-	fw, err := framework.Lookup(req.Training.Framework)
+	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.ExpertBiasUnfused
 }
 
@@ -682,7 +682,7 @@ func permuteExpertLoop(tokens, experts, h, k float64, r *gpuRates) float64 {
 	chain := waves * experts * math.Ceil(h/tePermuteMaxBlock) * gpuL2HitLatency
 	permute := tokens * 2 * 2 * k * h / r.hbm
 	unpermute := tokens * 2 * (k + 1) * h / r.hbm
-	return math.Max(0, chain-permute) + math.Max(0, chain-unpermute)
+	return max(0, chain-permute) + max(0, chain-unpermute)
 }
 
 // eagerMoEGlueBytes is what an eager MoE layer's own operators move per token the
@@ -718,7 +718,7 @@ func (k *Constants) mxCastBytes(frac [2]float64) float64 {
 	for _, f := range frac {
 		slow := 1.0
 		if f > 0 {
-			slow = math.Max(1, k.HBMEfficiency/f)
+			slow = max(1, k.HBMEfficiency/f)
 		}
 		per += fp8MXCastBytes / 2 * slow
 	}
@@ -772,7 +772,7 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	case FP8Blockwise:
 		per += fp8BlockScaleBytes
 	}
-	fw, fwErr := framework.Lookup(req.Training.Framework)
+	fw, fwErr := framework.Get(req.Training.Framework)
 	if rec == FP8MXFP8 && r.arch == hardware.Blackwell && fwErr == nil {
 		per = e.k.mxCastBytes(fw.BlackwellMXCastHBM)
 	}
@@ -979,11 +979,12 @@ func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) floa
 
 // memory computes the peak per-GPU memory.
 func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, m int) Memory {
-	return e.memoryWith(req, nil, stageLayers, dense, expert, m)
+	return e.memoryWith(&req, nil, stageLayers, dense, expert, m)
 }
 
-// memoryWith is memory with the model's parameter counts p (nil: counted here).
-func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, dense, expert float64, m int) Memory {
+// memoryWith is memory with the model's parameter counts p (nil: counted here); it
+// only reads *req.
+func (e *Estimator) memoryWith(req *Request, p *model.Params, stageLayers int, dense, expert float64, m int) Memory {
 	if req.Layout.Schedule == DualPipe {
 		return e.dualPipeMemory(req, p, stageLayers, m)
 	}
@@ -991,12 +992,12 @@ func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, de
 	if req.Training.Precision == FP8 {
 		if p == nil {
 			counts := req.Model.Params()
-			md, me = matmulParams(&req, &counts, stageLayers)
+			md, me = matmulParams(req, &counts, stageLayers)
 		} else {
-			md, me = matmulParams(&req, p, stageLayers)
+			md, me = matmulParams(req, p, stageLayers)
 		}
 	}
-	return e.memoryOf(&req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
+	return e.memoryOf(req, stageLayers, float64(stageLayers), -1, dense, expert, md, me, false, m)
 }
 
 // dualPipeMemory is the peak memory of the DualPipe rank that needs the most: rank
@@ -1004,7 +1005,7 @@ func (e *Estimator) memoryWith(req Request, p *model.Params, stageLayers int, de
 // of one stage of its (DeepSeek-V3 report Table 2; the mean of its two stages'
 // layers) —, and rank 0 also the embedding and the output layer with its logits.
 // params are the model's parameter counts (nil: counted here).
-func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayers, m int) Memory {
+func (e *Estimator) dualPipeMemory(req *Request, params *model.Params, stageLayers, m int) Memory {
 	l := &req.Layout
 	if params == nil {
 		counted := req.Model.Params()
@@ -1013,7 +1014,7 @@ func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayer
 	p := params
 	t := float64(l.TP)
 	var buf stageKindsBuf
-	dl, ml := stageKinds(&req, buf[:])
+	dl, ml := stageKinds(req, buf[:])
 	var peak Memory
 	// Ranks whose two stages hold the same layers hold the same memory: each pair
 	// is priced once (a later equal one would not raise the peak).
@@ -1043,7 +1044,7 @@ func (e *Estimator) dualPipeMemory(req Request, params *model.Params, stageLayer
 		if nd+nm > 0 {
 			share = float64(nm) / float64(nd+nm)
 		}
-		mem := e.memoryOf(&req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
+		mem := e.memoryOf(req, stageLayers, float64(nd+nm)/2, share, dense, expert, md, me, ends, m)
 		if r == 0 || mem.Total > peak.Total {
 			peak = mem
 			peak.Stage = r
@@ -1121,16 +1122,16 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 		// weights only the transposes are kept besides the weights themselves.
 		held := 1.0
 		if l.ZeRO == 3 && shard > 1 {
-			held = math.Min(2, layers) / layers
+			held = min(2, layers) / layers
 		}
 		if l.Recompute == RecomputeFull && !t.FP8Recipe.weightsCastOncePerStep() {
-			if fw, err := framework.Lookup(t.Framework); err == nil && fw.FP8WeightsCastInForward {
+			if fw, err := framework.Get(t.Framework); err == nil && fw.FP8WeightsCastInForward {
 				// A checkpointed layer's forward keeps no fp8 copy of its weights
 				// (framework.Profile.FP8WeightsCastInForward): the layers not
 				// recomputed hold theirs, the recomputed ones only the layer being
 				// recomputed and the next.
 				share := l.recomputeShare(stageLayers)
-				held = math.Min(held, 1-share+share*math.Min(2, layers)/layers)
+				held = min(held, 1-share+share*min(2, layers)/layers)
 			}
 		}
 		copies := float64(fp8WeightCopyBytes)
@@ -1152,7 +1153,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 	// rest in host memory.
 	keep := func(b float64) float64 { return b }
 	if l.OffloadActivations {
-		keep = func(b float64) float64 { return math.Min(b, 2*per) }
+		keep = func(b float64) float64 { return min(b, 2*per) }
 		h := req.Cluster.Spec.Host
 		mem.Host += (act - keep(act)) / gb
 		mem.HostCapacity = h.MemoryGB * HostMemoryUsable / float64(req.Cluster.Spec.GPUsPerNode)
@@ -1189,7 +1190,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 	// The loss's peak per logit (vocab-parallel over TP) depends on how the
 	// framework computes cross entropy (framework.LossBytesPerLogit).
 	lossBytes := float64(framework.MegatronLossBytesPerLogit)
-	if fw, err := framework.Lookup(t.Framework); err == nil && l.TP > 1 && fw.LossParallelBytesPerLogit > 0 {
+	if fw, err := framework.Get(t.Framework); err == nil && l.TP > 1 && fw.LossParallelBytesPerLogit > 0 {
 		lossBytes = fw.LossParallelBytesPerLogit
 	} else if err == nil && fw.LossBytesPerLogit > 0 {
 		lossBytes = fw.LossBytesPerLogit
@@ -1197,7 +1198,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 	// The multi-token-prediction modules compute their own logits and loss.
 	lastLogits := lossBytes * tokens * v / float64(l.TP) * float64(1+a.MTPLayers)
 	first := act + firstEmb
-	last := keep(per*layers*math.Min(1, inflight)) + lastLogits // the last stage holds one micro-batch
+	last := keep(per*layers*min(1, inflight)) + lastLogits // the last stage holds one micro-batch
 	if l.PP == 1 || ends {
 		first += lastLogits
 		last = first
@@ -1253,7 +1254,7 @@ func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
 }
 
 func (e *Estimator) describe(req Request, r *gpuRates) []string {
-	fw, _ := framework.Lookup(req.Training.Framework)
+	fw, _ := framework.Get(req.Training.Framework)
 	notes := []string{fmt.Sprintf("framework %s: %s", fw.Name, fw.Description)}
 	return append(notes, e.describeModel(req, r)...)
 }
@@ -1261,13 +1262,13 @@ func (e *Estimator) describe(req Request, r *gpuRates) []string {
 func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	attn := "causal flash attention (masked half skipped, backward 2.5× the forward's FLOPs)"
 	kernel := ""
-	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.HopperFusedAttention && req.Cluster.GPU().Arch == hardware.Hopper && !req.Training.FlashAttention2 {
+	if fw, err := framework.Get(req.Training.Framework); err == nil && fw.HopperFusedAttention && req.Cluster.GPU().Arch == hardware.Hopper && !req.Training.FlashAttention2 {
 		kernel = ", Transformer Engine's cuDNN fused attention on Hopper"
 	}
 	if req.Training.FlashAttention2 {
 		kernel = ", flash-attn 2 (the framework's Hopper-native kernel turned off)"
 	}
-	if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention &&
+	if fw, err := framework.Get(req.Training.Framework); err == nil && fw.OpSACRecomputesBlackwellAttention &&
 		req.Cluster.GPU().Arch == hardware.Blackwell && !req.Training.UnfusedAttention {
 		kernel += "; under op-level checkpointing the backward pass runs it again (the framework's op save list leaves out its Blackwell kernel)"
 	}
@@ -1278,7 +1279,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if req.Training.DPReduceAfterBackward {
 		dpNote = "data-parallel gradients reduce after the backward pass, none of it hidden; "
 	}
-	fw, fwErr := framework.Lookup(req.Training.Framework)
+	fw, fwErr := framework.Get(req.Training.Framework)
 	megatronDDP := fwErr == nil && fw.MegatronDDPBuckets
 	if megatronDDP {
 		dpNote += "Megatron-Core zeroes its gradient buffers at the start of every step (ZeRO 0–1); "
@@ -1306,7 +1307,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if r.fp8 {
 		cast := fmt.Sprintf("%s scaling: casts read 16 bits and write fp8 and its transpose (%d B per element)", req.Training.FP8Recipe, fp8CastBytes)
 		weights := "weights cast once per step"
-		if fw, err := framework.Lookup(req.Training.Framework); err == nil && fw.NormEmitsFP8 && req.Training.FP8Recipe == FP8Delayed {
+		if fw, err := framework.Get(req.Training.Framework); err == nil && fw.NormEmitsFP8 && req.Training.FP8Recipe == FP8Delayed {
 			cast += "; the norms write the QKV and dense MLP inputs in fp8 themselves (Transformer Engine's LayerNormLinear)"
 		}
 		switch req.Training.FP8Recipe {
@@ -1348,7 +1349,7 @@ func routerFP32Linear(req Request) bool {
 	if !req.Training.MoERouterFP32 || req.Model.MoE == nil {
 		return false
 	}
-	fw, err := framework.Lookup(req.Training.Framework)
+	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.MoERouterFP32Linear
 }
 
@@ -1371,7 +1372,7 @@ func (k *Constants) fp32RouterTimes(g gemm, r *gpuRates) (fwd, bwd float64) {
 		work := 2 * m * n * kk
 		eff := r.gemmEff16 * work / (work + k.GEMMHalfFLOPs)
 		bytes := 4 * (m*kk + kk*n + m*n)
-		return math.Max(work/(r.peak32*eff), bytes/r.hbm)
+		return max(work/(r.peak32*eff), bytes/r.hbm)
 	}
 	cast := routerFP32CastBytes * g.m * g.k / r.hbm
 	fwd = one(g.m, g.n, g.k) + cast
@@ -1382,6 +1383,6 @@ func (k *Constants) fp32RouterTimes(g gemm, r *gpuRates) (fwd, bwd float64) {
 // mlaRoPEUnfused tells whether req's framework applies MLA's rotary embedding
 // with PyTorch's operators (framework.Profile.MLARoPEUnfused).
 func mlaRoPEUnfused(req Request) bool {
-	fw, err := framework.Lookup(req.Training.Framework)
+	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.MLARoPEUnfused
 }

@@ -61,7 +61,7 @@ func TestPlacementSharedAcrossSplits(t *testing.T) {
 	e := New()
 	place := func(l Layout) *collective.Placement {
 		t.Helper()
-		g, err := newGrid(l)
+		g, err := newGrid(&l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +83,8 @@ func TestPlacementSharedAcrossSplits(t *testing.T) {
 		t.Errorf("TP 4 × DP 8 (every fourth rank) shares TP 2's placement")
 	}
 	// The pipeline's pairs: stage 0 is ranks 0–15 of 32 however it is split.
-	g1, _ := newGrid(Layout{TP: 2, CP: 2, DP: 4, PP: 2})
-	g2, _ := newGrid(Layout{TP: 8, CP: 1, DP: 2, PP: 2})
+	g1, _ := newGrid(&Layout{TP: 2, CP: 2, DP: 4, PP: 2})
+	g2, _ := newGrid(&Layout{TP: 8, CP: 1, DP: 2, PP: 2})
 	p1, err1 := e.placement(cl, nil, g1, CommPP)
 	p2, err2 := e.placement(cl, nil, g2, CommPP)
 	if err1 != nil || err2 != nil || p1 != p2 {
@@ -126,7 +126,7 @@ func TestPlacementByDomainImages(t *testing.T) {
 			{TP: 1, CP: per, DP: 8, PP: 4},
 			{TP: 2, CP: 1, DP: 32 * per / 2, PP: 1, EP: 4},
 		} {
-			g, err := newGrid(l)
+			g, err := newGrid(&l)
 			if err != nil {
 				t.Fatal(err)
 			}

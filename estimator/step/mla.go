@@ -39,7 +39,7 @@ import (
 // mlaDownMode is the framework's MLA down-projection form (replicated where the
 // framework is unknown).
 func mlaDownMode(name string) framework.MLADownProj {
-	fw, err := framework.Lookup(name)
+	fw, err := framework.Get(name)
 	if err != nil {
 		return framework.MLADownProjReplicated
 	}

@@ -40,10 +40,10 @@ func paramGatherTimeline(bufs []paramBuffer, v int, fwd float64) (exposed, hidde
 		var total float64
 		for _, b := range bufs {
 			f := fwd / float64(v) / float64(b.n)
-			exposed += float64(v) * (b.g + float64(b.n-1)*math.Max(0, b.g-f))
+			exposed += float64(v) * (b.g + float64(b.n-1)*max(0, b.g-f))
 			total += b.g * float64(b.n*v)
 		}
-		return exposed, math.Max(0, total-exposed)
+		return exposed, max(0, total-exposed)
 	}
 	type req struct {
 		issue float64
@@ -73,7 +73,7 @@ func paramGatherTimeline(bufs []paramBuffer, v int, fwd float64) (exposed, hidde
 			}
 			r := s.queue[0]
 			s.queue = s.queue[1:]
-			s.free = math.Max(s.free, r.issue) + bufs[b].g
+			s.free = max(s.free, r.issue) + bufs[b].g
 			s.done[[2]int{r.chunk, r.k}] = s.free
 		}
 	}
@@ -111,5 +111,5 @@ func paramGatherTimeline(bufs []paramBuffer, v int, fwd float64) (exposed, hidde
 			c += chunkFwd * (cuts[i+1] - x)
 		}
 	}
-	return exposed, math.Max(0, total-exposed)
+	return exposed, max(0, total-exposed)
 }

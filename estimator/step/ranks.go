@@ -81,7 +81,7 @@ type grid struct {
 	n      int
 }
 
-func newGrid(l Layout) (grid, error) {
+func newGrid(l *Layout) (grid, error) {
 	var g grid
 	if l.RankOrder == "" || l.RankOrder == DefaultRankOrder {
 		g.order = defaultOrder // every estimate asks; parse it once
@@ -99,7 +99,7 @@ func newGrid(l Layout) (grid, error) {
 // newExpertGrid is the expert grid of layout l (see grid): expert TP, EP and the
 // expert-data-parallel ranks in the dense grid's rank order. Validation has checked
 // that ETP × EP divides the ranks of a stage.
-func newExpertGrid(l Layout) (grid, error) {
+func newExpertGrid(l *Layout) (grid, error) {
 	g, err := newGrid(l)
 	if err != nil {
 		return g, err

@@ -63,9 +63,9 @@ func TestSiblingsWalkLikeScan(t *testing.T) {
 	for _, o := range orders {
 		for _, l := range layouts {
 			l.RankOrder = o
-			grids := map[string]func(Layout) (grid, error){"dense": newGrid, "expert": newExpertGrid}
+			grids := map[string]func(*Layout) (grid, error){"dense": newGrid, "expert": newExpertGrid}
 			for kind, mk := range grids {
-				g, err := mk(l)
+				g, err := mk(&l)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -25,7 +25,7 @@ func TestTPOverlapMethods(t *testing.T) {
 	// reduce-scatter 4 − 7/8·4 = 0.5, twice (forward, backward); the MLP's GEMMs
 	// outlast theirs. All 8 collectives move 32, the rest hidden, a quarter of the
 	// SMs taken while they run.
-	e, h, c := tpOverlap(l, &cp, tpOverlapIn{ag: 4, rs: 4, ag8: 2, rs8: 2, sms: 132, smShare: 0.25})
+	e, h, c := tpOverlap(&l, &cp, tpOverlapIn{ag: 4, rs: 4, ag8: 2, rs8: 2, sms: 132, smShare: 0.25})
 	near("async TP exposed", e, 2*(2.25+0.5))
 	near("async TP hidden", h, 32-5.5)
 	near("async TP contention", c, 0.25*(32-5.5))
@@ -40,7 +40,7 @@ func TestTPOverlapMethods(t *testing.T) {
 		fp8AllGatherUnfused(true, true, FP8Rowwise) || fp8AllGatherUnfused(false, false, FP8Rowwise) {
 		t.Error("fp8AllGatherUnfused: want true only for rowwise fp8 without userbuffers")
 	}
-	e, h, c = tpOverlap(l, &cp, tpOverlapIn{ag: 4, rs: 4, ag8: 2, rs8: 2, sms: 132, smShare: 0.25, agFwdUnfused: true})
+	e, h, c = tpOverlap(&l, &cp, tpOverlapIn{ag: 4, rs: 4, ag8: 2, rs8: 2, sms: 132, smShare: 0.25, agFwdUnfused: true})
 	near("async TP, rowwise, exposed", e, 2*(2.25+0.5)+1.75+4)
 	near("async TP, rowwise, hidden", h, 32-5.5-5.75)
 	near("async TP, rowwise, contention", c, 0.25*(32-5.5-5.75))
@@ -57,7 +57,7 @@ func TestTPOverlapMethods(t *testing.T) {
 	// reduce-scatters run 132/116 as long (4 and 16 → +(4 + 16)·16/116), the bulk
 	// reduce-scatters' hidden 2 and 4 take 16 of 132 SMs, the ring exchange none.
 	in := tpOverlapIn{ag: 4, rs: 4, ag8: 2, rs8: 4, sms: 132, userbuffers: true, smShare: 0.25}
-	e, h, c = tpOverlap(l, &cp, in)
+	e, h, c = tpOverlap(&l, &cp, in)
 	near("userbuffers exposed", e, 0.25+1+2+1)
 	near("userbuffers hidden", h, 24-4.25)
 	near("userbuffers contention", c, 20*16.0/116+6*16.0/132)
@@ -65,13 +65,13 @@ func TestTPOverlapMethods(t *testing.T) {
 	// fp8 reduce-scatter buffers halve the pipelined chunks: 0.5 exposed per
 	// forward reduce-scatter instead of 1; the backward one stays 16-bit.
 	in.rs8 = 2
-	e, _, _ = tpOverlap(l, &cp, in)
+	e, _, _ = tpOverlap(&l, &cp, in)
 	near("userbuffers, fp8 pipelined reduce-scatter, exposed", e, 0.25+0.5+2+0.5)
 
 	// Full recomputation runs each forward twice: the forward's exposure doubles,
 	// the backward's stays.
 	l.Recompute = RecomputeFull
 	in.rs8 = 4
-	e, _, _ = tpOverlap(l, &cp, in)
+	e, _, _ = tpOverlap(&l, &cp, in)
 	near("userbuffers, full recompute, exposed", e, 2*(0.25+1+1)+2)
 }

@@ -131,7 +131,7 @@ func normaliseLayout(r *Request, spWithTP bool) {
 		l.Recompute = RecomputeNone
 	}
 	accountSplit(l, r.Model.Layers)
-	balanceSplit(l, r.Model, r.Training.SeqLen)
+	balanceSplit(l, &r.Model, r.Training.SeqLen)
 	if l.TP > 1 && !l.SP && spWithTP {
 		l.SP = true
 	}
@@ -152,7 +152,7 @@ func unfusedOnGPU(fw string, a model.Arch, gpu hardware.GPU) bool {
 	if gpu.Arch != hardware.Blackwell {
 		return false // before the profile's lookup: this runs for every layout priced
 	}
-	p, err := framework.Lookup(fw)
+	p, err := framework.Get(fw)
 	if err != nil || p.BlackwellFusedHeadDim == 0 {
 		return false
 	}
@@ -176,7 +176,7 @@ func sequenceParallelWithTP(t Training) bool {
 	if t.Framework == framework.Default {
 		return false
 	}
-	fw, err := framework.Lookup(t.Framework)
+	fw, err := framework.Get(t.Framework)
 	return err == nil && fw.SequenceParallelWithTP
 }
 
@@ -200,13 +200,14 @@ func accountSplit(l *Layout, layers int) {
 // balanceSplit gives a layout whose pipeline does not divide the layers, even
 // counting the embedding and loss, the cost-balanced split (BalancedSplit); ZB-V
 // runs even splits only, and a pipeline of more chunks than layers is left for
-// validate to report.
-func balanceSplit(l *Layout, a model.Arch, seq int) {
+// validate to report. (The model by address: the planner normalises every layout it
+// bounds, nearly all with their split given.)
+func balanceSplit(l *Layout, a *model.Arch, seq int) {
 	stages := l.PP * l.VirtualStages
 	if len(l.LayerSplit) > 0 || l.PP < 2 || stages < 1 || a.Layers < 1 || a.Layers%stages == 0 || l.Schedule == ZeroBubbleV {
 		return
 	}
-	l.LayerSplit = BalancedSplit(a, seq, stages)
+	l.LayerSplit = BalancedSplit(*a, seq, stages)
 }
 
 // autoAccount says what a pipeline of stages that does not divide layers counts as
@@ -285,7 +286,7 @@ func (t Training) Normalise() Training {
 	}
 	// The framework's profile fills what the request leaves open; an unknown name is
 	// left for validate to report.
-	fw, known := framework.Lookup(t.Framework)
+	fw, known := framework.Get(t.Framework)
 	if known == nil {
 		t.Framework = fw.Name
 		t.UnfusedAttention = t.UnfusedAttention || fw.UnfusedAttention
@@ -342,7 +343,7 @@ func (t Training) validate() error {
 	default:
 		c.Add("training.precision", "must be bf16, fp16 or fp8 (got %q)", t.Precision)
 	}
-	if _, err := framework.Lookup(t.Framework); err != nil {
+	if _, err := framework.Get(t.Framework); err != nil {
 		c.Add("training.framework", "%v", err)
 	}
 	switch t.ParamGather {
@@ -538,9 +539,9 @@ func validate(r Request) error {
 			c.Add("layout.tp", "a TP group larger than a node (%d GPUs) must span whole nodes (got %d)", g, l.TP)
 		}
 	}
-	if g, err := newGrid(l); err != nil {
+	if g, err := newGrid(&l); err != nil {
 		c.Join(err)
-	} else if eg, _ := newExpertGrid(l); a.MoE != nil && l.PP > 1 && eg.stride[DimPP] != g.stride[DimPP] && c.Err() == nil {
+	} else if eg, _ := newExpertGrid(&l); a.MoE != nil && l.PP > 1 && eg.stride[DimPP] != g.stride[DimPP] && c.Err() == nil {
 		// Megatron-Core asserts that both grids give the same pipeline groups (with
 		// a rank order not ending in pp, the same data-parallel size).
 		c.Add("layout.rank_order", "%q puts pp inside the stage's ranks, so the expert grid (etp %d × ep %d) must cut the same pipeline groups as the dense one (tp %d × cp %d): give an order ending in pp", l.RankOrder, l.etp(), max(1, l.EP), l.TP, l.CP)
@@ -620,7 +621,7 @@ func unwrap(err error) []error {
 // (framework.Runs.EvenLayerSplit, Megatron-LM of 2021), a pipeline whose stages
 // or model chunks would hold different numbers of layers, a split accounting for
 // the embedding or the loss, and interleaving over 2 stages or fewer.
-func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p framework.Profile) {
+func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p *framework.Profile) {
 	if !p.Runs.EvenLayerSplit || l.PP < 2 {
 		return
 	}
@@ -643,7 +644,7 @@ func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p framework
 // validateRuns refuses a layout the framework cannot run (framework.Profile.Runs),
 // naming the layout field and the framework.
 func validateRuns(c *invalid.Collector, l Layout, a model.Arch, t Training) {
-	p, err := framework.Lookup(t.Framework)
+	p, err := framework.Get(t.Framework)
 	if err != nil || !p.Runs.Limited() {
 		return
 	}

@@ -11,7 +11,7 @@ import (
 
 // withMoEProfile fills the MoE and activation-storage settings a request leaves
 // open from the framework's profile.
-func (t Training) withMoEProfile(fw framework.Profile) Training {
+func (t Training) withMoEProfile(fw *framework.Profile) Training {
 	t.FP8Activations = t.FP8Activations || fw.FP8Activations && t.Precision == FP8
 	t.MoEPermuteFusion = t.MoEPermuteFusion || fw.FusedPermute
 	if t.MoEDispatcher == "" {
