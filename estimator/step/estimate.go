@@ -1661,7 +1661,7 @@ func (p *pricing) gradientSync() (float64, error) {
 	bucket := p.dpBucketBytes()
 	var tdp, last float64
 	var agW []paramGatherBuf // ZeRO-1/2: the updated parameters gathered under the next forward
-	fw, fwErr := framework.Lookup(t.Framework)
+	fw, fwErr := framework.Get(t.Framework)
 	// fallback: the engine all-reduces the whole gradients through its flatten,
 	// average and copy-back passes (framework.Profile.PipelineGradAllReduce).
 	fallback := fwErr == nil && fw.PipelineGradAllReduce && l.PP > 1 && l.ZeRO <= 1
@@ -1916,7 +1916,7 @@ func (p *pricing) optimizer() {
 		bytes = fw.OptimizerUpdateBytes
 	}
 	bd.Optimizer = (stageParams/shard + expertParams/eshard) * bytes / p.rates.hbm
-	if fw, err := framework.Lookup(t.Framework); err == nil && fw.FP16GradCheckBytes > 0 && l.ZeRO == 1 {
+	if fw, err := framework.Get(t.Framework); err == nil && fw.FP16GradCheckBytes > 0 && l.ZeRO == 1 {
 		// The stage-1 optimizer's overflow check and gradient norm read every
 		// gradient the rank holds, before it frees those it does not own.
 		bd.Optimizer += (stageParams + expertParams) * fw.FP16GradCheckBytes / p.rates.hbm
