@@ -104,6 +104,9 @@ var (
 	// "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
 	nThreadRe = regexp.MustCompile(`nThread\s+(-?\d+)\s+nGpus\s+(-?\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
 	graphRe   = regexp.MustCompile(`graph:\s*(\d+)`)
+	// "# Out of bounds values : 0 OK", the data check's closing count of wrong
+	// elements over the whole run ("3 FAILED" when there were some).
+	wrongSumRe = regexp.MustCompile(`Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
 	// "#  Rank  0 Group  0 Pid   6899 on ztan-mig-235z device  0 [0000:04:00] NVIDIA H100 80GB HBM3"
 	// (older tools print no Group).
 	deviceRe = regexp.MustCompile(`^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$`)
@@ -189,6 +192,11 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			devs = append(devs, device{rank, pid, m[3]})
 			if s.Device == "" {
 				s.Device = m[5]
+			}
+			continue
+		case wrongSumRe.MatchString(t):
+			if m := wrongSumRe.FindStringSubmatch(t); m[1] != "0" || m[2] == "FAILED" {
+				return s, fileErr(name, line, "%s: the run's data check found wrong results, so its times are not a healthy fabric's (rerun it)", strings.TrimSpace(strings.TrimPrefix(t, "#")))
 			}
 			continue
 		case strings.HasPrefix(t, "#") || strings.Contains(t, "out-of-place") || strings.Contains(t, "(elements)"):
@@ -360,6 +368,16 @@ func parseRow(t string) (Point, error) {
 	p := Point{Bytes: num(m[1]), TimeUs: num(m[6]), AlgBW: num(m[7]), BusBW: num(m[8])}
 	if m[10] != "" {
 		p.InPlaceUs = num(m[10])
+	}
+	// #wrong (nccl-tests 2.10 and later) counts the elements the data check found
+	// wrong; "N/A" when the check was off (-c 0). The older "error" column is the
+	// largest relative error, printed with an exponent ("2e-07"), which rounding
+	// makes non-zero in healthy runs: only its closing "Out of bounds values" line
+	// tells a corrupt run there.
+	for _, w := range []struct{ col, v string }{{"#wrong", m[9]}, {"in-place #wrong", m[13]}} {
+		if digitsRe.MatchString(w.v) && strings.Trim(w.v, "0") != "" {
+			return p, fmt.Errorf("%s %s: the data check found wrong results, so the times are not a healthy fabric's (rerun it): %q", w.col, w.v, clip(t))
+		}
 	}
 	if !(p.Bytes > 0) || !(p.TimeUs > 0) {
 		return p, fmt.Errorf("size %s and time %s must be positive", m[1], m[6])
