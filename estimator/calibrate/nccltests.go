@@ -153,6 +153,11 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		host      string
 	}
 	var devs []device
+	type placement struct {
+		host, gpu string
+		line      int
+	}
+	placed := map[int]placement{}
 	var nGpus, nThread int
 	sawHeader, sawColumns, sawSummary := false, false, false
 	lastRow := 0
@@ -168,8 +173,14 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		}
 		t := mpiPrefix.ReplaceAllString(raw, "")
 		t = strings.TrimSpace(t)
-		if m := benchRe.FindStringSubmatch(t); m != nil && s.Bench == "" {
-			s.Bench = m[0]
+		if m := benchRe.FindStringSubmatch(t); m != nil {
+			if s.Bench == "" {
+				s.Bench = m[0]
+			} else if m[0] != s.Bench && (sawHeader || sawColumns) {
+				// Outputs appended to one file: the sizes of the second would be
+				// read as more of the first test's.
+				return s, fileErr(name, line, "%s after %s: two tests in one file (outputs appended); give each test its own file", m[0], s.Bench)
+			}
 		}
 		switch {
 		case nThreadRe.MatchString(t):
@@ -189,6 +200,15 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			m := deviceRe.FindStringSubmatch(t)
 			rank, _ := strconv.Atoi(m[1])
 			pid, _ := strconv.Atoi(m[2])
+			// A rank printed again on another GPU is another run: an output of
+			// another cluster appended, or — every process printing "Rank 0" —
+			// an mpirun or srun of nccl-tests built without MPI=1, where each
+			// process times a collective of its own GPUs only.
+			if d, ok := placed[rank]; ok && (d.host != m[3] || d.gpu != m[4]) {
+				return s, fileErr(name, line, "rank %d is on %s device %s here and on %s device %s at line %d: two runs in one file, or each process ran a test of its own (nccl-tests built without MPI=1 under mpirun or srun); give one run's output, of a build with MPI, per file", rank, m[3], m[4], d.host, d.gpu, d.line)
+			} else if !ok {
+				placed[rank] = placement{m[3], m[4], line}
+			}
 			devs = append(devs, device{rank, pid, m[3]})
 			if s.Device == "" {
 				s.Device = m[5]

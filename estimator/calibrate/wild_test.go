@@ -13,10 +13,17 @@ import (
 // out-of-place and in-place columns with #wrong, and the rows sized 1–64 MiB at
 // the given time each; wrong[i] is row i's out-of-place #wrong.
 func table8(timeUs float64, wrong ...string) string {
+	return run8("all_reduce_perf", "node01", 4242, timeUs, wrong...)
+}
+
+// run8 is table8 for another test (its bus factor on 8 ranks), host and pid.
+func run8(bench, host string, pid int, timeUs float64, wrong ...string) string {
+	factor := map[string]float64{"all_reduce_perf": 1.75, "all_gather_perf": 0.875}[bench]
 	var b strings.Builder
+	fmt.Fprintf(&b, "# Collective test starting: %s\n", bench)
 	b.WriteString("# nThread 1 nGpus 8 minBytes 1048576 maxBytes 67108864 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n")
 	for r := range 8 {
-		fmt.Fprintf(&b, "#  Rank %2d Group  0 Pid   4242 on     node01 device %2d [0x%02x] NVIDIA H100 80GB HBM3\n", r, r, 0x18+r)
+		fmt.Fprintf(&b, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [0x%02x] NVIDIA H100 80GB HBM3\n", r, pid, host, r, 0x18+r)
 	}
 	b.WriteString("#\n#                                                              out-of-place                       in-place\n")
 	b.WriteString("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n")
@@ -28,7 +35,7 @@ func table8(timeUs float64, wrong ...string) string {
 		if i < len(wrong) && wrong[i] != "" {
 			w = wrong[i]
 		}
-		fmt.Fprintf(&b, "%12d  %12d     float     sum      -1  %7.1f  %6.2f  %6.2f  %5s  %7.1f  %6.2f  %6.2f      0\n", size, size/4, t, alg, alg*1.75, w, t, alg, alg*1.75)
+		fmt.Fprintf(&b, "%12d  %12d     float     sum      -1  %7.1f  %6.2f  %6.2f  %5s  %7.1f  %6.2f  %6.2f      0\n", size, size/4, t, alg, alg*factor, w, t, alg, alg*factor)
 	}
 	b.WriteString("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 100\n#\n")
 	return b.String()
@@ -42,12 +49,48 @@ func TestParseRefusesWrongResults(t *testing.T) {
 		t.Fatalf("the clean table: %v", err)
 	}
 	for _, tt := range []struct{ name, out, want string }{
-		// The 4 MiB row is on line 18, the first (1 MiB) on 16.
-		{"oop.txt", table8(20, "", "", "17"), "oop.txt:18: #wrong 17"},
-		{"inplace.txt", strings.Replace(table8(20), "      0\n", "   1024\n", 1), "inplace.txt:16: in-place #wrong 1024"},
-		{"failed.txt", strings.Replace(table8(20), "Out of bounds values : 0 OK", "Out of bounds values : 3 FAILED", 1), "failed.txt:23: Out of bounds values : 3 FAILED"},
+		// The 4 MiB row is on line 19, the first (1 MiB) on 17.
+		{"oop.txt", table8(20, "", "", "17"), "oop.txt:19: #wrong 17"},
+		{"inplace.txt", strings.Replace(table8(20), "      0\n", "   1024\n", 1), "inplace.txt:17: in-place #wrong 1024"},
+		{"failed.txt", strings.Replace(table8(20), "Out of bounds values : 0 OK", "Out of bounds values : 3 FAILED", 1), "failed.txt:24: Out of bounds values : 3 FAILED"},
 	} {
 		_, err := calibrate.ParseNCCLTests(tt.name, []byte(tt.out), calibrate.Layout{Op: "allreduce"})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error with %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// Two runs in one file are read as one only when they ran the same test on the
+// same GPUs (a rerun appended: its sizes repeat the first's). Another test, or
+// the same rank on another GPU — two clusters' outputs, or every process of an
+// mpirun or srun printing a test of its own because nccl-tests was built without
+// MPI=1 — is refused at the line where the second run shows it.
+func TestParseTwoRunsInOneFile(t *testing.T) {
+	s, err := calibrate.ParseNCCLTests("rerun.txt", []byte(table8(20)+run8("all_reduce_perf", "node01", 5151, 21)), calibrate.Layout{})
+	if err != nil {
+		t.Fatalf("a rerun appended: %v", err)
+	}
+	if len(s.Points) != 14 || s.Nodes != 1 || s.GPUsPerNode != 8 {
+		t.Errorf("a rerun appended: %d points on %d × %d, want 14 on 1 × 8", len(s.Points), s.Nodes, s.GPUsPerNode)
+	}
+	// The second run starts on line 27 (the first has 26 lines); its device
+	// lines on line 31.
+	for _, tt := range []struct{ name, out, want string }{
+		{"twotests.txt", table8(20) + run8("all_gather_perf", "node01", 5151, 20), "twotests.txt:27: all_gather_perf after all_reduce_perf"},
+		{"twohosts.txt", table8(20) + run8("all_reduce_perf", "node02", 5151, 20), "twohosts.txt:31: rank 0 is on node02 device 0 here and on node01 device 0 at line 5"},
+		// Two processes on one node, each running its own one-GPU all-reduce
+		// and printing it (no MPI in the build), their lines interleaved.
+		{"perproc.txt", "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" +
+			"# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n" +
+			"#  Rank  0 Group  0 Pid   1001 on     node01 device  0 [0x18] NVIDIA H100 80GB HBM3\n# Using devices\n" +
+			"#  Rank  0 Group  0 Pid   1002 on     node01 device  1 [0x2a] NVIDIA H100 80GB HBM3\n" +
+			"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+			"     1048576        262144     float     sum      -1     10.0  104.86    0.00      0     10.0  104.86    0.00      0\n" +
+			"     1048576        262144     float     sum      -1     10.0  104.86    0.00      0     10.0  104.86    0.00      0\n",
+			"perproc.txt:7: rank 0 is on node01 device 1 here and on node01 device 0 at line 5"},
+	} {
+		_, err := calibrate.ParseNCCLTests(tt.name, []byte(tt.out), calibrate.Layout{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: got %v, want an error with %q", tt.name, err, tt.want)
 		}
