@@ -60,36 +60,68 @@ type logFormat struct {
 	re        *regexp.Regexp
 	key       string // a literal every matching line contains, to detect a broken one
 	stepS     func(v float64, l RunLayout) float64
+	// not is a line that matches re but is no training step (torchtitan's
+	// validation line); nil when there is none.
+	not *regexp.Regexp
 }
 
 var logFormats = []logFormat{
 	// Megatron-LM training_log: "... | elapsed time per iteration (ms): 1234.5 | ..."
-	{"megatron-core", regexp.MustCompile(`elapsed time per iteration \(ms\):\s*([0-9.]+)`), "elapsed time per iteration (ms)",
-		func(v float64, _ RunLayout) float64 { return v / 1e3 }},
+	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(ms\):\s*([0-9.]+)`), key: "elapsed time per iteration (ms)",
+		stepS: func(v float64, _ RunLayout) float64 { return v / 1e3 }},
+	// Forks that print it in seconds (FZJ-JSC jubench-megatron-lm README.md:
+	// "elapsed time per iteration (s): 7.2310").
+	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(s\):\s*([0-9.]+)`), key: "elapsed time per iteration (s)",
+		stepS: func(v float64, _ RunLayout) float64 { return v }},
 	// NeMo / Megatron-Bridge (Lightning): "train_step_timing in s=1.23", "train_step_timing: 1.23".
-	{"nemo", regexp.MustCompile(`train_step_timing(?: in s)?\s*[=:]\s*([0-9.]+)`), "train_step_timing",
-		func(v float64, _ RunLayout) float64 { return v }},
+	{framework: "nemo", re: regexp.MustCompile(`train_step_timing(?: in s)?\s*[=:]\s*([0-9.]+)`), key: "train_step_timing",
+		stepS: func(v float64, _ RunLayout) float64 { return v }},
 	// torchtitan metrics line: "step: 10  loss: 7.9  memory: 30.1GiB(38%)  tps: 6,123  tflops: 355  mfu: 35.9%".
 	// tps is tokens per second per GPU (ntokens since the last log over the time and
 	// the non-data-parallel degree), so a step of the global batch takes
 	// global tokens / (tps · GPUs).
-	{"torchtitan", regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), "tps:",
-		func(v float64, l RunLayout) float64 {
+	// Its validation line ("validate step: 10  loss: …  tps: 50,000") times no
+	// training step.
+	{framework: "torchtitan", re: regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), key: "tps:",
+		stepS: func(v float64, l RunLayout) float64 {
 			return float64(l.GlobalBatch) * float64(l.SeqLen) / (v * float64(l.GPUs))
-		}},
+		}, not: regexp.MustCompile(`\bvalidat\w*\s+step:`)},
 	// Composer / llm-foundry: "Train throughput/batches_per_sec: 0.52".
-	{"composer", regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), "throughput/batches_per_sec",
-		func(v float64, _ RunLayout) float64 { return 1 / v }},
+	{framework: "composer", re: regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/batches_per_sec",
+		stepS: func(v float64, _ RunLayout) float64 { return 1 / v }},
 	// Composer's samples rate, when batches_per_sec is not logged.
-	{"composer", regexp.MustCompile(`throughput/samples_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), "throughput/samples_per_sec",
-		func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
+	{framework: "composer", re: regexp.MustCompile(`throughput/samples_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/samples_per_sec",
+		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
 	// DeepSpeed's throughput timer: "... CurrSamplesPerSec=12.3, ..." or "samples/sec=12.3".
-	{"deepspeed", regexp.MustCompile(`(?:CurrSamplesPerSec|samples/sec)\s*[=:]\s*([0-9.]+)`), "SamplesPerSec",
-		func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
+	{framework: "deepspeed", re: regexp.MustCompile(`(?:CurrSamplesPerSec|samples/sec)\s*[=:]\s*([0-9.]+)`), key: "SamplesPerSec",
+		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
+}
+
+// ansiRe is a terminal colour or cursor sequence (ESC [ … letter): torchtitan's
+// logger colours each field of its metric line (torchtitan
+// components/metrics.py, Color), and a log written to a file keeps the codes.
+var ansiRe = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+
+// logLines calls fn with each line of a log as a terminal would show it: colour
+// codes removed, and each update of a progress bar that redraws itself with a
+// carriage return (Lightning's tqdm bar, where NeMo prints train_step_timing)
+// a line of its own, numbered with the file's line.
+func logLines(data []byte, fn func(line int, t string) error) error {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		for _, t := range strings.Split(sc.Text(), "\r") {
+			if err := fn(line, ansiRe.ReplaceAllString(t, "")); err != nil {
+				return err
+			}
+		}
+	}
+	return sc.Err()
 }
 
 // IsTrainingLog says whether data carries one of the step-time metrics read here.
 func IsTrainingLog(data []byte) bool {
+	data = ansiRe.ReplaceAll(data, nil)
 	for _, f := range logFormats {
 		if f.re.Match(data) {
 			return true
@@ -105,21 +137,21 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 	r := Run{File: name, Layout: l}
 	var vals []float64
 	var format *logFormat
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		t := sc.Text()
+	err := logLines(data, func(line int, t string) error {
 		if strings.ContainsRune(t, 0) {
-			return r, fileErr(name, line, "not text")
+			return fileErr(name, line, "not text")
 		}
 		for i := range logFormats {
 			f := &logFormats[i]
 			m := f.re.FindStringSubmatch(t)
 			if m == nil {
 				if format == f && strings.Contains(t, f.key) && !strings.Contains(t, "samples/sec") {
-					return r, fileErr(name, line, "a %s metric line without its value (cut short?): %q", f.framework, clip(t))
+					return fileErr(name, line, "a %s metric line without its value (cut short?): %q", f.framework, clip(t))
 				}
 				continue
+			}
+			if f.not != nil && f.not.MatchString(t) {
+				return nil
 			}
 			if format != nil && format != f {
 				continue // the first metric found is the one read (Megatron-DeepSpeed logs carry two)
@@ -127,13 +159,17 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 			format = f
 			v, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
 			if err != nil || !(v > 0) || math.IsInf(v, 0) {
-				return r, fileErr(name, line, "%s: %q is not a positive number", f.key, m[1])
+				return fileErr(name, line, "%s: %q is not a positive number", f.key, m[1])
 			}
 			vals = append(vals, v)
 			break
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
+		if _, ok := err.(*FileError); ok {
+			return r, err
+		}
 		return r, fileErr(name, 0, "%v", err)
 	}
 	if format == nil {

@@ -2,6 +2,7 @@ package calibrate_test
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -96,3 +97,46 @@ func TestParseTwoRunsInOneFile(t *testing.T) {
 		}
 	}
 }
+
+// Training logs as the frameworks write them to a file: torchtitan's metric
+// line in colour (its logger wraps each field in ANSI codes, torchtitan
+// components/metrics.py) and its validation line, which is not a training step;
+// Megatron-LM forks that print the iteration time in seconds (FZJ-JSC
+// jubench-megatron-lm README.md: "elapsed time per iteration (s): 7.2310");
+// Lightning's progress bar, whose updates a file keeps on one line separated by
+// carriage returns.
+func TestTrainingLogsInTheWild(t *testing.T) {
+	lay := calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, TP: 1, MicroBatch: 2, GlobalBatch: 64, SeqLen: 8192}
+	titan := func(step int, loss string, tps string) string {
+		return fmt.Sprintf("[rank0]:[titan] 2026-01-01 10:00:00,000 - root - INFO - \x1b[31mstep: %2d  \x1b[32mloss: %7s  \x1b[38;2;54;234;195mmemory: 40.00GiB(50.00%%)  \x1b[34mtps: %s  \x1b[36mtflops: 400.00  \x1b[35mmfu: 40.00%%\x1b[39m\n", step, loss, tps)
+	}
+	for _, tt := range []struct {
+		name, log string
+		want      float64
+		steps     int
+		note      string
+	}{
+		{"titan-colour", titan(1, "12.0000", "1,000") + titan(10, "8.0000", "8,192") +
+			"[rank0]:[titan] 2026-01-01 10:00:00,000 - root - INFO - \x1b[33mvalidate step: 10  \x1b[32mloss:  7.9000  \x1b[38;2;54;234;195mmemory: 40.00GiB(50.00%)  \x1b[34mtps: 50,000\x1b[39m\n" +
+			titan(20, "7.0000", "8,192"), 4, 2, ""},
+		{"megatron-seconds", "[default3]: iteration       10/ 3125000 | consumed samples:          960 | elapsed time per iteration (s): 7.2310 | learning rate: 4.438E-07 | global batch size:    96 |\n" +
+			"[default3]: iteration       20/ 3125000 | consumed samples:         1920 | elapsed time per iteration (s): 5.3551 | global batch size:    96 |\n" +
+			"[default3]: iteration       30/ 3125000 | consumed samples:         2880 | elapsed time per iteration (s): 5.6192 | global batch size:    96 |\n" +
+			"[default3]: iteration       40/ 3125000 | consumed samples:         3840 | elapsed time per iteration (s): 5.3291 | global batch size:    96 |\n" +
+			"[default3]: iteration       50/ 3125000 | consumed samples:         4800 | elapsed time per iteration (s): 5.3247 | global batch size:    96 |\n", (5.3291 + 5.3551) / 2, 4, ""},
+		{"nemo-bar", "Epoch 0: :   1%| 10/1000 [00:30<50:00, reduced_train_loss=7.10, train_step_timing in s=5.00]\rEpoch 0: :   2%| 20/1000 [00:50<40:00, reduced_train_loss=6.90, train_step_timing in s=2.10]\rEpoch 0: :   3%| 30/1000 [01:10<40:00, reduced_train_loss=6.70, train_step_timing in s=2.20]\n", 2.15, 2, ""},
+	} {
+		r, err := calibrate.ParseTrainingLog(tt.name+".log", []byte(tt.log), lay)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if math.Abs(r.StepS-tt.want) > 1e-9*tt.want || r.Steps != tt.steps {
+			t.Errorf("%s: step %v s over %d steps, want %v s over %d", tt.name, r.StepS, r.Steps, tt.want, tt.steps)
+		}
+		if tt.note != "" && !strings.Contains(strings.Join(r.Notes, "\n"), tt.note) {
+			t.Errorf("%s: notes %q lack %q", tt.name, r.Notes, tt.note)
+		}
+	}
+}
+
