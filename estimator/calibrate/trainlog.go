@@ -63,19 +63,25 @@ type logFormat struct {
 	// not is a line that matches re but is no training step (torchtitan's
 	// validation line); nil when there is none.
 	not *regexp.Regexp
+	// step reads the step counter of a metric line, to see a restart (the
+	// counter going back); nil when the line carries none.
+	step *regexp.Regexp
+	// redraw: a line with the step of the one before is the same step drawn
+	// again (a progress bar's refresh), not a restart.
+	redraw bool
 }
 
 var logFormats = []logFormat{
 	// Megatron-LM training_log: "... | elapsed time per iteration (ms): 1234.5 | ..."
 	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(ms\):\s*([0-9.]+)`), key: "elapsed time per iteration (ms)",
-		stepS: func(v float64, _ RunLayout) float64 { return v / 1e3 }},
+		stepS: func(v float64, _ RunLayout) float64 { return v / 1e3 }, step: megatronIter},
 	// Forks that print it in seconds (FZJ-JSC jubench-megatron-lm README.md:
 	// "elapsed time per iteration (s): 7.2310").
 	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(s\):\s*([0-9.]+)`), key: "elapsed time per iteration (s)",
-		stepS: func(v float64, _ RunLayout) float64 { return v }},
+		stepS: func(v float64, _ RunLayout) float64 { return v }, step: megatronIter},
 	// NeMo / Megatron-Bridge (Lightning): "train_step_timing in s=1.23", "train_step_timing: 1.23".
 	{framework: "nemo", re: regexp.MustCompile(`train_step_timing(?: in s)?\s*[=:]\s*([0-9.]+)`), key: "train_step_timing",
-		stepS: func(v float64, _ RunLayout) float64 { return v }},
+		stepS: func(v float64, _ RunLayout) float64 { return v }, step: regexp.MustCompile(`\|\s*(\d+)/\d+\s*\[`), redraw: true},
 	// torchtitan metrics line: "step: 10  loss: 7.9  memory: 30.1GiB(38%)  tps: 6,123  tflops: 355  mfu: 35.9%".
 	// tps is tokens per second per GPU (ntokens since the last log over the time and
 	// the non-data-parallel degree), so a step of the global batch takes
@@ -85,7 +91,7 @@ var logFormats = []logFormat{
 	{framework: "torchtitan", re: regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), key: "tps:",
 		stepS: func(v float64, l RunLayout) float64 {
 			return float64(l.GlobalBatch) * float64(l.SeqLen) / (v * float64(l.GPUs))
-		}, not: regexp.MustCompile(`\bvalidat\w*\s+step:`)},
+		}, not: regexp.MustCompile(`\bvalidat\w*\s+step:`), step: regexp.MustCompile(`\bstep:\s*(\d+)`)},
 	// Composer / llm-foundry: "Train throughput/batches_per_sec: 0.52".
 	{framework: "composer", re: regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/batches_per_sec",
 		stepS: func(v float64, _ RunLayout) float64 { return 1 / v }},
@@ -94,8 +100,23 @@ var logFormats = []logFormat{
 		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
 	// DeepSpeed's throughput timer: "... CurrSamplesPerSec=12.3, ..." or "samples/sec=12.3".
 	{framework: "deepspeed", re: regexp.MustCompile(`(?:CurrSamplesPerSec|samples/sec)\s*[=:]\s*([0-9.]+)`), key: "SamplesPerSec",
-		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
+		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }, step: regexp.MustCompile(`global_step=(\d+)`)},
 }
+
+var (
+	// Megatron-LM's "iteration       10/    1000 |".
+	megatronIter = regexp.MustCompile(`\biteration\s+(\d+)\s*/`)
+	// A run starting (again): Megatron-LM's print_datetime("before the start of
+	// training step") (megatron/training/training.py) and torchtitan's "Training
+	// starts at step 41" (torchtitan train.py).
+	startRe = regexp.MustCompile(`\[before the start of training step\]|Training starts at step`)
+	// A logged interval that is not a healthy step: Megatron-LM's counts of
+	// iterations whose optimizer step was skipped (an fp16 loss-scale overflow) or
+	// whose loss was NaN ("number of skipped iterations:   1"), or a NaN or
+	// infinite loss on the line ("loss:     nan", "reduced_train_loss=nan",
+	// "lm loss: INF").
+	badStepRe = regexp.MustCompile(`(?i)number of (?:skipped|nan) iterations:\s*0*[1-9]|loss[\w/]*\s*[:=]\s*[-+]?(?:nan|inf)`)
+)
 
 // ansiRe is a terminal colour or cursor sequence (ESC [ … letter): torchtitan's
 // logger colours each field of its metric line (torchtitan
@@ -135,8 +156,20 @@ func IsTrainingLog(data []byte) bool {
 // carries none of the metrics, is an error naming the file and line.
 func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 	r := Run{File: name, Layout: l}
-	var vals []float64
+	// logged is one metric line's value; seg counts the restarts before it.
+	type logged struct {
+		v         float64
+		line, seg int
+		bad       bool
+	}
+	var vals []logged
 	var format *logFormat
+	type restart struct {
+		line int
+		why  string
+	}
+	var restarts []restart
+	lastStep, started := -1, false
 	err := logLines(data, func(line int, t string) error {
 		if strings.ContainsRune(t, 0) {
 			return fileErr(name, line, "not text")
@@ -157,12 +190,29 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 				continue // the first metric found is the one read (Megatron-DeepSpeed logs carry two)
 			}
 			format = f
+			if f.step != nil {
+				if sm := f.step.FindStringSubmatch(t); sm != nil {
+					n, _ := strconv.Atoi(sm[1])
+					if f.redraw && n == lastStep && !started {
+						return nil
+					}
+					if n <= lastStep && !started {
+						restarts = append(restarts, restart{line, fmt.Sprintf("the step counter back from %d to %d", lastStep, n)})
+					}
+					lastStep = n
+				}
+			}
+			started = false
 			v, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
 			if err != nil || !(v > 0) || math.IsInf(v, 0) {
 				return fileErr(name, line, "%s: %q is not a positive number", f.key, m[1])
 			}
-			vals = append(vals, v)
+			vals = append(vals, logged{v: v, line: line, seg: len(restarts), bad: badStepRe.MatchString(t)})
 			break
+		}
+		if startRe.MatchString(t) && len(vals) > 0 && !started {
+			restarts = append(restarts, restart{line, strings.TrimSpace(startRe.FindString(t))})
+			started = true
 		}
 		return nil
 	})
@@ -180,12 +230,41 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 		return r, err
 	}
 	// The first logged steps carry compilation, allocation and NCCL set-up: drop the
-	// first fifth (at least one when three or more were logged).
-	skip := len(vals) / 5
-	if skip == 0 && len(vals) >= 3 {
-		skip = 1
+	// first fifth (at least one when three or more were logged), and so again after
+	// each restart (at least one there).
+	var kept []float64
+	var badLines []string
+	warm := 0
+	for seg := 0; seg <= len(restarts); seg++ {
+		var part []logged
+		for _, l := range vals {
+			if l.seg == seg {
+				part = append(part, l)
+			}
+		}
+		skip := len(part) / 5
+		if skip == 0 && (len(part) >= 3 || seg > 0) {
+			skip = min(1, len(part))
+		}
+		warm += skip
+		if seg > 0 {
+			rs := restarts[seg-1]
+			r.Notes = append(r.Notes, fmt.Sprintf("restart at line %d (%s): its first %d logged step(s) dropped as warm-up", rs.line, rs.why, skip))
+		}
+		for _, l := range part[skip:] {
+			if l.bad {
+				badLines = append(badLines, strconv.Itoa(l.line))
+				continue
+			}
+			kept = append(kept, l.v)
+		}
 	}
-	kept := slices.Clone(vals[skip:])
+	if len(badLines) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d logged step(s) with skipped or NaN iterations or a NaN or infinite loss set aside (lines %s)", len(badLines), strings.Join(badLines, ", ")))
+	}
+	if len(kept) == 0 {
+		return r, fileErr(name, 0, "every logged step was set aside (%d warm-up, %d with skipped or NaN iterations or a NaN or infinite loss): no step time to fit", warm, len(badLines))
+	}
 	slices.Sort(kept)
 	med := kept[len(kept)/2]
 	if len(kept)%2 == 0 {
@@ -193,8 +272,8 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 	}
 	r.StepS = format.stepS(med, r.Layout)
 	r.Steps = len(kept)
-	if skip > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("median of %d logged steps after %d warm-up one(s)", len(kept), skip))
+	if warm > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("median of %d logged steps after %d warm-up one(s)", len(kept), warm))
 	}
 	return r, nil
 }

@@ -140,3 +140,53 @@ func TestTrainingLogsInTheWild(t *testing.T) {
 	}
 }
 
+// Logged steps that are not the run's healthy step are set aside and said:
+// Megatron-LM's intervals with skipped iterations (an fp16 overflow skips the
+// optimizer step) or NaN iterations, a NaN or infinite loss; and after a restart
+// (a "[before the start of training step]" banner, Megatron-LM
+// megatron/training/training.py, or torchtitan's step counter going back) the
+// first logged steps are warm-up again.
+func TestTrainingLogsSetAside(t *testing.T) {
+	lay := calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, TP: 1, MicroBatch: 2, GlobalBatch: 64, SeqLen: 8192}
+	titan := func(step int, loss string, tps string) string {
+		return fmt.Sprintf("[rank0]:[titan] 2026-01-01 10:00:00,000 - root - INFO - \x1b[31mstep: %2d  \x1b[32mloss: %7s  \x1b[38;2;54;234;195mmemory: 40.00GiB(50.00%%)  \x1b[34mtps: %s  \x1b[36mtflops: 400.00  \x1b[35mmfu: 40.00%%\x1b[39m\n", step, loss, tps)
+	}
+	meg := func(it int, ms float64, skipped, nan int) string {
+		return fmt.Sprintf(" [2026-01-01 10:00:00] iteration %8d/    1000 | consumed samples: %12d | elapsed time per iteration (ms): %.1f | learning rate: 3.0E-04 | global batch size:    64 | lm loss: 7.000000E+00 | loss scale: 1.0 | number of skipped iterations: %3d | number of nan iterations: %3d |\n", it, it*64, ms, skipped, nan)
+	}
+	for _, tt := range []struct {
+		name, log string
+		want      float64
+		steps     int
+		note      string
+	}{
+		{"megatron-skipped", meg(10, 9000, 0, 0) + meg(20, 2000, 0, 0) + meg(30, 2100, 1, 0) + meg(40, 2010, 0, 2) + meg(50, 2020, 0, 0) + meg(60, 2030, 0, 0), 2.02, 3,
+			"2 logged step(s) with skipped or NaN iterations or a NaN or infinite loss set aside (lines 3, 4)"},
+		{"titan-nan", titan(1, "12.0000", "1,000") + titan(10, "8.0000", "8,192") + titan(20, "nan", "4,096") + titan(30, "7.0000", "8,192"), 4, 2,
+			"1 logged step(s) with skipped or NaN iterations or a NaN or infinite loss set aside (lines 3)"},
+		// The bar drawn again at the same step is one step, not two nor a restart.
+		{"nemo-redraw", "Epoch 0: :   1%| 10/1000 [00:30<50:00, reduced_train_loss=7.10, train_step_timing in s=5.00]\rEpoch 0: :   2%| 20/1000 [00:50<40:00, reduced_train_loss=6.90, train_step_timing in s=2.10]\rEpoch 0: :   2%| 20/1000 [00:50<40:00, reduced_train_loss=6.90, train_step_timing in s=2.10]\rEpoch 0: :   3%| 30/1000 [01:10<40:00, reduced_train_loss=6.70, train_step_timing in s=2.20]\n", 2.15, 2, ""},
+		{"megatron-restart", meg(10, 9000, 0, 0) + meg(20, 2000, 0, 0) + meg(30, 2000, 0, 0) + meg(40, 2000, 0, 0) + meg(50, 2000, 0, 0) +
+			"[before the start of training step] datetime: 2026-01-01 11:00:00\n" +
+			meg(60, 8000, 0, 0) + meg(70, 2100, 0, 0) + meg(80, 2100, 0, 0) + meg(90, 2100, 0, 0) + meg(100, 2100, 0, 0), 2.05, 8, "restart at line 6"},
+		{"titan-restart", titan(1, "12.0000", "1,000") + titan(10, "8.0000", "8,192") + titan(20, "7.5000", "8,192") + titan(30, "7.0000", "8,192") +
+			titan(21, "7.4000", "1,000") + titan(30, "7.0000", "4,096") + titan(40, "6.9000", "4,096"), 4, 5, "restart at line 5"},
+	} {
+		r, err := calibrate.ParseTrainingLog(tt.name+".log", []byte(tt.log), lay)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if math.Abs(r.StepS-tt.want) > 1e-9*tt.want || r.Steps != tt.steps {
+			t.Errorf("%s: step %v s over %d steps, want %v s over %d", tt.name, r.StepS, r.Steps, tt.want, tt.steps)
+		}
+		if tt.note != "" && !strings.Contains(strings.Join(r.Notes, "\n"), tt.note) {
+			t.Errorf("%s: notes %q lack %q", tt.name, r.Notes, tt.note)
+		}
+	}
+	// Every logged step set aside: nothing to fit, said with the file.
+	_, err := calibrate.ParseTrainingLog("allnan.log", []byte(titan(1, "nan", "1,000")+titan(10, "nan", "8,192")), lay)
+	if err == nil || !strings.Contains(err.Error(), "allnan.log: every logged step") {
+		t.Errorf("all steps NaN: got %v", err)
+	}
+}
