@@ -190,3 +190,34 @@ func TestTrainingLogsSetAside(t *testing.T) {
 		t.Errorf("all steps NaN: got %v", err)
 	}
 }
+
+// A layout value the file's reader does not use is refused, not dropped: a
+// training log's fields given for nccl-tests output, nccl-tests' for a training
+// log; a layout entry for a file that is not among the inputs is named.
+func TestLayoutValuesUsedOrRefused(t *testing.T) {
+	nccl := read(t, "testdata/a100-roce/oci-14340fb-readme.txt")
+	log := []byte(" iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n")
+	run := calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, MicroBatch: 2, GlobalBatch: 64, SeqLen: 8192}
+	for _, tt := range []struct {
+		name string
+		data []byte
+		fl   calibrate.FileLayout
+		want string
+	}{
+		{"ar.txt", nccl, calibrate.FileLayout{Op: "allreduce", RunLayout: calibrate.RunLayout{Model: "llama3-8b", TP: 2}}, "ar.txt: layout model, tp: fields of a training log's layout, but the file is nccl-tests output"},
+		{"run.log", log, calibrate.FileLayout{Op: "allreduce", Algo: "ring", RunLayout: run}, "run.log: layout op, algo: fields of an nccl-tests output's layout, but the file is a training log"},
+	} {
+		var in calibrate.Inputs
+		err := in.Read(tt.name, tt.data, tt.fl)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
+		}
+	}
+	ls := calibrate.Layouts{"ar.txt": {Op: "allreduce"}, "ar-2n.txt": {Op: "allreduce"}}
+	if u := ls.Unused([]string{"/data/ar.txt"}); len(u) != 1 || u[0] != "ar-2n.txt" {
+		t.Errorf("a layout for a file not among the inputs: got %q", u)
+	}
+	if u := ls.Unused([]string{"/data/ar.txt", "ar-2n.txt"}); len(u) != 0 {
+		t.Errorf("every layout used: %q", u)
+	}
+}

@@ -52,6 +52,9 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			if layouts, err = calibrate.DecodeLayouts(j); err != nil {
 				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
 			}
+			if u := layouts.Unused(files); len(u) > 0 {
+				fmt.Fprintf(stderr, "stepcost calibrate: --layout %s: unused, not among the input files (entries are keyed by the file's base name): %s\n", *layoutFile, strings.Join(u, ", "))
+			}
 		}
 		def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}
 		var in calibrate.Inputs
@@ -63,6 +66,9 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			if err := in.Read(f, data, layouts.For(f, def)); err != nil {
 				return err
 			}
+		}
+		if *nodes > 0 && len(in.Sweeps) == 0 {
+			fmt.Fprintf(stderr, "stepcost calibrate: --nodes %d: unused, no nccl-tests output or measurement rows among the inputs (a training log's nodes follow from its layout's gpus)\n", *nodes)
 		}
 		rep, err := calibrate.Calibrate(base, spec, in)
 		if err != nil {

@@ -161,3 +161,29 @@ func TestCalibrateFlagsAfterFiles(t *testing.T) {
 		t.Errorf("a file after --: exit %d, %q", code, stderr.String())
 	}
 }
+
+// A value given that nothing reads is said, not dropped: a --layout entry for a
+// file not among the inputs, and --nodes when no input is nccl-tests output.
+func TestCalibrateNamesUnusedValues(t *testing.T) {
+	dir := t.TempDir()
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "trainlogs")
+	ly, err := os.ReadFile(filepath.Join(td, "layout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := filepath.Join(dir, "layout.yaml")
+	if err := os.WriteFile(layout, append(ly, "torchao-pretraining-bf16.txt: {model: llama3-8b, gpus: 8, micro_batch: 1, global_batch: 8, seq_len: 8192}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), []string{"calibrate", "--cluster", "dgx-h100", "--nodes", "1", "--layout", layout,
+		filepath.Join(td, "torchao-pretraining-bf16.log"), filepath.Join(td, "torchao-pretraining-fp8-rowwise.log")}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"unused, not among the input files (entries are keyed by the file's base name): torchao-pretraining-bf16.txt, torchao-pretraining-fp8-tensorwise.log", "--nodes 1: unused"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q: %q", want, stderr.String())
+		}
+	}
+}
