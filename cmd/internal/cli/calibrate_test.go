@@ -8,7 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
+	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/catalog"
 )
 
 // calibrate writes a cluster file that collective loads, and refuses a file it does
@@ -186,4 +190,84 @@ func TestCalibrateNamesUnusedValues(t *testing.T) {
 			t.Errorf("stderr lacks %q: %q", want, stderr.String())
 		}
 	}
+}
+
+// The written cluster file, loaded back with --cluster-file, prices every input
+// as the calibrated cluster the report scored: the fitted constants, the compute
+// scale and the algorithm ranges all survive the file.
+func TestCalibratedFileRoundTrips(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata")
+	oci, err := filepath.Glob(filepath.Join(td, "a100-roce", "oci-*.txt"))
+	if err != nil || len(oci) != 5 {
+		t.Fatalf("%d OCI files: %v", len(oci), err)
+	}
+	logs, err := filepath.Glob(filepath.Join(td, "trainlogs", "*.log"))
+	if err != nil || len(logs) != 3 {
+		t.Fatalf("%d logs: %v", len(logs), err)
+	}
+	ly, err := os.ReadFile(filepath.Join(td, "trainlogs", "layout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSONStrict(ly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := calibrate.DecodeLayouts(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		base  string
+		files []string
+		ls    calibrate.Layouts
+	}{
+		{"oci-bm-gpu-a100", oci, calibrate.Layouts{}},
+		{"dgx-h100", logs, runs},
+	} {
+		spec, err := catalog.System(c.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in calibrate.Inputs
+		for _, f := range c.files {
+			fl := c.ls.For(f, calibrate.FileLayout{Op: "allreduce"})
+			if err := in.Read(f, read(t, f), fl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, err := calibrate.Calibrate(c.base, spec, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Spec.Name = c.base + "-calibrated"
+		doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := clusterfile.Parse(doc, "calibrated.yaml")
+		if err != nil {
+			t.Fatalf("%s: the written file does not load: %v\n%s", c.base, err, doc)
+		}
+		m1, a1, err := calibrate.Score(rep.Spec, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, a2, err := calibrate.Score(back, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m1 != m2 || a1 != a2 {
+			t.Errorf("%s: the calibrated cluster prices the inputs at median %.6g / mean %.6g |error|, the file loaded back at %.6g / %.6g", c.base, m1, a1, m2, a2)
+		}
+	}
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
