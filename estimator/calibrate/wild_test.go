@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/catalog"
 )
 
 // table8 is an all_reduce_perf run of one process driving 8 GPUs (-g 8) as
@@ -219,5 +220,42 @@ func TestLayoutValuesUsedOrRefused(t *testing.T) {
 	}
 	if u := ls.Unused([]string{"/data/ar.txt", "ar-2n.txt"}); len(u) != 0 {
 		t.Errorf("every layout used: %q", u)
+	}
+}
+
+// Constants the inputs do not determine are named with what would determine
+// them, not kept at the base's value in silence: 2-node all-reduce rows of
+// 8 MiB and more (ncclt290-ring.txt) say nothing of the NIC latency (messages
+// under 1 MiB), of the scale-up constants (single-node sweeps) or of the
+// compute scale (training logs).
+func TestCalibrateNamesWhatItCannotFit(t *testing.T) {
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in calibrate.Inputs
+	if err := in.Read("ring.txt", read(t, "testdata/h100-ib-ndr/ncclt290-ring.txt"), calibrate.FileLayout{Op: "allreduce", Algo: "ring"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := calibrate.Calibrate("dgx-h100", spec, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(rep.Undetermined, "\n")
+	for _, want := range []string{
+		"NIC latency (nics.latency_us) kept at the base's",
+		"no multi-node sweep with messages under 1 MiB",
+		"scale-up hop latency (intra.latency_us) kept at the base's",
+		"compute scale (gpu.peak_tflops) kept at the base's",
+		"no training log",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("undetermined lacks %q:\n%s", want, got)
+		}
+	}
+	for _, kn := range rep.Determined {
+		if strings.Contains(got, kn.Field) {
+			t.Errorf("%s is both determined and not:\n%s", kn.Field, got)
+		}
 	}
 }

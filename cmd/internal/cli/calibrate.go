@@ -173,6 +173,9 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 	} else {
 		t.write(w)
 	}
+	for _, u := range r.Undetermined {
+		printWrapped(w, "  ", fmt.Sprintf("not determined: %s", u), true)
+	}
 	for _, m := range r.Moved {
 		printWrapped(w, "  ", fmt.Sprintf("moved far: %s", m), true)
 	}

@@ -44,7 +44,8 @@ func TestCalibrateWritesLoadableClusterFile(t *testing.T) {
 	// ≥ 64 MiB 3.3 → 1.7 %, all-gather ≥ 64 MiB 2.4 → 2.2 %), so it is written,
 	// not declined (under NCCL's choice before the hop ratio it priced all-gather
 	// ≥ 64 MiB held out 2.8 → 3.5 % and was declined, docs/calibrate.md).
-	for _, want := range []string{"nics.efficiency", "declined: NIC latency", "allgather ≥ 64 MiB", "all inputs", "wrote " + out} {
+	for _, want := range []string{"nics.efficiency", "declined: NIC latency", "allgather ≥ 64 MiB", "all inputs", "wrote " + out,
+		"not determined: compute scale (gpu.peak_tflops) kept at the base's 1: the inputs have no training log"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
