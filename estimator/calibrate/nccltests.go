@@ -222,6 +222,12 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		case strings.HasPrefix(t, "#") || strings.Contains(t, "out-of-place") || strings.Contains(t, "(elements)"):
 			if strings.Contains(t, "algbw") && strings.Contains(t, "busbw") {
 				sawColumns = true
+				// -C 1 (report_cputime) prints the host's time to enqueue the
+				// calls, taken before they complete (nccl-tests and rccl-tests
+				// src/common.cu, cputimeSec), under "cputime".
+				if strings.Contains(t, "cputime") {
+					return s, fileErr(name, line, "cputime columns: the run reported the host's time to enqueue the calls (-C 1), not the collective's; rerun without -C")
+				}
 			}
 			if strings.Contains(t, "Avg bus bandwidth") {
 				sawSummary = true

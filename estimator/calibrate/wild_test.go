@@ -259,3 +259,16 @@ func TestCalibrateNamesWhatItCannotFit(t *testing.T) {
 		}
 	}
 }
+
+// nccl-tests and rccl-tests run with -C 1 (report_cputime) print the host's
+// time to enqueue the calls under a "cputime" column instead of the
+// collective's (rccl-tests src/common.cu at ae3e635: timeStr is "cputime",
+// timeUsec the CPU seconds taken before completeColl): not the fabric's time, so
+// refused at the column header.
+func TestParseRefusesCPUTime(t *testing.T) {
+	out := strings.Replace(table8(20), "root     time   algbw   busbw #wrong     time", "root  cputime   algbw   busbw #wrong  cputime", 1)
+	_, err := calibrate.ParseNCCLTests("cpu.txt", []byte(out), calibrate.Layout{})
+	if err == nil || !strings.Contains(err.Error(), "cpu.txt:15: cputime") {
+		t.Errorf("got %v, want the cputime column refused at line 15", err)
+	}
+}
