@@ -99,8 +99,16 @@ func fileErr(file string, line int, format string, args ...any) error {
 
 var (
 	// MPI launchers prefix every line ("[1,0]<stdout>:", "[0] "), and so does
-	// Slurm's srun --label (" 0: "): a number then a colon, which no data row has.
-	mpiPrefix = regexp.MustCompile(`^\s*(\[\d+,\d+\]<std(out|err)>:|\[\d+\]\s|\d+:\s)`)
+	// Slurm's srun --label (" 0: "): a number then a colon, which no data row has;
+	// pdsh and clush prefix the host ("node01: "), a name then a colon and a blank,
+	// which neither a data row nor the library's log ("node01:4242:4300 [0] NCCL
+	// INFO …") has.
+	mpiPrefix = regexp.MustCompile(`^\s*(\[\d+,\d+\]<std(out|err)>:|\[\d+\]\s|\d+:\s|[A-Za-z][\w.-]*:\s)`)
+	// Other processes' messages in the same output: Open MPI's, tagged with the
+	// host and pid ("[node02:12345] 7 more processes have sent help message …",
+	// orte/util/show_help.c), and UCX's, a timestamp then host:pid:thread
+	// ("[1704067200.123456] [node02:12345:0]  ucp_context.c:1176 UCX  WARN …").
+	launcherMsg = regexp.MustCompile(`^\[[\w.-]+:\d+\]\s|^\[\d+\.\d+\]\s+\[[\w.-]+:\d+:\d+\]`)
 	// "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
 	nThreadRe = regexp.MustCompile(`nThread\s+(-?\d+)\s+nGpus\s+(-?\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
 	graphRe   = regexp.MustCompile(`graph:\s*(\d+)`)
@@ -244,6 +252,8 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			continue
 		case strings.Contains(t, " NCCL INFO ") || strings.Contains(t, " NCCL WARN "):
 			continue // the library's own log, interleaved with the table
+		case launcherMsg.MatchString(t):
+			continue
 		}
 		if rowStartRe.MatchString(t) {
 			if !sawColumns && !sawHeader {

@@ -272,3 +272,28 @@ func TestParseRefusesCPUTime(t *testing.T) {
 		t.Errorf("got %v, want the cputime column refused at line 15", err)
 	}
 }
+
+// Messages other processes print into the same output are not the table's and
+// do not stop it: Open MPI's aggregated help ("[node02:12345] 7 more processes
+// have sent help message …", Open MPI orte/util/show_help.c) and UCX's warnings
+// ("[1704067200.123456] [node02:12345:0]  ucp_context.c:… UCX  WARN …") between
+// rows; and pdsh or clush, which prefix each line with its host ("node01: ").
+func TestParseLauncherMessagesInTable(t *testing.T) {
+	base := table8(20)
+	mid := strings.Index(base, "     4194304")
+	for name, out := range map[string]string{
+		"ompi.txt": base[:mid] + "[node02:12345] 7 more processes have sent help message help-mpi-btl-openib.txt / no device params found\n" +
+			"[node02:12345] Set MCA parameter \"orte_base_help_aggregate\" to 0 to see all help / error messages\n" + base[mid:],
+		"ucx.txt": base[:mid] + "[1704067200.123456] [node02:12345:0]  ucp_context.c:1176 UCX  WARN  network device 'mlx5_0:1' is not available, please use one or more of: 'eth0'(tcp)\n" + base[mid:],
+		"pdsh.txt": "node01: " + strings.ReplaceAll(strings.TrimSuffix(base, "\n"), "\n", "\nnode01: ") + "\n",
+	} {
+		s, err := calibrate.ParseNCCLTests(name, []byte(out), calibrate.Layout{})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(s.Points) != 7 || s.Nodes != 1 || s.GPUsPerNode != 8 {
+			t.Errorf("%s: %d points on %d × %d, want 7 on 1 × 8", name, len(s.Points), s.Nodes, s.GPUsPerNode)
+		}
+	}
+}
