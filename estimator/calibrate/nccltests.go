@@ -169,6 +169,9 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 	var nGpus, nThread int
 	sawHeader, sawColumns, sawSummary := false, false, false
 	lastRow := 0
+	// The data types and reductions of the rows: -d all and -o all time every
+	// size once per type and per reduction (nccl-tests common.cu, run()).
+	var types, redops []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -259,9 +262,15 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			if !sawColumns && !sawHeader {
 				return s, fileErr(name, line, "a table row before any nccl-tests header (no nThread line, no size/time/algbw/busbw columns)")
 			}
-			p, err := parseRow(t)
+			p, typ, redop, err := parseRow(t)
 			if err != nil {
 				return s, fileErr(name, line, "%v", err)
+			}
+			if !slices.Contains(types, typ) {
+				types = append(types, typ)
+			}
+			if !slices.Contains(redops, redop) {
+				redops = append(redops, redop)
 			}
 			p.Line = line
 			s.Points = append(s.Points, p)
@@ -283,6 +292,9 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			return s, fileErr(name, 0, "not nccl-tests output: no nThread header, no size/time/algbw/busbw table")
 		}
 		return s, fileErr(name, 0, "truncated: the header is there but no measured row follows")
+	}
+	if len(types) > 1 || len(redops) > 1 {
+		s.Notes = append(s.Notes, fmt.Sprintf("rows of %d data types (%s) and %d reductions (%s), read together as repeats of each size", len(types), strings.Join(types, ", "), len(redops), strings.Join(redops, ", ")))
 	}
 	if !sawSummary {
 		s.Notes = append(s.Notes, fmt.Sprintf("no closing \"Avg bus bandwidth\" line after line %d: the output may be cut short (every row read was whole)", lastRow))
@@ -391,17 +403,19 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 }
 
 // parseRow reads one data row; its columns must agree with each other.
-func parseRow(t string) (Point, error) {
+// It returns the row's data type and reduction besides.
+func parseRow(t string) (p Point, typ, redop string, err error) {
 	m := rowRe.FindStringSubmatch(t)
 	if m == nil {
 		f := strings.Fields(t)
 		if col, v, ok := badColumn(f); ok {
-			return Point{}, fmt.Errorf("%s %q is not a non-negative number: %q", col, v, clip(t))
+			return Point{}, "", "", fmt.Errorf("%s %q is not a non-negative number: %q", col, v, clip(t))
 		}
-		return Point{}, fmt.Errorf("cut short or not an nccl-tests row (%d columns; a row has size, count, type, redop, [root,] then time, algbw, busbw, #wrong out-of-place and in-place): %q", len(f), clip(t))
+		return Point{}, "", "", fmt.Errorf("cut short or not an nccl-tests row (%d columns; a row has size, count, type, redop, [root,] then time, algbw, busbw, #wrong out-of-place and in-place): %q", len(f), clip(t))
 	}
 	num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
-	p := Point{Bytes: num(m[1]), TimeUs: num(m[6]), AlgBW: num(m[7]), BusBW: num(m[8])}
+	p = Point{Bytes: num(m[1]), TimeUs: num(m[6]), AlgBW: num(m[7]), BusBW: num(m[8])}
+	typ, redop = m[3], m[4]
 	if m[10] != "" {
 		p.InPlaceUs = num(m[10])
 	}
@@ -412,18 +426,18 @@ func parseRow(t string) (Point, error) {
 	// tells a corrupt run there.
 	for _, w := range []struct{ col, v string }{{"#wrong", m[9]}, {"in-place #wrong", m[13]}} {
 		if digitsRe.MatchString(w.v) && strings.Trim(w.v, "0") != "" {
-			return p, fmt.Errorf("%s %s: the data check found wrong results, so the times are not a healthy fabric's (rerun it): %q", w.col, w.v, clip(t))
+			return p, typ, redop, fmt.Errorf("%s %s: the data check found wrong results, so the times are not a healthy fabric's (rerun it): %q", w.col, w.v, clip(t))
 		}
 	}
 	if !(p.Bytes > 0) || !(p.TimeUs > 0) {
-		return p, fmt.Errorf("size %s and time %s must be positive", m[1], m[6])
+		return p, typ, redop, fmt.Errorf("size %s and time %s must be positive", m[1], m[6])
 	}
 	// algbw is size / time (GB/s = B/µs / 1e3), printed with two decimals.
 	want := p.Bytes / p.TimeUs / 1e3
 	if math.Abs(p.AlgBW-want) > 0.011+0.02*want {
-		return p, fmt.Errorf("algbw %s GB/s is not size / time = %.3g GB/s: the columns are not nccl-tests'", m[7], want)
+		return p, typ, redop, fmt.Errorf("algbw %s GB/s is not size / time = %.3g GB/s: the columns are not nccl-tests'", m[7], want)
 	}
-	return p, nil
+	return p, typ, redop, nil
 }
 
 // rowColumns are the measured columns of a row after size, count, type, redop

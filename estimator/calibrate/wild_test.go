@@ -284,7 +284,7 @@ func TestParseLauncherMessagesInTable(t *testing.T) {
 	for name, out := range map[string]string{
 		"ompi.txt": base[:mid] + "[node02:12345] 7 more processes have sent help message help-mpi-btl-openib.txt / no device params found\n" +
 			"[node02:12345] Set MCA parameter \"orte_base_help_aggregate\" to 0 to see all help / error messages\n" + base[mid:],
-		"ucx.txt": base[:mid] + "[1704067200.123456] [node02:12345:0]  ucp_context.c:1176 UCX  WARN  network device 'mlx5_0:1' is not available, please use one or more of: 'eth0'(tcp)\n" + base[mid:],
+		"ucx.txt":  base[:mid] + "[1704067200.123456] [node02:12345:0]  ucp_context.c:1176 UCX  WARN  network device 'mlx5_0:1' is not available, please use one or more of: 'eth0'(tcp)\n" + base[mid:],
 		"pdsh.txt": "node01: " + strings.ReplaceAll(strings.TrimSuffix(base, "\n"), "\n", "\nnode01: ") + "\n",
 	} {
 		s, err := calibrate.ParseNCCLTests(name, []byte(out), calibrate.Layout{})
@@ -295,5 +295,40 @@ func TestParseLauncherMessagesInTable(t *testing.T) {
 		if len(s.Points) != 7 || s.Nodes != 1 || s.GPUsPerNode != 8 {
 			t.Errorf("%s: %d points on %d × %d, want 7 on 1 × 8", name, len(s.Points), s.Nodes, s.GPUsPerNode)
 		}
+	}
+}
+
+// rccl-tests prints nccl-tests' table with its own header: a version line, no
+// Group in the device lines, PCI addresses with a function, OK after the
+// average (ROCm/rccl-tests src/common.cu at ae3e635).
+func TestParseRCCLTests(t *testing.T) {
+	out := strings.Replace(table8(20), "#\n# Using devices\n", "#\nrccl-tests: Version develop:ae3e635\n# Using devices\n", 1)
+	out = strings.ReplaceAll(out, " Group  0 Pid", " Pid")
+	out = strings.ReplaceAll(out, "[0x18]", "[0000:05:00.0]")
+	out = strings.ReplaceAll(out, "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X")
+	out = strings.Replace(out, "# Out of bounds values : 0 OK", "# Errors with asterisks indicate errors that have exceeded the maximum threshold.\n# Out of bounds values : 0 OK", 1)
+	out = strings.Replace(out, "# Avg bus bandwidth    : 100", "# Avg bus bandwidth    : 100 OK", 1)
+	s, err := calibrate.ParseNCCLTests("rccl.txt", []byte(out), calibrate.Layout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Points) != 7 || s.Nodes != 1 || s.GPUsPerNode != 8 || s.Device != "AMD Instinct MI300X" || len(s.Notes) != 0 {
+		t.Errorf("%d points on %d × %d of %q, notes %q", len(s.Points), s.Nodes, s.GPUsPerNode, s.Device, s.Notes)
+	}
+}
+
+// -d all and -o all time every size once per data type and reduction: the rows
+// are read together, and the report says which (nccl-tests common.cu, run():
+// the loops over types and ops around the size sweep).
+func TestParseSeveralTypesAndOps(t *testing.T) {
+	base := table8(20)
+	rows := base[strings.Index(base, "     1048576"):strings.Index(base, "# Out of bounds")]
+	out := strings.Replace(base, "# Out of bounds", strings.ReplaceAll(rows, "float     sum", " half     sum")+strings.ReplaceAll(rows, "float     sum", "float    prod")+"# Out of bounds", 1)
+	s, err := calibrate.ParseNCCLTests("dall.txt", []byte(out), calibrate.Layout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Points) != 21 || !strings.Contains(strings.Join(s.Notes, "\n"), "rows of 2 data types (float, half) and 2 reductions (sum, prod), read together") {
+		t.Errorf("%d points, notes %q", len(s.Points), s.Notes)
 	}
 }
