@@ -129,6 +129,9 @@ var (
 	intRe     = regexp.MustCompile(`^-?\d+$`)
 	// A line that starts like a data row (a number, then a number) but may be cut short.
 	rowStartRe = regexp.MustCompile(`^\d+\s+\d+\b`)
+	// The timestamp nccl-tests 2.18.5 and later suffix to each row with -S 1
+	// (TIME_STRING_FORMAT "%Y-%m-%d %H:%M:%S", src/util.cu).
+	rowStampRe = regexp.MustCompile(`\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s*$`)
 )
 
 // benchOps maps nccl-tests binaries to the operation they time.
@@ -172,6 +175,7 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 	// The data types and reductions of the rows: -d all and -o all time every
 	// size once per type and per reduction (nccl-tests common.cu, run()).
 	var types, redops []string
+	perIter := false // the table has nccl-tests' per-iteration columns (-I 1)
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -233,6 +237,7 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		case strings.HasPrefix(t, "#") || strings.Contains(t, "out-of-place") || strings.Contains(t, "(elements)"):
 			if strings.Contains(t, "algbw") && strings.Contains(t, "busbw") {
 				sawColumns = true
+				perIter = strings.Contains(t, "i_min")
 				// -C 1 (report_cputime) prints the host's time to enqueue the
 				// calls, taken before they complete (nccl-tests and rccl-tests
 				// src/common.cu, cputimeSec), under "cputime".
@@ -261,6 +266,13 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		if rowStartRe.MatchString(t) {
 			if !sawColumns && !sawHeader {
 				return s, fileErr(name, line, "a table row before any nccl-tests header (no nThread line, no size/time/algbw/busbw columns)")
+			}
+			t = rowStampRe.ReplaceAllString(t, "")
+			if f := strings.Fields(t); perIter && len(f) == 21 {
+				// -I 1 (nccl-tests 2.19, writePerIterReport): i_min, i_max,
+				// i_p99 and i_cv% after each #wrong; the times are the columns
+				// before them.
+				t = strings.Join(slices.Concat(f[:9], f[13:17]), " ")
 			}
 			p, typ, redop, err := parseRow(t)
 			if err != nil {

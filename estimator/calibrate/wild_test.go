@@ -332,3 +332,38 @@ func TestParseSeveralTypesAndOps(t *testing.T) {
 		t.Errorf("%d points, notes %q", len(s.Points), s.Notes)
 	}
 }
+
+// nccl-tests 2.18.5 and later can suffix each row with a timestamp (-S 1,
+// "%Y-%m-%d %H:%M:%S"), and 2.19 can print per-iteration columns after each
+// #wrong (-I 1: i_min, i_max, i_p99, i_cv%) (NVIDIA/nccl-tests src/util.cu at
+// a0b82b2, writeResultHeader, writeBenchmarkLineBody, writePerIterReport): the
+// rows are read, with their times.
+func TestParseTimestampsAndPerIterationColumns(t *testing.T) {
+	base := table8(20)
+	var ts, iter strings.Builder
+	for _, l := range strings.SplitAfter(base, "\n") {
+		body := strings.TrimSuffix(l, "\n")
+		f := strings.Fields(body)
+		switch {
+		case strings.Contains(body, "#wrong"):
+			ts.WriteString(body + "          timestamp\n")
+			iter.WriteString(strings.ReplaceAll(body, "#wrong", "#wrong    i_min    i_max    i_p99    i_cv%") + "\n")
+		case len(f) == 13:
+			ts.WriteString(body + "  2025-10-28 12:34:56\n")
+			iter.WriteString(strings.Join(append(append(append(append([]string{}, f[:9]...), f[5]+"0", f[5]+"9", f[5]+"8", "1.20"), f[9:]...), f[9]+"0", f[9]+"9", f[9]+"8", "1.10"), "  ") + "\n")
+		default:
+			ts.WriteString(l)
+			iter.WriteString(l)
+		}
+	}
+	for name, out := range map[string]string{"ts.txt": ts.String(), "iter.txt": iter.String()} {
+		s, err := calibrate.ParseNCCLTests(name, []byte(out), calibrate.Layout{})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(s.Points) != 7 || s.Points[2].Bytes != 4<<20 || s.Points[2].TimeUs != 80 || s.Points[2].InPlaceUs != 80 {
+			t.Errorf("%s: %d points, the 4 MiB one %+v", name, len(s.Points), s.Points[min(2, len(s.Points)-1)])
+		}
+	}
+}
