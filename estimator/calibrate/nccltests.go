@@ -176,6 +176,7 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 	// size once per type and per reduction (nccl-tests common.cu, run()).
 	var types, redops []string
 	perIter := false // the table has nccl-tests' per-iteration columns (-I 1)
+	wrongCounts := false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -238,6 +239,7 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			if strings.Contains(t, "algbw") && strings.Contains(t, "busbw") {
 				sawColumns = true
 				perIter = strings.Contains(t, "i_min")
+				wrongCounts = strings.Contains(t, "#wrong")
 				// -C 1 (report_cputime) prints the host's time to enqueue the
 				// calls, taken before they complete (nccl-tests and rccl-tests
 				// src/common.cu, cputimeSec), under "cputime".
@@ -274,7 +276,7 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 				// before them.
 				t = strings.Join(slices.Concat(f[:9], f[13:17]), " ")
 			}
-			p, typ, redop, err := parseRow(t)
+			p, typ, redop, err := parseRow(t, wrongCounts)
 			if err != nil {
 				return s, fileErr(name, line, "%v", err)
 			}
@@ -415,8 +417,9 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 }
 
 // parseRow reads one data row; its columns must agree with each other.
-// It returns the row's data type and reduction besides.
-func parseRow(t string) (p Point, typ, redop string, err error) {
+// It returns the row's data type and reduction besides. wrongCounts says the
+// table's header names the check's column "#wrong", a count.
+func parseRow(t string, wrongCounts bool) (p Point, typ, redop string, err error) {
 	m := rowRe.FindStringSubmatch(t)
 	if m == nil {
 		f := strings.Fields(t)
@@ -436,8 +439,10 @@ func parseRow(t string) (p Point, typ, redop string, err error) {
 	// largest relative error, printed with an exponent ("2e-07"), which rounding
 	// makes non-zero in healthy runs: only its closing "Out of bounds values" line
 	// tells a corrupt run there.
+	// Under a "#wrong" header the column is a count whatever its form: "%6g"
+	// prints a million wrong elements as "1e+06" (src/util.cu).
 	for _, w := range []struct{ col, v string }{{"#wrong", m[9]}, {"in-place #wrong", m[13]}} {
-		if digitsRe.MatchString(w.v) && strings.Trim(w.v, "0") != "" {
+		if n, err := strconv.ParseFloat(w.v, 64); (digitsRe.MatchString(w.v) || wrongCounts && err == nil) && n != 0 {
 			return p, typ, redop, fmt.Errorf("%s %s: the data check found wrong results, so the times are not a healthy fabric's (rerun it): %q", w.col, w.v, clip(t))
 		}
 	}

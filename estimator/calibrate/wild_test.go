@@ -54,6 +54,8 @@ func TestParseRefusesWrongResults(t *testing.T) {
 		// The 4 MiB row is on line 19, the first (1 MiB) on 17.
 		{"oop.txt", table8(20, "", "", "17"), "oop.txt:19: #wrong 17"},
 		{"inplace.txt", strings.Replace(table8(20), "      0\n", "   1024\n", 1), "inplace.txt:17: in-place #wrong 1024"},
+		// nccl-tests prints the count with %6g: a million is "1e+06".
+		{"million.txt", table8(20, "1e+06"), "million.txt:17: #wrong 1e+06"},
 		{"failed.txt", strings.Replace(table8(20), "Out of bounds values : 0 OK", "Out of bounds values : 3 FAILED", 1), "failed.txt:24: Out of bounds values : 3 FAILED"},
 	} {
 		_, err := calibrate.ParseNCCLTests(tt.name, []byte(tt.out), calibrate.Layout{Op: "allreduce"})
