@@ -104,6 +104,9 @@ var logFormats = []logFormat{
 }
 
 var (
+	// torchrun's prefix of a rank's lines with --tee or --local-ranks-filter
+	// ("[rank3]:"; "[default3]:" from torchelastic's older log prefix).
+	rankTag = regexp.MustCompile(`^\[(?:rank|default)\d+\]:`)
 	// Megatron-LM's "iteration       10/    1000 |".
 	megatronIter = regexp.MustCompile(`\biteration\s+(\d+)\s*/`)
 	// A run starting (again): Megatron-LM's print_datetime("before the start of
@@ -169,7 +172,10 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 		why  string
 	}
 	var restarts []restart
-	lastStep, started := -1, false
+	// The step counter last seen, per rank: torchrun's --tee prefixes each rank's
+	// lines ("[rank3]:", "[default3]:"), and every rank logs each step.
+	lastStep := map[string]int{}
+	started := false
 	err := logLines(data, func(line int, t string) error {
 		if strings.ContainsRune(t, 0) {
 			return fileErr(name, line, "not text")
@@ -193,13 +199,15 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 			if f.step != nil {
 				if sm := f.step.FindStringSubmatch(t); sm != nil {
 					n, _ := strconv.Atoi(sm[1])
-					if f.redraw && n == lastStep && !started {
+					rank := rankTag.FindString(t)
+					last, seen := lastStep[rank]
+					if f.redraw && seen && n == last && !started {
 						return nil
 					}
-					if n <= lastStep && !started {
-						restarts = append(restarts, restart{line, fmt.Sprintf("the step counter back from %d to %d", lastStep, n)})
+					if seen && n <= last && !started {
+						restarts = append(restarts, restart{line, fmt.Sprintf("the step counter back from %d to %d", last, n)})
 					}
-					lastStep = n
+					lastStep[rank] = n
 				}
 			}
 			started = false

@@ -3,6 +3,7 @@ package calibrate_test
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -187,8 +188,25 @@ func TestTrainingLogsSetAside(t *testing.T) {
 			t.Errorf("%s: notes %q lack %q", tt.name, r.Notes, tt.note)
 		}
 	}
+	// Every rank's lines, as torchrun's --tee prefixes them ("[rank1]:"): each
+	// rank's counter is its own, so the ranks repeating a step are no restart.
+	var ranks strings.Builder
+	for _, step := range []int{1, 10, 20, 30} {
+		tps := "8,192"
+		if step == 1 {
+			tps = "1,000"
+		}
+		for rank := range 2 {
+			ranks.WriteString(strings.Replace(titan(step, "7.0000", tps), "[rank0]:", fmt.Sprintf("[rank%d]:", rank), 1))
+		}
+	}
+	r, err := calibrate.ParseTrainingLog("ranks.log", []byte(ranks.String()), lay)
+	if err != nil || r.StepS != 4 || strings.Contains(strings.Join(r.Notes, "\n"), "restart") {
+		t.Errorf("every rank's lines: %v s, notes %q, %v", r.StepS, r.Notes, err)
+	}
+
 	// Every logged step set aside: nothing to fit, said with the file.
-	_, err := calibrate.ParseTrainingLog("allnan.log", []byte(titan(1, "nan", "1,000")+titan(10, "nan", "8,192")), lay)
+	_, err = calibrate.ParseTrainingLog("allnan.log", []byte(titan(1, "nan", "1,000")+titan(10, "nan", "8,192")), lay)
 	if err == nil || !strings.Contains(err.Error(), "allnan.log: every logged step") {
 		t.Errorf("all steps NaN: got %v", err)
 	}
@@ -368,4 +386,21 @@ func TestParseTimestampsAndPerIterationColumns(t *testing.T) {
 			t.Errorf("%s: %d points, the 4 MiB one %+v", name, len(s.Points), s.Points[min(2, len(s.Points)-1)])
 		}
 	}
+}
+
+func FuzzParseTrainingLog(f *testing.F) {
+	for _, p := range []string{"testdata/trainlogs/torchao-pretraining-bf16.log"} {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	f.Add([]byte(" iteration       10/    1000 | elapsed time per iteration (ms): 9000.0 | number of skipped iterations:   0 |\n[before the start of training step] datetime: x\n iteration       10/    1000 | elapsed time per iteration (ms): 2000.0 | lm loss: NAN |\n"))
+	f.Add([]byte("Epoch 0: | 10/1000 [00:30<50:00, train_step_timing in s=5.00]\rEpoch 0: | 10/1000 [00:30<50:00, train_step_timing in s=5.00]\n"))
+	f.Add([]byte("\x1b[31mstep:  1  \x1b[32mloss:     nan  \x1b[34mtps: 1,000\x1b[39m\n\x1b[33mvalidate step: 1  \x1b[34mtps: 9\n"))
+	lay := calibrate.RunLayout{Model: "llama3-8b", GPUs: 8, MicroBatch: 1, GlobalBatch: 8, SeqLen: 8192}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := calibrate.ParseTrainingLog("fuzz.log", data, lay)
+		if err == nil && (!(r.StepS > 0) || math.IsInf(r.StepS, 0) || r.Steps < 1) {
+			t.Fatalf("accepted a log without a step time: %v s over %d steps", r.StepS, r.Steps)
+		}
+	})
 }
