@@ -118,8 +118,11 @@ var (
 	// "#  Rank  0 Group  0 Pid   6899 on ztan-mig-235z device  0 [0000:04:00] NVIDIA H100 80GB HBM3"
 	// (older tools print no Group).
 	deviceRe = regexp.MustCompile(`^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$`)
-	benchRe  = regexp.MustCompile(`\b(all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|hypercube|gather|scatter)_perf\b`)
-	numRe    = `[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?`
+	// A test binary's name, with the suffix of a build made with NAME_SUFFIX
+	// ("all_reduce_perf_mpi", nccl-tests src/Makefile); alltoallv_perf
+	// (nccl-tests 2.19) is a test of its own.
+	benchRe = regexp.MustCompile(`\b(all_reduce|all_gather|reduce_scatter|alltoallv|alltoall|sendrecv|broadcast|reduce|hypercube|gather|scatter)_perf(?:_\w+)?\b`)
+	numRe   = `[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?`
 	// A data row: size count type redop [root] then out-of-place time algbw busbw
 	// #wrong and in-place time algbw busbw #wrong ("N/A" where not checked).
 	rowRe = regexp.MustCompile(`^(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(?:(-?\d+)\s+)?(` + numRe + `)\s+(` + numRe + `)\s+(` + numRe + `)\s+(\S+)(?:\s+(` + numRe + `)\s+(` + numRe + `)\s+(` + numRe + `)\s+(\S+))?\s*$`)
@@ -190,12 +193,12 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		t := mpiPrefix.ReplaceAllString(raw, "")
 		t = strings.TrimSpace(t)
 		if m := benchRe.FindStringSubmatch(t); m != nil {
-			if s.Bench == "" {
-				s.Bench = m[0]
-			} else if m[0] != s.Bench && (sawHeader || sawColumns) {
+			if bench := m[1] + "_perf"; s.Bench == "" {
+				s.Bench = bench
+			} else if bench != s.Bench && (sawHeader || sawColumns) {
 				// Outputs appended to one file: the sizes of the second would be
 				// read as more of the first test's.
-				return s, fileErr(name, line, "%s after %s: two tests in one file (outputs appended); give each test its own file", m[0], s.Bench)
+				return s, fileErr(name, line, "%s after %s: two tests in one file (outputs appended); give each test its own file", bench, s.Bench)
 			}
 		}
 		switch {

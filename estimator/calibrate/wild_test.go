@@ -404,3 +404,18 @@ func FuzzParseTrainingLog(f *testing.F) {
 		}
 	})
 }
+
+// The test's name is the binary's (program_invocation_short_name, nccl-tests
+// dafb704): a build with NAME_SUFFIX=_mpi runs all_reduce_perf_mpi (src/Makefile),
+// which is all_reduce_perf; alltoallv_perf (2.19) is a test of its own, not
+// alltoall_perf, and is refused naming it.
+func TestParseTestNames(t *testing.T) {
+	s, err := calibrate.ParseNCCLTests("mpi.txt", []byte(strings.Replace(table8(20), "all_reduce_perf", "all_reduce_perf_mpi", 1)), calibrate.Layout{})
+	if err != nil || s.Op.String() != "allreduce" || s.Bench != "all_reduce_perf" {
+		t.Errorf("all_reduce_perf_mpi: %v %q, %v", s.Op, s.Bench, err)
+	}
+	_, err = calibrate.ParseNCCLTests("v.txt", []byte(strings.Replace(table8(20), "all_reduce_perf", "alltoallv_perf", 1)), calibrate.Layout{Op: "alltoall"})
+	if err == nil || !strings.Contains(err.Error(), "alltoallv_perf") {
+		t.Errorf("alltoallv_perf with op alltoall: %v", err)
+	}
+}
