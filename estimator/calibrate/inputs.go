@@ -112,6 +112,9 @@ func runFields(l RunLayout) []string {
 func (in *Inputs) Read(name string, data []byte, fl FileLayout) error {
 	// A layout value the file's reader would not use is refused, not dropped.
 	switch {
+	case bytes.Contains(data, []byte(`"nccl_version"`)) && bytes.Contains(data, []byte(`"results"`)):
+		// nccl-tests 2.18.5 and later write it with -J (src/util.cu).
+		return fileErr(name, 0, "nccl-tests' JSON report (-J) is not read: give the text output the run printed to its standard output")
 	case IsMeasurementRows(data):
 		if f := runFields(fl.RunLayout); len(f) > 0 {
 			return fileErr(name, 0, "layout %s: fields of a training log's layout, but the file is measurement rows", strings.Join(f, ", "))

@@ -419,3 +419,19 @@ func TestParseTestNames(t *testing.T) {
 		t.Errorf("alltoallv_perf with op alltoall: %v", err)
 	}
 }
+
+// nccl-tests 2.18.5 and later can write a JSON report (-J; src/util.cu,
+// "version", "nccl_version", "results"): it is not measurement rows, and is
+// refused naming what to give instead.
+func TestReadRefusesNCCLTestsJSON(t *testing.T) {
+	for name, data := range map[string]string{
+		"one-line.json": `{"version":1,"start_time":"2025-10-28 12:00:00","args":"-b 8 -e 1G","nccl_version":22703,"results":[{"size":8,"count":2,"type":"float","redop":"sum","root":"-1","out_of_place":{"time":20.1,"alg_bw":0,"bus_bw":0,"nwrong":0}}]}` + "\n",
+		"pretty.json":   "{\n  \"version\": 1,\n  \"nccl_version\": 22703,\n  \"results\": []\n}\n",
+	} {
+		var in calibrate.Inputs
+		err := in.Read(name, []byte(data), calibrate.FileLayout{})
+		if err == nil || !strings.Contains(err.Error(), name+": nccl-tests' JSON report (-J)") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
