@@ -279,6 +279,11 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 				// before them.
 				t = strings.Join(slices.Concat(f[:9], f[13:17]), " ")
 			}
+			if f := strings.Fields(t); f[0] == "0" && len(f) >= 8 {
+				// -b 0 with a step in bytes (-i): the call's fixed cost, no data.
+				s.Notes = append(s.Notes, fmt.Sprintf("line %d: size 0 moves no data; set aside", line))
+				continue
+			}
 			p, typ, redop, err := parseRow(t, wrongCounts)
 			if err != nil {
 				return s, fileErr(name, line, "%v", err)

@@ -435,3 +435,19 @@ func TestReadRefusesNCCLTestsJSON(t *testing.T) {
 		}
 	}
 }
+
+// A sweep from -b 0 with a step in bytes (-i) starts with a row of size 0: it
+// times the call's fixed cost and moves no data, so it is set aside and said;
+// the file's other rows are read.
+func TestParseSizeZeroRow(t *testing.T) {
+	base := table8(20)
+	i := strings.Index(base, "     1048576")
+	out := base[:i] + "           0             0     float     sum      -1     5.20    0.00    0.00      0     5.10    0.00    0.00      0\n" + base[i:]
+	s, err := calibrate.ParseNCCLTests("zero.txt", []byte(out), calibrate.Layout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Points) != 7 || !strings.Contains(strings.Join(s.Notes, "\n"), "line 17: size 0 moves no data; set aside") {
+		t.Errorf("%d points, notes %q", len(s.Points), s.Notes)
+	}
+}
