@@ -79,9 +79,11 @@ var logFormats = []logFormat{
 	// "elapsed time per iteration (s): 7.2310").
 	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(s\):\s*([0-9.]+)`), key: "elapsed time per iteration (s)",
 		stepS: func(v float64, _ RunLayout) float64 { return v }, step: megatronIter},
-	// NeMo / Megatron-Bridge (Lightning): "train_step_timing in s=1.23", "train_step_timing: 1.23".
+	// NeMo / Megatron-Bridge (Lightning): "train_step_timing in s=1.23", "train_step_timing: 1.23";
+	// the step is the progress bar's ("| 10/1000 [") or NeMo 2's progress
+	// printer's ("Training epoch 0, iteration 10/99 | … | train_step_timing in s: 1.23").
 	{framework: "nemo", re: regexp.MustCompile(`train_step_timing(?: in s)?\s*[=:]\s*([0-9.]+)`), key: "train_step_timing",
-		stepS: func(v float64, _ RunLayout) float64 { return v }, step: regexp.MustCompile(`\|\s*(\d+)/\d+\s*\[`), redraw: true},
+		stepS: func(v float64, _ RunLayout) float64 { return v }, step: regexp.MustCompile(`\|\s*(\d+)/\d+\s*\[|\biteration\s+(\d+)/\d+`), redraw: true},
 	// torchtitan metrics line: "step: 10  loss: 7.9  memory: 30.1GiB(38%)  tps: 6,123  tflops: 355  mfu: 35.9%".
 	// tps is tokens per second per GPU (ntokens since the last log over the time and
 	// the non-data-parallel degree), so a step of the global batch takes
@@ -198,7 +200,7 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 			format = f
 			if f.step != nil {
 				if sm := f.step.FindStringSubmatch(t); sm != nil {
-					n, _ := strconv.Atoi(sm[1])
+					n, _ := strconv.Atoi(strings.Join(sm[1:], ""))
 					rank := rankTag.FindString(t)
 					last, seen := lastStep[rank]
 					if f.redraw && seen && n == last && !started {

@@ -158,6 +158,9 @@ func TestTrainingLogsSetAside(t *testing.T) {
 	meg := func(it int, ms float64, skipped, nan int) string {
 		return fmt.Sprintf(" [2026-01-01 10:00:00] iteration %8d/    1000 | consumed samples: %12d | elapsed time per iteration (ms): %.1f | learning rate: 3.0E-04 | global batch size:    64 | lm loss: 7.000000E+00 | loss scale: 1.0 | number of skipped iterations: %3d | number of nan iterations: %3d |\n", it, it*64, ms, skipped, nan)
 	}
+	nemo2 := func(it int, s float64) string {
+		return fmt.Sprintf("Training epoch 0, iteration %d/99 | lr: 1.499e-05 | global_batch_size: 64 | global_step: %d | reduced_train_loss: 10.98 | train_step_timing in s: %.3f | consumed_samples: %d\n", it, it, s, it*64)
+	}
 	for _, tt := range []struct {
 		name, log string
 		want      float64
@@ -170,6 +173,9 @@ func TestTrainingLogsSetAside(t *testing.T) {
 			"1 logged step(s) with skipped or NaN iterations or a NaN or infinite loss set aside (lines 3)"},
 		// The bar drawn again at the same step is one step, not two nor a restart.
 		{"nemo-redraw", "Epoch 0: :   1%| 10/1000 [00:30<50:00, reduced_train_loss=7.10, train_step_timing in s=5.00]\rEpoch 0: :   2%| 20/1000 [00:50<40:00, reduced_train_loss=6.90, train_step_timing in s=2.10]\rEpoch 0: :   2%| 20/1000 [00:50<40:00, reduced_train_loss=6.90, train_step_timing in s=2.10]\rEpoch 0: :   3%| 30/1000 [01:10<40:00, reduced_train_loss=6.70, train_step_timing in s=2.20]\n", 2.15, 2, ""},
+		// NeMo 2's progress printer (nemo/lightning/pytorch/callbacks/progress_printer.py)
+		// states the iteration: going back is a restart.
+		{"nemo2-restart", nemo2(10, 9.0) + nemo2(20, 2.0) + nemo2(30, 2.0) + nemo2(20, 7.0) + nemo2(30, 2.2) + nemo2(40, 2.2), 2.1, 4, "restart at line 4"},
 		{"megatron-restart", meg(10, 9000, 0, 0) + meg(20, 2000, 0, 0) + meg(30, 2000, 0, 0) + meg(40, 2000, 0, 0) + meg(50, 2000, 0, 0) +
 			"[before the start of training step] datetime: 2026-01-01 11:00:00\n" +
 			meg(60, 8000, 0, 0) + meg(70, 2100, 0, 0) + meg(80, 2100, 0, 0) + meg(90, 2100, 0, 0) + meg(100, 2100, 0, 0), 2.05, 8, "restart at line 6"},
