@@ -457,3 +457,16 @@ func TestParseSizeZeroRow(t *testing.T) {
 		t.Errorf("%d points, notes %q", len(s.Points), s.Notes)
 	}
 }
+
+// Files saved with CRLF line endings read as the LF ones do.
+func TestCRLF(t *testing.T) {
+	s, err := calibrate.ParseNCCLTests("crlf.txt", []byte(strings.ReplaceAll(table8(20), "\n", "\r\n")), calibrate.Layout{})
+	if err != nil || len(s.Points) != 7 || s.GPUsPerNode != 8 || len(s.Notes) != 0 {
+		t.Errorf("nccl-tests: %d points on %d GPUs per node, notes %q, %v", len(s.Points), s.GPUsPerNode, s.Notes, err)
+	}
+	log := " iteration       10/    1000 | elapsed time per iteration (ms): 9000.0 |\r\n iteration       20/    1000 | elapsed time per iteration (ms): 2000.0 |\r\n iteration       30/    1000 | elapsed time per iteration (ms): 2000.0 |\r\n"
+	r, err := calibrate.ParseTrainingLog("crlf.log", []byte(log), calibrate.RunLayout{Model: "llama3-8b", GPUs: 8, MicroBatch: 1, GlobalBatch: 8, SeqLen: 8192})
+	if err != nil || r.StepS != 2 || r.Steps != 2 {
+		t.Errorf("training log: %v s over %d, %v", r.StepS, r.Steps, err)
+	}
+}
