@@ -41,6 +41,9 @@ type Knob struct {
 	latency bool
 	// intra/net/compute: the data that determine it.
 	class string
+	// lacking says which inputs would determine it, as the report words their
+	// absence (determined's rules).
+	lacking string
 }
 
 // Bounds from physics:
@@ -60,11 +63,16 @@ type Knob struct {
 //     with up to 15 % from a library build faster than the calibration's.
 func knobs() []Knob {
 	return []Knob{
-		{"scale-up efficiency", "intra.efficiency", 0.5, 0.95, func(k *Knobs) *float64 { return &k.IntraEfficiency }, false, "intra"},
-		{"scale-up hop latency", "intra.latency_us", 0.1, 5, func(k *Knobs) *float64 { return &k.IntraLatencyUs }, true, "intra"},
-		{"NIC efficiency", "nics.efficiency", 0.5, 0.98, func(k *Knobs) *float64 { return &k.NICEfficiency }, false, "net"},
-		{"NIC latency", "nics.latency_us", 0.5, 60, func(k *Knobs) *float64 { return &k.NICLatencyUs }, true, "net"},
-		{"compute scale", "gpu.peak_tflops", 0.5, 1.15, func(k *Knobs) *float64 { return &k.ComputeScale }, false, "compute"},
+		{"scale-up efficiency", "intra.efficiency", 0.5, 0.95, func(k *Knobs) *float64 { return &k.IntraEfficiency }, false, "intra",
+			"no single-node sweep with messages of 64 MiB or more, nor two multi-node rows of 64 MiB or more whose time it sets"},
+		{"scale-up hop latency", "intra.latency_us", 0.1, 5, func(k *Knobs) *float64 { return &k.IntraLatencyUs }, true, "intra",
+			"no single-node sweep with messages under 1 MiB"},
+		{"NIC efficiency", "nics.efficiency", 0.5, 0.98, func(k *Knobs) *float64 { return &k.NICEfficiency }, false, "net",
+			"no multi-node sweep with two rows of 64 MiB or more whose time it sets"},
+		{"NIC latency", "nics.latency_us", 0.5, 60, func(k *Knobs) *float64 { return &k.NICLatencyUs }, true, "net",
+			"no multi-node sweep with messages under 1 MiB"},
+		{"compute scale", "gpu.peak_tflops", 0.5, 1.15, func(k *Knobs) *float64 { return &k.ComputeScale }, false, "compute",
+			"no training log"},
 	}
 }
 
@@ -1023,6 +1031,12 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 		}
 	}
 	r.Fitted, r.Determined, r.Choices = all.k, all.det, all.choices
+	for _, kn := range knobs() {
+		if kn.class == "net" && spec.NICs.PerNode == 0 || slices.ContainsFunc(r.Determined, func(d Knob) bool { return d.Field == kn.Field }) {
+			continue
+		}
+		r.Undetermined = append(r.Undetermined, fmt.Sprintf("%s (%s) kept at the base's %.4g: the inputs have %s", kn.Name, kn.Field, kn.Of(r.Catalog), kn.lacking))
+	}
 	r.Declined = append(r.Declined, all.declined...)
 	if r.After, err = price(withChoices(spec, all.choices), r.Fitted, in); err != nil {
 		return nil, err

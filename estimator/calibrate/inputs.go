@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -72,24 +73,76 @@ func (ls Layouts) For(file string, def FileLayout) FileLayout {
 	return fl
 }
 
+// Unused names the layouts given for files that are not among the inputs
+// (matched by base name, as For matches them), in order: a misspelt or stale
+// entry leaves its file without the layout written for it, and a layout file
+// shared by several calibrations holds entries for files not given this time.
+func (ls Layouts) Unused(files []string) []string {
+	have := map[string]bool{}
+	for _, f := range files {
+		have[filepath.Base(f)] = true
+	}
+	var unused []string
+	for k := range ls {
+		if !have[k] {
+			unused = append(unused, k)
+		}
+	}
+	sort.Strings(unused)
+	return unused
+}
+
+// runFields names the fields of a training log's layout that are set (all but
+// gpus_per_node, which nccl-tests outputs share), by their layout-file keys.
+func runFields(l RunLayout) []string {
+	var set []string
+	v, t := reflect.ValueOf(l), reflect.TypeOf(l)
+	for i := range t.NumField() {
+		key, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if key != "gpus_per_node" && !v.Field(i).IsZero() {
+			set = append(set, key)
+		}
+	}
+	return set
+}
+
 // Read reads one input file, nccl-tests output, measurement rows (JSON lines in
 // the nccl-measurement schema, MeasurementRow) or a training log, by its content,
 // and adds it to the inputs. Content that is neither is an error naming the file.
 func (in *Inputs) Read(name string, data []byte, fl FileLayout) error {
+	// A layout value the file's reader would not use is refused, not dropped.
 	switch {
+	case bytes.Contains(data, []byte(`"nccl_version"`)) && bytes.Contains(data, []byte(`"results"`)):
+		// nccl-tests 2.18.5 and later write it with -J (src/util.cu).
+		return fileErr(name, 0, "nccl-tests' JSON report (-J) is not read: give the text output the run printed to its standard output")
 	case IsMeasurementRows(data):
+		if f := runFields(fl.RunLayout); len(f) > 0 {
+			return fileErr(name, 0, "layout %s: fields of a training log's layout, but the file is measurement rows", strings.Join(f, ", "))
+		}
 		s, err := ParseMeasurementRows(name, data, Layout{Nodes: fl.Nodes, GPUsPerNode: fl.GPUsPerNode, Op: fl.Op, Launch: fl.Launch, Algo: fl.Algo})
 		if err != nil {
 			return err
 		}
 		in.Sweeps = append(in.Sweeps, s)
 	case IsNCCLTests(data):
+		if f := runFields(fl.RunLayout); len(f) > 0 {
+			return fileErr(name, 0, "layout %s: fields of a training log's layout, but the file is nccl-tests output", strings.Join(f, ", "))
+		}
 		s, err := ParseNCCLTests(name, data, Layout{Nodes: fl.Nodes, GPUsPerNode: fl.GPUsPerNode, Op: fl.Op, Launch: fl.Launch, Algo: fl.Algo})
 		if err != nil {
 			return err
 		}
 		in.Sweeps = append(in.Sweeps, s)
 	case IsTrainingLog(data):
+		var set []string
+		for _, f := range []struct{ key, v string }{{"op", fl.Op}, {"launch", fl.Launch}, {"algo", fl.Algo}} {
+			if f.v != "" {
+				set = append(set, f.key)
+			}
+		}
+		if len(set) > 0 {
+			return fileErr(name, 0, "layout %s: fields of an nccl-tests output's layout, but the file is a training log", strings.Join(set, ", "))
+		}
 		r, err := ParseTrainingLog(name, data, fl.RunLayout)
 		if err != nil {
 			return err

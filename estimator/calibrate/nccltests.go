@@ -99,16 +99,30 @@ func fileErr(file string, line int, format string, args ...any) error {
 
 var (
 	// MPI launchers prefix every line ("[1,0]<stdout>:", "[0] "), and so does
-	// Slurm's srun --label (" 0: "): a number then a colon, which no data row has.
-	mpiPrefix = regexp.MustCompile(`^\s*(\[\d+,\d+\]<std(out|err)>:|\[\d+\]\s|\d+:\s)`)
+	// Slurm's srun --label (" 0: "): a number then a colon, which no data row has;
+	// pdsh and clush prefix the host ("node01: "), a name then a colon and a blank,
+	// which neither a data row nor the library's log ("node01:4242:4300 [0] NCCL
+	// INFO …") has.
+	mpiPrefix = regexp.MustCompile(`^\s*(\[\d+,\d+\]<std(out|err)>:|\[\d+\]\s|\d+:\s|[A-Za-z][\w.-]*:\s)`)
+	// Other processes' messages in the same output: Open MPI's, tagged with the
+	// host and pid ("[node02:12345] 7 more processes have sent help message …",
+	// orte/util/show_help.c), and UCX's, a timestamp then host:pid:thread
+	// ("[1704067200.123456] [node02:12345:0]  ucp_context.c:1176 UCX  WARN …").
+	launcherMsg = regexp.MustCompile(`^\[[\w.-]+:\d+\]\s|^\[\d+\.\d+\]\s+\[[\w.-]+:\d+:\d+\]`)
 	// "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
 	nThreadRe = regexp.MustCompile(`nThread\s+(-?\d+)\s+nGpus\s+(-?\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)`)
 	graphRe   = regexp.MustCompile(`graph:\s*(\d+)`)
+	// "# Out of bounds values : 0 OK", the data check's closing count of wrong
+	// elements over the whole run ("3 FAILED" when there were some).
+	wrongSumRe = regexp.MustCompile(`Out of bounds values\s*:\s*(\d+)\s*(\w*)`)
 	// "#  Rank  0 Group  0 Pid   6899 on ztan-mig-235z device  0 [0000:04:00] NVIDIA H100 80GB HBM3"
 	// (older tools print no Group).
 	deviceRe = regexp.MustCompile(`^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$`)
-	benchRe  = regexp.MustCompile(`\b(all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|hypercube|gather|scatter)_perf\b`)
-	numRe    = `[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?`
+	// A test binary's name, with the suffix of a build made with NAME_SUFFIX
+	// ("all_reduce_perf_mpi", nccl-tests src/Makefile); alltoallv_perf
+	// (nccl-tests 2.19) is a test of its own.
+	benchRe = regexp.MustCompile(`\b(all_reduce|all_gather|reduce_scatter|alltoallv|alltoall|sendrecv|broadcast|reduce|hypercube|gather|scatter)_perf(?:_\w+)?\b`)
+	numRe   = `[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?`
 	// A data row: size count type redop [root] then out-of-place time algbw busbw
 	// #wrong and in-place time algbw busbw #wrong ("N/A" where not checked).
 	rowRe = regexp.MustCompile(`^(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(?:(-?\d+)\s+)?(` + numRe + `)\s+(` + numRe + `)\s+(` + numRe + `)\s+(\S+)(?:\s+(` + numRe + `)\s+(` + numRe + `)\s+(` + numRe + `)\s+(\S+))?\s*$`)
@@ -118,6 +132,9 @@ var (
 	intRe     = regexp.MustCompile(`^-?\d+$`)
 	// A line that starts like a data row (a number, then a number) but may be cut short.
 	rowStartRe = regexp.MustCompile(`^\d+\s+\d+\b`)
+	// The timestamp nccl-tests 2.18.5 and later suffix to each row with -S 1
+	// (TIME_STRING_FORMAT "%Y-%m-%d %H:%M:%S", src/util.cu).
+	rowStampRe = regexp.MustCompile(`\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s*$`)
 )
 
 // benchOps maps nccl-tests binaries to the operation they time.
@@ -150,9 +167,19 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		host      string
 	}
 	var devs []device
+	type placement struct {
+		host, gpu string
+		line      int
+	}
+	placed := map[int]placement{}
 	var nGpus, nThread int
 	sawHeader, sawColumns, sawSummary := false, false, false
 	lastRow := 0
+	// The data types and reductions of the rows: -d all and -o all time every
+	// size once per type and per reduction (nccl-tests common.cu, run()).
+	var types, redops []string
+	perIter := false // the table has nccl-tests' per-iteration columns (-I 1)
+	wrongCounts := false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -165,8 +192,14 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		}
 		t := mpiPrefix.ReplaceAllString(raw, "")
 		t = strings.TrimSpace(t)
-		if m := benchRe.FindStringSubmatch(t); m != nil && s.Bench == "" {
-			s.Bench = m[0]
+		if m := benchRe.FindStringSubmatch(t); m != nil {
+			if bench := m[1] + "_perf"; s.Bench == "" {
+				s.Bench = bench
+			} else if bench != s.Bench && (sawHeader || sawColumns) {
+				// Outputs appended to one file: the sizes of the second would be
+				// read as more of the first test's.
+				return s, fileErr(name, line, "%s after %s: two tests in one file (outputs appended); give each test its own file", bench, s.Bench)
+			}
 		}
 		switch {
 		case nThreadRe.MatchString(t):
@@ -186,14 +219,36 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			m := deviceRe.FindStringSubmatch(t)
 			rank, _ := strconv.Atoi(m[1])
 			pid, _ := strconv.Atoi(m[2])
+			// A rank printed again on another GPU is another run: an output of
+			// another cluster appended, or — every process printing "Rank 0" —
+			// an mpirun or srun of nccl-tests built without MPI=1, where each
+			// process times a collective of its own GPUs only.
+			if d, ok := placed[rank]; ok && (d.host != m[3] || d.gpu != m[4]) {
+				return s, fileErr(name, line, "rank %d is on %s device %s here and on %s device %s at line %d: two runs in one file, or each process ran a test of its own (nccl-tests built without MPI=1 under mpirun or srun); give one run's output, of a build with MPI, per file", rank, m[3], m[4], d.host, d.gpu, d.line)
+			} else if !ok {
+				placed[rank] = placement{m[3], m[4], line}
+			}
 			devs = append(devs, device{rank, pid, m[3]})
 			if s.Device == "" {
 				s.Device = m[5]
 			}
 			continue
+		case wrongSumRe.MatchString(t):
+			if m := wrongSumRe.FindStringSubmatch(t); m[1] != "0" || m[2] == "FAILED" {
+				return s, fileErr(name, line, "%s: the run's data check found wrong results, so its times are not a healthy fabric's (rerun it)", strings.TrimSpace(strings.TrimPrefix(t, "#")))
+			}
+			continue
 		case strings.HasPrefix(t, "#") || strings.Contains(t, "out-of-place") || strings.Contains(t, "(elements)"):
 			if strings.Contains(t, "algbw") && strings.Contains(t, "busbw") {
 				sawColumns = true
+				perIter = strings.Contains(t, "i_min")
+				wrongCounts = strings.Contains(t, "#wrong")
+				// -C 1 (report_cputime) prints the host's time to enqueue the
+				// calls, taken before they complete (nccl-tests and rccl-tests
+				// src/common.cu, cputimeSec), under "cputime".
+				if strings.Contains(t, "cputime") {
+					return s, fileErr(name, line, "cputime columns: the run reported the host's time to enqueue the calls (-C 1), not the collective's; rerun without -C")
+				}
 			}
 			if strings.Contains(t, "Avg bus bandwidth") {
 				sawSummary = true
@@ -210,14 +265,34 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			continue
 		case strings.Contains(t, " NCCL INFO ") || strings.Contains(t, " NCCL WARN "):
 			continue // the library's own log, interleaved with the table
+		case launcherMsg.MatchString(t):
+			continue
 		}
 		if rowStartRe.MatchString(t) {
 			if !sawColumns && !sawHeader {
 				return s, fileErr(name, line, "a table row before any nccl-tests header (no nThread line, no size/time/algbw/busbw columns)")
 			}
-			p, err := parseRow(t)
+			t = rowStampRe.ReplaceAllString(t, "")
+			if f := strings.Fields(t); perIter && len(f) == 21 {
+				// -I 1 (nccl-tests 2.19, writePerIterReport): i_min, i_max,
+				// i_p99 and i_cv% after each #wrong; the times are the columns
+				// before them.
+				t = strings.Join(slices.Concat(f[:9], f[13:17]), " ")
+			}
+			if f := strings.Fields(t); f[0] == "0" && len(f) >= 8 {
+				// -b 0 with a step in bytes (-i): the call's fixed cost, no data.
+				s.Notes = append(s.Notes, fmt.Sprintf("line %d: size 0 moves no data; set aside", line))
+				continue
+			}
+			p, typ, redop, err := parseRow(t, wrongCounts)
 			if err != nil {
 				return s, fileErr(name, line, "%v", err)
+			}
+			if !slices.Contains(types, typ) {
+				types = append(types, typ)
+			}
+			if !slices.Contains(redops, redop) {
+				redops = append(redops, redop)
 			}
 			p.Line = line
 			s.Points = append(s.Points, p)
@@ -239,6 +314,9 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			return s, fileErr(name, 0, "not nccl-tests output: no nThread header, no size/time/algbw/busbw table")
 		}
 		return s, fileErr(name, 0, "truncated: the header is there but no measured row follows")
+	}
+	if len(types) > 1 || len(redops) > 1 {
+		s.Notes = append(s.Notes, fmt.Sprintf("rows of %d data types (%s) and %d reductions (%s), read together as repeats of each size", len(types), strings.Join(types, ", "), len(redops), strings.Join(redops, ", ")))
 	}
 	if !sawSummary {
 		s.Notes = append(s.Notes, fmt.Sprintf("no closing \"Avg bus bandwidth\" line after line %d: the output may be cut short (every row read was whole)", lastRow))
@@ -347,29 +425,44 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 }
 
 // parseRow reads one data row; its columns must agree with each other.
-func parseRow(t string) (Point, error) {
+// It returns the row's data type and reduction besides. wrongCounts says the
+// table's header names the check's column "#wrong", a count.
+func parseRow(t string, wrongCounts bool) (p Point, typ, redop string, err error) {
 	m := rowRe.FindStringSubmatch(t)
 	if m == nil {
 		f := strings.Fields(t)
 		if col, v, ok := badColumn(f); ok {
-			return Point{}, fmt.Errorf("%s %q is not a non-negative number: %q", col, v, clip(t))
+			return Point{}, "", "", fmt.Errorf("%s %q is not a non-negative number: %q", col, v, clip(t))
 		}
-		return Point{}, fmt.Errorf("cut short or not an nccl-tests row (%d columns; a row has size, count, type, redop, [root,] then time, algbw, busbw, #wrong out-of-place and in-place): %q", len(f), clip(t))
+		return Point{}, "", "", fmt.Errorf("cut short or not an nccl-tests row (%d columns; a row has size, count, type, redop, [root,] then time, algbw, busbw, #wrong out-of-place and in-place): %q", len(f), clip(t))
 	}
 	num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
-	p := Point{Bytes: num(m[1]), TimeUs: num(m[6]), AlgBW: num(m[7]), BusBW: num(m[8])}
+	p = Point{Bytes: num(m[1]), TimeUs: num(m[6]), AlgBW: num(m[7]), BusBW: num(m[8])}
+	typ, redop = m[3], m[4]
 	if m[10] != "" {
 		p.InPlaceUs = num(m[10])
 	}
+	// #wrong (nccl-tests 2.10 and later) counts the elements the data check found
+	// wrong; "N/A" when the check was off (-c 0). The older "error" column is the
+	// largest relative error, printed with an exponent ("2e-07"), which rounding
+	// makes non-zero in healthy runs: only its closing "Out of bounds values" line
+	// tells a corrupt run there.
+	// Under a "#wrong" header the column is a count whatever its form: "%6g"
+	// prints a million wrong elements as "1e+06" (src/util.cu).
+	for _, w := range []struct{ col, v string }{{"#wrong", m[9]}, {"in-place #wrong", m[13]}} {
+		if n, err := strconv.ParseFloat(w.v, 64); (digitsRe.MatchString(w.v) || wrongCounts && err == nil) && n != 0 {
+			return p, typ, redop, fmt.Errorf("%s %s: the data check found wrong results, so the times are not a healthy fabric's (rerun it): %q", w.col, w.v, clip(t))
+		}
+	}
 	if !(p.Bytes > 0) || !(p.TimeUs > 0) {
-		return p, fmt.Errorf("size %s and time %s must be positive", m[1], m[6])
+		return p, typ, redop, fmt.Errorf("size %s and time %s must be positive", m[1], m[6])
 	}
 	// algbw is size / time (GB/s = B/µs / 1e3), printed with two decimals.
 	want := p.Bytes / p.TimeUs / 1e3
 	if math.Abs(p.AlgBW-want) > 0.011+0.02*want {
-		return p, fmt.Errorf("algbw %s GB/s is not size / time = %.3g GB/s: the columns are not nccl-tests'", m[7], want)
+		return p, typ, redop, fmt.Errorf("algbw %s GB/s is not size / time = %.3g GB/s: the columns are not nccl-tests'", m[7], want)
 	}
-	return p, nil
+	return p, typ, redop, nil
 }
 
 // rowColumns are the measured columns of a row after size, count, type, redop

@@ -18,8 +18,11 @@ type Report struct {
 	Catalog, Fitted Knobs
 	// Determined are the knobs the inputs constrain (the others keep the base's value).
 	Determined []Knob
-	Spec       topology.Spec
-	Files      []string
+	// Undetermined names each constant the inputs do not determine, kept at the
+	// base's value, with the inputs that would determine it.
+	Undetermined []string
+	Spec         topology.Spec
+	Files        []string
 	// Before prices every input with the base cluster; OutOfSample with constants
 	// fitted without the input's own file; After with the written constants (in sample).
 	Before, OutOfSample, After []Measured

@@ -60,36 +60,94 @@ type logFormat struct {
 	re        *regexp.Regexp
 	key       string // a literal every matching line contains, to detect a broken one
 	stepS     func(v float64, l RunLayout) float64
+	// not is a line that matches re but is no training step (torchtitan's
+	// validation line); nil when there is none.
+	not *regexp.Regexp
+	// step reads the step counter of a metric line, to see a restart (the
+	// counter going back); nil when the line carries none.
+	step *regexp.Regexp
+	// redraw: a line with the step of the one before is the same step drawn
+	// again (a progress bar's refresh), not a restart.
+	redraw bool
 }
 
 var logFormats = []logFormat{
 	// Megatron-LM training_log: "... | elapsed time per iteration (ms): 1234.5 | ..."
-	{"megatron-core", regexp.MustCompile(`elapsed time per iteration \(ms\):\s*([0-9.]+)`), "elapsed time per iteration (ms)",
-		func(v float64, _ RunLayout) float64 { return v / 1e3 }},
-	// NeMo / Megatron-Bridge (Lightning): "train_step_timing in s=1.23", "train_step_timing: 1.23".
-	{"nemo", regexp.MustCompile(`train_step_timing(?: in s)?\s*[=:]\s*([0-9.]+)`), "train_step_timing",
-		func(v float64, _ RunLayout) float64 { return v }},
+	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(ms\):\s*([0-9.]+)`), key: "elapsed time per iteration (ms)",
+		stepS: func(v float64, _ RunLayout) float64 { return v / 1e3 }, step: megatronIter},
+	// Forks that print it in seconds (FZJ-JSC jubench-megatron-lm README.md:
+	// "elapsed time per iteration (s): 7.2310").
+	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(s\):\s*([0-9.]+)`), key: "elapsed time per iteration (s)",
+		stepS: func(v float64, _ RunLayout) float64 { return v }, step: megatronIter},
+	// NeMo / Megatron-Bridge (Lightning): "train_step_timing in s=1.23", "train_step_timing: 1.23";
+	// the step is the progress bar's ("| 10/1000 [") or NeMo 2's progress
+	// printer's ("Training epoch 0, iteration 10/99 | … | train_step_timing in s: 1.23").
+	{framework: "nemo", re: regexp.MustCompile(`train_step_timing(?: in s)?\s*[=:]\s*([0-9.]+)`), key: "train_step_timing",
+		stepS: func(v float64, _ RunLayout) float64 { return v }, step: regexp.MustCompile(`\|\s*(\d+)/\d+\s*\[|\biteration\s+(\d+)/\d+`), redraw: true},
 	// torchtitan metrics line: "step: 10  loss: 7.9  memory: 30.1GiB(38%)  tps: 6,123  tflops: 355  mfu: 35.9%".
 	// tps is tokens per second per GPU (ntokens since the last log over the time and
 	// the non-data-parallel degree), so a step of the global batch takes
 	// global tokens / (tps · GPUs).
-	{"torchtitan", regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), "tps:",
-		func(v float64, l RunLayout) float64 {
+	// Its validation line ("validate step: 10  loss: …  tps: 50,000") times no
+	// training step.
+	{framework: "torchtitan", re: regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), key: "tps:",
+		stepS: func(v float64, l RunLayout) float64 {
 			return float64(l.GlobalBatch) * float64(l.SeqLen) / (v * float64(l.GPUs))
-		}},
+		}, not: regexp.MustCompile(`\bvalidat\w*\s+step:`), step: regexp.MustCompile(`\bstep:\s*(\d+)`)},
 	// Composer / llm-foundry: "Train throughput/batches_per_sec: 0.52".
-	{"composer", regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), "throughput/batches_per_sec",
-		func(v float64, _ RunLayout) float64 { return 1 / v }},
+	{framework: "composer", re: regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/batches_per_sec",
+		stepS: func(v float64, _ RunLayout) float64 { return 1 / v }},
 	// Composer's samples rate, when batches_per_sec is not logged.
-	{"composer", regexp.MustCompile(`throughput/samples_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), "throughput/samples_per_sec",
-		func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
+	{framework: "composer", re: regexp.MustCompile(`throughput/samples_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/samples_per_sec",
+		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
 	// DeepSpeed's throughput timer: "... CurrSamplesPerSec=12.3, ..." or "samples/sec=12.3".
-	{"deepspeed", regexp.MustCompile(`(?:CurrSamplesPerSec|samples/sec)\s*[=:]\s*([0-9.]+)`), "SamplesPerSec",
-		func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
+	{framework: "deepspeed", re: regexp.MustCompile(`(?:CurrSamplesPerSec|samples/sec)\s*[=:]\s*([0-9.]+)`), key: "SamplesPerSec",
+		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }, step: regexp.MustCompile(`global_step=(\d+)`)},
+}
+
+var (
+	// torchrun's prefix of a rank's lines with --tee or --local-ranks-filter
+	// ("[rank3]:"; "[default3]:" from torchelastic's older log prefix).
+	rankTag = regexp.MustCompile(`^\[(?:rank|default)\d+\]:`)
+	// Megatron-LM's "iteration       10/    1000 |".
+	megatronIter = regexp.MustCompile(`\biteration\s+(\d+)\s*/`)
+	// A run starting (again): Megatron-LM's print_datetime("before the start of
+	// training step") (megatron/training/training.py) and torchtitan's "Training
+	// starts at step 41" (torchtitan train.py).
+	startRe = regexp.MustCompile(`\[before the start of training step\]|Training starts at step`)
+	// A logged interval that is not a healthy step: Megatron-LM's counts of
+	// iterations whose optimizer step was skipped (an fp16 loss-scale overflow) or
+	// whose loss was NaN ("number of skipped iterations:   1"), or a NaN or
+	// infinite loss on the line ("loss:     nan", "reduced_train_loss=nan",
+	// "lm loss: INF").
+	badStepRe = regexp.MustCompile(`(?i)number of (?:skipped|nan) iterations:\s*0*[1-9]|loss[\w/]*\s*[:=]\s*[-+]?(?:nan|inf)`)
+)
+
+// ansiRe is a terminal colour or cursor sequence (ESC [ … letter): torchtitan's
+// logger colours each field of its metric line (torchtitan
+// components/metrics.py, Color), and a log written to a file keeps the codes.
+var ansiRe = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+
+// logLines calls fn with each line of a log as a terminal would show it: colour
+// codes removed, and each update of a progress bar that redraws itself with a
+// carriage return (Lightning's tqdm bar, where NeMo prints train_step_timing)
+// a line of its own, numbered with the file's line.
+func logLines(data []byte, fn func(line int, t string) error) error {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		for _, t := range strings.Split(sc.Text(), "\r") {
+			if err := fn(line, ansiRe.ReplaceAllString(t, "")); err != nil {
+				return err
+			}
+		}
+	}
+	return sc.Err()
 }
 
 // IsTrainingLog says whether data carries one of the step-time metrics read here.
 func IsTrainingLog(data []byte) bool {
+	data = ansiRe.ReplaceAll(data, nil)
 	for _, f := range logFormats {
 		if f.re.Match(data) {
 			return true
@@ -103,37 +161,75 @@ func IsTrainingLog(data []byte) bool {
 // carries none of the metrics, is an error naming the file and line.
 func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 	r := Run{File: name, Layout: l}
-	var vals []float64
+	// logged is one metric line's value; seg counts the restarts before it.
+	type logged struct {
+		v         float64
+		line, seg int
+		bad       bool
+	}
+	var vals []logged
 	var format *logFormat
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		t := sc.Text()
+	type restart struct {
+		line int
+		why  string
+	}
+	var restarts []restart
+	// The step counter last seen, per rank: torchrun's --tee prefixes each rank's
+	// lines ("[rank3]:", "[default3]:"), and every rank logs each step.
+	lastStep := map[string]int{}
+	started := false
+	err := logLines(data, func(line int, t string) error {
 		if strings.ContainsRune(t, 0) {
-			return r, fileErr(name, line, "not text")
+			return fileErr(name, line, "not text")
 		}
 		for i := range logFormats {
 			f := &logFormats[i]
 			m := f.re.FindStringSubmatch(t)
 			if m == nil {
 				if format == f && strings.Contains(t, f.key) && !strings.Contains(t, "samples/sec") {
-					return r, fileErr(name, line, "a %s metric line without its value (cut short?): %q", f.framework, clip(t))
+					return fileErr(name, line, "a %s metric line without its value (cut short?): %q", f.framework, clip(t))
 				}
 				continue
+			}
+			if f.not != nil && f.not.MatchString(t) {
+				return nil
 			}
 			if format != nil && format != f {
 				continue // the first metric found is the one read (Megatron-DeepSpeed logs carry two)
 			}
 			format = f
+			if f.step != nil {
+				if sm := f.step.FindStringSubmatch(t); sm != nil {
+					n, _ := strconv.Atoi(strings.Join(sm[1:], ""))
+					rank := rankTag.FindString(t)
+					last, seen := lastStep[rank]
+					if f.redraw && seen && n == last && !started {
+						return nil
+					}
+					if seen && n <= last && !started {
+						restarts = append(restarts, restart{line, fmt.Sprintf("the step counter back from %d to %d", last, n)})
+					}
+					lastStep[rank] = n
+				}
+			}
+			started = false
 			v, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
 			if err != nil || !(v > 0) || math.IsInf(v, 0) {
-				return r, fileErr(name, line, "%s: %q is not a positive number", f.key, m[1])
+				return fileErr(name, line, "%s: %q is not a positive number", f.key, m[1])
 			}
-			vals = append(vals, v)
+			vals = append(vals, logged{v: v, line: line, seg: len(restarts), bad: badStepRe.MatchString(t)})
 			break
 		}
-	}
-	if err := sc.Err(); err != nil {
+		if startRe.MatchString(t) && len(vals) > 0 && !started {
+			restarts = append(restarts, restart{line, strings.TrimSpace(startRe.FindString(t))})
+			started = true
+		}
+		return nil
+	})
+	if err != nil {
+		if _, ok := err.(*FileError); ok {
+			return r, err
+		}
 		return r, fileErr(name, 0, "%v", err)
 	}
 	if format == nil {
@@ -144,12 +240,41 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 		return r, err
 	}
 	// The first logged steps carry compilation, allocation and NCCL set-up: drop the
-	// first fifth (at least one when three or more were logged).
-	skip := len(vals) / 5
-	if skip == 0 && len(vals) >= 3 {
-		skip = 1
+	// first fifth (at least one when three or more were logged), and so again after
+	// each restart (at least one there).
+	var kept []float64
+	var badLines []string
+	warm := 0
+	for seg := 0; seg <= len(restarts); seg++ {
+		var part []logged
+		for _, l := range vals {
+			if l.seg == seg {
+				part = append(part, l)
+			}
+		}
+		skip := len(part) / 5
+		if skip == 0 && (len(part) >= 3 || seg > 0) {
+			skip = min(1, len(part))
+		}
+		warm += skip
+		if seg > 0 {
+			rs := restarts[seg-1]
+			r.Notes = append(r.Notes, fmt.Sprintf("restart at line %d (%s): its first %d logged step(s) dropped as warm-up", rs.line, rs.why, skip))
+		}
+		for _, l := range part[skip:] {
+			if l.bad {
+				badLines = append(badLines, strconv.Itoa(l.line))
+				continue
+			}
+			kept = append(kept, l.v)
+		}
 	}
-	kept := slices.Clone(vals[skip:])
+	if len(badLines) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d logged step(s) with skipped or NaN iterations or a NaN or infinite loss set aside (lines %s)", len(badLines), strings.Join(badLines, ", ")))
+	}
+	if len(kept) == 0 {
+		return r, fileErr(name, 0, "every logged step was set aside (%d warm-up, %d with skipped or NaN iterations or a NaN or infinite loss): no step time to fit", warm, len(badLines))
+	}
 	slices.Sort(kept)
 	med := kept[len(kept)/2]
 	if len(kept)%2 == 0 {
@@ -157,8 +282,8 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 	}
 	r.StepS = format.stepS(med, r.Layout)
 	r.Steps = len(kept)
-	if skip > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("median of %d logged steps after %d warm-up one(s)", len(kept), skip))
+	if warm > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("median of %d logged steps after %d warm-up one(s)", len(kept), warm))
 	}
 	return r, nil
 }

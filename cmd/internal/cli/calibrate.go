@@ -52,6 +52,9 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			if layouts, err = calibrate.DecodeLayouts(j); err != nil {
 				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
 			}
+			if u := layouts.Unused(files); len(u) > 0 {
+				fmt.Fprintf(stderr, "stepcost calibrate: --layout %s: unused, not among the input files (entries are keyed by the file's base name): %s\n", *layoutFile, strings.Join(u, ", "))
+			}
 		}
 		def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}
 		var in calibrate.Inputs
@@ -63,6 +66,9 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			if err := in.Read(f, data, layouts.For(f, def)); err != nil {
 				return err
 			}
+		}
+		if *nodes > 0 && len(in.Sweeps) == 0 {
+			fmt.Fprintf(stderr, "stepcost calibrate: --nodes %d: unused, no nccl-tests output or measurement rows among the inputs (a training log's nodes follow from its layout's gpus)\n", *nodes)
 		}
 		rep, err := calibrate.Calibrate(base, spec, in)
 		if err != nil {
@@ -166,6 +172,9 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 		printWrapped(w, "  ", "none: the inputs determine no constant (efficiencies need messages of 64 MiB or more, latencies under 1 MiB, scale-up constants single-node sweeps or multi-node rows they set, network constants sweeps across nodes; an efficiency must set two large rows at its fitted value)", true)
 	} else {
 		t.write(w)
+	}
+	for _, u := range r.Undetermined {
+		printWrapped(w, "  ", fmt.Sprintf("not determined: %s", u), true)
 	}
 	for _, m := range r.Moved {
 		printWrapped(w, "  ", fmt.Sprintf("moved far: %s", m), true)

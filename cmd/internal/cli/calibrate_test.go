@@ -8,7 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
+	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/catalog"
 )
 
 // calibrate writes a cluster file that collective loads, and refuses a file it does
@@ -40,7 +44,8 @@ func TestCalibrateWritesLoadableClusterFile(t *testing.T) {
 	// ≥ 64 MiB 3.3 → 1.7 %, all-gather ≥ 64 MiB 2.4 → 2.2 %), so it is written,
 	// not declined (under NCCL's choice before the hop ratio it priced all-gather
 	// ≥ 64 MiB held out 2.8 → 3.5 % and was declined, docs/calibrate.md).
-	for _, want := range []string{"nics.efficiency", "declined: NIC latency", "allgather ≥ 64 MiB", "all inputs", "wrote " + out} {
+	for _, want := range []string{"nics.efficiency", "declined: NIC latency", "allgather ≥ 64 MiB", "all inputs", "wrote " + out,
+		"not determined: compute scale (gpu.peak_tflops) kept at the base's 1: the inputs have no training log"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
@@ -160,4 +165,110 @@ func TestCalibrateFlagsAfterFiles(t *testing.T) {
 	if code := Run(context.Background(), []string{"calibrate", "--cluster", "dgx-h100", "--", "-no-such-file"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "-no-such-file") {
 		t.Errorf("a file after --: exit %d, %q", code, stderr.String())
 	}
+}
+
+// A value given that nothing reads is said, not dropped: a --layout entry for a
+// file not among the inputs, and --nodes when no input is nccl-tests output.
+func TestCalibrateNamesUnusedValues(t *testing.T) {
+	dir := t.TempDir()
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "trainlogs")
+	ly, err := os.ReadFile(filepath.Join(td, "layout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := filepath.Join(dir, "layout.yaml")
+	if err := os.WriteFile(layout, append(ly, "torchao-pretraining-bf16.txt: {model: llama3-8b, gpus: 8, micro_batch: 1, global_batch: 8, seq_len: 8192}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), []string{"calibrate", "--cluster", "dgx-h100", "--nodes", "1", "--layout", layout,
+		filepath.Join(td, "torchao-pretraining-bf16.log"), filepath.Join(td, "torchao-pretraining-fp8-rowwise.log")}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"unused, not among the input files (entries are keyed by the file's base name): torchao-pretraining-bf16.txt, torchao-pretraining-fp8-tensorwise.log", "--nodes 1: unused"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q: %q", want, stderr.String())
+		}
+	}
+}
+
+// The written cluster file, loaded back with --cluster-file, prices every input
+// as the calibrated cluster the report scored: the fitted constants, the compute
+// scale and the algorithm ranges all survive the file.
+func TestCalibratedFileRoundTrips(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata")
+	oci, err := filepath.Glob(filepath.Join(td, "a100-roce", "oci-*.txt"))
+	if err != nil || len(oci) != 5 {
+		t.Fatalf("%d OCI files: %v", len(oci), err)
+	}
+	logs, err := filepath.Glob(filepath.Join(td, "trainlogs", "*.log"))
+	if err != nil || len(logs) != 3 {
+		t.Fatalf("%d logs: %v", len(logs), err)
+	}
+	ly, err := os.ReadFile(filepath.Join(td, "trainlogs", "layout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSONStrict(ly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := calibrate.DecodeLayouts(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		base  string
+		files []string
+		ls    calibrate.Layouts
+	}{
+		{"oci-bm-gpu-a100", oci, calibrate.Layouts{}},
+		{"dgx-h100", logs, runs},
+	} {
+		spec, err := catalog.System(c.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in calibrate.Inputs
+		for _, f := range c.files {
+			fl := c.ls.For(f, calibrate.FileLayout{Op: "allreduce"})
+			if err := in.Read(f, read(t, f), fl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, err := calibrate.Calibrate(c.base, spec, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Spec.Name = c.base + "-calibrated"
+		doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := clusterfile.Parse(doc, "calibrated.yaml")
+		if err != nil {
+			t.Fatalf("%s: the written file does not load: %v\n%s", c.base, err, doc)
+		}
+		m1, a1, err := calibrate.Score(rep.Spec, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, a2, err := calibrate.Score(back, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m1 != m2 || a1 != a2 {
+			t.Errorf("%s: the calibrated cluster prices the inputs at median %.6g / mean %.6g |error|, the file loaded back at %.6g / %.6g", c.base, m1, a1, m2, a2)
+		}
+	}
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
