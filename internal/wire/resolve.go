@@ -391,7 +391,23 @@ func (p *Plan) Key() any {
 		PlacementTolerance                 float64
 		DegradedNodes                      []planner.DegradedNode
 	}{pr.Model, pr.Training, pr.Cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, pr.Free, pr.Constraints.Canonical(), pr.Objective, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK,
-		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, pr.ExcludeNodes, pr.PlacementTolerance, pr.DegradedNodes}
+		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, sorted(pr.ExcludeNodes), pr.PlacementTolerance, degradedByNode(pr.DegradedNodes)}
+}
+
+// sorted is a copy of nodes in increasing order: the planner reads the list as a
+// set (it refuses repeats), so the key does too.
+func sorted(nodes []int) []int {
+	out := slices.Clone(nodes)
+	slices.Sort(out)
+	return out
+}
+
+// degradedByNode is a copy of degraded nodes in node order, as the planner reads
+// them (one entry a node).
+func degradedByNode(ds []planner.DegradedNode) []planner.DegradedNode {
+	out := slices.Clone(ds)
+	slices.SortFunc(out, func(a, b planner.DegradedNode) int { return a.Node - b.Node })
+	return out
 }
 
 // Collective is a SimulateCollective request resolved: the placed group, the
