@@ -400,6 +400,10 @@ func (r *Request) validate() error {
 	switch {
 	case r.GPUs < 0 || r.GPUs > total:
 		c.Add("gpus", "must be between 1 and the cluster's %d GPUs (got %d)", total, r.GPUs)
+	case r.GPUs > 0 && r.MaxGPUs != 0:
+		c.Add("max_gpus", "give gpus (a job size) or max_gpus (a range of sizes), not both (gpus %d, max_gpus %d)", r.GPUs, r.MaxGPUs)
+	case r.GPUs > 0 && r.MinGPUs != 0:
+		c.Add("min_gpus", "goes with max_gpus, not with gpus (a job size): give gpus, or min_gpus and max_gpus (gpus %d, min_gpus %d)", r.GPUs, r.MinGPUs)
 	case r.GPUs == 0 && (r.MaxGPUs < 1 || r.MaxGPUs > total):
 		c.Add("max_gpus", "give gpus, or max_gpus between 1 and the cluster's %d GPUs (got %d)", total, r.MaxGPUs)
 	case r.GPUs == 0 && (r.MinGPUs < 0 || r.MinGPUs > r.MaxGPUs):

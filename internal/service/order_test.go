@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -50,5 +51,23 @@ func TestNodeListsInAnyOrderAreOneQuestion(t *testing.T) {
 			}
 		}
 		t.Error("the same nodes in another order get another answer")
+	}
+}
+
+// gpus is the job size; min_gpus and max_gpus a range of sizes "instead of gpus".
+// Given with gpus, the range was ignored without a word (max_gpus only sized the
+// cluster): the request is refused, naming the field.
+func TestPlanRefusesGPUsWithARange(t *testing.T) {
+	s := New(Options{})
+	for field, set := range map[string]func(*pb.EstimatePlanRequest){
+		"max_gpus": func(r *pb.EstimatePlanRequest) { r.MaxGpus = 64 },
+		"min_gpus": func(r *pb.EstimatePlanRequest) { r.MinGpus = 8 },
+	} {
+		r := plannerRequest()
+		set(r)
+		_, err := s.EstimatePlan(context.Background(), r)
+		if codeOf(err) != InvalidArgument || !strings.Contains(err.Error(), field) {
+			t.Errorf("gpus %d with %s: got %v, want INVALID_ARGUMENT naming %s", r.Gpus, field, err, field)
+		}
 	}
 }

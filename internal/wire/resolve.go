@@ -332,6 +332,10 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 	switch g, m := req.GetGpus(), req.GetMaxGpus(); {
 	case g < 0:
 		return nil, invalid.Field("gpus", "must be between 1 and the service's limit of %d (got %d)", maxGPUs, g)
+	case g > 0 && m != 0:
+		return nil, invalid.Field("max_gpus", "give gpus (a job size) or max_gpus (a range of sizes), not both (gpus %d, max_gpus %d)", g, m)
+	case g > 0 && req.GetMinGpus() != 0:
+		return nil, invalid.Field("min_gpus", "goes with max_gpus, not with gpus (a job size): give gpus, or min_gpus and max_gpus (gpus %d, min_gpus %d)", g, req.GetMinGpus())
 	case g == 0 && m < 1:
 		return nil, invalid.Field("max_gpus", "give gpus, or max_gpus between 1 and the service's limit of %d (got %d)", maxGPUs, m)
 	case g == 0 && (req.GetMinGpus() < 0 || req.GetMinGpus() > m):

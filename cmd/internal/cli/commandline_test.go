@@ -262,6 +262,8 @@ func TestPlanSizesNamed(t *testing.T) {
 		{append(base, "--gpus", "-8", "--gbs", "16", "--seq", "4096"), "--gpus: must be at least 1 (got -8)"},
 		{append(base, "--max-gpus", "-16", "--gbs", "16", "--seq", "4096"), "--max-gpus: must be at least 1 (got -16)"},
 		{append(base, "--gbs", "16", "--seq", "4096"), "--gpus or --max-gpus: required"},
+		// --min-gpus bounds --max-gpus's range; with --gpus it was ignored without a word.
+		{append(base, "--gpus", "16", "--min-gpus", "8", "--gbs", "16", "--seq", "4096"), "--gpus and --min-gpus: give --gpus, or --min-gpus with --max-gpus"},
 		{append(base, "--gpus", "8", "--nodes", "-4", "--gbs", "16", "--seq", "4096"), "--nodes: must be at least 1 (got -4)"},
 		{append(base, "--gpus", "8", "--gbs", "-16", "--seq", "4096"), "--gbs: must be at least 1 (got -16)"},
 		{append(base, "--gpus", "8", "--gbs", "16", "--seq", "0"), "--seq: required, at least 1 (got 0)"},

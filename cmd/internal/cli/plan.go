@@ -234,6 +234,9 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	if *opt.gpus > 0 && *opt.maxGPUs > 0 {
 		return errors.New("--gpus and --max-gpus: give one")
 	}
+	if *opt.gpus > 0 && *opt.minGPUs != 0 {
+		return errors.New("--gpus and --min-gpus: give --gpus, or --min-gpus with --max-gpus")
+	}
 	if g := q.spec.GPUsPerNode; g > 0 && q.spec.Nodes*g < size {
 		q.spec.Nodes = (size + g - 1) / g
 	}
