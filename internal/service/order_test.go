@@ -2,11 +2,13 @@ package service
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stepcost/stepcost/cache"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -69,5 +71,84 @@ func TestPlanRefusesGPUsWithARange(t *testing.T) {
 		if codeOf(err) != InvalidArgument || !strings.Contains(err.Error(), field) {
 			t.Errorf("gpus %d with %s: got %v, want INVALID_ARGUMENT naming %s", r.Gpus, field, err, field)
 		}
+	}
+}
+
+// A definition over a catalog base cannot turn the base's nvls, rail_optimized or
+// simple_protocol_only off: proto3 bools have no presence, so false is the same
+// as not sent and the base's true stays. The answer says so, naming the field,
+// whenever the definition gives the message holding it without setting it.
+func TestBaseBoolsThatCannotBeTurnedOffAreNamed(t *testing.T) {
+	c, err := cache.New(cache.Config{MaxCost: 64 << 20}, func(m proto.Message) int64 { return int64(proto.Size(m)) + 64 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// With a cache: a cluster by name and the same spec as a definition over it
+	// share the answer's key, not its warnings.
+	s := New(Options{Cache: c})
+	def := func(d *pb.ClusterDefinition) *pb.ClusterSpec {
+		return &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: d}}
+	}
+	stepReq := func(c *pb.ClusterSpec) *pb.EstimateStepRequest {
+		return &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}}, Cluster: c,
+			Training: &pb.Training{SeqLen: 4096, GlobalBatch: 64}, Layout: &pb.Layout{Tp: 8, Dp: 2, MicroBatch: 1}}
+	}
+	warned := func(ws []string, field string) bool {
+		for _, w := range ws {
+			if strings.Contains(w, field) {
+				return true
+			}
+		}
+		return false
+	}
+	byName := func() []string {
+		resp, err := s.EstimateStep(context.Background(), stepReq(&pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetEstimate().GetWarnings()
+	}
+	before := byName()
+	for _, tc := range []struct {
+		name   string
+		d      *pb.ClusterDefinition
+		fields []string // warned of
+	}{
+		{"nvls and rails of dgx-h100", &pb.ClusterDefinition{Base: "dgx-h100", Intra: &pb.IntraNode{}, Network: &pb.Network{Oversubscription: 2}},
+			[]string{"cluster.definition.intra.nvls", "cluster.definition.network.rail_optimized"}},
+		{"the simple protocol of aws-p4d", &pb.ClusterDefinition{Base: "aws-p4d", Nics: &pb.NICs{Efficiency: 0.8}},
+			[]string{"cluster.definition.nics.simple_protocol_only"}},
+		{"not given: nothing to say", &pb.ClusterDefinition{Base: "dgx-h100", Nics: &pb.NICs{Efficiency: 0.8}}, nil},
+		{"set on: nothing to say", &pb.ClusterDefinition{Base: "dgx-h100", Intra: &pb.IntraNode{Nvls: true}}, nil},
+		{"off in the base: nothing to say", &pb.ClusterDefinition{Base: "dgx-a100", Intra: &pb.IntraNode{}}, nil},
+	} {
+		resp, err := s.EstimateStep(context.Background(), stepReq(def(tc.d)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		ws := resp.GetEstimate().GetWarnings()
+		for _, f := range []string{"intra.nvls", "nics.simple_protocol_only", "network.rail_optimized"} {
+			want := slices.Contains(tc.fields, "cluster.definition."+f)
+			if got := warned(ws, "cluster.definition."+f); got != want {
+				t.Errorf("%s: warned of %s %v, want %v: %q", tc.name, f, got, want, ws)
+			}
+		}
+		plan := plannerRequest()
+		plan.Cluster = def(tc.d)
+		pr, err := s.EstimatePlan(context.Background(), plan)
+		if err != nil || len(pr.GetPlans()) == 0 {
+			t.Fatalf("%s: plan: %v", tc.name, err)
+		}
+		for _, f := range tc.fields {
+			for _, p := range pr.GetPlans() {
+				if !warned(p.GetEstimate().GetWarnings(), f) {
+					t.Errorf("%s: a plan does not warn of %s: %q", tc.name, f, p.GetEstimate().GetWarnings())
+				}
+			}
+		}
+	}
+	if after := byName(); !slices.Equal(after, before) {
+		t.Errorf("dgx-h100 by name warns %q after the definitions over it, %q before", after, before)
 	}
 }

@@ -205,6 +205,34 @@ func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 	return s, nil
 }
 
+// BaseKeeps warns of what a definition over a catalog base cannot turn off:
+// intra.nvls, nics.simple_protocol_only and network.rail_optimized are proto3
+// bools without presence, so a false is the same as a field left out and the
+// base's true stays (DefinitionToSpec). One warning for each the definition
+// leaves false in a message it gives while its base has it on; nil otherwise (an
+// unknown base is DefinitionToSpec's error). field is the cluster's ("cluster").
+func BaseKeeps(field string, c *pb.ClusterSpec) []string {
+	d := c.GetDefinition()
+	if d.GetBase() == "" {
+		return nil
+	}
+	b, err := catalog.System(d.GetBase())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	keep := func(given bool, path string, on, sent bool, what string) {
+		if given && on && !sent {
+			out = append(out, fmt.Sprintf("%s.definition.%s: on, as in base %s (%s): a definition over a base cannot turn it off, "+
+				"since false is the same as not sent; to turn it off give the definition in full, without base", field, path, d.GetBase(), what))
+		}
+	}
+	keep(d.GetIntra() != nil, "intra.nvls", b.Intra.NVLS, d.GetIntra().GetNvls(), "the switch reduces and multicasts")
+	keep(d.GetNics() != nil, "nics.simple_protocol_only", b.NICs.SimpleProtocolOnly, d.GetNics().GetSimpleProtocolOnly(), "only NCCL's Simple protocol between nodes")
+	keep(d.GetNetwork() != nil, "network.rail_optimized", b.Network.RailOptimized, d.GetNetwork().GetRailOptimized(), "rail-optimised")
+	return out
+}
+
 func setF(dst *float64, v float64) {
 	if v != 0 {
 		*dst = v
