@@ -152,3 +152,64 @@ func TestBaseBoolsThatCannotBeTurnedOffAreNamed(t *testing.T) {
 		t.Errorf("dgx-h100 by name warns %q after the definitions over it, %q before", after, before)
 	}
 }
+
+// A training field that cannot change the answer — a MoE setting for a dense
+// model, a ZeRO-3 setting for a layout without ZeRO-3, the NCCL thread blocks of
+// a parallelism the layout does not use — was accepted and echoed back as if it
+// had counted. The answer warns, naming the field; a field that counts does not.
+func TestFieldsWithoutEffectAreNamed(t *testing.T) {
+	s := New(Options{})
+	layout := func() *pb.Layout { return &pb.Layout{Tp: 8, Dp: 2, MicroBatch: 1, Zero: 1} }
+	for _, tc := range []struct {
+		field string // warned of; "" none
+		tr    func(*pb.Training)
+		l     func(*pb.Layout)
+	}{
+		{"training.moe_imbalance", func(tr *pb.Training) { tr.MoeImbalance = 1.5 }, nil},
+		{"training.moe_capacity_factor", func(tr *pb.Training) { tr.MoeCapacityFactor = 1.25 }, nil},
+		{"training.moe_dispatcher", func(tr *pb.Training) { tr.MoeDispatcher = "deepep" }, nil},
+		{"training.moe_permute_fusion", func(tr *pb.Training) { tr.MoePermuteFusion = true }, nil},
+		{"training.moe_router_fp32", func(tr *pb.Training) { tr.MoeRouterFp32 = true }, nil},
+		{"training.zero3_on_demand_gathers", func(tr *pb.Training) { tr.Zero3OnDemandGathers = true }, nil},
+		{"training.zero3_backward_prefetch", func(tr *pb.Training) { tr.Zero3BackwardPrefetch = pb.BackwardPrefetch_BACKWARD_PREFETCH_POST }, nil},
+		{"training.cp_nccl_max_ctas", func(tr *pb.Training) { tr.CpNcclMaxCtas = 4 }, nil},
+		{"training.tp_nccl_max_ctas", func(tr *pb.Training) { tr.TpNcclMaxCtas = 4 }, func(l *pb.Layout) { l.Tp, l.Dp = 1, 16 }},
+		{"", func(tr *pb.Training) { tr.Zero3BackwardPrefetch = pb.BackwardPrefetch_BACKWARD_PREFETCH_POST }, func(l *pb.Layout) { l.Zero = 3 }},
+		{"", func(tr *pb.Training) { tr.TpNcclMaxCtas = 4 }, nil},
+		{"", func(tr *pb.Training) { tr.DpBucketParams = 1e8 }, nil},
+	} {
+		r := &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}},
+			Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Training: &pb.Training{SeqLen: 4096, GlobalBatch: 64}, Layout: layout()}
+		tc.tr(r.Training)
+		if tc.l != nil {
+			tc.l(r.Layout)
+		}
+		resp, err := s.EstimateStep(context.Background(), r)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.field, err)
+		}
+		ws := resp.GetEstimate().GetWarnings()
+		if tc.field == "" {
+			if len(ws) > 0 {
+				t.Errorf("%v: warns %q", r.Training, ws)
+			}
+			continue
+		}
+		if !slices.ContainsFunc(ws, func(w string) bool { return strings.HasPrefix(w, tc.field+": ") }) {
+			t.Errorf("%s: not warned of: %q", tc.field, ws)
+		}
+	}
+	// A search: the MoE settings of a dense model (its layouts vary, the model not).
+	plan := plannerRequest()
+	plan.Training.MoeImbalance = 1.5
+	resp, err := s.EstimatePlan(context.Background(), plan)
+	if err != nil || len(resp.GetPlans()) == 0 {
+		t.Fatalf("plan: %v", err)
+	}
+	for _, p := range resp.GetPlans() {
+		if !slices.ContainsFunc(p.GetEstimate().GetWarnings(), func(w string) bool { return strings.HasPrefix(w, "training.moe_imbalance: ") }) {
+			t.Errorf("plan %d: not warned of training.moe_imbalance: %q", p.GetRank(), p.GetEstimate().GetWarnings())
+		}
+	}
+}
+

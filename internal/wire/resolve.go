@@ -214,6 +214,7 @@ func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 	if s.Derived != "" {
 		est.Assumptions = append([]string{s.Derived}, est.Assumptions...)
 	}
+	est.Warnings = append(est.Warnings, NoEffect(s.Model, s.Training, &s.Layout)...)
 	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion}
 }
 
@@ -226,8 +227,11 @@ func PlanResponse(pr planner.Request, res planner.Result) *pb.EstimatePlanRespon
 	for k, v := range res.Stats.Pruned {
 		out.Stats.Pruned[k] = int64(v)
 	}
+	unused := NoEffect(pr.Model, pr.Training, nil) // the model's: the layouts vary
 	for _, p := range res.Top {
-		out.Plans = append(out.Plans, PlanToProto(p))
+		pp := PlanToProto(p)
+		pp.Estimate.Warnings = append(pp.Estimate.Warnings, unused...)
+		out.Plans = append(out.Plans, pp)
 	}
 	for _, p := range res.Pareto {
 		// The front can hold dozens of plans; their full communication tables and
