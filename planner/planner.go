@@ -276,6 +276,9 @@ func CheckObjective(obj Objective, price, budget float64) error {
 	}
 	switch obj {
 	case "", FastestStep, Throughput:
+		if price > 0 && !(budget > 0) { // cost_usd prices the budget: alone, the price would change nothing
+			return invalid.Field("token_budget", "is 0, so price_per_gpu_hour %v prices nothing: give the tokens to train (cost_usd is the budget's cost)", price)
+		}
 	case Cost:
 		if !(price > 0) || !(budget > 0) {
 			return invalid.Field("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0")

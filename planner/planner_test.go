@@ -222,6 +222,7 @@ func TestValidationAndCancellation(t *testing.T) {
 		"max_gpus":                    func(r *planner.Request) { r.GPUs, r.MaxGPUs = 0, 0 },
 		"max_gpus: give gpus":         func(r *planner.Request) { r.MaxGPUs = 2 * r.GPUs }, // with gpus: not both
 		"min_gpus":                    func(r *planner.Request) { r.MinGPUs = 1 },          // with gpus: ignored before
+		"token_budget":                func(r *planner.Request) { r.PricePerGPUHour = 2 },  // a price alone priced nothing
 		"objective":                   func(r *planner.Request) { r.Objective = "speed" },
 		"top_k":                       func(r *planner.Request) { r.TopK = -1 },
 		"constraints.tp[0]":           func(r *planner.Request) { r.Constraints.TP = []int{0} },

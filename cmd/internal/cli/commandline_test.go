@@ -362,6 +362,16 @@ func TestCostNeedsPriceAndTokensFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
 		}
 	}
+	// A price without a budget priced nothing (no cost column, cost_usd 0).
+	for _, args := range [][]string{
+		{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096", "--price", "2"},
+		{"rank", "--in", "-", "--price", "2"},
+	} {
+		code, _, errOut := run(args...)
+		if code != exitFailure || !strings.Contains(errOut, "--price 2: prices the token budget, and --tokens is 0") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
 }
 
 // load with no successful request says what the requests met (it gave only their

@@ -613,12 +613,15 @@ func fmtDuration(s float64) string {
 	return fmt.Sprintf("%.1f min", s/60)
 }
 
-// costFlags refuses the cost objective without a price and a token budget by the
-// flags that give them (the request's rule names its fields, price_per_gpu_hour
+// costFlags refuses the cost objective without a price and a token budget, and a
+// price without a budget (it prices the budget), by the flags that give them (the request's rule names its fields, price_per_gpu_hour
 // and token_budget, which no flag is called).
 func costFlags(objective string, price, tokens float64) error {
 	if strings.EqualFold(objective, string(planner.Cost)) && (!(price > 0) || !(tokens > 0)) {
 		return fmt.Errorf("--objective cost: needs --price (per GPU-hour) and --tokens (the budget to train) above 0 (got --price %v, --tokens %v)", price, tokens)
+	}
+	if price > 0 && !(tokens > 0) {
+		return fmt.Errorf("--price %v: prices the token budget, and --tokens is 0: give the tokens to train", price)
 	}
 	return nil
 }
