@@ -213,3 +213,36 @@ func TestFieldsWithoutEffectAreNamed(t *testing.T) {
 	}
 }
 
+// cluster.nodes is the cluster's size as the caller knows it: a job (or a free
+// map) larger than it was run on a cluster grown to fit, without a word, where
+// the command line's --nodes refuses it. Refused, naming the field.
+func TestClusterNodesAreNotGrown(t *testing.T) {
+	s := New(Options{})
+	plan := plannerRequest() // 32 GPUs
+	plan.Cluster.Nodes = 2
+	if _, err := s.EstimatePlan(context.Background(), plan); codeOf(err) != InvalidArgument || !strings.Contains(err.Error(), "cluster.nodes") {
+		t.Errorf("32 GPUs on 2 nodes of 8: got %v", err)
+	}
+	free := plannerRequest()
+	free.Cluster.Nodes, free.Gpus = 4, 8
+	free.Cluster.FreeGpus = []*pb.NodeFreeGPUs{{Node: 6, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}}
+	if _, err := s.EstimatePlan(context.Background(), free); codeOf(err) != InvalidArgument || !strings.Contains(err.Error(), "cluster.free_gpus") {
+		t.Errorf("free GPUs on node 6 of 4: got %v", err)
+	}
+	step := &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}},
+		Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}, Nodes: 1},
+		Training: &pb.Training{SeqLen: 4096, GlobalBatch: 64}, Layout: &pb.Layout{Tp: 8, Dp: 2, MicroBatch: 1}}
+	if _, err := s.EstimateStep(context.Background(), step); codeOf(err) != InvalidArgument || !strings.Contains(err.Error(), "cluster.nodes") {
+		t.Errorf("16 GPUs on 1 node of 8: got %v", err)
+	}
+	coll := &pb.SimulateCollectiveRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}, Nodes: 2},
+		Nodes: 4, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 20}
+	if _, err := s.SimulateCollective(context.Background(), coll); codeOf(err) != InvalidArgument || !strings.Contains(err.Error(), "cluster.nodes") {
+		t.Errorf("4 nodes of a 2-node cluster: got %v", err)
+	}
+	// Unset, the cluster is sized for the job, as documented.
+	plan.Cluster.Nodes = 0
+	if _, err := s.EstimatePlan(context.Background(), plan); err != nil {
+		t.Errorf("nodes unset: %v", err)
+	}
+}

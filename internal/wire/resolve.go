@@ -86,6 +86,16 @@ func (p *Clusters) Sized(c *pb.ClusterSpec, gpus, topNode, maxGPUs int) (*Cluste
 	if n := int(c.GetNodes()); n < 0 || n > topology.MaxNodes {
 		return nil, invalid.Field("cluster.nodes", "must be between 0 and %d (got %d)", topology.MaxNodes, n)
 	} else if n > 0 {
+		// The caller's cluster: a job or a free map larger than it is a mistake in
+		// the request, not a reason to grow the cluster (0 sizes it for the job).
+		if gpus > n*spec.GPUsPerNode {
+			return nil, invalid.Field("cluster.nodes", "%d nodes of %d GPUs cannot hold the %d GPUs asked for (0: as many nodes as they need)", n, spec.GPUsPerNode, gpus)
+		}
+		for i, f := range c.GetFreeGpus() {
+			if int(f.GetNode()) >= n {
+				return nil, invalid.Field(fmt.Sprintf("cluster.free_gpus[%d].node", i), "node %d is not in the cluster's %d nodes (cluster.nodes)", f.GetNode(), n)
+			}
+		}
 		spec.Nodes = n
 	}
 	need := (gpus + spec.GPUsPerNode - 1) / spec.GPUsPerNode
