@@ -246,3 +246,32 @@ func TestClusterNodesAreNotGrown(t *testing.T) {
 		t.Errorf("nodes unset: %v", err)
 	}
 }
+
+// placement_tolerance chooses between placements on a partly free cluster;
+// without a free map, excluded or degraded nodes each job size has one placement
+// and it changes nothing: the plans say so, naming it.
+func TestPlacementToleranceWithoutAFreeMapIsNamed(t *testing.T) {
+	s := New(Options{})
+	warned := func(r *pb.EstimatePlanRequest) bool {
+		resp, err := s.EstimatePlan(context.Background(), r)
+		if err != nil || len(resp.GetPlans()) == 0 {
+			t.Fatalf("%v", err)
+		}
+		return slices.ContainsFunc(resp.GetPlans()[0].GetEstimate().GetWarnings(), func(w string) bool { return strings.HasPrefix(w, "placement_tolerance: ") })
+	}
+	r := plannerRequest()
+	r.PlacementTolerance = 0.5
+	if !warned(r) {
+		t.Error("placement_tolerance without a free map: no warning")
+	}
+	r.Cluster.Nodes = 6
+	r.Cluster.FreeGpus = []*pb.NodeFreeGPUs{{Node: 0, Gpus: []int32{0, 1, 2, 3}}, {Node: 1, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}},
+		{Node: 2, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}, {Node: 3, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}, {Node: 5, Gpus: []int32{0, 1, 2, 3, 4, 5, 6, 7}}}
+	if warned(r) {
+		t.Error("placement_tolerance with a free map: warned")
+	}
+	r.Cluster.FreeGpus, r.ExcludeNodes = nil, []int32{5}
+	if warned(r) {
+		t.Error("placement_tolerance with an excluded node: warned")
+	}
+}

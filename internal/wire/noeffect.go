@@ -5,6 +5,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/planner"
 )
 
 // NoEffect warns of the training fields given (t as sent, before the framework's
@@ -46,6 +47,18 @@ func NoEffect(a model.Arch, t step.Training, l *step.Layout) []string {
 		warn(true, "training.tp_nccl_max_ctas", "the layout has no tensor parallelism (tp %d)", max(1, l.TP))
 	case t.TPMaxCTAs != 0 && l.OverlapTP:
 		warn(true, "training.tp_nccl_max_ctas", "under overlap_tp the TP transfers run outside NCCL")
+	}
+	return out
+}
+
+// PlanNoEffect is NoEffect for a search (the model's fields; its layouts vary),
+// and placement_tolerance where every job size has one placement: without a free
+// map, excluded or degraded nodes the planner places a job on the first nodes
+// (planner's placements), so there is nothing to choose between.
+func PlanNoEffect(pr planner.Request) []string {
+	out := NoEffect(pr.Model, pr.Training, nil)
+	if pr.PlacementTolerance != 0 && len(pr.Free) == 0 && len(pr.ExcludeNodes) == 0 && len(pr.DegradedNodes) == 0 {
+		out = append(out, "placement_tolerance: no effect: without cluster.free_gpus, exclude_nodes or degraded_nodes each job size has one placement, the first nodes")
 	}
 	return out
 }

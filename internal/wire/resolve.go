@@ -237,7 +237,7 @@ func PlanResponse(pr planner.Request, res planner.Result) *pb.EstimatePlanRespon
 	for k, v := range res.Stats.Pruned {
 		out.Stats.Pruned[k] = int64(v)
 	}
-	unused := NoEffect(pr.Model, pr.Training, nil) // the model's: the layouts vary
+	unused := PlanNoEffect(pr)
 	for _, p := range res.Top {
 		pp := PlanToProto(p)
 		pp.Estimate.Warnings = append(pp.Estimate.Warnings, unused...)
