@@ -591,6 +591,13 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 		}
 	}
 	t.write(w)
+	// The warnings of the search as a whole: those every plan carries.
+	for _, x := range resp.GetPlans()[0].GetEstimate().GetWarnings() {
+		if !slices.ContainsFunc(resp.GetPlans(), func(p *pb.Plan) bool { return !slices.Contains(p.GetEstimate().GetWarnings(), x) }) {
+			fmt.Fprintln(w)
+			printWrapped(w, "warning: ", x, true)
+		}
+	}
 	if c := resp.GetPlans()[0].GetCostUsd(); c > 0 {
 		fmt.Fprintf(w, "\nbest plan trains %.3g tokens for $%.0f\n", tokens, c)
 	}
