@@ -275,3 +275,21 @@ func TestPlacementToleranceWithoutAFreeMapIsNamed(t *testing.T) {
 		t.Error("placement_tolerance with an excluded node: warned")
 	}
 }
+
+// peak_tflops keys are read in any case ("BF16" is bf16): two keys naming one
+// type kept whichever the map's iteration met last, so one request got either
+// answer from call to call. Refused, naming the field.
+func TestPeakKeysNamingOneTypeAreRefused(t *testing.T) {
+	s := New(Options{})
+	gpu := &pb.GPU{Name: "x", Arch: "hopper", PeakTflops: map[string]float64{"BF16": 1000, "bf16": 2000},
+		MemoryGb: 80, MemoryBandwidthGbps: 3000, NvlinkGbps: 450}
+	r := &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}},
+		Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: &pb.ClusterDefinition{Base: "dgx-h100", Gpu: gpu}}},
+		Training: &pb.Training{SeqLen: 4096, GlobalBatch: 64}, Layout: &pb.Layout{Tp: 8, Dp: 2, MicroBatch: 1}}
+	for range 8 {
+		_, err := s.EstimateStep(context.Background(), r)
+		if codeOf(err) != InvalidArgument || !strings.Contains(err.Error(), "cluster.definition.gpu.peak_tflops") {
+			t.Fatalf("BF16 and bf16: got %v", err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -133,6 +134,9 @@ func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 		}
 		s.GPU = g
 	case d.GetGpu() != nil:
+		if err := checkPeakKeys(field+".gpu.peak_tflops", d.GetGpu().GetPeakTflops()); err != nil {
+			return s, err
+		}
 		s.GPU = GPUFromProto(d.GetGpu())
 	}
 	if v := d.GetGpusPerNode(); v != 0 {
@@ -253,6 +257,21 @@ func ToInt32s(v []int) []int32 {
 		out[i] = int32(x)
 	}
 	return out
+}
+
+// checkPeakKeys refuses two keys of a GPU's peak_tflops that name one type in
+// different case ("BF16", "bf16"): GPUFromProto reads keys in lower case, and
+// which of the two it kept would be the map's iteration order's choice.
+func checkPeakKeys(field string, peaks map[string]float64) error {
+	keys := slices.Sorted(maps.Keys(peaks))
+	seen := make(map[string]string, len(keys))
+	for _, k := range keys {
+		if other, dup := seen[strings.ToLower(k)]; dup {
+			return invalid.Field(field, "%q and %q name one type: give it once", other, k)
+		}
+		seen[strings.ToLower(k)] = k
+	}
+	return nil
 }
 
 func GPUFromProto(g *pb.GPU) hardware.GPU {
