@@ -293,3 +293,15 @@ func TestPeakKeysNamingOneTypeAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A parameter count out of range named its field twice ("model.params: params:
+// must be …").
+func TestParamsOutOfRangeNamedOnce(t *testing.T) {
+	r := &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Params{Params: -1}},
+		Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}},
+		Training: &pb.Training{SeqLen: 4096, GlobalBatch: 64}, Layout: &pb.Layout{Tp: 8, Dp: 2, MicroBatch: 1}}
+	_, err := New(Options{}).EstimateStep(context.Background(), r)
+	if codeOf(err) != InvalidArgument || !strings.HasPrefix(err.Error(), "model.params: must be") {
+		t.Errorf("params -1: got %v", err)
+	}
+}

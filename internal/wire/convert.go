@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -39,7 +40,11 @@ func ResolveModel(field string, m *pb.ModelSpec) (a model.Arch, derived string, 
 		return a, "", nil
 	case *pb.ModelSpec_Params:
 		a, derived, err = model.FromParams(s.Params)
-		if err != nil {
+		var ie *invalid.Error
+		switch {
+		case errors.As(err, &ie): // its field is "params"
+			return a, "", invalid.Field(field+".params", "%s", ie.Rule)
+		case err != nil:
 			return a, "", invalid.Field(field+".params", "%v", err)
 		}
 		return a, derived, nil
