@@ -381,11 +381,14 @@ func (r *Request) validate() error {
 	degraded := map[int]int{}
 	for i, d := range r.DegradedNodes {
 		field := fmt.Sprintf("degraded_nodes[%d]", i)
+		k, gone := excluded[d.Node]
 		switch j, dup := degraded[d.Node]; {
 		case d.Node < 0 || d.Node >= r.Cluster.Spec.Nodes:
 			c.Add(field+".node", "node %d is not in the cluster's %d nodes", d.Node, r.Cluster.Spec.Nodes)
 		case dup:
 			c.Add(field+".node", "node %d is also degraded_nodes[%d]; give its parts in one entry", d.Node, j)
+		case gone:
+			c.Add(field+".node", "node %d is also exclude_nodes[%d]: the job runs on no excluded node, so its degradation would change nothing", d.Node, k)
 		default:
 			degraded[d.Node] = i
 		}

@@ -218,11 +218,14 @@ func TestFreeMapPlacement(t *testing.T) {
 
 func TestValidationAndCancellation(t *testing.T) {
 	for field, edit := range map[string]func(*planner.Request){
-		"gpus":                        func(r *planner.Request) { r.GPUs = 1 << 20 },
-		"max_gpus":                    func(r *planner.Request) { r.GPUs, r.MaxGPUs = 0, 0 },
-		"max_gpus: give gpus":         func(r *planner.Request) { r.MaxGPUs = 2 * r.GPUs }, // with gpus: not both
-		"min_gpus":                    func(r *planner.Request) { r.MinGPUs = 1 },          // with gpus: ignored before
-		"token_budget":                func(r *planner.Request) { r.PricePerGPUHour = 2 },  // a price alone priced nothing
+		"gpus":                func(r *planner.Request) { r.GPUs = 1 << 20 },
+		"max_gpus":            func(r *planner.Request) { r.GPUs, r.MaxGPUs = 0, 0 },
+		"max_gpus: give gpus": func(r *planner.Request) { r.MaxGPUs = 2 * r.GPUs }, // with gpus: not both
+		"min_gpus":            func(r *planner.Request) { r.MinGPUs = 1 },          // with gpus: ignored before
+		"token_budget":        func(r *planner.Request) { r.PricePerGPUHour = 2 },  // a price alone priced nothing
+		"degraded_nodes[0].node: node 3 is also exclude_nodes[1]": func(r *planner.Request) { // gone: its degradation changed nothing
+			r.ExcludeNodes, r.DegradedNodes = []int{2, 3}, []planner.DegradedNode{{Node: 3, NICSpeed: 0.5}}
+		},
 		"objective":                   func(r *planner.Request) { r.Objective = "speed" },
 		"top_k":                       func(r *planner.Request) { r.TopK = -1 },
 		"constraints.tp[0]":           func(r *planner.Request) { r.Constraints.TP = []int{0} },
