@@ -484,6 +484,12 @@ func (r *Request) validate() error {
 		}
 		c.Join(restrictToRuns(&r.Constraints, fw, r.Model.MLA != nil, r.Model.SlidingWindow > 0))
 	}
+	// The depths filter the interleaved schedule's alone: without it among the
+	// schedules searched (those given, or the framework's) they would filter nothing.
+	// Depth 1 (no interleaving) is every other schedule's.
+	if cs := &r.Constraints; slices.ContainsFunc(cs.VirtualStages, func(v int) bool { return v > 1 }) && len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.Interleaved) {
+		c.Add("constraints.virtual_stages", "are interleaving depths, but the schedules searched do not include interleaved (%v; constraints.schedules, or the framework's): add it, or leave virtual_stages out", cs.Schedules)
+	}
 	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {
 		c.Add("constraints.even_split", "keeps to even pipeline splits, but uneven_pp asks for uneven ones: give one")
 	}

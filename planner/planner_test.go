@@ -223,6 +223,9 @@ func TestValidationAndCancellation(t *testing.T) {
 		"max_gpus: give gpus": func(r *planner.Request) { r.MaxGPUs = 2 * r.GPUs }, // with gpus: not both
 		"min_gpus":            func(r *planner.Request) { r.MinGPUs = 1 },          // with gpus: ignored before
 		"token_budget":        func(r *planner.Request) { r.PricePerGPUHour = 2 },  // a price alone priced nothing
+		"constraints.virtual_stages: are interleaving depths": func(r *planner.Request) { // without interleaving: ignored before
+			r.Constraints.VirtualStages, r.Constraints.Schedules = []int{4}, []step.Schedule{step.OneFOneB, step.ZeroBubbleV}
+		},
 		"degraded_nodes[0].node: node 3 is also exclude_nodes[1]": func(r *planner.Request) { // gone: its degradation changed nothing
 			r.ExcludeNodes, r.DegradedNodes = []int{2, 3}, []planner.DegradedNode{{Node: 3, NICSpeed: 0.5}}
 		},
