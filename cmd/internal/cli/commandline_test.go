@@ -389,10 +389,11 @@ func TestLoadSaysTheError(t *testing.T) {
 
 // The table of plans said nothing of what the search's answer warns of (a field
 // without effect: the MoE imbalance of a dense model); --json carried it. The
-// warnings every plan carries are printed under the table.
+// warnings every plan carries are printed under the table, by the flag when one
+// gives the field.
 func TestPlanPrintsTheSearchsWarnings(t *testing.T) {
 	code, out, errOut := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096", "--top", "2", "--moe-imbalance", "1.5")
-	if code != 0 || !strings.Contains(out, "warning: training.moe_imbalance: no effect") {
+	if code != 0 || !strings.Contains(out, "warning: --moe-imbalance: no effect") {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 	}
 }

@@ -595,7 +595,7 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 	for _, x := range resp.GetPlans()[0].GetEstimate().GetWarnings() {
 		if !slices.ContainsFunc(resp.GetPlans(), func(p *pb.Plan) bool { return !slices.Contains(p.GetEstimate().GetWarnings(), x) }) {
 			fmt.Fprintln(w)
-			printWrapped(w, "warning: ", x, true)
+			printWrapped(w, "warning: ", flaggedWarning(x, planFlags), true)
 		}
 	}
 	if c := resp.GetPlans()[0].GetCostUsd(); c > 0 {
