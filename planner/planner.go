@@ -466,6 +466,19 @@ func (r *Request) validate() error {
 	} else if r.Training.FP8Params && len(cs.FP8Params) > 0 && !slices.Contains(cs.FP8Params, true) {
 		c.Add("constraints.fp8_params", "lists only 16-bit weights, but training.fp8_params stores them in fp8")
 	}
+	// Constraints on what the layouts cannot have would filter nothing, and the
+	// search would answer as if they were not given.
+	if cs := &r.Constraints; r.Model.MoE == nil {
+		if slices.Contains(cs.OverlapEP, true) {
+			c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, but the model has no experts")
+		}
+		if slices.Contains(cs.ExpertsWhole, true) {
+			c.Add("constraints.experts_whole", "asks for whole experts per TP rank, but the model has no experts")
+		}
+	}
+	if cs := &r.Constraints; slices.Contains(cs.CPAllToAll, true) && len(cs.CP) > 0 && !slices.ContainsFunc(cs.CP, func(cp int) bool { return cp > 1 }) {
+		c.Add("constraints.cp_all_to_all", "asks for Ulysses context parallelism, but constraints.cp lists no cp above 1 (got %v)", cs.CP)
+	}
 	if cs := &r.Constraints; r.Model.MoE != nil && len(cs.ExpertsWhole) > 0 && !slices.Contains(cs.ExpertsWhole, false) &&
 		len(cs.SP) > 0 && !slices.Contains(cs.SP, true) && (len(cs.TP) == 0 || slices.ContainsFunc(cs.TP, func(tp int) bool { return tp > 1 })) {
 		// step's layout.etp rule: a TP rank holds its experts whole only with SP.

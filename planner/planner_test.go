@@ -223,6 +223,12 @@ func TestValidationAndCancellation(t *testing.T) {
 		"max_gpus: give gpus": func(r *planner.Request) { r.MaxGPUs = 2 * r.GPUs }, // with gpus: not both
 		"min_gpus":            func(r *planner.Request) { r.MinGPUs = 1 },          // with gpus: ignored before
 		"token_budget":        func(r *planner.Request) { r.PricePerGPUHour = 2 },  // a price alone priced nothing
+		// Constraints that filtered nothing, the search answering as if not given:
+		"constraints.overlap_ep: asks for":    func(r *planner.Request) { r.Constraints.OverlapEP = []bool{true} }, // dense model
+		"constraints.experts_whole: asks for": func(r *planner.Request) { r.Constraints.ExpertsWhole = []bool{true} },
+		"constraints.cp_all_to_all: asks for": func(r *planner.Request) {
+			r.Constraints.CPAllToAll, r.Constraints.CP = []bool{true}, []int{1}
+		},
 		"constraints.virtual_stages: are interleaving depths": func(r *planner.Request) { // without interleaving: ignored before
 			r.Constraints.VirtualStages, r.Constraints.Schedules = []int{4}, []step.Schedule{step.OneFOneB, step.ZeroBubbleV}
 		},
