@@ -392,8 +392,10 @@ func (r *Request) validate() error {
 		default:
 			degraded[d.Node] = i
 		}
-		if d.GPUSpeed == 0 && d.NICSpeed == 0 && d.LinkSpeed == 0 {
-			c.Add(field, "names no degraded part: give gpu_speed, nic_speed or link_speed")
+		// A part at 1 runs at full speed: such a node is healthy, and the search
+		// would avoid it as degraded.
+		if d.slowest() >= 1 {
+			c.Add(field, "names no degraded part: give gpu_speed, nic_speed or link_speed below 1 (got %g, %g, %g)", d.GPUSpeed, d.NICSpeed, d.LinkSpeed)
 		}
 		c.Join(step.CheckDegradedParts(field, d.GPUSpeed, d.NICSpeed, d.LinkSpeed, r.Cluster))
 	}

@@ -232,6 +232,9 @@ func TestValidationAndCancellation(t *testing.T) {
 		"constraints.virtual_stages: are interleaving depths": func(r *planner.Request) { // without interleaving: ignored before
 			r.Constraints.VirtualStages, r.Constraints.Schedules = []int{4}, []step.Schedule{step.OneFOneB, step.ZeroBubbleV}
 		},
+		"degraded_nodes[0]: names no degraded part": func(r *planner.Request) { // at full speed it was avoided as if degraded
+			r.DegradedNodes = []planner.DegradedNode{{Node: 1, NICSpeed: 1, GPUSpeed: 1}}
+		},
 		"degraded_nodes[0].node: node 3 is also exclude_nodes[1]": func(r *planner.Request) { // gone: its degradation changed nothing
 			r.ExcludeNodes, r.DegradedNodes = []int{2, 3}, []planner.DegradedNode{{Node: 3, NICSpeed: 0.5}}
 		},
