@@ -148,6 +148,15 @@ func TestBaseBoolsThatCannotBeTurnedOffAreNamed(t *testing.T) {
 			}
 		}
 	}
+	// A collective too: NVLS kept on changes its algorithms most of all.
+	coll, err := s.SimulateCollective(context.Background(), &pb.SimulateCollectiveRequest{
+		Cluster: def(&pb.ClusterDefinition{Base: "dgx-h100", Intra: &pb.IntraNode{}}), Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !warned(coll.GetWarnings(), "cluster.definition.intra.nvls") {
+		t.Errorf("SimulateCollective: not warned of intra.nvls: %q", coll.GetWarnings())
+	}
 	if after := byName(); !slices.Equal(after, before) {
 		t.Errorf("dgx-h100 by name warns %q after the definitions over it, %q before", after, before)
 	}

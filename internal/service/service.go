@@ -399,7 +399,12 @@ func (s *Service) SimulateCollective(ctx context.Context, req *pb.SimulateCollec
 	if err != nil {
 		return nil, err
 	}
-	return m.(*pb.SimulateCollectiveResponse), nil
+	resp := m.(*pb.SimulateCollectiveResponse)
+	if ws := wire.BaseKeeps("cluster", req.GetCluster()); len(ws) > 0 { // after the cache, as stepWarned
+		resp = proto.CloneOf(resp)
+		resp.Warnings = append(resp.Warnings, ws...)
+	}
+	return resp, nil
 }
 
 func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, error) {
