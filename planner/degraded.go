@@ -165,3 +165,23 @@ func (d DegradedNode) parts() string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// inOrder is a copy of nodes in increasing order; nil for none.
+func inOrder(nodes []int) []int {
+	if len(nodes) == 0 {
+		return nil
+	}
+	out := slices.Clone(nodes)
+	slices.Sort(out)
+	return out
+}
+
+// sortedDegraded is a copy of degraded nodes in node order; nil for none.
+func sortedDegraded(ds []DegradedNode) []DegradedNode {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := slices.Clone(ds)
+	slices.SortFunc(out, func(a, b DegradedNode) int { return a.Node - b.Node })
+	return out
+}

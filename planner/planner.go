@@ -276,6 +276,9 @@ func CheckObjective(obj Objective, price, budget float64) error {
 	}
 	switch obj {
 	case "", FastestStep, Throughput:
+		if price > 0 && !(budget > 0) { // cost_usd prices the budget: alone, the price would change nothing
+			return invalid.Field("token_budget", "is 0, so price_per_gpu_hour %v prices nothing: give the tokens to train (cost_usd is the budget's cost)", price)
+		}
 	case Cost:
 		if !(price > 0) || !(budget > 0) {
 			return invalid.Field("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0")
@@ -378,16 +381,21 @@ func (r *Request) validate() error {
 	degraded := map[int]int{}
 	for i, d := range r.DegradedNodes {
 		field := fmt.Sprintf("degraded_nodes[%d]", i)
+		k, gone := excluded[d.Node]
 		switch j, dup := degraded[d.Node]; {
 		case d.Node < 0 || d.Node >= r.Cluster.Spec.Nodes:
 			c.Add(field+".node", "node %d is not in the cluster's %d nodes", d.Node, r.Cluster.Spec.Nodes)
 		case dup:
 			c.Add(field+".node", "node %d is also degraded_nodes[%d]; give its parts in one entry", d.Node, j)
+		case gone:
+			c.Add(field+".node", "node %d is also exclude_nodes[%d]: the job runs on no excluded node, so its degradation would change nothing", d.Node, k)
 		default:
 			degraded[d.Node] = i
 		}
-		if d.GPUSpeed == 0 && d.NICSpeed == 0 && d.LinkSpeed == 0 {
-			c.Add(field, "names no degraded part: give gpu_speed, nic_speed or link_speed")
+		// A part at 1 runs at full speed: such a node is healthy, and the search
+		// would avoid it as degraded.
+		if d.slowest() >= 1 {
+			c.Add(field, "names no degraded part: give gpu_speed, nic_speed or link_speed below 1 (got %g, %g, %g)", d.GPUSpeed, d.NICSpeed, d.LinkSpeed)
 		}
 		c.Join(step.CheckDegradedParts(field, d.GPUSpeed, d.NICSpeed, d.LinkSpeed, r.Cluster))
 	}
@@ -400,6 +408,10 @@ func (r *Request) validate() error {
 	switch {
 	case r.GPUs < 0 || r.GPUs > total:
 		c.Add("gpus", "must be between 1 and the cluster's %d GPUs (got %d)", total, r.GPUs)
+	case r.GPUs > 0 && r.MaxGPUs != 0:
+		c.Add("max_gpus", "give gpus (a job size) or max_gpus (a range of sizes), not both (gpus %d, max_gpus %d)", r.GPUs, r.MaxGPUs)
+	case r.GPUs > 0 && r.MinGPUs != 0:
+		c.Add("min_gpus", "goes with max_gpus, not with gpus (a job size): give gpus, or min_gpus and max_gpus (gpus %d, min_gpus %d)", r.GPUs, r.MinGPUs)
 	case r.GPUs == 0 && (r.MaxGPUs < 1 || r.MaxGPUs > total):
 		c.Add("max_gpus", "give gpus, or max_gpus between 1 and the cluster's %d GPUs (got %d)", total, r.MaxGPUs)
 	case r.GPUs == 0 && (r.MinGPUs < 0 || r.MinGPUs > r.MaxGPUs):
@@ -456,6 +468,19 @@ func (r *Request) validate() error {
 	} else if r.Training.FP8Params && len(cs.FP8Params) > 0 && !slices.Contains(cs.FP8Params, true) {
 		c.Add("constraints.fp8_params", "lists only 16-bit weights, but training.fp8_params stores them in fp8")
 	}
+	// Constraints on what the layouts cannot have would filter nothing, and the
+	// search would answer as if they were not given.
+	if cs := &r.Constraints; r.Model.MoE == nil {
+		if slices.Contains(cs.OverlapEP, true) {
+			c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, but the model has no experts")
+		}
+		if slices.Contains(cs.ExpertsWhole, true) {
+			c.Add("constraints.experts_whole", "asks for whole experts per TP rank, but the model has no experts")
+		}
+	}
+	if cs := &r.Constraints; slices.Contains(cs.CPAllToAll, true) && len(cs.CP) > 0 && !slices.ContainsFunc(cs.CP, func(cp int) bool { return cp > 1 }) {
+		c.Add("constraints.cp_all_to_all", "asks for Ulysses context parallelism, but constraints.cp lists no cp above 1 (got %v)", cs.CP)
+	}
 	if cs := &r.Constraints; r.Model.MoE != nil && len(cs.ExpertsWhole) > 0 && !slices.Contains(cs.ExpertsWhole, false) &&
 		len(cs.SP) > 0 && !slices.Contains(cs.SP, true) && (len(cs.TP) == 0 || slices.ContainsFunc(cs.TP, func(tp int) bool { return tp > 1 })) {
 		// step's layout.etp rule: a TP rank holds its experts whole only with SP.
@@ -473,6 +498,12 @@ func (r *Request) validate() error {
 			r.Constraints.interleaveOver2 = true
 		}
 		c.Join(restrictToRuns(&r.Constraints, fw, r.Model.MLA != nil, r.Model.SlidingWindow > 0))
+	}
+	// The depths filter the interleaved schedule's alone: without it among the
+	// schedules searched (those given, or the framework's) they would filter nothing.
+	// Depth 1 (no interleaving) is every other schedule's.
+	if cs := &r.Constraints; slices.ContainsFunc(cs.VirtualStages, func(v int) bool { return v > 1 }) && len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.Interleaved) {
+		c.Add("constraints.virtual_stages", "are interleaving depths, but the schedules searched do not include interleaved (%v; constraints.schedules, or the framework's): add it, or leave virtual_stages out", cs.Schedules)
 	}
 	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {
 		c.Add("constraints.even_split", "keeps to even pipeline splits, but uneven_pp asks for uneven ones: give one")

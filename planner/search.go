@@ -766,6 +766,10 @@ func (r *Request) normalise() error {
 	if err := r.validate(); err != nil {
 		return err
 	}
+	// The node lists are sets (validate refused repeats, naming the entries as
+	// given): in node order, equal sets search and read alike.
+	r.ExcludeNodes = inOrder(r.ExcludeNodes)
+	r.DegradedNodes = sortedDegraded(r.DegradedNodes)
 	r.busy = r.Free.busy(r.Cluster, r.ExcludeNodes)
 	if len(r.ExcludeNodes) > 0 {
 		r.Free = r.Free.without(r.Cluster, r.ExcludeNodes)

@@ -359,7 +359,7 @@ func TestPlanLayoutLimit(t *testing.T) {
 	// A sweep of sizes is narrowed by max_gpus (or min_gpus): that is the field
 	// named, not gpus, which the request did not give.
 	sweep := plannerRequest()
-	sweep.Gpus, sweep.MaxGpus = 0, 64
+	sweep.Gpus, sweep.MaxGpus, sweep.Cluster.Nodes = 0, 64, 8
 	_, err = client(t, lim).EstimatePlan(context.Background(), sweep)
 	violationOf(t, err, codes.InvalidArgument, "max_gpus")
 }

@@ -460,6 +460,14 @@ func validate(r Request) error {
 	if l.SP && l.TP == 1 {
 		c.Add("layout.sp", "sequence parallelism needs tp > 1")
 	}
+	// The variant of a parallelism the layout does not use would change nothing
+	// and be echoed back as if it had.
+	if l.CPAllToAll && l.CP <= 1 {
+		c.Add("layout.cp_all_to_all", "chooses the context-parallel variant (Ulysses all-to-alls): needs cp > 1 (got cp %d)", l.CP)
+	}
+	if l.OverlapTP && l.TP <= 1 {
+		c.Add("layout.overlap_tp", "overlaps TP communication with the GEMMs: needs tp > 1")
+	}
 	stages := l.PP * l.VirtualStages
 	if len(l.LayerSplit) > 0 {
 		if len(l.LayerSplit) != stages {

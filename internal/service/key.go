@@ -55,10 +55,12 @@ func stepRest(req *pb.EstimateStepRequest) proto.Message {
 
 // planRest is an EstimatePlan request without what wire.Plan.Key holds resolved:
 // the model, the training, the cluster's spec and free GPUs, the constraints (as
-// sets), the objective and the top K (with their defaults).
+// sets), the objective and the top K (with their defaults), the excluded and the
+// degraded nodes (as sets).
 func planRest(req *pb.EstimatePlanRequest) proto.Message {
 	r := proto.CloneOf(req)
 	r.Model, r.Training, r.Constraints = nil, nil, nil
+	r.ExcludeNodes, r.DegradedNodes = nil, nil
 	r.Objective, r.TopK = 0, 0
 	clearResolvedCluster(r.Cluster)
 	if r.Cluster != nil {

@@ -157,7 +157,7 @@ func keyBases(t *testing.T) []keyBase {
 	moe.Ep, moe.Etp = 2, 1
 	plan := func(model *pb.ModelSpec) *pb.EstimatePlanRequest {
 		return &pb.EstimatePlanRequest{Model: model, Cluster: cluster("dgx-h100", 4, true), Training: training(),
-			Gpus: 16, MinGpus: 8, MaxGpus: 16, Objective: pb.Objective_OBJECTIVE_COST, PricePerGpuHour: 2, TokenBudget: 1e12, TopK: 5,
+			MinGpus: 8, MaxGpus: 16, Objective: pb.Objective_OBJECTIVE_COST, PricePerGpuHour: 2, TokenBudget: 1e12, TopK: 5,
 			SlowGpuSpeed: 0.9, DegradedNicSpeed: 0.9, DegradedLinkSpeed: 0.9, ExcludeNodes: []int32{3}, PlacementTolerance: 0.1,
 			Constraints: &pb.Constraints{Tp: []int32{1, 2}, Pp: []int32{1, 2}, Cp: []int32{1}, Ep: []int32{1}, Zero: []int32{0, 1},
 				MicroBatch: []int32{1, 2}, VirtualStages: []int32{1}, Recompute: []pb.Recompute{pb.Recompute_RECOMPUTE_SELECTIVE},
@@ -174,6 +174,8 @@ func keyBases(t *testing.T) []keyBase {
 	byGPUName.Cluster = named(byGPUName.Cluster)
 	planByGPUName := plan(arch("llama3-8b"))
 	planByGPUName.Cluster = named(planByGPUName.Cluster)
+	oneSize := plan(arch("llama3-8b")) // gpus instead of min_gpus and max_gpus
+	oneSize.Gpus, oneSize.MinGpus, oneSize.MaxGpus = 16, 0, 0
 	planMesh := plan(arch("llama3-8b"))
 	planMesh.Cluster = cluster("mi355x", 4, true)
 	params := func() *pb.ModelSpec { return &pb.ModelSpec{Source: &pb.ModelSpec_Params{Params: 8_000_000_000}} }
@@ -218,6 +220,7 @@ func keyBases(t *testing.T) []keyBase {
 		{"EstimateStep", "by name", &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}},
 			Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Training: training(), Layout: layout()}},
 		{"EstimatePlan", "dense", plan(arch("llama3-8b"))},
+		{"EstimatePlan", "one job size", oneSize},
 		{"EstimatePlan", "moe", plan(arch("mixtral-8x7b"))},
 		{"EstimateStep", "mesh", mesh},
 		{"EstimateStep", "GPU by name", byGPUName},

@@ -193,7 +193,34 @@ func (s *Service) EstimateStep(ctx context.Context, req *pb.EstimateStepRequest)
 	if err != nil {
 		return nil, err
 	}
-	return m.(*pb.EstimateStepResponse), nil
+	return stepWarned(m.(*pb.EstimateStepResponse), wire.BaseKeeps("cluster", req.GetCluster())), nil
+}
+
+// stepWarned is resp with warnings ws added to a copy (the cache's answers are
+// shared, and the key does not hold how the cluster was spelled, so what the
+// request's spelling warns of is added after it); resp itself without any.
+func stepWarned(resp *pb.EstimateStepResponse, ws []string) *pb.EstimateStepResponse {
+	if len(ws) == 0 || resp.GetEstimate() == nil {
+		return resp
+	}
+	resp = proto.CloneOf(resp)
+	resp.Estimate.Warnings = append(resp.Estimate.Warnings, ws...)
+	return resp
+}
+
+// planWarned is stepWarned for every plan's estimate (the Pareto front's carry
+// no warnings).
+func planWarned(resp *pb.EstimatePlanResponse, ws []string) *pb.EstimatePlanResponse {
+	if len(ws) == 0 {
+		return resp
+	}
+	resp = proto.CloneOf(resp)
+	for _, p := range resp.GetPlans() {
+		if p.Estimate != nil {
+			p.Estimate.Warnings = append(p.Estimate.Warnings, ws...)
+		}
+	}
+	return resp
 }
 
 func (s *Service) estimateStep(req *pb.EstimateStepRequest) (work, error) {
@@ -228,7 +255,7 @@ func (s *Service) EstimatePlan(ctx context.Context, req *pb.EstimatePlanRequest)
 	if err != nil {
 		return nil, err
 	}
-	return m.(*pb.EstimatePlanResponse), nil
+	return planWarned(m.(*pb.EstimatePlanResponse), wire.BaseKeeps("cluster", req.GetCluster())), nil
 }
 
 func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
@@ -273,7 +300,7 @@ func (s *Service) PlanResult(ctx context.Context, req *pb.EstimatePlanRequest) (
 	if err := checkFinite(resp); err != nil {
 		return nil, res, err
 	}
-	return resp, res, nil
+	return planWarned(resp, wire.BaseKeeps("cluster", req.GetCluster())), res, nil
 }
 
 // StepResult answers an EstimateStep request as EstimateStep does, but never from
@@ -293,7 +320,7 @@ func (s *Service) StepResult(ctx context.Context, req *pb.EstimateStepRequest) (
 	if err := checkFinite(resp); err != nil {
 		return nil, res, err
 	}
-	return resp, res, nil
+	return stepWarned(resp, wire.BaseKeeps("cluster", req.GetCluster())), res, nil
 }
 
 // search runs the planner in a slot of the gate (only a cache miss gets here).
@@ -372,7 +399,12 @@ func (s *Service) SimulateCollective(ctx context.Context, req *pb.SimulateCollec
 	if err != nil {
 		return nil, err
 	}
-	return m.(*pb.SimulateCollectiveResponse), nil
+	resp := m.(*pb.SimulateCollectiveResponse)
+	if ws := wire.BaseKeeps("cluster", req.GetCluster()); len(ws) > 0 { // after the cache, as stepWarned
+		resp = proto.CloneOf(resp)
+		resp.Warnings = append(resp.Warnings, ws...)
+	}
+	return resp, nil
 }
 
 func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, error) {

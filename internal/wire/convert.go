@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -38,7 +40,11 @@ func ResolveModel(field string, m *pb.ModelSpec) (a model.Arch, derived string, 
 		return a, "", nil
 	case *pb.ModelSpec_Params:
 		a, derived, err = model.FromParams(s.Params)
-		if err != nil {
+		var ie *invalid.Error
+		switch {
+		case errors.As(err, &ie): // its field is "params"
+			return a, "", invalid.Field(field+".params", "%s", ie.Rule)
+		case err != nil:
 			return a, "", invalid.Field(field+".params", "%v", err)
 		}
 		return a, derived, nil
@@ -133,6 +139,9 @@ func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 		}
 		s.GPU = g
 	case d.GetGpu() != nil:
+		if err := checkPeakKeys(field+".gpu.peak_tflops", d.GetGpu().GetPeakTflops()); err != nil {
+			return s, err
+		}
 		s.GPU = GPUFromProto(d.GetGpu())
 	}
 	if v := d.GetGpusPerNode(); v != 0 {
@@ -205,6 +214,34 @@ func DefinitionToSpec(field string, d *pb.ClusterDefinition) (topology.Spec, err
 	return s, nil
 }
 
+// BaseKeeps warns of what a definition over a catalog base cannot turn off:
+// intra.nvls, nics.simple_protocol_only and network.rail_optimized are proto3
+// bools without presence, so a false is the same as a field left out and the
+// base's true stays (DefinitionToSpec). One warning for each the definition
+// leaves false in a message it gives while its base has it on; nil otherwise (an
+// unknown base is DefinitionToSpec's error). field is the cluster's ("cluster").
+func BaseKeeps(field string, c *pb.ClusterSpec) []string {
+	d := c.GetDefinition()
+	if d.GetBase() == "" {
+		return nil
+	}
+	b, err := catalog.System(d.GetBase())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	keep := func(given bool, path string, on, sent bool, what string) {
+		if given && on && !sent {
+			out = append(out, fmt.Sprintf("%s.definition.%s: on, as in base %s (%s): a definition over a base cannot turn it off, "+
+				"since false is the same as not sent; to turn it off give the definition in full, without base", field, path, d.GetBase(), what))
+		}
+	}
+	keep(d.GetIntra() != nil, "intra.nvls", b.Intra.NVLS, d.GetIntra().GetNvls(), "the switch reduces and multicasts")
+	keep(d.GetNics() != nil, "nics.simple_protocol_only", b.NICs.SimpleProtocolOnly, d.GetNics().GetSimpleProtocolOnly(), "only NCCL's Simple protocol between nodes")
+	keep(d.GetNetwork() != nil, "network.rail_optimized", b.Network.RailOptimized, d.GetNetwork().GetRailOptimized(), "rail-optimised")
+	return out
+}
+
 func setF(dst *float64, v float64) {
 	if v != 0 {
 		*dst = v
@@ -225,6 +262,21 @@ func ToInt32s(v []int) []int32 {
 		out[i] = int32(x)
 	}
 	return out
+}
+
+// checkPeakKeys refuses two keys of a GPU's peak_tflops that name one type in
+// different case ("BF16", "bf16"): GPUFromProto reads keys in lower case, and
+// which of the two it kept would be the map's iteration order's choice.
+func checkPeakKeys(field string, peaks map[string]float64) error {
+	keys := slices.Sorted(maps.Keys(peaks))
+	seen := make(map[string]string, len(keys))
+	for _, k := range keys {
+		if other, dup := seen[strings.ToLower(k)]; dup {
+			return invalid.Field(field, "%q and %q name one type: give it once", other, k)
+		}
+		seen[strings.ToLower(k)] = k
+	}
+	return nil
 }
 
 func GPUFromProto(g *pb.GPU) hardware.GPU {

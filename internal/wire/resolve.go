@@ -86,6 +86,16 @@ func (p *Clusters) Sized(c *pb.ClusterSpec, gpus, topNode, maxGPUs int) (*Cluste
 	if n := int(c.GetNodes()); n < 0 || n > topology.MaxNodes {
 		return nil, invalid.Field("cluster.nodes", "must be between 0 and %d (got %d)", topology.MaxNodes, n)
 	} else if n > 0 {
+		// The caller's cluster: a job or a free map larger than it is a mistake in
+		// the request, not a reason to grow the cluster (0 sizes it for the job).
+		if gpus > n*spec.GPUsPerNode {
+			return nil, invalid.Field("cluster.nodes", "%d nodes of %d GPUs cannot hold the %d GPUs asked for (0: as many nodes as they need)", n, spec.GPUsPerNode, gpus)
+		}
+		for i, f := range c.GetFreeGpus() {
+			if int(f.GetNode()) >= n {
+				return nil, invalid.Field(fmt.Sprintf("cluster.free_gpus[%d].node", i), "node %d is not in the cluster's %d nodes (cluster.nodes)", f.GetNode(), n)
+			}
+		}
 		spec.Nodes = n
 	}
 	need := (gpus + spec.GPUsPerNode - 1) / spec.GPUsPerNode
@@ -214,6 +224,7 @@ func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 	if s.Derived != "" {
 		est.Assumptions = append([]string{s.Derived}, est.Assumptions...)
 	}
+	est.Warnings = append(est.Warnings, NoEffect(s.Model, s.Training, &s.Layout)...)
 	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion}
 }
 
@@ -226,8 +237,11 @@ func PlanResponse(pr planner.Request, res planner.Result) *pb.EstimatePlanRespon
 	for k, v := range res.Stats.Pruned {
 		out.Stats.Pruned[k] = int64(v)
 	}
+	unused := PlanNoEffect(pr)
 	for _, p := range res.Top {
-		out.Plans = append(out.Plans, PlanToProto(p))
+		pp := PlanToProto(p)
+		pp.Estimate.Warnings = append(pp.Estimate.Warnings, unused...)
+		out.Plans = append(out.Plans, pp)
 	}
 	for _, p := range res.Pareto {
 		// The front can hold dozens of plans; their full communication tables and
@@ -332,6 +346,10 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 	switch g, m := req.GetGpus(), req.GetMaxGpus(); {
 	case g < 0:
 		return nil, invalid.Field("gpus", "must be between 1 and the service's limit of %d (got %d)", maxGPUs, g)
+	case g > 0 && m != 0:
+		return nil, invalid.Field("max_gpus", "give gpus (a job size) or max_gpus (a range of sizes), not both (gpus %d, max_gpus %d)", g, m)
+	case g > 0 && req.GetMinGpus() != 0:
+		return nil, invalid.Field("min_gpus", "goes with max_gpus, not with gpus (a job size): give gpus, or min_gpus and max_gpus (gpus %d, min_gpus %d)", g, req.GetMinGpus())
 	case g == 0 && m < 1:
 		return nil, invalid.Field("max_gpus", "give gpus, or max_gpus between 1 and the service's limit of %d (got %d)", maxGPUs, m)
 	case g == 0 && (req.GetMinGpus() < 0 || req.GetMinGpus() > m):
@@ -391,7 +409,23 @@ func (p *Plan) Key() any {
 		PlacementTolerance                 float64
 		DegradedNodes                      []planner.DegradedNode
 	}{pr.Model, pr.Training, pr.Cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, pr.Free, pr.Constraints.Canonical(), pr.Objective, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK,
-		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, pr.ExcludeNodes, pr.PlacementTolerance, pr.DegradedNodes}
+		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, sorted(pr.ExcludeNodes), pr.PlacementTolerance, degradedByNode(pr.DegradedNodes)}
+}
+
+// sorted is a copy of nodes in increasing order: the planner reads the list as a
+// set (it refuses repeats), so the key does too.
+func sorted(nodes []int) []int {
+	out := slices.Clone(nodes)
+	slices.Sort(out)
+	return out
+}
+
+// degradedByNode is a copy of degraded nodes in node order, as the planner reads
+// them (one entry a node).
+func degradedByNode(ds []planner.DegradedNode) []planner.DegradedNode {
+	out := slices.Clone(ds)
+	slices.SortFunc(out, func(a, b planner.DegradedNode) int { return a.Node - b.Node })
+	return out
 }
 
 // Collective is a SimulateCollective request resolved: the placed group, the

@@ -59,6 +59,17 @@ func flagged(err error, flags map[string]string) error {
 	return errors.New(strings.Join(parts, "; "))
 }
 
+// flaggedWarning renames the field an answer's warning starts with ("field: …")
+// to the flag that gives it, when one does.
+func flaggedWarning(w string, flags map[string]string) string {
+	if field, rest, ok := strings.Cut(w, ": "); ok {
+		if f, ok := flags[field]; ok {
+			return f + ": " + rest
+		}
+	}
+	return w
+}
+
 // checkNames refuses, by its flag, a name the API has no value for (a precision,
 // a recompute mode, a pipeline schedule, …): a request cannot carry it, so the
 // estimator would never see it. So too a value the request's narrower integer

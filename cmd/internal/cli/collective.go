@@ -159,6 +159,10 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 				fmt.Fprintf(stdout, "  %-12s %s\n", algoName(u.GetAlgorithm()), msg)
 			}
 		}
+		for _, x := range resp.GetWarnings() {
+			fmt.Fprintln(stdout)
+			printWrapped(stdout, "warning: ", x, true)
+		}
 		if sched != nil {
 			fmt.Fprintln(stdout)
 			sched.write(stdout, k)

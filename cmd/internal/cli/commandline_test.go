@@ -262,6 +262,8 @@ func TestPlanSizesNamed(t *testing.T) {
 		{append(base, "--gpus", "-8", "--gbs", "16", "--seq", "4096"), "--gpus: must be at least 1 (got -8)"},
 		{append(base, "--max-gpus", "-16", "--gbs", "16", "--seq", "4096"), "--max-gpus: must be at least 1 (got -16)"},
 		{append(base, "--gbs", "16", "--seq", "4096"), "--gpus or --max-gpus: required"},
+		// --min-gpus bounds --max-gpus's range; with --gpus it was ignored without a word.
+		{append(base, "--gpus", "16", "--min-gpus", "8", "--gbs", "16", "--seq", "4096"), "--gpus and --min-gpus: give --gpus, or --min-gpus with --max-gpus"},
 		{append(base, "--gpus", "8", "--nodes", "-4", "--gbs", "16", "--seq", "4096"), "--nodes: must be at least 1 (got -4)"},
 		{append(base, "--gpus", "8", "--gbs", "-16", "--seq", "4096"), "--gbs: must be at least 1 (got -16)"},
 		{append(base, "--gpus", "8", "--gbs", "16", "--seq", "0"), "--seq: required, at least 1 (got 0)"},
@@ -360,6 +362,16 @@ func TestCostNeedsPriceAndTokensFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
 		}
 	}
+	// A price without a budget priced nothing (no cost column, cost_usd 0).
+	for _, args := range [][]string{
+		{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096", "--price", "2"},
+		{"rank", "--in", "-", "--price", "2"},
+	} {
+		code, _, errOut := run(args...)
+		if code != exitFailure || !strings.Contains(errOut, "--price 2: prices the token budget, and --tokens is 0") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
 }
 
 // load with no successful request says what the requests met (it gave only their
@@ -372,5 +384,16 @@ func TestLoadSaysTheError(t *testing.T) {
 	code, _, errOut := run("load", "--server", "127.0.0.1:1", "--in", f, "--requests", "3", "--concurrency", "1")
 	if code != exitFailure || !strings.Contains(errOut, "no successful request (3 errors; the first: ") || !strings.Contains(errOut, "Unavailable") {
 		t.Errorf("exit %d, stderr %q; want the first error", code, errOut)
+	}
+}
+
+// The table of plans said nothing of what the search's answer warns of (a field
+// without effect: the MoE imbalance of a dense model); --json carried it. The
+// warnings every plan carries are printed under the table, by the flag when one
+// gives the field.
+func TestPlanPrintsTheSearchsWarnings(t *testing.T) {
+	code, out, errOut := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "16", "--seq", "4096", "--top", "2", "--moe-imbalance", "1.5")
+	if code != 0 || !strings.Contains(out, "warning: --moe-imbalance: no effect") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 	}
 }

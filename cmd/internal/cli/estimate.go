@@ -683,7 +683,7 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 	}
 	for _, x := range e.GetWarnings() {
 		fmt.Fprintln(w)
-		printWrapped(w, "warning: ", x, true)
+		printWrapped(w, "warning: ", flaggedWarning(x, estimateFlags), true)
 	}
 	fmt.Fprintln(w, "\nassumptions:")
 	for _, x := range e.GetAssumptions() {

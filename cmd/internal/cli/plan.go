@@ -234,6 +234,9 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	if *opt.gpus > 0 && *opt.maxGPUs > 0 {
 		return errors.New("--gpus and --max-gpus: give one")
 	}
+	if *opt.gpus > 0 && *opt.minGPUs != 0 {
+		return errors.New("--gpus and --min-gpus: give --gpus, or --min-gpus with --max-gpus")
+	}
 	if g := q.spec.GPUsPerNode; g > 0 && q.spec.Nodes*g < size {
 		q.spec.Nodes = (size + g - 1) / g
 	}
@@ -588,6 +591,13 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 		}
 	}
 	t.write(w)
+	// The warnings of the search as a whole: those every plan carries.
+	for _, x := range resp.GetPlans()[0].GetEstimate().GetWarnings() {
+		if !slices.ContainsFunc(resp.GetPlans(), func(p *pb.Plan) bool { return !slices.Contains(p.GetEstimate().GetWarnings(), x) }) {
+			fmt.Fprintln(w)
+			printWrapped(w, "warning: ", flaggedWarning(x, planFlags), true)
+		}
+	}
 	if c := resp.GetPlans()[0].GetCostUsd(); c > 0 {
 		fmt.Fprintf(w, "\nbest plan trains %.3g tokens for $%.0f\n", tokens, c)
 	}
@@ -610,12 +620,15 @@ func fmtDuration(s float64) string {
 	return fmt.Sprintf("%.1f min", s/60)
 }
 
-// costFlags refuses the cost objective without a price and a token budget by the
-// flags that give them (the request's rule names its fields, price_per_gpu_hour
+// costFlags refuses the cost objective without a price and a token budget, and a
+// price without a budget (it prices the budget), by the flags that give them (the request's rule names its fields, price_per_gpu_hour
 // and token_budget, which no flag is called).
 func costFlags(objective string, price, tokens float64) error {
 	if strings.EqualFold(objective, string(planner.Cost)) && (!(price > 0) || !(tokens > 0)) {
 		return fmt.Errorf("--objective cost: needs --price (per GPU-hour) and --tokens (the budget to train) above 0 (got --price %v, --tokens %v)", price, tokens)
+	}
+	if price > 0 && !(tokens > 0) {
+		return fmt.Errorf("--price %v: prices the token budget, and --tokens is 0: give the tokens to train", price)
 	}
 	return nil
 }

@@ -5484,7 +5484,10 @@ type SimulateCollectiveResponse struct {
 	// The answer came from the response cache.
 	Cached bool `protobuf:"varint,7,opt,name=cached,proto3" json:"cached,omitempty"`
 	// The chosen algorithm's explicit schedule, when the request asks for steps.
-	Schedule      *CollectiveSchedule `protobuf:"bytes,8,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	Schedule *CollectiveSchedule `protobuf:"bytes,8,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// What the request asks that the answer cannot follow, each naming its field
+	// (a cluster definition over a base cannot turn the base's nvls off).
+	Warnings      []string `protobuf:"bytes,9,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5571,6 +5574,13 @@ func (x *SimulateCollectiveResponse) GetCached() bool {
 func (x *SimulateCollectiveResponse) GetSchedule() *CollectiveSchedule {
 	if x != nil {
 		return x.Schedule
+	}
+	return nil
+}
+
+func (x *SimulateCollectiveResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -7470,7 +7480,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\bR\rautoCandidate\"]\n" +
 	"\rNotApplicable\x124\n" +
 	"\talgorithm\x18\x01 \x01(\x0e2\x16.stepcost.v1.AlgorithmR\talgorithm\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x9e\x03\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xba\x03\n" +
 	"\x1aSimulateCollectiveResponse\x127\n" +
 	"\x06chosen\x18\x01 \x01(\v2\x1f.stepcost.v1.CollectiveEstimateR\x06chosen\x12?\n" +
 	"\n" +
@@ -7481,7 +7491,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x11concurrent_groups\x18\x05 \x01(\x05R\x10concurrentGroups\x12+\n" +
 	"\x11estimator_version\x18\x06 \x01(\tR\x10estimatorVersion\x12\x16\n" +
 	"\x06cached\x18\a \x01(\bR\x06cached\x12;\n" +
-	"\bschedule\x18\b \x01(\v2\x1f.stepcost.v1.CollectiveScheduleR\bschedule\"\xaa\x04\n" +
+	"\bschedule\x18\b \x01(\v2\x1f.stepcost.v1.CollectiveScheduleR\bschedule\x12\x1a\n" +
+	"\bwarnings\x18\t \x03(\tR\bwarnings\"\xaa\x04\n" +
 	"\x12CollectiveSchedule\x124\n" +
 	"\talgorithm\x18\x01 \x01(\x0e2\x16.stepcost.v1.AlgorithmR\talgorithm\x121\n" +
 	"\bprotocol\x18\x02 \x01(\x0e2\x15.stepcost.v1.ProtocolR\bprotocol\x12\x1a\n" +

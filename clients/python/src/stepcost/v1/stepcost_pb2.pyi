@@ -1043,7 +1043,7 @@ class SimulateCollectiveRequest(_message.Message):
     def __init__(self, cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., concurrent: bool = ..., collective: _Optional[_Union[Collective, str]] = ..., size_bytes: _Optional[int] = ..., algorithm: _Optional[_Union[Algorithm, str]] = ..., protocol: _Optional[_Union[Protocol, str]] = ..., launch: _Optional[_Union[Launch, str]] = ..., steps: bool = ..., max_step_rows: _Optional[int] = ...) -> None: ...
 
 class SimulateCollectiveResponse(_message.Message):
-    __slots__ = ["cached", "chosen", "concurrent_groups", "considered", "estimator_version", "not_applicable", "ranks", "schedule"]
+    __slots__ = ["cached", "chosen", "concurrent_groups", "considered", "estimator_version", "not_applicable", "ranks", "schedule", "warnings"]
     CACHED_FIELD_NUMBER: _ClassVar[int]
     CHOSEN_FIELD_NUMBER: _ClassVar[int]
     CONCURRENT_GROUPS_FIELD_NUMBER: _ClassVar[int]
@@ -1052,6 +1052,7 @@ class SimulateCollectiveResponse(_message.Message):
     NOT_APPLICABLE_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     cached: bool
     chosen: CollectiveEstimate
     concurrent_groups: int
@@ -1060,7 +1061,8 @@ class SimulateCollectiveResponse(_message.Message):
     not_applicable: _containers.RepeatedCompositeFieldContainer[NotApplicable]
     ranks: int
     schedule: CollectiveSchedule
-    def __init__(self, chosen: _Optional[_Union[CollectiveEstimate, _Mapping]] = ..., considered: _Optional[_Iterable[_Union[CollectiveEstimate, _Mapping]]] = ..., not_applicable: _Optional[_Iterable[_Union[NotApplicable, _Mapping]]] = ..., ranks: _Optional[int] = ..., concurrent_groups: _Optional[int] = ..., estimator_version: _Optional[str] = ..., cached: bool = ..., schedule: _Optional[_Union[CollectiveSchedule, _Mapping]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, chosen: _Optional[_Union[CollectiveEstimate, _Mapping]] = ..., considered: _Optional[_Iterable[_Union[CollectiveEstimate, _Mapping]]] = ..., not_applicable: _Optional[_Iterable[_Union[NotApplicable, _Mapping]]] = ..., ranks: _Optional[int] = ..., concurrent_groups: _Optional[int] = ..., estimator_version: _Optional[str] = ..., cached: bool = ..., schedule: _Optional[_Union[CollectiveSchedule, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StepEstimate(_message.Message):
     __slots__ = ["assumptions", "breakdown", "communication", "gpus", "layout", "memory", "micro_batches", "stage_layers", "step_time_s", "throughput", "training", "warnings"]

@@ -1,0 +1,64 @@
+package wire
+
+import (
+	"fmt"
+
+	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/planner"
+)
+
+// NoEffect warns of the training fields given (t as sent, before the framework's
+// defaults) that cannot change the answer: the MoE settings of a dense model,
+// and, for one layout (l; nil for a search, whose layouts vary), the ZeRO-3
+// settings of a layout without ZeRO-3 and the NCCL thread blocks of a group it
+// does not run collectives on. The request is valid; it asks something the model
+// or the layout leaves out, which the echo of the training would otherwise hide.
+func NoEffect(a model.Arch, t step.Training, l *step.Layout) []string {
+	var out []string
+	warn := func(given bool, field, why string, args ...any) {
+		if given {
+			out = append(out, field+": no effect: "+fmt.Sprintf(why, args...))
+		}
+	}
+	if a.MoE == nil {
+		dense := "the model has no MoE layers"
+		warn(t.MoEImbalance != 0, "training.moe_imbalance", "%s", dense)
+		warn(t.MoECapacityFactor != 0, "training.moe_capacity_factor", "%s", dense)
+		warn(t.MoEPadToCapacity, "training.moe_pad_to_capacity", "%s", dense)
+		warn(t.MoEDispatcher != "", "training.moe_dispatcher", "%s", dense)
+		warn(t.MoEPermuteFusion, "training.moe_permute_fusion", "%s", dense)
+		warn(t.MoERouterFP32, "training.moe_router_fp32", "%s", dense)
+	}
+	if l == nil {
+		return out
+	}
+	if l.ZeRO != 3 {
+		warn(t.OnDemandGathers, "training.zero3_on_demand_gathers", "the layout runs ZeRO %d, not ZeRO-3", l.ZeRO)
+		warn(t.BackwardPrefetch != "", "training.zero3_backward_prefetch", "the layout runs ZeRO %d, not ZeRO-3", l.ZeRO)
+	}
+	// The ring attention's sends run on the context-parallel group's thread
+	// blocks; without context parallelism there are none (step's commOnCTAs).
+	warn(t.CPMaxCTAs != 0 && l.CP <= 1, "training.cp_nccl_max_ctas", "the layout has no context parallelism (cp %d)", max(1, l.CP))
+	// The TP collectives NCCL runs (step's groupMaxCTAs): none with tp 1, and
+	// TP overlap's transfers are not NCCL's.
+	switch {
+	case t.TPMaxCTAs != 0 && l.TP <= 1:
+		warn(true, "training.tp_nccl_max_ctas", "the layout has no tensor parallelism (tp %d)", max(1, l.TP))
+	case t.TPMaxCTAs != 0 && l.OverlapTP:
+		warn(true, "training.tp_nccl_max_ctas", "under overlap_tp the TP transfers run outside NCCL")
+	}
+	return out
+}
+
+// PlanNoEffect is NoEffect for a search (the model's fields; its layouts vary),
+// and placement_tolerance where every job size has one placement: without a free
+// map, excluded or degraded nodes the planner places a job on the first nodes
+// (planner's placements), so there is nothing to choose between.
+func PlanNoEffect(pr planner.Request) []string {
+	out := NoEffect(pr.Model, pr.Training, nil)
+	if pr.PlacementTolerance != 0 && len(pr.Free) == 0 && len(pr.ExcludeNodes) == 0 && len(pr.DegradedNodes) == 0 {
+		out = append(out, "placement_tolerance: no effect: without cluster.free_gpus, exclude_nodes or degraded_nodes each job size has one placement, the first nodes")
+	}
+	return out
+}
