@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -117,9 +118,39 @@ func (r *gpuRef) UnmarshalJSON(data []byte) error {
 		if err := dec.Decode(&r.gpu); err != nil {
 			return decodeError(data, err, "gpu")
 		}
-		return nil
+		return foldPeakKeys(data, &r.gpu)
 	}
 	return invalid.Field("gpu", "must be a catalog GPU name or an object (got %s)", jsonKind(data))
+}
+
+// foldPeakKeys reads gpu.peak_tflops keys in any case ("BF16" as "bf16"), as the
+// API does (wire.GPUFromProto), so that one cluster described in a file and in a
+// request prices alike. A key given in upper case replaces the base GPU's entry of
+// that type; two keys of the file naming one type are refused, since which one
+// counts would be the map's choice. data is the GPU object, known to decode.
+func foldPeakKeys(data []byte, g *hardware.GPU) error {
+	var given struct {
+		Peak map[string]json.RawMessage `json:"peak_tflops"`
+	}
+	if json.Unmarshal(data, &given) != nil || len(given.Peak) == 0 {
+		return nil
+	}
+	seen := make(map[string]string, len(given.Peak))
+	for _, k := range slices.Sorted(maps.Keys(given.Peak)) {
+		lk := strings.ToLower(k)
+		if other, dup := seen[lk]; dup {
+			return invalid.Field("gpu.peak_tflops", "%q and %q name one type: give it once", other, k)
+		}
+		seen[lk] = k
+	}
+	for lk, k := range seen {
+		if k == lk {
+			continue
+		}
+		g.PeakTFLOPS[hardware.DType(lk)] = g.PeakTFLOPS[hardware.DType(k)]
+		delete(g.PeakTFLOPS, hardware.DType(k))
+	}
+	return nil
 }
 
 var gpuRefType = reflect.TypeFor[gpuRef]()

@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -311,4 +312,29 @@ func FuzzDecodeSpec(f *testing.F) {
 			t.Fatalf("accepted spec does not build: %v", err)
 		}
 	})
+}
+
+// A cluster file's peak_tflops keys are read in any case, as the API reads them
+// (wire.GPUFromProto): "BF16" is bf16, over a base GPU too; two keys naming one
+// type are refused by field.
+func TestDecodeSpecPeakKeysAnyCase(t *testing.T) {
+	const gpu = `"gpu":{"name":"g","arch":"hopper","peak_tflops":{%s},"memory_gb":80,"memory_bandwidth_gbps":3350,"nvlink_gbps":450}`
+	spec, err := catalog.DecodeSpec([]byte(`{"name":"x",` + fmt.Sprintf(gpu, `"BF16":900,"Fp8":1800`) + `,"gpus_per_node":8,"intra":{"kind":"nvswitch"},"nodes":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.GPU.PeakTFLOPS[hardware.BF16] != 900 || spec.GPU.PeakTFLOPS[hardware.FP8] != 1800 || len(spec.GPU.PeakTFLOPS) != 2 {
+		t.Errorf("peaks %v, want bf16 900 and fp8 1800 only", spec.GPU.PeakTFLOPS)
+	}
+	over, err := catalog.DecodeSpec([]byte(`{"base":"dgx-h100","gpu":{"peak_tflops":{"BF16":500}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if over.GPU.PeakTFLOPS[hardware.BF16] != 500 {
+		t.Errorf("over dgx-h100: bf16 %v, want the file's 500", over.GPU.PeakTFLOPS[hardware.BF16])
+	}
+	_, err = catalog.DecodeSpec([]byte(`{"name":"x",` + fmt.Sprintf(gpu, `"BF16":900,"bf16":800`) + `,"gpus_per_node":8,"intra":{"kind":"nvswitch"},"nodes":1}`))
+	if err == nil || !strings.Contains(err.Error(), "gpu.peak_tflops") {
+		t.Errorf("two keys for bf16: %v, want an error naming gpu.peak_tflops", err)
+	}
 }
