@@ -181,7 +181,7 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 	perIter := false // the table has nccl-tests' per-iteration columns (-I 1)
 	wrongCounts := false
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // lines up to 1 MiB; most are short, so the buffer grows only when one is long
 	for line := 1; sc.Scan(); line++ {
 		raw := sc.Text()
 		if !strings.ContainsFunc(raw, func(r rune) bool { return r != ' ' && r != '\t' }) {

@@ -134,7 +134,7 @@ var ansiRe = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 // a line of its own, numbered with the file's line.
 func logLines(data []byte, fn func(line int, t string) error) error {
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // lines up to 1 MiB; most are short, so the buffer grows only when one is long
 	for line := 1; sc.Scan(); line++ {
 		for _, t := range strings.Split(sc.Text(), "\r") {
 			if err := fn(line, ansiRe.ReplaceAllString(t, "")); err != nil {
