@@ -150,6 +150,7 @@ func TestAdmissionFlagsAndMetrics(t *testing.T) {
 		"--max-concurrent-searches": func(c *Config) { c.Limits.MaxConcurrentSearches = -1 },
 		"--max-queued-searches":     func(c *Config) { c.Limits.MaxQueuedSearches = -1 },
 		"--max-search-gpus":         func(c *Config) { c.Limits.MaxSearchGPUs = -1 },
+		"--max-answer-gpus":         func(c *Config) { c.Limits.MaxAnswerGPUs = -1 },
 	} {
 		cfg := DefaultConfig()
 		cfg.WarmUp = nil // tests start at once

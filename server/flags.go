@@ -41,6 +41,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Limits.MaxRankConfigs, "max-rank-configs", cfg.Limits.MaxRankConfigs, "most configs in one RankConfigs call")
 	fs.IntVar(&cfg.Limits.MaxCandidates, "max-candidates", cfg.Limits.MaxCandidates, "most layouts one EstimatePlan may consider (0: no limit)")
 	fs.IntVar(&cfg.Limits.MaxSearchGPUs, "max-search-gpus", cfg.Limits.MaxSearchGPUs, "most GPUs one EstimatePlan may place, summed over the job sizes it tries (0: no limit)")
+	fs.IntVar(&cfg.Limits.MaxAnswerGPUs, "max-answer-gpus", cfg.Limits.MaxAnswerGPUs, "most GPUs one EstimatePlan answer may list in its plans' placements: top_k × the largest job size (0: no limit)")
 	fs.IntVar(&cfg.Limits.MaxConcurrentSearches, "max-concurrent-searches", cfg.Limits.MaxConcurrentSearches, "uncached searches (and RankConfigs calls of more than 16 configs) running at once, large ones in at most half (0: no limit)")
 	fs.IntVar(&cfg.Limits.MaxQueuedSearches, "max-queued-searches", cfg.Limits.MaxQueuedSearches, "searches that may wait for a slot, each until its deadline; more are refused with UNAVAILABLE")
 	warm := fs.String("warm-up", "default", "clusters to search at start-up before reporting SERVING, as system:gpus,… (default: the NVIDIA reference systems at 1024 GPUs; none: skip)")
