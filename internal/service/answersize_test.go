@@ -1,7 +1,9 @@
 package service
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,5 +45,68 @@ func TestAnswerSizeIsBounded(t *testing.T) {
 			!strings.Contains(err.Error(), "--max-answer-gpus") || !strings.Contains(err.Error(), c.want):
 			t.Errorf("gpus %d max_gpus %d top_k %d: got %v, want INVALID_ARGUMENT on top_k naming --max-answer-gpus and %q", c.req.Gpus, c.req.MaxGpus, c.req.TopK, err, c.want)
 		}
+	}
+}
+
+// The Pareto front's plans list their placements too, and the front's size is
+// known only after the search: 16 plans and 19 on the front of 131 072 GPUs listed
+// 4.6 M GPUs (22.7 MB of JSON) under a limit of 2 097 152. The GPUs listed by the
+// whole answer, top plans and front, stay within --max-answer-gpus; a front plan
+// past it keeps its placement's counts, its nodes left out and a warning naming the
+// flag.
+func TestAnswerSizeCountsTheFront(t *testing.T) {
+	req := plannerRequest()
+	req.Gpus, req.MaxGpus, req.TopK, req.IncludeDominated = 0, 32, 3, true
+	lim := DefaultLimits()
+	lim.MaxAnswerGPUs = 3*32 + 40 // the top plans, and room for a front plan or two
+	s := New(Options{Limits: &lim})
+	resp, res, err := s.PlanResult(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := 0
+	for _, p := range res.Top {
+		top += p.GPUs
+	}
+	front := 0
+	for _, p := range res.Pareto {
+		front += p.GPUs
+	}
+	if top+front <= lim.MaxAnswerGPUs || len(res.Pareto) < 2 {
+		t.Fatalf("the search's top plans (%d GPUs) and front (%d plans, %d GPUs) do not exceed the limit %d: the test tests nothing", top, len(res.Pareto), front, lim.MaxAnswerGPUs)
+	}
+	listed := func(ps []*pb.Plan) (n int) {
+		for _, p := range ps {
+			for _, u := range p.GetPlacement().GetNodes() {
+				n += len(u.GetGpus())
+			}
+		}
+		return n
+	}
+	if n := listed(resp.GetPlans()); n != top {
+		t.Errorf("the top plans list %d GPUs, want all %d", n, top)
+	}
+	if n := listed(resp.GetPlans()) + listed(resp.GetPareto()); n > lim.MaxAnswerGPUs {
+		t.Errorf("the answer lists %d GPUs, over --max-answer-gpus %d", n, lim.MaxAnswerGPUs)
+	}
+	if len(resp.GetPareto()) != len(res.Pareto) {
+		t.Fatalf("the answer's front has %d plans, the search's %d", len(resp.GetPareto()), len(res.Pareto))
+	}
+	cut := 0
+	for i, p := range resp.GetPareto() {
+		pl := p.GetPlacement()
+		if len(pl.GetNodes()) > 0 {
+			continue
+		}
+		cut++
+		if int(pl.GetWholeNodes()+pl.GetPartialNodes()) == 0 || int(p.GetGpus()) != res.Pareto[i].GPUs {
+			t.Errorf("front plan %d: its placement's counts are gone: %v", i, pl)
+		}
+		if !slices.ContainsFunc(p.GetEstimate().GetWarnings(), func(w string) bool { return strings.Contains(w, "--max-answer-gpus") }) {
+			t.Errorf("front plan %d: nodes left out without a warning naming --max-answer-gpus: %q", i, p.GetEstimate().GetWarnings())
+		}
+	}
+	if cut == 0 {
+		t.Error("no front plan had its nodes left out")
 	}
 }

@@ -293,7 +293,7 @@ func (s *Service) plan(ctx context.Context, p *wire.Plan) (*pb.EstimatePlanRespo
 	if err != nil {
 		return nil, res, err
 	}
-	return wire.PlanResponse(pr, res), res, nil
+	return wire.PlanResponse(pr, res, s.limits.MaxAnswerGPUs), res, nil
 }
 
 // PlanResult answers an EstimatePlan request as EstimatePlan does, but never from

@@ -228,8 +228,14 @@ func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion}
 }
 
-// PlanResponse is the answer to an EstimatePlan request pr found res.
-func PlanResponse(pr planner.Request, res planner.Result) *pb.EstimatePlanResponse {
+// PlanResponse is the answer to an EstimatePlan request pr found res. It lists the
+// GPUs of at most maxListed of its plans' placements (0: no limit; the service's
+// --max-answer-gpus): the top plans in full (the service refuses a top_k that
+// could list more before the search), then the front's plans, in order, while they
+// fit. A front plan that does not keeps its placement's counts and says why its
+// nodes are left out: the front's size is known only after the search, and 19
+// plans on 131 072 GPUs listed 2.5 M GPUs beside the top plans' 2.1 M.
+func PlanResponse(pr planner.Request, res planner.Result, maxListed int) *pb.EstimatePlanResponse {
 	out := &pb.EstimatePlanResponse{Model: ArchToProto(pr.Model), EstimatorVersion: buildinfo.EstimatorVersion, NoPlanReason: res.NoPlan,
 		Stats: &pb.SearchStats{Enumerated: int64(res.Stats.Enumerated), Evaluated: int64(res.Stats.Evaluated),
 			Feasible: int64(res.Stats.Feasible), Dominated: int64(res.Stats.Dominated), GpuCounts: ToInt32s(res.Stats.GPUCounts), Pruned: map[string]int64{},
@@ -237,18 +243,41 @@ func PlanResponse(pr planner.Request, res planner.Result) *pb.EstimatePlanRespon
 	for k, v := range res.Stats.Pruned {
 		out.Stats.Pruned[k] = int64(v)
 	}
+	listed := 0
+	// fits counts p's GPUs into the answer's listing if they fit in maxListed.
+	fits := func(p planner.Plan) bool {
+		n := 0
+		for _, u := range p.Placement.Nodes {
+			n += len(u.GPUs)
+		}
+		if maxListed > 0 && listed+n > maxListed {
+			return false
+		}
+		listed += n
+		return true
+	}
 	unused := PlanNoEffect(pr)
 	for _, p := range res.Top {
+		fits(p) // within the limit: checked on top_k × the largest job size before the search
 		pp := PlanToProto(p)
 		pp.Estimate.Warnings = append(pp.Estimate.Warnings, unused...)
 		out.Plans = append(out.Plans, pp)
 	}
 	for _, p := range res.Pareto {
+		listIt := fits(p)
+		if !listIt {
+			p.Placement.Nodes = nil
+		}
 		// The front can hold dozens of plans; their full communication tables and
 		// assumptions would multiply the response size (and its encoding time) for
 		// detail a caller gets from EstimateStep on the plan it picks.
 		pp := PlanToProto(p)
 		pp.Estimate.Communication, pp.Estimate.Assumptions = nil, nil
+		if !listIt {
+			pp.Estimate.Warnings = append(pp.Estimate.Warnings, fmt.Sprintf(
+				"placement.nodes left out: the answer lists at most %d GPUs in its plans' placements (flag --max-answer-gpus) and this plan's %d would take it over; an EstimatePlan with gpus %d and this layout in its constraints lists them",
+				maxListed, p.GPUs, p.GPUs))
+		}
 		out.Pareto = append(out.Pareto, pp)
 	}
 	return out

@@ -5036,6 +5036,9 @@ type EstimatePlanResponse struct {
 	Plans []*Plan `protobuf:"bytes,1,rep,name=plans,proto3" json:"plans,omitempty"`
 	// Pareto front over GPUs × step time × memory headroom; these plans carry their
 	// estimate without the communication table and assumptions (ask EstimateStep).
+	// The answer lists at most the service's --max-answer-gpus GPUs in its plans'
+	// placements: a front plan past it keeps its placement's counts, its nodes left
+	// out, and a warning says so.
 	Pareto []*Plan `protobuf:"bytes,2,rep,name=pareto,proto3" json:"pareto,omitempty"`
 	// What the search did.
 	Stats *SearchStats `protobuf:"bytes,3,opt,name=stats,proto3" json:"stats,omitempty"`
