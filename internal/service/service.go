@@ -293,7 +293,8 @@ func (s *Service) plan(ctx context.Context, p *wire.Plan) (*pb.EstimatePlanRespo
 	if err != nil {
 		return nil, res, err
 	}
-	return wire.PlanResponse(pr, res, s.limits.MaxAnswerGPUs), res, nil
+	resp, err := wire.PlanResponse(ctx, pr, res, s.limits.MaxAnswerGPUs)
+	return resp, res, err
 }
 
 // PlanResult answers an EstimatePlan request as EstimatePlan does, but never from
