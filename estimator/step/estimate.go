@@ -2134,12 +2134,44 @@ func (p *pricing) explain() {
 		res.Assumptions = append(slices.Clip(res.Assumptions), p.moeNote())
 	}
 	if d := cl.Degraded; d != "" {
-		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
-			"what-if: %s (rank 0's); every collective through it runs at its pace and the step waits for the slowest group", d))
+		res.Assumptions = append(slices.Clip(res.Assumptions), p.degradedNote(d))
 	}
 	if d := cl.Loaded; d != "" {
 		res.Assumptions = append(slices.Clip(res.Assumptions), "other jobs: "+d)
 	}
+}
+
+// degradedNote states the link what-ifs d applied at rank 0's GPU and node, and
+// what they slow: a job whose ranks all lie on rank 0's node sends no collective
+// through its NICs (the cluster routes a node's own GPUs over its scale-up fabric),
+// so a degraded NIC changes nothing there and the note says so.
+func (p *pricing) degradedNote(d string) string {
+	const paced = "runs at its pace and the step waits for the slowest group"
+	if !(p.req.DegradedNICSpeed > 0 && p.req.DegradedNICSpeed < 1) || !p.oneNode() {
+		return fmt.Sprintf("what-if: %s (rank 0's); every collective through it %s", d, paced)
+	}
+	if p.req.DegradedLinkSpeed > 0 && p.req.DegradedLinkSpeed < 1 {
+		return fmt.Sprintf("what-if: %s (rank 0's); the job's ranks all lie on that node, so no collective goes through its NICs; every collective through the link %s", d, paced)
+	}
+	return fmt.Sprintf("what-if: %s (rank 0's); the job's ranks all lie on that node, so no collective goes through its NICs and they change nothing", d)
+}
+
+// oneNode is whether every rank of the job runs on rank 0's node.
+func (p *pricing) oneNode() bool {
+	cl, rm := p.req.Cluster, p.req.Ranks
+	gpu := func(r int) int {
+		if rm != nil {
+			return rm.GPU(r)
+		}
+		return r
+	}
+	node := cl.Node(gpu(0))
+	for r := 1; r < p.g.n; r++ {
+		if cl.Node(gpu(r)) != node {
+			return false
+		}
+	}
+	return true
 }
 
 // ring is ring attention's communication for one micro-batch through a stage (Liu et

@@ -108,3 +108,38 @@ func TestDegradedLinks(t *testing.T) {
 		t.Errorf("speeds -1 and 2: %v", err)
 	}
 }
+
+// A job inside one node sends nothing through its NICs: with rank 0's node's NICs
+// degraded its estimate is the healthy one, and its assumptions say the NICs carry
+// none of its collectives instead of "every collective through it runs at its pace".
+// Across two nodes the data-parallel reduction goes through them and the text says
+// so; a degraded scale-up link beside the NIC still paces the one-node job.
+func TestDegradedNICAssumptionSaysWhatApplies(t *testing.T) {
+	run := func(nodes int, nic, link float64) string {
+		req := step.Request{
+			Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", nodes),
+			Training:          step.Training{SeqLen: 4096, GlobalBatch: 64},
+			Layout:            step.Layout{TP: 8, PP: 1, DP: nodes, MicroBatch: 1, ZeRO: 1, SP: true},
+			DegradedNICSpeed:  nic,
+			DegradedLinkSpeed: link,
+		}
+		r, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Assumptions[len(r.Assumptions)-1]
+	}
+	const paced = "every collective through it runs at its pace"
+	if a := run(1, 0.5, 0); !strings.Contains(a, "NICs at 50%") || strings.Contains(a, paced) || !strings.Contains(a, "no collective") {
+		t.Errorf("one node, NICs at 50%%: %q; want the what-if and that no collective goes through the NICs", a)
+	}
+	if a := run(1, 0.5, 0.5); !strings.Contains(a, "scale-up link at 50%") || !strings.Contains(a, "no collective") || !strings.Contains(a, "through the link runs at its pace") {
+		t.Errorf("one node, NICs and a link at 50%%: %q; want the NICs carrying nothing and the link pacing its collectives", a)
+	}
+	if a := run(2, 0.5, 0); !strings.Contains(a, paced) {
+		t.Errorf("two nodes, NICs at 50%%: %q; want %q", a, paced)
+	}
+	if a := run(1, 0, 0.5); !strings.Contains(a, paced) {
+		t.Errorf("one node, a link at 50%%: %q; want %q", a, paced)
+	}
+}

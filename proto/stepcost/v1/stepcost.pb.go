@@ -3594,7 +3594,8 @@ type EstimateStepRequest struct {
 	SlowGpuSpeed float64 `protobuf:"fixed64,5,opt,name=slow_gpu_speed,json=slowGpuSpeed,proto3" json:"slow_gpu_speed,omitempty"`
 	// What-if: the NICs of one node of the job (rank 0's) run at this fraction of
 	// their bandwidth, from 0.001 to 1; unset or 0: none. Every collective through that node
-	// runs at its pace and the step waits for the slowest group.
+	// runs at its pace and the step waits for the slowest group; a job inside one node
+	// sends none through its NICs (its estimate is the healthy one).
 	DegradedNicSpeed float64 `protobuf:"fixed64,6,opt,name=degraded_nic_speed,json=degradedNicSpeed,proto3" json:"degraded_nic_speed,omitempty"`
 	// What-if: one GPU's (rank 0's) scale-up link (NVLink, PCIe) runs at this
 	// fraction of its bandwidth, from 0.001 to 1; unset or 0: none.
