@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -24,20 +25,25 @@ func (r *Request) placements(n, tp int) []*Placement {
 		pls = placements(r.Cluster, r.Free, n, tp)
 	}
 	for _, pl := range pls {
-		used := make(map[int]bool, len(pl.Nodes))
 		for _, u := range pl.Nodes {
-			used[u.Node] = true
-		}
-		for _, d := range r.DegradedNodes {
-			switch {
-			case used[d.Node]:
-				pl.DegradedUsed = append(pl.DegradedUsed, d.Node)
-			case r.Free == nil || len(r.Free[d.Node]) > 0:
-				pl.DegradedAvoided = append(pl.DegradedAvoided, d.Node)
+			if r.degradedAt[u.Node] >= 0 {
+				pl.DegradedUsed = append(pl.DegradedUsed, u.Node)
 			}
 		}
 		slices.Sort(pl.DegradedUsed)
-		slices.Sort(pl.DegradedAvoided)
+		pl.DegradedUsed = slices.Compact(pl.DegradedUsed)
+		// DegradedNodes are in node order (normalise), as DegradedUsed now is: the
+		// nodes avoided are the others with free GPUs, found in one pass over both.
+		k := 0
+		for _, d := range r.DegradedNodes {
+			if k < len(pl.DegradedUsed) && pl.DegradedUsed[k] == d.Node {
+				k++
+				continue
+			}
+			if r.Free == nil || len(r.Free[d.Node]) > 0 {
+				pl.DegradedAvoided = append(pl.DegradedAvoided, d.Node)
+			}
+		}
 	}
 	return pls
 }
@@ -111,10 +117,9 @@ func (d DegradedNode) slowest() float64 {
 // does not change the price; when several apply, the slowest paces the step.
 func (r *Request) whatIfs(pl *Placement) (slow, nic, link float64) {
 	slow, nic, link = r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed
-	for _, d := range r.DegradedNodes {
-		if slices.Contains(pl.DegradedUsed, d.Node) {
-			slow, nic, link = slower(slow, d.GPUSpeed), slower(nic, d.NICSpeed), slower(link, d.LinkSpeed)
-		}
+	for _, node := range pl.DegradedUsed {
+		d := r.DegradedNodes[r.degradedAt[node]]
+		slow, nic, link = slower(slow, d.GPUSpeed), slower(nic, d.NICSpeed), slower(link, d.LinkSpeed)
 	}
 	return slow, nic, link
 }
@@ -135,14 +140,36 @@ func slower(a, b float64) float64 {
 func (r *Request) degradedNote(pl *Placement) string {
 	var parts []string
 	if len(pl.DegradedUsed) > 0 {
-		var used []string
-		for _, d := range r.DegradedNodes {
-			if slices.Contains(pl.DegradedUsed, d.Node) {
-				used = append(used, fmt.Sprintf("node %d (%s)", d.Node, d.parts()))
+		// In node order (DegradedUsed's, DegradedNodes'); nodes degraded alike share
+		// the text of their parts (the last node's, else looked up).
+		var used strings.Builder
+		named := map[DegradedNode]string{}
+		var last DegradedNode
+		what := ""
+		for i, node := range pl.DegradedUsed {
+			d := r.DegradedNodes[r.degradedAt[node]]
+			if key := (DegradedNode{GPUSpeed: d.GPUSpeed, NICSpeed: d.NICSpeed, LinkSpeed: d.LinkSpeed}); i == 0 || key != last {
+				var ok bool
+				if what, ok = named[key]; !ok {
+					what = d.parts()
+					named[key] = what
+				}
+				last = key
+				if i == 0 {
+					used.Grow(len(pl.DegradedUsed) * (len("node 00000 (), ") + len(what)))
+				}
 			}
+			if i > 0 {
+				used.WriteString(", ")
+			}
+			used.WriteString("node ")
+			used.WriteString(strconv.Itoa(node))
+			used.WriteString(" (")
+			used.WriteString(what)
+			used.WriteString(")")
 		}
 		parts = append(parts, fmt.Sprintf("what-if: degraded %s used: the free GPUs of the other nodes cannot host the job; priced with the degradation in the job, in every group the estimate prices",
-			strings.Join(used, ", ")))
+			used.String()))
 	}
 	if len(pl.DegradedAvoided) > 0 {
 		parts = append(parts, fmt.Sprintf("what-if: degraded node%s %s avoided: the job runs on other nodes' free GPUs at full speed",

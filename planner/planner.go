@@ -216,6 +216,9 @@ type Request struct {
 	avoid FreeMap
 	// mildFirst are the degraded nodes, mildest first (normalise).
 	mildFirst []int
+	// degradedAt[node] is the node's index in DegradedNodes, -1 for a healthy node
+	// (normalise; nil without DegradedNodes): each placement looks its nodes up.
+	degradedAt []int32
 	// busy are the GPUs other jobs hold (node → local GPUs): those a free map leaves
 	// out, but for excluded nodes (normalise; nil without a free map).
 	busy map[int][]int

@@ -143,3 +143,36 @@ func BenchmarkSearchColdFP8(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchDegraded is a search on DGX H100 nodes with every node degraded
+// (its NICs at half bandwidth) against none: each placement the search tries records
+// the degraded nodes it uses and is priced with their what-ifs, so the degraded
+// nodes' bookkeeping must grow with the nodes a placement uses, not with their
+// square (docs/planner.md "## Speed").
+func BenchmarkSearchDegraded(b *testing.B) {
+	for _, nodes := range []int{512, 4096, 16384} {
+		for _, all := range []bool{false, true} {
+			req := planner.Request{Model: mustModel(b, "llama3-70b"), Cluster: mustCluster(b, "dgx-h100", nodes), GPUs: 8 * nodes,
+				Training: step.Training{SeqLen: 8192, GlobalBatch: 8 * nodes}}
+			name := "none"
+			if all {
+				name = "all"
+				for n := range nodes {
+					req.DegradedNodes = append(req.DegradedNodes, planner.DegradedNode{Node: n, NICSpeed: 0.5})
+				}
+			}
+			b.Run(fmt.Sprintf("nodes=%d/degraded=%s", nodes, name), func(b *testing.B) {
+				e := step.New()
+				if _, err := planner.Search(context.Background(), e, req); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := planner.Search(context.Background(), e, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -777,12 +777,17 @@ func (r *Request) normalise() error {
 			return invalid.Field("exclude_nodes", "no node of the cluster is left")
 		}
 	}
-	r.avoid, r.mildFirst = nil, nil
+	r.avoid, r.mildFirst, r.degradedAt = nil, nil, nil
 	if len(r.DegradedNodes) > 0 {
 		r.mildFirst = mildFirst(r.DegradedNodes)
 		nodes := make([]int, len(r.DegradedNodes))
+		r.degradedAt = make([]int32, r.Cluster.Spec.Nodes)
+		for i := range r.degradedAt {
+			r.degradedAt[i] = -1
+		}
 		for i, d := range r.DegradedNodes {
 			nodes[i] = d.Node
+			r.degradedAt[d.Node] = int32(i)
 		}
 		r.avoid = r.Free.without(r.Cluster, nodes)
 	}
