@@ -204,6 +204,15 @@ func (s *Service) EstimateStep(ctx context.Context, req *pb.EstimateStepRequest)
 		return nil, err
 	}
 	m, err := s.cached(ctx, "EstimateStep", w)
+	// The key holds layout.recompute_modules as a set, so a computation for the same
+	// modules in another order, at the same time, may have answered: its field
+	// errors name that order's indices. Estimated again for this caller alone (a
+	// refused layout is refused in validation, before any pricing).
+	if err != nil && ctx.Err() == nil && len(req.GetLayout().GetRecomputeModules()) > 1 {
+		if code, _ := CodeOf(err); code == InvalidArgument {
+			m, err = finiteRun(w.run)(ctx)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -200,8 +200,12 @@ func ResolveStep(pool *Clusters, req *pb.EstimateStepRequest, maxGPUs int) (*Ste
 		SlowGPU: req.GetSlowGpuSpeed(), DegradedNIC: req.GetDegradedNicSpeed(), DegradedLink: req.GetDegradedLinkSpeed()}, nil
 }
 
-// Key is what the request resolves to: equivalent requests have equal keys.
+// Key is what the request resolves to: equivalent requests have equal keys. The
+// recompute modules are a set (the estimator reads them as bits): in the key, as
+// in the answer's layout (Response), they are in the estimator's order.
 func (s *Step) Key() any {
+	l := s.Layout
+	l.RecomputeModules = CanonicalRecomputeModules(l.RecomputeModules)
 	return struct {
 		Model    model.Arch
 		Derived  string
@@ -210,7 +214,26 @@ func (s *Step) Key() any {
 		Cluster  topology.Spec
 		// The what-ifs change the answer as much as the layout does.
 		SlowGPU, DegradedNIC, DegradedLink float64
-	}{s.Model, s.Derived, s.Training, s.Layout, s.Cluster.Cluster.Spec, s.SlowGPU, s.DegradedNIC, s.DegradedLink}
+	}{s.Model, s.Derived, s.Training, l, s.Cluster.Cluster.Spec, s.SlowGPU, s.DegradedNIC, s.DegradedLink}
+}
+
+// CanonicalRecomputeModules is v in the estimator's order of the modules
+// (step.RecomputeModuleNames), a name it does not know after them in the order
+// given; v itself when already in that order.
+func CanonicalRecomputeModules(v []string) []string {
+	names := step.RecomputeModuleNames()
+	rank := func(m string) int {
+		if i := slices.Index(names, m); i >= 0 {
+			return i
+		}
+		return len(names)
+	}
+	if slices.IsSortedFunc(v, func(a, b string) int { return rank(a) - rank(b) }) {
+		return v
+	}
+	out := slices.Clone(v)
+	slices.SortStableFunc(out, func(a, b string) int { return rank(a) - rank(b) })
+	return out
 }
 
 // Request is the estimator's request.
@@ -222,6 +245,10 @@ func (s *Step) Request() step.Request {
 // Response is the API's answer for the estimator's res.
 func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 	est := StepToProto(res)
+	// One answer for the modules in any order (Key): listed in the estimator's.
+	if l := est.GetLayout(); l != nil {
+		l.RecomputeModules = CanonicalRecomputeModules(l.RecomputeModules)
+	}
 	if s.Derived != "" {
 		est.Assumptions = append([]string{s.Derived}, est.Assumptions...)
 	}
