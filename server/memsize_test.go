@@ -34,12 +34,14 @@ func TestCacheCostIsTheHeap(t *testing.T) {
 		if _, err := call(); err != nil { // warms the estimator's caches
 			t.Fatal(err)
 		}
-		// The median of three rounds: what earlier tests leave behind (servers
-		// winding down, pools emptied over two collections) is freed now and then
-		// during a round.
+		// Five rounds: what earlier tests leave behind (servers winding down, pools
+		// emptied over two collections) is freed now and then during a round, which
+		// reads the responses' heap low; on a loaded machine in two rounds of three.
+		// Undercharging (unsafe) is judged on the median, overcharging (safe, only
+		// wasteful) on the largest round.
 		var keep []proto.Message
 		var rounds []float64
-		for range 3 {
+		for range 5 {
 			keep = make([]proto.Message, n)
 			before := settledHeap()
 			for i := range keep {
@@ -53,11 +55,11 @@ func TestCacheCostIsTheHeap(t *testing.T) {
 			runtime.KeepAlive(keep)
 		}
 		slices.Sort(rounds)
-		heap := rounds[1]
+		heap, most := rounds[len(rounds)/2], rounds[len(rounds)-1]
 		cost := float64(cacheCost(keep[0]) - cacheEntryOverhead)
-		t.Logf("%s: encoded %d B, heap %.0f B, charged %.0f B", name, proto.Size(keep[0]), heap, cost)
-		if cost < 0.8*heap || cost > 2*heap { // over is safe, under is not
-			t.Errorf("%s: charged %.0f B for %.0f B of heap", name, cost, heap)
+		t.Logf("%s: encoded %d B, heap %.0f B (rounds %.0f), charged %.0f B", name, proto.Size(keep[0]), heap, rounds, cost)
+		if cost < 0.8*heap || cost > 2*most { // over is safe, under is not
+			t.Errorf("%s: charged %.0f B for %.0f B of heap (largest round %.0f B)", name, cost, heap, most)
 		}
 	}
 }

@@ -146,10 +146,29 @@ func TestEstimateErrors(t *testing.T) {
 
 // runs lists every published run, the MoE, fp8 and Blackwell ones of
 // published_runs_moe.jsonl too, each with its kind, and a table per kind.
+// TestRunsCommand scores every published run. The left-out figures refit the
+// constants once per source (about a minute on two cores, ten under the race
+// detector), so they run under STEPCOST_SLOW=1, as the accuracy suites do; the
+// default run takes --in-sample and checks that no left-out figure is printed
+// as if it had been computed.
 func TestRunsCommand(t *testing.T) {
-	code, out, errOut := run("runs")
+	args := []string{"runs", "--in-sample"}
+	slow := os.Getenv("STEPCOST_SLOW") == "1"
+	if slow {
+		args = args[:1]
+	}
+	code, out, errOut := run(args...)
 	if code != 0 || !strings.Contains(out, "narayanan21_t1_1.7b") || !strings.Contains(out, "Kendall") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+	if slow != strings.Contains(out, "left out (refitted") {
+		t.Errorf("%v: the by-source heading does not say whether the left-out figures were computed", args)
+	}
+	if !slow {
+		code, js, errOut := run("runs", "--in-sample", "--json")
+		if code != 0 || strings.Contains(js, `"left_out"`) {
+			t.Errorf("runs --in-sample --json: exit %d, a left_out figure that was not computed: %s", code, errOut)
+		}
 	}
 	for _, want := range []string{"dgxc_h100_deepseekv3_512gpu_bf16", "moe", "blackwell", "by kind", "original"} {
 		if !strings.Contains(out, want) {

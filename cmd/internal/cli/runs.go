@@ -15,6 +15,7 @@ import (
 func runsCommand(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print JSON")
 	filled := fs.Bool("filled", false, "also list, per run, the settings the source does not state and how they were filled")
+	inSample := fs.Bool("in-sample", false, "only the shipped constants' figures: no leave-one-source-out refits (which take about a minute on two cores)")
 	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		// Every published run: published_runs.jsonl's and the MoE, fp8 and
 		// Blackwell runs of published_runs_moe.jsonl.
@@ -25,7 +26,10 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 		res := accuracy.Evaluate(step.New(), cases)
 		sum := accuracy.Summarise(res)
 		ranks := accuracy.Rankings(res)
-		bySource := crossValidatedRuns(res, cases)
+		bySource := inSampleRuns(res)
+		if !*inSample {
+			bySource = crossValidatedRuns(res, cases)
+		}
 		if *asJSON {
 			type row struct {
 				ID        string      `json:"id"`
@@ -94,9 +98,17 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 		t.write(stdout)
 		fmt.Fprintf(stdout, "\n%d runs: mean |error| %.1f%%, median %.1f%%, max %.1f%% (%s), bias %+.1f%%\n",
 			sum.N, 100*sum.MeanAbs, 100*sum.MedianAbs, 100*sum.Max, sum.Worst, 100*sum.Bias)
-		fmt.Fprintln(stdout, "\nby source: in sample (shipped constants) and left out (refitted from accuracy.Prior without the source)")
+		if *inSample {
+			fmt.Fprintln(stdout, "\nby source: in sample (shipped constants; without --in-sample, also left out)")
+		} else {
+			fmt.Fprintln(stdout, "\nby source: in sample (shipped constants) and left out (refitted from accuracy.Prior without the source)")
+		}
 		st := table{head: []string{"source", "runs", "in-sample mean", "in-sample max", "left-out mean", "left-out max", "left-out bias"}}
 		for _, s := range bySource {
+			if s.LeftOut == nil {
+				st.add(s.Source, fmt.Sprint(s.InSample.N), pct(s.InSample.MeanAbs), pct(s.InSample.Max), "-", "-", "-")
+				continue
+			}
 			st.add(s.Source, fmt.Sprint(s.InSample.N), pct(s.InSample.MeanAbs), pct(s.InSample.Max), pct(s.LeftOut.MeanAbs), pct(s.LeftOut.Max), fmt.Sprintf("%+.1f%%", 100*s.LeftOut.Bias))
 		}
 		st.write(stdout)
@@ -129,11 +141,23 @@ func runsCommand(fs *pflag.FlagSet) runFunc {
 	}
 }
 
-// sourceFigures are one source's statistics in sample and left out.
+// sourceFigures are one source's statistics in sample and left out (nil with
+// --in-sample: not computed, rather than zeros).
 type sourceFigures struct {
-	Source   string           `json:"source"`
-	InSample accuracy.Summary `json:"in_sample"`
-	LeftOut  accuracy.Summary `json:"left_out"`
+	Source   string            `json:"source"`
+	InSample accuracy.Summary  `json:"in_sample"`
+	LeftOut  *accuracy.Summary `json:"left_out,omitempty"`
+}
+
+// inSampleRuns scores every source with the shipped constants only; the last row
+// is all runs.
+func inSampleRuns(in []accuracy.Result) []sourceFigures {
+	names, by := accuracy.BySource(in)
+	var figs []sourceFigures
+	for _, n := range names {
+		figs = append(figs, sourceFigures{Source: n, InSample: accuracy.Summarise(by[n])})
+	}
+	return append(figs, sourceFigures{Source: "all", InSample: accuracy.Summarise(in)})
 }
 
 // crossValidatedRuns scores every source in sample and with the constants fitted
@@ -144,9 +168,11 @@ func crossValidatedRuns(in []accuracy.Result, cases []accuracy.Case) []sourceFig
 	_, inBy := accuracy.BySource(in)
 	var figs []sourceFigures
 	for _, n := range names {
-		figs = append(figs, sourceFigures{n, accuracy.Summarise(inBy[n]), accuracy.Summarise(held[n])})
+		left := accuracy.Summarise(held[n])
+		figs = append(figs, sourceFigures{n, accuracy.Summarise(inBy[n]), &left})
 	}
-	return append(figs, sourceFigures{"all", accuracy.Summarise(in), accuracy.Summarise(out)})
+	all := accuracy.Summarise(out)
+	return append(figs, sourceFigures{"all", accuracy.Summarise(in), &all})
 }
 
 // runKind names what a run exercises: "original" for a run of published_runs.jsonl,
