@@ -135,20 +135,15 @@ func foldPeakKeys(data []byte, g *hardware.GPU) error {
 	if json.Unmarshal(data, &given) != nil || len(given.Peak) == 0 {
 		return nil
 	}
-	seen := make(map[string]string, len(given.Peak))
-	for _, k := range slices.Sorted(maps.Keys(given.Peak)) {
-		lk := strings.ToLower(k)
-		if other, dup := seen[lk]; dup {
-			return invalid.Field("gpu.peak_tflops", "%q and %q name one type: give it once", other, k)
-		}
-		seen[lk] = k
+	keys := slices.Collect(maps.Keys(given.Peak))
+	if a, b, dup := hardware.SameTypeKeys(keys); dup {
+		return invalid.Field("gpu.peak_tflops", "%q and %q name one type: give it once", a, b)
 	}
-	for lk, k := range seen {
-		if k == lk {
-			continue
+	for _, k := range keys {
+		if lk := strings.ToLower(k); k != lk {
+			g.PeakTFLOPS[hardware.DType(lk)] = g.PeakTFLOPS[hardware.DType(k)]
+			delete(g.PeakTFLOPS, hardware.DType(k))
 		}
-		g.PeakTFLOPS[hardware.DType(lk)] = g.PeakTFLOPS[hardware.DType(k)]
-		delete(g.PeakTFLOPS, hardware.DType(k))
 	}
 	return nil
 }

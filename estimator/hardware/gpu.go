@@ -5,6 +5,7 @@ package hardware
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 )
@@ -129,4 +130,20 @@ func sortedDTypes(m map[DType]float64) []DType {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// SameTypeKeys finds two keys of a GPU's peak_tflops that name one type in
+// different case ("BF16", "bf16"), in sorted order; ok is false when there are
+// none. Requests and cluster files read the keys in any case, so such a pair
+// would leave the map's iteration order to choose the rate.
+func SameTypeKeys(keys []string) (first, second string, ok bool) {
+	keys = slices.Sorted(slices.Values(keys))
+	seen := make(map[string]string, len(keys))
+	for _, k := range keys {
+		if other, dup := seen[strings.ToLower(k)]; dup {
+			return other, k, true
+		}
+		seen[strings.ToLower(k)] = k
+	}
+	return "", "", false
 }

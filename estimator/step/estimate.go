@@ -1910,13 +1910,14 @@ func (p *pricing) optimizer() {
 		shard, eshard = float64(p.denseShard), float64(max(1, p.expertShard))
 	}
 	bytes := p.e.k.OptimizerBytes
-	if fw, err := framework.Get(t.Framework); err == nil && fw.OptimizerUpdateBytes > 0 {
+	fw, fwErr := framework.Get(t.Framework)
+	if fwErr == nil && fw.OptimizerUpdateBytes > 0 {
 		// The framework's own update is not a fused multi-tensor Adam (Composer's
 		// DecoupledAdamW: eight elementwise kernels per tensor).
 		bytes = fw.OptimizerUpdateBytes
 	}
 	bd.Optimizer = (stageParams/shard + expertParams/eshard) * bytes / p.rates.hbm
-	if fw, err := framework.Get(t.Framework); err == nil && fw.FP16GradCheckBytes > 0 && l.ZeRO == 1 {
+	if fwErr == nil && fw.FP16GradCheckBytes > 0 && l.ZeRO == 1 {
 		// The stage-1 optimizer's overflow check and gradient norm read every
 		// gradient the rank holds, before it frees those it does not own.
 		bd.Optimizer += (stageParams + expertParams) * fw.FP16GradCheckBytes / p.rates.hbm

@@ -268,13 +268,8 @@ func ToInt32s(v []int) []int32 {
 // different case ("BF16", "bf16"): GPUFromProto reads keys in lower case, and
 // which of the two it kept would be the map's iteration order's choice.
 func checkPeakKeys(field string, peaks map[string]float64) error {
-	keys := slices.Sorted(maps.Keys(peaks))
-	seen := make(map[string]string, len(keys))
-	for _, k := range keys {
-		if other, dup := seen[strings.ToLower(k)]; dup {
-			return invalid.Field(field, "%q and %q name one type: give it once", other, k)
-		}
-		seen[strings.ToLower(k)] = k
+	if a, b, dup := hardware.SameTypeKeys(slices.Collect(maps.Keys(peaks))); dup {
+		return invalid.Field(field, "%q and %q name one type: give it once", a, b)
 	}
 	return nil
 }
