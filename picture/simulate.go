@@ -63,6 +63,9 @@ const MaxBlocks = 6000
 type durations struct {
 	compute [numPasses]float64
 	comm    [numPasses]float64
+	// send is the pipeline send that runs under the next block
+	// (step.MicroBatch.SendOverlapped), 0 where comm holds it.
+	send float64
 }
 
 func (d durations) of(p Pass) float64 { return d.compute[p] + d.comm[p] }
@@ -120,7 +123,7 @@ func Simulate(r step.Result) (Timeline, error) {
 	times := make([]step.BlockTimes, p)
 	for st := range p {
 		ds := dur(st)
-		times[st] = step.BlockTimes{F: ds.of(Forward), B: ds.of(Backward), W: ds.of(WeightGrad)}
+		times[st] = step.BlockTimes{F: ds.of(Forward), B: ds.of(Backward), W: ds.of(WeightGrad), S: ds.send}
 	}
 	var blocks []step.PipelineBlock
 	span, sim, err := step.ExecutePipeline(tl.Schedule, p, v, tl.MicroBatches, times, &blocks)
@@ -168,6 +171,9 @@ func chunkDurations(r step.Result, v int, zb bool) durations {
 	}
 	vf := float64(v)
 	var d durations
+	if m.SendOverlapped {
+		d.send, send = send, 0
+	}
 	d.compute[Forward] = fwd / vf
 	d.comm[Forward] = comm*fShare/vf + send
 	d.compute[Backward] = (bwd + rc) / vf

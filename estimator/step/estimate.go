@@ -1290,7 +1290,18 @@ func (p *pricing) pipeline() error {
 		}
 		send = x
 		p.ppExposed = 2 * x * v * mf
-		if l.Schedule == DualPipe {
+		if PipelineSendsOverlap(p.req.Training.Framework, l.Schedule) {
+			// Megatron-Core's overlap_p2p_comm: the steady state's sends travel
+			// while the rank computes its next chunk (the receiving block starts
+			// when the send arrives: BlockTimes.S); only the warm-up's forward and
+			// the cool-down's backward sends hold their rank up — on the first
+			// rank, which warms up longest, (p − 1)·2 + (v − 1)·p of each, all of
+			// them if the step has no more chunks.
+			bt.S = x
+			blocking := 2 * min(float64(interleavedWarmUp(l.PP, bt.chunks, 0)), v*mf)
+			p.ppExposed = blocking * x
+			p.res.Breakdown.Hidden[CommPP] = (2*v*mf - blocking) * x
+		} else if l.Schedule == DualPipe {
 			// DualPipe sends a chunk's activations while the paired forward and
 			// backward chunks compute (DeepSeek-V3 report §3.2.1: "both all-to-all
 			// and PP communication can be fully hidden"): the sends are not in its
@@ -1310,8 +1321,29 @@ func (p *pricing) pipeline() error {
 		p.bubble = max(0, span-mf*perMB-p.ppExposed)
 	}
 	p.res.PerMicroBatch = MicroBatch{Forward: p.fwd, Backward: p.bwd, WeightGrad: p.parts.bwdW, Recompute: p.rc,
-		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send}
+		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send, SendOverlapped: bt.S > 0}
 	return nil
+}
+
+// PipelineSendsOverlap says the framework's schedule s runs its steady state's
+// pipeline sends asynchronously, under the next chunk's compute
+// (framework.PipelineSendOverlap: Megatron-Core's interleaved schedule).
+func PipelineSendsOverlap(fw string, s Schedule) bool {
+	if s != Interleaved {
+		return false
+	}
+	f, err := framework.Lookup(fw)
+	return err == nil && f.PipelineSendOverlap
+}
+
+// interleavedWarmUp is how many forwards rank r of p runs with v chunks before
+// its first backward under 1F1B (v = 1) and interleaving (interleavedOrder;
+// Megatron-Core's get_pp_rank_microbatches), before capping at the step's chunks.
+func interleavedWarmUp(p, v, r int) int {
+	if v > 1 {
+		return (p-r-1)*2 + (v-1)*p
+	}
+	return p - r - 1
 }
 
 // chunkTimes are the block lengths of one model chunk and the chunks per rank.
@@ -1354,7 +1386,14 @@ func SplitsWeightGrad(s Schedule) bool {
 // micro-batch, as its estimate executed its schedule, and the chunks per rank.
 func MicroBatchBlocks(r Result) (BlockTimes, int) {
 	m, l := r.PerMicroBatch, r.Layout
-	t := blockTimes(l.Schedule, l.VirtualStages, m.Forward, m.Backward, m.Recompute, m.WeightGrad, m.ExposedComm, m.Send)
+	send := m.Send
+	if m.SendOverlapped {
+		send = 0
+	}
+	t := blockTimes(l.Schedule, l.VirtualStages, m.Forward, m.Backward, m.Recompute, m.WeightGrad, m.ExposedComm, send)
+	if m.SendOverlapped {
+		t.S = m.Send
+	}
 	return t.BlockTimes, t.chunks
 }
 

@@ -27,7 +27,7 @@ func TestPipelineSteadyState(t *testing.T) {
 					if !r.Allows(p, v, m, 2*p*v*6, false) {
 						continue
 					}
-					for _, times := range [][]BlockTimes{{{1, 2, 0}}, {{1, 1, 1}}, {{1.3, 0.9, 0.7}}, {{0.6, 0.5, 1.1}}} {
+					for _, times := range [][]BlockTimes{{{1, 2, 0, 0}}, {{1, 1, 1, 0}}, {{1.3, 0.9, 0.7, 0}}, {{0.6, 0.5, 1.1, 0}}} {
 						if r.Schedule != ZeroBubble && r.Schedule != ZeroBubbleV && r.Schedule != DualPipe {
 							times[0].B, times[0].W = times[0].B+times[0].W, 0
 						}
@@ -117,7 +117,7 @@ func TestPipelineWitnessesBound(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := witnesses(g)
-			for _, d := range []BlockTimes{{1, 1, 1}, {1, 2, 0.1}, {0.5, 1.7, 0.9}, {2, 0.5, 0.2}, {1, 1.4, 0.6}} {
+			for _, d := range []BlockTimes{{1, 1, 1, 0}, {1, 2, 0.1, 0}, {0.5, 1.7, 0.9, 0}, {2, 0.5, 0.2, 0}, {1, 1.4, 0.6, 0}} {
 				span := g.execute([]BlockTimes{d}, make([]float64, len(g.nodes)), nil)
 				lb := 0.0
 				for _, c := range w {
@@ -126,7 +126,7 @@ func TestPipelineWitnessesBound(t *testing.T) {
 				if lb > span*(1+1e-12) {
 					t.Errorf("%s p %d %v: bound %.4f over the span %.4f", s, p, d, lb, span)
 				}
-				if d == (BlockTimes{1, 1.4, 0.6}) && lb < 0.9*span {
+				if d == (BlockTimes{1, 1.4, 0.6, 0}) && lb < 0.9*span {
 					t.Errorf("%s p %d %v: bound %.4f, span %.4f", s, p, d, lb, span)
 				}
 			}

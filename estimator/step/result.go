@@ -93,6 +93,10 @@ type MicroBatch struct {
 	// Send is one pipeline send/recv (an activation forward or a gradient backward);
 	// 0 without pipeline parallelism.
 	Send float64 `json:"pipeline_send_s"`
+	// SendOverlapped: the steady state's sends run under the next chunk's compute
+	// (PipelineSendsOverlap): only the warm-up's and cool-down's lengthen their
+	// blocks (BlockTimes.S).
+	SendOverlapped bool `json:"pipeline_send_overlapped,omitempty"`
 	// SlowGPUSpeed is the what-if's speed of the one slow GPU (in the first stage),
 	// whose compute is 1/SlowGPUSpeed times longer; 0 when every GPU is as fast.
 	SlowGPUSpeed float64 `json:"slow_gpu_speed,omitempty"`
