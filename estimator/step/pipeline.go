@@ -353,10 +353,11 @@ type pipeNode struct {
 	// first.
 	dep, prev int32
 	op        Op
-	// blocking: the rank's stream waits for the send that ends this block (a
-	// forward before the rank's first backward, a backward after its last
-	// forward: the warm-up and cool-down of 1F1B and interleaving); the
-	// steady state's sends run asynchronously where BlockTimes.S says so.
+	// blocking: the rank's stream waits for the send that ends this block (the
+	// warm-up's forwards and the cool-down's backwards of 1F1B and
+	// interleaving; elsewhere a forward before the rank's first backward, a
+	// backward after its last forward); the steady state's sends run
+	// asynchronously where BlockTimes.S and SB say so.
 	blocking bool
 }
 
@@ -499,6 +500,20 @@ func compileInto(s Schedule, p, v, m int, nodes []pipeNode) (*pipeDAG, error) {
 					at := int32(len(nodes))
 					i := next[r] + j
 					blocking := x.Pass == PassForward && i < firstB[r] || x.Pass != PassForward && i > lastF[r]
+					if s == Interleaved || s == OneFOneB {
+						// The warm-up's forwards and the cool-down's backwards,
+						// as many as the rank warms up with: the steady state's
+						// first forward and last backward post their sends and
+						// go on (Megatron-Core core_v0.12.0 schedules.py
+						// forward_backward_pipelining_with_interleaving: the
+						// loops over range(num_warmup_microbatches) and
+						// range(num_microbatches_remaining, total) block).
+						warm := min(interleavedWarmUp(p, v, r), m*v)
+						if s == OneFOneB {
+							warm = min(interleavedWarmUp(p, 1, r), m)
+						}
+						blocking = x.Pass == PassForward && i-from[r] < warm || x.Pass != PassForward && from[r+1]-i <= warm
+					}
 					nodes = append(nodes, pipeNode{rank: int32(r), dep: d, prev: last[r], op: x, blocking: blocking})
 					last[r] = at
 					done[idx(int(x.Dir), int(x.MB), int(x.Chunk), x.Pass)] = at
@@ -516,15 +531,25 @@ func compileInto(s Schedule, p, v, m int, nodes []pipeNode) (*pipeDAG, error) {
 
 // BlockTimes are the lengths of one rank's blocks of one model chunk: forward,
 // backward (B alone under the zero-bubble schedules) and weight gradient, each
-// with the communication that ends it — and S, a pipeline send the blocks do
-// not include because it runs asynchronously (framework.PipelineSendOverlap):
-// a steady-state block's successor on the next rank starts S after the block
-// ends, its own rank goes on at once; a blocking block (the warm-up's forwards,
-// the cool-down's backwards) lasts S longer and its successor starts when it
-// ends. The rank waits for a send before it posts the one after the next (it
-// waits on the previous handle after posting a send), which the model takes to
-// be done by then: a send shorter than a block.
-type BlockTimes struct{ F, B, W, S float64 }
+// with the communication that ends it — and S and SB, the pipeline sends after a
+// forward and after a backward block that the blocks do not include because they
+// run asynchronously (framework.PipelineSendOverlap): a steady-state block's
+// successor on the next rank starts S (SB) after the block ends, its own rank
+// goes on at once; a blocking block (the warm-up's forwards, the cool-down's
+// backwards) lasts S (SB) longer and its successor starts when it ends. The rank
+// waits for a send before it posts the one after the next (it waits on the
+// previous handle after posting a send), which the model takes to be done by
+// then: a send shorter than a block. S and SB differ where the hops a rank sends
+// on do (its forwards' to the next rank, its backwards' to the previous one).
+type BlockTimes struct{ F, B, W, S, SB float64 }
+
+// send is the asynchronous send that ends a block of pass o.
+func (d BlockTimes) send(o Op) float64 {
+	if o.Pass == PassForward {
+		return d.S
+	}
+	return d.SB
+}
 
 func (d BlockTimes) of(o Op) float64 {
 	switch o.Pass {
@@ -571,7 +596,7 @@ func (g *pipeDAG) execute(times []BlockTimes, end []float64, blocks *[]PipelineB
 		}
 		end[i] = start + d.of(n.op)
 		if n.blocking {
-			end[i] += d.S
+			end[i] += d.send(n.op)
 		}
 		if blocks != nil {
 			*blocks = append(*blocks, PipelineBlock{Rank: int(n.rank), Op: n.op, Start: start, End: end[i]})
@@ -601,9 +626,9 @@ func (g *pipeDAG) inFlight(times []BlockTimes, j int32) float64 {
 		return 0
 	}
 	if len(times) > 1 {
-		return times[n.rank].S
+		return times[n.rank].send(n.op)
 	}
-	return times[0].S
+	return times[0].send(n.op)
 }
 
 // pathCount counts the forward, backward and weight-gradient block lengths along
@@ -770,7 +795,7 @@ func (e *Estimator) PipelineSpan(s Schedule, p, v, m int, times []BlockTimes, bl
 // p − 1 forward-and-backward slots of one chunk, what executing their tables gives
 // (TestPipelineSteadyState checks it equal), without executing them.
 func closedSpan(s Schedule, p, v, m int, times []BlockTimes, blocks *[]PipelineBlock) (float64, bool) {
-	if blocks != nil || len(times) != 1 || times[0].W != 0 || times[0].S != 0 {
+	if blocks != nil || len(times) != 1 || times[0].W != 0 || times[0].S != 0 || times[0].SB != 0 {
 		return 0, false
 	}
 	switch {
@@ -875,6 +900,7 @@ func spanKey(b []byte, s Schedule, p, v, m int, times []BlockTimes) []byte {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.B))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.W))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.S))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.SB))
 	}
 	return b
 }
