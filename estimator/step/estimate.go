@@ -54,6 +54,37 @@ type groupCache struct {
 	// spans is the current generation of executed spans (PipelineSpan without
 	// blocks), nil until the first.
 	spans atomic.Pointer[spanMemo]
+	// hops is the current generation of priced pipeline hops (pricing.hopSends),
+	// nil until the first.
+	hops atomic.Pointer[hopMemo]
+}
+
+// hopMemo is one generation of pipeline hops priced (hopKey → []float64, nil
+// where every hop costs hop 0's), replaced once it holds maxHopSets.
+type hopMemo struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+// hopKey is what a pipeline's hop prices depend on: hop 0's placement (which
+// stands for the cluster, the rank map and the grid's extents), the depth, the
+// bytes of one send and whether the wrap-around is a hop.
+type hopKey struct {
+	pl    *collective.Placement
+	p     int
+	bytes float64
+	wrap  bool
+}
+
+const maxHopSets = 1 << 12
+
+// hopMemo is the current generation of priced hops.
+func (c *groupCache) hopMemo() *hopMemo {
+	if m := c.hops.Load(); m != nil {
+		return m
+	}
+	c.hops.CompareAndSwap(nil, &hopMemo{})
+	return c.hops.Load()
 }
 
 // maxDegraded bounds the cached what-if clusters; beyond it they are built per call.
@@ -1362,9 +1393,11 @@ func (p *pricing) pipeline() error {
 			bt.F += x
 			bt.B += x
 		}
-		times := []BlockTimes{bt.BlockTimes}
+		var buf [16]BlockTimes
+		buf[0] = bt.BlockTimes
+		times := buf[:1]
 		if hops != nil {
-			times = rankBlockTimes(l.Schedule, l.PP, bt.BlockTimes, x, hops, overlap)
+			times = rankBlockTimes(l.Schedule, l.PP, bt.BlockTimes, x, hops, overlap, buf[:])
 		}
 		span, _, err := p.e.PipelineSpan(l.Schedule, l.PP, l.VirtualStages, p.res.MicroBatches, times, nil)
 		if err != nil {
@@ -1373,7 +1406,7 @@ func (p *pricing) pipeline() error {
 		p.bubble = max(0, span-mf*perMB-p.ppExposed)
 	}
 	p.res.PerMicroBatch = MicroBatch{Forward: p.fwd, Backward: p.bwd, WeightGrad: p.parts.bwdW, Recompute: p.rc,
-		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send, HopSends: hops, SendOverlapped: bt.S > 0}
+		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send, HopSends: slices.Clone(hops), SendOverlapped: bt.S > 0}
 	return nil
 }
 
@@ -1392,6 +1425,26 @@ func (p *pricing) hopSends(bytes, x float64) ([]float64, error) {
 	if l.Schedule == Interleaved {
 		n = l.PP
 	}
+	key := hopKey{p.placed[CommPP], l.PP, bytes, n == l.PP}
+	memo := p.e.hopMemo()
+	if h, ok := memo.m.Load(key); ok {
+		return h.([]float64), nil
+	}
+	hops, err := p.priceHops(n, bytes, x)
+	if err != nil {
+		return nil, err
+	}
+	if memo.n.Add(1) > maxHopSets {
+		p.e.hops.CompareAndSwap(memo, &hopMemo{})
+		memo = p.e.hopMemo()
+		memo.n.Add(1)
+	}
+	memo.m.Store(key, hops)
+	return hops, nil
+}
+
+// priceHops prices n hops (hopSends); nil where every hop costs x.
+func (p *pricing) priceHops(n int, bytes, x float64) ([]float64, error) {
 	hops := make([]float64, n)
 	hops[0] = x
 	same := true
@@ -1445,8 +1498,12 @@ func rankHops(s Schedule, p, r int) (fwd, bwd int) {
 // rankBlockTimes are each rank's block lengths with its own hops' sends (hops as
 // hopSends returns them), from the blocks bt every rank shares, which hold (or,
 // with overlap, carry in S) one send of x.
-func rankBlockTimes(s Schedule, p int, bt BlockTimes, x float64, hops []float64, overlap bool) []BlockTimes {
-	out := make([]BlockTimes, p)
+func rankBlockTimes(s Schedule, p int, bt BlockTimes, x float64, hops []float64, overlap bool, buf []BlockTimes) []BlockTimes {
+	out := buf[:0]
+	if cap(out) < p {
+		out = make([]BlockTimes, p)
+	}
+	out = out[:p]
 	for r := range p {
 		f, b := rankHops(s, p, r)
 		d := bt

@@ -828,7 +828,7 @@ func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, bl
 	sim := SimulatedMicroBatches(s, p, m)
 	var key []byte
 	if c != nil && blocks == nil {
-		var kb [256]byte
+		var kb [640]byte // the key of up to 15 ranks' lengths
 		key = spanKey(kb[:0], s, p, v, m, times)
 		if span, ok := c.spanMemo().m.Load(string(key)); ok {
 			return span.(float64), sim, nil
