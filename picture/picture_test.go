@@ -105,10 +105,17 @@ func TestMakespan(t *testing.T) {
 		{"dualpipe", "mixtral-8x7b", step.Layout{TP: 1, PP: 8, DP: 4, EP: 4, MicroBatch: 1, ZeRO: 1, Schedule: step.DualPipe}, 0, 1e-9, false},
 		{"1f1b-tp-sp", "llama3-70b", step.Layout{TP: 8, PP: 4, DP: 2, MicroBatch: 1, ZeRO: 1, SP: true, Recompute: step.RecomputeSelective}, 0, 1e-9, false},
 		{"1f1b-slow-gpu", "llama3-8b", step.Layout{TP: 1, PP: 8, DP: 8, MicroBatch: 1, ZeRO: 1}, 0.5, 1, true},
+		// Stages of 4 GPUs, two a node: every other hop (and the interleaved
+		// schedule's wrap-around) leaves the node, each priced on its own link.
+		{"1f1b-hops", "llama3-8b", step.Layout{TP: 2, PP: 16, DP: 2, MicroBatch: 1, ZeRO: 1, Schedule: step.OneFOneB}, 0, 1e-9, false},
+		{"interleaved-hops", "llama3-8b", step.Layout{TP: 2, PP: 16, DP: 2, MicroBatch: 1, ZeRO: 1, Schedule: step.Interleaved, VirtualStages: 2}, 0, 1e-9, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := estimate(t, c.model, 8, tr, c.l, c.slow)
 			bubbles[c.name] = r.Breakdown.Bubble
+			if strings.HasSuffix(c.name, "-hops") && r.PerMicroBatch.HopSends == nil {
+				t.Fatalf("%s: one price for every hop", c.name)
+			}
 			tl, err := picture.Simulate(r)
 			if err != nil {
 				t.Fatal(err)

@@ -63,6 +63,10 @@ const MaxBlocks = 6000
 type durations struct {
 	compute [numPasses]float64
 	comm    [numPasses]float64
+	// send and sendB are the pipeline sends that run under the next block after
+	// a forward and after a backward (step.MicroBatch.SendOverlapped), 0 where
+	// comm holds them.
+	send, sendB float64
 }
 
 func (d durations) of(p Pass) float64 { return d.compute[p] + d.comm[p] }
@@ -112,15 +116,27 @@ func Simulate(r step.Result) (Timeline, error) {
 		}
 	}
 	dur := func(stage int) durations {
+		ds := d
 		if stage == 0 {
-			return slow
+			ds = slow
 		}
-		return d
+		if r.PerMicroBatch.HopSends != nil {
+			// The stage's sends on its own hops (step.RankSends): in flight, or
+			// in its blocks in place of the one send chunkDurations put there.
+			f, b := step.RankSends(r, stage)
+			if r.PerMicroBatch.SendOverlapped {
+				ds.send, ds.sendB = f, b
+			} else {
+				ds.comm[Forward] += finite(f) - finite(r.PerMicroBatch.Send)
+				ds.comm[Backward] += finite(b) - finite(r.PerMicroBatch.Send)
+			}
+		}
+		return ds
 	}
 	times := make([]step.BlockTimes, p)
 	for st := range p {
 		ds := dur(st)
-		times[st] = step.BlockTimes{F: ds.of(Forward), B: ds.of(Backward), W: ds.of(WeightGrad)}
+		times[st] = step.BlockTimes{F: ds.of(Forward), B: ds.of(Backward), W: ds.of(WeightGrad), S: ds.send, SB: ds.sendB}
 	}
 	var blocks []step.PipelineBlock
 	span, sim, err := step.ExecutePipeline(tl.Schedule, p, v, tl.MicroBatches, times, &blocks)
@@ -168,6 +184,9 @@ func chunkDurations(r step.Result, v int, zb bool) durations {
 	}
 	vf := float64(v)
 	var d durations
+	if m.SendOverlapped {
+		d.send, d.sendB, send = send, send, 0
+	}
 	d.compute[Forward] = fwd / vf
 	d.comm[Forward] = comm*fShare/vf + send
 	d.compute[Backward] = (bwd + rc) / vf

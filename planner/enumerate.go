@@ -386,6 +386,11 @@ func (s *shape) bound(req *Request, v int, extra float64) float64 {
 	// and backward (step's closedSpan), each with its two sends; 2·v·M of
 	// them are exposed and the rest lengthen the bubble.
 	sends := 2 * float64(v*int(s.m)+int(s.pp)-1) * s.send
+	if v > 1 && step.PipelineSendsOverlap(req.Training.Framework, step.Interleaved) {
+		// The steady state's sends run under the next chunk's compute and the
+		// rest may fall in the first rank's waits: none counted.
+		sends = 0
+	}
 	slots := float64(s.m) + float64(s.pp-1)/float64(v)
 	stepLB := slots*s.perMB + float64(s.m)*s.bounds.Contention + sends
 	if s.wait > 0 {

@@ -147,6 +147,21 @@ type Profile struct {
 	// on unless --no-scatter-gather-tensors-in-pipeline). With sequence parallelism
 	// the activations are sharded anyway.
 	PipelineScatterGather bool
+	// PipelineSendOverlap: under the interleaved schedule each pipeline send and
+	// receive runs asynchronously while the rank computes its next model chunk
+	// (Megatron-Core's overlap_p2p_comm, batch_p2p_comm off): in the steady state a
+	// rank posts a chunk's send after computing it and waits for the matching
+	// receive only before the chunk that needs it, while the warm-up's forward
+	// sends and the cool-down's backward sends stay blocking
+	// (overlap_p2p_comm_warmup_flush off). Megatron-Core core_v0.12.0
+	// megatron/core/pipeline_parallel/schedules.py
+	// forward_backward_pipelining_with_interleaving; on by default in Megatron-LM's
+	// training arguments from core_r0.6.0 (--no-overlap-p2p-communication, off for
+	// the non-interleaved schedule, which rejects it), in NeMo 2's
+	// MegatronCommOverlapCallback for virtual pipeline size > 1 (which the
+	// performance recipes add) and in the NeMo 1 launcher and MLPerf configurations
+	// (overlap_p2p_comm: True, batch_p2p_comm: False).
+	PipelineSendOverlap bool
 	// DedupDispatch: the MoE all-to-all sends each token across the network once per
 	// node it is routed to and forwards it to that node's experts over NVLink
 	// (DeepEP's normal kernels; DeepSeek-V3 report §3.2.2) — instead of one copy per
@@ -707,6 +722,7 @@ var profiles = []Profile{
 		ActivationOffload:    true,
 		MLADownProj:          MLADownProjDuplicated,
 		TELayers:             true,
+		PipelineSendOverlap:  true,
 		GLUClampUnfused:      true,
 		ExpertBiasUnfused:    true,
 		MegatronDDPBuckets:   true,
@@ -724,6 +740,7 @@ var profiles = []Profile{
 		FP8Params:            true,
 		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
+		PipelineSendOverlap:  true,
 		MegatronDDPBuckets:   true,
 		MoERouterFP32Linear:  true,
 		Runs:                 mcore012,
@@ -744,12 +761,13 @@ var profiles = []Profile{
 		// Megatron-Bridge's performance recipes turn the router fusion on
 		// (scripts/performance configs for DeepSeek-V3 at d7dfa76:
 		// moe_router_fusion, with moe_permute_fusion and apply_rope_fusion).
-		MoERouterFusion:    true,
-		MLADownProj:        MLADownProjDuplicated,
-		TELayers:           true,
-		GLUClampUnfused:    true,
-		ExpertBiasUnfused:  true, // not on nemo-25.04: no expert biases before Megatron-Core a329dd6
-		MegatronDDPBuckets: true,
+		MoERouterFusion:     true,
+		MLADownProj:         MLADownProjDuplicated,
+		TELayers:            true,
+		PipelineSendOverlap: true,
+		GLUClampUnfused:     true,
+		ExpertBiasUnfused:   true, // not on nemo-25.04: no expert biases before Megatron-Core a329dd6
+		MegatronDDPBuckets:  true,
 		// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
 		// without_interleaving and _with_interleaving (megatron/core/
 		// pipeline_parallel/schedules.py, get_forward_backward_func); no
@@ -775,6 +793,7 @@ var profiles = []Profile{
 		FP8Params:            true,
 		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
+		PipelineSendOverlap:  true,
 		MegatronDDPBuckets:   true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
 		Runs: mcore012,
@@ -794,6 +813,7 @@ var profiles = []Profile{
 		FP8Params:            true,
 		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
+		PipelineSendOverlap:  true,
 		MegatronDDPBuckets:   true,
 		Runs: func() Runs {
 			r := mcore012
@@ -837,6 +857,7 @@ var profiles = []Profile{
 		MoEPermuteExpertLoop: true,
 		MLADownProj:          MLADownProjColumn,
 		TELayers:             true,
+		PipelineSendOverlap:  true,
 		GLUClampUnfused:      true,
 		MegatronDDPBuckets:   true,
 		FP8Params:            true,

@@ -726,7 +726,24 @@ func (e *Estimator) exposedPrice(req *Request, g grid, m *ExposureMemo, c Comm, 
 		m.placed[c] = p
 	}
 	est, err := e.collCost(p, op, bytes)
-	return est.TimeUs * 1e-6, err == nil
+	if err != nil || c != CommPP {
+		return est.TimeUs * 1e-6, err == nil
+	}
+	// The estimate prices each hop on its own pairs (pricing.hopSends): the
+	// cheapest hop bounds every send.
+	t := est.TimeUs
+	for h := 1; h < g.size[DimPP]; h++ {
+		hp, err := e.hopPlacement(req.Cluster, req.Ranks, g, h)
+		if err != nil {
+			return 0, false
+		}
+		est, err := e.collCost(hp, op, bytes)
+		if err != nil {
+			return 0, false
+		}
+		t = min(t, est.TimeUs)
+	}
+	return t * 1e-6, true
 }
 
 // exactExposureGPUs is the largest job (in GPUs) whose exposure bounds are priced

@@ -54,6 +54,37 @@ type groupCache struct {
 	// spans is the current generation of executed spans (PipelineSpan without
 	// blocks), nil until the first.
 	spans atomic.Pointer[spanMemo]
+	// hops is the current generation of priced pipeline hops (pricing.hopSends),
+	// nil until the first.
+	hops atomic.Pointer[hopMemo]
+}
+
+// hopMemo is one generation of pipeline hops priced (hopKey → []float64, nil
+// where every hop costs hop 0's), replaced once it holds maxHopSets.
+type hopMemo struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+// hopKey is what a pipeline's hop prices depend on: hop 0's placement (which
+// stands for the cluster, the rank map and the grid's extents), the depth, the
+// bytes of one send and whether the wrap-around is a hop.
+type hopKey struct {
+	pl    *collective.Placement
+	p     int
+	bytes float64
+	wrap  bool
+}
+
+const maxHopSets = 1 << 12
+
+// hopMemo is the current generation of priced hops.
+func (c *groupCache) hopMemo() *hopMemo {
+	if m := c.hops.Load(); m != nil {
+		return m
+	}
+	c.hops.CompareAndSwap(nil, &hopMemo{})
+	return c.hops.Load()
 }
 
 // maxDegraded bounds the cached what-if clusters; beyond it they are built per call.
@@ -264,6 +295,10 @@ type placeKey struct {
 	group [numDims]extent
 	other [numDims]extent
 	peer  int // CommPP, CommEmbed: stage 0's peer is rank r + peer
+	// from is the rank offset of the sending stage of a pipeline hop
+	// (Estimator.hopPlacement): hop h's pairs are stage h's ranks r + from and
+	// their peers r + from + peer; 0 for stage 0 and every other group.
+	from int
 }
 
 // extent is one dimension of a rank grid.
@@ -346,7 +381,7 @@ func canonicalExtents(es []extent) {
 // domains, or both (a stride dividing the domain, whole domains in all). Grid
 // extents are nested, so those inside a domain together span at most one.
 func (k placeKey) domainImages(dom int) bool {
-	if k.ranks != nil || k.peer != 0 {
+	if k.ranks != nil || k.peer != 0 || k.from != 0 {
 		return false
 	}
 	for _, x := range k.group {
@@ -392,10 +427,42 @@ func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm)
 		sib = g.siblings(0, groupDims(c), DimPP)
 	case CommPP:
 		// Stage 0 → stage 1: every rank of stage 0 sends to its peer at once.
-		sib = g.stagePairs(g.stride[DimPP])
+		sib = g.stagePairs(0, g.stride[DimPP])
 	case CommEmbed:
-		sib = g.stagePairs((g.size[DimPP] - 1) * g.stride[DimPP])
+		sib = g.stagePairs(0, (g.size[DimPP]-1)*g.stride[DimPP])
 	}
+	return e.placePairs(cl, rm, key, sib)
+}
+
+// hopPlacement returns (and caches) the placement of the pipeline's hop h, of
+// p = g.size[DimPP]: every rank of stage h sending to its peer in stage h + 1 at
+// once, each pair on the links its two GPUs are placed on (a hop inside a scale-up
+// domain on NVLink, one across domains on the scale-out fabric). Hop 0 is
+// CommPP's placement; hop p − 1, the interleaved schedule's wrap-around from the
+// last stage to the first, pairs the ranks CommEmbed pairs (a send/recv exchange
+// is one step both ways: collective.SendRecv).
+func (e *Estimator) hopPlacement(cl *topology.Cluster, rm *RankMap, g grid, h int) (*collective.Placement, error) {
+	p := g.size[DimPP]
+	switch {
+	case h == 0:
+		return e.placement(cl, rm, g, CommPP)
+	case h == p-1:
+		return e.placement(cl, rm, g, CommEmbed)
+	}
+	key := g.placeKey(cl, rm, CommPP)
+	key.from = h * g.stride[DimPP]
+	e.placesMu.RLock()
+	pl, ok := e.places[key]
+	e.placesMu.RUnlock()
+	if ok {
+		return pl, nil
+	}
+	return e.placePairs(cl, rm, key, g.stagePairs(key.from, key.peer))
+}
+
+// placePairs places the grid's groups sib (ranks, mapped to GPUs by rm) and keeps
+// the placement as key's.
+func (e *Estimator) placePairs(cl *topology.Cluster, rm *RankMap, key placeKey, sib [][]int) (*collective.Placement, error) {
 	if rm != nil {
 		for _, grp := range sib {
 			for i, r := range grp {
@@ -423,11 +490,12 @@ func (e *Estimator) keepPlacement(key placeKey, p *collective.Placement) *collec
 	return p
 }
 
-// stagePairs pairs every rank of pipeline stage 0 with the rank peer ranks on, in
+// stagePairs pairs every rank of the pipeline stage that starts at rank from (0:
+// stage 0; a multiple of the pipeline's stride) with the rank peer ranks on, in
 // rank order; the pairs share one array (50 000 of them on 100 000 GPUs). Stage 0's
 // ranks are walked in ascending order over the other dimensions (grid.next), none
-// of the other stages' visited.
-func (g grid) stagePairs(peer int) [][]int {
+// of the other stages' visited, and moved to the stage by from.
+func (g grid) stagePairs(from, peer int) [][]int {
 	stage := g.n / g.size[DimPP]
 	var free [numDims]Dim
 	nf := 0
@@ -441,7 +509,7 @@ func (g grid) stagePairs(peer int) [][]int {
 	out := make([][]int, 0, stage)
 	var c [numDims]int
 	for r := 0; len(out) < stage; r = g.next(r, free[:nf], &c) {
-		flat = append(flat, r, r+peer)
+		flat = append(flat, from+r, from+r+peer)
 		out = append(out, flat[len(flat)-2:len(flat):len(flat)])
 	}
 	return out
@@ -1277,6 +1345,7 @@ func (p *pricing) pipeline() error {
 	mf := p.mf
 	perMB := p.fwd + p.bwd + p.rc + p.tpPerMB + p.cpPerMB + p.epPerMB
 	var send float64
+	var hops []float64
 	bt := blockTimes(l.Schedule, l.VirtualStages, p.fwd, p.bwd, p.rc, p.parts.bwdW, p.tpPerMB+p.cpPerMB+p.epPerMB, 0)
 	if l.PP > 1 {
 		act := p.tokens * p.h * 2
@@ -1289,8 +1358,29 @@ func (p *pricing) pipeline() error {
 			return err
 		}
 		send = x
-		p.ppExposed = 2 * x * v * mf
-		if l.Schedule == DualPipe {
+		if hops, err = p.hopSends(act, x); err != nil {
+			return err
+		}
+		// xm is the mean send over the ranks' blocks, what the breakdown
+		// reports as exposed per send (x where every hop costs the same).
+		xm := x
+		if hops != nil {
+			xm = meanRankSend(l.Schedule, l.PP, hops)
+		}
+		p.ppExposed = 2 * xm * v * mf
+		overlap := PipelineSendsOverlap(p.req.Training.Framework, l.Schedule)
+		if overlap {
+			// Megatron-Core's overlap_p2p_comm: the steady state's sends travel
+			// while the rank computes its next chunk (the receiving block starts
+			// when the send arrives: BlockTimes.S); only the warm-up's forward and
+			// the cool-down's backward sends hold their rank up — on the first
+			// rank, which warms up longest, (p − 1)·2 + (v − 1)·p of each, all of
+			// them if the step has no more chunks.
+			bt.S, bt.SB = x, x
+			blocking := 2 * min(float64(interleavedWarmUp(l.PP, bt.chunks, 0)), v*mf)
+			p.ppExposed = blocking * xm
+			p.res.Breakdown.Hidden[CommPP] = (2*v*mf - blocking) * xm
+		} else if l.Schedule == DualPipe {
 			// DualPipe sends a chunk's activations while the paired forward and
 			// backward chunks compute (DeepSeek-V3 report §3.2.1: "both all-to-all
 			// and PP communication can be fully hidden"): the sends are not in its
@@ -1303,15 +1393,160 @@ func (p *pricing) pipeline() error {
 			bt.F += x
 			bt.B += x
 		}
-		span, _, err := p.e.PipelineSpan(l.Schedule, l.PP, l.VirtualStages, p.res.MicroBatches, []BlockTimes{bt.BlockTimes}, nil)
+		var buf [16]BlockTimes
+		buf[0] = bt.BlockTimes
+		times := buf[:1]
+		if hops != nil {
+			times = rankBlockTimes(l.Schedule, l.PP, bt.BlockTimes, x, hops, overlap, buf[:])
+		}
+		span, _, err := p.e.PipelineSpan(l.Schedule, l.PP, l.VirtualStages, p.res.MicroBatches, times, nil)
 		if err != nil {
 			return err
 		}
 		p.bubble = max(0, span-mf*perMB-p.ppExposed)
 	}
 	p.res.PerMicroBatch = MicroBatch{Forward: p.fwd, Backward: p.bwd, WeightGrad: p.parts.bwdW, Recompute: p.rc,
-		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send}
+		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send, HopSends: slices.Clone(hops), SendOverlapped: bt.S > 0}
 	return nil
+}
+
+// hopSends prices one send of bytes on each hop of the pipeline (hop h: stage h to
+// stage h + 1; hop p − 1, under interleaving only, the wrap-around from the last
+// stage to the first), each on its own pairs' placement (Estimator.hopPlacement),
+// for the schedules whose chunk k runs on rank k mod p (GPipe, 1F1B, ZB-H1,
+// interleaving); x is hop 0's. It returns nil where every hop costs x — and for
+// ZB-V and DualPipe, whose sends stay priced on hop 0.
+func (p *pricing) hopSends(bytes, x float64) ([]float64, error) {
+	l := &p.req.Layout
+	if !perHopSends(l.Schedule) {
+		return nil, nil
+	}
+	n := l.PP - 1 // hops 0 … p − 2; the wrap-around only under interleaving
+	if l.Schedule == Interleaved {
+		n = l.PP
+	}
+	key := hopKey{p.placed[CommPP], l.PP, bytes, n == l.PP}
+	memo := p.e.hopMemo()
+	if h, ok := memo.m.Load(key); ok {
+		return h.([]float64), nil
+	}
+	hops, err := p.priceHops(n, bytes, x)
+	if err != nil {
+		return nil, err
+	}
+	if memo.n.Add(1) > maxHopSets {
+		p.e.hops.CompareAndSwap(memo, &hopMemo{})
+		memo = p.e.hopMemo()
+		memo.n.Add(1)
+	}
+	memo.m.Store(key, hops)
+	return hops, nil
+}
+
+// priceHops prices n hops (hopSends); nil where every hop costs x.
+func (p *pricing) priceHops(n int, bytes, x float64) ([]float64, error) {
+	hops := make([]float64, n)
+	hops[0] = x
+	same := true
+	for h := 1; h < n; h++ {
+		pl, err := p.e.hopPlacement(p.req.Cluster, p.req.Ranks, p.g, h)
+		if err != nil {
+			return nil, err
+		}
+		est, err := p.e.collCost(pl, collective.SendRecv, bytes)
+		if err != nil {
+			return nil, err
+		}
+		hops[h] = est.TimeUs * 1e-6
+		same = same && hops[h] == x
+	}
+	if same {
+		return nil, nil
+	}
+	return hops, nil
+}
+
+// perHopSends says the schedule's sends are priced hop by hop (hopSends): those
+// whose chunk k runs on rank k mod p, so that a forward's send leaves rank r on hop
+// r and a backward's on hop r − 1.
+func perHopSends(s Schedule) bool {
+	return s == GPipe || s == OneFOneB || s == ZeroBubble || s == Interleaved
+}
+
+// rankHops are the hops rank r of p sends on under schedule s: its forwards' (to
+// rank r + 1; the last rank's wrap to the first under interleaving) and its
+// backwards' (to rank r − 1; the first rank's wrap to the last). Megatron-Core
+// core_v0.12.0 (d580efc) p2p_communication.py sends activations to
+// parallel_state.get_pipeline_model_parallel_next_rank and gradients to
+// get_pipeline_model_parallel_prev_rank, the ranks (r ± 1) mod p, and schedules.py
+// forward_backward_pipelining_with_interleaving has the first stage receive
+// chunk k + 1's input from the last (recv_tensor_from_previous_stage). Where the
+// schedule has no such send — the last rank's forwards and the first rank's
+// backwards without interleaving — the block keeps the send of the rank's other
+// hop: the model charges every block one send, as with one price for every hop.
+func rankHops(s Schedule, p, r int) (fwd, bwd int) {
+	fwd, bwd = r, r-1
+	if s != Interleaved {
+		fwd = min(r, p-2)
+		bwd = max(r-1, 0)
+	} else if r == 0 {
+		bwd = p - 1
+	}
+	return fwd, bwd
+}
+
+// rankBlockTimes are each rank's block lengths with its own hops' sends (hops as
+// hopSends returns them), from the blocks bt every rank shares, which hold (or,
+// with overlap, carry in S) one send of x.
+func rankBlockTimes(s Schedule, p int, bt BlockTimes, x float64, hops []float64, overlap bool, buf []BlockTimes) []BlockTimes {
+	out := buf[:0]
+	if cap(out) < p {
+		out = make([]BlockTimes, p)
+	}
+	out = out[:p]
+	for r := range p {
+		f, b := rankHops(s, p, r)
+		d := bt
+		if overlap {
+			d.S, d.SB = hops[f], hops[b]
+		} else {
+			d.F += hops[f] - x
+			d.B += hops[b] - x
+		}
+		out[r] = d
+	}
+	return out
+}
+
+// meanRankSend is the mean of the ranks' forward and backward sends (rankHops).
+func meanRankSend(s Schedule, p int, hops []float64) float64 {
+	t := 0.0
+	for r := range p {
+		f, b := rankHops(s, p, r)
+		t += hops[f] + hops[b]
+	}
+	return t / float64(2*p)
+}
+
+// PipelineSendsOverlap says the framework's schedule s runs its steady state's
+// pipeline sends asynchronously, under the next chunk's compute
+// (framework.PipelineSendOverlap: Megatron-Core's interleaved schedule).
+func PipelineSendsOverlap(fw string, s Schedule) bool {
+	if s != Interleaved {
+		return false
+	}
+	f, err := framework.Lookup(fw)
+	return err == nil && f.PipelineSendOverlap
+}
+
+// interleavedWarmUp is how many forwards rank r of p runs with v chunks before
+// its first backward under 1F1B (v = 1) and interleaving (interleavedOrder;
+// Megatron-Core's get_pp_rank_microbatches), before capping at the step's chunks.
+func interleavedWarmUp(p, v, r int) int {
+	if v > 1 {
+		return (p-r-1)*2 + (v-1)*p
+	}
+	return p - r - 1
 }
 
 // chunkTimes are the block lengths of one model chunk and the chunks per rank.
@@ -1351,11 +1586,30 @@ func SplitsWeightGrad(s Schedule) bool {
 }
 
 // MicroBatchBlocks are the block lengths of one model chunk of a result's
-// micro-batch, as its estimate executed its schedule, and the chunks per rank.
+// micro-batch, as its estimate executed its schedule, and the chunks per rank:
+// every rank's, with one send of PerMicroBatch.Send (RankSends: each rank's own).
 func MicroBatchBlocks(r Result) (BlockTimes, int) {
 	m, l := r.PerMicroBatch, r.Layout
-	t := blockTimes(l.Schedule, l.VirtualStages, m.Forward, m.Backward, m.Recompute, m.WeightGrad, m.ExposedComm, m.Send)
+	send := m.Send
+	if m.SendOverlapped {
+		send = 0
+	}
+	t := blockTimes(l.Schedule, l.VirtualStages, m.Forward, m.Backward, m.Recompute, m.WeightGrad, m.ExposedComm, send)
+	if m.SendOverlapped {
+		t.S, t.SB = m.Send, m.Send
+	}
 	return t.BlockTimes, t.chunks
+}
+
+// RankSends are the sends that end rank r's forward and backward blocks under a
+// result's schedule: the hops it sends on (PerMicroBatch.HopSends), else Send.
+func RankSends(res Result, r int) (fwd, bwd float64) {
+	m, l := res.PerMicroBatch, res.Layout
+	if m.HopSends == nil || l.PP < 2 {
+		return m.Send, m.Send
+	}
+	f, b := rankHops(l.Schedule, l.PP, r)
+	return m.HopSends[f], m.HopSends[b]
 }
 
 // pipelineScatterGather says the framework sends each TP rank's slice of the

@@ -95,7 +95,16 @@ func TestPipelineSchedules(t *testing.T) {
 		return res
 	}
 	gp, ofob, il := get(step.GPipe, 1), get(step.OneFOneB, 1), get(step.Interleaved, 4)
-	if !(il.Breakdown.Bubble < ofob.Breakdown.Bubble && math.Abs(gp.Breakdown.Bubble-ofob.Breakdown.Bubble) < 1e-9) {
+	// The hops differ by the spine's latency (stages of 16 nodes: every other hop
+	// leaves its 32-node unit), and the bubble is the span less the ranks' mean
+	// sends: each of the M + P − 1 slots may differ by a forward and a backward
+	// send's spread, beyond which the schedules agree.
+	spread := 0.0
+	for _, x := range ofob.PerMicroBatch.HopSends {
+		spread = max(spread, math.Abs(x-ofob.PerMicroBatch.Send))
+	}
+	tol := 1e-9 + 2*float64(ofob.MicroBatches+7)*spread
+	if !(il.Breakdown.Bubble < ofob.Breakdown.Bubble && math.Abs(gp.Breakdown.Bubble-ofob.Breakdown.Bubble) < tol) {
 		t.Errorf("bubble: gpipe %v, 1f1b %v, interleaved %v", gp.Breakdown.Bubble, ofob.Breakdown.Bubble, il.Breakdown.Bubble)
 	}
 	// (P−1)/v of a micro-batch's blocks on a rank (its sends included): the bubble
@@ -103,7 +112,7 @@ func TestPipelineSchedules(t *testing.T) {
 	m := float64(ofob.MicroBatches)
 	frac := ofob.Breakdown.Bubble / (ofob.Breakdown.Bubble + ofob.Breakdown.Forward + ofob.Breakdown.Backward + ofob.Breakdown.Recompute +
 		ofob.Breakdown.Exposed[step.CommTP] + ofob.Breakdown.Exposed[step.CommPP])
-	if want := 7 / (m + 7); math.Abs(frac-want) > 1e-9 {
+	if want := 7 / (m + 7); math.Abs(frac-want) > tol/ofob.StepTime {
 		t.Errorf("1f1b bubble fraction %v, want %v", frac, want)
 	}
 	if !(gp.Memory.InFlight == m && ofob.Memory.InFlight == 8 && il.Memory.InFlight > 8) {
@@ -326,8 +335,12 @@ func TestLowerBoundsHold(t *testing.T) {
 										} else if zb {
 											lb = m * b.PerMicroBatch
 										} else {
-											// v·M + pp − 1 slots of a chunk's forward and backward.
-											lb += 2*(float64(v)*m+float64(pp-1))*x.Send - float64(pp-1)*(1-1/float64(v))*b.PerMicroBatch
+											// v·M + pp − 1 slots of a chunk's forward and backward, their
+											// sends unless they overlap the next chunk's compute.
+											lb -= float64(pp-1) * (1 - 1/float64(v)) * b.PerMicroBatch
+											if !step.PipelineSendsOverlap(base.Training.Framework, sched) {
+												lb += 2 * (float64(v)*m + float64(pp-1)) * x.Send
+											}
 										}
 										switch z {
 										case 3:

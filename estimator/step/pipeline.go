@@ -161,11 +161,7 @@ func interleavedOrder(out []Op, p, v, m, r int) []Op {
 		c := int(x.Chunk) / p
 		return Op{Pass: PassBackward, Full: true, MB: x.MB, Chunk: int32((v-1-c)*p + r)}
 	}
-	warm := p - r - 1
-	if v > 1 {
-		warm = (p-r-1)*2 + (v-1)*p
-	}
-	warm = min(warm, total)
+	warm := min(interleavedWarmUp(p, v, r), total)
 	for k := range warm {
 		out = append(out, fwd(k))
 	}
@@ -357,6 +353,12 @@ type pipeNode struct {
 	// first.
 	dep, prev int32
 	op        Op
+	// blocking: the rank's stream waits for the send that ends this block (the
+	// warm-up's forwards and the cool-down's backwards of 1F1B and
+	// interleaving; elsewhere a forward before the rank's first backward, a
+	// backward after its last forward); the steady state's sends run
+	// asynchronously where BlockTimes.S and SB say so.
+	blocking bool
 }
 
 var errDeadlock = errors.New("pipeline: the schedule's blocks wait on each other")
@@ -367,10 +369,12 @@ var errDeadlock = errors.New("pipeline: the schedule's blocks wait on each other
 type compileScratch struct {
 	ops  []Op
 	from []int
-	done []int32
-	next []int
-	last []int32
-	wait []int
+	// firstB and lastF: each rank's first backward and last forward in ops.
+	firstB, lastF []int
+	done          []int32
+	next          []int
+	last          []int32
+	wait          []int
 }
 
 var compilePool = sync.Pool{New: func() any { return new(compileScratch) }}
@@ -396,6 +400,22 @@ func compileInto(s Schedule, p, v, m int, nodes []pipeNode) (*pipeDAG, error) {
 		from = append(from, len(ops))
 	}
 	sc.ops, sc.from = ops, from
+	// firstB and lastF are each rank's first backward and last forward (indices
+	// in ops): forwards before the one and backwards after the other are the
+	// warm-up's and cool-down's.
+	firstB := slices.Grow(sc.firstB[:0], p)[:p]
+	lastF := slices.Grow(sc.lastF[:0], p)[:p]
+	sc.firstB, sc.lastF = firstB, lastF
+	for r := range p {
+		firstB[r], lastF[r] = from[r+1], -1
+		for i := from[r]; i < from[r+1]; i++ {
+			if ops[i].Pass == PassForward {
+				lastF[r] = i
+			} else if firstB[r] == from[r+1] {
+				firstB[r] = i
+			}
+		}
+	}
 	chunks := pipelineChunks(s, p, v)
 	dirs := 1
 	if s == DualPipe {
@@ -478,7 +498,23 @@ func compileInto(s Schedule, p, v, m int, nodes []pipeNode) (*pipeDAG, error) {
 						x, d = ops[next[r]+1], dep2
 					}
 					at := int32(len(nodes))
-					nodes = append(nodes, pipeNode{rank: int32(r), dep: d, prev: last[r], op: x})
+					i := next[r] + j
+					blocking := x.Pass == PassForward && i < firstB[r] || x.Pass != PassForward && i > lastF[r]
+					if s == Interleaved || s == OneFOneB {
+						// The warm-up's forwards and the cool-down's backwards,
+						// as many as the rank warms up with: the steady state's
+						// first forward and last backward post their sends and
+						// go on (Megatron-Core core_v0.12.0 schedules.py
+						// forward_backward_pipelining_with_interleaving: the
+						// loops over range(num_warmup_microbatches) and
+						// range(num_microbatches_remaining, total) block).
+						warm := min(interleavedWarmUp(p, v, r), m*v)
+						if s == OneFOneB {
+							warm = min(interleavedWarmUp(p, 1, r), m)
+						}
+						blocking = x.Pass == PassForward && i-from[r] < warm || x.Pass != PassForward && from[r+1]-i <= warm
+					}
+					nodes = append(nodes, pipeNode{rank: int32(r), dep: d, prev: last[r], op: x, blocking: blocking})
 					last[r] = at
 					done[idx(int(x.Dir), int(x.MB), int(x.Chunk), x.Pass)] = at
 				}
@@ -495,8 +531,25 @@ func compileInto(s Schedule, p, v, m int, nodes []pipeNode) (*pipeDAG, error) {
 
 // BlockTimes are the lengths of one rank's blocks of one model chunk: forward,
 // backward (B alone under the zero-bubble schedules) and weight gradient, each
-// with the communication that ends it.
-type BlockTimes struct{ F, B, W float64 }
+// with the communication that ends it — and S and SB, the pipeline sends after a
+// forward and after a backward block that the blocks do not include because they
+// run asynchronously (framework.PipelineSendOverlap): a steady-state block's
+// successor on the next rank starts S (SB) after the block ends, its own rank
+// goes on at once; a blocking block (the warm-up's forwards, the cool-down's
+// backwards) lasts S (SB) longer and its successor starts when it ends. The rank
+// waits for a send before it posts the one after the next (it waits on the
+// previous handle after posting a send), which the model takes to be done by
+// then: a send shorter than a block. S and SB differ where the hops a rank sends
+// on do (its forwards' to the next rank, its backwards' to the previous one).
+type BlockTimes struct{ F, B, W, S, SB float64 }
+
+// send is the asynchronous send that ends a block of pass o.
+func (d BlockTimes) send(o Op) float64 {
+	if o.Pass == PassForward {
+		return d.S
+	}
+	return d.SB
+}
 
 func (d BlockTimes) of(o Op) float64 {
 	switch o.Pass {
@@ -534,14 +587,17 @@ func (g *pipeDAG) execute(times []BlockTimes, end []float64, blocks *[]PipelineB
 			start = end[n.prev]
 		}
 		if n.dep >= 0 {
-			start = max(start, end[n.dep])
+			start = max(start, end[n.dep]+g.inFlight(times, n.dep))
 		}
 		if n.op.Fused { // both start once both inputs are in
 			if n2 := &g.nodes[i+1]; n2.dep >= 0 {
-				start = max(start, end[n2.dep])
+				start = max(start, end[n2.dep]+g.inFlight(times, n2.dep))
 			}
 		}
 		end[i] = start + d.of(n.op)
+		if n.blocking {
+			end[i] += d.send(n.op)
+		}
 		if blocks != nil {
 			*blocks = append(*blocks, PipelineBlock{Rank: int(n.rank), Op: n.op, Start: start, End: end[i]})
 		}
@@ -560,6 +616,19 @@ func (g *pipeDAG) execute(times []BlockTimes, end []float64, blocks *[]PipelineB
 		span = max(span, end[i])
 	}
 	return span
+}
+
+// inFlight is how long the output of node j travels after its block ends: its
+// rank's asynchronous send, none where the block waited for it.
+func (g *pipeDAG) inFlight(times []BlockTimes, j int32) float64 {
+	n := &g.nodes[j]
+	if n.blocking {
+		return 0
+	}
+	if len(times) > 1 {
+		return times[n.rank].send(n.op)
+	}
+	return times[0].send(n.op)
 }
 
 // pathCount counts the forward, backward and weight-gradient block lengths along
@@ -726,7 +795,7 @@ func (e *Estimator) PipelineSpan(s Schedule, p, v, m int, times []BlockTimes, bl
 // p − 1 forward-and-backward slots of one chunk, what executing their tables gives
 // (TestPipelineSteadyState checks it equal), without executing them.
 func closedSpan(s Schedule, p, v, m int, times []BlockTimes, blocks *[]PipelineBlock) (float64, bool) {
-	if blocks != nil || len(times) != 1 || times[0].W != 0 {
+	if blocks != nil || len(times) != 1 || times[0].W != 0 || times[0].S != 0 || times[0].SB != 0 {
 		return 0, false
 	}
 	switch {
@@ -759,7 +828,7 @@ func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, bl
 	sim := SimulatedMicroBatches(s, p, m)
 	var key []byte
 	if c != nil && blocks == nil {
-		var kb [256]byte
+		var kb [640]byte // the key of up to 15 ranks' lengths
 		key = spanKey(kb[:0], s, p, v, m, times)
 		if span, ok := c.spanMemo().m.Load(string(key)); ok {
 			return span.(float64), sim, nil
@@ -801,7 +870,7 @@ func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, bl
 // the layouts it returns again in full, and layouts that differ only in what the
 // blocks do not depend on (often the ZeRO stage) have the same block lengths. Once
 // a generation holds maxSpans spans a fresh one replaces it, so that a long-lived
-// estimator stays bounded (a key is 30 bytes, or 24 per rank with per-rank
+// estimator stays bounded (a key is about 70 bytes, 32 more per rank with per-rank
 // lengths: at most a few MB).
 type spanMemo struct {
 	m sync.Map
@@ -830,6 +899,8 @@ func spanKey(b []byte, s Schedule, p, v, m int, times []BlockTimes) []byte {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.F))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.B))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.W))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.S))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.SB))
 	}
 	return b
 }

@@ -27,7 +27,7 @@ func TestPipelineSteadyState(t *testing.T) {
 					if !r.Allows(p, v, m, 2*p*v*6, false) {
 						continue
 					}
-					for _, times := range [][]BlockTimes{{{1, 2, 0}}, {{1, 1, 1}}, {{1.3, 0.9, 0.7}}, {{0.6, 0.5, 1.1}}} {
+					for _, times := range [][]BlockTimes{{{F: 1, B: 2}}, {{F: 1, B: 1, W: 1}}, {{F: 1.3, B: 0.9, W: 0.7}}, {{F: 0.6, B: 0.5, W: 1.1}}} {
 						if r.Schedule != ZeroBubble && r.Schedule != ZeroBubbleV && r.Schedule != DualPipe {
 							times[0].B, times[0].W = times[0].B+times[0].W, 0
 						}
@@ -117,7 +117,7 @@ func TestPipelineWitnessesBound(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := witnesses(g)
-			for _, d := range []BlockTimes{{1, 1, 1}, {1, 2, 0.1}, {0.5, 1.7, 0.9}, {2, 0.5, 0.2}, {1, 1.4, 0.6}} {
+			for _, d := range []BlockTimes{{F: 1, B: 1, W: 1}, {F: 1, B: 2, W: 0.1}, {F: 0.5, B: 1.7, W: 0.9}, {F: 2, B: 0.5, W: 0.2}, {F: 1, B: 1.4, W: 0.6}} {
 				span := g.execute([]BlockTimes{d}, make([]float64, len(g.nodes)), nil)
 				lb := 0.0
 				for _, c := range w {
@@ -126,7 +126,7 @@ func TestPipelineWitnessesBound(t *testing.T) {
 				if lb > span*(1+1e-12) {
 					t.Errorf("%s p %d %v: bound %.4f over the span %.4f", s, p, d, lb, span)
 				}
-				if d == (BlockTimes{1, 1.4, 0.6}) && lb < 0.9*span {
+				if d == (BlockTimes{F: 1, B: 1.4, W: 0.6}) && lb < 0.9*span {
 					t.Errorf("%s p %d %v: bound %.4f, span %.4f", s, p, d, lb, span)
 				}
 			}

@@ -93,6 +93,16 @@ type MicroBatch struct {
 	// Send is one pipeline send/recv (an activation forward or a gradient backward);
 	// 0 without pipeline parallelism.
 	Send float64 `json:"pipeline_send_s"`
+	// HopSends are the sends hop by hop where the hops cost differently (a hop
+	// inside a scale-up domain, another across it): hop h from stage h to stage
+	// h + 1, and under interleaving hop p − 1 from the last stage back to the
+	// first; nil where every hop costs Send. A rank's forward blocks end with its
+	// hop's send, its backward blocks with the previous hop's (RankSends).
+	HopSends []float64 `json:"pipeline_hop_sends_s,omitempty"`
+	// SendOverlapped: the steady state's sends run under the next chunk's compute
+	// (PipelineSendsOverlap): only the warm-up's and cool-down's lengthen their
+	// blocks (BlockTimes.S).
+	SendOverlapped bool `json:"pipeline_send_overlapped,omitempty"`
 	// SlowGPUSpeed is the what-if's speed of the one slow GPU (in the first stage),
 	// whose compute is 1/SlowGPUSpeed times longer; 0 when every GPU is as fast.
 	SlowGPUSpeed float64 `json:"slow_gpu_speed,omitempty"`

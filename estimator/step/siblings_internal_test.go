@@ -85,7 +85,7 @@ func TestSiblingsWalkLikeScan(t *testing.T) {
 					}
 				}
 				for _, peer := range []int{g.stride[DimPP], (g.size[DimPP] - 1) * g.stride[DimPP]} {
-					if got, want := g.stagePairs(peer), stagePairsByScan(g, peer); !slices.EqualFunc(got, want, slices.Equal) {
+					if got, want := g.stagePairs(0, peer), stagePairsByScan(g, peer); !slices.EqualFunc(got, want, slices.Equal) {
 						t.Errorf("%s %s pairs +%d: %v, want %v", kind, g, peer, got, want)
 					}
 					checked++
