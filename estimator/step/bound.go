@@ -371,7 +371,11 @@ func fp8AllGatherUnfused(userbuffers, fp8 bool, rec FP8Recipe) bool {
 //   - backward all-gathers of the output gradient: ring exchange beside the
 //     output projection's data-gradient GEMM (proj_dgrad, fc2_dgrad), in fp8;
 //   - backward reduce-scatters of the input gradient: bulk beside the whole
-//     weight-gradient GEMM of the input projection (qkv_wgrad, fc1_wgrad).
+//     weight-gradient GEMM of the input projection (qkv_wgrad, fc1_wgrad);
+//   - backward re-gathers of the input projection's input for its weight
+//     gradient: bulk beside the whole data-gradient GEMM of the input projection
+//     (qkv_dgrad, fc1_dgrad), in fp8 under fp8 (the buffer holds the quantized
+//     input: layernorm_linear.py _LayerNormLinear.backward, TransformerEngine v2.2).
 //
 // The recomputed forward repeats the forward. The data and weight gradients of a
 // linear layer are priced at its forward GEMM's time (the same FLOPs). Without
@@ -414,8 +418,12 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 		eb, hb := ring(in.ag8, gOut)
 		ew := max(0, in.rs-gIn)
 		hw := in.rs - ew
-		be, bh := eb+ew, hb+hw
-		bc := hb*ubRingSMs/sms + hw*ubBulkSMs/sms
+		// The input's re-gather for the weight gradient (qkv_dgrad, fc1_dgrad): bulk
+		// beside the input projection's data gradient.
+		eg := max(0, in.ag8-gIn)
+		hg := in.ag8 - eg
+		be, bh := eb+ew+eg, hb+hw+hg
+		bc := hb*ubRingSMs/sms + (hw+hg)*ubBulkSMs/sms
 		k := 1 + repeats
 		return fe*k + be, fh*k + bh, fc*k + bc
 	}

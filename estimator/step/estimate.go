@@ -904,6 +904,26 @@ func (p *pricing) tensorParallel() (float64, error) {
 				}
 			}
 		}
+		if ub, _ := tpUserbuffers(p.req.Training.Framework); l.OverlapTP && ub {
+			// Backward, Transformer Engine gathers the input and up projections'
+			// inputs again for their weight gradients, in bulk beside their data
+			// gradients (ub_bulk_dgrad: layernorm_linear.py and layernorm_mlp.py,
+			// _LayerNormLinear.backward, copy_into_buffer(ln_out, ..., local_chunk=True)
+			// then the data-gradient GEMM with bulk_overlap, TransformerEngine v2.2
+			// c55e425; Megatron-Core passes tp_comm_bulk_dgrad, default true,
+			// extensions/transformer_engine.py at 7094270); the buffer holds the
+			// quantized input, fp8 under fp8. Priced in tpOverlap at overlapAG8.
+			b, when := act, "per layer: the input and up projections' inputs gathered again for their weight gradients, backward (Transformer Engine's bulk userbuffers overlap, TP overlap)"
+			if p.rates.fp8 {
+				b, when = act/2, when+", in fp8"
+			}
+			// Two a dense layer, one a MoE layer's attention under the token
+			// dispatcher (and one its shared experts' MLP without their overlap):
+			// the dense collectives' share (tpMoEShare).
+			if _, err := p.comm(CommTP, collective.AllGather, b, layers*2*mf*tpMoEShare(&p.req, p.parts.nDense, p.parts.nMoE), when); err != nil {
+				return 0, err
+			}
+		}
 		// Each all-reduce becomes an all-gather and a reduce-scatter of the same total.
 		per = (ag + rs) * (nFwd + 2)
 		denseAG, denseRS = ag, rs

@@ -51,16 +51,28 @@ func TestTPOverlapMethods(t *testing.T) {
 	// 132 SMs (4·132/116 = 4.55, chunks of 1.14), exposes its last chunk, 1; the
 	// backward all-gather of the output gradient (2, fp8) hides under 7/8 of the
 	// output projection's data gradient (3.5); the backward reduce-scatter in bulk
-	// beside the input projections' weight gradient (2) exposes 4 − 2 = 2. MLP: only
-	// the pipelined reduce-scatter's last chunk, 1. Hidden: 2·(2 + 4 + 2 + 4) = 24
-	// moved, less 4.25 exposed. Contention: the GEMMs beside the pipelined
-	// reduce-scatters run 132/116 as long (4 and 16 → +(4 + 16)·16/116), the bulk
-	// reduce-scatters' hidden 2 and 4 take 16 of 132 SMs, the ring exchange none.
+	// beside the input projections' weight gradient (2) exposes 4 − 2 = 2; the
+	// backward re-gather of the input (2, fp8) in bulk beside the input projections'
+	// data gradient (2) exposes nothing. MLP: only the pipelined reduce-scatter's
+	// last chunk, 1; its re-gather (2) hides under the up projection's data gradient
+	// (32). Hidden: 2·(2 + 4 + 2 + 4 + 2) = 28 moved, less 4.25 exposed. Contention:
+	// the GEMMs beside the pipelined reduce-scatters run 132/116 as long (4 and 16 →
+	// +(4 + 16)·16/116), the bulk reduce-scatters' hidden 2 and 4 and the bulk
+	// re-gathers' 2 and 2 take 16 of 132 SMs, the ring exchange none.
 	in := tpOverlapIn{ag: 4, rs: 4, ag8: 2, rs8: 4, sms: 132, userbuffers: true, smShare: 0.25}
 	e, h, c = tpOverlap(&l, &cp, in)
 	near("userbuffers exposed", e, 0.25+1+2+1)
-	near("userbuffers hidden", h, 24-4.25)
-	near("userbuffers contention", c, 20*16.0/116+6*16.0/132)
+	near("userbuffers hidden", h, 28-4.25)
+	near("userbuffers contention", c, 20*16.0/116+10*16.0/132)
+
+	// A re-gather that outlasts its data gradient exposes the rest: with 16-bit
+	// all-gather buffers (4) the attention's re-gather beside the input projections'
+	// data gradient (2) exposes 2, its forward all-gather 4 − 7/8·2 = 2.25 and its
+	// output gradient's 4 − 7/8·4 = 0.5; the MLP's GEMMs still outlast theirs.
+	in.ag8 = 4
+	e, _, _ = tpOverlap(&l, &cp, in)
+	near("userbuffers, 16-bit all-gathers, exposed", e, (4-1.75)+(4-3.5)+1+2+2+1)
+	in.ag8 = 2
 
 	// fp8 reduce-scatter buffers halve the pipelined chunks: 0.5 exposed per
 	// forward reduce-scatter instead of 1; the backward one stays 16-bit.
