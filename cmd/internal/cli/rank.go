@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/stepcost/stepcost/internal/service"
@@ -43,11 +45,30 @@ func connect(addr string, sec *remoteSecurity) (api, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	conn, err := grpc.NewClient(addr, append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))...)
+	conn, err := grpc.NewClient(addr, append(opts,
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxAnswerBytes)),
+		grpc.WithChainUnaryInterceptor(answerTooLarge))...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--server %s: %w", addr, err)
 	}
 	return pb.NewStepcostServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// maxAnswerBytes is the largest answer the CLI takes from a daemon, as the REST
+// gateway does: gRPC's default 4 MiB is less than one EstimatePlan answer may be
+// (each plan lists its GPUs; the daemon's --max-answer-gpus, about 2 M GPUs, is
+// 4 MB of protobuf, and a daemon started with a larger limit sends more).
+const maxAnswerBytes = 64 << 20
+
+// answerTooLarge turns the gRPC client's refusal of an answer over its receive
+// limit into what to do: the daemon answered, and the same call would be
+// refused again.
+func answerTooLarge(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if s, ok := status.FromError(err); ok && s.Code() == codes.ResourceExhausted && strings.Contains(s.Message(), "received message larger than max") {
+		return fmt.Errorf("--server: the answer is larger than the %d MiB the command line takes (%s): ask for fewer plans (--top) or a smaller job", maxAnswerBytes>>20, s.Message())
+	}
+	return err
 }
 
 func rankCommand(fs *pflag.FlagSet) runFunc {
