@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/internal/service"
 	"github.com/stepcost/stepcost/planner"
@@ -163,7 +165,7 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			results = append(results, &pb.RankedConfig{Index: int32(b.index), Error: &pb.ItemError{Code: service.InvalidArgument.String(), Message: b.err}})
 		}
 		sort.SliceStable(results, func(i, j int) bool { return results[i].GetIndex() < results[j].GetIndex() })
-		if err := printRanked(stdout, *format, file, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version}); err != nil {
+		if err := printRanked(stdout, *format, *objective, file, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version}); err != nil {
 			return err
 		}
 		var failed []string
@@ -264,7 +266,7 @@ var rankFlags = map[string]string{"objective": "--objective", "price_per_gpu_hou
 
 // printRanked prints the ranked configs, best first: as the API's
 // RankConfigsResponse (json), CSV or a table.
-func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConfigsResponse) error {
+func printRanked(w io.Writer, format, objective string, file *configFile, resp *pb.RankConfigsResponse) error {
 	sorted := append([]*pb.RankedConfig(nil), resp.GetResults()...)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		a, b := sorted[i].GetRank(), sorted[j].GetRank()
@@ -278,7 +280,10 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 		return printProtoJSON(w, &pb.RankConfigsResponse{Results: sorted, EstimatorVersion: resp.GetEstimatorVersion()})
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"rank", "line", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "dominated", "error"})
+		// cluster, gpus and score came later: after error, so that columns read
+		// by position keep their place. score is the objective's value (seconds
+		// per step, negative tokens/s per GPU, or dollars).
+		cw.Write([]string{"rank", "line", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "dominated", "error", "cluster", "gpus", "score"})
 		for _, r := range sorted {
 			c := file.parsed[int(r.GetIndex())]
 			l, e := c.GetLayout(), r.GetEstimate()
@@ -289,13 +294,45 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 			cw.Write([]string{fmt.Sprint(r.GetRank()), fmt.Sprint(file.lines[r.GetIndex()]), modelLabel(c), fmt.Sprint(l.GetTp()), fmt.Sprint(l.GetPp()),
 				fmt.Sprint(l.GetDp()), fmt.Sprint(l.GetCp()), fmt.Sprint(l.GetZero()), fmt.Sprint(l.GetMicroBatch()),
 				fmt.Sprintf("%g", e.GetStepTimeS()), fmt.Sprintf("%g", e.GetThroughput().GetTokensPerSPerGpu()),
-				fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), fmt.Sprint(r.GetDominated()), errMsg})
+				fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), fmt.Sprint(r.GetDominated()), errMsg,
+				clusterLabel(c), fmt.Sprint(e.GetGpus()), fmt.Sprintf("%g", r.GetScore())})
 		}
 		cw.Flush()
 		return cw.Error()
 	}
-	t := table{head: []string{"rank", "line", "model", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"},
-		optional: []string{"tokens/s/GPU"}, wrap: "note"}
+	// The cluster tells apart the same layout on two GPU types; under the cost
+	// objective the cost ranked by is shown beside the step time.
+	head := []string{"rank", "line", "model", "cluster", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"}
+	withCost := objective == "cost"
+	if withCost {
+		head = slices.Insert(head, 6, "cost")
+	}
+	t := table{head: head, optional: []string{"tokens/s/GPU"}, wrap: "note"}
+	// A config given again (a line pasted twice, two sweeps concatenated) is
+	// ranked again, and its row names the line it repeats.
+	repeats := map[int]int{} // config line → the file line of its first copy
+	firstLine := map[string]int{}
+	for k := range file.lines {
+		c, ok := file.parsed[k]
+		if !ok {
+			continue
+		}
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+		if err != nil {
+			continue
+		}
+		if l, ok := firstLine[string(b)]; ok {
+			repeats[k] = l
+		} else {
+			firstLine[string(b)] = file.lines[k]
+		}
+	}
+	row := func(cells ...string) {
+		if !withCost {
+			cells = slices.Delete(cells, 6, 7)
+		}
+		t.add(cells...)
+	}
 	for _, r := range sorted {
 		c := file.parsed[int(r.GetIndex())]
 		line := fmt.Sprint(file.lines[r.GetIndex()])
@@ -305,7 +342,7 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 			lay = "-"
 		}
 		if r.GetError() != nil {
-			t.add("-", line, modelLabel(c), lay, "-", "-", "-", "-", r.GetError().GetMessage())
+			row("-", line, modelLabel(c), clusterLabel(c), lay, "-", "-", "-", "-", "-", r.GetError().GetMessage())
 			continue
 		}
 		e := r.GetEstimate()
@@ -316,17 +353,41 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 		if r.GetDominated() {
 			notes = append(notes, "dominated")
 		}
+		if l, ok := repeats[int(r.GetIndex())]; ok {
+			notes = append(notes, fmt.Sprintf("same as line %d", l))
+		}
 		note := strings.Join(notes, ", ")
 		// The estimate's layout, as a plan's: its schedule, overlaps and split too.
 		if l := layoutOf(e.GetLayout()); l != "?" {
 			lay = l
 		}
-		t.add(fmt.Sprint(r.GetRank()), line, modelLabel(c), lay, fmtSeconds(e.GetStepTimeS()),
+		row(fmt.Sprint(r.GetRank()), line, modelLabel(c), clusterLabel(c), lay, fmtSeconds(e.GetStepTimeS()), fmt.Sprintf("$%.0f", r.GetScore()),
 			fmt.Sprintf("%.0f", e.GetThroughput().GetTokensPerSPerGpu()), fmt.Sprintf("%.1f%%", 100*e.GetThroughput().GetMfu()),
 			fmt.Sprintf("%.1f", e.GetMemory().GetTotalGb()), note)
 	}
 	t.write(w)
 	return nil
+}
+
+// clusterLabel names a config's cluster: its catalog name, or for a cluster
+// described in full its name, base system or GPU.
+func clusterLabel(c *pb.EstimateStepRequest) string {
+	if c == nil {
+		return "-"
+	}
+	switch s := c.GetCluster().GetSource().(type) {
+	case *pb.ClusterSpec_Name:
+		return s.Name
+	case *pb.ClusterSpec_Definition:
+		d := s.Definition
+		for _, n := range []string{d.GetName(), d.GetBase(), d.GetGpuName(), d.GetGpu().GetName()} {
+			if n != "" {
+				return n
+			}
+		}
+		return "described"
+	}
+	return "?"
 }
 
 func modelLabel(c *pb.EstimateStepRequest) string {
