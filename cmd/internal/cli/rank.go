@@ -222,7 +222,11 @@ func readConfigs(r io.Reader) (*configFile, error) {
 				f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: longer than %d bytes", line, maxConfigLine)})
 			default:
 				if perr := protojson.Unmarshal(t, &c); perr != nil {
-					f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: not an EstimateStepRequest: %v", line, perr)})
+					// The decoder places the error at "(line 1:N)" of the one
+					// line it was given: the file's line is said first, so
+					// only the column is kept.
+					msg := strings.Replace(perr.Error(), "(line 1:", "(column ", 1)
+					f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: not an EstimateStepRequest: %s", line, msg)})
 				} else {
 					f.configs = append(f.configs, &c)
 					f.index = append(f.index, k)
