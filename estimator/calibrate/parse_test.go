@@ -265,3 +265,19 @@ func TestParseShortOutputAllocatesLittle(t *testing.T) {
 		t.Errorf("reading a %d-byte output allocates %d bytes", len(data), per)
 	}
 }
+
+// A file saved with a byte-order mark reads as without: measurement rows behind
+// one were taken for nccl-tests output and refused as "truncated".
+func TestReadSkipsByteOrderMark(t *testing.T) {
+	data, err := os.ReadFile("testdata/rows/h100-ib-nebius/dstack-nebius-2n-allreduce.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain, marked calibrate.Inputs
+	if err := plain.Read("rows.jsonl", data, calibrate.FileLayout{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := marked.Read("rows.jsonl", append([]byte("\uFEFF"), data...), calibrate.FileLayout{}); err != nil || len(marked.Sweeps) != 1 || len(marked.Sweeps[0].Points) != len(plain.Sweeps[0].Points) {
+		t.Errorf("with a byte-order mark: %v, %d sweeps", err, len(marked.Sweeps))
+	}
+}

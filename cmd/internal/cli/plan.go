@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -265,7 +264,7 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 		q.spec.Nodes = n
 	}
 	if *opt.freeMap != "" {
-		data, err := os.ReadFile(*opt.freeMap)
+		data, err := readFile(*opt.freeMap)
 		if err != nil {
 			return fmt.Errorf("--free-map: %w", err)
 		}

@@ -213,6 +213,9 @@ func readConfigs(r io.Reader) (*configFile, error) {
 		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
+		if line == 1 {
+			b = bytes.TrimPrefix(b, []byte(byteOrderMark))
+		}
 		if t := bytes.TrimSpace(b); tooLong || (len(t) > 0 && t[0] != '#') {
 			k := len(f.lines)
 			f.lines = append(f.lines, line)
@@ -238,6 +241,17 @@ func readConfigs(r io.Reader) (*configFile, error) {
 			return f, nil
 		}
 	}
+}
+
+// byteOrderMark is UTF-8's byte-order mark, which editors on Windows and
+// spreadsheet exports write at the start of a file: not content.
+const byteOrderMark = "\uFEFF"
+
+// readFile reads a file the user names (a model, a free map, a request),
+// without a leading byte-order mark, as the cluster file decoder reads one.
+func readFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	return bytes.TrimPrefix(data, []byte(byteOrderMark)), err
 }
 
 // readLine returns the next line without its newline, reading at most limit
