@@ -550,6 +550,10 @@ func checkSweep(s *Sweep) error {
 		}
 		kept = append(kept, p)
 	}
+	if len(kept) == 0 {
+		// Nothing left to fit: a sweep without a point is not a measurement.
+		return fileErr(s.File, 0, "every row's out-of-place and in-place times differ more than 3× (a one-off stall each): no row left to read; rerun the test")
+	}
 	s.Points = kept
 	return nil
 }

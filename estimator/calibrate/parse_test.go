@@ -281,3 +281,22 @@ func TestReadSkipsByteOrderMark(t *testing.T) {
 		t.Errorf("with a byte-order mark: %v, %d sweeps", err, len(marked.Sweeps))
 	}
 }
+
+// A file every row of which is set aside as a one-off stall (out-of-place and
+// in-place times more than 3× apart) is refused, not read as a sweep without a
+// point (FuzzParseMeasurementRows found it).
+func TestEveryRowAStallRefused(t *testing.T) {
+	nccl := `# nThread 1 nGpus 1 minBytes 8 maxBytes 16777216 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+    16777216       4194304     float     sum      -1    400.0   41.94   78.64      0   1600.0   10.49   19.66      0
+`
+	_, err := calibrate.ParseNCCLTests("stall.txt", []byte(nccl), calibrate.Layout{Nodes: 2, GPUsPerNode: 8, Op: "allreduce"})
+	if err == nil || !strings.Contains(err.Error(), "stall.txt") || !strings.Contains(err.Error(), "stall") {
+		t.Errorf("nccl-tests: %v", err)
+	}
+	rows := `{"collective": "allreduce", "n_nodes": 2, "gpus_per_node": 8, "size_bytes": 16777216, "time_us": 400, "inplace_time_us": 1600}` + "\n"
+	_, err = calibrate.ParseMeasurementRows("stall.jsonl", []byte(rows), calibrate.Layout{})
+	if err == nil || !strings.Contains(err.Error(), "stall.jsonl") || !strings.Contains(err.Error(), "stall") {
+		t.Errorf("measurement rows: %v", err)
+	}
+}
