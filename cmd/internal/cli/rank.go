@@ -295,6 +295,14 @@ func printRanked(w io.Writer, format, objective string, file *configFile, resp *
 	})
 	switch format {
 	case "json":
+		// index counts the file's config lines; an error the service gave
+		// names the file's line too, as the table's and CSV's line column
+		// does (the lines that did not parse already say theirs).
+		for _, r := range sorted {
+			if e := r.GetError(); e != nil && !strings.HasPrefix(e.GetMessage(), "line ") {
+				e.Message = fmt.Sprintf("line %d: %s", file.lines[r.GetIndex()], e.GetMessage())
+			}
+		}
 		return printProtoJSON(w, &pb.RankConfigsResponse{Results: sorted, EstimatorVersion: resp.GetEstimatorVersion()})
 	case "csv":
 		cw := csv.NewWriter(w)

@@ -94,6 +94,11 @@ func TestRankInProcessAndRemote(t *testing.T) {
 	if code != 1 || protojson.Unmarshal([]byte(out), &v) != nil || len(v.GetResults()) != 3 || v.GetResults()[0].GetRank() != 1 {
 		t.Errorf("json: %d %s", code, out)
 	}
+	// The JSON's index counts config lines; the failed config's error names
+	// its line in the file, as the table's and the CSV's line column do.
+	if e := v.GetResults()[2].GetError(); !strings.HasPrefix(e.GetMessage(), "line 3: layout.tp") || e.GetViolations()[0].GetField() != "layout.tp" {
+		t.Errorf("json: the failed config's error %v", e)
+	}
 	if code, out, _ := run("rank", "--in", f); code != 1 || !strings.Contains(out, "llama3-70b") {
 		t.Errorf("table: %d %s", code, out)
 	}
