@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // A file saved with a UTF-8 byte-order mark (Windows editors, spreadsheet
@@ -41,5 +44,27 @@ func TestInputFilesWithAByteOrderMark(t *testing.T) {
 		if code != 0 || strings.Contains(errOut, "invalid") {
 			t.Errorf("%s: exit %d, %s\n%s", tc.name, code, errOut, out)
 		}
+	}
+}
+
+// An unknown catalog name is said once, after the flag or field that named it:
+// "--model: model: unknown model" and the API's "model.name: model: …",
+// "cluster.name: catalog: …" repeated the package's name.
+func TestUnknownNamesSaidOnce(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--model", "llama9", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "8", "--seq", "8"}, `stepcost plan: --model: unknown model "llama9"; known: `},
+		{[]string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h900", "--gpus", "8", "--gbs", "8", "--seq", "8"}, `stepcost plan: --cluster: unknown system "dgx-h900"; known: `},
+	} {
+		if code, _, errOut := run(tc.args...); code != exitFailure || !strings.HasPrefix(errOut, tc.want) {
+			t.Errorf("%q: exit %d, %q; want %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	local := newLocal()
+	_, err := local.EstimateStep(context.Background(), &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama9"}}})
+	if err == nil || !strings.Contains(err.Error(), `model.name: unknown model "llama9"`) {
+		t.Errorf("the API's error: %v", err)
 	}
 }
