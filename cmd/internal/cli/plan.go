@@ -113,7 +113,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.clusterFile = fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
 	opt.gpus = fs.Int("gpus", 0, "job size (exact)")
 	opt.minGPUs = fs.Int("min-gpus", 0, "with --max-gpus: the smallest job size to consider")
-	opt.maxGPUs = fs.Int("max-gpus", 0, "instead of --gpus: consider every size up to this (whole nodes)")
+	opt.maxGPUs = fs.Int("max-gpus", 0, "instead of --gpus: consider every size up to this that fills whole nodes or divides one (1, 2, 4, 8, 16, 24, … on 8-GPU nodes)")
 	opt.gbs = fs.Int("gbs", 0, "global batch (sequences)")
 	opt.seq = fs.Int("seq", 0, "sequence length")
 	opt.precision = enumFlag(fs, "precision", "bf16", "matmul precision: bf16, fp16, fp8", precisionNames)
