@@ -419,6 +419,17 @@ func (r *Request) validate() error {
 		c.Add("max_gpus", "give gpus, or max_gpus between 1 and the cluster's %d GPUs (got %d)", total, r.MaxGPUs)
 	case r.GPUs == 0 && (r.MinGPUs < 0 || r.MinGPUs > r.MaxGPUs):
 		c.Add("min_gpus", "must be between 0 and max_gpus %d (got %d)", r.MaxGPUs, r.MinGPUs)
+	case r.GPUs == 0 && r.Cluster.Spec.GPUsPerNode > 0 && len(gpuCounts(r)) == 0:
+		// Only whole nodes and sizes dividing one are searched (gpuCounts): a
+		// range between two of them would be answered with no plan.
+		g := r.Cluster.Spec.GPUsPerNode
+		size := func(n int) bool { return n%g == 0 || n < g && g%n == 0 }
+		below, above := r.MinGPUs-1, r.MaxGPUs+1
+		for ; below > 1 && !size(below); below-- {
+		}
+		for ; !size(above); above++ {
+		}
+		c.Add("max_gpus", "no job size from min_gpus %d to max_gpus %d: a job fills whole nodes of %d GPUs or divides one (nearest: %d below, %d above)", r.MinGPUs, r.MaxGPUs, g, below, above)
 	}
 	c.Join(CheckObjective(r.Objective, r.PricePerGPUHour, r.TokenBudget))
 	if r.TopK < 0 || r.TopK > MaxTopK {

@@ -440,3 +440,25 @@ func TestPlannerCountsEmbeddingAndLoss(t *testing.T) {
 		}
 	}
 }
+
+// A range of job sizes holding none the search considers (whole nodes, or sizes
+// that divide one) is refused naming max_gpus and the nearest sizes, rather than
+// answered with no plan and "the constraints leave no layout to search"
+// (9 to 15 GPUs on 8-GPU nodes).
+func TestSizeRangeWithoutAJobSizeRefused(t *testing.T) {
+	r := llama8bRequest(t)
+	r.GPUs, r.MinGPUs, r.MaxGPUs = 0, 9, 15
+	_, err := planner.Search(context.Background(), step.New(), r)
+	if !invalid.Is(err) || !strings.Contains(err.Error(), "max_gpus:") || !strings.Contains(err.Error(), "8 below") || !strings.Contains(err.Error(), "16 above") {
+		t.Errorf("9 to 15 GPUs: %v", err)
+	}
+	r.MinGPUs, r.MaxGPUs = 3, 3
+	if _, err := planner.Search(context.Background(), step.New(), r); !invalid.Is(err) || !strings.Contains(err.Error(), "2 below, 4 above") {
+		t.Errorf("3 GPUs: %v", err)
+	}
+	// 3 to 7 holds 4, which divides a node: searched.
+	r.MinGPUs, r.MaxGPUs = 3, 7
+	if res, err := planner.Search(context.Background(), step.New(), r); err != nil || len(res.Top) == 0 {
+		t.Errorf("3 to 7 GPUs: %v, %d plans", err, len(res.Top))
+	}
+}

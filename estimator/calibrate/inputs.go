@@ -110,6 +110,9 @@ func runFields(l RunLayout) []string {
 // the nccl-measurement schema, MeasurementRow) or a training log, by its content,
 // and adds it to the inputs. Content that is neither is an error naming the file.
 func (in *Inputs) Read(name string, data []byte, fl FileLayout) error {
+	// A UTF-8 byte-order mark (a file saved by a Windows editor) is not
+	// content: before it, measurement rows read as some other text.
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
 	// A layout value the file's reader would not use is refused, not dropped.
 	switch {
 	case bytes.Contains(data, []byte(`"nccl_version"`)) && bytes.Contains(data, []byte(`"results"`)):

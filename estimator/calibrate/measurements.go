@@ -102,7 +102,7 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 	var first runKey
 	firstLine := 0
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // lines up to 1 MiB; most are short, so the buffer grows only when one is long
+	sc.Buffer(nil, 1<<20) // lines up to 1 MiB; the buffer grows from 4 KiB only when one is long
 	for line := 1; sc.Scan(); line++ {
 		raw := bytes.TrimSpace(sc.Bytes())
 		if len(raw) == 0 {

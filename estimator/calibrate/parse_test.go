@@ -3,6 +3,7 @@ package calibrate_test
 import (
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -103,12 +104,25 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
+// The seeds are real outputs cut to their first rows (fuzzSeed): the fuzzing
+// engine minimises every input that reaches new code, and its last pass tries
+// removing each span of bytes, about n²/2 runs for n bytes, for up to a minute
+// (-fuzzminimizetime) — 18 M runs of the parser for a whole 6 KB output, so the
+// engine spent each minute minimising and fuzzed at 0 execs/s. Inputs over
+// 1 KiB (an older cache's whole outputs, a mutation grown long) are passed
+// over for the same reason: 512 K runs of about 30 µs at most to minimise one.
 func FuzzParseNCCLTests(f *testing.F) {
 	for _, p := range []string{"testdata/a100-roce/oci-14340fb-readme.txt", "testdata/bad/truncated.txt", "testdata/b200-ib/dstack-lambda-allreduce.txt"} {
-		b, _ := os.ReadFile(p)
-		f.Add(b)
+		seed := fuzzSeed(f, p)
+		if len(seed) > fuzzMaxInput {
+			f.Fatalf("%s: the seed is %d bytes, over the %d the target reads", p, len(seed), fuzzMaxInput)
+		}
+		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > fuzzMaxInput {
+			return
+		}
 		s, err := calibrate.ParseNCCLTests("fuzz", data, calibrate.Layout{Nodes: 2, GPUsPerNode: 8, Op: "allreduce"})
 		if err == nil {
 			for _, p := range s.Points {
@@ -118,6 +132,48 @@ func FuzzParseNCCLTests(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzMaxInput is the largest input FuzzParseNCCLTests parses.
+const fuzzMaxInput = 1 << 10
+
+// fuzzSeed is the nccl-tests output at path cut to every kind of line it has:
+// its header and closing lines, the device lines of each host's first and last
+// rank (the abridged list newer nccl-tests print) and two data rows.
+func fuzzSeed(f *testing.F, path string) []byte {
+	f.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	host := func(i int) string {
+		if i < 0 || i >= len(lines) || !strings.Contains(lines[i], "Rank") {
+			return ""
+		}
+		_, h, _ := strings.Cut(lines[i], " on ")
+		h, _, _ = strings.Cut(h, " device ")
+		return h
+	}
+	var out []string
+	rows := 0
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == "":
+			continue
+		case strings.Contains(t, " device ") && strings.Contains(t, "Rank"):
+			if host(i-1) == host(i) && host(i+1) == host(i) {
+				continue
+			}
+		case t[0] >= '0' && t[0] <= '9':
+			if rows++; rows > 2 {
+				continue
+			}
+		}
+		out = append(out, strings.Join(strings.Fields(l), " "))
+	}
+	return []byte(strings.Join(out, "\n") + "\n")
 }
 
 // srun --label prefixes (" 0: ") are stripped like MPI's; the old table of
@@ -180,5 +236,67 @@ func TestParseRefusesImpossibleHeader(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", tc.to, err, tc.want)
 		}
+	}
+}
+
+// Reading a short output allocates about its size, not a fixed 64 KiB line
+// buffer made and cleared per call, which was a third of the parse's time and
+// with the fuzzing engine's minimisation (about n²/2 parses for n bytes) kept
+// FuzzParseNCCLTests at 0 execs/s.
+func TestParseShortOutputAllocatesLittle(t *testing.T) {
+	data, err := os.ReadFile("testdata/b200-ib/dstack-lambda-allreduce.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := calibrate.Layout{Nodes: 2, GPUsPerNode: 8}
+	if _, err := calibrate.ParseNCCLTests("ar.txt", data, layout); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	const runs = 50
+	runtime.ReadMemStats(&before)
+	for range runs {
+		calibrate.ParseNCCLTests("ar.txt", data, layout)
+	}
+	runtime.ReadMemStats(&after)
+	// The file is 3.9 KB: its points, lines and matches take about 40 KB; the
+	// fixed buffer alone was 64 KiB.
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 48<<10 {
+		t.Errorf("reading a %d-byte output allocates %d bytes", len(data), per)
+	}
+}
+
+// A file saved with a byte-order mark reads as without: measurement rows behind
+// one were taken for nccl-tests output and refused as "truncated".
+func TestReadSkipsByteOrderMark(t *testing.T) {
+	data, err := os.ReadFile("testdata/rows/h100-ib-nebius/dstack-nebius-2n-allreduce.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain, marked calibrate.Inputs
+	if err := plain.Read("rows.jsonl", data, calibrate.FileLayout{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := marked.Read("rows.jsonl", append([]byte("\uFEFF"), data...), calibrate.FileLayout{}); err != nil || len(marked.Sweeps) != 1 || len(marked.Sweeps[0].Points) != len(plain.Sweeps[0].Points) {
+		t.Errorf("with a byte-order mark: %v, %d sweeps", err, len(marked.Sweeps))
+	}
+}
+
+// A file every row of which is set aside as a one-off stall (out-of-place and
+// in-place times more than 3× apart) is refused, not read as a sweep without a
+// point (FuzzParseMeasurementRows found it).
+func TestEveryRowAStallRefused(t *testing.T) {
+	nccl := `# nThread 1 nGpus 1 minBytes 8 maxBytes 16777216 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+    16777216       4194304     float     sum      -1    400.0   41.94   78.64      0   1600.0   10.49   19.66      0
+`
+	_, err := calibrate.ParseNCCLTests("stall.txt", []byte(nccl), calibrate.Layout{Nodes: 2, GPUsPerNode: 8, Op: "allreduce"})
+	if err == nil || !strings.Contains(err.Error(), "stall.txt") || !strings.Contains(err.Error(), "stall") {
+		t.Errorf("nccl-tests: %v", err)
+	}
+	rows := `{"collective": "allreduce", "n_nodes": 2, "gpus_per_node": 8, "size_bytes": 16777216, "time_us": 400, "inplace_time_us": 1600}` + "\n"
+	_, err = calibrate.ParseMeasurementRows("stall.jsonl", []byte(rows), calibrate.Layout{})
+	if err == nil || !strings.Contains(err.Error(), "stall.jsonl") || !strings.Contains(err.Error(), "stall") {
+		t.Errorf("measurement rows: %v", err)
 	}
 }

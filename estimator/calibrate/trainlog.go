@@ -59,7 +59,11 @@ type logFormat struct {
 	framework string
 	re        *regexp.Regexp
 	key       string // a literal every matching line contains, to detect a broken one
-	stepS     func(v float64, l RunLayout) float64
+	// lit is text every line re matches holds: re is tried only on lines
+	// holding it (the expressions, tried on each line for each format, were
+	// most of the time to read a log).
+	lit   string
+	stepS func(v float64, l RunLayout) float64
 	// not is a line that matches re but is no training step (torchtitan's
 	// validation line); nil when there is none.
 	not *regexp.Regexp
@@ -73,16 +77,16 @@ type logFormat struct {
 
 var logFormats = []logFormat{
 	// Megatron-LM training_log: "... | elapsed time per iteration (ms): 1234.5 | ..."
-	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(ms\):\s*([0-9.]+)`), key: "elapsed time per iteration (ms)",
+	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(ms\):\s*([0-9.]+)`), key: "elapsed time per iteration (ms)", lit: "elapsed time per iteration (ms)",
 		stepS: func(v float64, _ RunLayout) float64 { return v / 1e3 }, step: megatronIter},
 	// Forks that print it in seconds (FZJ-JSC jubench-megatron-lm README.md:
 	// "elapsed time per iteration (s): 7.2310").
-	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(s\):\s*([0-9.]+)`), key: "elapsed time per iteration (s)",
+	{framework: "megatron-core", re: regexp.MustCompile(`elapsed time per iteration \(s\):\s*([0-9.]+)`), key: "elapsed time per iteration (s)", lit: "elapsed time per iteration (s)",
 		stepS: func(v float64, _ RunLayout) float64 { return v }, step: megatronIter},
 	// NeMo / Megatron-Bridge (Lightning): "train_step_timing in s=1.23", "train_step_timing: 1.23";
 	// the step is the progress bar's ("| 10/1000 [") or NeMo 2's progress
 	// printer's ("Training epoch 0, iteration 10/99 | … | train_step_timing in s: 1.23").
-	{framework: "nemo", re: regexp.MustCompile(`train_step_timing(?: in s)?\s*[=:]\s*([0-9.]+)`), key: "train_step_timing",
+	{framework: "nemo", re: regexp.MustCompile(`train_step_timing(?: in s)?\s*[=:]\s*([0-9.]+)`), key: "train_step_timing", lit: "train_step_timing",
 		stepS: func(v float64, _ RunLayout) float64 { return v }, step: regexp.MustCompile(`\|\s*(\d+)/\d+\s*\[|\biteration\s+(\d+)/\d+`), redraw: true},
 	// torchtitan metrics line: "step: 10  loss: 7.9  memory: 30.1GiB(38%)  tps: 6,123  tflops: 355  mfu: 35.9%".
 	// tps is tokens per second per GPU (ntokens since the last log over the time and
@@ -90,18 +94,19 @@ var logFormats = []logFormat{
 	// global tokens / (tps · GPUs).
 	// Its validation line ("validate step: 10  loss: …  tps: 50,000") times no
 	// training step.
-	{framework: "torchtitan", re: regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), key: "tps:",
+	{framework: "torchtitan", re: regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), key: "tps:", lit: "tps:",
 		stepS: func(v float64, l RunLayout) float64 {
 			return float64(l.GlobalBatch) * float64(l.SeqLen) / (v * float64(l.GPUs))
 		}, not: regexp.MustCompile(`\bvalidat\w*\s+step:`), step: regexp.MustCompile(`\bstep:\s*(\d+)`)},
 	// Composer / llm-foundry: "Train throughput/batches_per_sec: 0.52".
-	{framework: "composer", re: regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/batches_per_sec",
+	{framework: "composer", re: regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/batches_per_sec", lit: "throughput/batches_per_sec",
 		stepS: func(v float64, _ RunLayout) float64 { return 1 / v }},
 	// Composer's samples rate, when batches_per_sec is not logged.
-	{framework: "composer", re: regexp.MustCompile(`throughput/samples_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/samples_per_sec",
+	{framework: "composer", re: regexp.MustCompile(`throughput/samples_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/samples_per_sec", lit: "throughput/samples_per_sec",
 		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }},
 	// DeepSpeed's throughput timer: "... CurrSamplesPerSec=12.3, ..." or "samples/sec=12.3".
-	{framework: "deepspeed", re: regexp.MustCompile(`(?:CurrSamplesPerSec|samples/sec)\s*[=:]\s*([0-9.]+)`), key: "SamplesPerSec",
+	{framework: "deepspeed", re: regexp.MustCompile(`(?:CurrSamplesPerSec|samples/sec)\s*[=:]\s*([0-9.]+)`), key: "SamplesPerSec", lit: "amples", // CurrSamplesPerSec, samples/sec
+
 		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }, step: regexp.MustCompile(`global_step=(\d+)`)},
 }
 
@@ -123,6 +128,14 @@ var (
 	badStepRe = regexp.MustCompile(`(?i)number of (?:skipped|nan) iterations:\s*0*[1-9]|loss[\w/]*\s*[:=]\s*[-+]?(?:nan|inf)`)
 )
 
+// maybeBadStep says whether a line holds the fixed text badStepRe needs
+// ("iterations:", or a nan or inf in any case): the case-blind expression,
+// tried on every metric line, was a third of reading a log.
+func maybeBadStep(t string) bool {
+	l := strings.ToLower(t)
+	return strings.Contains(l, "iterations") || strings.Contains(l, "nan") || strings.Contains(l, "inf")
+}
+
 // ansiRe is a terminal colour or cursor sequence (ESC [ … letter): torchtitan's
 // logger colours each field of its metric line (torchtitan
 // components/metrics.py, Color), and a log written to a file keeps the codes.
@@ -134,10 +147,16 @@ var ansiRe = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 // a line of its own, numbered with the file's line.
 func logLines(data []byte, fn func(line int, t string) error) error {
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // lines up to 1 MiB; most are short, so the buffer grows only when one is long
+	// Lines up to 1 MiB; the buffer starts at the scanner's 4 KiB and grows
+	// only when a line is long (64 KiB made and cleared per call were a tenth
+	// of reading a short log).
+	sc.Buffer(nil, 1<<20)
 	for line := 1; sc.Scan(); line++ {
 		for _, t := range strings.Split(sc.Text(), "\r") {
-			if err := fn(line, ansiRe.ReplaceAllString(t, "")); err != nil {
+			if strings.Contains(t, "\x1b") {
+				t = ansiRe.ReplaceAllString(t, "")
+			}
+			if err := fn(line, t); err != nil {
 				return err
 			}
 		}
@@ -184,14 +203,17 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 		}
 		for i := range logFormats {
 			f := &logFormats[i]
-			m := f.re.FindStringSubmatch(t)
+			var m []string
+			if strings.Contains(t, f.lit) {
+				m = f.re.FindStringSubmatch(t)
+			}
 			if m == nil {
 				if format == f && strings.Contains(t, f.key) && !strings.Contains(t, "samples/sec") {
 					return fileErr(name, line, "a %s metric line without its value (cut short?): %q", f.framework, clip(t))
 				}
 				continue
 			}
-			if f.not != nil && f.not.MatchString(t) {
+			if f.not != nil && strings.Contains(t, "validat") && f.not.MatchString(t) {
 				return nil
 			}
 			if format != nil && format != f {
@@ -217,10 +239,10 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 			if err != nil || !(v > 0) || math.IsInf(v, 0) {
 				return fileErr(name, line, "%s: %q is not a positive number", f.key, m[1])
 			}
-			vals = append(vals, logged{v: v, line: line, seg: len(restarts), bad: badStepRe.MatchString(t)})
+			vals = append(vals, logged{v: v, line: line, seg: len(restarts), bad: maybeBadStep(t) && badStepRe.MatchString(t)})
 			break
 		}
-		if startRe.MatchString(t) && len(vals) > 0 && !started {
+		if len(vals) > 0 && !started && strings.Contains(t, "start") && startRe.MatchString(t) {
 			restarts = append(restarts, restart{line, strings.TrimSpace(startRe.FindString(t))})
 			started = true
 		}

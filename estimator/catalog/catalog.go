@@ -92,7 +92,9 @@ func unknownRule(kind, name string, known []string) string {
 // notFoundError is an unknown name; it matches ErrNotFound with errors.Is.
 type notFoundError struct{ rule string }
 
-func (e *notFoundError) Error() string        { return "catalog: " + e.rule }
+// Error is the rule alone: the caller's flag or field comes first
+// ("cluster.name: unknown system …"), and a "catalog:" prefix said nothing more.
+func (e *notFoundError) Error() string        { return e.rule }
 func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 
 func cloneGPU(g hardware.GPU) hardware.GPU {

@@ -173,7 +173,14 @@ func (p Protocol) String() string {
 
 func normalise(s string) string {
 	s = strings.ToLower(strings.TrimSpace(s))
-	return strings.NewReplacer("-", "", "_", "", " ", "").Replace(s)
+	// strings.Map, not a strings.Replacer made per call: building one was a
+	// tenth of the time to read a short nccl-tests output.
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == ' ' {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // ParseProtocol accepts simple, ll128 and ll.

@@ -46,7 +46,9 @@ type notFoundError struct {
 }
 
 func (e *notFoundError) Error() string {
-	return fmt.Sprintf("model: unknown model %q; known: %s", e.name, strings.Join(e.known, ", "))
+	// No "model:" prefix: the caller's flag or field comes first
+	// ("model.name: unknown model …"), and "model" said it again.
+	return fmt.Sprintf("unknown model %q; known: %s", e.name, strings.Join(e.known, ", "))
 }
 
 func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }

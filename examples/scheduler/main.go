@@ -93,8 +93,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	// grpc.NewClient connects lazily: an unreachable daemon shows up as
-	// UNAVAILABLE on the call, and is retried like an overloaded one.
-	conn, err := grpc.NewClient(*server, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// UNAVAILABLE on the call, and is retried like an overloaded one. Answers
+	// up to 64 MiB, as the CLI and the REST gateway take: gRPC's default 4 MiB
+	// is less than one plan answer may be (each plan lists its GPUs; the
+	// daemon's --max-answer-gpus, about 2 M GPUs, is 4 MB of protobuf).
+	conn, err := grpc.NewClient(*server, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
 		fmt.Fprintln(stderr, "scheduler:", err)
 		return exitRejected

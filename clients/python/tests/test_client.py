@@ -11,6 +11,7 @@ import grpc
 
 import stepcost
 from stepcost import pb
+from stepcost.v1 import stepcost_pb2_grpc as pb_grpc
 from stepcost.client import _status_details
 
 # A google.rpc.Status as the daemon sends it in grpc-status-details-bin, made
@@ -133,6 +134,53 @@ class ClientTest(unittest.TestCase):
         with stepcost.Client(channel=FakeChannel()) as c:
             with self.assertRaises(TypeError):
                 c.estimate_plan(pb.EstimateStepRequest())
+
+
+class LargeAnswerTest(unittest.TestCase):
+    """An EstimatePlan answer over gRPC's default 4 MiB receive limit (the
+    daemon's --max-answer-gpus lets one list about 2 M GPUs, 4 MB of protobuf,
+    and a daemon started with a larger limit sends more) reaches the caller."""
+
+    def test_answer_over_4_mib(self):
+        from concurrent import futures
+
+        # 2.2 M GPUs on 8-GPU nodes, as the daemon lists a placement.
+        nodes = [pb.NodeUse(node=n, gpus=range(8)) for n in range(2_200_000 // 8)]
+        answer = pb.EstimatePlanResponse(plans=[pb.Plan(rank=1, gpus=2_200_000,
+                                                        placement=pb.Placement(nodes=nodes))])
+        self.assertGreater(answer.ByteSize(), 4 << 20)
+
+        class Servicer(pb_grpc.StepcostServiceServicer):
+            def EstimatePlan(self, request, context):
+                return answer
+
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=1),
+                             options=[("grpc.max_send_message_length", -1)])
+        pb_grpc.add_StepcostServiceServicer_to_server(Servicer(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            with stepcost.Client(f"127.0.0.1:{port}", timeout=60, retries=0) as c:
+                got = c.estimate_plan(REQUEST)
+        finally:
+            server.stop(None)
+        self.assertEqual(len(got.plans[0].placement.nodes), len(nodes))
+
+        # Below the answer's size, the error says what to change.
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+        pb_grpc.add_StepcostServiceServicer_to_server(Servicer(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            with stepcost.Client(f"127.0.0.1:{port}", timeout=60, retries=0,
+                                 max_receive_bytes=4 << 20) as c:
+                with self.assertRaises(stepcost.StepcostError) as ctx:
+                    c.estimate_plan(REQUEST)
+        finally:
+            server.stop(None)
+        self.assertEqual(ctx.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("max_receive_bytes", str(ctx.exception))
+        self.assertIn("top_k", str(ctx.exception))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -117,7 +118,7 @@ func readLimited(path string) ([]byte, error) {
 	if len(data) > maxInputSize {
 		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxInputSize>>20)
 	}
-	return data, nil
+	return bytes.TrimPrefix(data, []byte(byteOrderMark)), nil
 }
 
 func baseNames(files []string) []string {

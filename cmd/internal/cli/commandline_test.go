@@ -265,6 +265,13 @@ func TestPlanSizesNamed(t *testing.T) {
 		// --min-gpus bounds --max-gpus's range; with --gpus it was ignored without a word.
 		{append(base, "--gpus", "16", "--min-gpus", "8", "--gbs", "16", "--seq", "4096"), "--gpus and --min-gpus: give --gpus, or --min-gpus with --max-gpus"},
 		{append(base, "--gpus", "8", "--nodes", "-4", "--gbs", "16", "--seq", "4096"), "--nodes: must be at least 1 (got -4)"},
+		// A 0 given is a value given, not the flag left out.
+		{append(base, "--max-gpus", "0", "--gbs", "16", "--seq", "4096"), "--max-gpus: must be at least 1 (got 0)"},
+		{append(base, "--gpus", "0", "--gbs", "16", "--seq", "4096"), "--gpus: must be at least 1 (got 0)"},
+		{append(base, "--min-gpus", "16", "--gbs", "16", "--seq", "4096"), "--min-gpus: goes with --max-gpus"},
+		// A size past the service's limit names the flag, not the cluster's
+		// node count the command line derived from it.
+		{append(base, "--max-gpus", "1000000000", "--gbs", "16", "--seq", "4096"), "--max-gpus: 1000000000 GPUs exceed the limit of 131072"},
 		{append(base, "--gpus", "8", "--gbs", "-16", "--seq", "4096"), "--gbs: must be at least 1 (got -16)"},
 		{append(base, "--gpus", "8", "--gbs", "16", "--seq", "0"), "--seq: required, at least 1 (got 0)"},
 		// An explicit --top 0 is not the API's unset top_k: the flag's default is 10.

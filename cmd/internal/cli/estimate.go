@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -193,7 +192,7 @@ func (opt *estimateArgs) run(ctx context.Context, set map[string]bool, stdout io
 // readFile reads the --in file, the API's EstimateStepRequest.
 func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
 	if *opt.in != "" {
-		data, err := os.ReadFile(*opt.in)
+		data, err := readFile(*opt.in)
 		if err != nil {
 			return fmt.Errorf("--in: %w", err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -33,7 +32,7 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 		if *conc < 1 || *conc > 1024 || *dur <= 0 || *dur > time.Hour || *maxReq < 1 {
 			return errors.New("--concurrency 1–1024, --duration up to 1h, --requests ≥ 1")
 		}
-		data, err := os.ReadFile(*in)
+		data, err := readFile(*in)
 		if err != nil {
 			return fmt.Errorf("--in: %w", err)
 		}

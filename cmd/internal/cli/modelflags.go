@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -92,7 +91,7 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		}
 		return a, "", nil
 	case set["model-file"]:
-		raw, err := os.ReadFile(*m.file)
+		raw, err := readFile(*m.file)
 		if err != nil {
 			return a, "", fmt.Errorf("--model-file: %w", err)
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/service"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	"github.com/stepcost/stepcost/planner"
@@ -26,6 +26,7 @@ import (
 
 // planArgs are plan's flags.
 type planArgs struct {
+	fs               *pflag.FlagSet // to tell a flag given as 0 from one left out
 	mf               *modelFlags
 	clusterName      *string
 	clusterFile      *string
@@ -106,13 +107,13 @@ type planQuery struct {
 }
 
 func newPlanFlags(fs *pflag.FlagSet) *planArgs {
-	opt := &planArgs{}
+	opt := &planArgs{fs: fs}
 	opt.mf = addModelFlags(fs)
 	opt.clusterName = fs.String("cluster", "", "catalog system, e.g. dgx-h100")
 	opt.clusterFile = fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
 	opt.gpus = fs.Int("gpus", 0, "job size (exact)")
 	opt.minGPUs = fs.Int("min-gpus", 0, "with --max-gpus: the smallest job size to consider")
-	opt.maxGPUs = fs.Int("max-gpus", 0, "instead of --gpus: consider every size up to this (whole nodes)")
+	opt.maxGPUs = fs.Int("max-gpus", 0, "instead of --gpus: consider every size up to this that fills whole nodes or divides one (1, 2, 4, 8, 16, 24, … on 8-GPU nodes)")
 	opt.gbs = fs.Int("gbs", 0, "global batch (sequences)")
 	opt.seq = fs.Int("seq", 0, "sequence length")
 	opt.precision = enumFlag(fs, "precision", "bf16", "matmul precision: bf16, fp16, fp8", precisionNames)
@@ -218,9 +219,14 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 		name string
 		v    int
 	}{{"gpus", *opt.gpus}, {"max-gpus", *opt.maxGPUs}, {"nodes", *opt.nodes}} {
-		if f.v < 0 {
+		// A job size of 0 given is a value given, not the flag left out
+		// (--nodes 0 is its default: the nodes the job needs).
+		if f.v < 0 || f.v == 0 && f.name != "nodes" && opt.fs.Changed(f.name) {
 			return fmt.Errorf("--%s: must be at least 1 (got %d)", f.name, f.v)
 		}
+	}
+	if *opt.minGPUs != 0 && *opt.gpus == 0 && *opt.maxGPUs == 0 {
+		return errors.New("--min-gpus: goes with --max-gpus (the largest job size to consider); for one size give --gpus")
 	}
 	// The API reads an unset top_k (0) as the default; on the command line the flag's
 	// default is that value, so an explicit 0 or less is a mistake, not a request for it.
@@ -237,6 +243,16 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	if *opt.gpus > 0 && *opt.minGPUs != 0 {
 		return errors.New("--gpus and --min-gpus: give --gpus, or --min-gpus with --max-gpus")
 	}
+	// Checked here, before the cluster is sized for the job: past it the
+	// refusal named the cluster's node count, a value the user never gave.
+	// In process only: a daemon may be started with a larger --max-gpus.
+	if limit := service.DefaultLimits().MaxGPUs; *opt.addr == "" && size > limit {
+		name := "--gpus"
+		if *opt.maxGPUs > 0 {
+			name = "--max-gpus"
+		}
+		return fmt.Errorf("%s: %d GPUs exceed the limit of %d the command line takes in process (a daemon's is its --max-gpus)", name, size, limit)
+	}
 	if g := q.spec.GPUsPerNode; g > 0 && q.spec.Nodes*g < size {
 		q.spec.Nodes = (size + g - 1) / g
 	}
@@ -248,7 +264,7 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 		q.spec.Nodes = n
 	}
 	if *opt.freeMap != "" {
-		data, err := os.ReadFile(*opt.freeMap)
+		data, err := readFile(*opt.freeMap)
 		if err != nil {
 			return fmt.Errorf("--free-map: %w", err)
 		}

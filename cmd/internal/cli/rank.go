@@ -9,12 +9,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/internal/service"
 	"github.com/stepcost/stepcost/planner"
@@ -43,11 +47,30 @@ func connect(addr string, sec *remoteSecurity) (api, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	conn, err := grpc.NewClient(addr, append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))...)
+	conn, err := grpc.NewClient(addr, append(opts,
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxAnswerBytes)),
+		grpc.WithChainUnaryInterceptor(answerTooLarge))...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--server %s: %w", addr, err)
 	}
 	return pb.NewStepcostServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// maxAnswerBytes is the largest answer the CLI takes from a daemon, as the REST
+// gateway does: gRPC's default 4 MiB is less than one EstimatePlan answer may be
+// (each plan lists its GPUs; the daemon's --max-answer-gpus, about 2 M GPUs, is
+// 4 MB of protobuf, and a daemon started with a larger limit sends more).
+const maxAnswerBytes = 64 << 20
+
+// answerTooLarge turns the gRPC client's refusal of an answer over its receive
+// limit into what to do: the daemon answered, and the same call would be
+// refused again.
+func answerTooLarge(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if s, ok := status.FromError(err); ok && s.Code() == codes.ResourceExhausted && strings.Contains(s.Message(), "received message larger than max") {
+		return fmt.Errorf("--server: the answer is larger than the %d MiB the command line takes (%s): ask for fewer plans (--top) or a smaller job", maxAnswerBytes>>20, s.Message())
+	}
+	return err
 }
 
 func rankCommand(fs *pflag.FlagSet) runFunc {
@@ -111,6 +134,15 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			version = resp.GetEstimatorVersion()
 			for _, x := range resp.GetResults() {
 				x.Index += int32(i)
+				if e := x.GetEstimate(); e != nil && *format != "json" {
+					// The table and the CSV print these fields only: the
+					// whole estimate (breakdown, every collective) of each
+					// config held to the end took 5 KB a config, 0.5 GB for
+					// 100 000.
+					x.Estimate = &pb.StepEstimate{StepTimeS: e.GetStepTimeS(), Gpus: e.GetGpus(), Layout: e.GetLayout(),
+						Throughput: &pb.Throughput{TokensPerSPerGpu: e.GetThroughput().GetTokensPerSPerGpu(), Mfu: e.GetThroughput().GetMfu()},
+						Memory:     &pb.Memory{TotalGb: e.GetMemory().GetTotalGb(), Fits: e.GetMemory().GetFits(), HeadroomGb: e.GetMemory().GetHeadroomGb()}}
+				}
 				results = append(results, x)
 			}
 			if showProgress {
@@ -142,7 +174,7 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			results = append(results, &pb.RankedConfig{Index: int32(b.index), Error: &pb.ItemError{Code: service.InvalidArgument.String(), Message: b.err}})
 		}
 		sort.SliceStable(results, func(i, j int) bool { return results[i].GetIndex() < results[j].GetIndex() })
-		if err := printRanked(stdout, *format, file, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version}); err != nil {
+		if err := printRanked(stdout, *format, *objective, file, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version}); err != nil {
 			return err
 		}
 		var failed []string
@@ -190,6 +222,9 @@ func readConfigs(r io.Reader) (*configFile, error) {
 		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
+		if line == 1 {
+			b = bytes.TrimPrefix(b, []byte(byteOrderMark))
+		}
 		if t := bytes.TrimSpace(b); tooLong || (len(t) > 0 && t[0] != '#') {
 			k := len(f.lines)
 			f.lines = append(f.lines, line)
@@ -199,7 +234,11 @@ func readConfigs(r io.Reader) (*configFile, error) {
 				f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: longer than %d bytes", line, maxConfigLine)})
 			default:
 				if perr := protojson.Unmarshal(t, &c); perr != nil {
-					f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: not an EstimateStepRequest: %v", line, perr)})
+					// The decoder places the error at "(line 1:N)" of the one
+					// line it was given: the file's line is said first, so
+					// only the column is kept.
+					msg := strings.Replace(perr.Error(), "(line 1:", "(column ", 1)
+					f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: not an EstimateStepRequest: %s", line, msg)})
 				} else {
 					f.configs = append(f.configs, &c)
 					f.index = append(f.index, k)
@@ -211,6 +250,17 @@ func readConfigs(r io.Reader) (*configFile, error) {
 			return f, nil
 		}
 	}
+}
+
+// byteOrderMark is UTF-8's byte-order mark, which editors on Windows and
+// spreadsheet exports write at the start of a file: not content.
+const byteOrderMark = "\uFEFF"
+
+// readFile reads a file the user names (a model, a free map, a request),
+// without a leading byte-order mark, as the cluster file decoder reads one.
+func readFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	return bytes.TrimPrefix(data, []byte(byteOrderMark)), err
 }
 
 // readLine returns the next line without its newline, reading at most limit
@@ -243,7 +293,7 @@ var rankFlags = map[string]string{"objective": "--objective", "price_per_gpu_hou
 
 // printRanked prints the ranked configs, best first: as the API's
 // RankConfigsResponse (json), CSV or a table.
-func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConfigsResponse) error {
+func printRanked(w io.Writer, format, objective string, file *configFile, resp *pb.RankConfigsResponse) error {
 	sorted := append([]*pb.RankedConfig(nil), resp.GetResults()...)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		a, b := sorted[i].GetRank(), sorted[j].GetRank()
@@ -254,10 +304,21 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 	})
 	switch format {
 	case "json":
+		// index counts the file's config lines; an error the service gave
+		// names the file's line too, as the table's and CSV's line column
+		// does (the lines that did not parse already say theirs).
+		for _, r := range sorted {
+			if e := r.GetError(); e != nil && !strings.HasPrefix(e.GetMessage(), "line ") {
+				e.Message = fmt.Sprintf("line %d: %s", file.lines[r.GetIndex()], e.GetMessage())
+			}
+		}
 		return printProtoJSON(w, &pb.RankConfigsResponse{Results: sorted, EstimatorVersion: resp.GetEstimatorVersion()})
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"rank", "line", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "dominated", "error"})
+		// cluster, gpus and score came later: after error, so that columns read
+		// by position keep their place. score is the objective's value (seconds
+		// per step, negative tokens/s per GPU, or dollars).
+		cw.Write([]string{"rank", "line", "model", "tp", "pp", "dp", "cp", "zero", "micro_batch", "step_time_s", "tokens_per_s_per_gpu", "mfu", "memory_gb", "fits", "dominated", "error", "cluster", "gpus", "score"})
 		for _, r := range sorted {
 			c := file.parsed[int(r.GetIndex())]
 			l, e := c.GetLayout(), r.GetEstimate()
@@ -268,13 +329,45 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 			cw.Write([]string{fmt.Sprint(r.GetRank()), fmt.Sprint(file.lines[r.GetIndex()]), modelLabel(c), fmt.Sprint(l.GetTp()), fmt.Sprint(l.GetPp()),
 				fmt.Sprint(l.GetDp()), fmt.Sprint(l.GetCp()), fmt.Sprint(l.GetZero()), fmt.Sprint(l.GetMicroBatch()),
 				fmt.Sprintf("%g", e.GetStepTimeS()), fmt.Sprintf("%g", e.GetThroughput().GetTokensPerSPerGpu()),
-				fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), fmt.Sprint(r.GetDominated()), errMsg})
+				fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), fmt.Sprint(r.GetDominated()), errMsg,
+				clusterLabel(c), fmt.Sprint(e.GetGpus()), fmt.Sprintf("%g", r.GetScore())})
 		}
 		cw.Flush()
 		return cw.Error()
 	}
-	t := table{head: []string{"rank", "line", "model", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"},
-		optional: []string{"tokens/s/GPU"}, wrap: "note"}
+	// The cluster tells apart the same layout on two GPU types; under the cost
+	// objective the cost ranked by is shown beside the step time.
+	head := []string{"rank", "line", "model", "cluster", "layout", "step", "tokens/s/GPU", "MFU", "memory GB", "note"}
+	withCost := objective == "cost"
+	if withCost {
+		head = slices.Insert(head, 6, "cost")
+	}
+	t := table{head: head, optional: []string{"tokens/s/GPU"}, wrap: "note"}
+	// A config given again (a line pasted twice, two sweeps concatenated) is
+	// ranked again, and its row names the line it repeats.
+	repeats := map[int]int{} // config line → the file line of its first copy
+	firstLine := map[string]int{}
+	for k := range file.lines {
+		c, ok := file.parsed[k]
+		if !ok {
+			continue
+		}
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+		if err != nil {
+			continue
+		}
+		if l, ok := firstLine[string(b)]; ok {
+			repeats[k] = l
+		} else {
+			firstLine[string(b)] = file.lines[k]
+		}
+	}
+	row := func(cells ...string) {
+		if !withCost {
+			cells = slices.Delete(cells, 6, 7)
+		}
+		t.add(cells...)
+	}
 	for _, r := range sorted {
 		c := file.parsed[int(r.GetIndex())]
 		line := fmt.Sprint(file.lines[r.GetIndex()])
@@ -284,7 +377,7 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 			lay = "-"
 		}
 		if r.GetError() != nil {
-			t.add("-", line, modelLabel(c), lay, "-", "-", "-", "-", r.GetError().GetMessage())
+			row("-", line, modelLabel(c), clusterLabel(c), lay, "-", "-", "-", "-", "-", r.GetError().GetMessage())
 			continue
 		}
 		e := r.GetEstimate()
@@ -295,17 +388,41 @@ func printRanked(w io.Writer, format string, file *configFile, resp *pb.RankConf
 		if r.GetDominated() {
 			notes = append(notes, "dominated")
 		}
+		if l, ok := repeats[int(r.GetIndex())]; ok {
+			notes = append(notes, fmt.Sprintf("same as line %d", l))
+		}
 		note := strings.Join(notes, ", ")
 		// The estimate's layout, as a plan's: its schedule, overlaps and split too.
 		if l := layoutOf(e.GetLayout()); l != "?" {
 			lay = l
 		}
-		t.add(fmt.Sprint(r.GetRank()), line, modelLabel(c), lay, fmtSeconds(e.GetStepTimeS()),
+		row(fmt.Sprint(r.GetRank()), line, modelLabel(c), clusterLabel(c), lay, fmtSeconds(e.GetStepTimeS()), fmt.Sprintf("$%.0f", r.GetScore()),
 			fmt.Sprintf("%.0f", e.GetThroughput().GetTokensPerSPerGpu()), fmt.Sprintf("%.1f%%", 100*e.GetThroughput().GetMfu()),
 			fmt.Sprintf("%.1f", e.GetMemory().GetTotalGb()), note)
 	}
 	t.write(w)
 	return nil
+}
+
+// clusterLabel names a config's cluster: its catalog name, or for a cluster
+// described in full its name, base system or GPU.
+func clusterLabel(c *pb.EstimateStepRequest) string {
+	if c == nil {
+		return "-"
+	}
+	switch s := c.GetCluster().GetSource().(type) {
+	case *pb.ClusterSpec_Name:
+		return s.Name
+	case *pb.ClusterSpec_Definition:
+		d := s.Definition
+		for _, n := range []string{d.GetName(), d.GetBase(), d.GetGpuName(), d.GetGpu().GetName()} {
+			if n != "" {
+				return n
+			}
+		}
+		return "described"
+	}
+	return "?"
 }
 
 func modelLabel(c *pb.EstimateStepRequest) string {

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +94,11 @@ func TestRankInProcessAndRemote(t *testing.T) {
 	if code != 1 || protojson.Unmarshal([]byte(out), &v) != nil || len(v.GetResults()) != 3 || v.GetResults()[0].GetRank() != 1 {
 		t.Errorf("json: %d %s", code, out)
 	}
+	// The JSON's index counts config lines; the failed config's error names
+	// its line in the file, as the table's and the CSV's line column do.
+	if e := v.GetResults()[2].GetError(); !strings.HasPrefix(e.GetMessage(), "line 3: layout.tp") || e.GetViolations()[0].GetField() != "layout.tp" {
+		t.Errorf("json: the failed config's error %v", e)
+	}
 	if code, out, _ := run("rank", "--in", f); code != 1 || !strings.Contains(out, "llama3-70b") {
 		t.Errorf("table: %d %s", code, out)
 	}
@@ -137,6 +144,11 @@ func TestRankReportsBadLinesAndRanksTheRest(t *testing.T) {
 		if got := ranked[line]; !strings.HasPrefix(got, want) {
 			t.Errorf("line %s: got %q, want prefix %q", line, got, want)
 		}
+	}
+	// The JSON decoder's position is within the line: its column, not a
+	// "line 1" contradicting the file's line 4.
+	if got := ranked["4"]; !strings.Contains(got, `(column 35): unknown field "gpu"`) || strings.Contains(got, "line 1:") {
+		t.Errorf("line 4: got %q, want the column of the unknown field", got)
 	}
 	// Only bad lines: nothing to rank, each still reported, exit 1.
 	if err := os.WriteFile(f, []byte("{\n[1]\n"), 0o600); err != nil {
@@ -423,5 +435,69 @@ func TestWhatIfFlags(t *testing.T) {
 	code, out, _ := run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--max-gpus", "32", "--gbs", "96", "--seq", "8192", "--top", "3", "--exclude-nodes", "2")
 	if code != 0 || strings.Contains(out, "n2:") || !strings.Contains(out, "n3:") {
 		t.Errorf("exclude node 2: exit %d\n%s", code, out)
+	}
+}
+
+// The same layout on two GPU types reads as two rows a planner can tell apart:
+// the table and the CSV name each row's cluster, and under --objective cost
+// show the cost ranked by, not only the step time.
+func TestRankNamesClusterAndCost(t *testing.T) {
+	line := `{"model": {"name": "llama3-8b"}, "cluster": {"name": "%s"}, "training": {"seq_len": 8192, "global_batch": 256}, "layout": {"tp": 2, "pp": 1, "dp": 8, "micro_batch": 1, "zero": 1}}`
+	f := filepath.Join(t.TempDir(), "c.jsonl")
+	if err := os.WriteFile(f, []byte(fmt.Sprintf(line+"\n"+line+"\n", "dgx-h100", "hgx-b200")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cost := []string{"--objective", "cost", "--price", "2.5", "--tokens", "1e12"}
+	code, out, errOut := run(append([]string{"rank", "--in", f, "--wide"}, cost...)...)
+	if code != 0 || !strings.Contains(out, "dgx-h100") || !strings.Contains(out, "hgx-b200") || !strings.Contains(out, "cost") || !strings.Contains(out, "$") {
+		t.Errorf("table: exit %d, %s\n%s", code, errOut, out)
+	}
+	code, out, errOut = run(append([]string{"rank", "--in", f, "--format", "csv"}, cost...)...)
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if code != 0 || err != nil || len(rows) != 3 {
+		t.Fatalf("csv: exit %d, %v, %s\n%s", code, err, errOut, out)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, r := range rows[1:] {
+		gpus, _ := strconv.Atoi(r[col["gpus"]])
+		score, _ := strconv.ParseFloat(r[col["score"]], 64)
+		// 1e12 tokens in steps of 256 × 8192, 16 GPUs at $2.5 an hour.
+		step, _ := strconv.ParseFloat(r[col["step_time_s"]], 64)
+		want := 1e12 / (256 * 8192) * step / 3600 * 16 * 2.5
+		if gpus != 16 || math.Abs(score-want) > 1e-6*want {
+			t.Errorf("row %v: gpus %d, score %v, want %v", r, gpus, score, want)
+		}
+	}
+	if got := []string{rows[1][col["cluster"]], rows[2][col["cluster"]]}; !slices.Contains(got, "dgx-h100") || !slices.Contains(got, "hgx-b200") {
+		t.Errorf("clusters %v", got)
+	}
+}
+
+// A config given twice is ranked twice, nothing dropped, and the table says
+// which line it repeats (a file concatenated from two sweeps, a line pasted
+// twice): the two rows are otherwise indistinguishable.
+func TestRankNotesRepeatedConfigs(t *testing.T) {
+	good := strings.SplitN(configs, "\n", 2)[0]
+	// The same config with its fields in another order and spacing.
+	same := `{"layout": {"micro_batch": 1, "zero": 1, "tp": 8, "pp": 2, "dp": 4, "sp": true, "recompute": "RECOMPUTE_FULL"}, "training": {"global_batch": 512, "seq_len": 8192}, "cluster": {"name": "dgx-h100"}, "model": {"name": "llama3-70b"}}`
+	f := filepath.Join(t.TempDir(), "c.jsonl")
+	if err := os.WriteFile(f, []byte(good+"\n"+good+"\n# again\n"+same+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run("rank", "--in", f, "--wide")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rows := map[string]string{} // file line → row
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] != "rank" {
+			rows[f[1]] = l
+		}
+	}
+	if len(rows) != 3 || strings.Contains(rows["1"], "same as") || !strings.Contains(rows["2"], "same as line 1") || !strings.Contains(rows["4"], "same as line 1") {
+		t.Errorf("rows by file line %q:\n%s", rows, out)
 	}
 }

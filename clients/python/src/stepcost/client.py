@@ -64,7 +64,11 @@ class Client:
     in seconds, retries included. token is sent as "authorization: Bearer <token>"
     when the daemon requires one (--auth-token-file). For TLS give tls=True and,
     for a private CA or mutual TLS, the PEM files. retries bounds the extra
-    attempts after UNAVAILABLE.
+    attempts after UNAVAILABLE. max_receive_bytes is the largest answer the
+    channel accepts: 64 MiB, as the CLI and the REST gateway take, since
+    gRPC's default 4 MiB is less than one EstimatePlan answer may list (each
+    plan lists its GPUs; the daemon's --max-answer-gpus, about 2 M GPUs, is
+    4 MB of protobuf). A channel given is used as it is.
 
     Use it as a context manager, or call close().
     """
@@ -73,9 +77,13 @@ class Client:
                  token: Optional[str] = None, tls: bool = False,
                  ca_file: Optional[str] = None, cert_file: Optional[str] = None,
                  key_file: Optional[str] = None, retries: int = 4,
+                 max_receive_bytes: int = 64 << 20,
                  channel: Optional[grpc.Channel] = None):
         if timeout <= 0:
             raise ValueError("timeout must be positive")
+        if max_receive_bytes <= 0:
+            raise ValueError("max_receive_bytes must be positive")
+        options = [("grpc.max_receive_message_length", max_receive_bytes)]
         self.timeout = timeout
         self.retries = max(0, retries)
         self._metadata = (("authorization", "Bearer " + token),) if token else None
@@ -85,9 +93,9 @@ class Client:
                     root_certificates=_read(ca_file),
                     private_key=_read(key_file),
                     certificate_chain=_read(cert_file))
-                channel = grpc.secure_channel(target, creds)
+                channel = grpc.secure_channel(target, creds, options=options)
             else:
-                channel = grpc.insecure_channel(target)
+                channel = grpc.insecure_channel(target, options=options)
         self._channel = channel
         self.stub = pb_grpc.StepcostServiceStub(channel)
 
@@ -173,6 +181,10 @@ def _to_error(e: grpc.RpcError) -> StepcostError:
             violations, retry_delay = _status_details(value)
         except (ValueError, IndexError):
             pass  # malformed details: the code and message still say what failed
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in (message or ""):
+        # The channel's receive limit, not the daemon's: say how to get the answer.
+        message += (" (the answer is over this client's receive limit: ask for fewer or"
+                    " smaller plans, top_k, or raise Client(max_receive_bytes=...))")
     return StepcostError(code, message or "", violations, retry_delay)
 
 
