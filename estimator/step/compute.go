@@ -15,6 +15,18 @@ type Constants struct {
 	// FP8GEMMEfficiency is the same for fp8 matmuls against the fp8 peak; the casts
 	// around them are priced separately (fp8CastBytes).
 	FP8GEMMEfficiency map[hardware.Arch]float64
+	// TEExpertFP8Efficiency is the fraction of the fp8 peak the routed experts'
+	// GEMMs reach where Transformer Engine runs them with per-tensor scales
+	// (delayed or current scaling) on the GPU generations listed: Megatron-Core's
+	// SequentialMLP (a TE Linear per local expert, Megatron-Core core_r0.10.0–0.12
+	// moe/experts.py) or GroupedLinear (TE's general_grouped_gemm, one cuBLASLt GEMM
+	// per expert over its compute streams). Each expert's input and output gradient
+	// get their own cast, amax and scale-inverse, and each GEMM its own cuBLASLt
+	// heuristic and per-tensor descale epilogue, where the dense layers' GEMMs are
+	// one fused call per projection. Zero for a generation: the experts run at
+	// FP8GEMMEfficiency. Fitted (docs/step-model.md, "Transformer Engine's fp8
+	// expert GEMMs on Hopper").
+	TEExpertFP8Efficiency map[hardware.Arch]float64
 	// GEMMHalfFLOPs is the work at which a GEMM reaches half of its large-problem
 	// efficiency: kernel start, prologue and epilogue amortise over the work.
 	GEMMHalfFLOPs float64
@@ -66,9 +78,10 @@ func DefaultConstants() Constants {
 		FP8GEMMEfficiency: map[hardware.Arch]float64{
 			hardware.Hopper: 0.55, hardware.Blackwell: 0.55, hardware.CDNA3: 0.35, hardware.CDNA4: 0.35,
 		},
-		GEMMHalfFLOPs: 1e7,
-		TileM:         128,
-		TileN:         256,
+		TEExpertFP8Efficiency: map[hardware.Arch]float64{hardware.Hopper: 0.44},
+		GEMMHalfFLOPs:         1e7,
+		TileM:                 128,
+		TileN:                 256,
 		AttentionEfficiency: map[hardware.Arch]float64{
 			hardware.Ampere: 0.29, hardware.Hopper: 0.215, hardware.Blackwell: 0.215,
 			hardware.CDNA3: 0.20, hardware.CDNA4: 0.20,

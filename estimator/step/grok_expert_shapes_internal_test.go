@@ -19,13 +19,14 @@ import (
 //     peak).
 //   - v25.05.05 (NeMo 25.04) on 512 GPUs: whole experts (expert TP 1), a quarter of
 //     the 8 192 tokens on each TP rank: up 2 048 × 65 536 × 6 144, down
-//     2 048 × 6 144 × 32 768. Its fp8 row is priced within 2 % at the fitted 0.55.
+//     2 048 × 6 144 × 32 768. With its TP overlap stated it too is priced fast at the
+//     dense 0.55 (−7 %).
 //
 // The same work per GEMM in two aspects, neither near a small-problem regime (3–31
 // tile waves on 132 SMs): the model's shape terms (tile waves, start-up, the soft
 // roofline of the fp32 weight-gradient accumulation) price them within 3 % of each
-// other and within 10 % of the large-problem efficiency, so no shape-dependent price
-// can give one 0.45 and the other 0.55 of the peak.
+// other and within 10 % of the large-problem efficiency, so what both rows lack is a
+// rate of the path (Constants.TEExpertFP8Efficiency), not a shape term.
 func TestGrokFP8ExpertShapesPriceAlike(t *testing.T) {
 	k := DefaultConstants()
 	r := catalogRates(t, &k, "H100-SXM", FP8)

@@ -41,7 +41,7 @@ func TestTorchGroupedMMBlackwell(t *testing.T) {
 				t.Fatal("no B200 rates")
 			}
 			price := func(fw string) float64 {
-				re := expertRates(fw, &r)
+				re := k.expertRates(&Training{Framework: fw, FP8Recipe: FP8MXFP8}, &r)
 				g := c.groups
 				s := k.gemmTime(gemm{m / g, n, kk, g, g > 1}, &re) + // forward
 					k.gemmTime(gemm{m / g, kk, n, g, g > 1}, &re) + // input gradient
@@ -79,11 +79,11 @@ func TestTorchGroupedMMBlackwell(t *testing.T) {
 		t.Fatal(err)
 	}
 	rh, _ := k.rates(h100, BF16)
-	if re := expertRates("torchtitan-2025-11", &rh); re.gemmEff != rh.gemmEff {
+	if re := k.expertRates(&Training{Framework: "torchtitan-2025-11"}, &rh); re.gemmEff != rh.gemmEff {
 		t.Errorf("H100: experts at %v, want the model's %v", re.gemmEff, rh.gemmEff)
 	}
 	rb, _ := k.rates(gpu, BF16)
-	if re := expertRates("megatron-core", &rb); re.gemmEff != rb.gemmEff {
+	if re := k.expertRates(&Training{Framework: "megatron-core"}, &rb); re.gemmEff != rb.gemmEff {
 		t.Errorf("B200 under megatron-core: experts at %v, want the model's %v", re.gemmEff, rb.gemmEff)
 	}
 }

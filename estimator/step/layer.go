@@ -170,7 +170,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		et := float64(l.etp())
 		mE := perExpert * et / t
 		beforeExperts := fwd
-		re := expertRates(req.Training.Framework, r)
+		re := k.expertRates(&req.Training, r)
 		cur = &re
 		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		pair = 3
@@ -448,16 +448,43 @@ func offloadWaits(req Request, lt layerTimes, tokens, sLocal, s float64, moe boo
 // the efficiency of the framework's grouped-GEMM kernel where a measurement puts it
 // below the model's (framework.Profile.BlackwellGroupedMMEfficiency: torch._grouped_mm
 // and torchao's MXFP8 torch._scaled_grouped_mm as torchao measured them on B200 in
-// October–November 2025). The tiles, waves and the roofline of gemmTime still apply.
-func expertRates(fwName string, r *gpuRates) gpuRates {
+// October–November 2025), and under fp8 with Transformer Engine's per-tensor
+// scaled expert GEMMs at Constants.TEExpertFP8Efficiency where it is set for the
+// GPU generation (teExpertFP8). The tiles, waves and the roofline of gemmTime
+// still apply.
+func (k *Constants) expertRates(t *Training, r *gpuRates) gpuRates {
 	re := *r
+	if teExpertFP8(t, r) {
+		if v := k.TEExpertFP8Efficiency[r.arch]; v > 0 {
+			re.gemmEff = v
+		}
+	}
 	if r.arch != hardware.Blackwell {
 		return re
 	}
-	if fw, err := framework.Get(fwName); err == nil && fw.BlackwellGroupedMMEfficiency > 0 {
+	if fw, err := framework.Get(t.Framework); err == nil && fw.BlackwellGroupedMMEfficiency > 0 {
 		re.gemmEff = min(re.gemmEff, fw.BlackwellGroupedMMEfficiency)
 	}
 	return re
+}
+
+// teExpertFP8 reports whether the routed experts' GEMMs are Transformer Engine's
+// per-tensor scaled fp8 GEMMs: fp8 matmuls, a framework built on Transformer
+// Engine's layers (framework.Profile.TELayers: Megatron-Core's TE layer spec, whose
+// MoE experts are TE Linear or GroupedLinear modules), and delayed or current
+// per-tensor scaling (not block, row or microscaled recipes, whose GEMMs are other
+// kernels: DeepGEMM, cuBLAS's block-scaled or MXFP8 paths).
+func teExpertFP8(t *Training, r *gpuRates) bool {
+	if !r.fp8 {
+		return false
+	}
+	switch t.FP8Recipe {
+	case "", FP8Delayed, FP8Current:
+	default:
+		return false
+	}
+	fw, err := framework.Get(t.Framework)
+	return err == nil && fw.TELayers
 }
 
 // moeHostTimes is the host side of an MoE block's forward in eager PyTorch.

@@ -60,6 +60,9 @@ func Prior() step.Constants {
 	for a := range k.AttentionEfficiency {
 		k.AttentionEfficiency[a] = priorAttentionEfficiency
 	}
+	for a := range k.TEExpertFP8Efficiency {
+		k.TEExpertFP8Efficiency[a] = priorFP8GEMMEfficiency
+	}
 	return k
 }
 

@@ -91,6 +91,12 @@ func Setters() []Setter {
 	// Blackwell's fp8 GEMMs are fitted on the fp8 runs of published_runs_moe.jsonl
 	// (MLPerf's GB200 and B200, DGX Cloud's GB200), apart from Hopper's.
 	arch("FP8GEMMEfficiency", fp8, hardware.Blackwell, 0.2, 0.95)
+	// Transformer Engine's per-tensor fp8 expert GEMMs on Hopper, fitted on the
+	// Hopper fp8 MoE runs of Megatron-Core and NeMo (dgxc-benchmarking's Grok-1 and
+	// Llama 4 Maverick, MLPerf v6.0's gpt-oss-20b); the other runs leave it at its
+	// prior.
+	teExp := func(k *step.Constants) map[hardware.Arch]float64 { return k.TEExpertFP8Efficiency }
+	arch("TEExpertFP8Efficiency", teExp, hardware.Hopper, 0.2, 0.95)
 	// HBM efficiency, the small-GEMM start-up work and the kernel launch cost are
 	// hardware measurements, not fitted: fitted, each became a sink for whatever one
 	// source's runs lacked (the fit without Narayanan et al. drove HBM efficiency to
@@ -102,6 +108,7 @@ func cloneK(k step.Constants) step.Constants {
 	c := k
 	c.GEMMEfficiency = maps.Clone(k.GEMMEfficiency)
 	c.FP8GEMMEfficiency = maps.Clone(k.FP8GEMMEfficiency)
+	c.TEExpertFP8Efficiency = maps.Clone(k.TEExpertFP8Efficiency)
 	c.AttentionEfficiency = maps.Clone(k.AttentionEfficiency)
 	return c
 }
