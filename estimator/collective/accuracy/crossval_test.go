@@ -121,7 +121,14 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// fast: libfabric's runting read, not priced, docs/calibration.md "A third p4d
 	// sweep"): 1–64 MiB 11.4 → 11.8 %, ≥ 64 MiB 2.9 → 3.0 %, all sizes 9.3 → 9.4 %,
 	// no price changed; bounds 11.5, 3.0 and 9.3 % before.
-	bounds := map[string]float64{"1–64 MiB": 0.119, "≥ 64 MiB": 0.031, "all sizes": 0.095}
+	// With CoreWeave's all-reduce over one whole GB200 NVL72 rack scored
+	// (coreweave/nccl-tests#43: 72 ranks on 18 trays, NVLS on, 512 MiB–8 GiB; 5 rows
+	// kept out of the fit, nvls_whole_rack_cost_not_modelled, priced 15–24 % fast in
+	// sample and 14.3 % fast left out, for a cost of NVLS over a whole rack the model
+	// does not describe; testdata/README.md): all sizes 9.4 → 9.6 %, ≥ 64 MiB 3.0 %
+	// (268 → 273 rows), 1–64 MiB 11.8 %, no fold's constants and no price changed;
+	// bound 9.5 % on all sizes before.
+	bounds := map[string]float64{"1–64 MiB": 0.119, "≥ 64 MiB": 0.031, "all sizes": 0.097}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
