@@ -844,7 +844,11 @@ var profiles = []Profile{
 		// mixed_precision.py: bf16_mixed, and bf16_with_fp8_mixed built on it) set
 		// grad_reduce_in_fp32=True: Megatron-Core's DDP keeps main_grad in fp32,
 		// the weight-gradient GEMMs accumulate into it and data parallelism
-		// reduces it in fp32.
+		// reduces it in fp32. NeMo's performance scripts turn it off
+		// (scripts/performance/utils.py and the recipes'
+		// pretrain_performance_optimizations: grad_reduce_in_fp32 = False); the
+		// published runs that used them say so per row (the accuracy rows'
+		// grad_reduce_dtype), which a request gives as its optimizer's GradBytes.
 		GradReduceBytes:       4,
 		BlackwellFusedHeadDim: 128,
 		// NeMo 25.04's DeepSeekConfig leaves apply_rope_fusion False

@@ -159,6 +159,12 @@ type MoERun struct {
 	// DDPBucketSize is the parameters per data-parallel gradient bucket the
 	// source's scripts set (Megatron-Core's bucket_size); null: not stated.
 	DDPBucketSize *float64 `json:"ddp_bucket_size"`
+	// GradReduceDType is the width data parallelism reduces the gradients in, and
+	// Megatron-Core's DDP accumulates them in (its main_grad buffer), as the source's
+	// scripts set it: "bf16" where they turn NeMo's grad_reduce_in_fp32 off (NeMo's
+	// performance recipes), "fp32" where it stays on; null: not stated, the
+	// framework profile's (framework.Profile.GradReduceBytes).
+	GradReduceDType *string `json:"grad_reduce_dtype,omitempty"`
 	// CPNCCLMaxCTAs is the NCCL maxCTAs the source's configuration gives the
 	// context-parallel process group (Megatron-Core's nccl_communicator_config_path,
 	// its "cp" entry's max_ctas); null: not set, NCCL's default.
@@ -730,6 +736,26 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	t.FlashAttention2 = r.FlashAttention2 != nil && *r.FlashAttention2
 	if r.DDPBucketSize != nil {
 		t.DPBucketParams = *r.DDPBucketSize
+	}
+	if r.GradReduceDType != nil {
+		// Megatron-Core's DistributedDataParallel allocates its gradient buffers in
+		// fp32 when grad_reduce_in_fp32 is set and in the parameters' dtype otherwise
+		// (megatron/core/distributed/distributed_data_parallel.py: grad_dtype =
+		// torch.float if self.ddp_config.grad_reduce_in_fp32 else param.dtype):
+		// the gradient bytes the request's optimizer carries.
+		var b float64
+		switch d := strings.ToLower(*r.GradReduceDType); d {
+		case "bf16":
+			b = 2
+		case "fp32":
+			b = 4
+		default:
+			return req, filled, fmt.Errorf("grad_reduce_dtype: unknown %q (want bf16 or fp32)", *r.GradReduceDType)
+		}
+		if t.Optimizer == (step.Optimizer{}) {
+			t.Optimizer = step.AdamMixed()
+		}
+		t.Optimizer.GradBytes = b
 	}
 	if r.CPNCCLMaxCTAs != nil {
 		t.CPMaxCTAs = *r.CPNCCLMaxCTAs

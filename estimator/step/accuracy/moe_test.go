@@ -378,3 +378,48 @@ func casesByID(t *testing.T) map[string]accuracy.Case {
 	}
 	return byID
 }
+
+// A row's grad_reduce_dtype is the width its request's optimizer carries: the NeMo
+// 25.04 performance-recipe rows reduce in bf16 (NeMo 6f2c6fd
+// recipes/llama31_405b.py:253, grad_reduce_in_fp32 = False), 2 B a parameter,
+// where the nemo-25.04 profile, which the row gets when it says nothing, reduces in
+// fp32; an unknown width is refused naming the field.
+func TestGradReduceAsTheScriptsSetIt(t *testing.T) {
+	runs, err := accuracy.MoERuns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row accuracy.MoERun
+	for _, r := range runs {
+		if r.ID == "dgxc_gb200_llama31_405b_128gpu_bf16" {
+			row = r
+		}
+	}
+	if row.GradReduceDType == nil || *row.GradReduceDType != "bf16" {
+		t.Fatalf("dgxc_gb200_llama31_405b_128gpu_bf16: grad_reduce_dtype %v, want bf16 (the performance recipe's)", row.GradReduceDType)
+	}
+	gradBytes := func(r accuracy.MoERun) (float64, bool) {
+		req, _, err := accuracy.MoECase(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := step.New().Estimate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req.Training.Normalise().Optimizer.GradBytes, e.Memory.Fits
+	}
+	if b, fits := gradBytes(row); b != 2 || !fits {
+		t.Errorf("stated bf16: %g B of gradients a parameter, fits %v; want 2 and a run that fits (it ran)", b, fits)
+	}
+	unstated := row
+	unstated.GradReduceDType = nil
+	if b, _ := gradBytes(unstated); b != 4 {
+		t.Errorf("unstated: %g B of gradients a parameter, want the nemo-25.04 profile's 4", b)
+	}
+	bad, fp16 := row, "fp16"
+	bad.GradReduceDType = &fp16
+	if _, _, err := accuracy.MoECase(bad); err == nil || !strings.Contains(err.Error(), "grad_reduce_dtype") {
+		t.Errorf("grad_reduce_dtype %q: error %v, want one naming the field", fp16, err)
+	}
+}
