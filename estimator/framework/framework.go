@@ -376,6 +376,22 @@ type Profile struct {
 	// step's backward as its own kernels. MLPerf Training v6.0's gpt-oss-20b
 	// (pretrain.py, PATCH_GEGLU_GRAPH_SAFE) keeps the same four operators.
 	GLUClampUnfused bool
+	// FP8GroupedExpertPadding: under fp8, Megatron-Core 0.12's TEGroupedMLP
+	// (step.Training.MoEGroupedGEMM) pads every local expert's tokens to a multiple
+	// of 16 before the first grouped GEMM and strips the padding after the second
+	// (megatron/core/transformer/moe/experts.py at core_v0.12.0, d580efc:
+	// self.fp8_padding / self.fp8_unpadding whenever config.fp8), with Transformer
+	// Engine's Fp8Padding and Fp8Unpadding (transformer_engine/pytorch/module/
+	// fp8_padding.py and fp8_unpadding.py at v2.2, c55e425), which copy whether or
+	// not a split needs padding: the padding forward is a fused_multi_row_padding
+	// into a new tensor and its backward a split and torch.cat; the unpadding forward
+	// a split and torch.cat and its backward a fused_multi_row_padding. Four copies
+	// of the experts' input or output rows (16 bits, hidden wide) a layer and
+	// micro-batch, two forward and two backward (step.fp8ExpertPadBytes). Later
+	// Megatron-Core skips them where the router already pads the routing map
+	// (moe_router_padding_for_quantization: experts.py skip_routed_expert_padding
+	// at 2436e3d).
+	FP8GroupedExpertPadding bool
 	// ExpertBiasUnfused: the routed experts' second bias (model.MoE.Bias) is added
 	// with PyTorch's operators, one expert at a time, after the grouped GEMM:
 	// Megatron-Core's TEGroupedMLP builds linear_fc2 with skip_bias_add and, outside
@@ -867,6 +883,9 @@ var profiles = []Profile{
 		FP8Params:            true,
 		// Megatron-Core 0.12's router casts to fp32 and calls F.linear.
 		MoERouterFP32Linear: true,
+		// Megatron-Core 0.12's TEGroupedMLP copies its tokens into and out of
+		// Transformer Engine v2.2's Fp8Padding / Fp8Unpadding under fp8.
+		FP8GroupedExpertPadding: true,
 		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
 		// NeMo 25.04 (Megatron-Core 0.12): the 1F1B and interleaved schedules
 		// (schedules.py get_forward_backward_func), the distributed optimizer

@@ -44,6 +44,9 @@ type layerTimes struct {
 	// expertBiasFwd and expertBiasBwd are the experts' second bias applied by
 	// separate kernels inside fwd and bwd (expertBiasUnfused).
 	expertBiasFwd, expertBiasBwd float64
+	// expertPadFwd and expertPadBwd are TEGroupedMLP's fp8 padding and unpadding
+	// copies inside fwd and bwd (fp8GroupedExpertPadding).
+	expertPadFwd, expertPadBwd float64
 	// tpGEMM are the forward GEMM times next to the layer's four TP collectives
 	// with sequence parallelism: the attention's input projections (after the
 	// all-gather), its output projection (before the reduce-scatter), the MLP's up
@@ -183,6 +186,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			b := mE * local * h
 			lt.expertBiasFwd, lt.expertBiasBwd = b*expertBiasFwdBytes/r.hbm, b*expertBiasBwdBytes/r.hbm
 			moePost += lt.expertBiasFwd
+		}
+		if fp8GroupedExpertPadding(req, r) {
+			// The experts' input rows padded and their output rows unpadded, mE
+			// rows of h for each local expert, in and out.
+			b := mE * local * h
+			lt.expertPadFwd, lt.expertPadBwd = b*fp8ExpertPadBytes/r.hbm, b*fp8ExpertPadBytes/r.hbm
+			moePost += lt.expertPadFwd
 		}
 		again(rmMoE, gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
 		again(rmMoE, gemm{mE, h, ef / et, local, grouped})
@@ -355,6 +365,13 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		bwd += lt.expertBiasBwd
 		if mods&rmMoE != 0 {
 			lt.modsFwd += lt.expertBiasFwd
+		}
+	}
+	if lt.expertPadFwd > 0 {
+		fwd += lt.expertPadFwd
+		bwd += lt.expertPadBwd
+		if mods&rmMoE != 0 {
+			lt.modsFwd += lt.expertPadFwd
 		}
 	}
 	lt.opsFwd = ops + elem
@@ -645,6 +662,25 @@ func expertBiasUnfused(req Request) bool {
 	}
 	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.ExpertBiasUnfused
+}
+
+// TEGroupedMLP's fp8 padding and unpadding (framework.Profile.FP8GroupedExpertPadding),
+// per element of the experts' input and output rows (16 bits): forward, Transformer
+// Engine's fused_multi_row_padding of the input into a new tensor (read 2 B, write
+// 2 B) and the unpadding's torch.cat of the output's splits (read 2 B, write 2 B):
+// 8 B; backward, the unpadding's fused_multi_row_padding of the output gradient and
+// the padding's torch.cat of the input gradient's splits: 8 B.
+const fp8ExpertPadBytes = 8
+
+// fp8GroupedExpertPadding tells whether req's routed experts copy their tokens
+// through Transformer Engine's fp8 padding and unpadding: fp8 matmuls, experts in
+// Megatron-Core's TEGroupedMLP, a framework whose grouped MLP pads under fp8.
+func fp8GroupedExpertPadding(req Request, r *gpuRates) bool {
+	if !r.fp8 || !req.Training.MoEGroupedGEMM || req.Model.MoE == nil {
+		return false
+	}
+	fw, err := framework.Get(req.Training.Framework)
+	return err == nil && fw.FP8GroupedExpertPadding
 }
 
 // moeLocalRelayout tells whether Megatron-Core's all-to-all dispatcher copies the

@@ -275,6 +275,13 @@ type Training struct {
 	// GEMM and its two backward GEMMs run at the GPU's fp32 rate; elsewhere, and on
 	// a model without experts, it changes nothing.
 	MoERouterFP32 bool `json:"moe_router_fp32,omitempty"`
+	// MoEGroupedGEMM: the routed experts run as Megatron-Core's TEGroupedMLP
+	// (--moe-grouped-gemm: Transformer Engine GroupedLinear modules) rather than
+	// SequentialMLP; false leaves it to the framework. The step model prices the
+	// local experts' GEMMs as one grouped launch either way; the flag matters where
+	// the framework's grouped module does work of its own
+	// (framework.Profile.FP8GroupedExpertPadding).
+	MoEGroupedGEMM bool `json:"moe_grouped_gemm,omitempty"`
 	// CUDAGraphs: each layer's forward and backward kernels are replayed from CUDA
 	// graphs (Megatron-Core's --enable-cuda-graph / --external-cuda-graph, NeMo's
 	// enable_cuda_graph), one launch per layer instead of one per kernel. An MoE block

@@ -724,6 +724,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	if m := r.MoE; m != nil && m.PermuteFusion != nil {
 		t.MoEPermuteFusion = *m.PermuteFusion
 	}
+	if m := r.MoE; m != nil && m.GroupedGEMM != nil {
+		t.MoEGroupedGEMM = *m.GroupedGEMM
+	}
 	if m := r.MoE; m != nil && m.RouterDType != nil {
 		switch d := strings.ToLower(*m.RouterDType); d {
 		case "fp32":
