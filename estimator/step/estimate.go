@@ -57,6 +57,9 @@ type groupCache struct {
 	// hops is the current generation of priced pipeline hops (pricing.hopSends),
 	// nil until the first.
 	hops atomic.Pointer[hopMemo]
+	// runs is the current generation of the pipeline's runs (pricing.pipeRun),
+	// nil until the first.
+	runs atomic.Pointer[pipeRunMemo]
 }
 
 // hopMemo is one generation of pipeline hops priced (hopKey → []float64, nil
@@ -1378,17 +1381,24 @@ func (p *pricing) pipeline() error {
 			return err
 		}
 		send = x
-		if hops, err = p.hopSends(act, x); err != nil {
+		overlap := PipelineSendsOverlap(p.req.Training.Framework, l.Schedule)
+		switch {
+		case overlap:
+			bt.S, bt.SB = x, x // the steady state's sends in flight (below)
+		case l.Schedule == DualPipe: // the sends hidden (below)
+		default:
+			bt.F += x
+			bt.B += x
+		}
+		run, err := p.pipeRun(bt.BlockTimes, act, x, overlap)
+		if err != nil {
 			return err
 		}
+		hops = run.hops
 		// xm is the mean send over the ranks' blocks, what the breakdown
 		// reports as exposed per send (x where every hop costs the same).
-		xm := x
-		if hops != nil {
-			xm = meanRankSend(l.Schedule, l.PP, hops)
-		}
+		xm := run.xm
 		p.ppExposed = 2 * xm * v * mf
-		overlap := PipelineSendsOverlap(p.req.Training.Framework, l.Schedule)
 		if overlap {
 			// Megatron-Core's overlap_p2p_comm: the steady state's sends travel
 			// while the rank computes its next chunk (the receiving block starts
@@ -1396,7 +1406,6 @@ func (p *pricing) pipeline() error {
 			// the cool-down's backward sends hold their rank up — on the first
 			// rank, which warms up longest, (p − 1)·2 + (v − 1)·p of each, all of
 			// them if the step has no more chunks.
-			bt.S, bt.SB = x, x
 			blocking := 2 * min(float64(interleavedWarmUp(l.PP, bt.chunks, 0)), v*mf)
 			p.ppExposed = blocking * xm
 			p.res.Breakdown.Hidden[CommPP] = (2*v*mf - blocking) * xm
@@ -1409,48 +1418,171 @@ func (p *pricing) pipeline() error {
 			p.ppExposed, send = 0, 0
 			p.hiddenPerMB += hid / mf
 			p.res.Breakdown.Hidden[CommPP] = hid
-		} else {
-			bt.F += x
-			bt.B += x
 		}
-		var buf [16]BlockTimes
-		buf[0] = bt.BlockTimes
-		times := buf[:1]
-		if hops != nil {
-			times = rankBlockTimes(l.Schedule, l.PP, bt.BlockTimes, x, hops, overlap, buf[:])
-		}
-		span, _, err := p.e.PipelineSpan(l.Schedule, l.PP, l.VirtualStages, p.res.MicroBatches, times, nil)
-		if err != nil {
-			return err
-		}
-		p.bubble = max(0, span-mf*perMB-p.ppExposed)
+		p.bubble = max(0, run.span-mf*perMB-p.ppExposed)
 	}
 	p.res.PerMicroBatch = MicroBatch{Forward: p.fwd, Backward: p.bwd, WeightGrad: p.parts.bwdW, Recompute: p.rc,
-		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send, HopSends: slices.Clone(hops), SendOverlapped: bt.S > 0}
+		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send, HopSends: hops, SendOverlapped: bt.S > 0}
 	return nil
 }
 
-// hopSends prices one send of bytes on each hop of the pipeline (hop h: stage h to
-// stage h + 1; hop p − 1, under interleaving only, the wrap-around from the last
-// stage to the first), each on its own pairs' placement (Estimator.hopPlacement),
-// for the schedules whose chunk k runs on rank k mod p (GPipe, 1F1B, ZB-H1,
-// interleaving); x is hop 0's. It returns nil where every hop costs x — and for
-// ZB-V and DualPipe, whose sends stay priced on hop 0.
-func (p *pricing) hopSends(bytes, x float64) ([]float64, error) {
+// pipeRunKey is what the pipeline's span and its ranks' sends depend on: the
+// schedule (scheduleCode), depth, chunks and micro-batches, the blocks every rank
+// shares (with hop 0's send x in them, or in S and SB where the sends overlap:
+// the flag overlap), x, and the hops: hop 0's placement and the bytes of a send
+// (hopKey, by which hopSends memoises their prices), whether the wrap-around is
+// a hop; pl is nil where the sends are not priced hop by hop. Floats are kept as
+// their bits and the flags in one word, so that the key has no padding and hashes
+// as one block (as costKey).
+type pipeRunKey struct {
+	pl                *collective.Placement
+	flags             uint64 // scheduleCode, overlap<<8, wrap<<9
+	p, v, m           uint64
+	f, b, w, s, sb, x uint64
+	bytes             uint64
+}
+
+// scheduleCode numbers the schedules for pipeRunKey; 0 for any other.
+func scheduleCode(s Schedule) uint64 {
+	switch s {
+	case GPipe:
+		return 1
+	case OneFOneB:
+		return 2
+	case Interleaved:
+		return 3
+	case ZeroBubble:
+		return 4
+	case DualPipe:
+		return 5
+	case ZeroBubbleV:
+		return 6
+	}
+	return 0
+}
+
+// pipeRun is what pricing.pipeRun returns for a pipeRunKey.
+type pipeRun struct {
+	span float64   // the schedule executed with each rank's own sends
+	xm   float64   // the mean send over the ranks' blocks (meanRankSend)
+	hops []float64 // hopSends' prices: nil where every hop costs x
+}
+
+// pipeRunMemo is one generation of memoised pipeline runs: a search prices the
+// layouts it returns again in full, and layouts that differ only in what the
+// blocks do not depend on (often the ZeRO stage) have the same blocks. A typed
+// map under a read-write lock, as costMemo: the key, of fixed size whatever the
+// depth, hashes without the per-rank block lengths spanKey encodes. Once a
+// generation holds maxPipeRuns runs a fresh one replaces it (about 150 bytes a
+// run and its key).
+type pipeRunMemo struct {
+	mu sync.RWMutex
+	m  map[pipeRunKey]pipeRun
+}
+
+const maxPipeRuns = 1 << 12
+
+// pipeRunMemo is the current generation of pipeline runs.
+func (c *groupCache) pipeRunMemo() *pipeRunMemo {
+	if m := c.runs.Load(); m != nil {
+		return m
+	}
+	c.runs.CompareAndSwap(nil, &pipeRunMemo{m: map[pipeRunKey]pipeRun{}})
+	return c.runs.Load()
+}
+
+// pipeRun prices the pipeline's hops (hopSends, for sends of bytes; x is hop 0's)
+// and executes its schedule with bt, every rank's blocks, each rank's carrying
+// its own hops' sends (rankBlockTimes), memoised by pipeRunKey. The hops are
+// shared by every result that prices them: not to be modified.
+func (p *pricing) pipeRun(bt BlockTimes, bytes, x float64, overlap bool) (pipeRun, error) {
 	l := &p.req.Layout
-	if !perHopSends(l.Schedule) {
-		return nil, nil
+	code := scheduleCode(l.Schedule)
+	bits := math.Float64bits
+	key := pipeRunKey{flags: code, p: uint64(l.PP), v: uint64(l.VirtualStages), m: uint64(p.res.MicroBatches),
+		f: bits(bt.F), b: bits(bt.B), w: bits(bt.W), s: bits(bt.S), sb: bits(bt.SB), x: bits(x), bytes: bits(bytes)}
+	if overlap {
+		key.flags |= 1 << 8
 	}
-	n := l.PP - 1 // hops 0 … p − 2; the wrap-around only under interleaving
-	if l.Schedule == Interleaved {
-		n = l.PP
+	var hk hopKey
+	n := 0
+	if perHopSends(l.Schedule) {
+		n = l.PP - 1 // hops 0 … p − 2; the wrap-around only under interleaving
+		if l.Schedule == Interleaved {
+			n = l.PP
+		}
+		hk = hopKey{p.placed[CommPP], l.PP, bytes, n == l.PP}
+		key.pl = hk.pl
+		if hk.wrap {
+			key.flags |= 1 << 9
+		}
 	}
-	key := hopKey{p.placed[CommPP], l.PP, bytes, n == l.PP}
+	if code == 0 {
+		return p.runPipe(bt, hk, n, x, overlap)
+	}
+	memo := p.e.pipeRunMemo()
+	memo.mu.RLock()
+	run, ok := memo.m[key]
+	memo.mu.RUnlock()
+	if ok {
+		return run, nil
+	}
+	run, err := p.runPipe(bt, hk, n, x, overlap)
+	if err != nil {
+		return run, err
+	}
+	memo.mu.Lock()
+	full := len(memo.m) >= maxPipeRuns
+	if !full {
+		memo.m[key] = run
+	}
+	memo.mu.Unlock()
+	if full {
+		fresh := &pipeRunMemo{m: map[pipeRunKey]pipeRun{key: run}}
+		p.e.runs.CompareAndSwap(memo, fresh)
+	}
+	return run, nil
+}
+
+// runPipe is pipeRun without the memo: the n hops (none where the sends are not
+// priced hop by hop) priced by hk.
+func (p *pricing) runPipe(bt BlockTimes, hk hopKey, n int, x float64, overlap bool) (pipeRun, error) {
+	l := &p.req.Layout
+	run := pipeRun{xm: x}
+	if n > 0 {
+		hops, err := p.hopSends(hk, n, x)
+		if err != nil {
+			return run, err
+		}
+		run.hops = slices.Clip(hops)
+	}
+	var buf [16]BlockTimes
+	buf[0] = bt
+	times := buf[:1]
+	if run.hops != nil {
+		run.xm = meanRankSend(l.Schedule, l.PP, run.hops)
+		times = rankBlockTimes(l.Schedule, l.PP, bt, x, run.hops, overlap, buf[:])
+	}
+	span, _, err := pipelineSpan(p.e.groupCache, l.Schedule, l.PP, l.VirtualStages, p.res.MicroBatches, times, nil, false)
+	if err != nil {
+		return run, err
+	}
+	run.span = span
+	return run, nil
+}
+
+// hopSends prices one send of key.bytes on each of the n hops of the pipeline (hop
+// h: stage h to stage h + 1; hop p − 1, under interleaving only, the wrap-around
+// from the last stage to the first), each on its own pairs' placement
+// (Estimator.hopPlacement), for the schedules whose chunk k runs on rank k mod p
+// (GPipe, 1F1B, ZB-H1, interleaving: perHopSends); x is hop 0's. It returns nil
+// where every hop costs x. ZB-V and DualPipe's sends stay priced on hop 0.
+func (p *pricing) hopSends(key hopKey, n int, x float64) ([]float64, error) {
 	memo := p.e.hopMemo()
 	if h, ok := memo.m.Load(key); ok {
 		return h.([]float64), nil
 	}
-	hops, err := p.priceHops(n, bytes, x)
+	hops, err := p.priceHops(n, key.bytes, x)
 	if err != nil {
 		return nil, err
 	}
@@ -1555,7 +1687,7 @@ func PipelineSendsOverlap(fw string, s Schedule) bool {
 	if s != Interleaved {
 		return false
 	}
-	f, err := framework.Lookup(fw)
+	f, err := framework.Get(fw)
 	return err == nil && f.PipelineSendOverlap
 }
 
