@@ -1439,8 +1439,7 @@ func (p *pricing) pipeline() error {
 // the flag overlap), x, and the hops: hop 0's placement and the bytes of a send
 // (hopKey, by which hopSends memoises their prices), whether the wrap-around is
 // a hop; pl is nil where the sends are not priced hop by hop. Floats are kept as
-// their bits and the flags in one word, so that the key has no padding and hashes
-// as one block (as costKey).
+// their bits and the flags in one word, so that the key compares as one block.
 type pipeRunKey struct {
 	pl                *collective.Placement
 	flags             uint64 // scheduleCode, overlap<<8, wrap<<9
@@ -1468,6 +1467,25 @@ func scheduleCode(s Schedule) uint64 {
 	return 0
 }
 
+// hash folds the key but pl into one word, word by word as FNV-1a folds bytes
+// (Fowler, Noll and Vo; offset basis and prime of 64 bits): each step is a
+// bijection of the running hash, so keys differing in one word never collide.
+// The memo compares whole keys: a collision only costs a run.
+func (k *pipeRunKey) hash() uint64 {
+	const prime = 1099511628211
+	h := (14695981039346656037 ^ k.flags) * prime
+	h = (h ^ k.p) * prime
+	h = (h ^ k.v) * prime
+	h = (h ^ k.m) * prime
+	h = (h ^ k.f) * prime
+	h = (h ^ k.b) * prime
+	h = (h ^ k.w) * prime
+	h = (h ^ k.s) * prime
+	h = (h ^ k.sb) * prime
+	h = (h ^ k.x) * prime
+	return (h ^ k.bytes) * prime
+}
+
 // pipeRun is what pricing.pipeRun returns for a pipeRunKey.
 type pipeRun struct {
 	span float64   // the schedule executed with each rank's own sends
@@ -1477,14 +1495,20 @@ type pipeRun struct {
 
 // pipeRunMemo is one generation of memoised pipeline runs: a search prices the
 // layouts it returns again in full, and layouts that differ only in what the
-// blocks do not depend on (often the ZeRO stage) have the same blocks. A typed
-// map under a read-write lock, as costMemo: the key, of fixed size whatever the
-// depth, hashes without the per-rank block lengths spanKey encodes. Once a
-// generation holds maxPipeRuns runs a fresh one replaces it (about 150 bytes a
-// run and its key).
+// blocks do not depend on (often the ZeRO stage) have the same blocks. A map
+// under a read-write lock, as costMemo, by the key's hash (pipeRunKey.hash: a
+// word the map hashes and compares at a fraction of the cost of the 104-byte
+// key), each run with its key, of fixed size whatever the depth (spanKey encodes
+// every rank's block lengths). Once a generation holds maxPipeRuns runs a fresh one replaces it
+// (about 200 bytes a run and its key).
 type pipeRunMemo struct {
 	mu sync.RWMutex
-	m  map[pipeRunKey]pipeRun
+	m  map[uint64]*keyedPipeRun
+}
+
+type keyedPipeRun struct {
+	key pipeRunKey
+	run pipeRun
 }
 
 const maxPipeRuns = 1 << 12
@@ -1494,7 +1518,7 @@ func (c *groupCache) pipeRunMemo() *pipeRunMemo {
 	if m := c.runs.Load(); m != nil {
 		return m
 	}
-	c.runs.CompareAndSwap(nil, &pipeRunMemo{m: map[pipeRunKey]pipeRun{}})
+	c.runs.CompareAndSwap(nil, &pipeRunMemo{m: map[uint64]*keyedPipeRun{}})
 	return c.runs.Load()
 }
 
@@ -1527,25 +1551,27 @@ func (p *pricing) pipeRun(bt BlockTimes, bytes, x float64, overlap bool) (pipeRu
 	if code == 0 {
 		return p.runPipe(bt, hk, n, x, overlap)
 	}
+	h := key.hash()
 	memo := p.e.pipeRunMemo()
 	memo.mu.RLock()
-	run, ok := memo.m[key]
+	kr, ok := memo.m[h]
 	memo.mu.RUnlock()
-	if ok {
-		return run, nil
+	if ok && kr.key == key {
+		return kr.run, nil
 	}
 	run, err := p.runPipe(bt, hk, n, x, overlap)
 	if err != nil {
 		return run, err
 	}
+	kr = &keyedPipeRun{key, run}
 	memo.mu.Lock()
 	full := len(memo.m) >= maxPipeRuns
 	if !full {
-		memo.m[key] = run
+		memo.m[h] = kr
 	}
 	memo.mu.Unlock()
 	if full {
-		fresh := &pipeRunMemo{m: map[pipeRunKey]pipeRun{key: run}}
+		fresh := &pipeRunMemo{m: map[uint64]*keyedPipeRun{h: kr}}
 		p.e.runs.CompareAndSwap(memo, fresh)
 	}
 	return run, nil
