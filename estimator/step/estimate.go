@@ -914,7 +914,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 				}
 			}
 		}
-		if ub, _ := tpUserbuffers(p.req.Training.Framework); l.OverlapTP && ub {
+		if l.OverlapTP && userbuffersOn(p.req.Training.Framework) {
 			// Backward, Transformer Engine gathers the input and up projections'
 			// inputs again for their weight gradients, in bulk beside their data
 			// gradients (ub_bulk_dgrad: layernorm_linear.py and layernorm_mlp.py,
@@ -1272,6 +1272,12 @@ func (p *pricing) moeRepeats() float64 {
 func tpUserbuffers(name string) (userbuffers, pipelinedRSFP8 bool) {
 	fw, err := framework.Get(name)
 	return tpUserbuffersOf(fw, err)
+}
+
+// userbuffersOn is tpUserbuffers' first answer alone.
+func userbuffersOn(name string) bool {
+	ub, _ := tpUserbuffers(name)
+	return ub
 }
 
 // tpUserbuffersOf is tpUserbuffers of the profile fw looked up (err its lookup's
