@@ -538,7 +538,7 @@ func (e *Estimator) Quick(req Request) (Result, error) { return e.estimate(req, 
 // plan in hand beats on both time and memory, before pricing them.
 func (e *Estimator) Memory(req Request) (Memory, error) {
 	req = normalise(req)
-	if err := validate(req); err != nil {
+	if err := validate(&req); err != nil {
 		return Memory{}, err
 	}
 	return e.memoryOfValid(req), nil
@@ -603,7 +603,7 @@ func (e *Estimator) memoryOfValidWith(req *Request, p *model.Params) Memory {
 // only once the pipeline's fill and drain are priced, and the contention adds up
 // the communication that every earlier phase hid under compute.
 func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
-	return e.estimateCached(req, detail, nil)
+	return e.estimateCached(&req, detail, nil)
 }
 
 // QuickCached is Quick with the layers' and the output layer's compute times taken
@@ -614,14 +614,14 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 // search that bounded its layouts with c prices them without timing their layers
 // again. c must not be used by another goroutine meanwhile.
 func (e *Estimator) QuickCached(req Request, c *BoundsCache) (Result, error) {
-	return e.estimateCached(req, false, c)
+	return e.estimateCached(&req, false, c)
 }
 
 // estimateCached is estimate with the compute times of c (see QuickCached; nil:
-// none).
-func (e *Estimator) estimateCached(req Request, detail bool, c *BoundsCache) (Result, error) {
+// none), the request read by address.
+func (e *Estimator) estimateCached(req *Request, detail bool, c *BoundsCache) (Result, error) {
 	p := pricing{e: e, detail: detail}
-	if c != nil && !c.holdsLayersOf(e, &req) {
+	if c != nil && !c.holdsLayersOf(e, req) {
 		c = nil
 	}
 	if err := p.resolve(req); err != nil {
@@ -728,15 +728,18 @@ type pricing struct {
 
 // resolve fills the request's defaults, checks it, applies its link what-ifs to the
 // cluster and finds the GPU's compute rates, so that every later phase can trust
-// the request and price on the cluster as the what-if has it.
-func (p *pricing) resolve(req Request) error {
+// the request and price on the cluster as the what-if has it. It copies the request
+// once, into p.req, and works on the copy there (a request is about 1 kB).
+func (p *pricing) resolve(in *Request) error {
 	e := p.e
-	req = normalise(req)
+	p.req = *in
+	req := &p.req
+	normaliseIn(req)
 	if err := validate(req); err != nil {
 		return err
 	}
 	if (req.DegradedNICSpeed > 0 && req.DegradedNICSpeed < 1 || req.DegradedLinkSpeed > 0 && req.DegradedLinkSpeed < 1) && req.Cluster.Degraded == "" {
-		dc, err := e.degradedCluster(req)
+		dc, err := e.degradedCluster(*req)
 		if err != nil {
 			return err
 		}
@@ -752,7 +755,7 @@ func (p *pricing) resolve(req Request) error {
 			return err
 		}
 	}
-	p.req, p.rates = req, rates
+	p.rates = rates
 	return nil
 }
 

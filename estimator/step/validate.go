@@ -104,9 +104,14 @@ func batchError(b int64) *invalid.Error {
 // normalise fills defaults: CP, EP, PP, TP 1; schedule 1F1B (GPipe irrelevant without
 // PP); virtual stages 1; precision bf16; optimizer mixed Adam; recompute none.
 func normalise(r Request) Request {
-	r.Training = r.Training.Normalise()
-	normaliseLayout(&r, sequenceParallelWithTP(r.Training))
+	normaliseIn(&r)
 	return r
+}
+
+// normaliseIn is normalise in place.
+func normaliseIn(r *Request) {
+	r.Training = r.Training.Normalise()
+	normaliseLayout(r, sequenceParallelWithTP(r.Training))
 }
 
 // normaliseLayout fills the layout's defaults for a request whose training is
@@ -404,7 +409,7 @@ func (t Training) validate() error {
 }
 
 // validate checks every rule and names the field and the rule it broke.
-func validate(r Request) error {
+func validate(r *Request) error {
 	c := invalid.Collector{}
 	if err := r.Model.Validate(); err != nil {
 		c.Join(prefix("model.", err))
