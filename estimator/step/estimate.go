@@ -57,6 +57,9 @@ type groupCache struct {
 	// hops is the current generation of priced pipeline hops (pricing.hopSends),
 	// nil until the first.
 	hops atomic.Pointer[hopMemo]
+	// runs is the current generation of the pipeline's runs (pricing.pipeRun),
+	// nil until the first.
+	runs atomic.Pointer[pipeRunMemo]
 }
 
 // hopMemo is one generation of pipeline hops priced (hopKey → []float64, nil
@@ -359,9 +362,16 @@ func (g grid) placeKey(cl *topology.Cluster, rm *RankMap, c Comm) placeKey {
 // sizeᵢ — in one canonical form of the same set: by stride, each extent that continues
 // the one before it (its stride is that one's size × stride) merged into it, the rest
 // zeroed. Grid dimensions are nested (a stride is the product of the sizes before it),
-// so two lists of one set have the same form.
+// so two lists of one set have the same form. The lists hold at most numDims
+// extents of distinct strides: sorted by insertion, which slices.SortFunc also
+// does below 12 elements, without its setup and its closure calls (which were
+// about half of placeKey's instructions).
 func canonicalExtents(es []extent) {
-	slices.SortFunc(es, func(a, b extent) int { return int(a.stride) - int(b.stride) })
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].stride < es[j-1].stride; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
 	n := 0
 	for _, e := range es {
 		if n > 0 && es[n-1].size*es[n-1].stride == e.stride {
@@ -528,7 +538,7 @@ func (e *Estimator) Quick(req Request) (Result, error) { return e.estimate(req, 
 // plan in hand beats on both time and memory, before pricing them.
 func (e *Estimator) Memory(req Request) (Memory, error) {
 	req = normalise(req)
-	if err := validate(req); err != nil {
+	if err := validate(&req); err != nil {
 		return Memory{}, err
 	}
 	return e.memoryOfValid(req), nil
@@ -593,7 +603,7 @@ func (e *Estimator) memoryOfValidWith(req *Request, p *model.Params) Memory {
 // only once the pipeline's fill and drain are priced, and the contention adds up
 // the communication that every earlier phase hid under compute.
 func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
-	return e.estimateCached(req, detail, nil)
+	return e.estimateCached(&req, detail, nil)
 }
 
 // QuickCached is Quick with the layers' and the output layer's compute times taken
@@ -604,14 +614,14 @@ func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
 // search that bounded its layouts with c prices them without timing their layers
 // again. c must not be used by another goroutine meanwhile.
 func (e *Estimator) QuickCached(req Request, c *BoundsCache) (Result, error) {
-	return e.estimateCached(req, false, c)
+	return e.estimateCached(&req, false, c)
 }
 
 // estimateCached is estimate with the compute times of c (see QuickCached; nil:
-// none).
-func (e *Estimator) estimateCached(req Request, detail bool, c *BoundsCache) (Result, error) {
+// none), the request read by address.
+func (e *Estimator) estimateCached(req *Request, detail bool, c *BoundsCache) (Result, error) {
 	p := pricing{e: e, detail: detail}
-	if c != nil && !c.holdsLayersOf(e, &req) {
+	if c != nil && !c.holdsLayersOf(e, req) {
 		c = nil
 	}
 	if err := p.resolve(req); err != nil {
@@ -718,15 +728,18 @@ type pricing struct {
 
 // resolve fills the request's defaults, checks it, applies its link what-ifs to the
 // cluster and finds the GPU's compute rates, so that every later phase can trust
-// the request and price on the cluster as the what-if has it.
-func (p *pricing) resolve(req Request) error {
+// the request and price on the cluster as the what-if has it. It copies the request
+// once, into p.req, and works on the copy there (a request is about 1 kB).
+func (p *pricing) resolve(in *Request) error {
 	e := p.e
-	req = normalise(req)
+	p.req = *in
+	req := &p.req
+	normaliseIn(req)
 	if err := validate(req); err != nil {
 		return err
 	}
 	if (req.DegradedNICSpeed > 0 && req.DegradedNICSpeed < 1 || req.DegradedLinkSpeed > 0 && req.DegradedLinkSpeed < 1) && req.Cluster.Degraded == "" {
-		dc, err := e.degradedCluster(req)
+		dc, err := e.degradedCluster(*req)
 		if err != nil {
 			return err
 		}
@@ -742,7 +755,7 @@ func (p *pricing) resolve(req Request) error {
 			return err
 		}
 	}
-	p.req, p.rates = req, rates
+	p.rates = rates
 	return nil
 }
 
@@ -904,7 +917,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 				}
 			}
 		}
-		if ub, _ := tpUserbuffers(p.req.Training.Framework); l.OverlapTP && ub {
+		if l.OverlapTP && userbuffersOn(p.req.Training.Framework) {
 			// Backward, Transformer Engine gathers the input and up projections'
 			// inputs again for their weight gradients, in bulk beside their data
 			// gradients (ub_bulk_dgrad: layernorm_linear.py and layernorm_mlp.py,
@@ -1264,6 +1277,12 @@ func tpUserbuffers(name string) (userbuffers, pipelinedRSFP8 bool) {
 	return tpUserbuffersOf(fw, err)
 }
 
+// userbuffersOn is tpUserbuffers' first answer alone.
+func userbuffersOn(name string) bool {
+	ub, _ := tpUserbuffers(name)
+	return ub
+}
+
 // tpUserbuffersOf is tpUserbuffers of the profile fw looked up (err its lookup's
 // error: the default framework's then).
 func tpUserbuffersOf(fw *framework.Profile, err error) (userbuffers, pipelinedRSFP8 bool) {
@@ -1378,17 +1397,24 @@ func (p *pricing) pipeline() error {
 			return err
 		}
 		send = x
-		if hops, err = p.hopSends(act, x); err != nil {
+		overlap := PipelineSendsOverlap(p.req.Training.Framework, l.Schedule)
+		switch {
+		case overlap:
+			bt.S, bt.SB = x, x // the steady state's sends in flight (below)
+		case l.Schedule == DualPipe: // the sends hidden (below)
+		default:
+			bt.F += x
+			bt.B += x
+		}
+		run, err := p.pipeRun(bt.BlockTimes, act, x, overlap)
+		if err != nil {
 			return err
 		}
+		hops = run.hops
 		// xm is the mean send over the ranks' blocks, what the breakdown
 		// reports as exposed per send (x where every hop costs the same).
-		xm := x
-		if hops != nil {
-			xm = meanRankSend(l.Schedule, l.PP, hops)
-		}
+		xm := run.xm
 		p.ppExposed = 2 * xm * v * mf
-		overlap := PipelineSendsOverlap(p.req.Training.Framework, l.Schedule)
 		if overlap {
 			// Megatron-Core's overlap_p2p_comm: the steady state's sends travel
 			// while the rank computes its next chunk (the receiving block starts
@@ -1396,7 +1422,6 @@ func (p *pricing) pipeline() error {
 			// the cool-down's backward sends hold their rank up — on the first
 			// rank, which warms up longest, (p − 1)·2 + (v − 1)·p of each, all of
 			// them if the step has no more chunks.
-			bt.S, bt.SB = x, x
 			blocking := 2 * min(float64(interleavedWarmUp(l.PP, bt.chunks, 0)), v*mf)
 			p.ppExposed = blocking * xm
 			p.res.Breakdown.Hidden[CommPP] = (2*v*mf - blocking) * xm
@@ -1409,48 +1434,197 @@ func (p *pricing) pipeline() error {
 			p.ppExposed, send = 0, 0
 			p.hiddenPerMB += hid / mf
 			p.res.Breakdown.Hidden[CommPP] = hid
-		} else {
-			bt.F += x
-			bt.B += x
 		}
-		var buf [16]BlockTimes
-		buf[0] = bt.BlockTimes
-		times := buf[:1]
-		if hops != nil {
-			times = rankBlockTimes(l.Schedule, l.PP, bt.BlockTimes, x, hops, overlap, buf[:])
-		}
-		span, _, err := p.e.PipelineSpan(l.Schedule, l.PP, l.VirtualStages, p.res.MicroBatches, times, nil)
-		if err != nil {
-			return err
-		}
-		p.bubble = max(0, span-mf*perMB-p.ppExposed)
+		p.bubble = max(0, run.span-mf*perMB-p.ppExposed)
 	}
 	p.res.PerMicroBatch = MicroBatch{Forward: p.fwd, Backward: p.bwd, WeightGrad: p.parts.bwdW, Recompute: p.rc,
-		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send, HopSends: slices.Clone(hops), SendOverlapped: bt.S > 0}
+		ExposedComm: p.tpPerMB + p.cpPerMB + p.epPerMB, Send: send, HopSends: hops, SendOverlapped: bt.S > 0}
 	return nil
 }
 
-// hopSends prices one send of bytes on each hop of the pipeline (hop h: stage h to
-// stage h + 1; hop p − 1, under interleaving only, the wrap-around from the last
-// stage to the first), each on its own pairs' placement (Estimator.hopPlacement),
-// for the schedules whose chunk k runs on rank k mod p (GPipe, 1F1B, ZB-H1,
-// interleaving); x is hop 0's. It returns nil where every hop costs x — and for
-// ZB-V and DualPipe, whose sends stay priced on hop 0.
-func (p *pricing) hopSends(bytes, x float64) ([]float64, error) {
+// pipeRunKey is what the pipeline's span and its ranks' sends depend on: the
+// schedule (scheduleCode), depth, chunks and micro-batches, the blocks every rank
+// shares (with hop 0's send x in them, or in S and SB where the sends overlap:
+// the flag overlap), x, and the hops: hop 0's placement and the bytes of a send
+// (hopKey, by which hopSends memoises their prices), whether the wrap-around is
+// a hop; pl is nil where the sends are not priced hop by hop. Floats are kept as
+// their bits and the flags in one word, so that the key compares as one block.
+type pipeRunKey struct {
+	pl                *collective.Placement
+	flags             uint64 // scheduleCode, overlap<<8, wrap<<9
+	p, v, m           uint64
+	f, b, w, s, sb, x uint64
+	bytes             uint64
+}
+
+// scheduleCode numbers the schedules for pipeRunKey; 0 for any other.
+func scheduleCode(s Schedule) uint64 {
+	switch s {
+	case GPipe:
+		return 1
+	case OneFOneB:
+		return 2
+	case Interleaved:
+		return 3
+	case ZeroBubble:
+		return 4
+	case DualPipe:
+		return 5
+	case ZeroBubbleV:
+		return 6
+	}
+	return 0
+}
+
+// hash folds the key but pl into one word, word by word as FNV-1a folds bytes
+// (Fowler, Noll and Vo; offset basis and prime of 64 bits): each step is a
+// bijection of the running hash, so keys differing in one word never collide.
+// The memo compares whole keys: a collision only costs a run.
+func (k *pipeRunKey) hash() uint64 {
+	const prime = 1099511628211
+	h := (14695981039346656037 ^ k.flags) * prime
+	h = (h ^ k.p) * prime
+	h = (h ^ k.v) * prime
+	h = (h ^ k.m) * prime
+	h = (h ^ k.f) * prime
+	h = (h ^ k.b) * prime
+	h = (h ^ k.w) * prime
+	h = (h ^ k.s) * prime
+	h = (h ^ k.sb) * prime
+	h = (h ^ k.x) * prime
+	return (h ^ k.bytes) * prime
+}
+
+// pipeRun is what pricing.pipeRun returns for a pipeRunKey.
+type pipeRun struct {
+	span float64   // the schedule executed with each rank's own sends
+	xm   float64   // the mean send over the ranks' blocks (meanRankSend)
+	hops []float64 // hopSends' prices: nil where every hop costs x
+}
+
+// pipeRunMemo is one generation of memoised pipeline runs: a search prices the
+// layouts it returns again in full, and layouts that differ only in what the
+// blocks do not depend on (often the ZeRO stage) have the same blocks. A map
+// under a read-write lock, as costMemo, by the key's hash (pipeRunKey.hash: a
+// word the map hashes and compares at a fraction of the cost of the 104-byte
+// key), each run with its key, of fixed size whatever the depth (spanKey encodes
+// every rank's block lengths). Once a generation holds maxPipeRuns runs a fresh one replaces it
+// (about 200 bytes a run and its key).
+type pipeRunMemo struct {
+	mu sync.RWMutex
+	m  map[uint64]*keyedPipeRun
+}
+
+type keyedPipeRun struct {
+	key pipeRunKey
+	run pipeRun
+}
+
+const maxPipeRuns = 1 << 12
+
+// pipeRunMemo is the current generation of pipeline runs.
+func (c *groupCache) pipeRunMemo() *pipeRunMemo {
+	if m := c.runs.Load(); m != nil {
+		return m
+	}
+	c.runs.CompareAndSwap(nil, &pipeRunMemo{m: map[uint64]*keyedPipeRun{}})
+	return c.runs.Load()
+}
+
+// pipeRun prices the pipeline's hops (hopSends, for sends of bytes; x is hop 0's)
+// and executes its schedule with bt, every rank's blocks, each rank's carrying
+// its own hops' sends (rankBlockTimes), memoised by pipeRunKey. The hops are
+// shared by every result that prices them: not to be modified.
+func (p *pricing) pipeRun(bt BlockTimes, bytes, x float64, overlap bool) (pipeRun, error) {
 	l := &p.req.Layout
-	if !perHopSends(l.Schedule) {
-		return nil, nil
+	code := scheduleCode(l.Schedule)
+	bits := math.Float64bits
+	key := pipeRunKey{flags: code, p: uint64(l.PP), v: uint64(l.VirtualStages), m: uint64(p.res.MicroBatches),
+		f: bits(bt.F), b: bits(bt.B), w: bits(bt.W), s: bits(bt.S), sb: bits(bt.SB), x: bits(x), bytes: bits(bytes)}
+	if overlap {
+		key.flags |= 1 << 8
 	}
-	n := l.PP - 1 // hops 0 … p − 2; the wrap-around only under interleaving
-	if l.Schedule == Interleaved {
-		n = l.PP
+	var hk hopKey
+	n := 0
+	if perHopSends(l.Schedule) {
+		n = l.PP - 1 // hops 0 … p − 2; the wrap-around only under interleaving
+		if l.Schedule == Interleaved {
+			n = l.PP
+		}
+		hk = hopKey{p.placed[CommPP], l.PP, bytes, n == l.PP}
+		key.pl = hk.pl
+		if hk.wrap {
+			key.flags |= 1 << 9
+		}
 	}
-	key := hopKey{p.placed[CommPP], l.PP, bytes, n == l.PP}
+	if code == 0 {
+		return p.runPipe(bt, hk, n, x, overlap)
+	}
+	h := key.hash()
+	memo := p.e.pipeRunMemo()
+	memo.mu.RLock()
+	kr, ok := memo.m[h]
+	memo.mu.RUnlock()
+	if ok && kr.key == key {
+		return kr.run, nil
+	}
+	run, err := p.runPipe(bt, hk, n, x, overlap)
+	if err != nil {
+		return run, err
+	}
+	kr = &keyedPipeRun{key, run}
+	memo.mu.Lock()
+	full := len(memo.m) >= maxPipeRuns
+	if !full {
+		memo.m[h] = kr
+	}
+	memo.mu.Unlock()
+	if full {
+		fresh := &pipeRunMemo{m: map[uint64]*keyedPipeRun{h: kr}}
+		p.e.runs.CompareAndSwap(memo, fresh)
+	}
+	return run, nil
+}
+
+// runPipe is pipeRun without the memo: the n hops (none where the sends are not
+// priced hop by hop) priced by hk.
+func (p *pricing) runPipe(bt BlockTimes, hk hopKey, n int, x float64, overlap bool) (pipeRun, error) {
+	l := &p.req.Layout
+	run := pipeRun{xm: x}
+	if n > 0 {
+		hops, err := p.hopSends(hk, n, x)
+		if err != nil {
+			return run, err
+		}
+		run.hops = slices.Clip(hops)
+	}
+	var buf [16]BlockTimes
+	buf[0] = bt
+	times := buf[:1]
+	if run.hops != nil {
+		run.xm = meanRankSend(l.Schedule, l.PP, run.hops)
+		times = rankBlockTimes(l.Schedule, l.PP, bt, x, run.hops, overlap, buf[:])
+	}
+	span, _, err := pipelineSpan(p.e.groupCache, l.Schedule, l.PP, l.VirtualStages, p.res.MicroBatches, times, nil, false)
+	if err != nil {
+		return run, err
+	}
+	run.span = span
+	return run, nil
+}
+
+// hopSends prices one send of key.bytes on each of the n hops of the pipeline (hop
+// h: stage h to stage h + 1; hop p − 1, under interleaving only, the wrap-around
+// from the last stage to the first), each on its own pairs' placement
+// (Estimator.hopPlacement), for the schedules whose chunk k runs on rank k mod p
+// (GPipe, 1F1B, ZB-H1, interleaving: perHopSends); x is hop 0's. It returns nil
+// where every hop costs x. ZB-V and DualPipe's sends stay priced on hop 0.
+func (p *pricing) hopSends(key hopKey, n int, x float64) ([]float64, error) {
 	memo := p.e.hopMemo()
 	if h, ok := memo.m.Load(key); ok {
 		return h.([]float64), nil
 	}
-	hops, err := p.priceHops(n, bytes, x)
+	hops, err := p.priceHops(n, key.bytes, x)
 	if err != nil {
 		return nil, err
 	}
@@ -1555,7 +1729,7 @@ func PipelineSendsOverlap(fw string, s Schedule) bool {
 	if s != Interleaved {
 		return false
 	}
-	f, err := framework.Lookup(fw)
+	f, err := framework.Get(fw)
 	return err == nil && f.PipelineSendOverlap
 }
 

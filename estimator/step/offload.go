@@ -69,7 +69,7 @@ func hostRates(cl *topology.Cluster) (mem, link float64) {
 }
 
 // validateOffload checks the offload setting against the layout and the cluster.
-func validateOffload(c *invalid.Collector, l Layout, cl *topology.Cluster) {
+func validateOffload(c *invalid.Collector, l *Layout, cl *topology.Cluster) {
 	switch l.Offload {
 	case "", OffloadNone:
 		return
@@ -98,7 +98,7 @@ func ActivationOffloadSchedule(s Schedule, pp int) bool {
 }
 
 // validateActivationOffload checks Layout.OffloadActivations and Layout.FP8Params.
-func validateActivationOffload(c *invalid.Collector, l Layout, t Training, cl *topology.Cluster) {
+func validateActivationOffload(c *invalid.Collector, l *Layout, t *Training, cl *topology.Cluster) {
 	if l.FP8Params && t.Precision != FP8 {
 		c.Add("layout.fp8_params", "stores the matmul weights in fp8: needs precision fp8 (precision is %s)", t.Precision)
 	}

@@ -787,7 +787,7 @@ func SimulatedMicroBatches(s Schedule, p, m int) int {
 // SimulatedMicroBatches (simulated) of them, the rest adding the busiest rank's
 // work each. The estimator keeps the compiled tables.
 func (e *Estimator) PipelineSpan(s Schedule, p, v, m int, times []BlockTimes, blocks *[]PipelineBlock) (span float64, simulated int, err error) {
-	return pipelineSpan(e.groupCache, s, p, v, m, times, blocks)
+	return pipelineSpan(e.groupCache, s, p, v, m, times, blocks, true)
 }
 
 // closedSpan is the span of GPipe, 1F1B and interleaved 1F1B (with a multiple of p
@@ -811,10 +811,12 @@ func closedSpan(s Schedule, p, v, m int, times []BlockTimes, blocks *[]PipelineB
 
 // ExecutePipeline is PipelineSpan without an estimator's cache of tables.
 func ExecutePipeline(s Schedule, p, v, m int, times []BlockTimes, blocks *[]PipelineBlock) (span float64, simulated int, err error) {
-	return pipelineSpan(nil, s, p, v, m, times, blocks)
+	return pipelineSpan(nil, s, p, v, m, times, blocks, false)
 }
 
-func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, blocks *[]PipelineBlock) (span float64, simulated int, err error) {
+// pipelineSpan is PipelineSpan with c's tables (nil: compiled per call); with
+// memoise, c's span memo keeps the spans of calls without blocks.
+func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, blocks *[]PipelineBlock, memoise bool) (span float64, simulated int, err error) {
 	v = chunksPerRank(s, v)
 	if len(times) != 1 && len(times) != p {
 		return 0, 0, fmt.Errorf("pipeline: %d ranks' block lengths for %d ranks", len(times), p)
@@ -827,7 +829,7 @@ func pipelineSpan(c *groupCache, s Schedule, p, v, m int, times []BlockTimes, bl
 	}
 	sim := SimulatedMicroBatches(s, p, m)
 	var key []byte
-	if c != nil && blocks == nil {
+	if memoise && c != nil && blocks == nil {
 		var kb [640]byte // the key of up to 15 ranks' lengths
 		key = spanKey(kb[:0], s, p, v, m, times)
 		if span, ok := c.spanMemo().m.Load(string(key)); ok {

@@ -98,6 +98,7 @@ type MicroBatch struct {
 	// h + 1, and under interleaving hop p − 1 from the last stage back to the
 	// first; nil where every hop costs Send. A rank's forward blocks end with its
 	// hop's send, its backward blocks with the previous hop's (RankSends).
+	// Shared by the results that price the same hops: read only.
 	HopSends []float64 `json:"pipeline_hop_sends_s,omitempty"`
 	// SendOverlapped: the steady state's sends run under the next chunk's compute
 	// (PipelineSendsOverlap): only the warm-up's and cool-down's lengthen their

@@ -127,7 +127,7 @@ func (r ScheduleRule) check(c *invalid.Collector, pp, v, m, layers int, split bo
 // validateSchedule checks the layout against its schedule's framework rules;
 // m is the micro-batches per replica (0 when the batch does not divide, which
 // validate reports on its own).
-func validateSchedule(c *invalid.Collector, l Layout, m, layers int) {
+func validateSchedule(c *invalid.Collector, l *Layout, m, layers int) {
 	r, ok := RuleOf(l.Schedule)
 	if !ok {
 		c.Add("layout.schedule", "must be gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (got %q)", l.Schedule)

@@ -104,9 +104,14 @@ func batchError(b int64) *invalid.Error {
 // normalise fills defaults: CP, EP, PP, TP 1; schedule 1F1B (GPipe irrelevant without
 // PP); virtual stages 1; precision bf16; optimizer mixed Adam; recompute none.
 func normalise(r Request) Request {
-	r.Training = r.Training.Normalise()
-	normaliseLayout(&r, sequenceParallelWithTP(r.Training))
+	normaliseIn(&r)
 	return r
+}
+
+// normaliseIn is normalise in place.
+func normaliseIn(r *Request) {
+	r.Training = r.Training.Normalise()
+	normaliseLayout(r, sequenceParallelWithTP(r.Training))
 }
 
 // normaliseLayout fills the layout's defaults for a request whose training is
@@ -404,7 +409,7 @@ func (t Training) validate() error {
 }
 
 // validate checks every rule and names the field and the rule it broke.
-func validate(r Request) error {
+func validate(r *Request) error {
 	c := invalid.Collector{}
 	if err := r.Model.Validate(); err != nil {
 		c.Join(prefix("model.", err))
@@ -413,7 +418,7 @@ func validate(r Request) error {
 		c.Add("cluster", "is required")
 	}
 	c.Join(CheckWhatIfs(r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed, r.Cluster))
-	t, l, a := r.Training, r.Layout, r.Model
+	t, l, a := &r.Training, &r.Layout, &r.Model
 	c.Join(t.validate())
 	validateOffload(&c, l, r.Cluster)
 	validateActivationOffload(&c, l, t, r.Cluster)
@@ -547,9 +552,9 @@ func validate(r Request) error {
 			c.Add("layout.tp", "a TP group larger than a node (%d GPUs) must span whole nodes (got %d)", g, l.TP)
 		}
 	}
-	if g, err := newGrid(&l); err != nil {
+	if g, err := newGrid(l); err != nil {
 		c.Join(err)
-	} else if eg, _ := newExpertGrid(&l); a.MoE != nil && l.PP > 1 && eg.stride[DimPP] != g.stride[DimPP] && c.Err() == nil {
+	} else if eg, _ := newExpertGrid(l); a.MoE != nil && l.PP > 1 && eg.stride[DimPP] != g.stride[DimPP] && c.Err() == nil {
 		// Megatron-Core asserts that both grids give the same pipeline groups (with
 		// a rank order not ending in pp, the same data-parallel size).
 		c.Add("layout.rank_order", "%q puts pp inside the stage's ranks, so the expert grid (etp %d × ep %d) must cut the same pipeline groups as the dense one (tp %d × cp %d): give an order ending in pp", l.RankOrder, l.etp(), max(1, l.EP), l.TP, l.CP)
@@ -561,7 +566,7 @@ func validate(r Request) error {
 // arguments assert sequence parallelism with --tp-comm-overlap (the overlap splits
 // the all-gather and reduce-scatter of sequence parallelism), as torch's async TP
 // works on sequence-parallel all-gathers and reduce-scatters.
-func validateOverlapTP(c *invalid.Collector, l Layout) {
+func validateOverlapTP(c *invalid.Collector, l *Layout) {
 	if l.OverlapTP && l.TP > 1 && !l.SP {
 		c.Add("layout.overlap_tp", "TP communication overlap needs sequence parallelism (sp), as Megatron-LM's --tp-comm-overlap and torch async TP do")
 	}
@@ -583,7 +588,7 @@ func validateOverlapTP(c *invalid.Collector, l Layout) {
 // Overlap": the combined 1F1B's per-layer callables never checkpointed the MoE
 // layer) to d98e8a6. Megatron-Bridge 4b4b5c9 asserts the same
 // (src/megatron/bridge/training/comm_overlap.py, shared-expert overlap).
-func validateOverlapEP(c *invalid.Collector, l Layout) {
+func validateOverlapEP(c *invalid.Collector, l *Layout) {
 	if !l.OverlapEP || l.Schedule == DualPipe {
 		return
 	}
@@ -629,7 +634,7 @@ func unwrap(err error) []error {
 // (framework.Runs.EvenLayerSplit, Megatron-LM of 2021), a pipeline whose stages
 // or model chunks would hold different numbers of layers, a split accounting for
 // the embedding or the loss, and interleaving over 2 stages or fewer.
-func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p *framework.Profile) {
+func validateEvenSplit(c *invalid.Collector, l *Layout, a *model.Arch, p *framework.Profile) {
 	if !p.Runs.EvenLayerSplit || l.PP < 2 {
 		return
 	}
@@ -651,7 +656,7 @@ func validateEvenSplit(c *invalid.Collector, l Layout, a model.Arch, p *framewor
 
 // validateRuns refuses a layout the framework cannot run (framework.Profile.Runs),
 // naming the layout field and the framework.
-func validateRuns(c *invalid.Collector, l Layout, a model.Arch, t Training) {
+func validateRuns(c *invalid.Collector, l *Layout, a *model.Arch, t *Training) {
 	p, err := framework.Get(t.Framework)
 	if err != nil || !p.Runs.Limited() {
 		return

@@ -39,7 +39,7 @@ func (t Training) validateMoE(c *invalid.Collector) {
 }
 
 // validateMoELayout checks the MoE overlaps of a layout.
-func validateMoELayout(c *invalid.Collector, l Layout, a model.Arch) {
+func validateMoELayout(c *invalid.Collector, l *Layout, a *model.Arch) {
 	if l.OverlapSharedExpert && (a.MoE == nil || a.MoE.SharedExperts == 0) {
 		c.Add("layout.overlap_shared_expert", "overlaps the shared experts with the all-to-alls: needs an MoE model with shared experts")
 	}
@@ -47,7 +47,7 @@ func validateMoELayout(c *invalid.Collector, l Layout, a model.Arch) {
 
 // validateRecomputeModules checks Layout.RecomputeModules against the recompute
 // policy and the model.
-func validateRecomputeModules(c *invalid.Collector, l Layout, a model.Arch) {
+func validateRecomputeModules(c *invalid.Collector, l *Layout, a *model.Arch) {
 	if len(l.RecomputeModules) == 0 {
 		return
 	}
