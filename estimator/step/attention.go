@@ -143,7 +143,8 @@ func blackwellAttentionSpeed(skv, headDim float64) (fwd, bwd float64) {
 // benchmark/sdpa_benchmark_training at bb37575,
 // artifacts/sdpa_bf16_benchmark_results_NVIDIA_GB300.csv; sample_gb300_bf16_run.txt:
 // torch 2.9.0a0 nv25.09, cuDNN 9.13.0), the pyt_cudnn backend at bwAttnSeqLens, in
-// TFLOP/s; and the GB300's dense bf16 peak the catalog gives (the GB200's).
+// TFLOP/s; and the GB300's dense bf16 peak the catalog gives (NVIDIA's GB300 NVL72
+// rating, which is also the GB200's; the catalog prices the GB200 at its measured rate).
 var (
 	ultraCuDNNFwdTFLOPS = [...]float64{593.514, 1144.867, 1495.674, 1702.463}
 	ultraCuDNNBwdTFLOPS = [...]float64{487.345, 892.572, 1130.076, 1267.827}
@@ -163,7 +164,7 @@ const gb300PeakBF16TFLOPS float64 = 2500
 // per recomputed exponential, the forward two, so the exponentials are a smaller
 // share of its time), 1.20 / 1.15 at 4k,
 // 1.15 / 1.06 at 16k, held flat beyond. cuDNN 9.17 measured GB300 against GB200 —
-// the same peak — at 1.20 / 1.07 at 8k and 1.19 / 1.07 at 16k (cudnn-frontend at
+// the same rating — at 1.20 / 1.07 at 8k and 1.19 / 1.07 at 16k (cudnn-frontend at
 // b372d39). The same kernels apply as for blackwellAttentionSpeed; elsewhere 1.
 func ultraAttentionSpeed(fw string, flash2 bool, skv, headDim float64) (fwd, bwd float64) {
 	if flash2 || headDim != 128 {
