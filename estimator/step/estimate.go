@@ -83,11 +83,17 @@ const maxHopSets = 1 << 12
 
 // hopMemo is the current generation of priced hops.
 func (c *groupCache) hopMemo() *hopMemo {
-	if m := c.hops.Load(); m != nil {
+	return currentGeneration(&c.hops, func() *hopMemo { return &hopMemo{} })
+}
+
+// currentGeneration is the memo generation g holds, installing fresh() when it holds
+// none; when two workers race, both get the one stored first.
+func currentGeneration[T any](g *atomic.Pointer[T], fresh func() *T) *T {
+	if m := g.Load(); m != nil {
 		return m
 	}
-	c.hops.CompareAndSwap(nil, &hopMemo{})
-	return c.hops.Load()
+	g.CompareAndSwap(nil, fresh())
+	return g.Load()
 }
 
 // maxDegraded bounds the cached what-if clusters; beyond it they are built per call.
@@ -1524,11 +1530,7 @@ const maxPipeRuns = 1 << 12
 
 // pipeRunMemo is the current generation of pipeline runs.
 func (c *groupCache) pipeRunMemo() *pipeRunMemo {
-	if m := c.runs.Load(); m != nil {
-		return m
-	}
-	c.runs.CompareAndSwap(nil, &pipeRunMemo{m: map[uint64]*keyedPipeRun{}})
-	return c.runs.Load()
+	return currentGeneration(&c.runs, func() *pipeRunMemo { return &pipeRunMemo{m: map[uint64]*keyedPipeRun{}} })
 }
 
 // pipeRun prices the pipeline's hops (hopSends, for sends of bytes; x is hop 0's)

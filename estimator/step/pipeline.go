@@ -883,11 +883,7 @@ const maxSpans = 1 << 12
 
 // spanMemo is the current generation of spans.
 func (c *groupCache) spanMemo() *spanMemo {
-	if m := c.spans.Load(); m != nil {
-		return m
-	}
-	c.spans.CompareAndSwap(nil, &spanMemo{})
-	return c.spans.Load()
+	return currentGeneration(&c.spans, func() *spanMemo { return &spanMemo{} })
 }
 
 // spanKey appends to b what a span depends on: the schedule, depth, chunks,
