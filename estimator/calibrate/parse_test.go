@@ -244,6 +244,9 @@ func TestParseRefusesImpossibleHeader(t *testing.T) {
 // with the fuzzing engine's minimisation (about n²/2 parses for n bytes) kept
 // FuzzParseNCCLTests at 0 execs/s.
 func TestParseShortOutputAllocatesLittle(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops sync.Pool entries, so regexp's matchers are rebuilt: allocation counts are not the parser's")
+	}
 	data, err := os.ReadFile("testdata/b200-ib/dstack-lambda-allreduce.txt")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package calibrate_test
+
+const raceEnabled = false
