@@ -171,12 +171,44 @@ func (e *Estimator) LoadedCluster(cl *topology.Cluster, shares map[int]float64, 
 // and schedule of one TP group shares its TP all-reduce); once a generation holds
 // maxMemoCosts entries a fresh one replaces it, so that a long-lived estimator
 // serving many models stays bounded.
-type costMemo struct {
+type costMemo = boundedMemo[costKey, collective.Estimate]
+
+func newCostMemo() *costMemo { return newBoundedMemo[costKey, collective.Estimate]() }
+
+// boundedMemo is one generation of a memo read under a read-write lock; put
+// replaces a full generation with a fresh one holding the newest entry.
+type boundedMemo[K comparable, V any] struct {
 	mu sync.RWMutex
-	m  map[costKey]collective.Estimate
+	m  map[K]V
 }
 
-func newCostMemo() *costMemo { return &costMemo{m: map[costKey]collective.Estimate{}} }
+func newBoundedMemo[K comparable, V any]() *boundedMemo[K, V] {
+	return &boundedMemo[K, V]{m: map[K]V{}}
+}
+
+func (b *boundedMemo[K, V]) get(k K) (V, bool) {
+	b.mu.RLock()
+	v, ok := b.m[k]
+	b.mu.RUnlock()
+	return v, ok
+}
+
+// put stores k → v in b, the generation g held when it was read, or, once b holds
+// limit entries, installs in g a fresh generation holding it (unless another
+// worker replaced b first).
+func (b *boundedMemo[K, V]) put(g *atomic.Pointer[boundedMemo[K, V]], limit int, k K, v V) {
+	b.mu.Lock()
+	full := len(b.m) >= limit
+	if !full {
+		b.m[k] = v
+	}
+	b.mu.Unlock()
+	if full {
+		fresh := newBoundedMemo[K, V]()
+		fresh.m[k] = v
+		g.CompareAndSwap(b, fresh)
+	}
+}
 
 // maxMemoCosts bounds a memo generation: about 200 bytes an entry, so ~13 MB.
 const maxMemoCosts = 1 << 16
@@ -206,27 +238,14 @@ func (e *Estimator) collCostCTAs(p *collective.Placement, op collective.Op, byte
 func (e *Estimator) collCostReducing(p *collective.Placement, op collective.Op, bytes float64, ctas int, red collective.Reduction) (collective.Estimate, error) {
 	memo := e.costs.Load()
 	k := costKey{p, uint64(op) | uint64(red)<<8, math.Float64bits(bytes), uint64(ctas)}
-	memo.mu.RLock()
-	est, ok := memo.m[k]
-	memo.mu.RUnlock()
-	if ok {
+	if est, ok := memo.get(k); ok {
 		return est, nil
 	}
 	est, err := e.coll.Estimate(p, op, bytes, collective.Options{MaxCTAs: ctas, Reduction: red})
 	if err != nil {
 		return est, err
 	}
-	memo.mu.Lock()
-	full := len(memo.m) >= maxMemoCosts
-	if !full {
-		memo.m[k] = est
-	}
-	memo.mu.Unlock()
-	if full {
-		fresh := newCostMemo()
-		fresh.m[k] = est
-		e.costs.CompareAndSwap(memo, fresh)
-	}
+	memo.put(&e.costs, maxMemoCosts, k, est)
 	return est, nil
 }
 
@@ -1516,10 +1535,7 @@ type pipeRun struct {
 // key), each run with its key, of fixed size whatever the depth (spanKey encodes
 // every rank's block lengths). Once a generation holds maxPipeRuns runs a fresh one replaces it
 // (about 200 bytes a run and its key).
-type pipeRunMemo struct {
-	mu sync.RWMutex
-	m  map[uint64]*keyedPipeRun
-}
+type pipeRunMemo = boundedMemo[uint64, *keyedPipeRun]
 
 type keyedPipeRun struct {
 	key pipeRunKey
@@ -1530,7 +1546,7 @@ const maxPipeRuns = 1 << 12
 
 // pipeRunMemo is the current generation of pipeline runs.
 func (c *groupCache) pipeRunMemo() *pipeRunMemo {
-	return currentGeneration(&c.runs, func() *pipeRunMemo { return &pipeRunMemo{m: map[uint64]*keyedPipeRun{}} })
+	return currentGeneration(&c.runs, newBoundedMemo[uint64, *keyedPipeRun])
 }
 
 // pipeRun prices the pipeline's hops (hopSends, for sends of bytes; x is hop 0's)
@@ -1564,27 +1580,14 @@ func (p *pricing) pipeRun(bt BlockTimes, bytes, x float64, overlap bool) (pipeRu
 	}
 	h := key.hash()
 	memo := p.e.pipeRunMemo()
-	memo.mu.RLock()
-	kr, ok := memo.m[h]
-	memo.mu.RUnlock()
-	if ok && kr.key == key {
+	if kr, ok := memo.get(h); ok && kr.key == key {
 		return kr.run, nil
 	}
 	run, err := p.runPipe(bt, hk, n, x, overlap)
 	if err != nil {
 		return run, err
 	}
-	kr = &keyedPipeRun{key, run}
-	memo.mu.Lock()
-	full := len(memo.m) >= maxPipeRuns
-	if !full {
-		memo.m[h] = kr
-	}
-	memo.mu.Unlock()
-	if full {
-		fresh := &pipeRunMemo{m: map[uint64]*keyedPipeRun{h: kr}}
-		p.e.runs.CompareAndSwap(memo, fresh)
-	}
+	memo.put(&p.e.runs, maxPipeRuns, h, &keyedPipeRun{key, run})
 	return run, nil
 }
 
