@@ -153,6 +153,11 @@ func TestMoEFieldsChangeTheEstimate(t *testing.T) {
 			func(r *pb.EstimateStepRequest) { r.Training.MoePadToCapacity = true }, step, true},
 		{"moe_permute_fusion", qwen3EP32, nil,
 			func(r *pb.EstimateStepRequest) { r.Training.MoePermuteFusion = true }, step, false},
+		// Megatron-Core 0.12's TEGroupedMLP copies the experts' tokens through
+		// Transformer Engine's fp8 padding and unpadding.
+		{"moe_grouped_gemm under fp8 on nemo-25.04", qwen3EP32, func(r *pb.EstimateStepRequest) {
+			r.Training.Precision, r.Training.Framework = pb.Precision_PRECISION_FP8, "nemo-25.04"
+		}, func(r *pb.EstimateStepRequest) { r.Training.MoeGroupedGemm = true }, step, true},
 		{"moe_dispatcher deepep sends a token once per node", deepSeekV3AsRun, megatron,
 			func(r *pb.EstimateStepRequest) { r.Training.MoeDispatcher = "deepep" }, epBytes, false},
 		{"moe.groups limits the nodes a token reaches", deepSeekV3AsRun, func(r *pb.EstimateStepRequest) {

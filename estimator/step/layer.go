@@ -211,7 +211,10 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			bwd += b
 			lt.tpGEMM[pair] += f
 		} else {
+			rr := routerRates(r)
+			cur = &rr
 			add(g)
+			cur = r
 		}
 		act = mlpMats * ef / t * float64(a.MoE.TopK)
 		// Memory-bound MoE kernels, per token this rank routes: the router's
@@ -1403,6 +1406,38 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 		notes = append(notes, "fp8 matmuls in the transformer layers only (attention core, embedding and output layer in 16 bits); "+cast+"; "+weights+copies)
 	}
 	return notes
+}
+
+// routerRates are the rates of the MoE router's gating GEMM (tokens × experts ×
+// hidden) and its two backward GEMMs: 16 bits whatever the layers' matmul
+// precision, as every framework with fp8 MoE training runs it (its fp32 option is
+// routerFP32Linear's):
+//   - Megatron-Core, so megatron-core, megatron-core-0.12 and the nemo profiles:
+//     TopKRouter.gating is torch.nn.functional.linear(input.to(router_dtype),
+//     self.weight.to(router_dtype)) with router_dtype the input's dtype, bf16
+//     (megatron/core/transformer/moe/router.py at core_v0.12.0, d580efc), and
+//     router_gating_linear at 2436e3d (moe_utils.py RouterGatingLinearFunction:
+//     Transformer Engine's general_gemm without a quantizer, or torch.mm) —
+//     outside Transformer Engine's fp8 modules, which are the only ones
+//     fp8_autocast quantises.
+//   - torchtitan: the router's gate is an nn.Linear
+//     (TokenChoiceTopKRouter.gate: torchtitan/models/moe.py at 6fc499f,
+//     models/moe/moe.py at b39377f9f), which torchao's
+//     float8 and MX converters would convert (components/quantization/utils.py
+//     module_filter_fn at b39377f9f and 6a3a9da95: every nn.Linear with both
+//     dimensions multiples of 16 whose name matches no filter_fqns), but every
+//     MoE training config torchtitan ships names it in filter_fqns = ["output",
+//     "router.gate"] (models/llama4/train_configs, models/deepseek_v3/
+//     train_configs at b39377f9f and 35bffe989; experiments/llama4 at
+//     6fc499f), and so did torchao's Llama 4 Scout MXFP8 run.
+//   - HAI-LLM: DeepSeek-V3 keeps "MoE gating modules" in their original
+//     precision, BF16 or FP32, beside the embedding, the output head, the norms
+//     and attention (arXiv:2412.19437 §3.3.1, "Mixed Precision Framework").
+func routerRates(r *gpuRates) gpuRates {
+	if !r.fp8 {
+		return *r
+	}
+	return r.bf16()
 }
 
 // routerFP32Linear tells whether req's MoE router runs its gating GEMM on fp32

@@ -179,6 +179,7 @@ func TestFieldsWithoutEffectAreNamed(t *testing.T) {
 		{"training.moe_dispatcher", func(tr *pb.Training) { tr.MoeDispatcher = "deepep" }, nil},
 		{"training.moe_permute_fusion", func(tr *pb.Training) { tr.MoePermuteFusion = true }, nil},
 		{"training.moe_router_fp32", func(tr *pb.Training) { tr.MoeRouterFp32 = true }, nil},
+		{"training.moe_grouped_gemm", func(tr *pb.Training) { tr.MoeGroupedGemm = true }, nil},
 		{"training.zero3_on_demand_gathers", func(tr *pb.Training) { tr.Zero3OnDemandGathers = true }, nil},
 		{"training.zero3_backward_prefetch", func(tr *pb.Training) { tr.Zero3BackwardPrefetch = pb.BackwardPrefetch_BACKWARD_PREFETCH_POST }, nil},
 		{"training.cp_nccl_max_ctas", func(tr *pb.Training) { tr.CpNcclMaxCtas = 4 }, nil},

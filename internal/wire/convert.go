@@ -455,7 +455,7 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 		Framework: t.GetFramework(), FP8Recipe: step.FP8Recipe(strings.ToLower(t.GetFp8Recipe())), FP8Params: t.GetFp8Params(), DPReduceAfterBackward: t.GetDpReduceAfterBackward(),
 		MoEImbalance: t.GetMoeImbalance(), MoECapacityFactor: t.GetMoeCapacityFactor(),
 		FP8Activations: t.GetFp8Activations(), NoDropout: t.GetNoDropout(), MoEPadToCapacity: t.GetMoePadToCapacity(),
-		MoEDispatcher: strings.ToLower(t.GetMoeDispatcher()), MoEPermuteFusion: t.GetMoePermuteFusion(), MoERouterFP32: t.GetMoeRouterFp32(), CUDAGraphs: t.GetCudaGraphs(),
+		MoEDispatcher: strings.ToLower(t.GetMoeDispatcher()), MoEPermuteFusion: t.GetMoePermuteFusion(), MoERouterFP32: t.GetMoeRouterFp32(), MoEGroupedGEMM: t.GetMoeGroupedGemm(), CUDAGraphs: t.GetCudaGraphs(),
 		DPBucketParams: float64(t.GetDpBucketParams()), FlashAttention2: t.GetFlashAttention_2(),
 		ParamGather: step.ParamGather(strings.ToLower(t.GetParamGather())), CPMaxCTAs: int(t.GetCpNcclMaxCtas()),
 		DPMaxCTAs: int(t.GetDpNcclMaxCtas()), TPMaxCTAs: int(t.GetTpNcclMaxCtas())}
@@ -471,7 +471,7 @@ func TrainingToProto(t step.Training) *pb.Training {
 		Zero3BackwardPrefetch: toProto(t.BackwardPrefetch, prefetches), Framework: t.Framework, Fp8Recipe: string(t.FP8Recipe), Fp8Params: t.FP8Params, DpReduceAfterBackward: t.DPReduceAfterBackward,
 		MoeImbalance: t.MoEImbalance, MoeCapacityFactor: t.MoECapacityFactor,
 		Fp8Activations: t.FP8Activations, NoDropout: t.NoDropout, MoePadToCapacity: t.MoEPadToCapacity,
-		MoeDispatcher: t.MoEDispatcher, MoePermuteFusion: t.MoEPermuteFusion, MoeRouterFp32: t.MoERouterFP32, CudaGraphs: t.CUDAGraphs, DpBucketParams: int64(t.DPBucketParams), ParamGather: string(t.ParamGather),
+		MoeDispatcher: t.MoEDispatcher, MoePermuteFusion: t.MoEPermuteFusion, MoeRouterFp32: t.MoERouterFP32, MoeGroupedGemm: t.MoEGroupedGEMM, CudaGraphs: t.CUDAGraphs, DpBucketParams: int64(t.DPBucketParams), ParamGather: string(t.ParamGather),
 		FlashAttention_2: t.FlashAttention2, CpNcclMaxCtas: int32(t.CPMaxCTAs),
 		DpNcclMaxCtas: int32(t.DPMaxCTAs), TpNcclMaxCtas: int32(t.TPMaxCTAs),
 		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}

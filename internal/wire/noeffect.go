@@ -29,6 +29,7 @@ func NoEffect(a model.Arch, t step.Training, l *step.Layout) []string {
 		warn(t.MoEDispatcher != "", "training.moe_dispatcher", "%s", dense)
 		warn(t.MoEPermuteFusion, "training.moe_permute_fusion", "%s", dense)
 		warn(t.MoERouterFP32, "training.moe_router_fp32", "%s", dense)
+		warn(t.MoEGroupedGEMM, "training.moe_grouped_gemm", "%s", dense)
 	}
 	if l == nil {
 		return out

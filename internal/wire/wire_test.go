@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
@@ -446,5 +447,43 @@ func TestPlanSizeBeforeSizing(t *testing.T) {
 		if len(fes) != 1 || fes[0].Field != tc.field || fes[0].Rule != tc.rule || strings.Contains(err.Error(), "cluster's") {
 			t.Errorf("%s: got %v, want %s: %s", tc.name, err, tc.field, tc.rule)
 		}
+	}
+}
+
+// training.moe_grouped_gemm crosses the wire both ways unchanged: to the domain's
+// Training.MoEGroupedGEMM and back, unset as false and back unset. On a model
+// without experts it is answered with a warning naming it, as the other MoE
+// settings are (NoEffect), and on an MoE model without one.
+func TestMoEGroupedGEMMRoundTrip(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		tr := &pb.Training{SeqLen: 4096, GlobalBatch: 64, Precision: pb.Precision_PRECISION_FP8, Framework: "nemo-25.04", MoeGroupedGemm: on, Optimizer: &pb.Optimizer{}}
+		dt, err := wire.TrainingFromProto(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dt.MoEGroupedGEMM != on {
+			t.Errorf("moe_grouped_gemm %v reached the domain as %v", on, dt.MoEGroupedGEMM)
+		}
+		if back := wire.TrainingToProto(dt); !proto.Equal(back, tr) {
+			t.Errorf("training back: %v, sent %v", back, tr)
+		}
+	}
+	dt, err := wire.TrainingFromProto(&pb.Training{SeqLen: 4096, GlobalBatch: 64, MoeGroupedGemm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense, err := model.Lookup("llama3-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moe, err := model.Lookup("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := wire.NoEffect(dense, dt, nil); len(w) != 1 || !strings.HasPrefix(w[0], "training.moe_grouped_gemm: no effect") {
+		t.Errorf("a dense model with moe_grouped_gemm: warnings %q, want one naming training.moe_grouped_gemm", w)
+	}
+	if w := wire.NoEffect(moe, dt, nil); len(w) != 0 {
+		t.Errorf("an MoE model with moe_grouped_gemm: warnings %q, want none", w)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -228,5 +229,78 @@ func TestMoERouterFP32Flag(t *testing.T) {
 	ttOn, _ := step("torchtitan", "--moe-router-fp32")
 	if a, b := tt, ttOn; a != b {
 		t.Errorf("torchtitan: step %v s without, %v s with the fp32 router; want equal", a, b)
+	}
+}
+
+// --moe-grouped-gemm reaches the estimate and the plan, and a rank config line's
+// training.moe_grouped_gemm the same: under nemo-25.04 in fp8, whose Megatron-Core
+// 0.12 TEGroupedMLP copies the experts' tokens through Transformer Engine's fp8
+// padding, the step is slower with it, and the answer says it was set; under
+// torchtitan it changes nothing. A rank config line stating it is priced as the
+// flag; the plan's best layout is priced with it. The help lists it.
+func TestMoEGroupedGEMMFlag(t *testing.T) {
+	base := []string{"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8", "--ep", "8",
+		"--mbs", "1", "--gbs", "64", "--seq", "4096", "--precision", "fp8", "--moe-permute-fusion", "--json"}
+	step := func(fw string, extra ...string) (float64, bool) {
+		t.Helper()
+		code, out, errOut := run(append(append(slices.Clone(base), "--framework", fw), extra...)...)
+		if code != 0 {
+			t.Fatalf("%s %v: exit %d: %s", fw, extra, code, errOut)
+		}
+		e := decodeEstimate(t, out)
+		return e.GetStepTimeS(), e.GetTraining().GetMoeGroupedGemm()
+	}
+	off, setOff := step("nemo-25.04")
+	on, setOn := step("nemo-25.04", "--moe-grouped-gemm")
+	if setOff || !setOn {
+		t.Errorf("training.moe_grouped_gemm in the answer: %v without the flag, %v with it", setOff, setOn)
+	}
+	if !(on > off) {
+		t.Errorf("nemo-25.04 fp8: step %v s with grouped experts, %v s without; want slower", on, off)
+	}
+	ttOff, _ := step("torchtitan")
+	if ttOn, _ := step("torchtitan", "--moe-grouped-gemm"); ttOn != ttOff {
+		t.Errorf("torchtitan: step %v s without, %v s with grouped experts; want equal", ttOff, ttOn)
+	}
+
+	cfg := `{"model": {"name": "qwen3-30b-a3b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64,
+		"precision": "PRECISION_FP8", "framework": "nemo-25.04", "moe_permute_fusion": true, "moe_grouped_gemm": true},
+		"layout": {"tp": 1, "pp": 1, "dp": 8, "ep": 8, "micro_batch": 1}}`
+	f := t.TempDir() + "/configs.jsonl"
+	if err := os.WriteFile(f, []byte(strings.ReplaceAll(cfg, "\n\t\t", " ")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run("rank", "--in", f, "--format", "json")
+	var ranked pb.RankConfigsResponse
+	if err := protojson.Unmarshal([]byte(out), &ranked); code != 0 || err != nil || len(ranked.GetResults()) != 1 {
+		t.Fatalf("rank: exit %d, %v: %.300s %s", code, err, out, errOut)
+	}
+	if e := ranked.GetResults()[0].GetEstimate(); e.GetStepTimeS() != on || !e.GetTraining().GetMoeGroupedGemm() {
+		t.Errorf("rank's config line with moe_grouped_gemm: %v s (set %v); estimate --moe-grouped-gemm %v s", e.GetStepTimeS(),
+			e.GetTraining().GetMoeGroupedGemm(), on)
+	}
+
+	plan := []string{"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8", "--ep", "8", "--tp", "1", "--pp", "1",
+		"--mbs", "1", "--gbs", "64", "--seq", "4096", "--precision", "fp8", "--framework", "nemo-25.04", "--moe-permute-fusion", "--top", "1", "--json"}
+	best := func(extra ...string) *pb.StepEstimate {
+		t.Helper()
+		code, out, errOut := run(append(slices.Clone(plan), extra...)...)
+		var resp pb.EstimatePlanResponse
+		if err := protojson.Unmarshal([]byte(out), &resp); code != 0 || err != nil || len(resp.GetPlans()) == 0 {
+			t.Fatalf("plan %v: exit %d, %v: %.300s %s", extra, code, err, out, errOut)
+		}
+		return resp.GetPlans()[0].GetEstimate()
+	}
+	pOff, pOn := best(), best("--moe-grouped-gemm")
+	if !pOn.GetTraining().GetMoeGroupedGemm() || pOff.GetTraining().GetMoeGroupedGemm() {
+		t.Errorf("plan: moe_grouped_gemm %v with the flag, %v without", pOn.GetTraining().GetMoeGroupedGemm(), pOff.GetTraining().GetMoeGroupedGemm())
+	}
+	if pOn.GetStepTimeS() == pOff.GetStepTimeS() {
+		t.Errorf("plan: best %v s with grouped experts and without: the flag did not reach the search", pOn.GetStepTimeS())
+	}
+	for _, cmd := range []string{"estimate", "plan"} {
+		if _, help, _ := run(cmd, "-h"); !strings.Contains(help, "--moe-grouped-gemm") {
+			t.Errorf("%s -h lacks --moe-grouped-gemm", cmd)
+		}
 	}
 }

@@ -81,6 +81,7 @@ type planArgs struct {
 	dispatcher       *string
 	permuteFusion    *bool
 	routerFP32       *bool
+	groupedGEMM      *bool
 	cudaGraphs       *bool
 	cpMaxCTAs        *int
 	dpMaxCTAs        *int
@@ -162,6 +163,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.dispatcher = enumFlag(fs, "moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's", dispatcherNames)
 	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
 	opt.routerFP32 = fs.Bool("moe-router-fp32", false, "the MoE router scores tokens in fp32 (Megatron-Core's --moe-router-dtype fp32; under megatron-core-0.12 and nemo-25.04 its GEMMs run at the fp32 rate)")
+	opt.groupedGEMM = fs.Bool("moe-grouped-gemm", false, "the routed experts run as Megatron-Core's TEGroupedMLP, Transformer Engine GroupedLinear modules (--moe-grouped-gemm; NeMo's Llama4Config and DeepSeekConfig set it); under fp8 on nemo-25.04 it copies the experts' tokens through Transformer Engine's fp8 padding and unpadding; default: SequentialMLP")
 	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
 	opt.cpMaxCTAs = fs.Int("cp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the context-parallel group: the ring attention's K/V and dK/dV sends run on at most this many channels, each at one thread block's copy rate (Megatron-Core's nccl_communicator_config_path, its cp max_ctas; NeMo's MLPerf Llama 3.1 configs set 1); 0: NCCL's default")
 	opt.dpMaxCTAs = fs.Int("dp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the data-parallel groups: the gradient reduce-scatters or all-reduces and the parameter all-gathers run on at most this many rings, so a ring across scale-up domains crosses the network through this many GPUs' NICs (Megatron-Core's nccl_communicator_config_path, its dp and dp_cp max_ctas; NeMo's MLPerf Llama 3.1 configs set 8); 0: NCCL's default")
@@ -335,7 +337,7 @@ func (opt *planArgs) workload(q *planQuery) error {
 		UnfusedAttention: *opt.unfused, FlashAttention2: *opt.flash2, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)), ParamGather: step.ParamGather(strings.ToLower(*opt.paramGather)),
 		Framework: *opt.fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*opt.fp8Recipe)), FP8Params: *opt.fp8Params, DPReduceAfterBackward: *opt.dpAfter,
 		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap, FP8Activations: *opt.fp8Acts, NoDropout: *opt.noDropout,
-		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, MoERouterFP32: *opt.routerFP32, CUDAGraphs: *opt.cudaGraphs,
+		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, MoERouterFP32: *opt.routerFP32, MoEGroupedGEMM: *opt.groupedGEMM, CUDAGraphs: *opt.cudaGraphs,
 		DPBucketParams: *opt.dpBucket, CPMaxCTAs: *opt.cpMaxCTAs,
 		DPMaxCTAs: *opt.dpMaxCTAs, TPMaxCTAs: *opt.tpMaxCTAs}
 	if err := wholeParams(*opt.dpBucket); err != nil {
@@ -544,7 +546,7 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.param_gather": "--param-gather", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params",
 	"training.moe_imbalance": "--moe-imbalance", "training.moe_capacity_factor": "--moe-capacity", "training.framework": "--framework",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
-	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.moe_router_fp32": "--moe-router-fp32", "training.cuda_graphs": "--cuda-graphs", "training.cp_nccl_max_ctas": "--cp-nccl-max-ctas", "training.dp_nccl_max_ctas": "--dp-nccl-max-ctas", "training.tp_nccl_max_ctas": "--tp-nccl-max-ctas", "training.dp_bucket_params": "--dp-bucket-params",
+	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.moe_router_fp32": "--moe-router-fp32", "training.moe_grouped_gemm": "--moe-grouped-gemm", "training.cuda_graphs": "--cuda-graphs", "training.cp_nccl_max_ctas": "--cp-nccl-max-ctas", "training.dp_nccl_max_ctas": "--dp-nccl-max-ctas", "training.tp_nccl_max_ctas": "--tp-nccl-max-ctas", "training.dp_bucket_params": "--dp-bucket-params",
 	"training.unfused_attention": "--unfused-attention", "training.flash_attention_2": "--flash-attention-2", "training.zero3_on_demand_gathers": "--zero3-on-demand",
 	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.fp8_params": "--fp8-weights", "constraints.offload_activations": "--offload-activations", "constraints.experts_whole": "--experts-whole", "constraints.even_split": "--even-split", "constraints.uneven_pp": "--uneven-pp", "constraints.tp_across_nodes": "--tp-across-nodes", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",

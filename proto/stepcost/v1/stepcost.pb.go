@@ -2275,8 +2275,17 @@ type Training struct {
 	// symmetric memory move, are not bound by it. Unset or 0: NCCL's default; else
 	// in [1, 256].
 	TpNcclMaxCtas int32 `protobuf:"varint,27,opt,name=tp_nccl_max_ctas,json=tpNcclMaxCtas,proto3" json:"tp_nccl_max_ctas,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The routed experts run as Megatron-Core's TEGroupedMLP (--moe-grouped-gemm:
+	// Transformer Engine GroupedLinear modules) rather than SequentialMLP, as NeMo's
+	// Llama4Config and DeepSeekConfig set it. The experts' GEMMs are priced as one
+	// grouped launch either way; the field counts where the framework's grouped
+	// module does work of its own: under fp8 on nemo-25.04, Megatron-Core 0.12's
+	// TEGroupedMLP copies the experts' tokens through Transformer Engine's
+	// Fp8Padding and Fp8Unpadding. On a model without experts it changes nothing.
+	// Unset: SequentialMLP (Megatron-Core's default; no framework profile sets it).
+	MoeGroupedGemm bool `protobuf:"varint,28,opt,name=moe_grouped_gemm,json=moeGroupedGemm,proto3" json:"moe_grouped_gemm,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -2496,6 +2505,13 @@ func (x *Training) GetTpNcclMaxCtas() int32 {
 		return x.TpNcclMaxCtas
 	}
 	return 0
+}
+
+func (x *Training) GetMoeGroupedGemm() bool {
+	if x != nil {
+		return x.MoeGroupedGemm
+	}
+	return false
 }
 
 // Layout is one way to parallelise and place the job.
@@ -7158,7 +7174,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\x85\t\n" +
+	"stateBytes\"\xaf\t\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -7191,7 +7207,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0fmoe_router_fp32\x18\x18 \x01(\bR\rmoeRouterFp32\x12'\n" +
 	"\x10cp_nccl_max_ctas\x18\x19 \x01(\x05R\rcpNcclMaxCtas\x12'\n" +
 	"\x10dp_nccl_max_ctas\x18\x1a \x01(\x05R\rdpNcclMaxCtas\x12'\n" +
-	"\x10tp_nccl_max_ctas\x18\x1b \x01(\x05R\rtpNcclMaxCtas\"\xb4\x06\n" +
+	"\x10tp_nccl_max_ctas\x18\x1b \x01(\x05R\rtpNcclMaxCtas\x12(\n" +
+	"\x10moe_grouped_gemm\x18\x1c \x01(\bR\x0emoeGroupedGemm\"\xb4\x06\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +
