@@ -33,8 +33,12 @@ import (
 // is the model's ring channels (ringChannels, NCCL's 12 on one A100/H100 node),
 // their summed speed the GPU's NVLink bandwidth at NCCL's per-link figure
 // (ncclLinkRatio) and, across nodes, the NICs the group's GPUs use; the NVLS graph
-// has one channel per local GPU (its heads), each at the NVLink bandwidth over
-// ppn + 1 (the head's path carries two) taken down to the search's speed ladder. Hosts are taken as Intel (llMaxBws row 0,
+// has one channel per local GPU (its heads; at most NCCL_MAX_NVLS_ARITY, 32), each at
+// the NVLink bandwidth over heads + 1 (the head's path carries two) taken down to the
+// search's speed ladder. A scale-up domain that spans hosts (MNNVL) is one NCCL node,
+// whose NVLS graph reaches every host's NICs (its ring and tree graphs do too in NCCL;
+// here they keep one host's, docs/calibration.md "What NCCL's graphs see of an NVL72
+// rack"). Hosts are taken as Intel (llMaxBws row 0,
 // a network post overhead of 1 µs) and the net plugin's extra latency as 0 (NCCL's
 // IB transport reports none). Collectives NCCL has no model for (send/recv,
 // all-to-all) and AMD GPUs (RCCL's tables differ) keep the model's own choice.
@@ -125,13 +129,16 @@ const ncclNetOverheadUs = 1.0
 
 // ncclGraph is what ncclTopoTuneModel reads from the placement.
 type ncclGraph struct {
-	arch       hardware.Arch
-	nodes      int
-	ranks      int
-	ppn        float64
-	channels   float64 // ring and tree channels
-	intra      float64 // summed NVLink (or PCIe) bandwidth of one GPU, NCCL's figures, GB/s
-	nic        float64 // summed NIC bandwidth the group's GPUs of one node use, GB/s
+	arch     hardware.Arch
+	nodes    int
+	ranks    int
+	ppn      float64
+	channels float64 // ring and tree channels
+	intra    float64 // summed NVLink (or PCIe) bandwidth of one GPU, NCCL's figures, GB/s
+	nic      float64 // summed NIC bandwidth the group's GPUs of one node use, GB/s
+	// nvlsNIC is the NIC bandwidth NCCL's NVLS graph sees on a node: the NICs of
+	// every host of an MNNVL clique (nic where a node is one host), GB/s.
+	nvlsNIC    float64
 	intraHw    int
 	ll128      bool // NCCL enables LL128 on this path
 	simpleOnly bool // the network carries Simple only (AWS's plugin sets NCCL_PROTO)
@@ -169,6 +176,24 @@ func ncclGraphOf(p *Placement) (ncclGraph, bool) {
 	if g.nodes > 1 {
 		nics := float64(s.NICs.PerNode) * min(1, g.ppn/float64(s.GPUsPerNode))
 		g.nic = max(1, nics) * s.NICs.Gbps / 8
+		// NCCL's node is the scale-up domain: with MNNVL, the clique of hosts whose
+		// GPUs share an NVLink domain (an NVL72 rack of 18 trays), whose topologies
+		// ncclTopoGetSystem fuses into one system with every host's NICs
+		// (src/graph/topo.cc, comm->MNNVL: ncclTopoFuseXml over the clique's ranks;
+		// src/init.cc counts nodes by the ring graph's first ranks; v2.25.1-1 to
+		// v2.29.2-1). The NVLS graph's search pairs each head with a NIC of its own
+		// (search.cc ncclTopoSearchRecNet: "NVLS search only tries to find NIC:GPU
+		// combinations to compute the heads"), so on a rack of 18 trays of 4 × 400
+		// Gb/s its 32 heads have 32 of the 72 NICs, not one tray's 4 between them.
+		// NCCL's ring and tree graphs reach them too (15 channels at 48 GB/s, one NIC
+		// each); given them, the copy moves OCI's two-rack sweep (NVLS off) to the ring
+		// from 2 GiB and the folds refit every protocol's costs around a 128-rank ring
+		// (1–64 MiB left out 11.8 → 13.2 %, two folds on a bound), so nic stays one
+		// host's (docs/calibration.md, "What NCCL's graphs see of an NVL72 rack").
+		g.nvlsNIC = g.nic
+		if g.ppn > float64(s.GPUsPerNode) {
+			g.nvlsNIC = float64(s.NICs.PerNode) * g.ppn / float64(s.GPUsPerNode) * s.NICs.Gbps / 8
+		}
 	}
 	// LL128 (tuning.cc, v2.27.7-1): on NVLink paths only, and across nodes only where
 	// the NIC is reached through PCIe switches or PXN, which the NVSwitch systems'
@@ -229,11 +254,11 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 	case nPAT:
 		bus = ringBus
 	case nNVLS, nNVLSTree:
-		heads := g.ppn
-		chIntra := ncclSpeed(g.arch, g.intra/(g.ppn+1))
+		heads := nvlsHeads(g.ppn)
+		chIntra := ncclSpeed(g.arch, g.intra/(heads+1))
 		chInter := 1.5 * chIntra // one node: pass 2 raises bwInter (60 against 40 on H100)
 		if g.nodes > 1 {
-			chInter = g.nic / g.ppn
+			chInter = g.nvlsNIC / heads
 		}
 		switch {
 		case a == nNVLSTree && g.nodes > 2:
@@ -360,6 +385,15 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 	}
 	return lat, bytes / (1000 * bus)
 }
+
+// ncclMaxNVLSArity is NCCL_MAX_NVLS_ARITY (src/include/device.h, 32 in v2.25.1-1 to
+// v2.29.2-1): the most heads an NVLS graph has. ncclTopoCompute caps the NVLS
+// search's channels, one head each, at min(NCCL_MAX_NVLS_ARITY, the node's GPUs)
+// (src/graph/search.cc), so a 72-GPU NVL72 rack has 32 heads, not 72.
+const ncclMaxNVLSArity = 32
+
+// nvlsHeads is the NVLS graph's heads (its channels) on a node of ppn GPUs.
+func nvlsHeads(ppn float64) float64 { return min(ppn, ncclMaxNVLSArity) }
 
 // ncclIntraSpeeds are the per-channel speeds (GB/s) NCCL's topology search tries
 // inside a node, fastest first (src/graph/search.cc, speedArrayIntra and
@@ -499,7 +533,7 @@ var ncclTreeLL128PerCh228Blackwell = [3]float64{55.6, 31.67, 20.0}
 // nvlsTreeCeilingGBps is the fastest an NVLS-tree all-reduce across nodes runs, as
 // algorithm bandwidth (GB/s): NCCL's per-channel NVLS tree ceiling (tuning.cc
 // perChMaxNVLSTreeBws, by node count: 2, more) times its NVLS graph's channels (one
-// head per GPU of a node), over the ring's bus factor 2(n-1)/n, as NCCL converts
+// head per GPU of a node, at most 32), over the ring's bus factor 2(n-1)/n, as NCCL converts
 // the NVLS tree's bus bandwidth (ncclTopoTuneModel's ratio nRanks / nsteps). On two
 // nodes of 8 H100 that is 8 × 57.7 × 16/30 = 246 GB/s; nccl-tests#309's and
 // dstack's 2-node H100 sweeps run at 239–250 GB/s from 1 to 16 GiB.
@@ -509,7 +543,7 @@ func nvlsTreeCeilingGBps(p *Placement) (float64, bool) {
 		return 0, false
 	}
 	n := float64(p.N())
-	return float64(p.PerDomain) * perCh[min(p.Domains, 3)-2] * n / (2 * (n - 1)), true
+	return nvlsHeads(float64(p.PerDomain)) * perCh[min(p.Domains, 3)-2] * n / (2 * (n - 1)), true
 }
 
 // ncclNVLSTreePerCh is perChMaxNVLSTreeBws (GB/s per channel; 2 nodes, more),

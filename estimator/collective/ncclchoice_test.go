@@ -163,3 +163,50 @@ func TestNCCLPlainTreePattern(t *testing.T) {
 		t.Error("2 nodes × 8 GPUs: the search's balanced tree is not forced to the plain pattern")
 	}
 }
+
+// NCCL's node on GB200 NVL72 is the rack (the MNNVL clique), whose fused topology
+// holds every tray's NICs and whose NVLS graph has at most NCCL_MAX_NVLS_ARITY (32)
+// heads (src/graph/topo.cc, src/graph/search.cc, src/include/device.h, v2.25.1-1).
+// Across two racks of 18 trays (4 GPUs and 4 × 400 Gb/s a tray, NCCL 2.25) its
+// search finds 32 NVLS channels at 20 GB/s (32 × 20 + 20 ≤ 720 GB/s of NVLink on
+// the heads, the SM100 ladder's 20 the fastest that fits; 72 NICs, one a head) and
+// 15 ring channels at 48 GB/s (720 GB/s of NVLink); its table then prices the NVLS
+// tree at 32 × 20 × 5/6 = 533 GB/s and the double tree with Simple at 720 × 0.92 / 2
+// = 331 GB/s, so it runs the NVLS tree at every size of CoreWeave's two-rack sweep
+// (512 MiB–16 GiB, coreweave/nccl-tests#43), whose busbw rises smoothly to 810 GB/s.
+// With one tray's 4 NICs a rack (200 GB/s) the NVLS tree came out at 167 GB/s, below
+// the model's copy of the double tree (184 GB/s: its ring and tree graphs still see one
+// tray's NICs, docs/calibration.md), and the copy took the double tree from 1 GiB.
+func TestNCCLGraphMNNVLRack(t *testing.T) {
+	cl, err := catalog.Cluster("gb200-nvl72", 36)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Spec.NCCL = "2.25.1"
+	group, _, err := NodeGroups(cl, 36, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Place(cl, group, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, ok := ncclGraphOf(p)
+	if !ok || g.nodes != 2 || g.ppn != 72 {
+		t.Fatalf("graph %+v: want 2 nodes of 72 GPUs", g)
+	}
+	if want := 72 * 400.0 / 8; math.Abs(g.nvlsNIC-want) > 1e-9 {
+		t.Errorf("NIC bandwidth of a rack's NVLS graph %.0f GB/s, want %.0f (72 NICs)", g.nvlsNIC, want)
+	}
+	_, xfer := g.parts(AllReduce, nNVLSTree, 2, 1e9)
+	if bw := 1e9 / (1000 * xfer); math.Abs(bw-32*20*5.0/6) > 0.5 {
+		t.Errorf("NVLS tree %.1f GB/s of algorithm bandwidth, want 32 heads × 20 GB/s × 5/6 = 533.3", bw)
+	}
+	m := nccltuned()
+	for _, gib := range []float64{0.5, 1, 2, 4, 8, 16} {
+		a, pr, ok := m.ncclChoice(p, AllReduce, gib*(1<<30), true)
+		if !ok || a != NVLSTree || pr != Simple {
+			t.Errorf("%.1f GiB: NCCL's choice %v/%v, want NVLS tree/Simple", gib, a, pr)
+		}
+	}
+}

@@ -222,10 +222,10 @@ func scored(r Row) (bool, string) {
 // cost of NVLS over a whole rack is not priced; fitted, the rows move the folds'
 // shared constants (testdata/README.md), so they too are scored but not fitted. The
 // same pull request's two-rack run (144 ranks on 36 trays, two 18-tray NVLink domains
-// joined by InfiniBand) carries the same flag: priced as the NVLS tree it is 7–23 %
-// fast, the one rack's shortfall in each rack's NVLS stage (the model's reproduction
-// of NCCL's choice takes the double tree from 1 GiB, 7–21 % slow), and fitted it moved
-// every left-out class over its bound.
+// joined by InfiniBand) carries the same flag: priced as the NVLS tree, which NCCL's
+// choice runs at every size (its NVLS graph has 32 heads with a NIC each, ncclchoice.go),
+// it is 7–23 % fast in sample, the one rack's shortfall in each rack's NVLS stage, and
+// fitted it moved every left-out class over its bound.
 func unfitted(r Row) string {
 	switch {
 	case slices.Contains(r.QualityFlags, "efa_mid_size_cost_not_modelled"):
