@@ -123,6 +123,12 @@ type layerHostCosts struct {
 	// whether its all-to-alls are among them (then not counted as eager operators).
 	collFwd, collBwd, moeCollFwd, moeCollBwd float64
 	a2a                                      bool
+	// moeCollPreSync is the part of moeCollFwd the host issues before the MoE
+	// dispatcher's device-to-host sync (layerColls.preFwd); postSync the part of
+	// layer issued after it: the shared experts' two modules and activation and
+	// the MLP's bias-dropout-add (layerCompute orders the layer's host and GPU
+	// work around the sync).
+	moeCollPreSync, postSync float64
 	// attnFwd and attnBwd are the host time of the unfused attention's operators
 	// under Transformer Engine layers (teUnfusedAttnOpsFwd, teUnfusedAttnOpsBwd),
 	// forward and backward with their recomputation where the attention core is
@@ -193,6 +199,7 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 	}
 	c.collFwd, c.collBwd = attn.hostSeconds(true, s), attn.hostSeconds(false, s)
 	c.moeCollFwd, c.moeCollBwd = mb.hostSeconds(true, s), mb.hostSeconds(false, s)
+	c.moeCollPreSync = mb.preSyncSeconds(s)
 	c.a2a = mb.fwd[cA2A]+mb.funFwd[cA2A] > 0
 	if c.te && t.UnfusedAttention && !t.CUDAGraphs {
 		bwdOps := float64(teUnfusedAttnOpsBwd)
@@ -220,6 +227,15 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 			ops += teRoPEOps
 		}
 		c.layer = teLayerModules(a, moe)*c.module + ops*c.op
+		if moe && a.MoE != nil {
+			// After the MoE block's dispatch and experts (moe_layer.py: the shared
+			// experts run after the routed ones, or beside the dispatcher's
+			// all-to-alls with --moe-shared-expert-overlap; then mlp_bda).
+			c.postSync = c.op // mlp_bda, one of the teLayerBDAOps
+			if a.MoE.SharedExperts > 0 {
+				c.postSync += 2*c.module + teMLPActivationOps*c.op
+			}
+		}
 	default:
 		c.layer = k.KernelLaunchUs * 1e-6 * k.KernelsPerLayer * s
 	}
@@ -292,6 +308,19 @@ var funcolCallHostUs = [4]float64{205, 164, 149, 149}
 type layerColls struct {
 	fwd, bwd       [4]float64 // all-gather, reduce-scatter, all-reduce, all-to-all
 	funFwd, funBwd [4]float64
+	// preFwd and funPreFwd: of an MoE block's fwd and funFwd, the calls the host
+	// issues before the dispatcher's device-to-host sync (moeHost).
+	preFwd, funPreFwd [4]float64
+}
+
+// preSyncSeconds prices the calls issued before an MoE dispatcher's sync
+// (preFwd, funPreFwd) on the host: x86 times scaled by s.
+func (c layerColls) preSyncSeconds(s float64) float64 {
+	t := collHostSeconds(c.preFwd, s)
+	for i, n := range c.funPreFwd {
+		t += s * 1e-6 * funcolCallHostUs[i] * n
+	}
+	return t
 }
 
 // hostSeconds prices the forward (fwd) or backward counts on the host: x86
@@ -447,7 +476,11 @@ func layerCollectiveCalls(req *Request, moe bool) (attn, moeBlock layerColls) {
 		if sh := a.MoE.SharedExperts; sh > 0 && tp {
 			if l.OverlapSharedExpert {
 				if l.SP {
+					// pre_forward_comm gathers the shared experts' input
+					// before the dispatcher's sync (token_permutation), the
+					// rest after it.
 					moeBlock.fwd[cAG]++
+					moeBlock.preFwd[cAG]++
 					moeBlock.fwd[cRS]++
 					moeBlock.bwd[cAG]++
 					moeBlock.bwd[cRS]++
@@ -476,7 +509,9 @@ func layerCollectiveCalls(req *Request, moe bool) (attn, moeBlock layerColls) {
 		}
 	}
 	if isMoE && a.MoE.Groups > 0 && l.TP*l.CP > 1 {
+		// In the router: before the dispatcher's sync.
 		moeBlock.fwd[cAG]++
+		moeBlock.preFwd[cAG]++
 		moeBlock.bwd[cRS]++
 	}
 	return
@@ -536,12 +571,21 @@ func dtensorCollectiveCalls(req *Request, moe bool) (attn, moeBlock layerColls) 
 		}
 		mlp.funFwd[cAG]++
 		mlp.funFwd[cRS]++
+		if isMoE {
+			// The MoE module's input gathered before the router, so before
+			// the dispatch's sync (torchtitan's PrepareModuleInputOutput on
+			// "moe"); its output scattered after it.
+			mlp.funPreFwd[cAG]++
+		}
 		mlp.funBwd[cAG]++
 		mlp.funBwd[cRS]++
 	}
 	if isMoE && l.EP > 1 {
 		moeBlock.funFwd[cA2A] += 3
 		moeBlock.funBwd[cA2A] += 2
+		// The token counts' exchange precedes the sync that copies them to
+		// the host (_token_dispatch: all_to_all_single, then .tolist()).
+		moeBlock.funPreFwd[cA2A]++
 	}
 	return
 }

@@ -78,7 +78,8 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	var lt layerTimes
 	var moeBytes float64 // the MoE layer's memory-bound traffic, forward
 	// moePost is the GPU time of the MoE block's forward after the dispatcher's
-	// device-to-host sync (permutation, experts, shared experts, un-permutation);
+	// device-to-host sync (permutation, experts and their activations, shared
+	// experts, un-permutation);
 	// moeLocal and moeGrouped its local experts and whether they run grouped.
 	var moePost, moeLocal float64
 	var moeGrouped bool
@@ -336,6 +337,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 	elem := 2 * tokens * (hPart + act) / r.hbm
 	fwd += elem + moeBytes/r.hbm
+	if moe && a.MoE != nil {
+		moePost += 2 * tokens * act / r.hbm // the experts' activations, after the sync
+	}
 	bwd += 2*elem + moeBytes/r.hbm // the gradients permuted back the same way
 	if m := a.MLA; m != nil && mlaRoPEUnfused(req) {
 		// MLA's rotary embedding as PyTorch operators and the cats that build the
@@ -358,6 +362,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		cf, cb := glu*gluClampFwdBytes/r.hbm, glu*gluClampBwdBytes/r.hbm
 		lt.gluClampFwd, lt.gluClampBwd = cf, cb
 		fwd += cf
+		if moe {
+			moePost += cf
+		}
 		bwd += cb
 		if moe && mods&(rmMoEAct|rmMoE) != 0 || !moe && mods&rmMLP != 0 {
 			lt.modsFwd += cf
@@ -427,10 +434,14 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		lt.fwd = max(fwd, launch+collFwd+h.pre+h.post)
 		lt.bwd = max(bwd, 2*(launch+h.pre+h.post-hc.moeCollFwd)+collBwd+hc.moeCollBwd)
 		if h.sync {
-			// The sync drains the GPU's queue: the GPU idles while the host
-			// finishes the copy and issues the next operator, and then runs no
-			// faster than the host issues the rest of the block.
-			lt.fwd += h.stall + max(0, h.post-moePost)
+			// The host's work on each side of the sync (syncedForward). The
+			// backward pass has no sync: the all-to-alls' split sizes and the
+			// grouped GEMMs' token counts are host lists the forward saved
+			// (core_v0.12.0 tensor_parallel/mappings.py _AllToAll.backward;
+			// Transformer Engine's GroupedLinear m_splits).
+			hostPost := h.post - hc.moeCollPreSync + hc.postSync
+			hostPre := launch + collFwd + h.pre + hc.moeCollPreSync - hc.postSync
+			lt.fwd = syncedForward(fwd, moePost, h.stall, hostPre, hostPost)
 		}
 	}
 	if l.OffloadActivations {
@@ -439,6 +450,23 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		lt.bwd += lt.offloadBwd
 	}
 	return lt
+}
+
+// syncedForward prices the forward of a layer whose MoE dispatcher waits for the
+// GPU (moeHost's sync): fwd is its GPU time, gpuPost the part after the sync,
+// hostPre and hostPost the host's time to issue the layer up to the sync and after
+// it, stall the GPU's idle time at the sync. The sync drains the GPU's queue: the
+// GPU idles while the host finishes the copy and issues the next operator (stall).
+// From one layer's sync to the next the host issues this layer's rest (hostPost)
+// and then the next layer up to its sync (hostPre), and the GPU runs them in that
+// order, each kernel no earlier than the host issued it, so it is done at the
+// latest of: all its work (fwd); the rest issued, then its pre-sync work run
+// (hostPost + fwd − gpuPost); everything issued (hostPost + hostPre). GPU work
+// after the sync never makes the layer faster, and a layer whose GPU outlasts its
+// host on both sides pays the stall alone.
+func syncedForward(fwd, gpuPost, stall, hostPre, hostPost float64) float64 {
+	gpuPre := fwd - min(gpuPost, fwd)
+	return stall + max(fwd, hostPost+max(gpuPre, hostPre))
 }
 
 // offloadWaits is what one layer's activation offload adds to its forward and
@@ -587,9 +615,23 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 	default:
 		post += moeExpertOpsPerExpert * local
 	}
-	h.pre, h.post = c.routerOps*perOp, post*perOp+modules*c.module+c.moeCollFwd
 	deepEP := t.MoEDispatcher == DispatchDeepEP
 	h.sync = (!t.MoEPadToCapacity || deepEP || c.paddedSync) && (l.EP > 1 || local > 1)
+	// Megatron-Core's dropless all-to-all dispatcher issues the permutation
+	// before it waits (token_permutation: permute, then the sync point
+	// "before_ep_alltoall", "before_permutation_2" or "before_finish" — a stream
+	// synchronize at core_r0.10.0 and core_v0.11.0, the wait for the side
+	// stream's copy at core_v0.12.0); with dropping ("before_permutation_1"), on
+	// DeepEP (the wait is in the dispatch) and in torchtitan (the counts' .tolist()
+	// precedes the permutation) it comes after.
+	var permPre float64
+	if h.sync && c.te && !deepEP && t.MoECapacityFactor == 0 {
+		permPre = moePermuteOpsUnfused / 2
+		if t.MoEPermuteFusion {
+			permPre = moePermuteOpsFused / 2
+		}
+	}
+	h.pre, h.post = c.routerOps*perOp, (post-permPre)*perOp+modules*c.module+c.moeCollFwd
 	if h.sync {
 		h.stall = moeSyncStallOps * perOp
 	}
@@ -601,6 +643,7 @@ func moeHost(t Training, l Layout, local float64, grouped bool, c layerHostCosts
 			h.post = 0
 		}
 	}
+	h.pre += permPre * perOp
 	return h
 }
 
