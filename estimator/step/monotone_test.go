@@ -130,6 +130,27 @@ func monoCases(t *testing.T) ([]monoCase, []step.Result) {
 	if len(cases) < monoBases {
 		t.Fatalf("only %d valid layouts of %d wanted", len(cases), monoBases)
 	}
+	// The draw covers every framework, precision, kind of model, schedule and
+	// recompute mode, and context and expert parallelism.
+	seen := map[string]bool{}
+	for _, c := range cases {
+		l := c.req.Layout
+		seen[c.req.Training.Framework], seen[string(c.req.Training.Precision)] = true, true
+		seen[string(l.Schedule)], seen[string(l.Recompute)] = true, true
+		seen["moe"] = seen["moe"] || c.req.Model.MoE != nil
+		seen["dense"] = seen["dense"] || c.req.Model.MoE == nil
+		seen["cp"] = seen["cp"] || l.CP > 1
+		seen["ep"] = seen["ep"] || l.EP > 1
+	}
+	want := append(slices.Clone(monoFrameworks), "bf16", "fp8", "moe", "dense", "cp", "ep", "1f1b", "interleaved", "zb-h1", "gpipe")
+	for _, rc := range monoRecompute {
+		want = append(want, string(rc))
+	}
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("no valid layout drawn with %s", w)
+		}
+	}
 	return cases, results
 }
 
