@@ -227,8 +227,12 @@ func (k *Constants) rates(g hardware.GPU, p Precision) (gpuRates, bool) {
 }
 
 // gemmTime is the time of a GEMM: the larger of its compute time — at the
-// large-problem efficiency, lowered by the partial last wave of output tiles and by
-// the start-up of small problems — and the time to move its operands through HBM.
+// large-problem efficiency, the waves of output tiles it runs (a partial last wave
+// as long as a full one) plus the start-up of a launch (Constants.GEMMHalfFLOPs of
+// work, paid once whatever the waves) — and the time to move its operands through
+// HBM. The start-up is not stretched by the wave's idle SMs: a kernel's prologue
+// and epilogue take as long whether its last wave is full or not, so a GEMM never
+// takes less time for more rows, columns or depth (TestGEMMNotFasterWhenLarger).
 func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
 	if g.count == 0 || g.m <= 0 || g.n <= 0 || g.k <= 0 {
 		return 0
@@ -239,29 +243,23 @@ func (k *Constants) gemmTime(g gemm, r *gpuRates) float64 {
 		// together.
 		n := g.count
 		work := 2 * g.m * g.n * g.k * n
-		eff := r.gemmEff * work / (work + k.GEMMHalfFLOPs)
 		if r.sms > 0 {
 			tiles := n * math.Ceil(g.m/float64(k.TileM)) * math.Ceil(g.n/float64(k.TileN))
 			waves := math.Ceil(tiles / r.sms)
-			eff *= n * (g.m * g.n) / (waves * r.sms * float64(k.TileM*k.TileN))
-			eff = min(eff, r.gemmEff)
+			work *= max(1, waves*r.sms*float64(k.TileM*k.TileN)/(n*g.m*g.n))
 		}
 		bytes := n * (r.elemSize*(g.m*g.k+g.k*g.n) + r.outputBytes()*g.m*g.n)
-		return rooflineTime(work/(r.peak*eff), bytes/r.hbm)
+		return rooflineTime((work+k.GEMMHalfFLOPs)/(r.peak*r.gemmEff), bytes/r.hbm)
 	}
 	work := 2 * g.m * g.n * g.k
-	eff := r.gemmEff * work / (work + k.GEMMHalfFLOPs)
 	if r.sms > 0 {
 		tiles := math.Ceil(g.m/float64(k.TileM)) * math.Ceil(g.n/float64(k.TileN))
 		waves := math.Ceil(tiles / r.sms)
-		// Useful share of the tile-waves: partial tiles at the edges and the idle SMs
-		// of the last wave.
-		eff *= (g.m * g.n) / (waves * r.sms * float64(k.TileM*k.TileN))
-		if eff > r.gemmEff {
-			eff = r.gemmEff
-		}
+		// The tile-waves run whole: partial tiles at the edges and the idle SMs of
+		// the last wave take as long as useful ones.
+		work *= max(1, waves*r.sms*float64(k.TileM*k.TileN)/(g.m*g.n))
 	}
-	compute := work / (r.peak * eff)
+	compute := (work + k.GEMMHalfFLOPs) / (r.peak * r.gemmEff)
 	bytes := r.elemSize*(g.m*g.k+g.k*g.n) + r.outputBytes()*g.m*g.n
 	if g.count > 1 {
 		// Local experts looped over.
