@@ -37,7 +37,8 @@ var servicePackage = pb.File_stepcost_v1_stepcost_proto.Package()
 type undecodable struct{ m sync.Map } // proto.Message → *status.Status
 
 // decodeCodec is gRPC's proto codec with the decoding failures of stepcost
-// requests recorded in faults instead of failing the call with INTERNAL.
+// requests recorded in faults instead of failing the call with INTERNAL, and
+// answers encoded deterministically (Marshal).
 type decodeCodec struct {
 	encoding.CodecV2
 	faults *undecodable
@@ -45,6 +46,38 @@ type decodeCodec struct {
 
 func newDecodeCodec(faults *undecodable) decodeCodec {
 	return decodeCodec{CodecV2: encoding.GetCodecV2("proto"), faults: faults}
+}
+
+// Marshal is gRPC's proto codec's (google.golang.org/grpc@v1.84.0,
+// encoding/proto/proto.go, codecV2.Marshal: the size, then one buffer, pooled
+// when large) with Deterministic set: a map field (SearchStats.pruned, a GPU's
+// peak_tflops) is written in key order, not in Go's map order, which changes from
+// one encoding to the next. So the same question gets the same bytes, call after
+// call and replica after replica, as the REST gateway's JSON (map keys sorted)
+// already did (TestEstimatePlanAnswersAreByteIdentical).
+func (c decodeCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return c.CodecV2.Marshal(v)
+	}
+	// UseCachedSize reuses what Size just computed; the message is not changed
+	// while it is encoded.
+	opts := proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
+	size := opts.Size(m)
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b, err := opts.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	pool := mem.DefaultBufferPool()
+	buf := pool.Get(size)
+	if _, err := opts.MarshalAppend((*buf)[:0], m); err != nil {
+		pool.Put(buf)
+		return nil, err
+	}
+	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
 }
 
 func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
