@@ -299,3 +299,55 @@ func TestLongStringsAreRefused(t *testing.T) {
 func definition(d *pb.ClusterDefinition) *pb.ClusterSpec {
 	return &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: d}}
 }
+
+// A gRPC request field this daemon cannot read is refused, naming it, rather than
+// left out of the question: a field number it does not know (a client built
+// from a newer stepcost.proto) and a known field sent with the wrong wire type
+// were both kept as unknown fields and the request answered as if they had not
+// been sent (top_k 4 as fixed64: the 3 plans of the varint top_k before it; a
+// price as a varint: no price). The REST gateway refuses unknown JSON fields.
+func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
+	d := secureDaemon(t, nil)
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	good, err := proto.Marshal(planRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(num protowire.Number, typ protowire.Type, value []byte) []byte {
+		return append(protowire.AppendTag(nil, num, typ), value...)
+	}
+	varint := func(v uint64) []byte { return protowire.AppendVarint(nil, v) }
+	fixed64 := func(v uint64) []byte { return protowire.AppendFixed64(nil, v) }
+	nested := func(inner []byte) []byte { return protowire.AppendBytes(nil, inner) }
+	for _, tc := range []struct {
+		name  string
+		extra []byte
+		field string
+	}{
+		{"unknown field number", field(99, protowire.VarintType, varint(1)), "99"},
+		{"unknown field in training", field(3, protowire.BytesType, nested(field(900, protowire.Fixed32Type, []byte{0, 0, 128, 63}))), "training.900"},
+		{"unknown field in the constraints", field(7, protowire.BytesType, nested(field(200, protowire.VarintType, varint(8)))), "constraints.200"},
+		{"top_k as fixed64", field(11, protowire.Fixed64Type, fixed64(4)), "top_k"},
+		{"price as a varint", field(9, protowire.VarintType, varint(3)), "price_per_gpu_hour"},
+		{"training.seq_len as bytes", field(3, protowire.BytesType, nested(field(1, protowire.BytesType, nested([]byte("8192"))))), "training.seq_len"},
+		{"an excluded node as fixed32", field(16, protowire.Fixed32Type, []byte{1, 0, 0, 0}), "exclude_nodes"},
+	} {
+		var out pb.EstimatePlanResponse
+		body := append(append([]byte(nil), good...), tc.extra...)
+		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(body), &out, grpc.ForceCodecV2(rawCodec{}))
+		if err == nil {
+			t.Errorf("%s: answered (%d plans), as if the field had not been sent", tc.name, len(out.GetPlans()))
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) { violationOf(t, err, codes.InvalidArgument, tc.field) })
+	}
+	// The request without them is answered.
+	var out pb.EstimatePlanResponse
+	if err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(good), &out, grpc.ForceCodecV2(rawCodec{})); err != nil || len(out.GetPlans()) != 3 {
+		t.Fatalf("%v, %d plans", err, len(out.GetPlans()))
+	}
+}

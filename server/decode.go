@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -83,8 +84,15 @@ func (c decodeCodec) Marshal(v any) (mem.BufferSlice, error) {
 func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	err := c.CodecV2.Unmarshal(data, v)
 	m, ok := v.(proto.Message)
-	if err == nil || !ok || m.ProtoReflect().Descriptor().ParentFile().Package() != servicePackage {
+	if !ok || m.ProtoReflect().Descriptor().ParentFile().Package() != servicePackage {
 		return err
+	}
+	if err == nil {
+		if field, rule := unknownFault(m.ProtoReflect(), ""); rule != "" {
+			proto.Reset(m)
+			c.faults.m.Store(m, bounded.Status(fieldStatus(field, rule)))
+		}
+		return nil
 	}
 	proto.Reset(m)
 	b := data.Materialize()
@@ -92,13 +100,78 @@ func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	msg := "request message: " + strings.TrimPrefix(err.Error(), "proto: ")
 	st := status.New(codes.InvalidArgument, msg)
 	if field != "" {
-		st = status.New(codes.InvalidArgument, field+": "+rule)
-		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: rule}}}); derr == nil {
-			st = d
-		}
+		st = fieldStatus(field, rule)
 	}
 	c.faults.m.Store(m, bounded.Status(st))
 	return nil
+}
+
+// fieldStatus is INVALID_ARGUMENT naming field (google.rpc.BadRequest).
+func fieldStatus(field, rule string) *status.Status {
+	st := status.New(codes.InvalidArgument, field+": "+rule)
+	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: rule}}}); err == nil {
+		st = d
+	}
+	return st
+}
+
+// unknownFault finds, in a request that decoded, the first field the daemon
+// could not read: protobuf keeps a field number the message does not have, and a
+// known field sent with the wrong wire type, as unknown fields, and the request
+// would be answered as if they had not been sent — a silent default where the
+// REST gateway refuses an unknown JSON field. It returns the field's path (under
+// prefix; an unknown number is named by its number) and what is wrong, or "" when
+// every field was read.
+func unknownFault(m protoreflect.Message, prefix string) (field, rule string) {
+	if u := m.GetUnknown(); len(u) > 0 {
+		md := m.Descriptor()
+		num, typ, _ := protowire.ConsumeTag(u)
+		if fd := md.Fields().ByNumber(num); fd != nil {
+			return join(prefix, string(fd.Name())), fmt.Sprintf("is of type %s, which wire type %d (%s) cannot carry (a request encoded from a different stepcost.proto?)", kindOf(fd), typ, wireTypeName(typ))
+		}
+		return join(prefix, strconv.Itoa(int(num))), fmt.Sprintf("%s has no field number %d in this daemon (a request encoded from a newer stepcost.proto?); it is refused rather than ignored", md.FullName(), num)
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			if fd.MapValue().Message() != nil {
+				v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+					field, rule = unknownFault(mv.Message(), fmt.Sprintf("%s[%q]", join(prefix, string(fd.Name())), k.String()))
+					return rule == ""
+				})
+			}
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := range l.Len() {
+				if field, rule = unknownFault(l.Get(i).Message(), fmt.Sprintf("%s[%d]", join(prefix, string(fd.Name())), i)); rule != "" {
+					break
+				}
+			}
+		case fd.Message() != nil:
+			field, rule = unknownFault(v.Message(), join(prefix, string(fd.Name())))
+		}
+		return rule == ""
+	})
+	return field, rule
+}
+
+// wireTypeName is how protobuf's encoding guide names a wire type.
+func wireTypeName(t protowire.Type) string {
+	switch t {
+	case protowire.VarintType:
+		return "varint"
+	case protowire.Fixed64Type:
+		return "I64"
+	case protowire.BytesType:
+		return "LEN"
+	case protowire.StartGroupType:
+		return "SGROUP"
+	case protowire.EndGroupType:
+		return "EGROUP"
+	case protowire.Fixed32Type:
+		return "I32"
+	}
+	return "unknown"
 }
 
 // decodeFaults answers a call whose request did not decode (see decodeCodec).
