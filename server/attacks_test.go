@@ -351,3 +351,53 @@ func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 		t.Fatalf("%v, %d plans", err, len(out.GetPlans()))
 	}
 }
+
+// The REST gateway reads a body as JSON whatever its Content-Type (curl -d, as
+// the README's examples run, sends application/x-www-form-urlencoded); a body
+// that is not JSON is a 400 naming the request body, never a default request.
+func TestRESTBodyWhateverItsContentType(t *testing.T) {
+	d := secureDaemon(t, nil)
+	plan := `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": 256}, "gpus": 32, "top_k": 1}`
+	for _, tc := range []struct {
+		contentType, body string
+		code              int
+	}{
+		{"application/json", plan, http.StatusOK},
+		{"application/x-www-form-urlencoded", plan, http.StatusOK},
+		{"text/plain", plan, http.StatusOK},
+		{"", plan, http.StatusOK},
+		{"application/x-www-form-urlencoded", "gpus=32&top_k=1", http.StatusBadRequest},
+		{"application/xml", "<gpus>32</gpus>", http.StatusBadRequest},
+		{"application/json", "null", http.StatusBadRequest},
+		{"application/json", "[]", http.StatusBadRequest},
+		{"application/json", "", http.StatusBadRequest}, // the empty request: no model
+	} {
+		req, err := http.NewRequest(http.MethodPost, "http://"+d.httpAddr+"/v1/plans:estimate", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.contentType != "" {
+			req.Header.Set("Content-Type", tc.contentType)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%q %q: %d, want %d: %.300s", tc.contentType, tc.body, resp.StatusCode, tc.code, b)
+			continue
+		}
+		if tc.code == http.StatusBadRequest {
+			s := decodeStatus(t, b)
+			named := strings.HasPrefix(s.Message, "request body: ")
+			for _, d := range s.Details {
+				named = named || len(d.FieldViolations) > 0
+			}
+			if !named {
+				t.Errorf("%q %q: the 400 names neither the body nor a field: %s", tc.contentType, tc.body, b)
+			}
+		}
+	}
+}
