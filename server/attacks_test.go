@@ -305,7 +305,9 @@ func definition(d *pb.ClusterDefinition) *pb.ClusterSpec {
 // from a newer stepcost.proto) and a known field sent with the wrong wire type
 // were both kept as unknown fields and the request answered as if they had not
 // been sent (top_k 4 as fixed64: the 3 plans of the varint top_k before it; a
-// price as a varint: no price). The REST gateway refuses unknown JSON fields.
+// price as a varint: no price); an int32 field's varint beyond int32 was cut to
+// its low 32 bits. The REST gateway refuses unknown JSON fields and integers out
+// of their type's range.
 func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 	d := secureDaemon(t, nil)
 	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -335,12 +337,18 @@ func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 		{"price as a varint", field(9, protowire.VarintType, varint(3)), "price_per_gpu_hour"},
 		{"training.seq_len as bytes", field(3, protowire.BytesType, nested(field(1, protowire.BytesType, nested([]byte("8192"))))), "training.seq_len"},
 		{"an excluded node as fixed32", field(16, protowire.Fixed32Type, []byte{1, 0, 0, 0}), "exclude_nodes"},
+		// An int32 field's varint beyond int32: protobuf keeps its low 32 bits, so
+		// 2³² + 32 GPUs read as 32 (the REST gateway refuses 4294967328).
+		{"gpus 2^32 + 32", field(4, protowire.VarintType, varint(1<<32+32)), "gpus"},
+		{"training.seq_len 2^40", field(3, protowire.BytesType, nested(field(1, protowire.VarintType, varint(1<<40)))), "training.seq_len"},
+		{"an enum beyond int32", field(8, protowire.VarintType, varint(1<<33+1)), "objective"},
+		{"a packed constraint beyond int32", field(7, protowire.BytesType, nested(field(1, protowire.BytesType, nested(append(varint(4), varint(1<<35+8)...))))), "constraints.tp[1]"},
 	} {
 		var out pb.EstimatePlanResponse
 		body := append(append([]byte(nil), good...), tc.extra...)
 		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(body), &out, grpc.ForceCodecV2(rawCodec{}))
 		if err == nil {
-			t.Errorf("%s: answered (%d plans), as if the field had not been sent", tc.name, len(out.GetPlans()))
+			t.Errorf("%s: answered (%d plans), the field not read as sent", tc.name, len(out.GetPlans()))
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) { violationOf(t, err, codes.InvalidArgument, tc.field) })

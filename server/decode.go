@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,7 +89,13 @@ func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		return err
 	}
 	if err == nil {
-		if field, rule := unknownFault(m.ProtoReflect(), ""); rule != "" {
+		var b []byte
+		if len(data) == 1 {
+			b = data[0].ReadOnlyData() // not kept: read here and dropped
+		} else {
+			b = data.Materialize()
+		}
+		if field, rule := readFault(b, m.ProtoReflect().Descriptor(), ""); rule != "" {
 			proto.Reset(m)
 			c.faults.m.Store(m, bounded.Status(fieldStatus(field, rule)))
 		}
@@ -115,44 +122,118 @@ func fieldStatus(field, rule string) *status.Status {
 	return st
 }
 
-// unknownFault finds, in a request that decoded, the first field the daemon
-// could not read: protobuf keeps a field number the message does not have, and a
-// known field sent with the wrong wire type, as unknown fields, and the request
-// would be answered as if they had not been sent — a silent default where the
-// REST gateway refuses an unknown JSON field. It returns the field's path (under
-// prefix; an unknown number is named by its number) and what is wrong, or "" when
-// every field was read.
-func unknownFault(m protoreflect.Message, prefix string) (field, rule string) {
-	if u := m.GetUnknown(); len(u) > 0 {
-		md := m.Descriptor()
-		num, typ, _ := protowire.ConsumeTag(u)
-		if fd := md.Fields().ByNumber(num); fd != nil {
-			return join(prefix, string(fd.Name())), fmt.Sprintf("is of type %s, which wire type %d (%s) cannot carry (a request encoded from a different stepcost.proto?)", kindOf(fd), typ, wireTypeName(typ))
+// readFault finds, in the encoding b of a request of md that decoded, the first
+// field the daemon would not read as sent: protobuf keeps a field number the
+// message does not have, and a known field sent with the wrong wire type, as
+// unknown fields (the request answered as if they had not been sent), and cuts
+// the varint of a 32-bit integer or enum field to its low 32 bits (2³² + 32 GPUs
+// read as 32) — silent defaults where the REST gateway refuses an unknown JSON
+// field or an integer out of range. It returns the field's path (under prefix;
+// an unknown number is named by its number) and what is wrong, or "" when every
+// field reads as sent.
+func readFault(b []byte, md protoreflect.MessageDescriptor, prefix string) (field, rule string) {
+	seen := map[protowire.Number]int{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return prefix, "is not a valid message" // not expected: the message decoded
 		}
-		return join(prefix, strconv.Itoa(int(num))), fmt.Sprintf("%s has no field number %d in this daemon (a request encoded from a newer stepcost.proto?); it is refused rather than ignored", md.FullName(), num)
-	}
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return prefix, "is not a valid message"
+		}
+		value := b[:n]
+		b = b[n:]
+		fd := md.Fields().ByNumber(num)
+		if fd == nil {
+			return join(prefix, strconv.Itoa(int(num))), fmt.Sprintf("%s has no field number %d in this daemon (a request encoded from a newer stepcost.proto?); it is refused rather than ignored", md.FullName(), num)
+		}
+		path := join(prefix, string(fd.Name()))
+		index := func() string {
+			if !fd.IsList() {
+				return path
+			}
+			seen[num]++
+			return fmt.Sprintf("%s[%d]", path, seen[num]-1)
+		}
+		want := wireTypeOf(fd.Kind())
 		switch {
-		case fd.IsMap():
-			if fd.MapValue().Message() != nil {
-				v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-					field, rule = unknownFault(mv.Message(), fmt.Sprintf("%s[%q]", join(prefix, string(fd.Name())), k.String()))
-					return rule == ""
-				})
+		case typ == want && typ == protowire.VarintType:
+			v, _ := protowire.ConsumeVarint(value)
+			if r := varintRange(fd.Kind(), v); r != "" {
+				return index(), r
 			}
-		case fd.IsList() && fd.Message() != nil:
-			l := v.List()
-			for i := range l.Len() {
-				if field, rule = unknownFault(l.Get(i).Message(), fmt.Sprintf("%s[%d]", join(prefix, string(fd.Name())), i)); rule != "" {
-					break
+		case typ == want && fd.Message() != nil:
+			v, _ := protowire.ConsumeBytes(value)
+			if f, r := readFault(v, fd.Message(), index()); r != "" {
+				return f, r
+			}
+		case typ == want:
+			index()
+		case typ == protowire.BytesType && fd.IsList() && want != protowire.BytesType:
+			// A packed list of scalars.
+			v, _ := protowire.ConsumeBytes(value)
+			for len(v) > 0 {
+				var m int
+				if want == protowire.VarintType {
+					var x uint64
+					x, m = protowire.ConsumeVarint(v)
+					if m > 0 {
+						if r := varintRange(fd.Kind(), x); r != "" {
+							return index(), r
+						}
+					}
+				} else {
+					m = protowire.ConsumeFieldValue(0, want, v)
 				}
+				if m < 0 {
+					return path, "is not a valid packed list"
+				}
+				index()
+				v = v[m:]
 			}
-		case fd.Message() != nil:
-			field, rule = unknownFault(v.Message(), join(prefix, string(fd.Name())))
+		default:
+			return path, fmt.Sprintf("is of type %s, which wire type %d (%s) cannot carry (a request encoded from a different stepcost.proto?)", kindOf(fd), typ, wireTypeName(typ))
 		}
-		return rule == ""
-	})
-	return field, rule
+	}
+	return "", ""
+}
+
+// wireTypeOf is the wire type of a field of kind k (not packed).
+func wireTypeOf(k protoreflect.Kind) protowire.Type {
+	switch k {
+	case protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind, protoreflect.FloatKind:
+		return protowire.Fixed32Type
+	case protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind, protoreflect.DoubleKind:
+		return protowire.Fixed64Type
+	case protoreflect.StringKind, protoreflect.BytesKind, protoreflect.MessageKind:
+		return protowire.BytesType
+	case protoreflect.GroupKind:
+		return protowire.StartGroupType
+	}
+	return protowire.VarintType
+}
+
+// varintRange says what is wrong with varint v as a field of kind k: a value
+// beyond the kind's 32 bits, which protobuf would cut; "" when it fits.
+func varintRange(k protoreflect.Kind, v uint64) string {
+	const limits = "must be an integer between -2147483648 and 2147483647"
+	switch k {
+	case protoreflect.Int32Kind, protoreflect.EnumKind:
+		if x := int64(v); x < math.MinInt32 || x > math.MaxInt32 {
+			return fmt.Sprintf("%s (got %d)", limits, x)
+		}
+	case protoreflect.Sint32Kind:
+		if x := protowire.DecodeZigZag(v); x < math.MinInt32 || x > math.MaxInt32 {
+			return fmt.Sprintf("%s (got %d)", limits, x)
+		}
+	case protoreflect.Uint32Kind:
+		if v > math.MaxUint32 {
+			return fmt.Sprintf("must be an integer between 0 and 4294967295 (got %d)", v)
+		}
+	}
+	return ""
 }
 
 // wireTypeName is how protobuf's encoding guide names a wire type.
