@@ -86,6 +86,11 @@ func TestDeploymentManifest(t *testing.T) {
 	var env []string
 	for _, e := range c.Env {
 		env = append(env, e.Name+"="+e.Value)
+		// Go's units (runtime/debug.SetMemoryLimit): a Kubernetes quantity such as
+		// 900Mi stops the runtime before main.
+		if e.Name == "GOMEMLIMIT" && !regexp.MustCompile(`^[0-9]+(B|KiB|MiB|GiB|TiB)?$`).MatchString(e.Value) {
+			t.Errorf("GOMEMLIMIT=%s is not in Go's units (e.g. 900MiB)", e.Value)
+		}
 	}
 
 	// The args and env as the daemon reads them.
