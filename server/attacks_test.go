@@ -299,3 +299,113 @@ func TestLongStringsAreRefused(t *testing.T) {
 func definition(d *pb.ClusterDefinition) *pb.ClusterSpec {
 	return &pb.ClusterSpec{Source: &pb.ClusterSpec_Definition{Definition: d}}
 }
+
+// A gRPC request field this daemon cannot read is refused, naming it, rather than
+// left out of the question: a field number it does not know (a client built
+// from a newer stepcost.proto) and a known field sent with the wrong wire type
+// were both kept as unknown fields and the request answered as if they had not
+// been sent (top_k 4 as fixed64: the 3 plans of the varint top_k before it; a
+// price as a varint: no price); an int32 field's varint beyond int32 was cut to
+// its low 32 bits. The REST gateway refuses unknown JSON fields and integers out
+// of their type's range.
+func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
+	d := secureDaemon(t, nil)
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	good, err := proto.Marshal(planRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(num protowire.Number, typ protowire.Type, value []byte) []byte {
+		return append(protowire.AppendTag(nil, num, typ), value...)
+	}
+	varint := func(v uint64) []byte { return protowire.AppendVarint(nil, v) }
+	fixed64 := func(v uint64) []byte { return protowire.AppendFixed64(nil, v) }
+	nested := func(inner []byte) []byte { return protowire.AppendBytes(nil, inner) }
+	for _, tc := range []struct {
+		name  string
+		extra []byte
+		field string
+	}{
+		{"unknown field number", field(99, protowire.VarintType, varint(1)), "99"},
+		{"unknown field in training", field(3, protowire.BytesType, nested(field(900, protowire.Fixed32Type, []byte{0, 0, 128, 63}))), "training.900"},
+		{"unknown field in the constraints", field(7, protowire.BytesType, nested(field(200, protowire.VarintType, varint(8)))), "constraints.200"},
+		{"top_k as fixed64", field(11, protowire.Fixed64Type, fixed64(4)), "top_k"},
+		{"price as a varint", field(9, protowire.VarintType, varint(3)), "price_per_gpu_hour"},
+		{"training.seq_len as bytes", field(3, protowire.BytesType, nested(field(1, protowire.BytesType, nested([]byte("8192"))))), "training.seq_len"},
+		{"an excluded node as fixed32", field(16, protowire.Fixed32Type, []byte{1, 0, 0, 0}), "exclude_nodes"},
+		// An int32 field's varint beyond int32: protobuf keeps its low 32 bits, so
+		// 2³² + 32 GPUs read as 32 (the REST gateway refuses 4294967328).
+		{"gpus 2^32 + 32", field(4, protowire.VarintType, varint(1<<32+32)), "gpus"},
+		{"training.seq_len 2^40", field(3, protowire.BytesType, nested(field(1, protowire.VarintType, varint(1<<40)))), "training.seq_len"},
+		{"an enum beyond int32", field(8, protowire.VarintType, varint(1<<33+1)), "objective"},
+		{"a packed constraint beyond int32", field(7, protowire.BytesType, nested(field(1, protowire.BytesType, nested(append(varint(4), varint(1<<35+8)...))))), "constraints.tp[1]"},
+	} {
+		var out pb.EstimatePlanResponse
+		body := append(append([]byte(nil), good...), tc.extra...)
+		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(body), &out, grpc.ForceCodecV2(rawCodec{}))
+		if err == nil {
+			t.Errorf("%s: answered (%d plans), the field not read as sent", tc.name, len(out.GetPlans()))
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) { violationOf(t, err, codes.InvalidArgument, tc.field) })
+	}
+	// The request without them is answered.
+	var out pb.EstimatePlanResponse
+	if err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(good), &out, grpc.ForceCodecV2(rawCodec{})); err != nil || len(out.GetPlans()) != 3 {
+		t.Fatalf("%v, %d plans", err, len(out.GetPlans()))
+	}
+}
+
+// The REST gateway reads a body as JSON whatever its Content-Type (curl -d, as
+// the README's examples run, sends application/x-www-form-urlencoded); a body
+// that is not JSON is a 400 naming the request body, never a default request.
+func TestRESTBodyWhateverItsContentType(t *testing.T) {
+	d := secureDaemon(t, nil)
+	plan := `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": 256}, "gpus": 32, "top_k": 1}`
+	for _, tc := range []struct {
+		contentType, body string
+		code              int
+	}{
+		{"application/json", plan, http.StatusOK},
+		{"application/x-www-form-urlencoded", plan, http.StatusOK},
+		{"text/plain", plan, http.StatusOK},
+		{"", plan, http.StatusOK},
+		{"application/x-www-form-urlencoded", "gpus=32&top_k=1", http.StatusBadRequest},
+		{"application/xml", "<gpus>32</gpus>", http.StatusBadRequest},
+		{"application/json", "null", http.StatusBadRequest},
+		{"application/json", "[]", http.StatusBadRequest},
+		{"application/json", "", http.StatusBadRequest}, // the empty request: no model
+	} {
+		req, err := http.NewRequest(http.MethodPost, "http://"+d.httpAddr+"/v1/plans:estimate", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.contentType != "" {
+			req.Header.Set("Content-Type", tc.contentType)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%q %q: %d, want %d: %.300s", tc.contentType, tc.body, resp.StatusCode, tc.code, b)
+			continue
+		}
+		if tc.code == http.StatusBadRequest {
+			s := decodeStatus(t, b)
+			named := strings.HasPrefix(s.Message, "request body: ")
+			for _, d := range s.Details {
+				named = named || len(d.FieldViolations) > 0
+			}
+			if !named {
+				t.Errorf("%q %q: the 400 names neither the body nor a field: %s", tc.contentType, tc.body, b)
+			}
+		}
+	}
+}

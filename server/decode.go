@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -37,7 +39,8 @@ var servicePackage = pb.File_stepcost_v1_stepcost_proto.Package()
 type undecodable struct{ m sync.Map } // proto.Message → *status.Status
 
 // decodeCodec is gRPC's proto codec with the decoding failures of stepcost
-// requests recorded in faults instead of failing the call with INTERNAL.
+// requests recorded in faults instead of failing the call with INTERNAL, and
+// answers encoded deterministically (Marshal).
 type decodeCodec struct {
 	encoding.CodecV2
 	faults *undecodable
@@ -47,11 +50,56 @@ func newDecodeCodec(faults *undecodable) decodeCodec {
 	return decodeCodec{CodecV2: encoding.GetCodecV2("proto"), faults: faults}
 }
 
+// Marshal is gRPC's proto codec's (google.golang.org/grpc@v1.84.0,
+// encoding/proto/proto.go, codecV2.Marshal: the size, then one buffer, pooled
+// when large) with Deterministic set: a map field (SearchStats.pruned, a GPU's
+// peak_tflops) is written in key order, not in Go's map order, which changes from
+// one encoding to the next. So the same question gets the same bytes, call after
+// call and replica after replica, as the REST gateway's JSON (map keys sorted)
+// already did (TestEstimatePlanAnswersAreByteIdentical).
+func (c decodeCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return c.CodecV2.Marshal(v)
+	}
+	// UseCachedSize reuses what Size just computed; the message is not changed
+	// while it is encoded.
+	opts := proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
+	size := opts.Size(m)
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b, err := opts.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	pool := mem.DefaultBufferPool()
+	buf := pool.Get(size)
+	if _, err := opts.MarshalAppend((*buf)[:0], m); err != nil {
+		pool.Put(buf)
+		return nil, err
+	}
+	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
+}
+
 func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	err := c.CodecV2.Unmarshal(data, v)
 	m, ok := v.(proto.Message)
-	if err == nil || !ok || m.ProtoReflect().Descriptor().ParentFile().Package() != servicePackage {
+	if !ok || m.ProtoReflect().Descriptor().ParentFile().Package() != servicePackage {
 		return err
+	}
+	if err == nil {
+		var b []byte
+		if len(data) == 1 {
+			b = data[0].ReadOnlyData() // not kept: read here and dropped
+		} else {
+			b = data.Materialize()
+		}
+		if field, rule := readFault(b, m.ProtoReflect().Descriptor(), ""); rule != "" {
+			proto.Reset(m)
+			c.faults.m.Store(m, bounded.Status(fieldStatus(field, rule)))
+		}
+		return nil
 	}
 	proto.Reset(m)
 	b := data.Materialize()
@@ -59,13 +107,152 @@ func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	msg := "request message: " + strings.TrimPrefix(err.Error(), "proto: ")
 	st := status.New(codes.InvalidArgument, msg)
 	if field != "" {
-		st = status.New(codes.InvalidArgument, field+": "+rule)
-		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: rule}}}); derr == nil {
-			st = d
-		}
+		st = fieldStatus(field, rule)
 	}
 	c.faults.m.Store(m, bounded.Status(st))
 	return nil
+}
+
+// fieldStatus is INVALID_ARGUMENT naming field (google.rpc.BadRequest).
+func fieldStatus(field, rule string) *status.Status {
+	st := status.New(codes.InvalidArgument, field+": "+rule)
+	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: rule}}}); err == nil {
+		st = d
+	}
+	return st
+}
+
+// readFault finds, in the encoding b of a request of md that decoded, the first
+// field the daemon would not read as sent: protobuf keeps a field number the
+// message does not have, and a known field sent with the wrong wire type, as
+// unknown fields (the request answered as if they had not been sent), and cuts
+// the varint of a 32-bit integer or enum field to its low 32 bits (2³² + 32 GPUs
+// read as 32) — silent defaults where the REST gateway refuses an unknown JSON
+// field or an integer out of range. It returns the field's path (under prefix;
+// an unknown number is named by its number) and what is wrong, or "" when every
+// field reads as sent.
+func readFault(b []byte, md protoreflect.MessageDescriptor, prefix string) (field, rule string) {
+	seen := map[protowire.Number]int{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return prefix, "is not a valid message" // not expected: the message decoded
+		}
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return prefix, "is not a valid message"
+		}
+		value := b[:n]
+		b = b[n:]
+		fd := md.Fields().ByNumber(num)
+		if fd == nil {
+			return join(prefix, strconv.Itoa(int(num))), fmt.Sprintf("%s has no field number %d in this daemon (a request encoded from a newer stepcost.proto?); it is refused rather than ignored", md.FullName(), num)
+		}
+		path := join(prefix, string(fd.Name()))
+		index := func() string {
+			if !fd.IsList() {
+				return path
+			}
+			seen[num]++
+			return fmt.Sprintf("%s[%d]", path, seen[num]-1)
+		}
+		want := wireTypeOf(fd.Kind())
+		switch {
+		case typ == want && typ == protowire.VarintType:
+			v, _ := protowire.ConsumeVarint(value)
+			if r := varintRange(fd.Kind(), v); r != "" {
+				return index(), r
+			}
+		case typ == want && fd.Message() != nil:
+			v, _ := protowire.ConsumeBytes(value)
+			if f, r := readFault(v, fd.Message(), index()); r != "" {
+				return f, r
+			}
+		case typ == want:
+			index()
+		case typ == protowire.BytesType && fd.IsList() && want != protowire.BytesType:
+			// A packed list of scalars.
+			v, _ := protowire.ConsumeBytes(value)
+			for len(v) > 0 {
+				var m int
+				if want == protowire.VarintType {
+					var x uint64
+					x, m = protowire.ConsumeVarint(v)
+					if m > 0 {
+						if r := varintRange(fd.Kind(), x); r != "" {
+							return index(), r
+						}
+					}
+				} else {
+					m = protowire.ConsumeFieldValue(0, want, v)
+				}
+				if m < 0 {
+					return path, "is not a valid packed list"
+				}
+				index()
+				v = v[m:]
+			}
+		default:
+			return path, fmt.Sprintf("is of type %s, which wire type %d (%s) cannot carry (a request encoded from a different stepcost.proto?)", kindOf(fd), typ, wireTypeName(typ))
+		}
+	}
+	return "", ""
+}
+
+// wireTypeOf is the wire type of a field of kind k (not packed).
+func wireTypeOf(k protoreflect.Kind) protowire.Type {
+	switch k {
+	case protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind, protoreflect.FloatKind:
+		return protowire.Fixed32Type
+	case protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind, protoreflect.DoubleKind:
+		return protowire.Fixed64Type
+	case protoreflect.StringKind, protoreflect.BytesKind, protoreflect.MessageKind:
+		return protowire.BytesType
+	case protoreflect.GroupKind:
+		return protowire.StartGroupType
+	}
+	return protowire.VarintType
+}
+
+// varintRange says what is wrong with varint v as a field of kind k: a value
+// beyond the kind's 32 bits, which protobuf would cut; "" when it fits.
+func varintRange(k protoreflect.Kind, v uint64) string {
+	const limits = "must be an integer between -2147483648 and 2147483647"
+	switch k {
+	case protoreflect.Int32Kind, protoreflect.EnumKind:
+		if x := int64(v); x < math.MinInt32 || x > math.MaxInt32 {
+			return fmt.Sprintf("%s (got %d)", limits, x)
+		}
+	case protoreflect.Sint32Kind:
+		if x := protowire.DecodeZigZag(v); x < math.MinInt32 || x > math.MaxInt32 {
+			return fmt.Sprintf("%s (got %d)", limits, x)
+		}
+	case protoreflect.Uint32Kind:
+		if v > math.MaxUint32 {
+			return fmt.Sprintf("must be an integer between 0 and 4294967295 (got %d)", v)
+		}
+	}
+	return ""
+}
+
+// wireTypeName is how protobuf's encoding guide names a wire type.
+func wireTypeName(t protowire.Type) string {
+	switch t {
+	case protowire.VarintType:
+		return "varint"
+	case protowire.Fixed64Type:
+		return "I64"
+	case protowire.BytesType:
+		return "LEN"
+	case protowire.StartGroupType:
+		return "SGROUP"
+	case protowire.EndGroupType:
+		return "EGROUP"
+	case protowire.Fixed32Type:
+		return "I32"
+	}
+	return "unknown"
 }
 
 // decodeFaults answers a call whose request did not decode (see decodeCodec).

@@ -55,13 +55,18 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.TextVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug (also logs every API call: method, code, duration, caller), info, warn or error")
 	fs.StringVar(&cfg.Auth.TokenFile, "auth-token-file", cfg.Auth.TokenFile, "require 'authorization: Bearer <token>' on every RPC but health, and on /metrics: file of the accepted tokens, one a line, # comments")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: stepcostd [flags]\n\nServes the stepcost API over gRPC and REST. Flags (or STEPCOST_<FLAG> environment variables):")
+		fmt.Fprintln(stderr, "Usage: stepcostd [flags]\n\nServes the stepcost API over gRPC and REST. Flags (or STEPCOST_<FLAG> environment variables, but for --version):")
 		fs.PrintDefaults()
 		fmt.Fprintln(stderr, "\nBearer tokens can also be given, comma separated, in "+security.TokensEnv+" (never on the command line,\nwhich other users of the host can see); with it or --auth-token-file, authentication is on.")
 	}
-	// Environment first, so that flags override it.
+	// Environment first, so that flags override it. --version is an action, not a
+	// setting: STEPCOST_VERSION, which a deployment may well set to record what it
+	// runs, would make every start print the version and exit, or fail.
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "version" {
+			return
+		}
 		name := "STEPCOST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v, ok := os.LookupEnv(name); ok && envErr == nil {
 			if err := f.Value.Set(v); err != nil {

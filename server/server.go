@@ -166,7 +166,8 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	}
 	hs := health.NewServer()
 	setServing(hs, healthpb.HealthCheckResponse_NOT_SERVING)
-	gs := newGRPCServer(cfg, svc, hs, tel, sec, log)
+	watches := &endingWatches{Server: hs, end: make(chan struct{})}
+	gs := newGRPCServer(cfg, svc, watches, tel, sec, log)
 	gwlis := gateway.NewInProcess()
 	conn, rest, err := gateway.New(ctx, gwlis, tel.ClientOptions()...)
 	if err != nil {
@@ -219,7 +220,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	case <-ctx.Done():
 	case <-failed:
 	}
-	shutdown(cfg, log, hs, failed, healthSrv, httpSrv, gs)
+	shutdown(cfg, log, watches, failed, healthSrv, httpSrv, gs)
 	return g.Wait()
 }
 
@@ -294,7 +295,7 @@ func setServing(hs *health.Server, st healthpb.HealthCheckResponse_ServingStatus
 
 // newGRPCServer is the gRPC server: the service, health and reflection behind
 // logging, panic recovery, the default deadline, telemetry and security.
-func newGRPCServer(cfg Config, svc *Service, hs *health.Server, tel *telemetry.Telemetry, sec *security.Guard, log *slog.Logger) *grpc.Server {
+func newGRPCServer(cfg Config, svc *Service, hs healthpb.HealthServer, tel *telemetry.Telemetry, sec *security.Guard, log *slog.Logger) *grpc.Server {
 	faults := &undecodable{}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
@@ -364,7 +365,7 @@ func httpClosed(err error) error {
 
 // shutdown stops the servers in order: health NOT_SERVING, the drain delay (unless
 // a server failed), the probes, HTTP, then gRPC raced against the grace period.
-func shutdown(cfg Config, log *slog.Logger, hs *health.Server, failed <-chan struct{}, healthSrv, httpSrv *http.Server, gs *grpc.Server) {
+func shutdown(cfg Config, log *slog.Logger, hs *endingWatches, failed <-chan struct{}, healthSrv, httpSrv *http.Server, gs *grpc.Server) {
 	log.Info("shutting down")
 	hs.Shutdown() // every service NOT_SERVING, so load balancers stop sending work
 	select {
@@ -389,6 +390,9 @@ func shutdown(cfg Config, log *slog.Logger, hs *health.Server, failed <-chan str
 	if err := httpSrv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
+	// The health watches have told their clients NOT_SERVING since the signal; end
+	// them, or GracefulStop would wait for them until the grace period is over.
+	close(hs.end)
 	done := make(chan struct{})
 	go func() { gs.GracefulStop(); close(done) }()
 	select {
@@ -399,6 +403,46 @@ func shutdown(cfg Config, log *slog.Logger, hs *health.Server, failed <-chan str
 		<-done
 	}
 }
+
+// endingWatches is the health service whose Watch streams end, UNAVAILABLE, once
+// end is closed at shutdown. A Watch stays open as long as its client does (a
+// gRPC client's health checking holds one per connection), and GracefulStop
+// waits for every stream: one watch held the daemon's stop to the end of
+// --shutdown-grace, and then cut the calls still running
+// (TestShutdownEndsHealthWatches).
+type endingWatches struct {
+	*health.Server
+	end chan struct{}
+}
+
+// Watch is the health server's, on a stream whose context is done once w.end is
+// closed.
+func (w *endingWatches) Watch(req *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.end:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := w.Server.Watch(req, watchStream{stream, ctx})
+	select {
+	case <-w.end:
+		return status.Error(codes.Unavailable, "stepcostd is shutting down")
+	default:
+		return err
+	}
+}
+
+// watchStream is a Watch stream with its context replaced.
+type watchStream struct {
+	healthpb.Health_WatchServer
+	ctx context.Context
+}
+
+func (s watchStream) Context() context.Context { return s.ctx }
 
 // logUnary logs every unary RPC but health (every API call; reflection is a
 // stream) at debug level when it ends: method, code, duration and peer (for REST

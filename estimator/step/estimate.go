@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
@@ -2754,6 +2755,7 @@ func zero3Overlap(ag, rs, fwd, bwd, rc, layers, m float64, prefetchPre bool) (ex
 // assumptionKey identifies a cached assumptions list.
 type assumptionKey struct {
 	arch      string
+	gpuArch   hardware.Arch
 	precision Precision
 	unfused   bool
 	flash2    bool
@@ -2764,6 +2766,12 @@ type assumptionKey struct {
 	fp8Params bool
 	dpAfter   bool
 	peak, sms float64
+	// What describe reads of the model, the node and the layout (hostNote,
+	// dpBucketBytes).
+	cudaGraphs bool
+	mla        int8 // 0 none, 1 MLA, 2 MLA with a compressed query
+	hostScale  float64
+	dpBucket   float64
 }
 
 // ErrUnsupported says the estimator lacks calibration for a request.

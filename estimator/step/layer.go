@@ -1346,9 +1346,24 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 }
 
 // assumptions returns the (cached, shared: do not modify) list of modelling
-// assumptions for a GPU, precision and attention kind.
+// assumptions for a GPU, precision and attention kind. The key holds every input
+// of describe: besides the GPU and the training's switches, what the host's note
+// reads of the model, the training and the node (hostNote: CUDA graphs, MLA and
+// its query compression, the host's CPU) and the data-parallel bucket, which
+// grows with dp under Megatron-Core (dpBucketBytes); without them a list made for
+// one request was given to the next on the same GPU (TestAnswersDoNotDependOnHistory
+// in internal/service).
 func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
-	key := assumptionKey{req.Cluster.GPU().Name, req.Training.Precision, req.Training.UnfusedAttention, req.Training.FlashAttention2, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.FP8Params, req.Training.DPReduceAfterBackward, r.peak, r.sms}
+	gpu := req.Cluster.GPU()
+	mla := int8(0)
+	if m := req.Model.MLA; m != nil {
+		mla = 1
+		if m.QLoRARank > 0 {
+			mla = 2
+		}
+	}
+	key := assumptionKey{gpu.Name, gpu.Arch, req.Training.Precision, req.Training.UnfusedAttention, req.Training.FlashAttention2, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.FP8Params, req.Training.DPReduceAfterBackward, r.peak, r.sms,
+		req.Training.CUDAGraphs, mla, hostOpScale(req.Cluster.Spec), dpBucketBytes(req, e.k)}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -27,8 +28,15 @@ func accuracyCommand(fs *pflag.FlagSet) runFunc {
 		if *fromPrior && !*fit {
 			return fmt.Errorf("--from-prior: only with --fit")
 		}
+		// --fit and --cross-validate each print their own report, which has no rows.
+		if *fit && *loso {
+			return fmt.Errorf("--fit and --cross-validate: give one")
+		}
+		if *rows && (*fit || *loso) {
+			return fmt.Errorf("--rows: only without --fit and --cross-validate")
+		}
 		if *fit {
-			return runFit(stdout, data, *fromPrior)
+			return runFit(stdout, data, *fromPrior, *asJSON)
 		}
 		if *loso {
 			return runCrossValidate(stdout, data, *asJSON)
@@ -109,8 +117,9 @@ func summaryTable(first string, ss []accuracy.Summary) *table {
 func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 
 // runFit refits the constants, starting from the current ones (or, fromPrior, as
-// every cross-validation fold does: accuracy.FitAllRows), and prints them.
-func runFit(w io.Writer, data []accuracy.Row, fromPrior bool) error {
+// every cross-validation fold does: accuracy.FitAllRows), and prints them, as a
+// table or as JSON.
+func runFit(w io.Writer, data []accuracy.Row, fromPrior, asJSON bool) error {
 	cases := accuracy.Cases(data)
 	start := accuracy.Knobs{K: collective.Default(), Links: accuracy.Links{
 		IntraLatencyUs: topology.NVLinkHopLatencyUs,
@@ -125,6 +134,34 @@ func runFit(w io.Writer, data []accuracy.Row, fromPrior bool) error {
 		k, after = accuracy.FitAllRows(cases)
 	} else {
 		k, after = accuracy.Fit(cases, start, accuracy.FitParams(), 60)
+	}
+	if asJSON {
+		type constant struct {
+			Name     string   `json:"name"`
+			Current  float64  `json:"current"`
+			Refitted float64  `json:"refitted"`
+			Fitted   bool     `json:"fitted"`             // false: moved with a fitted one, not fitted itself
+			AtBound  bool     `json:"at_bound,omitempty"` // on a bound of its fit range: missing physics
+			Min      *float64 `json:"min,omitempty"`      // the fit's range (fitted constants)
+			Max      *float64 `json:"max,omitempty"`
+		}
+		out := struct {
+			FromPrior    bool       `json:"from_prior"`
+			LossCurrent  float64    `json:"loss_current"`
+			LossRefitted float64    `json:"loss_refitted"`
+			Constants    []constant `json:"constants"`
+		}{FromPrior: fromPrior, LossCurrent: before, LossRefitted: after}
+		bound := accuracy.AtBound(k, accuracy.FitParams())
+		for _, p := range accuracy.FitParams() {
+			out.Constants = append(out.Constants, constant{Name: p.Name, Current: *p.Get(&start), Refitted: *p.Get(&k), Fitted: true,
+				AtBound: slices.ContainsFunc(bound, func(b accuracy.Param) bool { return b.Name == p.Name }), Min: &p.Min, Max: &p.Max})
+		}
+		for _, a := range []hardware.Arch{hardware.Hopper, hardware.Blackwell} {
+			if start.K.NVLSEfficiency[a] != k.K.NVLSEfficiency[a] {
+				out.Constants = append(out.Constants, constant{Name: "NVLSEfficiency." + string(a), Current: start.K.NVLSEfficiency[a], Refitted: k.K.NVLSEfficiency[a]})
+			}
+		}
+		return writeJSON(w, out)
 	}
 	fmt.Fprintf(w, "loss (mean |log error| + bucket medians): current %.4f, refitted %.4f\n\n", before, after)
 	t := table{head: []string{"constant", "current", "refitted"}}

@@ -28,17 +28,20 @@ import (
 // command that ran and failed.
 const (
 	exitOK      = 0
-	exitFailure = 1 // the command ran and failed: no feasible plan, a server that does not answer, a file that does not parse, an invalid request
-	exitUsage   = 2 // the command line is wrong: unknown command or flag, a value not of the flag's type or not one of its values, a stray or missing argument
+	exitFailure = 1 // the command ran and failed: no feasible plan, a server that does not answer, a file that does not parse, an invalid request, flags missing or in conflict, a value out of range
+	exitUsage   = 2 // the command line cannot be understood: unknown command or flag, a value not of the flag's type or not one of its values, a stray or missing argument
 )
 
 // exitCodesHelp is the exit codes as --help gives them.
 const exitCodesHelp = `Exit status:
   0  success
-  1  the command ran and failed: no feasible plan, a request the estimator rejects,
-     a file that does not parse, a server that does not answer
-  2  the command line is wrong: unknown command or flag, a value not of the flag's
-     type or not one of its values, a stray or missing argument`
+  1  the command ran and failed: no feasible plan, a request the estimator rejects
+     (a value out of range, flags missing or in conflict), a file that does not
+     parse, a server that does not answer
+  2  the command line cannot be understood: unknown command or flag, a value not of
+     the flag's type (a number, a list of integers, a size) or not one of its values,
+     a stray or missing argument
+  Errors go to standard error; with --json, standard output holds JSON or nothing.`
 
 // runFunc runs a command once its flags are parsed; args are its positional
 // arguments (none unless the command takes some).

@@ -132,7 +132,7 @@ func TestCollectiveErrors(t *testing.T) {
 		{"missing file", []string{"--cluster-file", "/nonexistent/c.yaml", "--size", "1G"}, 1, "--cluster-file"},
 		{"unknown op", []string{"--cluster", "dgx-h100", "--op", "allsum", "--size", "1G"}, 2, "--op"},
 		{"no size", []string{"--cluster", "dgx-h100"}, 1, "--size"},
-		{"bad size", []string{"--cluster", "dgx-h100", "--size", "12 parsecs"}, 1, "--size"},
+		{"bad size", []string{"--cluster", "dgx-h100", "--size", "12 parsecs"}, 2, "--size"}, // not a size, as --nodes two is not a number
 		{"negative size", []string{"--cluster", "dgx-h100", "--size", "-5"}, 1, "--size"},
 		{"fractional bytes", []string{"--cluster", "dgx-h100", "--size", "1.3"}, 1, "whole number"},
 		{"unknown algo", []string{"--cluster", "dgx-h100", "--size", "1G", "--algo", "butterfly"}, 2, "--algo"},

@@ -164,8 +164,10 @@ func TestEnumFlagsOneErrorStyle(t *testing.T) {
 	}
 }
 
-// Exit codes: 2 for a command line that cannot be understood, 1 for a command
-// that ran and failed, 0 for success and for help.
+// Exit codes: 2 for a command line that cannot be understood (a value not of its
+// flag's type, whether the flag parser or the command reads it), 1 for a command
+// that ran and failed (flags missing or in conflict, values out of range
+// included), 0 for success and for help; as exitCodesHelp says.
 func TestExitCodes(t *testing.T) {
 	plan := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gbs", "64", "--seq", "4096"}
 	for _, tc := range []struct {
@@ -179,6 +181,23 @@ func TestExitCodes(t *testing.T) {
 		{append(plan, "--gpus", "8", "--precision", "fp4"), exitUsage}, // not one of its values
 		{[]string{"calibrate", "--cluster", "dgx-h100"}, exitUsage},    // no files
 		{[]string{"completion"}, exitUsage},                            // no shell
+		// Values not of their flag's type, where the flag is a list or a size read
+		// after parsing: as --gpus eight.
+		{append(plan, "--gpus", "8", "--tp", "1,two"), exitUsage},
+		{append(plan, "--gpus", "8", "--exclude-nodes", "first"), exitUsage},
+		{append(plan, "--gpus", "8", "--degraded-node", "0:nic=half"), exitUsage},
+		{append(plan, "--gpus", "8", "--degraded-node", "last:nic=0.5"), exitUsage},
+		{[]string{"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--tp", "1", "--pp", "2", "--dp", "4", "--mbs", "1", "--gbs", "64", "--seq", "4096", "--layer-split", "16,x"}, exitUsage},
+		{[]string{"collective", "--cluster", "dgx-h100", "--op", "allreduce", "--size", "lots"}, exitUsage},
+		{[]string{"collective", "--cluster", "dgx-h100", "--op", "allreduce", "--size", "1QB"}, exitUsage},
+		// Values of the right type the command refuses, flags missing or in conflict.
+		{append(plan, "--gpus", "8", "--exclude-nodes", "7"), exitFailure}, // a 1-node cluster
+		{append(plan, "--gpus", "8", "--degraded-node", "0:nic=2"), exitFailure},
+		{[]string{"collective", "--cluster", "dgx-h100", "--op", "allreduce", "--size", "0"}, exitFailure},
+		{[]string{"collective", "--cluster", "dgx-h100", "--op", "allreduce"}, exitFailure}, // no --size
+		{plan, exitFailure}, // no --gpus or --max-gpus
+		{[]string{"accuracy", "--from-prior"}, exitFailure},
+		{[]string{"accuracy", "--fit", "--cross-validate"}, exitFailure},
 		{[]string{"plan", "--model", "llama3-405b", "--cluster", "dgx-h100", "--gbs", "64", "--seq", "4096", "--gpus", "8"}, exitFailure}, // no feasible plan
 		{[]string{"plan", "--model", "llama3-8b", "--cluster", "dgx-z9", "--gpus", "8", "--gbs", "64", "--seq", "4096"}, exitFailure},     // no such system
 		{[]string{"estimate", "--in", "/nonexistent/request.json"}, exitFailure},

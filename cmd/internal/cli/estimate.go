@@ -406,7 +406,7 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 		for _, f := range strings.Split(*opt.split, ",") {
 			v, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {
-				return fmt.Errorf("--layer-split: %q is not an integer", f)
+				return usagef("--layer-split: %q is not an integer", f)
 			}
 			l.LayerSplit = append(l.LayerSplit, v)
 		}

@@ -305,7 +305,10 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 		// What-if: these nodes are gone (failed, drained); the planner keeps the others.
 		for _, f := range strings.Split(*opt.exclude, ",") {
 			node, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || node < 0 || node >= q.spec.Nodes {
+			if err != nil {
+				return usagef("--exclude-nodes: %q is not a node index (an integer)", f)
+			}
+			if node < 0 || node >= q.spec.Nodes {
 				return fmt.Errorf("--exclude-nodes: %q is not a node of the %d-node cluster", f, q.spec.Nodes)
 			}
 			q.req.ExcludeNodes = append(q.req.ExcludeNodes, node)
@@ -365,7 +368,7 @@ func (opt *planArgs) workload(q *planQuery) error {
 		for _, f := range strings.Split(src, ",") {
 			v, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {
-				return fmt.Errorf("--%s: %q is not an integer", flagName, f)
+				return usagef("--%s: %q is not an integer", flagName, f)
 			}
 			*dst = append(*dst, v)
 		}
@@ -692,10 +695,12 @@ func placementOf(p *pb.Placement) planner.Placement {
 }
 
 // parseDegradedNode reads one --degraded-node, NODE:PART=SPEED[,PART=SPEED], on a
-// cluster of nodes nodes; the speeds' ranges are the planner's to check.
+// cluster of nodes nodes; the speeds' ranges are the planner's to check. A value
+// not of the flag's form is a usage error (exit 2), a node outside the cluster a
+// failure (exit 1).
 func parseDegradedNode(v string, nodes int) (planner.DegradedNode, error) {
 	bad := func(format string, args ...any) (planner.DegradedNode, error) {
-		return planner.DegradedNode{}, fmt.Errorf("--degraded-node %q: "+format, append([]any{v}, args...)...)
+		return planner.DegradedNode{}, usagef("--degraded-node %q: "+format, append([]any{v}, args...)...)
 	}
 	head, parts, ok := strings.Cut(v, ":")
 	if !ok || strings.TrimSpace(parts) == "" {
@@ -703,8 +708,11 @@ func parseDegradedNode(v string, nodes int) (planner.DegradedNode, error) {
 	}
 	var d planner.DegradedNode
 	var err error
-	if d.Node, err = strconv.Atoi(strings.TrimSpace(head)); err != nil || d.Node < 0 || d.Node >= nodes {
-		return bad("%q is not a node of the %d-node cluster", head, nodes)
+	if d.Node, err = strconv.Atoi(strings.TrimSpace(head)); err != nil {
+		return bad("%q is not a node index (an integer)", head)
+	}
+	if d.Node < 0 || d.Node >= nodes {
+		return planner.DegradedNode{}, fmt.Errorf("--degraded-node %q: %q is not a node of the %d-node cluster", v, head, nodes)
 	}
 	seen := map[string]bool{}
 	for _, f := range strings.Split(parts, ",") {

@@ -13,11 +13,12 @@ const maxSize = 1 << 50
 // ParseSize reads a message size in bytes. Suffixes follow nccl-tests (-b/-e): K, M,
 // G, T are powers of 1024, as are KiB, MiB, GiB, TiB; KB, MB, GB, TB are powers of
 // 1000; B or no suffix is bytes. Fractions are allowed if the result is a whole
-// number of bytes ("1.5KiB" is 1536).
+// number of bytes ("1.5KiB" is 1536). What is not a size at all (empty, not a
+// number, an unknown unit) is a usage error (exit 2); a size out of range, not.
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
-		return 0, fmt.Errorf("size is empty (want e.g. 1GiB, 64M, 4096)")
+		return 0, usagef("size is empty (want e.g. 1GiB, 64M, 4096)")
 	}
 	i := len(t)
 	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
@@ -32,11 +33,11 @@ func ParseSize(s string) (int64, error) {
 		"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
 	}[unit]
 	if !ok {
-		return 0, fmt.Errorf("size %q: unknown unit %q (want B, K/KiB, M/MiB, G/GiB, T/TiB, or KB/MB/GB/TB for powers of 1000)", s, t[i:])
+		return 0, usagef("size %q: unknown unit %q (want B, K/KiB, M/MiB, G/GiB, T/TiB, or KB/MB/GB/TB for powers of 1000)", s, t[i:])
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || num == "" {
-		return 0, fmt.Errorf("size %q: %q is not a number", s, num)
+		return 0, usagef("size %q: %q is not a number", s, num)
 	}
 	b := v * mult
 	switch {
