@@ -80,7 +80,7 @@ func newSpace(req *Request) *space {
 	sp := &space{recomputes: cs.Recompute, zeros: cs.ZeRO, zerosPP: cs.zeroWithPipeline, zerosFlat: cs.zeroWithoutPipeline, ddpAlone: cs.ddpAlone, fp8Sharded: cs.fp8Sharded, eps: []int{1}, maxMBS: cs.MaxMicroBatch,
 		capGB: req.Cluster.GPU().MemoryGB - cs.MinHeadroomGB}
 	if sp.maxMBS == 0 {
-		sp.maxMBS = 16
+		sp.maxMBS = DefaultMaxMicroBatch
 	}
 	if len(sp.recomputes) == 0 {
 		sp.recomputes = []step.Recompute{step.RecomputeNone, step.RecomputeSelective, step.RecomputeFull}

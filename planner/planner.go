@@ -243,6 +243,11 @@ const (
 	PhasePareto    = "pareto"
 )
 
+// DefaultMaxMicroBatch is Constraints.MaxMicroBatch when it is 0: a bound on the
+// search's space (policy, not a property of the hardware; 12 of the published runs
+// use 16 sequences, 2 use 32).
+const DefaultMaxMicroBatch = 16
+
 // DefaultTopK is how many plans a search returns when Request.TopK is 0.
 const DefaultTopK = 10
 
@@ -439,7 +444,7 @@ func (r *Request) validate() error {
 		c.Add("constraints.min_headroom_gb", "must be at least 0 and less than the GPU's %v GB (got %v)", capGB, h)
 	}
 	if m := r.Constraints.MaxMicroBatch; m < 0 || m > step.MaxMicroBatch {
-		c.Add("constraints.max_micro_batch", "must be between 1 and %d, or 0 for 16 (got %d)", step.MaxMicroBatch, m)
+		c.Add("constraints.max_micro_batch", "must be between 1 and %d, or 0 for %d (got %d)", step.MaxMicroBatch, DefaultMaxMicroBatch, m)
 	}
 	for name, vs := range map[string][]int{"tp": r.Constraints.TP, "pp": r.Constraints.PP, "cp": r.Constraints.CP, "ep": r.Constraints.EP,
 		"micro_batch": r.Constraints.MicroBatch, "virtual_stages": r.Constraints.VirtualStages} {

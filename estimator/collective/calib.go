@@ -122,7 +122,10 @@ type Constants struct {
 	LaunchUs [numLaunch]float64
 }
 
-// Default returns the fitted constants. The returned value is a fresh copy.
+// Default returns the fitted constants. The returned value is a fresh copy. Each
+// value, its fit and NCCL's own figure beside it are in docs/calibration.md, "The
+// fitted constants"; BWFactor and P2PChannelGBps are NCCL's (tuning.cc), not
+// fitted, MaxChunks an implementation bound and LaunchUs[Graph] 0 by definition.
 func Default() Constants {
 	return Constants{
 		StepUs:    [numProtos]float64{Simple: 4.72, LL128: 2.827, LL: 0.238},

@@ -650,9 +650,15 @@ func searchChannels(a hardware.Arch) int {
 		// every channel passing every GPU of the rack (src/graph/search.cc, v2.29.2-1)
 		return 16
 	case hardware.CDNA3, hardware.CDNA4:
+		// RCCL on MI300X / MI355X: no published source for 16 (docs/calibration.md,
+		// "Constants without a published source").
 		return 16
 	}
-	return 12 // NCCL on A100/H100 NVSwitch: 6 rings × 2 after channel duplication (nccl-model.md §1.8)
+	// NCCL on A100/H100 NVSwitch: 6 rings × 2 after channel duplication, derived
+	// from search.cc's rules (ncclTopoCompute, v2.27.7-1: 6 channels at 40 / 60
+	// GB/s, duplicated at half the speed; the data set's nccl-model.md §1.8), not
+	// read from a log.
+	return 12
 }
 
 // nvlsTreeMaxChunk4Nodes is the NVLS tree's largest chunk on 4 nodes or more: NCCL
@@ -660,7 +666,10 @@ func searchChannels(a hardware.Arch) int {
 // and NCCL_NVLS_CHUNKSIZE below (enqueue.cc calcCollChunking, v2.27.7-1).
 const nvlsTreeMaxChunk4Nodes = 64 << 10
 
-// nvlsChannels: NCCL's nvlsChannels, 16 on SM90 and 24 on SM100 (nccl-model.md §1.1).
+// nvlsChannels: NCCL's nvlsChannels, 16 on SM90 and 24 on SM100
+// (src/transport/nvls.cc at v2.27.7-1, NVLS_NCHANNELS_SM90 and
+// NVLS_NCHANNELS_SM100_NVL). NCCL takes 32 on SM100 (NVLS_NCHANNELS_SM100) when the
+// communicator spans more than one node or MNNVL clique; the model keeps 24 there.
 func nvlsChannels(a hardware.Arch) int {
 	if a == hardware.Blackwell {
 		return 24

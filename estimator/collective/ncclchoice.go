@@ -127,6 +127,60 @@ const ncclPlainTreeFactor = 0.85
 // ncclNetOverheadUs is getNetOverhead on Intel hosts (1 µs; 2 on AMD).
 const ncclNetOverheadUs = 1.0
 
+// The refinements ncclTopoTuneModel and ncclTopoGetAlgoTime apply to the tables
+// above (src/graph/tuning.cc at v2.27.7-1, the line of each in brackets; the same
+// at v2.29.7-1 but for the NVLS ratio, which is nRanks / nsteps there).
+const (
+	// ncclNVLSGatherInterFactor: an NVLS all-gather or reduce-scatter takes 0.9 of
+	// bwInter (bw = min(bwIntra·(ppn−1)/ppn, bwInter·0.9f) [272]).
+	ncclNVLSGatherInterFactor = 0.9
+	// ncclRingLLFactor: the ring with LL moves half of the bus bandwidth [279].
+	ncclRingLLFactor = 0.5
+	// ncclLL128Factor: the ring with LL128, and any tree all-reduce, take 0.92 of
+	// it ("0.92 /*120.0/128.0*/" [280], "busBw*.92" [281]).
+	ncclLL128Factor = 0.92
+	// ncclTreeLLDivisor: the tree with LL moves a 3.8th (busBw*1.0/3.8 [282]).
+	ncclTreeLLDivisor = 3.8
+	// ncclTreeLL128Factor and ncclTreeLL128FactorOneNode: the tree with LL128,
+	// 120/128 across nodes and 7/9 on one ([283]).
+	ncclTreeLL128Factor        = 120.0 / 128
+	ncclTreeLL128FactorOneNode = 7.0 / 9
+	// ncclPATFactor: PAT's bus bandwidth × .75 [285].
+	ncclPATFactor = 0.75
+	// ncclNVLSRatio and ncclTreeRatio: bus to algorithm bandwidth for NVLS and the
+	// NVLS tree (5.0/6.0) and for the other non-ring algorithms (.5) [324–325].
+	ncclNVLSRatio = 5.0 / 6
+	ncclTreeRatio = 0.5
+	// ncclSimpleNetOverheadScale: Simple pays the network overhead three times
+	// (netOverhead *= 3 [351]).
+	ncclSimpleNetOverheadScale = 3
+	// ncclPATBaseUs, ncclPATLogDivisor, ncclPATRankUs: PAT's latency, 8 + log2(nodes)
+	// × interLat/3.5 + ranks × 2.8 µs [374–376].
+	ncclPATBaseUs     = 8
+	ncclPATLogDivisor = 3.5
+	ncclPATRankUs     = 2.8
+	// ncclRingPlateau: a Simple ring all-reduce across nodes of 64 B a rank and
+	// channel or more runs at 1.4 × its latency on sm80 and later ("Plateau effect
+	// of ring" [572]; 1.9 before sm80).
+	ncclRingPlateau = 1.4
+	// ncclNVLSOneNodeInterRatio: on one node the NVLS graph's bwInter is a speed
+	// step above bwIntra — the search's second pass raises it (search.cc
+	// ncclTopoCompute at v2.27.7-1, lines 1121–1139): 60 GB/s against 40 on H100
+	// (sm90SpeedArrayIntra).
+	ncclNVLSOneNodeInterRatio = 1.5
+)
+
+// Blackwell's per-channel caps and the NVLS tree's network hop from NCCL 2.28 on
+// (ncclGraph.since228 gives the releases each first appears in):
+// perChMaxRingLL128Bws, perChMaxTreeBws and hwLatencies[NET][NVLSTree][Simple] of
+// tuning.cc ncclTunerConstantsDefaults at v2.29.7-1.
+var (
+	ncclRingLL128PerCh228Blackwell = [3]float64{40, 40, 40}
+	ncclTreePerCh228Blackwell      = [3]float64{70.0, 42.8, 24.0}
+)
+
+const ncclNVLSTreeNetLat228 = 20.9
+
 // ncclGraph is what ncclTopoTuneModel reads from the placement.
 type ncclGraph struct {
 	arch     hardware.Arch
@@ -149,7 +203,11 @@ type ncclGraph struct {
 	// since228: the cluster states NCCL 2.28 or later, whose tables differ: the NVLS
 	// tree's network hop 20.9 µs (14 before) and Blackwell's per-channel caps (ring
 	// LL128 40, tree LL128 55.6 / 31.67 / 20.0, tree 70.0 / 42.8 / 24.0 GB/s;
-	// twice Hopper's before), tuning.cc ncclTunerConstantsDefaults at v2.28.3-1.
+	// twice Hopper's before), tuning.cc ncclTunerConstantsDefaults: the tree caps
+	// from v2.28.3-1 on, the hop from v2.28.9-1 on (v2.28.3-1 and v2.28.7-1 keep
+	// 14), the ring LL128 cap at v2.29.7-1 (v2.28.3-1 keeps 2 × 36.7, v2.28.7-1
+	// {2 × 36.7, 34.6, 2 × 36.7}, v2.29.2-1 {34.5, 34.6, 34.5}). One set stands for
+	// every release from 2.28 on (ncclRingLL128PerCh228Blackwell and the others).
 	since228 bool
 }
 
@@ -256,7 +314,7 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 	case nNVLS, nNVLSTree:
 		heads := nvlsHeads(g.ppn)
 		chIntra := ncclSpeed(g.arch, g.intra/(heads+1))
-		chInter := 1.5 * chIntra // one node: pass 2 raises bwInter (60 against 40 on H100)
+		chInter := ncclNVLSOneNodeInterRatio * chIntra
 		if g.nodes > 1 {
 			chInter = g.nvlsNIC / heads
 		}
@@ -268,13 +326,13 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 		case op == AllReduce:
 			bus = heads * min(chIntra, chInter)
 		default:
-			bus = heads * min(chIntra*(g.ppn-1)/g.ppn, chInter*0.9)
+			bus = heads * min(chIntra*(g.ppn-1)/g.ppn, chInter*ncclNVLSGatherInterFactor)
 		}
 	}
 	ch := g.channels
 	ringLL128, treeLL128, tree := ncclRingLL128PerCh[g.arch], ncclTreeLL128PerCh[g.arch], ncclTreePerCh[g.arch]
 	if g.since228 && g.arch == hardware.Blackwell {
-		ringLL128, treeLL128, tree = [3]float64{40, 40, 40}, [3]float64{55.6, 31.67, 20.0}, [3]float64{70.0, 42.8, 24.0}
+		ringLL128, treeLL128, tree = ncclRingLL128PerCh228Blackwell, ncclTreeLL128PerCh228Blackwell, ncclTreePerCh228Blackwell
 	}
 	llMax := ncclLLMaxBwIntel[idx2]
 	if g.nodes == 1 {
@@ -282,19 +340,19 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 	}
 	switch {
 	case a == nRing && pi == 0:
-		bus = min(llMax, bus*.5)
+		bus = min(llMax, bus*ncclRingLLFactor)
 	case a == nRing && pi == 1:
-		bus = min(bus*0.92, ch*ringLL128[idx2])
+		bus = min(bus*ncclLL128Factor, ch*ringLL128[idx2])
 	}
 	if a == nTree {
-		bus = min(bus*.92, ch*tree[idx2])
+		bus = min(bus*ncclLL128Factor, ch*tree[idx2])
 		switch pi {
 		case 0:
-			bus = min(bus/3.8, llMax)
+			bus = min(bus/ncclTreeLLDivisor, llMax)
 		case 1:
-			f := 120.0 / 128
+			f := ncclTreeLL128Factor
 			if g.nodes == 1 {
-				f = 7.0 / 9
+				f = ncclTreeLL128FactorOneNode
 			}
 			bus = min(bus*f, ch*treeLL128[idx2])
 		}
@@ -303,7 +361,7 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 		bus *= ncclPlainTreeFactor
 	}
 	if a == nPAT {
-		bus *= .75
+		bus *= ncclPATFactor
 	}
 	// bus bandwidth to algorithm bandwidth
 	if !(a != nRing && (op == AllGather || op == ReduceScatter)) {
@@ -311,9 +369,9 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 		case nRing:
 			bus *= n / nsteps
 		case nNVLS, nNVLSTree:
-			bus *= 5.0 / 6
+			bus *= ncclNVLSRatio
 		default:
-			bus *= .5
+			bus *= ncclTreeRatio
 		}
 	}
 	if !(bus > 0) {
@@ -322,7 +380,7 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 	intraLat := ncclHwLat[g.intraHw][a][pi]
 	interLat := ncclHwLat[hwNet][a][pi]
 	if a == nNVLSTree && g.since228 {
-		interLat = 20.9
+		interLat = ncclNVLSTreeNetLat228
 	}
 	if g.ppn == 1 {
 		interLat = ncclHwLat[hwNet][nTree][pi] // latencies fully exposed: the tree's
@@ -351,7 +409,7 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 		if g.nodes > 1 {
 			ov := ncclNetOverheadUs
 			if pi == 2 {
-				ov *= 3
+				ov *= ncclSimpleNetOverheadScale
 			}
 			intraLat = max(intraLat, ov)
 		}
@@ -373,7 +431,7 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 	case nNVLSTree:
 		lat = intraLat + 2*float64(log2i(g.nodes))*interLat
 	case nPAT:
-		lat = 8 + float64(log2i(g.nodes))*interLat/3.5 + n*2.8
+		lat = ncclPATBaseUs + float64(log2i(g.nodes))*interLat/ncclPATLogDivisor + n*ncclPATRankUs
 	}
 	if a == nTree && op == AllReduce {
 		if ls := log2i(int(bytes) >> 6); ls >= 0 && ls < len(ncclTreeCorrection[pi]) {
@@ -381,7 +439,7 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 		}
 	}
 	if a == nRing && pi == 2 && g.nodes > 1 && op == AllReduce && bytes/(ch*n) >= 64 {
-		lat *= 1.4 // the ring's plateau (sm80 and later)
+		lat *= ncclRingPlateau
 	}
 	return lat, bytes / (1000 * bus)
 }

@@ -60,7 +60,8 @@ import (
 // bounds it as the links say. RCCL sizes its net channels by the 14 GB/s rule
 // (ROCm/rccl src/graph/paths.cc), so AMD GPUs take that rule.
 
-// p2pStepBytes is NCCL's p2p chunk for the placement (init.cc, computeBuffSizes).
+// p2pStepBytes is NCCL's p2p chunk for the placement (init.cc, computeBuffSizes;
+// the three NCCL_PARAM defaults at v2.27.7-1, init.cc lines 625–627).
 func p2pStepBytes(p *Placement) float64 {
 	switch {
 	case p.Domains > 1 && p.Cluster.Spec.NICs.PerNode > 0:
@@ -72,7 +73,7 @@ func p2pStepBytes(p *Placement) float64 {
 }
 
 // p2pLLThreshold is NCCL_P2P_LL_THRESHOLD: a peer's bytes per channel up to which LL
-// is used.
+// is used (its default, 16384: enqueue.cc at v2.27.7-1, line 783).
 const p2pLLThreshold = 16 << 10
 
 // p2pPerChannelNetGBps is NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc, from v2.29.2-1):
@@ -84,8 +85,11 @@ const p2pLLThreshold = 16 << 10
 // (NVIDIA/nccl#1272: 24.2 GB/s on 2 channels against a 25 GB/s NIC, 18.3 on 1).
 const p2pPerChannelNetGBps = 14
 
-// maxP2PChannels is the p2p channels NCCL runs at most (MAXCHANNELS in the INIT
-// logs of 8-GPU NVSwitch nodes).
+// maxP2PChannels is the p2p channels NCCL runs at most on 8-GPU NVSwitch nodes:
+// p2pnChannels is the ring channels capped by NCCL_MAX_P2P_NCHANNELS (MAXCHANNELS,
+// 64) and rounded to a power of two (graph/paths.cc ncclTopoComputeP2pChannels,
+// v2.27.7-1 lines 837–866); 32 is what the INIT logs of such nodes print. Which
+// log: not recorded (docs/calibration.md, "Constants without a published source").
 const maxP2PChannels = 32
 
 func pow2Up(x int) int {

@@ -215,7 +215,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		h, tf := float64(a.Hidden), float64(l.TP)
 		d := c.modelDims(a)
 		if l.CPAllToAll {
-			x.ulysses = float64(l.MicroBatch) * sLocal * h * (d.q + d.kv + d.v) / (4 * tf) * 2
+			x.ulysses = float64(l.MicroBatch) * sLocal * h * (d.q + d.kv + d.v) / (ulyssesAllToAllsPerPass * tf) * 2
 		} else {
 			x.ring = ringAttentionOf(l, &cp, float64(l.MicroBatch)*sLocal, h, d.kv, d.qv, tf, r.hbm, c.torchRing(t.Framework))
 		}
@@ -685,7 +685,7 @@ func (e *Estimator) ExposedBoundsMemo(req *Request, b *Bounds, m *ExposureMemo) 
 	switch {
 	case x.ulysses > 0:
 		if a2a, ok := price(CommCP, collective.AllToAll, x.ulysses); ok {
-			out.PerMicroBatch = a2a * 8 * x.layers
+			out.PerMicroBatch = a2a * ulyssesAllToAllsPerLayer * x.layers
 		}
 	case x.ring.cp > 1:
 		if x.ring.gather {

@@ -68,33 +68,63 @@ type Constants struct {
 	ModulesPerLayer float64
 }
 
-// DefaultConstants returns the fitted compute constants (a fresh copy).
+// DefaultConstants returns the fitted compute constants (a fresh copy). Where each
+// value comes from is stated beside it; those with no published source are listed
+// in docs/step-model.md, "Constants without a published source".
 func DefaultConstants() Constants {
 	return Constants{
+		// Fitted (accuracy.Fit, accuracy.Setters) to the published runs:
+		// docs/step-model.md, "In sample and out of sample". Blackwell's bf16 rate
+		// is tied to Hopper's. CDNA 3 and 4 (no AMD run in the fit): not fitted,
+		// no published source.
 		GEMMEfficiency: map[hardware.Arch]float64{
 			hardware.Ampere: 0.73, hardware.Hopper: 0.61, hardware.Blackwell: 0.61,
 			hardware.CDNA3: 0.50, hardware.CDNA4: 0.50,
 		},
+		// Fitted as GEMMEfficiency (Hopper's and Blackwell's apart, "MoE, fp8 and
+		// Blackwell runs"); CDNA's not fitted, no published source.
 		FP8GEMMEfficiency: map[hardware.Arch]float64{
 			hardware.Hopper: 0.55, hardware.Blackwell: 0.55, hardware.CDNA3: 0.35, hardware.CDNA4: 0.35,
 		},
+		// Fitted: docs/step-model.md, "Transformer Engine's fp8 expert GEMMs on Hopper".
 		TEExpertFP8Efficiency: map[hardware.Arch]float64{hardware.Hopper: 0.44},
-		GEMMHalfFLOPs:         1e7,
-		TileM:                 128,
-		TileN:                 256,
+		// A hardware constant, not fitted ("In sample and out of sample": fitted, it
+		// became a sink); no published measurement.
+		GEMMHalfFLOPs: 1e7,
+		// The output tile Hopper's fp8 cuBLAS kernels run, 128 × 256 or 256 × 128
+		// (docs/step-model.md, "Per-run residuals of the MoE, fp8 and Blackwell
+		// runs", the larger fp8 tile); taken for every GEMM, where bf16 kernels often
+		// run 128 × 128 — that choice has no published source.
+		TileM: 128,
+		TileN: 256,
+		// Fitted as GEMMEfficiency; CDNA's not fitted, no published source.
 		AttentionEfficiency: map[hardware.Arch]float64{
 			hardware.Ampere: 0.29, hardware.Hopper: 0.215, hardware.Blackwell: 0.215,
 			hardware.CDNA3: 0.20, hardware.CDNA4: 0.20,
 		},
-		HBMEfficiency:    0.90,
-		KernelLaunchUs:   4,
-		KernelsPerLayer:  20,
-		OptimizerBytes:   30,
+		// STREAM-class kernels reach about 90 % of datasheet HBM bandwidth on A100
+		// and H100 (BabelStream triad, cudaMemcpy; see the field's comment).
+		HBMEfficiency: 0.90,
+		// Not fitted; no published measurement of the launch cost or of a layer's
+		// kernel count (20 forward, 40 backward) behind them.
+		KernelLaunchUs:  4,
+		KernelsPerLayer: 20,
+		// Counted: fp32 master, m, v (12 B) and the fp32 gradient (4 B) read, master,
+		// m, v written (12 B), the bf16 weight written (2 B).
+		OptimizerBytes: 30,
+		// Memory only (no step time depends on them); no published source.
 		RuntimeReserveGB: 2.5,
 		Fragmentation:    0.05,
-		EagerOpHostUs:    7,
-		ModulesPerLayer:  6,
-		DPBucketBytes:    25e6,
+		// Fitted to Narayanan et al. 2021's DeepSpeed ZeRO-3 rows (Table 2), inside
+		// the published 5–25 µs an eager operator: docs/step-model.md, "How the time
+		// is computed" (ZeRO-3's on-demand gathers).
+		EagerOpHostUs: 7,
+		// Counted: Megatron-LM's layer (see the field's comment).
+		ModulesPerLayer: 6,
+		// PyTorch DDP's bucket_cap_mb default of 25 (torch/nn/parallel/distributed.py),
+		// taken as 25·10⁶ B; PyTorch caps a bucket at int(25 × 1024 × 1024) B, 4.9 %
+		// more, and its first bucket at 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES).
+		DPBucketBytes: 25e6,
 	}
 }
 

@@ -1124,12 +1124,12 @@ func (p *pricing) contextParallel() (float64, error) {
 	if l.CPAllToAll {
 		// Ulysses: before and after attention, all-to-alls re-split Q, K, V and the
 		// output from sequence to heads — 4 per layer forward, 4 backward, exposed.
-		x := p.tokens * h * (qw + kvw + vw) / (4 * tf) * 2 // Q, K, V and the output in 16 bits: the mean per call
-		a2a, err := p.comm(CommCP, collective.AllToAll, x, layers*8*mf, "per layer: 4 all-to-alls forward, 4 backward (Ulysses)")
+		x := p.tokens * h * (qw + kvw + vw) / (ulyssesAllToAllsPerPass * tf) * 2 // Q, K, V and the output in 16 bits: the mean per call
+		a2a, err := p.comm(CommCP, collective.AllToAll, x, layers*ulyssesAllToAllsPerLayer*mf, "per layer: 4 all-to-alls forward, 4 backward (Ulysses)")
 		if err != nil {
 			return 0, err
 		}
-		return a2a * 8 * layers, nil
+		return a2a * ulyssesAllToAllsPerLayer * layers, nil
 	}
 	ring := ringAttention(*l, &p.parts, p.tokens, h, kvw, qw+vw, tf, p.rates.hbm, p.req.Training.Framework)
 	var c ringPrices
@@ -1343,8 +1343,24 @@ func commSMsOf(fw *framework.Profile, err error) float64 {
 	if err == nil && fw.CommSMs > 0 {
 		return fw.CommSMs
 	}
-	return 16
+	return defaultCommSMs
 }
+
+// defaultCommSMs is the SMs overlapped communication's kernels take when the
+// framework states none (framework.Profile.CommSMs): taken as 16, one NCCL channel
+// (thread block) each, from the first version of the contention model (26ff11b)
+// with no published measurement of the SMs a framework's overlapped collectives
+// hold: docs/step-model.md, "Constants without a published source".
+const defaultCommSMs = 16
+
+// Ulysses context parallelism (Jacobs et al. 2023, "DeepSpeed Ulysses",
+// arXiv 2309.14509, §3.1): all-to-alls re-split the query, key and value before the
+// attention and its output after, from sequence to heads and back — four a layer
+// forward, four backward.
+const (
+	ulyssesAllToAllsPerPass  = 4
+	ulyssesAllToAllsPerLayer = 2 * ulyssesAllToAllsPerPass
+)
 
 // moeNote says how the MoE layers were priced: the expert groups, the dispatcher,
 // the load of the busiest rank and what of the all-to-all hides.
@@ -2323,12 +2339,20 @@ func (p *pricing) overlappedParamGather(bufs []paramGatherBuf) (exposed, hidden 
 // in the width the gradients are reduced in.
 func (p *pricing) dpBucketBytes() float64 { return dpBucketBytes(p.req, p.e.k) }
 
+// Megatron-Core's default gradient bucket, max(40000000, 1000000 × dp_size)
+// parameters (megatron/core/distributed/distributed_data_parallel_config.py,
+// bucket_size; DistributedDataParallel.__init__).
+const (
+	megatronMinBucketParams   = 40e6
+	megatronBucketParamsPerDP = 1e6
+)
+
 func dpBucketBytes(req Request, k Constants) float64 {
 	t := &req.Training
 	params := t.DPBucketParams
 	if params == 0 {
 		if fw, err := framework.Get(t.Framework); err == nil && fw.MegatronDDPBuckets {
-			params = max(40e6, 1e6*float64(req.Layout.DP))
+			params = max(megatronMinBucketParams, megatronBucketParamsPerDP*float64(req.Layout.DP))
 		} else {
 			return k.DPBucketBytes
 		}

@@ -305,9 +305,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	lt.fwdFLOPs += attn
 	if req.Training.UnfusedAttention {
 		at := attn / (r.peak16 * r.attnEff)
-		// Scores, softmax and dropout go through HBM: about 8 bytes per score written
-		// and read forward, twice that backward.
-		at += 8 * b * float64(a.Heads) / t * sLocal * s / r.hbm
+		// Scores, softmax and dropout go through HBM: about unfusedScoreBytes per
+		// score written and read forward, twice that backward.
+		at += unfusedScoreBytes * b * float64(a.Heads) / t * sLocal * s / r.hbm
 		lt.attnFwd, lt.attnBwd = at, 2*at
 	} else {
 		// The fused kernel's speed depends on the kernel and on the key length of
@@ -323,15 +323,15 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			uf, ub := ultraAttentionSpeed(req.Training.Framework, req.Training.FlashAttention2, skv, headDim)
 			vf, vb = vf*uf, vb*ub
 		}
-		attn *= 0.5
+		attn *= causalAttentionShare
 		lt.attnFwd = attn / (r.peak16 * r.attnEff * vf)
-		lt.attnBwd = 2.5 * attn / (r.peak16 * r.attnEff * vb)
+		lt.attnBwd = flashBwdFLOPsRatio * attn / (r.peak16 * r.attnEff * vb)
 	}
 	fwd += lt.attnFwd
 	bwd += lt.attnBwd
 
 	// Elementwise traffic: norms, residual adds, rotary, activation function, in 16 bits.
-	hPart := 14 * h
+	hPart := elementwisePerHidden * h
 	if l.SP {
 		hPart /= t
 	}
@@ -811,6 +811,38 @@ func eagerMoEGlueBytes(kf float64) float64 {
 	const perToken = 4 - 2                 // the clone, less the priced write of h
 	return perCopy*kf + perToken
 }
+
+// The attention core's FLOP conventions: a causal mask computes about half of the
+// scores (causalAttentionShare), and the backward pass of a fused (flash) kernel
+// runs 2.5 × the forward's FLOPs — five matmuls against two, the scores recomputed
+// (flashBwdFLOPsRatio). Both are FlashAttention's own accounting: Dao 2023,
+// "FlashAttention-2" (arXiv 2307.08691) §4.1, and flash-attention's
+// benchmarks/benchmark_flash_attention.py, flops(): 4·b·s²·heads·d halved
+// when causal, 2.5 × that backward.
+const (
+	causalAttentionShare = 0.5
+	flashBwdFLOPsRatio   = 2.5
+)
+
+// unfusedScoreBytes is the HBM traffic per attention score of an unfused
+// attention's forward (the score matrix, its softmax and dropout written and read
+// back in 16 bits); the backward moves twice as much. An allowance from the first
+// version of the model (93c8f98) with no published source: docs/step-model.md,
+// "Constants without a published source".
+const unfusedScoreBytes = 8
+
+// elementwisePerHidden is the 16-bit elements per token, in units of the hidden
+// size, that a layer's elementwise kernels read and write besides the MLP's
+// activation: the two norms and two residual adds (10, as the model package counts
+// them in model.Arch.layerFLOPs' ElementwiseBytes) and rotary (the remaining 4).
+// An allowance from the first version of the model (93c8f98) with no published
+// measurement: docs/step-model.md, "Constants without a published source".
+const elementwisePerHidden = 14
+
+// ncclBuffersGB is the memory set aside for NCCL's channel buffers (GB per GPU),
+// besides the gradient buckets. No published source (first version of the model,
+// 93c8f98): docs/step-model.md, "Constants without a published source".
+const ncclBuffersGB = 0.5
 
 // moeRouterBytesPerExpert is the router's memory traffic per token and expert:
 // the fp32 logits written, the probabilities read and written, read again for the
@@ -1326,7 +1358,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 	mem.Activations = peakAct / gb
 	mem.Logits = logits / gb
 	// NCCL channel buffers, plus two gradient buckets being reduced.
-	mem.Buffers = 0.5
+	mem.Buffers = ncclBuffersGB
 	if l.DP*l.CP > 1 && l.ZeRO < 3 {
 		mem.Buffers += 2 * e.k.DPBucketBytes / gb
 	}

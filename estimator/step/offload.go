@@ -42,7 +42,9 @@ const (
 	// HostMemoryEfficiency is the share of the peak DRAM bandwidth a streaming
 	// kernel reaches on a two-socket server: STREAM triad reaches 70–80 % of the
 	// channels' peak on Xeon and EPYC (and on Grace's LPDDR5X), the lower end for
-	// a kernel that reads four streams and writes four.
+	// a kernel that reads four streams and writes four. No single published
+	// measurement is behind the 0.70: docs/step-model.md, "Constants without a
+	// published source".
 	HostMemoryEfficiency = 0.70
 	// HostLinkEfficiency is the achievable share of a GPU's host link for bulk
 	// copies from pinned memory: the PCIe DMA efficiency of package topology (TLP
@@ -55,6 +57,8 @@ const (
 	HostBytesPerParam = 18
 	// HostMemoryUsable is the share of a node's memory a job's pinned buffers can
 	// take: the operating system, the data loaders and the page cache keep the rest.
+	// No published source: docs/step-model.md, "Constants without a published
+	// source".
 	HostMemoryUsable = 0.85
 )
 

@@ -168,7 +168,10 @@ type Optimizer struct {
 	StateBytes  float64 `json:"state_bytes"`
 }
 
-// AdamMixed is the default optimizer: 2 + 2 + 12 bytes per parameter.
+// AdamMixed is the default optimizer: 2 + 2 + 12 bytes per parameter — 16-bit
+// weights and gradients, fp32 master weights, momentum and variance (Rajbhandari
+// et al. 2020, "ZeRO", arXiv 1910.02054, §3.1: 2Ψ + 2Ψ + 12Ψ for mixed-precision
+// Adam).
 func AdamMixed() Optimizer {
 	return Optimizer{Name: "adam-mixed", WeightBytes: 2, GradBytes: 2, StateBytes: 12}
 }

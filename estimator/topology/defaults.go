@@ -42,20 +42,26 @@ const (
 	// EFAEfficiency: AWS EFA sustains less per NIC than IB and varies by NCCL/OFI
 	// version (nccl-model.md §6); no multi-node EFA sweep is in the calibration set,
 	// so this is the conservative value used by AWS's own sizing guidance of
-	// ~85 % of line rate.
+	// ~85 % of line rate. No document is cited for that guidance and the value is
+	// not fitted: docs/calibration.md, "Constants without a published source".
 	EFAEfficiency = 0.85
 )
 
 // Latencies, µs. NCCL's own per-hop figures (tuning.cc hwLat, Simple protocol) are
 // NVLink 3.4 (ring) and network 14 including the proxy; ours are the fitted one-way
-// hardware parts, the software per-step cost lives with the collective protocols.
+// hardware parts (docs/calibration.md, "The fitted constants", gives each fit's
+// rows), the software per-step cost lives with the collective protocols.
 const (
 	NVLinkHopLatencyUs = 0.299 // NVSwitch hop on an HGX/DGX baseboard
 	// NVLinkRackHopLatencyUs: rack-scale NVLink (GB200 NVL72) reaches the NVSwitch
 	// trays over the cable spine, even between GPUs of one compute tray.
 	NVLinkRackHopLatencyUs = 1.01
-	MeshHopLatencyUs       = 1.0 // xGMI hop
-	PCIeHopLatencyUs       = 1.5 // through the PCIe switch (nccl hwLat PCI vs NVLINK)
+	// MeshHopLatencyUs (an xGMI hop) and PCIeHopLatencyUs (through the PCIe
+	// switch; NCCL's hwLat PCI row is above its NVLink row) are not fitted and have
+	// no published source: docs/calibration.md, "Constants without a published
+	// source".
+	MeshHopLatencyUs = 1.0
+	PCIeHopLatencyUs = 1.5
 	// NetHopLatencyUs: NIC → leaf → NIC, with the proxy thread and RDMA completion:
 	// what a step of NCCL's Simple protocol pays to cross the network (fitted). The
 	// other protocols' network step costs (collective.Constants.NetStepUs) are what
@@ -64,7 +70,10 @@ const (
 	// (TestNetworkHopGauge in estimator/collective/accuracy).
 	NetHopLatencyUs = 11.29
 	EFAHopLatencyUs = 13.75 // SRD over the AWS fabric
-	SpineLatencyUs  = 1.0   // leaf → spine → leaf: two more switch traversals
+	// SpineLatencyUs: leaf → spine → leaf, two more switch traversals of about
+	// 0.5 µs each; not fitted, no published source for the traversal time
+	// (docs/calibration.md, "Constants without a published source").
+	SpineLatencyUs = 1.0
 )
 
 // Defaults returns the calibrated link defaults for a GPU generation, scale-up

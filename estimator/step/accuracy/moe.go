@@ -443,8 +443,11 @@ const ThroughputTolerance = 0.001
 // 0.5 %).
 const ExplainedTolerance = 0.01
 
-// NVL72Trays is the compute trays of one GB200 NVL72 rack (one NVLink domain), and
-// NVL72SegmentTrays the trays of the segments jobs are allocated in on such racks.
+// NVL72Trays is the compute trays of one GB200 NVL72 rack (one NVLink domain: 72
+// GPUs, 4 a tray), and NVL72SegmentTrays the trays of the segments jobs are
+// allocated in on such racks — inferred from the runs (every published GB200 run
+// is a multiple of 64 GPUs, none of 72): docs/step-model.md, "MoE, fp8 and
+// Blackwell runs".
 const (
 	NVL72Trays        = 18
 	NVL72SegmentTrays = 16
