@@ -117,8 +117,8 @@ const (
 		"embeddings as in the paper's parameter formula (eq. 2)"
 	srcLlama2 = "Touvron et al. 2023, Llama 2 (arXiv:2307.09288) and the meta-llama/Llama-2-%s-hf " +
 		"config.json: vocab 32000, SwiGLU MLP, RMSNorm, untied output"
-	srcLlama3 = "Llama Team 2024, The Llama 3 Herd of Models (arXiv:2407.21783) Table 3 and the " +
-		"meta-llama/Meta-Llama-3.1-%s config.json: vocab 128256, 8 KV heads, SwiGLU MLP, untied " +
+	srcLlama3 = "The meta-llama/Meta-Llama-3.1-%s config.json: layers, hidden, heads, FFN, vocab " +
+		"128256, 8 KV heads, SwiGLU MLP, untied " +
 		"output (Llama 3 and 3.1 share the architecture)"
 	srcMPTCard = "MosaicML model card mosaicml/mpt-%s (config.json): d_model, n_heads, n_layers, " +
 		"vocab 50432, expansion ratio 4 (GELU), no biases, tied embeddings"
