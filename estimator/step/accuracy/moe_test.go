@@ -314,8 +314,11 @@ func moeRunsByID(runs []accuracy.MoERun) map[string]accuracy.MoERun {
 // A run whose launch environment exports NCCL_NVLS_ENABLE=0 is priced on its
 // system with NVLink SHARP off (testdata/README.md, "NCCL settings the runs'
 // scripts export"): NVIDIA's MLPerf v5.1 Llama 3.1 8B on 72 GB200 keeps its rack
-// but loses the in-switch reduction, and its step is priced faster than on NVLS
-// (the 72-rank reduce-scatter and all-gather as a ring); a run that sets nothing
+// but loses the in-switch reduction, and its step is priced no slower than on NVLS:
+// its 72-rank reduce-scatter and all-gather of 1.5 GB buckets run as a ring either
+// way, since NCCL's own choice, with the NVLS graph's 32 heads on the rack's NICs
+// (docs/calibration.md, "What NCCL's graphs see of an NVL72 rack"), takes the ring
+// from 1 GiB on one rack; a run that sets nothing
 // (Nebius' MLPerf v5.0 405B on H200) keeps its system's NVLS; a row claiming NVLS on
 // a system without it is refused naming the field.
 func TestNVLSAsTheRunSetIt(t *testing.T) {
@@ -355,8 +358,8 @@ func TestNVLSAsTheRunSetIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !(without.StepTime < withNVLS.StepTime) {
-		t.Errorf("72 GB200 8B: %.4f s with NVLS off, %.4f s on; want the ring faster (docs/step-model.md)", without.StepTime, withNVLS.StepTime)
+	if !(without.StepTime <= withNVLS.StepTime) {
+		t.Errorf("72 GB200 8B: %.4f s with NVLS off, %.4f s on; want the ring no slower (docs/step-model.md)", without.StepTime, withNVLS.StepTime)
 	}
 	row.System = "oci-bm-gpu-a100"
 	row.GPUsPerNode = 8
