@@ -123,6 +123,9 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	}
 	perMB := cp.fwd + cp.bwd + cp.rc
 	var contention float64
+	// tpExposed is the TP communication perMB counts exposed: ZeRO-3's gathers
+	// hide under it as under the compute (zero3Overlap).
+	var tpExposed float64
 	// DualPipe's: the same compute, its TP communication on the pair's layer
 	// counts (the estimate's under DualPipe), never above the others'.
 	dualMB, dualCont := perMB, 0.0
@@ -147,6 +150,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			drop = one * max(d.dropAG, d.dropRS, d.dropAR) * float64(cp.stageLayers)
 		}
 		exposed := max(0, tp*tpMoEShare(&req, cp.nDense, cp.nMoE)-drop)
+		tpExposed = exposed
 		perMB += exposed
 		dualMB += exposed
 		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
@@ -180,6 +184,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		// As the estimate (pricing.tensorParallel): what the overlap exposes and
 		// its contention, on the stage's layer counts (the pair's under DualPipe).
 		exposed, _, cont := tpOverlap(l, &cp, in)
+		tpExposed = exposed
 		perMB += exposed
 		dualMB, dualCont = dualMB+exposed, cont
 		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
@@ -209,7 +214,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		act = per * min(actLayers, 2) / 1e9 // the rest is in host memory
 	}
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
-	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, layers: float64(cp.stageLayers), m: m,
+	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, tp: tpExposed, layers: float64(cp.stageLayers), m: m,
 		prefetchPre: t.BackwardPrefetch == PrefetchPre}
 	if l.CP > 1 {
 		h, tf := float64(a.Hidden), float64(l.TP)
@@ -561,10 +566,13 @@ type Exposure struct {
 	// PerMicroBatch ≤ the context-parallel communication a micro-batch exposes on
 	// the slowest stage: it adds to Bounds.PerMicroBatch (and so to the bubble).
 	PerMicroBatch float64
-	// ZeRO3 ≤ what flat ZeRO-3 exposes over the step (its gathers and
-	// reduce-scatters beyond what the layers' compute hides), for the layout run
-	// with ZeRO stage 3 (0 without data or context parallelism, or with on-demand
-	// gathers): a ZeRO-3 layout's step time is at least its bound plus this.
+	// ZeRO3 bounds what flat ZeRO-3 exposes over the step (its gathers and
+	// reduce-scatters beyond what the layers' compute and exposed communication
+	// hide), for the layout run with ZeRO stage 3 (0 without data or context
+	// parallelism, or with on-demand gathers): a ZeRO-3 layout's step time is at
+	// least its bound plus this. It is priced against the exposed communication
+	// the bounds count (Bounds.PerMicroBatch and PerMicroBatch), not the
+	// estimate's, so it bounds the sum, not the estimate's ZeRO-3 part alone.
 	ZeRO3 float64
 	// ParamGather ≤ what ZeRO stages 1 and 2 expose over the step: the
 	// distributed optimizer's all-gather of the stage's updated weights over the
@@ -590,8 +598,11 @@ type exposureInputs struct {
 	params               float64 // bytes the ZeRO 1–2 parameter all-gather moves at least
 	act                  float64 // bytes one pipeline send moves at least
 	fwd, bwd, rc, layers float64
-	m                    float64
-	prefetchPre          bool
+	// tp is the TP communication PerMicroBatch counts exposed in one
+	// micro-batch (at least what the estimate exposes).
+	tp          float64
+	m           float64
+	prefetchPre bool
 }
 
 // ExposedBounds prices Exposure for the request b was computed for (LowerBounds),
@@ -712,7 +723,14 @@ func (e *Estimator) ExposedBoundsMemo(req *Request, b *Bounds, m *ExposureMemo) 
 		ag, ok1 := price(CommZeRO3, collective.AllGather, x.gather)
 		rs, ok2 := price(CommZeRO3, collective.ReduceScatter, x.scatter)
 		if ok1 && ok2 {
-			out.ZeRO3, _, _ = zero3Overlap(ag, rs, x.fwd, x.bwd, x.rc, x.layers, x.m, x.prefetchPre)
+			// The gathers' window is widened by the exposed TP and CP
+			// communication the bounds count per micro-batch (Bounds.PerMicroBatch,
+			// Exposure.PerMicroBatch), as the estimate's is by its own: ZeRO-3's
+			// bound then is what the layers' max(length, gathers) adds to the
+			// lengths those count, and the two add to at most the estimate (its
+			// communication, at least theirs, widens its window as much, and the
+			// exposure less the window, m·layers·window, never shrinks as it grows).
+			out.ZeRO3, _, _ = zero3Overlap(ag, rs, x.fwd, x.bwd, x.rc, x.tp+out.PerMicroBatch, x.layers, x.m, x.prefetchPre)
 		}
 	}
 	return out
