@@ -396,18 +396,20 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 	sms := max(ubPipelineSMs+1, in.sms)
 	repeats := l.tpRepeats(cp.stageLayers) / 2 // recomputed forward passes per layer
 	// half prices one half of a layer: the all-gather before the GEMM gIn, the
-	// reduce-scatter after the GEMM gOut.
-	half := func(gIn, gOut float64) (e, h, c float64) {
+	// reduce-scatter after the GEMM gOut; ef is what one forward pass exposes, eb
+	// what the backward pass does.
+	half := func(gIn, gOut float64) (ef, eb, h, c float64) {
 		if !in.userbuffers {
 			ea, ha := ring(in.ag, gIn)
 			er, hr := ring(in.rs, gOut)
 			k := 2 + repeats // forward, recomputed forward, backward
-			e, h := (ea+er)*k, (ha+hr)*k
+			h := (ha + hr) * k
+			ef = ea + er
 			if in.agFwdUnfused {
 				// The forward (and recomputed) all-gathers run whole, before their GEMMs.
-				e, h = e+ha*(1+repeats), h-ha*(1+repeats)
+				ef, h = ef+ha, h-ha*(1+repeats)
 			}
-			return e, h, h * in.smShare
+			return ef, ea + er, h, h * in.smShare
 		}
 		// Forward: the all-gather by ring exchange, the reduce-scatter pipelined.
 		ea, ha := ring(in.ag8, gIn)
@@ -430,17 +432,28 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 		be, bh := eb+ew+eg, hb+hw+hg
 		bc := hb*ubRingSMs/sms + (hw+hg)*ubBulkSMs/sms
 		k := 1 + repeats
-		return fe*k + be, fh*k + bh, fc*k + bc
+		return fe, be, fh*k + bh, fc*k + bc
 	}
-	layer := func(g [4]float64, mlp bool) (e, h, c float64) {
-		e, h, c = half(g[0], g[1])
+	// layer prices a layer whose host issue adds hf and hb to its forward and
+	// backward passes beyond the GPU's work (layerTimes.hostFwd, hostBwd): the
+	// GPU idles that long between the host's kernels, and the communication the
+	// GEMMs leave exposed runs then, on the GPU's stream, before it lengthens the
+	// layer, which takes max(host issue, GPU work + exposed communication). A
+	// slower GEMM hides more of the collectives beside it and lengthens the GPU's
+	// work by as much: priced so, a layer the host binds never gets shorter with
+	// it. The recomputed forward is the forward again, its host time too. more
+	// are the exposed, hidden and contention of another half in the layer.
+	layer := func(g [4]float64, mlp bool, hf, hb float64, more [4]float64) (e, h, c float64) {
+		ef, eb, h, c := half(g[0], g[1])
 		if mlp {
-			e2, h2, c2 := half(g[2], g[3])
-			e, h, c = e+e2, h+h2, c+c2
+			ef2, eb2, h2, c2 := half(g[2], g[3])
+			ef, eb, h, c = ef+ef2, eb+eb2, h+h2, c+c2
 		}
-		return e, h, c
+		ef, eb, h, c = ef+more[0], eb+more[1], h+more[2], c+more[3]
+		xf, xb := min(ef, hf), min(eb, hb) // run while the host issues the layer
+		return (ef-xf)*(1+repeats) + eb - xb, h + xf*(1+repeats) + xb, c
 	}
-	e, h, c := layer(cp.lc.tpGEMM, true)
+	e, h, c := layer(cp.lc.tpGEMM, true, cp.lc.hostFwd, cp.lc.hostBwd, [4]float64{})
 	exposed, hidden, contention = e*cp.nDense, h*cp.nDense, c*cp.nDense
 	if cp.nMoE > 0 {
 		// Under the token dispatcher (sequence parallelism, which the overlap needs)
@@ -449,11 +462,12 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 		// expert-TP gathers feed the permutation and are priced apart, exposed. Only
 		// the attention half overlaps, and the shared experts' MLP where they run
 		// one beside their own GEMMs.
-		e, h, c := layer(cp.lcMoE.tpGEMM, !l.moeDispatcher())
+		lm := &cp.lcMoE
+		var shared [4]float64
 		if in.sharedHalf && l.moeDispatcher() {
-			e2, h2, c2 := half(cp.lcMoE.sharedTPGEMM[0], cp.lcMoE.sharedTPGEMM[1])
-			e, h, c = e+e2, h+h2, c+c2
+			shared[0], shared[1], shared[2], shared[3] = half(lm.sharedTPGEMM[0], lm.sharedTPGEMM[1])
 		}
+		e, h, c := layer(lm.tpGEMM, !l.moeDispatcher(), lm.hostFwd, lm.hostBwd, shared)
 		exposed, hidden, contention = exposed+e*cp.nMoE, hidden+h*cp.nMoE, contention+c*cp.nMoE
 	}
 	return exposed, hidden, contention
