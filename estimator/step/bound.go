@@ -123,6 +123,9 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	}
 	perMB := cp.fwd + cp.bwd + cp.rc
 	var contention float64
+	// tpExposed is the TP communication perMB counts exposed: ZeRO-3's gathers
+	// hide under it as under the compute (zero3Overlap).
+	var tpExposed float64
 	// DualPipe's: the same compute, its TP communication on the pair's layer
 	// counts (the estimate's under DualPipe), never above the others'.
 	dualMB, dualCont := perMB, 0.0
@@ -147,6 +150,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			drop = one * max(d.dropAG, d.dropRS, d.dropAR) * float64(cp.stageLayers)
 		}
 		exposed := max(0, tp*tpMoEShare(&req, cp.nDense, cp.nMoE)-drop)
+		tpExposed = exposed
 		perMB += exposed
 		dualMB += exposed
 		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
@@ -180,6 +184,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		// As the estimate (pricing.tensorParallel): what the overlap exposes and
 		// its contention, on the stage's layer counts (the pair's under DualPipe).
 		exposed, _, cont := tpOverlap(l, &cp, in)
+		tpExposed = exposed
 		perMB += exposed
 		dualMB, dualCont = dualMB+exposed, cont
 		if dual && (dc.nDense != cp.nDense || dc.nMoE != cp.nMoE) {
@@ -209,7 +214,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		act = per * min(actLayers, 2) / 1e9 // the rest is in host memory
 	}
 	reserve := e.k.RuntimeReserveGB + e.k.Fragmentation*cl.GPU().MemoryGB
-	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, layers: float64(cp.stageLayers), m: m,
+	x := exposureInputs{fwd: cp.fwd, bwd: cp.bwd, rc: cp.rc, tp: tpExposed, layers: float64(cp.stageLayers), m: m,
 		prefetchPre: t.BackwardPrefetch == PrefetchPre}
 	if l.CP > 1 {
 		h, tf := float64(a.Hidden), float64(l.TP)
@@ -391,18 +396,20 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 	sms := max(ubPipelineSMs+1, in.sms)
 	repeats := l.tpRepeats(cp.stageLayers) / 2 // recomputed forward passes per layer
 	// half prices one half of a layer: the all-gather before the GEMM gIn, the
-	// reduce-scatter after the GEMM gOut.
-	half := func(gIn, gOut float64) (e, h, c float64) {
+	// reduce-scatter after the GEMM gOut; ef is what one forward pass exposes, eb
+	// what the backward pass does.
+	half := func(gIn, gOut float64) (ef, eb, h, c float64) {
 		if !in.userbuffers {
 			ea, ha := ring(in.ag, gIn)
 			er, hr := ring(in.rs, gOut)
 			k := 2 + repeats // forward, recomputed forward, backward
-			e, h := (ea+er)*k, (ha+hr)*k
+			h := (ha + hr) * k
+			ef = ea + er
 			if in.agFwdUnfused {
 				// The forward (and recomputed) all-gathers run whole, before their GEMMs.
-				e, h = e+ha*(1+repeats), h-ha*(1+repeats)
+				ef, h = ef+ha, h-ha*(1+repeats)
 			}
-			return e, h, h * in.smShare
+			return ef, ea + er, h, h * in.smShare
 		}
 		// Forward: the all-gather by ring exchange, the reduce-scatter pipelined.
 		ea, ha := ring(in.ag8, gIn)
@@ -425,17 +432,28 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 		be, bh := eb+ew+eg, hb+hw+hg
 		bc := hb*ubRingSMs/sms + (hw+hg)*ubBulkSMs/sms
 		k := 1 + repeats
-		return fe*k + be, fh*k + bh, fc*k + bc
+		return fe, be, fh*k + bh, fc*k + bc
 	}
-	layer := func(g [4]float64, mlp bool) (e, h, c float64) {
-		e, h, c = half(g[0], g[1])
+	// layer prices a layer whose host issue adds hf and hb to its forward and
+	// backward passes beyond the GPU's work (layerTimes.hostFwd, hostBwd): the
+	// GPU idles that long between the host's kernels, and the communication the
+	// GEMMs leave exposed runs then, on the GPU's stream, before it lengthens the
+	// layer, which takes max(host issue, GPU work + exposed communication). A
+	// slower GEMM hides more of the collectives beside it and lengthens the GPU's
+	// work by as much: priced so, a layer the host binds never gets shorter with
+	// it. The recomputed forward is the forward again, its host time too. more
+	// are the exposed, hidden and contention of another half in the layer.
+	layer := func(g [4]float64, mlp bool, hf, hb float64, more [4]float64) (e, h, c float64) {
+		ef, eb, h, c := half(g[0], g[1])
 		if mlp {
-			e2, h2, c2 := half(g[2], g[3])
-			e, h, c = e+e2, h+h2, c+c2
+			ef2, eb2, h2, c2 := half(g[2], g[3])
+			ef, eb, h, c = ef+ef2, eb+eb2, h+h2, c+c2
 		}
-		return e, h, c
+		ef, eb, h, c = ef+more[0], eb+more[1], h+more[2], c+more[3]
+		xf, xb := min(ef, hf), min(eb, hb) // run while the host issues the layer
+		return (ef-xf)*(1+repeats) + eb - xb, h + xf*(1+repeats) + xb, c
 	}
-	e, h, c := layer(cp.lc.tpGEMM, true)
+	e, h, c := layer(cp.lc.tpGEMM, true, cp.lc.hostFwd, cp.lc.hostBwd, [4]float64{})
 	exposed, hidden, contention = e*cp.nDense, h*cp.nDense, c*cp.nDense
 	if cp.nMoE > 0 {
 		// Under the token dispatcher (sequence parallelism, which the overlap needs)
@@ -444,11 +462,12 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 		// expert-TP gathers feed the permutation and are priced apart, exposed. Only
 		// the attention half overlaps, and the shared experts' MLP where they run
 		// one beside their own GEMMs.
-		e, h, c := layer(cp.lcMoE.tpGEMM, !l.moeDispatcher())
+		lm := &cp.lcMoE
+		var shared [4]float64
 		if in.sharedHalf && l.moeDispatcher() {
-			e2, h2, c2 := half(cp.lcMoE.sharedTPGEMM[0], cp.lcMoE.sharedTPGEMM[1])
-			e, h, c = e+e2, h+h2, c+c2
+			shared[0], shared[1], shared[2], shared[3] = half(lm.sharedTPGEMM[0], lm.sharedTPGEMM[1])
 		}
+		e, h, c := layer(lm.tpGEMM, !l.moeDispatcher(), lm.hostFwd, lm.hostBwd, shared)
 		exposed, hidden, contention = exposed+e*cp.nMoE, hidden+h*cp.nMoE, contention+c*cp.nMoE
 	}
 	return exposed, hidden, contention
@@ -561,10 +580,13 @@ type Exposure struct {
 	// PerMicroBatch ≤ the context-parallel communication a micro-batch exposes on
 	// the slowest stage: it adds to Bounds.PerMicroBatch (and so to the bubble).
 	PerMicroBatch float64
-	// ZeRO3 ≤ what flat ZeRO-3 exposes over the step (its gathers and
-	// reduce-scatters beyond what the layers' compute hides), for the layout run
-	// with ZeRO stage 3 (0 without data or context parallelism, or with on-demand
-	// gathers): a ZeRO-3 layout's step time is at least its bound plus this.
+	// ZeRO3 bounds what flat ZeRO-3 exposes over the step (its gathers and
+	// reduce-scatters beyond what the layers' compute and exposed communication
+	// hide), for the layout run with ZeRO stage 3 (0 without data or context
+	// parallelism, or with on-demand gathers): a ZeRO-3 layout's step time is at
+	// least its bound plus this. It is priced against the exposed communication
+	// the bounds count (Bounds.PerMicroBatch and PerMicroBatch), not the
+	// estimate's, so it bounds the sum, not the estimate's ZeRO-3 part alone.
 	ZeRO3 float64
 	// ParamGather ≤ what ZeRO stages 1 and 2 expose over the step: the
 	// distributed optimizer's all-gather of the stage's updated weights over the
@@ -590,8 +612,11 @@ type exposureInputs struct {
 	params               float64 // bytes the ZeRO 1–2 parameter all-gather moves at least
 	act                  float64 // bytes one pipeline send moves at least
 	fwd, bwd, rc, layers float64
-	m                    float64
-	prefetchPre          bool
+	// tp is the TP communication PerMicroBatch counts exposed in one
+	// micro-batch (at least what the estimate exposes).
+	tp          float64
+	m           float64
+	prefetchPre bool
 }
 
 // ExposedBounds prices Exposure for the request b was computed for (LowerBounds),
@@ -712,7 +737,14 @@ func (e *Estimator) ExposedBoundsMemo(req *Request, b *Bounds, m *ExposureMemo) 
 		ag, ok1 := price(CommZeRO3, collective.AllGather, x.gather)
 		rs, ok2 := price(CommZeRO3, collective.ReduceScatter, x.scatter)
 		if ok1 && ok2 {
-			out.ZeRO3, _, _ = zero3Overlap(ag, rs, x.fwd, x.bwd, x.rc, x.layers, x.m, x.prefetchPre)
+			// The gathers' window is widened by the exposed TP and CP
+			// communication the bounds count per micro-batch (Bounds.PerMicroBatch,
+			// Exposure.PerMicroBatch), as the estimate's is by its own: ZeRO-3's
+			// bound then is what the layers' max(length, gathers) adds to the
+			// lengths those count, and the two add to at most the estimate (its
+			// communication, at least theirs, widens its window as much, and the
+			// exposure less the window, m·layers·window, never shrinks as it grows).
+			out.ZeRO3, _, _ = zero3Overlap(ag, rs, x.fwd, x.bwd, x.rc, x.tp+out.PerMicroBatch, x.layers, x.m, x.prefetchPre)
 		}
 	}
 	return out

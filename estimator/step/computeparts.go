@@ -50,7 +50,7 @@ func (e *Estimator) computeInto(cp *computeParts, req *Request, rates *gpuRates,
 	if moeEvery > 0 {
 		cp.lcMoE = c.layer(e, req, rates, tokens, sLocal, s, true)
 	}
-	lc, lcMoE := &cp.lc, &cp.lcMoE // read in place: a layer's times are 168 bytes
+	lc, lcMoE := &cp.lc, &cp.lcMoE // read in place: a layer's times are 256 bytes
 
 	stageLayers := c.stageLayers(a.Layers, l)
 	nMoE := float64(min(stageLayers, stageMoELayers(req)))

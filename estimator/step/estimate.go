@@ -2031,7 +2031,7 @@ func (p *pricing) zero3Prefetched() (float64, error) {
 		p.bwd += layers * cb
 		p.res.PerMicroBatch.Forward, p.res.PerMicroBatch.Backward = p.fwd, p.bwd
 	}
-	exposed, hidden, hiddenMB := zero3Overlap(ag, rs, p.fwd, p.bwd, p.rc, layers, mf, t.BackwardPrefetch == PrefetchPre)
+	exposed, hidden, hiddenMB := zero3Overlap(ag, rs, p.fwd, p.bwd, p.rc, p.tpPerMB+p.cpPerMB+p.epPerMB, layers, mf, t.BackwardPrefetch == PrefetchPre)
 	p.res.Breakdown.Hidden[CommZeRO3] = hidden
 	p.hiddenPerMB += hiddenMB
 	return exposed, nil
@@ -2756,9 +2756,19 @@ func (r ring) perMB(c ringPrices) (exposed, hidden float64) {
 // layers, m micro-batches). With backward prefetch other than pre the next layer's
 // gather starts only once this layer's gradients are computed, and that layer waits
 // for it; the reduce-scatter behind it on the communicator runs under that layer's
-// compute. The exposed time never decreases as the compute grows; hiddenMB is the
-// hidden time of one micro-batch.
-func zero3Overlap(ag, rs, fwd, bwd, rc, layers, m float64, prefetchPre bool) (exposed, hidden, hiddenMB float64) {
+// compute. The gathers run on their own stream for the layer's whole length: x is
+// the micro-batch's TP, CP and EP communication exposed on the compute stream
+// (seconds per micro-batch), which widens the window as the compute does, shared
+// between the passes as their compute is (as the pipeline's blocks share it,
+// blockTimes). A layer then takes max(its compute + exposed communication, its
+// gathers): its length less its communication never shrinks as the compute or x
+// grows, and (exposed + m·layers·window) never decreases. hiddenMB is the hidden
+// time of one micro-batch.
+func zero3Overlap(ag, rs, fwd, bwd, rc, x, layers, m float64, prefetchPre bool) (exposed, hidden, hiddenMB float64) {
+	if c := fwd + bwd + rc; c > 0 && x > 0 {
+		k := 1 + x/c
+		fwd, bwd, rc = fwd*k, bwd*k, rc*k
+	}
 	perLayerF := (fwd + rc/2) / layers
 	perLayerB := (bwd + rc/2) / layers
 	expF := max(0, ag-perLayerF)

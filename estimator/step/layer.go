@@ -47,6 +47,14 @@ type layerTimes struct {
 	// expertPadFwd and expertPadBwd are TEGroupedMLP's fp8 padding and unpadding
 	// copies inside fwd and bwd (fp8GroupedExpertPadding).
 	expertPadFwd, expertPadBwd float64
+	// hostFwd and hostBwd are what the host's issue adds to fwd and bwd beyond
+	// the GPU's work (fwd, bwd less the GPU's time, the dispatcher sync's stall
+	// left out): a kernel launch returns to the host before the kernel runs (CUDA
+	// C++ Programming Guide, "Asynchronous Concurrent Execution"), so the GPU idles
+	// that long between the host's kernels, and communication exposed on its
+	// stream (tpOverlap) runs in that time before it lengthens the layer — the
+	// layer takes max(host issue, GPU work + exposed communication).
+	hostFwd, hostBwd float64
 	// tpGEMM are the forward GEMM times next to the layer's four TP collectives
 	// with sequence parallelism: the attention's input projections (after the
 	// all-gather), its output projection (before the reduce-scatter), the MLP's up
@@ -423,6 +431,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	collFwd, collBwd := hc.collFwd+hc.attnFwd, hc.collBwd+hc.attnBwd
 	lt.fwd = max(fwd, launch+collFwd)
 	lt.bwd = max(bwd, 2*launch+collBwd)
+	var stall float64
 	if moe && a.MoE != nil {
 		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
 		if gluClampUnfused(req) {
@@ -442,8 +451,10 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			hostPost := h.post - hc.moeCollPreSync + hc.postSync
 			hostPre := launch + collFwd + h.pre + hc.moeCollPreSync - hc.postSync
 			lt.fwd = syncedForward(fwd, moePost, h.stall, hostPre, hostPost)
+			stall = h.stall // the GPU's queue drained: no work of it to run then
 		}
 	}
+	lt.hostFwd, lt.hostBwd = max(0, lt.fwd-stall-fwd), max(0, lt.bwd-bwd)
 	if l.OffloadActivations {
 		lt.offloadFwd, lt.offloadBwd = offloadWaits(req, lt, tokens, sLocal, s, moe)
 		lt.fwd += lt.offloadFwd
