@@ -8,8 +8,10 @@ import (
 )
 
 // Launch is how the ranks' collectives are issued, which sets the fixed cost of a
-// call (nccl-model.md §5.2: the same 8×H100 all-reduce of 8 B takes ~13 µs with one
-// process per GPU and ~25 µs with one process driving all GPUs).
+// call: one kernel launch per process, or one per GPU in turn where one process
+// drives them all (docs/collective.md, "The cost of a step", per call;
+// docs/calibration.md on the single-process launch, "a single-process call now
+// costs its per-GPU launch times the node's GPUs").
 type Launch uint8
 
 const (

@@ -591,8 +591,9 @@ func computeFamily(p *Placement, f family) {
 			// and a leaf in the other, so each rail's NIC sends and receives the block
 			// twice in all (half the data per tree: 3 halves as an inner node, 1 as
 			// a leaf); with two domains the tree is one exchange, once each way
-			// (NCCL's tuning doubles NVLS_TREE's network bandwidth on ≤ 2 nodes for
-			// this reason, nccl-model.md §1.4). A ring of the domains on each rail
+			// (NCCL's tuning takes NVLS_TREE's network bandwidth whole on ≤ 2 nodes
+			// and halved beyond for this reason: src/graph/tuning.cc at v2.27.7-1,
+			// ncclTopoTuneModel, bwInter : bwInter/2 by nNodes <= 2). A ring of the domains on each rail
 			// with that weight puts the same bytes on every NIC.
 			w := 1.0
 			if len(spans) > 2 {

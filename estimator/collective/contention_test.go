@@ -80,8 +80,10 @@ func TestPlacementMatters(t *testing.T) {
 	}
 }
 
-// Multi-node ring all-reduce runs at min(intra-node ring, NICs × per-NIC bandwidth)
-// (nccl-model.md §3.3). The rings alternate direction node by node, so every GPU
+// Multi-node ring all-reduce runs at min(intra-node ring, NICs × per-NIC bandwidth):
+// a ring is as fast as its slowest link (NCCL's bwIntra and bwInter, src/graph/
+// tuning.cc ncclTopoTuneModel at v2.27.7-1; docs/collective.md, "The cost of a
+// step", rings across nodes). The rings alternate direction node by node, so every GPU
 // leaving a node does so over its own NIC and the NVLink carries only 7 of every 8
 // channels' traffic (450 GB/s × 0.815 × 8/7): on DGX H100 the 8 NDR NICs are the
 // bound, as nccl-tests#309 measured (a forced 2-node ring at 392.7 GB/s busbw, "the

@@ -656,8 +656,8 @@ func searchChannels(a hardware.Arch) int {
 	}
 	// NCCL on A100/H100 NVSwitch: 6 rings × 2 after channel duplication, derived
 	// from search.cc's rules (ncclTopoCompute, v2.27.7-1: 6 channels at 40 / 60
-	// GB/s, duplicated at half the speed; the data set's nccl-model.md §1.8), not
-	// read from a log.
+	// GB/s, sm90SpeedArrayIntra and speedArrayIntra; duplicated at half the speed,
+	// dupChannels), not read from a log.
 	return 12
 }
 

@@ -116,8 +116,15 @@ type Profile struct {
 	// distributed_data_parallel.py: ddp_config.bucket_size = max(40000000,
 	// 1000000 * dp_group.size()), "make buckets larger to ensure that chunks used in
 	// NCCL ring-reduce implementations are large enough to remain bandwidth-bound").
-	// Otherwise PyTorch DDP's 25 MB (Constants.DPBucketBytes).
+	// Otherwise PyTorch DDP's buckets where TorchDDP names the stage, and
+	// Constants.DPBucketBytes where neither does.
 	MegatronDDPBuckets bool
+	// TorchDDP lists the ZeRO stages at which the framework's data parallelism is
+	// PyTorch's DistributedDataParallel with its default buckets (TorchDDPBucketBytes,
+	// TorchDDPFirstBucketBytes): Lightning's DDP strategy, alone or under
+	// ZeroRedundancyOptimizer (ZeRO 0, 1), and Composer's DDP (ZeRO 0; its sharded
+	// stages are FSDP's).
+	TorchDDP []int
 	// HopperFusedAttention: on Hopper the framework's attention runs a Hopper-native
 	// fused kernel (Transformer Engine's cuDNN fused attention, of FlashAttention-3's
 	// class) rather than one of FlashAttention-2's generation (flash-attn 2, PyTorch's
@@ -1142,6 +1149,11 @@ var profiles = []Profile{
 		GradReduceBytes:      4,
 		LossBytesPerLogit:    FusedLossBytesPerLogit,
 		OptimizerUpdateBytes: ComposerDecoupledAdamWBytes,
+		// Without sharding Composer wraps the model in DistributedDataParallel
+		// with PyTorch's defaults (prepare_ddp_module, composer/trainer/
+		// dist_strategy.py: DistributedDataParallel(module,
+		// find_unused_parameters=...), nothing else set).
+		TorchDDP: []int{0},
 		// Composer's FSDP (and lit-gpt's and flash-attention's training scripts,
 		// which train with the same traits: Lightning's FSDPStrategy or DDP):
 		// data parallelism with PyTorch FSDP's sharding strategies or DDP, no
@@ -1162,6 +1174,11 @@ var profiles = []Profile{
 		BackwardPrefetch:  "pre",
 		GradReduceBytes:   4,
 		LossBytesPerLogit: FusedLossBytesPerLogit,
+		// Lightning's DDPStrategy builds DistributedDataParallel with PyTorch's
+		// bucket defaults (training/configs/trainer/ddp.yaml: strategy ddp, no
+		// bucket_cap_mb); DDPStrategyZero1 (training/src/utils/ddp_zero1.py)
+		// subclasses it and shards the optimizer with ZeroRedundancyOptimizer.
+		TorchDDP: []int{0, 1},
 		// Lightning's DDP (and FSDPStrategy, PyTorch FSDP's sharding strategies):
 		// data parallelism only, no pipeline or context parallelism, whole-block
 		// activation checkpointing.
@@ -1172,6 +1189,25 @@ var profiles = []Profile{
 		}},
 	},
 }
+
+// PyTorch DistributedDataParallel's default gradient buckets. bucket_cap_mb=25
+// is converted as int(bucket_cap_mb * 1024 * 1024) bytes (DistributedDataParallel.
+// __init__, torch/nn/parallel/distributed.py; c10d::kDefaultBucketBytesCap in
+// torch/csrc/distributed/c10d/reducer.hpp; read in the 1.x and 2.x sources, not at
+// the tag of the PyTorch 1.13–1.14 of the NGC 22.1x containers flash-attention's
+// training/Dockerfile builds on, nvcr.io/nvidia/pytorch:22.12-py3 at 0a1d03c).
+// After the first
+// iteration the Reducer rebuilds its buckets in the order the gradients became
+// ready with the limits {first_bucket_bytes_cap, bucket_bytes_cap}
+// (Reducer::rebuild_buckets, reducer.cpp; reversed only under
+// DDP_SET_LAST_BUCKET_CAP=1), the first being dist._DEFAULT_FIRST_BUCKET_BYTES =
+// c10d::kDefaultFirstBucketBytes = 1 MiB: the first bucket holds the last
+// layers' gradients, the first ready, and is reduced first, so the reductions
+// start once 1 MiB of gradients is complete rather than a whole bucket.
+const (
+	TorchDDPBucketBytes      = 25 * 1024 * 1024
+	TorchDDPFirstBucketBytes = 1024 * 1024
+)
 
 // PipelineFallbackPassBytes is what DeepSpeed's buffered_allreduce_fallback moves
 // per 16-bit gradient element besides the all-reduce (deepspeed/runtime/engine.py at

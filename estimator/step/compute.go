@@ -55,8 +55,10 @@ type Constants struct {
 	// Fragmentation is the fraction of the GPU's memory the caching allocator loses
 	// to fragmentation at peak.
 	Fragmentation float64
-	// DPBucketBytes is the gradient bucket size of data-parallel reduction (PyTorch
-	// DDP's default 25 MB); the last bucket cannot overlap the backward pass.
+	// DPBucketBytes is the gradient bucket size of data-parallel reduction where
+	// the framework has no bucket model of its own (neither Megatron-Core's nor
+	// PyTorch DDP's: framework.Profile.MegatronDDPBuckets, TorchDDP); the last
+	// bucket cannot overlap the backward pass.
 	DPBucketBytes float64
 	// EagerOpHostUs is the host time of one eager PyTorch operator: Python, the
 	// dispatcher, autograd bookkeeping and the launch — published at 5–25 µs per op
@@ -121,9 +123,13 @@ func DefaultConstants() Constants {
 		EagerOpHostUs: 7,
 		// Counted: Megatron-LM's layer (see the field's comment).
 		ModulesPerLayer: 6,
-		// PyTorch DDP's bucket_cap_mb default of 25 (torch/nn/parallel/distributed.py),
-		// taken as 25·10⁶ B; PyTorch caps a bucket at int(25 × 1024 × 1024) B, 4.9 %
-		// more, and its first bucket at 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES).
+		// Without a published source for the frameworks it applies to: PyTorch
+		// DDP's bucket_cap_mb default of 25 taken as 25·10⁶ B, for the profiles
+		// whose data parallelism is neither Megatron-Core's nor DDP's (FSDP reduces
+		// each wrapped module's flat gradient, DeepSpeed reduce_bucket_size 5e8
+		// elements after the backward, torchtitan's DDP bucket_cap_mb=100; see
+		// docs/step-model.md, "Constants without a published source"). DDP itself
+		// is priced with its own buckets (framework.TorchDDPBucketBytes).
 		DPBucketBytes: 25e6,
 	}
 }

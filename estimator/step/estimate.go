@@ -2218,8 +2218,15 @@ func (p *pricing) gradientSync() (float64, error) {
 		}
 	}
 	// Gradient buckets reduce while the last micro-batch's backward runs; the
-	// last bucket of each buffer waits for the end of it.
-	hid := max(0, min(tdp-last, p.bwd))
+	// last bucket of each buffer waits for the end of it. Under PyTorch DDP the
+	// first reduction starts when the first bucket (1 MiB, the last layers'
+	// gradients: framework.TorchDDPFirstBucketBytes) is complete, so the part of
+	// the backward that produces it hides nothing.
+	window := p.bwd
+	if torchDDP(p.req) && !fallback {
+		window = p.bwd * max(0, 1-framework.TorchDDPFirstBucketBytes/max(grad, 1))
+	}
+	hid := max(0, min(tdp-last, window))
 	if t.DPReduceAfterBackward {
 		hid = 0 // reduced after the backward pass (the framework's engine)
 	}
@@ -2334,10 +2341,23 @@ func (p *pricing) overlappedParamGather(bufs []paramGatherBuf) (exposed, hidden 
 }
 
 // dpBucketBytes is the size of one data-parallel gradient bucket: the stated
-// number of parameters (training.dp_bucket_params), or the framework's —
-// Megatron-Core's max(40e6, 1e6 × DP) parameters, PyTorch DDP's 25 MB otherwise —
-// in the width the gradients are reduced in.
+// number of parameters (training.dp_bucket_params) in the width the gradients are
+// reduced in, or the framework's — Megatron-Core's max(40e6, 1e6 × DP) parameters
+// in that width, PyTorch DDP's 25 MiB (framework.TorchDDPBucketBytes) where the
+// framework's data parallelism is DDP, Constants.DPBucketBytes otherwise.
 func (p *pricing) dpBucketBytes() float64 { return dpBucketBytes(p.req, p.e.k) }
+
+// torchDDP tells whether the request's data parallelism is PyTorch's
+// DistributedDataParallel (framework.Profile.TorchDDP): its buckets are 25 MiB
+// unless the request states them, and its first bucket 1 MiB whatever the others
+// (dist._DEFAULT_FIRST_BUCKET_BYTES, passed to the Reducer whatever bucket_cap_mb
+// is in the 1.x sources; PyTorch 2.x's DDP drops the 1 MiB bucket from its
+// initial buckets when bucket_cap_mb is set, bucket_bytes_cap_default: not
+// modelled).
+func torchDDP(req Request) bool {
+	fw, err := framework.Get(req.Training.Framework)
+	return err == nil && slices.Contains(fw.TorchDDP, req.Layout.ZeRO)
+}
 
 // Megatron-Core's default gradient bucket, max(40000000, 1000000 × dp_size)
 // parameters (megatron/core/distributed/distributed_data_parallel_config.py,
@@ -2353,6 +2373,8 @@ func dpBucketBytes(req Request, k Constants) float64 {
 	if params == 0 {
 		if fw, err := framework.Get(t.Framework); err == nil && fw.MegatronDDPBuckets {
 			params = max(megatronMinBucketParams, megatronBucketParamsPerDP*float64(req.Layout.DP))
+		} else if torchDDP(req) {
+			return framework.TorchDDPBucketBytes
 		} else {
 			return k.DPBucketBytes
 		}

@@ -1371,7 +1371,11 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 	// NCCL channel buffers, plus two gradient buckets being reduced.
 	mem.Buffers = ncclBuffersGB
 	if l.DP*l.CP > 1 && l.ZeRO < 3 {
-		mem.Buffers += 2 * e.k.DPBucketBytes / gb
+		bucket := e.k.DPBucketBytes
+		if torchDDP(*req) {
+			bucket = dpBucketBytes(*req, e.k)
+		}
+		mem.Buffers += 2 * bucket / gb
 	}
 	mem.Capacity = req.Cluster.GPU().MemoryGB
 	mem.Reserve = e.k.RuntimeReserveGB + e.k.Fragmentation*mem.Capacity

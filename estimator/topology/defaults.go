@@ -40,7 +40,8 @@ const (
 	// (oci-oke-a100-2node-nccl2.25/2.29 rows).
 	RoCEEfficiency = 0.95
 	// EFAEfficiency: AWS EFA sustains less per NIC than IB and varies by NCCL/OFI
-	// version (nccl-model.md §6); no multi-node EFA sweep is in the calibration set,
+	// version (docs/collective.md, "AWS EFA": the plugin's protocols, tuner regions
+	// and proxy cost by platform and release); no multi-node EFA sweep is in the calibration set,
 	// so this is the conservative value used by AWS's own sizing guidance of
 	// ~85 % of line rate. No document is cited for that guidance and the value is
 	// not fitted: docs/calibration.md, "Constants without a published source".

@@ -43,8 +43,8 @@ func Sources(cases []Case) []string {
 	return out
 }
 
-// Prior is where every fold's fit starts: NCCL's own tuning constants (tuning.cc,
-// nccl-model.md §1.5 of the data set) mapped onto the model's terms, so that no fold
+// Prior is where every fold's fit starts: NCCL's own tuning constants (src/graph/
+// tuning.cc at v2.27.7-1: baseLat, hwLat) mapped onto the model's terms, so that no fold
 // starts from constants fitted to the source it scores.
 //
 //   - per-step cost: NCCL's ring hop latency over NVLink (LL 0.6, LL128 1.9, Simple
