@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	rpbalpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 )
 
@@ -17,8 +16,7 @@ import (
 // long as they run) ends with UNAVAILABLE once the drain delay is over, instead
 // of holding GracefulStop to the end of the grace period: with a 1 s drain delay
 // and an 8 s grace the daemon stopped 9.0 s after the signal, the stream
-// cancelled by Stop; it now stops right after the drain delay. Both reflection
-// versions are served (grpcurl asks v1 first, older clients v1alpha).
+// cancelled by Stop; it now stops right after the drain delay.
 func TestShutdownEndsReflectionStreams(t *testing.T) {
 	const drain, grace = time.Second, 8 * time.Second
 	d := startDaemon(t, func(c *Config) { c.DrainDelay, c.ShutdownGrace = drain, grace })
@@ -36,17 +34,7 @@ func TestShutdownEndsReflectionStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r, err := v1.Recv(); err != nil || len(r.GetListServicesResponse().GetService()) == 0 {
-		t.Fatalf("v1 list services: %v, %v", r, err)
-	}
-	alpha, err := rpbalpha.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := alpha.Send(&rpbalpha.ServerReflectionRequest{MessageRequest: &rpbalpha.ServerReflectionRequest_ListServices{}}); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := alpha.Recv(); err != nil || len(r.GetListServicesResponse().GetService()) == 0 {
-		t.Fatalf("v1alpha list services: %v, %v", r, err)
+		t.Fatalf("list services: %v, %v", r, err)
 	}
 
 	start := time.Now()
@@ -58,9 +46,6 @@ func TestShutdownEndsReflectionStreams(t *testing.T) {
 		t.Errorf("stopped %v after the signal with reflection streams open (drain %v, grace %v)", took.Round(time.Millisecond), drain, grace)
 	}
 	if _, err := v1.Recv(); status.Code(err) != codes.Unavailable {
-		t.Errorf("the v1 stream ended with %v, want UNAVAILABLE", err)
-	}
-	if _, err := alpha.Recv(); status.Code(err) != codes.Unavailable {
-		t.Errorf("the v1alpha stream ended with %v, want UNAVAILABLE", err)
+		t.Errorf("the stream ended with %v, want UNAVAILABLE", err)
 	}
 }
