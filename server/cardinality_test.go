@@ -71,7 +71,9 @@ func TestMetricsCardinalityBounded(t *testing.T) {
 	pc := pb.NewPictureServiceClient(conn)
 	ctx := context.Background()
 	const marker = "no-such-model-"
-	model := func(i int) *pb.ModelSpec { return &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: fmt.Sprintf("%s%d", marker, i)}} }
+	model := func(i int) *pb.ModelSpec {
+		return &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: fmt.Sprintf("%s%d", marker, i)}}
+	}
 	cluster := &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}
 	training := &pb.Training{SeqLen: 4096, GlobalBatch: 64}
 	rest := func(i int, path, body string) {
