@@ -1,6 +1,11 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -25,8 +30,9 @@ var grpcCodes = map[service.Code]codes.Code{
 // toStatus is the one place a call's error becomes a gRPC status: the service's
 // typed errors (service.CodeOf) their code, field errors InvalidArgument with a
 // BadRequest listing the fields violated (bounded), and errors that are already a
-// status (admission control's) as they are.
-func toStatus(err error) error {
+// status (admission control's) as they are. A call cancelled once its deadline
+// had passed ran out of time (ranOut).
+func toStatus(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -34,6 +40,10 @@ func toStatus(err error) error {
 		return err
 	}
 	code, vs := service.CodeOf(err)
+	if code == service.Canceled && ranOut(ctx) {
+		code = service.DeadlineExceeded
+		err = errors.New(strings.ReplaceAll(err.Error(), context.Canceled.Error(), context.DeadlineExceeded.Error()))
+	}
 	c, ok := grpcCodes[code]
 	if !ok {
 		c = codes.Internal
@@ -57,6 +67,23 @@ func toStatus(err error) error {
 		st = d
 	}
 	return st.Err()
+}
+
+// ranOut reports whether ctx, cancelled, carried a deadline that has passed. A
+// gRPC client whose deadline fires resets the stream (RST_STREAM CANCEL, as a
+// cancel does: grpc-go internal/transport/http2_client.go closeStream), and the
+// reset cancels the call's context (http2_server.go handleRSTStream) when it comes
+// before the server's timer for the same deadline (set from the grpc-timeout
+// header on arrival, a transit after the client's; under load the scheduler runs
+// the transport's reader first): the context's error is then Canceled, although
+// the deadline ended the call. The REST gateway is such a client of the
+// in-process server. A cancel before the deadline stays CANCELLED.
+func ranOut(ctx context.Context) bool {
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		return false
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // boundItem bounds the error of one RankConfigs item as toStatus bounds a call's:

@@ -411,7 +411,7 @@ func FuzzResolveModel(f *testing.F) {
 		}
 		a, derived, err := wire.ResolveModel("model", m)
 		if err != nil {
-			checkStatus(t, itemRequest, toStatus(err))
+			checkStatus(t, itemRequest, toStatus(context.Background(), err))
 			if _, f := service.CodeOf(err); len(f) > 0 && !strings.HasPrefix(f[0].Field, "model") {
 				t.Fatalf("violation of %q, not under model", f[0].Field)
 			}

@@ -167,7 +167,7 @@ func Run(ctx context.Context, cfg Config, ready Listening) error {
 	hs := health.NewServer()
 	setServing(hs, healthpb.HealthCheckResponse_NOT_SERVING)
 	watches := &endingWatches{Server: hs, end: make(chan struct{})}
-	gs := newGRPCServer(cfg, svc, watches, tel, sec, log)
+	gs := newGRPCServer(cfg, svc, watches, watches.end, tel, sec, log)
 	gwlis := gateway.NewInProcess()
 	conn, rest, err := gateway.New(ctx, gwlis, tel.ClientOptions()...)
 	if err != nil {
@@ -294,13 +294,15 @@ func setServing(hs *health.Server, st healthpb.HealthCheckResponse_ServingStatus
 }
 
 // newGRPCServer is the gRPC server: the service, health and reflection behind
-// logging, panic recovery, the default deadline, telemetry and security.
-func newGRPCServer(cfg Config, svc *Service, hs healthpb.HealthServer, tel *telemetry.Telemetry, sec *security.Guard, log *slog.Logger) *grpc.Server {
+// logging, panic recovery, the default deadline, telemetry and security. The
+// streams a client sends on (reflection's) end once end is closed.
+func newGRPCServer(cfg Config, svc *Service, hs healthpb.HealthServer, end <-chan struct{}, tel *telemetry.Telemetry, sec *security.Guard, log *slog.Logger) *grpc.Server {
 	faults := &undecodable{}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
 		grpc.ForceServerCodecV2(newDecodeCodec(faults)),
 		grpc.ChainUnaryInterceptor(boundUnary, decodeFaults(faults), logUnary(log), recoverUnary(log), deadlineUnary(cfg.DefaultDeadline), tel.Unary()),
+		grpc.ChainStreamInterceptor(endingStreams(end)),
 	}
 	opts = append(opts, cfg.Conns.grpcOptions(cfg.DefaultDeadline)...)
 	opts = append(opts, tel.ServerOptions()...)
@@ -391,7 +393,8 @@ func shutdown(cfg Config, log *slog.Logger, hs *endingWatches, failed <-chan str
 		log.Warn("http shutdown", "err", err)
 	}
 	// The health watches have told their clients NOT_SERVING since the signal; end
-	// them, or GracefulStop would wait for them until the grace period is over.
+	// them and the reflection streams, or GracefulStop would wait for them until
+	// the grace period is over.
 	close(hs.end)
 	done := make(chan struct{})
 	go func() { gs.GracefulStop(); close(done) }()
@@ -430,11 +433,52 @@ func (w *endingWatches) Watch(req *healthpb.HealthCheckRequest, stream healthpb.
 	err := w.Server.Watch(req, watchStream{stream, ctx})
 	select {
 	case <-w.end:
-		return status.Error(codes.Unavailable, "stepcostd is shutting down")
+		return errShuttingDown
 	default:
 		return err
 	}
 }
+
+// endingStreams ends the streams a client sends on, UNAVAILABLE, once end is
+// closed at shutdown: server reflection's (grpcurl and grpcui hold one open as
+// long as they run) waits in RecvMsg for the client's next request, and, as a
+// health watch did, held GracefulStop to the end of --shutdown-grace
+// (TestShutdownEndsReflectionStreams). The handler's RecvMsg returns the error
+// and the handler returns it; the receive it leaves behind ends when the stream
+// closes (gRPC allows a RecvMsg beside the stream's other calls). Server-streaming
+// calls (health's Watch, endingWatches) do not receive after their request.
+func endingStreams(end <-chan struct{}) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if !info.IsClientStream {
+			return h(srv, ss)
+		}
+		return h(srv, &endingStream{ServerStream: ss, end: end})
+	}
+}
+
+// endingStream is a stream whose RecvMsg returns UNAVAILABLE once end is closed.
+type endingStream struct {
+	grpc.ServerStream
+	end <-chan struct{}
+}
+
+func (s *endingStream) RecvMsg(m any) error {
+	select {
+	case <-s.end:
+		return errShuttingDown
+	default:
+	}
+	got := make(chan error, 1)
+	go func() { got <- s.ServerStream.RecvMsg(m) }()
+	select {
+	case err := <-got:
+		return err
+	case <-s.end:
+		return errShuttingDown
+	}
+}
+
+var errShuttingDown = status.Error(codes.Unavailable, "stepcostd is shutting down")
 
 // watchStream is a Watch stream with its context replaced.
 type watchStream struct {

@@ -49,22 +49,24 @@ func newService(limits Limits, c *cache.Cache[proto.Message], tracer trace.Trace
 }
 
 // answer is a call's answer with its error as a gRPC status.
-func answer[T any](resp T, err error) (T, error) {
+func answer[T any](ctx context.Context, resp T, err error) (T, error) {
 	if err != nil {
 		var zero T
-		return zero, toStatus(err)
+		return zero, toStatus(ctx, err)
 	}
 	return resp, nil
 }
 
 // EstimateStep estimates one layout.
 func (s *Service) EstimateStep(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, error) {
-	return answer(s.core.EstimateStep(ctx, req))
+	resp, err := s.core.EstimateStep(ctx, req)
+	return answer(ctx, resp, err)
 }
 
 // EstimatePlan searches and ranks the plans of a job.
 func (s *Service) EstimatePlan(ctx context.Context, req *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, error) {
-	return answer(s.core.EstimatePlan(ctx, req))
+	resp, err := s.core.EstimatePlan(ctx, req)
+	return answer(ctx, resp, err)
 }
 
 // RankConfigs estimates and ranks a batch; each failing item carries its own
@@ -72,7 +74,7 @@ func (s *Service) EstimatePlan(ctx context.Context, req *pb.EstimatePlanRequest)
 func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (*pb.RankConfigsResponse, error) {
 	resp, err := s.core.RankConfigs(ctx, req)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, toStatus(ctx, err)
 	}
 	for _, r := range resp.GetResults() {
 		if r.GetError() != nil {
@@ -84,30 +86,36 @@ func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (
 
 // SimulateCollective prices one collective.
 func (s *Service) SimulateCollective(ctx context.Context, req *pb.SimulateCollectiveRequest) (*pb.SimulateCollectiveResponse, error) {
-	return answer(s.core.SimulateCollective(ctx, req))
+	resp, err := s.core.SimulateCollective(ctx, req)
+	return answer(ctx, resp, err)
 }
 
 // ListCatalog lists the embedded catalog.
 func (s *Service) ListCatalog(ctx context.Context, req *pb.ListCatalogRequest) (*pb.ListCatalogResponse, error) {
-	return answer(s.core.ListCatalog(ctx, req))
+	resp, err := s.core.ListCatalog(ctx, req)
+	return answer(ctx, resp, err)
 }
 
 // CalibrateCluster fits a base cluster to the request's measurement files.
 func (s *Service) CalibrateCluster(ctx context.Context, req *pb.CalibrateClusterRequest) (*pb.CalibrateClusterResponse, error) {
-	return answer(s.core.CalibrateCluster(ctx, req))
+	resp, err := s.core.CalibrateCluster(ctx, req)
+	return answer(ctx, resp, err)
 }
 
 // DrawSchedule draws one layout's schedule and breakdown (SVG).
 func (s *Service) DrawSchedule(ctx context.Context, req *pb.DrawScheduleRequest) (*httpbody.HttpBody, error) {
-	return answer(s.core.DrawSchedule(ctx, req))
+	resp, err := s.core.DrawSchedule(ctx, req)
+	return answer(ctx, resp, err)
 }
 
 // DrawPareto draws a search's plans and Pareto front (SVG).
 func (s *Service) DrawPareto(ctx context.Context, req *pb.DrawParetoRequest) (*httpbody.HttpBody, error) {
-	return answer(s.core.DrawPareto(ctx, req))
+	resp, err := s.core.DrawPareto(ctx, req)
+	return answer(ctx, resp, err)
 }
 
 // DrawCalibration draws a calibration's measured and predicted bus bandwidths (SVG).
 func (s *Service) DrawCalibration(ctx context.Context, req *pb.DrawCalibrationRequest) (*httpbody.HttpBody, error) {
-	return answer(s.core.DrawCalibration(ctx, req))
+	resp, err := s.core.DrawCalibration(ctx, req)
+	return answer(ctx, resp, err)
 }

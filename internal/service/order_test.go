@@ -150,7 +150,7 @@ func TestBaseBoolsThatCannotBeTurnedOffAreNamed(t *testing.T) {
 	}
 	// A collective too: NVLS kept on changes its algorithms most of all.
 	coll, err := s.SimulateCollective(context.Background(), &pb.SimulateCollectiveRequest{
-		Cluster: def(&pb.ClusterDefinition{Base: "dgx-h100", Intra: &pb.IntraNode{}}), Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30})
+		Cluster: def(&pb.ClusterDefinition{Base: "dgx-h100", Intra: &pb.IntraNode{}}), Nodes: 1, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}

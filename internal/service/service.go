@@ -401,6 +401,12 @@ func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (
 		}
 		r := &pb.RankedConfig{Index: int32(i)}
 		resp, err := s.EstimateStep(ctx, c)
+		if err != nil && ctx.Err() != nil {
+			// The call ran out of time (or was cancelled) in this item: the call's
+			// error, not the item's, as when it happens before another item
+			// (TestRankConfigsDeadlineInTheLastItem).
+			return nil, ctx.Err()
+		}
 		if err != nil {
 			r.Error = ItemError(err)
 		} else {

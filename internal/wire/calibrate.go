@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -72,9 +73,39 @@ func ResolveCalibration(req *pb.CalibrateClusterRequest) (*Calibration, error) {
 		if g := in.GetGpusPerNode(); g < 0 {
 			c.Add(f+".gpus_per_node", "must not be negative (got %d; 0 when the output's device lines give them)", g)
 		}
+		// The layout's names, checked here to name their field: the readers
+		// would refuse them as the file's (inputs[i].content).
+		for _, l := range []struct {
+			field, v string
+			parse    func(string) error
+		}{
+			{"op", in.GetOp(), func(v string) error { _, err := collective.ParseOp(v); return err }},
+			{"launch", in.GetLaunch(), func(v string) error { _, err := collective.ParseLaunch(v); return err }},
+			{"algo", in.GetAlgo(), func(v string) error { _, err := collective.ParseAlgorithm(v); return err }},
+		} {
+			if l.v == "" {
+				continue
+			}
+			if err := l.parse(l.v); err != nil {
+				c.Add(f+"."+l.field, "%v", err)
+			}
+		}
 	}
 	spec, err := ClusterSpec("cluster", req.GetCluster())
 	c.Join(err)
+	if err == nil {
+		// A run larger than the cluster: the readers would take its ranks as the
+		// file's and refuse the file's bus factor (inputs[i].content).
+		for i, in := range ins {
+			f := fmt.Sprintf("inputs[%d]", i)
+			if g := int(in.GetGpusPerNode()); g > spec.GPUsPerNode {
+				c.Add(f+".gpus_per_node", "must be at most the %d GPUs of the cluster's nodes (got %d)", spec.GPUsPerNode, g)
+			}
+			if n, most := int(in.GetNodes()), clusterNodes(req.GetCluster()); n > most {
+				c.Add(f+".nodes", "must be at most the cluster's %d nodes (got %d)", most, n)
+			}
+		}
+	}
 	if err := c.Err(); err != nil {
 		return nil, err
 	}
@@ -138,4 +169,13 @@ func CalibrationResponse(r *calibrate.Report, in calibrate.Inputs) *pb.Calibrate
 		out.Mismatches = append(out.Mismatches, m.String())
 	}
 	return out
+}
+
+// clusterNodes is the most nodes a cluster spec holds: its nodes, or
+// topology.MaxNodes when it gives none.
+func clusterNodes(c *pb.ClusterSpec) int {
+	if n := int(c.GetNodes()); n > 0 {
+		return n
+	}
+	return topology.MaxNodes
 }

@@ -542,10 +542,9 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	if req.GetSizeBytes() <= 0 || req.GetSizeBytes() > collective.MaxBytes {
 		return nil, invalid.Field("size_bytes", "must be between 1 and 2^50 (got %d)", req.GetSizeBytes())
 	}
+	// nodes has no default: 0 was read as 1 node, an answer to a question not
+	// asked (the field is required, as size_bytes is).
 	nodes := int(req.GetNodes())
-	if nodes == 0 {
-		nodes = 1
-	}
 	spec, err := ClusterSpec("cluster", req.GetCluster())
 	if err != nil {
 		return nil, err
