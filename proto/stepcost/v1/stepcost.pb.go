@@ -5157,7 +5157,7 @@ type SimulateCollectiveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cluster.
 	Cluster *ClusterSpec `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	// Nodes the group spans.
+	// Nodes the group spans: required, at least 1 (0 is refused naming the field).
 	Nodes int32 `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
 	// GPUs of each node in the group; 0: all.
 	GpusPerNode int32 `protobuf:"varint,3,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
