@@ -469,6 +469,11 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		case AllReduce:
 			e.Steps = co.nvlsAR.steps(k)
 			m.pipe(&t, &co.nvlsAR, k, unit, pr, m.k.NVLSStepUs, bwf*eff)
+			// At most NCCL's NVLS bus bandwidth (nvlsBusCeilingGBps), the chunks'
+			// steps included, as the NVLS tree's ceiling below.
+			if bus, ok := nvlsBusCeilingGBps(p); ok {
+				t.xfer = max(t.xfer, S*2*(n-1)/n/(bus*1e3)-(t.lat-fixed))
+			}
 		// A single-stage NVLS operation has nothing to overlap: one step moves it all.
 		case ReduceScatter:
 			e.Steps, e.Chunks = 1, 1
@@ -511,6 +516,13 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 		usPerByte := max(co.nvlsTreeIntra.full.m/(bwf*eff), co.nvlsTreeNet.m/bwf) / pd
 		if capGBps, ok := nvlsTreeCeilingGBps(p); ok {
 			usPerByte = max(usPerByte, 1/(capGBps*1e3))
+		}
+		// and each domain's NVLS stage at most at NCCL's NVLS bus bandwidth, converted
+		// over all the call's ranks as NCCL converts the NVLS tree's (tuning.cc
+		// v2.28.3-1: bw = min(intraBw, interBw, perChMaxNVLSTreeBw), ratio nRanks /
+		// nsteps).
+		if bus, ok := nvlsBusCeilingGBps(p); ok {
+			usPerByte = max(usPerByte, 2*(n-1)/n/(bus*1e3))
 		}
 		fill := nvlsTreeFillBytes(S, float64(co.nvlsTreeIntra.D)+hops, e.Channels*p.PerDomain, p.Domains)
 		t.xfer = max(t.xfer, (S+fill)*usPerByte-(t.lat-fixed))

@@ -604,6 +604,49 @@ func nvlsTreeCeilingGBps(p *Placement) (float64, bool) {
 	return nvlsHeads(float64(p.PerDomain)) * perCh[min(p.Domains, 3)-2] * n / (2 * (n - 1)), true
 }
 
+// nvlsBusCeilingGBps is the fastest an NVLS all-reduce runs, as bus bandwidth
+// (GB/s): NCCL's own price of the NVLS kernels (tuning.cc ncclTopoTuneModel, from
+// v2.28.3-1 to v2.30.7-1), its NVLS graph's heads, each at the search's speed for
+// the NVLink over heads + 1 (the head's link carries its channel twice), times
+// nvlsEfficiency × (heads − 1)/heads, twice for the all-reduce's two pipelined
+// operations. NCCL converts it to algorithm bandwidth by nRanks / nsteps, 2(n − 1)
+// steps, as a ring's: a bus bandwidth per node whatever the rank count, so a call
+// over 72 ranks takes 2·71/72 ÷ (2·7/8) = 1.13× the time of one over 8 at the same
+// bus bandwidth, where the links' load per byte, S (1 + 1/n) each way, would make it
+// faster. On 8 B200 (720 GB/s of NVLink in NCCL's figures, 8 heads at 80 GB/s)
+// that is 8 × 80 × 0.74 × 7/8 × 2 = 829 GB/s: stas00's and OCI's 8-GPU NVLink 5
+// sweeps plateau at 838–847 GB/s from 8 GiB; on an NVL72 rack (32 heads at 20 GB/s)
+// 918 GB/s, where CoreWeave's rack plateaus at 834–839 GB/s. Like the NVLS tree's
+// per-channel ceiling it is applied whatever NCCL a cluster states: the kernel, not
+// the table, sets the pace.
+func nvlsBusCeilingGBps(p *Placement) (float64, bool) {
+	eff, ok := ncclNVLSEfficiency[p.Cluster.GPU().Arch]
+	if !ok {
+		return 0, false
+	}
+	g, ok := ncclGraphOf(p)
+	if !ok {
+		return 0, false
+	}
+	heads := nvlsHeads(g.ppn)
+	if heads < 2 {
+		return 0, false
+	}
+	return heads * ncclSpeed(g.arch, g.intra/(heads+1)) * eff * (heads - 1) / heads * 2, true
+}
+
+// ncclNVLSEfficiency is nvlsEfficiency (tuning.cc, v2.28.3-1 to v2.30.7-1): NVIDIA's
+// fraction of the NVLS graph's bandwidth the NVLS kernels reach, by generation.
+//
+// Held on NVLink 5 only. On Hopper the same price (8 H100: 8 heads at 40 GB/s, 476
+// GB/s) sits on the links' own (0.85 of 450 GB/s each way), and given it the folds
+// trade the NVLS step cost for it (three folds on a bound, NVLSStepUs at 0 and
+// Simple's fixed cost at 80 µs; docs/calibration.md, "NCCL's NVLS bus bandwidth on
+// NVLink 5").
+var ncclNVLSEfficiency = map[hardware.Arch]float64{
+	hardware.Blackwell: 0.74,
+}
+
 // ncclNVLSTreePerCh is perChMaxNVLSTreeBws (GB/s per channel; 2 nodes, more),
 // tuning.cc ncclTunerConstantsDefaults at v2.29.2-1 (the table first appears in
 // v2.28.3-1, with Blackwell's 4-node figure 43.1). It is NVIDIA's measurement of

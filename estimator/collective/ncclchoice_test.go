@@ -210,3 +210,50 @@ func TestNCCLGraphMNNVLRack(t *testing.T) {
 		}
 	}
 }
+
+// NCCL prices NVLS all-reduce at a bus bandwidth per node (tuning.cc v2.28.3-1:
+// heads × the search's speed × nvlsEfficiency × (heads − 1)/heads × 2, converted
+// by nRanks / nsteps), and on NVLink 5 the model's price never beats it: on a
+// GB200 NVL72 rack (32 heads at 20 GB/s, 918 GB/s; CoreWeave's rack plateaus at
+// 834–839) a 4 or 8 GiB call runs within 5 % under it, where the links' load alone
+// priced it at 990–1 010 GB/s; on 8 B200 (8 heads at 80 GB/s, 829 GB/s) the links'
+// own price, below it, stands.
+func TestNVLSBusCeilingNVLink5(t *testing.T) {
+	m := NewModel(Default())
+	for _, tc := range []struct {
+		name           string
+		system         string
+		nodes, perNode int
+		ceiling        float64 // GB/s of bus bandwidth
+		binds          bool
+	}{
+		{"one GB200 NVL72 rack", "gb200-nvl72", 18, 4, 32 * 20 * 0.74 * 31 / 32 * 2, true},
+		{"8 B200", "dgx-b200", 1, 8, 8 * 80 * 0.74 * 7 / 8 * 2, false},
+	} {
+		cl, err := catalog.Cluster(tc.system, tc.nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		group, _, err := NodeGroups(cl, tc.nodes, tc.perNode, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Place(cl, group, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bus, ok := nvlsBusCeilingGBps(p)
+		if !ok || math.Abs(bus-tc.ceiling) > 1e-6 {
+			t.Fatalf("%s: NVLS bus ceiling %.1f GB/s (%v), want %.1f", tc.name, bus, ok, tc.ceiling)
+		}
+		for _, gib := range []float64{4, 8} {
+			e, err := m.Estimate(p, AllReduce, gib*(1<<30), Options{Algo: NVLS})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.BusBWGBps > bus*1.0001 || tc.binds && e.BusBWGBps < 0.95*bus {
+				t.Errorf("%s, %.0f GiB: %.0f GB/s of bus bandwidth, want at most %.0f (within 5 %%: %v)", tc.name, gib, e.BusBWGBps, bus, tc.binds)
+			}
+		}
+	}
+}

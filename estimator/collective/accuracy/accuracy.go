@@ -225,7 +225,11 @@ func scored(r Row) (bool, string) {
 // joined by InfiniBand) carries the same flag: priced as the NVLS tree, which NCCL's
 // choice runs at every size (its NVLS graph has 32 heads with a NIC each, ncclchoice.go),
 // it is 7–23 % fast in sample, the one rack's shortfall in each rack's NVLS stage, and
-// fitted it moved every left-out class over its bound.
+// fitted it moved every left-out class over its bound. Held to NCCL's NVLS bus
+// bandwidth on NVLink 5 (ncclchoice.go nvlsBusCeilingGBps) the two racks come within
+// −11 … +7 % and the rack within −24 … −8 %; fitted then, the two racks' 1–8 GiB rows
+// put the NVLS step cost on its bound of 0 in the fold without dstack and 1–64 MiB
+// over its bound (11.8 → 14.3 % left out), so the flag stays.
 func unfitted(r Row) string {
 	switch {
 	case slices.Contains(r.QualityFlags, "efa_mid_size_cost_not_modelled"):

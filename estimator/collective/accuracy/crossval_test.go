@@ -142,7 +142,13 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// +4.3 … +20.6 → −0.6 … −14.6 % from 1 GiB); no fitted row and no fold moved: < 1 MiB
 	// 26.8 %, 1–64 MiB 11.8 %, ≥ 64 MiB 3.2 % (mean 8.9 → 8.8 %), all sizes 9.8 %, as
 	// before; the bounds stay.
-	bounds := map[string]float64{"1–64 MiB": 0.119, "≥ 64 MiB": 0.033, "all sizes": 0.099}
+	// With NCCL's NVLS bus bandwidth as a ceiling on NVLink 5 (ncclchoice.go
+	// nvlsBusCeilingGBps: tuning.cc v2.28.3-1, nothing fitted), CoreWeave's rack and
+	// two racks come 4–12 points closer (two racks left out −17.0 … −0.6 → −10.7 …
+	// +7.0 %, still scored, not fitted) and stas00's 6-GPU B200 row goes +8 → +17 %:
+	// all sizes 9.8 → 9.3 %, ≥ 64 MiB mean 8.8 → 8.7 %, < 1 MiB and 1–64 MiB as
+	// before, no fold's constants moved; bound 9.9 % on all sizes before.
+	bounds := map[string]float64{"1–64 MiB": 0.119, "≥ 64 MiB": 0.033, "all sizes": 0.094}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
@@ -153,6 +159,9 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	}
 	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
 	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
+	// 8.0 % with NCCL's NVLS bus bandwidth as a ceiling on NVLink 5 (117 of 237
+	// within 8 % by the -v rows, the two racks' 1–8 GiB rows among them; 8.3 % before,
+	// bound 8.4 %).
 	// 8.3 % with NCCL's NVLS graph on an NVL72 rack (115 of 237 within 8 %, as before;
 	// the two racks now −0.6 … −14.6 % from 1 GiB as the NVLS tree): the bound stays.
 	// 8.3 % over 237 rows with CoreWeave's two-rack GB200 all-reduce scored (6 rows, not
@@ -179,8 +188,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// and two-rack GB300 rows the model misses by +245 and −75 % (docs/calibration.md);
 	// target 8 %.
 	t.Logf("multi-node ≥ 1 MiB n=%d: median |err| in-sample %.1f%%, out of sample %.1f%% (target 8 %%)", out.N, 100*in.MedianAbs, 100*out.MedianAbs)
-	if !(out.MedianAbs <= 0.084) {
-		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 8.4%%", 100*out.MedianAbs)
+	if !(out.MedianAbs <= 0.081) {
+		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 8.1%%", 100*out.MedianAbs)
 	}
 	// Row by row (with -v): which rows sit near the 8 % line decides the median.
 	if testing.Verbose() {
