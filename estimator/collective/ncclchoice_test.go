@@ -257,3 +257,48 @@ func TestNVLSBusCeilingNVLink5(t *testing.T) {
 		}
 	}
 }
+
+// NCCL's own table leaves Simple for LL when the links slow down: it caps the
+// ring's LL bandwidth at llMaxBws (2 × 141 GB/s on one Blackwell node) whatever
+// the links, while Simple's scales with them (tuning.cc, v2.27.7-1). A 7 MiB
+// all-gather on 4 GPUs of an HGX B200 node (16 channels; NVLink 18 × 40 = 720 GB/s
+// in NCCL's figures): LL 6.6 + 3 × 0.6 + 7340032 / (1000 × 282 × 4/3) = 27.92 µs,
+// Simple 8.4 + 3 × 3.4 + 7340032 / (1000 × 720 × 4/3) = 26.25 µs, LL128 14 + 3 ×
+// 1.9 + 7340032 / (1000 × 662.4 × 4/3) = 28.01 µs: Simple. At 0.8 × the NVLink
+// bandwidth (576 GB/s; 560 on the search's speed ladder) Simple takes 28.16 µs
+// (28.43), LL still 27.92: LL. The model runs NCCL's pick, so a slower NVLink can
+// price such a call on another protocol (docs/step-model.md, "Metamorphic tests").
+func TestNCCLChoiceLeavesSimpleOnSlowerNVLink(t *testing.T) {
+	m := nccltuned()
+	const bytes = 7340032
+	for _, c := range []struct {
+		scale float64
+		want  Protocol
+	}{{1, Simple}, {0.8, LL}} {
+		p := placeNodes(t, "hgx-b200", 1, 4)
+		s := p.Cluster.Spec
+		s.GPU.NVLinkGBps *= c.scale
+		if s.Intra.GPUBandwidthGBps > 0 {
+			s.Intra.GPUBandwidthGBps *= c.scale
+		}
+		cl, err := s.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		group, _, err := NodeGroups(cl, 1, 4, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err = Place(cl, group, nil); err != nil {
+			t.Fatal(err)
+		}
+		a, pr, ok := m.ncclChoice(p, AllGather, bytes, true)
+		if !ok || a != Ring || pr != c.want {
+			t.Errorf("%.1f × NVLink: NCCL picks %v/%v, want ring/%v", c.scale, a, pr, c.want)
+		}
+		g, _ := ncclGraphOf(p)
+		if ll := g.time(AllGather, nRing, 0, bytes); math.Abs(ll-27.92) > 0.01 {
+			t.Errorf("%.1f × NVLink: NCCL's LL estimate %.2f µs, want 27.92", c.scale, ll)
+		}
+	}
+}
