@@ -93,7 +93,7 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// before.
 	// With the NVLS tree's 64 KiB chunk from 4 nodes on (NCCL's default
 	// NCCL_NVLSTREE_MAX_CHUNKSIZE; model.go nvlsTreeMaxChunk4Nodes) and a refit:
-	// 1–64 MiB 13.5 → 11.7 % (the 12 % target met), all sizes 10.6 → 10.5 %,
+	// 1–64 MiB 13.5 → 11.7 % (the 12 % target met), all sizes 10.6 → 10.5 %,
 	// ≥ 64 MiB 4.7 → 4.5 %, < 1 MiB 26.6 → 27.0 %; bound 14 % on 1–64 MiB before.
 	// With NCCL's per-channel ceilings on the LL128 tree and the NVLS tree (its
 	// perChMaxTreeLL128Bws and perChMaxNVLSTreeBws times its graphs' channels; model.go,
@@ -114,7 +114,7 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// 2.8 → 2.9 %, all sizes 9.8 → 10.1 %; bounds 11.5 and 10 % before.
 	// With EFA's proxy cost per network operation (collective/efaproxy.go: 1.5 µs,
 	// libfabric's published single-thread message rate on EFA, nothing fitted):
-	// 1–64 MiB 12.6 → 11.4 % (the 12 % target met again), ≥ 64 MiB 2.9 %,
+	// 1–64 MiB 12.6 → 11.4 % (the 12 % target met again), ≥ 64 MiB 2.9 %,
 	// all sizes 10.1 → 9.3 %, < 1 MiB 25.8 → 26.8 %; bounds 12.7 and 10.2 % before.
 	// With a third 2-node p4d sweep scored (AWS's DLAMI guide, NCCL 2.23.4, the double
 	// tree; 11 rows kept out of the fit, whose 1–64 MiB calls the model prices 15–68 %
@@ -167,13 +167,13 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// 8.3 % over 237 rows with CoreWeave's two-rack GB200 all-reduce scored (6 rows, not
 	// fitted, left out −17.0 to +20.6 %; 115 within 8 %): 8.1 % before, bound 8.2 %.
 	// 8.1 % over 231 rows with the third 2-node p4d sweep scored (114 within 8 %; 7.7 %
-	// before, bound 7.8 %): the 8 % target is not met on EFA.
+	// before, bound 7.8 %): the 8 % target is not met on EFA.
 	// 7.7 % with EFA's proxy cost per network operation (112 of the 220 rows within
-	// 8 %, 108 before; 8.3 % before, bound 8.4 %): the 8 % target met again.
+	// 8 %, 108 before; 8.3 % before, bound 8.4 %): the 8 % target met again.
 	// 8.3 % over 220 rows with the two 2-node EFA sweeps above scored (7.5 % over 192
-	// before them, bound 8 %): the 8 % target is not met on EFA.
+	// before them, bound 8 %): the 8 % target is not met on EFA.
 	// 7.5 % with the NVLS tree's fill below its ceiling and no A100 host factor (98 of
-	// the 192 rows within 8 %; 8.1 % before, bound 8.5 %): the 8 % target met.
+	// the 192 rows within 8 %; 8.1 % before, bound 8.5 %): the 8 % target met.
 	// 8.1 % with the NVLS tree's fill and drain at its per-channel ceiling (95 of the
 	// 192 rows within 8 %, 96 needed; 9.5 % before, bound 10 %).
 	// 9.5 % with NCCL's per-channel LL128 tree and NVLS tree ceilings (9.85 % before).

@@ -226,12 +226,20 @@ func fmtFitted(m map[string]float64) string {
 // original 127 6.1 → 6.9 (0.065 → 0.07), MoE 9.2 → 8.3 (0.094 → 0.09), fp8 8.9 → 9.8
 // (0.09 → 0.10), Blackwell 8.7 → 12.6 % (0.09 → 0.13). Left unstated, the settings had
 // hidden the GB200 cost behind communication the runs did not pay.
+//
+// stepcost-2026.11.28.3 (the router's GEMM in 16 bits under fp8, an MoE layer's
+// forward ordered around its dispatcher's host sync, a GEMM's start-up once a launch,
+// host-bound layers' TP communication and flat ZeRO-3 gathers in the host's slack, DDP's
+// own buckets, NVLS on NVL72 and NVLink 5 as NCCL prices it): in sample MoE 8.1 → 8.0
+// (0.09 → 0.085), fp8 8.5 → 8.4 % (0.09 → 0.085); left out all 8.4 → 8.3, MoE 8.3 →
+// 8.1 (0.09 → 0.085), fp8 9.8 → 9.6, Blackwell 12.6 → 12.4 % (0.13 → 0.125), the
+// original 127 6.9 → 7.0 % (6.949 → 6.958; bound 0.07 kept).
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.075, "original": 0.065, "moe": 0.09, "fp8": 0.09, "blackwell": 0.115,
+		"all": 0.075, "original": 0.065, "moe": 0.085, "fp8": 0.085, "blackwell": 0.115,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.085, "original": 0.07, "moe": 0.09, "fp8": 0.10, "blackwell": 0.13,
+		"all": 0.085, "original": 0.07, "moe": 0.085, "fp8": 0.10, "blackwell": 0.125,
 	}
 )
 
