@@ -363,7 +363,7 @@ const (
 	// Maverick, TP 4 × PP 4 × CP 2 for Nemotron-4 — and gain 1.04–1.05× over the
 	// published layouts as priced, which the model prices 19–20 % fast like every
 	// GB200 row of those recipes with PP > 1 (docs/step-model.md, "Every row as it ran").
-	gb200Interleaved = "dgxc-benchmarking v25.05 on GB200 with an interleaved pipeline (Llama 4 Maverick fp8): the model prices the published layout 19–20 % fast with the GB200's tensor rates as measured, the cause not found (docs/step-model.md, the GB200 sections after \"Every row as it ran\")"
+	gb200Interleaved = "dgxc-benchmarking v25.05 on GB200 with an interleaved pipeline (Llama 4 Maverick fp8): the model prices the published layout 19–20 % fast with the GB200's tensor rates as measured, the cause not found (docs/step-model.md, the GB200 sections after \"Every row as it ran\"); the best plan (TP 1, no pipeline) checked on its side: a layout NeMo 25.04 runs, 175 of 200 GB, and the same stack's MoE rows on GB200 without a pipeline (Grok-1) priced within 2 % in fp8, so what it drops (the last stage's output layer for every micro-batch, the pipeline's sends) may be the gap; no measurement of Maverick without a pipeline found"
 	// mlperf51_h100_llama31_8b_128gpu_fp8_cisco (TP 2 × DP 64 on 128 H100, eager, NeMo
 	// 2.4): the same submitter ran the same layout, batch and fp8 recipe on 128 H100
 	// in MLPerf Training v6.0 with full-iteration CUDA graphs on a later NeMo and
