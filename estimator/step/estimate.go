@@ -1224,10 +1224,16 @@ func (p *pricing) expertParallel() (float64, error) {
 		// Fig. 4) —; what outlasts that compute stays exposed. The forward chunks of
 		// the warm-up and the backward chunks of the cool-down have no partner: on
 		// the first stage P − 1 of each under 1F1B (one with PP 1), P − 2 under
-		// DualPipe (its step 1, deepseek-ai/DualPipe), out of the M micro-batches.
+		// DualPipe (its step 1, deepseek-ai/DualPipe), out of the M micro-batches;
+		// under the interleaved schedule the first stage's warm-up chunks
+		// (interleavedOverlapWarmup), a v-th of a micro-batch each.
 		unpaired := max(1, float64(l.PP-1))
-		if l.Schedule == DualPipe {
+		switch {
+		case l.Schedule == DualPipe:
 			unpaired = max(1, float64(l.PP-2))
+		case l.Schedule == Interleaved && l.PP > 1:
+			v := max(1, l.VirtualStages)
+			unpaired = float64(interleavedOverlapWarmup(l.PP, v)) / float64(v)
 		}
 		u := min(1, unpaired/p.mf)
 		hid := (1 - u) * min(epPerMB, p.fwd+p.bwd)
@@ -1248,6 +1254,22 @@ func (p *pricing) expertParallel() (float64, error) {
 		p.res.Breakdown.Hidden[CommEP] += hid * p.mf
 	}
 	return epPerMB, nil
+}
+
+// interleavedOverlapWarmup is how many model chunks of micro-batches the first
+// pipeline stage runs forward alone before the steady state, and backward alone
+// after it, under Megatron-Core's interleaved schedule with the expert-parallel
+// all-to-all overlap (megatron/core/pipeline_parallel/schedules.py at 2436e3d, the
+// code of MLPerf Training v6.0, and d98e8a6, get_pp_rank_microbatches): (P − rank −
+// 1) · 2 + (v − 1) · microbatch_group_size_per_vp_stage, whose default is P
+// (model_parallel_config.py), plus "one extra micro-batch forward step before the
+// 1f1b stages" that the overlap schedules "to ensure the forward and backward
+// computations are independent in all 1f1b steps". Only the steady state's steps
+// pair one chunk's forward with another's backward
+// (combined_1f1b_schedule_for_interleaved_pipelining); the warm-up's forward steps
+// and the cool-down's backward steps run alone.
+func interleavedOverlapWarmup(pp, v int) int {
+	return (pp-1)*2 + (v-1)*pp + 1
 }
 
 // sharedExpertSideTP is the time of one micro-batch's TP collectives of shared

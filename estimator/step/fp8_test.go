@@ -270,3 +270,36 @@ func TestFP8Blockwise(t *testing.T) {
 		t.Errorf("hai-llm's fp8 recipe %q, want blockwise", r.Training.FP8Recipe)
 	}
 }
+
+// On Blackwell Transformer Engine from bee4649 (NeMo 25.04's pin; the profiles with
+// FP8TransposeFree) writes no transposed fp8 copy under delayed or current scaling
+// (quantizer.cpp: create_transpose = columnwise_usage && !non_tn_fp8_gemm_supported(),
+// true from compute capability 10.0), so the step holds each layer weight's fp8 copy
+// alone (1 B), and with fp8 weights nothing besides the weights. Llama 3 8B on 8 B200:
+// megatron-core 1 B per matmul weight, 0 with fp8 weights; megatron-core-0.12 (an older
+// Transformer Engine) the copy and its transpose, 2 B and 1 B, as on H100.
+func TestFP8WeightCopiesTransposeFree(t *testing.T) {
+	const matmul = 8.03e9 - 2*128256*4096.0 // Llama 3 8B without embedding and output layer
+	for _, c := range []struct {
+		fw          string
+		plain, with float64 // bytes per matmul weight
+	}{
+		{"megatron-core", 1, 0},
+		{"megatron-core-0.12", 2, 1},
+	} {
+		req := fp8Request(t, step.FP8, step.FP8Delayed, 64)
+		req.Cluster = cluster(t, "hgx-b200", 1)
+		req.Training.Framework = c.fw
+		plain := mustEstimate(t, req)
+		req.Training.FP8Params = true
+		params := mustEstimate(t, req)
+		for _, x := range []struct {
+			name      string
+			got, want float64
+		}{{"fp8 weight copies", plain.Memory.FP8Weights, c.plain * matmul / 1e9}, {"with fp8 weights", params.Memory.FP8Weights, c.with * matmul / 1e9}} {
+			if math.Abs(x.got-x.want) > 0.02*matmul/1e9 {
+				t.Errorf("%s on B200, %s: %.2f GB, want %.2f GB", c.fw, x.name, x.got, x.want)
+			}
+		}
+	}
+}

@@ -1290,6 +1290,13 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 		if t.FP8Params {
 			copies = fp8TransposeBytes
 		}
+		// On Blackwell a Transformer Engine that writes no fp8 transposes
+		// (framework.Profile.FP8TransposeFree, delayed and current scaling) holds
+		// the copy alone, and nothing besides fp8 weights.
+		if fw, err := framework.Get(t.Framework); err == nil && fw.FP8TransposeFree && req.Cluster.GPU().Arch == hardware.Blackwell &&
+			(t.FP8Recipe == FP8Delayed || t.FP8Recipe == FP8Current) {
+			copies -= fp8TransposeBytes
+		}
 		mem.FP8Weights = copies * (md + me) * held / gb
 	}
 	b := float64(l.MicroBatch)

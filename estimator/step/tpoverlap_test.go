@@ -206,3 +206,47 @@ func regathers(r step.Result) float64 {
 	}
 	return s
 }
+
+// Megatron-Core's interleaved schedule with the all-to-all overlap pairs a chunk's
+// forward with another's backward only in its steady state: the first stage runs
+// (P − 1) · 2 + (v − 1) · P + 1 chunks forward alone before it and as many backward
+// alone after it (megatron/core/pipeline_parallel/schedules.py at 2436e3d,
+// get_pp_rank_microbatches, the last chunk "one extra micro-batch forward step"
+// the overlap adds). Mixtral 8x7B on 64 H100, PP 4 × v 2 over 8 micro-batches: 11
+// of the 16 chunk steps each way unpaired, so 11/16 of the all-to-alls priced
+// without the overlap stay exposed with it, and the rest hide; with PP 1 (the
+// combined 1F1B without a pipeline) one micro-batch of the 8 each way.
+func TestEPOverlapInterleavedWarmup(t *testing.T) {
+	e := step.New()
+	for _, tc := range []struct {
+		name       string
+		pp, v, dp  int
+		num, denom float64
+	}{
+		{"pp 4, v 2", 4, 2, 16, 11, 16},
+		{"pp 2, v 4", 2, 4, 32, 2*1 + 3*2 + 1, 4 * 4},
+		{"pp 1", 1, 0, 64, 1, 2},
+	} {
+		r := step.Request{Model: arch(t, "mixtral-8x7b"), Cluster: cluster(t, "dgx-h100", 8),
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 128},
+			Layout:   step.Layout{TP: 1, PP: tc.pp, DP: tc.dp, EP: 8, MicroBatch: 1, ZeRO: 1, VirtualStages: tc.v}}
+		if tc.pp > 1 {
+			r.Layout.Schedule = step.Interleaved
+		}
+		off, err := e.Estimate(r)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		r.Layout.OverlapEP = true
+		on, err := e.Estimate(r)
+		if err != nil {
+			t.Fatalf("%s, overlap: %v", tc.name, err)
+		}
+		all := off.Breakdown.Exposed[step.CommEP]
+		exp, hid := on.Breakdown.Exposed[step.CommEP], on.Breakdown.Hidden[step.CommEP]
+		if want := all * tc.num / tc.denom; !(all > 0) || math.Abs(exp-want) > 1e-9*all || math.Abs(exp+hid-all) > 1e-9*all {
+			t.Errorf("%s: exposed %.6f s and hidden %.6f s of the %.6f s priced without the overlap; want %.6f s (%g/%g) exposed",
+				tc.name, exp, hid, all, want, tc.num, tc.denom)
+		}
+	}
+}
