@@ -146,3 +146,179 @@ func TestDocumentedLinksResolve(t *testing.T) {
 		t.Fatalf("%d relative links found: the files were not read", n)
 	}
 }
+
+var testFunc = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz|Example)\w*)\(`)
+
+// testFuncs returns the test, benchmark, fuzz and example functions of every
+// package of the repository, by directory relative to its root.
+func testFuncs(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	funcs := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dir, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		for _, m := range testFunc.FindAllStringSubmatch(string(data), -1) {
+			funcs[dir] = append(funcs[dir], m[1])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return funcs
+}
+
+// goTestCommands returns the go test command lines of a Markdown file: each line
+// of a code block that runs one (continuation lines joined) and each code span
+// that holds one (its line breaks, where the paragraph wraps it, as spaces); each
+// from "go test" to the end of its command.
+func goTestCommands(data string) []string {
+	var snippets []string
+	inFence, cur := false, ""
+	var prose strings.Builder
+	for _, l := range strings.Split(data, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inFence = !inFence
+			continue
+		}
+		if !inFence {
+			prose.WriteString(l + "\n")
+			continue
+		}
+		cur += " " + strings.TrimSuffix(strings.TrimSpace(l), "\\")
+		if !strings.HasSuffix(strings.TrimSpace(l), "\\") {
+			snippets = append(snippets, cur)
+			cur = ""
+		}
+	}
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(prose.String(), -1) {
+		snippets = append(snippets, strings.Join(strings.Fields(m[1]), " "))
+	}
+	var cmds []string
+	for _, s := range snippets {
+		for {
+			i := strings.Index(s, "go test ")
+			if i < 0 {
+				break
+			}
+			s = s[i:]
+			end := len(s)
+			for _, sep := range []string{" && ", "; ", " || "} {
+				if j := strings.Index(s, sep); j >= 0 && j < end {
+					end = j
+				}
+			}
+			cmds = append(cmds, s[:end])
+			s = s[end:]
+		}
+	}
+	return cmds
+}
+
+var testName = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*`)
+
+// The tests the README and the docs name exist: every go test command's -run,
+// -bench or -fuzz pattern selects a function of the package it names, and every
+// other Test…, Benchmark… or Fuzz… name is a function of some package. A test
+// renamed, moved or deleted then fails here rather than leaving a reader to run
+// a command that tests nothing ("no tests to run" passes) or to look for a test
+// that is gone.
+func TestDocumentedTestsExist(t *testing.T) {
+	const root = "../../.."
+	funcs := testFuncs(t, root)
+	all := map[string]bool{}
+	for _, fs := range funcs {
+		for _, f := range fs {
+			all[f] = true
+		}
+	}
+	commands, names := 0, 0
+	for _, f := range docFiles(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inPatterns := map[string]bool{}
+		for _, c := range goTestCommands(string(data)) {
+			words := shellWords(c)
+			var pkgs, patterns []string
+			for i := 2; i < len(words); i++ {
+				w := words[i]
+				flag, val, hasVal := strings.Cut(strings.TrimLeft(w, "-"), "=")
+				switch {
+				case strings.HasPrefix(w, "./") && !strings.HasSuffix(w, "..."):
+					pkgs = append(pkgs, filepath.Clean(w))
+				case strings.HasPrefix(w, "-") && (flag == "run" || flag == "bench" || flag == "fuzz"):
+					if !hasVal && i+1 < len(words) {
+						i++
+						val = words[i]
+					}
+					patterns = append(patterns, flag+"="+val)
+				}
+			}
+			if len(pkgs) == 0 {
+				continue // ./... or the current directory: nothing to check it against
+			}
+			for _, p := range patterns {
+				flag, pat, _ := strings.Cut(p, "=")
+				for _, n := range testName.FindAllString(pat, -1) {
+					inPatterns[n] = true
+				}
+				top, _, _ := strings.Cut(pat, "/")
+				rx, err := regexp.Compile(top)
+				if err != nil {
+					t.Errorf("%s: %q: -%s %q: %v", filepath.Base(f), c, flag, pat, err)
+					continue
+				}
+				if rx.MatchString("") {
+					continue // '^$': no test on purpose, or every one
+				}
+				commands++
+				found := false
+				for _, pkg := range pkgs {
+					for _, fn := range funcs[pkg] {
+						isBench := strings.HasPrefix(fn, "Benchmark")
+						if rx.MatchString(fn) && isBench == (flag == "bench") && (flag != "fuzz" || strings.HasPrefix(fn, "Fuzz")) {
+							found = true
+						}
+					}
+				}
+				if !found {
+					t.Errorf("%s: %q: -%s %q selects nothing in %v", filepath.Base(f), c, flag, pat, pkgs)
+				}
+			}
+		}
+		for _, n := range testName.FindAllString(string(data), -1) {
+			if inPatterns[n] {
+				continue
+			}
+			names++
+			if !all[n] {
+				t.Errorf("%s: %s: no such function in the repository", filepath.Base(f), n)
+			}
+		}
+	}
+	// The docs give dozens of go test commands and name hundreds of tests; a reader
+	// that found few would pass vacuously.
+	if commands < 30 || names < 200 {
+		t.Fatalf("%d go test patterns and %d test names found: the docs were not read", commands, names)
+	}
+}
