@@ -10,7 +10,8 @@
 // (EstimateStep, a cached EstimatePlan; 5 s deadline), new searches (llama3-8b,
 // llama3-70b or mixtral-8x7b on 64 to 1 024 GPUs, a batch never asked before; 10 s)
 // and very expensive ones (llama3-405b on 98 304 GPUs with tp_across_nodes,
-// uneven_pp and max_micro_batch 64: a new price each time, so never cached; 20 s).
+// uneven_pp and max_micro_batch 64: a new price for its token budget each time, so
+// never cached; 20 s).
 // More search clients than --max-concurrent-searches + --max-queued-searches
 // (default 2 + 32) see the overload answer, UNAVAILABLE (HTTP 503).
 package main
