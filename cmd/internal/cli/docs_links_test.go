@@ -1,13 +1,22 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stepcost/stepcost/internal/service"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // docFiles are the Markdown files a reader follows links between: the README,
@@ -320,5 +329,72 @@ func TestDocumentedTestsExist(t *testing.T) {
 	// that found few would pass vacuously.
 	if commands < 30 || names < 200 {
 		t.Fatalf("%d go test patterns and %d test names found: the docs were not read", commands, names)
+	}
+}
+
+var (
+	curlBody    = regexp.MustCompile(`(?s)curl [^\n]*?(/v1/[a-z]+:[a-z]+)[^'\n]*?-d '([^']*)'`)
+	grpcurlBody = regexp.MustCompile(`grpcurl [^\n]*?-d '([^']*)' \S+ stepcost\.v1\.\w+/(\w+)`)
+)
+
+// The request bodies the README and the docs send with curl and grpcurl are
+// requests the API takes as written: each decodes strictly (every field named as
+// the proto names it, every enum value one of its names) as its path's or
+// method's request, and the service answers it rather than refusing a field or a
+// name (a search is let run only a moment). A field renamed in the proto, or a
+// catalog name retired, then fails here rather than on the reader's machine.
+func TestDocumentedRequestsAreTaken(t *testing.T) {
+	s := service.New(service.Options{})
+	ask := func(ctx context.Context, kind string) (proto.Message, func() error) {
+		switch kind {
+		case "/v1/plans:estimate", "/v1/pictures:pareto", "EstimatePlan":
+			m := &pb.EstimatePlanRequest{}
+			return m, func() error { _, err := s.EstimatePlan(ctx, m); return err }
+		case "/v1/steps:estimate", "/v1/pictures:schedule", "EstimateStep":
+			m := &pb.EstimateStepRequest{}
+			return m, func() error { _, err := s.EstimateStep(ctx, m); return err }
+		case "/v1/collectives:simulate", "SimulateCollective":
+			m := &pb.SimulateCollectiveRequest{}
+			return m, func() error { _, err := s.SimulateCollective(ctx, m); return err }
+		case "/v1/configs:rank", "RankConfigs":
+			m := &pb.RankConfigsRequest{}
+			return m, func() error { _, err := s.RankConfigs(ctx, m); return err }
+		}
+		return nil, nil
+	}
+	n := 0
+	for _, f := range docFiles(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bodies [][2]string // kind, body
+		for _, m := range curlBody.FindAllStringSubmatch(string(data), -1) {
+			bodies = append(bodies, [2]string{m[1], m[2]})
+		}
+		for _, m := range grpcurlBody.FindAllStringSubmatch(string(data), -1) {
+			bodies = append(bodies, [2]string{m[2], m[1]})
+		}
+		for _, b := range bodies {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			m, run := ask(ctx, b[0])
+			if m == nil {
+				t.Errorf("%s: a request to %s, which the test does not know", filepath.Base(f), b[0])
+				cancel()
+				continue
+			}
+			n++
+			if err := protojson.Unmarshal([]byte(b[1]), m); err != nil {
+				t.Errorf("%s: %s %s: %v", filepath.Base(f), b[0], b[1], err)
+			} else if err := run(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: %s %s: refused: %v", filepath.Base(f), b[0], b[1], err)
+			}
+			cancel()
+		}
+	}
+	// The README's quick start sends five bodies and service.md four; a reader that
+	// found fewer would pass vacuously.
+	if n < 9 {
+		t.Fatalf("%d request bodies found: the docs were not read", n)
 	}
 }
