@@ -177,6 +177,7 @@ func TestLeafAwarePlacement(t *testing.T) {
 	if err != nil || len(same.Top) == 0 {
 		t.Fatal(err)
 	}
+	t.Logf("the best layout packed: %d leaves, %.3f s", same.Top[0].Placement.Leaves, same.Top[0].Estimate.StepTime)
 	if p := same.Top[0]; p.Placement.Leaves != 2 || !(p.Estimate.StepTime > best.Estimate.StepTime*1.02) {
 		t.Errorf("the best layout packed: %d leaves, %.3f s against %.3f s compact", p.Placement.Leaves, p.Estimate.StepTime, best.Estimate.StepTime)
 	}

@@ -10,7 +10,8 @@
 // (EstimateStep, a cached EstimatePlan; 5 s deadline), new searches (llama3-8b,
 // llama3-70b or mixtral-8x7b on 64 to 1 024 GPUs, a batch never asked before; 10 s)
 // and very expensive ones (llama3-405b on 98 304 GPUs with tp_across_nodes,
-// uneven_pp and max_micro_batch 64: a new price each time, so never cached; 20 s).
+// uneven_pp and max_micro_batch 64: a new price for its token budget each time, so
+// never cached; 20 s).
 // More search clients than --max-concurrent-searches + --max-queued-searches
 // (default 2 + 32) see the overload answer, UNAVAILABLE (HTTP 503).
 package main
@@ -35,7 +36,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -135,18 +135,8 @@ func main() {
 		resp.Body.Close()
 		record(class, "rest", strconv.Itoa(resp.StatusCode), time.Since(start))
 	}
-	step := &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-70b"}},
-		Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}},
-		Training: &pb.Training{SeqLen: 8192, GlobalBatch: 512},
-		Layout:   &pb.Layout{Tp: 8, Pp: 2, Dp: 4, MicroBatch: 1, Zero: 1, Sp: true, Recompute: pb.Recompute_RECOMPUTE_SELECTIVE}}
+	step, cachedPlan := smallRequests()
 	stepBody, _ := protojson.Marshal(step)
-	cachedPlan := &pb.EstimatePlanRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}},
-		Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Training: &pb.Training{SeqLen: 8192, GlobalBatch: 256}, Gpus: 32, TopK: 3}
-	big := &pb.EstimatePlanRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-405b"}},
-		Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Training: &pb.Training{SeqLen: 8192, GlobalBatch: 4096},
-		Gpus: 98304, TopK: 10, Constraints: &pb.Constraints{TpAcrossNodes: true, UnevenPp: true, MaxMicroBatch: 64,
-			Recompute: []pb.Recompute{pb.Recompute_RECOMPUTE_NONE, pb.Recompute_RECOMPUTE_SELECTIVE, pb.Recompute_RECOMPUTE_FULL},
-			Sp:        []bool{true, false}, OverlapTp: []bool{true, false}, OffloadActivations: []bool{true, false}}}
 
 	end := time.Now().Add(*dur)
 	var wg sync.WaitGroup
@@ -184,12 +174,7 @@ func main() {
 			defer wg.Done()
 			r := rand.New(rand.NewSource(int64(i)))
 			for time.Now().Before(end) {
-				req := proto.Clone(cachedPlan).(*pb.EstimatePlanRequest)
-				req.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: []string{"llama3-8b", "llama3-70b", "mixtral-8x7b"}[r.Intn(3)]}}
-				req.Gpus = int32(64 << r.Intn(5))
-				req.Training.GlobalBatch = int64(512 + 8*r.Intn(1000))
-				req.TopK = 10
-				plan("search", i, req, 10*time.Second)
+				plan("search", i, newSearch(r), 10*time.Second)
 				time.Sleep(50 * time.Millisecond)
 			}
 		}()
@@ -200,9 +185,7 @@ func main() {
 			defer wg.Done()
 			r := rand.New(rand.NewSource(int64(100 + i)))
 			for time.Now().Before(end) {
-				req := proto.Clone(big).(*pb.EstimatePlanRequest)
-				req.PricePerGpuHour = 1 + r.Float64()
-				plan("huge", i, req, 20*time.Second)
+				plan("huge", i, expensiveSearch(r), 20*time.Second)
 			}
 		}()
 	}
@@ -251,4 +234,41 @@ func main() {
 		rss()
 		fmt.Println()
 	}
+}
+
+// smallRequests are the small clients' calls: an EstimateStep and an EstimatePlan
+// that the cache answers after its first time.
+func smallRequests() (*pb.EstimateStepRequest, *pb.EstimatePlanRequest) {
+	step := &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-70b"}},
+		Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}},
+		Training: &pb.Training{SeqLen: 8192, GlobalBatch: 512},
+		Layout:   &pb.Layout{Tp: 8, Pp: 2, Dp: 4, MicroBatch: 1, Zero: 1, Sp: true, Recompute: pb.Recompute_RECOMPUTE_SELECTIVE}}
+	cachedPlan := &pb.EstimatePlanRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}},
+		Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Training: &pb.Training{SeqLen: 8192, GlobalBatch: 256}, Gpus: 32, TopK: 3}
+	return step, cachedPlan
+}
+
+// newSearch is a search clients' call: llama3-8b, llama3-70b or mixtral-8x7b on 64
+// to 1 024 GPUs with a batch never asked before.
+func newSearch(r *rand.Rand) *pb.EstimatePlanRequest {
+	_, req := smallRequests()
+	req.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: []string{"llama3-8b", "llama3-70b", "mixtral-8x7b"}[r.Intn(3)]}}
+	req.Gpus = int32(64 << r.Intn(5))
+	req.Training.GlobalBatch = int64(512 + 8*r.Intn(1000))
+	req.TopK = 10
+	return req
+}
+
+// expensiveSearch is an expensive clients' call: llama3-405b on 98 304 GPUs with
+// TP across nodes, uneven pipelines, micro-batches up to 64 and every recompute,
+// SP, TP overlap and activation offload choice, ranked by the cost of a token
+// budget at a new price each time, so that the cache never answers it (a price
+// alone, without the budget, prices nothing and is refused naming token_budget).
+func expensiveSearch(r *rand.Rand) *pb.EstimatePlanRequest {
+	return &pb.EstimatePlanRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-405b"}},
+		Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Training: &pb.Training{SeqLen: 8192, GlobalBatch: 4096},
+		Gpus: 98304, TopK: 10, PricePerGpuHour: 1 + r.Float64(), TokenBudget: 15e12,
+		Constraints: &pb.Constraints{TpAcrossNodes: true, UnevenPp: true, MaxMicroBatch: 64,
+			Recompute: []pb.Recompute{pb.Recompute_RECOMPUTE_NONE, pb.Recompute_RECOMPUTE_SELECTIVE, pb.Recompute_RECOMPUTE_FULL},
+			Sp:        []bool{true, false}, OverlapTp: []bool{true, false}, OffloadActivations: []bool{true, false}}}
 }

@@ -210,7 +210,7 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 	}
 	e.write(w)
 	if out != "" {
-		fmt.Fprintf(w, "\nwrote %s: use it with --cluster-file (plan, estimate, collective, stepcostd)\n", out)
+		fmt.Fprintf(w, "\nwrote %s: use it with --cluster-file (plan, estimate, collective; with --server they send it to stepcostd as the request's cluster definition)\n", out)
 	}
 }
 

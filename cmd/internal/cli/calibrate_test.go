@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +49,21 @@ func TestCalibrateWritesLoadableClusterFile(t *testing.T) {
 		"not determined: compute scale (gpu.peak_tflops) kept at the base's 1: the inputs have no training log"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	// The note after the report names the commands that load the file: each takes
+	// --cluster-file (the daemon has no such flag: the command line sends the file
+	// to it as the request's cluster definition).
+	_, note, ok := strings.Cut(stdout.String(), "wrote "+out+": use it with --cluster-file (")
+	names, _, _ := strings.Cut(note, ")")
+	if !ok || names == "" {
+		t.Errorf("no note of the commands that load %s:\n%s", out, stdout.String())
+	}
+	for _, name := range strings.Split(names, ", ") {
+		name, _, _ = strings.Cut(name, ";")
+		cmd, _, err := newRoot(io.Discard, io.Discard).Find([]string{name})
+		if err != nil || cmd.Name() != name || cmd.Flags().Lookup("cluster-file") == nil {
+			t.Errorf("the note names %q, which is not a command that takes --cluster-file (%v)", name, err)
 		}
 	}
 	if strings.Contains(stdout.String(), "declined: NIC efficiency") {

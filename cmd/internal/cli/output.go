@@ -91,7 +91,9 @@ func (t *table) write(w io.Writer) {
 	}
 	for _, r := range t.rows {
 		for i, c := range r {
-			width[i] = max(width[i], runes(c))
+			for _, l := range strings.Split(c, "\n") {
+				width[i] = max(width[i], runes(l))
+			}
 		}
 	}
 	total := func() int {
@@ -141,18 +143,29 @@ func (t *table) write(w io.Writer) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+	// A row takes as many lines as its tallest cell: the wrapped column's text
+	// broken to its width, and every cell's own line breaks (a refused config's
+	// errors, one a line) kept, each line in the cell's column.
 	for _, r := range append([][]string{t.head}, t.rows...) {
-		if wrapAt < 0 || wrapAt >= len(r) {
-			line(r)
-			continue
-		}
-		parts := wrapWords(r[wrapAt], width[wrapAt])
-		for j, p := range parts {
-			cells := make([]string, len(r))
-			if j == 0 {
-				copy(cells, r)
+		parts := make([][]string, len(r))
+		n := 0
+		for i, c := range r {
+			for _, l := range strings.Split(c, "\n") {
+				if i == wrapAt {
+					parts[i] = append(parts[i], wrapWords(l, width[i])...)
+				} else {
+					parts[i] = append(parts[i], l)
+				}
 			}
-			cells[wrapAt] = p
+			n = max(n, len(parts[i]))
+		}
+		for j := range n {
+			cells := make([]string, len(r))
+			for i, p := range parts {
+				if j < len(p) {
+					cells[i] = p[j]
+				}
+			}
 			line(cells)
 		}
 	}

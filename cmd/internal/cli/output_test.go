@@ -90,6 +90,36 @@ func TestTableFit(t *testing.T) {
 	}
 }
 
+// A cell of several lines (a refused config's errors, one a field) keeps each
+// line in its column, under the row's first line, wide or wrapped: a line break
+// printed as it is would start the next line at the table's left edge, where it
+// reads as a row of its own.
+func TestTableCellOfSeveralLines(t *testing.T) {
+	tb := table{head: []string{"rank", "layout", "note"}, wrap: "note"}
+	tb.add("-", "tp3\npp2", "layout.tp: must divide 64 heads\nlayout.tp: must divide 28672")
+	tb.add("1", "tp8", "")
+	var b bytes.Buffer
+	tb.write(&output{Writer: &b}) // --wide
+	want := "rank  layout                             note\n" +
+		"-        tp3  layout.tp: must divide 64 heads\n" +
+		"         pp2     layout.tp: must divide 28672\n" +
+		"1        tp8\n"
+	if b.String() != want {
+		t.Errorf("wide: got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	tb.write(&output{Writer: &b, cols: 40})
+	want = "rank  layout  note\n" +
+		"-        tp3  layout.tp: must divide 64\n" +
+		"         pp2  heads\n" +
+		"              layout.tp: must divide\n" +
+		"              28672\n" +
+		"1        tp8\n"
+	if b.String() != want {
+		t.Errorf("40 columns: got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
 // /dev/null is a character device but not a terminal: no progress frames there.
 func TestDevNullIsNotATerminal(t *testing.T) {
 	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
