@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strings"
@@ -406,6 +407,87 @@ func TestRESTBodyWhateverItsContentType(t *testing.T) {
 			if !named {
 				t.Errorf("%q %q: the 400 names neither the body nor a field: %s", tc.contentType, tc.body, b)
 			}
+		}
+	}
+}
+
+// A gRPC request that gives a field twice, two alternatives of a oneof, or one
+// map key twice is refused naming the field, as the REST gateway refuses the
+// same JSON: protobuf keeps the last of each, so the request was answered with
+// the first silently dropped (top_k 3 then 4 answered 4 plans; a model by name
+// and by parameter count answered for the count; bf16 900 then 100 TFLOP/s
+// priced at 100).
+func TestRepeatedGRPCFieldsAreRefused(t *testing.T) {
+	d := secureDaemon(t, nil)
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	field := func(num protowire.Number, typ protowire.Type, value []byte) []byte {
+		return append(protowire.AppendTag(nil, num, typ), value...)
+	}
+	varint := func(v uint64) []byte { return protowire.AppendVarint(nil, v) }
+	nested := func(parts ...[]byte) []byte { return protowire.AppendBytes(nil, bytes.Join(parts, nil)) }
+	text := func(s string) []byte { return protowire.AppendString(nil, s) }
+	double := func(v float64) []byte { return protowire.AppendFixed64(nil, math.Float64bits(v)) }
+	without := func(clear func(*pb.EstimatePlanRequest)) []byte {
+		r := planRequest()
+		clear(r)
+		b, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cat := func(a []byte, b ...byte) []byte { return append(append([]byte(nil), a...), b...) }
+	good := without(func(*pb.EstimatePlanRequest) {})
+	noModel := without(func(r *pb.EstimatePlanRequest) { r.Model = nil })
+	noCluster := without(func(r *pb.EstimatePlanRequest) { r.Cluster = nil })
+	tflops := func(v float64) []byte {
+		return field(3, protowire.BytesType, nested(field(1, protowire.BytesType, text("bf16")), field(2, protowire.Fixed64Type, double(v))))
+	}
+	cluster := func(entries ...[]byte) []byte {
+		gpu, err := proto.Marshal(&pb.GPU{Name: "H100-SXM", Arch: "hopper", MemoryGb: 85.9, MemoryBandwidthGbps: 3350, NvlinkGbps: 450, Sms: 132})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return field(2, protowire.BytesType, nested(field(2, protowire.BytesType, nested(
+			field(2, protowire.BytesType, text("dgx-h100")),
+			field(3, protowire.BytesType, nested(append(gpu, bytes.Join(entries, nil)...)))))))
+	}
+	for _, tc := range []struct {
+		name  string
+		body  []byte
+		field string
+	}{
+		{"top_k twice", cat(good, field(11, protowire.VarintType, varint(4))...), "top_k"},
+		{"gpus twice", cat(good, field(4, protowire.VarintType, varint(64))...), "gpus"},
+		{"training twice", cat(good, field(3, protowire.BytesType, nested(field(1, protowire.VarintType, varint(4096))))...), "training"},
+		{"model by name and by params", cat(noModel, field(1, protowire.BytesType, nested(
+			field(1, protowire.BytesType, text("llama3-8b")), field(3, protowire.Fixed64Type, double(70e9))))...), "model.params"},
+		{"model name twice", cat(noModel, field(1, protowire.BytesType, nested(
+			field(1, protowire.BytesType, text("llama3-8b")), field(1, protowire.BytesType, text("llama3-70b"))))...), "model.name"},
+		{"a map key twice", cat(noCluster, cluster(tflops(900), tflops(100))...), "cluster.definition.gpu.peak_tflops.bf16"},
+	} {
+		var out pb.EstimatePlanResponse
+		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(tc.body), &out, grpc.ForceCodecV2(rawCodec{}))
+		if err == nil {
+			t.Errorf("%s: answered (%d plans), the first value dropped", tc.name, len(out.GetPlans()))
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) { violationOf(t, err, codes.InvalidArgument, tc.field) })
+	}
+	// The same requests with each field once are answered; a repeated field
+	// given in several runs (packed and not) is one list.
+	for name, body := range map[string][]byte{
+		"good":              good,
+		"one map key":       cat(noCluster, cluster(tflops(900))...),
+		"constraints.tp x2": cat(good, field(7, protowire.BytesType, nested(field(1, protowire.VarintType, varint(4)), field(1, protowire.VarintType, varint(8))))...),
+	} {
+		var out pb.EstimatePlanResponse
+		if err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(body), &out, grpc.ForceCodecV2(rawCodec{})); err != nil || len(out.GetPlans()) == 0 {
+			t.Errorf("%s: %v, %d plans", name, err, len(out.GetPlans()))
 		}
 	}
 }
