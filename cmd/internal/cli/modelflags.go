@@ -169,6 +169,9 @@ func flagNames(err error) error {
 
 // decodeModel reads a model file: a catalog name (a JSON string) or an architecture.
 func decodeModel(raw json.RawMessage) (model.Arch, error) {
+	if err := strictJSON(raw); err != nil {
+		return model.Arch{}, err
+	}
 	var name string
 	if err := json.Unmarshal(raw, &name); err == nil {
 		return model.Lookup(name)
