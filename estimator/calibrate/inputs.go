@@ -205,6 +205,17 @@ func (s Sweep) Describe() string {
 	if s.Device != "" {
 		fmt.Fprintf(&b, " (%s)", s.Device)
 	}
-	fmt.Fprintf(&b, ", %d sizes %s–%s, %s launch", len(s.Points), FormatBytes(s.Points[0].Bytes), FormatBytes(s.Points[len(s.Points)-1].Bytes), s.Launch)
+	sizes := map[float64]bool{}
+	lo, hi := s.Points[0].Bytes, s.Points[0].Bytes
+	for _, p := range s.Points {
+		sizes[p.Bytes] = true
+		lo, hi = min(lo, p.Bytes), max(hi, p.Bytes)
+	}
+	b.WriteString(", ")
+	if len(s.Points) != len(sizes) {
+		// A size measured more than once (a rerun appended, a row repeated).
+		fmt.Fprintf(&b, "%d rows at ", len(s.Points))
+	}
+	fmt.Fprintf(&b, "%d sizes %s–%s, %s launch", len(sizes), FormatBytes(lo), FormatBytes(hi), s.Launch)
 	return b.String()
 }

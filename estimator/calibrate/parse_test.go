@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -301,5 +302,34 @@ func TestEveryRowAStallRefused(t *testing.T) {
 	_, err = calibrate.ParseMeasurementRows("stall.jsonl", []byte(rows), calibrate.Layout{})
 	if err == nil || !strings.Contains(err.Error(), "stall.jsonl") || !strings.Contains(err.Error(), "stall") {
 		t.Errorf("measurement rows: %v", err)
+	}
+}
+
+// A sweep that measured a size more than once (a row repeated, a rerun appended)
+// is described by its rows and its distinct sizes: "12 sizes" was said of 11
+// sizes, one of them measured twice.
+func TestDescribeCountsDistinctSizes(t *testing.T) {
+	src := strings.Split(string(read(t, "testdata/h100-ib-ndr/ncclt290-ring.txt")), "\n")
+	for i, l := range src {
+		if strings.Contains(l, " 8388608 ") {
+			src = slices.Insert(src, i+1, l)
+			break
+		}
+	}
+	layout := calibrate.Layout{Op: "allreduce", Algo: "ring"}
+	for _, tc := range []struct {
+		data []byte
+		want string
+	}{
+		{read(t, "testdata/h100-ib-ndr/ncclt290-ring.txt"), ", 11 sizes 8 MiB–8 GiB,"},
+		{[]byte(strings.Join(src, "\n")), ", 12 rows at 11 sizes 8 MiB–8 GiB,"},
+	} {
+		s, err := calibrate.ParseNCCLTests("ring.txt", tc.data, layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := s.Describe(); !strings.Contains(d, tc.want) {
+			t.Errorf("%q, want %q in it", d, tc.want)
+		}
 	}
 }

@@ -58,6 +58,9 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			}
 		}
 		def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}
+		if err := sameFiles(files); err != nil {
+			return err
+		}
 		var in calibrate.Inputs
 		for _, f := range files {
 			data, err := readLimited(f)
@@ -103,6 +106,26 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 		printReport(stdout, rep, in, *out)
 		return nil
 	}
+}
+
+// sameFiles refuses one file given under two paths (x.txt and ./x.txt, a link):
+// its rows would be fitted twice, and each copy scored with the other in the fit.
+// One path given twice is refused by the fit itself.
+func sameFiles(files []string) error {
+	seen := make([]os.FileInfo, len(files))
+	for i, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			continue // reading it says why
+		}
+		for j := range i {
+			if seen[j] != nil && files[j] != f && os.SameFile(seen[j], fi) {
+				return fmt.Errorf("%s: the same file as %s (given twice)", f, files[j])
+			}
+		}
+		seen[i] = fi
+	}
+	return nil
 }
 
 func readLimited(path string) ([]byte, error) {

@@ -272,3 +272,29 @@ func read(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// One file given twice under two paths (x.jsonl and ./x.jsonl, a symbolic link)
+// is refused as one path given twice is: its rows were fitted twice and each
+// copy was scored with the other in the fit ("on 2 file(s)").
+func TestCalibrateSameFileTwice(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	link := filepath.Join(t.TempDir(), "other-name.jsonl")
+	abs, err := filepath.Abs(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, link); err != nil {
+		t.Fatal(err)
+	}
+	dotted := td + string(filepath.Separator) + "." + string(filepath.Separator) + filepath.Base(files[0])
+	for _, second := range []string{dotted, link} {
+		code, out, errOut := run("calibrate", "--cluster", "dgx-h100", files[0], second)
+		if code != 1 || !strings.Contains(errOut, second+": the same file as "+files[0]) {
+			t.Errorf("%s: exit %d: %.200s%.300s", second, code, out, errOut)
+		}
+	}
+}
