@@ -54,7 +54,11 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
 			}
 			if u := layouts.Unused(files); len(u) > 0 {
-				fmt.Fprintf(stderr, "stepcost calibrate: --layout %s: unused, not among the input files (entries are keyed by the file's base name): %s\n", *layoutFile, strings.Join(u, ", "))
+				more := ""
+				if len(u) > maxFailedLines {
+					u, more = u[:maxFailedLines], fmt.Sprintf(" and %d more", len(u)-maxFailedLines)
+				}
+				fmt.Fprintf(stderr, "stepcost calibrate: --layout %s: unused, not among the input files (entries are keyed by the file's base name): %s%s\n", *layoutFile, strings.Join(u, ", "), more)
 			}
 		}
 		def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}

@@ -196,8 +196,9 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 	}
 }
 
-// maxFailedLines is how many failed lines the summary names (each is in the
-// output, with its error): a file of 100 000 bad lines named them all, 650 KB.
+// maxFailedLines is how many names a summary lists before counting the rest:
+// rank's failed lines (each is in the output, with its error; a file of 100 000
+// bad lines named them all, 650 KB) and calibrate's unused --layout entries.
 const maxFailedLines = 20
 
 // visible is s with what a terminal or a JSON answer cannot show as it is
