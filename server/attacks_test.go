@@ -214,11 +214,7 @@ func TestInvalidUTF8OverREST(t *testing.T) {
 // the wire format lets it be found, not INTERNAL.
 func TestUndecodableGRPCMessage(t *testing.T) {
 	d := secureDaemon(t, nil)
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := rawClient(t, d)
 	good, err := proto.Marshal(stepRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +234,7 @@ func TestUndecodableGRPCMessage(t *testing.T) {
 		{"garbage", []byte{0xff, 0xff, 0xff}, ""},
 	} {
 		var out pb.EstimateStepResponse
-		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimateStep", rawMessage(tc.body), &out, grpc.ForceCodecV2(rawCodec{}))
+		err := invokeRaw(conn, "EstimateStep", tc.body, &out)
 		if tc.field == "" {
 			if status.Code(err) != codes.InvalidArgument {
 				t.Errorf("%s: %v", tc.name, err)
@@ -264,6 +260,35 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 func (rawCodec) Name() string { return "proto" }
+
+// rawClient is a gRPC connection to d for raw requests (invokeRaw), closed when
+// the test ends.
+func rawClient(t *testing.T, d daemon) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// invokeRaw sends body, an encoded request, to the StepcostService method and
+// decodes the answer into out.
+func invokeRaw(conn *grpc.ClientConn, method string, body []byte, out proto.Message) error {
+	return conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/"+method, rawMessage(body), out, grpc.ForceCodecV2(rawCodec{}))
+}
+
+// The wire format's pieces, to write requests no generated client would: a field
+// (its tag, then value), a varint, and a message of the parts given
+// (length-delimited).
+func wireField(num protowire.Number, typ protowire.Type, value []byte) []byte {
+	return append(protowire.AppendTag(nil, num, typ), value...)
+}
+
+func wireVarint(v uint64) []byte { return protowire.AppendVarint(nil, v) }
+
+func wireNested(parts ...[]byte) []byte { return protowire.AppendBytes(nil, bytes.Join(parts, nil)) }
 
 // Long strings a valid request could carry are refused by field, not kept or
 // echoed: a 3 MB architecture name came back whole in the answer, and a cluster
@@ -312,21 +337,13 @@ func definition(d *pb.ClusterDefinition) *pb.ClusterSpec {
 // of their type's range.
 func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 	d := secureDaemon(t, nil)
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := rawClient(t, d)
 	good, err := proto.Marshal(planRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
-	field := func(num protowire.Number, typ protowire.Type, value []byte) []byte {
-		return append(protowire.AppendTag(nil, num, typ), value...)
-	}
-	varint := func(v uint64) []byte { return protowire.AppendVarint(nil, v) }
+	field, varint, nested := wireField, wireVarint, wireNested
 	fixed64 := func(v uint64) []byte { return protowire.AppendFixed64(nil, v) }
-	nested := func(inner []byte) []byte { return protowire.AppendBytes(nil, inner) }
 	for _, tc := range []struct {
 		name  string
 		extra []byte
@@ -348,7 +365,7 @@ func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 	} {
 		var out pb.EstimatePlanResponse
 		body := append(append([]byte(nil), good...), tc.extra...)
-		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(body), &out, grpc.ForceCodecV2(rawCodec{}))
+		err := invokeRaw(conn, "EstimatePlan", body, &out)
 		if err == nil {
 			t.Errorf("%s: answered (%d plans), the field not read as sent", tc.name, len(out.GetPlans()))
 			continue
@@ -357,7 +374,7 @@ func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 	}
 	// The request without them is answered.
 	var out pb.EstimatePlanResponse
-	if err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(good), &out, grpc.ForceCodecV2(rawCodec{})); err != nil || len(out.GetPlans()) != 3 {
+	if err := invokeRaw(conn, "EstimatePlan", good, &out); err != nil || len(out.GetPlans()) != 3 {
 		t.Fatalf("%v, %d plans", err, len(out.GetPlans()))
 	}
 }
@@ -420,16 +437,8 @@ func TestRESTBodyWhateverItsContentType(t *testing.T) {
 // priced at 100).
 func TestRepeatedGRPCFieldsAreRefused(t *testing.T) {
 	d := secureDaemon(t, nil)
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	field := func(num protowire.Number, typ protowire.Type, value []byte) []byte {
-		return append(protowire.AppendTag(nil, num, typ), value...)
-	}
-	varint := func(v uint64) []byte { return protowire.AppendVarint(nil, v) }
-	nested := func(parts ...[]byte) []byte { return protowire.AppendBytes(nil, bytes.Join(parts, nil)) }
+	conn := rawClient(t, d)
+	field, varint, nested := wireField, wireVarint, wireNested
 	text := func(s string) []byte { return protowire.AppendString(nil, s) }
 	double := func(v float64) []byte { return protowire.AppendFixed64(nil, math.Float64bits(v)) }
 	without := func(clear func(*pb.EstimatePlanRequest)) []byte {
@@ -472,7 +481,7 @@ func TestRepeatedGRPCFieldsAreRefused(t *testing.T) {
 		{"a map key twice", cat(noCluster, cluster(tflops(900), tflops(100))...), "cluster.definition.gpu.peak_tflops.bf16"},
 	} {
 		var out pb.EstimatePlanResponse
-		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(tc.body), &out, grpc.ForceCodecV2(rawCodec{}))
+		err := invokeRaw(conn, "EstimatePlan", tc.body, &out)
 		if err == nil {
 			t.Errorf("%s: answered (%d plans), the first value dropped", tc.name, len(out.GetPlans()))
 			continue
@@ -487,7 +496,7 @@ func TestRepeatedGRPCFieldsAreRefused(t *testing.T) {
 		"constraints.tp x2": cat(good, field(7, protowire.BytesType, nested(field(1, protowire.VarintType, varint(4)), field(1, protowire.VarintType, varint(8))))...),
 	} {
 		var out pb.EstimatePlanResponse
-		if err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(body), &out, grpc.ForceCodecV2(rawCodec{})); err != nil || len(out.GetPlans()) == 0 {
+		if err := invokeRaw(conn, "EstimatePlan", body, &out); err != nil || len(out.GetPlans()) == 0 {
 			t.Errorf("%s: %v, %d plans", name, err, len(out.GetPlans()))
 		}
 	}
