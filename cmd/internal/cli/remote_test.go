@@ -544,3 +544,25 @@ func TestRankBinaryFileIsReportedBounded(t *testing.T) {
 		}
 	}
 }
+
+// A load flag out of range is named with its value: one message listed the three
+// ranges whichever was at fault ("--concurrency 1–1024, --duration up to 1h,
+// --requests ≥ 1" for --duration -1s).
+func TestLoadNamesTheFlagOutOfRange(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(f, []byte(`{"gpus": 16}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--concurrency", "0", "--concurrency: must be between 1 and 1024 (got 0)"},
+		{"--concurrency", "100000", "--concurrency: must be between 1 and 1024 (got 100000)"},
+		{"--duration", "-1s", "--duration: must be more than 0 and at most 1h0m0s (got -1s)"},
+		{"--duration", "2h", "--duration: must be more than 0 and at most 1h0m0s (got 2h0m0s)"},
+		{"--requests", "0", "--requests: must be at least 1 (got 0)"},
+	} {
+		code, _, errOut := run("load", "--server", "127.0.0.1:1", "--in", f, tc.flag, tc.value)
+		if code != 1 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "--") != 1 {
+			t.Errorf("%s %s: exit %d, %q, want %q alone", tc.flag, tc.value, code, errOut, tc.want)
+		}
+	}
+}
