@@ -19,6 +19,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/service"
+	"github.com/stepcost/stepcost/internal/strictjson"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	"github.com/stepcost/stepcost/planner"
@@ -272,7 +273,7 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 			return fmt.Errorf("--free-map: %w", err)
 		}
 		var raw map[string][]int
-		if err := strictJSON(data); err != nil {
+		if err := strictjson.Check(data); err != nil {
 			return fmt.Errorf("--free-map %s: %w", *opt.freeMap, err)
 		}
 		dec := json.NewDecoder(bytes.NewReader(data))
