@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/strictjson"
 )
 
 // FileLayout is what the caller states about one input file: for nccl-tests output
@@ -32,6 +33,9 @@ type Layouts map[string]FileLayout
 // DecodeLayouts reads a layouts file in its JSON form (the command line converts
 // YAML to it): an object keyed by input file name. Unknown keys are errors.
 func DecodeLayouts(data []byte) (Layouts, error) {
+	if err := strictjson.Check(data); err != nil {
+		return nil, fmt.Errorf("layouts: %w", err) // a key twice, in two cases: the decoder keeps the last
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("layouts: %w", err)

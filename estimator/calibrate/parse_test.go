@@ -333,3 +333,18 @@ func TestDescribeCountsDistinctSizes(t *testing.T) {
 		}
 	}
 }
+
+// A layout entry giving a field twice in two cases ("op" and "OP", which YAML
+// and JSON keep apart) is refused naming it: Go's decoder matched both to op and
+// kept the last.
+func TestDecodeLayoutsKeyInTwoCases(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a.txt": {"op": "allreduce", "OP": "allgather"}}`, `"a.txt"."op" is given twice (as "op" and "OP")`},
+		{`{"a.txt": {"op": "allreduce"}, "b.txt": {"op": "allgather", "nodes": 2}}`, ""},
+	} {
+		_, err := calibrate.DecodeLayouts([]byte(tc.in))
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
