@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,10 @@ import (
 	"github.com/stepcost/stepcost/estimator/calibrate"
 	"github.com/stepcost/stepcost/picture"
 )
+
+// errSVGAndJSON refuses --svg - with --json (plan, estimate, calibrate): one of
+// the two would be lost, or the two mixed, on standard output.
+var errSVGAndJSON = errors.New("--svg - and --json: both write to standard output; give --svg a file")
 
 // maxInputSize bounds one input file (nccl-tests outputs are kilobytes, training
 // logs megabytes).
@@ -36,6 +41,9 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	// Flags may come before, between and after the files (calibrate --cluster x
 	// *.txt --out y); "--" ends the flags. The files are required (filesArgs).
 	return func(_ context.Context, files []string, stdout, stderr io.Writer) error {
+		if *svg == "-" && *asJSON {
+			return errSVGAndJSON
+		}
 		spec, base, err := loadCluster(*clusterName, *clusterFile)
 		if err != nil {
 			return err

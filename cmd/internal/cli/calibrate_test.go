@@ -326,3 +326,18 @@ func TestCalibrateUnusedLayoutEntriesBounded(t *testing.T) {
 		t.Errorf("stderr (%d B): %.600s", len(errOut), errOut)
 	}
 }
+
+// --svg - and --json both write to standard output: refused, as plan and
+// estimate refuse them, before any fit (calibrate wrote the SVG and dropped the
+// JSON, exit 0).
+func TestCalibrateSVGToStdoutAndJSON(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	code, out, errOut := run("calibrate", "--cluster", "dgx-h100", "--svg", "-", "--json", files[0])
+	if code != 1 || out != "" || !strings.Contains(errOut, "--svg - and --json: both write to standard output; give --svg a file") {
+		t.Errorf("exit %d: %.100q %s", code, out, errOut)
+	}
+}

@@ -516,7 +516,7 @@ func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.Est
 		return nil, errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:schedule)")
 	}
 	if *opt.svgOut == "-" && *opt.asJSON {
-		return nil, errors.New("--svg - and --json: both write to standard output; give --svg a file")
+		return nil, errSVGAndJSON
 	}
 	if err := checkNames(q.req.Training, q.req.Layout, estimateFlags); err != nil {
 		return nil, err

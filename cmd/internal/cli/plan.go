@@ -476,7 +476,7 @@ func (opt *planArgs) request(set map[string]bool, q *planQuery) (*pb.EstimatePla
 		return nil, errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:pareto)")
 	}
 	if *opt.svgOut == "-" && *opt.asJSON {
-		return nil, errors.New("--svg - and --json: both write to standard output; give --svg a file")
+		return nil, errSVGAndJSON
 	}
 	if err := checkNames(q.req.Training, step.Layout{}, planFlags); err != nil {
 		return nil, err
