@@ -161,7 +161,7 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 		}
 		for _, x := range resp.GetWarnings() {
 			fmt.Fprintln(stdout)
-			printWrapped(stdout, "warning: ", x, true)
+			printWrapped(stdout, "warning: ", flaggedWarning(x, collectiveFlags), true)
 		}
 		if sched != nil {
 			fmt.Fprintln(stdout)

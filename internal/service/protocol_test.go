@@ -1,0 +1,49 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// A protocol forced without an algorithm that runs it is said in the answer's
+// warnings, naming the field: the collective model forces a protocol on ring and
+// tree only, so LL on two DGX H100 nodes was answered with NVLS tree on Simple
+// and not a word of the LL asked for. Forced with ring, it is priced, and no
+// warning; no protocol, no warning. The prices are unchanged.
+func TestForcedProtocolNotPricedIsWarned(t *testing.T) {
+	s := New(Options{})
+	req := func(algo pb.Algorithm, proto pb.Protocol) *pb.SimulateCollectiveRequest {
+		return &pb.SimulateCollectiveRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Nodes: 2,
+			Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30, Algorithm: algo, Protocol: proto}
+	}
+	ask := func(r *pb.SimulateCollectiveRequest) *pb.SimulateCollectiveResponse {
+		t.Helper()
+		resp, err := s.SimulateCollective(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	auto := ask(req(pb.Algorithm_ALGORITHM_UNSPECIFIED, pb.Protocol_PROTOCOL_UNSPECIFIED))
+	forced := ask(req(pb.Algorithm_ALGORITHM_UNSPECIFIED, pb.Protocol_PROTOCOL_LL))
+	if forced.GetChosen().GetProtocol() == pb.Protocol_PROTOCOL_LL {
+		t.Skip("the model now prices LL here: nothing to warn of")
+	}
+	want := "protocol: PROTOCOL_LL is not what the chosen " + forced.GetChosen().GetAlgorithm().String()
+	if len(forced.GetWarnings()) != 1 || !strings.HasPrefix(forced.GetWarnings()[0], want) {
+		t.Errorf("warnings %q, want one starting %q", forced.GetWarnings(), want)
+	}
+	if forced.GetChosen().GetTimeUs() != auto.GetChosen().GetTimeUs() {
+		t.Errorf("the warning moved the price: %v µs, %v µs without the protocol", forced.GetChosen().GetTimeUs(), auto.GetChosen().GetTimeUs())
+	}
+	if len(auto.GetWarnings()) != 0 {
+		t.Errorf("no protocol: warnings %q", auto.GetWarnings())
+	}
+	ring := ask(req(pb.Algorithm_ALGORITHM_RING, pb.Protocol_PROTOCOL_LL))
+	if ring.GetChosen().GetProtocol() != pb.Protocol_PROTOCOL_LL || len(ring.GetWarnings()) != 0 {
+		t.Errorf("ring forced on LL: %v, warnings %q", ring.GetChosen(), ring.GetWarnings())
+	}
+}
