@@ -47,3 +47,28 @@ func TestForcedProtocolNotPricedIsWarned(t *testing.T) {
 		t.Errorf("ring forced on LL: %v, warnings %q", ring.GetChosen(), ring.GetWarnings())
 	}
 }
+
+// concurrent with a group that holds every GPU of its nodes has no other GPUs to
+// run beside it: the answer says so, naming the field (it was answered as if not
+// set, without a word). With half the node's GPUs, the other half runs, and no
+// warning.
+func TestConcurrentWithoutOtherGPUsIsWarned(t *testing.T) {
+	s := New(Options{})
+	ask := func(per int32) *pb.SimulateCollectiveResponse {
+		t.Helper()
+		resp, err := s.SimulateCollective(context.Background(), &pb.SimulateCollectiveRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}},
+			Nodes: 2, GpusPerNode: per, Concurrent: true, Collective: pb.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, per := range []int32{0, 8} {
+		if ws := ask(per).GetWarnings(); len(ws) != 1 || !strings.HasPrefix(ws[0], "concurrent: no effect: the group holds all 8 GPUs of each of its nodes") {
+			t.Errorf("gpus_per_node %d: warnings %q", per, ws)
+		}
+	}
+	if r := ask(4); len(r.GetWarnings()) != 0 || r.GetConcurrentGroups() < 2 {
+		t.Errorf("gpus_per_node 4: %d groups, warnings %q", r.GetConcurrentGroups(), r.GetWarnings())
+	}
+}

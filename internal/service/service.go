@@ -484,6 +484,10 @@ func simulate(ctx context.Context, c *wire.Collective) (*pb.SimulateCollectiveRe
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("protocol: %s is not what the chosen %s runs (%s): a protocol is forced on ring and tree only, as NCCL_PROTO does, and across nodes of nics.simple_protocol_only only Simple runs; force algorithm ring or tree with it",
 			wire.ProtocolToProto(c.Options.Protocol), wire.AlgorithmToProto(chosen.Algo), wire.ProtocolToProto(chosen.Protocol)))
 	}
+	if c.Concurrent() && c.Placement.Concurrent <= 1 {
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("concurrent: no effect: the group holds all %d GPUs of each of its nodes, so no other GPUs run beside it (give gpus_per_node below %d)",
+			c.GPUsPerNode(), c.GPUsPerNode()))
+	}
 	return resp, nil
 }
 
