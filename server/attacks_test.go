@@ -147,14 +147,10 @@ func TestEchoedValuesAreBounded(t *testing.T) {
 	if s := decodeStatus(t, b); len(s.Details) == 0 || len(s.Details[0].FieldViolations) == 0 || s.Details[0].FieldViolations[0].Field != "model.name" {
 		t.Errorf("REST: %.300s", b)
 	}
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	req := stepRequest()
 	req.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: long}}
-	_, err = pb.NewStepcostServiceClient(conn).EstimateStep(context.Background(), req)
+	_, err := pb.NewStepcostServiceClient(conn).EstimateStep(context.Background(), req)
 	st := status.Convert(err)
 	if st.Code() != codes.InvalidArgument || len(st.Message()) > maxErrorAnswer || proto.Size(st.Proto()) > maxErrorAnswer {
 		t.Errorf("gRPC: %v, message %d B, status %d B", st.Code(), len(st.Message()), proto.Size(st.Proto()))
@@ -214,7 +210,7 @@ func TestInvalidUTF8OverREST(t *testing.T) {
 // the wire format lets it be found, not INTERNAL.
 func TestUndecodableGRPCMessage(t *testing.T) {
 	d := secureDaemon(t, nil)
-	conn := rawClient(t, d)
+	conn := grpcConn(t, d)
 	good, err := proto.Marshal(stepRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -261,9 +257,8 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 
 func (rawCodec) Name() string { return "proto" }
 
-// rawClient is a gRPC connection to d for raw requests (invokeRaw), closed when
-// the test ends.
-func rawClient(t *testing.T, d daemon) *grpc.ClientConn {
+// grpcConn is a gRPC connection to d (plain text), closed when the test ends.
+func grpcConn(t *testing.T, d daemon) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -337,7 +332,7 @@ func definition(d *pb.ClusterDefinition) *pb.ClusterSpec {
 // of their type's range.
 func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 	d := secureDaemon(t, nil)
-	conn := rawClient(t, d)
+	conn := grpcConn(t, d)
 	good, err := proto.Marshal(planRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -437,7 +432,7 @@ func TestRESTBodyWhateverItsContentType(t *testing.T) {
 // priced at 100).
 func TestRepeatedGRPCFieldsAreRefused(t *testing.T) {
 	d := secureDaemon(t, nil)
-	conn := rawClient(t, d)
+	conn := grpcConn(t, d)
 	field, varint, nested := wireField, wireVarint, wireNested
 	text := func(s string) []byte { return protowire.AppendString(nil, s) }
 	double := func(v float64) []byte { return protowire.AppendFixed64(nil, math.Float64bits(v)) }

@@ -97,7 +97,7 @@ func TestConcurrentCallsEveryRPC(t *testing.T) {
 	for _, rpc := range rpcs {
 		t.Run(rpc.name, func(t *testing.T) {
 			// A daemon of its own, its cache cold.
-			conn := rawClient(t, secureDaemon(t, nil))
+			conn := grpcConn(t, secureDaemon(t, nil))
 			svc, pics = pb.NewStepcostServiceClient(conn), pb.NewPictureServiceClient(conn)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

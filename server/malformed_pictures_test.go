@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -101,11 +100,7 @@ var surfaces = map[string]surface{
 func TestMalformedCollectivesAndPictures(t *testing.T) {
 	d := startDaemon(t, func(c *Config) { c.Limits = malformedLimits; c.MaxRequestBytes = malformedMaxBytes })
 	defer d.stop()
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	const coll, sched, pareto, cal = "SimulateCollective", "DrawSchedule", "DrawPareto", "DrawCalibration"
 	cases := []struct {
 		name, method, body, field string

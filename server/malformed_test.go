@@ -453,11 +453,7 @@ func TestMalformedBatchItem(t *testing.T) {
 		}
 	}
 	t.Run("grpc", func(t *testing.T) {
-		conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := grpcConn(t, d)
 		var req pb.RankConfigsRequest
 		if err := protojson.Unmarshal([]byte(body), &req); err != nil {
 			t.Fatal(err)
