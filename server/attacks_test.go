@@ -43,21 +43,10 @@ func restCall(t *testing.T, d daemon, path string, body []byte) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// restStatus is a REST error answer.
-type restStatus struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Details []struct {
-		FieldViolations []struct {
-			Field       string `json:"field"`
-			Description string `json:"description"`
-		} `json:"field_violations"`
-	} `json:"details"`
-}
-
-func decodeStatus(t *testing.T, b []byte) restStatus {
+// decodeStatus is b, a REST error answer, decoded (restError).
+func decodeStatus(t *testing.T, b []byte) restError {
 	t.Helper()
-	var s restStatus
+	var s restError
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("error answer is not a status: %v: %.300s", err, b)
 	}
