@@ -212,9 +212,31 @@ func readFault(b []byte, md protoreflect.MessageDescriptor, prefix string) (fiel
 // then 4 answered 4 plans; a model by name then by parameter count answered for
 // the count; peak_tflops bf16 900 then 100 priced at 100).
 type fieldsGiven struct {
-	fields map[protowire.Number]bool
-	oneofs map[protoreflect.Name]protoreflect.FieldDescriptor
+	fields indexSet        // by the field's index in its message
+	oneofs indexSet        // by the oneof's index in its message
 	keys   map[string]bool // "number/key" of the map entries given
+}
+
+// indexSet is a set of small indices: a bit each below 64 (no allocation on the
+// path every request takes), a map above.
+type indexSet struct {
+	low  uint64
+	high map[int]bool
+}
+
+// add adds i and says whether it was there already.
+func (s *indexSet) add(i int) (had bool) {
+	if i < 64 {
+		had = s.low&(1<<i) != 0
+		s.low |= 1 << i
+		return had
+	}
+	if s.high == nil {
+		s.high = map[int]bool{}
+	}
+	had = s.high[i]
+	s.high[i] = true
+	return had
 }
 
 // add records field fd, given at path with its value's encoding (tag excluded),
@@ -234,25 +256,15 @@ func (g *fieldsGiven) add(fd protoreflect.FieldDescriptor, path string, value []
 		g.keys[id] = true
 	case fd.IsList():
 	default:
-		if g.fields == nil {
-			g.fields = map[protowire.Number]bool{}
-		}
-		if g.fields[fd.Number()] {
+		if g.fields.add(fd.Index()) {
 			return path, "is given twice"
 		}
-		g.fields[fd.Number()] = true
-		if o := fd.ContainingOneof(); o != nil && !o.IsSynthetic() {
-			if g.oneofs == nil {
-				g.oneofs = map[protoreflect.Name]protoreflect.FieldDescriptor{}
+		if o := fd.ContainingOneof(); o != nil && !o.IsSynthetic() && g.oneofs.add(o.Index()) {
+			names := make([]string, o.Fields().Len())
+			for i := range names {
+				names[i] = string(o.Fields().Get(i).Name())
 			}
-			if _, ok := g.oneofs[o.Name()]; ok {
-				names := make([]string, o.Fields().Len())
-				for i := range names {
-					names[i] = string(o.Fields().Get(i).Name())
-				}
-				return path, "only one of " + strings.Join(names, ", ") + " may be given"
-			}
-			g.oneofs[o.Name()] = fd
+			return path, "only one of " + strings.Join(names, ", ") + " may be given"
 		}
 	}
 	return "", ""
