@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -166,11 +164,7 @@ func TestAdmissionFlagsAndMetrics(t *testing.T) {
 
 	d := startDaemon(t, func(c *Config) { c.Telemetry.Metrics = true })
 	defer d.stop()
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	if _, err := pb.NewStepcostServiceClient(conn).EstimatePlan(context.Background(), plannerRequest()); err != nil {
 		t.Fatal(err)
 	}

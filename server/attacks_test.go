@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strings"
@@ -41,21 +43,10 @@ func restCall(t *testing.T, d daemon, path string, body []byte) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// restStatus is a REST error answer.
-type restStatus struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Details []struct {
-		FieldViolations []struct {
-			Field       string `json:"field"`
-			Description string `json:"description"`
-		} `json:"field_violations"`
-	} `json:"details"`
-}
-
-func decodeStatus(t *testing.T, b []byte) restStatus {
+// decodeStatus is b, a REST error answer, decoded (restError).
+func decodeStatus(t *testing.T, b []byte) restError {
 	t.Helper()
-	var s restStatus
+	var s restError
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("error answer is not a status: %v: %.300s", err, b)
 	}
@@ -145,14 +136,10 @@ func TestEchoedValuesAreBounded(t *testing.T) {
 	if s := decodeStatus(t, b); len(s.Details) == 0 || len(s.Details[0].FieldViolations) == 0 || s.Details[0].FieldViolations[0].Field != "model.name" {
 		t.Errorf("REST: %.300s", b)
 	}
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	req := stepRequest()
 	req.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: long}}
-	_, err = pb.NewStepcostServiceClient(conn).EstimateStep(context.Background(), req)
+	_, err := pb.NewStepcostServiceClient(conn).EstimateStep(context.Background(), req)
 	st := status.Convert(err)
 	if st.Code() != codes.InvalidArgument || len(st.Message()) > maxErrorAnswer || proto.Size(st.Proto()) > maxErrorAnswer {
 		t.Errorf("gRPC: %v, message %d B, status %d B", st.Code(), len(st.Message()), proto.Size(st.Proto()))
@@ -212,11 +199,7 @@ func TestInvalidUTF8OverREST(t *testing.T) {
 // the wire format lets it be found, not INTERNAL.
 func TestUndecodableGRPCMessage(t *testing.T) {
 	d := secureDaemon(t, nil)
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	good, err := proto.Marshal(stepRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +219,7 @@ func TestUndecodableGRPCMessage(t *testing.T) {
 		{"garbage", []byte{0xff, 0xff, 0xff}, ""},
 	} {
 		var out pb.EstimateStepResponse
-		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimateStep", rawMessage(tc.body), &out, grpc.ForceCodecV2(rawCodec{}))
+		err := invokeRaw(conn, "EstimateStep", tc.body, &out)
 		if tc.field == "" {
 			if status.Code(err) != codes.InvalidArgument {
 				t.Errorf("%s: %v", tc.name, err)
@@ -262,6 +245,34 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 func (rawCodec) Name() string { return "proto" }
+
+// grpcConn is a gRPC connection to d (plain text), closed when the test ends.
+func grpcConn(t *testing.T, d daemon) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// invokeRaw sends body, an encoded request, to the StepcostService method and
+// decodes the answer into out.
+func invokeRaw(conn *grpc.ClientConn, method string, body []byte, out proto.Message) error {
+	return conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/"+method, rawMessage(body), out, grpc.ForceCodecV2(rawCodec{}))
+}
+
+// The wire format's pieces, to write requests no generated client would: a field
+// (its tag, then value), a varint, and a message of the parts given
+// (length-delimited).
+func wireField(num protowire.Number, typ protowire.Type, value []byte) []byte {
+	return append(protowire.AppendTag(nil, num, typ), value...)
+}
+
+func wireVarint(v uint64) []byte { return protowire.AppendVarint(nil, v) }
+
+func wireNested(parts ...[]byte) []byte { return protowire.AppendBytes(nil, bytes.Join(parts, nil)) }
 
 // Long strings a valid request could carry are refused by field, not kept or
 // echoed: a 3 MB architecture name came back whole in the answer, and a cluster
@@ -310,21 +321,13 @@ func definition(d *pb.ClusterDefinition) *pb.ClusterSpec {
 // of their type's range.
 func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 	d := secureDaemon(t, nil)
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	good, err := proto.Marshal(planRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
-	field := func(num protowire.Number, typ protowire.Type, value []byte) []byte {
-		return append(protowire.AppendTag(nil, num, typ), value...)
-	}
-	varint := func(v uint64) []byte { return protowire.AppendVarint(nil, v) }
+	field, varint, nested := wireField, wireVarint, wireNested
 	fixed64 := func(v uint64) []byte { return protowire.AppendFixed64(nil, v) }
-	nested := func(inner []byte) []byte { return protowire.AppendBytes(nil, inner) }
 	for _, tc := range []struct {
 		name  string
 		extra []byte
@@ -346,7 +349,7 @@ func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 	} {
 		var out pb.EstimatePlanResponse
 		body := append(append([]byte(nil), good...), tc.extra...)
-		err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(body), &out, grpc.ForceCodecV2(rawCodec{}))
+		err := invokeRaw(conn, "EstimatePlan", body, &out)
 		if err == nil {
 			t.Errorf("%s: answered (%d plans), the field not read as sent", tc.name, len(out.GetPlans()))
 			continue
@@ -355,7 +358,7 @@ func TestUnreadableGRPCFieldsAreRefused(t *testing.T) {
 	}
 	// The request without them is answered.
 	var out pb.EstimatePlanResponse
-	if err := conn.Invoke(context.Background(), "/stepcost.v1.StepcostService/EstimatePlan", rawMessage(good), &out, grpc.ForceCodecV2(rawCodec{})); err != nil || len(out.GetPlans()) != 3 {
+	if err := invokeRaw(conn, "EstimatePlan", good, &out); err != nil || len(out.GetPlans()) != 3 {
 		t.Fatalf("%v, %d plans", err, len(out.GetPlans()))
 	}
 }
@@ -406,6 +409,146 @@ func TestRESTBodyWhateverItsContentType(t *testing.T) {
 			if !named {
 				t.Errorf("%q %q: the 400 names neither the body nor a field: %s", tc.contentType, tc.body, b)
 			}
+		}
+	}
+}
+
+// A gRPC request that gives a field twice, two alternatives of a oneof, or one
+// map key twice is refused naming the field, as the REST gateway refuses the
+// same JSON: protobuf keeps the last of each, so the request was answered with
+// the first silently dropped (top_k 3 then 4 answered 4 plans; a model by name
+// and by parameter count answered for the count; bf16 900 then 100 TFLOP/s
+// priced at 100).
+func TestRepeatedGRPCFieldsAreRefused(t *testing.T) {
+	d := secureDaemon(t, nil)
+	conn := grpcConn(t, d)
+	field, varint, nested := wireField, wireVarint, wireNested
+	text := func(s string) []byte { return protowire.AppendString(nil, s) }
+	double := func(v float64) []byte { return protowire.AppendFixed64(nil, math.Float64bits(v)) }
+	without := func(clear func(*pb.EstimatePlanRequest)) []byte {
+		r := planRequest()
+		clear(r)
+		b, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cat := func(a []byte, b ...byte) []byte { return append(append([]byte(nil), a...), b...) }
+	good := without(func(*pb.EstimatePlanRequest) {})
+	noModel := without(func(r *pb.EstimatePlanRequest) { r.Model = nil })
+	noCluster := without(func(r *pb.EstimatePlanRequest) { r.Cluster = nil })
+	tflops := func(v float64) []byte {
+		return field(3, protowire.BytesType, nested(field(1, protowire.BytesType, text("bf16")), field(2, protowire.Fixed64Type, double(v))))
+	}
+	cluster := func(entries ...[]byte) []byte {
+		gpu, err := proto.Marshal(&pb.GPU{Name: "H100-SXM", Arch: "hopper", MemoryGb: 85.9, MemoryBandwidthGbps: 3350, NvlinkGbps: 450, Sms: 132})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return field(2, protowire.BytesType, nested(field(2, protowire.BytesType, nested(
+			field(2, protowire.BytesType, text("dgx-h100")),
+			field(3, protowire.BytesType, nested(append(gpu, bytes.Join(entries, nil)...)))))))
+	}
+	for _, tc := range []struct {
+		name  string
+		body  []byte
+		field string
+	}{
+		{"top_k twice", cat(good, field(11, protowire.VarintType, varint(4))...), "top_k"},
+		{"gpus twice", cat(good, field(4, protowire.VarintType, varint(64))...), "gpus"},
+		{"training twice", cat(good, field(3, protowire.BytesType, nested(field(1, protowire.VarintType, varint(4096))))...), "training"},
+		{"model by name and by params", cat(noModel, field(1, protowire.BytesType, nested(
+			field(1, protowire.BytesType, text("llama3-8b")), field(3, protowire.Fixed64Type, double(70e9))))...), "model.params"},
+		{"model name twice", cat(noModel, field(1, protowire.BytesType, nested(
+			field(1, protowire.BytesType, text("llama3-8b")), field(1, protowire.BytesType, text("llama3-70b"))))...), "model.name"},
+		{"a map key twice", cat(noCluster, cluster(tflops(900), tflops(100))...), "cluster.definition.gpu.peak_tflops.bf16"},
+	} {
+		var out pb.EstimatePlanResponse
+		err := invokeRaw(conn, "EstimatePlan", tc.body, &out)
+		if err == nil {
+			t.Errorf("%s: answered (%d plans), the first value dropped", tc.name, len(out.GetPlans()))
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) { violationOf(t, err, codes.InvalidArgument, tc.field) })
+	}
+	// The same requests with each field once are answered; a repeated field
+	// given in several runs (packed and not) is one list.
+	for name, body := range map[string][]byte{
+		"good":              good,
+		"one map key":       cat(noCluster, cluster(tflops(900))...),
+		"constraints.tp x2": cat(good, field(7, protowire.BytesType, nested(field(1, protowire.VarintType, varint(4)), field(1, protowire.VarintType, varint(8))))...),
+	} {
+		var out pb.EstimatePlanResponse
+		if err := invokeRaw(conn, "EstimatePlan", body, &out); err != nil || len(out.GetPlans()) == 0 {
+			t.Errorf("%s: %v, %d plans", name, err, len(out.GetPlans()))
+		}
+	}
+}
+
+// The API reads its request from the body alone: a query parameter on an API
+// route is refused naming it, where it was dropped without a word
+// (/v1/steps:estimate?layout.tp=2 answered tp 8 from the body;
+// /v1/catalog?model=x the whole catalog). A body with a Content-Encoding is
+// refused naming the header (415, Accept-Encoding: identity): a gzipped body was
+// read as JSON and refused as "malformed JSON … invalid value \x1f", and a body
+// declared br but sent plain was answered.
+func TestRESTQueryAndEncodingAreRefused(t *testing.T) {
+	d := secureDaemon(t, nil)
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(okStep))
+	w.Close()
+	for _, tc := range []struct {
+		method, path, encoding string
+		body                   []byte
+		code                   int
+		field                  string
+	}{
+		{"POST", "/v1/steps:estimate?layout.tp=2", "", []byte(okStep), http.StatusBadRequest, "layout.tp"},
+		{"POST", "/v1/plans:estimate?gpus=64&top_k=1", "", []byte(okPlan), http.StatusBadRequest, "gpus"},
+		{"POST", "/v1/collectives:simulate?nodes=8", "", []byte(okColl), http.StatusBadRequest, "nodes"},
+		{"POST", "/v1/configs:rank?x", "", []byte(`{"configs": [` + okStep + `]}`), http.StatusBadRequest, "x"},
+		{"POST", "/v1/clusters:calibrate?base=dgx-a100", "", []byte(`{}`), http.StatusBadRequest, "base"},
+		{"POST", "/v1/pictures:schedule?estimate.layout.tp=2", "", []byte(okStep), http.StatusBadRequest, "estimate.layout.tp"},
+		{"POST", "/v1/pictures:pareto?plan.gpus=8", "", []byte(okPlan), http.StatusBadRequest, "plan.gpus"},
+		{"POST", "/v1/pictures:calibration?calibration.base=x", "", []byte(`{}`), http.StatusBadRequest, "calibration.base"},
+		{"GET", "/v1/catalog?model=llama3-8b", "", nil, http.StatusBadRequest, "model"},
+		{"POST", "/v1/steps:estimate?%zz", "", []byte(okStep), http.StatusBadRequest, "?%zz"},
+		{"POST", "/v1/steps:estimate", "gzip", gz.Bytes(), http.StatusUnsupportedMediaType, "Content-Encoding"},
+		{"POST", "/v1/steps:estimate", "br", []byte(okStep), http.StatusUnsupportedMediaType, "Content-Encoding"},
+		// Without either, and with the identity coding, the same calls are answered.
+		{"POST", "/v1/steps:estimate", "identity", []byte(okStep), http.StatusOK, ""},
+		{"POST", "/v1/steps:estimate?", "", []byte(okStep), http.StatusOK, ""},
+		{"GET", "/v1/catalog", "", nil, http.StatusOK, ""},
+		{"GET", "/healthz?service=", "", nil, http.StatusOK, ""},
+	} {
+		req, err := http.NewRequest(tc.method, "http://"+d.httpAddr+tc.path, bytes.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.encoding != "" {
+			req.Header.Set("Content-Encoding", tc.encoding)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s %s (%s): %d, want %d: %.300s", tc.method, tc.path, tc.encoding, resp.StatusCode, tc.code, b)
+			continue
+		}
+		if tc.field == "" {
+			continue
+		}
+		s := decodeStatus(t, b)
+		if s.Code != int(codes.InvalidArgument) || len(s.Details) == 0 || len(s.Details[0].FieldViolations) == 0 || s.Details[0].FieldViolations[0].Field != tc.field {
+			t.Errorf("%s %s (%s): want INVALID_ARGUMENT naming %s: %.300s", tc.method, tc.path, tc.encoding, tc.field, b)
+		}
+		if tc.code == http.StatusUnsupportedMediaType && resp.Header.Get("Accept-Encoding") != "identity" {
+			t.Errorf("%s (%s): Accept-Encoding %q", tc.path, tc.encoding, resp.Header.Get("Accept-Encoding"))
 		}
 	}
 }

@@ -9,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -62,11 +60,7 @@ func series(t *testing.T, addr string) (map[string]map[string]bool, string) {
 func TestMetricsCardinalityBounded(t *testing.T) {
 	d := startDaemon(t, func(c *Config) { c.Telemetry.Metrics = true })
 	defer d.stop()
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	c := pb.NewStepcostServiceClient(conn)
 	pc := pb.NewPictureServiceClient(conn)
 	ctx := context.Background()

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
@@ -74,11 +73,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 // A gRPC call whose message never comes ends at the default deadline.
 func TestSlowGRPCMessageIsCut(t *testing.T) {
 	d := flagDaemon(t, "--default-deadline=1s")
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	ctx, cancel := context.WithCancel(context.Background()) // no deadline: none is sent
 	defer cancel()
 	s, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, "/stepcost.v1.StepcostService/EstimateStep")
@@ -119,11 +114,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 		t.Error("HTTP: an idle keep-alive connection is still open after 5 s")
 	}
 
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	if _, err := pb.NewStepcostServiceClient(conn).ListCatalog(context.Background(), &pb.ListCatalogRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,11 +166,7 @@ func TestConnectionCap(t *testing.T) {
 // Streams meant to stay open (health's Watch) are not cut at the default deadline.
 func TestWatchOutlivesTheDefaultDeadline(t *testing.T) {
 	d := flagDaemon(t, "--default-deadline=1s")
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})

@@ -133,6 +133,7 @@ func fieldStatus(field, rule string) *status.Status {
 // field reads as sent.
 func readFault(b []byte, md protoreflect.MessageDescriptor, prefix string) (field, rule string) {
 	seen := map[protowire.Number]int{}
+	given := fieldsGiven{}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -196,8 +197,120 @@ func readFault(b []byte, md protoreflect.MessageDescriptor, prefix string) (fiel
 		default:
 			return path, fmt.Sprintf("is of type %s, which wire type %d (%s) cannot carry (a request encoded from a different stepcost.proto?)", kindOf(fd), typ, wireTypeName(typ))
 		}
+		if f, r := given.add(fd, path, value); r != "" {
+			return f, r
+		}
 	}
 	return "", ""
+}
+
+// fieldsGiven is what one message of a request has given so far, for the fields
+// protobuf would keep only the last of: a field that is not a list given twice,
+// two fields of a oneof, a map key twice. Each is refused, as the REST gateway
+// refuses the JSON ("is given twice", "only one of … may be given", a duplicate
+// map key), instead of answering with the first value silently dropped (top_k 3
+// then 4 answered 4 plans; a model by name then by parameter count answered for
+// the count; peak_tflops bf16 900 then 100 priced at 100).
+type fieldsGiven struct {
+	fields indexSet        // by the field's index in its message
+	oneofs indexSet        // by the oneof's index in its message
+	keys   map[string]bool // "number/key" of the map entries given
+}
+
+// indexSet is a set of small indices: a bit each below 64 (no allocation on the
+// path every request takes), a map above.
+type indexSet struct {
+	low  uint64
+	high map[int]bool
+}
+
+// add adds i and says whether it was there already.
+func (s *indexSet) add(i int) (had bool) {
+	if i < 64 {
+		had = s.low&(1<<i) != 0
+		s.low |= 1 << i
+		return had
+	}
+	if s.high == nil {
+		s.high = map[int]bool{}
+	}
+	had = s.high[i]
+	s.high[i] = true
+	return had
+}
+
+// add records field fd, given at path with its value's encoding (tag excluded),
+// and names what it makes ambiguous: path and the rule, or "" when nothing.
+func (g *fieldsGiven) add(fd protoreflect.FieldDescriptor, path string, value []byte) (field, rule string) {
+	switch {
+	case fd.IsMap():
+		entry, _ := protowire.ConsumeBytes(value)
+		key := mapKey(entry, fd.MapKey())
+		if g.keys == nil {
+			g.keys = map[string]bool{}
+		}
+		id := strconv.Itoa(int(fd.Number())) + "/" + key
+		if g.keys[id] {
+			return join(path, key), fmt.Sprintf("duplicate map key %q", key)
+		}
+		g.keys[id] = true
+	case fd.IsList():
+	default:
+		if g.fields.add(fd.Index()) {
+			return path, "is given twice"
+		}
+		if o := fd.ContainingOneof(); o != nil && !o.IsSynthetic() && g.oneofs.add(o.Index()) {
+			names := make([]string, o.Fields().Len())
+			for i := range names {
+				names[i] = string(o.Fields().Get(i).Name())
+			}
+			return path, "only one of " + strings.Join(names, ", ") + " may be given"
+		}
+	}
+	return "", ""
+}
+
+// mapKey is the key of a map entry's encoding, as text (the key's default when the
+// entry leaves it out).
+func mapKey(entry []byte, kd protoreflect.FieldDescriptor) string {
+	key := ""
+	if kd.Kind() == protoreflect.BoolKind {
+		key = "false"
+	} else if kd.Kind() != protoreflect.StringKind {
+		key = "0"
+	}
+	for len(entry) > 0 {
+		num, typ, n := protowire.ConsumeTag(entry)
+		if n < 0 {
+			break
+		}
+		entry = entry[n:]
+		n = protowire.ConsumeFieldValue(num, typ, entry)
+		if n < 0 {
+			break
+		}
+		if num == 1 {
+			switch typ {
+			case protowire.BytesType:
+				v, _ := protowire.ConsumeBytes(entry[:n])
+				key = string(v)
+			case protowire.VarintType:
+				v, _ := protowire.ConsumeVarint(entry[:n])
+				switch kd.Kind() {
+				case protoreflect.BoolKind:
+					key = strconv.FormatBool(v != 0)
+				case protoreflect.Sint32Kind, protoreflect.Sint64Kind:
+					key = strconv.FormatInt(protowire.DecodeZigZag(v), 10)
+				case protoreflect.Int32Kind, protoreflect.Int64Kind:
+					key = strconv.FormatInt(int64(v), 10)
+				default:
+					key = strconv.FormatUint(v, 10)
+				}
+			}
+		}
+		entry = entry[n:]
+	}
+	return key
 }
 
 // wireTypeOf is the wire type of a field of kind k (not packed).

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/stepcost/stepcost/server/security"
 )
@@ -63,20 +65,23 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	// setting: STEPCOST_VERSION, which a deployment may well set to record what it
 	// runs, would make every start print the version and exit, or fail.
 	var envErr error
+	envFlags := map[string]string{} // variable → flag
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name == "version" {
 			return
 		}
-		name := "STEPCOST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := envName(f.Name)
+		envFlags[name] = f.Name
 		if v, ok := os.LookupEnv(name); ok && envErr == nil {
 			if err := f.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("%s=%q: %w", name, v, err)
+				envErr = fmt.Errorf("%s=%q (--%s): %s", name, v, f.Name, takes(f.Value, err))
 			}
 		}
 	})
 	if envErr != nil {
 		return cfg, envErr
 	}
+	nearFlags(envFlags, stderr)
 	if v, ok := os.LookupEnv(security.TokensEnv); ok {
 		cfg.Auth.Tokens = strings.Split(v, ",") // set but empty still turns authentication on, and fails
 	}
@@ -95,4 +100,75 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	cfg.WarmUp = targets
 	return cfg, cfg.Validate()
+}
+
+// envName is the environment variable of flag name: STEPCOST_<NAME>.
+func envName(flag string) string {
+	return "STEPCOST_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// takes says what a flag's value must be, for a variable whose value did not
+// parse (the flag package says only "parse error").
+func takes(v flag.Value, err error) string {
+	g, ok := v.(flag.Getter)
+	if !ok {
+		return err.Error()
+	}
+	switch g.Get().(type) {
+	case int, int64, uint, uint64:
+		return "must be an integer"
+	case bool:
+		return "must be true or false"
+	case time.Duration:
+		return "must be a duration such as 5s or 1m30s"
+	}
+	return err.Error()
+}
+
+// nearFlags names on stderr each STEPCOST_ variable of the environment that sets
+// no flag but is one or two letters from one that does (STEPCOST_CACHE_BYTE): a
+// misspelt setting, otherwise ignored without a word. Variables further from
+// every flag's are left alone: a deployment may keep its own under the prefix
+// (STEPCOST_VERSION; the command line's STEPCOST_TOKEN).
+func nearFlags(envFlags map[string]string, stderr io.Writer) {
+	var names []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := envFlags[name]; !ok && strings.HasPrefix(name, "STEPCOST_") && name != security.TokensEnv {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		best, dist := "", 3
+		for env := range envFlags {
+			if d := editDistance(name, env); d < dist || d == dist && env < best {
+				best, dist = env, d
+			}
+		}
+		if best != "" {
+			fmt.Fprintf(stderr, "stepcostd: %s sets no flag (did you mean %s, --%s?); ignored\n", name, best, envFlags[best])
+		}
+	}
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -17,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -51,11 +48,7 @@ func TestFloodMemory(t *testing.T) {
 		}
 	}
 	d := secureDaemon(t, func(c *Config) { c.WarmUp, c.MemoryLimit = DefaultWarmUp(), limit })
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	c := pb.NewStepcostServiceClient(conn)
 	report := func(when string) (rss uint64) {
 		rss, hwm := residentSet()

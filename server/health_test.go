@@ -248,11 +248,7 @@ func TestHealthAndLogFlags(t *testing.T) {
 // once.
 func TestShutdownEndsHealthWatches(t *testing.T) {
 	d := startDaemon(t, func(c *Config) { c.ShutdownGrace = 8 * time.Second })
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	w, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,17 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -105,11 +100,7 @@ var surfaces = map[string]surface{
 func TestMalformedCollectivesAndPictures(t *testing.T) {
 	d := startDaemon(t, func(c *Config) { c.Limits = malformedLimits; c.MaxRequestBytes = malformedMaxBytes })
 	defer d.stop()
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	const coll, sched, pareto, cal = "SimulateCollective", "DrawSchedule", "DrawPareto", "DrawCalibration"
 	cases := []struct {
 		name, method, body, field string
@@ -195,42 +186,13 @@ func TestMalformedCollectivesAndPictures(t *testing.T) {
 			if tc.rest {
 				return
 			}
-			st := status.Convert(err)
-			var vs [][2]string
-			for _, det := range st.Details() {
-				if br, ok := det.(*errdetails.BadRequest); ok {
-					for _, v := range br.GetFieldViolations() {
-						vs = append(vs, [2]string{v.GetField(), v.GetDescription()})
-					}
-				}
-			}
-			check(t, st.Code(), st.Message(), vs, time.Since(start))
+			r := grpcRefusal(err)
+			check(t, r.code, r.msg, r.violations, time.Since(start))
 		})
 		t.Run(tc.method+"/"+tc.name+"/rest", func(t *testing.T) {
 			start := time.Now()
-			client := http.Client{Timeout: 30 * time.Second}
-			resp, err := client.Post("http://"+d.httpAddr+s.path, "application/json", strings.NewReader(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Errorf("HTTP %d, want 400: %.300s", resp.StatusCode, body)
-			}
-			var e restError
-			if err := json.Unmarshal(body, &e); err != nil {
-				t.Fatalf("error body %.300q: %v", body, err)
-			}
-			var vs [][2]string
-			for _, det := range e.Details {
-				if det.Type == "type.googleapis.com/google.rpc.BadRequest" {
-					for _, v := range det.FieldViolations {
-						vs = append(vs, [2]string{v.Field, v.Description})
-					}
-				}
-			}
-			check(t, codes.Code(e.Code), e.Message, vs, time.Since(start))
+			r := postRefusal(t, d, s.path, tc.body, http.StatusBadRequest)
+			check(t, r.code, r.msg, r.violations, time.Since(start))
 		})
 	}
 }

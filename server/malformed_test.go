@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -337,49 +338,75 @@ func TestMalformedRequests(t *testing.T) {
 				return // nothing a gRPC client can send
 			}
 			_, err := rpc.call(context.Background(), client, req)
-			st := status.Convert(err)
-			var vs [][2]string
-			for _, det := range st.Details() {
-				if br, ok := det.(*errdetails.BadRequest); ok {
-					for _, v := range br.GetFieldViolations() {
-						vs = append(vs, [2]string{v.GetField(), v.GetDescription()})
-					}
-				}
-			}
-			checkRefusal(t, tc, st.Code(), st.Message(), vs)
+			r := grpcRefusal(err)
+			checkRefusal(t, tc, r.code, r.msg, r.violations)
 		})
 		t.Run(tc.name+"/rest", func(t *testing.T) {
-			resp, err := http.Post("http://"+d.httpAddr+rpc.path, "application/json", strings.NewReader(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
 			want := runtime.HTTPStatusFromCode(tc.code)
 			if tc.name == "oversize request" {
 				want = http.StatusRequestEntityTooLarge
 			}
-			if resp.StatusCode != want {
-				t.Errorf("HTTP %d, want %d: %s", resp.StatusCode, want, body)
-			}
-			var e restError
-			if err := json.Unmarshal(body, &e); err != nil {
-				t.Fatalf("error body %q: %v", body, err)
-			}
-			var vs [][2]string
-			for _, det := range e.Details {
-				if det.Type == "type.googleapis.com/google.rpc.BadRequest" {
-					for _, v := range det.FieldViolations {
-						vs = append(vs, [2]string{v.Field, v.Description})
-					}
-				}
-			}
-			checkRefusal(t, tc, codes.Code(e.Code), e.Message, vs)
+			r := postRefusal(t, d, rpc.path, tc.body, want)
+			checkRefusal(t, tc, r.code, r.msg, r.violations)
 			if testing.Verbose() {
-				t.Logf("HTTP %d %s", resp.StatusCode, body)
+				t.Logf("HTTP %d %s", r.http, r.body)
 			}
 		})
 	}
+}
+
+// refusal is an error answer: its code, message and google.rpc.BadRequest field
+// violations ({field, description}), and over REST the HTTP status and body.
+type refusal struct {
+	code       codes.Code
+	msg        string
+	violations [][2]string
+	http       int
+	body       []byte
+}
+
+// grpcRefusal is the refusal a gRPC call's error carries.
+func grpcRefusal(err error) refusal {
+	st := status.Convert(err)
+	r := refusal{code: st.Code(), msg: st.Message()}
+	for _, det := range st.Details() {
+		if br, ok := det.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				r.violations = append(r.violations, [2]string{v.GetField(), v.GetDescription()})
+			}
+		}
+	}
+	return r
+}
+
+// postRefusal posts body to the daemon's REST path and returns its error answer,
+// failing the test when the HTTP status is not want (an error) or the body is
+// not an error answer (fatal).
+func postRefusal(t *testing.T, d daemon, path, body string, want int) refusal {
+	t.Helper()
+	client := http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Post("http://"+d.httpAddr+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Errorf("HTTP %d, want %d: %.300s", resp.StatusCode, want, b)
+	}
+	var e restError
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("error body %.300q: %v", b, err)
+	}
+	r := refusal{code: codes.Code(e.Code), msg: e.Message, http: resp.StatusCode, body: b}
+	for _, det := range e.Details {
+		if det.Type == "type.googleapis.com/google.rpc.BadRequest" {
+			for _, v := range det.FieldViolations {
+				r.violations = append(r.violations, [2]string{v.Field, v.Description})
+			}
+		}
+	}
+	return r
 }
 
 func checkRefusal(t *testing.T, tc malformed, code codes.Code, msg string, vs [][2]string) {
@@ -426,11 +453,7 @@ func TestMalformedBatchItem(t *testing.T) {
 		}
 	}
 	t.Run("grpc", func(t *testing.T) {
-		conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := grpcConn(t, d)
 		var req pb.RankConfigsRequest
 		if err := protojson.Unmarshal([]byte(body), &req); err != nil {
 			t.Fatal(err)

@@ -17,9 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -229,11 +227,7 @@ func commaThousands(n int64) string {
 func TestPicturesAreRPCs(t *testing.T) {
 	d := startDaemon(t, func(c *Config) { c.DefaultDeadline = 5 * time.Millisecond })
 	defer d.stop()
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	req := &pb.EstimateStepRequest{}
 	if err := protojson.Unmarshal([]byte(pictureStepBody), req); err != nil {
 		t.Fatal(err)

@@ -74,11 +74,7 @@ func startServing(t *testing.T) (daemon, pb.StepcostServiceClient) {
 func TestDrainDelay(t *testing.T) {
 	const drain = 2 * time.Second
 	d := startDaemon(t, func(c *Config) { c.DrainDelay = drain })
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	health := healthpb.NewHealthClient(conn)
 	svc := pb.NewStepcostServiceClient(conn)
 	if r, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {

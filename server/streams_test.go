@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 )
@@ -20,11 +18,7 @@ import (
 func TestShutdownEndsReflectionStreams(t *testing.T) {
 	const drain, grace = time.Second, 8 * time.Second
 	d := startDaemon(t, func(c *Config) { c.DrainDelay, c.ShutdownGrace = drain, grace })
-	conn, err := grpc.NewClient(d.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := grpcConn(t, d)
 	ctx := context.Background()
 	v1, err := rpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
 	if err != nil {

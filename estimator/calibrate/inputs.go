@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/strictjson"
 )
 
 // FileLayout is what the caller states about one input file: for nccl-tests output
@@ -32,6 +33,9 @@ type Layouts map[string]FileLayout
 // DecodeLayouts reads a layouts file in its JSON form (the command line converts
 // YAML to it): an object keyed by input file name. Unknown keys are errors.
 func DecodeLayouts(data []byte) (Layouts, error) {
+	if err := strictjson.Check(data); err != nil {
+		return nil, fmt.Errorf("layouts: %w", err) // a key twice, in two cases: the decoder keeps the last
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("layouts: %w", err)
@@ -205,6 +209,17 @@ func (s Sweep) Describe() string {
 	if s.Device != "" {
 		fmt.Fprintf(&b, " (%s)", s.Device)
 	}
-	fmt.Fprintf(&b, ", %d sizes %s–%s, %s launch", len(s.Points), FormatBytes(s.Points[0].Bytes), FormatBytes(s.Points[len(s.Points)-1].Bytes), s.Launch)
+	sizes := map[float64]bool{}
+	lo, hi := s.Points[0].Bytes, s.Points[0].Bytes
+	for _, p := range s.Points {
+		sizes[p.Bytes] = true
+		lo, hi = min(lo, p.Bytes), max(hi, p.Bytes)
+	}
+	b.WriteString(", ")
+	if len(s.Points) != len(sizes) {
+		// A size measured more than once (a rerun appended, a row repeated).
+		fmt.Fprintf(&b, "%d rows at ", len(s.Points))
+	}
+	fmt.Fprintf(&b, "%d sizes %s–%s, %s launch", len(sizes), FormatBytes(lo), FormatBytes(hi), s.Launch)
 	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/internal/strictjson"
 )
 
 // MeasurementRow is one row of a measurement table in stepcost's nccl-measurement
@@ -116,6 +117,10 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 		}
 		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 			return s, fileErr(name, line, "text after the row's JSON object: one row per line")
+		}
+		if err := strictjson.Check(raw); err != nil {
+			// A key given twice (in any case): the decoder kept the last.
+			return s, fileErr(name, line, "not a measurement row: %v", err)
 		}
 		fe := func(field, format string, args ...any) error {
 			return fileErr(name, line, "%s: %s", field, fmt.Sprintf(format, args...))

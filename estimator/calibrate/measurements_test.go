@@ -97,6 +97,10 @@ func TestMeasurementRowsRefuse(t *testing.T) {
 		{"negative", edit(0, "time_us", -69.29), calibrate.FileLayout{}, "rows.jsonl:1: time_us: -69.29: must be positive"},
 		{"layout", string(base), calibrate.FileLayout{Nodes: 4, RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "the layout says 4 node(s) × 8 GPUs, the rows' n_nodes and gpus_per_node 2 × 8"},
 		{"cut", string(base[:len(base)*5/8]), calibrate.FileLayout{}, "rows.jsonl:3: not a measurement row: unexpected EOF"},
+		// A key given twice: Go's decoder kept the last (the forced ring dropped
+		// for the null after it), also under another case ("Algorithm").
+		{"a key twice", twice(lines, 1, `"algorithm": "Ring"`, `"algorithm": null`), calibrate.FileLayout{}, `rows.jsonl:2: not a measurement row: "algorithm" is given twice`},
+		{"a key twice in two cases", twice(lines, 0, `"Algorithm": "Ring"`, `"algorithm": null`), calibrate.FileLayout{}, `rows.jsonl:1: not a measurement row: "algorithm" is given twice (as "Algorithm" and "algorithm")`},
 	} {
 		var in calibrate.Inputs
 		err := in.Read("rows.jsonl", []byte(tt.data), tt.layout)
@@ -115,6 +119,20 @@ func TestMeasurementRowsRefuse(t *testing.T) {
 			t.Errorf("%s: kept a sweep from a file that was not understood", tt.name)
 		}
 	}
+}
+
+// twice is lines with line i's object opening with the fields first and second
+// (one key in both, so that it is given twice).
+func twice(lines []string, i int, first, second string) string {
+	out := append([]string(nil), lines...)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out[i]), &m); err != nil {
+		panic(err)
+	}
+	delete(m, "algorithm")
+	b, _ := json.Marshal(m)
+	out[i] = "{" + first + ", " + second + ", " + string(b[1:])
+	return strings.Join(out, "\n")
 }
 
 // The seeds are each file's first two rows with the fields the reader uses,

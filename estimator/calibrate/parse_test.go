@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -301,5 +302,49 @@ func TestEveryRowAStallRefused(t *testing.T) {
 	_, err = calibrate.ParseMeasurementRows("stall.jsonl", []byte(rows), calibrate.Layout{})
 	if err == nil || !strings.Contains(err.Error(), "stall.jsonl") || !strings.Contains(err.Error(), "stall") {
 		t.Errorf("measurement rows: %v", err)
+	}
+}
+
+// A sweep that measured a size more than once (a row repeated, a rerun appended)
+// is described by its rows and its distinct sizes: "12 sizes" was said of 11
+// sizes, one of them measured twice.
+func TestDescribeCountsDistinctSizes(t *testing.T) {
+	src := strings.Split(string(read(t, "testdata/h100-ib-ndr/ncclt290-ring.txt")), "\n")
+	for i, l := range src {
+		if strings.Contains(l, " 8388608 ") {
+			src = slices.Insert(src, i+1, l)
+			break
+		}
+	}
+	layout := calibrate.Layout{Op: "allreduce", Algo: "ring"}
+	for _, tc := range []struct {
+		data []byte
+		want string
+	}{
+		{read(t, "testdata/h100-ib-ndr/ncclt290-ring.txt"), ", 11 sizes 8 MiB–8 GiB,"},
+		{[]byte(strings.Join(src, "\n")), ", 12 rows at 11 sizes 8 MiB–8 GiB,"},
+	} {
+		s, err := calibrate.ParseNCCLTests("ring.txt", tc.data, layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := s.Describe(); !strings.Contains(d, tc.want) {
+			t.Errorf("%q, want %q in it", d, tc.want)
+		}
+	}
+}
+
+// A layout entry giving a field twice in two cases ("op" and "OP", which YAML
+// and JSON keep apart) is refused naming it: Go's decoder matched both to op and
+// kept the last.
+func TestDecodeLayoutsKeyInTwoCases(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a.txt": {"op": "allreduce", "OP": "allgather"}}`, `"a.txt"."op" is given twice (as "op" and "OP")`},
+		{`{"a.txt": {"op": "allreduce"}, "b.txt": {"op": "allgather", "nodes": 2}}`, ""},
+	} {
+		_, err := calibrate.DecodeLayouts([]byte(tc.in))
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.in, err, tc.want)
+		}
 	}
 }

@@ -164,6 +164,50 @@ func logLines(data []byte, fn func(line int, t string) error) error {
 	return sc.Err()
 }
 
+// name is the metric as the log prints it, for messages ("tps", "elapsed time
+// per iteration (ms)").
+func (f *logFormat) name() string { return strings.TrimSuffix(f.key, ":") }
+
+// valueAfter is the text of the value that follows key on line t ("" when none):
+// past a NeMo "in s", then any spaces, "=" or ":", up to the next space or "|".
+func valueAfter(t, key string) string {
+	i := strings.Index(t, key)
+	if i < 0 {
+		return ""
+	}
+	rest := strings.TrimLeft(strings.TrimPrefix(strings.TrimLeft(t[i+len(key):], " "), "in s"), " =:")
+	if fs := strings.Fields(rest); len(fs) > 0 {
+		return strings.TrimRight(fs[0], "|,")
+	}
+	return ""
+}
+
+// positive says whether v, a metric's text, reads as a positive finite number.
+func positive(v string) bool {
+	x, err := strconv.ParseFloat(strings.ReplaceAll(v, ",", ""), 64)
+	return err == nil && x > 0 && !math.IsInf(x, 0)
+}
+
+// cutLastLine refuses a log whose last line, without the newline a logger ends
+// each line with, holds the step counter of format's metric lines but not the
+// metric: the log was copied (or read) while the run was writing that line, and
+// the step it began would be dropped without a word.
+func cutLastLine(name string, data []byte, f *logFormat) error {
+	if len(data) == 0 || data[len(data)-1] == '\n' || f.step == nil {
+		return nil
+	}
+	last := string(data[bytes.LastIndexByte(data, '\n')+1:])
+	if i := strings.LastIndexByte(last, '\r'); i >= 0 {
+		last = last[i+1:]
+	}
+	last = ansiRe.ReplaceAllString(last, "")
+	if strings.TrimSpace(last) == "" || f.re.MatchString(last) || !f.step.MatchString(last) {
+		return nil
+	}
+	line := bytes.Count(data, []byte("\n")) + 1
+	return fileErr(name, line, "the last line is cut short before its %s metric (%s): the log was copied while the run wrote it; copy it again, or leave the line out: %q", f.framework, f.key, clip(last))
+}
+
 // IsTrainingLog says whether data carries one of the step-time metrics read here.
 func IsTrainingLog(data []byte) bool {
 	data = ansiRe.ReplaceAll(data, nil)
@@ -209,6 +253,10 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 			}
 			if m == nil {
 				if format == f && strings.Contains(t, f.key) && !strings.Contains(t, "samples/sec") {
+					if v := valueAfter(t, f.key); v != "" && !positive(v) {
+						// There, but not a number the metric can be (-2000.0, nan).
+						return fileErr(name, line, "%s: %q is not a positive number", f.name(), v)
+					}
 					return fileErr(name, line, "a %s metric line without its value (cut short?): %q", f.framework, clip(t))
 				}
 				continue
@@ -237,7 +285,7 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 			started = false
 			v, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
 			if err != nil || !(v > 0) || math.IsInf(v, 0) {
-				return fileErr(name, line, "%s: %q is not a positive number", f.key, m[1])
+				return fileErr(name, line, "%s: %q is not a positive number", f.name(), m[1])
 			}
 			vals = append(vals, logged{v: v, line: line, seg: len(restarts), bad: maybeBadStep(t) && badStepRe.MatchString(t)})
 			break
@@ -253,6 +301,11 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 			return r, err
 		}
 		return r, fileErr(name, 0, "%v", err)
+	}
+	if format != nil {
+		if err := cutLastLine(name, data, format); err != nil {
+			return r, err
+		}
 	}
 	if format == nil {
 		return r, fileErr(name, 0, "not a training log stepcost reads: none of Megatron-LM's \"elapsed time per iteration (ms)\", NeMo's \"train_step_timing\", torchtitan's \"tps:\", Composer's \"throughput/batches_per_sec\" or DeepSpeed's \"samples/sec\"")

@@ -50,6 +50,17 @@ func TestTrainingLogRefuses(t *testing.T) {
 	}{
 		{"cut", " iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n iteration 20/ 1000 | elapsed time per iteration (ms): \n", lay, "cut.log:2: a megatron-core metric line without its value"},
 		{"foreign", "hello\nworld\n", lay, "not a training log stepcost reads"},
+		// A value that is there but not a positive number is named as such: it
+		// was said to be missing ("without its value (cut short?)").
+		{"negative", " iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n iteration 20/ 1000 | elapsed time per iteration (ms): -2000.0 |\n", lay, `negative.log:2: elapsed time per iteration (ms): "-2000.0" is not a positive number`},
+		{"tps nan", "step: 10  loss: 7.9  tps: 6,123  mfu: 35.9%\nstep: 20  loss: 7.8  tps: nan  mfu: 35.9%\n", lay, `tps nan.log:2: tps: "nan" is not a positive number`},
+		{"nemo negative", "train_step_timing in s=1.5\ntrain_step_timing in s=-1.5\n", lay, `nemo negative.log:2: train_step_timing: "-1.5" is not a positive number`},
+		// The last line cut short before its metric (no newline after it): the
+		// step it began was dropped without a word.
+		{"cut last line", "step: 10  loss: 7.9  tps: 6,123  mfu: 35.9%\nstep: 20  loss: 7.8  tps: 6,100  mfu: 35.9%\nstep: 30  loss: 7.7  tps: 6,200  mfu: 35.9%\nstep: 40  loss:", lay,
+			`cut last line.log:4: the last line is cut short before its torchtitan metric (tps:)`},
+		{"cut last megatron line", " iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n iteration 20/ 1000 | elapsed time per iteration (ms): 2000.0 |\n iteration 30/ 1000 | consumed samples", lay,
+			`cut last megatron line.log:3: the last line is cut short before its megatron-core metric (elapsed time per iteration (ms))`},
 		{"nolayout", " iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n", calibrate.RunLayout{}, "layout model: required"},
 		{"badmodel", " iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n", calibrate.RunLayout{Model: "nope", GPUs: 8, MicroBatch: 1, GlobalBatch: 8, SeqLen: 2048}, "layout model"},
 	} {

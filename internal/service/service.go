@@ -476,7 +476,19 @@ func simulate(ctx context.Context, c *wire.Collective) (*pb.SimulateCollectiveRe
 			notApplicable[a] = err
 		}
 	}
-	return c.Response(chosen, replay, all, notApplicable), nil
+	resp := c.Response(chosen, replay, all, notApplicable)
+	if c.Options.ForceProtocol && chosen.Protocol != c.Options.Protocol {
+		// The model forces a protocol on ring and tree only (NCCL_PROTO), and a
+		// network of simple_protocol_only runs Simple across nodes whatever is
+		// forced: the protocol asked for is not the one priced, and says so.
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("protocol: %s is not what the chosen %s runs (%s): a protocol is forced on ring and tree only, as NCCL_PROTO does, and across nodes of nics.simple_protocol_only only Simple runs; force algorithm ring or tree with it",
+			wire.ProtocolToProto(c.Options.Protocol), wire.AlgorithmToProto(chosen.Algo), wire.ProtocolToProto(chosen.Protocol)))
+	}
+	if c.Concurrent() && c.Placement.Concurrent <= 1 {
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("concurrent: no effect: the group holds all %d GPUs of each of its nodes, so no other GPUs run beside it (give gpus_per_node below %d)",
+			c.GPUsPerNode(), c.GPUsPerNode()))
+	}
+	return resp, nil
 }
 
 // ListCatalog lists the embedded catalog.

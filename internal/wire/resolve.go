@@ -619,6 +619,13 @@ func (c *Collective) Key() any {
 // CollectiveResponse is the API's answer: the chosen estimate, the schedule when
 // asked for (replay, nil otherwise), every candidate considered (fastest first) and
 // why each algorithm that does not apply does not.
+// Concurrent says whether the request asked for the nodes' other GPUs to run
+// the same collective beside the group.
+func (c *Collective) Concurrent() bool { return c.req.GetConcurrent() }
+
+// GPUsPerNode is the group's GPUs on each of its nodes.
+func (c *Collective) GPUsPerNode() int { return c.per }
+
 func (c *Collective) Response(chosen collective.Estimate, replay *collective.Replay, considered []collective.Estimate, notApplicable map[collective.Algorithm]error) *pb.SimulateCollectiveResponse {
 	out := &pb.SimulateCollectiveResponse{Chosen: CollectiveEstimateToProto(chosen), Ranks: int32(c.Placement.N()),
 		ConcurrentGroups: int32(c.Placement.Concurrent), EstimatorVersion: buildinfo.EstimatorVersion}

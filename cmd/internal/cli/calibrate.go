@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,10 @@ import (
 	"github.com/stepcost/stepcost/estimator/calibrate"
 	"github.com/stepcost/stepcost/picture"
 )
+
+// errSVGAndJSON refuses --svg - with --json (plan, estimate, calibrate): one of
+// the two would be lost, or the two mixed, on standard output.
+var errSVGAndJSON = errors.New("--svg - and --json: both write to standard output; give --svg a file")
 
 // maxInputSize bounds one input file (nccl-tests outputs are kilobytes, training
 // logs megabytes).
@@ -36,6 +41,9 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	// Flags may come before, between and after the files (calibrate --cluster x
 	// *.txt --out y); "--" ends the flags. The files are required (filesArgs).
 	return func(_ context.Context, files []string, stdout, stderr io.Writer) error {
+		if *svg == "-" && *asJSON {
+			return errSVGAndJSON
+		}
 		spec, base, err := loadCluster(*clusterName, *clusterFile)
 		if err != nil {
 			return err
@@ -54,10 +62,17 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
 			}
 			if u := layouts.Unused(files); len(u) > 0 {
-				fmt.Fprintf(stderr, "stepcost calibrate: --layout %s: unused, not among the input files (entries are keyed by the file's base name): %s\n", *layoutFile, strings.Join(u, ", "))
+				more := ""
+				if len(u) > maxFailedLines {
+					u, more = u[:maxFailedLines], fmt.Sprintf(" and %d more", len(u)-maxFailedLines)
+				}
+				fmt.Fprintf(stderr, "stepcost calibrate: --layout %s: unused, not among the input files (entries are keyed by the file's base name): %s%s\n", *layoutFile, strings.Join(u, ", "), more)
 			}
 		}
 		def := calibrate.FileLayout{Nodes: *nodes, RunLayout: calibrate.RunLayout{GPUsPerNode: *perNode}}
+		if err := sameFiles(files); err != nil {
+			return err
+		}
 		var in calibrate.Inputs
 		for _, f := range files {
 			data, err := readLimited(f)
@@ -103,6 +118,26 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 		printReport(stdout, rep, in, *out)
 		return nil
 	}
+}
+
+// sameFiles refuses one file given under two paths (x.txt and ./x.txt, a link):
+// its rows would be fitted twice, and each copy scored with the other in the fit.
+// One path given twice is refused by the fit itself.
+func sameFiles(files []string) error {
+	seen := make([]os.FileInfo, len(files))
+	for i, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			continue // reading it says why
+		}
+		for j := range i {
+			if seen[j] != nil && files[j] != f && os.SameFile(seen[j], fi) {
+				return fmt.Errorf("%s: the same file as %s (given twice)", f, files[j])
+			}
+		}
+		seen[i] = fi
+	}
+	return nil
 }
 
 func readLimited(path string) ([]byte, error) {

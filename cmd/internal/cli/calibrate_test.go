@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -287,4 +288,72 @@ func read(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// One file given twice under two paths (x.jsonl and ./x.jsonl, a symbolic link)
+// is refused as one path given twice is: its rows were fitted twice and each
+// copy was scored with the other in the fit ("on 2 file(s)").
+func TestCalibrateSameFileTwice(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	link := filepath.Join(t.TempDir(), "other-name.jsonl")
+	abs, err := filepath.Abs(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, link); err != nil {
+		t.Fatal(err)
+	}
+	dotted := td + string(filepath.Separator) + "." + string(filepath.Separator) + filepath.Base(files[0])
+	for _, second := range []string{dotted, link} {
+		code, out, errOut := run("calibrate", "--cluster", "dgx-h100", files[0], second)
+		if code != 1 || !strings.Contains(errOut, second+": the same file as "+files[0]) {
+			t.Errorf("%s: exit %d: %.200s%.300s", second, code, out, errOut)
+		}
+	}
+}
+
+// A --layout of many entries for files not among the inputs names the first 20
+// and counts the rest: 100 000 were listed whole (1.3 MB of standard error).
+func TestCalibrateUnusedLayoutEntriesBounded(t *testing.T) {
+	dir := t.TempDir()
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	var ly strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&ly, "f%04d.txt: {op: allreduce}\n", i)
+	}
+	layout := filepath.Join(dir, "layout.yaml")
+	if err := os.WriteFile(layout, []byte(ly.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run("calibrate", "--cluster", "dgx-h100", "--layout", layout, files[0])
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "unused, not among the input files (entries are keyed by the file's base name): f0000.txt, f0001.txt,"
+	if !strings.Contains(errOut, want) || !strings.Contains(errOut, "f0019.txt and 980 more") || strings.Contains(errOut, "f0020.txt") {
+		t.Errorf("stderr (%d B): %.600s", len(errOut), errOut)
+	}
+}
+
+// --svg - and --json both write to standard output: refused, as plan and
+// estimate refuse them, before any fit (calibrate wrote the SVG and dropped the
+// JSON, exit 0).
+func TestCalibrateSVGToStdoutAndJSON(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	code, out, errOut := run("calibrate", "--cluster", "dgx-h100", "--svg", "-", "--json", files[0])
+	if code != 1 || out != "" || !strings.Contains(errOut, "--svg - and --json: both write to standard output; give --svg a file") {
+		t.Errorf("exit %d: %.100q %s", code, out, errOut)
+	}
 }

@@ -256,3 +256,19 @@ func TestPlanDurationAndCostColumns(t *testing.T) {
 		t.Errorf("duration or cost without a budget:\n%s", out)
 	}
 }
+
+// A protocol forced on an algorithm that does not run it is said under the table,
+// by its flag: the answer was the NVLS tree on Simple, and --protocol ll dropped
+// without a word.
+func TestCollectiveForcedProtocolWarned(t *testing.T) {
+	code, out, errOut := run("collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allreduce", "--size", "1GiB", "--protocol", "ll")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "warning: --protocol: PROTOCOL_LL is not what the chosen") {
+		t.Errorf("no warning naming --protocol:\n%s", out)
+	}
+	if code, out, _ := run("collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allreduce", "--size", "1GiB", "--protocol", "ll", "--algo", "ring"); code != 0 || strings.Contains(out, "warning") {
+		t.Errorf("ring on LL: exit %d:\n%s", code, out)
+	}
+}

@@ -161,7 +161,7 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 		}
 		for _, x := range resp.GetWarnings() {
 			fmt.Fprintln(stdout)
-			printWrapped(stdout, "warning: ", x, true)
+			printWrapped(stdout, "warning: ", flaggedWarning(x, collectiveFlags), true)
 		}
 		if sched != nil {
 			fmt.Fprintln(stdout)
@@ -174,7 +174,7 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 
 // collectiveFlags names the flag of each request field of collective.
 var collectiveFlags = map[string]string{"collective": "--op", "size_bytes": "--size", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node",
-	"algorithm": "--algo", "protocol": "--protocol", "launch": "--launch", "steps": "--steps", "max_step_rows": "--step-rows"}
+	"algorithm": "--algo", "protocol": "--protocol", "launch": "--launch", "concurrent": "--concurrent", "steps": "--steps", "max_step_rows": "--step-rows"}
 
 // loadCluster reads --cluster or --cluster-file (exactly one).
 func loadCluster(name, file string) (topology.Spec, string, error) {

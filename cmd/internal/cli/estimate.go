@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/model"
@@ -99,6 +101,7 @@ type estimateQuery struct {
 	modelParams         float64 // or by parameter count
 	spec                topology.Spec
 	clusterLabel, cname string // the cluster's name, and its catalog name if so
+	fileCluster         bool   // the cluster is the --in file's, sent as it is
 }
 
 func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
@@ -268,6 +271,7 @@ func (opt *estimateArgs) cluster(set map[string]bool, q *estimateQuery) error {
 			s.Nodes = n
 		}
 		q.spec, q.clusterLabel, q.cname = s, s.Name, q.file.GetCluster().GetName()
+		q.fileCluster = true
 	default:
 		return errors.New("--cluster or --cluster-file: required (see 'stepcost catalog')")
 	}
@@ -512,7 +516,7 @@ func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.Est
 		return nil, errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:schedule)")
 	}
 	if *opt.svgOut == "-" && *opt.asJSON {
-		return nil, errors.New("--svg - and --json: both write to standard output; give --svg a file")
+		return nil, errSVGAndJSON
 	}
 	if err := checkNames(q.req.Training, q.req.Layout, estimateFlags); err != nil {
 		return nil, err
@@ -520,8 +524,24 @@ func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.Est
 	pr := &pb.EstimateStepRequest{Model: modelProto(q.arch, q.modelName, q.modelParams), Cluster: clusterProto(q.cname, q.spec),
 		Training: wire.TrainingToProto(q.req.Training), Layout: wire.LayoutToProto(q.req.Layout),
 		SlowGpuSpeed: q.req.SlowGPUSpeed, DegradedNicSpeed: q.req.DegradedNICSpeed, DegradedLinkSpeed: q.req.DegradedLinkSpeed}
+	if q.fileCluster {
+		// The API's cluster as the file gives it: its nodes are the cluster's size
+		// and its free map must hold the layout's GPUs, as the daemon reads them
+		// (the job's size above grows only a cluster file's nodes, a minimum).
+		pr.Cluster = proto.Clone(q.file.GetCluster()).(*pb.ClusterSpec)
+	}
 	return pr, nil
 }
+
+// fileClusterFlags names the --in file's cluster fields the service checks
+// (cluster.nodes, cluster.free_gpus) after the file, as the file's.
+var fileClusterFlags = func() map[string]string {
+	m := maps.Clone(estimateFlags)
+	for _, f := range []string{"cluster.nodes", "cluster.free_gpus"} {
+		m[f] = "--in: " + f
+	}
+	return m
+}()
 
 // answer asks in process or the --server daemon, and prints the answer.
 func (opt *estimateArgs) answer(ctx context.Context, pr *pb.EstimateStepRequest, q *estimateQuery, stdout io.Writer) error {
@@ -539,6 +559,9 @@ func (opt *estimateArgs) answer(ctx context.Context, pr *pb.EstimateStepRequest,
 		var res step.Result
 		var err error
 		if resp, res, err = newLocal().step(ctx, pr); err != nil {
+			if q.fileCluster {
+				return flagged(err, fileClusterFlags)
+			}
 			return flagged(err, estimateFlags)
 		}
 		if *opt.svgOut != "" {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -268,5 +269,54 @@ func TestWorkloadFlags(t *testing.T) {
 	code, _, errs = run("estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "1", "--dp", "8", "--gbs", "8", "--seq", "4096", "--offload", "optimizer")
 	if code == 0 || !strings.Contains(errs, "offload") {
 		t.Errorf("optimizer offload at ZeRO 0: exit %d %s", code, errs)
+	}
+}
+
+// The --in file's cluster is the API's, its size and free map included: a
+// cluster of 2 nodes too small for the layout's 32 GPUs, and a free map that does
+// not hold the layout's GPUs, are refused as POST /v1/steps:estimate refuses them
+// (both were answered: the command line grew the cluster to the job and left the
+// free map out); a free map holding the first GPUs changes nothing of the answer.
+func TestEstimateFileClusterAsTheAPIReadsIt(t *testing.T) {
+	dir := t.TempDir()
+	files := 0
+	write := func(cluster string) string {
+		files++
+		f := filepath.Join(dir, fmt.Sprintf("req%d.json", files))
+		body := `{"model": {"name": "llama3-8b"}, "cluster": ` + cluster + `,
+		  "training": {"seq_len": 8192, "global_batch": 256},
+		  "layout": {"tp": 8, "pp": 1, "dp": 4, "micro_batch": 1, "zero": 1, "sp": true}}`
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, tc := range []struct{ cluster, want string }{
+		{`{"name": "dgx-h100", "nodes": 2}`, "cluster.nodes: 2 nodes of 8 GPUs cannot hold the 32 GPUs"},
+		{`{"name": "dgx-h100", "free_gpus": [{"node": 0, "gpus": [0, 1, 2, 3]}]}`, "cluster.free_gpus"},
+		{`{"definition": {"base": "dgx-h100"}, "nodes": 3}`, "cluster.nodes: 3 nodes of 8 GPUs cannot hold the 32 GPUs"},
+	} {
+		code, out, errOut := run("estimate", "--in", write(tc.cluster), "--json")
+		if code != 1 || out != "" || !strings.Contains(errOut, "--in: "+tc.want) {
+			t.Errorf("%s: exit %d, want 1 naming --in: %s: %.200s%.300s", tc.cluster, code, tc.want, out, errOut)
+		}
+	}
+	stepOf := func(f string) *pb.StepEstimate {
+		t.Helper()
+		code, out, errOut := run("estimate", "--in", f, "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		return decodeEstimate(t, out)
+	}
+	all8 := func(node int) string { return fmt.Sprintf(`{"node": %d, "gpus": [0, 1, 2, 3, 4, 5, 6, 7]}`, node) }
+	want := stepOf(write(`{"name": "dgx-h100"}`))
+	for _, cluster := range []string{
+		`{"name": "dgx-h100", "nodes": 4}`,
+		`{"name": "dgx-h100", "nodes": 6, "free_gpus": [` + all8(0) + `, ` + all8(1) + `, ` + all8(2) + `, ` + all8(3) + `, {"node": 5, "gpus": [1]}]}`,
+	} {
+		if got := stepOf(write(cluster)); got.GetStepTimeS() != want.GetStepTimeS() {
+			t.Errorf("%s: %.6f s, want %.6f s", cluster, got.GetStepTimeS(), want.GetStepTimeS())
+		}
 	}
 }

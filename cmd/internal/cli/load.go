@@ -15,6 +15,9 @@ import (
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
+// maxLoadConcurrency bounds load's --concurrency (its goroutines and streams).
+const maxLoadConcurrency = 1024
+
 // runLoad drives a running daemon with one request at a fixed concurrency for a
 // bounded time and count, and reports throughput and latency percentiles.
 func loadCommand(fs *pflag.FlagSet) runFunc {
@@ -29,8 +32,13 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 		if *addr == "" || *in == "" {
 			return errors.New("--server and --in: required")
 		}
-		if *conc < 1 || *conc > 1024 || *dur <= 0 || *dur > time.Hour || *maxReq < 1 {
-			return errors.New("--concurrency 1–1024, --duration up to 1h, --requests ≥ 1")
+		switch {
+		case *conc < 1 || *conc > maxLoadConcurrency:
+			return fmt.Errorf("--concurrency: must be between 1 and %d (got %d)", maxLoadConcurrency, *conc)
+		case *dur <= 0 || *dur > time.Hour:
+			return fmt.Errorf("--duration: must be more than 0 and at most %v (got %v)", time.Hour, *dur)
+		case *maxReq < 1:
+			return fmt.Errorf("--requests: must be at least 1 (got %d)", *maxReq)
 		}
 		data, err := readFile(*in)
 		if err != nil {

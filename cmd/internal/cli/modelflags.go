@@ -11,6 +11,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/internal/strictjson"
 )
 
 // modelFlags are the ways a command names the model: a catalog name, a bare
@@ -169,6 +170,9 @@ func flagNames(err error) error {
 
 // decodeModel reads a model file: a catalog name (a JSON string) or an architecture.
 func decodeModel(raw json.RawMessage) (model.Arch, error) {
+	if err := strictjson.Check(raw); err != nil {
+		return model.Arch{}, err
+	}
 	var name string
 	if err := json.Unmarshal(raw, &name); err == nil {
 		return model.Lookup(name)

@@ -208,6 +208,15 @@ func TestMoECompletion(t *testing.T) {
 func TestMoERouterFP32Flag(t *testing.T) {
 	base := []string{"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8", "--ep", "8",
 		"--mbs", "1", "--gbs", "64", "--seq", "4096", "--json"}
+	checkMoEFlag(t, base, "--moe-router-fp32", "training.moe_router_fp32", "the fp32 router", (*pb.Training).GetMoeRouterFp32)
+}
+
+// checkMoEFlag checks that flag, a MoE training setting, reaches the estimate of
+// base: under nemo-25.04 the step is slower with it and the answer's field (by
+// get) says it was set, and not set without it; under torchtitan it changes
+// nothing. It returns the nemo-25.04 step time with the flag.
+func checkMoEFlag(t *testing.T, base []string, flag, field, what string, get func(*pb.Training) bool) float64 {
+	t.Helper()
 	step := func(fw string, extra ...string) (float64, bool) {
 		t.Helper()
 		code, out, errOut := run(append(append(slices.Clone(base), "--framework", fw), extra...)...)
@@ -215,21 +224,21 @@ func TestMoERouterFP32Flag(t *testing.T) {
 			t.Fatalf("%s %v: exit %d: %s", fw, extra, code, errOut)
 		}
 		e := decodeEstimate(t, out)
-		return e.GetStepTimeS(), e.GetTraining().GetMoeRouterFp32()
+		return e.GetStepTimeS(), get(e.GetTraining())
 	}
 	off, setOff := step("nemo-25.04")
-	on, setOn := step("nemo-25.04", "--moe-router-fp32")
+	on, setOn := step("nemo-25.04", flag)
 	if setOff || !setOn {
-		t.Errorf("training.moe_router_fp32 in the answer: %v without the flag, %v with it", setOff, setOn)
+		t.Errorf("%s in the answer: %v without the flag, %v with it", field, setOff, setOn)
 	}
 	if !(on > off) {
-		t.Errorf("nemo-25.04: step %v s with the fp32 router, %v s without; want slower", on, off)
+		t.Errorf("nemo-25.04: step %v s with %s, %v s without; want slower", on, what, off)
 	}
-	tt, _ := step("torchtitan")
-	ttOn, _ := step("torchtitan", "--moe-router-fp32")
-	if a, b := tt, ttOn; a != b {
-		t.Errorf("torchtitan: step %v s without, %v s with the fp32 router; want equal", a, b)
+	ttOff, _ := step("torchtitan")
+	if ttOn, _ := step("torchtitan", flag); ttOn != ttOff {
+		t.Errorf("torchtitan: step %v s without, %v s with %s; want equal", ttOff, ttOn, what)
 	}
+	return on
 }
 
 // --moe-grouped-gemm reaches the estimate and the plan, and a rank config line's
@@ -241,27 +250,7 @@ func TestMoERouterFP32Flag(t *testing.T) {
 func TestMoEGroupedGEMMFlag(t *testing.T) {
 	base := []string{"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8", "--ep", "8",
 		"--mbs", "1", "--gbs", "64", "--seq", "4096", "--precision", "fp8", "--moe-permute-fusion", "--json"}
-	step := func(fw string, extra ...string) (float64, bool) {
-		t.Helper()
-		code, out, errOut := run(append(append(slices.Clone(base), "--framework", fw), extra...)...)
-		if code != 0 {
-			t.Fatalf("%s %v: exit %d: %s", fw, extra, code, errOut)
-		}
-		e := decodeEstimate(t, out)
-		return e.GetStepTimeS(), e.GetTraining().GetMoeGroupedGemm()
-	}
-	off, setOff := step("nemo-25.04")
-	on, setOn := step("nemo-25.04", "--moe-grouped-gemm")
-	if setOff || !setOn {
-		t.Errorf("training.moe_grouped_gemm in the answer: %v without the flag, %v with it", setOff, setOn)
-	}
-	if !(on > off) {
-		t.Errorf("nemo-25.04 fp8: step %v s with grouped experts, %v s without; want slower", on, off)
-	}
-	ttOff, _ := step("torchtitan")
-	if ttOn, _ := step("torchtitan", "--moe-grouped-gemm"); ttOn != ttOff {
-		t.Errorf("torchtitan: step %v s without, %v s with grouped experts; want equal", ttOff, ttOn)
-	}
+	on := checkMoEFlag(t, base, "--moe-grouped-gemm", "training.moe_grouped_gemm", "grouped experts", (*pb.Training).GetMoeGroupedGemm)
 
 	cfg := `{"model": {"name": "qwen3-30b-a3b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64,
 		"precision": "PRECISION_FP8", "framework": "nemo-25.04", "moe_permute_fusion": true, "moe_grouped_gemm": true},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/service"
+	"github.com/stepcost/stepcost/internal/strictjson"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	"github.com/stepcost/stepcost/planner"
@@ -271,17 +273,31 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 			return fmt.Errorf("--free-map: %w", err)
 		}
 		var raw map[string][]int
+		if err := strictjson.Check(data); err != nil {
+			return fmt.Errorf("--free-map %s: %w", *opt.freeMap, err)
+		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&raw); err != nil {
 			return fmt.Errorf("--free-map %s: want {\"node\": [local GPUs], …}: %w", *opt.freeMap, err)
 		}
+		if len(raw) == 0 {
+			// Not the API's empty list (no map): a scheduler's map with no free
+			// GPU, which no job fits.
+			return fmt.Errorf("--free-map %s: lists no node: a free map names the nodes with free GPUs (leave the flag out when every GPU is free)", *opt.freeMap)
+		}
 		q.req.Free = planner.FreeMap{}
-		for k, v := range raw {
+		keys := map[int]string{}
+		for _, k := range slices.Sorted(maps.Keys(raw)) {
+			v := raw[k]
 			node, err := strconv.Atoi(k)
 			if err != nil {
 				return fmt.Errorf("--free-map: key %q is not a node index", k)
 			}
+			if other, ok := keys[node]; ok {
+				return fmt.Errorf("--free-map: node %d is given twice (%q and %q)", node, other, k)
+			}
+			keys[node] = k
 			// By the node named: the request's list is in another order.
 			if node < 0 || node >= topology.MaxNodes {
 				return fmt.Errorf("--free-map: node %d: must be between 0 and %d", node, topology.MaxNodes-1)
@@ -460,7 +476,7 @@ func (opt *planArgs) request(set map[string]bool, q *planQuery) (*pb.EstimatePla
 		return nil, errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:pareto)")
 	}
 	if *opt.svgOut == "-" && *opt.asJSON {
-		return nil, errors.New("--svg - and --json: both write to standard output; give --svg a file")
+		return nil, errSVGAndJSON
 	}
 	if err := checkNames(q.req.Training, step.Layout{}, planFlags); err != nil {
 		return nil, err

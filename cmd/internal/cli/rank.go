@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
@@ -183,11 +185,40 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 				failed = append(failed, fmt.Sprint(file.lines[x.GetIndex()]))
 			}
 		}
-		if len(failed) > 0 {
-			return fmt.Errorf("--in %s: %d of %d configs failed (line %s); the others are ranked above", *in, len(failed), len(results), strings.Join(failed, ", "))
+		if n := len(failed); n > 0 {
+			more := ""
+			if n > maxFailedLines {
+				failed, more = failed[:maxFailedLines], fmt.Sprintf(" and %d more", n-maxFailedLines)
+			}
+			return fmt.Errorf("--in %s: %d of %d configs failed (line %s%s); the others are ranked above", *in, n, len(results), strings.Join(failed, ", "), more)
 		}
 		return nil
 	}
+}
+
+// maxFailedLines is how many names a summary lists before counting the rest:
+// rank's failed lines (each is in the output, with its error; a file of 100 000
+// bad lines named them all, 650 KB) and calibrate's unused --layout entries.
+const maxFailedLines = 20
+
+// visible is s with what a terminal or a JSON answer cannot show as it is
+// escaped: bytes that are not UTF-8 (an error echoing a binary file's bytes made
+// --format json fail whole) and control characters (a terminal escape).
+func visible(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[0])
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
+	return b.String()
 }
 
 // maxConfigLine bounds one line of a configs file: a request larger than this
@@ -237,7 +268,7 @@ func readConfigs(r io.Reader) (*configFile, error) {
 					// The decoder places the error at "(line 1:N)" of the one
 					// line it was given: the file's line is said first, so
 					// only the column is kept.
-					msg := strings.Replace(perr.Error(), "(line 1:", "(column ", 1)
+					msg := visible(strings.Replace(perr.Error(), "(line 1:", "(column ", 1))
 					f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: not an EstimateStepRequest: %s", line, msg)})
 				} else {
 					f.configs = append(f.configs, &c)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/prototext"
@@ -499,5 +500,69 @@ func TestRankNotesRepeatedConfigs(t *testing.T) {
 	}
 	if len(rows) != 3 || strings.Contains(rows["1"], "same as") || !strings.Contains(rows["2"], "same as line 1") || !strings.Contains(rows["4"], "same as line 1") {
 		t.Errorf("rows by file line %q:\n%s", rows, out)
+	}
+}
+
+// A file that is not text (a binary given to --in by mistake) is reported line by
+// line in every format, and the summary stays short: --format json failed whole
+// ("proto: field stepcost.v1.ItemError.message contains invalid UTF-8", nothing
+// on standard output) because a line's error echoed its bytes, and the table's
+// summary listed every failed line (101 668 numbers, 654 KB of stderr for the
+// stepcost binary).
+func TestRankBinaryFileIsReportedBounded(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "bin.jsonl")
+	var b bytes.Buffer
+	for i := 0; i < 500; i++ {
+		b.WriteString("\xff\xfe\x00\x1b[2J\x7f\n")
+	}
+	if err := os.WriteFile(f, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"json", "table", "csv"} {
+		code, out, errOut := run("rank", "--in", f, "--format", format)
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1: %.300s", format, code, errOut)
+		}
+		if !utf8.ValidString(out) || !utf8.ValidString(errOut) || strings.Contains(out+errOut, "\x1b") {
+			t.Errorf("%s: output that is not text, or a terminal escape, echoed: %q", format, errOut[:min(len(errOut), 300)])
+		}
+		if !strings.Contains(errOut, "500 of 500 configs failed (line 1, 2, 3,") || len(errOut) > 400 {
+			t.Errorf("%s: summary %d B: %.400s", format, len(errOut), errOut)
+		}
+		if format == "json" {
+			var resp struct {
+				Results []struct {
+					Error struct{ Message string } `json:"error"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Results) != 500 {
+				t.Fatalf("json: %v, %d results: %.300s", err, len(resp.Results), out)
+			}
+			if m := resp.Results[0].Error.Message; !strings.HasPrefix(m, "line 1: not an EstimateStepRequest") {
+				t.Errorf("json: line 1: %q", m)
+			}
+		}
+	}
+}
+
+// A load flag out of range is named with its value: one message listed the three
+// ranges whichever was at fault ("--concurrency 1–1024, --duration up to 1h,
+// --requests ≥ 1" for --duration -1s).
+func TestLoadNamesTheFlagOutOfRange(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(f, []byte(`{"gpus": 16}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--concurrency", "0", "--concurrency: must be between 1 and 1024 (got 0)"},
+		{"--concurrency", "100000", "--concurrency: must be between 1 and 1024 (got 100000)"},
+		{"--duration", "-1s", "--duration: must be more than 0 and at most 1h0m0s (got -1s)"},
+		{"--duration", "2h", "--duration: must be more than 0 and at most 1h0m0s (got 2h0m0s)"},
+		{"--requests", "0", "--requests: must be at least 1 (got 0)"},
+	} {
+		code, _, errOut := run("load", "--server", "127.0.0.1:1", "--in", f, tc.flag, tc.value)
+		if code != 1 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "--") != 1 {
+			t.Errorf("%s %s: exit %d, %q, want %q alone", tc.flag, tc.value, code, errOut, tc.want)
+		}
 	}
 }
