@@ -25,6 +25,14 @@ const (
 	monoBases = 150
 )
 
+// monoHostSeed fixes a second draw, of layouts some of whose layers the host binds
+// (monoHostBound), monoHostBases of them: the first draw holds few where a
+// dropless MoE layer's dispatcher sync or the CP ring acts.
+const (
+	monoHostSeed  = 20261129
+	monoHostBases = 60
+)
+
 // monoRel is the relative slack of a relation: the estimates are deterministic,
 // so only rounding separates an equal pair.
 const monoRel = 1e-9
@@ -161,8 +169,35 @@ func monoCases(t *testing.T) ([]monoCase, []step.Result) {
 	return cases, results
 }
 
-// notFaster reports whether the step of more work (or slower hardware), more, takes
-// at least as long as base's.
+// monoHostBound are monoHostBases valid requests drawn from monoHostSeed some of
+// whose layers the default estimator prices at their host's issue (hostBinds).
+func monoHostBound(t *testing.T) []monoCase {
+	t.Helper()
+	r := rand.New(rand.NewPCG(monoHostSeed, 1))
+	m := monoEstimators()[0]
+	var cases []monoCase
+	seen := map[string]bool{}
+	for tries := 0; len(cases) < monoHostBases && tries < 100*monoHostBases; tries++ {
+		c := monoDraw(t, r)
+		if _, ok := m.estimate(c.req); !ok || !m.hostBinds(c.req) {
+			continue
+		}
+		cases = append(cases, c)
+		l := c.req.Layout
+		seen["moe"] = seen["moe"] || c.req.Model.MoE != nil
+		seen["cp"] = seen["cp"] || l.CP > 1
+	}
+	if len(cases) < monoHostBases {
+		t.Fatalf("only %d host-bound layouts of %d wanted", len(cases), monoHostBases)
+	}
+	for _, w := range []string{"moe", "cp"} {
+		if !seen[w] {
+			t.Errorf("no host-bound layout drawn with %s", w)
+		}
+	}
+	return cases
+}
+
 // notFaster reports whether the step of more work (or slower hardware), more, takes
 // at least as long as base's.
 func notFaster(base, more float64) bool { return more >= base*(1-monoRel) }
@@ -350,22 +385,25 @@ func monoPadded(cases []monoCase) []monoCase {
 
 // More work never makes a step faster, and slower hardware never does either:
 // checked with the default estimator and with one whose host costs nothing, on
-// every pair of layouts but those whose layers the host binds where a mechanism
-// still open can act (hostOpen). Where the host binds, a layer is priced as the
-// longer of its GPU work and its host's issue, and some GPU quantities inside it
-// still move without moving the layer — the dispatcher sync's stall (layerCompute,
-// MoE host sync: GPU work after the sync shortens the time charged beyond it), the
-// CP ring's sends exposed against the attention, and the weight-gradient share a
-// zero-bubble schedule moves into the bubbles — which can make more GPU work price
-// faster (docs/step-model.md, "Metamorphic tests"); those pairs are counted and
-// skipped. The TP communication exposed against a GEMM runs in the host's slack
-// (tpOverlap) and is checked. Slower hardware can move NCCL's own choice of a
-// call's algorithm or protocol: its tuning table caps LL's bandwidth whatever the
-// links (tuning.cc llMaxBws), so slower links can make it leave Simple for LL
-// where LL runs faster (ncclChoiceMoved; docs/step-model.md, "Metamorphic
-// tests"): those pairs are counted and skipped.
+// the layouts drawn (monoCases, with the host-bound draw monoHostBound) and their
+// MoE layouts padded to capacity, every pair but those whose layers the host binds
+// where a mechanism still open can act (hostOpen). Where the host binds, a layer
+// is priced as the longer of its GPU work and its host's issue, and some GPU
+// quantities inside it still move without moving the layer — the CP ring's sends
+// exposed against the attention and the weight-gradient share a zero-bubble
+// schedule moves into the bubbles — which can make more GPU work price faster
+// (docs/step-model.md, "Metamorphic tests"); those pairs are counted and skipped.
+// The TP communication exposed against a GEMM runs in the host's slack
+// (tpOverlap), and a dropless MoE layer's forward is ordered around its
+// dispatcher's sync as the host issues it (syncedForward): both are checked.
+// Slower hardware can move NCCL's own choice of a call's algorithm or protocol:
+// its tuning table caps LL's bandwidth whatever the links (tuning.cc llMaxBws), so
+// slower links can make it leave Simple for LL where LL runs faster
+// (ncclChoiceMoved; docs/step-model.md, "Metamorphic tests"): those pairs are
+// counted and skipped.
 func TestMetamorphicMoreWorkSlowerHardware(t *testing.T) {
 	cases, _ := monoCases(t)
+	cases = append(cases, monoHostBound(t)...)
 	for _, m := range monoEstimators() {
 		for si, set := range [][]monoEdit{monoWork, monoSlower} {
 			slower := si == 1
@@ -660,16 +698,16 @@ func TestMetamorphicMemory(t *testing.T) {
 }
 
 // hostOpen says a layer of req the host binds may hold a mechanism that still
-// moves under it (see TestMetamorphicMoreWorkSlowerHardware): a dropless MoE layer
-// (the dispatcher sync), CP (the ring's exposed sends), EP overlap, or a schedule
-// that splits the weight gradients apart.
+// moves under it (see TestMetamorphicMoreWorkSlowerHardware): CP (the ring's
+// exposed sends), EP overlap, or a schedule that splits the weight gradients
+// apart.
 func hostOpen(req step.Request) bool {
 	l := req.Layout
 	switch l.Schedule {
 	case step.ZeroBubble, step.ZeroBubbleV, step.DualPipe:
 		return true
 	}
-	return l.CP > 1 || l.OverlapEP || req.Model.MoE != nil && !req.Training.MoEPadToCapacity
+	return l.CP > 1 || l.OverlapEP
 }
 
 // Where the host binds a layer, the TP communication a GEMM leaves exposed
