@@ -26,11 +26,13 @@ const (
 )
 
 // monoHostSeed fixes a second draw, of layouts some of whose layers the host binds
-// (monoHostBound), monoHostBases of them: the first draw holds few where a
-// dropless MoE layer's dispatcher sync or the CP ring acts.
+// (monoHostBound): monoHostPerKind of each kind where a mechanism inside a
+// host-bound layer once moved under it — a dropless MoE layer (the dispatcher
+// sync), CP (the ring's sends), a schedule that splits the weight gradients apart
+// — and as many others. The first draw holds few of them.
 const (
-	monoHostSeed  = 20261129
-	monoHostBases = 60
+	monoHostSeed    = 20261129
+	monoHostPerKind = 40
 )
 
 // monoRel is the relative slack of a relation: the estimates are deterministic,
@@ -169,33 +171,57 @@ func monoCases(t *testing.T) ([]monoCase, []step.Result) {
 	return cases, results
 }
 
-// monoHostBound are monoHostBases valid requests drawn from monoHostSeed some of
-// whose layers the default estimator prices at their host's issue (hostBinds).
+// monoHostBound are valid requests drawn from monoHostSeed some of whose layers
+// the default estimator prices at their host's issue (hostBinds),
+// monoHostPerKind of each kind (monoHostKind).
 func monoHostBound(t *testing.T) []monoCase {
 	t.Helper()
 	r := rand.New(rand.NewPCG(monoHostSeed, 1))
 	m := monoEstimators()[0]
 	var cases []monoCase
-	seen := map[string]bool{}
-	for tries := 0; len(cases) < monoHostBases && tries < 100*monoHostBases; tries++ {
+	kinds := map[string]int{}
+	full := func() bool {
+		for _, k := range monoHostKinds {
+			if kinds[k] < monoHostPerKind {
+				return false
+			}
+		}
+		return true
+	}
+	for tries := 0; !full() && tries < 20000; tries++ {
 		c := monoDraw(t, r)
+		k := monoHostKind(c.req)
+		if kinds[k] >= monoHostPerKind {
+			continue
+		}
 		if _, ok := m.estimate(c.req); !ok || !m.hostBinds(c.req) {
 			continue
 		}
+		kinds[k]++
 		cases = append(cases, c)
-		l := c.req.Layout
-		seen["moe"] = seen["moe"] || c.req.Model.MoE != nil
-		seen["cp"] = seen["cp"] || l.CP > 1
 	}
-	if len(cases) < monoHostBases {
-		t.Fatalf("only %d host-bound layouts of %d wanted", len(cases), monoHostBases)
-	}
-	for _, w := range []string{"moe", "cp"} {
-		if !seen[w] {
-			t.Errorf("no host-bound layout drawn with %s", w)
-		}
+	if !full() {
+		t.Fatalf("host-bound layouts drawn by kind: %v, %d of each wanted", kinds, monoHostPerKind)
 	}
 	return cases
+}
+
+// monoHostKinds are the kinds of monoHostBound's layouts.
+var monoHostKinds = []string{"split weight gradients", "cp", "dropless moe", "other"}
+
+// monoHostKind is the kind of req in monoHostBound's draw: its schedule splits
+// the weight gradients apart (ZB-H1, ZB-V, DualPipe), else it runs CP, else a
+// dropless MoE layer, else other.
+func monoHostKind(req step.Request) string {
+	switch {
+	case step.SplitsWeightGrad(req.Layout.Schedule):
+		return "split weight gradients"
+	case req.Layout.CP > 1:
+		return "cp"
+	case req.Model.MoE != nil && !req.Training.MoEPadToCapacity:
+		return "dropless moe"
+	}
+	return "other"
 }
 
 // notFaster reports whether the step of more work (or slower hardware), more, takes
@@ -389,13 +415,13 @@ func monoPadded(cases []monoCase) []monoCase {
 // MoE layouts padded to capacity, every pair but those whose layers the host binds
 // where a mechanism still open can act (hostOpen). Where the host binds, a layer
 // is priced as the longer of its GPU work and its host's issue, and some GPU
-// quantities inside it still move without moving the layer — the CP ring's sends
-// exposed against the attention and the weight-gradient share a zero-bubble
-// schedule moves into the bubbles — which can make more GPU work price faster
-// (docs/step-model.md, "Metamorphic tests"); those pairs are counted and skipped.
-// The TP communication exposed against a GEMM runs in the host's slack
-// (tpOverlap), and a dropless MoE layer's forward is ordered around its
-// dispatcher's sync as the host issues it (syncedForward): both are checked.
+// quantities inside it still move without moving the layer — the weight-gradient
+// share a zero-bubble schedule moves into the bubbles — which can make more GPU
+// work price faster (docs/step-model.md, "Metamorphic tests"); those pairs are
+// counted and skipped. The TP communication exposed against a GEMM and the CP
+// ring's sends exposed against the attention run in the host's slack (tpOverlap,
+// ring.withSlack), and a dropless MoE layer's forward is ordered around its
+// dispatcher's sync as the host issues it (syncedForward): they are checked.
 // Slower hardware can move NCCL's own choice of a call's algorithm or protocol:
 // its tuning table caps LL's bandwidth whatever the links (tuning.cc llMaxBws), so
 // slower links can make it leave Simple for LL where LL runs faster
@@ -698,16 +724,15 @@ func TestMetamorphicMemory(t *testing.T) {
 }
 
 // hostOpen says a layer of req the host binds may hold a mechanism that still
-// moves under it (see TestMetamorphicMoreWorkSlowerHardware): CP (the ring's
-// exposed sends), EP overlap, or a schedule that splits the weight gradients
-// apart.
+// moves under it (see TestMetamorphicMoreWorkSlowerHardware): EP overlap, or a
+// schedule that splits the weight gradients apart.
 func hostOpen(req step.Request) bool {
 	l := req.Layout
 	switch l.Schedule {
 	case step.ZeroBubble, step.ZeroBubbleV, step.DualPipe:
 		return true
 	}
-	return l.CP > 1 || l.OverlapEP
+	return l.OverlapEP
 }
 
 // Where the host binds a layer, the TP communication a GEMM leaves exposed
