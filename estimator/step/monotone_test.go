@@ -415,13 +415,15 @@ func monoPadded(cases []monoCase) []monoCase {
 // MoE layouts padded to capacity, every pair but those whose layers the host binds
 // where a mechanism still open can act (hostOpen). Where the host binds, a layer
 // is priced as the longer of its GPU work and its host's issue, and some GPU
-// quantities inside it still move without moving the layer — the weight-gradient
-// share a zero-bubble schedule moves into the bubbles — which can make more GPU
-// work price faster (docs/step-model.md, "Metamorphic tests"); those pairs are
-// counted and skipped. The TP communication exposed against a GEMM and the CP
-// ring's sends exposed against the attention run in the host's slack (tpOverlap,
-// ring.withSlack), and a dropless MoE layer's forward is ordered around its
-// dispatcher's sync as the host issues it (syncedForward): they are checked.
+// quantities inside it could move without moving the layer, and more GPU work
+// price faster. The TP communication exposed against a GEMM and the CP ring's
+// sends exposed against the attention run in the host's slack (tpOverlap,
+// ring.withSlack), a dropless MoE layer's forward is ordered around its
+// dispatcher's sync as the host issues it (syncedForward), and under a schedule
+// that splits the weight gradients apart each of the backward's blocks takes the
+// longer of its GPU work and its own host issue (layerCompute): they are checked.
+// Under EP overlap host-bound pairs are counted and skipped (docs/step-model.md,
+// "Metamorphic tests").
 // Slower hardware can move NCCL's own choice of a call's algorithm or protocol:
 // its tuning table caps LL's bandwidth whatever the links (tuning.cc llMaxBws), so
 // slower links can make it leave Simple for LL where LL runs faster
@@ -724,15 +726,9 @@ func TestMetamorphicMemory(t *testing.T) {
 }
 
 // hostOpen says a layer of req the host binds may hold a mechanism that still
-// moves under it (see TestMetamorphicMoreWorkSlowerHardware): EP overlap, or a
-// schedule that splits the weight gradients apart.
+// moves under it (see TestMetamorphicMoreWorkSlowerHardware): EP overlap.
 func hostOpen(req step.Request) bool {
-	l := req.Layout
-	switch l.Schedule {
-	case step.ZeroBubble, step.ZeroBubbleV, step.DualPipe:
-		return true
-	}
-	return l.OverlapEP
+	return req.Layout.OverlapEP
 }
 
 // Where the host binds a layer, the TP communication a GEMM leaves exposed
