@@ -465,9 +465,11 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	if SplitsWeightGrad(l.Schedule) {
 		// The weight-gradient GEMMs run as a block of their own, issued apart
 		// from the rest of the backward (Qi et al. 2023, "Zero Bubble Pipeline
-		// Parallelism" §2: B and W scheduled separately; sail-sg/zero-bubble's
-		// WeightGradStore queues each linear layer's weight-gradient GEMM and
-		// runs the queue as the W pass), so each block takes the longer of its
+		// Parallelism" §2: B and W scheduled separately; their implementation,
+		// sail-sg/zero-bubble-pipeline-parallelism megatron/core/
+		// weight_grad_store.py at 47c2c7a, WeightGradStore.put keeps each linear
+		// layer's weight-gradient call and pop runs them one by one as the W
+		// pass), so each block takes the longer of its
 		// GPU work and its own host issue: the W block its GEMMs' launches (one
 		// eager operator each, Constants.EagerOpHostUs), B the rest of the
 		// backward's host time. Together never less than the backward as one
