@@ -126,6 +126,9 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 	// tpExposed is the TP communication perMB counts exposed: ZeRO-3's gathers
 	// hide under it as under the compute (zero3Overlap).
 	var tpExposed float64
+	// tpSlackUsed is the host's slack the overlapped TP collectives take
+	// (tpOverlapSlack): the ring's sends run in the rest (ring.withSlack).
+	var tpSlackUsed [2][2]float64
 	// DualPipe's: the same compute, its TP communication on the pair's layer
 	// counts (the estimate's under DualPipe), never above the others'.
 	dualMB, dualCont := perMB, 0.0
@@ -183,7 +186,8 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		}
 		// As the estimate (pricing.tensorParallel): what the overlap exposes and
 		// its contention, on the stage's layer counts (the pair's under DualPipe).
-		exposed, _, cont := tpOverlap(l, &cp, in)
+		exposed, _, cont, used := tpOverlapSlack(l, &cp, in)
+		tpSlackUsed = used
 		tpExposed = exposed
 		perMB += exposed
 		dualMB, dualCont = dualMB+exposed, cont
@@ -223,6 +227,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 			x.ulysses = float64(l.MicroBatch) * sLocal * h * (d.q + d.kv + d.v) / (ulyssesAllToAllsPerPass * tf) * 2
 		} else {
 			x.ring = ringAttentionOf(l, &cp, float64(l.MicroBatch)*sLocal, h, d.kv, d.qv, tf, r.hbm, c.torchRing(t.Framework))
+			x.ring.withSlack(&cp, tpSlackUsed)
 		}
 	}
 	if l.PP > 1 {
@@ -388,6 +393,15 @@ func fp8AllGatherUnfused(userbuffers, fp8 bool, rec FP8Recipe) bool {
 // ring exchange beside the forward GEMM it sits next to, and what it hides takes
 // in.smShare of the SMs.
 func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, contention float64) {
+	exposed, hidden, contention, _ = tpOverlapSlack(l, cp, in)
+	return exposed, hidden, contention
+}
+
+// tpOverlapSlack is tpOverlap, and used the host's slack (layerTimes.hostFwd,
+// hostBwd) its exposed collectives took, per layer and pass: used[0] a dense
+// layer's forward and backward, used[1] a MoE layer's. What is left of it runs
+// the other communication exposed on the GPU's stream (ring.withSlack).
+func tpOverlapSlack(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, contention float64, used [2][2]float64) {
 	f := (float64(l.TP) - 1) / float64(l.TP)
 	ring := func(c, g float64) (e, h float64) {
 		e = max(0, c-f*g)
@@ -443,7 +457,7 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 	// work by as much: priced so, a layer the host binds never gets shorter with
 	// it. The recomputed forward is the forward again, its host time too. more
 	// are the exposed, hidden and contention of another half in the layer.
-	layer := func(g [4]float64, mlp bool, hf, hb float64, more [4]float64) (e, h, c float64) {
+	layer := func(g [4]float64, mlp bool, hf, hb float64, more [4]float64) (e, h, c float64, x [2]float64) {
 		ef, eb, h, c := half(g[0], g[1])
 		if mlp {
 			ef2, eb2, h2, c2 := half(g[2], g[3])
@@ -451,9 +465,10 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 		}
 		ef, eb, h, c = ef+more[0], eb+more[1], h+more[2], c+more[3]
 		xf, xb := min(ef, hf), min(eb, hb) // run while the host issues the layer
-		return (ef-xf)*(1+repeats) + eb - xb, h + xf*(1+repeats) + xb, c
+		return (ef-xf)*(1+repeats) + eb - xb, h + xf*(1+repeats) + xb, c, [2]float64{xf, xb}
 	}
-	e, h, c := layer(cp.lc.tpGEMM, true, cp.lc.hostFwd, cp.lc.hostBwd, [4]float64{})
+	e, h, c, x := layer(cp.lc.tpGEMM, true, cp.lc.hostFwd, cp.lc.hostBwd, [4]float64{})
+	used[0] = x
 	exposed, hidden, contention = e*cp.nDense, h*cp.nDense, c*cp.nDense
 	if cp.nMoE > 0 {
 		// Under the token dispatcher (sequence parallelism, which the overlap needs)
@@ -467,10 +482,11 @@ func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, co
 		if in.sharedHalf && l.moeDispatcher() {
 			shared[0], shared[1], shared[2], shared[3] = half(lm.sharedTPGEMM[0], lm.sharedTPGEMM[1])
 		}
-		e, h, c := layer(lm.tpGEMM, !l.moeDispatcher(), lm.hostFwd, lm.hostBwd, shared)
+		e, h, c, x := layer(lm.tpGEMM, !l.moeDispatcher(), lm.hostFwd, lm.hostBwd, shared)
 		exposed, hidden, contention = exposed+e*cp.nMoE, hidden+h*cp.nMoE, contention+c*cp.nMoE
+		used[1] = x
 	}
-	return exposed, hidden, contention
+	return exposed, hidden, contention, used
 }
 
 // tpCommPerMB is the TP communication of the slowest stage for one micro-batch, as
@@ -717,10 +733,10 @@ func (e *Estimator) ExposedBoundsMemo(req *Request, b *Bounds, m *ExposureMemo) 
 			ag, ok1 := price(CommCP, collective.AllGather, x.ring.cp*x.ring.block)
 			grad, ok2 := price(CommCP, collective.SendRecv, x.ring.gradBlock)
 			if ok1 && ok2 {
-				out.PerMicroBatch, _ = x.ring.perMB(ringPrices{gather: ag, grad: grad})
+				out.PerMicroBatch, _, _ = x.ring.perMB(ringPrices{gather: ag, grad: grad})
 			}
 		} else if p2p, ok := price(CommCP, collective.SendRecv, x.ring.block); ok {
-			out.PerMicroBatch, _ = x.ring.perMB(ringPrices{p2p: p2p})
+			out.PerMicroBatch, _, _ = x.ring.perMB(ringPrices{p2p: p2p})
 		}
 	}
 	if x.act > 0 {

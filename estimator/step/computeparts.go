@@ -735,7 +735,9 @@ type layerKey struct {
 // layout, and with the offload whether it runs under full recomputation (only
 // each layer's input is saved), then Layout.OverlapTP and
 // Layout.OverlapSharedExpert, which set the collectives a layer issues from the
-// host (layerCollectiveCalls).
+// host (layerCollectiveCalls), and whether the schedule runs the weight gradients
+// as blocks of their own (SplitsWeightGrad: each block at its own host issue,
+// layerCompute).
 func layerFlags(mods uint8, switches ...bool) uint64 {
 	f := uint64(mods)
 	for i, b := range switches {
@@ -754,7 +756,8 @@ func (c *BoundsCache) layer(e *Estimator, req *Request, r *gpuRates, tokens, sLo
 	l := &req.Layout
 	k := layerKey{math.Float64bits(tokens), math.Float64bits(sLocal), math.Float64bits(s), l.TP, l.EP, l.etp(), l.CP,
 		layerFlags(l.recomputeMask(), l.CPAllToAll, l.SP, l.Recompute == RecomputeOps, moe,
-			req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull, l.OverlapTP, l.OverlapSharedExpert)}
+			req.Training.FP8Params, l.OffloadActivations, l.OffloadActivations && l.Recompute == RecomputeFull, l.OverlapTP, l.OverlapSharedExpert,
+			SplitsWeightGrad(l.Schedule))}
 	if lt, ok := c.layers[k]; ok {
 		return lt
 	}

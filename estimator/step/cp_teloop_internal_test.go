@@ -28,7 +28,7 @@ func TestRingBackwardFollowsTransformerEnginesLoop(t *testing.T) {
 	for _, c := range cases {
 		r := ring{cp: c.cp, layers: 1, stepF: 1, stepB: c.stepB,
 			passes: (c.cp - 1) + 2*(c.cp-1)}
-		exp, hid := r.perMB(ringPrices{p2p: p2p})
+		exp, hid, _ := r.perMB(ringPrices{p2p: p2p})
 		if math.Abs(exp-c.wantExp) > 1e-12 {
 			t.Errorf("CP %.0f, backward step %.0f µs: exposed %.1f µs a layer, want %.1f (Transformer Engine's loop)",
 				c.cp, c.stepB*1e6, exp*1e6, c.wantExp*1e6)

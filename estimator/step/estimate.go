@@ -733,6 +733,9 @@ type pricing struct {
 	// (tpOverlap): its kernels' SMs, and the GEMMs run beside a pipelined
 	// reduce-scatter on the SMs left to them.
 	tpContPerMB float64
+	// tpSlackUsed is the host's slack the overlapped TP collectives take per
+	// layer and pass (tpOverlapSlack), which the ring's sends cannot take again.
+	tpSlackUsed [2][2]float64
 
 	// The pipeline's exposed sends and its bubble, per step.
 	ppExposed, bubble float64
@@ -1029,13 +1032,13 @@ func (p *pricing) tensorParallel() (float64, error) {
 		// the shared experts' MLP without their overlap, itself: what it exposes,
 		// hides and slows is not scaled by the MoE share again.
 		ub, _ := tpUserbuffers(p.req.Training.Framework)
-		exposed, hid, cont := tpOverlap(&p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
+		exposed, hid, cont, used := tpOverlapSlack(&p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
 			sms: p.rates.sms, userbuffers: ub,
 			smShare:      commSMs(p.req.Training.Framework) / max(1, p.rates.sms),
 			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe),
 			sharedHalf:   newSharedHalf(&p.req)})
 		p.res.Breakdown.Hidden[CommTP] = hid * mf
-		p.tpContPerMB = cont
+		p.tpContPerMB, p.tpSlackUsed = cont, used
 		// MLA's own collectives stay exposed (the overlap above is the dense
 		// layer's); a collective MLA does not run is not taken from it.
 		amax, err := p.tpAmaxReduce()
@@ -1132,6 +1135,7 @@ func (p *pricing) contextParallel() (float64, error) {
 		return a2a * ulyssesAllToAllsPerLayer * layers, nil
 	}
 	ring := ringAttention(*l, &p.parts, p.tokens, h, kvw, qw+vw, tf, p.rates.hbm, p.req.Training.Framework)
+	ring.withSlack(&p.parts, p.tpSlackUsed)
 	var c ringPrices
 	var err error
 	if ring.gather {
@@ -1145,13 +1149,14 @@ func (p *pricing) contextParallel() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	exp, hid := ring.perMB(c)
+	exp, hid, idle := ring.perMB(c)
 	share := 1.0
 	if !ring.gather {
 		share = cpSMShare(p.req.Training)
 	}
+	// What runs while the GPU waits for the host takes no SMs from compute.
 	p.hiddenPerMB += hid * share
-	p.res.Breakdown.Hidden[CommCP] = hid * mf
+	p.res.Breakdown.Hidden[CommCP] = (hid + idle) * mf
 	return exp, nil
 }
 
@@ -2737,6 +2742,26 @@ type ring struct {
 	// block it sends per step.
 	gather    bool
 	gradBlock float64
+	// n are the stage's dense and MoE layers, slackF and slackB the host's slack
+	// in one of each kind's forward and backward passes that the overlapped TP
+	// collectives left (withSlack).
+	n, slackF, slackB [2]float64
+}
+
+// withSlack gives r the host's slack of cp's layers (layerTimes.hostFwd,
+// hostBwd) less what the overlapped TP collectives take of it (used,
+// tpOverlapSlack). A layer the host binds leaves the GPU idle between its kernels
+// for that long: a kernel launch returns before the kernel runs (CUDA C++
+// Programming Guide, "Asynchronous Concurrent Execution"), and the ring's sends
+// the attention steps leave exposed run then — the next step's attention waits
+// for its block, and for the host's launch of it too — before they lengthen the
+// layer, which takes max(host issue, GPU work + exposed sends) (perMB).
+func (r *ring) withSlack(cp *computeParts, used [2][2]float64) {
+	r.n = [2]float64{cp.nDense, cp.nMoE}
+	for k, lt := range [2]*layerTimes{&cp.lc, &cp.lcMoE} {
+		r.slackF[k] = max(0, lt.hostFwd-used[k][0])
+		r.slackB[k] = max(0, lt.hostBwd-used[k][1])
+	}
 }
 
 // ringAttention describes the ring of layout l for a micro-batch of tokens tokens
@@ -2775,8 +2800,12 @@ func ringAttentionOf(l *Layout, cp *computeParts, tokens, h, kvw, qvw, tf, hbm f
 // rank's block (gather) and of one dK/dV block send (grad).
 type ringPrices struct{ p2p, gather, grad float64 }
 
-// perMB is the ring's exposed and hidden time per micro-batch at prices c.
-func (r ring) perMB(c ringPrices) (exposed, hidden float64) {
+// perMB is the ring's exposed and hidden time per micro-batch at prices c, and
+// idle what of the sends the attention leaves exposed runs while the GPU waits for
+// the host (withSlack): hidden by the host, not by compute, so taking no SMs from
+// it. A slower attention step hides more of its send and lengthens the GPU's work
+// by as much, so a layer the host binds never gets shorter with it.
+func (r ring) perMB(c ringPrices) (exposed, hidden, idle float64) {
 	var expF, expB, total float64
 	if r.gather {
 		expF = max(0, c.gather-r.stepF) * (1 + r.rc)
@@ -2790,7 +2819,13 @@ func (r ring) perMB(c ringPrices) (exposed, hidden float64) {
 		expB = 2*max(0, c.p2p-r.stepB) + (r.cp-2)*max(0, 2*c.p2p-r.stepB)
 		total = r.passes * c.p2p
 	}
-	return (expF + expB + r.merge) * r.layers, (total - expF - expB) * r.layers
+	// One pass's exposed sends (the recomputed forward is the forward again, its
+	// host time too), run in each kind of layer's slack.
+	ef := expF / (1 + r.rc)
+	for k, n := range r.n {
+		idle += n * (min(ef, r.slackF[k])*(1+r.rc) + min(expB, r.slackB[k]))
+	}
+	return (expF+expB+r.merge)*r.layers - idle, (total - expF - expB) * r.layers, idle
 }
 
 // zero3Overlap is what flat ZeRO-3 exposes and hides over a step: per layer and

@@ -105,6 +105,9 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// The weight-gradient GEMMs accumulate into the step's gradients.
 	accBytes := wgradAccumulationBytes(req.Training.Optimizer.GradBytes)
 	pair := 0 // the TP collective the next GEMMs sit next to (layerTimes.tpGEMM)
+	// wKernels are the weight-gradient GEMMs' launches: one a GEMM, one a
+	// grouped GEMM's group.
+	var wKernels float64
 	add := func(g gemm) {
 		lt.fwdFLOPs += g.flops()
 		gt := k.gemmTime(g, cur)
@@ -115,6 +118,10 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		wgrad := k.gemmTime(gemm{g.k, g.n, g.m, g.count, g.grouped}, &rw) // dB = Aᵀ·dC, added to the gradient
 		bwd += k.gemmTime(gemm{g.m, g.k, g.n, g.count, g.grouped}, cur) + wgrad
 		lt.bwdW += wgrad
+		wKernels += g.count
+		if g.grouped {
+			wKernels -= g.count - 1
+		}
 	}
 	if m := a.MLA; m != nil {
 		// Multi-head latent attention: the down-projections (to the latents) as the
@@ -430,7 +437,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	// (layerHostCosts.attnFwd, attnBwd) come with the collectives' host time.
 	collFwd, collBwd := hc.collFwd+hc.attnFwd, hc.collBwd+hc.attnBwd
 	lt.fwd = max(fwd, launch+collFwd)
-	lt.bwd = max(bwd, 2*launch+collBwd)
+	hostB := 2*launch + collBwd // the backward's host issue
 	var stall float64
 	if moe && a.MoE != nil {
 		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
@@ -441,7 +448,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			h.post += (expertBiasOpsPerExpert*moeLocal + expertBiasOps) * hc.op
 		}
 		lt.fwd = max(fwd, launch+collFwd+h.pre+h.post)
-		lt.bwd = max(bwd, 2*(launch+h.pre+h.post-hc.moeCollFwd)+collBwd+hc.moeCollBwd)
+		hostB = 2*(launch+h.pre+h.post-hc.moeCollFwd) + collBwd + hc.moeCollBwd
 		if h.sync {
 			// The host's work on each side of the sync (syncedForward). The
 			// backward pass has no sync: the all-to-alls' split sizes and the
@@ -453,6 +460,23 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 			lt.fwd = syncedForward(fwd, moePost, h.stall, hostPre, hostPost)
 			stall = h.stall // the GPU's queue drained: no work of it to run then
 		}
+	}
+	lt.bwd = max(bwd, hostB)
+	if SplitsWeightGrad(l.Schedule) {
+		// The weight-gradient GEMMs run as a block of their own, issued apart
+		// from the rest of the backward (Qi et al. 2023, "Zero Bubble Pipeline
+		// Parallelism" §2: B and W scheduled separately; their implementation,
+		// sail-sg/zero-bubble-pipeline-parallelism megatron/core/
+		// weight_grad_store.py at 47c2c7a, WeightGradStore.put keeps each linear
+		// layer's weight-gradient call and pop runs them one by one as the W
+		// pass), so each block takes the longer of its
+		// GPU work and its own host issue: the W block its GEMMs' launches (one
+		// eager operator each, Constants.EagerOpHostUs), B the rest of the
+		// backward's host time. Together never less than the backward as one
+		// pass, and neither shrinks as GPU work grows.
+		hw, gw := min(hostB, wKernels*hc.op), min(bwd, lt.bwdW)
+		lt.bwdW = max(gw, hw)
+		lt.bwd = max(bwd-gw, hostB-hw) + lt.bwdW
 	}
 	lt.hostFwd, lt.hostBwd = max(0, lt.fwd-stall-fwd), max(0, lt.bwd-bwd)
 	if l.OffloadActivations {

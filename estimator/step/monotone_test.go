@@ -25,6 +25,16 @@ const (
 	monoBases = 150
 )
 
+// monoHostSeed fixes a second draw, of layouts some of whose layers the host binds
+// (monoHostBound): monoHostPerKind of each kind where a mechanism inside a
+// host-bound layer once moved under it — a dropless MoE layer (the dispatcher
+// sync), CP (the ring's sends), a schedule that splits the weight gradients apart
+// — and as many others. The first draw holds few of them.
+const (
+	monoHostSeed    = 20261129
+	monoHostPerKind = 40
+)
+
 // monoRel is the relative slack of a relation: the estimates are deterministic,
 // so only rounding separates an equal pair.
 const monoRel = 1e-9
@@ -161,8 +171,61 @@ func monoCases(t *testing.T) ([]monoCase, []step.Result) {
 	return cases, results
 }
 
-// notFaster reports whether the step of more work (or slower hardware), more, takes
-// at least as long as base's.
+// monoHostBound are valid requests drawn from monoHostSeed some of whose layers
+// the default estimator prices at their host's issue (hostBinds),
+// monoHostPerKind of each kind (monoHostKind).
+func monoHostBound(t *testing.T) []monoCase {
+	t.Helper()
+	r := rand.New(rand.NewPCG(monoHostSeed, 1))
+	m := monoEstimators()[0]
+	var cases []monoCase
+	kinds := map[string]int{}
+	full := func() bool {
+		for _, k := range monoHostKinds {
+			if kinds[k] < monoHostPerKind {
+				return false
+			}
+		}
+		return true
+	}
+	for tries := 0; !full() && tries < 20000; tries++ {
+		c := monoDraw(t, r)
+		k := monoHostKind(c.req)
+		if kinds[k] >= monoHostPerKind {
+			continue
+		}
+		if _, ok := m.estimate(c.req); !ok || !m.hostBinds(c.req) {
+			continue
+		}
+		kinds[k]++
+		cases = append(cases, c)
+	}
+	if !full() {
+		t.Fatalf("host-bound layouts drawn by kind: %v, %d of each wanted", kinds, monoHostPerKind)
+	}
+	return cases
+}
+
+// monoHostKinds are the kinds of monoHostBound's layouts.
+var monoHostKinds = []string{"split weight gradients", "cp", "ep overlap", "dropless moe", "other"}
+
+// monoHostKind is the kind of req in monoHostBound's draw: its schedule splits
+// the weight gradients apart (ZB-H1, ZB-V, DualPipe), else it runs CP, else EP
+// overlap, else a dropless MoE layer, else other.
+func monoHostKind(req step.Request) string {
+	switch {
+	case step.SplitsWeightGrad(req.Layout.Schedule):
+		return "split weight gradients"
+	case req.Layout.CP > 1:
+		return "cp"
+	case req.Layout.OverlapEP:
+		return "ep overlap"
+	case req.Model.MoE != nil && !req.Training.MoEPadToCapacity:
+		return "dropless moe"
+	}
+	return "other"
+}
+
 // notFaster reports whether the step of more work (or slower hardware), more, takes
 // at least as long as base's.
 func notFaster(base, more float64) bool { return more >= base*(1-monoRel) }
@@ -350,27 +413,30 @@ func monoPadded(cases []monoCase) []monoCase {
 
 // More work never makes a step faster, and slower hardware never does either:
 // checked with the default estimator and with one whose host costs nothing, on
-// every pair of layouts but those whose layers the host binds where a mechanism
-// still open can act (hostOpen). Where the host binds, a layer is priced as the
-// longer of its GPU work and its host's issue, and some GPU quantities inside it
-// still move without moving the layer — the dispatcher sync's stall (layerCompute,
-// MoE host sync: GPU work after the sync shortens the time charged beyond it), the
-// CP ring's sends exposed against the attention, and the weight-gradient share a
-// zero-bubble schedule moves into the bubbles — which can make more GPU work price
-// faster (docs/step-model.md, "Metamorphic tests"); those pairs are counted and
-// skipped. The TP communication exposed against a GEMM runs in the host's slack
-// (tpOverlap) and is checked. Slower hardware can move NCCL's own choice of a
-// call's algorithm or protocol: its tuning table caps LL's bandwidth whatever the
-// links (tuning.cc llMaxBws), so slower links can make it leave Simple for LL
-// where LL runs faster (ncclChoiceMoved; docs/step-model.md, "Metamorphic
-// tests"): those pairs are counted and skipped.
+// the layouts drawn (monoCases, with the host-bound draw monoHostBound) and their
+// MoE layouts padded to capacity, every pair. Where the host binds a layer, it is
+// priced as the longer of its GPU work and its host's issue, and GPU quantities
+// inside it must not move without moving the layer (docs/step-model.md,
+// "Metamorphic tests"): the TP communication exposed against a GEMM and the CP
+// ring's sends exposed against the attention run in the host's slack (tpOverlap,
+// ring.withSlack), a dropless MoE layer's forward is ordered around its
+// dispatcher's sync as the host issues it (syncedForward), under a schedule that
+// splits the weight gradients apart each of the backward's blocks takes the longer
+// of its GPU work and its own host issue (layerCompute), and EP overlap hides the
+// all-to-alls under the layers' length, host issue included (expertParallel).
+// Slower hardware can move NCCL's own choice of a call's algorithm or protocol:
+// its tuning table caps LL's bandwidth whatever the links (tuning.cc llMaxBws), so
+// slower links can make it leave Simple for LL where LL runs faster
+// (ncclChoiceMoved; docs/step-model.md, "Metamorphic tests"): those pairs are
+// counted and skipped.
 func TestMetamorphicMoreWorkSlowerHardware(t *testing.T) {
 	cases, _ := monoCases(t)
+	cases = append(cases, monoHostBound(t)...)
 	for _, m := range monoEstimators() {
 		for si, set := range [][]monoEdit{monoWork, monoSlower} {
 			slower := si == 1
 			for _, ed := range set {
-				checked, moved, hostBound, choiceMoved := 0, 0, 0, 0
+				checked, moved, choiceMoved := 0, 0, 0
 				for _, c := range monoPadded(cases) {
 					req := c.req
 					if !ed.edit(t, &req) {
@@ -379,10 +445,6 @@ func TestMetamorphicMoreWorkSlowerHardware(t *testing.T) {
 					base, ok1 := m.estimate(c.req)
 					more, ok2 := m.estimate(req)
 					if !ok1 || !ok2 {
-						continue
-					}
-					if hostOpen(c.req) && (m.hostBinds(c.req) || m.hostBinds(req)) {
-						hostBound++
 						continue
 					}
 					if slower && ncclChoiceMoved(base, more) {
@@ -397,7 +459,7 @@ func TestMetamorphicMoreWorkSlowerHardware(t *testing.T) {
 						moved++
 					}
 				}
-				t.Logf("%s, %s: %d pairs checked (%d slower), %d host-bound, %d with NCCL's choice moved", m.name, ed.name, checked, moved, hostBound, choiceMoved)
+				t.Logf("%s, %s: %d pairs checked (%d slower), %d with NCCL's choice moved", m.name, ed.name, checked, moved, choiceMoved)
 				// The edit must reach the estimate: a relation between equal
 				// steps checks nothing.
 				if checked < monoBases/10 || moved < checked/4 {
@@ -657,19 +719,6 @@ func TestMetamorphicMemory(t *testing.T) {
 	if checked < monoBases {
 		t.Errorf("ZeRO stages: only %d pairs checked", checked)
 	}
-}
-
-// hostOpen says a layer of req the host binds may hold a mechanism that still
-// moves under it (see TestMetamorphicMoreWorkSlowerHardware): a dropless MoE layer
-// (the dispatcher sync), CP (the ring's exposed sends), EP overlap, or a schedule
-// that splits the weight gradients apart.
-func hostOpen(req step.Request) bool {
-	l := req.Layout
-	switch l.Schedule {
-	case step.ZeroBubble, step.ZeroBubbleV, step.DualPipe:
-		return true
-	}
-	return l.CP > 1 || l.OverlapEP || req.Model.MoE != nil && !req.Training.MoEPadToCapacity
 }
 
 // Where the host binds a layer, the TP communication a GEMM leaves exposed
