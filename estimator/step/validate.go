@@ -110,7 +110,7 @@ func normalise(r Request) Request {
 
 // normaliseIn is normalise in place.
 func normaliseIn(r *Request) {
-	r.Training = r.Training.Normalise()
+	r.Training.normalise()
 	normaliseLayout(r, sequenceParallelWithTP(r.Training))
 }
 
@@ -283,6 +283,13 @@ func b2i(b bool) int {
 // from global tokens when only those are given, precision bf16, mixed-precision
 // Adam. It does not validate.
 func (t Training) Normalise() Training {
+	t.normalise()
+	return t
+}
+
+// normalise is Normalise in place (a training is 240 bytes; an estimate
+// normalises its request's).
+func (t *Training) normalise() {
 	if t.GlobalBatch == 0 && t.GlobalTokens > 0 && t.SeqLen > 0 && t.GlobalTokens%t.SeqLen == 0 {
 		t.GlobalBatch = t.GlobalTokens / t.SeqLen
 	}
@@ -300,7 +307,7 @@ func (t Training) Normalise() Training {
 			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
 		}
 		t.DPReduceAfterBackward = t.DPReduceAfterBackward || fw.DPReduceAfterBackward
-		t = t.withMoEProfile(fw)
+		*t = t.withMoEProfile(fw)
 		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
 		}
@@ -325,7 +332,6 @@ func (t Training) Normalise() Training {
 			}
 		}
 	}
-	return t
 }
 
 // Validate checks a training setup with its defaults (see Normalise), naming every
