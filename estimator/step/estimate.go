@@ -787,7 +787,7 @@ func (p *pricing) resolve(in *Request) error {
 func (p *pricing) computeMicroBatch() {
 	a, t, l := &p.req.Model, &p.req.Training, &p.req.Layout
 	p.g, _ = newGrid(l)
-	p.eg, _ = newExpertGrid(l)
+	p.eg = p.g.expertGrid(l)
 	p.res.Layout, p.res.Training = *l, *t
 	if p.detail {
 		p.res.Comms = make([]CommCall, 0, 8)

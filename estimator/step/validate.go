@@ -560,7 +560,7 @@ func validate(r *Request) error {
 	}
 	if g, err := newGrid(l); err != nil {
 		c.Join(err)
-	} else if eg, _ := newExpertGrid(l); a.MoE != nil && l.PP > 1 && eg.stride[DimPP] != g.stride[DimPP] && c.Err() == nil {
+	} else if eg := g.expertGrid(l); a.MoE != nil && l.PP > 1 && eg.stride[DimPP] != g.stride[DimPP] && c.Err() == nil {
 		// Megatron-Core asserts that both grids give the same pipeline groups (with
 		// a rank order not ending in pp, the same data-parallel size).
 		c.Add("layout.rank_order", "%q puts pp inside the stage's ranks, so the expert grid (etp %d × ep %d) must cut the same pipeline groups as the dense one (tp %d × cp %d): give an order ending in pp", l.RankOrder, l.etp(), max(1, l.EP), l.TP, l.CP)
