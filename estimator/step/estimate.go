@@ -28,6 +28,10 @@ type Estimator struct {
 
 	mu    sync.RWMutex
 	notes map[assumptionKey][]string
+	// timedLayers is the current generation of layers timed without a
+	// BoundsCache (layerMemoised), nil until the first; it depends on k, so it
+	// is the estimator's own, not its groupCache's.
+	timedLayers atomic.Pointer[layerMemo]
 }
 
 // groupCache holds what does not depend on the compute constants: the placements of
