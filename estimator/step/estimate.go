@@ -2311,7 +2311,20 @@ func (p *pricing) paramGatherAfterOptimizer(b paramGatherBuf, over *[]paramGathe
 		*over = append(*over, b)
 		return 0, nil
 	}
-	return p.commOn(CommDP, b.place, collective.AllGather, b.weights, 1, "after the optimizer: "+b.what+" all-gather")
+	return p.commOn(CommDP, b.place, collective.AllGather, b.weights, 1, paramGatherWhen(b.what))
+}
+
+// paramGatherWhen is when the communication table says the all-gather of
+// paramGatherBuf.what runs: the buffers the estimate prices are spelt out, so
+// that an estimate does not concatenate (and allocate) the string.
+func paramGatherWhen(what string) string {
+	switch what {
+	case "parameter":
+		return "after the optimizer: parameter all-gather"
+	case "expert parameter":
+		return "after the optimizer: expert parameter all-gather"
+	}
+	return "after the optimizer: " + what + " all-gather"
 }
 
 // overlappedParamGather prices the all-gather of the updated parameters bucket
