@@ -65,6 +65,10 @@ type groupCache struct {
 	// runs is the current generation of the pipeline's runs (pricing.pipeRun),
 	// nil until the first.
 	runs atomic.Pointer[pipeRunMemo]
+	// byGrid maps a gridPlaceKey to the placement places holds for it, so that an
+	// estimate finds its groups' placements without building and canonicalising
+	// their placeKeys; under placesMu, emptied once it holds maxByGrid.
+	byGrid map[gridPlaceKey]*collective.Placement
 }
 
 // hopMemo is one generation of pipeline hops priced (hopKey → []float64, nil
@@ -441,9 +445,47 @@ func (k placeKey) domainImages(dom int) bool {
 	return true
 }
 
+// gridPlaceKey is what placement's answer is a function of: the cluster, the rank
+// map, the grid's sizes and order, and the communication. It is plain memory (no
+// strings, floats or padding to speak of), which the map hashes as one block.
+type gridPlaceKey struct {
+	cl    *topology.Cluster
+	ranks *RankMap
+	size  [numDims]int
+	order [numDims]Dim
+	c     Comm
+}
+
+// maxByGrid bounds groupCache.byGrid (about 130 bytes an entry).
+const maxByGrid = 1 << 16
+
 // placement returns (and caches) the placement of rank 0's group of the given
 // communication, with the groups that run at the same time in its pipeline stage.
+// A grid and communication seen before find it by gridPlaceKey; others build
+// the placeKey, which layouts that place alike share.
 func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm) (*collective.Placement, error) {
+	gk := gridPlaceKey{cl: cl, ranks: rm, size: g.size, order: g.order, c: c}
+	e.placesMu.RLock()
+	p, ok := e.byGrid[gk]
+	e.placesMu.RUnlock()
+	if ok {
+		return p, nil
+	}
+	p, err := e.placementOf(cl, rm, g, c)
+	if err != nil {
+		return nil, err
+	}
+	e.placesMu.Lock()
+	if e.byGrid == nil || len(e.byGrid) >= maxByGrid {
+		e.byGrid = map[gridPlaceKey]*collective.Placement{}
+	}
+	e.byGrid[gk] = p
+	e.placesMu.Unlock()
+	return p, nil
+}
+
+// placementOf is placement by the group's placeKey.
+func (e *Estimator) placementOf(cl *topology.Cluster, rm *RankMap, g grid, c Comm) (*collective.Placement, error) {
 	key := g.placeKey(cl, rm, c)
 	e.placesMu.RLock()
 	p, ok := e.places[key]
