@@ -3,6 +3,7 @@ package step_test
 import (
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -13,7 +14,8 @@ import (
 // memo's hash word (another framework, global batch, rank order, vocabulary,
 // schedule, ZeRO stage; CUDA graphs, flash-attn 2) or differ in its words (the
 // data-parallel size that torchtitan's DTensor collectives read, the micro-batch's
-// shape, the precision, the layout's switches) alike.
+// shape, the precision, the layout's switches) alike, with other workers pricing
+// on it at the same time.
 func TestLayerMemoAnswersAsNewEstimator(t *testing.T) {
 	base := gpt3Request(t)
 	variants := map[string]func(*step.Request){
@@ -65,16 +67,26 @@ func TestLayerMemoAnswersAsNewEstimator(t *testing.T) {
 		}
 		reqs[n], want[n] = r, res
 	}
+	// Four workers share the estimator (its memos are read and filled
+	// concurrently; go test -race checks their locks), each in its own order.
 	shared := step.New()
-	order := append(slices.Clone(names), names...)
-	slices.Reverse(order[len(names):])
-	for _, n := range order {
-		got, err := shared.Estimate(reqs[n])
-		if err != nil {
-			t.Fatalf("%s: %v", n, err)
-		}
-		if !reflect.DeepEqual(got, want[n]) {
-			t.Errorf("%s: step %.9g s after other requests, %.9g s from a new estimator", n, got.StepTime, want[n].StepTime)
-		}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		order := append(slices.Clone(names), names...)
+		slices.Reverse(order[len(names):])
+		order = append(order[w*len(order)/4:], order[:w*len(order)/4]...)
+		wg.Go(func() {
+			for _, n := range order {
+				got, err := shared.Estimate(reqs[n])
+				if err != nil {
+					t.Errorf("%s: %v", n, err)
+					return
+				}
+				if !reflect.DeepEqual(got, want[n]) {
+					t.Errorf("%s: step %.9g s after other requests, %.9g s from a new estimator", n, got.StepTime, want[n].StepTime)
+				}
+			}
+		})
 	}
+	wg.Wait()
 }
