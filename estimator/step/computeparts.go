@@ -751,7 +751,7 @@ func layerFlags(mods uint8, switches ...bool) uint64 {
 // layer is e.layerCompute, remembered in c (when c is not nil).
 func (c *BoundsCache) layer(e *Estimator, req *Request, r *gpuRates, tokens, sLocal, s float64, moe bool) layerTimes {
 	if c == nil {
-		return e.layerCompute(*req, r, tokens, sLocal, s, moe)
+		return e.layerMemoised(req, r, tokens, sLocal, s, moe)
 	}
 	l := &req.Layout
 	k := layerKey{math.Float64bits(tokens), math.Float64bits(sLocal), math.Float64bits(s), l.TP, l.EP, l.etp(), l.CP,
@@ -764,7 +764,7 @@ func (c *BoundsCache) layer(e *Estimator, req *Request, r *gpuRates, tokens, sLo
 	if c.layers == nil {
 		c.layers = map[layerKey]layerTimes{}
 	}
-	lt := e.layerCompute(*req, r, tokens, sLocal, s, moe)
+	lt := e.layerComputeAt(req, r, tokens, sLocal, s, moe)
 	c.layers[k] = lt
 	return lt
 }

@@ -28,6 +28,10 @@ type Estimator struct {
 
 	mu    sync.RWMutex
 	notes map[assumptionKey][]string
+	// timedLayers is the current generation of layers timed without a
+	// BoundsCache (layerMemoised), nil until the first; it depends on k, so it
+	// is the estimator's own, not its groupCache's.
+	timedLayers atomic.Pointer[layerMemo]
 }
 
 // groupCache holds what does not depend on the compute constants: the placements of
@@ -61,6 +65,10 @@ type groupCache struct {
 	// runs is the current generation of the pipeline's runs (pricing.pipeRun),
 	// nil until the first.
 	runs atomic.Pointer[pipeRunMemo]
+	// byGrid maps a gridPlaceKey to the placement places holds for it, so that an
+	// estimate finds its groups' placements without building and canonicalising
+	// their placeKeys; under placesMu, emptied once it holds maxByGrid.
+	byGrid map[gridPlaceKey]*collective.Placement
 }
 
 // hopMemo is one generation of pipeline hops priced (hopKey → []float64, nil
@@ -437,9 +445,47 @@ func (k placeKey) domainImages(dom int) bool {
 	return true
 }
 
+// gridPlaceKey is what placement's answer is a function of: the cluster, the rank
+// map, the grid's sizes and order, and the communication. It is plain memory (no
+// strings, floats or padding to speak of), which the map hashes as one block.
+type gridPlaceKey struct {
+	cl    *topology.Cluster
+	ranks *RankMap
+	size  [numDims]int
+	order [numDims]Dim
+	c     Comm
+}
+
+// maxByGrid bounds groupCache.byGrid (about 130 bytes an entry).
+const maxByGrid = 1 << 16
+
 // placement returns (and caches) the placement of rank 0's group of the given
 // communication, with the groups that run at the same time in its pipeline stage.
+// A grid and communication seen before find it by gridPlaceKey; others build
+// the placeKey, which layouts that place alike share.
 func (e *Estimator) placement(cl *topology.Cluster, rm *RankMap, g grid, c Comm) (*collective.Placement, error) {
+	gk := gridPlaceKey{cl: cl, ranks: rm, size: g.size, order: g.order, c: c}
+	e.placesMu.RLock()
+	p, ok := e.byGrid[gk]
+	e.placesMu.RUnlock()
+	if ok {
+		return p, nil
+	}
+	p, err := e.placementOf(cl, rm, g, c)
+	if err != nil {
+		return nil, err
+	}
+	e.placesMu.Lock()
+	if e.byGrid == nil || len(e.byGrid) >= maxByGrid {
+		e.byGrid = map[gridPlaceKey]*collective.Placement{}
+	}
+	e.byGrid[gk] = p
+	e.placesMu.Unlock()
+	return p, nil
+}
+
+// placementOf is placement by the group's placeKey.
+func (e *Estimator) placementOf(cl *topology.Cluster, rm *RankMap, g grid, c Comm) (*collective.Placement, error) {
 	key := g.placeKey(cl, rm, c)
 	e.placesMu.RLock()
 	p, ok := e.places[key]
@@ -552,12 +598,12 @@ func (g grid) stagePairs(from, peer int) [][]int {
 }
 
 // Estimate prices one training step.
-func (e *Estimator) Estimate(req Request) (Result, error) { return e.estimate(req, true) }
+func (e *Estimator) Estimate(req Request) (Result, error) { return e.estimateCached(&req, true, nil) }
 
 // Quick is Estimate without the communication table, warnings and assumptions: the
 // same step time, breakdown, memory and throughput, for searches that rank many
 // layouts and describe only a few.
-func (e *Estimator) Quick(req Request) (Result, error) { return e.estimate(req, false) }
+func (e *Estimator) Quick(req Request) (Result, error) { return e.estimateCached(&req, false, nil) }
 
 // Memory is the peak per-GPU memory of a layout, as Estimate reports it, without
 // timing the step: a search can set aside the layouts that do not fit, or that a
@@ -617,19 +663,11 @@ func (e *Estimator) memoryOfValidWith(req *Request, p *model.Params) Memory {
 	stageLayers := stageLayerCount(req.Model.Layers, &req.Layout)
 	var dense, expert float64
 	if p == nil {
-		dense, expert = e.stageParams(*req, stageLayers)
+		dense, expert = e.stageParams(req, stageLayers)
 	} else {
 		dense, expert = stageParamsOf(req, p, stageLayers)
 	}
 	return e.memoryWith(req, p, stageLayers, dense, expert, req.Training.GlobalBatch/(l.DP*l.MicroBatch))
-}
-
-// estimate runs the step model's phases in order. Each phase reads what the earlier
-// ones settled, and the order matters: the slow-GPU what-if stretches the compute
-// only once the pipeline's fill and drain are priced, and the contention adds up
-// the communication that every earlier phase hid under compute.
-func (e *Estimator) estimate(req Request, detail bool) (Result, error) {
-	return e.estimateCached(&req, detail, nil)
 }
 
 // QuickCached is Quick with the layers' and the output layer's compute times taken
@@ -643,8 +681,12 @@ func (e *Estimator) QuickCached(req Request, c *BoundsCache) (Result, error) {
 	return e.estimateCached(&req, false, c)
 }
 
-// estimateCached is estimate with the compute times of c (see QuickCached; nil:
-// none), the request read by address.
+// estimateCached runs the step model's phases in order, with the compute times of c
+// (see QuickCached; nil: none), the request read by address (Estimate and Quick
+// pass their own copy's: a request is about 1 kB). Each phase reads what the
+// earlier ones settled, and the order matters: the slow-GPU what-if stretches the
+// compute only once the pipeline's fill and drain are priced, and the contention
+// adds up the communication that every earlier phase hid under compute.
 func (e *Estimator) estimateCached(req *Request, detail bool, c *BoundsCache) (Result, error) {
 	p := pricing{e: e, detail: detail}
 	if c != nil && !c.holdsLayersOf(e, req) {
@@ -794,7 +836,7 @@ func (p *pricing) resolve(in *Request) error {
 func (p *pricing) computeMicroBatch() {
 	a, t, l := &p.req.Model, &p.req.Training, &p.req.Layout
 	p.g, _ = newGrid(l)
-	p.eg, _ = newExpertGrid(l)
+	p.eg = p.g.expertGrid(l)
 	p.res.Layout, p.res.Training = *l, *t
 	if p.detail {
 		p.res.Comms = make([]CommCall, 0, 8)
@@ -1880,7 +1922,7 @@ func (p *pricing) slowStage() {
 // them, which both the data-parallel communication and the optimizer price.
 func (p *pricing) holdParams() {
 	l := &p.req.Layout
-	p.stageParams, p.expertParams = p.e.stageParams(p.req, p.parts.stageLayers)
+	p.stageParams, p.expertParams = p.e.stageParams(&p.req, p.parts.stageLayers)
 	if p.req.Training.FP8Params {
 		counts := p.req.Model.Params()
 		p.matmulDense, p.matmulExpert = matmulParams(&p.req, &counts, p.parts.stageLayers)
@@ -2250,7 +2292,7 @@ func (p *pricing) gradientSync() (float64, error) {
 	// gradients: framework.TorchDDPFirstBucketBytes) is complete, so the part of
 	// the backward that produces it hides nothing.
 	window := p.bwd
-	if torchDDP(p.req) && !fallback {
+	if torchDDP(&p.req) && !fallback {
 		window = p.bwd * max(0, 1-framework.TorchDDPFirstBucketBytes/max(grad, 1))
 	}
 	hid := max(0, min(tdp-last, window))
@@ -2338,7 +2380,20 @@ func (p *pricing) paramGatherAfterOptimizer(b paramGatherBuf, over *[]paramGathe
 		*over = append(*over, b)
 		return 0, nil
 	}
-	return p.commOn(CommDP, b.place, collective.AllGather, b.weights, 1, "after the optimizer: "+b.what+" all-gather")
+	return p.commOn(CommDP, b.place, collective.AllGather, b.weights, 1, paramGatherWhen(b.what))
+}
+
+// paramGatherWhen is when the communication table says the all-gather of
+// paramGatherBuf.what runs: the buffers the estimate prices are spelt out, so
+// that an estimate does not concatenate (and allocate) the string.
+func paramGatherWhen(what string) string {
+	switch what {
+	case "parameter":
+		return "after the optimizer: parameter all-gather"
+	case "expert parameter":
+		return "after the optimizer: expert parameter all-gather"
+	}
+	return "after the optimizer: " + what + " all-gather"
 }
 
 // overlappedParamGather prices the all-gather of the updated parameters bucket
@@ -2372,7 +2427,7 @@ func (p *pricing) overlappedParamGather(bufs []paramGatherBuf) (exposed, hidden 
 // reduced in, or the framework's — Megatron-Core's max(40e6, 1e6 × DP) parameters
 // in that width, PyTorch DDP's 25 MiB (framework.TorchDDPBucketBytes) where the
 // framework's data parallelism is DDP, Constants.DPBucketBytes otherwise.
-func (p *pricing) dpBucketBytes() float64 { return dpBucketBytes(p.req, p.e.k) }
+func (p *pricing) dpBucketBytes() float64 { return dpBucketBytes(&p.req, &p.e.k) }
 
 // torchDDP tells whether the request's data parallelism is PyTorch's
 // DistributedDataParallel (framework.Profile.TorchDDP): its buckets are 25 MiB
@@ -2381,7 +2436,7 @@ func (p *pricing) dpBucketBytes() float64 { return dpBucketBytes(p.req, p.e.k) }
 // is in the 1.x sources; PyTorch 2.x's DDP drops the 1 MiB bucket from its
 // initial buckets when bucket_cap_mb is set, bucket_bytes_cap_default: not
 // modelled).
-func torchDDP(req Request) bool {
+func torchDDP(req *Request) bool {
 	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && slices.Contains(fw.TorchDDP, req.Layout.ZeRO)
 }
@@ -2394,7 +2449,7 @@ const (
 	megatronBucketParamsPerDP = 1e6
 )
 
-func dpBucketBytes(req Request, k Constants) float64 {
+func dpBucketBytes(req *Request, k *Constants) float64 {
 	t := &req.Training
 	params := t.DPBucketParams
 	if params == 0 {
@@ -2618,7 +2673,7 @@ func (p *pricing) assemble() {
 // answer, says what a layout that does not fit runs out of.
 func (p *pricing) memory() {
 	res := &p.res
-	res.Memory = p.e.memory(p.req, p.parts.stageLayers, p.stageParams, p.expertParams, res.MicroBatches)
+	res.Memory = p.e.memory(&p.req, p.parts.stageLayers, p.stageParams, p.expertParams, res.MicroBatches)
 	if !res.Memory.Fits && p.detail {
 		if mm := res.Memory; mm.Host > mm.HostCapacity {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("does not fit in host memory: offload needs %.1f GB per GPU of its %.1f GB share", mm.Host, mm.HostCapacity))
@@ -2636,7 +2691,7 @@ func (p *pricing) throughput() {
 	stepTokens := float64(t.GlobalBatch) * p.s
 	res.Throughput.TokensPerSec = stepTokens / res.StepTime
 	res.Throughput.TokensPerSecPerGPU = res.Throughput.TokensPerSec / float64(p.g.n)
-	model := 3 * p.e.modelForwardFLOPs(p.req) * float64(t.GlobalBatch)
+	model := 3 * p.e.modelForwardFLOPs(&p.req) * float64(t.GlobalBatch)
 	hw := model * (1 + p.parts.rcShare/3) // the forward FLOPs run again
 	peak := p.rates.peak16 * float64(p.g.n)
 	res.Throughput.MFU = model / res.StepTime / peak
@@ -2647,7 +2702,7 @@ func (p *pricing) throughput() {
 // the what-ifs and offload it priced, so that a reader can tell what it rests on.
 func (p *pricing) explain() {
 	l, cl, res := &p.req.Layout, p.req.Cluster, &p.res
-	res.Assumptions = p.e.assumptions(p.req, &p.rates)
+	res.Assumptions = p.e.assumptions(&p.req, &p.rates)
 	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
 		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
 			"what-if: one GPU at %.0f%% of its speed; its pipeline stage paces every micro-batch and every data-parallel replica waits for it", 100*s))

@@ -166,9 +166,12 @@ const (
 // the generic launch count (Constants.KernelsPerLayer launches of
 // Constants.KernelLaunchUs); with CUDA graphs one graph launch. All of it scaled
 // by the node's CPU (hostOpScale).
-func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
+func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts { return e.layerHostAt(&req, moe) }
+
+// layerHostAt is layerHost of *req, which it only reads (by address).
+func (e *Estimator) layerHostAt(req *Request, moe bool) layerHostCosts {
 	k := &e.k
-	a, t := req.Model, req.Training
+	a, t := &req.Model, &req.Training
 	s := hostOpScale(req.Cluster.Spec)
 	c := layerHostCosts{op: k.EagerOpHostUs * 1e-6 * s, module: teModuleHostUs * 1e-6 * s, routerOps: moeRouterOps}
 	fw, err := framework.Get(t.Framework)
@@ -193,9 +196,9 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 	}
 	var attn, mb layerColls
 	if err == nil && fw.DTensorCollectives {
-		attn, mb = dtensorCollectiveCalls(&req, moe)
+		attn, mb = dtensorCollectiveCalls(req, moe)
 	} else {
-		attn, mb = layerCollectiveCalls(&req, moe)
+		attn, mb = layerCollectiveCalls(req, moe)
 	}
 	c.collFwd, c.collBwd = attn.hostSeconds(true, s), attn.hostSeconds(false, s)
 	c.moeCollFwd, c.moeCollBwd = mb.hostSeconds(true, s), mb.hostSeconds(false, s)
@@ -226,7 +229,7 @@ func (e *Estimator) layerHost(req Request, moe bool) layerHostCosts {
 		default:
 			ops += teRoPEOps
 		}
-		c.layer = teLayerModules(a, moe)*c.module + ops*c.op
+		c.layer = teLayerModules(*a, moe)*c.module + ops*c.op
 		if moe && a.MoE != nil {
 			// After the MoE block's dispatch and experts (moe_layer.py: the shared
 			// experts run after the routed ones, or beside the dispatcher's

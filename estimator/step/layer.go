@@ -70,7 +70,14 @@ type layerTimes struct {
 // core at the attention efficiency, the elementwise kernels at HBM bandwidth, never
 // faster than the host can launch the layer's kernels.
 func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s float64, moe bool) layerTimes {
-	a, l := req.Model, req.Layout
+	return e.layerComputeAt(&req, r, tokens, sLocal, s, moe)
+}
+
+// layerComputeAt is layerCompute of *req, which it only reads (by address: a
+// request is about 1 kB, and an estimate without a BoundsCache times its layers
+// each time).
+func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s float64, moe bool) layerTimes {
+	a, l := &req.Model, &req.Layout
 	k := &e.k
 	t := float64(l.TP)
 	h, f := float64(a.Hidden), float64(a.FFN)
@@ -128,7 +135,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 		// framework runs them under TP (mlaDownShape), the up-projections split by
 		// heads.
 		qr, kvr, rope := float64(m.QLoRARank), float64(m.KVLoRARank), float64(m.QKRopeDim)
-		dm, dn := mlaDownShape(req, l)
+		dm, dn := mlaDownShape(*req, *l)
 		if qr > 0 {
 			add(gemm{tokens * dm, qr * dn, h, 1, false})
 			add(gemm{tokens, h * qw / t, qr, 1, false})
@@ -424,12 +431,12 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 
 	if r.fp8 {
-		fwd, bwd = e.fp8Casts(req, r, &lt, fwd, bwd, tokens, moe)
+		fwd, bwd = e.fp8Casts(*req, r, &lt, fwd, bwd, tokens, moe)
 	}
 
 	// The host issues the layer (layerHost, on this node's CPU); its backward
 	// launches twice as many kernels.
-	hc := e.layerHost(req, moe)
+	hc := e.layerHostAt(req, moe)
 	// The collectives it issues through torch.distributed cost the host their own
 	// time (layerCollectiveCalls), forward and backward as counted.
 	launch := hc.layer
@@ -440,7 +447,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	hostB := 2*launch + collBwd // the backward's host issue
 	var stall float64
 	if moe && a.MoE != nil {
-		h := moeHost(req.Training, l, moeLocal, moeGrouped, hc)
+		h := moeHost(req.Training, *l, moeLocal, moeGrouped, hc)
 		if gluClampUnfused(req) {
 			h.post += gluClampOps * hc.op
 		}
@@ -480,7 +487,7 @@ func (e *Estimator) layerCompute(req Request, r *gpuRates, tokens, sLocal, s flo
 	}
 	lt.hostFwd, lt.hostBwd = max(0, lt.fwd-stall-fwd), max(0, lt.bwd-bwd)
 	if l.OffloadActivations {
-		lt.offloadFwd, lt.offloadBwd = offloadWaits(req, lt, tokens, sLocal, s, moe)
+		lt.offloadFwd, lt.offloadBwd = offloadWaits(*req, lt, tokens, sLocal, s, moe)
 		lt.fwd += lt.offloadFwd
 		lt.bwd += lt.offloadBwd
 	}
@@ -704,7 +711,7 @@ const (
 
 // gluClampUnfused tells whether req's model clamps its gated MLP's inputs with
 // separate elementwise kernels.
-func gluClampUnfused(req Request) bool {
+func gluClampUnfused(req *Request) bool {
 	if !req.Model.GLUClamp || !req.Model.GatedMLP {
 		return false
 	}
@@ -737,7 +744,7 @@ const (
 
 // expertBiasUnfused tells whether req's model adds its routed experts' second
 // bias with separate elementwise kernels.
-func expertBiasUnfused(req Request) bool {
+func expertBiasUnfused(req *Request) bool {
 	if req.Model.MoE == nil || !req.Model.MoE.Bias {
 		return false
 	}
@@ -756,7 +763,7 @@ const fp8ExpertPadBytes = 8
 // fp8GroupedExpertPadding tells whether req's routed experts copy their tokens
 // through Transformer Engine's fp8 padding and unpadding: fp8 matmuls, experts in
 // Megatron-Core's TEGroupedMLP, a framework whose grouped MLP pads under fp8.
-func fp8GroupedExpertPadding(req Request, r *gpuRates) bool {
+func fp8GroupedExpertPadding(req *Request, r *gpuRates) bool {
 	if !r.fp8 || !req.Training.MoEGroupedGEMM || req.Model.MoE == nil {
 		return false
 	}
@@ -1024,9 +1031,9 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 
 // stageParams returns the parameters one GPU of the largest pipeline stage holds:
 // dense (split by TP) and expert (split by EP and TP).
-func (e *Estimator) stageParams(req Request, stageLayers int) (dense, expert float64) {
+func (e *Estimator) stageParams(req *Request, stageLayers int) (dense, expert float64) {
 	p := req.Model.Params()
-	return stageParamsOf(&req, &p, stageLayers)
+	return stageParamsOf(req, &p, stageLayers)
 }
 
 // stageParamsOf is stageParams with the model's parameter counts p given (they
@@ -1154,8 +1161,8 @@ func activationsPerLayerOf(req *Request, stageLayers int, moeShare float64) floa
 }
 
 // memory computes the peak per-GPU memory.
-func (e *Estimator) memory(req Request, stageLayers int, dense, expert float64, m int) Memory {
-	return e.memoryWith(&req, nil, stageLayers, dense, expert, m)
+func (e *Estimator) memory(req *Request, stageLayers int, dense, expert float64, m int) Memory {
+	return e.memoryWith(req, nil, stageLayers, dense, expert, m)
 }
 
 // memoryWith is memory with the model's parameter counts p (nil: counted here); it
@@ -1403,8 +1410,8 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 	mem.Buffers = ncclBuffersGB
 	if l.DP*l.CP > 1 && l.ZeRO < 3 {
 		bucket := e.k.DPBucketBytes
-		if torchDDP(*req) {
-			bucket = dpBucketBytes(*req, e.k)
+		if torchDDP(req) {
+			bucket = dpBucketBytes(req, &e.k)
 		}
 		mem.Buffers += 2 * bucket / gb
 	}
@@ -1419,7 +1426,7 @@ func (e *Estimator) memoryOf(req *Request, stageLayers int, actLayers, moeShare,
 // modelForwardFLOPs is the forward FLOPs of one sequence: every GEMM (active
 // parameters), full attention 4·s²·h per layer (the convention of Narayanan et al.
 // and MFU reports) and the logits.
-func (e *Estimator) modelForwardFLOPs(req Request) float64 {
+func (e *Estimator) modelForwardFLOPs(req *Request) float64 {
 	return req.Model.ForwardFLOPs(req.Training.SeqLen)
 }
 
@@ -1431,7 +1438,7 @@ func (e *Estimator) modelForwardFLOPs(req Request) float64 {
 // grows with dp under Megatron-Core (dpBucketBytes); without them a list made for
 // one request was given to the next on the same GPU (TestAnswersDoNotDependOnHistory
 // in internal/service).
-func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
+func (e *Estimator) assumptions(req *Request, r *gpuRates) []string {
 	gpu := req.Cluster.GPU()
 	mla := int8(0)
 	if m := req.Model.MLA; m != nil {
@@ -1441,14 +1448,14 @@ func (e *Estimator) assumptions(req Request, r *gpuRates) []string {
 		}
 	}
 	key := assumptionKey{gpu.Name, gpu.Arch, req.Training.Precision, req.Training.UnfusedAttention, req.Training.FlashAttention2, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.FP8Params, req.Training.DPReduceAfterBackward, r.peak, r.sms,
-		req.Training.CUDAGraphs, mla, hostOpScale(req.Cluster.Spec), dpBucketBytes(req, e.k)}
+		req.Training.CUDAGraphs, mla, hostOpScale(req.Cluster.Spec), dpBucketBytes(req, &e.k)}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
 	if ok {
 		return out
 	}
-	out = e.describe(req, r)
+	out = e.describe(*req, r)
 	e.mu.Lock()
 	e.notes[key] = out
 	e.mu.Unlock()
@@ -1477,7 +1484,7 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 	if req.Training.UnfusedAttention {
 		attn = "unfused attention (full score matrix computed, stored and read back)"
 	}
-	dpNote := fmt.Sprintf("data-parallel gradients reduce in %.0f MB buckets under the last micro-batch's backward, the last of each buffer after it; ", dpBucketBytes(req, e.k)/1e6)
+	dpNote := fmt.Sprintf("data-parallel gradients reduce in %.0f MB buckets under the last micro-batch's backward, the last of each buffer after it; ", dpBucketBytes(&req, &e.k)/1e6)
 	if req.Training.DPReduceAfterBackward {
 		dpNote = "data-parallel gradients reduce after the backward pass, none of it hidden; "
 	}
@@ -1579,7 +1586,7 @@ func routerRates(r *gpuRates) gpuRates {
 // routerFP32Linear tells whether req's MoE router runs its gating GEMM on fp32
 // copies of its operands (Training.MoERouterFP32 under a framework with
 // framework.Profile.MoERouterFP32Linear).
-func routerFP32Linear(req Request) bool {
+func routerFP32Linear(req *Request) bool {
 	if !req.Training.MoERouterFP32 || req.Model.MoE == nil {
 		return false
 	}
@@ -1616,7 +1623,7 @@ func (k *Constants) fp32RouterTimes(g gemm, r *gpuRates) (fwd, bwd float64) {
 
 // mlaRoPEUnfused tells whether req's framework applies MLA's rotary embedding
 // with PyTorch's operators (framework.Profile.MLARoPEUnfused).
-func mlaRoPEUnfused(req Request) bool {
+func mlaRoPEUnfused(req *Request) bool {
 	fw, err := framework.Get(req.Training.Framework)
 	return err == nil && fw.MLARoPEUnfused
 }

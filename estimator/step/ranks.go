@@ -104,10 +104,16 @@ func newExpertGrid(l *Layout) (grid, error) {
 	if err != nil {
 		return g, err
 	}
+	return g.expertGrid(l), nil
+}
+
+// expertGrid is newExpertGrid of l cut from g, l's dense grid (newGrid), whose
+// rank order it keeps: an estimate builds both, and l's order is parsed once.
+func (g grid) expertGrid(l *Layout) grid {
 	etp, ep := l.etp(), max(1, l.EP)
 	g.size = [numDims]int{DimTP: etp, DimCP: 1, DimEP: ep, DimDP: max(1, l.TP*l.CP*l.DP/(etp*ep)), DimPP: l.PP}
 	g.strides()
-	return g, nil
+	return g
 }
 
 // strides sets the strides and the rank count from the sizes and the order.

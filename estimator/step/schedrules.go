@@ -63,12 +63,21 @@ func ScheduleRules() []ScheduleRule { return scheduleRules[:] }
 
 // RuleOf is the schedule's rules, false for an unknown schedule.
 func RuleOf(s Schedule) (ScheduleRule, bool) {
-	for _, r := range scheduleRules {
-		if r.Schedule == s {
-			return r, true
-		}
+	if r := ruleOf(s); r != nil {
+		return *r, true
 	}
 	return ScheduleRule{}, false
+}
+
+// ruleOf is RuleOf by address (nil: unknown), without copying each rule it
+// passes (every estimate validates its schedule).
+func ruleOf(s Schedule) *ScheduleRule {
+	for i := range scheduleRules {
+		if scheduleRules[i].Schedule == s {
+			return &scheduleRules[i]
+		}
+	}
+	return nil
 }
 
 // Allows says the schedule's framework runs pp ranks of v chunks each with m
@@ -81,7 +90,7 @@ func (r ScheduleRule) Allows(pp, v, m, layers int, split bool) bool {
 
 // check tests the rule, adding each broken one to c (when not nil) under the
 // field it concerns.
-func (r ScheduleRule) check(c *invalid.Collector, pp, v, m, layers int, split bool) bool {
+func (r *ScheduleRule) check(c *invalid.Collector, pp, v, m, layers int, split bool) bool {
 	ok := true
 	bad := func(field, format string, args ...any) {
 		ok = false
@@ -128,8 +137,8 @@ func (r ScheduleRule) check(c *invalid.Collector, pp, v, m, layers int, split bo
 // m is the micro-batches per replica (0 when the batch does not divide, which
 // validate reports on its own).
 func validateSchedule(c *invalid.Collector, l *Layout, m, layers int) {
-	r, ok := RuleOf(l.Schedule)
-	if !ok {
+	r := ruleOf(l.Schedule)
+	if r == nil {
 		c.Add("layout.schedule", "must be gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipe (got %q)", l.Schedule)
 		return
 	}

@@ -110,7 +110,7 @@ func normalise(r Request) Request {
 
 // normaliseIn is normalise in place.
 func normaliseIn(r *Request) {
-	r.Training = r.Training.Normalise()
+	r.Training.normalise()
 	normaliseLayout(r, sequenceParallelWithTP(r.Training))
 }
 
@@ -283,6 +283,13 @@ func b2i(b bool) int {
 // from global tokens when only those are given, precision bf16, mixed-precision
 // Adam. It does not validate.
 func (t Training) Normalise() Training {
+	t.normalise()
+	return t
+}
+
+// normalise is Normalise in place (a training is 240 bytes; an estimate
+// normalises its request's).
+func (t *Training) normalise() {
 	if t.GlobalBatch == 0 && t.GlobalTokens > 0 && t.SeqLen > 0 && t.GlobalTokens%t.SeqLen == 0 {
 		t.GlobalBatch = t.GlobalTokens / t.SeqLen
 	}
@@ -300,7 +307,7 @@ func (t Training) Normalise() Training {
 			t.BackwardPrefetch = BackwardPrefetch(fw.BackwardPrefetch)
 		}
 		t.DPReduceAfterBackward = t.DPReduceAfterBackward || fw.DPReduceAfterBackward
-		t = t.withMoEProfile(fw)
+		t.withMoEProfile(fw)
 		if t.FP8Recipe == "" && t.Precision == FP8 && fw.FP8Recipe != "" {
 			t.FP8Recipe = FP8Recipe(fw.FP8Recipe)
 		}
@@ -325,7 +332,6 @@ func (t Training) Normalise() Training {
 			}
 		}
 	}
-	return t
 }
 
 // Validate checks a training setup with its defaults (see Normalise), naming every
@@ -554,7 +560,7 @@ func validate(r *Request) error {
 	}
 	if g, err := newGrid(l); err != nil {
 		c.Join(err)
-	} else if eg, _ := newExpertGrid(l); a.MoE != nil && l.PP > 1 && eg.stride[DimPP] != g.stride[DimPP] && c.Err() == nil {
+	} else if eg := g.expertGrid(l); a.MoE != nil && l.PP > 1 && eg.stride[DimPP] != g.stride[DimPP] && c.Err() == nil {
 		// Megatron-Core asserts that both grids give the same pipeline groups (with
 		// a rank order not ending in pp, the same data-parallel size).
 		c.Add("layout.rank_order", "%q puts pp inside the stage's ranks, so the expert grid (etp %d × ep %d) must cut the same pipeline groups as the dense one (tp %d × cp %d): give an order ending in pp", l.RankOrder, l.etp(), max(1, l.EP), l.TP, l.CP)

@@ -10,8 +10,8 @@ import (
 )
 
 // withMoEProfile fills the MoE and activation-storage settings a request leaves
-// open from the framework's profile.
-func (t Training) withMoEProfile(fw *framework.Profile) Training {
+// open from the framework's profile, in place.
+func (t *Training) withMoEProfile(fw *framework.Profile) {
 	t.FP8Activations = t.FP8Activations || fw.FP8Activations && t.Precision == FP8
 	t.MoEPermuteFusion = t.MoEPermuteFusion || fw.FusedPermute
 	if t.MoEDispatcher == "" {
@@ -20,7 +20,6 @@ func (t Training) withMoEProfile(fw *framework.Profile) Training {
 			t.MoEDispatcher = DispatchDeepEP
 		}
 	}
-	return t
 }
 
 // validateMoE checks the MoE and activation-storage settings of a training setup.
