@@ -201,16 +201,7 @@ func TestGEMMPricesAgainstMeasuredShapes(t *testing.T) {
 		"xla-sm100":       0.391,
 		"xla-sm90":        0.947,
 	}
-	for src, s := range bySource {
-		b, ok := sourceBounds[src]
-		if !ok {
-			t.Errorf("source %s has no bound", src)
-			continue
-		}
-		if s.meanAbs() > b {
-			t.Errorf("%s: mean |error| %.1f %% > bound %.1f %%", src, 100*s.meanAbs(), 100*b)
-		}
-	}
+	checkGEMMBounds(t, "source", bySource, sourceBounds)
 	regimeBounds := map[string]float64{
 		"Blackwell bf16 M<=512":  0.696,
 		"Blackwell bf16 M 1K-4K": 0.268,
@@ -223,10 +214,17 @@ func TestGEMMPricesAgainstMeasuredShapes(t *testing.T) {
 		"Hopper fp8 M<=512":      1.923,
 		"Hopper fp8 M 1K-4K":     0.355,
 	}
-	for key, s := range byRegime {
-		b, ok := regimeBounds[key]
+	checkGEMMBounds(t, "regime", byRegime, regimeBounds)
+}
+
+// checkGEMMBounds fails for each group whose mean |error| exceeds its bound, and
+// for each group that has none.
+func checkGEMMBounds(t *testing.T, kind string, groups map[string]*gemmErrorStats, bounds map[string]float64) {
+	t.Helper()
+	for key, s := range groups {
+		b, ok := bounds[key]
 		if !ok {
-			t.Errorf("regime %s has no bound", key)
+			t.Errorf("%s %s has no bound", kind, key)
 			continue
 		}
 		if s.meanAbs() > b {
