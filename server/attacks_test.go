@@ -43,6 +43,29 @@ func restCall(t *testing.T, d daemon, path string, body []byte) (int, []byte) {
 	return resp.StatusCode, b
 }
 
+// restDo sends body to the daemon's path with the method and one header (none when
+// value is empty) and returns the status, the answer's headers and the answer.
+func restDo(t *testing.T, d daemon, method, path, header, value string, body io.Reader) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+d.httpAddr+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if value != "" {
+		req.Header.Set(header, value)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
 // decodeStatus is b, a REST error answer, decoded (restError).
 func decodeStatus(t *testing.T, b []byte) restError {
 	t.Helper()
@@ -383,21 +406,9 @@ func TestRESTBodyWhateverItsContentType(t *testing.T) {
 		{"application/json", "[]", http.StatusBadRequest},
 		{"application/json", "", http.StatusBadRequest}, // the empty request: no model
 	} {
-		req, err := http.NewRequest(http.MethodPost, "http://"+d.httpAddr+"/v1/plans:estimate", strings.NewReader(tc.body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tc.contentType != "" {
-			req.Header.Set("Content-Type", tc.contentType)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != tc.code {
-			t.Errorf("%q %q: %d, want %d: %.300s", tc.contentType, tc.body, resp.StatusCode, tc.code, b)
+		code, _, b := restDo(t, d, http.MethodPost, "/v1/plans:estimate", "Content-Type", tc.contentType, strings.NewReader(tc.body))
+		if code != tc.code {
+			t.Errorf("%q %q: %d, want %d: %.300s", tc.contentType, tc.body, code, tc.code, b)
 			continue
 		}
 		if tc.code == http.StatusBadRequest {
@@ -523,21 +534,9 @@ func TestRESTQueryAndEncodingAreRefused(t *testing.T) {
 		{"GET", "/v1/catalog", "", nil, http.StatusOK, ""},
 		{"GET", "/healthz?service=", "", nil, http.StatusOK, ""},
 	} {
-		req, err := http.NewRequest(tc.method, "http://"+d.httpAddr+tc.path, bytes.NewReader(tc.body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tc.encoding != "" {
-			req.Header.Set("Content-Encoding", tc.encoding)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != tc.code {
-			t.Errorf("%s %s (%s): %d, want %d: %.300s", tc.method, tc.path, tc.encoding, resp.StatusCode, tc.code, b)
+		code, header, b := restDo(t, d, tc.method, tc.path, "Content-Encoding", tc.encoding, bytes.NewReader(tc.body))
+		if code != tc.code {
+			t.Errorf("%s %s (%s): %d, want %d: %.300s", tc.method, tc.path, tc.encoding, code, tc.code, b)
 			continue
 		}
 		if tc.field == "" {
@@ -547,8 +546,8 @@ func TestRESTQueryAndEncodingAreRefused(t *testing.T) {
 		if s.Code != int(codes.InvalidArgument) || len(s.Details) == 0 || len(s.Details[0].FieldViolations) == 0 || s.Details[0].FieldViolations[0].Field != tc.field {
 			t.Errorf("%s %s (%s): want INVALID_ARGUMENT naming %s: %.300s", tc.method, tc.path, tc.encoding, tc.field, b)
 		}
-		if tc.code == http.StatusUnsupportedMediaType && resp.Header.Get("Accept-Encoding") != "identity" {
-			t.Errorf("%s (%s): Accept-Encoding %q", tc.path, tc.encoding, resp.Header.Get("Accept-Encoding"))
+		if tc.code == http.StatusUnsupportedMediaType && header.Get("Accept-Encoding") != "identity" {
+			t.Errorf("%s (%s): Accept-Encoding %q", tc.path, tc.encoding, header.Get("Accept-Encoding"))
 		}
 	}
 }
