@@ -186,7 +186,7 @@ func (e *Estimator) LowerBoundsCached(req Request, c *BoundsCache) (Bounds, bool
 		}
 		// As the estimate (pricing.tensorParallel): what the overlap exposes and
 		// its contention, on the stage's layer counts (the pair's under DualPipe).
-		exposed, _, cont, used := tpOverlapSlack(l, &cp, in)
+		exposed, _, _, cont, used := tpOverlapSlack(l, &cp, in)
 		tpSlackUsed = used
 		tpExposed = exposed
 		perMB += exposed
@@ -393,15 +393,16 @@ func fp8AllGatherUnfused(userbuffers, fp8 bool, rec FP8Recipe) bool {
 // ring exchange beside the forward GEMM it sits next to, and what it hides takes
 // in.smShare of the SMs.
 func tpOverlap(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, contention float64) {
-	exposed, hidden, contention, _ = tpOverlapSlack(l, cp, in)
+	exposed, _, hidden, contention, _ = tpOverlapSlack(l, cp, in)
 	return exposed, hidden, contention
 }
 
 // tpOverlapSlack is tpOverlap, and used the host's slack (layerTimes.hostFwd,
 // hostBwd) its exposed collectives took, per layer and pass: used[0] a dense
 // layer's forward and backward, used[1] a MoE layer's. What is left of it runs
-// the other communication exposed on the GPU's stream (ring.withSlack).
-func tpOverlapSlack(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidden, contention float64, used [2][2]float64) {
+// the other communication exposed on the GPU's stream (ring.withSlack). pass
+// are the forward pass's and the recomputed forward's parts of exposed.
+func tpOverlapSlack(l *Layout, cp *computeParts, in tpOverlapIn) (exposed float64, pass [2]float64, hidden, contention float64, used [2][2]float64) {
 	f := (float64(l.TP) - 1) / float64(l.TP)
 	ring := func(c, g float64) (e, h float64) {
 		e = max(0, c-f*g)
@@ -457,7 +458,7 @@ func tpOverlapSlack(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidde
 	// work by as much: priced so, a layer the host binds never gets shorter with
 	// it. The recomputed forward is the forward again, its host time too. more
 	// are the exposed, hidden and contention of another half in the layer.
-	layer := func(g [4]float64, mlp bool, hf, hb float64, more [4]float64) (e, h, c float64, x [2]float64) {
+	layer := func(g [4]float64, mlp bool, hf, hb float64, more [4]float64) (e, ff, h, c float64, x [2]float64) {
 		ef, eb, h, c := half(g[0], g[1])
 		if mlp {
 			ef2, eb2, h2, c2 := half(g[2], g[3])
@@ -465,11 +466,12 @@ func tpOverlapSlack(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidde
 		}
 		ef, eb, h, c = ef+more[0], eb+more[1], h+more[2], c+more[3]
 		xf, xb := min(ef, hf), min(eb, hb) // run while the host issues the layer
-		return (ef-xf)*(1+repeats) + eb - xb, h + xf*(1+repeats) + xb, c, [2]float64{xf, xb}
+		return (ef-xf)*(1+repeats) + eb - xb, ef - xf, h + xf*(1+repeats) + xb, c, [2]float64{xf, xb}
 	}
-	e, h, c, x := layer(cp.lc.tpGEMM, true, cp.lc.hostFwd, cp.lc.hostBwd, [4]float64{})
+	e, ff, h, c, x := layer(cp.lc.tpGEMM, true, cp.lc.hostFwd, cp.lc.hostBwd, [4]float64{})
 	used[0] = x
 	exposed, hidden, contention = e*cp.nDense, h*cp.nDense, c*cp.nDense
+	pass = [2]float64{ff * cp.nDense, ff * repeats * cp.nDense}
 	if cp.nMoE > 0 {
 		// Under the token dispatcher (sequence parallelism, which the overlap needs)
 		// a MoE layer's MLP half runs no TP collective of the dense kind: the
@@ -482,11 +484,12 @@ func tpOverlapSlack(l *Layout, cp *computeParts, in tpOverlapIn) (exposed, hidde
 		if in.sharedHalf && l.moeDispatcher() {
 			shared[0], shared[1], shared[2], shared[3] = half(lm.sharedTPGEMM[0], lm.sharedTPGEMM[1])
 		}
-		e, h, c, x := layer(lm.tpGEMM, !l.moeDispatcher(), lm.hostFwd, lm.hostBwd, shared)
+		e, ff, h, c, x := layer(lm.tpGEMM, !l.moeDispatcher(), lm.hostFwd, lm.hostBwd, shared)
 		exposed, hidden, contention = exposed+e*cp.nMoE, hidden+h*cp.nMoE, contention+c*cp.nMoE
+		pass[0], pass[1] = pass[0]+ff*cp.nMoE, pass[1]+ff*repeats*cp.nMoE
 		used[1] = x
 	}
-	return exposed, hidden, contention, used
+	return exposed, pass, hidden, contention, used
 }
 
 // tpCommPerMB is the TP communication of the slowest stage for one micro-batch, as
@@ -753,14 +756,19 @@ func (e *Estimator) ExposedBoundsMemo(req *Request, b *Bounds, m *ExposureMemo) 
 		ag, ok1 := price(CommZeRO3, collective.AllGather, x.gather)
 		rs, ok2 := price(CommZeRO3, collective.ReduceScatter, x.scatter)
 		if ok1 && ok2 {
-			// The gathers' window is widened by the exposed TP and CP
+			// The gathers' windows are widened by the exposed TP and CP
 			// communication the bounds count per micro-batch (Bounds.PerMicroBatch,
-			// Exposure.PerMicroBatch), as the estimate's is by its own: ZeRO-3's
-			// bound then is what the layers' max(length, gathers) adds to the
-			// lengths those count, and the two add to at most the estimate (its
-			// communication, at least theirs, widens its window as much, and the
-			// exposure less the window, m·layers·window, never shrinks as it grows).
-			out.ZeRO3, _, _ = zero3Overlap(ag, rs, x.fwd, x.bwd, x.rc, x.tp+out.PerMicroBatch, x.layers, x.m, x.prefetchPre)
+			// Exposure.PerMicroBatch), w, as the estimate's are by its own. The
+			// estimate splits its own, at least w, between the passes (zero3Overlap's
+			// xF and xB), a split the bounds do not keep: the bound widens each
+			// pass's window by the whole of w, so the two still add to at most the
+			// estimate. A pass whose share is below w exposes no more here than
+			// there, and one whose share is above it at most m·(share − w) more
+			// (the exposure falls by at most m·layers times what a layer's window
+			// grows): at most the estimate's communication less w, times m, in all,
+			// which the estimate counts beyond the bounds' m·w.
+			w := x.tp + out.PerMicroBatch
+			out.ZeRO3, _, _ = zero3Overlap(ag, rs, x.fwd, x.bwd, x.rc, w, w, x.layers, x.m, x.prefetchPre)
 		}
 	}
 	return out

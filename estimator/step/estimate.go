@@ -763,7 +763,11 @@ type pricing struct {
 	// Communication of one micro-batch that no compute hides (TP, CP, EP), and the
 	// communication that runs under compute, whose kernels slow it (contention).
 	tpPerMB, cpPerMB, epPerMB float64
-	hiddenPerMB               float64
+	// commFwd and commRc are the forward pass's and the recomputed forward's part
+	// of tpPerMB + cpPerMB + epPerMB (passShare); the backward's is the rest.
+	// ZeRO-3's windows take each pass's own (zero3Overlap).
+	commFwd, commRc float64
+	hiddenPerMB     float64
 	// sharedSidePerMB are the TP collectives of overlapped shared experts
 	// (Layout.OverlapSharedExpert) in one micro-batch: inside tpPerMB, on the
 	// shared experts' own stream, which expertParallel runs under the all-to-alls.
@@ -1074,7 +1078,7 @@ func (p *pricing) tensorParallel() (float64, error) {
 		// the shared experts' MLP without their overlap, itself: what it exposes,
 		// hides and slows is not scaled by the MoE share again.
 		ub, _ := tpUserbuffers(p.req.Training.Framework)
-		exposed, hid, cont, used := tpOverlapSlack(&p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
+		exposed, passExposed, hid, cont, used := tpOverlapSlack(&p.req.Layout, &p.parts, tpOverlapIn{ag: overlapAG, rs: overlapRS, ag8: overlapAG8, rs8: overlapRS8,
 			sms: p.rates.sms, userbuffers: ub,
 			smShare:      commSMs(p.req.Training.Framework) / max(1, p.rates.sms),
 			agFwdUnfused: fp8AllGatherUnfused(ub, p.rates.fp8, p.req.Training.FP8Recipe),
@@ -1087,13 +1091,35 @@ func (p *pricing) tensorParallel() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
+		f, r := passShare(2, nFwd-2, 2)
+		ef, er := passShare(1, p.moeRepeats(), 1)
+		other := max(0, mla) + amax
+		p.commFwd += passExposed[0] + expertTP*ef + other*f
+		p.commRc += passExposed[1] + expertTP*er + other*r
 		return exposed + expertTP + max(0, mla) + amax, nil
 	}
 	amax, err := p.tpAmaxReduce()
 	if err != nil {
 		return 0, err
 	}
+	// Each forward collective has its backward counterpart (an all-gather's is a
+	// reduce-scatter of the same size, an all-reduce's an all-reduce): two a layer
+	// each way, the recomputed forward's nFwd − 2.
+	f, r := passShare(2, nFwd-2, 2)
+	ef, er := passShare(1, p.moeRepeats(), 1)
+	p.commFwd += (tpPerMB+mla+amax)*f + expertTP*ef
+	p.commRc += (tpPerMB+mla+amax)*r + expertTP*er
 	return tpPerMB + expertTP + mla + amax, nil
+}
+
+// passShare is the forward pass's share f and the recomputed forward's r of
+// communication run nf times in the forward, nr in the recomputed forward and nb
+// in the backward, each time alike.
+func passShare(nf, nr, nb float64) (f, r float64) {
+	if n := nf + nr + nb; n > 0 {
+		return nf / n, nr / n
+	}
+	return 0, 0
 }
 
 // tpAmaxReduce is the exposed time of one micro-batch's amax all-reduces under
@@ -1174,6 +1200,7 @@ func (p *pricing) contextParallel() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
+		p.commFwd += a2a * ulyssesAllToAllsPerPass * layers
 		return a2a * ulyssesAllToAllsPerLayer * layers, nil
 	}
 	ring := ringAttention(*l, &p.parts, p.tokens, h, kvw, qw+vw, tf, p.rates.hbm, p.req.Training.Framework)
@@ -1191,7 +1218,8 @@ func (p *pricing) contextParallel() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	exp, hid, idle := ring.perMB(c)
+	exp, hid, idle, pass := ring.perMBSplit(c)
+	p.commFwd, p.commRc = p.commFwd+pass[0], p.commRc+pass[1]
 	share := 1.0
 	if !ring.gather {
 		share = cpSMShare(p.req.Training)
@@ -1300,6 +1328,11 @@ func (p *pricing) expertParallel() (float64, error) {
 		p.hiddenPerMB += min(hid, gemms)
 		p.res.Breakdown.Hidden[CommEP] += hid * p.mf
 	}
+	// Dispatch and combine run once forward, again where recomputed, and once
+	// backward (their gradients' all-to-alls): what is hidden is taken from each
+	// alike.
+	f, r := passShare(1, p.moeRepeats(), 1)
+	p.commFwd, p.commRc = p.commFwd+epPerMB*f, p.commRc+epPerMB*r
 	return epPerMB, nil
 }
 
@@ -2100,7 +2133,11 @@ func (p *pricing) zero3Prefetched() (float64, error) {
 		p.bwd += layers * cb
 		p.res.PerMicroBatch.Forward, p.res.PerMicroBatch.Backward = p.fwd, p.bwd
 	}
-	exposed, hidden, hiddenMB := zero3Overlap(ag, rs, p.fwd, p.bwd, p.rc, p.tpPerMB+p.cpPerMB+p.epPerMB, layers, mf, t.BackwardPrefetch == PrefetchPre)
+	// The recomputed forward's communication goes half with each pass, as its
+	// compute does.
+	xF := p.commFwd + p.commRc/2
+	xB := p.tpPerMB + p.cpPerMB + p.epPerMB - xF
+	exposed, hidden, hiddenMB := zero3Overlap(ag, rs, p.fwd, p.bwd, p.rc, xF, xB, layers, mf, t.BackwardPrefetch == PrefetchPre)
 	p.res.Breakdown.Hidden[CommZeRO3] = hidden
 	p.hiddenPerMB += hiddenMB
 	return exposed, nil
@@ -2861,6 +2898,15 @@ type ringPrices struct{ p2p, gather, grad float64 }
 // it. A slower attention step hides more of its send and lengthens the GPU's work
 // by as much, so a layer the host binds never gets shorter with it.
 func (r ring) perMB(c ringPrices) (exposed, hidden, idle float64) {
+	exposed, hidden, idle, _ = r.perMBSplit(c)
+	return exposed, hidden, idle
+}
+
+// perMBSplit is perMB, and pass the forward pass's part of exposed and the
+// recomputed forward's (passShare): their sends less what of them their slack
+// runs, and their share of the merges (one a step forward, again where
+// recomputed, and backward).
+func (r ring) perMBSplit(c ringPrices) (exposed, hidden, idle float64, pass [2]float64) {
 	var expF, expB, total float64
 	if r.gather {
 		expF = max(0, c.gather-r.stepF) * (1 + r.rc)
@@ -2877,10 +2923,14 @@ func (r ring) perMB(c ringPrices) (exposed, hidden, idle float64) {
 	// One pass's exposed sends (the recomputed forward is the forward again, its
 	// host time too), run in each kind of layer's slack.
 	ef := expF / (1 + r.rc)
+	var idleF float64 // what of one forward's sends runs in the host's slack
 	for k, n := range r.n {
 		idle += n * (min(ef, r.slackF[k])*(1+r.rc) + min(expB, r.slackB[k]))
+		idleF += n * min(ef, r.slackF[k])
 	}
-	return (expF+expB+r.merge)*r.layers - idle, (total - expF - expB) * r.layers, idle
+	mf, mr := passShare(1, r.rc, 1)
+	pass = [2]float64{(ef+r.merge*mf)*r.layers - idleF, (ef*r.rc+r.merge*mr)*r.layers - idleF*r.rc}
+	return (expF+expB+r.merge)*r.layers - idle, (total - expF - expB) * r.layers, idle, pass
 }
 
 // zero3Overlap is what flat ZeRO-3 exposes and hides over a step: per layer and
@@ -2890,21 +2940,29 @@ func (r ring) perMB(c ringPrices) (exposed, hidden, idle float64) {
 // layers, m micro-batches). With backward prefetch other than pre the next layer's
 // gather starts only once this layer's gradients are computed, and that layer waits
 // for it; the reduce-scatter behind it on the communicator runs under that layer's
-// compute. The gathers run on their own stream for the layer's whole length: x is
-// the micro-batch's TP, CP and EP communication exposed on the compute stream
-// (seconds per micro-batch), which widens the window as the compute does, shared
-// between the passes as their compute is (as the pipeline's blocks share it,
-// blockTimes). A layer then takes max(its compute + exposed communication, its
-// gathers): its length less its communication never shrinks as the compute or x
-// grows, and (exposed + m·layers·window) never decreases. hiddenMB is the hidden
-// time of one micro-batch.
-func zero3Overlap(ag, rs, fwd, bwd, rc, x, layers, m float64, prefetchPre bool) (exposed, hidden, hiddenMB float64) {
-	if c := fwd + bwd + rc; c > 0 && x > 0 {
-		k := 1 + x/c
-		fwd, bwd, rc = fwd*k, bwd*k, rc*k
-	}
-	perLayerF := (fwd + rc/2) / layers
-	perLayerB := (bwd + rc/2) / layers
+// compute. The gathers run on their own stream for the layer's whole length, its
+// exposed communication included: xF and xB are the micro-batch's TP, CP and EP
+// communication exposed on the compute stream by the forward pass and by the
+// backward pass (seconds per micro-batch, the recomputed forward's half in each, as
+// its compute), each widening its own pass's window: the forward's gathers run
+// under the forward's layers, the backward's gathers and reduce-scatters under the
+// backward's. DeepSpeed gathers a sub-module's weights, and prefetches the next
+// ones in the recorded trace, from the hook of the pass that runs it
+// (pre_sub_module_forward_function and pre_sub_module_backward_function call
+// PartitionedParameterCoordinator.fetch_sub_module with forward true and false,
+// deepspeed/runtime/zero/parameter_offload.py and partitioned_param_coordinator.py,
+// microsoft/DeepSpeed at 03aecee); FSDP unshards and prefetches for the forward in
+// its pre-forward hook and for the backward in _pre_backward_hook and
+// _post_backward_hook, which also reduce-scatters the layer's gradients on the
+// post-backward stream once the backward's compute has made them
+// (torch/distributed/fsdp/_runtime_utils.py, pytorch/pytorch at 00ae0bc). A layer then
+// takes max(its compute + exposed communication, its gathers) in each pass: its
+// length less its communication never shrinks as either pass's window grows, and
+// (exposed + m·layers·window) never decreases in either window. hiddenMB is the
+// hidden time of one micro-batch.
+func zero3Overlap(ag, rs, fwd, bwd, rc, xF, xB, layers, m float64, prefetchPre bool) (exposed, hidden, hiddenMB float64) {
+	perLayerF := (fwd + rc/2 + xF) / layers
+	perLayerB := (bwd + rc/2 + xB) / layers
 	expF := max(0, ag-perLayerF)
 	expB := max(0, ag+rs-perLayerB)
 	if !prefetchPre {

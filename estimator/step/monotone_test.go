@@ -780,3 +780,76 @@ func ncclChoiceMoved(base, more step.Result) bool {
 	}
 	return false
 }
+
+// ZeRO-3's gathers hide under each pass's own length, its own exposed TP, CP and EP
+// communication included (zero3Overlap): the forward's under the forward's, the
+// backward's gathers and reduce-scatters under the backward's. Shared between the
+// passes in proportion to their compute, that communication gave the backward's
+// window more of it as the backward grew alone, the window grew by more than its
+// compute, and the step got faster (docs/step-model.md, "Metamorphic tests"). Two
+// layouts of the metamorphic draw's kind, drawn from monoHostSeed: Qwen3-30B-A3B
+// with EP overlap and CUDA graphs, host free, 0.440592 → 0.439556 s at 0.8× the
+// HBM bandwidth before; Llama 2 13B under ZB-V with full recomputation, whose
+// ZeRO-3 exposed time fell by more than its compute rose at 0.8× the peak (0.0254
+// → 0.0212 s for 0.0036 s more) and its step 0.301695 → 0.300898 s.
+func TestZeRO3WindowPerPass(t *testing.T) {
+	hbm := func(t *testing.T, r *step.Request) bool {
+		return respec(t, r, func(s *topology.Spec) { s.GPU.MemoryBandwidthGBps *= 0.8 })
+	}
+	peak := func(t *testing.T, r *step.Request) bool {
+		return respec(t, r, func(s *topology.Spec) {
+			for d, v := range s.GPU.PeakTFLOPS {
+				s.GPU.PeakTFLOPS[d] = 0.8 * v
+			}
+		})
+	}
+	qwen := arch(t, "qwen3-30b-a3b")
+	moe := *qwen.MoE
+	qwen.MoE = &moe
+	// layers is the layers' compute and exposed TP, CP and EP time over the step.
+	layers := func(r step.Result) float64 {
+		b := r.Breakdown
+		return b.Forward + b.Backward + b.Recompute + b.Exposed[step.CommTP] + b.Exposed[step.CommCP] + b.Exposed[step.CommEP]
+	}
+	for _, c := range []struct {
+		name  string
+		m     monoEstimator
+		req   step.Request
+		slows func(*testing.T, *step.Request) bool
+		// step: the step must not get faster; else ZeRO-3's exposed time must not
+		// fall by more than the layers' time rises.
+		step bool
+	}{
+		{"qwen3-30b-a3b/dgx-h100/megatron-core/bf16/tp8-dp4-ep2-z3, EP overlap, CUDA graphs, host free, 0.8× the HBM bandwidth", monoEstimators()[1],
+			step.Request{Model: qwen, Cluster: cluster(t, "dgx-h100", 4),
+				Training: step.Training{SeqLen: 4096, GlobalBatch: 8, Precision: step.BF16, Framework: "megatron-core", CUDAGraphs: true},
+				Layout: step.Layout{TP: 8, PP: 1, DP: 4, CP: 1, EP: 2, ZeRO: 3, MicroBatch: 1, Recompute: step.RecomputeSelective, SP: true,
+					OverlapTP: true, OverlapEP: true}}, hbm, true},
+		{"llama2-13b/hgx-b200/megatron-core/fp8/tp8-pp2-dp2-z3-mb2-full-zb-v, 0.8× the peak", monoEstimators()[0],
+			step.Request{Model: arch(t, "llama2-13b"), Cluster: cluster(t, "hgx-b200", 4),
+				Training: step.Training{SeqLen: 2048, GlobalBatch: 16, Precision: step.FP8, Framework: "megatron-core"},
+				Layout: step.Layout{TP: 8, PP: 2, DP: 2, CP: 1, ZeRO: 3, MicroBatch: 2, Recompute: step.RecomputeFull,
+					Schedule: step.ZeroBubbleV}}, peak, false},
+	} {
+		more := c.req
+		if !c.slows(t, &more) {
+			t.Fatalf("%s: not edited", c.name)
+		}
+		a, ok1 := c.m.estimate(c.req)
+		b, ok2 := c.m.estimate(more)
+		if !ok1 || !ok2 {
+			t.Fatalf("%s: not priced", c.name)
+		}
+		za, zb := a.Breakdown.Exposed[step.CommZeRO3], b.Breakdown.Exposed[step.CommZeRO3]
+		if za <= 0 {
+			t.Errorf("%s: no ZeRO-3 time exposed", c.name)
+		}
+		if c.step && !notFaster(a.StepTime, b.StepTime) {
+			t.Errorf("%s: %.6f → %.6f s", c.name, a.StepTime, b.StepTime)
+		}
+		if !c.step && !notFaster(za+layers(a), zb+layers(b)) {
+			t.Errorf("%s: ZeRO-3 exposed %.6f → %.6f s for the layers' %.6f → %.6f s", c.name, za, zb, layers(a), layers(b))
+		}
+		t.Logf("%s: %.6f → %.6f s, ZeRO-3 exposed %.6f → %.6f s, the layers %.6f → %.6f s", c.name, a.StepTime, b.StepTime, za, zb, layers(a), layers(b))
+	}
+}
