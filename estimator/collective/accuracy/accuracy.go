@@ -230,23 +230,12 @@ func scored(r Row) (bool, string) {
 // −11 … +7 % and the rack within −24 … −8 %; fitted then, the two racks' 1–8 GiB rows
 // put the NVLS step cost on its bound of 0 in the fold without dstack and 1–64 MiB
 // over its bound (11.8 → 14.3 % left out), so the flag stays.
-//
-// One 8× B300 node's all-reduce from 32 KiB (eunomia-bpf/nccl-eBPF, NCCL 2.29.7),
-// flagged fit_puts_a_fold_on_a_bound, is priced 9–23 % fast at 1–64 MiB in sample.
-// Fitted, it pins the folds' NVLS fixed cost (left out 1–64 MiB 11.8 → 11.2 %, all
-// sizes 9.3 → 8.5 %, multi-node ≥ 1 MiB 8.0 → 7.7 %) but the fold without
-// oracle-quickstart/oci-hpc-oke (111 rows, most of the set's multi-tray GB200 ones)
-// then puts RackLatencyUs on its bound of 0.05 µs (docs/calibration.md, "One 8× B300
-// node's all-reduce from 32 KiB"). Scored, not fitted, until more rows identify the
-// rack hop.
 func unfitted(r Row) string {
 	switch {
 	case slices.Contains(r.QualityFlags, "efa_mid_size_cost_not_modelled"):
 		return "an EFA mid-size cost the model does not describe: scored, not fitted"
 	case slices.Contains(r.QualityFlags, "nvls_whole_rack_cost_not_modelled"):
 		return "a cost of NVLS over a whole NVL72 rack the model does not describe: scored, not fitted"
-	case slices.Contains(r.QualityFlags, "fit_puts_a_fold_on_a_bound"):
-		return "fitted, the rows put a fold's constant on a bound of its fit: scored, not fitted"
 	}
 	return ""
 }
