@@ -82,13 +82,14 @@ func TestNVLSTreeCeilingFill(t *testing.T) {
 
 // Below its ceiling the NVLS tree fills and drains its pipeline too, at the pace of
 // its slower side, and with NCCL's chunk by call size (enqueue.cc calcCollChunking):
-// on two B200 nodes (24 NVLS channels × 8 heads) the chunk doubles from 64 to
-// 128 KiB at 4 × 192 × 128 KiB = 96 MiB, so from there every call fills with a loop
-// of 24 MiB instead of 12. dstack's Lambda and GCP A4 sweeps (two nodes of 8 B200,
-// 8 × 400 Gb/s) show the step: their 128 MiB calls take 597 and 639 µs, 9 and 14 %
-// above the line through their 64 and 256 MiB calls (350 / 935 and 369 / 940 µs).
-// The priced 128 MiB call sits above that line too (by 4 %; without the fill below
-// the ceiling it sat 1 % under it), by no more than the sweeps'.
+// on two B200 nodes (NCCL's 32 NVLS channels across nodes from v2.27 × 8 heads) the
+// chunk doubles from 64 to 128 KiB at 4 × 256 × 128 KiB = 128 MiB, so from there
+// every call fills with a loop of 32 MiB instead of 16. dstack's Lambda and GCP A4
+// sweeps (two nodes of 8 B200, 8 × 400 Gb/s) show the step: their 128 MiB calls take
+// 597 and 639 µs, 9 and 14 % above the line through their 64 and 256 MiB calls
+// (350 / 935 and 369 / 940 µs). The priced 128 MiB call sits above that line too (by
+// 12 % with 32 channels; by 4 % with the 24 the model took before, and 1 % under it
+// without the fill below the ceiling), by no more than the sweeps'.
 func TestNVLSTreeFillBelowCeiling(t *testing.T) {
 	m := collective.NewModel(collective.Default())
 	c := mustCluster(t, "hgx-b200", 2, nil)

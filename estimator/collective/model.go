@@ -678,10 +678,11 @@ func searchChannels(a hardware.Arch) int {
 // and NCCL_NVLS_CHUNKSIZE below (enqueue.cc calcCollChunking, v2.27.7-1).
 const nvlsTreeMaxChunk4Nodes = 64 << 10
 
-// nvlsChannels: NCCL's nvlsChannels, 16 on SM90 and 24 on SM100
-// (src/transport/nvls.cc at v2.27.7-1, NVLS_NCHANNELS_SM90 and
-// NVLS_NCHANNELS_SM100_NVL). NCCL takes 32 on SM100 (NVLS_NCHANNELS_SM100) when the
-// communicator spans more than one node or MNNVL clique; the model keeps 24 there.
+// nvlsChannels: NCCL's nvlsChannels inside one scale-up domain in its newest
+// releases, 16 on SM90 and 24 on SM100 (src/transport/nvls.cc at v2.27.7-1,
+// NVLS_NCHANNELS_SM90 and NVLS_NCHANNELS_SM100_NVL). The count by release and by the
+// domains a communicator spans (32 on SM100 across domains) is
+// Placement.ncclNVLSChannels.
 func nvlsChannels(a hardware.Arch) int {
 	if a == hardware.Blackwell {
 		return 24

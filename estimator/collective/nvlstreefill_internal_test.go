@@ -36,17 +36,18 @@ func TestNCCLNVLSTreeChunk(t *testing.T) {
 	if got, want := nvlsTreeFillBytes(256<<20, 4, ops, 2), 3.0*ops*(128<<10); got != want {
 		t.Errorf("fill of a 256 MiB call: %.0f B, want %.0f B (3 loops of 128 × 128 KiB)", got, want)
 	}
-	// Two nodes of 8 B200: 24 NVLS channels × 8 heads, so the chunk steps from 64 to
-	// 128 KiB at 4 × 192 × 128 KiB = 96 MiB (between nccl-tests' 64 and 128 MiB
-	// calls) and from 32 to 64 KiB at 192 × 64 KiB = 12 MiB.
-	const opsB200 = 24 * 8
+	// Two nodes of 8 B200 on NCCL 2.27 or later: 32 NVLS channels across nodes × 8
+	// heads (nvls.cc ncclNvlsInit), so the chunk steps from 64 to 128 KiB at
+	// 4 × 256 × 128 KiB = 128 MiB (nccl-tests' 128 MiB call) and from 32 to 64 KiB at
+	// 256 × 64 KiB = 16 MiB.
+	const opsB200 = 32 * 8
 	for _, tc := range []struct{ bytes, want float64 }{
 		{64 << 20, 64 << 10},
-		{96<<20 - 1, 64 << 10},
-		{96 << 20, 128 << 10},
+		{128<<20 - 1, 64 << 10},
 		{128 << 20, 128 << 10},
-		{12<<20 - 1, 32 << 10},
-		{12 << 20, 64 << 10},
+		{256 << 20, 128 << 10},
+		{16<<20 - 1, 32 << 10},
+		{16 << 20, 64 << 10},
 	} {
 		if got := ncclNVLSTreeChunk(tc.bytes, opsB200, 2); got != tc.want {
 			t.Errorf("B200, 2 nodes, %.0f B: chunk %.0f KiB, want %.0f KiB", tc.bytes, got/1024, tc.want/1024)

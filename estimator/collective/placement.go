@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -69,7 +70,7 @@ type Placement struct {
 // crosses it through n of them. The placement itself where n does not bind. Its
 // coefficients are its own, computed on first use like the uncapped ones.
 func (p *Placement) withMaxCTAs(n int) *Placement {
-	if n <= 0 || p.maxCTAs > 0 || n >= p.coef.channels && n >= nvlsChannels(p.Cluster.GPU().Arch) {
+	if n <= 0 || p.maxCTAs > 0 || n >= p.coef.channels && n >= p.ncclNVLSChannels() {
 		return p
 	}
 	p.capMu.Lock()
@@ -89,13 +90,38 @@ func (p *Placement) withMaxCTAs(n int) *Placement {
 }
 
 // nvlsChannels is the NVLS channels the placement's communicator runs: NCCL's
-// count for the generation, at most its maxCTAs.
+// count for the generation and release (ncclNVLSChannels), at most its maxCTAs.
 func (p *Placement) nvlsChannels() int {
-	n := nvlsChannels(p.Cluster.GPU().Arch)
+	n := p.ncclNVLSChannels()
 	if p.maxCTAs > 0 {
 		n = min(n, p.maxCTAs)
 	}
 	return n
+}
+
+// ncclNVLSChannels is NCCL's NVLS_NCHANNELS default for the communicator, by the
+// cluster's stated release (src/transport/nvls.cc ncclNvlsInit): 16 on every GPU
+// up to v2.24 (v2.23.4-1, v2.24.3-1); on compute capability 10, 32 in v2.25 and
+// v2.26 (NVLS_NCHANNELS_SM100, v2.25.1-1 to v2.26.6-1) and from v2.27 32 when the
+// communicator spans more than one scale-up domain (a host, or an MNNVL clique) and
+// NVLS_NCHANNELS_SM100_NVL = 24 inside one (v2.27.3-1 to v2.29.7-1), the rule of
+// the newest releases when none is stated. Hopper keeps 16 (NVLS_NCHANNELS_SM90).
+func (p *Placement) ncclNVLSChannels() int {
+	if p.Cluster.GPU().Arch != hardware.Blackwell {
+		return nvlsChannels(p.Cluster.GPU().Arch)
+	}
+	if major, minor, ok := p.Cluster.Spec.NCCLRelease(); ok && major == 2 {
+		switch {
+		case minor < 25:
+			return 16
+		case minor < 27:
+			return 32
+		}
+	}
+	if p.Domains > 1 {
+		return 32
+	}
+	return nvlsChannels(hardware.Blackwell)
 }
 
 // Place validates a group (global GPU ids, any order, no duplicates) and the groups

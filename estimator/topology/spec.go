@@ -113,7 +113,9 @@ type Spec struct {
 	// "major.minor.patch" (e.g. "2.29" or "2.28.9"). The collective model follows it
 	// where releases plan a call differently: the channels a send/recv or all-to-all
 	// gives a peer on another node (NCCL 2.29 sizes them by the GPU's NIC bandwidth;
-	// see collective.p2pNetChannelsPerPeer). Empty: the rule of NCCL 2.21 through 2.28.
+	// see collective.p2pNetChannelsPerPeer; empty: the rule of NCCL 2.21 through
+	// 2.28) and the NVLS channels on Blackwell (16 up to 2.24, 32 in 2.25 and 2.26,
+	// from 2.27 32 across nodes and 24 inside one; empty: the newest rule).
 	NCCL string `json:"nccl,omitempty"`
 }
 

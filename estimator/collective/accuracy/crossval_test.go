@@ -148,7 +148,15 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// +7.0 %, still scored, not fitted) and stas00's 6-GPU B200 row goes +8 → +17 %:
 	// all sizes 9.8 → 9.3 %, ≥ 64 MiB mean 8.8 → 8.7 %, < 1 MiB and 1–64 MiB as
 	// before, no fold's constants moved; bound 9.9 % on all sizes before.
-	bounds := map[string]float64{"1–64 MiB": 0.119, "≥ 64 MiB": 0.033, "all sizes": 0.094}
+	// With one 8× B300 node's all-reduce scored (eunomia-bpf/nccl-eBPF, 32 KiB–8 GiB; 19
+	// rows kept out of the fit at first: fitted, the fold without oci-hpc-oke put
+	// RackLatencyUs on its bound): the data changed, not the model; < 1 MiB 26.8 → 26.1 %,
+	// all sizes 9.3 → 9.4 %, the rest as before; the bounds held.
+	// With NCCL's NVLS channels per release (placement.go ncclNVLSChannels) and the B300
+	// rows fitted (no fold on a bound): < 1 MiB 26.8 → 21.3 %, 1–64 MiB 11.8 → 10.4 %,
+	// ≥ 64 MiB 3.22 → 3.25 %, all sizes 9.3 → 8.9 %; bounds 11.9 → 10.4, 3.3 (as before),
+	// 9.4 → 9.0 %.
+	bounds := map[string]float64{"1–64 MiB": 0.104, "≥ 64 MiB": 0.033, "all sizes": 0.090}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
 		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
@@ -159,6 +167,9 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	}
 	multi := func(r accuracy.Result) bool { return accuracy.MultiNode(r) && r.Bytes >= accuracy.MiB }
 	in, out := accuracy.Summarise("multi", inSample, multi), accuracy.Summarise("multi", oos, multi)
+	// 7.2 % with NCCL's NVLS channels per release and the 8× B300 rows fitted (127 of
+	// 237 within 8 % by the -v rows, 117 before; 8.04 % before, bound 8.1 %): the 8 %
+	// target met.
 	// 8.0 % with NCCL's NVLS bus bandwidth as a ceiling on NVLink 5 (117 of 237
 	// within 8 % by the -v rows, the two racks' 1–8 GiB rows among them; 8.3 % before,
 	// bound 8.4 %).
@@ -188,8 +199,8 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	// and two-rack GB300 rows the model misses by +245 and −75 % (docs/calibration.md);
 	// target 8 %.
 	t.Logf("multi-node ≥ 1 MiB n=%d: median |err| in-sample %.1f%%, out of sample %.1f%% (target 8 %%)", out.N, 100*in.MedianAbs, 100*out.MedianAbs)
-	if !(out.MedianAbs <= 0.081) {
-		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 8.1%%", 100*out.MedianAbs)
+	if !(out.MedianAbs <= 0.072) {
+		t.Errorf("multi-node ≥ 1 MiB: out-of-sample median |error| %.1f%% > 7.2%%", 100*out.MedianAbs)
 	}
 	// Row by row (with -v): which rows sit near the 8 % line decides the median.
 	if testing.Verbose() {
