@@ -234,6 +234,10 @@ func fmtFitted(m map[string]float64) string {
 // (0.09 → 0.085), fp8 8.5 → 8.4 % (0.09 → 0.085); left out all 8.4 → 8.3, MoE 8.3 →
 // 8.1 (0.09 → 0.085), fp8 9.8 → 9.6, Blackwell 12.6 → 12.4 % (0.13 → 0.125), the
 // original 127 6.9 → 7.0 % (6.949 → 6.958; bound 0.07 kept).
+//
+// stepcost-2026.11.28.4 (the interleaved EP overlap's warm-up, host-bound CP sends and
+// zero-bubble blocks, ZeRO-3's window per pass, NCCL's NVLS channels per release): no
+// row moves, every figure and bound as before.
 var (
 	inSampleBounds = map[string]float64{
 		"all": 0.075, "original": 0.065, "moe": 0.085, "fp8": 0.085, "blackwell": 0.115,
