@@ -68,3 +68,32 @@ func TestUnknownNamesSaidOnce(t *testing.T) {
 		t.Errorf("the API's error: %v", err)
 	}
 }
+
+// estimate --in - reads the request from standard input, as rank --in - does, and
+// answers as it answers the same request from a file.
+func TestEstimateRequestFromStandardInput(t *testing.T) {
+	step := `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": 256}, "layout": {"tp": 2, "pp": 1, "dp": 8, "micro_batch": 1, "zero": 1}}`
+	p := filepath.Join(t.TempDir(), "step.json")
+	if err := os.WriteFile(p, []byte(step), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, fromFile, errOut := run("estimate", "--in", p, "--json")
+	if code != 0 {
+		t.Fatalf("estimate --in file: exit %d: %s", code, errOut)
+	}
+	in, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	saved := os.Stdin
+	os.Stdin = in
+	defer func() { os.Stdin = saved }()
+	code, fromStdin, errOut := run("estimate", "--in", "-", "--json")
+	if code != 0 {
+		t.Fatalf("estimate --in -: exit %d: %s", code, errOut)
+	}
+	if fromStdin != fromFile {
+		t.Errorf("estimate --in - answers otherwise than from the file:\n%s\nagainst\n%s", fromStdin, fromFile)
+	}
+}

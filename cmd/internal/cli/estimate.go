@@ -106,7 +106,7 @@ type estimateQuery struct {
 
 func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
 	opt := &estimateArgs{}
-	opt.in = fs.String("in", "", "read the whole request from a JSON file, an EstimateStepRequest as the REST API takes it (flags given too override it)")
+	opt.in = fs.String("in", "", "read the whole request from a JSON file, an EstimateStepRequest as the REST API takes it (flags given too override it); - for standard input")
 	opt.mf = addModelFlags(fs)
 	opt.clusterName = fs.String("cluster", "", "catalog system, e.g. dgx-h100")
 	opt.clusterFile = fs.String("cluster-file", "", "cluster description file (JSON or YAML)")
@@ -197,7 +197,7 @@ func (opt *estimateArgs) run(ctx context.Context, set map[string]bool, stdout io
 // readFile reads the --in file, the API's EstimateStepRequest.
 func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
 	if *opt.in != "" {
-		data, err := readFile(*opt.in)
+		data, err := readFileOrStdin(*opt.in)
 		if err != nil {
 			return fmt.Errorf("--in: %w", err)
 		}

@@ -294,6 +294,19 @@ func readFile(path string) ([]byte, error) {
 	return bytes.TrimPrefix(data, []byte(byteOrderMark)), err
 }
 
+// readFileOrStdin is readFile, with "-" naming standard input (as rank's --in takes
+// it).
+func readFileOrStdin(path string) ([]byte, error) {
+	if path != "-" {
+		return readFile(path)
+	}
+	data, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return nil, fmt.Errorf("standard input: %w", err)
+	}
+	return bytes.TrimPrefix(data, []byte(byteOrderMark)), nil
+}
+
 // readLine returns the next line without its newline, reading at most limit
 // bytes of it; past that it skips to the end of the line and says so.
 func readLine(br *bufio.Reader, limit int) ([]byte, bool, error) {
