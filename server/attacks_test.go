@@ -31,16 +31,8 @@ import (
 // restCall posts body to the daemon's path and returns the status and answer.
 func restCall(t *testing.T, d daemon, path string, body []byte) (int, []byte) {
 	t.Helper()
-	resp, err := http.Post("http://"+d.httpAddr+path, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	code, _, b := restDo(t, d, http.MethodPost, path, "Content-Type", "application/json", bytes.NewReader(body))
+	return code, b
 }
 
 // restDo sends body to the daemon's path with the method and one header (none when
