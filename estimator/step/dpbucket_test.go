@@ -15,7 +15,6 @@ import (
 // DistributedDataParallel takes max(40e6, 1e6 × DP) parameters
 // (megatron/core/distributed/distributed_data_parallel.py), PyTorch DDP 25 MB.
 func TestDPBucketSize(t *testing.T) {
-	e := step.New()
 	at := func(framework string, dp int, bucket float64) step.Result {
 		t.Helper()
 		req := step.Request{
@@ -23,18 +22,9 @@ func TestDPBucketSize(t *testing.T) {
 			Training: step.Training{SeqLen: 4096, GlobalBatch: dp, Framework: framework, DPBucketParams: bucket, Optimizer: step.AdamMixed()},
 			Layout:   step.Layout{TP: 1, PP: 1, DP: dp, MicroBatch: 1, ZeRO: 1},
 		}
-		r, err := e.Estimate(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return mustEstimate(t, req)
 	}
-	same := func(what string, a, b step.Result) {
-		t.Helper()
-		if math.Abs(a.StepTime-b.StepTime) > 1e-12*a.StepTime || a.Breakdown.Exposed != b.Breakdown.Exposed {
-			t.Errorf("%s: step %.6f vs %.6f s", what, a.StepTime, b.StepTime)
-		}
-	}
+	same := func(what string, a, b step.Result) { t.Helper(); sameStepAndExposed(t, what, a, b) }
 	// Megatron-Core's default: 40 M parameters up to DP 40, then 1 M per replica.
 	same("megatron-core at DP 32: 40 M parameters", at("megatron-core", 32, 0), at("megatron-core", 32, 40e6))
 	same("megatron-core at DP 64: 64 M parameters", at("megatron-core", 64, 0), at("megatron-core", 64, 64e6))
@@ -69,7 +59,7 @@ func TestDPBucketSize(t *testing.T) {
 		Training: step.Training{SeqLen: 4096, GlobalBatch: 8, DPBucketParams: -1},
 		Layout:   step.Layout{TP: 1, PP: 1, DP: 8, MicroBatch: 1},
 	}
-	_, err := e.Estimate(req)
+	_, err := step.New().Estimate(req)
 	var inv *invalid.Error
 	if !errors.As(err, &inv) || !strings.Contains(err.Error(), "training.dp_bucket_params") {
 		t.Errorf("negative bucket: got %v, want an error naming training.dp_bucket_params", err)

@@ -18,6 +18,15 @@ func fp8Request(t *testing.T, precision step.Precision, recipe step.FP8Recipe, g
 	}
 }
 
+// sameStepAndExposed fails unless a and b take the same step time (to 10⁻¹²) with
+// the same exposed communication.
+func sameStepAndExposed(t *testing.T, what string, a, b step.Result) {
+	t.Helper()
+	if math.Abs(a.StepTime-b.StepTime) > 1e-12*a.StepTime || a.Breakdown.Exposed != b.Breakdown.Exposed {
+		t.Errorf("%s: step %.6f vs %.6f s", what, a.StepTime, b.StepTime)
+	}
+}
+
 func mustEstimate(t *testing.T, req step.Request) step.Result {
 	t.Helper()
 	r, err := step.New().Estimate(req)

@@ -16,7 +16,6 @@ import (
 // gradients; Megatron-Core's buckets (the first a whole bucket, not modelled) hide
 // it for the whole backward.
 func TestTorchDDPBuckets(t *testing.T) {
-	e := step.New()
 	at := func(framework string, zero int, bucket float64, seq int) step.Result {
 		t.Helper()
 		req := step.Request{
@@ -24,18 +23,9 @@ func TestTorchDDPBuckets(t *testing.T) {
 			Training: step.Training{SeqLen: seq, GlobalBatch: 64, Framework: framework, DPBucketParams: bucket, Optimizer: step.AdamMixed()},
 			Layout:   step.Layout{TP: 1, PP: 1, DP: 64, MicroBatch: 1, ZeRO: zero},
 		}
-		r, err := e.Estimate(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return mustEstimate(t, req)
 	}
-	same := func(what string, a, b step.Result) {
-		t.Helper()
-		if math.Abs(a.StepTime-b.StepTime) > 1e-12*a.StepTime || a.Breakdown.Exposed != b.Breakdown.Exposed {
-			t.Errorf("%s: step %.6f vs %.6f s", what, a.StepTime, b.StepTime)
-		}
-	}
+	same := func(what string, a, b step.Result) { t.Helper(); sameStepAndExposed(t, what, a, b) }
 	// 25 MiB of 2-byte gradients, the last bucket exposed under a 4096-token
 	// backward that hides the rest.
 	same("lightning: 25 MiB", at("lightning", 0, 0, 4096), at("lightning", 0, 25*1024*1024/2, 4096))
