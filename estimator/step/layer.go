@@ -340,14 +340,8 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 			skv = sLocal
 		}
 		headDim := float64(a.QDim()) / float64(max(1, a.Heads))
-		vf, vb := attentionSpeed(r.arch, req.Training.Framework, req.Training.FlashAttention2, skv, headDim)
-		if r.ultra {
-			uf, ub := ultraAttentionSpeed(req.Training.Framework, req.Training.FlashAttention2, skv, headDim)
-			vf, vb = vf*uf, vb*ub
-		}
 		attn *= causalAttentionShare
-		lt.attnFwd = attn / (r.peak16 * r.attnEff * vf)
-		lt.attnBwd = flashBwdFLOPsRatio * attn / (r.peak16 * r.attnEff * vb)
+		lt.attnFwd, lt.attnBwd = fusedAttentionTimes(r, req.Training.Framework, req.Training.FlashAttention2, skv, headDim, attn)
 	}
 	fwd += lt.attnFwd
 	bwd += lt.attnBwd
@@ -852,6 +846,22 @@ func eagerMoEGlueBytes(kf float64) float64 {
 	const perCopy = 20 + 4 + 4 + 4 + 6 - 2 // score product, vstack, gather, index_put, scatter_add less the priced read
 	const perToken = 4 - 2                 // the clone, less the priced write of h
 	return perCopy*kf + perToken
+}
+
+// fusedAttentionTimes prices a fused (flash) attention core of flops forward FLOPs
+// (the causal mask's skipped half already taken off) on a GPU of rates r, under
+// framework fw (flash2: Training.FlashAttention2), key length skv of one kernel call
+// and query-key head width headDim: the forward at the attention efficiency times the
+// kernel's speed there (attentionSpeed, ultraAttentionSpeed on Blackwell Ultra), the
+// backward flashBwdFLOPsRatio times the FLOPs at the kernel's backward speed. The
+// layer's estimate and TestAttentionPricesAgainstMeasuredKernels price through it.
+func fusedAttentionTimes(r *gpuRates, fw string, flash2 bool, skv, headDim, flops float64) (fwd, bwd float64) {
+	vf, vb := attentionSpeed(r.arch, fw, flash2, skv, headDim)
+	if r.ultra {
+		uf, ub := ultraAttentionSpeed(fw, flash2, skv, headDim)
+		vf, vb = vf*uf, vb*ub
+	}
+	return flops / (r.peak16 * r.attnEff * vf), flashBwdFLOPsRatio * flops / (r.peak16 * r.attnEff * vb)
 }
 
 // The attention core's FLOP conventions: a causal mask computes about half of the
