@@ -56,6 +56,19 @@ var frameworkRuns = []frameworkRun{
 			"Florida's, Verda's; Cisco's v6.0 llama31_8b/nemo/pretrain.py in Richardyu114/training_results_v6.0 eabf23a) " +
 			"build their MegatronStrategy with a DistributedDataParallelConfig and an OptimizerConfig that train with the " +
 			"distributed optimizer (ZeRO-1; ZeRO 0 with USE_DIST_OPTIMIZER=False) and set no Megatron FSDP option"},
+	{match: []string{"megatron-lm main 1e057005"},
+		sets: []planner.Constraints{{Schedules: []step.Schedule{step.OneFOneB, step.Interleaved}, OverlapEP: noOverlap}},
+		why: "Megatron-LM main at 1e057005 (2025-05-24, between core_v0.12.0 and core_r0.13.0; the Megatron-Core MoE team's Qwen3-235B-A22B " +
+			"runs, yanring/Megatron-MoE-ModelZoo examples/qwen3/readme.md 8017e11): megatron/core/pipeline_parallel/schedules.py " +
+			"get_forward_backward_func returns forward_backward_no_pipelining, _pipelining_without_interleaving or _with_interleaving " +
+			"(no zero-bubble or DualPipe schedule), and transformer_config.py has no overlap_moe_expert_parallel_comm (the EP all-to-all " +
+			"overlap came with Megatron-Core 0.14)"},
+	{match: []string{"megatron-lm moe_dev"},
+		sets: []planner.Constraints{{Schedules: []step.Schedule{step.OneFOneB, step.Interleaved}}},
+		why: "the Megatron-Core MoE team's moe_dev branch of May 2025 (f3e6c5, not public): main's 1F1B and interleaved schedules " +
+			"(get_forward_backward_func at 1e057005, the same month) with the combined-1F1B EP all-to-all overlap " +
+			"(--combined-1f1b --combined-1f1b-recipe ep_a2a, examples/qwen3/run_235b.sh at 8017e11), which main took in " +
+			"Megatron-Core 0.14"},
 	{match: []string{"torchtitan", "fsdp2 + ep"},
 		sets: []planner.Constraints{{OverlapEP: noOverlap}},
 		why:  "torchtitan's MoE of 2025 (the torchtitan profile, which says nothing of it): no MoE all-to-all overlap"},
@@ -370,6 +383,14 @@ const (
 	// Megatron-Core at 0.3495 s against 0.485 s, 1.39× faster; the model prices that
 	// run within 3 % and the v5.1 run 26 % fast (docs/step-model.md).
 	cisco8BNewerStack = "mlperf60_h100_llama31_8b_128gpu_fp8"
+	// torchtitan PR #1196's two logged runs of Llama 3 8B on B200 (FSDP, per-op SAC,
+	// batch 1 × 8192, eager; before and after cuDNN attention first on sm100).
+	// The Megatron-Core MoE team's Qwen3-235B-A22B on 256 H100 (yanring/Megatron-MoE-ModelZoo
+	// examples/qwen3/readme.md, 8017e11): TP 2 × PP 8 (VP 4) × EP 32 with DeepEP, with and
+	// without the combined-1F1B EP all-to-all overlap, the same layout and batch otherwise.
+	qwen3EPOverlap     = "Qwen3-235B-A22B on 256 H100, TP 2 × PP 8 (VP 4) × EP 32 over DeepEP with the combined-1F1B EP all-to-all overlap (moe_dev, May 2025): the published layout priced 24 % fast — the model hides the cross-node all-to-alls it prices exposed at 5.9 s on the same layout without the overlap (that run priced −7.0 %), where the two runs measured 19.7 and 17.6 s, a 2.1 s saving against 4.9 s priced (18.32 → 13.43 s); the best plan (TP 2 × PP 2 interleaved, EP 16, the overlap) gains 1.10× over the published layout as priced"
+	qwen3NoOverlapOpen = "Qwen3-235B-A22B on 256 H100, TP 2 × PP 8 (VP 4) × EP 32 over DeepEP without the overlap: priced −7.0 %, with 5.9 s of cross-node all-to-all exposed; the best plan (TP 2 × PP 2 interleaved, EP 16 in two nodes, the EP overlap, no recomputation) gains 1.51× over it as priced, most of it the overlap, which the model prices at 1.36× on this layout (18.32 → 13.43 s) where the run's twin with it measured 1.12× (19.7 → 17.6 s; that twin is a model error, priced 24 % fast): measured, the layout is at least 1.12× from the best, and whether the rest is the model's price of the all-to-alls or a layout Megatron-Core's authors did not run, no measurement says"
+	pr1196B200         = "torchtitan PR #1196 on B200, its power limit not stated: priced on the catalog B200 (1000 W) the published layout is 20 % (cuDNN attention) and 33 % (flash attention) fast; at 750 W, the default limit of Meta's B200 hosts (meta-pytorch/tritonbench .ci/gpu/reset-b200.sh), where the run's traces (fburl.com) put it, it is priced −4.3 and −20.5 %; the flash run misses more because PyTorch's flash-attention 2 backend on B200 runs well under the tied FlashAttention-2-class rate the model prices it at (cudnn-frontend's benchmark, f937055: 376 / 309 TFLOP/s forward / backward against cuDNN's 1211 / 945) — the PR measured the switch to cuDNN 1.12× faster where the model prices it 7 % slower (its recomputation under per-op SAC); the best plan (TP 2 × FSDP 4, no recomputation, async TP) gains 1.18 / 1.10× over the published layout as priced"
 )
 
 // titanTensorwiseTwin: torchtitan's async-TP benchmark ran the same Llama 3 70B
@@ -393,19 +414,24 @@ var claimExceptions = map[string]claimException{
 	"narayanan21_t2_zero3_530b_1120gpu": {fasterRun: "narayanan21_t2_ptdp_530b_1120gpu"},
 	"narayanan21_t2_zero3_530b_2240gpu": {fasterRun: "narayanan21_t2_ptdp_530b_2240gpu"},
 
-	"torchao_b200_llama3_8b_8gpu_bf16":               {modelError: powerLimited},
-	"torchao_b200_llama3_8b_8gpu_float8_tensorwise":  {modelError: powerLimited},
-	"torchao_b200_llama3_8b_8gpu_float8_rowwise":     {modelError: powerLimited},
-	"torchao_b200_llama3_8b_8gpu_mxfp8_cublas":       {modelError: powerLimited},
-	"torchao_b200_llama3_8b_8gpu_mxfp8_cublas_rceil": {modelError: powerLimited},
-	"dgxc_gb200_deepseekv3_128gpu_bf16":              {modelError: dsv3GB200},
-	"dgxc_gb200_deepseekv3_256gpu_bf16":              {modelError: dsv3GB200},
-	"dgxc_gb200_deepseekv3_512gpu_bf16":              {modelError: dsv3GB200},
-	"mlperf51_h100_llama31_8b_128gpu_fp8_cisco":      {sameWorkFaster: cisco8BNewerStack},
-	"narayanan21_t1_1.7b":                            {recomputeMeasured: megatron2021},
-	"narayanan21_t1_76.1b":                           {recomputeMeasured: megatron2021},
-	"dgxc_gb200_llama4maverick_256gpu_fp8":           {modelError: gb200Interleaved},
-	"dgxc_gb200_llama4maverick_512gpu_fp8":           {modelError: gb200Interleaved},
+	"torchao_b200_llama3_8b_8gpu_bf16":                              {modelError: powerLimited},
+	"torchao_b200_llama3_8b_8gpu_float8_tensorwise":                 {modelError: powerLimited},
+	"torchao_b200_llama3_8b_8gpu_float8_rowwise":                    {modelError: powerLimited},
+	"torchao_b200_llama3_8b_8gpu_mxfp8_cublas":                      {modelError: powerLimited},
+	"torchao_b200_llama3_8b_8gpu_mxfp8_cublas_rceil":                {modelError: powerLimited},
+	"dgxc_gb200_deepseekv3_128gpu_bf16":                             {modelError: dsv3GB200},
+	"dgxc_gb200_deepseekv3_256gpu_bf16":                             {modelError: dsv3GB200},
+	"dgxc_gb200_deepseekv3_512gpu_bf16":                             {modelError: dsv3GB200},
+	"mlperf51_h100_llama31_8b_128gpu_fp8_cisco":                     {sameWorkFaster: cisco8BNewerStack},
+	"narayanan21_t1_1.7b":                                           {recomputeMeasured: megatron2021},
+	"narayanan21_t1_76.1b":                                          {recomputeMeasured: megatron2021},
+	"dgxc_gb200_llama4maverick_256gpu_fp8":                          {modelError: gb200Interleaved},
+	"dgxc_gb200_llama4maverick_512gpu_fp8":                          {modelError: gb200Interleaved},
+	"torchtitan_b200_llama3_8b_8gpu_bf16_cudnn":                     {modelError: pr1196B200},
+	"mcoremoezoo_h100_qwen3_235b_256gpu_bf16_tp2pp8ep32_a2aoverlap": {modelError: qwen3EPOverlap},
+	"mcoremoezoo_h100_qwen3_235b_256gpu_bf16_tp4pp8ep8":             {fasterRun: "mcoremoezoo_h100_qwen3_235b_256gpu_bf16_tp2ep8_fsdp"},
+	"mcoremoezoo_h100_qwen3_235b_256gpu_bf16_tp2pp8ep32":            {open: qwen3NoOverlapOpen},
+	"torchtitan_b200_llama3_8b_8gpu_bf16_flash":                     {modelError: pr1196B200},
 
 	"narayanan21_t1_18.4b":                                          {recomputeMeasured: megatron2021},
 	"narayanan21_t1_39.1b":                                          {recomputeMeasured: megatron2021},

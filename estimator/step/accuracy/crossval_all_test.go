@@ -68,8 +68,8 @@ func TestAllRunsInSample(t *testing.T) {
 		}
 	}
 	s := logTable(t, "in sample (shipped constants)", rs)
-	if s["all"].N != 127+125 {
-		t.Errorf("%d runs priced, want 252", s["all"].N)
+	if s["all"].N != 127+133 {
+		t.Errorf("%d runs priced, want 260", s["all"].N)
 	}
 	for k, bound := range inSampleBounds {
 		if !(s[k].MeanAbs <= bound) {
@@ -238,12 +238,30 @@ func fmtFitted(m map[string]float64) string {
 // stepcost-2026.11.28.4 (the interleaved EP overlap's warm-up, host-bound CP sends and
 // zero-bubble blocks, ZeRO-3's window per pass, NCCL's NVLS channels per release): no
 // row moves, every figure and bound as before.
+//
+// Four torchtitan runs added to the data, no price changed: torchtitan PR #1196's
+// Llama 3 8B on 8 B200 before and after cuDNN attention (power limit and GPU count
+// not stated: confidence low, scored and not fitted; in sample −20.1 / −33.5 % on the
+// catalog B200) and its benchmarks' float8 Llama 3 8B on 32 / 64 H200 (Trainy on
+// WhiteFiber; fitted, in sample +6.4 / +4.7 %). The H200 rows move the Hopper fits
+// of every fold they are in (fp8 GEMM 0.600 → 0.575, attention 0.213 → 0.231, which
+// Blackwell's bf16 attention is tied to): in sample Blackwell 11.09 → 11.51 % (0.115 →
+// 0.12), fp8 8.45 → 8.38 %; left out all 8.3 → 8.6 (0.085 → 0.09), the original 127
+// 7.0 → 7.1 (0.07 → 0.075), MoE 8.11 → 8.23, fp8 9.65 → 9.75, Blackwell 12.40 →
+// 13.18 % (0.125 → 0.135; the two B200 rows −22.3 / −34.8 % left out, 12.83 % with
+// them alone). Then four runs of the Megatron-Core MoE team's Qwen3-235B-A22B on 256
+// H100 (yanring/Megatron-MoE-ModelZoo, 8017e11; their own source, mcoremoezoo, step
+// times as stated; in sample −7.0, −23.7, +9.6 and −43.3 %, the last TP 4 × PP 8 × EP 8
+// without recomputation at 29.0 s, the data's largest miss): in sample all 7.4 → 7.6
+// (0.075 → 0.08), MoE 8.01 → 8.93 % (0.085 → 0.09); left out all 8.6 → 8.7, MoE 8.23
+// → 9.08 (0.085 → 0.095), fp8 9.75 → 9.69, Blackwell 13.18 → 13.25 %. Bounds loosened
+// by the data, not by a price.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.075, "original": 0.065, "moe": 0.085, "fp8": 0.085, "blackwell": 0.115,
+		"all": 0.08, "original": 0.065, "moe": 0.09, "fp8": 0.085, "blackwell": 0.12,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.085, "original": 0.07, "moe": 0.085, "fp8": 0.10, "blackwell": 0.125,
+		"all": 0.09, "original": 0.075, "moe": 0.095, "fp8": 0.10, "blackwell": 0.135,
 	}
 )
 

@@ -258,7 +258,9 @@ func roundingOf(s string) float64 {
 }
 
 func statedValue(s string) (float64, error) {
-	t := strings.TrimSpace(strings.TrimSuffix(s, "%"))
+	// A log's thousands separators ("tps: 12,211", torchtitan's metrics line) are
+	// not part of the number.
+	t := strings.ReplaceAll(strings.TrimSpace(strings.TrimSuffix(s, "%")), ",", "")
 	scale := 1.0
 	if strings.HasSuffix(t, "K") {
 		t, scale = strings.TrimSuffix(t, "K"), 1e3
@@ -778,9 +780,10 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 // torchtitanMid lists the torchtitan commits the rows name that lie between
 // 3b85aa31f (PR #1196, 2025-05-14: cuDNN attention first on sm100) and 6a3a9da95
 // (2025-10-09: cuDNN first everywhere), before the save list took the cuDNN kernel
-// (b39377f9f, 2025-12-01): 820504e (2025-06, the async-TP benchmark) and 6fc499f
-// (2025-08-14, torchao's B200 table).
-var torchtitanMid = []string{"torchtitan 820504e", "torchtitan 6fc499f"}
+// (b39377f9f, 2025-12-01): 3b85aa31f itself (PR #1196's measurement after the
+// change), e7c0cae (2025-06-13, the H200 benchmark of Trainy on WhiteFiber), 820504e
+// (2025-06, the async-TP benchmark) and 6fc499f (2025-08-14, torchao's B200 table).
+var torchtitanMid = []string{"torchtitan 3b85aa31f", "torchtitan e7c0cae", "torchtitan 820504e", "torchtitan 6fc499f"}
 
 // midTorchtitan tells whether a row's framework_version names a torchtitan of
 // the torchtitan-0.1 profile.
