@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
@@ -45,7 +46,8 @@ func Sources(cases []Case) []string {
 //     H100 reach 70–80 % of peak (NVIDIA's Deep Learning Performance guide, "Matrix
 //     multiplication background", and the H100 whitepaper's measured GEMM rates).
 //   - fp8 GEMM efficiency 0.60 of the dense fp8 peak: Transformer Engine's fp8 GEMMs
-//     on H100 run at 1.2–1.3 PFLOP/s of 1.98 for large shapes.
+//     on H100 run at 1.2–1.3 PFLOP/s of 1.98 for large shapes. Blackwell's is not
+//     fitted and keeps its measured value (Setters).
 //   - attention 0.35 of the bf16 peak: FlashAttention-2 forward + backward (Dao 2023,
 //     Fig. 6–7) runs causal head-dim-128 attention at 50–70 % on A100 and 35 % on
 //     H100; the prior takes the lower figure for both.
@@ -55,7 +57,10 @@ func Prior() step.Constants {
 		k.GEMMEfficiency[a] = priorGEMMEfficiency
 	}
 	for a := range k.FP8GEMMEfficiency {
-		k.FP8GEMMEfficiency[a] = priorFP8GEMMEfficiency
+		if a != hardware.Blackwell {
+			// Blackwell's is a kernel measurement, not fitted: kept.
+			k.FP8GEMMEfficiency[a] = priorFP8GEMMEfficiency
+		}
 	}
 	for a := range k.AttentionEfficiency {
 		k.AttentionEfficiency[a] = priorAttentionEfficiency

@@ -256,6 +256,12 @@ func fmtFitted(m map[string]float64) string {
 // (0.075 → 0.08), MoE 8.01 → 8.93 % (0.085 → 0.09); left out all 8.6 → 8.7, MoE 8.23
 // → 9.08 (0.085 → 0.095), fp8 9.75 → 9.69, Blackwell 13.18 → 13.25 %. Bounds loosened
 // by the data, not by a price.
+//
+// Then Blackwell's fp8 GEMM efficiency taken from cuBLASLt's measured sm_100 fp8 GEMMs and no
+// longer refitted by each fold (docs/step-model.md, "Blackwell's fp8 GEMM rate from
+// kernel measurements"; the shipped value unchanged, 0.55, so no figure in sample moves):
+// left out all 8.289 → 7.950 (0.085 → 0.08), the original 127 6.958 → 6.848, MoE 8.101
+// → 8.149, fp8 9.645 → 8.802 (0.10 → 0.09), Blackwell 12.393 → 11.563 % (0.125 → 0.12).
 var (
 	inSampleBounds = map[string]float64{
 		"all": 0.08, "original": 0.065, "moe": 0.09, "fp8": 0.085, "blackwell": 0.12,

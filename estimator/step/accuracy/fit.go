@@ -88,9 +88,12 @@ func Setters() []Setter {
 	arch("FP8GEMMEfficiency", fp8, hardware.Hopper, 0.2, 0.95)
 	arch("AttentionEfficiency", attn, hardware.Ampere, 0.2, 0.9)
 	tied("AttentionEfficiency", attn, 0.2, 0.9)
-	// Blackwell's fp8 GEMMs are fitted on the fp8 runs of published_runs_moe.jsonl
-	// (MLPerf's GB200 and B200, DGX Cloud's GB200), apart from Hopper's.
-	arch("FP8GEMMEfficiency", fp8, hardware.Blackwell, 0.2, 0.95)
+	// Blackwell's fp8 GEMMs are not fitted: their efficiency is taken from
+	// cuBLASLt's measured sm_100 fp8 GEMMs (step.DefaultConstants). Fitted on the
+	// Blackwell fp8 runs (MLPerf's GB200 and B200, DGX Cloud's GB200), each fold set
+	// it by the Blackwell fp8 sources it kept: 0.490 without MLPerf v5.1, 0.545
+	// without DGX Cloud's 25.05 release, 0.530 on all runs (docs/step-model.md,
+	// "Blackwell's fp8 GEMM rate from kernel measurements").
 	// Transformer Engine's per-tensor fp8 expert GEMMs on Hopper, fitted on the
 	// Hopper fp8 MoE runs of Megatron-Core and NeMo (dgxc-benchmarking's Grok-1 and
 	// Llama 4 Maverick, MLPerf v6.0's gpt-oss-20b); the other runs leave it at its
