@@ -1311,9 +1311,30 @@ func (p *pricing) expertParallel() (float64, error) {
 			unpaired = float64(interleavedOverlapWarmup(l.PP, v)) / float64(v)
 		}
 		u := min(1, unpaired/p.mf)
-		hid := (1 - u) * min(epPerMB, p.fwd+p.bwd)
+		paired := epPerMB
+		if l.Schedule != DualPipe {
+			// Megatron-Core pairs the two micro-batches layer by layer, each
+			// all-to-all behind one node of the other's compute
+			// (epOverlapLayer): what outlasts its node stays exposed even in
+			// the steady state.
+			lm := &p.parts.lcMoE
+			layers := max(1, int(math.Round(nMoE/float64(max(1, l.VirtualStages)))))
+			a2a := 2 * (d + c)
+			exp := epOverlapLayer(lm.fwd-lm.mlpFwd, lm.mlpFwd, lm.bwd-lm.mlpBwd, lm.mlpBwd-lm.mlpBwdW, lm.mlpBwdW, lm.bwdW-lm.mlpBwdW, d, c, layers)
+			if a2a > 0 {
+				paired *= 1 - min(1, exp/a2a)
+			}
+		}
+		hid := (1 - u) * min(paired, p.fwd+p.bwd)
 		epPerMB -= hid
-		p.hiddenPerMB += hid
+		// DeepEP's kernels hold their own SMs while they run under the compute:
+		// deepEPSMs of them, where other overlapped communication takes the
+		// framework's commSMs (assemble prices the contention on those).
+		smScale := 1.0
+		if t.MoEDispatcher == DispatchDeepEP {
+			smScale = deepEPSMs / commSMs(t.Framework)
+		}
+		p.hiddenPerMB += hid * smScale
 		p.res.Breakdown.Hidden[CommEP] = hid * p.mf
 	}
 	if l.OverlapSharedExpert && epPerMB > 0 {
@@ -1334,6 +1355,54 @@ func (p *pricing) expertParallel() (float64, error) {
 	f, r := passShare(1, p.moeRepeats(), 1)
 	p.commFwd, p.commRc = p.commFwd+epPerMB*f, p.commRc+epPerMB*r
 	return epPerMB, nil
+}
+
+// deepEPSMs is how many SMs DeepEP's normal (high-throughput) kernels run on:
+// DeepEP's Buffer.num_sms, 20 by default (deepseek-ai/DeepEP deep_ep/buffer.py),
+// which Megatron-Core sets from moe_deepep_num_sms, also 20
+// (megatron/core/transformer/transformer_config.py and moe/token_dispatcher.py's
+// set_deepep_num_sms at ae1c882), and the 20 SMs DeepSeek-V3 §3.2.2 gives its
+// all-to-all kernels.
+const deepEPSMs = 20
+
+// epOverlapLayer is the exposed all-to-all time per MoE layer of one micro-batch
+// (its dispatch d and combine c forward and backward) when Megatron-Core's EP
+// all-to-all overlap runs one chunk's forward beside another micro-batch's
+// backward, layers paired in turn over a chunk of layers MoE layers
+// (TransformerLayerSchedulePlan.run, megatron/core/models/common/
+// model_chunk_schedule_plan.py at ae1c882, the overlap's first public version, and
+// d98e8a6): the forward's layer is split into pre_dispatch_computation (attention,
+// norm, router: preF) and mlp (the experts between the all-to-alls: mlpF), the
+// backward's alike (preB, its weight gradients preBW run last; mlpB and the
+// experts' weight gradients mlpBW), and the two streams run
+//
+//	comm: combine_bwd      | dispatch_fwd → dispatch_bwd  | combine_fwd
+//	comp: pre_dispatch_fwd | mlp_bwd → mlp_bwd_dw → mlp_fwd | pre_dispatch_bwd
+//
+// each all-to-all waiting for the node that makes its input and each node for the
+// all-to-all that makes its own; the next layer's combine_bwd waits for this
+// one's pre_dispatch_bwd, its pre_dispatch_fwd for this one's combine_fwd. An
+// all-to-all is hidden only behind the nodes that run beside it: the layer's two
+// micro-batches' spans less their compute, over the chunk, per layer.
+func epOverlapLayer(preF, mlpF, preB, mlpB, mlpBW, preBW, d, c float64, layers int) float64 {
+	preBD := max(0, preB-preBW) // pre_dispatch_bwd before its delayed weight gradients
+	var comp, comm, readyF, readyB float64
+	for range max(1, layers) {
+		cbE := max(comm, readyB) + c   // combine_bwd
+		aE := max(comp, readyF) + preF // pre_dispatch_fwd
+		mbE := max(aE, cbE) + mlpB     // mlp_bwd
+		wE := mbE + mlpBW              // mlp_bwd_dw
+		dfE := max(cbE, aE) + d        // dispatch_fwd
+		dbE := max(dfE, mbE) + d       // dispatch_bwd
+		mfE := max(wE, dfE) + mlpF     // mlp_fwd
+		cfE := max(dbE, mfE) + c       // combine_fwd
+		pbE := max(mfE, dbE) + preBD   // pre_dispatch_bwd
+		comp, comm = pbE+preBW, cfE
+		readyF, readyB = cfE, pbE
+	}
+	span := max(comp, comm)
+	work := float64(max(1, layers)) * (preF + mlpF + preB + mlpB + mlpBW)
+	return max(0, span-work) / float64(max(1, layers))
 }
 
 // interleavedOverlapWarmup is how many model chunks of micro-batches the first

@@ -41,6 +41,13 @@ type layerTimes struct {
 	// gluClampFwd and gluClampBwd are the unfused clamp's passes inside fwd and
 	// bwd (gluClampUnfused).
 	gluClampFwd, gluClampBwd float64
+	// mlpFwd, mlpBwd and mlpBwdW are the MoE block's part between its dispatch
+	// and its combine (MoE layers): the received tokens' permutation, the routed
+	// experts and their activations, the un-permutation (moePost, forward), their
+	// backward and, inside it, the experts' weight-gradient GEMMs — the "mlp" node
+	// Megatron-Core's EP all-to-all overlap runs between the all-to-alls
+	// (epOverlapLayer); the rest of the layer is its "pre_dispatch_computation".
+	mlpFwd, mlpBwd, mlpBwdW float64
 	// expertBiasFwd and expertBiasBwd are the experts' second bias applied by
 	// separate kernels inside fwd and bwd (expertBiasUnfused).
 	expertBiasFwd, expertBiasBwd float64
@@ -97,6 +104,7 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 	// experts, un-permutation);
 	// moeLocal and moeGrouped its local experts and whether they run grouped.
 	var moePost, moeLocal float64
+	var moeExpertGEMMs float64 // the routed experts' forward GEMMs, inside moePost
 	var moeGrouped bool
 	mods := l.recomputeMask()
 	// cur are the rates of the GEMMs being added: r, or the routed experts' own
@@ -195,7 +203,7 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 		// through experts split et ways: the same work in other shapes.
 		et := float64(l.etp())
 		mE := perExpert * et / t
-		beforeExperts := fwd
+		beforeExperts, beforeExpertsBwd, beforeExpertsW := fwd, bwd, lt.bwdW
 		re := k.expertRates(&req.Training, r)
 		cur = &re
 		add(gemm{mE, (mlpMats - 1) * ef / et, h, local, grouped})
@@ -203,6 +211,8 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 		add(gemm{mE, h, ef / et, local, grouped})
 		pair = 2
 		moePost = fwd - beforeExperts
+		moeExpertGEMMs = moePost
+		lt.mlpBwd, lt.mlpBwdW = bwd-beforeExpertsBwd, lt.bwdW-beforeExpertsW
 		moeLocal, moeGrouped = local, grouped
 		if expertBiasUnfused(req) {
 			// The second GEMM's output, mE rows of h for each local expert.
@@ -463,6 +473,14 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 		}
 	}
 	lt.bwd = max(bwd, hostB)
+	if moe && a.MoE != nil {
+		// The mlp node's backward: the experts' GEMMs' (already in mlpBwd) and
+		// twice the forward's memory-bound work, as the layer's elementwise
+		// backward is priced (elem).
+		lt.mlpFwd = min(moePost, lt.fwd)
+		lt.mlpBwd = min(lt.bwd, lt.mlpBwd+2*max(0, moePost-moeExpertGEMMs))
+		lt.mlpBwdW = min(lt.mlpBwdW, lt.mlpBwd)
+	}
 	if SplitsWeightGrad(l.Schedule) {
 		// The weight-gradient GEMMs run as a block of their own, issued apart
 		// from the rest of the backward (Qi et al. 2023, "Zero Bubble Pipeline
