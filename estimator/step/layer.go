@@ -54,6 +54,9 @@ type layerTimes struct {
 	// expertPadFwd and expertPadBwd are TEGroupedMLP's fp8 padding and unpadding
 	// copies inside fwd and bwd (fp8GroupedExpertPadding).
 	expertPadFwd, expertPadBwd float64
+	// elemFwd and elemBwd are the layer's elementwise kernels inside fwd and bwd:
+	// norms, residual adds, rotary and the MLP's activation at the HBM rate.
+	elemFwd, elemBwd float64
 	// hostFwd and hostBwd are what the host's issue adds to fwd and bwd beyond
 	// the GPU's work (fwd, bwd less the GPU's time, the dispatcher sync's stall
 	// left out): a kernel launch returns to the host before the kernel runs (CUDA
@@ -362,6 +365,7 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 		hPart /= t
 	}
 	elem := 2 * tokens * (hPart + act) / r.hbm
+	lt.elemFwd, lt.elemBwd = elem, 2*elem
 	fwd += elem + moeBytes/r.hbm
 	if moe && a.MoE != nil {
 		moePost += 2 * tokens * act / r.hbm // the experts' activations, after the sync
