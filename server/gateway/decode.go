@@ -81,6 +81,15 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 			}
 			return err
 		}
+		if enc := wideEncoding(data); enc != "" {
+			return keep(r, &decodeError{code: codes.InvalidArgument,
+				rule: fmt.Sprintf("%s text (it starts with that encoding's byte-order mark): send the JSON in UTF-8 (RFC 8259 section 8.1)", enc)})
+		}
+		// A UTF-8 byte-order mark is read past, as the command line reads its
+		// files (RFC 8259 section 8.1 lets a parser ignore it): it was refused as
+		// "malformed JSON at line 1, column 1: invalid value" and the invisible
+		// mark. Positions in errors are then counted after it.
+		data = bytes.TrimPrefix(data, utf8BOM)
 		if len(bytes.TrimSpace(data)) == 0 {
 			return io.EOF // no body: an empty request, as the gateway has it
 		}
@@ -89,6 +98,24 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		return nil
 	})
+}
+
+// utf8BOM is the byte-order mark U+FEFF in UTF-8.
+var utf8BOM = []byte("\uFEFF")
+
+// wideEncoding names the UTF-16 or UTF-32 encoding whose byte-order mark data
+// starts with, or "".
+func wideEncoding(data []byte) string {
+	for _, e := range []struct{ name, mark string }{
+		// UTF-32LE first: its mark begins with UTF-16LE's.
+		{"UTF-32LE", "\xff\xfe\x00\x00"}, {"UTF-32BE", "\x00\x00\xfe\xff"},
+		{"UTF-16LE", "\xff\xfe"}, {"UTF-16BE", "\xfe\xff"},
+	} {
+		if bytes.HasPrefix(data, []byte(e.mark)) {
+			return e.name
+		}
+	}
+	return ""
 }
 
 // newField sets *v, a pointer to a nil message pointer, to a new message and
