@@ -224,16 +224,11 @@ func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
 // exactly one; else the --in file's.
 func (opt *estimateArgs) model(set map[string]bool, q *estimateQuery) error {
 	q.modelName, q.modelParams = "", 0.0
-	if set["model"] {
-		q.modelName = *opt.mf.name
-	}
-	if set["params"] {
-		q.modelParams = *opt.mf.params
-	}
 	a, why, err := opt.mf.resolve(set)
 	switch {
 	case err == nil:
 		q.arch, q.derived = a, why
+		q.modelName, q.modelParams = opt.mf.source(set)
 	case !errors.Is(err, errNoModel):
 		return err
 	case q.file.GetModel() != nil:
