@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,21 +194,25 @@ func (e *decodeError) status() *status.Status {
 	return bounded.Status(st)
 }
 
+// getPaths are the gateway's paths read with GET (and HEAD); the others take POST.
+var getPaths = []string{"/v1/catalog", "/healthz"}
+
 // restRoutingErrors answers a request the gateway routes nowhere. A known path with
 // the wrong method is 405 Method Not Allowed (the gateway's default is 501, which
-// says the server lacks the feature), with an Allow header naming the method the
-// path takes; the rest is answered as the gateway does by default.
+// says the server lacks the feature), with an Allow header naming the methods the
+// path takes (GET and HEAD for /v1/catalog and /healthz: /healthz was said to take
+// POST); the rest is answered as the gateway does by default.
 func restRoutingErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
 	if httpStatus != http.StatusMethodNotAllowed {
 		runtime.DefaultRoutingErrorHandler(ctx, mux, m, w, r, httpStatus)
 		return
 	}
-	allow := http.MethodPost
-	if strings.HasPrefix(r.URL.Path, "/v1/catalog") {
-		allow = http.MethodGet
+	use, allow := http.MethodPost, http.MethodPost
+	if slices.Contains(getPaths, r.URL.Path) {
+		use, allow = http.MethodGet, "GET, HEAD"
 	}
 	w.Header().Set("Allow", allow)
-	err := status.Errorf(codes.Unimplemented, "method %s not allowed on %s: use %s", r.Method, r.URL.Path, allow)
+	err := status.Errorf(codes.Unimplemented, "method %s not allowed on %s: use %s", r.Method, r.URL.Path, use)
 	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, &runtime.HTTPStatusError{HTTPStatus: http.StatusMethodNotAllowed, Err: err})
 }
 
