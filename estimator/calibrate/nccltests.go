@@ -84,6 +84,10 @@ type FileError struct {
 	File string
 	Line int
 	Msg  string
+	// Layout is the field of the layout given beside the file that is at fault
+	// (a training log's "tp", "model"), by its layout-file key; "" when the
+	// file is.
+	Layout string
 }
 
 func (e *FileError) Error() string {

@@ -365,7 +365,7 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 
 func checkRunLayout(name string, l *RunLayout, fw string) error {
 	bad := func(field, format string, args ...any) error {
-		return fileErr(name, 0, "layout %s: %s", field, fmt.Sprintf(format, args...))
+		return &FileError{File: name, Msg: fmt.Sprintf("layout %s: %s", field, fmt.Sprintf(format, args...)), Layout: field}
 	}
 	if l.Model == "" {
 		return bad("model", "required (a catalog model, e.g. llama3-8b): the log does not state the architecture")
@@ -376,8 +376,13 @@ func checkRunLayout(name string, l *RunLayout, fw string) error {
 	if l.GPUs < 1 {
 		return bad("gpus", "required: how many GPUs the run used")
 	}
-	if l.GlobalBatch < 1 || l.SeqLen < 1 || l.MicroBatch < 1 {
-		return bad("global_batch, seq_len, micro_batch", "required (the log's step time is for this batch)")
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"global_batch", l.GlobalBatch}, {"seq_len", l.SeqLen}, {"micro_batch", l.MicroBatch}} {
+		if f.v < 1 {
+			return bad(f.key, "required (the log's step time is for this batch: global_batch, seq_len and micro_batch)")
+		}
 	}
 	// A negative degree was read as 1 (max(1, tp)), one the estimate does not
 	// take as given.
