@@ -457,7 +457,7 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 }
 
 // size checks the batch and sizes the job: --gpus, or tp×pp×dp×cp.
-func (opt *estimateArgs) size(_ map[string]bool, q *estimateQuery) error {
+func (opt *estimateArgs) size(set map[string]bool, q *estimateQuery) error {
 	t, l := &q.req.Training, &q.req.Layout
 	if t.SeqLen == 0 {
 		return errors.New("--seq: required (tokens per sequence)")
@@ -466,6 +466,11 @@ func (opt *estimateArgs) size(_ map[string]bool, q *estimateQuery) error {
 		return errors.New("--gbs or --global-tokens: required (the batch per step)")
 	}
 	n := *opt.gpus
+	if set["gpus"] && n < 1 {
+		// A job size of 0 given is a value given, not the flag left out (plan
+		// refuses it so).
+		return fmt.Errorf("--gpus: must be at least 1 (got %d)", n)
+	}
 	if l.TP < 1 || l.PP < 1 || l.CP < 1 {
 		return fmt.Errorf("--tp, --pp, --cp: must be ≥ 1 (got %d, %d, %d)", l.TP, l.PP, l.CP)
 	}
