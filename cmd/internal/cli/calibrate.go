@@ -23,7 +23,8 @@ import (
 var errSVGAndJSON = errors.New("--svg - and --json: both write to standard output; give --svg a file")
 
 // maxInputSize bounds one input file (nccl-tests outputs are kilobytes, training
-// logs megabytes).
+// logs megabytes) and every other file read whole (a request, a model, a free
+// map).
 const maxInputSize = 64 << 20
 
 // calibrateCommand is a thin adapter: read the files, hand them to estimator/calibrate,
