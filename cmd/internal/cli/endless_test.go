@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,27 @@ func TestEndlessFilesAreBounded(t *testing.T) {
 		}
 		if d := time.Since(start); d > 20*time.Second {
 			t.Errorf("%s: %v to refuse", tc.name, d)
+		}
+	}
+}
+
+// A cluster file that does not build for the job (no NIC on a 2-node job) is
+// named as the file, not as the catalog system it is based on: "cluster
+// dgx-h100: nics.per_node: …" was said of a file that set nics.per_node 0.
+func TestClusterFileBuildErrorNamesTheFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "mine.yaml")
+	if err := os.WriteFile(f, []byte("base: dgx-h100\nnics: {per_node: 0}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := "--cluster-file " + f + ": nics.per_node"
+	for _, args := range [][]string{
+		{"collective", "--cluster-file", f, "--nodes", "2", "--op", "allreduce", "--size", "1GiB"},
+		{"estimate", "--cluster-file", f, "--model", "llama3-8b", "--gpus", "16", "--tp", "8", "--mbs", "1", "--gbs", "64", "--seq", "4096"},
+		{"plan", "--cluster-file", f, "--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--seq", "4096"},
+	} {
+		code, _, errOut := run(args...)
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, want 1 and %q: %.300s", args[0], code, want, errOut)
 		}
 	}
 }

@@ -501,7 +501,11 @@ func (opt *estimateArgs) size(set map[string]bool, q *estimateQuery) error {
 func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.EstimateStepRequest, error) {
 	cl, err := q.spec.Build()
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", q.clusterLabel, err)
+		file := *opt.clusterFile
+		if q.fileCluster {
+			file = "" // the --in file's cluster
+		}
+		return nil, fmt.Errorf("%s: %w", clusterSource(q.clusterLabel, file), err)
 	}
 	q.req.Model, q.req.Cluster = q.arch, cl
 	for name, v := range map[string]struct {

@@ -343,7 +343,7 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	}
 	cl, err := q.spec.Build()
 	if err != nil {
-		return fmt.Errorf("cluster %s: %w", q.clusterLabel, err)
+		return fmt.Errorf("%s: %w", clusterSource(q.clusterLabel, *opt.clusterFile), err)
 	}
 	q.req.Cluster = cl
 	return nil
