@@ -60,3 +60,16 @@ func TestClusterFileBuildErrorNamesTheFile(t *testing.T) {
 		}
 	}
 }
+
+// A configs file none of whose configs is ranked says so: "1 of 1 configs
+// failed (line 1); the others are ranked above" spoke of others that were not.
+func TestRankEveryConfigFailed(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(f, []byte("{\n\"model\": {\"name\": \"llama3-8b\"}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run("rank", "--in", f)
+	if code != 1 || !strings.Contains(errOut, "2 of 2 configs failed (line 1, 2): none is ranked") || strings.Contains(errOut, "the others") {
+		t.Errorf("exit %d: %.300s", code, errOut)
+	}
+}

@@ -197,6 +197,9 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			if n > maxFailedLines {
 				failed, more = failed[:maxFailedLines], fmt.Sprintf(" and %d more", n-maxFailedLines)
 			}
+			if n == len(results) {
+				return fmt.Errorf("--in %s: %d of %d configs failed (line %s%s): none is ranked", *in, n, n, strings.Join(failed, ", "), more)
+			}
 			return fmt.Errorf("--in %s: %d of %d configs failed (line %s%s); the others are ranked above", *in, n, len(results), strings.Join(failed, ", "), more)
 		}
 		return nil
