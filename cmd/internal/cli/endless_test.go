@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +74,29 @@ func TestRankEveryConfigFailed(t *testing.T) {
 	code, _, errOut := run("rank", "--in", f)
 	if code != 1 || !strings.Contains(errOut, "2 of 2 configs failed (line 1, 2): none is ranked") || strings.Contains(errOut, "the others") {
 		t.Errorf("exit %d: %.300s", code, errOut)
+	}
+}
+
+// fullWriter fails every write, as a full disk does (/dev/full).
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// Output that cannot be written is a failure (exit 1, said on standard error),
+// whatever the format: estimate's and plan's tables to a full disk exited 0
+// with nothing written (their JSON was already refused so).
+func TestOutputWriteErrorFails(t *testing.T) {
+	for _, args := range [][]string{
+		{"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--tp", "8", "--mbs", "1", "--gbs", "64", "--seq", "4096"},
+		{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--gbs", "64", "--seq", "4096", "--top", "1"},
+		{"collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allreduce", "--size", "1GiB"},
+		{"catalog"},
+		{"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--tp", "8", "--mbs", "1", "--gbs", "64", "--seq", "4096", "--json"},
+	} {
+		var stderr bytes.Buffer
+		code := Run(context.Background(), args, fullWriter{}, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), "no space left on device") {
+			t.Errorf("%s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
+		}
 	}
 }
