@@ -234,3 +234,35 @@ func TestCalibrateClusterRows(t *testing.T) {
 		t.Errorf("the error does not name the file, line and field: %v", err)
 	}
 }
+
+// A training log's run that the reader refuses is named by the run's field
+// (inputs[i].run.tp, run.model, run.dp), not by the file's content, which is not
+// at fault: the message said "layout tp" and the violation inputs[0].content.
+func TestCalibrateRunLayoutNamesItsField(t *testing.T) {
+	c := client(t, DefaultLimits())
+	b, err := os.ReadFile("../estimator/calibrate/testdata/trainlogs/torchao-pretraining-bf16.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(edit func(*pb.CalibrationRun)) *pb.CalibrationRun {
+		r := &pb.CalibrationRun{Model: "llama3-8b", Gpus: 8, Zero: 3, MicroBatch: 1, GlobalBatch: 8, SeqLen: 8192, Recompute: "ops"}
+		edit(r)
+		return r
+	}
+	base := &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}
+	for field, r := range map[string]*pb.CalibrationRun{
+		"inputs[0].run.tp":           run(func(r *pb.CalibrationRun) { r.Tp = -2 }),
+		"inputs[0].run.model":        run(func(r *pb.CalibrationRun) { r.Model = "" }),
+		"inputs[0].run.dp":           run(func(r *pb.CalibrationRun) { r.Dp = 3 }),
+		"inputs[0].run.gpus":         run(func(r *pb.CalibrationRun) { r.Gpus = 0 }),
+		"inputs[0].run.seq_len":      run(func(r *pb.CalibrationRun) { r.SeqLen = 0 }),
+		"inputs[0].run.framework":    run(func(r *pb.CalibrationRun) { r.Framework = "nope" }),
+		"inputs[0].run.global_batch": run(func(r *pb.CalibrationRun) { r.GlobalBatch = 0 }),
+		// A negative gpus_per_node of the run was dropped for the input's.
+		"inputs[0].run.gpus_per_node": run(func(r *pb.CalibrationRun) { r.GpusPerNode = -4 }),
+	} {
+		_, err := c.CalibrateCluster(context.Background(), &pb.CalibrateClusterRequest{Cluster: base,
+			Inputs: []*pb.CalibrationInput{{Name: "run.log", Content: string(b), Run: r}}})
+		violationOf(t, err, codes.InvalidArgument, field)
+	}
+}

@@ -151,38 +151,43 @@ func readFault(b []byte, md protoreflect.MessageDescriptor, prefix string) (fiel
 			return join(prefix, strconv.Itoa(int(num))), fmt.Sprintf("%s has no field number %d in this daemon (a request encoded from a newer stepcost.proto?); it is refused rather than ignored", md.FullName(), num)
 		}
 		path := join(prefix, string(fd.Name()))
-		index := func() string {
+		// i is the index of the list's element read now (packed or not), and at
+		// its path, formatted only for an element at fault: formatting every
+		// element's took a list of 1.9 million entries 1.3 s.
+		i := seen[num]
+		at := func(i int) string {
 			if !fd.IsList() {
 				return path
 			}
+			return fmt.Sprintf("%s[%d]", path, i)
+		}
+		if fd.IsList() {
 			seen[num]++
-			return fmt.Sprintf("%s[%d]", path, seen[num]-1)
 		}
 		want := wireTypeOf(fd.Kind())
 		switch {
 		case typ == want && typ == protowire.VarintType:
 			v, _ := protowire.ConsumeVarint(value)
 			if r := varintRange(fd.Kind(), v); r != "" {
-				return index(), r
+				return at(i), r
 			}
 		case typ == want && fd.Message() != nil:
 			v, _ := protowire.ConsumeBytes(value)
-			if f, r := readFault(v, fd.Message(), index()); r != "" {
+			if f, r := readFault(v, fd.Message(), at(i)); r != "" {
 				return f, r
 			}
 		case typ == want:
-			index()
 		case typ == protowire.BytesType && fd.IsList() && want != protowire.BytesType:
-			// A packed list of scalars.
+			// A packed list of scalars: one element each.
 			v, _ := protowire.ConsumeBytes(value)
-			for len(v) > 0 {
+			for ; len(v) > 0; i++ {
 				var m int
 				if want == protowire.VarintType {
 					var x uint64
 					x, m = protowire.ConsumeVarint(v)
 					if m > 0 {
 						if r := varintRange(fd.Kind(), x); r != "" {
-							return index(), r
+							return at(i), r
 						}
 					}
 				} else {
@@ -191,9 +196,9 @@ func readFault(b []byte, md protoreflect.MessageDescriptor, prefix string) (fiel
 				if m < 0 {
 					return path, "is not a valid packed list"
 				}
-				index()
 				v = v[m:]
 			}
+			seen[num] = i
 		default:
 			return path, fmt.Sprintf("is of type %s, which wire type %d (%s) cannot carry (a request encoded from a different stepcost.proto?)", kindOf(fd), typ, wireTypeName(typ))
 		}

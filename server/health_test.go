@@ -83,6 +83,7 @@ func TestHealthAddr(t *testing.T) {
 		{http.MethodGet, "/", http.StatusNotFound},
 		{http.MethodPost, "/v1/steps:estimate", http.StatusNotFound},
 		{http.MethodPost, "/healthz", http.StatusMethodNotAllowed},
+		{http.MethodHead, "/healthz", http.StatusOK}, // it was 405 "Allow: POST"
 	} {
 		req, _ := http.NewRequest(tc.method, probes+tc.path, strings.NewReader("{}"))
 		resp, err := plain.Do(req)

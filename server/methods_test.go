@@ -21,8 +21,16 @@ func TestRESTWrongMethod(t *testing.T) {
 		{http.MethodGet, "/v1/steps:estimate", http.StatusMethodNotAllowed, "POST"},
 		{http.MethodGet, "/v1/plans:estimate", http.StatusMethodNotAllowed, "POST"},
 		{http.MethodPut, "/v1/configs:rank", http.StatusMethodNotAllowed, "POST"},
-		{http.MethodPost, "/v1/catalog", http.StatusMethodNotAllowed, "GET"},
+		{http.MethodPost, "/v1/catalog", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{http.MethodGet, "/v1/nothing:here", http.StatusNotFound, ""},
+		// /healthz takes GET too (it was "method POST not allowed on /healthz: use
+		// POST", Allow: POST), and a GET route HEAD (RFC 9110 section 9.3.2).
+		{http.MethodPost, "/healthz", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodOptions, "/v1/catalog", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodHead, "/v1/steps:estimate", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodHead, "/healthz", http.StatusOK, ""},
+		{http.MethodHead, "/v1/catalog", http.StatusOK, ""},
+		{http.MethodHead, "/openapi.json", http.StatusOK, ""},
 	} {
 		req, _ := http.NewRequest(tc.method, "http://"+d.httpAddr+tc.path, strings.NewReader("{}"))
 		resp, err := http.DefaultClient.Do(req)
@@ -34,7 +42,13 @@ func TestRESTWrongMethod(t *testing.T) {
 		if resp.StatusCode != tc.want || resp.Header.Get("Allow") != tc.allow {
 			t.Errorf("%s %s: %d (Allow %q), want %d (Allow %q): %s", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), tc.want, tc.allow, body)
 		}
-		if tc.want == http.StatusMethodNotAllowed && !strings.Contains(string(body), "use "+tc.allow) {
+		if tc.method == http.MethodHead && len(body) > 0 {
+			t.Errorf("%s %s: an answer with a body: %.100s", tc.method, tc.path, body)
+		}
+		if tc.want == http.StatusOK && tc.method == http.MethodHead && resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s %s: Content-Type %q, want GET's", tc.method, tc.path, resp.Header.Get("Content-Type"))
+		}
+		if tc.want == http.StatusMethodNotAllowed && tc.method != http.MethodHead && !strings.Contains(string(body), "use "+strings.Split(tc.allow, ",")[0]) {
 			t.Errorf("%s %s: body %s does not say which method to use", tc.method, tc.path, body)
 		}
 	}

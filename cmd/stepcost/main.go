@@ -13,6 +13,13 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal cancels the command; once it has, the signals' default
+	// comes back, so a second ends the process even where the command cannot
+	// see the cancellation (a read of a standard input that never comes).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

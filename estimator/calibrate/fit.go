@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -298,6 +299,8 @@ func logLoss(ms []Measured) float64 {
 type Inputs struct {
 	Sweeps []Sweep
 	Runs   []Run
+	// contents names the file each content read came from, by its SHA-256.
+	contents map[[sha256.Size]byte]string
 }
 
 // files lists the inputs' file names in order.

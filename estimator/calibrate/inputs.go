@@ -3,6 +3,7 @@ package calibrate
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -113,10 +114,25 @@ func runFields(l RunLayout) []string {
 // Read reads one input file, nccl-tests output, measurement rows (JSON lines in
 // the nccl-measurement schema, MeasurementRow) or a training log, by its content,
 // and adds it to the inputs. Content that is neither is an error naming the file.
-func (in *Inputs) Read(name string, data []byte, fl FileLayout) error {
+func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
 	// A UTF-8 byte-order mark (a file saved by a Windows editor) is not
 	// content: before it, measurement rows read as some other text.
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	// A copy of a file read already, under another name: its rows would be
+	// fitted twice, and each copy scored, left out, with the other in the fit.
+	sum := sha256.Sum256(data)
+	if first, ok := in.contents[sum]; ok {
+		return fileErr(name, 0, "the same content as %s: one measurement given twice (a copy under another name)", first)
+	}
+	defer func() {
+		if err != nil {
+			return
+		}
+		if in.contents == nil {
+			in.contents = map[[sha256.Size]byte]string{}
+		}
+		in.contents[sum] = name
+	}()
 	// A layout value the file's reader would not use is refused, not dropped.
 	switch {
 	case bytes.Contains(data, []byte(`"nccl_version"`)) && bytes.Contains(data, []byte(`"results"`)):

@@ -84,6 +84,10 @@ type FileError struct {
 	File string
 	Line int
 	Msg  string
+	// Layout is the field of the layout given beside the file that is at fault
+	// (a training log's "tp", "model"), by its layout-file key; "" when the
+	// file is.
+	Layout string
 }
 
 func (e *FileError) Error() string {
@@ -253,24 +257,24 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 				return s, fileErr(name, line, "%s: the run's data check found wrong results, so its times are not a healthy fabric's (rerun it)", strings.TrimSpace(strings.TrimPrefix(t, "#")))
 			}
 			continue
-		case strings.HasPrefix(t, "#") || strings.Contains(t, "out-of-place") || strings.Contains(t, "(elements)"):
-			if strings.Contains(t, "algbw") && strings.Contains(t, "busbw") {
-				sawColumns = true
-				perIter = strings.Contains(t, "i_min")
-				wrongCounts = strings.Contains(t, "#wrong")
-				// -C 1 (report_cputime) prints the host's time to enqueue the
-				// calls, taken before they complete (nccl-tests and rccl-tests
-				// src/common.cu, cputimeSec), under "cputime".
-				if strings.Contains(t, "cputime") {
-					return s, fileErr(name, line, "cputime columns: the run reported the host's time to enqueue the calls (-C 1), not the collective's; rerun without -C")
-				}
+		case strings.Contains(t, "algbw") && strings.Contains(t, "busbw"):
+			// The column header, with its comment mark or without (outputs
+			// copied from a web page or a notebook lose it: testdata/h100-ib):
+			// read the same either way.
+			sawColumns = true
+			perIter = strings.Contains(t, "i_min")
+			wrongCounts = strings.Contains(t, "#wrong")
+			// -C 1 (report_cputime) prints the host's time to enqueue the
+			// calls, taken before they complete (nccl-tests and rccl-tests
+			// src/common.cu, cputimeSec), under "cputime".
+			if strings.Contains(t, "cputime") {
+				return s, fileErr(name, line, "cputime columns: the run reported the host's time to enqueue the calls (-C 1), not the collective's; rerun without -C")
 			}
+			continue
+		case strings.HasPrefix(t, "#") || strings.Contains(t, "out-of-place") || strings.Contains(t, "(elements)"):
 			if strings.Contains(t, "Avg bus bandwidth") {
 				sawSummary = true
 			}
-			continue
-		case strings.Contains(t, "algbw") && strings.Contains(t, "busbw"):
-			sawColumns = true
 			continue
 		case strings.Contains(t, "Avg bus bandwidth"):
 			sawSummary = true

@@ -348,3 +348,24 @@ func TestDecodeLayoutsKeyInTwoCases(t *testing.T) {
 		}
 	}
 }
+
+// One measurement given twice under two names (a copy of the file) is refused
+// naming both: its rows were fitted twice and each copy scored, left out, with
+// the other still in the fit.
+func TestReadRefusesSameContentTwice(t *testing.T) {
+	data, err := os.ReadFile("testdata/rows/h100-ib-nebius/dstack-nebius-2n-allreduce.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in calibrate.Inputs
+	if err := in.Read("a.jsonl", data, calibrate.FileLayout{}); err != nil {
+		t.Fatal(err)
+	}
+	err = in.Read("copy-of-a.jsonl", append([]byte("\uFEFF"), data...), calibrate.FileLayout{})
+	if err == nil || !strings.Contains(err.Error(), "copy-of-a.jsonl: the same content as a.jsonl") {
+		t.Errorf("a copy: %v", err)
+	}
+	if len(in.Sweeps) != 1 {
+		t.Errorf("%d sweeps read", len(in.Sweeps))
+	}
+}

@@ -365,7 +365,7 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 
 func checkRunLayout(name string, l *RunLayout, fw string) error {
 	bad := func(field, format string, args ...any) error {
-		return fileErr(name, 0, "layout %s: %s", field, fmt.Sprintf(format, args...))
+		return &FileError{File: name, Msg: fmt.Sprintf("layout %s: %s", field, fmt.Sprintf(format, args...)), Layout: field}
 	}
 	if l.Model == "" {
 		return bad("model", "required (a catalog model, e.g. llama3-8b): the log does not state the architecture")
@@ -376,8 +376,33 @@ func checkRunLayout(name string, l *RunLayout, fw string) error {
 	if l.GPUs < 1 {
 		return bad("gpus", "required: how many GPUs the run used")
 	}
-	if l.GlobalBatch < 1 || l.SeqLen < 1 || l.MicroBatch < 1 {
-		return bad("global_batch, seq_len, micro_batch", "required (the log's step time is for this batch)")
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"global_batch", l.GlobalBatch}, {"seq_len", l.SeqLen}, {"micro_batch", l.MicroBatch}} {
+		if f.v < 1 {
+			return bad(f.key, "required (the log's step time is for this batch: global_batch, seq_len and micro_batch)")
+		}
+	}
+	// A negative degree was read as 1 (max(1, tp)), one the estimate does not
+	// take as given.
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"gpus_per_node", l.GPUsPerNode}, {"tp", l.TP}, {"pp", l.PP}, {"cp", l.CP}, {"ep", l.EP}, {"dp", l.DP}, {"zero", l.ZeRO}, {"vpp", l.VPP}} {
+		if f.v < 0 {
+			return bad(f.key, "must not be negative (got %d)", f.v)
+		}
+	}
+	// The degrees multiply to the run's GPUs: the estimate is of tp × pp × cp ×
+	// dp GPUs, and was of fewer than the log's when they did not (dp taken as
+	// gpus / (tp × pp × cp), rounded down).
+	tp, pp, cp := max(1, l.TP), max(1, l.PP), max(1, l.CP)
+	switch {
+	case l.DP == 0 && l.GPUs%(tp*pp*cp) != 0:
+		return bad("gpus", "%d is not a multiple of tp × pp × cp = %d × %d × %d", l.GPUs, tp, pp, cp)
+	case l.DP > 0 && tp*pp*cp*l.DP != l.GPUs:
+		return bad("dp", "tp × pp × cp × dp = %d × %d × %d × %d = %d GPUs, but gpus is %d", tp, pp, cp, l.DP, tp*pp*cp*l.DP, l.GPUs)
 	}
 	if l.Framework == "" {
 		l.Framework = fw
@@ -402,10 +427,24 @@ func (r Run) request(spec topology.Spec) (step.Request, error) {
 	if per > spec.GPUsPerNode {
 		return step.Request{}, fileErr(r.File, 0, "layout gpus_per_node %d: the base cluster has %d", per, spec.GPUsPerNode)
 	}
-	spec.Nodes = (l.GPUs + spec.GPUsPerNode - 1) / spec.GPUsPerNode
+	// The run's GPUs on as many nodes as gpus_per_node of each hold, rank r on
+	// GPU r mod gpus_per_node of node r / gpus_per_node (the nodes' first GPUs,
+	// as a launcher given fewer GPUs a node than it has places them); it was
+	// checked against the node and then dropped, the run priced on full nodes.
+	spec.Nodes = (l.GPUs + per - 1) / per
 	cl, err := spec.Build()
 	if err != nil {
 		return step.Request{}, fmt.Errorf("%s: the base cluster with %d nodes: %w", r.File, spec.Nodes, err)
+	}
+	var ranks *step.RankMap
+	if per < spec.GPUsPerNode {
+		gpus := make([]int, l.GPUs)
+		for r := range gpus {
+			gpus[r] = r/per*spec.GPUsPerNode + r%per
+		}
+		if ranks, err = step.NewRankMap(cl, gpus); err != nil {
+			return step.Request{}, fileErr(r.File, 0, "layout gpus_per_node %d: %v", per, err)
+		}
 	}
 	lay := step.Layout{TP: max(1, l.TP), PP: max(1, l.PP), CP: max(1, l.CP), EP: l.EP, DP: l.DP, ZeRO: l.ZeRO,
 		MicroBatch: l.MicroBatch, SP: l.SP, Recompute: step.RecomputeNone, VirtualStages: l.VPP}
@@ -427,7 +466,7 @@ func (r Run) request(spec topology.Spec) (step.Request, error) {
 	if l.Precision != "" {
 		t.Precision = step.Precision(strings.ToLower(l.Precision))
 	}
-	return step.Request{Model: a, Training: t, Cluster: cl, Layout: lay}, nil
+	return step.Request{Model: a, Training: t, Cluster: cl, Layout: lay, Ranks: ranks}, nil
 }
 
 // priceRuns estimates every run's step on spec with knobs k.

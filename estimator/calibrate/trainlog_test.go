@@ -157,3 +157,61 @@ func torchaoRuns(t *testing.T) (topology.Spec, calibrate.Inputs) {
 	}
 	return spec, in
 }
+
+// A training log's layout is read as given or refused naming the field: a
+// negative degree was taken as 1, a GPU count the degrees do not multiply to was
+// priced on the GPUs they do multiply to (16 GPUs with tp 2 and dp 4 as 8), and
+// gpus_per_node was checked against the node and then dropped (8 GPUs as 2 nodes
+// × 4 priced as one node of 8).
+func TestTrainingLogLayoutReadAsGiven(t *testing.T) {
+	log := []byte(" iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n iteration 20/ 1000 | elapsed time per iteration (ms): 2000.0 |\n")
+	ok := calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, MicroBatch: 1, GlobalBatch: 64, SeqLen: 4096}
+	with := func(edit func(*calibrate.RunLayout)) calibrate.RunLayout {
+		l := ok
+		edit(&l)
+		return l
+	}
+	for _, tt := range []struct {
+		name string
+		lay  calibrate.RunLayout
+		want string
+	}{
+		{"negative tp", with(func(l *calibrate.RunLayout) { l.TP = -2 }), "layout tp: must not be negative (got -2)"},
+		{"negative pp", with(func(l *calibrate.RunLayout) { l.PP = -1 }), "layout pp: must not be negative (got -1)"},
+		{"negative zero", with(func(l *calibrate.RunLayout) { l.ZeRO = -1 }), "layout zero: must not be negative (got -1)"},
+		{"negative vpp", with(func(l *calibrate.RunLayout) { l.VPP = -4 }), "layout vpp: must not be negative (got -4)"},
+		{"gpus not a multiple", with(func(l *calibrate.RunLayout) { l.GPUs, l.TP = 12, 8 }), "layout gpus: 12 is not a multiple of tp × pp × cp = 8 × 1 × 1"},
+		{"dp against gpus", with(func(l *calibrate.RunLayout) { l.TP, l.DP = 2, 4 }), "layout dp: tp × pp × cp × dp = 2 × 1 × 1 × 4 = 8 GPUs, but gpus is 16"},
+	} {
+		_, err := calibrate.ParseTrainingLog(tt.name+".log", log, tt.lay)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
+		}
+	}
+
+	// 8 GPUs as 2 nodes × 4 of dgx-h100 are priced on two nodes: the data-parallel
+	// gradients cross the network, which one node of 8 does not.
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	score := func(per int) float64 {
+		t.Helper()
+		l := calibrate.RunLayout{Model: "llama3-8b", GPUs: 8, GPUsPerNode: per, MicroBatch: 1, GlobalBatch: 8, SeqLen: 4096}
+		r, err := calibrate.ParseTrainingLog("run.log", log, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		med, _, err := calibrate.Score(spec, calibrate.Inputs{Runs: []calibrate.Run{r}})
+		if err != nil {
+			t.Fatalf("gpus_per_node %d: %v", per, err)
+		}
+		return med
+	}
+	if one, two := score(8), score(4); one == two {
+		t.Errorf("8 GPUs as 2 nodes × 4 priced as one node of 8 (error %.4f both)", one)
+	}
+	if a, b := score(0), score(8); a != b {
+		t.Errorf("gpus_per_node left out (the node's) %.4f, given as the node's 8 %.4f", a, b)
+	}
+}

@@ -478,3 +478,47 @@ func TestCRLF(t *testing.T) {
 		t.Errorf("training log: %v s over %d, %v", r.StepS, r.Steps, err)
 	}
 }
+
+// Outputs copied from a web page or a notebook often lose the comment mark of
+// the column header (dstack's and the cluster toolkit's examples print
+// "        size         count      type …", testdata/h100-ib): the header still
+// says what the columns are, so it is read as with the mark — cputime columns
+// refused, a "#wrong" count in %g form a count, the -I 1 columns read.
+func TestParseColumnHeaderWithoutCommentMark(t *testing.T) {
+	bare := func(out string) string {
+		var b strings.Builder
+		for _, l := range strings.SplitAfter(out, "\n") {
+			if strings.Contains(l, "algbw") || strings.Contains(l, "(elements)") || strings.Contains(l, "out-of-place") {
+				l = " " + strings.TrimPrefix(l, "#")
+			}
+			b.WriteString(l)
+		}
+		return b.String()
+	}
+	if s, err := calibrate.ParseNCCLTests("bare.txt", []byte(bare(table8(20))), calibrate.Layout{}); err != nil || len(s.Points) != 7 {
+		t.Fatalf("the clean table without comment marks: %v", err)
+	}
+	cpu := strings.Replace(table8(20), "root     time   algbw   busbw #wrong     time", "root  cputime   algbw   busbw #wrong  cputime", 1)
+	if _, err := calibrate.ParseNCCLTests("cpu.txt", []byte(bare(cpu)), calibrate.Layout{}); err == nil || !strings.Contains(err.Error(), "cpu.txt:15: cputime") {
+		t.Errorf("cputime columns without the comment mark: got %v, want them refused at line 15", err)
+	}
+	if _, err := calibrate.ParseNCCLTests("million.txt", []byte(bare(table8(20, "1e+06"))), calibrate.Layout{}); err == nil || !strings.Contains(err.Error(), "million.txt:17: #wrong 1e+06") {
+		t.Errorf("a million wrong elements under a header without the comment mark: got %v, want line 17 refused", err)
+	}
+	var iter strings.Builder
+	for _, l := range strings.SplitAfter(bare(table8(20)), "\n") {
+		body := strings.TrimSuffix(l, "\n")
+		f := strings.Fields(body)
+		switch {
+		case strings.Contains(body, "#wrong"):
+			iter.WriteString(strings.ReplaceAll(body, "#wrong", "#wrong    i_min    i_max    i_p99    i_cv%") + "\n")
+		case len(f) == 13 && !strings.HasPrefix(body, "#"):
+			iter.WriteString(strings.Join(append(append(append(append([]string{}, f[:9]...), f[5]+"0", f[5]+"9", f[5]+"8", "1.20"), f[9:]...), f[9]+"0", f[9]+"9", f[9]+"8", "1.10"), "  ") + "\n")
+		default:
+			iter.WriteString(l)
+		}
+	}
+	if s, err := calibrate.ParseNCCLTests("iter.txt", []byte(iter.String()), calibrate.Layout{}); err != nil || len(s.Points) != 7 || s.Points[2].TimeUs != 80 {
+		t.Errorf("per-iteration columns under a header without the comment mark: %v", err)
+	}
+}

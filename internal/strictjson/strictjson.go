@@ -18,12 +18,18 @@ import (
 	"strings"
 )
 
+// maxDepth bounds the nesting of arrays and objects: encoding/json's own
+// limit (maxNestingDepth, encoding/json/scanner.go), which its Decoder.Token
+// does not apply.
+const maxDepth = 10000
+
 // Check says what in data is not one JSON value whose objects give each key once
 // (in any case): a key's path (`"gpu"."name" is given twice`), or a second value.
 func Check(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := value(dec, ""); err != nil {
+	var path []string // the keys down to the value read, quoted
+	if err := value(dec, &path, 0); err != nil {
 		return err
 	}
 	end := dec.InputOffset()
@@ -33,14 +39,19 @@ func Check(data []byte) error {
 	return nil
 }
 
-// value reads the next value of dec, refusing an object's key given twice.
-func value(dec *json.Decoder, path string) error {
+// value reads the next value of dec, at depth under the keys in path, refusing
+// an object's key given twice. The path is kept as its keys and written out only
+// for an error: built whole at each level, it grew with the square of the depth.
+func value(dec *json.Decoder, path *[]string, depth int) error {
 	tok, err := dec.Token()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return errors.New("no JSON value")
 		}
 		return err
+	}
+	if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') && depth >= maxDepth {
+		return fmt.Errorf("nested deeper than %d arrays and objects", maxDepth)
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -52,15 +63,18 @@ func value(dec *json.Decoder, path string) error {
 			}
 			key, _ := k.(string)
 			fold := strings.ToLower(key)
-			at := path + strconv.Quote(key)
 			if first, ok := seen[fold]; ok {
+				at := strings.Join(*path, "")
 				if first == key {
-					return fmt.Errorf("%s is given twice", at)
+					return fmt.Errorf("%s is given twice", at+strconv.Quote(key))
 				}
-				return fmt.Errorf("%s is given twice (as %q and %q)", path+strconv.Quote(fold), first, key)
+				return fmt.Errorf("%s is given twice (as %q and %q)", at+strconv.Quote(fold), first, key)
 			}
 			seen[fold] = key
-			if err := value(dec, at+"."); err != nil {
+			*path = append(*path, strconv.Quote(key)+".")
+			err = value(dec, path, depth+1)
+			*path = (*path)[:len(*path)-1]
+			if err != nil {
 				return err
 			}
 		}
@@ -68,7 +82,7 @@ func value(dec *json.Decoder, path string) error {
 		return err
 	case json.Delim('['):
 		for dec.More() {
-			if err := value(dec, path); err != nil {
+			if err := value(dec, path, depth+1); err != nil {
 				return err
 			}
 		}

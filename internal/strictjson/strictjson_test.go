@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -27,5 +28,32 @@ func TestCheck(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%q: %v, want %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+// A value nested deeper than encoding/json's own limit (10000, which its
+// Decoder.Token does not apply) is refused, and checking one costs memory in
+// proportion to the input: each level's key path was built whole and kept, so a
+// 700 KB model file of 100 000 nested objects took 24 GB.
+func TestCheckDeepNesting(t *testing.T) {
+	const depth = 12000
+	deep := []byte(strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := Check(deep)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "nested deeper than 10000") {
+		t.Errorf("%d nested objects: %v", depth, err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Errorf("%d nested objects: %d MB allocated", depth, n>>20)
+	}
+	ok := []byte(strings.Repeat(`[{"a":`, 4000) + "1" + strings.Repeat("}]", 4000))
+	if err := Check(ok); err != nil {
+		t.Errorf("8000 levels: %v", err)
+	}
+	twice := []byte(strings.Repeat(`{"a":`, 3000) + `{"b": 1, "b": 2}` + strings.Repeat("}", 3000))
+	if err := Check(twice); err == nil || !strings.HasPrefix(err.Error(), strings.Repeat(`"a".`, 3000)+`"b" is given twice`) {
+		t.Errorf("a key twice 3000 levels down: %.100v", err)
 	}
 }

@@ -31,8 +31,10 @@ type Calibration struct {
 	Base   string // the base's name, for the report
 	Spec   topology.Spec
 	Inputs calibrate.Inputs
-	// files maps each input's name to its index, to name the field of an error.
-	files map[string]int
+	// files maps each input's name to its index, to name the field of an error;
+	// runGPUsPerNode the inputs whose run gives gpus_per_node.
+	files          map[string]int
+	runGPUsPerNode map[string]bool
 }
 
 // ResolveCalibration validates a CalibrateCluster request and reads its inputs:
@@ -113,7 +115,7 @@ func ResolveCalibration(req *pb.CalibrateClusterRequest) (*Calibration, error) {
 	if base == "" {
 		base = spec.Name
 	}
-	cal := &Calibration{Base: base, Spec: spec, files: seen}
+	cal := &Calibration{Base: base, Spec: spec, files: seen, runGPUsPerNode: map[string]bool{}}
 	for _, in := range ins {
 		r := in.GetRun()
 		fl := calibrate.FileLayout{Nodes: int(in.GetNodes()), Op: in.GetOp(), Launch: in.GetLaunch(), Algo: in.GetAlgo(),
@@ -122,8 +124,9 @@ func ResolveCalibration(req *pb.CalibrateClusterRequest) (*Calibration, error) {
 				MicroBatch: int(r.GetMicroBatch()), GlobalBatch: int(r.GetGlobalBatch()), SeqLen: int(r.GetSeqLen()),
 				Precision: r.GetPrecision(), Recompute: r.GetRecompute(), SP: r.GetSp(), Schedule: r.GetSchedule(), VPP: int(r.GetVpp()),
 				Framework: r.GetFramework()}}
-		if r.GetGpusPerNode() > 0 {
+		if r.GetGpusPerNode() != 0 {
 			fl.GPUsPerNode = int(r.GetGpusPerNode())
+			cal.runGPUsPerNode[in.GetName()] = true
 		}
 		if err := cal.Inputs.Read(in.GetName(), []byte(in.GetContent()), fl); err != nil {
 			return nil, cal.FileError(err)
@@ -138,7 +141,16 @@ func (c *Calibration) FileError(err error) error {
 	var fe *calibrate.FileError
 	if errors.As(err, &fe) {
 		if i, ok := c.files[fe.File]; ok {
-			return invalid.Field(fmt.Sprintf("inputs[%d].content", i), "%s", fe.Error())
+			// A training log's layout at fault is its run's field (the input's
+			// own gpus_per_node unless the run gives one), not the content.
+			field := "content"
+			switch {
+			case fe.Layout == "gpus_per_node" && !c.runGPUsPerNode[fe.File]:
+				field = "gpus_per_node"
+			case fe.Layout != "":
+				field = "run." + fe.Layout
+			}
+			return invalid.Field(fmt.Sprintf("inputs[%d].%s", i, field), "%s", fe.Error())
 		}
 	}
 	if errors.Is(err, calibrate.ErrNoInputs) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +82,15 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 			}
 			return err
 		}
+		if enc := wideEncoding(data); enc != "" {
+			return keep(r, &decodeError{code: codes.InvalidArgument,
+				rule: fmt.Sprintf("%s text (it starts with that encoding's byte-order mark): send the JSON in UTF-8 (RFC 8259 section 8.1)", enc)})
+		}
+		// A UTF-8 byte-order mark is read past, as the command line reads its
+		// files (RFC 8259 section 8.1 lets a parser ignore it): it was refused as
+		// "malformed JSON at line 1, column 1: invalid value" and the invisible
+		// mark. Positions in errors are then counted after it.
+		data = bytes.TrimPrefix(data, utf8BOM)
 		if len(bytes.TrimSpace(data)) == 0 {
 			return io.EOF // no body: an empty request, as the gateway has it
 		}
@@ -89,6 +99,24 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		return nil
 	})
+}
+
+// utf8BOM is the byte-order mark U+FEFF in UTF-8.
+var utf8BOM = []byte("\uFEFF")
+
+// wideEncoding names the UTF-16 or UTF-32 encoding whose byte-order mark data
+// starts with, or "".
+func wideEncoding(data []byte) string {
+	for _, e := range []struct{ name, mark string }{
+		// UTF-32LE first: its mark begins with UTF-16LE's.
+		{"UTF-32LE", "\xff\xfe\x00\x00"}, {"UTF-32BE", "\x00\x00\xfe\xff"},
+		{"UTF-16LE", "\xff\xfe"}, {"UTF-16BE", "\xfe\xff"},
+	} {
+		if bytes.HasPrefix(data, []byte(e.mark)) {
+			return e.name
+		}
+	}
+	return ""
 }
 
 // newField sets *v, a pointer to a nil message pointer, to a new message and
@@ -166,21 +194,25 @@ func (e *decodeError) status() *status.Status {
 	return bounded.Status(st)
 }
 
+// getPaths are the gateway's paths read with GET (and HEAD); the others take POST.
+var getPaths = []string{"/v1/catalog", "/healthz"}
+
 // restRoutingErrors answers a request the gateway routes nowhere. A known path with
 // the wrong method is 405 Method Not Allowed (the gateway's default is 501, which
-// says the server lacks the feature), with an Allow header naming the method the
-// path takes; the rest is answered as the gateway does by default.
+// says the server lacks the feature), with an Allow header naming the methods the
+// path takes (GET and HEAD for /v1/catalog and /healthz: /healthz was said to take
+// POST); the rest is answered as the gateway does by default.
 func restRoutingErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
 	if httpStatus != http.StatusMethodNotAllowed {
 		runtime.DefaultRoutingErrorHandler(ctx, mux, m, w, r, httpStatus)
 		return
 	}
-	allow := http.MethodPost
-	if strings.HasPrefix(r.URL.Path, "/v1/catalog") {
-		allow = http.MethodGet
+	use, allow := http.MethodPost, http.MethodPost
+	if slices.Contains(getPaths, r.URL.Path) {
+		use, allow = http.MethodGet, "GET, HEAD"
 	}
 	w.Header().Set("Allow", allow)
-	err := status.Errorf(codes.Unimplemented, "method %s not allowed on %s: use %s", r.Method, r.URL.Path, allow)
+	err := status.Errorf(codes.Unimplemented, "method %s not allowed on %s: use %s", r.Method, r.URL.Path, use)
 	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, &runtime.HTTPStatusError{HTTPStatus: http.StatusMethodNotAllowed, Err: err})
 }
 

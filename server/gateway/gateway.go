@@ -61,6 +61,19 @@ func New(ctx context.Context, lis *InProcess, opts ...grpc.DialOption) (*grpc.Cl
 		runtime.WithRoutingErrorHandler(restRoutingErrors),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
 	)
+	// HEAD on a GET path is answered as GET without the body (RFC 9110 section
+	// 9.3.2; net/http drops what the handler writes): the gateway routes no HEAD,
+	// and answered 405, also to a probe's HEAD /healthz.
+	for _, p := range getPaths {
+		if err := mux.HandlePath(http.MethodHead, p, func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+			get := r.Clone(r.Context())
+			get.Method = http.MethodGet
+			mux.ServeHTTP(w, get)
+		}); err != nil {
+			conn.Close()
+			return nil, nil, err
+		}
+	}
 	if err := gw.RegisterStepcostServiceHandler(ctx, mux, conn); err != nil {
 		conn.Close()
 		return nil, nil, err

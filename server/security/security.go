@@ -138,17 +138,48 @@ func loadServerTLS(c TLS, log *slog.Logger) (*tls.Config, error) {
 		MinVersion: tls.VersionTLS12,
 	}
 	if c.ClientCAFile != "" {
-		data, err := os.ReadFile(c.ClientCAFile)
+		pool, err := clientCAs(c.ClientCAFile)
 		if err != nil {
-			return nil, invalid.Field("--tls-client-ca", "%v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(data) {
-			return nil, invalid.Field("--tls-client-ca", "no PEM certificate in %s", c.ClientCAFile)
+			return nil, err
 		}
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// clientCAs reads --tls-client-ca's certificates.
+func clientCAs(path string) (*x509.CertPool, error) {
+	data, err := readPEM(path)
+	if err != nil {
+		return nil, invalid.Field("--tls-client-ca", "%v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, invalid.Field("--tls-client-ca", "no PEM certificate in %s", path)
+	}
+	return pool, nil
+}
+
+// maxPEM bounds a certificate, key or CA file: a CA bundle of every public root
+// is under 1 MiB.
+const maxPEM = 16 << 20
+
+// readPEM reads a PEM file up to maxPEM bytes: a file without end (/dev/zero, a
+// device) was read until memory ran out.
+func readPEM(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPEM+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxPEM {
+		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxPEM>>20)
+	}
+	return data, nil
 }
 
 // certFiles serves the certificate of --tls-cert and --tls-key and reloads it
@@ -183,11 +214,11 @@ func (f *certFiles) load() error {
 	// Stamped before reading, so that a change during the read is seen next time.
 	stamp := [2]fileStamp{stampOf(f.certFile), stampOf(f.keyFile)}
 	// The files are read one by one so that a missing one is named by its flag.
-	certPEM, err := os.ReadFile(f.certFile)
+	certPEM, err := readPEM(f.certFile)
 	if err != nil {
 		return invalid.Field("--tls-cert", "%v", err)
 	}
-	keyPEM, err := os.ReadFile(f.keyFile)
+	keyPEM, err := readPEM(f.keyFile)
 	if err != nil {
 		return invalid.Field("--tls-key", "%v", err)
 	}
@@ -282,7 +313,13 @@ func parseTokens(r io.Reader) ([]string, error) {
 	var tokens []string
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
-		t := strings.TrimSpace(sc.Text())
+		t := sc.Text()
+		if line == 1 {
+			// A byte-order mark (a file saved by a Windows editor) is not part
+			// of the first token, as the command line's --token-file reads it.
+			t = strings.TrimPrefix(t, "\uFEFF")
+		}
+		t = strings.TrimSpace(t)
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}

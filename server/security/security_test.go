@@ -38,3 +38,34 @@ func TestTokenSources(t *testing.T) {
 		}
 	}
 }
+
+// A token file saved with a byte-order mark holds the same tokens (the command
+// line's --token-file reads it so): the daemon refused to start on its first
+// line. The certificate, key and CA files are read up to a bound: a device
+// without end (/dev/zero) was read until memory ran out.
+func TestFilesMarkedOrEndless(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(f, []byte("\uFEFF"+tokenA+"\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := loadTokens(Auth{TokenFile: f}); err != nil || !slices.Equal(got, []string{tokenA}) {
+		t.Errorf("a token file with a byte-order mark: %q %v", got, err)
+	}
+	for flag, cfg := range map[string]TLS{
+		"--tls-cert":      {CertFile: "/dev/zero", KeyFile: f},
+		"--tls-key":       {CertFile: f, KeyFile: "/dev/zero"},
+		"--tls-client-ca": {ClientCAFile: "/dev/zero"},
+	} {
+		if cfg.ClientCAFile != "" {
+			_, err := clientCAs(cfg.ClientCAFile)
+			if err == nil || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), "larger than") {
+				t.Errorf("%s /dev/zero: %v", flag, err)
+			}
+			continue
+		}
+		err := (&certFiles{certFile: cfg.CertFile, keyFile: cfg.KeyFile}).load()
+		if err == nil || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("%s /dev/zero: %v", flag, err)
+		}
+	}
+}

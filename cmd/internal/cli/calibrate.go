@@ -23,7 +23,8 @@ import (
 var errSVGAndJSON = errors.New("--svg - and --json: both write to standard output; give --svg a file")
 
 // maxInputSize bounds one input file (nccl-tests outputs are kilobytes, training
-// logs megabytes).
+// logs megabytes) and every other file read whole (a request, a model, a free
+// map).
 const maxInputSize = 64 << 20
 
 // calibrateCommand is a thin adapter: read the files, hand them to estimator/calibrate,
@@ -59,6 +60,9 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
 			}
 			if layouts, err = calibrate.DecodeLayouts(j); err != nil {
+				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
+			}
+			if err := layoutsOfOneFile(layouts, files); err != nil {
 				return fmt.Errorf("--layout %s: %w", *layoutFile, err)
 			}
 			if u := layouts.Unused(files); len(u) > 0 {
@@ -123,6 +127,23 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 // sameFiles refuses one file given under two paths (x.txt and ./x.txt, a link):
 // its rows would be fitted twice, and each copy scored with the other in the fit.
 // One path given twice is refused by the fit itself.
+// layoutsOfOneFile refuses a layout entry, keyed by a base name, that two input
+// files share: it cannot say which it is for, and was applied to both.
+func layoutsOfOneFile(layouts calibrate.Layouts, files []string) error {
+	first := map[string]string{}
+	for _, f := range files {
+		b := filepath.Base(f)
+		if _, ok := layouts[b]; !ok {
+			continue
+		}
+		if g, ok := first[b]; ok && g != f {
+			return fmt.Errorf("entry %q is for %s and %s, whose base names are the same (entries are keyed by the file's base name): give the files distinct names", b, g, f)
+		}
+		first[b] = f
+	}
+	return nil
+}
+
 func sameFiles(files []string) error {
 	seen := make([]os.FileInfo, len(files))
 	for i, f := range files {

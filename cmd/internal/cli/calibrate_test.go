@@ -354,3 +354,63 @@ func TestCalibrateSVGToStdoutAndJSON(t *testing.T) {
 		t.Errorf("exit %d: %.100q %s", code, out, errOut)
 	}
 }
+
+// A --layout entry is keyed by a file's base name: one that two inputs share
+// (run1/ar.txt and run2/ar.txt) cannot say which it is for, and was applied to
+// both, the second file read with the first's nodes. It is refused naming both.
+func TestCalibrateLayoutEntryOfTwoFiles(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "h100-ib", "dstack-nebius-allreduce.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var files []string
+	for i, d := range []string{"run1", "run2"} {
+		f := filepath.Join(dir, d, "ar.txt")
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		// Two runs, not one file copied (which is refused as such): the
+		// second's closing average differs.
+		body := bytes.Replace(src, []byte("Avg bus bandwidth    : 125.499"), []byte(fmt.Sprintf("Avg bus bandwidth    : 125.49%d", 9-i)), 1)
+		if err := os.WriteFile(f, body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	layout := filepath.Join(dir, "layout.yaml")
+	if err := os.WriteFile(layout, []byte("ar.txt: {nodes: 2, gpus_per_node: 8}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run("calibrate", "--cluster", "dgx-h100", "--layout", layout, files[0], files[1])
+	want := `entry "ar.txt" is for ` + files[0] + " and " + files[1]
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, want 1 and %q: %.200s%.300s", code, want, out, errOut)
+	}
+	// Without a layout entry of that name the two files are read, each its own.
+	code, out, errOut = run("calibrate", "--cluster", "dgx-h100", "--nodes", "2", "--gpus-per-node", "8", files[0], files[1])
+	if code != 0 {
+		t.Errorf("without the entry: exit %d: %.200s%.300s", code, out, errOut)
+	}
+}
+
+// A copy of an input under another name (cp ar.txt ar-copy.txt) is refused
+// naming both: its rows were fitted twice, each copy scored with the other in
+// the fit.
+func TestCalibrateCopyOfAnInput(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "h100-ib", "dstack-nebius-allreduce.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "ar.txt"), filepath.Join(dir, "ar-copy.txt")
+	for _, f := range []string{a, b} {
+		if err := os.WriteFile(f, src, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := run("calibrate", "--cluster", "dgx-h100", "--nodes", "2", "--gpus-per-node", "8", a, b)
+	if want := b + ": the same content as " + a; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, want 1 and %q: %.200s%.300s", code, want, out, errOut)
+	}
+}

@@ -278,7 +278,11 @@ func (c command) cobra(root *cobra.Command, stdout, stderr io.Writer) *cobra.Com
 			return err
 		}
 		wide, _ := cmd.Flags().GetBool("wide")
-		err := run(cmd.Context(), args, newOutput(stdout, wide), stderr)
+		out := newOutput(stdout, wide)
+		err := run(cmd.Context(), args, out, stderr)
+		if err == nil && out.err != nil {
+			err = fmt.Errorf("standard output: %w", out.err)
+		}
 		var u *usageError
 		if err == nil || errors.As(err, &u) {
 			return err

@@ -208,6 +208,22 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
+// A size's error says what is wrong with it: 1e400 is a number too large (it was
+// "not a number"), NaN and Inf are not sizes (they were an "unknown unit").
+func TestParseSizeSaysWhatIsWrong(t *testing.T) {
+	for in, want := range map[string]string{
+		"1e400": `size "1e400": larger than the 1 PiB limit`,
+		"NaN":   `size "NaN": "NaN" is not a number`,
+		"Inf":   `size "Inf": "Inf" is not a number`,
+		"-inf":  `size "-inf": "-inf" is not a number`,
+		"1EiB":  `unknown unit "EiB"`,
+	} {
+		if _, err := ParseSize(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseSize(%q): %v, want %q", in, err, want)
+		}
+	}
+}
+
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}} {
 		code, out, errOut := run(args...)

@@ -45,7 +45,7 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 		}
 		cl, err := spec.Build()
 		if err != nil {
-			return fmt.Errorf("cluster %s: %w", name, err)
+			return fmt.Errorf("%s: %w", clusterSource(name, *clusterFile), err)
 		}
 		op, err := collective.ParseOp(*opName)
 		if err != nil {
@@ -195,6 +195,16 @@ func loadCluster(name, file string) (topology.Spec, string, error) {
 		return s, s.Name, nil
 	}
 	return topology.Spec{}, "", fmt.Errorf("--cluster or --cluster-file: required (see 'stepcost catalog' for names)")
+}
+
+// clusterSource names where a cluster that does not build came from, for its
+// error: the file the user wrote (its base system's name said nothing of it),
+// or the catalog system by name.
+func clusterSource(name, file string) string {
+	if file != "" {
+		return "--cluster-file " + file
+	}
+	return "cluster " + name
 }
 
 func fmtUs(us float64) string {

@@ -224,16 +224,11 @@ func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
 // exactly one; else the --in file's.
 func (opt *estimateArgs) model(set map[string]bool, q *estimateQuery) error {
 	q.modelName, q.modelParams = "", 0.0
-	if set["model"] {
-		q.modelName = *opt.mf.name
-	}
-	if set["params"] {
-		q.modelParams = *opt.mf.params
-	}
 	a, why, err := opt.mf.resolve(set)
 	switch {
 	case err == nil:
 		q.arch, q.derived = a, why
+		q.modelName, q.modelParams = opt.mf.source(set)
 	case !errors.Is(err, errNoModel):
 		return err
 	case q.file.GetModel() != nil:
@@ -462,7 +457,7 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 }
 
 // size checks the batch and sizes the job: --gpus, or tp×pp×dp×cp.
-func (opt *estimateArgs) size(_ map[string]bool, q *estimateQuery) error {
+func (opt *estimateArgs) size(set map[string]bool, q *estimateQuery) error {
 	t, l := &q.req.Training, &q.req.Layout
 	if t.SeqLen == 0 {
 		return errors.New("--seq: required (tokens per sequence)")
@@ -471,6 +466,11 @@ func (opt *estimateArgs) size(_ map[string]bool, q *estimateQuery) error {
 		return errors.New("--gbs or --global-tokens: required (the batch per step)")
 	}
 	n := *opt.gpus
+	if set["gpus"] && n < 1 {
+		// A job size of 0 given is a value given, not the flag left out (plan
+		// refuses it so).
+		return fmt.Errorf("--gpus: must be at least 1 (got %d)", n)
+	}
 	if l.TP < 1 || l.PP < 1 || l.CP < 1 {
 		return fmt.Errorf("--tp, --pp, --cp: must be ≥ 1 (got %d, %d, %d)", l.TP, l.PP, l.CP)
 	}
@@ -501,7 +501,11 @@ func (opt *estimateArgs) size(_ map[string]bool, q *estimateQuery) error {
 func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.EstimateStepRequest, error) {
 	cl, err := q.spec.Build()
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", q.clusterLabel, err)
+		file := *opt.clusterFile
+		if q.fileCluster {
+			file = "" // the --in file's cluster
+		}
+		return nil, fmt.Errorf("%s: %w", clusterSource(q.clusterLabel, file), err)
 	}
 	q.req.Model, q.req.Cluster = q.arch, cl
 	for name, v := range map[string]struct {

@@ -118,6 +118,11 @@ func TestEstimateErrors(t *testing.T) {
 		{"two models", append([]string{"--params", "7e9"}, base...), "one way"},
 		{"unknown model", []string{"--model", "gpt5", "--cluster", "dgx-h100", "--gpus", "8", "--seq", "2048", "--gbs", "8"}, "--model"},
 		{"no size", base, "--gpus or --dp"},
+		// A job size of 0 given is refused as plan refuses it: --gpus 0 --dp 8
+		// was read as --gpus left out (64 GPUs), and --gpus 0 alone said to give
+		// the job's size.
+		{"gpus 0 given", append([]string{"--gpus", "0", "--tp", "8", "--dp", "8"}, base...), "--gpus: must be at least 1 (got 0)"},
+		{"gpus 0 alone", append([]string{"--gpus", "0"}, base...), "--gpus: must be at least 1 (got 0)"},
 		{"gpus not multiple", append([]string{"--gpus", "100", "--tp", "8"}, base...), "multiple"},
 		{"gpus mismatch", append([]string{"--gpus", "64", "--tp", "8", "--dp", "4"}, base...), "tp×pp×dp×cp"},
 		{"tp not dividing heads", append([]string{"--gpus", "56", "--tp", "7"}, base...), "--tp"},

@@ -58,3 +58,61 @@ func TestJSONFilesReadWholeAndOnce(t *testing.T) {
 		}
 	}
 }
+
+// --model-file takes the API's model object, as the README says: a catalog name
+// ({"name": "llama3-8b"}), an architecture ({"architecture": {…}}) or a parameter
+// count ({"params": 8e9}), besides the architecture's own fields and a bare name.
+// {"name": "llama3-8b"} was read as an architecture named llama3-8b and refused
+// for its layers, hidden size, heads… of 0; the two others for an unknown field.
+func TestModelFileTakesTheAPIModel(t *testing.T) {
+	dir := t.TempDir()
+	est := []string{"estimate", "--cluster", "dgx-h100", "--gpus", "16", "--tp", "8", "--mbs", "1", "--gbs", "64", "--seq", "4096", "--json"}
+	step := func(args ...string) (float64, string) {
+		t.Helper()
+		code, out, errOut := run(append(append([]string(nil), est...), args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		e := decodeEstimate(t, out)
+		return e.GetStepTimeS(), strings.Join(e.GetAssumptions(), "\n")
+	}
+	file := func(body string) string {
+		f := filepath.Join(dir, "model.json")
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	byName, named := step("--model", "llama3-8b")
+	byParams, derived := step("--params", "8e9")
+	for _, tc := range []struct {
+		body        string
+		want        float64
+		assumptions string // the derived shape of a parameter count among them
+	}{
+		{`{"name": "llama3-8b"}`, byName, named},
+		{`{"architecture": {"name": "llama3-8b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "gated_mlp": true, "vocab": 128256}}`, byName, named},
+		{`{"architecture": {"name": "llama3-8b", "layers": 32, "hidden": 4096, "heads": 32, "kvHeads": 8, "ffn": 14336, "gatedMlp": true, "vocab": 128256}}`, byName, named},
+		{`{"params": 8e9}`, byParams, derived},
+	} {
+		got, assumptions := step("--model-file", file(tc.body))
+		if got != tc.want || assumptions != tc.assumptions {
+			t.Errorf("--model-file %s: %v s, want %v s; assumptions\n%s\nwant\n%s", tc.body, got, tc.want, assumptions, tc.assumptions)
+		}
+	}
+	if byParams == byName || derived == named {
+		t.Fatalf("--params 8e9 answers as --model llama3-8b: the test cannot tell them apart")
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"name": "nope"}`, `model.name: unknown model "nope"`},
+		{`{"name": "llama3-8b", "params": 8e9}`, `model: give one of name, architecture or params`},
+		{`{"architecture": {"layers": 0, "hidden": 4096}}`, `model.architecture.layers`},
+		{`{"params": -1}`, `model.params`},
+		{`{"architecture": {"layer": 32}}`, `layer`},
+	} {
+		code, _, errOut := run(append(append([]string(nil), est...), "--model-file", file(tc.body))...)
+		if code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("--model-file %s: exit %d, want 1 and %q: %.300s", tc.body, code, tc.want, errOut)
+		}
+	}
+}

@@ -8,15 +8,18 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/internal/strictjson"
+	"github.com/stepcost/stepcost/internal/wire"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // modelFlags are the ways a command names the model: a catalog name, a bare
 // parameter count, an architecture given flag by flag, or a model file (a catalog
-// name or an architecture object in JSON, the "model" of the API).
+// name, the API's "model" object or an architecture object, in JSON).
 type modelFlags struct {
 	name, file                            *string
 	params                                *float64
@@ -27,12 +30,30 @@ type modelFlags struct {
 	mtp, groups, topKGroups               *int
 	qLoRA, kvLoRA, qkNope, qkRope, vHead  *int
 	gated, tied, gluClamp, expertBias     *bool
+	// fileSpec is the model file's when it is the API's model object.
+	fileSpec *pb.ModelSpec
+}
+
+// source is the catalog name or the parameter count the model was given by
+// (--model, --params, or a model file that is the API's {"name": …} or
+// {"params": …}), as a request sends it; "" and 0 otherwise. Call it after
+// resolve.
+func (m *modelFlags) source(set map[string]bool) (name string, params float64) {
+	switch {
+	case set["model"]:
+		return *m.name, 0
+	case set["params"]:
+		return "", *m.params
+	case set["model-file"]:
+		return m.fileSpec.GetName(), m.fileSpec.GetParams()
+	}
+	return "", 0
 }
 
 func addModelFlags(fs *pflag.FlagSet) *modelFlags {
 	return &modelFlags{
 		name:        fs.String("model", "", "catalog model (see 'stepcost catalog'), e.g. llama3-70b"),
-		file:        fs.String("model-file", "", "JSON file with the model: a catalog name or an architecture object (the API's model)"),
+		file:        fs.String("model-file", "", "JSON file with the model: the API's model object ({\"name\": …}, {\"architecture\": {…}} or {\"params\": …}), a catalog name, or an architecture's fields"),
 		params:      fs.Float64("params", 0, "a bare parameter count (e.g. 13e9): a standard shape is derived"),
 		layers:      fs.Int("layers", 0, "architecture: layers"),
 		hidden:      fs.Int("hidden", 0, "architecture: hidden size"),
@@ -96,10 +117,10 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		if err != nil {
 			return a, "", fmt.Errorf("--model-file: %w", err)
 		}
-		if a, err = decodeModel(raw); err != nil {
+		if a, derived, m.fileSpec, err = decodeModel(raw); err != nil {
 			return a, "", fmt.Errorf("--model-file %s: %w", *m.file, err)
 		}
-		return a, "", nil
+		return a, derived, nil
 	case arch:
 		a = model.Arch{Name: "custom", Layers: *m.layers, Hidden: *m.hidden, Heads: *m.heads, KVHeads: *m.kvHeads, FFN: *m.ffn,
 			Vocab: *m.vocab, GatedMLP: *m.gated, GLUClamp: *m.gluClamp, TiedEmbeddings: *m.tied, HeadSize: *m.headDim,
@@ -168,21 +189,50 @@ func flagNames(err error) error {
 	return errors.New(strings.Join(parts, "\n"))
 }
 
-// decodeModel reads a model file: a catalog name (a JSON string) or an architecture.
-func decodeModel(raw json.RawMessage) (model.Arch, error) {
+// decodeModel reads a model file: a catalog name (a JSON string), the API's
+// model object ({"name": …}, {"architecture": {…}} or {"params": …}, read as the
+// API reads it, and returned), or an architecture's own fields. It returns what
+// was derived for a parameter count besides.
+func decodeModel(raw json.RawMessage) (model.Arch, string, *pb.ModelSpec, error) {
 	if err := strictjson.Check(raw); err != nil {
-		return model.Arch{}, err
+		return model.Arch{}, "", nil, err
 	}
 	var name string
 	if err := json.Unmarshal(raw, &name); err == nil {
-		return model.Lookup(name)
+		a, err := model.Lookup(name)
+		return a, "", nil, err
+	}
+	if isModelSpec(raw) {
+		spec := new(pb.ModelSpec)
+		if err := protojson.Unmarshal(raw, spec); err != nil {
+			if strings.Contains(err.Error(), "oneof") {
+				return model.Arch{}, "", nil, errors.New("model: give one of name, architecture or params")
+			}
+			return model.Arch{}, "", nil, fmt.Errorf("the API's model object: %v", err)
+		}
+		a, derived, err := wire.ResolveModel("model", spec)
+		return a, derived, spec, err
 	}
 	var a model.Arch
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return a, err
+		return a, "", nil, err
 	}
 	a = a.Normalise()
-	return a, a.Validate()
+	return a, "", nil, a.Validate()
+}
+
+// isModelSpec says whether raw, a JSON object, is the API's model (ModelSpec)
+// rather than an architecture: it gives architecture or params, or a name alone
+// (an architecture needs its layers and sizes besides).
+func isModelSpec(raw json.RawMessage) bool {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		return false
+	}
+	_, arch := keys["architecture"]
+	_, params := keys["params"]
+	_, name := keys["name"]
+	return arch || params || name && len(keys) == 1
 }

@@ -20,7 +20,19 @@ const defaultColumns = 120
 // output is a command's standard output with the width its tables fit.
 type output struct {
 	io.Writer
-	cols int // 0: no limit (--wide)
+	cols int   // 0: no limit (--wide)
+	err  error // the first write that failed
+}
+
+// Write writes to the standard output and keeps the first error: a command's
+// text is printed with fmt.Fprint*, whose errors no one looked at, so a table
+// written to a full disk ended the command with exit 0.
+func (o *output) Write(p []byte) (int, error) {
+	n, err := o.Writer.Write(p)
+	if err != nil && o.err == nil {
+		o.err = err
+	}
+	return n, err
 }
 
 // newOutput is w with the width to fit: none with --wide, the terminal's when w is

@@ -343,7 +343,7 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	}
 	cl, err := q.spec.Build()
 	if err != nil {
-		return fmt.Errorf("cluster %s: %w", q.clusterLabel, err)
+		return fmt.Errorf("%s: %w", clusterSource(q.clusterLabel, *opt.clusterFile), err)
 	}
 	q.req.Cluster = cl
 	return nil
@@ -485,13 +485,7 @@ func (opt *planArgs) request(set map[string]bool, q *planQuery) (*pb.EstimatePla
 	if !ok {
 		return nil, fmt.Errorf("--objective: must be step_time, throughput or cost (got %q)", *opt.objective)
 	}
-	name, params := "", 0.0
-	if set["model"] {
-		name = *opt.mf.name
-	}
-	if set["params"] {
-		params = *opt.mf.params
-	}
+	name, params := opt.mf.source(set)
 	pr := &pb.EstimatePlanRequest{Model: modelProto(q.req.Model, name, params), Cluster: clusterProto(*opt.clusterName, q.spec),
 		Training: wire.TrainingToProto(q.req.Training), Gpus: int32(q.req.GPUs), MinGpus: int32(q.req.MinGPUs), MaxGpus: int32(q.req.MaxGPUs),
 		Objective: obj, PricePerGpuHour: q.req.PricePerGPUHour, TokenBudget: q.req.TokenBudget, TopK: int32(q.req.TopK), IncludeDominated: q.req.IncludeDominated,

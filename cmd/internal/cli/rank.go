@@ -111,7 +111,14 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			defer f.Close()
 			r = f
 		}
-		file, err := readConfigs(r)
+		// A configs file is read as a stream, up to maxRankInput bytes: one
+		// without end (/dev/zero: one endless line, skipped to its end) was read
+		// for ever.
+		bounded := &io.LimitedReader{R: r, N: maxRankInput + 1}
+		file, err := readConfigs(bounded)
+		if err == nil && bounded.N == 0 {
+			err = fmt.Errorf("larger than %d MiB", maxRankInput>>20)
+		}
 		if err != nil {
 			return fmt.Errorf("--in %s: %w", *in, err)
 		}
@@ -190,6 +197,9 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			if n > maxFailedLines {
 				failed, more = failed[:maxFailedLines], fmt.Sprintf(" and %d more", n-maxFailedLines)
 			}
+			if n == len(results) {
+				return fmt.Errorf("--in %s: %d of %d configs failed (line %s%s): none is ranked", *in, n, n, strings.Join(failed, ", "), more)
+			}
 			return fmt.Errorf("--in %s: %d of %d configs failed (line %s%s); the others are ranked above", *in, n, len(results), strings.Join(failed, ", "), more)
 		}
 		return nil
@@ -224,6 +234,9 @@ func visible(s string) string {
 // maxConfigLine bounds one line of a configs file: a request larger than this
 // would be refused by the service anyway.
 const maxConfigLine = 1 << 20
+
+// maxRankInput bounds a configs file: a million configs of a few hundred bytes.
+const maxRankInput = 512 << 20
 
 // configFile is a JSON-lines file of configs as read: the configs that parsed,
 // the lines that did not, and where each config line stands in the file.
@@ -288,10 +301,16 @@ func readConfigs(r io.Reader) (*configFile, error) {
 const byteOrderMark = "\uFEFF"
 
 // readFile reads a file the user names (a model, a free map, a request),
-// without a leading byte-order mark, as the cluster file decoder reads one.
+// without a leading byte-order mark, as the cluster file decoder reads one, and
+// at most maxInputSize bytes of it: a file without end (/dev/zero, a device)
+// was read until memory ran out.
 func readFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	return bytes.TrimPrefix(data, []byte(byteOrderMark)), err
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readBounded(f, path)
 }
 
 // readFileOrStdin is readFile, with "-" naming standard input (as rank's --in takes
@@ -300,9 +319,18 @@ func readFileOrStdin(path string) ([]byte, error) {
 	if path != "-" {
 		return readFile(path)
 	}
-	data, err := io.ReadAll(os.Stdin)
+	return readBounded(os.Stdin, "standard input")
+}
+
+// readBounded reads r, named name in errors, to its end if that comes within
+// maxInputSize bytes, without a leading byte-order mark.
+func readBounded(r io.Reader, name string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxInputSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("standard input: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > maxInputSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB", name, maxInputSize>>20)
 	}
 	return bytes.TrimPrefix(data, []byte(byteOrderMark)), nil
 }

@@ -74,7 +74,7 @@ func (s *remoteSecurity) dialOptions(addr string) ([]grpc.DialOption, error) {
 func (s *remoteSecurity) tlsConfig() (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12} // RootCAs nil: the system's
 	if s.ca != "" {
-		data, err := os.ReadFile(s.ca)
+		data, err := readFile(s.ca)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-ca: %w", err)
 		}
@@ -102,7 +102,7 @@ func (s *remoteSecurity) token() (string, error) {
 	if s.tokenFile == "" {
 		return strings.TrimSpace(os.Getenv(tokenEnv)), nil
 	}
-	data, err := os.ReadFile(s.tokenFile)
+	data, err := readFile(s.tokenFile) // bounded, and without a byte-order mark
 	if err != nil {
 		return "", fmt.Errorf("--token-file: %w", err)
 	}

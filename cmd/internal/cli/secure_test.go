@@ -53,6 +53,11 @@ func TestAgainstSecuredDaemon(t *testing.T) {
 	if code, _, errOut := run(append(collective, append(mtls, "--token-file", tokens)...)...); code != 0 {
 		t.Errorf("--token-file: exit %d %s", code, errOut)
 	}
+	// A token file saved with a byte-order mark and CRLF line ends (a Windows
+	// editor) holds the same token: the mark was sent as part of it.
+	if code, _, errOut := run(append(collective, append(mtls, "--token-file", write("windows", "\uFEFF"+token+"\r\n"))...)...); code != 0 {
+		t.Errorf("--token-file with a byte-order mark: exit %d %s", code, errOut)
+	}
 
 	for _, tc := range []struct {
 		name, env string

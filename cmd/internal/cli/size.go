@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -24,6 +25,10 @@ func ParseSize(s string) (int64, error) {
 	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
 		i--
 	}
+	if !strings.ContainsAny(t, "0123456789") {
+		// NaN, Inf: no number at all, not a number before an unknown unit.
+		return 0, usagef("size %q: %q is not a number", s, t)
+	}
 	num, unit := strings.TrimSpace(t[:i]), strings.ToLower(strings.TrimSpace(t[i:]))
 	mult, ok := map[string]float64{
 		"": 1, "b": 1,
@@ -35,8 +40,10 @@ func ParseSize(s string) (int64, error) {
 	if !ok {
 		return 0, usagef("size %q: unknown unit %q (want B, K/KiB, M/MiB, G/GiB, T/TiB, or KB/MB/GB/TB for powers of 1000)", s, t[i:])
 	}
+	// A number out of float64's range is a size out of range (1e400 is +Inf,
+	// 1e-400 is 0), not something other than a number.
 	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || num == "" {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || num == "" {
 		return 0, usagef("size %q: %q is not a number", s, num)
 	}
 	b := v * mult
