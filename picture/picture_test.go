@@ -33,6 +33,11 @@ func estimate(t testing.TB, name string, nodes int, tr step.Training, l step.Lay
 	if err != nil {
 		t.Fatal(err)
 	}
+	if tr.Framework == "" && l.PP > 1 && l.Schedule != "" && l.Schedule != step.OneFOneB && l.Schedule != step.Interleaved {
+		// The default profile, megatron-core, runs 1F1B and interleaved only; fsdp's
+		// states no limit.
+		tr.Framework = "fsdp"
+	}
 	r, err := step.New().Estimate(step.Request{Model: a, Cluster: cl, Training: tr, Layout: l, SlowGPUSpeed: slow})
 	if err != nil {
 		t.Fatal(err)

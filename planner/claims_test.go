@@ -57,18 +57,11 @@ var frameworkRuns = []frameworkRun{
 			"build their MegatronStrategy with a DistributedDataParallelConfig and an OptimizerConfig that train with the " +
 			"distributed optimizer (ZeRO-1; ZeRO 0 with USE_DIST_OPTIMIZER=False) and set no Megatron FSDP option"},
 	{match: []string{"megatron-lm main 1e057005"},
-		sets: []planner.Constraints{{Schedules: []step.Schedule{step.OneFOneB, step.Interleaved}, OverlapEP: noOverlap}},
+		sets: []planner.Constraints{{OverlapEP: noOverlap}},
 		why: "Megatron-LM main at 1e057005 (2025-05-24, between core_v0.12.0 and core_r0.13.0; the Megatron-Core MoE team's Qwen3-235B-A22B " +
-			"runs, yanring/Megatron-MoE-ModelZoo examples/qwen3/readme.md 8017e11): megatron/core/pipeline_parallel/schedules.py " +
-			"get_forward_backward_func returns forward_backward_no_pipelining, _pipelining_without_interleaving or _with_interleaving " +
-			"(no zero-bubble or DualPipe schedule), and transformer_config.py has no overlap_moe_expert_parallel_comm (the EP all-to-all " +
-			"overlap came with Megatron-Core 0.14)"},
-	{match: []string{"megatron-lm moe_dev"},
-		sets: []planner.Constraints{{Schedules: []step.Schedule{step.OneFOneB, step.Interleaved}}},
-		why: "the Megatron-Core MoE team's moe_dev branch of May 2025 (f3e6c5, not public): main's 1F1B and interleaved schedules " +
-			"(get_forward_backward_func at 1e057005, the same month) with the combined-1F1B EP all-to-all overlap " +
-			"(--combined-1f1b --combined-1f1b-recipe ep_a2a, examples/qwen3/run_235b.sh at 8017e11), which main took in " +
-			"Megatron-Core 0.14"},
+			"runs, yanring/Megatron-MoE-ModelZoo examples/qwen3/readme.md 8017e11): transformer_config.py has no " +
+			"overlap_moe_expert_parallel_comm (the EP all-to-all overlap came with Megatron-Core 0.14); its schedules, 1F1B and " +
+			"interleaved, are the megatron-core profile's"},
 	{match: []string{"torchtitan", "fsdp2 + ep"},
 		sets: []planner.Constraints{{OverlapEP: noOverlap}},
 		why:  "torchtitan's MoE of 2025 (the torchtitan profile, which says nothing of it): no MoE all-to-all overlap"},

@@ -15,15 +15,17 @@ import (
 func TestNoPlanNamesTheConstraints(t *testing.T) {
 	e := step.New()
 	for _, tc := range []struct {
-		cons planner.Constraints
-		want []string
+		cons      planner.Constraints
+		framework string
+		want      []string
 	}{
-		{planner.Constraints{TP: []int{3}}, []string{"constraints.tp [3]", "64 GPUs", "64 heads", "80 layers", "global batch 1024"}},
-		{planner.Constraints{EP: []int{2}, MicroBatch: []int{3}}, []string{"constraints.ep [2]", "constraints.micro_batch [3]", "the model has no experts, so ep can only be 1"}},
-		{planner.Constraints{PP: []int{7}, Schedules: []step.Schedule{step.DualPipe}}, []string{"constraints.pp [7]", "constraints.schedules [dualpipe]"}},
+		{planner.Constraints{TP: []int{3}}, "", []string{"constraints.tp [3]", "64 GPUs", "64 heads", "80 layers", "global batch 1024"}},
+		{planner.Constraints{EP: []int{2}, MicroBatch: []int{3}}, "", []string{"constraints.ep [2]", "constraints.micro_batch [3]", "the model has no experts, so ep can only be 1"}},
+		// DualPipe is HAI-LLM's (megatron-core refuses the constraint itself).
+		{planner.Constraints{PP: []int{7}, Schedules: []step.Schedule{step.DualPipe}}, "hai-llm", []string{"constraints.pp [7]", "constraints.schedules [dualpipe]"}},
 	} {
 		req := planner.Request{Model: mustModel(t, "llama3-70b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64, TopK: 3,
-			Training: step.Training{SeqLen: 8192, GlobalBatch: 1024}, Constraints: tc.cons}
+			Training: step.Training{SeqLen: 8192, GlobalBatch: 1024, Framework: tc.framework}, Constraints: tc.cons}
 		res, err := planner.Search(context.Background(), e, req)
 		if err != nil {
 			t.Fatal(err)

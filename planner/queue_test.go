@@ -110,6 +110,11 @@ func TestHeadroomBoundsHold(t *testing.T) {
 		}
 		req := Request{Model: a.Normalise(), Cluster: cl, GPUs: tc.gpus,
 			Training: step.Training{SeqLen: tc.seq, GlobalBatch: tc.gbs, Optimizer: step.AdamMixed(), Precision: step.BF16}}
+		// As Search has it: the constraints narrowed to what the framework runs
+		// (megatron-core's 1F1B and interleaved schedules).
+		if err := req.normalise(); err != nil {
+			t.Fatal(err)
+		}
 		sp := newSpace(&req)
 		e := step.New()
 		en, err := enumerate(context.Background(), e, &req, sp, &Stats{Pruned: map[string]int{}}, 2, new(buffers))

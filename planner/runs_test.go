@@ -23,16 +23,18 @@ func TestFrameworkRunsPlannerAgreesWithEstimate(t *testing.T) {
 	e := step.New()
 	base := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32, TopK: 10,
 		Training: step.Training{SeqLen: 4096, GlobalBatch: 256}}
-	// A pipelined layout of each schedule, as megatron-core's search finds it.
+	// A pipelined layout of each schedule, as the search under fsdp (whose profile
+	// states no limit) finds it.
 	refs := map[step.Schedule]step.Layout{}
 	schedules := []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.ZeroBubbleV, step.DualPipe}
 	for _, s := range schedules {
 		req := base
 		req.TopK = 1
+		req.Training.Framework = "fsdp"
 		req.Constraints = planner.Constraints{PP: []int{4}, Schedules: []step.Schedule{s}}
 		res, err := planner.Search(context.Background(), e, req)
 		if err != nil || len(res.Top) == 0 {
-			t.Fatalf("%s under megatron-core: %v %s", s, err, res.NoPlan)
+			t.Fatalf("%s under fsdp: %v %s", s, err, res.NoPlan)
 		}
 		refs[s] = res.Top[0].Estimate.Layout
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
@@ -27,6 +28,21 @@ func TestSearchListsOnlyWhatFrameworksRun(t *testing.T) {
 	e := step.New()
 	cs := &Constraints{}
 	refused := map[step.Schedule]int{}
+	// Each schedule is estimated under the first profile that runs it (the
+	// default, megatron-core, runs 1F1B and interleaved only).
+	runsIt := map[step.Schedule]string{}
+	for _, p := range framework.All() {
+		for _, s := range p.Runs.Schedules {
+			if _, ok := runsIt[step.Schedule(s)]; !ok {
+				runsIt[step.Schedule(s)] = p.Name
+			}
+		}
+	}
+	for _, r := range step.ScheduleRules() {
+		if runsIt[r.Schedule] == "" {
+			t.Fatalf("%s: no profile runs it", r.Schedule)
+		}
+	}
 	for _, layers := range []int{32, 30, 61} {
 		a.Layers = layers
 		for _, pp := range []int{1, 2, 3, 4, 6, 8} {
@@ -56,7 +72,7 @@ func TestSearchListsOnlyWhatFrameworksRun(t *testing.T) {
 							}
 						}
 						_, err := e.Memory(step.Request{Model: a, Cluster: cl, Layout: l,
-							Training: step.Training{SeqLen: 4096, GlobalBatch: m}})
+							Training: step.Training{SeqLen: 4096, GlobalBatch: m, Framework: runsIt[r.Schedule]}})
 						want := listed[sched{r.Schedule, v}]
 						if pp == 1 && r.Schedule != step.OneFOneB {
 							want = false // one stage: the search lists 1F1B only
@@ -95,17 +111,20 @@ func TestSearchListsOnlyWhatFrameworksRun(t *testing.T) {
 }
 
 // The plans returned for four reference jobs all pass their schedule's framework
-// rules (with the micro-batches each plan runs).
+// rules (with the micro-batches each plan runs). DeepSeek-V3 is planned under
+// HAI-LLM, which runs DualPipe and ZB-H1 (megatron-core, the others' default, runs
+// 1F1B and interleaved).
 func TestPlansPassFrameworkRules(t *testing.T) {
 	for _, tc := range []struct {
 		model, system  string
 		gpus, gbs, seq int
 		precision      step.Precision
+		framework      string
 	}{
-		{"deepseek-v3", "hgx-h800", 2048, 15360, 4096, step.FP8},
-		{"qwen3-235b-a22b", "dgx-h100", 256, 1024, 4096, step.BF16},
-		{"gpt3-175b", "dgx-h100", 1024, 1536, 2048, step.BF16},
-		{"llama3-405b", "dgx-h100", 16384, 2048, 8192, step.BF16},
+		{"deepseek-v3", "hgx-h800", 2048, 15360, 4096, step.FP8, "hai-llm"},
+		{"qwen3-235b-a22b", "dgx-h100", 256, 1024, 4096, step.BF16, ""},
+		{"gpt3-175b", "dgx-h100", 1024, 1536, 2048, step.BF16, ""},
+		{"llama3-405b", "dgx-h100", 16384, 2048, 8192, step.BF16, ""},
 	} {
 		a, err := model.Lookup(tc.model)
 		if err != nil {
@@ -116,20 +135,28 @@ func TestPlansPassFrameworkRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := Search(t.Context(), step.New(), Request{Model: a, Cluster: cl, GPUs: tc.gpus, TopK: 20,
-			Training: step.Training{SeqLen: tc.seq, GlobalBatch: tc.gbs, Precision: tc.precision}})
+			Training: step.Training{SeqLen: tc.seq, GlobalBatch: tc.gbs, Precision: tc.precision, Framework: tc.framework}})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.model, err)
 		}
 		if len(res.Top) == 0 {
 			t.Fatalf("%s: no plan", tc.model)
 		}
+		dualPipe := false
 		for _, p := range append(res.Top, res.Pareto...) {
 			l := p.Estimate.Layout
+			dualPipe = dualPipe || l.Schedule == step.DualPipe && l.PP > 1
 			r, ok := step.RuleOf(l.Schedule)
 			m := tc.gbs / (l.DP * l.MicroBatch)
 			if !ok || l.PP > 1 && !r.Allows(l.PP, l.VirtualStages, m, a.Layers, len(l.LayerSplit) > 0) {
 				t.Errorf("%s: plan %+v with %d micro-batches breaks %s's rules", tc.model, l, m, l.Schedule)
 			}
+			if tc.framework == "" && l.PP > 1 && l.Schedule != step.OneFOneB && l.Schedule != step.Interleaved {
+				t.Errorf("%s: plan %+v under megatron-core runs %s", tc.model, l, l.Schedule)
+			}
+		}
+		if tc.framework == "hai-llm" && !dualPipe {
+			t.Errorf("%s: no DualPipe plan under hai-llm: DualPipe's rules are not walked", tc.model)
 		}
 	}
 }

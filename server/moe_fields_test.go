@@ -129,9 +129,14 @@ func TestMoEFieldsChangeTheEstimate(t *testing.T) {
 			r.Model = &pb.ModelSpec{Source: &pb.ModelSpec_Architecture{Architecture: a}}
 		}
 	}
+	// megatron: the layout under megatron-core in bf16; DeepSeek-V3's DualPipe
+	// becomes 1F1B, which Megatron-Core runs (it runs no DualPipe).
 	megatron := func(r *pb.EstimateStepRequest) {
 		r.Training.Framework = "megatron-core"
 		r.Training.Precision = pb.Precision_PRECISION_BF16
+		if r.Layout.Schedule == pb.Schedule_SCHEDULE_DUALPIPE {
+			r.Layout.Schedule = pb.Schedule_SCHEDULE_1F1B
+		}
 	}
 	for _, tc := range []struct {
 		name     string

@@ -25,7 +25,7 @@ import (
 )
 
 const (
-	pictureStepBody = `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64},
+	pictureStepBody = `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64, "framework": "hai-llm"},
 		"layout": {"tp": 2, "pp": 4, "dp": 2, "micro_batch": 1, "zero": 1, "schedule": "SCHEDULE_ZERO_BUBBLE"}}`
 	picturePlanBody = `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64}, "gpus": 16, "top_k": 5}`
 )

@@ -281,8 +281,8 @@ func TestWorkloadsOverREST(t *testing.T) {
 	}
 	est := func(m map[string]any) map[string]any { return m["estimate"].(map[string]any) }
 	zbv := post("/v1/steps:estimate", `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100", "nodes": 8},
-		"training": {"seq_len": 4096, "global_batch": 64},
-		"layout": {"tp": 1, "pp": 8, "dp": 8, "micro_batch": 1, "schedule": "SCHEDULE_ZB_V"}, "degraded_nic_speed": 0.5}`)
+		"training": {"seq_len": 4096, "global_batch": 64, "framework": "torchtitan"},
+		"layout": {"tp": 1, "pp": 8, "dp": 8, "micro_batch": 1, "zero": 1, "schedule": "SCHEDULE_ZB_V"}, "degraded_nic_speed": 0.5}`)
 	if l := est(zbv)["layout"].(map[string]any); l["virtual_stages"] != float64(2) {
 		t.Errorf("zb-v layout %v", l)
 	}
@@ -302,13 +302,13 @@ func TestWorkloadsOverREST(t *testing.T) {
 		t.Errorf("etp layout %v", l)
 	}
 	// A fine-grained MoE architecture with shared experts, a dense first layer, MLA
-	// and a busy router rank capped by a capacity factor, on DualPipe.
+	// and a busy router rank capped by a capacity factor, on DualPipe (HAI-LLM's).
 	moe := post("/v1/steps:estimate", `{"model": {"architecture": {"name": "moe-rest", "layers": 16, "hidden": 2048, "heads": 16,
 			"ffn": 8192, "gated_mlp": true, "vocab": 32000,
 			"moe": {"experts": 64, "top_k": 6, "expert_ffn": 1024, "shared_experts": 2, "first_dense": 1},
 			"mla": {"q_lora_rank": 768, "kv_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64}}},
 		"cluster": {"name": "dgx-h100", "nodes": 2},
-		"training": {"seq_len": 4096, "global_batch": 64, "moe_imbalance": 1.5, "moe_capacity_factor": 1.25},
+		"training": {"seq_len": 4096, "global_batch": 64, "moe_imbalance": 1.5, "moe_capacity_factor": 1.25, "framework": "hai-llm"},
 		"layout": {"pp": 2, "dp": 8, "ep": 8, "micro_batch": 1, "zero": 1, "schedule": "SCHEDULE_DUALPIPE"}}`)
 	if m := moe["model"].(map[string]any); fmt.Sprint(m["moe"]) != "map[bias:false expert_ffn:1024 experts:64 first_dense:1 frequency:1 groups:0 shared_experts:2 top_k:6 topk_groups:0]" ||
 		m["mla"].(map[string]any)["kv_lora_rank"] != float64(256) {

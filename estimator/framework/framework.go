@@ -538,6 +538,22 @@ var slidingWindowCPSource = Source{Limit: "NoSlidingWindowRingCP", Repo: "NVIDIA
 		"[\"a2a\", \"all_gather\"]: the ring (p2p) does not run a sliding window. MLPerf Training v6.0's gpt-oss-20b " +
 		"configurations with CP (GB200, GB300) set cp_comm_type a2a"}
 
+// mcoreSchedulesSource is where Megatron-Core of 2026 states its Runs.Schedules.
+// The combined-1F1B EP overlap (overlap_moe_expert_parallel_comm, Megatron-Core
+// 0.14's --combined-1f1b) is the EP overlap run inside the no-pipelining and
+// interleaved schedules, not a schedule of its own, and delay_wgrad_compute (which
+// asserts overlap_moe_expert_parallel_comm) splits the weight-gradient GEMMs off
+// within it: the pipeline stays 1F1B or interleaved.
+var mcoreSchedulesSource = Source{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM",
+	File:   "megatron/core/pipeline_parallel/schedules.py (get_forward_backward_func); megatron/core/transformer/transformer_config.py",
+	Commit: "d98e8a6 (2026-08-22); 2436e3d the same",
+	Note: "get_forward_backward_func returns forward_backward_no_pipelining, forward_backward_pipelining_without_interleaving " +
+		"(1F1B) or forward_backward_pipelining_with_interleaving (the bridge schedule of a multi-module collection is the " +
+		"1F1B one); with overlap_moe_expert_parallel_comm the no-pipelining and interleaved functions call " +
+		"combined_1f1b_schedule_for_no_pipelining / _for_interleaved_pipelining, and __post_init__ asserts " +
+		"virtual_pipeline_model_parallel_size is set when pipeline_model_parallel_size > 1; delay_wgrad_compute asserts " +
+		"overlap_moe_expert_parallel_comm. No zero-bubble or DualPipe schedule"}
+
 // fp8ParamsShardedSource is where Megatron states Runs.FP8ParamsSharded.
 var fp8ParamsShardedSource = Source{Limit: "FP8ParamsSharded", Repo: "NVIDIA/Megatron-LM",
 	File: "megatron/training/arguments.py; megatron/core/optimizer/optimizer.py", Commit: "core_r0.12.0; d98e8a6 (2026)",
@@ -749,8 +765,10 @@ var profiles = []Profile{
 		GLUClampUnfused:      true,
 		ExpertBiasUnfused:    true,
 		MegatronDDPBuckets:   true,
-		Runs: Runs{FP8ParamsSharded: true, NoMLATPOverlap: true, NoSlidingWindowRingCP: true,
-			Sources: []Source{fp8ParamsShardedSource, mlaTPOverlapSource, slidingWindowCPSource}},
+		// Megatron-Core's pipelines: 1F1B and interleaved only (mcoreSchedulesSource);
+		// the zero-bubble schedules are sail-sg's fork, DualPipe is HAI-LLM's.
+		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, NoMLATPOverlap: true, NoSlidingWindowRingCP: true,
+			Sources: []Source{fp8ParamsShardedSource, mlaTPOverlapSource, slidingWindowCPSource, mcoreSchedulesSource}},
 	},
 	{
 		Name:    "megatron-core-0.12",

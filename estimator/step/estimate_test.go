@@ -47,9 +47,11 @@ func TestBreakdownSumsToStepTime(t *testing.T) {
 	e := step.New()
 	base := gpt3Request(t)
 	variants := map[string]func(*step.Request){
-		"as is":             func(*step.Request) {},
-		"1f1b":              func(r *step.Request) { r.Layout.Schedule, r.Layout.VirtualStages = step.OneFOneB, 1 },
-		"gpipe":             func(r *step.Request) { r.Layout.Schedule, r.Layout.VirtualStages = step.GPipe, 1 },
+		"as is": func(*step.Request) {},
+		"1f1b":  func(r *step.Request) { r.Layout.Schedule, r.Layout.VirtualStages = step.OneFOneB, 1 },
+		"gpipe": func(r *step.Request) {
+			r.Layout.Schedule, r.Layout.VirtualStages, r.Training.Framework = step.GPipe, 1, "fsdp"
+		},
 		"full recompute":    func(r *step.Request) { r.Layout.Recompute = step.RecomputeFull },
 		"half recomputed":   func(r *step.Request) { r.Layout.Recompute, r.Layout.RecomputeLayers = step.RecomputeFull, 6 },
 		"op-level":          func(r *step.Request) { r.Layout.Recompute = step.RecomputeOps },
@@ -88,6 +90,8 @@ func TestPipelineSchedules(t *testing.T) {
 	get := func(s step.Schedule, v int) step.Result {
 		r := gpt3Request(t)
 		r.Layout.Schedule, r.Layout.VirtualStages = s, v
+		// Under fsdp, whose profile states no limit: megatron-core runs no GPipe.
+		r.Training.Framework = "fsdp"
 		res, err := e.Estimate(r)
 		if err != nil {
 			t.Fatal(err)

@@ -827,7 +827,7 @@ func TestZeRO3WindowPerPass(t *testing.T) {
 					OverlapTP: true, OverlapEP: true}}, hbm, true},
 		{"llama2-13b/hgx-b200/megatron-core/fp8/tp8-pp2-dp2-z3-mb2-full-zb-v, 0.8× the peak", monoEstimators()[0],
 			step.Request{Model: arch(t, "llama2-13b"), Cluster: cluster(t, "hgx-b200", 4),
-				Training: step.Training{SeqLen: 2048, GlobalBatch: 16, Precision: step.FP8, Framework: "megatron-core"},
+				Training: step.Training{SeqLen: 2048, GlobalBatch: 16, Precision: step.FP8, Framework: "fsdp"}, // megatron-core runs no ZB-V
 				Layout: step.Layout{TP: 8, PP: 2, DP: 2, CP: 1, ZeRO: 3, MicroBatch: 2, Recompute: step.RecomputeFull,
 					Schedule: step.ZeroBubbleV}}, peak, false},
 	} {

@@ -10,7 +10,8 @@ import (
 )
 
 // A layout its framework cannot run (framework.Profile.Runs) is refused, naming the
-// layout field and the framework, where megatron-core prices it.
+// layout field and the framework, where megatron-core (fsdp for a schedule
+// Megatron-Core does not run) prices it.
 func TestFrameworkRunsRefused(t *testing.T) {
 	e := step.New()
 	for _, c := range []struct {
@@ -45,6 +46,14 @@ func TestFrameworkRunsRefused(t *testing.T) {
 		{"composer", step.Layout{TP: 1, PP: 2}, "layout.pp"},
 		{"composer", step.Layout{TP: 1, CP: 2}, "layout.cp"},
 		{"hai-llm", step.Layout{TP: 1, PP: 2, Schedule: step.GPipe}, "layout.schedule"},
+		// Megatron-Core's schedules are 1F1B and interleaved (get_forward_backward_func):
+		// the default profile refuses the zero-bubble schedules, DualPipe and GPipe.
+		{"megatron-core", step.Layout{TP: 1, PP: 4, Schedule: step.DualPipe}, "layout.schedule"},
+		{"megatron-core", step.Layout{TP: 1, PP: 4, Schedule: step.ZeroBubble}, "layout.schedule"},
+		{"megatron-core", step.Layout{TP: 1, PP: 4, Schedule: step.ZeroBubbleV}, "layout.schedule"},
+		{"megatron-core", step.Layout{TP: 1, PP: 2, Schedule: step.GPipe}, "layout.schedule"},
+		{"megatron-core", step.Layout{TP: 1, PP: 4, Schedule: step.Interleaved, VirtualStages: 2}, ""},
+		{"", step.Layout{TP: 2, PP: 4, Schedule: step.DualPipe}, "layout.schedule"},
 	} {
 		c.l.DP, c.l.MicroBatch = 8/(c.l.TP*max(1, c.l.PP)*max(1, c.l.CP)), 1
 		if c.l.OverlapTP {
@@ -56,16 +65,26 @@ func TestFrameworkRunsRefused(t *testing.T) {
 				Layout:   c.l})
 			return err
 		}
-		if err := estimate("megatron-core"); err != nil {
-			t.Errorf("%+v under megatron-core: %v", c.l, err)
+		// The reference that prices the layout: megatron-core, or for a schedule it
+		// does not run fsdp, whose profile states no limit.
+		ref := "megatron-core"
+		if c.l.PP > 1 && c.l.Schedule != "" && c.l.Schedule != step.OneFOneB && c.l.Schedule != step.Interleaved {
+			ref = "fsdp"
+		}
+		if err := estimate(ref); err != nil {
+			t.Errorf("%+v under %s: %v", c.l, ref, err)
 		}
 		err := estimate(c.framework)
+		name := c.framework
+		if name == "" {
+			name = "megatron-core" // the default profile names itself
+		}
 		var inv *invalid.Error
 		switch {
 		case c.field == "" && err != nil:
 			t.Errorf("%+v under %s: %v, want priced", c.l, c.framework, err)
-		case c.field != "" && (!errors.As(err, &inv) || !strings.Contains(err.Error(), c.field+":") || !strings.Contains(err.Error(), c.framework)):
-			t.Errorf("%+v under %s: got %v, want an error naming %s and the framework", c.l, c.framework, err, c.field)
+		case c.field != "" && (!errors.As(err, &inv) || !strings.Contains(err.Error(), c.field+":") || !strings.Contains(err.Error(), name)):
+			t.Errorf("%+v under %s: got %v, want an error naming %s and the framework", c.l, name, err, c.field)
 		}
 	}
 }

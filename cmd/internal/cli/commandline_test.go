@@ -339,10 +339,11 @@ func TestFreeMapNamesTheNode(t *testing.T) {
 // rank's table gives every row's file line, ranked rows as failed ones (it gave
 // a ranked row's position among the config lines, so a file with a comment first
 // showed "0" for line 2 and two rows could show the same number), and a ranked
-// row's whole layout: configs that differ only in their schedule differ in it.
+// row's whole layout: configs that differ only in their schedule differ in it
+// (under hai-llm, which runs both 1F1B and DualPipe).
 func TestRankTableLinesAndLayouts(t *testing.T) {
 	cfg := func(schedule string) string {
-		return `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64}, "layout": {"tp": 4, "pp": 2, "dp": 1, "micro_batch": 1, "schedule": "` + schedule + `"}}`
+		return `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64, "framework": "hai-llm"}, "layout": {"tp": 4, "pp": 2, "dp": 1, "micro_batch": 1, "schedule": "` + schedule + `"}}`
 	}
 	f := t.TempDir() + "/configs.jsonl"
 	body := "# two schedules and a bad line\n" + cfg("SCHEDULE_1F1B") + "\nnot json\n" + cfg("SCHEDULE_DUALPIPE") + "\n"

@@ -255,7 +255,7 @@ func TestWorkloadFlags(t *testing.T) {
 		t.Errorf("etp and degraded links: exit %d %s %s", code, out, errs)
 	}
 	code, out, errs = run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--max-gpus", "32", "--gbs", "48", "--seq", "4096",
-		"--exclude-nodes", "1", "--schedule", "zb-v,1f1b", "--top", "3", "--json")
+		"--exclude-nodes", "1", "--schedule", "zb-v,1f1b", "--framework", "torchtitan", "--top", "3", "--json")
 	var plan pb.EstimatePlanResponse
 	if err := protojson.Unmarshal([]byte(out), &plan); code != 0 || err != nil || len(plan.GetPlans()) == 0 {
 		t.Fatalf("plan without node 1: exit %d, %v: %.300s %s", code, err, out, errs)

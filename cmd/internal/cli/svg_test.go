@@ -32,7 +32,7 @@ func wellFormedSVG(t *testing.T, doc []byte) {
 func TestSVGFlag(t *testing.T) {
 	dir := t.TempDir()
 	est := []string{"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--tp", "2", "--pp", "4",
-		"--mbs", "1", "--gbs", "32", "--seq", "4096", "--schedule", "zb-h1"}
+		"--mbs", "1", "--gbs", "32", "--seq", "4096", "--schedule", "zb-h1", "--framework", "hai-llm"}
 	file := filepath.Join(dir, "estimate.svg")
 	if code, out, errOut := run(append(est, "--svg", file)...); code != 0 || !strings.Contains(out, "step time") {
 		t.Fatalf("estimate --svg FILE: exit %d: %s", code, errOut)
