@@ -69,7 +69,7 @@ func withoutPerCall(t *testing.T, b []byte) []byte {
 }
 
 // The same EstimatePlan request gets the same bytes: 20 times at once and 20
-// times one after the other from the cache, computed afresh with the cache off,
+// times one after the other with the cache on, computed afresh with the cache off,
 // and from a restarted daemon. Only cached and stats.elapsed_ms describe the
 // call. The answer's search statistics hold a map (pruned, by reason), which a
 // protobuf encoder writes in Go's map order unless told to be deterministic.
@@ -139,9 +139,12 @@ func TestEstimatePlanAnswersAreByteIdentical(t *testing.T) {
 	if len(resp.GetStats().GetPruned()) < 2 || len(resp.GetPlans()) == 0 {
 		t.Fatalf("the request should find plans and prune for several reasons: %v", resp.GetStats())
 	}
+	// The cache stores the first answer asynchronously (ristretto's Set is
+	// buffered, and the request path never waits for it), so on a loaded machine
+	// some of the 20 concurrent requests may still compute afresh: they differ from
+	// a cached answer only in cached and stats.elapsed_ms, which are stripped.
 	cachedAnswers := append(answers(conn, 20, true), answers(conn, 20, false)...)
-	same("cached", cachedAnswers[0], cachedAnswers, false)
-	same("cached against computed", first, cachedAnswers[:1], true)
+	same("cached", first, cachedAnswers, true)
 
 	fresh := run(func(c *Config) { c.CacheMaxBytes = 0 })
 	same("no cache, at once", first, answers(fresh, 20, true), true)
