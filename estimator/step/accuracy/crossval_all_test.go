@@ -267,12 +267,18 @@ func fmtFitted(m map[string]float64) string {
 // 1e057005 ran them (grad_reduce_dtype; arguments.py under --bf16): that row −43.3 →
 // −39.9 % in sample, −42.5 → −39.1 % left out, no other row moving; in sample MoE 8.9 →
 // 8.8, left out MoE 8.9 → 8.8, the other classes as they were.
+//
+// stepcost-2026.11.28.5, the 260 runs with all of the above and the EP all-to-all overlap
+// priced layer by layer (only the Qwen3-235B-A22B overlap row moves, −23.7 → −22.7 % in
+// sample): in sample all 7.6, the original 127 5.8, MoE 8.8, fp8 8.4, Blackwell 11.5 %;
+// left out 8.2 (0.09 → 0.085), 6.9 (0.075 → 0.07), 8.8 (0.095 → 0.09), 8.5 (0.10 → 0.09),
+// 11.9 % (0.135 → 0.12).
 var (
 	inSampleBounds = map[string]float64{
 		"all": 0.08, "original": 0.065, "moe": 0.09, "fp8": 0.085, "blackwell": 0.12,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.09, "original": 0.075, "moe": 0.095, "fp8": 0.10, "blackwell": 0.135,
+		"all": 0.085, "original": 0.07, "moe": 0.09, "fp8": 0.09, "blackwell": 0.12,
 	}
 )
 
