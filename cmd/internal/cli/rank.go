@@ -122,6 +122,9 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("--in %s: %w", *in, err)
 		}
+		if !file.text {
+			return emptyInput(*in, "one EstimateStepRequest as JSON per line")
+		}
 		if len(file.configs) == 0 && len(file.bad) == 0 {
 			return fmt.Errorf("--in %s: no configs", *in)
 		}
@@ -246,6 +249,7 @@ type configFile struct {
 	lines   []int // lines[k]: the file line (1-based) of config line k
 	bad     []badLine
 	parsed  map[int]*pb.EstimateStepRequest // by config line
+	text    bool                            // a line is not blank (a comment counts)
 }
 
 // badLine is a config line that is not an EstimateStepRequest.
@@ -269,7 +273,9 @@ func readConfigs(r io.Reader) (*configFile, error) {
 		if line == 1 {
 			b = bytes.TrimPrefix(b, []byte(byteOrderMark))
 		}
-		if t := bytes.TrimSpace(b); tooLong || (len(t) > 0 && t[0] != '#') {
+		t := bytes.TrimSpace(b)
+		f.text = f.text || tooLong || len(t) > 0
+		if tooLong || (len(t) > 0 && t[0] != '#') {
 			k := len(f.lines)
 			f.lines = append(f.lines, line)
 			var c pb.EstimateStepRequest
@@ -311,6 +317,16 @@ func readFile(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	return readBounded(f, path)
+}
+
+// emptyInput is the error for an --in file (path, or - for standard input) that
+// holds nothing but white space: the JSON decoder said "unexpected token" at its
+// end, which does not say the file is empty. want is what the file should hold.
+func emptyInput(path, want string) error {
+	if path == "-" {
+		return fmt.Errorf("--in -: empty standard input (want %s)", want)
+	}
+	return fmt.Errorf("--in %s: empty file (want %s)", path, want)
 }
 
 // readFileOrStdin is readFile, with "-" naming standard input (as rank's --in takes
