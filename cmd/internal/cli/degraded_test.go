@@ -44,3 +44,26 @@ func TestDegradedNodeFlag(t *testing.T) {
 		t.Errorf("node 1 twice: exit %d %s", code, errs)
 	}
 }
+
+// A node given twice in --exclude-nodes, or both excluded and degraded, is
+// refused naming the flags the user typed, not the API's exclude_nodes[i] — in
+// process and against the daemon alike.
+func TestExcludedNodeTwiceNamesTheFlag(t *testing.T) {
+	addr := daemon(t)
+	base := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--gbs", "32", "--seq", "4096", "--nodes", "4"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--exclude-nodes", "1,1"}, "--exclude-nodes: node 1 is listed twice"},
+		{[]string{"--exclude-nodes", "1", "--degraded-node", "1:nic=0.5"}, `--degraded-node "1:nic=0.5": node 1 is also excluded by --exclude-nodes`},
+	} {
+		for _, extra := range [][]string{nil, {"--server", addr}} {
+			args := append(append(append([]string{}, base...), c.args...), extra...)
+			code, _, errs := run(args...)
+			if code == 0 || !strings.Contains(errs, c.want) || strings.Contains(errs, "exclude_nodes") {
+				t.Errorf("%v %v: exit %d, stderr %q, want %q", c.args, extra, code, errs, c.want)
+			}
+		}
+	}
+}

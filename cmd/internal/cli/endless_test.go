@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -68,12 +69,49 @@ func TestClusterFileBuildErrorNamesTheFile(t *testing.T) {
 // failed (line 1); the others are ranked above" spoke of others that were not.
 func TestRankEveryConfigFailed(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "bad.jsonl")
-	if err := os.WriteFile(f, []byte("{\n\"model\": {\"name\": \"llama3-8b\"}}\n"), 0o600); err != nil {
+	if err := os.WriteFile(f, []byte("{not json\n{\"model\": {\"name\": \"llama3-8b\"}, \"gpu\": 8}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut := run("rank", "--in", f)
 	if code != 1 || !strings.Contains(errOut, "2 of 2 configs failed (line 1, 2): none is ranked") || strings.Contains(errOut, "the others") {
 		t.Errorf("exit %d: %.300s", code, errOut)
+	}
+}
+
+// A configs file that is one JSON value over several lines — a request
+// pretty-printed, or an array of them — is refused as such, saying rank reads one
+// request per line; it failed line by line ("line 1: not an EstimateStepRequest:
+// unexpected token") with no word of the format.
+func TestRankPrettyPrintedFile(t *testing.T) {
+	step := `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "layout": {"tp": 8, "pp": 1, "dp": 1, "micro_batch": 1}, "training": {"seq_len": 4096, "global_batch": 8}}`
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, []byte(step), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, text, want string
+	}{
+		{"object.json", "\uFEFF" + pretty.String() + "\n", "one JSON object over 18 lines, not JSON Lines: rank reads one EstimateStepRequest per line; write it on one line (e.g. jq -c .)"},
+		{"array.json", "[\n" + pretty.String() + ",\n" + step + "\n]\n", "a JSON array, not JSON Lines: rank reads one EstimateStepRequest per line; write its elements one per line (e.g. jq -c '.[]')"},
+		{"line.json", "[" + step + ", " + step + "]\n", "a JSON array, not JSON Lines"},
+	} {
+		f := filepath.Join(dir, c.name)
+		if err := os.WriteFile(f, []byte(c.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := run("rank", "--in", f)
+		if code != 1 || !strings.Contains(errOut, "--in "+f+": "+c.want) || out != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %.400q, want %q", c.name, code, out, errOut, c.want)
+		}
+	}
+	// One request on one line is ranked as before.
+	f := filepath.Join(dir, "one.jsonl")
+	if err := os.WriteFile(f, []byte(step+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run("rank", "--in", f); code != 0 {
+		t.Errorf("one line: exit %d: %s", code, errOut)
 	}
 }
 

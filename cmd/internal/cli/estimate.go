@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -200,6 +201,9 @@ func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
 		data, err := readFileOrStdin(*opt.in)
 		if err != nil {
 			return fmt.Errorf("--in: %w", err)
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			return emptyInput(*opt.in, "an EstimateStepRequest as JSON")
 		}
 		if err := protojson.Unmarshal(data, &q.file); err != nil {
 			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, err)

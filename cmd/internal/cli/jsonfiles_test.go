@@ -116,3 +116,40 @@ func TestModelFileTakesTheAPIModel(t *testing.T) {
 		}
 	}
 }
+
+// An empty --in file (or one of blank lines only) is refused as empty, naming the
+// file and what it should hold, by every command that reads a request from it;
+// it gave the JSON decoder's "unexpected token" or "no configs".
+func TestEmptyInFile(t *testing.T) {
+	dir := t.TempDir()
+	empty, blank := filepath.Join(dir, "empty.json"), filepath.Join(dir, "blank.json")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(blank, []byte("\uFEFF \n\n\t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{empty, blank} {
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"estimate", "--in", path}, "--in " + path + ": empty file (want an EstimateStepRequest as JSON)"},
+			{[]string{"rank", "--in", path}, "--in " + path + ": empty file (want one EstimateStepRequest as JSON per line)"},
+			{[]string{"load", "--server", "127.0.0.1:1", "--in", path}, "--in " + path + ": empty file (want an EstimatePlanRequest as JSON)"},
+		} {
+			code, _, errs := run(c.args...)
+			if code != 1 || !strings.Contains(errs, c.want) {
+				t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
+			}
+		}
+	}
+	// A file of comments alone is not empty, and says so as before.
+	comments := filepath.Join(dir, "comments.jsonl")
+	if err := os.WriteFile(comments, []byte("# none yet\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := run("rank", "--in", comments); code != 1 || !strings.Contains(errs, "no configs") {
+		t.Errorf("rank of comments only: exit %d, %q", code, errs)
+	}
+}

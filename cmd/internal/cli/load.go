@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 		data, err := readFile(*in)
 		if err != nil {
 			return fmt.Errorf("--in: %w", err)
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			return emptyInput(*in, "an EstimatePlanRequest as JSON")
 		}
 		var base pb.EstimatePlanRequest
 		if err := protojson.Unmarshal(data, &base); err != nil {

@@ -327,6 +327,10 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 			if node < 0 || node >= q.spec.Nodes {
 				return fmt.Errorf("--exclude-nodes: %q is not a node of the %d-node cluster", f, q.spec.Nodes)
 			}
+			// Refused here, by the flag, rather than by the API's exclude_nodes[i].
+			if slices.Contains(q.req.ExcludeNodes, node) {
+				return fmt.Errorf("--exclude-nodes: node %d is listed twice", node)
+			}
 			q.req.ExcludeNodes = append(q.req.ExcludeNodes, node)
 		}
 	}
@@ -338,6 +342,9 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 		if i := slices.IndexFunc(q.req.DegradedNodes, func(o planner.DegradedNode) bool { return o.Node == d.Node }); i >= 0 {
 			return fmt.Errorf("--degraded-node %q: node %d is also given by --degraded-node %q; give its parts in one, e.g. %d:nic=0.5,gpu=0.8",
 				v, d.Node, (*opt.degradedNodes)[i], d.Node)
+		}
+		if slices.Contains(q.req.ExcludeNodes, d.Node) {
+			return fmt.Errorf("--degraded-node %q: node %d is also excluded by --exclude-nodes: the job runs on no excluded node, so its degradation would change nothing", v, d.Node)
 		}
 		q.req.DegradedNodes = append(q.req.DegradedNodes, d)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,7 +77,7 @@ func answerTooLarge(ctx context.Context, method string, req, reply any, cc *grpc
 }
 
 func rankCommand(fs *pflag.FlagSet) runFunc {
-	in := fs.String("in", "", "file of configs, one EstimateStep request (JSON) per line; - for standard input")
+	in := fs.String("in", "", "file of configs, one EstimateStep request (JSON) per line (JSON Lines: not pretty-printed, not an array); - for standard input")
 	addr := fs.String("server", "", "rank on a running stepcostd (host:port) instead of in process")
 	sec := remoteSecurityFlags(fs)
 	format := enumFlag(fs, "format", "table", "output: table, json or csv", formatNames)
@@ -122,8 +123,14 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("--in %s: %w", *in, err)
 		}
+		if !file.text {
+			return emptyInput(*in, "one EstimateStepRequest as JSON per line")
+		}
 		if len(file.configs) == 0 && len(file.bad) == 0 {
 			return fmt.Errorf("--in %s: no configs", *in)
+		}
+		if err := file.notJSONLines(); err != nil {
+			return fmt.Errorf("--in %s: %w", *in, err)
 		}
 		configs := file.configs
 		svc, closeFn, err := connect(*addr, sec)
@@ -246,6 +253,12 @@ type configFile struct {
 	lines   []int // lines[k]: the file line (1-based) of config line k
 	bad     []badLine
 	parsed  map[int]*pb.EstimateStepRequest // by config line
+	text    bool                            // a line is not blank (a comment counts)
+	// raw is the file from its first config line on, when that line is not a
+	// config (and the file is at most maxInputSize bytes): the file may then be
+	// one JSON value over several lines, not JSON Lines (see notJSONLines).
+	raw     []byte
+	rawKept int // 0: not decided yet (no config line read), 1: kept, 2: not kept
 }
 
 // badLine is a config line that is not an EstimateStepRequest.
@@ -269,7 +282,9 @@ func readConfigs(r io.Reader) (*configFile, error) {
 		if line == 1 {
 			b = bytes.TrimPrefix(b, []byte(byteOrderMark))
 		}
-		if t := bytes.TrimSpace(b); tooLong || (len(t) > 0 && t[0] != '#') {
+		t := bytes.TrimSpace(b)
+		f.text = f.text || tooLong || len(t) > 0
+		if tooLong || (len(t) > 0 && t[0] != '#') {
 			k := len(f.lines)
 			f.lines = append(f.lines, line)
 			var c pb.EstimateStepRequest
@@ -277,7 +292,14 @@ func readConfigs(r io.Reader) (*configFile, error) {
 			case tooLong:
 				f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: longer than %d bytes", line, maxConfigLine)})
 			default:
-				if perr := protojson.Unmarshal(t, &c); perr != nil {
+				perr := protojson.Unmarshal(t, &c)
+				if f.rawKept == 0 {
+					f.rawKept = 2
+					if perr != nil {
+						f.rawKept = 1
+					}
+				}
+				if perr != nil {
 					// The decoder places the error at "(line 1:N)" of the one
 					// line it was given: the file's line is said first, so
 					// only the column is kept.
@@ -290,10 +312,33 @@ func readConfigs(r io.Reader) (*configFile, error) {
 				}
 			}
 		}
+		if f.rawKept == 1 {
+			if f.raw = append(append(f.raw, b...), '\n'); len(f.raw) > maxInputSize {
+				f.raw, f.rawKept = nil, 2
+			}
+		}
 		if err == io.EOF {
 			return f, nil
 		}
 	}
+}
+
+// notJSONLines says so when the file is one JSON value over several lines — a
+// request pretty-printed (its first line "{" alone, as jq and Python's json.dumps
+// with indent write it) or an array of requests — rather than one request a line:
+// each of its lines failed on its own, with no word of the format.
+func (f *configFile) notJSONLines() error {
+	t := bytes.TrimSpace(f.raw)
+	if len(f.bad) == 0 || !json.Valid(t) {
+		return nil
+	}
+	switch n := bytes.Count(t, []byte("\n")) + 1; {
+	case t[0] == '[':
+		return errors.New("a JSON array, not JSON Lines: rank reads one EstimateStepRequest per line; write its elements one per line (e.g. jq -c '.[]')")
+	case t[0] == '{' && n > 1:
+		return fmt.Errorf("one JSON object over %d lines, not JSON Lines: rank reads one EstimateStepRequest per line; write it on one line (e.g. jq -c .)", n)
+	}
+	return nil
 }
 
 // byteOrderMark is UTF-8's byte-order mark, which editors on Windows and
@@ -311,6 +356,16 @@ func readFile(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	return readBounded(f, path)
+}
+
+// emptyInput is the error for an --in file (path, or - for standard input) that
+// holds nothing but white space: the JSON decoder said "unexpected token" at its
+// end, which does not say the file is empty. want is what the file should hold.
+func emptyInput(path, want string) error {
+	if path == "-" {
+		return fmt.Errorf("--in -: empty standard input (want %s)", want)
+	}
+	return fmt.Errorf("--in %s: empty file (want %s)", path, want)
 }
 
 // readFileOrStdin is readFile, with "-" naming standard input (as rank's --in takes
