@@ -1,12 +1,8 @@
 package step
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -110,32 +106,7 @@ func (m measuredAttention) measuredSeconds() float64 {
 
 func loadMeasuredAttention(t *testing.T) []measuredAttention {
 	t.Helper()
-	f, err := os.Open("testdata/attention_measured.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []measuredAttention
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var m measuredAttention
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&m); err != nil {
-			t.Fatalf("attention_measured.jsonl line %d: %v", line, err)
-		}
-		if err := m.validate(); err != nil {
-			t.Fatalf("attention_measured.jsonl line %d: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return loadMeasured[measuredAttention](t, "attention_measured.jsonl")
 }
 
 // attentionPriced prices one measured pass as the step model prices a layer's

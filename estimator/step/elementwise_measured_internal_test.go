@@ -1,11 +1,8 @@
 package step
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -72,32 +69,7 @@ func (m measuredElementwise) modelBytes() float64 {
 
 func loadMeasuredElementwise(t *testing.T) []measuredElementwise {
 	t.Helper()
-	f, err := os.Open("testdata/elementwise_measured.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []measuredElementwise
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var m measuredElementwise
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&m); err != nil {
-			t.Fatalf("elementwise_measured.jsonl line %d: %v", line, err)
-		}
-		if err := m.validate(); err != nil {
-			t.Fatalf("elementwise_measured.jsonl line %d: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return loadMeasured[measuredElementwise](t, "elementwise_measured.jsonl")
 }
 
 // largeElementwiseBytes is where a measured pass is counted as streaming: below

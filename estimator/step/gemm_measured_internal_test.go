@@ -1,13 +1,9 @@
 package step
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -54,32 +50,7 @@ func (g measuredGEMM) validate() error {
 
 func loadMeasuredGEMMs(t *testing.T) []measuredGEMM {
 	t.Helper()
-	f, err := os.Open("testdata/gemm_measured.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []measuredGEMM
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var g measuredGEMM
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&g); err != nil {
-			t.Fatalf("gemm_measured.jsonl line %d: %v", line, err)
-		}
-		if err := g.validate(); err != nil {
-			t.Fatalf("gemm_measured.jsonl line %d: %v", line, err)
-		}
-		out = append(out, g)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return loadMeasured[measuredGEMM](t, "gemm_measured.jsonl")
 }
 
 // gemmRegime buckets a GEMM by its M, the tokens of a training GEMM's forward
