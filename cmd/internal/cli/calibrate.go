@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +50,7 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 		}
 		layouts := calibrate.Layouts{}
 		if *layoutFile != "" {
-			data, err := readLimited(*layoutFile)
+			data, err := readFile(*layoutFile)
 			if err != nil {
 				return fmt.Errorf("--layout: %w", err)
 			}
@@ -79,7 +78,7 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 		}
 		var in calibrate.Inputs
 		for _, f := range files {
-			data, err := readLimited(f)
+			data, err := readFile(f)
 			if err != nil {
 				return err
 			}
@@ -159,22 +158,6 @@ func sameFiles(files []string) error {
 		seen[i] = fi
 	}
 	return nil
-}
-
-func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxInputSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxInputSize {
-		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxInputSize>>20)
-	}
-	return bytes.TrimPrefix(data, []byte(byteOrderMark)), nil
 }
 
 func baseNames(files []string) []string {
