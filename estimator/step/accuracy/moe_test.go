@@ -52,8 +52,8 @@ func TestMoERunsLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs: %d MoE (from %d sources), %d fp8, %d Blackwell; %d sources", len(runs), count["moe"], len(moeSources), count["fp8"], count["blackwell"], len(sources))
-	if len(runs) != 138 || count["moe"] != 61 || count["fp8"] != 95 || count["blackwell"] != 80 {
-		t.Errorf("want the data's 138 runs, 61 MoE, 95 fp8, 80 Blackwell")
+	if len(runs) != 142 || count["moe"] != 65 || count["fp8"] != 99 || count["blackwell"] != 84 {
+		t.Errorf("want the data's 142 runs, 65 MoE, 99 fp8, 84 Blackwell")
 	}
 	if len(moeSources) < 5 {
 		t.Errorf("MoE runs from %d sources, want 5 or more", len(moeSources))
