@@ -68,8 +68,8 @@ func TestAllRunsInSample(t *testing.T) {
 		}
 	}
 	s := logTable(t, "in sample (shipped constants)", rs)
-	if s["all"].N != 127+133 {
-		t.Errorf("%d runs priced, want 260", s["all"].N)
+	if s["all"].N != 127+142 {
+		t.Errorf("%d runs priced, want 269", s["all"].N)
 	}
 	for k, bound := range inSampleBounds {
 		if !(s[k].MeanAbs <= bound) {
@@ -278,12 +278,23 @@ func fmtFitted(m map[string]float64) string {
 // them (grad_reduce_dtype; arguments.py forces it under --bf16): in sample −8.2 → −8.0
 // and −1.9 → −1.7 %, left out −6.0 → −5.8 and +0.4 → +0.6 %, no other row moving; every
 // class's figure unchanged at one decimal.
+//
+// Then nine MLPerf Training v6.0 gpt-oss-20b MXFP8 runs on Blackwell Ultra (mlperf60:
+// Dell's 8 GB300, 16 and 8 B300, HPE's 16 and 32 GB300, Inventec's and Nebius's 8 B300
+// at TP 1, CP 1, EP 1–2, MBS 2–3, priced slow, +19.7 to +34.2 % in sample, where Lambda's
+// 8-B200 run of the same layout family is +3.1 %; Nebius's 64 B300 and 72 GB300 at CP 2 ×
+// EP 4, MBS 1, +6.1 and −7.1 %; docs/step-model.md, "MLPerf v6.0's EP-1 gpt-oss runs on
+// Blackwell Ultra"): in sample all 7.6 → 8.1 (0.08 → 0.085), MoE 8.8 → 10.8 (0.09 →
+// 0.11), fp8 8.4 → 9.7 (0.085 → 0.10), Blackwell 11.5 → 12.7 % (0.12 → 0.13); left out all
+// 8.2 → 8.6 (0.085 → 0.09), MoE 8.8 → 10.7 (0.09 → 0.11), fp8 8.5 → 9.7 (0.09 → 0.10),
+// Blackwell 11.9 → 13.0 % (0.12 → 0.135), the original 127 unchanged (5.8 / 6.9 %).
+// Bounds loosened by the data, not by a price.
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.08, "original": 0.065, "moe": 0.09, "fp8": 0.085, "blackwell": 0.12,
+		"all": 0.085, "original": 0.065, "moe": 0.11, "fp8": 0.10, "blackwell": 0.13,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.085, "original": 0.07, "moe": 0.09, "fp8": 0.09, "blackwell": 0.12,
+		"all": 0.09, "original": 0.07, "moe": 0.11, "fp8": 0.10, "blackwell": 0.135,
 	}
 )
 

@@ -52,8 +52,8 @@ func TestMoERunsLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs: %d MoE (from %d sources), %d fp8, %d Blackwell; %d sources", len(runs), count["moe"], len(moeSources), count["fp8"], count["blackwell"], len(sources))
-	if len(runs) != 133 || count["moe"] != 56 || count["fp8"] != 90 || count["blackwell"] != 75 {
-		t.Errorf("want the data's 133 runs, 56 MoE, 90 fp8, 75 Blackwell")
+	if len(runs) != 142 || count["moe"] != 65 || count["fp8"] != 99 || count["blackwell"] != 84 {
+		t.Errorf("want the data's 142 runs, 65 MoE, 99 fp8, 84 Blackwell")
 	}
 	if len(moeSources) < 5 {
 		t.Errorf("MoE runs from %d sources, want 5 or more", len(moeSources))
