@@ -3,23 +3,13 @@ package step
 import (
 	"math"
 	"testing"
-
-	"github.com/stepcost/stepcost/estimator/catalog"
-	"github.com/stepcost/stepcost/estimator/model"
 )
 
 // scoutRequest is Llama 4 Scout as torchao's MXFP8 case study trains it under
 // torchtitan (FSDP 256, EP 16, TP tp, local batch 1 × 8192) on GB200.
 func scoutRequest(t *testing.T, fw string, tp int) Request {
 	t.Helper()
-	a, err := model.Lookup("llama4-scout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := catalog.Cluster("gb200-nvl72", 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, cl := catalogPair(t, "llama4-scout", "gb200-nvl72", 64)
 	return normalise(Request{Model: a, Cluster: cl,
 		Training: Training{SeqLen: 8192, GlobalBatch: 256 / tp, Precision: BF16, Framework: fw},
 		Layout:   Layout{TP: tp, PP: 1, DP: 256 / tp, CP: 1, EP: 16, ETP: 1, ZeRO: 3, MicroBatch: 1, SP: tp > 1}})

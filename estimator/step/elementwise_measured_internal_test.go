@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
-	"github.com/stepcost/stepcost/estimator/model"
 )
 
 // measuredElementwise is one published time of a layer's elementwise kernel by
@@ -168,14 +167,7 @@ func TestElementwisePricesAgainstMeasuredKernels(t *testing.T) {
 
 	// One Llama 3 8B layer's budget, priced as shipped and re-priced at the
 	// measured rates.
-	a, err := model.Lookup("llama3-8b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := catalog.Cluster("dgx-h100", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, cl := catalogPair(t, "llama3-8b", "dgx-h100", 1)
 	req := normalise(Request{Model: a, Cluster: cl,
 		Training: Training{SeqLen: 4096, GlobalBatch: 16, Precision: BF16, Framework: "megatron-core"},
 		Layout:   Layout{TP: 1, PP: 1, DP: 8, CP: 1, EP: 1, ETP: 1, MicroBatch: 2}})

@@ -3,9 +3,6 @@ package step
 import (
 	"math"
 	"testing"
-
-	"github.com/stepcost/stepcost/estimator/catalog"
-	"github.com/stepcost/stepcost/estimator/model"
 )
 
 // The input embedding's weight gradient is dense: each micro-batch writes a zeroed
@@ -16,14 +13,7 @@ import (
 // megatron-core, 4 B under nemo-25.04 (NeMo 2's fp32 gradient reduction). With a
 // pipeline the embedding is on the first stage, which does not pace it.
 func TestEmbeddingGradient(t *testing.T) {
-	a, err := model.Lookup("llama3-8b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := catalog.Cluster("dgx-h100", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, cl := catalogPair(t, "llama3-8b", "dgx-h100", 1)
 	e := New()
 	for _, c := range []struct {
 		fw        string

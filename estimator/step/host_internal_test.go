@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/model"
 )
 
@@ -19,14 +18,7 @@ import (
 // costs 7 µs × 2.75. A model without group-limited routing keeps the router's 10
 // operators.
 func TestLayerHostByFramework(t *testing.T) {
-	ds, err := model.Lookup("deepseek-v3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := catalog.Cluster("gb200-nvl72", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, cl := catalogPair(t, "deepseek-v3", "gb200-nvl72", 1)
 	e := New()
 	host := func(a model.Arch, fw string, moe bool) layerHostCosts {
 		return e.layerHost(Request{Model: a, Cluster: cl, Training: Training{Framework: fw}}, moe)
