@@ -381,7 +381,9 @@ type Profile struct {
 	// output in two (chunk), clamps each half (clamp, clamp) and concatenates them
 	// again (torch.cat) before WeightedBiasQuickGeGLUFunction; autograd runs each
 	// step's backward as its own kernels. MLPerf Training v6.0's gpt-oss-20b
-	// (pretrain.py, PATCH_GEGLU_GRAPH_SAFE) keeps the same four operators.
+	// (pretrain.py, PATCH_GEGLU_GRAPH_SAFE) keeps the same four operators where its
+	// experts are TEGroupedMLP's own (not in Transformer Engine's op fuser:
+	// nemo-te-ops).
 	GLUClampUnfused bool
 	// FP8GroupedExpertPadding: under fp8, Megatron-Core 0.12's TEGroupedMLP
 	// (step.Training.MoEGroupedGEMM) pads every local expert's tokens to a multiple
@@ -742,6 +744,74 @@ const (
 	MLADownProjDuplicated
 )
 
+// nemoProfile is NeMo's (and Megatron-Bridge's) profile on Megatron-Core of 2025–2026.
+var nemoProfile = Profile{
+	Name:    "nemo",
+	Aliases: []string{"nemo-megatron", "nvidia-nemo"},
+	Description: "NVIDIA NeMo on Megatron-Core: the same kernels, overlaps and pipeline engine as megatron-core " +
+		"(NeMo's recipes turn the overlaps on)",
+	Source:               "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
+	TPPipelinedRSFP8:     true,
+	TPUserbuffers:        true,
+	HopperFusedAttention: true,
+	NormEmitsFP8:         true,
+	FP8TransposeFree:     true,
+	FP8Params:            true,
+	ActivationOffload:    true,
+	// Megatron-Bridge's performance recipes turn the router fusion on
+	// (scripts/performance configs for DeepSeek-V3 at d7dfa76:
+	// moe_router_fusion, with moe_permute_fusion and apply_rope_fusion).
+	MoERouterFusion:     true,
+	MLADownProj:         MLADownProjDuplicated,
+	TELayers:            true,
+	PipelineSendOverlap: true,
+	GLUClampUnfused:     true,
+	ExpertBiasUnfused:   true, // not on nemo-25.04: no expert biases before Megatron-Core a329dd6
+	MegatronDDPBuckets:  true,
+	// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
+	// without_interleaving and _with_interleaving (megatron/core/
+	// pipeline_parallel/schedules.py, get_forward_backward_func); no
+	// zero-bubble or DualPipe schedule.
+	Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, NoMLATPOverlap: true, NoSlidingWindowRingCP: true, Sources: []Source{
+		fp8ParamsShardedSource,
+		mlaTPOverlapSource,
+		slidingWindowCPSource,
+		{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/pipeline_parallel/schedules.py",
+			Commit: "2436e3d (Megatron-Core of 2026, MLPerf Training v6.0)", Note: "get_forward_backward_func returns the " +
+				"no-pipelining, 1F1B (forward_backward_pipelining_without_interleaving) or interleaved schedule; no zero-bubble or DualPipe schedule"},
+	}},
+}
+
+// nemoTEOpsProfile is nemo with the routed experts run through Transformer Engine's
+// op fuser (Megatron-Core's use_transformer_engine_op_fuser: TEGroupedMLP hands
+// fc1, the activation and fc2 to te.ops as GroupedLinear, ScaledClampedQGeGLU and
+// GroupedLinear with scale_bias, megatron/core/transformer/moe/experts.py
+// _make_fused_ops at d98e8a6, merged to main in 6815c0f, 2026-05-15). The clamp of a
+// clamped gated MLP is the activation op's own (limit = the clamp) and the second
+// GEMM's bias, scaled by the router's probabilities, is GroupedLinear's (Transformer
+// Engine 0be9046 "Bias/Dbias Support for GroupedLinear" and 580e7aa "Bias Prob
+// Scaling for GroupedLinear and Fused MOE Layers", April 2026); on compute
+// capability 10.x under MXFP8 with NVTE_CUTEDSL_FUSED_GROUPED_MLP the fuser runs the
+// three as one fused grouped MLP, the activation in the first GEMM's epilogue
+// (transformer_engine/pytorch/ops/fused/grouped_mlp.py at d0067d0). Neither the
+// unfused clamp (GLUClampUnfused) nor Megatron-Core's per-expert _apply_bias
+// (ExpertBiasUnfused) runs. MLPerf Training v6.0's gpt-oss-20b on Blackwell sets it
+// (USE_TE_OPS=True with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 in the configs; the logs
+// print use_transformer_engine_op_fuser and name the CuTe DSL GroupedGemmGluSm100
+// kernels).
+func nemoTEOpsProfile() Profile {
+	p := nemoProfile
+	p.Name = "nemo-te-ops"
+	p.Aliases = nil
+	p.Description = "NVIDIA NeMo / Megatron-Bridge on Megatron-Core with the routed experts in Transformer Engine's op fuser " +
+		"(use_transformer_engine_op_fuser): as nemo, a clamped gated MLP's clamp and the experts' biases inside Transformer Engine's grouped MLP"
+	p.Source = "Megatron-LM megatron/core/transformer/moe/experts.py (_is_fused_impl_supported, _make_fused_ops) at d98e8a6; " +
+		"Transformer Engine transformer_engine/pytorch/ops/fused/grouped_mlp.py at d0067d0"
+	p.GLUClampUnfused = false
+	p.ExpertBiasUnfused = false
+	return p
+}
+
 // Default is the profile of a request that names no framework.
 const Default = "megatron-core"
 
@@ -786,42 +856,8 @@ var profiles = []Profile{
 		MoERouterFP32Linear:  true,
 		Runs:                 mcore012,
 	},
-	{
-		Name:    "nemo",
-		Aliases: []string{"nemo-megatron", "nvidia-nemo"},
-		Description: "NVIDIA NeMo on Megatron-Core: the same kernels, overlaps and pipeline engine as megatron-core " +
-			"(NeMo's recipes turn the overlaps on)",
-		Source:               "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
-		TPPipelinedRSFP8:     true,
-		TPUserbuffers:        true,
-		HopperFusedAttention: true,
-		NormEmitsFP8:         true,
-		FP8TransposeFree:     true,
-		FP8Params:            true,
-		ActivationOffload:    true,
-		// Megatron-Bridge's performance recipes turn the router fusion on
-		// (scripts/performance configs for DeepSeek-V3 at d7dfa76:
-		// moe_router_fusion, with moe_permute_fusion and apply_rope_fusion).
-		MoERouterFusion:     true,
-		MLADownProj:         MLADownProjDuplicated,
-		TELayers:            true,
-		PipelineSendOverlap: true,
-		GLUClampUnfused:     true,
-		ExpertBiasUnfused:   true, // not on nemo-25.04: no expert biases before Megatron-Core a329dd6
-		MegatronDDPBuckets:  true,
-		// NeMo's pipelines are Megatron-Core's: forward_backward_pipelining_
-		// without_interleaving and _with_interleaving (megatron/core/
-		// pipeline_parallel/schedules.py, get_forward_backward_func); no
-		// zero-bubble or DualPipe schedule.
-		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, NoMLATPOverlap: true, NoSlidingWindowRingCP: true, Sources: []Source{
-			fp8ParamsShardedSource,
-			mlaTPOverlapSource,
-			slidingWindowCPSource,
-			{Limit: "Schedules: 1f1b, interleaved", Repo: "NVIDIA/Megatron-LM", File: "megatron/core/pipeline_parallel/schedules.py",
-				Commit: "2436e3d (Megatron-Core of 2026, MLPerf Training v6.0)", Note: "get_forward_backward_func returns the " +
-					"no-pipelining, 1F1B (forward_backward_pipelining_without_interleaving) or interleaved schedule; no zero-bubble or DualPipe schedule"},
-		}},
-	},
+	nemoProfile,
+	nemoTEOpsProfile(),
 	{
 		Name:    "nemo-24",
 		Aliases: []string{"nemo-24.05", "nemo-24.09", "nemo-25.01"},

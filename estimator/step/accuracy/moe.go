@@ -169,6 +169,11 @@ type MoERun struct {
 	// context-parallel process group (Megatron-Core's nccl_communicator_config_path,
 	// its "cp" entry's max_ctas); null: not set, NCCL's default.
 	CPNCCLMaxCTAs *int `json:"cp_nccl_max_ctas,omitempty"`
+	// TEOpFuserExperts: the source's configuration runs the routed experts through
+	// Transformer Engine's op fuser (Megatron-Core's use_transformer_engine_op_fuser;
+	// USE_TE_OPS with NVTE_CUTEDSL_FUSED_GROUPED_MLP in MLPerf v6.0's gpt-oss
+	// configs): priced with the nemo-te-ops profile.
+	TEOpFuserExperts bool `json:"te_op_fuser_experts,omitempty"`
 	// DPNCCLMaxCTAs and TPNCCLMaxCTAs are the NCCL maxCTAs the same configuration
 	// gives the data-parallel groups ("dp" and "dp_cp") and the tensor-parallel group
 	// ("tp"); absent: NCCL's default.
@@ -672,6 +677,10 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		// The MLPerf implementation on the 24.09–25.04 containers (Megatron-Core
 		// 0.8–0.12), with its own precision settings: the nemo-24 profile.
 		t.Framework = "nemo-24"
+	case strings.Contains(fwl, "nemo") && r.TEOpFuserExperts:
+		// The experts in Transformer Engine's op fuser: their clamp and bias inside
+		// its grouped MLP (the nemo-te-ops profile).
+		t.Framework = "nemo-te-ops"
 	case strings.Contains(fwl, "nemo"):
 		t.Framework = "nemo"
 	case strings.Contains(strings.ToLower(r.FrameworkVer), "megatron-core v0.8"), strings.Contains(strings.ToLower(r.FrameworkVer), "megatron-core v0.9"):

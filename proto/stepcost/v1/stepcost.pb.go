@@ -2147,8 +2147,8 @@ type Training struct {
 	// When ZeRO-3 gathers the next layer's weights in the backward pass (PyTorch
 	// FSDP's BackwardPrefetch); unset: PRE.
 	Zero3BackwardPrefetch BackwardPrefetch `protobuf:"varint,8,opt,name=zero3_backward_prefetch,json=zero3BackwardPrefetch,proto3,enum=stepcost.v1.BackwardPrefetch" json:"zero3_backward_prefetch,omitempty"`
-	// The training framework (megatron-core, megatron-core-0.12, nemo, nemo-24,
-	// nemo-24.12, nemo-25.04, megatron-lm-2021, megatron-deepspeed, deepspeed,
+	// The training framework (megatron-core, megatron-core-0.12, nemo, nemo-te-ops,
+	// nemo-24, nemo-24.12, nemo-25.04, megatron-lm-2021, megatron-deepspeed, deepspeed,
 	// deepspeed-2021, fsdp, torchtitan, torchtitan-2024, torchtitan-2024-04,
 	// torchtitan-0.1, torchtitan-2025-11, hai-llm,
 	// composer, lightning, or an alias such as fsdp2, llm-foundry or deepseek): its profile
