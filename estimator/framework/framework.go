@@ -34,6 +34,11 @@ type Profile struct {
 	// request gives no optimizer: 4 where the framework's default mixed precision
 	// reduces in fp32; 0 keeps the optimizer's gradient bytes.
 	GradReduceBytes float64
+	// GradReduceBF16Only: GradReduceBytes holds under bf16 (and fp8, which runs on
+	// bf16 parameters) only; under fp16 the gradients stay in the parameters' 16
+	// bits. Megatron-LM turns fp32 accumulation and reduction on under --bf16 alone
+	// (megatronGradReduceBytes).
+	GradReduceBF16Only bool
 	// HeldFP32GradCopies: the mixed-precision optimizer's fp32 copies of the 16-bit
 	// gradients stay allocated from one step's update through the next step's
 	// forward and backward passes, 4 B per parameter on top of the fp16 gradients;
@@ -822,7 +827,8 @@ var profiles = []Profile{
 		Description: "Megatron-LM with Megatron-Core (2023 on): flash attention (Transformer Engine), distributed optimizer, " +
 			"gradient reduce-scatter overlapped with the backward pass in buckets, zig-zag load-balanced context parallelism",
 		Source: "Megatron-Core docs (distributed optimizer, --overlap-grad-reduce, context parallelism, fine-grained activation offloading); " +
-			"Transformer Engine docs (DotProductAttention backends: cuDNN FusedAttention on Hopper; fp8_model_init)",
+			"Transformer Engine docs (DotProductAttention backends: cuDNN FusedAttention on Hopper; fp8_model_init); " +
+			"Megatron-LM megatron/training/arguments.py and training.py at d98e8a6 (fp32 gradients under --bf16)",
 		TPUserbuffers:        true,
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
@@ -835,6 +841,11 @@ var profiles = []Profile{
 		GLUClampUnfused:      true,
 		ExpertBiasUnfused:    true,
 		MegatronDDPBuckets:   true,
+		// Under --bf16 (and fp8 with it) Megatron-LM accumulates and reduces the
+		// gradients in fp32 unless --grad-reduce-in-bf16 is passed
+		// (megatronGradReduceBytes).
+		GradReduceBytes:    megatronGradReduceBytes,
+		GradReduceBF16Only: true,
 		// Megatron-Core's pipelines: 1F1B and interleaved only (mcoreSchedulesSource);
 		// the zero-bubble schedules are sail-sg's fork, DualPipe is HAI-LLM's.
 		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, NoMLATPOverlap: true, NoSlidingWindowRingCP: true,
@@ -845,7 +856,7 @@ var profiles = []Profile{
 		Aliases: []string{"megatron-core-0.8", "megatron-core-0.9", "mcore-0.12"},
 		Description: "Megatron-LM with Megatron-Core 0.7–0.12 (2024 to spring 2025): megatron-core's kernels and overlaps, " +
 			"its 1F1B and interleaved pipelines, the distributed optimizer, no MoE all-to-all overlap",
-		Source:               "Megatron-Core core_r0.7.0–core_r0.12.0 (the Runs sources)",
+		Source:               "Megatron-Core core_r0.7.0–core_r0.12.0 (the Runs sources; fp32 gradients under --bf16: megatron/training/arguments.py)",
 		HopperFusedAttention: true,
 		NormEmitsFP8:         true,
 		FP8Params:            true,
@@ -854,7 +865,12 @@ var profiles = []Profile{
 		PipelineSendOverlap:  true,
 		MegatronDDPBuckets:   true,
 		MoERouterFP32Linear:  true,
-		Runs:                 mcore012,
+		// fp32 gradients under bf16 since 2021 (megatronGradReduceBytes): at
+		// core_r0.7.0 unconditionally, --grad-reduce-in-bf16 the opt-out from
+		// d165a85 (2025-02-26, in core_r0.12.0) on.
+		GradReduceBytes:    megatronGradReduceBytes,
+		GradReduceBF16Only: true,
+		Runs:               mcore012,
 	},
 	nemoProfile,
 	nemoTEOpsProfile(),
@@ -1418,6 +1434,30 @@ func torchtitanAs(name, description, source string, diff func(*Profile)) Profile
 	diff(&p)
 	return p
 }
+
+// megatronGradReduceBytes: Megatron-LM's training entry (pretrain_gpt.py →
+// megatron/training/arguments.py validate_args, the args.bf16 branch) sets
+// accumulate_allreduce_grads_in_fp32 under --bf16 unless --grad-reduce-in-bf16 is
+// given ("bfloat16 requires gradient accumulation and all-reduce to be done in
+// fp32"; --main-grads-dtype, default fp32, must stay fp32 for it), and
+// megatron/training/training.py passes it to Megatron-Core's DDP config as
+// grad_reduce_in_fp32, whose main_grad buffers are then fp32
+// (megatron/core/distributed/distributed_data_parallel.py: grad_dtype = torch.float
+// if grad_reduce_in_fp32 else param.dtype): the weight-gradient GEMMs accumulate
+// into them and data parallelism reduces them, 4 B per parameter. fp8 runs with
+// --bf16 as well; under --fp16 the flag stays off. Read at d98e8a6 (2026-08-22;
+// arguments.py lines 1204–1217, training.py line 2635) and 1e057005 (2025-05-24;
+// arguments.py 618–630, training.py 1101): the same. History: unconditional under
+// --bf16 since 50a4b5f (2021-04-08, "Release fixes") and through core_r0.7.0–
+// core_r0.11.0; --grad-reduce-in-bf16, the opt-out, since d165a85 (2025-02-26, in
+// core_r0.12.0); --main-grads-dtype bf16 (47a175b, 2024-12-19, the precision-aware
+// optimizer's) also leaves it off. The default has not changed. Megatron-FSDP
+// (--use-custom-fsdp, these profiles' ZeRO-2/3) takes the same config: its
+// main-gradient buffers are fp32 under grad_reduce_in_fp32 and reduce-scattered as
+// they are, every micro-batch under optim_grads / optim_grads_params
+// (megatron/core/distributed/custom_fsdp/param_and_grad_buffer.py line 1356,
+// fully_sharded_data_parallel.py lines 392–398, at 1e057005).
+const megatronGradReduceBytes = 4
 
 // torchtitanRuns is what torchtitan runs since v0.1.0 (the torchtitan and
 // torchtitan-0.1 profiles).

@@ -54,7 +54,12 @@ func TestTrainingValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid training rejected: %v", err)
 	}
-	if n := ok.Normalise(); n.GlobalBatch != 64 || n.Precision != step.BF16 || n.Optimizer != step.AdamMixed() {
+	// The default framework, megatron-core, keeps Adam's mixed-precision states but
+	// accumulates and reduces the gradients in fp32 under bf16 (Megatron-LM's
+	// arguments.py: accumulate_allreduce_grads_in_fp32): 4 B a parameter.
+	want := step.AdamMixed()
+	want.GradBytes = 4
+	if n := ok.Normalise(); n.GlobalBatch != 64 || n.Precision != step.BF16 || n.Optimizer != want {
 		t.Errorf("defaults: %+v", n)
 	}
 	for field, edit := range map[string]func(*step.Training){

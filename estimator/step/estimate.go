@@ -2202,9 +2202,9 @@ func (p *pricing) zero3Prefetched() (float64, error) {
 		p.bwd += layers * cb
 		p.res.PerMicroBatch.Forward, p.res.PerMicroBatch.Backward = p.fwd, p.bwd
 	}
-	// The recomputed forward's communication goes half with each pass, as its
-	// compute does.
-	xF := p.commFwd + p.commRc/2
+	// The recomputed forward runs in the backward pass, its communication with it
+	// (zero3Overlap).
+	xF := p.commFwd
 	xB := p.tpPerMB + p.cpPerMB + p.epPerMB - xF
 	exposed, hidden, hiddenMB := zero3Overlap(ag, rs, p.fwd, p.bwd, p.rc, xF, xB, layers, mf, t.BackwardPrefetch == PrefetchPre)
 	p.res.Breakdown.Hidden[CommZeRO3] = hidden
@@ -3012,10 +3012,18 @@ func (r ring) perMBSplit(c ringPrices) (exposed, hidden, idle float64, pass [2]f
 // compute. The gathers run on their own stream for the layer's whole length, its
 // exposed communication included: xF and xB are the micro-batch's TP, CP and EP
 // communication exposed on the compute stream by the forward pass and by the
-// backward pass (seconds per micro-batch, the recomputed forward's half in each, as
-// its compute), each widening its own pass's window: the forward's gathers run
+// backward pass (seconds per micro-batch, the recomputed forward's in the
+// backward's), each widening its own pass's window: the forward's gathers run
 // under the forward's layers, the backward's gathers and reduce-scatters under the
-// backward's. DeepSpeed gathers a sub-module's weights, and prefetches the next
+// backward's. A recomputed forward runs in the backward pass, just before its
+// layer's backward, on the weights the backward's gather brought
+// (torch.utils.checkpoint reruns the forward when autograd reaches it; Megatron-FSDP
+// unshards once for the recomputed forward and the backward: its pre-forward hook
+// skips the gather and the forward prefetch of a module in PRE_BACKWARD,
+// megatron/core/distributed/custom_fsdp/fully_sharded_data_parallel.py
+// _pre_forward_param_unshard and docs/source/api-guide/custom_fsdp.md §4.1,
+// NVIDIA/Megatron-LM at 1e057005): so rc widens the backward's window, not the
+// forward's. DeepSpeed gathers a sub-module's weights, and prefetches the next
 // ones in the recorded trace, from the hook of the pass that runs it
 // (pre_sub_module_forward_function and pre_sub_module_backward_function call
 // PartitionedParameterCoordinator.fetch_sub_module with forward true and false,
@@ -3030,8 +3038,8 @@ func (r ring) perMBSplit(c ringPrices) (exposed, hidden, idle float64, pass [2]f
 // (exposed + m·layers·window) never decreases in either window. hiddenMB is the
 // hidden time of one micro-batch.
 func zero3Overlap(ag, rs, fwd, bwd, rc, xF, xB, layers, m float64, prefetchPre bool) (exposed, hidden, hiddenMB float64) {
-	perLayerF := (fwd + rc/2 + xF) / layers
-	perLayerB := (bwd + rc/2 + xB) / layers
+	perLayerF := (fwd + xF) / layers
+	perLayerB := (bwd + rc + xB) / layers
 	expF := max(0, ag-perLayerF)
 	expB := max(0, ag+rs-perLayerB)
 	if !prefetchPre {

@@ -9,15 +9,19 @@ import (
 
 // torchtitan's FSDP2 reduces in fp32 (framework.Profile.GradReduceBytes): under a
 // pipeline, where its gradients stay whole until the last micro-batch, they are held
-// at 4 B per parameter, twice Megatron-Core's 16-bit gradients when the request names
-// no optimizer. And torchao casts the fp8 weights inside each layer's forward
+// at 4 B per parameter, twice Megatron-Core's 16-bit gradients under
+// --grad-reduce-in-bf16 (the request's optimizer: 2 B gradients). And torchao casts the fp8 weights inside each layer's forward
 // (FP8WeightsCastInForward): under full recomputation only the layer recomputed and
 // the next hold their copies, where Transformer Engine keeps every layer's for the
 // step; without recomputation both hold them all.
 func TestTorchtitanGradientsAndFP8Copies(t *testing.T) {
 	req := func(fw string, rc step.Recompute) step.Request {
+		var o step.Optimizer // torchtitan: its profile's fp32 gradients
+		if fw == "megatron-core" {
+			o = step.AdamMixed()
+		}
 		return step.Request{Model: arch(t, "llama3-70b"), Cluster: cluster(t, "dgx-h100", 4),
-			Training: step.Training{SeqLen: 8192, GlobalBatch: 32, Precision: step.FP8, FP8Recipe: step.FP8Current, Framework: fw},
+			Training: step.Training{SeqLen: 8192, GlobalBatch: 32, Precision: step.FP8, FP8Recipe: step.FP8Current, Framework: fw, Optimizer: o},
 			Layout: step.Layout{TP: 4, PP: 4, DP: 2, CP: 1, ZeRO: 1, MicroBatch: 1, SP: true, Schedule: step.OneFOneB,
 				Recompute: rc}}
 	}

@@ -320,7 +320,9 @@ func (t *Training) normalise() {
 	}
 	if t.Optimizer == (Optimizer{}) {
 		t.Optimizer = AdamMixed()
-		if known == nil && fw.GradReduceBytes > 0 {
+		// Megatron-LM's fp32 gradients are bf16's (and fp8's, on bf16 parameters):
+		// under fp16 they stay 16-bit (framework.Profile.GradReduceBF16Only).
+		if known == nil && fw.GradReduceBytes > 0 && !(fw.GradReduceBF16Only && t.Precision == FP16) {
 			t.Optimizer.GradBytes = fw.GradReduceBytes
 		}
 		if known == nil && fw.HeldFP32GradCopies {
