@@ -14,11 +14,7 @@ import (
 // process, so placements of communication groups are cached across requests).
 // Reported: ns per search, and per search the layouts enumerated and estimated.
 func BenchmarkSearch(b *testing.B) {
-	grid := []struct {
-		model    string
-		gpus     int
-		seq, gbs int
-	}{
+	grid := []dgxSearch{
 		{"llama3-8b", 8, 8192, 64},
 		{"llama3-8b", 64, 8192, 256},
 		{"llama3-70b", 256, 8192, 512},
@@ -29,24 +25,44 @@ func BenchmarkSearch(b *testing.B) {
 		{"llama3-70b", 100000, 8192, 100000},
 	}
 	for _, g := range grid {
-		req := planner.Request{Model: mustModel(b, g.model), Cluster: mustCluster(b, "dgx-h100", g.gpus/8), GPUs: g.gpus,
-			Training: step.Training{SeqLen: g.seq, GlobalBatch: g.gbs}}
-		b.Run(fmt.Sprintf("model=%s/gpus=%d", g.model, g.gpus), func(b *testing.B) {
-			e := step.New()
-			first, err := planner.Search(context.Background(), e, req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := planner.Search(context.Background(), e, req); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(first.Stats.Enumerated), "layouts/op")
-			b.ReportMetric(float64(first.Stats.Evaluated), "estimated/op")
-		})
+		req := g.request(b)
+		b.Run(g.name(), func(b *testing.B) { benchmarkWarmSearch(b, req) })
 	}
+}
+
+// dgxSearch is one search of the benchmarks on DGX H100 nodes: the model, the
+// job's GPUs, its sequence length and global batch (sequences).
+type dgxSearch struct {
+	model    string
+	gpus     int
+	seq, gbs int
+}
+
+// request is the search's request, every dimension open.
+func (g dgxSearch) request(b *testing.B) planner.Request {
+	return planner.Request{Model: mustModel(b, g.model), Cluster: mustCluster(b, "dgx-h100", g.gpus/8), GPUs: g.gpus,
+		Training: step.Training{SeqLen: g.seq, GlobalBatch: g.gbs}}
+}
+
+// name is the sub-benchmark's name: model=<model>/gpus=<gpus>.
+func (g dgxSearch) name() string { return fmt.Sprintf("model=%s/gpus=%d", g.model, g.gpus) }
+
+// benchmarkWarmSearch times req's search with a warm estimator (one search made
+// before the timer) and reports per search the layouts enumerated and estimated.
+func benchmarkWarmSearch(b *testing.B, req planner.Request) {
+	e := step.New()
+	first, err := planner.Search(context.Background(), e, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := planner.Search(context.Background(), e, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(first.Stats.Enumerated), "layouts/op")
+	b.ReportMetric(float64(first.Stats.Evaluated), "estimated/op")
 }
 
 // BenchmarkSearchCold is the first search of a process: a fresh estimator, so every
@@ -60,20 +76,15 @@ func BenchmarkSearchCold(b *testing.B) { benchmarkSearchFresh(b, false) }
 func BenchmarkSearchNewCluster(b *testing.B) { benchmarkSearchFresh(b, true) }
 
 func benchmarkSearchFresh(b *testing.B, shareSchedules bool) {
-	grid := []struct {
-		model    string
-		gpus     int
-		seq, gbs int
-	}{
+	grid := []dgxSearch{
 		{"gpt3-175b", 1024, 2048, 1536},
 		{"llama3-70b", 4096, 8192, 4096},
 		{"llama3-70b", 16384, 8192, 16384},
 		{"llama3-70b", 100000, 8192, 100000},
 	}
 	for _, g := range grid {
-		req := planner.Request{Model: mustModel(b, g.model), Cluster: mustCluster(b, "dgx-h100", g.gpus/8), GPUs: g.gpus,
-			Training: step.Training{SeqLen: g.seq, GlobalBatch: g.gbs}}
-		b.Run(fmt.Sprintf("model=%s/gpus=%d", g.model, g.gpus), func(b *testing.B) {
+		req := g.request(b)
+		b.Run(g.name(), func(b *testing.B) {
 			var schedules *step.Schedules
 			if shareSchedules {
 				schedules = step.NewSchedules()
@@ -93,24 +104,10 @@ func benchmarkSearchFresh(b *testing.B, shareSchedules bool) {
 // space of the planner before activation offload, to tell that capability's cost
 // from the rest of the search's.
 func BenchmarkSearchNoActivationOffload(b *testing.B) {
-	req := planner.Request{Model: mustModel(b, "llama3-405b"), Cluster: mustCluster(b, "dgx-h100", 4096/8), GPUs: 4096,
-		Training: step.Training{SeqLen: 8192, GlobalBatch: 2048}}
+	g := dgxSearch{"llama3-405b", 4096, 8192, 2048}
+	req := g.request(b)
 	req.Constraints.OffloadActivations = []bool{false}
-	b.Run("model=llama3-405b/gpus=4096", func(b *testing.B) {
-		e := step.New()
-		first, err := planner.Search(context.Background(), e, req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := planner.Search(context.Background(), e, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(first.Stats.Enumerated), "layouts/op")
-		b.ReportMetric(float64(first.Stats.Evaluated), "estimated/op")
-	})
+	b.Run(g.name(), func(b *testing.B) { benchmarkWarmSearch(b, req) })
 }
 
 // BenchmarkSearchColdFP8 is BenchmarkSearchCold's search in fp8 with Transformer

@@ -1,7 +1,6 @@
 package calibrate
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/internal/jsonl"
 	"github.com/stepcost/stepcost/internal/strictjson"
 )
 
@@ -102,13 +102,9 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 	}
 	var first runKey
 	firstLine := 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<20) // lines up to 1 MiB; the buffer grows from 4 KiB only when one is long
-	for line := 1; sc.Scan(); line++ {
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			continue
-		}
+	sc := jsonl.NewScanner(data)
+	for sc.Scan() {
+		line, raw := sc.Line(), sc.Bytes()
 		var r MeasurementRow
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()

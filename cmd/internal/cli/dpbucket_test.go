@@ -3,10 +3,6 @@ package cli
 import (
 	"strings"
 	"testing"
-
-	"google.golang.org/protobuf/encoding/protojson"
-
-	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // --dp-bucket-params reaches the estimator from estimate and plan: Llama 3 8B on
@@ -18,15 +14,7 @@ import (
 func TestDPBucketParamsFlag(t *testing.T) {
 	args := []string{"estimate", "--model", "llama3-8b", "--cluster", "hgx-h100", "--gpus", "16", "--zero", "1",
 		"--mbs", "1", "--gbs", "16", "--seq", "4096", "--json"}
-	estimate := func(extra ...string) *pb.StepEstimate {
-		t.Helper()
-		code, out, errOut := run(append(args, extra...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", extra, code, errOut)
-		}
-		return decodeEstimate(t, out)
-	}
-	def, big, stated := estimate(), estimate("--dp-bucket-params", "1e9"), estimate("--dp-bucket-params", "40e6")
+	def, big, stated := estimateWith(t, args), estimateWith(t, args, "--dp-bucket-params", "1e9"), estimateWith(t, args, "--dp-bucket-params", "40e6")
 	if got := big.GetTraining().GetDpBucketParams(); got != 1e9 || def.GetTraining().GetDpBucketParams() != 0 {
 		t.Errorf("dp_bucket_params in the answers: %d with 1e9, %d without", got, def.GetTraining().GetDpBucketParams())
 	}
@@ -46,12 +34,7 @@ func TestDPBucketParamsFlag(t *testing.T) {
 
 	plan := []string{"plan", "--model", "llama3-8b", "--cluster", "hgx-h100", "--gpus", "16", "--gbs", "16", "--seq", "4096",
 		"--top", "1", "--json", "--dp-bucket-params"}
-	code, out, errOut := run(append(plan, "1e9")...)
-	var resp pb.EstimatePlanResponse
-	if err := protojson.Unmarshal([]byte(out), &resp); code != 0 || err != nil || len(resp.GetPlans()) == 0 {
-		t.Fatalf("plan --dp-bucket-params: exit %d, %v: %.300s %s", code, err, out, errOut)
-	}
-	if got := resp.GetPlans()[0].GetEstimate().GetTraining().GetDpBucketParams(); got != 1e9 {
+	if got := bestPlan(t, plan, "1e9").GetTraining().GetDpBucketParams(); got != 1e9 {
 		t.Errorf("plan --dp-bucket-params 1e9: the best plan's training has %d", got)
 	}
 	if code, _, errOut := run(append(plan, "-5")...); code == 0 || !strings.Contains(errOut, "--dp-bucket-params") {

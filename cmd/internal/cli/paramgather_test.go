@@ -3,10 +3,6 @@ package cli
 import (
 	"strings"
 	"testing"
-
-	"google.golang.org/protobuf/encoding/protojson"
-
-	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // --param-gather reaches the estimator from estimate and plan: Llama 3 8B on four
@@ -17,15 +13,7 @@ import (
 func TestParamGatherFlag(t *testing.T) {
 	args := []string{"estimate", "--model", "llama3-8b", "--cluster", "hgx-h100", "--gpus", "32", "--zero", "1",
 		"--mbs", "1", "--gbs", "32", "--seq", "4096", "--json"}
-	estimate := func(extra ...string) *pb.StepEstimate {
-		t.Helper()
-		code, out, errOut := run(append(args, extra...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", extra, code, errOut)
-		}
-		return decodeEstimate(t, out)
-	}
-	def, exp, ov := estimate(), estimate("--param-gather", "exposed"), estimate("--param-gather", "overlapped")
+	def, exp, ov := estimateWith(t, args), estimateWith(t, args, "--param-gather", "exposed"), estimateWith(t, args, "--param-gather", "overlapped")
 	if got := ov.GetTraining().GetParamGather(); got != "overlapped" || def.GetTraining().GetParamGather() != "" {
 		t.Errorf("param_gather in the answers: %q overlapped, %q by default", got, def.GetTraining().GetParamGather())
 	}
@@ -35,7 +23,7 @@ func TestParamGatherFlag(t *testing.T) {
 	if !(ov.GetBreakdown().GetExposedCommS().GetDp() < exp.GetBreakdown().GetExposedCommS().GetDp()) {
 		t.Errorf("overlapped: exposed dp %v s, not below exposed's %v s", ov.GetBreakdown().GetExposedCommS().GetDp(), exp.GetBreakdown().GetExposedCommS().GetDp())
 	}
-	nemo := estimate("--framework", "nemo")
+	nemo := estimateWith(t, args, "--framework", "nemo")
 	if got := nemo.GetTraining().GetParamGather(); got != "" {
 		t.Errorf("nemo's default: param_gather %q, want empty (no profile overlaps it by default)", got)
 	}
@@ -45,12 +33,7 @@ func TestParamGatherFlag(t *testing.T) {
 
 	plan := []string{"plan", "--model", "llama3-8b", "--cluster", "hgx-h100", "--gpus", "16", "--gbs", "16", "--seq", "4096",
 		"--top", "1", "--json", "--param-gather", "overlapped"}
-	code, out, errOut := run(plan...)
-	var resp pb.EstimatePlanResponse
-	if err := protojson.Unmarshal([]byte(out), &resp); code != 0 || err != nil || len(resp.GetPlans()) == 0 {
-		t.Fatalf("plan --param-gather: exit %d, %v: %.300s %s", code, err, out, errOut)
-	}
-	if got := resp.GetPlans()[0].GetEstimate().GetTraining().GetParamGather(); got != "overlapped" {
+	if got := bestPlan(t, plan).GetTraining().GetParamGather(); got != "overlapped" {
 		t.Errorf("plan --param-gather overlapped: the best plan's training has %q", got)
 	}
 }

@@ -6,11 +6,7 @@
 package accuracy
 
 import (
-	"bufio"
-	"bytes"
 	_ "embed"
-	"encoding/json"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -20,6 +16,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/internal/jsonl"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -66,27 +63,15 @@ const (
 
 // Rows parses the embedded data sets: nccl_measured.jsonl, then nccl_added.jsonl.
 func Rows() ([]Row, error) {
-	out, err := parseRows("nccl_measured.jsonl", measured, nil)
+	out, err := jsonl.Decode[Row]("nccl_measured.jsonl", measured)
 	if err != nil {
 		return nil, err
 	}
-	return parseRows("nccl_added.jsonl", added, out)
-}
-
-func parseRows(name string, data []byte, out []Row) ([]Row, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var r Row
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", name, line, err)
-		}
-		out = append(out, r)
+	more, err := jsonl.Decode[Row]("nccl_added.jsonl", added)
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	return append(out, more...), nil
 }
 
 // Case is a row turned into a model query.

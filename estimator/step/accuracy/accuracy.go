@@ -5,16 +5,14 @@
 package accuracy
 
 import (
-	"bufio"
-	"bytes"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/internal/jsonl"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 )
@@ -84,20 +82,7 @@ type Run struct {
 
 // Runs parses the embedded data set.
 func Runs() ([]Run, error) {
-	var out []Run
-	sc := bufio.NewScanner(bytes.NewReader(published))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var r Run
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("published_runs.jsonl line %d: %w", line, err)
-		}
-		out = append(out, r)
-	}
-	return out, sc.Err()
+	return jsonl.Decode[Run]("published_runs.jsonl", published)
 }
 
 // Case is a run turned into an estimate request.
