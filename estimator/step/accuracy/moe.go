@@ -1,7 +1,6 @@
 package accuracy
 
 import (
-	"bufio"
 	"bytes"
 	_ "embed"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/estimator/internal/jsonl"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 )
@@ -202,20 +202,18 @@ type MoERun struct {
 	SupersededBy *string `json:"superseded_by,omitempty"`
 }
 
-// MoERuns parses the embedded MoE, fp8 and Blackwell runs.
+// MoERuns parses the embedded MoE, fp8 and Blackwell runs. Unlike Runs it refuses
+// a field MoERun does not have: a misspelt setting would otherwise be priced as
+// unset.
 func MoERuns() ([]MoERun, error) {
 	var out []MoERun
-	sc := bufio.NewScanner(bytes.NewReader(publishedMoE))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
+	sc := jsonl.NewScanner(publishedMoE)
+	for sc.Scan() {
 		var r MoERun
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("published_runs_moe.jsonl line %d: %w", line, err)
+			return nil, fmt.Errorf("published_runs_moe.jsonl line %d: %w", sc.Line(), err)
 		}
 		out = append(out, r)
 	}
