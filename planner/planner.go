@@ -500,6 +500,19 @@ func (r *Request) validate() error {
 	if cs := &r.Constraints; slices.Contains(cs.CPAllToAll, true) && len(cs.CP) > 0 && !slices.ContainsFunc(cs.CP, func(cp int) bool { return cp > 1 }) {
 		c.Add("constraints.cp_all_to_all", "asks for Ulysses context parallelism, but constraints.cp lists no cp above 1 (got %v)", cs.CP)
 	}
+	// A job without a pipeline runs no pipeline schedule: its layouts are 1F1B's
+	// (schedules), so schedules without 1f1b and pp 1 alone filtered nothing.
+	if cs := &r.Constraints; len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.OneFOneB) &&
+		len(cs.PP) > 0 && !slices.ContainsFunc(cs.PP, func(pp int) bool { return pp > 1 }) {
+		c.Add("constraints.schedules", "asks for %s, but constraints.pp lists no pp above 1 (got %v): a job without pipeline parallelism runs no pipeline schedule",
+			framework.Or(cs.Schedules), cs.PP)
+	}
+	// Interleaving needs 2 model chunks a rank or more: asked for alone with depth 1
+	// alone it leaves only layouts without a pipeline.
+	if cs := &r.Constraints; len(cs.Schedules) > 0 && !slices.ContainsFunc(cs.Schedules, func(s step.Schedule) bool { return s != step.Interleaved }) &&
+		len(cs.VirtualStages) > 0 && !slices.ContainsFunc(cs.VirtualStages, func(v int) bool { return v > 1 }) {
+		c.Add("constraints.virtual_stages", "lists no interleaving depth above 1 (got %v), but constraints.schedules asks only for interleaved, which runs 2 model chunks a rank or more", cs.VirtualStages)
+	}
 	if cs := &r.Constraints; r.Model.MoE != nil && len(cs.ExpertsWhole) > 0 && !slices.Contains(cs.ExpertsWhole, false) &&
 		len(cs.SP) > 0 && !slices.Contains(cs.SP, true) && (len(cs.TP) == 0 || slices.ContainsFunc(cs.TP, func(tp int) bool { return tp > 1 })) {
 		// step's layout.etp rule: a TP rank holds its experts whole only with SP.

@@ -232,6 +232,14 @@ func TestValidationAndCancellation(t *testing.T) {
 		"constraints.virtual_stages: are interleaving depths": func(r *planner.Request) { // without interleaving: ignored before
 			r.Constraints.VirtualStages, r.Constraints.Schedules = []int{4}, []step.Schedule{step.OneFOneB, step.ZeroBubbleV}
 		},
+		// A pipeline schedule on jobs without a pipeline (pp 1 runs none), and
+		// interleaving with no depth above 1: only pp 1 layouts were answered.
+		"constraints.schedules: asks for interleaved, but constraints.pp lists no pp above 1": func(r *planner.Request) {
+			r.Constraints.Schedules, r.Constraints.PP = []step.Schedule{step.Interleaved}, []int{1}
+		},
+		"constraints.virtual_stages: lists no interleaving depth above 1": func(r *planner.Request) {
+			r.Constraints.Schedules, r.Constraints.VirtualStages = []step.Schedule{step.Interleaved}, []int{1}
+		},
 		"degraded_nodes[0]: names no degraded part": func(r *planner.Request) { // at full speed it was avoided as if degraded
 			r.DegradedNodes = []planner.DegradedNode{{Node: 1, NICSpeed: 1, GPUSpeed: 1}}
 		},
