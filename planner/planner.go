@@ -518,7 +518,10 @@ func (r *Request) validate() error {
 		// step's layout.etp rule: a TP rank holds its experts whole only with SP.
 		c.Add("constraints.experts_whole", "lists only whole experts, which need sequence parallelism with tp > 1, but constraints.sp lists only off")
 	}
+	zeroGiven := len(r.Constraints.ZeRO) > 0
+	fwName := r.Training.Framework
 	if fw, err := framework.Get(r.Training.Framework); err == nil && fw.Runs.Limited() {
+		fwName = fw.Name
 		if fw.Runs.EvenLayerSplit {
 			// The framework splits no other way (framework.Runs.EvenLayerSplit):
 			// its search is constraints.even_split's, whether or not that is given.
@@ -536,6 +539,22 @@ func (r *Request) validate() error {
 	// Depth 1 (no interleaving) is every other schedule's.
 	if cs := &r.Constraints; slices.ContainsFunc(cs.VirtualStages, func(v int) bool { return v > 1 }) && len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.Interleaved) {
 		c.Add("constraints.virtual_stages", "are interleaving depths, but the schedules searched do not include interleaved (%v; constraints.schedules, or the framework's): add it, or leave virtual_stages out", cs.Schedules)
+	}
+	// An offload runs under some ZeRO stages only (the search's space): with none
+	// of them searched the answer was "no layout to search" naming the stages, not
+	// the offload.
+	if cs := &r.Constraints; len(cs.ZeRO) > 0 && (cs.Offload == step.OffloadOptimizer || cs.Offload == step.OffloadParams) {
+		what, needs, runs := "optimizer", "ZeRO 1 or more", func(z int) bool { return z >= 1 }
+		if cs.Offload == step.OffloadParams {
+			what, needs, runs = "parameters", "ZeRO 3", func(z int) bool { return z == 3 }
+		}
+		if !slices.ContainsFunc(cs.ZeRO, runs) {
+			searched := fmt.Sprintf("constraints.zero lists %v", cs.ZeRO)
+			if !zeroGiven {
+				searched = fmt.Sprintf("%s runs ZeRO %s", fwName, framework.Or(cs.ZeRO))
+			}
+			c.Add("constraints.offload", "keeps the %s in host memory, which needs %s, but %s", what, needs, searched)
+		}
 	}
 	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {
 		c.Add("constraints.even_split", "keeps to even pipeline splits, but uneven_pp asks for uneven ones: give one")

@@ -240,6 +240,17 @@ func TestValidationAndCancellation(t *testing.T) {
 		"constraints.virtual_stages: lists no interleaving depth above 1": func(r *planner.Request) {
 			r.Constraints.Schedules, r.Constraints.VirtualStages = []step.Schedule{step.Interleaved}, []int{1}
 		},
+		// An offload no ZeRO stage searched runs: the answer was "no layout to
+		// search" listing the ZeRO stages, not the offload.
+		"constraints.offload: keeps the parameters in host memory, which needs ZeRO 3, but constraints.zero lists [1]": func(r *planner.Request) {
+			r.Constraints.Offload, r.Constraints.ZeRO = step.OffloadParams, []int{1}
+		},
+		"constraints.offload: keeps the optimizer in host memory, which needs ZeRO 1 or more, but constraints.zero lists [0]": func(r *planner.Request) {
+			r.Constraints.Offload, r.Constraints.ZeRO = step.OffloadOptimizer, []int{0}
+		},
+		"constraints.offload: keeps the parameters in host memory, which needs ZeRO 3, but megatron-lm-2021 runs ZeRO 0": func(r *planner.Request) {
+			r.Constraints.Offload, r.Training.Framework = step.OffloadParams, "megatron-lm-2021"
+		},
 		"degraded_nodes[0]: names no degraded part": func(r *planner.Request) { // at full speed it was avoided as if degraded
 			r.DegradedNodes = []planner.DegradedNode{{Node: 1, NICSpeed: 1, GPUSpeed: 1}}
 		},
