@@ -497,6 +497,11 @@ func (r *Request) validate() error {
 			c.Add("constraints.experts_whole", "asks for whole experts per TP rank, but the model has no experts")
 		}
 	}
+	// The overlap hides the all-to-alls of expert parallelism: with ep 1 there are none.
+	if cs := &r.Constraints; r.Model.MoE != nil && slices.Contains(cs.OverlapEP, true) && !slices.Contains(cs.OverlapEP, false) &&
+		len(cs.EP) > 0 && !slices.ContainsFunc(cs.EP, func(ep int) bool { return ep > 1 }) {
+		c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, but constraints.ep lists no ep above 1 (got %v)", cs.EP)
+	}
 	if cs := &r.Constraints; slices.Contains(cs.CPAllToAll, true) && len(cs.CP) > 0 && !slices.ContainsFunc(cs.CP, func(cp int) bool { return cp > 1 }) {
 		c.Add("constraints.cp_all_to_all", "asks for Ulysses context parallelism, but constraints.cp lists no cp above 1 (got %v)", cs.CP)
 	}

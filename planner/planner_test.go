@@ -226,6 +226,9 @@ func TestValidationAndCancellation(t *testing.T) {
 		// Constraints that filtered nothing, the search answering as if not given:
 		"constraints.overlap_ep: asks for":    func(r *planner.Request) { r.Constraints.OverlapEP = []bool{true} }, // dense model
 		"constraints.experts_whole: asks for": func(r *planner.Request) { r.Constraints.ExpertsWhole = []bool{true} },
+		"constraints.overlap_ep: asks for the expert-parallel all-to-all overlap, but constraints.ep lists no ep above 1": func(r *planner.Request) {
+			r.Model, r.Constraints.OverlapEP, r.Constraints.EP = mustModel(t, "mixtral-8x7b"), []bool{true}, []int{1}
+		},
 		"constraints.cp_all_to_all: asks for": func(r *planner.Request) {
 			r.Constraints.CPAllToAll, r.Constraints.CP = []bool{true}, []int{1}
 		},
