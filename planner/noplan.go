@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stepcost/stepcost/estimator/step"
 )
 
 // noPlanReason says why a search found no plan, from what pruned its layouts and
@@ -38,7 +40,7 @@ func noPlanReason(r *Request, st Stats) string {
 		}
 	}
 	if n := st.Pruned[PrunedMemoryBound] + st.Pruned[PrunedMemory]; n > 0 && n >= st.Enumerated/2 {
-		why = append(why, fmt.Sprintf("%d of the %d layouts do not fit in the GPUs' memory: more GPUs, ZeRO, recomputation or offload (constraints.offload) would make room", n, st.Enumerated))
+		why = append(why, fmt.Sprintf("%d of the %d layouts do not fit in the GPUs' memory%s", n, st.Enumerated, memoryRemedy(r)))
 	}
 	if n := st.Pruned[PrunedDivisibility]; n > 0 && st.Enumerated == 0 {
 		s := fmt.Sprintf("no parallel degrees divide the job (%d pipeline depths or batch splits refused): the global batch %d, the %d layers and the GPU count must share divisors", n, r.Training.GlobalBatch, r.Model.Layers)
@@ -64,6 +66,24 @@ func noPlanReason(r *Request, st Stats) string {
 		why = append(why, fmt.Sprintf("every layout was pruned: %s", prunedSummary(st)))
 	}
 	return "no feasible plan: " + strings.Join(why, "; ")
+}
+
+// memoryRemedy says what of the request left the layouts no room (the memory
+// min_headroom_gb keeps free) and what would make some: an offload only where one
+// is left to ask for (params after optimizer, none after params) and the node's
+// host memory is described (Validate's cluster.host rule).
+func memoryRemedy(r *Request) string {
+	var s string
+	if h := r.Constraints.MinHeadroomGB; h > 0 {
+		s = fmt.Sprintf(" with constraints.min_headroom_gb %g GB kept free of each GPU's %.3g GB", h, r.Cluster.GPU().MemoryGB)
+	}
+	switch {
+	case !r.Cluster.Spec.Host.Described() || r.Constraints.Offload == step.OffloadParams:
+		return s + ": more GPUs, ZeRO or recomputation would make room"
+	case r.Constraints.Offload == step.OffloadOptimizer:
+		return s + ": more GPUs, ZeRO, recomputation or offloading the parameters too (constraints.offload params) would make room"
+	}
+	return s + ": more GPUs, ZeRO, recomputation or offload (constraints.offload) would make room"
 }
 
 // givenConstraints lists the request's parallel-degree, micro-batch and schedule
