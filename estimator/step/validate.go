@@ -595,7 +595,15 @@ func validateOverlapTP(c *invalid.Collector, l *Layout) {
 // layer) to d98e8a6. Megatron-Bridge 4b4b5c9 asserts the same
 // (src/megatron/bridge/training/comm_overlap.py, shared-expert overlap).
 func validateOverlapEP(c *invalid.Collector, l *Layout) {
-	if !l.OverlapEP || l.Schedule == DualPipe {
+	if !l.OverlapEP {
+		return
+	}
+	if l.Schedule == DualPipe {
+		// DualPipe overlaps the all-to-alls itself, whatever the other rules;
+		// with ep 1 there are none to overlap.
+		if l.EP < 2 {
+			c.Add("layout.overlap_ep", "overlapping the expert-parallel all-to-alls needs ep > 1: with ep %d there are none (dualpipe overlaps them itself where there are)", max(1, l.EP))
+		}
 		return
 	}
 	switch {
