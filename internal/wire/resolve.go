@@ -563,7 +563,7 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 		return nil, err
 	}
 	if nodes*spec.GPUsPerNode > maxGPUs {
-		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes", maxGPUs/spec.GPUsPerNode))
+		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes (got %d)", maxGPUs/spec.GPUsPerNode, nodes))
 	}
 	_, top, err := FreeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
 	if err != nil {
