@@ -111,3 +111,26 @@ func TestNoPlanMemoryNamesWhatLeftNoRoom(t *testing.T) {
 		}
 	}
 }
+
+// The lists the framework filled in are told apart from those the request gave:
+// megatron-lm-2021's cp [1], zero [0] and recompute [none full] were listed as if
+// asked for, and its rule that left nothing (interleaving over more than 2
+// stages) was not said.
+func TestNoPlanTellsTheFrameworksLists(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 2), GPUs: 16, TopK: 3,
+		Training:    step.Training{SeqLen: 4096, GlobalBatch: 64, Framework: "megatron-lm-2021"},
+		Constraints: planner.Constraints{PP: []int{2}, Schedules: []step.Schedule{step.Interleaved}}}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"constraints.pp [2], ", "constraints.schedules [interleaved], ", "constraints.zero [0] (megatron-lm-2021's)",
+		"constraints.recompute [none full] (megatron-lm-2021's)", "megatron-lm-2021 interleaves only pipelines of more than 2 stages"} {
+		if len(res.Top) > 0 || !strings.Contains(res.NoPlan, w) {
+			t.Errorf("%d plans, no plan because %q; want it to say %q", len(res.Top), res.NoPlan, w)
+		}
+	}
+	if strings.Contains(res.NoPlan, "constraints.pp [2] (") || strings.Contains(res.NoPlan, "constraints.schedules [interleaved] (") {
+		t.Errorf("no plan because %q: lists given are the request's", res.NoPlan)
+	}
+}
