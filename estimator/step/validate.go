@@ -495,7 +495,10 @@ func validate(r *Request) error {
 				c.Add("layout.layer_split", "must sum to the %d layers (got %d)", a.Layers, sum)
 			}
 		}
-	} else if a.Layers%stages != 0 {
+	} else if a.Layers%stages != 0 && (stages > a.Layers || l.Schedule != ZeroBubbleV) {
+		// ZB-V's even split alone (its schedule rule says so; no layer_split
+		// helps): a pipeline of fewer chunks than layers is split cost-balanced
+		// under every other schedule (balanceSplit).
 		c.Add("layout.pp", "pp × virtual stages (%d) must be at most the %d layers (a stage holds at least one; the split is cost-balanced when it does not divide them), or give layout.layer_split", stages, a.Layers)
 	}
 	validateRuns(&c, l, a, t)
