@@ -95,3 +95,19 @@ func TestZeroBubbleV(t *testing.T) {
 		t.Errorf("ZB-V with 36 layers on 2 × 8 chunks: %v", err)
 	}
 }
+
+// Interleaving without a pipeline is refused by the schedule's rule alone: pp 1
+// × 3 chunks is not more than the 32 layers, yet it was also refused naming
+// layout.pp, "pp × virtual stages (3) must be at most the 32 layers … or give
+// layout.layer_split" (no split is balanced without a pipeline).
+func TestInterleavingWithoutPipelineNamesTheSchedule(t *testing.T) {
+	_, err := step.New().Estimate(step.Request{Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 64},
+		Layout:   step.Layout{TP: 8, PP: 1, DP: 1, MicroBatch: 1, Schedule: step.Interleaved, VirtualStages: 3}})
+	if err == nil {
+		t.Fatal("interleaved on pp 1 accepted")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "layout.schedule: interleaved needs pp ≥ 2") || strings.Contains(msg, "must be at most") {
+		t.Errorf("interleaved on pp 1: %v", err)
+	}
+}

@@ -495,10 +495,11 @@ func validate(r *Request) error {
 				c.Add("layout.layer_split", "must sum to the %d layers (got %d)", a.Layers, sum)
 			}
 		}
-	} else if a.Layers%stages != 0 && (stages > a.Layers || l.Schedule != ZeroBubbleV) {
-		// ZB-V's even split alone (its schedule rule says so; no layer_split
-		// helps): a pipeline of fewer chunks than layers is split cost-balanced
-		// under every other schedule (balanceSplit).
+	} else if a.Layers%stages != 0 && (stages > a.Layers || l.PP > 1 && l.Schedule != ZeroBubbleV) {
+		// Not for fewer chunks than layers under ZB-V (its even split, which no
+		// layer_split helps) or without a pipeline (chunks of pp 1, which the
+		// schedules' rules refuse): a pipeline of fewer chunks than layers is
+		// split cost-balanced under every other schedule (balanceSplit).
 		c.Add("layout.pp", "pp × virtual stages (%d) must be at most the %d layers (a stage holds at least one; the split is cost-balanced when it does not divide them), or give layout.layer_split", stages, a.Layers)
 	}
 	validateRuns(&c, l, a, t)
