@@ -615,6 +615,8 @@ func restrictToRuns(cs *Constraints, fw *framework.Profile, mla, sliding bool) e
 		off("overlap_tp", &cs.OverlapTP, !r.TPOverlapRuns(mla), "TP communication overlap with latent attention (mla)")
 	}
 	off("overlap_ep", &cs.OverlapEP, r.NoEPOverlap, "the expert-parallel all-to-all overlap")
+	// step's validateRuns: activation offload only where the profile runs it.
+	off("offload_activations", &cs.OffloadActivations, !fw.ActivationOffload, "activation offload to host memory")
 	one := func(field string, list *[]int, no bool, what string) {
 		switch {
 		case !no:

@@ -700,6 +700,11 @@ func validateRuns(c *invalid.Collector, l *Layout, a *model.Arch, t *Training) {
 	if l.SP && r.NoSequenceParallel {
 		c.Add("layout.sp", "%s runs tensor parallelism without sequence parallelism", p.Name)
 	}
+	// Megatron-Core's fine-grained activation offloading (of 2026): the profiles
+	// that run it say so (framework.Profile.ActivationOffload).
+	if l.OffloadActivations && !p.ActivationOffload {
+		c.Add("layout.offload_activations", "%s does not offload activations to host memory (Megatron-Core's fine-grained activation offloading, of 2026; the search tries it only where the framework runs it)", p.Name)
+	}
 	if l.CP > 1 && r.NoContextParallel {
 		c.Add("layout.cp", "%s runs no context parallelism (cp %d)", p.Name, l.CP)
 	} else if l.CP > 1 && a.MLA != nil && r.NoMLAContextParallel {
