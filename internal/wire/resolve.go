@@ -253,6 +253,7 @@ func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 		est.Assumptions = append([]string{s.Derived}, est.Assumptions...)
 	}
 	est.Warnings = append(est.Warnings, NoEffect(s.Model, s.Training, &s.Layout)...)
+	est.Warnings = append(est.Warnings, WhatIfNoEffect(s.SlowGPU, s.DegradedNIC, s.DegradedLink)...)
 	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion}
 }
 
