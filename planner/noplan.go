@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/step"
 )
 
 // noPlanReason says why a search found no plan, from what pruned its layouts and
 // the request: the free GPUs that cannot host the job, memory, divisibility, or
 // constraints that leave nothing to search. r is the normalised request (its free
 // map without the excluded nodes).
-func noPlanReason(r *Request, st Stats) string {
+func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 	var why []string
 	size := r.GPUs
 	if size == 0 {
@@ -38,7 +41,7 @@ func noPlanReason(r *Request, st Stats) string {
 		}
 	}
 	if n := st.Pruned[PrunedMemoryBound] + st.Pruned[PrunedMemory]; n > 0 && n >= st.Enumerated/2 {
-		why = append(why, fmt.Sprintf("%d of the %d layouts do not fit in the GPUs' memory: more GPUs, ZeRO, recomputation or offload (constraints.offload) would make room", n, st.Enumerated))
+		why = append(why, fmt.Sprintf("%d of the %d layouts do not fit in the GPUs' memory%s", n, st.Enumerated, memoryRemedy(r)))
 	}
 	if n := st.Pruned[PrunedDivisibility]; n > 0 && st.Enumerated == 0 {
 		s := fmt.Sprintf("no parallel degrees divide the job (%d pipeline depths or batch splits refused): the global batch %d, the %d layers and the GPU count must share divisors", n, r.Training.GlobalBatch, r.Model.Layers)
@@ -52,10 +55,16 @@ func noPlanReason(r *Request, st Stats) string {
 	}
 	if len(why) == 0 && st.Enumerated == 0 {
 		s := "the constraints leave no layout to search"
-		if given := givenConstraints(r.Constraints); given != "" {
-			s += fmt.Sprintf(": %s on %d GPUs (%d heads, %d layers, global batch %d)", given, size, r.Model.Heads, r.Model.Layers, r.Training.GlobalBatch)
+		if lists := givenConstraints(r.Constraints, given, frameworkName(r)); lists != "" {
+			s += fmt.Sprintf(": %s on %d GPUs (%d heads, %d layers, global batch %d)", lists, size, r.Model.Heads, r.Model.Layers, r.Training.GlobalBatch)
 			if r.Model.MoE == nil && len(r.Constraints.EP) > 0 && !slices.Contains(r.Constraints.EP, 1) {
 				s += "; the model has no experts, so ep can only be 1"
+			}
+			// The framework's rule (Validate's interleaveOver2): its interleaved
+			// schedule alone on pipelines of 2 stages or fewer leaves nothing.
+			if cs := r.Constraints; cs.interleaveOver2 && len(cs.Schedules) == 1 && cs.Schedules[0] == step.Interleaved &&
+				len(cs.PP) > 0 && !slices.ContainsFunc(cs.PP, func(pp int) bool { return pp > 2 }) {
+				s += fmt.Sprintf("; %s interleaves only pipelines of more than 2 stages", frameworkName(r))
 			}
 		}
 		why = append(why, s)
@@ -66,26 +75,68 @@ func noPlanReason(r *Request, st Stats) string {
 	return "no feasible plan: " + strings.Join(why, "; ")
 }
 
+// memoryRemedy says what of the request left the layouts no room (the memory
+// min_headroom_gb keeps free) and what would make some: an offload only where one
+// is left to ask for (params after optimizer, none after params) and the node's
+// host memory is described (Validate's cluster.host rule).
+func memoryRemedy(r *Request) string {
+	var s string
+	if h := r.Constraints.MinHeadroomGB; h > 0 {
+		s = fmt.Sprintf(" with constraints.min_headroom_gb %g GB kept free of each GPU's %.3g GB", h, r.Cluster.GPU().MemoryGB)
+	}
+	switch {
+	case !r.Cluster.Spec.Host.Described() || r.Constraints.Offload == step.OffloadParams:
+		return s + ": more GPUs, ZeRO or recomputation would make room"
+	case r.Constraints.Offload == step.OffloadOptimizer:
+		return s + ": more GPUs, ZeRO, recomputation or offloading the parameters too (constraints.offload params) would make room"
+	}
+	return s + ": more GPUs, ZeRO, recomputation or offload (constraints.offload) would make room"
+}
+
 // givenConstraints lists the request's parallel-degree, micro-batch and schedule
-// constraints that were given, with their values ("constraints.tp [3],
-// constraints.schedules [dualpipe]"): the ones that can leave nothing to search.
-func givenConstraints(c Constraints) string {
+// constraints, with their values ("constraints.tp [3], constraints.schedules
+// [dualpipe]"): the ones that can leave nothing to search. A list the request did
+// not give (given, from Constraints.given before the search) is the framework's
+// (restrictToRuns), and says so: "constraints.zero [0] (megatron-lm-2021's)".
+func givenConstraints(c Constraints, given map[string]bool, fw string) string {
 	var out []string
+	add := func(name string, v any) {
+		s := fmt.Sprintf("constraints.%s %v", name, v)
+		if !given[name] {
+			s += fmt.Sprintf(" (%s's)", fw)
+		}
+		out = append(out, s)
+	}
 	for _, l := range []struct {
 		name string
 		v    []int
 	}{{"tp", c.TP}, {"pp", c.PP}, {"cp", c.CP}, {"ep", c.EP}, {"zero", c.ZeRO}, {"micro_batch", c.MicroBatch}, {"virtual_stages", c.VirtualStages}} {
 		if len(l.v) > 0 {
-			out = append(out, fmt.Sprintf("constraints.%s %v", l.name, l.v))
+			add(l.name, l.v)
 		}
 	}
 	if len(c.Schedules) > 0 {
-		out = append(out, fmt.Sprintf("constraints.schedules %v", c.Schedules))
+		add("schedules", c.Schedules)
 	}
 	if len(c.Recompute) > 0 {
-		out = append(out, fmt.Sprintf("constraints.recompute %v", c.Recompute))
+		add("recompute", c.Recompute)
 	}
 	return strings.Join(out, ", ")
+}
+
+// given names the lists of c that are given (not empty), before the search fills
+// the empty ones in from the framework.
+func (c Constraints) given() map[string]bool {
+	return map[string]bool{"tp": len(c.TP) > 0, "pp": len(c.PP) > 0, "cp": len(c.CP) > 0, "ep": len(c.EP) > 0, "zero": len(c.ZeRO) > 0,
+		"micro_batch": len(c.MicroBatch) > 0, "virtual_stages": len(c.VirtualStages) > 0, "schedules": len(c.Schedules) > 0, "recompute": len(c.Recompute) > 0}
+}
+
+// frameworkName is the framework the request names, as its profile spells it.
+func frameworkName(r *Request) string {
+	if p, err := framework.Get(r.Training.Framework); err == nil {
+		return p.Name
+	}
+	return r.Training.Framework
 }
 
 func plural(n int, one, many string) string {

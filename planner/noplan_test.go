@@ -71,3 +71,66 @@ func TestExcludedTwiceRefused(t *testing.T) {
 		t.Errorf("got %v, want exclude_nodes[2] refused", err)
 	}
 }
+
+// Layouts that do not fit say what of the request left no room: the memory kept
+// free (min_headroom_gb), and an offload is suggested only where one is left to
+// ask for. "More GPUs … or offload (constraints.offload) would make room" was said
+// with min_headroom_gb 85 of an 85.9 GB GPU, and with the offload already asked.
+func TestNoPlanMemoryNamesWhatLeftNoRoom(t *testing.T) {
+	e := step.New()
+	for _, tc := range []struct {
+		model   string
+		cons    planner.Constraints
+		want    []string
+		notWant []string
+	}{
+		{"llama3-8b", planner.Constraints{MinHeadroomGB: 85}, []string{"constraints.min_headroom_gb 85 GB kept free of each GPU's 85.9 GB"}, nil},
+		{"llama3-405b", planner.Constraints{Offload: step.OffloadOptimizer}, []string{"offloading the parameters too (constraints.offload params)"}, []string{"or offload (constraints.offload)"}},
+		{"llama3-405b", planner.Constraints{Offload: step.OffloadParams, ZeRO: []int{3}}, []string{"do not fit"}, []string{"offload"}},
+		{"llama3-405b", planner.Constraints{}, []string{"or offload (constraints.offload) would make room"}, []string{"min_headroom_gb"}},
+	} {
+		req := planner.Request{Model: mustModel(t, tc.model), Cluster: mustCluster(t, "dgx-h100", 1), GPUs: 8, TopK: 3,
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64}, Constraints: tc.cons}
+		res, err := planner.Search(context.Background(), e, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Top) > 0 {
+			t.Errorf("%s %+v: %d plans, want none", tc.model, tc.cons, len(res.Top))
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(res.NoPlan, w) {
+				t.Errorf("%s %+v: no plan because %q; want it to say %q", tc.model, tc.cons, res.NoPlan, w)
+			}
+		}
+		for _, w := range tc.notWant {
+			if strings.Contains(res.NoPlan, w) {
+				t.Errorf("%s %+v: no plan because %q; want it not to say %q", tc.model, tc.cons, res.NoPlan, w)
+			}
+		}
+	}
+}
+
+// The lists the framework filled in are told apart from those the request gave:
+// megatron-lm-2021's cp [1], zero [0] and recompute [none full] were listed as if
+// asked for, and its rule that left nothing (interleaving over more than 2
+// stages) was not said.
+func TestNoPlanTellsTheFrameworksLists(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 2), GPUs: 16, TopK: 3,
+		Training:    step.Training{SeqLen: 4096, GlobalBatch: 64, Framework: "megatron-lm-2021"},
+		Constraints: planner.Constraints{PP: []int{2}, Schedules: []step.Schedule{step.Interleaved}}}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"constraints.pp [2], ", "constraints.schedules [interleaved], ", "constraints.zero [0] (megatron-lm-2021's)",
+		"constraints.recompute [none full] (megatron-lm-2021's)", "megatron-lm-2021 interleaves only pipelines of more than 2 stages"} {
+		if len(res.Top) > 0 || !strings.Contains(res.NoPlan, w) {
+			t.Errorf("%d plans, no plan because %q; want it to say %q", len(res.Top), res.NoPlan, w)
+		}
+	}
+	if strings.Contains(res.NoPlan, "constraints.pp [2] (") || strings.Contains(res.NoPlan, "constraints.schedules [interleaved] (") {
+		t.Errorf("no plan because %q: lists given are the request's", res.NoPlan)
+	}
+}

@@ -497,15 +497,36 @@ func (r *Request) validate() error {
 			c.Add("constraints.experts_whole", "asks for whole experts per TP rank, but the model has no experts")
 		}
 	}
+	// The overlap hides the all-to-alls of expert parallelism: with ep 1 there are none.
+	if cs := &r.Constraints; r.Model.MoE != nil && slices.Contains(cs.OverlapEP, true) && !slices.Contains(cs.OverlapEP, false) &&
+		len(cs.EP) > 0 && !slices.ContainsFunc(cs.EP, func(ep int) bool { return ep > 1 }) {
+		c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, but constraints.ep lists no ep above 1 (got %v)", cs.EP)
+	}
 	if cs := &r.Constraints; slices.Contains(cs.CPAllToAll, true) && len(cs.CP) > 0 && !slices.ContainsFunc(cs.CP, func(cp int) bool { return cp > 1 }) {
 		c.Add("constraints.cp_all_to_all", "asks for Ulysses context parallelism, but constraints.cp lists no cp above 1 (got %v)", cs.CP)
+	}
+	// A job without a pipeline runs no pipeline schedule: its layouts are 1F1B's
+	// (schedules), so schedules without 1f1b and pp 1 alone filtered nothing.
+	if cs := &r.Constraints; len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.OneFOneB) &&
+		len(cs.PP) > 0 && !slices.ContainsFunc(cs.PP, func(pp int) bool { return pp > 1 }) {
+		c.Add("constraints.schedules", "asks for %s, but constraints.pp lists no pp above 1 (got %v): a job without pipeline parallelism runs no pipeline schedule",
+			framework.Or(cs.Schedules), cs.PP)
+	}
+	// Interleaving needs 2 model chunks a rank or more: asked for alone with depth 1
+	// alone it leaves only layouts without a pipeline.
+	if cs := &r.Constraints; len(cs.Schedules) > 0 && !slices.ContainsFunc(cs.Schedules, func(s step.Schedule) bool { return s != step.Interleaved }) &&
+		len(cs.VirtualStages) > 0 && !slices.ContainsFunc(cs.VirtualStages, func(v int) bool { return v > 1 }) {
+		c.Add("constraints.virtual_stages", "lists no interleaving depth above 1 (got %v), but constraints.schedules asks only for interleaved, which runs 2 model chunks a rank or more", cs.VirtualStages)
 	}
 	if cs := &r.Constraints; r.Model.MoE != nil && len(cs.ExpertsWhole) > 0 && !slices.Contains(cs.ExpertsWhole, false) &&
 		len(cs.SP) > 0 && !slices.Contains(cs.SP, true) && (len(cs.TP) == 0 || slices.ContainsFunc(cs.TP, func(tp int) bool { return tp > 1 })) {
 		// step's layout.etp rule: a TP rank holds its experts whole only with SP.
 		c.Add("constraints.experts_whole", "lists only whole experts, which need sequence parallelism with tp > 1, but constraints.sp lists only off")
 	}
+	zeroGiven := len(r.Constraints.ZeRO) > 0
+	fwName := r.Training.Framework
 	if fw, err := framework.Get(r.Training.Framework); err == nil && fw.Runs.Limited() {
+		fwName = fw.Name
 		if fw.Runs.EvenLayerSplit {
 			// The framework splits no other way (framework.Runs.EvenLayerSplit):
 			// its search is constraints.even_split's, whether or not that is given.
@@ -523,6 +544,22 @@ func (r *Request) validate() error {
 	// Depth 1 (no interleaving) is every other schedule's.
 	if cs := &r.Constraints; slices.ContainsFunc(cs.VirtualStages, func(v int) bool { return v > 1 }) && len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.Interleaved) {
 		c.Add("constraints.virtual_stages", "are interleaving depths, but the schedules searched do not include interleaved (%v; constraints.schedules, or the framework's): add it, or leave virtual_stages out", cs.Schedules)
+	}
+	// An offload runs under some ZeRO stages only (the search's space): with none
+	// of them searched the answer was "no layout to search" naming the stages, not
+	// the offload.
+	if cs := &r.Constraints; len(cs.ZeRO) > 0 && (cs.Offload == step.OffloadOptimizer || cs.Offload == step.OffloadParams) {
+		what, needs, runs := "optimizer", "ZeRO 1 or more", func(z int) bool { return z >= 1 }
+		if cs.Offload == step.OffloadParams {
+			what, needs, runs = "parameters", "ZeRO 3", func(z int) bool { return z == 3 }
+		}
+		if !slices.ContainsFunc(cs.ZeRO, runs) {
+			searched := fmt.Sprintf("constraints.zero lists %v", cs.ZeRO)
+			if !zeroGiven {
+				searched = fmt.Sprintf("%s runs ZeRO %s", fwName, framework.Or(cs.ZeRO))
+			}
+			c.Add("constraints.offload", "keeps the %s in host memory, which needs %s, but %s", what, needs, searched)
+		}
 	}
 	if r.Constraints.EvenSplit && r.Constraints.UnevenPP {
 		c.Add("constraints.even_split", "keeps to even pipeline splits, but uneven_pp asks for uneven ones: give one")
@@ -578,6 +615,8 @@ func restrictToRuns(cs *Constraints, fw *framework.Profile, mla, sliding bool) e
 		off("overlap_tp", &cs.OverlapTP, !r.TPOverlapRuns(mla), "TP communication overlap with latent attention (mla)")
 	}
 	off("overlap_ep", &cs.OverlapEP, r.NoEPOverlap, "the expert-parallel all-to-all overlap")
+	// step's validateRuns: activation offload only where the profile runs it.
+	off("offload_activations", &cs.OffloadActivations, !fw.ActivationOffload, "activation offload to host memory")
 	one := func(field string, list *[]int, no bool, what string) {
 		switch {
 		case !no:

@@ -226,11 +226,33 @@ func TestValidationAndCancellation(t *testing.T) {
 		// Constraints that filtered nothing, the search answering as if not given:
 		"constraints.overlap_ep: asks for":    func(r *planner.Request) { r.Constraints.OverlapEP = []bool{true} }, // dense model
 		"constraints.experts_whole: asks for": func(r *planner.Request) { r.Constraints.ExpertsWhole = []bool{true} },
+		"constraints.overlap_ep: asks for the expert-parallel all-to-all overlap, but constraints.ep lists no ep above 1": func(r *planner.Request) {
+			r.Model, r.Constraints.OverlapEP, r.Constraints.EP = mustModel(t, "mixtral-8x7b"), []bool{true}, []int{1}
+		},
 		"constraints.cp_all_to_all: asks for": func(r *planner.Request) {
 			r.Constraints.CPAllToAll, r.Constraints.CP = []bool{true}, []int{1}
 		},
 		"constraints.virtual_stages: are interleaving depths": func(r *planner.Request) { // without interleaving: ignored before
 			r.Constraints.VirtualStages, r.Constraints.Schedules = []int{4}, []step.Schedule{step.OneFOneB, step.ZeroBubbleV}
+		},
+		// A pipeline schedule on jobs without a pipeline (pp 1 runs none), and
+		// interleaving with no depth above 1: only pp 1 layouts were answered.
+		"constraints.schedules: asks for interleaved, but constraints.pp lists no pp above 1": func(r *planner.Request) {
+			r.Constraints.Schedules, r.Constraints.PP = []step.Schedule{step.Interleaved}, []int{1}
+		},
+		"constraints.virtual_stages: lists no interleaving depth above 1": func(r *planner.Request) {
+			r.Constraints.Schedules, r.Constraints.VirtualStages = []step.Schedule{step.Interleaved}, []int{1}
+		},
+		// An offload no ZeRO stage searched runs: the answer was "no layout to
+		// search" listing the ZeRO stages, not the offload.
+		"constraints.offload: keeps the parameters in host memory, which needs ZeRO 3, but constraints.zero lists [1]": func(r *planner.Request) {
+			r.Constraints.Offload, r.Constraints.ZeRO = step.OffloadParams, []int{1}
+		},
+		"constraints.offload: keeps the optimizer in host memory, which needs ZeRO 1 or more, but constraints.zero lists [0]": func(r *planner.Request) {
+			r.Constraints.Offload, r.Constraints.ZeRO = step.OffloadOptimizer, []int{0}
+		},
+		"constraints.offload: keeps the parameters in host memory, which needs ZeRO 3, but megatron-lm-2021 runs ZeRO 0": func(r *planner.Request) {
+			r.Constraints.Offload, r.Training.Framework = step.OffloadParams, "megatron-lm-2021"
 		},
 		"degraded_nodes[0]: names no degraded part": func(r *planner.Request) { // at full speed it was avoided as if degraded
 			r.DegradedNodes = []planner.DegradedNode{{Node: 1, NICSpeed: 1, GPUSpeed: 1}}

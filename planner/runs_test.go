@@ -106,6 +106,9 @@ func TestFrameworkRunsConstraintErrors(t *testing.T) {
 		{"torchtitan-2024-04", planner.Constraints{Recompute: []step.Recompute{step.RecomputeSelective}}, "constraints.recompute[0]"},
 		{"composer", planner.Constraints{PP: []int{2}}, "constraints.pp"},
 		{"hai-llm", planner.Constraints{Schedules: []step.Schedule{step.GPipe}}, "constraints.schedules[0]"},
+		// Megatron-Core's fine-grained activation offloading is of 2026.
+		{"megatron-core-0.12", planner.Constraints{OffloadActivations: []bool{true}}, "constraints.offload_activations"},
+		{"composer", planner.Constraints{OffloadActivations: []bool{false, true}}, "constraints.offload_activations"},
 	} {
 		req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 2), GPUs: 16, TopK: 1,
 			Training: step.Training{SeqLen: 4096, GlobalBatch: 64, Framework: c.framework}, Constraints: c.cs}

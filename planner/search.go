@@ -698,6 +698,7 @@ var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
 // are broken by enumeration order.
 func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error) {
 	start := time.Now()
+	given := req.Constraints.given()
 	if err := req.normalise(); err != nil {
 		return Result{}, err
 	}
@@ -755,7 +756,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	stats.Elapsed = time.Since(start)
 	res.Stats = stats
 	if len(res.Top) == 0 {
-		res.NoPlan = noPlanReason(&req, stats)
+		res.NoPlan = noPlanReason(&req, stats, given)
 	}
 	return res, nil
 }

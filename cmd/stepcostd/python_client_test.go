@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,10 +157,32 @@ func TestPythonClient(t *testing.T) {
 			"best plan for llama3-8b on 32 GPUs of dgx-h100",
 			fmt.Sprintf("layout     tp=%d pp=%d dp=%d cp=%d ep=%d zero=%d micro_batch=%d ", l.GetTp(), l.GetPp(), l.GetDp(), l.GetCp(), l.GetEp(), l.GetZero(), l.GetMicroBatch()),
 			fmt.Sprintf("step time  %.3f s", want.GetEstimate().GetStepTimeS()),
+			// Every part of the breakdown, so that they add up to the step time.
+			fmt.Sprintf("contention %.3f", want.GetEstimate().GetBreakdown().GetContentionS()),
 			fmt.Sprintf("nodes      %d: ", len(nodes)),
 		}, nodes...) {
 			if !strings.Contains(stdout, s) {
 				t.Errorf("output lacks %q:\n%s", s, stdout)
+			}
+		}
+		// The parts printed add up to the step time printed, to the rounding of
+		// each (0.0005 s a part).
+		if _, line, ok := strings.Cut(stdout, "step time  "); ok {
+			line, _, _ = strings.Cut(line, "\n")
+			step, parts, _ := strings.Cut(line, " s: ")
+			total, sum, n := 0.0, 0.0, 0
+			fmt.Sscanf(step, "%g", &total)
+			for _, part := range strings.Split(parts, ", ") {
+				var v float64
+				if i := strings.LastIndexByte(part, ' '); i > 0 {
+					if _, err := fmt.Sscanf(part[i+1:], "%g", &v); err == nil {
+						sum += v
+						n++
+					}
+				}
+			}
+			if math.Abs(sum-total) > 0.0005*float64(n+1) {
+				t.Errorf("the parts printed add up to %.3f s of the %.3f s step: %s", sum, total, line)
 			}
 		}
 		t.Logf("\n%s", stdout)

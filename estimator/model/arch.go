@@ -210,7 +210,13 @@ func (a Arch) ValidateAt(path string) error {
 		between(&c, "sliding_window", a.SlidingWindow, 1, MaxSlidingWindow)
 	}
 	if a.GlobalEvery != 0 {
-		between(&c, "global_every", a.GlobalEvery, 1, MaxLayers)
+		// Every n-th layer (LocalAttention): past the layers none is, the window
+		// applying to all as if global_every were not given.
+		maxEvery := MaxLayers
+		if a.Layers >= 1 && a.Layers <= MaxLayers {
+			maxEvery = a.Layers
+		}
+		between(&c, "global_every", a.GlobalEvery, 1, maxEvery)
 		if a.SlidingWindow == 0 {
 			c.Add("global_every", "makes every n-th layer global among windowed ones: needs sliding_window")
 		}

@@ -72,6 +72,10 @@ func TestValidate(t *testing.T) {
 		{"expert ffn negative", withMoE(model.MoE{Experts: 8, TopK: 2, ExpertFFN: -1}), []string{"moe.expert_ffn"}},
 		{"frequency negative", withMoE(model.MoE{Experts: 8, TopK: 2, Frequency: -1}), []string{"moe.frequency"}},
 		{"frequency above layers", withMoE(model.MoE{Experts: 8, TopK: 2, Frequency: 33}), []string{"moe.frequency"}},
+		// Past the layers no layer is the n-th: the window applies to all, as if
+		// global_every were not given.
+		{"global every layer", func() model.Arch { a := llamaLike(); a.SlidingWindow, a.GlobalEvery = 4096, 32; return a }(), nil},
+		{"global every past the layers", func() model.Arch { a := llamaLike(); a.SlidingWindow, a.GlobalEvery = 4096, 33; return a }(), []string{"global_every"}},
 		{"several at once", model.Arch{Layers: 2, Hidden: 100, Heads: 3, KVHeads: 2, FFN: 1, Vocab: 0},
 			[]string{"heads", "kv_heads", "vocab"}},
 	}

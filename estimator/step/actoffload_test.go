@@ -83,6 +83,23 @@ func TestActivationOffload(t *testing.T) {
 	if _, err := e.Estimate(bad); err == nil || !strings.Contains(err.Error(), "layout.offload_activations") {
 		t.Errorf("DualPipe with activation offload: %v", err)
 	}
+	// Refused under a framework without it (framework.Profile.ActivationOffload):
+	// Megatron-Core 0.12, NeMo 25.04, DeepSpeed, torchtitan and HAI-LLM were
+	// priced offloading the activations as Megatron-Core of 2026 does.
+	for _, fw := range []string{"megatron-core-0.12", "nemo-25.04", "deepspeed", "torchtitan-2025-11", "hai-llm", "megatron-lm-2021"} {
+		old := req
+		old.Training.Framework, old.Layout.OffloadActivations = fw, true
+		if _, err := e.Estimate(old); err == nil || !strings.Contains(err.Error(), "layout.offload_activations: "+fw+" does not offload") {
+			t.Errorf("%s with activation offload: %v", fw, err)
+		}
+	}
+	for _, fw := range []string{"megatron-core", "nemo", "fsdp"} { // fsdp: the profile that states no limit
+		now := req
+		now.Training.Framework, now.Layout.OffloadActivations = fw, true
+		if _, err := e.Estimate(now); err != nil {
+			t.Errorf("%s with activation offload: %v", fw, err)
+		}
+	}
 	spec := req.Cluster.Spec
 	spec.Host = topology.Host{}
 	cl, err := spec.Build()

@@ -1,6 +1,7 @@
 package step_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/step"
@@ -82,7 +83,31 @@ func TestZeroBubbleV(t *testing.T) {
 	if got, want := v.Breakdown.Exposed[step.CommPP]/f1.Breakdown.Exposed[step.CommPP], 2.0; got < want*0.999 || got > want*1.001 {
 		t.Errorf("pipeline sends ×%.3f of 1F1B's, want ×%.3f", got, want)
 	}
-	if _, err := run(step.ZeroBubbleV, 36); err == nil {
-		t.Error("ZB-V with 36 layers on 2 × 8 chunks accepted")
+	// Refused by the schedule's even split alone: 16 chunks are fewer than 36
+	// layers, and no layer_split would do (ZB-V refuses every uneven one). It was
+	// also refused naming layout.pp, "pp × virtual stages (16) must be at most the
+	// 36 layers … or give layout.layer_split".
+	_, err := run(step.ZeroBubbleV, 36)
+	if err == nil {
+		t.Fatal("ZB-V with 36 layers on 2 × 8 chunks accepted")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "layout.schedule: zb-v splits the 36 layers evenly") || strings.Contains(msg, "must be at most") {
+		t.Errorf("ZB-V with 36 layers on 2 × 8 chunks: %v", err)
+	}
+}
+
+// Interleaving without a pipeline is refused by the schedule's rule alone: pp 1
+// × 3 chunks is not more than the 32 layers, yet it was also refused naming
+// layout.pp, "pp × virtual stages (3) must be at most the 32 layers … or give
+// layout.layer_split" (no split is balanced without a pipeline).
+func TestInterleavingWithoutPipelineNamesTheSchedule(t *testing.T) {
+	_, err := step.New().Estimate(step.Request{Model: arch(t, "llama3-8b"), Cluster: cluster(t, "dgx-h100", 1),
+		Training: step.Training{SeqLen: 4096, GlobalBatch: 64},
+		Layout:   step.Layout{TP: 8, PP: 1, DP: 1, MicroBatch: 1, Schedule: step.Interleaved, VirtualStages: 3}})
+	if err == nil {
+		t.Fatal("interleaved on pp 1 accepted")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "layout.schedule: interleaved needs pp ≥ 2") || strings.Contains(msg, "must be at most") {
+		t.Errorf("interleaved on pp 1: %v", err)
 	}
 }

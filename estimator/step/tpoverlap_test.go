@@ -109,6 +109,18 @@ func TestEPOverlapRules(t *testing.T) {
 	if _, err := e.Estimate(r); err != nil {
 		t.Errorf("interleaved: %v", err)
 	}
+	r = base
+	r.Layout.Schedule, r.Training.Framework = step.DualPipe, "hai-llm"
+	if _, err := e.Estimate(r); err != nil {
+		t.Errorf("dualpipe: %v", err)
+	}
+	// DualPipe overlaps the all-to-alls itself; with ep 1 there are none, and
+	// overlap_ep was taken without a word, the answer the one without it.
+	r.Layout.EP = 1
+	var fe *invalid.Error
+	if _, err := e.Estimate(r); !errors.As(err, &fe) || fe.Field != "layout.overlap_ep" {
+		t.Errorf("dualpipe without expert groups: %v", err)
+	}
 }
 
 // Megatron-Core's TransformerConfig refuses the all-to-all overlap beside the

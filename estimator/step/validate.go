@@ -497,7 +497,11 @@ func validate(r *Request) error {
 				c.Add("layout.layer_split", "must sum to the %d layers (got %d)", a.Layers, sum)
 			}
 		}
-	} else if a.Layers%stages != 0 {
+	} else if a.Layers%stages != 0 && (stages > a.Layers || l.PP > 1 && l.Schedule != ZeroBubbleV) {
+		// Not for fewer chunks than layers under ZB-V (its even split, which no
+		// layer_split helps) or without a pipeline (chunks of pp 1, which the
+		// schedules' rules refuse): a pipeline of fewer chunks than layers is
+		// split cost-balanced under every other schedule (balanceSplit).
 		c.Add("layout.pp", "pp × virtual stages (%d) must be at most the %d layers (a stage holds at least one; the split is cost-balanced when it does not divide them), or give layout.layer_split", stages, a.Layers)
 	}
 	validateRuns(&c, l, a, t)
@@ -597,7 +601,15 @@ func validateOverlapTP(c *invalid.Collector, l *Layout) {
 // layer) to d98e8a6. Megatron-Bridge 4b4b5c9 asserts the same
 // (src/megatron/bridge/training/comm_overlap.py, shared-expert overlap).
 func validateOverlapEP(c *invalid.Collector, l *Layout) {
-	if !l.OverlapEP || l.Schedule == DualPipe {
+	if !l.OverlapEP {
+		return
+	}
+	if l.Schedule == DualPipe {
+		// DualPipe overlaps the all-to-alls itself, whatever the other rules;
+		// with ep 1 there are none to overlap.
+		if l.EP < 2 {
+			c.Add("layout.overlap_ep", "overlapping the expert-parallel all-to-alls needs ep > 1: with ep %d there are none (dualpipe overlaps them itself where there are)", max(1, l.EP))
+		}
 		return
 	}
 	switch {
@@ -689,6 +701,11 @@ func validateRuns(c *invalid.Collector, l *Layout, a *model.Arch, t *Training) {
 	}
 	if l.SP && r.NoSequenceParallel {
 		c.Add("layout.sp", "%s runs tensor parallelism without sequence parallelism", p.Name)
+	}
+	// Megatron-Core's fine-grained activation offloading (of 2026): the profiles
+	// that run it say so (framework.Profile.ActivationOffload).
+	if l.OffloadActivations && !p.ActivationOffload {
+		c.Add("layout.offload_activations", "%s does not offload activations to host memory (Megatron-Core's fine-grained activation offloading, of 2026; the search tries it only where the framework runs it)", p.Name)
 	}
 	if l.CP > 1 && r.NoContextParallel {
 		c.Add("layout.cp", "%s runs no context parallelism (cp %d)", p.Name, l.CP)

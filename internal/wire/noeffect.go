@@ -52,12 +52,28 @@ func NoEffect(a model.Arch, t step.Training, l *step.Layout) []string {
 	return out
 }
 
+// WhatIfNoEffect warns of the what-ifs given at 1: the part at its healthy speed
+// (0 is none), which prices as if the what-if were not given.
+func WhatIfNoEffect(slow, nic, link float64) []string {
+	var out []string
+	for _, w := range []struct {
+		field, part string
+		v           float64
+	}{{"slow_gpu_speed", "the GPU", slow}, {"degraded_nic_speed", "the node's NICs", nic}, {"degraded_link_speed", "the GPU's link", link}} {
+		if w.v == 1 {
+			out = append(out, fmt.Sprintf("%s: no effect: 1 is %s at full speed (give a fraction below 1, or 0 for none)", w.field, w.part))
+		}
+	}
+	return out
+}
+
 // PlanNoEffect is NoEffect for a search (the model's fields; its layouts vary),
 // and placement_tolerance where every job size has one placement: without a free
 // map, excluded or degraded nodes the planner places a job on the first nodes
 // (planner's placements), so there is nothing to choose between.
 func PlanNoEffect(pr planner.Request) []string {
 	out := NoEffect(pr.Model, pr.Training, nil)
+	out = append(out, WhatIfNoEffect(pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed)...)
 	if pr.PlacementTolerance != 0 && len(pr.Free) == 0 && len(pr.ExcludeNodes) == 0 && len(pr.DegradedNodes) == 0 {
 		out = append(out, "placement_tolerance: no effect: without cluster.free_gpus, exclude_nodes or degraded_nodes each job size has one placement, the first nodes")
 	}

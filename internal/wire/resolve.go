@@ -253,6 +253,7 @@ func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 		est.Assumptions = append([]string{s.Derived}, est.Assumptions...)
 	}
 	est.Warnings = append(est.Warnings, NoEffect(s.Model, s.Training, &s.Layout)...)
+	est.Warnings = append(est.Warnings, WhatIfNoEffect(s.SlowGPU, s.DegradedNIC, s.DegradedLink)...)
 	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion}
 }
 
@@ -563,7 +564,7 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 		return nil, err
 	}
 	if nodes*spec.GPUsPerNode > maxGPUs {
-		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes", maxGPUs/spec.GPUsPerNode))
+		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes (got %d)", maxGPUs/spec.GPUsPerNode, nodes))
 	}
 	_, top, err := FreeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
 	if err != nil {

@@ -71,7 +71,7 @@ def describe(args, resp):
         f"  layout     {layout_line(plan.layout)}",
         f"  step time  {est.step_time_s:.3f} s: forward {b.forward_s:.3f}, backward {b.backward_s:.3f},"
         f" recompute {b.recompute_s:.3f}, exposed communication {comm:.3f}, bubble {b.bubble_s:.3f},"
-        f" optimizer {b.optimizer_s:.3f}",
+        f" optimizer {b.optimizer_s:.3f}, contention {b.contention_s:.3f}",
         f"  throughput {t.tokens_per_s:,.0f} tokens/s ({t.tokens_per_s_per_gpu:,.0f} per GPU), MFU {100 * t.mfu:.1f} %",
         f"  memory     {m.total_gb:.1f} of {m.capacity_gb:.1f} GB per GPU"
         f" ({'fits' if m.fits else 'does not fit'}, {m.headroom_gb:.1f} GB headroom)",

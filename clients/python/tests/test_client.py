@@ -104,6 +104,21 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(len(ch.calls), 1)
         self.assertEqual(ctx.exception.retry_delay, 1.5)
 
+    def test_call_timeout_must_be_positive(self):
+        # As the constructor's: 0 was read as no timeout given (the client's 30 s),
+        # a negative one sent nothing and reported a deadline passed while retrying.
+        for bad in (0, 0.0, -1):
+            ch = FakeChannel(pb.EstimatePlanResponse())
+            with stepcost.Client(channel=ch) as c:
+                with self.assertRaises(ValueError) as ctx:
+                    c.estimate_plan(REQUEST, timeout=bad)
+            self.assertIn("timeout", str(ctx.exception))
+            self.assertEqual(ch.calls, [])
+        ch = FakeChannel(pb.EstimatePlanResponse())
+        with stepcost.Client(channel=ch) as c:
+            c.estimate_plan(REQUEST, timeout=5)
+        self.assertLessEqual(ch.calls[0][2], 5)
+
     def test_does_not_retry_invalid_argument(self):
         err = FakeError(grpc.StatusCode.INVALID_ARGUMENT, "gpus: must be positive",
                         (("grpc-status-details-bin", STATUS),))

@@ -561,7 +561,10 @@ func (opt *estimateArgs) answer(ctx context.Context, pr *pb.EstimateStepRequest,
 		}
 		defer done()
 		if resp, err = svc.EstimateStep(ctx, pr); err != nil {
-			return err
+			if q.fileCluster {
+				return flagged(err, fileClusterFlags)
+			}
+			return flagged(err, estimateFlags)
 		}
 	} else {
 		var res step.Result

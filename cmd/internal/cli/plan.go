@@ -523,7 +523,7 @@ func (opt *planArgs) answer(ctx context.Context, pr *pb.EstimatePlanRequest, q *
 		}
 		defer done()
 		if resp, err = svc.EstimatePlan(ctx, pr); err != nil {
-			return err
+			return flagged(err, planFlags)
 		}
 	} else {
 		var res planner.Result

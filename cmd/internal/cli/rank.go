@@ -17,12 +17,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/internal/service"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -52,11 +54,35 @@ func connect(addr string, sec *remoteSecurity) (api, func(), error) {
 	}
 	conn, err := grpc.NewClient(addr, append(opts,
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxAnswerBytes)),
-		grpc.WithChainUnaryInterceptor(answerTooLarge))...)
+		grpc.WithChainUnaryInterceptor(answerTooLarge, refusedFields))...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--server %s: %w", addr, err)
 	}
 	return pb.NewStepcostServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// refusedFields turns the daemon's refusal of a request, INVALID_ARGUMENT with
+// the fields at fault (google.rpc.BadRequest), into the field errors the service
+// returns in process, so that the command names them by its flags (flagged) as it
+// does without --server; other errors pass unchanged.
+func refusedFields(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	s, ok := status.FromError(err)
+	if !ok || s.Code() != codes.InvalidArgument {
+		return err
+	}
+	var fields []error
+	for _, d := range s.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, invalid.Field(v.GetField(), "%s", v.GetDescription()))
+			}
+		}
+	}
+	if len(fields) == 0 {
+		return err
+	}
+	return errors.Join(fields...)
 }
 
 // maxAnswerBytes is the largest answer the CLI takes from a daemon, as the REST

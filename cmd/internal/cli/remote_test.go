@@ -273,7 +273,7 @@ func TestSubcommandsAgainstServer(t *testing.T) {
 			t.Errorf("%v remote table: %d %s", args, code, errOut)
 		}
 	}
-	if code, _, errOut := run("estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "56", "--tp", "7", "--gbs", "512", "--seq", "8192", "--server", addr); code == 0 || !strings.Contains(errOut, "layout.tp") {
+	if code, _, errOut := run("estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "56", "--tp", "7", "--gbs", "512", "--seq", "8192", "--server", addr); code == 0 || !strings.Contains(errOut, "--tp: must divide") {
 		t.Errorf("remote error not shown: %d %s", code, errOut)
 	}
 }
@@ -563,6 +563,35 @@ func TestLoadNamesTheFlagOutOfRange(t *testing.T) {
 		code, _, errOut := run("load", "--server", "127.0.0.1:1", "--in", f, tc.flag, tc.value)
 		if code != 1 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "--") != 1 {
 			t.Errorf("%s %s: exit %d, %q, want %q alone", tc.flag, tc.value, code, errOut, tc.want)
+		}
+	}
+}
+
+// A refusal by the daemon names the flags typed, as the same refusal in process
+// does: against --server it was the API's field behind gRPC's "rpc error: code =
+// InvalidArgument desc = constraints.schedules[0]: …".
+func TestRemoteRefusalNamesTheFlag(t *testing.T) {
+	addr := daemon(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--gbs", "64", "--seq", "4096", "--schedule", "dualpipe"},
+			"--schedule: asks for dualpipe, but megatron-core runs 1f1b or interleaved"},
+		{[]string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--gbs", "64", "--seq", "4096", "--offload", "params", "--zero", "1"},
+			"--offload: keeps the parameters in host memory"},
+		{[]string{"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--tp", "2", "--pp", "4", "--mbs", "1", "--gbs", "64",
+			"--seq", "4096", "--schedule", "dualpipe"}, "--schedule: megatron-core runs 1f1b or interleaved (got dualpipe)"},
+		{[]string{"estimate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64", "--tp", "2", "--pp", "4", "--mbs", "1", "--gbs", "256",
+			"--seq", "4096", "--ep", "8", "--etp", "1"}, "--etp: with etp 1 < tp"},
+	} {
+		_, _, local := run(c.args...)
+		code, _, remote := run(append(c.args, "--server", addr)...)
+		if code != 1 || !strings.Contains(remote, c.want) || strings.Contains(remote, "rpc error") {
+			t.Errorf("%s against the daemon: exit %d, %q; want %q as in process (%q)", c.args[0], code, remote, c.want, local)
+		}
+		if !strings.Contains(local, c.want) {
+			t.Errorf("%s in process: %q, want %q", c.args[0], local, c.want)
 		}
 	}
 }

@@ -140,7 +140,11 @@ class Client:
         else:
             # Strict like the REST gateway: ParseDict raises on unknown fields.
             msg = json_format.ParseDict(request, message_type())
-        deadline = time.monotonic() + (timeout or self.timeout)
+        if timeout is None:
+            timeout = self.timeout
+        elif not timeout > 0:
+            raise ValueError(f"timeout must be positive (got {timeout!r}); None for the client's {self.timeout} s")
+        deadline = time.monotonic() + timeout
         attempt = 0
         while True:
             remaining = deadline - time.monotonic()
