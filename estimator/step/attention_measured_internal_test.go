@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/hardware"
+	"github.com/stepcost/stepcost/estimator/model"
 )
 
 // measuredAttention is one published measurement of a fused attention kernel by
@@ -26,6 +27,7 @@ type measuredAttention struct {
 	SeqQ       float64 `json:"seq_q"`
 	SeqKV      float64 `json:"seq_kv"`
 	Causal     bool    `json:"causal"`
+	Window     float64 `json:"window"`
 	Pass       string  `json:"pass"`
 	TimeMs     float64 `json:"time_ms"`
 	TFLOPS     float64 `json:"tflops"`
@@ -70,6 +72,10 @@ func (m measuredAttention) validate() error {
 		return fmt.Errorf("tflops: %g not positive", m.TFLOPS)
 	case m.TimeMs < 0:
 		return fmt.Errorf("time_ms: %g negative", m.TimeMs)
+	case m.Window < 0:
+		return fmt.Errorf("window: %g negative", m.Window)
+	case m.Window > 0 && (!m.Causal || m.SeqQ != m.SeqKV || m.TimeMs == 0):
+		return fmt.Errorf("window: needs a causal mask, seq_q = seq_kv and a stated time_ms")
 	case m.TimeMs == 0 && m.HeadDimQK != m.HeadDimV:
 		return fmt.Errorf("time_ms: needed where head_dim_qk != head_dim_v (FlashAttention's FLOP count has one width)")
 	}
@@ -125,6 +131,12 @@ func attentionPriced(t *testing.T, k *Constants, m measuredAttention) float64 {
 		flops *= causalAttentionShare
 	}
 	fwd, bwd := fusedAttentionTimes(&r, kern.framework, kern.flash2, m.SeqKV, m.HeadDimQK, flops)
+	if m.Window > 0 {
+		// A windowed layer as the step model prices it: its share of causal
+		// attention's scores (model.Arch.AttentionSpan) at causal attention's speed.
+		span := model.Arch{Layers: 1, SlidingWindow: int(m.Window)}.AttentionSpan(int(m.SeqKV))
+		fwd, bwd = fwd*span, bwd*span
+	}
 	switch m.Pass {
 	case "fwd":
 		return fwd
@@ -160,6 +172,12 @@ func attnLengthBucket(skv float64) string {
 // are today. It also logs, per generation and kernel class, the attention efficiency
 // at which the model would price the long-sequence (≥ 8k keys) 16-bit measurements
 // right: measured rate ÷ (16-bit peak × the kernel's modelled speed).
+//
+// Rows with a sliding window are priced as the step model prices a windowed layer
+// (its share of causal attention's scores at causal attention's speed) and reported
+// apart by source, GPU, pass and window; their bounds hold the windowed errors where
+// they are today (docs/step-model.md, "Sliding-window attention as the kernels run
+// it").
 func TestAttentionPricesAgainstMeasuredKernels(t *testing.T) {
 	k := DefaultConstants()
 	rows := loadMeasuredAttention(t)
@@ -177,11 +195,17 @@ func TestAttentionPricesAgainstMeasuredKernels(t *testing.T) {
 	for _, m := range rows {
 		priced := attentionPriced(t, &k, m)
 		e := priced/m.measuredSeconds() - 1
+		if m.Window > 0 {
+			add("windowed: by source, GPU, pass and window", fmt.Sprintf("%s %s %s w%g", m.Source, m.GPU, m.Pass, m.Window), e)
+		}
 		r := catalogRates(t, &k, m.GPU, BF16)
 		gen := fmt.Sprint(r.arch)
 		mask := "noncausal"
 		if m.Causal {
 			mask = "causal"
+		}
+		if m.Window > 0 {
+			mask = fmt.Sprintf("window%g", m.Window)
 		}
 		prec := "16-bit"
 		if m.DType == "fp8" {
@@ -193,7 +217,7 @@ func TestAttentionPricesAgainstMeasuredKernels(t *testing.T) {
 			add("16-bit: by generation, library, head width and mask", fmt.Sprintf("%s %s d%g/%g %s", gen, m.Library, m.HeadDimQK, m.HeadDimV, mask), e)
 			add("16-bit: by generation, library, pass and key length", fmt.Sprintf("%s %s %s %s", gen, m.Library, m.Pass, attnLengthBucket(m.SeqKV)), e)
 		}
-		if m.DType != "fp8" && m.SeqKV >= 8192 && m.Pass != "fwd_bwd" {
+		if m.DType != "fp8" && m.SeqKV >= 8192 && m.Pass != "fwd_bwd" && m.Window == 0 {
 			// The efficiency that prices this pass right: the priced time is
 			// inversely proportional to it.
 			key := fmt.Sprintf("%s %s %s d%g/%g", gen, m.Library, m.Pass, m.HeadDimQK, m.HeadDimV)
@@ -257,6 +281,9 @@ func TestAttentionPricesAgainstMeasuredKernels(t *testing.T) {
 		"cudnnfe-922 GB200 cudnn fp8":                   2.570,
 		"cudnnfe-922 GB300 cudnn 16-bit":                1.406,
 		"cudnnfe-922 GB300 cudnn fp8":                   3.243,
+		"cudnnfe-922-swa GB200 cudnn 16-bit":            0.675,
+		"cudnnfe-922-swa GB300 cudnn 16-bit":            0.680,
+		"cudnnfe-h200-919-swa H200 cudnn 16-bit":        0.230,
 	}
 	checkGEMMBounds(t, "attention group", groups["by source, GPU, library and dtype"], bounds)
 }
