@@ -13,10 +13,12 @@ import (
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
-// bigSearch is a 16 384-GPU search (about 170 ms on 2 cores), batch b apart so
-// that searches with distinct b share no cache entry.
+// bigSearch is a 16 384-GPU search of an MoE model, whose expert layouts make
+// the space large (about 300 ms on 2 cores; the tests need it well past their
+// 20 ms deadlines even when the estimator's shared tables are warm), batch b
+// apart so that searches with distinct b share no cache entry.
 func bigSearch(b int) *pb.EstimatePlanRequest {
-	return &pb.EstimatePlanRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-405b"}},
+	return &pb.EstimatePlanRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "qwen3-235b-a22b"}},
 		Cluster:  &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}},
 		Training: &pb.Training{SeqLen: 8192, GlobalBatch: int64(2048 + 8*b)}, Gpus: 16384}
 }
