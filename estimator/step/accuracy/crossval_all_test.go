@@ -295,12 +295,23 @@ func fmtFitted(m map[string]float64) string {
 // --bf16 (grad_reduce_dtype): in sample −7.0 → −6.8 and −22.7 → −22.5 %, left out −5.8 →
 // −5.6 and −21.4 → −21.1 %, no other row moving; every class's figure unchanged at one
 // decimal.
+//
+// stepcost-2026.11.28.6: the experts of MLPerf v6.0's gpt-oss-20b rows that state Transformer
+// Engine's op fuser priced without the unfused GLU clamp and per-expert bias kernels
+// (te_op_fuser_experts, profile nemo-te-ops; Megatron-Core experts.py at d98e8a6), the
+// megatron-core profiles' gradients reduced in fp32 under bf16 and fp8 (Megatron-LM
+// arguments.py since 50a4b5f; the Megatron-Core FSDP Qwen3-235B row at its launch script's
+// TP 1 × DP 256 × GA 2) and the two Cisco MLPerf v5.1 rows' gradient buckets as NeMo's
+// callback sets them: in sample all 8.1 → 7.9, MoE 10.8 → 9.8 (0.11 → 0.10), fp8 9.7 →
+// 9.1 (0.10 → 0.095), Blackwell 12.7 → 12.1 % (0.13 → 0.125); left out all 8.6 → 8.4,
+// MoE 10.7 → 9.8 (0.11 → 0.10), fp8 9.7 → 9.2 (0.10 → 0.095), Blackwell 13.0 → 12.4 %
+// (0.135 → 0.13), the original 127 unchanged (5.8 / 6.9 %).
 var (
 	inSampleBounds = map[string]float64{
-		"all": 0.085, "original": 0.065, "moe": 0.11, "fp8": 0.10, "blackwell": 0.13,
+		"all": 0.085, "original": 0.065, "moe": 0.10, "fp8": 0.095, "blackwell": 0.125,
 	}
 	outOfSampleBounds = map[string]float64{
-		"all": 0.09, "original": 0.07, "moe": 0.11, "fp8": 0.10, "blackwell": 0.135,
+		"all": 0.09, "original": 0.07, "moe": 0.10, "fp8": 0.095, "blackwell": 0.13,
 	}
 )
 
