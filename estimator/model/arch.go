@@ -121,11 +121,21 @@ func (a Arch) AttentionSpan(seq int) float64 {
 	if a.SlidingWindow <= 0 || seq <= a.SlidingWindow || a.Layers < 1 {
 		return 1
 	}
+	local := a.WindowedLayers()
+	return (float64(local)*a.windowShare(seq) + float64(a.Layers-local)) / float64(a.Layers)
+}
+
+// WindowedLayers is how many of the layers attend through the sliding window (those
+// Windowed reports): every layer but each GlobalEvery-th; 0 without a window.
+func (a Arch) WindowedLayers() int {
+	if a.SlidingWindow <= 0 || a.Layers < 1 {
+		return 0
+	}
 	local := a.Layers
 	if a.GlobalEvery > 0 {
 		local -= a.Layers / a.GlobalEvery
 	}
-	return (float64(local)*a.windowShare(seq) + float64(a.Layers-local)) / float64(a.Layers)
+	return local
 }
 
 // Windowed says whether layer i attends through the sliding window (every layer

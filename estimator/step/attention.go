@@ -179,3 +179,107 @@ func ultraAttentionSpeed(fw string, flash2 bool, skv, headDim float64) (fwd, bwd
 	bwd = interpLog2(xs, ultraCuDNNBwdTFLOPS[:], skv) / interpLog2(xs, bwCuDNNBwdTFLOPS[:], skv) / peaks
 	return fwd, bwd
 }
+
+// attnTile is the block of the score matrix a fused attention kernel computes as one
+// unit: q query rows by k key columns. A tile the mask cuts through is computed whole
+// (its masked scores are set to −∞ after the matmul), and each tile carries the same
+// fixed work — the softmax's running-maximum rescale, the pipeline's barriers — however
+// few of its scores count.
+type attnTile struct{ q, k int }
+
+// The tiles of the kernels the model prices, by head dimension. cuDNN's fused
+// attention is closed source; FlashAttention's kernels for the same GPUs are its open
+// counterparts and are taken for its tiling.
+//
+//   - Blackwell, cuDNN's sm100 kernel: forward 2 × 128 query rows (two softmax
+//     stages) by 128 keys, backward 128 × 128. Dao-AILab/flash-attention at
+//     0251105a: flash_attn/cute/flash_fwd_sm100.py (m_block_size 128, n_block_size
+//     128, q_stage 2: cta_tiler = (q_stage·m_block_size, n_block_size)),
+//     flash_attn/cute/interface.py (q_stage 2 on sm10x once the queries exceed one
+//     tile), flash_attn/cute/flash_bwd_sm100.py (tile_m = tile_n = 128).
+//   - Hopper, cuDNN's sm90 kernel: forward 192 × 128 at head dimension 64 and
+//     below, 128 × 128 above, causal or local; backward 128 × 128 at 64, 64 × 128
+//     above (FlashAttention-3 at the same commit: hopper/tile_size.h,
+//     tile_size_fwd_sm90; hopper/flash_bwd_launch_template.h, run_mha_bwd_hdim64 and
+//     run_mha_bwd_hdim128, causal or local).
+//   - FlashAttention-2 (every other GPU, and Training.FlashAttention2): forward 128 ×
+//     128 at head dimension 64 and below, 128 × 64 above; backward 128 × 128 at 64,
+//     64 × 128 above (csrc/flash_attn/src/flash_fwd_launch_template.h,
+//     run_mha_fwd_hdim64 / run_mha_fwd_hdim128 without dropout;
+//     flash_bwd_launch_template.h, run_mha_bwd_hdim64 / run_mha_bwd_hdim128 with
+//     144 KB of shared memory).
+var (
+	blackwellAttnFwdTile = attnTile{256, 128}
+	blackwellAttnBwdTile = attnTile{128, 128}
+	hopperAttnFwdTile64  = attnTile{192, 128}
+	hopperAttnFwdTile    = attnTile{128, 128}
+	hopperAttnBwdTile64  = attnTile{128, 128}
+	hopperAttnBwdTile    = attnTile{64, 128}
+	flash2AttnFwdTile64  = attnTile{128, 128}
+	flash2AttnFwdTile    = attnTile{128, 64}
+	flash2AttnBwdTile64  = attnTile{128, 128}
+	flash2AttnBwdTile    = attnTile{64, 128}
+)
+
+// attentionTiles returns the forward and backward tiles of the fused attention kernel
+// attentionSpeed prices: cuDNN's on Hopper and Blackwell where the framework runs
+// Transformer Engine's fused attention, FlashAttention-2's otherwise.
+func attentionTiles(arch hardware.Arch, fw string, flash2 bool, headDim float64) (fwd, bwd attnTile) {
+	fused := (arch == hardware.Hopper || arch == hardware.Blackwell) && !flash2
+	if fused {
+		if p, err := framework.Get(fw); err != nil || !p.HopperFusedAttention {
+			fused = false
+		}
+	}
+	narrow := headDim <= 64
+	switch {
+	case fused && arch == hardware.Blackwell:
+		return blackwellAttnFwdTile, blackwellAttnBwdTile
+	case fused && narrow:
+		return hopperAttnFwdTile64, hopperAttnBwdTile64
+	case fused:
+		return hopperAttnFwdTile, hopperAttnBwdTile
+	case narrow:
+		return flash2AttnFwdTile64, flash2AttnBwdTile64
+	}
+	return flash2AttnFwdTile, flash2AttnBwdTile
+}
+
+// bandTiles counts the tiles of a seq × seq score matrix, cut in tiles of tl, that a
+// causal mask with a window of w keys (each query attends to itself and the w−1 keys
+// before it; w ≤ 0: the whole causal prefix) leaves at least one score in: query tile
+// j runs over the key tiles from the one holding key j·q − (w−1) to the one holding
+// its last query (FlashAttention's BlockInfo.get_n_block_min_max,
+// flash_attn/cute/block_info.py at 0251105a, with window_size_left w−1 and
+// window_size_right 0).
+func bandTiles(seq, w int, tl attnTile) int {
+	n := 0
+	for q0 := 0; q0 < seq; q0 += tl.q {
+		q1 := min(q0+tl.q, seq)
+		hi := (q1 + tl.k - 1) / tl.k
+		lo := 0
+		if w > 0 && q0-(w-1) > 0 {
+			lo = (q0 - (w - 1)) / tl.k
+		}
+		n += hi - lo
+	}
+	return n
+}
+
+// windowTileShare is the time of a windowed layer's attention relative to the same
+// layer's causal attention over the whole sequence, forward and backward: the tiles
+// the kernel computes with the window over those it computes without (bandTiles). A
+// window of 128 keys over 8k-token sequences is 3.1 % of causal attention's scores
+// but, in cuDNN's Blackwell tiles, 9.0 % of its forward tiles and 6.1 % of its
+// backward ones: every 256-row query tile touches three 128-key tiles, where the
+// window needs one and a half. The measured causal speeds (attentionSpeed) already
+// price the causal diagonal's tiles.
+func windowTileShare(arch hardware.Arch, fw string, flash2 bool, headDim float64, seq, window int) (fwd, bwd float64) {
+	if window <= 0 || seq <= window {
+		return 1, 1
+	}
+	tf, tb := attentionTiles(arch, fw, flash2, headDim)
+	fwd = float64(bandTiles(seq, window, tf)) / float64(bandTiles(seq, 0, tf))
+	bwd = float64(bandTiles(seq, window, tb)) / float64(bandTiles(seq, 0, tb))
+	return fwd, bwd
+}

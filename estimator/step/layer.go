@@ -335,7 +335,8 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 	b := tokens / sLocal
 	// Sliding-window layers attend to fewer keys (model.Arch.AttentionSpan, the
 	// mean over the layers).
-	attn := 2 * b * sLocal * s * h * (qw + vw) / t * a.AttentionSpan(int(s))
+	causalAttn := 2 * b * sLocal * s * h * (qw + vw) / t
+	attn := causalAttn * a.AttentionSpan(int(s))
 	lt.attnFLOPs = attn
 	lt.fwdFLOPs += attn
 	if req.Training.UnfusedAttention {
@@ -353,8 +354,17 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 			skv = sLocal
 		}
 		headDim := float64(a.QDim()) / float64(max(1, a.Heads))
-		attn *= causalAttentionShare
-		lt.attnFwd, lt.attnBwd = fusedAttentionTimes(r, req.Training.Framework, req.Training.FlashAttention2, skv, headDim, attn)
+		fw, flash2 := req.Training.Framework, req.Training.FlashAttention2
+		f, bw := fusedAttentionTimes(r, fw, flash2, skv, headDim, causalAttn*causalAttentionShare)
+		// A windowed layer takes the tiles its kernel computes, not its share of
+		// the scores (windowTileShare); the mean over the layers.
+		if local := a.WindowedLayers(); local > 0 {
+			sf, sb := windowTileShare(r.arch, fw, flash2, headDim, int(s), a.SlidingWindow)
+			wl := float64(local) / float64(a.Layers)
+			f *= wl*sf + 1 - wl
+			bw *= wl*sb + 1 - wl
+		}
+		lt.attnFwd, lt.attnBwd = f, bw
 	}
 	fwd += lt.attnFwd
 	bwd += lt.attnBwd
