@@ -306,6 +306,12 @@ func fmtFitted(m map[string]float64) string {
 // 9.1 (0.10 → 0.095), Blackwell 12.7 → 12.1 % (0.13 → 0.125); left out all 8.6 → 8.4,
 // MoE 10.7 → 9.8 (0.11 → 0.10), fp8 9.7 → 9.2 (0.10 → 0.095), Blackwell 13.0 → 12.4 %
 // (0.135 → 0.13), the original 127 unchanged (5.8 / 6.9 %).
+//
+// Then a windowed layer's fused attention priced by the tiles its kernel computes
+// (FlashAttention's block bounds, block_info.py at 0251105a; docs/step-model.md,
+// "Sliding-window attention as the kernels run it"; only the gpt-oss rows move): in
+// sample MoE 9.8 → 9.9, fp8 9.1 → 9.2 %; left out all 8.40 → 8.41, MoE 9.79 → 9.83,
+// fp8 9.21 → 9.23, Blackwell 12.41 → 12.45 %.
 var (
 	inSampleBounds = map[string]float64{
 		"all": 0.085, "original": 0.065, "moe": 0.10, "fp8": 0.095, "blackwell": 0.125,
