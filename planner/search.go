@@ -698,7 +698,9 @@ var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
 // are broken by enumeration order.
 func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error) {
 	start := time.Now()
-	given := req.Constraints.given()
+	// The constraint lists as the request gave them, before normalise fills in the
+	// framework's (a no-plan answer tells the two apart; lengths only).
+	asGiven := req.Constraints
 	if err := req.normalise(); err != nil {
 		return Result{}, err
 	}
@@ -756,7 +758,7 @@ func Search(ctx context.Context, e *step.Estimator, req Request) (Result, error)
 	stats.Elapsed = time.Since(start)
 	res.Stats = stats
 	if len(res.Top) == 0 {
-		res.NoPlan = noPlanReason(&req, stats, given)
+		res.NoPlan = noPlanReason(&req, stats, asGiven.given())
 	}
 	return res, nil
 }

@@ -48,10 +48,7 @@ var (
 // flash-attention repository) reach a higher attention efficiency than those at 8k
 // and more (torchtitan), so the shape would only move the fitted efficiency.
 func attentionSpeed(arch hardware.Arch, fw string, flash2 bool, skv, headDim float64) (fwd, bwd float64) {
-	if arch != hardware.Hopper && arch != hardware.Blackwell || flash2 {
-		return 1, 1
-	}
-	if p, err := framework.Get(fw); err != nil || !p.HopperFusedAttention {
+	if !runsFusedAttention(arch, fw, flash2) {
 		return 1, 1
 	}
 	if arch == hardware.Blackwell {
@@ -67,6 +64,18 @@ func attentionSpeed(arch hardware.Arch, fw string, flash2 bool, skv, headDim flo
 	fwd = cf / interpLog2(xs, fa2FwdTFLOPS[:], skv)
 	bwd = cb / interpLog2(xs, fa2BwdTFLOPS[:], skv)
 	return fwd, bwd
+}
+
+// runsFusedAttention says whether the layer's attention runs cuDNN's fused kernel
+// (Transformer Engine's, framework.Profile.HopperFusedAttention) rather than
+// FlashAttention-2: on Hopper and Blackwell, under a framework that runs it, unless
+// the request asks for FlashAttention-2.
+func runsFusedAttention(arch hardware.Arch, fw string, flash2 bool) bool {
+	if arch != hardware.Hopper && arch != hardware.Blackwell || flash2 {
+		return false
+	}
+	p, err := framework.Get(fw)
+	return err == nil && p.HopperFusedAttention
 }
 
 // interpLog2 interpolates ys over xs (increasing) linearly in log₂ x, flat outside.
@@ -167,10 +176,7 @@ const gb300PeakBF16TFLOPS float64 = 2500
 // the same rating — at 1.20 / 1.07 at 8k and 1.19 / 1.07 at 16k (cudnn-frontend at
 // b372d39). The same kernels apply as for blackwellAttentionSpeed; elsewhere 1.
 func ultraAttentionSpeed(fw string, flash2 bool, skv, headDim float64) (fwd, bwd float64) {
-	if flash2 || headDim != 128 {
-		return 1, 1
-	}
-	if p, err := framework.Get(fw); err != nil || !p.HopperFusedAttention {
+	if headDim != 128 || !runsFusedAttention(hardware.Blackwell, fw, flash2) {
 		return 1, 1
 	}
 	xs := bwAttnSeqLens[:]
@@ -225,12 +231,7 @@ var (
 // attentionSpeed prices: cuDNN's on Hopper and Blackwell where the framework runs
 // Transformer Engine's fused attention, FlashAttention-2's otherwise.
 func attentionTiles(arch hardware.Arch, fw string, flash2 bool, headDim float64) (fwd, bwd attnTile) {
-	fused := (arch == hardware.Hopper || arch == hardware.Blackwell) && !flash2
-	if fused {
-		if p, err := framework.Get(fw); err != nil || !p.HopperFusedAttention {
-			fused = false
-		}
-	}
+	fused := runsFusedAttention(arch, fw, flash2)
 	narrow := headDim <= 64
 	switch {
 	case fused && arch == hardware.Blackwell:
