@@ -20,6 +20,10 @@ type layerTimes struct {
 	opsFwd float64
 	// weightCast is one fp8 cast of the layer's matmul weights (fp8 only).
 	weightCast float64
+	// castCols is the part of the fp8 casts inside fwd made for the backward pass
+	// alone: the column-wise (transposed) copies of the matmul inputs, and of the
+	// weights where fwd casts them (BackwardOnlyCasts).
+	castCols float64
 	// offloadFwd and offloadBwd are what the activation offload's copies add to fwd
 	// and bwd (Layout.OffloadActivations).
 	offloadFwd, offloadBwd float64
@@ -939,15 +943,17 @@ const moeRouterBytesPerExpert = 20
 // dim 0, dim 1), where that is below the model's elementwise fraction
 // (Constants.HBMEfficiency); fp8MXCastBytes where the profile measures none.
 func (k *Constants) mxCastBytes(frac [2]float64) float64 {
-	per := 0.0
-	for _, f := range frac {
-		slow := 1.0
-		if f > 0 {
-			slow = max(1, k.HBMEfficiency/f)
-		}
-		per += fp8MXCastBytes / 2 * slow
+	return k.mxAxisBytes(frac[0]) + k.mxAxisBytes(frac[1])
+}
+
+// mxAxisBytes is one axis's share of mxCastBytes: half of fp8MXCastBytes, slowed
+// to the fraction f of HBM bandwidth its kernel reaches (0: not measured).
+func (k *Constants) mxAxisBytes(f float64) float64 {
+	slow := 1.0
+	if f > 0 {
+		slow = max(1, k.HBMEfficiency/f)
 	}
-	return per
+	return fp8MXCastBytes / 2 * slow
 }
 
 // fp8Casts adds the casts of one layer's fp8 matmuls to its forward and backward
@@ -1065,8 +1071,32 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	} else {
 		lt.weightCast = per * weights / r.hbm
 	}
+	// What of the forward's casts only the backward reads (BackwardOnlyCasts): the
+	// transposed copy a per-tensor or block cast writes (none where the GPU takes
+	// the operand as it is), MXFP8's column-scaled axis; torchao's rowwise recipe
+	// casts along the rows alone in the forward. With fp8 weights their cast is the
+	// transpose alone.
+	var col float64
+	switch {
+	case rec == FP8Rowwise:
+	case rec == FP8MXFP8 && r.arch == hardware.Blackwell && fwErr == nil:
+		col = e.k.mxAxisBytes(fw.BlackwellMXCastHBM[1])
+	case rec == FP8MXFP8:
+		col = fp8MXCastBytes / 2
+	case noTranspose:
+	case rec == FP8Blockwise:
+		col = fp8TransposeWriteBytes + fp8BlockScaleBytes/2
+	default:
+		col = fp8TransposeWriteBytes
+	}
+	lt.castCols = col * (inputs + recast) / r.hbm
 	if !rec.weightsCastOncePerStep() {
 		fwd += lt.weightCast
+		if req.Training.FP8Params {
+			lt.castCols += lt.weightCast
+		} else if per > 0 {
+			lt.castCols += lt.weightCast * col / per
+		}
 	}
 	return fwd, bwd
 }

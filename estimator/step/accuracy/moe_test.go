@@ -437,9 +437,11 @@ func TestGradReduceAsTheScriptsSetIt(t *testing.T) {
 // the EP-1 Blackwell rows (TP 1, CP 1, EP 1, full-iteration CUDA graphs, which
 // capture the validation step too: "Capture CUDA graph for validation" in HPE's
 // and Dell's logs) the forward has no collective: it is the layers' forward pass
-// and the loss, what the model prices as the micro-batch's forward. The rows
-// with CP, EP or TP > 1 are logged with the forward's collectives added as
-// evaluation runs them, exposed (the dispatch and combine, the CP all-to-alls,
+// and the loss, what the model prices as the micro-batch's forward less the
+// fp8 casts only the backward reads (Estimator.BackwardOnlyCasts: an evaluation
+// quantizes along the rows alone). The rows with CP, EP or TP > 1 are logged
+// with the forward's collectives added as evaluation runs them, exposed (the
+// dispatch and combine, the CP all-to-alls,
 // the TP all-gathers and reduce-scatters of the forward: half of each layer's),
 // and not held to a bound: their forward is where the model's miss on those
 // layouts lies (docs/step-model.md, "gpt-oss's evaluation steps: where the miss
@@ -453,8 +455,13 @@ func TestGptOssEvaluationForwardAsLogged(t *testing.T) {
 	}
 	logged := map[string]struct {
 		evals []float64 // s, validation_time of the evaluations read
-		ep1   bool      // no collective in the forward: held within 15 %
+		ep1   bool      // no collective in the forward: held within 10 %
 	}{
+		// Cisco's H100 rows: the lowest and highest evaluation after the first of
+		// result_1.txt, as docs/step-model.md read them ("MLPerf v6.0's gpt-oss-20b
+		// on 64 / 128 H100"); eager evaluations of partially graphed steps.
+		"mlperf60_h100_gptoss20b_64gpu_fp8":           {[]float64{3.54, 3.59}, false},
+		"mlperf60_h100_gptoss20b_128gpu_fp8":          {[]float64{1.78, 1.98}, false},
 		"mlperf60_b200_gptoss20b_8gpu_mxfp8_lambda":   {[]float64{7.131038}, true},                                                              // step 4608
 		"mlperf60_b300_gptoss20b_8gpu_mxfp8_dell":     {[]float64{7.118056, 7.121145}, true},                                                    // steps 1024, 1536
 		"mlperf60_b300_gptoss20b_16gpu_mxfp8_dell":    {[]float64{3.753658}, true},                                                              // step 1024
@@ -491,8 +498,9 @@ func TestGptOssEvaluationForwardAsLogged(t *testing.T) {
 		evals := append([]float64(nil), l.evals...)
 		sort.Float64s(evals)
 		iters := (1024 + r.GlobalBatch - 1) / r.GlobalBatch
-		measured := evals[len(evals)/2] / float64(iters)
-		var coll float64 // the forward's collectives, exposed
+		n := len(evals)
+		measured := (evals[(n-1)/2] + evals[n/2]) / 2 / float64(iters) // the median
+		var coll float64                                               // the forward's collectives, exposed
 		for _, c := range res.Comms {
 			ms := c.TimeUs * c.PerStep / 1e6
 			switch {
@@ -500,11 +508,15 @@ func TestGptOssEvaluationForwardAsLogged(t *testing.T) {
 				coll += ms / 2
 			}
 		}
-		priced := res.PerMicroBatch.Forward + coll
-		t.Logf("%-45s forward measured %6.1f ms (%d steps), priced %6.1f ms (collectives %4.1f): %.2f×; step measured %6.1f, priced %6.1f ms: training over forward %.2f measured, %.2f priced",
-			r.ID, measured*1e3, iters, priced*1e3, coll*1e3, measured/priced, r.DerivedStepS*1e3, res.StepTime*1e3, r.DerivedStepS/measured, res.StepTime/priced)
-		if l.ep1 && (coll > 0 || math.Abs(priced/measured-1) > 0.15) {
-			t.Errorf("%s: the forward of an evaluation step priced %.1f ms (collectives %.1f), logged %.1f ms; want within 15 %% and no collective", r.ID, priced*1e3, coll*1e3, measured*1e3)
+		cols, err := e.BackwardOnlyCasts(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priced := res.PerMicroBatch.Forward - cols + coll
+		t.Logf("%-45s forward measured %6.1f ms (%d steps), priced %6.1f ms (collectives %4.1f, less %4.1f of casts for the backward): %.2f×; step measured %6.1f, priced %6.1f ms (%+.1f %%): training over forward %.2f measured, %.2f priced",
+			r.ID, measured*1e3, iters, priced*1e3, coll*1e3, cols*1e3, measured/priced, r.DerivedStepS*1e3, res.StepTime*1e3, 100*(res.StepTime/r.DerivedStepS-1), r.DerivedStepS/measured, res.StepTime/priced)
+		if l.ep1 && (coll > 0 || math.Abs(priced/measured-1) > 0.1) {
+			t.Errorf("%s: the forward of an evaluation step priced %.1f ms (collectives %.1f), logged %.1f ms; want within 10 %% and no collective", r.ID, priced*1e3, coll*1e3, measured*1e3)
 		}
 	}
 	if seen != len(logged) {
