@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"regexp"
 	"sort"
@@ -66,13 +65,10 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 	for sc.Scan() {
 		line, raw := sc.Line(), sc.Bytes()
 		var r MeasurementRow
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			return s, fileErr(name, line, "not a measurement row: %v", jsonFieldErr(err))
-		}
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err := jsonl.UnmarshalStrict(raw, &r); errors.Is(err, jsonl.ErrTrailing) {
 			return s, fileErr(name, line, "text after the row's JSON object: one row per line")
+		} else if err != nil {
+			return s, fileErr(name, line, "not a measurement row: %v", jsonFieldErr(err))
 		}
 		if err := strictjson.Check(raw); err != nil {
 			// A key given twice (in any case): the decoder kept the last.

@@ -1,9 +1,7 @@
 package accuracy
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -206,18 +204,7 @@ type MoERun struct {
 // a field MoERun does not have: a misspelt setting would otherwise be priced as
 // unset.
 func MoERuns() ([]MoERun, error) {
-	var out []MoERun
-	sc := jsonl.NewScanner(publishedMoE)
-	for sc.Scan() {
-		var r MoERun
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("published_runs_moe.jsonl line %d: %w", sc.Line(), err)
-		}
-		out = append(out, r)
-	}
-	return out, sc.Err()
+	return jsonl.DecodeStrict[MoERun]("published_runs_moe.jsonl", publishedMoE)
 }
 
 // Has reports whether the row is of the kind ("moe", "fp8", "blackwell").
