@@ -509,13 +509,11 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		return req, nil, fmt.Errorf("system: %w", err)
 	}
 	if strings.Contains(r.GPU, "HBM2e") {
-		g, err := catalog.GPU("H100-SXM-HBM2e-500W")
+		note, err := h100HBM2e500W(&spec, r.GPUMemGB)
 		if err != nil {
 			return req, nil, err
 		}
-		g.MemoryGB = r.GPUMemGB
-		spec.GPU = g
-		fill("H100 HBM2e at 500 W: H100-SXM-HBM2e-500W rates with %v GB", r.GPUMemGB)
+		fill("%s", note)
 	}
 	switch gl := strings.ToLower(r.GPU); {
 	case strings.HasPrefix(gl, "b200") && strings.Contains(gl, "750 w"):
@@ -586,14 +584,7 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	if m := r.MoE; m != nil && m.SharedExpertOverlap != nil {
 		l.OverlapSharedExpert = *m.SharedExpertOverlap && m.Shared > 0
 	}
-	switch z := r.ZeRO.(type) {
-	case float64:
-		l.ZeRO = int(z)
-	case string:
-		if strings.Contains(z, "FSDP") {
-			l.ZeRO = 3
-		}
-	}
+	l.ZeRO = zeroStage(r.ZeRO, l.ZeRO)
 	switch rc := r.Recompute; {
 	case rc == "none":
 		l.Recompute = step.RecomputeNone
