@@ -18,11 +18,9 @@ import (
 
 // MeasurementRow is one row of a measurement table in stepcost's nccl-measurement
 // schema, the one its published collective measurements are kept in
-// (estimator/collective/accuracy/testdata; the fields are ncclrow.Row's): one
-// message size of one run, with the numbers as the benchmark printed them and where
-// they came from. Sizes follow nccl-tests (the total buffer for all-gather and
-// reduce-scatter), times are µs per call, bandwidths GB/s (10⁹ B/s); busbw = algbw ×
-// nccl-tests' bus factor.
+// (estimator/collective/accuracy/testdata): one message size of one run, with the
+// numbers as the benchmark printed them and where they came from (ncclrow.Row
+// gives the fields and their units).
 //
 // A row states its run (collective, n_nodes, gpus_per_node) and its size, and
 // time_us or busbw_GBps (or both, and algbw_GBps, which must then agree). The
