@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"regexp"
 	"sort"
@@ -13,63 +12,21 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/internal/jsonl"
+	"github.com/stepcost/stepcost/estimator/internal/ncclrow"
 	"github.com/stepcost/stepcost/internal/strictjson"
 )
 
 // MeasurementRow is one row of a measurement table in stepcost's nccl-measurement
 // schema, the one its published collective measurements are kept in
 // (estimator/collective/accuracy/testdata): one message size of one run, with the
-// numbers as the benchmark printed them and where they came from. Sizes follow
-// nccl-tests (the total buffer for all-gather and reduce-scatter), times are µs
-// per call, bandwidths GB/s (10⁹ B/s); busbw = algbw × nccl-tests' bus factor.
+// numbers as the benchmark printed them and where they came from (ncclrow.Row
+// gives the fields and their units).
 //
 // A row states its run (collective, n_nodes, gpus_per_node) and its size, and
 // time_us or busbw_GBps (or both, and algbw_GBps, which must then agree). The
 // descriptive fields are read and not priced; a field not in the schema is an
 // error, so a misspelt one is not silently dropped.
-type MeasurementRow struct {
-	ID          string   `json:"id"`
-	SourceID    string   `json:"source_id"`
-	System      string   `json:"system"`
-	Vendor      string   `json:"vendor"`
-	GPU         string   `json:"gpu"`
-	GPUsPerNode *int     `json:"gpus_per_node"`
-	Nodes       *int     `json:"n_nodes"`
-	NGPUs       *int     `json:"n_gpus"`
-	IntraFabric *string  `json:"intra_fabric"`
-	InterFabric *string  `json:"inter_fabric"`
-	NICsPerNode *int     `json:"nics_per_node"`
-	NICGbps     *float64 `json:"nic_gbps"`
-	Collective  string   `json:"collective"`
-	// Algorithm and Protocol are what the run forced (NCCL_ALGO, NCCL_PROTO): an
-	// algorithm or protocol name, optionally followed by a remark in parentheses
-	// ("Ring (NCCL_ALGO=Ring)"); null when NCCL chose.
-	Algorithm      *string  `json:"algorithm"`
-	Protocol       *string  `json:"protocol"`
-	Library        string   `json:"library"`
-	LibraryVersion *string  `json:"library_version"`
-	Benchmark      string   `json:"benchmark"`
-	DType          string   `json:"dtype"`
-	RedOp          *string  `json:"redop"`
-	SizeBytes      *float64 `json:"size_bytes"`
-	SizeLabel      *string  `json:"size_label"`
-	// Placement says which of nccl-tests' columns time_us is: "out-of-place"
-	// (the default) or "in-place".
-	Placement     string   `json:"placement"`
-	TimeUs        *float64 `json:"time_us"`
-	AlgBW         *float64 `json:"algbw_GBps"`
-	BusBW         *float64 `json:"busbw_GBps"`
-	InPlaceTimeUs *float64 `json:"inplace_time_us"`
-	InPlaceAlgBW  *float64 `json:"inplace_algbw_GBps"`
-	InPlaceBusBW  *float64 `json:"inplace_busbw_GBps"`
-	Kind          string   `json:"kind"`
-	Derived       []string `json:"derived"`
-	QualityFlags  []string `json:"quality_flags"`
-	SourceURL     *string  `json:"source_url"`
-	SourcePath    *string  `json:"source_path"`
-	SourceCommit  *string  `json:"source_commit"`
-	Notes         *string  `json:"notes"`
-}
+type MeasurementRow = ncclrow.Row
 
 // IsMeasurementRows says whether data is a measurement table as JSON lines: its
 // first line that is not blank is a JSON object.
@@ -106,13 +63,10 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 	for sc.Scan() {
 		line, raw := sc.Line(), sc.Bytes()
 		var r MeasurementRow
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			return s, fileErr(name, line, "not a measurement row: %v", jsonFieldErr(err))
-		}
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err := jsonl.UnmarshalStrict(raw, &r); errors.Is(err, jsonl.ErrTrailing) {
 			return s, fileErr(name, line, "text after the row's JSON object: one row per line")
+		} else if err != nil {
+			return s, fileErr(name, line, "not a measurement row: %v", jsonFieldErr(err))
 		}
 		if err := strictjson.Check(raw); err != nil {
 			// A key given twice (in any case): the decoder kept the last.

@@ -805,16 +805,35 @@ var nemoProfile = Profile{
 // print use_transformer_engine_op_fuser and name the CuTe DSL GroupedGemmGluSm100
 // kernels).
 func nemoTEOpsProfile() Profile {
-	p := nemoProfile
-	p.Name = "nemo-te-ops"
-	p.Aliases = nil
-	p.Description = "NVIDIA NeMo / Megatron-Bridge on Megatron-Core with the routed experts in Transformer Engine's op fuser " +
-		"(use_transformer_engine_op_fuser): as nemo, a clamped gated MLP's clamp and the experts' biases inside Transformer Engine's grouped MLP"
-	p.Source = "Megatron-LM megatron/core/transformer/moe/experts.py (_is_fused_impl_supported, _make_fused_ops) at d98e8a6; " +
-		"Transformer Engine transformer_engine/pytorch/ops/fused/grouped_mlp.py at d0067d0"
-	p.GLUClampUnfused = false
-	p.ExpertBiasUnfused = false
-	return p
+	return nemoProfile.as("nemo-te-ops",
+		"NVIDIA NeMo / Megatron-Bridge on Megatron-Core with the routed experts in Transformer Engine's op fuser "+
+			"(use_transformer_engine_op_fuser): as nemo, a clamped gated MLP's clamp and the experts' biases inside Transformer Engine's grouped MLP",
+		"Megatron-LM megatron/core/transformer/moe/experts.py (_is_fused_impl_supported, _make_fused_ops) at d98e8a6; "+
+			"Transformer Engine transformer_engine/pytorch/ops/fused/grouped_mlp.py at d0067d0",
+		func(p *Profile) {
+			p.GLUClampUnfused = false
+			p.ExpertBiasUnfused = false
+		})
+}
+
+// nemo24Profile is NeMo of 24.05–25.04 on Megatron-Core 0.7–0.12; nemo-24.12 is it
+// with what NeMo 24.12 (Megatron-Core 0.10) did otherwise.
+var nemo24Profile = Profile{
+	Name:    "nemo-24",
+	Aliases: []string{"nemo-24.05", "nemo-24.09", "nemo-25.01"},
+	Description: "NVIDIA NeMo 24.05–25.04 containers (Megatron-Core 0.7–0.12) with the run's own precision settings " +
+		"(NeMo 1 models, the MLPerf implementation): nemo's kernels and overlaps, Megatron-Core 0.12's pipelines, " +
+		"the distributed optimizer, no MoE all-to-all overlap",
+	Source:               "NeMo 24.05–25.04 containers; Megatron-Core core_r0.7.0–core_r0.12.0 (the Runs sources)",
+	HopperFusedAttention: true,
+	NormEmitsFP8:         true,
+	FP8Params:            true,
+	MLADownProj:          MLADownProjColumn,
+	TELayers:             true,
+	PipelineSendOverlap:  true,
+	MegatronDDPBuckets:   true,
+	// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
+	Runs: mcore012,
 }
 
 // Default is the profile of a request that names no framework.
@@ -874,51 +893,25 @@ var profiles = []Profile{
 	},
 	nemoProfile,
 	nemoTEOpsProfile(),
-	{
-		Name:    "nemo-24",
-		Aliases: []string{"nemo-24.05", "nemo-24.09", "nemo-25.01"},
-		Description: "NVIDIA NeMo 24.05–25.04 containers (Megatron-Core 0.7–0.12) with the run's own precision settings " +
-			"(NeMo 1 models, the MLPerf implementation): nemo's kernels and overlaps, Megatron-Core 0.12's pipelines, " +
-			"the distributed optimizer, no MoE all-to-all overlap",
-		Source:               "NeMo 24.05–25.04 containers; Megatron-Core core_r0.7.0–core_r0.12.0 (the Runs sources)",
-		HopperFusedAttention: true,
-		NormEmitsFP8:         true,
-		FP8Params:            true,
-		MLADownProj:          MLADownProjColumn,
-		TELayers:             true,
-		PipelineSendOverlap:  true,
-		MegatronDDPBuckets:   true,
-		// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
-		Runs: mcore012,
-	},
-	{
-		Name:    "nemo-24.12",
-		Aliases: []string{"nemo-2.1"},
-		Description: "NVIDIA NeMo 24.12 (NeMo 2.1, Megatron-Core 0.10): as nemo-24, an MoE layer's experts split " +
-			"over the tensor-parallel ranks like the dense MLP, and its dispatcher's permutation synchronising with the host " +
+	nemo24Profile,
+	nemo24Profile.as("nemo-24.12",
+		"NVIDIA NeMo 24.12 (NeMo 2.1, Megatron-Core 0.10): as nemo-24, an MoE layer's experts split "+
+			"over the tensor-parallel ranks like the dense MLP, and its dispatcher's permutation synchronising with the host "+
 			"even with the experts padded to capacity",
-		Source:               "NeMo 24.12 container (NeMo v2.1.0); Megatron-Core core_r0.10.0 moe_utils.py (permute's masked_select); the Runs sources",
-		HopperFusedAttention: true,
-		// Megatron-Core 0.10's permutation syncs with the host whether or not the
-		// experts are padded (before Megatron-LM f27a04f, core_v0.11.0).
-		MoEPaddedPermuteSync: true,
-		NormEmitsFP8:         true,
-		FP8Params:            true,
-		MLADownProj:          MLADownProjColumn,
-		TELayers:             true,
-		PipelineSendOverlap:  true,
-		MegatronDDPBuckets:   true,
-		Runs: func() Runs {
-			r := mcore012
-			r.ExpertTPIsTP = true
-			r.Sources = append(slices.Clone(r.Sources), Source{Limit: "ExpertTPIsTP", Repo: "NVIDIA/NeMo",
+		"NeMo 24.12 container (NeMo v2.1.0); Megatron-Core core_r0.10.0 moe_utils.py (permute's masked_select); the Runs sources",
+		func(p *Profile) {
+			p.Aliases = []string{"nemo-2.1"}
+			// Megatron-Core 0.10's permutation syncs with the host whether or not the
+			// experts are padded (before Megatron-LM f27a04f, core_v0.11.0).
+			p.MoEPaddedPermuteSync = true
+			p.Runs = mcore012
+			p.Runs.ExpertTPIsTP = true
+			p.Runs.Sources = append(slices.Clone(mcore012.Sources), Source{Limit: "ExpertTPIsTP", Repo: "NVIDIA/NeMo",
 				File: "nemo/collections/nlp/models/language_modeling/megatron_base_model.py, nemo/lightning/megatron_init.py " +
 					"(initialize_model_parallel_for_nemo), nemo/lightning/pytorch/strategies/megatron_strategy.py",
 				Commit: "v2.1.0 (NeMo 24.12)", Note: "neither the NeMo 1 models nor the NeMo 2 strategy pass an expert " +
 					"tensor-parallel size, so Megatron-Core's initialize_model_parallel takes TP's (NeMo 2.2 passes it)"})
-			return r
-		}(),
-	},
+		}),
 	{
 		Name:    "nemo-25.04",
 		Aliases: []string{"nemo-2.3"},
@@ -1073,62 +1066,37 @@ var profiles = []Profile{
 		LossBytesPerLogit: TorchLossBytesPerLogit,
 	},
 	torchtitanProfile,
-	{
-		Name:    "torchtitan-2024",
-		Aliases: []string{"torchtitan-9dec370", "torchtitan-2024-12"},
-		Description: "torchtitan of 2024, as at its December 2024 benchmarks (9dec370): torchtitan's kernels, no gradient " +
-			"accumulation, FSDP2 without resharding after the forward pass under a pipeline, GPipe, 1F1B and Interleaved1F1B",
-		Source:                    "pytorch/torchtitan 9dec370 (2024-12-26) train.py, torchtitan/parallelisms (the Runs sources)",
-		BackwardPrefetch:          "pre",
-		SequenceParallelWithTP:    true,
-		FP8Recipe:                 "current",
-		LossBytesPerLogit:         TorchLossBytesPerLogit,
-		GradReduceBytes:           torchtitanGradReduceBytes,
-		FP8WeightsCastInForward:   true,
-		FP8CastPerProjection:      true,
-		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
-		TorchRingAttention:        true,
-		FSDP2Copies:               true, // torch nightly 1963fc8 (2024-12-23): after PR #129721
-		DTensorCollectives:        true,
-		Runs:                      torchtitan2024,
-	},
-	{
-		Name:    "torchtitan-2024-04",
-		Aliases: []string{"torchtitan-258f608"},
-		Description: "torchtitan of April 2024: FSDP2 alone or with tensor parallelism, no pipeline (its parallelize_llama refuses one), " +
+	torchtitan2024Profile,
+	torchtitan2024Profile.as("torchtitan-2024-04",
+		"torchtitan of April 2024: FSDP2 alone or with tensor parallelism, no pipeline (its parallelize_llama refuses one), "+
 			"no context parallelism or async TP, no gradient accumulation",
-		Source:                    "pytorch/torchtitan 258f608 (2024-04-30) train.py, torchtitan/parallelisms (the Runs sources)",
-		BackwardPrefetch:          "pre",
-		SequenceParallelWithTP:    true,
-		FP8Recipe:                 "current",
-		LossBytesPerLogit:         TorchLossBytesPerLogit,
-		GradReduceBytes:           torchtitanGradReduceBytes,
-		FP8WeightsCastInForward:   true,
-		FP8CastPerProjection:      true,
-		LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
-		// The torch nightlies of April 2024 ran the reduce-scatter copy-in on the
-		// reduce-scatter stream (before PR #129721, 2024-06-27).
-		FSDP2Copies:          true,
-		FSDP2CopyInOwnStream: true,
-		DTensorCollectives:   true,
-		Runs: Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
-			NoGradAccumulation: true,
-			Sources: []Source{
-				{Limit: "Recompute: none, ops, full", Repo: "pytorch/torchtitan", File: "torchtitan/config_manager.py, torchtitan/parallelisms/parallelize_llama.py",
-					Commit: "258f608", Note: "activation_checkpoint.mode none, full or selective; selective is selective_ac_option " +
-						"\"op\" (op-level, the policy's _save_list) or every n-th block checkpointed whole (checkpoint_wrapper)"},
-				{Limit: "NoPipeline", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
-					Note: "parallelize_llama raises NotImplementedError when the pipeline-parallel degree is above 1"},
-				{Limit: "ZeRO: 3", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
-					Note: "data parallelism is FSDP2's fully_shard, resharding after the forward pass (all blocks but the last)"},
-				{Limit: "NoContextParallel, NoTPOverlap", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/__init__.py (ParallelDims: dp, tp, pp)",
-					Commit: "258f608", Note: "no context-parallel dimension; TP through parallelize_module without async TP"},
-				{Limit: "NoGradAccumulation", Repo: "pytorch/torchtitan", File: "train.py", Commit: "258f608",
-					Note: "one forward and backward a step on the local batch"},
-				{Limit: "NoEPOverlap", Repo: "pytorch/torchtitan", File: "torchtitan/models", Commit: "258f608", Note: "Llama models only: no MoE layers"},
-			}},
-	},
-	torchtitanAs("torchtitan-0.1",
+		"pytorch/torchtitan 258f608 (2024-04-30) train.py, torchtitan/parallelisms (the Runs sources)",
+		func(p *Profile) {
+			p.Aliases = []string{"torchtitan-258f608"}
+			// No context parallelism at 258f608 (Runs: NoContextParallel), so no
+			// ring attention.
+			p.TorchRingAttention = false
+			// The torch nightlies of April 2024 ran the reduce-scatter copy-in on the
+			// reduce-scatter stream (before PR #129721, 2024-06-27).
+			p.FSDP2CopyInOwnStream = true
+			p.Runs = Runs{ZeRO: []int{3}, Recompute: torchtitanRecompute, NoPipeline: true, NoContextParallel: true, NoTPOverlap: true, NoEPOverlap: true,
+				NoGradAccumulation: true,
+				Sources: []Source{
+					{Limit: "Recompute: none, ops, full", Repo: "pytorch/torchtitan", File: "torchtitan/config_manager.py, torchtitan/parallelisms/parallelize_llama.py",
+						Commit: "258f608", Note: "activation_checkpoint.mode none, full or selective; selective is selective_ac_option " +
+							"\"op\" (op-level, the policy's _save_list) or every n-th block checkpointed whole (checkpoint_wrapper)"},
+					{Limit: "NoPipeline", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
+						Note: "parallelize_llama raises NotImplementedError when the pipeline-parallel degree is above 1"},
+					{Limit: "ZeRO: 3", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/parallelize_llama.py", Commit: "258f608",
+						Note: "data parallelism is FSDP2's fully_shard, resharding after the forward pass (all blocks but the last)"},
+					{Limit: "NoContextParallel, NoTPOverlap", Repo: "pytorch/torchtitan", File: "torchtitan/parallelisms/__init__.py (ParallelDims: dp, tp, pp)",
+						Commit: "258f608", Note: "no context-parallel dimension; TP through parallelize_module without async TP"},
+					{Limit: "NoGradAccumulation", Repo: "pytorch/torchtitan", File: "train.py", Commit: "258f608",
+						Note: "one forward and backward a step on the local batch"},
+					{Limit: "NoEPOverlap", Repo: "pytorch/torchtitan", File: "torchtitan/models", Commit: "258f608", Note: "Llama models only: no MoE layers"},
+				}}
+		}),
+	torchtitanProfile.as("torchtitan-0.1",
 		"torchtitan of mid-2025 (v0.1.0, 2025-06-17, through 2025-10-09): as torchtitan, and on Blackwell "+
 			"per-op selective checkpointing runs the attention (cuDNN's, first on sm100) again in the backward pass",
 		"pytorch/torchtitan 3b85aa31f (PR #1196: cuDNN attention first on sm100) through 6a3a9da95 (v0.1.0 and 6fc499f checked): "+
@@ -1145,7 +1113,7 @@ var profiles = []Profile{
 			// 16384, their best shape: 0.69 and 0.49 of the B200's 8 TB/s.
 			p.BlackwellMXCastHBM = [2]float64{5.5 / 8, 3.9 / 8}
 		}),
-	torchtitanAs("torchtitan-2025-11",
+	torchtitanProfile.as("torchtitan-2025-11",
 		"torchtitan of October–November 2025 on torch 2.10 nightlies with torchao 0.14–0.15: as torchtitan, "+
 			"on Blackwell the routed experts' grouped GEMMs (torch._grouped_mm, torchao's MXFP8 torch._scaled_grouped_mm) at "+
 			"the rate torchao measured them then, per-op selective checkpointing runs cuDNN's attention again in the backward pass, "+
@@ -1384,8 +1352,30 @@ func All() []Profile {
 	return out
 }
 
+// torchtitan2024Profile is torchtitan of 2024 as at its December 2024 benchmarks;
+// torchtitan-2024-04 is it with what torchtitan of April 2024 did otherwise.
+var torchtitan2024Profile = Profile{
+	Name:    "torchtitan-2024",
+	Aliases: []string{"torchtitan-9dec370", "torchtitan-2024-12"},
+	Description: "torchtitan of 2024, as at its December 2024 benchmarks (9dec370): torchtitan's kernels, no gradient " +
+		"accumulation, FSDP2 without resharding after the forward pass under a pipeline, GPipe, 1F1B and Interleaved1F1B",
+	Source:                    "pytorch/torchtitan 9dec370 (2024-12-26) train.py, torchtitan/parallelisms (the Runs sources)",
+	BackwardPrefetch:          "pre",
+	SequenceParallelWithTP:    true,
+	FP8Recipe:                 "current",
+	LossBytesPerLogit:         TorchLossBytesPerLogit,
+	GradReduceBytes:           torchtitanGradReduceBytes,
+	FP8WeightsCastInForward:   true,
+	FP8CastPerProjection:      true,
+	LossParallelBytesPerLogit: TorchLossParallelBytesPerLogit,
+	TorchRingAttention:        true,
+	FSDP2Copies:               true, // torch nightly 1963fc8 (2024-12-23): after PR #129721
+	DTensorCollectives:        true,
+	Runs:                      torchtitan2024,
+}
+
 // torchtitanProfile is torchtitan as it is now; its dated versions (torchtitan-0.1,
-// torchtitan-2025-11) are it with what differed then (torchtitanAs).
+// torchtitan-2025-11) are it with what differed then (Profile.as).
 var torchtitanProfile = Profile{
 	Name:    "torchtitan",
 	Aliases: []string{"fsdp2", "pytorch-fsdp2"},
@@ -1426,10 +1416,11 @@ var torchtitanProfile = Profile{
 	Runs: torchtitanRuns,
 }
 
-// torchtitanAs is the torchtitan profile under a dated version's name, description
-// and source (no aliases), with diff setting what that version did otherwise.
-func torchtitanAs(name, description, source string, diff func(*Profile)) Profile {
-	p := torchtitanProfile
+// as is p under another profile's name, description and source (no aliases),
+// with diff setting what that profile does otherwise: a dated version of the
+// framework p describes (torchtitan-0.1 of torchtitan, nemo-24.12 of nemo-24), or
+// the same framework with one option on (nemo-te-ops).
+func (p Profile) as(name, description, source string, diff func(*Profile)) Profile {
 	p.Name, p.Aliases, p.Description, p.Source = name, nil, description, source
 	diff(&p)
 	return p

@@ -17,6 +17,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/hardware"
 	"github.com/stepcost/stepcost/estimator/internal/jsonl"
+	"github.com/stepcost/stepcost/estimator/internal/ncclrow"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
@@ -26,33 +27,11 @@ var measured []byte
 //go:embed testdata/nccl_added.jsonl
 var added []byte
 
-// Row is one measurement as published (the fields the comparison uses).
-type Row struct {
-	ID           string   `json:"id"`
-	SourceID     string   `json:"source_id"`
-	System       string   `json:"system"`
-	GPU          string   `json:"gpu"`
-	GPUsPerNode  int      `json:"gpus_per_node"`
-	Nodes        *int     `json:"n_nodes"`
-	NGPUs        *int     `json:"n_gpus"`
-	InterFabric  *string  `json:"inter_fabric"`
-	NICsPerNode  *int     `json:"nics_per_node"`
-	NICGbps      *float64 `json:"nic_gbps"`
-	Collective   string   `json:"collective"`
-	Algorithm    *string  `json:"algorithm"`
-	Protocol     *string  `json:"protocol"`
-	Library      string   `json:"library"`
-	LibVersion   *string  `json:"library_version"`
-	Benchmark    string   `json:"benchmark"`
-	SizeBytes    *float64 `json:"size_bytes"`
-	TimeUs       *float64 `json:"time_us"`
-	BusBW        *float64 `json:"busbw_GBps"`
-	Kind         string   `json:"kind"`
-	Derived      []string `json:"derived"`
-	QualityFlags []string `json:"quality_flags"`
-	Notes        *string  `json:"notes"`
-	SourceURL    *string  `json:"source_url"`
-}
+// Row is one measurement as published, in stepcost's nccl-measurement schema
+// (ncclrow.Row, the row calibrate.MeasurementRow reads a user's measurements in);
+// the comparison reads the run, the size, the time or bus bandwidth and the
+// provenance.
+type Row = ncclrow.Row
 
 // Data set sizes: the original calibration set and the multi-node EFA rows added to
 // it (testdata/README.md).
@@ -129,7 +108,10 @@ func toCase(r Row) Case {
 		return c
 	}
 	nodes := *r.Nodes
-	perNode := r.GPUsPerNode
+	perNode := 0
+	if r.GPUsPerNode != nil {
+		perNode = *r.GPUsPerNode
+	}
 	if c.Ranks < perNode*nodes {
 		perNode = c.Ranks / nodes // a partial node: the GPUs actually used
 	}
@@ -321,10 +303,10 @@ func nvlsOff(r Row) bool {
 // 2.28.7+cuda13.0 printed)" gives 2.28.7), or "" when it states none: a row that
 // only names the release of its page's other tables takes the model's default.
 func statedNCCL(r Row) string {
-	if r.Library != "NCCL" || r.LibVersion == nil {
+	if r.Library != "NCCL" || r.LibraryVersion == nil {
 		return ""
 	}
-	v, _, _ := strings.Cut(*r.LibVersion, " ")
+	v, _, _ := strings.Cut(*r.LibraryVersion, " ")
 	if _, _, ok := (topology.Spec{NCCL: v}).NCCLRelease(); ok {
 		return v
 	}

@@ -10,7 +10,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 )
 
 // MaxLine is the longest line read, 1 MiB; a longer one stops the Scanner with
@@ -61,11 +63,22 @@ func (s *Scanner) Err() error { return s.sc.Err() }
 // decode is refused as "<name> line <n>: <json's error>"; a line longer than
 // MaxLine with the Scanner's error. On an error Decode returns no rows.
 func Decode[T any](name string, data []byte) ([]T, error) {
+	return decode[T](name, data, json.Unmarshal)
+}
+
+// DecodeStrict is Decode reading each line with UnmarshalStrict: a field T does
+// not have, or text after a line's JSON value, refuses the line, so a misspelt
+// field is not read as an unset one.
+func DecodeStrict[T any](name string, data []byte) ([]T, error) {
+	return decode[T](name, data, UnmarshalStrict)
+}
+
+func decode[T any](name string, data []byte, unmarshal func([]byte, any) error) ([]T, error) {
 	var out []T
 	s := NewScanner(data)
 	for s.Scan() {
 		var r T
-		if err := json.Unmarshal(s.Bytes(), &r); err != nil {
+		if err := unmarshal(s.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", name, s.Line(), err)
 		}
 		out = append(out, r)
@@ -74,4 +87,24 @@ func Decode[T any](name string, data []byte) ([]T, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// ErrTrailing is UnmarshalStrict's error for a line that holds more than one JSON
+// value.
+var ErrTrailing = errors.New("text after the JSON value")
+
+// UnmarshalStrict decodes line, one JSON value, into v as json.Unmarshal does but
+// refuses a field v does not have (json.Decoder.DisallowUnknownFields: the error
+// `json: unknown field "<name>"`) and anything after the value (ErrTrailing). The
+// decoder's own error comes back as it is, so a caller can word it by field.
+func UnmarshalStrict(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return ErrTrailing
+	}
+	return nil
 }

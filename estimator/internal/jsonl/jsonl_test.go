@@ -63,3 +63,24 @@ func TestScannerTrimsAndNumbers(t *testing.T) {
 		t.Fatalf("got %q err %v", got, s.Err())
 	}
 }
+
+func TestDecodeStrictRefusesUnknownFieldAndTrailingText(t *testing.T) {
+	good := []byte("{\"id\": \"a\", \"n\": 1}\n\n{\"id\": \"b\"}\n")
+	rows, err := DecodeStrict[row]("x.jsonl", good)
+	if err != nil || len(rows) != 2 || rows[0] != (row{"a", 1}) || rows[1] != (row{"b", 0}) {
+		t.Fatalf("rows %+v err %v, want a/1 and b/0", rows, err)
+	}
+	for _, tt := range []struct{ name, data, want string }{
+		{"unknown field", "{\"id\": \"a\"}\n{\"id\": \"b\", \"extra\": true}\n", `x.jsonl line 2: json: unknown field "extra"`},
+		{"two values", "{\"id\": \"a\"} {\"id\": \"b\"}\n", "x.jsonl line 1: text after the JSON value"},
+		{"type", "\n\n{\"n\": \"three\"}\n", "x.jsonl line 3: json: cannot unmarshal string"},
+	} {
+		rows, err := DecodeStrict[row]("x.jsonl", []byte(tt.data))
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || rows != nil {
+			t.Errorf("%s: rows %+v err %v, want no rows and %q", tt.name, rows, err, tt.want)
+		}
+	}
+	if err := UnmarshalStrict([]byte("{\"id\": \"a\"} x"), &row{}); !errors.Is(err, ErrTrailing) {
+		t.Errorf("UnmarshalStrict err %v, want ErrTrailing", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/internal/jsonl"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 //go:embed testdata/published_runs.jsonl
@@ -123,6 +124,32 @@ func deref[T any](p *T, d T) T {
 	return *p
 }
 
+// zeroStage reads a row's zero_stage (Run.ZeRO, MoERun.ZeRO): a number is the
+// stage, a text naming FSDP is stage 3 (fully sharded); anything else leaves stage.
+func zeroStage(z any, stage int) int {
+	switch z := z.(type) {
+	case float64:
+		return int(z)
+	case string:
+		if strings.Contains(z, "FSDP") {
+			return 3
+		}
+	}
+	return stage
+}
+
+// h100HBM2e500W puts the catalog's H100 SXM with HBM2e at a 500 W power limit, with
+// the row's memory (gpu_mem_gb), on spec, and says so for the case's filled list.
+func h100HBM2e500W(spec *topology.Spec, memGB float64) (string, error) {
+	g, err := catalog.GPU("H100-SXM-HBM2e-500W")
+	if err != nil {
+		return "", err
+	}
+	g.MemoryGB = memGB
+	spec.GPU = g
+	return fmt.Sprintf("H100 HBM2e at 500 W: H100-SXM-HBM2e-500W rates with %v GB", memGB), nil
+}
+
 // catalogName maps the data's model names to catalog entries for what the row does not
 // state (FFN size and vocabulary of Llama 2, gating, tying).
 func catalogName(m string) string {
@@ -213,10 +240,12 @@ func toCase(r Run) Case {
 	}
 	if strings.HasPrefix(r.GPU, "H100") && strings.Contains(r.GPU, "HBM2e") {
 		// The row states a power-limited HBM2e H100 ("500W power limit", "lower TDP").
-		g, _ := catalog.GPU("H100-SXM-HBM2e-500W")
-		g.MemoryGB = r.GPUMemGB
-		spec.GPU = g
-		fill("H100 HBM2e at 500 W: H100-SXM-HBM2e-500W rates with %v GB", r.GPUMemGB)
+		note, err := h100HBM2e500W(&spec, r.GPUMemGB)
+		if err != nil {
+			c.Err = err
+			return c
+		}
+		fill("%s", note)
 	}
 	if note, err := nvlsAsRunSet(&spec.Intra.NVLS, r.NCCLNVLSEnable, sys); err != nil {
 		c.Err = err
@@ -255,14 +284,7 @@ func toCase(r Run) Case {
 	if strings.HasPrefix(fw, "torchtitan") && l.TP > 1 {
 		fill("sequence parallelism with TP (framework torchtitan: its TP plan)")
 	}
-	switch z := r.ZeRO.(type) {
-	case float64:
-		l.ZeRO = int(z)
-	case string:
-		if strings.Contains(z, "FSDP") {
-			l.ZeRO = 3
-		}
-	}
+	l.ZeRO = zeroStage(r.ZeRO, l.ZeRO)
 	rc := strings.ToLower(deref(r.Recompute, ""))
 	switch {
 	case strings.HasPrefix(rc, "full"), strings.Contains(rc, "assumed full"):

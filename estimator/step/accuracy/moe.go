@@ -1,9 +1,7 @@
 package accuracy
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -206,18 +204,7 @@ type MoERun struct {
 // a field MoERun does not have: a misspelt setting would otherwise be priced as
 // unset.
 func MoERuns() ([]MoERun, error) {
-	var out []MoERun
-	sc := jsonl.NewScanner(publishedMoE)
-	for sc.Scan() {
-		var r MoERun
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("published_runs_moe.jsonl line %d: %w", sc.Line(), err)
-		}
-		out = append(out, r)
-	}
-	return out, sc.Err()
+	return jsonl.DecodeStrict[MoERun]("published_runs_moe.jsonl", publishedMoE)
 }
 
 // Has reports whether the row is of the kind ("moe", "fp8", "blackwell").
@@ -522,13 +509,11 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 		return req, nil, fmt.Errorf("system: %w", err)
 	}
 	if strings.Contains(r.GPU, "HBM2e") {
-		g, err := catalog.GPU("H100-SXM-HBM2e-500W")
+		note, err := h100HBM2e500W(&spec, r.GPUMemGB)
 		if err != nil {
 			return req, nil, err
 		}
-		g.MemoryGB = r.GPUMemGB
-		spec.GPU = g
-		fill("H100 HBM2e at 500 W: H100-SXM-HBM2e-500W rates with %v GB", r.GPUMemGB)
+		fill("%s", note)
 	}
 	switch gl := strings.ToLower(r.GPU); {
 	case strings.HasPrefix(gl, "b200") && strings.Contains(gl, "750 w"):
@@ -599,14 +584,7 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	if m := r.MoE; m != nil && m.SharedExpertOverlap != nil {
 		l.OverlapSharedExpert = *m.SharedExpertOverlap && m.Shared > 0
 	}
-	switch z := r.ZeRO.(type) {
-	case float64:
-		l.ZeRO = int(z)
-	case string:
-		if strings.Contains(z, "FSDP") {
-			l.ZeRO = 3
-		}
-	}
+	l.ZeRO = zeroStage(r.ZeRO, l.ZeRO)
 	switch rc := r.Recompute; {
 	case rc == "none":
 		l.Recompute = step.RecomputeNone
