@@ -2887,6 +2887,7 @@ func (p *pricing) throughput() {
 func (p *pricing) explain() {
 	l, cl, res := &p.req.Layout, p.req.Cluster, &p.res
 	res.Assumptions = p.e.assumptions(&p.req, &p.rates)
+	res.Assumptions = append(slices.Clip(res.Assumptions), queuesNote(&p.req))
 	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
 		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
 			"what-if: one GPU at %.0f%% of its speed; its pipeline stage paces every micro-batch and every data-parallel replica waits for it", 100*s))
@@ -2900,7 +2901,6 @@ func (p *pricing) explain() {
 	if m := p.req.Model.MoE; m != nil {
 		res.Assumptions = append(slices.Clip(res.Assumptions), p.moeNote())
 	}
-	res.Assumptions = append(slices.Clip(res.Assumptions), queuesNote(&p.req))
 	if d := cl.Degraded; d != "" {
 		res.Assumptions = append(slices.Clip(res.Assumptions), p.degradedNote(d))
 	}
