@@ -416,6 +416,10 @@ type Profile struct {
 	// probabilities promote both products to fp32), torch.cat, and .to back to
 	// 16 bits. The first GEMM's bias stays in its epilogue.
 	ExpertBiasUnfused bool
+	// Queues is how the framework's launch sets CUDA_DEVICE_MAX_CONNECTIONS, the
+	// hardware work queues a process's streams share (DeviceMaxConnections), when
+	// the request states none; the zero value sets nothing (CUDA's default).
+	Queues Queues
 	// Runs is what the framework can run at all; its zero value runs every layout
 	// the step model prices. Set only where a source states the limit.
 	Runs Runs
@@ -758,6 +762,7 @@ var nemoProfile = Profile{
 	Source:               "NeMo framework performance guide (communication overlap settings of the Megatron-Core strategy)",
 	TPPipelinedRSFP8:     true,
 	TPUserbuffers:        true,
+	Queues:               QueuesBridgePerfEnv,
 	HopperFusedAttention: true,
 	NormEmitsFP8:         true,
 	FP8TransposeFree:     true,
@@ -833,7 +838,8 @@ var nemo24Profile = Profile{
 	PipelineSendOverlap:  true,
 	MegatronDDPBuckets:   true,
 	// No ActivationOffload: Megatron-Core's fine-grained activation offloading is of 2026.
-	Runs: mcore012,
+	Queues: QueuesOne,
+	Runs:   mcore012,
 }
 
 // Default is the profile of a request that names no framework.
@@ -867,6 +873,7 @@ var profiles = []Profile{
 		GradReduceBF16Only: true,
 		// Megatron-Core's pipelines: 1F1B and interleaved only (mcoreSchedulesSource);
 		// the zero-bubble schedules are sail-sg's fork, DualPipe is HAI-LLM's.
+		Queues: QueuesMegatronLM,
 		Runs: Runs{Schedules: []string{"1f1b", "interleaved"}, FP8ParamsSharded: true, NoMLATPOverlap: true, NoSlidingWindowRingCP: true,
 			Sources: []Source{fp8ParamsShardedSource, mlaTPOverlapSource, slidingWindowCPSource, mcoreSchedulesSource}},
 	},
@@ -889,6 +896,7 @@ var profiles = []Profile{
 		// d165a85 (2025-02-26, in core_r0.12.0) on.
 		GradReduceBytes:    megatronGradReduceBytes,
 		GradReduceBF16Only: true,
+		Queues:             QueuesMegatronLM012,
 		Runs:               mcore012,
 	},
 	nemoProfile,
@@ -904,6 +912,7 @@ var profiles = []Profile{
 			// Megatron-Core 0.10's permutation syncs with the host whether or not the
 			// experts are padded (before Megatron-LM f27a04f, core_v0.11.0).
 			p.MoEPaddedPermuteSync = true
+			p.Queues = QueuesNeMoPerfEnv
 			p.Runs = mcore012
 			p.Runs.ExpertTPIsTP = true
 			p.Runs.Sources = append(slices.Clone(mcore012.Sources), Source{Limit: "ExpertTPIsTP", Repo: "NVIDIA/NeMo",
@@ -963,6 +972,7 @@ var profiles = []Profile{
 		// context parallelism (but not for latent attention under its Transformer
 		// Engine, 2.2–2.4: NoMLAContextParallel); the MoE all-to-all overlap
 		// (overlap_moe_expert_parallel_comm) came in Megatron-Core 0.14.
+		Queues: QueuesNeMoPerfEnv,
 		Runs: func() Runs {
 			r := mcore012
 			r.NoMLAContextParallel = true
@@ -1499,3 +1509,100 @@ var torchtitanRuns = Runs{Schedules: []string{"gpipe", "1f1b", "interleaved", "z
 			Commit: "6fc499f (v0.1.0 6a3a9da95 the same)", Note: "replication without sharding is apply_ddp, reached only when FSDP is " +
 				"off, and it raises \"DDP has not supported > 1D parallelism\" when the world mesh has more than one dimension"},
 	}, DDPAlone: true}
+
+// Queues is how a framework's launch sets CUDA_DEVICE_MAX_CONNECTIONS, the number
+// of hardware work queues (connections) a process's CUDA streams are mapped onto:
+// 1 to 32, CUDA's default 8 (CUDA Programming Guide, "CUDA Environment
+// Variables", CUDA_DEVICE_MAX_CONNECTIONS). With one queue the kernels of every
+// stream start in the order the host launched them (a kernel waits behind the one
+// queued before it, whatever its stream: pytorch/pytorch#143890, NVIDIA's reply),
+// which Megatron-Core relies on to start a TP collective before the GEMM it
+// overlaps (megatron/core/tensor_parallel/layers.py at d98e8a6:
+// "CUDA_DEVICE_MAX_CONNECTIONS=1 forces the kernels to be scheduled in the order
+// they are called").
+type Queues int8
+
+const (
+	// QueuesUnset: the launch sets nothing; CUDA's default.
+	QueuesUnset Queues = iota
+	// QueuesOne: the launch exports 1 whatever the layout (MLPerf Training's NeMo
+	// implementations, config_common.sh: CUDA_DEVICE_MAX_CONNECTIONS=1).
+	QueuesOne
+	// QueuesMegatronLM: Megatron-LM's validate_args (megatron/training/arguments.py
+	// at d98e8a6; the same at 1e057005) asserts 1 where TP or CP > 1 before
+	// Blackwell ("CUDA_DEVICE_MAX_CONNECTIONS requirement no longer exists since the
+	// Blackwell architecture"), except under Megatron FSDP or torch FSDP2 (ZeRO-3),
+	// which require more than one, and with the EP all-to-all overlap, where it only
+	// warns that the overlap "requires setting a larger CUDA_DEVICE_MAX_CONNECTIONS"
+	// (ae1c882 on; 45b1a606's combined_1f1b the same) and the MoE README lists
+	// CUDA_DEVICE_MAX_CONNECTIONS > 1 among the overlap's requirements. Elsewhere
+	// nothing is asserted and the launch is taken to leave CUDA's default.
+	QueuesMegatronLM
+	// QueuesMegatronLM012 is core_r0.12.0's validate_args: the same assertion, its
+	// condition "tensor_model_parallel_size > 1 or context_parallel_size > 1 and
+	// get_device_arch_version() < 10" binding the architecture to CP alone, so TP > 1
+	// asserts 1 on Blackwell too; no EP overlap to exempt.
+	QueuesMegatronLM012
+	// QueuesNeMoPerfEnv: NeMo's PerfEnvPlugin (nemo/lightning/run/plugins.py at
+	// NeMo 6f2c6fd and 7a8f1cc, which its performance scripts launch with): 32 from Blackwell (sm100) with TP or CP > 1, 1
+	// before it with TP or CP > 1, nothing otherwise.
+	QueuesNeMoPerfEnv
+	// QueuesBridgePerfEnv: Megatron-Bridge's PerfEnvPlugin
+	// (scripts/performance/perf_plugins.py, _set_num_cuda_device_max_connections,
+	// NVIDIA-NeMo/Megatron-Bridge 0022e9d): 32 from Blackwell; before it 1 with
+	// TP or CP > 1 unless the EP all-to-all overlap is on, else 32 with DeepEP (or
+	// HybridEP), else 8.
+	QueuesBridgePerfEnv
+)
+
+// Hardware queue counts CUDA takes (CUDA Programming Guide, "CUDA Environment
+// Variables": CUDA_DEVICE_MAX_CONNECTIONS, 1 to 32 connections, default 8).
+const (
+	DefaultDeviceConnections = 8
+	MaxDeviceConnections     = 32
+)
+
+// QueueLayout is what a framework's launch reads to set the hardware queues.
+type QueueLayout struct {
+	TP, CP int
+	// Blackwell: the GPUs are sm100 or newer; EPOverlap: the EP all-to-all overlap
+	// is on; FSDP: ZeRO-3 (Megatron FSDP, torch FSDP2); DeepEP: the flex
+	// dispatcher's DeepEP backend.
+	Blackwell, EPOverlap, FSDP, DeepEP bool
+}
+
+// DeviceMaxConnections is the CUDA_DEVICE_MAX_CONNECTIONS the framework's launch
+// runs the layout with, and what sets it.
+func (p *Profile) DeviceMaxConnections(l QueueLayout) (int, string) {
+	tpcp := l.TP > 1 || l.CP > 1
+	switch p.Queues {
+	case QueuesOne:
+		return 1, "the launch's (MLPerf Training's config_common.sh)"
+	case QueuesMegatronLM:
+		if tpcp && !l.Blackwell && !l.FSDP && !l.EPOverlap {
+			return 1, "Megatron-LM's validate_args requires it under TP or CP > 1 before Blackwell"
+		}
+	case QueuesMegatronLM012:
+		if (l.TP > 1 || l.CP > 1 && !l.Blackwell) && !l.FSDP {
+			return 1, "Megatron-LM's validate_args (core_r0.12.0) requires it under TP > 1, or CP > 1 before Blackwell"
+		}
+	case QueuesNeMoPerfEnv:
+		switch {
+		case tpcp && l.Blackwell:
+			return MaxDeviceConnections, "NeMo's PerfEnvPlugin sets it on Blackwell under TP or CP > 1"
+		case tpcp:
+			return 1, "NeMo's PerfEnvPlugin sets it before Blackwell under TP or CP > 1"
+		}
+	case QueuesBridgePerfEnv:
+		switch {
+		case l.Blackwell:
+			return MaxDeviceConnections, "Megatron-Bridge's PerfEnvPlugin sets it on Blackwell"
+		case tpcp && !l.EPOverlap:
+			return 1, "Megatron-Bridge's PerfEnvPlugin sets it before Blackwell under TP or CP > 1 without the EP overlap"
+		case l.DeepEP:
+			return MaxDeviceConnections, "Megatron-Bridge's PerfEnvPlugin sets it with DeepEP"
+		}
+		return DefaultDeviceConnections, "Megatron-Bridge's PerfEnvPlugin sets CUDA's default"
+	}
+	return DefaultDeviceConnections, "CUDA's default"
+}

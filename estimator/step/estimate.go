@@ -1320,7 +1320,13 @@ func (p *pricing) expertParallel() (float64, error) {
 			lm := &p.parts.lcMoE
 			layers := max(1, int(math.Round(nMoE/float64(max(1, l.VirtualStages)))))
 			a2a := 2 * (d + c)
-			exp := epOverlapLayer(lm.fwd-lm.mlpFwd, lm.mlpFwd, lm.bwd-lm.mlpBwd, lm.mlpBwd-lm.mlpBwdW, lm.mlpBwdW, lm.bwdW-lm.mlpBwdW, d, c, layers)
+			preF, preB, mlpB, mlpBW, preBW := lm.fwd-lm.mlpFwd, lm.bwd-lm.mlpBwd, lm.mlpBwd-lm.mlpBwdW, lm.mlpBwdW, lm.bwdW-lm.mlpBwdW
+			var exp float64
+			if q, _ := deviceMaxConnections(&p.req); q == 1 {
+				exp = epOverlapLayerOneQueue(preF, lm.mlpFwd, preB, mlpB+mlpBW, d, c, layers)
+			} else {
+				exp = epOverlapLayer(preF, lm.mlpFwd, preB, mlpB, mlpBW, preBW, d, c, layers)
+			}
 			if a2a > 0 {
 				paired *= 1 - min(1, exp/a2a)
 			}
@@ -1403,6 +1409,78 @@ func epOverlapLayer(preF, mlpF, preB, mlpB, mlpBW, preBW, d, c float64, layers i
 	span := max(comp, comm)
 	work := float64(max(1, layers)) * (preF + mlpF + preB + mlpB + mlpBW)
 	return max(0, span-work) / float64(max(1, layers))
+}
+
+// epOverlapLayerOneQueue is epOverlapLayer on one hardware queue
+// (CUDA_DEVICE_MAX_CONNECTIONS=1): the kernels of both streams start in the order
+// the host launched them (pytorch/pytorch#143890, NVIDIA's reply; Megatron-LM#533;
+// Megatron-LM#2719 and #2730 find the pairing "completely disrupted" under it and
+// reorder the launches), so a node starts no earlier than the one launched before
+// it. TransformerLayerSchedulePlan.run (model_chunk_schedule_plan.py at ae1c882,
+// unchanged at d98e8a6) launches
+//
+//	combine_bwd, pre_dispatch_fwd, mlp_bwd, dispatch_fwd, mlp_bwd_dw,
+//	dispatch_bwd, mlp_fwd, combine_fwd, pre_dispatch_bwd, its weight gradients
+//
+// An all-to-all is one kernel (NCCL's, or DeepEP's), so what is launched after it
+// may start as soon as it has; a compute node is a chain of kernels on one stream,
+// and what is launched after it starts when its last kernel does, taken as its
+// end. Without delayed weight gradients (Megatron-Core's delay_wgrad_compute, off
+// by default; the request has no field for it) backward_dw does nothing
+// (fine_grained_callables.py TransformerLayerNode.backward_dw at ae1c882): the
+// weight gradients run inside mlp_bwd (mlpB here holds the experts' data and
+// weight gradients) and inside pre_dispatch_bwd (preB, the attention's whole
+// backward), and the next layer's combine_bwd waits for all of it. So the
+// forward's dispatch, launched after mlp_bwd, starts when it ends and runs beside
+// nothing: mlp_fwd needs its tokens. (With delayed weight gradients it would run
+// beside mlp_bwd_dw, launched after it.) The rest pairs as with more queues:
+// combine_bwd under pre_dispatch_fwd, dispatch_bwd under mlp_fwd, combine_fwd
+// under pre_dispatch_bwd.
+func epOverlapLayerOneQueue(preF, mlpF, preB, mlpB, d, c float64, layers int) float64 {
+	var comp, comm, readyF, readyB, gate float64
+	for range max(1, layers) {
+		s := max(comm, readyB, gate) // combine_bwd
+		cbE := s + c
+		gate = s
+		aE := max(comp, readyF, gate) + preF // pre_dispatch_fwd
+		gate = aE
+		mbE := max(aE, cbE, gate) + mlpB // mlp_bwd, its weight gradients inside
+		gate = mbE
+		s = max(cbE, aE, gate) // dispatch_fwd
+		dfE := s + d
+		gate = s
+		s = max(dfE, mbE, gate) // dispatch_bwd
+		dbE := s + d
+		gate = s
+		mfE := max(mbE, dfE, gate) + mlpF // mlp_fwd
+		gate = mfE
+		s = max(dbE, mfE, gate) // combine_fwd
+		cfE := s + c
+		gate = s
+		pbE := max(mfE, dbE, gate) + preB // pre_dispatch_bwd with its weight gradients
+		gate = pbE
+		comp, comm = pbE, cfE
+		readyF, readyB = cfE, pbE
+	}
+	span := max(comp, comm)
+	work := float64(max(1, layers)) * (preF + mlpF + preB + mlpB)
+	return max(0, span-work) / float64(max(1, layers))
+}
+
+// deviceMaxConnections is the hardware queues (CUDA_DEVICE_MAX_CONNECTIONS) the
+// step runs with, and what sets them: the request's, else what the framework's
+// launch sets for the layout (framework.Profile.DeviceMaxConnections).
+func deviceMaxConnections(req *Request) (int, string) {
+	t, l := &req.Training, &req.Layout
+	if t.DeviceMaxConnections > 0 {
+		return t.DeviceMaxConnections, "the request's"
+	}
+	fw, err := framework.Get(t.Framework)
+	if err != nil {
+		return framework.DefaultDeviceConnections, "CUDA's default"
+	}
+	return fw.DeviceMaxConnections(framework.QueueLayout{TP: l.TP, CP: l.CP, Blackwell: req.Cluster.GPU().Arch == hardware.Blackwell,
+		EPOverlap: l.OverlapEP, FSDP: l.ZeRO == 3, DeepEP: t.MoEDispatcher == DispatchDeepEP})
 }
 
 // interleavedOverlapWarmup is how many model chunks of micro-batches the first
@@ -2809,6 +2887,7 @@ func (p *pricing) throughput() {
 func (p *pricing) explain() {
 	l, cl, res := &p.req.Layout, p.req.Cluster, &p.res
 	res.Assumptions = p.e.assumptions(&p.req, &p.rates)
+	res.Assumptions = append(slices.Clip(res.Assumptions), queuesNote(&p.req))
 	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
 		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
 			"what-if: one GPU at %.0f%% of its speed; its pipeline stage paces every micro-batch and every data-parallel replica waits for it", 100*s))
@@ -2828,6 +2907,17 @@ func (p *pricing) explain() {
 	if d := cl.Loaded; d != "" {
 		res.Assumptions = append(slices.Clip(res.Assumptions), "other jobs: "+d)
 	}
+}
+
+// queuesNote states the hardware queues the step runs with, what sets them, and
+// what one queue does to the EP all-to-all overlap (epOverlapLayerOneQueue).
+func queuesNote(req *Request) string {
+	q, from := deviceMaxConnections(req)
+	note := fmt.Sprintf("hardware queues (CUDA_DEVICE_MAX_CONNECTIONS): %d, %s", q, from)
+	if l := &req.Layout; q == 1 && l.OverlapEP && l.Schedule != DualPipe && req.Model.MoE != nil {
+		note += "; on one queue the kernels start in launch order, so the EP overlap's forward dispatch, launched after the expert backward, runs beside no compute"
+	}
+	return note
 }
 
 // degradedNote states the link what-ifs d applied at rank 0's GPU and node, and

@@ -317,6 +317,14 @@ type Training struct {
 	// which Transformer Engine's userbuffers or symmetric memory move) run on at
 	// most that many channels.
 	TPMaxCTAs int `json:"tp_nccl_max_ctas,omitempty"`
+	// DeviceMaxConnections is the CUDA_DEVICE_MAX_CONNECTIONS the job runs with:
+	// how many hardware work queues its streams share, 1 to 32 (CUDA's range;
+	// framework.MaxDeviceConnections). 0: what the framework's launch sets for the
+	// layout (framework.Profile.DeviceMaxConnections: Megatron-LM's validate_args,
+	// NeMo's and Megatron-Bridge's PerfEnvPlugin), else CUDA's default 8. With one
+	// queue the kernels start in the order the host launched them, which decides
+	// what Megatron-Core's EP all-to-all overlap hides (epOverlapLayer).
+	DeviceMaxConnections int `json:"cuda_device_max_connections,omitempty"`
 }
 
 // MoE token dispatchers (Training.MoEDispatcher).

@@ -375,6 +375,9 @@ func (t Training) validate() error {
 			c.Add(g.field, "must be a number of thread blocks in [1, %d], or 0 for NCCL's default (got %d)", collective.MaxChannels, g.v)
 		}
 	}
+	if v := t.DeviceMaxConnections; v < 0 || v > framework.MaxDeviceConnections {
+		c.Add("training.cuda_device_max_connections", "must be a number of hardware queues in [1, %d] (CUDA_DEVICE_MAX_CONNECTIONS), or 0 for the framework's launch (got %d)", framework.MaxDeviceConnections, v)
+	}
 	if v := t.MoEImbalance; !(v == 0 || v >= 1 && v <= 1e4) {
 		c.Add("training.moe_imbalance", "must be at least 1 (the busiest rank's tokens over the mean) and at most 10000, or 0 for balanced (got %v)", v)
 	}

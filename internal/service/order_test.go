@@ -187,6 +187,7 @@ func TestFieldsWithoutEffectAreNamed(t *testing.T) {
 		{"", func(tr *pb.Training) { tr.Zero3BackwardPrefetch = pb.BackwardPrefetch_BACKWARD_PREFETCH_POST }, func(l *pb.Layout) { l.Zero = 3 }},
 		{"", func(tr *pb.Training) { tr.TpNcclMaxCtas = 4 }, nil},
 		{"", func(tr *pb.Training) { tr.DpBucketParams = 1e8 }, nil},
+		{"training.cuda_device_max_connections", func(tr *pb.Training) { tr.CudaDeviceMaxConnections = 1 }, nil},
 	} {
 		r := &pb.EstimateStepRequest{Model: &pb.ModelSpec{Source: &pb.ModelSpec_Name{Name: "llama3-8b"}},
 			Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}}, Training: &pb.Training{SeqLen: 4096, GlobalBatch: 64}, Layout: layout()}

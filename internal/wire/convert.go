@@ -458,7 +458,8 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 		MoEDispatcher: strings.ToLower(t.GetMoeDispatcher()), MoEPermuteFusion: t.GetMoePermuteFusion(), MoERouterFP32: t.GetMoeRouterFp32(), MoEGroupedGEMM: t.GetMoeGroupedGemm(), CUDAGraphs: t.GetCudaGraphs(),
 		DPBucketParams: float64(t.GetDpBucketParams()), FlashAttention2: t.GetFlashAttention_2(),
 		ParamGather: step.ParamGather(strings.ToLower(t.GetParamGather())), CPMaxCTAs: int(t.GetCpNcclMaxCtas()),
-		DPMaxCTAs: int(t.GetDpNcclMaxCtas()), TPMaxCTAs: int(t.GetTpNcclMaxCtas())}
+		DPMaxCTAs: int(t.GetDpNcclMaxCtas()), TPMaxCTAs: int(t.GetTpNcclMaxCtas()),
+		DeviceMaxConnections: int(t.GetCudaDeviceMaxConnections())}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -474,7 +475,8 @@ func TrainingToProto(t step.Training) *pb.Training {
 		MoeDispatcher: t.MoEDispatcher, MoePermuteFusion: t.MoEPermuteFusion, MoeRouterFp32: t.MoERouterFP32, MoeGroupedGemm: t.MoEGroupedGEMM, CudaGraphs: t.CUDAGraphs, DpBucketParams: int64(t.DPBucketParams), ParamGather: string(t.ParamGather),
 		FlashAttention_2: t.FlashAttention2, CpNcclMaxCtas: int32(t.CPMaxCTAs),
 		DpNcclMaxCtas: int32(t.DPMaxCTAs), TpNcclMaxCtas: int32(t.TPMaxCTAs),
-		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
+		CudaDeviceMaxConnections: int32(t.DeviceMaxConnections),
+		Optimizer:                &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 
 var recomputes = map[pb.Recompute]step.Recompute{

@@ -28,11 +28,17 @@ func NoEffect(a model.Arch, t step.Training, l *step.Layout) []string {
 		warn(t.MoEPadToCapacity, "training.moe_pad_to_capacity", "%s", dense)
 		warn(t.MoEDispatcher != "", "training.moe_dispatcher", "%s", dense)
 		warn(t.MoEPermuteFusion, "training.moe_permute_fusion", "%s", dense)
+		// The hardware queues are priced only under the EP all-to-all overlap (step's
+		// epOverlapLayerOneQueue).
+		warn(t.DeviceMaxConnections != 0, "training.cuda_device_max_connections", "%s", dense)
 		warn(t.MoERouterFP32, "training.moe_router_fp32", "%s", dense)
 		warn(t.MoEGroupedGEMM, "training.moe_grouped_gemm", "%s", dense)
 	}
 	if l == nil {
 		return out
+	}
+	if a.MoE != nil && (!l.OverlapEP || l.EP <= 1 || l.Schedule == step.DualPipe) {
+		warn(t.DeviceMaxConnections != 0, "training.cuda_device_max_connections", "the layout runs no Megatron-Core EP all-to-all overlap (overlap_ep), the one thing the queues are priced in")
 	}
 	if l.ZeRO != 3 {
 		warn(t.OnDemandGathers, "training.zero3_on_demand_gathers", "the layout runs ZeRO %d, not ZeRO-3", l.ZeRO)

@@ -487,3 +487,37 @@ func TestMoEGroupedGEMMRoundTrip(t *testing.T) {
 		t.Errorf("an MoE model with moe_grouped_gemm: warnings %q, want none", w)
 	}
 }
+
+// training.cuda_device_max_connections crosses the wire both ways unchanged: to
+// the domain's Training.DeviceMaxConnections and back, unset as 0 and back unset;
+// a count outside CUDA's 1 to 32 passes through for the estimator to refuse
+// naming the field.
+func TestDeviceMaxConnectionsRoundTrip(t *testing.T) {
+	for _, n := range []int32{0, 1, 8, 32} {
+		tr := &pb.Training{SeqLen: 8192, GlobalBatch: 8, Precision: pb.Precision_PRECISION_BF16, CudaDeviceMaxConnections: n,
+			Optimizer: &pb.Optimizer{}}
+		dt, err := wire.TrainingFromProto(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dt.DeviceMaxConnections != int(n) {
+			t.Errorf("cuda_device_max_connections %d reached the domain as %d", n, dt.DeviceMaxConnections)
+		}
+		if err := dt.Validate(); err != nil {
+			t.Errorf("cuda_device_max_connections %d: %v", n, err)
+		}
+		if back := wire.TrainingToProto(dt); !proto.Equal(back, tr) {
+			t.Errorf("training back: %v, sent %v", back, tr)
+		}
+	}
+	for _, n := range []int32{-1, 33, math.MaxInt32} {
+		dt, err := wire.TrainingFromProto(&pb.Training{SeqLen: 8192, GlobalBatch: 8, CudaDeviceMaxConnections: n})
+		if err != nil {
+			t.Fatalf("%d: %v", n, err)
+		}
+		fes := wire.FieldErrors(dt.Validate())
+		if len(fes) != 1 || fes[0].Field != "training.cuda_device_max_connections" {
+			t.Errorf("cuda_device_max_connections %d: field errors %v, want one naming training.cuda_device_max_connections", n, fes)
+		}
+	}
+}

@@ -73,15 +73,15 @@ func flaggedWarning(w string, flags map[string]string) string {
 // checkNames refuses, by its flag, a name the API has no value for (a precision,
 // a recompute mode, a pipeline schedule, …): a request cannot carry it, so the
 // estimator would never see it. So too a value the request's narrower integer
-// would change on the way (training.cp_nccl_max_ctas and its dp and tp peers are
-// int32s: 2³² + 1 would arrive as 1).
+// would change on the way (training.cp_nccl_max_ctas and its dp and tp peers, and
+// training.cuda_device_max_connections, are int32s: 2³² + 1 would arrive as 1).
 func checkNames(t step.Training, l step.Layout, flags map[string]string) error {
 	if err := t.Validate(); err != nil {
 		var only []error
 		for _, fe := range wire.FieldErrors(err) {
 			switch fe.Field {
 			case "training.precision", "training.zero3_backward_prefetch", "training.fp8_recipe", "training.moe_dispatcher", "training.param_gather",
-				"training.cp_nccl_max_ctas", "training.dp_nccl_max_ctas", "training.tp_nccl_max_ctas":
+				"training.cp_nccl_max_ctas", "training.dp_nccl_max_ctas", "training.tp_nccl_max_ctas", "training.cuda_device_max_connections":
 				only = append(only, fe)
 			}
 		}

@@ -70,6 +70,7 @@ type estimateArgs struct {
 	cpMaxCTAs       *int
 	dpMaxCTAs       *int
 	tpMaxCTAs       *int
+	queues          *int
 	dpBucket        *float64
 	sp              *bool
 	schedule        *string
@@ -164,6 +165,7 @@ func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
 	opt.cpMaxCTAs = fs.Int("cp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the context-parallel group: the ring attention's K/V and dK/dV sends run on at most this many channels, each at one thread block's copy rate (Megatron-Core's nccl_communicator_config_path, its cp max_ctas; NeMo's MLPerf Llama 3.1 configs set 1); 0: NCCL's default")
 	opt.dpMaxCTAs = fs.Int("dp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the data-parallel groups: the gradient reduce-scatters or all-reduces and the parameter all-gathers run on at most this many rings, so a ring across scale-up domains crosses the network through this many GPUs' NICs (Megatron-Core's nccl_communicator_config_path, its dp and dp_cp max_ctas; NeMo's MLPerf Llama 3.1 configs set 8); 0: NCCL's default")
 	opt.tpMaxCTAs = fs.Int("tp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the tensor-parallel group: the TP collectives NCCL runs use at most this many channels, not those of --overlap-tp (Megatron-Core's nccl_communicator_config_path, its tp max_ctas; NeMo's MLPerf Llama 3.1 configs set 8); 0: NCCL's default")
+	opt.queues = fs.Int("cuda-device-max-connections", 0, "hardware work queues the job runs with (CUDA_DEVICE_MAX_CONNECTIONS, 1 to 32): with 1 the kernels start in launch order, so under --overlap-ep the forward's dispatch runs beside no compute (the Megatron-Core MoE team's Qwen3 configs set 1); 0: what the framework's launch sets for the layout (Megatron-LM's validate_args, NeMo's PerfEnvPlugin), else CUDA's 8")
 	opt.dpBucket = fs.Float64("dp-bucket-params", 0, "parameters per data-parallel gradient bucket, e.g. 40e6: the last bucket of each gradient buffer is reduced after the backward pass (Megatron-Core's --ddp-bucket-size; 0: the framework's, Megatron-Core's max(40e6, 1e6 × DP), else PyTorch DDP's 25 MB)")
 	opt.paramGather = enumFlag(fs, "param-gather", "", "when ZeRO-1/2 all-gathers the updated parameters: exposed (after the optimizer, waited for; Megatron-LM's default) or overlapped (bucket by bucket under the next forward: Megatron-Core's --overlap-param-gather, NeMo's recipes); default: exposed", paramGatherNames)
 	opt.onDemand = fs.Bool("zero3-on-demand", false, "ZeRO-3 gathers each module's weights when it runs, without prefetching (DeepSpeed ZeRO-3 of 2021)")
@@ -346,6 +348,9 @@ func (opt *estimateArgs) override(set map[string]bool, q *estimateQuery) error {
 	}
 	if set["tp-nccl-max-ctas"] {
 		t.TPMaxCTAs = *opt.tpMaxCTAs
+	}
+	if set["cuda-device-max-connections"] {
+		t.DeviceMaxConnections = *opt.queues
 	}
 	if set["dp-bucket-params"] {
 		if err := wholeParams(*opt.dpBucket); err != nil {
@@ -607,7 +612,7 @@ var estimateFlags = map[string]string{"layout.tp": "--tp", "layout.pp": "--pp", 
 	"layout.account_for_loss": "--account-loss", "training.unfused_attention": "--unfused-attention",
 	"training.flash_attention_2": "--flash-attention-2", "training.zero3_on_demand_gathers": "--zero3-on-demand", "training.dp_reduce_after_backward": "--dp-reduce-after-backward",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
-	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.moe_router_fp32": "--moe-router-fp32", "training.moe_grouped_gemm": "--moe-grouped-gemm", "training.cuda_graphs": "--cuda-graphs", "training.cp_nccl_max_ctas": "--cp-nccl-max-ctas", "training.dp_nccl_max_ctas": "--dp-nccl-max-ctas", "training.tp_nccl_max_ctas": "--tp-nccl-max-ctas", "training.dp_bucket_params": "--dp-bucket-params", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
+	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.moe_router_fp32": "--moe-router-fp32", "training.moe_grouped_gemm": "--moe-grouped-gemm", "training.cuda_graphs": "--cuda-graphs", "training.cp_nccl_max_ctas": "--cp-nccl-max-ctas", "training.dp_nccl_max_ctas": "--dp-nccl-max-ctas", "training.tp_nccl_max_ctas": "--tp-nccl-max-ctas", "training.cuda_device_max_connections": "--cuda-device-max-connections", "training.dp_bucket_params": "--dp-bucket-params", "layout.sp": "--sp", "layout.schedule": "--schedule", "layout.virtual_stages": "--vpp",
 	"layout.rank_order": "--rank-order", "layout.layer_split": "--layer-split", "layout.offload": "--offload",
 	"layout.offload_activations": "--offload-activations", "layout.fp8_params": "--fp8-params",
 	"training.seq_len": "--seq", "training.global_batch": "--gbs", "training.global_tokens": "--global-tokens", "training.precision": "--precision",

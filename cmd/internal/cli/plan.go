@@ -88,6 +88,7 @@ type planArgs struct {
 	cpMaxCTAs        *int
 	dpMaxCTAs        *int
 	tpMaxCTAs        *int
+	queues           *int
 	dpBucket         *float64
 	slowGPU          *float64
 	placeTol         *float64
@@ -170,6 +171,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.cpMaxCTAs = fs.Int("cp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the context-parallel group: the ring attention's K/V and dK/dV sends run on at most this many channels, each at one thread block's copy rate (Megatron-Core's nccl_communicator_config_path, its cp max_ctas; NeMo's MLPerf Llama 3.1 configs set 1); 0: NCCL's default")
 	opt.dpMaxCTAs = fs.Int("dp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the data-parallel groups: the gradient reduce-scatters or all-reduces and the parameter all-gathers run on at most this many rings, so a ring across scale-up domains crosses the network through this many GPUs' NICs (Megatron-Core's nccl_communicator_config_path, its dp and dp_cp max_ctas; NeMo's MLPerf Llama 3.1 configs set 8); 0: NCCL's default")
 	opt.tpMaxCTAs = fs.Int("tp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the tensor-parallel group: the TP collectives NCCL runs use at most this many channels, not those of --overlap-tp (Megatron-Core's nccl_communicator_config_path, its tp max_ctas; NeMo's MLPerf Llama 3.1 configs set 8); 0: NCCL's default")
+	opt.queues = fs.Int("cuda-device-max-connections", 0, "hardware work queues the job runs with (CUDA_DEVICE_MAX_CONNECTIONS, 1 to 32): with 1 the kernels start in launch order, so under --overlap-ep the forward's dispatch runs beside no compute (the Megatron-Core MoE team's Qwen3 configs set 1); 0: what the framework's launch sets for the layout (Megatron-LM's validate_args, NeMo's PerfEnvPlugin), else CUDA's 8")
 	opt.dpBucket = fs.Float64("dp-bucket-params", 0, "parameters per data-parallel gradient bucket, e.g. 40e6: the last bucket of each gradient buffer is reduced after the backward pass (Megatron-Core's --ddp-bucket-size; 0: the framework's, Megatron-Core's max(40e6, 1e6 × DP), else PyTorch DDP's 25 MB)")
 	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
 	opt.placeTol = fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (0: 0.02)")
@@ -365,7 +367,7 @@ func (opt *planArgs) workload(q *planQuery) error {
 		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap, FP8Activations: *opt.fp8Acts, NoDropout: *opt.noDropout,
 		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, MoERouterFP32: *opt.routerFP32, MoEGroupedGEMM: *opt.groupedGEMM, CUDAGraphs: *opt.cudaGraphs,
 		DPBucketParams: *opt.dpBucket, CPMaxCTAs: *opt.cpMaxCTAs,
-		DPMaxCTAs: *opt.dpMaxCTAs, TPMaxCTAs: *opt.tpMaxCTAs}
+		DPMaxCTAs: *opt.dpMaxCTAs, TPMaxCTAs: *opt.tpMaxCTAs, DeviceMaxConnections: *opt.queues}
 	if err := wholeParams(*opt.dpBucket); err != nil {
 		return err
 	}
@@ -566,7 +568,7 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"training.precision": "--precision", "training.zero3_backward_prefetch": "--zero3-backward-prefetch", "training.param_gather": "--param-gather", "training.fp8_recipe": "--fp8-recipe", "training.fp8_params": "--fp8-params",
 	"training.moe_imbalance": "--moe-imbalance", "training.moe_capacity_factor": "--moe-capacity", "training.framework": "--framework",
 	"training.fp8_activations": "--fp8-activations", "training.no_dropout": "--no-dropout", "training.moe_pad_to_capacity": "--moe-pad-to-capacity",
-	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.moe_router_fp32": "--moe-router-fp32", "training.moe_grouped_gemm": "--moe-grouped-gemm", "training.cuda_graphs": "--cuda-graphs", "training.cp_nccl_max_ctas": "--cp-nccl-max-ctas", "training.dp_nccl_max_ctas": "--dp-nccl-max-ctas", "training.tp_nccl_max_ctas": "--tp-nccl-max-ctas", "training.dp_bucket_params": "--dp-bucket-params",
+	"training.moe_dispatcher": "--moe-dispatcher", "training.moe_permute_fusion": "--moe-permute-fusion", "training.moe_router_fp32": "--moe-router-fp32", "training.moe_grouped_gemm": "--moe-grouped-gemm", "training.cuda_graphs": "--cuda-graphs", "training.cp_nccl_max_ctas": "--cp-nccl-max-ctas", "training.dp_nccl_max_ctas": "--dp-nccl-max-ctas", "training.tp_nccl_max_ctas": "--tp-nccl-max-ctas", "training.cuda_device_max_connections": "--cuda-device-max-connections", "training.dp_bucket_params": "--dp-bucket-params",
 	"training.unfused_attention": "--unfused-attention", "training.flash_attention_2": "--flash-attention-2", "training.zero3_on_demand_gathers": "--zero3-on-demand",
 	"training.dp_reduce_after_backward": "--dp-reduce-after-backward", "constraints.recompute": "--recompute", "constraints.schedules": "--schedule", "constraints.sp": "--sp", "constraints.overlap_tp": "--overlap-tp", "constraints.overlap_ep": "--overlap-ep", "constraints.cp_all_to_all": "--cp-variant", "constraints.fp8_params": "--fp8-weights", "constraints.offload_activations": "--offload-activations", "constraints.experts_whole": "--experts-whole", "constraints.even_split": "--even-split", "constraints.uneven_pp": "--uneven-pp", "constraints.tp_across_nodes": "--tp-across-nodes", "constraints.tp": "--tp", "constraints.pp": "--pp", "constraints.cp": "--cp", "constraints.ep": "--ep",
 	"constraints.zero": "--zero", "constraints.micro_batch": "--mbs", "constraints.virtual_stages": "--vpp", "constraints.min_headroom_gb": "--min-headroom",

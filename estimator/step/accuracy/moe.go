@@ -177,6 +177,10 @@ type MoERun struct {
 	// ("tp"); absent: NCCL's default.
 	DPNCCLMaxCTAs *int `json:"dp_nccl_max_ctas,omitempty"`
 	TPNCCLMaxCTAs *int `json:"tp_nccl_max_ctas,omitempty"`
+	// CUDADeviceMaxConnections is the CUDA_DEVICE_MAX_CONNECTIONS the run's
+	// configuration exports (the hardware queues its streams share); absent: the
+	// framework's launch, as a request leaves it (step.Training.DeviceMaxConnections).
+	CUDADeviceMaxConnections *int `json:"cuda_device_max_connections,omitempty"`
 	// NCCLNVLSEnable is NCCL_NVLS_ENABLE as the run's launch environment set it:
 	// false where the source's scripts export NCCL_NVLS_ENABLE=0 (the
 	// NVIDIA-derived MLPerf implementations' config_common.sh: "needed to save
@@ -758,6 +762,9 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 	}
 	if r.TPNCCLMaxCTAs != nil {
 		t.TPMaxCTAs = *r.TPNCCLMaxCTAs
+	}
+	if r.CUDADeviceMaxConnections != nil {
+		t.DeviceMaxConnections = *r.CUDADeviceMaxConnections
 	}
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: l}, filled, nil
 }

@@ -2284,8 +2284,17 @@ type Training struct {
 	// Fp8Padding and Fp8Unpadding. On a model without experts it changes nothing.
 	// Unset: SequentialMLP (Megatron-Core's default; no framework profile sets it).
 	MoeGroupedGemm bool `protobuf:"varint,28,opt,name=moe_grouped_gemm,json=moeGroupedGemm,proto3" json:"moe_grouped_gemm,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// CUDA_DEVICE_MAX_CONNECTIONS: the hardware work queues the job's CUDA streams
+	// share. With one queue the kernels start in the order the host launched them,
+	// so under Megatron-Core's EP all-to-all overlap the forward's dispatch,
+	// launched after the expert backward, runs beside no compute. Unset or 0: what
+	// the framework's launch sets for the layout (Megatron-LM's validate_args: 1
+	// under TP or CP > 1 before Blackwell without the EP overlap or FSDP; NeMo's
+	// and Megatron-Bridge's PerfEnvPlugin), else CUDA's default 8; else in [1, 32],
+	// CUDA's range.
+	CudaDeviceMaxConnections int32 `protobuf:"varint,29,opt,name=cuda_device_max_connections,json=cudaDeviceMaxConnections,proto3" json:"cuda_device_max_connections,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
@@ -2512,6 +2521,13 @@ func (x *Training) GetMoeGroupedGemm() bool {
 		return x.MoeGroupedGemm
 	}
 	return false
+}
+
+func (x *Training) GetCudaDeviceMaxConnections() int32 {
+	if x != nil {
+		return x.CudaDeviceMaxConnections
+	}
+	return 0
 }
 
 // Layout is one way to parallelise and place the job.
@@ -7174,7 +7190,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\n" +
 	"grad_bytes\x18\x03 \x01(\x01R\tgradBytes\x12\x1f\n" +
 	"\vstate_bytes\x18\x04 \x01(\x01R\n" +
-	"stateBytes\"\xaf\t\n" +
+	"stateBytes\"\xee\t\n" +
 	"\bTraining\x12\x17\n" +
 	"\aseq_len\x18\x01 \x01(\x05R\x06seqLen\x12!\n" +
 	"\fglobal_batch\x18\x02 \x01(\x03R\vglobalBatch\x12#\n" +
@@ -7208,7 +7224,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x10cp_nccl_max_ctas\x18\x19 \x01(\x05R\rcpNcclMaxCtas\x12'\n" +
 	"\x10dp_nccl_max_ctas\x18\x1a \x01(\x05R\rdpNcclMaxCtas\x12'\n" +
 	"\x10tp_nccl_max_ctas\x18\x1b \x01(\x05R\rtpNcclMaxCtas\x12(\n" +
-	"\x10moe_grouped_gemm\x18\x1c \x01(\bR\x0emoeGroupedGemm\"\xb4\x06\n" +
+	"\x10moe_grouped_gemm\x18\x1c \x01(\bR\x0emoeGroupedGemm\x12=\n" +
+	"\x1bcuda_device_max_connections\x18\x1d \x01(\x05R\x18cudaDeviceMaxConnections\"\xb4\x06\n" +
 	"\x06Layout\x12\x0e\n" +
 	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x0e\n" +
 	"\x02pp\x18\x02 \x01(\x05R\x02pp\x12\x0e\n" +

@@ -1117,8 +1117,9 @@ class Throughput(_message.Message):
     def __init__(self, tokens_per_s: _Optional[float] = ..., tokens_per_s_per_gpu: _Optional[float] = ..., mfu: _Optional[float] = ..., hfu: _Optional[float] = ...) -> None: ...
 
 class Training(_message.Message):
-    __slots__ = ["cp_nccl_max_ctas", "cuda_graphs", "dp_bucket_params", "dp_nccl_max_ctas", "dp_reduce_after_backward", "flash_attention_2", "fp8_activations", "fp8_params", "fp8_recipe", "framework", "global_batch", "global_tokens", "moe_capacity_factor", "moe_dispatcher", "moe_grouped_gemm", "moe_imbalance", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fp32", "no_dropout", "optimizer", "param_gather", "precision", "seq_len", "tp_nccl_max_ctas", "unfused_attention", "zero3_backward_prefetch", "zero3_on_demand_gathers"]
+    __slots__ = ["cp_nccl_max_ctas", "cuda_device_max_connections", "cuda_graphs", "dp_bucket_params", "dp_nccl_max_ctas", "dp_reduce_after_backward", "flash_attention_2", "fp8_activations", "fp8_params", "fp8_recipe", "framework", "global_batch", "global_tokens", "moe_capacity_factor", "moe_dispatcher", "moe_grouped_gemm", "moe_imbalance", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fp32", "no_dropout", "optimizer", "param_gather", "precision", "seq_len", "tp_nccl_max_ctas", "unfused_attention", "zero3_backward_prefetch", "zero3_on_demand_gathers"]
     CP_NCCL_MAX_CTAS_FIELD_NUMBER: _ClassVar[int]
+    CUDA_DEVICE_MAX_CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
     CUDA_GRAPHS_FIELD_NUMBER: _ClassVar[int]
     DP_BUCKET_PARAMS_FIELD_NUMBER: _ClassVar[int]
     DP_NCCL_MAX_CTAS_FIELD_NUMBER: _ClassVar[int]
@@ -1147,6 +1148,7 @@ class Training(_message.Message):
     ZERO3_BACKWARD_PREFETCH_FIELD_NUMBER: _ClassVar[int]
     ZERO3_ON_DEMAND_GATHERS_FIELD_NUMBER: _ClassVar[int]
     cp_nccl_max_ctas: int
+    cuda_device_max_connections: int
     cuda_graphs: bool
     dp_bucket_params: int
     dp_nccl_max_ctas: int
@@ -1174,7 +1176,7 @@ class Training(_message.Message):
     unfused_attention: bool
     zero3_backward_prefetch: BackwardPrefetch
     zero3_on_demand_gathers: bool
-    def __init__(self, seq_len: _Optional[int] = ..., global_batch: _Optional[int] = ..., global_tokens: _Optional[int] = ..., precision: _Optional[_Union[Precision, str]] = ..., optimizer: _Optional[_Union[Optimizer, _Mapping]] = ..., unfused_attention: bool = ..., zero3_on_demand_gathers: bool = ..., zero3_backward_prefetch: _Optional[_Union[BackwardPrefetch, str]] = ..., framework: _Optional[str] = ..., fp8_recipe: _Optional[str] = ..., dp_reduce_after_backward: bool = ..., moe_imbalance: _Optional[float] = ..., moe_capacity_factor: _Optional[float] = ..., fp8_params: bool = ..., fp8_activations: bool = ..., no_dropout: bool = ..., moe_pad_to_capacity: bool = ..., moe_dispatcher: _Optional[str] = ..., moe_permute_fusion: bool = ..., cuda_graphs: bool = ..., dp_bucket_params: _Optional[int] = ..., flash_attention_2: bool = ..., param_gather: _Optional[str] = ..., moe_router_fp32: bool = ..., cp_nccl_max_ctas: _Optional[int] = ..., dp_nccl_max_ctas: _Optional[int] = ..., tp_nccl_max_ctas: _Optional[int] = ..., moe_grouped_gemm: bool = ...) -> None: ...
+    def __init__(self, seq_len: _Optional[int] = ..., global_batch: _Optional[int] = ..., global_tokens: _Optional[int] = ..., precision: _Optional[_Union[Precision, str]] = ..., optimizer: _Optional[_Union[Optimizer, _Mapping]] = ..., unfused_attention: bool = ..., zero3_on_demand_gathers: bool = ..., zero3_backward_prefetch: _Optional[_Union[BackwardPrefetch, str]] = ..., framework: _Optional[str] = ..., fp8_recipe: _Optional[str] = ..., dp_reduce_after_backward: bool = ..., moe_imbalance: _Optional[float] = ..., moe_capacity_factor: _Optional[float] = ..., fp8_params: bool = ..., fp8_activations: bool = ..., no_dropout: bool = ..., moe_pad_to_capacity: bool = ..., moe_dispatcher: _Optional[str] = ..., moe_permute_fusion: bool = ..., cuda_graphs: bool = ..., dp_bucket_params: _Optional[int] = ..., flash_attention_2: bool = ..., param_gather: _Optional[str] = ..., moe_router_fp32: bool = ..., cp_nccl_max_ctas: _Optional[int] = ..., dp_nccl_max_ctas: _Optional[int] = ..., tp_nccl_max_ctas: _Optional[int] = ..., moe_grouped_gemm: bool = ..., cuda_device_max_connections: _Optional[int] = ...) -> None: ...
 
 class Precision(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
