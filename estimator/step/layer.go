@@ -15,6 +15,9 @@ type layerTimes struct {
 	fwd, bwd         float64
 	bwdW             float64 // the weight-gradient GEMMs inside bwd
 	attnFwd, attnBwd float64 // the attention core (scores, softmax, AV) inside fwd/bwd
+	// cpReorder is what Transformer Engine's all-to-all context parallelism copies
+	// around its all-to-alls, inside each of fwd and bwd (cpA2AReorderBytes).
+	cpReorder float64
 	// opsFwd is what op-level selective checkpointing recomputes of fwd: every
 	// memory-bound op and every second matmul in execution order (RecomputeOps).
 	opsFwd float64
@@ -372,6 +375,19 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 	}
 	fwd += lt.attnFwd
 	bwd += lt.attnBwd
+	if c := cpA2AReorderBytes(req, tokens, h*(qw+kvw+vw)/t); c > 0 {
+		// Transformer Engine's all-to-all context parallelism copies the query,
+		// key, value and output around its all-to-alls (cpA2AReorderBytes): the
+		// forward's before and after the attention core, the backward's around
+		// the output gradient's and the input gradients' all-to-alls, inside the
+		// attention module a recomputation runs again.
+		lt.cpReorder = c / r.hbm
+		fwd += lt.cpReorder
+		bwd += lt.cpReorder
+		if mods&rmCoreAttn != 0 {
+			lt.modsFwd += lt.cpReorder
+		}
+	}
 
 	// Elementwise traffic: norms, residual adds, rotary, activation function, in 16 bits.
 	hPart := elementwisePerHidden * h
@@ -918,6 +934,41 @@ const (
 // version of the model (93c8f98) with no published source: docs/step-model.md,
 // "Constants without a published source".
 const unfusedScoreBytes = 8
+
+// Transformer Engine's all-to-all context parallelism (cp_comm_type "a2a",
+// AttnFuncWithCPAndQKVOA2A and flash_attn_a2a_communicate in
+// transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py
+// at v2.15, the runs' MLPerf v6.0 images) copies each tensor it exchanges twice
+// in Megatron-Core's sbhd layout: the query, key and value before the attention
+// core — made contiguous with their heads split out first
+// (x.movedim(head_dim, 0).contiguous()), then their sequence chunks put back in
+// the load-balanced order after the all-to-all
+// (reorder_seq_chunks_for_a2a_before_attn's index_select) — and the output after
+// it — its chunks reordered before the all-to-all
+// (reorder_seq_chunks_for_a2a_after_attn's index_select), its heads moved back
+// and made contiguous after. The backward does the same to the output gradient
+// (before_attn=True) and to the query, key and value gradients
+// (before_attn=False). Each copy reads and writes the tensor in 16 bits.
+const (
+	cpA2ACopiesPerTensor = 2
+	cpA2ACopyBytes       = 2 + 2
+)
+
+// cpA2AReorderBytes is the HBM traffic of those copies in one pass, forward or
+// backward, of one layer on one GPU: tokens of the rank's micro-batch, width
+// the elements a token has of the query, key, value and output on the rank's
+// heads. Zero unless the layer runs context parallelism by all-to-all through
+// Transformer Engine's attention (framework.Profile.TELayers).
+func cpA2AReorderBytes(req *Request, tokens, width float64) float64 {
+	l := &req.Layout
+	if l.CP <= 1 || !l.CPAllToAll {
+		return 0
+	}
+	if fw, err := framework.Get(req.Training.Framework); err != nil || !fw.TELayers {
+		return 0
+	}
+	return cpA2ACopiesPerTensor * cpA2ACopyBytes * tokens * width
+}
 
 // elementwisePerHidden is the 16-bit elements per token, in units of the hidden
 // size, that a layer's elementwise kernels read and write besides the MLP's
