@@ -107,16 +107,22 @@ type Options struct {
 	Gate Gate
 	// Tracer, when set, gets a span per planner phase under the call's span.
 	Tracer trace.Tracer
+	// APISpelling has a RankConfigs item's refusal name the values of enum-valued
+	// fields as the API does (APIItemError: SCHEDULE_ZB_H1), for the API's
+	// callers; the command line's spelling (zb-h1) otherwise.
+	APISpelling bool
 }
 
 // Service answers the API's calls.
 type Service struct {
-	limits   Limits
-	cache    *cache.Cache[proto.Message]
-	gate     Gate
-	tracer   trace.Tracer
-	coll     *collective.Model
-	clusters *wire.Clusters
+	limits Limits
+	cache  *cache.Cache[proto.Message]
+	gate   Gate
+	tracer trace.Tracer
+	// itemError is a RankConfigs item's refusal (Options.APISpelling).
+	itemError func(error) *pb.ItemError
+	coll      *collective.Model
+	clusters  *wire.Clusters
 	// scratch serves searches whose free map moves ranks (estimators.go).
 	scratch scratchEstimator
 }
@@ -127,7 +133,11 @@ func New(o Options) *Service {
 	if o.Limits != nil {
 		lim = *o.Limits
 	}
-	return &Service{limits: lim, cache: o.Cache, gate: o.Gate, tracer: o.Tracer,
+	itemError := ItemError
+	if o.APISpelling {
+		itemError = APIItemError
+	}
+	return &Service{limits: lim, cache: o.Cache, gate: o.Gate, tracer: o.Tracer, itemError: itemError,
 		coll: collective.NewModel(collective.Default()), clusters: wire.NewClusters(64)}
 }
 
@@ -408,7 +418,7 @@ func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (
 			return nil, ctx.Err()
 		}
 		if err != nil {
-			r.Error = ItemError(err)
+			r.Error = s.itemError(err)
 		} else {
 			r.Estimate = resp.GetEstimate()
 			r.Score = wire.Score(obj, req, resp.GetEstimate())
