@@ -150,3 +150,29 @@ func TestPictureRefusalSpellsEnumsAsTheAPI(t *testing.T) {
 		t.Errorf("%s", r.body)
 	}
 }
+
+// A search the constraints leave nothing to quotes the schedules and
+// recomputations asked for as the API names them, in the answer's no_plan_reason
+// and in DrawPareto's refusal to draw it: it said "constraints.schedules
+// [interleaved], constraints.recompute [none]" to a caller that sent
+// SCHEDULE_INTERLEAVED and RECOMPUTE_NONE.
+func TestNoPlanReasonSpellsEnumsAsTheAPI(t *testing.T) {
+	d, client := startServing(t)
+	body := with(okPlan, "gpus", 16, "constraints", raw(`{"schedules": ["SCHEDULE_INTERLEAVED"], "pp": [2], "virtual_stages": [3], "recompute": ["RECOMPUTE_NONE"], "tp": [1]}`))
+	req := &pb.EstimatePlanRequest{}
+	if err := protojson.Unmarshal([]byte(body), req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.EstimatePlan(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "constraints.schedules [SCHEDULE_INTERLEAVED], constraints.recompute [RECOMPUTE_NONE]"
+	if r := resp.GetNoPlanReason(); !strings.Contains(r, want) {
+		t.Errorf("no_plan_reason %q, want %q", r, want)
+	}
+	r := postRefusal(t, d, "/v1/pictures:pareto", body, http.StatusBadRequest)
+	if r.code != codes.FailedPrecondition || !strings.Contains(r.msg, want) {
+		t.Errorf("DrawPareto: %s", r.body)
+	}
+}

@@ -107,9 +107,10 @@ type Options struct {
 	Gate Gate
 	// Tracer, when set, gets a span per planner phase under the call's span.
 	Tracer trace.Tracer
-	// APISpelling has a RankConfigs item's refusal name the values of enum-valued
-	// fields as the API does (APIItemError: SCHEDULE_ZB_H1), for the API's
-	// callers; the command line's spelling (zb-h1) otherwise.
+	// APISpelling has a RankConfigs item's refusal and an EstimatePlan's no-plan
+	// reason name the values of enum-valued fields as the API does (APIItemError,
+	// wire.APINoPlanReason: SCHEDULE_ZB_H1), for the API's callers; the command
+	// line's spelling (zb-h1) otherwise.
 	APISpelling bool
 }
 
@@ -119,10 +120,12 @@ type Service struct {
 	cache  *cache.Cache[proto.Message]
 	gate   Gate
 	tracer trace.Tracer
-	// itemError is a RankConfigs item's refusal (Options.APISpelling).
-	itemError func(error) *pb.ItemError
-	coll      *collective.Model
-	clusters  *wire.Clusters
+	// apiSpelling: refusals and no-plan reasons name enum values as the API does
+	// (Options.APISpelling); itemError is a RankConfigs item's refusal so spelled.
+	apiSpelling bool
+	itemError   func(error) *pb.ItemError
+	coll        *collective.Model
+	clusters    *wire.Clusters
 	// scratch serves searches whose free map moves ranks (estimators.go).
 	scratch scratchEstimator
 }
@@ -137,7 +140,7 @@ func New(o Options) *Service {
 	if o.APISpelling {
 		itemError = APIItemError
 	}
-	return &Service{limits: lim, cache: o.Cache, gate: o.Gate, tracer: o.Tracer, itemError: itemError,
+	return &Service{limits: lim, cache: o.Cache, gate: o.Gate, tracer: o.Tracer, apiSpelling: o.APISpelling, itemError: itemError,
 		coll: collective.NewModel(collective.Default()), clusters: wire.NewClusters(64)}
 }
 
@@ -313,6 +316,9 @@ func (s *Service) plan(ctx context.Context, p *wire.Plan) (*pb.EstimatePlanRespo
 		return nil, res, err
 	}
 	resp, err := wire.PlanResponse(ctx, pr, res, s.limits.MaxAnswerGPUs)
+	if err == nil && s.apiSpelling {
+		resp.NoPlanReason = wire.APINoPlanReason(resp.NoPlanReason)
+	}
 	return resp, res, err
 }
 

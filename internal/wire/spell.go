@@ -173,3 +173,29 @@ var domainSpellings = func() map[string]string {
 	}
 	return out
 }()
+
+// APINoPlanReason is a search's reason for finding no plan (planner.Result.NoPlan)
+// as the API's caller reads it: the schedules and recomputations of the
+// constraint lists it quotes ("constraints.schedules [interleaved]") named as the
+// API names them (SCHEDULE_INTERLEAVED), as the caller sent them.
+func APINoPlanReason(reason string) string {
+	return noPlanLists.ReplaceAllStringFunc(reason, func(m string) string {
+		sub := noPlanLists.FindStringSubmatch(m)
+		names := strings.Fields(sub[2])
+		for i, n := range names {
+			var s any = n
+			switch sub[1] {
+			case "schedules":
+				s = apiName(step.Schedule(n), schedules)
+			case "recompute":
+				s = apiName(step.Recompute(n), recomputes)
+			}
+			names[i] = fmt.Sprint(s)
+		}
+		return "constraints." + sub[1] + " [" + strings.Join(names, " ") + "]"
+	})
+}
+
+// noPlanLists are the constraint lists of enum values a no-plan reason quotes, as
+// planner's givenConstraints writes them (a list printed by fmt: [a b]).
+var noPlanLists = regexp.MustCompile(`constraints\.(schedules|recompute) \[([^\]]*)\]`)

@@ -151,3 +151,16 @@ func TestRuleWithoutFormat(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// A no-plan reason quotes the request's schedule and recomputation lists as the
+// API names their values; other lists and text are kept.
+func TestAPINoPlanReason(t *testing.T) {
+	in := "no feasible plan: the constraints leave no layout to search: constraints.tp [1], constraints.schedules [1f1b interleaved] (megatron-core's), constraints.recompute [none full] on 16 GPUs"
+	want := "no feasible plan: the constraints leave no layout to search: constraints.tp [1], constraints.schedules [SCHEDULE_1F1B SCHEDULE_INTERLEAVED] (megatron-core's), constraints.recompute [RECOMPUTE_NONE RECOMPUTE_FULL] on 16 GPUs"
+	if got := APINoPlanReason(in); got != want {
+		t.Errorf("%q\nwant %q", got, want)
+	}
+	if got := CommandLineSpelling(want); got != in {
+		t.Errorf("read back %q", got)
+	}
+}
