@@ -71,6 +71,8 @@ func enumRefusals() []enumRefusal {
 			"algorithm", []string{"(ALGORITHM_PAIRWISE COLLECTIVE_ALL_REDUCE: pairwise exchange is an all-to-all algorithm)"}, []string{"pairwise allreduce"}},
 		{"algorithm advising others", coll, with(okColl, "collective", "COLLECTIVE_ALL_TO_ALL", "algorithm", "ALGORITHM_RING"),
 			"algorithm", []string{"(ALGORITHM_RING COLLECTIVE_ALL_TO_ALL: ring does not do all-to-all (use ALGORITHM_PAIRWISE or ALGORITHM_DIRECT))"}, []string{"ring alltoall", "use pairwise"}},
+		{"steps of an algorithm without a schedule", coll, with(okColl, "steps", true, "algorithm", "ALGORITHM_NVLS_TREE"),
+			"steps", []string{"no explicit schedule: ALGORITHM_NVLS_TREE is priced by its closed form only"}, []string{"nvlstree"}},
 	}
 }
 

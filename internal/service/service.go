@@ -479,7 +479,9 @@ func simulate(ctx context.Context, c *wire.Collective) (*pb.SimulateCollectiveRe
 		case errors.Is(err, collective.ErrReplayTooLarge):
 			return nil, invalid.Field("steps", "%v", err)
 		case errors.Is(err, collective.ErrNoSchedule):
-			return nil, invalid.Field("steps", "%v; force another algorithm (field algorithm; --algo on the command line)", err)
+			// The algorithm is a value, for the API to name as it does (ALGORITHM_NVLS_TREE).
+			return nil, invalid.Field("steps", "%v: %v is priced by its closed form only; force another algorithm (field algorithm; --algo on the command line)",
+				collective.ErrNoSchedule, chosen.Algo)
 		case err != nil:
 			return nil, err
 		}
