@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -177,4 +179,27 @@ func TestNoPlanReasonSpellsEnumsAsTheAPI(t *testing.T) {
 	if r.code != codes.FailedPrecondition || !strings.Contains(r.msg, want) {
 		t.Errorf("DrawPareto: %s", r.body)
 	}
+}
+
+// A calibration run names its schedule as a string, in the command line's
+// spelling ("zb-h1"): its refusal names it as the caller wrote it, and names the
+// run's field at fault (inputs[0].run.schedule), not the log's content, which
+// it blamed when the step model refused the run's layout.
+func TestCalibrationRunKeepsItsSpelling(t *testing.T) {
+	c := client(t, DefaultLimits())
+	b, err := os.ReadFile("../estimator/calibrate/testdata/trainlogs/torchao-pretraining-bf16.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &pb.CalibrationRun{Model: "llama3-8b", Gpus: 8, Pp: 2, Dp: 4, MicroBatch: 1, GlobalBatch: 8, SeqLen: 8192, Schedule: "zb-h1", Framework: "megatron-core"}
+	_, err = c.CalibrateCluster(context.Background(), &pb.CalibrateClusterRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "dgx-h100"}},
+		Inputs: []*pb.CalibrationInput{{Name: "run.log", Content: string(b), Run: run}}})
+	msg := status.Convert(err).Message()
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(msg, "zb-h1") || strings.Contains(msg, "SCHEDULE_") {
+		t.Errorf("%v", err)
+	}
+	if testing.Verbose() {
+		t.Log(msg)
+	}
+	violationOf(t, err, codes.InvalidArgument, "inputs[0].run.schedule")
 }
