@@ -289,7 +289,7 @@ func CheckObjective(obj Objective, price, budget float64) error {
 		}
 	case Cost:
 		if !(price > 0) || !(budget > 0) {
-			return invalid.Field("objective", "cost needs price_per_gpu_hour > 0 and token_budget > 0")
+			return invalid.Field("objective", "%s needs price_per_gpu_hour > 0 and token_budget > 0", Cost)
 		}
 	default:
 		return invalid.Field("objective", "must be step_time, throughput or cost (got %q)", obj)
@@ -483,7 +483,7 @@ func (r *Request) validate() error {
 		c.Add("constraints.offload", "must be none, optimizer or params (got %q)", r.Constraints.Offload)
 	}
 	if cs := &r.Constraints; slices.Contains(cs.FP8Params, true) && r.Training.Precision != step.FP8 {
-		c.Add("constraints.fp8_params", "fp8 weights need precision fp8 (precision is %q)", r.Training.Precision)
+		c.Add("constraints.fp8_params", "fp8 weights need precision %s (precision is %q)", step.FP8, r.Training.Precision)
 	} else if r.Training.FP8Params && len(cs.FP8Params) > 0 && !slices.Contains(cs.FP8Params, true) {
 		c.Add("constraints.fp8_params", "lists only 16-bit weights, but training.fp8_params stores them in fp8")
 	}
@@ -516,7 +516,7 @@ func (r *Request) validate() error {
 	// alone it leaves only layouts without a pipeline.
 	if cs := &r.Constraints; len(cs.Schedules) > 0 && !slices.ContainsFunc(cs.Schedules, func(s step.Schedule) bool { return s != step.Interleaved }) &&
 		len(cs.VirtualStages) > 0 && !slices.ContainsFunc(cs.VirtualStages, func(v int) bool { return v > 1 }) {
-		c.Add("constraints.virtual_stages", "lists no interleaving depth above 1 (got %v), but constraints.schedules asks only for interleaved, which runs 2 model chunks a rank or more", cs.VirtualStages)
+		c.Add("constraints.virtual_stages", "lists no interleaving depth above 1 (got %v), but constraints.schedules asks only for %s, which runs 2 model chunks a rank or more", cs.VirtualStages, step.Interleaved)
 	}
 	if cs := &r.Constraints; r.Model.MoE != nil && len(cs.ExpertsWhole) > 0 && !slices.Contains(cs.ExpertsWhole, false) &&
 		len(cs.SP) > 0 && !slices.Contains(cs.SP, true) && (len(cs.TP) == 0 || slices.ContainsFunc(cs.TP, func(tp int) bool { return tp > 1 })) {
@@ -543,7 +543,7 @@ func (r *Request) validate() error {
 	// schedules searched (those given, or the framework's) they would filter nothing.
 	// Depth 1 (no interleaving) is every other schedule's.
 	if cs := &r.Constraints; slices.ContainsFunc(cs.VirtualStages, func(v int) bool { return v > 1 }) && len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.Interleaved) {
-		c.Add("constraints.virtual_stages", "are interleaving depths, but the schedules searched do not include interleaved (%v; constraints.schedules, or the framework's): add it, or leave virtual_stages out", cs.Schedules)
+		c.Add("constraints.virtual_stages", "are interleaving depths, but the schedules searched do not include %s (%v; constraints.schedules, or the framework's): add it, or leave virtual_stages out", step.Interleaved, cs.Schedules)
 	}
 	// An offload runs under some ZeRO stages only (the search's space): with none
 	// of them searched the answer was "no layout to search" naming the stages, not

@@ -28,28 +28,42 @@ var grpcCodes = map[service.Code]codes.Code{
 }
 
 // toStatus is the one place a call's error becomes a gRPC status: the service's
-// typed errors (service.CodeOf) their code, field errors InvalidArgument with a
-// BadRequest listing the fields violated (bounded), and errors that are already a
-// status (admission control's) as they are. A call cancelled once its deadline
-// had passed ran out of time (ranOut).
+// typed errors (service.APICodeOf) their code, field errors InvalidArgument with a
+// BadRequest listing the fields violated (bounded), the values of enum-valued
+// fields named as the API names them (SCHEDULE_ZB_H1, not the command line's
+// zb-h1), and errors that are already a status (admission control's) as they
+// are. A call cancelled once its deadline had passed ran out of time (ranOut).
 func toStatus(ctx context.Context, err error) error {
+	return statusOf(ctx, err, service.APICodeOf)
+}
+
+// asWritten is toStatus with the field errors' rules as written (service.CodeOf),
+// for the calls whose fields take the domain's spellings as strings.
+func asWritten(ctx context.Context, err error) error {
+	return statusOf(ctx, err, func(err error) (service.Code, []service.Violation, string) {
+		c, vs := service.CodeOf(err)
+		return c, vs, err.Error()
+	})
+}
+
+func statusOf(ctx context.Context, err error, codeOf func(error) (service.Code, []service.Violation, string)) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := status.FromError(err); ok && !service.Typed(err) {
 		return err
 	}
-	code, vs := service.CodeOf(err)
+	code, vs, text := codeOf(err)
 	if code == service.Canceled && ranOut(ctx) {
 		code = service.DeadlineExceeded
-		err = errors.New(strings.ReplaceAll(err.Error(), context.Canceled.Error(), context.DeadlineExceeded.Error()))
+		text = strings.ReplaceAll(text, context.Canceled.Error(), context.DeadlineExceeded.Error())
 	}
 	c, ok := grpcCodes[code]
 	if !ok {
 		c = codes.Internal
 	}
 	if len(vs) == 0 {
-		return status.Error(c, bounded.Text(err.Error(), bounded.MaxMessage))
+		return status.Error(c, bounded.Text(text, bounded.MaxMessage))
 	}
 	// The answer lists the first violations and counts them all: a request can hold
 	// 100 000 bad map keys, and their every violation would be megabytes of trailers.
@@ -60,7 +74,7 @@ func toStatus(ctx context.Context, err error) error {
 	fv = bounded.Violations(fv)
 	msg := bounded.Message(fv, len(vs))
 	if len(vs) <= bounded.MaxViolations {
-		msg = bounded.Text(err.Error(), bounded.MaxMessage)
+		msg = bounded.Text(text, bounded.MaxMessage)
 	}
 	st := status.New(c, msg)
 	if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: fv}); derr == nil {

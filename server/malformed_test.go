@@ -163,7 +163,7 @@ func malformedCases() []malformed {
 		{"micro_batch not dividing the batch", step, with(okStep, "layout.micro_batch", 3), ia, "training.global_batch", "multiple of dp × micro_batch", false},
 		{"precision out of range", step, with(okStep, "training.precision", 7), ia, "training.precision", "must be one of PRECISION_BF16, PRECISION_FP16, PRECISION_FP8", false},
 		{"precision unknown name", step, with(okStep, "training.precision", "PRECISION_FP4"), ia, "training.precision", "must be one of PRECISION_BF16", true},
-		{"fp8 on A100", step, with(okStep, "cluster.name", "dgx-a100", "training.precision", "PRECISION_FP8"), ia, "training.precision", "fp8 needs a GPU with an fp8 rate", false},
+		{"fp8 on A100", step, with(okStep, "cluster.name", "dgx-a100", "training.precision", "PRECISION_FP8"), ia, "training.precision", "PRECISION_FP8 needs a GPU with an fp8 rate", false},
 		{"optimizer NaN", step, with(okStep, "training.optimizer", raw(`{"weight_bytes": "NaN", "grad_bytes": 2}`)), ia, "training.optimizer.weight_bytes", "more than 0 and at most 64", false},
 		{"optimizer without bytes", step, with(okStep, "training.optimizer", raw(`{"name": "lion"}`)), ia, "training.optimizer.weight_bytes", "more than 0", false},
 		{"training an array", step, with(okStep, "training", raw(`[8192, 512]`)), ia, "training", "must be an object", true},

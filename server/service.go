@@ -45,7 +45,7 @@ func NewService(limits Limits, c *cache.Cache[proto.Message]) *Service {
 
 func newService(limits Limits, c *cache.Cache[proto.Message], tracer trace.Tracer) *Service {
 	admit := admission.New(limits.MaxConcurrentSearches, limits.MaxQueuedSearches)
-	return &Service{admit: admit, core: service.New(service.Options{Limits: &limits, Cache: c, Gate: admit, Tracer: tracer})}
+	return &Service{admit: admit, core: service.New(service.Options{Limits: &limits, Cache: c, Gate: admit, Tracer: tracer, APISpelling: true})}
 }
 
 // answer is a call's answer with its error as a gRPC status.
@@ -53,6 +53,17 @@ func answer[T any](ctx context.Context, resp T, err error) (T, error) {
 	if err != nil {
 		var zero T
 		return zero, toStatus(ctx, err)
+	}
+	return resp, nil
+}
+
+// answerAsWritten is answer for the calls whose fields take the domain's own
+// spellings as strings (a calibration run's schedule "1f1b"): their refusals
+// name the values as the caller wrote them (asWritten).
+func answerAsWritten[T any](ctx context.Context, resp T, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, asWritten(ctx, err)
 	}
 	return resp, nil
 }
@@ -99,7 +110,7 @@ func (s *Service) ListCatalog(ctx context.Context, req *pb.ListCatalogRequest) (
 // CalibrateCluster fits a base cluster to the request's measurement files.
 func (s *Service) CalibrateCluster(ctx context.Context, req *pb.CalibrateClusterRequest) (*pb.CalibrateClusterResponse, error) {
 	resp, err := s.core.CalibrateCluster(ctx, req)
-	return answer(ctx, resp, err)
+	return answerAsWritten(ctx, resp, err)
 }
 
 // DrawSchedule draws one layout's schedule and breakdown (SVG).
@@ -117,5 +128,5 @@ func (s *Service) DrawPareto(ctx context.Context, req *pb.DrawParetoRequest) (*h
 // DrawCalibration draws a calibration's measured and predicted bus bandwidths (SVG).
 func (s *Service) DrawCalibration(ctx context.Context, req *pb.DrawCalibrationRequest) (*httpbody.HttpBody, error) {
 	resp, err := s.core.DrawCalibration(ctx, req)
-	return answer(ctx, resp, err)
+	return answerAsWritten(ctx, resp, err)
 }

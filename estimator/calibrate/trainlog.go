@@ -3,6 +3,7 @@ package calibrate
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
@@ -469,6 +471,25 @@ func (r Run) request(spec topology.Spec) (step.Request, error) {
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: lay, Ranks: ranks}, nil
 }
 
+// stepRunFields are the layout-file keys of the step request's fields a run sets
+// (request): a refusal of one is the run's field at fault, not its log's.
+var stepRunFields = map[string]string{
+	"layout.tp": "tp", "layout.pp": "pp", "layout.cp": "cp", "layout.ep": "ep", "layout.dp": "dp", "layout.zero": "zero",
+	"layout.micro_batch": "micro_batch", "layout.recompute": "recompute", "layout.sp": "sp", "layout.schedule": "schedule",
+	"layout.virtual_stages": "vpp", "training.global_batch": "global_batch", "training.seq_len": "seq_len",
+	"training.precision": "precision", "training.framework": "framework",
+}
+
+// runField is the layout-file key of the first field err refuses, when the run
+// sets it; "" otherwise.
+func runField(err error) string {
+	var fe *invalid.Error
+	if errors.As(err, &fe) {
+		return stepRunFields[fe.Field]
+	}
+	return ""
+}
+
 // priceRuns estimates every run's step on spec with knobs k.
 func priceRuns(spec topology.Spec, k Knobs, runs []Run) ([]Measured, error) {
 	if len(runs) == 0 {
@@ -484,7 +505,7 @@ func priceRuns(spec topology.Spec, k Knobs, runs []Run) ([]Measured, error) {
 		}
 		res, err := est.Estimate(req)
 		if err != nil {
-			return nil, fileErr(r.File, 0, "the layout does not estimate: %v", err)
+			return nil, &FileError{File: r.File, Msg: fmt.Sprintf("the layout does not estimate: %v", err), Layout: runField(err)}
 		}
 		if !(res.StepTime > 0) {
 			return nil, fileErr(r.File, 0, "the layout gives no step time")

@@ -605,9 +605,22 @@ func (r Runs) ZeROAllowed(z int, pipeline bool) bool {
 }
 
 // Or joins a list of names for an error message: "a, b or c".
-func Or[T any](vs []T) string {
-	s := make([]string, len(vs))
+func Or[T any](vs []T) Choices {
+	out := make(Choices, len(vs))
 	for i, v := range vs {
+		out[i] = v
+	}
+	return out
+}
+
+// Choices is a list of names an error message offers, written "a, b or c". It
+// keeps the values themselves, for a transport to spell them its way
+// (invalid.Error.Respell).
+type Choices []any
+
+func (c Choices) String() string {
+	s := make([]string, len(c))
+	for i, v := range c {
 		s[i] = fmt.Sprint(v)
 	}
 	if len(s) < 2 {

@@ -13,13 +13,42 @@ import (
 type Error struct {
 	Field string // JSON path of the field, e.g. "intra.gpu_bandwidth_gbps"
 	Rule  string // what the value must satisfy, with the value received
+
+	// format and args are what Rule was written from (Field), kept so that a
+	// transport can write the rule again with the values spelled its way
+	// (Respell): the API names a schedule SCHEDULE_ZB_H1 where the command
+	// line's flag takes zb-h1.
+	format string
+	args   []any
 }
 
 func (e *Error) Error() string { return e.Field + ": " + e.Rule }
 
 // Field builds an *Error with a formatted rule.
 func Field(field, format string, args ...any) *Error {
-	return &Error{Field: field, Rule: fmt.Sprintf(format, args...)}
+	return &Error{Field: field, Rule: fmt.Sprintf(format, args...), format: format, args: args}
+}
+
+// Under is e named by field instead, its rule kept as it was written (Respell
+// writes it again).
+func (e *Error) Under(field string) *Error {
+	out := *e
+	out.Field = field
+	return &out
+}
+
+// Respell is the rule written again with each of its values passed through
+// spell, which returns another spelling of a value it knows and the value itself
+// otherwise; a rule not written by Field is returned as it is.
+func (e *Error) Respell(spell func(any) any) string {
+	if e.args == nil {
+		return e.Rule
+	}
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		args[i] = spell(a)
+	}
+	return fmt.Sprintf(e.format, args...)
 }
 
 // Is reports whether err holds at least one *Error.

@@ -3,6 +3,7 @@ package step
 import (
 	"fmt"
 
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/topology"
@@ -104,13 +105,13 @@ func ActivationOffloadSchedule(s Schedule, pp int) bool {
 // validateActivationOffload checks Layout.OffloadActivations and Layout.FP8Params.
 func validateActivationOffload(c *invalid.Collector, l *Layout, t *Training, cl *topology.Cluster) {
 	if l.FP8Params && t.Precision != FP8 {
-		c.Add("layout.fp8_params", "stores the matmul weights in fp8: needs precision fp8 (precision is %s)", t.Precision)
+		c.Add("layout.fp8_params", "stores the matmul weights in fp8: needs precision %s (precision is %s)", FP8, t.Precision)
 	}
 	if !l.OffloadActivations {
 		return
 	}
 	if !ActivationOffloadSchedule(l.Schedule, l.PP) {
-		c.Add("layout.offload_activations", "Megatron-Core offloads activations with 1F1B or interleaved pipelines (schedule %s)", l.Schedule)
+		c.Add("layout.offload_activations", "Megatron-Core offloads activations with %s pipelines (schedule %s)", framework.Or([]Schedule{OneFOneB, Interleaved}), l.Schedule)
 	}
 	if cl != nil && !cl.Spec.Host.Described() {
 		c.Add("cluster.host", "activation offload copies over the host link into host memory: needs the node's host memory_gb, memory_bandwidth_gbps and link_gbps; %q does not give them", cl.Spec.Name)

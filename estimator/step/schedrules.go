@@ -1,8 +1,6 @@
 package step
 
 import (
-	"fmt"
-
 	"github.com/stepcost/stepcost/estimator/invalid"
 )
 
@@ -95,7 +93,7 @@ func (r *ScheduleRule) check(c *invalid.Collector, pp, v, m, layers int, split b
 	bad := func(field, format string, args ...any) {
 		ok = false
 		if c != nil {
-			c.Add(field, "%s (%s)", fmt.Sprintf(format, args...), r.Source)
+			c.Add(field, format+" (%s)", append(args, r.Source)...)
 		}
 	}
 	switch {
@@ -106,7 +104,7 @@ func (r *ScheduleRule) check(c *invalid.Collector, pp, v, m, layers int, split b
 	}
 	switch {
 	case r.Chunks > 0 && v != r.Chunks && r.Chunks == 1:
-		bad("layout.virtual_stages", "%s runs one chunk per pipeline rank (got %d); interleaving needs schedule interleaved", r.Schedule, v)
+		bad("layout.virtual_stages", "%s runs one chunk per pipeline rank (got %d); interleaving needs schedule %s", r.Schedule, v, Interleaved)
 	case r.Chunks > 0 && v != r.Chunks:
 		bad("layout.virtual_stages", "%s runs %d chunks per pipeline rank (got %d)", r.Schedule, r.Chunks, v)
 	case v < r.MinChunks:

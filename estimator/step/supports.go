@@ -26,7 +26,7 @@ func (e *Estimator) Supports(g hardware.GPU, p Precision) error {
 	case e.k.GEMMEfficiency[g.Arch] == 0 || e.k.AttentionEfficiency[g.Arch] == 0:
 		fe = invalid.Field("cluster.gpu.arch", "has no calibrated compute efficiency (got %q)", g.Arch)
 	default:
-		fe = invalid.Field("training.precision", "fp8 needs a GPU with an fp8 rate and a calibrated fp8 efficiency; %s (%s) has none (use bf16 or fp16)", g.Name, g.Arch)
+		fe = invalid.Field("training.precision", "%s needs a GPU with an fp8 rate and a calibrated fp8 efficiency; %s (%s) has none (use %s or %s)", FP8, g.Name, g.Arch, BF16, FP16)
 	}
 	return fmt.Errorf("%w: %w", ErrUnsupported, fe)
 }

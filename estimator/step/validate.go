@@ -388,7 +388,7 @@ func (t Training) validate() error {
 	switch {
 	case t.FP8Recipe == "":
 	case t.Precision != FP8:
-		c.Add("training.fp8_recipe", "applies to precision fp8 only (precision is %s)", t.Precision)
+		c.Add("training.fp8_recipe", "applies to precision %s only (precision is %s)", FP8, t.Precision)
 	case t.FP8Recipe != FP8Delayed && t.FP8Recipe != FP8Current && t.FP8Recipe != FP8Rowwise && t.FP8Recipe != FP8MXFP8 && t.FP8Recipe != FP8Blockwise:
 		c.Add("training.fp8_recipe", "must be delayed, current, rowwise, mxfp8 or blockwise (got %q)", t.FP8Recipe)
 	}
@@ -396,7 +396,7 @@ func (t Training) validate() error {
 		c.Add("training.flash_attention_2", "names a fused attention kernel, but the attention runs unfused (unfused_attention, or the framework %s's)", t.Framework)
 	}
 	if t.FP8Params && t.Precision != FP8 {
-		c.Add("training.fp8_params", "applies to precision fp8 only (precision is %s)", t.Precision)
+		c.Add("training.fp8_params", "applies to precision %s only (precision is %s)", FP8, t.Precision)
 	}
 	switch t.BackwardPrefetch {
 	case PrefetchPre, PrefetchPost, PrefetchNone:
@@ -456,7 +456,7 @@ func validate(r *Request) error {
 	case l.RecomputeLayers < 0:
 		c.Add("layout.recompute_layers", "must be ≥ 0 (got %d)", l.RecomputeLayers)
 	case l.RecomputeLayers > 0 && l.Recompute != RecomputeFull:
-		c.Add("layout.recompute_layers", "recomputes whole layers, so needs recompute full (got %q)", l.Recompute)
+		c.Add("layout.recompute_layers", "recomputes whole layers, so needs recompute %s (got %q)", RecomputeFull, l.Recompute)
 	case l.RecomputeLayers > a.Layers/l.PP:
 		c.Add("layout.recompute_layers", "must be at most the %d layers of a pipeline stage (got %d)", a.Layers/l.PP, l.RecomputeLayers)
 	}
@@ -611,7 +611,7 @@ func validateOverlapEP(c *invalid.Collector, l *Layout) {
 		// DualPipe overlaps the all-to-alls itself, whatever the other rules;
 		// with ep 1 there are none to overlap.
 		if l.EP < 2 {
-			c.Add("layout.overlap_ep", "overlapping the expert-parallel all-to-alls needs ep > 1: with ep %d there are none (dualpipe overlaps them itself where there are)", max(1, l.EP))
+			c.Add("layout.overlap_ep", "overlapping the expert-parallel all-to-alls needs ep > 1: with ep %d there are none (%s overlaps them itself where there are)", max(1, l.EP), DualPipe)
 		}
 		return
 	}
@@ -619,7 +619,7 @@ func validateOverlapEP(c *invalid.Collector, l *Layout) {
 	case l.EP < 2:
 		c.Add("layout.overlap_ep", "overlapping the expert-parallel all-to-alls needs ep > 1 (Megatron-Core asserts it)")
 	case l.PP > 1 && l.Schedule != Interleaved:
-		c.Add("layout.overlap_ep", "with pp > 1 the all-to-all overlap runs on the interleaved schedule only (Megatron-Core's combined 1F1B; got %s)", l.Schedule)
+		c.Add("layout.overlap_ep", "with pp > 1 the all-to-all overlap runs on the %s schedule only (Megatron-Core's combined 1F1B; got %s)", Interleaved, l.Schedule)
 	case l.Recompute == RecomputeFull:
 		c.Add("layout.overlap_ep", "the all-to-all overlap does not run with full recomputation (Megatron-Core asserts recompute_granularity != full)")
 	case l.Recompute == RecomputeSelective && slices.Contains(l.RecomputeModules, "moe"):
@@ -634,7 +634,7 @@ func prefix(p string, err error) error {
 	var out invalid.Collector
 	for _, e := range unwrap(err) {
 		if fe, ok := e.(*invalid.Error); ok {
-			out.Join(&invalid.Error{Field: p + fe.Field, Rule: fe.Rule})
+			out.Join(fe.Under(p + fe.Field))
 		} else {
 			out.Join(e)
 		}
@@ -690,7 +690,7 @@ func validateRuns(c *invalid.Collector, l *Layout, a *model.Arch, t *Training) {
 		c.Add("layout.pp", "%s runs no pipeline parallelism (pp %d)", p.Name, l.PP)
 	}
 	if l.PP > 1 && len(r.Schedules) > 0 && !slices.Contains(r.Schedules, string(l.Schedule)) {
-		c.Add("layout.schedule", "%s runs %s (got %s)", p.Name, framework.Or(r.Schedules), l.Schedule)
+		c.Add("layout.schedule", "%s runs %s (got %s)", p.Name, framework.Or(asNames[Schedule](r.Schedules)), l.Schedule)
 	}
 	if !r.ZeROAllowed(l.ZeRO, l.PP > 1) {
 		if l.PP > 1 && len(r.ZeROWithPipeline) > 0 {
@@ -700,7 +700,7 @@ func validateRuns(c *invalid.Collector, l *Layout, a *model.Arch, t *Training) {
 		}
 	}
 	if len(r.Recompute) > 0 && l.Recompute != "" && !slices.Contains(r.Recompute, string(l.Recompute)) {
-		c.Add("layout.recompute", "%s recomputes %s (got %s)", p.Name, framework.Or(r.Recompute), l.Recompute)
+		c.Add("layout.recompute", "%s recomputes %s (got %s)", p.Name, framework.Or(asNames[Recompute](r.Recompute)), l.Recompute)
 	}
 	if l.SP && r.NoSequenceParallel {
 		c.Add("layout.sp", "%s runs tensor parallelism without sequence parallelism", p.Name)
@@ -745,4 +745,15 @@ func validateRuns(c *invalid.Collector, l *Layout, a *model.Arch, t *Training) {
 	if r.ExpertTPIsTP && a.MoE != nil && l.ETP != 0 && l.ETP != l.TP {
 		c.Add("layout.etp", "%s splits the experts over the tensor-parallel ranks like the dense MLP: etp must be tp %d (got %d)", p.Name, l.TP, l.ETP)
 	}
+}
+
+// asNames is a framework's list of schedules or recomputations (strings) as the
+// values they name, so that an error listing them keeps their type
+// (invalid.Error.Respell spells them as the API does).
+func asNames[T ~string](vs []string) []T {
+	out := make([]T, len(vs))
+	for i, v := range vs {
+		out[i] = T(v)
+	}
+	return out
 }

@@ -33,7 +33,7 @@ func (t Training) validateMoE(c *invalid.Collector) {
 		c.Add("training.moe_pad_to_capacity", "pads to the capacity of moe_capacity_factor, which is 0 (dropless)")
 	}
 	if t.FP8Activations && t.Precision != FP8 {
-		c.Add("training.fp8_activations", "applies to precision fp8 only (precision is %s)", t.Precision)
+		c.Add("training.fp8_activations", "applies to precision %s only (precision is %s)", FP8, t.Precision)
 	}
 }
 
@@ -51,7 +51,7 @@ func validateRecomputeModules(c *invalid.Collector, l *Layout, a *model.Arch) {
 		return
 	}
 	if l.Recompute != RecomputeSelective {
-		c.Add("layout.recompute_modules", "names the modules of selective recomputation: needs recompute selective (got %q)", l.Recompute)
+		c.Add("layout.recompute_modules", "names the modules of selective recomputation: needs recompute %s (got %q)", RecomputeSelective, l.Recompute)
 	}
 	for i, n := range l.RecomputeModules {
 		ok := false

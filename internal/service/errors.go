@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/invalid"
@@ -116,11 +117,45 @@ func CodeOf(err error) (Code, []Violation) {
 	return Internal, nil
 }
 
+// APICodeOf is CodeOf as the API answers a caller, with err's message: each field
+// error's rule with the values of enum-valued fields spelled as the API names
+// them (wire.APIRule: SCHEDULE_ZB_H1 where the command line takes zb-h1), in its
+// violation and in the message.
+func APICodeOf(err error) (Code, []Violation, string) {
+	code, vs := CodeOf(err)
+	msg := err.Error()
+	if code != InvalidArgument {
+		return code, vs, msg
+	}
+	fs := wire.FieldErrors(err)
+	if len(fs) != len(vs) {
+		return code, vs, msg
+	}
+	for i, f := range fs {
+		api := wire.APIRule(f)
+		if api == f.Rule {
+			continue
+		}
+		vs[i].Description = api
+		msg = strings.Replace(msg, f.Error(), f.Field+": "+api, 1)
+	}
+	return code, vs, msg
+}
+
 // ItemError is the error of one RankConfigs item: its code's name, its message
 // and the fields at fault.
 func ItemError(err error) *pb.ItemError {
 	code, vs := CodeOf(err)
-	out := &pb.ItemError{Code: code.String(), Message: err.Error()}
+	return itemError(code, vs, err.Error())
+}
+
+// APIItemError is ItemError as the API answers a caller (APICodeOf).
+func APIItemError(err error) *pb.ItemError {
+	return itemError(APICodeOf(err))
+}
+
+func itemError(code Code, vs []Violation, msg string) *pb.ItemError {
+	out := &pb.ItemError{Code: code.String(), Message: msg}
 	for _, v := range vs {
 		out.Violations = append(out.Violations, &pb.FieldViolation{Field: v.Field, Description: v.Description})
 	}

@@ -107,16 +107,25 @@ type Options struct {
 	Gate Gate
 	// Tracer, when set, gets a span per planner phase under the call's span.
 	Tracer trace.Tracer
+	// APISpelling has a RankConfigs item's refusal and an EstimatePlan's no-plan
+	// reason name the values of enum-valued fields as the API does (APIItemError,
+	// wire.APINoPlanReason: SCHEDULE_ZB_H1), for the API's callers; the command
+	// line's spelling (zb-h1) otherwise.
+	APISpelling bool
 }
 
 // Service answers the API's calls.
 type Service struct {
-	limits   Limits
-	cache    *cache.Cache[proto.Message]
-	gate     Gate
-	tracer   trace.Tracer
-	coll     *collective.Model
-	clusters *wire.Clusters
+	limits Limits
+	cache  *cache.Cache[proto.Message]
+	gate   Gate
+	tracer trace.Tracer
+	// apiSpelling: refusals and no-plan reasons name enum values as the API does
+	// (Options.APISpelling); itemError is a RankConfigs item's refusal so spelled.
+	apiSpelling bool
+	itemError   func(error) *pb.ItemError
+	coll        *collective.Model
+	clusters    *wire.Clusters
 	// scratch serves searches whose free map moves ranks (estimators.go).
 	scratch scratchEstimator
 }
@@ -127,7 +136,11 @@ func New(o Options) *Service {
 	if o.Limits != nil {
 		lim = *o.Limits
 	}
-	return &Service{limits: lim, cache: o.Cache, gate: o.Gate, tracer: o.Tracer,
+	itemError := ItemError
+	if o.APISpelling {
+		itemError = APIItemError
+	}
+	return &Service{limits: lim, cache: o.Cache, gate: o.Gate, tracer: o.Tracer, apiSpelling: o.APISpelling, itemError: itemError,
 		coll: collective.NewModel(collective.Default()), clusters: wire.NewClusters(64)}
 }
 
@@ -303,6 +316,9 @@ func (s *Service) plan(ctx context.Context, p *wire.Plan) (*pb.EstimatePlanRespo
 		return nil, res, err
 	}
 	resp, err := wire.PlanResponse(ctx, pr, res, s.limits.MaxAnswerGPUs)
+	if err == nil && s.apiSpelling {
+		resp.NoPlanReason = wire.APINoPlanReason(resp.NoPlanReason)
+	}
 	return resp, res, err
 }
 
@@ -408,7 +424,7 @@ func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (
 			return nil, ctx.Err()
 		}
 		if err != nil {
-			r.Error = ItemError(err)
+			r.Error = s.itemError(err)
 		} else {
 			r.Estimate = resp.GetEstimate()
 			r.Score = wire.Score(obj, req, resp.GetEstimate())
@@ -463,7 +479,9 @@ func simulate(ctx context.Context, c *wire.Collective) (*pb.SimulateCollectiveRe
 		case errors.Is(err, collective.ErrReplayTooLarge):
 			return nil, invalid.Field("steps", "%v", err)
 		case errors.Is(err, collective.ErrNoSchedule):
-			return nil, invalid.Field("steps", "%v; force another algorithm (field algorithm; --algo on the command line)", err)
+			// The algorithm is a value, for the API to name as it does (ALGORITHM_NVLS_TREE).
+			return nil, invalid.Field("steps", "%v: %v is priced by its closed form only; force another algorithm (field algorithm; --algo on the command line)",
+				collective.ErrNoSchedule, chosen.Algo)
 		case err != nil:
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
@@ -38,7 +39,7 @@ func ClusterFields(c *pb.ClusterSpec, prefix string, err error) error {
 				f = "cluster." + rel
 			}
 		}
-		out.Join(&invalid.Error{Field: f, Rule: v.Rule})
+		out.Join(v.Under(f))
 	}
 	return out.Err()
 }
@@ -75,7 +76,7 @@ func LayoutGPUs(l step.Layout, limit int) (int, error) {
 // field.
 func CheckGPUsPerNode(spec topology.Spec) error {
 	if e := spec.CheckGPUsPerNode(); e != nil {
-		return &invalid.Error{Field: "cluster.definition." + e.Field, Rule: e.Rule}
+		return e.Under("cluster.definition." + e.Field)
 	}
 	return nil
 }
@@ -135,7 +136,13 @@ func collectiveApplies(coll *collective.Model, req *pb.SimulateCollectiveRequest
 	if algo != collective.Auto {
 		if err := coll.Supports(p, op, algo); err != nil {
 			why := strings.TrimPrefix(err.Error(), collective.ErrUnsupported.Error()+": ")
-			return invalid.Field("algorithm", "must be able to run the collective on this group of %d GPUs (%s)", p.N(), why)
+			// The reason is the estimator's "<algorithm> <op>: why (use a or b)"; its
+			// values are kept as values for the API to name them its way (APIRule).
+			why = strings.TrimPrefix(why, fmt.Sprintf("%s %s: ", algo, op))
+			if rest, use, ok := algorithmsAdvised(why); ok {
+				return invalid.Field("algorithm", "must be able to run the collective on this group of %d GPUs (%s %s: %s (use %s))", p.N(), algo, op, rest, use)
+			}
+			return invalid.Field("algorithm", "must be able to run the collective on this group of %d GPUs (%s %s: %s)", p.N(), algo, op, why)
 		}
 		return nil
 	}
@@ -143,6 +150,27 @@ func collectiveApplies(coll *collective.Model, req *pb.SimulateCollectiveRequest
 		return nil
 	}
 	return invalid.Field("nodes", "no algorithm can run %s on a group of %d GPUs over %d nodes; force one with algorithm, or use a smaller group", op, p.N(), p.Domains)
+}
+
+// algorithmsAdvised splits the estimator's reason an algorithm cannot run, "why
+// (use a or b)", into why and the algorithms it advises.
+func algorithmsAdvised(why string) (string, framework.Choices, bool) {
+	rest, advice, ok := strings.Cut(why, " (use ")
+	advice, closed := strings.CutSuffix(advice, ")")
+	if !ok || !closed {
+		return why, nil, false
+	}
+	var use framework.Choices
+	for _, name := range strings.Split(advice, " or ") {
+		for _, n := range strings.Split(name, ", ") {
+			a, err := collective.ParseAlgorithm(n)
+			if err != nil || a == collective.Auto || a.String() != n {
+				return why, nil, false
+			}
+			use = append(use, a)
+		}
+	}
+	return rest, use, true
 }
 
 // CheckWhatIfs refuses a what-if outside its bounds (step.CheckWhatIfs), naming

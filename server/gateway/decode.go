@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -97,8 +98,60 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 		if err := m.UnmarshalOptions.Unmarshal(data, msg); err != nil {
 			return keep(r, explain(data, msg.ProtoReflect().Descriptor(), err))
 		}
+		if e := underflow(data, msg.ProtoReflect().Descriptor()); e != nil {
+			return keep(r, e)
+		}
 		return nil
 	})
+}
+
+// mayUnderflow finds, cheaply, what may be a number a double holds as 0 (its
+// smallest magnitude is 4.9e-324): an exponent of -100 or less, or 20 zeros after
+// a decimal point (a smaller exponent needs 25 leading zeros or more to reach
+// -324). A body without one is not tokenized again.
+var mayUnderflow = regexp.MustCompile(`[eE]-0*\d{3}|\.0{20}`)
+
+// underflow refuses a number that is not zero but that protojson reads as 0, as
+// Go's strconv.ParseFloat rounds one below a double's smallest magnitude
+// (1e-400, 0.000…1 past 324 places): the field would read as unset, or be
+// refused as "got 0", a value the caller did not send. It names the first such
+// field of a float or double kind (as a number or a string, which protojson
+// takes for one), with the number as sent.
+func underflow(data []byte, md protoreflect.MessageDescriptor) *decodeError {
+	if !mayUnderflow.Match(data) {
+		return nil
+	}
+	var e *decodeError
+	walk(data, md, func(tok json.Token, _ int64, at position) bool {
+		var text string
+		switch v := tok.(type) {
+		case json.Number:
+			text = string(v)
+		case string:
+			text = v
+		default:
+			return true
+		}
+		if fd := at.fd; fd == nil || !at.value || (fd.Kind() != protoreflect.DoubleKind && fd.Kind() != protoreflect.FloatKind) || !roundsToZero(text) {
+			return true // a string that is not a number field's (a name), or a key
+		}
+		e = &decodeError{code: codes.InvalidArgument, field: at.path,
+			rule: fmt.Sprintf("must be 0 or a number of magnitude at least %g, the smallest a double holds (got %s, which would be read as 0)",
+				math.SmallestNonzeroFloat64, shorten([]byte(text)))}
+		return false
+	})
+	return e
+}
+
+// roundsToZero says whether text is a number with a digit other than 0 in its
+// mantissa that a double holds as 0.
+func roundsToZero(text string) bool {
+	f, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	if err != nil || f != 0 {
+		return false
+	}
+	mantissa, _, _ := strings.Cut(strings.ToLower(text), "e")
+	return strings.ContainsAny(mantissa, "123456789")
 }
 
 // utf8BOM is the byte-order mark U+FEFF in UTF-8.
@@ -332,6 +385,21 @@ func join(path, name string) string {
 
 // locate walks the body's JSON tokens up to off and says which field is there.
 func locate(data []byte, md protoreflect.MessageDescriptor, off int) position {
+	var found position
+	walk(data, md, func(tok json.Token, end int64, here position) bool {
+		if end > int64(off) {
+			found = here
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// walk reads the body's JSON tokens, calling visit with each, the offset after
+// it and the field it is at (exact), until visit returns false; at a syntax error
+// it calls visit with the last position read (not exact) and a nil token.
+func walk(data []byte, md protoreflect.MessageDescriptor, visit func(tok json.Token, end int64, here position) bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var stack []*frame
@@ -340,7 +408,8 @@ func locate(data []byte, md protoreflect.MessageDescriptor, off int) position {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			return last
+			visit(nil, math.MaxInt64, last)
+			return
 		}
 		end := dec.InputOffset()
 		var top *frame
@@ -371,12 +440,13 @@ func locate(data []byte, md protoreflect.MessageDescriptor, off int) position {
 			here.path, here.fd, here.inList = top.slot()
 			here.parent, here.value = top.md, true
 		}
-		if end > int64(off) {
-			if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') && top != nil {
-				return position{path: top.path, parent: top.md, token: here.token, exact: true}
-			}
-			here.exact = true
-			return here
+		at := here
+		at.exact = true
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') && top != nil {
+			at = position{path: top.path, parent: top.md, token: here.token, exact: true}
+		}
+		if !visit(tok, end, at) {
+			return
 		}
 		last = here
 		switch tok {

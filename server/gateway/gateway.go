@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -115,7 +116,15 @@ func bodyOnly(mux **runtime.ServeMux) runtime.Middleware {
 			}
 			var e *decodeError
 			httpStatus := http.StatusBadRequest
-			if enc := r.Header.Values("Content-Encoding"); len(enc) > 0 && !identity(enc) {
+			if t := r.Header.Get("Grpc-Timeout"); zeroTimeout.MatchString(t) {
+				// The gateway reads a timeout of 0 as none (runtime.AnnotateContext
+				// sets a deadline only for a timeout other than 0), and the call ran
+				// under the daemon's default deadline: 0 is a deadline that has
+				// passed, as one of a nanosecond is.
+				httpStatus = http.StatusGatewayTimeout
+				e = &decodeError{code: codes.DeadlineExceeded, field: "Grpc-Timeout",
+					rule: fmt.Sprintf("a timeout of %s is a deadline that has passed", t)}
+			} else if enc := r.Header.Values("Content-Encoding"); len(enc) > 0 && !identity(enc) {
 				w.Header().Set("Accept-Encoding", "identity")
 				httpStatus = http.StatusUnsupportedMediaType
 				e = &decodeError{code: codes.InvalidArgument, field: "Content-Encoding",
@@ -134,6 +143,10 @@ func bodyOnly(mux **runtime.ServeMux) runtime.Middleware {
 		}
 	}
 }
+
+// zeroTimeout is a Grpc-Timeout header of 0 in any unit (gRPC over HTTP/2:
+// TimeoutValue, 1 to 8 digits, then H, M, S, m, u or n).
+var zeroTimeout = regexp.MustCompile(`^0{1,8}[HMSmun]$`)
 
 // identity says whether the Content-Encoding values name no coding but identity.
 func identity(values []string) bool {
