@@ -26,6 +26,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/internal/service"
+	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
@@ -75,7 +76,7 @@ func refusedFields(ctx context.Context, method string, req, reply any, cc *grpc.
 	for _, d := range s.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
 			for _, v := range br.GetFieldViolations() {
-				fields = append(fields, invalid.Field(v.GetField(), "%s", v.GetDescription()))
+				fields = append(fields, invalid.Field(v.GetField(), "%s", wire.CommandLineSpelling(v.GetDescription())))
 			}
 		}
 	}
