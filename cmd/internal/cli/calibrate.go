@@ -44,6 +44,15 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 		if *svg == "-" && *asJSON {
 			return errSVGAndJSON
 		}
+		// 0 is the flags' "not given"; given, a value below 1 is no node count.
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"nodes", *nodes}, {"gpus-per-node", *perNode}} {
+			if f.v < 0 || f.v == 0 && fs.Changed(f.name) {
+				return fmt.Errorf("--%s: must be at least 1 (got %d)", f.name, f.v)
+			}
+		}
 		spec, base, err := loadCluster(*clusterName, *clusterFile)
 		if err != nil {
 			return err

@@ -414,3 +414,27 @@ func TestCalibrateCopyOfAnInput(t *testing.T) {
 		t.Errorf("exit %d, want 1 and %q: %.200s%.300s", code, want, out, errOut)
 	}
 }
+
+// --nodes and --gpus-per-node state what an nccl-tests output without device
+// lines does not: a value below 1 given is refused naming the flag (a negative
+// one was read as not given, or as the flags missing: "the nodes and GPUs per
+// node must be given").
+func TestCalibrateNodeFlagsBelowOne(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata")
+	withDevices := filepath.Join(td, "h100-ib-ndr", "ncclt290-auto.txt")
+	noDevices := filepath.Join(td, "h100-ib", "dstack-nebius-allreduce.txt")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nodes", "-1", withDevices}, "--nodes: must be at least 1 (got -1)"},
+		{[]string{"--gpus-per-node", "-8", withDevices}, "--gpus-per-node: must be at least 1 (got -8)"},
+		{[]string{"--nodes", "-2", "--gpus-per-node", "8", noDevices}, "--nodes: must be at least 1 (got -2)"},
+		{[]string{"--nodes", "2", "--gpus-per-node", "0", noDevices}, "--gpus-per-node: must be at least 1 (got 0)"},
+	} {
+		code, _, stderr := run(append([]string{"calibrate", "--cluster", "dgx-h100"}, c.args...)...)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit 1 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
