@@ -111,6 +111,39 @@ func runFields(l RunLayout) []string {
 	return set
 }
 
+// The kinds of input file, in the order Read tells them apart.
+type inputKind int
+
+const (
+	unknownInput inputKind = iota
+	jsonReport
+	measurementRows
+	ncclTests
+	trainingLog
+)
+
+// kindOf is what Read takes data for (a byte-order mark aside).
+func kindOf(data []byte) inputKind {
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	switch {
+	case bytes.Contains(data, []byte(`"nccl_version"`)) && bytes.Contains(data, []byte(`"results"`)):
+		return jsonReport
+	case IsMeasurementRows(data):
+		return measurementRows
+	case IsNCCLTests(data):
+		return ncclTests
+	case IsTrainingLog(data):
+		return trainingLog
+	}
+	return unknownInput
+}
+
+// ReadsAsTrainingLog says whether Read takes data for a training log, not for
+// nccl-tests output, measurement rows or nccl-tests' JSON report: a caller's
+// defaults for the collective measurements (their nodes and GPUs per node) are
+// not a training run's layout.
+func ReadsAsTrainingLog(data []byte) bool { return kindOf(data) == trainingLog }
+
 // Read reads one input file, nccl-tests output, measurement rows (JSON lines in
 // the nccl-measurement schema, MeasurementRow) or a training log, by its content,
 // and adds it to the inputs. Content that is neither is an error naming the file.
@@ -134,11 +167,11 @@ func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
 		in.contents[sum] = name
 	}()
 	// A layout value the file's reader would not use is refused, not dropped.
-	switch {
-	case bytes.Contains(data, []byte(`"nccl_version"`)) && bytes.Contains(data, []byte(`"results"`)):
+	switch kindOf(data) {
+	case jsonReport:
 		// nccl-tests 2.18.5 and later write it with -J (src/util.cu).
 		return fileErr(name, 0, "nccl-tests' JSON report (-J) is not read: give the text output the run printed to its standard output")
-	case IsMeasurementRows(data):
+	case measurementRows:
 		if f := runFields(fl.RunLayout); len(f) > 0 {
 			return fileErr(name, 0, "layout %s: fields of a training log's layout, but the file is measurement rows", strings.Join(f, ", "))
 		}
@@ -147,7 +180,7 @@ func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
 			return err
 		}
 		in.Sweeps = append(in.Sweeps, s)
-	case IsNCCLTests(data):
+	case ncclTests:
 		if f := runFields(fl.RunLayout); len(f) > 0 {
 			return fileErr(name, 0, "layout %s: fields of a training log's layout, but the file is nccl-tests output", strings.Join(f, ", "))
 		}
@@ -156,7 +189,7 @@ func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
 			return err
 		}
 		in.Sweeps = append(in.Sweeps, s)
-	case IsTrainingLog(data):
+	case trainingLog:
 		var set []string
 		for _, f := range []struct{ key, v string }{{"op", fl.Op}, {"launch", fl.Launch}, {"algo", fl.Algo}} {
 			if f.v != "" {

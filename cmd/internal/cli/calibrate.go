@@ -91,12 +91,25 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			if err := in.Read(f, data, layouts.For(f, def)); err != nil {
+			// The flags state the collective measurements' nodes and GPUs per
+			// node; a training log's are its layout's (or the cluster's).
+			d := def
+			if calibrate.ReadsAsTrainingLog(data) {
+				d = calibrate.FileLayout{}
+			}
+			if err := in.Read(f, data, layouts.For(f, d)); err != nil {
 				return err
 			}
 		}
-		if *nodes > 0 && len(in.Sweeps) == 0 {
-			fmt.Fprintf(stderr, "stepcost calibrate: --nodes %d: unused, no nccl-tests output or measurement rows among the inputs (a training log's nodes follow from its layout's gpus)\n", *nodes)
+		if len(in.Sweeps) == 0 {
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"nodes", *nodes}, {"gpus-per-node", *perNode}} {
+				if f.v > 0 {
+					fmt.Fprintf(stderr, "stepcost calibrate: --%s %d: unused, no nccl-tests output or measurement rows among the inputs (a training log's nodes and GPUs per node follow from its layout: gpus, gpus_per_node or the cluster's)\n", f.name, f.v)
+				}
+			}
 		}
 		rep, err := calibrate.Calibrate(base, spec, in)
 		if err != nil {
