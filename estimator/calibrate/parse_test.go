@@ -89,7 +89,10 @@ func TestParseRefuses(t *testing.T) {
 		// No device lines and no layout.
 		{"testdata/h100-ib/dstack-nebius-allreduce.txt", calibrate.FileLayout{}, "the nodes and GPUs per node must be given"},
 		// The layout contradicts the header.
-		{"testdata/a100-roce/oci-14340fb-readme.txt", calibrate.FileLayout{Nodes: 4, Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "the layout says 4 node(s) × 8 GPUs, the header's device lines 2 × 8"},
+		{"testdata/a100-roce/oci-14340fb-readme.txt", calibrate.FileLayout{Nodes: 4, Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "nodes 4 was given, but the header's device lines show 2 node(s) × 8 GPUs"},
+		// Only what was given is named (it said "4 node(s) × 0 GPUs").
+		{"testdata/a100-roce/oci-14340fb-readme.txt", calibrate.FileLayout{Nodes: 4, Op: "allreduce"}, ": nodes 4 was given, but the header's device lines show 2 node(s) × 8 GPUs"},
+		{"testdata/a100-roce/oci-14340fb-readme.txt", calibrate.FileLayout{Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 4}}, ": gpus_per_node 4 was given, but the header's device lines show 2 node(s) × 8 GPUs"},
 		// No test named and none given.
 		{"testdata/a100-roce/oci-2d359a9-readme.txt", calibrate.FileLayout{}, "does not name its test"},
 	} {
