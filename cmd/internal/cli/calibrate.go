@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
 	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/picture"
 )
 
@@ -138,11 +139,69 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			}
 		}
 		if *asJSON {
-			return writeJSON(stdout, rep)
+			return writeJSON(stdout, reportJSON(rep, in))
 		}
 		printReport(stdout, rep, in, *out)
 		return nil
 	}
+}
+
+// calibrationJSON is calibrate's --json: the report, and what the table says
+// of the inputs besides — each file as read, and the notes of what the readers
+// set aside or dropped.
+type calibrationJSON struct {
+	*calibrate.Report
+	Inputs []calibrationInput
+	Notes  []string `json:",omitempty"`
+}
+
+// calibrationInput is one input file as read: an nccl-tests output or
+// measurement rows (Kind "collective"), or a training log ("training").
+type calibrationInput struct {
+	File, Kind string
+	// A collective's operation, ranks and launch, and where its nodes came from
+	// ("header", "rows", "given").
+	Op                 string `json:",omitempty"`
+	Nodes, GPUsPerNode int    `json:",omitempty"`
+	Device, Launch     string `json:",omitempty"`
+	Algo               string `json:",omitempty"`
+	Rows               int    `json:",omitempty"`
+	NodesFrom          string `json:",omitempty"`
+	// A training log's framework, model and GPUs, and its step time (the
+	// median of LoggedSteps steps after the warm-up ones).
+	Framework   string  `json:",omitempty"`
+	Model       string  `json:",omitempty"`
+	GPUs        int     `json:",omitempty"`
+	StepSeconds float64 `json:",omitempty"`
+	LoggedSteps int     `json:",omitempty"`
+}
+
+func reportJSON(r *calibrate.Report, in calibrate.Inputs) calibrationJSON {
+	out := calibrationJSON{Report: r, Inputs: []calibrationInput{}, Notes: in.Notes()}
+	for _, s := range in.Sweeps {
+		c := calibrationInput{File: s.File, Kind: "collective", Op: s.Op.String(), Nodes: s.Nodes, GPUsPerNode: s.GPUsPerNode,
+			Device: s.Device, Launch: s.Launch.String(), Rows: len(s.Points), NodesFrom: nodesFrom(s)}
+		if s.Algo != collective.Auto {
+			c.Algo = s.Algo.String()
+		}
+		out.Inputs = append(out.Inputs, c)
+	}
+	for _, ru := range in.Runs {
+		out.Inputs = append(out.Inputs, calibrationInput{File: ru.File, Kind: "training", Framework: ru.Framework,
+			Model: ru.Layout.Model, GPUs: ru.Layout.GPUs, StepSeconds: ru.StepS, LoggedSteps: ru.Steps})
+	}
+	return out
+}
+
+// nodesFrom says where a sweep's nodes and GPUs per node came from.
+func nodesFrom(s calibrate.Sweep) string {
+	switch {
+	case s.FromRows:
+		return "rows"
+	case s.FromHeader:
+		return "header"
+	}
+	return "given"
 }
 
 // sameFiles refuses one file given under two paths (x.txt and ./x.txt, a link):
@@ -208,13 +267,7 @@ func fileComments(r *calibrate.Report) []string {
 func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out string) {
 	fmt.Fprintf(w, "Calibration of %s on %d file(s)\n\n", r.Base, len(r.Files))
 	for _, s := range in.Sweeps {
-		src := "from the header"
-		switch {
-		case s.FromRows:
-			src = "from the rows"
-		case !s.FromHeader:
-			src = "as given"
-		}
+		src := map[string]string{"rows": "from the rows", "header": "from the header", "given": "as given"}[nodesFrom(s)]
 		printWrapped(w, "  ", fmt.Sprintf("%s: %s (nodes %s)", s.File, s.Describe(), src), true)
 	}
 	for _, ru := range in.Runs {

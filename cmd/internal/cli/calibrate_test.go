@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -467,5 +469,69 @@ func TestCalibrateGPUsPerNodeIsNotTheLogs(t *testing.T) {
 	}
 	if want := "--gpus-per-node 4: unused"; !strings.Contains(stderr, want) {
 		t.Errorf("stderr lacks %q: %q", want, stderr)
+	}
+}
+
+// calibrate --json says what the table says of the inputs: each file as read
+// (its collective and ranks, or its framework and step time) and every note of
+// what was set aside or dropped (warm-up steps, a missing closing summary, a
+// stall). The JSON was the report alone: the notes were in the table only.
+func TestCalibrateJSONKeepsTheInputsAndNotes(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata")
+	dir := t.TempDir()
+	// An output cut before its closing summary: read, with a note.
+	full, err := os.ReadFile(filepath.Join(td, "h100-ib-ndr", "ncclt290-auto.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.txt")
+	if err := os.WriteFile(cut, full[:bytes.Index(full, []byte("# Out of bounds"))-len(" 0: ")], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := filepath.Join(td, "trainlogs")
+	layout := filepath.Join(dir, "layout.yaml")
+	ly, err := os.ReadFile(filepath.Join(logs, "layout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(layout, append(ly, "cut.txt: {op: allreduce}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"calibrate", "--cluster", "dgx-h100", "--layout", layout, cut, filepath.Join(logs, "torchao-pretraining-bf16.log")}
+	code, table, stderr := run(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, js, stderr := run(append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Notes  []string
+		Inputs []struct {
+			File, Kind, Op, Framework string
+			Nodes, GPUsPerNode, GPUs  int
+			StepSeconds               float64
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatal(err)
+	}
+	// Every note of the table, in the JSON (the table wraps them).
+	flat := strings.Join(strings.Fields(table), " ")
+	notes := 0
+	for _, n := range strings.Split(flat, " note: ")[1:] {
+		notes++
+		n, _, _ = strings.Cut(n, " Constants ")
+		if !slices.ContainsFunc(got.Notes, func(s string) bool { return strings.HasPrefix(n, s) || strings.HasPrefix(s, n) }) {
+			t.Errorf("the table's note %q is not in the JSON's %q", n, got.Notes)
+		}
+	}
+	if notes < 2 || len(got.Notes) != notes {
+		t.Errorf("%d notes in the table, %d in the JSON: %q", notes, len(got.Notes), got.Notes)
+	}
+	if len(got.Inputs) != 2 || got.Inputs[0].File != cut || got.Inputs[0].Op != "allreduce" || got.Inputs[0].Nodes != 2 || got.Inputs[0].GPUsPerNode != 8 ||
+		got.Inputs[1].Framework != "torchtitan" || got.Inputs[1].GPUs != 8 || !strings.Contains(table, fmt.Sprintf("step %.4g s", got.Inputs[1].StepSeconds)) {
+		t.Errorf("the JSON's inputs %+v are not the table's:\n%s", got.Inputs, table)
 	}
 }
