@@ -95,9 +95,13 @@ var logFormats = []logFormat{
 	// Its validation line ("validate step: 10  loss: …  tps: 50,000") times no
 	// training step.
 	{framework: "torchtitan", re: regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), key: "tps:", lit: "tps:",
-		stepS: func(v float64, l RunLayout) float64 {
-			return float64(l.GlobalBatch) * float64(l.SeqLen) / (v * float64(l.GPUs))
-		}, not: regexp.MustCompile(`\bvalidat\w*\s+step:`), step: regexp.MustCompile(`\bstep:\s*(\d+)`)},
+		stepS: perGPUTokenRate, not: regexp.MustCompile(`\bvalidat\w*\s+step:`), step: regexp.MustCompile(`\bstep:\s*(\d+)`)},
+	// torchtitan before pytorch/torchtitan#697 (2024-11-24, "rename wps to tps")
+	// printed the same rate as "wps" ("step: 10  loss: 7.9  memory: 30.1GiB(38%)
+	// wps: 5,739  mfu: 35.4%"; train.py: wps = ntokens_since_last_log /
+	// (time_delta * parallel_dims.model_parallel_size)), read as tps is.
+	{framework: "torchtitan", re: regexp.MustCompile(`\bstep:\s*\d+.*\bwps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), key: "wps:", lit: "wps:",
+		stepS: perGPUTokenRate, not: regexp.MustCompile(`\bvalidat\w*\s+step:`), step: regexp.MustCompile(`\bstep:\s*(\d+)`)},
 	// Composer / llm-foundry: "Train throughput/batches_per_sec: 0.52".
 	{framework: "composer", re: regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/batches_per_sec", lit: "throughput/batches_per_sec",
 		stepS: func(v float64, _ RunLayout) float64 { return 1 / v }},
@@ -108,6 +112,12 @@ var logFormats = []logFormat{
 	{framework: "deepspeed", re: regexp.MustCompile(`(?:CurrSamplesPerSec|samples/sec)\s*[=:]\s*([0-9.]+)`), key: "SamplesPerSec", lit: "amples", // CurrSamplesPerSec, samples/sec
 
 		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }, step: regexp.MustCompile(`global_step=(\d+)`)},
+}
+
+// perGPUTokenRate is the step time of a rate of tokens per second per GPU
+// (torchtitan's tps, wps): the global batch's tokens over the rate of all GPUs.
+func perGPUTokenRate(v float64, l RunLayout) float64 {
+	return float64(l.GlobalBatch) * float64(l.SeqLen) / (v * float64(l.GPUs))
 }
 
 var (
@@ -308,7 +318,7 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 		}
 	}
 	if format == nil {
-		return r, fileErr(name, 0, "not a training log stepcost reads: none of Megatron-LM's \"elapsed time per iteration (ms)\", NeMo's \"train_step_timing\", torchtitan's \"tps:\", Composer's \"throughput/batches_per_sec\" or DeepSpeed's \"samples/sec\"")
+		return r, fileErr(name, 0, "not a training log stepcost reads: none of Megatron-LM's \"elapsed time per iteration (ms)\", NeMo's \"train_step_timing\", torchtitan's \"tps:\" (\"wps:\" before November 2024), Composer's \"throughput/batches_per_sec\" or DeepSpeed's \"samples/sec\"")
 	}
 	r.Framework = format.framework
 	if err := checkRunLayout(name, &r.Layout, format.framework); err != nil {

@@ -27,9 +27,16 @@ func TestParseTrainingLogs(t *testing.T) {
 			" [2026-01-01 10:00:40] iteration       30/    1000 | consumed samples:         1920 | elapsed time per iteration (ms): 2000.5 | global batch size:    64 |\n", "megatron-core", 2.0055},
 		{"nemo", "Epoch 0: :   1%| 10/1000 [00:30<50:00, reduced_train_loss=7.10, train_step_timing in s=5.00]\nEpoch 0: :   2%| 20/1000 [00:50<40:00, reduced_train_loss=6.90, train_step_timing in s=2.10]\nEpoch 0: :   3%| 30/1000 [01:10<40:00, reduced_train_loss=6.70, train_step_timing in s=2.20]\n", "nemo", 2.15},
 		{"torchtitan", "[rank0]:[titan] 2026-01-01 10:00:00,000 - root - INFO - step:  1  loss: 12.0  memory: 40.00GiB(50.0%)  tps: 1,000  tflops: 50.0  mfu: 5.0%\n[rank0]:[titan] 2026-01-01 10:00:10,000 - root - INFO - step: 10  loss:  8.0  memory: 40.00GiB(50.0%)  tps: 8,192  tflops: 400.0  mfu: 40.0%\n[rank0]:[titan] 2026-01-01 10:00:20,000 - root - INFO - step: 20  loss:  7.0  memory: 40.00GiB(50.0%)  tps: 8,192  tflops: 400.0  mfu: 40.0%\n", "torchtitan", 64 * 8192 / (8192.0 * 16)},
+		// torchtitan before pytorch/torchtitan#697 (2024-11-24) printed the same
+		// per-GPU token rate as "wps" (train.py: wps = ntokens_since_last_log /
+		// (time_delta * parallel_dims.model_parallel_size)).
+		{"torchtitan wps", "[rank0]:2024-06-01 10:00:00,000 - root - INFO - step:  1  loss: 12.0000  memory: 40.00GiB(50.00%)  wps: 1,000  mfu: 5.00%\n[rank0]:2024-06-01 10:00:10,000 - root - INFO - step: 10  loss:  8.0000  memory: 40.00GiB(50.00%)  wps: 8,192  mfu: 40.00%\n[rank0]:2024-06-01 10:00:20,000 - root - INFO - step: 20  loss:  7.0000  memory: 40.00GiB(50.00%)  wps: 8,192  mfu: 40.00%\n", "torchtitan", 64 * 8192 / (8192.0 * 16)},
 		{"composer", "[batch=10/100]:\n\t Train throughput/batches_per_sec: 0.2000\n[batch=20/100]:\n\t Train throughput/batches_per_sec: 0.5000\n[batch=30/100]:\n\t Train throughput/batches_per_sec: 0.5000\n", "composer", 2},
 		{"deepspeed", "[2026-01-01 10:00:00,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=20.0, CurrSamplesPerSec=10.0, MemAllocated=10GB\n[2026-01-01 10:00:10,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=20/global_step=20, RunningAvgSamplesPerSec=30.0, CurrSamplesPerSec=32.0, MemAllocated=10GB\n[2026-01-01 10:00:20,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=30/global_step=30, RunningAvgSamplesPerSec=31.0, CurrSamplesPerSec=32.0, MemAllocated=10GB\n", "deepspeed", 2},
 	} {
+		if !calibrate.IsTrainingLog([]byte(tt.log)) {
+			t.Errorf("%s: not taken for a training log", tt.name)
+		}
 		r, err := calibrate.ParseTrainingLog(tt.name+".log", []byte(tt.log), lay)
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
