@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
@@ -44,6 +45,10 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	return func(_ context.Context, files []string, stdout, stderr io.Writer) error {
 		if *svg == "-" && *asJSON {
 			return errSVGAndJSON
+		}
+		// The name is printed by every command that loads the file, on one line.
+		if n := *name; n != "" && (strings.TrimSpace(n) != n || strings.ContainsFunc(n, unicode.IsControl)) {
+			return fmt.Errorf("--name: must be printable text without leading or trailing blanks: the cluster's name, which the commands that load the file print (got %q)", n)
 		}
 		// 0 is the flags' "not given"; given, a value below 1 is no node count.
 		for _, f := range []struct {

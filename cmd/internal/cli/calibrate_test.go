@@ -535,3 +535,23 @@ func TestCalibrateJSONKeepsTheInputsAndNotes(t *testing.T) {
 		t.Errorf("the JSON's inputs %+v are not the table's:\n%s", got.Inputs, table)
 	}
 }
+
+// --name is the written cluster's name, printed by every command that loads the
+// file: a name with a control character (a newline split the collective's
+// title line in two) or only blanks is refused naming the flag.
+func TestCalibrateNameIsPrintable(t *testing.T) {
+	file := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(file, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	for _, name := range []string{"x\ny", "tab\there", "   ", " padded"} {
+		code, _, stderr := run("calibrate", "--cluster", "dgx-h100", "--name", name, "--out", filepath.Join(t.TempDir(), "c.yaml"), files[0])
+		if code != 1 || !strings.HasPrefix(stderr, "stepcost calibrate: --name: ") {
+			t.Errorf("--name %q: exit %d, %q", name, code, stderr)
+		}
+	}
+	if code, _, stderr := run("calibrate", "--cluster", "dgx-h100", "--name", "my h100: rack 2", files[0]); code != 0 {
+		t.Errorf("a name with blanks and a colon: exit %d, %s", code, stderr)
+	}
+}
