@@ -124,6 +124,11 @@ var (
 	// torchrun's prefix of a rank's lines with --tee or --local-ranks-filter
 	// ("[rank3]:"; "[default3]:" from torchelastic's older log prefix).
 	rankTag = regexp.MustCompile(`^\[(?:rank|default)\d+\]:`)
+	// Megatron-LM's "global batch size:   512 |", the global batch the logged
+	// step ran: micro-batch × data-parallel size × the current number of
+	// micro-batches, which a batch-size ramp-up grows (megatron/training/
+	// training.py, training_log).
+	globalBatchRe = regexp.MustCompile(`global batch size:\s*(\d+)`)
 	// Megatron-LM's "iteration       10/    1000 |".
 	megatronIter = regexp.MustCompile(`\biteration\s+(\d+)\s*/`)
 	// A run starting (again): Megatron-LM's print_datetime("before the start of
@@ -239,6 +244,7 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 		v         float64
 		line, seg int
 		bad       bool
+		gbs       int // the global batch the line says the step ran (0: not said)
 	}
 	var vals []logged
 	var format *logFormat
@@ -297,7 +303,13 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 			if err != nil || !(v > 0) || math.IsInf(v, 0) {
 				return fileErr(name, line, "%s: %q is not a positive number", f.name(), m[1])
 			}
-			vals = append(vals, logged{v: v, line: line, seg: len(restarts), bad: maybeBadStep(t) && badStepRe.MatchString(t)})
+			l := logged{v: v, line: line, seg: len(restarts), bad: maybeBadStep(t) && badStepRe.MatchString(t)}
+			if strings.Contains(t, "global batch size") {
+				if gm := globalBatchRe.FindStringSubmatch(t); gm != nil {
+					l.gbs, _ = strconv.Atoi(gm[1])
+				}
+			}
+			vals = append(vals, l)
 			break
 		}
 		if len(vals) > 0 && !started && strings.Contains(t, "start") && startRe.MatchString(t) {
@@ -323,6 +335,33 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 	r.Framework = format.framework
 	if err := checkRunLayout(name, &r.Layout, format.framework); err != nil {
 		return r, err
+	}
+	// Steps the log says ran another global batch than the layout's are not its
+	// steps: a batch-size ramp-up's, set aside and said; none of the layout's is
+	// a layout that is not the log's.
+	var other []logged
+	ran := vals[:0:0]
+	for _, l := range vals {
+		if l.gbs > 0 && l.gbs != r.Layout.GlobalBatch {
+			other = append(other, l)
+			continue
+		}
+		ran = append(ran, l)
+	}
+	if len(other) > 0 {
+		if len(ran) == 0 {
+			return r, &FileError{File: name, Line: other[0].line, Layout: "global_batch",
+				Msg: fmt.Sprintf("layout global_batch: %d was given, but the log's steps ran global batch size %d", r.Layout.GlobalBatch, other[0].gbs)}
+		}
+		var sizes []string
+		for _, l := range other {
+			if g := strconv.Itoa(l.gbs); !slices.Contains(sizes, g) {
+				sizes = append(sizes, g)
+			}
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%d logged step(s) of another global batch size than the layout's %d (%s: a batch-size ramp-up?) set aside (lines %d–%d)",
+			len(other), r.Layout.GlobalBatch, strings.Join(sizes, ", "), other[0].line, other[len(other)-1].line))
+		vals = ran
 	}
 	// The first logged steps carry compilation, allocation and NCCL set-up: drop the
 	// first fifth (at least one when three or more were logged), and so again after

@@ -1,9 +1,12 @@
 package calibrate_test
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -220,5 +223,48 @@ func TestTrainingLogLayoutReadAsGiven(t *testing.T) {
 	}
 	if a, b := score(0), score(8); a != b {
 		t.Errorf("gpus_per_node left out (the node's) %.4f, given as the node's 8 %.4f", a, b)
+	}
+}
+
+// Megatron-LM prints the global batch each logged step ran ("global batch size:
+// 512 |", training.py training_log: micro-batch × data-parallel × the current
+// number of micro-batches): a layout whose global_batch no logged step ran is
+// refused naming it (a step of 512 sequences was priced as one of 256 without a
+// word), and the steps of a batch-size ramp-up (--rampup-batch-size), smaller
+// batches than the layout's, are set aside and said, not taken for its steps.
+func TestMegatronGlobalBatchAgainstTheLayout(t *testing.T) {
+	line := func(it, gbs int, ms float64) string {
+		return fmt.Sprintf(" [2026-01-01 10:00:00] iteration %8d/    1000 | consumed samples: %12d | elapsed time per iteration (ms): %.1f | learning rate: 3.000E-04 | global batch size: %5d | lm loss: 7.000000E+00 | loss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n", it, it*gbs, ms, gbs)
+	}
+	lay := calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, TP: 1, MicroBatch: 2, GlobalBatch: 256, SeqLen: 8192}
+	var log strings.Builder
+	for it := 10; it <= 60; it += 10 {
+		log.WriteString(line(it, 512, 4000))
+	}
+	_, err := calibrate.ParseTrainingLog("gbs.log", []byte(log.String()), lay)
+	var fe *calibrate.FileError
+	if !errors.As(err, &fe) || fe.Layout != "global_batch" || fe.Line != 1 ||
+		!strings.Contains(err.Error(), "gbs.log:1: layout global_batch: 256 was given, but the log's steps ran global batch size 512") {
+		t.Errorf("a layout of another global batch: %v (%+v)", err, fe)
+	}
+
+	// A ramp-up of 128 and 256 before 512: those steps are not the layout's.
+	log.Reset()
+	log.WriteString(line(10, 128, 1000) + line(20, 256, 2000) + line(30, 256, 2000))
+	for it := 40; it <= 100; it += 10 {
+		log.WriteString(line(it, 512, 4000))
+	}
+	lay.GlobalBatch = 512
+	r, err := calibrate.ParseTrainingLog("ramp.log", []byte(log.String()), lay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StepS != 4 || r.Steps != 6 {
+		t.Errorf("step %v s over %d steps; want 4 s over the 7 steps of 512 less one of warm-up", r.StepS, r.Steps)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool {
+		return strings.Contains(n, "3 logged step(s) of another global batch size than the layout's 512 (128, 256: a batch-size ramp-up?) set aside (lines 1–3)")
+	}) {
+		t.Errorf("no note of the ramp-up's steps: %q", r.Notes)
 	}
 }
