@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
 )
 
@@ -371,4 +372,60 @@ func TestReadRefusesSameContentTwice(t *testing.T) {
 	if len(in.Sweeps) != 1 {
 		t.Errorf("%d sweeps read", len(in.Sweeps))
 	}
+}
+
+// A measurement of another GPU's cluster is refused, naming the file and both
+// GPUs: the header's devices (or the rows' gpu) against the base cluster's. An
+// H100 all-reduce sweep calibrated dgx-a100 (and mi355x) without a word: the
+// A100 cluster's NIC efficiency fitted to H100 times.
+func TestCalibrateRefusesAnotherGPU(t *testing.T) {
+	h100 := func() calibrate.Inputs {
+		var in calibrate.Inputs
+		if err := in.Read("ncclt290-auto.txt", read(t, "testdata/h100-ib-ndr/ncclt290-auto.txt"), calibrate.FileLayout{Op: "allreduce"}); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	for _, c := range []struct {
+		base, want string
+	}{
+		{"dgx-a100", "ncclt290-auto.txt: the GPUs measured are NVIDIA H100 80GB HBM3 (H100), the base cluster dgx-a100's A100-80GB (A100)"},
+		{"mi355x", "the base cluster mi355x's MI355X (MI355X)"},
+		{"dgx-h100", ""},
+		{"aws-p5", ""},
+	} {
+		spec, err := catalog.System(c.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = calibrate.Calibrate(c.base, spec, h100())
+		var fe *calibrate.FileError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.base, err)
+		case c.want != "" && (!errors.As(err, &fe) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want a file error with %q", c.base, err, c.want)
+		}
+	}
+	// Measurement rows say their GPU in the gpu field.
+	var in calibrate.Inputs
+	if err := in.Read("rows.jsonl", read(t, "testdata/rows/p4d-efa/"+firstFile(t, "testdata/rows/p4d-efa")), calibrate.FileLayout{}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := calibrate.Calibrate("dgx-h100", spec, in); err == nil || !strings.Contains(err.Error(), "rows.jsonl: the GPUs measured are A100-SXM4-40GB (A100), the base cluster dgx-h100's H100-SXM (H100)") {
+		t.Errorf("A100 rows on dgx-h100: %v", err)
+	}
+}
+
+func firstFile(t *testing.T, dir string) string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil || len(es) == 0 {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	return es[0].Name()
 }
