@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/stepcost/stepcost/estimator/calibrate"
 	"github.com/stepcost/stepcost/estimator/catalog"
@@ -428,4 +429,48 @@ func firstFile(t *testing.T, dir string) string {
 		t.Fatalf("%s: %v", dir, err)
 	}
 	return es[0].Name()
+}
+
+// An output saved as UTF-16 (PowerShell 5's > and Out-File write UTF-16LE with
+// a byte-order mark) is read as the same text; it was "neither nccl-tests
+// output, nor measurement rows, nor a training log". Without the mark it is
+// refused naming the encoding.
+func TestReadUTF16(t *testing.T) {
+	utf8 := read(t, "testdata/h100-ib-ndr/ncclt290-auto.txt")
+	var want calibrate.Inputs
+	if err := want.Read("auto.txt", utf8, calibrate.FileLayout{Op: "allreduce"}); err != nil {
+		t.Fatal(err)
+	}
+	enc := func(bigEndian, mark bool) []byte {
+		var out []byte
+		if mark {
+			out = []byte{0xFF, 0xFE}
+			if bigEndian {
+				out = []byte{0xFE, 0xFF}
+			}
+		}
+		for _, u := range utf16.Encode([]rune(strings.ReplaceAll(string(utf8), "\n", "\r\n"))) {
+			if bigEndian {
+				out = append(out, byte(u>>8), byte(u))
+			} else {
+				out = append(out, byte(u), byte(u>>8))
+			}
+		}
+		return out
+	}
+	for _, be := range []bool{false, true} {
+		var in calibrate.Inputs
+		if err := in.Read("auto16.txt", enc(be, true), calibrate.FileLayout{Op: "allreduce"}); err != nil {
+			t.Errorf("UTF-16 (big-endian %v): %v", be, err)
+			continue
+		}
+		if got, w := in.Sweeps[0].Points, want.Sweeps[0].Points; !slices.Equal(got, w) {
+			t.Errorf("UTF-16 (big-endian %v): %d points, want %d as from UTF-8", be, len(got), len(w))
+		}
+	}
+	var in calibrate.Inputs
+	err := in.Read("bare16.txt", enc(false, false), calibrate.FileLayout{Op: "allreduce"})
+	if err == nil || !strings.Contains(err.Error(), "bare16.txt: UTF-16 text without a byte-order mark") {
+		t.Errorf("UTF-16 without a mark: %v", err)
+	}
 }
