@@ -160,7 +160,8 @@ func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
 	// A copy of a file read already, under another name: its rows would be
 	// fitted twice, and each copy scored, left out, with the other in the fit.
-	sum := sha256.Sum256(data)
+	// Line ends aside: a copy saved with Windows line ends is the same content.
+	sum := sha256.Sum256(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")))
 	if first, ok := in.contents[sum]; ok {
 		return fileErr(name, 0, "the same content as %s: one measurement given twice (a copy under another name)", first)
 	}

@@ -1,6 +1,7 @@
 package calibrate_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"runtime"
@@ -369,6 +370,15 @@ func TestReadRefusesSameContentTwice(t *testing.T) {
 	err = in.Read("copy-of-a.jsonl", append([]byte("\uFEFF"), data...), calibrate.FileLayout{})
 	if err == nil || !strings.Contains(err.Error(), "copy-of-a.jsonl: the same content as a.jsonl") {
 		t.Errorf("a copy: %v", err)
+	}
+	if len(in.Sweeps) != 1 {
+		t.Errorf("%d sweeps read", len(in.Sweeps))
+	}
+	// A copy with Windows line ends (or one saved as UTF-16) is the same
+	// content: it was read and fitted as a second run.
+	err = in.Read("crlf-copy-of-a.jsonl", bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n")), calibrate.FileLayout{})
+	if err == nil || !strings.Contains(err.Error(), "crlf-copy-of-a.jsonl: the same content as a.jsonl") {
+		t.Errorf("a copy with Windows line ends: %v", err)
 	}
 	if len(in.Sweeps) != 1 {
 		t.Errorf("%d sweeps read", len(in.Sweeps))
