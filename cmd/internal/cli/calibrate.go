@@ -35,7 +35,7 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	clusterFile := fs.String("cluster-file", "", "base cluster description file (JSON or YAML)")
 	nodes := fs.Int("nodes", 0, "nodes of the nccl-tests outputs whose header has no device lines")
 	perNode := fs.Int("gpus-per-node", 0, "GPUs per node of those outputs")
-	layoutFile := fs.String("layout", "", "YAML or JSON: per input file (by name) what it does not state — nodes, gpus_per_node, op, launch for nccl-tests; model, gpus, tp, pp, dp, micro_batch, global_batch, seq_len, … for training logs")
+	layoutFile := fs.String("layout", "", "YAML or JSON: per input file (by name) what it does not state — nodes, gpus_per_node, op, launch, algo for nccl-tests; model, gpus, tp, pp, dp, micro_batch, global_batch, seq_len, … for training logs")
 	out := fs.String("out", "", "write the calibrated cluster file here (YAML; load it with --cluster-file)")
 	name := fs.String("name", "", "name of the calibrated cluster (default: the base's with -calibrated)")
 	svg := fs.String("svg", "", "draw measured vs predicted bus bandwidth over size, before and after, per input file (SVG; - for standard output)")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -553,5 +554,24 @@ func TestCalibrateNameIsPrintable(t *testing.T) {
 	}
 	if code, _, stderr := run("calibrate", "--cluster", "dgx-h100", "--name", "my h100: rack 2", files[0]); code != 0 {
 		t.Errorf("a name with blanks and a colon: exit %d, %s", code, stderr)
+	}
+}
+
+// --layout's help names every key an nccl-tests output's entry takes (the
+// layout's algo, NCCL_ALGO as the run set it, was left out).
+func TestCalibrateLayoutHelpNamesTheKeys(t *testing.T) {
+	_, help, _ := run("calibrate", "--help")
+	help = strings.Join(strings.Fields(help), " ")
+	_, text, ok := strings.Cut(help, "--layout string ")
+	text, _, _ = strings.Cut(text, " for nccl-tests")
+	if !ok {
+		t.Fatalf("no --layout in the help:\n%s", help)
+	}
+	lt := reflect.TypeOf(calibrate.Layout{})
+	for i := range lt.NumField() {
+		key, _, _ := strings.Cut(lt.Field(i).Tag.Get("json"), ",")
+		if !strings.Contains(text, key) {
+			t.Errorf("--layout's help for nccl-tests outputs (%q) does not name %s", text, key)
+		}
 	}
 }
