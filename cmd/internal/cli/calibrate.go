@@ -107,6 +107,10 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 				return err
 			}
 		}
+		if *svg != "" && len(in.Sweeps) == 0 {
+			// Said before the fit writes anything: the picture draws the sweeps.
+			return errors.New("--svg: no nccl-tests output or measurement rows among the inputs: the picture draws their bus bandwidth over size")
+		}
 		if len(in.Sweeps) == 0 {
 			for _, f := range []struct {
 				name string

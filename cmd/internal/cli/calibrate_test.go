@@ -575,3 +575,20 @@ func TestCalibrateLayoutHelpNamesTheKeys(t *testing.T) {
 		}
 	}
 }
+
+// --svg with no collective measurement among the inputs is refused before
+// anything is written: the command failed ('--svg: no nccl-tests file to draw',
+// exit 1) after writing the --out cluster file and printing no report.
+func TestCalibrateSVGWithoutSweepsWritesNothing(t *testing.T) {
+	logs := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "trainlogs")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "c.yaml")
+	code, stdout, stderr := run("calibrate", "--cluster", "dgx-h100", "--layout", filepath.Join(logs, "layout.yaml"), "--out", out, "--svg", filepath.Join(dir, "b.svg"),
+		filepath.Join(logs, "torchao-pretraining-bf16.log"))
+	if code != 1 || !strings.Contains(stderr, "--svg: no nccl-tests output or measurement rows among the inputs: the picture draws their bus bandwidth") || stdout != "" {
+		t.Errorf("exit %d, %q, stdout %q", code, stderr, stdout)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("--out %s written by a command that failed", out)
+	}
+}
