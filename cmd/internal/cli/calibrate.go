@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -215,7 +216,7 @@ func nodesFrom(s calibrate.Sweep) string {
 
 // sameFiles refuses one file given under two paths (x.txt and ./x.txt, a link):
 // its rows would be fitted twice, and each copy scored with the other in the fit.
-// One path given twice is refused by the fit itself.
+// One path given twice is said so.
 // layoutsOfOneFile refuses a layout entry, keyed by a base name, that two input
 // files share: it cannot say which it is for, and was applied to both.
 func layoutsOfOneFile(layouts calibrate.Layouts, files []string) error {
@@ -236,6 +237,9 @@ func layoutsOfOneFile(layouts calibrate.Layouts, files []string) error {
 func sameFiles(files []string) error {
 	seen := make([]os.FileInfo, len(files))
 	for i, f := range files {
+		if slices.Contains(files[:i], f) {
+			return fmt.Errorf("%s: given twice", f)
+		}
 		fi, err := os.Stat(f)
 		if err != nil {
 			continue // reading it says why

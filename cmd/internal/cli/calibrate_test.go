@@ -314,6 +314,11 @@ func TestCalibrateSameFileTwice(t *testing.T) {
 			t.Errorf("%s: exit %d: %.200s%.300s", second, code, out, errOut)
 		}
 	}
+	// One path given twice is said so; it was called "a copy under another name".
+	code, _, errOut := run("calibrate", "--cluster", "dgx-h100", files[0], files[0])
+	if want := "stepcost calibrate: " + files[0] + ": given twice\n"; code != 1 || errOut != want {
+		t.Errorf("one path twice: exit %d, %q; want %q", code, errOut, want)
+	}
 }
 
 // A --layout of many entries for files not among the inputs names the first 20
