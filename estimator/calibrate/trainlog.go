@@ -3,6 +3,7 @@ package calibrate
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
@@ -518,6 +520,45 @@ func (r Run) request(spec topology.Spec) (step.Request, error) {
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: lay, Ranks: ranks}, nil
 }
 
+// layoutKeys are the layout file's keys of the estimator's fields a training
+// log's layout sets (step.Layout's and step.Training's, as the API names them).
+var layoutKeys = map[string]string{
+	"layout.tp": "tp", "layout.pp": "pp", "layout.cp": "cp", "layout.ep": "ep", "layout.dp": "dp", "layout.zero": "zero",
+	"layout.micro_batch": "micro_batch", "layout.sp": "sp", "layout.recompute": "recompute", "layout.schedule": "schedule",
+	"layout.virtual_stages": "vpp", "training.global_batch": "global_batch", "training.seq_len": "seq_len",
+	"training.precision": "precision", "training.framework": "framework",
+}
+
+// layoutRefusal is the estimator's refusal of a run's layout, named by the
+// layout file's key when it is one field the layout sets ("layout precision:
+// must be bf16, fp16 or fp8"), else as the estimator gives it.
+func layoutRefusal(file string, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap() // the estimator's refusals, joined
+	}
+	var msgs []string
+	first := ""
+	for _, e := range errs {
+		var ie *invalid.Error
+		if !errors.As(e, &ie) || ie.Error() != e.Error() {
+			return fileErr(file, 0, "the layout does not estimate: %v", err)
+		}
+		key, ok := layoutKeys[ie.Field]
+		if !ok {
+			return fileErr(file, 0, "the layout does not estimate: %v", err)
+		}
+		if first == "" {
+			first = key
+		}
+		msgs = append(msgs, fmt.Sprintf("layout %s: %s", key, ie.Rule))
+	}
+	if first == "" {
+		return fileErr(file, 0, "the layout does not estimate: %v", err)
+	}
+	return &FileError{File: file, Msg: strings.Join(msgs, "; "), Layout: first}
+}
+
 // priceRuns estimates every run's step on spec with knobs k.
 func priceRuns(spec topology.Spec, k Knobs, runs []Run) ([]Measured, error) {
 	if len(runs) == 0 {
@@ -533,7 +574,7 @@ func priceRuns(spec topology.Spec, k Knobs, runs []Run) ([]Measured, error) {
 		}
 		res, err := est.Estimate(req)
 		if err != nil {
-			return nil, fileErr(r.File, 0, "the layout does not estimate: %v", err)
+			return nil, layoutRefusal(r.File, err)
 		}
 		if !(res.StepTime > 0) {
 			return nil, fileErr(r.File, 0, "the layout gives no step time")

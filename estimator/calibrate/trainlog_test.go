@@ -268,3 +268,32 @@ func TestMegatronGlobalBatchAgainstTheLayout(t *testing.T) {
 		t.Errorf("no note of the ramp-up's steps: %q", r.Notes)
 	}
 }
+
+// A training log's layout the estimator refuses is named by the layout file's
+// key, as the reader's own refusals are: the estimator's field
+// ("training.precision", "layout.tp") was given, a name the layout file has not,
+// and the file's content was named at fault over the API.
+func TestTrainingLogEstimateRefusalNamesTheKey(t *testing.T) {
+	log := []byte(" iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n iteration 20/ 1000 | elapsed time per iteration (ms): 2000.0 |\n")
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		lay       calibrate.RunLayout
+		key, want string
+	}{
+		{calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, MicroBatch: 1, GlobalBatch: 64, SeqLen: 4096, Precision: "fp4"}, "precision", `run.log: layout precision: must be bf16, fp16 or fp8 (got "fp4")`},
+		{calibrate.RunLayout{Model: "llama3-8b", GPUs: 24, TP: 3, MicroBatch: 1, GlobalBatch: 64, SeqLen: 4096}, "tp", "run.log: layout tp: "},
+	} {
+		r, err := calibrate.ParseTrainingLog("run.log", log, c.lay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = calibrate.Score(spec, calibrate.Inputs{Runs: []calibrate.Run{r}})
+		fe := &calibrate.FileError{}
+		if !errors.As(err, &fe) || fe.Layout != c.key || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v (field %q); want %q naming %s", c.lay, err, fe.Layout, c.want, c.key)
+		}
+	}
+}
