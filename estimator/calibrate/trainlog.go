@@ -129,8 +129,10 @@ var (
 	// Megatron-LM's "global batch size:   512 |", the global batch the logged
 	// step ran: micro-batch × data-parallel size × the current number of
 	// micro-batches, which a batch-size ramp-up grows (megatron/training/
-	// training.py, training_log).
-	globalBatchRe = regexp.MustCompile(`global batch size:\s*(\d+)`)
+	// training.py, training_log); NeMo 2's progress printer's
+	// "global_batch_size: 16 |" ("Training epoch 0, iteration 32/99 | lr: … |
+	// global_batch_size: 16 | … | train_step_timing in s: 4.929").
+	globalBatchRe = regexp.MustCompile(`global(?: batch size|_batch_size):\s*(\d+)`)
 	// Megatron-LM's "iteration       10/    1000 |".
 	megatronIter = regexp.MustCompile(`\biteration\s+(\d+)\s*/`)
 	// A run starting (again): Megatron-LM's print_datetime("before the start of
@@ -306,7 +308,7 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 				return fileErr(name, line, "%s: %q is not a positive number", f.name(), m[1])
 			}
 			l := logged{v: v, line: line, seg: len(restarts), bad: maybeBadStep(t) && badStepRe.MatchString(t)}
-			if strings.Contains(t, "global batch size") {
+			if strings.Contains(t, "global batch size") || strings.Contains(t, "global_batch_size") {
 				if gm := globalBatchRe.FindStringSubmatch(t); gm != nil {
 					l.gbs, _ = strconv.Atoi(gm[1])
 				}

@@ -248,6 +248,13 @@ func TestMegatronGlobalBatchAgainstTheLayout(t *testing.T) {
 		t.Errorf("a layout of another global batch: %v (%+v)", err, fe)
 	}
 
+	// NeMo 2's progress printer says it too ("global_batch_size: 16").
+	nemo := "Training epoch 0, iteration 32/99 | lr: 4.8e-06 | global_batch_size: 16 | global_step: 32 | reduced_train_loss: 1.436 | train_step_timing in s: 4.929 | consumed_samples: 528\n" +
+		"Training epoch 0, iteration 33/99 | lr: 4.95e-06 | global_batch_size: 16 | global_step: 33 | reduced_train_loss: 1.43 | train_step_timing in s: 4.93 | consumed_samples: 544\n"
+	if _, err := calibrate.ParseTrainingLog("nemo.log", []byte(nemo), lay); err == nil || !strings.Contains(err.Error(), "nemo.log:1: layout global_batch: 256 was given, but the log's steps ran global batch size 16") {
+		t.Errorf("a NeMo 2 log of another global batch: %v", err)
+	}
+
 	// A ramp-up of 128 and 256 before 512: those steps are not the layout's.
 	log.Reset()
 	log.WriteString(line(10, 128, 1000) + line(20, 256, 2000) + line(30, 256, 2000))
