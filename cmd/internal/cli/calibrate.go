@@ -131,6 +131,13 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			rep.Spec.Name = spec.Name + "-calibrated"
 		}
 		rep.Spec.Source = strings.TrimSpace(spec.Source + "; calibrated by stepcost calibrate on " + strings.Join(baseNames(files), ", "))
+		// The picture's file first: a path it cannot be written to fails the
+		// command before the cluster file is written.
+		if *svg != "" && *svg != "-" {
+			if err := writeCalibrationSVG(*svg, rep, in, stdout); err != nil {
+				return err
+			}
+		}
 		if *out != "" {
 			doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
 			if err != nil {
@@ -140,13 +147,8 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 				return fmt.Errorf("--out: %w", err)
 			}
 		}
-		if *svg != "" {
-			if err := writeCalibrationSVG(*svg, rep, in, stdout); err != nil {
-				return err
-			}
-			if *svg == "-" {
-				return nil
-			}
+		if *svg == "-" {
+			return writeCalibrationSVG(*svg, rep, in, stdout)
 		}
 		if *asJSON {
 			return writeJSON(stdout, reportJSON(rep, in))

@@ -597,3 +597,24 @@ func TestCalibrateSVGWithoutSweepsWritesNothing(t *testing.T) {
 		t.Errorf("--out %s written by a command that failed", out)
 	}
 }
+
+// A --svg file that cannot be written fails the command before the cluster file
+// is written: it failed after writing --out (exit 1, a calibrated cluster
+// file on disk from a command that said it failed).
+func TestCalibrateUnwritableSVGWritesNoClusterFile(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "c.yaml")
+	svg := filepath.Join(dir, "no-such-dir", "b.svg")
+	code, _, stderr := run("calibrate", "--cluster", "dgx-h100", "--out", out, "--svg", svg, files[0])
+	if code != 1 || !strings.Contains(stderr, "--svg "+svg+": ") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("--out %s written by a command that failed", out)
+	}
+}
