@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/stepcost/stepcost/estimator/collective"
@@ -164,6 +166,37 @@ func priceSweeps(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID
 		}
 	}
 	return out, nil
+}
+
+// gpuModelRe finds a GPU's model in a name: nvidia-smi's as nccl-tests prints it
+// in its device lines ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"),
+// rocm-smi's as rccl-tests does ("AMD Instinct MI300X"), a measurement row's gpu
+// field ("H100-SXM-80GB") and the catalog's GPU names ("A100-40GB", "B200-750W").
+var gpuModelRe = regexp.MustCompile(`(?i)(?:^|[^a-z0-9])(GB300|GB200|B300|B200|H800|H200|H100|H20|A800|A100|A40|L40S|L40|L4|V100|MI355X|MI350X|MI325X|MI300X|MI300A|MI250X|MI250)(?:$|[^a-z0-9])`)
+
+func gpuModel(name string) string {
+	if m := gpuModelRe.FindStringSubmatch(name); m != nil {
+		return strings.ToUpper(m[1])
+	}
+	return ""
+}
+
+// sameGPU refuses a sweep whose GPUs (the header's device lines, the rows' gpu)
+// are of another model than the base cluster's: the link constants fitted to
+// them would be another cluster's. A name whose model is not known (a cluster
+// file's own GPU name) is not compared.
+func sameGPU(base string, spec topology.Spec, sweeps []Sweep) error {
+	want := gpuModel(spec.GPU.Name)
+	if want == "" {
+		return nil
+	}
+	for _, s := range sweeps {
+		if got := gpuModel(s.Device); got != "" && got != want {
+			return fileErr(s.File, 0, "the GPUs measured are %s (%s), the base cluster %s's %s (%s): a cluster's constants are fitted to measurements of its own GPUs; calibrate a base cluster of %s GPUs",
+				s.Device, got, base, spec.GPU.Name, want, got)
+		}
+	}
+	return nil
 }
 
 // placeSweep places a sweep's ranks on the base cluster with knobs k, building the
@@ -906,6 +939,9 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	}
 	if dup := duplicate(files); dup != "" {
 		return nil, fmt.Errorf("%s: given twice", dup)
+	}
+	if err := sameGPU(base, spec, in.Sweeps); err != nil {
+		return nil, err
 	}
 	start := Start(spec)
 	r := &Report{Base: base, Catalog: start}

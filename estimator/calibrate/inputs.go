@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/strictjson"
@@ -111,16 +112,56 @@ func runFields(l RunLayout) []string {
 	return set
 }
 
+// The kinds of input file, in the order Read tells them apart.
+type inputKind int
+
+const (
+	unknownInput inputKind = iota
+	jsonReport
+	measurementRows
+	ncclTests
+	trainingLog
+)
+
+// kindOf is what Read takes data for (a byte-order mark aside).
+func kindOf(data []byte) inputKind {
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	switch {
+	case bytes.Contains(data, []byte(`"nccl_version"`)) && bytes.Contains(data, []byte(`"results"`)):
+		return jsonReport
+	case IsMeasurementRows(data):
+		return measurementRows
+	case IsNCCLTests(data):
+		return ncclTests
+	case IsTrainingLog(data):
+		return trainingLog
+	}
+	return unknownInput
+}
+
+// ReadsAsTrainingLog says whether Read takes data for a training log, not for
+// nccl-tests output, measurement rows or nccl-tests' JSON report: a caller's
+// defaults for the collective measurements (their nodes and GPUs per node) are
+// not a training run's layout.
+func ReadsAsTrainingLog(data []byte) bool { return kindOf(data) == trainingLog }
+
 // Read reads one input file, nccl-tests output, measurement rows (JSON lines in
 // the nccl-measurement schema, MeasurementRow) or a training log, by its content,
 // and adds it to the inputs. Content that is neither is an error naming the file.
 func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
+	// UTF-16 with its byte-order mark (PowerShell 5's > and Out-File write
+	// UTF-16LE) is the same text in another encoding.
+	data, err = fromUTF16(name, data)
+	if err != nil {
+		return err
+	}
 	// A UTF-8 byte-order mark (a file saved by a Windows editor) is not
 	// content: before it, measurement rows read as some other text.
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
 	// A copy of a file read already, under another name: its rows would be
 	// fitted twice, and each copy scored, left out, with the other in the fit.
-	sum := sha256.Sum256(data)
+	// Line ends aside: a copy saved with Windows line ends is the same content.
+	sum := sha256.Sum256(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")))
 	if first, ok := in.contents[sum]; ok {
 		return fileErr(name, 0, "the same content as %s: one measurement given twice (a copy under another name)", first)
 	}
@@ -134,11 +175,11 @@ func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
 		in.contents[sum] = name
 	}()
 	// A layout value the file's reader would not use is refused, not dropped.
-	switch {
-	case bytes.Contains(data, []byte(`"nccl_version"`)) && bytes.Contains(data, []byte(`"results"`)):
+	switch kindOf(data) {
+	case jsonReport:
 		// nccl-tests 2.18.5 and later write it with -J (src/util.cu).
 		return fileErr(name, 0, "nccl-tests' JSON report (-J) is not read: give the text output the run printed to its standard output")
-	case IsMeasurementRows(data):
+	case measurementRows:
 		if f := runFields(fl.RunLayout); len(f) > 0 {
 			return fileErr(name, 0, "layout %s: fields of a training log's layout, but the file is measurement rows", strings.Join(f, ", "))
 		}
@@ -147,7 +188,7 @@ func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
 			return err
 		}
 		in.Sweeps = append(in.Sweeps, s)
-	case IsNCCLTests(data):
+	case ncclTests:
 		if f := runFields(fl.RunLayout); len(f) > 0 {
 			return fileErr(name, 0, "layout %s: fields of a training log's layout, but the file is nccl-tests output", strings.Join(f, ", "))
 		}
@@ -156,7 +197,7 @@ func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
 			return err
 		}
 		in.Sweeps = append(in.Sweeps, s)
-	case IsTrainingLog(data):
+	case trainingLog:
 		var set []string
 		for _, f := range []struct{ key, v string }{{"op", fl.Op}, {"launch", fl.Launch}, {"algo", fl.Algo}} {
 			if f.v != "" {
@@ -175,6 +216,44 @@ func (in *Inputs) Read(name string, data []byte, fl FileLayout) (err error) {
 		return fileErr(name, 0, "neither nccl-tests output (no nThread header, no algbw/busbw table), nor measurement rows (JSON lines), nor a training log stepcost reads (no Megatron-LM, NeMo, torchtitan, Composer or DeepSpeed step-time line)")
 	}
 	return nil
+}
+
+// fromUTF16 returns data as UTF-8: UTF-16 text behind its byte-order mark
+// decoded, anything else as it is. UTF-32, and UTF-16 without a mark (its first
+// line's every other byte zero), are refused naming the encoding.
+func fromUTF16(name string, data []byte) ([]byte, error) {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE, 0, 0}) || bytes.HasPrefix(data, []byte{0, 0, 0xFE, 0xFF}):
+		return nil, fileErr(name, 0, "UTF-32 text: save it as UTF-8 (or UTF-16)")
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE}) || bytes.HasPrefix(data, []byte{0xFE, 0xFF}):
+		if len(data)%2 != 0 {
+			return nil, fileErr(name, 0, "UTF-16 text of an odd number of bytes: cut short")
+		}
+		be := data[0] == 0xFE
+		u := make([]uint16, 0, len(data)/2-1)
+		for i := 2; i+1 < len(data); i += 2 {
+			if be {
+				u = append(u, uint16(data[i])<<8|uint16(data[i+1]))
+			} else {
+				u = append(u, uint16(data[i])|uint16(data[i+1])<<8)
+			}
+		}
+		return []byte(string(utf16.Decode(u))), nil
+	}
+	// ASCII text in UTF-16 without a mark: of its first bytes, every other one
+	// zero and none of the others (little- or big-endian).
+	if first := data[:min(len(data), 80)&^1]; len(first) >= 8 {
+		for hi := range 2 {
+			ascii := true
+			for i := 0; i+1 < len(first) && ascii; i += 2 {
+				ascii = first[i+hi] == 0 && first[i+1-hi] != 0
+			}
+			if ascii {
+				return nil, fileErr(name, 0, "UTF-16 text without a byte-order mark: save it as UTF-8 (PowerShell: Out-File -Encoding utf8)")
+			}
+		}
+	}
+	return data, nil
 }
 
 // Notes lists what the readers set aside or noticed, file by file.

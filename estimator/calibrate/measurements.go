@@ -231,8 +231,8 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 	}
 
 	// What the caller states must agree with the rows.
-	if layout.Nodes > 0 && layout.Nodes != s.Nodes || layout.GPUsPerNode > 0 && layout.GPUsPerNode != s.GPUsPerNode {
-		return s, fileErr(name, firstLine, "the layout says %d node(s) × %d GPUs, the rows' n_nodes and gpus_per_node %d × %d", layout.Nodes, layout.GPUsPerNode, s.Nodes, s.GPUsPerNode)
+	if given := layout.disagrees(s.Nodes, s.GPUsPerNode); given != "" {
+		return s, fileErr(name, firstLine, "%s, but the rows' n_nodes and gpus_per_node are %d × %d", given, s.Nodes, s.GPUsPerNode)
 	}
 	if layout.Op != "" {
 		op, err := collective.ParseOp(layout.Op)

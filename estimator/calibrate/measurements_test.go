@@ -95,7 +95,8 @@ func TestMeasurementRowsRefuse(t *testing.T) {
 		{"algorithm", edit(0, "algorithm", "the fastest"), calibrate.FileLayout{}, "rows.jsonl:1: algorithm: \"the fastest\""},
 		{"collnet", edit(0, "algorithm", "CollNet"), calibrate.FileLayout{}, "rows.jsonl:1: algorithm: unknown algorithm"},
 		{"negative", edit(0, "time_us", -69.29), calibrate.FileLayout{}, "rows.jsonl:1: time_us: -69.29: must be positive"},
-		{"layout", string(base), calibrate.FileLayout{Nodes: 4, RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "the layout says 4 node(s) × 8 GPUs, the rows' n_nodes and gpus_per_node 2 × 8"},
+		{"layout", string(base), calibrate.FileLayout{Nodes: 4, RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "nodes 4 was given, but the rows' n_nodes and gpus_per_node are 2 × 8"},
+		{"layout of nodes alone", string(base), calibrate.FileLayout{Nodes: 4}, ": nodes 4 was given, but the rows' n_nodes and gpus_per_node are 2 × 8"},
 		{"cut", string(base[:len(base)*5/8]), calibrate.FileLayout{}, "rows.jsonl:3: not a measurement row: unexpected EOF"},
 		// Two rows run together on one line: the second is not read as a row of its own.
 		{"two rows on a line", lines[0] + " " + lines[1] + "\n" + strings.Join(lines[2:], "\n"), calibrate.FileLayout{}, "rows.jsonl:1: text after the row's JSON object: one row per line"},

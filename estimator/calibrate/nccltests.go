@@ -386,8 +386,8 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 				s.Launch = collective.SingleProcess // -g N or -t N: several GPUs per process
 			}
 		}
-		if layout.Nodes > 0 && layout.Nodes != s.Nodes || layout.GPUsPerNode > 0 && layout.GPUsPerNode != s.GPUsPerNode {
-			return s, fileErr(name, 0, "the layout says %d node(s) × %d GPUs, the header's device lines %d × %d", layout.Nodes, layout.GPUsPerNode, s.Nodes, s.GPUsPerNode)
+		if given := layout.disagrees(s.Nodes, s.GPUsPerNode); given != "" {
+			return s, fileErr(name, 0, "%s, but the header's device lines show %d node(s) × %d GPUs", given, s.Nodes, s.GPUsPerNode)
 		}
 	} else {
 		if layout.Nodes < 1 || layout.GPUsPerNode < 1 {
@@ -443,6 +443,26 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		}
 	}
 	return s, checkSweep(&s)
+}
+
+// disagrees names the node count and GPUs per node the layout gives that are
+// not nodes and perNode, the file's ("nodes 4 was given"); "" when they agree
+// or are not given. A value not given is not named (it read "4 node(s) × 0 GPUs").
+func (l Layout) disagrees(nodes, perNode int) string {
+	var given []string
+	if l.Nodes > 0 && l.Nodes != nodes {
+		given = append(given, fmt.Sprintf("nodes %d", l.Nodes))
+	}
+	if l.GPUsPerNode > 0 && l.GPUsPerNode != perNode {
+		given = append(given, fmt.Sprintf("gpus_per_node %d", l.GPUsPerNode))
+	}
+	switch len(given) {
+	case 0:
+		return ""
+	case 1:
+		return given[0] + " was given"
+	}
+	return strings.Join(given, " and ") + " were given"
 }
 
 // parseRow reads one data row; its columns must agree with each other.

@@ -1,14 +1,17 @@
 package calibrate_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
 )
 
@@ -89,7 +92,10 @@ func TestParseRefuses(t *testing.T) {
 		// No device lines and no layout.
 		{"testdata/h100-ib/dstack-nebius-allreduce.txt", calibrate.FileLayout{}, "the nodes and GPUs per node must be given"},
 		// The layout contradicts the header.
-		{"testdata/a100-roce/oci-14340fb-readme.txt", calibrate.FileLayout{Nodes: 4, Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "the layout says 4 node(s) × 8 GPUs, the header's device lines 2 × 8"},
+		{"testdata/a100-roce/oci-14340fb-readme.txt", calibrate.FileLayout{Nodes: 4, Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 8}}, "nodes 4 was given, but the header's device lines show 2 node(s) × 8 GPUs"},
+		// Only what was given is named (it said "4 node(s) × 0 GPUs").
+		{"testdata/a100-roce/oci-14340fb-readme.txt", calibrate.FileLayout{Nodes: 4, Op: "allreduce"}, ": nodes 4 was given, but the header's device lines show 2 node(s) × 8 GPUs"},
+		{"testdata/a100-roce/oci-14340fb-readme.txt", calibrate.FileLayout{Op: "allreduce", RunLayout: calibrate.RunLayout{GPUsPerNode: 4}}, ": gpus_per_node 4 was given, but the header's device lines show 2 node(s) × 8 GPUs"},
 		// No test named and none given.
 		{"testdata/a100-roce/oci-2d359a9-readme.txt", calibrate.FileLayout{}, "does not name its test"},
 	} {
@@ -367,5 +373,114 @@ func TestReadRefusesSameContentTwice(t *testing.T) {
 	}
 	if len(in.Sweeps) != 1 {
 		t.Errorf("%d sweeps read", len(in.Sweeps))
+	}
+	// A copy with Windows line ends (or one saved as UTF-16) is the same
+	// content: it was read and fitted as a second run.
+	err = in.Read("crlf-copy-of-a.jsonl", bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n")), calibrate.FileLayout{})
+	if err == nil || !strings.Contains(err.Error(), "crlf-copy-of-a.jsonl: the same content as a.jsonl") {
+		t.Errorf("a copy with Windows line ends: %v", err)
+	}
+	if len(in.Sweeps) != 1 {
+		t.Errorf("%d sweeps read", len(in.Sweeps))
+	}
+}
+
+// A measurement of another GPU's cluster is refused, naming the file and both
+// GPUs: the header's devices (or the rows' gpu) against the base cluster's. An
+// H100 all-reduce sweep calibrated dgx-a100 (and mi355x) without a word: the
+// A100 cluster's NIC efficiency fitted to H100 times.
+func TestCalibrateRefusesAnotherGPU(t *testing.T) {
+	h100 := func() calibrate.Inputs {
+		var in calibrate.Inputs
+		if err := in.Read("ncclt290-auto.txt", read(t, "testdata/h100-ib-ndr/ncclt290-auto.txt"), calibrate.FileLayout{Op: "allreduce"}); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	for _, c := range []struct {
+		base, want string
+	}{
+		{"dgx-a100", "ncclt290-auto.txt: the GPUs measured are NVIDIA H100 80GB HBM3 (H100), the base cluster dgx-a100's A100-80GB (A100)"},
+		{"mi355x", "the base cluster mi355x's MI355X (MI355X)"},
+		{"dgx-h100", ""},
+		{"aws-p5", ""},
+	} {
+		spec, err := catalog.System(c.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = calibrate.Calibrate(c.base, spec, h100())
+		var fe *calibrate.FileError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.base, err)
+		case c.want != "" && (!errors.As(err, &fe) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want a file error with %q", c.base, err, c.want)
+		}
+	}
+	// Measurement rows say their GPU in the gpu field.
+	var in calibrate.Inputs
+	if err := in.Read("rows.jsonl", read(t, "testdata/rows/p4d-efa/"+firstFile(t, "testdata/rows/p4d-efa")), calibrate.FileLayout{}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := calibrate.Calibrate("dgx-h100", spec, in); err == nil || !strings.Contains(err.Error(), "rows.jsonl: the GPUs measured are A100-SXM4-40GB (A100), the base cluster dgx-h100's H100-SXM (H100)") {
+		t.Errorf("A100 rows on dgx-h100: %v", err)
+	}
+}
+
+func firstFile(t *testing.T, dir string) string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil || len(es) == 0 {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	return es[0].Name()
+}
+
+// An output saved as UTF-16 (PowerShell 5's > and Out-File write UTF-16LE with
+// a byte-order mark) is read as the same text; it was "neither nccl-tests
+// output, nor measurement rows, nor a training log". Without the mark it is
+// refused naming the encoding.
+func TestReadUTF16(t *testing.T) {
+	utf8 := read(t, "testdata/h100-ib-ndr/ncclt290-auto.txt")
+	var want calibrate.Inputs
+	if err := want.Read("auto.txt", utf8, calibrate.FileLayout{Op: "allreduce"}); err != nil {
+		t.Fatal(err)
+	}
+	enc := func(bigEndian, mark bool) []byte {
+		var out []byte
+		if mark {
+			out = []byte{0xFF, 0xFE}
+			if bigEndian {
+				out = []byte{0xFE, 0xFF}
+			}
+		}
+		for _, u := range utf16.Encode([]rune(strings.ReplaceAll(string(utf8), "\n", "\r\n"))) {
+			if bigEndian {
+				out = append(out, byte(u>>8), byte(u))
+			} else {
+				out = append(out, byte(u), byte(u>>8))
+			}
+		}
+		return out
+	}
+	for _, be := range []bool{false, true} {
+		var in calibrate.Inputs
+		if err := in.Read("auto16.txt", enc(be, true), calibrate.FileLayout{Op: "allreduce"}); err != nil {
+			t.Errorf("UTF-16 (big-endian %v): %v", be, err)
+			continue
+		}
+		if got, w := in.Sweeps[0].Points, want.Sweeps[0].Points; !slices.Equal(got, w) {
+			t.Errorf("UTF-16 (big-endian %v): %d points, want %d as from UTF-8", be, len(got), len(w))
+		}
+	}
+	var in calibrate.Inputs
+	err := in.Read("bare16.txt", enc(false, false), calibrate.FileLayout{Op: "allreduce"})
+	if err == nil || !strings.Contains(err.Error(), "bare16.txt: UTF-16 text without a byte-order mark") {
+		t.Errorf("UTF-16 without a mark: %v", err)
 	}
 }

@@ -97,9 +97,13 @@ var logFormats = []logFormat{
 	// Its validation line ("validate step: 10  loss: …  tps: 50,000") times no
 	// training step.
 	{framework: "torchtitan", re: regexp.MustCompile(`\bstep:\s*\d+.*\btps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), key: "tps:", lit: "tps:",
-		stepS: func(v float64, l RunLayout) float64 {
-			return float64(l.GlobalBatch) * float64(l.SeqLen) / (v * float64(l.GPUs))
-		}, not: regexp.MustCompile(`\bvalidat\w*\s+step:`), step: regexp.MustCompile(`\bstep:\s*(\d+)`)},
+		stepS: perGPUTokenRate, not: regexp.MustCompile(`\bvalidat\w*\s+step:`), step: regexp.MustCompile(`\bstep:\s*(\d+)`)},
+	// torchtitan before pytorch/torchtitan#697 (2024-11-24, "rename wps to tps")
+	// printed the same rate as "wps" ("step: 10  loss: 7.9  memory: 30.1GiB(38%)
+	// wps: 5,739  mfu: 35.4%"; train.py: wps = ntokens_since_last_log /
+	// (time_delta * parallel_dims.model_parallel_size)), read as tps is.
+	{framework: "torchtitan", re: regexp.MustCompile(`\bstep:\s*\d+.*\bwps:\s*([0-9][0-9,]*(?:\.[0-9]+)?)`), key: "wps:", lit: "wps:",
+		stepS: perGPUTokenRate, not: regexp.MustCompile(`\bvalidat\w*\s+step:`), step: regexp.MustCompile(`\bstep:\s*(\d+)`)},
 	// Composer / llm-foundry: "Train throughput/batches_per_sec: 0.52".
 	{framework: "composer", re: regexp.MustCompile(`throughput/batches_per_sec:\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)`), key: "throughput/batches_per_sec", lit: "throughput/batches_per_sec",
 		stepS: func(v float64, _ RunLayout) float64 { return 1 / v }},
@@ -112,10 +116,23 @@ var logFormats = []logFormat{
 		stepS: func(v float64, l RunLayout) float64 { return float64(l.GlobalBatch) / v }, step: regexp.MustCompile(`global_step=(\d+)`)},
 }
 
+// perGPUTokenRate is the step time of a rate of tokens per second per GPU
+// (torchtitan's tps, wps): the global batch's tokens over the rate of all GPUs.
+func perGPUTokenRate(v float64, l RunLayout) float64 {
+	return float64(l.GlobalBatch) * float64(l.SeqLen) / (v * float64(l.GPUs))
+}
+
 var (
 	// torchrun's prefix of a rank's lines with --tee or --local-ranks-filter
 	// ("[rank3]:"; "[default3]:" from torchelastic's older log prefix).
 	rankTag = regexp.MustCompile(`^\[(?:rank|default)\d+\]:`)
+	// Megatron-LM's "global batch size:   512 |", the global batch the logged
+	// step ran: micro-batch × data-parallel size × the current number of
+	// micro-batches, which a batch-size ramp-up grows (megatron/training/
+	// training.py, training_log); NeMo 2's progress printer's
+	// "global_batch_size: 16 |" ("Training epoch 0, iteration 32/99 | lr: … |
+	// global_batch_size: 16 | … | train_step_timing in s: 4.929").
+	globalBatchRe = regexp.MustCompile(`global(?: batch size|_batch_size):\s*(\d+)`)
 	// Megatron-LM's "iteration       10/    1000 |".
 	megatronIter = regexp.MustCompile(`\biteration\s+(\d+)\s*/`)
 	// A run starting (again): Megatron-LM's print_datetime("before the start of
@@ -231,6 +248,7 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 		v         float64
 		line, seg int
 		bad       bool
+		gbs       int // the global batch the line says the step ran (0: not said)
 	}
 	var vals []logged
 	var format *logFormat
@@ -289,7 +307,13 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 			if err != nil || !(v > 0) || math.IsInf(v, 0) {
 				return fileErr(name, line, "%s: %q is not a positive number", f.name(), m[1])
 			}
-			vals = append(vals, logged{v: v, line: line, seg: len(restarts), bad: maybeBadStep(t) && badStepRe.MatchString(t)})
+			l := logged{v: v, line: line, seg: len(restarts), bad: maybeBadStep(t) && badStepRe.MatchString(t)}
+			if strings.Contains(t, "global batch size") || strings.Contains(t, "global_batch_size") {
+				if gm := globalBatchRe.FindStringSubmatch(t); gm != nil {
+					l.gbs, _ = strconv.Atoi(gm[1])
+				}
+			}
+			vals = append(vals, l)
 			break
 		}
 		if len(vals) > 0 && !started && strings.Contains(t, "start") && startRe.MatchString(t) {
@@ -310,11 +334,38 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 		}
 	}
 	if format == nil {
-		return r, fileErr(name, 0, "not a training log stepcost reads: none of Megatron-LM's \"elapsed time per iteration (ms)\", NeMo's \"train_step_timing\", torchtitan's \"tps:\", Composer's \"throughput/batches_per_sec\" or DeepSpeed's \"samples/sec\"")
+		return r, fileErr(name, 0, "not a training log stepcost reads: none of Megatron-LM's \"elapsed time per iteration (ms)\", NeMo's \"train_step_timing\", torchtitan's \"tps:\" (\"wps:\" before November 2024), Composer's \"throughput/batches_per_sec\" or DeepSpeed's \"samples/sec\"")
 	}
 	r.Framework = format.framework
 	if err := checkRunLayout(name, &r.Layout, format.framework); err != nil {
 		return r, err
+	}
+	// Steps the log says ran another global batch than the layout's are not its
+	// steps: a batch-size ramp-up's, set aside and said; none of the layout's is
+	// a layout that is not the log's.
+	var other []logged
+	ran := vals[:0:0]
+	for _, l := range vals {
+		if l.gbs > 0 && l.gbs != r.Layout.GlobalBatch {
+			other = append(other, l)
+			continue
+		}
+		ran = append(ran, l)
+	}
+	if len(other) > 0 {
+		if len(ran) == 0 {
+			return r, &FileError{File: name, Line: other[0].line, Layout: "global_batch",
+				Msg: fmt.Sprintf("layout global_batch: %d was given, but the log's steps ran global batch size %d", r.Layout.GlobalBatch, other[0].gbs)}
+		}
+		var sizes []string
+		for _, l := range other {
+			if g := strconv.Itoa(l.gbs); !slices.Contains(sizes, g) {
+				sizes = append(sizes, g)
+			}
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%d logged step(s) of another global batch size than the layout's %d (%s: a batch-size ramp-up?) set aside (lines %d–%d)",
+			len(other), r.Layout.GlobalBatch, strings.Join(sizes, ", "), other[0].line, other[len(other)-1].line))
+		vals = ran
 	}
 	// The first logged steps carry compilation, allocation and NCCL set-up: drop the
 	// first fifth (at least one when three or more were logged), and so again after
@@ -471,23 +522,43 @@ func (r Run) request(spec topology.Spec) (step.Request, error) {
 	return step.Request{Model: a, Training: t, Cluster: cl, Layout: lay, Ranks: ranks}, nil
 }
 
-// stepRunFields are the layout-file keys of the step request's fields a run sets
-// (request): a refusal of one is the run's field at fault, not its log's.
-var stepRunFields = map[string]string{
+// layoutKeys are the layout file's keys of the estimator's fields a training
+// log's layout sets (step.Layout's and step.Training's, as the API names them).
+var layoutKeys = map[string]string{
 	"layout.tp": "tp", "layout.pp": "pp", "layout.cp": "cp", "layout.ep": "ep", "layout.dp": "dp", "layout.zero": "zero",
-	"layout.micro_batch": "micro_batch", "layout.recompute": "recompute", "layout.sp": "sp", "layout.schedule": "schedule",
+	"layout.micro_batch": "micro_batch", "layout.sp": "sp", "layout.recompute": "recompute", "layout.schedule": "schedule",
 	"layout.virtual_stages": "vpp", "training.global_batch": "global_batch", "training.seq_len": "seq_len",
 	"training.precision": "precision", "training.framework": "framework",
 }
 
-// runField is the layout-file key of the first field err refuses, when the run
-// sets it; "" otherwise.
-func runField(err error) string {
-	var fe *invalid.Error
-	if errors.As(err, &fe) {
-		return stepRunFields[fe.Field]
+// layoutRefusal is the estimator's refusal of a run's layout, named by the
+// layout file's key when it is one field the layout sets ("layout precision:
+// must be bf16, fp16 or fp8"), else as the estimator gives it.
+func layoutRefusal(file string, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap() // the estimator's refusals, joined
 	}
-	return ""
+	var msgs []string
+	first := ""
+	for _, e := range errs {
+		var ie *invalid.Error
+		if !errors.As(e, &ie) || ie.Error() != e.Error() {
+			return fileErr(file, 0, "the layout does not estimate: %v", err)
+		}
+		key, ok := layoutKeys[ie.Field]
+		if !ok {
+			return fileErr(file, 0, "the layout does not estimate: %v", err)
+		}
+		if first == "" {
+			first = key
+		}
+		msgs = append(msgs, fmt.Sprintf("layout %s: %s", key, ie.Rule))
+	}
+	if first == "" {
+		return fileErr(file, 0, "the layout does not estimate: %v", err)
+	}
+	return &FileError{File: file, Msg: strings.Join(msgs, "; "), Layout: first}
 }
 
 // priceRuns estimates every run's step on spec with knobs k.
@@ -505,7 +576,7 @@ func priceRuns(spec topology.Spec, k Knobs, runs []Run) ([]Measured, error) {
 		}
 		res, err := est.Estimate(req)
 		if err != nil {
-			return nil, &FileError{File: r.File, Msg: fmt.Sprintf("the layout does not estimate: %v", err), Layout: runField(err)}
+			return nil, layoutRefusal(r.File, err)
 		}
 		if !(res.StepTime > 0) {
 			return nil, fileErr(r.File, 0, "the layout gives no step time")

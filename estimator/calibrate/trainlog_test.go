@@ -1,9 +1,12 @@
 package calibrate_test
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,9 +30,16 @@ func TestParseTrainingLogs(t *testing.T) {
 			" [2026-01-01 10:00:40] iteration       30/    1000 | consumed samples:         1920 | elapsed time per iteration (ms): 2000.5 | global batch size:    64 |\n", "megatron-core", 2.0055},
 		{"nemo", "Epoch 0: :   1%| 10/1000 [00:30<50:00, reduced_train_loss=7.10, train_step_timing in s=5.00]\nEpoch 0: :   2%| 20/1000 [00:50<40:00, reduced_train_loss=6.90, train_step_timing in s=2.10]\nEpoch 0: :   3%| 30/1000 [01:10<40:00, reduced_train_loss=6.70, train_step_timing in s=2.20]\n", "nemo", 2.15},
 		{"torchtitan", "[rank0]:[titan] 2026-01-01 10:00:00,000 - root - INFO - step:  1  loss: 12.0  memory: 40.00GiB(50.0%)  tps: 1,000  tflops: 50.0  mfu: 5.0%\n[rank0]:[titan] 2026-01-01 10:00:10,000 - root - INFO - step: 10  loss:  8.0  memory: 40.00GiB(50.0%)  tps: 8,192  tflops: 400.0  mfu: 40.0%\n[rank0]:[titan] 2026-01-01 10:00:20,000 - root - INFO - step: 20  loss:  7.0  memory: 40.00GiB(50.0%)  tps: 8,192  tflops: 400.0  mfu: 40.0%\n", "torchtitan", 64 * 8192 / (8192.0 * 16)},
+		// torchtitan before pytorch/torchtitan#697 (2024-11-24) printed the same
+		// per-GPU token rate as "wps" (train.py: wps = ntokens_since_last_log /
+		// (time_delta * parallel_dims.model_parallel_size)).
+		{"torchtitan wps", "[rank0]:2024-06-01 10:00:00,000 - root - INFO - step:  1  loss: 12.0000  memory: 40.00GiB(50.00%)  wps: 1,000  mfu: 5.00%\n[rank0]:2024-06-01 10:00:10,000 - root - INFO - step: 10  loss:  8.0000  memory: 40.00GiB(50.00%)  wps: 8,192  mfu: 40.00%\n[rank0]:2024-06-01 10:00:20,000 - root - INFO - step: 20  loss:  7.0000  memory: 40.00GiB(50.00%)  wps: 8,192  mfu: 40.00%\n", "torchtitan", 64 * 8192 / (8192.0 * 16)},
 		{"composer", "[batch=10/100]:\n\t Train throughput/batches_per_sec: 0.2000\n[batch=20/100]:\n\t Train throughput/batches_per_sec: 0.5000\n[batch=30/100]:\n\t Train throughput/batches_per_sec: 0.5000\n", "composer", 2},
 		{"deepspeed", "[2026-01-01 10:00:00,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=20.0, CurrSamplesPerSec=10.0, MemAllocated=10GB\n[2026-01-01 10:00:10,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=20/global_step=20, RunningAvgSamplesPerSec=30.0, CurrSamplesPerSec=32.0, MemAllocated=10GB\n[2026-01-01 10:00:20,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=30/global_step=30, RunningAvgSamplesPerSec=31.0, CurrSamplesPerSec=32.0, MemAllocated=10GB\n", "deepspeed", 2},
 	} {
+		if !calibrate.IsTrainingLog([]byte(tt.log)) {
+			t.Errorf("%s: not taken for a training log", tt.name)
+		}
 		r, err := calibrate.ParseTrainingLog(tt.name+".log", []byte(tt.log), lay)
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
@@ -213,5 +223,84 @@ func TestTrainingLogLayoutReadAsGiven(t *testing.T) {
 	}
 	if a, b := score(0), score(8); a != b {
 		t.Errorf("gpus_per_node left out (the node's) %.4f, given as the node's 8 %.4f", a, b)
+	}
+}
+
+// Megatron-LM prints the global batch each logged step ran ("global batch size:
+// 512 |", training.py training_log: micro-batch × data-parallel × the current
+// number of micro-batches): a layout whose global_batch no logged step ran is
+// refused naming it (a step of 512 sequences was priced as one of 256 without a
+// word), and the steps of a batch-size ramp-up (--rampup-batch-size), smaller
+// batches than the layout's, are set aside and said, not taken for its steps.
+func TestMegatronGlobalBatchAgainstTheLayout(t *testing.T) {
+	line := func(it, gbs int, ms float64) string {
+		return fmt.Sprintf(" [2026-01-01 10:00:00] iteration %8d/    1000 | consumed samples: %12d | elapsed time per iteration (ms): %.1f | learning rate: 3.000E-04 | global batch size: %5d | lm loss: 7.000000E+00 | loss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n", it, it*gbs, ms, gbs)
+	}
+	lay := calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, TP: 1, MicroBatch: 2, GlobalBatch: 256, SeqLen: 8192}
+	var log strings.Builder
+	for it := 10; it <= 60; it += 10 {
+		log.WriteString(line(it, 512, 4000))
+	}
+	_, err := calibrate.ParseTrainingLog("gbs.log", []byte(log.String()), lay)
+	var fe *calibrate.FileError
+	if !errors.As(err, &fe) || fe.Layout != "global_batch" || fe.Line != 1 ||
+		!strings.Contains(err.Error(), "gbs.log:1: layout global_batch: 256 was given, but the log's steps ran global batch size 512") {
+		t.Errorf("a layout of another global batch: %v (%+v)", err, fe)
+	}
+
+	// NeMo 2's progress printer says it too ("global_batch_size: 16").
+	nemo := "Training epoch 0, iteration 32/99 | lr: 4.8e-06 | global_batch_size: 16 | global_step: 32 | reduced_train_loss: 1.436 | train_step_timing in s: 4.929 | consumed_samples: 528\n" +
+		"Training epoch 0, iteration 33/99 | lr: 4.95e-06 | global_batch_size: 16 | global_step: 33 | reduced_train_loss: 1.43 | train_step_timing in s: 4.93 | consumed_samples: 544\n"
+	if _, err := calibrate.ParseTrainingLog("nemo.log", []byte(nemo), lay); err == nil || !strings.Contains(err.Error(), "nemo.log:1: layout global_batch: 256 was given, but the log's steps ran global batch size 16") {
+		t.Errorf("a NeMo 2 log of another global batch: %v", err)
+	}
+
+	// A ramp-up of 128 and 256 before 512: those steps are not the layout's.
+	log.Reset()
+	log.WriteString(line(10, 128, 1000) + line(20, 256, 2000) + line(30, 256, 2000))
+	for it := 40; it <= 100; it += 10 {
+		log.WriteString(line(it, 512, 4000))
+	}
+	lay.GlobalBatch = 512
+	r, err := calibrate.ParseTrainingLog("ramp.log", []byte(log.String()), lay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StepS != 4 || r.Steps != 6 {
+		t.Errorf("step %v s over %d steps; want 4 s over the 7 steps of 512 less one of warm-up", r.StepS, r.Steps)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool {
+		return strings.Contains(n, "3 logged step(s) of another global batch size than the layout's 512 (128, 256: a batch-size ramp-up?) set aside (lines 1–3)")
+	}) {
+		t.Errorf("no note of the ramp-up's steps: %q", r.Notes)
+	}
+}
+
+// A training log's layout the estimator refuses is named by the layout file's
+// key, as the reader's own refusals are: the estimator's field
+// ("training.precision", "layout.tp") was given, a name the layout file has not,
+// and the file's content was named at fault over the API.
+func TestTrainingLogEstimateRefusalNamesTheKey(t *testing.T) {
+	log := []byte(" iteration 10/ 1000 | elapsed time per iteration (ms): 2000.0 |\n iteration 20/ 1000 | elapsed time per iteration (ms): 2000.0 |\n")
+	spec, err := catalog.System("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		lay       calibrate.RunLayout
+		key, want string
+	}{
+		{calibrate.RunLayout{Model: "llama3-8b", GPUs: 16, MicroBatch: 1, GlobalBatch: 64, SeqLen: 4096, Precision: "fp4"}, "precision", `run.log: layout precision: must be bf16, fp16 or fp8 (got "fp4")`},
+		{calibrate.RunLayout{Model: "llama3-8b", GPUs: 24, TP: 3, MicroBatch: 1, GlobalBatch: 64, SeqLen: 4096}, "tp", "run.log: layout tp: "},
+	} {
+		r, err := calibrate.ParseTrainingLog("run.log", log, c.lay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = calibrate.Score(spec, calibrate.Inputs{Runs: []calibrate.Run{r}})
+		fe := &calibrate.FileError{}
+		if !errors.As(err, &fe) || fe.Layout != c.key || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v (field %q); want %q naming %s", c.lay, err, fe.Layout, c.want, c.key)
+		}
 	}
 }

@@ -7,13 +7,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
 	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/picture"
 )
 
@@ -33,7 +36,7 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	clusterFile := fs.String("cluster-file", "", "base cluster description file (JSON or YAML)")
 	nodes := fs.Int("nodes", 0, "nodes of the nccl-tests outputs whose header has no device lines")
 	perNode := fs.Int("gpus-per-node", 0, "GPUs per node of those outputs")
-	layoutFile := fs.String("layout", "", "YAML or JSON: per input file (by name) what it does not state — nodes, gpus_per_node, op, launch for nccl-tests; model, gpus, tp, pp, dp, micro_batch, global_batch, seq_len, … for training logs")
+	layoutFile := fs.String("layout", "", "YAML or JSON: per input file (by name) what it does not state — nodes, gpus_per_node, op, launch, algo for nccl-tests; model, gpus, tp, pp, dp, micro_batch, global_batch, seq_len, … for training logs")
 	out := fs.String("out", "", "write the calibrated cluster file here (YAML; load it with --cluster-file)")
 	name := fs.String("name", "", "name of the calibrated cluster (default: the base's with -calibrated)")
 	svg := fs.String("svg", "", "draw measured vs predicted bus bandwidth over size, before and after, per input file (SVG; - for standard output)")
@@ -43,6 +46,19 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	return func(_ context.Context, files []string, stdout, stderr io.Writer) error {
 		if *svg == "-" && *asJSON {
 			return errSVGAndJSON
+		}
+		// The name is printed by every command that loads the file, on one line.
+		if n := *name; n != "" && (strings.TrimSpace(n) != n || strings.ContainsFunc(n, unicode.IsControl)) {
+			return fmt.Errorf("--name: must be printable text without leading or trailing blanks: the cluster's name, which the commands that load the file print (got %q)", n)
+		}
+		// 0 is the flags' "not given"; given, a value below 1 is no node count.
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"nodes", *nodes}, {"gpus-per-node", *perNode}} {
+			if f.v < 0 || f.v == 0 && fs.Changed(f.name) {
+				return fmt.Errorf("--%s: must be at least 1 (got %d)", f.name, f.v)
+			}
 		}
 		spec, base, err := loadCluster(*clusterName, *clusterFile)
 		if err != nil {
@@ -82,12 +98,29 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			if err := in.Read(f, data, layouts.For(f, def)); err != nil {
+			// The flags state the collective measurements' nodes and GPUs per
+			// node; a training log's are its layout's (or the cluster's).
+			d := def
+			if calibrate.ReadsAsTrainingLog(data) {
+				d = calibrate.FileLayout{}
+			}
+			if err := in.Read(f, data, layouts.For(f, d)); err != nil {
 				return err
 			}
 		}
-		if *nodes > 0 && len(in.Sweeps) == 0 {
-			fmt.Fprintf(stderr, "stepcost calibrate: --nodes %d: unused, no nccl-tests output or measurement rows among the inputs (a training log's nodes follow from its layout's gpus)\n", *nodes)
+		if *svg != "" && len(in.Sweeps) == 0 {
+			// Said before the fit writes anything: the picture draws the sweeps.
+			return errors.New("--svg: no nccl-tests output or measurement rows among the inputs: the picture draws their bus bandwidth over size")
+		}
+		if len(in.Sweeps) == 0 {
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"nodes", *nodes}, {"gpus-per-node", *perNode}} {
+				if f.v > 0 {
+					fmt.Fprintf(stderr, "stepcost calibrate: --%s %d: unused, no nccl-tests output or measurement rows among the inputs (a training log's nodes and GPUs per node follow from its layout: gpus, gpus_per_node or the cluster's)\n", f.name, f.v)
+				}
+			}
 		}
 		rep, err := calibrate.Calibrate(base, spec, in)
 		if err != nil {
@@ -98,6 +131,13 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			rep.Spec.Name = spec.Name + "-calibrated"
 		}
 		rep.Spec.Source = strings.TrimSpace(spec.Source + "; calibrated by stepcost calibrate on " + strings.Join(baseNames(files), ", "))
+		// The picture's file first: a path it cannot be written to fails the
+		// command before the cluster file is written.
+		if *svg != "" && *svg != "-" {
+			if err := writeCalibrationSVG(*svg, rep, in, stdout); err != nil {
+				return err
+			}
+		}
 		if *out != "" {
 			doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
 			if err != nil {
@@ -107,25 +147,78 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 				return fmt.Errorf("--out: %w", err)
 			}
 		}
-		if *svg != "" {
-			if err := writeCalibrationSVG(*svg, rep, in, stdout); err != nil {
-				return err
-			}
-			if *svg == "-" {
-				return nil
-			}
+		if *svg == "-" {
+			return writeCalibrationSVG(*svg, rep, in, stdout)
 		}
 		if *asJSON {
-			return writeJSON(stdout, rep)
+			return writeJSON(stdout, reportJSON(rep, in))
 		}
 		printReport(stdout, rep, in, *out)
 		return nil
 	}
 }
 
+// calibrationJSON is calibrate's --json: the report, and what the table says
+// of the inputs besides — each file as read, and the notes of what the readers
+// set aside or dropped.
+type calibrationJSON struct {
+	*calibrate.Report
+	Inputs []calibrationInput
+	Notes  []string `json:",omitempty"`
+}
+
+// calibrationInput is one input file as read: an nccl-tests output or
+// measurement rows (Kind "collective"), or a training log ("training").
+type calibrationInput struct {
+	File, Kind string
+	// A collective's operation, ranks and launch, and where its nodes came from
+	// ("header", "rows", "given").
+	Op                 string `json:",omitempty"`
+	Nodes, GPUsPerNode int    `json:",omitempty"`
+	Device, Launch     string `json:",omitempty"`
+	Algo               string `json:",omitempty"`
+	Rows               int    `json:",omitempty"`
+	NodesFrom          string `json:",omitempty"`
+	// A training log's framework, model and GPUs, and its step time (the
+	// median of LoggedSteps steps after the warm-up ones).
+	Framework   string  `json:",omitempty"`
+	Model       string  `json:",omitempty"`
+	GPUs        int     `json:",omitempty"`
+	StepSeconds float64 `json:",omitempty"`
+	LoggedSteps int     `json:",omitempty"`
+}
+
+func reportJSON(r *calibrate.Report, in calibrate.Inputs) calibrationJSON {
+	out := calibrationJSON{Report: r, Inputs: []calibrationInput{}, Notes: in.Notes()}
+	for _, s := range in.Sweeps {
+		c := calibrationInput{File: s.File, Kind: "collective", Op: s.Op.String(), Nodes: s.Nodes, GPUsPerNode: s.GPUsPerNode,
+			Device: s.Device, Launch: s.Launch.String(), Rows: len(s.Points), NodesFrom: nodesFrom(s)}
+		if s.Algo != collective.Auto {
+			c.Algo = s.Algo.String()
+		}
+		out.Inputs = append(out.Inputs, c)
+	}
+	for _, ru := range in.Runs {
+		out.Inputs = append(out.Inputs, calibrationInput{File: ru.File, Kind: "training", Framework: ru.Framework,
+			Model: ru.Layout.Model, GPUs: ru.Layout.GPUs, StepSeconds: ru.StepS, LoggedSteps: ru.Steps})
+	}
+	return out
+}
+
+// nodesFrom says where a sweep's nodes and GPUs per node came from.
+func nodesFrom(s calibrate.Sweep) string {
+	switch {
+	case s.FromRows:
+		return "rows"
+	case s.FromHeader:
+		return "header"
+	}
+	return "given"
+}
+
 // sameFiles refuses one file given under two paths (x.txt and ./x.txt, a link):
 // its rows would be fitted twice, and each copy scored with the other in the fit.
-// One path given twice is refused by the fit itself.
+// One path given twice is said so.
 // layoutsOfOneFile refuses a layout entry, keyed by a base name, that two input
 // files share: it cannot say which it is for, and was applied to both.
 func layoutsOfOneFile(layouts calibrate.Layouts, files []string) error {
@@ -146,6 +239,9 @@ func layoutsOfOneFile(layouts calibrate.Layouts, files []string) error {
 func sameFiles(files []string) error {
 	seen := make([]os.FileInfo, len(files))
 	for i, f := range files {
+		if slices.Contains(files[:i], f) {
+			return fmt.Errorf("%s: given twice", f)
+		}
 		fi, err := os.Stat(f)
 		if err != nil {
 			continue // reading it says why
@@ -186,13 +282,7 @@ func fileComments(r *calibrate.Report) []string {
 func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out string) {
 	fmt.Fprintf(w, "Calibration of %s on %d file(s)\n\n", r.Base, len(r.Files))
 	for _, s := range in.Sweeps {
-		src := "from the header"
-		switch {
-		case s.FromRows:
-			src = "from the rows"
-		case !s.FromHeader:
-			src = "as given"
-		}
+		src := map[string]string{"rows": "from the rows", "header": "from the header", "given": "as given"}[nodesFrom(s)]
 		printWrapped(w, "  ", fmt.Sprintf("%s: %s (nodes %s)", s.File, s.Describe(), src), true)
 	}
 	for _, ru := range in.Runs {

@@ -3,10 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -311,6 +314,11 @@ func TestCalibrateSameFileTwice(t *testing.T) {
 			t.Errorf("%s: exit %d: %.200s%.300s", second, code, out, errOut)
 		}
 	}
+	// One path given twice is said so; it was called "a copy under another name".
+	code, _, errOut := run("calibrate", "--cluster", "dgx-h100", files[0], files[0])
+	if want := "stepcost calibrate: " + files[0] + ": given twice\n"; code != 1 || errOut != want {
+		t.Errorf("one path twice: exit %d, %q; want %q", code, errOut, want)
+	}
 }
 
 // A --layout of many entries for files not among the inputs names the first 20
@@ -412,5 +420,201 @@ func TestCalibrateCopyOfAnInput(t *testing.T) {
 	code, out, errOut := run("calibrate", "--cluster", "dgx-h100", "--nodes", "2", "--gpus-per-node", "8", a, b)
 	if want := b + ": the same content as " + a; code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, want 1 and %q: %.200s%.300s", code, want, out, errOut)
+	}
+}
+
+// --nodes and --gpus-per-node state what an nccl-tests output without device
+// lines does not: a value below 1 given is refused naming the flag (a negative
+// one was read as not given, or as the flags missing: "the nodes and GPUs per
+// node must be given").
+func TestCalibrateNodeFlagsBelowOne(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata")
+	withDevices := filepath.Join(td, "h100-ib-ndr", "ncclt290-auto.txt")
+	noDevices := filepath.Join(td, "h100-ib", "dstack-nebius-allreduce.txt")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nodes", "-1", withDevices}, "--nodes: must be at least 1 (got -1)"},
+		{[]string{"--gpus-per-node", "-8", withDevices}, "--gpus-per-node: must be at least 1 (got -8)"},
+		{[]string{"--nodes", "-2", "--gpus-per-node", "8", noDevices}, "--nodes: must be at least 1 (got -2)"},
+		{[]string{"--nodes", "2", "--gpus-per-node", "0", noDevices}, "--gpus-per-node: must be at least 1 (got 0)"},
+	} {
+		code, _, stderr := run(append([]string{"calibrate", "--cluster", "dgx-h100"}, c.args...)...)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit 1 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// --gpus-per-node is not applied to a training log, whose GPUs per node are its
+// layout's or the cluster's: --gpus-per-node 4 placed the torchao run of 8 GPUs
+// on two nodes of 4 without a word (|error| 12.9 → 11.3 %). Given with training
+// logs alone it is named as unused, as --nodes is.
+func TestCalibrateGPUsPerNodeIsNotTheLogs(t *testing.T) {
+	logs := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "trainlogs")
+	ly, err := os.ReadFile(filepath.Join(logs, "layout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := filepath.Join(t.TempDir(), "layout.yaml")
+	if err := os.WriteFile(layout, bytes.ReplaceAll(ly, []byte("gpus_per_node: 8, "), nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bf16 := filepath.Join(logs, "torchao-pretraining-bf16.log")
+	code, plain, stderr := run("calibrate", "--cluster", "dgx-h100", "--layout", layout, "--json", bf16)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, flagged, stderr := run("calibrate", "--cluster", "dgx-h100", "--layout", layout, "--gpus-per-node", "4", "--json", bf16)
+	if code != 0 {
+		t.Fatalf("--gpus-per-node 4: exit %d: %s", code, stderr)
+	}
+	if plain != flagged {
+		t.Errorf("--gpus-per-node 4 changed the training log's report:\n%s\nagainst\n%s", flagged, plain)
+	}
+	if want := "--gpus-per-node 4: unused"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q: %q", want, stderr)
+	}
+}
+
+// calibrate --json says what the table says of the inputs: each file as read
+// (its collective and ranks, or its framework and step time) and every note of
+// what was set aside or dropped (warm-up steps, a missing closing summary, a
+// stall). The JSON was the report alone: the notes were in the table only.
+func TestCalibrateJSONKeepsTheInputsAndNotes(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata")
+	dir := t.TempDir()
+	// An output cut before its closing summary: read, with a note.
+	full, err := os.ReadFile(filepath.Join(td, "h100-ib-ndr", "ncclt290-auto.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.txt")
+	if err := os.WriteFile(cut, full[:bytes.Index(full, []byte("# Out of bounds"))-len(" 0: ")], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := filepath.Join(td, "trainlogs")
+	layout := filepath.Join(dir, "layout.yaml")
+	ly, err := os.ReadFile(filepath.Join(logs, "layout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(layout, append(ly, "cut.txt: {op: allreduce}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"calibrate", "--cluster", "dgx-h100", "--layout", layout, cut, filepath.Join(logs, "torchao-pretraining-bf16.log")}
+	code, table, stderr := run(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, js, stderr := run(append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Notes  []string
+		Inputs []struct {
+			File, Kind, Op, Framework string
+			Nodes, GPUsPerNode, GPUs  int
+			StepSeconds               float64
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatal(err)
+	}
+	// Every note of the table, in the JSON (the table wraps them).
+	flat := strings.Join(strings.Fields(table), " ")
+	notes := 0
+	for _, n := range strings.Split(flat, " note: ")[1:] {
+		notes++
+		n, _, _ = strings.Cut(n, " Constants ")
+		if !slices.ContainsFunc(got.Notes, func(s string) bool { return strings.HasPrefix(n, s) || strings.HasPrefix(s, n) }) {
+			t.Errorf("the table's note %q is not in the JSON's %q", n, got.Notes)
+		}
+	}
+	if notes < 2 || len(got.Notes) != notes {
+		t.Errorf("%d notes in the table, %d in the JSON: %q", notes, len(got.Notes), got.Notes)
+	}
+	if len(got.Inputs) != 2 || got.Inputs[0].File != cut || got.Inputs[0].Op != "allreduce" || got.Inputs[0].Nodes != 2 || got.Inputs[0].GPUsPerNode != 8 ||
+		got.Inputs[1].Framework != "torchtitan" || got.Inputs[1].GPUs != 8 || !strings.Contains(table, fmt.Sprintf("step %.4g s", got.Inputs[1].StepSeconds)) {
+		t.Errorf("the JSON's inputs %+v are not the table's:\n%s", got.Inputs, table)
+	}
+}
+
+// --name is the written cluster's name, printed by every command that loads the
+// file: a name with a control character (a newline split the collective's
+// title line in two) or only blanks is refused naming the flag.
+func TestCalibrateNameIsPrintable(t *testing.T) {
+	file := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(file, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	for _, name := range []string{"x\ny", "tab\there", "   ", " padded"} {
+		code, _, stderr := run("calibrate", "--cluster", "dgx-h100", "--name", name, "--out", filepath.Join(t.TempDir(), "c.yaml"), files[0])
+		if code != 1 || !strings.HasPrefix(stderr, "stepcost calibrate: --name: ") {
+			t.Errorf("--name %q: exit %d, %q", name, code, stderr)
+		}
+	}
+	if code, _, stderr := run("calibrate", "--cluster", "dgx-h100", "--name", "my h100: rack 2", files[0]); code != 0 {
+		t.Errorf("a name with blanks and a colon: exit %d, %s", code, stderr)
+	}
+}
+
+// --layout's help names every key an nccl-tests output's entry takes (the
+// layout's algo, NCCL_ALGO as the run set it, was left out).
+func TestCalibrateLayoutHelpNamesTheKeys(t *testing.T) {
+	_, help, _ := run("calibrate", "--help")
+	help = strings.Join(strings.Fields(help), " ")
+	_, text, ok := strings.Cut(help, "--layout string ")
+	text, _, _ = strings.Cut(text, " for nccl-tests")
+	if !ok {
+		t.Fatalf("no --layout in the help:\n%s", help)
+	}
+	lt := reflect.TypeOf(calibrate.Layout{})
+	for i := range lt.NumField() {
+		key, _, _ := strings.Cut(lt.Field(i).Tag.Get("json"), ",")
+		if !strings.Contains(text, key) {
+			t.Errorf("--layout's help for nccl-tests outputs (%q) does not name %s", text, key)
+		}
+	}
+}
+
+// --svg with no collective measurement among the inputs is refused before
+// anything is written: the command failed ('--svg: no nccl-tests file to draw',
+// exit 1) after writing the --out cluster file and printing no report.
+func TestCalibrateSVGWithoutSweepsWritesNothing(t *testing.T) {
+	logs := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "trainlogs")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "c.yaml")
+	code, stdout, stderr := run("calibrate", "--cluster", "dgx-h100", "--layout", filepath.Join(logs, "layout.yaml"), "--out", out, "--svg", filepath.Join(dir, "b.svg"),
+		filepath.Join(logs, "torchao-pretraining-bf16.log"))
+	if code != 1 || !strings.Contains(stderr, "--svg: no nccl-tests output or measurement rows among the inputs: the picture draws their bus bandwidth") || stdout != "" {
+		t.Errorf("exit %d, %q, stdout %q", code, stderr, stdout)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("--out %s written by a command that failed", out)
+	}
+}
+
+// A --svg file that cannot be written fails the command before the cluster file
+// is written: it failed after writing --out (exit 1, a calibrated cluster
+// file on disk from a command that said it failed).
+func TestCalibrateUnwritableSVGWritesNoClusterFile(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "rows", "h100-ib-8n")
+	files, err := filepath.Glob(filepath.Join(td, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "c.yaml")
+	svg := filepath.Join(dir, "no-such-dir", "b.svg")
+	code, _, stderr := run("calibrate", "--cluster", "dgx-h100", "--out", out, "--svg", svg, files[0])
+	if code != 1 || !strings.Contains(stderr, "--svg "+svg+": ") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("--out %s written by a command that failed", out)
 	}
 }

@@ -288,3 +288,20 @@ func TestCollectiveForcedProtocolWarned(t *testing.T) {
 		t.Errorf("ring on LL: exit %d:\n%s", code, out)
 	}
 }
+
+// load names the flag missing, not both: "--server and --in: required" was said
+// for --in given without --server, and for --server given without --in.
+func TestLoadNamesTheMissingFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"load", "--in", "plan.json"}, "stepcost load: --server: required (a stepcostd's host:port)\n"},
+		{[]string{"load", "--server", "localhost:8081"}, "stepcost load: --in: required (an EstimatePlan request as JSON)\n"},
+		{[]string{"load"}, "stepcost load: --server and --in: required (a stepcostd's host:port, an EstimatePlan request as JSON)\n"},
+	} {
+		if code, _, stderr := run(c.args...); code != 1 || stderr != c.want {
+			t.Errorf("%q: exit %d, %q; want exit 1, %q", c.args, code, stderr, c.want)
+		}
+	}
+}

@@ -4,8 +4,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stepcost/stepcost/estimator/step/accuracy"
 )
 
 // documentedCommandLines returns every stepcost command line of the sh code blocks
@@ -144,5 +148,37 @@ func TestDocumentedCommandLinesParse(t *testing.T) {
 	// least; a parser that finds none would pass vacuously.
 	if len(lines["README.md"]) < 8 || n < 20 {
 		t.Fatalf("%d command lines found (%d in README.md): the code blocks were not read", n, len(lines["README.md"]))
+	}
+}
+
+// What the docs say 'stepcost runs' lists is the number of runs it lists: the
+// command's comment in docs/step-model.md ("every published run (all 260, …)")
+// and its "by source" table's count said 260 after nine runs were added (269).
+func TestDocumentedRunCountIsTheRuns(t *testing.T) {
+	cases, err := accuracy.AllCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("../../../docs/step-model.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`stepcost runs\s+# every published run \(all (\d+),`),
+		regexp.MustCompile(`"by source" table covers the (\d+) runs of both files`),
+	} {
+		m := re.FindSubmatch(data)
+		if m == nil {
+			t.Errorf("docs/step-model.md: no %q", re)
+			continue
+		}
+		n++
+		if got, _ := strconv.Atoi(string(m[1])); got != len(cases) {
+			t.Errorf("docs/step-model.md: %q says %d runs; stepcost runs lists %d", m[0], got, len(cases))
+		}
+	}
+	if n == 0 {
+		t.Fatal("no count found")
 	}
 }

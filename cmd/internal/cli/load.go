@@ -30,8 +30,13 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 	maxReq := fs.Int("requests", 100000, "stop after this many requests")
 	vary := fs.Bool("uncached", false, "make every request distinct (vary the batch), so none hits the cache")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if *addr == "" || *in == "" {
-			return errors.New("--server and --in: required")
+		switch {
+		case *addr == "" && *in == "":
+			return errors.New("--server and --in: required (a stepcostd's host:port, an EstimatePlan request as JSON)")
+		case *addr == "":
+			return errors.New("--server: required (a stepcostd's host:port)")
+		case *in == "":
+			return errors.New("--in: required (an EstimatePlan request as JSON)")
 		}
 		switch {
 		case *conc < 1 || *conc > maxLoadConcurrency:

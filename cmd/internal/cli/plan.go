@@ -77,19 +77,7 @@ type planArgs struct {
 	fp8Recipe        *string
 	moeImb           *float64
 	moeCap           *float64
-	fp8Acts          *bool
-	noDropout        *bool
-	moePad           *bool
-	dispatcher       *string
-	permuteFusion    *bool
-	routerFP32       *bool
-	groupedGEMM      *bool
-	cudaGraphs       *bool
-	cpMaxCTAs        *int
-	dpMaxCTAs        *int
-	tpMaxCTAs        *int
-	queues           *int
-	dpBucket         *float64
+	sw               *trainingSwitches
 	slowGPU          *float64
 	placeTol         *float64
 	offload          *string
@@ -160,19 +148,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.fp8Recipe = enumFlag(fs, "fp8-recipe", "", "with --precision fp8: delayed (Transformer Engine's default: scales from the amax history, weights cast once per step), current (torchao tensorwise: an amax pass before every cast, weights cast every forward), rowwise (torchao rowwise: per-row scales along each axis, the column-wise casts at a third of the bandwidth, the backward GEMMs' outputs rescaled in place), mxfp8 (32-element blocks with E8M0 scales; Blackwell only) or blockwise (DeepSeek-V3's 1×128 activation tiles and 128×128 weight blocks, scales found in the cast, weights cast once per step); default: the framework's", fp8RecipeNames)
 	opt.moeImb = fs.Float64("moe-imbalance", 0, "MoE router imbalance: the busiest expert-parallel rank's tokens over the mean (≥ 1; 0: balanced)")
 	opt.moeCap = fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
-	opt.fp8Acts = fs.Bool("fp8-activations", false, "with --precision fp8: keep the matmul and activation-function inputs saved for the backward pass in fp8, the attention output in 12 bits (DeepSeek-V3; default: the framework's)")
-	opt.noDropout = fs.Bool("no-dropout", false, "the model trains without dropout: no dropout masks saved (Llama 3, Qwen3, DeepSeek-V3)")
-	opt.moePad = fs.Bool("moe-pad-to-capacity", false, "with --moe-capacity: pad every expert's input to its capacity, so experts compute and all-to-alls carry capacity × the mean tokens (--moe-pad-expert-input-to-capacity)")
-	opt.dispatcher = enumFlag(fs, "moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's", dispatcherNames)
-	opt.permuteFusion = fs.Bool("moe-permute-fusion", false, "the MoE token permutation runs as fused kernels (Megatron-Core's --moe-permute-fusion; default: the framework's)")
-	opt.routerFP32 = fs.Bool("moe-router-fp32", false, "the MoE router scores tokens in fp32 (Megatron-Core's --moe-router-dtype fp32; under megatron-core-0.12 and nemo-25.04 its GEMMs run at the fp32 rate)")
-	opt.groupedGEMM = fs.Bool("moe-grouped-gemm", false, "the routed experts run as Megatron-Core's TEGroupedMLP, Transformer Engine GroupedLinear modules (--moe-grouped-gemm; NeMo's Llama4Config and DeepSeekConfig set it); under fp8 on nemo-25.04 it copies the experts' tokens through Transformer Engine's fp8 padding and unpadding; default: SequentialMLP")
-	opt.cudaGraphs = fs.Bool("cuda-graphs", false, "replay each layer's kernels from CUDA graphs, one launch per layer; an MoE block is captured up to the dropless dispatcher's host sync, whole with --moe-pad-to-capacity (Megatron-Core's --enable-cuda-graph, NeMo's enable_cuda_graph)")
-	opt.cpMaxCTAs = fs.Int("cp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the context-parallel group: the ring attention's K/V and dK/dV sends run on at most this many channels, each at one thread block's copy rate (Megatron-Core's nccl_communicator_config_path, its cp max_ctas; NeMo's MLPerf Llama 3.1 configs set 1); 0: NCCL's default")
-	opt.dpMaxCTAs = fs.Int("dp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the data-parallel groups: the gradient reduce-scatters or all-reduces and the parameter all-gathers run on at most this many rings, so a ring across scale-up domains crosses the network through this many GPUs' NICs (Megatron-Core's nccl_communicator_config_path, its dp and dp_cp max_ctas; NeMo's MLPerf Llama 3.1 configs set 8); 0: NCCL's default")
-	opt.tpMaxCTAs = fs.Int("tp-nccl-max-ctas", 0, "NCCL thread blocks (maxCTAs) of the tensor-parallel group: the TP collectives NCCL runs use at most this many channels, not those of --overlap-tp (Megatron-Core's nccl_communicator_config_path, its tp max_ctas; NeMo's MLPerf Llama 3.1 configs set 8); 0: NCCL's default")
-	opt.queues = fs.Int("cuda-device-max-connections", 0, "hardware work queues the job runs with (CUDA_DEVICE_MAX_CONNECTIONS, 1 to 32): with 1 the kernels start in launch order, so under --overlap-ep the forward's dispatch runs beside no compute (the Megatron-Core MoE team's Qwen3 configs set 1); 0: what the framework's launch sets for the layout (Megatron-LM's validate_args, NeMo's PerfEnvPlugin), else CUDA's 8")
-	opt.dpBucket = fs.Float64("dp-bucket-params", 0, "parameters per data-parallel gradient bucket, e.g. 40e6: the last bucket of each gradient buffer is reduced after the backward pass (Megatron-Core's --ddp-bucket-size; 0: the framework's, Megatron-Core's max(40e6, 1e6 × DP), else PyTorch DDP's 25 MB)")
+	opt.sw = addTrainingSwitches(fs)
 	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
 	opt.placeTol = fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (0: 0.02)")
 	opt.offload = enumFlag(fs, "offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)", offloadNames)
@@ -364,11 +340,8 @@ func (opt *planArgs) workload(q *planQuery) error {
 	q.req.Training = step.Training{SeqLen: *opt.seq, GlobalBatch: *opt.gbs, Precision: step.Precision(strings.ToLower(*opt.precision)),
 		UnfusedAttention: *opt.unfused, FlashAttention2: *opt.flash2, OnDemandGathers: *opt.onDemand, BackwardPrefetch: step.BackwardPrefetch(strings.ToLower(*opt.prefetch)), ParamGather: step.ParamGather(strings.ToLower(*opt.paramGather)),
 		Framework: *opt.fw, FP8Recipe: step.FP8Recipe(strings.ToLower(*opt.fp8Recipe)), FP8Params: *opt.fp8Params, DPReduceAfterBackward: *opt.dpAfter,
-		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap, FP8Activations: *opt.fp8Acts, NoDropout: *opt.noDropout,
-		MoEPadToCapacity: *opt.moePad, MoEDispatcher: strings.ToLower(*opt.dispatcher), MoEPermuteFusion: *opt.permuteFusion, MoERouterFP32: *opt.routerFP32, MoEGroupedGEMM: *opt.groupedGEMM, CUDAGraphs: *opt.cudaGraphs,
-		DPBucketParams: *opt.dpBucket, CPMaxCTAs: *opt.cpMaxCTAs,
-		DPMaxCTAs: *opt.dpMaxCTAs, TPMaxCTAs: *opt.tpMaxCTAs, DeviceMaxConnections: *opt.queues}
-	if err := wholeParams(*opt.dpBucket); err != nil {
+		MoEImbalance: *opt.moeImb, MoECapacityFactor: *opt.moeCap}
+	if err := opt.sw.apply(changed(opt.fs), &q.req.Training); err != nil {
 		return err
 	}
 	if err := batchFlags(*opt.seq, *opt.gbs); err != nil {
