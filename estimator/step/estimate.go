@@ -2887,7 +2887,6 @@ func (p *pricing) throughput() {
 func (p *pricing) explain() {
 	l, cl, res := &p.req.Layout, p.req.Cluster, &p.res
 	res.Assumptions = p.e.assumptions(&p.req, &p.rates)
-	res.Assumptions = append(slices.Clip(res.Assumptions), queuesNote(&p.req))
 	if s := p.req.SlowGPUSpeed; s > 0 && s < 1 {
 		res.Assumptions = append(slices.Clip(res.Assumptions), fmt.Sprintf(
 			"what-if: one GPU at %.0f%% of its speed; its pipeline stage paces every micro-batch and every data-parallel replica waits for it", 100*s))
@@ -2911,13 +2910,20 @@ func (p *pricing) explain() {
 
 // queuesNote states the hardware queues the step runs with, what sets them, and
 // what one queue does to the EP all-to-all overlap (epOverlapLayerOneQueue).
-func queuesNote(req *Request) string {
-	q, from := deviceMaxConnections(req)
+func queuesNote(q int, from string, oneQueueEP bool) string {
 	note := fmt.Sprintf("hardware queues (CUDA_DEVICE_MAX_CONNECTIONS): %d, %s", q, from)
-	if l := &req.Layout; q == 1 && l.OverlapEP && l.Schedule != DualPipe && req.Model.MoE != nil {
+	if oneQueueEP {
 		note += "; on one queue the kernels start in launch order, so the EP overlap's forward dispatch, launched after the expert backward, runs beside no compute"
 	}
 	return note
+}
+
+// oneQueueSerialisesEP says whether one hardware queue holds back the EP
+// all-to-all overlap's forward dispatch (epOverlapLayerOneQueue): the overlap
+// on an MoE model outside DualPipe.
+func oneQueueSerialisesEP(req *Request, q int) bool {
+	l := &req.Layout
+	return q == 1 && l.OverlapEP && l.Schedule != DualPipe && req.Model.MoE != nil
 }
 
 // degradedNote states the link what-ifs d applied at rank 0's GPU and node, and
@@ -3165,6 +3171,11 @@ type assumptionKey struct {
 	mla        int8 // 0 none, 1 MLA, 2 MLA with a compressed query
 	hostScale  float64
 	dpBucket   float64
+	// What queuesNote reads: the hardware queues, what sets them, and whether
+	// one queue serialises the EP overlap's forward dispatch.
+	queues     int
+	queuesFrom string
+	oneQueueEP bool
 }
 
 // ErrUnsupported says the estimator lacks calibration for a request.

@@ -1570,15 +1570,18 @@ func (e *Estimator) assumptions(req *Request, r *gpuRates) []string {
 			mla = 2
 		}
 	}
+	queues, from := deviceMaxConnections(req)
 	key := assumptionKey{gpu.Name, gpu.Arch, req.Training.Precision, req.Training.UnfusedAttention, req.Training.FlashAttention2, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.FP8Params, req.Training.DPReduceAfterBackward, r.peak, r.sms,
-		req.Training.CUDAGraphs, mla, hostOpScale(req.Cluster.Spec), dpBucketBytes(req, &e.k)}
+		req.Training.CUDAGraphs, mla, hostOpScale(req.Cluster.Spec), dpBucketBytes(req, &e.k), queues, from, oneQueueSerialisesEP(req, queues)}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
 	if ok {
 		return out
 	}
-	out = e.describe(*req, r)
+	// The hardware queues close the list: the what-if notes explain appends
+	// come after them.
+	out = append(e.describe(*req, r), queuesNote(key.queues, key.queuesFrom, key.oneQueueEP))
 	e.mu.Lock()
 	e.notes[key] = out
 	e.mu.Unlock()
