@@ -828,7 +828,18 @@ func fp8GroupedExpertPadding(req *Request, r *gpuRates) bool {
 // --moe-permute-fusion says (megatron/core/transformer/moe/token_dispatcher.py,
 // MoEAlltoAllTokenDispatcher.token_permutation and token_unpermutation, drop_and_pad
 // branch, the same in Megatron-Core 0.12 (7094270) and 0.14 (20d73fe)).
+//
+// The flex dispatcher (DispatchDeepEP: DeepEP's or HybridEP's kernels) has no such
+// step: the tokens arrive one per rank they are routed to, and its managers put them
+// in local-expert order in the permutation itself — _DeepepManager's
+// get_permuted_hidden_states_by_experts permutes them over the dispatched routing
+// map, _HybridEPManager's returns hybrid_ep_dispatch's output, already permuted by
+// HybridEP (token_dispatcher.py at 26.04-alpha.rc2, 99a1081: sort_chunks_by_idxs is
+// called in MoEAlltoAllTokenDispatcher only).
 func moeLocalRelayout(t Training, local float64) bool {
+	if t.MoEDispatcher == DispatchDeepEP {
+		return false
+	}
 	return local > 1 && (!t.MoEPermuteFusion || t.MoEPadToCapacity)
 }
 
