@@ -2851,7 +2851,7 @@ func (p *pricing) assemble() {
 	contPerMB := p.hiddenPerMB*smShare + p.tpContPerMB
 
 	bd.Forward = mf * p.fwd
-	if p.rates.fp8 && p.req.Training.FP8Recipe.weightsCastOncePerStep() {
+	if p.rates.fp8 && p.req.Training.fp8WeightsCastOncePerStep() {
 		bd.Forward += p.parts.weightCast // once per step, reused by every micro-batch
 	}
 	bd.Backward = mf * p.bwd
