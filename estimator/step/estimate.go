@@ -2151,6 +2151,24 @@ func (p *pricing) weightBytes(params, matmul float64) float64 {
 	return params*o.WeightBytes - matmul*(o.WeightBytes-fp8ElementBytes)
 }
 
+// paramGatherBytes is what ZeRO-1/2's all-gather of the updated parameters moves
+// for params weights of which matmul are the transformer layers' matmul weights:
+// weightBytes, except that MXFP8 weights are gathered in 16 bits. Megatron-Core's
+// distributed optimizer gives a buffer holding MXFP8 parameters no fp8 parameter
+// buffer: the all-gather fills a bf16 view of the gradient buffer, from which each
+// MXFP8 weight is quantised by the copy that follows it
+// (megatron/core/distributed/param_and_grad_buffer.py, _ParamAndGradBuffer: "For
+// MXFP8 param: Create a shared buffer for param AG and grad RS", param_data a bf16
+// view of shared_buffer; distributed_data_parallel.py start_param_sync: "The
+// paramaters are cast from bf16 to MXFP8 during copy"; the same from core_v0.13.1
+// through 26.04-alpha.rc2, 99a1081).
+func (p *pricing) paramGatherBytes(params, matmul float64) float64 {
+	if p.req.Training.FP8Recipe == FP8MXFP8 {
+		return params * p.req.Training.Optimizer.WeightBytes
+	}
+	return p.weightBytes(params, matmul)
+}
+
 // zero3OnDemand is the exposed time of ZeRO-3 gathering each module's weights when
 // it runs (DeepSpeed's ZeRO-3 of 2021).
 func (p *pricing) zero3OnDemand() (float64, error) {
@@ -2404,7 +2422,7 @@ func (p *pricing) gradientSync() (float64, error) {
 		}
 		if l.ZeRO == 1 {
 			// The stage-1 optimizer updates its shard and all-gathers the parameters.
-			ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{CommDP, p.weightBytes(stageParams, p.matmulDense), stageParams, "parameter"}, &agW)
+			ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{CommDP, p.paramGatherBytes(stageParams, p.matmulDense), stageParams, "parameter"}, &agW)
 			if err != nil {
 				return 0, err
 			}
@@ -2415,7 +2433,7 @@ func (p *pricing) gradientSync() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{CommDP, p.weightBytes(stageParams, p.matmulDense), stageParams, "parameter"}, &agW)
+		ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{CommDP, p.paramGatherBytes(stageParams, p.matmulDense), stageParams, "parameter"}, &agW)
 		if err != nil {
 			return 0, err
 		}
@@ -2438,7 +2456,7 @@ func (p *pricing) gradientSync() (float64, error) {
 			if err != nil {
 				return 0, err
 			}
-			ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{p.expertGroup, p.weightBytes(expertParams, p.matmulExpert), expertParams, "expert parameter"}, &agW)
+			ag, err := p.paramGatherAfterOptimizer(paramGatherBuf{p.expertGroup, p.paramGatherBytes(expertParams, p.matmulExpert), expertParams, "expert parameter"}, &agW)
 			if err != nil {
 				return 0, err
 			}
@@ -2833,7 +2851,7 @@ func (p *pricing) assemble() {
 	contPerMB := p.hiddenPerMB*smShare + p.tpContPerMB
 
 	bd.Forward = mf * p.fwd
-	if p.rates.fp8 && p.req.Training.FP8Recipe.weightsCastOncePerStep() {
+	if p.rates.fp8 && p.req.Training.fp8WeightsCastOncePerStep() {
 		bd.Forward += p.parts.weightCast // once per step, reused by every micro-batch
 	}
 	bd.Backward = mf * p.bwd

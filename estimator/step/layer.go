@@ -1123,7 +1123,11 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		fwd += per * (inputs + recast) / r.hbm
 		bwd += per * grads / r.hbm
 	}
-	if req.Training.FP8Params {
+	if req.Training.FP8Params && rec == FP8MXFP8 {
+		// MXFP8 weights are all-gathered in 16 bits and quantised along both axes
+		// from them once a step (Training.fp8WeightsCastOncePerStep): a whole cast.
+		lt.weightCast = per * weights / r.hbm
+	} else if req.Training.FP8Params {
 		// The optimizer writes the fp8 weights; what is left is their transpose
 		// (none where the GEMMs take them as they are).
 		lt.weightCast = fp8ParamCastBytes * weights / r.hbm
@@ -1152,7 +1156,7 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 		col = fp8TransposeWriteBytes
 	}
 	lt.castCols = col * (inputs + recast) / r.hbm
-	if !rec.weightsCastOncePerStep() {
+	if !req.Training.fp8WeightsCastOncePerStep() {
 		fwd += lt.weightCast
 		if req.Training.FP8Params {
 			lt.castCols += lt.weightCast

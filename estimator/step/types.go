@@ -405,6 +405,18 @@ const (
 // forward pass.
 func (r FP8Recipe) weightsCastOncePerStep() bool { return r == FP8Delayed || r == FP8Blockwise }
 
+// fp8WeightsCastOncePerStep says whether a layer's fp8 weights are cast once a step
+// and reused by every micro-batch: under delayed and block scaling
+// (FP8Recipe.weightsCastOncePerStep), and with MXFP8 weights (FP8Params), which
+// Megatron-Core quantises from the bf16 its distributed optimizer all-gathers, once
+// after each gather (megatron/core/distributed/param_and_grad_buffer.py
+// _post_param_sync under reuse_grad_buf_for_mxfp8_param_ag: param.data.copy_ of the
+// gathered bf16 slice into each MXFP8 parameter; the same at 25.09-alpha and
+// 26.04-alpha.rc2).
+func (t *Training) fp8WeightsCastOncePerStep() bool {
+	return t.FP8Recipe.weightsCastOncePerStep() || (t.FP8Params && t.FP8Recipe == FP8MXFP8)
+}
+
 // Layout is how the model is parallelised and placed.
 type Layout struct {
 	TP int `json:"tp"`
