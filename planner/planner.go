@@ -200,8 +200,9 @@ type Request struct {
 	DegradedNICSpeed, DegradedLinkSpeed float64
 	// PlacementTolerance is how much better (a share of the objective) a layout must
 	// do on a placement that leaves fewer whole nodes free to be preferred to one
-	// that keeps them free (0: DefaultPlacementTolerance).
-	PlacementTolerance float64
+	// that keeps them free (nil: DefaultPlacementTolerance; 0 keeps whichever
+	// placement scores better).
+	PlacementTolerance *float64
 	// ExcludeNodes, a what-if: these nodes are gone (failed, drained) and the job
 	// runs on the others' free GPUs — the N−1 question after a node fails.
 	ExcludeNodes []int
@@ -363,6 +364,15 @@ const (
 	PrunedInvalid        = "invalid"
 )
 
+// Tolerance is the placement tolerance the search uses: PlacementTolerance, or
+// DefaultPlacementTolerance when it is unset.
+func (r *Request) Tolerance() float64 {
+	if r.PlacementTolerance == nil {
+		return DefaultPlacementTolerance
+	}
+	return *r.PlacementTolerance
+}
+
 func (r *Request) validate() error {
 	c := invalid.Collector{}
 	if r.Cluster == nil {
@@ -373,8 +383,8 @@ func (r *Request) validate() error {
 		c.Join(err)
 	}
 	c.Join(step.CheckWhatIfs(r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed, r.Cluster))
-	if v := r.PlacementTolerance; !(v >= 0 && v <= 1) {
-		c.Add("placement_tolerance", "must be between 0 (the default, %g) and 1 (got %v)", DefaultPlacementTolerance, v)
+	if v := r.PlacementTolerance; v != nil && !(*v >= 0 && *v <= 1) {
+		c.Add("placement_tolerance", "must be between 0 and 1 (unset: %g) (got %v)", DefaultPlacementTolerance, *v)
 	}
 	excluded := map[int]int{}
 	for i, n := range r.ExcludeNodes {

@@ -445,7 +445,7 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: maxCandidates,
 		IncludeDominated: req.GetIncludeDominated(), SlowGPUSpeed: req.GetSlowGpuSpeed(),
 		DegradedNICSpeed: req.GetDegradedNicSpeed(), DegradedLinkSpeed: req.GetDegradedLinkSpeed(),
-		PlacementTolerance: req.GetPlacementTolerance()}
+		PlacementTolerance: PlacementToleranceFromProto(req)}
 	for _, n := range req.GetExcludeNodes() {
 		pr.ExcludeNodes = append(pr.ExcludeNodes, int(n))
 	}
@@ -454,6 +454,24 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 		pr.TopK = planner.DefaultTopK
 	}
 	return &Plan{Request: pr, Cluster: ce}, nil
+}
+
+// PlacementToleranceFromProto is the request's placement_tolerance for the
+// planner: nil when unset (the planner's default), else the value sent, 0 included.
+func PlacementToleranceFromProto(req *pb.EstimatePlanRequest) *float64 {
+	if req.PlacementTolerance == nil {
+		return nil
+	}
+	return new(req.GetPlacementTolerance())
+}
+
+// PlacementToleranceToProto is the planner's placement tolerance on the wire: unset
+// when nil.
+func PlacementToleranceToProto(v *float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	return new(*v)
 }
 
 // Key is what the request resolves to: equivalent requests have equal keys.
@@ -476,7 +494,7 @@ func (p *Plan) Key() any {
 		PlacementTolerance                 float64
 		DegradedNodes                      []planner.DegradedNode
 	}{pr.Model, pr.Training, pr.Cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, pr.Free, pr.Constraints.Canonical(), pr.Objective, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK,
-		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, sorted(pr.ExcludeNodes), pr.PlacementTolerance, degradedByNode(pr.DegradedNodes)}
+		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, sorted(pr.ExcludeNodes), pr.Tolerance(), degradedByNode(pr.DegradedNodes)}
 }
 
 // sorted is a copy of nodes in increasing order: the planner reads the list as a
