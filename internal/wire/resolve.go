@@ -656,7 +656,7 @@ func (c *Collective) Response(chosen collective.Estimate, replay *collective.Rep
 	}
 	for _, a := range collective.Algorithms() { // in the model's order
 		if err, ok := notApplicable[a]; ok {
-			out.NotApplicable = append(out.NotApplicable, &pb.NotApplicable{Algorithm: AlgorithmToProto(a), Reason: err.Error()})
+			out.NotApplicable = append(out.NotApplicable, &pb.NotApplicable{Algorithm: AlgorithmToProto(a), Reason: APINotApplicable(err, a, c.Op)})
 		}
 	}
 	return out
