@@ -154,8 +154,10 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 			fmt.Fprintln(stdout, "\nnot applicable:")
 			for _, u := range na {
 				msg := wire.CommandLineSpelling(u.GetReason()) // the API names algorithms ALGORITHM_PAIRWISE; the flags pairwise
-				if i := strings.LastIndex(msg, ": "); i >= 0 {
-					msg = msg[i+2:]
+				// "algorithm not applicable: <algorithm> <op>: why": why may hold a
+				// colon of its own.
+				if parts := strings.SplitN(msg, ": ", 3); len(parts) == 3 {
+					msg = parts[2]
 				}
 				fmt.Fprintf(stdout, "  %-12s %s\n", algoName(u.GetAlgorithm()), msg)
 			}

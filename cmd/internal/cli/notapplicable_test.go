@@ -23,3 +23,14 @@ func TestNotApplicableSpelledAsTheFlags(t *testing.T) {
 		}
 	}
 }
+
+// A reason is printed whole, after the algorithm and the operation it names: the
+// reason direct cannot run across nodes has a colon of its own ("needs a
+// full-bandwidth switch: the group must sit in one NVLink domain") and was cut at
+// it, printing only what followed.
+func TestNotApplicableReasonPrintedWhole(t *testing.T) {
+	code, out, errOut := run("collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allreduce", "--size", "1MiB")
+	if code != 0 || !strings.Contains(out, "direct (one-shot) needs a full-bandwidth switch: the group must sit in one NVLink domain") {
+		t.Errorf("exit %d %s\n%s", code, errOut, out)
+	}
+}
