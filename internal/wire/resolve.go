@@ -349,6 +349,14 @@ func Score(obj planner.Objective, req *pb.RankConfigsRequest, e *pb.StepEstimate
 		req.GetPricePerGpuHour(), req.GetTokenBudget())
 }
 
+// CheckRankBudget refuses, for one estimated config of a RankConfigs request, a
+// token budget below the config's step (planner.CheckTokenBudget): the configs
+// may train different batches, so each is checked against its own.
+func CheckRankBudget(req *pb.RankConfigsRequest, e *pb.StepEstimate) error {
+	t := e.GetTraining()
+	return planner.CheckTokenBudget(req.GetTokenBudget(), step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens())})
+}
+
 // RankResults ranks estimated configs in place (planner.RankConfigs): those that fit
 // first, by score; the others after them, flagged infeasible; dominated ones flagged.
 func RankResults(rs []*pb.RankedConfig) {

@@ -3916,9 +3916,10 @@ type RankConfigsRequest struct {
 	Configs []*EstimateStepRequest `protobuf:"bytes,1,rep,name=configs,proto3" json:"configs,omitempty"`
 	// What to rank by; unset: step time.
 	Objective Objective `protobuf:"varint,2,opt,name=objective,proto3,enum=stepcost.v1.Objective" json:"objective,omitempty"`
-	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST).
+	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST): 1e-6 to 1e6.
 	PricePerGpuHour float64 `protobuf:"fixed64,3,opt,name=price_per_gpu_hour,json=pricePerGpuHour,proto3" json:"price_per_gpu_hour,omitempty"`
-	// Tokens to train, for OBJECTIVE_COST.
+	// Tokens to train, for OBJECTIVE_COST: at most 1e18, and at least one step's
+	// (global_batch x seq_len) of each config, else that config's item is refused.
 	TokenBudget   float64 `protobuf:"fixed64,4,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4418,9 +4419,11 @@ type EstimatePlanRequest struct {
 	Constraints *Constraints `protobuf:"bytes,7,opt,name=constraints,proto3" json:"constraints,omitempty"`
 	// What to rank by; unset: step time.
 	Objective Objective `protobuf:"varint,8,opt,name=objective,proto3,enum=stepcost.v1.Objective" json:"objective,omitempty"`
-	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST, and cost_usd).
+	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST, and cost_usd): 1e-6
+	// to 1e6.
 	PricePerGpuHour float64 `protobuf:"fixed64,9,opt,name=price_per_gpu_hour,json=pricePerGpuHour,proto3" json:"price_per_gpu_hour,omitempty"`
-	// Tokens to train, for OBJECTIVE_COST and cost_usd.
+	// Tokens to train, for OBJECTIVE_COST and cost_usd: from one step's
+	// (global_batch x seq_len) to 1e18.
 	TokenBudget float64 `protobuf:"fixed64,10,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	// Plans to return (default 10).
 	TopK int32 `protobuf:"varint,11,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
