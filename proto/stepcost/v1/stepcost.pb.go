@@ -2054,9 +2054,10 @@ type Optimizer struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Name, shown in explanations (e.g. adam).
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Bytes per parameter of the weights the GPUs compute with (2 for bf16).
+	// Bytes per parameter of the weights the GPUs compute with (2 for bf16); from
+	// 0.125 (one bit) to 64.
 	WeightBytes float64 `protobuf:"fixed64,2,opt,name=weight_bytes,json=weightBytes,proto3" json:"weight_bytes,omitempty"`
-	// Bytes per parameter of the gradients.
+	// Bytes per parameter of the gradients; from 0.125 (one bit) to 64.
 	GradBytes float64 `protobuf:"fixed64,3,opt,name=grad_bytes,json=gradBytes,proto3" json:"grad_bytes,omitempty"`
 	// Bytes per parameter of the optimizer states, master weights included (12 for
 	// mixed-precision Adam: fp32 master weights, m and v).
