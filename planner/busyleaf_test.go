@@ -54,7 +54,7 @@ func TestBusyLeavesLoadTheSpine(t *testing.T) {
 	// placement on an idle spine (its estimate says why).
 	l := best.Estimate.Layout
 	pin := req
-	pin.PlacementTolerance = 1 // keep whole nodes free at any cost: the packing placement
+	pin.PlacementTolerance = new(1.0) // keep whole nodes free at any cost: the packing placement
 	pin.Constraints = planner.Constraints{TP: []int{l.TP}, PP: []int{l.PP}, CP: []int{l.CP}, EP: []int{l.EP}, ZeRO: []int{l.ZeRO},
 		MicroBatch: []int{l.MicroBatch}, Recompute: []step.Recompute{l.Recompute}, SP: []bool{l.SP}, Schedules: []step.Schedule{l.Schedule}}
 	packed, err := planner.Search(context.Background(), e, pin)

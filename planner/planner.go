@@ -200,8 +200,9 @@ type Request struct {
 	DegradedNICSpeed, DegradedLinkSpeed float64
 	// PlacementTolerance is how much better (a share of the objective) a layout must
 	// do on a placement that leaves fewer whole nodes free to be preferred to one
-	// that keeps them free (0: DefaultPlacementTolerance).
-	PlacementTolerance float64
+	// that keeps them free (nil: DefaultPlacementTolerance; 0 keeps whichever
+	// placement scores better).
+	PlacementTolerance *float64
 	// ExcludeNodes, a what-if: these nodes are gone (failed, drained) and the job
 	// runs on the others' free GPUs — the N−1 question after a node fails.
 	ExcludeNodes []int
@@ -262,17 +263,40 @@ const (
 	MaxTokenBudget     = 1e18
 )
 
+// MinPricePerGPUHour is the least price a request may give (0 aside: no price): a
+// millionth of a dollar per GPU-hour, far below any real price (GPU-hours sell for
+// tens of cents to tens of dollars), and large enough that no cost underflows. A
+// price has no physical minimum, but the cost of one step is price × GPUs × step
+// time / 3600: at 5e-324 dollars (the smallest float) it is 0, and the plans ranked
+// by cost all tie at a cost of nothing.
+const MinPricePerGPUHour = 1e-6
+
 // CheckPrice checks a price per GPU-hour and a token budget (0 for none), naming the
 // field at fault.
 func CheckPrice(price, budget float64) error {
 	c := invalid.Collector{}
-	if !(price >= 0 && price <= MaxPricePerGPUHour) {
-		c.Add("price_per_gpu_hour", "must be between 0 and %g (got %v)", MaxPricePerGPUHour, price)
+	if !(price == 0 || price >= MinPricePerGPUHour && price <= MaxPricePerGPUHour) {
+		c.Add("price_per_gpu_hour", "must be 0 (none) or from %g to %g US dollars (got %v)", MinPricePerGPUHour, MaxPricePerGPUHour, price)
 	}
 	if !(budget >= 0 && budget <= MaxTokenBudget) {
 		c.Add("token_budget", "must be between 0 and %g tokens (got %v)", MaxTokenBudget, budget)
 	}
 	return c.Err()
+}
+
+// CheckTokenBudget refuses a token budget (0 for none) below one step's tokens
+// (global batch × sequence length): a run trains whole steps, and the cost of a
+// fraction of one (a budget of 1e-300 tokens priced at 1e-308 dollars) answers no
+// question.
+func CheckTokenBudget(budget float64, t step.Training) error {
+	tokens, of := float64(t.GlobalBatch)*float64(t.SeqLen), fmt.Sprintf("global_batch %d × seq_len %d", t.GlobalBatch, t.SeqLen)
+	if t.GlobalBatch == 0 {
+		tokens, of = float64(t.GlobalTokens), "global_tokens"
+	}
+	if budget > 0 && tokens > 0 && budget < tokens {
+		return invalid.Field("token_budget", "must be at least one step's %.0f tokens (%s): a run trains whole steps (got %v)", tokens, of, budget)
+	}
+	return nil
 }
 
 // CheckObjective is the rule of an objective with its price and budget: both in
@@ -363,6 +387,15 @@ const (
 	PrunedInvalid        = "invalid"
 )
 
+// Tolerance is the placement tolerance the search uses: PlacementTolerance, or
+// DefaultPlacementTolerance when it is unset.
+func (r *Request) Tolerance() float64 {
+	if r.PlacementTolerance == nil {
+		return DefaultPlacementTolerance
+	}
+	return *r.PlacementTolerance
+}
+
 func (r *Request) validate() error {
 	c := invalid.Collector{}
 	if r.Cluster == nil {
@@ -373,8 +406,8 @@ func (r *Request) validate() error {
 		c.Join(err)
 	}
 	c.Join(step.CheckWhatIfs(r.SlowGPUSpeed, r.DegradedNICSpeed, r.DegradedLinkSpeed, r.Cluster))
-	if v := r.PlacementTolerance; !(v >= 0 && v <= 1) {
-		c.Add("placement_tolerance", "must be between 0 (the default, %g) and 1 (got %v)", DefaultPlacementTolerance, v)
+	if v := r.PlacementTolerance; v != nil && !(*v >= 0 && *v <= 1) {
+		c.Add("placement_tolerance", "must be between 0 and 1 (unset: %g) (got %v)", DefaultPlacementTolerance, *v)
 	}
 	excluded := map[int]int{}
 	for i, n := range r.ExcludeNodes {
@@ -436,7 +469,11 @@ func (r *Request) validate() error {
 		}
 		c.Add("max_gpus", "no job size from min_gpus %d to max_gpus %d: a job fills whole nodes of %d GPUs or divides one (nearest: %d below, %d above)", r.MinGPUs, r.MaxGPUs, g, below, above)
 	}
-	c.Join(CheckObjective(r.Objective, r.PricePerGPUHour, r.TokenBudget))
+	if err := CheckObjective(r.Objective, r.PricePerGPUHour, r.TokenBudget); err != nil {
+		c.Join(err)
+	} else {
+		c.Join(CheckTokenBudget(r.TokenBudget, r.Training))
+	}
 	if r.TopK < 0 || r.TopK > MaxTopK {
 		c.Add("top_k", "must be between 1 and %d (got %d)", MaxTopK, r.TopK)
 	}

@@ -167,7 +167,7 @@ func TestFreeMapPlacement(t *testing.T) {
 	req.GPUs = 16
 	req.Free = planner.FreeMap{0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}, 2: {0, 1, 2, 3, 4, 5, 6, 7}, 3: {0, 1, 2, 3, 4, 5, 6, 7}, 5: {2, 3}}
 	req.Training.GlobalBatch = 64
-	req.PlacementTolerance = 1
+	req.PlacementTolerance = new(1.0)
 	res, err := planner.Search(context.Background(), step.New(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func (c *candidate) layout() step.Layout {
 		FP8Params: c.fp8, OffloadActivations: c.offAct}
 }
 
-// DefaultPlacementTolerance is Request.PlacementTolerance when it is 0: a scheduler
+// DefaultPlacementTolerance is Request.PlacementTolerance when it is unset: a scheduler
 // keeps the cluster unfragmented for the next job unless that costs this job more
 // than 2 %.
 const DefaultPlacementTolerance = 0.02
@@ -915,10 +915,7 @@ type evaluation struct {
 }
 
 func newEvaluation(e *step.Estimator, req *Request, workers int, stats *Stats, kept int, buf *buffers) *evaluation {
-	tol := req.PlacementTolerance
-	if tol == 0 {
-		tol = DefaultPlacementTolerance
-	}
+	tol := req.Tolerance()
 	// Chunks grow from 8 layouts to maxChunk: the first plans priced are the best
 	// placed to set the later ones aside.
 	basis := step.NewMemoryBasis(step.Request{Model: req.Model, Training: req.Training})

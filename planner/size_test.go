@@ -77,6 +77,10 @@ func TestObjectiveRule(t *testing.T) {
 		{planner.Cost, 2.5, 0, "objective"},
 		{planner.Cost, nan, 1e12, "price_per_gpu_hour"},
 		{planner.Throughput, 0, -1, "token_budget"},
+		// A price so small that a cost underflows to 0 (or towards it): refused.
+		{planner.Cost, 1e-300, 1e12, "price_per_gpu_hour"},
+		{planner.Cost, 5e-324, 1e12, "price_per_gpu_hour"},
+		{planner.Cost, planner.MinPricePerGPUHour, 1e12, ""},
 		{"latency", 0, 0, "objective"},
 	} {
 		rule := planner.CheckObjective(c.obj, c.price, c.budget)
@@ -98,5 +102,26 @@ func TestObjectiveRule(t *testing.T) {
 		if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), rule.Error()) {
 			t.Errorf("%s, %v, %v: search %v, the rule %v", c.obj, c.price, c.budget, err, rule)
 		}
+	}
+}
+
+// A token budget below one step's tokens (global_batch × seq_len) trains no run:
+// the cost of a fraction of a step (1e-300 tokens priced at 1e-308 dollars) is no
+// answer. Refused naming token_budget, with the step's tokens; one step's tokens
+// are taken.
+func TestTokenBudgetBelowOneStepIsRefused(t *testing.T) {
+	for _, budget := range []float64{1e-300, 1, 8192*256 - 1} {
+		req := llama8bRequest(t)
+		req.Objective, req.PricePerGPUHour, req.TokenBudget = planner.Cost, 2, budget
+		_, err := planner.Search(context.Background(), step.New(), req)
+		var fe *invalid.Error
+		if !errors.As(err, &fe) || fe.Field != "token_budget" || !strings.Contains(fe.Rule, "2097152") {
+			t.Errorf("token_budget %v: %v, want refused naming token_budget and the step's 2097152 tokens", budget, err)
+		}
+	}
+	req := llama8bRequest(t)
+	req.Objective, req.PricePerGPUHour, req.TokenBudget = planner.Cost, 2, 8192*256
+	if _, err := planner.Search(context.Background(), step.New(), req); err != nil {
+		t.Errorf("one step's tokens: %v", err)
 	}
 }

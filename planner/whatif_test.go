@@ -157,7 +157,7 @@ func TestLeafAwarePlacement(t *testing.T) {
 	if best.Placement.Leaves != 1 || best.Placement.Nodes[0].Node != 32 {
 		t.Errorf("best plan spans %d leaves: %+v", best.Placement.Leaves, best.Placement.Nodes)
 	}
-	req.PlacementTolerance = 1
+	req.PlacementTolerance = new(1.0)
 	keep, err := planner.Search(context.Background(), step.New(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestLeafAwarePlacement(t *testing.T) {
 	if p := same.Top[0]; p.Placement.Leaves != 2 || !(p.Estimate.StepTime > best.Estimate.StepTime*1.02) {
 		t.Errorf("the best layout packed: %d leaves, %.3f s against %.3f s compact", p.Placement.Leaves, p.Estimate.StepTime, best.Estimate.StepTime)
 	}
-	req.PlacementTolerance = -1
+	req.PlacementTolerance = new(-1.0)
 	if _, err := planner.Search(context.Background(), step.New(), req); err == nil || !strings.Contains(err.Error(), "placement_tolerance") {
 		t.Errorf("tolerance -1: %v", err)
 	}

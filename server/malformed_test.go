@@ -164,8 +164,8 @@ func malformedCases() []malformed {
 		{"precision out of range", step, with(okStep, "training.precision", 7), ia, "training.precision", "must be one of PRECISION_BF16, PRECISION_FP16, PRECISION_FP8", false},
 		{"precision unknown name", step, with(okStep, "training.precision", "PRECISION_FP4"), ia, "training.precision", "must be one of PRECISION_BF16", true},
 		{"fp8 on A100", step, with(okStep, "cluster.name", "dgx-a100", "training.precision", "PRECISION_FP8"), ia, "training.precision", "PRECISION_FP8 needs a GPU with an fp8 rate", false},
-		{"optimizer NaN", step, with(okStep, "training.optimizer", raw(`{"weight_bytes": "NaN", "grad_bytes": 2}`)), ia, "training.optimizer.weight_bytes", "more than 0 and at most 64", false},
-		{"optimizer without bytes", step, with(okStep, "training.optimizer", raw(`{"name": "lion"}`)), ia, "training.optimizer.weight_bytes", "more than 0", false},
+		{"optimizer NaN", step, with(okStep, "training.optimizer", raw(`{"weight_bytes": "NaN", "grad_bytes": 2}`)), ia, "training.optimizer.weight_bytes", "from 0.125 (one bit) to 64 bytes", false},
+		{"optimizer without bytes", step, with(okStep, "training.optimizer", raw(`{"name": "lion"}`)), ia, "training.optimizer.weight_bytes", "from 0.125 (one bit) to 64 bytes", false},
 		{"training an array", step, with(okStep, "training", raw(`[8192, 512]`)), ia, "training", "must be an object", true},
 
 		// Layout.
@@ -252,7 +252,7 @@ func malformedCases() []malformed {
 		{"min_headroom_gb NaN", plan, with(okPlan, "constraints", raw(`{"min_headroom_gb": "NaN"}`)), ia, "constraints.min_headroom_gb", "less than the GPU's", false},
 		{"min_headroom_gb over the memory", plan, with(okPlan, "constraints", raw(`{"min_headroom_gb": 1000}`)), ia, "constraints.min_headroom_gb", "less than the GPU's", false},
 		{"cost objective without a price", plan, with(okPlan, "objective", "OBJECTIVE_COST"), ia, "objective", "needs price_per_gpu_hour > 0", false},
-		{"price negative", plan, with(okPlan, "price_per_gpu_hour", -2), ia, "price_per_gpu_hour", "must be between 0 and", false},
+		{"price negative", plan, with(okPlan, "price_per_gpu_hour", -2), ia, "price_per_gpu_hour", "must be 0 (none) or from 1e-06 to 1e+06", false},
 		{"token_budget Infinity", plan, with(okPlan, "token_budget", "Infinity"), ia, "token_budget", "must be between 0 and", false},
 		{"objective out of range", plan, with(okPlan, "objective", 9), ia, "objective", "must be one of OBJECTIVE_STEP_TIME", false},
 		{"top_k negative", plan, with(okPlan, "top_k", -3), ia, "top_k", "must be between 1 and 1000", false},
@@ -265,7 +265,7 @@ func malformedCases() []malformed {
 		// Batches.
 		{"no configs", rank, `{"configs": []}`, ia, "configs", "at least one config", false},
 		{"configs over the limit", rank, with(`{}`, "configs", items(5)), ia, "configs", "--max-rank-configs", false},
-		{"rank cost with a NaN price", rank, with(`{}`, "configs", items(1), "objective", "OBJECTIVE_COST", "price_per_gpu_hour", "NaN", "token_budget", 1e12), ia, "price_per_gpu_hour", "must be between 0 and", false},
+		{"rank cost with a NaN price", rank, with(`{}`, "configs", items(1), "objective", "OBJECTIVE_COST", "price_per_gpu_hour", "NaN", "token_budget", 1e12), ia, "price_per_gpu_hour", "must be 0 (none) or from 1e-06 to 1e+06", false},
 		{"rank objective out of range", rank, with(`{}`, "configs", items(1), "objective", 12), ia, "objective", "must be one of", false},
 		{"config with an unknown field", rank, with(`{}`, "configs", raw(`[{"layout": {"tq": 8}}]`)), ia, "configs[0].layout.tq", `unknown field "tq": stepcost.v1.Layout has tp, pp`, true},
 

@@ -152,3 +152,25 @@ func TestClusterAtTheBoundsGivesFiniteEstimates(t *testing.T) {
 		}
 	}
 }
+
+// A parameter's weight and its gradient are each stored, in at least one bit: a
+// weight_bytes or grad_bytes below 1/8 byte (1e-300 priced the weights at nothing
+// and the memory answer with them) is refused naming the field; one bit is taken.
+func TestOptimizerBytesBelowOneBitRefused(t *testing.T) {
+	ok := step.Training{SeqLen: 4096, GlobalTokens: 4096 * 64}
+	for _, tc := range []struct {
+		o     step.Optimizer
+		field string
+	}{
+		{step.Optimizer{WeightBytes: 1e-300, GradBytes: 2, StateBytes: 12}, "training.optimizer.weight_bytes"},
+		{step.Optimizer{WeightBytes: 2, GradBytes: 0.1, StateBytes: 12}, "training.optimizer.grad_bytes"},
+		{step.Optimizer{WeightBytes: 0.125, GradBytes: 0.125, StateBytes: 1e-300}, ""},
+	} {
+		tr := ok
+		tr.Optimizer = tc.o
+		err := tr.Validate()
+		if tc.field == "" && err != nil || tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field+": ")) {
+			t.Errorf("%+v: got %v, want a violation of %q", tc.o, err, tc.field)
+		}
+	}
+}

@@ -403,14 +403,17 @@ func (t Training) validate() error {
 	default:
 		c.Add("training.zero3_backward_prefetch", "must be pre, post or none (got %q)", t.BackwardPrefetch)
 	}
-	// Every parameter has a weight and a gradient; optimizer state may be absent (SGD).
+	// Every parameter has a weight and a gradient, each stored in at least one bit
+	// (minOptimizerElementBytes); optimizer state may be absent (SGD), or shared
+	// between parameters (Adafactor's factored second moment: a few bytes a row and
+	// a column), so any amount of it is taken.
 	o := t.Optimizer
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"weight_bytes", o.WeightBytes}, {"grad_bytes", o.GradBytes}} {
-		if !(f.v > 0 && f.v <= 64) {
-			c.Add("training.optimizer."+f.name, "must be more than 0 and at most 64 bytes per parameter (got %v)", f.v)
+		if !(f.v >= minOptimizerElementBytes && f.v <= 64) {
+			c.Add("training.optimizer."+f.name, "must be from %v (one bit) to 64 bytes per parameter (got %v)", minOptimizerElementBytes, f.v)
 		}
 	}
 	if !(o.StateBytes >= 0 && o.StateBytes <= 64) {
@@ -418,6 +421,12 @@ func (t Training) validate() error {
 	}
 	return c.Err()
 }
+
+// minOptimizerElementBytes is the least a parameter's weight or gradient takes: one
+// bit, the least any stored value takes (the narrowest format trained with is 4
+// bits, NVFP4's elements). Below it, 1e-300 bytes a parameter priced the model's
+// weights at nothing.
+const minOptimizerElementBytes = 1.0 / 8
 
 // validate checks every rule and names the field and the rule it broke.
 func validate(r *Request) error {

@@ -158,7 +158,7 @@ func keyBases(t *testing.T) []keyBase {
 	plan := func(model *pb.ModelSpec) *pb.EstimatePlanRequest {
 		return &pb.EstimatePlanRequest{Model: model, Cluster: cluster("dgx-h100", 4, true), Training: training(),
 			MinGpus: 8, MaxGpus: 16, Objective: pb.Objective_OBJECTIVE_COST, PricePerGpuHour: 2, TokenBudget: 1e12, TopK: 5,
-			SlowGpuSpeed: 0.9, DegradedNicSpeed: 0.9, DegradedLinkSpeed: 0.9, ExcludeNodes: []int32{3}, PlacementTolerance: 0.1,
+			SlowGpuSpeed: 0.9, DegradedNicSpeed: 0.9, DegradedLinkSpeed: 0.9, ExcludeNodes: []int32{3}, PlacementTolerance: new(0.1),
 			Constraints: &pb.Constraints{Tp: []int32{1, 2}, Pp: []int32{1, 2}, Cp: []int32{1}, Ep: []int32{1}, Zero: []int32{0, 1},
 				MicroBatch: []int32{1, 2}, VirtualStages: []int32{1}, Recompute: []pb.Recompute{pb.Recompute_RECOMPUTE_SELECTIVE},
 				Sp: []bool{true}, Schedules: []pb.Schedule{pb.Schedule_SCHEDULE_1F1B}, MinHeadroomGb: 1, MaxMicroBatch: 4}}

@@ -271,7 +271,7 @@ func TestPlacementToleranceWithoutAFreeMapIsNamed(t *testing.T) {
 		return slices.ContainsFunc(resp.GetPlans()[0].GetEstimate().GetWarnings(), func(w string) bool { return strings.HasPrefix(w, "placement_tolerance: ") })
 	}
 	r := plannerRequest()
-	r.PlacementTolerance = 0.5
+	r.PlacementTolerance = new(0.5)
 	if !warned(r) {
 		t.Error("placement_tolerance without a free map: no warning")
 	}

@@ -423,6 +423,9 @@ func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (
 			// (TestRankConfigsDeadlineInTheLastItem).
 			return nil, ctx.Err()
 		}
+		if err == nil {
+			err = wire.CheckRankBudget(req, resp.GetEstimate())
+		}
 		if err != nil {
 			r.Error = s.itemError(err)
 		} else {

@@ -80,7 +80,7 @@ func WhatIfNoEffect(slow, nic, link float64) []string {
 func PlanNoEffect(pr planner.Request) []string {
 	out := NoEffect(pr.Model, pr.Training, nil)
 	out = append(out, WhatIfNoEffect(pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed)...)
-	if pr.PlacementTolerance != 0 && len(pr.Free) == 0 && len(pr.ExcludeNodes) == 0 && len(pr.DegradedNodes) == 0 {
+	if pr.PlacementTolerance != nil && len(pr.Free) == 0 && len(pr.ExcludeNodes) == 0 && len(pr.DegradedNodes) == 0 {
 		out = append(out, "placement_tolerance: no effect: without cluster.free_gpus, exclude_nodes or degraded_nodes each job size has one placement, the first nodes")
 	}
 	return out

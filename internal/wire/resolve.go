@@ -349,6 +349,14 @@ func Score(obj planner.Objective, req *pb.RankConfigsRequest, e *pb.StepEstimate
 		req.GetPricePerGpuHour(), req.GetTokenBudget())
 }
 
+// CheckRankBudget refuses, for one estimated config of a RankConfigs request, a
+// token budget below the config's step (planner.CheckTokenBudget): the configs
+// may train different batches, so each is checked against its own.
+func CheckRankBudget(req *pb.RankConfigsRequest, e *pb.StepEstimate) error {
+	t := e.GetTraining()
+	return planner.CheckTokenBudget(req.GetTokenBudget(), step.Training{SeqLen: int(t.GetSeqLen()), GlobalBatch: int(t.GetGlobalBatch()), GlobalTokens: int(t.GetGlobalTokens())})
+}
+
 // RankResults ranks estimated configs in place (planner.RankConfigs): those that fit
 // first, by score; the others after them, flagged infeasible; dominated ones flagged.
 func RankResults(rs []*pb.RankedConfig) {
@@ -445,7 +453,7 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 		TokenBudget: req.GetTokenBudget(), TopK: int(req.GetTopK()), MaxLayouts: maxCandidates,
 		IncludeDominated: req.GetIncludeDominated(), SlowGPUSpeed: req.GetSlowGpuSpeed(),
 		DegradedNICSpeed: req.GetDegradedNicSpeed(), DegradedLinkSpeed: req.GetDegradedLinkSpeed(),
-		PlacementTolerance: req.GetPlacementTolerance()}
+		PlacementTolerance: PlacementToleranceFromProto(req)}
 	for _, n := range req.GetExcludeNodes() {
 		pr.ExcludeNodes = append(pr.ExcludeNodes, int(n))
 	}
@@ -454,6 +462,24 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 		pr.TopK = planner.DefaultTopK
 	}
 	return &Plan{Request: pr, Cluster: ce}, nil
+}
+
+// PlacementToleranceFromProto is the request's placement_tolerance for the
+// planner: nil when unset (the planner's default), else the value sent, 0 included.
+func PlacementToleranceFromProto(req *pb.EstimatePlanRequest) *float64 {
+	if req.PlacementTolerance == nil {
+		return nil
+	}
+	return new(req.GetPlacementTolerance())
+}
+
+// PlacementToleranceToProto is the planner's placement tolerance on the wire: unset
+// when nil.
+func PlacementToleranceToProto(v *float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	return new(*v)
 }
 
 // Key is what the request resolves to: equivalent requests have equal keys.
@@ -476,7 +502,7 @@ func (p *Plan) Key() any {
 		PlacementTolerance                 float64
 		DegradedNodes                      []planner.DegradedNode
 	}{pr.Model, pr.Training, pr.Cluster.Spec, pr.GPUs, pr.MinGPUs, pr.MaxGPUs, pr.Free, pr.Constraints.Canonical(), pr.Objective, pr.PricePerGPUHour, pr.TokenBudget, pr.TopK,
-		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, sorted(pr.ExcludeNodes), pr.PlacementTolerance, degradedByNode(pr.DegradedNodes)}
+		pr.IncludeDominated, pr.SlowGPUSpeed, pr.DegradedNICSpeed, pr.DegradedLinkSpeed, sorted(pr.ExcludeNodes), pr.Tolerance(), degradedByNode(pr.DegradedNodes)}
 }
 
 // sorted is a copy of nodes in increasing order: the planner reads the list as a
@@ -638,7 +664,7 @@ func (c *Collective) Response(chosen collective.Estimate, replay *collective.Rep
 	}
 	for _, a := range collective.Algorithms() { // in the model's order
 		if err, ok := notApplicable[a]; ok {
-			out.NotApplicable = append(out.NotApplicable, &pb.NotApplicable{Algorithm: AlgorithmToProto(a), Reason: err.Error()})
+			out.NotApplicable = append(out.NotApplicable, &pb.NotApplicable{Algorithm: AlgorithmToProto(a), Reason: APINotApplicable(err, a, c.Op)})
 		}
 	}
 	return out

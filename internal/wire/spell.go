@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -199,3 +200,23 @@ func APINoPlanReason(reason string) string {
 // noPlanLists are the constraint lists of enum values a no-plan reason quotes, as
 // planner's givenConstraints writes them (a list printed by fmt: [a b]).
 var noPlanLists = regexp.MustCompile(`constraints\.(schedules|recompute) \[([^\]]*)\]`)
+
+// APINotApplicable is the collective model's reason why algo cannot run op
+// (collective.Model.Supports: "algorithm not applicable: ring alltoall: ring does
+// not do all-to-all (use pairwise or direct)") as the API's caller reads it: the
+// algorithm and the operation, and the algorithms the reason advises instead,
+// named as the API names them ("ALGORITHM_RING COLLECTIVE_ALL_TO_ALL: … (use
+// ALGORITHM_PAIRWISE or ALGORITHM_DIRECT)"), as a refusal of a forced algorithm
+// names them (collectiveApplies) and a request sends them. The rest is prose and
+// kept; CommandLineSpelling reads it back as the model wrote it.
+func APINotApplicable(err error, algo collective.Algorithm, op collective.Op) string {
+	text := err.Error()
+	why, ok := strings.CutPrefix(text, fmt.Sprintf("%v: %s %s: ", collective.ErrUnsupported, algo, op))
+	if !ok || !errors.Is(err, collective.ErrUnsupported) {
+		return text
+	}
+	if rest, use, ok := algorithmsAdvised(why); ok {
+		why = fmt.Sprintf("%s (use %s)", rest, apiSpelling(use, true))
+	}
+	return fmt.Sprintf("%v: %v %v: %s", collective.ErrUnsupported, apiName(algo, Algorithms), apiName(op, CollectiveOps), why)
+}

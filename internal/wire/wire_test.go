@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -519,5 +520,33 @@ func TestDeviceMaxConnectionsRoundTrip(t *testing.T) {
 		if len(fes) != 1 || fes[0].Field != "training.cuda_device_max_connections" {
 			t.Errorf("cuda_device_max_connections %d: field errors %v, want one naming training.cuda_device_max_connections", n, fes)
 		}
+	}
+}
+
+// placement_tolerance 0 is a tolerance of zero (keep whichever placement scores
+// better), not the default 0.02: a request that sends 0 and one that sends nothing
+// resolve to different requests, and one that sends 0.02 to the default's.
+func TestPlacementToleranceZeroIsKept(t *testing.T) {
+	pool := wire.NewClusters(4)
+	resolve := func(tol string) any {
+		t.Helper()
+		body := `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100", "nodes": 2, "free_gpus": [{"node": 0, "gpus": [0, 1, 2, 3]}, {"node": 1, "gpus": [0, 1, 2, 3, 4, 5, 6, 7]}]},
+			"training": {"seq_len": 4096, "global_batch": 64}, "gpus": 8` + tol + `}`
+		var r pb.EstimatePlanRequest
+		if err := protojson.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatal(err)
+		}
+		p, err := wire.ResolvePlan(pool, &r, 131072, 1<<20)
+		if err != nil {
+			t.Fatalf("placement_tolerance%s: %v", tol, err)
+		}
+		return p.Key()
+	}
+	unset, zero, dflt := resolve(""), resolve(`, "placement_tolerance": 0`), resolve(`, "placement_tolerance": 0.02`)
+	if reflect.DeepEqual(unset, zero) {
+		t.Error("placement_tolerance 0 resolves as the default 0.02")
+	}
+	if !reflect.DeepEqual(unset, dflt) {
+		t.Error("placement_tolerance 0.02 resolves unlike the default it is")
 	}
 }

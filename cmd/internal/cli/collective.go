@@ -12,6 +12,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/catalog"
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -152,9 +153,11 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 		if na := resp.GetNotApplicable(); len(na) > 0 {
 			fmt.Fprintln(stdout, "\nnot applicable:")
 			for _, u := range na {
-				msg := u.GetReason()
-				if i := strings.LastIndex(msg, ": "); i >= 0 {
-					msg = msg[i+2:]
+				msg := wire.CommandLineSpelling(u.GetReason()) // the API names algorithms ALGORITHM_PAIRWISE; the flags pairwise
+				// "algorithm not applicable: <algorithm> <op>: why": why may hold a
+				// colon of its own.
+				if parts := strings.SplitN(msg, ": ", 3); len(parts) == 3 {
+					msg = parts[2]
 				}
 				fmt.Fprintf(stdout, "  %-12s %s\n", algoName(u.GetAlgorithm()), msg)
 			}

@@ -90,8 +90,9 @@ type estimateQuery struct {
 	modelName           string  // the model by catalog name, if so
 	modelParams         float64 // or by parameter count
 	spec                topology.Spec
-	clusterLabel, cname string // the cluster's name, and its catalog name if so
-	fileCluster         bool   // the cluster is the --in file's, sent as it is
+	clusterLabel, cname string            // the cluster's name, and its catalog name if so
+	fileCluster         bool              // the cluster is the --in file's, sent as it is
+	flags               map[string]string // the request's fields by what gave them (fieldFlags)
 }
 
 func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
@@ -468,7 +469,8 @@ func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.Est
 	if *opt.svgOut == "-" && *opt.asJSON {
 		return nil, errSVGAndJSON
 	}
-	if err := checkNames(q.req.Training, q.req.Layout, estimateFlags); err != nil {
+	q.flags = opt.fieldFlags(set, q)
+	if err := checkNames(q.req.Training, q.req.Layout, q.flags); err != nil {
 		return nil, err
 	}
 	pr := &pb.EstimateStepRequest{Model: modelProto(q.arch, q.modelName, q.modelParams), Cluster: clusterProto(q.cname, q.spec),
@@ -483,15 +485,29 @@ func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.Est
 	return pr, nil
 }
 
-// fileClusterFlags names the --in file's cluster fields the service checks
-// (cluster.nodes, cluster.free_gpus) after the file, as the file's.
-var fileClusterFlags = func() map[string]string {
+// fieldFlags names each request field by what gave it: its flag when the flag is
+// given (or there is no --in file), else the --in file's field ("--in:
+// training.cuda_device_max_connections"): a value the file gives is refused or
+// warned of as the file's, not as a flag the command line does not hold. So too
+// the --in file's cluster fields the service checks (cluster.nodes,
+// cluster.free_gpus) when the cluster is the file's.
+func (opt *estimateArgs) fieldFlags(set map[string]bool, q *estimateQuery) map[string]string {
+	if *opt.in == "" {
+		return estimateFlags
+	}
 	m := maps.Clone(estimateFlags)
-	for _, f := range []string{"cluster.nodes", "cluster.free_gpus"} {
-		m[f] = "--in: " + f
+	for field, flag := range m {
+		if !set[strings.TrimPrefix(flag, "--")] {
+			m[field] = "--in: " + field
+		}
+	}
+	if q.fileCluster {
+		for _, f := range []string{"cluster.nodes", "cluster.free_gpus"} {
+			m[f] = "--in: " + f
+		}
 	}
 	return m
-}()
+}
 
 // answer asks in process or the --server daemon, and prints the answer.
 func (opt *estimateArgs) answer(ctx context.Context, pr *pb.EstimateStepRequest, q *estimateQuery, stdout io.Writer) error {
@@ -503,19 +519,13 @@ func (opt *estimateArgs) answer(ctx context.Context, pr *pb.EstimateStepRequest,
 		}
 		defer done()
 		if resp, err = svc.EstimateStep(ctx, pr); err != nil {
-			if q.fileCluster {
-				return flagged(err, fileClusterFlags)
-			}
-			return flagged(err, estimateFlags)
+			return flagged(err, q.flags)
 		}
 	} else {
 		var res step.Result
 		var err error
 		if resp, res, err = newLocal().step(ctx, pr); err != nil {
-			if q.fileCluster {
-				return flagged(err, fileClusterFlags)
-			}
-			return flagged(err, estimateFlags)
+			return flagged(err, q.flags)
 		}
 		if *opt.svgOut != "" {
 			if q.derived != "" {
@@ -537,7 +547,7 @@ func (opt *estimateArgs) answer(ctx context.Context, pr *pb.EstimateStepRequest,
 	if *opt.asJSON {
 		return printProtoJSON(stdout, resp)
 	}
-	printEstimate(stdout, resp, q.clusterLabel)
+	printEstimate(stdout, resp, q.clusterLabel, q.flags)
 	return nil
 }
 
@@ -558,7 +568,7 @@ var estimateFlags = map[string]string{"layout.tp": "--tp", "layout.pp": "--pp", 
 	"slow_gpu_speed":               "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link"}
 
 // printEstimate prints an estimate for people.
-func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
+func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, flags map[string]string) {
 	e := resp.GetEstimate()
 	l, _ := wire.LayoutFromProto(e.GetLayout())
 	t, _ := wire.TrainingFromProto(e.GetTraining())
@@ -663,7 +673,7 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string) {
 	}
 	for _, x := range e.GetWarnings() {
 		fmt.Fprintln(w)
-		printWrapped(w, "warning: ", flaggedWarning(x, estimateFlags), true)
+		printWrapped(w, "warning: ", flaggedWarning(x, flags), true)
 	}
 	fmt.Fprintln(w, "\nassumptions:")
 	for _, x := range e.GetAssumptions() {

@@ -150,7 +150,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.moeCap = fs.Float64("moe-capacity", 0, "MoE capacity factor: tokens an expert takes over the mean, the rest dropped (0: dropless)")
 	opt.sw = addTrainingSwitches(fs)
 	opt.slowGPU = fs.Float64("slow-gpu", 0, "what-if: one GPU computes at this fraction of its speed, e.g. 0.8 (0: none)")
-	opt.placeTol = fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (0: 0.02)")
+	opt.placeTol = fs.Float64("placement-tolerance", 0, "with --free-map: how much faster (a share, e.g. 0.05) a placement breaking into more whole free nodes must be (unset: 0.02; 0: whichever is faster)")
 	opt.offload = enumFlag(fs, "offload", "", "search layouts that keep state in host memory: optimizer (zero ≥ 1) or params (zero 3)", offloadNames)
 	opt.degradedNIC = fs.Float64("degraded-nic", 0, "what-if: one node's NICs run at this fraction of their bandwidth, e.g. 0.5 (0: none)")
 	opt.degradedLink = fs.Float64("degraded-link", 0, "what-if: one GPU's NVLink/PCIe link runs at this fraction of its bandwidth (0: none)")
@@ -353,7 +353,9 @@ func (opt *planArgs) workload(q *planQuery) error {
 	}
 	q.req.PricePerGPUHour, q.req.TokenBudget, q.req.TopK, q.req.IncludeDominated = *opt.price, *opt.tokens, *opt.top, *opt.includeDominated
 	q.req.SlowGPUSpeed, q.req.DegradedNICSpeed, q.req.DegradedLinkSpeed = *opt.slowGPU, *opt.degradedNIC, *opt.degradedLink
-	q.req.PlacementTolerance = *opt.placeTol
+	if opt.fs.Changed("placement-tolerance") { // 0 given is a tolerance of 0, not the default
+		q.req.PlacementTolerance = opt.placeTol
+	}
 	c := &q.req.Constraints
 	c.MinHeadroomGB = *opt.headroom
 	c.Offload = step.Offload(strings.ToLower(*opt.offload))
@@ -472,7 +474,7 @@ func (opt *planArgs) request(set map[string]bool, q *planQuery) (*pb.EstimatePla
 		Training: wire.TrainingToProto(q.req.Training), Gpus: int32(q.req.GPUs), MinGpus: int32(q.req.MinGPUs), MaxGpus: int32(q.req.MaxGPUs),
 		Objective: obj, PricePerGpuHour: q.req.PricePerGPUHour, TokenBudget: q.req.TokenBudget, TopK: int32(q.req.TopK), IncludeDominated: q.req.IncludeDominated,
 		SlowGpuSpeed: q.req.SlowGPUSpeed, DegradedNicSpeed: q.req.DegradedNICSpeed, DegradedLinkSpeed: q.req.DegradedLinkSpeed,
-		PlacementTolerance: q.req.PlacementTolerance, Constraints: wire.ConstraintsToProto(q.req.Constraints)}
+		PlacementTolerance: wire.PlacementToleranceToProto(q.req.PlacementTolerance), Constraints: wire.ConstraintsToProto(q.req.Constraints)}
 	for _, n := range q.req.ExcludeNodes {
 		pr.ExcludeNodes = append(pr.ExcludeNodes, int32(n))
 	}

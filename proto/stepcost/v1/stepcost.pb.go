@@ -2054,9 +2054,10 @@ type Optimizer struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Name, shown in explanations (e.g. adam).
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Bytes per parameter of the weights the GPUs compute with (2 for bf16).
+	// Bytes per parameter of the weights the GPUs compute with (2 for bf16); from
+	// 0.125 (one bit) to 64.
 	WeightBytes float64 `protobuf:"fixed64,2,opt,name=weight_bytes,json=weightBytes,proto3" json:"weight_bytes,omitempty"`
-	// Bytes per parameter of the gradients.
+	// Bytes per parameter of the gradients; from 0.125 (one bit) to 64.
 	GradBytes float64 `protobuf:"fixed64,3,opt,name=grad_bytes,json=gradBytes,proto3" json:"grad_bytes,omitempty"`
 	// Bytes per parameter of the optimizer states, master weights included (12 for
 	// mixed-precision Adam: fp32 master weights, m and v).
@@ -3916,9 +3917,10 @@ type RankConfigsRequest struct {
 	Configs []*EstimateStepRequest `protobuf:"bytes,1,rep,name=configs,proto3" json:"configs,omitempty"`
 	// What to rank by; unset: step time.
 	Objective Objective `protobuf:"varint,2,opt,name=objective,proto3,enum=stepcost.v1.Objective" json:"objective,omitempty"`
-	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST).
+	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST): 1e-6 to 1e6.
 	PricePerGpuHour float64 `protobuf:"fixed64,3,opt,name=price_per_gpu_hour,json=pricePerGpuHour,proto3" json:"price_per_gpu_hour,omitempty"`
-	// Tokens to train, for OBJECTIVE_COST.
+	// Tokens to train, for OBJECTIVE_COST: at most 1e18, and at least one step's
+	// (global_batch x seq_len) of each config, else that config's item is refused.
 	TokenBudget   float64 `protobuf:"fixed64,4,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4418,9 +4420,11 @@ type EstimatePlanRequest struct {
 	Constraints *Constraints `protobuf:"bytes,7,opt,name=constraints,proto3" json:"constraints,omitempty"`
 	// What to rank by; unset: step time.
 	Objective Objective `protobuf:"varint,8,opt,name=objective,proto3,enum=stepcost.v1.Objective" json:"objective,omitempty"`
-	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST, and cost_usd).
+	// Price of one GPU for one hour, US dollars (OBJECTIVE_COST, and cost_usd): 1e-6
+	// to 1e6.
 	PricePerGpuHour float64 `protobuf:"fixed64,9,opt,name=price_per_gpu_hour,json=pricePerGpuHour,proto3" json:"price_per_gpu_hour,omitempty"`
-	// Tokens to train, for OBJECTIVE_COST and cost_usd.
+	// Tokens to train, for OBJECTIVE_COST and cost_usd: from one step's
+	// (global_batch x seq_len) to 1e18.
 	TokenBudget float64 `protobuf:"fixed64,10,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	// Plans to return (default 10).
 	TopK int32 `protobuf:"varint,11,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
@@ -4443,9 +4447,9 @@ type EstimatePlanRequest struct {
 	// With a free-GPU map the planner tries each layout on a packing placement
 	// (partially free nodes first, whole nodes kept free) and a compact one (fewest
 	// leaf switches, whole nodes). It keeps the one that leaves more whole nodes free
-	// unless the other is better by more than this share of the objective (0: 0.02;
-	// at most 1).
-	PlacementTolerance float64 `protobuf:"fixed64,17,opt,name=placement_tolerance,json=placementTolerance,proto3" json:"placement_tolerance,omitempty"`
+	// unless the other is better by more than this share of the objective (unset:
+	// 0.02; 0 keeps whichever scores better; at most 1).
+	PlacementTolerance *float64 `protobuf:"fixed64,17,opt,name=placement_tolerance,json=placementTolerance,proto3,oneof" json:"placement_tolerance,omitempty"`
 	// What-if: nodes with a degraded part, where the scheduler knows them to be. Each
 	// job size is placed on the other nodes when their free GPUs can host it, and
 	// otherwise on the fewest degraded nodes that let it (the mildest first), priced
@@ -4601,8 +4605,8 @@ func (x *EstimatePlanRequest) GetExcludeNodes() []int32 {
 }
 
 func (x *EstimatePlanRequest) GetPlacementTolerance() float64 {
-	if x != nil {
-		return x.PlacementTolerance
+	if x != nil && x.PlacementTolerance != nil {
+		return *x.PlacementTolerance
 	}
 	return 0
 }
@@ -7412,7 +7416,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x13offload_activations\x18\x14 \x03(\bR\x12offloadActivations\x12#\n" +
 	"\rexperts_whole\x18\x15 \x03(\bR\fexpertsWhole\x12\x1d\n" +
 	"\n" +
-	"even_split\x18\x16 \x01(\bR\tevenSplit\"\x94\x06\n" +
+	"even_split\x18\x16 \x01(\bR\tevenSplit\"\xb1\x06\n" +
 	"\x13EstimatePlanRequest\x12,\n" +
 	"\x05model\x18\x01 \x01(\v2\x16.stepcost.v1.ModelSpecR\x05model\x122\n" +
 	"\acluster\x18\x02 \x01(\v2\x18.stepcost.v1.ClusterSpecR\acluster\x121\n" +
@@ -7430,9 +7434,10 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x0eslow_gpu_speed\x18\r \x01(\x01R\fslowGpuSpeed\x12,\n" +
 	"\x12degraded_nic_speed\x18\x0e \x01(\x01R\x10degradedNicSpeed\x12.\n" +
 	"\x13degraded_link_speed\x18\x0f \x01(\x01R\x11degradedLinkSpeed\x12#\n" +
-	"\rexclude_nodes\x18\x10 \x03(\x05R\fexcludeNodes\x12/\n" +
-	"\x13placement_tolerance\x18\x11 \x01(\x01R\x12placementTolerance\x12@\n" +
-	"\x0edegraded_nodes\x18\x12 \x03(\v2\x19.stepcost.v1.DegradedNodeR\rdegradedNodes\"{\n" +
+	"\rexclude_nodes\x18\x10 \x03(\x05R\fexcludeNodes\x124\n" +
+	"\x13placement_tolerance\x18\x11 \x01(\x01H\x00R\x12placementTolerance\x88\x01\x01\x12@\n" +
+	"\x0edegraded_nodes\x18\x12 \x03(\v2\x19.stepcost.v1.DegradedNodeR\rdegradedNodesB\x16\n" +
+	"\x14_placement_tolerance\"{\n" +
 	"\fDegradedNode\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x1b\n" +
 	"\tgpu_speed\x18\x02 \x01(\x01R\bgpuSpeed\x12\x1b\n" +
@@ -7939,6 +7944,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 		(*ClusterSpec_Name)(nil),
 		(*ClusterSpec_Definition)(nil),
 	}
+	file_stepcost_v1_stepcost_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A value the --in file gives is named as the file's field when refused or
+// warned of, not as a flag the command line never gave: the file's
+// training.cuda_device_max_connections 33 was refused as
+// "--cuda-device-max-connections: … (got 33)". A flag given over the file is
+// still named as the flag.
+func TestInFileFieldsNamedAsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	file := func(body string) string {
+		f := filepath.Join(dir, "r.json")
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	const layout = `"layout": {"tp": 1, "dp": 8, "micro_batch": 1}`
+	bad := file(`{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64, "cuda_device_max_connections": 33}, ` + layout + `}`)
+	for _, where := range [][]string{nil, {"--server", daemon(t)}} {
+		code, _, errOut := run(append([]string{"estimate", "--in", bad}, where...)...)
+		if code == 0 || !strings.Contains(errOut, "--in: training.cuda_device_max_connections: must be") || strings.Contains(errOut, "--cuda-device-max-connections") {
+			t.Errorf("%v: file's 33: exit %d, %q", where, code, errOut)
+		}
+		code, _, errOut = run(append([]string{"estimate", "--in", bad, "--cuda-device-max-connections", "40"}, where...)...)
+		if code == 0 || !strings.Contains(errOut, "--cuda-device-max-connections: must be") || !strings.Contains(errOut, "(got 40)") {
+			t.Errorf("%v: flag's 40 over the file: exit %d, %q", where, code, errOut)
+		}
+	}
+	dense := file(`{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64, "cuda_device_max_connections": 2}, ` + layout + `}`)
+	code, out, errOut := run("estimate", "--in", dense)
+	if code != 0 || !strings.Contains(out, "--in: training.cuda_device_max_connections: no effect") {
+		t.Errorf("file's 2 on a dense model: exit %d %s\n%s", code, errOut, out)
+	}
+}
