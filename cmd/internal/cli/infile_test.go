@@ -39,3 +39,33 @@ func TestInFileFieldsNamedAsTheFile(t *testing.T) {
 		t.Errorf("file's 2 on a dense model: exit %d %s\n%s", code, errOut, out)
 	}
 }
+
+// A string the --in file or a --model-file gives is held to the service's bound
+// (wire.MaxTextBytes) before the command resolves it, with or without --server:
+// a 3 MB model name was refused as an unknown model quoting all of it (3 MB on
+// standard error), where the service says the name is too long.
+func TestLongNamesInFilesRefusedAsTheService(t *testing.T) {
+	dir := t.TempDir()
+	name := strings.Repeat("x", 3<<20)
+	in := filepath.Join(dir, "r.json")
+	body := `{"model": {"name": "` + name + `"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64}, "layout": {"tp": 1, "dp": 8, "micro_batch": 1}}`
+	if err := os.WriteFile(in, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mf := filepath.Join(dir, "m.json")
+	for _, where := range [][]string{nil, {"--server", daemon(t)}} {
+		code, _, errOut := run(append([]string{"estimate", "--in", in}, where...)...)
+		if code != exitFailure || len(errOut) > 1000 || !strings.Contains(errOut, "--in: model.name: must be at most 1024 bytes (got 3145728)") {
+			t.Errorf("%v --in: exit %d, %d bytes: %.300s", where, code, len(errOut), errOut)
+		}
+		for _, m := range []string{`"` + name + `"`, `{"name": "` + name + `"}`} {
+			if err := os.WriteFile(mf, []byte(m), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errOut := run(append([]string{"estimate", "--model-file", mf, "--cluster", "dgx-h100", "--gpus", "8", "--tp", "1", "--mbs", "1", "--gbs", "8", "--seq", "4096"}, where...)...)
+			if code != exitFailure || len(errOut) > 1000 || !strings.Contains(errOut, "model.name: must be at most 1024 bytes (got 3145728)") {
+				t.Errorf("%v --model-file %.12s…: exit %d, %d bytes: %.300s", where, m, code, len(errOut), errOut)
+			}
+		}
+	}
+}

@@ -199,6 +199,11 @@ func decodeModel(raw json.RawMessage) (model.Arch, string, *pb.ModelSpec, error)
 	}
 	var name string
 	if err := json.Unmarshal(raw, &name); err == nil {
+		// The service's bound on a name (wire.MaxTextBytes) before it is looked up:
+		// an unknown one is quoted whole.
+		if len(name) > wire.MaxTextBytes {
+			return model.Arch{}, "", nil, invalid.Field("model.name", "must be at most %d bytes (got %d)", wire.MaxTextBytes, len(name))
+		}
 		a, err := model.Lookup(name)
 		return a, "", nil, err
 	}
@@ -209,6 +214,9 @@ func decodeModel(raw json.RawMessage) (model.Arch, string, *pb.ModelSpec, error)
 				return model.Arch{}, "", nil, errors.New("model: give one of name, architecture or params")
 			}
 			return model.Arch{}, "", nil, fmt.Errorf("the API's model object: %v", err)
+		}
+		if err := wire.CheckText(&pb.EstimateStepRequest{Model: spec}); err != nil {
+			return model.Arch{}, "", nil, err
 		}
 		a, derived, err := wire.ResolveModel("model", spec)
 		return a, derived, spec, err
