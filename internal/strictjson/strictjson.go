@@ -30,7 +30,7 @@ func Check(data []byte) error {
 	dec.UseNumber()
 	var path []string // the keys down to the value read, quoted
 	if err := value(dec, &path, 0); err != nil {
-		return err
+		return located(data, err)
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
@@ -39,15 +39,31 @@ func Check(data []byte) error {
 	return nil
 }
 
+// located says where in data the error err of its decoder is: input that ends
+// inside a value (a file cut short: the decoder says "EOF" or, where it is
+// "unexpected EOF"), at the line it ends on; a syntax error at its line. Input of
+// white space alone holds no JSON value.
+func located(data []byte, err error) error {
+	var se *json.SyntaxError
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		if len(bytes.TrimSpace(data)) == 0 {
+			return errors.New("no JSON value")
+		}
+		return fmt.Errorf("ends inside a JSON value at line %d", 1+bytes.Count(data, []byte("\n")))
+	case errors.As(err, &se):
+		at := min(max(se.Offset, 0), int64(len(data)))
+		return fmt.Errorf("%w at line %d", err, 1+bytes.Count(data[:at], []byte("\n")))
+	}
+	return err
+}
+
 // value reads the next value of dec, at depth under the keys in path, refusing
 // an object's key given twice. The path is kept as its keys and written out only
 // for an error: built whole at each level, it grew with the square of the depth.
 func value(dec *json.Decoder, path *[]string, depth int) error {
 	tok, err := dec.Token()
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return errors.New("no JSON value")
-		}
 		return err
 	}
 	if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') && depth >= maxDepth {

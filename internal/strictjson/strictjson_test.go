@@ -19,7 +19,7 @@ func TestCheck(t *testing.T) {
 		{`{"a": 1}` + "\n\t ", ""},
 		{``, "no JSON value"},
 		{`{"a": }`, "invalid character"},
-		{`{"a": 1`, "EOF"},
+		{`{"a": 1`, "ends inside a JSON value at line 1"},
 	} {
 		err := Check([]byte(tc.in))
 		switch {
@@ -55,5 +55,27 @@ func TestCheckDeepNesting(t *testing.T) {
 	twice := []byte(strings.Repeat(`{"a":`, 3000) + `{"b": 1, "b": 2}` + strings.Repeat("}", 3000))
 	if err := Check(twice); err == nil || !strings.HasPrefix(err.Error(), strings.Repeat(`"a".`, 3000)+`"b" is given twice`) {
 		t.Errorf("a key twice 3000 levels down: %.100v", err)
+	}
+}
+
+// JSON cut short is said to end inside a value, at the line where it ends, and
+// malformed JSON names the line of the fault: a truncated model file
+// (`{"name": "llama3-8b",` and a key) was refused as "no JSON value", and others
+// as a bare "EOF", neither saying where.
+func TestCheckTruncatedAndMalformedNameTheLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"{\"name\": \"llama3-8b\",\n \"x\": ", "ends inside a JSON value at line 2"},
+		{"[", "ends inside a JSON value at line 1"},
+		{"{\n", "ends inside a JSON value at line 2"},
+		{`{"a"`, "ends inside a JSON value at line 1"},
+		{"{\"a\": 1,\n\n", "ends inside a JSON value at line 3"},
+		{"{\"a\": {\"b\": 1}, \"c\": {\"d\": [1, {\"e\":", "ends inside a JSON value at line 1"},
+		{`"abc`, "ends inside a JSON value at line 1"},
+		{"{\"a\": 1,\n \"b\": }", "invalid character '}' looking for beginning of value at line 2"},
+		{" \n\t", "no JSON value"},
+	} {
+		if err := Check([]byte(tc.in)); err == nil || err.Error() != tc.want {
+			t.Errorf("%q: %v, want %q", tc.in, err, tc.want)
+		}
 	}
 }
