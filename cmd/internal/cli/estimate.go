@@ -185,7 +185,7 @@ func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
 			return emptyInput(*opt.in, "an EstimateStepRequest as JSON")
 		}
 		if err := protojson.Unmarshal(data, &q.file); err != nil {
-			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, err)
+			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, cutShort(data, err))
 		}
 		// The service's bound on every string, before a name is looked up (an
 		// unknown one is quoted whole): the answer with --server or without.

@@ -69,3 +69,19 @@ func TestLongNamesInFilesRefusedAsTheService(t *testing.T) {
 		}
 	}
 }
+
+// An --in file cut short names the line it ends on, as a malformed one names
+// the line of the fault: protojson says only "unexpected EOF".
+func TestInFileCutShortNamesTheLine(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "r.json")
+	body := "{\"model\": {\"name\": \"llama3-8b\"},\n \"cluster\": {\"name\": \"dgx-h100\"},\n \"training\": {\"seq_len\": 4096, \"global_ba"
+	if err := os.WriteFile(in, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"estimate", "--in", in}, {"estimate", "--in", in, "--json", "--cuda-device-max-connections", "2"}} {
+		code, _, errOut := run(args...)
+		if code != exitFailure || !strings.Contains(errOut, "--in "+in+": want an EstimateStepRequest as JSON: the file ends inside a value at line 3") {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
+	}
+}

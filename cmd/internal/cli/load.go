@@ -55,7 +55,7 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 		}
 		var base pb.EstimatePlanRequest
 		if err := protojson.Unmarshal(data, &base); err != nil {
-			return fmt.Errorf("--in %s: %w", *in, err)
+			return fmt.Errorf("--in %s: %w", *in, cutShort(data, err))
 		}
 		svc, done, err := connect(*addr, sec)
 		if err != nil {
