@@ -80,7 +80,7 @@ func TestInFileCutShortNamesTheLine(t *testing.T) {
 	}
 	for _, args := range [][]string{{"estimate", "--in", in}, {"estimate", "--in", in, "--json", "--cuda-device-max-connections", "2"}} {
 		code, _, errOut := run(args...)
-		if code != exitFailure || !strings.Contains(errOut, "--in "+in+": want an EstimateStepRequest as JSON: the file ends inside a value at line 3") {
+		if code != exitFailure || !strings.Contains(errOut, "--in "+in+": want an EstimateStepRequest as JSON: ends inside a value at line 3") {
 			t.Errorf("%v: exit %d, %s", args, code, errOut)
 		}
 	}

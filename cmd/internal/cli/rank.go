@@ -395,14 +395,14 @@ func emptyInput(path, want string) error {
 	return fmt.Errorf("--in %s: empty file (want %s)", path, want)
 }
 
-// cutShort says where a file whose JSON protojson refused as "unexpected EOF"
+// cutShort says where a file (or standard input) whose JSON protojson refused as "unexpected EOF"
 // ends: at its last line, inside a value (protojson names the line of every
 // other fault, not this one). Other errors are returned as they are.
 func cutShort(data []byte, err error) error {
 	if !strings.HasSuffix(err.Error(), "unexpected EOF") {
 		return err
 	}
-	return fmt.Errorf("the file ends inside a value at line %d (cut short?)", 1+bytes.Count(bytes.TrimRight(data, " \t\r\n"), []byte("\n")))
+	return fmt.Errorf("ends inside a value at line %d (cut short?)", 1+bytes.Count(bytes.TrimRight(data, " \t\r\n"), []byte("\n")))
 }
 
 // readFileOrStdin is readFile, with "-" naming standard input (as rank's --in takes
