@@ -38,8 +38,8 @@ func (g measuredGEMM) validate() error {
 		return fmt.Errorf("source: empty")
 	case g.GPU == "":
 		return fmt.Errorf("gpu: empty")
-	case g.DType != "bf16" && g.DType != "fp8":
-		return fmt.Errorf("dtype: %q is neither bf16 nor fp8", g.DType)
+	case g.DType != "bf16" && g.DType != "fp16" && g.DType != "fp8":
+		return fmt.Errorf("dtype: %q is not bf16, fp16 or fp8", g.DType)
 	case g.M < 1 || g.N < 1 || g.K < 1:
 		return fmt.Errorf("m, n, k: %g × %g × %g not positive", g.M, g.N, g.K)
 	case (g.TFLOPS > 0) == (g.FLOPS > 0):
@@ -95,7 +95,7 @@ func (s *gemmErrorStats) mean() float64    { return s.sumSigned / float64(s.n) }
 // positive where the model prices it slower than measured.
 func gemmPricedError(t *testing.T, k *Constants, g measuredGEMM) float64 {
 	t.Helper()
-	p := BF16
+	p := BF16 // fp16 runs at the same 16-bit tensor rate
 	if g.DType == "fp8" {
 		p = FP8
 	}
@@ -169,6 +169,7 @@ func TestGEMMPricesAgainstMeasuredShapes(t *testing.T) {
 		"deepgemm-readme": 1.360,
 		"deepgemm-pr81":   0.247,
 		"mamf":            0.501,
+		"tlx-750w":        0.109,
 		"xla-sm100":       0.391,
 		"xla-sm90":        0.947,
 	}
@@ -177,6 +178,8 @@ func TestGEMMPricesAgainstMeasuredShapes(t *testing.T) {
 		"Blackwell bf16 M<=512":  0.696,
 		"Blackwell bf16 M 1K-4K": 0.268,
 		"Blackwell bf16 M>=8K":   0.298,
+		"Blackwell fp16 M 1K-4K": 0.148,
+		"Blackwell fp16 M>=8K":   0.032,
 		"Blackwell fp8 M<=512":   0.427,
 		"Blackwell fp8 M 1K-4K":  0.297,
 		"Blackwell fp8 M>=8K":    0.405,
