@@ -943,10 +943,13 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	if err := sameGPU(base, spec, in.Sweeps); err != nil {
 		return nil, err
 	}
+	notes, err := sameGPURuns(base, spec, in.Runs)
+	if err != nil {
+		return nil, err
+	}
 	start := Start(spec)
-	r := &Report{Base: base, Catalog: start}
+	r := &Report{Base: base, Catalog: start, Notes: notes}
 
-	var err error
 	if r.Before, err = price(spec, start, in); err != nil {
 		return nil, err
 	}
