@@ -139,3 +139,29 @@ func TestTrainingLogWithoutMFUNoted(t *testing.T) {
 		}
 	}
 }
+
+// A compute scale the log determines but the fit declines (a run faster than the
+// GPU's boost clock allows the model's price: 9,000 tokens/s per H100 against
+// the model's about 7,240) is reported as declined only: it was also "not determined:
+// … the inputs have no training log".
+func TestDeclinedComputeScaleIsNotUndetermined(t *testing.T) {
+	const fast = "step:  1  loss: 12.2611  memory: 27.22GiB(28.65%)  tps: 595  tflops: 34.47  mfu: 3.49%\n" +
+		"step: 10  loss: 10.4260  memory: 30.89GiB(32.51%)  tps: 9,000  tflops: 521.20  mfu: 52.70%\n" +
+		"step: 20  loss:  8.9482  memory: 30.89GiB(32.51%)  tps: 9,000  tflops: 521.20  mfu: 52.70%\n"
+	var in calibrate.Inputs
+	if err := in.Read("fast.log", []byte(fast), tutorialLayout); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := calibrate.Calibrate("dgx-h100", systemOf(t, "dgx-h100"), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Declined, func(d calibrate.Declined) bool { return d.Field == "gpu.peak_tflops" }) {
+		t.Errorf("the compute scale is not declined: %v", rep.Declined)
+	}
+	for _, u := range rep.Undetermined {
+		if strings.Contains(u, "gpu.peak_tflops") {
+			t.Errorf("declined and said undetermined: %q", u)
+		}
+	}
+}
