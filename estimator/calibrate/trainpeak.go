@@ -26,8 +26,8 @@ import (
 // (megatron/training/training.py @ d98e8a64dd), as does Megatron-Bridge
 // (src/megatron/bridge/training/utils/train_utils.py @ 067f987df); NeMo 2's
 // FLOPsMeasurementCallback logs TFLOPS_per_GPU (nemo/lightning/pytorch/callbacks/
-// flops_callback.py @ 8cfedd7203); Composer's and DeepSpeed's step lines read
-// here carry no FLOP/s. For those, and for torchtitan lines without tflops
+// flops_callback.py @ 8cfedd7203); DeepSpeed's step lines read here carry no
+// FLOP/s; Composer's MFU, over a peak per precision the run may set, is not read. For those, and for torchtitan lines without tflops
 // (before pytorch/torchtitan 4e3266374, 2025-02-18) or with "mfu: N/A" (under
 // fp8 or MX training since f113706c4, 2026-02-28), the check cannot be made and
 // the run's notes say so.
@@ -204,6 +204,11 @@ func noPeakWhy(framework string, hasTFLOPS bool) string {
 		return "Megatron-LM's and Megatron-Bridge's logs state TFLOP/s per GPU but no MFU, the fraction of a peak that would name the GPU"
 	case framework == "nemo":
 		return "NeMo's logs state TFLOPS per GPU at most, no MFU, the fraction of a peak that would name the GPU"
+	case framework == "composer":
+		// SpeedMonitor (composer/callbacks/speed_monitor.py @ 640518880) logs
+		// throughput/device/mfu over a peak per precision (amp_bf16, amp_fp8)
+		// that the run may set itself (gpu_flops_available).
+		return "Composer's throughput/device/mfu is not read (its peak is per precision, and the run may set it: SpeedMonitor's gpu_flops_available)"
 	}
 	return framework + "'s step lines state no MFU, the fraction of a peak that would name the GPU"
 }
