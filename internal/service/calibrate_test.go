@@ -45,4 +45,16 @@ func TestCalibrateClusterTrainingLogOfAnotherGPU(t *testing.T) {
 	}) {
 		t.Errorf("notes %q", resp.GetNotes())
 	}
+	// The A100's peak (115.84 ÷ 37.13 % = 312), which torchtitan also divides by
+	// on a GPU its version did not name: fitted on hgx-b200, with calibration's
+	// own note beside the readers'.
+	a100 := "step:  1  loss: 12.2611  memory: 27.22GiB(68.05%)  tps: 180  tflops: 10.42  mfu: 3.34%\n" +
+		"step: 10  loss: 10.4260  memory: 30.89GiB(77.23%)  tps: 2,000  tflops: 115.84  mfu: 37.13%\n" +
+		"step: 20  loss:  8.9482  memory: 30.89GiB(77.23%)  tps: 1,998  tflops: 115.72  mfu: 37.09%\n"
+	if resp, err = s.CalibrateCluster(context.Background(), req("hgx-b200", a100)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(resp.GetNotes(), func(n string) bool { return strings.Contains(n, "bf16.log:2: tflops ÷ mfu = 312 TFLOP/s") }) {
+		t.Errorf("hgx-b200: notes %q", resp.GetNotes())
+	}
 }
