@@ -118,13 +118,6 @@ func Breakdown(r step.Result, title string) Figure {
 		c.printf("</g>\n")
 	}
 	axisY := barsTop + bdRowH*float64(len(ps)) + 4
-	c.line(bdLeft, axisY, bdLeft+plotW, axisY, ` stroke="#333333"`)
-	tv, tickStep := ticks(0, axisMax*unitScale, 6)
-	for _, v := range tv {
-		xx := bdLeft + v/unitScale*scale
-		c.line(xx, axisY, xx, axisY+5, ` stroke="#333333"`)
-		c.text(xx, axisY+17, "middle", ` font-size="11"`, tickLabel(v, tickStep))
-	}
-	c.text(bdLeft+plotW, axisY+32, "end", ` font-size="11"`, "time per step ("+unit+"); thin bars: communication hidden under compute")
+	c.timeAxis(bdLeft, axisY, plotW, axisMax, scale, unitScale, 6, "time per step ("+unit+"); thin bars: communication hidden under compute")
 	return c.onWhite(width, height)
 }

@@ -123,14 +123,7 @@ func Schedule(r step.Result, title string) (Figure, error) {
 	}
 
 	// Time axis.
-	c.line(schedLeft, axisY, schedLeft+plotW, axisY, ` stroke="#333333"`)
-	tv, tickStep := ticks(0, span*unitScale, 8)
-	for _, v := range tv {
-		x := schedLeft + v/unitScale*scale
-		c.line(x, axisY, x, axisY+5, ` stroke="#333333"`)
-		c.text(x, axisY+17, "middle", ` font-size="11"`, tickLabel(v, tickStep))
-	}
-	c.text(schedLeft+plotW, axisY+32, "end", ` font-size="11"`, "time ("+unit+")")
+	c.timeAxis(schedLeft, axisY, plotW, span, scale, unitScale, 8, "time ("+unit+")")
 
 	// Legend.
 	ly := axisY + 44

@@ -189,6 +189,20 @@ func tickLabel(v, step float64) string {
 	return strconv.FormatFloat(v, 'f', min(d, 9), 64)
 }
 
+// timeAxis draws a horizontal time axis at y from left over width: about n
+// ticks from 0 to span seconds, at scale points per second, labelled in the unit
+// unitScale converts seconds to, and caption under its right end.
+func (c *canvas) timeAxis(left, y, width, span, scale, unitScale float64, n int, caption string) {
+	c.line(left, y, left+width, y, ` stroke="#333333"`)
+	tv, step := ticks(0, span*unitScale, n)
+	for _, v := range tv {
+		x := left + v/unitScale*scale
+		c.line(x, y, x, y+5, ` stroke="#333333"`)
+		c.text(x, y+17, "middle", ` font-size="11"`, tickLabel(v, step))
+	}
+	c.text(left+width, y+32, "end", ` font-size="11"`, caption)
+}
+
 // timeUnit picks the unit of a time axis spanning up to span seconds.
 func timeUnit(span float64) (name string, scale float64) {
 	switch {

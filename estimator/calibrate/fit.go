@@ -943,10 +943,13 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	if err := sameGPU(base, spec, in.Sweeps); err != nil {
 		return nil, err
 	}
+	notes, err := sameGPURuns(base, spec, in.Runs)
+	if err != nil {
+		return nil, err
+	}
 	start := Start(spec)
-	r := &Report{Base: base, Catalog: start}
+	r := &Report{Base: base, Catalog: start, Notes: notes}
 
-	var err error
 	if r.Before, err = price(spec, start, in); err != nil {
 		return nil, err
 	}
@@ -1070,13 +1073,17 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 		}
 	}
 	r.Fitted, r.Determined, r.Choices = all.k, all.det, all.choices
+	r.Declined = append(r.Declined, all.declined...)
+	// A constant the inputs determine but the fit declined is said as declined,
+	// not as one the inputs lack (a training log's compute scale at its bound was
+	// "kept at the base's 1: the inputs have no training log").
 	for _, kn := range knobs() {
-		if kn.class == "net" && spec.NICs.PerNode == 0 || slices.ContainsFunc(r.Determined, func(d Knob) bool { return d.Field == kn.Field }) {
+		if kn.class == "net" && spec.NICs.PerNode == 0 || slices.ContainsFunc(r.Determined, func(d Knob) bool { return d.Field == kn.Field }) ||
+			slices.ContainsFunc(r.Declined, func(d Declined) bool { return d.Field == kn.Field }) {
 			continue
 		}
 		r.Undetermined = append(r.Undetermined, fmt.Sprintf("%s (%s) kept at the base's %.4g: the inputs have %s", kn.Name, kn.Field, kn.Of(r.Catalog), kn.lacking))
 	}
-	r.Declined = append(r.Declined, all.declined...)
 	if r.After, err = price(withChoices(spec, all.choices), r.Fitted, in); err != nil {
 		return nil, err
 	}

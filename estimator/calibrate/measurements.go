@@ -99,12 +99,9 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 			if m == nil {
 				return s, fe("algorithm", "%q: want the algorithm the run forced with NCCL_ALGO (ring, tree, nvls, nvlstree, pat), or null when NCCL chose", *r.Algorithm)
 			}
-			a, err := collective.ParseAlgorithm(m[1])
+			a, err := ncclAlgo(m[1])
 			if err != nil {
 				return s, fe("algorithm", "%v (null when NCCL chose)", err)
-			}
-			if a == collective.Tree {
-				a = collective.DoubleTree // NCCL_ALGO=Tree runs NCCL's double binary tree
 			}
 			algo = a.String()
 			s.Algo = a
@@ -244,12 +241,9 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 		}
 	}
 	if layout.Algo != "" {
-		a, err := collective.ParseAlgorithm(layout.Algo)
+		a, err := ncclAlgo(layout.Algo)
 		if err != nil {
 			return s, fileErr(name, 0, "layout algo: %v", err)
-		}
-		if a == collective.Tree {
-			a = collective.DoubleTree
 		}
 		if first.algo != "" && a != s.Algo {
 			return s, fileErr(name, firstLine, "the layout says NCCL_ALGO %s, the rows' algorithm %s", a, s.Algo)

@@ -192,3 +192,19 @@ func rowsSeed(f *testing.F, path string) []byte {
 	}
 	return out
 }
+
+// NCCL_ALGO=Tree runs NCCL's double binary tree: rows that name "Tree" are
+// priced with it, and a layout that says algo tree agrees with them.
+func TestMeasurementRowsTreeIsTheDoubleTree(t *testing.T) {
+	name := "ncclt309-gjaion-2n-ring.jsonl"
+	data := strings.ReplaceAll(string(read(t, "testdata/rows/h100-ib-8n/"+name)), `"Ring (NCCL_ALGO=Ring)"`, `"Tree (NCCL_ALGO=Tree)"`)
+	if !strings.Contains(data, "NCCL_ALGO=Tree") {
+		t.Fatal("no row edited")
+	}
+	for _, algo := range []string{"", "tree"} {
+		s, err := calibrate.ParseMeasurementRows(name, []byte(data), calibrate.Layout{Algo: algo})
+		if err != nil || s.Algo != collective.DoubleTree {
+			t.Errorf("layout algo %q: %v, algo %s; want the double tree", algo, err, s.Algo)
+		}
+	}
+}

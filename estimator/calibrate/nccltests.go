@@ -97,6 +97,16 @@ func (e *FileError) Error() string {
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
 }
 
+// ncclAlgo is the algorithm a run that set NCCL_ALGO=s ran: NCCL_ALGO=Tree runs
+// NCCL's double binary tree, the others the algorithm of their name.
+func ncclAlgo(s string) (collective.Algorithm, error) {
+	a, err := collective.ParseAlgorithm(s)
+	if a == collective.Tree {
+		a = collective.DoubleTree
+	}
+	return a, err
+}
+
 func fileErr(file string, line int, format string, args ...any) error {
 	return &FileError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
@@ -407,13 +417,9 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 		s.Launch = l
 	}
 	if layout.Algo != "" {
-		a, err := collective.ParseAlgorithm(layout.Algo)
+		a, err := ncclAlgo(layout.Algo)
 		if err != nil {
 			return s, fileErr(name, 0, "layout algo: %v", err)
-		}
-		// NCCL_ALGO=Tree runs NCCL's double binary tree.
-		if a == collective.Tree {
-			a = collective.DoubleTree
 		}
 		s.Algo = a
 	}

@@ -48,6 +48,10 @@ type Report struct {
 	// Declined are the constants the inputs determine that the fit left at the
 	// base's value, because moving them priced a group of rows worse.
 	Declined []Declined
+	// Notes are what calibration noticed of the inputs against the base cluster
+	// (a training log's GPU that could not be told apart from the base's), beside
+	// the readers' own (Inputs.Notes).
+	Notes []string
 }
 
 // Contradiction is an input file that, fitted alone, wants a constant far from the

@@ -52,7 +52,11 @@ type Run struct {
 	StepS  float64
 	Steps  int
 	Layout RunLayout
-	Notes  []string
+	// Peak is the peak FLOP/s the framework divided by for the MFU it logs
+	// (trainpeak.go), from the metric line whose printed figures bound it
+	// closest; its Line is 0 when no line states it.
+	Peak  ImpliedPeak
+	Notes []string
 }
 
 // A log format: the line that carries the metric, and how to turn the metric into
@@ -261,6 +265,7 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 	// lines ("[rank3]:", "[default3]:"), and every rank logs each step.
 	lastStep := map[string]int{}
 	started := false
+	hasTFLOPS := false // a torchtitan line states tflops
 	err := logLines(data, func(line int, t string) error {
 		if strings.ContainsRune(t, 0) {
 			return fileErr(name, line, "not text")
@@ -314,6 +319,15 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 				}
 			}
 			vals = append(vals, l)
+			if f.framework == "torchtitan" {
+				// The line whose printed figures bound the peak closest (a
+				// warm-up step's small mfu, 3.49 %, rounds to 0.14 %).
+				p, tf, ok := peakClaim(line, t)
+				hasTFLOPS = hasTFLOPS || tf
+				if ok && (r.Peak.Line == 0 || p.Hi-p.Lo < r.Peak.Hi-r.Peak.Lo) {
+					r.Peak = p
+				}
+			}
 			break
 		}
 		if len(vals) > 0 && !started && strings.Contains(t, "start") && startRe.MatchString(t) {
@@ -339,6 +353,9 @@ func ParseTrainingLog(name string, data []byte, l RunLayout) (Run, error) {
 	r.Framework = format.framework
 	if err := checkRunLayout(name, &r.Layout, format.framework); err != nil {
 		return r, err
+	}
+	if r.Peak.Line == 0 {
+		r.Notes = append(r.Notes, "the GPU the run ran on could not be checked against the base cluster's: "+noPeakWhy(format.framework, hasTFLOPS))
 	}
 	// Steps the log says ran another global batch than the layout's are not its
 	// steps: a batch-size ramp-up's, set aside and said; none of the layout's is

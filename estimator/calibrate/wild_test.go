@@ -420,6 +420,10 @@ func FuzzParseTrainingLog(f *testing.F) {
 		if err == nil && (!(r.StepS > 0) || math.IsInf(r.StepS, 0) || r.Steps < 1) {
 			t.Fatalf("accepted a log without a step time: %v s over %d steps", r.StepS, r.Steps)
 		}
+		// An implied peak lies within its bounds, all positive and finite.
+		if p := r.Peak; err == nil && p.Line > 0 && !(0 < p.Lo && p.Lo <= p.TFLOPS && p.TFLOPS <= p.Hi && !math.IsInf(p.Hi, 0)) {
+			t.Fatalf("implied peak %+v", p)
+		}
 	})
 }
 

@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
-
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/invalid"
@@ -140,40 +138,27 @@ var apiWord = regexp.MustCompile(`\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b`)
 // (the unspecified values aside: they name no value).
 var domainSpellings = func() map[string]string {
 	out := map[string]string{}
-	add := func(e protoreflect.Enum, v any) {
-		if e.Number() != 0 {
-			out[string(e.Descriptor().Values().ByNumber(e.Number()).Name())] = fmt.Sprint(v)
-		}
-	}
-	for k, v := range schedules {
-		add(k, v)
-	}
-	for k, v := range recomputes {
-		add(k, v)
-	}
-	for k, v := range prefetches {
-		add(k, v)
-	}
-	for k, v := range precisions {
-		add(k, v)
-	}
-	for k, v := range Objectives {
-		add(k, v)
-	}
-	for k, v := range CollectiveOps {
-		add(k, v)
-	}
-	for k, v := range Algorithms {
-		add(k, v)
-	}
-	for k, v := range Protocols {
-		add(k, v)
-	}
-	for k, v := range Launches {
-		add(k, v)
-	}
+	addSpellings(out, schedules)
+	addSpellings(out, recomputes)
+	addSpellings(out, prefetches)
+	addSpellings(out, precisions)
+	addSpellings(out, Objectives)
+	addSpellings(out, CollectiveOps)
+	addSpellings(out, Algorithms)
+	addSpellings(out, Protocols)
+	addSpellings(out, Launches)
 	return out
 }()
+
+// addSpellings adds to out the domain's spelling of each value m maps, by the
+// enum value's API name, the unspecified value aside.
+func addSpellings[P protoEnum, V any](out map[string]string, m map[P]V) {
+	for k, v := range m {
+		if k != 0 {
+			out[string(k.Descriptor().Values().ByNumber(k.Number()).Name())] = fmt.Sprint(v)
+		}
+	}
+}
 
 // APINoPlanReason is a search's reason for finding no plan (planner.Result.NoPlan)
 // as the API's caller reads it: the schedules and recomputations of the

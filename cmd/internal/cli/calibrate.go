@@ -189,7 +189,7 @@ type calibrationInput struct {
 }
 
 func reportJSON(r *calibrate.Report, in calibrate.Inputs) calibrationJSON {
-	out := calibrationJSON{Report: r, Inputs: []calibrationInput{}, Notes: in.Notes()}
+	out := calibrationJSON{Report: r, Inputs: []calibrationInput{}, Notes: append(in.Notes(), r.Notes...)}
 	for _, s := range in.Sweeps {
 		c := calibrationInput{File: s.File, Kind: "collective", Op: s.Op.String(), Nodes: s.Nodes, GPUsPerNode: s.GPUsPerNode,
 			Device: s.Device, Launch: s.Launch.String(), Rows: len(s.Points), NodesFrom: nodesFrom(s)}
@@ -288,7 +288,7 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 	for _, ru := range in.Runs {
 		printWrapped(w, "  ", fmt.Sprintf("%s: %s log, step %.4g s (median of %d), %s on %d GPUs", ru.File, ru.Framework, ru.StepS, ru.Steps, ru.Layout.Model, ru.Layout.GPUs), true)
 	}
-	for _, n := range in.Notes() {
+	for _, n := range append(in.Notes(), r.Notes...) {
 		printWrapped(w, "  ", fmt.Sprintf("note: %s", n), true)
 	}
 

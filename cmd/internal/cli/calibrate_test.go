@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -616,5 +617,33 @@ func TestCalibrateUnwritableSVGWritesNoClusterFile(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("--out %s written by a command that failed", out)
+	}
+}
+
+// A training log of another GPU than the base cluster's stops the command naming
+// the file, the line and both GPUs: the tutorial's H100 run (tflops ÷ mfu = 989,
+// torchtitan's H100 peak) on dgx-a100 was priced 114.9 % off, and the compute
+// fit declined. A log that states no MFU is read with a note saying the check
+// could not be made.
+func TestCalibrateTrainingLogOfAnotherGPU(t *testing.T) {
+	logs := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata", "trainlogs")
+	layout := filepath.Join(logs, "layout.yaml")
+	bf16 := filepath.Join(logs, "torchao-pretraining-bf16.log")
+	code, _, stderr := run("calibrate", "--cluster", "dgx-a100", "--layout", layout, bf16)
+	if want := bf16 + ":2: tflops ÷ mfu = 367.39 ÷ 37.15 % = 988.9 TFLOP/s, the bf16 peak torchtitan divides by on an H100 SXM or H200"; code == 0 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "not on the base cluster dgx-a100's A100-80GB (312 TFLOP/s)") {
+		t.Errorf("exit %d, stderr %q; want it to hold %q", code, stderr, want)
+	}
+	b, err := os.ReadFile(bf16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	na := filepath.Join(dir, "torchao-pretraining-bf16.log")
+	if err := os.WriteFile(na, regexp.MustCompile(`mfu: [0-9.]+%`).ReplaceAll(b, []byte("mfu: N/A")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run("calibrate", "--cluster", "dgx-h100", "--layout", layout, na)
+	if flat := strings.Join(strings.Fields(out), " "); code != 0 || !strings.Contains(flat, "note: "+na+": the GPU the run ran on could not be checked against the base cluster's: its mfu is not a number") {
+		t.Errorf("exit %d, stderr %q, out:\n%s", code, stderr, out)
 	}
 }

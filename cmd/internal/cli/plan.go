@@ -383,17 +383,8 @@ func (opt *planArgs) workload(q *planQuery) error {
 			c.Schedules = append(c.Schedules, step.Schedule(strings.ToLower(strings.TrimSpace(f))))
 		}
 	}
-	if *opt.spList != "" {
-		for _, f := range strings.Split(*opt.spList, ",") {
-			switch strings.ToLower(strings.TrimSpace(f)) {
-			case "on", "true":
-				c.SP = append(c.SP, true)
-			case "off", "false":
-				c.SP = append(c.SP, false)
-			default:
-				return fmt.Errorf("--sp: %q is not on or off", f)
-			}
-		}
+	if err := onOffList("--sp", *opt.spList, &c.SP); err != nil {
+		return err
 	}
 	if *opt.cpVariantList != "" {
 		for _, f := range strings.Split(*opt.cpVariantList, ",") {
@@ -407,48 +398,34 @@ func (opt *planArgs) workload(q *planQuery) error {
 			}
 		}
 	}
-	if *opt.overlapEPList != "" {
-		for _, f := range strings.Split(*opt.overlapEPList, ",") {
-			switch strings.ToLower(strings.TrimSpace(f)) {
-			case "on", "true":
-				c.OverlapEP = append(c.OverlapEP, true)
-			case "off", "false":
-				c.OverlapEP = append(c.OverlapEP, false)
-			default:
-				return fmt.Errorf("--overlap-ep: %q is not on or off", f)
-			}
-		}
-	}
 	for _, l := range []struct {
 		flag string
 		list *string
 		out  *[]bool
-	}{{"--fp8-weights", opt.fp8WeightsList, &c.FP8Params}, {"--offload-activations", opt.offloadActsList, &c.OffloadActivations},
-		{"--experts-whole", opt.expertsWhole, &c.ExpertsWhole}} {
-		if *l.list == "" {
-			continue
-		}
-		for _, f := range strings.Split(*l.list, ",") {
-			switch strings.ToLower(strings.TrimSpace(f)) {
-			case "on", "true":
-				*l.out = append(*l.out, true)
-			case "off", "false":
-				*l.out = append(*l.out, false)
-			default:
-				return fmt.Errorf("%s: %q is not on or off", l.flag, f)
-			}
+	}{{"--overlap-ep", opt.overlapEPList, &c.OverlapEP}, {"--fp8-weights", opt.fp8WeightsList, &c.FP8Params},
+		{"--offload-activations", opt.offloadActsList, &c.OffloadActivations}, {"--experts-whole", opt.expertsWhole, &c.ExpertsWhole},
+		{"--overlap-tp", opt.overlapTPList, &c.OverlapTP}} {
+		if err := onOffList(l.flag, *l.list, l.out); err != nil {
+			return err
 		}
 	}
-	if *opt.overlapTPList != "" {
-		for _, f := range strings.Split(*opt.overlapTPList, ",") {
-			switch strings.ToLower(strings.TrimSpace(f)) {
-			case "on", "true":
-				c.OverlapTP = append(c.OverlapTP, true)
-			case "off", "false":
-				c.OverlapTP = append(c.OverlapTP, false)
-			default:
-				return fmt.Errorf("--overlap-tp: %q is not on or off", f)
-			}
+	return nil
+}
+
+// onOffList appends to out each value of a flag's comma-separated list of on
+// and off (true, false), in order; "" appends none.
+func onOffList(flag, list string, out *[]bool) error {
+	if list == "" {
+		return nil
+	}
+	for _, f := range strings.Split(list, ",") {
+		switch strings.ToLower(strings.TrimSpace(f)) {
+		case "on", "true":
+			*out = append(*out, true)
+		case "off", "false":
+			*out = append(*out, false)
+		default:
+			return fmt.Errorf("%s: %q is not on or off", flag, f)
 		}
 	}
 	return nil

@@ -1,0 +1,60 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stepcost/stepcost/estimator/invalid"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
+)
+
+// CalibrateCluster refuses a training log of another GPU than the base
+// cluster's as the rest of calibrate refuses a file (docs/calibration.md):
+// INVALID_ARGUMENT on the input's content, the message naming the file, the line
+// and both GPUs. A log that states no MFU is fitted, and the response's notes say
+// the check could not be made.
+func TestCalibrateClusterTrainingLogOfAnotherGPU(t *testing.T) {
+	b, err := os.ReadFile("../../estimator/calibrate/testdata/trainlogs/torchao-pretraining-bf16.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &pb.CalibrationRun{Model: "llama3-8b", Gpus: 8, Zero: 3, MicroBatch: 1, GlobalBatch: 8, SeqLen: 8192, Recompute: "ops"}
+	req := func(system, content string) *pb.CalibrateClusterRequest {
+		return &pb.CalibrateClusterRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: system}},
+			Inputs: []*pb.CalibrationInput{{Name: "bf16.log", Content: content, Run: run}}}
+	}
+	s := New(Options{})
+	_, err = s.CalibrateCluster(context.Background(), req("dgx-a100", string(b)))
+	var fe *invalid.Error
+	if !errors.As(err, &fe) || codeOf(err) != InvalidArgument || fe.Field != "inputs[0].content" ||
+		!strings.Contains(fe.Rule, "bf16.log:2: tflops ÷ mfu = 367.39 ÷ 37.15 % = 988.9 TFLOP/s") || !strings.Contains(fe.Rule, "H100") || !strings.Contains(fe.Rule, "dgx-a100's A100-80GB") {
+		t.Errorf("the H100 log on dgx-a100: %v", err)
+	}
+	na := regexp.MustCompile(`mfu: [0-9.]+%`).ReplaceAllString(string(b), "mfu: N/A")
+	resp, err := s.CalibrateCluster(context.Background(), req("dgx-a100", na))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(resp.GetNotes(), func(n string) bool {
+		return strings.HasPrefix(n, "bf16.log: the GPU the run ran on could not be checked against the base cluster's")
+	}) {
+		t.Errorf("notes %q", resp.GetNotes())
+	}
+	// The A100's peak (115.84 ÷ 37.13 % = 312), which torchtitan also divides by
+	// on a GPU its version did not name: fitted on hgx-b200, with calibration's
+	// own note beside the readers'.
+	a100 := "step:  1  loss: 12.2611  memory: 27.22GiB(68.05%)  tps: 180  tflops: 10.42  mfu: 3.34%\n" +
+		"step: 10  loss: 10.4260  memory: 30.89GiB(77.23%)  tps: 2,000  tflops: 115.84  mfu: 37.13%\n" +
+		"step: 20  loss:  8.9482  memory: 30.89GiB(77.23%)  tps: 1,998  tflops: 115.72  mfu: 37.09%\n"
+	if resp, err = s.CalibrateCluster(context.Background(), req("hgx-b200", a100)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(resp.GetNotes(), func(n string) bool { return strings.Contains(n, "bf16.log:2: tflops ÷ mfu = 312 TFLOP/s") }) {
+		t.Errorf("hgx-b200: notes %q", resp.GetNotes())
+	}
+}
