@@ -354,7 +354,7 @@ const recomputeGain = 1 / (1 - 0.33)
 
 const (
 	powerLimited = "B200 limited to 750 W (the table's first revision; \"power limited\" since): the model prices the published layout 35–39 % fast (measured 1.53–1.63× its price) with the limit on NVIDIA's Blackwell ratings, the recomputed cuDNN attention and FSDP2's copies, where the same benchmark on the same team's H100 is priced within 12 %"
-	dsv3GB200    = "DeepSeek-V3 on GB200 in NeMo 25.04: the model prices the published layout 30 % fast, host-bound with its 30 torch.distributed calls, the unfused attention's operators and the router's capacity kernels a layer and micro-batch priced, and the best plans are layouts NeMo 25.04 runs (no TP overlap or context parallelism with MLA), 1.01–1.12× the published layout as priced; NVIDIA's host-bound MXFP8 baseline on a later stack took the same 33.7 ms a layer and micro-batch, and the recipe's next release (NeMo 25.09, TP 1) ran the same work per GPU 3.09× faster (dgxc2510, priced −7 %): the rest of the gap is that stack's host time per call"
+	dsv3GB200    = "DeepSeek-V3 on GB200 in NeMo 25.04: the model prices the published layout 29 % fast, host-bound with its 30 torch.distributed calls, the unfused attention's operators and the router's capacity kernels a layer and micro-batch priced, and the best plans are layouts NeMo 25.04 runs (no TP overlap or context parallelism with MLA), 1.01–1.12× the published layout as priced; NVIDIA's host-bound MXFP8 baseline on a later stack took the same 33.7 ms a layer and micro-batch, and the recipe's next release (NeMo 25.09, TP 1) ran the same work per GPU 3.09× faster (dgxc2510, priced −7 %): the rest of the gap is that stack's host time per call"
 	megatron2021 = "Megatron-LM 2021: the plan drops the full recomputation every Table 1 run used (its degrees picked by heuristics, §5.1), which the paper measured costing up to 33 % of the throughput (§5.6)"
 	// mlperf60_h100_gptoss20b_64gpu_fp8 (TP 2 × EP 4, one micro-batch) left the
 	// model errors at 1.28×: its best plan (TP 1 × PP 2 interleaved v 4 × CP 8, EP
@@ -378,9 +378,9 @@ const (
 	// (grad_reduce_in_fp32=False; the rows' grad_reduce_dtype), plans the fp32
 	// gradients left out of memory fit — TP 2 × DP 128 / 256 without a pipeline for
 	// Maverick, TP 4 × PP 4 × CP 2 for Nemotron-4 — and gain 1.04–1.05× over the
-	// published layouts as priced, which the model prices 19–20 % fast like every
+	// published layouts as priced, which the model prices 19 % fast like every
 	// GB200 row of those recipes with PP > 1 (docs/step-model.md, "Every row as it ran").
-	gb200Interleaved = "dgxc-benchmarking v25.05 on GB200 with an interleaved pipeline (Llama 4 Maverick fp8): the model prices the published layout 19–20 % fast with the GB200's tensor rates as measured, the cause not found (docs/step-model.md, the GB200 sections after \"Every row as it ran\"); the best plan (TP 1, no pipeline) checked on its side: a layout NeMo 25.04 runs, 175 of 200 GB, and the same stack's MoE rows on GB200 without a pipeline (Grok-1) priced within 2 % in fp8, so what it drops (the last stage's output layer for every micro-batch, the pipeline's sends) may be the gap; no measurement of Maverick without a pipeline found"
+	gb200Interleaved = "dgxc-benchmarking v25.05 on GB200 with an interleaved pipeline (Llama 4 Maverick fp8): the model prices the published layout 19 % fast with the GB200's tensor rates as measured, the cause not found (docs/step-model.md, the GB200 sections after \"Every row as it ran\"); the best plan (TP 1, no pipeline) checked on its side: a layout NeMo 25.04 runs, 175 of 200 GB, and the same stack's MoE rows on GB200 without a pipeline (Grok-1) priced within 2 % in fp8, so what it drops (the last stage's output layer for every micro-batch, the pipeline's sends) may be the gap; no measurement of Maverick without a pipeline found"
 	// mlperf51_h100_llama31_8b_128gpu_fp8_cisco (TP 2 × DP 64 on 128 H100, eager, NeMo
 	// 2.4): the same submitter ran the same layout, batch and fp8 recipe on 128 H100
 	// in MLPerf Training v6.0 with full-iteration CUDA graphs on a later NeMo and
