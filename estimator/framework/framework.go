@@ -379,6 +379,23 @@ type Profile struct {
 	// for pure fp32 GEMMs), half the 16-bit tensor rate on a GEMM of microseconds,
 	// which the step model does not price apart.
 	MoERouterFP32Linear bool
+	// LossReductionHostSync: the framework's loss reduction reads a value of the
+	// GPU on the host once a micro-batch, where the loss is computed (every rank
+	// without a pipeline, the last stage with one), and then reduces the
+	// micro-batch's loss over data parallelism before the backward pass starts.
+	// NeMo 2.3 (the NeMo 25.04 containers; nemo/lightning/megatron_parallel.py
+	// MaskedTokenLossReduction.forward at 6f2c6fd, b4148d2 and 7a8f1cc, lines
+	// 1793–1813): `if num_valid_tokens_in_ub < 0.5` compares the loss mask's sum,
+	// a GPU tensor, in Python — the host waits for the GPU to finish everything
+	// queued — and average_losses_across_data_parallel_group
+	// (nemo/collections/nlp/modules/common/megatron/utils.py) all-reduces the
+	// micro-batch's loss over the data-parallel group. NeMo PR #13295 (58f6689,
+	// 2025-05-05, "Fix loss compute and reduction"; first in v2.4.0, the 25.07
+	// containers) removed both: the reduction moved to once a step, as
+	// Megatron-LM !3139 (3806ec2) did for pretrain_gpt.py. The GPU idles while
+	// the host issues what follows the sync up to the backward pass's first large
+	// kernel (step.lossSyncOps).
+	LossReductionHostSync bool
 	// GLUClampUnfused: a clamped gated MLP (model.Arch.GLUClamp) clamps with
 	// PyTorch's elementwise operators ahead of the fused activation: Megatron-Core's
 	// weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py,
@@ -975,6 +992,8 @@ var profiles = []Profile{
 		FP8Params:            true,
 		// Megatron-Core 0.12's router casts to fp32 and calls F.linear.
 		MoERouterFP32Linear: true,
+		// NeMo 2.3's loss reduction syncs with the host once a micro-batch.
+		LossReductionHostSync: true,
 		// Megatron-Core 0.12's TEGroupedMLP copies its tokens into and out of
 		// Transformer Engine v2.2's Fp8Padding / Fp8Unpadding under fp8.
 		FP8GroupedExpertPadding: true,

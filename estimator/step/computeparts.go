@@ -89,6 +89,10 @@ func (e *Estimator) computeInto(cp *computeParts, req *Request, rates *gpuRates,
 		pb := e.k.gemmTime(gemm{tokens, 2 * h, h / tf, 1, false}, rates) + pw
 		logits, logitsBwd, logitsW = (1+mtp)*logits+mtp*pf, (1+mtp)*logitsBwd+mtp*pb, (1+mtp)*logitsW+mtp*pw
 	}
+	// The stage that computes the loss idles after the loss reduction's host sync
+	// once a micro-batch (lossSyncGap: NeMo 2.3; the prediction modules' losses are
+	// the model's own, not reduced there), counted with its forward.
+	logits += e.lossSyncGap(req, c)
 	cp.weightCast = nDense*lc.weightCast + nMoE*lcMoE.weightCast
 	// The slowest stage: the one with the most layers, or the last, whose output
 	// layer and loss may outweigh a layer it holds fewer of (an uneven split that
