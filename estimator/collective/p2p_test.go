@@ -40,6 +40,20 @@ func TestP2PProtocolsAndCosts(t *testing.T) {
 			t.Errorf("64 KiB send/recv on 8 H100, NCCL %q: %s on %d channel(s), want %s on %d", tc.nccl, e.Protocol, e.Channels, tc.pr, tc.nch)
 		}
 	}
+	// OCI's 64-rank all-to-all over 16 trays of a GB300 rack (NCCL 2.28.7): 32 MiB is
+	// 512 KiB a peer, LL on one channel each (63 peers on 32 channels), 64 MiB Simple
+	// — the switch its sweep shows, 236 µs at 32 MiB against 162 µs at 64 MiB
+	// (testdata/README.md). NCCL 2.29 would run 32 MiB by Simple.
+	for _, tc := range []struct {
+		nccl string
+		size float64
+		pr   collective.Protocol
+	}{{"2.28.7", 32 << 20, collective.LL}, {"2.28.7", 64 << 20, collective.Simple}, {"2.29.7", 32 << 20, collective.Simple}} {
+		e := priceOnNodes(t, "gb300-nvl72", func(s *topology.Spec) { s.NCCL = tc.nccl }, 16, 4, collective.AllToAll, tc.size)
+		if e.Protocol != tc.pr || (tc.pr == collective.LL && e.Channels != 1) {
+			t.Errorf("%.0f MiB all-to-all on 16 GB300 trays, NCCL %s: %s on %d channel(s), want %s", tc.size/(1<<20), tc.nccl, e.Protocol, e.Channels, tc.pr)
+		}
+	}
 	// A peer's bytes above 512 KiB go by Simple under every release.
 	if e := price("dgx-h100", 1, 8, collective.SendRecv, 1<<20); e.Protocol != collective.Simple {
 		t.Errorf("1 MiB send/recv on 8 H100: %s, want Simple", e.Protocol)
