@@ -29,8 +29,12 @@ import (
 //     4 × the p2p channels, and at least one per NIC of the GPU, or (NCCL 2.29 on,
 //     when the cluster states it, and RCCL) one per 14 GB/s of the GPU's NICs
 //     (p2pNetChannelsPerPeer);
-//   - the protocol is LL while the peer's bytes are at most nChannels × 16 KiB
-//     (NCCL_P2P_LL_THRESHOLD), Simple above; LL128 is never used for p2p.
+//   - the protocol is LL while the peer's bytes are at most a threshold, Simple
+//     above; LL128 is never used for p2p. The threshold follows the release
+//     (p2pLLRule): NCCL_P2P_LL_THRESHOLD (16 KiB) up to 2.21, the peer's channels
+//     (p2pnChannelsPerPeer, 32 on an NVSwitch node) × 16 KiB from 2.22 through 2.28
+//     — 512 KiB a peer, with its LL parts cut from LL's step — and the channels
+//     of its parts × 16 KiB from 2.29.
 //
 // A p2p transfer is then bound by the links it crosses (with contention, as every
 // other pattern), by what its channels can copy — one thread block each, which is
@@ -75,6 +79,56 @@ func p2pStepBytes(p *Placement) float64 {
 // p2pLLThreshold is NCCL_P2P_LL_THRESHOLD: a peer's bytes per channel up to which LL
 // is used (its default, 16384: enqueue.cc at v2.27.7-1, line 783).
 const p2pLLThreshold = 16 << 10
+
+// p2pLLStepBytes is LL's step, the buffer NCCL's LL protocol divides into
+// NCCL_STEPS slots: DEFAULT_LL_BUFFSIZE (NCCL_LL_LINES_PER_THREAD 8 ×
+// NCCL_LL_MAX_NTHREADS 512 × NCCL_STEPS 8 × a 16-byte ncclLLFifoLine, init.cc
+// v2.28.7-1 line 697) over NCCL_STEPS: 64 KiB.
+const p2pLLStepBytes = 8 * 512 * 16
+
+// llRule is how the library picks LL for one peer's bytes (enqueue.cc,
+// addP2pToPlan).
+type llRule int
+
+const (
+	// llPerPart: LL while the peer's bytes are at most the channels its parts use
+	// × NCCL_P2P_LL_THRESHOLD, the parts cut from Simple's step first (NCCL from
+	// v2.29.2-1: "Select protocol (LL vs SIMPLE) used based on payload per
+	// channel", v2.29.7-1 lines 885–906). RCCL is priced so too, as before
+	// (its enqueue.cc not read).
+	llPerPart llRule = iota
+	// llPerPeer: LL while the peer's bytes are at most the channels a peer may
+	// use (nChannelsMax, p2pnChannelsPerPeer) × NCCL_P2P_LL_THRESHOLD, whatever
+	// the channels its parts take; the parts are then cut from the chosen
+	// protocol's step, LL's 64 KiB (v2.22.3-1 lines 836–848, v2.27.7-1 lines
+	// 822–835, v2.28.7-1 lines 821–902: thresholdLL = nChannelsMax ×
+	// ncclParamP2pLLThreshold(), then stepSize = buffSizes[protocol] /
+	// NCCL_STEPS). On an NVSwitch node or NVL72 rack (32 channels a peer) a
+	// peer's bytes up to 512 KiB go by LL. A cluster that states no release
+	// takes this rule, as it takes 2.28's channels per net peer.
+	llPerPeer
+	// llFlat: LL while the peer's bytes are at most NCCL_P2P_LL_THRESHOLD, the
+	// channels as llPerPart (v2.21.5-1 line 529: bytes <= ncclParamP2pLLThreshold()).
+	llFlat
+)
+
+// p2pLLRule is the LL rule of the placement's library: RCCL's on AMD GPUs, else
+// NCCL's by the release the cluster states (none: 2.22–2.28's).
+func p2pLLRule(c *topology.Cluster) llRule {
+	if a := c.GPU().Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
+		return llPerPart
+	}
+	major, minor, ok := c.Spec.NCCLRelease()
+	switch {
+	case !ok:
+		return llPerPeer
+	case major > 2 || major == 2 && minor >= 29:
+		return llPerPart
+	case minor >= 22:
+		return llPerPeer
+	}
+	return llFlat
+}
 
 // p2pPerChannelNetGBps is NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc, from v2.29.2-1):
 // the bandwidth NCCL assumes one channel drives to the network when it sizes a net
@@ -250,23 +304,36 @@ func p2pPlanCapped(p *Placement, b float64, maxCTAs int) (nch int, pr Protocol) 
 	for minCh*p.N() > total && minCh > 1 {
 		minCh /= 2
 	}
-	step := p2pStepBytes(p)
+	simpleOnly := p.Domains > 1 && p.Cluster.Spec.NICs.SimpleProtocolOnly
+	rule := p2pLLRule(p.Cluster)
+	if rule == llPerPeer && b <= float64(perPeer)*p2pLLThreshold && !simpleOnly {
+		return p2pParts(p, b, p2pLLStepBytes, minCh, perPeer), LL
+	}
+	nch = p2pParts(p, b, p2pStepBytes(p), minCh, perPeer)
+	pr = Simple
+	switch {
+	case simpleOnly || rule == llPerPeer:
+	case rule == llFlat && b <= p2pLLThreshold, rule == llPerPart && b <= float64(nch)*p2pLLThreshold:
+		pr = LL
+	}
+	return nch, pr
+}
+
+// p2pParts is the channels NCCL splits a peer's b bytes over (addP2pToPlan): one
+// part per step/8 (one node) or step/2 (nodes) up to minCh, doubled while a part
+// exceeds 32 steps (one node) or one step (nodes), up to perPeer.
+func p2pParts(p *Placement, b, step float64, minCh, perPeer int) int {
 	minPart, maxPart := step/8, step*32
 	if p.Domains > 1 && p.Cluster.Spec.NICs.PerNode > 0 {
 		minPart, maxPart = step/2, step
 	}
-	nch = max(1, min(minCh, int(math.Ceil(b/minPart))))
+	nch := max(1, min(minCh, int(math.Ceil(b/minPart))))
 	part := max(minPart, b/float64(nch))
 	for part > maxPart && nch <= perPeer/2 {
 		nch *= 2
 		part = b / float64(nch)
 	}
-	pr = Simple
-	simpleOnly := p.Domains > 1 && p.Cluster.Spec.NICs.SimpleProtocolOnly
-	if b <= float64(nch)*p2pLLThreshold && !simpleOnly {
-		pr = LL
-	}
-	return nch, pr
+	return nch
 }
 
 // p2pShape is what one grouped p2p call moves: bytes per peer, peers per rank, and

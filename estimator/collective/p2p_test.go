@@ -7,8 +7,8 @@ import (
 	"github.com/stepcost/stepcost/estimator/topology"
 )
 
-// Send/recv and all-to-all run NCCL's p2p kernel: LL while a peer's bytes fit 16 KiB
-// per channel, Simple above, with the p2p kernel's fixed cost instead of a
+// Send/recv and all-to-all run NCCL's p2p kernel: LL while a peer's bytes fit the
+// release's threshold (p2pLLRule), Simple above, with the p2p kernel's fixed cost instead of a
 // collective protocol's, and a bandwidth bound by the links or by the channels NCCL
 // gives the peer.
 func TestP2PProtocolsAndCosts(t *testing.T) {
@@ -25,10 +25,38 @@ func TestP2PProtocolsAndCosts(t *testing.T) {
 	if a2a.Protocol != collective.LL || a2a.TimeUs > 15 {
 		t.Errorf("8 B per peer all-to-all on 8 H100: %s/%s %.1f µs, want LL under 15 µs", a2a.Algo, a2a.Protocol, a2a.TimeUs)
 	}
-	// 64 KiB to one peer on one node: one channel (a part per 64 KiB), above its
-	// 16 KiB LL threshold: Simple.
-	if e := price("dgx-h100", 1, 8, collective.SendRecv, 64<<10); e.Protocol != collective.Simple || e.Channels != 1 {
-		t.Errorf("64 KiB send/recv on 8 H100: %s on %d channel(s), want Simple on 1", e.Protocol, e.Channels)
+	// 64 KiB to one peer on one node. NCCL 2.22–2.28 (and a cluster that states no
+	// release) run LL up to the peer's 32 channels × 16 KiB, 512 KiB, in parts cut
+	// from LL's 64 KiB step: 4 channels, the most each of 8 ranks may have. NCCL 2.29
+	// cuts the parts first (one per 64 KiB of Simple's step) and runs LL up to 16 KiB
+	// a part: Simple on one. NCCL 2.21 runs LL up to 16 KiB a peer.
+	for _, tc := range []struct {
+		nccl string
+		pr   collective.Protocol
+		nch  int
+	}{{"", collective.LL, 4}, {"2.28.7", collective.LL, 4}, {"2.22.3", collective.LL, 4}, {"2.29.7", collective.Simple, 1}, {"2.21.5", collective.Simple, 1}} {
+		e := priceOnNodes(t, "dgx-h100", func(s *topology.Spec) { s.NCCL = tc.nccl }, 1, 8, collective.SendRecv, 64<<10)
+		if e.Protocol != tc.pr || e.Channels != tc.nch {
+			t.Errorf("64 KiB send/recv on 8 H100, NCCL %q: %s on %d channel(s), want %s on %d", tc.nccl, e.Protocol, e.Channels, tc.pr, tc.nch)
+		}
+	}
+	// OCI's 64-rank all-to-all over 16 trays of a GB300 rack (NCCL 2.28.7): 32 MiB is
+	// 512 KiB a peer, LL on one channel each (63 peers on 32 channels), 64 MiB Simple
+	// — the switch its sweep shows, 236 µs at 32 MiB against 162 µs at 64 MiB
+	// (testdata/README.md). NCCL 2.29 would run 32 MiB by Simple.
+	for _, tc := range []struct {
+		nccl string
+		size float64
+		pr   collective.Protocol
+	}{{"2.28.7", 32 << 20, collective.LL}, {"2.28.7", 64 << 20, collective.Simple}, {"2.29.7", 32 << 20, collective.Simple}} {
+		e := priceOnNodes(t, "gb300-nvl72", func(s *topology.Spec) { s.NCCL = tc.nccl }, 16, 4, collective.AllToAll, tc.size)
+		if e.Protocol != tc.pr || (tc.pr == collective.LL && e.Channels != 1) {
+			t.Errorf("%.0f MiB all-to-all on 16 GB300 trays, NCCL %s: %s on %d channel(s), want %s", tc.size/(1<<20), tc.nccl, e.Protocol, e.Channels, tc.pr)
+		}
+	}
+	// A peer's bytes above 512 KiB go by Simple under every release.
+	if e := price("dgx-h100", 1, 8, collective.SendRecv, 1<<20); e.Protocol != collective.Simple {
+		t.Errorf("1 MiB send/recv on 8 H100: %s, want Simple", e.Protocol)
 	}
 	// 4 MiB between two NVLink GPUs moves at what its channels copy: measured
 	// 80–180 GB/s, well under the 370 GB/s of the links.
