@@ -64,3 +64,60 @@ func TestPinsNoLayoutSatisfiesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// The expert-parallel all-to-all overlap runs where the framework runs it: ep > 1,
+// no pipeline or the interleaved schedule, no full recomputation
+// (overlapEP, step's validateOverlapEP). Asked for alone against pins that leave it
+// no layout, it filtered nothing and the plans came back without it: mixtral-8x7b
+// on 64 GPUs with overlap_ep [true], pp [2] and schedules [1f1b] answered three
+// plans of pp 2, 1F1B and overlap_ep false; with recompute [full] three of full
+// recomputation without it. As with ep [1], the request is refused naming
+// overlap_ep and the pins.
+func TestEPOverlapPinnedWhereNoLayoutRunsIt(t *testing.T) {
+	moe := func(t *testing.T) planner.Request {
+		r := llama8bRequest(t)
+		r.Model, r.Cluster, r.GPUs = mustModel(t, "mixtral-8x7b"), mustCluster(t, "dgx-h100", 8), 64
+		r.Training.SeqLen, r.Training.GlobalBatch = 4096, 512
+		r.Constraints.OverlapEP = []bool{true}
+		return r
+	}
+	for name, tc := range map[string]struct {
+		edit func(*planner.Constraints)
+		want []string
+	}{
+		"pipeline without interleaving": {func(c *planner.Constraints) { c.PP, c.Schedules = []int{2, 4}, []step.Schedule{step.OneFOneB} },
+			[]string{"constraints.overlap_ep:", "constraints.pp", "[2 4]", "constraints.schedules"}},
+		"full recomputation": {func(c *planner.Constraints) { c.Recompute = []step.Recompute{step.RecomputeFull} },
+			[]string{"constraints.overlap_ep:", "constraints.recompute"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := moe(t)
+			tc.edit(&req.Constraints)
+			_, err := planner.Search(context.Background(), step.New(), req)
+			if !invalid.Is(err) {
+				t.Fatalf("got %v, want a field error", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	// Pins that leave the overlap some layout are searched, and it runs there.
+	for name, edit := range map[string]func(*planner.Constraints){
+		"pp 1 or 2, 1f1b":   func(c *planner.Constraints) { c.PP, c.Schedules = []int{1, 2}, []step.Schedule{step.OneFOneB} },
+		"pp 2, interleaved": func(c *planner.Constraints) { c.PP = []int{2} },
+		"full or none":      func(c *planner.Constraints) { c.Recompute = []step.Recompute{step.RecomputeFull, step.RecomputeNone} },
+		"on or off, pp 2, 1f1b": func(c *planner.Constraints) {
+			c.OverlapEP, c.PP, c.Schedules = []bool{true, false}, []int{2}, []step.Schedule{step.OneFOneB}
+		},
+	} {
+		req := moe(t)
+		edit(&req.Constraints)
+		res, err := planner.Search(context.Background(), step.New(), req)
+		if err != nil || len(res.Top) == 0 {
+			t.Errorf("%s: %d plans, %v (%s)", name, len(res.Top), err, res.NoPlan)
+		}
+	}
+}

@@ -539,6 +539,17 @@ func (r *Request) validate() error {
 		len(cs.EP) > 0 && !slices.ContainsFunc(cs.EP, func(ep int) bool { return ep > 1 }) {
 		c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, but constraints.ep lists no ep above 1 (got %v)", cs.EP)
 	}
+	// It runs without a pipeline or with the interleaved schedule, and without full
+	// recomputation (overlapEP): pins leaving it no layout answered plans without it.
+	if cs := &r.Constraints; r.Model.MoE != nil && slices.Contains(cs.OverlapEP, true) && !slices.Contains(cs.OverlapEP, false) {
+		if len(cs.PP) > 0 && !slices.Contains(cs.PP, 1) && len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.Interleaved) {
+			c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, which runs without a pipeline or with the %s schedule, but constraints.pp lists no pp 1 (got %v) and constraints.schedules asks for %s",
+				step.Interleaved, cs.PP, framework.Or(cs.Schedules))
+		}
+		if len(cs.Recompute) > 0 && !slices.ContainsFunc(cs.Recompute, func(rc step.Recompute) bool { return rc != step.RecomputeFull }) {
+			c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, which runs without full recomputation, but constraints.recompute lists only %s", step.RecomputeFull)
+		}
+	}
 	if cs := &r.Constraints; slices.Contains(cs.CPAllToAll, true) && len(cs.CP) > 0 && !slices.ContainsFunc(cs.CP, func(cp int) bool { return cp > 1 }) {
 		c.Add("constraints.cp_all_to_all", "asks for Ulysses context parallelism, but constraints.cp lists no cp above 1 (got %v)", cs.CP)
 	}
