@@ -215,8 +215,10 @@ type Request struct {
 	// avoid is the free map without the degraded nodes (normalise; nil without
 	// DegradedNodes).
 	avoid FreeMap
-	// mildFirst are the degraded nodes, mildest first (normalise).
-	mildFirst []int
+	// readmitOrders are the orders in which the degraded nodes are taken back when
+	// the others cannot host a job (normalise): mildest first by the slowest part,
+	// and sparing each kind of part in turn (readmitOrders).
+	readmitOrders [][]int
 	// degradedAt[node] is the node's index in DegradedNodes, -1 for a healthy node
 	// (normalise; nil without DegradedNodes): each placement looks its nodes up.
 	degradedAt []int32
