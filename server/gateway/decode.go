@@ -81,6 +81,12 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 				return keep(r, &decodeError{code: codes.ResourceExhausted,
 					rule: fmt.Sprintf("larger than the service's limit of %d bytes (flag --max-request-bytes)", tooLarge.Limit)})
 			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				// The connection ended before the Content-Length it announced: the
+				// gateway said a bare "unexpected EOF".
+				return keep(r, &decodeError{code: codes.InvalidArgument,
+					rule: fmt.Sprintf("ends after %d bytes, before the length its Content-Length announced (cut short?)", len(data))})
+			}
 			return err
 		}
 		if enc := wideEncoding(data); enc != "" {
@@ -276,6 +282,12 @@ var protojsonError = regexp.MustCompile(`^proto:\s+(syntax error\s+)?\(line (\d+
 func explain(data []byte, md protoreflect.MessageDescriptor, err error) *decodeError {
 	text := strings.ReplaceAll(err.Error(), "\u00a0", " ") // protojson randomises its spaces
 	m := protojsonError.FindStringSubmatch(text)
+	if m == nil && strings.HasSuffix(text, "unexpected EOF") {
+		// A body cut short: protojson names the line of every other fault, not this
+		// one. Its last line, as the command line says of a file (cli's cutShort).
+		return &decodeError{code: codes.InvalidArgument,
+			rule: fmt.Sprintf("ends inside a value at line %d (cut short?)", 1+bytes.Count(bytes.TrimRight(data, " \t\r\n"), []byte("\n")))}
+	}
 	if m == nil {
 		return &decodeError{code: codes.InvalidArgument, rule: "not a valid request: " + strings.TrimPrefix(text, "proto: ")}
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -47,4 +48,62 @@ func FuzzRESTDecode(f *testing.F) {
 			t.Fatalf("%v: no field %q", e, e.field)
 		}
 	})
+}
+
+// A body cut short (a client's Content-Length past what it sent, a proxy's
+// truncation) is refused as ending inside a value at the line it ends on, as the
+// command line says of a file cut short (cli's cutShort) and as a malformed body
+// names its line: it was "request body: not a valid request: unexpected EOF".
+func TestBodyCutShortNamesTheLine(t *testing.T) {
+	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	for _, c := range []struct {
+		body string
+		line int
+	}{
+		{`{"model":{`, 1},
+		{`{"gpus":32`, 1},
+		{`{"model":{"name":"lla`, 1},
+		{"{\n  \"model\": {\"name\": \"llama3-8b\"},\n  \"gpus\": 3", 3},
+		{"{\n  \"gpus\": 32,\n\n  \n", 2},
+	} {
+		body := strings.NewReader(c.body)
+		err := m.NewDecoder(body).Decode(&pb.EstimatePlanRequest{})
+		v, ok := pendingViolations.LoadAndDelete(body)
+		if !ok {
+			t.Fatalf("%q: %v, no violation kept", c.body, err)
+		}
+		e := v.(*decodeError)
+		want := fmt.Sprintf("request body: ends inside a value at line %d (cut short?)", c.line)
+		if e.code != codes.InvalidArgument || e.Error() != want {
+			t.Errorf("%q: %v %q; want %q", c.body, e.code, e.Error(), want)
+		}
+	}
+}
+
+// shortBody is a request body whose connection ends before its Content-Length, as
+// net/http reads it: the bytes sent, then io.ErrUnexpectedEOF.
+type shortBody struct{ r io.Reader }
+
+func (b *shortBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// A body whose connection ends before its Content-Length says so, naming the body,
+// where the gateway answered a bare "unexpected EOF".
+func TestBodyShorterThanItsLength(t *testing.T) {
+	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	body := &shortBody{strings.NewReader(`{"gpus": 32}`)}
+	err := m.NewDecoder(body).Decode(&pb.EstimatePlanRequest{})
+	v, ok := pendingViolations.LoadAndDelete(io.Reader(body))
+	if !ok {
+		t.Fatalf("%v, no violation kept", err)
+	}
+	want := "request body: ends after 12 bytes, before the length its Content-Length announced (cut short?)"
+	if e := v.(*decodeError); e.code != codes.InvalidArgument || e.Error() != want {
+		t.Errorf("%v %q; want %q", e.code, e.Error(), want)
+	}
 }
