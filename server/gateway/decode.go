@@ -314,12 +314,21 @@ func explain(data []byte, md protoreflect.MessageDescriptor, err error) *decodeE
 		e.rule = "must be valid UTF-8 text" // the value is not echoed: it is not text
 	case strings.HasPrefix(what, "invalid value for"), m[1] != "" && at.fd != nil && at.value && at.exact:
 		e.rule = typeRule(at.fd, at.inList)
+		if got == "" && strings.HasPrefix(what, "invalid value ") {
+			// protojson's syntax error quotes the value as sent (0256); the
+			// tokenizer behind at.token stopped at its "0".
+			got = strings.TrimPrefix(what, "invalid value ")
+		}
 		if got == "" {
 			got = at.token
 		}
+		lead := leadingZero.MatchString(got)
 		got = shorten([]byte(got))
 		if got != "" {
 			e.rule += " (got " + got + ")"
+		}
+		if lead {
+			e.rule += ": JSON writes a number without leading zeros (RFC 8259 section 6)"
 		}
 	default:
 		e.rule = fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, what)
@@ -332,6 +341,10 @@ func explain(data []byte, md protoreflect.MessageDescriptor, err error) *decodeE
 	}
 	return e
 }
+
+// leadingZero matches a number, bare or in a string, with a leading zero (0256,
+// "-02"), which JSON's grammar does not allow.
+var leadingZero = regexp.MustCompile(`^"?-?0[0-9]`)
 
 // offsetOf converts protojson's line and column (counted in runes from 1) to a byte
 // offset.

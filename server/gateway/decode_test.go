@@ -107,3 +107,30 @@ func TestBodyShorterThanItsLength(t *testing.T) {
 		t.Errorf("%v %q; want %q", e.code, e.Error(), want)
 	}
 }
+
+// A number written with a leading zero (0256, which JSON does not allow) is
+// refused quoting it as sent, and saying why: it was echoed as the "0" the
+// tokenizer stopped at ("training.global_batch: must be a 64-bit integer … (got
+// 0)", "layout.tp: … (got 0)" for 032), a value the caller did not send; and the
+// string "0256" was refused as not "a string of digits".
+func TestLeadingZerosQuotedAsSent(t *testing.T) {
+	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	for _, c := range []struct{ body, field, got string }{
+		{`{"training": {"global_batch": 0256}}`, "training.global_batch", "(got 0256)"},
+		{`{"training": {"global_batch": "0256"}}`, "training.global_batch", `(got "0256")`},
+		{`{"gpus": -0256}`, "gpus", "(got -0256)"},
+		{`{"constraints": {"tp": [1, 02]}}`, "constraints.tp[1]", "(got 02)"},
+		{`{"slow_gpu_speed": 00.5}`, "slow_gpu_speed", "(got 00.5)"},
+	} {
+		body := strings.NewReader(c.body)
+		err := m.NewDecoder(body).Decode(&pb.EstimatePlanRequest{})
+		v, ok := pendingViolations.LoadAndDelete(body)
+		if !ok {
+			t.Fatalf("%s: %v, no violation kept", c.body, err)
+		}
+		e := v.(*decodeError)
+		if e.field != c.field || !strings.Contains(e.rule, c.got) || !strings.Contains(e.rule, "leading zero") {
+			t.Errorf("%s: %q; want %s quoting %s and saying why (leading zeros)", c.body, e.Error(), c.field, c.got)
+		}
+	}
+}
