@@ -104,6 +104,9 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 		if err := m.UnmarshalOptions.Unmarshal(data, msg); err != nil {
 			return keep(r, explain(data, msg.ProtoReflect().Descriptor(), err))
 		}
+		if e := notJSON(data); e != nil {
+			return keep(r, e)
+		}
 		if e := underflow(data, msg.ProtoReflect().Descriptor()); e != nil {
 			return keep(r, e)
 		}
@@ -340,6 +343,25 @@ func explain(data []byte, md protoreflect.MessageDescriptor, err error) *decodeE
 		e.rule = fmt.Sprintf("%s at line %d, column %d", e.rule, line, col)
 	}
 	return e
+}
+
+// notJSON refuses a body protojson took that JSON's grammar does not allow: its
+// reader takes a number with an exponent and no digits after it (32e, 8E), which
+// was answered as 32 and 8. encoding/json checks the grammar (RFC 8259); the fault
+// is named at its line and column, as a malformed body's is.
+func notJSON(data []byte) *decodeError {
+	if json.Valid(data) {
+		return nil
+	}
+	var se *json.SyntaxError
+	if err := json.Unmarshal(data, new(json.RawMessage)); !errors.As(err, &se) {
+		return &decodeError{code: codes.InvalidArgument, rule: "malformed JSON"}
+	}
+	at := min(max(int(se.Offset)-1, 0), len(data)) // the byte the checker stopped at
+	start := bytes.LastIndexByte(data[:at], '\n') + 1
+	line := 1 + bytes.Count(data[:start], []byte("\n"))
+	col := 1 + utf8.RuneCount(data[start:at])
+	return &decodeError{code: codes.InvalidArgument, rule: fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, se.Error())}
 }
 
 // leadingZero matches a number, bare or in a string, with a leading zero (0256,

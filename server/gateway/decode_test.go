@@ -134,3 +134,27 @@ func TestLeadingZerosQuotedAsSent(t *testing.T) {
 		}
 	}
 }
+
+// A number JSON's grammar refuses but protojson's reader takes — an exponent
+// without digits, 32e — is malformed JSON, refused naming where: {"gpus": 32e} was
+// answered as 32 GPUs, and 8E as 8.
+func TestExponentWithoutDigitsIsMalformed(t *testing.T) {
+	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	for _, c := range []struct{ body, want string }{
+		{`{"gpus": 32e}`, "request body: malformed JSON at line 1, column 13: invalid character '}' in exponent of numeric literal"},
+		{"{\n  \"top_k\": 3,\n  \"gpus\": 8E\n}", "request body: malformed JSON at line 3, column 13: invalid character '\\n' in exponent of numeric literal"},
+		{`{"constraints": {"tp": [2e, 4]}}`, "request body: malformed JSON at line 1, column 27: invalid character ',' in exponent of numeric literal"},
+	} {
+		body := strings.NewReader(c.body)
+		req := &pb.EstimatePlanRequest{}
+		err := m.NewDecoder(body).Decode(req)
+		v, ok := pendingViolations.LoadAndDelete(body)
+		if !ok {
+			t.Errorf("%q: %v, no violation kept (decoded %v)", c.body, err, req)
+			continue
+		}
+		if e := v.(*decodeError); e.code != codes.InvalidArgument || e.Error() != c.want {
+			t.Errorf("%q: %v %q; want %q", c.body, e.code, e.Error(), c.want)
+		}
+	}
+}
