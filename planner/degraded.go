@@ -11,23 +11,30 @@ import (
 // tp (the package's placements), with the request's degraded nodes: on the other
 // nodes' free GPUs when they can host the job, else with the fewest degraded nodes
 // back that let them, taken back in each of readmitOrders' orders (readmitted; the
-// distinct sets, the search keeping the placement that prices best), else on the
-// free map as given. Each placement records the degraded nodes it uses and those it
-// leaves out although they had free GPUs.
+// sets whose parts price differently, the search keeping the placement that scores
+// best), else on the free map as given. Each placement records the degraded nodes it
+// uses and those it leaves out although they had free GPUs.
 func (r *Request) placements(n, tp int) []*Placement {
 	if r.avoid == nil {
 		return placements(r.Cluster, r.Free, n, tp)
 	}
 	pls := placements(r.Cluster, r.avoid, n, tp)
 	if len(pls) == 0 {
-		var sets [][]int
+		// A set is priced by the worst part of each kind it holds (whatIfs): one
+		// whose parts price as an earlier one's is not placed again (every node
+		// degraded, any set holds the worst of each kind).
+		var priced [][3]float64
 		for _, order := range r.readmitOrders {
 			free, back := r.readmitted(n, tp, order)
-			slices.Sort(back)
-			if slices.ContainsFunc(sets, func(s []int) bool { return slices.Equal(s, back) }) {
+			var parts [3]float64
+			for _, node := range back {
+				d := r.DegradedNodes[r.degradedAt[node]]
+				parts = [3]float64{slower(parts[0], d.GPUSpeed), slower(parts[1], d.NICSpeed), slower(parts[2], d.LinkSpeed)}
+			}
+			if slices.Contains(priced, parts) {
 				continue
 			}
-			sets = append(sets, back)
+			priced = append(priced, parts)
 			for _, pl := range placements(r.Cluster, free, n, tp) {
 				if !slices.ContainsFunc(pls, func(q *Placement) bool { return slices.Equal(q.Ranks, pl.Ranks) }) {
 					pls = append(pls, pl)
