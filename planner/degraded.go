@@ -10,16 +10,37 @@ import (
 // placements are the placements the search tries for a job of n GPUs in TP groups of
 // tp (the package's placements), with the request's degraded nodes: on the other
 // nodes' free GPUs when they can host the job, else with the fewest degraded nodes
-// back that let them, the mildest first (readmitted), else on the free map as given.
-// Each placement records the degraded nodes it uses and those it leaves out although
-// they had free GPUs.
+// back that let them, taken back in each of readmitOrders' orders (readmitted; the
+// sets whose parts price differently, the search keeping the placement that scores
+// best), else on the free map as given. Each placement records the degraded nodes it
+// uses and those it leaves out although they had free GPUs.
 func (r *Request) placements(n, tp int) []*Placement {
 	if r.avoid == nil {
 		return placements(r.Cluster, r.Free, n, tp)
 	}
 	pls := placements(r.Cluster, r.avoid, n, tp)
 	if len(pls) == 0 {
-		pls = placements(r.Cluster, r.readmitted(n, tp), n, tp)
+		// A set is priced by the worst part of each kind it holds (whatIfs): one
+		// whose parts price as an earlier one's is not placed again (every node
+		// degraded, any set holds the worst of each kind).
+		var priced [][3]float64
+		for _, order := range r.readmitOrders {
+			free, back := r.readmitted(n, tp, order)
+			var parts [3]float64
+			for _, node := range back {
+				d := r.DegradedNodes[r.degradedAt[node]]
+				parts = [3]float64{slower(parts[0], d.GPUSpeed), slower(parts[1], d.NICSpeed), slower(parts[2], d.LinkSpeed)}
+			}
+			if slices.Contains(priced, parts) {
+				continue
+			}
+			priced = append(priced, parts)
+			for _, pl := range placements(r.Cluster, free, n, tp) {
+				if !slices.ContainsFunc(pls, func(q *Placement) bool { return slices.Equal(q.Ranks, pl.Ranks) }) {
+					pls = append(pls, pl)
+				}
+			}
+		}
 	}
 	if len(pls) == 0 {
 		pls = placements(r.Cluster, r.Free, n, tp)
@@ -49,10 +70,10 @@ func (r *Request) placements(n, tp int) []*Placement {
 }
 
 // readmitted is the free map without the degraded nodes but the fewest of them,
-// taken back mildest first (Request.mildFirst), whose free GPUs can host n GPUs in
-// TP groups of tp: whole groups of a node's free GPUs, whole nodes for a group over
-// several (placeBy's rule).
-func (r *Request) readmitted(n, tp int) FreeMap {
+// taken back in order, whose free GPUs can host n GPUs in TP groups of tp: whole
+// groups of a node's free GPUs, whole nodes for a group over several (placeBy's
+// rule); and the nodes taken back. When all of them cannot, the free map as given.
+func (r *Request) readmitted(n, tp int, order []int) (FreeMap, []int) {
 	g := r.Cluster.Spec.GPUsPerNode
 	usable := func(free int) int {
 		switch {
@@ -67,36 +88,67 @@ func (r *Request) readmitted(n, tp int) FreeMap {
 	for _, gs := range r.avoid {
 		have += usable(len(gs))
 	}
-	for k, node := range r.mildFirst {
+	for k, node := range order {
 		free := g
 		if r.Free != nil {
 			free = len(r.Free[node])
 		}
 		if have += usable(free); have >= n {
-			return r.Free.without(r.Cluster, r.mildFirst[k+1:])
+			return r.Free.without(r.Cluster, order[k+1:]), slices.Clone(order[:k+1])
 		}
 	}
-	return r.Free
+	return r.Free, slices.Clone(order)
 }
 
-// mildFirst orders degraded nodes by their slowest part's speed, the fastest (the
-// mildest degradation) first, then by node.
-func mildFirst(ds []DegradedNode) []int {
-	ds = slices.Clone(ds)
-	slices.SortStableFunc(ds, func(a, b DegradedNode) int {
-		if wa, wb := a.slowest(), b.slowest(); wa != wb {
-			if wa > wb {
-				return -1
+// readmitOrders are the orders in which degraded nodes are taken back: by their
+// slowest part's speed, the fastest (the mildest degradation) first; then, for
+// each kind of part some node has degraded (GPU, NIC, link), the nodes whose part
+// of that kind is healthy or fastest first, by the slowest part after that. The
+// step model prices the worst part of each kind a placement holds (whatIfs), and
+// which kind costs a layout most depends on the layout: a GPU at half speed paces
+// every micro-batch, one GPU's NVLink at 20 % a few collectives. Ordered by the
+// slowest part alone, Llama 3 70B on 32 GPUs took back a node with a GPU at 0.5
+// over one with an NVLink at 0.2, 116.6 s a step against 64.6 s
+// (TestDegradedNodesReadmittedByWhatTheyCost); each order's placements are priced,
+// and the search keeps the best (evaluation.prefer). Every order breaks ties by
+// node.
+func readmitOrders(ds []DegradedNode) [][]int {
+	order := func(speed func(DegradedNode) float64) []int {
+		ds := slices.Clone(ds)
+		slices.SortStableFunc(ds, func(a, b DegradedNode) int {
+			for _, f := range []func(DegradedNode) float64{speed, DegradedNode.slowest} {
+				if wa, wb := f(a), f(b); wa != wb {
+					if wa > wb {
+						return -1
+					}
+					return 1
+				}
 			}
-			return 1
+			return a.Node - b.Node
+		})
+		out := make([]int, len(ds))
+		for i, d := range ds {
+			out[i] = d.Node
 		}
-		return a.Node - b.Node
-	})
-	out := make([]int, len(ds))
-	for i, d := range ds {
-		out[i] = d.Node
+		return out
 	}
-	return out
+	orders := [][]int{order(DegradedNode.slowest)}
+	for _, part := range []func(DegradedNode) float64{
+		func(d DegradedNode) float64 { return d.GPUSpeed },
+		func(d DegradedNode) float64 { return d.NICSpeed },
+		func(d DegradedNode) float64 { return d.LinkSpeed },
+	} {
+		if !slices.ContainsFunc(ds, func(d DegradedNode) bool { return part(d) > 0 }) {
+			continue
+		}
+		orders = append(orders, order(func(d DegradedNode) float64 {
+			if v := part(d); v > 0 {
+				return v
+			}
+			return 1 // that part healthy
+		}))
+	}
+	return orders
 }
 
 // slowest is the lowest speed the node's degraded parts run at.

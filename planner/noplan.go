@@ -41,7 +41,7 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 		}
 	}
 	if n := st.Pruned[PrunedMemoryBound] + st.Pruned[PrunedMemory]; n > 0 && n >= st.Enumerated/2 {
-		why = append(why, fmt.Sprintf("%d of the %d layouts do not fit in the GPUs' memory%s", n, st.Enumerated, memoryRemedy(r)))
+		why = append(why, fmt.Sprintf("%d of the %d layouts do not fit in the GPUs' memory%s", n, st.Enumerated, memoryRemedy(r, given)))
 	}
 	if n := st.Pruned[PrunedDivisibility]; n > 0 && st.Enumerated == 0 {
 		s := fmt.Sprintf("no parallel degrees divide the job (%d pipeline depths or batch splits refused): the global batch %d, the %d layers and the GPU count must share divisors", n, r.Training.GlobalBatch, r.Model.Layers)
@@ -76,21 +76,37 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 }
 
 // memoryRemedy says what of the request left the layouts no room (the memory
-// min_headroom_gb keeps free) and what would make some: an offload only where one
-// is left to ask for (params after optimizer, none after params) and the node's
-// host memory is described (Validate's cluster.host rule).
-func memoryRemedy(r *Request) string {
+// min_headroom_gb keeps free) and what would make some: a higher ZeRO stage or
+// full recomputation only where the search had not tried them for the pin that
+// left them out (given; not for a framework that runs neither); an offload only
+// where one is left to ask for (params after optimizer, none after params) and the node's host
+// memory is described (Validate's cluster.host rule).
+func memoryRemedy(r *Request, given map[string]bool) string {
 	var s string
 	if h := r.Constraints.MinHeadroomGB; h > 0 {
 		s = fmt.Sprintf(" with constraints.min_headroom_gb %g GB kept free of each GPU's %.3g GB", h, r.Cluster.GPU().MemoryGB)
 	}
+	// The lists searched: empty is every stage and mode (newSpace); a list the
+	// request did not give is the framework's, which runs nothing else.
+	ways := []string{"more GPUs"}
+	if zs := r.Constraints.ZeRO; len(zs) > 0 && !slices.Contains(zs, 3) && given["zero"] {
+		ways = append(ways, fmt.Sprintf("a higher ZeRO stage than constraints.zero %v", zs))
+	}
+	if rs := r.Constraints.Recompute; len(rs) > 0 && !slices.Contains(rs, step.RecomputeFull) && given["recompute"] {
+		ways = append(ways, fmt.Sprintf("full recomputation (constraints.recompute %v)", rs))
+	}
 	switch {
 	case !r.Cluster.Spec.Host.Described() || r.Constraints.Offload == step.OffloadParams:
-		return s + ": more GPUs, ZeRO or recomputation would make room"
 	case r.Constraints.Offload == step.OffloadOptimizer:
-		return s + ": more GPUs, ZeRO, recomputation or offloading the parameters too (constraints.offload params) would make room"
+		ways = append(ways, "offloading the parameters too (constraints.offload params)")
+	default:
+		ways = append(ways, "offload (constraints.offload)")
 	}
-	return s + ": more GPUs, ZeRO, recomputation or offload (constraints.offload) would make room"
+	last := len(ways) - 1
+	if last == 0 {
+		return s + ": more GPUs would make room"
+	}
+	return s + ": " + strings.Join(ways[:last], ", ") + " or " + ways[last] + " would make room"
 }
 
 // givenConstraints lists the request's parallel-degree, micro-batch and schedule

@@ -134,3 +134,39 @@ func TestNoPlanTellsTheFrameworksLists(t *testing.T) {
 		t.Errorf("no plan because %q: lists given are the request's", res.NoPlan)
 	}
 }
+
+// Layouts that do not fit name the pins that kept room out of reach, and do not
+// suggest what the search already tried: Llama 3 70B on 16 H100 with zero [0] and
+// recompute [none] was told "more GPUs, ZeRO, recomputation or offload
+// (constraints.offload) would make room", naming neither pin, and with nothing
+// pinned the same, though ZeRO-3 and full recomputation had been searched.
+func TestNoPlanMemoryNamesThePins(t *testing.T) {
+	e := step.New()
+	for _, tc := range []struct {
+		cons    planner.Constraints
+		want    []string
+		notWant []string
+	}{
+		{planner.Constraints{ZeRO: []int{0}, Recompute: []step.Recompute{step.RecomputeNone}},
+			[]string{"a higher ZeRO stage than constraints.zero [0]", "full recomputation (constraints.recompute [none])"}, nil},
+		{planner.Constraints{ZeRO: []int{1, 2}}, []string{"a higher ZeRO stage than constraints.zero [1 2]"}, []string{"recomputation"}},
+		{planner.Constraints{}, []string{"more GPUs or offload (constraints.offload) would make room"}, []string{"ZeRO", "recomputation"}},
+	} {
+		req := planner.Request{Model: mustModel(t, "llama3-70b"), Cluster: mustCluster(t, "dgx-h100", 2), GPUs: 16, TopK: 1,
+			Training: step.Training{SeqLen: 8192, GlobalBatch: 256}, Constraints: tc.cons}
+		res, err := planner.Search(context.Background(), e, req)
+		if err != nil || len(res.Top) > 0 {
+			t.Fatalf("%+v: %d plans, %v; want none", tc.cons, len(res.Top), err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(res.NoPlan, w) {
+				t.Errorf("%+v: no plan because %q; want it to say %q", tc.cons, res.NoPlan, w)
+			}
+		}
+		for _, w := range tc.notWant {
+			if strings.Contains(res.NoPlan, w) {
+				t.Errorf("%+v: no plan because %q; want it not to say %q", tc.cons, res.NoPlan, w)
+			}
+		}
+	}
+}

@@ -215,8 +215,10 @@ type Request struct {
 	// avoid is the free map without the degraded nodes (normalise; nil without
 	// DegradedNodes).
 	avoid FreeMap
-	// mildFirst are the degraded nodes, mildest first (normalise).
-	mildFirst []int
+	// readmitOrders are the orders in which the degraded nodes are taken back when
+	// the others cannot host a job (normalise): mildest first by the slowest part,
+	// and sparing each kind of part in turn (readmitOrders).
+	readmitOrders [][]int
 	// degradedAt[node] is the node's index in DegradedNodes, -1 for a healthy node
 	// (normalise; nil without DegradedNodes): each placement looks its nodes up.
 	degradedAt []int32
@@ -539,8 +541,46 @@ func (r *Request) validate() error {
 		len(cs.EP) > 0 && !slices.ContainsFunc(cs.EP, func(ep int) bool { return ep > 1 }) {
 		c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, but constraints.ep lists no ep above 1 (got %v)", cs.EP)
 	}
+	// It runs without a pipeline or with the interleaved schedule, and without full
+	// recomputation (overlapEP): pins leaving it no layout answered plans without it.
+	if cs := &r.Constraints; r.Model.MoE != nil && slices.Contains(cs.OverlapEP, true) && !slices.Contains(cs.OverlapEP, false) {
+		if len(cs.PP) > 0 && !slices.Contains(cs.PP, 1) && len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.Interleaved) {
+			c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, which runs without a pipeline or with the %s schedule, but constraints.pp lists no pp 1 (got %v) and constraints.schedules asks for %s",
+				step.Interleaved, cs.PP, framework.Or(cs.Schedules))
+		}
+		if len(cs.Recompute) > 0 && !slices.ContainsFunc(cs.Recompute, func(rc step.Recompute) bool { return rc != step.RecomputeFull }) {
+			c.Add("constraints.overlap_ep", "asks for the expert-parallel all-to-all overlap, which runs without full recomputation, but constraints.recompute lists only %s", step.RecomputeFull)
+		}
+	}
 	if cs := &r.Constraints; slices.Contains(cs.CPAllToAll, true) && len(cs.CP) > 0 && !slices.ContainsFunc(cs.CP, func(cp int) bool { return cp > 1 }) {
 		c.Add("constraints.cp_all_to_all", "asks for Ulysses context parallelism, but constraints.cp lists no cp above 1 (got %v)", cs.CP)
+	}
+	// Sequence parallelism and TP overlap run with tp > 1 only, and TP overlap with
+	// sequence parallelism only (the enumeration's rules): pinned on against a pin
+	// that allows neither, no layout was left and the answer named the other lists
+	// ("constraints.tp [1]", or the framework's schedules), not the switch.
+	noneAbove1 := func(vs []int) bool { return len(vs) > 0 && !slices.ContainsFunc(vs, func(v int) bool { return v > 1 }) }
+	onlyOn := func(bs []bool) bool { return slices.Contains(bs, true) && !slices.Contains(bs, false) }
+	if cs := &r.Constraints; onlyOn(cs.SP) && noneAbove1(cs.TP) {
+		c.Add("constraints.sp", "asks for sequence parallelism, which needs tp > 1, but constraints.tp lists no tp above 1 (got %v)", cs.TP)
+	}
+	if cs := &r.Constraints; onlyOn(cs.OverlapTP) {
+		if noneAbove1(cs.TP) {
+			c.Add("constraints.overlap_tp", "asks for TP communication overlap, which needs tp > 1, but constraints.tp lists no tp above 1 (got %v)", cs.TP)
+		} else if len(cs.SP) > 0 && !slices.Contains(cs.SP, true) {
+			c.Add("constraints.overlap_tp", "asks for TP communication overlap, which runs with sequence parallelism only, but constraints.sp lists only off")
+		}
+	}
+	// max_micro_batch bounds the sizes searched when micro_batch is empty: a size
+	// pinned above it was searched all the same, the bound dropped without a word.
+	if cs := &r.Constraints; cs.MaxMicroBatch > 0 {
+		for i, m := range cs.MicroBatch {
+			if m > cs.MaxMicroBatch {
+				c.Add("constraints.max_micro_batch", "is %d, but constraints.micro_batch[%d] asks for %d (max_micro_batch bounds the sizes searched when micro_batch is empty): give one, or sizes within it",
+					cs.MaxMicroBatch, i, m)
+				break
+			}
+		}
 	}
 	// A job without a pipeline runs no pipeline schedule: its layouts are 1F1B's
 	// (schedules), so schedules without 1f1b and pp 1 alone filtered nothing.

@@ -780,9 +780,9 @@ func (r *Request) normalise() error {
 			return invalid.Field("exclude_nodes", "no node of the cluster is left")
 		}
 	}
-	r.avoid, r.mildFirst, r.degradedAt = nil, nil, nil
+	r.avoid, r.readmitOrders, r.degradedAt = nil, nil, nil
 	if len(r.DegradedNodes) > 0 {
-		r.mildFirst = mildFirst(r.DegradedNodes)
+		r.readmitOrders = readmitOrders(r.DegradedNodes)
 		nodes := make([]int, len(r.DegradedNodes))
 		r.degradedAt = make([]int32, r.Cluster.Spec.Nodes)
 		for i := range r.degradedAt {

@@ -110,3 +110,17 @@ func TestAnswerSizeCountsTheFront(t *testing.T) {
 		t.Error("no front plan had its nodes left out")
 	}
 }
+
+// A top_k above the most plans a search returns is refused for that, naming its
+// range: under --max-answer-gpus it was refused for the answer's size instead,
+// advising "ask for at most 65536 plans" (top_k 70000 on 32 GPUs), which is itself
+// refused, "top_k: must be between 1 and 1000".
+func TestTopKOverItsRangeNamesTheRange(t *testing.T) {
+	s := New(Options{})
+	req := plannerRequest()
+	req.Gpus, req.TopK = 32, 70000
+	_, err := s.EstimatePlan(context.Background(), req)
+	if codeOf(err) != InvalidArgument || !strings.Contains(err.Error(), "top_k: must be between 1 and 1000 (got 70000)") || strings.Contains(err.Error(), "65536") {
+		t.Errorf("top_k 70000 on 32 GPUs: got %v, want top_k's range, not a size to ask for above it", err)
+	}
+}

@@ -530,6 +530,11 @@ func (s *Service) checkSearchSize(pr planner.Request) error {
 	if topK == 0 {
 		topK = planner.DefaultTopK
 	}
+	if topK > planner.MaxTopK {
+		// Out of top_k's own range, which the planner refuses naming it: a size
+		// to ask for would advise more plans than that range allows.
+		return nil
+	}
 	// The largest job the search tries: gpus, or the top of min_gpus…max_gpus.
 	if n := topK * max(pr.GPUs, pr.MaxGPUs); n > s.limits.MaxAnswerGPUs {
 		return wire.Limit("top_k", fmt.Sprintf("%d plans of up to %d GPUs would list %d GPUs in their placements, over the limit of %d (flag --max-answer-gpus); ask for at most %d plans",

@@ -414,6 +414,15 @@ func enumValues[P protoEnum, V any](e P, m map[P]V) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
+// enumGot names the enum value e as the API names it (SCHEDULE_UNSPECIFIED), or
+// by its number when its type has no name for it.
+func enumGot(e protoreflect.Enum) string {
+	if v := e.Descriptor().Values().ByNumber(e.Number()); v != nil {
+		return string(v.Name())
+	}
+	return fmt.Sprint(e.Number())
+}
+
 // toProto is the enum value m maps to v, or unspecified.
 func toProto[P protoEnum, V comparable](v V, m map[P]V) P {
 	for k, x := range m {
@@ -712,14 +721,14 @@ func ConstraintsFromProto(c *pb.Constraints) (planner.Constraints, error) {
 	for i, r := range c.GetRecompute() {
 		v, err := fromProto(fmt.Sprintf("constraints.recompute[%d]", i), r, recomputes)
 		if err != nil || v == "" {
-			return out, invalid.Field(fmt.Sprintf("constraints.recompute[%d]", i), "must be %s (got %d)", enumValues(r, recomputes), r)
+			return out, invalid.Field(fmt.Sprintf("constraints.recompute[%d]", i), "must be %s (got %s)", enumValues(r, recomputes), enumGot(r))
 		}
 		out.Recompute = append(out.Recompute, v)
 	}
 	for i, s := range c.GetSchedules() {
 		v, err := fromProto(fmt.Sprintf("constraints.schedules[%d]", i), s, schedules)
 		if err != nil || v == "" {
-			return out, invalid.Field(fmt.Sprintf("constraints.schedules[%d]", i), "must be %s (got %d)", enumValues(s, schedules), s)
+			return out, invalid.Field(fmt.Sprintf("constraints.schedules[%d]", i), "must be %s (got %s)", enumValues(s, schedules), enumGot(s))
 		}
 		out.Schedules = append(out.Schedules, v)
 	}

@@ -14,8 +14,22 @@ import (
 // settings of a layout without ZeRO-3 and the NCCL thread blocks of a group it
 // does not run collectives on. The request is valid; it asks something the model
 // or the layout leaves out, which the echo of the training would otherwise hide.
+//
+// A value the framework's profile fills in when the field is left out is not a
+// setting of the caller's: the answer echoes it (its training, "defaults filled
+// in"), so a plan's or an estimate's training sent back is the same question, and
+// warned of nothing (TestPlanSentBackWarnsOfNothingNew).
 func NoEffect(a model.Arch, t step.Training, l *step.Layout) []string {
 	var out []string
+	def := step.Training{Framework: t.Framework, Precision: t.Precision}.Normalise()
+	if t.MoEDispatcher == def.MoEDispatcher {
+		t.MoEDispatcher = ""
+	}
+	if t.BackwardPrefetch == def.BackwardPrefetch {
+		t.BackwardPrefetch = ""
+	}
+	t.MoEPermuteFusion = t.MoEPermuteFusion && !def.MoEPermuteFusion
+	t.OnDemandGathers = t.OnDemandGathers && !def.OnDemandGathers
 	warn := func(given bool, field, why string, args ...any) {
 		if given {
 			out = append(out, field+": no effect: "+fmt.Sprintf(why, args...))

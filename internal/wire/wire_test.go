@@ -271,10 +271,12 @@ func listed(t *testing.T, refusal error, field string, vs protoreflect.EnumValue
 	if len(fe) != 1 || fe[0].Field != field {
 		t.Fatalf("%s: %v", field, refusal)
 	}
+	list, _, _ := strings.Cut(fe[0].Rule, " (got ") // the values taken, not the value refused
+	list += " "
 	for i := range vs.Len() {
 		name, n := string(vs.Get(i).Name()), int32(vs.Get(i).Number())
 		_, suffix, _ := strings.Cut(name, "_")
-		inMessage := strings.Contains(fe[0].Rule, name) || strings.Contains(fe[0].Rule, " _"+suffix+",") || strings.Contains(fe[0].Rule, " _"+suffix+" ")
+		inMessage := strings.Contains(list, name) || strings.Contains(list, " _"+suffix+",") || strings.Contains(list, " _"+suffix+" ")
 		if converts := convert(n) == nil && n != 0; inMessage != converts {
 			t.Errorf("%s: %s listed %v, converts %v (%q)", field, name, inMessage, converts, fe[0].Rule)
 		}
@@ -548,5 +550,27 @@ func TestPlacementToleranceZeroIsKept(t *testing.T) {
 	}
 	if !reflect.DeepEqual(unset, dflt) {
 		t.Error("placement_tolerance 0.02 resolves unlike the default it is")
+	}
+}
+
+// A constraint's schedule or recompute refused is named as the API names it when
+// it has a name: SCHEDULE_UNSPECIFIED (sent by name or as 0) was refused "(got
+// 0)", where docs/service.md says an enum's value is named as the API names it,
+// whether the caller sent the name or the number. A number without a name stays a
+// number.
+func TestConstraintEnumRefusedByName(t *testing.T) {
+	for _, c := range []struct {
+		req  *pb.Constraints
+		want string
+	}{
+		{&pb.Constraints{Schedules: []pb.Schedule{pb.Schedule_SCHEDULE_1F1B, 0}}, "constraints.schedules[1]: must be SCHEDULE_GPIPE, _1F1B, _INTERLEAVED, _ZERO_BUBBLE, _DUALPIPE or _ZB_V (got SCHEDULE_UNSPECIFIED)"},
+		{&pb.Constraints{Recompute: []pb.Recompute{0}}, "(got RECOMPUTE_UNSPECIFIED)"},
+		{&pb.Constraints{Schedules: []pb.Schedule{99}}, "(got 99)"},
+		{&pb.Constraints{Recompute: []pb.Recompute{-3}}, "(got -3)"},
+	} {
+		_, err := wire.ConstraintsFromProto(c.req)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.req, err, c.want)
+		}
 	}
 }

@@ -81,6 +81,12 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 				return keep(r, &decodeError{code: codes.ResourceExhausted,
 					rule: fmt.Sprintf("larger than the service's limit of %d bytes (flag --max-request-bytes)", tooLarge.Limit)})
 			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				// The connection ended before the Content-Length it announced: the
+				// gateway said a bare "unexpected EOF".
+				return keep(r, &decodeError{code: codes.InvalidArgument,
+					rule: fmt.Sprintf("ends after %d bytes, before the length its Content-Length announced (cut short?)", len(data))})
+			}
 			return err
 		}
 		if enc := wideEncoding(data); enc != "" {
@@ -97,6 +103,9 @@ func (m fieldJSON) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		if err := m.UnmarshalOptions.Unmarshal(data, msg); err != nil {
 			return keep(r, explain(data, msg.ProtoReflect().Descriptor(), err))
+		}
+		if e := notJSON(data); e != nil {
+			return keep(r, e)
 		}
 		if e := underflow(data, msg.ProtoReflect().Descriptor()); e != nil {
 			return keep(r, e)
@@ -276,6 +285,12 @@ var protojsonError = regexp.MustCompile(`^proto:\s+(syntax error\s+)?\(line (\d+
 func explain(data []byte, md protoreflect.MessageDescriptor, err error) *decodeError {
 	text := strings.ReplaceAll(err.Error(), "\u00a0", " ") // protojson randomises its spaces
 	m := protojsonError.FindStringSubmatch(text)
+	if m == nil && strings.HasSuffix(text, "unexpected EOF") {
+		// A body cut short: protojson names the line of every other fault, not this
+		// one. Its last line, as the command line says of a file (cli's cutShort).
+		return &decodeError{code: codes.InvalidArgument,
+			rule: fmt.Sprintf("ends inside a value at line %d (cut short?)", 1+bytes.Count(bytes.TrimRight(data, " \t\r\n"), []byte("\n")))}
+	}
 	if m == nil {
 		return &decodeError{code: codes.InvalidArgument, rule: "not a valid request: " + strings.TrimPrefix(text, "proto: ")}
 	}
@@ -302,12 +317,21 @@ func explain(data []byte, md protoreflect.MessageDescriptor, err error) *decodeE
 		e.rule = "must be valid UTF-8 text" // the value is not echoed: it is not text
 	case strings.HasPrefix(what, "invalid value for"), m[1] != "" && at.fd != nil && at.value && at.exact:
 		e.rule = typeRule(at.fd, at.inList)
+		if got == "" && strings.HasPrefix(what, "invalid value ") {
+			// protojson's syntax error quotes the value as sent (0256); the
+			// tokenizer behind at.token stopped at its "0".
+			got = strings.TrimPrefix(what, "invalid value ")
+		}
 		if got == "" {
 			got = at.token
 		}
+		lead := leadingZero.MatchString(got)
 		got = shorten([]byte(got))
 		if got != "" {
 			e.rule += " (got " + got + ")"
+		}
+		if lead {
+			e.rule += ": JSON writes a number without leading zeros (RFC 8259 section 6)"
 		}
 	default:
 		e.rule = fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, what)
@@ -320,6 +344,29 @@ func explain(data []byte, md protoreflect.MessageDescriptor, err error) *decodeE
 	}
 	return e
 }
+
+// notJSON refuses a body protojson took that JSON's grammar does not allow: its
+// reader takes a number with an exponent and no digits after it (32e, 8E), which
+// was answered as 32 and 8. encoding/json checks the grammar (RFC 8259); the fault
+// is named at its line and column, as a malformed body's is.
+func notJSON(data []byte) *decodeError {
+	if json.Valid(data) {
+		return nil
+	}
+	var se *json.SyntaxError
+	if err := json.Unmarshal(data, new(json.RawMessage)); !errors.As(err, &se) {
+		return &decodeError{code: codes.InvalidArgument, rule: "malformed JSON"}
+	}
+	at := min(max(int(se.Offset)-1, 0), len(data)) // the byte the checker stopped at
+	start := bytes.LastIndexByte(data[:at], '\n') + 1
+	line := 1 + bytes.Count(data[:start], []byte("\n"))
+	col := 1 + utf8.RuneCount(data[start:at])
+	return &decodeError{code: codes.InvalidArgument, rule: fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, se.Error())}
+}
+
+// leadingZero matches a number, bare or in a string, with a leading zero (0256,
+// "-02"), which JSON's grammar does not allow.
+var leadingZero = regexp.MustCompile(`^"?-?0[0-9]`)
 
 // offsetOf converts protojson's line and column (counted in runes from 1) to a byte
 // offset.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -47,4 +48,113 @@ func FuzzRESTDecode(f *testing.F) {
 			t.Fatalf("%v: no field %q", e, e.field)
 		}
 	})
+}
+
+// A body cut short (a client's Content-Length past what it sent, a proxy's
+// truncation) is refused as ending inside a value at the line it ends on, as the
+// command line says of a file cut short (cli's cutShort) and as a malformed body
+// names its line: it was "request body: not a valid request: unexpected EOF".
+func TestBodyCutShortNamesTheLine(t *testing.T) {
+	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	for _, c := range []struct {
+		body string
+		line int
+	}{
+		{`{"model":{`, 1},
+		{`{"gpus":32`, 1},
+		{`{"model":{"name":"lla`, 1},
+		{"{\n  \"model\": {\"name\": \"llama3-8b\"},\n  \"gpus\": 3", 3},
+		{"{\n  \"gpus\": 32,\n\n  \n", 2},
+	} {
+		body := strings.NewReader(c.body)
+		err := m.NewDecoder(body).Decode(&pb.EstimatePlanRequest{})
+		v, ok := pendingViolations.LoadAndDelete(body)
+		if !ok {
+			t.Fatalf("%q: %v, no violation kept", c.body, err)
+		}
+		e := v.(*decodeError)
+		want := fmt.Sprintf("request body: ends inside a value at line %d (cut short?)", c.line)
+		if e.code != codes.InvalidArgument || e.Error() != want {
+			t.Errorf("%q: %v %q; want %q", c.body, e.code, e.Error(), want)
+		}
+	}
+}
+
+// shortBody is a request body whose connection ends before its Content-Length, as
+// net/http reads it: the bytes sent, then io.ErrUnexpectedEOF.
+type shortBody struct{ r io.Reader }
+
+func (b *shortBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// A body whose connection ends before its Content-Length says so, naming the body,
+// where the gateway answered a bare "unexpected EOF".
+func TestBodyShorterThanItsLength(t *testing.T) {
+	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	body := &shortBody{strings.NewReader(`{"gpus": 32}`)}
+	err := m.NewDecoder(body).Decode(&pb.EstimatePlanRequest{})
+	v, ok := pendingViolations.LoadAndDelete(io.Reader(body))
+	if !ok {
+		t.Fatalf("%v, no violation kept", err)
+	}
+	want := "request body: ends after 12 bytes, before the length its Content-Length announced (cut short?)"
+	if e := v.(*decodeError); e.code != codes.InvalidArgument || e.Error() != want {
+		t.Errorf("%v %q; want %q", e.code, e.Error(), want)
+	}
+}
+
+// A number written with a leading zero (0256, which JSON does not allow) is
+// refused quoting it as sent, and saying why: it was echoed as the "0" the
+// tokenizer stopped at ("training.global_batch: must be a 64-bit integer … (got
+// 0)", "layout.tp: … (got 0)" for 032), a value the caller did not send; and the
+// string "0256" was refused as not "a string of digits".
+func TestLeadingZerosQuotedAsSent(t *testing.T) {
+	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	for _, c := range []struct{ body, field, got string }{
+		{`{"training": {"global_batch": 0256}}`, "training.global_batch", "(got 0256)"},
+		{`{"training": {"global_batch": "0256"}}`, "training.global_batch", `(got "0256")`},
+		{`{"gpus": -0256}`, "gpus", "(got -0256)"},
+		{`{"constraints": {"tp": [1, 02]}}`, "constraints.tp[1]", "(got 02)"},
+		{`{"slow_gpu_speed": 00.5}`, "slow_gpu_speed", "(got 00.5)"},
+	} {
+		body := strings.NewReader(c.body)
+		err := m.NewDecoder(body).Decode(&pb.EstimatePlanRequest{})
+		v, ok := pendingViolations.LoadAndDelete(body)
+		if !ok {
+			t.Fatalf("%s: %v, no violation kept", c.body, err)
+		}
+		e := v.(*decodeError)
+		if e.field != c.field || !strings.Contains(e.rule, c.got) || !strings.Contains(e.rule, "leading zero") {
+			t.Errorf("%s: %q; want %s quoting %s and saying why (leading zeros)", c.body, e.Error(), c.field, c.got)
+		}
+	}
+}
+
+// A number JSON's grammar refuses but protojson's reader takes — an exponent
+// without digits, 32e — is malformed JSON, refused naming where: {"gpus": 32e} was
+// answered as 32 GPUs, and 8E as 8.
+func TestExponentWithoutDigitsIsMalformed(t *testing.T) {
+	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	for _, c := range []struct{ body, want string }{
+		{`{"gpus": 32e}`, "request body: malformed JSON at line 1, column 13: invalid character '}' in exponent of numeric literal"},
+		{"{\n  \"top_k\": 3,\n  \"gpus\": 8E\n}", "request body: malformed JSON at line 3, column 13: invalid character '\\n' in exponent of numeric literal"},
+		{`{"constraints": {"tp": [2e, 4]}}`, "request body: malformed JSON at line 1, column 27: invalid character ',' in exponent of numeric literal"},
+	} {
+		body := strings.NewReader(c.body)
+		req := &pb.EstimatePlanRequest{}
+		err := m.NewDecoder(body).Decode(req)
+		v, ok := pendingViolations.LoadAndDelete(body)
+		if !ok {
+			t.Errorf("%q: %v, no violation kept (decoded %v)", c.body, err, req)
+			continue
+		}
+		if e := v.(*decodeError); e.code != codes.InvalidArgument || e.Error() != c.want {
+			t.Errorf("%q: %v %q; want %q", c.body, e.code, e.Error(), c.want)
+		}
+	}
 }

@@ -187,6 +187,9 @@ func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
 		if err := protojson.Unmarshal(data, &q.file); err != nil {
 			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, cutShort(data, err))
 		}
+		if err := grammarError(data); err != nil {
+			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, err)
+		}
 		// The service's bound on every string, before a name is looked up (an
 		// unknown one is quoted whole): the answer with --server or without.
 		if err := wire.CheckText(&q.file); err != nil {

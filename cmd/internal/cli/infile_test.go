@@ -85,3 +85,28 @@ func TestInFileCutShortNamesTheLine(t *testing.T) {
 		}
 	}
 }
+
+// A number JSON's grammar refuses but protojson's reader takes, an exponent
+// without digits, is refused naming its line in the --in files read with
+// protojson: estimate --in estimated "tp": 8e as tp 8, and a rank --in line ranked
+// it.
+func TestInFileExponentWithoutDigitsRefused(t *testing.T) {
+	dir := t.TempDir()
+	step := `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 8192, "global_batch": 256},` +
+		"\n" + `"layout": {"tp": 8e, "pp": 1, "dp": 4, "micro_batch": 1}}`
+	est := filepath.Join(dir, "step.json")
+	lines := filepath.Join(dir, "rank.jsonl")
+	for f, body := range map[string]string{est: step, lines: strings.ReplaceAll(step, "\n", "")} {
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := run("estimate", "--in", est)
+	if code != exitFailure || !strings.Contains(errOut, "--in "+est+": want an EstimateStepRequest as JSON: invalid character ',' in exponent of numeric literal at line 2") {
+		t.Errorf("estimate --in: exit %d, %.300s%.300s", code, out, errOut)
+	}
+	code, out, errOut = run("rank", "--in", lines)
+	if flat := strings.Join(strings.Fields(out), " "); code != exitFailure || !strings.Contains(flat, "line 1: not an EstimateStepRequest: invalid character ',' in exponent of numeric literal (column 137)") {
+		t.Errorf("rank --in: exit %d, %.600s%.300s", code, out, errOut)
+	}
+}

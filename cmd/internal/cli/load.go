@@ -57,6 +57,9 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 		if err := protojson.Unmarshal(data, &base); err != nil {
 			return fmt.Errorf("--in %s: %w", *in, cutShort(data, err))
 		}
+		if err := grammarError(data); err != nil {
+			return fmt.Errorf("--in %s: %w", *in, err)
+		}
 		svc, done, err := connect(*addr, sec)
 		if err != nil {
 			return err

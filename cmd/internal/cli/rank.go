@@ -320,6 +320,9 @@ func readConfigs(r io.Reader) (*configFile, error) {
 				f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: longer than %d bytes", line, maxConfigLine)})
 			default:
 				perr := protojson.Unmarshal(t, &c)
+				if se, at := notJSON(t); perr == nil && se != nil {
+					perr = fmt.Errorf("%w (column %d)", se, 1+utf8.RuneCount(t[:at]))
+				}
 				if f.rawKept == 0 {
 					f.rawKept = 2
 					if perr != nil {
@@ -403,6 +406,30 @@ func cutShort(data []byte, err error) error {
 		return err
 	}
 	return fmt.Errorf("ends inside a value at line %d (cut short?)", 1+bytes.Count(bytes.TrimRight(data, " \t\r\n"), []byte("\n")))
+}
+
+// notJSON refuses JSON that protojson took but JSON's grammar does not allow: its
+// reader takes a number with an exponent and no digits (8e), which estimate --in
+// read as 8. It returns encoding/json's syntax error and the byte it stopped at, or
+// nil when data is JSON.
+func notJSON(data []byte) (*json.SyntaxError, int) {
+	if json.Valid(data) {
+		return nil, 0
+	}
+	var se *json.SyntaxError
+	if err := json.Unmarshal(data, new(json.RawMessage)); !errors.As(err, &se) {
+		return &json.SyntaxError{}, 0
+	}
+	return se, min(max(int(se.Offset)-1, 0), len(data))
+}
+
+// grammarError is notJSON's refusal at its line, or nil.
+func grammarError(data []byte) error {
+	se, at := notJSON(data)
+	if se == nil {
+		return nil
+	}
+	return fmt.Errorf("%w at line %d", se, 1+bytes.Count(data[:at], []byte("\n")))
 }
 
 // readFileOrStdin is readFile, with "-" naming standard input (as rank's --in takes
