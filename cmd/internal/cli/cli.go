@@ -277,6 +277,9 @@ func (c command) cobra(root *cobra.Command, stdout, stderr io.Writer) *cobra.Com
 		if err := int32Flags(cmd.Flags()); err != nil {
 			return err
 		}
+		if err := remoteOnly(cmd.Flags()); err != nil {
+			return &failure{err}
+		}
 		wide, _ := cmd.Flags().GetBool("wide")
 		out := newOutput(stdout, wide)
 		err := run(cmd.Context(), args, out, stderr)
@@ -318,6 +321,25 @@ func int32Flags(fs *pflag.FlagSet) error {
 		}
 	})
 	return err
+}
+
+// remoteFlags are the flags that say how to reach a daemon.
+var remoteFlags = []string{"tls", "tls-ca", "tls-cert", "tls-key", "token-file"}
+
+// remoteOnly refuses a flag of remoteFlags given without --server (or with an
+// empty one): the command runs in process, and would drop it without a word.
+func remoteOnly(fs *pflag.FlagSet) error {
+	server := fs.Lookup("server")
+	if server == nil || server.Value.String() != "" {
+		return nil
+	}
+	set := changed(fs)
+	for _, name := range remoteFlags {
+		if set[name] {
+			return fmt.Errorf("--%s: only with --server (it says how to reach a stepcostd); without --server the command runs in process", name)
+		}
+	}
+	return nil
 }
 
 // noArgs rejects positional arguments.
