@@ -183,7 +183,20 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stepcost: %v\nRun 'stepcost --help' for usage.\n", err)
 		return exitUsage
 	}
-	root.SetArgs(longDashes(root, args))
+	args = longDashes(root, args)
+	if c, _, err := root.Find(args); err == nil && c != nil && c != root {
+		if err := givenTwice(root, c, args); err != nil {
+			// Said once the command line parses, its values in range, before
+			// the command runs.
+			c.PreRunE = func(c *cobra.Command, _ []string) error {
+				if err := int32Flags(c.Flags()); err != nil {
+					return err
+				}
+				return &failure{err}
+			}
+		}
+	}
+	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
@@ -382,6 +395,69 @@ func longDashes(root *cobra.Command, args []string) []string {
 		}
 	}
 	return out
+}
+
+// givenTwice refuses a flag of cmd given twice in args with two values, naming
+// both: the flag parser keeps the last and drops the first without a word (as
+// protobuf does a field given twice, which the service refuses too). A
+// repeatable flag (--degraded-node) and one value given twice are taken; what
+// follows "--" is not a flag. args have their long flags spelled with two dashes.
+func givenTwice(root, cmd *cobra.Command, args []string) error {
+	lookup := func(name string) *pflag.Flag {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return f
+		}
+		return root.PersistentFlags().Lookup(name)
+	}
+	seen := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if len(a) < 3 || !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(a[2:], "=")
+		if name == "help" {
+			return nil
+		}
+		f := lookup(name)
+		if f == nil {
+			continue // the parser says so
+		}
+		if !hasValue {
+			if f.NoOptDefVal != "" {
+				value = f.NoOptDefVal
+			} else if i+1 < len(args) {
+				i++
+				value = args[i]
+			}
+		}
+		typ := f.Value.Type()
+		if strings.HasSuffix(typ, "Array") || strings.HasSuffix(typ, "Slice") {
+			continue // repeatable: each adds a value
+		}
+		if typ == "bool" { // --json and --json=true are one value
+			if b, err := strconv.ParseBool(value); err == nil {
+				value = strconv.FormatBool(b)
+			}
+		}
+		first, ok := seen[name]
+		if !ok {
+			seen[name] = value
+			continue
+		}
+		if first == value {
+			continue
+		}
+		hint := ""
+		if e, isEnum := f.Value.(*enumValue); isEnum && e.list || strings.HasPrefix(f.Usage, "allowed ") {
+			hint = fmt.Sprintf(" (a list in one value, comma-separated: --%s %s,%s)", name, first, value)
+		}
+		return fmt.Errorf("--%s: given twice, as %q and %q; give it once%s", name, first, value, hint)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {
