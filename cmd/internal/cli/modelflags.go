@@ -85,6 +85,12 @@ func addModelFlags(fs *pflag.FlagSet) *modelFlags {
 	}
 }
 
+// archFlagNames are the flags describing an architecture flag by flag, in --help's
+// order.
+var archFlagNames = []string{"layers", "hidden", "heads", "kv-heads", "head-dim", "ffn", "vocab", "gated", "glu-clamp", "tied",
+	"experts", "top-k", "expert-ffn", "moe-every", "shared-experts", "first-dense", "expert-bias", "moe-groups", "moe-topk-groups",
+	"mtp-layers", "sliding-window", "global-every", "q-lora-rank", "kv-lora-rank", "qk-nope-dim", "qk-rope-dim", "v-head-dim"}
+
 // errNoModel says no way of naming the model was given.
 var errNoModel = errors.New("--model, --model-file, --params or --layers/--hidden/--heads: required")
 
@@ -92,19 +98,27 @@ var errNoModel = errors.New("--model, --model-file, --params or --layers/--hidde
 // line), what was derived for a bare parameter count, and errNoModel when none was
 // given. Giving two ways is an error naming them.
 func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string, err error) {
-	arch := set["layers"] || set["hidden"] || set["heads"] || set["kv-heads"] || set["head-dim"] || set["ffn"] || set["vocab"] ||
-		set["gated"] || set["glu-clamp"] || set["tied"] || set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] ||
-		set["shared-experts"] || set["first-dense"] || set["sliding-window"] || set["global-every"] || set["q-lora-rank"] ||
-		set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"] || set["mtp-layers"] ||
-		set["moe-groups"] || set["moe-topk-groups"] || set["expert-bias"]
-	kinds := 0
-	for _, b := range []bool{set["model"], set["model-file"], arch, set["params"]} {
-		if b {
-			kinds++
+	var archGiven []string
+	for _, n := range archFlagNames {
+		if set[n] {
+			archGiven = append(archGiven, "--"+n)
 		}
 	}
-	if kinds > 1 {
-		return a, "", errors.New("--model, --model-file, --params and --layers/--hidden/--heads: give one way of naming the model")
+	arch := len(archGiven) > 0
+	var ways []string
+	for _, n := range []string{"model", "model-file", "params"} {
+		if set[n] {
+			ways = append(ways, "--"+n)
+		}
+	}
+	if arch {
+		ways = append(ways, strings.Join(archGiven, ", "))
+	}
+	if len(ways) > 1 {
+		// The flags given, named: an architecture flag beside --model reads as
+		// changing the catalog model, which it does not.
+		return a, "", fmt.Errorf("%s and %s: give one way of naming the model (--model, --model-file, --params, or the architecture flag by flag)",
+			strings.Join(ways[:len(ways)-1], ", "), ways[len(ways)-1])
 	}
 	switch {
 	case set["model"]:
