@@ -177,6 +177,7 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			version = resp.GetEstimatorVersion()
 			for _, x := range resp.GetResults() {
 				x.Index += int32(i)
+				flagItemError(x.GetError())
 				if e := x.GetEstimate(); e != nil && *format != "json" {
 					// The table and the CSV print these fields only: the
 					// whole estimate (breakdown, every collective) of each
@@ -454,6 +455,17 @@ func readLine(br *bufio.Reader, limit int) ([]byte, bool, error) {
 
 // rankFlags names the flag of each request field of rank.
 var rankFlags = map[string]string{"objective": "--objective", "price_per_gpu_hour": "--price", "token_budget": "--tokens"}
+
+// flagItemError spells, in a config's error message, the fields rank's flags set
+// (the token budget below the config's step) as those flags, as plan's errors
+// are; the violations keep the API's field names.
+func flagItemError(e *pb.ItemError) {
+	for _, v := range e.GetViolations() {
+		if f, ok := rankFlags[v.GetField()]; ok {
+			e.Message = strings.Replace(e.GetMessage(), v.GetField()+": "+v.GetDescription(), f+": "+v.GetDescription(), 1)
+		}
+	}
+}
 
 // printRanked prints the ranked configs, best first: as the API's
 // RankConfigsResponse (json), CSV or a table.
