@@ -198,12 +198,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
-		return exitOK
-	}
 	name := "stepcost"
 	if cmd != nil {
 		name = cmd.CommandPath()
+	}
+	if err == nil {
+		// Help asked for and not written (a full disk) fails as a command's
+		// output does.
+		if o, ok := root.OutOrStdout().(*output); ok && o.err != nil {
+			fmt.Fprintf(stderr, "%s: standard output: %v\n", name, o.err)
+			return exitFailure
+		}
+		return exitOK
 	}
 	var f *failure
 	if errors.As(err, &f) {
@@ -233,7 +239,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.SetOut(stdout)
+	// Help goes to standard output through an output that keeps the first
+	// write that failed, which Run reports.
+	root.SetOut(newOutput(stdout, false))
 	root.SetErr(stderr)
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
 	root.SetUsageFunc(func(c *cobra.Command) error { writeHelp(c.ErrOrStderr(), c); return nil })
@@ -253,7 +261,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil || c == root && len(args) > 0 {
 				return usagef("unknown command %q%s", args[0], didYouMean(args[0], suggest(args[0], commandNames(), "")))
 			}
-			writeHelp(stdout, c)
+			writeHelp(root.OutOrStdout(), c)
 			return nil
 		},
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
