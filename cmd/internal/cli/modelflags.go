@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -239,10 +240,44 @@ func decodeModel(raw json.RawMessage) (model.Arch, string, *pb.ModelSpec, error)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return a, "", nil, err
+		return a, "", nil, archTypeError(raw, err)
 	}
 	a = a.Normalise()
 	return a, "", nil, a.Validate()
+}
+
+// archTypeError is err, of decoding an architecture from raw, in the flag's words
+// at the line it is on: a field of the wrong type by its JSON name ('line 1:
+// layers: 1.5 is not an integer'), not by Go's types.
+func archTypeError(raw []byte, err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	line := 1 + bytes.Count(raw[:min(max(te.Offset, 0), int64(len(raw)))], []byte("\n"))
+	what := te.Value
+	if n, ok := strings.CutPrefix(what, "number "); ok {
+		what = n
+	} else if w, ok := map[string]string{"string": "a string", "bool": "a boolean", "array": "an array", "object": "an object"}[what]; ok {
+		what = w
+	}
+	if te.Field == "" {
+		return fmt.Errorf("line %d: want a catalog name, the API's model object or an architecture's fields, not %s", line, what)
+	}
+	want := "a " + te.Type.Kind().String()
+	switch k := te.Type.Kind(); {
+	case k >= reflect.Int && k <= reflect.Uint64:
+		want = "an integer"
+	case k == reflect.Float32 || k == reflect.Float64:
+		want = "a number"
+	case k == reflect.Bool:
+		want = "true or false"
+	case k == reflect.Struct || k == reflect.Pointer || k == reflect.Map:
+		want = "an object"
+	case k == reflect.Slice:
+		want = "a list"
+	}
+	return fmt.Errorf("line %d: %s: %s is not %s", line, te.Field, what, want)
 }
 
 // isModelSpec says whether raw, a JSON object, is the API's model (ModelSpec)
