@@ -33,8 +33,8 @@ func TestEvenSplitFlag(t *testing.T) {
 		t.Errorf("--pp 3: want a plan with an uneven split of the 32 layers, got %v (%s)", res.GetPlans(), res.GetNoPlanReason())
 	}
 	code, _, errOut := run(append([]string{"plan"}, append(job, "--pp", "3", "--even-split")...)...)
-	if code != exitFailure || !strings.Contains(errOut, "constraints.even_split") {
-		t.Errorf("--pp 3 --even-split: exit %d, %q; want no plan naming constraints.even_split", code, errOut)
+	if code != exitFailure || !strings.Contains(errOut, "(--even-split: the pipeline depth must divide the layers)") {
+		t.Errorf("--pp 3 --even-split: exit %d, %q; want no plan naming --even-split", code, errOut)
 	}
 	res := planJSON(t, append(job, "--even-split")...)
 	if len(res.GetPlans()) == 0 {

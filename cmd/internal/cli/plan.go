@@ -942,7 +942,27 @@ var errNoPlan = errors.New("no feasible plan: every layout was pruned (see the c
 // answer's reason.
 func noPlan(resp *pb.EstimatePlanResponse) error {
 	if r := resp.GetNoPlanReason(); r != "" {
-		return errors.New(r)
+		return errors.New(reasonAsFlags(wire.CommandLineSpelling(r)))
 	}
 	return errNoPlan
+}
+
+// reasonAsFlags is a search's no_plan_reason with the request's paths it names
+// ("constraints.tp [3]", "(constraints.offload)") spelled as the flags that set
+// them ("--tp [3]"), as the command's other errors are; --json keeps the API's.
+// Longer paths first: constraints.tp_across_nodes before constraints.tp.
+func reasonAsFlags(r string) string {
+	var paths []string
+	for p := range planFlags {
+		if strings.Contains(p, ".") {
+			paths = append(paths, p)
+		}
+	}
+	slices.SortFunc(paths, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range paths {
+		f := planFlags[p]
+		r = strings.ReplaceAll(r, p+", "+f, f) // "(cluster.nodes, --nodes)"
+		r = strings.ReplaceAll(r, p, f)
+	}
+	return r
 }
