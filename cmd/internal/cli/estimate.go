@@ -498,6 +498,12 @@ func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.Est
 // cluster.free_gpus) when the cluster is the file's.
 func (opt *estimateArgs) fieldFlags(set map[string]bool, q *estimateQuery) map[string]string {
 	if *opt.in == "" {
+		if set["vpp"] && !set["schedule"] {
+			// The interleaved schedule is --vpp's doing: name the flag given.
+			m := maps.Clone(estimateFlags)
+			m["layout.schedule"] = "--vpp"
+			return m
+		}
 		return estimateFlags
 	}
 	m := maps.Clone(estimateFlags)
