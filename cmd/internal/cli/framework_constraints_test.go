@@ -83,7 +83,7 @@ func TestFrameworkConstraintFlagErrors(t *testing.T) {
 	}{
 		{append(job[:len(job):len(job)], "--experts-whole", "whole"), exitUsage, `invalid argument "whole" for "--experts-whole" flag: want a comma-separated list of on, off`},
 		{append(job[:len(job):len(job)], "--even-split=maybe"), exitUsage, `"--even-split"`},
-		{append(job[:len(job):len(job)], "--even-split", "--uneven-pp"), exitFailure, "--even-split: keeps to even pipeline splits, but uneven_pp asks for uneven ones"},
+		{append(job[:len(job):len(job)], "--even-split", "--uneven-pp"), exitFailure, "--even-split: keeps to even pipeline splits, but --uneven-pp asks for uneven ones"},
 		{[]string{"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "8", "--seq", "4096", "--gbs", "64", "--experts-whole", "on", "--sp", "off"},
 			exitFailure, "--experts-whole: lists only whole experts, which need sequence parallelism"},
 	} {
