@@ -137,6 +137,22 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		}
 		return a, derived, nil
 	case arch:
+		// The three sizes every architecture needs, when not given, are
+		// required, not refused as a 0 the command line never said.
+		var missing []string
+		for _, n := range []string{"layers", "hidden", "heads"} {
+			if !set[n] {
+				missing = append(missing, "--"+n)
+			}
+		}
+		if len(missing) > 0 {
+			need := missing[0]
+			if len(missing) > 1 {
+				need = strings.Join(missing[:len(missing)-1], ", ") + " and " + missing[len(missing)-1]
+			}
+			return a, "", fmt.Errorf("architecture flags: %s: required to describe a model flag by flag (given: %s); or name one with --model, --model-file or --params",
+				need, strings.Join(archGiven, ", "))
+		}
 		a = model.Arch{Name: "custom", Layers: *m.layers, Hidden: *m.hidden, Heads: *m.heads, KVHeads: *m.kvHeads, FFN: *m.ffn,
 			Vocab: *m.vocab, GatedMLP: *m.gated, GLUClamp: *m.gluClamp, TiedEmbeddings: *m.tied, HeadSize: *m.headDim,
 			SlidingWindow: *m.window, GlobalEvery: *m.globalEvery, MTPLayers: *m.mtp}
