@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -54,9 +55,37 @@ func flagged(err error, flags map[string]string) error {
 	}
 	parts := make([]string, len(fes))
 	for i, fe := range fes {
-		parts[i] = name(fe.Field) + ": " + fe.Rule
+		parts[i] = name(fe.Field) + ": " + ruleFlags(fe.Rule, flags)
 	}
 	return errors.New(strings.Join(parts, "; "))
+}
+
+// fieldWord is a request field as a rule names it: a path or a name with an
+// underscore (max_gpus, global_batch, training.seq_len); plain words are not.
+var fieldWord = regexp.MustCompile(`\b[a-z][a-z0-9]*(?:[._][a-z0-9]+)*_[a-z0-9]+(?:[._][a-z0-9]+)*\b`)
+
+// ruleFlags names, in a rule, the other fields it quotes that the command's
+// flags set by those flags ("and max_gpus 8" as "and --max-gpus 8"), by their
+// path or their last name (global_batch for training.global_batch) when that
+// names one flag. A field given by a file (the flags' "--in: …") keeps its name.
+func ruleFlags(rule string, flags map[string]string) string {
+	return fieldWord.ReplaceAllStringFunc(rule, func(w string) string {
+		f, ok := flags[w]
+		if !ok { // by its last name, when that names one flag
+			for field, flag := range flags {
+				if strings.HasSuffix(field, "."+w) {
+					if ok && flag != f {
+						return w // two flags (training.fp8_params, constraints.fp8_params)
+					}
+					f, ok = flag, true
+				}
+			}
+		}
+		if !ok || !strings.HasPrefix(f, "--") || strings.Contains(f, ": ") {
+			return w
+		}
+		return f
+	})
 }
 
 // flaggedWarning renames the field an answer's warning starts with ("field: …")

@@ -183,14 +183,33 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stepcost: %v\nRun 'stepcost --help' for usage.\n", err)
 		return exitUsage
 	}
-	root.SetArgs(longDashes(root, args))
-	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
-		return exitOK
+	args = longDashes(root, args)
+	if c, _, err := root.Find(args); err == nil && c != nil && c != root {
+		if err := givenTwice(root, c, args); err != nil {
+			// Said once the command line parses, its values in range, before
+			// the command runs.
+			c.PreRunE = func(c *cobra.Command, _ []string) error {
+				if err := int32Flags(c.Flags()); err != nil {
+					return err
+				}
+				return &failure{err}
+			}
+		}
 	}
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
 	name := "stepcost"
 	if cmd != nil {
 		name = cmd.CommandPath()
+	}
+	if err == nil {
+		// Help asked for and not written (a full disk) fails as a command's
+		// output does.
+		if o, ok := root.OutOrStdout().(*output); ok && o.err != nil {
+			fmt.Fprintf(stderr, "%s: standard output: %v\n", name, o.err)
+			return exitFailure
+		}
+		return exitOK
 	}
 	var f *failure
 	if errors.As(err, &f) {
@@ -220,7 +239,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.SetOut(stdout)
+	// Help goes to standard output through an output that keeps the first
+	// write that failed, which Run reports.
+	root.SetOut(newOutput(stdout, false))
 	root.SetErr(stderr)
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
 	root.SetUsageFunc(func(c *cobra.Command) error { writeHelp(c.ErrOrStderr(), c); return nil })
@@ -240,7 +261,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil || c == root && len(args) > 0 {
 				return usagef("unknown command %q%s", args[0], didYouMean(args[0], suggest(args[0], commandNames(), "")))
 			}
-			writeHelp(stdout, c)
+			writeHelp(root.OutOrStdout(), c)
 			return nil
 		},
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
@@ -276,6 +297,9 @@ func (c command) cobra(root *cobra.Command, stdout, stderr io.Writer) *cobra.Com
 	cc.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := int32Flags(cmd.Flags()); err != nil {
 			return err
+		}
+		if err := remoteOnly(cmd.Flags()); err != nil {
+			return &failure{err}
 		}
 		wide, _ := cmd.Flags().GetBool("wide")
 		out := newOutput(stdout, wide)
@@ -320,6 +344,25 @@ func int32Flags(fs *pflag.FlagSet) error {
 	return err
 }
 
+// remoteFlags are the flags that say how to reach a daemon.
+var remoteFlags = []string{"tls", "tls-ca", "tls-cert", "tls-key", "token-file"}
+
+// remoteOnly refuses a flag of remoteFlags given without --server (or with an
+// empty one): the command runs in process, and would drop it without a word.
+func remoteOnly(fs *pflag.FlagSet) error {
+	server := fs.Lookup("server")
+	if server == nil || server.Value.String() != "" {
+		return nil
+	}
+	set := changed(fs)
+	for _, name := range remoteFlags {
+		if set[name] {
+			return fmt.Errorf("--%s: only with --server (it says how to reach a stepcostd); without --server the command runs in process", name)
+		}
+	}
+	return nil
+}
+
 // noArgs rejects positional arguments.
 func noArgs(_ *cobra.Command, args []string) error {
 	if len(args) > 0 {
@@ -360,6 +403,69 @@ func longDashes(root *cobra.Command, args []string) []string {
 		}
 	}
 	return out
+}
+
+// givenTwice refuses a flag of cmd given twice in args with two values, naming
+// both: the flag parser keeps the last and drops the first without a word (as
+// protobuf does a field given twice, which the service refuses too). A
+// repeatable flag (--degraded-node) and one value given twice are taken; what
+// follows "--" is not a flag. args have their long flags spelled with two dashes.
+func givenTwice(root, cmd *cobra.Command, args []string) error {
+	lookup := func(name string) *pflag.Flag {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return f
+		}
+		return root.PersistentFlags().Lookup(name)
+	}
+	seen := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if len(a) < 3 || !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(a[2:], "=")
+		if name == "help" {
+			return nil
+		}
+		f := lookup(name)
+		if f == nil {
+			continue // the parser says so
+		}
+		if !hasValue {
+			if f.NoOptDefVal != "" {
+				value = f.NoOptDefVal
+			} else if i+1 < len(args) {
+				i++
+				value = args[i]
+			}
+		}
+		typ := f.Value.Type()
+		if strings.HasSuffix(typ, "Array") || strings.HasSuffix(typ, "Slice") {
+			continue // repeatable: each adds a value
+		}
+		if typ == "bool" { // --json and --json=true are one value
+			if b, err := strconv.ParseBool(value); err == nil {
+				value = strconv.FormatBool(b)
+			}
+		}
+		first, ok := seen[name]
+		if !ok {
+			seen[name] = value
+			continue
+		}
+		if first == value {
+			continue
+		}
+		hint := ""
+		if e, isEnum := f.Value.(*enumValue); isEnum && e.list || strings.HasPrefix(f.Usage, "allowed ") {
+			hint = fmt.Sprintf(" (a list in one value, comma-separated: --%s %s,%s)", name, first, value)
+		}
+		return fmt.Errorf("--%s: given twice, as %q and %q; give it once%s", name, first, value, hint)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {

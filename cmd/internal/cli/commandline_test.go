@@ -244,15 +244,15 @@ func TestRequestFieldFlagsExist(t *testing.T) {
 // does not fit: 2³² + 1 micro-batch would otherwise reach the estimator as 1 and
 // 2³² + 8192 tokens as 8192, a wrong answer without a word.
 func TestIntFlagsOutOfRange(t *testing.T) {
-	est := []string{"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "8", "--gbs", "16", "--seq", "4096"}
+	est := []string{"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "8", "--gbs", "16"}
 	plan := []string{"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gbs", "16", "--seq", "4096"}
 	for _, tc := range []struct {
 		args []string
 		flag string
 	}{
-		{append(est, "--mbs", "4294967297"), "--mbs"},
+		{append(est, "--seq", "4096", "--mbs", "4294967297"), "--mbs"},
 		{append(est, "--seq", "4294971392"), "--seq"},
-		{append(est, "--pp", "-4294967295"), "--pp"},
+		{append(est, "--seq", "4096", "--pp", "-4294967295"), "--pp"},
 		{append(plan, "--gpus", "4294967304"), "--gpus"},
 		{append(plan, "--gpus", "8", "--top", "4294967297"), "--top"},
 		{[]string{"collective", "--cluster", "dgx-h100", "--op", "allreduce", "--size", "1GiB", "--nodes", "4294967297"}, "--nodes"},

@@ -138,7 +138,7 @@ func newEstimateFlags(fs *pflag.FlagSet) *estimateArgs {
 	opt.overlapTP = fs.Bool("overlap-tp", false, "overlap TP communication with compute (async TP)")
 	opt.unfused = fs.Bool("unfused-attention", false, "materialised attention scores (no flash attention)")
 	opt.flash2 = fs.Bool("flash-attention-2", false, "flash-attn 2 instead of the framework's Hopper-native fused attention (Transformer Engine with NVTE_FUSED_ATTN=0)")
-	opt.prefetch = enumFlag(fs, "zero3-backward-prefetch", "pre", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none", prefetchNames)
+	opt.prefetch = enumFlag(fs, "zero3-backward-prefetch", "", "when ZeRO-3 gathers the next layer's weights backward: pre (FSDP default), post (Composer default), none (default: the framework's)", prefetchNames)
 	opt.fw = frameworkFlag(fs, "training framework whose defaults fill what is not given: "+strings.Join(framework.Names(), ", ")+" (default megatron-core)")
 	opt.dpAfter = fs.Bool("dp-reduce-after-backward", false, "data-parallel gradients reduced after the backward pass, none hidden (DeepSpeed's engine; default: the framework's)")
 	opt.fp8Params = fs.Bool("fp8-params", false, "with --precision fp8: store the layers' matmul weights in fp8 (1 B) instead of 16 bits, with only fp8 transposes besides; ZeRO-3 gathers and the parameter all-gather send fp8 (Transformer Engine fp8_model_init, NeMo fp8_params)")
@@ -501,6 +501,12 @@ func (opt *estimateArgs) request(set map[string]bool, q *estimateQuery) (*pb.Est
 // cluster.free_gpus) when the cluster is the file's.
 func (opt *estimateArgs) fieldFlags(set map[string]bool, q *estimateQuery) map[string]string {
 	if *opt.in == "" {
+		if set["vpp"] && !set["schedule"] {
+			// The interleaved schedule is --vpp's doing: name the flag given.
+			m := maps.Clone(estimateFlags)
+			m["layout.schedule"] = "--vpp"
+			return m
+		}
 		return estimateFlags
 	}
 	m := maps.Clone(estimateFlags)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -234,7 +235,9 @@ func TestArchitectureFlags(t *testing.T) {
 	if mla := stepOf("--q-lora-rank", "1536", "--kv-lora-rank", "512", "--qk-nope-dim", "128", "--qk-rope-dim", "64", "--v-head-dim", "128"); mla == full {
 		t.Error("the MLA flags changed nothing")
 	}
-	code, _, errs := run(append(append([]string{}, base...), "--kv-heads", "7", "--global-every", "2")...)
+	bad := append([]string{}, base...)
+	bad[slices.Index(bad, "--kv-heads")+1] = "7"
+	code, _, errs := run(append(bad, "--global-every", "2")...)
 	if code == 0 || !strings.Contains(errs, "--kv-heads: must divide") || !strings.Contains(errs, "--global-every:") {
 		t.Errorf("bad architecture flags: exit %d, %q", code, errs)
 	}

@@ -33,8 +33,8 @@ func TestEvenSplitFlag(t *testing.T) {
 		t.Errorf("--pp 3: want a plan with an uneven split of the 32 layers, got %v (%s)", res.GetPlans(), res.GetNoPlanReason())
 	}
 	code, _, errOut := run(append([]string{"plan"}, append(job, "--pp", "3", "--even-split")...)...)
-	if code != exitFailure || !strings.Contains(errOut, "constraints.even_split") {
-		t.Errorf("--pp 3 --even-split: exit %d, %q; want no plan naming constraints.even_split", code, errOut)
+	if code != exitFailure || !strings.Contains(errOut, "(--even-split: the pipeline depth must divide the layers)") {
+		t.Errorf("--pp 3 --even-split: exit %d, %q; want no plan naming --even-split", code, errOut)
 	}
 	res := planJSON(t, append(job, "--even-split")...)
 	if len(res.GetPlans()) == 0 {
@@ -83,7 +83,7 @@ func TestFrameworkConstraintFlagErrors(t *testing.T) {
 	}{
 		{append(job[:len(job):len(job)], "--experts-whole", "whole"), exitUsage, `invalid argument "whole" for "--experts-whole" flag: want a comma-separated list of on, off`},
 		{append(job[:len(job):len(job)], "--even-split=maybe"), exitUsage, `"--even-split"`},
-		{append(job[:len(job):len(job)], "--even-split", "--uneven-pp"), exitFailure, "--even-split: keeps to even pipeline splits, but uneven_pp asks for uneven ones"},
+		{append(job[:len(job):len(job)], "--even-split", "--uneven-pp"), exitFailure, "--even-split: keeps to even pipeline splits, but --uneven-pp asks for uneven ones"},
 		{[]string{"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "8", "--seq", "4096", "--gbs", "64", "--experts-whole", "on", "--sp", "off"},
 			exitFailure, "--experts-whole: lists only whole experts, which need sequence parallelism"},
 	} {

@@ -71,6 +71,10 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 		reqCtx := ctx
 		ctx, cancel := context.WithTimeout(ctx, *dur)
 		defer cancel()
+		// The workers read the clock too: the context is cancelled by a timer
+		// that may fire after a worker has looked, and a run shorter than that
+		// would send a request after its end.
+		deadline, _ := ctx.Deadline()
 		const perRequest = 30 * time.Second
 		var (
 			mu        sync.Mutex
@@ -85,7 +89,7 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for ctx.Err() == nil {
+				for ctx.Err() == nil && time.Now().Before(deadline) {
 					mu.Lock()
 					if next >= *maxReq {
 						mu.Unlock()
@@ -120,6 +124,12 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 		wg.Wait()
 		elapsed := time.Since(start)
 		if len(latencies) == 0 {
+			if errs == 0 {
+				if err := reqCtx.Err(); err != nil {
+					return err // interrupted
+				}
+				return fmt.Errorf("--duration %s: over before a request was sent; give it longer", *dur)
+			}
 			return fmt.Errorf("no successful request (%d errors; the first: %v)", errs, firstErr)
 		}
 		slices.Sort(latencies)

@@ -17,7 +17,13 @@ import (
 // telemetry.
 type local struct{ svc *service.Service }
 
-func newLocal() local { return local{svc: service.New(service.Options{})} }
+// newLocal is the service in process. It names enum values in a no-plan reason
+// and a ranked config's refusal as the API does (SCHEDULE_INTERLEAVED), as a
+// daemon does: --json is the same answer with --server or without, and rank's
+// rows say a refusal in the words of the file's requests. What the command says
+// in the flags' words (a no-plan reason on standard error) it spells back
+// (wire.CommandLineSpelling).
+func newLocal() local { return local{svc: service.New(service.Options{APISpelling: true})} }
 
 func (l local) EstimateStep(ctx context.Context, in *pb.EstimateStepRequest, _ ...grpc.CallOption) (*pb.EstimateStepResponse, error) {
 	return l.svc.EstimateStep(ctx, in)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -85,6 +86,12 @@ func addModelFlags(fs *pflag.FlagSet) *modelFlags {
 	}
 }
 
+// archFlagNames are the flags describing an architecture flag by flag, in --help's
+// order.
+var archFlagNames = []string{"layers", "hidden", "heads", "kv-heads", "head-dim", "ffn", "vocab", "gated", "glu-clamp", "tied",
+	"experts", "top-k", "expert-ffn", "moe-every", "shared-experts", "first-dense", "expert-bias", "moe-groups", "moe-topk-groups",
+	"mtp-layers", "sliding-window", "global-every", "q-lora-rank", "kv-lora-rank", "qk-nope-dim", "qk-rope-dim", "v-head-dim"}
+
 // errNoModel says no way of naming the model was given.
 var errNoModel = errors.New("--model, --model-file, --params or --layers/--hidden/--heads: required")
 
@@ -92,19 +99,27 @@ var errNoModel = errors.New("--model, --model-file, --params or --layers/--hidde
 // line), what was derived for a bare parameter count, and errNoModel when none was
 // given. Giving two ways is an error naming them.
 func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string, err error) {
-	arch := set["layers"] || set["hidden"] || set["heads"] || set["kv-heads"] || set["head-dim"] || set["ffn"] || set["vocab"] ||
-		set["gated"] || set["glu-clamp"] || set["tied"] || set["experts"] || set["top-k"] || set["expert-ffn"] || set["moe-every"] ||
-		set["shared-experts"] || set["first-dense"] || set["sliding-window"] || set["global-every"] || set["q-lora-rank"] ||
-		set["kv-lora-rank"] || set["qk-nope-dim"] || set["qk-rope-dim"] || set["v-head-dim"] || set["mtp-layers"] ||
-		set["moe-groups"] || set["moe-topk-groups"] || set["expert-bias"]
-	kinds := 0
-	for _, b := range []bool{set["model"], set["model-file"], arch, set["params"]} {
-		if b {
-			kinds++
+	var archGiven []string
+	for _, n := range archFlagNames {
+		if set[n] {
+			archGiven = append(archGiven, "--"+n)
 		}
 	}
-	if kinds > 1 {
-		return a, "", errors.New("--model, --model-file, --params and --layers/--hidden/--heads: give one way of naming the model")
+	arch := len(archGiven) > 0
+	var ways []string
+	for _, n := range []string{"model", "model-file", "params"} {
+		if set[n] {
+			ways = append(ways, "--"+n)
+		}
+	}
+	if arch {
+		ways = append(ways, strings.Join(archGiven, ", "))
+	}
+	if len(ways) > 1 {
+		// The flags given, named: an architecture flag beside --model reads as
+		// changing the catalog model, which it does not.
+		return a, "", fmt.Errorf("%s and %s: give one way of naming the model (--model, --model-file, --params, or the architecture flag by flag)",
+			strings.Join(ways[:len(ways)-1], ", "), ways[len(ways)-1])
 	}
 	switch {
 	case set["model"]:
@@ -122,6 +137,22 @@ func (m *modelFlags) resolve(set map[string]bool) (a model.Arch, derived string,
 		}
 		return a, derived, nil
 	case arch:
+		// The three sizes every architecture needs, when not given, are
+		// required, not refused as a 0 the command line never said.
+		var missing []string
+		for _, n := range []string{"layers", "hidden", "heads"} {
+			if !set[n] {
+				missing = append(missing, "--"+n)
+			}
+		}
+		if len(missing) > 0 {
+			need := missing[0]
+			if len(missing) > 1 {
+				need = strings.Join(missing[:len(missing)-1], ", ") + " and " + missing[len(missing)-1]
+			}
+			return a, "", fmt.Errorf("architecture flags: %s: required to describe a model flag by flag (given: %s); or name one with --model, --model-file or --params",
+				need, strings.Join(archGiven, ", "))
+		}
 		a = model.Arch{Name: "custom", Layers: *m.layers, Hidden: *m.hidden, Heads: *m.heads, KVHeads: *m.kvHeads, FFN: *m.ffn,
 			Vocab: *m.vocab, GatedMLP: *m.gated, GLUClamp: *m.gluClamp, TiedEmbeddings: *m.tied, HeadSize: *m.headDim,
 			SlidingWindow: *m.window, GlobalEvery: *m.globalEvery, MTPLayers: *m.mtp}
@@ -225,10 +256,44 @@ func decodeModel(raw json.RawMessage) (model.Arch, string, *pb.ModelSpec, error)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return a, "", nil, err
+		return a, "", nil, archTypeError(raw, err)
 	}
 	a = a.Normalise()
 	return a, "", nil, a.Validate()
+}
+
+// archTypeError is err, of decoding an architecture from raw, in the flag's words
+// at the line it is on: a field of the wrong type by its JSON name ('line 1:
+// layers: 1.5 is not an integer'), not by Go's types.
+func archTypeError(raw []byte, err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	line := 1 + bytes.Count(raw[:min(max(te.Offset, 0), int64(len(raw)))], []byte("\n"))
+	what := te.Value
+	if n, ok := strings.CutPrefix(what, "number "); ok {
+		what = n
+	} else if w, ok := map[string]string{"string": "a string", "bool": "a boolean", "array": "an array", "object": "an object"}[what]; ok {
+		what = w
+	}
+	if te.Field == "" {
+		return fmt.Errorf("line %d: want a catalog name, the API's model object or an architecture's fields, not %s", line, what)
+	}
+	want := "a " + te.Type.Kind().String()
+	switch k := te.Type.Kind(); {
+	case k >= reflect.Int && k <= reflect.Uint64:
+		want = "an integer"
+	case k == reflect.Float32 || k == reflect.Float64:
+		want = "a number"
+	case k == reflect.Bool:
+		want = "true or false"
+	case k == reflect.Struct || k == reflect.Pointer || k == reflect.Map:
+		want = "an object"
+	case k == reflect.Slice:
+		want = "a list"
+	}
+	return fmt.Errorf("line %d: %s: %s is not %s", line, te.Field, what, want)
 }
 
 // isModelSpec says whether raw, a JSON object, is the API's model (ModelSpec)

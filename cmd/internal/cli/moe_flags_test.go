@@ -97,7 +97,7 @@ func TestMoEFlagErrors(t *testing.T) {
 		{append(base[:len(base):len(base)], "--moe-pad-to-capacity"), "--moe-pad-to-capacity:"},
 		{append(base[:len(base):len(base)], "--fp8-activations"), "--fp8-activations: applies to precision fp8"},
 		{append(base[:len(base):len(base)], "--overlap-shared-expert"), "--overlap-shared-expert:"},
-		{append(base[:len(base):len(base)], "--etp", "2"), "--ep: etp × ep = 2 × 32 must divide"},
+		{slices.Replace(slices.Clone(base), slices.Index(base, "--etp")+1, slices.Index(base, "--etp")+2, "2"), "--ep: etp × ep = 2 × 32 must divide"},
 		{append(arch[:len(arch):len(arch)], "--moe-groups", "7", "--moe-topk-groups", "2"), "--moe-groups: must divide the 64 experts"},
 		{append(arch[:len(arch):len(arch)], "--moe-groups", "8", "--moe-topk-groups", "9"), "--moe-topk-groups:"},
 		{append(arch[:len(arch):len(arch)], "--mtp-layers", "9"), "--mtp-layers:"},

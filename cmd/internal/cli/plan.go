@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -257,7 +258,7 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("--free-map %s: want {\"node\": [local GPUs], …}: %w", *opt.freeMap, err)
+			return fmt.Errorf("--free-map %s: %w", *opt.freeMap, freeMapTypeError(data, err))
 		}
 		if len(raw) == 0 {
 			// Not the API's empty list (no map): a scheduler's map with no free
@@ -716,6 +717,49 @@ func parseDegradedNode(v string, nodes int) (planner.DegradedNode, error) {
 	return d, nil
 }
 
+// freeMapTypeError is err, of decoding a free map from data, in the flag's words
+// at the line it is on: a value of the wrong type named by its node ('line 2:
+// node "1": 1.5 is not a GPU index'), not by Go's types.
+func freeMapTypeError(data []byte, err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("want {\"node\": [local GPUs], …}: %w", err)
+	}
+	lineAt := func(at int64) int { return 1 + bytes.Count(data[:min(max(at, 0), int64(len(data)))], []byte("\n")) }
+	what := func(te *json.UnmarshalTypeError) string {
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok {
+			return n
+		}
+		if w, ok := map[string]string{"string": "a string", "bool": "a boolean", "array": "an array", "object": "an object"}[te.Value]; ok {
+			return w
+		}
+		return te.Value
+	}
+	// encoding/json names no map key: find the node by decoding each in turn.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, _ := dec.Token(); tok != json.Delim('{') {
+		return fmt.Errorf("line %d: want {\"node\": [local GPUs], …}, not %s", lineAt(te.Offset), what(te))
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			break
+		}
+		at := dec.InputOffset()
+		var v []int
+		var e *json.UnmarshalTypeError
+		if err := dec.Decode(&v); errors.As(err, &e) {
+			if e.Type.Kind() == reflect.Slice {
+				return fmt.Errorf("line %d: node %q: %s is not a list of GPU indices, e.g. [0, 1, 2, 3]", lineAt(at), k, what(e))
+			}
+			return fmt.Errorf("line %d: node %q: %s is not a GPU index (an integer)", lineAt(at), k, what(e))
+		} else if err != nil {
+			break
+		}
+	}
+	return fmt.Errorf("line %d: want {\"node\": [local GPUs], …}: %s is not of its types", lineAt(te.Offset), what(te))
+}
+
 func layoutString(l step.Layout) string {
 	s := fmt.Sprintf("tp%d pp%d dp%d", l.TP, l.PP, l.DP)
 	if l.CP > 1 {
@@ -875,7 +919,27 @@ var errNoPlan = errors.New("no feasible plan: every layout was pruned (see the c
 // answer's reason.
 func noPlan(resp *pb.EstimatePlanResponse) error {
 	if r := resp.GetNoPlanReason(); r != "" {
-		return errors.New(r)
+		return errors.New(reasonAsFlags(wire.CommandLineSpelling(r)))
 	}
 	return errNoPlan
+}
+
+// reasonAsFlags is a search's no_plan_reason with the request's paths it names
+// ("constraints.tp [3]", "(constraints.offload)") spelled as the flags that set
+// them ("--tp [3]"), as the command's other errors are; --json keeps the API's.
+// Longer paths first: constraints.tp_across_nodes before constraints.tp.
+func reasonAsFlags(r string) string {
+	var paths []string
+	for p := range planFlags {
+		if strings.Contains(p, ".") {
+			paths = append(paths, p)
+		}
+	}
+	slices.SortFunc(paths, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range paths {
+		f := planFlags[p]
+		r = strings.ReplaceAll(r, p+", "+f, f) // "(cluster.nodes, --nodes)"
+		r = strings.ReplaceAll(r, p, f)
+	}
+	return r
 }

@@ -177,6 +177,7 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			version = resp.GetEstimatorVersion()
 			for _, x := range resp.GetResults() {
 				x.Index += int32(i)
+				flagItemError(x.GetError())
 				if e := x.GetEstimate(); e != nil && *format != "json" {
 					// The table and the CSV print these fields only: the
 					// whole estimate (breakdown, every collective) of each
@@ -482,6 +483,17 @@ func readLine(br *bufio.Reader, limit int) ([]byte, bool, error) {
 // rankFlags names the flag of each request field of rank.
 var rankFlags = map[string]string{"objective": "--objective", "price_per_gpu_hour": "--price", "token_budget": "--tokens"}
 
+// flagItemError spells, in a config's error message, the fields rank's flags set
+// (the token budget below the config's step) as those flags, as plan's errors
+// are; the violations keep the API's field names.
+func flagItemError(e *pb.ItemError) {
+	for _, v := range e.GetViolations() {
+		if f, ok := rankFlags[v.GetField()]; ok {
+			e.Message = strings.Replace(e.GetMessage(), v.GetField()+": "+v.GetDescription(), f+": "+v.GetDescription(), 1)
+		}
+	}
+}
+
 // printRanked prints the ranked configs, best first: as the API's
 // RankConfigsResponse (json), CSV or a table.
 func printRanked(w io.Writer, format, objective string, file *configFile, resp *pb.RankConfigsResponse) error {
@@ -513,15 +525,26 @@ func printRanked(w io.Writer, format, objective string, file *configFile, resp *
 		for _, r := range sorted {
 			c := file.parsed[int(r.GetIndex())]
 			l, e := c.GetLayout(), r.GetEstimate()
+			if e.GetLayout() != nil {
+				l = e.GetLayout() // as it ran: pp and cp left out are 1, not the request's 0
+			}
 			errMsg := ""
 			if r.GetError() != nil {
 				errMsg = r.GetError().GetMessage()
 			}
-			cw.Write([]string{fmt.Sprint(r.GetRank()), fmt.Sprint(file.lines[r.GetIndex()]), modelLabel(c), fmt.Sprint(l.GetTp()), fmt.Sprint(l.GetPp()),
-				fmt.Sprint(l.GetDp()), fmt.Sprint(l.GetCp()), fmt.Sprint(l.GetZero()), fmt.Sprint(l.GetMicroBatch()),
-				fmt.Sprintf("%g", e.GetStepTimeS()), fmt.Sprintf("%g", e.GetThroughput().GetTokensPerSPerGpu()),
-				fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), fmt.Sprint(r.GetDominated()), errMsg,
-				clusterLabel(c), fmt.Sprint(e.GetGpus()), fmt.Sprintf("%g", r.GetScore())})
+			// A config that failed has its error and no numbers (empty cells), not
+			// zeros to be sorted with the others'; its rank is 0, as the API's.
+			numbers := []string{"", "", "", "", "", ""}
+			gpus, score := "", ""
+			if e != nil {
+				numbers = []string{fmt.Sprintf("%g", e.GetStepTimeS()), fmt.Sprintf("%g", e.GetThroughput().GetTokensPerSPerGpu()),
+					fmt.Sprintf("%g", e.GetThroughput().GetMfu()), fmt.Sprintf("%g", e.GetMemory().GetTotalGb()), fmt.Sprint(e.GetMemory().GetFits()), fmt.Sprint(r.GetDominated())}
+				gpus, score = fmt.Sprint(e.GetGpus()), fmt.Sprintf("%g", r.GetScore())
+			}
+			row := []string{fmt.Sprint(r.GetRank()), fmt.Sprint(file.lines[r.GetIndex()]), modelLabel(c), fmt.Sprint(l.GetTp()), fmt.Sprint(l.GetPp()),
+				fmt.Sprint(l.GetDp()), fmt.Sprint(l.GetCp()), fmt.Sprint(l.GetZero()), fmt.Sprint(l.GetMicroBatch())}
+			row = append(append(row, numbers...), errMsg, clusterLabel(c), gpus, score)
+			cw.Write(row)
 		}
 		cw.Flush()
 		return cw.Error()

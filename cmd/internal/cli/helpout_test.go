@@ -1,0 +1,26 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// full is a standard output on a full disk.
+type full struct{}
+
+func (full) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// Help asked for and not written (a full disk, a closed pipe) exits 1 saying so,
+// as every command's output does; it exited 0 with nothing written.
+func TestHelpNotWrittenFails(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"plan", "--help"}, {"help", "estimate"}, {"rank", "-h"}} {
+		var e bytes.Buffer
+		code := Run(context.Background(), args, full{}, &e)
+		if code != exitFailure || !strings.Contains(e.String(), "standard output: no space left on device") {
+			t.Errorf("%q to a full disk: exit %d, %q", args, code, e.String())
+		}
+	}
+}
