@@ -61,28 +61,32 @@ func flagged(err error, flags map[string]string) error {
 }
 
 // fieldWord is a request field as a rule names it: a path or a name with an
-// underscore (max_gpus, global_batch, training.seq_len); plain words are not.
-var fieldWord = regexp.MustCompile(`\b[a-z][a-z0-9]*(?:[._][a-z0-9]+)*_[a-z0-9]+(?:[._][a-z0-9]+)*\b`)
+// underscore (max_gpus, global_batch, training.seq_len, constraints.tp), with a
+// list entry's index (constraints.micro_batch[0]); plain words are not.
+var fieldWord = regexp.MustCompile(`\b[a-z][a-z0-9]*(?:[._][a-z0-9]+)+\b(?:\[[0-9]+\])?`)
 
 // ruleFlags names, in a rule, the other fields it quotes that the command's
-// flags set by those flags ("and max_gpus 8" as "and --max-gpus 8"), by their
-// path or their last name (global_batch for training.global_batch) when that
-// names one flag. A field given by a file (the flags' "--in: …") keeps its name.
+// flags set by those flags ("and max_gpus 8" as "and --max-gpus 8", "but
+// constraints.tp lists" as "but --tp lists", a list's entry
+// "constraints.micro_batch[0]" as "--mbs"), by their path or their last name
+// (global_batch for training.global_batch) when that names one flag. A field
+// given by a file (the flags' "--in: …") keeps its name.
 func ruleFlags(rule string, flags map[string]string) string {
-	return fieldWord.ReplaceAllStringFunc(rule, func(w string) string {
+	return fieldWord.ReplaceAllStringFunc(rule, func(word string) string {
+		w, _, _ := strings.Cut(word, "[") // a list's entry: the list's flag
 		f, ok := flags[w]
 		if !ok { // by its last name, when that names one flag
 			for field, flag := range flags {
 				if strings.HasSuffix(field, "."+w) {
 					if ok && flag != f {
-						return w // two flags (training.fp8_params, constraints.fp8_params)
+						return word // two flags (training.fp8_params, constraints.fp8_params)
 					}
 					f, ok = flag, true
 				}
 			}
 		}
 		if !ok || !strings.HasPrefix(f, "--") || strings.Contains(f, ": ") {
-			return w
+			return word
 		}
 		return f
 	})
