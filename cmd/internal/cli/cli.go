@@ -405,6 +405,11 @@ func longDashes(root *cobra.Command, args []string) []string {
 	return out
 }
 
+// commaList marks a flag whose one value is a comma-separated list the flag's
+// description does not start "allowed …" for (--exclude-nodes 3,7): given twice,
+// its refusal shows the two values in one, as a list flag's does.
+const commaList = "stepcost-comma-list"
+
 // givenTwice refuses a flag of cmd given twice in args with two values, naming
 // both: the flag parser keeps the last and drops the first without a word (as
 // protobuf does a field given twice, which the service refuses too). A
@@ -460,7 +465,7 @@ func givenTwice(root, cmd *cobra.Command, args []string) error {
 			continue
 		}
 		hint := ""
-		if e, isEnum := f.Value.(*enumValue); isEnum && e.list || strings.HasPrefix(f.Usage, "allowed ") {
+		if e, isEnum := f.Value.(*enumValue); isEnum && e.list || strings.HasPrefix(f.Usage, "allowed ") || f.Annotations[commaList] != nil {
 			hint = fmt.Sprintf(" (a list in one value, comma-separated: --%s %s,%s)", name, first, value)
 		}
 		return fmt.Errorf("--%s: given twice, as %q and %q; give it once%s", name, first, value, hint)

@@ -112,6 +112,7 @@ func newPlanFlags(fs *pflag.FlagSet) *planArgs {
 	opt.precision = enumFlag(fs, "precision", "bf16", "matmul precision: bf16, fp16, fp8", precisionNames)
 	opt.nodes = fs.Int("nodes", 0, "cluster size in nodes (default: the nodes the job needs): excluded nodes, a free map and degraded parts are what-ifs on a cluster larger than the job")
 	opt.exclude = fs.String("exclude-nodes", "", "what-if: these nodes (e.g. 3,7) are unavailable — failed or drained; the job uses the others")
+	_ = fs.SetAnnotation("exclude-nodes", commaList, []string{"true"})
 	opt.degradedNodes = fs.StringArray("degraded-node", nil, "what-if: a node with a degraded part, NODE:PART=SPEED[,PART=SPEED] with PART gpu (one GPU computes at SPEED of its speed), nic (its NICs at SPEED of their bandwidth) or link (one GPU's NVLink/PCIe link at SPEED), e.g. 5:nic=0.25; repeat for more nodes. Each job size runs on the other nodes when their free GPUs host it, else on this one priced with its degradation; the plan says which")
 	opt.freeMap = fs.String("free-map", "", "JSON file of free GPUs: {\"0\": [0,1,2,3], \"5\": [0,1,2,3,4,5,6,7]} (node → local GPUs)")
 	opt.objective = enumFlag(fs, "objective", "step_time", "step_time, throughput (tokens/s per GPU) or cost", objectiveNames)

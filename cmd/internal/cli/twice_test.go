@@ -25,6 +25,7 @@ func TestFlagGivenTwice(t *testing.T) {
 		{append(est, "--framework", "nemo", "--framework", "fsdp"), `--framework: given twice, as "nemo" and "fsdp"`},
 		{append(plan, "--tp", "4", "--tp", "8"), `--tp: given twice, as "4" and "8"; give it once (a list in one value, comma-separated: --tp 4,8)`},
 		{append(plan, "--schedule", "1f1b", "--schedule", "interleaved"), `--schedule: given twice, as "1f1b" and "interleaved"; give it once (a list in one value, comma-separated`},
+		{append(plan, "--nodes", "8", "--exclude-nodes", "3", "--exclude-nodes", "7"), `--exclude-nodes: given twice, as "3" and "7"; give it once (a list in one value, comma-separated: --exclude-nodes 3,7)`},
 		{append(coll, "--size", "1GiB"), `--size: given twice, as "64MiB" and "1GiB"`},
 		{append(coll, "--wide", "--wide=false"), `--wide: given twice, as "true" and "false"`},
 		{[]string{"rank", "--in", "a.jsonl", "--in", "b.jsonl"}, `--in: given twice, as "a.jsonl" and "b.jsonl"`},
