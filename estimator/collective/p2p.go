@@ -112,6 +112,22 @@ const (
 	llFlat
 )
 
+// LibraryRelease says whose rules price a cluster's calls where collective
+// library releases differ (p2pLLRule, the channels per net peer, the NVLS
+// channels): RCCL's on AMD GPUs, else the NCCL release the cluster states, or,
+// when it states none, NCCL 2.28's (LL up to a peer's channels × 16 KiB, two
+// channels per net peer, Blackwell's NVLS channels from 2.27), as
+// docs/cluster-file.md documents for an empty nccl.
+func LibraryRelease(c *topology.Cluster) string {
+	if a := c.GPU().Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
+		return "RCCL's rules: an AMD GPU (the cluster's nccl is not used)"
+	}
+	if c.Spec.NCCL != "" {
+		return "NCCL " + c.Spec.NCCL + ", the cluster's release (nccl)"
+	}
+	return "NCCL 2.28's rules: the cluster states no release (nccl)"
+}
+
 // p2pLLRule is the LL rule of the placement's library: RCCL's on AMD GPUs, else
 // NCCL's by the release the cluster states (none: 2.22–2.28's).
 func p2pLLRule(c *topology.Cluster) llRule {

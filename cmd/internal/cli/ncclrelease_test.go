@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// collective says which NCCL release's rules priced the call: the release the
+// cluster file states, or, when it states none, NCCL 2.28's (the documented
+// default: docs/cluster-file.md, nccl), in process and through a daemon; --json
+// is the service's answer. A release that does not parse is refused naming the
+// field.
+func TestCollectiveStatesTheNCCLRelease(t *testing.T) {
+	addr := daemon(t)
+	dir := t.TempDir()
+	file := func(name, nccl string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(`{"base": "dgx-h100", "name": "t", "nodes": 2`+nccl+"}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, where := range [][]string{nil, {"--server", addr}} {
+		for _, tc := range []struct {
+			nccl, want string
+			code       int
+		}{
+			{"", "NCCL 2.28's rules: the cluster states no release (nccl)", exitOK},
+			{`, "nccl": "2.29"`, "NCCL 2.29, the cluster's release (nccl)", exitOK},
+			{`, "nccl": "2.21.5"`, "NCCL 2.21.5, the cluster's release (nccl)", exitOK},
+			{`, "nccl": "2.x"`, `nccl: must be an NCCL release as major.minor or major.minor.patch, e.g. 2.28.9 (got "2.x")`, exitFailure},
+		} {
+			args := append([]string{"collective", "--cluster-file", file("c.json", tc.nccl), "--nodes", "2", "--op", "sendrecv", "--size", "256KiB"}, where...)
+			code, out, errOut := run(args...)
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+				t.Errorf("nccl %s %q: exit %d, %q %q; want exit %d and %q", tc.nccl, where, code, out, errOut, tc.code, tc.want)
+			}
+		}
+	}
+}
