@@ -947,6 +947,12 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	if err != nil {
 		return nil, err
 	}
+	if len(in.Sweeps) > 0 {
+		// The release decides the p2p LL threshold and channels per net peer and
+		// Blackwell's NVLS channels (collective.LibraryRelease): said, as
+		// stepcost collective says it.
+		notes = append(notes, "collective measurements priced by "+collective.LibraryRelease(spec))
+	}
 	start := Start(spec)
 	r := &Report{Base: base, Catalog: start, Notes: notes}
 

@@ -118,12 +118,12 @@ const (
 // when it states none, NCCL 2.28's (LL up to a peer's channels × 16 KiB, two
 // channels per net peer, Blackwell's NVLS channels from 2.27), as
 // docs/cluster-file.md documents for an empty nccl.
-func LibraryRelease(c *topology.Cluster) string {
-	if a := c.GPU().Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
+func LibraryRelease(spec topology.Spec) string {
+	if a := spec.GPU.Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
 		return "RCCL's rules: an AMD GPU (the cluster's nccl is not used)"
 	}
-	if c.Spec.NCCL != "" {
-		return "NCCL " + c.Spec.NCCL + ", the cluster's release (nccl)"
+	if spec.NCCL != "" {
+		return "NCCL " + spec.NCCL + ", the cluster's release (nccl)"
 	}
 	return "NCCL 2.28's rules: the cluster states no release (nccl)"
 }
