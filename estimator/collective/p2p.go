@@ -381,19 +381,85 @@ func (m *Model) p2pChannelUs(p *Placement, op Op, perPeer float64, peers, nch in
 	return max(m.p2pCopyUs(p, perPeer, peers, nch, pr), m.p2pNetUs(p, op, perPeer, nch, pr))
 }
 
-// p2pCopyUs is how long the call's channels take to copy its bytes.
+// p2pCopyUs is how long the call's channels take to copy its bytes. On NVIDIA GPUs
+// an LL channel moves at most what its receiving warps read (p2pLLChannelGBps).
 func (m *Model) p2pCopyUs(p *Placement, perPeer float64, peers, nch int, pr Protocol) float64 {
 	total, _ := p2pChannels(p)
 	active := min(total, peers*nch)
-	rate, ok := m.k.P2PChannelGBps[p.Cluster.GPU().Arch]
+	arch := p.Cluster.GPU().Arch
+	rate, ok := m.k.P2PChannelGBps[arch]
 	if !ok {
 		rate = m.k.P2PChannelGBps[hardware.Hopper]
 	}
 	rate *= m.k.BWFactor[pr]
+	if pr == LL {
+		if ll, ok := p2pLLChannelGBps(arch, p2pWorksPerChannel(peers, nch, total)); ok {
+			rate = min(rate, ll)
+		}
+	}
 	if !(rate > 0) {
 		return 0
 	}
 	return perPeer * float64(peers) / (float64(active) * rate * 1e3)
+}
+
+// NCCL's p2p kernel (src/device/sendrecv.h at v2.28.7-1, RunWorkBatch<ncclFuncSendRecv>)
+// runs a channel's batch of works on one block of NCCL_MAX_NTHREADS (640) threads, 20
+// warps (enqueue.cc scheduleP2pTasksToPlan: threadPerBlock = NCCL_MAX_NTHREADS). The
+// warps are shared out evenly among the batch's works (nWarpPerWork = nWarps / nWorks)
+// and each work's are split between its receive and its send: nRecvWarpPerWork =
+// nWarpPerWork/2 up to 4 warps, (nWarpPerWork − 1)/2 above, the send one more. A batch
+// holds at most NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8) works, all of one epoch of 8
+// rounds (enqueue.cc addWorkBatchToPlan), each round's parts on channels of its own
+// base (channel.h ncclP2pChannelBaseForRound: the round, bit-reversed, on one node).
+const (
+	p2pKernelWarps      = 640 / 32 // NCCL_MAX_NTHREADS / WARP_SIZE (device.h)
+	p2pWorksPerBatch    = 8        // NCCL_MAX_DEV_WORK_P2P_PER_BATCH (device.h)
+	llCollectiveWarps   = 512 / 32 // NCCL_LL_MAX_NTHREADS / WARP_SIZE (device.h): an LL collective's block
+	collChannelsPerRing = 2        // NCCL's collective channels: its ring graphs' channels duplicated ("24 coll channels" on A100/H100 NVSwitch nodes)
+)
+
+// p2pWorksPerChannel is how many p2p works one channel runs at once: an epoch's rounds
+// (at most 8; a send/recv is one round, an all-to-all one round a peer and one for the
+// rank itself) times the channels of each, spread over the p2p channels.
+func p2pWorksPerChannel(peers, nch, total int) int {
+	rounds := min(p2pWorksPerBatch, peers+1)
+	if peers == 1 {
+		rounds = 1
+	}
+	w := (rounds*nch + total - 1) / max(1, total)
+	return max(1, min(p2pWorksPerBatch, w))
+}
+
+// p2pLLRecvWarps is the warps that receive one work's bytes when w works share a
+// channel (sendrecv.h: nWarpPerWork, nRecvWarpPerWork).
+func p2pLLRecvWarps(w int) int {
+	per := p2pKernelWarps / max(1, w)
+	if per <= 4 {
+		return per / 2
+	}
+	return (per - 1) / 2
+}
+
+// p2pLLChannelGBps is what one channel of NCCL's p2p kernel moves by LL when w works
+// share it. LL moves one 8-byte element a thread a trip — one 16-byte line of data and
+// flag, one load then one store or one flag-polled read (prims_ll.h LLGenericOp) — so
+// a warp moves a fixed rate whatever it serves; a work moves at its receiving warps'
+// (the fewer: the send has one more). The rate of a warp is NCCL's own ceiling on LL
+// over one node, llMaxBws (tuning.cc v2.28.7-1: Ampere 87.7, Hopper 141.0, Blackwell
+// 2 × 141.0 GB/s of bus bandwidth for a ring LL collective), over the blocks that
+// collective runs on — its collective channels (twice the ring graph's, searchChannels)
+// of NCCL_LL_MAX_NTHREADS (16 warps) each: Hopper 0.367, Blackwell 0.551 GB/s a warp,
+// so a channel of one work (9 receiving warps) 3.3 and 5.0 GB/s where Simple's
+// per-channel ceiling at LL's half had priced 19.4 and 35. Nothing is fitted. RCCL's
+// kernel (AMD GPUs) is not this one: ok is false there.
+func p2pLLChannelGBps(a hardware.Arch, w int) (gbps float64, ok bool) {
+	llMax, ok := ncclLLMaxBw1[a]
+	if !ok {
+		return 0, false
+	}
+	perWarp := llMax / float64(collChannelsPerRing*searchChannels(a)*llCollectiveWarps)
+	return float64(w*p2pLLRecvWarps(w)) * perWarp, true
 }
 
 // p2p prices send/recv and all-to-all as NCCL's grouped sends and receives.
