@@ -69,7 +69,7 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 		return nil, nil
 	}
 	m := collective.NewModel(collective.Default())
-	built := map[[2]int]*topology.Cluster{}
+	built := map[shape]*topology.Cluster{}
 	type cand struct {
 		loss float64
 		n    int

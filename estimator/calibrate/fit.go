@@ -146,7 +146,7 @@ type pointID struct {
 func priceSweeps(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]collective.Options) ([]Measured, error) {
 	m := collective.NewModel(collective.Default())
 	var out []Measured
-	built := map[[2]int]*topology.Cluster{}
+	built := map[shape]*topology.Cluster{}
 	for _, s := range sweeps {
 		pl, err := placeSweep(spec, k, s, built)
 		if err != nil {
@@ -199,11 +199,27 @@ func sameGPU(base string, spec topology.Spec, sweeps []Sweep) error {
 	return nil
 }
 
+// shape is a sweep's nodes, GPUs per node and the NCCL release that prices it.
+type shape struct {
+	nodes, gpn int
+	nccl       string
+}
+
+// sweepSpec is the base cluster as it prices a sweep: with the NCCL release the
+// sweep ran, when it states one (stepcost accuracy prices each row so, by
+// collective/accuracy statedNCCL), else the base's own.
+func sweepSpec(spec topology.Spec, s Sweep) topology.Spec {
+	if s.NCCL != "" {
+		spec.NCCL = s.NCCL
+	}
+	return spec
+}
+
 // placeSweep places a sweep's ranks on the base cluster with knobs k, building the
-// cluster once per shape.
-func placeSweep(spec topology.Spec, k Knobs, s Sweep, built map[[2]int]*topology.Cluster) (*collective.Placement, error) {
-	sp := Apply(spec, k)
-	key := [2]int{s.Nodes, s.GPUsPerNode}
+// cluster once per shape and release.
+func placeSweep(spec topology.Spec, k Knobs, s Sweep, built map[shape]*topology.Cluster) (*collective.Placement, error) {
+	sp := Apply(sweepSpec(spec, s), k)
+	key := shape{s.Nodes, s.GPUsPerNode, sp.NCCL}
 	cl, ok := built[key]
 	if !ok {
 		sp.Nodes = s.Nodes
@@ -265,7 +281,7 @@ func matchChoices(spec topology.Spec, k Knobs, sweeps []Sweep) (map[pointID]coll
 	m := collective.NewModel(collective.Default())
 	forced := map[pointID]collective.Options{}
 	var out []Mismatch
-	built := map[[2]int]*topology.Cluster{}
+	built := map[shape]*topology.Cluster{}
 	for _, s := range sweeps {
 		if s.Algo != collective.Auto || s.ForceProtocol {
 			continue // the run forced its algorithm or protocol: nothing to question
@@ -459,7 +475,7 @@ func boundBy(spec topology.Spec, k Knobs, s Sweep, forced map[pointID]collective
 	kn.NICEfficiency *= step
 	var pls [3]*collective.Placement
 	for i, kk := range []Knobs{k, ki, kn} {
-		pl, err := placeSweep(spec, kk, s, map[[2]int]*topology.Cluster{})
+		pl, err := placeSweep(spec, kk, s, map[shape]*topology.Cluster{})
 		if err != nil {
 			return nil, nil
 		}
@@ -923,6 +939,40 @@ func price(spec topology.Spec, k Knobs, in Inputs) ([]Measured, error) {
 // ErrNoInputs is returned when there is nothing to calibrate on.
 var ErrNoInputs = errors.New("no measurements: give nccl-tests output files or training logs")
 
+// releaseNotes says, for each collective input, the NCCL release whose rules
+// priced it: the one its output states, or the base's when it states none. A
+// release whose rules are not the base's is priced by its own; the fitted
+// cluster keeps the base's nccl, whose rules price the plans made on it (the
+// constants fitted are its links', not a release's: docs/calibrate.md).
+func releaseNotes(spec topology.Spec, sweeps []Sweep) []string {
+	if len(sweeps) == 0 {
+		return nil
+	}
+	base := collective.LibraryRelease(spec)
+	if a := spec.GPU.Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
+		return []string{"collective measurements priced by " + base}
+	}
+	bMaj, bMin, bOK := spec.NCCLRelease()
+	var notes []string
+	seen := map[string]bool{}
+	for _, s := range sweeps {
+		if seen[s.File] {
+			continue
+		}
+		seen[s.File] = true
+		if s.NCCL == "" {
+			notes = append(notes, s.File+" states no NCCL release: priced by the base's, "+base)
+			continue
+		}
+		n := s.File + " ran NCCL " + s.NCCL + " (its output says so): priced by its rules"
+		if maj, min, _ := sweepSpec(spec, s).NCCLRelease(); !bOK || maj != bMaj || min != bMin {
+			n += "; the fitted cluster file is written for the base's " + base
+		}
+		notes = append(notes, n)
+	}
+	return notes
+}
+
 // Calibrate fits the base cluster to the inputs and scores the fit by leaving each
 // input file out in turn. base names the base (a catalog system or a file) for the
 // report.
@@ -947,12 +997,10 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	if err != nil {
 		return nil, err
 	}
-	if len(in.Sweeps) > 0 {
-		// The release decides the p2p LL threshold and channels per net peer and
-		// Blackwell's NVLS channels (collective.LibraryRelease): said, as
-		// stepcost collective says it.
-		notes = append(notes, "collective measurements priced by "+collective.LibraryRelease(spec))
-	}
+	// The release decides the p2p LL threshold and channels per net peer and
+	// Blackwell's NVLS channels (collective.LibraryRelease): each sweep is
+	// priced by the one it ran, and the report says which, file by file.
+	notes = append(notes, releaseNotes(spec, in.Sweeps)...)
 	start := Start(spec)
 	r := &Report{Base: base, Catalog: start, Notes: notes}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/internal/jsonl"
 	"github.com/stepcost/stepcost/estimator/internal/ncclrow"
+	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/strictjson"
 )
 
@@ -121,6 +122,15 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 		version := ""
 		if r.LibraryVersion != nil {
 			version = *r.LibraryVersion
+			// The release the row ran, as stepcost accuracy reads it
+			// (collective/accuracy statedNCCL; an RCCL row states none): "2.28.7 (NCCL version
+			// 2.28.7+cuda13.0 printed)" gives 2.28.7; a library_version that
+			// does not start with a release states none.
+			if v, _, _ := strings.Cut(version, " "); r.Library == "" || r.Library == "NCCL" {
+				if _, _, ok := (topology.Spec{NCCL: v}).NCCLRelease(); ok {
+					s.NCCL = v
+				}
+			}
 		}
 		k := runKey{op.String(), algo, proto, r.System, version, *r.Nodes, *r.GPUsPerNode}
 		if firstLine == 0 {

@@ -65,6 +65,12 @@ type Sweep struct {
 	// Notes are things the reader noticed and set aside (outlier rows, a missing
 	// closing summary).
 	Notes []string
+	// NCCL is the NCCL release the run states (major.minor.patch): NCCL's own
+	// "NCCL version 2.29.3+cuda13.1" line, nccl-tests' "nccl-library=22602" or
+	// a measurement row's library_version; empty when it states none. The
+	// sweep is priced by its rules (p2p LL threshold, channels per net peer,
+	// Blackwell's NVLS channels), as stepcost accuracy prices a row.
+	NCCL string
 }
 
 // Layout is what the caller states about an input file the file itself does not say.
@@ -149,7 +155,23 @@ var (
 	// The timestamp nccl-tests 2.18.5 and later suffix to each row with -S 1
 	// (TIME_STRING_FORMAT "%Y-%m-%d %H:%M:%S", src/util.cu).
 	rowStampRe = regexp.MustCompile(`\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s*$`)
+	// The release NCCL prints at its first communicator ("NCCL version
+	// 2.29.3+cuda13.1", init.cc showVersion; in its INFO log too), and the
+	// library's version code nccl-tests 2.14 and later print in their first
+	// line ("# nccl-tests version 2.17.6 nccl-headers=22602 nccl-library=22602",
+	// src/common.cu, from ncclGetVersion).
+	ncclVersionRe = regexp.MustCompile(`\bNCCL version (\d+\.\d+\.\d+)\b`)
+	ncclLibraryRe = regexp.MustCompile(`\bnccl-library=(\d+)\b`)
 )
+
+// ncclVersionCode reads ncclGetVersion's code: X*1000+Y*100+Z up to 2.8,
+// X*10000+Y*100+Z from 2.9 (nccl.h.in, NCCL_VERSION).
+func ncclVersionCode(code int) string {
+	if code >= 10000 {
+		return fmt.Sprintf("%d.%d.%d", code/10000, code%10000/100, code%100)
+	}
+	return fmt.Sprintf("%d.%d.%d", code/1000, code%1000/100, code%100)
+}
 
 // benchOps maps nccl-tests binaries to the operation they time.
 var benchOps = map[string]collective.Op{
@@ -192,6 +214,7 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 	// The data types and reductions of the rows: -d all and -o all time every
 	// size once per type and per reduction (nccl-tests common.cu, run()).
 	var types, redops []string
+	ncclLine := 0    // the line that stated the release
 	perIter := false // the table has nccl-tests' per-iteration columns (-I 1)
 	wrongCounts := false
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -224,6 +247,25 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 				// Outputs appended to one file: the sizes of the second would be
 				// read as more of the first test's.
 				return s, fileErr(name, line, "%s after %s: two tests in one file (outputs appended); give each test its own file", bench, s.Bench)
+			}
+		}
+		release := ""
+		if strings.Contains(t, "NCCL version ") {
+			if m := ncclVersionRe.FindStringSubmatch(t); m != nil {
+				release = m[1]
+			}
+		} else if strings.Contains(t, "nccl-library=") {
+			if m := ncclLibraryRe.FindStringSubmatch(t); m != nil {
+				code, _ := strconv.Atoi(m[1])
+				release = ncclVersionCode(code)
+			}
+		}
+		if release != "" {
+			if s.NCCL != "" && release != s.NCCL {
+				return s, fileErr(name, line, "NCCL %s here, NCCL %s at line %d: two runs of different releases in one file; give each run its own file", release, s.NCCL, ncclLine)
+			}
+			if s.NCCL == "" {
+				s.NCCL, ncclLine = release, line
 			}
 		}
 		var dm []string // a device line's fields

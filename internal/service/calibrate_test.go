@@ -58,3 +58,34 @@ func TestCalibrateClusterTrainingLogOfAnotherGPU(t *testing.T) {
 		t.Errorf("hgx-b200: notes %q", resp.GetNotes())
 	}
 }
+
+// CalibrateCluster prices each nccl-tests output by the NCCL release it ran and
+// says so in the response's notes, one per file, as stepcost calibrate does:
+// Lambda's B200 pair ran 2.26.2 (nccl-library=22602), priced by its rules on
+// hgx-b200, which states no release (2.28's rules), the fitted cluster keeping the base's nccl; the same output
+// without its release line is priced by the base's.
+func TestCalibrateClusterPricesEachInputByItsRelease(t *testing.T) {
+	b, err := os.ReadFile("../../estimator/calibrate/testdata/b200-ib/dstack-lambda-allreduce.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := strings.Replace(string(b), "nccl-headers=22602 nccl-library=22602", "", 1)
+	s := New(Options{})
+	resp, err := s.CalibrateCluster(context.Background(), &pb.CalibrateClusterRequest{
+		Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "hgx-b200"}},
+		Inputs: []*pb.CalibrationInput{
+			{Name: "lambda.txt", Content: string(b), Nodes: 2, GpusPerNode: 8},
+			{Name: "none.txt", Content: none, Nodes: 2, GpusPerNode: 8},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"lambda.txt ran NCCL 2.26.2 (its output says so): priced by its rules; the fitted cluster file is written for the base's NCCL 2.28's rules: the cluster states no release (nccl)",
+		"none.txt states no NCCL release: priced by the base's, NCCL 2.28's rules: the cluster states no release (nccl)",
+	} {
+		if !slices.Contains(resp.GetNotes(), want) {
+			t.Errorf("notes %q; want %q", resp.GetNotes(), want)
+		}
+	}
+}

@@ -647,3 +647,44 @@ func TestCalibrateTrainingLogOfAnotherGPU(t *testing.T) {
 		t.Errorf("exit %d, stderr %q, out:\n%s", code, stderr, out)
 	}
 }
+
+// calibrate --json says, one note per file, the NCCL release that priced it:
+// the release the output states (Lambda's B200 pair, nccl-library=22602), or
+// the base's when it states none; the table says the same.
+func TestCalibrateJSONNamesEachFilesNCCLRelease(t *testing.T) {
+	td := filepath.Join("..", "..", "..", "estimator", "calibrate", "testdata")
+	dir := t.TempDir()
+	full, err := os.ReadFile(filepath.Join(td, "b200-ib", "dstack-lambda-allreduce.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stated, none := filepath.Join(dir, "lambda.txt"), filepath.Join(dir, "none.txt")
+	if err := os.WriteFile(stated, full, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(none, bytes.Replace(full, []byte("nccl-headers=22602 nccl-library=22602"), nil, 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"calibrate", "--cluster", "hgx-b200", "--nodes", "2", "--gpus-per-node", "8", stated, none}
+	code, js, stderr := run(append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct{ Notes []string }
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := run(args...)
+	flat := strings.Join(strings.Fields(table), " ")
+	for _, want := range []string{
+		stated + " ran NCCL 2.26.2 (its output says so): priced by its rules; the fitted cluster file is written for the base's NCCL 2.28's rules: the cluster states no release (nccl)",
+		none + " states no NCCL release: priced by the base's, NCCL 2.28's rules: the cluster states no release (nccl)",
+	} {
+		if !slices.Contains(got.Notes, want) {
+			t.Errorf("--json notes %q; want %q", got.Notes, want)
+		}
+		if !strings.Contains(flat, want) {
+			t.Errorf("the table does not say %q:\n%s", want, table)
+		}
+	}
+}
