@@ -22,7 +22,7 @@ func TestCalibrateStatesTheNCCLRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ nccl, want string }{
-		{"", "ring.txt states no NCCL release: priced by the base's, NCCL 2.28's rules: the cluster states no release (nccl)"},
+		{"", "ring.txt states no NCCL release: priced by the base's, NCCL 2.27's rules: the cluster states no release (nccl)"},
 		{"2.29", "ring.txt states no NCCL release: priced by the base's, NCCL 2.29, the cluster's release (nccl)"},
 	} {
 		spec, err := catalog.System("dgx-h100")
@@ -86,7 +86,7 @@ func TestCalibratePricesEachInputByItsRelease(t *testing.T) {
 		note string
 	}{
 		{"2.26.2 on a 2.28 base", data, "2.28", ref226, "lambda.txt ran NCCL 2.26.2 (its output says so): priced by its rules; the fitted cluster file is written for the base's NCCL 2.28, the cluster's release (nccl)"},
-		{"2.29.3 on a base stating none", v229, "", ref229, "lambda.txt ran NCCL 2.29.3 (its output says so): priced by its rules; the fitted cluster file is written for the base's NCCL 2.28's rules: the cluster states no release (nccl)"},
+		{"2.29.3 on a base stating none", v229, "", ref229, "lambda.txt ran NCCL 2.29.3 (its output says so): priced by its rules; the fitted cluster file is written for the base's NCCL 2.27's rules: the cluster states no release (nccl)"},
 		{"2.29.3 on a 2.29 base", v229, "2.29", ref229, "lambda.txt ran NCCL 2.29.3 (its output says so): priced by its rules"},
 		{"none on a 2.26.2 base", none, "2.26.2", ref226, "lambda.txt states no NCCL release: priced by the base's, NCCL 2.26.2, the cluster's release (nccl)"},
 	} {

@@ -125,7 +125,7 @@ func LibraryRelease(spec topology.Spec) string {
 	if spec.NCCL != "" {
 		return "NCCL " + spec.NCCL + ", the cluster's release (nccl)"
 	}
-	return "NCCL 2.28's rules: the cluster states no release (nccl)"
+	return "NCCL 2.27's rules: the cluster states no release (nccl)"
 }
 
 // p2pLLRule is the LL rule of the placement's library: RCCL's on AMD GPUs, else

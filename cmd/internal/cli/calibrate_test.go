@@ -677,8 +677,8 @@ func TestCalibrateJSONNamesEachFilesNCCLRelease(t *testing.T) {
 	_, table, _ := run(args...)
 	flat := strings.Join(strings.Fields(table), " ")
 	for _, want := range []string{
-		stated + " ran NCCL 2.26.2 (its output says so): priced by its rules; the fitted cluster file is written for the base's NCCL 2.28's rules: the cluster states no release (nccl)",
-		none + " states no NCCL release: priced by the base's, NCCL 2.28's rules: the cluster states no release (nccl)",
+		stated + " ran NCCL 2.26.2 (its output says so): priced by its rules; the fitted cluster file is written for the base's NCCL 2.27's rules: the cluster states no release (nccl)",
+		none + " states no NCCL release: priced by the base's, NCCL 2.27's rules: the cluster states no release (nccl)",
 	} {
 		if !slices.Contains(got.Notes, want) {
 			t.Errorf("--json notes %q; want %q", got.Notes, want)

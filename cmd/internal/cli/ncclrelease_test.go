@@ -27,7 +27,7 @@ func TestCollectiveStatesTheNCCLRelease(t *testing.T) {
 			nccl, want string
 			code       int
 		}{
-			{"", "NCCL 2.28's rules: the cluster states no release (nccl)", exitOK},
+			{"", "NCCL 2.27's rules: the cluster states no release (nccl)", exitOK},
 			{`, "nccl": "2.29"`, "NCCL 2.29, the cluster's release (nccl)", exitOK},
 			{`, "nccl": "2.21.5"`, "NCCL 2.21.5, the cluster's release (nccl)", exitOK},
 			{`, "nccl": "2.x"`, `nccl: must be an NCCL release as major.minor or major.minor.patch, e.g. 2.28.9 (got "2.x")`, exitFailure},
