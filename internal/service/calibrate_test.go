@@ -81,8 +81,8 @@ func TestCalibrateClusterPricesEachInputByItsRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"lambda.txt ran NCCL 2.26.2 (its output says so): priced by its rules; the fitted cluster file is written for the base's NCCL 2.28's rules: the cluster states no release (nccl)",
-		"none.txt states no NCCL release: priced by the base's, NCCL 2.28's rules: the cluster states no release (nccl)",
+		"lambda.txt ran NCCL 2.26.2 (its output says so): priced by its rules; the fitted cluster file is written for the base's NCCL 2.27's rules: the cluster states no release (nccl)",
+		"none.txt states no NCCL release: priced by the base's, NCCL 2.27's rules: the cluster states no release (nccl)",
 	} {
 		if !slices.Contains(resp.GetNotes(), want) {
 			t.Errorf("notes %q; want %q", resp.GetNotes(), want)
