@@ -62,7 +62,7 @@ func TestCalibrateClusterTrainingLogOfAnotherGPU(t *testing.T) {
 // CalibrateCluster prices each nccl-tests output by the NCCL release it ran and
 // says so in the response's notes, one per file, as stepcost calibrate does:
 // Lambda's B200 pair ran 2.26.2 (nccl-library=22602), priced by its rules on
-// hgx-b200, which states no release (2.28's rules), the fitted cluster keeping the base's nccl; the same output
+// hgx-b200, which states no release (2.27's rules), the fitted cluster keeping the base's nccl; the same output
 // without its release line is priced by the base's.
 func TestCalibrateClusterPricesEachInputByItsRelease(t *testing.T) {
 	b, err := os.ReadFile("../../estimator/calibrate/testdata/b200-ib/dstack-lambda-allreduce.txt")
