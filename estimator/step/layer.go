@@ -164,6 +164,13 @@ func (e *Estimator) layerComputeAt(req *Request, r *gpuRates, tokens, sLocal, s 
 		add(gemm{tokens * dm, (kvr + rope) * dn, h, 1, false})
 		add(gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false}) // keys without their shared rotary part, values
 		again(rmMLAUp, gemm{tokens, h * (kvw - rope*float64(a.Heads)/h) / t, kvr, 1, false})
+	} else if fp8KVIn16Bits(req) {
+		// Q in fp8, K and V as 16-bit linears (Training.FP8KVIn16Bits).
+		add(gemm{tokens, h * qw / t, h, 1, false}) // Q, column parallel
+		rr := routerRates(r)
+		cur = &rr
+		add(gemm{tokens, h * kvw / t, h, 1, false}) // K and V
+		cur = r
 	} else {
 		add(gemm{tokens, h * (qw + kvw) / t, h, 1, false}) // QKV, column parallel
 	}
@@ -1082,8 +1089,9 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	// a dense gated MLP's w3 beside w1 — torchao's recipes that cast inside each
 	// linear, but tensorwise under TP, which casts the module input once.
 	var recast float64
+	kv16 := fp8KVIn16Bits(&req)
 	if fwErr == nil && fw.FP8CastPerProjection && (rec == FP8Rowwise || rec == FP8MXFP8 || (rec == FP8Current && l.TP == 1)) {
-		if a.MLA == nil {
+		if a.MLA == nil && !kv16 {
 			recast += 2 * h
 		}
 		if a.GatedMLP && (!moe || a.MoE == nil) {
@@ -1105,6 +1113,12 @@ func (e *Estimator) fp8Casts(req Request, r *gpuRates, lt *layerTimes, fwd, bwd,
 	}
 	grads := tokens * (h*(qw+kvw)/t + h + routed*(mats-1)*width/t + inH*h)
 	weights := a.Params().PerLayerAttention/t + experts*mats*h*width/float64(l.etp())
+	if kv16 {
+		// The 16-bit K and V projections cast neither their output gradients nor
+		// their weights (their input is cast by Q's linear, above).
+		grads -= tokens * h * kvw / t
+		weights -= h * h * kvw / t
+	}
 	if rec == FP8Rowwise {
 		// torchao's rowwise recipe (float8_linear.py at 6243040): the forward casts
 		// the input and the weight along the rows; the backward casts the output
@@ -1687,9 +1701,25 @@ func (e *Estimator) describeModel(req Request, r *gpuRates) []string {
 				copies += fmt.Sprintf("; the optimizer casts the master weights into them in a host loop of %d operators of %.0f µs per fp8 weight tensor (the distributed optimizer at ZeRO 0–1, Megatron-FSDP at ZeRO 2–3), exposed beyond the update", ops, e.k.EagerOpHostUs)
 			}
 		}
-		notes = append(notes, "fp8 matmuls in the transformer layers only (attention core, embedding and output layer in 16 bits); "+cast+"; "+weights+copies)
+		in16 := "attention core, embedding and output layer in 16 bits"
+		if fp8KVIn16Bits(&req) {
+			in16 = "attention core, key and value projections, embedding and output layer in 16 bits"
+		}
+		notes = append(notes, "fp8 matmuls in the transformer layers only ("+in16+"); "+cast+"; "+weights+copies)
 	}
 	return notes
+}
+
+// fp8KVIn16Bits tells whether req's attention runs its key and value projections
+// as 16-bit linears beside fp8 ones (Training.FP8KVIn16Bits under a framework whose
+// projections are their own linears, framework.Profile.FP8CastPerProjection, on a
+// model without MLA).
+func fp8KVIn16Bits(req *Request) bool {
+	if !req.Training.FP8KVIn16Bits || req.Training.Precision != FP8 || req.Model.MLA != nil {
+		return false
+	}
+	fw, err := framework.Get(req.Training.Framework)
+	return err == nil && fw.FP8CastPerProjection
 }
 
 // routerRates are the rates of the MoE router's gating GEMM (tokens × experts ×

@@ -221,6 +221,16 @@ type Training struct {
 	// activations in FP8 format for the backward pass of the Linear operator", the
 	// SwiGLU inputs in FP8, the attention output in E5M6).
 	FP8Activations bool `json:"fp8_activations,omitempty"`
+	// FP8KVIn16Bits: with precision fp8, the attention's key and value projections
+	// stay 16-bit linears (their GEMMs at the 16-bit rate, nothing cast to fp8 for
+	// them), as torchao's converters leave a linear whose name matches one of
+	// filter_fqns (torchtitan components/quantization/utils.py module_filter_fn,
+	// 35bffe989) and torchao's Llama 4 Scout MXFP8 run filtered "attention.wk" and
+	// "attention.wv" (pytorch/ao torchao/prototype/moe_training/README.md, its
+	// configuration list, 2f903f81a). Only where the framework runs them as their
+	// own linears (framework.Profile.FP8CastPerProjection) on a model without MLA;
+	// elsewhere it changes nothing.
+	FP8KVIn16Bits bool `json:"fp8_kv_projections_16bit,omitempty"`
 	// NoDropout: the model trains without dropout, so no dropout masks are saved
 	// (Korthikanti et al. count two per layer and one after the embedding, 1 B per
 	// element). Llama 3, Qwen3 and DeepSeek-V3 pre-train without dropout

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -143,7 +144,12 @@ type MoERun struct {
 	Precision    string  `json:"precision"`
 	FP8Recipe    *string `json:"fp8_recipe"`
 	FP8Params    *bool   `json:"fp8_params"`
-	CUDAGraphs   *bool   `json:"cuda_graphs"`
+	// FP8FilterFQNs are the linears the source's fp8 conversion leaves in 16 bits
+	// (torchao's filter_fqns, as torchtitan passes them to module_filter_fn);
+	// null: not stated. "attention.wk" and "attention.wv" together set
+	// step.Training.FP8KVIn16Bits.
+	FP8FilterFQNs []string `json:"fp8_filter_fqns,omitempty"`
+	CUDAGraphs    *bool    `json:"cuda_graphs"`
 	// FlashAttention2: the source's scripts turn the framework's Hopper-native
 	// fused attention off, so flash-attn 2 runs (Transformer Engine's
 	// NVTE_FUSED_ATTN=0); null: not stated (the framework's kernel).
@@ -698,6 +704,7 @@ func MoECase(r MoERun) (req step.Request, filled []string, err error) {
 			t.FP8Recipe = step.FP8Current
 			fill("fp8 recipe %q priced as per-tensor current scaling (the model has no 1×128 / 128×128 block scaling)", rec)
 		}
+		t.FP8KVIn16Bits = slices.Contains(r.FP8FilterFQNs, "attention.wk") && slices.Contains(r.FP8FilterFQNs, "attention.wv")
 	}
 	if m := r.MoE; m != nil && m.CapacityFactor != nil {
 		t.MoECapacityFactor = *m.CapacityFactor
