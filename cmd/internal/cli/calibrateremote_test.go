@@ -80,8 +80,8 @@ func TestCalibrateServerAnswersAsInProcess(t *testing.T) {
 		// The JSON holds the report the table is drawn from: each file as read,
 		// and every measurement priced before, held out and after.
 		var got struct {
-			Base                      string
-			Files                     []struct{ File string }
+			Base                       string
+			Files                      []struct{ File string }
 			Before, OutOfSample, After []struct {
 				File                    string
 				MeasuredUs, PredictedUs float64
