@@ -115,7 +115,7 @@ const (
 // LibraryRelease says whose rules price a cluster's calls where collective
 // library releases differ (p2pLLRule, the channels per net peer, the NVLS
 // channels): RCCL's on AMD GPUs, else the NCCL release the cluster states, or,
-// when it states none, NCCL 2.28's (LL up to a peer's channels × 16 KiB, two
+// when it states none, NCCL 2.27's (LL up to a peer's channels × 16 KiB, two
 // channels per net peer, Blackwell's NVLS channels from 2.27), as
 // docs/cluster-file.md documents for an empty nccl.
 func LibraryRelease(spec topology.Spec) string {

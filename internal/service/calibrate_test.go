@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -87,5 +88,51 @@ func TestCalibrateClusterPricesEachInputByItsRelease(t *testing.T) {
 		if !slices.Contains(resp.GetNotes(), want) {
 			t.Errorf("notes %q; want %q", resp.GetNotes(), want)
 		}
+	}
+}
+
+// CalibrateCluster answers the whole report the command line prints: the base,
+// each file as read, and every measurement priced with the base cluster, held
+// out and with the calibrated cluster — the held-out figures are those the
+// "all inputs" error row summarises. The answer carried constants, error rows
+// and strings only, so the command could not print its table from it.
+func TestCalibrateClusterAnswersTheWholeReport(t *testing.T) {
+	b, err := os.ReadFile("../../estimator/calibrate/testdata/b200-ib/dstack-lambda-allreduce.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := New(Options{}).CalibrateCluster(context.Background(), &pb.CalibrateClusterRequest{
+		Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "hgx-b200"}},
+		Inputs:  []*pb.CalibrationInput{{Name: "lambda.txt", Content: string(b), Nodes: 2, GpusPerNode: 8}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The output's 29 sizes, 8 B–2 GiB (docs/calibrate.md's Lambda pair).
+	if f := resp.GetFiles(); resp.GetBase() != "hgx-b200" || len(f) != 1 || f[0].GetFile() != "lambda.txt" || f[0].GetKind() != "collective" ||
+		f[0].GetOp() != "allreduce" || f[0].GetNodes() != 2 || f[0].GetGpusPerNode() != 8 || f[0].GetRows() != 29 || f[0].GetNodesFrom() != "given" {
+		t.Fatalf("base %q, files %v", resp.GetBase(), f)
+	}
+	n := int(resp.GetFiles()[0].GetRows())
+	if len(resp.GetBefore()) != n || len(resp.GetOutOfSample()) != n || len(resp.GetAfter()) != n {
+		t.Fatalf("%d rows, priced %d before, %d held out, %d after", n, len(resp.GetBefore()), len(resp.GetOutOfSample()), len(resp.GetAfter()))
+	}
+	var all *pb.CalibrationErrorRow
+	for _, r := range resp.GetErrors() {
+		if r.GetGroup() == "all" {
+			all = r
+		}
+	}
+	mean := func(ms []*pb.CalibrationMeasurement) float64 {
+		s := 0.0
+		for _, m := range ms {
+			if m.GetFile() != "lambda.txt" || m.GetLine() <= 0 || m.GetMeasuredUs() <= 0 {
+				t.Fatalf("measurement %v", m)
+			}
+			s += math.Abs(m.GetPredictedUs()-m.GetMeasuredUs()) / m.GetMeasuredUs()
+		}
+		return s / float64(len(ms))
+	}
+	if all == nil || math.Abs(mean(resp.GetBefore())-all.GetBeforeMean()) > 1e-12 || math.Abs(mean(resp.GetOutOfSample())-all.GetAfterMean()) > 1e-12 {
+		t.Errorf("the measurements' mean |error| %.6g before, %.6g held out; the all row says %v", mean(resp.GetBefore()), mean(resp.GetOutOfSample()), all)
 	}
 }

@@ -179,6 +179,56 @@ func CalibrationResponse(r *calibrate.Report, in calibrate.Inputs) *pb.Calibrate
 	}
 	for _, m := range r.Mismatches {
 		out.Mismatches = append(out.Mismatches, m.String())
+		out.MismatchRows = append(out.MismatchRows, &pb.CalibrationMismatch{File: m.File, Line: int32(m.Line), Bytes: m.Bytes,
+			Model: m.Model, Measured: m.Measured, ModelErr: m.ModelErr, MatchErr: m.MatchErr})
+	}
+	out.Base, out.Undetermined, out.ComputeScale = r.Base, r.Undetermined, r.Fitted.ComputeScale
+	out.Before, out.OutOfSample, out.After = measurementsToProto(r.Before), measurementsToProto(r.OutOfSample), measurementsToProto(r.After)
+	out.Choices = algoRangesToProto(r.Choices)
+	for _, s := range in.Sweeps {
+		f := &pb.CalibrationFile{File: s.File, Kind: "collective", Op: s.Op.String(), Nodes: int32(s.Nodes), GpusPerNode: int32(s.GPUsPerNode),
+			Device: s.Device, Launch: s.Launch.String(), Rows: int32(len(s.Points)), NodesFrom: NodesFrom(s), Description: s.Describe()}
+		if s.Algo != collective.Auto {
+			f.Algo = s.Algo.String()
+		}
+		out.Files = append(out.Files, f)
+	}
+	for _, ru := range in.Runs {
+		out.Files = append(out.Files, &pb.CalibrationFile{File: ru.File, Kind: "training", Framework: ru.Framework,
+			Model: ru.Layout.Model, Gpus: int32(ru.Layout.GPUs), StepSeconds: ru.StepS, LoggedSteps: int32(ru.Steps)})
+	}
+	return out
+}
+
+func measurementsToProto(ms []calibrate.Measured) []*pb.CalibrationMeasurement {
+	out := make([]*pb.CalibrationMeasurement, len(ms))
+	for i, m := range ms {
+		out[i] = &pb.CalibrationMeasurement{File: m.File, Line: int32(m.Line), Op: m.Op, Bytes: m.Bytes, Nodes: int32(m.Nodes),
+			Ranks: int32(m.Ranks), Algo: m.Algo, MeasuredUs: m.MeasuredUs, PredictedUs: m.PredictedUs}
+	}
+	return out
+}
+
+// NodesFrom says where a sweep's nodes and GPUs per node came from: "rows"
+// (measurement rows), "header" (the output's device lines) or "given" (the
+// request or the command line).
+func NodesFrom(s calibrate.Sweep) string {
+	switch {
+	case s.FromRows:
+		return "rows"
+	case s.FromHeader:
+		return "header"
+	}
+	return "given"
+}
+
+// AlgoRangesFromProto is the inverse of the conversion of a cluster's
+// algorithms, for a report's choices.
+func AlgoRangesFromProto(rs []*pb.AlgoRange) []topology.AlgoRange {
+	out := make([]topology.AlgoRange, len(rs))
+	for i, r := range rs {
+		out[i] = topology.AlgoRange{Op: r.GetOp(), Nodes: int(r.GetNodes()), GPUsPerNode: int(r.GetGpusPerNode()), MinNodes: int(r.GetMinNodes()),
+			MaxNodes: int(r.GetMaxNodes()), MinBytes: r.GetMinBytes(), MaxBytes: r.GetMaxBytes(), Algo: r.GetAlgo()}
 	}
 	return out
 }

@@ -254,7 +254,8 @@ func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 	}
 	est.Warnings = append(est.Warnings, NoEffect(s.Model, s.Training, &s.Layout)...)
 	est.Warnings = append(est.Warnings, WhatIfNoEffect(s.SlowGPU, s.DegradedNIC, s.DegradedLink)...)
-	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion}
+	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion,
+		NcclRelease: collective.LibraryRelease(s.Cluster.Cluster.Spec)}
 }
 
 // PlanResponse is the answer to an EstimatePlan request pr found res. It lists the
@@ -655,7 +656,8 @@ func (c *Collective) GPUsPerNode() int { return c.per }
 
 func (c *Collective) Response(chosen collective.Estimate, replay *collective.Replay, considered []collective.Estimate, notApplicable map[collective.Algorithm]error) *pb.SimulateCollectiveResponse {
 	out := &pb.SimulateCollectiveResponse{Chosen: CollectiveEstimateToProto(chosen), Ranks: int32(c.Placement.N()),
-		ConcurrentGroups: int32(c.Placement.Concurrent), EstimatorVersion: buildinfo.EstimatorVersion}
+		ConcurrentGroups: int32(c.Placement.Concurrent), EstimatorVersion: buildinfo.EstimatorVersion,
+		NcclRelease: collective.LibraryRelease(c.Placement.Cluster.Spec)}
 	if replay != nil {
 		out.Schedule = ReplayToProto(replay)
 	}

@@ -16,8 +16,9 @@ import (
 
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
 	"github.com/stepcost/stepcost/estimator/calibrate"
-	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // errSVGAndJSON refuses --svg - with --json (plan, estimate, calibrate): one of
@@ -29,8 +30,10 @@ var errSVGAndJSON = errors.New("--svg - and --json: both write to standard outpu
 // map).
 const maxInputSize = 64 << 20
 
-// calibrateCommand is a thin adapter: read the files, hand them to estimator/calibrate,
-// print its report and write the cluster file.
+// calibrateCommand is a thin adapter: read the files, hand them to estimator/calibrate
+// (in process) or to a daemon's CalibrateCluster (--server), print the proto
+// response — the table and --json are drawn from it either way — and write the
+// cluster file.
 func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	clusterName := fs.String("cluster", "", "base catalog system (see 'stepcost catalog'), e.g. dgx-h100")
 	clusterFile := fs.String("cluster-file", "", "base cluster description file (JSON or YAML)")
@@ -41,11 +44,16 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	name := fs.String("name", "", "name of the calibrated cluster (default: the base's with -calibrated)")
 	svg := fs.String("svg", "", "draw measured vs predicted bus bandwidth over size, before and after, per input file (SVG; - for standard output)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of calibrating in process")
+	sec := remoteSecurityFlags(fs)
 	// Flags may come before, between and after the files (calibrate --cluster x
 	// *.txt --out y); "--" ends the flags. The files are required (filesArgs).
-	return func(_ context.Context, files []string, stdout, stderr io.Writer) error {
+	return func(ctx context.Context, files []string, stdout, stderr io.Writer) error {
 		if *svg == "-" && *asJSON {
 			return errSVGAndJSON
+		}
+		if *addr != "" && *svg != "" {
+			return errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:calibration)")
 		}
 		// The name is printed by every command that loads the file, on one line.
 		if n := *name; n != "" && (strings.TrimSpace(n) != n || strings.ContainsFunc(n, unicode.IsControl)) {
@@ -92,27 +100,48 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 		if err := sameFiles(files); err != nil {
 			return err
 		}
-		var in calibrate.Inputs
-		for _, f := range files {
-			data, err := readFile(f)
-			if err != nil {
+		// Each file with its layout: the flags state the collective
+		// measurements' nodes and GPUs per node; a training log's are its
+		// layout's (or the cluster's).
+		contents := make([][]byte, len(files))
+		fileLayouts := make([]calibrate.FileLayout, len(files))
+		for i, f := range files {
+			if contents[i], err = readFile(f); err != nil {
 				return err
 			}
-			// The flags state the collective measurements' nodes and GPUs per
-			// node; a training log's are its layout's (or the cluster's).
 			d := def
-			if calibrate.ReadsAsTrainingLog(data) {
+			if calibrate.ReadsAsTrainingLog(contents[i]) {
 				d = calibrate.FileLayout{}
 			}
-			if err := in.Read(f, data, layouts.For(f, d)); err != nil {
+			fileLayouts[i] = layouts.For(f, d)
+		}
+		var resp *pb.CalibrateClusterResponse
+		var rep *calibrate.Report
+		var in calibrate.Inputs
+		if *addr != "" {
+			if resp, err = calibrateRemote(ctx, *addr, sec, clusterProto(*clusterName, spec), *name, files, contents, fileLayouts); err != nil {
 				return err
 			}
+		} else {
+			for i, f := range files {
+				if err := in.Read(f, contents[i], fileLayouts[i]); err != nil {
+					return err
+				}
+			}
+			if *svg != "" && len(in.Sweeps) == 0 {
+				// Said before the fit writes anything: the picture draws the sweeps.
+				return errors.New("--svg: no nccl-tests output or measurement rows among the inputs: the picture draws their bus bandwidth over size")
+			}
+			if rep, err = calibrate.Calibrate(base, spec, in); err != nil {
+				return err
+			}
+			rep.Spec.Name = *name
+			if rep.Spec.Name == "" {
+				rep.Spec.Name = spec.Name + "-calibrated"
+			}
+			resp = wire.CalibrationResponse(rep, in)
 		}
-		if *svg != "" && len(in.Sweeps) == 0 {
-			// Said before the fit writes anything: the picture draws the sweeps.
-			return errors.New("--svg: no nccl-tests output or measurement rows among the inputs: the picture draws their bus bandwidth over size")
-		}
-		if len(in.Sweeps) == 0 {
+		if !slices.ContainsFunc(resp.GetFiles(), func(f *pb.CalibrationFile) bool { return f.GetKind() == "collective" }) {
 			for _, f := range []struct {
 				name string
 				v    int
@@ -122,15 +151,6 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 				}
 			}
 		}
-		rep, err := calibrate.Calibrate(base, spec, in)
-		if err != nil {
-			return err
-		}
-		rep.Spec.Name = *name
-		if rep.Spec.Name == "" {
-			rep.Spec.Name = spec.Name + "-calibrated"
-		}
-		rep.Spec.Source = strings.TrimSpace(spec.Source + "; calibrated by stepcost calibrate on " + strings.Join(baseNames(files), ", "))
 		// The picture's file first: a path it cannot be written to fails the
 		// command before the cluster file is written.
 		if *svg != "" && *svg != "-" {
@@ -139,7 +159,14 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			}
 		}
 		if *out != "" {
-			doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
+			written, err := wire.DefinitionToSpec("cluster", resp.GetCluster())
+			if err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			// A definition carries no size: the base's, as calibration keeps it.
+			written.Nodes = spec.Nodes
+			written.Source = strings.TrimSpace(spec.Source + "; calibrated by stepcost calibrate on " + strings.Join(baseNames(files), ", "))
+			doc, err := clusterfile.Format(written, fileComments(resp))
 			if err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
@@ -151,70 +178,59 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 			return writeCalibrationSVG(*svg, rep, in, stdout)
 		}
 		if *asJSON {
-			return writeJSON(stdout, reportJSON(rep, in))
+			return printProtoJSON(stdout, resp)
 		}
-		printReport(stdout, rep, in, *out)
+		printReport(stdout, resp, *out)
 		return nil
 	}
 }
 
-// calibrationJSON is calibrate's --json: the report, and what the table says
-// of the inputs besides — each file as read, and the notes of what the readers
-// set aside or dropped.
-type calibrationJSON struct {
-	*calibrate.Report
-	Inputs []calibrationInput
-	Notes  []string `json:",omitempty"`
+// calibrateRemote sends the files to a daemon's CalibrateCluster, each under the
+// name it was given on the command line with what its layout states.
+func calibrateRemote(ctx context.Context, addr string, sec *remoteSecurity, cluster *pb.ClusterSpec, name string, files []string, contents [][]byte, layouts []calibrate.FileLayout) (*pb.CalibrateClusterResponse, error) {
+	req := &pb.CalibrateClusterRequest{Cluster: cluster, Name: name}
+	for i, f := range files {
+		l := layouts[i]
+		req.Inputs = append(req.Inputs, &pb.CalibrationInput{Name: f, Content: string(contents[i]), Nodes: int32(l.Nodes), GpusPerNode: int32(l.GPUsPerNode),
+			Op: l.Op, Launch: l.Launch, Algo: l.Algo, Run: &pb.CalibrationRun{Model: l.Model, Gpus: int32(l.GPUs), Tp: int32(l.TP), Pp: int32(l.PP),
+				Cp: int32(l.CP), Ep: int32(l.EP), Dp: int32(l.DP), Zero: int32(l.ZeRO), MicroBatch: int32(l.MicroBatch), GlobalBatch: int32(l.GlobalBatch),
+				SeqLen: int32(l.SeqLen), Precision: l.Precision, Recompute: l.Recompute, Sp: l.SP, Schedule: l.Schedule, Vpp: int32(l.VPP), Framework: l.Framework}})
+	}
+	svc, done, err := connect(addr, sec)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	resp, err := svc.CalibrateCluster(ctx, req)
+	if err != nil {
+		return nil, calibrateRefusal(err)
+	}
+	return resp, nil
 }
 
-// calibrationInput is one input file as read: an nccl-tests output or
-// measurement rows (Kind "collective"), or a training log ("training").
-type calibrationInput struct {
-	File, Kind string
-	// A collective's operation, ranks and launch, and where its nodes came from
-	// ("header", "rows", "given").
-	Op                 string `json:",omitempty"`
-	Nodes, GPUsPerNode int    `json:",omitempty"`
-	Device, Launch     string `json:",omitempty"`
-	Algo               string `json:",omitempty"`
-	Rows               int    `json:",omitempty"`
-	NodesFrom          string `json:",omitempty"`
-	// A training log's framework, model and GPUs, and its step time (the
-	// median of LoggedSteps steps after the warm-up ones).
-	Framework   string  `json:",omitempty"`
-	Model       string  `json:",omitempty"`
-	GPUs        int     `json:",omitempty"`
-	StepSeconds float64 `json:",omitempty"`
-	LoggedSteps int     `json:",omitempty"`
-}
-
-func reportJSON(r *calibrate.Report, in calibrate.Inputs) calibrationJSON {
-	out := calibrationJSON{Report: r, Inputs: []calibrationInput{}, Notes: append(in.Notes(), r.Notes...)}
-	for _, s := range in.Sweeps {
-		c := calibrationInput{File: s.File, Kind: "collective", Op: s.Op.String(), Nodes: s.Nodes, GPUsPerNode: s.GPUsPerNode,
-			Device: s.Device, Launch: s.Launch.String(), Rows: len(s.Points), NodesFrom: nodesFrom(s)}
-		if s.Algo != collective.Auto {
-			c.Algo = s.Algo.String()
+// calibrateRefusal names a refused input as the in-process command does: the
+// daemon's rule on an input's content or layout (inputs[i].content,
+// inputs[i].run.tp) is the readers' own error, which names the file and line,
+// so the field is dropped; the other fields are named by their flags.
+func calibrateRefusal(err error) error {
+	fes := wire.FieldErrors(err)
+	if len(fes) == 0 {
+		return flagged(err, calibrateFlags)
+	}
+	parts := make([]string, len(fes))
+	for i, fe := range fes {
+		if _, rest, ok := strings.Cut(fe.Field, "]."); ok && strings.HasPrefix(fe.Field, "inputs[") &&
+			(rest == "content" || rest == "gpus_per_node" || strings.HasPrefix(rest, "run.")) {
+			parts[i] = fe.Rule
+			continue
 		}
-		out.Inputs = append(out.Inputs, c)
+		parts[i] = flagged(fe, calibrateFlags).Error()
 	}
-	for _, ru := range in.Runs {
-		out.Inputs = append(out.Inputs, calibrationInput{File: ru.File, Kind: "training", Framework: ru.Framework,
-			Model: ru.Layout.Model, GPUs: ru.Layout.GPUs, StepSeconds: ru.StepS, LoggedSteps: ru.Steps})
-	}
-	return out
+	return errors.New(strings.Join(parts, "; "))
 }
 
-// nodesFrom says where a sweep's nodes and GPUs per node came from.
-func nodesFrom(s calibrate.Sweep) string {
-	switch {
-	case s.FromRows:
-		return "rows"
-	case s.FromHeader:
-		return "header"
-	}
-	return "given"
-}
+// calibrateFlags names the flag of each request field of calibrate.
+var calibrateFlags = map[string]string{"name": "--name"}
 
 // sameFiles refuses one file given under two paths (x.txt and ./x.txt, a link):
 // its rows would be fitted twice, and each copy scored with the other in the fit.
@@ -266,76 +282,78 @@ func baseNames(files []string) []string {
 
 // fileComments are the comment lines on top of the written cluster file: what was
 // fitted, from what, and how far it moved.
-func fileComments(r *calibrate.Report) []string {
-	c := []string{fmt.Sprintf("Calibrated by stepcost calibrate from %s on %d input file(s).", r.Base, len(r.Files))}
-	for _, kn := range r.Determined {
-		c = append(c, fmt.Sprintf("  %s: %.4g (base %.4g)", kn.Field, kn.Of(r.Fitted), kn.Of(r.Catalog)))
+func fileComments(r *pb.CalibrateClusterResponse) []string {
+	c := []string{fmt.Sprintf("Calibrated by stepcost calibrate from %s on %d input file(s).", r.GetBase(), len(r.GetFiles()))}
+	for _, kn := range r.GetConstants() {
+		c = append(c, fmt.Sprintf("  %s: %.4g (base %.4g)", kn.GetField(), kn.GetFitted(), kn.GetBase()))
 	}
-	if r.Fitted.ComputeScale != 1 {
-		c = append(c, fmt.Sprintf("  gpu.peak_tflops are the datasheet's × %.3f (compute scale)", r.Fitted.ComputeScale))
+	if s := r.GetComputeScale(); s != 1 {
+		c = append(c, fmt.Sprintf("  gpu.peak_tflops are the datasheet's × %.3f (compute scale)", s))
 	}
-	s := r.Summary()
-	c = append(c, fmt.Sprintf("Median |error| over the inputs, each file left out of the fit in turn: %.1f %% -> %.1f %%.", 100*s.BeforeMedian, 100*s.AfterMedian))
+	all := &pb.CalibrationErrorRow{}
+	for _, row := range r.GetErrors() {
+		if row.GetGroup() == "all" {
+			all = row
+		}
+	}
+	c = append(c, fmt.Sprintf("Median |error| over the inputs, each file left out of the fit in turn: %.1f %% -> %.1f %%.", 100*all.GetBeforeMedian(), 100*all.GetAfterMedian()))
 	return c
 }
 
-func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out string) {
-	fmt.Fprintf(w, "Calibration of %s on %d file(s)\n\n", r.Base, len(r.Files))
-	for _, s := range in.Sweeps {
-		src := map[string]string{"rows": "from the rows", "header": "from the header", "given": "as given"}[nodesFrom(s)]
-		printWrapped(w, "  ", fmt.Sprintf("%s: %s (nodes %s)", s.File, s.Describe(), src), true)
+// printReport draws calibrate's table from the proto response, the same in
+// process and with --server.
+func printReport(w io.Writer, r *pb.CalibrateClusterResponse, out string) {
+	fmt.Fprintf(w, "Calibration of %s on %d file(s)\n\n", r.GetBase(), len(r.GetFiles()))
+	for _, f := range r.GetFiles() {
+		if f.GetKind() == "training" {
+			printWrapped(w, "  ", fmt.Sprintf("%s: %s log, step %.4g s (median of %d), %s on %d GPUs", f.GetFile(), f.GetFramework(), f.GetStepSeconds(), f.GetLoggedSteps(), f.GetModel(), f.GetGpus()), true)
+			continue
+		}
+		src := map[string]string{"rows": "from the rows", "header": "from the header", "given": "as given"}[f.GetNodesFrom()]
+		printWrapped(w, "  ", fmt.Sprintf("%s: %s (nodes %s)", f.GetFile(), f.GetDescription(), src), true)
 	}
-	for _, ru := range in.Runs {
-		printWrapped(w, "  ", fmt.Sprintf("%s: %s log, step %.4g s (median of %d), %s on %d GPUs", ru.File, ru.Framework, ru.StepS, ru.Steps, ru.Layout.Model, ru.Layout.GPUs), true)
-	}
-	for _, n := range append(in.Notes(), r.Notes...) {
+	for _, n := range r.GetNotes() {
 		printWrapped(w, "  ", fmt.Sprintf("note: %s", n), true)
 	}
 
 	fmt.Fprintln(w, "\nConstants")
 	t := table{head: []string{"constant", "cluster file field", "base", "fitted", "ratio"}}
-	for _, kn := range r.Determined {
-		a, b := kn.Of(r.Fitted), kn.Of(r.Catalog)
-		t.add(kn.Name, kn.Field, fmt.Sprintf("%.4g", b), fmt.Sprintf("%.4g", a), fmt.Sprintf("%.2f×", a/b))
+	for _, kn := range r.GetConstants() {
+		a, b := kn.GetFitted(), kn.GetBase()
+		t.add(kn.GetName(), kn.GetField(), fmt.Sprintf("%.4g", b), fmt.Sprintf("%.4g", a), fmt.Sprintf("%.2f×", a/b))
 	}
-	if len(r.Determined) == 0 {
+	if len(r.GetConstants()) == 0 {
 		printWrapped(w, "  ", "none: the inputs determine no constant (efficiencies need messages of 64 MiB or more, latencies under 1 MiB, scale-up constants single-node sweeps or multi-node rows they set, network constants sweeps across nodes; an efficiency must set two large rows at its fitted value)", true)
 	} else {
 		t.write(w)
 	}
-	for _, u := range r.Undetermined {
-		printWrapped(w, "  ", fmt.Sprintf("not determined: %s", u), true)
+	for _, l := range []struct {
+		word  string
+		lines []string
+	}{{"not determined", r.GetUndetermined()}, {"moved far", r.GetMoved()}, {"at a bound", r.GetAtBound()},
+		{"declined", r.GetDeclined()}, {"contradiction", r.GetContradictions()}} {
+		for _, s := range l.lines {
+			printWrapped(w, "  ", fmt.Sprintf("%s: %s", l.word, s), true)
+		}
 	}
-	for _, m := range r.Moved {
-		printWrapped(w, "  ", fmt.Sprintf("moved far: %s", m), true)
-	}
-	for _, m := range r.AtBound {
-		printWrapped(w, "  ", fmt.Sprintf("at a bound: %s", m), true)
-	}
-	for _, d := range r.Declined {
-		printWrapped(w, "  ", fmt.Sprintf("declined: %s", d), true)
-	}
-	for _, c := range r.Contradictions {
-		printWrapped(w, "  ", fmt.Sprintf("contradiction: %s", c), true)
-	}
-	printMismatches(w, r.Mismatches)
-	if len(r.Choices) > 0 {
+	printMismatches(w, r.GetMismatchRows())
+	if len(r.GetChoices()) > 0 {
 		printWrapped(w, "  ", "algorithms NCCL runs here, written into the cluster file (algorithms; the model's automatic choice honours them):", true)
-		for _, c := range r.Choices {
+		for _, c := range wire.AlgoRangesFromProto(r.GetChoices()) {
 			printWrapped(w, "    ", calibrate.FormatRange(c), true)
 		}
 	}
-	if len(r.Excluded) > 0 {
-		printWrapped(w, "  ", fmt.Sprintf("left out of the written fit (they contradict the majority): %s", strings.Join(r.Excluded, ", ")), true)
+	if len(r.GetExcluded()) > 0 {
+		printWrapped(w, "  ", fmt.Sprintf("left out of the written fit (they contradict the majority): %s", strings.Join(r.GetExcluded(), ", ")), true)
 	}
-	if r.Compromise {
+	if r.GetCompromise() {
 		printWrapped(w, "  ", "the inputs contradict each other with no majority: the written fit is a compromise between them; calibrate them separately to see each", true)
 	}
 
 	fmt.Fprintln(w, "\nError |predicted − measured| / measured: base cluster vs calibrated with the row's own file left out")
 	e := table{head: []string{"group", "rows", "median before", "median after", "mean before", "mean after"}, optional: []string{"mean before", "mean after"}, wrap: "group"}
-	for _, row := range r.Rows {
-		e.add(row.Label, fmt.Sprint(row.N), pct(row.BeforeMedian), pct(row.AfterMedian), pct(row.BeforeMean), pct(row.AfterMean))
+	for _, row := range r.GetErrors() {
+		e.add(row.GetLabel(), fmt.Sprint(row.GetRows()), pct(row.GetBeforeMedian()), pct(row.GetAfterMedian()), pct(row.GetBeforeMean()), pct(row.GetAfterMean()))
 	}
 	e.write(w)
 	if out != "" {
@@ -345,19 +363,19 @@ func printReport(w io.Writer, r *calibrate.Report, in calibrate.Inputs, out stri
 
 // printMismatches lists the rows NCCL ran with another algorithm than
 // the model picks, one line per file and pair of choices with the sizes it covers.
-func printMismatches(w io.Writer, ms []calibrate.Mismatch) {
+func printMismatches(w io.Writer, ms []*pb.CalibrationMismatch) {
 	if len(ms) == 0 {
 		return
 	}
 	printWrapped(w, "  ", "rows NCCL ran with another algorithm than the model picks (fitted with the one they show; first … last row of each group):", true)
 	for i := 0; i < len(ms); {
 		j := i
-		for j+1 < len(ms) && ms[j+1].File == ms[i].File && ms[j+1].Model == ms[i].Model && ms[j+1].Measured == ms[i].Measured {
+		for j+1 < len(ms) && ms[j+1].GetFile() == ms[i].GetFile() && ms[j+1].GetModel() == ms[i].GetModel() && ms[j+1].GetMeasured() == ms[i].GetMeasured() {
 			j++
 		}
 		printWrapped(w, "    ", fmt.Sprintf("%s: %d row(s) %s–%s measured as %s (%+.0f %% … %+.0f %%), the model picks %s (%+.0f %% … %+.0f %%)",
-			ms[i].File, j-i+1, calibrate.FormatBytes(ms[i].Bytes), calibrate.FormatBytes(ms[j].Bytes),
-			ms[i].Measured, 100*ms[i].MatchErr, 100*ms[j].MatchErr, ms[i].Model, 100*ms[i].ModelErr, 100*ms[j].ModelErr), true)
+			ms[i].GetFile(), j-i+1, calibrate.FormatBytes(ms[i].GetBytes()), calibrate.FormatBytes(ms[j].GetBytes()),
+			ms[i].GetMeasured(), 100*ms[i].GetMatchErr(), 100*ms[j].GetMatchErr(), ms[i].GetModel(), 100*ms[i].GetModelErr(), 100*ms[j].GetModelErr()), true)
 		i = j + 1
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
 	"github.com/stepcost/stepcost/estimator/calibrate"
 	"github.com/stepcost/stepcost/estimator/catalog"
+	"github.com/stepcost/stepcost/internal/wire"
 )
 
 // calibrate writes a cluster file that collective loads, and refuses a file it does
@@ -260,7 +261,14 @@ func TestCalibratedFileRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep.Spec.Name = c.base + "-calibrated"
-		doc, err := clusterfile.Format(rep.Spec, fileComments(rep))
+		// The file is written from the proto response, as the command writes it.
+		resp := wire.CalibrationResponse(rep, in)
+		written, err := wire.DefinitionToSpec("cluster", resp.GetCluster())
+		if err != nil {
+			t.Fatal(err)
+		}
+		written.Nodes = spec.Nodes
+		doc, err := clusterfile.Format(written, fileComments(resp))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -514,12 +522,17 @@ func TestCalibrateJSONKeepsTheInputsAndNotes(t *testing.T) {
 		t.Fatalf("--json: exit %d: %s", code, stderr)
 	}
 	var got struct {
-		Notes  []string
+		Notes  []string `json:"notes"`
 		Inputs []struct {
-			File, Kind, Op, Framework string
-			Nodes, GPUsPerNode, GPUs  int
-			StepSeconds               float64
-		}
+			File        string  `json:"file"`
+			Kind        string  `json:"kind"`
+			Op          string  `json:"op"`
+			Framework   string  `json:"framework"`
+			Nodes       int     `json:"nodes"`
+			GPUsPerNode int     `json:"gpus_per_node"`
+			GPUs        int     `json:"gpus"`
+			StepSeconds float64 `json:"step_seconds"`
+		} `json:"files"`
 	}
 	if err := json.Unmarshal([]byte(js), &got); err != nil {
 		t.Fatal(err)

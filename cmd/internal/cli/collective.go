@@ -109,7 +109,7 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 		if g := resp.GetConcurrentGroups(); g > 1 {
 			fmt.Fprintf(stdout, ", %d groups at once", g)
 		}
-		fmt.Fprintf(stdout, ", %s launch\n%s\n\n", opts.Launch, collective.LibraryRelease(cl.Spec))
+		fmt.Fprintf(stdout, ", %s launch\n%s\n\n", opts.Launch, resp.GetNcclRelease())
 		chosen := resp.GetChosen()
 		fmt.Fprintf(stdout, "chosen:  %s/%s  time %s  algbw %.1f GB/s  busbw %.1f GB/s\n\n",
 			algoName(chosen.GetAlgorithm()), protocolName(chosen.GetProtocol()), fmtUs(chosen.GetTimeUs()), chosen.GetAlgbwGbps(), chosen.GetBusbwGbps())

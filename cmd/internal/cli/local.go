@@ -47,6 +47,10 @@ func (l local) SimulateCollective(ctx context.Context, in *pb.SimulateCollective
 	return l.svc.SimulateCollective(ctx, in)
 }
 
+func (l local) CalibrateCluster(ctx context.Context, in *pb.CalibrateClusterRequest, _ ...grpc.CallOption) (*pb.CalibrateClusterResponse, error) {
+	return l.svc.CalibrateCluster(ctx, in)
+}
+
 // RankConfigs estimates and ranks a batch; each failing item carries its own error.
 func (l local) RankConfigs(ctx context.Context, in *pb.RankConfigsRequest, _ ...grpc.CallOption) (*pb.RankConfigsResponse, error) {
 	return l.svc.RankConfigs(ctx, in)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,9 +9,10 @@ import (
 )
 
 // collective says which NCCL release's rules priced the call: the release the
-// cluster file states, or, when it states none, NCCL 2.28's (the documented
+// cluster file states, or, when it states none, NCCL 2.27's (the documented
 // default: docs/cluster-file.md, nccl), in process and through a daemon; --json
-// is the service's answer. A release that does not parse is refused naming the
+// is the service's answer, which says it in nccl_release, as estimate's --json
+// does (the JSON said nothing of the release: the text was the command's own). A release that does not parse is refused naming the
 // field.
 func TestCollectiveStatesTheNCCLRelease(t *testing.T) {
 	addr := daemon(t)
@@ -36,6 +38,20 @@ func TestCollectiveStatesTheNCCLRelease(t *testing.T) {
 			code, out, errOut := run(args...)
 			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
 				t.Errorf("nccl %s %q: exit %d, %q %q; want exit %d and %q", tc.nccl, where, code, out, errOut, tc.code, tc.want)
+			}
+			if tc.code != exitOK {
+				continue
+			}
+			est := append([]string{"estimate", "--cluster-file", file("c.json", tc.nccl), "--model", "llama3-8b", "--gpus", "16", "--tp", "8",
+				"--seq", "4096", "--gbs", "64", "--mbs", "1"}, where...)
+			for _, a := range [][]string{args, est} {
+				code, out, errOut := run(append(a, "--json")...)
+				var got struct {
+					NCCLRelease string `json:"nccl_release"`
+				}
+				if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || got.NCCLRelease != tc.want {
+					t.Errorf("%s --json, nccl %s %q: exit %d (%s), nccl_release %q, want %q (%v)", a[0], tc.nccl, where, code, errOut, got.NCCLRelease, tc.want, err)
+				}
 			}
 		}
 	}

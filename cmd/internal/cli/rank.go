@@ -41,6 +41,7 @@ type api interface {
 	EstimatePlan(ctx context.Context, in *pb.EstimatePlanRequest, opts ...grpc.CallOption) (*pb.EstimatePlanResponse, error)
 	EstimateStep(ctx context.Context, in *pb.EstimateStepRequest, opts ...grpc.CallOption) (*pb.EstimateStepResponse, error)
 	SimulateCollective(ctx context.Context, in *pb.SimulateCollectiveRequest, opts ...grpc.CallOption) (*pb.SimulateCollectiveResponse, error)
+	CalibrateCluster(ctx context.Context, in *pb.CalibrateClusterRequest, opts ...grpc.CallOption) (*pb.CalibrateClusterResponse, error)
 }
 
 // connect returns the remote service at addr, reached as sec says, or the

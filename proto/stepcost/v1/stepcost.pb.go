@@ -3727,7 +3727,12 @@ type EstimateStepResponse struct {
 	// does.
 	EstimatorVersion string `protobuf:"bytes,3,opt,name=estimator_version,json=estimatorVersion,proto3" json:"estimator_version,omitempty"`
 	// The answer came from the response cache.
-	Cached        bool `protobuf:"varint,4,opt,name=cached,proto3" json:"cached,omitempty"`
+	Cached bool `protobuf:"varint,4,opt,name=cached,proto3" json:"cached,omitempty"`
+	// Whose rules priced the step's collectives where collective library
+	// releases differ (p2p LL threshold, channels per net peer, NVLS channels):
+	// "NCCL 2.29, the cluster's release (nccl)", "NCCL 2.27's rules: the cluster
+	// states no release (nccl)" or, on AMD GPUs, RCCL's.
+	NcclRelease   string `protobuf:"bytes,5,opt,name=nccl_release,json=ncclRelease,proto3" json:"nccl_release,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3788,6 +3793,13 @@ func (x *EstimateStepResponse) GetCached() bool {
 		return x.Cached
 	}
 	return false
+}
+
+func (x *EstimateStepResponse) GetNcclRelease() string {
+	if x != nil {
+		return x.NcclRelease
+	}
+	return ""
 }
 
 // FieldViolation is a request field at fault.
@@ -5527,7 +5539,12 @@ type SimulateCollectiveResponse struct {
 	Schedule *CollectiveSchedule `protobuf:"bytes,8,opt,name=schedule,proto3" json:"schedule,omitempty"`
 	// What the request asks that the answer cannot follow, each naming its field
 	// (a cluster definition over a base cannot turn the base's nvls off).
-	Warnings      []string `protobuf:"bytes,9,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,9,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// Whose rules priced the call where collective library releases differ (p2p
+	// LL threshold, channels per net peer, NVLS channels): "NCCL 2.29, the
+	// cluster's release (nccl)", "NCCL 2.27's rules: the cluster states no
+	// release (nccl)" or, on AMD GPUs, RCCL's.
+	NcclRelease   string `protobuf:"bytes,10,opt,name=nccl_release,json=ncclRelease,proto3" json:"nccl_release,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5623,6 +5640,13 @@ func (x *SimulateCollectiveResponse) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *SimulateCollectiveResponse) GetNcclRelease() string {
+	if x != nil {
+		return x.NcclRelease
+	}
+	return ""
 }
 
 // CollectiveSchedule is the explicit schedule behind the chosen estimate: every
@@ -6944,7 +6968,31 @@ type CalibrateClusterResponse struct {
 	// Rows NCCL ran with another algorithm than the model picks.
 	Mismatches []string `protobuf:"bytes,10,rep,name=mismatches,proto3" json:"mismatches,omitempty"`
 	// What the readers set aside or noticed, file by file.
-	Notes         []string `protobuf:"bytes,11,rep,name=notes,proto3" json:"notes,omitempty"`
+	Notes []string `protobuf:"bytes,11,rep,name=notes,proto3" json:"notes,omitempty"`
+	// The base cluster: its catalog name, or the definition's name.
+	Base string `protobuf:"bytes,12,opt,name=base,proto3" json:"base,omitempty"`
+	// Each input file as read, in the request's order: an nccl-tests output or
+	// measurement rows, or a training log.
+	Files []*CalibrationFile `protobuf:"bytes,13,rep,name=files,proto3" json:"files,omitempty"`
+	// Constants the inputs do not determine, kept at the base's value, each with
+	// the inputs that would determine it.
+	Undetermined []string `protobuf:"bytes,14,rep,name=undetermined,proto3" json:"undetermined,omitempty"`
+	// The fitted compute scale: the calibrated gpu.peak_tflops are the base's
+	// times this (1: the inputs do not determine it).
+	ComputeScale float64 `protobuf:"fixed64,15,opt,name=compute_scale,json=computeScale,proto3" json:"compute_scale,omitempty"`
+	// Every measurement priced with the base cluster.
+	Before []*CalibrationMeasurement `protobuf:"bytes,16,rep,name=before,proto3" json:"before,omitempty"`
+	// Every measurement priced with constants fitted without its own file: the
+	// held-out score of the "after" columns of errors.
+	OutOfSample []*CalibrationMeasurement `protobuf:"bytes,17,rep,name=out_of_sample,json=outOfSample,proto3" json:"out_of_sample,omitempty"`
+	// Every measurement priced with the calibrated cluster (in sample).
+	After []*CalibrationMeasurement `protobuf:"bytes,18,rep,name=after,proto3" json:"after,omitempty"`
+	// The size ranges in which the rows show NCCL running another algorithm than
+	// the model picks, written into cluster.algorithms (the model's automatic
+	// choice then honours them).
+	Choices []*AlgoRange `protobuf:"bytes,19,rep,name=choices,proto3" json:"choices,omitempty"`
+	// The rows of mismatches, one by one.
+	MismatchRows  []*CalibrationMismatch `protobuf:"bytes,20,rep,name=mismatch_rows,json=mismatchRows,proto3" json:"mismatch_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7054,6 +7102,471 @@ func (x *CalibrateClusterResponse) GetNotes() []string {
 		return x.Notes
 	}
 	return nil
+}
+
+func (x *CalibrateClusterResponse) GetBase() string {
+	if x != nil {
+		return x.Base
+	}
+	return ""
+}
+
+func (x *CalibrateClusterResponse) GetFiles() []*CalibrationFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetUndetermined() []string {
+	if x != nil {
+		return x.Undetermined
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetComputeScale() float64 {
+	if x != nil {
+		return x.ComputeScale
+	}
+	return 0
+}
+
+func (x *CalibrateClusterResponse) GetBefore() []*CalibrationMeasurement {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetOutOfSample() []*CalibrationMeasurement {
+	if x != nil {
+		return x.OutOfSample
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetAfter() []*CalibrationMeasurement {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetChoices() []*AlgoRange {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetMismatchRows() []*CalibrationMismatch {
+	if x != nil {
+		return x.MismatchRows
+	}
+	return nil
+}
+
+// CalibrationFile is one input file of a calibration as read.
+type CalibrationFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The input's name.
+	File string `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	// "collective" (nccl-tests output or measurement rows) or "training" (a log).
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// A collective's operation: allreduce, allgather, …
+	Op string `protobuf:"bytes,3,opt,name=op,proto3" json:"op,omitempty"`
+	// A collective's nodes and GPUs per node.
+	Nodes int32 `protobuf:"varint,4,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// GPUs per node of a collective.
+	GpusPerNode int32 `protobuf:"varint,5,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	// The GPU the output's device lines name.
+	Device string `protobuf:"bytes,6,opt,name=device,proto3" json:"device,omitempty"`
+	// How the calls were issued: per-process, single-process, eager or graph.
+	Launch string `protobuf:"bytes,7,opt,name=launch,proto3" json:"launch,omitempty"`
+	// NCCL_ALGO as the run set it; empty: NCCL chose.
+	Algo string `protobuf:"bytes,8,opt,name=algo,proto3" json:"algo,omitempty"`
+	// Measurement rows read.
+	Rows int32 `protobuf:"varint,9,opt,name=rows,proto3" json:"rows,omitempty"`
+	// Where the nodes came from: "header", "rows" or "given".
+	NodesFrom string `protobuf:"bytes,10,opt,name=nodes_from,json=nodesFrom,proto3" json:"nodes_from,omitempty"`
+	// A collective's description as the report's table gives it (operation,
+	// ranks, sizes, release).
+	Description string `protobuf:"bytes,11,opt,name=description,proto3" json:"description,omitempty"`
+	// A training log's framework.
+	Framework string `protobuf:"bytes,12,opt,name=framework,proto3" json:"framework,omitempty"`
+	// A training log's model.
+	Model string `protobuf:"bytes,13,opt,name=model,proto3" json:"model,omitempty"`
+	// A training log's GPUs.
+	Gpus int32 `protobuf:"varint,14,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// A training log's step time, seconds: the median of logged_steps steps
+	// after the warm-up ones.
+	StepSeconds float64 `protobuf:"fixed64,15,opt,name=step_seconds,json=stepSeconds,proto3" json:"step_seconds,omitempty"`
+	// Steps the step time is the median of.
+	LoggedSteps   int32 `protobuf:"varint,16,opt,name=logged_steps,json=loggedSteps,proto3" json:"logged_steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrationFile) Reset() {
+	*x = CalibrationFile{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrationFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrationFile) ProtoMessage() {}
+
+func (x *CalibrationFile) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrationFile.ProtoReflect.Descriptor instead.
+func (*CalibrationFile) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *CalibrationFile) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *CalibrationFile) GetGpusPerNode() int32 {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return 0
+}
+
+func (x *CalibrationFile) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetLaunch() string {
+	if x != nil {
+		return x.Launch
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetAlgo() string {
+	if x != nil {
+		return x.Algo
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetRows() int32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *CalibrationFile) GetNodesFrom() string {
+	if x != nil {
+		return x.NodesFrom
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetFramework() string {
+	if x != nil {
+		return x.Framework
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *CalibrationFile) GetGpus() int32 {
+	if x != nil {
+		return x.Gpus
+	}
+	return 0
+}
+
+func (x *CalibrationFile) GetStepSeconds() float64 {
+	if x != nil {
+		return x.StepSeconds
+	}
+	return 0
+}
+
+func (x *CalibrationFile) GetLoggedSteps() int32 {
+	if x != nil {
+		return x.LoggedSteps
+	}
+	return 0
+}
+
+// CalibrationMeasurement is one measurement of a calibration, priced.
+type CalibrationMeasurement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The input's name.
+	File string `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	// The row's line in the file (0 for a training run).
+	Line int32 `protobuf:"varint,2,opt,name=line,proto3" json:"line,omitempty"`
+	// The collective, or "step" for a training run.
+	Op string `protobuf:"bytes,3,opt,name=op,proto3" json:"op,omitempty"`
+	// Message size, bytes in nccl-tests' convention.
+	Bytes float64 `protobuf:"fixed64,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// Nodes of the run.
+	Nodes int32 `protobuf:"varint,5,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// Ranks of the run.
+	Ranks int32 `protobuf:"varint,6,opt,name=ranks,proto3" json:"ranks,omitempty"`
+	// The algorithm the row was priced with.
+	Algo string `protobuf:"bytes,7,opt,name=algo,proto3" json:"algo,omitempty"`
+	// Measured time of one call (or step), µs.
+	MeasuredUs float64 `protobuf:"fixed64,8,opt,name=measured_us,json=measuredUs,proto3" json:"measured_us,omitempty"`
+	// Predicted time of one call (or step), µs.
+	PredictedUs   float64 `protobuf:"fixed64,9,opt,name=predicted_us,json=predictedUs,proto3" json:"predicted_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrationMeasurement) Reset() {
+	*x = CalibrationMeasurement{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrationMeasurement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrationMeasurement) ProtoMessage() {}
+
+func (x *CalibrationMeasurement) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrationMeasurement.ProtoReflect.Descriptor instead.
+func (*CalibrationMeasurement) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *CalibrationMeasurement) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *CalibrationMeasurement) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *CalibrationMeasurement) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *CalibrationMeasurement) GetBytes() float64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *CalibrationMeasurement) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *CalibrationMeasurement) GetRanks() int32 {
+	if x != nil {
+		return x.Ranks
+	}
+	return 0
+}
+
+func (x *CalibrationMeasurement) GetAlgo() string {
+	if x != nil {
+		return x.Algo
+	}
+	return ""
+}
+
+func (x *CalibrationMeasurement) GetMeasuredUs() float64 {
+	if x != nil {
+		return x.MeasuredUs
+	}
+	return 0
+}
+
+func (x *CalibrationMeasurement) GetPredictedUs() float64 {
+	if x != nil {
+		return x.PredictedUs
+	}
+	return 0
+}
+
+// CalibrationMismatch is a row NCCL ran with another algorithm than the model
+// picks.
+type CalibrationMismatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The input's name.
+	File string `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	// The row's line.
+	Line int32 `protobuf:"varint,2,opt,name=line,proto3" json:"line,omitempty"`
+	// Message size, bytes in nccl-tests' convention.
+	Bytes float64 `protobuf:"fixed64,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The model's choice, e.g. "dbtree/simple".
+	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// The choice the row shows, e.g. "ring/simple".
+	Measured string `protobuf:"bytes,5,opt,name=measured,proto3" json:"measured,omitempty"`
+	// Relative error of the model's choice with the base cluster's constants.
+	ModelErr float64 `protobuf:"fixed64,6,opt,name=model_err,json=modelErr,proto3" json:"model_err,omitempty"`
+	// Relative error of the row's choice with the base cluster's constants.
+	MatchErr      float64 `protobuf:"fixed64,7,opt,name=match_err,json=matchErr,proto3" json:"match_err,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CalibrationMismatch) Reset() {
+	*x = CalibrationMismatch{}
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CalibrationMismatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CalibrationMismatch) ProtoMessage() {}
+
+func (x *CalibrationMismatch) ProtoReflect() protoreflect.Message {
+	mi := &file_stepcost_v1_stepcost_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CalibrationMismatch.ProtoReflect.Descriptor instead.
+func (*CalibrationMismatch) Descriptor() ([]byte, []int) {
+	return file_stepcost_v1_stepcost_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *CalibrationMismatch) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *CalibrationMismatch) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *CalibrationMismatch) GetBytes() float64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *CalibrationMismatch) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *CalibrationMismatch) GetMeasured() string {
+	if x != nil {
+		return x.Measured
+	}
+	return ""
+}
+
+func (x *CalibrationMismatch) GetModelErr() float64 {
+	if x != nil {
+		return x.ModelErr
+	}
+	return 0
+}
+
+func (x *CalibrationMismatch) GetMatchErr() float64 {
+	if x != nil {
+		return x.MatchErr
+	}
+	return 0
 }
 
 var File_stepcost_v1_stepcost_proto protoreflect.FileDescriptor
@@ -7354,12 +7867,13 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x06layout\x18\x04 \x01(\v2\x13.stepcost.v1.LayoutR\x06layout\x12$\n" +
 	"\x0eslow_gpu_speed\x18\x05 \x01(\x01R\fslowGpuSpeed\x12,\n" +
 	"\x12degraded_nic_speed\x18\x06 \x01(\x01R\x10degradedNicSpeed\x12.\n" +
-	"\x13degraded_link_speed\x18\a \x01(\x01R\x11degradedLinkSpeed\"\xc3\x01\n" +
+	"\x13degraded_link_speed\x18\a \x01(\x01R\x11degradedLinkSpeed\"\xe6\x01\n" +
 	"\x14EstimateStepResponse\x125\n" +
 	"\bestimate\x18\x01 \x01(\v2\x19.stepcost.v1.StepEstimateR\bestimate\x12/\n" +
 	"\x05model\x18\x02 \x01(\v2\x19.stepcost.v1.ArchitectureR\x05model\x12+\n" +
 	"\x11estimator_version\x18\x03 \x01(\tR\x10estimatorVersion\x12\x16\n" +
-	"\x06cached\x18\x04 \x01(\bR\x06cached\"H\n" +
+	"\x06cached\x18\x04 \x01(\bR\x06cached\x12!\n" +
+	"\fnccl_release\x18\x05 \x01(\tR\vncclRelease\"H\n" +
 	"\x0eFieldViolation\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\"v\n" +
@@ -7523,7 +8037,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	" \x01(\bR\rautoCandidate\"]\n" +
 	"\rNotApplicable\x124\n" +
 	"\talgorithm\x18\x01 \x01(\x0e2\x16.stepcost.v1.AlgorithmR\talgorithm\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xba\x03\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xdd\x03\n" +
 	"\x1aSimulateCollectiveResponse\x127\n" +
 	"\x06chosen\x18\x01 \x01(\v2\x1f.stepcost.v1.CollectiveEstimateR\x06chosen\x12?\n" +
 	"\n" +
@@ -7535,7 +8049,9 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\x11estimator_version\x18\x06 \x01(\tR\x10estimatorVersion\x12\x16\n" +
 	"\x06cached\x18\a \x01(\bR\x06cached\x12;\n" +
 	"\bschedule\x18\b \x01(\v2\x1f.stepcost.v1.CollectiveScheduleR\bschedule\x12\x1a\n" +
-	"\bwarnings\x18\t \x03(\tR\bwarnings\"\xaa\x04\n" +
+	"\bwarnings\x18\t \x03(\tR\bwarnings\x12!\n" +
+	"\fnccl_release\x18\n" +
+	" \x01(\tR\vncclRelease\"\xaa\x04\n" +
 	"\x12CollectiveSchedule\x124\n" +
 	"\talgorithm\x18\x01 \x01(\x0e2\x16.stepcost.v1.AlgorithmR\talgorithm\x121\n" +
 	"\bprotocol\x18\x02 \x01(\x0e2\x15.stepcost.v1.ProtocolR\bprotocol\x12\x1a\n" +
@@ -7651,7 +8167,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\vbefore_mean\x18\x06 \x01(\x01R\n" +
 	"beforeMean\x12\x1d\n" +
 	"\n" +
-	"after_mean\x18\a \x01(\x01R\tafterMean\"\xb4\x03\n" +
+	"after_mean\x18\a \x01(\x01R\tafterMean\"\xff\x06\n" +
 	"\x18CalibrateClusterResponse\x128\n" +
 	"\acluster\x18\x01 \x01(\v2\x1e.stepcost.v1.ClusterDefinitionR\acluster\x12=\n" +
 	"\tconstants\x18\x02 \x03(\v2\x1f.stepcost.v1.CalibratedConstantR\tconstants\x128\n" +
@@ -7668,7 +8184,54 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"mismatches\x18\n" +
 	" \x03(\tR\n" +
 	"mismatches\x12\x14\n" +
-	"\x05notes\x18\v \x03(\tR\x05notes*a\n" +
+	"\x05notes\x18\v \x03(\tR\x05notes\x12\x12\n" +
+	"\x04base\x18\f \x01(\tR\x04base\x122\n" +
+	"\x05files\x18\r \x03(\v2\x1c.stepcost.v1.CalibrationFileR\x05files\x12\"\n" +
+	"\fundetermined\x18\x0e \x03(\tR\fundetermined\x12#\n" +
+	"\rcompute_scale\x18\x0f \x01(\x01R\fcomputeScale\x12;\n" +
+	"\x06before\x18\x10 \x03(\v2#.stepcost.v1.CalibrationMeasurementR\x06before\x12G\n" +
+	"\rout_of_sample\x18\x11 \x03(\v2#.stepcost.v1.CalibrationMeasurementR\voutOfSample\x129\n" +
+	"\x05after\x18\x12 \x03(\v2#.stepcost.v1.CalibrationMeasurementR\x05after\x120\n" +
+	"\achoices\x18\x13 \x03(\v2\x16.stepcost.v1.AlgoRangeR\achoices\x12E\n" +
+	"\rmismatch_rows\x18\x14 \x03(\v2 .stepcost.v1.CalibrationMismatchR\fmismatchRows\"\xaa\x03\n" +
+	"\x0fCalibrationFile\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02op\x18\x03 \x01(\tR\x02op\x12\x14\n" +
+	"\x05nodes\x18\x04 \x01(\x05R\x05nodes\x12\"\n" +
+	"\rgpus_per_node\x18\x05 \x01(\x05R\vgpusPerNode\x12\x16\n" +
+	"\x06device\x18\x06 \x01(\tR\x06device\x12\x16\n" +
+	"\x06launch\x18\a \x01(\tR\x06launch\x12\x12\n" +
+	"\x04algo\x18\b \x01(\tR\x04algo\x12\x12\n" +
+	"\x04rows\x18\t \x01(\x05R\x04rows\x12\x1d\n" +
+	"\n" +
+	"nodes_from\x18\n" +
+	" \x01(\tR\tnodesFrom\x12 \n" +
+	"\vdescription\x18\v \x01(\tR\vdescription\x12\x1c\n" +
+	"\tframework\x18\f \x01(\tR\tframework\x12\x14\n" +
+	"\x05model\x18\r \x01(\tR\x05model\x12\x12\n" +
+	"\x04gpus\x18\x0e \x01(\x05R\x04gpus\x12!\n" +
+	"\fstep_seconds\x18\x0f \x01(\x01R\vstepSeconds\x12!\n" +
+	"\flogged_steps\x18\x10 \x01(\x05R\vloggedSteps\"\xea\x01\n" +
+	"\x16CalibrationMeasurement\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x12\x12\n" +
+	"\x04line\x18\x02 \x01(\x05R\x04line\x12\x0e\n" +
+	"\x02op\x18\x03 \x01(\tR\x02op\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x01R\x05bytes\x12\x14\n" +
+	"\x05nodes\x18\x05 \x01(\x05R\x05nodes\x12\x14\n" +
+	"\x05ranks\x18\x06 \x01(\x05R\x05ranks\x12\x12\n" +
+	"\x04algo\x18\a \x01(\tR\x04algo\x12\x1f\n" +
+	"\vmeasured_us\x18\b \x01(\x01R\n" +
+	"measuredUs\x12!\n" +
+	"\fpredicted_us\x18\t \x01(\x01R\vpredictedUs\"\xbf\x01\n" +
+	"\x13CalibrationMismatch\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x12\x12\n" +
+	"\x04line\x18\x02 \x01(\x05R\x04line\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x01R\x05bytes\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12\x1a\n" +
+	"\bmeasured\x18\x05 \x01(\tR\bmeasured\x12\x1b\n" +
+	"\tmodel_err\x18\x06 \x01(\x01R\bmodelErr\x12\x1b\n" +
+	"\tmatch_err\x18\a \x01(\x01R\bmatchErr*a\n" +
 	"\tPrecision\x12\x19\n" +
 	"\x15PRECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0ePRECISION_BF16\x10\x01\x12\x12\n" +
@@ -7757,7 +8320,7 @@ func file_stepcost_v1_stepcost_proto_rawDescGZIP() []byte {
 }
 
 var file_stepcost_v1_stepcost_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_stepcost_v1_stepcost_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(Precision)(0),                     // 0: stepcost.v1.Precision
 	(Recompute)(0),                     // 1: stepcost.v1.Recompute
@@ -7824,14 +8387,17 @@ var file_stepcost_v1_stepcost_proto_goTypes = []any{
 	(*CalibratedConstant)(nil),         // 62: stepcost.v1.CalibratedConstant
 	(*CalibrationErrorRow)(nil),        // 63: stepcost.v1.CalibrationErrorRow
 	(*CalibrateClusterResponse)(nil),   // 64: stepcost.v1.CalibrateClusterResponse
-	nil,                                // 65: stepcost.v1.GPU.PeakTflopsEntry
-	nil,                                // 66: stepcost.v1.SearchStats.PrunedEntry
+	(*CalibrationFile)(nil),            // 65: stepcost.v1.CalibrationFile
+	(*CalibrationMeasurement)(nil),     // 66: stepcost.v1.CalibrationMeasurement
+	(*CalibrationMismatch)(nil),        // 67: stepcost.v1.CalibrationMismatch
+	nil,                                // 68: stepcost.v1.GPU.PeakTflopsEntry
+	nil,                                // 69: stepcost.v1.SearchStats.PrunedEntry
 }
 var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	10, // 0: stepcost.v1.Architecture.moe:type_name -> stepcost.v1.MoE
 	12, // 1: stepcost.v1.Architecture.mla:type_name -> stepcost.v1.MLA
 	11, // 2: stepcost.v1.ModelSpec.architecture:type_name -> stepcost.v1.Architecture
-	65, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
+	68, // 3: stepcost.v1.GPU.peak_tflops:type_name -> stepcost.v1.GPU.PeakTflopsEntry
 	14, // 4: stepcost.v1.ClusterDefinition.gpu:type_name -> stepcost.v1.GPU
 	15, // 5: stepcost.v1.ClusterDefinition.intra:type_name -> stepcost.v1.IntraNode
 	16, // 6: stepcost.v1.ClusterDefinition.nics:type_name -> stepcost.v1.NICs
@@ -7877,7 +8443,7 @@ var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	25, // 46: stepcost.v1.Plan.layout:type_name -> stepcost.v1.Layout
 	43, // 47: stepcost.v1.Plan.placement:type_name -> stepcost.v1.Placement
 	31, // 48: stepcost.v1.Plan.estimate:type_name -> stepcost.v1.StepEstimate
-	66, // 49: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
+	69, // 49: stepcost.v1.SearchStats.pruned:type_name -> stepcost.v1.SearchStats.PrunedEntry
 	44, // 50: stepcost.v1.EstimatePlanResponse.plans:type_name -> stepcost.v1.Plan
 	44, // 51: stepcost.v1.EstimatePlanResponse.pareto:type_name -> stepcost.v1.Plan
 	45, // 52: stepcost.v1.EstimatePlanResponse.stats:type_name -> stepcost.v1.SearchStats
@@ -7911,23 +8477,29 @@ var file_stepcost_v1_stepcost_proto_depIdxs = []int32{
 	19, // 80: stepcost.v1.CalibrateClusterResponse.cluster:type_name -> stepcost.v1.ClusterDefinition
 	62, // 81: stepcost.v1.CalibrateClusterResponse.constants:type_name -> stepcost.v1.CalibratedConstant
 	63, // 82: stepcost.v1.CalibrateClusterResponse.errors:type_name -> stepcost.v1.CalibrationErrorRow
-	40, // 83: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
-	32, // 84: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
-	36, // 85: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
-	47, // 86: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
-	56, // 87: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
-	61, // 88: stepcost.v1.StepcostService.CalibrateCluster:input_type -> stepcost.v1.CalibrateClusterRequest
-	46, // 89: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
-	33, // 90: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
-	38, // 91: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
-	50, // 92: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
-	58, // 93: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
-	64, // 94: stepcost.v1.StepcostService.CalibrateCluster:output_type -> stepcost.v1.CalibrateClusterResponse
-	89, // [89:95] is the sub-list for method output_type
-	83, // [83:89] is the sub-list for method input_type
-	83, // [83:83] is the sub-list for extension type_name
-	83, // [83:83] is the sub-list for extension extendee
-	0,  // [0:83] is the sub-list for field type_name
+	65, // 83: stepcost.v1.CalibrateClusterResponse.files:type_name -> stepcost.v1.CalibrationFile
+	66, // 84: stepcost.v1.CalibrateClusterResponse.before:type_name -> stepcost.v1.CalibrationMeasurement
+	66, // 85: stepcost.v1.CalibrateClusterResponse.out_of_sample:type_name -> stepcost.v1.CalibrationMeasurement
+	66, // 86: stepcost.v1.CalibrateClusterResponse.after:type_name -> stepcost.v1.CalibrationMeasurement
+	20, // 87: stepcost.v1.CalibrateClusterResponse.choices:type_name -> stepcost.v1.AlgoRange
+	67, // 88: stepcost.v1.CalibrateClusterResponse.mismatch_rows:type_name -> stepcost.v1.CalibrationMismatch
+	40, // 89: stepcost.v1.StepcostService.EstimatePlan:input_type -> stepcost.v1.EstimatePlanRequest
+	32, // 90: stepcost.v1.StepcostService.EstimateStep:input_type -> stepcost.v1.EstimateStepRequest
+	36, // 91: stepcost.v1.StepcostService.RankConfigs:input_type -> stepcost.v1.RankConfigsRequest
+	47, // 92: stepcost.v1.StepcostService.SimulateCollective:input_type -> stepcost.v1.SimulateCollectiveRequest
+	56, // 93: stepcost.v1.StepcostService.ListCatalog:input_type -> stepcost.v1.ListCatalogRequest
+	61, // 94: stepcost.v1.StepcostService.CalibrateCluster:input_type -> stepcost.v1.CalibrateClusterRequest
+	46, // 95: stepcost.v1.StepcostService.EstimatePlan:output_type -> stepcost.v1.EstimatePlanResponse
+	33, // 96: stepcost.v1.StepcostService.EstimateStep:output_type -> stepcost.v1.EstimateStepResponse
+	38, // 97: stepcost.v1.StepcostService.RankConfigs:output_type -> stepcost.v1.RankConfigsResponse
+	50, // 98: stepcost.v1.StepcostService.SimulateCollective:output_type -> stepcost.v1.SimulateCollectiveResponse
+	58, // 99: stepcost.v1.StepcostService.ListCatalog:output_type -> stepcost.v1.ListCatalogResponse
+	64, // 100: stepcost.v1.StepcostService.CalibrateCluster:output_type -> stepcost.v1.CalibrateClusterResponse
+	95, // [95:101] is the sub-list for method output_type
+	89, // [89:95] is the sub-list for method input_type
+	89, // [89:89] is the sub-list for extension type_name
+	89, // [89:89] is the sub-list for extension extendee
+	0,  // [0:89] is the sub-list for field type_name
 }
 
 func init() { file_stepcost_v1_stepcost_proto_init() }
@@ -7951,7 +8523,7 @@ func file_stepcost_v1_stepcost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stepcost_v1_stepcost_proto_rawDesc), len(file_stepcost_v1_stepcost_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   57,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

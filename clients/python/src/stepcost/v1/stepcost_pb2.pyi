@@ -151,30 +151,48 @@ class CalibrateClusterRequest(_message.Message):
     def __init__(self, cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., inputs: _Optional[_Iterable[_Union[CalibrationInput, _Mapping]]] = ..., name: _Optional[str] = ...) -> None: ...
 
 class CalibrateClusterResponse(_message.Message):
-    __slots__ = ["at_bound", "cluster", "compromise", "constants", "contradictions", "declined", "errors", "excluded", "mismatches", "moved", "notes"]
+    __slots__ = ["after", "at_bound", "base", "before", "choices", "cluster", "compromise", "compute_scale", "constants", "contradictions", "declined", "errors", "excluded", "files", "mismatch_rows", "mismatches", "moved", "notes", "out_of_sample", "undetermined"]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
     AT_BOUND_FIELD_NUMBER: _ClassVar[int]
+    BASE_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    CHOICES_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     COMPROMISE_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_SCALE_FIELD_NUMBER: _ClassVar[int]
     CONSTANTS_FIELD_NUMBER: _ClassVar[int]
     CONTRADICTIONS_FIELD_NUMBER: _ClassVar[int]
     DECLINED_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
     MISMATCHES_FIELD_NUMBER: _ClassVar[int]
+    MISMATCH_ROWS_FIELD_NUMBER: _ClassVar[int]
     MOVED_FIELD_NUMBER: _ClassVar[int]
     NOTES_FIELD_NUMBER: _ClassVar[int]
+    OUT_OF_SAMPLE_FIELD_NUMBER: _ClassVar[int]
+    UNDETERMINED_FIELD_NUMBER: _ClassVar[int]
+    after: _containers.RepeatedCompositeFieldContainer[CalibrationMeasurement]
     at_bound: _containers.RepeatedScalarFieldContainer[str]
+    base: str
+    before: _containers.RepeatedCompositeFieldContainer[CalibrationMeasurement]
+    choices: _containers.RepeatedCompositeFieldContainer[AlgoRange]
     cluster: ClusterDefinition
     compromise: bool
+    compute_scale: float
     constants: _containers.RepeatedCompositeFieldContainer[CalibratedConstant]
     contradictions: _containers.RepeatedScalarFieldContainer[str]
     declined: _containers.RepeatedScalarFieldContainer[str]
     errors: _containers.RepeatedCompositeFieldContainer[CalibrationErrorRow]
     excluded: _containers.RepeatedScalarFieldContainer[str]
+    files: _containers.RepeatedCompositeFieldContainer[CalibrationFile]
+    mismatch_rows: _containers.RepeatedCompositeFieldContainer[CalibrationMismatch]
     mismatches: _containers.RepeatedScalarFieldContainer[str]
     moved: _containers.RepeatedScalarFieldContainer[str]
     notes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, cluster: _Optional[_Union[ClusterDefinition, _Mapping]] = ..., constants: _Optional[_Iterable[_Union[CalibratedConstant, _Mapping]]] = ..., errors: _Optional[_Iterable[_Union[CalibrationErrorRow, _Mapping]]] = ..., moved: _Optional[_Iterable[str]] = ..., at_bound: _Optional[_Iterable[str]] = ..., declined: _Optional[_Iterable[str]] = ..., contradictions: _Optional[_Iterable[str]] = ..., excluded: _Optional[_Iterable[str]] = ..., compromise: bool = ..., mismatches: _Optional[_Iterable[str]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+    out_of_sample: _containers.RepeatedCompositeFieldContainer[CalibrationMeasurement]
+    undetermined: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cluster: _Optional[_Union[ClusterDefinition, _Mapping]] = ..., constants: _Optional[_Iterable[_Union[CalibratedConstant, _Mapping]]] = ..., errors: _Optional[_Iterable[_Union[CalibrationErrorRow, _Mapping]]] = ..., moved: _Optional[_Iterable[str]] = ..., at_bound: _Optional[_Iterable[str]] = ..., declined: _Optional[_Iterable[str]] = ..., contradictions: _Optional[_Iterable[str]] = ..., excluded: _Optional[_Iterable[str]] = ..., compromise: bool = ..., mismatches: _Optional[_Iterable[str]] = ..., notes: _Optional[_Iterable[str]] = ..., base: _Optional[str] = ..., files: _Optional[_Iterable[_Union[CalibrationFile, _Mapping]]] = ..., undetermined: _Optional[_Iterable[str]] = ..., compute_scale: _Optional[float] = ..., before: _Optional[_Iterable[_Union[CalibrationMeasurement, _Mapping]]] = ..., out_of_sample: _Optional[_Iterable[_Union[CalibrationMeasurement, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[CalibrationMeasurement, _Mapping]]] = ..., choices: _Optional[_Iterable[_Union[AlgoRange, _Mapping]]] = ..., mismatch_rows: _Optional[_Iterable[_Union[CalibrationMismatch, _Mapping]]] = ...) -> None: ...
 
 class CalibratedConstant(_message.Message):
     __slots__ = ["base", "field", "fitted", "max", "min", "name"]
@@ -210,6 +228,42 @@ class CalibrationErrorRow(_message.Message):
     rows: int
     def __init__(self, group: _Optional[str] = ..., label: _Optional[str] = ..., rows: _Optional[int] = ..., before_median: _Optional[float] = ..., after_median: _Optional[float] = ..., before_mean: _Optional[float] = ..., after_mean: _Optional[float] = ...) -> None: ...
 
+class CalibrationFile(_message.Message):
+    __slots__ = ["algo", "description", "device", "file", "framework", "gpus", "gpus_per_node", "kind", "launch", "logged_steps", "model", "nodes", "nodes_from", "op", "rows", "step_seconds"]
+    ALGO_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    FRAMEWORK_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_FIELD_NUMBER: _ClassVar[int]
+    LOGGED_STEPS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FROM_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    STEP_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    algo: str
+    description: str
+    device: str
+    file: str
+    framework: str
+    gpus: int
+    gpus_per_node: int
+    kind: str
+    launch: str
+    logged_steps: int
+    model: str
+    nodes: int
+    nodes_from: str
+    op: str
+    rows: int
+    step_seconds: float
+    def __init__(self, file: _Optional[str] = ..., kind: _Optional[str] = ..., op: _Optional[str] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., device: _Optional[str] = ..., launch: _Optional[str] = ..., algo: _Optional[str] = ..., rows: _Optional[int] = ..., nodes_from: _Optional[str] = ..., description: _Optional[str] = ..., framework: _Optional[str] = ..., model: _Optional[str] = ..., gpus: _Optional[int] = ..., step_seconds: _Optional[float] = ..., logged_steps: _Optional[int] = ...) -> None: ...
+
 class CalibrationInput(_message.Message):
     __slots__ = ["algo", "content", "gpus_per_node", "launch", "name", "nodes", "op", "run"]
     ALGO_FIELD_NUMBER: _ClassVar[int]
@@ -229,6 +283,46 @@ class CalibrationInput(_message.Message):
     op: str
     run: CalibrationRun
     def __init__(self, name: _Optional[str] = ..., content: _Optional[str] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., op: _Optional[str] = ..., launch: _Optional[str] = ..., algo: _Optional[str] = ..., run: _Optional[_Union[CalibrationRun, _Mapping]] = ...) -> None: ...
+
+class CalibrationMeasurement(_message.Message):
+    __slots__ = ["algo", "bytes", "file", "line", "measured_us", "nodes", "op", "predicted_us", "ranks"]
+    ALGO_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_US_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_US_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    algo: str
+    bytes: float
+    file: str
+    line: int
+    measured_us: float
+    nodes: int
+    op: str
+    predicted_us: float
+    ranks: int
+    def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., op: _Optional[str] = ..., bytes: _Optional[float] = ..., nodes: _Optional[int] = ..., ranks: _Optional[int] = ..., algo: _Optional[str] = ..., measured_us: _Optional[float] = ..., predicted_us: _Optional[float] = ...) -> None: ...
+
+class CalibrationMismatch(_message.Message):
+    __slots__ = ["bytes", "file", "line", "match_err", "measured", "model", "model_err"]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    MATCH_ERR_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ERR_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    bytes: float
+    file: str
+    line: int
+    match_err: float
+    measured: str
+    model: str
+    model_err: float
+    def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., bytes: _Optional[float] = ..., model: _Optional[str] = ..., measured: _Optional[str] = ..., model_err: _Optional[float] = ..., match_err: _Optional[float] = ...) -> None: ...
 
 class CalibrationRun(_message.Message):
     __slots__ = ["cp", "dp", "ep", "framework", "global_batch", "gpus", "gpus_per_node", "micro_batch", "model", "pp", "precision", "recompute", "schedule", "seq_len", "sp", "tp", "vpp", "zero"]
@@ -547,16 +641,18 @@ class EstimateStepRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., training: _Optional[_Union[Training, _Mapping]] = ..., layout: _Optional[_Union[Layout, _Mapping]] = ..., slow_gpu_speed: _Optional[float] = ..., degraded_nic_speed: _Optional[float] = ..., degraded_link_speed: _Optional[float] = ...) -> None: ...
 
 class EstimateStepResponse(_message.Message):
-    __slots__ = ["cached", "estimate", "estimator_version", "model"]
+    __slots__ = ["cached", "estimate", "estimator_version", "model", "nccl_release"]
     CACHED_FIELD_NUMBER: _ClassVar[int]
     ESTIMATE_FIELD_NUMBER: _ClassVar[int]
     ESTIMATOR_VERSION_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    NCCL_RELEASE_FIELD_NUMBER: _ClassVar[int]
     cached: bool
     estimate: StepEstimate
     estimator_version: str
     model: Architecture
-    def __init__(self, estimate: _Optional[_Union[StepEstimate, _Mapping]] = ..., model: _Optional[_Union[Architecture, _Mapping]] = ..., estimator_version: _Optional[str] = ..., cached: bool = ...) -> None: ...
+    nccl_release: str
+    def __init__(self, estimate: _Optional[_Union[StepEstimate, _Mapping]] = ..., model: _Optional[_Union[Architecture, _Mapping]] = ..., estimator_version: _Optional[str] = ..., cached: bool = ..., nccl_release: _Optional[str] = ...) -> None: ...
 
 class FieldViolation(_message.Message):
     __slots__ = ["description", "field"]
@@ -1043,12 +1139,13 @@ class SimulateCollectiveRequest(_message.Message):
     def __init__(self, cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., nodes: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., concurrent: bool = ..., collective: _Optional[_Union[Collective, str]] = ..., size_bytes: _Optional[int] = ..., algorithm: _Optional[_Union[Algorithm, str]] = ..., protocol: _Optional[_Union[Protocol, str]] = ..., launch: _Optional[_Union[Launch, str]] = ..., steps: bool = ..., max_step_rows: _Optional[int] = ...) -> None: ...
 
 class SimulateCollectiveResponse(_message.Message):
-    __slots__ = ["cached", "chosen", "concurrent_groups", "considered", "estimator_version", "not_applicable", "ranks", "schedule", "warnings"]
+    __slots__ = ["cached", "chosen", "concurrent_groups", "considered", "estimator_version", "nccl_release", "not_applicable", "ranks", "schedule", "warnings"]
     CACHED_FIELD_NUMBER: _ClassVar[int]
     CHOSEN_FIELD_NUMBER: _ClassVar[int]
     CONCURRENT_GROUPS_FIELD_NUMBER: _ClassVar[int]
     CONSIDERED_FIELD_NUMBER: _ClassVar[int]
     ESTIMATOR_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NCCL_RELEASE_FIELD_NUMBER: _ClassVar[int]
     NOT_APPLICABLE_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
@@ -1058,11 +1155,12 @@ class SimulateCollectiveResponse(_message.Message):
     concurrent_groups: int
     considered: _containers.RepeatedCompositeFieldContainer[CollectiveEstimate]
     estimator_version: str
+    nccl_release: str
     not_applicable: _containers.RepeatedCompositeFieldContainer[NotApplicable]
     ranks: int
     schedule: CollectiveSchedule
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, chosen: _Optional[_Union[CollectiveEstimate, _Mapping]] = ..., considered: _Optional[_Iterable[_Union[CollectiveEstimate, _Mapping]]] = ..., not_applicable: _Optional[_Iterable[_Union[NotApplicable, _Mapping]]] = ..., ranks: _Optional[int] = ..., concurrent_groups: _Optional[int] = ..., estimator_version: _Optional[str] = ..., cached: bool = ..., schedule: _Optional[_Union[CollectiveSchedule, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, chosen: _Optional[_Union[CollectiveEstimate, _Mapping]] = ..., considered: _Optional[_Iterable[_Union[CollectiveEstimate, _Mapping]]] = ..., not_applicable: _Optional[_Iterable[_Union[NotApplicable, _Mapping]]] = ..., ranks: _Optional[int] = ..., concurrent_groups: _Optional[int] = ..., estimator_version: _Optional[str] = ..., cached: bool = ..., schedule: _Optional[_Union[CollectiveSchedule, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., nccl_release: _Optional[str] = ...) -> None: ...
 
 class StepEstimate(_message.Message):
     __slots__ = ["assumptions", "breakdown", "communication", "gpus", "layout", "memory", "micro_batches", "stage_layers", "step_time_s", "throughput", "training", "warnings"]
