@@ -35,6 +35,9 @@ func (t Training) validateMoE(c *invalid.Collector) {
 	if t.FP8Activations && t.Precision != FP8 {
 		c.Add("training.fp8_activations", "applies to precision %s only (precision is %s)", FP8, t.Precision)
 	}
+	if t.FP8KVIn16Bits && t.Precision != FP8 {
+		c.Add("training.fp8_kv_projections_16bit", "applies to precision %s only (precision is %s)", FP8, t.Precision)
+	}
 }
 
 // validateMoELayout checks the MoE overlaps of a layout.

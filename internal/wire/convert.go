@@ -468,7 +468,7 @@ func TrainingFromProto(t *pb.Training) (step.Training, error) {
 		DPBucketParams: float64(t.GetDpBucketParams()), FlashAttention2: t.GetFlashAttention_2(),
 		ParamGather: step.ParamGather(strings.ToLower(t.GetParamGather())), CPMaxCTAs: int(t.GetCpNcclMaxCtas()),
 		DPMaxCTAs: int(t.GetDpNcclMaxCtas()), TPMaxCTAs: int(t.GetTpNcclMaxCtas()),
-		DeviceMaxConnections: int(t.GetCudaDeviceMaxConnections())}
+		DeviceMaxConnections: int(t.GetCudaDeviceMaxConnections()), FP8KVIn16Bits: t.GetFp8KvProjections_16Bit()}
 	if o := t.GetOptimizer(); o != nil {
 		out.Optimizer = step.Optimizer{Name: o.GetName(), WeightBytes: o.GetWeightBytes(), GradBytes: o.GetGradBytes(), StateBytes: o.GetStateBytes()}
 	}
@@ -484,7 +484,7 @@ func TrainingToProto(t step.Training) *pb.Training {
 		MoeDispatcher: t.MoEDispatcher, MoePermuteFusion: t.MoEPermuteFusion, MoeRouterFp32: t.MoERouterFP32, MoeGroupedGemm: t.MoEGroupedGEMM, CudaGraphs: t.CUDAGraphs, DpBucketParams: int64(t.DPBucketParams), ParamGather: string(t.ParamGather),
 		FlashAttention_2: t.FlashAttention2, CpNcclMaxCtas: int32(t.CPMaxCTAs),
 		DpNcclMaxCtas: int32(t.DPMaxCTAs), TpNcclMaxCtas: int32(t.TPMaxCTAs),
-		CudaDeviceMaxConnections: int32(t.DeviceMaxConnections),
+		CudaDeviceMaxConnections: int32(t.DeviceMaxConnections), Fp8KvProjections_16Bit: t.FP8KVIn16Bits,
 		Optimizer:                &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 

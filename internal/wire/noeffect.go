@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 
+	"github.com/stepcost/stepcost/estimator/framework"
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/planner"
@@ -47,6 +48,17 @@ func NoEffect(a model.Arch, t step.Training, l *step.Layout) []string {
 		warn(t.DeviceMaxConnections != 0, "training.cuda_device_max_connections", "%s", dense)
 		warn(t.MoERouterFP32, "training.moe_router_fp32", "%s", dense)
 		warn(t.MoEGroupedGEMM, "training.moe_grouped_gemm", "%s", dense)
+	}
+	// The key and value projections are priced apart only where the framework
+	// runs each projection as its own linear and the attention has no MLA (step's
+	// fp8KVIn16Bits); with another precision the field is refused, not warned of.
+	if t.FP8KVIn16Bits && t.Precision == step.FP8 {
+		switch fw, err := framework.Get(def.Framework); {
+		case a.MLA != nil:
+			warn(true, "training.fp8_kv_projections_16bit", "the model's attention is MLA, whose key and value come from one latent projection")
+		case err == nil && !fw.FP8CastPerProjection:
+			warn(true, "training.fp8_kv_projections_16bit", "framework %s's fp8 linears are priced as one query-key-value linear, not per projection (the torchtitan profiles run them apart)", def.Framework)
+		}
 	}
 	if l == nil {
 		return out

@@ -574,3 +574,62 @@ func TestConstraintEnumRefusedByName(t *testing.T) {
 		}
 	}
 }
+
+// training.fp8_kv_projections_16bit crosses the wire both ways unchanged; with
+// another precision than fp8 the estimator refuses it naming the field; under fp8
+// it is warned of as without effect where it cannot change the price — a
+// framework whose profile prices one query-key-value linear (megatron-core) or a
+// model whose attention is MLA — and not where it does (torchtitan, Llama 3).
+func TestFP8KVProjections16BitCrossesAndWarns(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		tr := &pb.Training{SeqLen: 8192, GlobalBatch: 8, Precision: pb.Precision_PRECISION_FP8, Framework: "torchtitan",
+			Fp8KvProjections_16Bit: on, Optimizer: &pb.Optimizer{}}
+		dt, err := wire.TrainingFromProto(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dt.FP8KVIn16Bits != on {
+			t.Errorf("fp8_kv_projections_16bit %v reached the domain as %v", on, dt.FP8KVIn16Bits)
+		}
+		if back := wire.TrainingToProto(dt); !proto.Equal(back, tr) {
+			t.Errorf("training back: %v, sent %v", back, tr)
+		}
+	}
+	bf16, err := wire.TrainingFromProto(&pb.Training{SeqLen: 8192, GlobalBatch: 8, Precision: pb.Precision_PRECISION_BF16, Fp8KvProjections_16Bit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bf16.Validate(); err == nil || !strings.Contains(err.Error(), "training.fp8_kv_projections_16bit") {
+		t.Errorf("fp8_kv_projections_16bit under bf16: %v, want a refusal naming the field", err)
+	}
+	llama, err := model.Lookup("llama3-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsv3, err := model.Lookup("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		arch      model.Arch
+		framework string
+		warned    bool
+	}{
+		{llama, "torchtitan", false},
+		{llama, "torchtitan-2025-11", false},
+		{llama, "megatron-core", true},
+		{llama, "", true}, // the default profile fuses the projections
+		{dsv3, "torchtitan", true},
+	} {
+		tr, err := wire.TrainingFromProto(&pb.Training{SeqLen: 8192, GlobalBatch: 8, Precision: pb.Precision_PRECISION_FP8,
+			Framework: tc.framework, Fp8KvProjections_16Bit: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := wire.NoEffect(tc.arch, tr, nil)
+		got := len(w) == 1 && strings.HasPrefix(w[0], "training.fp8_kv_projections_16bit: no effect")
+		if got != tc.warned || !tc.warned && len(w) != 0 {
+			t.Errorf("%s on %q: warnings %q, want warned %v", tc.arch.Name, tc.framework, w, tc.warned)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 // queues and the data-parallel bucket size.
 type trainingSwitches struct {
 	fp8Acts       *bool
+	fp8KV16       *bool
 	noDropout     *bool
 	moePad        *bool
 	dispatcher    *string
@@ -31,6 +32,7 @@ type trainingSwitches struct {
 func addTrainingSwitches(fs *pflag.FlagSet) *trainingSwitches {
 	s := &trainingSwitches{}
 	s.fp8Acts = fs.Bool("fp8-activations", false, "with --precision fp8: keep the matmul and activation-function inputs saved for the backward pass in fp8, the attention output in 12 bits (DeepSeek-V3; default: the framework's)")
+	s.fp8KV16 = fs.Bool("fp8-kv-16bit", false, "with --precision fp8: the attention's key and value projections stay 16-bit linears (torchtitan's fp8 filter_fqns attention.wk and attention.wv, as torchao's Llama 4 Scout MXFP8 run set them); priced under the torchtitan profiles on a model without MLA")
 	s.noDropout = fs.Bool("no-dropout", false, "the model trains without dropout: no dropout masks saved (Llama 3, Qwen3, DeepSeek-V3)")
 	s.moePad = fs.Bool("moe-pad-to-capacity", false, "with --moe-capacity: pad every expert's input to its capacity, so experts compute and all-to-alls carry capacity × the mean tokens (--moe-pad-expert-input-to-capacity)")
 	s.dispatcher = enumFlag(fs, "moe-dispatcher", "", "MoE token dispatcher: alltoall (one copy per routed expert) or deepep (one copy per node a token reaches, then NVLink); default: the framework's", dispatcherNames)
@@ -52,6 +54,9 @@ func addTrainingSwitches(fs *pflag.FlagSet) *trainingSwitches {
 func (s *trainingSwitches) apply(set map[string]bool, t *step.Training) error {
 	if set["fp8-activations"] {
 		t.FP8Activations = *s.fp8Acts
+	}
+	if set["fp8-kv-16bit"] {
+		t.FP8KVIn16Bits = *s.fp8KV16
 	}
 	if set["no-dropout"] {
 		t.NoDropout = *s.noDropout

@@ -1215,7 +1215,7 @@ class Throughput(_message.Message):
     def __init__(self, tokens_per_s: _Optional[float] = ..., tokens_per_s_per_gpu: _Optional[float] = ..., mfu: _Optional[float] = ..., hfu: _Optional[float] = ...) -> None: ...
 
 class Training(_message.Message):
-    __slots__ = ["cp_nccl_max_ctas", "cuda_device_max_connections", "cuda_graphs", "dp_bucket_params", "dp_nccl_max_ctas", "dp_reduce_after_backward", "flash_attention_2", "fp8_activations", "fp8_params", "fp8_recipe", "framework", "global_batch", "global_tokens", "moe_capacity_factor", "moe_dispatcher", "moe_grouped_gemm", "moe_imbalance", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fp32", "no_dropout", "optimizer", "param_gather", "precision", "seq_len", "tp_nccl_max_ctas", "unfused_attention", "zero3_backward_prefetch", "zero3_on_demand_gathers"]
+    __slots__ = ["cp_nccl_max_ctas", "cuda_device_max_connections", "cuda_graphs", "dp_bucket_params", "dp_nccl_max_ctas", "dp_reduce_after_backward", "flash_attention_2", "fp8_activations", "fp8_kv_projections_16bit", "fp8_params", "fp8_recipe", "framework", "global_batch", "global_tokens", "moe_capacity_factor", "moe_dispatcher", "moe_grouped_gemm", "moe_imbalance", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fp32", "no_dropout", "optimizer", "param_gather", "precision", "seq_len", "tp_nccl_max_ctas", "unfused_attention", "zero3_backward_prefetch", "zero3_on_demand_gathers"]
     CP_NCCL_MAX_CTAS_FIELD_NUMBER: _ClassVar[int]
     CUDA_DEVICE_MAX_CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
     CUDA_GRAPHS_FIELD_NUMBER: _ClassVar[int]
@@ -1224,6 +1224,7 @@ class Training(_message.Message):
     DP_REDUCE_AFTER_BACKWARD_FIELD_NUMBER: _ClassVar[int]
     FLASH_ATTENTION_2_FIELD_NUMBER: _ClassVar[int]
     FP8_ACTIVATIONS_FIELD_NUMBER: _ClassVar[int]
+    FP8_KV_PROJECTIONS_16BIT_FIELD_NUMBER: _ClassVar[int]
     FP8_PARAMS_FIELD_NUMBER: _ClassVar[int]
     FP8_RECIPE_FIELD_NUMBER: _ClassVar[int]
     FRAMEWORK_FIELD_NUMBER: _ClassVar[int]
@@ -1253,6 +1254,7 @@ class Training(_message.Message):
     dp_reduce_after_backward: bool
     flash_attention_2: bool
     fp8_activations: bool
+    fp8_kv_projections_16bit: bool
     fp8_params: bool
     fp8_recipe: str
     framework: str
@@ -1274,7 +1276,7 @@ class Training(_message.Message):
     unfused_attention: bool
     zero3_backward_prefetch: BackwardPrefetch
     zero3_on_demand_gathers: bool
-    def __init__(self, seq_len: _Optional[int] = ..., global_batch: _Optional[int] = ..., global_tokens: _Optional[int] = ..., precision: _Optional[_Union[Precision, str]] = ..., optimizer: _Optional[_Union[Optimizer, _Mapping]] = ..., unfused_attention: bool = ..., zero3_on_demand_gathers: bool = ..., zero3_backward_prefetch: _Optional[_Union[BackwardPrefetch, str]] = ..., framework: _Optional[str] = ..., fp8_recipe: _Optional[str] = ..., dp_reduce_after_backward: bool = ..., moe_imbalance: _Optional[float] = ..., moe_capacity_factor: _Optional[float] = ..., fp8_params: bool = ..., fp8_activations: bool = ..., no_dropout: bool = ..., moe_pad_to_capacity: bool = ..., moe_dispatcher: _Optional[str] = ..., moe_permute_fusion: bool = ..., cuda_graphs: bool = ..., dp_bucket_params: _Optional[int] = ..., flash_attention_2: bool = ..., param_gather: _Optional[str] = ..., moe_router_fp32: bool = ..., cp_nccl_max_ctas: _Optional[int] = ..., dp_nccl_max_ctas: _Optional[int] = ..., tp_nccl_max_ctas: _Optional[int] = ..., moe_grouped_gemm: bool = ..., cuda_device_max_connections: _Optional[int] = ...) -> None: ...
+    def __init__(self, seq_len: _Optional[int] = ..., global_batch: _Optional[int] = ..., global_tokens: _Optional[int] = ..., precision: _Optional[_Union[Precision, str]] = ..., optimizer: _Optional[_Union[Optimizer, _Mapping]] = ..., unfused_attention: bool = ..., zero3_on_demand_gathers: bool = ..., zero3_backward_prefetch: _Optional[_Union[BackwardPrefetch, str]] = ..., framework: _Optional[str] = ..., fp8_recipe: _Optional[str] = ..., dp_reduce_after_backward: bool = ..., moe_imbalance: _Optional[float] = ..., moe_capacity_factor: _Optional[float] = ..., fp8_params: bool = ..., fp8_activations: bool = ..., no_dropout: bool = ..., moe_pad_to_capacity: bool = ..., moe_dispatcher: _Optional[str] = ..., moe_permute_fusion: bool = ..., cuda_graphs: bool = ..., dp_bucket_params: _Optional[int] = ..., flash_attention_2: bool = ..., param_gather: _Optional[str] = ..., moe_router_fp32: bool = ..., cp_nccl_max_ctas: _Optional[int] = ..., dp_nccl_max_ctas: _Optional[int] = ..., tp_nccl_max_ctas: _Optional[int] = ..., moe_grouped_gemm: bool = ..., cuda_device_max_connections: _Optional[int] = ..., fp8_kv_projections_16bit: bool = ...) -> None: ...
 
 class Precision(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
