@@ -485,7 +485,7 @@ func TrainingToProto(t step.Training) *pb.Training {
 		FlashAttention_2: t.FlashAttention2, CpNcclMaxCtas: int32(t.CPMaxCTAs),
 		DpNcclMaxCtas: int32(t.DPMaxCTAs), TpNcclMaxCtas: int32(t.TPMaxCTAs),
 		CudaDeviceMaxConnections: int32(t.DeviceMaxConnections), Fp8KvProjections_16Bit: t.FP8KVIn16Bits,
-		Optimizer:                &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
+		Optimizer: &pb.Optimizer{Name: t.Optimizer.Name, WeightBytes: t.Optimizer.WeightBytes, GradBytes: t.Optimizer.GradBytes, StateBytes: t.Optimizer.StateBytes}}
 }
 
 var recomputes = map[pb.Recompute]step.Recompute{
