@@ -133,6 +133,16 @@ var documentedQuotes = []docQuote{
 	{file: "docs/calibrate.md",
 		quote: `ar.txt states no NCCL release: priced by the base's, NCCL 2.27's rules: the cluster states no release (nccl)`,
 		args:  lambdaPair},
+	{file: "docs/calibrate.md",
+		quote: `…; the fitted cluster file is written for the base's NCCL 2.28, the cluster's release (nccl)`,
+		args: func(t *testing.T, dir string) []string {
+			args := lambdaPair(t, dir)
+			base := filepath.Join(dir, "b200-nccl228.yaml")
+			if err := os.WriteFile(base, []byte("base: hgx-b200\nnccl: \"2.28\"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return append([]string{"calibrate", "--cluster-file", base}, args[3:len(args)-1]...)
+		}},
 	{file: "docs/calibrate.md", exit: 1,
 		quote: `bf16.log:2: tflops ÷ mfu = 367.39 ÷ 37.15 % = 988.9 TFLOP/s, the bf16 peak torchtitan divides by on an H100 SXM or H200 …, not on the base cluster dgx-a100's A100-80GB (312 TFLOP/s)`,
 		args: func(t *testing.T, dir string) []string {
