@@ -70,6 +70,17 @@ func lambdaPair(t *testing.T, dir string) []string {
 	return []string{"calibrate", "--cluster", "hgx-b200", "--nodes", "2", "--gpus-per-node", "8", stated, none}
 }
 
+// badAlgorithms writes a cluster file whose measured ranges name an algorithm
+// that cannot run the operation and one that does not exist.
+func badAlgorithms(t *testing.T, dir string) []string {
+	f := filepath.Join(dir, "algorithms.yaml")
+	ranges := "base: dgx-h100\nalgorithms: [{algo: dbtree, op: allgather, min_bytes: 1, max_bytes: 2}, {algo: butterfly, op: allreduce, min_bytes: 1, max_bytes: 2}]\n"
+	if err := os.WriteFile(f, []byte(ranges), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"collective", "--cluster-file", f, "--nodes", "2", "--op", "allreduce", "--size", "1MiB"}
+}
+
 // documentedQuotes are the refusals, notes and lines the README and the docs quote,
 // each with what prints it.
 var documentedQuotes = []docQuote{
@@ -127,6 +138,12 @@ var documentedQuotes = []docQuote{
 			}
 			return []string{"collective", "--cluster-file", f, "--nodes", "2", "--op", "allreduce", "--size", "1MiB"}
 		}},
+	{file: "docs/cluster-file.md", exit: 1,
+		quote: `algorithms[0].algo: dbtree cannot run allgather`,
+		args:  badAlgorithms},
+	{file: "docs/cluster-file.md", exit: 1,
+		quote: `algorithms[1].algo: unknown algorithm "butterfly"`,
+		args:  badAlgorithms},
 	{file: "docs/calibrate.md",
 		quote: `lambda.txt ran NCCL 2.26.2 (its output says so): priced by its rules`,
 		args:  lambdaPair},
