@@ -50,6 +50,7 @@ func TestDPTPMaxCTAsOverTheAPI(t *testing.T) {
 	def, eight := est(0, 0), est(8, 8)
 	dp := func(e *pb.StepEstimate) float64 { return e.GetBreakdown().GetExposedCommS().GetDp() }
 	t.Logf("exposed DP %.2f → %.2f ms, step %.2f → %.2f ms", 1e3*dp(def), 1e3*dp(eight), 1e3*def.GetStepTimeS(), 1e3*eight.GetStepTimeS())
+	docStates(t, "docs/service.md", fmt.Sprintf("exposed DP %.2f → %.2f ms, step %.2f → %.2f ms", 1e3*dp(def), 1e3*dp(eight), 1e3*def.GetStepTimeS(), 1e3*eight.GetStepTimeS()))
 	if !(dp(eight) > dp(def) && eight.GetStepTimeS() > def.GetStepTimeS()) {
 		t.Errorf("exposed DP %v → %v s, step %v → %v s: want both longer on 8 thread blocks", dp(def), dp(eight), def.GetStepTimeS(), eight.GetStepTimeS())
 	}

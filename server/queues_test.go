@@ -49,6 +49,7 @@ func TestDeviceMaxConnectionsOverTheAPI(t *testing.T) {
 	one, many := est(1), est(32)
 	ep := func(e *pb.StepEstimate) float64 { return e.GetBreakdown().GetExposedCommS().GetEp() }
 	t.Logf("exposed EP %.2f → %.2f s, step %.2f → %.2f s", ep(many), ep(one), many.GetStepTimeS(), one.GetStepTimeS())
+	docStates(t, "docs/service.md", fmt.Sprintf("one queue against 32: exposed EP %.2f → %.2f s, step %.2f → %.2f s", ep(many), ep(one), many.GetStepTimeS(), one.GetStepTimeS()))
 	if !(ep(one) > ep(many) && one.GetStepTimeS() > many.GetStepTimeS()) {
 		t.Errorf("exposed EP %v → %v s, step %v → %v s: want both longer on one queue", ep(many), ep(one), many.GetStepTimeS(), one.GetStepTimeS())
 	}
