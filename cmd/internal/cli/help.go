@@ -25,7 +25,7 @@ var flagGroups = func() map[string]string {
 		"experts", "top-k", "expert-ffn", "moe-every", "shared-experts", "first-dense", "moe-groups", "moe-topk-groups", "expert-bias", "mtp-layers",
 		"sliding-window", "global-every", "q-lora-rank", "kv-lora-rank", "qk-nope-dim", "qk-rope-dim", "v-head-dim")
 	add("Cluster", "cluster", "cluster-file", "nodes", "gpus-per-node", "gpus", "min-gpus", "max-gpus", "rank-order", "placement-tolerance")
-	add("Job", "gbs", "global-tokens", "seq", "precision", "framework", "grad-dtype", "fp8-params", "fp8-recipe", "fp8-activations",
+	add("Job", "gbs", "global-tokens", "seq", "precision", "framework", "grad-dtype", "fp8-params", "fp8-recipe", "fp8-activations", "fp8-kv-16bit",
 		"moe-imbalance", "moe-capacity", "moe-pad-to-capacity", "moe-dispatcher", "moe-permute-fusion", "moe-router-fp32", "moe-grouped-gemm", "no-dropout", "cuda-graphs", "cp-nccl-max-ctas", "dp-nccl-max-ctas", "tp-nccl-max-ctas", "cuda-device-max-connections",
 		"unfused-attention", "flash-attention-2", "zero3-on-demand", "zero3-backward-prefetch", "dp-reduce-after-backward", "dp-bucket-params", "param-gather")
 	add("Layout", "tp", "pp", "dp", "cp", "ep", "etp", "zero", "mbs", "vpp", "sp", "schedule", "recompute", "recompute-layers",
