@@ -81,9 +81,9 @@ func TestRankConfigsStopsMidBatch(t *testing.T) {
 			t.Fatalf("%s: %d results, %v; want %v (the batch took %v)", tc.name, len(resp.GetResults()), err, tc.want, took)
 		}
 		for runtime.NumGoroutine() > goroutines {
-			if time.Since(start) > 2*time.Second {
+			if wait := max(2*time.Second, 2*bound); time.Since(start) > wait {
 				buf := make([]byte, 1<<20)
-				t.Fatalf("%s: %d goroutines 2 s after, %d before:\n%s", tc.name, runtime.NumGoroutine(), goroutines, buf[:runtime.Stack(buf, true)])
+				t.Fatalf("%s: %d goroutines %v after, %d before:\n%s", tc.name, runtime.NumGoroutine(), wait, goroutines, buf[:runtime.Stack(buf, true)])
 			}
 			time.Sleep(time.Millisecond)
 		}
