@@ -3194,6 +3194,9 @@ type assumptionKey struct {
 	queues     int
 	queuesFrom string
 	oneQueueEP bool
+	// Whether the fp8 note names the key and value projections among what runs in
+	// 16 bits (fp8KVIn16Bits).
+	kv16 bool
 }
 
 // ErrUnsupported says the estimator lacks calibration for a request.

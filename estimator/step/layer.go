@@ -1601,7 +1601,7 @@ func (e *Estimator) assumptions(req *Request, r *gpuRates) []string {
 	}
 	queues, from := deviceMaxConnections(req)
 	key := assumptionKey{gpu.Name, gpu.Arch, req.Training.Precision, req.Training.UnfusedAttention, req.Training.FlashAttention2, req.Training.OnDemandGathers, req.Training.BackwardPrefetch, req.Training.Framework, req.Training.FP8Recipe, req.Training.FP8Params, req.Training.DPReduceAfterBackward, r.peak, r.sms,
-		req.Training.CUDAGraphs, mla, hostOpScale(req.Cluster.Spec), dpBucketBytes(req, &e.k), queues, from, oneQueueSerialisesEP(req, queues)}
+		req.Training.CUDAGraphs, mla, hostOpScale(req.Cluster.Spec), dpBucketBytes(req, &e.k), queues, from, oneQueueSerialisesEP(req, queues), fp8KVIn16Bits(req)}
 	e.mu.RLock()
 	out, ok := e.notes[key]
 	e.mu.RUnlock()
