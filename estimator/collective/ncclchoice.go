@@ -176,7 +176,13 @@ const (
 // tuning.cc ncclTunerConstantsDefaults at v2.29.7-1.
 var (
 	ncclRingLL128PerCh228Blackwell = [3]float64{40, 40, 40}
-	ncclTreePerCh228Blackwell      = [3]float64{70.0, 42.8, 24.0}
+	// ncclRingLL128PerCh228OnlyBlackwell is perChMaxRingLL128Bws for Blackwell in
+	// NCCL 2.28 (tuning.cc line 179 at v2.28.7-1 and v2.28.9-1: {2*36.7, 34.6,
+	// 2*36.7}; v2.28.3-1 has 2*36.7 on two nodes too): one node keeps 2.27's 73.4
+	// GB/s a channel, above what 0.92 of a Blackwell ring's NVLink leaves a channel,
+	// so the LL128 ring of one node is not capped there. 2.29's 40 would cap it.
+	ncclRingLL128PerCh228OnlyBlackwell = [3]float64{2 * 36.7, 34.6, 2 * 36.7}
+	ncclTreePerCh228Blackwell          = [3]float64{70.0, 42.8, 24.0}
 )
 
 const ncclNVLSTreeNetLat228 = 20.9
@@ -205,10 +211,14 @@ type ncclGraph struct {
 	// LL128 40, tree LL128 55.6 / 31.67 / 20.0, tree 70.0 / 42.8 / 24.0 GB/s;
 	// twice Hopper's before), tuning.cc ncclTunerConstantsDefaults: the tree caps
 	// from v2.28.3-1 on, the hop from v2.28.9-1 on (v2.28.3-1 and v2.28.7-1 keep
-	// 14), the ring LL128 cap at v2.29.7-1 (v2.28.3-1 keeps 2 × 36.7, v2.28.7-1
-	// {2 × 36.7, 34.6, 2 × 36.7}, v2.29.2-1 {34.5, 34.6, 34.5}). One set stands for
-	// every release from 2.28 on (ncclRingLL128PerCh228Blackwell and the others).
+	// 14), the ring LL128 cap of 40 at v2.29.7-1 (v2.29.2-1 and v2.29.3-1 {34.5,
+	// 34.6, 34.5}). One set stands for every release from 2.28 on
+	// (ncclRingLL128PerCh228Blackwell and the others) but the ring LL128 cap of 2.28
+	// (is228).
 	since228 bool
+	// is228: the cluster states NCCL 2.28, whose ring LL128 cap on Blackwell is
+	// ncclRingLL128PerCh228OnlyBlackwell, not 2.29's.
+	is228 bool
 }
 
 func ncclGraphOf(p *Placement) (ncclGraph, bool) {
@@ -261,6 +271,7 @@ func ncclGraphOf(p *Placement) (ncclGraph, bool) {
 	g.treePattern = g.nodes > 1 && p.PerDomain == 1
 	if major, minor, ok := s.NCCLRelease(); ok && (major > 2 || major == 2 && minor >= 28) {
 		g.since228 = true
+		g.is228 = major == 2 && minor == 28
 	}
 	return g, true
 }
@@ -333,6 +344,9 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 	ringLL128, treeLL128, tree := ncclRingLL128PerCh[g.arch], ncclTreeLL128PerCh[g.arch], ncclTreePerCh[g.arch]
 	if g.since228 && g.arch == hardware.Blackwell {
 		ringLL128, treeLL128, tree = ncclRingLL128PerCh228Blackwell, ncclTreeLL128PerCh228Blackwell, ncclTreePerCh228Blackwell
+		if g.is228 {
+			ringLL128 = ncclRingLL128PerCh228OnlyBlackwell
+		}
 	}
 	llMax := ncclLLMaxBwIntel[idx2]
 	if g.nodes == 1 {

@@ -302,3 +302,52 @@ func TestNCCLChoiceLeavesSimpleOnSlowerNVLink(t *testing.T) {
 		}
 	}
 }
+
+// NCCL 2.28 caps a Blackwell ring's LL128 channel at 2 × 36.7 GB/s on one node
+// (tuning.cc line 179 at v2.28.7-1: perChMaxRingLL128Bws {2*36.7, 34.6, 2*36.7}), 2.29
+// at 40 (v2.29.7-1). On one GB300 tray of 4 GPUs (the model's 16 ring channels on
+// 720 GB/s of NVLink, 18 × 40) a 16 MiB all-reduce is, by NCCL's table, LL128 at
+// min(0.92 × 720, 16 × 73.4) = 662.4 GB/s of bus bandwidth, 14 + 6 × 1.9 = 25.4 µs +
+// 16 MiB / (662.4 × 4/6) = 38.0 µs, against Simple at 720 GB/s, 8.4 + 6 × 3.4 = 28.8 µs
+// + 35.0 µs: NCCL 2.28 runs LL128 (63.4 against 63.8 µs), as OCI's GB300 sweep (NCCL
+// 2.28.7) measures (75.4 µs, the LL128 price 70.2, Simple's 105.7); 2.29's cap of
+// 16 × 40 = 640 GB/s gives LL128 39.3 µs of transfer and Simple is chosen.
+func TestNCCL228RingLL128CapBlackwell(t *testing.T) {
+	m := nccltuned()
+	for _, c := range []struct {
+		nccl string
+		want Protocol
+		cap  float64 // the channels' cap; 0: none binds, 0.92 of the ring's bus
+	}{{"2.28.7", LL128, 0}, {"2.29.7", Simple, 16 * 40}} {
+		cl, err := catalog.Cluster("gb300-nvl72", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.Spec.NCCL = c.nccl
+		group, _, err := NodeGroups(cl, 1, 4, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Place(cl, group, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, ok := ncclGraphOf(p)
+		if !ok || g.channels != 16 || math.Abs(g.intra-720) > 2 {
+			t.Fatalf("NCCL %s: graph of %v channels on %.1f GB/s, want 16 on 720", c.nccl, g.channels, g.intra)
+		}
+		S := float64(16 << 20)
+		_, xfer := g.parts(AllReduce, nRing, 1, S)
+		want := c.cap
+		if want == 0 {
+			want = 0.92 * g.intra
+		}
+		if bus := S / (1000 * xfer) * 6 / 4; math.Abs(bus-want) > 0.5 {
+			t.Errorf("NCCL %s: ring LL128 bus bandwidth %.1f GB/s, want %.1f", c.nccl, bus, want)
+		}
+		a, pr, ok := m.ncclChoice(p, AllReduce, S, true)
+		if !ok || a != Ring || pr != c.want {
+			t.Errorf("NCCL %s, 16 MiB on 4 GB300: NCCL's choice %v/%v, want ring/%v", c.nccl, a, pr, c.want)
+		}
+	}
+}
