@@ -148,7 +148,8 @@ const (
 	// ncclPATFactor: PAT's bus bandwidth × .75 [285].
 	ncclPATFactor = 0.75
 	// ncclNVLSRatio and ncclTreeRatio: bus to algorithm bandwidth for NVLS and the
-	// NVLS tree (5.0/6.0) and for the other non-ring algorithms (.5) [324–325].
+	// NVLS tree (5.0/6.0; from 2.28 nRanks / nsteps, ncclNVLSChannel228) and for the
+	// other non-ring algorithms (.5) [324–325].
 	ncclNVLSRatio = 5.0 / 6
 	ncclTreeRatio = 0.5
 	// ncclSimpleNetOverheadScale: Simple pays the network overhead three times
@@ -206,7 +207,8 @@ type ncclGraph struct {
 	// traffic through one GPU), which its search forces with one GPU per node
 	// (search.cc ncclTopoCompute: ngpus == 1, v2.27.7-1 to v2.29.2-1).
 	treePattern bool
-	// since228: the cluster states NCCL 2.28 or later, whose tables differ: the NVLS
+	// since228: the cluster states NCCL 2.28 or later, whose tables differ: NVLS and
+	// the NVLS tree priced with nvlsEfficiency (ncclNVLSChannel228), the NVLS
 	// tree's network hop 20.9 µs (14 before) and Blackwell's per-channel caps (ring
 	// LL128 40, tree LL128 55.6 / 31.67 / 20.0, tree 70.0 / 42.8 / 24.0 GB/s;
 	// twice Hopper's before), tuning.cc ncclTunerConstantsDefaults: the tree caps
@@ -330,6 +332,8 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 			chInter = g.nvlsNIC / heads
 		}
 		switch {
+		case g.since228:
+			bus = heads * ncclNVLSChannel228(g, a, op, heads, chIntra, chInter)
 		case a == nNVLSTree && g.nodes > 2:
 			bus = heads * min(chIntra, chInter/2)
 		case a == nNVLSTree:
@@ -383,7 +387,11 @@ func (g *ncclGraph) parts(op Op, a, pi int, bytes float64) (lat, xfer float64) {
 		case nRing:
 			bus *= n / nsteps
 		case nNVLS, nNVLSTree:
-			bus *= ncclNVLSRatio
+			if g.since228 {
+				bus *= n / nsteps // as a ring's, from v2.28.3-1 (ncclNVLSChannel228)
+			} else {
+				bus *= ncclNVLSRatio
+			}
 		default:
 			bus *= ncclTreeRatio
 		}
@@ -670,3 +678,40 @@ var ncclNVLSTreePerCh = map[hardware.Arch][2]float64{
 	hardware.Hopper:    {57.7, 45.5},
 	hardware.Blackwell: {96.0, 43.8},
 }
+
+// ncclNVLSChannel228 is what NCCL 2.28 and later price a channel (one head) of its
+// NVLS graph at, as bus bandwidth (GB/s; tuning.cc ncclTopoTuneModel, v2.28.3-1 to
+// v2.30.7-1, lines 285–300 at v2.28.7-1): the head's speed inside the node (chIntra)
+// × nvlsEfficiency × (heads − 1)/heads, twice for an all-reduce ("AllReduce
+// pipelines two operations") and × (ppn − 1)/ppn for an all-gather or
+// reduce-scatter; at most its speed across nodes (chInter, twice on two nodes for
+// the NVLS tree) and, for the NVLS tree, perChMaxNVLSTreeBws. The table then takes
+// the heads' sum and converts an all-reduce's by nRanks / nsteps as a ring's, where
+// 2.27 took min(bwIntra, bwInter) × 5/6 (ncclNVLSRatio). An NVLS graph of fewer than
+// two heads is not priced ("NVLS/NVLStree needs at least 2 channels").
+func ncclNVLSChannel228(g *ncclGraph, a int, op Op, heads, chIntra, chInter float64) float64 {
+	eff, ok := ncclNVLSEfficiencyTable[g.arch]
+	if !ok || heads < 2 {
+		return 0
+	}
+	intra := chIntra * eff * (heads - 1) / heads
+	if op == AllReduce {
+		intra *= 2
+	} else {
+		intra *= (g.ppn - 1) / g.ppn
+	}
+	inter := chInter
+	if a == nNVLSTree && g.nodes <= 2 {
+		inter *= 2
+	}
+	bw := min(intra, inter)
+	if perCh, ok := ncclNVLSTreePerCh[g.arch]; ok && a == nNVLSTree && g.nodes >= 2 {
+		bw = min(bw, perCh[min(g.nodes, 3)-2])
+	}
+	return bw
+}
+
+// ncclNVLSEfficiencyTable is tuning.cc's nvlsEfficiency as NCCL's table takes it
+// (v2.28.3-1 to v2.30.7-1: Hopper 0.85, Blackwell 0.74); the price holds only
+// Blackwell's (ncclNVLSEfficiency).
+var ncclNVLSEfficiencyTable = map[hardware.Arch]float64{hardware.Hopper: 0.85, hardware.Blackwell: 0.74}

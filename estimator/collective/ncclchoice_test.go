@@ -351,3 +351,60 @@ func TestNCCL228RingLL128CapBlackwell(t *testing.T) {
 		}
 	}
 }
+
+// From 2.28 NCCL's table prices an NVLS all-reduce with nvlsEfficiency (tuning.cc
+// v2.28.7-1 lines 285–300, 348): a head at the search's speed for the NVLink over
+// heads + 1, × 0.74 × (heads − 1)/heads × 2 on Blackwell, the heads' sum converted by
+// nRanks / nsteps as a ring's. On 8 B200 (8 heads at 80 GB/s) that is 8 × 80 × 0.74 ×
+// 7/8 × 2 = 828.8 GB/s of bus bandwidth, 828.8 × 8/14 = 473.6 of algorithm
+// bandwidth; on a GB300 NVL72 rack's 64 ranks of one MNNVL node (32 heads at 20 GB/s)
+// 32 × 20 × 0.74 × 31/32 × 2 = 917.6, × 64/126 = 466.1. 2.27 priced them at heads ×
+// speed × 5/6: 533.3 GB/s on both. The choices of OCI's GB300 sweeps (NCCL 2.28.7) do
+// not move: NVLS at every size on 64 ranks (at 512 KiB 25 + 1.1 µs against the LL
+// ring's 6.6 + 126 × 0.6 = 82.2 µs of latency), the LL ring up to 2 MiB on 8 and NVLS
+// from 4 MiB (25 + 8.9 against the LL ring's 41.0 µs).
+func TestNCCL228NVLSBandwidth(t *testing.T) {
+	m := nccltuned()
+	for _, c := range []struct {
+		system       string
+		nodes, ranks int
+		nccl         string
+		want         float64
+	}{
+		{"hgx-b200", 1, 8, "2.28.7", 8 * 80 * 0.74 * 7 / 8 * 2 * 8 / 14},
+		{"hgx-b200", 1, 8, "2.27.7", 8 * 80 * 5.0 / 6},
+		{"gb300-nvl72", 16, 64, "2.28.7", 32 * 20 * 0.74 * 31 / 32 * 2 * 64 / 126},
+		{"gb300-nvl72", 16, 64, "2.27.7", 32 * 20 * 5.0 / 6},
+	} {
+		cl, err := catalog.Cluster(c.system, c.nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.Spec.NCCL = c.nccl
+		group, _, err := NodeGroups(cl, c.nodes, c.ranks/c.nodes, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Place(cl, group, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, ok := ncclGraphOf(p)
+		if !ok || g.nodes != 1 {
+			t.Fatalf("%s NCCL %s: graph %+v, want one node", c.system, c.nccl, g)
+		}
+		_, xfer := g.parts(AllReduce, nNVLS, 2, 1e9)
+		if bw := 1e9 / (1000 * xfer); math.Abs(bw-c.want) > 0.5 {
+			t.Errorf("%s, %d ranks, NCCL %s: NVLS all-reduce %.1f GB/s of algorithm bandwidth, want %.1f", c.system, c.ranks, c.nccl, bw, c.want)
+		}
+		if c.ranks != 64 {
+			continue
+		}
+		for _, mib := range []float64{0.5, 16, 1024, 16384} {
+			a, pr, ok := m.ncclChoice(p, AllReduce, mib*(1<<20), true)
+			if !ok || a != NVLS || pr != Simple {
+				t.Errorf("64 ranks, NCCL %s, %.1f MiB: NCCL's choice %v/%v, want NVLS/Simple", c.nccl, mib, a, pr)
+			}
+		}
+	}
+}
