@@ -214,8 +214,8 @@ func scored(r Row) (bool, string) {
 // chunk (all_reduce.h runRing at v2.28.7-1: chunkCount = remCount / nranks when
 // remCount < loopCount), under the default buffer's 2 MiB chunk (calcCollChunking:
 // NCCL_BUFFSIZE / NCCL_STEPS × ALLREDUCE_CHUNKSTEPS) on 16–24 channels up to 64 MiB,
-// and NVLS's chunk is NCCL_NVLS_CHUNKSIZE's, whatever the buffer. The model misses them: one tray +17 … +40 % at
-// 16–64 MiB, two trays −18 … −28 % at 4–64 MiB, sixteen trays (NVLS over the rack, the
+// and NVLS's chunk is NCCL_NVLS_CHUNKSIZE's, whatever the buffer. The model misses them: one tray +17 … +20 % at
+// 32–64 MiB (16 MiB +40 → −7 % with NCCL 2.28's ring LL128 cap), two trays −18 … −28 % at 4–64 MiB, sixteen trays (NVLS over the rack, the
 // cost CoreWeave's rack rows show, nvls_whole_rack_cost_not_modelled) −17 … −59 % up
 // to 64 MiB. Fitted, all of them put BaseUs.simple on its bound of 80 µs in 11 folds;
 // without the sixteen trays' NVLSStepUs went to 0 in one; without the two trays' too,
