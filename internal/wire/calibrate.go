@@ -94,6 +94,14 @@ func ResolveCalibration(req *pb.CalibrateClusterRequest) (*Calibration, error) {
 		}
 	}
 	spec, err := ClusterSpec("cluster", req.GetCluster())
+	if err == nil {
+		// The base checked as a call on it is (Clusters.Get): its nccl read by
+		// the one release parser, its rates within bounds. Its node count is not
+		// used (each input states its own): checked at one node.
+		v := spec
+		v.Nodes = max(v.Nodes, 1)
+		err = ClusterFields(req.GetCluster(), "", v.Validate())
+	}
 	c.Join(err)
 	if err == nil {
 		// A run larger than the cluster: the readers would take its ranks as the
