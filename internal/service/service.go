@@ -530,6 +530,9 @@ func (s *Service) ListCatalog(context.Context, *pb.ListCatalogRequest) (*pb.List
 // more than MaxAnswerGPUs GPUs, before it runs.
 func (s *Service) checkSearchSize(pr planner.Request) error {
 	if n := planner.SearchGPUs(pr); s.limits.MaxSearchGPUs > 0 && n > s.limits.MaxSearchGPUs {
+		if pr.GPUs > 0 { // one job size: the field the caller sent
+			return wire.Limit("gpus", fmt.Sprintf("the search would place %d GPUs, over the limit of %d (flag --max-search-gpus); ask for fewer GPUs", n, s.limits.MaxSearchGPUs))
+		}
 		return wire.Limit("max_gpus", fmt.Sprintf("the search would place %d GPUs summed over its job sizes, over the limit of %d (flag --max-search-gpus); narrow min_gpus/max_gpus", n, s.limits.MaxSearchGPUs))
 	}
 	if s.limits.MaxAnswerGPUs <= 0 {
