@@ -275,7 +275,7 @@ func malformedCases() []malformed {
 		{"size over 1 PiB", coll, with(okColl, "size_bytes", int64(1)<<51), ia, "size_bytes", "between 1 and 2^50", false},
 		{"size a fraction", coll, with(okColl, "size_bytes", 1.5), ia, "size_bytes", "64-bit integer", true},
 		{"nodes negative in a collective", coll, with(okColl, "nodes", -4), ia, "nodes", "at least 1", false},
-		{"nodes over the limit in a collective", coll, with(okColl, "nodes", 10000), ia, "nodes", "must be between 1 and 512 nodes (got 10000)", false},
+		{"nodes over the limit in a collective", coll, with(okColl, "nodes", 10000), ia, "nodes", "must be between 1 and 512 nodes of 8 GPUs, the service's limit of 4096 GPUs (flag --max-gpus; got 10000)", false},
 		{"gpus_per_node not dividing", coll, with(okColl, "gpus_per_node", 3), ia, "gpus_per_node", "must divide the 8 GPUs", false},
 		{"gpus_per_node negative", coll, with(okColl, "gpus_per_node", -2), ia, "gpus_per_node", "must divide the 8 GPUs", false},
 		{"a group of one GPU", coll, with(okColl, "nodes", 1, "gpus_per_node", 1), ia, "gpus_per_node", "at least 2 GPUs", false},

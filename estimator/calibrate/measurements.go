@@ -125,11 +125,15 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 			// The release the row ran, as stepcost accuracy reads it
 			// (collective/accuracy statedNCCL; an RCCL row states none): "2.28.7 (NCCL version
 			// 2.28.7+cuda13.0 printed)" gives 2.28.7; a library_version that
-			// does not start with a release states none.
-			if v, _, _ := strings.Cut(version, " "); r.Library == "" || r.Library == "NCCL" {
-				if _, _, ok := (topology.Spec{NCCL: v}).NCCLRelease(); ok {
-					s.NCCL = v
+			// does not start with a digit ("not stated") states none, and one
+			// that does must start with a release topology.ParseNCCLRelease
+			// takes ("9.99" or "2.28.7.1.2" is refused, not read as none).
+			if v, _, _ := strings.Cut(version, " "); (r.Library == "" || r.Library == "NCCL") && version != "" &&
+				(version[0] == ' ' || version[0] >= '0' && version[0] <= '9') {
+				if _, _, err := topology.ParseNCCLRelease(v); err != nil {
+					return s, fe("library_version", "%v", err)
 				}
+				s.NCCL = v
 			}
 		}
 		k := runKey{op.String(), algo, proto, r.System, version, *r.Nodes, *r.GPUsPerNode}

@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/collective"
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // Point is one message size of an nccl-tests sweep.
@@ -160,7 +161,9 @@ var (
 	// library's version code nccl-tests 2.14 and later print in their first
 	// line ("# nccl-tests version 2.17.6 nccl-headers=22602 nccl-library=22602",
 	// src/common.cu, from ncclGetVersion).
-	ncclVersionRe = regexp.MustCompile(`\bNCCL version (\d+\.\d+\.\d+)\b`)
+	// The release is the whole word, up to NCCL's "+cuda…" (2.28.7+cuda13.0), read
+	// by topology.ParseNCCLRelease: "2.28.7.1.2" is refused, not read as 2.28.7.
+	ncclVersionRe = regexp.MustCompile(`\bNCCL version (\d[^\s+]*)`)
 	ncclLibraryRe = regexp.MustCompile(`\bnccl-library=(\d+)\b`)
 )
 
@@ -261,6 +264,9 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			}
 		}
 		if release != "" {
+			if _, _, err := topology.ParseNCCLRelease(release); err != nil {
+				return s, fileErr(name, line, "NCCL %s: %v", release, err)
+			}
 			if s.NCCL != "" && release != s.NCCL {
 				return s, fileErr(name, line, "NCCL %s here, NCCL %s at line %d: two runs of different releases in one file; give each run its own file", release, s.NCCL, ncclLine)
 			}

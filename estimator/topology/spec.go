@@ -5,6 +5,7 @@
 package topology
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -120,27 +121,56 @@ type Spec struct {
 }
 
 // NCCLRelease is the spec's NCCL release as major and minor numbers; ok is false
-// when none is stated (or it does not parse, which Validate reports).
+// when none is stated (or it is not one ParseNCCLRelease takes, which Validate
+// reports).
 func (s Spec) NCCLRelease() (major, minor int, ok bool) {
 	if s.NCCL == "" {
 		return 0, 0, false
 	}
-	parts := strings.Split(s.NCCL, ".")
+	major, minor, err := ParseNCCLRelease(s.NCCL)
+	return major, minor, err == nil
+}
+
+// The NCCL releases the collective model prices: NCCL 2 (NCCL 1 ran inside one
+// node), from 2.0 to 2.31, the newest release a measurement the model is scored
+// on states (collective/accuracy/testdata/nccl_measured.jsonl: 2.31.2; its rules
+// are read from NCCL's source through v2.30.7-1, docs/collective.md), with a
+// minor and a patch of at most 99, as nccl.h's version code (NCCL_VERSION: X *
+// 10000 + Y * 100 + Z) holds them. A newer release is refused, not priced by
+// rules written before it.
+const (
+	NCCLMajor       = 2
+	NewestNCCLMinor = 31
+	maxNCCLPatch    = 99
+)
+
+// NCCLReleases names the releases ParseNCCLRelease takes.
+var NCCLReleases = fmt.Sprintf("%d.0 through %d.%d", NCCLMajor, NCCLMajor, NewestNCCLMinor)
+
+// ParseNCCLRelease reads an NCCL release, "major.minor" or "major.minor.patch"
+// (e.g. "2.29" or "2.28.9"), one of those the collective model prices
+// (NCCLReleases): every place a release is read (a cluster's nccl, an nccl-tests
+// output, a measurement row) reads it here. The error states the rule and the
+// value.
+func ParseNCCLRelease(v string) (major, minor int, err error) {
+	bad := fmt.Errorf("must be an NCCL release the collective model prices, %s, as major.minor or major.minor.patch (patch at most %d), e.g. 2.28.9 (got %q)",
+		NCCLReleases, maxNCCLPatch, v)
+	parts := strings.Split(v, ".")
 	if len(parts) < 2 || len(parts) > 3 {
-		return 0, 0, false
+		return 0, 0, bad
 	}
 	var n [3]int
 	for i, p := range parts {
-		v, err := strconv.Atoi(p)
-		if err != nil || v < 0 || v > 999 || p != strconv.Itoa(v) {
-			return 0, 0, false
+		x, err := strconv.Atoi(p)
+		if err != nil || x < 0 || x > maxNCCLPatch || p != strconv.Itoa(x) {
+			return 0, 0, bad
 		}
-		n[i] = v
+		n[i] = x
 	}
-	if n[0] < 1 {
-		return 0, 0, false
+	if n[0] != NCCLMajor || n[1] > NewestNCCLMinor {
+		return 0, 0, bad
 	}
-	return n[0], n[1], true
+	return n[0], n[1], nil
 }
 
 // CPUKind is the instruction-set family of a node's host CPU, which sets how fast
@@ -257,8 +287,10 @@ func (s Spec) Validate() error {
 		fraction(&c, "nics.efficiency", s.NICs.Efficiency)
 		c.NonNegativeWithin("nics.latency_us", s.NICs.LatencyUs, MaxLatencyUs)
 	}
-	if _, _, ok := s.NCCLRelease(); s.NCCL != "" && !ok {
-		c.Add("nccl", "must be an NCCL release as major.minor or major.minor.patch, e.g. 2.28.9 (got %q)", s.NCCL)
+	if s.NCCL != "" {
+		if _, _, err := ParseNCCLRelease(s.NCCL); err != nil {
+			c.Add("nccl", "%v", err)
+		}
 	}
 	if s.Network.NodesPerLeaf < 0 {
 		c.Add("network.nodes_per_leaf", "must be ≥ 0 (got %d)", s.Network.NodesPerLeaf)

@@ -216,6 +216,16 @@ func TestNCCLRelease(t *testing.T) {
 		{"2.28.9.1", 0, 0, false},
 		{"2.-1", 0, 0, false},
 		{"2.028", 0, 0, false},
+		{"2.0", 2, 0, true},
+		{"2.31.2", 2, 31, true},
+		{"2.32", 0, 0, false}, // newer than the model knows
+		{"9.99", 0, 0, false},
+		{"3.0", 0, 0, false},
+		{"1.3.4", 0, 0, false},
+		{"2.999", 0, 0, false},
+		{"2.28.100", 0, 0, false},
+		{" 2.28", 0, 0, false},
+		{"0.1", 0, 0, false},
 	} {
 		s := spec()
 		s.NCCL = tc.in

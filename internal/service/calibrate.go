@@ -22,7 +22,7 @@ func (s *Service) CalibrateCluster(ctx context.Context, req *pb.CalibrateCluster
 // (up to seconds of CPU on the largest request the limits allow, see
 // wire.MaxCalibrationInputs) and stops at the call's deadline.
 func (s *Service) calibrate(ctx context.Context, req *pb.CalibrateClusterRequest) (*wire.Calibration, *calibrate.Report, error) {
-	cal, err := wire.ResolveCalibration(req)
+	cal, err := wire.ResolveCalibration(positiveZeros(req))
 	if err != nil {
 		return nil, nil, err
 	}

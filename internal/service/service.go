@@ -212,6 +212,7 @@ func setCached(m proto.Message, v bool) {
 
 // EstimateStep estimates one layout.
 func (s *Service) EstimateStep(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, error) {
+	req = positiveZeros(req)
 	w, err := s.estimateStep(req)
 	if err != nil {
 		return nil, err
@@ -260,6 +261,7 @@ func planWarned(resp *pb.EstimatePlanResponse, ws []string) *pb.EstimatePlanResp
 }
 
 func (s *Service) estimateStep(req *pb.EstimateStepRequest) (work, error) {
+	req = positiveZeros(req)
 	st, err := wire.ResolveStep(s.clusters, req, s.limits.MaxGPUs)
 	if err != nil {
 		return work{}, err
@@ -283,6 +285,7 @@ func estimate(ctx context.Context, st *wire.Step) (step.Result, error) {
 
 // EstimatePlan searches and ranks the plans of a job.
 func (s *Service) EstimatePlan(ctx context.Context, req *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, error) {
+	req = positiveZeros(req)
 	w, err := s.estimatePlan(req)
 	if err != nil {
 		return nil, err
@@ -295,6 +298,7 @@ func (s *Service) EstimatePlan(ctx context.Context, req *pb.EstimatePlanRequest)
 }
 
 func (s *Service) estimatePlan(req *pb.EstimatePlanRequest) (work, error) {
+	req = positiveZeros(req)
 	p, err := wire.ResolvePlan(s.clusters, req, s.limits.MaxGPUs, s.limits.MaxCandidates)
 	if err != nil {
 		return work{}, err
@@ -326,6 +330,7 @@ func (s *Service) plan(ctx context.Context, p *wire.Plan) (*pb.EstimatePlanRespo
 // the cache, and also returns the planner's result, for a caller in process that
 // draws it (the command line's --svg).
 func (s *Service) PlanResult(ctx context.Context, req *pb.EstimatePlanRequest) (*pb.EstimatePlanResponse, planner.Result, error) {
+	req = positiveZeros(req)
 	p, err := wire.ResolvePlan(s.clusters, req, s.limits.MaxGPUs, s.limits.MaxCandidates)
 	if err != nil {
 		return nil, planner.Result{}, err
@@ -348,6 +353,7 @@ func (s *Service) PlanResult(ctx context.Context, req *pb.EstimatePlanRequest) (
 // (the answer's assumptions also say how a shape was derived from a parameter
 // count; the result's are the estimator's own).
 func (s *Service) StepResult(ctx context.Context, req *pb.EstimateStepRequest) (*pb.EstimateStepResponse, step.Result, error) {
+	req = positiveZeros(req)
 	st, err := wire.ResolveStep(s.clusters, req, s.limits.MaxGPUs)
 	if err != nil {
 		return nil, step.Result{}, err
@@ -398,6 +404,7 @@ func (s *Service) plannerTrace(ctx context.Context) func(string) func(int) {
 // RankConfigs estimates and ranks a batch; each failing item carries its own error
 // (ItemError).
 func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (*pb.RankConfigsResponse, error) {
+	req = positiveZeros(req)
 	obj, err := wire.RankObjective(req, s.limits.MaxRankConfigs)
 	if err != nil {
 		return nil, err
@@ -440,6 +447,7 @@ func (s *Service) RankConfigs(ctx context.Context, req *pb.RankConfigsRequest) (
 
 // SimulateCollective prices one collective.
 func (s *Service) SimulateCollective(ctx context.Context, req *pb.SimulateCollectiveRequest) (*pb.SimulateCollectiveResponse, error) {
+	req = positiveZeros(req)
 	w, err := s.simulateCollective(req)
 	if err != nil {
 		return nil, err
@@ -457,6 +465,7 @@ func (s *Service) SimulateCollective(ctx context.Context, req *pb.SimulateCollec
 }
 
 func (s *Service) simulateCollective(req *pb.SimulateCollectiveRequest) (work, error) {
+	req = positiveZeros(req)
 	c, err := wire.ResolveCollective(s.clusters, s.coll, req, s.limits.MaxGPUs)
 	if err != nil {
 		return work{}, err
@@ -521,6 +530,9 @@ func (s *Service) ListCatalog(context.Context, *pb.ListCatalogRequest) (*pb.List
 // more than MaxAnswerGPUs GPUs, before it runs.
 func (s *Service) checkSearchSize(pr planner.Request) error {
 	if n := planner.SearchGPUs(pr); s.limits.MaxSearchGPUs > 0 && n > s.limits.MaxSearchGPUs {
+		if pr.GPUs > 0 { // one job size: the field the caller sent
+			return wire.Limit("gpus", fmt.Sprintf("the search would place %d GPUs, over the limit of %d (flag --max-search-gpus); ask for fewer GPUs", n, s.limits.MaxSearchGPUs))
+		}
 		return wire.Limit("max_gpus", fmt.Sprintf("the search would place %d GPUs summed over its job sizes, over the limit of %d (flag --max-search-gpus); narrow min_gpus/max_gpus", n, s.limits.MaxSearchGPUs))
 	}
 	if s.limits.MaxAnswerGPUs <= 0 {

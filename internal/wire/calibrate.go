@@ -13,13 +13,16 @@ import (
 )
 
 // Limits of one CalibrateCluster request. Calibration fits every input file left
-// out in turn, so its work grows with the square of the file count: the five OCI
-// A100 sweeps take 0.15 s of CPU, 16 full sweeps (8 B–8 GiB, 30 rows each) that
-// contradict each other — the worst case, every constant declined and refitted —
-// about 8 s, within the server's default 30 s deadline, which stops it beyond. An
-// nccl-tests output is a few KiB and a training log's step lines a few hundred
-// KiB; 1 MiB per file leaves room for a long log, and the server's request size
-// bounds the whole.
+// out in turn, so its work grows with the square of the file count, and the
+// held-out checks of each constant and measured range add fits: measured with
+// stepcost calibrate (stepcost-2026.11.28.8, two shared cores), the five OCI A100
+// sweeps take 6.0 s of CPU, 16 copies of OCI's full sweep (oci-14340fb, 8 B–8
+// GiB, 31 rows) 119 s and 16 copies of Lambda's B200 sweep (29 rows) 39 s (16.0 s
+// and 0.41 s for the OCI sets at f7fed17, when this limit was set). The server's
+// default 30 s deadline stops such a call (DEADLINE_EXCEEDED): a caller sending
+// more than a few full sweeps gives a longer deadline. An nccl-tests output is a
+// few KiB and a training log's step lines a few hundred KiB; 1 MiB per file
+// leaves room for a long log, and the server's request size bounds the whole.
 const (
 	MaxCalibrationInputs     = 16
 	MaxCalibrationInputBytes = 1 << 20
@@ -94,6 +97,14 @@ func ResolveCalibration(req *pb.CalibrateClusterRequest) (*Calibration, error) {
 		}
 	}
 	spec, err := ClusterSpec("cluster", req.GetCluster())
+	if err == nil {
+		// The base checked as a call on it is (Clusters.Get): its nccl read by
+		// the one release parser, its rates within bounds. Its node count is not
+		// used (each input states its own): checked at one node.
+		v := spec
+		v.Nodes = max(v.Nodes, 1)
+		err = ClusterFields(req.GetCluster(), "", v.Validate())
+	}
 	c.Join(err)
 	if err == nil {
 		// A run larger than the cluster: the readers would take its ranks as the

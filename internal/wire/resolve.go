@@ -414,7 +414,7 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 		if req.GetMaxGpus() > req.GetGpus() {
 			field = "max_gpus"
 		}
-		return nil, Limit(field, fmt.Sprintf("%d GPUs exceed the service's limit of %d", size, maxGPUs))
+		return nil, Limit(field, fmt.Sprintf("%d GPUs exceed the service's limit of %d (flag --max-gpus)", size, maxGPUs))
 	}
 	// The job's size, before it sizes the cluster: a catalog system without nodes
 	// is built as large as the job, so a size below 1 would build one node and the
@@ -591,7 +591,7 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 		return nil, err
 	}
 	if nodes*spec.GPUsPerNode > maxGPUs {
-		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes (got %d)", maxGPUs/spec.GPUsPerNode, nodes))
+		return nil, Limit("nodes", fmt.Sprintf("must be between 1 and %d nodes of %d GPUs, the service's limit of %d GPUs (flag --max-gpus; got %d)", maxGPUs/spec.GPUsPerNode, spec.GPUsPerNode, maxGPUs, nodes))
 	}
 	_, top, err := FreeMap("cluster.free_gpus", req.GetCluster().GetFreeGpus())
 	if err != nil {

@@ -63,8 +63,11 @@ func LayoutGPUs(l step.Layout, limit int) (int, error) {
 	n := 1
 	for _, v := range []int{l.TP, l.PP, l.DP, l.CP} {
 		if v > limit || n*max(1, v) > limit {
-			return 0, &LimitError{"layout", fmt.Sprintf("tp×pp×dp×cp must be at most the service's limit of %d GPUs (flag --max-gpus; got tp %d, pp %d, dp %d, cp %d)",
-				limit, l.TP, l.PP, l.DP, l.CP)}
+			// The degrees as read (an unset one is 1) and their product, in
+			// floating point: four int32 degrees overflow an int64.
+			tp, pp, dp, cp := max(1, l.TP), max(1, l.PP), max(1, l.DP), max(1, l.CP)
+			return 0, &LimitError{"layout", fmt.Sprintf("tp×pp×dp×cp must be at most the service's limit of %d GPUs (flag --max-gpus; got tp %d, pp %d, dp %d, cp %d: %.6g GPUs)",
+				limit, tp, pp, dp, cp, float64(tp)*float64(pp)*float64(dp)*float64(cp))}
 		}
 		n *= max(1, v)
 	}

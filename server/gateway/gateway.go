@@ -116,7 +116,13 @@ func bodyOnly(mux **runtime.ServeMux) runtime.Middleware {
 			}
 			var e *decodeError
 			httpStatus := http.StatusBadRequest
-			if t := r.Header.Get("Grpc-Timeout"); zeroTimeout.MatchString(t) {
+			if ts := r.Header.Values("Grpc-Timeout"); len(ts) > 1 || len(ts) == 1 && !grpcTimeout.MatchString(ts[0]) {
+				// The gateway read any number of digits ("123456789S" ran with a
+				// deadline of almost four years) and answered other malformed
+				// values with a message naming no field.
+				e = &decodeError{code: codes.InvalidArgument, field: "Grpc-Timeout",
+					rule: fmt.Sprintf("must be 1 to 8 digits then a unit, H, M, S, m, u or n (gRPC over HTTP/2), given once (got %q)", strings.Join(ts, ", "))}
+			} else if t := r.Header.Get("Grpc-Timeout"); zeroTimeout.MatchString(t) {
 				// The gateway reads a timeout of 0 as none (runtime.AnnotateContext
 				// sets a deadline only for a timeout other than 0), and the call ran
 				// under the daemon's default deadline: 0 is a deadline that has
@@ -143,6 +149,13 @@ func bodyOnly(mux **runtime.ServeMux) runtime.Middleware {
 		}
 	}
 }
+
+// grpcTimeout is a Grpc-Timeout header as gRPC over HTTP/2 spells it
+// (grpc/grpc doc/PROTOCOL-HTTP2.md, "Requests": TimeoutValue, a positive integer
+// of at most 8 ASCII digits, then TimeoutUnit, H, M, S, m, u or n). grpc-go's
+// server refuses a longer value too (internal/transport/http_util.go,
+// decodeTimeout: "Spec allows for 8 digits plus the unit").
+var grpcTimeout = regexp.MustCompile(`^[0-9]{1,8}[HMSmun]$`)
 
 // zeroTimeout is a Grpc-Timeout header of 0 in any unit (gRPC over HTTP/2:
 // TimeoutValue, 1 to 8 digits, then H, M, S, m, u or n).

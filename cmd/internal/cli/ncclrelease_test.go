@@ -12,8 +12,8 @@ import (
 // cluster file states, or, when it states none, NCCL 2.27's (the documented
 // default: docs/cluster-file.md, nccl), in process and through a daemon; --json
 // is the service's answer, which says it in nccl_release, as estimate's --json
-// does (the JSON said nothing of the release: the text was the command's own). A release that does not parse is refused naming the
-// field.
+// does (the JSON said nothing of the release: the text was the command's own). A release that does not parse, or is not one the collective model
+// prices (2.0 through 2.31), is refused naming the field.
 func TestCollectiveStatesTheNCCLRelease(t *testing.T) {
 	addr := daemon(t)
 	dir := t.TempDir()
@@ -32,7 +32,9 @@ func TestCollectiveStatesTheNCCLRelease(t *testing.T) {
 			{"", "NCCL 2.27's rules: the cluster states no release (nccl)", exitOK},
 			{`, "nccl": "2.29"`, "NCCL 2.29, the cluster's release (nccl)", exitOK},
 			{`, "nccl": "2.21.5"`, "NCCL 2.21.5, the cluster's release (nccl)", exitOK},
-			{`, "nccl": "2.x"`, `nccl: must be an NCCL release as major.minor or major.minor.patch, e.g. 2.28.9 (got "2.x")`, exitFailure},
+			{`, "nccl": "2.x"`, `nccl: must be an NCCL release the collective model prices, 2.0 through 2.31, as major.minor or major.minor.patch (patch at most 99), e.g. 2.28.9 (got "2.x")`, exitFailure},
+			{`, "nccl": "9.99"`, `nccl: must be an NCCL release the collective model prices, 2.0 through 2.31`, exitFailure},
+			{`, "nccl": "2.32.1"`, `nccl: must be an NCCL release the collective model prices, 2.0 through 2.31`, exitFailure},
 		} {
 			args := append([]string{"collective", "--cluster-file", file("c.json", tc.nccl), "--nodes", "2", "--op", "sendrecv", "--size", "256KiB"}, where...)
 			code, out, errOut := run(args...)

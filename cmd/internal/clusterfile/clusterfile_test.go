@@ -141,6 +141,12 @@ func TestParseErrors(t *testing.T) {
 		{"algorithms max_nodes below min_nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_nodes: 8, max_nodes: 4}]\n", "algorithms[0].max_nodes", "between min_nodes"},
 		{"algorithms nodes and a node range", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, nodes: 4, min_nodes: 3}]\n", "algorithms[0].nodes", "one or the other"},
 		{"algorithms negative nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, nodes: -2}]\n", "algorithms[0].nodes", "between 0"},
+		// The collective model prices NCCL 2.0 through 2.31 (topology.ParseNCCLRelease).
+		{"nccl newer than the model knows", "c.yaml", "base: dgx-h100\nnccl: \"2.32\"\n", "nccl", "2.0 through 2.31"},
+		{"nccl major 9", "c.yaml", "base: dgx-h100\nnccl: \"9.99\"\n", "nccl", "2.0 through 2.31"},
+		{"nccl minor 999", "c.json", `{"base": "dgx-h100", "nccl": "2.999"}`, "nccl", "2.0 through 2.31"},
+		{"nccl five parts", "c.yaml", "base: dgx-h100\nnccl: 2.28.7.1.2\n", "nccl", "2.0 through 2.31"},
+		{"nccl leading space", "c.json", `{"base": "dgx-h100", "nccl": " 2.28"}`, "nccl", "2.0 through 2.31"},
 		{"algorithms too many GPUs", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, gpus_per_node: 9}]\n", "algorithms[0].gpus_per_node", "GPUs of a node"},
 	}
 	for _, tt := range tests {
