@@ -571,6 +571,10 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 		ordinal += p.enumerated
 		kept += p.kept
 		st.Enumerated += p.enumerated
+		if p.refused > 0 && (st.refused == 0 || p.firstRefused.m > st.firstRefused.m) {
+			st.firstRefused = p.firstRefused
+		}
+		st.refused += p.refused
 		for reason, k := range map[string]int{PrunedDivisibility: p.divisibility, PrunedInvalid: p.invalid, PrunedMemoryBound: p.memoryBound} {
 			if k > 0 {
 				st.Pruned[reason] += k
@@ -622,8 +626,18 @@ type part struct {
 	count                              int
 	kept, enumerated                   int
 	divisibility, invalid, memoryBound int
-	err                                error
+	// refused counts the pipelines (depth, micro-batch size) the job divides
+	// into that no schedule searched runs (schedules: the frameworks' rules, the
+	// schedules and interleaving depths asked for); firstRefused is the first of
+	// those with the most micro-batches per replica.
+	refused      int
+	firstRefused refusal
+	err          error
 }
+
+// refusal is a pipeline the job divides into that no schedule searched runs: pp
+// stages, dp replicas, micro-batches of mbs sequences, m of them per replica.
+type refusal struct{ pp, dp, mbs, m int }
 
 // shapeChunk is how many shapes one array of a part holds: a part grows by whole
 // arrays, never copying the shapes it has (a shape is a few hundred bytes, and a
@@ -826,6 +840,14 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 				}
 				m := perReplica / mbs
 				scheds, schedsIdx := schedsFor(m)
+				if len(scheds) == 0 {
+					// No layout: said when the search finds no plan (noPlanReason).
+					if p.refused == 0 || m > p.firstRefused.m {
+						p.firstRefused = refusal{pp, dp, mbs, m}
+					}
+					p.refused++
+					continue
+				}
 				tablesIdx := tables(m, scheds)
 				for _, rc := range sp.recomputes {
 					for _, seqPar := range []bool{false, true} {
