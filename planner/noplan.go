@@ -22,9 +22,12 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 	if st.Pruned[PrunedPlacement] > 0 || r.Free != nil {
 		free, nodes := r.Cluster.GPUs(), r.Cluster.Spec.Nodes
 		if r.Free != nil {
-			free, nodes = 0, len(r.Free)
+			free, nodes = 0, 0
 			for _, gs := range r.Free {
 				free += len(gs)
+				if len(gs) > 0 {
+					nodes++ // a node listed with no GPU free hosts nothing
+				}
 			}
 		}
 		if free < size || st.Pruned[PrunedPlacement] > 0 {

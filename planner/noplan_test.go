@@ -222,3 +222,25 @@ func TestNoPlanNamesTheScheduleRule(t *testing.T) {
 		})
 	}
 }
+
+// The free GPUs are counted on the nodes that have some: a free map listing every
+// node with no GPU free was told "0 are free on 4 of the cluster's 4 nodes".
+func TestNoPlanCountsNodesWithFreeGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		free planner.FreeMap
+		want string
+	}{
+		{planner.FreeMap{0: {}, 1: {}, 2: {}, 3: {}}, "0 are free on 0 of the cluster's 4 nodes"},
+		{planner.FreeMap{0: {0, 1, 2, 3}, 1: {}, 2: {4, 5}, 3: {}}, "6 are free on 2 of the cluster's 4 nodes"},
+	} {
+		req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32, TopK: 3,
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64}, Free: tc.free}
+		res, err := planner.Search(context.Background(), step.New(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Top) > 0 || !strings.Contains(res.NoPlan, tc.want) {
+			t.Errorf("free %v: %d plans, no plan because %q; want %q", tc.free, len(res.Top), res.NoPlan, tc.want)
+		}
+	}
+}
