@@ -73,6 +73,20 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 		if st.refused > 0 {
 			s += "; " + scheduleRefusal(r, st.firstRefused)
 		}
+		// fp8 weights pinned where the framework keeps them only under a sharded
+		// optimizer (searched: no ZeRO-0 layout with them).
+		if cs := r.Constraints; cs.fp8Sharded && len(cs.ZeRO) > 0 && !slices.ContainsFunc(cs.ZeRO, func(z int) bool { return z >= 1 }) {
+			field := ""
+			switch {
+			case r.Training.FP8Params:
+				field = "training.fp8_params"
+			case slices.Contains(cs.FP8Params, true) && !slices.Contains(cs.FP8Params, false):
+				field = "constraints.fp8_params [true]"
+			}
+			if field != "" && r.Training.Precision == step.FP8 {
+				s += fmt.Sprintf("; %s asks for fp8 weights, which %s keeps only under a sharded optimizer, ZeRO 1 or more", field, frameworkName(r))
+			}
+		}
 		why = append(why, s)
 	}
 	if len(why) == 0 {
