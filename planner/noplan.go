@@ -73,6 +73,15 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 		if st.refused > 0 {
 			s += "; " + scheduleRefusal(r, st.firstRefused)
 		}
+		// Ulysses alone: layouts with cp > 1 run it only where tp × cp divides
+		// the heads (enumerate), so tp and cp pins that ring attention runs leave
+		// nothing.
+		if cs := r.Constraints; slices.Contains(cs.CPAllToAll, true) && !slices.Contains(cs.CPAllToAll, false) {
+			s += fmt.Sprintf("; constraints.cp_all_to_all asks only for Ulysses' all-to-alls, which wherever cp > 1 need tp × cp to divide the %d heads", r.Model.Heads)
+			if kv := r.Model.KVHeads; kv > 1 {
+				s += fmt.Sprintf(" (and cp the %d KV heads, or they it)", kv)
+			}
+		}
 		// fp8 weights pinned where the framework keeps them only under a sharded
 		// optimizer (searched: no ZeRO-0 layout with them).
 		if cs := r.Constraints; cs.fp8Sharded && len(cs.ZeRO) > 0 && !slices.ContainsFunc(cs.ZeRO, func(z int) bool { return z >= 1 }) {
@@ -81,10 +90,10 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 			case r.Training.FP8Params:
 				field = "training.fp8_params"
 			case slices.Contains(cs.FP8Params, true) && !slices.Contains(cs.FP8Params, false):
-				field = "constraints.fp8_params [true]"
+				field = "constraints.fp8_params"
 			}
 			if field != "" && r.Training.Precision == step.FP8 {
-				s += fmt.Sprintf("; %s asks for fp8 weights, which %s keeps only under a sharded optimizer, ZeRO 1 or more", field, frameworkName(r))
+				s += fmt.Sprintf("; %s asks only for fp8 weights, which %s keeps only under a sharded optimizer, ZeRO 1 or more", field, frameworkName(r))
 			}
 		}
 		why = append(why, s)

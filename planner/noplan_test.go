@@ -244,3 +244,27 @@ func TestNoPlanCountsNodesWithFreeGPUs(t *testing.T) {
 		}
 	}
 }
+
+// Ulysses pinned where tp × cp does not divide the heads leaves nothing, and the
+// answer names the pin: Llama 3 8B (32 heads) on 64 GPUs with tp [8], cp [8] and
+// cp_all_to_all [true] was told the constraints tp [8] and cp [8] left no layout,
+// though ring attention runs them.
+func TestNoPlanNamesTheUlyssesPin(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64, TopK: 3,
+		Training:    step.Training{SeqLen: 32768, GlobalBatch: 64},
+		Constraints: planner.Constraints{TP: []int{8}, CP: []int{8}, CPAllToAll: []bool{true}}}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"constraints.cp_all_to_all asks only for Ulysses", "tp × cp to divide the 32 heads"} {
+		if len(res.Top) > 0 || !strings.Contains(res.NoPlan, w) {
+			t.Errorf("%d plans, no plan because %q; want it to say %q", len(res.Top), res.NoPlan, w)
+		}
+	}
+	// With ring attention too, the same pins plan.
+	req.Constraints.CPAllToAll = []bool{false, true}
+	if res, err := planner.Search(context.Background(), step.New(), req); err != nil || len(res.Top) == 0 {
+		t.Errorf("ring or Ulysses: %v, no plan: %s", err, res.NoPlan)
+	}
+}
