@@ -110,6 +110,10 @@ func newSpace(req *Request) *space {
 			sp.fp8s = []bool{true}
 		case len(cs.FP8Params) > 0:
 			sp.fp8s = cs.FP8Params
+		case fw.FP8Params && cs.fp8Sharded && len(cs.ZeRO) > 0 && !slices.ContainsFunc(cs.ZeRO, func(z int) bool { return z >= 1 }):
+			// The framework keeps fp8 weights only under a sharded optimizer
+			// (framework.Runs.FP8ParamsSharded), and ZeRO 0 alone is asked for:
+			// its weights stay in 16 bits.
 		case fw.FP8Params:
 			sp.fp8s = []bool{true}
 		}
@@ -241,7 +245,7 @@ func (s *shape) bestBound(req *Request, p *part) float64 {
 // sharding needs data or context parallelism, and a pipeline a stage the framework
 // runs with one (space.zerosPP), and without one a stage it runs without
 // (space.zerosFlat, space.ddpAlone); fp8 weights need a stage the framework keeps
-// them under (space.fp8Sharded).
+// them under (space.fp8Sharded), ZeRO 1 over one rank where nothing else shards.
 func (s *shape) searched(sp *space, zero int) bool {
 	if sp.ddpAlone && zero == 0 && s.dp > 1 && (s.tp > 1 || s.pp > 1 || s.cp > 1) {
 		return false
@@ -249,7 +253,12 @@ func (s *shape) searched(sp *space, zero int) bool {
 	if sp.fp8Sharded && zero == 0 && s.fp8 {
 		return false
 	}
-	return (zero == 0 || s.dp*s.cp > 1) && (s.pp < 2 || len(sp.zerosPP) == 0 || slices.Contains(sp.zerosPP, zero)) &&
+	// Without data or context parallelism there is nothing to shard, but fp8
+	// weights the framework keeps only under its distributed optimizer run with
+	// it over one rank: ZeRO 1 (Megatron-LM's validate_args asks it of
+	// --fp8-param-gather whatever the data-parallel size), priced as ZeRO 0.
+	shards := s.dp*s.cp > 1 || zero == 1 && sp.fp8Sharded && s.fp8
+	return (zero == 0 || shards) && (s.pp < 2 || len(sp.zerosPP) == 0 || slices.Contains(sp.zerosPP, zero)) &&
 		(s.pp > 1 || len(sp.zerosFlat) == 0 || slices.Contains(sp.zerosFlat, zero))
 }
 
@@ -571,6 +580,10 @@ func enumerate(ctx context.Context, e *step.Estimator, req *Request, sp *space, 
 		ordinal += p.enumerated
 		kept += p.kept
 		st.Enumerated += p.enumerated
+		if p.refused > 0 && (st.refused == 0 || p.firstRefused.m > st.firstRefused.m) {
+			st.firstRefused = p.firstRefused
+		}
+		st.refused += p.refused
 		for reason, k := range map[string]int{PrunedDivisibility: p.divisibility, PrunedInvalid: p.invalid, PrunedMemoryBound: p.memoryBound} {
 			if k > 0 {
 				st.Pruned[reason] += k
@@ -622,8 +635,18 @@ type part struct {
 	count                              int
 	kept, enumerated                   int
 	divisibility, invalid, memoryBound int
-	err                                error
+	// refused counts the pipelines (depth, micro-batch size) the job divides
+	// into that no schedule searched runs (schedules: the frameworks' rules, the
+	// schedules and interleaving depths asked for); firstRefused is the first of
+	// those with the most micro-batches per replica.
+	refused      int
+	firstRefused refusal
+	err          error
 }
+
+// refusal is a pipeline the job divides into that no schedule searched runs: pp
+// stages, dp replicas, micro-batches of mbs sequences, m of them per replica.
+type refusal struct{ pp, dp, mbs, m int }
 
 // shapeChunk is how many shapes one array of a part holds: a part grows by whole
 // arrays, never copying the shapes it has (a shape is a few hundred bytes, and a
@@ -826,6 +849,14 @@ func (p *part) enumerate(ctx context.Context, e *step.Estimator, req *Request, s
 				}
 				m := perReplica / mbs
 				scheds, schedsIdx := schedsFor(m)
+				if len(scheds) == 0 {
+					// No layout: said when the search finds no plan (noPlanReason).
+					if p.refused == 0 || m > p.firstRefused.m {
+						p.firstRefused = refusal{pp, dp, mbs, m}
+					}
+					p.refused++
+					continue
+				}
 				tablesIdx := tables(m, scheds)
 				for _, rc := range sp.recomputes {
 					for _, seqPar := range []bool{false, true} {

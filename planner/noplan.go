@@ -22,9 +22,12 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 	if st.Pruned[PrunedPlacement] > 0 || r.Free != nil {
 		free, nodes := r.Cluster.GPUs(), r.Cluster.Spec.Nodes
 		if r.Free != nil {
-			free, nodes = 0, len(r.Free)
+			free, nodes = 0, 0
 			for _, gs := range r.Free {
 				free += len(gs)
+				if len(gs) > 0 {
+					nodes++ // a node listed with no GPU free hosts nothing
+				}
 			}
 		}
 		if free < size || st.Pruned[PrunedPlacement] > 0 {
@@ -43,7 +46,7 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 	if n := st.Pruned[PrunedMemoryBound] + st.Pruned[PrunedMemory]; n > 0 && n >= st.Enumerated/2 {
 		why = append(why, fmt.Sprintf("%d of the %d layouts do not fit in the GPUs' memory%s", n, st.Enumerated, memoryRemedy(r, given)))
 	}
-	if n := st.Pruned[PrunedDivisibility]; n > 0 && st.Enumerated == 0 {
+	if n := st.Pruned[PrunedDivisibility]; n > 0 && st.Enumerated == 0 && st.refused == 0 {
 		s := fmt.Sprintf("no parallel degrees divide the job (%d pipeline depths or batch splits refused): the global batch %d, the %d layers and the GPU count must share divisors", n, r.Training.GlobalBatch, r.Model.Layers)
 		if r.Constraints.EvenSplit {
 			s += " (constraints.even_split: the pipeline depth must divide the layers)"
@@ -67,6 +70,32 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 				s += fmt.Sprintf("; %s interleaves only pipelines of more than 2 stages", frameworkName(r))
 			}
 		}
+		if st.refused > 0 {
+			s += "; " + scheduleRefusal(r, st.firstRefused)
+		}
+		// Ulysses alone: layouts with cp > 1 run it only where tp × cp divides
+		// the heads (enumerate), so tp and cp pins that ring attention runs leave
+		// nothing.
+		if cs := r.Constraints; slices.Contains(cs.CPAllToAll, true) && !slices.Contains(cs.CPAllToAll, false) {
+			s += fmt.Sprintf("; constraints.cp_all_to_all asks only for Ulysses' all-to-alls, which wherever cp > 1 need tp × cp to divide the %d heads", r.Model.Heads)
+			if kv := r.Model.KVHeads; kv > 1 {
+				s += fmt.Sprintf(" (and cp the %d KV heads, or they it)", kv)
+			}
+		}
+		// fp8 weights pinned where the framework keeps them only under a sharded
+		// optimizer (searched: no ZeRO-0 layout with them).
+		if cs := r.Constraints; cs.fp8Sharded && len(cs.ZeRO) > 0 && !slices.ContainsFunc(cs.ZeRO, func(z int) bool { return z >= 1 }) {
+			field := ""
+			switch {
+			case r.Training.FP8Params:
+				field = "training.fp8_params"
+			case slices.Contains(cs.FP8Params, true) && !slices.Contains(cs.FP8Params, false):
+				field = "constraints.fp8_params"
+			}
+			if field != "" && r.Training.Precision == step.FP8 {
+				s += fmt.Sprintf("; %s asks only for fp8 weights, which %s keeps only under a sharded optimizer, ZeRO 1 or more", field, frameworkName(r))
+			}
+		}
 		why = append(why, s)
 	}
 	if len(why) == 0 {
@@ -74,6 +103,72 @@ func noPlanReason(r *Request, st Stats, given map[string]bool) string {
 	}
 	return "no feasible plan: " + strings.Join(why, "; ")
 }
+
+// scheduleRefusal says why the schedules searched run no pipeline the job divides
+// into, for f, the one with the most micro-batches per replica: what each schedule's framework requires of it
+// (step.ScheduleRule, as estimate refuses the same layout), or that no
+// interleaving depth searched splits the layers over its stages.
+func scheduleRefusal(r *Request, f refusal) string {
+	cs, layers := &r.Constraints, r.Model.Layers
+	scheds := cs.Schedules
+	if len(scheds) == 0 {
+		scheds = []step.Schedule{step.GPipe, step.OneFOneB, step.Interleaved, step.ZeroBubble, step.ZeroBubbleV, step.DualPipe}
+	}
+	var needs []string
+	for _, s := range scheds {
+		rule, ok := step.RuleOf(s)
+		if !ok {
+			continue
+		}
+		var need string
+		switch {
+		case f.pp < rule.MinPP:
+			need = fmt.Sprintf("pp ≥ %d", rule.MinPP)
+		case rule.EvenPP && f.pp%2 != 0:
+			need = "an even pp"
+		case rule.MicroBatchesMultipleOfPP && f.m%f.pp != 0:
+			need = fmt.Sprintf("them a multiple of pp %d", f.pp)
+		case rule.EvenMicroBatches && f.m%2 != 0:
+			need = "an even number of them"
+		case f.m < rule.MinMicroBatchesPerPP*f.pp:
+			need = fmt.Sprintf("at least %d × pp = %d of them", rule.MinMicroBatchesPerPP, rule.MinMicroBatchesPerPP*f.pp)
+		case rule.EvenChunkSplit && layers%(max(1, rule.Chunks)*f.pp) != 0:
+			needs = append(needs, fmt.Sprintf("%s splits the %d layers evenly over %d × pp = %d chunks, which must divide them", named(s), layers, max(1, rule.Chunks), max(1, rule.Chunks)*f.pp))
+			continue
+		case s == step.Interleaved && cs.interleaveOver2 && f.pp <= 2:
+			continue // said with the framework's lists
+		case s == step.Interleaved:
+			// schedules: a depth v ≥ 2 whose pp × v chunks split the layers
+			// evenly or counting the embedding and loss, or, on layers pp does
+			// not divide and with uneven_pp, any v up to maxBalancedChunks.
+			v := "an interleaving depth"
+			if len(cs.VirtualStages) > 0 {
+				v = fmt.Sprintf("constraints.virtual_stages %v", cs.VirtualStages)
+			}
+			how := "evenly or counting the embedding and loss as layers"
+			switch {
+			case cs.EvenSplit:
+				how = "evenly (constraints.even_split)"
+			case layers%f.pp != 0 && cs.UnevenPP:
+				how = fmt.Sprintf("with at most %d chunks a stage", maxBalancedChunks(cs))
+			case layers%f.pp != 0:
+				how += fmt.Sprintf(" (constraints.uneven_pp interleaves any split of up to %d chunks a stage)", maxBalancedChunks(&Constraints{UnevenPP: true}))
+			}
+			needs = append(needs, fmt.Sprintf("%s needs %s of at least 2 chunks a stage whose pp × chunks split the %d layers %s", named(s), v, layers, how))
+			continue
+		default:
+			continue
+		}
+		needs = append(needs, fmt.Sprintf("%s needs %s", named(s), need))
+	}
+	return fmt.Sprintf("no schedule searched runs a pipeline the job divides into: at most, on pp %d with dp %d and micro-batches of %d, a replica runs %d micro-batches (global batch %d), and %s",
+		f.pp, f.dp, f.mbs, f.m, r.Training.GlobalBatch, strings.Join(needs, "; "))
+}
+
+// named is a schedule as a no-plan reason names it: a constraint list of one, which
+// each transport spells its way (the API's SCHEDULE_INTERLEAVED, the command line's
+// --schedule [interleaved]).
+func named(s step.Schedule) string { return fmt.Sprintf("constraints.schedules [%s]", s) }
 
 // memoryRemedy says what of the request left the layouts no room (the memory
 // min_headroom_gb keeps free) and what would make some: a higher ZeRO stage or

@@ -170,3 +170,101 @@ func TestNoPlanMemoryNamesThePins(t *testing.T) {
 		}
 	}
 }
+
+// When the pipeline schedules searched refuse every pipeline the job divides into,
+// the answer says which rule and with what micro-batches, not that no parallel
+// degrees divide the job: Llama 3 8B on 32 GPUs with global batch 9, pp [4] and
+// interleaved only (tp 8 × pp 4 × dp 1 divides it; the 9 micro-batches are not a
+// multiple of pp 4) was told "no parallel degrees divide the job … the global
+// batch 9, the 32 layers and the GPU count must share divisors". The rules are
+// those estimate states for the same layouts (step.ScheduleRule).
+func TestNoPlanNamesTheScheduleRule(t *testing.T) {
+	e := step.New()
+	for _, tc := range []struct {
+		name      string
+		model     string
+		gpus, gbs int
+		framework string
+		cons      planner.Constraints
+		want      []string
+	}{
+		{"interleaved-m9", "llama3-8b", 32, 9, "", planner.Constraints{PP: []int{4}, MicroBatch: []int{1}, Schedules: []step.Schedule{step.Interleaved}},
+			[]string{"constraints.schedules [interleaved]", "pp 4", "9 micro-batches", "constraints.schedules [interleaved] needs them a multiple of pp 4"}},
+		{"dualpipe-m6", "llama3-8b", 32, 6, "hai-llm", planner.Constraints{PP: []int{4}, MicroBatch: []int{1}, Schedules: []step.Schedule{step.DualPipe}},
+			[]string{"constraints.schedules [dualpipe]", "6 micro-batches", "constraints.schedules [dualpipe] needs at least 2 × pp = 8"}},
+		{"dualpipe-m9", "llama3-8b", 32, 9, "hai-llm", planner.Constraints{PP: []int{4}, MicroBatch: []int{1}, Schedules: []step.Schedule{step.DualPipe}},
+			[]string{"9 micro-batches", "constraints.schedules [dualpipe] needs an even number of them"}},
+		{"dualpipe-pp3", "llama3-8b", 24, 24, "hai-llm", planner.Constraints{PP: []int{3}, Schedules: []step.Schedule{step.DualPipe}},
+			[]string{"constraints.pp [3]", "constraints.schedules [dualpipe] needs an even pp"}},
+		{"zb-v-pp3", "llama3-8b", 24, 24, "torchtitan", planner.Constraints{PP: []int{3}, Schedules: []step.Schedule{step.ZeroBubbleV}},
+			[]string{"constraints.schedules [zb-v] splits the 32 layers evenly over 2 × pp = 6 chunks"}},
+		{"interleaved-v4-pp16", "llama3-8b", 32, 64, "", planner.Constraints{PP: []int{16}, VirtualStages: []int{4}, Schedules: []step.Schedule{step.Interleaved}},
+			[]string{"constraints.schedules [interleaved] needs constraints.virtual_stages [4]", "pp 16", "32 layers"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := planner.Request{Model: mustModel(t, tc.model), Cluster: mustCluster(t, "dgx-h100", tc.gpus/8), GPUs: tc.gpus, TopK: 3,
+				Training: step.Training{SeqLen: 4096, GlobalBatch: tc.gbs, Framework: tc.framework}, Constraints: tc.cons}
+			res, err := planner.Search(context.Background(), e, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Top) > 0 {
+				t.Fatalf("%d plans, want none", len(res.Top))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.NoPlan, w) {
+					t.Errorf("no plan because %q; want it to say %q", res.NoPlan, w)
+				}
+			}
+			if strings.Contains(res.NoPlan, "no parallel degrees divide the job") {
+				t.Errorf("no plan because %q: the degrees divide the job, the schedules refuse it", res.NoPlan)
+			}
+		})
+	}
+}
+
+// The free GPUs are counted on the nodes that have some: a free map listing every
+// node with no GPU free was told "0 are free on 4 of the cluster's 4 nodes".
+func TestNoPlanCountsNodesWithFreeGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		free planner.FreeMap
+		want string
+	}{
+		{planner.FreeMap{0: {}, 1: {}, 2: {}, 3: {}}, "0 are free on 0 of the cluster's 4 nodes"},
+		{planner.FreeMap{0: {0, 1, 2, 3}, 1: {}, 2: {4, 5}, 3: {}}, "6 are free on 2 of the cluster's 4 nodes"},
+	} {
+		req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 4), GPUs: 32, TopK: 3,
+			Training: step.Training{SeqLen: 4096, GlobalBatch: 64}, Free: tc.free}
+		res, err := planner.Search(context.Background(), step.New(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Top) > 0 || !strings.Contains(res.NoPlan, tc.want) {
+			t.Errorf("free %v: %d plans, no plan because %q; want %q", tc.free, len(res.Top), res.NoPlan, tc.want)
+		}
+	}
+}
+
+// Ulysses pinned where tp × cp does not divide the heads leaves nothing, and the
+// answer names the pin: Llama 3 8B (32 heads) on 64 GPUs with tp [8], cp [8] and
+// cp_all_to_all [true] was told the constraints tp [8] and cp [8] left no layout,
+// though ring attention runs them.
+func TestNoPlanNamesTheUlyssesPin(t *testing.T) {
+	req := planner.Request{Model: mustModel(t, "llama3-8b"), Cluster: mustCluster(t, "dgx-h100", 8), GPUs: 64, TopK: 3,
+		Training:    step.Training{SeqLen: 32768, GlobalBatch: 64},
+		Constraints: planner.Constraints{TP: []int{8}, CP: []int{8}, CPAllToAll: []bool{true}}}
+	res, err := planner.Search(context.Background(), step.New(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"constraints.cp_all_to_all asks only for Ulysses", "tp × cp to divide the 32 heads"} {
+		if len(res.Top) > 0 || !strings.Contains(res.NoPlan, w) {
+			t.Errorf("%d plans, no plan because %q; want it to say %q", len(res.Top), res.NoPlan, w)
+		}
+	}
+	// With ring attention too, the same pins plan.
+	req.Constraints.CPAllToAll = []bool{false, true}
+	if res, err := planner.Search(context.Background(), step.New(), req); err != nil || len(res.Top) == 0 {
+		t.Errorf("ring or Ulysses: %v, no plan: %s", err, res.NoPlan)
+	}
+}

@@ -365,6 +365,12 @@ type Stats struct {
 	Dominated int           `json:"dominated"`
 	GPUCounts []int         `json:"gpu_counts"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
+	// refused counts the pipelines the job divides into that no schedule
+	// searched runs; firstRefused is the first in enumeration order of those
+	// with the most micro-batches per replica (noPlanReason says which rule
+	// refused it).
+	refused      int
+	firstRefused refusal
 }
 
 // Result of a search.
