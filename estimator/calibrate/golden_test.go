@@ -137,7 +137,10 @@ func goldenInputs(t testing.TB, c goldenCase) (topology.Spec, calibrate.Inputs) 
 	}
 	var in calibrate.Inputs
 	for _, f := range c.files {
-		data, err := os.ReadFile(filepath.Join("testdata", f))
+		if !filepath.IsAbs(f) {
+			f = filepath.Join("testdata", f)
+		}
+		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
