@@ -146,7 +146,11 @@ type pointID struct {
 // for the rows it names.
 func priceSweeps(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]collective.Options) ([]Measured, error) {
 	m := collective.NewModel(collective.Default())
-	var out []Measured
+	n := 0
+	for _, s := range sweeps {
+		n += len(s.Points)
+	}
+	out := make([]Measured, 0, n)
 	ck := pc.clusterKey(spec, k)
 	for _, s := range sweeps {
 		pl, err := placeSweep(pc, ck, spec, k, s)
