@@ -64,12 +64,12 @@ type shapeKey struct {
 // (the base's), the rows in forced being those NCCL ran with another algorithm.
 // Sweeps that forced their algorithm (NCCL_ALGO) say nothing of NCCL's choice and
 // are not used.
-func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]collective.Options) ([]topology.AlgoRange, error) {
+func fitChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]collective.Options) ([]topology.AlgoRange, error) {
 	if len(forced) == 0 {
 		return nil, nil
 	}
+	ck := pc.clusterKey(spec, k)
 	m := collective.NewModel(collective.Default())
-	built := map[shape]*topology.Cluster{}
 	type cand struct {
 		loss float64
 		n    int
@@ -105,7 +105,7 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 			// not only the closest: one row cannot tell two of them apart (8 nodes,
 			// 512 MiB: ring/LL128 +2 %, the NVLS tree −5 %), the tail's own rows
 			// decide between them.
-			pl, err := placeSweep(spec, k, s, built)
+			pl, err := placeOf(pc, ck, spec, k, s)
 			if err != nil {
 				return nil, err
 			}
@@ -135,7 +135,7 @@ func fitChoices(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]
 		if len(shown) == 0 && len(tailShown[tk]) == 0 {
 			continue
 		}
-		pl, err := placeSweep(spec, k, s, built)
+		pl, err := placeOf(pc, ck, spec, k, s)
 		if err != nil {
 			return nil, err
 		}

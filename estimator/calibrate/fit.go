@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -143,12 +144,16 @@ type pointID struct {
 // priceSweeps prices every point of the sweeps on spec with knobs k, with the
 // model's own choice of algorithm and protocol, or with the one given in forced
 // for the rows it names.
-func priceSweeps(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]collective.Options) ([]Measured, error) {
+func priceSweeps(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID]collective.Options) ([]Measured, error) {
 	m := collective.NewModel(collective.Default())
-	var out []Measured
-	built := map[shape]*topology.Cluster{}
+	n := 0
 	for _, s := range sweeps {
-		pl, err := placeSweep(spec, k, s, built)
+		n += len(s.Points)
+	}
+	out := make([]Measured, 0, n)
+	ck := pc.clusterKey(spec, k)
+	for _, s := range sweeps {
+		pl, err := placeSweep(pc, ck, spec, k, s)
 		if err != nil {
 			return nil, err
 		}
@@ -157,12 +162,12 @@ func priceSweeps(spec topology.Spec, k Knobs, sweeps []Sweep, forced map[pointID
 			if !ok {
 				opt = collective.Options{Launch: s.Launch, Algo: s.Algo, ForceProtocol: s.ForceProtocol, Protocol: s.Protocol}
 			}
-			e, err := m.Estimate(pl, s.Op, p.Bytes, opt)
+			e, err := pl.estimate(m, s.Op, p.Bytes, opt)
 			if err != nil {
 				return nil, fileErr(s.File, p.Line, "%v", err)
 			}
 			out = append(out, Measured{File: s.File, Line: p.Line, Op: s.Op.String(), Bytes: p.Bytes, Nodes: s.Nodes, Ranks: s.Ranks,
-				MeasuredUs: p.TimeUs, PredictedUs: e.TimeUs, Algo: e.Algo.String() + "/" + e.Protocol.String()})
+				MeasuredUs: p.TimeUs, PredictedUs: e.us, Algo: e.algo})
 		}
 	}
 	return out, nil
@@ -199,12 +204,6 @@ func sameGPU(base string, spec topology.Spec, sweeps []Sweep) error {
 	return nil
 }
 
-// shape is a sweep's nodes, GPUs per node and the NCCL release that prices it.
-type shape struct {
-	nodes, gpn int
-	nccl       string
-}
-
 // sweepSpec is the base cluster as it prices a sweep: with the NCCL release the
 // sweep ran, when it states one (stepcost accuracy prices each row so, by
 // collective/accuracy statedNCCL), else the base's own.
@@ -215,22 +214,146 @@ func sweepSpec(spec topology.Spec, s Sweep) topology.Spec {
 	return spec
 }
 
-// placeSweep places a sweep's ranks on the base cluster with knobs k, building the
-// cluster once per shape and release.
-func placeSweep(spec topology.Spec, k Knobs, s Sweep, built map[shape]*topology.Cluster) (*collective.Placement, error) {
-	sp := Apply(sweepSpec(spec, s), k)
-	key := shape{s.Nodes, s.GPUsPerNode, sp.NCCL}
-	cl, ok := built[key]
+// placer holds the placements one calibration builds, by the cluster a sweep is
+// priced on (the base with the knobs tried and the measured ranges of the fold,
+// the sweep's release and nodes) and the sweep's GPUs per node. A placement
+// depends on nothing else (collective.Place of the cluster and the group
+// collective.NodeGroups picks), and the contention coefficients it computes on
+// first use are the bulk of a calibration's work: every sweep of one shape
+// shares them, and so does every fit that prices the same constants — each
+// file's fold and each held-out check starts from the base's constants and
+// takes the same first steps, and the checks refit what the full fit fitted.
+// Each placement also keeps the estimates made on it (a fresh model of the
+// default constants prices a row the same every time). Reusing them is the
+// computation they would repeat, so every price is the same to the bit
+// (TestCalibrationUnchanged). Safe for the held-out checks' goroutines.
+type placer struct {
+	// base is the calibration's base cluster without its measured ranges
+	// (clusterKey); nil for none.
+	base *topology.Spec
+	mu   sync.Mutex
+	m    map[placeKey]*placement
+}
+
+type placeKey struct {
+	cluster    string // clusterKey
+	nodes, gpn int
+	nccl       string
+}
+
+// placement is one cached placement, built once (once) by the first caller,
+// with the estimates made on it.
+type placement struct {
+	once sync.Once
+	pl   *collective.Placement
+	err  error
+	mu   sync.Mutex
+	est  map[estKey]estimate
+}
+
+type estKey struct {
+	op    collective.Op
+	bytes float64
+	opt   collective.Options
+}
+
+type estimate struct {
+	us   float64
+	algo string
+}
+
+// maxPlacements bounds what a placer keeps: the five OCI A100 sweeps build about
+// 7 300 placements (the process's peak memory 89 MB, 17 MB without the cache),
+// 16 full sweeps about as many (86 MB); past the bound the cache starts over,
+// which costs rebuilding and changes no price.
+const maxPlacements = 1 << 15
+
+func newPlacer(base topology.Spec) *placer {
+	base.Algorithms = nil
+	return &placer{base: &base, m: map[placeKey]*placement{}}
+}
+
+// clusterKey names the base cluster spec with knobs k for placeSweep: %#v
+// writes every field, unexported ones and each float64 exactly, so equal keys
+// are equal clusters. Callers make it once per set of knobs, not per sweep.
+// Writing the whole spec is itself costly, so a spec that is the placer's base
+// but for its measured ranges (reflect.DeepEqual, as every spec of one
+// calibration is) is named by the knobs and the ranges alone.
+func (pc *placer) clusterKey(spec topology.Spec, k Knobs) string {
+	s := spec
+	s.Algorithms = nil
+	if pc.base != nil && reflect.DeepEqual(s, *pc.base) {
+		return fmt.Sprintf("base %#v %#v", k, spec.Algorithms)
+	}
+	return fmt.Sprintf("%#v", Apply(spec, k))
+}
+
+// placeSweep places a sweep's ranks on the base cluster with knobs k (ck their
+// clusterKey), once per cluster and shape (placer).
+func placeSweep(pc *placer, ck string, spec topology.Spec, k Knobs, s Sweep) (*placement, error) {
+	key := placeKey{ck, s.Nodes, s.GPUsPerNode, sweepSpec(spec, s).NCCL}
+	pc.mu.Lock()
+	e, ok := pc.m[key]
 	if !ok {
+		if len(pc.m) >= maxPlacements {
+			clear(pc.m)
+		}
+		e = &placement{est: map[estKey]estimate{}}
+		pc.m[key] = e
+	}
+	pc.mu.Unlock()
+	sp := func() topology.Spec {
+		sp := Apply(sweepSpec(spec, s), k)
 		sp.Nodes = s.Nodes
-		if s.GPUsPerNode > sp.GPUsPerNode {
-			return nil, fileErr(s.File, 0, "%d GPUs per node, but the base cluster %s has %d", s.GPUsPerNode, spec.Name, spec.GPUsPerNode)
-		}
-		var err error
-		if cl, err = sp.Build(); err != nil {
-			return nil, fmt.Errorf("%s: the base cluster with %d nodes: %w", s.File, s.Nodes, err)
-		}
-		built[key] = cl
+		return sp
+	}
+	e.once.Do(func() { e.pl, e.err = place(spec, sp(), s) })
+	if e.err != nil {
+		// Said of this sweep's file, not the first one of its shape.
+		_, err := place(spec, sp(), s)
+		return nil, err
+	}
+	return e, nil
+}
+
+// placeOf is placeSweep's placement.
+func placeOf(pc *placer, ck string, spec topology.Spec, k Knobs, s Sweep) (*collective.Placement, error) {
+	e, err := placeSweep(pc, ck, spec, k, s)
+	if err != nil {
+		return nil, err
+	}
+	return e.pl, nil
+}
+
+// estimate is m.Estimate on the placement, made once per row and options.
+func (e *placement) estimate(m *collective.Model, op collective.Op, bytes float64, opt collective.Options) (estimate, error) {
+	key := estKey{op, bytes, opt}
+	e.mu.Lock()
+	r, ok := e.est[key]
+	e.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	est, err := m.Estimate(e.pl, op, bytes, opt)
+	if err != nil {
+		return estimate{}, err
+	}
+	r = estimate{est.TimeUs, est.Algo.String() + "/" + est.Protocol.String()}
+	e.mu.Lock()
+	e.est[key] = r
+	e.mu.Unlock()
+	return r, nil
+}
+
+// place builds the cluster sp (spec with the sweep's release and the knobs) and
+// places the sweep's ranks on it.
+func place(spec, sp topology.Spec, s Sweep) (*collective.Placement, error) {
+	if s.GPUsPerNode > sp.GPUsPerNode {
+		return nil, fileErr(s.File, 0, "%d GPUs per node, but the base cluster %s has %d", s.GPUsPerNode, spec.Name, spec.GPUsPerNode)
+	}
+	cl, err := sp.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%s: the base cluster with %d nodes: %w", s.File, s.Nodes, err)
 	}
 	group, _, err := collective.NodeGroups(cl, s.Nodes, s.GPUsPerNode, false)
 	if err != nil {
@@ -277,16 +400,16 @@ const mismatchErr = 0.15
 
 // matchChoices finds the mismatched rows of the sweeps with knobs k (the base's):
 // each row on its own, so a file's rows are judged by nothing but themselves.
-func matchChoices(spec topology.Spec, k Knobs, sweeps []Sweep) (map[pointID]collective.Options, []Mismatch, error) {
+func matchChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep) (map[pointID]collective.Options, []Mismatch, error) {
 	m := collective.NewModel(collective.Default())
 	forced := map[pointID]collective.Options{}
 	var out []Mismatch
-	built := map[shape]*topology.Cluster{}
+	ck := pc.clusterKey(spec, k)
 	for _, s := range sweeps {
 		if s.Algo != collective.Auto || s.ForceProtocol {
 			continue // the run forced its algorithm or protocol: nothing to question
 		}
-		pl, err := placeSweep(spec, k, s, built)
+		pl, err := placeOf(pc, ck, spec, k, s)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -402,14 +525,14 @@ func (in Inputs) only(file string) Inputs {
 // across nodes; efficiencies
 // need messages of 64 MiB or more (where bandwidth, not latency, sets the time),
 // latencies messages under 1 MiB; the compute scale needs training runs.
-func determined(spec topology.Spec, in Inputs, forced map[pointID]collective.Options) []Knob {
+func determined(pc *placer, spec topology.Spec, in Inputs, forced map[pointID]collective.Options) []Knob {
 	has := map[string]bool{}
 	bound := map[string]int{}
 	for _, s := range in.Sweeps {
 		// Across nodes, the scale-up efficiency from the large rows it sets
 		// (NVLink SHARP's NVLS tree on two nodes).
 		if s.GPUsPerNode > 1 && s.Nodes > 1 {
-			intra, _ := boundBy(spec, Start(spec), s, forced)
+			intra, _ := boundBy(pc, spec, Start(spec), s, forced)
 			for _, set := range intra {
 				if set {
 					bound["intra"]++
@@ -467,7 +590,7 @@ const minBoundRows = 2
 // barely matter. An efficiency is fitted only from rows it sets: a row it does
 // not set cannot tell its value, and a fit would absorb into it whatever else
 // the model lacks at those sizes (a protocol's constants at 8–32 MiB).
-func boundBy(spec topology.Spec, k Knobs, s Sweep, forced map[pointID]collective.Options) (intra, nic map[int]bool) {
+func boundBy(pc *placer, spec topology.Spec, k Knobs, s Sweep, forced map[pointID]collective.Options) (intra, nic map[int]bool) {
 	m := collective.NewModel(collective.Default())
 	const step = 0.9
 	ki, kn := k, k
@@ -475,7 +598,7 @@ func boundBy(spec topology.Spec, k Knobs, s Sweep, forced map[pointID]collective
 	kn.NICEfficiency *= step
 	var pls [3]*collective.Placement
 	for i, kk := range []Knobs{k, ki, kn} {
-		pl, err := placeSweep(spec, kk, s, map[shape]*topology.Cluster{})
+		pl, err := placeOf(pc, pc.clusterKey(spec, kk), spec, kk, s)
 		if err != nil {
 			return nil, nil
 		}
@@ -662,7 +785,7 @@ type fitted struct {
 // choices, as plan and estimate will use them) is declined: the fit is redone
 // over the largest set of constants that worsens no group, and the declined
 // ones keep the base's value.
-func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
+func fit(ctx context.Context, pc *placer, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
 	// An efficiency fitted from multi-node rows must set them at its fitted
 	// value: where it sets fewer than minBoundRows large rows there, the rows did
 	// not determine it (the fit moved it for the sizes it barely touches, to a
@@ -678,7 +801,7 @@ func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced
 	}
 	var declined []Declined
 	for {
-		f, err := fitOnce(ctx, spec, start, in, forced, fz)
+		f, err := fitOnce(ctx, pc, spec, start, in, forced, fz)
 		if err != nil {
 			return f, err
 		}
@@ -687,7 +810,7 @@ func fit(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced
 			declined = append(declined, Declined{Knob: kn.Name, Field: kn.Field, Base: kn.Of(start), Wanted: kn.Of(f.k), Max: kn.Max})
 			continue
 		}
-		name := unsetEfficiency(spec, in, forced, f)
+		name := unsetEfficiency(pc, spec, in, forced, f)
 		if name == "" {
 			f.declined = append(declined, f.declined...)
 			return f, nil
@@ -721,7 +844,7 @@ func upperBound(start Knobs, f fitted) (Knob, bool) {
 
 // unsetEfficiency names the efficiency of fit f that the multi-node rows did not
 // determine (fit), the scale-up one first; "" if none.
-func unsetEfficiency(spec topology.Spec, in Inputs, forced map[pointID]collective.Options, f fitted) string {
+func unsetEfficiency(pc *placer, spec topology.Spec, in Inputs, forced map[pointID]collective.Options, f fitted) string {
 	sp := withChoices(spec, f.choices)
 	if !hasSingleNode(in) {
 		for _, kn := range f.det {
@@ -740,7 +863,7 @@ func unsetEfficiency(spec topology.Spec, in Inputs, forced map[pointID]collectiv
 			if s.Nodes < 2 {
 				continue
 			}
-			intra, nic := boundBy(sp, f.k, s, forced)
+			intra, nic := boundBy(pc, sp, f.k, s, forced)
 			set := nic
 			if kn.class == "intra" {
 				set = intra
@@ -797,8 +920,8 @@ func hasSingleNode(in Inputs) bool {
 }
 
 // fitOnce is one fit of the determined knobs not frozen (fit).
-func fitOnce(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
-	det := determined(spec, in, forced)
+func fitOnce(ctx context.Context, pc *placer, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (fitted, error) {
+	det := determined(pc, spec, in, forced)
 	var link, comp []Knob
 	for _, kn := range det {
 		if frozen[kn.Name] {
@@ -810,7 +933,7 @@ func fitOnce(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, fo
 			link = append(link, kn)
 		}
 	}
-	choices, err := fitChoices(spec, start, in.Sweeps, forced)
+	choices, err := fitChoices(pc, spec, start, in.Sweeps, forced)
 	if err != nil {
 		return fitted{}, err
 	}
@@ -818,7 +941,7 @@ func fitOnce(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, fo
 	spec = withChoices(spec, choices)
 	out := fitted{k: start, choices: choices}
 	if len(link) > 0 {
-		base, err := priceSweeps(spec, start, in.Sweeps, nil)
+		base, err := priceSweeps(pc, spec, start, in.Sweeps, nil)
 		if err != nil {
 			return fitted{}, err
 		}
@@ -829,7 +952,7 @@ func fitOnce(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, fo
 					ferr = err
 					return math.Inf(1)
 				}
-				ms, err := priceSweeps(spec, k, in.Sweeps, forced)
+				ms, err := priceSweeps(pc, spec, k, in.Sweeps, forced)
 				if err != nil {
 					ferr = err
 					return math.Inf(1)
@@ -839,7 +962,7 @@ func fitOnce(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, fo
 			return k, loss, ferr
 		}
 		guard := func(k Knobs) (string, float64, float64, bool, error) {
-			ms, err := priceSweeps(spec, k, in.Sweeps, nil)
+			ms, err := priceSweeps(pc, spec, k, in.Sweeps, nil)
 			if err != nil {
 				return "", 0, 0, false, err
 			}
@@ -924,8 +1047,8 @@ func params(ks []Knob) []descent.Param[Knobs] {
 }
 
 // price prices every input with the knobs.
-func price(spec topology.Spec, k Knobs, in Inputs) ([]Measured, error) {
-	ms, err := priceSweeps(spec, k, in.Sweeps, nil)
+func price(pc *placer, spec topology.Spec, k Knobs, in Inputs) ([]Measured, error) {
+	ms, err := priceSweeps(pc, spec, k, in.Sweeps, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -1003,11 +1126,12 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	notes = append(notes, releaseNotes(spec, in.Sweeps)...)
 	start := Start(spec)
 	r := &Report{Base: base, Catalog: start, Notes: notes}
+	pc := newPlacer(spec)
 
-	if r.Before, err = price(spec, start, in); err != nil {
+	if r.Before, err = price(pc, spec, start, in); err != nil {
 		return nil, err
 	}
-	forced, mism, err := matchChoices(spec, start, in.Sweeps)
+	forced, mism, err := matchChoices(pc, spec, start, in.Sweeps)
 	if err != nil {
 		return nil, err
 	}
@@ -1021,7 +1145,7 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	others := map[string]fitted{}
 	for {
 		var oos []Measured
-		if oos, err = leaveOneOut(ctx, spec, start, in, files, forced, frozen, others); err != nil {
+		if oos, err = leaveOneOut(ctx, pc, spec, start, in, files, forced, frozen, others); err != nil {
 			return nil, err
 		}
 		g, b, a, worse := worseGroup(r.Before, oos)
@@ -1049,7 +1173,7 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 		for _, kn := range cands {
 			try := maps.Clone(frozen)
 			try[kn.Name] = true
-			o, err := leaveOneOut(ctx, spec, start, in, files, forced, try, map[string]fitted{})
+			o, err := leaveOneOut(ctx, pc, spec, start, in, files, forced, try, map[string]fitted{})
 			if err != nil {
 				return nil, err
 			}
@@ -1069,9 +1193,20 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 			Group: g + " (held out)", Before: b, After: a})
 	}
 	solo := map[string]fitted{}
-	for _, f := range files {
-		if solo[f], err = fit(ctx, spec, start, in.only(f), forced, frozen); err != nil {
-			return nil, err
+	{
+		// Each file alone, fitted in parallel.
+		fs := make([]fitted, len(files))
+		errs := make([]error, len(files))
+		var wg sync.WaitGroup
+		for i, f := range files {
+			wg.Go(func() { fs[i], errs[i] = fit(ctx, pc, spec, start, in.only(f), forced, frozen) })
+		}
+		wg.Wait()
+		for i, f := range files {
+			if errs[i] != nil {
+				return nil, errs[i]
+			}
+			solo[f] = fs[i]
 		}
 	}
 
@@ -1108,12 +1243,12 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	} else if n > 0 {
 		r.Compromise = true
 	}
-	all, err := fit(ctx, spec, start, kept, forced, frozen)
+	all, err := fit(ctx, pc, spec, start, kept, forced, frozen)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		d, ok, err := validate(ctx, spec, start, kept, forced, frozen, all)
+		d, ok, err := validate(ctx, pc, spec, start, kept, forced, frozen, all)
 		if err != nil {
 			return nil, err
 		}
@@ -1122,7 +1257,7 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 		}
 		frozen[d.key] = true
 		r.Declined = append(r.Declined, d)
-		if all, err = fit(ctx, spec, start, kept, forced, frozen); err != nil {
+		if all, err = fit(ctx, pc, spec, start, kept, forced, frozen); err != nil {
 			return nil, err
 		}
 	}
@@ -1138,7 +1273,7 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 		}
 		r.Undetermined = append(r.Undetermined, fmt.Sprintf("%s (%s) kept at the base's %.4g: the inputs have %s", kn.Name, kn.Field, kn.Of(r.Catalog), kn.lacking))
 	}
-	if r.After, err = price(withChoices(spec, all.choices), r.Fitted, in); err != nil {
+	if r.After, err = price(pc, withChoices(spec, all.choices), r.Fitted, in); err != nil {
 		return nil, err
 	}
 	r.Spec = Apply(withChoices(spec, all.choices), r.Fitted)
@@ -1149,19 +1284,30 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 
 // leaveOneOut prices every file with constants fitted on the other files (the
 // frozen ones kept at the base's), recording each fit in others.
-func leaveOneOut(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, files []string, forced map[pointID]collective.Options, frozen map[string]bool, others map[string]fitted) ([]Measured, error) {
+func leaveOneOut(ctx context.Context, pc *placer, spec topology.Spec, start Knobs, in Inputs, files []string, forced map[pointID]collective.Options, frozen map[string]bool, others map[string]fitted) ([]Measured, error) {
+	// The folds are independent: fitted in parallel, gathered in the files' order.
+	fs := make([]fitted, len(files))
+	priced := make([][]Measured, len(files))
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Go(func() {
+			o, err := fit(ctx, pc, spec, start, in.without(f), forced, frozen)
+			if err == nil {
+				fs[i] = o
+				priced[i], err = price(pc, withChoices(spec, o.choices), o.k, in.only(f))
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
 	var out []Measured
-	for _, f := range files {
-		o, err := fit(ctx, spec, start, in.without(f), forced, frozen)
-		if err != nil {
-			return nil, err
+	for i, f := range files {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		others[f] = o
-		ms, err := price(withChoices(spec, o.choices), o.k, in.only(f))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ms...)
+		others[f] = fs[i]
+		out = append(out, priced[i]...)
 	}
 	return out, nil
 }
@@ -1263,7 +1409,7 @@ const maxFileParts = 4
 // heldOut is the band loss (bandLoss) of every part of parts priced with the
 // constants and ranges fitted on the rest, the frozen constants kept at start.
 // The parts are fitted concurrently (each fit reads forced and frozen only).
-func heldOut(ctx context.Context, spec topology.Spec, start Knobs, parts [][2]Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (float64, error) {
+func heldOut(ctx context.Context, pc *placer, spec topology.Spec, start Knobs, parts [][2]Inputs, forced map[pointID]collective.Options, frozen map[string]bool) (float64, error) {
 	priced := make([][]Measured, len(parts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
@@ -1271,9 +1417,9 @@ func heldOut(ctx context.Context, spec topology.Spec, start Knobs, parts [][2]In
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o, err := fit(ctx, spec, start, p[0], forced, frozen)
+			o, err := fit(ctx, pc, spec, start, p[0], forced, frozen)
 			if err == nil {
-				priced[i], err = priceSweeps(withChoices(spec, o.choices), o.k, p[1].Sweeps, nil)
+				priced[i], err = priceSweeps(pc, withChoices(spec, o.choices), o.k, p[1].Sweeps, nil)
 			}
 			errs[i] = err
 		}()
@@ -1302,7 +1448,7 @@ func heldOut(ctx context.Context, spec topology.Spec, start Knobs, parts [][2]In
 // of them shows), the check has nothing to judge it by and it stands. validate
 // returns the one whose keeping costs the most (ok false when all earn their
 // place).
-func validate(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool, f fitted) (Declined, bool, error) {
+func validate(ctx context.Context, pc *placer, spec topology.Spec, start Knobs, in Inputs, forced map[pointID]collective.Options, frozen map[string]bool, f fitted) (Declined, bool, error) {
 	var moved []Knob
 	for _, kn := range f.det {
 		if kn.class != "compute" && kn.Of(f.k) != kn.Of(start) {
@@ -1316,7 +1462,7 @@ func validate(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, f
 	if len(parts) == 0 {
 		return Declined{}, false, nil
 	}
-	with, err := heldOut(ctx, spec, start, parts, forced, frozen)
+	with, err := heldOut(ctx, pc, spec, start, parts, forced, frozen)
 	if err != nil {
 		return Declined{}, false, err
 	}
@@ -1325,7 +1471,7 @@ func validate(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, f
 	for _, kn := range moved {
 		fz := maps.Clone(frozen)
 		fz[kn.Name] = true
-		without, err := heldOut(ctx, spec, start, parts, forced, fz)
+		without, err := heldOut(ctx, pc, spec, start, parts, forced, fz)
 		if err != nil {
 			return Declined{}, false, err
 		}
@@ -1340,7 +1486,7 @@ func validate(ctx context.Context, spec topology.Spec, start Knobs, in Inputs, f
 	for _, r := range f.choices {
 		fz := maps.Clone(frozen)
 		fz[rangeKey(r)] = true
-		without, err := heldOut(ctx, spec, start, parts, forced, fz)
+		without, err := heldOut(ctx, pc, spec, start, parts, forced, fz)
 		if err != nil {
 			return Declined{}, false, err
 		}

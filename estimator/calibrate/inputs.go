@@ -276,11 +276,12 @@ func (in Inputs) Notes() []string {
 // and returns them with the calibrated spec.
 func Fit(spec topology.Spec, in Inputs) (Knobs, topology.Spec, error) {
 	start := Start(spec)
-	forced, _, err := matchChoices(spec, start, in.Sweeps)
+	pc := newPlacer(spec)
+	forced, _, err := matchChoices(pc, spec, start, in.Sweeps)
 	if err != nil {
 		return Knobs{}, topology.Spec{}, err
 	}
-	f, err := fit(context.Background(), spec, start, in, forced, nil)
+	f, err := fit(context.Background(), pc, spec, start, in, forced, nil)
 	if err != nil {
 		return Knobs{}, topology.Spec{}, err
 	}
@@ -289,7 +290,7 @@ func Fit(spec topology.Spec, in Inputs) (Knobs, topology.Spec, error) {
 
 // Score prices the inputs on spec and returns the median and mean |error|.
 func Score(spec topology.Spec, in Inputs) (median, mean float64, err error) {
-	ms, err := price(spec, Start(spec), in)
+	ms, err := price(newPlacer(spec), spec, Start(spec), in)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -14,13 +14,18 @@ import (
 
 // Limits of one CalibrateCluster request. Calibration fits every input file left
 // out in turn, so its work grows with the square of the file count, and the
-// held-out checks of each constant and measured range add fits: measured with
-// stepcost calibrate (stepcost-2026.11.28.8, two shared cores), the five OCI A100
-// sweeps take 6.0 s of CPU, 16 copies of OCI's full sweep (oci-14340fb, 8 B–8
-// GiB, 31 rows) 119 s and 16 copies of Lambda's B200 sweep (29 rows) 39 s (16.0 s
-// and 0.41 s for the OCI sets at f7fed17, when this limit was set). The server's
-// default 30 s deadline stops such a call (DEADLINE_EXCEEDED): a caller sending
-// more than a few full sweeps gives a longer deadline. An nccl-tests output is a
+// held-out checks of each constant and measured range add fits; the fits run in
+// parallel and reuse each other's placements and row prices (estimator/calibrate
+// placer). Measured with stepcost calibrate (two cores shared with other work,
+// load average 10–15), the five OCI A100 sweeps take 1.1 s of CPU (5.6 s before
+// that reuse), 16 copies of OCI's full sweep (oci-14340fb, 8 B–8 GiB, 31 rows)
+// 8.2 s of CPU and 26 s of wall time (100 s and 245 s before) and 16 copies of
+// Lambda's B200 sweep (29 rows) 2.0 s (35 s); 16.0 s and 0.41 s for the OCI sets
+// at f7fed17, when this limit was set, before the held-out checks of each
+// measured range and of a tail's candidates. 8.2 s of CPU split over two cores,
+// about 4 s on a server not busy with other work, is well within the server's
+// default 30 s deadline (BenchmarkCalibrate in estimator/calibrate times them);
+// a busy server's caller gives a longer deadline. An nccl-tests output is a
 // few KiB and a training log's step lines a few hundred KiB; 1 MiB per file
 // leaves room for a long log, and the server's request size bounds the whole.
 const (
