@@ -243,7 +243,11 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	if n := *opt.nodes; n != 0 {
 		g := max(1, q.spec.GPUsPerNode)
 		if n < 0 || n*g < size {
-			return fmt.Errorf("--nodes: %d nodes of %d GPUs cannot hold the job's %d GPUs", n, g, size)
+			// --gpus is the job's size; --max-gpus only the top of the sizes searched.
+			if *opt.maxGPUs > 0 {
+				return fmt.Errorf("--nodes: %d nodes of %d GPUs cannot hold jobs of up to %d GPUs (--max-gpus %d)", n, g, size, size)
+			}
+			return fmt.Errorf("--nodes: %d nodes of %d GPUs cannot hold the job's %d GPUs (--gpus %d)", n, g, size, size)
 		}
 		q.spec.Nodes = n
 	}
