@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
@@ -274,6 +275,19 @@ func frameworkName(r *Request) string {
 		return p.Name
 	}
 	return r.Training.Framework
+}
+
+// excludedAll is the refusal of exclude_nodes that leave the job no free GPU:
+// every node of the cluster, or (with a free map listing listed nodes) every
+// node the map lists, the others having none free.
+func excludedAll(r *Request, mapped bool, listed int) error {
+	n, total := len(r.ExcludeNodes), r.Cluster.Spec.Nodes
+	nodes := fmt.Sprintf("%s %s", plural(n, "node", "nodes"), joinInts(r.ExcludeNodes))
+	if !mapped || n == total {
+		return invalid.Field("exclude_nodes", "excludes %s, every node of the cluster's %d (cluster.nodes): no GPU is left for the job", nodes, total)
+	}
+	return invalid.Field("exclude_nodes", "excludes %s, every node cluster.free_gpus lists (%d); the cluster's %d other %s no free GPU: no GPU is left for the job",
+		nodes, listed, total-n, plural(total-n, "node has", "nodes have"))
 }
 
 func plural(n int, one, many string) string {
