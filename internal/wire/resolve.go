@@ -294,7 +294,7 @@ func PlanResponse(ctx context.Context, pr planner.Request, res planner.Result, m
 		listed += n
 		return true
 	}
-	unused := PlanNoEffect(pr)
+	unused := append(PlanNoEffect(pr), withoutPipeline(pr.Constraints, res.Top)...)
 	for _, p := range res.Top {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -325,6 +325,27 @@ func PlanResponse(ctx context.Context, pr planner.Request, res planner.Result, m
 		out.Pareto = append(out.Pareto, pp)
 	}
 	return out, nil
+}
+
+// withoutPipeline says, when some of the plans top has pp 1 and the constraints
+// pinned schedules without 1F1B (or interleaving depths, none of them 1), that
+// those plans run none: a job without pipeline parallelism has no pipeline
+// schedule (the search takes its layouts for 1F1B's), and the search
+// keeps such layouts unless constraints.pp leaves them out (docs/planner.md,
+// "Search space"). One warning on every plan, so that the answer says it
+// wherever its plans are read.
+func withoutPipeline(cs planner.Constraints, top []planner.Plan) []string {
+	if !slices.ContainsFunc(top, func(p planner.Plan) bool { return p.Layout.PP == 1 }) {
+		return nil
+	}
+	const fix = "a job without pipeline parallelism has none; constraints.pp above 1 searches only pipelines"
+	switch {
+	case len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.OneFOneB):
+		return []string{fmt.Sprintf("constraints.schedules: %v pinned: plans with pp 1 run no pipeline schedule (%s)", apiNames(cs.Schedules, schedules), fix)}
+	case len(cs.VirtualStages) > 0 && !slices.Contains(cs.VirtualStages, 1):
+		return []string{fmt.Sprintf("constraints.virtual_stages: %v pinned: plans with pp 1 run no interleaving (%s)", cs.VirtualStages, fix)}
+	}
+	return nil
 }
 
 // RankObjective checks a RankConfigs request's own fields (its configs are

@@ -609,7 +609,9 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 	for _, x := range resp.GetPlans()[0].GetEstimate().GetWarnings() {
 		if !slices.ContainsFunc(resp.GetPlans(), func(p *pb.Plan) bool { return !slices.Contains(p.GetEstimate().GetWarnings(), x) }) {
 			fmt.Fprintln(w)
-			printWrapped(w, "warning: ", flaggedWarning(x, planFlags), true)
+			// In the flags' words, as a no-plan reason is: "--schedule:
+			// [interleaved] pinned: … --pp above 1 …".
+			printWrapped(w, "warning: ", flaggedWarning(reasonAsFlags(wire.CommandLineSpelling(x)), planFlags), true)
 		}
 	}
 	if c := resp.GetPlans()[0].GetCostUsd(); c > 0 {
