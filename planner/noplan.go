@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stepcost/stepcost/estimator/framework"
+	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 )
 
@@ -232,14 +233,40 @@ func givenConstraints(c Constraints, given map[string]bool, fw string) string {
 	if len(c.Recompute) > 0 {
 		add("recompute", c.Recompute)
 	}
+	// The switches the request pinned (a framework's own, filled in by
+	// restrictToRuns, search both values or what it runs and are not said):
+	// each as the API's field takes it ([true], [false]); a transport that
+	// takes them otherwise respells them (the command line's --sp off,
+	// --cp-variant ulysses).
+	for _, l := range boolPins(c) {
+		if len(l.v) > 0 && given[l.name] {
+			add(l.name, l.v)
+		}
+	}
 	return strings.Join(out, ", ")
+}
+
+// boolPins are the constraint lists of switches, by their API name.
+func boolPins(c Constraints) []struct {
+	name string
+	v    []bool
+} {
+	return []struct {
+		name string
+		v    []bool
+	}{{"sp", c.SP}, {"overlap_tp", c.OverlapTP}, {"overlap_ep", c.OverlapEP}, {"cp_all_to_all", c.CPAllToAll},
+		{"experts_whole", c.ExpertsWhole}, {"fp8_params", c.FP8Params}, {"offload_activations", c.OffloadActivations}}
 }
 
 // given names the lists of c that are given (not empty), before the search fills
 // the empty ones in from the framework.
 func (c Constraints) given() map[string]bool {
-	return map[string]bool{"tp": len(c.TP) > 0, "pp": len(c.PP) > 0, "cp": len(c.CP) > 0, "ep": len(c.EP) > 0, "zero": len(c.ZeRO) > 0,
+	g := map[string]bool{"tp": len(c.TP) > 0, "pp": len(c.PP) > 0, "cp": len(c.CP) > 0, "ep": len(c.EP) > 0, "zero": len(c.ZeRO) > 0,
 		"micro_batch": len(c.MicroBatch) > 0, "virtual_stages": len(c.VirtualStages) > 0, "schedules": len(c.Schedules) > 0, "recompute": len(c.Recompute) > 0}
+	for _, l := range boolPins(c) {
+		g[l.name] = len(l.v) > 0
+	}
+	return g
 }
 
 // frameworkName is the framework the request names, as its profile spells it.
@@ -248,6 +275,19 @@ func frameworkName(r *Request) string {
 		return p.Name
 	}
 	return r.Training.Framework
+}
+
+// excludedAll is the refusal of exclude_nodes that leave the job no free GPU:
+// every node of the cluster, or (with a free map listing listed nodes) every
+// node the map lists, the others having none free.
+func excludedAll(r *Request, mapped bool, listed int) error {
+	n, total := len(r.ExcludeNodes), r.Cluster.Spec.Nodes
+	nodes := fmt.Sprintf("%s %s", plural(n, "node", "nodes"), joinInts(r.ExcludeNodes))
+	if !mapped || n == total {
+		return invalid.Field("exclude_nodes", "excludes %s, every node of the cluster's %d (cluster.nodes): no GPU is left for the job", nodes, total)
+	}
+	return invalid.Field("exclude_nodes", "excludes %s, every node cluster.free_gpus lists (%d); the cluster's %d other %s no free GPU: no GPU is left for the job",
+		nodes, listed, total-n, plural(total-n, "node has", "nodes have"))
 }
 
 func plural(n int, one, many string) string {

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
 )
@@ -775,9 +774,10 @@ func (r *Request) normalise() error {
 	r.DegradedNodes = sortedDegraded(r.DegradedNodes)
 	r.busy = r.Free.busy(r.Cluster, r.ExcludeNodes)
 	if len(r.ExcludeNodes) > 0 {
+		mapped, listed := r.Free != nil, len(r.Free)
 		r.Free = r.Free.without(r.Cluster, r.ExcludeNodes)
 		if len(r.Free) == 0 {
-			return invalid.Field("exclude_nodes", "no node of the cluster is left")
+			return excludedAll(r, mapped, listed)
 		}
 	}
 	r.avoid, r.readmitOrders, r.degradedAt = nil, nil, nil

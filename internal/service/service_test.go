@@ -142,7 +142,7 @@ func TestFreeMapSearchesDoNotAccumulate(t *testing.T) {
 func TestEstimatorFor(t *testing.T) {
 	svc := New(Options{})
 	svc.scratch.budget = 48
-	ce, err := svc.clusters.Sized(plannerRequest().Cluster, 32, -1, svc.limits.MaxGPUs)
+	ce, err := svc.clusters.Sized(plannerRequest().Cluster, 32, -1, svc.limits.MaxGPUs, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestWarmUpPlacesTheGroups(t *testing.T) {
 	// placedBy is how many groups the first search of s places on the cluster's
 	// estimator.
 	placedBy := func(s *Service) int {
-		entry, err := s.clusters.Sized(req().Cluster, 1024, -1, s.limits.MaxGPUs)
+		entry, err := s.clusters.Sized(req().Cluster, 1024, -1, s.limits.MaxGPUs, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func TestWarmUpPlacesTheGroups(t *testing.T) {
 		if _, err := s.EstimatePlan(context.Background(), req()); err != nil {
 			t.Fatal(err)
 		}
-		if again, _ := s.clusters.Sized(req().Cluster, 1024, -1, s.limits.MaxGPUs); again != entry {
+		if again, _ := s.clusters.Sized(req().Cluster, 1024, -1, s.limits.MaxGPUs, ""); again != entry {
 			t.Fatal("the search built its own cluster instead of the warmed one")
 		}
 		return entry.Est.Placements() - before

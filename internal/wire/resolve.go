@@ -75,8 +75,10 @@ func (p *Clusters) Get(spec topology.Spec) (*ClusterEntry, error) {
 }
 
 // Sized resolves a cluster spec big enough for gpus GPUs (and every node a free
-// map names, topNode; -1 for none), refusing more than maxGPUs GPUs.
-func (p *Clusters) Sized(c *pb.ClusterSpec, gpus, topNode, maxGPUs int) (*ClusterEntry, error) {
+// map names, topNode; -1 for none), refusing more than maxGPUs GPUs. asked says
+// what gpus is, as a refusal names it ("the job's 64 GPUs (gpus 64)", "jobs of
+// up to 64 GPUs (max_gpus 64)"); empty, "the 64 GPUs asked for".
+func (p *Clusters) Sized(c *pb.ClusterSpec, gpus, topNode, maxGPUs int, asked string) (*ClusterEntry, error) {
 	spec, err := ClusterSpec("cluster", c)
 	if err != nil {
 		return nil, err
@@ -90,7 +92,10 @@ func (p *Clusters) Sized(c *pb.ClusterSpec, gpus, topNode, maxGPUs int) (*Cluste
 		// The caller's cluster: a job or a free map larger than it is a mistake in
 		// the request, not a reason to grow the cluster (0 sizes it for the job).
 		if gpus > n*spec.GPUsPerNode {
-			return nil, invalid.Field("cluster.nodes", "%d nodes of %d GPUs cannot hold the %d GPUs asked for (0: as many nodes as they need)", n, spec.GPUsPerNode, gpus)
+			if asked == "" {
+				asked = fmt.Sprintf("the %d GPUs asked for", gpus)
+			}
+			return nil, invalid.Field("cluster.nodes", "%d nodes of %d GPUs cannot hold %s (0: as many nodes as they need)", n, spec.GPUsPerNode, asked)
 		}
 		for i, f := range c.GetFreeGpus() {
 			if int(f.GetNode()) >= n {
@@ -185,7 +190,7 @@ func ResolveStep(pool *Clusters, req *pb.EstimateStepRequest, maxGPUs int) (*Ste
 	if err != nil {
 		return nil, err
 	}
-	ce, err := pool.Sized(req.GetCluster(), gpus, top, maxGPUs)
+	ce, err := pool.Sized(req.GetCluster(), gpus, top, maxGPUs, "")
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +294,7 @@ func PlanResponse(ctx context.Context, pr planner.Request, res planner.Result, m
 		listed += n
 		return true
 	}
-	unused := PlanNoEffect(pr)
+	unused := append(PlanNoEffect(pr), withoutPipeline(pr.Constraints, res.Top)...)
 	for _, p := range res.Top {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -320,6 +325,27 @@ func PlanResponse(ctx context.Context, pr planner.Request, res planner.Result, m
 		out.Pareto = append(out.Pareto, pp)
 	}
 	return out, nil
+}
+
+// withoutPipeline says, when some of the plans top has pp 1 and the constraints
+// pinned schedules without 1F1B (or interleaving depths, none of them 1), that
+// those plans run none: a job without pipeline parallelism has no pipeline
+// schedule (the search takes its layouts for 1F1B's), and the search
+// keeps such layouts unless constraints.pp leaves them out (docs/planner.md,
+// "Search space"). One warning on every plan, so that the answer says it
+// wherever its plans are read.
+func withoutPipeline(cs planner.Constraints, top []planner.Plan) []string {
+	if !slices.ContainsFunc(top, func(p planner.Plan) bool { return p.Layout.PP == 1 }) {
+		return nil
+	}
+	const fix = "a job without pipeline parallelism has none; constraints.pp above 1 searches only pipelines"
+	switch {
+	case len(cs.Schedules) > 0 && !slices.Contains(cs.Schedules, step.OneFOneB):
+		return []string{fmt.Sprintf("constraints.schedules: %v pinned: plans with pp 1 run no pipeline schedule (%s)", apiNames(cs.Schedules, schedules), fix)}
+	case len(cs.VirtualStages) > 0 && !slices.Contains(cs.VirtualStages, 1):
+		return []string{fmt.Sprintf("constraints.virtual_stages: %v pinned: plans with pp 1 run no interleaving (%s)", cs.VirtualStages, fix)}
+	}
+	return nil
 }
 
 // RankObjective checks a RankConfigs request's own fields (its configs are
@@ -431,7 +457,12 @@ func ResolvePlan(pool *Clusters, req *pb.EstimatePlanRequest, maxGPUs, maxCandid
 	case g == 0 && (req.GetMinGpus() < 0 || req.GetMinGpus() > m):
 		return nil, invalid.Field("min_gpus", "must be between 0 and max_gpus %d (got %d)", m, req.GetMinGpus())
 	}
-	ce, err := pool.Sized(req.GetCluster(), size, top, maxGPUs)
+	// gpus is the job's size; max_gpus only the top of the sizes searched.
+	asked := fmt.Sprintf("the job's %d GPUs (gpus %d)", size, size)
+	if req.GetGpus() == 0 {
+		asked = fmt.Sprintf("jobs of up to %d GPUs (max_gpus %d)", size, size)
+	}
+	ce, err := pool.Sized(req.GetCluster(), size, top, maxGPUs, asked)
 	if err != nil {
 		return nil, err
 	}
@@ -597,7 +628,7 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	if err != nil {
 		return nil, err
 	}
-	ce, err := pool.Sized(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), top, maxGPUs)
+	ce, err := pool.Sized(req.GetCluster(), nodes*max(1, spec.GPUsPerNode), top, maxGPUs, "")
 	if err != nil {
 		return nil, err
 	}

@@ -599,8 +599,16 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	}
 	fmt.Fprintf(title, ", ZeRO-%d, micro-batch %d × %d, seq %d, global batch %d, recompute %s",
 		l.ZeRO, l.MicroBatch, e.GetMicroBatches(), t.SeqLen, t.GlobalBatch, l.Recompute)
+	// recompute_layers counts a pipeline stage's layers, all its model chunks
+	// together (step.Layout.RecomputeLayers); layer_split lists one entry a model
+	// chunk, pp × v of them, chunk c of stage s at c × pp + s (the API's
+	// layout.layer_split): one a stage only without interleaving.
 	if l.RecomputeLayers > 0 {
-		fmt.Fprintf(title, " (%d layers per stage)", l.RecomputeLayers)
+		fmt.Fprintf(title, " (%d layers per stage", l.RecomputeLayers)
+		if l.PP > 1 && l.VirtualStages > 1 {
+			fmt.Fprintf(title, ", its %d chunks together", l.VirtualStages)
+		}
+		fmt.Fprint(title, ")")
 	}
 	if len(l.RecomputeModules) > 0 {
 		fmt.Fprintf(title, " (%s)", strings.Join(l.RecomputeModules, ", "))
@@ -610,10 +618,17 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	}
 	if l.PP > 1 {
 		fmt.Fprintf(title, ", %s", l.Schedule)
-		if l.VirtualStages > 1 {
+		switch {
+		case l.Schedule == step.ZeroBubbleV:
+			// Not an interleaving depth: the V's two chunks a stage (Qi et al.
+			// 2024 §6; step.Layout.VirtualStages 2).
+			fmt.Fprintf(title, " (a V of %d chunks a stage)", l.VirtualStages)
+		case l.VirtualStages > 1:
 			fmt.Fprintf(title, " v=%d", l.VirtualStages)
 		}
-		if r := splitRuns(l.LayerSplit, ", "); r != "" {
+		if r := splitRuns(l.LayerSplit, ", "); r != "" && l.VirtualStages > 1 {
+			fmt.Fprintf(title, ", layers per model chunk %s (chunk c of stage s at c × pp + s)", r)
+		} else if r != "" {
 			fmt.Fprintf(title, ", layers per stage %s", r)
 		}
 	}

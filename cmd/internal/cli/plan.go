@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -243,7 +244,11 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 	if n := *opt.nodes; n != 0 {
 		g := max(1, q.spec.GPUsPerNode)
 		if n < 0 || n*g < size {
-			return fmt.Errorf("--nodes: %d nodes of %d GPUs cannot hold the job's %d GPUs", n, g, size)
+			// --gpus is the job's size; --max-gpus only the top of the sizes searched.
+			if *opt.maxGPUs > 0 {
+				return fmt.Errorf("--nodes: %d nodes of %d GPUs cannot hold jobs of up to %d GPUs (--max-gpus %d)", n, g, size, size)
+			}
+			return fmt.Errorf("--nodes: %d nodes of %d GPUs cannot hold the job's %d GPUs (--gpus %d)", n, g, size, size)
 		}
 		q.spec.Nodes = n
 	}
@@ -529,6 +534,21 @@ var planFlags = map[string]string{"gpus": "--gpus", "min_gpus": "--min-gpus", "m
 	"constraints.max_micro_batch": "--max-mbs", "constraints.offload": "--offload", "exclude_nodes": "--exclude-nodes", "degraded_nodes": "--degraded-node", "cluster.free_gpus": "--free-map", "cluster.nodes": "--nodes",
 	"slow_gpu_speed": "--slow-gpu", "degraded_nic_speed": "--degraded-nic", "degraded_link_speed": "--degraded-link", "placement_tolerance": "--placement-tolerance"}
 
+// pinValues are the values of the switch flags of plan by the API's (a
+// constraint list of booleans): what each flag takes for true and for false
+// (onOffFlag's on and off, cpVariantFlag's ulysses and ring).
+var pinValues = map[string]map[string]string{
+	"constraints.sp": onOff, "constraints.overlap_tp": onOff, "constraints.overlap_ep": onOff, "constraints.fp8_params": onOff,
+	"constraints.offload_activations": onOff, "constraints.experts_whole": onOff,
+	"constraints.cp_all_to_all": {"true": "ulysses", "false": "ring"},
+}
+
+var onOff = map[string]string{"true": "on", "false": "off"}
+
+// boolPinList is a switch's constraint list as a no-plan reason quotes it
+// ("constraints.cp_all_to_all [true]"), the API's values.
+var boolPinList = regexp.MustCompile(`constraints\.(sp|overlap_tp|overlap_ep|cp_all_to_all|experts_whole|fp8_params|offload_activations) \[((?:true|false)(?: (?:true|false))*)\]`)
+
 // printPlans prints a search's answer for people: the top plans and the Pareto front.
 func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens float64) {
 	fmt.Fprintln(w, title)
@@ -589,7 +609,9 @@ func printPlans(w io.Writer, resp *pb.EstimatePlanResponse, title string, tokens
 	for _, x := range resp.GetPlans()[0].GetEstimate().GetWarnings() {
 		if !slices.ContainsFunc(resp.GetPlans(), func(p *pb.Plan) bool { return !slices.Contains(p.GetEstimate().GetWarnings(), x) }) {
 			fmt.Fprintln(w)
-			printWrapped(w, "warning: ", flaggedWarning(x, planFlags), true)
+			// In the flags' words, as a no-plan reason is: "--schedule:
+			// [interleaved] pinned: … --pp above 1 …".
+			printWrapped(w, "warning: ", flaggedWarning(reasonAsFlags(wire.CommandLineSpelling(x)), planFlags), true)
 		}
 	}
 	if c := resp.GetPlans()[0].GetCostUsd(); c > 0 {
@@ -930,6 +952,17 @@ func noPlan(resp *pb.EstimatePlanResponse) error {
 // them ("--tp [3]"), as the command's other errors are; --json keeps the API's.
 // Longer paths first: constraints.tp_across_nodes before constraints.tp.
 func reasonAsFlags(r string) string {
+	r = boolPinList.ReplaceAllStringFunc(r, func(m string) string {
+		sub := boolPinList.FindStringSubmatch(m)
+		field := "constraints." + sub[1]
+		vals := strings.Fields(sub[2])
+		for i, v := range vals {
+			if s, ok := pinValues[field][v]; ok {
+				vals[i] = s
+			}
+		}
+		return planFlags[field] + " " + strings.Join(vals, ",")
+	})
 	var paths []string
 	for p := range planFlags {
 		if strings.Contains(p, ".") {
