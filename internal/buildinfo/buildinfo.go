@@ -64,7 +64,7 @@ func (i Info) String() string {
 
 // EstimatorVersion identifies the models behind the answers; it changes whenever a
 // formula or a calibrated constant does, so that clients can tell answers apart.
-const EstimatorVersion = "stepcost-2026.11.28.8"
+const EstimatorVersion = "stepcost-2026.11.29.1"
 
 // Version is the one-line answer to --version of the stepcost binaries: the build
 // (module version, commit, Go) and the estimator version.

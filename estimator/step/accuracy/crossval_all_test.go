@@ -326,6 +326,9 @@ func fmtFitted(m map[string]float64) string {
 // threshold and LL rate by release, and torchao's Llama 4 Scout MXFP8 row with its key
 // and value projections in bf16 (its fp8 filter): in sample Blackwell 12.07 → 12.02, fp8 9.14 → 9.11 %;
 // left out Blackwell 12.42 → 12.36, fp8 9.21 → 9.18 %; bounds unchanged.
+//
+// stepcost-2026.11.29.1: NCCL 2.28's ring LL128 cap and NVLS table for clusters that
+// state 2.28 or later; no run states a release, so no figure moves; bounds unchanged.
 var (
 	inSampleBounds = map[string]float64{
 		"all": 0.085, "original": 0.065, "moe": 0.10, "fp8": 0.095, "blackwell": 0.125,
