@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +53,45 @@ func fullSweeps(t *testing.T) *pb.CalibrateClusterRequest {
 	for i := range 16 {
 		req.Inputs = append(req.Inputs, &pb.CalibrationInput{Name: fmt.Sprintf("copy%02d.txt", i),
 			Content: string(b) + fmt.Sprintf("# copy %d\n", i), Op: "allreduce"})
+	}
+	return req
+}
+
+// largeSweeps is a request at the file limit of the largest clusters: Lambda's
+// two-node B200 all-reduce sweep (estimator/calibrate/testdata/b200-ib) stated
+// as run on 1 024, 2 048, … 16 384 nodes of 8, its bus bandwidths those of its
+// sizes and times on that many ranks (nccl-tests' all-reduce bus factor
+// 2(n−1)/n), so that each file is a shape of its own whose placement and first
+// estimates take seconds.
+func largeSweeps(t *testing.T) *pb.CalibrateClusterRequest {
+	t.Helper()
+	b, err := os.ReadFile("../estimator/calibrate/testdata/b200-ib/dstack-lambda-allreduce.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &pb.CalibrateClusterRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "hgx-b200"}}}
+	for i := range 16 {
+		nodes := 1024 * (i + 1)
+		ranks := float64(8 * nodes)
+		var out strings.Builder
+		for line := range strings.Lines(string(b)) {
+			f := strings.Fields(line)
+			if len(f) == 13 {
+				size, err1 := strconv.ParseFloat(f[0], 64)
+				t1, err2 := strconv.ParseFloat(f[5], 64)
+				t2, err3 := strconv.ParseFloat(f[9], 64)
+				if err1 == nil && err2 == nil && err3 == nil {
+					a1, a2 := size/t1/1e3, size/t2/1e3
+					bus := 2 * (ranks - 1) / ranks
+					line = fmt.Sprintf("%12s %13s %9s %7s %7s %8.2f %7.2f %7.2f %7s %8.2f %7.2f %7.2f %7s\n",
+						f[0], f[1], f[2], f[3], f[4], t1, a1, a1*bus, f[8], t2, a2, a2*bus, f[12])
+				}
+			}
+			out.WriteString(line)
+		}
+		fmt.Fprintf(&out, "# copy %d\n", i)
+		req.Inputs = append(req.Inputs, &pb.CalibrationInput{Name: fmt.Sprintf("n%05d.txt", nodes), Content: out.String(),
+			Op: "allreduce", Nodes: int32(nodes), GpusPerNode: 8})
 	}
 	return req
 }
@@ -109,11 +150,19 @@ func TestConcurrentCalibrationsAreByteIdentical(t *testing.T) {
 // snapshot taken before the call), and it returns soon after the deadline.
 func TestCalibrationDeadlineStopsItsFolds(t *testing.T) {
 	svc := NewService(DefaultLimits(), nil)
-	req := fullSweeps(t)
-	// The whole calibration takes seconds (8.4 s of CPU, BenchmarkCalibrate): each
-	// deadline passes in another phase (the files alone, the folds, the held-out
-	// checks).
-	for _, deadline := range []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second} {
+	// The whole calibration of fullSweeps takes seconds (8.4 s of CPU,
+	// BenchmarkCalibrate): each deadline passes in another phase (the files
+	// alone, the folds, the held-out checks). largeSweeps' first estimates on
+	// each of its 16 shapes take seconds: the deadline passes while the files
+	// alone are fitted.
+	for _, tc := range []struct {
+		req      *pb.CalibrateClusterRequest
+		deadline time.Duration
+	}{
+		{fullSweeps(t), 300 * time.Millisecond}, {fullSweeps(t), time.Second}, {fullSweeps(t), 3 * time.Second},
+		{largeSweeps(t), time.Second},
+	} {
+		req, deadline := tc.req, tc.deadline
 		before := goleak.IgnoreCurrent()
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		start := time.Now()
