@@ -158,6 +158,9 @@ func priceSweeps(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced
 			return nil, err
 		}
 		for _, p := range s.Points {
+			if err := pc.err(); err != nil {
+				return nil, err
+			}
 			opt, ok := forced[pointID{s.File, p.Line}]
 			if !ok {
 				opt = collective.Options{Launch: s.Launch, Algo: s.Algo, ForceProtocol: s.ForceProtocol, Protocol: s.Protocol}
@@ -233,6 +236,21 @@ type placer struct {
 	base *topology.Spec
 	mu   sync.Mutex
 	m    map[placeKey]*placement
+	// ctx is the calibration's (CalibrateContext); nil for none. Placing a
+	// sweep and pricing a row look at it first: the first estimates on a
+	// placement of thousands of nodes take seconds, and the folds and solo fits
+	// make them in parallel, so a deadline is kept between rows, not only
+	// between a fit's evaluations.
+	ctx context.Context
+}
+
+// err is the calibration's context's error: non-nil once its deadline passed or
+// it was cancelled.
+func (pc *placer) err() error {
+	if pc.ctx == nil {
+		return nil
+	}
+	return pc.ctx.Err()
 }
 
 type placeKey struct {
@@ -291,6 +309,9 @@ func (pc *placer) clusterKey(spec topology.Spec, k Knobs) string {
 // placeSweep places a sweep's ranks on the base cluster with knobs k (ck their
 // clusterKey), once per cluster and shape (placer).
 func placeSweep(pc *placer, ck string, spec topology.Spec, k Knobs, s Sweep) (*placement, error) {
+	if err := pc.err(); err != nil {
+		return nil, err
+	}
 	key := placeKey{ck, s.Nodes, s.GPUsPerNode, sweepSpec(spec, s).NCCL}
 	pc.mu.Lock()
 	e, ok := pc.m[key]
@@ -414,6 +435,9 @@ func matchChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep) (map[
 			return nil, nil, err
 		}
 		for _, p := range s.Points {
+			if err := pc.err(); err != nil {
+				return nil, nil, err
+			}
 			auto, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
 			if err != nil {
 				return nil, nil, fileErr(s.File, p.Line, "%v", err)
@@ -609,6 +633,11 @@ func boundBy(pc *placer, spec topology.Spec, k Knobs, s Sweep, forced map[pointI
 	for _, p := range s.Points {
 		if bandOf(p.Bytes) != BandLarge {
 			continue
+		}
+		if pc.err() != nil {
+			// Stopped: no row is said to be set (the fit ends with the
+			// context's error at its next evaluation).
+			return nil, nil
 		}
 		opt, ok := forced[pointID{s.File, p.Line}]
 		if !ok {
@@ -1127,6 +1156,7 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	start := Start(spec)
 	r := &Report{Base: base, Catalog: start, Notes: notes}
 	pc := newPlacer(spec)
+	pc.ctx = ctx
 
 	if r.Before, err = price(pc, spec, start, in); err != nil {
 		return nil, err
@@ -1279,6 +1309,11 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	r.Spec = Apply(withChoices(spec, all.choices), r.Fitted)
 	r.Files = files
 	r.finish()
+	// A fit stopped between rows may have judged a constant on what it had
+	// priced so far: a calibration is answered only if nothing was stopped.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
