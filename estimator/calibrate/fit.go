@@ -1117,12 +1117,41 @@ func releaseNotes(spec topology.Spec, sweeps []Sweep) []string {
 			continue
 		}
 		n := s.File + " ran NCCL " + s.NCCL + " (its output says so): priced by its rules"
+		if topology.NewerNCCLWarning("NCCL", s.NCCL) != "" {
+			n = s.File + " ran NCCL " + s.NCCL + " (its output says so): priced by NCCL " + topology.NewestNCCL + "'s rules, the newest stepcost models"
+		}
 		if maj, min, _ := sweepSpec(spec, s).NCCLRelease(); !bOK || maj != bMaj || min != bMin {
 			n += "; the fitted cluster file is written for the base's " + base
 		}
 		notes = append(notes, n)
 	}
 	return notes
+}
+
+// releaseWarnings warns, once for the base and once for each collective input,
+// of a stated NCCL release newer than the newest the model knows, whose rules
+// then price it (topology.Spec.NCCLRelease): the base's prices the training
+// logs and the inputs that state none, an input's its own rows. None on AMD
+// GPUs (RCCL's rules).
+func releaseWarnings(spec topology.Spec, sweeps []Sweep) []string {
+	if a := spec.GPU.Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
+		return nil
+	}
+	var out []string
+	if w := collective.ReleaseWarning(spec); w != "" {
+		out = append(out, w)
+	}
+	seen := map[string]bool{}
+	for _, s := range sweeps {
+		if seen[s.File] {
+			continue
+		}
+		seen[s.File] = true
+		if w := topology.NewerNCCLWarning(s.File+": NCCL", s.NCCL); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Calibrate fits the base cluster to the inputs and scores the fit by leaving each
@@ -1154,7 +1183,7 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	// priced by the one it ran, and the report says which, file by file.
 	notes = append(notes, releaseNotes(spec, in.Sweeps)...)
 	start := Start(spec)
-	r := &Report{Base: base, Catalog: start, Notes: notes}
+	r := &Report{Base: base, Catalog: start, Notes: notes, Warnings: releaseWarnings(spec, in.Sweeps)}
 	pc := newPlacer(spec)
 	pc.ctx = ctx
 

@@ -52,6 +52,10 @@ type Report struct {
 	// (a training log's GPU that could not be told apart from the base's), beside
 	// the readers' own (Inputs.Notes).
 	Notes []string
+	// Warnings are what the caller should know of the prices: an NCCL release,
+	// the base's or an input's, newer than the newest the collective model
+	// knows, priced by that newest one's rules (topology.NewerNCCLWarning).
+	Warnings []string `json:",omitempty"`
 }
 
 // Contradiction is an input file that, fitted alone, wants a constant far from the

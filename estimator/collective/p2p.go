@@ -117,15 +117,31 @@ const (
 // channels): RCCL's on AMD GPUs, else the NCCL release the cluster states, or,
 // when it states none, NCCL 2.27's (LL up to a peer's channels × 16 KiB, two
 // channels per net peer, Blackwell's NVLS channels from 2.27), as
-// docs/cluster-file.md documents for an empty nccl.
+// docs/cluster-file.md documents for an empty nccl. A release newer than the
+// newest the model knows is priced by that newest one's rules
+// (topology.Spec.NCCLRelease), and says so.
 func LibraryRelease(spec topology.Spec) string {
 	if a := spec.GPU.Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
 		return "RCCL's rules: an AMD GPU (the cluster's nccl is not used)"
+	}
+	if topology.NewerNCCLWarning("nccl", spec.NCCL) != "" {
+		return "NCCL " + topology.NewestNCCL + "'s rules: the cluster's release, " + spec.NCCL + " (nccl), is newer than the newest stepcost models"
 	}
 	if spec.NCCL != "" {
 		return "NCCL " + spec.NCCL + ", the cluster's release (nccl)"
 	}
 	return "NCCL 2.27's rules: the cluster states no release (nccl)"
+}
+
+// ReleaseWarning is the warning of an answer priced on spec when the NCCL
+// release it states is newer than the newest the model knows (whose rules
+// then price it: LibraryRelease), "" otherwise and on AMD GPUs (RCCL's rules,
+// whatever nccl says).
+func ReleaseWarning(spec topology.Spec) string {
+	if a := spec.GPU.Arch; a == hardware.CDNA3 || a == hardware.CDNA4 {
+		return ""
+	}
+	return topology.NewerNCCLWarning("nccl", spec.NCCL)
 }
 
 // p2pLLRule is the LL rule of the placement's library: RCCL's on AMD GPUs, else

@@ -116,61 +116,104 @@ type Spec struct {
 	// gives a peer on another node (NCCL 2.29 sizes them by the GPU's NIC bandwidth;
 	// see collective.p2pNetChannelsPerPeer; empty: the rule of NCCL 2.21 through
 	// 2.28) and the NVLS channels on Blackwell (16 up to 2.24, 32 in 2.25 and 2.26,
-	// from 2.27 32 across nodes and 24 inside one; empty: the newest rule).
+	// from 2.27 32 across nodes and 24 inside one; empty: the newest rule). A
+	// release newer than the newest the model knows (NewestNCCLMinor) is priced by
+	// that newest one's rules, and the answers say so (NewerNCCLWarning).
 	NCCL string `json:"nccl,omitempty"`
 }
 
-// NCCLRelease is the spec's NCCL release as major and minor numbers; ok is false
-// when none is stated (or it is not one ParseNCCLRelease takes, which Validate
-// reports).
+// NCCLRelease is the NCCL release whose rules price the spec's calls, as major
+// and minor numbers: the one the spec states, or, when it states one newer than
+// the newest the collective model knows (NewestNCCLMinor), that newest one, whose
+// rules a newer release is priced by (NewerNCCLWarning says so in the answer).
+// ok is false when none is stated (or it is not one ParseNCCLRelease takes,
+// which Validate reports).
 func (s Spec) NCCLRelease() (major, minor int, ok bool) {
 	if s.NCCL == "" {
 		return 0, 0, false
 	}
 	major, minor, err := ParseNCCLRelease(s.NCCL)
-	return major, minor, err == nil
+	if err != nil {
+		return 0, 0, false
+	}
+	return major, min(minor, NewestNCCLMinor), true
 }
 
-// The NCCL releases the collective model prices: NCCL 2 (NCCL 1 ran inside one
-// node), from 2.0 to 2.31, the newest release a measurement the model is scored
-// on states (collective/accuracy/testdata/nccl_measured.jsonl: 2.31.2; its rules
-// are read from NCCL's source through v2.30.7-1, docs/collective.md), with a
-// minor and a patch of at most 99, as nccl.h's version code (NCCL_VERSION: X *
-// 10000 + Y * 100 + Z) holds them. A newer release is refused, not priced by
-// rules written before it.
+// The NCCL releases the collective model reads: NCCL 2 (NCCL 1 ran inside one
+// node only; there is no NCCL 3), from 2.0 to 2.99, with a patch of at most 99.
+// Its rules are known up to 2.31, the newest release a measurement the model is
+// scored on states (collective/accuracy/testdata/nccl_measured.jsonl: 2.31.2;
+// the rules are read from NCCL's source through v2.30.7-1, docs/collective.md).
+// A release after 2.31 is priced by 2.31's rules (Spec.NCCLRelease), the nearest
+// the model knows, and every answer priced with it says so (NewerNCCLWarning):
+// a scheduler on a cluster that upgraded NCCL gets an answer that states its
+// basis rather than none. 2.99 is the last minor nccl.h's version code
+// can hold (NCCL_VERSION(X,Y,Z): X * 10000 + Y * 100 + Z, so 2.100.0 would read
+// as 3.0.0), as 99 is the last patch; at the pace of NCCL 2's releases (2.18 in
+// 2023, 2.28 in 2025: about four minors a year) it is more than a decade away,
+// so a minor past it is a typing error, not a release.
 const (
 	NCCLMajor       = 2
 	NewestNCCLMinor = 31
+	maxNCCLMinor    = 99
 	maxNCCLPatch    = 99
 )
 
-// NCCLReleases names the releases ParseNCCLRelease takes.
-var NCCLReleases = fmt.Sprintf("%d.0 through %d.%d", NCCLMajor, NCCLMajor, NewestNCCLMinor)
+var (
+	// NCCLReleases names the releases ParseNCCLRelease takes.
+	NCCLReleases = fmt.Sprintf("%d.0 through %d.%d", NCCLMajor, NCCLMajor, maxNCCLMinor)
+	// NewestNCCL is the newest release the collective model knows the rules of.
+	NewestNCCL = fmt.Sprintf("%d.%d", NCCLMajor, NewestNCCLMinor)
+)
 
 // ParseNCCLRelease reads an NCCL release, "major.minor" or "major.minor.patch"
-// (e.g. "2.29" or "2.28.9"), one of those the collective model prices
-// (NCCLReleases): every place a release is read (a cluster's nccl, an nccl-tests
-// output, a measurement row) reads it here. The error states the rule and the
-// value.
+// (e.g. "2.29" or "2.28.9"), one of NCCLReleases, and returns the major and minor
+// it states: every place a release is read (a cluster's nccl, an nccl-tests
+// output, a measurement row) reads it here. A release newer than the newest the
+// model knows is taken (Spec.NCCLRelease prices it by the newest's rules); the
+// error states the rule broken, the releases taken and the value.
 func ParseNCCLRelease(v string) (major, minor int, err error) {
-	bad := fmt.Errorf("must be an NCCL release the collective model prices, %s, as major.minor or major.minor.patch (patch at most %d), e.g. 2.28.9 (got %q)",
-		NCCLReleases, maxNCCLPatch, v)
+	accepted := fmt.Sprintf("an NCCL release %s, as major.minor or major.minor.patch, e.g. 2.28.9 (a release after %s, the newest stepcost models, is priced by %s's rules)",
+		NCCLReleases, NewestNCCL, NewestNCCL)
 	parts := strings.Split(v, ".")
 	if len(parts) < 2 || len(parts) > 3 {
-		return 0, 0, bad
+		return 0, 0, fmt.Errorf("must be %s (got %q)", accepted, v)
 	}
 	var n [3]int
 	for i, p := range parts {
 		x, err := strconv.Atoi(p)
-		if err != nil || x < 0 || x > maxNCCLPatch || p != strconv.Itoa(x) {
-			return 0, 0, bad
+		switch {
+		case err != nil || p != strconv.Itoa(x):
+			return 0, 0, fmt.Errorf("must be %s (got %q)", accepted, v)
+		case x < 0:
+			return 0, 0, fmt.Errorf("has a negative number (%d): must be %s (got %q)", x, accepted, v)
 		}
 		n[i] = x
 	}
-	if n[0] != NCCLMajor || n[1] > NewestNCCLMinor {
-		return 0, 0, bad
+	switch {
+	case n[0] > NCCLMajor:
+		return 0, 0, fmt.Errorf("NCCL %d: no such release (NCCL %d is the newest major); must be %s (got %q)", n[0], NCCLMajor, accepted, v)
+	case n[0] < NCCLMajor:
+		return 0, 0, fmt.Errorf("older than NCCL %d.0 (NCCL 1 ran inside one node only); must be %s (got %q)", NCCLMajor, accepted, v)
+	case n[1] > maxNCCLMinor:
+		return 0, 0, fmt.Errorf("minor %d: past %d, the last minor nccl.h's version code holds (X * 10000 + Y * 100 + Z); must be %s (got %q)", n[1], maxNCCLMinor, accepted, v)
+	case n[2] > maxNCCLPatch:
+		return 0, 0, fmt.Errorf("patch %d: past %d, the last patch nccl.h's version code holds (X * 10000 + Y * 100 + Z); must be %s (got %q)", n[2], maxNCCLPatch, accepted, v)
 	}
 	return n[0], n[1], nil
+}
+
+// NewerNCCLWarning is the warning of an answer priced with release v when v is
+// newer than the newest release the collective model knows (which then priced
+// it), "" otherwise (an older release, none, or one ParseNCCLRelease refuses).
+// what names where v was stated: "nccl" for a cluster's field, "ar.txt: NCCL"
+// for an input file's release.
+func NewerNCCLWarning(what, v string) string {
+	if _, minor, err := ParseNCCLRelease(v); err != nil || minor <= NewestNCCLMinor {
+		return ""
+	}
+	return fmt.Sprintf("%s %s is newer than the newest release stepcost models (%s); priced with %s's algorithm and protocol choices (tuning tables, channels, NVLS and p2p rules)",
+		what, v, NewestNCCL, NewestNCCL)
 }
 
 // CPUKind is the instruction-set family of a node's host CPU, which sets how fast

@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -202,7 +203,9 @@ func TestDomainGPUs(t *testing.T) {
 	}
 }
 
-// The NCCL release parses as major.minor[.patch]; none stated is not ok.
+// The NCCL release parses as major.minor[.patch]; none stated is not ok. A
+// release newer than the newest the model knows (2.31) is taken, up to 2.99, and
+// priced by 2.31's rules: NCCLRelease gives 2.31.
 func TestNCCLRelease(t *testing.T) {
 	for _, tc := range []struct {
 		in           string
@@ -218,7 +221,10 @@ func TestNCCLRelease(t *testing.T) {
 		{"2.028", 0, 0, false},
 		{"2.0", 2, 0, true},
 		{"2.31.2", 2, 31, true},
-		{"2.32", 0, 0, false}, // newer than the model knows
+		{"2.32", 2, 31, true}, // newer than the model knows: 2.31's rules
+		{"2.33.1", 2, 31, true},
+		{"2.99.99", 2, 31, true},
+		{"2.100", 0, 0, false},
 		{"9.99", 0, 0, false},
 		{"3.0", 0, 0, false},
 		{"1.3.4", 0, 0, false},
@@ -235,6 +241,63 @@ func TestNCCLRelease(t *testing.T) {
 		}
 		if err := s.Validate(); tc.ok && err != nil {
 			t.Errorf("release %q: %v", tc.in, err)
+		}
+	}
+}
+
+// ParseNCCLRelease takes NCCL 2.0 through 2.99 and returns the release stated
+// (2.32 is 2.32: Spec.NCCLRelease is what prices it by 2.31's rules); what it
+// refuses, it refuses saying why and stating the releases taken.
+func TestParseNCCLRelease(t *testing.T) {
+	for _, tc := range []struct {
+		in           string
+		major, minor int
+	}{{"2.0", 2, 0}, {"2.31.2", 2, 31}, {"2.32", 2, 32}, {"2.33.1", 2, 33}, {"2.99.99", 2, 99}} {
+		if major, minor, err := topology.ParseNCCLRelease(tc.in); err != nil || major != tc.major || minor != tc.minor {
+			t.Errorf("ParseNCCLRelease(%q) = %d, %d, %v; want %d, %d", tc.in, major, minor, err, tc.major, tc.minor)
+		}
+	}
+	for _, tc := range []struct{ in, why string }{
+		{"", "must be an NCCL release"},
+		{"2", "must be an NCCL release"},
+		{"2.x", "must be an NCCL release"},
+		{"2.28.7.1.2", "must be an NCCL release"},
+		{" 2.28", "must be an NCCL release"},
+		{"2.028", "must be an NCCL release"},
+		{"+2.28", "must be an NCCL release"},
+		{"2.-1", "negative"},
+		{"-2.28", "negative"},
+		{"2.28.-3", "negative"},
+		{"3.0", "NCCL 3: no such release"},
+		{"9.99.1", "NCCL 9: no such release"},
+		{"1.3.4", "older than NCCL 2.0"},
+		{"0.1", "older than NCCL 2.0"},
+		{"2.100", "minor 100: past 99"},
+		{"2.999.1", "minor 999: past 99"},
+		{"2.28.100", "patch 100: past 99"},
+		{"2.99999999999999999999", "must be an NCCL release"},
+	} {
+		_, _, err := topology.ParseNCCLRelease(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.why) || !strings.Contains(err.Error(), "2.0 through 2.99") ||
+			!strings.Contains(err.Error(), fmt.Sprintf("(got %q)", tc.in)) {
+			t.Errorf("ParseNCCLRelease(%q): %v; want a refusal saying %q, the releases taken (2.0 through 2.99) and the value", tc.in, err, tc.why)
+		}
+	}
+}
+
+// A release newer than 2.31 warns that 2.31's rules priced it, naming where it
+// was stated and the release; 2.31 and older, none and a refused one do not.
+func TestNewerNCCLWarning(t *testing.T) {
+	want := "nccl 2.33.1 is newer than the newest release stepcost models (2.31); priced with 2.31's algorithm and protocol choices"
+	if got := topology.NewerNCCLWarning("nccl", "2.33.1"); !strings.HasPrefix(got, want) {
+		t.Errorf("NewerNCCLWarning(nccl, 2.33.1) = %q, want it to start with %q", got, want)
+	}
+	if got := topology.NewerNCCLWarning("ar.txt: NCCL", "2.32"); !strings.HasPrefix(got, "ar.txt: NCCL 2.32 is newer than the newest release stepcost models (2.31)") {
+		t.Errorf("NewerNCCLWarning(ar.txt: NCCL, 2.32) = %q", got)
+	}
+	for _, v := range []string{"", "2.0", "2.28.9", "2.31", "2.31.99", "3.0", "2.100", "x"} {
+		if got := topology.NewerNCCLWarning("nccl", v); got != "" {
+			t.Errorf("NewerNCCLWarning(nccl, %q) = %q, want none", v, got)
 		}
 	}
 }

@@ -14,11 +14,12 @@ import (
 // a request's definition: EstimateStep, SimulateCollective, a calibration's base),
 // an nccl-tests output's "NCCL version" line, its header's nccl-library code, and
 // a measurement row's library_version. Each reads it with topology's one parser
-// and takes exactly the releases the collective model prices, NCCL 2.0 through
-// 2.31 (patch at most 99): "9.99", "2.999", "0.1", "2.28.7.1.2", " 2.28", "2.32"
-// or "3.0" are refused naming the field or file and listing the known range —
-// never priced by a rule chosen for a release no one ran, nor read as another
-// ("2.28.7.1.2" as 2.28.7).
+// and takes NCCL 2.0 through 2.99 (minor and patch at most 99, as nccl.h's
+// version code holds them; after 2.31, the newest the model knows, priced by
+// 2.31's rules: TestNewerNCCLReleaseIsPricedAndWarned): "9.99", "2.999", "0.1",
+// "2.28.7.1.2", " 2.28", "3.0", "2.100" or "2.-1" are refused naming the field or
+// file and stating the range taken — never priced by a rule chosen for a release
+// that cannot exist, nor read as another ("2.28.7.1.2" as 2.28.7).
 func TestImplausibleNCCLReleaseIsRefusedEverywhere(t *testing.T) {
 	s := New(Options{})
 	ctx := context.Background()
@@ -73,7 +74,7 @@ func TestImplausibleNCCLReleaseIsRefusedEverywhere(t *testing.T) {
 		}},
 	}
 	for _, e := range entries {
-		for _, v := range []string{"2.0", "2.9.9", "2.28.9", "2.31", "2.31.2"} {
+		for _, v := range []string{"2.0", "2.9.9", "2.28.9", "2.31", "2.31.2", "2.32", "2.32.1", "2.99.99"} {
 			if strings.HasPrefix(e.name, "nccl-tests") && strings.Count(v, ".") != 2 {
 				continue // NCCL prints major.minor.patch
 			}
@@ -81,22 +82,22 @@ func TestImplausibleNCCLReleaseIsRefusedEverywhere(t *testing.T) {
 				t.Errorf("%s, release %q: %v", e.name, v, err)
 			}
 		}
-		for _, v := range []string{"9.99", "2.999", "0.1", "2.28.7.1.2", " 2.28", "2.32", "3.0", "1.3.4", "2.28.100", "9.99.1", "2.999.1", "2.32.1"} {
+		for _, v := range []string{"9.99", "2.999", "0.1", "2.28.7.1.2", " 2.28", "3.0", "1.3.4", "2.28.100", "9.99.1", "2.999.1", "2.100", "2.100.1", "3.0.1", "2.-1", "2.28.-1"} {
 			if strings.HasPrefix(e.name, "nccl-tests") && (strings.Count(v, ".") < 2 || v[0] == ' ') {
 				continue
 			}
 			err := e.call(v)
-			if code, _ := CodeOf(err); code != InvalidArgument || !strings.Contains(err.Error(), e.field) || !strings.Contains(err.Error(), "2.0 through 2.31") {
-				t.Errorf("%s, release %q: %v; want INVALID_ARGUMENT naming %s and the releases known, 2.0 through 2.31", e.name, v, err, e.field)
+			if code, _ := CodeOf(err); code != InvalidArgument || !strings.Contains(err.Error(), e.field) || !strings.Contains(err.Error(), "2.0 through 2.99") {
+				t.Errorf("%s, release %q: %v; want INVALID_ARGUMENT naming %s and the releases taken, 2.0 through 2.99", e.name, v, err, e.field)
 			}
 		}
 	}
 	// nccl-tests 2.14 on print ncclGetVersion's code (X*10000 + Y*100 + Z):
-	// 99999 reads 9.99.99 and 23201 2.32.1.
-	for _, code := range []string{"99999", "23201"} {
+	// 99999 reads 9.99.99 and 30000 3.0.0.
+	for _, code := range []string{"99999", "30000"} {
 		content := strings.Replace(string(lambda), "nccl-library=22602", "nccl-library="+code, 1)
-		if err := calibrateFile("hgx-b200", content, 2, 8); err == nil || !strings.Contains(err.Error(), "f.txt") || !strings.Contains(err.Error(), "2.0 through 2.31") {
-			t.Errorf("nccl-library=%s: %v; want a refusal naming f.txt and the releases known", code, err)
+		if err := calibrateFile("hgx-b200", content, 2, 8); err == nil || !strings.Contains(err.Error(), "f.txt") || !strings.Contains(err.Error(), "2.0 through 2.99") {
+			t.Errorf("nccl-library=%s: %v; want a refusal naming f.txt and the releases taken", code, err)
 		}
 	}
 }

@@ -178,7 +178,7 @@ func (c *Calibration) FileError(err error) error {
 // CalibrationResponse is the report in proto form.
 func CalibrationResponse(r *calibrate.Report, in calibrate.Inputs) *pb.CalibrateClusterResponse {
 	out := &pb.CalibrateClusterResponse{Cluster: SpecToDefinition(r.Spec), Moved: r.Moved, AtBound: r.AtBound,
-		Excluded: r.Excluded, Compromise: r.Compromise, Notes: append(in.Notes(), r.Notes...)}
+		Excluded: r.Excluded, Compromise: r.Compromise, Notes: append(in.Notes(), r.Notes...), Warnings: r.Warnings}
 	for _, kn := range r.Determined {
 		out.Constants = append(out.Constants, &pb.CalibratedConstant{Name: kn.Name, Field: kn.Field,
 			Base: kn.Of(r.Catalog), Fitted: kn.Of(r.Fitted), Min: kn.Min, Max: kn.Max})

@@ -259,6 +259,9 @@ func (s *Step) Response(res step.Result) *pb.EstimateStepResponse {
 	}
 	est.Warnings = append(est.Warnings, NoEffect(s.Model, s.Training, &s.Layout)...)
 	est.Warnings = append(est.Warnings, WhatIfNoEffect(s.SlowGPU, s.DegradedNIC, s.DegradedLink)...)
+	if w := collective.ReleaseWarning(s.Cluster.Cluster.Spec); w != "" {
+		est.Warnings = append(est.Warnings, w)
+	}
 	return &pb.EstimateStepResponse{Estimate: est, Model: ArchToProto(s.Model), EstimatorVersion: buildinfo.EstimatorVersion,
 		NcclRelease: collective.LibraryRelease(s.Cluster.Cluster.Spec)}
 }
@@ -295,6 +298,11 @@ func PlanResponse(ctx context.Context, pr planner.Request, res planner.Result, m
 		return true
 	}
 	unused := append(PlanNoEffect(pr), withoutPipeline(pr.Constraints, res.Top)...)
+	if pr.Cluster != nil {
+		if w := collective.ReleaseWarning(pr.Cluster.Spec); w != "" {
+			unused = append(unused, w)
+		}
+	}
 	for _, p := range res.Top {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -689,6 +697,9 @@ func (c *Collective) Response(chosen collective.Estimate, replay *collective.Rep
 	out := &pb.SimulateCollectiveResponse{Chosen: CollectiveEstimateToProto(chosen), Ranks: int32(c.Placement.N()),
 		ConcurrentGroups: int32(c.Placement.Concurrent), EstimatorVersion: buildinfo.EstimatorVersion,
 		NcclRelease: collective.LibraryRelease(c.Placement.Cluster.Spec)}
+	if w := collective.ReleaseWarning(c.Placement.Cluster.Spec); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	if replay != nil {
 		out.Schedule = ReplayToProto(replay)
 	}

@@ -315,6 +315,9 @@ func printReport(w io.Writer, r *pb.CalibrateClusterResponse, out string) {
 	for _, n := range r.GetNotes() {
 		printWrapped(w, "  ", fmt.Sprintf("note: %s", n), true)
 	}
+	for _, x := range r.GetWarnings() {
+		printWrapped(w, "  ", fmt.Sprintf("warning: %s", x), true)
+	}
 
 	fmt.Fprintln(w, "\nConstants")
 	t := table{head: []string{"constant", "cluster file field", "base", "fitted", "ratio"}}

@@ -141,12 +141,16 @@ func TestParseErrors(t *testing.T) {
 		{"algorithms max_nodes below min_nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, min_nodes: 8, max_nodes: 4}]\n", "algorithms[0].max_nodes", "between min_nodes"},
 		{"algorithms nodes and a node range", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, nodes: 4, min_nodes: 3}]\n", "algorithms[0].nodes", "one or the other"},
 		{"algorithms negative nodes", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, nodes: -2}]\n", "algorithms[0].nodes", "between 0"},
-		// The collective model prices NCCL 2.0 through 2.31 (topology.ParseNCCLRelease).
-		{"nccl newer than the model knows", "c.yaml", "base: dgx-h100\nnccl: \"2.32\"\n", "nccl", "2.0 through 2.31"},
-		{"nccl major 9", "c.yaml", "base: dgx-h100\nnccl: \"9.99\"\n", "nccl", "2.0 through 2.31"},
-		{"nccl minor 999", "c.json", `{"base": "dgx-h100", "nccl": "2.999"}`, "nccl", "2.0 through 2.31"},
-		{"nccl five parts", "c.yaml", "base: dgx-h100\nnccl: 2.28.7.1.2\n", "nccl", "2.0 through 2.31"},
-		{"nccl leading space", "c.json", `{"base": "dgx-h100", "nccl": " 2.28"}`, "nccl", "2.0 through 2.31"},
+		// The collective model reads NCCL 2.0 through 2.99 (topology.ParseNCCLRelease;
+		// after 2.31 priced by 2.31's rules, TestNewerNCCLParses).
+		{"nccl major 3", "c.yaml", "base: dgx-h100\nnccl: \"3.0\"\n", "nccl", "NCCL 3: no such release"},
+		{"nccl major 9", "c.yaml", "base: dgx-h100\nnccl: \"9.99\"\n", "nccl", "2.0 through 2.99"},
+		{"nccl minor 100", "c.yaml", "base: dgx-h100\nnccl: \"2.100\"\n", "nccl", "minor 100: past 99"},
+		{"nccl minor 999", "c.json", `{"base": "dgx-h100", "nccl": "2.999"}`, "nccl", "2.0 through 2.99"},
+		{"nccl negative", "c.json", `{"base": "dgx-h100", "nccl": "2.-32"}`, "nccl", "negative"},
+		{"nccl older than 2.0", "c.json", `{"base": "dgx-h100", "nccl": "1.9"}`, "nccl", "older than NCCL 2.0"},
+		{"nccl five parts", "c.yaml", "base: dgx-h100\nnccl: 2.28.7.1.2\n", "nccl", "2.0 through 2.99"},
+		{"nccl leading space", "c.json", `{"base": "dgx-h100", "nccl": " 2.28"}`, "nccl", "2.0 through 2.99"},
 		{"algorithms too many GPUs", "c.yaml", "base: dgx-h100\nalgorithms: [{op: allreduce, algo: ring, gpus_per_node: 9}]\n", "algorithms[0].gpus_per_node", "GPUs of a node"},
 	}
 	for _, tt := range tests {
@@ -163,6 +167,18 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error %q: want a field error for %q", err, tt.field)
 			}
 		})
+	}
+}
+
+// A release newer than the newest the model knows (2.31) is a cluster file's
+// nccl like any other: kept as stated (the answers priced on it say 2.31's rules
+// priced it).
+func TestNewerNCCLParses(t *testing.T) {
+	for _, v := range []string{"2.32", "2.32.1", "2.99.99"} {
+		spec, err := clusterfile.Parse([]byte("base: dgx-h100\nnccl: \""+v+"\"\n"), "c.yaml")
+		if err != nil || spec.NCCL != v {
+			t.Errorf("nccl %s: %v, nccl %q", v, err, spec.NCCL)
+		}
 	}
 }
 

@@ -1655,7 +1655,9 @@ type ClusterDefinition struct {
 	// The NCCL release the cluster runs, "major.minor" or "major.minor.patch"
 	// (e.g. "2.28.9"). The collective model follows it where releases plan a call
 	// differently (the channels a send/recv or all-to-all gives a peer on another
-	// node). Empty: the rule of NCCL 2.21 through 2.28.
+	// node). Empty: the rule of NCCL 2.21 through 2.28. NCCL 2.0 through 2.99 is
+	// taken; a release newer than the newest the model knows (2.31) is priced by
+	// that one's rules, and the answers' warnings say so.
 	Nccl          string `protobuf:"bytes,12,opt,name=nccl,proto3" json:"nccl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -7007,7 +7009,11 @@ type CalibrateClusterResponse struct {
 	// choice then honours them).
 	Choices []*AlgoRange `protobuf:"bytes,19,rep,name=choices,proto3" json:"choices,omitempty"`
 	// The rows of mismatches, one by one.
-	MismatchRows  []*CalibrationMismatch `protobuf:"bytes,20,rep,name=mismatch_rows,json=mismatchRows,proto3" json:"mismatch_rows,omitempty"`
+	MismatchRows []*CalibrationMismatch `protobuf:"bytes,20,rep,name=mismatch_rows,json=mismatchRows,proto3" json:"mismatch_rows,omitempty"`
+	// What the caller should know of the prices: an NCCL release (the base's
+	// nccl, or the one an input file states) newer than the newest release the
+	// collective model knows, priced by that newest release's rules.
+	Warnings      []string `protobuf:"bytes,21,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7178,6 +7184,13 @@ func (x *CalibrateClusterResponse) GetChoices() []*AlgoRange {
 func (x *CalibrateClusterResponse) GetMismatchRows() []*CalibrationMismatch {
 	if x != nil {
 		return x.MismatchRows
+	}
+	return nil
+}
+
+func (x *CalibrateClusterResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -8184,7 +8197,7 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\vbefore_mean\x18\x06 \x01(\x01R\n" +
 	"beforeMean\x12\x1d\n" +
 	"\n" +
-	"after_mean\x18\a \x01(\x01R\tafterMean\"\xff\x06\n" +
+	"after_mean\x18\a \x01(\x01R\tafterMean\"\x9b\a\n" +
 	"\x18CalibrateClusterResponse\x128\n" +
 	"\acluster\x18\x01 \x01(\v2\x1e.stepcost.v1.ClusterDefinitionR\acluster\x12=\n" +
 	"\tconstants\x18\x02 \x03(\v2\x1f.stepcost.v1.CalibratedConstantR\tconstants\x128\n" +
@@ -8210,7 +8223,8 @@ const file_stepcost_v1_stepcost_proto_rawDesc = "" +
 	"\rout_of_sample\x18\x11 \x03(\v2#.stepcost.v1.CalibrationMeasurementR\voutOfSample\x129\n" +
 	"\x05after\x18\x12 \x03(\v2#.stepcost.v1.CalibrationMeasurementR\x05after\x120\n" +
 	"\achoices\x18\x13 \x03(\v2\x16.stepcost.v1.AlgoRangeR\achoices\x12E\n" +
-	"\rmismatch_rows\x18\x14 \x03(\v2 .stepcost.v1.CalibrationMismatchR\fmismatchRows\"\xaa\x03\n" +
+	"\rmismatch_rows\x18\x14 \x03(\v2 .stepcost.v1.CalibrationMismatchR\fmismatchRows\x12\x1a\n" +
+	"\bwarnings\x18\x15 \x03(\tR\bwarnings\"\xaa\x03\n" +
 	"\x0fCalibrationFile\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x0e\n" +

@@ -151,7 +151,7 @@ class CalibrateClusterRequest(_message.Message):
     def __init__(self, cluster: _Optional[_Union[ClusterSpec, _Mapping]] = ..., inputs: _Optional[_Iterable[_Union[CalibrationInput, _Mapping]]] = ..., name: _Optional[str] = ...) -> None: ...
 
 class CalibrateClusterResponse(_message.Message):
-    __slots__ = ["after", "at_bound", "base", "before", "choices", "cluster", "compromise", "compute_scale", "constants", "contradictions", "declined", "errors", "excluded", "files", "mismatch_rows", "mismatches", "moved", "notes", "out_of_sample", "undetermined"]
+    __slots__ = ["after", "at_bound", "base", "before", "choices", "cluster", "compromise", "compute_scale", "constants", "contradictions", "declined", "errors", "excluded", "files", "mismatch_rows", "mismatches", "moved", "notes", "out_of_sample", "undetermined", "warnings"]
     AFTER_FIELD_NUMBER: _ClassVar[int]
     AT_BOUND_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
@@ -172,6 +172,7 @@ class CalibrateClusterResponse(_message.Message):
     NOTES_FIELD_NUMBER: _ClassVar[int]
     OUT_OF_SAMPLE_FIELD_NUMBER: _ClassVar[int]
     UNDETERMINED_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     after: _containers.RepeatedCompositeFieldContainer[CalibrationMeasurement]
     at_bound: _containers.RepeatedScalarFieldContainer[str]
     base: str
@@ -192,7 +193,8 @@ class CalibrateClusterResponse(_message.Message):
     notes: _containers.RepeatedScalarFieldContainer[str]
     out_of_sample: _containers.RepeatedCompositeFieldContainer[CalibrationMeasurement]
     undetermined: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, cluster: _Optional[_Union[ClusterDefinition, _Mapping]] = ..., constants: _Optional[_Iterable[_Union[CalibratedConstant, _Mapping]]] = ..., errors: _Optional[_Iterable[_Union[CalibrationErrorRow, _Mapping]]] = ..., moved: _Optional[_Iterable[str]] = ..., at_bound: _Optional[_Iterable[str]] = ..., declined: _Optional[_Iterable[str]] = ..., contradictions: _Optional[_Iterable[str]] = ..., excluded: _Optional[_Iterable[str]] = ..., compromise: bool = ..., mismatches: _Optional[_Iterable[str]] = ..., notes: _Optional[_Iterable[str]] = ..., base: _Optional[str] = ..., files: _Optional[_Iterable[_Union[CalibrationFile, _Mapping]]] = ..., undetermined: _Optional[_Iterable[str]] = ..., compute_scale: _Optional[float] = ..., before: _Optional[_Iterable[_Union[CalibrationMeasurement, _Mapping]]] = ..., out_of_sample: _Optional[_Iterable[_Union[CalibrationMeasurement, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[CalibrationMeasurement, _Mapping]]] = ..., choices: _Optional[_Iterable[_Union[AlgoRange, _Mapping]]] = ..., mismatch_rows: _Optional[_Iterable[_Union[CalibrationMismatch, _Mapping]]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cluster: _Optional[_Union[ClusterDefinition, _Mapping]] = ..., constants: _Optional[_Iterable[_Union[CalibratedConstant, _Mapping]]] = ..., errors: _Optional[_Iterable[_Union[CalibrationErrorRow, _Mapping]]] = ..., moved: _Optional[_Iterable[str]] = ..., at_bound: _Optional[_Iterable[str]] = ..., declined: _Optional[_Iterable[str]] = ..., contradictions: _Optional[_Iterable[str]] = ..., excluded: _Optional[_Iterable[str]] = ..., compromise: bool = ..., mismatches: _Optional[_Iterable[str]] = ..., notes: _Optional[_Iterable[str]] = ..., base: _Optional[str] = ..., files: _Optional[_Iterable[_Union[CalibrationFile, _Mapping]]] = ..., undetermined: _Optional[_Iterable[str]] = ..., compute_scale: _Optional[float] = ..., before: _Optional[_Iterable[_Union[CalibrationMeasurement, _Mapping]]] = ..., out_of_sample: _Optional[_Iterable[_Union[CalibrationMeasurement, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[CalibrationMeasurement, _Mapping]]] = ..., choices: _Optional[_Iterable[_Union[AlgoRange, _Mapping]]] = ..., mismatch_rows: _Optional[_Iterable[_Union[CalibrationMismatch, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CalibratedConstant(_message.Message):
     __slots__ = ["base", "field", "fitted", "max", "min", "name"]
