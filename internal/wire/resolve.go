@@ -297,10 +297,12 @@ func PlanResponse(ctx context.Context, pr planner.Request, res planner.Result, m
 		listed += n
 		return true
 	}
-	unused := append(PlanNoEffect(pr), withoutPipeline(pr.Constraints, res.Top)...)
+	// What every top plan warns of: settings without effect, and a release newer
+	// than the collective model knows.
+	common := append(PlanNoEffect(pr), withoutPipeline(pr.Constraints, res.Top)...)
 	if pr.Cluster != nil {
 		if w := collective.ReleaseWarning(pr.Cluster.Spec); w != "" {
-			unused = append(unused, w)
+			common = append(common, w)
 		}
 	}
 	for _, p := range res.Top {
@@ -309,7 +311,7 @@ func PlanResponse(ctx context.Context, pr planner.Request, res planner.Result, m
 		}
 		fits(p) // within the limit: checked on top_k × the largest job size before the search
 		pp := PlanToProto(p)
-		pp.Estimate.Warnings = append(pp.Estimate.Warnings, unused...)
+		pp.Estimate.Warnings = append(pp.Estimate.Warnings, common...)
 		out.Plans = append(out.Plans, pp)
 	}
 	for _, p := range res.Pareto {
