@@ -3748,7 +3748,9 @@ type EstimateStepResponse struct {
 	// Whose rules priced the step's collectives where collective library
 	// releases differ (p2p LL threshold, channels per net peer, NVLS channels):
 	// "NCCL 2.29, the cluster's release (nccl)", "NCCL 2.27's rules: the cluster
-	// states no release (nccl)" or, on AMD GPUs, RCCL's.
+	// states no release (nccl)", "NCCL 2.31's rules: the cluster's release, 2.32
+	// (nccl), is newer than the newest stepcost models" (and a warning says so)
+	// or, on AMD GPUs, RCCL's.
 	NcclRelease   string `protobuf:"bytes,5,opt,name=nccl_release,json=ncclRelease,proto3" json:"nccl_release,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5555,12 +5557,15 @@ type SimulateCollectiveResponse struct {
 	// The chosen algorithm's explicit schedule, when the request asks for steps.
 	Schedule *CollectiveSchedule `protobuf:"bytes,8,opt,name=schedule,proto3" json:"schedule,omitempty"`
 	// What the request asks that the answer cannot follow, each naming its field
-	// (a cluster definition over a base cannot turn the base's nvls off).
+	// (a cluster definition over a base cannot turn the base's nvls off), and an
+	// NCCL release newer than the newest the model knows, priced by its rules.
 	Warnings []string `protobuf:"bytes,9,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// Whose rules priced the call where collective library releases differ (p2p
 	// LL threshold, channels per net peer, NVLS channels): "NCCL 2.29, the
 	// cluster's release (nccl)", "NCCL 2.27's rules: the cluster states no
-	// release (nccl)" or, on AMD GPUs, RCCL's.
+	// release (nccl)", "NCCL 2.31's rules: the cluster's release, 2.32 (nccl), is
+	// newer than the newest stepcost models" (and a warning says so) or, on AMD
+	// GPUs, RCCL's.
 	NcclRelease   string `protobuf:"bytes,10,opt,name=nccl_release,json=ncclRelease,proto3" json:"nccl_release,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
