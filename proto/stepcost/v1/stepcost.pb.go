@@ -1655,7 +1655,7 @@ type ClusterDefinition struct {
 	// The NCCL release the cluster runs, "major.minor" or "major.minor.patch"
 	// (e.g. "2.28.9"). The collective model follows it where releases plan a call
 	// differently (the channels a send/recv or all-to-all gives a peer on another
-	// node). Empty: the rule of NCCL 2.21 through 2.28. NCCL 2.0 through 2.99 is
+	// node). Empty: NCCL 2.27's rules throughout. NCCL 2.0 through 2.99 is
 	// taken; a release newer than the newest the model knows (2.31) is priced by
 	// that one's rules, and the answers' warnings say so.
 	Nccl          string `protobuf:"bytes,12,opt,name=nccl,proto3" json:"nccl,omitempty"`
