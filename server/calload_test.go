@@ -65,13 +65,26 @@ func fullSweeps(t *testing.T) *pb.CalibrateClusterRequest {
 // estimates take seconds.
 func largeSweeps(t *testing.T) *pb.CalibrateClusterRequest {
 	t.Helper()
+	return b200Sweeps(t, 1024)
+}
+
+// realisticSweeps is largeSweeps on 64, 128, … 1 024 nodes: the largest
+// clusters nccl-tests sweeps are commonly published for.
+func realisticSweeps(t *testing.T) *pb.CalibrateClusterRequest {
+	t.Helper()
+	return b200Sweeps(t, 64)
+}
+
+// b200Sweeps is Lambda's B200 sweep stated on step, 2×step, … 16×step nodes.
+func b200Sweeps(t *testing.T, step int) *pb.CalibrateClusterRequest {
+	t.Helper()
 	b, err := os.ReadFile("../estimator/calibrate/testdata/b200-ib/dstack-lambda-allreduce.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := &pb.CalibrateClusterRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "hgx-b200"}}}
 	for i := range 16 {
-		nodes := 1024 * (i + 1)
+		nodes := step * (i + 1)
 		ranks := float64(8 * nodes)
 		var out strings.Builder
 		for line := range strings.Lines(string(b)) {

@@ -15,7 +15,7 @@ import (
 // deadline), the third is refused at once with UNAVAILABLE naming both flags and
 // saying when to retry; a waiter is admitted as soon as the slot is given back.
 func TestAdmissionQueue(t *testing.T) {
-	a := New(1, 1)
+	a := New(1, 1, 0)
 	ctx := context.Background()
 	release, err := a.Acquire(ctx, false)
 	if err != nil {
@@ -70,7 +70,7 @@ func TestAdmissionQueue(t *testing.T) {
 	if a.refused.Load() != 1 || a.expired.Load() != 1 || a.queued.Load() != 1 || a.running.Load() != 1 || a.waiting.Load() != 0 {
 		t.Errorf("counters: refused %d expired %d queued %d running %d waiting %d", a.refused.Load(), a.expired.Load(), a.queued.Load(), a.running.Load(), a.waiting.Load())
 	}
-	if New(0, 10) != nil {
+	if New(0, 10, 0) != nil {
 		t.Error("0 slots should mean no admission control")
 	}
 }
@@ -78,7 +78,7 @@ func TestAdmissionQueue(t *testing.T) {
 // Large searches take at most half the slots: with two, a second large search waits
 // while an ordinary one runs at once.
 func TestLargeSearchesLeaveSlots(t *testing.T) {
-	a := New(2, 4)
+	a := New(2, 4, 0)
 	ctx := context.Background()
 	release, err := a.Acquire(ctx, true)
 	if err != nil {
