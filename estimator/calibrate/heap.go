@@ -14,21 +14,23 @@ import (
 //
 // Placing a sweep and making the first estimates on the placement computes the
 // contention of every flow of its channels over the cluster's links
-// (collective's coefficients: treePipes, peekStage, treeLevels and windows hold
-// nearly all of it), a working set that grows with the GPUs of the sweep's
-// nodes and is garbage once the coefficients are made; what the placement keeps
-// is small (placeRetainedPerGPU). Measured by TestPlacementHeap (the live heap
-// sampled each millisecond with the collector run at 5 % growth, while one
-// sweep of 256 nodes is placed and every size from 8 B to 8 GiB estimated by
-// each algorithm): 951–1 431 B per GPU on the 18 catalog systems of one-node
-// NVSwitch domains, 2 731–2 814 B on the two of AMD's xGMI mesh, 11 822–12 772 B
-// on the two of 18-node NVLink domains (GB200 and GB300 NVL72), each the same
-// per GPU within 10 % from 16 to 131 072 GPUs (hgx-b200: 1 230–1 375 B). The
-// constants below are the largest of each class rounded up.
+// (collective's coefficients: treePipes, peekStage, treeLevels and windows
+// allocate nearly all of it), a working set that grows with the GPUs of the
+// sweep's nodes and is garbage once the coefficients are made; what the
+// placement keeps is small (placeRetainedPerGPU). Measured by TestPlacementHeap
+// (the live heap sampled each millisecond with the collector run at 5 % growth,
+// while one sweep is placed and every size from 8 B to 8 GiB estimated by
+// NCCL's choice and by each algorithm), per GPU of the sweep's nodes: on 1 024
+// nodes 1 269–1 434 B on the 18 catalog systems of one-node NVSwitch domains,
+// 2 699–2 735 B on the two of AMD's xGMI mesh, 12 655–13 009 B on the two of
+// 18-node NVLink domains (GB200 and GB300 NVL72); on 256 nodes, where a sample
+// misses more, 757–1 901 B, 2 671–3 178 B and 11 822–14 639 B over three runs;
+// on hgx-b200 1 230–1 375 B from 16 to 131 072 GPUs (171 MiB for 16 384 nodes).
+// The constants are the largest of each class rounded up.
 const (
-	placeWorkPerGPUSwitch = 1536      // one-node NVSwitch domains
-	placeWorkPerGPUMesh   = 3 << 10   // xGMI / full-mesh nodes
-	placeWorkPerGPUDomain = 13 << 10  // scale-up domains of several nodes
+	placeWorkPerGPUSwitch = 2 << 10   // one-node NVSwitch domains
+	placeWorkPerGPUMesh   = 3584      // xGMI / full-mesh nodes
+	placeWorkPerGPUDomain = 16 << 10  // scale-up domains of several nodes
 	calibrationFixedHeap  = 16 << 20  // the rows, the fits' prices and their bookkeeping
 	minPlacementCache     = 8 << 20   // the least the placer caches
 	maxPlacementCache     = 128 << 20 // the most, however large the budget
