@@ -162,7 +162,11 @@ func TestConcurrentCalibrationsAreByteIdentical(t *testing.T) {
 // with it: when the call returns no goroutine of it is left (goleak, from a
 // snapshot taken before the call), and it returns soon after the deadline.
 func TestCalibrationDeadlineStopsItsFolds(t *testing.T) {
-	svc := NewService(DefaultLimits(), nil)
+	// Three slots: largeSweeps needs about 280 MiB of heap, more than the two
+	// slots of the default limits, which refuse it (TestCalibrationRefusedOverTheHeapBudget).
+	limits := DefaultLimits()
+	limits.MaxConcurrentSearches = 3
+	svc := NewService(limits, nil)
 	// The whole calibration of fullSweeps takes seconds (8.4 s of CPU,
 	// BenchmarkCalibrate): each deadline passes in another phase (the files
 	// alone, the folds, the held-out checks). largeSweeps' first estimates on

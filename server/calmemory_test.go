@@ -10,20 +10,26 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
-// The most live heap a calibration holds, sampled each millisecond, on the
-// daemon's default limits with its default deadline (30 s): the realistic
-// requests and largeSweeps' 16 shapes of 1 024–16 384 nodes. Tens of seconds of
-// both cores, so only on demand:
+// The most live heap a calibration holds, sampled each millisecond, with the
+// daemon's default deadline (30 s), against the heap it is admitted with (the
+// slots of 130 MiB its estimated need weighs, calibrate.Heap): the realistic
+// requests and largeSweeps' 16 shapes of 1 024–16 384 nodes, on three slots
+// (the default two refuse it). A minute or two of both cores, so only on
+// demand:
 //
 //	STEPCOST_MEMORY=1 go test ./server -run TestCalibrationMemory -v
 func TestCalibrationMemory(t *testing.T) {
 	if os.Getenv("STEPCOST_MEMORY") == "" {
 		t.Skip("set STEPCOST_MEMORY=1 to measure")
 	}
-	svc := NewService(DefaultLimits(), nil)
+	limits := DefaultLimits()
+	limits.MaxConcurrentSearches = 3
+	svc := NewService(limits, nil)
 	for _, tc := range []struct {
 		name string
 		req  *pb.CalibrateClusterRequest
@@ -55,6 +61,13 @@ func TestCalibrationMemory(t *testing.T) {
 		took := time.Since(start)
 		cancel()
 		close(done)
-		t.Logf("%s: %v after %v, peak live heap +%d MiB", tc.name, status.Code(err), took.Round(time.Millisecond), (int64(peak.Load())-int64(base))>>20)
+		cal, rerr := wire.ResolveCalibration(tc.req)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		need := calibrate.Heap(cal.Spec, cal.Inputs).Bytes
+		grew := int64(peak.Load()) - int64(base)
+		t.Logf("%s: %v after %v, peak live heap +%d MiB; needs %d MiB, admitted in %d MiB", tc.name, status.Code(err), took.Round(time.Millisecond),
+			grew>>20, need>>20, ((need+searchHeap-1)/searchHeap*searchHeap)>>20)
 	}
 }
