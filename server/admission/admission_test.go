@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,60 @@ func TestLargeSearchesLeaveSlots(t *testing.T) {
 	(<-second)()
 	if a.running.Load() != 0 || a.waiting.Load() != 0 || a.queued.Load() != 1 {
 		t.Errorf("running %d waiting %d queued %d", a.running.Load(), a.waiting.Load(), a.queued.Load())
+	}
+}
+
+// A call that holds more heap takes as many slots as it weighs (at least one),
+// and is granted their heap: a 200 MiB calibration takes both slots of 130 MiB,
+// a search then finds none free and waits in the queue until they are given
+// back; a call over all the slots' heap is refused at once (HeapError), the
+// slots untouched.
+func TestHeapWeighsSlots(t *testing.T) {
+	const slot = 130 << 20
+	a := New(2, 1, slot)
+	ctx := context.Background()
+	if a.Heap() != 2*slot {
+		t.Fatalf("heap of two slots: %d", a.Heap())
+	}
+	release, granted, err := a.AcquireHeap(ctx, true, 200<<20)
+	if err != nil || granted != 2*slot {
+		t.Fatalf("200 MiB: granted %d, %v; want both slots", granted, err)
+	}
+	admitted := make(chan func(), 1)
+	go func() {
+		r, err := a.Acquire(ctx, false)
+		if err != nil {
+			t.Error(err)
+			r = func() {}
+		}
+		admitted <- r
+	}()
+	waitFor(t, func() bool { return a.waiting.Load() == 1 })
+	if _, err := a.Acquire(ctx, false); status.Code(err) != codes.Unavailable {
+		t.Errorf("a search while a calibration holds both slots and one waits: %v; want UNAVAILABLE", err)
+	}
+	release()
+	(<-admitted)()
+	r, granted, err := a.AcquireHeap(ctx, true, 1<<20)
+	if err != nil || granted != slot {
+		t.Fatalf("1 MiB: granted %d, %v; want one slot", granted, err)
+	}
+	r()
+	_, _, err = a.AcquireHeap(ctx, true, 2*slot+1)
+	var he *HeapError
+	if !errors.As(err, &he) || !strings.Contains(err.Error(), "260 MiB of all 2 search slots") {
+		t.Errorf("over all the slots: %v", err)
+	}
+	if a.running.Load() != 0 || a.waiting.Load() != 0 {
+		t.Errorf("running %d waiting %d", a.running.Load(), a.waiting.Load())
+	}
+	// Not weighed (no heap per slot): one slot, granted what was asked.
+	b := New(1, 0, 0)
+	r, granted, err = b.AcquireHeap(ctx, true, 1<<30)
+	if err != nil || granted != 1<<30 {
+		t.Errorf("unweighed: granted %d, %v", granted, err)
+	} else {
+		r()
 	}
 }
 
