@@ -26,7 +26,11 @@ import (
 // 18-node NVLink domains (GB200 and GB300 NVL72); on 256 nodes, where a sample
 // misses more, 757–1 901 B, 2 671–3 178 B and 11 822–14 639 B over three runs;
 // on hgx-b200 1 230–1 375 B from 16 to 131 072 GPUs (171 MiB for 16 384 nodes).
-// The constants are the largest of each class rounded up.
+// The constants are the largest of each class rounded up. The fixed part
+// bounds what a calibration of small placements holds within the least heap
+// (calibrationFixedHeap + minPlacementCache, 24 MiB): the five OCI A100 sweeps
+// peaked at +4 MiB of live heap, 16 copies of OCI's full sweep at +8 MiB
+// (+17 and +27 MiB within 130 MiB, whose cache is larger).
 const (
 	placeWorkPerGPUSwitch = 2 << 10   // one-node NVSwitch domains
 	placeWorkPerGPUMesh   = 3584      // xGMI / full-mesh nodes
