@@ -30,7 +30,7 @@ func (s *Service) calibrate(ctx context.Context, req *pb.CalibrateClusterRequest
 	if err != nil {
 		return nil, nil, err
 	}
-	heap := int64(0) // calibrate.DefaultHeap, or what the inputs need
+	heap := int64(0) // 0: calibrate.DefaultHeap, or what the inputs need
 	release := func() {}
 	if s.gate != nil {
 		need := calibrate.Heap(cal.Spec, cal.Inputs)

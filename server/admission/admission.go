@@ -70,12 +70,13 @@ func (a *Control) Acquire(ctx context.Context, large bool) (release func(), err 
 // AcquireHeap takes, for a call that holds up to heap bytes of live heap, as
 // many slots as that weighs (at least one; a large call one of the large slots
 // too), waiting, queued or refused as Acquire. granted is the heap of the slots
-// taken (heap when slots are not weighed). A call that weighs more than all the
-// slots is refused (HeapError): the caller says which of its fields asks for it.
+// taken (0 when slots are not weighed: one slot). A call that weighs more than
+// all the slots is refused (HeapError): the caller says which of its fields asks
+// for it.
 func (a *Control) AcquireHeap(ctx context.Context, large bool, heap int64) (release func(), granted int64, err error) {
 	if a == nil || a.heap == 0 {
 		release, err = a.Acquire(ctx, large)
-		return release, heap, err
+		return release, 0, err
 	}
 	n := max(1, (heap+a.heap-1)/a.heap)
 	if n > a.slots {
