@@ -65,13 +65,26 @@ func fullSweeps(t *testing.T) *pb.CalibrateClusterRequest {
 // estimates take seconds.
 func largeSweeps(t *testing.T) *pb.CalibrateClusterRequest {
 	t.Helper()
+	return b200Sweeps(t, 1024)
+}
+
+// realisticSweeps is largeSweeps on 64, 128, … 1 024 nodes: the largest
+// clusters nccl-tests sweeps are commonly published for.
+func realisticSweeps(t *testing.T) *pb.CalibrateClusterRequest {
+	t.Helper()
+	return b200Sweeps(t, 64)
+}
+
+// b200Sweeps is Lambda's B200 sweep stated on step, 2×step, … 16×step nodes.
+func b200Sweeps(t *testing.T, step int) *pb.CalibrateClusterRequest {
+	t.Helper()
 	b, err := os.ReadFile("../estimator/calibrate/testdata/b200-ib/dstack-lambda-allreduce.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := &pb.CalibrateClusterRequest{Cluster: &pb.ClusterSpec{Source: &pb.ClusterSpec_Name{Name: "hgx-b200"}}}
 	for i := range 16 {
-		nodes := 1024 * (i + 1)
+		nodes := step * (i + 1)
 		ranks := float64(8 * nodes)
 		var out strings.Builder
 		for line := range strings.Lines(string(b)) {
@@ -149,7 +162,11 @@ func TestConcurrentCalibrationsAreByteIdentical(t *testing.T) {
 // with it: when the call returns no goroutine of it is left (goleak, from a
 // snapshot taken before the call), and it returns soon after the deadline.
 func TestCalibrationDeadlineStopsItsFolds(t *testing.T) {
-	svc := NewService(DefaultLimits(), nil)
+	// Three slots: largeSweeps needs about 280 MiB of heap, more than the two
+	// slots of the default limits, which refuse it (TestCalibrationRefusedOverTheHeapBudget).
+	limits := DefaultLimits()
+	limits.MaxConcurrentSearches = 3
+	svc := NewService(limits, nil)
 	// The whole calibration of fullSweeps takes seconds (8.4 s of CPU,
 	// BenchmarkCalibrate): each deadline passes in another phase (the files
 	// alone, the folds, the held-out checks). largeSweeps' first estimates on

@@ -11,7 +11,9 @@ import (
 
 // The daemon's memory budget is what it may hold live: the cache (--cache-bytes,
 // charged by what its answers hold on the heap), the searches running at once
-// (up to searchHeap each, TestMaximalSearchMemory) and a baseline. Go's collector
+// (up to searchHeap each, TestMaximalSearchMemory; a calibration takes as many
+// slots of searchHeap as the heap it needs weighs and runs within them,
+// admission.AcquireHeap and calibrate.Heap) and a baseline. Go's collector
 // lets the heap grow to twice what was live at the last collection before it
 // collects again (GOGC=100), and keeps what it freed for a while before giving it
 // back; so after a flood that filled the cache the resident set stayed near twice

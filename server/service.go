@@ -44,7 +44,7 @@ func NewService(limits Limits, c *cache.Cache[proto.Message]) *Service {
 }
 
 func newService(limits Limits, c *cache.Cache[proto.Message], tracer trace.Tracer) *Service {
-	admit := admission.New(limits.MaxConcurrentSearches, limits.MaxQueuedSearches)
+	admit := admission.New(limits.MaxConcurrentSearches, limits.MaxQueuedSearches, searchHeap)
 	return &Service{admit: admit, core: service.New(service.Options{Limits: &limits, Cache: c, Gate: admit, Tracer: tracer, APISpelling: true})}
 }
 

@@ -77,7 +77,7 @@ func fitChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced 
 	// per shape: per size, per algorithm, the rows' summed |ln error|.
 	losses := map[shapeKey]map[float64]map[collective.Algorithm]*cand{}
 	model := map[shapeKey]map[float64]collective.Algorithm{}
-	places := map[shapeKey]*collective.Placement{}
+	places := map[shapeKey]*placement{}
 	// flagged: per shape and size, the algorithms the mismatched rows of that size show.
 	flagged := map[shapeKey]map[float64][]collective.Algorithm{}
 	var keys []shapeKey
@@ -105,7 +105,7 @@ func fitChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced 
 			// not only the closest: one row cannot tell two of them apart (8 nodes,
 			// 512 MiB: ring/LL128 +2 %, the NVLS tree −5 %), the tail's own rows
 			// decide between them.
-			pl, err := placeOf(pc, ck, spec, k, s)
+			pl, err := placeSweep(pc, ck, spec, k, s)
 			if err != nil {
 				return nil, err
 			}
@@ -135,14 +135,14 @@ func fitChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced 
 		if len(shown) == 0 && len(tailShown[tk]) == 0 {
 			continue
 		}
-		pl, err := placeOf(pc, ck, spec, k, s)
+		pl, err := placeSweep(pc, ck, spec, k, s)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range s.Points {
-			auto, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
+			auto, err := pl.price(m, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
 			if err != nil {
-				return nil, fileErr(s.File, p.Line, "%v", err)
+				return nil, rowErr(pc, s, p, err)
 			}
 			if inTail(s.Nodes, p.Bytes) {
 				if len(tailShown[tk]) == 0 {
@@ -168,7 +168,7 @@ func fitChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced 
 						add(a, auto.TimeUs)
 						continue
 					}
-					e, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Algo: a, Launch: s.Launch})
+					e, err := pl.price(m, s.Op, p.Bytes, collective.Options{Algo: a, Launch: s.Launch})
 					if err != nil || !(e.TimeUs > 0) {
 						continue
 					}
@@ -208,7 +208,7 @@ func fitChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced 
 				if a == auto.Algo {
 					continue
 				}
-				e, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Algo: a, Launch: s.Launch})
+				e, err := pl.price(m, s.Op, p.Bytes, collective.Options{Algo: a, Launch: s.Launch})
 				if err != nil || !(e.TimeUs > 0) {
 					continue
 				}
@@ -298,10 +298,10 @@ func fitChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced 
 // consistent lists the algorithms NCCL runs by itself, other than the model's
 // own choice, that price row p of sweep s (on placement pl) within half the
 // model's own error: those matchChoices would take the row to show.
-func consistent(m *collective.Model, pl *collective.Placement, s Sweep, p Point) ([]collective.Algorithm, error) {
-	auto, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
+func consistent(m *collective.Model, pl *placement, s Sweep, p Point) ([]collective.Algorithm, error) {
+	auto, err := pl.price(m, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
 	if err != nil {
-		return nil, fileErr(s.File, p.Line, "%v", err)
+		return nil, rowErr(pl.pc, s, p, err)
 	}
 	autoErr := math.Abs(math.Log(auto.TimeUs / p.TimeUs))
 	var out []collective.Algorithm
@@ -309,7 +309,7 @@ func consistent(m *collective.Model, pl *collective.Placement, s Sweep, p Point)
 		if !collective.AutoChoice(s.Op, a) || a == auto.Algo {
 			continue
 		}
-		e, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Algo: a, Launch: s.Launch})
+		e, err := pl.price(m, s.Op, p.Bytes, collective.Options{Algo: a, Launch: s.Launch})
 		if err != nil || !(e.TimeUs > 0) {
 			continue
 		}
@@ -347,17 +347,17 @@ const latencyShare = 0.1
 // between Simple algorithms, whose comparison NCCL's tree correction for Simple
 // (0.5–0.9 from 4 KiB to 512 MiB, 1 above) never tips toward the tree at a
 // smaller size than at a larger one.
-func extendDown(m *collective.Model, pl *collective.Placement, op collective.Op, a collective.Algorithm, lo, below float64) float64 {
-	r0, ok := transferRatio(m.NCCLTable(pl, op, lo), a)
+func extendDown(m *collective.Model, pl *placement, op collective.Op, a collective.Algorithm, lo, below float64) float64 {
+	r0, ok := transferRatio(m.NCCLTable(pl.pl, op, lo), a)
 	bandwidthBound := func(e collective.Estimate, err error) bool {
 		return err == nil && (ok || e.Protocol == collective.Simple) && e.LatencyUs < latencyShare*e.TimeUs
 	}
 	for lo/2 > below && lo/2 >= 1 {
-		if !bandwidthBound(m.Estimate(pl, op, lo/2, collective.Options{})) || !bandwidthBound(m.Estimate(pl, op, lo/2, collective.Options{Algo: a})) {
+		if !bandwidthBound(pl.price(m, op, lo/2, collective.Options{})) || !bandwidthBound(pl.price(m, op, lo/2, collective.Options{Algo: a})) {
 			break
 		}
 		if ok {
-			if r, _ := transferRatio(m.NCCLTable(pl, op, lo/2), a); !(r >= r0) {
+			if r, _ := transferRatio(m.NCCLTable(pl.pl, op, lo/2), a); !(r >= r0) {
 				break
 			}
 		}

@@ -12,6 +12,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/stepcost/stepcost/estimator/collective"
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -167,7 +170,7 @@ func priceSweeps(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep, forced
 			}
 			e, err := pl.estimate(m, s.Op, p.Bytes, opt)
 			if err != nil {
-				return nil, fileErr(s.File, p.Line, "%v", err)
+				return nil, rowErr(pc, s, p, err)
 			}
 			out = append(out, Measured{File: s.File, Line: p.Line, Op: s.Op.String(), Bytes: p.Bytes, Nodes: s.Nodes, Ranks: s.Ranks,
 				MeasuredUs: p.TimeUs, PredictedUs: e.us, Algo: e.algo})
@@ -242,6 +245,14 @@ type placer struct {
 	// make them in parallel, so a deadline is kept between rows, not only
 	// between a fit's evaluations.
 	ctx context.Context
+	// work bounds the working sets of the placements being built and
+	// estimated at once (heap.go); none when its sem is nil.
+	work workLimit
+	// limit bounds what the cache holds, by the bytes its placements and their
+	// estimates keep (placeRetained*, estimateRetained); held is that sum since
+	// the cache last started over.
+	limit int64
+	held  atomic.Int64
 }
 
 // err is the calibration's context's error: non-nil once its deadline passed or
@@ -267,6 +278,9 @@ type placement struct {
 	err  error
 	mu   sync.Mutex
 	est  map[estKey]estimate
+	// pc is the placer whose cache holds it, work its working set (placeWork).
+	pc   *placer
+	work int64
 }
 
 type estKey struct {
@@ -280,15 +294,22 @@ type estimate struct {
 	algo string
 }
 
-// maxPlacements bounds what a placer keeps: the five OCI A100 sweeps build about
-// 7 300 placements (the process's peak memory 89 MB, 17 MB without the cache),
-// 16 full sweeps about as many (86 MB); past the bound the cache starts over,
-// which costs rebuilding and changes no price.
-const maxPlacements = 1 << 15
+// The placer's cache is bounded by bytes (limit): the five OCI A100 sweeps build
+// about 7 300 placements of two nodes, 16 full sweeps about as many, largeSweeps'
+// shapes of 1 024–16 384 nodes one per set of constants tried; past the bound
+// the cache starts over, which costs rebuilding and changes no price. Before,
+// it was bounded at 32 768 placements whatever their size.
 
+// newPlacer is a placer without a bound on its working sets, its cache bounded
+// at maxPlacementCache.
 func newPlacer(base topology.Spec) *placer {
 	base.Algorithms = nil
-	return &placer{base: &base, m: map[placeKey]*placement{}}
+	return &placer{base: &base, m: map[placeKey]*placement{}, limit: maxPlacementCache}
+}
+
+// retained is what a cached placement of a sweep keeps (placeRetained*).
+func retained(spec topology.Spec, nodes int) int64 {
+	return placeRetainedBase + placeRetainedPerGPU*int64(nodes)*int64(max(spec.GPUsPerNode, 1))
 }
 
 // clusterKey names the base cluster spec with knobs k for placeSweep: %#v
@@ -316,11 +337,14 @@ func placeSweep(pc *placer, ck string, spec topology.Spec, k Knobs, s Sweep) (*p
 	pc.mu.Lock()
 	e, ok := pc.m[key]
 	if !ok {
-		if len(pc.m) >= maxPlacements {
+		cost := retained(spec, s.Nodes)
+		if len(pc.m) > 0 && pc.held.Load()+cost > pc.limit {
 			clear(pc.m)
+			pc.held.Store(0)
 		}
-		e = &placement{est: map[estKey]estimate{}}
+		e = &placement{est: map[estKey]estimate{}, pc: pc, work: placeWork(spec, s.Nodes)}
 		pc.m[key] = e
+		pc.held.Add(cost)
 	}
 	pc.mu.Unlock()
 	sp := func() topology.Spec {
@@ -328,22 +352,24 @@ func placeSweep(pc *placer, ck string, spec topology.Spec, k Knobs, s Sweep) (*p
 		sp.Nodes = s.Nodes
 		return sp
 	}
-	e.once.Do(func() { e.pl, e.err = place(spec, sp(), s) })
+	e.once.Do(func() {
+		release, err := pc.hold(e.work)
+		if err != nil {
+			e.err = err
+			return
+		}
+		defer release()
+		e.pl, e.err = place(spec, sp(), s)
+	})
 	if e.err != nil {
+		if err := pc.err(); err != nil {
+			return nil, err // stopped while waiting to place it
+		}
 		// Said of this sweep's file, not the first one of its shape.
 		_, err := place(spec, sp(), s)
 		return nil, err
 	}
 	return e, nil
-}
-
-// placeOf is placeSweep's placement.
-func placeOf(pc *placer, ck string, spec topology.Spec, k Knobs, s Sweep) (*collective.Placement, error) {
-	e, err := placeSweep(pc, ck, spec, k, s)
-	if err != nil {
-		return nil, err
-	}
-	return e.pl, nil
 }
 
 // estimate is m.Estimate on the placement, made once per row and options.
@@ -355,15 +381,40 @@ func (e *placement) estimate(m *collective.Model, op collective.Op, bytes float6
 	if ok {
 		return r, nil
 	}
-	est, err := m.Estimate(e.pl, op, bytes, opt)
+	est, err := e.price(m, op, bytes, opt)
 	if err != nil {
 		return estimate{}, err
 	}
 	r = estimate{est.TimeUs, est.Algo.String() + "/" + est.Protocol.String()}
 	e.mu.Lock()
-	e.est[key] = r
+	if _, ok := e.est[key]; !ok {
+		e.est[key] = r
+		e.pc.held.Add(estimateRetained)
+	}
 	e.mu.Unlock()
 	return r, nil
+}
+
+// price is m.Estimate on the placement, its working set held from the
+// placer's budget while it runs (the first estimates of each algorithm compute
+// the placement's coefficients).
+func (e *placement) price(m *collective.Model, op collective.Op, bytes float64, opt collective.Options) (collective.Estimate, error) {
+	release, err := e.pc.hold(e.work)
+	if err != nil {
+		return collective.Estimate{}, err
+	}
+	defer release()
+	return m.Estimate(e.pl, op, bytes, opt)
+}
+
+// rowErr is the error of pricing row p of sweep s: the calibration's own when
+// it was stopped (while the row waited for the placer's budget, say), else
+// said of the row's file and line.
+func rowErr(pc *placer, s Sweep, p Point, err error) error {
+	if e := pc.err(); e != nil {
+		return e
+	}
+	return fileErr(s.File, p.Line, "%v", err)
 }
 
 // place builds the cluster sp (spec with the sweep's release and the knobs) and
@@ -430,7 +481,7 @@ func matchChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep) (map[
 		if s.Algo != collective.Auto || s.ForceProtocol {
 			continue // the run forced its algorithm or protocol: nothing to question
 		}
-		pl, err := placeOf(pc, ck, spec, k, s)
+		pl, err := placeSweep(pc, ck, spec, k, s)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -438,9 +489,9 @@ func matchChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep) (map[
 			if err := pc.err(); err != nil {
 				return nil, nil, err
 			}
-			auto, err := m.Estimate(pl, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
+			auto, err := pl.price(m, s.Op, p.Bytes, collective.Options{Launch: s.Launch})
 			if err != nil {
-				return nil, nil, fileErr(s.File, p.Line, "%v", err)
+				return nil, nil, rowErr(pc, s, p, err)
 			}
 			autoErr := math.Abs(math.Log(auto.TimeUs / p.TimeUs))
 			if autoErr <= math.Log1p(mismatchErr) {
@@ -456,7 +507,7 @@ func matchChoices(pc *placer, spec topology.Spec, k Knobs, sweeps []Sweep) (map[
 				// size: a protocol is not questioned on its own, since with a slow
 				// network the slowest protocol would match any large message.
 				o := collective.Options{Algo: a, Launch: s.Launch}
-				e, err := m.Estimate(pl, s.Op, p.Bytes, o)
+				e, err := pl.price(m, s.Op, p.Bytes, o)
 				if err != nil || !(e.TimeUs > 0) {
 					continue // not applicable to this operation or placement
 				}
@@ -620,9 +671,9 @@ func boundBy(pc *placer, spec topology.Spec, k Knobs, s Sweep, forced map[pointI
 	ki, kn := k, k
 	ki.IntraEfficiency *= step
 	kn.NICEfficiency *= step
-	var pls [3]*collective.Placement
+	var pls [3]*placement
 	for i, kk := range []Knobs{k, ki, kn} {
-		pl, err := placeOf(pc, pc.clusterKey(spec, kk), spec, kk, s)
+		pl, err := placeSweep(pc, pc.clusterKey(spec, kk), spec, kk, s)
 		if err != nil {
 			return nil, nil
 		}
@@ -645,7 +696,7 @@ func boundBy(pc *placer, spec topology.Spec, k Knobs, s Sweep, forced map[pointI
 		}
 		var t [3]float64
 		for i, pl := range pls {
-			e, err := m.Estimate(pl, s.Op, p.Bytes, opt)
+			e, err := pl.price(m, s.Op, p.Bytes, opt)
 			if err != nil || !(e.TimeUs > 0) {
 				t[0] = math.NaN()
 				break
@@ -1163,7 +1214,13 @@ func Calibrate(base string, spec topology.Spec, in Inputs) (*Report, error) {
 
 // CalibrateContext is Calibrate that stops with ctx's error when ctx is done:
 // leaving each file out costs fits that grow with the square of the file count.
+// It runs within DefaultHeap, or the least its inputs need (CalibrateWithin).
 func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in Inputs) (*Report, error) {
+	return CalibrateWithin(ctx, base, spec, in, 0)
+}
+
+// calibrate is CalibrateWithin, heap at least Heap's need.
+func calibrate(ctx context.Context, base string, spec topology.Spec, in Inputs, heap int64) (*Report, error) {
 	files := in.files()
 	if len(files) == 0 {
 		return nil, ErrNoInputs
@@ -1186,6 +1243,8 @@ func CalibrateContext(ctx context.Context, base string, spec topology.Spec, in I
 	r := &Report{Base: base, Catalog: start, Notes: notes, Warnings: releaseWarnings(spec, in.Sweeps)}
 	pc := newPlacer(spec)
 	pc.ctx = ctx
+	work, cache := budget(heap, Heap(spec, in))
+	pc.work, pc.limit = workLimit{semaphore.NewWeighted(work), work}, cache
 
 	if r.Before, err = price(pc, spec, start, in); err != nil {
 		return nil, err

@@ -10,7 +10,8 @@ import "github.com/stepcost/stepcost/planner"
 // heap for the largest search the limits allow. So a search takes a slot (inside the
 // cache's compute: only a miss takes one), large searches (largeSearch) a large one;
 // RankConfigs calls of more than RankBatchGated configs take a large slot (each
-// config can cost as much as a small search), and so does a calibration. Nothing
+// config can cost as much as a small search), and so does a calibration, in as
+// many slots as the live heap it needs weighs (calibrate.go). Nothing
 // else waits: cached answers, EstimateStep, SimulateCollective, ListCatalog and
 // small RankConfigs calls are answered whatever the searches are doing.
 

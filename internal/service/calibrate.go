@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/stepcost/stepcost/estimator/calibrate"
 	"github.com/stepcost/stepcost/internal/wire"
@@ -20,21 +21,31 @@ func (s *Service) CalibrateCluster(ctx context.Context, req *pb.CalibrateCluster
 
 // calibrate resolves and runs one calibration. It takes a large slot of the gate
 // (up to seconds of CPU on the largest request the limits allow, see
-// wire.MaxCalibrationInputs) and stops at the call's deadline.
+// wire.MaxCalibrationInputs), or as many slots as the live heap it needs weighs
+// (calibrate.Heap: sweeps of thousands of nodes), runs within the heap of the
+// slots it took and stops at the call's deadline. One that needs more heap than
+// all the gate's slots is refused, naming the input that asks for it.
 func (s *Service) calibrate(ctx context.Context, req *pb.CalibrateClusterRequest) (*wire.Calibration, *calibrate.Report, error) {
 	cal, err := wire.ResolveCalibration(positiveZeros(req))
 	if err != nil {
 		return nil, nil, err
 	}
-	release, err := s.acquire(ctx, true)
-	if err != nil {
-		return nil, nil, err
+	heap := int64(0) // 0: calibrate.DefaultHeap, or what the inputs need
+	release := func() {}
+	if s.gate != nil {
+		need := calibrate.Heap(cal.Spec, cal.Inputs)
+		if all := s.gate.Heap(); all > 0 && need.Bytes > all {
+			return nil, nil, heapLimit(req, need, all, s.limits.MaxConcurrentSearches)
+		}
+		if release, heap, err = s.gate.AcquireHeap(ctx, true, need.Bytes); err != nil {
+			return nil, nil, err
+		}
 	}
 	defer release()
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	rep, err := calibrate.CalibrateContext(ctx, cal.Base, cal.Spec, cal.Inputs)
+	rep, err := calibrate.CalibrateWithin(ctx, cal.Base, cal.Spec, cal.Inputs, heap)
 	if err != nil {
 		return nil, nil, cal.FileError(err)
 	}
@@ -43,4 +54,23 @@ func (s *Service) calibrate(ctx context.Context, req *pb.CalibrateClusterRequest
 		rep.Spec.Name = cal.Spec.Name + "-calibrated"
 	}
 	return cal, rep, nil
+}
+
+// heapLimit refuses a calibration that needs more live heap than all of the
+// gate's slots (all bytes, in slots of them), on the field of the input whose
+// placement asks for it: its nodes when the request states them, else its
+// content (the device lines of its header).
+func heapLimit(req *pb.CalibrateClusterRequest, need calibrate.HeapNeed, all int64, slots int) error {
+	field := "inputs"
+	for i, in := range req.GetInputs() {
+		if need.Largest.File != "" && in.GetName() == need.Largest.File {
+			field = fmt.Sprintf("inputs[%d].content", i)
+			if in.GetNodes() > 0 {
+				field = fmt.Sprintf("inputs[%d].nodes", i)
+			}
+			break
+		}
+	}
+	return wire.Limit(field, fmt.Sprintf("a calibration of %d node(s) × %d GPUs needs about %s; the server's calibrations and searches hold at most %d MiB (%d search slots of %d MiB, flag --max-concurrent-searches): calibrate on fewer nodes or ask a server with more slots",
+		need.Largest.Nodes, need.Largest.GPUsPerNode, need, (all+1<<20-1)>>20, slots, (all/int64(max(slots, 1))+1<<20-1)>>20))
 }

@@ -95,6 +95,13 @@ func (l Limits) Validate(v *invalid.Collector) {
 // with an error of the gate's own (busy, or the deadline passed while waiting).
 type Gate interface {
 	Acquire(ctx context.Context, large bool) (release func(), err error)
+	// AcquireHeap admits a call that holds up to heap bytes of live heap in as
+	// many slots as that weighs; granted is the heap of the slots taken (0:
+	// slots are not weighed).
+	AcquireHeap(ctx context.Context, large bool, heap int64) (release func(), granted int64, err error)
+	// Heap is the live heap of all the slots, the most one call may hold (0:
+	// calls are not weighed by their heap).
+	Heap() int64
 }
 
 // Options of a Service; the zero value is a service without cache, gate or traces

@@ -1,6 +1,8 @@
 // Package admission bounds the expensive requests running and waiting at once:
-// slots, large ones in at most half of them, a queue in arrival order until each
-// waiter's deadline, and refusals (UNAVAILABLE, with when to retry) beyond it.
+// slots, each the live heap of a maximal search, large ones in at most half of
+// them, a call that holds more heap (a calibration of large clusters) in as many
+// slots as its heap weighs, a queue in arrival order until each waiter's
+// deadline, and refusals (UNAVAILABLE, with when to retry) beyond it.
 package admission
 
 import (
@@ -30,6 +32,7 @@ type Control struct {
 	large *semaphore.Weighted // and a large one first one of these
 	slots int64               // --max-concurrent-searches
 	queue int64               // --max-queued-searches
+	heap  int64               // the live heap a slot stands for (0: not weighed)
 
 	running, runningLarge, waiting atomic.Int64
 	// Outcomes since start: admitted at once or after waiting, queued (admitted
@@ -38,34 +41,84 @@ type Control struct {
 	admitted, queued, refused, expired atomic.Int64
 }
 
-// New returns nil (no control) when slots is 0.
-func New(slots, queue int) *Control {
+// New returns nil (no control) when slots is 0. slotHeap is the live heap one
+// slot stands for (the most a search holds), by which AcquireHeap weighs a call.
+func New(slots, queue int, slotHeap int64) *Control {
 	if slots <= 0 {
 		return nil
 	}
 	return &Control{all: semaphore.NewWeighted(int64(slots)), large: semaphore.NewWeighted(int64(max(1, slots/2))),
-		slots: int64(slots), queue: int64(max(queue, 0))}
+		slots: int64(slots), queue: int64(max(queue, 0)), heap: max(slotHeap, 0)}
+}
+
+// Heap is the live heap of all the slots: the most one call may hold (0: not
+// weighed, or no control).
+func (a *Control) Heap() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.slots * a.heap
 }
 
 // Acquire takes a slot (a large search one of the large slots too), waiting if they
 // are busy and the queue has room, until ctx is done. The returned function gives
 // them back.
 func (a *Control) Acquire(ctx context.Context, large bool) (release func(), err error) {
+	return a.acquire(ctx, large, 1)
+}
+
+// AcquireHeap takes, for a call that holds up to heap bytes of live heap, as
+// many slots as that weighs (at least one; a large call one of the large slots
+// too), waiting, queued or refused as Acquire. granted is the heap of the slots
+// taken (0 when slots are not weighed: one slot). A call that weighs more than
+// all the slots is refused (HeapError): the caller says which of its fields asks
+// for it.
+func (a *Control) AcquireHeap(ctx context.Context, large bool, heap int64) (release func(), granted int64, err error) {
+	if a == nil || a.heap == 0 {
+		release, err = a.Acquire(ctx, large)
+		return release, 0, err
+	}
+	n := max(1, (heap+a.heap-1)/a.heap)
+	if n > a.slots {
+		a.refused.Add(1)
+		return nil, 0, &HeapError{Heap: heap, Slots: a.slots, SlotHeap: a.heap}
+	}
+	release, err = a.acquire(ctx, large, n)
+	return release, n * a.heap, err
+}
+
+// HeapError refuses a call that holds more live heap than all the slots stand
+// for: it would fail again unchanged.
+type HeapError struct {
+	Heap, Slots, SlotHeap int64
+}
+
+func (e *HeapError) Error() string {
+	return fmt.Sprintf("it holds about %d MiB of live heap, more than the %d MiB of all %d search slots (%d MiB each; flag --max-concurrent-searches)",
+		mib(e.Heap), mib(e.Slots*e.SlotHeap), e.Slots, mib(e.SlotHeap))
+}
+
+func mib(b int64) int64 { return (b + 1<<20 - 1) >> 20 }
+
+// acquire takes n slots (a large call one large slot too).
+func (a *Control) acquire(ctx context.Context, large bool, n int64) (release func(), err error) {
 	if a == nil {
 		return func() {}, nil
 	}
 	sems := []*semaphore.Weighted{a.all}
+	weights := []int64{n}
 	if large {
 		sems = []*semaphore.Weighted{a.large, a.all}
+		weights = []int64{1, n}
 	}
 	held := 0
 	giveBack := func() {
 		for i := held - 1; i >= 0; i-- {
-			sems[i].Release(1)
+			sems[i].Release(weights[i])
 		}
 	}
 	// TryAcquire fails while others wait, so a newcomer never overtakes the queue.
-	for held < len(sems) && sems[held].TryAcquire(1) {
+	for held < len(sems) && sems[held].TryAcquire(weights[held]) {
 		held++
 	}
 	if held < len(sems) {
@@ -73,11 +126,11 @@ func (a *Control) Acquire(ctx context.Context, large bool) (release func(), err 
 			a.waiting.Add(-1)
 			giveBack()
 			a.refused.Add(1)
-			return nil, &overloadError{slots: a.slots, queue: a.queue}
+			return nil, &overloadError{slots: a.slots, queue: a.queue, need: n}
 		}
 		start := time.Now()
 		for ; held < len(sems); held++ {
-			if err := sems[held].Acquire(ctx, 1); err != nil {
+			if err := sems[held].Acquire(ctx, weights[held]); err != nil {
 				a.waiting.Add(-1)
 				giveBack()
 				a.expired.Add(1)
@@ -111,11 +164,16 @@ func (a *Control) Acquire(ctx context.Context, large bool) (release func(), err 
 // RESOURCE_EXHAUSTED means a request over a limit, which fails again unchanged.
 type overloadError struct {
 	slots, queue int64
+	need         int64 // the slots the call weighs
 }
 
 func (e *overloadError) Error() string {
-	return fmt.Sprintf("overloaded: all %d search slots are taken (flag --max-concurrent-searches) and all %d places in their queue (flag --max-queued-searches); retry later or on another replica",
-		e.slots, e.queue)
+	taken := fmt.Sprintf("all %d search slots are taken", e.slots)
+	if e.need > 1 {
+		taken = fmt.Sprintf("the call weighs %d of the %d search slots, which are not free", e.need, e.slots)
+	}
+	return fmt.Sprintf("overloaded: %s (flag --max-concurrent-searches) and all %d places in their queue (flag --max-queued-searches); retry later or on another replica",
+		taken, e.queue)
 }
 
 // GRPCStatus carries a RetryInfo (when to retry) and an ErrorInfo naming the limits.

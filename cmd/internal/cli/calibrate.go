@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/spf13/pflag"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stepcost/stepcost/cmd/internal/clusterfile"
 	"github.com/stepcost/stepcost/estimator/calibrate"
+	"github.com/stepcost/stepcost/estimator/topology"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -45,12 +47,16 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	svg := fs.String("svg", "", "draw measured vs predicted bus bandwidth over size, before and after, per input file (SVG; - for standard output)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of calibrating in process")
+	timeout := fs.Duration("timeout", defaultCalibrateTimeout, "stop a calibration in process after this long (0: no limit)")
 	sec := remoteSecurityFlags(fs)
 	// Flags may come before, between and after the files (calibrate --cluster x
 	// *.txt --out y); "--" ends the flags. The files are required (filesArgs).
 	return func(ctx context.Context, files []string, stdout, stderr io.Writer) error {
 		if *svg == "-" && *asJSON {
 			return errSVGAndJSON
+		}
+		if *timeout < 0 {
+			return fmt.Errorf("--timeout: must be at least 0 (no limit; got %v)", *timeout)
 		}
 		if *addr != "" && *svg != "" {
 			return errors.New("--svg: pictures are drawn in process; leave out --server (or ask the daemon's POST /v1/pictures:calibration)")
@@ -132,7 +138,7 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 				// Said before the fit writes anything: the picture draws the sweeps.
 				return errors.New("--svg: no nccl-tests output or measurement rows among the inputs: the picture draws their bus bandwidth over size")
 			}
-			if rep, err = calibrate.Calibrate(base, spec, in); err != nil {
+			if rep, err = calibrateInProcess(ctx, base, spec, in, *timeout, stderr); err != nil {
 				return err
 			}
 			rep.Spec.Name = *name
@@ -183,6 +189,35 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 		printReport(stdout, resp, *out)
 		return nil
 	}
+}
+
+// defaultCalibrateTimeout bounds a calibration in process: 16 full sweeps take
+// 26 s on two busy cores (docs/calibrate.md), sweeps stated on thousands of
+// nodes much longer.
+const defaultCalibrateTimeout = 10 * time.Minute
+
+// calibrateInProcess calibrates within the heap the inputs need (at least
+// calibrate.DefaultHeap), saying on stderr first when that is more than the
+// default, and stops at the timeout (0: none) or when ctx is cancelled, saying
+// which.
+func calibrateInProcess(ctx context.Context, base string, spec topology.Spec, in calibrate.Inputs, timeout time.Duration, stderr io.Writer) (*calibrate.Report, error) {
+	if need := calibrate.Heap(spec, in); need.Bytes > calibrate.DefaultHeap {
+		fmt.Fprintf(stderr, "stepcost calibrate: these inputs need about %s\n", need)
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	start := time.Now()
+	rep, err := calibrate.CalibrateContext(ctx, base, spec, in)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("--timeout: stopped after %v, unfinished: give a longer --timeout (0: no limit)", time.Since(start).Round(time.Millisecond))
+	case errors.Is(err, context.Canceled):
+		return nil, fmt.Errorf("interrupted after %v, unfinished", time.Since(start).Round(time.Millisecond))
+	}
+	return rep, err
 }
 
 // calibrateRemote sends the files to a daemon's CalibrateCluster, each under the

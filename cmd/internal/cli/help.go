@@ -34,7 +34,7 @@ var flagGroups = func() map[string]string {
 	add("Search", "objective", "price", "tokens", "top", "include-dominated")
 	add("What-if", "slow-gpu", "degraded-nic", "degraded-link", "exclude-nodes", "degraded-node", "free-map")
 	add("Collective", "op", "size", "algo", "protocol", "launch", "concurrent", "steps", "step-rows")
-	add("Input", "in", "layout", "fit", "from-prior", "cross-validate", "concurrency", "duration", "requests", "uncached")
+	add("Input", "in", "layout", "fit", "from-prior", "cross-validate", "concurrency", "duration", "requests", "uncached", "timeout")
 	add("Output", "json", "svg", "format", "progress", "rows", "filled", "in-sample", "out", "name")
 	add("Server", "server", "tls", "tls-ca", "tls-cert", "tls-key", "token-file")
 	return m
