@@ -42,19 +42,20 @@ func TestRankConfigsStopsMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A fiftieth of a batch, for the time a whole one takes. A stopped batch must end
-	// within a tenth of that (and 300 ms is always allowed): a loaded machine, or the
-	// race detector, stretches the batch and the stop alike, so the bound follows the
-	// batch rather than the clock. The test tests something only if a whole batch
-	// takes well past 300 ms.
+	// within a tenth of that (and 500 ms is always allowed: under a load average of 12
+	// on two cores one stop took 322 ms, 100 ms of which is the test's own wait before
+	// it cancels): a loaded machine, or the race detector, stretches the batch and the
+	// stop alike, so the bound follows the batch rather than the clock. The test tests
+	// something only if a whole batch takes well past 500 ms.
 	start := time.Now()
 	if _, err := c.RankConfigs(context.Background(), batch(0, 200)); err != nil {
 		t.Fatal(err)
 	}
 	whole := 50 * time.Since(start)
 	if whole < time.Second {
-		t.Fatalf("a whole batch would take %v, not well past the 300 ms a stopped one is allowed: the test tests nothing", whole)
+		t.Fatalf("a whole batch would take %v, not well past the 500 ms a stopped one is allowed: the test tests nothing", whole)
 	}
-	bound := max(300*time.Millisecond, whole/10)
+	bound := max(500*time.Millisecond, whole/10)
 	t.Logf("a whole batch: about %v; a stopped one is allowed %v", whole.Round(time.Millisecond), bound.Round(time.Millisecond))
 	time.Sleep(50 * time.Millisecond)
 	goroutines := runtime.NumGoroutine()
