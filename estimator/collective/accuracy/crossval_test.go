@@ -177,7 +177,7 @@ func TestCrossValidatedAccuracy(t *testing.T) {
 	bounds := map[string]float64{"1–64 MiB": 0.122, "≥ 64 MiB": 0.040, "all sizes": 0.092}
 	for _, b := range accuracy.Buckets() {
 		in, out := accuracy.Summarise(b.Label, inSample, b.Keep), accuracy.Summarise(b.Label, oos, b.Keep)
-		t.Logf("%-10s n=%3d  median |err| in-sample %5.1f%%, out of sample %5.1f%%; mean %5.1f%% → %5.1f%%",
+		t.Logf("%-10s n=%3d  median |err| in-sample %5.2f%%, out of sample %5.2f%%; mean %5.1f%% → %5.1f%%",
 			b.Label, out.N, 100*in.MedianAbs, 100*out.MedianAbs, 100*in.MeanAbs, 100*out.MeanAbs)
 		if want, ok := bounds[b.Label]; ok && !(out.MedianAbs <= want) {
 			t.Errorf("%s: out-of-sample median |error| %.1f%% > %.1f%%", b.Label, 100*out.MedianAbs, 100*want)
