@@ -172,9 +172,15 @@ func (l *loads) flow(src, dst int, w float64) {
 	}
 	var lat float64
 	var cross bool
-	l.path, lat, cross = l.c.Path(src, dst, l.path[:0])
-	for _, r := range l.path {
-		l.add(r, w)
+	if out, in, ok := l.c.ScaleUpPorts(src, dst); ok { // Path's hop, without its call
+		l.add(out, w)
+		l.add(in, w)
+		lat = l.c.IntraLatUs
+	} else {
+		l.path, lat, cross = l.c.Path(src, dst, l.path[:0])
+		for _, r := range l.path {
+			l.add(r, w)
+		}
 	}
 	l.lat = max(l.lat, lat)
 	l.net = l.net || cross
@@ -208,10 +214,7 @@ func (l *loads) multicast(group []int, src int, w float64) {
 // take returns the coefficient of what was accumulated and resets. The latency is
 // the slowest flow's: every flow of the step must land before the next step.
 func (l *loads) take() coef {
-	out := coef{lat: l.lat, net: b2f(l.net)}
-	for _, r := range l.touched {
-		out.m = max(out.m, l.load[r]/l.c.Capacity(r))
-	}
+	out := coef{lat: l.lat, net: b2f(l.net), m: l.c.MaxUtilisation(l.load, l.touched)}
 	l.reset()
 	return out
 }
