@@ -159,10 +159,11 @@ func putLoads(l *loads) {
 }
 
 func (l *loads) add(r int32, w float64) {
-	if l.load[r] == 0 {
+	p := &l.load[r] // one bounds check and one load for the test and the sum
+	if *p == 0 {
 		l.touched = append(l.touched, r)
 	}
-	l.load[r] += w
+	*p += w
 }
 
 // flow places w bytes from GPU src to GPU dst.
@@ -172,17 +173,13 @@ func (l *loads) flow(src, dst int, w float64) {
 	}
 	var lat float64
 	var cross bool
-	if out, in, ok := l.c.ScaleUpPorts(src, dst); ok { // Path's hop, without its call
-		l.add(out, w)
-		l.add(in, w)
-		lat = l.c.IntraLatUs
-	} else {
-		l.path, lat, cross = l.c.Path(src, dst, l.path[:0])
-		for _, r := range l.path {
-			l.add(r, w)
-		}
+	l.path, lat, cross = l.c.Path(src, dst, l.path[:0])
+	for _, r := range l.path {
+		l.add(r, w)
 	}
-	l.lat = max(l.lat, lat)
+	if lat > l.lat { // max: latencies are finite and not negative, no NaN or −0 to order
+		l.lat = lat
+	}
 	l.net = l.net || cross
 	if l.images != nil {
 		l.rec = append(l.rec, ringTerm{lat * w, b2f(cross) * w, w})
@@ -447,9 +444,10 @@ func computeFamily(p *Placement, f family) {
 			w := perCh * float64(channelsLike(ch, period, nch))
 			for _, g := range loaded {
 				l.mark()
-				for i := range n {
-					l.flow(g[order[i]], g[order[(i+1)%n]], w)
+				for i := range n - 1 { // rank i to i+1, and the last to the first
+					l.flow(g[order[i]], g[order[i+1]], w)
 				}
+				l.flow(g[order[n-1]], g[order[0]], w)
 			}
 			l.repeat()
 		}
@@ -490,9 +488,10 @@ func computeFamily(p *Placement, f family) {
 		}
 	case famNeighbor:
 		for _, g := range loaded {
-			for i := range n {
-				l.flow(g[i], g[(i+1)%n], 1)
+			for i := range n - 1 {
+				l.flow(g[i], g[i+1], 1)
 			}
+			l.flow(g[n-1], g[0], 1)
 		}
 		co.neighbor = l.take()
 	case famDirect:

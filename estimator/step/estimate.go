@@ -587,12 +587,25 @@ func (g grid) stagePairs(from, peer int) [][]int {
 			nf++
 		}
 	}
-	flat := make([]int, 0, 2*stage)
-	out := make([][]int, 0, stage)
+	flat := make([]int, 2*stage)
+	out := make([][]int, stage)
+	if g.stride[DimPP] == stage {
+		// The pipeline is the slowest dimension: stage 0 is ranks 0 … stage−1, in the
+		// order grid.next walks them.
+		for i := range out {
+			a := flat[2*i : 2*i+2 : 2*i+2]
+			a[0], a[1] = from+i, from+i+peer
+			out[i] = a
+		}
+		return out
+	}
 	var c [numDims]int
-	for r := 0; len(out) < stage; r = g.next(r, free[:nf], &c) {
-		flat = append(flat, from+r, from+r+peer)
-		out = append(out, flat[len(flat)-2:len(flat):len(flat)])
+	r := 0
+	for i := range out {
+		a := flat[2*i : 2*i+2 : 2*i+2]
+		a[0], a[1] = from+r, from+r+peer
+		out[i] = a
+		r = g.next(r, free[:nf], &c)
 	}
 	return out
 }

@@ -57,8 +57,6 @@ type Cluster struct {
 	// else -1: Path, which places every flow of every contention coefficient
 	// (millions in the first search on 100 000 GPUs), divides by them with a shift.
 	gpuShift, domainShift, leafShift int8
-	domainGPUs                       int  // GPUsPerNode × domainNodes: the GPUs of a domain, by rank
-	domainGPUShift                   int8 // its log2, or -1
 	mesh                             bool // Spec.Intra.Kind == Mesh, a string compared once
 
 	// Achievable bandwidths in bytes per µs, and latencies in µs.
@@ -112,8 +110,6 @@ func (s Spec) Build() (*Cluster, error) {
 		c.nodesLeaf = DefaultNodesPerLeaf
 	}
 	c.gpuShift, c.domainShift, c.leafShift = log2(g), log2(c.domainNodes), log2(c.nodesLeaf)
-	c.domainGPUs = g * c.domainNodes
-	c.domainGPUShift = log2(c.domainGPUs)
 	c.mesh = s.Intra.Kind == Mesh
 	nics := s.NICs.PerNode
 	groups := (s.Nodes + c.nodesLeaf - 1) / c.nodesLeaf
@@ -231,7 +227,20 @@ func (c *Cluster) GPUs() int { return c.gpus }
 func (c *Cluster) Resources() int { return c.nRes }
 
 // Node of global GPU rank g.
-func (c *Cluster) Node(g int) int { return g / c.Spec.GPUsPerNode }
+func (c *Cluster) Node(g int) int {
+	if g >= 0 {
+		return quo(g, c.Spec.GPUsPerNode, c.gpuShift)
+	}
+	return g / c.Spec.GPUsPerNode
+}
+
+// Local is the index of global GPU rank g ≥ 0 inside its node (g mod GPUsPerNode).
+func (c *Cluster) Local(g int) int {
+	if c.gpuShift >= 0 {
+		return g & (c.Spec.GPUsPerNode - 1)
+	}
+	return g % c.Spec.GPUsPerNode
+}
 
 // DomainGPUs is how many GPUs one scale-up (NVLink) domain holds: a node's, or a
 // multi-node domain's, at most the cluster's.
@@ -256,18 +265,6 @@ func (c *Cluster) NIC(g int) int {
 	return c.Node(g)*c.Spec.NICs.PerNode + c.gpuNIC[g%c.Spec.GPUsPerNode]
 }
 
-// ScaleUpPorts is Path for a transfer between two GPUs src ≠ dst of one scale-up
-// domain of switched GPUs (not a mesh): src's port out then dst's port in, at the
-// scale-up hop's latency, not crossing the network. ok is false for any other
-// transfer, which Path places. It is small enough to inline into the loop that
-// places a pattern's flows, most of which stay inside a domain.
-func (c *Cluster) ScaleUpPorts(src, dst int) (out, in int32, ok bool) {
-	if c.mesh || quo(src, c.domainGPUs, c.domainGPUShift) != quo(dst, c.domainGPUs, c.domainGPUShift) {
-		return 0, 0, false
-	}
-	return int32(src), int32(c.offPortIn + dst), true
-}
-
 // MaxUtilisation is the largest load[r] / Capacity(r) over the resources r of
 // touched, 0 for none. On a cluster with no degraded resource each kind of resource
 // has one capacity, and the largest load of a kind over it is the largest of that
@@ -282,19 +279,33 @@ func (c *Cluster) MaxUtilisation(load []float64, touched []int32) float64 {
 		}
 		return m
 	}
+	// The largest of each kind by comparison, not max: loads are sums of flows'
+	// bytes, finite and positive (no NaN or −0 to order).
 	var port, pair, nic, leaf float64
 	var kinds uint8
 	for _, r := range touched {
 		v := load[r]
 		switch i := int(r); {
 		case i < c.offPair:
-			port, kinds = max(port, v), kinds|1
+			kinds |= 1
+			if v > port {
+				port = v
+			}
 		case i < c.offNICOut:
-			pair, kinds = max(pair, v), kinds|2
+			kinds |= 2
+			if v > pair {
+				pair = v
+			}
 		case i < c.offLeafUp:
-			nic, kinds = max(nic, v), kinds|4
+			kinds |= 4
+			if v > nic {
+				nic = v
+			}
 		default:
-			leaf, kinds = max(leaf, v), kinds|8
+			kinds |= 8
+			if v > leaf {
+				leaf = v
+			}
 		}
 	}
 	if kinds&1 != 0 {

@@ -82,29 +82,22 @@ func shapes(t *testing.T) []*Cluster {
 	return out
 }
 
-// TestPathLikeDivisions: Path, which divides by shifts where it can, and
-// ScaleUpPorts, its hop inside a switched domain, give the resources, latency and
-// network crossing of the division-based reference for every ordered GPU pair of
-// 13-node clusters of every shape (sizes powers of two or not).
+// TestPathLikeDivisions: Path, which divides by shifts where it can, gives the
+// resources, latency and network crossing of the division-based reference, and
+// Node and Local the node and local index, for every ordered GPU pair of 13-node
+// clusters of every shape (sizes powers of two or not).
 func TestPathLikeDivisions(t *testing.T) {
 	for _, c := range shapes(t) {
 		name := fmt.Sprintf("%d GPUs a node, domain %d, leaf %d, rail %v, %s", c.Spec.GPUsPerNode, c.domainNodes, c.nodesLeaf, c.Spec.Network.RailOptimized, c.Spec.Intra.Kind)
 		for src := range c.GPUs() {
 			for dst := range c.GPUs() {
+				if src == 0 && (c.Node(dst) != dst/c.Spec.GPUsPerNode || c.Local(dst) != dst%c.Spec.GPUsPerNode) {
+					t.Fatalf("%s: GPU %d: node %d, local %d", name, dst, c.Node(dst), c.Local(dst))
+				}
 				want, wlat, wnet := divisionPath(c, src, dst, nil)
 				got, lat, net := c.Path(src, dst, nil)
 				if !slices.Equal(got, want) || lat != wlat || net != wnet {
 					t.Fatalf("%s: Path(%d, %d) = %v %v %v, want %v %v %v", name, src, dst, got, lat, net, want, wlat, wnet)
-				}
-				if src == dst {
-					continue // ScaleUpPorts is for two GPUs
-				}
-				out, in, ok := c.ScaleUpPorts(src, dst)
-				if ok != (!c.mesh && !wnet) {
-					t.Fatalf("%s: ScaleUpPorts(%d, %d) ok %v, Path %v crossing %v", name, src, dst, ok, want, wnet)
-				}
-				if ok && !slices.Equal([]int32{out, in}, want) {
-					t.Fatalf("%s: ScaleUpPorts(%d, %d) = %d %d, Path %v", name, src, dst, out, in, want)
 				}
 			}
 		}
