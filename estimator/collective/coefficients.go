@@ -436,9 +436,9 @@ func computeFamily(p *Placement, f family) {
 		// Ring: every rank to its successor in each channel's ring; unit: the bytes
 		// one rank sends in one step, spread over the channels.
 		l.images = images
-		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
-		var order []int32
+		period := spansPeriod(spans, mesh, nch)
+		order := make([]int32, 0, n) // one channel's ring, rebuilt in place for each
 		for ch := range period {
 			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
@@ -455,9 +455,9 @@ func computeFamily(p *Placement, f family) {
 	case famHier:
 		// Hierarchical: intra-domain rings and rail rings.
 		l.images = images
-		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
-		var order []int32
+		period := spansPeriod(spans, mesh, nch)
+		order := make([]int32, 0, n) // one channel's ring, rebuilt in place for each
 		for ch := range period {
 			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
@@ -781,9 +781,12 @@ func treePipes(p *Placement, l *loads, nch int) (tree, dtree pipe) {
 // Channels that order every domain alike load the same links, so the coefficients
 // place one of each kind, weighted by how many there are: a group of one GPU per
 // node places one ring instead of one per channel. At most nch.
-func channelPeriod(sh Shape, mesh bool, nch int) int {
+func channelPeriod(sh Shape, mesh bool, nch int) int { return spansPeriod(domainSpans(sh), mesh, nch) }
+
+// spansPeriod is channelPeriod of a shape's domainSpans.
+func spansPeriod(spans [][2]int, mesh bool, nch int) int {
 	period := 1
-	for _, sp := range domainSpans(sh) {
+	for _, sp := range spans {
 		k := sp[1] - sp[0]
 		if mesh && k > 2 {
 			k = lcm(k, len(meshCycles(k)))
