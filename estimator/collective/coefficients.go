@@ -159,10 +159,11 @@ func putLoads(l *loads) {
 }
 
 func (l *loads) add(r int32, w float64) {
-	if l.load[r] == 0 {
+	p := &l.load[r] // one bounds check and one load for the test and the sum
+	if *p == 0 {
 		l.touched = append(l.touched, r)
 	}
-	l.load[r] += w
+	*p += w
 }
 
 // flow places w bytes from GPU src to GPU dst.
@@ -176,7 +177,9 @@ func (l *loads) flow(src, dst int, w float64) {
 	for _, r := range l.path {
 		l.add(r, w)
 	}
-	l.lat = max(l.lat, lat)
+	if lat > l.lat { // max: latencies are finite and not negative, no NaN or −0 to order
+		l.lat = lat
+	}
 	l.net = l.net || cross
 	if l.images != nil {
 		l.rec = append(l.rec, ringTerm{lat * w, b2f(cross) * w, w})
@@ -208,10 +211,7 @@ func (l *loads) multicast(group []int, src int, w float64) {
 // take returns the coefficient of what was accumulated and resets. The latency is
 // the slowest flow's: every flow of the step must land before the next step.
 func (l *loads) take() coef {
-	out := coef{lat: l.lat, net: b2f(l.net)}
-	for _, r := range l.touched {
-		out.m = max(out.m, l.load[r]/l.c.Capacity(r))
-	}
+	out := coef{lat: l.lat, net: b2f(l.net), m: l.c.MaxUtilisation(l.load, l.touched)}
 	l.reset()
 	return out
 }
@@ -436,17 +436,18 @@ func computeFamily(p *Placement, f family) {
 		// Ring: every rank to its successor in each channel's ring; unit: the bytes
 		// one rank sends in one step, spread over the channels.
 		l.images = images
-		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
-		var order []int32
+		period := spansPeriod(spans, mesh, nch)
+		order := make([]int32, 0, n) // one channel's ring, rebuilt in place for each
 		for ch := range period {
 			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
 			for _, g := range loaded {
 				l.mark()
-				for i := range n {
-					l.flow(g[order[i]], g[order[(i+1)%n]], w)
+				for i := range n - 1 { // rank i to i+1, and the last to the first
+					l.flow(g[order[i]], g[order[i+1]], w)
 				}
+				l.flow(g[order[n-1]], g[order[0]], w)
 			}
 			l.repeat()
 		}
@@ -454,9 +455,9 @@ func computeFamily(p *Placement, f family) {
 	case famHier:
 		// Hierarchical: intra-domain rings and rail rings.
 		l.images = images
-		period := channelPeriod(p.Shape, mesh, nch)
 		spans := domainSpans(p.Shape)
-		var order []int32
+		period := spansPeriod(spans, mesh, nch)
+		order := make([]int32, 0, n) // one channel's ring, rebuilt in place for each
 		for ch := range period {
 			order = appendChannelRing(order[:0], spans, ch, mesh)
 			w := perCh * float64(channelsLike(ch, period, nch))
@@ -487,9 +488,10 @@ func computeFamily(p *Placement, f family) {
 		}
 	case famNeighbor:
 		for _, g := range loaded {
-			for i := range n {
-				l.flow(g[i], g[(i+1)%n], 1)
+			for i := range n - 1 {
+				l.flow(g[i], g[i+1], 1)
 			}
+			l.flow(g[n-1], g[0], 1)
 		}
 		co.neighbor = l.take()
 	case famDirect:
@@ -779,9 +781,12 @@ func treePipes(p *Placement, l *loads, nch int) (tree, dtree pipe) {
 // Channels that order every domain alike load the same links, so the coefficients
 // place one of each kind, weighted by how many there are: a group of one GPU per
 // node places one ring instead of one per channel. At most nch.
-func channelPeriod(sh Shape, mesh bool, nch int) int {
+func channelPeriod(sh Shape, mesh bool, nch int) int { return spansPeriod(domainSpans(sh), mesh, nch) }
+
+// spansPeriod is channelPeriod of a shape's domainSpans.
+func spansPeriod(spans [][2]int, mesh bool, nch int) int {
 	period := 1
-	for _, sp := range domainSpans(sh) {
+	for _, sp := range spans {
 		k := sp[1] - sp[0]
 		if mesh && k > 2 {
 			k = lcm(k, len(meshCycles(k)))

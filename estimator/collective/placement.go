@@ -366,7 +366,7 @@ func railImages(c *topology.Cluster, groups [][]int) (rep [][]int, imageOf []int
 	var count []int32       // groups of each class so far
 	imageOf = make([]int32, len(groups))
 	for k, grp := range groups {
-		loc := grp[0] % g
+		loc := c.Local(grp[0])
 		if class[loc] == 0 {
 			count = append(count, 0)
 			class[loc] = len(count)
@@ -383,16 +383,16 @@ func railImages(c *topology.Cluster, groups [][]int) (rep [][]int, imageOf []int
 			return nil, nil
 		}
 	}
-	first := groups[0][0] % g
+	first := c.Local(groups[0][0])
 	rep = make([][]int, 0, count[0])
 	for _, grp := range groups {
-		if grp[0]%g == first {
+		if c.Local(grp[0]) == first {
 			rep = append(rep, grp)
 		}
 	}
-	owner, several, ok := shiftImages(g, groups, rep, imageOf, class)
+	owner, several, ok := shiftImages(c, groups, rep, imageOf, class)
 	if !ok {
-		if owner, several, ok = mappedImages(g, groups, rep, imageOf, class, len(count)); !ok {
+		if owner, several, ok = mappedImages(c, groups, rep, imageOf, class, len(count)); !ok {
 			return nil, nil
 		}
 	}
@@ -419,11 +419,12 @@ func railImages(c *topology.Cluster, groups [][]int) (rep [][]int, imageOf []int
 // same local offset as its class's first group (r = its image's rank + δ, rank by
 // rank): one comparison a rank. It returns 1 + the class using each local index,
 // and whether a group holds several; ok false if the groups are not such shifts.
-func shiftImages(g int, groups, rep [][]int, imageOf []int32, class []int) (owner []int, several, ok bool) {
+func shiftImages(c *topology.Cluster, groups, rep [][]int, imageOf []int32, class []int) (owner []int, several, ok bool) {
+	g := c.Spec.GPUsPerNode
 	delta := make([]int, g) // by class; set from each class's first group
 	set := make([]bool, g)
 	for k, grp := range groups {
-		ci := class[grp[0]%g] - 1
+		ci := class[c.Local(grp[0])] - 1
 		first := rep[imageOf[k]]
 		if !set[ci] {
 			delta[ci], set[ci] = grp[0]-first[0], true
@@ -441,7 +442,7 @@ func shiftImages(g int, groups, rep [][]int, imageOf []int32, class []int) (owne
 	seen := make([]bool, g)
 	for _, grp := range rep {
 		for _, r := range grp {
-			if l := r % g; !seen[l] {
+			if l := c.Local(r); !seen[l] {
 				seen[l] = true
 				locals = append(locals, l)
 			}
@@ -465,7 +466,8 @@ func shiftImages(g int, groups, rep [][]int, imageOf []int32, class []int) (owne
 
 // mappedImages is railImages' check for any one-to-one map of local indices per
 // class, rank by rank on the same nodes.
-func mappedImages(g int, groups, rep [][]int, imageOf []int32, class []int, classes int) (owner []int, several, ok bool) {
+func mappedImages(c *topology.Cluster, groups, rep [][]int, imageOf []int32, class []int, classes int) (owner []int, several, ok bool) {
+	g := c.Spec.GPUsPerNode
 	// phi[ci·g + a] is 1 + the local index class ci puts where the first class has
 	// a; owner[b] is 1 + the class that uses local index b.
 	phi := make([]int, classes*g)

@@ -69,6 +69,54 @@ type groupCache struct {
 	// estimate finds its groups' placements without building and canonicalising
 	// their placeKeys; under placesMu, emptied once it holds maxByGrid.
 	byGrid map[gridPlaceKey]*collective.Placement
+	// placing holds the placements being built, under placesMu: a search's workers
+	// price layouts that share groups, and on a fresh estimator several would place
+	// the same group at once (100 000 ranks' siblings, their rail images) where one
+	// builds it and the others wait (placeOnce).
+	placing map[placeKey]*placing
+}
+
+// placing is a placement one worker is building; done closes when p and err are set.
+type placing struct {
+	done chan struct{}
+	p    *collective.Placement
+	err  error
+}
+
+// errPlacingStopped is what the workers waiting for a placement get if its build
+// stopped without an answer (a panic, which the builder's goroutine goes on with).
+var errPlacingStopped = errors.New("step: a communication group's placement stopped before it was built")
+
+// placeOnce returns key's placement: the one kept, the one another worker is
+// building (waiting for it), or the one build makes, which it keeps.
+func (e *Estimator) placeOnce(key placeKey, build func() (*collective.Placement, error)) (*collective.Placement, error) {
+	e.placesMu.Lock()
+	if p, ok := e.places[key]; ok {
+		e.placesMu.Unlock()
+		return p, nil
+	}
+	if b, ok := e.placing[key]; ok {
+		e.placesMu.Unlock()
+		<-b.done
+		return b.p, b.err
+	}
+	if e.placing == nil {
+		e.placing = map[placeKey]*placing{}
+	}
+	b := &placing{done: make(chan struct{}), err: errPlacingStopped}
+	e.placing[key] = b
+	e.placesMu.Unlock()
+	defer func() {
+		e.placesMu.Lock()
+		if b.err == nil {
+			e.places[key] = b.p
+		}
+		delete(e.placing, key)
+		e.placesMu.Unlock()
+		close(b.done)
+	}()
+	b.p, b.err = build()
+	return b.p, b.err
 }
 
 // hopMemo is one generation of pipeline hops priced (hopKey → []float64, nil
@@ -493,27 +541,25 @@ func (e *Estimator) placementOf(cl *topology.Cluster, rm *RankMap, g grid, c Com
 	if ok {
 		return p, nil
 	}
-	var sib [][]int
-	switch c {
-	case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP, commAmax:
-		dom := cl.DomainGPUs()
-		if stage := g.n / g.size[DimPP]; stage > dom && key.domainImages(dom) {
-			// Only the groups of the first domain: the others are their images.
-			sib = g.siblingsBelow(dom, groupDims(c))
-			p, err := collective.PlaceDomainImages(cl, sib[0], sib[1:], stage/len(sib[0]))
-			if err != nil {
-				return nil, err
+	return e.placeOnce(key, func() (*collective.Placement, error) {
+		var sib [][]int
+		switch c {
+		case CommTP, CommCP, CommEP, CommDP, CommZeRO3, commExpertData, commExpertTP, commAmax:
+			dom := cl.DomainGPUs()
+			if stage := g.n / g.size[DimPP]; stage > dom && key.domainImages(dom) {
+				// Only the groups of the first domain: the others are their images.
+				sib = g.siblingsBelow(dom, groupDims(c))
+				return collective.PlaceDomainImages(cl, sib[0], sib[1:], stage/len(sib[0]))
 			}
-			return e.keepPlacement(key, p), nil
+			sib = g.siblings(0, groupDims(c), DimPP)
+		case CommPP:
+			// Stage 0 → stage 1: every rank of stage 0 sends to its peer at once.
+			sib = g.stagePairs(0, g.stride[DimPP])
+		case CommEmbed:
+			sib = g.stagePairs(0, (g.size[DimPP]-1)*g.stride[DimPP])
 		}
-		sib = g.siblings(0, groupDims(c), DimPP)
-	case CommPP:
-		// Stage 0 → stage 1: every rank of stage 0 sends to its peer at once.
-		sib = g.stagePairs(0, g.stride[DimPP])
-	case CommEmbed:
-		sib = g.stagePairs(0, (g.size[DimPP]-1)*g.stride[DimPP])
-	}
-	return e.placePairs(cl, rm, key, sib)
+		return placeGroups(cl, rm, sib)
+	})
 }
 
 // hopPlacement returns (and caches) the placement of the pipeline's hop h, of
@@ -539,12 +585,13 @@ func (e *Estimator) hopPlacement(cl *topology.Cluster, rm *RankMap, g grid, h in
 	if ok {
 		return pl, nil
 	}
-	return e.placePairs(cl, rm, key, g.stagePairs(key.from, key.peer))
+	return e.placeOnce(key, func() (*collective.Placement, error) {
+		return placeGroups(cl, rm, g.stagePairs(key.from, key.peer))
+	})
 }
 
-// placePairs places the grid's groups sib (ranks, mapped to GPUs by rm) and keeps
-// the placement as key's.
-func (e *Estimator) placePairs(cl *topology.Cluster, rm *RankMap, key placeKey, sib [][]int) (*collective.Placement, error) {
+// placeGroups places the grid's groups sib (ranks, mapped to GPUs by rm).
+func placeGroups(cl *topology.Cluster, rm *RankMap, sib [][]int) (*collective.Placement, error) {
 	if rm != nil {
 		for _, grp := range sib {
 			for i, r := range grp {
@@ -552,24 +599,7 @@ func (e *Estimator) placePairs(cl *topology.Cluster, rm *RankMap, key placeKey, 
 			}
 		}
 	}
-	p, err := collective.PlaceGroups(cl, sib) // the grid's groups: disjoint, of one size
-	if err != nil {
-		return nil, err
-	}
-	return e.keepPlacement(key, p), nil
-}
-
-// keepPlacement stores p as the placement of key unless another worker stored one
-// first, and returns the one kept: the cost memo, keyed by placement, sees one
-// pointer per group.
-func (e *Estimator) keepPlacement(key placeKey, p *collective.Placement) *collective.Placement {
-	e.placesMu.Lock()
-	defer e.placesMu.Unlock()
-	if q, ok := e.places[key]; ok {
-		return q
-	}
-	e.places[key] = p
-	return p
+	return collective.PlaceGroups(cl, sib) // the grid's groups: disjoint, of one size
 }
 
 // stagePairs pairs every rank of the pipeline stage that starts at rank from (0:
@@ -587,12 +617,25 @@ func (g grid) stagePairs(from, peer int) [][]int {
 			nf++
 		}
 	}
-	flat := make([]int, 0, 2*stage)
-	out := make([][]int, 0, stage)
+	flat := make([]int, 2*stage)
+	out := make([][]int, stage)
+	if g.stride[DimPP] == stage {
+		// The pipeline is the slowest dimension: stage 0 is ranks 0 … stage−1, in the
+		// order grid.next walks them.
+		for i := range out {
+			a := flat[2*i : 2*i+2 : 2*i+2]
+			a[0], a[1] = from+i, from+i+peer
+			out[i] = a
+		}
+		return out
+	}
 	var c [numDims]int
-	for r := 0; len(out) < stage; r = g.next(r, free[:nf], &c) {
-		flat = append(flat, from+r, from+r+peer)
-		out = append(out, flat[len(flat)-2:len(flat):len(flat)])
+	r := 0
+	for i := range out {
+		a := flat[2*i : 2*i+2 : 2*i+2]
+		a[0], a[1] = from+r, from+r+peer
+		out[i] = a
+		r = g.next(r, free[:nf], &c)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 
 	"github.com/stepcost/stepcost/estimator/hardware"
@@ -52,6 +53,11 @@ type Cluster struct {
 	leaves      int     // leaf switches (per rail when rail-optimised)
 	gpuNIC      []int   // local GPU → NIC index
 	railProxy   [][]int // [local GPU][rail] → local GPU attached to that rail (PXN)
+	// log2 of GPUsPerNode, domainNodes and nodesLeaf where each is a power of two,
+	// else -1: Path, which places every flow of every contention coefficient
+	// (millions in the first search on 100 000 GPUs), divides by them with a shift.
+	gpuShift, domainShift, leafShift int8
+	mesh                             bool // Spec.Intra.Kind == Mesh, a string compared once
 
 	// Achievable bandwidths in bytes per µs, and latencies in µs.
 	IntraBW    float64 // one GPU port (NVSwitch/PCIe) per direction
@@ -103,6 +109,8 @@ func (s Spec) Build() (*Cluster, error) {
 	if c.nodesLeaf == 0 {
 		c.nodesLeaf = DefaultNodesPerLeaf
 	}
+	c.gpuShift, c.domainShift, c.leafShift = log2(g), log2(c.domainNodes), log2(c.nodesLeaf)
+	c.mesh = s.Intra.Kind == Mesh
 	nics := s.NICs.PerNode
 	groups := (s.Nodes + c.nodesLeaf - 1) / c.nodesLeaf
 	c.leaves = groups
@@ -185,6 +193,22 @@ func orDefault(v, d float64) float64 {
 	return v
 }
 
+// log2 is the base-2 logarithm of n if n is a power of two, else -1.
+func log2(n int) int8 {
+	if n <= 0 || n&(n-1) != 0 {
+		return -1
+	}
+	return int8(bits.TrailingZeros(uint(n)))
+}
+
+// quo is x / n for x ≥ 0, by a shift where n = 2^shift (shift ≥ 0).
+func quo(x, n int, shift int8) int {
+	if shift >= 0 {
+		return x >> (uint(shift) & 63) // the mask: one shift instruction, no range check
+	}
+	return x / n
+}
+
 func abs(x int) int {
 	if x < 0 {
 		return -x
@@ -203,14 +227,29 @@ func (c *Cluster) GPUs() int { return c.gpus }
 func (c *Cluster) Resources() int { return c.nRes }
 
 // Node of global GPU rank g.
-func (c *Cluster) Node(g int) int { return g / c.Spec.GPUsPerNode }
+func (c *Cluster) Node(g int) int {
+	if g >= 0 {
+		return quo(g, c.Spec.GPUsPerNode, c.gpuShift)
+	}
+	return g / c.Spec.GPUsPerNode
+}
+
+// Local is the index of global GPU rank g ≥ 0 inside its node (g mod GPUsPerNode).
+func (c *Cluster) Local(g int) int {
+	if c.gpuShift >= 0 {
+		return g & (c.Spec.GPUsPerNode - 1)
+	}
+	return g % c.Spec.GPUsPerNode
+}
 
 // DomainGPUs is how many GPUs one scale-up (NVLink) domain holds: a node's, or a
 // multi-node domain's, at most the cluster's.
 func (c *Cluster) DomainGPUs() int { return c.Spec.GPUsPerNode * min(c.domainNodes, c.Spec.Nodes) }
 
 // SameDomain reports whether two nodes share an NVLink domain.
-func (c *Cluster) SameDomain(a, b int) bool { return a/c.domainNodes == b/c.domainNodes }
+func (c *Cluster) SameDomain(a, b int) bool {
+	return quo(a, c.domainNodes, c.domainShift) == quo(b, c.domainNodes, c.domainShift)
+}
 
 // NVLS reports whether the scale-up fabric reduces in the switch.
 func (c *Cluster) NVLS() bool { return c.Spec.Intra.NVLS }
@@ -224,6 +263,64 @@ func (c *Cluster) NIC(g int) int {
 		return -1
 	}
 	return c.Node(g)*c.Spec.NICs.PerNode + c.gpuNIC[g%c.Spec.GPUsPerNode]
+}
+
+// MaxUtilisation is the largest load[r] / Capacity(r) over the resources r of
+// touched, 0 for none. On a cluster with no degraded resource each kind of resource
+// has one capacity, and the largest load of a kind over it is the largest of that
+// kind's quotients: a correctly rounded division by a positive number keeps the
+// order of what it divides, so the answer is the same number, with one division a
+// kind instead of one a resource.
+func (c *Cluster) MaxUtilisation(load []float64, touched []int32) float64 {
+	m := 0.0
+	if len(c.scaled) > 0 {
+		for _, r := range touched {
+			m = max(m, load[r]/c.Capacity(r))
+		}
+		return m
+	}
+	// The largest of each kind by comparison, not max: loads are sums of flows'
+	// bytes, finite and positive (no NaN or −0 to order).
+	var port, pair, nic, leaf float64
+	var kinds uint8
+	for _, r := range touched {
+		v := load[r]
+		switch i := int(r); {
+		case i < c.offPair:
+			kinds |= 1
+			if v > port {
+				port = v
+			}
+		case i < c.offNICOut:
+			kinds |= 2
+			if v > pair {
+				pair = v
+			}
+		case i < c.offLeafUp:
+			kinds |= 4
+			if v > nic {
+				nic = v
+			}
+		default:
+			kinds |= 8
+			if v > leaf {
+				leaf = v
+			}
+		}
+	}
+	if kinds&1 != 0 {
+		m = max(m, port/c.IntraBW)
+	}
+	if kinds&2 != 0 {
+		m = max(m, pair/c.PairBW)
+	}
+	if kinds&4 != 0 {
+		m = max(m, nic/c.NICBW)
+	}
+	if kinds&8 != 0 {
+		m = max(m, leaf/c.LeafBW)
+	}
+	return m
 }
 
 // Capacity of resource r in bytes per µs.
@@ -380,16 +477,17 @@ func (c *Cluster) Path(src, dst int, buf []int32) ([]int32, float64, bool) {
 		return buf, 0, false
 	}
 	g := c.Spec.GPUsPerNode
-	sn, dn := src/g, dst/g
-	if sn == dn || c.SameDomain(sn, dn) {
+	sn, dn := quo(src, g, c.gpuShift), quo(dst, g, c.gpuShift)
+	if sn == dn || quo(sn, c.domainNodes, c.domainShift) == quo(dn, c.domainNodes, c.domainShift) {
 		return c.intraHop(src, dst, buf), c.IntraLatUs, false
 	}
 	nics := c.Spec.NICs.PerNode
 	lat := c.NetLatUs
-	srcNIC, dstNIC := c.gpuNIC[src%g], c.gpuNIC[dst%g]
+	sLoc, dLoc := src-sn*g, dst-dn*g
+	srcNIC, dstNIC := c.gpuNIC[sLoc], c.gpuNIC[dLoc]
 	if c.Spec.Network.RailOptimized && srcNIC != dstNIC {
 		// PXN: move the data over NVLink to the GPU on the destination's rail first.
-		proxy := sn*g + c.railProxy[src%g][dstNIC]
+		proxy := sn*g + c.railProxy[sLoc][dstNIC]
 		buf = c.intraHop(src, proxy, buf)
 		lat += c.IntraLatUs
 		srcNIC = dstNIC
@@ -422,14 +520,24 @@ func (c *Cluster) CrossesNetwork(src, dst int) bool {
 	return !c.SameDomain(src/g, dst/g)
 }
 
+// intraHop is the hop between two GPUs of one scale-up domain, src ≠ dst (Path's
+// callers: a flow between two GPUs, or a GPU and its PXN proxy on another rail).
 func (c *Cluster) intraHop(src, dst int, buf []int32) []int32 {
-	if src == dst {
-		return buf
+	if c.mesh {
+		return c.meshHop(src, dst, buf)
 	}
-	if c.Spec.Intra.Kind == Mesh && src/c.Spec.GPUsPerNode == dst/c.Spec.GPUsPerNode {
-		g := c.Spec.GPUsPerNode
-		node := src / g
-		return append(buf, int32(c.offPair+(node*g+src%g)*g+dst%g))
+	return append(buf, int32(src), int32(c.offPortIn+dst))
+}
+
+// meshHop is intraHop on a mesh: the pair link of two GPUs of one node, else the
+// GPUs' ports. Not inlined, so that intraHop, the hop of every other scale-up
+// fabric, is.
+//
+//go:noinline
+func (c *Cluster) meshHop(src, dst int, buf []int32) []int32 {
+	g := c.Spec.GPUsPerNode
+	if node := quo(src, g, c.gpuShift); node == quo(dst, g, c.gpuShift) {
+		return append(buf, int32(c.offPair+src*g+dst-node*g))
 	}
 	return append(buf, int32(src), int32(c.offPortIn+dst))
 }
@@ -440,7 +548,7 @@ func (c *Cluster) SwitchOut(gpu int) int32 { return int32(gpu) }
 func (c *Cluster) SwitchIn(gpu int) int32  { return int32(c.offPortIn + gpu) }
 
 func (c *Cluster) leaf(node, nic int) int {
-	grp := node / c.nodesLeaf
+	grp := quo(node, c.nodesLeaf, c.leafShift)
 	if c.Spec.Network.RailOptimized {
 		return grp*c.Spec.NICs.PerNode + nic
 	}
