@@ -19,6 +19,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/jsonreq"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -184,10 +185,9 @@ func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
 		if len(bytes.TrimSpace(data)) == 0 {
 			return emptyInput(*opt.in, "an EstimateStepRequest as JSON")
 		}
-		if err := protojson.Unmarshal(data, &q.file); err != nil {
-			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, cutShort(data, err))
-		}
-		if err := grammarError(data); err != nil {
+		// Decoded as the REST gateway decodes a body: an error names the field
+		// at fault by its path in the request.
+		if err := jsonreq.Unmarshal(protojson.UnmarshalOptions{}, data, &q.file); err != nil {
 			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, err)
 		}
 		// The service's bound on every string, before a name is looked up (an

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/stepcost/stepcost/internal/jsonreq"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -54,10 +55,7 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 			return emptyInput(*in, "an EstimatePlanRequest as JSON")
 		}
 		var base pb.EstimatePlanRequest
-		if err := protojson.Unmarshal(data, &base); err != nil {
-			return fmt.Errorf("--in %s: %w", *in, cutShort(data, err))
-		}
-		if err := grammarError(data); err != nil {
+		if err := jsonreq.Unmarshal(protojson.UnmarshalOptions{}, data, &base); err != nil {
 			return fmt.Errorf("--in %s: %w", *in, err)
 		}
 		svc, done, err := connect(*addr, sec)
