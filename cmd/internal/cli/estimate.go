@@ -587,7 +587,11 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	l, _ := wire.LayoutFromProto(e.GetLayout())
 	t, _ := wire.TrainingFromProto(e.GetTraining())
 	title := &strings.Builder{}
-	fmt.Fprintf(title, "%s on %d GPUs of %s: tp %d × pp %d × dp %d × cp %d", resp.GetModel().GetName(), e.GetGpus(), cluster, l.TP, l.PP, l.DP, l.CP)
+	gpus := fmt.Sprintf("%d GPUs", e.GetGpus())
+	if e.GetGpus() == 1 {
+		gpus = "1 GPU"
+	}
+	fmt.Fprintf(title, "%s on %s of %s: tp %d × pp %d × dp %d × cp %d", resp.GetModel().GetName(), gpus, cluster, l.TP, l.PP, l.DP, l.CP)
 	if l.EP > 1 {
 		fmt.Fprintf(title, ", ep %d", l.EP)
 	}
@@ -672,11 +676,15 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	}
 	fmt.Fprintf(w, "\nmemory per GPU (stage %d): %.1f of %.1f GB — %s\n", m.GetStage(), m.GetTotalGb(), m.GetCapacityGb(), verdict)
 	mt := table{head: []string{"", "GB"}}
+	inFlight := fmt.Sprintf("activations (%.3g micro-batches in flight)", m.GetInFlightMicroBatches())
+	if m.GetInFlightMicroBatches() == 1 {
+		inFlight = "activations (1 micro-batch in flight)"
+	}
 	for _, x := range []struct {
 		n string
 		v float64
 	}{{"weights", m.GetWeightsGb()}, {"gradients", m.GetGradientsGb()}, {"optimizer states", m.GetOptimizerGb()}, {"gathered weights (ZeRO-3)", m.GetGatheredWeightsGb()},
-		{fmt.Sprintf("activations (%.3g micro-batches in flight)", m.GetInFlightMicroBatches()), m.GetActivationsGb()}, {"embeddings / logits", m.GetEmbeddingsLogitsGb()},
+		{inFlight, m.GetActivationsGb()}, {"embeddings / logits", m.GetEmbeddingsLogitsGb()},
 		{"fp8 weight copies", m.GetFp8WeightCopiesGb()}, {"communication buffers", m.GetCommBuffersGb()}, {"runtime reserve", m.GetRuntimeReserveGb()}} {
 		if x.v > 0 {
 			mt.add(x.n, fmt.Sprintf("%.2f", x.v))
