@@ -123,7 +123,7 @@ func commands() []command {
 			synopsis: "[--json] [--filled]",
 			example:  `  stepcost runs --filled`,
 			define:   runsCommand},
-		{name: "catalog", group: groupOther, summary: "list the GPUs and systems of the embedded catalog",
+		{name: "catalog", group: groupOther, summary: "list the GPUs, systems and models of the embedded catalog",
 			synopsis: "[--json]", example: `  stepcost catalog
   stepcost catalog --json`,
 			define: catalogCommand},

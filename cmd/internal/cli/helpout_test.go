@@ -24,3 +24,25 @@ func TestHelpNotWrittenFails(t *testing.T) {
 		}
 	}
 }
+
+// catalog's help says it lists the models too, as its output does (the README:
+// "GPUs, systems and models"): it said "list the GPUs and systems of the embedded
+// catalog".
+func TestCatalogHelpNamesTheModels(t *testing.T) {
+	code, out, _ := run("catalog")
+	if code != exitOK || !strings.Contains(out, "llama3-70b") {
+		t.Fatalf("catalog: exit %d, no models:\n%.300s", code, out)
+	}
+	for _, args := range [][]string{{"--help"}, {"catalog", "--help"}} {
+		code, out, errOut := run(args...)
+		var line string
+		for l := range strings.Lines(out) {
+			if strings.Contains(strings.ToLower(l), "embedded catalog") {
+				line = l
+			}
+		}
+		if code != exitOK || !strings.Contains(line, "models") {
+			t.Errorf("%v: exit %d %s: catalog's line %q does not name the models", args, code, errOut, line)
+		}
+	}
+}
