@@ -670,8 +670,11 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	bt.write(w)
 
 	m := e.GetMemory()
+	// The GPU's verdict is its own numbers': fits is false too when only the
+	// offloaded host part does not fit (said on the host line below), and the
+	// line said "DOES NOT FIT: -69.5 GB over" of a GPU with 69.5 GB free.
 	verdict := fmt.Sprintf("fits, %.1f GB headroom", m.GetHeadroomGb())
-	if !m.GetFits() {
+	if m.GetHeadroomGb() < 0 {
 		verdict = fmt.Sprintf("DOES NOT FIT: %.1f GB over", -m.GetHeadroomGb())
 	}
 	fmt.Fprintf(w, "\nmemory per GPU (stage %d): %.1f of %.1f GB — %s\n", m.GetStage(), m.GetTotalGb(), m.GetCapacityGb(), verdict)
