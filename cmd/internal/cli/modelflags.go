@@ -211,7 +211,7 @@ func flagNames(err error) error {
 			if fl, ok := archFlags[f.Field]; ok {
 				name = fl
 			}
-			parts = append(parts, name+": "+f.Rule)
+			parts = append(parts, name+": "+ruleFlags(f.Rule, archFlags)) // the fields its rule names, by their flags too
 		default:
 			parts = append(parts, e.Error())
 		}
