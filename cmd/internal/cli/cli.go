@@ -128,7 +128,7 @@ func commands() []command {
   stepcost catalog --json`,
 			define: catalogCommand},
 		{name: "load", group: groupOther, summary: "drive a running stepcostd with EstimatePlan at a fixed concurrency and report latency",
-			synopsis: "--server host:port --in plan.json [--concurrency N] [--duration D] [--requests N]",
+			synopsis: "--server host:port --in plan.json [--concurrency N] [--duration D] [--requests N] [--uncached]",
 			example:  `  stepcost load --server localhost:8081 --in plan.json --concurrency 16 --duration 30s --uncached`,
 			define:   loadCommand},
 		{name: "version", group: groupOther, summary: "print the version: build, commit and estimator (also --version)",

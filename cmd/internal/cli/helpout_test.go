@@ -46,3 +46,23 @@ func TestCatalogHelpNamesTheModels(t *testing.T) {
 		}
 	}
 }
+
+// load's help describes --server as it works — any daemon's gRPC address, over
+// TLS and with a token as that daemon requires — where it said "stepcostd gRPC
+// address (loopback)", and its usage line lists --uncached, which its example
+// uses and the README's usage gives.
+func TestLoadHelpServerAndUncached(t *testing.T) {
+	code, out, errOut := run("load", "--help")
+	var server, usage string
+	for l := range strings.Lines(out) {
+		if strings.Contains(l, "--server string") {
+			server = l
+		}
+		if strings.HasPrefix(strings.TrimSpace(l), "stepcost load --server host:port") && usage == "" {
+			usage = l
+		}
+	}
+	if code != exitOK || strings.Contains(server, "loopback") || !strings.Contains(server, "gRPC address") || !strings.Contains(usage, "[--uncached]") {
+		t.Errorf("exit %d %s: --server line %q, usage %q", code, errOut, server, usage)
+	}
+}

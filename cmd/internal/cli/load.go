@@ -23,7 +23,7 @@ const maxLoadConcurrency = 1024
 // runLoad drives a running daemon with one request at a fixed concurrency for a
 // bounded time and count, and reports throughput and latency percentiles.
 func loadCommand(fs *pflag.FlagSet) runFunc {
-	addr := fs.String("server", "", "stepcostd gRPC address (loopback)")
+	addr := fs.String("server", "", "the running stepcostd to drive: its gRPC address (host:port), local or remote (with --tls… and --token-file as it requires)")
 	sec := remoteSecurityFlags(fs)
 	in := fs.String("in", "", "an EstimatePlan request (JSON)")
 	conc := fs.Int("concurrency", 8, "requests in flight")
