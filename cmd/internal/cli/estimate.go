@@ -620,6 +620,20 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	if l.SP {
 		fmt.Fprint(title, ", SP")
 	}
+	// The overlaps and variants a layout runs, as plan's layout says them
+	// (layoutString): two estimates told apart only by one had the same title.
+	if l.OverlapTP && l.TP > 1 {
+		fmt.Fprint(title, ", TP overlap")
+	}
+	if l.OverlapEP && l.EP > 1 {
+		fmt.Fprint(title, ", EP overlap")
+	}
+	if l.OverlapSharedExpert {
+		fmt.Fprint(title, ", shared-expert overlap")
+	}
+	if l.CPAllToAll && l.CP > 1 {
+		fmt.Fprint(title, ", Ulysses CP")
+	}
 	if l.PP > 1 {
 		fmt.Fprintf(title, ", %s", l.Schedule)
 		switch {
@@ -639,7 +653,13 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	if l.Offload != "" && l.Offload != step.OffloadNone {
 		fmt.Fprintf(title, ", %s offloaded to the host", l.Offload)
 	}
+	if l.OffloadActivations {
+		fmt.Fprint(title, ", activations offloaded to the host")
+	}
 	fmt.Fprintf(title, ", %s", t.Precision)
+	if l.FP8Params {
+		fmt.Fprint(title, " (fp8 weights)")
+	}
 	printWrapped(w, "", title.String(), false)
 	fmt.Fprintln(w)
 	th := e.GetThroughput()
