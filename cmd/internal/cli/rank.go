@@ -534,7 +534,12 @@ func printRanked(w io.Writer, format, objective string, file *configFile, resp *
 	if withCost {
 		head = slices.Insert(head, 6, "cost")
 	}
+	// Under the throughput objective the tokens/s per GPU is what the configs
+	// are ranked by: kept, where a narrow table left it out.
 	t := table{head: head, optional: []string{"tokens/s/GPU"}, wrap: "note"}
+	if objective == "throughput" {
+		t.optional = nil
+	}
 	// A config given again (a line pasted twice, two sweeps concatenated) is
 	// ranked again, and its row names the line it repeats.
 	repeats := map[int]int{} // config line → the file line of its first copy
