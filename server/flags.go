@@ -46,7 +46,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Limits.MaxAnswerGPUs, "max-answer-gpus", cfg.Limits.MaxAnswerGPUs, "most GPUs one EstimatePlan answer may list in its plans' placements: top_k × the largest job size (0: no limit)")
 	fs.IntVar(&cfg.Limits.MaxConcurrentSearches, "max-concurrent-searches", cfg.Limits.MaxConcurrentSearches, "uncached searches (and RankConfigs calls of more than 16 configs) running at once, large ones in at most half (0: no limit)")
 	fs.IntVar(&cfg.Limits.MaxQueuedSearches, "max-queued-searches", cfg.Limits.MaxQueuedSearches, "searches that may wait for a slot, each until its deadline; more are refused with UNAVAILABLE")
-	warm := fs.String("warm-up", "default", "clusters to search at start-up before reporting SERVING, as system:gpus,… (default: the NVIDIA reference systems at 1024 GPUs; none: skip)")
+	warm := fs.String("warm-up", "default", "clusters to search at start-up before reporting SERVING, as system:gpus,… (default: the NVIDIA reference systems at 1024 GPUs, or the most whole nodes within --max-gpus when it is lower; none: skip)")
 	fs.BoolVar(&cfg.Reflection, "reflection", cfg.Reflection, "serve gRPC reflection (for grpcurl; it needs the token when authentication is on)")
 	fs.BoolVar(&cfg.Telemetry.Metrics, "metrics", cfg.Telemetry.Metrics, "serve Prometheus metrics at /metrics (it needs the token when authentication is on)")
 	fs.StringVar(&cfg.Telemetry.Traces, "traces", cfg.Telemetry.Traces, "export OpenTelemetry traces: stdout or otlp (off by default)")
@@ -97,6 +97,9 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	targets, err := ParseWarmUp(*warm)
 	if err != nil {
 		return cfg, err
+	}
+	if strings.TrimSpace(*warm) == "default" {
+		targets = fitWarmUp(targets, cfg.Limits.MaxGPUs)
 	}
 	cfg.WarmUp = targets
 	return cfg, cfg.Validate()
