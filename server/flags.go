@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -46,7 +47,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Limits.MaxAnswerGPUs, "max-answer-gpus", cfg.Limits.MaxAnswerGPUs, "most GPUs one EstimatePlan answer may list in its plans' placements: top_k × the largest job size (0: no limit)")
 	fs.IntVar(&cfg.Limits.MaxConcurrentSearches, "max-concurrent-searches", cfg.Limits.MaxConcurrentSearches, "uncached searches (and RankConfigs calls of more than 16 configs) running at once, large ones in at most half (0: no limit)")
 	fs.IntVar(&cfg.Limits.MaxQueuedSearches, "max-queued-searches", cfg.Limits.MaxQueuedSearches, "searches that may wait for a slot, each until its deadline; more are refused with UNAVAILABLE")
-	warm := fs.String("warm-up", "default", "clusters to search at start-up before reporting SERVING, as system:gpus,… (default: the NVIDIA reference systems at 1024 GPUs; none: skip)")
+	warm := fs.String("warm-up", "default", "clusters to search at start-up before reporting SERVING, as system:gpus,… (default: the NVIDIA reference systems at 1024 GPUs, or the most whole nodes within --max-gpus when it is lower; none: skip)")
 	fs.BoolVar(&cfg.Reflection, "reflection", cfg.Reflection, "serve gRPC reflection (for grpcurl; it needs the token when authentication is on)")
 	fs.BoolVar(&cfg.Telemetry.Metrics, "metrics", cfg.Telemetry.Metrics, "serve Prometheus metrics at /metrics (it needs the token when authentication is on)")
 	fs.StringVar(&cfg.Telemetry.Traces, "traces", cfg.Telemetry.Traces, "export OpenTelemetry traces: stdout or otlp (off by default)")
@@ -54,7 +55,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", cfg.TLS.CertFile, "server certificate (PEM, leaf then intermediates): serve gRPC and HTTP over TLS (1.2 or later); needs --tls-key")
 	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", cfg.TLS.KeyFile, "private key (PEM) of --tls-cert")
 	fs.StringVar(&cfg.TLS.ClientCAFile, "tls-client-ca", cfg.TLS.ClientCAFile, "CA certificates (PEM): require a client certificate signed by one of them on both listeners (mutual TLS)")
-	fs.TextVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug (also logs every API call: method, code, duration, caller), info, warn or error")
+	fs.Var(logLevel{&cfg.LogLevel}, "log-level", "log level: debug (also logs every API call: method, code, duration, caller), info, warn or error")
 	fs.StringVar(&cfg.Auth.TokenFile, "auth-token-file", cfg.Auth.TokenFile, "require 'authorization: Bearer <token>' on every RPC but health, and on /metrics: file of the accepted tokens, one a line, # comments")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: stepcostd [flags]\n\nServes the stepcost API over gRPC and REST. Flags (or STEPCOST_<FLAG> environment variables, but for --version):")
@@ -98,8 +99,29 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	if strings.TrimSpace(*warm) == "default" {
+		targets = fitWarmUp(targets, cfg.Limits.MaxGPUs)
+	}
 	cfg.WarmUp = targets
 	return cfg, cfg.Validate()
+}
+
+// logLevel is --log-level: slog's level names, and a refusal that lists them
+// (slog's own said `slog: level string "loud": unknown name`, which names none).
+type logLevel struct{ l *slog.Level }
+
+func (v logLevel) String() string {
+	if v.l == nil {
+		return "" // the flag package's zero value, so that the help says the default
+	}
+	return v.l.String()
+}
+
+func (v logLevel) Set(s string) error {
+	if err := v.l.UnmarshalText([]byte(s)); err != nil {
+		return fmt.Errorf("must be debug, info, warn or error (got %q)", s)
+	}
+	return nil
 }
 
 // envName is the environment variable of flag name: STEPCOST_<NAME>.

@@ -328,6 +328,16 @@ func restRoutes(rest http.Handler, tel *telemetry.Telemetry, sec *security.Guard
 	})
 	if h := tel.MetricsHandler(); h != nil {
 		root.Handle("GET /metrics", sec.RequireToken(h))
+	} else {
+		// Off: a 404 that says how to turn it on, where the gateway said a bare
+		// "Not Found" to a scraper pointed at a daemon started without --metrics.
+		// Behind the token as the metrics are: no open side door once
+		// authentication is on (docs/operating.md).
+		root.Handle("GET /metrics", sec.RequireToken(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"code":5,"message":"metrics are off: start stepcostd with --metrics (or STEPCOST_METRICS=true)","details":[]}`))
+		})))
 	}
 	uiHandlers(root)
 	return root

@@ -27,6 +27,29 @@ func DefaultWarmUp() []WarmTarget {
 	return []WarmTarget{{System: "dgx-a100", GPUs: 1024}, {System: "dgx-h100", GPUs: 1024}, {System: "hgx-h200", GPUs: 1024}, {System: "hgx-b200", GPUs: 1024}, {System: "gb200-nvl72", GPUs: 1152}}
 }
 
+// fitWarmUp sizes the default warm-up to the daemon's --max-gpus: a target above
+// it is searched at the most whole nodes of its system within it, and left out
+// when not one node fits. A daemon started with --max-gpus 512 (or any limit
+// below 1152) and no --warm-up refused to start, "--warm-up: dgx-a100:1024: more
+// GPUs than --max-gpus 512", naming a flag it was not given; a --warm-up the
+// operator lists is still refused that way.
+func fitWarmUp(targets []WarmTarget, maxGPUs int) []WarmTarget {
+	var out []WarmTarget
+	for _, w := range targets {
+		if w.GPUs > maxGPUs {
+			sys, err := catalog.System(w.System)
+			if err != nil || sys.GPUsPerNode < 1 {
+				continue
+			}
+			w.GPUs = maxGPUs / sys.GPUsPerNode * sys.GPUsPerNode
+		}
+		if w.GPUs >= 1 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // ParseWarmUp reads "system:gpus,system:gpus" ("" or "none": no warm-up,
 // "default": DefaultWarmUp).
 func ParseWarmUp(s string) ([]WarmTarget, error) {

@@ -52,8 +52,9 @@ func FuzzRESTDecode(f *testing.F) {
 
 // A body cut short (a client's Content-Length past what it sent, a proxy's
 // truncation) is refused as ending inside a value at the line it ends on, as the
-// command line says of a file cut short (cli's cutShort) and as a malformed body
-// names its line: it was "request body: not a valid request: unexpected EOF".
+// command line says of a file cut short (package jsonreq reads both) and as a
+// malformed body names its line: it was "request body: not a valid request:
+// unexpected EOF".
 func TestBodyCutShortNamesTheLine(t *testing.T) {
 	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
 	for _, c := range []struct {

@@ -93,11 +93,17 @@ func ruleFlags(rule string, flags map[string]string) string {
 }
 
 // flaggedWarning renames the field an answer's warning starts with ("field: …")
-// to the flag that gives it, when one does.
+// to the flag that gives it, when one does, and the fields its text names, as an
+// error's rule is (ruleFlags), with the values as the flags take them
+// (wire.CommandLineSpelling): "--placement-tolerance: no effect: without
+// --free-map, exclude_nodes or degraded_nodes …" named two fields by the API's
+// names beside a flag, and "--protocol: PROTOCOL_LL is not what the chosen
+// ALGORITHM_NVLS runs" the values of --protocol ll --algo nvls by theirs.
 func flaggedWarning(w string, flags map[string]string) string {
+	w = wire.CommandLineSpelling(w)
 	if field, rest, ok := strings.Cut(w, ": "); ok {
 		if f, ok := flags[field]; ok {
-			return f + ": " + rest
+			return f + ": " + ruleFlags(rest, flags)
 		}
 	}
 	return w

@@ -29,3 +29,23 @@ func TestArchitectureFlagsNameTheMissingOnes(t *testing.T) {
 		t.Errorf("%q: exit %d, %q", args, code, errOut)
 	}
 }
+
+// An architecture flag's refusal names the other fields its rule speaks of by
+// their flags too: "--global-every: … needs sliding_window" and "--heads: must
+// divide hidden (64) into whole heads, or give head_dim" named the request's
+// fields where the flags are --sliding-window and --head-dim.
+func TestArchitectureRuleNamesFlags(t *testing.T) {
+	base := []string{"estimate", "--cluster", "dgx-h100", "--gpus", "8", "--mbs", "1", "--gbs", "8", "--seq", "2048", "--layers", "4", "--hidden", "512"}
+	for _, c := range []struct {
+		args      []string
+		want, not string
+	}{
+		{[]string{"--heads", "8", "--global-every", "2"}, "--global-every: makes every n-th layer global among windowed ones: needs --sliding-window", "sliding_window"},
+		{[]string{"--heads", "3"}, "or give --head-dim", "head_dim"},
+	} {
+		code, _, errOut := run(append(append([]string(nil), base...), c.args...)...)
+		if code != exitFailure || !strings.Contains(errOut, c.want) || strings.Contains(errOut, c.not) {
+			t.Errorf("%v: exit %d, %s; want %q", c.args, code, errOut, c.want)
+		}
+	}
+}

@@ -411,9 +411,16 @@ func printMismatches(w io.Writer, ms []*pb.CalibrationMismatch) {
 		for j+1 < len(ms) && ms[j+1].GetFile() == ms[i].GetFile() && ms[j+1].GetModel() == ms[i].GetModel() && ms[j+1].GetMeasured() == ms[i].GetMeasured() {
 			j++
 		}
-		printWrapped(w, "    ", fmt.Sprintf("%s: %d row(s) %s–%s measured as %s (%+.0f %% … %+.0f %%), the model picks %s (%+.0f %% … %+.0f %%)",
+		line := fmt.Sprintf("%s: %d rows %s–%s measured as %s (%+.0f %% … %+.0f %%), the model picks %s (%+.0f %% … %+.0f %%)",
 			ms[i].GetFile(), j-i+1, calibrate.FormatBytes(ms[i].GetBytes()), calibrate.FormatBytes(ms[j].GetBytes()),
-			ms[i].GetMeasured(), 100*ms[i].GetMatchErr(), 100*ms[j].GetMatchErr(), ms[i].GetModel(), 100*ms[i].GetModelErr(), 100*ms[j].GetModelErr()), true)
+			ms[i].GetMeasured(), 100*ms[i].GetMatchErr(), 100*ms[j].GetMatchErr(), ms[i].GetModel(), 100*ms[i].GetModelErr(), 100*ms[j].GetModelErr())
+		if i == j {
+			// One row: its size and errors, not a range from it to itself
+			// ("1 row(s) 256 KiB–256 KiB … (+2 % … +2 %)").
+			line = fmt.Sprintf("%s: 1 row of %s measured as %s (%+.0f %%), the model picks %s (%+.0f %%)",
+				ms[i].GetFile(), calibrate.FormatBytes(ms[i].GetBytes()), ms[i].GetMeasured(), 100*ms[i].GetMatchErr(), ms[i].GetModel(), 100*ms[i].GetModelErr())
+		}
+		printWrapped(w, "    ", line, true)
 		i = j + 1
 	}
 }

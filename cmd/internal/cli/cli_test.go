@@ -281,7 +281,7 @@ func TestCollectiveForcedProtocolWarned(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, "warning: --protocol: PROTOCOL_LL is not what the chosen") {
+	if !strings.Contains(out, "warning: --protocol: ll is not what the chosen") {
 		t.Errorf("no warning naming --protocol:\n%s", out)
 	}
 	if code, out, _ := run("collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allreduce", "--size", "1GiB", "--protocol", "ll", "--algo", "ring"); code != 0 || strings.Contains(out, "warning") {

@@ -145,9 +145,15 @@ func collectiveCommand(fs *pflag.FlagSet) runFunc {
 				cheapest = false
 			}
 		}
-		if cheapest || algo != collective.Auto {
+		switch {
+		case algo != collective.Auto:
+			// The algorithm asked for, whether or not NCCL would pick it (it
+			// never picks tree or hierarchical all-reduce by itself): the note
+			// said "what NCCL picks by itself, here the cheapest".
+			fmt.Fprintf(stdout, "\n* chosen: forced with --algo %s (NCCL_ALGO), whatever NCCL would pick by itself;\n  \"forced only\" algorithms are those NCCL never picks by itself\n", algo)
+		case cheapest:
 			fmt.Fprintln(stdout, "\n* chosen: what NCCL picks by itself, here the cheapest of the algorithms it picks from;\n  \"forced only\" algorithms are priced for --algo")
-		} else {
+		default:
 			fmt.Fprintln(stdout, "\n* chosen, though not the cheapest: NCCL's own tuning model picks it (by its figures, not these times),\n  or the cluster's measured algorithms or, on AWS EFA, the OFI plugin's tuner regions name it;\n  \"forced only\" algorithms are priced for --algo")
 		}
 		if na := resp.GetNotApplicable(); len(na) > 0 {

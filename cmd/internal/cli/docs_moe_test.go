@@ -45,7 +45,7 @@ func planRows(t *testing.T, out string) []planRow {
 	sep := regexp.MustCompile(`\s{2,}`)
 	for _, l := range strings.Split(top, "\n") {
 		c := sep.Split(strings.TrimSpace(l), -1)
-		if len(c) != 10 || c[0] == "#" {
+		if len(c) != 12 || c[0] == "#" {
 			continue
 		}
 		r := planRow{layout: map[string]string{}, step: dur(c[4]), exposed: dur(c[6]), bubble: dur(c[7])}
@@ -58,7 +58,7 @@ func planRows(t *testing.T, out string) []planRow {
 			r.interleaved = r.interleaved || strings.HasPrefix(w, "interleaved")
 			r.dualpipe = r.dualpipe || w == "dualpipe"
 		}
-		r.mfu, _ = strconv.ParseFloat(strings.TrimSuffix(c[9], "%"), 64)
+		r.mfu, _ = strconv.ParseFloat(strings.TrimSuffix(c[11], "%"), 64)
 		rows = append(rows, r)
 	}
 	return rows

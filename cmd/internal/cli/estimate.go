@@ -19,6 +19,7 @@ import (
 	"github.com/stepcost/stepcost/estimator/model"
 	"github.com/stepcost/stepcost/estimator/step"
 	"github.com/stepcost/stepcost/estimator/topology"
+	"github.com/stepcost/stepcost/internal/jsonreq"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/picture"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -184,10 +185,9 @@ func (opt *estimateArgs) readFile(_ map[string]bool, q *estimateQuery) error {
 		if len(bytes.TrimSpace(data)) == 0 {
 			return emptyInput(*opt.in, "an EstimateStepRequest as JSON")
 		}
-		if err := protojson.Unmarshal(data, &q.file); err != nil {
-			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, cutShort(data, err))
-		}
-		if err := grammarError(data); err != nil {
+		// Decoded as the REST gateway decodes a body: an error names the field
+		// at fault by its path in the request.
+		if err := jsonreq.Unmarshal(protojson.UnmarshalOptions{}, data, &q.file); err != nil {
 			return fmt.Errorf("--in %s: want an EstimateStepRequest as JSON: %w", *opt.in, err)
 		}
 		// The service's bound on every string, before a name is looked up (an
@@ -587,7 +587,11 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	l, _ := wire.LayoutFromProto(e.GetLayout())
 	t, _ := wire.TrainingFromProto(e.GetTraining())
 	title := &strings.Builder{}
-	fmt.Fprintf(title, "%s on %d GPUs of %s: tp %d × pp %d × dp %d × cp %d", resp.GetModel().GetName(), e.GetGpus(), cluster, l.TP, l.PP, l.DP, l.CP)
+	gpus := fmt.Sprintf("%d GPUs", e.GetGpus())
+	if e.GetGpus() == 1 {
+		gpus = "1 GPU"
+	}
+	fmt.Fprintf(title, "%s on %s of %s: tp %d × pp %d × dp %d × cp %d", resp.GetModel().GetName(), gpus, cluster, l.TP, l.PP, l.DP, l.CP)
 	if l.EP > 1 {
 		fmt.Fprintf(title, ", ep %d", l.EP)
 	}
@@ -616,6 +620,20 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	if l.SP {
 		fmt.Fprint(title, ", SP")
 	}
+	// The overlaps and variants a layout runs, as plan's layout says them
+	// (layoutString): two estimates told apart only by one had the same title.
+	if l.OverlapTP && l.TP > 1 {
+		fmt.Fprint(title, ", TP overlap")
+	}
+	if l.OverlapEP && l.EP > 1 {
+		fmt.Fprint(title, ", EP overlap")
+	}
+	if l.OverlapSharedExpert {
+		fmt.Fprint(title, ", shared-expert overlap")
+	}
+	if l.CPAllToAll && l.CP > 1 {
+		fmt.Fprint(title, ", Ulysses CP")
+	}
 	if l.PP > 1 {
 		fmt.Fprintf(title, ", %s", l.Schedule)
 		switch {
@@ -635,7 +653,13 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	if l.Offload != "" && l.Offload != step.OffloadNone {
 		fmt.Fprintf(title, ", %s offloaded to the host", l.Offload)
 	}
+	if l.OffloadActivations {
+		fmt.Fprint(title, ", activations offloaded to the host")
+	}
 	fmt.Fprintf(title, ", %s", t.Precision)
+	if l.FP8Params {
+		fmt.Fprint(title, " (fp8 weights)")
+	}
 	printWrapped(w, "", title.String(), false)
 	fmt.Fprintln(w)
 	th := e.GetThroughput()
@@ -666,17 +690,24 @@ func printEstimate(w io.Writer, resp *pb.EstimateStepResponse, cluster string, f
 	bt.write(w)
 
 	m := e.GetMemory()
+	// The GPU's verdict is its own numbers': fits is false too when only the
+	// offloaded host part does not fit (said on the host line below), and the
+	// line said "DOES NOT FIT: -69.5 GB over" of a GPU with 69.5 GB free.
 	verdict := fmt.Sprintf("fits, %.1f GB headroom", m.GetHeadroomGb())
-	if !m.GetFits() {
+	if m.GetHeadroomGb() < 0 {
 		verdict = fmt.Sprintf("DOES NOT FIT: %.1f GB over", -m.GetHeadroomGb())
 	}
 	fmt.Fprintf(w, "\nmemory per GPU (stage %d): %.1f of %.1f GB — %s\n", m.GetStage(), m.GetTotalGb(), m.GetCapacityGb(), verdict)
 	mt := table{head: []string{"", "GB"}}
+	inFlight := fmt.Sprintf("activations (%.3g micro-batches in flight)", m.GetInFlightMicroBatches())
+	if m.GetInFlightMicroBatches() == 1 {
+		inFlight = "activations (1 micro-batch in flight)"
+	}
 	for _, x := range []struct {
 		n string
 		v float64
 	}{{"weights", m.GetWeightsGb()}, {"gradients", m.GetGradientsGb()}, {"optimizer states", m.GetOptimizerGb()}, {"gathered weights (ZeRO-3)", m.GetGatheredWeightsGb()},
-		{fmt.Sprintf("activations (%.3g micro-batches in flight)", m.GetInFlightMicroBatches()), m.GetActivationsGb()}, {"embeddings / logits", m.GetEmbeddingsLogitsGb()},
+		{inFlight, m.GetActivationsGb()}, {"embeddings / logits", m.GetEmbeddingsLogitsGb()},
 		{"fp8 weight copies", m.GetFp8WeightCopiesGb()}, {"communication buffers", m.GetCommBuffersGb()}, {"runtime reserve", m.GetRuntimeReserveGb()}} {
 		if x.v > 0 {
 			mt.add(x.n, fmt.Sprintf("%.2f", x.v))

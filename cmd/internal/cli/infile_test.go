@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
 // A value the --in file gives is named as the file's field when refused or
@@ -102,11 +106,48 @@ func TestInFileExponentWithoutDigitsRefused(t *testing.T) {
 		}
 	}
 	code, out, errOut := run("estimate", "--in", est)
-	if code != exitFailure || !strings.Contains(errOut, "--in "+est+": want an EstimateStepRequest as JSON: invalid character ',' in exponent of numeric literal at line 2") {
+	if code != exitFailure || !strings.Contains(errOut, "--in "+est+": want an EstimateStepRequest as JSON: malformed JSON at line 2, column 20: invalid character ',' in exponent of numeric literal") {
 		t.Errorf("estimate --in: exit %d, %.300s%.300s", code, out, errOut)
 	}
 	code, out, errOut = run("rank", "--in", lines)
-	if flat := strings.Join(strings.Fields(out), " "); code != exitFailure || !strings.Contains(flat, "line 1: not an EstimateStepRequest: invalid character ',' in exponent of numeric literal (column 137)") {
+	if flat := strings.Join(strings.Fields(out), " "); code != exitFailure || !strings.Contains(flat, "line 1: not an EstimateStepRequest: malformed JSON at column 137: invalid character ',' in exponent of numeric literal") {
 		t.Errorf("rank --in: exit %d, %.600s%.300s", code, out, errOut)
+	}
+}
+
+// A request file that is JSON but not a valid request names the field at fault
+// by its path, with the rule it broke, as the REST gateway answers the same body:
+// estimate --in and rank --in said protojson's "proto: (line 1:91): invalid value
+// for int32 field seqLen: \"x\"" (the field's JSON name, not its path) and
+// "duplicate field \"tp\"" (which tp?), and a rank line's error carried no field
+// violation.
+func TestInFileDecodeErrorsNameTheField(t *testing.T) {
+	dir := t.TempDir()
+	const ok = `{"model": {"name": "llama3-8b"}, "cluster": {"name": "dgx-h100"}, "training": {"seq_len": 4096, "global_batch": 64}, "layout": {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1}}`
+	for _, c := range []struct{ from, to, field, rule string }{
+		{`"seq_len": 4096`, `"seq_len": "x"`, "training.seq_len", `must be an integer between -2147483648 and 2147483647 (got "x")`},
+		{`"tp": 1,`, `"tp": 1, "tpp": 2,`, "layout.tpp", `unknown field "tpp": stepcost.v1.Layout has tp, pp,`},
+		{`"pp": 1,`, `"tp": 1,`, "layout.tp", "is given twice"},
+		{`"micro_batch": 1}`, `"micro_batch": 1, "recompute": "FULL"}`, "layout.recompute", "must be one of RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_OPS (got \"FULL\")"},
+		{`"global_batch": 64`, `"global_batch": 64, "moe_imbalance": 1e-400`, "training.moe_imbalance", "must be 0 or a number of magnitude at least 5e-324, the smallest a double holds (got 1e-400, which would be read as 0)"},
+	} {
+		body := strings.Replace(ok, c.from, c.to, 1)
+		in := filepath.Join(dir, "r.json")
+		if err := os.WriteFile(in, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		want := c.field + ": " + c.rule
+		if code, _, errOut := run("estimate", "--in", in); code != exitFailure || !strings.Contains(errOut, "--in "+in+": want an EstimateStepRequest as JSON: "+want) {
+			t.Errorf("estimate --in %s: exit %d, %.400s; want %q", c.to, code, errOut, want)
+		}
+		code, out, errOut := run("rank", "--in", in, "--format", "json")
+		var resp pb.RankConfigsResponse
+		if err := protojson.Unmarshal([]byte(out), &resp); err != nil || code != exitFailure || len(resp.GetResults()) != 1 {
+			t.Fatalf("rank --in %s: exit %d, %v: %.300s%.300s", c.to, code, err, out, errOut)
+		}
+		e := resp.GetResults()[0].GetError()
+		if !strings.HasPrefix(e.GetMessage(), "line 1: not an EstimateStepRequest: "+want) || len(e.GetViolations()) != 1 || e.GetViolations()[0].GetField() != c.field {
+			t.Errorf("rank --in %s: error %v; want %q naming %s", c.to, e, want, c.field)
+		}
 	}
 }

@@ -153,3 +153,25 @@ func TestEmptyInFile(t *testing.T) {
 		t.Errorf("rank of comments only: exit %d, %q", code, errs)
 	}
 }
+
+// A --model-file holding the API's model object that is not a valid one names
+// the field at fault by its path, as the REST gateway names it in a request's
+// model: it said protojson's "the API's model object: proto: (line 1:59): unknown
+// field \"fnn\"" and "invalid value for string field name: 5".
+func TestModelFileDecodeErrorsNameTheField(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "model.json")
+	for _, c := range []struct{ body, want string }{
+		{`{"architecture": {"layers": 4, "hidden": 512, "heads": 8, "fnn": 2048}}`, `model.architecture.fnn: unknown field "fnn": stepcost.v1.Architecture has name, layers,`},
+		{`{"name": 5}`, `model.name: must be a string (got 5)`},
+		{`{"architecture": {"layers": "four"}}`, `model.architecture.layers: must be an integer between -2147483648 and 2147483647 (got "four")`},
+		{`{"name": "llama3-8b", "params": 8e9}`, `model: give one of name, architecture or params`},
+	} {
+		if err := os.WriteFile(f, []byte(c.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run("plan", "--cluster", "dgx-h100", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--model-file", f)
+		if code != exitFailure || !strings.Contains(errOut, "--model-file "+f+": "+c.want) || strings.Contains(errOut, "proto:") {
+			t.Errorf("%s: exit %d, %.400s; want %q", c.body, code, errOut, c.want)
+		}
+	}
+}

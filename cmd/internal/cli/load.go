@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/stepcost/stepcost/internal/jsonreq"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -22,7 +23,7 @@ const maxLoadConcurrency = 1024
 // runLoad drives a running daemon with one request at a fixed concurrency for a
 // bounded time and count, and reports throughput and latency percentiles.
 func loadCommand(fs *pflag.FlagSet) runFunc {
-	addr := fs.String("server", "", "stepcostd gRPC address (loopback)")
+	addr := fs.String("server", "", "the running stepcostd to drive: its gRPC address (host:port), local or remote (with --tls… and --token-file as it requires)")
 	sec := remoteSecurityFlags(fs)
 	in := fs.String("in", "", "an EstimatePlan request (JSON)")
 	conc := fs.Int("concurrency", 8, "requests in flight")
@@ -54,10 +55,7 @@ func loadCommand(fs *pflag.FlagSet) runFunc {
 			return emptyInput(*in, "an EstimatePlanRequest as JSON")
 		}
 		var base pb.EstimatePlanRequest
-		if err := protojson.Unmarshal(data, &base); err != nil {
-			return fmt.Errorf("--in %s: %w", *in, cutShort(data, err))
-		}
-		if err := grammarError(data); err != nil {
+		if err := jsonreq.Unmarshal(protojson.UnmarshalOptions{}, data, &base); err != nil {
 			return fmt.Errorf("--in %s: %w", *in, err)
 		}
 		svc, done, err := connect(*addr, sec)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stepcost/stepcost/estimator/invalid"
 	"github.com/stepcost/stepcost/estimator/model"
+	"github.com/stepcost/stepcost/internal/jsonreq"
 	"github.com/stepcost/stepcost/internal/strictjson"
 	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
@@ -211,7 +212,7 @@ func flagNames(err error) error {
 			if fl, ok := archFlags[f.Field]; ok {
 				name = fl
 			}
-			parts = append(parts, name+": "+f.Rule)
+			parts = append(parts, name+": "+ruleFlags(f.Rule, archFlags)) // the fields its rule names, by their flags too
 		default:
 			parts = append(parts, e.Error())
 		}
@@ -240,9 +241,16 @@ func decodeModel(raw json.RawMessage) (model.Arch, string, *pb.ModelSpec, error)
 	}
 	if isModelSpec(raw) {
 		spec := new(pb.ModelSpec)
-		if err := protojson.Unmarshal(raw, spec); err != nil {
-			if strings.Contains(err.Error(), "oneof") {
+		// Decoded as the REST gateway decodes a request's model: an error names
+		// the field at fault by its path (model.architecture.ffn), where it was
+		// protojson's "proto: (line 1:59): unknown field \"fnn\"".
+		if err := jsonreq.Unmarshal(protojson.UnmarshalOptions{}, raw, spec); err != nil {
+			var je *jsonreq.Error
+			switch {
+			case errors.As(err, &je) && strings.HasPrefix(je.Rule, "only one of"):
 				return model.Arch{}, "", nil, errors.New("model: give one of name, architecture or params")
+			case errors.As(err, &je) && je.Field != "":
+				return model.Arch{}, "", nil, invalid.Field("model."+je.Field, "%s", je.Rule)
 			}
 			return model.Arch{}, "", nil, fmt.Errorf("the API's model object: %v", err)
 		}

@@ -34,3 +34,18 @@ func TestNotApplicableReasonPrintedWhole(t *testing.T) {
 		t.Errorf("exit %d %s\n%s", code, errOut, out)
 	}
 }
+
+// An algorithm forced with --algo is said to be forced, not NCCL's own pick: the
+// note under the table said "chosen: what NCCL picks by itself, here the cheapest
+// of the algorithms it picks from" of a tree all-reduce NCCL never picks by itself,
+// priced above the NVLS tree.
+func TestForcedAlgorithmNotCalledNCCLsPick(t *testing.T) {
+	code, out, errOut := run("collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allreduce", "--size", "256MiB", "--algo", "tree")
+	if code != 0 || !strings.Contains(out, "* chosen: forced with --algo tree") || strings.Contains(out, "what NCCL picks by itself") {
+		t.Errorf("exit %d %s\n%s", code, errOut, out)
+	}
+	code, out, errOut = run("collective", "--cluster", "dgx-h100", "--nodes", "2", "--op", "allreduce", "--size", "256MiB")
+	if code != 0 || !strings.Contains(out, "* chosen: what NCCL picks by itself") || strings.Contains(out, "forced with") {
+		t.Errorf("auto: exit %d %s\n%s", code, errOut, out)
+	}
+}

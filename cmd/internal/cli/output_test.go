@@ -48,7 +48,7 @@ func TestOutputFitsTheWidth(t *testing.T) {
 	if n, line := widest(out); n > 100 {
 		t.Errorf("plan with COLUMNS=100: %d columns:\n%s", n, line)
 	}
-	if !strings.Contains(out, "(left out to fit 100 columns: compute, bubble") || strings.Contains(out, " compute ") {
+	if !strings.Contains(out, "(left out to fit 100 columns: contention, optimizer, compute, bubble") || strings.Contains(out, " compute ") {
 		t.Errorf("plan with COLUMNS=100: no note of the columns left out, or compute still there:\n%s", out)
 	}
 	for _, head := range []string{"gpus", "layout", "step", "memory GB", "MFU", "duration", "cost"} {

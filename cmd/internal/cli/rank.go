@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/estimator/invalid"
+	"github.com/stepcost/stepcost/internal/jsonreq"
 	"github.com/stepcost/stepcost/internal/service"
 	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/planner"
@@ -216,7 +217,11 @@ func rankCommand(fs *pflag.FlagSet) runFunc {
 			x.Index = int32(file.index[x.GetIndex()])
 		}
 		for _, b := range file.bad {
-			results = append(results, &pb.RankedConfig{Index: int32(b.index), Error: &pb.ItemError{Code: service.InvalidArgument.String(), Message: b.err}})
+			e := &pb.ItemError{Code: service.InvalidArgument.String(), Message: b.err}
+			if b.field != "" {
+				e.Violations = []*pb.FieldViolation{{Field: b.field, Description: b.rule}}
+			}
+			results = append(results, &pb.RankedConfig{Index: int32(b.index), Error: e})
 		}
 		sort.SliceStable(results, func(i, j int) bool { return results[i].GetIndex() < results[j].GetIndex() })
 		if err := printRanked(stdout, *format, *objective, file, &pb.RankConfigsResponse{Results: results, EstimatorVersion: version}); err != nil {
@@ -294,6 +299,8 @@ type configFile struct {
 type badLine struct {
 	index int // config line (0-based over the config lines)
 	err   string
+	field string // the field at fault, by its path in the request ("" when none)
+	rule  string // … and the rule it broke
 }
 
 // readConfigs reads a JSON-lines file of EstimateStepRequests. Blank lines and
@@ -319,12 +326,11 @@ func readConfigs(r io.Reader) (*configFile, error) {
 			var c pb.EstimateStepRequest
 			switch {
 			case tooLong:
-				f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: longer than %d bytes", line, maxConfigLine)})
+				f.bad = append(f.bad, badLine{index: k, err: fmt.Sprintf("line %d: longer than %d bytes", line, maxConfigLine)})
 			default:
-				perr := protojson.Unmarshal(t, &c)
-				if se, at := notJSON(t); perr == nil && se != nil {
-					perr = fmt.Errorf("%w (column %d)", se, 1+utf8.RuneCount(t[:at]))
-				}
+				// Decoded as the REST gateway decodes a body: an error names
+				// the field at fault by its path in the request.
+				perr := jsonreq.Unmarshal(protojson.UnmarshalOptions{}, t, &c)
 				if f.rawKept == 0 {
 					f.rawKept = 2
 					if perr != nil {
@@ -332,11 +338,16 @@ func readConfigs(r io.Reader) (*configFile, error) {
 					}
 				}
 				if perr != nil {
-					// The decoder places the error at "(line 1:N)" of the one
-					// line it was given: the file's line is said first, so
-					// only the column is kept.
-					msg := visible(strings.Replace(perr.Error(), "(line 1:", "(column ", 1))
-					f.bad = append(f.bad, badLine{k, fmt.Sprintf("line %d: not an EstimateStepRequest: %s", line, msg)})
+					// The decoder places a fault outside any field at "line 1,
+					// column N" of the one line it was given: the file's line is
+					// said first, so only the column is kept.
+					msg := visible(strings.Replace(perr.Error(), "at line 1, column ", "at column ", 1))
+					b := badLine{index: k, err: fmt.Sprintf("line %d: not an EstimateStepRequest: %s", line, msg)}
+					var je *jsonreq.Error
+					if errors.As(perr, &je) && je.Field != "" {
+						b.field, b.rule = visible(je.Field), visible(je.Rule)
+					}
+					f.bad = append(f.bad, b)
 				} else {
 					f.configs = append(f.configs, &c)
 					f.index = append(f.index, k)
@@ -398,40 +409,6 @@ func emptyInput(path, want string) error {
 		return fmt.Errorf("--in -: empty standard input (want %s)", want)
 	}
 	return fmt.Errorf("--in %s: empty file (want %s)", path, want)
-}
-
-// cutShort says where a file (or standard input) whose JSON protojson refused as "unexpected EOF"
-// ends: at its last line, inside a value (protojson names the line of every
-// other fault, not this one). Other errors are returned as they are.
-func cutShort(data []byte, err error) error {
-	if !strings.HasSuffix(err.Error(), "unexpected EOF") {
-		return err
-	}
-	return fmt.Errorf("ends inside a value at line %d (cut short?)", 1+bytes.Count(bytes.TrimRight(data, " \t\r\n"), []byte("\n")))
-}
-
-// notJSON refuses JSON that protojson took but JSON's grammar does not allow: its
-// reader takes a number with an exponent and no digits (8e), which estimate --in
-// read as 8. It returns encoding/json's syntax error and the byte it stopped at, or
-// nil when data is JSON.
-func notJSON(data []byte) (*json.SyntaxError, int) {
-	if json.Valid(data) {
-		return nil, 0
-	}
-	var se *json.SyntaxError
-	if err := json.Unmarshal(data, new(json.RawMessage)); !errors.As(err, &se) {
-		return &json.SyntaxError{}, 0
-	}
-	return se, min(max(int(se.Offset)-1, 0), len(data))
-}
-
-// grammarError is notJSON's refusal at its line, or nil.
-func grammarError(data []byte) error {
-	se, at := notJSON(data)
-	if se == nil {
-		return nil
-	}
-	return fmt.Errorf("%w at line %d", se, 1+bytes.Count(data[:at], []byte("\n")))
 }
 
 // readFileOrStdin is readFile, with "-" naming standard input (as rank's --in takes
@@ -557,7 +534,12 @@ func printRanked(w io.Writer, format, objective string, file *configFile, resp *
 	if withCost {
 		head = slices.Insert(head, 6, "cost")
 	}
+	// Under the throughput objective the tokens/s per GPU is what the configs
+	// are ranked by: kept, where a narrow table left it out.
 	t := table{head: head, optional: []string{"tokens/s/GPU"}, wrap: "note"}
+	if objective == "throughput" {
+		t.optional = nil
+	}
 	// A config given again (a line pasted twice, two sweeps concatenated) is
 	// ranked again, and its row names the line it repeats.
 	repeats := map[int]int{} // config line → the file line of its first copy

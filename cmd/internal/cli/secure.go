@@ -140,6 +140,16 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 
 func (bearer) RequireTransportSecurity() bool { return false }
 
+// notGRPC says whether err is gRPC's report of a server that answered in HTTP
+// but not as a gRPC server: an HTTP/1.1 server read the client's HTTP/2 preface
+// as a request and answered it, or an HTTP/2 server answered the call with a web
+// page's status (404) and no gRPC content type.
+func notGRPC(err error) bool {
+	msg := status.Convert(err).Message()
+	return strings.Contains(msg, "looked like an HTTP/1.1 header") ||
+		strings.Contains(msg, "unexpected HTTP status code received from server")
+}
+
 // hint adds to an error what the user can change about how they connect. A
 // refused TLS handshake often reaches the client as a bare connection error (with
 // TLS 1.3 the server checks the client certificate after the client has finished),
@@ -148,6 +158,10 @@ func hint(sentToken, usedTLS, sentCert bool) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		switch code := status.Code(err); {
+		case notGRPC(err):
+			// The daemon's REST port, or another web server: the TLS hint
+			// below was given for it, which changes nothing.
+			return fmt.Errorf("%w (the address answers HTTP, not gRPC: --server takes the daemon's gRPC address, its --grpc-addr, :8081 by default, not its REST one, --http-addr, :8080)", err)
 		case code == codes.Unauthenticated && !sentToken:
 			return fmt.Errorf("%w (the server wants a token: set %s or --token-file)", err, tokenEnv)
 		case code == codes.Unavailable && !usedTLS:

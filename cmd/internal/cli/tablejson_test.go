@@ -83,7 +83,7 @@ func TestEstimateTableSaysTheJSONNumbers(t *testing.T) {
 	mem := regexp.MustCompile(`(?m)^memory per GPU \(stage (\d+)\): ([\d.]+) of ([\d.]+) GB — (?:fits, ([\d.]+) GB headroom|DOES NOT FIT: ([\d.]+) GB over)$`)
 	parts := map[string]string{"weights": "weights_gb", "gradients": "gradients_gb", "optimizer states": "optimizer_gb", "gathered weights (ZeRO-3)": "gathered_weights_gb",
 		"embeddings / logits": "embeddings_logits_gb", "fp8 weight copies": "fp8_weight_copies_gb", "communication buffers": "comm_buffers_gb", "runtime reserve": "runtime_reserve_gb"}
-	part := regexp.MustCompile(`(?m)^(weights|gradients|optimizer states|gathered weights \(ZeRO-3\)|activations \(([\d.e+]+) micro-batches in flight\)|embeddings / logits|fp8 weight copies|communication buffers|runtime reserve) +([\d.]+)$`)
+	part := regexp.MustCompile(`(?m)^(weights|gradients|optimizer states|gathered weights \(ZeRO-3\)|activations \(([\d.e+]+) micro-batch(?:es)? in flight\)|embeddings / logits|fp8 weight copies|communication buffers|runtime reserve) +([\d.]+)$`)
 	fields := map[string]string{"forward": "forward_s", "backward": "backward_s", "recompute": "recompute_s", "pipeline bubble": "bubble_s",
 		"optimizer step": "optimizer_s", "comm/compute contention": "contention_s", "total": "total_s"}
 	for _, args := range [][]string{
@@ -218,5 +218,24 @@ func TestPlanTableSaysTheJSONNumbers(t *testing.T) {
 				printedNear(t, "cost", cells[c], 1, path(t, pm, "cost_usd"))
 			}
 		}
+	}
+}
+
+// One micro-batch in flight, and one GPU, are said in the singular: the table
+// said "activations (1 micro-batches in flight)" and "custom on 1 GPUs of
+// dgx-h100".
+func TestEstimateTableOneMicroBatchInFlight(t *testing.T) {
+	for _, c := range []struct {
+		pp   string
+		want string
+	}{{"1", "activations (1 micro-batch in flight)"}, {"2", "activations (2 micro-batches in flight)"}} {
+		code, out, errOut := run("estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--pp", c.pp, "--mbs", "1", "--gbs", "64", "--seq", "4096")
+		if code != exitOK || !strings.Contains(out, c.want) {
+			t.Errorf("pp %s: exit %d, %s%s; want %q", c.pp, code, out, errOut, c.want)
+		}
+	}
+	code, out, errOut := run("estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "1", "--mbs", "1", "--gbs", "1", "--seq", "4096")
+	if code != exitOK || !strings.HasPrefix(out, "llama3-8b on 1 GPU of dgx-h100:") {
+		t.Errorf("one GPU: exit %d, %.200s%s", code, out, errOut)
 	}
 }
