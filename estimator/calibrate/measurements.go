@@ -121,8 +121,7 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 		}
 		version := ""
 		if r.LibraryVersion != nil {
-			// Leading and trailing blanks are not part of the release (" 2.28" is 2.28).
-			version = strings.TrimSpace(*r.LibraryVersion)
+			version = *r.LibraryVersion
 			// The release the row ran, as stepcost accuracy reads it
 			// (collective/accuracy statedNCCL; an RCCL row states none): "2.28.7 (NCCL version
 			// 2.28.7+cuda13.0 printed)" gives 2.28.7; a library_version that
@@ -130,7 +129,13 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 			// that does must start with a release topology.ParseNCCLRelease
 			// takes ("9.99" or "2.28.7.1.2" is refused, not read as none).
 			if v, _, _ := strings.Cut(version, " "); (r.Library == "" || r.Library == "NCCL") && version != "" &&
-				version[0] >= '0' && version[0] <= '9' {
+				(version[0] == ' ' || version[0] >= '0' && version[0] <= '9') {
+				if v == "" {
+					// A blank before the release is refused as every release field
+					// refuses it, quoting what the row gave, not the empty text
+					// before the blank.
+					v = version
+				}
 				if _, _, err := topology.ParseNCCLRelease(v); err != nil {
 					return s, fe("library_version", "%v", err)
 				}
