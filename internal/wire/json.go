@@ -1,6 +1,9 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -15,5 +18,28 @@ func JSONOptions() protojson.MarshalOptions {
 	return protojson.MarshalOptions{EmitDefaultValues: true, UseProtoNames: true}
 }
 
-// MarshalJSON writes m as the REST gateway does.
-func MarshalJSON(m proto.Message) ([]byte, error) { return JSONOptions().Marshal(m) }
+// MarshalJSON writes m as the REST gateway does: protojson's output, compacted.
+func MarshalJSON(m proto.Message) ([]byte, error) {
+	b, err := JSONOptions().Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return Compact(b), nil
+}
+
+// Compact takes out the blanks between the tokens of protojson's one-line
+// output. protojson puts a space after a comma or colon or not depending on a
+// hash of the running binary (google.golang.org/protobuf's internal/detrand, so
+// that no one relies on its bytes), so the same answer came out as different
+// bytes from one build of the daemon or the CLI to the next; a client diffing or
+// hashing answers across an upgrade saw changes that were none. Compacted, the
+// same answer is the same bytes from every build. b is returned as it is if it
+// is not JSON (it always is: protojson wrote it).
+func Compact(b []byte) []byte {
+	var out bytes.Buffer
+	out.Grow(len(b))
+	if err := json.Compact(&out, b); err != nil {
+		return b
+	}
+	return out.Bytes()
+}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/internal/jsonreq"
+	"github.com/stepcost/stepcost/internal/wire"
 	"github.com/stepcost/stepcost/server/bounded"
 )
 
@@ -35,6 +36,16 @@ import (
 // fieldJSON is the gateway's JSON marshaler with field-naming decode errors.
 type fieldJSON struct {
 	*runtime.JSONPb
+}
+
+// Marshal writes v as JSONPb does, compacted (wire.Compact): the same answer is
+// the same bytes from every build of the daemon, as from the CLI's --json.
+func (m fieldJSON) Marshal(v any) ([]byte, error) {
+	b, err := m.JSONPb.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return wire.Compact(b), nil
 }
 
 // withFieldErrors wraps the gateway's marshaler.
