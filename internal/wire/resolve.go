@@ -646,6 +646,14 @@ func ResolveCollective(pool *Clusters, coll *collective.Model, req *pb.SimulateC
 	if err != nil {
 		return nil, err
 	}
+	// An all-gather's, reduce-scatter's or all-to-all's size is the whole buffer
+	// (nccl-tests' convention), each rank's part a share of it: below a byte a rank
+	// no rank has anything to send (nccl-tests prints such sizes as 0 B), and 1 B
+	// on 8 GPUs was priced as if it were a call.
+	if ranks := int64(len(group)); (op == collective.AllGather || op == collective.ReduceScatter || op == collective.AllToAll) && req.GetSizeBytes() < ranks {
+		return nil, invalid.Field("size_bytes", "is the whole buffer of the %s, a share of it on each of its %d ranks: at least %d bytes, one a rank (got %d)",
+			op, ranks, ranks, req.GetSizeBytes())
+	}
 	if err := CheckFree("cluster.free_gpus", req.GetCluster().GetFreeGpus(), ce.Cluster.Spec.GPUsPerNode); err != nil {
 		return nil, err
 	}
