@@ -99,16 +99,6 @@ func (m *Model) Estimate(p *Placement, op Op, bytes float64, o Options) (Estimat
 	if p.N() == 1 || bytes == 0 {
 		return Estimate{Op: op, Algo: o.Algo, Bytes: bytes, Steps: 0}, nil
 	}
-	if o.Launch == SingleProcess {
-		// One host thread issues the call on every GPU of its node in turn, while
-		// the GPUs run the calls issued before (hostIssueBound).
-		o.Launch = PerProcess
-		e, err := m.Estimate(p, op, bytes, o)
-		if err != nil {
-			return e, err
-		}
-		return m.hostIssueBound(p, op, e), nil
-	}
 	if op == SendRecv && o.MaxCTAs > 0 && (o.Algo == Auto || o.Algo == Direct) {
 		// send/recv runs only NCCL's p2p kernel (Direct): its channels capped
 		return m.p2pCapped(p, op, bytes, o.Launch, o.MaxCTAs), nil
@@ -189,17 +179,9 @@ func (m *Model) Candidates(p *Placement, op Op, bytes float64, o Options, out []
 	if p.N() == 1 || !(bytes > 0) || bytes > maxBytes || op >= numOps || o.Launch >= numLaunch {
 		return out
 	}
-	single := o.Launch == SingleProcess
-	if single {
-		o.Launch = PerProcess // the GPUs' side; the host's bound below (hostIssueBound)
-	}
 	for a := Ring; a < numAlgos; a++ {
 		if m.why(p, op, a) == "" && (o.nvlsRuns(op) || !isNVLS(a)) {
-			e := m.bestProtocol(p, op, a, bytes, o)
-			if single {
-				e = m.hostIssueBound(p, op, e)
-			}
-			out = append(out, e)
+			out = append(out, m.bestProtocol(p, op, a, bytes, o))
 		}
 	}
 	return out
@@ -377,22 +359,6 @@ func (m *Model) launchUs(p *Placement, l Launch) float64 {
 		return m.k.LaunchUs[l] * float64(p.Cluster.Spec.GPUsPerNode)
 	}
 	return m.k.LaunchUs[l]
-}
-
-// hostIssueBound is a single-process call as a loop of calls runs it: the GPUs run
-// each call as a process of their own would (e, priced with the per-process launch),
-// while the one host thread issues the next call on every GPU of its node in turn
-// (LaunchUs[SingleProcess] each); the calls queue on the GPUs' streams, so a call
-// takes the longer of the two, not their sum.
-func (m *Model) hostIssueBound(p *Placement, op Op, e Estimate) Estimate {
-	host := m.launchUs(p, SingleProcess)
-	if !(e.TimeUs < host) {
-		return e
-	}
-	e.TimeUs, e.LatencyUs = host, host // none of it depends on the size
-	e.AlgBWGBps = e.Bytes / e.TimeUs / 1e3
-	e.BusBWGBps = e.AlgBWGBps * op.BusFactor(p.N())
-	return e
 }
 
 // chunks is the pipeline depth for perChannel bytes in pieces of chunk bytes.

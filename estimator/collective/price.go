@@ -36,15 +36,6 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 	if pr >= numProtos || launch >= numLaunch {
 		return ScheduleCost{}, invalid.Field("protocol", "unknown protocol %d or launch %d", pr, launch)
 	}
-	if launch == SingleProcess {
-		// The GPUs run the steps as with a process each; the host's issuing of the
-		// call on every GPU in turn bounds the whole (Model.hostIssueBound).
-		out, err := m.PriceSchedule(p, s, elemBytes, pr, PerProcess)
-		if err == nil {
-			out.TimeUs = max(out.TimeUs, m.launchUs(p, SingleProcess))
-		}
-		return out, err
-	}
 	c := p.Cluster
 	l := newLoads(c)
 	stepUs, bwf := m.k.StepUs[pr], m.k.BWFactor[pr]
