@@ -113,13 +113,6 @@ type Constants struct {
 	// NVLSStepUs is the cost of one NVLS step (multimem synchronisation across the
 	// switch); NCCL models the whole call at 25 µs on NVLink.
 	NVLSStepUs float64
-	// NVLSRoundUs is one dependent round of NCCL's one-domain NVLS all-reduce kernel:
-	// a warp's 4 KiB of loads and stores through the GPU's memory and the switch
-	// (nvlsrounds.go). An NVLS all-reduce inside one NVLink domain takes at least its
-	// loops' rounds × this beyond its fixed cost: the first loop's roles in series,
-	// every further loop its slowest role. NCCL prices no such round (its NVLink hop
-	// latency, tuning.cc hwLat, is 0.6 µs).
-	NVLSRoundUs float64
 	// NVLSBaseUs is the fixed cost of an NVLS call (multicast object barrier); NCCL
 	// charges NVLS 25 µs on NVLink and no ring base latency.
 	NVLSBaseUs float64
@@ -154,9 +147,8 @@ func Default() Constants {
 			hardware.Hopper:    0.85,
 			hardware.Blackwell: 0.79,
 		},
-		NVLSStepUs:  2.284,
-		NVLSRoundUs: 1.236,
-		NVLSBaseUs:  12.4,
-		LaunchUs:    [numLaunch]float64{PerProcess: 7.014, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
+		NVLSStepUs: 2.284,
+		NVLSBaseUs: 12.4,
+		LaunchUs:   [numLaunch]float64{PerProcess: 7.014, SingleProcess: 1.5, Eager: 27.5, Graph: 0},
 	}
 }

@@ -474,11 +474,6 @@ func (m *Model) price(p *Placement, op Op, a Algorithm, pr Protocol, S float64, 
 			if bus, ok := nvlsBusCeilingGBps(p); ok {
 				t.xfer = max(t.xfer, S*2*(n-1)/n/(bus*1e3)-(t.lat-fixed))
 			}
-			// At least the kernel's dependent rounds inside one domain
-			// (nvlsAllReduceRounds), the chunks' steps included.
-			if p.Domains == 1 {
-				t.xfer = max(t.xfer, m.k.NVLSRoundUs*nvlsAllReduceRounds(S, e.Channels, p.N())-(t.lat-fixed))
-			}
 		// A single-stage NVLS operation has nothing to overlap: one step moves it all.
 		case ReduceScatter:
 			e.Steps, e.Chunks = 1, 1

@@ -113,21 +113,6 @@ func (m *Model) PriceSchedule(p *Placement, s *Schedule, elemBytes float64, pr P
 			out.TimeUs += add
 		}
 	}
-	if s.Algo == NVLS && s.Op == AllReduce && p.Domains == 1 && len(out.Steps) > 0 {
-		// At least the kernel's dependent rounds (nvlsAllReduceRounds), as in the
-		// closed form; the shortfall is spread evenly over the steps.
-		var steps float64
-		for _, st := range out.Steps {
-			steps += st.TimeUs
-		}
-		rounds := nvlsAllReduceRounds(float64(s.Elems)*elemBytes, s.Params.Channels, p.N())
-		if short := m.k.NVLSRoundUs*rounds - steps; short > 0 {
-			for i := range out.Steps {
-				out.Steps[i].TimeUs += short / float64(len(out.Steps))
-			}
-			out.TimeUs += short
-		}
-	}
 	if s.Algo == Pairwise && len(out.Steps) > 0 {
 		// The steps' net channels bound the call's transfer time (pairwiseNetUs),
 		// as in the closed form; the shortfall is spread evenly over the steps.

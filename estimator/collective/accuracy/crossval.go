@@ -52,9 +52,7 @@ func Sources(cases []Case) []string {
 //   - network: Simple's NET hop (14 µs) as the hop latency, which is what a Simple
 //     step pays by definition (FitParams); LL's and LL128's NET figures of the
 //     tree (5.0 and 8.5 µs) as their network step costs, −9 and −5.5 µs from it;
-//   - NVLS: NCCL charges a whole NVLS call 25 µs and pipelines 128 KiB chunks; a
-//     dependent round of its one-domain all-reduce kernel, which NCCL does not
-//     price, starts at its NVLink hop latency (0.6 µs);
+//   - NVLS: NCCL charges a whole NVLS call 25 µs and pipelines 128 KiB chunks;
 //   - chunks of trees and chains: one Simple buffer slot, 4 MiB / 8 steps;
 //   - launch: a CUDA kernel launch per process (5 µs), per GPU in single-process mode
 //     (2 µs), with a Python/torch call around it (10 µs), none under a CUDA graph;
@@ -68,7 +66,6 @@ func Prior() Knobs {
 	k.ChunkBytes = 512 << 10
 	k.NVLSChunkBytes = 128 << 10
 	k.NVLSStepUs = 1
-	k.NVLSRoundUs = 0.6
 	k.NVLSBaseUs = 25
 	k.LaunchUs[collective.PerProcess] = 5
 	k.LaunchUs[collective.SingleProcess] = 2

@@ -94,9 +94,6 @@ func FitParams() []Param {
 	add("P2PBaseUs", 0, 20, func(k *collective.Constants) *float64 { return &k.P2PBaseUs })
 	add("NVLSChunkBytes", 4<<10, 4<<20, func(k *collective.Constants) *float64 { return &k.NVLSChunkBytes })
 	add("NVLSStepUs", 0, 40, func(k *collective.Constants) *float64 { return &k.NVLSStepUs })
-	// One dependent round of the one-domain NVLS all-reduce kernel (nvlsrounds.go):
-	// from nothing to the cost of several NVLink hops (NCCL's is 0.6 µs).
-	add("NVLSRoundUs", 0, 5, func(k *collective.Constants) *float64 { return &k.NVLSRoundUs })
 	add("NVLSBaseUs", 0, 60, func(k *collective.Constants) *float64 { return &k.NVLSBaseUs })
 	// A call replayed from a CUDA graph has no host launch of its own: LaunchUs.graph
 	// is 0 by definition, not fitted.
