@@ -485,15 +485,20 @@ func printRanked(w io.Writer, format, objective string, file *configFile, resp *
 	})
 	switch format {
 	case "json":
-		// index counts the file's config lines; an error the service gave
-		// names the file's line too, as the table's and CSV's line column
-		// does (the lines that did not parse already say theirs).
-		for _, r := range sorted {
+		// The API's answer, in request order as RankConfigsResponse.results
+		// documents it and REST writes it (each result's rank says its place);
+		// best first was the table's order, not the API's. index counts the
+		// file's config lines; an error the service gave names the file's line
+		// too, as the table's and CSV's line column does (the lines that did not
+		// parse already say theirs).
+		ordered := append([]*pb.RankedConfig(nil), resp.GetResults()...)
+		sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].GetIndex() < ordered[j].GetIndex() })
+		for _, r := range ordered {
 			if e := r.GetError(); e != nil && !strings.HasPrefix(e.GetMessage(), "line ") {
 				e.Message = fmt.Sprintf("line %d: %s", file.lines[r.GetIndex()], e.GetMessage())
 			}
 		}
-		return printProtoJSON(w, &pb.RankConfigsResponse{Results: sorted, EstimatorVersion: resp.GetEstimatorVersion()})
+		return printProtoJSON(w, &pb.RankConfigsResponse{Results: ordered, EstimatorVersion: resp.GetEstimatorVersion()})
 	case "csv":
 		cw := csv.NewWriter(w)
 		// cluster, gpus and score came later: after error, so that columns read

@@ -92,12 +92,14 @@ func TestRankInProcessAndRemote(t *testing.T) {
 	}
 	code, out, _ := run("rank", "--in", f, "--format", "json", "--server", addr)
 	var v pb.RankConfigsResponse
-	if code != 1 || protojson.Unmarshal([]byte(out), &v) != nil || len(v.GetResults()) != 3 || v.GetResults()[0].GetRank() != 1 {
+	// In request order, as the API answers: the first config (full recompute)
+	// ranks second, the third (selective) first.
+	if code != 1 || protojson.Unmarshal([]byte(out), &v) != nil || len(v.GetResults()) != 3 || v.GetResults()[0].GetRank() != 2 || v.GetResults()[2].GetRank() != 1 {
 		t.Errorf("json: %d %s", code, out)
 	}
 	// The JSON's index counts config lines; the failed config's error names
 	// its line in the file, as the table's and the CSV's line column do.
-	if e := v.GetResults()[2].GetError(); !strings.HasPrefix(e.GetMessage(), "line 3: layout.tp") || e.GetViolations()[0].GetField() != "layout.tp" {
+	if e := v.GetResults()[1].GetError(); !strings.HasPrefix(e.GetMessage(), "line 3: layout.tp") || e.GetViolations()[0].GetField() != "layout.tp" {
 		t.Errorf("json: the failed config's error %v", e)
 	}
 	if code, out, _ := run("rank", "--in", f); code != 1 || !strings.Contains(out, "llama3-70b") {
