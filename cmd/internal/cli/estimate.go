@@ -447,9 +447,29 @@ func (opt *estimateArgs) size(set map[string]bool, q *estimateQuery) error {
 		return fmt.Errorf("--gpus: must be between 1 and %d (got %d)", topology.MaxNodes*q.spec.GPUsPerNode, n)
 	}
 	if g := q.spec.GPUsPerNode; g > 0 {
+		job := fmt.Sprintf("the job's %d GPUs (tp×pp×dp×cp = %d)", n, n)
+		if set["gpus"] {
+			job = fmt.Sprintf("the job's %d GPUs (--gpus %d)", n, n)
+		}
+		if err := fileHolds(*opt.clusterFile, set["cluster-file"], q.spec.Nodes, g, n, job, "give a file with more nodes"); err != nil {
+			return err
+		}
 		q.spec.Nodes = max(q.spec.Nodes, (n+g-1)/g)
 	}
 	return nil
+}
+
+// fileHolds refuses a job larger than the cluster a --cluster-file describes when
+// the file gives more than one node: that count is the cluster's size, as
+// cluster.nodes is over the API (which refuses such a job naming it), and the job
+// was priced on a cluster grown past it without a word. A file of one node (a
+// node's description, as calibrate --out writes one) is sized to the job, as a
+// catalog system is.
+func fileHolds(file string, given bool, nodes, perNode, gpus int, job, hint string) error {
+	if !given || nodes <= 1 || nodes*perNode >= gpus {
+		return nil
+	}
+	return fmt.Errorf("--cluster-file %s: its %d nodes of %d GPUs cannot hold %s: %s", file, nodes, perNode, job, hint)
 }
 
 // request is the API's request for q, checked.

@@ -239,6 +239,16 @@ func (opt *planArgs) cluster(set map[string]bool, q *planQuery) error {
 		return fmt.Errorf("%s: %d GPUs exceed the limit of %d the command line takes in process (a daemon's is its --max-gpus)", name, size, limit)
 	}
 	if g := q.spec.GPUsPerNode; g > 0 && q.spec.Nodes*g < size {
+		if *opt.nodes == 0 {
+			job := fmt.Sprintf("the job's %d GPUs (--gpus %d)", size, size)
+			if *opt.maxGPUs > 0 {
+				job = fmt.Sprintf("jobs of up to %d GPUs (--max-gpus %d)", size, size)
+			}
+			if err := fileHolds(*opt.clusterFile, *opt.clusterFile != "", q.spec.Nodes, g, size, job,
+				"give --nodes to size the cluster, or a file with more nodes"); err != nil {
+				return err
+			}
+		}
 		q.spec.Nodes = (size + g - 1) / g
 	}
 	if n := *opt.nodes; n != 0 {
