@@ -174,7 +174,7 @@ func TestAdmissionFlagsAndMetrics(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"stepcost_searches_running{", `size="large"} 0`, "stepcost_searches_waiting{", `outcome="admitted"} 1`, `outcome="refused"} 0`,
+	for _, want := range []string{"stepcost_searches_running{", `size="large"} 0`, "stepcost_searches_waiting{", "stepcost_search_slots_held{", `outcome="admitted"} 1`, `outcome="refused"} 0`,
 		// the Go runtime, the process, and which build serves
 		"go_goroutines ", "go_memstats_heap_alloc_bytes ", "process_resident_memory_bytes ", "process_cpu_seconds_total ",
 		`stepcost_build_info{commit=`, `estimator_version="` + EstimatorVersion + `"`} {
