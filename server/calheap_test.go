@@ -63,7 +63,7 @@ func TestCalibrationTakesTheSlotsItsHeapWeighs(t *testing.T) {
 		_, err := svc.CalibrateCluster(ctx, largeSweeps(t))
 		done <- err
 	}()
-	waitFor(t, func() bool { return svc.admit.Running() == 1 })
+	waitFor(t, func() bool { return svc.admit.Running() == 1 && svc.admit.SlotsHeld() == 3 })
 	_, err := svc.EstimatePlan(context.Background(), plannerRequest())
 	cancel()
 	if cerr := <-done; status.Code(cerr) != codes.Canceled {

@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"os"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,34 +37,20 @@ func TestCalibrationMemory(t *testing.T) {
 		{"16 B200 sweeps on 64-1 024 nodes", realisticSweeps(t)},
 		{"16 B200 sweeps on 1 024-16 384 nodes", largeSweeps(t)},
 	} {
-		runtime.GC()
-		base := liveHeap()
-		var peak atomic.Uint64
-		done := make(chan struct{})
-		go func() {
-			for {
-				select {
-				case <-done:
-					return
-				case <-time.After(time.Millisecond):
-					if l := liveHeap(); l > peak.Load() {
-						peak.Store(l)
-					}
-				}
-			}
-		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		start := time.Now()
-		_, err := svc.CalibrateCluster(ctx, tc.req)
-		took := time.Since(start)
-		cancel()
-		close(done)
+		var err error
+		var took time.Duration
+		grew := peakHeapGrowth(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err = svc.CalibrateCluster(ctx, tc.req)
+			took = time.Since(start)
+		})
 		cal, rerr := wire.ResolveCalibration(tc.req)
 		if rerr != nil {
 			t.Fatal(rerr)
 		}
 		need := calibrate.Heap(cal.Spec, cal.Inputs).Bytes
-		grew := int64(peak.Load()) - int64(base)
 		t.Logf("%s: %v after %v, peak live heap +%d MiB; needs %d MiB, admitted in %d MiB", tc.name, status.Code(err), took.Round(time.Millisecond),
 			grew>>20, need>>20, ((need+searchHeap-1)/searchHeap*searchHeap)>>20)
 	}

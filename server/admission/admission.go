@@ -35,6 +35,9 @@ type Control struct {
 	heap  int64               // the live heap a slot stands for (0: not weighed)
 
 	running, runningLarge, waiting atomic.Int64
+	// slotsHeld counts slots, not calls: a call weighed by its heap
+	// (AcquireHeap) holds several.
+	slotsHeld atomic.Int64
 	// Outcomes since start: admitted at once or after waiting, queued (admitted
 	// after waiting), refused because the queue was full, or given up while waiting
 	// (deadline or cancellation).
@@ -142,6 +145,7 @@ func (a *Control) acquire(ctx context.Context, large bool, n int64) (release fun
 	}
 	a.admitted.Add(1)
 	a.running.Add(1)
+	a.slotsHeld.Add(n)
 	if large {
 		a.runningLarge.Add(1)
 	}
@@ -152,6 +156,7 @@ func (a *Control) acquire(ctx context.Context, large bool, n int64) (release fun
 				a.runningLarge.Add(-1)
 			}
 			a.running.Add(-1)
+			a.slotsHeld.Add(-n)
 			giveBack()
 		})
 	}, nil
@@ -227,9 +232,18 @@ func (a *Control) Running() int64 {
 	return a.running.Load()
 }
 
-// Observe exports the searches running (by size) and waiting, and how
-// admissions ended, as stepcost_searches_{running,waiting} and
-// stepcost_searches_total{outcome}.
+// SlotsHeld is how many slots the running requests hold: more than Running
+// when a calibration holds the several its heap weighs.
+func (a *Control) SlotsHeld() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.slotsHeld.Load()
+}
+
+// Observe exports the searches running (by size) and waiting, the slots they
+// hold, and how admissions ended, as stepcost_searches_{running,waiting},
+// stepcost_search_slots_held and stepcost_searches_total{outcome}.
 func Observe(m metric.Meter, a *Control) {
 	if m == nil || a == nil {
 		return
@@ -238,6 +252,8 @@ func Observe(m metric.Meter, a *Control) {
 		metric.WithDescription("searches (and large RankConfigs calls) holding a slot, by size"))
 	waiting, _ := m.Int64ObservableGauge("stepcost.searches.waiting",
 		metric.WithDescription("searches waiting for a slot"))
+	held, _ := m.Int64ObservableGauge("stepcost.search_slots.held",
+		metric.WithDescription("search slots held (of --max-concurrent-searches): a calibration holds as many as the live heap it needs weighs"))
 	outcomes, _ := m.Int64ObservableCounter("stepcost.searches",
 		metric.WithDescription("admissions by outcome: admitted (at once or after waiting), queued (admitted after waiting), refused (queue full), expired (deadline or cancellation while waiting)"))
 	_, _ = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -245,9 +261,10 @@ func Observe(m metric.Meter, a *Control) {
 		o.ObserveInt64(running, a.running.Load()-l, metric.WithAttributes(attribute.String("size", "small")))
 		o.ObserveInt64(running, l, metric.WithAttributes(attribute.String("size", "large")))
 		o.ObserveInt64(waiting, a.waiting.Load())
+		o.ObserveInt64(held, a.slotsHeld.Load())
 		for name, v := range map[string]int64{"admitted": a.admitted.Load(), "queued": a.queued.Load(), "refused": a.refused.Load(), "expired": a.expired.Load()} {
 			o.ObserveInt64(outcomes, v, metric.WithAttributes(attribute.String("outcome", name)))
 		}
 		return nil
-	}, running, waiting, outcomes)
+	}, running, waiting, held, outcomes)
 }

@@ -123,6 +123,11 @@ func TestHeapWeighsSlots(t *testing.T) {
 	if err != nil || granted != 2*slot {
 		t.Fatalf("200 MiB: granted %d, %v; want both slots", granted, err)
 	}
+	// One call, two slots: the gauges say both (running alone said one of two
+	// slots busy while a search was refused as overloaded).
+	if a.Running() != 1 || a.SlotsHeld() != 2 {
+		t.Errorf("a call holding both slots: running %d, slots held %d; want 1 and 2", a.Running(), a.SlotsHeld())
+	}
 	admitted := make(chan func(), 1)
 	go func() {
 		r, err := a.Acquire(ctx, false)
@@ -148,8 +153,8 @@ func TestHeapWeighsSlots(t *testing.T) {
 	if !errors.As(err, &he) || !strings.Contains(err.Error(), "260 MiB of all 2 search slots") {
 		t.Errorf("over all the slots: %v", err)
 	}
-	if a.running.Load() != 0 || a.waiting.Load() != 0 {
-		t.Errorf("running %d waiting %d", a.running.Load(), a.waiting.Load())
+	if a.running.Load() != 0 || a.waiting.Load() != 0 || a.SlotsHeld() != 0 {
+		t.Errorf("running %d waiting %d slots held %d", a.running.Load(), a.waiting.Load(), a.SlotsHeld())
 	}
 	// Not weighed (no heap per slot): one slot, no heap granted.
 	b := New(1, 0, 0)

@@ -47,7 +47,7 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 	svg := fs.String("svg", "", "draw measured vs predicted bus bandwidth over size, before and after, per input file (SVG; - for standard output)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	addr := fs.String("server", "", "ask a running stepcostd (host:port) instead of calibrating in process")
-	timeout := fs.Duration("timeout", defaultCalibrateTimeout, "stop a calibration in process after this long (0: no limit)")
+	timeout := fs.Duration("timeout", defaultCalibrateTimeout, "stop a calibration in process after this long (0: no limit); given with --server, the call's deadline (not given, or 0: the daemon's --default-deadline)")
 	sec := remoteSecurityFlags(fs)
 	// Flags may come before, between and after the files (calibrate --cluster x
 	// *.txt --out y); "--" ends the flags. The files are required (filesArgs).
@@ -125,7 +125,19 @@ func calibrateCommand(fs *pflag.FlagSet) runFunc {
 		var rep *calibrate.Report
 		var in calibrate.Inputs
 		if *addr != "" {
-			if resp, err = calibrateRemote(ctx, *addr, sec, clusterProto(*clusterName, spec), *name, files, contents, fileLayouts); err != nil {
+			// --timeout given is the call's deadline, which the daemon stops at
+			// (it was ignored: the daemon's default deadline stopped the call).
+			rctx := ctx
+			if fs.Changed("timeout") && *timeout > 0 {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(ctx, *timeout)
+				defer cancel()
+			}
+			start := time.Now()
+			if resp, err = calibrateRemote(rctx, *addr, sec, clusterProto(*clusterName, spec), *name, files, contents, fileLayouts); err != nil {
+				if rctx != ctx && errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+					return fmt.Errorf("--timeout: the daemon stopped after %v, unfinished: give a longer --timeout (%w)", time.Since(start).Round(time.Millisecond), err)
+				}
 				return err
 			}
 		} else {

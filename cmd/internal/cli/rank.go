@@ -338,14 +338,11 @@ func readConfigs(r io.Reader) (*configFile, error) {
 					}
 				}
 				if perr != nil {
-					// The decoder places a fault outside any field at "line 1,
-					// column N" of the one line it was given: the file's line is
-					// said first, so only the column is kept.
-					msg := visible(strings.Replace(perr.Error(), "at line 1, column ", "at column ", 1))
+					msg := visible(onConfigLine(perr.Error()))
 					b := badLine{index: k, err: fmt.Sprintf("line %d: not an EstimateStepRequest: %s", line, msg)}
 					var je *jsonreq.Error
 					if errors.As(perr, &je) && je.Field != "" {
-						b.field, b.rule = visible(je.Field), visible(je.Rule)
+						b.field, b.rule = visible(je.Field), visible(onConfigLine(je.Rule))
 					}
 					f.bad = append(f.bad, b)
 				} else {
@@ -409,6 +406,15 @@ func emptyInput(path, want string) error {
 		return fmt.Errorf("--in -: empty standard input (want %s)", want)
 	}
 	return fmt.Errorf("--in %s: empty file (want %s)", path, want)
+}
+
+// onConfigLine rewords a decoding error of one config line: the decoder places a
+// fault at "line 1, column N", or a line cut short as ending "at line 1", of the
+// one line it was given, while the file's line is said first ("line 7: …"), so
+// only the column is kept.
+func onConfigLine(msg string) string {
+	msg = strings.Replace(msg, "ends inside a value at line 1 (cut short?)", "ends inside a value (cut short?)", 1)
+	return strings.Replace(msg, "at line 1, column ", "at column ", 1)
 }
 
 // readFileOrStdin is readFile, with "-" naming standard input (as rank's --in takes

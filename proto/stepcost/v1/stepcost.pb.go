@@ -5216,8 +5216,9 @@ type SimulateCollectiveRequest struct {
 	Concurrent bool `protobuf:"varint,4,opt,name=concurrent,proto3" json:"concurrent,omitempty"`
 	// The operation.
 	Collective Collective `protobuf:"varint,5,opt,name=collective,proto3,enum=stepcost.v1.Collective" json:"collective,omitempty"`
-	// Message size, bytes (nccl-tests convention: the total buffer for all-gather and
-	// reduce-scatter).
+	// Message size, bytes (nccl-tests convention: the total buffer for all-gather,
+	// reduce-scatter and all-to-all, each rank's part a share of it, so at least a
+	// byte a rank: fewer is refused).
 	SizeBytes int64 `protobuf:"varint,6,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	// Force this algorithm; unset: the one the cluster's measured algorithms name
 	// for this call, else the cheapest, as NCCL chooses.
