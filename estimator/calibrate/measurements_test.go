@@ -1,6 +1,7 @@
 package calibrate_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -149,13 +150,23 @@ func FuzzParseMeasurementRows(f *testing.F) {
 			f.Fatalf("%s: the seed (%d bytes) does not read: %v", p, len(seed), err)
 		}
 		f.Add(seed)
+		// The rows stating a release newer than the newest modelled (read,
+		// priced by the newest's rules, with a warning).
+		newer := bytes.ReplaceAll(seed, []byte("{"), []byte(`{"library":"NCCL","library_version":"2.32.1 (NCCL version 2.32.1+cuda13.0 printed)",`))
+		if s, err := calibrate.ParseMeasurementRows("seed", newer, calibrate.Layout{}); err != nil || s.NCCL != "2.32.1" || len(newer) > fuzzMaxInput {
+			f.Fatalf("%s: the seed stating NCCL 2.32.1 (%d bytes) reads as %q: %v", p, len(newer), s.NCCL, err)
+		}
+		f.Add(newer)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > fuzzMaxInput {
 			return
 		}
-		s, err := calibrate.ParseMeasurementRows("fuzz", data, calibrate.Layout{})
+		s, err := checkReader(t, "fuzz", func() (calibrate.Sweep, error) {
+			return calibrate.ParseMeasurementRows("fuzz", data, calibrate.Layout{})
+		})
 		if err == nil {
+			checkRelease(t, s)
 			if s.Nodes < 1 || s.GPUsPerNode < 1 || len(s.Points) == 0 {
 				t.Fatalf("accepted a run without nodes, GPUs or rows: %+v", s)
 			}
