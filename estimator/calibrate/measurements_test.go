@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -165,6 +166,14 @@ func FuzzParseMeasurementRows(f *testing.F) {
 		s, err := checkReader(t, "fuzz", func() (calibrate.Sweep, error) {
 			return calibrate.ParseMeasurementRows("fuzz", data, calibrate.Layout{})
 		})
+		// A row refused for one of its values names the field ("n_nodes: …"); the
+		// others are rows that are not JSON objects of the schema.
+		var fe *calibrate.FileError
+		if errors.As(err, &fe) && fe.Line > 0 && !strings.HasPrefix(fe.Msg, "not a measurement row: ") && !strings.HasPrefix(fe.Msg, "text after the row's JSON object") {
+			if field, _, ok := strings.Cut(fe.Msg, ": "); !ok || !rowFields[field] {
+				t.Fatalf("a row refused without naming its field: %v", err)
+			}
+		}
 		if err == nil {
 			checkRelease(t, s)
 			if s.Nodes < 1 || s.GPUsPerNode < 1 || len(s.Points) == 0 {
@@ -178,6 +187,18 @@ func FuzzParseMeasurementRows(f *testing.F) {
 		}
 	})
 }
+
+// rowFields are the measurement rows' JSON keys.
+var rowFields = func() map[string]bool {
+	out := map[string]bool{}
+	rt := reflect.TypeFor[calibrate.MeasurementRow]()
+	for i := range rt.NumField() {
+		if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			out[name] = true
+		}
+	}
+	return out
+}()
 
 // rowsSeed is the first two measurement rows of the file at path with only the
 // fields ParseMeasurementRows reads and a value other than null.
