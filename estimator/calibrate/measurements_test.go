@@ -1,9 +1,11 @@
 package calibrate_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -149,13 +151,31 @@ func FuzzParseMeasurementRows(f *testing.F) {
 			f.Fatalf("%s: the seed (%d bytes) does not read: %v", p, len(seed), err)
 		}
 		f.Add(seed)
+		// The rows stating a release newer than the newest modelled (read,
+		// priced by the newest's rules, with a warning).
+		newer := bytes.ReplaceAll(seed, []byte("{"), []byte(`{"library":"NCCL","library_version":"2.32.1 (NCCL version 2.32.1+cuda13.0 printed)",`))
+		if s, err := calibrate.ParseMeasurementRows("seed", newer, calibrate.Layout{}); err != nil || s.NCCL != "2.32.1" || len(newer) > fuzzMaxInput {
+			f.Fatalf("%s: the seed stating NCCL 2.32.1 (%d bytes) reads as %q: %v", p, len(newer), s.NCCL, err)
+		}
+		f.Add(newer)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > fuzzMaxInput {
 			return
 		}
-		s, err := calibrate.ParseMeasurementRows("fuzz", data, calibrate.Layout{})
+		s, err := checkReader(t, "fuzz", func() (calibrate.Sweep, error) {
+			return calibrate.ParseMeasurementRows("fuzz", data, calibrate.Layout{})
+		})
+		// A row refused for one of its values names the field ("n_nodes: …"); the
+		// others are rows that are not JSON objects of the schema.
+		var fe *calibrate.FileError
+		if errors.As(err, &fe) && fe.Line > 0 && !strings.HasPrefix(fe.Msg, "not a measurement row: ") && !strings.HasPrefix(fe.Msg, "text after the row's JSON object") {
+			if field, _, ok := strings.Cut(fe.Msg, ": "); !ok || !rowFields[field] {
+				t.Fatalf("a row refused without naming its field: %v", err)
+			}
+		}
 		if err == nil {
+			checkRelease(t, s)
 			if s.Nodes < 1 || s.GPUsPerNode < 1 || len(s.Points) == 0 {
 				t.Fatalf("accepted a run without nodes, GPUs or rows: %+v", s)
 			}
@@ -167,6 +187,18 @@ func FuzzParseMeasurementRows(f *testing.F) {
 		}
 	})
 }
+
+// rowFields are the measurement rows' JSON keys.
+var rowFields = func() map[string]bool {
+	out := map[string]bool{}
+	rt := reflect.TypeFor[calibrate.MeasurementRow]()
+	for i := range rt.NumField() {
+		if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			out[name] = true
+		}
+	}
+	return out
+}()
 
 // rowsSeed is the first two measurement rows of the file at path with only the
 // fields ParseMeasurementRows reads and a value other than null.

@@ -416,7 +416,7 @@ func FuzzParseTrainingLog(f *testing.F) {
 		if len(data) > fuzzMaxInput {
 			return
 		}
-		r, err := calibrate.ParseTrainingLog("fuzz.log", data, lay)
+		r, err := checkReader(t, "fuzz.log", func() (calibrate.Run, error) { return calibrate.ParseTrainingLog("fuzz.log", data, lay) })
 		if err == nil && (!(r.StepS > 0) || math.IsInf(r.StepS, 0) || r.Steps < 1) {
 			t.Fatalf("accepted a log without a step time: %v s over %d steps", r.StepS, r.Steps)
 		}

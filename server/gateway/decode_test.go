@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stepcost/stepcost/internal/fieldpath"
+	"github.com/stepcost/stepcost/internal/wire"
 	pb "github.com/stepcost/stepcost/proto/stepcost/v1"
 )
 
@@ -21,7 +23,7 @@ import (
 // request or an error naming a field of it (or the body, for malformed JSON), and
 // the decoder never panics.
 func FuzzRESTDecode(f *testing.F) {
-	m := withFieldErrors(&runtime.JSONPb{UnmarshalOptions: protojson.UnmarshalOptions{}})
+	m := withFieldErrors(&runtime.JSONPb{MarshalOptions: wire.JSONOptions(), UnmarshalOptions: protojson.UnmarshalOptions{}})
 	reqs := []func() proto.Message{
 		func() proto.Message { return &pb.EstimateStepRequest{} },
 		func() proto.Message { return &pb.EstimatePlanRequest{} },
@@ -32,6 +34,9 @@ func FuzzRESTDecode(f *testing.F) {
 		req := reqs[int(which)%len(reqs)]()
 		body := bytes.NewReader(data)
 		err := m.NewDecoder(body).Decode(req)
+		if err == nil {
+			checkMarshal(t, m, req, reqs[int(which)%len(reqs)]())
+		}
 		if err == nil || errors.Is(err, io.EOF) {
 			return
 		}
@@ -48,6 +53,33 @@ func FuzzRESTDecode(f *testing.F) {
 			t.Fatalf("%v: no field %q", e, e.field)
 		}
 	})
+}
+
+// checkMarshal holds the gateway's marshaler to what it writes of a message it
+// decoded: compact JSON (wire.Compact: the same answer is the same bytes from
+// every build), the same bytes each time, and read back by its decoder as the
+// same message (empty is a fresh one to read it into).
+func checkMarshal(t *testing.T, m runtime.Marshaler, msg, empty proto.Message) {
+	t.Helper()
+	b, err := m.Marshal(msg)
+	if err != nil {
+		t.Fatalf("decoded, but not written back: %v", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, b); err != nil || !bytes.Equal(compact.Bytes(), b) {
+		t.Fatalf("not compact JSON (%v): %s", err, b)
+	}
+	if again, err := m.Marshal(msg); err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("written twice: %s, then %s (%v)", b, again, err)
+	}
+	body := bytes.NewReader(b)
+	if err := m.NewDecoder(body).Decode(empty); err != nil {
+		pendingViolations.Delete(body)
+		t.Fatalf("its own output %s is refused: %v", b, err)
+	}
+	if back, err := m.Marshal(empty); err != nil || !bytes.Equal(back, b) {
+		t.Fatalf("read back and written again: %s, then %s (%v)", b, back, err)
+	}
 }
 
 // A body cut short (a client's Content-Length past what it sent, a proxy's
