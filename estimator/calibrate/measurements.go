@@ -128,7 +128,12 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 			// does not start with a digit ("not stated") states none, and one
 			// that does must start with a release topology.ParseNCCLRelease
 			// takes ("9.99" or "2.28.7.1.2" is refused, not read as none).
-			if v, _, _ := strings.Cut(version, " "); (r.Library == "" || r.Library == "NCCL") && version != "" &&
+			// NCCL prints its release with the CUDA it was built for ("2.28.7+cuda13.0",
+			// as the nccl-tests reader strips it too); the library is NCCL unless the
+			// row names another, in any case ("nccl").
+			v, _, _ := strings.Cut(version, " ")
+			v, _, _ = strings.Cut(v, "+")
+			if (r.Library == "" || strings.EqualFold(r.Library, "NCCL")) && version != "" &&
 				(version[0] == ' ' || version[0] >= '0' && version[0] <= '9') {
 				if v == "" {
 					// A blank before the release is refused as every release field

@@ -134,6 +134,16 @@ func TestParseNCCLRelease(t *testing.T) {
 			t.Errorf("%s: release %q; want %q", row, s.NCCL, tc.want)
 		}
 	}
+	// NCCL's own spelling of its release, with the CUDA it was built for, is that
+	// release (it was refused naming library_version), and a library named in
+	// lower case is NCCL still (its release was ignored).
+	for _, tc := range []struct{ lib, version, want string }{{``, "2.28.7+cuda13.0", "2.28.7"}, {`"library": "nccl", `, "2.26.2", "2.26.2"}, {`"library": "NCCL", `, "2.29.3+cuda12.9 (printed)", "2.29.3"}} {
+		row := `{` + tc.lib + `"collective": "allreduce", "n_nodes": 2, "gpus_per_node": 8, "size_bytes": 1073741824, "time_us": 5236.2, "library_version": "` + tc.version + `"}`
+		s, err := calibrate.ParseMeasurementRows("rows.jsonl", []byte(row+"\n"), calibrate.Layout{})
+		if err != nil || s.NCCL != tc.want {
+			t.Errorf("%s: release %q, %v; want %q", row, s.NCCL, err, tc.want)
+		}
+	}
 	// A blank before the release is refused, as in every release field, and the
 	// refusal quotes what the row gave (it quoted "" before).
 	row := `{"collective": "allreduce", "n_nodes": 2, "gpus_per_node": 8, "size_bytes": 1073741824, "time_us": 5236.2, "library_version": " 2.28"}`
