@@ -1,0 +1,208 @@
+package collective
+
+import (
+	"math"
+	"sync/atomic"
+)
+
+// The first search on a fleet places millions of flows, most of them the same
+// few transfers repeated from leaf group to leaf group: a data-parallel ring of
+// 25 000 ranks over 3 125 nodes loads every leaf group it passes through as the
+// one before. flush places only the flows that load one unit of each kind.
+//
+// topology.Cluster.UnitGPUs splits a healthy cluster into units of whole leaf
+// groups and domains such that every resource a flow crosses belongs to the unit
+// of its source or of its destination, and moving a flow's ends by whole units
+// moves its resources alike, with the same latency. A unit's resources are loaded
+// by the flows with an end in it, in the order they are placed. Two units whose
+// such flows are the same relative to each unit (the same GPU offsets inside it
+// and the same bytes, the far end's offset included, in the same order) therefore
+// carry the same loads, each the same sum of the same numbers in the same order,
+// bit for bit. flush sorts the units into such classes, by comparing their flows,
+// and places every flow with an end in the first unit of each class: those units'
+// loads are complete, and every other unit's are those of its class's first. The
+// flows placed also load parts of other units; a part of a sum of positive
+// numbers, added in the same order, is at most the whole (rounding is monotone),
+// so those partial loads are at most the units' own, and the most loaded
+// resource, over each kind's one capacity (MaxUtilisation), is the same number as
+// when every flow is placed. Every flow's latency and network crossing are still
+// taken as it is queued (topology.Cluster.Hop, Path's sums without the
+// resources): the slowest hop and the byte-weighted sums of rings are those of
+// every flow, added in the same order. All the flows of one coefficient are
+// queued before its take sorts them: classes of part of them would leave no unit
+// complete.
+//
+// It does not hold, and flush places every flow, on a degraded cluster or one
+// whose leaves other jobs share (the capacities differ resource by resource), on
+// one without NICs, and where there are too few flows or units for classes to
+// pay.
+
+// minUnitFlows is the fewest queued flows flush sorts into unit classes: below it
+// the classes cost more than the flows they leave out.
+// A variable for the tests, which set it lower to sort small patterns too.
+var minUnitFlows = 4096
+
+// unitClassesOff places every flow (the tests' reference); unitClassFlushes counts
+// the flushes that placed one unit of each class (the tests check they ran).
+var (
+	unitClassesOff   bool
+	unitClassFlushes atomic.Int64
+)
+
+// unitScratch is the space flush reuses from pattern to pattern.
+type unitScratch struct {
+	off, ent []int32
+	hash     []uint64
+	rep      []int32 // by unit: the first unit of its class, or -1 for a unit no flow touches
+	need     []bool
+}
+
+// queue is flow whose bytes go on its resources at the next flush (take,
+// takeRing): its latency and crossing are taken now, in order.
+func (l *loads) queue(src, dst int, w float64) {
+	if src == dst || w == 0 {
+		return
+	}
+	lat, cross := l.c.Hop(src, dst)
+	l.hop(lat, cross, w)
+	l.pend = append(l.pend, queuedFlow{int32(src), int32(dst), w})
+}
+
+// placeQueued puts every queued flow's bytes on its resources.
+func (l *loads) placeQueued() {
+	for _, f := range l.pend {
+		l.route(int(f.src), int(f.dst), f.w)
+	}
+	l.pend = l.pend[:0]
+}
+
+// route puts w bytes on the resources from GPU src to GPU dst (src ≠ dst).
+func (l *loads) route(src, dst int, w float64) {
+	l.path, _, _ = l.c.Path(src, dst, l.path[:0])
+	for _, r := range l.path {
+		l.add(r, w)
+	}
+}
+
+// flush puts on their resources the bytes of the queued flows with an end in the
+// first unit of each class (see above), or of every queued flow.
+func (l *loads) flush() {
+	fs := l.pend
+	if len(fs) == 0 {
+		return
+	}
+	need := l.unitClasses(fs)
+	if need == nil {
+		l.placeQueued()
+		return
+	}
+	for k, f := range fs {
+		if need[k] {
+			l.route(int(f.src), int(f.dst), f.w)
+		}
+	}
+	l.pend = fs[:0]
+}
+
+// unitClasses returns, for each flow of fs, whether it has an end in the first
+// unit of its unit's class; nil where the classes do not hold or do not pay.
+func (l *loads) unitClasses(fs []queuedFlow) []bool {
+	u := l.c.UnitGPUs()
+	if u == 0 || len(fs) < minUnitFlows || unitClassesOff {
+		return nil
+	}
+	units := (l.c.GPUs() + u - 1) / u
+	if units < 3 {
+		return nil
+	}
+	sc := &l.units
+	u32 := int32(u)
+	// Every unit's flows in order: ent[off[j]:off[j+1]] are the indices of the
+	// flows with an end in unit j.
+	off := append(sc.off[:0], make([]int32, units+1)...)
+	for _, f := range fs {
+		a, b := f.src/u32, f.dst/u32
+		off[a+1]++
+		if b != a {
+			off[b+1]++
+		}
+	}
+	for j := range units {
+		off[j+1] += off[j]
+	}
+	ent := sc.ent[:0]
+	if cap(ent) < int(off[units]) {
+		ent = make([]int32, off[units])
+	}
+	ent = ent[:off[units]]
+	at := sc.rep[:0] // each unit's next entry, then its class
+	at = append(at, off[:units]...)
+	for k, f := range fs {
+		a, b := f.src/u32, f.dst/u32
+		ent[at[a]] = int32(k)
+		at[a]++
+		if b != a {
+			ent[at[b]] = int32(k)
+			at[b]++
+		}
+	}
+	// Classes: a hash of each unit's relative flows picks the candidates, and a
+	// comparison of the flows decides.
+	hash := sc.hash[:0]
+	for j := range units {
+		base := int32(j) * u32
+		h := uint64(14695981039346656037)
+		for _, k := range ent[off[j]:off[j+1]] {
+			f := fs[k]
+			h = (h ^ uint64(uint32(f.src-base))) * 1099511628211
+			h = (h ^ uint64(uint32(f.dst-base))) * 1099511628211
+			h = (h ^ math.Float64bits(f.w)) * 1099511628211
+		}
+		hash = append(hash, h)
+	}
+	rep := at[:units]
+	firsts := map[uint64][]int32{}
+	for j := range units {
+		rep[j] = -1
+		if off[j] == off[j+1] {
+			continue
+		}
+		for _, r := range firsts[hash[j]] {
+			if sameUnitFlows(fs, ent[off[r]:off[r+1]], ent[off[j]:off[j+1]], int32(j-int(r))*u32) {
+				rep[j] = r
+				break
+			}
+		}
+		if rep[j] < 0 {
+			rep[j] = int32(j)
+			firsts[hash[j]] = append(firsts[hash[j]], int32(j))
+		}
+	}
+	need := sc.need[:0]
+	need = append(need, make([]bool, len(fs))...)
+	for j := range units {
+		if rep[j] == int32(j) {
+			for _, k := range ent[off[j]:off[j+1]] {
+				need[k] = true
+			}
+		}
+	}
+	sc.off, sc.ent, sc.hash, sc.rep, sc.need = off, ent, hash, rep, need
+	unitClassFlushes.Add(1)
+	return need
+}
+
+// sameUnitFlows tells whether the flows a (of one unit) and b (of a unit d GPUs
+// further) are the same relative to their units, in the same order.
+func sameUnitFlows(fs []queuedFlow, a, b []int32, d int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, k := range a {
+		f, g := fs[k], fs[b[i]]
+		if g.src-f.src != d || g.dst-f.dst != d || math.Float64bits(g.w) != math.Float64bits(f.w) {
+			return false
+		}
+	}
+	return true
+}
