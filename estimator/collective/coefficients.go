@@ -104,8 +104,9 @@ type loads struct {
 	win    winScratch // buildPipe's
 	// pend are the flows queued (queue) and not yet placed (flush), and units the
 	// space flush's classes of translation units reuse.
-	pend  []queuedFlow
-	units unitScratch
+	pend      []queuedFlow
+	deferHops bool // the queued flows' latencies and crossings are taken as they are placed (queue)
+	units     unitScratch
 }
 
 // queuedFlow is one flow of queue: w bytes from GPU src to GPU dst.
@@ -463,9 +464,9 @@ func computeFamily(p *Placement, f family) {
 			for _, g := range loaded {
 				l.mark()
 				for i := range n - 1 { // rank i to i+1, and the last to the first
-					l.queue(g[order[i]], g[order[i+1]], w)
+					l.queueRing(g[order[i]], g[order[i+1]], w)
 				}
-				l.queue(g[order[n-1]], g[order[0]], w)
+				l.queueRing(g[order[n-1]], g[order[0]], w)
 			}
 			l.repeat()
 		}
@@ -484,7 +485,7 @@ func computeFamily(p *Placement, f family) {
 				for _, sp := range spans {
 					k := sp[1] - sp[0]
 					for j := range k {
-						l.queue(g[order[sp[0]+j]], g[order[sp[0]+(j+1)%k]], w)
+						l.queueRing(g[order[sp[0]+j]], g[order[sp[0]+(j+1)%k]], w)
 					}
 				}
 			}
@@ -497,7 +498,7 @@ func computeFamily(p *Placement, f family) {
 				l.mark()
 				for loc := range p.PerDomain {
 					for d := range m {
-						l.queue(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
+						l.queueRing(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
 					}
 				}
 			}

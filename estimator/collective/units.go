@@ -2,6 +2,8 @@ package collective
 
 import (
 	"math"
+	"math/bits"
+	"slices"
 	"sync/atomic"
 )
 
@@ -51,15 +53,15 @@ var (
 
 // unitScratch is the space flush reuses from pattern to pattern.
 type unitScratch struct {
-	off, ent []int32
-	hash     []uint64
-	rep      []int32 // by unit: the first unit of its class, or -1 for a unit no flow touches
-	need     []bool
+	off, ends, ent []int32
+	rep            []int32 // by unit: the first unit of its class, or -1 for a unit no flow touches
+	need           []bool
 }
 
-// queue is flow whose bytes go on its resources at the next flush (take,
-// takeRing): its latency and crossing are taken now, in order.
-func (l *loads) queue(src, dst int, w float64) {
+// queueRing is flow whose bytes go on its resources at the next flush
+// (takeRing): its latency and crossing are taken now, in order, for the ring's
+// byte-weighted sums.
+func (l *loads) queueRing(src, dst int, w float64) {
 	if src == dst || w == 0 {
 		return
 	}
@@ -68,12 +70,33 @@ func (l *loads) queue(src, dst int, w float64) {
 	l.pend = append(l.pend, queuedFlow{int32(src), int32(dst), w})
 }
 
+// queue is flow placed at the next flush (take): the slowest hop and whether one
+// leaves the domain are those of the flows placed, as every flow's latency and
+// crossing is that of its image in the first unit of its unit's class.
+func (l *loads) queue(src, dst int, w float64) {
+	if src == dst || w == 0 {
+		return
+	}
+	l.deferHops = true
+	l.pend = append(l.pend, queuedFlow{int32(src), int32(dst), w})
+}
+
 // placeQueued puts every queued flow's bytes on its resources.
 func (l *loads) placeQueued() {
 	for _, f := range l.pend {
-		l.route(int(f.src), int(f.dst), f.w)
+		l.place(f)
 	}
-	l.pend = l.pend[:0]
+	l.pend, l.deferHops = l.pend[:0], false
+}
+
+// place puts a queued flow's bytes on its resources, and takes its latency and
+// crossing if they were not taken when it was queued.
+func (l *loads) place(f queuedFlow) {
+	if l.deferHops {
+		l.flow(int(f.src), int(f.dst), f.w)
+		return
+	}
+	l.route(int(f.src), int(f.dst), f.w)
 }
 
 // route puts w bytes on the resources from GPU src to GPU dst (src ≠ dst).
@@ -98,10 +121,10 @@ func (l *loads) flush() {
 	}
 	for k, f := range fs {
 		if need[k] {
-			l.route(int(f.src), int(f.dst), f.w)
+			l.place(f)
 		}
 	}
-	l.pend = fs[:0]
+	l.pend, l.deferHops = fs[:0], false
 }
 
 // unitClasses returns, for each flow of fs, whether it has an end in the first
@@ -116,12 +139,23 @@ func (l *loads) unitClasses(fs []queuedFlow) []bool {
 		return nil
 	}
 	sc := &l.units
-	u32 := int32(u)
+	shift := -1 // units are often a power of two GPUs (32 nodes of 8)
+	if u&(u-1) == 0 {
+		shift = bits.TrailingZeros(uint(u))
+	}
 	// Every unit's flows in order: ent[off[j]:off[j+1]] are the indices of the
-	// flows with an end in unit j.
-	off := append(sc.off[:0], make([]int32, units+1)...)
-	for _, f := range fs {
-		a, b := f.src/u32, f.dst/u32
+	// flows with an end in unit j. ends[2k], ends[2k+1] are flow k's ends' units.
+	off := slices.Grow(sc.off[:0], units+1)[:units+1]
+	clear(off)
+	ends := slices.Grow(sc.ends[:0], 2*len(fs))[:2*len(fs)]
+	for k, f := range fs {
+		var a, b int32
+		if shift >= 0 {
+			a, b = f.src>>uint(shift), f.dst>>uint(shift)
+		} else {
+			a, b = f.src/int32(u), f.dst/int32(u)
+		}
+		ends[2*k], ends[2*k+1] = a, b
 		off[a+1]++
 		if b != a {
 			off[b+1]++
@@ -130,56 +164,48 @@ func (l *loads) unitClasses(fs []queuedFlow) []bool {
 	for j := range units {
 		off[j+1] += off[j]
 	}
-	ent := sc.ent[:0]
-	if cap(ent) < int(off[units]) {
-		ent = make([]int32, off[units])
-	}
-	ent = ent[:off[units]]
-	at := sc.rep[:0] // each unit's next entry, then its class
-	at = append(at, off[:units]...)
-	for k, f := range fs {
-		a, b := f.src/u32, f.dst/u32
-		ent[at[a]] = int32(k)
-		at[a]++
+	ent := slices.Grow(sc.ent[:0], int(off[units]))[:off[units]]
+	rep := slices.Grow(sc.rep[:0], units)[:units] // each unit's next entry, then its class's first unit
+	copy(rep, off[:units])
+	for k := range fs {
+		a, b := ends[2*k], ends[2*k+1]
+		ent[rep[a]] = int32(k)
+		rep[a]++
 		if b != a {
-			ent[at[b]] = int32(k)
-			at[b]++
+			ent[rep[b]] = int32(k)
+			rep[b]++
 		}
 	}
-	// Classes: a hash of each unit's relative flows picks the candidates, and a
-	// comparison of the flows decides.
-	hash := sc.hash[:0]
-	for j := range units {
-		base := int32(j) * u32
-		h := uint64(14695981039346656037)
-		for _, k := range ent[off[j]:off[j+1]] {
-			f := fs[k]
-			h = (h ^ uint64(uint32(f.src-base))) * 1099511628211
-			h = (h ^ uint64(uint32(f.dst-base))) * 1099511628211
-			h = (h ^ math.Float64bits(f.w)) * 1099511628211
-		}
-		hash = append(hash, h)
-	}
-	rep := at[:units]
+	// Classes: a unit is first compared with the class of the unit before it (a
+	// pattern that repeats from unit to unit), then with the classes whose flows
+	// hash alike; the comparison of the flows decides.
 	firsts := map[uint64][]int32{}
+	last := int32(-1) // the class of the last unit touched
 	for j := range units {
 		rep[j] = -1
-		if off[j] == off[j+1] {
+		flows := ent[off[j]:off[j+1]]
+		if len(flows) == 0 {
 			continue
 		}
-		for _, r := range firsts[hash[j]] {
-			if sameUnitFlows(fs, ent[off[r]:off[r+1]], ent[off[j]:off[j+1]], int32(j-int(r))*u32) {
+		if last >= 0 && sameUnitFlows(fs, ent[off[last]:off[last+1]], flows, int32(j-int(last))*int32(u)) {
+			rep[j] = last
+			continue
+		}
+		h := unitHash(fs, flows, int32(j*u))
+		for _, r := range firsts[h] {
+			if sameUnitFlows(fs, ent[off[r]:off[r+1]], flows, int32(j-int(r))*int32(u)) {
 				rep[j] = r
 				break
 			}
 		}
 		if rep[j] < 0 {
 			rep[j] = int32(j)
-			firsts[hash[j]] = append(firsts[hash[j]], int32(j))
+			firsts[h] = append(firsts[h], int32(j))
 		}
+		last = rep[j]
 	}
-	need := sc.need[:0]
-	need = append(need, make([]bool, len(fs))...)
+	need := slices.Grow(sc.need[:0], len(fs))[:len(fs)]
+	clear(need)
 	for j := range units {
 		if rep[j] == int32(j) {
 			for _, k := range ent[off[j]:off[j+1]] {
@@ -187,9 +213,21 @@ func (l *loads) unitClasses(fs []queuedFlow) []bool {
 			}
 		}
 	}
-	sc.off, sc.ent, sc.hash, sc.rep, sc.need = off, ent, hash, rep, need
+	sc.off, sc.ends, sc.ent, sc.rep, sc.need = off, ends, ent, rep, need
 	unitClassFlushes.Add(1)
 	return need
+}
+
+// unitHash hashes the flows of a unit whose first GPU is base, relative to it.
+func unitHash(fs []queuedFlow, flows []int32, base int32) uint64 {
+	h := uint64(14695981039346656037) // FNV-1a's offset basis and prime
+	for _, k := range flows {
+		f := fs[k]
+		h = (h ^ uint64(uint32(f.src-base))) * 1099511628211
+		h = (h ^ uint64(uint32(f.dst-base))) * 1099511628211
+		h = (h ^ math.Float64bits(f.w)) * 1099511628211
+	}
+	return h
 }
 
 // sameUnitFlows tells whether the flows a (of one unit) and b (of a unit d GPUs
