@@ -106,6 +106,7 @@ type loads struct {
 	// space flush's classes of translation units reuse.
 	pend      []queuedFlow
 	deferHops bool // the queued flows' latencies and crossings are taken as they are placed (queue)
+	direct    bool // queue and queueRing are flow (queueing)
 	units     unitScratch
 }
 
@@ -440,6 +441,7 @@ func computeFamily(p *Placement, f family) {
 	c := p.Cluster
 	l := getLoads(c)
 	defer putLoads(l)
+	l.direct = !queueing(c)
 	n := p.N()
 	co := &p.coef
 	nch := co.channels

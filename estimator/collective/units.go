@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"github.com/stepcost/stepcost/estimator/topology"
 	"math"
 	"math/bits"
 	"slices"
@@ -41,8 +42,22 @@ import (
 
 // minUnitFlows is the fewest queued flows flush sorts into unit classes: below it
 // the classes cost more than the flows they leave out.
-// A variable for the tests, which set it lower to sort small patterns too.
-var minUnitFlows = 4096
+// minUnits is the fewest units a cluster has for its flows to be queued at all:
+// the classes cost about as much a flow as placing it (the comparisons, and a
+// ring flow's latency), and pay where each class's first unit is a small part of
+// the flows — a few units of hundreds (100 000 GPUs: 391 units of 32 nodes). On
+// fewer, queue places each flow at once. Variables for the tests, which set them
+// lower to sort small patterns too.
+var (
+	minUnitFlows = 4096
+	minUnits     = 128
+)
+
+// queueing tells whether c's flows are worth queueing (minUnits).
+func queueing(c *topology.Cluster) bool {
+	u := c.UnitGPUs()
+	return u > 0 && (c.GPUs()+u-1)/u >= minUnits
+}
 
 // unitClassesOff places every flow (the tests' reference); unitClassFlushes counts
 // the flushes that placed one unit of each class (the tests check they ran).
@@ -62,6 +77,10 @@ type unitScratch struct {
 // (takeRing): its latency and crossing are taken now, in order, for the ring's
 // byte-weighted sums.
 func (l *loads) queueRing(src, dst int, w float64) {
+	if l.direct {
+		l.flow(src, dst, w)
+		return
+	}
 	if src == dst || w == 0 {
 		return
 	}
@@ -74,6 +93,10 @@ func (l *loads) queueRing(src, dst int, w float64) {
 // leaves the domain are those of the flows placed, as every flow's latency and
 // crossing is that of its image in the first unit of its unit's class.
 func (l *loads) queue(src, dst int, w float64) {
+	if l.direct {
+		l.flow(src, dst, w)
+		return
+	}
 	if src == dst || w == 0 {
 		return
 	}

@@ -15,8 +15,8 @@ import (
 // on contiguous nodes and on nodes with holes (a free map), on healthy clusters
 // and on degraded or loaded ones (where every flow is placed anyway).
 func TestUnitClassesLikeEveryFlow(t *testing.T) {
-	defer func(m int) { minUnitFlows = m }(minUnitFlows)
-	minUnitFlows = 0 // small patterns too
+	defer func(m, u int) { minUnitFlows, minUnits = m, u }(minUnitFlows, minUnits)
+	minUnitFlows, minUnits = 0, 3 // small patterns too
 	before := unitClassFlushes.Load()
 	cases := 0
 	for _, spec := range catalog.Systems() {
