@@ -1,11 +1,12 @@
 package collective
 
 import (
-	"github.com/stepcost/stepcost/estimator/topology"
 	"math"
 	"math/bits"
 	"slices"
 	"sync/atomic"
+
+	"github.com/stepcost/stepcost/estimator/topology"
 )
 
 // The first search on a fleet places millions of flows, most of them the same
@@ -28,21 +29,23 @@ import (
 // numbers, added in the same order, is at most the whole (rounding is monotone),
 // so those partial loads are at most the units' own, and the most loaded
 // resource, over each kind's one capacity (MaxUtilisation), is the same number as
-// when every flow is placed. Every flow's latency and network crossing are still
-// taken as it is queued (topology.Cluster.Hop, Path's sums without the
-// resources): the slowest hop and the byte-weighted sums of rings are those of
-// every flow, added in the same order. All the flows of one coefficient are
+// when every flow is placed. A ring flow's latency and network crossing are still
+// taken as it is queued (queueRing; topology.Cluster.Hop, Path's sums without
+// the resources): the byte-weighted sums of rings are those of every flow, added
+// in the same order. Other patterns (queue) need only the slowest hop and whether
+// any flow leaves the domain, and every flow's are those of its image in the
+// first unit of its unit's class, a flow placed. All the flows of one coefficient are
 // queued before its take sorts them: classes of part of them would leave no unit
 // complete.
 //
-// It does not hold, and flush places every flow, on a degraded cluster or one
-// whose leaves other jobs share (the capacities differ resource by resource), on
-// one without NICs, and where there are too few flows or units for classes to
-// pay.
+// It does not hold, and every flow is placed, on a degraded cluster or one whose
+// leaves other jobs share (the capacities differ resource by resource) and on one
+// without NICs (topology.Cluster.UnitGPUs is 0); every flow is placed too where
+// there are too few flows or units for the classes to pay. A queue holds the
+// flows of one kind (queue or queueRing) between takes.
 
 // minUnitFlows is the fewest queued flows flush sorts into unit classes: below it
-// the classes cost more than the flows they leave out.
-// minUnits is the fewest units a cluster has for its flows to be queued at all:
+// the classes cost more than the flows they leave out. minUnits is the fewest units a cluster has for its flows to be queued at all:
 // the classes cost about as much a flow as placing it (the comparisons, and a
 // ring flow's latency), and pay where each class's first unit is a small part of
 // the flows — a few units of hundreds (100 000 GPUs: 391 units of 32 nodes). On
