@@ -102,6 +102,18 @@ type loads struct {
 	rec    []ringTerm
 	starts []int
 	win    winScratch // buildPipe's
+	// pend are the flows queued (queue) and not yet placed (flush), and units the
+	// space flush's classes of translation units reuse.
+	pend      []queuedFlow
+	deferHops bool // the queued flows' latencies and crossings are taken as they are placed (queue)
+	direct    bool // queue and queueRing are flow (queueing)
+	units     unitScratch
+}
+
+// queuedFlow is one flow of queue: w bytes from GPU src to GPU dst.
+type queuedFlow struct {
+	src, dst int32
+	w        float64
 }
 
 // ringTerm is one flow's terms of a ring's byte-weighted sums.
@@ -154,7 +166,7 @@ func getLoads(c *topology.Cluster) *loads {
 // touched, so l is all zeros again after reset.
 func putLoads(l *loads) {
 	l.reset()
-	l.c, l.images, l.rec, l.starts = nil, nil, l.rec[:0], l.starts[:0]
+	l.c, l.images, l.rec, l.starts, l.pend = nil, nil, l.rec[:0], l.starts[:0], l.pend[:0]
 	loadsPool.Put(l)
 }
 
@@ -177,6 +189,11 @@ func (l *loads) flow(src, dst int, w float64) {
 	for _, r := range l.path {
 		l.add(r, w)
 	}
+	l.hop(lat, cross, w)
+}
+
+// hop is flow's account of a flow's latency and network crossing, w bytes.
+func (l *loads) hop(lat float64, cross bool, w float64) {
 	if lat > l.lat { // max: latencies are finite and not negative, no NaN or −0 to order
 		l.lat = lat
 	}
@@ -211,6 +228,7 @@ func (l *loads) multicast(group []int, src int, w float64) {
 // take returns the coefficient of what was accumulated and resets. The latency is
 // the slowest flow's: every flow of the step must land before the next step.
 func (l *loads) take() coef {
+	l.flush()
 	out := coef{lat: l.lat, net: b2f(l.net), m: l.c.MaxUtilisation(l.load, l.touched)}
 	l.reset()
 	return out
@@ -222,6 +240,7 @@ func (l *loads) take() coef {
 // ones — rather than the slowest hop at every step (NCCL's ring latency,
 // tuning.cc: nInterSteps inter-node hops, the rest intra-node).
 func (l *loads) takeRing() coef {
+	l.flush()
 	lat, net, flows := l.latSum, l.netSum, l.flows
 	out := l.take()
 	if flows > 0 {
@@ -255,6 +274,7 @@ func (l *loads) takeStage() stageLoads {
 
 // peekStage is takeStage without the reset: the flows placed so far stay.
 func (l *loads) peekStage() stageLoads {
+	l.placeQueued() // a stage's loads are listed link by link: every flow's
 	// Sized once: a stage of a 100 000-GPU group's tree touches as many links.
 	s := stageLoads{lat: l.lat, net: l.net, res: make([]int32, len(l.touched)), w: make([]float64, len(l.touched))}
 	copy(s.res, l.touched)
@@ -421,6 +441,7 @@ func computeFamily(p *Placement, f family) {
 	c := p.Cluster
 	l := getLoads(c)
 	defer putLoads(l)
+	l.direct = !queueing(c)
 	n := p.N()
 	co := &p.coef
 	nch := co.channels
@@ -445,9 +466,9 @@ func computeFamily(p *Placement, f family) {
 			for _, g := range loaded {
 				l.mark()
 				for i := range n - 1 { // rank i to i+1, and the last to the first
-					l.flow(g[order[i]], g[order[i+1]], w)
+					l.queueRing(g[order[i]], g[order[i+1]], w)
 				}
-				l.flow(g[order[n-1]], g[order[0]], w)
+				l.queueRing(g[order[n-1]], g[order[0]], w)
 			}
 			l.repeat()
 		}
@@ -466,7 +487,7 @@ func computeFamily(p *Placement, f family) {
 				for _, sp := range spans {
 					k := sp[1] - sp[0]
 					for j := range k {
-						l.flow(g[order[sp[0]+j]], g[order[sp[0]+(j+1)%k]], w)
+						l.queueRing(g[order[sp[0]+j]], g[order[sp[0]+(j+1)%k]], w)
 					}
 				}
 			}
@@ -479,7 +500,7 @@ func computeFamily(p *Placement, f family) {
 				l.mark()
 				for loc := range p.PerDomain {
 					for d := range m {
-						l.flow(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
+						l.queueRing(g[spans[d][0]+loc], g[spans[(d+1)%m][0]+loc], 1)
 					}
 				}
 			}
@@ -489,9 +510,9 @@ func computeFamily(p *Placement, f family) {
 	case famNeighbor:
 		for _, g := range loaded {
 			for i := range n - 1 {
-				l.flow(g[i], g[i+1], 1)
+				l.queue(g[i], g[i+1], 1)
 			}
-			l.flow(g[n-1], g[0], 1)
+			l.queue(g[n-1], g[0], 1)
 		}
 		co.neighbor = l.take()
 	case famDirect:
@@ -535,7 +556,7 @@ func computeFamily(p *Placement, f family) {
 			b := float64(patBlocks(n, k))
 			for _, g := range loaded {
 				for i := range n {
-					l.flow(g[i], g[((i-(1<<k))%n+n)%n], b)
+					l.queue(g[i], g[((i-(1<<k))%n+n)%n], b)
 				}
 			}
 			co.pat[k] = l.take()

@@ -581,3 +581,51 @@ func (c *Cluster) Describe(r int32) string {
 		return fmt.Sprintf("leaf %d downlink", i-c.offLeafDown)
 	}
 }
+
+// Hop is Path's latency and network crossing alone, for a transfer from GPU src
+// to GPU dst: the same sums in the same order, without the resources.
+func (c *Cluster) Hop(src, dst int) (float64, bool) {
+	if src == dst {
+		return 0, false
+	}
+	g := c.Spec.GPUsPerNode
+	sn, dn := quo(src, g, c.gpuShift), quo(dst, g, c.gpuShift)
+	if sn == dn || quo(sn, c.domainNodes, c.domainShift) == quo(dn, c.domainNodes, c.domainShift) {
+		return c.IntraLatUs, false
+	}
+	lat := c.NetLatUs
+	srcNIC, dstNIC := c.gpuNIC[src-sn*g], c.gpuNIC[dst-dn*g]
+	if c.Spec.Network.RailOptimized && srcNIC != dstNIC {
+		lat += c.IntraLatUs
+		srcNIC = dstNIC
+	}
+	if c.leaf(sn, srcNIC) != c.leaf(dn, dstNIC) {
+		lat += c.SpineLatUs
+	}
+	return lat, true
+}
+
+// UnitGPUs is the GPUs of a translation unit: lcm(nodes per leaf, nodes per
+// domain) consecutive nodes, 0 where none holds. A unit holds whole leaf groups,
+// scale-up domains and nodes, and every resource belongs to one unit (a GPU's
+// ports and mesh links and a NIC to its node's, a leaf's up- and downlinks to its
+// leaf group's). Moving both ends of a transfer by a whole number of units moves
+// every resource Path returns by as many units — the same local GPUs, NICs, rail
+// and proxy, the same domain and leaf relations — with the same latency; on a
+// cluster with no degraded or shared resource the moved resources have the same
+// capacities. Two units whose transfers are the same, relative to each unit and
+// in the same order, then carry the same loads bit for bit. 0 on a degraded or
+// loaded cluster (capacities differ resource by resource) and on one without NICs
+// (its transfers between nodes share one resource index).
+func (c *Cluster) UnitGPUs() int {
+	if len(c.scaled) > 0 || c.Spec.NICs.PerNode == 0 {
+		return 0
+	}
+	a, b := c.nodesLeaf, c.domainNodes
+	for x, y := a, b; ; {
+		if y == 0 {
+			return a / x * b * c.Spec.GPUsPerNode
+		}
+		x, y = y, x%y
+	}
+}
