@@ -284,7 +284,7 @@ func ParseMeasurementRows(name string, data []byte, layout Layout) (Sweep, error
 	}
 	// A table need not be ordered; the sweep's checks expect sizes upwards.
 	sort.SliceStable(s.Points, func(i, j int) bool { return s.Points[i].Bytes < s.Points[j].Bytes })
-	return s, checkSweep(&s)
+	return s, checkSweep(&s, true)
 }
 
 // jsonFieldErr words encoding/json's errors by field.

@@ -496,7 +496,7 @@ func ParseNCCLTests(name string, data []byte, layout Layout) (Sweep, error) {
 			}
 		}
 	}
-	return s, checkSweep(&s)
+	return s, checkSweep(&s, false)
 }
 
 // disagrees names the node count and GPUs per node the layout gives that are
@@ -601,20 +601,27 @@ func badColumn(f []string) (col, v string, ok bool) {
 // checkSweep checks the rows against each other and the operation: sizes grow, and
 // busbw ÷ algbw is nccl-tests' bus factor for the operation and rank count (a
 // mismatch means the header or the layout misstates the ranks or the test).
-func checkSweep(s *Sweep) error {
+// rows says the sweep came from measurement rows, whose refusals name the
+// row's field at fault (size_bytes, busbw_GBps) as every other refusal of a row
+// does; an nccl-tests output has no such names.
+func checkSweep(s *Sweep, rows bool) error {
+	sizeField, busField := "", ""
+	if rows {
+		sizeField, busField = "size_bytes: ", "busbw_GBps: "
+	}
 	f := s.Op.BusFactor(s.Ranks)
 	for i, p := range s.Points {
 		if i > 0 && p.Bytes < s.Points[i-1].Bytes && s.Points[0].Bytes != p.Bytes {
 			// A second sweep in the same file (OCI's runs print two) is fine; a
 			// shuffled one is not nccl-tests'.
 			if !slices.ContainsFunc(s.Points[:i], func(q Point) bool { return q.Bytes == p.Bytes }) {
-				return fileErr(s.File, p.Line, "size %v after %v: nccl-tests sweeps sizes upwards", p.Bytes, s.Points[i-1].Bytes)
+				return fileErr(s.File, p.Line, "%ssize %v after %v: nccl-tests sweeps sizes upwards", sizeField, p.Bytes, s.Points[i-1].Bytes)
 			}
 		}
 		if p.AlgBW >= 1 && p.BusBW > 0 {
 			got := p.BusBW / p.AlgBW
 			if math.Abs(got-f) > 0.02*f+0.02/p.AlgBW*f+0.01 {
-				return fileErr(s.File, p.Line, "busbw/algbw is %.3f, but %s on %d ranks has a bus factor of %.3f: the ranks (%d node(s) × %d) or the test are not what the file ran", got, s.Op, s.Ranks, f, s.Nodes, s.GPUsPerNode)
+				return fileErr(s.File, p.Line, "%sbusbw/algbw is %.3f, but %s on %d ranks has a bus factor of %.3f: the ranks (%d node(s) × %d) or the test are not what the file ran", busField, got, s.Op, s.Ranks, f, s.Nodes, s.GPUsPerNode)
 			}
 		}
 	}
